@@ -1,0 +1,99 @@
+/* cli.c — helpers shared by the commands (see cli.h). */
+#include "cli/cli.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+int ug_cli_fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("ulpgym: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return UG_EXIT_USAGE;
+}
+
+int ug_cli_opt(int argc, char **argv, int *i, const char *opt, const char **val)
+{
+    size_t n = strlen(opt);
+    if (strncmp(argv[*i], opt, n) != 0) return 0;
+    if (argv[*i][n] == '=') {
+        *val = argv[*i] + n + 1;
+        return 1;
+    }
+    if (argv[*i][n] != 0) return 0;
+    if (*i + 1 >= argc) {
+        ug_cli_fail("option %s needs a value", opt);
+        return -1;
+    }
+    *val = argv[++*i];
+    return 1;
+}
+
+int ug_cli_flag(char **argv, int i, const char *flag) { return strcmp(argv[i], flag) == 0; }
+
+long ug_cli_long(const char *s)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    return (*s && !*end && v >= 0) ? v : -1;
+}
+
+long ug_cli_sample(const char *v)
+{
+    if (strcmp(v, "all") == 0) return 0;
+    long n = ug_cli_long(v);
+    return n > 0 ? n : -1;
+}
+
+int ug_cli_help(const ug_command *cmd, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            printf("ulpgym %s — %s\n\n%s", cmd->name, cmd->summary, cmd->usage);
+            return 1;
+        }
+    return 0;
+}
+
+int ug_cli_filter_opt(ug_cli_filter *f, int argc, char **argv, int *i)
+{
+    const char *v;
+    int m = ug_cli_opt(argc, argv, i, "--op", &v);
+    if (m < 0) return -2;
+    if (m) {
+        int op = ug_op_find(v);
+        if (op < 0) {
+            ug_cli_fail("unknown op \"%s\" (see `ulpgym ops`)", v);
+            return -2;
+        }
+        f->ops[op] = 1;
+        f->any_op = 1;
+        return 1;
+    }
+    m = ug_cli_opt(argc, argv, i, "--group", &v);
+    if (m < 0) return -2;
+    if (m) {
+        int g = ug_group_find(v);
+        if (g < 0) {
+            ug_cli_fail("unknown group \"%s\" (DeepSeek, GLM, Operator, GreenLight)", v);
+            return -2;
+        }
+        f->groups |= 1u << g;
+        return 1;
+    }
+    return 0;
+}
+
+int ug_cli_open_db(const char *path, int create, ug_db **db)
+{
+    char err[512];
+    if (ug_db_open(ug_db_default_path(path), create, db, err, sizeof err)) {
+        ug_cli_fail("%s", err);
+        return -2;
+    }
+    return 0;
+}

@@ -1,0 +1,47 @@
+/* cli.h — shared pieces of the ulpgym commands: the command table entry, option
+ * parsing, and the exit-code convention (0 ok, 1 the run found failures where a command
+ * says so, 2 bad input: unknown op, malformed plan, unknown case, not a database). */
+#ifndef UG_CLI_H
+#define UG_CLI_H
+#include <stdio.h>
+
+#include "core/registry.h"
+#include "db/store.h"
+
+#define UG_EXIT_OK 0
+#define UG_EXIT_FOUND 1
+#define UG_EXIT_USAGE 2
+
+typedef struct {
+    const char *name;
+    int (*run)(int argc, char **argv); /* argv[0] is the command name */
+    const char *summary;
+    const char *usage; /* printed by -h: options, one per line */
+} ug_command;
+
+/* Prints "ulpgym: msg" to stderr and returns UG_EXIT_USAGE. */
+int ug_cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* If argv[*i] is opt, takes its value (argv[*i+1] or the part after '=') into *val and
+ * advances *i. Returns 1 on a match, 0 otherwise, -1 when the value is missing. */
+int ug_cli_opt(int argc, char **argv, int *i, const char *opt, const char **val);
+int ug_cli_flag(char **argv, int i, const char *flag);
+/* Parses a non-negative integer option value; -1 on junk. */
+long ug_cli_long(const char *s);
+/* --sample value: "all" -> 0, a positive count -> itself, else -1. */
+long ug_cli_sample(const char *v);
+/* Prints the command's help when argv has -h/--help; returns 1 if it did. */
+int ug_cli_help(const ug_command *cmd, int argc, char **argv);
+const ug_command *ug_cli_find(const char *name);
+/* Op / group filters shared by plan, sweep, history: --op OP (repeatable), --group G. */
+typedef struct {
+    unsigned char ops[UG_OP_COUNT];
+    int any_op;
+    unsigned groups;
+} ug_cli_filter;
+/* Consumes --op/--group at argv[*i]: 1 consumed, 0 not an op/group option, -2 bad value
+ * (message printed). */
+int ug_cli_filter_opt(ug_cli_filter *f, int argc, char **argv, int *i);
+/* Opens the database named by --db/$ULPGYM_DB/./ulpgym.db; prints the error itself. */
+int ug_cli_open_db(const char *path, int create, ug_db **db);
+
+#endif

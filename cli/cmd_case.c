@@ -1,0 +1,62 @@
+/* cmd_case.c — `ulpgym case`: run one spec without a database; the reproduction line
+ * triage prints. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "cli/report_text.h"
+#include "run/exec.h"
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    if (buf) buf[n] = 0;
+    fclose(f);
+    return buf;
+}
+
+int ug_cmd_case(int argc, char **argv)
+{
+    const char *spec = NULL, *file = NULL, *backend = NULL, *sample = NULL;
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        int m;
+        if ((m = ug_cli_opt(argc, argv, &i, "--spec", &spec)) || (m = ug_cli_opt(argc, argv, &i, "--spec-file", &file)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--backend", &backend)) || (m = ug_cli_opt(argc, argv, &i, "--sample", &sample))) {
+            if (m < 0) return UG_EXIT_USAGE;
+        } else if (ug_cli_flag(argv, i, "--json")) json = 1;
+        else return ug_cli_fail("case: unexpected argument \"%s\" (see ulpgym case -h)", argv[i]);
+    }
+    char *text = file ? slurp(file) : spec ? strdup(spec) : NULL;
+    if (!text) return ug_cli_fail(file ? "case: cannot read %s" : "case: give --spec JSON or --spec-file FILE", file);
+    ug_exec_opts o;
+    ug_exec_opts_default(&o);
+    if (sample && (long)(o.oracle.sample = (size_t)ug_cli_sample(sample)) < 0) {
+        free(text);
+        return ug_cli_fail("case: --sample takes a count or \"all\"");
+    }
+    ug_backend b;
+    char err[1024];
+    if (ug_backend_open(&b, backend, err, sizeof err)) {
+        free(text);
+        return ug_cli_fail("%s", err);
+    }
+    ug_result r;
+    int rc = ug_exec_case(text, &b, &o, &r, NULL);
+    free(text);
+    ug_backend_close(&b);
+    if (rc) return ug_cli_fail("%s", r.message);
+    if (json) ug_print_result_json(&r, stdout);
+    else ug_print_result(&r, stdout);
+    return r.outcome == UG_OUT_PASS ? 0 : UG_EXIT_FOUND;
+}

@@ -1,0 +1,121 @@
+/* cmd_ops.c — `ulpgym ops`: the operator catalogue and each op's contract. */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "oracles/verdict.h"
+
+static const char *cmp_name(ug_cmp c)
+{
+    return c == UG_CMP_NUMERIC ? "numeric" : c == UG_CMP_EXACT ? "exact" : c == UG_CMP_BOUNDARY ? "boundary_aware"
+                                                                                                 : "topk_set";
+}
+
+static int n_variants(const ug_op_def *d)
+{
+    int n = 0;
+    while (d->variants[n].name) n++;
+    return n;
+}
+
+static cJSON *op_json(int op, int detail)
+{
+    const ug_op_def *d = ug_op_def_get(op);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "op", ug_op_name(op));
+    cJSON_AddStringToObject(o, "group", ug_group_name(ug_op_group(op)));
+    cJSON_AddStringToObject(o, "status", d ? "implemented" : "planned");
+    if (!d) return o;
+    cJSON_AddStringToObject(o, "summary", d->summary);
+    cJSON_AddStringToObject(o, "dtypes", d->dtypes);
+    cJSON_AddStringToObject(o, "primary_standard", ug_standard_name(d->primary));
+    if (!detail) return o;
+    cJSON *params = cJSON_Parse(d->params_doc);
+    cJSON_AddItemToObject(o, "params", params ? params : cJSON_CreateObject());
+    cJSON *outs = cJSON_AddArrayToObject(o, "outputs");
+    for (int i = 0; i < d->n_outputs; i++) {
+        cJSON *r = cJSON_CreateObject();
+        cJSON_AddStringToObject(r, "name", d->outputs[i].name);
+        cJSON_AddStringToObject(r, "compare", cmp_name(d->outputs[i].cmp));
+        cJSON_AddNumberToObject(r, "pypto_atol", d->outputs[i].pypto_atol);
+        cJSON_AddNumberToObject(r, "pypto_rtol", d->outputs[i].pypto_rtol);
+        cJSON_AddNumberToObject(r, "pypto_budget", d->outputs[i].pypto_budget);
+        cJSON_AddItemToArray(outs, r);
+    }
+    cJSON *vars = cJSON_AddArrayToObject(o, "kernel_variants");
+    for (int i = 0; d->variants[i].name; i++) {
+        cJSON *v = cJSON_CreateObject();
+        cJSON_AddStringToObject(v, "name", d->variants[i].name);
+        cJSON_AddStringToObject(v, "description", d->variants[i].desc);
+        cJSON_AddItemToArray(vars, v);
+    }
+    return o;
+}
+
+static int print_json(cJSON *j)
+{
+    char *s = cJSON_Print(j);
+    puts(s ? s : "null");
+    free(s);
+    cJSON_Delete(j);
+    return 0;
+}
+
+static int show(const char *name, int json)
+{
+    int op = ug_op_find(name);
+    if (op < 0) return ug_cli_fail("unknown op \"%s\" (see `ulpgym ops`)", name);
+    if (json) return print_json(op_json(op, 1));
+    const ug_op_def *d = ug_op_def_get(op);
+    printf("%s  (%s)\n", ug_op_name(op), ug_group_name(ug_op_group(op)));
+    if (!d) {
+        printf("  status: planned — not implemented yet; see shared OPS.md for its math\n");
+        return 0;
+    }
+    printf("  %s\n  dtypes: %s\n  primary standard: %s\n", d->summary, d->dtypes, ug_standard_name(d->primary));
+    cJSON *params = cJSON_Parse(d->params_doc);
+    printf("  params and tensors:\n");
+    for (const cJSON *p = params ? params->child : NULL; p; p = p->next)
+        printf("    %-8s %s\n", p->string, cJSON_IsString(p) ? p->valuestring : "");
+    cJSON_Delete(params);
+    printf("  outputs:\n");
+    for (int i = 0; i < d->n_outputs; i++)
+        printf("    %-8s %-14s pypto atol %g rtol %g budget %g\n", d->outputs[i].name, cmp_name(d->outputs[i].cmp),
+               d->outputs[i].pypto_atol, d->outputs[i].pypto_rtol, d->outputs[i].pypto_budget);
+    printf("  kernel variants (--kernel-variant NAME):\n");
+    for (int i = 0; d->variants[i].name; i++) printf("    %-18s %s\n", d->variants[i].name, d->variants[i].desc);
+    return 0;
+}
+
+int ug_cmd_ops(int argc, char **argv)
+{
+    int json = 0;
+    ug_cli_filter f = {0};
+    const char *show_op = NULL;
+    for (int i = 1; i < argc; i++) {
+        int m = ug_cli_filter_opt(&f, argc, argv, &i);
+        if (m < 0) return UG_EXIT_USAGE;
+        if (m) continue;
+        if (ug_cli_flag(argv, i, "--json")) json = 1;
+        else if (strcmp(argv[i], "show") == 0 && i + 1 < argc) show_op = argv[++i];
+        else return ug_cli_fail("ops: unexpected argument \"%s\" (see ulpgym ops -h)", argv[i]);
+    }
+    if (show_op) return show(show_op, json);
+    cJSON *arr = json ? cJSON_CreateArray() : NULL;
+    if (!json) printf("%-11s %-38s %-12s %-16s %-10s %s\n", "group", "op", "status", "dtypes", "primary", "variants");
+    for (int op = 0; op < UG_OP_COUNT; op++) {
+        if (f.groups && !(f.groups >> ug_op_group(op) & 1u)) continue;
+        if (f.any_op && !f.ops[op]) continue;
+        const ug_op_def *d = ug_op_def_get(op);
+        if (json) {
+            cJSON_AddItemToArray(arr, op_json(op, 0));
+            continue;
+        }
+        printf("%-11s %-38s %-12s %-16s %-10s %d\n", ug_group_name(ug_op_group(op)), ug_op_name(op),
+               d ? "implemented" : "planned", d ? d->dtypes : "-", d ? ug_standard_name(d->primary) : "-",
+               d ? n_variants(d) : 0);
+    }
+    return json ? print_json(arr) : 0;
+}

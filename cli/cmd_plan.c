@@ -1,0 +1,73 @@
+/* cmd_plan.c — `ulpgym plan`: expand a plan and count or list its cases. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "gen/plan.h"
+
+static void count(const ug_plan *p)
+{
+    size_t per_op[UG_OP_COUNT] = {0}, per_group[UG_GROUP_COUNT] = {0};
+    for (size_t i = 0; i < p->n; i++) {
+        per_op[p->cases[i].op]++;
+        per_group[ug_op_group(p->cases[i].op)]++;
+    }
+    for (int g = 0; g < UG_GROUP_COUNT; g++) {
+        int ops = 0, impl = 0;
+        for (int op = 0; op < UG_OP_COUNT; op++)
+            if ((int)ug_op_group(op) == g) {
+                ops++;
+                impl += per_op[op] > 0;
+            }
+        printf("group %-11s %6zu cases", ug_group_name((ug_group)g), per_group[g]);
+        if (p->group_target[g] >= 0)
+            printf("  (release target %ld; %d of %d operators in this plan)", p->group_target[g], impl, ops);
+        printf("\n");
+        for (int op = 0; op < UG_OP_COUNT; op++)
+            if ((int)ug_op_group(op) == g && per_op[op]) printf("  %-38s %6zu\n", ug_op_name(op), per_op[op]);
+    }
+    printf("total %zu\n", p->n);
+}
+
+static void list(const ug_plan *p)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        cJSON *j = cJSON_Parse(p->cases[i].spec);
+        const cJSON *dt = cJSON_GetObjectItemCaseSensitive(j, "dtype");
+        char *params = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(j, "params"));
+        printf("%s  %-30s %-5s %s\n", p->cases[i].id, ug_op_name(p->cases[i].op), cJSON_IsString(dt) ? dt->valuestring : "?",
+               params ? params : "");
+        free(params);
+        cJSON_Delete(j);
+    }
+}
+
+int ug_cmd_plan(int argc, char **argv)
+{
+    const char *plan_path = NULL, *seed = NULL;
+    int do_count = 0, do_list = 0;
+    ug_cli_filter f = {0};
+    for (int i = 1; i < argc; i++) {
+        int m = ug_cli_filter_opt(&f, argc, argv, &i);
+        if (m < 0) return UG_EXIT_USAGE;
+        if (m) continue;
+        if ((m = ug_cli_opt(argc, argv, &i, "--plan", &plan_path)) || (m = ug_cli_opt(argc, argv, &i, "--seed", &seed))) {
+            if (m < 0) return UG_EXIT_USAGE;
+        } else if (ug_cli_flag(argv, i, "--count")) do_count = 1;
+        else if (ug_cli_flag(argv, i, "--list")) do_list = 1;
+        else return ug_cli_fail("plan: unexpected argument \"%s\" (see ulpgym plan -h)", argv[i]);
+    }
+    if (!do_count && !do_list) return ug_cli_fail("plan: give --count or --list");
+    long long s = seed ? ug_cli_long(seed) : -1;
+    if (seed && s < 0) return ug_cli_fail("plan: --seed must be a non-negative integer");
+    ug_plan p;
+    char err[1024];
+    if (ug_plan_load(plan_path ? plan_path : ug_plan_default_path(), s, &p, err, sizeof err))
+        return ug_cli_fail("%s", err);
+    ug_plan_filter(&p, f.any_op ? f.ops : NULL, f.groups);
+    if (do_count) count(&p);
+    if (do_list) list(&p);
+    ug_plan_free(&p);
+    return 0;
+}

@@ -1,0 +1,69 @@
+/* report_text.c — see report_text.h. */
+#include "cli/report_text.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+
+void ug_fmt_value(double v, char *buf, size_t len) { snprintf(buf, len, "%.9g (%a)", v, v); }
+
+void ug_print_result(const ug_result *r, FILE *f)
+{
+    fprintf(f, "case %s  %s  %s  verdict %s (primary: %s)\n", r->case_id, ug_op_name(r->op), ug_dtype_name(r->dtype),
+            ug_outcome_name(r->outcome), ug_standard_name(r->primary));
+    if (r->message[0]) fprintf(f, "  %s\n", r->message);
+    if (!r->n_out) return;
+    fprintf(f, "  standards:");
+    for (int s = 0; s < UG_STD_COUNT; s++)
+        if (r->verdict[s] != UG_V_NA) fprintf(f, " %s=%s", ug_standard_name(s), ug_vstate_name(r->verdict[s]));
+    fprintf(f, "\n  timing: kernel %.2f ms, oracle %.2f ms (%lu elements settled by MPFR)\n", r->kernel_ms, r->oracle_ms,
+            r->n_fallback);
+    for (int k = 0; k < r->n_out; k++) {
+        const ug_output_result *o = &r->out[k];
+        const ug_metrics *m = &o->m;
+        fprintf(f, "  output %s (%s): %zu of %zu elements checked\n", o->name, ug_dtype_name(o->dtype), m->n, m->n_total);
+        fprintf(f, "    max abs %.4g @%zu  max rel %.4g @%zu  max ulp %.4g @%zu  mean ulp %.4g\n", m->max_abs,
+                m->max_abs_idx, m->max_rel, m->max_rel_idx, m->max_ulp, m->max_ulp_idx, m->mean_ulp);
+        fprintf(f, "    MERE %.4g  MARE %.4g  RMSE %.4g  EB %.4g  small-value err %.4g  cosine %.9f\n", m->mere, m->mare,
+                m->rmse, m->eb, m->small_err_ratio, m->cosine);
+        fprintf(f, "    naive benchmark: max abs %.4g  MERE %.4g  MARE %.4g  RMSE %.4g\n", m->b_max_abs, m->b_mere,
+                m->b_mare, m->b_rmse);
+        if (m->n_nonfinite_mismatch) fprintf(f, "    NaN/Inf mismatches: %zu\n", m->n_nonfinite_mismatch);
+        for (int s = 0; s < UG_STD_COUNT; s++)
+            if (o->verdict[s] != UG_V_NA)
+                fprintf(f, "    %-16s %-4s %s\n", ug_standard_name(s), ug_vstate_name(o->verdict[s]), o->thresholds[s]);
+    }
+}
+
+void ug_print_result_json(const ug_result *r, FILE *f)
+{
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "case_id", r->case_id);
+    cJSON_AddStringToObject(j, "op", ug_op_name(r->op));
+    cJSON_AddStringToObject(j, "dtype", ug_dtype_name(r->dtype));
+    cJSON_AddStringToObject(j, "verdict", ug_outcome_name(r->outcome));
+    cJSON_AddStringToObject(j, "primary_standard", ug_standard_name(r->primary));
+    cJSON_AddStringToObject(j, "message", r->message);
+    cJSON *st = cJSON_AddObjectToObject(j, "standards");
+    for (int s = 0; s < UG_STD_COUNT; s++) cJSON_AddStringToObject(st, ug_standard_name(s), ug_vstate_name(r->verdict[s]));
+    cJSON *outs = cJSON_AddArrayToObject(j, "outputs");
+    for (int k = 0; k < r->n_out; k++) {
+        const ug_metrics *m = &r->out[k].m;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", r->out[k].name);
+        cJSON_AddNumberToObject(o, "n_checked", (double)m->n);
+        cJSON_AddNumberToObject(o, "max_abs", m->max_abs);
+        cJSON_AddNumberToObject(o, "max_rel", m->max_rel);
+        cJSON_AddNumberToObject(o, "max_ulp", m->max_ulp);
+        cJSON_AddNumberToObject(o, "mean_ulp", m->mean_ulp);
+        cJSON_AddNumberToObject(o, "mere", m->mere);
+        cJSON_AddNumberToObject(o, "mare", m->mare);
+        cJSON_AddNumberToObject(o, "rmse", m->rmse);
+        cJSON_AddNumberToObject(o, "eb", m->eb);
+        cJSON_AddNumberToObject(o, "nonfinite_mismatch", (double)m->n_nonfinite_mismatch);
+        cJSON_AddItemToArray(outs, o);
+    }
+    char *s = cJSON_Print(j);
+    fprintf(f, "%s\n", s ? s : "{}");
+    free(s);
+    cJSON_Delete(j);
+}

@@ -1,0 +1,143 @@
+/* canon.c — canonical JSON printer and the case-ID hash (see canon.h for the rules). */
+#include "core/canon.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+    int failed;
+} strbuf;
+
+static void sb_put(strbuf *sb, const char *s, size_t n)
+{
+    if (sb->failed) return;
+    if (sb->len + n + 1 > sb->cap) {
+        size_t cap = sb->cap ? sb->cap * 2 : 256;
+        while (cap < sb->len + n + 1) cap *= 2;
+        char *nb = realloc(sb->buf, cap);
+        if (!nb) {
+            sb->failed = 1;
+            return;
+        }
+        sb->buf = nb;
+        sb->cap = cap;
+    }
+    memcpy(sb->buf + sb->len, s, n);
+    sb->len += n;
+    sb->buf[sb->len] = 0;
+}
+
+static void sb_puts(strbuf *sb, const char *s) { sb_put(sb, s, strlen(s)); }
+
+void ug_format_double(double x, char *buf)
+{
+    if (x == floor(x) && fabs(x) < 0x1p53) {
+        snprintf(buf, 32, "%.0f", x);
+        if (strcmp(buf, "-0") == 0) strcpy(buf, "0");
+        return;
+    }
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, 32, "%.*g", prec, x);
+        if (strtod(buf, NULL) == x) return;
+    }
+}
+
+static void put_string(strbuf *sb, const char *s)
+{
+    sb_puts(sb, "\"");
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        char esc[8];
+        if (*p == '"' || *p == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)*p;
+            sb_put(sb, esc, 2);
+        } else if (*p < 0x20) {
+            snprintf(esc, sizeof esc, "\\u%04x", *p);
+            sb_puts(sb, esc);
+        } else {
+            sb_put(sb, (const char *)p, 1);
+        }
+    }
+    sb_puts(sb, "\"");
+}
+
+static int cmp_keys(const void *a, const void *b)
+{
+    const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
+    return strcmp(x->string, y->string);
+}
+
+static void put_item(strbuf *sb, const cJSON *it)
+{
+    if (cJSON_IsObject(it)) {
+        int n = cJSON_GetArraySize(it), i = 0;
+        const cJSON **kids = malloc(sizeof *kids * (size_t)(n ? n : 1));
+        if (!kids) {
+            sb->failed = 1;
+            return;
+        }
+        for (const cJSON *c = it->child; c; c = c->next) kids[i++] = c;
+        qsort(kids, (size_t)n, sizeof *kids, cmp_keys);
+        sb_puts(sb, "{");
+        for (i = 0; i < n; i++) {
+            if (i) sb_puts(sb, ",");
+            put_string(sb, kids[i]->string);
+            sb_puts(sb, ":");
+            put_item(sb, kids[i]);
+        }
+        sb_puts(sb, "}");
+        free(kids);
+    } else if (cJSON_IsArray(it)) {
+        sb_puts(sb, "[");
+        for (const cJSON *c = it->child; c; c = c->next) {
+            if (c != it->child) sb_puts(sb, ",");
+            put_item(sb, c);
+        }
+        sb_puts(sb, "]");
+    } else if (cJSON_IsString(it)) {
+        put_string(sb, it->valuestring);
+    } else if (cJSON_IsNumber(it)) {
+        char num[32];
+        if (!isfinite(it->valuedouble)) {
+            sb->failed = 1;
+            return;
+        }
+        ug_format_double(it->valuedouble, num);
+        sb_puts(sb, num);
+    } else if (cJSON_IsBool(it)) {
+        sb_puts(sb, cJSON_IsTrue(it) ? "true" : "false");
+    } else {
+        sb_puts(sb, "null");
+    }
+}
+
+char *ug_json_canonical(const cJSON *item)
+{
+    strbuf sb = {0};
+    put_item(&sb, item);
+    if (sb.failed) {
+        free(sb.buf);
+        return NULL;
+    }
+    return sb.buf;
+}
+
+uint64_t ug_hash64(const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ULL;
+    }
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebULL;
+    h ^= h >> 31;
+    return h;
+}

@@ -1,0 +1,23 @@
+/* canon.h — canonical JSON text and the 64-bit hash that names a case.
+ *
+ * A case ID must be the same on every machine and every build, so it cannot depend on
+ * cJSON's own printer (which uses %1.15g/%1.17g and keeps key order). The canonical form
+ * is: object keys sorted bytewise, no whitespace, integers with |x| < 2^53 printed as
+ * integers, other numbers in the shortest %.*g form that reads back to the same double,
+ * strings with only the escapes JSON requires. The hash is FNV-1a 64 followed by the
+ * splitmix64 finaliser (FNV alone mixes its last bytes poorly). */
+#ifndef UG_CANON_H
+#define UG_CANON_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+/* Returns a malloc'd canonical text of item (NULL on allocation failure or a non-finite
+ * number, which JSON cannot carry). */
+char *ug_json_canonical(const cJSON *item);
+uint64_t ug_hash64(const void *data, size_t len);
+/* Shortest "%.*g" text that round-trips x; buf needs 32 bytes. */
+void ug_format_double(double x, char *buf);
+
+#endif

@@ -1,0 +1,67 @@
+/* dtype.h — the number formats ulpgym knows and exact conversions between them and double.
+ *
+ * Every value that crosses a format boundary goes through ug_dtype_round(): one
+ * round-to-nearest-even routine parameterised by the format's mantissa width, minimum
+ * normal exponent and maximum finite value, so fp16, bf16, fp32 and the OCP fp8 formats
+ * all share one tested code path. Rules per format (also in docs/ARCHITECTURE.md):
+ *   fp32, fp16, bf16, e5m2: IEEE-like; subnormals kept; overflow rounds to ±inf;
+ *                           NaN stays NaN (canonical quiet NaN on encode).
+ *   e4m3 (OCP E4M3FN):      no inf; one NaN pattern per sign (S.1111.111); max ±448.
+ *                           Conversion saturates: finite values beyond ±448 become ±448
+ *                           ("satfinite", as the OCP MX spec prescribes for MX
+ *                           element conversion); ±inf saturates too; NaN -> NaN.
+ *   e8m0:                   unsigned power of two 2^(b-127), b in 0..254; 0xFF is NaN.
+ *                           Encoding takes the power of two at or below x (floor of
+ *                           log2, the way MX derives scales), clamped to 2^-127..2^127;
+ *                           zero, negative and NaN inputs encode as NaN.
+ *   int8, int32:            round to nearest even, saturate to the type's range; NaN -> 0.
+ * Encoded values ("bits") are returned in a uint32_t; the element size in bytes is
+ * ug_dtype_size(). */
+#ifndef UG_DTYPE_H
+#define UG_DTYPE_H
+#include <stddef.h>
+#include <stdint.h>
+
+/* Numbering is part of the plugin ABI (kernel_abi.h repeats it): never reorder. */
+typedef enum {
+    UG_DT_FP32 = 0,
+    UG_DT_FP16 = 1,
+    UG_DT_BF16 = 2,
+    UG_DT_E4M3 = 3,
+    UG_DT_E5M2 = 4,
+    UG_DT_E8M0 = 5,
+    UG_DT_INT8 = 6,
+    UG_DT_INT32 = 7,
+    UG_DT_COUNT
+} ug_dtype;
+
+typedef struct {
+    const char *name;   /* "bf16" */
+    int size;           /* bytes per element */
+    int is_float;       /* 1 for the binary floating formats (not e8m0) */
+    int mant_bits;      /* stored mantissa bits (fp16 10, bf16 7, fp32 23, e4m3 3, e5m2 2) */
+    int emin;           /* minimum normal exponent */
+    double max_finite;  /* largest finite value */
+} ug_dtype_info;
+
+const ug_dtype_info *ug_dtype_get_info(ug_dtype dt);
+const char *ug_dtype_name(ug_dtype dt);
+int ug_dtype_size(ug_dtype dt);
+/* Parses "fp32", "bf16", ...; returns -1 if unknown. */
+int ug_dtype_parse(const char *name);
+
+/* Correctly rounded (RNE) value of x in format dt, returned as a double (every value of
+ * every format here is a double). Follows the overflow/NaN rules above. */
+double ug_dtype_round(ug_dtype dt, double x);
+/* Encode x (rounded first) to dt's bit pattern / decode bits to the exact value. */
+uint32_t ug_dtype_encode(ug_dtype dt, double x);
+double ug_dtype_decode(ug_dtype dt, uint32_t bits);
+
+/* Unit in the last place of value x in format dt: 2^(max(floor(log2|x|), emin) - mant). */
+double ug_dtype_ulp(ug_dtype dt, double x);
+
+/* Raw element access on a buffer of dt elements. */
+double ug_dtype_load(ug_dtype dt, const void *buf, size_t i);
+void ug_dtype_store(ug_dtype dt, void *buf, size_t i, double x); /* rounds to dt */
+
+#endif

@@ -1,0 +1,210 @@
+/* registry.c — the operator tables built from ops.def, and the case's tensor bookkeeping. */
+#include "core/registry.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "gen/dist.h"
+
+#define UG_REF_IMPL(name) &ug_opdef_##name
+#define UG_REF_PLANNED(name) NULL
+#define UG_DECL_IMPL(name) extern const ug_op_def ug_opdef_##name;
+#define UG_DECL_PLANNED(name)
+
+#define UG_OP(E, name, group, status) UG_DECL_##status(name)
+#include "core/ops.def"
+#undef UG_OP
+
+_Static_assert(UG_OP_COUNT == 34, "OPS.md lists 34 priority operators");
+
+static const struct {
+    const char *name;
+    ug_group group;
+    const ug_op_def *def;
+} op_table[UG_OP_COUNT] = {
+#define UG_OP(E, name, group, status) {#name, UG_GROUP_##group, UG_REF_##status(name)},
+#include "core/ops.def"
+#undef UG_OP
+};
+
+static const char *group_names[UG_GROUP_COUNT] = {"DeepSeek", "GLM", "Operator", "GreenLight"};
+
+const char *ug_op_name(int op) { return op >= 0 && op < UG_OP_COUNT ? op_table[op].name : "?"; }
+ug_group ug_op_group(int op) { return op_table[op].group; }
+const ug_op_def *ug_op_def_get(int op) { return op >= 0 && op < UG_OP_COUNT ? op_table[op].def : NULL; }
+const char *ug_group_name(ug_group g) { return (unsigned)g < UG_GROUP_COUNT ? group_names[g] : "?"; }
+
+int ug_op_find(const char *name)
+{
+    for (int i = 0; name && i < UG_OP_COUNT; i++)
+        if (strcmp(op_table[i].name, name) == 0) return i;
+    return -1;
+}
+
+int ug_group_find(const char *name)
+{
+    for (int i = 0; name && i < UG_GROUP_COUNT; i++)
+        if (strcasecmp(group_names[i], name) == 0) return i;
+    return -1;
+}
+
+const ug_kernel_variant *ug_op_variant(const ug_op_def *d, const char *name)
+{
+    for (int i = 0; d->variants[i].name; i++)
+        if (strcmp(d->variants[i].name, name ? name : "sim") == 0) return &d->variants[i];
+    return NULL;
+}
+
+static ug_tensor *add_tensor(ug_tensor *t, int *count, const char *name, ug_dtype dt, int ndim,
+                             const int64_t *shape, char *err, size_t errlen)
+{
+    if (*count >= UG_MAX_TENSORS || ndim > ULPGYM_MAX_DIMS || ndim < 0) {
+        snprintf(err, errlen, "internal: too many tensors or dims for \"%s\"", name);
+        return NULL;
+    }
+    ug_tensor *x = &t[*count];
+    memset(x, 0, sizeof *x);
+    snprintf(x->name, sizeof x->name, "%s", name);
+    x->dtype = dt;
+    x->ndim = ndim;
+    x->numel = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0 || shape[i] > (int64_t)1 << 31) {
+            snprintf(err, errlen, "tensor \"%s\": dimension %d is %lld", name, i, (long long)shape[i]);
+            return NULL;
+        }
+        x->shape[i] = shape[i];
+        x->numel *= (size_t)shape[i];
+    }
+    if (x->numel > ((size_t)1 << 30)) {
+        snprintf(err, errlen, "tensor \"%s\": %zu elements is more than ulpgym allocates", name, x->numel);
+        return NULL;
+    }
+    x->data = calloc(x->numel ? x->numel : 1, (size_t)ug_dtype_size(dt));
+    if (!x->data) {
+        snprintf(err, errlen, "out of memory for tensor \"%s\"", name);
+        return NULL;
+    }
+    (*count)++;
+    return x;
+}
+
+ug_tensor *ug_case_add_input(ug_case *c, const char *name, ug_dtype dt, int ndim, const int64_t *shape,
+                             int fill, char *err, size_t errlen)
+{
+    int index = c->n_in;
+    ug_tensor *t = add_tensor(c->in, &c->n_in, name, dt, ndim, shape, err, errlen);
+    if (!t || !fill) return t;
+    const cJSON *dist = cJSON_GetObjectItemCaseSensitive(c->spec.dist, name);
+    if (!dist) {
+        snprintf(err, errlen, "case spec: \"dist\" has no distribution for input \"%s\"", name);
+        return NULL;
+    }
+    if (ug_dist_fill(dist, c->spec.seed, (uint32_t)index, t->dtype, t->data, t->numel, err, errlen))
+        return NULL;
+    return t;
+}
+
+ug_tensor *ug_case_add_output(ug_case *c, const char *name, ug_dtype dt, int ndim, const int64_t *shape,
+                              char *err, size_t errlen)
+{
+    return add_tensor(c->out, &c->n_out, name, dt, ndim, shape, err, errlen);
+}
+
+const ug_tensor *ug_case_input(const ug_case *c, const char *name)
+{
+    for (int i = 0; i < c->n_in; i++)
+        if (strcmp(c->in[i].name, name) == 0) return &c->in[i];
+    return NULL;
+}
+
+int ug_case_build(ug_case *c, ug_spec *spec, char *err, size_t errlen)
+{
+    memset(c, 0, sizeof *c);
+    c->spec = *spec;
+    memset(spec, 0, sizeof *spec);
+    c->def = ug_op_def_get(c->spec.op);
+    if (!c->def) {
+        snprintf(err, errlen, "op \"%s\" is not implemented", ug_op_name(c->spec.op));
+        return -2;
+    }
+    c->params_json = cJSON_PrintUnformatted(c->spec.params);
+    if (!c->params_json) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = c->def->build(c, err, errlen);
+    if (rc) return rc < 0 ? rc : -2;
+    for (int i = 0; i < c->n_in; i++) { /* decode once: oracles read inputs many times */
+        ug_tensor *t = &c->in[i];
+        t->values = malloc((t->numel ? t->numel : 1) * sizeof *t->values);
+        if (!t->values) {
+            snprintf(err, errlen, "out of memory decoding input \"%s\"", t->name);
+            return -1;
+        }
+        for (size_t k = 0; k < t->numel; k++) t->values[k] = ug_dtype_load(t->dtype, t->data, k);
+    }
+    return 0;
+}
+
+void ug_case_free(ug_case *c)
+{
+    if (!c) return;
+    for (int i = 0; i < c->n_in; i++) {
+        free(c->in[i].data);
+        free(c->in[i].values);
+    }
+    for (int i = 0; i < c->n_out; i++) free(c->out[i].data);
+    free(c->params_json);
+    ug_spec_free(&c->spec);
+    memset(c, 0, sizeof *c);
+}
+
+static void make_view(const ug_tensor *t, ulpgym_tensor *v)
+{
+    v->name = t->name;
+    v->dtype = (int32_t)t->dtype;
+    v->ndim = t->ndim;
+    v->shape = t->shape;
+    v->strides = NULL;
+    v->data = t->data;
+}
+
+void ug_case_make_call(const ug_case *c, ulpgym_tensor *ins, ulpgym_tensor *outs, ulpgym_call *call)
+{
+    for (int i = 0; i < c->n_in; i++) make_view(&c->in[i], &ins[i]);
+    for (int i = 0; i < c->n_out; i++) make_view(&c->out[i], &outs[i]);
+    call->abi_version = ULPGYM_ABI_VERSION;
+    call->op = ug_op_name(c->spec.op);
+    call->params_json = c->params_json;
+    call->n_inputs = c->n_in;
+    call->inputs = ins;
+    call->n_outputs = c->n_out;
+    call->outputs = outs;
+}
+
+static const ulpgym_tensor *find_view(const ulpgym_tensor *v, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(v[i].name, name) == 0) return &v[i];
+    return NULL;
+}
+
+const ulpgym_tensor *ug_call_input(const ulpgym_call *call, const char *name)
+{
+    return find_view(call->inputs, call->n_inputs, name);
+}
+
+const ulpgym_tensor *ug_call_output(const ulpgym_call *call, const char *name)
+{
+    return find_view(call->outputs, call->n_outputs, name);
+}
+
+size_t ug_abi_numel(const ulpgym_tensor *t)
+{
+    size_t n = 1;
+    for (int i = 0; i < t->ndim; i++) n *= (size_t)t->shape[i];
+    return n;
+}

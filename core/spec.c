@@ -1,0 +1,145 @@
+/* spec.c — parsing, validation and identity of case specs (see spec.h). */
+#include "core/spec.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/canon.h"
+#include "core/registry.h"
+
+void ug_spec_id_of(const char *canonical, char id[UG_ID_LEN + 1])
+{
+    snprintf(id, UG_ID_LEN + 1, "%016llx", (unsigned long long)ug_hash64(canonical, strlen(canonical)));
+}
+
+int ug_case_id_prefix_ok(const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (n < 6 || n > UG_ID_LEN) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isxdigit((unsigned char)s[i])) return 0;
+    return 1;
+}
+
+int ug_spec_from_json(cJSON *json, ug_spec *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    out->json = json;
+    if (!cJSON_IsObject(json)) {
+        snprintf(err, errlen, "case spec is not a JSON object");
+        goto fail;
+    }
+    const cJSON *op = cJSON_GetObjectItemCaseSensitive(json, "op");
+    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(json, "dtype");
+    const cJSON *seed = cJSON_GetObjectItemCaseSensitive(json, "seed");
+    out->params = cJSON_GetObjectItemCaseSensitive(json, "params");
+    out->dist = cJSON_GetObjectItemCaseSensitive(json, "dist");
+    if (!cJSON_IsString(op)) {
+        snprintf(err, errlen, "case spec: field \"op\" is missing or not a string");
+        goto fail;
+    }
+    out->op = ug_op_find(op->valuestring);
+    if (out->op < 0) {
+        snprintf(err, errlen, "case spec: unknown op \"%s\" (see `ulpgym ops`)", op->valuestring);
+        goto fail;
+    }
+    if (!ug_op_def_get(out->op)) {
+        snprintf(err, errlen, "case spec: op \"%s\" is not implemented yet", op->valuestring);
+        goto fail;
+    }
+    if (!cJSON_IsString(dt) || ug_dtype_parse(dt->valuestring) < 0) {
+        snprintf(err, errlen, "case spec: field \"dtype\" is missing or not a known dtype");
+        goto fail;
+    }
+    out->dtype = (ug_dtype)ug_dtype_parse(dt->valuestring);
+    if (!cJSON_IsObject(out->params)) {
+        snprintf(err, errlen, "case spec: field \"params\" is missing or not an object");
+        goto fail;
+    }
+    if (!cJSON_IsObject(out->dist)) {
+        snprintf(err, errlen, "case spec: field \"dist\" is missing or not an object");
+        goto fail;
+    }
+    if (!cJSON_IsNumber(seed) || seed->valuedouble < 0 || seed->valuedouble >= 0x1p53 ||
+        seed->valuedouble != floor(seed->valuedouble)) {
+        snprintf(err, errlen, "case spec: field \"seed\" must be an integer in [0, 2^53)");
+        goto fail;
+    }
+    out->seed = (uint64_t)seed->valuedouble;
+    out->canonical = ug_json_canonical(json);
+    if (!out->canonical) {
+        snprintf(err, errlen, "case spec: holds a non-finite number or memory ran out");
+        goto fail;
+    }
+    ug_spec_id_of(out->canonical, out->id);
+    return 0;
+fail:
+    cJSON_Delete(json);
+    memset(out, 0, sizeof *out);
+    return -2;
+}
+
+int ug_spec_parse(const char *text, ug_spec *out, char *err, size_t errlen)
+{
+    cJSON *json = cJSON_Parse(text);
+    if (!json) {
+        memset(out, 0, sizeof *out);
+        snprintf(err, errlen, "case spec is not valid JSON");
+        return -2;
+    }
+    return ug_spec_from_json(json, out, err, errlen);
+}
+
+void ug_spec_free(ug_spec *s)
+{
+    if (!s) return;
+    cJSON_Delete(s->json);
+    free(s->canonical);
+    memset(s, 0, sizeof *s);
+}
+
+int ug_param_num(const cJSON *params, const char *key, double def, double *out, char *err, size_t errlen)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(params, key);
+    if (!it) {
+        *out = def;
+        return 0;
+    }
+    if (!cJSON_IsNumber(it)) {
+        snprintf(err, errlen, "param \"%s\" must be a number", key);
+        return -2;
+    }
+    *out = it->valuedouble;
+    return 0;
+}
+
+int ug_param_int(const cJSON *params, const char *key, long def, long *out, char *err, size_t errlen)
+{
+    double d;
+    if (ug_param_num(params, key, (double)def, &d, err, errlen)) return -2;
+    if (d != floor(d) || fabs(d) > 0x1p53) {
+        snprintf(err, errlen, "param \"%s\" must be an integer", key);
+        return -2;
+    }
+    *out = (long)d;
+    return 0;
+}
+
+int ug_param_str(const cJSON *params, const char *key, const char *def, const char **out, char *err,
+                 size_t errlen)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(params, key);
+    if (!it) {
+        *out = def;
+        return 0;
+    }
+    if (!cJSON_IsString(it)) {
+        snprintf(err, errlen, "param \"%s\" must be a string", key);
+        return -2;
+    }
+    *out = it->valuestring;
+    return 0;
+}

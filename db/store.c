@@ -1,0 +1,399 @@
+/* store.c — the SQLite store (see store.h). The schema text is compiled in from
+ * db/schema.sql (build/schema_sql.c), so the binary needs no data files to create a
+ * database. Migrations: PRAGMA user_version counts the schema steps applied. */
+#include "db/store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef UG_GIT_REV
+#define UG_GIT_REV "unknown"
+#endif
+
+extern const char ug_schema_sql[];
+
+struct ug_db {
+    sqlite3 *h;
+    sqlite3_stmt *put_result, *put_metric, *put_verdict, *put_case;
+};
+
+const char *ug_db_default_path(const char *explicit_path)
+{
+    if (explicit_path && *explicit_path) return explicit_path;
+    const char *env = getenv("ULPGYM_DB");
+    return env && *env ? env : "./ulpgym.db";
+}
+
+sqlite3 *ug_db_handle(ug_db *db) { return db->h; }
+
+void ug_db_now(char *buf, size_t len)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static int exec(ug_db *db, const char *sql, char *err, size_t errlen)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(db->h, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        snprintf(err, errlen, "database: %s", msg ? msg : sqlite3_errmsg(db->h));
+        sqlite3_free(msg);
+        return -1;
+    }
+    return 0;
+}
+
+static int user_version(ug_db *db, int *v, char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db->h, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "%s", sqlite3_errmsg(db->h));
+        return -1;
+    }
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) *v = sqlite3_column_int(st, 0);
+    else snprintf(err, errlen, "%s", sqlite3_errmsg(db->h));
+    sqlite3_finalize(st);
+    return rc == SQLITE_ROW ? 0 : -1;
+}
+
+static int table_count(ug_db *db)
+{
+    sqlite3_stmt *st;
+    int n = -1;
+    if (sqlite3_prepare_v2(db->h, "SELECT count(*) FROM sqlite_master", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return n;
+}
+
+static int migrate(ug_db *db, const char *path, char *err, size_t errlen)
+{
+    int v = 0;
+    char why[256];
+    if (user_version(db, &v, why, sizeof why)) {
+        snprintf(err, errlen, "%s is not a ulpgym database (%s)", path, why);
+        return -2;
+    }
+    if (v > UG_DB_SCHEMA_VERSION) {
+        snprintf(err, errlen, "%s has schema version %d; this ulpgym knows up to %d: upgrade ulpgym", path, v,
+                 UG_DB_SCHEMA_VERSION);
+        return -2;
+    }
+    if (v == 0 && table_count(db) != 0) {
+        snprintf(err, errlen, "%s is an SQLite database but not a ulpgym one (it has other tables)", path);
+        return -2;
+    }
+    if (v == UG_DB_SCHEMA_VERSION) return 0;
+    if (exec(db, "BEGIN IMMEDIATE", err, errlen)) return -1;
+    if (v < 1 && exec(db, ug_schema_sql, err, errlen)) {
+        ug_db_rollback(db);
+        return -1;
+    }
+    char sql[64];
+    snprintf(sql, sizeof sql, "PRAGMA user_version = %d", UG_DB_SCHEMA_VERSION);
+    if (exec(db, sql, err, errlen) || exec(db, "COMMIT", err, errlen)) {
+        ug_db_rollback(db);
+        return -1;
+    }
+    return 0;
+}
+
+static int prepare(ug_db *db, sqlite3_stmt **st, const char *sql, char *err, size_t errlen)
+{
+    if (sqlite3_prepare_v2(db->h, sql, -1, st, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "database: %s", sqlite3_errmsg(db->h));
+        return -1;
+    }
+    return 0;
+}
+
+int ug_db_open(const char *path, int create, ug_db **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!create && access(path, F_OK) != 0) {
+        snprintf(err, errlen, "no database at %s (run `ulpgym sweep` first, or pass --db)", path);
+        return -2;
+    }
+    ug_db *db = calloc(1, sizeof *db);
+    if (!db) return -1;
+    int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
+    if (sqlite3_open_v2(path, &db->h, flags, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "cannot open database %s: %s", path, db->h ? sqlite3_errmsg(db->h) : "out of memory");
+        ug_db_close(db);
+        return -2;
+    }
+    sqlite3_busy_timeout(db->h, 10000);
+    int rc = migrate(db, path, err, errlen);
+    if (!rc) {
+        char inner[256];
+        if (exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;", inner,
+                 sizeof inner)) {
+            snprintf(err, errlen, "%s: %s", path, inner);
+            rc = -2;
+        }
+    }
+    if (!rc)
+        rc = prepare(db, &db->put_result,
+                     "INSERT OR REPLACE INTO results(run_id, case_id, verdict, primary_standard, kernel_ms, oracle_ms,"
+                     " oracle_fallbacks, message) VALUES (?,?,?,?,?,?,?,?)", err, errlen) ||
+             prepare(db, &db->put_metric,
+                     "INSERT OR REPLACE INTO metrics VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", err,
+                     errlen) ||
+             prepare(db, &db->put_verdict, "INSERT OR REPLACE INTO verdicts VALUES (?,?,?,?,?)", err, errlen) ||
+             prepare(db, &db->put_case,
+                     "INSERT OR IGNORE INTO cases(case_id, op, op_group, dtype, spec_json, origin, first_seen)"
+                     " VALUES (?,?,?,?,?,?,?)", err, errlen);
+    if (rc) {
+        ug_db_close(db);
+        return rc == -1 ? -2 : rc;
+    }
+    *out = db;
+    return 0;
+}
+
+void ug_db_close(ug_db *db)
+{
+    if (!db) return;
+    sqlite3_finalize(db->put_result);
+    sqlite3_finalize(db->put_metric);
+    sqlite3_finalize(db->put_verdict);
+    sqlite3_finalize(db->put_case);
+    sqlite3_close(db->h);
+    free(db);
+}
+
+int ug_db_begin(ug_db *db, char *err, size_t errlen) { return exec(db, "BEGIN IMMEDIATE", err, errlen); }
+int ug_db_commit(ug_db *db, char *err, size_t errlen) { return exec(db, "COMMIT", err, errlen); }
+void ug_db_rollback(ug_db *db) { sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL); }
+
+static int step_done(ug_db *db, sqlite3_stmt *st, char *err, size_t errlen)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    if (rc != SQLITE_DONE) {
+        snprintf(err, errlen, "database: %s", sqlite3_errmsg(db->h));
+        return -1;
+    }
+    return 0;
+}
+
+int ug_db_run_begin(ug_db *db, const ug_run_info *in, long *run_id, char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    if (prepare(db, &st,
+                "INSERT INTO runs(started_at, plan_name, plan_path, plan_hash, backend, git_rev, host, cores, shard,"
+                " oracle_prec, sample, command) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", err, errlen))
+        return -1;
+    char now[32], host[256] = "";
+    ug_db_now(now, sizeof now);
+    gethostname(host, sizeof host - 1);
+    sqlite3_bind_text(st, 1, now, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, in->plan_name, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 3, in->plan_path, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 4, in->plan_hash, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 5, in->backend, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 6, UG_GIT_REV, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 7, host, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(st, 8, (int)sysconf(_SC_NPROCESSORS_ONLN));
+    sqlite3_bind_text(st, 9, in->shard, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(st, 10, in->oracle_prec);
+    sqlite3_bind_int64(st, 11, in->sample);
+    sqlite3_bind_text(st, 12, in->command, -1, SQLITE_TRANSIENT);
+    int rc = step_done(db, st, err, errlen);
+    sqlite3_finalize(st);
+    if (!rc) *run_id = (long)sqlite3_last_insert_rowid(db->h);
+    return rc;
+}
+
+int ug_db_run_finish(ug_db *db, long run_id, const char *status, char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    if (prepare(db, &st,
+                "UPDATE runs SET status = ?1,"
+                " finished_at = CASE WHEN ?1 = 'running' THEN NULL ELSE ?2 END,"
+                " n_cases = (SELECT count(*) FROM results WHERE run_id = ?3),"
+                " n_pass = (SELECT count(*) FROM results WHERE run_id = ?3 AND verdict = 'PASS'),"
+                " n_fail = (SELECT count(*) FROM results WHERE run_id = ?3 AND verdict = 'FAIL'),"
+                " n_other = (SELECT count(*) FROM results WHERE run_id = ?3 AND verdict NOT IN ('PASS','FAIL'))"
+                " WHERE run_id = ?3", err, errlen))
+        return -1;
+    char now[32];
+    ug_db_now(now, sizeof now);
+    sqlite3_bind_text(st, 1, status, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, now, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 3, run_id);
+    int rc = step_done(db, st, err, errlen);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int ug_db_put_case(ug_db *db, const char *case_id, const char *spec_json, const char *origin, char *err,
+                   size_t errlen)
+{
+    ug_spec s;
+    char inner[256];
+    if (ug_spec_parse(spec_json, &s, inner, sizeof inner)) {
+        snprintf(err, errlen, "case %s: %s", case_id, inner);
+        return -2;
+    }
+    char now[32];
+    ug_db_now(now, sizeof now);
+    sqlite3_stmt *st = db->put_case;
+    sqlite3_bind_text(st, 1, case_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, ug_op_name(s.op), -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, ug_group_name(ug_op_group(s.op)), -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, ug_dtype_name(s.dtype), -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, spec_json, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 6, origin, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 7, now, -1, SQLITE_TRANSIENT);
+    ug_spec_free(&s);
+    return step_done(db, st, err, errlen);
+}
+
+static void bind_real(sqlite3_stmt *st, int i, double v) { sqlite3_bind_double(st, i, v); }
+
+static int put_metrics(ug_db *db, long run_id, const ug_result *r, const ug_output_result *o, char *err, size_t errlen)
+{
+    sqlite3_stmt *st = db->put_metric;
+    const ug_metrics *m = &o->m;
+    int i = 1;
+    sqlite3_bind_int64(st, i++, run_id);
+    sqlite3_bind_text(st, i++, r->case_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, i++, o->name, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, i++, ug_dtype_name(o->dtype), -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)m->n);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)m->n_total);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)m->n_nonfinite_mismatch);
+    bind_real(st, i++, m->max_abs);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)m->max_abs_idx);
+    bind_real(st, i++, m->max_rel);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)m->max_rel_idx);
+    bind_real(st, i++, m->max_ulp);
+    sqlite3_bind_int64(st, i++, (sqlite3_int64)m->max_ulp_idx);
+    bind_real(st, i++, m->mean_ulp);
+    bind_real(st, i++, m->mere);
+    bind_real(st, i++, m->mare);
+    bind_real(st, i++, m->rmse);
+    bind_real(st, i++, m->eb);
+    bind_real(st, i++, m->small_err_ratio);
+    bind_real(st, i++, m->cosine);
+    bind_real(st, i++, m->b_max_abs);
+    bind_real(st, i++, m->b_mere);
+    bind_real(st, i++, m->b_mare);
+    bind_real(st, i++, m->b_rmse);
+    bind_real(st, i++, m->b_small_err_ratio);
+    return step_done(db, st, err, errlen);
+}
+
+static int put_verdicts(ug_db *db, long run_id, const ug_result *r, char *err, size_t errlen)
+{
+    for (int s = 0; s < UG_STD_COUNT; s++) {
+        char thr[UG_MAX_TENSORS * (UG_THR_LEN + 40) + 4];
+        size_t n = (size_t)snprintf(thr, sizeof thr, "{");
+        for (int k = 0; k < r->n_out && n < sizeof thr; k++)
+            n += (size_t)snprintf(thr + n, sizeof thr - n, "%s\"%s\":%s", k ? "," : "", r->out[k].name,
+                                  r->out[k].thresholds[s]);
+        if (n < sizeof thr) snprintf(thr + n, sizeof thr - n, "}");
+        sqlite3_stmt *st = db->put_verdict;
+        sqlite3_bind_int64(st, 1, run_id);
+        sqlite3_bind_text(st, 2, r->case_id, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 3, ug_standard_name(s), -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 4, ug_vstate_name(r->verdict[s]), -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 5, thr, -1, SQLITE_TRANSIENT);
+        if (step_done(db, st, err, errlen)) return -1;
+    }
+    return 0;
+}
+
+int ug_db_put_result(ug_db *db, long run_id, const ug_result *r, char *err, size_t errlen)
+{
+    sqlite3_stmt *st = db->put_result;
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_text(st, 2, r->case_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 3, ug_outcome_name(r->outcome), -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, ug_standard_name(r->primary), -1, SQLITE_STATIC);
+    bind_real(st, 5, r->kernel_ms);
+    bind_real(st, 6, r->oracle_ms);
+    sqlite3_bind_int64(st, 7, (sqlite3_int64)r->n_fallback);
+    sqlite3_bind_text(st, 8, r->message, -1, SQLITE_TRANSIENT);
+    if (step_done(db, st, err, errlen)) return -1;
+    for (int k = 0; k < r->n_out; k++)
+        if (put_metrics(db, run_id, r, &r->out[k], err, errlen)) return -1;
+    return r->n_out ? put_verdicts(db, run_id, r, err, errlen) : 0;
+}
+
+int ug_db_find_case(ug_db *db, const char *prefix, char id[UG_ID_LEN + 1], char **spec, char *err, size_t errlen)
+{
+    *spec = NULL;
+    if (!ug_case_id_prefix_ok(prefix)) {
+        snprintf(err, errlen, "\"%s\" is not a case ID (6 to 16 hex digits)", prefix);
+        return -2;
+    }
+    char lower[UG_ID_LEN + 1], pattern[UG_ID_LEN + 2];
+    size_t n = strlen(prefix);
+    for (size_t i = 0; i <= n; i++) lower[i] = (char)(prefix[i] >= 'A' && prefix[i] <= 'F' ? prefix[i] + 32 : prefix[i]);
+    snprintf(pattern, sizeof pattern, "%s%%", lower);
+    sqlite3_stmt *st;
+    if (prepare(db, &st, "SELECT case_id, spec_json FROM cases WHERE case_id LIKE ? LIMIT 2", err, errlen)) return -1;
+    sqlite3_bind_text(st, 1, pattern, -1, SQLITE_TRANSIENT);
+    int found = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if (++found == 1) {
+            snprintf(id, UG_ID_LEN + 1, "%s", (const char *)sqlite3_column_text(st, 0));
+            *spec = strdup((const char *)sqlite3_column_text(st, 1));
+        }
+    }
+    sqlite3_finalize(st);
+    if (found == 1 && *spec) return 0;
+    free(*spec);
+    *spec = NULL;
+    snprintf(err, errlen, found ? "case ID prefix %s is ambiguous: give more digits" : "unknown case ID %s", prefix);
+    return -2;
+}
+
+long ug_db_latest_result_run(ug_db *db, const char *case_id)
+{
+    sqlite3_stmt *st;
+    long run = 0;
+    if (sqlite3_prepare_v2(db->h, "SELECT max(run_id) FROM results WHERE case_id = ?", -1, &st, NULL) != SQLITE_OK)
+        return 0;
+    sqlite3_bind_text(st, 1, case_id, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(st) == SQLITE_ROW) run = (long)sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return run;
+}
+
+int ug_db_resolve_run(ug_db *db, const char *which, long *run_id, char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    const char *sql = (!which || strcmp(which, "latest") == 0) ? "SELECT max(run_id) FROM runs"
+                                                               : "SELECT run_id FROM runs WHERE run_id = ?";
+    if (prepare(db, &st, sql, err, errlen)) return -1;
+    if (which && strcmp(which, "latest") != 0) {
+        char *end;
+        long v = strtol(which, &end, 10);
+        if (*end || v <= 0) {
+            sqlite3_finalize(st);
+            snprintf(err, errlen, "\"%s\" is not a run ID (a number or \"latest\")", which);
+            return -2;
+        }
+        sqlite3_bind_int64(st, 1, v);
+    }
+    int rc = sqlite3_step(st);
+    *run_id = rc == SQLITE_ROW ? (long)sqlite3_column_int64(st, 0) : 0;
+    sqlite3_finalize(st);
+    if (*run_id <= 0) {
+        snprintf(err, errlen, which && strcmp(which, "latest") ? "no run %s in the database" : "the database has no runs",
+                 which);
+        return -2;
+    }
+    return 0;
+}

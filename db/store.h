@@ -1,0 +1,57 @@
+/* store.h — the SQLite store: open/migrate, runs, cases, results and lookups.
+ *
+ * Only the sweep's parent writes. Writes are grouped by the caller with
+ * ug_db_begin()/ug_db_commit(); a crash loses at most the open batch, never a committed
+ * one, and never leaves half a result (a result's rows go in one transaction). */
+#ifndef UG_STORE_H
+#define UG_STORE_H
+#include <stddef.h>
+
+#include <sqlite3.h>
+
+#include "run/exec.h"
+
+#define UG_DB_SCHEMA_VERSION 1
+
+typedef struct ug_db ug_db;
+
+typedef struct {
+    const char *plan_name, *plan_path, *plan_hash, *backend, *shard, *command;
+    int oracle_prec;
+    long sample;
+} ug_run_info;
+
+/* DB path: explicit, else $ULPGYM_DB, else ./ulpgym.db. */
+const char *ug_db_default_path(const char *explicit_path);
+/* Opens path. create=0 refuses a missing file. A file that is not a ulpgym database is
+ * refused with a message; nothing is written to it. */
+int ug_db_open(const char *path, int create, ug_db **out, char *err, size_t errlen);
+void ug_db_close(ug_db *db);
+sqlite3 *ug_db_handle(ug_db *db);
+
+int ug_db_begin(ug_db *db, char *err, size_t errlen);
+int ug_db_commit(ug_db *db, char *err, size_t errlen);
+void ug_db_rollback(ug_db *db);
+
+int ug_db_run_begin(ug_db *db, const ug_run_info *info, long *run_id, char *err, size_t errlen);
+/* Recounts the run's results into runs.n_* and sets status (and finished_at unless
+ * status is "running"). */
+int ug_db_run_finish(ug_db *db, long run_id, const char *status, char *err, size_t errlen);
+/* Inserts the case if new (origin "plan", "fuzz" or "manual"). */
+int ug_db_put_case(ug_db *db, const char *case_id, const char *spec_json, const char *origin, char *err,
+                   size_t errlen);
+/* Inserts (or replaces) a result with its metrics and verdicts. */
+int ug_db_put_result(ug_db *db, long run_id, const ug_result *r, char *err, size_t errlen);
+
+/* Resolves a case ID or unique prefix (6+ hex digits): 0 found, -2 unknown or ambiguous
+ * (message says which). spec is malloc'd. */
+int ug_db_find_case(ug_db *db, const char *prefix, char id[UG_ID_LEN + 1], char **spec, char *err, size_t errlen);
+/* The latest run that has a result for case_id: run id, or 0 when none. */
+long ug_db_latest_result_run(ug_db *db, const char *case_id);
+/* The run id for "latest" or a number; -2 if unknown. */
+int ug_db_resolve_run(ug_db *db, const char *which, long *run_id, char *err, size_t errlen);
+
+/* Now as UTC ISO 8601. */
+void ug_db_now(char *buf, size_t len);
+
+#endif

@@ -1,0 +1,30 @@
+/* dist.h — named input distributions, evaluated element by element from Philox.
+ *
+ * A distribution is a JSON object with "kind" and parameters:
+ *   {"kind":"uniform","lo":a,"hi":b}        uniform on [a,b)
+ *   {"kind":"normal","mean":m,"std":s}      Box-Muller on two Philox words
+ *   {"kind":"wide","lo_exp":a,"hi_exp":b}   random sign, exponent uniform in [a,b), mantissa
+ *                                           uniform in [1,2): stresses dynamic range
+ *   {"kind":"outliers","std":s,"p":p,"scale":k}  normal(0,s), a share p of elements times k
+ *   {"kind":"randint","lo":a,"hi":b}        integers uniform in [a,b]
+ *   {"kind":"const","value":v}
+ * Element i of input t is a pure function of (seed, t, i); the double drawn is rounded
+ * once (RNE) to the tensor's dtype. */
+#ifndef UG_DIST_H
+#define UG_DIST_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/dtype.h"
+
+/* Checks a distribution object; -2 with a message naming the bad field. */
+int ug_dist_validate(const cJSON *dist, char *err, size_t errlen);
+/* The value (before rounding to a dtype) of element i of input tensor t. */
+double ug_dist_value(const cJSON *dist, uint64_t seed, uint32_t tensor, uint64_t i);
+/* Fills n elements of data (dtype dt) with elements 0..n-1. */
+int ug_dist_fill(const cJSON *dist, uint64_t seed, uint32_t tensor, ug_dtype dt, void *data, size_t n,
+                 char *err, size_t errlen);
+
+#endif

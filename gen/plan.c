@@ -1,0 +1,379 @@
+/* plan.c — plan loading and expansion (see plan.h). */
+#include "gen/plan.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/canon.h"
+#include "gen/dist.h"
+
+#ifndef UG_SOURCE_DIR
+#define UG_SOURCE_DIR "."
+#endif
+#define MAX_GRID 2000000
+
+const char *ug_plan_default_path(void)
+{
+    static char buf[1024];
+    const char *p = getenv("ULPGYM_PLAN");
+    if (p && *p) return p;
+    const char *d = getenv("ULPGYM_DATA");
+    snprintf(buf, sizeof buf, "%s/gen/plans/nightly.json", d && *d ? d : UG_SOURCE_DIR);
+    return buf;
+}
+
+static char *read_file(const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (n < cap - 1) break;
+        char *nb = realloc(buf, cap *= 2);
+        if (!nb) free(buf);
+        buf = nb;
+    }
+    fclose(f);
+    if (!buf) snprintf(err, errlen, "%s: out of memory", path);
+    else buf[n] = 0;
+    return buf;
+}
+
+static cJSON *read_json(const char *path, uint64_t *hash, char *err, size_t errlen)
+{
+    char *text = read_file(path, err, errlen);
+    if (!text) return NULL;
+    *hash = ug_hash64(text, strlen(text)) ^ (*hash * 0x9E3779B97F4A7C15ULL);
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithOpts(text, &end, 1);
+    if (!j) {
+        long line = 1;
+        for (const char *q = text; end && q < end; q++) line += *q == '\n';
+        snprintf(err, errlen, "%s: not valid JSON (near line %ld)", path, line);
+    }
+    free(text);
+    return j;
+}
+
+char *ug_plan_finish_spec(cJSON *spec, const char *plan_tag, uint64_t plan_seed)
+{
+    cJSON_DeleteItemFromObjectCaseSensitive(spec, "seed");
+    cJSON_DeleteItemFromObjectCaseSensitive(spec, "plan");
+    if (!cJSON_GetObjectItemCaseSensitive(spec, "v")) cJSON_AddNumberToObject(spec, "v", UG_SPEC_VERSION);
+    cJSON_AddStringToObject(spec, "plan", plan_tag);
+    char *base = ug_json_canonical(spec);
+    if (!base) return NULL;
+    uint64_t seed = (ug_hash64(base, strlen(base)) ^ plan_seed) & ((1ULL << 53) - 1);
+    free(base);
+    cJSON_AddNumberToObject(spec, "seed", (double)seed);
+    return ug_json_canonical(spec);
+}
+
+typedef struct {
+    ug_plan *plan;
+    size_t cap;
+    char tag[96];
+    uint64_t seed;
+} expander;
+
+static int push_case(expander *x, char *text, int op, char *err, size_t errlen)
+{
+    if (x->plan->n == x->cap) {
+        size_t cap = x->cap ? x->cap * 2 : 1024;
+        ug_plan_case *nc = realloc(x->plan->cases, cap * sizeof *nc);
+        if (!nc) {
+            free(text);
+            snprintf(err, errlen, "out of memory expanding the plan");
+            return -1;
+        }
+        x->plan->cases = nc;
+        x->cap = cap;
+    }
+    ug_plan_case *c = &x->plan->cases[x->plan->n++];
+    c->spec = text;
+    c->op = op;
+    ug_spec_id_of(text, c->id);
+    return 0;
+}
+
+/* Builds the spec object of one space entry: dtype, params object, dist set name. */
+static cJSON *entry_spec(const char *op, const cJSON *dists, const char *dtype, const cJSON *params,
+                         const char *dist_name, const char *where, char *err, size_t errlen)
+{
+    const cJSON *dset = cJSON_GetObjectItemCaseSensitive(dists, dist_name);
+    if (!cJSON_IsObject(dset)) {
+        snprintf(err, errlen, "%s: unknown dist set \"%s\"", where, dist_name);
+        return NULL;
+    }
+    for (const cJSON *d = dset->child; d; d = d->next)
+        if (ug_dist_validate(d, err, errlen)) {
+            char inner[256];
+            snprintf(inner, sizeof inner, "%s", err);
+            snprintf(err, errlen, "%s: dist set \"%s\", input \"%s\": %s", where, dist_name, d->string, inner);
+            return NULL;
+        }
+    if (ug_dtype_parse(dtype) < 0) {
+        snprintf(err, errlen, "%s: unknown dtype \"%s\"", where, dtype);
+        return NULL;
+    }
+    cJSON *s = cJSON_CreateObject();
+    cJSON_AddStringToObject(s, "op", op);
+    cJSON_AddStringToObject(s, "dtype", dtype);
+    cJSON_AddItemToObject(s, "params", cJSON_Duplicate(params, 1));
+    cJSON_AddItemToObject(s, "dist", cJSON_Duplicate(dset, 1));
+    return s;
+}
+
+static int cmp_case_id(const void *a, const void *b)
+{
+    return strcmp(((const ug_plan_case *)a)->id, ((const ug_plan_case *)b)->id);
+}
+
+static int seen(const ug_plan *p, size_t from, const char *id)
+{
+    for (size_t i = from; i < p->n; i++)
+        if (strcmp(p->cases[i].id, id) == 0) return 1;
+    return 0;
+}
+
+/* Expands the grid of a space into a temporary plan (all points). */
+static int expand_grid(expander *x, const char *op, int opi, const cJSON *dists, const cJSON *grid, ug_plan *out,
+                       const char *where, char *err, size_t errlen)
+{
+    const cJSON *dts = cJSON_GetObjectItemCaseSensitive(grid, "dtype");
+    const cJSON *dnames = cJSON_GetObjectItemCaseSensitive(grid, "dist");
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(grid, "params");
+    if (!cJSON_IsArray(dts) || !cJSON_IsArray(dnames) || !cJSON_IsObject(params)) {
+        snprintf(err, errlen, "%s: \"grid\" needs arrays \"dtype\", \"dist\" and an object \"params\"", where);
+        return -2;
+    }
+    int naxes = cJSON_GetArraySize(params);
+    const cJSON *axes[32];
+    size_t sizes[34], total = 1, nax = 0;
+    sizes[nax++] = (size_t)cJSON_GetArraySize(dts);
+    sizes[nax++] = (size_t)cJSON_GetArraySize(dnames);
+    if (naxes > 32) {
+        snprintf(err, errlen, "%s: more than 32 param axes", where);
+        return -2;
+    }
+    int a = 0;
+    for (const cJSON *ax = params->child; ax; ax = ax->next, a++) {
+        if (!cJSON_IsArray(ax) || cJSON_GetArraySize(ax) == 0) {
+            snprintf(err, errlen, "%s: grid param \"%s\" must be a non-empty array", where, ax->string);
+            return -2;
+        }
+        axes[a] = ax;
+        sizes[nax++] = (size_t)cJSON_GetArraySize(ax);
+    }
+    for (size_t i = 0; i < nax; i++) total *= sizes[i] ? sizes[i] : 1;
+    if (total > MAX_GRID || sizes[0] == 0 || sizes[1] == 0) {
+        snprintf(err, errlen, "%s: grid has %zu points (must be 1..%d)", where, total, MAX_GRID);
+        return -2;
+    }
+    expander sub = {out, 0, "", x->seed};
+    snprintf(sub.tag, sizeof sub.tag, "%s", x->tag);
+    for (size_t k = 0; k < total; k++) {
+        size_t rem = k, pick[34];
+        for (size_t i = 0; i < nax; i++) {
+            pick[i] = rem % sizes[i];
+            rem /= sizes[i];
+        }
+        const cJSON *dt = cJSON_GetArrayItem(dts, (int)pick[0]), *dn = cJSON_GetArrayItem(dnames, (int)pick[1]);
+        if (!cJSON_IsString(dt) || !cJSON_IsString(dn)) {
+            snprintf(err, errlen, "%s: grid \"dtype\" and \"dist\" must hold strings", where);
+            return -2;
+        }
+        cJSON *pobj = cJSON_CreateObject();
+        for (int i = 0; i < naxes; i++)
+            cJSON_AddItemToObject(pobj, axes[i]->string, cJSON_Duplicate(cJSON_GetArrayItem(axes[i], (int)pick[2 + i]), 1));
+        cJSON *s = entry_spec(op, dists, dt->valuestring, pobj, dn->valuestring, where, err, errlen);
+        cJSON_Delete(pobj);
+        if (!s) return -2;
+        char *text = ug_plan_finish_spec(s, sub.tag, sub.seed);
+        cJSON_Delete(s);
+        if (!text || push_case(&sub, text, opi, err, errlen)) return -1;
+    }
+    return 0;
+}
+
+static int expand_op(expander *x, const char *dir, const char *op, long quota, uint64_t *hash, char *err,
+                     size_t errlen)
+{
+    int opi = ug_op_find(op);
+    if (opi < 0 || !ug_op_def_get(opi)) {
+        snprintf(err, errlen, "plan: %s \"%s\"", opi < 0 ? "unknown op" : "op not implemented yet:", op);
+        return -2;
+    }
+    char path[1200];
+    snprintf(path, sizeof path, "%s/../ops/%s.json", dir, op);
+    cJSON *space = read_json(path, hash, err, errlen);
+    if (!space) return -2;
+    int rc = 0;
+    const cJSON *dists = cJSON_GetObjectItemCaseSensitive(space, "dists");
+    const cJSON *req = cJSON_GetObjectItemCaseSensitive(space, "required");
+    const cJSON *grid = cJSON_GetObjectItemCaseSensitive(space, "grid");
+    size_t start = x->plan->n;
+    ug_plan g = {0};
+    if (!cJSON_IsObject(dists) || (req && !cJSON_IsArray(req))) {
+        snprintf(err, errlen, "%s: needs an object \"dists\" and an array \"required\"", path);
+        rc = -2;
+        goto done;
+    }
+    int i = 0;
+    for (const cJSON *e = req ? req->child : NULL; e && !rc; e = e->next, i++) {
+        const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype"), *dn = cJSON_GetObjectItemCaseSensitive(e, "dist");
+        const cJSON *pr = cJSON_GetObjectItemCaseSensitive(e, "params");
+        char where[1300];
+        snprintf(where, sizeof where, "%s: required[%d]", path, i);
+        if (!cJSON_IsString(dt) || !cJSON_IsString(dn) || !cJSON_IsObject(pr)) {
+            snprintf(err, errlen, "%s: needs string \"dtype\", string \"dist\", object \"params\"", where);
+            rc = -2;
+            break;
+        }
+        cJSON *s = entry_spec(op, dists, dt->valuestring, pr, dn->valuestring, where, err, errlen);
+        if (!s) {
+            rc = -2;
+            break;
+        }
+        char *text = ug_plan_finish_spec(s, x->tag, x->seed);
+        cJSON_Delete(s);
+        char id[UG_ID_LEN + 1];
+        if (text) ug_spec_id_of(text, id);
+        if (!text) rc = -1;
+        else if (seen(x->plan, start, id)) free(text);
+        else rc = push_case(x, text, opi, err, errlen);
+    }
+    if (!rc && (long)(x->plan->n - start) > quota) {
+        snprintf(err, errlen, "%s: %zu required cases exceed the plan's quota of %ld", path, x->plan->n - start, quota);
+        rc = -2;
+    }
+    if (!rc && grid) {
+        char where[1300];
+        snprintf(where, sizeof where, "%s: grid", path);
+        rc = expand_grid(x, op, opi, dists, grid, &g, where, err, errlen);
+        if (!rc) qsort(g.cases, g.n, sizeof *g.cases, cmp_case_id);
+        for (size_t k = 0; !rc && k < g.n && (long)(x->plan->n - start) < quota; k++) {
+            if (seen(x->plan, start, g.cases[k].id)) continue;
+            rc = push_case(x, g.cases[k].spec, opi, err, errlen);
+            g.cases[k].spec = NULL;
+        }
+    }
+    if (!rc && (long)(x->plan->n - start) < quota) {
+        snprintf(err, errlen, "%s: space yields %zu distinct cases, plan asks for %ld", path, x->plan->n - start, quota);
+        rc = -2;
+    }
+done:
+    ug_plan_free(&g);
+    cJSON_Delete(space);
+    return rc;
+}
+
+static int explicit_cases(expander *x, const cJSON *cases, const char *path, char *err, size_t errlen)
+{
+    int i = 0;
+    for (const cJSON *c = cases->child; c; c = c->next, i++) {
+        char inner[400];
+        ug_spec s;
+        cJSON *dup = cJSON_Duplicate(c, 1);
+        cJSON *seed = cJSON_GetObjectItemCaseSensitive(dup, "seed");
+        if (!seed) cJSON_AddNumberToObject(dup, "seed", 0); /* finish_spec derives it */
+        if (ug_spec_from_json(dup, &s, inner, sizeof inner)) {
+            snprintf(err, errlen, "%s: cases[%d]: %s", path, i, inner);
+            return -2;
+        }
+        char *text = seed ? strdup(s.canonical) : NULL;
+        if (!seed) {
+            cJSON *raw = cJSON_Duplicate(c, 1);
+            text = ug_plan_finish_spec(raw, x->tag, x->seed);
+            cJSON_Delete(raw);
+        }
+        int op = s.op;
+        ug_spec_free(&s);
+        if (!text || push_case(x, text, op, err, errlen)) return -1;
+    }
+    return 0;
+}
+
+int ug_plan_load(const char *path, long long seed_override, ug_plan *plan, char *err, size_t errlen)
+{
+    memset(plan, 0, sizeof *plan);
+    for (int g = 0; g < UG_GROUP_COUNT; g++) plan->group_target[g] = -1;
+    uint64_t hash = 0;
+    cJSON *j = read_json(path, &hash, err, errlen);
+    if (!j) return -2;
+    int rc = 0;
+    char *pathcopy = strdup(path);
+    const char *dir = pathcopy ? dirname(pathcopy) : ".";
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "name"), *ver = cJSON_GetObjectItemCaseSensitive(j, "version");
+    const cJSON *seed = cJSON_GetObjectItemCaseSensitive(j, "seed"), *ops = cJSON_GetObjectItemCaseSensitive(j, "ops");
+    const cJSON *groups = cJSON_GetObjectItemCaseSensitive(j, "groups"), *cases = cJSON_GetObjectItemCaseSensitive(j, "cases");
+    if (!cJSON_IsString(name) || !cJSON_IsNumber(ver) || (ops && !cJSON_IsObject(ops)) ||
+        (cases && !cJSON_IsArray(cases)) || (!ops && !cases)) {
+        snprintf(err, errlen, "%s: a plan needs string \"name\", number \"version\" and an object \"ops\" or an array \"cases\"",
+                 path);
+        rc = -2;
+        goto done;
+    }
+    snprintf(plan->name, sizeof plan->name, "%s", name->valuestring);
+    plan->version = ver->valueint;
+    expander x = {plan, 0, "", cJSON_IsNumber(seed) ? (uint64_t)seed->valuedouble : 0};
+    if (seed_override >= 0) {
+        x.seed = (uint64_t)seed_override;
+        hash ^= (uint64_t)seed_override * 0xD6E8FEB86659FD93ULL;
+    }
+    snprintf(x.tag, sizeof x.tag, "%s/%d", plan->name, plan->version);
+    for (const cJSON *g = groups ? groups->child : NULL; g; g = g->next) {
+        int gi = ug_group_find(g->string);
+        if (gi < 0 || !cJSON_IsNumber(g)) {
+            snprintf(err, errlen, "%s: groups: \"%s\" is not a group with a case count", path, g->string);
+            rc = -2;
+            goto done;
+        }
+        plan->group_target[gi] = (long)g->valuedouble;
+    }
+    for (const cJSON *o = ops ? ops->child : NULL; o && !rc; o = o->next) {
+        const cJSON *q = cJSON_GetObjectItemCaseSensitive(o, "cases");
+        if (!cJSON_IsNumber(q) || q->valuedouble < 0) {
+            snprintf(err, errlen, "%s: ops.%s needs a number \"cases\" >= 0", path, o->string);
+            rc = -2;
+            break;
+        }
+        rc = expand_op(&x, dir, o->string, (long)q->valuedouble, &hash, err, errlen);
+    }
+    if (!rc && cases) rc = explicit_cases(&x, cases, path, err, errlen);
+    snprintf(plan->hash, sizeof plan->hash, "%016llx", (unsigned long long)hash);
+done:
+    free(pathcopy);
+    cJSON_Delete(j);
+    if (rc) ug_plan_free(plan);
+    return rc;
+}
+
+void ug_plan_filter(ug_plan *plan, const unsigned char *ops, unsigned groups)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < plan->n; i++) {
+        ug_plan_case *c = &plan->cases[i];
+        int keep = (!ops || ops[c->op]) && (!groups || (groups >> ug_op_group(c->op) & 1u));
+        if (keep) plan->cases[w++] = *c;
+        else free(c->spec);
+    }
+    plan->n = w;
+}
+
+void ug_plan_free(ug_plan *plan)
+{
+    for (size_t i = 0; i < plan->n; i++) free(plan->cases[i].spec);
+    free(plan->cases);
+    plan->cases = NULL;
+    plan->n = 0;
+}

@@ -1,0 +1,49 @@
+/* plan.h — a plan (gen/plans/NAME.json) expanded into case specs.
+ *
+ * A plan names, per operator, how many cases it takes from that operator's
+ * generalization space (gen/ops/<op>.json, resolved relative to the plan's folder as
+ * ../ops/<op>.json). A space has "dists" (named input-distribution sets), "required"
+ * entries (always taken, in order: smallest shape, decode, tile edges, production
+ * length, ...) and a "grid" (cartesian product of dtype, dist and params axes). The op's
+ * quota is filled with the required entries, then with grid points in order of their
+ * case ID, a deterministic pseudo-random subset that does not depend on the order axes
+ * are written in. A plan may also list explicit "cases" (full specs).
+ * Each spec gets "plan":"<name>/<version>" and a seed derived from its own content, so a
+ * case keeps its ID and inputs as long as its spec is unchanged. */
+#ifndef UG_PLAN_H
+#define UG_PLAN_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/registry.h"
+
+typedef struct {
+    char *spec; /* canonical spec text (owned) */
+    char id[UG_ID_LEN + 1];
+    int op;
+} ug_plan_case;
+
+typedef struct {
+    char name[64];
+    int version;
+    char hash[UG_ID_LEN + 1];        /* hash of the plan file and every space it read */
+    long group_target[UG_GROUP_COUNT]; /* the plan's declared group totals (-1 if none) */
+    ug_plan_case *cases;
+    size_t n;
+} ug_plan;
+
+/* Default plan: $ULPGYM_PLAN, else <data dir>/gen/plans/nightly.json, where the data dir
+ * is $ULPGYM_DATA or the source tree the binary was built from. */
+const char *ug_plan_default_path(void);
+/* Loads and expands a plan; -2 with a message naming the file and field on bad input.
+ * seed_override >= 0 replaces the plan's seed (new inputs, new case IDs). */
+int ug_plan_load(const char *path, long long seed_override, ug_plan *plan, char *err, size_t errlen);
+/* Keeps only cases whose op is in ops (bitmask by ug_op; NULL = any) and group in
+ * groups (bitmask; 0 = any). */
+void ug_plan_filter(ug_plan *plan, const unsigned char *ops, unsigned groups);
+void ug_plan_free(ug_plan *plan);
+/* Turns a spec object (without seed/plan) into a full canonical spec: adds plan tag and
+ * the content-derived seed. Returns malloc'd text or NULL. */
+char *ug_plan_finish_spec(cJSON *spec, const char *plan_tag, uint64_t plan_seed);
+
+#endif

@@ -1,0 +1,77 @@
+/* simlib.c — see simlib.h. */
+#include "kernels/sim/simlib.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "core/dtype.h"
+
+int ug_sim_params_open(ug_sim_params *p, const ulpgym_call *call, char *err, size_t errlen)
+{
+    p->json = cJSON_Parse(call->params_json ? call->params_json : "{}");
+    if (!cJSON_IsObject(p->json)) {
+        cJSON_Delete(p->json);
+        p->json = NULL;
+        snprintf(err, errlen, "params are not a JSON object");
+        return -2;
+    }
+    return 0;
+}
+
+void ug_sim_params_close(ug_sim_params *p)
+{
+    cJSON_Delete(p->json);
+    p->json = NULL;
+}
+
+double ug_sim_num(const ug_sim_params *p, const char *key, double def)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(p->json, key);
+    return cJSON_IsNumber(it) ? it->valuedouble : def;
+}
+
+long ug_sim_int(const ug_sim_params *p, const char *key, long def) { return (long)ug_sim_num(p, key, (double)def); }
+
+const char *ug_sim_str(const ug_sim_params *p, const char *key, const char *def)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(p->json, key);
+    return cJSON_IsString(it) ? it->valuestring : def;
+}
+
+static const ulpgym_tensor *find(const ulpgym_tensor *v, int n, const char *name, int ndim, char *err, size_t errlen)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(v[i].name, name) == 0) {
+            if (ndim >= 0 && v[i].ndim != ndim) {
+                snprintf(err, errlen, "tensor %s has %d dims, expected %d", name, v[i].ndim, ndim);
+                return NULL;
+            }
+            return &v[i];
+        }
+    snprintf(err, errlen, "missing tensor %s", name);
+    return NULL;
+}
+
+const ulpgym_tensor *ug_sim_in(const ulpgym_call *call, const char *name, int ndim, char *err, size_t errlen)
+{
+    return find(call->inputs, call->n_inputs, name, ndim, err, errlen);
+}
+
+const ulpgym_tensor *ug_sim_out(const ulpgym_call *call, const char *name, int ndim, char *err, size_t errlen)
+{
+    return find(call->outputs, call->n_outputs, name, ndim, err, errlen);
+}
+
+void ug_sim_load(const ulpgym_tensor *t, size_t off, size_t n, float *dst)
+{
+    for (size_t i = 0; i < n; i++) dst[i] = (float)ug_dtype_load((ug_dtype)t->dtype, t->data, off + i); /* exact */
+}
+
+void ug_sim_store(const ulpgym_tensor *t, size_t off, size_t n, const float *src)
+{
+    for (size_t i = 0; i < n; i++) ug_dtype_store((ug_dtype)t->dtype, t->data, off + i, src[i]); /* rounds: RNE */
+}
+
+float ug_sim_round_bf16(float x) { return (float)ug_dtype_round(UG_DT_BF16, x); }
+float ug_sim_round_fp16(float x) { return (float)ug_dtype_round(UG_DT_FP16, x); }
+float ug_sim_round_to(int dt, float x) { return (float)ug_dtype_round((ug_dtype)dt, x); }

@@ -1,0 +1,41 @@
+/* simlib.h — helpers shared by the sim kernels: reading params, moving tensors between
+ * their storage dtype and fp32 working arrays the way a device's load/store units do,
+ * and the fp32 reductions device kernels use.
+ *
+ * Everything here rounds like hardware: loads are exact (every stored format widens
+ * exactly to fp32), stores round fp32 to the tensor's dtype once (RNE). Kernels only use
+ * kernel_abi.h views, so a plugin built from them needs nothing else. */
+#ifndef UG_SIMLIB_H
+#define UG_SIMLIB_H
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "ulpgym/kernel_abi.h"
+
+typedef struct {
+    cJSON *json;
+} ug_sim_params;
+
+/* Parses call->params_json; -2 with a message on failure. */
+int ug_sim_params_open(ug_sim_params *p, const ulpgym_call *call, char *err, size_t errlen);
+void ug_sim_params_close(ug_sim_params *p);
+double ug_sim_num(const ug_sim_params *p, const char *key, double def);
+long ug_sim_int(const ug_sim_params *p, const char *key, long def);
+const char *ug_sim_str(const ug_sim_params *p, const char *key, const char *def);
+
+/* Finds the named tensor or sets err; checks ndim when ndim >= 0. */
+const ulpgym_tensor *ug_sim_in(const ulpgym_call *call, const char *name, int ndim, char *err, size_t errlen);
+const ulpgym_tensor *ug_sim_out(const ulpgym_call *call, const char *name, int ndim, char *err, size_t errlen);
+
+/* Loads n elements from offset off of t into fp32 (exact widening). */
+void ug_sim_load(const ulpgym_tensor *t, size_t off, size_t n, float *dst);
+/* Stores n fp32 values at offset off of t, rounding to t's dtype (rounds: RNE). */
+void ug_sim_store(const ulpgym_tensor *t, size_t off, size_t n, const float *src);
+/* Rounds an fp32 value to bf16 / fp16 and back (rounds: RNE). */
+float ug_sim_round_bf16(float x);
+float ug_sim_round_fp16(float x);
+/* Rounds fp32 to the storage dtype dt (enum ulpgym_dtype) and back. */
+float ug_sim_round_to(int dt, float x);
+
+#endif

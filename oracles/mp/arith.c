@@ -1,0 +1,528 @@
+/* arith.c — the four arithmetics behind arith.h.
+ *
+ * CERT bounds: every primitive returns v and e with |v - exact| <= e, where exact is the
+ * primitive applied to the exact operands (which lie within their own e). Rounding of a
+ * double result costs at most ulp(v)/2 <= 2^-53|v| (+2^-1075 when subnormal); we charge
+ * 2^-52|v| + 2^-1074, libm functions 2^-51|v|, and inflate every bound by 2^-45 relative
+ * to cover the rounding of the bound arithmetic itself. */
+#include "oracles/mp/arith.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define POOL_BLOCK 512
+#define U52 0x1p-52
+#define U51 0x1p-51
+#define TINY 0x1p-1074
+#define INFLATE (1.0 + 0x1p-45)
+#define IS_MP(ar) ((ar)->mode == UG_AR_EXACT || (ar)->mode == UG_AR_MPFR_SEQ)
+
+struct ug_ar {
+    ug_ar_mode mode;
+    mpfr_prec_t prec;
+    ug_dtype naive_dt;
+    mpfr_t **blocks; /* pool: blocks of POOL_BLOCK numbers, never moved */
+    size_t nblocks, used, inited;
+    mpfr_ptr *ptrs;  /* scratch for mpfr_sum */
+    mpfr_t *prods;   /* scratch products, 128 bits: exact for two doubles */
+    size_t scratch_cap, prods_inited;
+    ug_ar_sink *sinks;
+    int nsinks;
+    unsigned long emitted, unsure;
+};
+
+ug_ar *ug_ar_new(ug_ar_mode mode, mpfr_prec_t prec, ug_dtype naive_dt)
+{
+    ug_ar *ar = calloc(1, sizeof *ar);
+    if (!ar) return NULL;
+    ar->mode = mode;
+    ar->prec = prec < 64 ? 64 : prec;
+    ar->naive_dt = naive_dt;
+    return ar;
+}
+
+void ug_ar_free(ug_ar *ar)
+{
+    if (!ar) return;
+    for (size_t i = 0; i < ar->inited; i++) mpfr_clear(ar->blocks[i / POOL_BLOCK][i % POOL_BLOCK]);
+    for (size_t i = 0; i < ar->nblocks; i++) free(ar->blocks[i]);
+    for (size_t i = 0; i < ar->prods_inited; i++) mpfr_clear(ar->prods[i]);
+    free(ar->blocks);
+    free(ar->ptrs);
+    free(ar->prods);
+    free(ar);
+}
+
+ug_ar_mode ug_ar_get_mode(const ug_ar *ar) { return ar->mode; }
+mpfr_prec_t ug_ar_get_prec(const ug_ar *ar) { return ar->prec; }
+void ug_ar_set_sink(ug_ar *ar, ug_ar_sink *sinks, int n)
+{
+    ar->sinks = sinks;
+    ar->nsinks = n;
+}
+size_t ug_ar_mark(const ug_ar *ar) { return ar->used; }
+void ug_ar_release(ug_ar *ar, size_t mark)
+{
+    if (mark <= ar->used) ar->used = mark;
+}
+void ug_ar_counts(const ug_ar *ar, unsigned long *emitted, unsigned long *unsure)
+{
+    *emitted = ar->emitted;
+    *unsure = ar->unsure;
+}
+
+static mpfr_ptr pool_get(ug_ar *ar)
+{
+    if (ar->used == ar->nblocks * POOL_BLOCK) {
+        mpfr_t **nb = realloc(ar->blocks, (ar->nblocks + 1) * sizeof *nb);
+        if (!nb) abort(); /* the oracle cannot continue without memory */
+        ar->blocks = nb;
+        ar->blocks[ar->nblocks] = malloc(POOL_BLOCK * sizeof(mpfr_t));
+        if (!ar->blocks[ar->nblocks]) abort();
+        ar->nblocks++;
+    }
+    size_t i = ar->used++;
+    if (i == ar->inited) {
+        mpfr_init2(ar->blocks[i / POOL_BLOCK][i % POOL_BLOCK], ar->prec);
+        ar->inited++;
+    }
+    return ar->blocks[i / POOL_BLOCK][i % POOL_BLOCK];
+}
+
+static void scratch_reserve(ug_ar *ar, size_t n)
+{
+    if (n <= ar->scratch_cap) return;
+    size_t cap = ar->scratch_cap ? ar->scratch_cap : 256;
+    while (cap < n) cap *= 2;
+    mpfr_ptr *p = realloc(ar->ptrs, cap * sizeof *p);
+    mpfr_t *q = p ? realloc(ar->prods, cap * sizeof *q) : NULL;
+    if (!p || !q) abort();
+    ar->ptrs = p;
+    ar->prods = q;
+    ar->scratch_cap = cap;
+}
+
+static void prods_init(ug_ar *ar, size_t n)
+{
+    scratch_reserve(ar, n);
+    while (ar->prods_inited < n) mpfr_init2(ar->prods[ar->prods_inited++], 128);
+}
+
+/* Result constructors per mode. */
+static ug_num num_exact(mpfr_ptr m)
+{
+    ug_num r = {mpfr_get_d(m, MPFR_RNDN), 0.0, m};
+    return r;
+}
+
+/* e == 0 means v is exact (an error-free transformation proved it): kept exact, so that
+ * exact values at a rounding tie of the output dtype need no MPFR fallback. */
+static ug_num num_cert(double v, double e)
+{
+    ug_num r = {v, e == 0.0 ? 0.0 : (e + TINY) * INFLATE, NULL};
+    if (isnan(r.e)) r.e = INFINITY;
+    return r;
+}
+
+/* Knuth's TwoSum: a + b = s + t exactly (no overflow assumed; s inf gives t nan). */
+static double two_sum_err(double a, double b, double s)
+{
+    double bb = s - a;
+    return (a - (s - bb)) + (b - bb);
+}
+
+/* Dekker's TwoProduct without FMA (Veltkamp split): a * b = p + t exactly unless the
+ * operands are huge or the product underflows; then it returns the generic bound. */
+static double two_prod_err(double a, double b, double p)
+{
+    if (!(fabs(p) > 0x1p-960 && fabs(p) < 0x1p960 && fabs(a) < 0x1p995 && fabs(b) < 0x1p995))
+        return fabs(p) * U52 + TINY;
+    const double split = 134217729.0; /* 2^27 + 1 */
+    double ca = split * a, ah = ca - (ca - a), al = a - ah;
+    double cb = split * b, bh = cb - (cb - b), bl = b - bh;
+    return fabs(((ah * bh - p) + ah * bl + al * bh) + al * bl);
+}
+
+static ug_num num_plain(const ug_ar *ar, double v)
+{
+    ug_num r = {ar->mode == UG_AR_NAIVE ? ug_dtype_round(ar->naive_dt, v) : v, 0.0, NULL};
+    return r;
+}
+
+ug_num ug_c(ug_ar *ar, double x)
+{
+    if (IS_MP(ar)) {
+        mpfr_ptr m = pool_get(ar);
+        mpfr_set_d(m, x, MPFR_RNDN); /* exact: prec >= 64 > 53 */
+        return num_exact(m);
+    }
+    if (ar->mode == UG_AR_CERT) return num_cert(x, 0.0);
+    return num_plain(ar, x);
+}
+
+double ug_v(ug_num x) { return x.v; }
+
+typedef int (*mpfr_fn1)(mpfr_ptr, mpfr_srcptr, mpfr_rnd_t);
+typedef int (*mpfr_fn2)(mpfr_ptr, mpfr_srcptr, mpfr_srcptr, mpfr_rnd_t);
+
+static ug_num exact1(ug_ar *ar, mpfr_fn1 f, ug_num a)
+{
+    mpfr_ptr m = pool_get(ar);
+    f(m, a.m, MPFR_RNDN); /* rounds: to the working precision */
+    return num_exact(m);
+}
+
+static ug_num exact2(ug_ar *ar, mpfr_fn2 f, ug_num a, ug_num b)
+{
+    mpfr_ptr m = pool_get(ar);
+    f(m, a.m, b.m, MPFR_RNDN); /* rounds: to the working precision */
+    return num_exact(m);
+}
+
+ug_num ug_add(ug_ar *ar, ug_num a, ug_num b)
+{
+    if (IS_MP(ar)) return exact2(ar, mpfr_add, a, b);
+    double v = a.v + b.v;
+    if (ar->mode == UG_AR_CERT)
+        return num_cert(v, a.e + b.e + (isfinite(v) ? fabs(two_sum_err(a.v, b.v, v)) : INFINITY));
+    return num_plain(ar, v);
+}
+
+ug_num ug_sub(ug_ar *ar, ug_num a, ug_num b)
+{
+    if (IS_MP(ar)) return exact2(ar, mpfr_sub, a, b);
+    double v = a.v - b.v;
+    if (ar->mode == UG_AR_CERT)
+        return num_cert(v, a.e + b.e + (isfinite(v) ? fabs(two_sum_err(a.v, -b.v, v)) : INFINITY));
+    return num_plain(ar, v);
+}
+
+ug_num ug_mul(ug_ar *ar, ug_num a, ug_num b)
+{
+    if (IS_MP(ar)) return exact2(ar, mpfr_mul, a, b);
+    double v = a.v * b.v;
+    if (ar->mode == UG_AR_CERT)
+        return num_cert(v, fabs(a.v) * b.e + fabs(b.v) * a.e + a.e * b.e +
+                               (isfinite(v) ? two_prod_err(a.v, b.v, v) : INFINITY));
+    return num_plain(ar, v);
+}
+
+ug_num ug_div(ug_ar *ar, ug_num a, ug_num b)
+{
+    if (IS_MP(ar)) return exact2(ar, mpfr_div, a, b);
+    double v = a.v / b.v;
+    if (ar->mode == UG_AR_CERT) {
+        double ab = fabs(b.v);
+        double e = ab > b.e ? (fabs(a.v) * b.e + ab * a.e) / (ab * (ab - b.e)) : INFINITY;
+        return num_cert(v, e + fabs(v) * U52);
+    }
+    return num_plain(ar, v);
+}
+
+ug_num ug_neg(ug_ar *ar, ug_num a)
+{
+    if (IS_MP(ar)) return exact1(ar, mpfr_neg, a);
+    a.v = -a.v; /* exact */
+    return a;
+}
+
+ug_num ug_max(ug_ar *ar, ug_num a, ug_num b)
+{
+    if (IS_MP(ar)) return mpfr_greaterequal_p(a.m, b.m) ? a : b;
+    if (ar->mode == UG_AR_CERT) {
+        ug_num r = a.v >= b.v ? a : b;
+        r.e = fmax(a.e, b.e); /* max is 1-Lipschitz in each operand */
+        return r;
+    }
+    return a.v >= b.v ? a : b;
+}
+
+ug_num ug_sqrt(ug_ar *ar, ug_num a)
+{
+    if (IS_MP(ar)) return exact1(ar, mpfr_sqrt, a);
+    double v = sqrt(a.v);
+    if (ar->mode == UG_AR_CERT) {
+        double e = a.v > a.e ? a.e / sqrt(a.v) : sqrt(fmax(a.v, 0.0) + a.e);
+        return num_cert(v, e + fabs(v) * U52);
+    }
+    return num_plain(ar, v);
+}
+
+ug_num ug_rsqrt(ug_ar *ar, ug_num a)
+{
+    if (IS_MP(ar)) return exact1(ar, mpfr_rec_sqrt, a);
+    double s = sqrt(a.v), v = 1.0 / s;
+    if (ar->mode == UG_AR_CERT) {
+        double lo = a.v - a.e;
+        double e = lo > 0 ? 0.5 * a.e / (lo * sqrt(lo)) : INFINITY;
+        return num_cert(v, e + fabs(v) * U51);
+    }
+    if (ar->mode == UG_AR_NAIVE) s = ug_dtype_round(ar->naive_dt, s); /* rounds: naive sqrt */
+    return num_plain(ar, 1.0 / s);
+}
+
+ug_num ug_recip(ug_ar *ar, ug_num a)
+{
+    return ug_div(ar, ug_c(ar, 1.0), a);
+}
+
+ug_num ug_exp(ug_ar *ar, ug_num a)
+{
+    if (IS_MP(ar)) return exact1(ar, mpfr_exp, a);
+    double v = exp(a.v);
+    if (ar->mode == UG_AR_CERT) {
+        double e = a.e > 0 ? fabs(v) * (1.0 + U51) * expm1(a.e) : 0.0;
+        return num_cert(v, e + fabs(v) * U51);
+    }
+    return num_plain(ar, v);
+}
+
+ug_num ug_log(ug_ar *ar, ug_num a)
+{
+    if (IS_MP(ar)) return exact1(ar, mpfr_log, a);
+    double v = log(a.v);
+    if (ar->mode == UG_AR_CERT) {
+        double lo = a.v - a.e;
+        double e = lo > 0 ? a.e / lo : INFINITY;
+        return num_cert(v, e + fabs(v) * U51);
+    }
+    return num_plain(ar, v);
+}
+
+ug_num ug_tanh(ug_ar *ar, ug_num a)
+{
+    if (IS_MP(ar)) return exact1(ar, mpfr_tanh, a);
+    double v = tanh(a.v);
+    if (ar->mode == UG_AR_CERT) return num_cert(v, a.e + fabs(v) * U51); /* |tanh'| <= 1 */
+    return num_plain(ar, v);
+}
+
+static int mpfr_sigmoid(mpfr_ptr r, mpfr_srcptr x, mpfr_rnd_t rnd)
+{
+    /* 1/(1+exp(-x)) with 16 guard bits; the self-check at twice the precision covers
+     * the few ulps these roundings cost. */
+    mpfr_t t;
+    mpfr_init2(t, mpfr_get_prec(r) + 16);
+    mpfr_neg(t, x, MPFR_RNDN);
+    mpfr_exp(t, t, MPFR_RNDN);
+    mpfr_add_ui(t, t, 1, MPFR_RNDN);
+    mpfr_ui_div(r, 1, t, rnd);
+    mpfr_clear(t);
+    return 0;
+}
+
+static int mpfr_silu(mpfr_ptr r, mpfr_srcptr x, mpfr_rnd_t rnd)
+{
+    mpfr_t t;
+    mpfr_init2(t, mpfr_get_prec(r) + 16);
+    mpfr_sigmoid(t, x, MPFR_RNDN);
+    mpfr_mul(r, t, x, rnd);
+    mpfr_clear(t);
+    return 0;
+}
+
+ug_num ug_sigmoid(ug_ar *ar, ug_num a)
+{
+    if (IS_MP(ar)) return exact1(ar, mpfr_sigmoid, a);
+    double v = 1.0 / (1.0 + exp(-a.v));
+    if (ar->mode == UG_AR_CERT) return num_cert(v, 0.25 * a.e + fabs(v) * 0x1p-49); /* |s'| <= 1/4 */
+    if (ar->mode == UG_AR_NAIVE) {
+        double t = ug_dtype_round(ar->naive_dt, exp(-a.v)); /* rounds: naive exp */
+        t = ug_dtype_round(ar->naive_dt, 1.0 + t);         /* rounds: naive add */
+        v = 1.0 / t;
+    }
+    return num_plain(ar, v);
+}
+
+ug_num ug_silu(ug_ar *ar, ug_num a)
+{
+    if (IS_MP(ar)) return exact1(ar, mpfr_silu, a);
+    if (ar->mode == UG_AR_NAIVE) return ug_mul(ar, a, ug_sigmoid(ar, a));
+    double v = a.v / (1.0 + exp(-a.v));
+    if (ar->mode == UG_AR_CERT) return num_cert(v, 1.1 * a.e + fabs(v) * 0x1p-49); /* |silu'| < 1.1 */
+    return num_plain(ar, v);
+}
+
+ug_num ug_sin(ug_ar *ar, ug_num a)
+{
+    if (IS_MP(ar)) return exact1(ar, mpfr_sin, a);
+    double v = sin(a.v);
+    if (ar->mode == UG_AR_CERT) return num_cert(v, a.e + fabs(v) * U51);
+    return num_plain(ar, v);
+}
+
+ug_num ug_cos(ug_ar *ar, ug_num a)
+{
+    if (IS_MP(ar)) return exact1(ar, mpfr_cos, a);
+    double v = cos(a.v);
+    if (ar->mode == UG_AR_CERT) return num_cert(v, a.e + fabs(v) * U51);
+    return num_plain(ar, v);
+}
+
+static double gamma_n(size_t n) { return (double)n * 0x1p-53 / (1.0 - (double)n * 0x1p-53); }
+
+/* UG_AR_MPFR_SEQ reductions: one rounded MPFR operation per term. */
+static ug_num seq_sum(ug_ar *ar, const ug_num *xs, const double *a, size_t sa, const double *b, size_t sb, size_t n)
+{
+    mpfr_ptr acc = pool_get(ar), t = pool_get(ar);
+    mpfr_set_zero(acc, 1);
+    for (size_t i = 0; i < n; i++) {
+        if (xs) mpfr_set(t, xs[i].m, MPFR_RNDN);
+        else mpfr_set_d(t, a[i * sa], MPFR_RNDN);
+        if (b) mpfr_mul_d(t, t, b[i * sb], MPFR_RNDN); /* rounds: working precision */
+        mpfr_add(acc, acc, t, MPFR_RNDN);              /* rounds: working precision */
+    }
+    return num_exact(acc);
+}
+
+ug_num ug_sum(ug_ar *ar, const ug_num *xs, size_t n)
+{
+    if (ar->mode == UG_AR_MPFR_SEQ) return seq_sum(ar, xs, NULL, 0, NULL, 0, n);
+    if (IS_MP(ar)) {
+        scratch_reserve(ar, n ? n : 1);
+        for (size_t i = 0; i < n; i++) ar->ptrs[i] = xs[i].m;
+        mpfr_ptr m = pool_get(ar);
+        mpfr_sum(m, ar->ptrs, n, MPFR_RNDN); /* exact sum, one rounding */
+        return num_exact(m);
+    }
+    double s = 0.0, abs_sum = 0.0, e = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        s += xs[i].v;
+        if (ar->mode == UG_AR_NAIVE) s = ug_dtype_round(ar->naive_dt, s); /* rounds: naive add */
+        abs_sum += fabs(xs[i].v);
+        e += xs[i].e;
+    }
+    if (ar->mode == UG_AR_CERT) return num_cert(s, e + gamma_n(n + 1) * abs_sum);
+    ug_num r = {s, 0.0, NULL};
+    return r;
+}
+
+ug_num ug_dot_d(ug_ar *ar, const double *a, size_t sa, const double *b, size_t sb, size_t n)
+{
+    if (ar->mode == UG_AR_MPFR_SEQ) return seq_sum(ar, NULL, a, sa, b, sb, n);
+    if (IS_MP(ar)) {
+        prods_init(ar, n ? n : 1);
+        for (size_t i = 0; i < n; i++) {
+            mpfr_set_d(ar->prods[i], a[i * sa], MPFR_RNDN);              /* exact */
+            mpfr_mul_d(ar->prods[i], ar->prods[i], b[i * sb], MPFR_RNDN); /* exact: 106 <= 128 bits */
+            ar->ptrs[i] = ar->prods[i];
+        }
+        mpfr_ptr m = pool_get(ar);
+        mpfr_sum(m, ar->ptrs, n, MPFR_RNDN); /* exact sum, one rounding */
+        return num_exact(m);
+    }
+    double s = 0.0, abs_sum = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double p = a[i * sa] * b[i * sb];
+        if (ar->mode == UG_AR_NAIVE) {
+            p = ug_dtype_round(ar->naive_dt, p);                       /* rounds: naive mul */
+            s = ug_dtype_round(ar->naive_dt, s + p);                   /* rounds: naive add */
+        } else {
+            s += p;
+        }
+        abs_sum += fabs(p);
+    }
+    if (ar->mode == UG_AR_CERT) return num_cert(s, gamma_n(n + 2) * abs_sum + (double)n * TINY);
+    ug_num r = {s, 0.0, NULL};
+    return r;
+}
+
+ug_num ug_dot_nd(ug_ar *ar, const ug_num *x, const double *b, size_t sb, size_t n)
+{
+    if (ar->mode == UG_AR_MPFR_SEQ) return seq_sum(ar, x, NULL, 0, b, sb, n);
+    if (IS_MP(ar)) {
+        prods_init(ar, n ? n : 1);
+        size_t mark = ug_ar_mark(ar);
+        for (size_t i = 0; i < n; i++) {
+            mpfr_ptr t = pool_get(ar);
+            mpfr_mul_d(t, x[i].m, b[i * sb], MPFR_RNDN); /* rounds: to the working precision */
+            ar->ptrs[i] = t;
+        }
+        mpfr_ptr m = pool_get(ar);
+        mpfr_sum(m, ar->ptrs, n, MPFR_RNDN);
+        /* keep m, drop the products: move the result into the first released slot */
+        ug_ar_release(ar, mark);
+        mpfr_ptr r = pool_get(ar);
+        if (r != m) mpfr_set(r, m, MPFR_RNDN); /* exact: same precision */
+        return num_exact(r);
+    }
+    double s = 0.0, abs_sum = 0.0, e = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double p = x[i].v * b[i * sb];
+        if (ar->mode == UG_AR_NAIVE) {
+            p = ug_dtype_round(ar->naive_dt, p);     /* rounds: naive mul */
+            s = ug_dtype_round(ar->naive_dt, s + p); /* rounds: naive add */
+        } else {
+            s += p;
+        }
+        abs_sum += fabs(p);
+        e += x[i].e * fabs(b[i * sb]);
+    }
+    if (ar->mode == UG_AR_CERT) return num_cert(s, e + gamma_n(n + 2) * abs_sum + (double)n * TINY);
+    ug_num r = {s, 0.0, NULL};
+    return r;
+}
+
+ug_num ug_l2norm_d(ug_ar *ar, const double *a, size_t sa, size_t n)
+{
+    return ug_sqrt(ar, ug_dot_d(ar, a, sa, a, sa, n));
+}
+
+double ug_mp_round(mpfr_srcptr x, ug_dtype dt)
+{
+    const ug_dtype_info *in = ug_dtype_get_info(dt);
+    if (mpfr_nan_p(x)) return NAN;
+    if (mpfr_inf_p(x)) return ug_dtype_round(dt, mpfr_sgn(x) > 0 ? INFINITY : -INFINITY);
+    if (mpfr_zero_p(x)) return mpfr_signbit(x) ? -0.0 : 0.0;
+    if (!in->is_float) {
+        if (dt == UG_DT_E8M0) return ug_dtype_round(dt, mpfr_get_d(x, MPFR_RNDZ)); /* floor log2 kept */
+        mpfr_t t;
+        mpfr_init2(t, mpfr_get_prec(x) > 64 ? mpfr_get_prec(x) : 64);
+        mpfr_rint(t, x, MPFR_RNDN); /* rounds: RNE to an integer */
+        double r = ug_dtype_round(dt, mpfr_get_d(t, MPFR_RNDN)); /* saturates */
+        mpfr_clear(t);
+        return r;
+    }
+    long binade = mpfr_get_exp(x) - 1; /* floor(log2|x|) */
+    if (binade < in->emin) binade = in->emin;
+    if (binade > 1100) return ug_dtype_round(dt, mpfr_sgn(x) > 0 ? INFINITY : -INFINITY);
+    mpfr_t t;
+    mpfr_init2(t, mpfr_get_prec(x));
+    mpfr_mul_2si(t, x, in->mant_bits - binade, MPFR_RNDN); /* exact: power of two */
+    mpfr_rint(t, t, MPFR_RNDN);                            /* rounds: RNE to the dtype's grid */
+    double r = ldexp(mpfr_get_d(t, MPFR_RNDN), (int)binade - in->mant_bits); /* exact */
+    mpfr_clear(t);
+    if (fabs(r) > in->max_finite)
+        r = dt == UG_DT_E4M3 ? copysign(in->max_finite, r) : copysign(INFINITY, r);
+    return r;
+}
+
+void ug_ar_emit(ug_ar *ar, int out, size_t k, ug_num x)
+{
+    if (out < 0 || out >= ar->nsinks) return;
+    ug_ar_sink *s = &ar->sinks[out];
+    ar->emitted++;
+    switch (ar->mode) {
+    case UG_AR_EXACT:
+    case UG_AR_MPFR_SEQ:
+        s->gstar[k] = mpfr_get_d(x.m, MPFR_RNDN);
+        s->g[k] = ug_mp_round(x.m, s->dt);
+        break;
+    case UG_AR_CERT: {
+        /* outward: the computed endpoints must contain the true interval */
+        double lo = ug_dtype_round(s->dt, nextafter(x.v - x.e, -INFINITY));
+        double hi = ug_dtype_round(s->dt, nextafter(x.v + x.e, INFINITY));
+        int sure = x.e == 0.0 ? !isnan(x.v) : isfinite(x.v) && isfinite(x.e) && lo == hi && signbit(lo) == signbit(hi);
+        s->gstar[k] = x.v;
+        s->g[k] = ug_dtype_round(s->dt, x.v);
+        if (s->unsure) s->unsure[k] = (unsigned char)!sure;
+        if (!sure) ar->unsure++;
+        break;
+    }
+    default:
+        s->gstar[k] = x.v;
+        s->g[k] = ug_dtype_round(s->dt, x.v);
+        break;
+    }
+}

@@ -1,0 +1,93 @@
+/* arith.h — one reference definition, several arithmetics.
+ *
+ * Every operator oracle is written once against these primitives. The context decides
+ * what a number is and how each primitive rounds:
+ *   UG_AR_EXACT  MPFR at the working precision (the arithmetic of record). Inputs are
+ *                exact doubles; products of doubles are exact (128-bit scratch); sums use
+ *                mpfr_sum (exact, then one rounding).
+ *   UG_AR_CERT   double with a rigorous absolute error bound carried along (interval
+ *                radius). ug_ar_emit() accepts the rounded output only when the whole
+ *                interval rounds to one value of the output dtype; otherwise the element
+ *                is marked unsure and the engine re-evaluates it in UG_AR_EXACT. This is
+ *                the fast path: exact results at near-double cost. libm's exp/log/tanh/
+ *                sin/cos are assumed within 1 ulp (glibc documents <= 1 ulp for these on
+ *                x86-64); the bound allows 2 ulp.
+ *   UG_AR_NAIVE  every primitive's result rounded to one dtype (the input dtype): the
+ *                "benchmark device" of the benchmark standard. Sums and dot products
+ *                round after every addition, left to right.
+ *   UG_AR_F64    plain double, no bound: the float64 baseline of `ulpgym bench oracle`.
+ *   UG_AR_MPFR_SEQ  EXACT with reductions done one MPFR multiply-add at a time: the
+ *                "naive MPFR" baseline of `ulpgym bench oracle`.
+ * Numbers live until ug_ar_release() of an earlier mark; EXACT numbers point into a
+ * pool of mpfr_t that never moves. */
+#ifndef UG_ARITH_H
+#define UG_ARITH_H
+#include <stddef.h>
+
+#include <mpfr.h>
+
+#include "core/dtype.h"
+
+typedef enum { UG_AR_EXACT, UG_AR_CERT, UG_AR_NAIVE, UG_AR_F64, UG_AR_MPFR_SEQ } ug_ar_mode;
+
+typedef struct {
+    double v;   /* value (CERT/NAIVE/F64); in EXACT, a double approximation */
+    double e;   /* CERT: absolute error bound of v; else 0 */
+    mpfr_ptr m; /* EXACT: the value; else NULL */
+} ug_num;
+
+/* Where emitted values go: one entry per output tensor, arrays indexed by the
+ * element's position in that output's selection. */
+typedef struct {
+    ug_dtype dt;          /* the output's dtype: emitted values are rounded to it */
+    double *gstar;        /* exact value, nearest double */
+    double *g;            /* exact value correctly rounded to dt */
+    unsigned char *unsure; /* CERT only: 1 where the interval straddles a rounding boundary */
+} ug_ar_sink;
+
+typedef struct ug_ar ug_ar;
+
+ug_ar *ug_ar_new(ug_ar_mode mode, mpfr_prec_t prec, ug_dtype naive_dt);
+void ug_ar_free(ug_ar *ar);
+ug_ar_mode ug_ar_get_mode(const ug_ar *ar);
+mpfr_prec_t ug_ar_get_prec(const ug_ar *ar);
+void ug_ar_set_sink(ug_ar *ar, ug_ar_sink *sinks, int n);
+size_t ug_ar_mark(const ug_ar *ar);
+void ug_ar_release(ug_ar *ar, size_t mark);
+
+/* Emits value x for element k of output out's selection. */
+void ug_ar_emit(ug_ar *ar, int out, size_t k, ug_num x);
+
+ug_num ug_c(ug_ar *ar, double x); /* an exact input value or constant */
+double ug_v(ug_num x);            /* approximate value, for control flow only */
+ug_num ug_add(ug_ar *ar, ug_num a, ug_num b);
+ug_num ug_sub(ug_ar *ar, ug_num a, ug_num b);
+ug_num ug_mul(ug_ar *ar, ug_num a, ug_num b);
+ug_num ug_div(ug_ar *ar, ug_num a, ug_num b);
+ug_num ug_neg(ug_ar *ar, ug_num a);
+ug_num ug_max(ug_ar *ar, ug_num a, ug_num b);
+ug_num ug_sqrt(ug_ar *ar, ug_num a);
+ug_num ug_rsqrt(ug_ar *ar, ug_num a);
+ug_num ug_recip(ug_ar *ar, ug_num a);
+ug_num ug_exp(ug_ar *ar, ug_num a);
+ug_num ug_log(ug_ar *ar, ug_num a);
+ug_num ug_tanh(ug_ar *ar, ug_num a);
+ug_num ug_sigmoid(ug_ar *ar, ug_num a);
+ug_num ug_silu(ug_ar *ar, ug_num a);
+ug_num ug_sin(ug_ar *ar, ug_num a);
+ug_num ug_cos(ug_ar *ar, ug_num a);
+/* Reductions. xs[i*stride]; a and b are exact doubles (input values). */
+ug_num ug_sum(ug_ar *ar, const ug_num *xs, size_t n);
+ug_num ug_dot_d(ug_ar *ar, const double *a, size_t sa, const double *b, size_t sb, size_t n);
+ug_num ug_dot_nd(ug_ar *ar, const ug_num *x, const double *b, size_t sb, size_t n);
+/* sqrt(sum x_i^2) of exact doubles. */
+ug_num ug_l2norm_d(ug_ar *ar, const double *a, size_t sa, size_t n);
+
+/* Correctly rounded (RNE) value of an MPFR number in dtype dt, with the format's
+ * exponent range, subnormals and overflow rule (dtype.h). */
+double ug_mp_round(mpfr_srcptr x, ug_dtype dt);
+
+/* Counters since creation: elements emitted, and (CERT) elements left unsure. */
+void ug_ar_counts(const ug_ar *ar, unsigned long *emitted, unsigned long *unsure);
+
+#endif

@@ -1,0 +1,317 @@
+/* oracle.c — the oracle engine of oracle.h. */
+#include "oracles/oracle.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/philox.h"
+
+void ug_oracle_opts_default(ug_oracle_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->sample = UG_SAMPLE_DEFAULT;
+    o->prec = UG_ORACLE_PREC;
+    o->mode = UG_AR_CERT;
+    o->naive = 1;
+}
+
+double ug_tload(const ug_tensor *t, size_t i)
+{
+    return t->values ? t->values[i] : ug_dtype_load(t->dtype, t->data, i);
+}
+
+double *ug_tload_all(const ug_tensor *t)
+{
+    double *d = malloc((t->numel ? t->numel : 1) * sizeof *d);
+    if (!d) return NULL;
+    for (size_t i = 0; i < t->numel; i++) d[i] = ug_dtype_load(t->dtype, t->data, i);
+    return d;
+}
+
+static void default_geometry(const ug_case *c, int o, ug_geom *g)
+{
+    const ug_tensor *t = &c->out[o];
+    g->cols = t->ndim ? (size_t)t->shape[t->ndim - 1] : 1;
+    g->rows = g->cols ? t->numel / g->cols : 0;
+    g->row_tile = 16;
+    g->col_tile = 64;
+}
+
+/* Adds v to a small set (linear probe is fine: sets hold at most ~64 entries). */
+static void set_add(size_t *set, size_t *n, size_t cap, size_t v, size_t limit)
+{
+    if (v >= limit || *n >= cap) return;
+    for (size_t i = 0; i < *n; i++)
+        if (set[i] == v) return;
+    set[(*n)++] = v;
+}
+
+/* Structural positions along one axis of length len with tile t: ends, tile edges
+ * (t-1, t, 2t-1, 2t), the start of the tail tile and the element before it. */
+static void axis_points(size_t *set, size_t *n, size_t cap, size_t len, size_t t)
+{
+    set_add(set, n, cap, 0, len);
+    set_add(set, n, cap, len - 1, len);
+    if (t && len > 1) {
+        set_add(set, n, cap, t - 1, len);
+        set_add(set, n, cap, t, len);
+        set_add(set, n, cap, 2 * t - 1, len);
+        set_add(set, n, cap, 2 * t, len);
+        size_t tail = len / t * t;
+        if (tail) {
+            set_add(set, n, cap, tail, len);
+            set_add(set, n, cap, tail - 1, len);
+        }
+    }
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int select_output(const ug_case *c, int o, size_t sample, size_t **idx_out, size_t *n_out)
+{
+    const ug_tensor *t = &c->out[o];
+    if (sample == 0 || t->numel <= sample) {
+        size_t *idx = malloc((t->numel ? t->numel : 1) * sizeof *idx);
+        if (!idx) return -1;
+        for (size_t i = 0; i < t->numel; i++) idx[i] = i;
+        *idx_out = idx;
+        *n_out = t->numel;
+        return 0;
+    }
+    ug_geom g;
+    if (c->def->geometry) c->def->geometry(c, o, &g);
+    else default_geometry(c, o, &g);
+    if (g.rows * g.cols != t->numel) default_geometry(c, o, &g);
+    size_t rows[24], cols[64], nr = 0, nc = 0;
+    axis_points(rows, &nr, 12, g.rows, g.row_tile);
+    size_t want_rows = sample / 32 < 16 ? (sample / 32 ? sample / 32 : 1) : 16;
+    if (want_rows > 24) want_rows = 24;
+    for (uint64_t k = 0; nr < want_rows && nr < g.rows && k < 64; k++) {
+        uint32_t w[4];
+        ug_rng_words(c->spec.seed, 0xC0DE0000u + (uint32_t)o, k, 7, w);
+        set_add(rows, &nr, want_rows, w[0] % g.rows, g.rows);
+    }
+    size_t *idx = malloc(nr * 64 * sizeof *idx);
+    if (!idx) return -1;
+    size_t n = 0;
+    size_t per_row = sample / nr < 64 ? sample / nr : 64;
+    if (per_row < 1) per_row = 1;
+    for (size_t r = 0; r < nr; r++) {
+        nc = 0;
+        axis_points(cols, &nc, per_row, g.cols, g.col_tile);
+        for (uint64_t k = 0; nc < per_row && nc < g.cols && k < 256; k++) {
+            uint32_t w[4];
+            ug_rng_words(c->spec.seed, 0xC0DE1000u + (uint32_t)o, rows[r] * 256 + k, 7, w);
+            set_add(cols, &nc, per_row, w[0] % g.cols, g.cols);
+        }
+        for (size_t j = 0; j < nc; j++) idx[n++] = rows[r] * g.cols + cols[j];
+    }
+    qsort(idx, n, sizeof *idx, cmp_size);
+    *idx_out = idx;
+    *n_out = n;
+    return 0;
+}
+
+int ug_selection_build(const ug_case *c, size_t sample, ug_selection *sel)
+{
+    memset(sel, 0, sizeof *sel);
+    sel->n_out = c->n_out;
+    for (int o = 0; o < c->n_out; o++)
+        if (select_output(c, o, sample, &sel->idx[o], &sel->n[o])) {
+            ug_selection_free(sel);
+            return -1;
+        }
+    return 0;
+}
+
+void ug_selection_free(ug_selection *sel)
+{
+    for (int o = 0; o < sel->n_out; o++) free(sel->idx[o]);
+    memset(sel, 0, sizeof *sel);
+}
+
+long ug_selection_find(const ug_selection *sel, int o, size_t idx)
+{
+    size_t lo = 0, hi = sel->n[o];
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (sel->idx[o][mid] < idx) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < sel->n[o] && sel->idx[o][lo] == idx ? (long)lo : -1;
+}
+
+static int copy_selection(const ug_selection *src, ug_selection *dst)
+{
+    memset(dst, 0, sizeof *dst);
+    dst->n_out = src->n_out;
+    for (int o = 0; o < src->n_out; o++) {
+        dst->n[o] = src->n[o];
+        dst->idx[o] = malloc((src->n[o] ? src->n[o] : 1) * sizeof(size_t));
+        if (!dst->idx[o]) return -1;
+        memcpy(dst->idx[o], src->idx[o], src->n[o] * sizeof(size_t));
+    }
+    return 0;
+}
+
+/* Evaluates the op's oracle on sel in arithmetic (mode, prec, naive dtype) into
+ * gstar/g (and unsure when CERT). */
+static int evaluate(const ug_case *c, const ug_selection *sel, ug_ar_mode mode, mpfr_prec_t prec, double **gstar,
+                    double **g, unsigned char **unsure, char *err, size_t errlen)
+{
+    ug_ar *ar = ug_ar_new(mode, prec, c->spec.dtype);
+    if (!ar) {
+        snprintf(err, errlen, "out of memory for the oracle");
+        return -1;
+    }
+    ug_ar_sink sinks[UG_MAX_TENSORS];
+    for (int o = 0; o < sel->n_out; o++) {
+        sinks[o].dt = c->out[o].dtype;
+        sinks[o].gstar = gstar[o];
+        sinks[o].g = g[o];
+        sinks[o].unsure = unsure ? unsure[o] : NULL;
+    }
+    ug_ar_set_sink(ar, sinks, sel->n_out);
+    int rc = c->def->oracle(c, ar, sel);
+    ug_ar_free(ar);
+    if (rc) snprintf(err, errlen, "oracle of %s failed (%d)", ug_op_name(c->spec.op), rc);
+    return rc;
+}
+
+static double *alloc_vals(size_t n) { return calloc(n ? n : 1, sizeof(double)); }
+
+/* Re-evaluates in EXACT the elements marked unsure; returns how many. */
+static long exact_fallback(const ug_case *c, const ug_oracle_opts *o, ug_oracle_result *r, unsigned char **unsure,
+                           char *err, size_t errlen)
+{
+    ug_selection sub = {0};
+    sub.n_out = r->sel.n_out;
+    long total = 0;
+    double *gs[UG_MAX_TENSORS] = {0}, *gg[UG_MAX_TENSORS] = {0};
+    int rc = 0;
+    for (int k = 0; k < sub.n_out; k++) {
+        sub.idx[k] = malloc((r->sel.n[k] ? r->sel.n[k] : 1) * sizeof(size_t));
+        gs[k] = alloc_vals(r->sel.n[k]);
+        gg[k] = alloc_vals(r->sel.n[k]);
+        if (!sub.idx[k] || !gs[k] || !gg[k]) rc = -1;
+        for (size_t i = 0; !rc && i < r->sel.n[k]; i++)
+            if (unsure[k][i]) sub.idx[k][sub.n[k]++] = r->sel.idx[k][i];
+        total += (long)sub.n[k];
+    }
+    if (!rc && total) rc = evaluate(c, &sub, UG_AR_EXACT, o->prec, gs, gg, NULL, err, errlen);
+    for (int k = 0; !rc && total && k < sub.n_out; k++)
+        for (size_t i = 0, j = 0; i < r->sel.n[k]; i++)
+            if (unsure[k][i]) {
+                r->gstar[k][i] = gs[k][j];
+                r->g[k][i] = gg[k][j++];
+            }
+    for (int k = 0; k < sub.n_out; k++) {
+        free(gs[k]);
+        free(gg[k]);
+    }
+    ug_selection_free(&sub);
+    return rc ? rc : total;
+}
+
+/* Self-check: up to 64 elements per output plus every fallback element, evaluated in
+ * EXACT at prec and 2*prec; counts roundings that differ between the two or from r. */
+static int self_check(const ug_case *c, const ug_oracle_opts *o, ug_oracle_result *r, char *err, size_t errlen)
+{
+    ug_selection sub;
+    if (copy_selection(&r->sel, &sub)) return -1;
+    for (int k = 0; k < sub.n_out; k++) {
+        size_t step = sub.n[k] > 64 ? sub.n[k] / 64 : 1, m = 0;
+        for (size_t i = 0; i < sub.n[k]; i += step) sub.idx[k][m++] = sub.idx[k][i];
+        sub.n[k] = m;
+    }
+    double *g1s[UG_MAX_TENSORS] = {0}, *g1[UG_MAX_TENSORS] = {0}, *g2s[UG_MAX_TENSORS] = {0}, *g2[UG_MAX_TENSORS] = {0};
+    int rc = 0;
+    for (int k = 0; k < sub.n_out && !rc; k++) {
+        g1s[k] = alloc_vals(sub.n[k]);
+        g1[k] = alloc_vals(sub.n[k]);
+        g2s[k] = alloc_vals(sub.n[k]);
+        g2[k] = alloc_vals(sub.n[k]);
+        if (!g1s[k] || !g1[k] || !g2s[k] || !g2[k]) rc = -1;
+    }
+    if (!rc) rc = evaluate(c, &sub, UG_AR_EXACT, o->prec, g1s, g1, NULL, err, errlen);
+    if (!rc) rc = evaluate(c, &sub, UG_AR_EXACT, 2 * o->prec, g2s, g2, NULL, err, errlen);
+    for (int k = 0; !rc && k < sub.n_out; k++)
+        for (size_t i = 0; i < sub.n[k]; i++) {
+            long pos = ug_selection_find(&r->sel, k, sub.idx[k][i]);
+            double fast = pos >= 0 ? r->g[k][pos] : g1[k][i];
+            int same = (g1[k][i] == g2[k][i] || (g1[k][i] != g1[k][i] && g2[k][i] != g2[k][i])) &&
+                       (fast == g2[k][i] || (fast != fast && g2[k][i] != g2[k][i]));
+            r->n_checked_twice++;
+            if (!same) r->n_mismatch++;
+        }
+    for (int k = 0; k < sub.n_out; k++) {
+        free(g1s[k]);
+        free(g1[k]);
+        free(g2s[k]);
+        free(g2[k]);
+    }
+    ug_selection_free(&sub);
+    return rc;
+}
+
+int ug_oracle_run_sel(const ug_case *c, const ug_oracle_opts *o, const ug_selection *sel, ug_oracle_result *r,
+                      char *err, size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    unsigned char *unsure[UG_MAX_TENSORS] = {0};
+    int rc = copy_selection(sel, &r->sel);
+    for (int k = 0; !rc && k < sel->n_out; k++) {
+        r->gstar[k] = alloc_vals(sel->n[k]);
+        r->g[k] = alloc_vals(sel->n[k]);
+        r->bench[k] = alloc_vals(sel->n[k]);
+        unsure[k] = calloc(sel->n[k] ? sel->n[k] : 1, 1);
+        if (!r->gstar[k] || !r->g[k] || !r->bench[k] || !unsure[k]) rc = -1;
+    }
+    if (rc) snprintf(err, errlen, "out of memory for the oracle");
+    if (!rc) rc = evaluate(c, &r->sel, o->mode, o->prec, r->gstar, r->g, o->mode == UG_AR_CERT ? unsure : NULL, err,
+                           errlen);
+    if (!rc && o->mode == UG_AR_CERT) {
+        long n = exact_fallback(c, o, r, unsure, err, errlen);
+        if (n < 0) rc = (int)n;
+        else r->n_fallback = (unsigned long)n;
+    }
+    if (!rc && o->naive) {
+        double *scratch[UG_MAX_TENSORS] = {0};
+        for (int k = 0; !rc && k < sel->n_out; k++)
+            if (!(scratch[k] = alloc_vals(sel->n[k]))) rc = -1;
+        if (!rc) rc = evaluate(c, &r->sel, UG_AR_NAIVE, o->prec, scratch, r->bench, NULL, err, errlen);
+        for (int k = 0; k < sel->n_out; k++) free(scratch[k]);
+    }
+    if (!rc && o->self_check) rc = self_check(c, o, r, err, errlen);
+    for (int k = 0; k < sel->n_out; k++) free(unsure[k]);
+    if (rc) ug_oracle_result_free(r);
+    return rc;
+}
+
+int ug_oracle_run(const ug_case *c, const ug_oracle_opts *o, ug_oracle_result *r, char *err, size_t errlen)
+{
+    ug_selection sel;
+    if (ug_selection_build(c, o->sample, &sel)) {
+        snprintf(err, errlen, "out of memory building the sample");
+        return -1;
+    }
+    int rc = ug_oracle_run_sel(c, o, &sel, r, err, errlen);
+    ug_selection_free(&sel);
+    return rc;
+}
+
+void ug_oracle_result_free(ug_oracle_result *r)
+{
+    for (int k = 0; k < UG_MAX_TENSORS; k++) {
+        free(r->gstar[k]);
+        free(r->g[k]);
+        free(r->bench[k]);
+    }
+    ug_selection_free(&r->sel);
+    memset(r, 0, sizeof *r);
+}

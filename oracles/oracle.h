@@ -1,0 +1,64 @@
+/* oracle.h — the oracle engine: which elements to check, the certified fast path with
+ * its exact fallback, the naive benchmark evaluation, and the precision self-check.
+ *
+ * An operator's oracle (ug_op_def.oracle) evaluates its reference for a selection of
+ * output elements in a given arithmetic (oracles/mp/arith.h). ug_oracle_run() drives it:
+ * CERT first; elements whose error interval straddles a rounding boundary of the output
+ * dtype are re-evaluated in EXACT (MPFR); then NAIVE (the input dtype) for the benchmark
+ * standard. The self-check re-evaluates a sample in EXACT at the working precision and
+ * at twice it and reports any rounded output that differs, or that differs from the
+ * fast path's. */
+#ifndef UG_ORACLE_H
+#define UG_ORACLE_H
+#include <stddef.h>
+
+#include "core/registry.h"
+#include "oracles/mp/arith.h"
+
+/* Elements to check, per output: flat row-major indices, sorted, no repeats. */
+typedef struct ug_selection {
+    int n_out;
+    size_t n[UG_MAX_TENSORS];
+    size_t *idx[UG_MAX_TENSORS];
+} ug_selection;
+
+#define UG_ORACLE_PREC 128      /* default working precision, bits */
+#define UG_SAMPLE_DEFAULT 512   /* default elements checked per output */
+
+typedef struct {
+    size_t sample;      /* elements per output; 0 = all */
+    mpfr_prec_t prec;   /* working precision of EXACT */
+    ug_ar_mode mode;    /* UG_AR_CERT (default) or, for benchmarks, EXACT / F64 */
+    int naive;          /* also evaluate the naive benchmark arithmetic */
+    int self_check;     /* re-evaluate a sample at prec and 2*prec */
+} ug_oracle_opts;
+
+typedef struct {
+    ug_selection sel;
+    double *gstar[UG_MAX_TENSORS]; /* exact value, nearest double */
+    double *g[UG_MAX_TENSORS];     /* exact value rounded to the output dtype */
+    double *bench[UG_MAX_TENSORS]; /* naive evaluation rounded to the output dtype */
+    unsigned long n_fallback;      /* elements the fast path handed to MPFR */
+    unsigned long n_checked_twice; /* self-check: elements re-evaluated */
+    unsigned long n_mismatch;      /* self-check: elements whose rounding differed */
+} ug_oracle_result;
+
+void ug_oracle_opts_default(ug_oracle_opts *o);
+/* Builds the default selection of a case's outputs (sample elements each, 0 = all). */
+int ug_selection_build(const ug_case *c, size_t sample, ug_selection *sel);
+void ug_selection_free(ug_selection *sel);
+/* Position of flat index idx in output o's selection, or -1. */
+long ug_selection_find(const ug_selection *sel, int o, size_t idx);
+
+int ug_oracle_run(const ug_case *c, const ug_oracle_opts *o, ug_oracle_result *r, char *err, size_t errlen);
+/* Same, on a given selection (copied). */
+int ug_oracle_run_sel(const ug_case *c, const ug_oracle_opts *o, const ug_selection *sel, ug_oracle_result *r,
+                      char *err, size_t errlen);
+void ug_oracle_result_free(ug_oracle_result *r);
+
+/* Helpers for operator oracles. Loads element i of a tensor as an exact double. */
+double ug_tload(const ug_tensor *t, size_t i);
+/* Loads a whole tensor into a malloc'd double array (NULL on failure). */
+double *ug_tload_all(const ug_tensor *t);
+
+#endif

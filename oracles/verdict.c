@@ -1,0 +1,373 @@
+/* verdict.c — metrics and standards of STANDARDS.md. Every threshold below is quoted
+ * from shared STANDARDS.md; the comment beside each says which row. */
+#include "oracles/verdict.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+    const char *name, *source, *rule;
+} std_table[UG_STD_COUNT] = {
+    [UG_STD_PYPTO] = {"pypto", "the reference suite's own compare",
+                      "element fails if |a-g| > atol + rtol*|g|; case passes if failures <= round(budget*N)"},
+    [UG_STD_ALLCLOSE] = {"allclose", "PyTorch assert_close defaults", "every element within atol + rtol*|g|"},
+    [UG_STD_DUAL_THOUSANDTH] = {"dual_thousandth", "Ascend dual-thousandth",
+                                "share of elements with relative error > t is < t"},
+    [UG_STD_MIXED_TOLERANCE] = {"mixed_tolerance", "CANN mixed-tolerance standard",
+                                "matched ratio >= 0.99 and every |a-g| <= max(floor, 32*ulp(g))"},
+    [UG_STD_MERE_MARE] = {"mere_mare", "CANN single-benchmark standard", "MERE < T and MARE < 10*T"},
+    [UG_STD_ULP] = {"ulp", "msprobe ULP standard",
+                    "fp16/bf16: < 0.1% of elements above 1 ulp; fp32: mean ulp < 64 or < 5% above 32 ulp"},
+    [UG_STD_BENCHMARK] = {"benchmark", "msprobe benchmark comparison + FlashAttention rule",
+                          "MARE/MERE/RMSE ratios to the naive same-dtype evaluation within the level's limits, "
+                          "small-value errors <= 2x, max abs <= 2x benchmark + half ulp"},
+    [UG_STD_EXACT] = {"exact", "discrete outputs", "bitwise equal"},
+    [UG_STD_BOUNDARY_AWARE] = {"boundary_aware", "discrete outputs (OPS.md)",
+                               "codes equal, or one quantum apart where the exact value is within budget of the "
+                               "rounding boundary"},
+    [UG_STD_TOPK_SET] = {"topk_set", "discrete outputs (OPS.md)",
+                         "index sets equal up to exact ties (within budget) with the k-th score"},
+};
+
+const char *ug_standard_name(int s) { return s >= 0 && s < UG_STD_COUNT ? std_table[s].name : "?"; }
+const char *ug_standard_source(int s) { return std_table[s].source; }
+const char *ug_standard_rule(int s) { return std_table[s].rule; }
+int ug_standard_find(const char *name)
+{
+    for (int i = 0; name && i < UG_STD_COUNT; i++)
+        if (strcmp(std_table[i].name, name) == 0) return i;
+    return -1;
+}
+
+const char *ug_vstate_name(ug_vstate v) { return v == UG_V_PASS ? "PASS" : v == UG_V_FAIL ? "FAIL" : "NA"; }
+
+static const char *outcome_names[] = {"PASS", "FAIL", "SKIP", "ERROR", "CRASH", "TIMEOUT", "SHAPE", "NONFINITE"};
+const char *ug_outcome_name(ug_outcome o) { return (unsigned)o <= UG_OUT_NONFINITE ? outcome_names[o] : "?"; }
+int ug_outcome_find(const char *name)
+{
+    for (int i = 0; name && i <= UG_OUT_NONFINITE; i++)
+        if (strcmp(outcome_names[i], name) == 0) return i;
+    return -1;
+}
+
+void ug_small_value(ug_dtype dt, double *threshold, double *atol)
+{
+    /* msprobe benchmark standard: fp32 1e-6 / 1e-9, fp16 and bf16 1e-3 / 1e-5 */
+    if (dt == UG_DT_FP32) {
+        *threshold = 1e-6;
+        *atol = 1e-9;
+    } else {
+        *threshold = 1e-3;
+        *atol = 1e-5;
+    }
+}
+
+static double rel_err(double a, double gs) { return fabs(a - gs) / (fabs(gs) + 1e-7); }
+
+/* ULP error in dtype dt: |a-g*| * 2^(-e+m), e = max(floor(log2|g*|), emin). */
+static double ulp_err(ug_dtype dt, double a, double gs)
+{
+    return fabs(a - gs) / ug_dtype_ulp(dt, gs);
+}
+
+static int both_nonfinite_same(double a, double gs)
+{
+    if (isnan(gs)) return isnan(a);
+    if (isinf(gs)) return isinf(a) && signbit(a) == signbit(gs);
+    return 0;
+}
+
+void ug_metrics_compute(ug_dtype dt, size_t n, const size_t *idx, size_t n_total, const double *a,
+                        const double *gstar, const double *bench, ug_metrics *m)
+{
+    memset(m, 0, sizeof *m);
+    m->n = n;
+    m->n_total = n_total;
+    double sv, satol, sum_rel = 0, sum_sq = 0, sum_eb = 0, sum_ulp = 0, dot = 0, na = 0, ng = 0;
+    double b_sum_rel = 0, b_sum_sq = 0;
+    size_t counted = 0;
+    ug_small_value(dt, &sv, &satol);
+    for (size_t i = 0; i < n; i++) {
+        double x = a[i], gs = gstar[i];
+        if (!isfinite(x) || !isfinite(gs)) {
+            if (!both_nonfinite_same(x, gs)) m->n_nonfinite_mismatch++;
+            continue;
+        }
+        counted++;
+        double ae = fabs(x - gs), re = rel_err(x, gs), ue = ulp_err(dt, x, gs);
+        if (ae > m->max_abs || counted == 1) {
+            m->max_abs = ae;
+            m->max_abs_idx = idx[i];
+        }
+        if (re > m->max_rel) {
+            m->max_rel = re;
+            m->max_rel_idx = idx[i];
+        }
+        if (ue > m->max_ulp) {
+            m->max_ulp = ue;
+            m->max_ulp_idx = idx[i];
+        }
+        sum_rel += re;
+        sum_sq += ae * ae;
+        sum_eb += (x - gs) / fmax(1.0, fabs(gs));
+        sum_ulp += ue;
+        dot += x * gs;
+        na += x * x;
+        ng += gs * gs;
+        if (fabs(gs) < sv) {
+            m->n_small++;
+            if (ae > satol) m->n_small_err++;
+        }
+        if (bench) {
+            double b = bench[i], be = fabs(b - gs);
+            if (!isfinite(b)) be = INFINITY;
+            m->b_max_abs = fmax(m->b_max_abs, be);
+            double bre = isfinite(b) ? rel_err(b, gs) : INFINITY;
+            m->b_mare = fmax(m->b_mare, bre);
+            b_sum_rel += bre;
+            b_sum_sq += be * be;
+            if (fabs(gs) < sv && be > satol) m->b_n_small_err++;
+        }
+    }
+    if (counted) {
+        m->mere = sum_rel / (double)counted;
+        m->mare = m->max_rel;
+        m->rmse = sqrt(sum_sq / (double)counted);
+        m->eb = sum_eb / (double)counted;
+        m->mean_ulp = sum_ulp / (double)counted;
+        m->b_mere = b_sum_rel / (double)counted;
+        m->b_rmse = sqrt(b_sum_sq / (double)counted);
+    }
+    m->cosine = (na > 0 && ng > 0) ? dot / (sqrt(na) * sqrt(ng)) : (na == ng ? 1.0 : 0.0);
+    if (m->n_small) {
+        m->small_err_ratio = (double)m->n_small_err / (double)m->n_small;
+        m->b_small_err_ratio = (double)m->b_n_small_err / (double)m->n_small;
+    }
+}
+
+static int is_std_float(ug_dtype dt) { return dt == UG_DT_FP32 || dt == UG_DT_FP16 || dt == UG_DT_BF16; }
+
+/* Counts elements (finite on both sides) with |a-g| > atol + rtol*|g|. */
+static size_t count_outside(const ug_judged *j, double atol, double rtol)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < j->n; i++) {
+        double a = j->a[i], g = j->g[i];
+        if (!isfinite(a) || !isfinite(g)) continue; /* judged as NaN/Inf mismatch */
+        if (fabs(a - g) > atol + rtol * fabs(g)) bad++;
+    }
+    return bad;
+}
+
+static ug_vstate judge_pypto(const ug_judged *j, char *thr, size_t len)
+{
+    double atol = j->rule ? j->rule->pypto_atol : 1e-3, rtol = j->rule ? j->rule->pypto_rtol : 1e-3;
+    double budget = j->rule ? j->rule->pypto_budget : 0.005;
+    size_t bad = count_outside(j, atol, rtol), allowed = (size_t)llround(budget * (double)j->n);
+    snprintf(thr, len, "{\"atol\":%.6g,\"rtol\":%.6g,\"budget\":%.6g,\"allowed\":%zu,\"failed\":%zu}", atol, rtol,
+             budget, allowed, bad);
+    return bad <= allowed ? UG_V_PASS : UG_V_FAIL;
+}
+
+static ug_vstate judge_allclose(const ug_judged *j, char *thr, size_t len)
+{
+    double rtol, atol = 1e-5;
+    switch (j->dt) { /* torch.testing.assert_close defaults */
+    case UG_DT_FP16: rtol = 1e-3; break;
+    case UG_DT_BF16: rtol = 1.6e-2; break;
+    case UG_DT_FP32: rtol = 1.3e-6; break;
+    default: snprintf(thr, len, "{}"); return UG_V_NA;
+    }
+    size_t bad = count_outside(j, atol, rtol);
+    snprintf(thr, len, "{\"atol\":%.6g,\"rtol\":%.6g,\"failed\":%zu}", atol, rtol, bad);
+    return bad == 0 ? UG_V_PASS : UG_V_FAIL;
+}
+
+static ug_vstate judge_dual(const ug_judged *j, char *thr, size_t len)
+{
+    double t;
+    switch (j->dt) { /* fp16 1e-3, bf16 4e-3, fp32 1e-4 */
+    case UG_DT_FP16: t = 1e-3; break;
+    case UG_DT_BF16: t = 4e-3; break;
+    case UG_DT_FP32: t = 1e-4; break;
+    default: snprintf(thr, len, "{}"); return UG_V_NA;
+    }
+    size_t bad = 0;
+    for (size_t i = 0; i < j->n; i++)
+        if (isfinite(j->a[i]) && isfinite(j->gstar[i]) && rel_err(j->a[i], j->gstar[i]) > t) bad++;
+    double share = j->n ? (double)bad / (double)j->n : 0.0;
+    snprintf(thr, len, "{\"t\":%.6g,\"share\":%.6g}", t, share);
+    return share < t ? UG_V_PASS : UG_V_FAIL;
+}
+
+static ug_vstate judge_mixed(const ug_judged *j, char *thr, size_t len)
+{
+    double rtol, atol, floor_;
+    switch (j->dt) { /* rtol / atol / floor */
+    case UG_DT_FP16: rtol = 0x1p-9; atol = 0x1p-9; floor_ = 0.1; break;
+    case UG_DT_BF16: rtol = 0x1p-6; atol = 0x1p-6; floor_ = 1.0; break;
+    case UG_DT_FP32: rtol = 0x1p-10; atol = 0x1p-16; floor_ = 1e-2; break;
+    case UG_DT_E4M3: rtol = 0x1p-2; atol = 0x1p-4; floor_ = 1.0; break;
+    case UG_DT_E5M2: rtol = 0x1p-1; atol = 0x1p-3; floor_ = 0.1; break;
+    default: snprintf(thr, len, "{}"); return UG_V_NA;
+    }
+    size_t bad = count_outside(j, atol, rtol), big = 0;
+    for (size_t i = 0; i < j->n; i++) {
+        double a = j->a[i], g = j->g[i];
+        if (isfinite(a) && isfinite(g) && fabs(a - g) > fmax(floor_, 32.0 * ug_dtype_ulp(j->dt, g))) big++;
+    }
+    double matched = j->n ? 1.0 - (double)bad / (double)j->n : 1.0;
+    snprintf(thr, len, "{\"rtol\":%.6g,\"atol\":%.6g,\"floor\":%.6g,\"matched\":%.6g,\"over_max\":%zu}", rtol, atol,
+             floor_, matched, big);
+    return matched >= 0.99 && big == 0 ? UG_V_PASS : UG_V_FAIL;
+}
+
+static ug_vstate judge_mere_mare(const ug_judged *j, char *thr, size_t len)
+{
+    double t;
+    switch (j->dt) { /* fp16 2^-10, bf16 2^-7, fp32 2^-13, e4m3 2^-3, e5m2 2^-2 */
+    case UG_DT_FP16: t = 0x1p-10; break;
+    case UG_DT_BF16: t = 0x1p-7; break;
+    case UG_DT_FP32: t = 0x1p-13; break;
+    case UG_DT_E4M3: t = 0x1p-3; break;
+    case UG_DT_E5M2: t = 0x1p-2; break;
+    default: snprintf(thr, len, "{}"); return UG_V_NA;
+    }
+    snprintf(thr, len, "{\"T\":%.6g,\"mere\":%.6g,\"mare\":%.6g}", t, j->m->mere, j->m->mare);
+    return j->m->mere < t && j->m->mare < 10 * t ? UG_V_PASS : UG_V_FAIL;
+}
+
+static ug_vstate judge_ulp(const ug_judged *j, char *thr, size_t len)
+{
+    if (!is_std_float(j->dt)) {
+        snprintf(thr, len, "{}");
+        return UG_V_NA;
+    }
+    double limit = j->dt == UG_DT_FP32 ? 32.0 : 1.0;
+    size_t bad = 0;
+    for (size_t i = 0; i < j->n; i++)
+        if (isfinite(j->a[i]) && isfinite(j->gstar[i]) && ulp_err(j->dt, j->a[i], j->gstar[i]) > limit) bad++;
+    double share = j->n ? (double)bad / (double)j->n : 0.0;
+    int pass = j->dt == UG_DT_FP32 ? (j->m->mean_ulp < 64.0 || share < 0.05) : share < 0.001;
+    snprintf(thr, len, "{\"ulp_limit\":%g,\"share_above\":%.6g,\"mean_ulp\":%.6g}", limit, share, j->m->mean_ulp);
+    return pass ? UG_V_PASS : UG_V_FAIL;
+}
+
+static ug_vstate judge_benchmark(const ug_judged *j, char *thr, size_t len)
+{
+    double min_err;
+    switch (j->dt) { /* fp16 2^-11, bf16 2^-8, fp32 2^-14 */
+    case UG_DT_FP16: min_err = 0x1p-11; break;
+    case UG_DT_BF16: min_err = 0x1p-8; break;
+    case UG_DT_FP32: min_err = 0x1p-14; break;
+    default: snprintf(thr, len, "{}"); return UG_V_NA;
+    }
+    if (!j->bench) {
+        snprintf(thr, len, "{\"note\":\"no benchmark evaluation\"}");
+        return UG_V_NA;
+    }
+    static const double lim[3][3] = {{10, 2, 2}, {5, 1.5, 1.5}, {2, 1.2, 1.2}}; /* MARE, MERE, RMSE per level */
+    int lv = j->bench_level < 0 || j->bench_level > 2 ? 0 : j->bench_level;
+    const ug_metrics *m = j->m;
+    double r_mare = m->mare / fmax(m->b_mare, min_err), r_mere = m->mere / fmax(m->b_mere, min_err);
+    double r_rmse = m->rmse / fmax(m->b_rmse, min_err);
+    double small_limit = 2.0 * (double)(m->b_n_small_err ? m->b_n_small_err : 1);
+    double max_g = 0;
+    for (size_t i = 0; i < j->n; i++)
+        if (isfinite(j->gstar[i])) max_g = fmax(max_g, fabs(j->gstar[i]));
+    double abs_limit = 2.0 * m->b_max_abs + 0.5 * ug_dtype_ulp(j->dt, max_g);
+    int pass = r_mare <= lim[lv][0] && r_mere <= lim[lv][1] && r_rmse <= lim[lv][2] &&
+               (double)m->n_small_err <= small_limit && m->max_abs <= abs_limit;
+    snprintf(thr, len,
+             "{\"level\":\"L%d\",\"min_err\":%.6g,\"mare_ratio\":%.4g,\"mare_max\":%g,\"mere_ratio\":%.4g,"
+             "\"mere_max\":%g,\"rmse_ratio\":%.4g,\"rmse_max\":%g,\"small_errs\":%zu,\"small_max\":%g,"
+             "\"max_abs\":%.6g,\"max_abs_limit\":%.6g}",
+             lv, min_err, r_mare, lim[lv][0], r_mere, lim[lv][1], r_rmse, lim[lv][2], m->n_small_err, small_limit,
+             m->max_abs, abs_limit);
+    return pass ? UG_V_PASS : UG_V_FAIL;
+}
+
+static ug_vstate judge_exact(const ug_judged *j, char *thr, size_t len)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < j->n; i++)
+        if (!(j->a[i] == j->g[i] || (isnan(j->a[i]) && isnan(j->g[i])))) bad++;
+    snprintf(thr, len, "{\"differ\":%zu}", bad);
+    return bad ? UG_V_FAIL : UG_V_PASS;
+}
+
+int ug_boundary_ok(double a, double g, double gstar, double quantum, double budget)
+{
+    if (a == g) return 1;
+    if (fabs(a - g) > quantum * (1 + 1e-12)) return 0;
+    double boundary = 0.5 * (a + g); /* the tie point between the two codes */
+    return fabs(gstar - boundary) <= budget;
+}
+
+static ug_vstate judge_boundary(const ug_judged *j, char *thr, size_t len)
+{
+    double budget = j->rule ? j->rule->pypto_atol : 0.0;
+    size_t flips = 0, bad = 0;
+    for (size_t i = 0; i < j->n; i++) {
+        double q = ug_dtype_get_info(j->dt)->is_float ? ug_dtype_ulp(j->dt, j->g[i]) : 1.0;
+        if (j->a[i] != j->g[i]) {
+            if (ug_boundary_ok(j->a[i], j->g[i], j->gstar[i], q, budget * q)) flips++;
+            else bad++;
+        }
+    }
+    snprintf(thr, len, "{\"budget_quanta\":%.6g,\"legal_flips\":%zu,\"illegal\":%zu}", budget, flips, bad);
+    return bad ? UG_V_FAIL : UG_V_PASS;
+}
+
+int ug_topk_set_ok(const int *kernel_idx, const int *oracle_idx, int k, const double *scores, int n, double budget)
+{
+    if (k <= 0) return 1;
+    double kth = INFINITY;
+    for (int i = 0; i < k; i++) {
+        if (oracle_idx[i] < 0 || oracle_idx[i] >= n) return 0;
+        kth = fmin(kth, scores[oracle_idx[i]]);
+    }
+    for (int i = 0; i < k; i++) {
+        int id = kernel_idx[i];
+        if (id < 0 || id >= n) return 0;
+        for (int t = 0; t < i; t++)
+            if (kernel_idx[t] == id) return 0; /* duplicates are never legal */
+        int in_oracle = 0;
+        for (int t = 0; t < k; t++) in_oracle |= oracle_idx[t] == id;
+        if (!in_oracle && fabs(scores[id] - kth) > budget) return 0;
+    }
+    for (int i = 0; i < k; i++) { /* an oracle index the kernel dropped must tie too */
+        int id = oracle_idx[i], in_kernel = 0;
+        for (int t = 0; t < k; t++) in_kernel |= kernel_idx[t] == id;
+        if (!in_kernel && fabs(scores[id] - kth) > budget) return 0;
+    }
+    return 1;
+}
+
+ug_vstate ug_standard_judge(int s, const ug_judged *j, char *thr, size_t thrlen)
+{
+    int discrete = j->rule && j->rule->cmp != UG_CMP_NUMERIC;
+    if (discrete != (s == UG_STD_EXACT || s == UG_STD_BOUNDARY_AWARE || s == UG_STD_TOPK_SET)) {
+        snprintf(thr, thrlen, "{}");
+        return UG_V_NA;
+    }
+    if (j->m->n_nonfinite_mismatch) {
+        snprintf(thr, thrlen, "{\"nonfinite_mismatch\":%zu}", j->m->n_nonfinite_mismatch);
+        return UG_V_FAIL;
+    }
+    switch (s) {
+    case UG_STD_PYPTO: return judge_pypto(j, thr, thrlen);
+    case UG_STD_ALLCLOSE: return judge_allclose(j, thr, thrlen);
+    case UG_STD_DUAL_THOUSANDTH: return judge_dual(j, thr, thrlen);
+    case UG_STD_MIXED_TOLERANCE: return judge_mixed(j, thr, thrlen);
+    case UG_STD_MERE_MARE: return judge_mere_mare(j, thr, thrlen);
+    case UG_STD_ULP: return judge_ulp(j, thr, thrlen);
+    case UG_STD_BENCHMARK: return judge_benchmark(j, thr, thrlen);
+    case UG_STD_EXACT: return j->rule->cmp == UG_CMP_EXACT ? judge_exact(j, thr, thrlen) : UG_V_NA;
+    case UG_STD_BOUNDARY_AWARE:
+        return j->rule->cmp == UG_CMP_BOUNDARY ? judge_boundary(j, thr, thrlen) : UG_V_NA;
+    default: snprintf(thr, thrlen, "{}"); return UG_V_NA;
+    }
+}

@@ -1,0 +1,92 @@
+/* verdict.h — metrics of STANDARDS.md and the precision standards that judge them.
+ *
+ * Per output tensor: the kernel's values a, the oracle's exact values g* (nearest
+ * double) and g (correctly rounded to the output dtype), and the naive benchmark's
+ * values b, all over the same checked elements. ug_metrics_compute() derives every
+ * metric; ug_standard_judge() applies one standard to them and returns the verdict with
+ * the thresholds it used (JSON text), so a stored verdict explains itself. */
+#ifndef UG_VERDICT_H
+#define UG_VERDICT_H
+#include <stddef.h>
+
+#include "core/registry.h"
+
+typedef enum {
+    UG_STD_PYPTO,
+    UG_STD_ALLCLOSE,
+    UG_STD_DUAL_THOUSANDTH,
+    UG_STD_MIXED_TOLERANCE,
+    UG_STD_MERE_MARE,
+    UG_STD_ULP,
+    UG_STD_BENCHMARK,
+    UG_STD_EXACT,          /* discrete: bitwise */
+    UG_STD_BOUNDARY_AWARE, /* discrete: one quantum only near a rounding boundary */
+    UG_STD_TOPK_SET,       /* discrete: index sets equal up to exact ties */
+    UG_STD_COUNT
+} ug_standard;
+
+typedef enum { UG_V_PASS, UG_V_FAIL, UG_V_NA } ug_vstate;
+
+/* Case outcomes: PASS/FAIL judge numbers; the rest are failure classes kept apart. */
+typedef enum {
+    UG_OUT_PASS,
+    UG_OUT_FAIL,
+    UG_OUT_SKIP,
+    UG_OUT_ERROR,    /* the kernel returned an error */
+    UG_OUT_CRASH,
+    UG_OUT_TIMEOUT,
+    UG_OUT_SHAPE,    /* shape or dtype mismatch */
+    UG_OUT_NONFINITE /* NaN/Inf mismatch: fails every standard */
+} ug_outcome;
+
+const char *ug_standard_name(int s);
+const char *ug_standard_source(int s);
+const char *ug_standard_rule(int s);
+int ug_standard_find(const char *name); /* -1 if unknown */
+const char *ug_vstate_name(ug_vstate v);
+const char *ug_outcome_name(ug_outcome o);
+int ug_outcome_find(const char *name);
+
+typedef struct {
+    size_t n;                     /* elements checked */
+    size_t n_total;               /* elements in the output */
+    size_t n_nonfinite_mismatch;  /* NaN/Inf where g* has none, or the reverse */
+    double max_abs, max_rel, max_ulp, mean_ulp;
+    size_t max_abs_idx, max_rel_idx, max_ulp_idx; /* flat indices into the output */
+    double mere, mare, rmse, eb, small_err_ratio, cosine;
+    size_t n_small, n_small_err;
+    /* the same for the naive benchmark evaluation */
+    double b_max_abs, b_mere, b_mare, b_rmse, b_small_err_ratio;
+    size_t b_n_small_err;
+} ug_metrics;
+
+/* What a standard judges: one output's values and metrics. */
+typedef struct {
+    const char *name;
+    ug_dtype dt;
+    const ug_output_rule *rule;
+    int bench_level;
+    size_t n;
+    const size_t *idx;
+    const double *a, *gstar, *g, *bench;
+    const ug_metrics *m;
+} ug_judged;
+
+void ug_metrics_compute(ug_dtype dt, size_t n, const size_t *idx, size_t n_total, const double *a,
+                        const double *gstar, const double *bench, ug_metrics *m);
+/* Applies standard s; writes the thresholds used as JSON into thr (thrlen bytes). */
+ug_vstate ug_standard_judge(int s, const ug_judged *j, char *thr, size_t thrlen);
+
+/* Small-value threshold and atol of the benchmark standard (msprobe's values). */
+void ug_small_value(ug_dtype dt, double *threshold, double *atol);
+
+#endif
+
+/* Discrete compares (OPS.md). boundary_aware: code a may differ from the correctly
+ * rounded code g by one quantum only where the exact pre-rounding value gstar lies
+ * within budget of the rounding boundary between them. Returns 1 if legal. */
+int ug_boundary_ok(double a, double g, double gstar, double quantum, double budget);
+/* topk_set: kernel and oracle index sets (k each) may differ only by indices whose
+ * exact scores tie within budget with the k-th largest exact score. scores[i] is the
+ * exact score of candidate i (n candidates). Returns 1 if legal. */
+int ug_topk_set_ok(const int *kernel_idx, const int *oracle_idx, int k, const double *scores, int n, double budget);

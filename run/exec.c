@@ -1,0 +1,171 @@
+/* exec.c — runs one case (see exec.h). */
+#include "run/exec.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+void ug_exec_opts_default(ug_exec_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    ug_oracle_opts_default(&o->oracle);
+}
+
+static const ug_output_rule *rule_for(const ug_op_def *d, const char *name)
+{
+    for (int i = 0; i < d->n_outputs; i++)
+        if (strcmp(d->outputs[i].name, name) == 0) return &d->outputs[i];
+    return NULL;
+}
+
+/* Judges output k of c against oracle values; fills r->out[k]; returns kernel values. */
+static double *judge_output(const ug_case *c, int k, const ug_oracle_result *orc, ug_output_result *or_)
+{
+    const ug_tensor *t = &c->out[k];
+    size_t n = orc->sel.n[k];
+    double *a = malloc((n ? n : 1) * sizeof *a);
+    if (!a) return NULL;
+    for (size_t i = 0; i < n; i++) a[i] = ug_tload(t, orc->sel.idx[k][i]);
+    snprintf(or_->name, sizeof or_->name, "%s", t->name);
+    or_->dtype = t->dtype;
+    ug_metrics_compute(t->dtype, n, orc->sel.idx[k], t->numel, a, orc->gstar[k], orc->bench[k], &or_->m);
+    ug_judged j = {t->name, t->dtype, rule_for(c->def, t->name), c->def->bench_level, n, orc->sel.idx[k],
+                   a, orc->gstar[k], orc->g[k], orc->bench[k], &or_->m};
+    for (int s = 0; s < UG_STD_COUNT; s++)
+        or_->verdict[s] = ug_standard_judge(s, &j, or_->thresholds[s], UG_THR_LEN);
+    return a;
+}
+
+/* Case verdict per standard: FAIL if any output fails, PASS if any passes, else NA. */
+static void combine(ug_result *r)
+{
+    for (int s = 0; s < UG_STD_COUNT; s++) {
+        ug_vstate v = UG_V_NA;
+        for (int k = 0; k < r->n_out; k++) {
+            if (r->out[k].verdict[s] == UG_V_FAIL) v = UG_V_FAIL;
+            else if (r->out[k].verdict[s] == UG_V_PASS && v == UG_V_NA) v = UG_V_PASS;
+        }
+        r->verdict[s] = v;
+    }
+}
+
+/* The primary standard applies to numeric outputs; discrete outputs are judged by
+ * their own compare, which must pass too. */
+static ug_outcome decide(const ug_result *r)
+{
+    for (int k = 0; k < r->n_out; k++)
+        if (r->out[k].m.n_nonfinite_mismatch) return UG_OUT_NONFINITE;
+    if (r->verdict[r->primary] == UG_V_FAIL) return UG_OUT_FAIL;
+    for (int s = UG_STD_EXACT; s <= UG_STD_TOPK_SET; s++)
+        if (r->verdict[s] == UG_V_FAIL) return UG_OUT_FAIL;
+    return UG_OUT_PASS;
+}
+
+static void describe_failure(ug_result *r)
+{
+    for (int k = 0; k < r->n_out; k++) {
+        const ug_output_result *o = &r->out[k];
+        if (o->m.n_nonfinite_mismatch) {
+            snprintf(r->message, sizeof r->message, "%s: %zu NaN/Inf mismatches", o->name, o->m.n_nonfinite_mismatch);
+            return;
+        }
+        if (o->verdict[r->primary] == UG_V_FAIL) {
+            snprintf(r->message, sizeof r->message, "%s fails %s: max ulp %.4g at %zu, max abs %.4g, %s", o->name,
+                     ug_standard_name(r->primary), o->m.max_ulp, o->m.max_ulp_idx, o->m.max_abs,
+                     o->thresholds[r->primary]);
+            return;
+        }
+    }
+}
+
+int ug_exec_judge(ug_case *c, const ug_exec_opts *o, ug_result *r, ug_exec_detail *detail)
+{
+    char err[256] = "";
+    ug_oracle_result orc;
+    double t0 = now_ms();
+    int rc = o->selection ? ug_oracle_run_sel(c, &o->oracle, o->selection, &orc, err, sizeof err)
+                          : ug_oracle_run(c, &o->oracle, &orc, err, sizeof err);
+    r->oracle_ms = now_ms() - t0;
+    if (rc) {
+        r->outcome = UG_OUT_ERROR;
+        snprintf(r->message, sizeof r->message, "oracle: %s", err);
+        return 0;
+    }
+    r->n_fallback = orc.n_fallback;
+    r->n_selfcheck = orc.n_checked_twice;
+    r->n_selfcheck_mismatch = orc.n_mismatch;
+    r->n_out = c->n_out;
+    for (int k = 0; k < c->n_out; k++) {
+        double *a = judge_output(c, k, &orc, &r->out[k]);
+        if (detail && a) detail->a[k] = a;
+        else free(a);
+    }
+    combine(r);
+    r->outcome = decide(r);
+    if (r->outcome != UG_OUT_PASS) describe_failure(r);
+    if (detail) {
+        detail->oracle = orc;
+        detail->have_oracle = 1;
+    } else {
+        ug_oracle_result_free(&orc);
+    }
+    return 0;
+}
+
+int ug_exec_case(const char *spec_text, const ug_backend *b, const ug_exec_opts *o, ug_result *r,
+                 ug_exec_detail *detail)
+{
+    memset(r, 0, sizeof *r);
+    if (detail) memset(detail, 0, sizeof *detail);
+    char err[512] = "";
+    ug_spec spec;
+    if (ug_spec_parse(spec_text, &spec, err, sizeof err)) {
+        r->outcome = UG_OUT_ERROR;
+        snprintf(r->message, sizeof r->message, "%s", err);
+        return -2;
+    }
+    snprintf(r->case_id, sizeof r->case_id, "%s", spec.id);
+    r->op = spec.op;
+    r->dtype = spec.dtype;
+    ug_case local, *c = detail ? &detail->c : &local;
+    if (detail) detail->have_case = 1;
+    r->primary = ug_op_def_get(spec.op)->primary;
+    if (ug_case_build(c, &spec, err, sizeof err)) {
+        r->outcome = UG_OUT_ERROR;
+        snprintf(r->message, sizeof r->message, "inputs: %s", err);
+        if (!detail) ug_case_free(c);
+        return -2;
+    }
+    double t0 = now_ms();
+    int krc = ug_backend_run(b, c, err, sizeof err);
+    r->kernel_ms = now_ms() - t0;
+    if (krc == 1) {
+        r->outcome = UG_OUT_SKIP;
+        snprintf(r->message, sizeof r->message, "unsupported: %s", err[0] ? err : "kernel declined the case");
+    } else if (krc != 0) {
+        r->outcome = UG_OUT_ERROR;
+        snprintf(r->message, sizeof r->message, "kernel error %d: %s", krc, err[0] ? err : "(no message)");
+    } else {
+        ug_exec_judge(c, o, r, detail);
+    }
+    if (!detail) ug_case_free(c);
+    return 0;
+}
+
+void ug_exec_detail_free(ug_exec_detail *d)
+{
+    if (!d) return;
+    if (d->have_case) ug_case_free(&d->c);
+    if (d->have_oracle) ug_oracle_result_free(&d->oracle);
+    for (int k = 0; k < UG_MAX_TENSORS; k++) free(d->a[k]);
+    memset(d, 0, sizeof *d);
+}

@@ -1,0 +1,65 @@
+/* exec.h — one case end to end: spec -> inputs -> kernel -> oracle -> metrics -> verdicts.
+ *
+ * This is the pure function the sweep, triage, check and the fuzzers all call; it never
+ * touches the database. The result is a plain struct so the sweep engine can ship it
+ * from a worker process to the writer. With keep set, the case, the oracle's values and
+ * the kernel's values stay attached for triage to print. */
+#ifndef UG_EXEC_H
+#define UG_EXEC_H
+#include <stddef.h>
+
+#include "core/registry.h"
+#include "kernels/backend.h"
+#include "oracles/oracle.h"
+#include "oracles/verdict.h"
+
+#define UG_THR_LEN 384
+
+typedef struct {
+    char name[32];
+    ug_dtype dtype;
+    ug_metrics m;
+    ug_vstate verdict[UG_STD_COUNT];
+    char thresholds[UG_STD_COUNT][UG_THR_LEN];
+} ug_output_result;
+
+typedef struct {
+    char case_id[UG_ID_LEN + 1];
+    int op;
+    ug_dtype dtype;
+    ug_outcome outcome;
+    int primary;                       /* ug_standard */
+    ug_vstate verdict[UG_STD_COUNT];   /* per standard, over all outputs */
+    char message[512];
+    double kernel_ms, oracle_ms;
+    unsigned long n_fallback;          /* oracle elements settled by MPFR */
+    unsigned long n_selfcheck, n_selfcheck_mismatch;
+    int n_out;
+    ug_output_result out[UG_MAX_TENSORS];
+} ug_result;
+
+typedef struct {
+    ug_oracle_opts oracle;
+    const ug_selection *selection; /* NULL: the default sample */
+    int keep;                      /* keep case and values for the caller (triage) */
+} ug_exec_opts;
+
+/* What keep retains: free with ug_exec_detail_free(). */
+typedef struct {
+    ug_case c;
+    ug_oracle_result oracle;
+    double *a[UG_MAX_TENSORS]; /* kernel values at the selected elements */
+    int have_case, have_oracle;
+} ug_exec_detail;
+
+void ug_exec_opts_default(ug_exec_opts *o);
+/* Runs the case described by canonical spec text. Never fails for a kernel or input
+ * problem: those become the result's outcome and message. Returns <0 only when the spec
+ * itself is bad (message in r->message). */
+int ug_exec_case(const char *spec_text, const ug_backend *b, const ug_exec_opts *o, ug_result *r,
+                 ug_exec_detail *detail);
+void ug_exec_detail_free(ug_exec_detail *d);
+/* Judges kernel outputs already in c (filled by a kernel, a plugin or replayed files). */
+int ug_exec_judge(ug_case *c, const ug_exec_opts *o, ug_result *r, ug_exec_detail *detail);
+
+#endif
