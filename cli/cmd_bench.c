@@ -5,7 +5,6 @@
 #include <time.h>
 
 #include "cli/cli.h"
-#include "cli/commands.h"
 #include "gen/plan.h"
 #include "oracles/oracle.h"
 
@@ -89,8 +88,15 @@ static int bench_oracle(int argc, char **argv)
     return 0;
 }
 
-int ug_cmd_bench(int argc, char **argv)
+static int ug_cmd_bench(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "oracle") == 0) return bench_oracle(argc, argv);
     return ug_cli_fail("bench: give a target: `ulpgym bench oracle`");
 }
+
+const ug_command ug_command_bench = {
+    "bench", ug_cmd_bench, "time the oracle engine against float64 and naive MPFR",
+     "usage: ulpgym bench oracle [--plan FILE] [--op OP]... [--group G] [--limit N]\n"
+     "  Evaluates the oracle of each selected plan case three ways in one run: the engine\n"
+     "  (certified double with MPFR fallback), plain float64, and naive MPFR (every\n"
+     "  operation at 256 bits); prints times and the ratios engine/float64 and MPFR/engine.\n"};

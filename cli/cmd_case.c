@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/commands.h"
 #include "cli/report_text.h"
 #include "run/exec.h"
 
@@ -25,7 +24,7 @@ static char *slurp(const char *path)
     return buf;
 }
 
-int ug_cmd_case(int argc, char **argv)
+static int ug_cmd_case(int argc, char **argv)
 {
     const char *spec = NULL, *file = NULL, *backend = NULL, *sample = NULL;
     int json = 0;
@@ -60,3 +59,9 @@ int ug_cmd_case(int argc, char **argv)
     else ug_print_result(&r, stdout);
     return r.outcome == UG_OUT_PASS ? 0 : UG_EXIT_FOUND;
 }
+
+const ug_command ug_command_case = {
+    "case", ug_cmd_case, "run one case from its spec JSON and print its verdict",
+     "usage: ulpgym case (--spec JSON | --spec-file FILE) [--backend B] [--sample N|all] [--json]\n"
+     "  Runs the kernel and the oracle on the case the spec describes (no database).\n"
+     "  --backend sim | sim:VARIANT | plugin:PATH.so   (default sim)\n"};

@@ -3,9 +3,8 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/commands.h"
 
-int ug_cmd_history(int argc, char **argv)
+static int ug_cmd_history(int argc, char **argv)
 {
     const char *db_path = NULL, *last = NULL;
     ug_cli_filter f = {0};
@@ -71,3 +70,9 @@ int ug_cmd_history(int argc, char **argv)
     ug_db_close(db);
     return 0;
 }
+
+const ug_command ug_command_history = {
+    "history", ug_cmd_history, "pass rate per run",
+     "usage: ulpgym history [--op OP]... [--group G]... [--last N] [--db PATH]\n"
+     "  One line per run (newest last): cases, passed, failed, other, pass %, backend, plan.\n"
+     "  --op/--group restrict the counts to those operators.\n"};

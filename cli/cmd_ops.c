@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/commands.h"
 #include "oracles/verdict.h"
 
 static const char *cmp_name(ug_cmp c)
@@ -89,7 +88,7 @@ static int show(const char *name, int json)
     return 0;
 }
 
-int ug_cmd_ops(int argc, char **argv)
+static int ug_cmd_ops(int argc, char **argv)
 {
     int json = 0;
     ug_cli_filter f = {0};
@@ -119,3 +118,10 @@ int ug_cmd_ops(int argc, char **argv)
     }
     return json ? print_json(arr) : 0;
 }
+
+const ug_command ug_command_ops = {
+    "ops", ug_cmd_ops, "list the 34 operators, or show one",
+     "usage: ulpgym ops [--group G] [--json]\n"
+     "       ulpgym ops show OP [--json]\n"
+     "  show: the math, dtypes, tensors and params (the plugin contract), output rules,\n"
+     "  primary standard and kernel variants (mutants).\n"};

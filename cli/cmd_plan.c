@@ -3,7 +3,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/commands.h"
 #include "gen/plan.h"
 
 static void count(const ug_plan *p)
@@ -24,8 +23,11 @@ static void count(const ug_plan *p)
         if (p->group_target[g] >= 0)
             printf("  (release target %ld; %d of %d operators in this plan)", p->group_target[g], impl, ops);
         printf("\n");
-        for (int op = 0; op < UG_OP_COUNT; op++)
-            if ((int)ug_op_group(op) == g && per_op[op]) printf("  %-38s %6zu\n", ug_op_name(op), per_op[op]);
+        for (int op = 0; op < UG_OP_COUNT; op++) {
+            if ((int)ug_op_group(op) != g) continue;
+            if (per_op[op]) printf("  %-38s %6zu\n", ug_op_name(op), per_op[op]);
+            else if (p->skipped[op]) printf("  %-38s %6s  (%ld planned; not implemented in this build)\n", ug_op_name(op), "-", p->skipped[op]);
+        }
     }
     printf("total %zu\n", p->n);
 }
@@ -43,7 +45,7 @@ static void list(const ug_plan *p)
     }
 }
 
-int ug_cmd_plan(int argc, char **argv)
+static int ug_cmd_plan(int argc, char **argv)
 {
     const char *plan_path = NULL, *seed = NULL;
     int do_count = 0, do_list = 0;
@@ -71,3 +73,10 @@ int ug_cmd_plan(int argc, char **argv)
     ug_plan_free(&p);
     return 0;
 }
+
+const ug_command ug_command_plan = {
+    "plan", ug_cmd_plan, "expand a plan: count or list its cases",
+     "usage: ulpgym plan [--plan FILE] [--op OP]... [--group G]... [--seed S] (--count | --list)\n"
+     "  --count  cases per group and per op, then a last line `total N`\n"
+     "  --list   one line per case: case ID, op, dtype, params\n"
+     "  default plan: $ULPGYM_PLAN or gen/plans/nightly.json\n"};

@@ -1,6 +1,5 @@
 /* cmd_standards.c — `ulpgym standards`: every precision standard with its thresholds. */
 #include "cli/cli.h"
-#include "cli/commands.h"
 #include "oracles/verdict.h"
 
 static const char *thresholds[UG_STD_COUNT] = {
@@ -19,7 +18,7 @@ static const char *thresholds[UG_STD_COUNT] = {
     [UG_STD_TOPK_SET] = "budget per output, in score units",
 };
 
-int ug_cmd_standards(int argc, char **argv)
+static int ug_cmd_standards(int argc, char **argv)
 {
     if (argc > 1) return ug_cli_fail("standards: takes no arguments");
     for (int s = 0; s < UG_STD_COUNT; s++)
@@ -28,3 +27,7 @@ int ug_cmd_standards(int argc, char **argv)
     printf("A NaN/Inf mismatch fails every standard. The `certified` standard is not implemented yet.\n");
     return 0;
 }
+
+const ug_command ug_command_standards = {
+    "standards", ug_cmd_standards, "list the precision standards and their thresholds",
+     "usage: ulpgym standards\n"};

@@ -3,7 +3,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/commands.h"
 #include "oracles/oracle.h"
 #include "run/sweep.h"
 
@@ -13,7 +12,7 @@ static void join_argv(int argc, char **argv, char *buf, size_t len)
     for (int i = 0; i < argc && n < len; i++) n += (size_t)snprintf(buf + n, len - n, " %s", argv[i]);
 }
 
-int ug_cmd_sweep(int argc, char **argv)
+static int ug_cmd_sweep(int argc, char **argv)
 {
     ug_sweep_opts o = {0};
     ug_cli_filter f = {0};
@@ -66,3 +65,15 @@ int ug_cmd_sweep(int argc, char **argv)
     }
     return s.interrupted ? 130 : 0;
 }
+
+const ug_command ug_command_sweep = {
+    "sweep", ug_cmd_sweep, "run a plan's cases and store every verdict",
+     "usage: ulpgym sweep [--plan FILE] [--op OP]... [--group G]... [--limit N] [--db PATH]\n"
+     "                    [--seed S] [--backend B] [--kernel-variant V] [--sample N|all]\n"
+     "                    [--oracle-check] [--quiet]\n"
+     "  --backend        sim (default), sim:VARIANT or plugin:PATH.so (also $ULPGYM_BACKEND)\n"
+     "  --kernel-variant run a sim mutant, e.g. mut_bf16_sum (see `ulpgym ops show OP`)\n"
+     "  --sample         output elements checked per case (default 512; all = every one)\n"
+     "  --oracle-check   re-evaluate a sample at twice the oracle precision; any differing\n"
+     "                   rounding is reported and makes the exit status 1\n"
+     "  --db             database (default $ULPGYM_DB or ./ulpgym.db)\n"};

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/commands.h"
 #include "cli/report_text.h"
 #include "gen/plan.h"
 #include "run/exec.h"
@@ -141,7 +140,7 @@ static void print_worst(const ug_exec_detail *d, int k, int nworst)
     free(w);
 }
 
-int ug_cmd_triage(int argc, char **argv)
+static int ug_cmd_triage(int argc, char **argv)
 {
     const char *db_path = NULL, *backend_opt = NULL, *worst = NULL, *id_arg = NULL;
     for (int i = 1; i < argc; i++) {
@@ -196,3 +195,10 @@ int ug_cmd_triage(int argc, char **argv)
     ug_db_close(db);
     return rc;
 }
+
+const ug_command ug_command_triage = {
+    "triage", ug_cmd_triage, "rebuild a case from its ID, rerun it and explain the verdict",
+     "usage: ulpgym triage CASE_ID [--db PATH] [--backend B] [--worst N]\n"
+     "  CASE_ID is 16 hex digits or a unique prefix of 6+. Reruns kernel and oracle,\n"
+     "  checks that the stored metrics are reproduced, then checks every element and\n"
+     "  prints metrics, the verdict per standard and the worst elements.\n"};

@@ -8,12 +8,9 @@
 
 #include "gen/dist.h"
 
-#define UG_REF_IMPL(name) &ug_opdef_##name
-#define UG_REF_PLANNED(name) NULL
-#define UG_DECL_IMPL(name) extern const ug_op_def ug_opdef_##name;
-#define UG_DECL_PLANNED(name)
-
-#define UG_OP(E, name, group, status) UG_DECL_##status(name)
+/* Weak references: an operator whose definition is not linked in reads as NULL. The
+ * library is a CMake OBJECT library, so every object is linked and nothing is dropped. */
+#define UG_OP(E, name, group) extern const ug_op_def ug_opdef_##name __attribute__((weak));
 #include "core/ops.def"
 #undef UG_OP
 
@@ -24,7 +21,7 @@ static const struct {
     ug_group group;
     const ug_op_def *def;
 } op_table[UG_OP_COUNT] = {
-#define UG_OP(E, name, group, status) {#name, UG_GROUP_##group, UG_REF_##status(name)},
+#define UG_OP(E, name, group) {#name, UG_GROUP_##group, &ug_opdef_##name},
 #include "core/ops.def"
 #undef UG_OP
 };

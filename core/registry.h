@@ -3,7 +3,7 @@
  * core/ops.def is the single list of the 34 operators; this header expands it into the
  * ug_op enum and declares ug_op_def, the table of functions an implemented operator
  * provides (input builder, kernel variants, oracle, output rules). An operator module
- * defines `const ug_op_def ug_opdef_<name>` and flips its ops.def line to IMPL. */
+ * defines `const ug_op_def ug_opdef_<name>`; nothing else needs to change. */
 #ifndef UG_REGISTRY_H
 #define UG_REGISTRY_H
 #include <stddef.h>
@@ -16,7 +16,7 @@
 typedef enum { UG_GROUP_DEEPSEEK, UG_GROUP_GLM, UG_GROUP_OPERATOR, UG_GROUP_GREENLIGHT, UG_GROUP_COUNT } ug_group;
 
 typedef enum {
-#define UG_OP(E, name, group, status) UG_OP_##E,
+#define UG_OP(E, name, group) UG_OP_##E,
 #include "core/ops.def"
 #undef UG_OP
     UG_OP_COUNT
@@ -95,7 +95,7 @@ typedef struct ug_op_def {
 const char *ug_op_name(int op);
 ug_group ug_op_group(int op);
 int ug_op_find(const char *name);          /* -1 if unknown */
-const ug_op_def *ug_op_def_get(int op);    /* NULL if PLANNED */
+const ug_op_def *ug_op_def_get(int op);    /* NULL if not implemented (linked in) */
 const char *ug_group_name(ug_group g);
 int ug_group_find(const char *name);       /* case-insensitive; -1 if unknown */
 const ug_kernel_variant *ug_op_variant(const ug_op_def *d, const char *name); /* NULL: none */

@@ -8,6 +8,8 @@
  * quota is filled with the required entries, then with grid points in order of their
  * case ID, a deterministic pseudo-random subset that does not depend on the order axes
  * are written in. A plan may also list explicit "cases" (full specs).
+ * Operators the plan names that this build does not implement yet are skipped, their
+ * quotas kept in plan.skipped so `ulpgym plan --count` can say what is missing.
  * Each spec gets "plan":"<name>/<version>" and a seed derived from its own content, so a
  * case keeps its ID and inputs as long as its spec is unchanged. */
 #ifndef UG_PLAN_H
@@ -28,6 +30,7 @@ typedef struct {
     int version;
     char hash[UG_ID_LEN + 1];        /* hash of the plan file and every space it read */
     long group_target[UG_GROUP_COUNT]; /* the plan's declared group totals (-1 if none) */
+    long skipped[UG_OP_COUNT];      /* quota of ops the plan names but this build lacks */
     ug_plan_case *cases;
     size_t n;
 } ug_plan;

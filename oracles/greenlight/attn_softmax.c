@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "core/philox.h"
-#include "kernels/sim/greenlight/greenlight_kernels.h"
+#include "kernels/sim/greenlight/attn_softmax.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
 

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "kernels/sim/greenlight/greenlight_kernels.h"
+#include "kernels/sim/greenlight/inplace_add_rmsnorm.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
 

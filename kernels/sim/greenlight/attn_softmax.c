@@ -9,7 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "kernels/sim/greenlight/greenlight_kernels.h"
+#include "kernels/sim/greenlight/attn_softmax.h"
 #include "kernels/sim/simlib.h"
 
 #define SOFTMAX_TILE 256

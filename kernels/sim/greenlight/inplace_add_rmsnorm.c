@@ -9,7 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "kernels/sim/greenlight/greenlight_kernels.h"
+#include "kernels/sim/greenlight/inplace_add_rmsnorm.h"
 #include "kernels/sim/simlib.h"
 
 #define LANES 64

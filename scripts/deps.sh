@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# deps.sh — installs the Debian packages ulpgym needs, only those missing.
+# Build: cmake, a C compiler, MPFR/GMP, SQLite, cJSON. Fuzzing: clang + libFuzzer's runtime.
+# Reports (HTML checks in tests): chromium, when ULPGYM_WITH_BROWSER=1.
+set -euo pipefail
+pkgs=(cmake make gcc clang libclang-rt-14-dev libmpfr-dev libgmp-dev libsqlite3-dev libcjson-dev sqlite3 git)
+[ "${ULPGYM_WITH_BROWSER:-0}" = 1 ] && pkgs+=(chromium)
+missing=()
+for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "deps.sh: installing ${missing[*]}" >&2
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get install -y "${missing[@]}" >/dev/null 2>&1 || {
+    $SUDO apt-get update >/dev/null
+    $SUDO apt-get install -y "${missing[@]}"
+}
