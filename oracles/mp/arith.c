@@ -360,6 +360,24 @@ ug_num ug_cos(ug_ar *ar, ug_num a)
     return num_plain(ar, v);
 }
 
+ug_num ug_round(ug_ar *ar, ug_num x, ug_dtype dt)
+{
+    if (IS_MP(ar)) {
+        mpfr_ptr m = pool_get(ar);
+        mpfr_set_d(m, ug_mp_round(x.m, dt), MPFR_RNDN); /* exact: a dtype value is a double */
+        return num_exact(m);
+    }
+    double r = ug_dtype_round(dt, x.v); /* rounds: as the spec mandates */
+    if (ar->mode == UG_AR_CERT && x.e != 0.0) {
+        double lo = ug_dtype_round(dt, nextafter(x.v - x.e, -INFINITY));
+        double hi = ug_dtype_round(dt, nextafter(x.v + x.e, INFINITY));
+        ug_num u = {r, (lo == hi && isfinite(x.e)) ? 0.0 : INFINITY, NULL};
+        return u;
+    }
+    ug_num u = {r, 0.0, NULL};
+    return u;
+}
+
 static double gamma_n(size_t n) { return (double)n * 0x1p-53 / (1.0 - (double)n * 0x1p-53); }
 
 /* UG_AR_MPFR_SEQ reductions: one rounded MPFR operation per term. */

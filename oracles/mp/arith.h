@@ -76,6 +76,11 @@ ug_num ug_sigmoid(ug_ar *ar, ug_num a);
 ug_num ug_silu(ug_ar *ar, ug_num a);
 ug_num ug_sin(ug_ar *ar, ug_num a);
 ug_num ug_cos(ug_ar *ar, ug_num a);
+/* A rounding the operator's specification itself mandates (quantisation to int8/fp8, a
+ * bf16 cache write): x correctly rounded to dt (RNE, saturating per dtype.h). In CERT, a
+ * value whose interval straddles a rounding boundary comes back with an infinite bound,
+ * so everything computed from it is settled by the EXACT fallback. */
+ug_num ug_round(ug_ar *ar, ug_num x, ug_dtype dt);
 /* Reductions. xs[i*stride]; a and b are exact doubles (input values). */
 ug_num ug_sum(ug_ar *ar, const ug_num *xs, size_t n);
 ug_num ug_dot_d(ug_ar *ar, const double *a, size_t sa, const double *b, size_t sb, size_t n);
