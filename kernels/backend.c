@@ -56,6 +56,15 @@ void ug_backend_describe(const ug_backend *b, char *buf, size_t len)
     else snprintf(buf, len, "sim:%s", b->variant);
 }
 
+int ug_backend_check_op(const ug_backend *b, int op, char *err, size_t errlen)
+{
+    const ug_op_def *d = ug_op_def_get(op);
+    if (b->kind != UG_BACKEND_SIM || !d || ug_op_variant(d, b->variant)) return 0;
+    snprintf(err, errlen, "op %s has no kernel variant \"%s\" (see `ulpgym ops show %s`)", ug_op_name(op), b->variant,
+             ug_op_name(op));
+    return -2;
+}
+
 int ug_backend_run(const ug_backend *b, ug_case *c, char *err, size_t errlen)
 {
     ulpgym_tensor ins[UG_MAX_TENSORS], outs[UG_MAX_TENSORS];

@@ -67,6 +67,12 @@ int ug_sweep_run(const ug_sweep_opts *o, ug_sweep_summary *s, char *err, size_t 
         ug_plan_free(&plan);
         return -2;
     }
+    for (size_t i = 0; i < plan.n && !rc; i++) rc = ug_backend_check_op(&b, plan.cases[i].op, err, errlen);
+    if (rc) {
+        ug_backend_close(&b);
+        ug_plan_free(&plan);
+        return -2;
+    }
     char backend_name[600];
     ug_backend_describe(&b, backend_name, sizeof backend_name);
     if (ug_db_open(ug_db_default_path(o->db_path), 1, &db, err, errlen)) {

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# test_cli.sh — the command line end to end: a small sweep stores a verdict for every
+# case, triage reproduces stored metrics exactly, a mutant fails where the sim kernel
+# passes, and bad input (unknown op, malformed plan, unknown case ID, a file that is not
+# a database) gets a one-line error, exit status 2, and leaves no partial row behind.
+. "$(dirname "$0")/lib.sh"
+db="$T/cli.db"
+
+# help on every command
+for c in $(ug help | awk '/^  [a-z]+ /{print $1}'); do expect_status 0 ug "$c" -h; done
+
+# plan --count ends with the total
+expect_status 0 ug plan --op attn_softmax --count
+expect_grep '^total [0-9]+$' "$T/out"
+n_plan=$(awk '/^total/{print $2}' "$T/out")
+
+# a sweep of one op: every case gets a verdict, all pass
+expect_status 0 ug sweep --op attn_softmax --db "$db" --quiet
+expect_eq "$(sqlite3 "$db" 'select count(*) from results where run_id=1')" "$n_plan" "results stored"
+expect_eq "$(sqlite3 "$db" "select count(*) from results where run_id=1 and verdict<>'PASS'")" "0" "sim passes"
+expect_eq "$(sqlite3 "$db" 'select count(distinct standard) from verdicts where run_id=1')" "10" "every standard stored"
+expect_eq "$(sqlite3 "$db" 'select count(*) from pass_rate where run_id=1 and pass_pct=100')" "3" "pass_rate view per dtype"
+
+# a mutant run, then triage of a case it fails: stored metrics reproduce exactly
+expect_status 0 ug sweep --op attn_softmax --kernel-variant mut_bf16_sum --db "$db" --quiet
+fail_id=$(sqlite3 "$db" "select case_id from results where run_id=2 and verdict='FAIL' limit 1")
+[ -n "$fail_id" ] && ok || bad "the bf16-sum mutant failed no case"
+expect_status 0 ug triage "${fail_id:0:8}" --db "$db"
+expect_grep 'reproduced exactly' "$T/out"
+expect_grep 'verdict FAIL' "$T/out"
+expect_grep 'backend sim:mut_bf16_sum' "$T/out"
+expect_grep 'reproduce: ulpgym case --backend sim:mut_bf16_sum --spec' "$T/out"
+# the reproduction line itself works and fails the same way
+spec=$(sed -n "s/^reproduce: ulpgym case --backend sim:mut_bf16_sum --spec '\(.*\)'$/\1/p" "$T/out")
+expect_status 1 ug case --backend sim:mut_bf16_sum --spec "$spec"
+expect_grep "case $fail_id .*verdict FAIL" "$T/out"
+expect_status 0 ug case --spec "$spec"
+
+# history: two runs, the second below 100 %
+expect_status 0 ug history --db "$db"
+expect_grep "^ +2 .*sim:mut_bf16_sum" "$T/out"
+
+rows_before=$(sqlite3 "$db" 'select (select count(*) from runs)||"/"||(select count(*) from results)')
+# bad input: exit 2, one line on stderr naming the problem, nothing written
+expect_status 2 ug sweep --op no_such_op --db "$db"
+expect_grep 'unknown op "no_such_op"' "$T/err"
+expect_eq "$(wc -l < "$T/err")" "1" "one-line error"
+printf '{"name":"broken","version":1,"ops":{"attn_softmax":{"cases":3}' > "$T/broken.json"
+expect_status 2 ug sweep --plan "$T/broken.json" --db "$db"
+expect_grep 'broken.json: not valid JSON' "$T/err"
+printf '{"name":"p","version":1,"ops":{"attn_softmax":{"cases":"many"}}}' > "$T/badq.json"
+expect_status 2 ug sweep --plan "$T/badq.json" --db "$db"
+expect_grep 'ops.attn_softmax needs a number' "$T/err"
+expect_status 2 ug triage 0123456789abcdef --db "$db"
+expect_grep 'unknown case ID' "$T/err"
+expect_status 2 ug triage xyz --db "$db"
+expect_grep 'not a case ID' "$T/err"
+expect_status 2 ug sweep --op attn_softmax --kernel-variant mut_nothing --db "$db" --limit 1
+expect_eq "$(sqlite3 "$db" 'select (select count(*) from runs)||"/"||(select count(*) from results)')" "$rows_before" \
+    "bad input left rows behind"
+
+echo "this is not a database" > "$T/notadb.db"
+cp "$T/notadb.db" "$T/notadb.orig"
+expect_status 2 ug history --db "$T/notadb.db"
+expect_grep 'not a ulpgym database' "$T/err"
+expect_status 2 ug sweep --op attn_softmax --limit 1 --db "$T/notadb.db"
+cmp -s "$T/notadb.db" "$T/notadb.orig" && ok || bad "a non-database file was modified"
+expect_status 2 ug history --db "$T/missing.db"
+expect_grep 'no database at' "$T/err"
+[ ! -e "$T/missing.db" ] && ok || bad "history created a database"
+sqlite3 "$T/other.db" 'create table t(x)'
+expect_status 2 ug sweep --op attn_softmax --limit 1 --db "$T/other.db"
+expect_grep 'not a ulpgym one' "$T/err"
+expect_status 2 ug bogus
+expect_status 2 ug plan --count --group Nowhere
+finish

@@ -1,0 +1,175 @@
+/* test_core.c — Philox4x32-10 known answers, the canonical JSON form, pinned case IDs and
+ * input bits (stable across machines and builds), distribution purity, spec validation. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "core/canon.h"
+#include "core/philox.h"
+#include "core/registry.h"
+#include "gen/dist.h"
+#include "gen/plan.h"
+
+static void philox_kat(void)
+{
+    /* Random123 known-answer vectors (kat_vectors, philox4x32 10 rounds) */
+    static const uint32_t ctr[3][4] = {{0, 0, 0, 0},
+                                       {0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff},
+                                       {0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}};
+    static const uint32_t key[3][2] = {{0, 0}, {0xffffffff, 0xffffffff}, {0xa4093822, 0x299f31d0}};
+    static const uint32_t want[3][4] = {{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8},
+                                        {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd},
+                                        {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}};
+    for (int k = 0; k < 3; k++) {
+        uint32_t out[4];
+        ug_philox4x32_10(ctr[k], key[k], out);
+        CHECK(memcmp(out, want[k], sizeof out) == 0, "Philox KAT %d: got %08x %08x %08x %08x", k, out[0], out[1],
+              out[2], out[3]);
+    }
+}
+
+static void canonical_json(void)
+{
+    cJSON *j = cJSON_Parse("{ \"b\": [1, 2.5, -0.0, 1e300, 0.1], \"a\": {\"z\": \"q\\\"\", \"y\": true}, \"c\": null }");
+    char *s = ug_json_canonical(j);
+    CHECK(s && strcmp(s, "{\"a\":{\"y\":true,\"z\":\"q\\\"\"},\"b\":[1,2.5,0,1e+300,0.1],\"c\":null}") == 0,
+          "canonical form: %s", s ? s : "(null)");
+    free(s);
+    cJSON_Delete(j);
+    char buf[32];
+    ug_format_double(1.0 / 3.0, buf);
+    CHECK(strtod(buf, NULL) == 1.0 / 3.0 && strlen(buf) <= 19, "shortest round trip: %s", buf);
+    ug_format_double(0.08838834764831845, buf);
+    CHECK(strcmp(buf, "0.08838834764831845") == 0, "shortest form of 1/sqrt(128): %s", buf);
+    CHECK(ug_hash64("", 0) != ug_hash64("a", 1), "hash separates");
+}
+
+/* Pinned: these must never change, or every stored case ID and input changes with them. */
+static void pinned_ids(void)
+{
+    const char *spec = "{\"v\":1,\"op\":\"attn_softmax\",\"dtype\":\"bf16\",\"params\":{\"rows\":2,\"cols\":5},"
+                       "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}},\"seed\":42,\"plan\":\"t/1\"}";
+    ug_spec s;
+    char err[256];
+    CHECK(ug_spec_parse(spec, &s, err, sizeof err) == 0, "spec: %s", err);
+    CHECK(strcmp(s.id, "8ea4eb7688e9e9c2") == 0, "pinned case ID changed: %s", s.id);
+    /* key order and spacing do not matter */
+    const char *same = "{\"seed\":42, \"plan\":\"t/1\", \"v\":1, \"dtype\":\"bf16\", \"op\":\"attn_softmax\","
+                       " \"dist\":{\"x\":{\"std\":1,\"mean\":0,\"kind\":\"normal\"}}, \"params\":{\"cols\":5,\"rows\":2}}";
+    ug_spec t;
+    CHECK(ug_spec_parse(same, &t, err, sizeof err) == 0 && strcmp(s.id, t.id) == 0, "ID depends on key order");
+    ug_spec_free(&t);
+    ug_case c;
+    CHECK(ug_case_build(&c, &s, err, sizeof err) == 0, "build: %s", err);
+    uint16_t x0, x9;
+    memcpy(&x0, c.in[0].data, 2);
+    memcpy(&x9, (char *)c.in[0].data + 18, 2);
+    CHECK(x0 == 0x3f63 && x9 == 0xbea3, "pinned input bits changed: x[0]=%04x x[9]=%04x", x0, x9);
+    ug_case_free(&c);
+}
+
+static void dist_purity(void)
+{
+    cJSON *d = cJSON_Parse("{\"kind\":\"normal\",\"mean\":0,\"std\":1}");
+    float a[1000], b[10];
+    char err[128];
+    CHECK(ug_dist_fill(d, 7, 3, UG_DT_FP32, a, 1000, err, sizeof err) == 0, "fill");
+    int same = 1;
+    for (int i = 0; i < 10; i++) { /* element i alone equals element i of the bulk fill */
+        b[i] = (float)ug_dist_value(d, 7, 3, (uint64_t)(990 + i));
+        same &= b[i] == a[990 + i];
+    }
+    CHECK(same, "element i is not a pure function of (seed, tensor, i)");
+    double sum = 0, sq = 0;
+    for (int i = 0; i < 1000; i++) {
+        sum += a[i];
+        sq += (double)a[i] * a[i];
+    }
+    CHECK(fabs(sum / 1000) < 0.15 && fabs(sq / 1000 - 1) < 0.15, "normal(0,1) moments: %g %g", sum / 1000, sq / 1000);
+    cJSON_Delete(d);
+    d = cJSON_Parse("{\"kind\":\"wide\",\"lo_exp\":-3,\"hi_exp\":3}");
+    int ok = 1;
+    for (uint64_t i = 0; i < 1000; i++) {
+        double v = fabs(ug_dist_value(d, 1, 0, i));
+        ok &= v >= 0x1p-3 && v < 0x1p3;
+    }
+    CHECK(ok, "wide stays within its exponents");
+    cJSON_Delete(d);
+    d = cJSON_Parse("{\"kind\":\"uniform\",\"lo\":2,\"hi\":1}");
+    CHECK(ug_dist_validate(d, err, sizeof err) == -2 && strstr(err, "lo"), "bad uniform rejected: %s", err);
+    cJSON_Delete(d);
+    d = cJSON_Parse("{\"kind\":\"gamma\"}");
+    CHECK(ug_dist_validate(d, err, sizeof err) == -2 && strstr(err, "gamma"), "unknown kind named: %s", err);
+    cJSON_Delete(d);
+}
+
+static void spec_errors(void)
+{
+    static const char *bad[][2] = {
+        {"{", "not valid JSON"},
+        {"[]", "not a JSON object"},
+        {"{\"op\":\"nope\",\"dtype\":\"bf16\",\"params\":{},\"dist\":{},\"seed\":1}", "unknown op \"nope\""},
+        {"{\"op\":\"attn_softmax\",\"dtype\":\"bf17\",\"params\":{},\"dist\":{},\"seed\":1}", "dtype"},
+        {"{\"op\":\"attn_softmax\",\"dtype\":\"bf16\",\"params\":3,\"dist\":{},\"seed\":1}", "params"},
+        {"{\"op\":\"attn_softmax\",\"dtype\":\"bf16\",\"params\":{},\"dist\":{},\"seed\":-1}", "seed"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        ug_spec s;
+        char err[256] = "";
+        int rc = ug_spec_parse(bad[i][0], &s, err, sizeof err);
+        CHECK(rc == -2 && strstr(err, bad[i][1]), "spec %zu: rc %d, message \"%s\"", i, rc, err);
+    }
+    CHECK(ug_case_id_prefix_ok("0123ab") && !ug_case_id_prefix_ok("0123a") && !ug_case_id_prefix_ok("0123ag"),
+          "ID prefix rules");
+    /* a missing distribution for an input is a clear build error */
+    ug_spec s;
+    ug_case c;
+    char err[256];
+    ug_spec_parse("{\"op\":\"attn_softmax\",\"dtype\":\"bf16\",\"params\":{\"rows\":1,\"cols\":2},\"dist\":{},\"seed\":1}",
+                  &s, err, sizeof err);
+    CHECK(ug_case_build(&c, &s, err, sizeof err) != 0 && strstr(err, "\"x\""), "missing dist: %s", err);
+    ug_case_free(&c);
+}
+
+static void plan_errors(void)
+{
+    const char *dir = check_tmpdir();
+    char path[512], err[1024];
+    snprintf(path, sizeof path, "%s/bad_plan.json", dir);
+    FILE *f = fopen(path, "w");
+    fputs("{\"name\":\"x\",\"version\":1,\"ops\":{\"attn_softmax\":{\"cases\":5}", f); /* truncated */
+    fclose(f);
+    ug_plan p;
+    CHECK(ug_plan_load(path, -1, &p, err, sizeof err) == -2 && strstr(err, "not valid JSON"), "truncated plan: %s", err);
+    f = fopen(path, "w");
+    fputs("{\"name\":\"x\",\"version\":1,\"ops\":{\"no_such_op\":{\"cases\":5}}}", f);
+    fclose(f);
+    CHECK(ug_plan_load(path, -1, &p, err, sizeof err) == -2 && strstr(err, "no_such_op"), "unknown op: %s", err);
+    CHECK(ug_plan_load("/nonexistent/plan.json", -1, &p, err, sizeof err) == -2 && strstr(err, "/nonexistent"),
+          "missing file: %s", err);
+    /* the default plan is deterministic: two expansions give the same IDs in order */
+    ug_plan a, b;
+    CHECK(ug_plan_load(ug_plan_default_path(), -1, &a, err, sizeof err) == 0, "default plan: %s", err);
+    CHECK(ug_plan_load(ug_plan_default_path(), -1, &b, err, sizeof err) == 0, "default plan: %s", err);
+    int same = a.n == b.n && a.n > 0;
+    for (size_t i = 0; same && i < a.n; i++) same = strcmp(a.cases[i].id, b.cases[i].id) == 0;
+    CHECK(same, "plan expansion is not deterministic");
+    ug_plan_free(&b);
+    CHECK(ug_plan_load(ug_plan_default_path(), 99, &b, err, sizeof err) == 0 && b.n == a.n &&
+              strcmp(a.cases[0].id, b.cases[0].id) != 0,
+          "--seed gives other cases");
+    ug_plan_free(&a);
+    ug_plan_free(&b);
+}
+
+int main(void)
+{
+    philox_kat();
+    canonical_json();
+    pinned_ids();
+    dist_purity();
+    spec_errors();
+    plan_errors();
+    return check_done();
+}

@@ -1,0 +1,240 @@
+/* test_oracle.c — the oracle engine and the standards (issue #3's "done when"):
+ * the certified fast path agrees with exact MPFR on every element; the exact and naive
+ * arithmetics differ where theory says; every standard gives the known verdict on
+ * hand-built outputs at its threshold and one step beyond; boundary-aware and top-k
+ * compares accept a legal flip/tie and reject an illegal one; CERT intervals contain the
+ * exact value. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "oracles/oracle.h"
+#include "oracles/verdict.h"
+#include "run/exec.h"
+
+#define N_MAX 4096
+
+/* Judges a (kernel) against g* == g (exact values on the dtype grid) and bench. */
+static ug_vstate judge(int std, ug_dtype dt, const ug_output_rule *rule, size_t n, const double *a, const double *g,
+                       const double *bench)
+{
+    static size_t idx[N_MAX];
+    for (size_t i = 0; i < n; i++) idx[i] = i;
+    ug_metrics m;
+    ug_metrics_compute(dt, n, idx, n, a, g, bench, &m);
+    ug_judged j = {"y", dt, rule, 0, n, idx, a, g, g, bench, &m};
+    char thr[UG_THR_LEN];
+    return ug_standard_judge(std, &j, thr, sizeof thr);
+}
+
+static double a_[N_MAX], g_[N_MAX], b_[N_MAX];
+
+static void fill(size_t n, double g)
+{
+    for (size_t i = 0; i < n; i++) a_[i] = g_[i] = b_[i] = g;
+}
+
+static void standards_at_threshold(void)
+{
+    /* allclose bf16 (rtol 1.6e-2, atol 1e-5): at g = 100 the limit is 1.60001; bf16 ulp 0.5 */
+    fill(1, 100);
+    a_[0] = 101.5;
+    CHECK(judge(UG_STD_ALLCLOSE, UG_DT_BF16, NULL, 1, a_, g_, b_) == UG_V_PASS, "allclose within threshold");
+    a_[0] = 102.0;
+    CHECK(judge(UG_STD_ALLCLOSE, UG_DT_BF16, NULL, 1, a_, g_, b_) == UG_V_FAIL, "allclose one ulp over");
+    /* pypto, rule 0.01/0.01 budget 0.005: N = 1000 allows round(5) failures */
+    ug_output_rule rule = {"y", UG_CMP_NUMERIC, 0.01, 0.01, 0.005};
+    fill(1000, 1.0);
+    for (int i = 0; i < 5; i++) a_[i] = 1.03125;
+    CHECK(judge(UG_STD_PYPTO, UG_DT_BF16, &rule, 1000, a_, g_, b_) == UG_V_PASS, "pypto 5 of 1000 failures allowed");
+    a_[5] = 1.03125;
+    CHECK(judge(UG_STD_PYPTO, UG_DT_BF16, &rule, 1000, a_, g_, b_) == UG_V_FAIL, "pypto 6 of 1000 fail");
+    fill(1, 1.0);
+    a_[0] = 1.0 + 0x1p-7; /* 0.0078125 <= 0.02 */
+    CHECK(judge(UG_STD_PYPTO, UG_DT_BF16, &rule, 1, a_, g_, b_) == UG_V_PASS, "pypto element within atol+rtol");
+    /* dual_thousandth bf16 t = 4e-3: share of rel err > t must be < t */
+    fill(1000, 1.0);
+    for (int i = 0; i < 3; i++) a_[i] = 1.0 + 0x1p-7;
+    a_[3] = 1.0 + 0x1p-9; /* rel err 0.00195 < t: not counted */
+    CHECK(judge(UG_STD_DUAL_THOUSANDTH, UG_DT_BF16, NULL, 1000, a_, g_, b_) == UG_V_PASS, "dual: 3/1000 pass");
+    a_[3] = 1.0 + 0x1p-7;
+    CHECK(judge(UG_STD_DUAL_THOUSANDTH, UG_DT_BF16, NULL, 1000, a_, g_, b_) == UG_V_FAIL, "dual: 4/1000 fail");
+    /* mixed_tolerance bf16: matched ratio >= 0.99, and every |a-g| <= max(1.0, 32 ulp) */
+    fill(100, 1.0);
+    a_[0] = 1.0625; /* outside 2^-6 + 2^-6 */
+    CHECK(judge(UG_STD_MIXED_TOLERANCE, UG_DT_BF16, NULL, 100, a_, g_, b_) == UG_V_PASS, "mixed: 99%% matched");
+    a_[1] = 1.0625;
+    CHECK(judge(UG_STD_MIXED_TOLERANCE, UG_DT_BF16, NULL, 100, a_, g_, b_) == UG_V_FAIL, "mixed: 98%% fails");
+    fill(100, 1.0);
+    a_[0] = 2.0; /* |a-g| = 1.0 = floor: allowed */
+    CHECK(judge(UG_STD_MIXED_TOLERANCE, UG_DT_BF16, NULL, 100, a_, g_, b_) == UG_V_PASS, "mixed: at the floor");
+    a_[0] = 2.015625; /* one bf16 ulp past the floor */
+    CHECK(judge(UG_STD_MIXED_TOLERANCE, UG_DT_BF16, NULL, 100, a_, g_, b_) == UG_V_FAIL, "mixed: past the floor");
+    /* mere_mare bf16 T = 2^-7: MARE < 10 T = 0.078125 */
+    fill(1000, 1.0);
+    a_[0] = 1.0703125; /* 0.0703 < 0.078 */
+    CHECK(judge(UG_STD_MERE_MARE, UG_DT_BF16, NULL, 1000, a_, g_, b_) == UG_V_PASS, "mere_mare under 10T");
+    a_[0] = 1.0859375; /* one bf16 ulp further: 0.0859 */
+    CHECK(judge(UG_STD_MERE_MARE, UG_DT_BF16, NULL, 1000, a_, g_, b_) == UG_V_FAIL, "mere_mare past 10T fails");
+    /* ulp bf16: elements above 1 ulp must be < 0.1 % */
+    fill(2000, 1.0);
+    a_[0] = 1.0 + 2 * 0x1p-7;
+    CHECK(judge(UG_STD_ULP, UG_DT_BF16, NULL, 2000, a_, g_, b_) == UG_V_PASS, "ulp: 1/2000 above 1 ulp");
+    a_[1] = 1.0 + 2 * 0x1p-7;
+    CHECK(judge(UG_STD_ULP, UG_DT_BF16, NULL, 2000, a_, g_, b_) == UG_V_FAIL, "ulp: 2/2000 above 1 ulp");
+    fill(2000, 1.0);
+    for (int i = 0; i < 2000; i++) a_[i] = 1.0 + 0x1p-7; /* exactly 1 ulp: not above */
+    CHECK(judge(UG_STD_ULP, UG_DT_BF16, NULL, 2000, a_, g_, b_) == UG_V_PASS, "ulp: 1 ulp is allowed");
+    /* benchmark L0, bf16 (min_err 2^-8): the benchmark errs by 2^-6 everywhere. A kernel
+     * twice as wrong meets MERE/RMSE ratio 2 and max abs 2x + half ulp; three times fails. */
+    fill(100, 1.0);
+    for (int i = 0; i < 100; i++) {
+        b_[i] = 1.0 + 0x1p-6;
+        a_[i] = 1.0 + 0x1p-5;
+    }
+    CHECK(judge(UG_STD_BENCHMARK, UG_DT_BF16, NULL, 100, a_, g_, b_) == UG_V_PASS, "benchmark ratio 2");
+    for (int i = 0; i < 100; i++) a_[i] = 1.0 + 3 * 0x1p-6;
+    CHECK(judge(UG_STD_BENCHMARK, UG_DT_BF16, NULL, 100, a_, g_, b_) == UG_V_FAIL, "benchmark ratio 3");
+    /* the FlashAttention rule alone: one element at 2x the benchmark's max abs + half ulp */
+    for (int i = 0; i < 100; i++) a_[i] = 1.0 + 0x1p-6;
+    a_[0] = 1.0 + 0x1p-5 + 0x1p-8;
+    CHECK(judge(UG_STD_BENCHMARK, UG_DT_BF16, NULL, 100, a_, g_, b_) == UG_V_PASS, "benchmark max abs at the limit");
+    a_[0] = 1.0 + 0x1p-5 + 0x1p-7;
+    CHECK(judge(UG_STD_BENCHMARK, UG_DT_BF16, NULL, 100, a_, g_, b_) == UG_V_FAIL, "benchmark max abs past it");
+    /* a NaN where the oracle has none fails every standard */
+    fill(10, 1.0);
+    a_[3] = NAN;
+    CHECK(judge(UG_STD_PYPTO, UG_DT_BF16, &rule, 10, a_, g_, b_) == UG_V_FAIL, "NaN fails pypto");
+    CHECK(judge(UG_STD_MERE_MARE, UG_DT_BF16, NULL, 10, a_, g_, b_) == UG_V_FAIL, "NaN fails mere_mare");
+    g_[3] = NAN;
+    CHECK(judge(UG_STD_ALLCLOSE, UG_DT_BF16, NULL, 10, a_, g_, b_) == UG_V_PASS, "NaN where the oracle has NaN");
+}
+
+static void discrete_compares(void)
+{
+    /* int8 codes: exact x/scale = 2.5 + 1e-9 rounds to 3; a kernel that says 2 made a legal
+     * flip (within a budget of 1e-6 of the tie 2.5); at 2.6 it is illegal; 1 is two quanta off */
+    CHECK(ug_boundary_ok(2, 3, 2.5 + 1e-9, 1, 1e-6), "legal flip near the tie");
+    CHECK(!ug_boundary_ok(2, 3, 2.6, 1, 1e-6), "flip far from the tie is illegal");
+    CHECK(!ug_boundary_ok(1, 3, 2.5 + 1e-9, 1, 1e-6), "two quanta is never legal");
+    ug_output_rule rule = {"q", UG_CMP_BOUNDARY, 1e-3, 0, 0};
+    size_t idx[2] = {0, 1};
+    double a[2] = {2, 5}, g[2] = {3, 5}, gs[2] = {2.5 + 1e-6, 5.1};
+    ug_metrics m;
+    ug_metrics_compute(UG_DT_INT8, 2, idx, 2, a, gs, NULL, &m);
+    ug_judged j = {"q", UG_DT_INT8, &rule, 0, 2, idx, a, gs, g, NULL, &m};
+    char thr[UG_THR_LEN];
+    CHECK(ug_standard_judge(UG_STD_BOUNDARY_AWARE, &j, thr, sizeof thr) == UG_V_PASS, "boundary_aware legal: %s", thr);
+    CHECK(ug_standard_judge(UG_STD_PYPTO, &j, thr, sizeof thr) == UG_V_NA, "numeric standards skip discrete outputs");
+    gs[0] = 2.7;
+    CHECK(ug_standard_judge(UG_STD_BOUNDARY_AWARE, &j, thr, sizeof thr) == UG_V_FAIL, "boundary_aware illegal");
+    /* top-k: scores of 6 candidates; k = 2; candidates 1 and 4 tie (within 1e-6) for 2nd */
+    double scores[6] = {0.1, 0.5, 0.9, 0.2, 0.5 + 1e-9, 0.3};
+    int oracle_idx[2] = {2, 1}, legal[2] = {4, 2}, illegal[2] = {2, 5}, dup[2] = {2, 2};
+    CHECK(ug_topk_set_ok(legal, oracle_idx, 2, scores, 6, 1e-6), "top-k: a tie may swap");
+    CHECK(!ug_topk_set_ok(illegal, oracle_idx, 2, scores, 6, 1e-6), "top-k: a non-tie may not");
+    CHECK(!ug_topk_set_ok(dup, oracle_idx, 2, scores, 6, 1e-6), "top-k: duplicates never");
+}
+
+/* Runs a case's oracle in CERT (with fallback) and in EXACT on every element. */
+static void cert_matches_exact(const char *spec)
+{
+    ug_spec s;
+    ug_case c;
+    char err[256];
+    CHECK(ug_spec_parse(spec, &s, err, sizeof err) == 0 && ug_case_build(&c, &s, err, sizeof err) == 0, "%s", err);
+    ug_oracle_opts o;
+    ug_oracle_opts_default(&o);
+    o.sample = 0;
+    o.naive = 0;
+    ug_oracle_result fast, exact;
+    CHECK(ug_oracle_run(&c, &o, &fast, err, sizeof err) == 0, "cert: %s", err);
+    o.mode = UG_AR_EXACT;
+    CHECK(ug_oracle_run(&c, &o, &exact, err, sizeof err) == 0, "exact: %s", err);
+    size_t differ = 0, n = 0;
+    for (int k = 0; k < c.n_out; k++)
+        for (size_t i = 0; i < fast.sel.n[k]; i++, n++)
+            differ += !(fast.g[k][i] == exact.g[k][i] || (isnan(fast.g[k][i]) && isnan(exact.g[k][i])));
+    CHECK(differ == 0 && n > 0, "certified fast path differs from MPFR on %zu of %zu elements", differ, n);
+    ug_oracle_result_free(&fast);
+    ug_oracle_result_free(&exact);
+    ug_case_free(&c);
+}
+
+/* Metrics of the sim kernel and of the naive same-dtype benchmark on one case. */
+static void kernel_vs_naive(const char *spec, int out, double *kernel_mere, double *naive_mere)
+{
+    ug_backend b;
+    char err[256];
+    ug_backend_open(&b, "sim", err, sizeof err);
+    ug_exec_opts o;
+    ug_exec_opts_default(&o);
+    ug_result r;
+    CHECK(ug_exec_case(spec, &b, &o, &r, NULL) == 0 && r.outcome == UG_OUT_PASS, "%s: %s", spec, r.message);
+    *kernel_mere = r.out[out].m.mere;
+    *naive_mere = r.out[out].m.b_mere;
+}
+
+static void exact_vs_naive(void)
+{
+    double k, nv;
+    /* softmax over 8192 bf16 logits: the naive bf16 row sum stalls, the kernel sums in fp32 */
+    kernel_vs_naive("{\"op\":\"attn_softmax\",\"dtype\":\"bf16\",\"params\":{\"rows\":2,\"cols\":8192},"
+                    "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}},\"seed\":5}",
+                    0, &k, &nv);
+    CHECK(nv > 8 * k, "long bf16 softmax: naive MERE %.3g should dwarf the kernel's %.3g", nv, k);
+    /* on a 4-element row there is little to accumulate: both stay near the output rounding */
+    kernel_vs_naive("{\"op\":\"attn_softmax\",\"dtype\":\"bf16\",\"params\":{\"rows\":64,\"cols\":4},"
+                    "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}},\"seed\":5}",
+                    0, &k, &nv);
+    CHECK(nv < 4 * k + 0x1p-8, "short bf16 softmax: naive MERE %.3g close to the kernel's %.3g", nv, k);
+    /* RMSNorm over 7168 bf16 elements: rstd from a bf16 running sum of squares is off */
+    kernel_vs_naive("{\"op\":\"inplace_add_rmsnorm\",\"dtype\":\"bf16\",\"params\":{\"rows\":2,\"h\":7168},"
+                    "\"dist\":{\"x1\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"x2\":{\"kind\":\"normal\","
+                    "\"mean\":0,\"std\":1},\"gamma\":{\"kind\":\"normal\",\"mean\":1,\"std\":0.1}},\"seed\":5}",
+                    2, &k, &nv);
+    CHECK(nv > 100 * k, "rmsnorm rstd: naive MERE %.3g vs kernel %.3g", nv, k);
+}
+
+static void cert_intervals_contain_exact(void)
+{
+    ug_ar *ce = ug_ar_new(UG_AR_CERT, 128, UG_DT_FP32), *ex = ug_ar_new(UG_AR_EXACT, 256, UG_DT_FP32);
+    mpfr_t t;
+    mpfr_init2(t, 256);
+    int bad = 0;
+    for (int i = 1; i < 200; i++) {
+        double x = (i - 100) * 0.173, y = 1.0 + i * 1e-3;
+        ug_num c = ug_div(ce, ug_exp(ce, ug_tanh(ce, ug_c(ce, x))), ug_rsqrt(ce, ug_mul(ce, ug_c(ce, y), ug_c(ce, y))));
+        c = ug_add(ce, ug_silu(ce, c), ug_sigmoid(ce, ug_c(ce, x)));
+        ug_num e = ug_div(ex, ug_exp(ex, ug_tanh(ex, ug_c(ex, x))), ug_rsqrt(ex, ug_mul(ex, ug_c(ex, y), ug_c(ex, y))));
+        e = ug_add(ex, ug_silu(ex, e), ug_sigmoid(ex, ug_c(ex, x)));
+        mpfr_sub_d(t, e.m, c.v, MPFR_RNDN);
+        if (mpfr_cmpabs_ui(t, 0) > 0 && !(fabs(mpfr_get_d(t, MPFR_RNDU)) <= c.e)) bad++;
+        if (!(c.e < 1e-12)) bad++; /* and the bound is tight enough to be useful */
+        ug_ar_release(ce, 0);
+        ug_ar_release(ex, 0);
+    }
+    CHECK(bad == 0, "%d certified intervals miss the exact value or are loose", bad);
+    ug_num r = ug_round(ce, ug_add(ce, ug_c(ce, 2.0), ug_c(ce, 0.5)), UG_DT_INT8); /* exact tie: 2.5 -> 2 */
+    CHECK(ug_v(r) == 2.0 && r.e == 0.0, "ug_round on an exact tie is exact");
+    mpfr_clear(t);
+    ug_ar_free(ce);
+    ug_ar_free(ex);
+}
+
+int main(void)
+{
+    standards_at_threshold();
+    discrete_compares();
+    cert_intervals_contain_exact();
+    cert_matches_exact("{\"op\":\"attn_softmax\",\"dtype\":\"bf16\",\"params\":{\"rows\":5,\"cols\":300,\"cap\":30,"
+                       "\"mask\":\"padding\"},\"dist\":{\"x\":{\"kind\":\"wide\",\"lo_exp\":-10,\"hi_exp\":6}},\"seed\":3}");
+    cert_matches_exact("{\"op\":\"attn_softmax\",\"dtype\":\"fp32\",\"params\":{\"rows\":3,\"cols\":257,"
+                       "\"mask\":\"causal\"},\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":40}},\"seed\":4}");
+    cert_matches_exact("{\"op\":\"inplace_add_rmsnorm\",\"dtype\":\"fp16\",\"params\":{\"rows\":3,\"h\":129},"
+                       "\"dist\":{\"x1\":{\"kind\":\"outliers\",\"std\":1,\"p\":0.05,\"scale\":100},\"x2\":{\"kind\":"
+                       "\"normal\",\"mean\":0,\"std\":1},\"gamma\":{\"kind\":\"normal\",\"mean\":1,\"std\":0.1}},\"seed\":6}");
+    exact_vs_naive();
+    return check_done();
+}
