@@ -2,7 +2,7 @@
 # test.sh — installs what is missing, builds, and runs the whole test suite with ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/deps.sh
+ULPGYM_WITH_BROWSER=1 ./scripts/deps.sh   # chromium: the HTML report test opens it
 ./scripts/build.sh
 cd build
 ctest --output-on-failure -j "$(nproc)" "$@"

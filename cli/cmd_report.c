@@ -1,0 +1,53 @@
+/* cmd_report.c — `ulpgym report`: one run as html, md, json or junit. */
+#include <string.h>
+
+#include "cli/cli.h"
+#include "reports/report.h"
+
+static int ug_cmd_report(int argc, char **argv)
+{
+    const char *db_path = NULL, *run = "latest", *format = "md", *out = NULL, *top = NULL;
+    for (int i = 1; i < argc; i++) {
+        int m;
+        if ((m = ug_cli_opt(argc, argv, &i, "--db", &db_path)) || (m = ug_cli_opt(argc, argv, &i, "--run", &run)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--format", &format)) || (m = ug_cli_opt(argc, argv, &i, "-o", &out)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--top", &top))) {
+            if (m < 0) return UG_EXIT_USAGE;
+        } else return ug_cli_fail("report: unexpected argument \"%s\" (see ulpgym report -h)", argv[i]);
+    }
+    int fmt = strcmp(format, "md") == 0 ? 0 : strcmp(format, "json") == 0 ? 1 : strcmp(format, "html") == 0 ? 2
+            : strcmp(format, "junit") == 0 ? 3 : -1;
+    if (fmt < 0) return ug_cli_fail("report: --format must be html, md, json or junit");
+    long ntop = top ? ug_cli_long(top) : 25;
+    if (ntop < 0) return ug_cli_fail("report: --top must be a number");
+    ug_db *db;
+    if (ug_cli_open_db(db_path, 0, &db)) return UG_EXIT_USAGE;
+    char err[512];
+    long run_id;
+    ug_report r;
+    if (ug_db_resolve_run(db, run, &run_id, err, sizeof err) || ug_report_gather(db, run_id, (int)ntop, &r, err, sizeof err)) {
+        ug_db_close(db);
+        return ug_cli_fail("report: %s", err);
+    }
+    FILE *f = out ? fopen(out, "w") : stdout;
+    int rc = 0;
+    if (!f) rc = ug_cli_fail("report: cannot write %s", out);
+    else if (fmt == 0) ug_report_write_md(&r, f);
+    else if (fmt == 1) ug_report_write_json(&r, f);
+    else if (fmt == 2) ug_report_write_html(&r, f);
+    else if (ug_report_write_junit(db, &r, f, err, sizeof err)) rc = ug_cli_fail("report: %s", err);
+    if (f && f != stdout && fclose(f) != 0) rc = ug_cli_fail("report: writing %s failed", out);
+    ug_report_free(&r);
+    ug_db_close(db);
+    return rc;
+}
+
+const ug_command ug_command_report = {
+    "report", ug_cmd_report, "write a run's report: html, markdown, json or junit",
+    "usage: ulpgym report [--run ID|latest] [--format html|md|json|junit] [-o FILE] [--top N] [--db PATH]\n"
+    "  html   one self-contained file: summary, pass-rate history per group, op x dtype\n"
+    "         heatmap, per-op max-ulp histograms, top failures with triage commands\n"
+    "  md     the release report's generalization table (group, operators, cases, pass rate)\n"
+    "         and one row per operator\n"
+    "  json   the same figures for tools;  junit  one testcase per case, for CI servers\n"
+    "  --top  failures listed (default 25)\n"};

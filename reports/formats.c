@@ -1,0 +1,149 @@
+/* formats.c — the markdown, JSON and JUnit writers of report.h. The markdown table is the
+ * release report's generalization table (group, operators, cases, pass rate) followed by
+ * one row per operator; JUnit has one testcase per case so CI servers list failures. */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reports/report.h"
+#include "reports/xml.h"
+
+static double pct(const ug_tally *t) { return t->cases ? 100.0 * (double)t->pass / (double)t->cases : 0.0; }
+
+static int ops_in_group(const ug_report *r, int g)
+{
+    int n = 0;
+    for (int op = 0; op < UG_OP_COUNT; op++) n += (int)ug_op_group(op) == g && r->op[op].cases > 0;
+    return n;
+}
+
+void ug_report_write_md(const ug_report *r, FILE *f)
+{
+    fprintf(f, "# ulpgym run %ld\n\n", r->run_id);
+    fprintf(f, "plan `%s` (hash %s), backend `%s`, build %s, host %s, %s – %s (%s)\n\n", r->plan, r->plan_hash,
+            r->backend, r->git_rev, r->host, r->started, r->finished[0] ? r->finished : "…", r->status);
+    fprintf(f, "## Generalization results\n\n| group | operators | cases | passed | failed | other | pass rate |\n");
+    fprintf(f, "|---|---:|---:|---:|---:|---:|---:|\n");
+    for (int g = 0; g < UG_GROUP_COUNT; g++)
+        if (r->group[g].cases)
+            fprintf(f, "| %s | %d | %ld | %ld | %ld | %ld | %.2f %% |\n", ug_group_name((ug_group)g), ops_in_group(r, g),
+                    r->group[g].cases, r->group[g].pass, r->group[g].fail, r->group[g].other, pct(&r->group[g]));
+    int nops = 0;
+    for (int op = 0; op < UG_OP_COUNT; op++) nops += r->op[op].cases > 0;
+    fprintf(f, "| **total** | %d | %ld | %ld | %ld | %ld | %.2f %% |\n\n", nops, r->total.cases, r->total.pass,
+            r->total.fail, r->total.other, pct(&r->total));
+    fprintf(f, "## Per operator\n\n| group | operator | cases | passed | failed | other | pass rate |\n");
+    fprintf(f, "|---|---|---:|---:|---:|---:|---:|\n");
+    for (int op = 0; op < UG_OP_COUNT; op++)
+        if (r->op[op].cases)
+            fprintf(f, "| %s | %s | %ld | %ld | %ld | %ld | %.2f %% |\n", ug_group_name(ug_op_group(op)), ug_op_name(op),
+                    r->op[op].cases, r->op[op].pass, r->op[op].fail, r->op[op].other, pct(&r->op[op]));
+    if (r->n_failures) {
+        fprintf(f, "\n## Top failures\n\n| case | op | dtype | verdict | max ulp | triage |\n|---|---|---|---|---:|---|\n");
+        for (int i = 0; i < r->n_failures; i++) {
+            const ug_report_failure *x = &r->failures[i];
+            fprintf(f, "| %s | %s | %s | %s | %.3g | `ulpgym triage %s` |\n", x->case_id, ug_op_name(x->op), x->dtype,
+                    x->verdict, x->max_ulp, x->case_id);
+        }
+    }
+}
+
+static cJSON *tally_json(const ug_tally *t)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "cases", (double)t->cases);
+    cJSON_AddNumberToObject(o, "passed", (double)t->pass);
+    cJSON_AddNumberToObject(o, "failed", (double)t->fail);
+    cJSON_AddNumberToObject(o, "other", (double)t->other);
+    cJSON_AddNumberToObject(o, "pass_rate", pct(t));
+    return o;
+}
+
+void ug_report_write_json(const ug_report *r, FILE *f)
+{
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "run_id", (double)r->run_id);
+    cJSON_AddStringToObject(j, "started_at", r->started);
+    cJSON_AddStringToObject(j, "finished_at", r->finished);
+    cJSON_AddStringToObject(j, "status", r->status);
+    cJSON_AddStringToObject(j, "backend", r->backend);
+    cJSON_AddStringToObject(j, "plan", r->plan);
+    cJSON_AddStringToObject(j, "plan_hash", r->plan_hash);
+    cJSON_AddStringToObject(j, "git_rev", r->git_rev);
+    cJSON_AddItemToObject(j, "total", tally_json(&r->total));
+    cJSON *groups = cJSON_AddObjectToObject(j, "groups");
+    for (int g = 0; g < UG_GROUP_COUNT; g++)
+        if (r->group[g].cases) cJSON_AddItemToObject(groups, ug_group_name((ug_group)g), tally_json(&r->group[g]));
+    cJSON *ops = cJSON_AddObjectToObject(j, "ops");
+    for (int op = 0; op < UG_OP_COUNT; op++) {
+        if (!r->op[op].cases) continue;
+        cJSON *o = tally_json(&r->op[op]);
+        cJSON *dts = cJSON_AddObjectToObject(o, "dtypes");
+        for (int dt = 0; dt < UG_DT_COUNT; dt++)
+            if (r->op_dtype[op][dt].cases) cJSON_AddItemToObject(dts, ug_dtype_name((ug_dtype)dt), tally_json(&r->op_dtype[op][dt]));
+        cJSON *h = cJSON_AddObjectToObject(o, "max_ulp_histogram");
+        for (int b = 0; b < UG_ULP_BUCKETS; b++) cJSON_AddNumberToObject(h, ug_ulp_bucket_names[b], (double)r->ulp_hist[op][b]);
+        cJSON_AddItemToObject(ops, ug_op_name(op), o);
+    }
+    cJSON *fails = cJSON_AddArrayToObject(j, "failures");
+    for (int i = 0; i < r->n_failures; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "case_id", r->failures[i].case_id);
+        cJSON_AddStringToObject(o, "op", ug_op_name(r->failures[i].op));
+        cJSON_AddStringToObject(o, "dtype", r->failures[i].dtype);
+        cJSON_AddStringToObject(o, "verdict", r->failures[i].verdict);
+        cJSON_AddNumberToObject(o, "max_ulp", r->failures[i].max_ulp);
+        cJSON_AddStringToObject(o, "message", r->failures[i].message);
+        cJSON_AddItemToArray(fails, o);
+    }
+    char *s = cJSON_Print(j);
+    fprintf(f, "%s\n", s ? s : "{}");
+    free(s);
+    cJSON_Delete(j);
+}
+
+int ug_report_write_junit(ug_db *db, const ug_report *r, FILE *f, char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    const char *sql = "SELECT c.op_group, c.op, c.dtype, r.case_id, r.verdict, coalesce(r.message, ''),"
+                      " coalesce(r.kernel_ms, 0) + coalesce(r.oracle_ms, 0), r.primary_standard"
+                      " FROM results r JOIN cases c ON c.case_id = r.case_id WHERE r.run_id = ?"
+                      " ORDER BY c.op_group, c.op, r.case_id";
+    if (sqlite3_prepare_v2(ug_db_handle(db), sql, -1, &st, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "database: %s", sqlite3_errmsg(ug_db_handle(db)));
+        return -1;
+    }
+    sqlite3_bind_int64(st, 1, r->run_id);
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    fprintf(f, "<testsuites name=\"ulpgym run %ld\" tests=\"%ld\" failures=\"%ld\" errors=\"%ld\" time=\"%.3f\">\n",
+            r->run_id, r->total.cases, r->total.fail, r->total.other - r->total.skip, r->seconds_kernel + r->seconds_oracle);
+    char current[64] = "";
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *op = (const char *)sqlite3_column_text(st, 1), *verdict = (const char *)sqlite3_column_text(st, 4);
+        int opi = ug_op_find(op);
+        if (opi < 0) continue;
+        if (strcmp(current, op) != 0) {
+            if (current[0]) fprintf(f, "  </testsuite>\n");
+            snprintf(current, sizeof current, "%s", op);
+            const ug_tally *t = &r->op[opi];
+            fprintf(f, "  <testsuite name=\"%s.%s\" tests=\"%ld\" failures=\"%ld\" errors=\"%ld\" skipped=\"%ld\">\n",
+                    ug_group_name(ug_op_group(opi)), op, t->cases, t->fail, t->other - t->skip, t->skip);
+        }
+        fprintf(f, "    <testcase classname=\"%s.%s\" name=\"%s %s\" time=\"%.6f\"", ug_group_name(ug_op_group(opi)), op,
+                (const char *)sqlite3_column_text(st, 3), (const char *)sqlite3_column_text(st, 2),
+                sqlite3_column_double(st, 6) / 1e3);
+        if (strcmp(verdict, "PASS") == 0) {
+            fprintf(f, "/>\n");
+            continue;
+        }
+        const char *tag = strcmp(verdict, "FAIL") == 0 ? "failure" : strcmp(verdict, "SKIP") == 0 ? "skipped" : "error";
+        fprintf(f, ">\n      <%s type=\"%s\" message=\"", tag, verdict);
+        ug_xml_escape(f, (const char *)sqlite3_column_text(st, 5));
+        fprintf(f, "\">triage: ulpgym triage %s (primary standard %s)</%s>\n    </testcase>\n",
+                (const char *)sqlite3_column_text(st, 3), (const char *)sqlite3_column_text(st, 7), tag);
+    }
+    if (current[0]) fprintf(f, "  </testsuite>\n");
+    fprintf(f, "</testsuites>\n");
+    sqlite3_finalize(st);
+    return 0;
+}

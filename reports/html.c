@@ -1,0 +1,172 @@
+/* html.c — the HTML report: one self-contained file (inline CSS and SVG, no scripts, no
+ * external fonts or images) with the summary table, a pass-rate history chart per group,
+ * an op x dtype heatmap, per-op max-ulp histograms and the top failures with the command
+ * that triages each. Element ids (summary, history, heatmap, histograms, failures) are
+ * stable: tests look for them. */
+#include <stdio.h>
+
+#include "reports/report.h"
+#include "reports/xml.h"
+
+static double pct(const ug_tally *t) { return t->cases ? 100.0 * (double)t->pass / (double)t->cases : 0.0; }
+
+/* red (0 %) -> amber -> green (100 %) */
+static void heat_color(double p, char *buf, size_t len)
+{
+    int r = p < 50 ? 220 : (int)(220 - (p - 50) * 3.4), g = p < 50 ? (int)(60 + p * 3.2) : 220;
+    snprintf(buf, len, "rgb(%d,%d,90)", r < 40 ? 40 : r, g > 220 ? 220 : g);
+}
+
+static void write_summary(const ug_report *r, FILE *f)
+{
+    fprintf(f, "<section id=\"summary\"><h2>Summary</h2><table><tr><th>group</th><th>cases</th><th>passed</th>"
+               "<th>failed</th><th>other</th><th>pass rate</th></tr>\n");
+    for (int g = 0; g < UG_GROUP_COUNT; g++)
+        if (r->group[g].cases)
+            fprintf(f, "<tr><td>%s</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%.2f %%</td></tr>\n",
+                    ug_group_name((ug_group)g), r->group[g].cases, r->group[g].pass, r->group[g].fail, r->group[g].other,
+                    pct(&r->group[g]));
+    fprintf(f, "<tr class=\"total\"><td>total</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%.2f %%</td></tr>"
+               "</table></section>\n",
+            r->total.cases, r->total.pass, r->total.fail, r->total.other, pct(&r->total));
+}
+
+static void write_history(const ug_report *r, FILE *f)
+{
+    static const char *colors[UG_GROUP_COUNT] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd"};
+    const int w = 640, h = 220, x0 = 50, y0 = 15, pw = 560, ph = 170;
+    fprintf(f, "<section id=\"history\"><h2>Pass rate by run</h2>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
+               "width=\"%d\" height=\"%d\" role=\"img\" aria-label=\"pass rate history per group\">\n", w, h);
+    for (int p = 0; p <= 100; p += 25)
+        fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/><text x=\"%d\" y=\"%.1f\" "
+                   "font-size=\"10\" text-anchor=\"end\">%d%%</text>\n",
+                x0, x0 + pw, y0 + ph * (1 - p / 100.0), y0 + ph * (1 - p / 100.0), x0 - 4, y0 + ph * (1 - p / 100.0) + 3, p);
+    for (int g = 0; g < UG_GROUP_COUNT; g++) {
+        int any = 0;
+        for (int i = 0; i < r->n_hist; i++) {
+            if (r->hist_rate[i][g] < 0) continue;
+            double x = x0 + (r->n_hist > 1 ? pw * (double)i / (r->n_hist - 1) : pw / 2.0);
+            double y = y0 + ph * (1 - r->hist_rate[i][g] / 100.0);
+            if (!any) fprintf(f, "<polyline class=\"series\" data-group=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"",
+                              ug_group_name((ug_group)g), colors[g]);
+            fprintf(f, "%.1f,%.1f ", x, y);
+            any = 1;
+        }
+        if (any) fprintf(f, "\"/>\n");
+    }
+    for (int i = 0; i < r->n_hist; i++) {
+        double x = x0 + (r->n_hist > 1 ? pw * (double)i / (r->n_hist - 1) : pw / 2.0);
+        fprintf(f, "<text x=\"%.1f\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\">%ld</text>\n", x, y0 + ph + 14,
+                r->hist_run[i]);
+    }
+    int ly = 0;
+    for (int g = 0; g < UG_GROUP_COUNT; g++) {
+        int has = 0;
+        for (int i = 0; i < r->n_hist; i++) has |= r->hist_rate[i][g] >= 0;
+        if (has)
+            fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"11\" fill=\"%s\">%s</text>\n", x0 + 8 + 110 * ly++, h - 2,
+                    colors[g], ug_group_name((ug_group)g));
+    }
+    fprintf(f, "</svg></section>\n");
+}
+
+static void write_heatmap(const ug_report *r, FILE *f)
+{
+    int rows = 0, col[UG_DT_COUNT], ncols = 0;
+    for (int op = 0; op < UG_OP_COUNT; op++) rows += r->op[op].cases > 0;
+    for (int dt = 0; dt < UG_DT_COUNT; dt++) { /* only dtypes the run has */
+        int has = 0;
+        for (int op = 0; op < UG_OP_COUNT; op++) has |= r->op_dtype[op][dt].cases > 0;
+        col[dt] = has ? ncols++ : -1;
+    }
+    const int cw = 70, rh = 20, lw = 300, top = 20;
+    fprintf(f, "<section id=\"heatmap\"><h2>Pass rate: operator &times; dtype</h2>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
+               "width=\"%d\" height=\"%d\" role=\"img\" aria-label=\"pass rate heatmap\">\n",
+            lw + cw * ncols, top + rh * rows + 4);
+    for (int dt = 0; dt < UG_DT_COUNT; dt++)
+        if (col[dt] >= 0)
+            fprintf(f, "<text x=\"%d\" y=\"14\" font-size=\"11\" text-anchor=\"middle\">%s</text>\n",
+                    lw + cw * col[dt] + cw / 2, ug_dtype_name((ug_dtype)dt));
+    int row = 0;
+    for (int op = 0; op < UG_OP_COUNT; op++) {
+        if (!r->op[op].cases) continue;
+        int y = top + rh * row++;
+        fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"11\" text-anchor=\"end\">%s</text>\n", lw - 6, y + 14, ug_op_name(op));
+        for (int dt = 0; dt < UG_DT_COUNT; dt++) {
+            const ug_tally *t = &r->op_dtype[op][dt];
+            if (!t->cases) continue;
+            char color[32];
+            heat_color(pct(t), color, sizeof color);
+            fprintf(f, "<rect class=\"cell\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"><title>%s %s: %ld/%ld pass</title>"
+                       "</rect><text x=\"%d\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\">%.0f%%</text>\n",
+                    lw + cw * col[dt] + 1, y + 1, cw - 2, rh - 2, color, ug_op_name(op), ug_dtype_name((ug_dtype)dt),
+                    t->pass, t->cases, lw + cw * col[dt] + cw / 2, y + 14, pct(t));
+        }
+    }
+    fprintf(f, "</svg></section>\n");
+}
+
+static void write_histograms(const ug_report *r, FILE *f)
+{
+    fprintf(f, "<section id=\"histograms\"><h2>Max ulp error per case</h2>\n<div class=\"hists\">\n");
+    const int bw = 34, bh = 80;
+    for (int op = 0; op < UG_OP_COUNT; op++) {
+        if (!r->op[op].cases) continue;
+        long peak = 1;
+        for (int b = 0; b < UG_ULP_BUCKETS; b++) peak = r->ulp_hist[op][b] > peak ? r->ulp_hist[op][b] : peak;
+        fprintf(f, "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" role=\"img\" "
+                   "aria-label=\"%s max ulp histogram\">\n", bw * UG_ULP_BUCKETS + 10, bh + 30, ug_op_name(op));
+        for (int b = 0; b < UG_ULP_BUCKETS; b++) {
+            double hgt = (double)bh * (double)r->ulp_hist[op][b] / (double)peak;
+            fprintf(f, "<rect class=\"bar\" x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%.1f\" fill=\"%s\"><title>%s ulp: %ld cases</title>"
+                       "</rect><text x=\"%d\" y=\"%d\" font-size=\"8\" text-anchor=\"middle\">%s</text>\n",
+                    5 + bw * b, 5 + bh - hgt, bw - 4, hgt, b >= 6 ? "#d62728" : "#4878a8", ug_ulp_bucket_names[b],
+                    r->ulp_hist[op][b], 5 + bw * b + bw / 2, bh + 18, ug_ulp_bucket_names[b]);
+        }
+        fprintf(f, "</svg><figcaption>%s</figcaption></figure>\n", ug_op_name(op));
+    }
+    fprintf(f, "</div></section>\n");
+}
+
+static void write_failures(const ug_report *r, FILE *f)
+{
+    fprintf(f, "<section id=\"failures\"><h2>Top failures</h2>\n");
+    if (!r->n_failures) {
+        fprintf(f, "<p>No failures in this run.</p></section>\n");
+        return;
+    }
+    fprintf(f, "<table><tr><th>case</th><th>op</th><th>dtype</th><th>verdict</th><th>max ulp</th><th>why</th>"
+               "<th>triage</th></tr>\n");
+    for (int i = 0; i < r->n_failures; i++) {
+        const ug_report_failure *x = &r->failures[i];
+        fprintf(f, "<tr class=\"failure\"><td><code>%s</code></td><td>%s</td><td>%s</td><td>%s</td><td>%.3g</td><td>",
+                x->case_id, ug_op_name(x->op), x->dtype, x->verdict, x->max_ulp);
+        ug_xml_escape(f, x->message);
+        fprintf(f, "</td><td><code>ulpgym triage %s</code></td></tr>\n", x->case_id);
+    }
+    fprintf(f, "</table></section>\n");
+}
+
+void ug_report_write_html(const ug_report *r, FILE *f)
+{
+    fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>ulpgym run %ld</title>\n"
+               "<style>body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse}"
+               "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}td:first-child,th:first-child{text-align:left}"
+               "tr.total{font-weight:bold}.hists{display:flex;flex-wrap:wrap}figure{margin:6px}"
+               "figcaption{font-size:11px;text-align:center}code{font-size:12px}</style></head><body>\n",
+            r->run_id);
+    fprintf(f, "<h1>ulpgym run %ld</h1>\n<p id=\"meta\">plan <b>", r->run_id);
+    ug_xml_escape(f, r->plan);
+    fprintf(f, "</b> (hash %s), backend <b>", r->plan_hash);
+    ug_xml_escape(f, r->backend);
+    fprintf(f, "</b>, build %s, host ", r->git_rev);
+    ug_xml_escape(f, r->host);
+    fprintf(f, ", %s &ndash; %s, status %s; kernel %.1f s, oracle %.1f s</p>\n", r->started, r->finished, r->status,
+            r->seconds_kernel, r->seconds_oracle);
+    write_summary(r, f);
+    write_history(r, f);
+    write_heatmap(r, f);
+    write_histograms(r, f);
+    write_failures(r, f);
+    fprintf(f, "</body></html>\n");
+}

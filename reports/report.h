@@ -1,0 +1,57 @@
+/* report.h — what a report says about one run, gathered once from the database and
+ * written in four formats: html (self-contained, inline SVG), md (the release report's
+ * generalization table), json (machine-readable) and junit (one testcase per case).
+ * The gathering is separate from the writers so every format says the same thing. */
+#ifndef UG_REPORT_H
+#define UG_REPORT_H
+#include <stdio.h>
+
+#include "core/registry.h"
+#include "db/store.h"
+
+#define UG_ULP_BUCKETS 8 /* max ulp error of a case: <=0.5 <=1 <=2 <=4 <=16 <=256 >256 non-finite */
+
+typedef struct {
+    long cases, pass, fail, other; /* other: every verdict but PASS and FAIL */
+    long skip;                     /* the SKIPs among other */
+} ug_tally;
+
+typedef struct {
+    char case_id[UG_ID_LEN + 1];
+    int op;
+    char dtype[8];
+    char verdict[12];
+    char message[300];
+    double max_ulp;
+} ug_report_failure;
+
+typedef struct {
+    long run_id;
+    char started[32], finished[32], status[16], backend[600], plan[64], plan_hash[24], git_rev[24], host[64];
+    ug_tally total;
+    ug_tally group[UG_GROUP_COUNT];
+    ug_tally op[UG_OP_COUNT];
+    ug_tally op_dtype[UG_OP_COUNT][UG_DT_COUNT];
+    long ulp_hist[UG_OP_COUNT][UG_ULP_BUCKETS];
+    double seconds_kernel, seconds_oracle;
+    ug_report_failure *failures; /* worst first */
+    int n_failures;
+    /* pass-rate history per group over the runs up to this one (oldest first) */
+    int n_hist;
+    long hist_run[64];
+    double hist_rate[64][UG_GROUP_COUNT]; /* -1 where the run had no case of the group */
+} ug_report;
+
+extern const char *const ug_ulp_bucket_names[UG_ULP_BUCKETS];
+
+/* Gathers run run_id (keeps up to max_failures failures). -2 with a message if unknown. */
+int ug_report_gather(ug_db *db, long run_id, int max_failures, ug_report *r, char *err, size_t errlen);
+void ug_report_free(ug_report *r);
+
+void ug_report_write_md(const ug_report *r, FILE *f);
+void ug_report_write_json(const ug_report *r, FILE *f);
+void ug_report_write_html(const ug_report *r, FILE *f);
+/* JUnit needs every case: it queries the database itself. */
+int ug_report_write_junit(ug_db *db, const ug_report *r, FILE *f, char *err, size_t errlen);
+
+#endif
