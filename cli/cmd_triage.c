@@ -8,7 +8,9 @@
 #include "cli/cli.h"
 #include "cli/report_text.h"
 #include "gen/plan.h"
+#include "cli/triage_view.h"
 #include "run/exec.h"
+#include "run/shrink.h"
 
 /* Finds a case spec by ID prefix: the database first, then the default plan. */
 static int find_spec(ug_db *db, const char *prefix, char id[UG_ID_LEN + 1], char **spec, int *from_plan)
@@ -31,10 +33,10 @@ static int find_spec(ug_db *db, const char *prefix, char id[UG_ID_LEN + 1], char
     return *spec ? 0 : ug_cli_fail("%s (not in the database nor in the default plan)", err);
 }
 
-/* The backend and sample of the latest run that stored a result for the case. */
-static long stored_run(ug_db *db, const char *id, char *backend, size_t blen, long *sample)
+/* The backend and sample of run (0: the latest run that stored a result for the case). */
+static long stored_run(ug_db *db, const char *id, long run, char *backend, size_t blen, long *sample)
 {
-    long run = ug_db_latest_result_run(db, id);
+    if (run <= 0) run = ug_db_latest_result_run(db, id);
     sqlite3_stmt *st;
     if (run <= 0 || sqlite3_prepare_v2(ug_db_handle(db), "SELECT backend, sample FROM runs WHERE run_id = ?", -1, &st,
                                        NULL) != SQLITE_OK)
@@ -48,8 +50,9 @@ static long stored_run(ug_db *db, const char *id, char *backend, size_t blen, lo
     return run;
 }
 
-/* Compares the stored metrics of (run, case) with a fresh result; prints differences. */
-static int compare_stored(ug_db *db, long run, const ug_result *r)
+/* Compares the stored metrics of (run, case) with a fresh result; prints differences
+ * (to f). Returns the number of values that differ. */
+static int compare_stored(ug_db *db, long run, const ug_result *r, FILE *f)
 {
     static const char *cols = "n_checked, max_abs, max_rel, max_ulp, mean_ulp, mere, mare, rmse, eb, small_err_ratio,"
                               " cosine, bench_mare, max_ulp_index";
@@ -72,83 +75,94 @@ static int compare_stored(ug_db *db, long run, const ug_result *r)
                 compared++;
                 if (!same) {
                     diffs++;
-                    printf("  differs: %s %s stored %.17g, now %.17g\n", r->out[k].name, sqlite3_column_name(st, c),
-                           stored, fresh[c]);
+                    fprintf(f, "  differs: %s %s stored %.17g, now %.17g\n", r->out[k].name,
+                            sqlite3_column_name(st, c), stored, fresh[c]);
                 }
             }
         }
         sqlite3_finalize(st);
     }
-    printf("stored metrics of run %ld: %d values compared, %s\n", run, compared,
-           diffs ? "NOT reproduced" : "reproduced exactly");
+    fprintf(f, "stored metrics of run %ld: %d values compared, %s\n", run, compared,
+            diffs ? "NOT reproduced" : "reproduced exactly");
     return diffs;
 }
 
-static void unravel(const ug_tensor *t, size_t idx, char *buf, size_t len)
+/* --shrink: the smallest failing shape; stored as a manual case so it can be triaged. */
+static int shrink(ug_db *db, const char *spec, const ug_backend *b, const char *backend_name, int json)
 {
-    size_t rem = idx, coord[ULPGYM_MAX_DIMS];
-    for (int d = t->ndim - 1; d >= 0; d--) {
-        coord[d] = rem % (size_t)t->shape[d];
-        rem /= (size_t)t->shape[d];
+    ug_shrink_result sr;
+    char err[512];
+    if (ug_shrink_case(spec, b, &sr, err, sizeof err)) return ug_cli_fail("triage --shrink: %s", err);
+    if (ug_db_put_case(db, sr.id, sr.spec, "manual", err, sizeof err)) fprintf(stderr, "ulpgym: %s\n", err);
+    if (json) {
+        printf("{\"shrunk_case_id\":\"%s\",\"input_elements\":%zu,\"start_input_elements\":%zu,\"spec\":%s}\n", sr.id,
+               sr.input_elems, sr.start_elems, sr.spec);
+    } else {
+        printf("\nshrink: %d steps (%d candidates tried): input elements %zu -> %zu\n", sr.steps, sr.tried,
+               sr.start_elems, sr.input_elems);
+        printf("smallest failing case %s\nspec %s\nreproduce: ulpgym case --backend %s --spec '%s'\n", sr.id, sr.spec,
+               backend_name, sr.spec);
     }
-    size_t n = (size_t)snprintf(buf, len, "[");
-    for (int d = 0; d < t->ndim && n < len; d++) n += (size_t)snprintf(buf + n, len - n, "%s%zu", d ? "," : "", coord[d]);
-    if (n < len) snprintf(buf + n, len - n, "]");
+    free(sr.spec);
+    return 0;
 }
 
-typedef struct {
-    size_t pos;
-    double ulp;
-} worst_entry;
-
-static int cmp_worst(const void *a, const void *b)
+static void print_text(const ug_result *r, const ug_exec_detail *d, int nworst)
 {
-    double x = ((const worst_entry *)a)->ulp, y = ((const worst_entry *)b)->ulp;
-    return x < y ? 1 : x > y ? -1 : 0;
+    printf("\nall elements:\n");
+    ug_print_result(r, stdout);
+    for (int k = 0; d->have_oracle && k < d->c.n_out; k++) {
+        ug_triage_print_worst(d, k, nworst, stdout);
+        ug_triage_print_histogram(d, k, stdout);
+        ug_triage_print_clusters(d, k, stdout);
+    }
 }
 
-static void print_worst(const ug_exec_detail *d, int k, int nworst)
+static void print_json(const ug_result *r, const ug_exec_detail *d, int nworst, const char *spec, const char *backend,
+                       int reproduced)
 {
-    const ug_tensor *t = &d->c.out[k];
-    size_t n = d->oracle.sel.n[k];
-    worst_entry *w = malloc((n ? n : 1) * sizeof *w);
-    if (!w) return;
-    for (size_t i = 0; i < n; i++) {
-        double a = d->a[k][i], gs = d->oracle.gstar[k][i];
-        w[i].pos = i;
-        w[i].ulp = (isfinite(a) && isfinite(gs)) ? fabs(a - gs) / ug_dtype_ulp(t->dtype, gs) : INFINITY;
-        if (isnan(a) && isnan(gs)) w[i].ulp = 0;
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "case_id", r->case_id);
+    cJSON_AddItemToObject(j, "spec", cJSON_Parse(spec));
+    cJSON_AddStringToObject(j, "backend", backend);
+    cJSON_AddStringToObject(j, "verdict", ug_outcome_name(r->outcome));
+    cJSON_AddStringToObject(j, "primary_standard", ug_standard_name(r->primary));
+    cJSON_AddStringToObject(j, "message", r->message);
+    if (reproduced >= 0) cJSON_AddBoolToObject(j, "stored_metrics_reproduced", reproduced);
+    cJSON *st = cJSON_AddObjectToObject(j, "standards");
+    for (int s = 0; s < UG_STD_COUNT; s++) cJSON_AddStringToObject(st, ug_standard_name(s), ug_vstate_name(r->verdict[s]));
+    cJSON *outs = cJSON_AddArrayToObject(j, "outputs");
+    for (int k = 0; d->have_oracle && k < d->c.n_out; k++) {
+        cJSON *o = ug_triage_json(d, k, nworst);
+        const ug_metrics *m = &r->out[k].m;
+        cJSON_AddNumberToObject(o, "max_ulp", m->max_ulp);
+        cJSON_AddNumberToObject(o, "mean_ulp", m->mean_ulp);
+        cJSON_AddNumberToObject(o, "max_abs", m->max_abs);
+        cJSON_AddNumberToObject(o, "mere", m->mere);
+        cJSON_AddNumberToObject(o, "mare", m->mare);
+        cJSON_AddItemToArray(outs, o);
     }
-    qsort(w, n, sizeof *w, cmp_worst);
-    printf("  worst elements of %s:\n", t->name);
-    for (int j = 0; j < nworst && (size_t)j < n; j++) {
-        size_t i = w[j].pos, idx = d->oracle.sel.idx[k][i];
-        char where[96], av[64], gv[64], gr[64];
-        unravel(t, idx, where, sizeof where);
-        ug_fmt_value(d->a[k][i], av, sizeof av);
-        ug_fmt_value(d->oracle.gstar[k][i], gv, sizeof gv);
-        ug_fmt_value(d->oracle.g[k][i], gr, sizeof gr);
-        printf("    %s  kernel %s  exact %s  rounded %s  %.3g ulp\n", where, av, gv, gr, w[j].ulp);
-        for (int in = 0; in < d->c.n_in; in++) { /* inputs laid out like the output feed it elementwise */
-            const ug_tensor *x = &d->c.in[in];
-            if (x->numel != t->numel || x->ndim != t->ndim) continue;
-            char xv[64];
-            ug_fmt_value(ug_dtype_load(x->dtype, x->data, idx), xv, sizeof xv);
-            printf("        input %s%s = %s\n", x->name, where, xv);
-        }
-    }
-    free(w);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "ulpgym case --backend %s --spec '%s'", backend, spec);
+    cJSON_AddStringToObject(j, "reproduce", cmd);
+    char *s = cJSON_Print(j);
+    printf("%s\n", s ? s : "{}");
+    free(s);
+    cJSON_Delete(j);
 }
 
 static int ug_cmd_triage(int argc, char **argv)
 {
-    const char *db_path = NULL, *backend_opt = NULL, *worst = NULL, *id_arg = NULL;
+    const char *db_path = NULL, *backend_opt = NULL, *worst = NULL, *id_arg = NULL, *run_opt = NULL;
+    int json = 0, do_shrink = 0;
     for (int i = 1; i < argc; i++) {
         int m;
         if ((m = ug_cli_opt(argc, argv, &i, "--db", &db_path)) || (m = ug_cli_opt(argc, argv, &i, "--backend", &backend_opt)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--worst", &worst))) {
+            (m = ug_cli_opt(argc, argv, &i, "--worst", &worst)) || (m = ug_cli_opt(argc, argv, &i, "--run", &run_opt))) {
             if (m < 0) return UG_EXIT_USAGE;
-        } else if (argv[i][0] != '-' && !id_arg) id_arg = argv[i];
+        } else if (ug_cli_flag(argv, i, "--json")) json = 1;
+        else if (ug_cli_flag(argv, i, "--shrink")) do_shrink = 1;
+        else if (argv[i][0] != '-' && !id_arg) id_arg = argv[i];
         else return ug_cli_fail("triage: unexpected argument \"%s\" (see ulpgym triage -h)", argv[i]);
     }
     if (!id_arg) return ug_cli_fail("triage: give a case ID");
@@ -158,12 +172,18 @@ static int ug_cmd_triage(int argc, char **argv)
     if (ug_cli_open_db(db_path, 0, &db)) return UG_EXIT_USAGE;
     char id[UG_ID_LEN + 1], backend_name[600] = "sim", err[1024];
     char *spec = NULL;
-    int from_plan, rc = 0;
+    int from_plan, rc = 0, reproduced = -1;
     if (find_spec(db, id_arg, id, &spec, &from_plan)) {
         ug_db_close(db);
         return UG_EXIT_USAGE;
     }
-    long sample = UG_SAMPLE_DEFAULT, run = from_plan ? 0 : stored_run(db, id, backend_name, sizeof backend_name, &sample);
+    long run = 0, sample = UG_SAMPLE_DEFAULT;
+    if (run_opt && (from_plan || ug_db_resolve_run(db, run_opt, &run, err, sizeof err))) {
+        free(spec);
+        ug_db_close(db);
+        return ug_cli_fail("triage: %s", from_plan ? "--run needs a case stored in the database" : err);
+    }
+    if (!from_plan) run = stored_run(db, id, run, backend_name, sizeof backend_name, &sample);
     if (backend_opt) snprintf(backend_name, sizeof backend_name, "%s", backend_opt);
     ug_backend b;
     if (ug_backend_open(&b, backend_name, err, sizeof err)) {
@@ -171,25 +191,31 @@ static int ug_cmd_triage(int argc, char **argv)
         ug_db_close(db);
         return ug_cli_fail("%s", err);
     }
-    printf("case %s%s\nspec %s\nbackend %s\n", id, from_plan ? " (from the default plan; not in the database)" : "", spec,
-           backend_name);
+    if (!json)
+        printf("case %s%s\nspec %s\nbackend %s\n", id, from_plan ? " (from the default plan; not in the database)" : "",
+               spec, backend_name);
     ug_exec_opts o;
     ug_exec_opts_default(&o);
     ug_result r;
     if (run > 0 && !backend_opt) { /* same sample as the stored run: metrics must match */
         o.oracle.sample = (size_t)sample;
         ug_exec_case(spec, &b, &o, &r, NULL);
-        rc = compare_stored(db, run, &r) ? UG_EXIT_FOUND : 0;
+        reproduced = compare_stored(db, run, &r, json ? stderr : stdout) == 0;
+        rc = reproduced ? 0 : UG_EXIT_FOUND;
     }
     o.oracle.sample = 0; /* every element */
     ug_exec_detail d;
     ug_exec_case(spec, &b, &o, &r, &d);
-    printf("\nall elements:\n");
-    ug_print_result(&r, stdout);
-    if (d.have_oracle)
-        for (int k = 0; k < d.c.n_out; k++) print_worst(&d, k, (int)nworst);
-    printf("\nreproduce: ulpgym case --backend %s --spec '%s'\n", backend_name, spec);
+    if (json && !do_shrink) print_json(&r, &d, (int)nworst, spec, backend_name, reproduced);
+    else if (!json) {
+        print_text(&r, &d, (int)nworst);
+        printf("\nreproduce: ulpgym case --backend %s --spec '%s'\n", backend_name, spec);
+    }
     ug_exec_detail_free(&d);
+    if (do_shrink) {
+        int src = shrink(db, spec, &b, backend_name, json);
+        if (src) rc = src;
+    }
     ug_backend_close(&b);
     free(spec);
     ug_db_close(db);
@@ -198,7 +224,14 @@ static int ug_cmd_triage(int argc, char **argv)
 
 const ug_command ug_command_triage = {
     "triage", ug_cmd_triage, "rebuild a case from its ID, rerun it and explain the verdict",
-     "usage: ulpgym triage CASE_ID [--db PATH] [--backend B] [--worst N]\n"
-     "  CASE_ID is 16 hex digits or a unique prefix of 6+. Reruns kernel and oracle,\n"
-     "  checks that the stored metrics are reproduced, then checks every element and\n"
-     "  prints metrics, the verdict per standard and the worst elements.\n"};
+     "usage: ulpgym triage CASE_ID [--db PATH] [--run ID] [--backend B] [--worst N] [--shrink] [--json]\n"
+     "  CASE_ID is 16 hex digits or a unique prefix of 6+ (looked up in the database, then\n"
+     "  in the default plan). Reruns kernel and oracle with the backend and sample of run ID\n"
+     "  (default: the latest run that holds the case; --backend overrides the backend)\n"
+     "  and checks that the stored metrics are reproduced exactly; then checks every\n"
+     "  element and prints metrics, the verdict per standard with its thresholds, the worst\n"
+     "  elements (hex floats beside decimals, with the inputs feeding them), an ulp-error\n"
+     "  histogram, where the error clusters, and a command that reproduces the case.\n"
+     "  --shrink  search for the smallest shape of the same op/dtype/distribution that fails\n"
+     "            the same way; prints (and stores) its new case ID\n"
+     "  --json    the same as one JSON object, for tools\n"};

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# test_triage.sh — triage in full: a case failed by the tail-tile mutant is reproduced from
+# the database, explained (histogram, clusters, worst elements), shrunk to a smaller shape
+# that fails the same way (and passes with the correct kernel), and printed as JSON.
+. "$(dirname "$0")/lib.sh"
+db="$T/t.db"
+ug sweep --op attn_softmax --kernel-variant mut_tail_tile --db "$db" --quiet >/dev/null
+id=$(sqlite3 "$db" "select r.case_id from results r join cases c using(case_id) where verdict='FAIL'
+                    order by json_extract(c.spec_json,'\$.params.rows')*json_extract(c.spec_json,'\$.params.cols') desc limit 1")
+[ -n "$id" ] && ok || bad "tail-tile mutant failed nothing"
+big=$(sqlite3 "$db" "select json_extract(spec_json,'\$.params.rows')*json_extract(spec_json,'\$.params.cols') from cases where case_id='$id'")
+
+expect_status 0 ug triage "$id" --db "$db" --run 1
+expect_grep 'reproduced exactly' "$T/out"
+expect_grep 'ulp error histogram of y' "$T/out"
+expect_grep 'where the error of y clusters' "$T/out"
+expect_grep '^    \[[0-9]+,[0-9]+\]  kernel .*\(0x' "$T/out"   # worst elements with hex floats
+
+expect_status 0 ug triage "$id" --db "$db" --run 1 --shrink
+expect_grep '^shrink: [0-9]+ steps' "$T/out"
+new=$(awk '/^smallest failing case/{print $4}' "$T/out")
+spec=$(sed -n 's/^spec //p' "$T/out" | tail -1)
+[ -n "$new" ] && [ "$new" != "$id" ] && ok || bad "shrink gave no new case ID"
+small=$(echo "$spec" | python3 -c 'import json,sys; p=json.load(sys.stdin)["params"]; print(p["rows"]*p["cols"])')
+[ "$small" -lt "$big" ] && ok || bad "shrunk shape $small is not smaller than $big"
+cols=$(echo "$spec" | python3 -c 'import json,sys; print(json.load(sys.stdin)["params"]["cols"])')
+[ $((cols % 256)) -ne 0 ] && [ "$cols" -gt 256 ] && ok || bad "a tail-tile failure needs cols > 256, not a multiple: $cols"
+expect_status 1 ug case --backend sim:mut_tail_tile --spec "$spec"     # still fails with the mutant
+expect_status 0 ug case --spec "$spec"                                 # and passes with the sim kernel
+expect_eq "$(sqlite3 "$db" "select origin from cases where case_id='$new'")" "manual" "shrunk case stored"
+expect_status 0 ug triage "${new:0:10}" --db "$db" --backend sim:mut_tail_tile
+
+expect_status 0 ug triage "$id" --db "$db" --run 1 --json
+python3 -c '
+import json,sys
+d=json.load(open(sys.argv[1]))
+assert d["verdict"]=="FAIL" and d["stored_metrics_reproduced"] is True, d["verdict"]
+o=d["outputs"][0]
+assert sum(o["ulp_histogram"].values())>0 and len(o["worst"])==5 and o["worst"][0]["ulp"]>=o["worst"][4]["ulp"]
+assert d["reproduce"].startswith("ulpgym case --backend sim:mut_tail_tile")' "$T/out" && ok || bad "triage --json"
+# a case that passes cannot be shrunk
+pass_id=$(sqlite3 "$db" "select case_id from results where verdict='PASS' limit 1")
+expect_status 2 ug triage "$pass_id" --db "$db" --shrink
+expect_grep 'passes with this backend' "$T/err"
+expect_status 2 ug triage "$id" --db "$db" --run 7
+finish
