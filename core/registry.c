@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "gen/dist.h"
+#include "gen/inject.h"
 
 /* Weak references: an operator whose definition is not linked in reads as NULL. The
  * library is a CMake OBJECT library, so every object is linked and nothing is dropped. */
@@ -133,6 +134,7 @@ int ug_case_build(ug_case *c, ug_spec *spec, char *err, size_t errlen)
         return -1;
     }
     int rc = c->def->build(c, err, errlen);
+    if (!rc) rc = ug_inject_apply(c, err, errlen);
     if (rc) return rc < 0 ? rc : -2;
     for (int i = 0; i < c->n_in; i++) { /* decode once: oracles read inputs many times */
         ug_tensor *t = &c->in[i];

@@ -69,6 +69,8 @@ typedef struct {
     const char *name; /* "sim" is the correct kernel; others are planted-bug mutants */
     const char *desc;
     ug_kernel_fn fn;
+    int beyond_plan; /* a mutant the nightly plan is known not to reach: the fuzzer's job
+                        (tests assert the plan misses it and corpus/found/ catches it) */
 } ug_kernel_variant;
 
 struct ug_ar;

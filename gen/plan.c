@@ -307,16 +307,12 @@ static int explicit_cases(expander *x, const cJSON *cases, const char *path, cha
     return 0;
 }
 
-int ug_plan_load(const char *path, long long seed_override, ug_plan *plan, char *err, size_t errlen)
+/* Expands a parsed plan (j is consumed). path names it in messages; dir is where the
+ * spaces are found (dir/../ops/<op>.json). */
+static int plan_from_json(cJSON *j, const char *path, const char *dir, uint64_t hash, long long seed_override,
+                          ug_plan *plan, char *err, size_t errlen)
 {
-    memset(plan, 0, sizeof *plan);
-    for (int g = 0; g < UG_GROUP_COUNT; g++) plan->group_target[g] = -1;
-    uint64_t hash = 0;
-    cJSON *j = read_json(path, &hash, err, errlen);
-    if (!j) return -2;
     int rc = 0;
-    char *pathcopy = strdup(path);
-    const char *dir = pathcopy ? dirname(pathcopy) : ".";
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "name"), *ver = cJSON_GetObjectItemCaseSensitive(j, "version");
     const cJSON *seed = cJSON_GetObjectItemCaseSensitive(j, "seed"), *ops = cJSON_GetObjectItemCaseSensitive(j, "ops");
     const cJSON *groups = cJSON_GetObjectItemCaseSensitive(j, "groups"), *cases = cJSON_GetObjectItemCaseSensitive(j, "cases");
@@ -346,8 +342,8 @@ int ug_plan_load(const char *path, long long seed_override, ug_plan *plan, char 
     }
     for (const cJSON *o = ops ? ops->child : NULL; o && !rc; o = o->next) {
         const cJSON *q = cJSON_GetObjectItemCaseSensitive(o, "cases");
-        if (!cJSON_IsNumber(q) || q->valuedouble < 0) {
-            snprintf(err, errlen, "%s: ops.%s needs a number \"cases\" >= 0", path, o->string);
+        if (!cJSON_IsNumber(q) || q->valuedouble < 0 || q->valuedouble > 1e6) {
+            snprintf(err, errlen, "%s: ops.%s needs a number \"cases\" from 0 to 1000000", path, o->string);
             rc = -2;
             break;
         }
@@ -356,10 +352,38 @@ int ug_plan_load(const char *path, long long seed_override, ug_plan *plan, char 
     if (!rc && cases) rc = explicit_cases(&x, cases, path, err, errlen);
     snprintf(plan->hash, sizeof plan->hash, "%016llx", (unsigned long long)hash);
 done:
-    free(pathcopy);
     cJSON_Delete(j);
     if (rc) ug_plan_free(plan);
     return rc;
+}
+
+static void plan_init(ug_plan *plan)
+{
+    memset(plan, 0, sizeof *plan);
+    for (int g = 0; g < UG_GROUP_COUNT; g++) plan->group_target[g] = -1;
+}
+
+int ug_plan_load(const char *path, long long seed_override, ug_plan *plan, char *err, size_t errlen)
+{
+    plan_init(plan);
+    uint64_t hash = 0;
+    cJSON *j = read_json(path, &hash, err, errlen);
+    if (!j) return -2;
+    char *pathcopy = strdup(path);
+    int rc = plan_from_json(j, path, pathcopy ? dirname(pathcopy) : ".", hash, seed_override, plan, err, errlen);
+    free(pathcopy);
+    return rc;
+}
+
+int ug_plan_parse(const char *text, const char *dir, long long seed_override, ug_plan *plan, char *err, size_t errlen)
+{
+    plan_init(plan);
+    cJSON *j = cJSON_Parse(text);
+    if (!j) {
+        snprintf(err, errlen, "plan: not valid JSON");
+        return -2;
+    }
+    return plan_from_json(j, "plan", dir, ug_hash64(text, strlen(text)), seed_override, plan, err, errlen);
 }
 
 void ug_plan_filter(ug_plan *plan, const unsigned char *ops, unsigned groups)

@@ -43,6 +43,8 @@ const char *ug_plan_default_path(void);
 int ug_plan_load(const char *path, long long seed_override, ug_plan *plan, char *err, size_t errlen);
 /* Keeps only cases whose op is in ops (bitmask by ug_op; NULL = any) and group in
  * groups (bitmask; 0 = any). */
+/* The same from text; spaces are read from dir/../ops/. */
+int ug_plan_parse(const char *text, const char *dir, long long seed_override, ug_plan *plan, char *err, size_t errlen);
 void ug_plan_filter(ug_plan *plan, const unsigned char *ops, unsigned groups);
 void ug_plan_free(ug_plan *plan);
 /* Turns a spec object (without seed/plan) into a full canonical spec: adds plan tag and

@@ -14,7 +14,15 @@
 
 #define SOFTMAX_TILE 256
 
-typedef enum { MUT_NONE, MUT_NO_MAX_SUB, MUT_BF16_SUM, MUT_TAIL_TILE } softmax_bug;
+typedef enum { MUT_NONE, MUT_NO_MAX_SUB, MUT_BF16_SUM, MUT_TAIL_TILE, MUT_TANH_OVERFLOW } softmax_bug;
+
+/* tanh the way a hand-written vector kernel might: (e^2u - 1)/(e^2u + 1) in fp32, which
+ * overflows to inf/inf = NaN once 2u > 88.7 (logits above ~44 caps). */
+static float tanh_by_exp(float u)
+{
+    float e = expf(2.0f * u); /* rounds: fp32 */
+    return (e - 1.0f) / (e + 1.0f);
+}
 
 /* Online max/sum over the row z[0..n). Bugs change how tiles are accumulated. */
 static void online_stats(const float *z, size_t n, softmax_bug bug, float *m_out, float *s_out)
@@ -57,7 +65,7 @@ static int softmax_kernel(const ulpgym_call *call, char *err, size_t errlen, sof
         ug_sim_load(mask, r * n, n, mk);
         for (size_t j = 0; j < n; j++) {
             float v = z[j] * scale;                       /* rounds: fp32 */
-            if (cap > 0.0f) v = cap * tanhf(v / cap);     /* rounds: fp32 */
+            if (cap > 0.0f) v = cap * (bug == MUT_TANH_OVERFLOW ? tanh_by_exp(v / cap) : tanhf(v / cap)); /* rounds: fp32 */
             z[j] = v + mk[j];                             /* rounds: fp32 */
         }
         float m, s;
@@ -74,11 +82,13 @@ static int k_sim(const ulpgym_call *c, char *e, size_t l) { return softmax_kerne
 static int k_no_max(const ulpgym_call *c, char *e, size_t l) { return softmax_kernel(c, e, l, MUT_NO_MAX_SUB); }
 static int k_bf16(const ulpgym_call *c, char *e, size_t l) { return softmax_kernel(c, e, l, MUT_BF16_SUM); }
 static int k_tail(const ulpgym_call *c, char *e, size_t l) { return softmax_kernel(c, e, l, MUT_TAIL_TILE); }
+static int k_tanh(const ulpgym_call *c, char *e, size_t l) { return softmax_kernel(c, e, l, MUT_TANH_OVERFLOW); }
 
 const ug_kernel_variant ug_attn_softmax_variants[] = {
     {"sim", "device-style online softmax, fp32 compute, 256-lane tiles", k_sim},
     {"mut_no_max_sub", "exp(z) without subtracting the row max: overflows on large logits", k_no_max},
     {"mut_bf16_sum", "row sum accumulated in bf16", k_bf16},
     {"mut_tail_tile", "the tail tile is left out of the row sum when the length is not a multiple of 256", k_tail},
+    {"mut_tanh_overflow", "soft cap via (e^2u-1)/(e^2u+1): NaN once x*scale/cap > 44 (beyond the plan's logits)", k_tanh, 1},
     {NULL, NULL, NULL},
 };

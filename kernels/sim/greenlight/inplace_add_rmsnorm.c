@@ -14,7 +14,17 @@
 
 #define LANES 64
 
-typedef enum { MUT_NONE, MUT_BF16_SUM, MUT_EPS_OUTSIDE, MUT_TAIL_LANES } rms_bug;
+typedef enum { MUT_NONE, MUT_BF16_SUM, MUT_EPS_OUTSIDE, MUT_TAIL_LANES, MUT_ADD_IN_DTYPE, MUT_PRESCALE } rms_bug;
+
+/* rstd after pre-scaling by max|x| (a trick against overflow of the squares): exact in
+ * exact arithmetic, but an all-zero row divides 0 by 0. */
+static float prescaled_rstd(const float *v, size_t n, float eps)
+{
+    float s = 0.0f, acc = 0.0f;
+    for (size_t i = 0; i < n; i++) s = fmaxf(s, fabsf(v[i]));
+    for (size_t i = 0; i < n; i++) acc += (v[i] / s) * (v[i] / s); /* rounds: fp32; NaN when s = 0 */
+    return 1.0f / (s * sqrtf(acc / (float)n + eps / (s * s)));
+}
 
 /* Sum of squares in 64 fp32 lanes, then a pairwise tree over the lanes. */
 static float lane_sumsq(const float *v, size_t n, rms_bug bug)
@@ -56,9 +66,12 @@ static int rms_kernel(const ulpgym_call *call, char *err, size_t errlen, rms_bug
         ug_sim_load(x1, r * h, h, a);
         ug_sim_load(x2, r * h, h, b);
         for (size_t i = 0; i < h; i++) a[i] += b[i]; /* rounds: fp32 add */
+        if (bug == MUT_ADD_IN_DTYPE) /* bug: the sum is kept in the storage dtype (fp16 overflows past 65504) */
+            for (size_t i = 0; i < h; i++) a[i] = ug_sim_round_to(x1->dtype, a[i]);
         ug_sim_store(xa, r * h, h, a);
         float ms = lane_sumsq(a, h, bug) / (float)h; /* rounds: fp32 */
         float rs = bug == MUT_EPS_OUTSIDE ? 1.0f / (sqrtf(ms) + eps) : 1.0f / sqrtf(ms + eps);
+        if (bug == MUT_PRESCALE) rs = prescaled_rstd(a, h, eps);
         ug_sim_store(rstd, r, 1, &rs);
         for (size_t i = 0; i < h; i++) b[i] = a[i] * rs * g[i]; /* rounds: fp32, left to right */
         ug_sim_store(y, r * h, h, b);
@@ -71,11 +84,16 @@ static int k_sim(const ulpgym_call *c, char *e, size_t l) { return rms_kernel(c,
 static int k_bf16(const ulpgym_call *c, char *e, size_t l) { return rms_kernel(c, e, l, MUT_BF16_SUM); }
 static int k_eps(const ulpgym_call *c, char *e, size_t l) { return rms_kernel(c, e, l, MUT_EPS_OUTSIDE); }
 static int k_tail(const ulpgym_call *c, char *e, size_t l) { return rms_kernel(c, e, l, MUT_TAIL_LANES); }
+static int k_add_dt(const ulpgym_call *c, char *e, size_t l) { return rms_kernel(c, e, l, MUT_ADD_IN_DTYPE); }
+static int k_prescale(const ulpgym_call *c, char *e, size_t l) { return rms_kernel(c, e, l, MUT_PRESCALE); }
 
 const ug_kernel_variant ug_inplace_add_rmsnorm_variants[] = {
     {"sim", "fp32 add, 64-lane fp32 sum of squares with a pairwise lane tree", k_sim},
     {"mut_bf16_sum", "sum of squares in one scalar bf16 accumulator", k_bf16},
     {"mut_eps_outside", "rstd = 1/(sqrt(mean)+eps): eps outside the root, visible on small inputs", k_eps},
     {"mut_tail_lanes", "the last partial block of 64 is left out of the sum of squares when H % 64 != 0", k_tail},
+    {"mut_add_in_dtype", "x1 + x2 kept in the storage dtype: fp16 overflows to inf once |x1 + x2| > 65504 (2^16)",
+     k_add_dt, 1},
+    {"mut_prescale_zero_row", "rstd after pre-scaling by max|x|: an all-zero row gives 0/0 = NaN", k_prescale, 1},
     {NULL, NULL, NULL},
 };

@@ -1,0 +1,206 @@
+/* fuzzspace.c — bytes <-> case specs inside an op's space (see fuzzspace.h). */
+#include "gen/fuzzspace.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/canon.h"
+#include "core/registry.h"
+#include "gen/plan.h"
+
+#ifndef UG_SOURCE_DIR
+#define UG_SOURCE_DIR "."
+#endif
+
+typedef struct {
+    const uint8_t *p;
+    size_t n, at;
+} reader;
+
+static unsigned rd8(reader *r) { return r->at < r->n ? r->p[r->at++] : 0u; }
+static unsigned rd16(reader *r) { return rd8(r) | rd8(r) << 8; }
+
+int ug_fuzz_space_load(int op, ug_fuzz_space *s, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    s->op = op;
+    const char *d = getenv("ULPGYM_DATA");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/gen/ops/%s.json", d && *d ? d : UG_SOURCE_DIR, ug_op_name(op));
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "cannot read %s", path);
+        return -2;
+    }
+    char *buf = malloc(1 << 20);
+    size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
+    fclose(f);
+    if (buf) buf[n] = 0;
+    s->space = buf ? cJSON_Parse(buf) : NULL;
+    free(buf);
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(s->space, "grid");
+    if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(g, "dtype")) ||
+        !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(s->space, "dists"))) {
+        snprintf(err, errlen, "%s: needs \"dists\" and a \"grid\" with a dtype list", path);
+        ug_fuzz_space_free(s);
+        return -2;
+    }
+    return 0;
+}
+
+void ug_fuzz_space_free(ug_fuzz_space *s)
+{
+    cJSON_Delete(s->space);
+    s->space = NULL;
+}
+
+static const cJSON *grid(const ug_fuzz_space *s, const char *key)
+{
+    return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(s->space, "grid"), key);
+}
+
+/* A generated distribution: kind and a magnitude from two bytes. */
+static cJSON *gen_dist(unsigned kind, unsigned mag)
+{
+    static const double consts[] = {0, 1, -1, 0.5, 0x1p-14, 65504, -65504, 1e-30, 3.0e38, 0x1p-24};
+    double m = ldexp(1.0, (int)(mag % 24) - 8); /* 2^-8 .. 2^15 */
+    cJSON *d = cJSON_CreateObject();
+    switch (kind % 5) {
+    case 0:
+        cJSON_AddStringToObject(d, "kind", "uniform");
+        cJSON_AddNumberToObject(d, "lo", -m);
+        cJSON_AddNumberToObject(d, "hi", m);
+        break;
+    case 1:
+        cJSON_AddStringToObject(d, "kind", "normal");
+        cJSON_AddNumberToObject(d, "mean", 0);
+        cJSON_AddNumberToObject(d, "std", m);
+        break;
+    case 2:
+        cJSON_AddStringToObject(d, "kind", "wide");
+        cJSON_AddNumberToObject(d, "lo_exp", -(double)(mag % 25));
+        cJSON_AddNumberToObject(d, "hi_exp", 1 + (double)((mag >> 5) % 17)); /* up to 2^17 */
+        break;
+    case 3:
+        cJSON_AddStringToObject(d, "kind", "outliers");
+        cJSON_AddNumberToObject(d, "std", 1);
+        cJSON_AddNumberToObject(d, "p", (double)(mag % 50) / 1000.0);
+        cJSON_AddNumberToObject(d, "scale", ldexp(1.0, (int)(mag % 16)));
+        break;
+    default:
+        cJSON_AddStringToObject(d, "kind", "const");
+        cJSON_AddNumberToObject(d, "value", consts[mag % 10]);
+    }
+    return d;
+}
+
+static int all_integers(const cJSON *list, double *lo, double *hi)
+{
+    *lo = INFINITY;
+    *hi = -INFINITY;
+    for (const cJSON *v = list->child; v; v = v->next) {
+        if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble)) return 0;
+        *lo = fmin(*lo, v->valuedouble);
+        *hi = fmax(*hi, v->valuedouble);
+    }
+    return list->child != NULL;
+}
+
+char *ug_fuzz_decode(const ug_fuzz_space *s, const uint8_t *data, size_t size)
+{
+    reader r = {data, size, 0};
+    const cJSON *dts = grid(s, "dtype"), *dists = cJSON_GetObjectItemCaseSensitive(s->space, "dists");
+    const cJSON *gparams = grid(s, "params");
+    cJSON *spec = cJSON_CreateObject();
+    cJSON_AddNumberToObject(spec, "v", UG_SPEC_VERSION);
+    cJSON_AddStringToObject(spec, "op", ug_op_name(s->op));
+    cJSON_AddStringToObject(spec, "plan", "fuzz/1");
+    const cJSON *dt = cJSON_GetArrayItem(dts, (int)(rd8(&r) % (unsigned)cJSON_GetArraySize(dts)));
+    cJSON_AddStringToObject(spec, "dtype", cJSON_IsString(dt) ? dt->valuestring : "fp32");
+    unsigned dsel = rd8(&r);
+    int nsets = cJSON_GetArraySize(dists);
+    const cJSON *set = cJSON_GetArrayItem(dists, (int)(dsel % (unsigned)(nsets ? nsets : 1)));
+    cJSON *dist = cJSON_CreateObject();
+    for (const cJSON *in = set ? set->child : NULL; in; in = in->next) {
+        if (dsel < 192) cJSON_AddItemToObject(dist, in->string, cJSON_Duplicate(in, 1));
+        else {
+            unsigned kind = rd8(&r);
+            cJSON_AddItemToObject(dist, in->string, gen_dist(kind, rd8(&r) | (unsigned)rd8(&r) << 8));
+        }
+    }
+    cJSON_AddItemToObject(spec, "dist", dist);
+    cJSON *params = cJSON_CreateObject();
+    for (const cJSON *ax = gparams ? gparams->child : NULL; ax; ax = ax->next) {
+        unsigned sel = rd8(&r);
+        double lo, hi;
+        int n = cJSON_GetArraySize(ax);
+        if (sel >= 160 && all_integers(ax, &lo, &hi))
+            cJSON_AddNumberToObject(params, ax->string, lo + (double)(rd16(&r) % (unsigned)(hi - lo + 1)));
+        else
+            cJSON_AddItemToObject(params, ax->string, cJSON_Duplicate(cJSON_GetArrayItem(ax, (int)(sel % (unsigned)n)), 1));
+    }
+    cJSON_AddItemToObject(spec, "params", params);
+    static const char *specials[] = {"zero", "-zero", "max", "-max", "subnormal", "-subnormal", "inf", "-inf", "nan"};
+    unsigned ninj = rd8(&r) % 4;
+    int nin = cJSON_GetArraySize(dist);
+    if (ninj && nin) {
+        cJSON *inj = cJSON_AddArrayToObject(spec, "inject");
+        for (unsigned k = 0; k < ninj; k++) {
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "input", cJSON_GetArrayItem(dist, (int)(rd8(&r) % (unsigned)nin))->string);
+            cJSON_AddNumberToObject(e, "i", rd16(&r));
+            cJSON_AddStringToObject(e, "v", specials[rd8(&r) % 9]);
+            cJSON_AddItemToArray(inj, e);
+        }
+    }
+    uint32_t seed = (uint32_t)rd16(&r) | (uint32_t)rd16(&r) << 16;
+    cJSON_AddNumberToObject(spec, "seed", seed);
+    char *text = ug_json_canonical(spec);
+    cJSON_Delete(spec);
+    return text;
+}
+
+static int index_of(const cJSON *list, const cJSON *v)
+{
+    int i = 0;
+    for (const cJSON *x = list ? list->child : NULL; x; x = x->next, i++)
+        if (cJSON_Compare(x, v, 1)) return i;
+    return -1;
+}
+
+size_t ug_fuzz_encode(const ug_fuzz_space *s, const char *spec_text, uint8_t *out, size_t cap)
+{
+    cJSON *spec = cJSON_Parse(spec_text);
+    if (!spec || cap < 64) {
+        cJSON_Delete(spec);
+        return 0;
+    }
+    size_t n = 0;
+    int dt = index_of(grid(s, "dtype"), cJSON_GetObjectItemCaseSensitive(spec, "dtype"));
+    out[n++] = (uint8_t)(dt < 0 ? 0 : dt);
+    int set = 0, k = 0;
+    const cJSON *dist = cJSON_GetObjectItemCaseSensitive(spec, "dist");
+    for (const cJSON *d = cJSON_GetObjectItemCaseSensitive(s->space, "dists")->child; d; d = d->next, k++)
+        if (cJSON_Compare(d, dist, 1)) set = k;
+    out[n++] = (uint8_t)set;
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(spec, "params"), *gparams = grid(s, "params");
+    for (const cJSON *ax = gparams ? gparams->child : NULL; ax && n + 3 < cap; ax = ax->next) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(params, ax->string);
+        int i = v ? index_of(ax, v) : 0;
+        double lo, hi;
+        if (i >= 0 && i < 160) out[n++] = (uint8_t)i;
+        else if (all_integers(ax, &lo, &hi) && cJSON_IsNumber(v)) {
+            unsigned off = (unsigned)(fmin(fmax(v->valuedouble, lo), hi) - lo);
+            out[n++] = 160;
+            out[n++] = (uint8_t)off;
+            out[n++] = (uint8_t)(off >> 8);
+        } else out[n++] = 0;
+    }
+    out[n++] = 0; /* no injections */
+    uint32_t seed = (uint32_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(spec, "seed"));
+    for (int b = 0; b < 4 && n < cap; b++) out[n++] = (uint8_t)(seed >> (8 * b));
+    cJSON_Delete(spec);
+    return n;
+}

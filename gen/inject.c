@@ -1,0 +1,54 @@
+/* inject.c — see inject.h. */
+#include "gen/inject.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static int special_value(const char *name, ug_dtype dt, double *out)
+{
+    const ug_dtype_info *in = ug_dtype_get_info(dt);
+    double tiny = in->is_float ? ldexp(1.0, in->emin - in->mant_bits) : 1.0;
+    static const char *names[] = {"zero", "-zero", "max", "-max", "subnormal", "-subnormal", "inf", "-inf", "nan"};
+    double values[] = {0.0, -0.0, in->max_finite, -in->max_finite, tiny, -tiny, INFINITY, -INFINITY, NAN};
+    for (size_t k = 0; k < sizeof names / sizeof *names; k++)
+        if (strcmp(name, names[k]) == 0) {
+            *out = values[k];
+            return 0;
+        }
+    return -1;
+}
+
+int ug_inject_apply(ug_case *c, char *err, size_t errlen)
+{
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(c->spec.json, "inject");
+    if (!list) return 0;
+    if (!cJSON_IsArray(list)) {
+        snprintf(err, errlen, "case spec: \"inject\" must be an array");
+        return -2;
+    }
+    int k = 0;
+    for (const cJSON *e = list->child; e; e = e->next, k++) {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "input"), *i = cJSON_GetObjectItemCaseSensitive(e, "i");
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, "v");
+        ug_tensor *t = NULL;
+        for (int n = 0; cJSON_IsString(name) && n < c->n_in; n++)
+            if (strcmp(c->in[n].name, name->valuestring) == 0) t = &c->in[n];
+        if (!t || !cJSON_GetObjectItemCaseSensitive(c->spec.dist, t->name)) {
+            snprintf(err, errlen, "case spec: inject[%d] names no random input (\"input\" must be one of \"dist\")", k);
+            return -2;
+        }
+        if (!cJSON_IsNumber(i) || i->valuedouble < 0 || t->numel == 0) {
+            snprintf(err, errlen, "case spec: inject[%d] needs an index \"i\" >= 0", k);
+            return -2;
+        }
+        double value;
+        if (cJSON_IsNumber(v)) value = v->valuedouble;
+        else if (!cJSON_IsString(v) || special_value(v->valuestring, t->dtype, &value)) {
+            snprintf(err, errlen, "case spec: inject[%d] \"v\" must be a number or zero|max|subnormal|inf|nan (with -)", k);
+            return -2;
+        }
+        ug_dtype_store(t->dtype, t->data, (size_t)fmod(i->valuedouble, (double)t->numel), value); /* rounds: to dtype */
+    }
+    return 0;
+}
