@@ -211,14 +211,9 @@ int ug_delta_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel, const 
 void ug_delta_geometry(const ug_case *c, int out, ug_geom *g, size_t tok_tile, size_t col_tile)
 {
     const ug_tensor *t = &c->out[out];
-    if (out == 0) {
-        g->rows = (size_t)(t->shape[0] * t->shape[1]);
-        g->cols = (size_t)t->shape[2];
-        g->row_tile = tok_tile * (size_t)t->shape[1];
-    } else {
-        g->rows = (size_t)(t->shape[0] * t->shape[1]);
-        g->cols = (size_t)t->shape[2];
-        g->row_tile = (size_t)t->shape[1]; /* one head */
-    }
+    g->rows = (size_t)(t->shape[0] * t->shape[1]);
+    g->cols = (size_t)t->shape[2];
+    /* o rows are (token, head): tok_tile tokens per row tile; ht rows are (head, i): one head */
+    g->row_tile = out == 0 ? tok_tile * (size_t)t->shape[1] : (size_t)t->shape[1];
     g->col_tile = col_tile;
 }
