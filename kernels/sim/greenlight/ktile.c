@@ -7,7 +7,7 @@
 
 #include "kernels/sim/simlib.h"
 
-float ug_ktile_dot_f32(const float *a, const float *b, size_t n, int bf16_acc)
+float ug_ktile_dot_f32(const float *a, const float *b, size_t n)
 {
     float acc = 0.0f;
     for (size_t t = 0; t < n; t += UG_KTILE) {
@@ -20,7 +20,6 @@ float ug_ktile_dot_f32(const float *a, const float *b, size_t n, int bf16_acc)
         for (size_t w = UG_KTILE_LANES / 2; w > 0; w /= 2)
             for (size_t l = 0; l < w; l++) lane[l] += lane[l + w]; /* rounds: fp32 */
         acc += lane[0];                                            /* rounds: fp32 (L0C) */
-        if (bf16_acc) acc = ug_sim_round_bf16(acc);
     }
     return acc;
 }
@@ -29,4 +28,10 @@ void ug_ktile_transpose(const float *src, size_t rows, size_t cols, float *dst)
 {
     for (size_t i = 0; i < rows; i++)
         for (size_t j = 0; j < cols; j++) dst[j * rows + i] = src[i * cols + j];
+}
+
+void ug_ktile_load_transposed(const ulpgym_tensor *t, size_t off, size_t rows, size_t cols, float *dst, float *stage)
+{
+    ug_sim_load(t, off, rows * cols, stage);
+    ug_ktile_transpose(stage, rows, cols, dst);
 }

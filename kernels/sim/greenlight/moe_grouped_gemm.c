@@ -31,12 +31,9 @@ typedef struct {
 static void moe_stage_expert(moe_ctx *m, size_t e)
 {
     size_t hi = m->h * m->I;
-    ug_sim_load(m->w1, e * hi, hi, m->stage);
-    ug_ktile_transpose(m->stage, m->h, m->I, m->w1t);
-    ug_sim_load(m->w3, e * hi, hi, m->stage);
-    ug_ktile_transpose(m->stage, m->h, m->I, m->w3t);
-    ug_sim_load(m->w2, e * hi, hi, m->stage);
-    ug_ktile_transpose(m->stage, m->I, m->h, m->w2t);
+    ug_ktile_load_transposed(m->w1, e * hi, m->h, m->I, m->w1t, m->stage);
+    ug_ktile_load_transposed(m->w3, e * hi, m->h, m->I, m->w3t, m->stage);
+    ug_ktile_load_transposed(m->w2, e * hi, m->I, m->h, m->w2t, m->stage);
 }
 
 static void moe_run_rows(moe_ctx *m, size_t begin, size_t end, moe_bug bug)
@@ -45,8 +42,8 @@ static void moe_run_rows(moe_ctx *m, size_t begin, size_t end, moe_bug bug)
     for (size_t r = begin; r < end; r++) {
         ug_sim_load(m->x, r * h, h, m->xr);
         for (size_t i = 0; i < I; i++) {
-            float g = ug_ktile_dot_f32(m->xr, m->w1t + i * h, h, 0);
-            float u = ug_ktile_dot_f32(m->xr, m->w3t + i * h, h, 0);
+            float g = ug_ktile_dot_f32(m->xr, m->w1t + i * h, h);
+            float u = ug_ktile_dot_f32(m->xr, m->w3t + i * h, h);
             if (bug == MUT_W13_SWAP) { /* bug: gate and up projections swapped */
                 float t = g;
                 g = u;
@@ -55,7 +52,7 @@ static void moe_run_rows(moe_ctx *m, size_t begin, size_t end, moe_bug bug)
             float s = g / (1.0f + expf(-g));          /* rounds: fp32 silu */
             m->a[i] = ug_sim_round_bf16(s * u);        /* rounds: fp32 mul, then bf16 write-back */
         }
-        for (size_t j = 0; j < h; j++) m->o[j] = ug_ktile_dot_f32(m->a, m->w2t + j * I, I, 0);
+        for (size_t j = 0; j < h; j++) m->o[j] = ug_ktile_dot_f32(m->a, m->w2t + j * I, I);
         ug_sim_store(m->out, r * h, h, m->o); /* rounds: bf16 */
     }
 }
