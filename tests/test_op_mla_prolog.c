@@ -14,15 +14,17 @@
 #include "run/exec.h"
 
 #define DIST_BODY(xk, wdkv)                                                                                            \
-    "\"dist\":{\"x\":" xk ",\"w_dq\":{\"kind\":\"const\",\"value\":2},\"gamma_q\":{\"kind\":\"const\",\"value\":1},"    \
+    "\"dist\":{\"x\":" xk ",\"w_dq\":{\"kind\":\"const\",\"value\":2},\"gamma_q\":{\"kind\":\"const\",\"value\":1},"   \
     "\"w_uq\":{\"kind\":\"const\",\"value\":0.5},\"w_uk\":{\"kind\":\"const\",\"value\":0.25},\"w_dkv\":" wdkv ","     \
-    "\"gamma_kv\":{\"kind\":\"const\",\"value\":1},\"kv_cache_in\":{\"kind\":\"const\",\"value\":7},"                   \
+    "\"gamma_kv\":{\"kind\":\"const\",\"value\":1},\"kv_cache_in\":{\"kind\":\"const\",\"value\":7},"                  \
     "\"kr_cache_in\":{\"kind\":\"const\",\"value\":-3}}"
 #define NORMAL(s) "{\"kind\":\"normal\",\"mean\":0,\"std\":" s "}"
+/* clang-format off */
 #define DIST_RANDOM                                                                                                    \
-    "\"dist\":{\"x\":" NORMAL("1") ",\"w_dq\":" NORMAL("0.1") ",\"gamma_q\":" NORMAL("1") ",\"w_uq\":" NORMAL("0.2")   \
-    ",\"w_uk\":" NORMAL("0.2") ",\"w_dkv\":" NORMAL("0.1") ",\"gamma_kv\":" NORMAL("1") ",\"kv_cache_in\":" NORMAL("1") \
-    ",\"kr_cache_in\":" NORMAL("1") "}"
+    "\"dist\":{\"x\":" NORMAL("1") ",\"w_dq\":" NORMAL("0.1") ",\"gamma_q\":" NORMAL("1")                          \
+    ",\"w_uq\":" NORMAL("0.2") ",\"w_uk\":" NORMAL("0.2") ",\"w_dkv\":" NORMAL("0.1") ",\"gamma_kv\":" NORMAL("1")  \
+    ",\"kv_cache_in\":" NORMAL("1") ",\"kr_cache_in\":" NORMAL("1") "}"
+/* clang-format on */
 
 static int run(const char *spec, ug_backend *b, ug_result *r, ug_exec_detail *d)
 {
@@ -39,10 +41,10 @@ static int run(const char *spec, ug_backend *b, ug_result *r, ug_exec_detail *d)
  * is written, slot 1 keeps the cache input 7 / -3. */
 static void test_known_value(ug_backend *b)
 {
-    const char *spec = "{\"op\":\"mla_prolog\",\"dtype\":\"bf16\",\"seed\":5,\"params\":{\"tokens\":1,\"h\":1,"
-                       "\"q_lora\":1,\"heads\":1,\"kv_lora\":1,\"d_nope\":1,\"d_rope\":2,\"block_size\":1,\"blocks\":2,"
-                       "\"slots\":\"append\"}," DIST_BODY("{\"kind\":\"const\",\"value\":1}",
-                                                          "{\"kind\":\"const\",\"value\":2}") "}";
+    const char *spec =
+        "{\"op\":\"mla_prolog\",\"dtype\":\"bf16\",\"seed\":5,\"params\":{\"tokens\":1,\"h\":1,"
+        "\"q_lora\":1,\"heads\":1,\"kv_lora\":1,\"d_nope\":1,\"d_rope\":2,\"block_size\":1,\"blocks\":2,"
+        "\"slots\":\"append\"}," DIST_BODY("{\"kind\":\"const\",\"value\":1}", "{\"kind\":\"const\",\"value\":2}") "}";
     ug_result r;
     ug_exec_detail d;
     CHECK(run(spec, b, &r, &d) == 0 && r.outcome == UG_OUT_PASS, "known-value case: %s", r.message);
@@ -156,8 +158,8 @@ static void test_slots(ug_backend *b)
         char spec[2048];
         snprintf(spec, sizeof spec,
                  "{\"op\":\"mla_prolog\",\"dtype\":\"bf16\",\"seed\":%d,\"params\":{\"tokens\":13,\"h\":4,\"q_lora\":4,"
-                 "\"heads\":1,\"kv_lora\":4,\"d_nope\":4,\"d_rope\":4,\"block_size\":4,\"blocks\":5,\"slots\":\"%s\"}," DIST_RANDOM
-                 "}",
+                 "\"heads\":1,\"kv_lora\":4,\"d_nope\":4,\"d_rope\":4,\"block_size\":4,\"blocks\":5,\"slots\":\"%s\"}"
+                 "," DIST_RANDOM "}",
                  m + 20, modes[m]);
         ug_result r;
         ug_exec_detail d;
@@ -188,8 +190,8 @@ static void test_bad_params(ug_backend *b)
     };
     for (int i = 0; i < 6; i++) {
         char spec[2048];
-        snprintf(spec, sizeof spec, "{\"op\":\"mla_prolog\",\"dtype\":\"bf16\",\"seed\":1,\"params\":{%s}," DIST_RANDOM "}",
-                 bad[i][0]);
+        snprintf(spec, sizeof spec,
+                 "{\"op\":\"mla_prolog\",\"dtype\":\"bf16\",\"seed\":1,\"params\":{%s}," DIST_RANDOM "}", bad[i][0]);
         ug_result r;
         int rc = run(spec, b, &r, NULL);
         CHECK(rc < 0 || r.outcome == UG_OUT_ERROR, "bad params %s accepted", bad[i][0]);

@@ -13,7 +13,7 @@
 #include "run/exec.h"
 
 #define DIST_CONST                                                                                                     \
-    "\"dist\":{\"x\":{\"kind\":\"const\",\"value\":1},\"w1\":{\"kind\":\"const\",\"value\":1},"                      \
+    "\"dist\":{\"x\":{\"kind\":\"const\",\"value\":1},\"w1\":{\"kind\":\"const\",\"value\":1},"                        \
     "\"w3\":{\"kind\":\"const\",\"value\":2},\"w2\":{\"kind\":\"const\",\"value\":0.5}}"
 #define DIST_NORMAL                                                                                                    \
     "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"w1\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.1},"  \
@@ -33,8 +33,9 @@ static int run(const char *spec, ug_backend *b, size_t sample, ug_result *r, ug_
  * intermediate would give 0.7310585786 -> bf16 0.73046875 too, so also check g* itself. */
 static void test_known_value(ug_backend *b)
 {
-    const char *spec = "{\"op\":\"moe_grouped_gemm\",\"dtype\":\"bf16\",\"seed\":1,"
-                       "\"params\":{\"tokens\":1,\"experts\":1,\"h\":1,\"inter\":1,\"groups\":\"uniform\"}," DIST_CONST "}";
+    const char *spec =
+        "{\"op\":\"moe_grouped_gemm\",\"dtype\":\"bf16\",\"seed\":1,"
+        "\"params\":{\"tokens\":1,\"experts\":1,\"h\":1,\"inter\":1,\"groups\":\"uniform\"}," DIST_CONST "}";
     ug_result r;
     ug_exec_detail d;
     memset(&d, 0, sizeof d);
@@ -69,9 +70,9 @@ static double naive_out(const ug_case *c, size_t r, size_t j)
 
 static void test_differential(ug_backend *b)
 {
-    const char *spec = "{\"op\":\"moe_grouped_gemm\",\"dtype\":\"bf16\",\"seed\":42,"
-                       "\"params\":{\"tokens\":13,\"experts\":7,\"h\":40,\"inter\":24,\"groups\":\"zeros\"}," DIST_NORMAL
-                       "}";
+    const char *spec =
+        "{\"op\":\"moe_grouped_gemm\",\"dtype\":\"bf16\",\"seed\":42,"
+        "\"params\":{\"tokens\":13,\"experts\":7,\"h\":40,\"inter\":24,\"groups\":\"zeros\"}," DIST_NORMAL "}";
     ug_result r;
     ug_exec_detail d;
     memset(&d, 0, sizeof d);
@@ -133,7 +134,8 @@ static void test_bad_params(ug_backend *b)
     };
     for (int i = 0; i < 4; i++) {
         char spec[1024];
-        snprintf(spec, sizeof spec, "{\"op\":\"moe_grouped_gemm\",\"dtype\":\"bf16\",\"seed\":1,\"params\":{%s}," DIST_NORMAL "}",
+        snprintf(spec, sizeof spec,
+                 "{\"op\":\"moe_grouped_gemm\",\"dtype\":\"bf16\",\"seed\":1,\"params\":{%s}," DIST_NORMAL "}",
                  bad[i][0]);
         ug_result r;
         int rc = run(spec, b, 0, &r, NULL);
@@ -141,8 +143,8 @@ static void test_bad_params(ug_backend *b)
         CHECK(strstr(r.message, bad[i][1]) != NULL, "message \"%s\" does not name %s", r.message, bad[i][1]);
     }
     char spec[1024];
-    snprintf(spec, sizeof spec, "{\"op\":\"moe_grouped_gemm\",\"dtype\":\"fp16\",\"seed\":1,\"params\":{\"tokens\":1},"
-             DIST_NORMAL "}");
+    snprintf(spec, sizeof spec,
+             "{\"op\":\"moe_grouped_gemm\",\"dtype\":\"fp16\",\"seed\":1,\"params\":{\"tokens\":1}," DIST_NORMAL "}");
     ug_result r;
     int rc = run(spec, b, 0, &r, NULL);
     CHECK((rc < 0 || r.outcome == UG_OUT_ERROR) && strstr(r.message, "dtype"), "fp16 accepted: %s", r.message);

@@ -74,14 +74,15 @@ static int read_params(const ug_spec *s, mla_params *p, char *err, size_t errlen
     if (p->h * p->Lq > (1L << 24) || p->Lq * p->N * (p->dn + p->dr) > (1L << 25) ||
         p->N * p->dn * p->Lkv > (1L << 25) || p->h * (p->Lkv + p->dr) > (1L << 23) ||
         p->nb * p->bs * p->Lkv > (1L << 24) || p->T * p->N * p->Lkv > (1L << 24))
-        return snprintf(err, errlen, "mla_prolog: params too large (a weight, cache or output over its element cap)"), -2;
+        return snprintf(err, errlen, "mla_prolog: params too large (a weight, cache or output over its element cap)"),
+               -2;
     p->eps = (float)p->eps; /* fp32 attribute */
     return 0;
 }
 
 /* slot_mapping: append = contiguous from a random start; random = distinct random slots;
  * padded = random with every fourth token a padding token (-1). */
-static void mla_fill_slots(const mla_params *p, uint64_t seed, ug_tensor *slot)
+static int mla_fill_slots(const mla_params *p, uint64_t seed, ug_tensor *slot)
 {
     long S = p->nb * p->bs;
     uint32_t w[4];
@@ -89,10 +90,10 @@ static void mla_fill_slots(const mla_params *p, uint64_t seed, ug_tensor *slot)
     if (!strcmp(p->slots, "append")) {
         long start = (long)(w[0] % (uint32_t)(S - p->T + 1));
         for (long t = 0; t < p->T; t++) ug_dtype_store(UG_DT_INT32, slot->data, (size_t)t, (double)(start + t));
-        return;
+        return 0;
     }
     long *perm = malloc((size_t)S * sizeof *perm);
-    if (!perm) return; /* cannot happen at the capped sizes; slots stay 0 */
+    if (!perm) return -1;
     for (long i = 0; i < S; i++) perm[i] = i;
     for (long t = 0; t < p->T; t++) { /* partial Fisher-Yates */
         ug_rng_words(seed, MLA_RNG_SLOTS, (uint64_t)t, 0, w);
@@ -103,6 +104,7 @@ static void mla_fill_slots(const mla_params *p, uint64_t seed, ug_tensor *slot)
         ug_dtype_store(UG_DT_INT32, slot->data, (size_t)t, pad ? -1.0 : (double)perm[t]);
     }
     free(perm);
+    return 0;
 }
 
 /* cos/sin [T, d_rope] in the half layout (entry i and i + d/2 share angle i), angle
@@ -133,7 +135,8 @@ static int build(ug_case *c, char *err, size_t errlen)
             ts[1] = {p.T}, kvc[3] = {p.nb, p.bs, p.Lkv}, krc[3] = {p.nb, p.bs, p.dr}, qn[3] = {p.T, p.N, p.Lkv},
             qr[3] = {p.T, p.N, p.dr};
     ug_tensor *cs, *sn, *slot;
-    if (!ug_case_add_input(c, "x", B, 2, xs, 1, err, errlen) || !ug_case_add_input(c, "w_dq", B, 2, wdq, 1, err, errlen) ||
+    if (!ug_case_add_input(c, "x", B, 2, xs, 1, err, errlen) ||
+        !ug_case_add_input(c, "w_dq", B, 2, wdq, 1, err, errlen) ||
         !ug_case_add_input(c, "gamma_q", B, 1, lq, 1, err, errlen) ||
         !ug_case_add_input(c, "w_uq", B, 2, wuq, 1, err, errlen) ||
         !ug_case_add_input(c, "w_uk", B, 3, wuk, 1, err, errlen) ||
@@ -149,7 +152,7 @@ static int build(ug_case *c, char *err, size_t errlen)
         !ug_case_add_output(c, "kv_cache", B, 3, kvc, err, errlen) ||
         !ug_case_add_output(c, "kr_cache", B, 3, krc, err, errlen))
         return -2;
-    mla_fill_slots(&p, c->spec.seed, slot);
+    if (mla_fill_slots(&p, c->spec.seed, slot)) return snprintf(err, errlen, "mla_prolog: out of memory"), -1;
     mla_fill_rope(&p, c->spec.seed, cs, sn);
     return 0;
 }
@@ -192,12 +195,14 @@ static void mla_emit_query(ug_ar *ar, mla_oracle *m, const ug_selection *sel)
     size_t N = (size_t)m->p.N, Lkv = (size_t)m->p.Lkv, dn = (size_t)m->p.dn, dr = (size_t)m->p.dr, dq = dn + dr;
     size_t Lq = (size_t)m->p.Lq, k0 = 0, k1 = 0;
     while (k0 < sel->n[0] || k1 < sel->n[1]) {
-        size_t r0 = k0 < sel->n[0] ? sel->idx[0][k0] / Lkv : SIZE_MAX, r1 = k1 < sel->n[1] ? sel->idx[1][k1] / dr : SIZE_MAX;
+        size_t r0 = k0 < sel->n[0] ? sel->idx[0][k0] / Lkv : SIZE_MAX,
+               r1 = k1 < sel->n[1] ? sel->idx[1][k1] / dr : SIZE_MAX;
         size_t t = (r0 < r1 ? r0 : r1) / N, mark = ug_ar_mark(ar);
         mla_cq(ar, m, t);
         for (size_t n = 0; n < N; n++) {
             size_t row = t * N + n;
-            int want0 = k0 < sel->n[0] && sel->idx[0][k0] / Lkv == row, want1 = k1 < sel->n[1] && sel->idx[1][k1] / dr == row;
+            int want0 = k0 < sel->n[0] && sel->idx[0][k0] / Lkv == row,
+                want1 = k1 < sel->n[1] && sel->idx[1][k1] / dr == row;
             if (!want0 && !want1) continue;
             size_t mark_n = ug_ar_mark(ar);
             for (size_t c = 0; c < dq; c++) /* spec rounding: q is bf16 */
@@ -205,7 +210,8 @@ static void mla_emit_query(ug_ar *ar, mla_oracle *m, const ug_selection *sel)
             for (; k0 < sel->n[0] && sel->idx[0][k0] / Lkv == row; k0++)
                 ug_ar_emit(ar, 0, k0, ug_dot_nd(ar, m->q, m->wuk + n * dn * Lkv + sel->idx[0][k0] % Lkv, Lkv, dn));
             for (; k1 < sel->n[1] && sel->idx[1][k1] / dr == row; k1++)
-                ug_ar_emit(ar, 1, k1, mla_rope_at(ar, m->q + dn, m->cs + t * dr, m->sn + t * dr, dr, sel->idx[1][k1] % dr));
+                ug_ar_emit(ar, 1, k1,
+                           mla_rope_at(ar, m->q + dn, m->cs + t * dr, m->sn + t * dr, dr, sel->idx[1][k1] % dr));
             ug_ar_release(ar, mark_n);
         }
         ug_ar_release(ar, mark);
@@ -225,7 +231,8 @@ static void mla_emit_cache(ug_ar *ar, mla_oracle *m, const ug_selection *sel, co
 {
     size_t Lkv = (size_t)m->p.Lkv, dr = (size_t)m->p.dr, k2 = 0, k3 = 0;
     while (k2 < sel->n[2] || k3 < sel->n[3]) {
-        size_t r2 = k2 < sel->n[2] ? sel->idx[2][k2] / Lkv : SIZE_MAX, r3 = k3 < sel->n[3] ? sel->idx[3][k3] / dr : SIZE_MAX;
+        size_t r2 = k2 < sel->n[2] ? sel->idx[2][k2] / Lkv : SIZE_MAX,
+               r3 = k3 < sel->n[3] ? sel->idx[3][k3] / dr : SIZE_MAX;
         size_t s = r2 < r3 ? r2 : r3, mark = ug_ar_mark(ar);
         long t = inv[s];
         ug_num rstd = {0};
@@ -325,7 +332,8 @@ const ug_op_def ug_opdef_mla_prolog = {
         "\"heads\":\"N query heads (int 1..128, default 1; production 128)\","
         "\"kv_lora\":\"Lkv (int 1..1024, default 512)\",\"d_nope\":\"dn (int 1..256, default 128)\","
         "\"d_rope\":\"dr (even, 2..256, default 64)\",\"block_size\":\"cache block size bs (int 1..256, default 16)\","
-        "\"blocks\":\"cache blocks nb (>= ceil(T/bs); default ceil(T/bs)+1)\",\"eps\":\"fp32 RMSNorm epsilon (default 1e-6)\","
+        "\"blocks\":\"cache blocks nb (>= ceil(T/bs); default ceil(T/bs)+1)\",\"eps\":\"fp32 RMSNorm epsilon (default "
+        "1e-6)\","
         "\"slots\":\"slot_mapping: append (contiguous from a random slot, default) | random (distinct) | padded "
         "(random, every 4th token -1 = not written)\","
         "\"tensors\":\"all bf16 unless noted, row-major. in x[T,h]; w_dq[h,Lq]; gamma_q[Lq]; w_uq[Lq,N*(dn+dr)] "

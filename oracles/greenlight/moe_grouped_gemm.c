@@ -43,10 +43,13 @@ static int read_params(const ug_spec *s, moe_params *p, char *err, size_t errlen
         ug_param_int(s->params, "inter", 1, &p->I, err, errlen) ||
         ug_param_str(s->params, "groups", "random", &p->groups, err, errlen))
         return -2;
-    if (p->T < 1 || p->T > 4096) return snprintf(err, errlen, "moe_grouped_gemm: param \"tokens\" must be in 1..4096"), -2;
-    if (p->E < 1 || p->E > 256) return snprintf(err, errlen, "moe_grouped_gemm: param \"experts\" must be in 1..256"), -2;
+    if (p->T < 1 || p->T > 4096)
+        return snprintf(err, errlen, "moe_grouped_gemm: param \"tokens\" must be in 1..4096"), -2;
+    if (p->E < 1 || p->E > 256)
+        return snprintf(err, errlen, "moe_grouped_gemm: param \"experts\" must be in 1..256"), -2;
     if (p->h < 1 || p->h > 8192) return snprintf(err, errlen, "moe_grouped_gemm: param \"h\" must be in 1..8192"), -2;
-    if (p->I < 1 || p->I > 4096) return snprintf(err, errlen, "moe_grouped_gemm: param \"inter\" must be in 1..4096"), -2;
+    if (p->I < 1 || p->I > 4096)
+        return snprintf(err, errlen, "moe_grouped_gemm: param \"inter\" must be in 1..4096"), -2;
     if (p->E * p->h * p->I > (1L << 25))
         return snprintf(err, errlen, "moe_grouped_gemm: experts*h*inter must be <= 2^25"), -2;
     int ok = 0;
@@ -134,8 +137,8 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
         size_t r = sel->idx[0][k] / h, e = moe_expert_of(gl, (size_t)p.E, r), mark = ug_ar_mark(ar);
         const double *xr = x->values + r * h;
         for (size_t i = 0; i < I; i++) {
-            ug_num g = ug_dot_d(ar, xr, 1, w1 + e * hi + i, I, h); /* x·W1_e column i */
-            ug_num u = ug_dot_d(ar, xr, 1, w3 + e * hi + i, I, h); /* x·W3_e column i */
+            ug_num g = ug_dot_d(ar, xr, 1, w1 + e * hi + i, I, h);          /* x·W1_e column i */
+            ug_num u = ug_dot_d(ar, xr, 1, w3 + e * hi + i, I, h);          /* x·W3_e column i */
             a[i] = ug_round(ar, ug_mul(ar, ug_silu(ar, g), u), UG_DT_BF16); /* spec: a is bf16 */
         }
         for (; k < sel->n[0] && sel->idx[0][k] / h == r; k++) {

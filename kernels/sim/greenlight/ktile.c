@@ -16,7 +16,7 @@ float ug_ktile_dot_f32(const float *a, const float *b, size_t n)
         size_t full = len / UG_KTILE_LANES * UG_KTILE_LANES;
         for (size_t k = 0; k < full; k += UG_KTILE_LANES)
             for (size_t l = 0; l < UG_KTILE_LANES; l++) lane[l] += a[t + k + l] * b[t + k + l]; /* rounds: fp32 */
-        for (size_t k = full; k < len; k++) lane[k - full] += a[t + k] * b[t + k];                /* rounds: fp32 */
+        for (size_t k = full; k < len; k++) lane[k - full] += a[t + k] * b[t + k];              /* rounds: fp32 */
         for (size_t w = UG_KTILE_LANES / 2; w > 0; w /= 2)
             for (size_t l = 0; l < w; l++) lane[l] += lane[l + w]; /* rounds: fp32 */
         acc += lane[0];                                            /* rounds: fp32 (L0C) */

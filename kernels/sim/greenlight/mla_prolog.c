@@ -30,7 +30,7 @@ typedef struct {
     float eps;
     const ulpgym_tensor *x, *w_dq, *g_q, *w_uq, *w_uk, *w_dkv, *g_kv, *cos, *sin, *slot, *kv_in, *kr_in;
     const ulpgym_tensor *q_nope_abs, *q_rope, *kv_cache, *kr_cache;
-    float *wdq, *wuq, *wuk, *wdkv;      /* transposed fp32 weights */
+    float *wdq, *wuq, *wuk, *wdkv; /* transposed fp32 weights */
     float *gq, *gkv, *xr, *cq, *q, *kv, *o, *cs, *sn;
 } mla_ctx;
 
@@ -43,7 +43,7 @@ static void mla_rmsnorm_bf16(float *v, const float *gamma, size_t n, float eps, 
     } else {
         ss = ug_ktile_dot_f32(v, v, n);
     }
-    float rstd = 1.0f / sqrtf(ss / (float)n + eps);               /* rounds: fp32 */
+    float rstd = 1.0f / sqrtf(ss / (float)n + eps);                                  /* rounds: fp32 */
     for (size_t i = 0; i < n; i++) v[i] = ug_sim_round_bf16(v[i] * rstd * gamma[i]); /* rounds: fp32, bf16 */
 }
 
@@ -69,8 +69,7 @@ static void mla_query(mla_ctx *m, size_t t, mla_bug bug)
     for (size_t n = 0; n < m->N; n++) {
         for (size_t c = 0; c < m->dq; c++)
             m->q[c] = ug_sim_round_bf16(ug_ktile_dot_f32(m->cq, m->wuq + (n * m->dq + c) * m->Lq, m->Lq));
-        for (size_t l = 0; l < m->Lkv; l++)
-            m->o[l] = ug_ktile_dot_f32(m->q, m->wuk + (n * m->Lkv + l) * m->dn, m->dn);
+        for (size_t l = 0; l < m->Lkv; l++) m->o[l] = ug_ktile_dot_f32(m->q, m->wuk + (n * m->Lkv + l) * m->dn, m->dn);
         ug_sim_store(m->q_nope_abs, (t * m->N + n) * m->Lkv, m->Lkv, m->o); /* rounds: bf16 */
         mla_rope(m->q + m->dn, m->cs, m->sn, m->dr, bug == MUT_ROPE_INTER);
         ug_sim_store(m->q_rope, (t * m->N + n) * m->dr, m->dr, m->q + m->dn); /* rounds: bf16 */
@@ -84,10 +83,10 @@ static void mla_key(mla_ctx *m, size_t t, long slot, mla_bug bug)
     for (size_t j = 0; j < w; j++) m->kv[j] = ug_sim_round_bf16(ug_ktile_dot_f32(m->xr, m->wdkv + j * m->h, m->h));
     mla_rmsnorm_bf16(m->kv, m->gkv, m->Lkv, m->eps, bug == MUT_KV_NORM_BF16);
     mla_rope(m->kv + m->Lkv, m->cs, m->sn, m->dr, bug == MUT_ROPE_INTER);
-    if (slot < 0) return; /* padding token */
+    if (slot < 0) return;            /* padding token */
     if (bug == MUT_SLOT_OFF) slot++; /* bug: slot = block*bs + offset + 1 */
     if ((size_t)slot >= m->S) return;
-    ug_sim_store(m->kv_cache, (size_t)slot * m->Lkv, m->Lkv, m->kv);          /* exact: already bf16 */
+    ug_sim_store(m->kv_cache, (size_t)slot * m->Lkv, m->Lkv, m->kv);        /* exact: already bf16 */
     ug_sim_store(m->kr_cache, (size_t)slot * m->dr, m->dr, m->kv + m->Lkv); /* rounds: bf16 */
 }
 

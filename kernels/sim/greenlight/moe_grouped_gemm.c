@@ -49,8 +49,8 @@ static void moe_run_rows(moe_ctx *m, size_t begin, size_t end, moe_bug bug)
                 g = u;
                 u = t;
             }
-            float s = g / (1.0f + expf(-g));          /* rounds: fp32 silu */
-            m->a[i] = ug_sim_round_bf16(s * u);        /* rounds: fp32 mul, then bf16 write-back */
+            float s = g / (1.0f + expf(-g));    /* rounds: fp32 silu */
+            m->a[i] = ug_sim_round_bf16(s * u); /* rounds: fp32 mul, then bf16 write-back */
         }
         for (size_t j = 0; j < h; j++) m->o[j] = ug_ktile_dot_f32(m->a, m->w2t + j * I, I);
         ug_sim_store(m->out, r * h, h, m->o); /* rounds: bf16 */
@@ -66,8 +66,10 @@ static int moe_offsets(const moe_ctx *m, size_t *off, char *err, size_t errlen)
     off[0] = 0;
     int rc = 0;
     for (size_t e = 0; e < m->E && !rc; e++) {
-        if (cnt[e] < 0) rc = -2;
-        else off[e + 1] = off[e] + (size_t)cnt[e];
+        if (cnt[e] < 0)
+            rc = -2;
+        else
+            off[e + 1] = off[e] + (size_t)cnt[e];
     }
     if (!rc && off[m->E] != m->T) rc = -2;
     if (rc == -2) snprintf(err, errlen, "moe_grouped_gemm: group_list must hold counts >= 0 summing to T");
