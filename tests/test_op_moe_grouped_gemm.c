@@ -1,0 +1,167 @@
+/* test_op_moe_grouped_gemm.c — moe_grouped_gemm beyond the generic plan test: a
+ * hand-computed value (which pins the bf16 rounding of the intermediate the spec
+ * mandates), a differential check of every output element against an independent naive
+ * double evaluation that routes tokens by its own prefix sum, the group_list invariants
+ * of each split mode, and bad params.
+ *
+ * The oracle and the naive evaluation share nothing but the case's decoded inputs, so a
+ * wrong expert lookup, a swapped W1/W3 or a wrong weight layout in either shows here. */
+#include <math.h>
+#include <string.h>
+
+#include "check.h"
+#include "run/exec.h"
+
+#define DIST_CONST                                                                                                     \
+    "\"dist\":{\"x\":{\"kind\":\"const\",\"value\":1},\"w1\":{\"kind\":\"const\",\"value\":1},"                        \
+    "\"w3\":{\"kind\":\"const\",\"value\":2},\"w2\":{\"kind\":\"const\",\"value\":0.5}}"
+#define DIST_NORMAL                                                                                                    \
+    "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"w1\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.1},"  \
+    "\"w3\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.1},\"w2\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.1}}"
+
+static int run(const char *spec, ug_backend *b, size_t sample, ug_result *r, ug_exec_detail *d)
+{
+    ug_exec_opts o;
+    ug_exec_opts_default(&o);
+    o.oracle.sample = sample;
+    o.keep = d != NULL;
+    return ug_exec_case(spec, b, &o, r, d);
+}
+
+/* x = 1, W1 = 1, W3 = 2, W2 = 0.5, h = I = 1: g = 1, u = 2, a = 2*silu(1) = 1.46211715...
+ * rounded to bf16 = 1.4609375 (0x1.76p+0), out = 0.73046875 exactly. An exact
+ * intermediate would give 0.7310585786 -> bf16 0.73046875 too, so also check g* itself. */
+static void test_known_value(ug_backend *b)
+{
+    const char *spec =
+        "{\"op\":\"moe_grouped_gemm\",\"dtype\":\"bf16\",\"seed\":1,"
+        "\"params\":{\"tokens\":1,\"experts\":1,\"h\":1,\"inter\":1,\"groups\":\"uniform\"}," DIST_CONST "}";
+    ug_result r;
+    ug_exec_detail d;
+    memset(&d, 0, sizeof d);
+    CHECK(run(spec, b, 0, &r, &d) == 0, "known-value case: %s", r.message);
+    CHECK(r.outcome == UG_OUT_PASS, "known-value case: %s %s", ug_outcome_name(r.outcome), r.message);
+    if (d.have_oracle) {
+        CHECK(d.oracle.gstar[0][0] == 0.73046875, "g* = %a, want 0x1.76p-1 (bf16 intermediate)", d.oracle.gstar[0][0]);
+        CHECK(d.a[0][0] == 0.73046875, "kernel out = %a, want 0x1.76p-1", d.a[0][0]);
+    }
+    ug_exec_detail_free(&d);
+}
+
+/* Naive double reference for row r: expert by a running prefix sum of group_list. */
+static double naive_out(const ug_case *c, size_t r, size_t j)
+{
+    const ug_tensor *x = ug_case_input(c, "x"), *w1 = ug_case_input(c, "w1"), *w3 = ug_case_input(c, "w3"),
+                    *w2 = ug_case_input(c, "w2"), *gl = ug_case_input(c, "group_list");
+    size_t h = (size_t)x->shape[1], I = (size_t)w1->shape[2], e = 0, end = (size_t)gl->values[0];
+    while (r >= end) end += (size_t)gl->values[++e];
+    double out = 0.0;
+    for (size_t i = 0; i < I; i++) {
+        double g = 0.0, u = 0.0;
+        for (size_t k = 0; k < h; k++) {
+            g += x->values[r * h + k] * w1->values[(e * h + k) * I + i];
+            u += x->values[r * h + k] * w3->values[(e * h + k) * I + i];
+        }
+        double a = ug_dtype_round(UG_DT_BF16, g / (1.0 + exp(-g)) * u);
+        out += a * w2->values[(e * I + i) * h + j];
+    }
+    return out;
+}
+
+static void test_differential(ug_backend *b)
+{
+    const char *spec =
+        "{\"op\":\"moe_grouped_gemm\",\"dtype\":\"bf16\",\"seed\":42,"
+        "\"params\":{\"tokens\":13,\"experts\":7,\"h\":40,\"inter\":24,\"groups\":\"zeros\"}," DIST_NORMAL "}";
+    ug_result r;
+    ug_exec_detail d;
+    memset(&d, 0, sizeof d);
+    CHECK(run(spec, b, 0, &r, &d) == 0, "differential case: %s", r.message);
+    CHECK(r.outcome == UG_OUT_PASS, "differential case: %s %s", ug_outcome_name(r.outcome), r.message);
+    if (!d.have_oracle) return;
+    size_t n = d.oracle.sel.n[0], h = 40, bad = 0;
+    CHECK(n == 13 * 40, "sample all: %zu elements checked", n);
+    double worst = 0.0;
+    for (size_t k = 0; k < n; k++) {
+        size_t idx = d.oracle.sel.idx[0][k];
+        double want = naive_out(&d.c, idx / h, idx % h), got = d.oracle.gstar[0][k];
+        double rel = fabs(got - want) / (fabs(want) + 1e-6);
+        if (rel > worst) worst = rel;
+        bad += rel > 1e-9;
+    }
+    CHECK(bad == 0, "%zu of %zu oracle values differ from the naive double evaluation (worst rel %.3g)", bad, n, worst);
+    ug_exec_detail_free(&d);
+}
+
+/* group_list: counts >= 0 summing to T; zeros leaves every odd expert empty; single fills one. */
+static void test_group_modes(ug_backend *b)
+{
+    const char *modes[] = {"uniform", "random", "zeros", "single"};
+    for (int m = 0; m < 4; m++) {
+        char spec[1024];
+        snprintf(spec, sizeof spec,
+                 "{\"op\":\"moe_grouped_gemm\",\"dtype\":\"bf16\",\"seed\":%d,"
+                 "\"params\":{\"tokens\":29,\"experts\":6,\"h\":4,\"inter\":4,\"groups\":\"%s\"}," DIST_NORMAL "}",
+                 m + 3, modes[m]);
+        ug_result r;
+        ug_exec_detail d;
+        memset(&d, 0, sizeof d);
+        CHECK(run(spec, b, 0, &r, &d) == 0 && r.outcome == UG_OUT_PASS, "groups=%s: %s", modes[m], r.message);
+        if (!d.have_case) continue;
+        const ug_tensor *gl = ug_case_input(&d.c, "group_list");
+        double sum = 0.0, nonzero = 0.0, odd = 0.0;
+        for (size_t e = 0; e < 6; e++) {
+            CHECK(gl->values[e] >= 0, "groups=%s: negative count", modes[m]);
+            sum += gl->values[e];
+            nonzero += gl->values[e] > 0;
+            if (e % 2) odd += gl->values[e];
+        }
+        CHECK(sum == 29, "groups=%s: counts sum to %g, want 29", modes[m], sum);
+        if (m == 0) CHECK(gl->values[0] == 5 && gl->values[5] == 4, "uniform: 5,5,5,5,5,4 expected");
+        if (m == 2) CHECK(odd == 0, "zeros: odd experts hold %g tokens", odd);
+        if (m == 3) CHECK(nonzero == 1, "single: %g experts have tokens", nonzero);
+        ug_exec_detail_free(&d);
+    }
+}
+
+static void test_bad_params(ug_backend *b)
+{
+    const char *bad[][2] = {
+        {"\"tokens\":0,\"experts\":2,\"h\":4,\"inter\":4", "tokens"},
+        {"\"tokens\":4,\"experts\":2,\"h\":4,\"inter\":4,\"groups\":\"sorted\"", "groups"},
+        {"\"tokens\":4,\"experts\":2,\"h\":-3,\"inter\":4", "h"},
+        {"\"tokens\":4,\"experts\":256,\"h\":8192,\"inter\":4096", "experts*h*inter"},
+    };
+    for (int i = 0; i < 4; i++) {
+        char spec[1024];
+        snprintf(spec, sizeof spec,
+                 "{\"op\":\"moe_grouped_gemm\",\"dtype\":\"bf16\",\"seed\":1,\"params\":{%s}," DIST_NORMAL "}",
+                 bad[i][0]);
+        ug_result r;
+        int rc = run(spec, b, 0, &r, NULL);
+        CHECK(rc < 0 || r.outcome == UG_OUT_ERROR, "bad params %s accepted", bad[i][0]);
+        CHECK(strstr(r.message, bad[i][1]) != NULL, "message \"%s\" does not name %s", r.message, bad[i][1]);
+    }
+    char spec[1024];
+    snprintf(spec, sizeof spec,
+             "{\"op\":\"moe_grouped_gemm\",\"dtype\":\"fp16\",\"seed\":1,\"params\":{\"tokens\":1}," DIST_NORMAL "}");
+    ug_result r;
+    int rc = run(spec, b, 0, &r, NULL);
+    CHECK((rc < 0 || r.outcome == UG_OUT_ERROR) && strstr(r.message, "dtype"), "fp16 accepted: %s", r.message);
+}
+
+int main(void)
+{
+    ug_backend b;
+    char err[256];
+    if (ug_backend_open(&b, "sim", err, sizeof err)) {
+        fprintf(stderr, "backend: %s\n", err);
+        return 1;
+    }
+    test_known_value(&b);
+    test_differential(&b);
+    test_group_modes(&b);
+    test_bad_params(&b);
+    ug_backend_close(&b);
+    return check_done();
+}
