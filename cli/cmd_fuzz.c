@@ -94,7 +94,7 @@ static double now_s(void)
 }
 
 /* Stores every spec the target wrote into found/; returns the count. */
-static int collect(const char *found, const char *db_path, double seconds)
+static int collect(const char *found, const char *op_name, const char *db_path, double seconds)
 {
     DIR *d = opendir(found);
     if (!d) return 0;
@@ -115,7 +115,8 @@ static int collect(const char *found, const char *db_path, double seconds)
             fprintf(stderr, "ulpgym: finding %s not kept: %s\n", e->d_name, err);
             continue;
         }
-        printf("finding %s after %.1f s -> %s/%s.json\n  triage: ulpgym triage %s\n", id, seconds, ug_found_dir(), id, id);
+        printf("finding %s after %.1f s -> %s/%s/%s.json\n  triage: ulpgym triage %s\n", id, seconds, ug_found_dir(),
+               op_name, id, id);
         n++;
     }
     closedir(d);
@@ -183,7 +184,7 @@ static int ug_cmd_fuzz(int argc, char **argv)
     double t0 = now_s();
     int rc = run_quiet(args, log);
     double took = now_s() - t0;
-    int n = collect(found, db_path, took);
+    int n = collect(found, op_name, db_path, took);
     if (!n) printf("no finding in %.0f s (libFuzzer exit %d)\n", took, rc);
     return n ? UG_EXIT_FOUND : 0;
 }

@@ -36,6 +36,19 @@ int ug_dtype_parse(const char *name)
 static double round_binary(double x, int mant, int emin)
 {
     if (x == 0.0) return x;
+    if (fabs(x) >= ldexp(1.0, emin)) {
+        /* normal in the target: its grid is x's own binade, so round the double's bits
+         * (add half an ulp minus one, plus the kept lsb for ties-to-even, then truncate);
+         * a carry into the exponent is exactly the round-up to the next binade. */
+        uint64_t u;
+        memcpy(&u, &x, sizeof u);
+        int shift = 52 - mant;
+        uint64_t lsb = (u >> shift) & 1u;
+        u += ((uint64_t)1 << (shift - 1)) - 1u + lsb; /* rounds: RNE */
+        u &= ~(((uint64_t)1 << shift) - 1u);
+        memcpy(&x, &u, sizeof x);
+        return x;
+    }
     int e;
     frexp(x, &e);            /* |x| = f * 2^e, f in [0.5,1): floor(log2|x|) = e-1 */
     int binade = e - 1 < emin ? emin : e - 1;

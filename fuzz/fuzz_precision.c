@@ -7,7 +7,9 @@
  * ULPGYM_BACKEND (plugin:PATH.so), ULPGYM_FUZZ_NO_SIGNAL=1 to switch off the
  * error-magnitude signal. That signal is one libFuzzer extra counter per log2 bucket of
  * the case's max ulp error: new, larger errors count as new coverage, so the fuzzer
- * climbs towards failures instead of wandering. */
+ * climbs towards failures instead of wandering. When a mutant is fuzzed, a finding must
+ * also pass with the sim kernel (differential): the case shows the mutant's bug, not a
+ * limit that the correct kernel shares (such as fp32 squares of bf16 max overflowing). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,8 +25,8 @@
 __attribute__((used, section("__libfuzzer_extra_counters"))) static unsigned char ulp_counters[UG_ULP_BUCKETS];
 
 static ug_fuzz_space space;
-static ug_backend backend;
-static int ready, signal_on = 1;
+static ug_backend backend, reference; /* reference: the sim kernel, when fuzzing a mutant */
+static int ready, signal_on = 1, differential;
 
 static int setup(void)
 {
@@ -45,6 +47,9 @@ static int setup(void)
         fprintf(stderr, "fuzz_precision: %s\n", err);
         return -1;
     }
+    /* fuzzing a mutant: a finding must be the mutant's, i.e. pass with the sim kernel */
+    differential = !(b && *b) && variant && *variant && strcmp(variant, "sim") != 0;
+    if (differential) ug_backend_open(&reference, "sim", err, sizeof err);
     const char *ns = getenv("ULPGYM_FUZZ_NO_SIGNAL");
     signal_on = !(ns && *ns == '1');
     return 0;
@@ -83,7 +88,13 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
         int bucket = worst > 1 ? (int)fmin(log2(worst), UG_ULP_BUCKETS - 2) + 1 : 0;
         if (r.outcome == UG_OUT_NONFINITE) bucket = UG_ULP_BUCKETS - 1;
         if (signal_on) ulp_counters[bucket]++;
-        if (r.outcome != UG_OUT_PASS && !(r.outcome == UG_OUT_ERROR && strncmp(r.message, "inputs:", 7) == 0)) {
+        int finding = r.outcome != UG_OUT_PASS && !(r.outcome == UG_OUT_ERROR && strncmp(r.message, "inputs:", 7) == 0);
+        if (finding && differential) {
+            ug_result ref;
+            ug_exec_case(spec, &reference, &o, &ref, NULL);
+            finding = ref.outcome == UG_OUT_PASS;
+        }
+        if (finding) {
             report_finding(spec, &r);
             free(spec);
             abort();

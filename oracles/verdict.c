@@ -365,9 +365,14 @@ ug_vstate ug_standard_judge(int s, const ug_judged *j, char *thr, size_t thrlen)
     case UG_STD_MERE_MARE: return judge_mere_mare(j, thr, thrlen);
     case UG_STD_ULP: return judge_ulp(j, thr, thrlen);
     case UG_STD_BENCHMARK: return judge_benchmark(j, thr, thrlen);
-    case UG_STD_EXACT: return j->rule->cmp == UG_CMP_EXACT ? judge_exact(j, thr, thrlen) : UG_V_NA;
+    case UG_STD_EXACT:
+        if (j->rule->cmp == UG_CMP_EXACT) return judge_exact(j, thr, thrlen);
+        break;
     case UG_STD_BOUNDARY_AWARE:
-        return j->rule->cmp == UG_CMP_BOUNDARY ? judge_boundary(j, thr, thrlen) : UG_V_NA;
-    default: snprintf(thr, thrlen, "{}"); return UG_V_NA;
+        if (j->rule->cmp == UG_CMP_BOUNDARY) return judge_boundary(j, thr, thrlen);
+        break;
+    default: break;
     }
+    snprintf(thr, thrlen, "{}"); /* not this output's compare */
+    return UG_V_NA;
 }
