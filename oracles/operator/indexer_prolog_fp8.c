@@ -85,8 +85,8 @@ static void fill_rope(const lip_params *p, uint64_t seed, ug_tensor *cs, ug_tens
     for (long t = 0; t < p->tokens; t++) {
         double f = 1.0;
         for (size_t i = 0; i < half; i++, f *= ratio) {
-            double u = (double)(p->pos + t) * f / 6.283185307179586, s, c;
-            ug_det_sincos2pi(u - floor(u), &s, &c);
+            double u = (double)(p->pos + t) * f / 6.283185307179586, s = 0.0, c = 1.0;
+            if (u != floor(u)) ug_det_sincos2pi(u - floor(u), &s, &c); /* angle 0: exactly (0, 1) */
             ug_dtype_store(cs->dtype, cs->data, (size_t)t * half + i, c); /* rounds: bf16 table */
             ug_dtype_store(sn->dtype, sn->data, (size_t)t * half + i, s);
         }
