@@ -110,8 +110,12 @@ static void row_h(ug_ar *ar, const mar_params *p, const ug_case *c, size_t t, ug
             ug_num dot = ug_dot_d(ar, x->values + (r * T + t) * kk, 1, w->values + r * kk * n + j, n, kk);
             terms[r] = ug_round(ar, dot, UG_DT_BF16); /* spec: the partial is rounded to bf16 */
         }
-        terms[W] = ug_c(ar, ug_tload(res, t * n + j));
-        hrow[j] = ug_sum(ar, terms, W + 1); /* exact sum of the bf16 partials and the residual */
+        /* the bf16 partials and the residual added one at a time: each addition is exact in
+         * double unless the exponents spread far, so the certified bound stays zero and an
+         * h that sits exactly on a bf16 tie needs no MPFR fallback (ug_sum's bound would) */
+        ug_num y = terms[0];
+        for (size_t r = 1; r < W; r++) y = ug_add(ar, y, terms[r]); /* rank order */
+        hrow[j] = ug_add(ar, y, ug_c(ar, ug_tload(res, t * n + j)));
     }
 }
 
