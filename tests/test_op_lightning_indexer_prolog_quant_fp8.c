@@ -3,7 +3,7 @@
  * nothing and Hadamard-transforms to sqrt(D) e_0, so codes are 448, 0, ..., the scale
  * sqrt(D)/448; a constant x.W_k row LayerNorms to beta, likewise), the q scale against an independent
  * double evaluation with the explicit +-1 Hadamard matrix, the slot mapping (distinct
- * slots, -1 for padding, unwritten slots zero) and bad params. */
+ * slots, -1 for padding, unwritten slots zero), more heads than head dims, and bad params. */
 #include <math.h>
 #include <string.h>
 
@@ -141,6 +141,17 @@ static void slots_and_padding(void)
           "the padding-slot mutant passes a case with padding (%s)", ug_outcome_name(m.outcome));
 }
 
+/* More heads than head dims: the weights row (H values) must not spill into other buffers. */
+static void many_heads(void)
+{
+    char spec[1024];
+    make_spec(spec, sizeof spec, "\"tokens\":3,\"hidden\":16,\"heads\":100,\"d\":32,\"blocks\":1,\"block_size\":4",
+              "{\"kind\":\"normal\",\"mean\":0,\"std\":1}");
+    ug_result r;
+    CHECK(run(spec, "sim", &r, NULL) == 0 && r.outcome == UG_OUT_PASS, "heads 100 > d 32: %s %s",
+          ug_outcome_name(r.outcome), r.message);
+}
+
 static void bad_params(void)
 {
     static const char *bad[][2] = {{"\"tokens\":2,\"hidden\":4,\"heads\":1,\"d\":48", "\"d\""},
@@ -163,6 +174,7 @@ int main(void)
     known_value();
     hadamard_matrix_differential();
     slots_and_padding();
+    many_heads();
     bad_params();
     return check_done();
 }

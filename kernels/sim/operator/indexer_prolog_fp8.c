@@ -153,12 +153,12 @@ static int buf_alloc(const lip_io *io, lip_buf *b)
     b->wk = malloc((io->hid * d + 1) * sizeof(float));
     b->wp = malloc((io->hid * io->heads + 1) * sizeof(float));
     b->x = malloc((io->hid + 1) * sizeof(float));
-    b->v = malloc((6 * d + 2 * io->half + n + 2) * sizeof(float));
+    b->v = malloc((5 * d + 2 * n + 2 * io->half + 2) * sizeof(float)); /* v and tile hold d or H values */
     if (!b->wk || !b->wp || !b->x || !b->v) {
         buf_free(b);
         return -1;
     }
-    b->codes = b->v + d, b->scales = b->codes + d, b->g = b->scales + d, b->b = b->g + d, b->zero = b->b + d;
+    b->codes = b->v + n, b->scales = b->codes + d, b->g = b->scales + d, b->b = b->g + d, b->zero = b->b + d;
     b->cs = b->zero + d, b->sn = b->cs + io->half, b->tile = b->sn + io->half;
     return 0;
 }
