@@ -92,6 +92,11 @@ typedef struct ug_op_def {
     void (*geometry)(const ug_case *c, int out, ug_geom *g);
     const ug_kernel_variant *variants; /* ends with an entry whose name is NULL */
     const char *params_doc; /* JSON object: param name -> description */
+    /* Optional (NULL: the static rule applies). Adjusts output out's rule for this case
+     * before it is judged, for tolerances that depend on the case: a param (a world size)
+     * or the oracle's values g[0..n) at the checked elements (atol = rtol * mean|g|).
+     * rule arrives as a copy of outputs[out]; only its numbers may change. */
+    void (*adjust_rule)(const ug_case *c, int out, const double *g, size_t n, ug_output_rule *rule);
 } ug_op_def;
 
 const char *ug_op_name(int op);

@@ -38,7 +38,14 @@ static double *judge_output(const ug_case *c, int k, const ug_oracle_result *orc
     snprintf(or_->name, sizeof or_->name, "%s", t->name);
     or_->dtype = t->dtype;
     ug_metrics_compute(t->dtype, n, orc->sel.idx[k], t->numel, a, orc->gstar[k], orc->bench[k], &or_->m);
-    ug_judged j = {t->name, t->dtype, rule_for(c->def, t->name), c->def->bench_level, n, orc->sel.idx[k],
+    const ug_output_rule *rule = rule_for(c->def, t->name);
+    ug_output_rule case_rule;
+    if (rule && c->def->adjust_rule) { /* a per-case tolerance (registry.h) */
+        case_rule = *rule;
+        c->def->adjust_rule(c, k, orc->g[k], n, &case_rule);
+        rule = &case_rule;
+    }
+    ug_judged j = {t->name, t->dtype, rule, c->def->bench_level, n, orc->sel.idx[k],
                    a, orc->gstar[k], orc->g[k], orc->bench[k], &or_->m};
     for (int s = 0; s < UG_STD_COUNT; s++)
         or_->verdict[s] = ug_standard_judge(s, &j, or_->thresholds[s], UG_THR_LEN);

@@ -1,0 +1,180 @@
+/* test_op_lightning_indexer_prolog_quant_fp8.c — checks of the fp8 indexer prolog beyond
+ * the generic plan test: a hand-computed case (all-ones q at position 0 rotates to
+ * nothing and Hadamard-transforms to sqrt(D) e_0, so codes are 448, 0, ..., the scale
+ * sqrt(D)/448; a constant x.W_k row LayerNorms to beta, likewise), the q scale against an independent
+ * double evaluation with the explicit +-1 Hadamard matrix, the slot mapping (distinct
+ * slots, -1 for padding, unwritten slots zero), more heads than head dims, and bad params. */
+#include <math.h>
+#include <string.h>
+
+#include "check.h"
+#include "run/exec.h"
+
+#define OP "lightning_indexer_prolog_quant_fp8"
+
+static int run(const char *spec, const char *variant, ug_result *r, ug_exec_detail *d)
+{
+    ug_backend b;
+    char err[256];
+    if (ug_backend_open(&b, variant, err, sizeof err)) return -9;
+    ug_exec_opts o;
+    ug_exec_opts_default(&o);
+    o.oracle.sample = 0;
+    int rc = ug_exec_case(spec, &b, &o, r, d);
+    ug_backend_close(&b);
+    return rc;
+}
+
+static void make_spec_wk(char *buf, size_t len, const char *params, const char *q, const char *wk)
+{
+    snprintf(buf, len,
+             "{\"v\":1,\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":9,\"params\":{%s},\"dist\":{\"q\":%s,"
+             "\"x\":{\"kind\":\"const\",\"value\":1},\"w_k\":%s,"
+             "\"ln_gamma\":{\"kind\":\"const\",\"value\":1},\"ln_beta\":{\"kind\":\"const\",\"value\":0.5},"
+             "\"w_proj\":{\"kind\":\"const\",\"value\":0.25}}}",
+             params, q, wk);
+}
+
+static void make_spec(char *buf, size_t len, const char *params, const char *q)
+{
+    make_spec_wk(buf, len, params, q, "{\"kind\":\"normal\",\"mean\":0,\"std\":0.1}");
+}
+
+static void known_value(void)
+{
+    char spec[1024];
+    /* x and w_k constant: x.W_k is a constant row, LayerNorm gives beta = 0.5 everywhere */
+    make_spec_wk(spec, sizeof spec, "\"tokens\":1,\"hidden\":8,\"heads\":2,\"d\":128,\"blocks\":1,\"block_size\":2",
+                 "{\"kind\":\"const\",\"value\":1}", "{\"kind\":\"const\",\"value\":0.1}");
+    ug_result r;
+    ug_exec_detail d;
+    CHECK(run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "known value: %s %s", ug_outcome_name(r.outcome),
+          r.message);
+    if (!d.have_oracle) return;
+    for (size_t h = 0; h < 2; h++) {
+        for (size_t i = 0; i < 128; i++) {
+            double want = i == 0 ? 448.0 : 0.0;
+            CHECK(d.oracle.g[0][h * 128 + i] == want && d.a[0][h * 128 + i] == want, "q_fp8[%zu,%zu] oracle %g kernel %g",
+                  h, i, d.oracle.g[0][h * 128 + i], d.a[0][h * 128 + i]);
+        }
+        double s = sqrt(128.0) / 448.0;
+        CHECK(fabs(d.oracle.gstar[1][h] - s) < 1e-15 && fabs(d.a[1][h] - s) < 1e-7, "q_scale[%zu] oracle %.17g kernel %.9g", h,
+              d.oracle.gstar[1][h], d.a[1][h]);
+        /* weights = 8 * 0.25 / sqrt(2*128) = 0.125 */
+        CHECK(d.oracle.g[4][h] == 0.125 && d.a[4][h] == 0.125, "weights[%zu] %g %g", h, d.oracle.g[4][h], d.a[4][h]);
+    }
+    long slot = (long)ug_tload(ug_case_input(&d.c, "slot_mapping"), 0);
+    CHECK(slot == 0 || slot == 1, "token 0 slot %ld", slot);
+    if (slot == 0 || slot == 1) {
+        for (size_t i = 0; i < 128; i++) {
+            double want = i == 0 ? 448.0 : 0.0, g = d.oracle.g[2][slot * 128 + i], a = d.a[2][slot * 128 + i];
+            CHECK(g == want && a == want, "k_cache[%ld,%zu] oracle %g kernel %g", slot, i, g, a);
+        }
+        double s = 0.5 * sqrt(128.0) / 448.0;
+        CHECK(fabs(d.oracle.gstar[3][slot] - s) < 1e-15, "k_scale oracle %.17g want %.17g", d.oracle.gstar[3][slot], s);
+    }
+    ug_exec_detail_free(&d);
+}
+
+/* q_scale = max_i |sum_j (-1)^popcount(i&j) v_j| / sqrt(D) / 448 with v the RoPE'd row. */
+static void hadamard_matrix_differential(void)
+{
+    char spec[1024];
+    make_spec(spec, sizeof spec,
+              "\"tokens\":3,\"hidden\":4,\"heads\":2,\"d\":64,\"rope\":32,\"pos\":7,\"blocks\":1,\"block_size\":4",
+              "{\"kind\":\"normal\",\"mean\":0,\"std\":1}");
+    ug_result r;
+    ug_exec_detail d;
+    CHECK(run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "differential: %s", r.message);
+    if (!d.have_oracle) return;
+    const ug_tensor *q = ug_case_input(&d.c, "q"), *cs = ug_case_input(&d.c, "cos"), *sn = ug_case_input(&d.c, "sin");
+    for (size_t row = 0; row < 6; row++) {
+        size_t t = row / 2;
+        double v[64], amax = 0;
+        for (size_t i = 0; i < 64; i++) v[i] = ug_tload(q, row * 64 + i);
+        for (size_t i = 0; i < 16; i++) {
+            double c = ug_tload(cs, t * 16 + i), s = ug_tload(sn, t * 16 + i), a = v[i], b = v[i + 16];
+            CHECK(fabs(c * c + s * s - 1.0) < 0.02, "cos^2+sin^2 of token %zu pair %zu is %g", t, i, c * c + s * s);
+            v[i] = a * c - b * s;
+            v[i + 16] = b * c + a * s;
+        }
+        for (size_t i = 0; i < 64; i++) {
+            double acc = 0;
+            for (size_t j = 0; j < 64; j++) acc += __builtin_popcount((unsigned)(i & j)) % 2 ? -v[j] : v[j];
+            amax = fmax(amax, fabs(acc) / 8.0);
+        }
+        CHECK(fabs(d.oracle.gstar[1][row] - amax / 448.0) <= 1e-12 * amax, "q_scale[%zu] oracle %.17g matrix %.17g", row,
+              d.oracle.gstar[1][row], amax / 448.0);
+    }
+    ug_exec_detail_free(&d);
+}
+
+static void slots_and_padding(void)
+{
+    char spec[1024];
+    make_spec(spec, sizeof spec, "\"tokens\":6,\"hidden\":16,\"heads\":1,\"d\":32,\"blocks\":2,\"block_size\":5,\"pad\":2",
+              "{\"kind\":\"normal\",\"mean\":0,\"std\":1}");
+    ug_result r;
+    ug_exec_detail d;
+    CHECK(run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "slots: %s", r.message);
+    if (!d.have_oracle) return;
+    const ug_tensor *sl = ug_case_input(&d.c, "slot_mapping");
+    int used[10] = {0};
+    for (size_t t = 0; t < 6; t++) {
+        long s = (long)ug_tload(sl, t);
+        if (t >= 4) {
+            CHECK(s == -1, "pad token %zu has slot %ld", t, s);
+            continue;
+        }
+        CHECK(s >= 0 && s < 10 && !used[s], "token %zu slot %ld not a fresh slot", t, s);
+        if (s >= 0 && s < 10) used[s] = 1;
+    }
+    for (size_t s = 0; s < 10; s++) {
+        if (used[s]) continue;
+        for (size_t i = 0; i < 32; i++)
+            CHECK(d.a[2][s * 32 + i] == 0 && d.oracle.g[2][s * 32 + i] == 0, "unwritten slot %zu code %zu not 0", s, i);
+        CHECK(d.a[3][s] == 0 && d.oracle.g[3][s] == 0, "unwritten slot %zu scale not 0", s);
+    }
+    ug_exec_detail_free(&d);
+    ug_result m;
+    CHECK(run(spec, "sim:mut_pad_slot_wraps", &m, NULL) == 0 && m.outcome == UG_OUT_FAIL,
+          "the padding-slot mutant passes a case with padding (%s)", ug_outcome_name(m.outcome));
+}
+
+/* More heads than head dims: the weights row (H values) must not spill into other buffers. */
+static void many_heads(void)
+{
+    char spec[1024];
+    make_spec(spec, sizeof spec, "\"tokens\":3,\"hidden\":16,\"heads\":100,\"d\":32,\"blocks\":1,\"block_size\":4",
+              "{\"kind\":\"normal\",\"mean\":0,\"std\":1}");
+    ug_result r;
+    CHECK(run(spec, "sim", &r, NULL) == 0 && r.outcome == UG_OUT_PASS, "heads 100 > d 32: %s %s",
+          ug_outcome_name(r.outcome), r.message);
+}
+
+static void bad_params(void)
+{
+    static const char *bad[][2] = {{"\"tokens\":2,\"hidden\":4,\"heads\":1,\"d\":48", "\"d\""},
+                                   {"\"tokens\":2,\"hidden\":4,\"heads\":1,\"d\":32,\"rope\":6", "rope"},
+                                   {"\"tokens\":2,\"hidden\":4,\"heads\":1,\"d\":32,\"pad\":3", "pad"},
+                                   {"\"tokens\":20,\"hidden\":4,\"heads\":1,\"d\":32,\"blocks\":1,\"block_size\":4", "slots"},
+                                   {"\"tokens\":2,\"hidden\":4,\"heads\":0,\"d\":32", "heads"}};
+    for (int i = 0; i < 5; i++) {
+        char spec[1024];
+        make_spec(spec, sizeof spec, bad[i][0], "{\"kind\":\"normal\",\"mean\":0,\"std\":1}");
+        ug_result r;
+        int rc = run(spec, "sim", &r, NULL);
+        CHECK(rc < 0 && r.outcome == UG_OUT_ERROR && strstr(r.message, bad[i][1]), "bad %s: rc %d '%s'", bad[i][0], rc,
+              r.message);
+    }
+}
+
+int main(void)
+{
+    known_value();
+    hadamard_matrix_differential();
+    slots_and_padding();
+    many_heads();
+    bad_params();
+    return check_done();
+}

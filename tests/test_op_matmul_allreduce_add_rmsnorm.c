@@ -1,0 +1,170 @@
+/* test_op_matmul_allreduce_add_rmsnorm.c — checks of matmul_allreduce_add_rmsnorm beyond
+ * the generic plan test: a hand-computed known value through kernel and oracle, the
+ * oracle against an independent double evaluation of the same spec (bf16 partials, sum,
+ * norm), the world-size tolerance rule, the bf16-partial model (with one rank the
+ * reverse-order mutant is bit-identical to the kernel), and bad params. */
+#include <math.h>
+#include <string.h>
+
+#include "check.h"
+#include "run/exec.h"
+
+#define OP "matmul_allreduce_add_rmsnorm"
+
+static const char *NORMAL = "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},"
+                            "\"w\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.05},"
+                            "\"residual\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},"
+                            "\"gamma\":{\"kind\":\"normal\",\"mean\":1,\"std\":0.1}}";
+
+static int run(const char *spec, const char *variant, size_t sample, ug_result *r, ug_exec_detail *d)
+{
+    ug_backend b;
+    char err[256];
+    if (ug_backend_open(&b, variant, err, sizeof err)) return -9;
+    ug_exec_opts o;
+    ug_exec_opts_default(&o);
+    o.oracle.sample = sample;
+    int rc = ug_exec_case(spec, &b, &o, r, d);
+    ug_backend_close(&b);
+    return rc;
+}
+
+/* x = 1, w = 0.5, residual = 0.25, gamma = 2, K = 4 over 2 ranks: p_r = 1, h = 2.25,
+ * out = 2 * 2.25 / sqrt(2.25^2 + eps) -> 2 in bf16. */
+static void known_value(void)
+{
+    const char *spec = "{\"v\":1,\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":1,"
+                       "\"params\":{\"tokens\":2,\"k\":4,\"n\":3,\"world\":2},"
+                       "\"dist\":{\"x\":{\"kind\":\"const\",\"value\":1},\"w\":{\"kind\":\"const\",\"value\":0.5},"
+                       "\"residual\":{\"kind\":\"const\",\"value\":0.25},\"gamma\":{\"kind\":\"const\",\"value\":2}}}";
+    ug_result r;
+    ug_exec_detail d;
+    CHECK(run(spec, "sim", 0, &r, &d) == 0 && r.outcome == UG_OUT_PASS, "known value: %s %s",
+          ug_outcome_name(r.outcome), r.message);
+    if (d.have_oracle) {
+        for (size_t i = 0; i < 6; i++) {
+            CHECK(d.oracle.g[0][i] == 2.0 && d.a[0][i] == 2.0, "out[%zu]: oracle %g kernel %g, want 2", i,
+                  d.oracle.g[0][i], d.a[0][i]);
+            CHECK(d.oracle.g[1][i] == 2.25 && d.a[1][i] == 2.25, "h[%zu]: oracle %g kernel %g, want 2.25", i,
+                  d.oracle.g[1][i], d.a[1][i]);
+        }
+    }
+    ug_exec_detail_free(&d);
+}
+
+/* The oracle against a plain double evaluation: dot products of bf16 values are exact in
+ * double for these lengths up to one rounding, so only elements near a bf16 boundary of
+ * a partial could differ; allow one bf16 ulp. */
+static void differential(void)
+{
+    char spec[1024];
+    snprintf(spec, sizeof spec,
+             "{\"v\":1,\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":7,"
+             "\"params\":{\"tokens\":3,\"k\":96,\"n\":40,\"world\":4},%s}", NORMAL);
+    ug_result r;
+    ug_exec_detail d;
+    CHECK(run(spec, "sim", 0, &r, &d) == 0 && r.outcome == UG_OUT_PASS, "differential: %s", r.message);
+    if (!d.have_oracle) return;
+    const ug_case *c = &d.c;
+    const double *x = ug_case_input(c, "x")->values, *w = ug_case_input(c, "w")->values;
+    const double *res = ug_case_input(c, "residual")->values, *gm = ug_case_input(c, "gamma")->values;
+    size_t T = 3, kk = 24, n = 40, W = 4, off = 0;
+    for (size_t t = 0; t < T; t++) {
+        double h[40], ss = 0;
+        for (size_t j = 0; j < n; j++) {
+            double y = 0;
+            for (size_t rk = 0; rk < W; rk++) {
+                double dot = 0;
+                for (size_t k = 0; k < kk; k++) dot += x[(rk * T + t) * kk + k] * w[(rk * kk + k) * n + j];
+                y += ug_dtype_round(UG_DT_BF16, dot);
+            }
+            h[j] = y + res[t * n + j];
+            ss += h[j] * h[j];
+        }
+        double rstd = 1.0 / sqrt(ss / (double)n + (double)(float)1e-6);
+        for (size_t j = 0; j < n; j++, off++) {
+            double o = ug_dtype_round(UG_DT_BF16, h[j] * rstd * gm[j]), hh = ug_dtype_round(UG_DT_BF16, h[j]);
+            CHECK(fabs(d.oracle.g[0][off] - o) <= ug_dtype_ulp(UG_DT_BF16, o), "out[%zu,%zu] oracle %a double %a", t,
+                  j, d.oracle.g[0][off], o);
+            CHECK(fabs(d.oracle.g[1][off] - hh) <= ug_dtype_ulp(UG_DT_BF16, hh), "h[%zu,%zu] oracle %a double %a", t,
+                  j, d.oracle.g[1][off], hh);
+        }
+    }
+    ug_exec_detail_free(&d);
+}
+
+/* STANDARDS.md: rtol = min((1 + 0.25 log2 W) 1.5, 3) 2^-7 sqrt(W), atol = rtol mean|g|. */
+static void tolerance_rule(void)
+{
+    const ug_op_def *def = ug_op_def_get(ug_op_find(OP));
+    CHECK(def && def->adjust_rule, "the op adjusts its rule per case");
+    if (!def || !def->adjust_rule) return;
+    static const long worlds[4] = {1, 2, 4, 8};
+    static const double want[4] = {1.5 * 0x1p-7, 1.875 * 0x1p-7 * 1.4142135623730951, 2.25 * 0x1p-7 * 2.0,
+                                   2.625 * 0x1p-7 * 2.8284271247461903};
+    for (int i = 0; i < 4; i++) {
+        char spec[1024];
+        snprintf(spec, sizeof spec,
+                 "{\"v\":1,\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":3,"
+                 "\"params\":{\"tokens\":1,\"k\":8,\"n\":4,\"world\":%ld},%s}", worlds[i], NORMAL);
+        ug_spec s;
+        ug_case c;
+        char err[256];
+        CHECK(ug_spec_parse(spec, &s, err, sizeof err) == 0, "%s", err);
+        CHECK(ug_case_build(&c, &s, err, sizeof err) == 0, "%s", err);
+        double g[4] = {1.0, -3.0, 0.5, -0.5};
+        ug_output_rule rule = def->outputs[0];
+        def->adjust_rule(&c, 0, g, 4, &rule);
+        CHECK(fabs(rule.pypto_rtol - want[i]) < 1e-15, "W=%ld rtol %.17g want %.17g", worlds[i], rule.pypto_rtol,
+              want[i]);
+        CHECK(fabs(rule.pypto_atol - want[i] * 1.25) < 1e-15, "W=%ld atol %.17g want rtol*1.25", worlds[i],
+              rule.pypto_atol);
+        ug_case_free(&c);
+    }
+}
+
+/* With one rank the reverse-order bf16 reduce sees just the bf16 partial: identical bits. */
+static void one_rank_reduce(void)
+{
+    char spec[1024];
+    snprintf(spec, sizeof spec,
+             "{\"v\":1,\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":11,"
+             "\"params\":{\"tokens\":2,\"k\":200,\"n\":33,\"world\":1},%s}", NORMAL);
+    ug_result r1, r2;
+    ug_exec_detail d1, d2;
+    CHECK(run(spec, "sim", 0, &r1, &d1) == 0 && run(spec, "sim:mut_reverse_bf16_reduce", 0, &r2, &d2) == 0,
+          "one-rank runs");
+    if (d1.have_oracle && d2.have_oracle)
+        for (int o = 0; o < 2; o++)
+            CHECK(memcmp(d1.c.out[o].data, d2.c.out[o].data, d1.c.out[o].numel * 2) == 0,
+                  "output %d differs between sim and the reverse reduce at W=1", o);
+    ug_exec_detail_free(&d1);
+    ug_exec_detail_free(&d2);
+}
+
+static void bad_params(void)
+{
+    static const char *bad[][2] = {{"\"tokens\":1,\"k\":8,\"n\":4,\"world\":3", "world"},
+                                   {"\"tokens\":1,\"k\":6,\"n\":4,\"world\":4", "\"k\""},
+                                   {"\"tokens\":1,\"k\":8,\"n\":4,\"world\":2,\"pattern\":\"zig\"", "pattern"},
+                                   {"\"tokens\":1,\"k\":8,\"n\":4,\"world\":2,\"eps\":-1", "eps"}};
+    for (int i = 0; i < 4; i++) {
+        char spec[1024];
+        snprintf(spec, sizeof spec, "{\"v\":1,\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":3,\"params\":{%s},%s}",
+                 bad[i][0], NORMAL);
+        ug_result r;
+        int rc = run(spec, "sim", 0, &r, NULL);
+        CHECK(rc < 0 && r.outcome == UG_OUT_ERROR && strstr(r.message, bad[i][1]),
+              "bad params %s: rc %d message '%s' should name %s", bad[i][0], rc, r.message, bad[i][1]);
+    }
+}
+
+int main(void)
+{
+    known_value();
+    differential();
+    tolerance_rule();
+    one_rank_reduce();
+    bad_params();
+    return check_done();
+}

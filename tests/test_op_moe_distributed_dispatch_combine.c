@@ -1,0 +1,142 @@
+/* test_op_moe_distributed_dispatch_combine.c — checks of moe_distributed_dispatch_combine
+ * beyond the generic plan test: a hand-computed combine, the layout invariants (counts
+ * sum to T*k, offsets are the exclusive prefix sum, the last rank owns the remainder
+ * experts, hot routing leaves the high experts empty, ids distinct per token), the int8
+ * wire against an independent double DynQuant, and bad params. */
+#include <math.h>
+#include <string.h>
+
+#include "check.h"
+#include "run/exec.h"
+
+#define OP "moe_distributed_dispatch_combine"
+
+static int run(const char *spec, const char *variant, ug_result *r, ug_exec_detail *d)
+{
+    ug_backend b;
+    char err[256];
+    if (ug_backend_open(&b, variant, err, sizeof err)) return -9;
+    ug_exec_opts o;
+    ug_exec_opts_default(&o);
+    o.oracle.sample = 0; /* every element */
+    int rc = ug_exec_case(spec, &b, &o, r, d);
+    ug_backend_close(&b);
+    return rc;
+}
+
+static void make_spec(char *buf, size_t len, const char *params, const char *xdist)
+{
+    snprintf(buf, len,
+             "{\"v\":1,\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":5,\"params\":{%s},"
+             "\"dist\":{\"x\":%s,\"weights\":{\"kind\":\"const\",\"value\":0.5},"
+             "\"expert_scale\":{\"kind\":\"const\",\"value\":3}}}",
+             params, xdist);
+}
+
+/* x = 2, w = 0.5, scale 3, k = 2: out = 2 * (0.5 * 3 * 2) = 6 on both wires. */
+static void known_value(void)
+{
+    for (int wire = 0; wire < 2; wire++) {
+        char spec[1024];
+        make_spec(spec, sizeof spec,
+                  wire ? "\"tokens\":3,\"hidden\":5,\"experts\":4,\"topk\":2,\"world\":2,\"wire\":\"int8\""
+                       : "\"tokens\":3,\"hidden\":5,\"experts\":4,\"topk\":2,\"world\":2",
+                  "{\"kind\":\"const\",\"value\":2}");
+        ug_result r;
+        ug_exec_detail d;
+        CHECK(run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "known value wire %d: %s", wire, r.message);
+        for (size_t i = 0; d.have_oracle && i < 15; i++)
+            CHECK(d.oracle.g[0][i] == 6.0 && d.a[0][i] == 6.0, "out[%zu] oracle %g kernel %g, want 6", i,
+                  d.oracle.g[0][i], d.a[0][i]);
+        ug_exec_detail_free(&d);
+    }
+}
+
+/* E = 7 over W = 2: rank 0 owns experts 0..2, rank 1 (the last) owns 3..6. */
+static void layout_invariants(const char *routing)
+{
+    char spec[1024], params[256];
+    snprintf(params, sizeof params, "\"tokens\":9,\"hidden\":4,\"experts\":7,\"topk\":3,\"world\":2,\"routing\":\"%s\"",
+             routing);
+    make_spec(spec, sizeof spec, params, "{\"kind\":\"normal\",\"mean\":0,\"std\":1}");
+    ug_result r;
+    ug_exec_detail d;
+    CHECK(run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "layout %s: %s", routing, r.message);
+    if (!d.have_oracle) return;
+    const ug_tensor *ids = ug_case_input(&d.c, "expert_ids");
+    long rank[2] = {0, 0}, exp_[7] = {0};
+    for (size_t t = 0; t < 9; t++)
+        for (size_t s = 0; s < 3; s++) {
+            long e = (long)ug_tload(ids, t * 3 + s);
+            CHECK(e >= 0 && e < 7, "id %ld out of range", e);
+            if (e < 0 || e >= 7) continue;
+            rank[e >= 3]++;
+            exp_[e]++;
+            for (size_t u = 0; u < s; u++) CHECK(ug_tload(ids, t * 3 + u) != e, "token %zu routes twice to %ld", t, e);
+        }
+    CHECK(rank[0] + rank[1] == 27, "copies %ld + %ld != 27", rank[0], rank[1]);
+    CHECK(d.oracle.g[1][0] == rank[0] && d.oracle.g[1][1] == rank[1], "rank_counts %g %g want %ld %ld",
+          d.oracle.g[1][0], d.oracle.g[1][1], rank[0], rank[1]);
+    CHECK(d.oracle.g[2][0] == 0 && d.oracle.g[2][1] == rank[0], "rank_offsets %g %g", d.oracle.g[2][0],
+          d.oracle.g[2][1]);
+    for (int e = 0; e < 7; e++) CHECK(d.oracle.g[3][e] == exp_[e], "expert_counts[%d] %g want %ld", e, d.oracle.g[3][e], exp_[e]);
+    if (strcmp(routing, "hot") == 0) /* ids from the first max(k, E/4) = 3 experts: rank 1 gets nothing */
+        CHECK(rank[1] == 0 && exp_[6] == 0, "hot routing reached rank 1 (%ld copies)", rank[1]);
+    ug_exec_detail_free(&d);
+    /* the count mutant loses expert 6 (E/W = 3 per rank): caught exactly when it is hit */
+    ug_result m;
+    CHECK(run(spec, "sim:mut_last_rank_count", &m, NULL) == 0, "mutant run");
+    CHECK((m.outcome == UG_OUT_FAIL) == (exp_[6] > 0), "count mutant outcome %s with %ld copies to expert 6",
+          ug_outcome_name(m.outcome), exp_[6]);
+}
+
+/* int8 wire: oracle against a double DynQuant (s = amax/127, q = rne(127x/amax)). */
+static void int8_differential(void)
+{
+    char spec[1024];
+    make_spec(spec, sizeof spec, "\"tokens\":4,\"hidden\":50,\"experts\":8,\"topk\":1,\"world\":4,\"wire\":\"int8\"",
+              "{\"kind\":\"normal\",\"mean\":0,\"std\":1}");
+    ug_result r;
+    ug_exec_detail d;
+    CHECK(run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "int8: %s", r.message);
+    if (!d.have_oracle) return;
+    const ug_tensor *x = ug_case_input(&d.c, "x");
+    for (size_t t = 0; t < 4; t++) {
+        double amax = 0;
+        for (size_t j = 0; j < 50; j++) amax = fmax(amax, fabs(ug_tload(x, t * 50 + j)));
+        for (size_t j = 0; j < 50; j++) {
+            double q = rint(127.0 * ug_tload(x, t * 50 + j) / amax);
+            double want = ug_dtype_round(UG_DT_BF16, 1.5 * q * amax / 127.0);
+            double g = d.oracle.g[0][t * 50 + j];
+            CHECK(fabs(g - want) <= ug_dtype_ulp(UG_DT_BF16, want), "out[%zu,%zu] oracle %a double %a", t, j, g, want);
+        }
+    }
+    ug_exec_detail_free(&d);
+}
+
+static void bad_params(void)
+{
+    static const char *bad[][2] = {{"\"tokens\":1,\"hidden\":4,\"experts\":16,\"topk\":9,\"world\":2", "topk"},
+                                   {"\"tokens\":1,\"hidden\":4,\"experts\":16,\"topk\":2,\"world\":3", "world"},
+                                   {"\"tokens\":1,\"hidden\":4,\"experts\":2,\"topk\":1,\"world\":4", "experts"},
+                                   {"\"tokens\":1,\"hidden\":4,\"experts\":8,\"topk\":1,\"world\":4,\"wire\":\"fp8\"", "wire"},
+                                   {"\"tokens\":0,\"hidden\":4,\"experts\":8,\"topk\":1,\"world\":4", "tokens"}};
+    for (int i = 0; i < 5; i++) {
+        char spec[1024];
+        make_spec(spec, sizeof spec, bad[i][0], "{\"kind\":\"normal\",\"mean\":0,\"std\":1}");
+        ug_result r;
+        int rc = run(spec, "sim", &r, NULL);
+        CHECK(rc < 0 && r.outcome == UG_OUT_ERROR && strstr(r.message, bad[i][1]), "bad %s: rc %d '%s'", bad[i][0], rc,
+              r.message);
+    }
+}
+
+int main(void)
+{
+    known_value();
+    layout_invariants("uniform");
+    layout_invariants("hot");
+    int8_differential();
+    bad_params();
+    return check_done();
+}
