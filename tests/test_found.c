@@ -1,4 +1,4 @@
-/* test_found.c — the fuzzer's findings as regression cases (corpus/found/<op>/*.json):
+/* test_found.c — the fuzzer findings kept as regression cases (corpus/found/OP/ID.json):
  * each is a valid spec that passes with the correct sim kernel and fails with at least one
  * of its op's beyond-plan mutants, and every beyond-plan mutant is caught by at least one
  * finding. Together with test_plan_<op> (which asserts the plan misses those mutants) this
