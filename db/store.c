@@ -610,10 +610,11 @@ static int merge_check(const ug_run_record *a, const char *pa, const ug_run_reco
 /* Appends text to a growing string (free with free()). */
 static int append(char **s, size_t *len, const char *sep, const char *text)
 {
+    if (!*len) sep = "";
     size_t add = strlen(sep) + strlen(text);
     char *g = realloc(*s, *len + add + 1);
     if (!g) return -1;
-    snprintf(g + *len, add + 1, "%s%s", *len ? sep : "", text);
+    snprintf(g + *len, add + 1, "%s%s", sep, text);
     *s = g;
     *len += add;
     return 0;
