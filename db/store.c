@@ -429,7 +429,7 @@ int ug_db_run_get(ug_db *db, long run_id, ug_run_record *r, char *err, size_t er
     if (prepare(db, &st,
                 "SELECT status, plan_name, plan_path, plan_hash, backend, shard, op_filter, group_filter, started_at,"
                 " finished_at, host, git_rev, seed, oracle_check, oracle_prec, cores, merged_from IS NOT NULL,"
-                " case_limit, sample FROM runs WHERE run_id = ?", err, errlen))
+                " case_limit, sample, jobs IS NOT NULL FROM runs WHERE run_id = ?", err, errlen))
         return -1;
     sqlite3_bind_int64(st, 1, run_id);
     int rc = sqlite3_step(st);
@@ -457,6 +457,7 @@ int ug_db_run_get(ug_db *db, long run_id, ug_run_record *r, char *err, size_t er
         r->merged = sqlite3_column_int(st, i++);
         r->limit = (long)sqlite3_column_int64(st, i++);
         r->sample = (long)sqlite3_column_int64(st, i++);
+        r->has_options = sqlite3_column_int(st, i++);
     } else if (rc == SQLITE_DONE) {
         snprintf(err, errlen, "no run %ld in the database", run_id);
     } else {

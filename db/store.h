@@ -34,6 +34,7 @@ typedef struct {
     char status[16], plan_name[64], plan_path[1024], plan_hash[UG_ID_LEN + 1], backend[600], shard[32];
     char op_filter[1024], group_filter[128], started_at[32], finished_at[32], host[256], git_rev[64];
     int seed_set, oracle_check, oracle_prec, cores, merged;
+    int has_options; /* the sweep options were recorded (a sweep under schema 2) */
     long long seed;
     long limit, sample;
 } ug_run_record;

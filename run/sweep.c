@@ -644,6 +644,11 @@ static int resume_target(ug_db *db, const char *which, selection *x, long *run, 
         snprintf(err, errlen, "run %ld was merged from shard databases; resume the shards there and merge again", *run);
         return -2;
     }
+    if (!rec.has_options) {
+        snprintf(err, errlen, "run %ld was made by an older ulpgym that did not record its sweep options; it cannot be resumed",
+                 *run);
+        return -2;
+    }
     snprintf(hash, UG_ID_LEN + 1, "%s", rec.plan_hash);
     return selection_from_record(&rec, x, err, errlen);
 }

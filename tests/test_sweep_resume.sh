@@ -84,4 +84,18 @@ expect_eq "$(verdicts "$DB2" | md5sum)" "$(verdicts "$REF" | md5sum)" "SIGTERM +
 expect_status 2 ug sweep --resume latest --db "$T/none.db"
 expect_status 2 ug sweep --resume 7 --db "$DB2"
 expect_grep 'no run 7' "$T/err"
+
+# a schema-1 database (before sweep options were recorded) is migrated to schema 2; its
+# runs cannot be resumed (their --op/--limit were not kept) but new sweeps go on in it
+OLD=$T/v1.db
+sqlite3 "$OLD" <"$ULPGYM_DATA/db/schema.sql"
+sqlite3 "$OLD" "PRAGMA user_version = 1; INSERT INTO runs(started_at, backend, plan_path, plan_hash)
+    VALUES ('2026-01-01T00:00:00Z', 'sim', '$T/plan.json', 'x')"
+expect_status 2 ug sweep --resume latest --db "$OLD"
+expect_grep 'older ulpgym that did not record its sweep options' "$T/err"
+expect_eq "$(sqlite3 "$OLD" "PRAGMA user_version")" 2 "migrated to schema 2"
+expect_eq "$(sqlite3 "$OLD" "SELECT status, resumes, jobs IS NULL FROM runs")" "running|0|1" "old run untouched"
+expect_status 0 ug sweep --op attn_softmax --limit 3 --db "$OLD" -j1 --quiet
+expect_eq "$(sqlite3 "$OLD" "SELECT op_filter, case_limit, jobs, status FROM runs WHERE run_id = 2")" "attn_softmax|3|1|done" \
+    "options recorded in the migrated database"
 finish
