@@ -94,7 +94,7 @@ void ug_sweep_shard_select(ug_plan *plan, int k, int n)
     costed *c = malloc((plan->n ? plan->n : 1) * sizeof *c);
     double *load = calloc((size_t)n, sizeof *load);
     unsigned char *keep = calloc(plan->n ? plan->n : 1, 1);
-    if (!c || !load || !keep) { /* out of memory: keep the plan as it is rather than lose cases silently */
+    if (!c || !load || !keep) { /* out of memory: stop rather than run a wrong slice */
         fprintf(stderr, "ulpgym: out of memory selecting a shard\n");
         abort();
     }
