@@ -387,9 +387,10 @@ static void progress(engine *e, int final)
     e->last_progress = t;
     double rate = (double)s->n_cases / (t - e->t0 > 1e-9 ? t - e->t0 : 1e-9);
     size_t done = s->n_before + s->n_cases;
-    double eta = rate > 0 ? (double)(s->n_total - done) / rate : 0;
+    char eta[32] = "-";
+    if (rate > 0) snprintf(eta, sizeof eta, "%.0fs", (double)(s->n_total - done) / rate);
     size_t other = s->n_cases - s->n_outcome[UG_OUT_PASS] - s->n_outcome[UG_OUT_FAIL];
-    fprintf(stderr, "%s%zu/%zu  pass %zu  fail %zu  other %zu  %.1f cases/s  ETA %.0fs%s", tty ? "\r" : "", done,
+    fprintf(stderr, "%s%zu/%zu  pass %zu  fail %zu  other %zu  %.1f cases/s  ETA %s%s", tty ? "\r" : "", done,
             s->n_total, s->n_outcome[UG_OUT_PASS], s->n_outcome[UG_OUT_FAIL], other, rate, eta,
             tty && !final ? "   " : "\n");
     fflush(stderr);
