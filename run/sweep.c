@@ -262,7 +262,7 @@ static int io_full(int fd, void *p, size_t n, int writing)
     return 0;
 }
 
-static void worker_main(const engine *e, int task_fd, int res_fd)
+static _Noreturn void worker_main(const engine *e, int task_fd, int res_fd)
 {
     signal(SIGINT, SIG_IGN); /* the parent decides when workers stop */
     signal(SIGTERM, SIG_IGN);
