@@ -50,7 +50,7 @@ expect_status 0 ug sweep --plan "$T/plan.json" --db "$DB" --backend "$PLUGIN" -j
 expect_eq "$(q "SELECT count(*) FROM results WHERE run_id = 2 AND verdict = 'TIMEOUT' AND message LIKE '%(limit 1 s)%'")" 2 \
     "per-op timeout"
 # -j1: a single replaced worker still gets through every case
-expect_status 0 ug sweep --plan "$T/plan.json" --db "$DB" --backend "$PLUGIN" -j1 --case-timeout 1 --quiet
+expect_status 0 ug sweep --plan "$T/plan.json" --db "$DB" --backend "$PLUGIN" -j1 --case-timeout 2 --quiet
 expect_eq "$(q "SELECT group_concat(verdict) FROM (SELECT verdict FROM results WHERE run_id = 3 ORDER BY case_id)")" \
     "$(q "SELECT group_concat(verdict) FROM (SELECT verdict FROM results WHERE run_id = 1 ORDER BY case_id)")" "-j1 = -j2"
 
