@@ -1,12 +1,17 @@
 /* cmd_bench.c — `ulpgym bench oracle`: the oracle engine timed against plain float64 and
- * naive MPFR in one run, so that the ratios are comparable on a noisy shared machine. */
+ * naive MPFR; `ulpgym bench sweep`: the sweep engine at -j1 and -jN. Each compares its
+ * configurations in one run (interleaved, best of --repeat), so that the ratios are
+ * comparable on a noisy shared machine. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "gen/plan.h"
 #include "oracles/oracle.h"
+#include "run/sweep.h"
 
 static double now_s(void)
 {
@@ -88,15 +93,103 @@ static int bench_oracle(int argc, char **argv)
     return 0;
 }
 
+typedef struct {
+    double seconds, parent_cpu_s;
+    size_t cases;
+    int ok;
+} sweep_time;
+
+/* One sweep of o into a fresh database at path; keeps the fastest of the repeats in *best. */
+static int time_sweep(ug_sweep_opts *o, const char *path, sweep_time *best)
+{
+    unlink(path);
+    char wal[1100], shm[1100], err[1024];
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    snprintf(shm, sizeof shm, "%s-shm", path);
+    o->db_path = path;
+    ug_sweep_summary s;
+    int rc = ug_sweep_run(o, &s, err, sizeof err);
+    unlink(path);
+    unlink(wal);
+    unlink(shm);
+    if (rc) return ug_cli_fail("bench sweep: %s", err);
+    if (!best->ok || s.seconds < best->seconds) *best = (sweep_time){s.seconds, s.parent_cpu_s, s.n_cases, 1};
+    return 0;
+}
+
+static void print_sweep(const char *label, int jobs, const sweep_time *t, const sweep_time *base)
+{
+    printf("%-6s %5d %7zu %9.2f %9.1f %9.2f %14.3f\n", label, jobs, t->cases, t->seconds, (double)t->cases / t->seconds,
+           base->seconds / t->seconds, t->parent_cpu_s * 1e3 / (double)(t->cases ? t->cases : 1));
+}
+
+static int bench_sweep(int argc, char **argv)
+{
+    ug_sweep_opts o = {0};
+    ug_cli_filter f = {0};
+    const char *limit = NULL, *jobs = NULL, *repeat = NULL;
+    o.seed = -1;
+    o.sample = UG_SAMPLE_DEFAULT;
+    o.quiet = 1;
+    o.command = "ulpgym bench sweep";
+    for (int i = 2; i < argc; i++) {
+        int m = ug_cli_filter_opt(&f, argc, argv, &i);
+        if (m < 0) return UG_EXIT_USAGE;
+        if (m) continue;
+        if ((m = ug_cli_opt(argc, argv, &i, "--plan", &o.plan_path)) || (m = ug_cli_opt(argc, argv, &i, "--limit", &limit)) ||
+            (m = ug_cli_opt(argc, argv, &i, "-j", &jobs)) || (m = ug_cli_opt(argc, argv, &i, "--backend", &o.backend)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--repeat", &repeat))) {
+            if (m < 0) return UG_EXIT_USAGE;
+        } else return ug_cli_fail("bench: unexpected argument \"%s\"", argv[i]);
+    }
+    long cores = sysconf(_SC_NPROCESSORS_ONLN), n = jobs ? ug_cli_long(jobs) : cores, reps = repeat ? ug_cli_long(repeat) : 2;
+    if (n < 1 || n > UG_SWEEP_MAX_JOBS) return ug_cli_fail("bench sweep: -j takes a number of workers from 1 to %d", UG_SWEEP_MAX_JOBS);
+    if (reps < 1) return ug_cli_fail("bench sweep: --repeat must be a positive number");
+    if (limit && (o.limit = ug_cli_long(limit)) < 0) return ug_cli_fail("bench sweep: --limit must be a number");
+    o.ops = f.any_op ? f.ops : NULL;
+    o.groups = f.groups;
+    const char *tmp = getenv("TMPDIR");
+    char dir[1024], path[1100];
+    snprintf(dir, sizeof dir, "%s/ulpgym-bench-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) return ug_cli_fail("bench sweep: cannot create a scratch folder in %s", tmp && *tmp ? tmp : "/tmp");
+    snprintf(path, sizeof path, "%s/bench.db", dir);
+    sweep_time one = {0}, many = {0};
+    int rc = 0;
+    for (long r = 0; r < reps && !rc; r++) { /* interleaved: both see the same machine load */
+        o.jobs = 1;
+        rc = time_sweep(&o, path, &one);
+        o.jobs = (int)n;
+        if (!rc) rc = time_sweep(&o, path, &many);
+    }
+    rmdir(dir);
+    if (rc) return rc;
+    printf("%-6s %5s %7s %9s %9s %9s %14s\n", "sweep", "jobs", "cases", "seconds", "cases/s", "speed-up",
+           "parent ms/case");
+    print_sweep("-j1", 1, &one, &one);
+    print_sweep("-jN", (int)n, &many, &one);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("parent peak RSS %.1f MiB; best of %ld interleaved repeats; %ld cores online\n", (double)ru.ru_maxrss / 1024.0,
+           reps, cores);
+    return 0;
+}
+
 static int ug_cmd_bench(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "oracle") == 0) return bench_oracle(argc, argv);
-    return ug_cli_fail("bench: give a target: `ulpgym bench oracle`");
+    if (argc >= 2 && strcmp(argv[1], "sweep") == 0) return bench_sweep(argc, argv);
+    return ug_cli_fail("bench: give a target: `ulpgym bench oracle` or `ulpgym bench sweep`");
 }
 
 const ug_command ug_command_bench = {
-    "bench", ug_cmd_bench, "time the oracle engine against float64 and naive MPFR",
+    "bench", ug_cmd_bench, "time the oracle engine, or the sweep engine at -j1 and -jN",
      "usage: ulpgym bench oracle [--plan FILE] [--op OP]... [--group G] [--limit N]\n"
-     "  Evaluates the oracle of each selected plan case three ways in one run: the engine\n"
-     "  (certified double with MPFR fallback), plain float64, and naive MPFR (every\n"
-     "  operation at 256 bits); prints times and the ratios engine/float64 and MPFR/engine.\n"};
+     "       ulpgym bench sweep [--plan FILE] [--op OP]... [--group G] [--limit N] [-j N]\n"
+     "                          [--backend B] [--repeat R]\n"
+     "  oracle: evaluates the oracle of each selected plan case three ways in one run: the\n"
+     "  engine (certified double with MPFR fallback), plain float64, and naive MPFR (every\n"
+     "  operation at 256 bits); prints times and the ratios engine/float64 and MPFR/engine.\n"
+     "  sweep: sweeps the selected plan (default: all of it) into a scratch database with\n"
+     "  one worker and with N (default: all cores), interleaved, best of R (default 2);\n"
+     "  prints cases/s, the speed-up, the parent's CPU time per case (dispatch, result\n"
+     "  reading, database writes) and the parent's peak RSS.\n"};

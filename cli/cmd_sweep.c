@@ -1,4 +1,6 @@
-/* cmd_sweep.c — `ulpgym sweep`: option parsing around the sweep engine (run/sweep.c). */
+/* cmd_sweep.c — `ulpgym sweep`: option parsing around the sweep engine (run/sweep.c).
+ * Every option is checked here or by the engine before a row is written; --resume takes
+ * the plan and case selection recorded with the run, so it refuses selection options. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,28 +14,67 @@ static void join_argv(int argc, char **argv, char *buf, size_t len)
     for (int i = 0; i < argc && n < len; i++) n += (size_t)snprintf(buf + n, len - n, " %s", argv[i]);
 }
 
+/* --case-timeout SECONDS or OP=SECONDS (repeatable). */
+static int parse_timeout(const char *v, ug_sweep_opts *o)
+{
+    const char *eq = strchr(v, '=');
+    char op[64] = "";
+    if (eq) snprintf(op, sizeof op, "%.*s", (int)(eq - v < 63 ? eq - v : 63), v);
+    const char *num = eq ? eq + 1 : v;
+    char *end;
+    double t = strtod(num, &end);
+    if (end == num || *end || !(t > 0) || t > 1e6)
+        return ug_cli_fail("sweep: --case-timeout takes SECONDS or OP=SECONDS with SECONDS > 0, not \"%s\"", v);
+    if (!eq) {
+        o->case_timeout = t;
+        return 0;
+    }
+    int opi = ug_op_find(op);
+    if (opi < 0) return ug_cli_fail("sweep: --case-timeout: unknown op \"%s\" (see `ulpgym ops`)", op);
+    o->op_timeout[opi] = t;
+    return 0;
+}
+
 static int ug_cmd_sweep(int argc, char **argv)
 {
     ug_sweep_opts o = {0};
     ug_cli_filter f = {0};
-    const char *limit = NULL, *seed = NULL, *sample = NULL, *variant = NULL;
+    const char *limit = NULL, *seed = NULL, *sample = NULL, *variant = NULL, *jobs = NULL, *shard = NULL;
     o.seed = -1;
     o.sample = UG_SAMPLE_DEFAULT;
-    o.backend = getenv("ULPGYM_BACKEND");
+    const char *backend_opt = NULL;
     for (int i = 1; i < argc; i++) {
         int m = ug_cli_filter_opt(&f, argc, argv, &i);
         if (m < 0) return UG_EXIT_USAGE;
         if (m) continue;
-        if ((m = ug_cli_opt(argc, argv, &i, "--plan", &o.plan_path)) || (m = ug_cli_opt(argc, argv, &i, "--db", &o.db_path)) ||
+        const char *v;
+        if ((m = ug_cli_opt(argc, argv, &i, "-j", &jobs)) || (m = ug_cli_opt(argc, argv, &i, "--jobs", &jobs)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--shard", &shard)) || (m = ug_cli_opt(argc, argv, &i, "--resume", &o.resume))) {
+            if (m < 0) return UG_EXIT_USAGE;
+        } else if ((m = ug_cli_opt(argc, argv, &i, "--case-timeout", &v))) {
+            if (m < 0 || parse_timeout(v, &o)) return UG_EXIT_USAGE;
+        } else if (strncmp(argv[i], "-j", 2) == 0 && argv[i][2]) {
+            jobs = argv[i] + 2; /* -j4 */
+        } else if ((m = ug_cli_opt(argc, argv, &i, "--plan", &o.plan_path)) || (m = ug_cli_opt(argc, argv, &i, "--db", &o.db_path)) ||
             (m = ug_cli_opt(argc, argv, &i, "--limit", &limit)) || (m = ug_cli_opt(argc, argv, &i, "--seed", &seed)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--backend", &o.backend)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--backend", &backend_opt)) ||
             (m = ug_cli_opt(argc, argv, &i, "--kernel-variant", &variant)) ||
             (m = ug_cli_opt(argc, argv, &i, "--sample", &sample))) {
             if (m < 0) return UG_EXIT_USAGE;
         } else if (ug_cli_flag(argv, i, "--oracle-check")) o.oracle_check = 1;
-        else if (ug_cli_flag(argv, i, "--quiet")) o.quiet = 1;
+        else if (ug_cli_flag(argv, i, "--quiet") || ug_cli_flag(argv, i, "--no-progress")) o.quiet = 1;
         else return ug_cli_fail("sweep: unexpected argument \"%s\" (see ulpgym sweep -h)", argv[i]);
     }
+    if (o.resume && (o.plan_path || limit || seed || sample || variant || shard || f.any_op || f.groups || o.oracle_check))
+        return ug_cli_fail("sweep: --resume reruns a run with its own plan and options; drop --plan, --op, --group, "
+                           "--limit, --seed, --sample, --shard, --kernel-variant and --oracle-check");
+    if (o.resume && backend_opt) return ug_cli_fail("sweep: --resume uses the run's own backend; drop --backend");
+    o.backend = backend_opt ? backend_opt : getenv("ULPGYM_BACKEND");
+    if (jobs && ((o.jobs = (int)ug_cli_long(jobs)) < 1 || ug_cli_long(jobs) > UG_SWEEP_MAX_JOBS))
+        return ug_cli_fail("sweep: -j takes a number of workers from 1 to %d", UG_SWEEP_MAX_JOBS);
+    char serr[256];
+    if (shard && ug_sweep_parse_shard(shard, &o.shard_k, &o.shard_n, serr, sizeof serr))
+        return ug_cli_fail("sweep: %s", serr);
     if (limit && (o.limit = ug_cli_long(limit)) < 0) return ug_cli_fail("sweep: --limit must be a number");
     if (seed && (o.seed = ug_cli_long(seed)) < 0) return ug_cli_fail("sweep: --seed must be a non-negative integer");
     if (sample && (o.sample = ug_cli_sample(sample)) < 0) return ug_cli_fail("sweep: --sample takes a count or \"all\"");
@@ -70,7 +111,17 @@ const ug_command ug_command_sweep = {
     "sweep", ug_cmd_sweep, "run a plan's cases and store every verdict",
      "usage: ulpgym sweep [--plan FILE] [--op OP]... [--group G]... [--limit N] [--db PATH]\n"
      "                    [--seed S] [--backend B] [--kernel-variant V] [--sample N|all]\n"
-     "                    [--oracle-check] [--quiet]\n"
+     "                    [--oracle-check] [-j N] [--case-timeout [OP=]SECONDS]... [--shard K/N]\n"
+     "                    [--quiet | --no-progress]\n"
+     "       ulpgym sweep --resume RUN_ID|latest [--db PATH] [-j N] [--case-timeout ...] [--quiet]\n"
+     "  -j, --jobs       worker processes (default: all cores); a worker that crashes or\n"
+     "                   hangs costs one case (CRASH / TIMEOUT) and is replaced\n"
+     "  --case-timeout   seconds a case may take (default 300); OP=SECONDS for one op\n"
+     "  --shard K/N      run slice K of N (balanced by estimated cost); join the shard\n"
+     "                   databases with `ulpgym merge`\n"
+     "  --resume         run the cases of run RUN_ID (or the latest run) that have no\n"
+     "                   result yet, with that run's plan, selection, backend and sample\n"
+     "  --quiet, --no-progress  no progress line (the summary is still printed)\n"
      "  --backend        sim (default), sim:VARIANT or plugin:PATH.so (also $ULPGYM_BACKEND)\n"
      "  --kernel-variant run a sim mutant, e.g. mut_bf16_sum (see `ulpgym ops show OP`)\n"
      "  --sample         output elements checked per case (default 512; all = every one)\n"

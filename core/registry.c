@@ -55,8 +55,11 @@ const ug_kernel_variant *ug_op_variant(const ug_op_def *d, const char *name)
     return NULL;
 }
 
+/* Canary byte i of an output's guard region (after its data). */
+static unsigned char guard_byte(size_t i) { return (unsigned char)(0xA5u + 37u * (unsigned)i); }
+
 static ug_tensor *add_tensor(ug_tensor *t, int *count, const char *name, ug_dtype dt, int ndim,
-                             const int64_t *shape, char *err, size_t errlen)
+                             const int64_t *shape, size_t guard, char *err, size_t errlen)
 {
     if (*count >= UG_MAX_TENSORS || ndim > ULPGYM_MAX_DIMS || ndim < 0) {
         snprintf(err, errlen, "internal: too many tensors or dims for \"%s\"", name);
@@ -80,11 +83,13 @@ static ug_tensor *add_tensor(ug_tensor *t, int *count, const char *name, ug_dtyp
         snprintf(err, errlen, "tensor \"%s\": %zu elements is more than ulpgym allocates", name, x->numel);
         return NULL;
     }
-    x->data = calloc(x->numel ? x->numel : 1, (size_t)ug_dtype_size(dt));
+    size_t bytes = x->numel * (size_t)ug_dtype_size(dt);
+    x->data = calloc(1, (bytes ? bytes : 1) + guard);
     if (!x->data) {
         snprintf(err, errlen, "out of memory for tensor \"%s\"", name);
         return NULL;
     }
+    for (size_t i = 0; i < guard; i++) ((unsigned char *)x->data)[bytes + i] = guard_byte(i);
     (*count)++;
     return x;
 }
@@ -93,7 +98,7 @@ ug_tensor *ug_case_add_input(ug_case *c, const char *name, ug_dtype dt, int ndim
                              int fill, char *err, size_t errlen)
 {
     int index = c->n_in;
-    ug_tensor *t = add_tensor(c->in, &c->n_in, name, dt, ndim, shape, err, errlen);
+    ug_tensor *t = add_tensor(c->in, &c->n_in, name, dt, ndim, shape, 0, err, errlen);
     if (!t || !fill) return t;
     const cJSON *dist = cJSON_GetObjectItemCaseSensitive(c->spec.dist, name);
     if (!dist) {
@@ -108,7 +113,17 @@ ug_tensor *ug_case_add_input(ug_case *c, const char *name, ug_dtype dt, int ndim
 ug_tensor *ug_case_add_output(ug_case *c, const char *name, ug_dtype dt, int ndim, const int64_t *shape,
                               char *err, size_t errlen)
 {
-    return add_tensor(c->out, &c->n_out, name, dt, ndim, shape, err, errlen);
+    return add_tensor(c->out, &c->n_out, name, dt, ndim, shape, UG_GUARD_BYTES, err, errlen);
+}
+
+int ug_case_guard_check(const ug_case *c)
+{
+    for (int k = 0; k < c->n_out; k++) {
+        const unsigned char *g = (const unsigned char *)c->out[k].data + c->out[k].numel * ug_dtype_size(c->out[k].dtype);
+        for (size_t i = 0; i < UG_GUARD_BYTES; i++)
+            if (g[i] != guard_byte(i)) return k;
+    }
+    return -1;
 }
 
 const ug_tensor *ug_case_input(const ug_case *c, const char *name)

@@ -117,6 +117,10 @@ ug_tensor *ug_case_add_input(ug_case *c, const char *name, ug_dtype dt, int ndim
 ug_tensor *ug_case_add_output(ug_case *c, const char *name, ug_dtype dt, int ndim, const int64_t *shape,
                               char *err, size_t errlen);
 const ug_tensor *ug_case_input(const ug_case *c, const char *name);
+/* Each output's data is followed by UG_GUARD_BYTES of canary (a kernel must not touch
+ * them). Returns the index of the first output whose canary changed, or -1. */
+#define UG_GUARD_BYTES 256
+int ug_case_guard_check(const ug_case *c);
 /* Fills views (arrays of UG_MAX_TENSORS) and call for a kernel run over c's tensors. */
 void ug_case_make_call(const ug_case *c, ulpgym_tensor *ins, ulpgym_tensor *outs, ulpgym_call *call);
 

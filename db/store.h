@@ -11,7 +11,7 @@
 
 #include "run/exec.h"
 
-#define UG_DB_SCHEMA_VERSION 1
+#define UG_DB_SCHEMA_VERSION 2
 
 typedef struct ug_db ug_db;
 
@@ -19,7 +19,25 @@ typedef struct {
     const char *plan_name, *plan_path, *plan_hash, *backend, *shard, *command;
     int oracle_prec;
     long sample;
+    /* What a sweep needs to reproduce its case list on resume (schema 2). */
+    int seed_set;             /* seed overrides the plan's own */
+    long long seed;
+    const char *op_filter;    /* comma-separated op names, NULL = all */
+    const char *group_filter; /* comma-separated group names, NULL = all */
+    long limit;               /* 0 = all */
+    int oracle_check, jobs;
 } ug_run_info;
+
+/* A run's row as read back (for resume and merge). */
+typedef struct {
+    long run_id;
+    char status[16], plan_name[64], plan_path[1024], plan_hash[UG_ID_LEN + 1], backend[600], shard[32];
+    char op_filter[1024], group_filter[128], started_at[32], finished_at[32], host[256], git_rev[64];
+    int seed_set, oracle_check, oracle_prec, cores, merged;
+    int has_options; /* the sweep options were recorded (a sweep under schema 2) */
+    long long seed;
+    long limit, sample;
+} ug_run_record;
 
 /* DB path: explicit, else $ULPGYM_DB, else ./ulpgym.db. */
 const char *ug_db_default_path(const char *explicit_path);
@@ -37,6 +55,18 @@ int ug_db_run_begin(ug_db *db, const ug_run_info *info, long *run_id, char *err,
 /* Recounts the run's results into runs.n_* and sets status (and finished_at unless
  * status is "running"). */
 int ug_db_run_finish(ug_db *db, long run_id, const char *status, char *err, size_t errlen);
+/* Reads run run_id: 0, or -2 when there is no such run. */
+int ug_db_run_get(ug_db *db, long run_id, ug_run_record *rec, char *err, size_t errlen);
+/* Marks run_id running again for `sweep --resume` (counts the resume, clears finished_at). */
+int ug_db_run_reopen(ug_db *db, long run_id, int jobs, char *err, size_t errlen);
+/* The case IDs that already have a result in run_id, sorted (malloc'd; *n of them). */
+int ug_db_result_ids(ug_db *db, long run_id, char (**ids)[UG_ID_LEN + 1], size_t *n, char *err, size_t errlen);
+/* Joins the latest run of each input database into one new run of db (`ulpgym merge`):
+ * the inputs must share plan hash, backend, sample and oracle precision, and no case
+ * may have a result in two inputs. All or nothing: on error nothing is written.
+ * Returns 0 (run id in *run_id), -2 for bad input (message says which file). */
+int ug_db_merge(ug_db *db, const char *const *inputs, int n_inputs, const char *command, long *run_id, char *err,
+                size_t errlen);
 /* Inserts the case if new (origin "plan", "fuzz" or "manual"). */
 int ug_db_put_case(ug_db *db, const char *case_id, const char *spec_json, const char *origin, char *err,
                    size_t errlen);

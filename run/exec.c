@@ -161,6 +161,9 @@ int ug_exec_case(const char *spec_text, const ug_backend *b, const ug_exec_opts 
     } else if (krc != 0) {
         r->outcome = UG_OUT_ERROR;
         snprintf(r->message, sizeof r->message, "kernel error %d: %s", krc, err[0] ? err : "(no message)");
+    } else if ((krc = ug_case_guard_check(c)) >= 0) {
+        r->outcome = UG_OUT_ERROR;
+        snprintf(r->message, sizeof r->message, "wrote past output %s", c->out[krc].name);
     } else {
         ug_exec_judge(c, o, r, detail);
     }

@@ -1,17 +1,28 @@
-/* sweep.h — the sweep engine: expand a plan, run each case, store every result.
+/* sweep.h — the sweep engine: expand a plan, run its cases in worker processes, store
+ * every result.
  *
- * The parent process is the only database writer; results are committed in batches of
- * UG_SWEEP_BATCH (and when a SIGINT/SIGTERM stops the sweep), each result's rows in the
- * same transaction, so a crash loses at most the open batch and never half a result. */
+ * The parent expands the plan (or, on --resume, the recorded plan and options of a run,
+ * minus the cases that already have a result), forks N workers and streams case indices
+ * to them over pipes; each worker runs ug_exec_case() and writes the plain ug_result
+ * back. A worker that dies (signal, exit) or exceeds its case's timeout costs that one
+ * case (CRASH / TIMEOUT, the signal or the elapsed time in the message) and is replaced.
+ * The parent is the only database writer; results are committed in batches of
+ * UG_SWEEP_BATCH or every UG_SWEEP_COMMIT_S seconds (and when SIGINT/SIGTERM stops the
+ * sweep), each result's rows in the same transaction, so a kill -9 loses at most the
+ * open batch and never half a result, and --resume runs exactly the missing cases. */
 #ifndef UG_SWEEP_H
 #define UG_SWEEP_H
 #include <stddef.h>
 #include <stdio.h>
 
 #include "core/registry.h"
+#include "gen/plan.h"
 #include "run/exec.h"
 
 #define UG_SWEEP_BATCH 64
+#define UG_SWEEP_COMMIT_S 1.0
+#define UG_SWEEP_TIMEOUT_DEFAULT 300.0 /* seconds per case unless --case-timeout says */
+#define UG_SWEEP_MAX_JOBS 1024
 
 typedef struct {
     const char *plan_path;         /* NULL: default plan */
@@ -23,22 +34,39 @@ typedef struct {
     const char *backend;           /* "sim", "sim:VARIANT", "plugin:PATH" */
     long sample;                   /* elements per output, 0 = all */
     int oracle_check;              /* self-check at twice the precision */
-    int quiet;
+    int quiet;                     /* no progress line */
     const char *command;           /* recorded in runs.command */
+    int jobs;                      /* worker processes; 0 = all cores */
+    double case_timeout;           /* seconds; 0 = UG_SWEEP_TIMEOUT_DEFAULT */
+    double op_timeout[UG_OP_COUNT]; /* per-op override in seconds; 0 = case_timeout */
+    int shard_k, shard_n;          /* shard K of N (1-based); shard_n 0 = the whole plan */
+    const char *resume;            /* run ID or "latest": rerun that run's missing cases */
 } ug_sweep_opts;
 
 typedef struct {
     long run_id;
-    size_t n_cases, n_outcome[8];
+    size_t n_cases, n_outcome[8];  /* this session's cases */
+    size_t n_before, n_total;      /* resume: cases stored earlier; the run's case count */
     size_t per_op_cases[UG_OP_COUNT], per_op_pass[UG_OP_COUNT];
     unsigned long selfcheck_elems, selfcheck_mismatch;
     double seconds;
-    int interrupted;
+    double parent_cpu_s;           /* CPU time of the parent (dispatch + database) */
+    long parent_rss_kb;            /* peak resident set of the parent process */
+    int jobs, interrupted;
 } ug_sweep_summary;
 
-/* Runs the sweep. Bad input (plan, op, backend, database) returns -2 before any row is
- * written; err says what is wrong. */
+/* Runs the sweep. Bad input (plan, op, backend, database, resume target) returns -2
+ * before any row is written; err says what is wrong. */
 int ug_sweep_run(const ug_sweep_opts *o, ug_sweep_summary *s, char *err, size_t errlen);
 void ug_sweep_print_summary(const ug_sweep_summary *s, FILE *f);
+
+/* "K/N" with 1 <= K <= N: 0, else -2 with a message. */
+int ug_sweep_parse_shard(const char *text, int *k, int *n, char *err, size_t errlen);
+/* Estimated relative cost of a case: the product of its integer shape parameters. */
+double ug_sweep_case_cost(const char *spec_text);
+/* Keeps shard k of n of the plan (plan order kept). Cases are dealt, largest estimated
+ * cost first (ties by case ID), to the shard with the least cost so far: deterministic,
+ * and balanced by cost rather than by count. */
+void ug_sweep_shard_select(ug_plan *plan, int k, int n);
 
 #endif

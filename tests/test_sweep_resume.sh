@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# test_sweep_resume.sh — durability: a sweep killed with SIGKILL (or stopped by SIGTERM)
+# mid-run leaves a consistent database, and `sweep --resume` runs exactly the missing
+# cases: in the end every case of the plan has one result, with the verdicts of an
+# uninterrupted run. Resume refuses a plan that changed and a run that does not exist.
+. "$(dirname "$0")/lib.sh"
+PLUGIN=plugin:${ULPGYM_FIXTURES:?}/libfaulty_plugin.so
+N=120
+# A slow kernel (40 ms a case) so that the sweep is surely killed in the middle.
+{
+    echo '{"name":"slow","version":1,"seed":5,"cases":['
+    for i in $(seq 1 $N); do
+        [ "$i" = 1 ] || echo ,
+        f=; [ $((i % 29)) = 0 ] && f=',"fault":"segv"'
+        echo "{\"op\":\"attn_softmax\",\"dtype\":\"fp32\",\"params\":{\"rows\":2,\"cols\":$i,\"delay_ms\":40$f},\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}}}"
+    done
+    echo ']}'
+} >"$T/plan.json"
+ug plan --plan "$T/plan.json" --list | awk '{print $1}' | sort >"$T/plan_ids"
+expect_eq "$(wc -l <"$T/plan_ids")" $N "plan size"
+
+# stored results of run 1 in db $1
+stored() { sqlite3 "$1" "SELECT count(*) FROM results WHERE run_id = 1" 2>/dev/null || echo 0; }
+# starts a sweep into $1 in the background, waits until some results are committed, sends $2
+interrupt_midway() {
+    "$UG_BIN" sweep --plan "$T/plan.json" --db "$1" --backend "$PLUGIN" -j2 --quiet >"$T/bg.out" 2>"$T/bg.err" &
+    local pid=$! n=0
+    for _ in $(seq 1 400); do
+        n=$(stored "$1")
+        [ "${n:-0}" -ge 10 ] && break
+        sleep 0.05
+    done
+    kill "-$2" "$pid"
+    wait "$pid"
+    echo $? >"$T/bg.status"
+}
+
+# --- SIGKILL ---
+DB=$T/kill.db
+interrupt_midway "$DB" KILL
+expect_eq "$(cat "$T/bg.status")" 137 "killed by SIGKILL"
+before=$(stored "$DB")
+if [ "$before" -ge 10 ] && [ "$before" -lt $N ]; then ok; else bad "killed with $before of $N cases stored"; fi
+expect_eq "$(sqlite3 "$DB" "PRAGMA integrity_check")" ok "database consistent after kill -9"
+expect_eq "$(sqlite3 "$DB" "SELECT status FROM runs WHERE run_id = 1")" running "status after kill -9"
+# no orphaned workers survive the parent (PR_SET_PDEATHSIG)
+sleep 0.3
+expect_eq "$(pgrep -f "ulpgym sweep --plan $T/plan.json --db $DB" | wc -l)" 0 "workers died with the parent"
+expect_status 0 ug sweep --resume latest --db "$DB" -j2 --quiet
+expect_grep "^run 1: $((N - before)) cases" "$T/out"
+expect_grep "resumed: $before of the run's $N cases were stored before, $N now" "$T/out"
+sqlite3 "$DB" "SELECT case_id FROM results WHERE run_id = 1 ORDER BY case_id" >"$T/got_ids"
+if cmp -s "$T/got_ids" "$T/plan_ids"; then ok; else bad "resumed run does not hold each plan case once"; fi
+expect_eq "$(sqlite3 "$DB" "SELECT status, n_cases, resumes FROM runs WHERE run_id = 1")" "done|$N|1" "run row after resume"
+expect_eq "$(sqlite3 "$DB" "SELECT count(*) FROM runs")" 1 "resume reuses the run"
+# a finished run has nothing left to run
+expect_status 0 ug sweep --resume 1 --db "$DB" --quiet
+expect_grep "^run 1: 0 cases" "$T/out"
+
+# the same verdicts as an uninterrupted run
+REF=$T/ref.db
+expect_status 0 ug sweep --plan "$T/plan.json" --db "$REF" --backend "$PLUGIN" -j2 --quiet
+verdicts() { sqlite3 "$1" "SELECT case_id, verdict FROM results WHERE run_id = 1 ORDER BY case_id"; }
+expect_eq "$(verdicts "$DB" | md5sum)" "$(verdicts "$REF" | md5sum)" "resumed verdicts = uninterrupted verdicts"
+expect_eq "$(sqlite3 "$REF" "SELECT count(*) FROM results WHERE verdict = 'CRASH'")" 4 "crash cases in the slow plan"
+
+# --- SIGTERM: results so far are committed, status interrupted, exit 130 ---
+DB2=$T/term.db
+interrupt_midway "$DB2" TERM
+expect_eq "$(cat "$T/bg.status")" 130 "exit status after SIGTERM"
+expect_grep 'interrupted: `ulpgym sweep --resume latest` runs the rest' "$T/bg.out"
+expect_eq "$(sqlite3 "$DB2" "SELECT status FROM runs WHERE run_id = 1")" interrupted "status after SIGTERM"
+expect_eq "$(sqlite3 "$DB2" "SELECT n_cases FROM runs WHERE run_id = 1")" "$(stored "$DB2")" "counts committed"
+# a changed plan is refused and the run is left as it was
+cp "$T/plan.json" "$T/plan.orig"
+echo " " >>"$T/plan.json"
+expect_status 2 ug sweep --resume latest --db "$DB2"
+expect_grep 'plan .* changed since the run started' "$T/err"
+expect_eq "$(sqlite3 "$DB2" "SELECT status, resumes FROM runs WHERE run_id = 1")" "interrupted|0" "refused resume changed nothing"
+cp "$T/plan.orig" "$T/plan.json"
+expect_status 0 ug sweep --resume 1 --db "$DB2" -j1 --quiet
+expect_eq "$(verdicts "$DB2" | md5sum)" "$(verdicts "$REF" | md5sum)" "SIGTERM + resume = uninterrupted"
+# resume needs an existing database and run
+expect_status 2 ug sweep --resume latest --db "$T/none.db"
+expect_status 2 ug sweep --resume 7 --db "$DB2"
+expect_grep 'no run 7' "$T/err"
+
+# a schema-1 database (before sweep options were recorded) is migrated to schema 2; its
+# runs cannot be resumed (their --op/--limit were not kept) but new sweeps go on in it
+OLD=$T/v1.db
+sqlite3 "$OLD" <"$ULPGYM_DATA/db/schema.sql"
+sqlite3 "$OLD" "PRAGMA user_version = 1; INSERT INTO runs(started_at, backend, plan_path, plan_hash)
+    VALUES ('2026-01-01T00:00:00Z', 'sim', '$T/plan.json', 'x')"
+expect_status 2 ug sweep --resume latest --db "$OLD"
+expect_grep 'older ulpgym that did not record its sweep options' "$T/err"
+expect_eq "$(sqlite3 "$OLD" "PRAGMA user_version")" 2 "migrated to schema 2"
+expect_eq "$(sqlite3 "$OLD" "SELECT status, resumes, jobs IS NULL FROM runs")" "running|0|1" "old run untouched"
+expect_status 0 ug sweep --op attn_softmax --limit 3 --db "$OLD" -j1 --quiet
+expect_eq "$(sqlite3 "$OLD" "SELECT op_filter, case_limit, jobs, status FROM runs WHERE run_id = 2")" "attn_softmax|3|1|done" \
+    "options recorded in the migrated database"
+finish

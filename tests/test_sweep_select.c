@@ -1,0 +1,128 @@
+/* test_sweep_select.c — shard selection and the output guard regions, below the CLI:
+ * --shard K/N parsing, the cost estimate, and that shards 1..N of a plan are disjoint,
+ * cover it, keep plan order, do not depend on the order cases come in, and are balanced
+ * by estimated cost (LPT bound: loads differ by at most the largest case). Then a case's
+ * output guard catches a write one byte past the end. */
+#include <string.h>
+
+#include "check.h"
+#include "run/sweep.h"
+
+#define NCASE 97
+
+/* A plan of NCASE fake cases with varied shapes; order reversed when rev. */
+static void fake_plan(ug_plan *p, int rev)
+{
+    memset(p, 0, sizeof *p);
+    p->cases = calloc(NCASE, sizeof *p->cases);
+    p->n = NCASE;
+    for (int i = 0; i < NCASE; i++) {
+        int k = rev ? NCASE - 1 - i : i;
+        char spec[160];
+        snprintf(spec, sizeof spec, "{\"op\":\"attn_softmax\",\"params\":{\"cols\":%d,\"rows\":%d,\"scale\":0.5}}",
+                 1 + (k * 37) % 300, 1 + k % 5);
+        p->cases[i].spec = strdup(spec);
+        snprintf(p->cases[i].id, sizeof p->cases[i].id, "%016x", (unsigned)(k * 2654435761u));
+        p->cases[i].op = 0;
+    }
+}
+
+static int index_of(const char *id)
+{
+    for (int k = 0; k < NCASE; k++) {
+        char want[UG_ID_LEN + 1];
+        snprintf(want, sizeof want, "%016x", (unsigned)(k * 2654435761u));
+        if (strcmp(want, id) == 0) return k;
+    }
+    return -1;
+}
+
+static void check_shards(int n)
+{
+    int owner[NCASE];
+    double load_max = 0, load_min = 1e300, biggest = 0;
+    for (int k = 0; k < NCASE; k++) owner[k] = 0;
+    for (int s = 1; s <= n; s++) {
+        ug_plan p, q;
+        fake_plan(&p, 0);
+        fake_plan(&q, 1);
+        ug_sweep_shard_select(&p, s, n);
+        ug_sweep_shard_select(&q, s, n);
+        CHECK(p.n == q.n, "shard %d/%d: %zu cases, %zu when the plan comes reversed", s, n, p.n, q.n);
+        double load = 0;
+        int last = -1;
+        for (size_t i = 0; i < p.n; i++) {
+            int k = index_of(p.cases[i].id);
+            CHECK(k > last, "shard %d/%d does not keep plan order", s, n);
+            last = k;
+            owner[k]++;
+            double c = ug_sweep_case_cost(p.cases[i].spec);
+            load += c;
+            if (c > biggest) biggest = c;
+            int found = 0;
+            for (size_t j = 0; j < q.n; j++) found |= strcmp(q.cases[j].id, p.cases[i].id) == 0;
+            CHECK(found, "shard %d/%d depends on the order of the plan", s, n);
+        }
+        if (load > load_max) load_max = load;
+        if (load < load_min) load_min = load;
+        ug_plan_free(&p);
+        ug_plan_free(&q);
+    }
+    for (int k = 0; k < NCASE; k++) CHECK(owner[k] == 1, "N=%d: case %d is in %d shards", n, k, owner[k]);
+    CHECK(load_max - load_min <= biggest, "N=%d: loads %g..%g differ by more than the largest case %g", n, load_min,
+          load_max, biggest);
+}
+
+static void check_parse(void)
+{
+    int k = 0, n = 0;
+    char err[256];
+    CHECK(ug_sweep_parse_shard("2/8", &k, &n, err, sizeof err) == 0 && k == 2 && n == 8, "2/8 -> %d/%d", k, n);
+    CHECK(ug_sweep_parse_shard("1/1", &k, &n, err, sizeof err) == 0 && k == 1 && n == 1, "1/1");
+    const char *bad[] = {"0/3", "4/3", "3", "/3", "1/", "a/b", "1/3x", "-1/3", "", "2/0"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        err[0] = 0;
+        CHECK(ug_sweep_parse_shard(bad[i], &k, &n, err, sizeof err) == -2 && strstr(err, "K/N"), "\"%s\" accepted", bad[i]);
+    }
+}
+
+static void check_cost(void)
+{
+    CHECK(ug_sweep_case_cost("{\"params\":{\"rows\":4,\"cols\":256,\"scale\":0.5}}") == 1024, "rows*cols");
+    CHECK(ug_sweep_case_cost("{\"params\":{\"mask\":\"causal\"}}") == 1, "no shape: cost 1");
+    CHECK(ug_sweep_case_cost("not json") == 1, "junk: cost 1");
+}
+
+static void check_guard(void)
+{
+    const char *text = "{\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}},\"dtype\":\"bf16\",\"op\":"
+                       "\"attn_softmax\",\"params\":{\"cols\":7,\"rows\":3},\"plan\":\"t/1\",\"seed\":5,\"v\":1}";
+    ug_spec s;
+    ug_case c;
+    char err[256];
+    if (ug_spec_parse(text, &s, err, sizeof err) || ug_case_build(&c, &s, err, sizeof err)) {
+        CHECK(0, "building the guard case: %s", err);
+        return;
+    }
+    CHECK(ug_case_guard_check(&c) == -1, "fresh outputs have intact guards");
+    unsigned char *end = (unsigned char *)c.out[0].data + c.out[0].numel * (size_t)ug_dtype_size(c.out[0].dtype);
+    end[-1] ^= 0xFF; /* the last element itself is the kernel's to write */
+    CHECK(ug_case_guard_check(&c) == -1, "writing the last element is not an overrun");
+    unsigned char keep = end[0];
+    end[0] ^= 0x01;
+    CHECK(ug_case_guard_check(&c) == 0, "one byte past output y is caught");
+    end[0] = keep;
+    end[UG_GUARD_BYTES - 1] ^= 0x80;
+    CHECK(ug_case_guard_check(&c) == 0, "the last guard byte is checked too");
+    ug_case_free(&c);
+}
+
+int main(void)
+{
+    check_parse();
+    check_cost();
+    for (int n = 1; n <= 7; n += 2) check_shards(n);
+    check_shards(NCASE + 3); /* more shards than cases: some are empty, none overlap */
+    check_guard();
+    return check_done();
+}

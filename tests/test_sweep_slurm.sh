@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# test_sweep_slurm.sh — scripts/slurm/sweep.sbatch without a cluster: the array tasks are
+# run one after another with the environment Slurm would give them, `sbatch` is a stub
+# that keeps the merge job's command, and the merged database must equal an unsharded
+# sweep case for case. A requeued task resumes its shard instead of starting over.
+. "$(dirname "$0")/lib.sh"
+SCRIPT=${ULPGYM_DATA:?}/scripts/slurm/sweep.sbatch
+mkdir -p "$T/bin"
+cat >"$T/bin/sbatch" <<'STUB'
+#!/usr/bin/env bash
+for a in "$@"; do case $a in --wrap=*) printf '%s\n' "${a#--wrap=}" >"$STUB_DIR/merge_job.sh" ;; --dependency=*) echo "$a" >"$STUB_DIR/dependency" ;; esac; done
+echo "Submitted batch job 4242"
+STUB
+chmod +x "$T/bin/sbatch"
+export PATH=$T/bin:$PATH STUB_DIR=$T ULPGYM_BIN=$UG_BIN ULPGYM_SHARD_DIR=$T/shards
+export SLURM_ARRAY_JOB_ID=4241 SLURM_ARRAY_TASK_COUNT=3 SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_MAX=3 SLURM_CPUS_PER_TASK=2
+SEL=(--op attn_softmax --limit 45)
+for k in 1 2 3; do
+    SLURM_ARRAY_TASK_ID=$k expect_status 0 bash "$SCRIPT" "${SEL[@]}"
+done
+expect_eq "$(cat "$T/dependency" 2>/dev/null)" "--dependency=afterany:4241" "merge waits for the whole array"
+expect_status 0 bash "$T/merge_job.sh"
+expect_grep '^ *1 ' "$T/out"
+expect_status 0 ug sweep "${SEL[@]}" --db "$T/whole.db" --quiet
+dump() { sqlite3 "$1" "SELECT r.case_id, r.verdict, m.output, m.max_ulp, m.mere FROM results r JOIN metrics m USING (run_id, case_id) ORDER BY 1, 3"; }
+expect_eq "$(dump "$T/shards/merged.db" | md5sum)" "$(dump "$T/whole.db" | md5sum)" "merged array = unsharded sweep"
+expect_eq "$(sqlite3 "$T/shards/merged.db" "SELECT shard, n_cases FROM runs")" "1/3,2/3,3/3|45" "merged run row"
+
+# a requeued task finds its shard database and resumes it: no second run, no duplicates
+sqlite3 "$T/shards/shard-2.db" "DELETE FROM metrics WHERE case_id IN (SELECT case_id FROM results LIMIT 5);
+    DELETE FROM verdicts WHERE case_id IN (SELECT case_id FROM results LIMIT 5);
+    DELETE FROM results WHERE case_id IN (SELECT case_id FROM results LIMIT 5); UPDATE runs SET status = 'running'"
+n2=$(sqlite3 "$T/shards/shard-2.db" "SELECT count(*) FROM results")
+SLURM_RESTART_COUNT=1 SLURM_ARRAY_TASK_ID=2 expect_status 0 bash "$SCRIPT" "${SEL[@]}"
+expect_grep '^run 1: 5 cases' "$T/out"
+expect_eq "$(sqlite3 "$T/shards/shard-2.db" "SELECT count(*), count(DISTINCT case_id) FROM results")" "$((n2 + 5))|$((n2 + 5))" \
+    "requeued shard completed once"
+# not an array, or not 1..N: refused
+SLURM_ARRAY_TASK_MIN=0 SLURM_ARRAY_TASK_ID=1 expect_status 2 bash "$SCRIPT"
+SLURM_ARRAY_TASK_ID=1 expect_status 1 env -u SLURM_ARRAY_JOB_ID bash "$SCRIPT"
+expect_grep "submit as a job array" "$T/err"
+finish
