@@ -5,6 +5,16 @@
  * selected output columns are summed; the scores and e_j are computed once per row. */
 #include "oracles/greenlight/gl_attn_rows.h"
 
+#include "core/philox.h"
+
+long ug_gl_attn_seq_len(uint64_t seed, int ragged, long b, long batch, long ctx)
+{
+    if (!ragged || b == batch - 1) return ctx;
+    uint32_t w[4];
+    ug_rng_words(seed, 0x6c656e73u, (uint64_t)b, 0, w);
+    return 1 + (long)(w[0] % (uint32_t)ctx);
+}
+
 void ug_gl_attn_scores(ug_ar *ar, const double *q, const double *k, size_t ldk, size_t dk, size_t n, ug_num scale,
                        ug_num *s)
 {

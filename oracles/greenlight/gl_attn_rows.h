@@ -8,6 +8,7 @@
 #ifndef UG_GL_ATTN_ROWS_H
 #define UG_GL_ATTN_ROWS_H
 #include <stddef.h>
+#include <stdint.h>
 
 #include "oracles/mp/arith.h"
 #include "oracles/oracle.h"
@@ -22,6 +23,11 @@ void ug_gl_attn_scores(ug_ar *ar, const double *q, const double *k, size_t ldk, 
  * (no key) emits zeros. e is scratch for n numbers. */
 void ug_gl_attn_emit_row(ug_ar *ar, const ug_num *s, ug_num *e, size_t n, const double *v, size_t ldv, size_t dv,
                          int out, const ug_selection *sel, size_t *pos, size_t row);
+
+/* Live context length of sequence b of `batch`: ctx when not ragged; when ragged a
+ * seeded draw in 1..ctx, with the last sequence at ctx so the longest context is always
+ * exercised. Builders store it as the op's seq_lens input. */
+long ug_gl_attn_seq_len(uint64_t seed, int ragged, long b, long batch, long ctx);
 
 /* Whether output out's selection has an element in row `row` at or after *pos. */
 int ug_gl_attn_row_selected(const ug_selection *sel, int out, size_t pos, size_t row, size_t dv);

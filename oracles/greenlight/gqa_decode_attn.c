@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/philox.h"
 #include "kernels/sim/greenlight/gqa_decode_attn.h"
 #include "oracles/greenlight/gl_attn_rows.h"
 #include "oracles/oracle.h"
@@ -51,16 +50,6 @@ static int read_params(const ug_spec *s, gqa_params *p, char *err, size_t errlen
     return 0;
 }
 
-/* Live length of sequence b: ctx for "full"; for "ragged" a seeded draw in 1..ctx, with
- * the last sequence at ctx so the longest context is always exercised. */
-static long seq_len(const gqa_params *p, uint64_t seed, long b)
-{
-    if (strcmp(p->lens, "full") == 0 || b == p->batch - 1) return p->ctx;
-    uint32_t w[4];
-    ug_rng_words(seed, 0x6c656e73u, (uint64_t)b, 0, w);
-    return 1 + (long)(w[0] % (uint32_t)p->ctx);
-}
-
 static int build(ug_case *c, char *err, size_t errlen)
 {
     gqa_params p;
@@ -78,7 +67,9 @@ static int build(ug_case *c, char *err, size_t errlen)
         !(lens = ug_case_add_input(c, "seq_lens", UG_DT_INT32, 1, bs, 0, err, errlen)) ||
         !ug_case_add_output(c, "o", UG_DT_BF16, 3, qs, err, errlen))
         return -2;
-    for (long b = 0; b < p.batch; b++) ug_dtype_store(UG_DT_INT32, lens->data, (size_t)b, (double)seq_len(&p, c->spec.seed, b));
+    int ragged = strcmp(p.lens, "ragged") == 0;
+    for (long b = 0; b < p.batch; b++)
+        ug_dtype_store(UG_DT_INT32, lens->data, (size_t)b, (double)ug_gl_attn_seq_len(c->spec.seed, ragged, b, p.batch, p.ctx));
     return 0;
 }
 
