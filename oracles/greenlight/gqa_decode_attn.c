@@ -43,6 +43,7 @@ static int read_params(const ug_spec *s, gqa_params *p, char *err, size_t errlen
                       : strcmp(p->lens, "full") && strcmp(p->lens, "ragged") ? "lens (full or ragged)"
                                                                  : NULL;
     if (!bad && p->batch * p->heads_kv * p->ctx * p->dim > (1L << 26)) bad = "batch*heads_kv*ctx*dim (<= 2^26)";
+    if (!bad && p->batch * p->heads_kv * p->group * p->dim > (1L << 26)) bad = "batch*heads_kv*group*dim (<= 2^26)";
     if (bad) {
         snprintf(err, errlen, "gqa_decode_attn: param %s out of range", bad);
         return -2;

@@ -48,6 +48,7 @@ static int read_params(const ug_spec *s, mla_params *p, char *err, size_t errlen
                                                                        : NULL;
     if (!bad && p->batch * ((p->ctx + p->block_size - 1) / p->block_size + 1) * p->block_size * p->n_kv * DK > (1L << 26))
         bad = "batch*ctx*n_kv (cache over 2^26 elements)";
+    if (!bad && p->batch * p->heads * DK > (1L << 26)) bad = "batch*heads (q over 2^26 elements)";
     if (bad) {
         snprintf(err, errlen, "incre_flash_attention_mla: param %s out of range", bad);
         return -2;
