@@ -1,0 +1,34 @@
+/* gl_attn_tiles.h — one query row of decode-style attention, the way a device's flash
+ * kernel walks the keys: tiles of keys, fp32 scores, online softmax, fp32 P·V.
+ *
+ * Shared by the GreenLight attention kernels (gqa_decode_attn, incre_flash_attention_mla,
+ * sparse_flash_attention): they differ in how they find a row's keys (window, paged cache,
+ * top-k indices) and gather them into fp32 rows; the tile loop and its planted bugs are
+ * the same code. */
+#ifndef UG_SIM_GL_ATTN_TILES_H
+#define UG_SIM_GL_ATTN_TILES_H
+#include <stddef.h>
+
+/* Device choices and planted bugs of the tile loop (bit flags). */
+#define UG_GL_ATTN_P_BF16 0x1u              /* P cast to bf16 before P·V (a device choice, not a bug) */
+#define UG_GL_ATTN_BUG_PV_BF16 0x2u         /* bug: the P·V accumulator is kept in bf16 */
+#define UG_GL_ATTN_BUG_NO_SUM_RESCALE 0x4u  /* bug: running sum not rescaled when the max grows */
+#define UG_GL_ATTN_BUG_LOCAL_MAX 0x8u       /* bug: each tile uses its own max; nothing rescaled */
+#define UG_GL_ATTN_BUG_SCALE_AFTER 0x10u    /* bug: softmax of unscaled scores, output times scale */
+
+typedef struct {
+    size_t dk;       /* length of q·k */
+    size_t dv;       /* length of a value row */
+    size_t ldk, ldv; /* strides (floats) between consecutive key / value rows */
+    size_t tile;     /* keys per tile (>= 1) */
+    float scale;     /* multiplier of q·k, fp32 */
+    unsigned flags;  /* UG_GL_ATTN_* */
+} ug_gl_attn_cfg;
+
+/* o[0..dv) = softmax(scale * q·k_j) · v_j over the n keys k_j = k + j*ldk, v_j = v + j*ldv
+ * (all fp32 holding bf16 values), computed in fp32 tiles. o is left in fp32 for the
+ * caller to store; n == 0 gives zeros. scratch holds at least cfg->tile floats. */
+void ug_gl_attn_row(const ug_gl_attn_cfg *cfg, const float *q, const float *k, const float *v, size_t n, float *o,
+                    float *scratch);
+
+#endif

@@ -1,0 +1,116 @@
+/* test_op_sparse_flash_attention.c — checks of sparse_flash_attention beyond the generic
+ * plan test:
+ *  - the builder's index lists: valid entries distinct and in range, -1 only at the tail
+ *    for pad "tail", scattered -1s for pad "scattered", at least one valid per token;
+ *  - one valid key per token: o must equal that kv row's first 512 dims exactly, in the
+ *    oracle and in the sim kernel;
+ *  - the oracle agrees with an independent long-double evaluation on a padded case;
+ *  - the padding mutant is invisible without padding and caught with it;
+ *  - bad params are refused with a message naming them. */
+#include "gl_attn_check.h"
+
+#define N01 "{\"kind\":\"normal\",\"mean\":0,\"std\":1}"
+#define SPEC(params)                                                                                                   \
+    "{\"v\":1,\"op\":\"sparse_flash_attention\",\"dtype\":\"bf16\",\"seed\":9,\"plan\":\"test\",\"params\":" params   \
+    ",\"dist\":{\"q\":" N01 ",\"kv\":" N01 "}}"
+
+/* Checks token lists; returns how many -1 sit before a valid entry (scattered padding). */
+static long check_indices(const ug_case *c, long tokens, long topk, long kv_len, int tail_only)
+{
+    const ug_tensor *it = ug_case_input(c, "indices");
+    long inner_pads = 0;
+    for (long t = 0; t < tokens; t++) {
+        long valid = 0, seen_pad = 0, dup = 0;
+        for (long i = 0; i < topk; i++) {
+            long j = (long)ug_tload(it, (size_t)(t * topk + i));
+            if (j == -1) {
+                seen_pad = 1;
+                continue;
+            }
+            CHECK(j >= 0 && j < kv_len, "indices[%ld][%ld] = %ld out of range", t, i, j);
+            inner_pads += seen_pad;
+            for (long k = 0; k < i; k++) dup += (long)ug_tload(it, (size_t)(t * topk + k)) == j;
+            valid++;
+        }
+        CHECK(valid >= 1 && dup == 0, "token %ld: %ld valid indices, %ld repeats", t, valid, dup);
+    }
+    if (tail_only) CHECK(inner_pads == 0, "pad tail left %ld -1s before valid entries", inner_pads);
+    return inner_pads;
+}
+
+static void test_single_key(void)
+{
+    ug_result r;
+    ug_exec_detail d;
+    CHECK(gl_run(SPEC("{\"tokens\":5,\"heads\":3,\"kv_len\":50,\"topk\":1}"), "sim", &r, &d) == 0, "did not run: %s",
+          r.message);
+    const ug_tensor *kv = ug_case_input(&d.c, "kv"), *it = ug_case_input(&d.c, "indices");
+    size_t off_oracle = 0, off_kernel = 0;
+    for (size_t k = 0; k < d.oracle.sel.n[0]; k++) {
+        size_t flat = d.oracle.sel.idx[0][k], t = flat / 512 / 3, col = flat % 512;
+        double want = kv->values[(size_t)ug_tload(it, t) * 576 + col];
+        off_oracle += d.oracle.g[0][k] != want;
+        off_kernel += d.a[0][k] != want;
+    }
+    CHECK(d.oracle.sel.n[0] == 5 * 3 * 512 && off_oracle == 0 && off_kernel == 0,
+          "one key: %zu oracle, %zu kernel elements differ from the key's value row", off_oracle, off_kernel);
+    ug_exec_detail_free(&d);
+}
+
+static void test_padded_differential(void)
+{
+    ug_result r;
+    ug_exec_detail d;
+    CHECK(gl_run(SPEC("{\"tokens\":4,\"heads\":2,\"kv_len\":300,\"topk\":150,\"pad\":\"scattered\",\"scale\":0.1}"),
+                 "sim", &r, &d) == 0,
+          "did not run: %s", r.message);
+    CHECK(r.outcome == UG_OUT_PASS && r.n_selfcheck_mismatch == 0, "padded case: %s %s", ug_outcome_name(r.outcome),
+          r.message);
+    CHECK(check_indices(&d.c, 4, 150, 300, 0) > 0, "pad scattered left no -1 before a valid entry");
+    const ug_tensor *q = ug_case_input(&d.c, "q"), *kv = ug_case_input(&d.c, "kv"), *it = ug_case_input(&d.c, "indices");
+    static long double s[150];
+    static double v[150 * 576];
+    double worst = 0;
+    for (size_t k = 0; k < d.oracle.sel.n[0]; k++) {
+        size_t row = d.oracle.sel.idx[0][k] / 512, col = d.oracle.sel.idx[0][k] % 512, t = row / 2, n = 0;
+        for (size_t i = 0; i < 150; i++) {
+            long j = (long)ug_tload(it, t * 150 + i);
+            if (j < 0) continue;
+            long double acc = 0;
+            for (size_t e = 0; e < 576; e++) acc += (long double)q->values[row * 576 + e] * kv->values[(size_t)j * 576 + e];
+            s[n] = acc * (long double)(float)0.1;
+            memcpy(v + n++ * 576, kv->values + (size_t)j * 576, 576 * sizeof *v);
+        }
+        worst = fmax(worst, fabs((double)gl_ref_softmax_pv(s, n, v, 576, col) - d.oracle.gstar[0][k]));
+    }
+    CHECK(worst < 1e-12, "oracle and the long-double reference differ by %g", worst);
+    ug_exec_detail_free(&d);
+}
+
+static void test_padding_mutant(void)
+{
+    ug_result r;
+    ug_exec_detail d;
+    CHECK(gl_run(SPEC("{\"tokens\":6,\"heads\":2,\"kv_len\":100,\"topk\":40,\"pad\":\"tail\"}"), "mut_pad_as_zero", &r,
+                 &d) == 0,
+          "did not run: %s", r.message);
+    check_indices(&d.c, 6, 40, 100, 1);
+    CHECK(r.outcome == UG_OUT_FAIL, "reading -1 as row 0 went unnoticed: %s", ug_outcome_name(r.outcome));
+    ug_exec_detail_free(&d);
+    CHECK(gl_run(SPEC("{\"tokens\":6,\"heads\":2,\"kv_len\":100,\"topk\":40}"), "mut_pad_as_zero", &r, &d) == 0 &&
+              r.outcome == UG_OUT_PASS,
+          "without padding the mutant is the correct kernel, yet: %s %s", ug_outcome_name(r.outcome), r.message);
+    ug_exec_detail_free(&d);
+}
+
+int main(void)
+{
+    test_single_key();
+    test_padded_differential();
+    test_padding_mutant();
+    gl_expect_bad_param(SPEC("{\"kv_len\":10,\"topk\":11}"), "topk");
+    gl_expect_bad_param(SPEC("{\"kv_len\":10,\"topk\":4,\"pad\":\"head\"}"), "pad");
+    gl_expect_bad_param(SPEC("{\"kv_len\":10,\"topk\":4,\"scale\":0}"), "scale");
+    gl_expect_bad_param(SPEC("{\"kv_len\":10,\"topk\":4,\"scale\":1e39}"), "scale");
+    return check_done();
+}
