@@ -149,8 +149,10 @@ char *ug_fuzz_decode(const ug_fuzz_space *s, const uint8_t *data, size_t size)
         cJSON *inj = cJSON_AddArrayToObject(spec, "inject");
         for (unsigned k = 0; k < ninj; k++) {
             cJSON *e = cJSON_CreateObject();
-            cJSON_AddStringToObject(e, "input", cJSON_GetArrayItem(dist, (int)(rd8(&r) % (unsigned)nin))->string);
-            cJSON_AddNumberToObject(e, "i", rd16(&r));
+            unsigned which = rd8(&r);
+            cJSON_AddStringToObject(e, "input", cJSON_GetArrayItem(dist, (int)((which >> 1) % (unsigned)nin))->string);
+            if (which & 1u) cJSON_AddStringToObject(e, "i", "all"); /* the whole input */
+            else cJSON_AddNumberToObject(e, "i", rd16(&r));
             cJSON_AddStringToObject(e, "v", specials[rd8(&r) % 9]);
             cJSON_AddItemToArray(inj, e);
         }

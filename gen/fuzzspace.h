@@ -8,7 +8,8 @@
  *               parameter (spans 2^-8 .. 2^15; wide exponents up to 2^17)
  *   params      per grid param axis 1 byte: < 160 a listed value; else, for an all-integer
  *               axis, 2 more bytes: an integer between the list's min and max
- *   inject      1 byte: count (0..3), then per injection 1 byte input, 2 bytes index,
+ *   inject      1 byte: count (0..3), then per injection 1 byte: input (bits 1..7) and
+ *               whether the whole input takes the value (bit 0), else 2 bytes index;
  *               1 byte value (zero, -zero, max, -max, subnormal, -subnormal, inf, -inf, nan)
  *   seed        4 bytes
  * ug_fuzz_encode() writes bytes that decode to a given spec's shape, dtype and dist set:

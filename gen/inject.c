@@ -38,8 +38,9 @@ int ug_inject_apply(ug_case *c, char *err, size_t errlen)
             snprintf(err, errlen, "case spec: inject[%d] names no random input (\"input\" must be one of \"dist\")", k);
             return -2;
         }
-        if (!cJSON_IsNumber(i) || i->valuedouble < 0 || t->numel == 0) {
-            snprintf(err, errlen, "case spec: inject[%d] needs an index \"i\" >= 0", k);
+        int all = cJSON_IsString(i) && strcmp(i->valuestring, "all") == 0;
+        if (!(all || (cJSON_IsNumber(i) && i->valuedouble >= 0)) || t->numel == 0) {
+            snprintf(err, errlen, "case spec: inject[%d] needs an index \"i\" >= 0 or \"all\"", k);
             return -2;
         }
         double value;
@@ -48,7 +49,10 @@ int ug_inject_apply(ug_case *c, char *err, size_t errlen)
             snprintf(err, errlen, "case spec: inject[%d] \"v\" must be a number or zero|max|subnormal|inf|nan (with -)", k);
             return -2;
         }
-        ug_dtype_store(t->dtype, t->data, (size_t)fmod(i->valuedouble, (double)t->numel), value); /* rounds: to dtype */
+        if (all)
+            for (size_t n = 0; n < t->numel; n++) ug_dtype_store(t->dtype, t->data, n, value); /* rounds: to dtype */
+        else
+            ug_dtype_store(t->dtype, t->data, (size_t)fmod(i->valuedouble, (double)t->numel), value);
     }
     return 0;
 }

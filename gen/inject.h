@@ -3,7 +3,7 @@
  * v is a number or one of zero, -zero, max, -max, subnormal, -subnormal, inf, -inf, nan
  * (in the input's dtype: max is its largest finite value, subnormal its smallest
  * positive one; inf/nan become max/0 in formats that have none). i is taken modulo the
- * input's size. Only inputs drawn from a distribution (those in "dist") take injections:
+ * input's size; "i": "all" sets every element. Only inputs drawn from a distribution (those in "dist") take injections:
  * structural inputs (masks, indices, block tables) keep the op's invariants. The fuzzer
  * writes these; a spec with them is an ordinary, replayable case. */
 #ifndef UG_INJECT_H
