@@ -63,6 +63,7 @@ static int ug_cmd_sweep(int argc, char **argv)
             if (m < 0) return UG_EXIT_USAGE;
         } else if (ug_cli_flag(argv, i, "--oracle-check")) o.oracle_check = 1;
         else if (ug_cli_flag(argv, i, "--quiet") || ug_cli_flag(argv, i, "--no-progress")) o.quiet = 1;
+        else if (ug_cli_flag(argv, i, "--no-regressions")) o.no_regressions = 1;
         else return ug_cli_fail("sweep: unexpected argument \"%s\" (see ulpgym sweep -h)", argv[i]);
     }
     if (o.resume && (o.plan_path || limit || seed || sample || variant || shard || f.any_op || f.groups || o.oracle_check))
@@ -122,6 +123,8 @@ const ug_command ug_command_sweep = {
      "  --resume         run the cases of run RUN_ID (or the latest run) that have no\n"
      "                   result yet, with that run's plan, selection, backend and sample\n"
      "  --quiet, --no-progress  no progress line (the summary is still printed)\n"
+     "  --no-regressions leave out the fuzzer's findings (corpus/found/), which every sweep\n"
+     "                   of their ops runs by default as regression cases (origin fuzz)\n"
      "  --backend        sim (default), sim:VARIANT or plugin:PATH.so (also $ULPGYM_BACKEND)\n"
      "  --kernel-variant run a sim mutant, e.g. mut_bf16_sum (see `ulpgym ops show OP`)\n"
      "  --sample         output elements checked per case (default 512; all = every one)\n"

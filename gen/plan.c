@@ -99,6 +99,7 @@ static int push_case(expander *x, char *text, int op, char *err, size_t errlen)
         x->cap = cap;
     }
     ug_plan_case *c = &x->plan->cases[x->plan->n++];
+    c->origin = NULL;
     c->spec = text;
     c->op = op;
     ug_spec_id_of(text, c->id);

@@ -23,6 +23,7 @@ typedef struct {
     char *spec; /* canonical spec text (owned) */
     char id[UG_ID_LEN + 1];
     int op;
+    const char *origin; /* NULL: the plan; "fuzz": a regression case from corpus/found/ */
 } ug_plan_case;
 
 typedef struct {

@@ -1,6 +1,7 @@
 /* found.c — see found.h. */
 #include "run/found.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,51 @@ static int mkdirs(const char *path)
             *p = '/';
         }
     return mkdir(tmp, 0755) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+size_t ug_found_append(ug_plan *plan, const unsigned char *ops, unsigned groups)
+{
+    size_t added = 0;
+    for (int op = 0; op < UG_OP_COUNT; op++) {
+        if (!ug_op_def_get(op) || (ops && !ops[op]) || (groups && !(groups >> ug_op_group(op) & 1u))) continue;
+        char dir[1100];
+        snprintf(dir, sizeof dir, "%s/%s", ug_found_dir(), ug_op_name(op));
+        DIR *d = opendir(dir);
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+            if (!strstr(e->d_name, ".json")) continue;
+            char path[1400], *text = NULL;
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            FILE *f = fopen(path, "rb");
+            if (f) {
+                text = calloc(1, 1 << 16);
+                if (text && fread(text, 1, (1 << 16) - 1, f) == 0) text[0] = 0;
+                fclose(f);
+            }
+            ug_spec s;
+            char err[256];
+            if (!text || ug_spec_parse(text, &s, err, sizeof err)) {
+                free(text);
+                continue; /* test_found reports unreadable findings */
+            }
+            int dup = 0;
+            for (size_t i = 0; i < plan->n && !dup; i++) dup = strcmp(plan->cases[i].id, s.id) == 0;
+            ug_plan_case *grown = dup ? NULL : realloc(plan->cases, (plan->n + 1) * sizeof *plan->cases);
+            if (grown) {
+                plan->cases = grown;
+                ug_plan_case *c = &plan->cases[plan->n++];
+                c->spec = strdup(s.canonical);
+                snprintf(c->id, sizeof c->id, "%s", s.id);
+                c->op = s.op;
+                c->origin = "fuzz";
+                added++;
+            }
+            ug_spec_free(&s);
+            free(text);
+        }
+        if (d) closedir(d);
+    }
+    return added;
 }
 
 int ug_found_store(const char *spec_text, ug_db *db, char id[UG_ID_LEN + 1], char *err, size_t errlen)

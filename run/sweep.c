@@ -26,6 +26,7 @@
 #endif
 
 #include "db/store.h"
+#include "run/found.h"
 
 static volatile sig_atomic_t stop_requested;
 
@@ -129,6 +130,7 @@ typedef struct {
     unsigned groups;
     long limit, sample;
     int oracle_check, shard_k, shard_n;
+    int no_regressions; /* leave out corpus/found/ (not recorded: a resume includes them) */
 } selection;
 
 static void selection_from_opts(const ug_sweep_opts *o, selection *x)
@@ -146,6 +148,7 @@ static void selection_from_opts(const ug_sweep_opts *o, selection *x)
     x->limit = o->limit;
     x->sample = o->sample;
     x->oracle_check = o->oracle_check;
+    x->no_regressions = o->no_regressions;
     x->shard_k = o->shard_k;
     x->shard_n = o->shard_n;
     if (o->shard_n) snprintf(x->shard, sizeof x->shard, "%d/%d", o->shard_k, o->shard_n);
@@ -203,6 +206,7 @@ static int selection_expand(const selection *x, ug_plan *plan, char *err, size_t
 {
     if (ug_plan_load(x->plan_path, x->seed_set ? x->seed : -1, plan, err, errlen)) return -2;
     ug_plan_filter(plan, x->any_op ? x->ops : NULL, x->groups);
+    if (!x->no_regressions) ug_found_append(plan, x->any_op ? x->ops : NULL, x->groups);
     if (x->limit > 0 && plan->n > (size_t)x->limit) {
         for (size_t i = (size_t)x->limit; i < plan->n; i++) free(plan->cases[i].spec);
         plan->n = (size_t)x->limit;
@@ -414,7 +418,7 @@ static int record(engine *e, size_t idx, ug_result *r)
         e->in_tx = 1;
         e->tx_started = now_s();
     }
-    if (ug_db_put_case(e->db, pc->id, pc->spec, "plan", e->err, e->errlen) ||
+    if (ug_db_put_case(e->db, pc->id, pc->spec, pc->origin ? pc->origin : "plan", e->err, e->errlen) ||
         ug_db_put_result(e->db, e->run_id, r, e->err, e->errlen))
         return -1;
     ug_sweep_summary *s = e->s;

@@ -34,6 +34,7 @@ typedef struct {
     const char *backend;           /* "sim", "sim:VARIANT", "plugin:PATH" */
     long sample;                   /* elements per output, 0 = all */
     int oracle_check;              /* self-check at twice the precision */
+    int no_regressions;            /* leave out the fuzz findings of corpus/found/ */
     int quiet;                     /* no progress line */
     const char *command;           /* recorded in runs.command */
     int jobs;                      /* worker processes; 0 = all cores */
