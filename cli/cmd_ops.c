@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/mutant_scan.h"
 #include "oracles/verdict.h"
 
 static const char *cmp_name(ug_cmp c)
@@ -62,7 +63,7 @@ static int print_json(cJSON *j)
     return 0;
 }
 
-static int show(const char *name, int json)
+static int show(const char *name, int json, int mutants)
 {
     int op = ug_op_find(name);
     if (op < 0) return ug_cli_fail("unknown op \"%s\" (see `ulpgym ops`)", name);
@@ -85,12 +86,12 @@ static int show(const char *name, int json)
                d->outputs[i].pypto_atol, d->outputs[i].pypto_rtol, d->outputs[i].pypto_budget);
     printf("  kernel variants (--kernel-variant NAME):\n");
     for (int i = 0; d->variants[i].name; i++) printf("    %-18s %s\n", d->variants[i].name, d->variants[i].desc);
-    return 0;
+    return mutants && ug_ops_print_mutant_scan(op, stdout) ? UG_EXIT_USAGE : 0;
 }
 
 static int ug_cmd_ops(int argc, char **argv)
 {
-    int json = 0;
+    int json = 0, mutants = 0;
     ug_cli_filter f = {0};
     const char *show_op = NULL;
     for (int i = 1; i < argc; i++) {
@@ -98,10 +99,11 @@ static int ug_cmd_ops(int argc, char **argv)
         if (m < 0) return UG_EXIT_USAGE;
         if (m) continue;
         if (ug_cli_flag(argv, i, "--json")) json = 1;
+        else if (ug_cli_flag(argv, i, "--mutants")) mutants = 1;
         else if (strcmp(argv[i], "show") == 0 && i + 1 < argc) show_op = argv[++i];
         else return ug_cli_fail("ops: unexpected argument \"%s\" (see ulpgym ops -h)", argv[i]);
     }
-    if (show_op) return show(show_op, json);
+    if (show_op) return show(show_op, json, mutants);
     cJSON *arr = json ? cJSON_CreateArray() : NULL;
     if (!json) printf("%-11s %-38s %-12s %-16s %-10s %s\n", "group", "op", "status", "dtypes", "primary", "variants");
     for (int op = 0; op < UG_OP_COUNT; op++) {
@@ -122,6 +124,8 @@ static int ug_cmd_ops(int argc, char **argv)
 const ug_command ug_command_ops = {
     "ops", ug_cmd_ops, "list the 34 operators, or show one",
      "usage: ulpgym ops [--group G] [--json]\n"
-     "       ulpgym ops show OP [--json]\n"
+     "       ulpgym ops show OP [--json] [--mutants]\n"
      "  show: the math, dtypes, tensors and params (the plugin contract), output rules,\n"
-     "  primary standard and kernel variants (mutants).\n"};
+     "  primary standard and kernel variants (mutants).\n"
+     "  --mutants  also run the op's plan cases with every variant and report which catch\n"
+     "             each mutant (share and example case IDs)\n"};
