@@ -29,14 +29,15 @@ double *ug_tload_all(const ug_tensor *t)
     return d;
 }
 
-static void default_geometry(const ug_case *c, int o, ug_geom *g)
+void ug_geom_last_dim(const ug_tensor *t, size_t row_tile, size_t col_tile, ug_geom *g)
 {
-    const ug_tensor *t = &c->out[o];
     g->cols = t->ndim ? (size_t)t->shape[t->ndim - 1] : 1;
     g->rows = g->cols ? t->numel / g->cols : 0;
-    g->row_tile = 16;
-    g->col_tile = 64;
+    g->row_tile = row_tile;
+    g->col_tile = col_tile;
 }
+
+static void default_geometry(const ug_case *c, int o, ug_geom *g) { ug_geom_last_dim(&c->out[o], 16, 64, g); }
 
 /* Adds v to a small set (linear probe is fine: sets hold at most ~64 entries). */
 static void set_add(size_t *set, size_t *n, size_t cap, size_t v, size_t limit)

@@ -56,6 +56,10 @@ int ug_oracle_run_sel(const ug_case *c, const ug_oracle_opts *o, const ug_select
                       char *err, size_t errlen);
 void ug_oracle_result_free(ug_oracle_result *r);
 
+/* Geometry of an output viewed as (product of leading dims) x (last dim), with the
+ * kernel's tiles along both: what most ops' geometry() needs. */
+void ug_geom_last_dim(const ug_tensor *t, size_t row_tile, size_t col_tile, ug_geom *g);
+
 /* Helpers for operator oracles. Loads element i of a tensor as an exact double. */
 double ug_tload(const ug_tensor *t, size_t i);
 /* Loads a whole tensor into a malloc'd double array (NULL on failure). */

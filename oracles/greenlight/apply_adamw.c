@@ -147,11 +147,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 
 static void geometry(const ug_case *c, int out, ug_geom *g)
 {
-    const ug_tensor *t = &c->out[out];
-    g->cols = (size_t)t->shape[1];
-    g->rows = (size_t)t->shape[0];
-    g->row_tile = 16;
-    g->col_tile = 1024; /* the kernel's chunk (elementwise: edges only matter for tails) */
+    ug_geom_last_dim(&c->out[out], 16, 1024, g); /* the kernel's chunk: edges only matter for tails */
 }
 
 static const ug_output_rule outputs[] = {

@@ -92,11 +92,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 
 static void geometry(const ug_case *c, int out, ug_geom *g)
 {
-    const ug_tensor *t = &c->out[out];
-    g->cols = (size_t)t->shape[t->ndim - 1];
-    g->rows = t->numel / (g->cols ? g->cols : 1);
-    g->row_tile = 16;
-    g->col_tile = 64; /* the kernel's lane count */
+    ug_geom_last_dim(&c->out[out], 16, 64, g); /* the kernel's 64 lanes */
 }
 
 static const ug_output_rule outputs[] = {
