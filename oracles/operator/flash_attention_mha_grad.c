@@ -15,16 +15,21 @@
  * independent; a kernel that uses them (Delta from o, P from lse, as FA2 does) carries
  * their rounding, which the tolerance must absorb.
  *
- * Primary standard pypto (budget 0.005), but with atol 2^-5 instead of the o-style 1e-4
- * (rtol 2^-7 kept): a correct FA2 backward cannot meet 1e-4 against the exact-forward
- * oracle. Measured on the nightly plan with the correct sim kernel:
- *   - atol 1e-4 fails 51 of 80 cases. fp16 fails only through the rounded o input: Delta
- *     = rowsum(dO*O) shifts by about 2^-11 * sum|dO*O|, which a peaked softmax (P ~ 1,
- *     dP - Delta ~ 0) turns into large dq/dk errors; a kernel variant taking Delta from
- *     exact P.dP passed every fp16 case. bf16 fails through the casts of P and dS to bf16
- *     (2^-8 relative) as well: 33 of 39 bf16 cases failed even with the exact Delta.
- *   - atol 1e-2 fails 6 cases, 2^-6 fails 3, 2^-5 fails none; every failure above 1e-2 is
- *     a bf16 case of the large-logits stress (q, k ~ N(0, 9)).
+ * Primary standard pypto (budget 0.005, rtol 2^-7 as for o), but with atol 2^-5 for dq
+ * and dk and 2^-8 for dv instead of the o-style 1e-4: a correct FA2 backward cannot meet
+ * 1e-4 against the exact-forward oracle. Measured on the nightly plan with the correct
+ * sim kernel:
+ *   - atol 1e-4 fails 51 of 80 cases: 12 of 36 fp16, 39 of 44 bf16. fp16 fails mostly
+ *     through the rounded o input: Delta = rowsum(dO*O) shifts by about 2^-11 sum|dO*O|,
+ *     which a peaked softmax (P ~ 1, dP - Delta ~ 0) turns into large dq/dk errors; a
+ *     kernel variant taking Delta from P.dP in double instead fails 1 fp16 case (not 12).
+ *     bf16 fails through the casts of P and dS to bf16 (2^-8 relative) as well: that
+ *     variant still fails 39 of 44 bf16 cases.
+ *   - one atol for all three: 1e-2 fails 6 cases, 2^-6 fails 3 (one on dq, two on dk),
+ *     2^-5 fails none; every failure above 1e-2 is a bf16 case of the large-logits stress
+ *     (q, k ~ N(0, 9)), where dS = P (dP - Delta) cancels.
+ *   - dv does not see Delta: with dq and dk at 2^-5, dv at 1e-3 fails 7 cases, 2^-9
+ *     fails 1, 2^-8 none.
  * The benchmark standard (the FlashAttention rule: no worse than the same math done
  * naively in the input dtype) was the other candidate: it passes 78 of 80 and fails two
  * bf16 large-logits cases on the mean-relative-error ratio (2.2 and 2.4 against 2); it
@@ -223,10 +228,10 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
 }
 
 static const ug_output_rule outputs[] = {
-    /* o-style 1e-4 / 2^-7 of STANDARDS.md with atol raised to 2^-5: see the file header */
+    /* o-style 1e-4 / 2^-7 of STANDARDS.md with atol raised: see the file header */
     {"dq", UG_CMP_NUMERIC, 0x1p-5, 0x1p-7, 0.005},
     {"dk", UG_CMP_NUMERIC, 0x1p-5, 0x1p-7, 0.005},
-    {"dv", UG_CMP_NUMERIC, 0x1p-5, 0x1p-7, 0.005},
+    {"dv", UG_CMP_NUMERIC, 0x1p-8, 0x1p-7, 0.005},
 };
 
 const ug_op_def ug_opdef_flash_attention_mha_grad = {
