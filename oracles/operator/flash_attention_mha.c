@@ -17,7 +17,7 @@
  * dtype before P.V, which perturbs o by about u * sqrt(sum_j p_j^2 v_j^2) / l (u the
  * dtype's unit roundoff); for fp16 (u = 2^-11) that stays inside 1e-4, for bf16
  * (u = 2^-8) it does not where o is small through cancellation. Measured on the nightly
- * plan with the correct sim kernel: atol 1e-4 fails 44 of 49 bf16 cases, 2.5e-4 fails 27,
+ * plan with the correct sim kernel: atol 1e-4 fails 42 of 49 bf16 cases, 2.5e-4 fails 27,
  * 5e-4 fails 4, 1e-3 fails none (every fp16 case passes at 1e-4). Output rules are one
  * per output, not per dtype, so o takes the bf16 value; fp16 precision is still judged
  * tightly by the allclose / ulp / dual_thousandth verdicts stored next to it. */
