@@ -12,7 +12,7 @@
 #define SPEC(dist, params)                                                                                             \
     "{\"v\":1,\"op\":\"flash_attention_mha\",\"dtype\":\"bf16\",\"seed\":7,\"params\":" params ",\"dist\":" dist "}"
 #define NORMAL                                                                                                         \
-    "{\"q\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"k\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},"         \
+    "{\"q\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"k\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},"              \
     "\"v\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}}"
 
 static int run_all(const char *spec, ug_result *r, ug_exec_detail *d)
@@ -82,8 +82,10 @@ static void check_against_naive(void)
             }
             for (long dd = 0; dd < 16; dd++) {
                 double g = d.oracle.gstar[0][row * 16 + dd];
-                if (n == 0) CHECK(g == 0.0 && d.a[0][row * 16 + dd] == 0.0, "row %ld sees no key: o must be 0", row);
-                else worst = fmax(worst, fabs(g - o[dd]) / (fabs(o[dd]) + 1e-3));
+                if (n == 0)
+                    CHECK(g == 0.0 && d.a[0][row * 16 + dd] == 0.0, "row %ld sees no key: o must be 0", row);
+                else
+                    worst = fmax(worst, fabs(g - o[dd]) / (fabs(o[dd]) + 1e-3));
             }
         }
     CHECK(empty_rows == 2 * (4 + 2), "expected 12 (row, head) pairs that see no key, got %ld", empty_rows);

@@ -11,8 +11,8 @@
 #include "run/exec.h"
 
 #define SPEC(params)                                                                                                   \
-    "{\"v\":1,\"op\":\"flash_attention_mha_grad\",\"dtype\":\"fp16\",\"seed\":11,\"params\":" params                 \
-    ",\"dist\":{\"q\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"k\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},"   \
+    "{\"v\":1,\"op\":\"flash_attention_mha_grad\",\"dtype\":\"fp16\",\"seed\":11,\"params\":" params                   \
+    ",\"dist\":{\"q\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"k\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},"    \
     "\"v\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"do\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}}}"
 
 enum { H = 2, D = 8, NB = 3, TQ = 17, TK = 14 };

@@ -13,7 +13,7 @@
 #define SPEC(dist, params)                                                                                             \
     "{\"v\":1,\"op\":\"page_attention\",\"dtype\":\"fp16\",\"seed\":5,\"params\":" params ",\"dist\":" dist "}"
 #define NORMAL                                                                                                         \
-    "{\"q\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"key_cache\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},"   \
+    "{\"q\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"key_cache\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},"      \
     "\"value_cache\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}}"
 #define PARAMS "{\"context_lens\":\"5,17,1,40\",\"heads_kv\":2,\"group\":4,\"head_dim\":16,\"block_size\":8}"
 
@@ -101,9 +101,10 @@ static void check_zero_keys(void)
 {
     ug_result r;
     ug_exec_detail d;
-    const char *spec = SPEC("{\"q\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"key_cache\":{\"kind\":\"const\",\"value\":0},"
-                            "\"value_cache\":{\"kind\":\"randint\",\"lo\":-4,\"hi\":4}}",
-                            PARAMS);
+    const char *spec =
+        SPEC("{\"q\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"key_cache\":{\"kind\":\"const\",\"value\":0},"
+             "\"value_cache\":{\"kind\":\"randint\",\"lo\":-4,\"hi\":4}}",
+             PARAMS);
     CHECK(run_all(spec, &r, &d) == 0 && r.outcome == UG_OUT_PASS, "zero-key case: %s", r.message);
     if (!d.have_oracle) return;
     const ug_tensor *bt = ug_case_input(&d.c, "block_tables");
@@ -126,9 +127,11 @@ static void check_zero_keys(void)
 static void check_bad_params(void)
 {
     const char *bad[][2] = {
-        {SPEC(NORMAL, "{\"context_lens\":\"5,0\",\"heads_kv\":1,\"group\":1,\"head_dim\":8,\"block_size\":8}"), "context_lens"},
+        {SPEC(NORMAL, "{\"context_lens\":\"5,0\",\"heads_kv\":1,\"group\":1,\"head_dim\":8,\"block_size\":8}"),
+         "context_lens"},
         {SPEC(NORMAL, "{\"context_lens\":\"5\",\"heads_kv\":1,\"group\":0,\"head_dim\":8,\"block_size\":8}"), "group"},
-        {SPEC(NORMAL, "{\"context_lens\":\"5\",\"heads_kv\":1,\"group\":1,\"head_dim\":8,\"block_size\":0}"), "block_size"},
+        {SPEC(NORMAL, "{\"context_lens\":\"5\",\"heads_kv\":1,\"group\":1,\"head_dim\":8,\"block_size\":0}"),
+         "block_size"},
         {SPEC(NORMAL, "{\"context_lens\":\"5\",\"heads_kv\":1,\"group\":1,\"head_dim\":8,\"scale\":\"x\"}"), "scale"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -97,7 +97,8 @@ int ug_fa_add_inputs(ug_case *c, const char *op, const ug_fa_params *p, char *er
     }
     int64_t qs[3] = {p->tq, p->heads, p->dim}, ks[3] = {p->tk, p->heads, p->dim}, cs[1] = {p->batch + 1};
     ug_tensor *cq, *ck;
-    if (!ug_case_add_input(c, "q", dt, 3, qs, 1, err, errlen) || !ug_case_add_input(c, "k", dt, 3, ks, 1, err, errlen) ||
+    if (!ug_case_add_input(c, "q", dt, 3, qs, 1, err, errlen) ||
+        !ug_case_add_input(c, "k", dt, 3, ks, 1, err, errlen) ||
         !ug_case_add_input(c, "v", dt, 3, ks, 1, err, errlen) ||
         !(cq = ug_case_add_input(c, "cu_seqlens_q", UG_DT_INT32, 1, cs, 0, err, errlen)) ||
         !(ck = ug_case_add_input(c, "cu_seqlens_k", UG_DT_INT32, 1, cs, 0, err, errlen)))
@@ -123,8 +124,8 @@ long ug_fa_batch_of(const ug_fa_params *p, long t)
     return b;
 }
 
-long ug_fa_row(ug_ar *ar, const ug_fa_params *p, const double *q, const double *k, long t, long h, ug_num *e,
-               ug_num *m, ug_num *total)
+long ug_fa_row(ug_ar *ar, const ug_fa_params *p, const double *q, const double *k, long t, long h, ug_num *e, ug_num *m,
+               ug_num *total)
 {
     long b = ug_fa_batch_of(p, t), n = ug_fa_visible(p, b, t - p->cu_q[b]);
     size_t d = (size_t)p->dim, hh = (size_t)p->heads;

@@ -45,7 +45,7 @@ long ug_fa_batch_of(const ug_fa_params *p, long t);
 /* The exact softmax row of query token t (global), head h, over its n visible keys:
  * e[j] = exp(scale*q.k_j - m), m the row max, *total = sum_j e[j]. Returns n (0: the
  * row sees no key; m and total are then not set). e must hold lk[b] numbers. */
-long ug_fa_row(ug_ar *ar, const ug_fa_params *p, const double *q, const double *k, long t, long h, ug_num *e,
-               ug_num *m, ug_num *total);
+long ug_fa_row(ug_ar *ar, const ug_fa_params *p, const double *q, const double *k, long t, long h, ug_num *e, ug_num *m,
+               ug_num *total);
 
 #endif

@@ -77,8 +77,9 @@ static int build_forward(ug_case *c, ug_tensor *o, ug_tensor *lse, char *err, si
     if (!rc) rc = ug_selection_build(&f, 0, &sel);
     if (!rc) rc = ug_oracle_run_sel(&f, &opts, &sel, &r, err, errlen);
     if (!rc) {
-        for (size_t i = 0; i < o->numel; i++) ug_dtype_store(o->dtype, o->data, i, r.g[0][i]);      /* exact: g is rounded */
-        for (size_t i = 0; i < lse->numel; i++) ug_dtype_store(UG_DT_FP32, lse->data, i, r.g[1][i]); /* exact: g is rounded */
+        for (size_t i = 0; i < o->numel; i++) ug_dtype_store(o->dtype, o->data, i, r.g[0][i]); /* exact: g is rounded */
+        for (size_t i = 0; i < lse->numel; i++)
+            ug_dtype_store(UG_DT_FP32, lse->data, i, r.g[1][i]); /* exact: g is rounded */
         ug_oracle_result_free(&r);
     }
     ug_selection_free(&sel);
@@ -109,7 +110,7 @@ typedef struct {
     const double *q, *k, *v, *dout;
     long b, h, lq, lk;
     ug_num *P, *dS; /* [lq x lk], entries j >= n[i] are 0 */
-    long *n;        /* visible keys per row */
+    long *n; /* visible keys per row */
 } grad_group;
 
 /* Exact P and dS of group (b, h): every row of the element. */
@@ -131,11 +132,14 @@ static void group_eval(ug_ar *ar, grad_group *g, ug_num *e, ug_num *dp)
         }
         /* Delta = rowsum(dO * O) with O = P V, as the spec writes it (= sum_j P dP exactly;
          * in the naive arithmetic this is the benchmark device's O rounded to the dtype) */
-        for (size_t d = 0; n && d < D; d++) e[d] = ug_mul(ar, ug_c(ar, dor[d]), ug_dot_nd(ar, Pi, v0 + d, HD, (size_t)n));
+        for (size_t d = 0; n && d < D; d++)
+            e[d] = ug_mul(ar, ug_c(ar, dor[d]), ug_dot_nd(ar, Pi, v0 + d, HD, (size_t)n));
         ug_num delta = n ? ug_sum(ar, e, D) : zero;
         for (long j = 0; j < g->lk; j++) {
-            if (j >= n) Pi[j] = dSi[j] = zero;
-            else dSi[j] = ug_mul(ar, Pi[j], ug_sub(ar, dp[j], delta));
+            if (j >= n)
+                Pi[j] = dSi[j] = zero;
+            else
+                dSi[j] = ug_mul(ar, Pi[j], ug_sub(ar, dp[j], delta));
         }
     }
 }
@@ -194,8 +198,11 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
         maxq = p.lq[b] > maxq ? p.lq[b] : maxq;
         maxk = p.lk[b] > maxk ? p.lk[b] : maxk;
     }
-    grad_group g = {.p = &p, .q = ug_case_input(c, "q")->values, .k = ug_case_input(c, "k")->values,
-                    .v = ug_case_input(c, "v")->values, .dout = ug_case_input(c, "do")->values};
+    grad_group g = {.p = &p,
+                    .q = ug_case_input(c, "q")->values,
+                    .k = ug_case_input(c, "k")->values,
+                    .v = ug_case_input(c, "v")->values,
+                    .dout = ug_case_input(c, "do")->values};
     g.P = malloc((size_t)(maxq * maxk) * sizeof *g.P);
     g.dS = malloc((size_t)(maxq * maxk) * sizeof *g.dS);
     g.n = malloc((size_t)maxq * sizeof *g.n);

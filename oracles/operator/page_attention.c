@@ -89,7 +89,8 @@ static int read_params(const ug_spec *s, pa_params *p, char *err, size_t errlen)
     }
     p->num_blocks = need + (need + 1) / 2; /* spare blocks of garbage */
     if (p->num_blocks * p->bs * p->hkv * p->dim > (1L << 25)) {
-        snprintf(err, errlen, "%s: the cache (blocks x block_size x heads_kv x head_dim) must stay <= 2^25 elements", OP);
+        snprintf(err, errlen, "%s: the cache (blocks x block_size x heads_kv x head_dim) must stay <= 2^25 elements",
+                 OP);
         return -2;
     }
     if (scale == 0.0) scale = 1.0 / sqrt((double)p->dim);

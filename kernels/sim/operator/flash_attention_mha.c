@@ -62,7 +62,7 @@ static void query_tile(const fa_ctx *x, long q0, long lq, long k0, long lk, long
                     const float *kr = x->k + (size_t)(k0 + j0 + c) * HD + (size_t)h * D;
                     float dot = 0.0f;
                     for (size_t d = 0; d < D; d++) dot += qr[d] * kr[d]; /* rounds: fp32 acc */
-                    sc = dot * x->scale;                                  /* rounds: fp32 */
+                    sc = dot * x->scale; /* rounds: fp32 */
                 }
                 s[c] = sc;
                 tm = fmaxf(tm, sc);
@@ -73,7 +73,7 @@ static void query_tile(const fa_ctx *x, long q0, long lq, long k0, long lk, long
             float ts = 0.0f;
             for (long c = 0; c < nk; c++) {
                 float p = s[c] == -INFINITY ? 0.0f : expf(s[c] - m_new); /* rounds: fp32 */
-                ts += p;                                                  /* rounds: fp32 */
+                ts += p; /* rounds: fp32 */
                 s[c] = ug_sim_round_to(x->dt, p); /* rounds: P cast to the input dtype for P.V */
             }
             l[r] = l[r] * alpha + ts; /* rounds: fp32 */
@@ -81,7 +81,8 @@ static void query_tile(const fa_ctx *x, long q0, long lq, long k0, long lk, long
             float *ar = acc + r * D;
             for (size_t d = 0; d < D; d++) {
                 float pv = 0.0f;
-                for (long c = 0; c < nk; c++) pv += s[c] * x->v[(size_t)(k0 + j0 + c) * HD + (size_t)h * D + d]; /* rounds: fp32 acc */
+                for (long c = 0; c < nk; c++)
+                    pv += s[c] * x->v[(size_t)(k0 + j0 + c) * HD + (size_t)h * D + d]; /* rounds: fp32 acc */
                 ar[d] = ar[d] * acc_alpha + pv; /* rounds: fp32 */
             }
             m[r] = m_new;
@@ -91,9 +92,12 @@ static void query_tile(const fa_ctx *x, long q0, long lq, long k0, long lk, long
         size_t row = (size_t)(q0 + i0 + r) * (size_t)x->heads + (size_t)h;
         float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f; /* rounds: fp32 reciprocal */
         for (size_t d = 0; d < D; d++) o[row * D + d] = acc[r * D + d] * inv; /* rounds: fp32 */
-        if (l[r] == 0.0f) lse[row] = -INFINITY;
-        else if (x->bug == MUT_LSE_LOG2) lse[row] = m[r] * (float)M_LOG2E + log2f(l[r]); /* bug: log2 domain kept */
-        else lse[row] = m[r] + logf(l[r]); /* rounds: fp32 */
+        if (l[r] == 0.0f)
+            lse[row] = -INFINITY;
+        else if (x->bug == MUT_LSE_LOG2)
+            lse[row] = m[r] * (float)M_LOG2E + log2f(l[r]); /* bug: log2 domain kept */
+        else
+            lse[row] = m[r] + logf(l[r]); /* rounds: fp32 */
     }
 }
 
@@ -107,14 +111,15 @@ static int fa_kernel(const ulpgym_call *call, char *err, size_t errlen, fa_bug b
     if (!q || !k || !v || !cq || !ck || !o || !lse) return -2;
     ug_sim_params p;
     if (ug_sim_params_open(&p, call, err, errlen)) return -2;
-    fa_ctx x = {.heads = q->shape[1], .dim = q->shape[2], .causal = ug_sim_int(&p, "causal", 0), .dt = q->dtype, .bug = bug};
+    fa_ctx x = {
+        .heads = q->shape[1], .dim = q->shape[2], .causal = ug_sim_int(&p, "causal", 0), .dt = q->dtype, .bug = bug};
     double scale = ug_sim_num(&p, "scale", 0.0);
     x.scale = (float)(scale == 0.0 ? 1.0 / sqrt((double)x.dim) : scale);
     ug_sim_params_close(&p);
     size_t tq = (size_t)q->shape[0], tk = (size_t)k->shape[0], HD = (size_t)(x.heads * x.dim);
     long batch = cq->shape[0] - 1;
-    float *buf = malloc(((tq + 2 * tk) * HD + tq * HD + tq * (size_t)x.heads + FA_BQ * (size_t)x.dim + FA_BK) *
-                        sizeof *buf);
+    float *buf =
+        malloc(((tq + 2 * tk) * HD + tq * HD + tq * (size_t)x.heads + FA_BQ * (size_t)x.dim + FA_BK) * sizeof *buf);
     float *cu = malloc(2 * (size_t)(batch + 1) * sizeof *cu);
     if (!buf || !cu) {
         free(buf);
@@ -132,7 +137,8 @@ static int fa_kernel(const ulpgym_call *call, char *err, size_t errlen, fa_bug b
     x.k = kf;
     x.v = vf;
     for (long b = 0; b < batch; b++) {
-        long q0 = (long)cu[b], lq = (long)cu[b + 1] - q0, k0 = (long)cu[batch + 1 + b], lk = (long)cu[batch + 2 + b] - k0;
+        long q0 = (long)cu[b], lq = (long)cu[b + 1] - q0, k0 = (long)cu[batch + 1 + b],
+             lk = (long)cu[batch + 2 + b] - k0;
         for (long h = 0; h < x.heads; h++)
             for (long i0 = 0; i0 < lq; i0 += FA_BQ)
                 query_tile(&x, q0, lq, k0, lk, h, i0, lq - i0 < FA_BQ ? lq - i0 : FA_BQ, of, lf, acc, s);
@@ -152,7 +158,9 @@ static int k_norescale(const ulpgym_call *c, char *e, size_t l) { return fa_kern
 const ug_kernel_variant ug_flash_attention_mha_variants[] = {
     {"sim", "FA2 forward: 64x64 tiles, fp32 scores and online softmax, P cast to the input dtype for P.V", k_sim},
     {"mut_lse_log2", "lse left in the log2 domain of an exp2-based softmax (m*log2 e + log2 l)", k_log2},
-    {"mut_causal_topleft", "causal mask aligned top-left (j <= i) instead of bottom-right: shows when q and k lengths differ", k_topleft},
-    {"mut_no_rescale", "output accumulator not rescaled by exp(m_old - m_new) when a later key tile raises the max", k_norescale},
+    {"mut_causal_topleft",
+     "causal mask aligned top-left (j <= i) instead of bottom-right: shows when q and k lengths differ", k_topleft},
+    {"mut_no_rescale", "output accumulator not rescaled by exp(m_old - m_new) when a later key tile raises the max",
+     k_norescale},
     {NULL, NULL, NULL},
 };

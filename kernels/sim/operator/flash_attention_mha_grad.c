@@ -21,7 +21,7 @@
 #define FB_BQ 64
 #define FB_BK 64
 
-typedef enum { MUT_NONE, MUT_DK_NO_SCALE, MUT_CAUSAL_STRICT, MUT_DQ_TAIL } fb_bug;
+typedef enum { MUT_NONE, MUT_DK_NO_SCALE, MUT_CAUSAL_STRICT, MUT_TAIL_TILE } fb_bug;
 
 typedef struct {
     long heads, dim, causal;
@@ -41,6 +41,9 @@ static long visible(const fb_ctx *x, long i, long lq, long lk)
     return n < 0 ? 0 : n > lk ? lk : n;
 }
 
+/* The mut_tail_key_tile bug: a short last key tile (Lk % 64 != 0, not the first) never runs. */
+static int tile_dropped(const fb_ctx *x, long j0, long nk) { return x->bug == MUT_TAIL_TILE && nk < FB_BK && j0 > 0; }
+
 static float dot(const float *a, const float *b, size_t n)
 {
     float s = 0.0f;
@@ -54,33 +57,35 @@ static void key_tile(const fb_ctx *x, long q0, long lq, long k0, long lk, long h
                      float *dv, float *pr, float *ds)
 {
     size_t D = (size_t)x->dim, HD = (size_t)x->heads * D;
-    if (x->bug == MUT_DQ_TAIL && nk < FB_BK && j0 > 0) return; /* bug: a short last key tile is skipped */
+    if (tile_dropped(x, j0, nk)) return; /* bug: a short last key tile is skipped */
     for (size_t e = 0; e < (size_t)nk * D; e++) dk[e] = dv[e] = 0.0f;
     for (long i = 0; i < lq; i++) {
         size_t qrow = (size_t)(q0 + i) * HD + (size_t)h * D;
         long vis = visible(x, i, lq, lk);
         if (vis <= j0) continue; /* this row sees none of the tile (a whole query tile skips on device) */
-        float lse = x->lse[(size_t)(q0 + i) * (size_t)x->heads + (size_t)h], delta = x->delta[(size_t)(q0 + i) * (size_t)x->heads + (size_t)h];
+        float lse = x->lse[(size_t)(q0 + i) * (size_t)x->heads + (size_t)h],
+              delta = x->delta[(size_t)(q0 + i) * (size_t)x->heads + (size_t)h];
         for (long c = 0; c < nk; c++) {
             size_t krow = (size_t)(k0 + j0 + c) * HD + (size_t)h * D;
             float p = 0.0f, dp = 0.0f;
             if (j0 + c < vis) {
                 float s = dot(x->q + qrow, x->k + krow, D) * x->scale; /* rounds: fp32 */
-                p = expf(s - lse);                                      /* rounds: fp32 */
-                dp = dot(x->dout + qrow, x->v + krow, D);               /* rounds: fp32 acc */
+                p = expf(s - lse); /* rounds: fp32 */
+                dp = dot(x->dout + qrow, x->v + krow, D); /* rounds: fp32 acc */
             }
-            pr[c] = ug_sim_round_to(x->dt, p);                            /* rounds: P to the input dtype */
-            ds[c] = ug_sim_round_to(x->dt, p * (dp - delta));             /* rounds: fp32, then dS to the dtype */
+            pr[c] = ug_sim_round_to(x->dt, p); /* rounds: P to the input dtype */
+            ds[c] = ug_sim_round_to(x->dt, p * (dp - delta)); /* rounds: fp32, then dS to the dtype */
         }
         for (long c = 0; c < nk; c++)
             for (size_t d = 0; d < D; d++) {
                 dv[(size_t)c * D + d] += pr[c] * x->dout[qrow + d]; /* rounds: fp32 acc */
-                dk[(size_t)c * D + d] += ds[c] * x->q[qrow + d];    /* rounds: fp32 acc */
+                dk[(size_t)c * D + d] += ds[c] * x->q[qrow + d]; /* rounds: fp32 acc */
             }
         float *dqr = x->dq + qrow;
         for (size_t d = 0; d < D; d++) {
             float acc = 0.0f;
-            for (long c = 0; c < nk; c++) acc += ds[c] * x->k[(size_t)(k0 + j0 + c) * HD + (size_t)h * D + d]; /* rounds: fp32 acc */
+            for (long c = 0; c < nk; c++)
+                acc += ds[c] * x->k[(size_t)(k0 + j0 + c) * HD + (size_t)h * D + d]; /* rounds: fp32 acc */
             dqr[d] += acc; /* rounds: fp32 */
         }
     }
@@ -97,15 +102,19 @@ static int fb_kernel(const ulpgym_call *call, char *err, size_t errlen, fb_bug b
     if (!lse || !dq || !dk || !dv) return -2;
     ug_sim_params p;
     if (ug_sim_params_open(&p, call, err, errlen)) return -2;
-    fb_ctx x = {.heads = in[0]->shape[1], .dim = in[0]->shape[2], .causal = ug_sim_int(&p, "causal", 0),
-                .dt = in[0]->dtype, .bug = bug};
+    fb_ctx x = {.heads = in[0]->shape[1],
+                .dim = in[0]->shape[2],
+                .causal = ug_sim_int(&p, "causal", 0),
+                .dt = in[0]->dtype,
+                .bug = bug};
     double scale = ug_sim_num(&p, "scale", 0.0);
     x.scale = (float)(scale == 0.0 ? 1.0 / sqrt((double)x.dim) : scale);
     ug_sim_params_close(&p);
     size_t tq = (size_t)in[0]->shape[0], tk = (size_t)in[1]->shape[0], H = (size_t)x.heads, D = (size_t)x.dim;
     long batch = in[5]->shape[0] - 1;
     size_t nq = tq * H * D, nk = tk * H * D;
-    float *buf = malloc((4 * nq + 4 * nk + 2 * tq * H + 2 * (size_t)(batch + 1) + 2 * FB_BK * D + 2 * FB_BK) * sizeof *buf);
+    float *buf =
+        malloc((4 * nq + 4 * nk + 2 * tq * H + 2 * (size_t)(batch + 1) + 2 * FB_BK * D + 2 * FB_BK) * sizeof *buf);
     if (!buf) return -1;
     float *qf = buf, *of = qf + nq, *dof = of + nq, *dqf = dof + nq, *kf = dqf + nq, *vf = kf + nk, *dkf = vf + nk;
     float *dvf = dkf + nk, *lf = dvf + nk, *delta = lf + tq * H, *cu = delta + tq * H;
@@ -123,15 +132,16 @@ static int fb_kernel(const ulpgym_call *call, char *err, size_t errlen, fb_bug b
     for (size_t e = 0; e < nk; e++) dkf[e] = dvf[e] = 0.0f;
     x.q = qf, x.k = kf, x.v = vf, x.dout = dof, x.lse = lf, x.delta = delta, x.dq = dqf;
     for (long b = 0; b < batch; b++) {
-        long q0 = (long)cu[b], lq = (long)cu[b + 1] - q0, k0 = (long)cu[batch + 1 + b], lk = (long)cu[batch + 2 + b] - k0;
+        long q0 = (long)cu[b], lq = (long)cu[b + 1] - q0, k0 = (long)cu[batch + 1 + b],
+             lk = (long)cu[batch + 2 + b] - k0;
         for (long h = 0; h < x.heads; h++)
             for (long j0 = 0; j0 < lk; j0 += FB_BK) {
                 long n = lk - j0 < FB_BK ? lk - j0 : FB_BK;
                 key_tile(&x, q0, lq, k0, lk, h, j0, n, dkt, dvt, pr, ds);
+                if (tile_dropped(&x, j0, n)) continue; /* its dK, dV stay 0 */
                 for (long c = 0; c < n; c++)
                     for (size_t d = 0; d < D; d++) {
                         size_t at = ((size_t)(k0 + j0 + c) * H + (size_t)h) * D + d;
-                        if (x.bug == MUT_DQ_TAIL && n < FB_BK && j0 > 0) continue; /* tile never ran */
                         float sk = x.bug == MUT_DK_NO_SCALE ? 1.0f : x.scale; /* bug: dK misses the scale */
                         dkf[at] = dkt[(size_t)c * D + d] * sk; /* rounds: fp32 */
                         dvf[at] = dvt[(size_t)c * D + d];
@@ -149,12 +159,14 @@ static int fb_kernel(const ulpgym_call *call, char *err, size_t errlen, fb_bug b
 static int k_sim(const ulpgym_call *c, char *e, size_t l) { return fb_kernel(c, e, l, MUT_NONE); }
 static int k_noscale(const ulpgym_call *c, char *e, size_t l) { return fb_kernel(c, e, l, MUT_DK_NO_SCALE); }
 static int k_strict(const ulpgym_call *c, char *e, size_t l) { return fb_kernel(c, e, l, MUT_CAUSAL_STRICT); }
-static int k_tail(const ulpgym_call *c, char *e, size_t l) { return fb_kernel(c, e, l, MUT_DQ_TAIL); }
+static int k_tail(const ulpgym_call *c, char *e, size_t l) { return fb_kernel(c, e, l, MUT_TAIL_TILE); }
 
 const ug_kernel_variant ug_flash_attention_mha_grad_variants[] = {
-    {"sim", "FA2 backward: 64-key tiles over 64-row query tiles, P from lse, P and dS cast to the dtype, fp32 acc", k_sim},
+    {"sim", "FA2 backward: 64-key tiles over 64-row query tiles, P from lse, P and dS cast to the dtype, fp32 acc",
+     k_sim},
     {"mut_dk_no_scale", "dK = dS^T Q without the softmax scale", k_noscale},
     {"mut_causal_strict", "causal mask j < i + Lk - Lq: the diagonal key is masked (causal cases only)", k_strict},
-    {"mut_tail_key_tile", "a short last key tile (Lk % 64 != 0, Lk > 64) is skipped: its dK/dV stay 0, dQ misses it", k_tail},
+    {"mut_tail_key_tile", "a short last key tile (Lk % 64 != 0, Lk > 64) is skipped: its dK/dV stay 0, dQ misses it",
+     k_tail},
     {NULL, NULL, NULL},
 };

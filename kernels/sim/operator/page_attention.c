@@ -44,7 +44,7 @@ static void pa_row(const pa_ctx *x, const float *qr, const float *table, long ct
         for (long c = 0; c < n; c++) {
             float dot = 0.0f;
             for (size_t d = 0; d < D; d++) dot += qr[d] * kb[(size_t)c * slot + d]; /* rounds: fp32 acc */
-            s[c] = dot * x->scale;                                                  /* rounds: fp32 */
+            s[c] = dot * x->scale; /* rounds: fp32 */
             tm = fmaxf(tm, s[c]);
         }
         float m_new = fmaxf(m, tm);
@@ -52,7 +52,7 @@ static void pa_row(const pa_ctx *x, const float *qr, const float *table, long ct
         float ts = 0.0f;
         for (long c = 0; c < n; c++) {
             float p = expf(s[c] - m_new); /* rounds: fp32 */
-            ts += p;                      /* rounds: fp32 */
+            ts += p; /* rounds: fp32 */
             s[c] = ug_sim_round_to(x->dt, p); /* rounds: P cast to the input dtype for P.V */
         }
         l = l * alpha + ts; /* rounds: fp32 */
@@ -77,8 +77,13 @@ static int pa_kernel(const ulpgym_call *call, char *err, size_t errlen, pa_bug b
     if (!q || !kc || !vc || !bt || !cl || !o) return -2;
     ug_sim_params p;
     if (ug_sim_params_open(&p, call, err, errlen)) return -2;
-    pa_ctx x = {.hq = q->shape[1], .dim = q->shape[2], .bs = kc->shape[1], .hkv = kc->shape[2],
-                .table_stride = bt->shape[1], .dt = q->dtype, .bug = bug};
+    pa_ctx x = {.hq = q->shape[1],
+                .dim = q->shape[2],
+                .bs = kc->shape[1],
+                .hkv = kc->shape[2],
+                .table_stride = bt->shape[1],
+                .dt = q->dtype,
+                .bug = bug};
     double scale = ug_sim_num(&p, "scale", 0.0);
     x.scale = (float)(scale == 0.0 ? 1.0 / sqrt((double)x.dim) : scale);
     ug_sim_params_close(&p);
@@ -116,8 +121,11 @@ static int k_map(const ulpgym_call *c, char *e, size_t l) { return pa_kernel(c, 
 
 const ug_kernel_variant ug_page_attention_variants[] = {
     {"sim", "paged decode, one block per key tile, fp32 online softmax, P cast to the input dtype for P.V", k_sim},
-    {"mut_table_stride", "block-table row stride floor(max_ctx/block_size) instead of its width: rows shift when max_ctx % block_size != 0", k_stride},
-    {"mut_full_last_block", "the partial last block read as full: stale cache slots past the context join the softmax", k_full},
+    {"mut_table_stride",
+     "block-table row stride floor(max_ctx/block_size) instead of its width: rows shift when max_ctx % block_size != 0",
+     k_stride},
+    {"mut_full_last_block", "the partial last block read as full: stale cache slots past the context join the softmax",
+     k_full},
     {"mut_kv_head_map", "query head h reads kv head h % Hkv instead of h / (Hq/Hkv)", k_map},
     {NULL, NULL, NULL},
 };
