@@ -1,0 +1,153 @@
+/* test_op_page_attention.c — checks of page_attention beyond the generic plan test: the
+ * block tables the builder writes are shuffled, distinct and padded with 0; the oracle
+ * agrees with an independent naive double evaluation that walks the block table itself;
+ * keys all zero give uniform weights, so o is the plain mean of the context's values (a
+ * known value that any garbage slot past a context would spoil, for oracle and kernel);
+ * and bad params are rejected with a message naming them. */
+#include <math.h>
+#include <string.h>
+
+#include "check.h"
+#include "run/exec.h"
+
+#define SPEC(dist, params)                                                                                             \
+    "{\"v\":1,\"op\":\"page_attention\",\"dtype\":\"fp16\",\"seed\":5,\"params\":" params ",\"dist\":" dist "}"
+#define NORMAL                                                                                                         \
+    "{\"q\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"key_cache\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},"      \
+    "\"value_cache\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}}"
+#define PARAMS "{\"context_lens\":\"5,17,1,40\",\"heads_kv\":2,\"group\":4,\"head_dim\":16,\"block_size\":8}"
+
+enum { B = 4, HKV = 2, G = 4, HQ = 8, D = 16, BS = 8 };
+static const long ctx[B] = {5, 17, 1, 40};
+
+static int run_all(const char *spec, ug_result *r, ug_exec_detail *d)
+{
+    ug_backend b;
+    char err[256];
+    if (ug_backend_open(&b, "sim", err, sizeof err)) return -1;
+    ug_exec_opts o;
+    ug_exec_opts_default(&o);
+    o.oracle.sample = 0;
+    o.keep = 1;
+    int rc = ug_exec_case(spec, &b, &o, r, d);
+    ug_backend_close(&b);
+    return rc;
+}
+
+/* Cache index of token t, kv head g, dim 0 for sequence b. */
+static size_t slot_of(const ug_tensor *bt, long b, long t, long g)
+{
+    long mb = bt->shape[1], phys = (long)bt->values[b * mb + t / BS];
+    return (size_t)(((phys * BS + t % BS) * HKV + g) * D);
+}
+
+static void check_tables(const ug_case *c)
+{
+    const ug_tensor *bt = ug_case_input(c, "block_tables"), *kc = ug_case_input(c, "key_cache");
+    long mb = bt->shape[1], nb = kc->shape[0], used = 0, descending = 0, seen[64] = {0};
+    CHECK(mb == 5, "block table width %ld, expected ceil(40/8) = 5", mb);
+    for (long b = 0; b < B; b++) {
+        long n = (ctx[b] + BS - 1) / BS;
+        for (long i = 0; i < mb; i++) {
+            long id = (long)bt->values[b * mb + i];
+            if (i >= n) {
+                CHECK(id == 0, "table[%ld][%ld] past the last block is %ld, not 0", b, i, id);
+                continue;
+            }
+            CHECK(id >= 0 && id < nb && id < 64 && !seen[id], "block %ld used twice or out of range", id);
+            if (id >= 0 && id < 64) seen[id] = 1;
+            descending += i > 0 && id < (long)bt->values[b * mb + i - 1];
+            used++;
+        }
+    }
+    CHECK(used == 10 && nb == 15, "%ld blocks used of %ld, expected 10 of 15 (half again as spare)", used, nb);
+    CHECK(descending > 0, "no sequence's blocks are out of order: the table is not shuffled");
+}
+
+static void check_against_naive(void)
+{
+    ug_result r;
+    ug_exec_detail d;
+    CHECK(run_all(SPEC(NORMAL, PARAMS), &r, &d) == 0 && r.outcome == UG_OUT_PASS, "ragged GQA case: %s %s",
+          ug_outcome_name(r.outcome), r.message);
+    if (!d.have_oracle) return;
+    check_tables(&d.c);
+    const ug_tensor *bt = ug_case_input(&d.c, "block_tables");
+    const double *q = ug_case_input(&d.c, "q")->values, *k = ug_case_input(&d.c, "key_cache")->values;
+    const double *v = ug_case_input(&d.c, "value_cache")->values;
+    double worst = 0, scale = (float)0.25;
+    for (long b = 0; b < B; b++)
+        for (long h = 0; h < HQ; h++) {
+            double s[40], m = -INFINITY, l = 0, o[D] = {0};
+            for (long t = 0; t < ctx[b]; t++) {
+                double dot = 0;
+                for (long e = 0; e < D; e++) dot += q[(b * HQ + h) * D + e] * k[slot_of(bt, b, t, h / G) + (size_t)e];
+                s[t] = dot * scale;
+                m = fmax(m, s[t]);
+            }
+            for (long t = 0; t < ctx[b]; t++) {
+                double p = exp(s[t] - m);
+                l += p;
+                for (long e = 0; e < D; e++) o[e] += p * v[slot_of(bt, b, t, h / G) + (size_t)e];
+            }
+            for (long e = 0; e < D; e++)
+                worst = fmax(worst, fabs(d.oracle.gstar[0][(b * HQ + h) * D + e] - o[e] / l) / (fabs(o[e] / l) + 1e-3));
+        }
+    CHECK(worst < 1e-12, "oracle differs from the naive double evaluation by %g", worst);
+    ug_exec_detail_free(&d);
+}
+
+static void check_zero_keys(void)
+{
+    ug_result r;
+    ug_exec_detail d;
+    const char *spec =
+        SPEC("{\"q\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"key_cache\":{\"kind\":\"const\",\"value\":0},"
+             "\"value_cache\":{\"kind\":\"randint\",\"lo\":-4,\"hi\":4}}",
+             PARAMS);
+    CHECK(run_all(spec, &r, &d) == 0 && r.outcome == UG_OUT_PASS, "zero-key case: %s", r.message);
+    if (!d.have_oracle) return;
+    const ug_tensor *bt = ug_case_input(&d.c, "block_tables");
+    const double *v = ug_case_input(&d.c, "value_cache")->values;
+    int bad = 0;
+    for (long b = 0; b < B; b++)
+        for (long h = 0; h < HQ; h++)
+            for (long e = 0; e < D; e++) {
+                double mean = 0;
+                for (long t = 0; t < ctx[b]; t++) mean += v[slot_of(bt, b, t, h / G) + (size_t)e];
+                mean /= (double)ctx[b];
+                size_t i = (size_t)((b * HQ + h) * D + e);
+                bad += fabs(d.oracle.gstar[0][i] - mean) > 1e-14;
+                bad += fabs(d.a[0][i] - mean) > 1e-3 + 0x1p-7 * fabs(mean); /* the kernel too */
+            }
+    CHECK(bad == 0, "%d outputs differ from the mean of the context's values", bad);
+    ug_exec_detail_free(&d);
+}
+
+static void check_bad_params(void)
+{
+    const char *bad[][2] = {
+        {SPEC(NORMAL, "{\"context_lens\":\"5,0\",\"heads_kv\":1,\"group\":1,\"head_dim\":8,\"block_size\":8}"),
+         "context_lens"},
+        {SPEC(NORMAL, "{\"context_lens\":\"5\",\"heads_kv\":1,\"group\":0,\"head_dim\":8,\"block_size\":8}"), "group"},
+        {SPEC(NORMAL, "{\"context_lens\":\"5\",\"heads_kv\":1,\"group\":1,\"head_dim\":8,\"block_size\":0}"),
+         "block_size"},
+        {SPEC(NORMAL, "{\"context_lens\":\"5\",\"heads_kv\":1,\"group\":1,\"head_dim\":8,\"scale\":\"x\"}"), "scale"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ug_result r;
+        ug_exec_detail d;
+        int rc = run_all(bad[i][0], &r, &d);
+        CHECK(rc < 0 || r.outcome == UG_OUT_ERROR, "bad param %s accepted", bad[i][1]);
+        CHECK(strstr(r.message, bad[i][1]) != NULL, "message \"%s\" does not name %s", r.message, bad[i][1]);
+        ug_exec_detail_free(&d);
+    }
+}
+
+int main(void)
+{
+    check_against_naive();
+    check_zero_keys();
+    check_bad_params();
+    return check_done();
+}
