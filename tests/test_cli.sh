@@ -15,7 +15,7 @@ expect_grep '^total [0-9]+$' "$T/out"
 n_plan=$(awk '/^total/{print $2}' "$T/out")
 
 # a sweep of one op: every case gets a verdict, all pass
-expect_status 0 ug sweep --op attn_softmax --db "$db" --quiet
+expect_status 0 ug sweep --op attn_softmax --db "$db" --quiet --no-regressions
 expect_eq "$(sqlite3 "$db" 'select count(*) from results where run_id=1')" "$n_plan" "results stored"
 expect_eq "$(sqlite3 "$db" "select count(*) from results where run_id=1 and verdict<>'PASS'")" "0" "sim passes"
 expect_eq "$(sqlite3 "$db" 'select count(distinct standard) from verdicts where run_id=1')" "10" "every standard stored"
