@@ -18,9 +18,8 @@
  * dtype's unit roundoff); for fp16 (u = 2^-11) that stays inside 1e-4, for bf16
  * (u = 2^-8) it does not where o is small through cancellation. Measured on the nightly
  * plan with the correct sim kernel: atol 1e-4 fails 42 of 49 bf16 cases, 2.5e-4 fails 27,
- * 5e-4 fails 4, 1e-3 fails none (every fp16 case passes at 1e-4). Output rules are one
- * per output, not per dtype, so o takes the bf16 value; fp16 precision is still judged
- * tightly by the allclose / ulp / dual_thousandth verdicts stored next to it. */
+ * 5e-4 fails 4, 1e-3 fails none (every fp16 case passes at 1e-4). So the widening is
+ * per dtype (adjust_rule): fp16 cases keep the listed 1e-4, bf16 cases get 1e-3. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,9 +83,17 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
     g->col_tile = out == 0 ? 64 : 16;
 }
 
+/* bf16 cases only: o's atol 1e-4 -> 1e-3 (see the file header). */
+static void adjust_rule(const ug_case *c, int out, const double *g, size_t n, ug_output_rule *rule)
+{
+    (void)g;
+    (void)n;
+    if (out == 0 && c->spec.dtype == UG_DT_BF16) rule->pypto_atol = 1e-3;
+}
+
 static const ug_output_rule outputs[] = {
-    /* STANDARDS.md gives o 1e-4 / 2^-7; atol raised to 1e-3, see the file header */
-    {"o", UG_CMP_NUMERIC, 1e-3, 0x1p-7, 0.005},
+    /* STANDARDS.md: o 1e-4 / 2^-7 (bf16: atol 1e-3, adjust_rule) */
+    {"o", UG_CMP_NUMERIC, 1e-4, 0x1p-7, 0.005},
     {"lse", UG_CMP_NUMERIC, 2.5e-5, 0.005, 0.005}, /* STANDARDS.md: attention lse 2.5e-5 / 0.005 */
 };
 
@@ -110,4 +117,5 @@ const ug_op_def ug_opdef_flash_attention_mha = {
                   "\"tensors\":\"in q[Tq,H,D], k[Tk,H,D], v[Tk,H,D] dtype (token-major TND), cu_seqlens_q[B+1], "
                   "cu_seqlens_k[B+1] int32 prefix sums; out o[Tq,H,D] dtype, lse[Tq,H] fp32 natural-log "
                   "log-sum-exp of the scaled scores\"}",
+    .adjust_rule = adjust_rule,
 };
