@@ -27,6 +27,9 @@ static const char migration2_sql[] =
     "ALTER TABLE runs ADD COLUMN resumes INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE runs ADD COLUMN merged_from TEXT;";     /* `ulpgym merge`: input databases and runs */
 
+/* Migration 3: whether the run left out the fuzz findings (corpus/found/), for resume. */
+static const char migration3_sql[] = "ALTER TABLE runs ADD COLUMN no_regressions INTEGER NOT NULL DEFAULT 0;";
+
 struct ug_db {
     sqlite3 *h;
     sqlite3_stmt *put_result, *put_metric, *put_verdict, *put_case;
@@ -104,7 +107,8 @@ static int migrate(ug_db *db, const char *path, char *err, size_t errlen)
     }
     if (v == UG_DB_SCHEMA_VERSION) return 0;
     if (exec(db, "BEGIN IMMEDIATE", err, errlen)) return -1;
-    if ((v < 1 && exec(db, ug_schema_sql, err, errlen)) || (v < 2 && exec(db, migration2_sql, err, errlen))) {
+    if ((v < 1 && exec(db, ug_schema_sql, err, errlen)) || (v < 2 && exec(db, migration2_sql, err, errlen)) ||
+        (v < 3 && exec(db, migration3_sql, err, errlen))) {
         ug_db_rollback(db);
         return -1;
     }
@@ -202,8 +206,8 @@ int ug_db_run_begin(ug_db *db, const ug_run_info *in, long *run_id, char *err, s
     sqlite3_stmt *st;
     if (prepare(db, &st,
                 "INSERT INTO runs(started_at, plan_name, plan_path, plan_hash, backend, git_rev, host, cores, shard,"
-                " oracle_prec, sample, command, seed, op_filter, group_filter, case_limit, oracle_check, jobs)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", err, errlen))
+                " oracle_prec, sample, command, seed, op_filter, group_filter, case_limit, oracle_check, jobs,"
+                " no_regressions) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", err, errlen))
         return -1;
     char now[32], host[256] = "";
     ug_db_now(now, sizeof now);
@@ -226,6 +230,7 @@ int ug_db_run_begin(ug_db *db, const ug_run_info *in, long *run_id, char *err, s
     sqlite3_bind_int64(st, 16, in->limit);
     sqlite3_bind_int(st, 17, in->oracle_check);
     if (in->jobs > 0) sqlite3_bind_int(st, 18, in->jobs);
+    sqlite3_bind_int(st, 19, in->no_regressions);
     int rc = step_done(db, st, err, errlen);
     sqlite3_finalize(st);
     if (!rc) *run_id = (long)sqlite3_last_insert_rowid(db->h);
@@ -429,7 +434,7 @@ int ug_db_run_get(ug_db *db, long run_id, ug_run_record *r, char *err, size_t er
     if (prepare(db, &st,
                 "SELECT status, plan_name, plan_path, plan_hash, backend, shard, op_filter, group_filter, started_at,"
                 " finished_at, host, git_rev, seed, oracle_check, oracle_prec, cores, merged_from IS NOT NULL,"
-                " case_limit, sample, jobs IS NOT NULL FROM runs WHERE run_id = ?", err, errlen))
+                " case_limit, sample, jobs IS NOT NULL, no_regressions FROM runs WHERE run_id = ?", err, errlen))
         return -1;
     sqlite3_bind_int64(st, 1, run_id);
     int rc = sqlite3_step(st);
@@ -458,6 +463,7 @@ int ug_db_run_get(ug_db *db, long run_id, ug_run_record *r, char *err, size_t er
         r->limit = (long)sqlite3_column_int64(st, i++);
         r->sample = (long)sqlite3_column_int64(st, i++);
         r->has_options = sqlite3_column_int(st, i++);
+        r->no_regressions = sqlite3_column_int(st, i++);
     } else if (rc == SQLITE_DONE) {
         snprintf(err, errlen, "no run %ld in the database", run_id);
     } else {
@@ -705,7 +711,8 @@ int ug_db_merge(ug_db *db, const char *const *inputs, int n, const char *command
     const ug_run_record *r0 = &recs[0];
     ug_run_info info = {r0->plan_name, r0->plan_path, r0->plan_hash, r0->backend, NULL, command, r0->oracle_prec,
                         r0->sample, r0->seed_set, r0->seed, r0->op_filter[0] ? r0->op_filter : NULL,
-                        r0->group_filter[0] ? r0->group_filter : NULL, r0->limit, r0->oracle_check, 0};
+                        r0->group_filter[0] ? r0->group_filter : NULL, r0->limit, r0->oracle_check, 0,
+                        r0->no_regressions};
     if ((rc = ug_db_begin(db, err, errlen)) || (rc = ug_db_run_begin(db, &info, run_id, err, errlen))) goto undo;
     for (int i = 0; i < n && !rc; i++) rc = merge_copy_input(db, inputs[i], recs[i].run_id, *run_id, err, errlen);
     if (!rc) rc = merge_update_run(db, *run_id, recs, inputs, n, err, errlen);

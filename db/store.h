@@ -11,7 +11,7 @@
 
 #include "run/exec.h"
 
-#define UG_DB_SCHEMA_VERSION 2
+#define UG_DB_SCHEMA_VERSION 3
 
 typedef struct ug_db ug_db;
 
@@ -26,6 +26,7 @@ typedef struct {
     const char *group_filter; /* comma-separated group names, NULL = all */
     long limit;               /* 0 = all */
     int oracle_check, jobs;
+    int no_regressions;       /* the run left out corpus/found/ (schema 3) */
 } ug_run_info;
 
 /* A run's row as read back (for resume and merge). */
@@ -35,6 +36,7 @@ typedef struct {
     char op_filter[1024], group_filter[128], started_at[32], finished_at[32], host[256], git_rev[64];
     int seed_set, oracle_check, oracle_prec, cores, merged;
     int has_options; /* the sweep options were recorded (a sweep under schema 2) */
+    int no_regressions;
     long long seed;
     long limit, sample;
 } ug_run_record;

@@ -130,7 +130,7 @@ typedef struct {
     unsigned groups;
     long limit, sample;
     int oracle_check, shard_k, shard_n;
-    int no_regressions; /* leave out corpus/found/ (not recorded: a resume includes them) */
+    int no_regressions; /* leave out corpus/found/ (recorded, so a resume does the same) */
 } selection;
 
 static void selection_from_opts(const ug_sweep_opts *o, selection *x)
@@ -177,6 +177,7 @@ static int selection_from_record(const ug_run_record *r, selection *x, char *err
     x->limit = r->limit;
     x->sample = r->sample;
     x->oracle_check = r->oracle_check;
+    x->no_regressions = r->no_regressions;
     if (r->shard[0] && ug_sweep_parse_shard(r->shard, &x->shard_k, &x->shard_n, err, errlen)) return -2;
     char list[1024], *save = NULL;
     snprintf(list, sizeof list, "%s", r->op_filter);
@@ -636,7 +637,7 @@ static int open_run(engine *e, const selection *x, const ug_plan *plan, long res
     names_of(x, 1, groups, sizeof groups);
     ug_run_info info = {plan->name, x->plan_path, plan->hash, backend_name, x->shard[0] ? x->shard : NULL,
                         o->command, UG_ORACLE_PREC, x->sample, x->seed_set, x->seed, ops[0] ? ops : NULL,
-                        groups[0] ? groups : NULL, x->limit, x->oracle_check, e->nw};
+                        groups[0] ? groups : NULL, x->limit, x->oracle_check, e->nw, x->no_regressions};
     return ug_db_run_begin(e->db, &info, &e->run_id, e->err, e->errlen);
 }
 

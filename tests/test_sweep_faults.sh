@@ -22,7 +22,7 @@ fault_of() { case $1 in 9|15) echo segv ;; 11) echo abort ;; 12|18) echo hang ;;
     echo ']}'
 } >"$T/plan.json"
 
-expect_status 0 ug sweep --plan "$T/plan.json" --db "$DB" --backend "$PLUGIN" -j2 --case-timeout 2 --quiet
+expect_status 0 ug sweep --plan "$T/plan.json" --no-regressions --db "$DB" --backend "$PLUGIN" -j2 --case-timeout 2 --quiet
 expect_grep '^run 1: 12 cases' "$T/out"
 expect_grep 'CRASH +3' "$T/out"
 expect_grep 'TIMEOUT +2' "$T/out"
@@ -45,12 +45,12 @@ expect_eq "$(q "SELECT count(*), count(DISTINCT case_id) FROM results WHERE run_
 expect_eq "$(q "SELECT status, n_cases, n_pass, jobs FROM runs WHERE run_id = 1")" "done|12|6|2" "run row"
 
 # a per-op timeout overrides the general one
-expect_status 0 ug sweep --plan "$T/plan.json" --db "$DB" --backend "$PLUGIN" -j2 --case-timeout 600 \
+expect_status 0 ug sweep --plan "$T/plan.json" --no-regressions --db "$DB" --backend "$PLUGIN" -j2 --case-timeout 600 \
     --case-timeout attn_softmax=1 --quiet
 expect_eq "$(q "SELECT count(*) FROM results WHERE run_id = 2 AND verdict = 'TIMEOUT' AND message LIKE '%(limit 1 s)%'")" 2 \
     "per-op timeout"
 # -j1: a single replaced worker still gets through every case
-expect_status 0 ug sweep --plan "$T/plan.json" --db "$DB" --backend "$PLUGIN" -j1 --case-timeout 2 --quiet
+expect_status 0 ug sweep --plan "$T/plan.json" --no-regressions --db "$DB" --backend "$PLUGIN" -j1 --case-timeout 2 --quiet
 expect_eq "$(q "SELECT group_concat(verdict) FROM (SELECT verdict FROM results WHERE run_id = 3 ORDER BY case_id)")" \
     "$(q "SELECT group_concat(verdict) FROM (SELECT verdict FROM results WHERE run_id = 1 ORDER BY case_id)")" "-j1 = -j2"
 
@@ -60,12 +60,12 @@ for args in "-j 0" "-j x" "--jobs 2000" "--shard 0/3" "--shard 4/3" "--shard 3" 
     "--case-timeout 0" "--case-timeout -1" "--case-timeout nosuch_op=3" "--case-timeout attn_softmax=" \
     "--resume 99" "--resume latest --plan $T/plan.json" "--resume latest --backend sim" "--resume 1 --shard 1/2"; do
     # shellcheck disable=SC2086
-    expect_status 2 ug sweep --plan "$T/plan.json" --db "$DB" $args
+    expect_status 2 ug sweep --plan "$T/plan.json" --no-regressions --db "$DB" $args
     expect_eq "$(wc -l <"$T/err")" 1 "one-line message for $args"
     expect_grep '^ulpgym: ' "$T/err"
 done
 expect_eq "$(q "SELECT count(*) FROM runs")" "$runs_before" "nothing stored by refused sweeps"
 # a plugin that is not there is refused before a run exists
-expect_status 2 ug sweep --plan "$T/plan.json" --db "$DB" --backend plugin:"$T/missing.so"
+expect_status 2 ug sweep --plan "$T/plan.json" --no-regressions --db "$DB" --backend plugin:"$T/missing.so"
 expect_eq "$(q "SELECT count(*) FROM runs")" "$runs_before" "nothing stored for a missing plugin"
 finish

@@ -23,7 +23,7 @@ expect_eq "$(wc -l <"$T/plan_ids")" $N "plan size"
 stored() { sqlite3 "$1" "SELECT count(*) FROM results WHERE run_id = 1" 2>/dev/null || echo 0; }
 # starts a sweep into $1 in the background, waits until some results are committed, sends $2
 interrupt_midway() {
-    "$UG_BIN" sweep --plan "$T/plan.json" --db "$1" --backend "$PLUGIN" -j2 --quiet >"$T/bg.out" 2>"$T/bg.err" &
+    "$UG_BIN" sweep --plan "$T/plan.json" --no-regressions --db "$1" --backend "$PLUGIN" -j2 --quiet >"$T/bg.out" 2>"$T/bg.err" &
     local pid=$! n=0
     for _ in $(seq 1 400); do
         n=$(stored "$1")
@@ -59,7 +59,7 @@ expect_grep "^run 1: 0 cases" "$T/out"
 
 # the same verdicts as an uninterrupted run
 REF=$T/ref.db
-expect_status 0 ug sweep --plan "$T/plan.json" --db "$REF" --backend "$PLUGIN" -j2 --quiet
+expect_status 0 ug sweep --plan "$T/plan.json" --no-regressions --db "$REF" --backend "$PLUGIN" -j2 --quiet
 verdicts() { sqlite3 "$1" "SELECT case_id, verdict FROM results WHERE run_id = 1 ORDER BY case_id"; }
 expect_eq "$(verdicts "$DB" | md5sum)" "$(verdicts "$REF" | md5sum)" "resumed verdicts = uninterrupted verdicts"
 expect_eq "$(sqlite3 "$REF" "SELECT count(*) FROM results WHERE verdict = 'CRASH'")" 4 "crash cases in the slow plan"
@@ -85,7 +85,7 @@ expect_status 2 ug sweep --resume latest --db "$T/none.db"
 expect_status 2 ug sweep --resume 7 --db "$DB2"
 expect_grep 'no run 7' "$T/err"
 
-# a schema-1 database (before sweep options were recorded) is migrated to schema 2; its
+# a schema-1 database (before sweep options were recorded) is migrated to the current schema; its
 # runs cannot be resumed (their --op/--limit were not kept) but new sweeps go on in it
 OLD=$T/v1.db
 sqlite3 "$OLD" <"$ULPGYM_DATA/db/schema.sql"
@@ -93,7 +93,7 @@ sqlite3 "$OLD" "PRAGMA user_version = 1; INSERT INTO runs(started_at, backend, p
     VALUES ('2026-01-01T00:00:00Z', 'sim', '$T/plan.json', 'x')"
 expect_status 2 ug sweep --resume latest --db "$OLD"
 expect_grep 'older ulpgym that did not record its sweep options' "$T/err"
-expect_eq "$(sqlite3 "$OLD" "PRAGMA user_version")" 2 "migrated to schema 2"
+expect_eq "$(sqlite3 "$OLD" "PRAGMA user_version")" 3 "migrated to schema 3"
 expect_eq "$(sqlite3 "$OLD" "SELECT status, resumes, jobs IS NULL FROM runs")" "running|0|1" "old run untouched"
 expect_status 0 ug sweep --op attn_softmax --limit 3 --db "$OLD" -j1 --quiet
 expect_eq "$(sqlite3 "$OLD" "SELECT op_filter, case_limit, jobs, status FROM runs WHERE run_id = 2")" "attn_softmax|3|1|done" \
