@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/canon.h"
 #include "core/npy.h"
 
 static int mkdir_p(const char *dir, char *err, size_t errlen)
@@ -79,7 +80,17 @@ static int write_case_json(const ug_case *c, const char *dir, char *err, size_t 
     cJSON_AddStringToObject(j, "case_id", c->spec.id);
     cJSON_AddStringToObject(j, "op", ug_op_name(c->spec.op));
     cJSON_AddStringToObject(j, "dtype", ug_dtype_name(c->spec.dtype));
-    cJSON_AddItemToObject(j, "params", cJSON_Duplicate(c->spec.params, 1));
+    /* Numbers go in as canonical text: cJSON's own printer may drop the last digit of a
+     * double or of a seed near 2^53, and the spec must hash to its ID again. */
+    char *params = ug_json_canonical(c->spec.params);
+    if (!params) {
+        cJSON_Delete(j);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    cJSON_AddRawToObject(j, "params", params);
+    cJSON_AddStringToObject(j, "params_json", params); /* exactly what ulpgym_call.params_json carries */
+    free(params);
     cJSON *ins = cJSON_AddArrayToObject(j, "inputs"), *outs = cJSON_AddArrayToObject(j, "outputs");
     for (int i = 0; i < c->n_in; i++) cJSON_AddItemToArray(ins, tensor_json(&c->in[i], "inputs"));
     for (int i = 0; i < c->n_out; i++) cJSON_AddItemToArray(outs, tensor_json(&c->out[i], "outputs"));
@@ -90,7 +101,7 @@ static int write_case_json(const ug_case *c, const char *dir, char *err, size_t 
     char check[600];
     snprintf(check, sizeof check, "ulpgym check %s --outputs %s", c->spec.id, dir);
     cJSON_AddStringToObject(j, "check", check);
-    cJSON_AddItemToObject(j, "spec", cJSON_Duplicate(c->spec.json, 1));
+    cJSON_AddRawToObject(j, "spec", c->spec.canonical);
     char *text = cJSON_Print(j);
     cJSON_Delete(j);
     char path[1100];
@@ -146,11 +157,11 @@ int ug_replay_read_spec(const char *dir, char **spec_text, char id[UG_ID_LEN + 1
     else if (!cJSON_IsString(cid) || !cJSON_IsObject(spec))
         snprintf(err, errlen, "%s: needs \"case_id\" (string) and \"spec\" (object)", path);
     else {
-        char *s = cJSON_PrintUnformatted(spec);
         ug_spec parsed;
         char inner[512];
-        if (!s) snprintf(err, errlen, "out of memory");
-        else if (ug_spec_parse(s, &parsed, inner, sizeof inner))
+        cJSON *copy = cJSON_Duplicate(spec, 1); /* canonicalised from the parsed values, not reprinted */
+        if (!copy) snprintf(err, errlen, "out of memory");
+        else if (ug_spec_from_json(copy, &parsed, inner, sizeof inner))
             snprintf(err, errlen, "%s: \"spec\": %s", path, inner);
         else {
             if (strcmp(parsed.id, cid->valuestring) != 0)
@@ -163,7 +174,6 @@ int ug_replay_read_spec(const char *dir, char **spec_text, char id[UG_ID_LEN + 1
             }
             ug_spec_free(&parsed);
         }
-        free(s);
     }
     cJSON_Delete(j);
     return rc;

@@ -96,7 +96,8 @@ static int load_case(const char *dir, replay_case *rc, char *err, size_t errlen)
     rc->json = text ? cJSON_Parse(text) : NULL;
     free(text);
     const cJSON *ins = cJSON_GetObjectItem(rc->json, "inputs"), *outs = cJSON_GetObjectItem(rc->json, "outputs");
-    rc->params = cJSON_PrintUnformatted(cJSON_GetObjectItem(rc->json, "params"));
+    const cJSON *params = cJSON_GetObjectItem(rc->json, "params_json"); /* exact text, not reprinted */
+    rc->params = cJSON_IsString(params) ? strdup(params->valuestring) : NULL;
     if (!cJSON_IsArray(ins) || !cJSON_IsArray(outs) || !rc->params || cJSON_GetArraySize(ins) > MAX_TENSORS ||
         cJSON_GetArraySize(outs) > MAX_TENSORS) {
         snprintf(err, errlen, "%.900s is missing or not an ulpgym case.json", path);
