@@ -49,4 +49,11 @@ expect_eq "$(q "select count(*) from runs")" "$runs_before" "failed loads store 
 # `ulpgym case` runs a plugin too
 expect_status 0 ug case --backend "plugin:$SIMPLUG" --spec '{"v":1,"op":"attn_softmax","dtype":"bf16","params":{"rows":2,"cols":300},"dist":{"x":{"kind":"normal","mean":0,"std":1}},"seed":7}'
 expect_grep "verdict PASS" "$T/out"
+
+# the contract a plugin author reads: tensors with shapes in params, per implemented op
+expect_status 0 ug ops show inplace_add_rmsnorm --json
+expect_grep '"shape":[[:space:]]*\["rows", "h"\]' "$T/out"
+expect_grep '"abi":' "$T/out"
+expect_status 0 ug ops show attn_softmax
+expect_grep 'in  mask +\[rows, cols\] +fp32->fp32 fp16->fp32 bf16->fp32  built' "$T/out"
 finish
