@@ -143,7 +143,8 @@ static int open_run(ug_db *db, const char *name, const char *root, const char *c
         }
         if (*run_id > 0) return 0;
     }
-    ug_run_info info = {name ? name : "replay", root, NULL, "replay", NULL, command, UG_ORACLE_PREC, sample};
+    ug_run_info info = {.plan_name = name ? name : "replay", .plan_path = root, .backend = "replay",
+                        .command = command, .oracle_prec = UG_ORACLE_PREC, .sample = sample};
     return ug_db_run_begin(db, &info, run_id, err, errlen);
 }
 
