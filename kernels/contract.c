@@ -220,40 +220,46 @@ static void record(cstate *st, const ug_case *c)
     }
 }
 
-static int collect(cstate *st, int op, const char *plan_path, char *err, size_t errlen)
+static int collect(cstate *st, int op, const ug_plan *plan, char *err, size_t errlen)
 {
-    ug_plan p;
-    if (ug_plan_load(plan_path ? plan_path : ug_plan_default_path(), -1, &p, err, errlen)) return -2;
-    unsigned char ops[UG_OP_COUNT] = {0};
-    ops[op] = 1;
-    ug_plan_filter(&p, ops, 0);
-    cand *cs = calloc(p.n ? p.n : 1, sizeof *cs);
+    ug_plan own;
+    if (!plan) {
+        if (ug_plan_load(ug_plan_default_path(), -1, &own, err, errlen)) return -2;
+        plan = &own;
+    }
+    /* this op's cases, in plan order */
+    size_t n = 0;
+    const ug_plan_case **mine = calloc(plan->n ? plan->n : 1, sizeof *mine);
+    for (size_t i = 0; mine && i < plan->n; i++)
+        if (plan->cases[i].op == op) mine[n++] = &plan->cases[i];
+    cand *cs = mine ? calloc(n ? n : 1, sizeof *cs) : NULL;
     int rc = cs ? 0 : -1;
-    for (size_t i = 0; cs && i < p.n; i++) {
-        cJSON *j = cJSON_Parse(p.cases[i].spec);
+    for (size_t i = 0; cs && i < n; i++) {
+        cJSON *j = cJSON_Parse(mine[i]->spec);
         const cJSON *dt = cJSON_GetObjectItemCaseSensitive(j, "dtype");
         cs[i] = (cand){i, size_proxy(cJSON_GetObjectItemCaseSensitive(j, "params")),
                        cJSON_IsString(dt) ? ug_dtype_parse(dt->valuestring) : -1};
         cJSON_Delete(j);
     }
-    if (cs) qsort(cs, p.n, sizeof *cs, by_cost);
+    if (cs) qsort(cs, n, sizeof *cs, by_cost);
     unsigned char taken_dt[UG_DT_COUNT] = {0};
     for (int pass = 0; pass < 2 && cs; pass++) /* pass 0: cheapest of each dtype; pass 1: the rest */
-        for (size_t i = 0; i < p.n && st->ns < UG_CONTRACT_SAMPLES; i++) {
+        for (size_t i = 0; i < n && st->ns < UG_CONTRACT_SAMPLES; i++) {
             int first_of_dt = cs[i].dtype >= 0 && !taken_dt[cs[i].dtype];
             if (pass == 0 ? !first_of_dt : cs[i].cost < 0) continue;
             if (cs[i].dtype >= 0) taken_dt[cs[i].dtype] = 1;
             ug_spec spec;
             ug_case c;
             char inner[256];
-            if (ug_spec_parse(p.cases[cs[i].index].spec, &spec, inner, sizeof inner) == 0 &&
+            if (ug_spec_parse(mine[cs[i].index]->spec, &spec, inner, sizeof inner) == 0 &&
                 ug_case_build(&c, &spec, inner, sizeof inner) == 0)
                 record(st, &c);
             ug_case_free(&c);
             cs[i].cost = -1; /* taken */
         }
     free(cs);
-    ug_plan_free(&p);
+    free(mine);
+    if (plan == &own) ug_plan_free(&own);
     if (!rc && st->ns == 0) {
         snprintf(err, errlen, "the plan has no buildable case of %s to derive its contract from", ug_op_name(op));
         rc = -2;
@@ -303,7 +309,7 @@ static cJSON *example_json(const cstate *st, const csample *s)
     return e;
 }
 
-cJSON *ug_contract_json(int op, const char *plan_path, char *err, size_t errlen)
+cJSON *ug_contract_json(int op, const ug_plan *plan, char *err, size_t errlen)
 {
     if (!ug_op_def_get(op)) {
         snprintf(err, errlen, "op %s is not implemented in this build", ug_op_name(op));
@@ -312,7 +318,7 @@ cJSON *ug_contract_json(int op, const char *plan_path, char *err, size_t errlen)
     cstate *st = calloc(1, sizeof *st);
     if (!st) return NULL;
     cJSON *o = NULL;
-    if (collect(st, op, plan_path, err, errlen) == 0) {
+    if (collect(st, op, plan, err, errlen) == 0) {
         o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "layout", "dense C order (row-major), strides NULL; little-endian elements");
         cJSON_AddNumberToObject(o, "samples", st->ns);

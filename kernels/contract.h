@@ -15,15 +15,19 @@
 
 #include <cjson/cJSON.h>
 
+#include "gen/plan.h"
+
 /* The contract of op as a JSON object:
  *   {"layout": ..., "samples": N,
  *    "inputs":  [{"name", "role": "input", "filled": "random" | "built", "ndim",
  *                 "shape": ["rows", "cols"], "dtype": {"<case dtype>": "<tensor dtype>"}}],
  *    "outputs": [... "role": "output" ...],
  *    "examples": [{"case_id", "dtype", "params", "inputs": {name: [dims]}, "outputs": {...}}]}
- * plan_path NULL means the default plan. NULL with err set when the op is not
- * implemented or has no case to learn from. */
-cJSON *ug_contract_json(int op, const char *plan_path, char *err, size_t errlen);
+ * The cases come from plan (an expanded plan, gen/plan.h; NULL: the default plan is
+ * loaded, which costs as much as `ulpgym plan --count`, so a caller deriving several
+ * contracts loads it once). NULL with err set when the op is not implemented or the
+ * plan has no case of it to learn from. */
+cJSON *ug_contract_json(int op, const ug_plan *plan, char *err, size_t errlen);
 
 /* Evaluates a shape formula of the contract on a params object: the dimension, or -1
  * when the formula is "?" or names a param params lacks. */
