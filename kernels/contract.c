@@ -41,6 +41,8 @@ typedef struct {
 typedef struct {
     int np;
     char pname[MAX_PARAMS][32];
+    long long pdef[MAX_PARAMS];    /* documented integer default ("default 512" in params_doc) */
+    unsigned char has_def[MAX_PARAMS];
     int nt;
     ctensor t[MAX_CT];
     int ns;
@@ -203,6 +205,8 @@ static void record(cstate *st, const ug_case *c)
         int k = param_slot(st, p->string);
         if (k >= 0) s->pv[k] = (long long)p->valuedouble, s->has[k] = 1;
     }
+    for (int k = 0; k < st->np; k++) /* an absent param takes its documented default */
+        if (!s->has[k] && st->has_def[k]) s->pv[k] = st->pdef[k], s->has[k] = 1;
     for (int io = 0; io < 2; io++) {
         int n = io ? c->n_out : c->n_in;
         for (int i = 0; i < n; i++) {
@@ -220,8 +224,27 @@ static void record(cstate *st, const ug_case *c)
     }
 }
 
+/* Integer defaults the op documents ("..., default 512)") become the value of a param a
+ * case leaves out. A wrong reading cannot mislead: every formula is still checked
+ * against every sampled case. */
+static void read_defaults(cstate *st, const char *params_doc)
+{
+    cJSON *doc = cJSON_Parse(params_doc ? params_doc : "{}");
+    for (const cJSON *d = doc ? doc->child : NULL; d; d = d->next) {
+        const char *at = cJSON_IsString(d) ? strstr(d->valuestring, "default ") : NULL;
+        if (!at || !isdigit((unsigned char)at[8])) continue;
+        char *end;
+        long long v = strtoll(at + 8, &end, 10);
+        if (*end == '.' || *end == 'e') continue; /* not an integer */
+        int k = param_slot(st, d->string);
+        if (k >= 0) st->pdef[k] = v, st->has_def[k] = 1;
+    }
+    cJSON_Delete(doc);
+}
+
 static int collect(cstate *st, int op, const ug_plan *plan, char *err, size_t errlen)
 {
+    read_defaults(st, ug_op_def_get(op)->params_doc);
     ug_plan own;
     if (!plan) {
         if (ug_plan_load(ug_plan_default_path(), -1, &own, err, errlen)) return -2;
@@ -322,6 +345,9 @@ cJSON *ug_contract_json(int op, const ug_plan *plan, char *err, size_t errlen)
         o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "layout", "dense C order (row-major), strides NULL; little-endian elements");
         cJSON_AddNumberToObject(o, "samples", st->ns);
+        cJSON *defs = cJSON_AddObjectToObject(o, "defaults");
+        for (int k = 0; k < st->np; k++)
+            if (st->has_def[k]) cJSON_AddNumberToObject(defs, st->pname[k], (double)st->pdef[k]);
         cJSON *ins = cJSON_AddArrayToObject(o, "inputs"), *outs = cJSON_AddArrayToObject(o, "outputs");
         for (int k = 0; k < st->nt; k++) cJSON_AddItemToArray(st->t[k].output ? outs : ins, tensor_json(st, k));
         cJSON *ex = cJSON_AddArrayToObject(o, "examples");
@@ -338,7 +364,7 @@ cJSON *ug_contract_json(int op, const ug_plan *plan, char *err, size_t errlen)
 
 typedef struct {
     const char *p;
-    const cJSON *params;
+    const cJSON *params, *defaults;
     int bad;
 } fparser;
 
@@ -363,6 +389,7 @@ static long long f_atom(fparser *q)
     while ((isalnum((unsigned char)*q->p) || *q->p == '_') && n + 1 < sizeof name) name[n++] = *q->p++;
     name[n] = 0;
     const cJSON *v = n ? cJSON_GetObjectItemCaseSensitive(q->params, name) : NULL;
+    if (!v && n) v = cJSON_GetObjectItemCaseSensitive(q->defaults, name);
     if (!cJSON_IsNumber(v)) return q->bad = 1, 0;
     return (long long)v->valuedouble;
 }
@@ -390,9 +417,9 @@ static long long f_expr(fparser *q)
     return v;
 }
 
-long long ug_contract_eval(const char *formula, const cJSON *params)
+long long ug_contract_eval(const char *formula, const cJSON *params, const cJSON *defaults)
 {
-    fparser q = {formula, params, 0};
+    fparser q = {formula, params, defaults, 0};
     long long v = f_expr(&q);
     return q.bad || *q.p ? -1 : v;
 }

@@ -7,7 +7,8 @@
  * every tensor's name, role, dtype per case dtype and rank recorded; each dimension is
  * matched against the integer params of every sampled case to find the simplest formula
  * that holds in all of them (a param, k*p, p/k, ceil(p/k), p*q, p+q, p*q*r, or a
- * constant). A dimension no formula explains is reported as "?" and the examples carry
+ * constant; a param a case leaves out counts with the integer default its params_doc
+ * states). A dimension no formula explains is reported as "?" and the examples carry
  * its concrete sizes. Nothing here knows any operator, so every op gets a contract. */
 #ifndef UG_CONTRACT_H
 #define UG_CONTRACT_H
@@ -18,7 +19,7 @@
 #include "gen/plan.h"
 
 /* The contract of op as a JSON object:
- *   {"layout": ..., "samples": N,
+ *   {"layout": ..., "samples": N, "defaults": {param: value the op documents},
  *    "inputs":  [{"name", "role": "input", "filled": "random" | "built", "ndim",
  *                 "shape": ["rows", "cols"], "dtype": {"<case dtype>": "<tensor dtype>"}}],
  *    "outputs": [... "role": "output" ...],
@@ -29,8 +30,9 @@
  * plan has no case of it to learn from. */
 cJSON *ug_contract_json(int op, const ug_plan *plan, char *err, size_t errlen);
 
-/* Evaluates a shape formula of the contract on a params object: the dimension, or -1
- * when the formula is "?" or names a param params lacks. */
-long long ug_contract_eval(const char *formula, const cJSON *params);
+/* Evaluates a shape formula of the contract on a params object (a param it lacks is
+ * looked up in defaults, the contract's "defaults"; may be NULL): the dimension, or -1
+ * when the formula is "?" or names a param neither has. */
+long long ug_contract_eval(const char *formula, const cJSON *params, const cJSON *defaults);
 
 #endif

@@ -20,7 +20,7 @@ static const cJSON *find_tensor(const cJSON *contract, const char *role, const c
     return NULL;
 }
 
-static void check_tensor(const cJSON *e, const ug_tensor *t, const ug_spec *s, int *unknown_dims)
+static void check_tensor(const cJSON *e, const ug_tensor *t, const ug_spec *s, const cJSON *defaults, int *unknown_dims)
 {
     CHECK(cJSON_GetObjectItem(e, "ndim")->valueint == t->ndim, "%s: ndim", t->name);
     const cJSON *dt = cJSON_GetObjectItem(cJSON_GetObjectItem(e, "dtype"), ug_dtype_name(s->dtype));
@@ -33,7 +33,7 @@ static void check_tensor(const cJSON *e, const ug_tensor *t, const ug_spec *s, i
             (*unknown_dims)++;
             continue;
         }
-        long long v = ug_contract_eval(f, s->params);
+        long long v = ug_contract_eval(f, s->params, defaults);
         CHECK(v == t->shape[d], "case %s tensor %s dim %d: formula %s gives %lld, build() made %lld", s->id, t->name,
               d, f, v, (long long)t->shape[d]);
     }
@@ -64,7 +64,7 @@ static void check_op(const ug_plan *p, int op)
                 const ug_tensor *t = io ? &cs.out[k] : &cs.in[k];
                 const cJSON *e = find_tensor(c, io ? "outputs" : "inputs", t->name);
                 CHECK(e != NULL, "%s: tensor %s missing from the contract", ug_op_name(op), t->name);
-                if (e) check_tensor(e, t, &keep, &unknown);
+                if (e) check_tensor(e, t, &keep, cJSON_GetObjectItem(c, "defaults"), &unknown);
             }
         }
         ug_case_free(&cs);
@@ -116,15 +116,19 @@ static void check_known(const ug_plan *p)
 static void check_eval(void)
 {
     cJSON *p = cJSON_Parse("{\"b\":3,\"s\":10,\"d\":64,\"k\":7,\"mode\":\"x\",\"scale\":0.5}");
+    cJSON *defs = cJSON_Parse("{\"n\":5,\"s\":99}");
     struct {
         const char *f;
         long long want;
     } t[] = {{"s", 10}, {"2*d", 128}, {"d/2", 32}, {"ceil(k/4)", 2}, {"b*s", 30}, {"s+d", 74}, {"b*s*d", 1920},
-             {"48", 48}, {"?", -1}, {"k/2", -1}, {"nope", -1}, {"mode", -1}, {"s*", -1}, {"ceil(k/0)", -1}};
+             {"48", 48}, {"?", -1}, {"k/2", -1}, {"nope", -1}, {"mode", -1}, {"s*", -1}, {"ceil(k/0)", -1},
+             {"n*s", 50} /* n from the defaults; s from params, which win */};
     for (size_t i = 0; i < sizeof t / sizeof *t; i++)
-        CHECK(ug_contract_eval(t[i].f, p) == t[i].want, "eval %s = %lld, want %lld", t[i].f, ug_contract_eval(t[i].f, p),
-              t[i].want);
+        CHECK(ug_contract_eval(t[i].f, p, defs) == t[i].want, "eval %s = %lld, want %lld", t[i].f,
+              ug_contract_eval(t[i].f, p, defs), t[i].want);
+    CHECK(ug_contract_eval("n", p, NULL) == -1, "no defaults: n is unknown");
     cJSON_Delete(p);
+    cJSON_Delete(defs);
 }
 
 int main(void)
