@@ -224,18 +224,22 @@ static void record(cstate *st, const ug_case *c)
     }
 }
 
-/* Integer defaults the op documents ("..., default 512)") become the value of a param a
+/* Integer defaults the op documents ("default 512", "default and production 128") become the value of a param a
  * case leaves out. A wrong reading cannot mislead: every formula is still checked
  * against every sampled case. */
 static void read_defaults(cstate *st, const char *params_doc)
 {
     cJSON *doc = cJSON_Parse(params_doc ? params_doc : "{}");
     for (const cJSON *d = doc ? doc->child : NULL; d; d = d->next) {
-        const char *at = cJSON_IsString(d) ? strstr(d->valuestring, "default ") : NULL;
-        if (!at || !isdigit((unsigned char)at[8])) continue;
+        const char *at = cJSON_IsString(d) ? strstr(d->valuestring, "default") : NULL;
+        if (!at) continue;
+        at += 7; /* "default 512", "default: 64", "default and production 128" */
+        for (int skip = 0; *at && !isdigit((unsigned char)*at) && skip < 24; at++, skip++)
+            if (!isalpha((unsigned char)*at) && !strchr(" :=", *at)) break;
+        if (!isdigit((unsigned char)*at)) continue;
         char *end;
-        long long v = strtoll(at + 8, &end, 10);
-        if (*end == '.' || *end == 'e') continue; /* not an integer */
+        long long v = strtoll(at, &end, 10);
+        if (*end && !strchr(" ,;)", *end)) continue; /* 1e-6, 1/sqrt(D), 2*x: not a plain integer */
         int k = param_slot(st, d->string);
         if (k >= 0) st->pdef[k] = v, st->has_def[k] = 1;
     }
