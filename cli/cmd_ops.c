@@ -1,10 +1,17 @@
-/* cmd_ops.c — `ulpgym ops`: the operator catalogue and each op's contract. */
+/* cmd_ops.c — `ulpgym ops`: the operator catalogue and each op's contract.
+ *
+ * `ops show OP --json` is what a plugin author codes against: the params (the op's own
+ * documentation), the tensors (kernels/contract.h: names, roles, dtype per case dtype,
+ * rank and shape formulas, derived from the op's build() so they cannot drift from the
+ * code), the ABI facts (version, layout, status codes), the output rules and the
+ * kernel variants. Every key is documented in docs/PLUGINS.md. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "cli/mutant_scan.h"
+#include "kernels/contract.h"
 #include "oracles/verdict.h"
 
 static const char *cmp_name(ug_cmp c)
@@ -33,7 +40,19 @@ static cJSON *op_json(int op, int detail)
     cJSON_AddStringToObject(o, "primary_standard", ug_standard_name(d->primary));
     if (!detail) return o;
     cJSON *params = cJSON_Parse(d->params_doc);
+    cJSON *tdoc = cJSON_DetachItemFromObjectCaseSensitive(params, "tensors");
     cJSON_AddItemToObject(o, "params", params ? params : cJSON_CreateObject());
+    if (tdoc) cJSON_AddItemToObject(o, "tensors_doc", tdoc);
+    cJSON *abi = cJSON_AddObjectToObject(o, "abi");
+    cJSON_AddNumberToObject(abi, "version", ULPGYM_ABI_VERSION);
+    cJSON_AddStringToObject(abi, "header", "ulpgym/kernel_abi.h");
+    cJSON_AddStringToObject(abi, "entry", "int ulpgym_run(const ulpgym_call *call, char *err, size_t errlen)");
+    cJSON_AddStringToObject(abi, "returns", "0 ok, 1 unsupported (SKIP), <0 error (ERROR, err stored)");
+    cJSON_AddStringToObject(abi, "params_json", "the case's params object as JSON text; documented defaults may be absent");
+    char err[512];
+    cJSON *tensors = ug_contract_json(op, NULL, err, sizeof err);
+    if (tensors) cJSON_AddItemToObject(o, "tensors", tensors);
+    else cJSON_AddStringToObject(o, "tensors_error", err);
     cJSON *outs = cJSON_AddArrayToObject(o, "outputs");
     for (int i = 0; i < d->n_outputs; i++) {
         cJSON *r = cJSON_CreateObject();
@@ -63,6 +82,33 @@ static int print_json(cJSON *j)
     return 0;
 }
 
+/* The derived tensor contract, one line per tensor: role, name, shape, dtype per case dtype. */
+static void print_tensors(int op)
+{
+    char err[512];
+    cJSON *t = ug_contract_json(op, NULL, err, sizeof err);
+    if (!t) {
+        printf("  tensors: (%s)\n", err);
+        return;
+    }
+    printf("  tensors (C order; shapes in params; dtype per case dtype):\n");
+    const char *roles[] = {"inputs", "outputs"};
+    for (int r = 0; r < 2; r++)
+        for (const cJSON *e = cJSON_GetObjectItem(t, roles[r])->child; e; e = e->next) {
+            char shape[256] = "[", dts[256] = "";
+            size_t n = 1, m = 0;
+            for (const cJSON *d = cJSON_GetObjectItem(e, "shape")->child; d && n < sizeof shape; d = d->next)
+                n += (size_t)snprintf(shape + n, sizeof shape - n, "%s%s", d == cJSON_GetObjectItem(e, "shape")->child ? "" : ", ", d->valuestring);
+            if (n < sizeof shape) snprintf(shape + n, sizeof shape - n, "]");
+            for (const cJSON *d = cJSON_GetObjectItem(e, "dtype")->child; d && m < sizeof dts; d = d->next)
+                m += (size_t)snprintf(dts + m, sizeof dts - m, "%s%s->%s", m ? " " : "", d->string, d->valuestring);
+            const cJSON *filled = cJSON_GetObjectItem(e, "filled");
+            printf("    %-3s %-10s %-22s %s%s%s\n", r ? "out" : "in", cJSON_GetObjectItem(e, "name")->valuestring,
+                   shape, dts, filled ? "  " : "", filled ? filled->valuestring : "");
+        }
+    cJSON_Delete(t);
+}
+
 static int show(const char *name, int json, int mutants)
 {
     int op = ug_op_find(name);
@@ -80,6 +126,7 @@ static int show(const char *name, int json, int mutants)
     for (const cJSON *p = params ? params->child : NULL; p; p = p->next)
         printf("    %-8s %s\n", p->string, cJSON_IsString(p) ? p->valuestring : "");
     cJSON_Delete(params);
+    print_tensors(op);
     printf("  outputs:\n");
     for (int i = 0; i < d->n_outputs; i++)
         printf("    %-8s %-14s pypto atol %g rtol %g budget %g\n", d->outputs[i].name, cmp_name(d->outputs[i].cmp),

@@ -1,9 +1,51 @@
-/* backend.c — dispatch of a case to its kernel: sim variants or a dlopen'd plugin. */
+/* backend.c — dispatch of a case to its kernel: sim variants, a dlopen'd plugin, or
+ * outputs replayed from files.
+ *
+ * A plugin is foreign code: its error text is forced to end inside the buffer, and a
+ * status outside ABI v1's {0, 1, <0} is reported as an error rather than trusted. */
 #include "kernels/backend.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "kernels/replay.h"
+
+static int open_plugin(ug_backend *b, const char *path, char *err, size_t errlen)
+{
+    b->kind = UG_BACKEND_PLUGIN;
+    snprintf(b->path, sizeof b->path, "%s", path);
+    if (!*path) {
+        snprintf(err, errlen, "backend plugin: needs a path, e.g. plugin:./libmykernels.so");
+        return -2;
+    }
+    /* A bare file name would make dlopen search the library path; mean the file here. */
+    char local[520];
+    snprintf(local, sizeof local, "%s%s", strchr(path, '/') ? "" : "./", path);
+    dlerror();
+    b->dl = dlopen(local, RTLD_NOW | RTLD_LOCAL);
+    if (!b->dl) {
+        const char *why = dlerror();
+        snprintf(err, errlen, "cannot load plugin %s: %s", b->path, why ? why : "dlopen failed");
+        return -2;
+    }
+    ulpgym_abi_version_fn ver = (ulpgym_abi_version_fn)dlsym(b->dl, "ulpgym_abi_version");
+    b->run = (ulpgym_run_fn)dlsym(b->dl, "ulpgym_run");
+    if (!ver || !b->run) {
+        snprintf(err, errlen, "plugin %s does not export %s (see docs/PLUGINS.md)", b->path,
+                 !ver && !b->run ? "ulpgym_abi_version and ulpgym_run" : !ver ? "ulpgym_abi_version" : "ulpgym_run");
+        ug_backend_close(b);
+        return -2;
+    }
+    int v = ver();
+    if (v != ULPGYM_ABI_VERSION) {
+        snprintf(err, errlen, "plugin %s speaks ABI v%d, this ulpgym speaks v%d: rebuild it against this "
+                 "ulpgym's kernel_abi.h", b->path, v, ULPGYM_ABI_VERSION);
+        ug_backend_close(b);
+        return -2;
+    }
+    return 0;
+}
 
 int ug_backend_open(ug_backend *b, const char *spec, char *err, size_t errlen)
 {
@@ -16,29 +58,18 @@ int ug_backend_open(ug_backend *b, const char *spec, char *err, size_t errlen)
         snprintf(b->variant, sizeof b->variant, "%s", spec + 4);
         return 0;
     }
-    if (strncmp(spec, "plugin:", 7) == 0) {
-        b->kind = UG_BACKEND_PLUGIN;
+    if (strncmp(spec, "plugin:", 7) == 0) return open_plugin(b, spec + 7, err, errlen);
+    if (strncmp(spec, "replay:", 7) == 0 && spec[7]) {
+        b->kind = UG_BACKEND_REPLAY;
         snprintf(b->path, sizeof b->path, "%s", spec + 7);
-        b->dl = dlopen(b->path, RTLD_NOW | RTLD_LOCAL);
-        if (!b->dl) {
-            snprintf(err, errlen, "cannot load plugin %s: %s", b->path, dlerror());
-            return -2;
-        }
-        ulpgym_abi_version_fn ver = (ulpgym_abi_version_fn)dlsym(b->dl, "ulpgym_abi_version");
-        b->run = (ulpgym_run_fn)dlsym(b->dl, "ulpgym_run");
-        if (!ver || !b->run) {
-            snprintf(err, errlen, "plugin %s does not export ulpgym_abi_version and ulpgym_run", b->path);
-            ug_backend_close(b);
-            return -2;
-        }
-        if (ver() != ULPGYM_ABI_VERSION) {
-            snprintf(err, errlen, "plugin %s speaks ABI v%d, ulpgym speaks v%d", b->path, ver(), ULPGYM_ABI_VERSION);
-            ug_backend_close(b);
-            return -2;
-        }
         return 0;
     }
-    snprintf(err, errlen, "unknown backend \"%s\" (use sim, sim:VARIANT or plugin:PATH.so)", spec);
+    if (strcmp(spec, "replay") == 0) {
+        snprintf(err, errlen, "backend replay needs the folder the outputs are in: replay:DIR "
+                 "(or judge one case with `ulpgym check CASE_ID --outputs DIR`)");
+        return -2;
+    }
+    snprintf(err, errlen, "unknown backend \"%s\" (use sim, sim:VARIANT, plugin:PATH.so or replay:DIR)", spec);
     return -2;
 }
 
@@ -52,6 +83,7 @@ void ug_backend_close(ug_backend *b)
 void ug_backend_describe(const ug_backend *b, char *buf, size_t len)
 {
     if (b->kind == UG_BACKEND_PLUGIN) snprintf(buf, len, "plugin:%s", b->path);
+    else if (b->kind == UG_BACKEND_REPLAY) snprintf(buf, len, "replay:%s", b->path);
     else if (strcmp(b->variant, "sim") == 0) snprintf(buf, len, "sim");
     else snprintf(buf, len, "sim:%s", b->variant);
 }
@@ -65,12 +97,35 @@ int ug_backend_check_op(const ug_backend *b, int op, char *err, size_t errlen)
     return -2;
 }
 
+static int run_plugin(const ug_backend *b, const ulpgym_call *call, char *err, size_t errlen)
+{
+    if (errlen) err[0] = 0;
+    int rc = b->run(call, err, errlen);
+    if (errlen) err[errlen - 1] = 0;
+    if (rc > 1) {
+        char said[200];
+        snprintf(said, sizeof said, "%s", err);
+        snprintf(err, errlen, "plugin returned %d, which ABI v1 does not define (0 ok, 1 unsupported, <0 error)%s%s",
+                 rc, said[0] ? ": " : "", said);
+        return -1;
+    }
+    return rc;
+}
+
+static int run_replay(const ug_backend *b, ug_case *c, char *err, size_t errlen)
+{
+    char dir[1100];
+    if (ug_replay_case_dir(b->path, c->spec.id, dir, sizeof dir, err, errlen)) return -2;
+    return ug_replay_load_outputs(c, dir, err, errlen);
+}
+
 int ug_backend_run(const ug_backend *b, ug_case *c, char *err, size_t errlen)
 {
     ulpgym_tensor ins[UG_MAX_TENSORS], outs[UG_MAX_TENSORS];
     ulpgym_call call;
     ug_case_make_call(c, ins, outs, &call);
-    if (b->kind == UG_BACKEND_PLUGIN) return b->run(&call, err, errlen);
+    if (b->kind == UG_BACKEND_PLUGIN) return run_plugin(b, &call, err, errlen);
+    if (b->kind == UG_BACKEND_REPLAY) return run_replay(b, c, err, errlen);
     const ug_kernel_variant *v = ug_op_variant(c->def, b->variant);
     if (!v) {
         snprintf(err, errlen, "op %s has no kernel variant \"%s\" (see `ulpgym ops show %s`)",

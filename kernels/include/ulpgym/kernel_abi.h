@@ -1,16 +1,40 @@
 /* ulpgym/kernel_abi.h — the stable plugin ABI (version 1) between ulpgym and a kernel.
  *
  * The built-in sim kernels are written against this very header, so anything they can
- * do a plugin can do. A plugin is a shared library exporting
+ * do a plugin can do (examples/plugin_sim proves it for every operator). A plugin is a
+ * shared library exporting
  *     int ulpgym_abi_version(void);   returns ULPGYM_ABI_VERSION
  *     int ulpgym_run(const ulpgym_call *call, char *err, size_t errlen);
- * ulpgym owns every buffer: inputs are read-only, outputs are preallocated (contents
- * undefined on entry) and must be filled completely. ulpgym_run returns
- *     0  ok,  1  unsupported (the case is recorded as SKIP),  <0  error (ERROR, with err).
- * Tensors are dense row-major unless strides is non-NULL (strides in elements). Element
- * encodings: fp32 IEEE binary32, fp16 IEEE binary16, bf16 the top half of binary32,
- * e4m3/e5m2 OCP FP8, e8m0 OCP MX scale, int8/int32 two's complement, little-endian.
- * `ulpgym ops show OP --json` lists each op's tensor names, dtypes, shapes and params. */
+ * and is used as `ulpgym sweep --backend plugin:PATH.so` (or ULPGYM_BACKEND=plugin:PATH.so).
+ * docs/PLUGINS.md walks through writing one.
+ *
+ * Contract of ulpgym_run:
+ *   - Returns ULPGYM_OK (0) when every output is filled, ULPGYM_UNSUPPORTED (1) when the
+ *     plugin has no kernel for this op / dtype / shape (the case is recorded as SKIP), or
+ *     a negative value on failure (the case is ERROR). Other positive values are errors.
+ *   - err[0..errlen) takes a one-line reason for 1 or <0 (it is stored with the verdict);
+ *     errlen is at least 256. Write a NUL-terminated string (snprintf).
+ *   - ulpgym owns every buffer. Inputs are read-only. Outputs are preallocated with
+ *     undefined contents and must be filled completely. An operator that works in place
+ *     on a device (e.g. y written over x1) still gets separate output tensors here.
+ *   - Tensors are dense C-order (row-major) when strides is NULL, which is the contiguity
+ *     flag: ulpgym v1 always passes NULL. Non-NULL strides (in elements, not bytes) are
+ *     reserved for later versions; a plugin may return ULPGYM_UNSUPPORTED for them.
+ *   - Tensor names, their order, dtypes, shapes and the params keys are the op's
+ *     contract, printed by `ulpgym ops show OP --json`. Find tensors by name, not position.
+ *   - params_json is the case's params object as canonical JSON text (sorted keys);
+ *     params an op documents with a default may be absent.
+ *   - ulpgym loads the plugin before it forks its sweep workers and calls ulpgym_run
+ *     from one thread per process, many times. Initialise device state lazily on the
+ *     first call (a GPU context does not survive fork), not in a library constructor.
+ *   - A crash or hang in the plugin costs that case only (CRASH / TIMEOUT) when the sweep
+ *     runs workers; it never corrupts the results database.
+ * Element encodings (enum ulpgym_dtype): fp32 IEEE binary32, fp16 IEEE binary16, bf16
+ * the top half of binary32, e4m3/e5m2 OCP FP8 (E4M3FN: no inf, NaN S.1111.111), e8m0 OCP
+ * MX scale 2^(b-127), int8/int32 two's complement; all little-endian.
+ *
+ * Stability: this is version 1. Fields are only ever appended at the end of a struct in
+ * a new version (with ULPGYM_ABI_VERSION raised); enum values are never renumbered. */
 #ifndef ULPGYM_KERNEL_ABI_H
 #define ULPGYM_KERNEL_ABI_H
 #include <stddef.h>
@@ -22,6 +46,19 @@ extern "C" {
 
 #define ULPGYM_ABI_VERSION 1
 #define ULPGYM_MAX_DIMS 8
+
+/* Return values of ulpgym_run. */
+#define ULPGYM_OK 0
+#define ULPGYM_UNSUPPORTED 1
+#define ULPGYM_ERROR (-1)
+
+/* Marks the two entry points exported even when a plugin builds with
+ * -fvisibility=hidden: `ULPGYM_EXPORT int ulpgym_run(...)`. */
+#if defined(_WIN32)
+#define ULPGYM_EXPORT __declspec(dllexport)
+#else
+#define ULPGYM_EXPORT __attribute__((visibility("default")))
+#endif
 
 enum ulpgym_dtype {
     ULPGYM_FP32 = 0,
@@ -55,6 +92,10 @@ typedef struct ulpgym_call {
 
 typedef int (*ulpgym_abi_version_fn)(void);
 typedef int (*ulpgym_run_fn)(const ulpgym_call *call, char *err, size_t errlen);
+
+/* What a plugin defines (declared here so its definitions are checked against them). */
+ULPGYM_EXPORT int ulpgym_abi_version(void);
+ULPGYM_EXPORT int ulpgym_run(const ulpgym_call *call, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,176 @@
+/* cmd_export.c — `ulpgym export`: a case (or a plan's cases) written as files for a
+ * device stack ulpgym cannot load; `ulpgym check` judges what the device writes back.
+ *
+ * One case goes to D itself; many go to D/<case_id>/ with D/index.json listing them, the
+ * layout both `ulpgym check --outputs D` and `ulpgym sweep --backend replay:D` read.
+ * The folder format is kernels/replay.h's. */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "gen/plan.h"
+#include "kernels/replay.h"
+
+/* A case ID's spec: from the database when it has the case, else from the plan. */
+static int find_spec(const char *prefix, const char *db_path, const char *plan_path, char id[UG_ID_LEN + 1],
+                     char **spec)
+{
+    char err[512] = "";
+    *spec = NULL;
+    if (!ug_case_id_prefix_ok(prefix)) return ug_cli_fail("\"%s\" is not a case ID (6 to 16 hex digits)", prefix);
+    const char *path = ug_db_default_path(db_path);
+    ug_db *db = NULL;
+    if (access(path, F_OK) == 0) {
+        if (ug_db_open(path, 0, &db, err, sizeof err)) return ug_cli_fail("%s", err);
+        int rc = ug_db_find_case(db, prefix, id, spec, err, sizeof err);
+        ug_db_close(db);
+        if (rc == 0) return 0;
+        if (strstr(err, "ambiguous")) return ug_cli_fail("%s", err);
+    }
+    ug_plan p;
+    if (ug_plan_load(plan_path, -1, &p, err, sizeof err)) return ug_cli_fail("%s", err);
+    size_t n = strlen(prefix), found = 0;
+    for (size_t i = 0; i < p.n; i++)
+        if (strncasecmp(p.cases[i].id, prefix, n) == 0 && found++ == 0) {
+            snprintf(id, UG_ID_LEN + 1, "%s", p.cases[i].id);
+            *spec = strdup(p.cases[i].spec);
+        }
+    ug_plan_free(&p);
+    if (found == 1 && *spec) return 0;
+    free(*spec);
+    *spec = NULL;
+    return ug_cli_fail(found ? "case ID prefix %s is ambiguous: give more digits"
+                             : "unknown case ID %s (not in the database %s nor in the plan %s)",
+                       prefix, path, plan_path);
+}
+
+/* Builds the case of spec and exports it to dir. */
+static int export_one(const char *spec_text, const char *dir)
+{
+    char err[1024];
+    ug_spec spec;
+    ug_case c;
+    if (ug_spec_parse(spec_text, &spec, err, sizeof err)) return ug_cli_fail("%s", err);
+    int rc = ug_case_build(&c, &spec, err, sizeof err);
+    if (!rc) rc = ug_replay_export(&c, dir, err, sizeof err);
+    ug_case_free(&c);
+    return rc ? ug_cli_fail("export: %s", err) : 0;
+}
+
+static int write_json(const char *dir, const char *name, cJSON *j)
+{
+    char *text = cJSON_Print(j), path[1100];
+    cJSON_Delete(j);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = text ? fopen(path, "wb") : NULL;
+    int ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
+    if (f && fclose(f) != 0) ok = 0;
+    free(text);
+    return ok ? 0 : ug_cli_fail("export: cannot write %s", path);
+}
+
+/* D/index.json lists the case folders; D/plan.json is a plan of exactly these cases
+ * (explicit specs, so `ulpgym sweep --plan D/plan.json` runs them without expanding
+ * any generalization space, e.g. the sim reference next to a device's replay). */
+static int write_index(const char *dir, const char *plan_path, const ug_plan *p)
+{
+    cJSON *j = cJSON_CreateObject(), *pl = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "format", UG_REPLAY_FORMAT);
+    cJSON_AddStringToObject(j, "plan", plan_path);
+    cJSON *cases = cJSON_AddArrayToObject(j, "cases");
+    cJSON_AddStringToObject(pl, "name", "export");
+    cJSON_AddNumberToObject(pl, "version", 1);
+    cJSON_AddStringToObject(pl, "about", "the cases of this export, as full specs (written by ulpgym export)");
+    cJSON *specs = cJSON_AddArrayToObject(pl, "cases");
+    for (size_t i = 0; i < p->n; i++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "case_id", p->cases[i].id);
+        cJSON_AddStringToObject(e, "op", ug_op_name(p->cases[i].op));
+        cJSON_AddStringToObject(e, "dir", p->cases[i].id);
+        cJSON_AddItemToArray(cases, e);
+        cJSON_AddItemToArray(specs, cJSON_CreateRaw(p->cases[i].spec)); /* canonical text: exact numbers */
+    }
+    return write_json(dir, "index.json", j) || write_json(dir, "plan.json", pl) ? -2 : 0;
+}
+
+/* Keeps the first per_op cases of each op (plan order: required cases first). */
+static void keep_per_op(ug_plan *p, long per_op)
+{
+    size_t count[UG_OP_COUNT] = {0}, kept = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        if (count[p->cases[i].op]++ < (size_t)per_op) p->cases[kept++] = p->cases[i];
+        else free(p->cases[i].spec);
+    }
+    p->n = kept;
+}
+
+static int export_plan(const char *plan_path, const ug_cli_filter *f, long per_op, long limit, const char *dir)
+{
+    ug_plan p;
+    char err[1024];
+    if (ug_plan_load(plan_path, -1, &p, err, sizeof err)) return ug_cli_fail("%s", err);
+    ug_plan_filter(&p, f->any_op ? f->ops : NULL, f->groups);
+    if (per_op > 0) keep_per_op(&p, per_op);
+    if (limit > 0 && p.n > (size_t)limit) {
+        for (size_t i = (size_t)limit; i < p.n; i++) free(p.cases[i].spec);
+        p.n = (size_t)limit;
+    }
+    int rc = p.n ? 0 : ug_cli_fail("export: the plan has no case for that selection");
+    for (size_t i = 0; i < p.n && !rc; i++) {
+        char sub[1100];
+        snprintf(sub, sizeof sub, "%s/%s", dir, p.cases[i].id);
+        rc = export_one(p.cases[i].spec, sub);
+    }
+    if (!rc) rc = write_index(dir, plan_path, &p);
+    if (!rc) printf("exported %zu cases to %s (index.json lists them, plan.json is their plan)\n", p.n, dir);
+    ug_plan_free(&p);
+    return rc;
+}
+
+static int ug_cmd_export(int argc, char **argv)
+{
+    const char *dir = NULL, *db = NULL, *plan = NULL, *limit = NULL, *per_op = NULL, *case_id = NULL;
+    ug_cli_filter f = {0};
+    for (int i = 1; i < argc; i++) {
+        int m = ug_cli_filter_opt(&f, argc, argv, &i);
+        if (m < 0) return UG_EXIT_USAGE;
+        if (m) continue;
+        if ((m = ug_cli_opt(argc, argv, &i, "--dir", &dir)) || (m = ug_cli_opt(argc, argv, &i, "--db", &db)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--plan", &plan)) || (m = ug_cli_opt(argc, argv, &i, "--limit", &limit)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--per-op", &per_op))) {
+            if (m < 0) return UG_EXIT_USAGE;
+        } else if (argv[i][0] != '-' && !case_id) case_id = argv[i];
+        else return ug_cli_fail("export: unexpected argument \"%s\" (see ulpgym export -h)", argv[i]);
+    }
+    if (!dir || !*dir) return ug_cli_fail("export: give the folder to write with --dir D");
+    long lim = limit ? ug_cli_long(limit) : 0, per = per_op ? ug_cli_long(per_op) : 0;
+    if (lim < 0 || per < 0) return ug_cli_fail("export: --limit and --per-op take a number");
+    const char *plan_path = plan ? plan : ug_plan_default_path();
+    if (!case_id) return export_plan(plan_path, &f, per, lim, dir);
+    if (f.any_op || f.groups || limit || per_op) return ug_cli_fail("export: --op, --group, --per-op and --limit select plan cases; "
+                                                         "with a CASE_ID leave them out");
+    char id[UG_ID_LEN + 1], *spec;
+    if (find_spec(case_id, db, plan_path, id, &spec)) return UG_EXIT_USAGE;
+    int rc = export_one(spec, dir);
+    free(spec);
+    if (!rc) printf("exported case %s to %s; after the device writes %s/outputs/: ulpgym check %s --outputs %s\n", id,
+                    dir, dir, id, dir);
+    return rc;
+}
+
+const ug_command ug_command_export = {
+    "export", ug_cmd_export, "write a case's inputs as .npy for another device stack",
+     "usage: ulpgym export CASE_ID --dir D [--db PATH] [--plan FILE]\n"
+     "       ulpgym export [--plan FILE] [--op OP]... [--group G]... [--per-op N] [--limit N] --dir D\n"
+     "  Writes D/case.json (spec, tensor names, dtypes, shapes) and D/inputs/<name>.npy;\n"
+     "  the device writes D/outputs/<name>.npy for each output (or outputs/unsupported.txt\n"
+     "  or outputs/error.txt with a reason), then `ulpgym check CASE_ID --outputs D`.\n"
+     "  bf16 travels as uint16 bits ('<u2'), e4m3/e5m2/e8m0 as uint8 bits ('|u1').\n"
+     "  CASE_ID (6+ hex digits) is looked up in the database, then in the plan.\n"
+     "  Without CASE_ID: every selected plan case into D/<case_id>/, listed in D/index.json\n"
+     "  (judge them all with `ulpgym check --outputs D`); D/plan.json is a plan of exactly\n"
+     "  those cases (`ulpgym sweep --plan D/plan.json` gives the sim reference).\n"
+     "  --per-op N keeps the first N cases of each op (required cases come first).\n"
+     "  See docs/PLUGINS.md.\n"};

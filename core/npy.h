@@ -1,0 +1,45 @@
+/* npy.h — a small, strict reader and writer of NumPy .npy files (format 1.0, 2.0, 3.0).
+ *
+ * The replay bridge hands a case's tensors to any device stack as .npy and reads the
+ * outputs it wrote back the same way. Only what that needs is accepted: C-order arrays
+ * of one little-endian scalar type ('<f4', '<f2', '<u2', '|u1', '|i1', '<i4'); bf16 and
+ * the fp8 formats travel as their raw unsigned bits ('<u2', '|u1'), named in case.json.
+ * Everything else (bad magic, a header that is not the documented dict, Fortran order,
+ * big-endian or structured dtypes, a truncated or overlong data block) is refused with a
+ * sentence saying what is wrong. The parser is a pure function over a byte buffer so a
+ * fuzz target can drive it; it never reads past len and never allocates. */
+#ifndef UG_NPY_H
+#define UG_NPY_H
+#include <stddef.h>
+#include <stdint.h>
+
+#define UG_NPY_MAX_DIMS 8
+
+typedef struct {
+    char descr[8];                   /* normalised: "<f4", "<f2", "<u2", "|u1", "|i1", "<i4" */
+    int itemsize;                    /* bytes per element */
+    int ndim;                        /* 0 for a scalar array */
+    int64_t shape[UG_NPY_MAX_DIMS];
+    size_t numel;
+    const void *data;                /* points into the parsed buffer */
+    size_t data_len;                 /* numel * itemsize */
+} ug_npy;
+
+/* Parses a whole .npy file held in buf[0..len). 0 ok (out->data points into buf), -2
+ * with a sentence in err on any malformed or unsupported input. */
+int ug_npy_parse(const void *buf, size_t len, ug_npy *out, char *err, size_t errlen);
+
+/* Reads and parses path. *buf receives the file's bytes (free it when done with
+ * out->data). Errors name the file. */
+int ug_npy_read_file(const char *path, void **buf, ug_npy *out, char *err, size_t errlen);
+
+/* Writes a C-order array (format 1.0, header padded to 64 bytes). descr must be one of
+ * the supported type strings; data holds prod(shape) elements. -1 on an I/O error. */
+int ug_npy_write_file(const char *path, const char *descr, int ndim, const int64_t *shape, const void *data,
+                      char *err, size_t errlen);
+
+/* The .npy type string that stores elements of ulpgym dtype dt (enum ug_dtype /
+ * enum ulpgym_dtype numbering) bit for bit, or NULL. */
+const char *ug_npy_descr_of_dtype(int dt);
+
+#endif
