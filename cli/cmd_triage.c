@@ -4,11 +4,14 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "cli/report_text.h"
 #include "gen/plan.h"
 #include "cli/triage_view.h"
+#include "core/npy.h"
+#include "kernels/replay.h"
 #include "run/exec.h"
 #include "run/shrink.h"
 
@@ -107,6 +110,34 @@ static int shrink(ug_db *db, const char *spec, const ug_backend *b, const char *
     return 0;
 }
 
+/* --dump DIR: case.json and inputs/ (as `ulpgym export` writes them), the kernel's
+ * outputs/<name>.npy (dtype bits), and exact/<name>.npy with the exact values (fp64,
+ * nearest double) and exact/<name>_rounded.npy (correctly rounded to the dtype, fp64). */
+static int dump(const ug_exec_detail *d, const char *dir)
+{
+    char err[512], path[1400], sub[1200];
+    if (ug_replay_export(&d->c, dir, err, sizeof err)) return ug_cli_fail("triage --dump: %s", err);
+    const char *subs[] = {"outputs", "exact"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(sub, sizeof sub, "%s/%s", dir, subs[k]);
+        mkdir(sub, 0755);
+    }
+    for (int k = 0; k < d->c.n_out; k++) {
+        const ug_tensor *t = &d->c.out[k];
+        snprintf(path, sizeof path, "%s/outputs/%s.npy", dir, t->name);
+        if (ug_npy_write_file(path, ug_npy_descr_of_dtype(t->dtype), t->ndim, t->shape, t->data, err, sizeof err))
+            return ug_cli_fail("triage --dump: %s", err);
+        if (d->oracle.sel.n[k] != t->numel) continue; /* triage checks every element */
+        snprintf(path, sizeof path, "%s/exact/%s.npy", dir, t->name);
+        if (ug_npy_write_file(path, "<f8", t->ndim, t->shape, d->oracle.gstar[k], err, sizeof err))
+            return ug_cli_fail("triage --dump: %s", err);
+        snprintf(path, sizeof path, "%s/exact/%s_rounded.npy", dir, t->name);
+        if (ug_npy_write_file(path, "<f8", t->ndim, t->shape, d->oracle.g[k], err, sizeof err))
+            return ug_cli_fail("triage --dump: %s", err);
+    }
+    return 0;
+}
+
 static void print_text(const ug_result *r, const ug_exec_detail *d, int nworst)
 {
     printf("\nall elements:\n");
@@ -153,12 +184,13 @@ static void print_json(const ug_result *r, const ug_exec_detail *d, int nworst, 
 
 static int ug_cmd_triage(int argc, char **argv)
 {
-    const char *db_path = NULL, *backend_opt = NULL, *worst = NULL, *id_arg = NULL, *run_opt = NULL;
+    const char *db_path = NULL, *backend_opt = NULL, *worst = NULL, *id_arg = NULL, *run_opt = NULL, *dump_dir = NULL;
     int json = 0, do_shrink = 0;
     for (int i = 1; i < argc; i++) {
         int m;
         if ((m = ug_cli_opt(argc, argv, &i, "--db", &db_path)) || (m = ug_cli_opt(argc, argv, &i, "--backend", &backend_opt)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--worst", &worst)) || (m = ug_cli_opt(argc, argv, &i, "--run", &run_opt))) {
+            (m = ug_cli_opt(argc, argv, &i, "--worst", &worst)) || (m = ug_cli_opt(argc, argv, &i, "--run", &run_opt)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--dump", &dump_dir))) {
             if (m < 0) return UG_EXIT_USAGE;
         } else if (ug_cli_flag(argv, i, "--json")) json = 1;
         else if (ug_cli_flag(argv, i, "--shrink")) do_shrink = 1;
@@ -211,6 +243,11 @@ static int ug_cmd_triage(int argc, char **argv)
         print_text(&r, &d, (int)nworst);
         printf("\nreproduce: ulpgym case --backend %s --spec '%s'\n", backend_name, spec);
     }
+    if (dump_dir && d.have_oracle) {
+        int drc = dump(&d, dump_dir);
+        if (drc) rc = drc;
+        else if (!json) printf("dumped inputs, kernel outputs and exact values as .npy to %s\n", dump_dir);
+    }
     ug_exec_detail_free(&d);
     if (do_shrink) {
         int src = shrink(db, spec, &b, backend_name, json);
@@ -225,6 +262,7 @@ static int ug_cmd_triage(int argc, char **argv)
 const ug_command ug_command_triage = {
     "triage", ug_cmd_triage, "rebuild a case from its ID, rerun it and explain the verdict",
      "usage: ulpgym triage CASE_ID [--db PATH] [--run ID] [--backend B] [--worst N] [--shrink] [--json]\n"
+     "                     [--dump DIR]\n"
      "  CASE_ID is 16 hex digits or a unique prefix of 6+ (looked up in the database, then\n"
      "  in the default plan). Reruns kernel and oracle with the backend and sample of run ID\n"
      "  (default: the latest run that holds the case; --backend overrides the backend)\n"
@@ -232,6 +270,8 @@ const ug_command ug_command_triage = {
      "  element and prints metrics, the verdict per standard with its thresholds, the worst\n"
      "  elements (hex floats beside decimals, with the inputs feeding them), an ulp-error\n"
      "  histogram, where the error clusters, and a command that reproduces the case.\n"
+     "  --dump DIR  write case.json, inputs/, outputs/ (the kernel's) and exact/ (exact values,\n"
+     "            fp64) as .npy files\n"
      "  --shrink  search for the smallest shape of the same op/dtype/distribution that fails\n"
      "            the same way; prints (and stores) its new case ID\n"
      "  --json    the same as one JSON object, for tools\n"};

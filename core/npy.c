@@ -14,7 +14,7 @@
 static const struct {
     const char *descr;
     int size;
-} npy_types[] = {{"<f4", 4}, {"<f2", 2}, {"<u2", 2}, {"<i4", 4}, {"|u1", 1}, {"|i1", 1}};
+} npy_types[] = {{"<f4", 4}, {"<f2", 2}, {"<u2", 2}, {"<i4", 4}, {"|u1", 1}, {"|i1", 1}, {"<f8", 8}};
 
 /* Indexed by ulpgym dtype: fp32 fp16 bf16 e4m3 e5m2 e8m0 int8 int32. */
 static const char *dtype_descr[] = {"<f4", "<f2", "<u2", "|u1", "|u1", "|u1", "|i1", "<i4"};

@@ -2,8 +2,9 @@
  *
  * The replay bridge hands a case's tensors to any device stack as .npy and reads the
  * outputs it wrote back the same way. Only what that needs is accepted: C-order arrays
- * of one little-endian scalar type ('<f4', '<f2', '<u2', '|u1', '|i1', '<i4'); bf16 and
- * the fp8 formats travel as their raw unsigned bits ('<u2', '|u1'), named in case.json.
+ * of one little-endian scalar type ('<f4', '<f2', '<u2', '|u1', '|i1', '<i4', and '<f8'
+ * for the exact values triage dumps); bf16 and the fp8 formats travel as their raw
+ * unsigned bits ('<u2', '|u1'), named in case.json.
  * Everything else (bad magic, a header that is not the documented dict, Fortran order,
  * big-endian or structured dtypes, a truncated or overlong data block) is refused with a
  * sentence saying what is wrong. The parser is a pure function over a byte buffer so a
@@ -16,7 +17,7 @@
 #define UG_NPY_MAX_DIMS 8
 
 typedef struct {
-    char descr[8];                   /* normalised: "<f4", "<f2", "<u2", "|u1", "|i1", "<i4" */
+    char descr[8];                   /* normalised: "<f4", "<f2", "<u2", "|u1", "|i1", "<i4", "<f8" */
     int itemsize;                    /* bytes per element */
     int ndim;                        /* 0 for a scalar array */
     int64_t shape[UG_NPY_MAX_DIMS];

@@ -38,6 +38,33 @@ assert d["verdict"]=="FAIL" and d["stored_metrics_reproduced"] is True, d["verdi
 o=d["outputs"][0]
 assert sum(o["ulp_histogram"].values())>0 and len(o["worst"])==5 and o["worst"][0]["ulp"]>=o["worst"][4]["ulp"]
 assert d["reproduce"].startswith("ulpgym case --backend sim:mut_tail_tile")' "$T/out" && ok || bad "triage --json"
+# --dump: files an independent reader (plain Python, no numpy) loads; its max abs error
+# between the kernel's output and the exact values equals the one triage reports
+expect_status 0 ug triage "$id" --db "$db" --run 1 --dump "$T/dump"
+max_abs=$(ug triage "$id" --db "$db" --run 1 --json | python3 -c 'import json,sys; print(repr(json.load(sys.stdin)["outputs"][0]["max_abs"]))')
+python3 - "$T/dump" "$max_abs" <<'PY' && ok || bad "dump not readable or inconsistent"
+import ast, json, struct, sys
+def load(path):
+    b = open(path, "rb").read()
+    assert b[:6] == b"\x93NUMPY", path
+    n = struct.unpack("<H", b[8:10])[0]
+    h = ast.literal_eval(b[10:10 + n].decode())
+    code = {"<f8": "d", "<f4": "f", "<u2": "H", "|u1": "B", "<i4": "i", "|i1": "b", "<f2": "e"}[h["descr"]]
+    count = 1
+    for d in h["shape"]: count *= d
+    return h["shape"], struct.unpack("<%d%s" % (count, code), b[10 + n:])
+d = sys.argv[1]
+case = json.load(open(d + "/case.json"))
+shape, y = load(d + "/outputs/y.npy")
+eshape, exact = load(d + "/exact/y.npy")
+_, rounded = load(d + "/exact/y_rounded.npy")
+_, x = load(d + "/inputs/x.npy")
+p = case["spec"]["params"] if "spec" in case else json.loads(case["params_json"])
+assert list(shape) == list(eshape) == [p["rows"], p["cols"]], (shape, eshape)
+assert len(x) == len(y) and all(abs(r - e) <= abs(e) * 2**-23 for r, e in zip(rounded, exact))
+assert max(abs(a - b) for a, b in zip(y, exact)) == float(sys.argv[2])
+PY
+
 # a case that passes cannot be shrunk
 pass_id=$(sqlite3 "$db" "select case_id from results where verdict='PASS' limit 1")
 expect_status 2 ug triage "$pass_id" --db "$db" --shrink
