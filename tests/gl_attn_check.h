@@ -11,27 +11,9 @@
 #include <string.h>
 
 #include "check.h"
+#include "op_check.h" /* opc_run: a spec on a sim variant, every element checked */
 #include "run/exec.h"
 
-/* Runs spec on sim:variant, sample all, keeping the case. Returns ug_exec_case's rc. */
-static int gl_run(const char *spec, const char *variant, ug_result *r, ug_exec_detail *d)
-{
-    ug_backend b;
-    char err[512], name[96];
-    snprintf(name, sizeof name, "sim:%s", variant);
-    if (ug_backend_open(&b, name, err, sizeof err)) {
-        fprintf(stderr, "backend %s: %s\n", name, err);
-        return -1;
-    }
-    ug_exec_opts o;
-    ug_exec_opts_default(&o);
-    o.oracle.sample = 0;
-    o.oracle.self_check = 1;
-    o.keep = 1;
-    int rc = ug_exec_case(spec, &b, &o, r, d);
-    ug_backend_close(&b);
-    return rc;
-}
 
 /* Independent reference: sum_j softmax(s)_j v[j*ldv + col], in long double. */
 static long double gl_ref_softmax_pv(const long double *s, size_t n, const double *v, size_t ldv, size_t col)
@@ -52,7 +34,7 @@ static void gl_expect_bad_param(const char *spec, const char *param)
 {
     ug_result r;
     ug_exec_detail d;
-    int rc = gl_run(spec, "sim", &r, &d);
+    int rc = opc_run(spec, "sim", &r, &d);
     CHECK(rc < 0 || r.outcome == UG_OUT_ERROR, "a spec with a bad %s ran: %s", param, ug_outcome_name(r.outcome));
     CHECK(strstr(r.message, param) != NULL, "message \"%s\" does not name %s", r.message, param);
     ug_exec_detail_free(&d);

@@ -13,7 +13,7 @@
 /* Runs spec with sim variant `variant`, every output element checked by the oracle
  * (self-check on). Fills r and d (free d with ug_exec_detail_free). Returns
  * ug_exec_case's status, or -1 if the backend does not open. */
-static int opc_run(const char *spec, const char *variant, ug_result *r, ug_exec_detail *d)
+static inline int opc_run(const char *spec, const char *variant, ug_result *r, ug_exec_detail *d)
 {
     ug_backend b;
     char err[256], bs[96];
@@ -33,20 +33,20 @@ static int opc_run(const char *spec, const char *variant, ug_result *r, ug_exec_
 }
 
 /* Element i of input `name` / of output o of a kept case, as an exact double. */
-static double opc_in(const ug_exec_detail *d, const char *name, size_t i)
+static inline double opc_in(const ug_exec_detail *d, const char *name, size_t i)
 {
     const ug_tensor *t = ug_case_input(&d->c, name);
     return t ? ug_dtype_load(t->dtype, t->data, i) : 0.0 / 0.0;
 }
 
-static double opc_out(const ug_exec_detail *d, int o, size_t i)
+static inline double opc_out(const ug_exec_detail *d, int o, size_t i)
 {
     return ug_dtype_load(d->c.out[o].dtype, d->c.out[o].data, i);
 }
 
 /* A spec the op must refuse: ug_exec_case() < 0 or an ERROR outcome, and a message
  * holding `needle` (the param's name). */
-static void opc_expect_refused(const char *spec, const char *needle)
+static inline void opc_expect_refused(const char *spec, const char *needle)
 {
     ug_backend b;
     char err[256];

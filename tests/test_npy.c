@@ -124,7 +124,7 @@ static void test_malformed(void)
     } bad[] = {
         {"{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", "Fortran order"},
         {"{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }", "'>f4' is not supported"},
-        {"{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }", "'<f8' is not supported"},
+        {"{'descr': '<c8', 'fortran_order': False, 'shape': (2, 3), }", "'<c8' is not supported"},
         {"{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2, 3), }", "structured dtype"},
         {"{'descr': '<f4', 'shape': (2, 3), }", "missing 'fortran_order'"},
         {"{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", "repeated key 'descr'"},

@@ -30,7 +30,7 @@ static void test_window_one(void)
 {
     ug_result r;
     ug_exec_detail d;
-    CHECK(gl_run(SPEC_WINDOW1, "sim", &r, &d) == 0, "window-1 case did not run: %s", r.message);
+    CHECK(opc_run(SPEC_WINDOW1, "sim", &r, &d) == 0, "window-1 case did not run: %s", r.message);
     CHECK(r.outcome == UG_OUT_PASS, "window-1 case: %s %s", ug_outcome_name(r.outcome), r.message);
     size_t bad_oracle = 0, bad_kernel = 0;
     for (size_t k = 0; k < d.oracle.sel.n[0]; k++) {
@@ -43,7 +43,7 @@ static void test_window_one(void)
     CHECK(bad_kernel == 0, "%zu kernel values differ from the last key's value", bad_kernel);
     ug_exec_detail_free(&d);
 
-    CHECK(gl_run(SPEC_WINDOW1, "mut_kv_head_mod", &r, &d) == 0, "mutant run failed: %s", r.message);
+    CHECK(opc_run(SPEC_WINDOW1, "mut_kv_head_mod", &r, &d) == 0, "mutant run failed: %s", r.message);
     size_t moved = 0;
     for (size_t k = 0; k < d.oracle.sel.n[0]; k++)
         moved += d.a[0][k] != last_value(&d.c, d.oracle.sel.idx[0][k], 2, 4, 40, 16);
@@ -58,7 +58,7 @@ static void test_constant_values(void)
                        DISTS(PEAKED, "{\"kind\":\"const\",\"value\":0.75}") "}";
     ug_result r;
     ug_exec_detail d;
-    CHECK(gl_run(spec, "sim", &r, &d) == 0, "constant-v case did not run: %s", r.message);
+    CHECK(opc_run(spec, "sim", &r, &d) == 0, "constant-v case did not run: %s", r.message);
     size_t off = 0;
     double worst = 0;
     for (size_t k = 0; k < d.oracle.sel.n[0]; k++) {
@@ -77,7 +77,7 @@ static void test_differential(void)
                        "\"lens\":\"ragged\",\"window\":100}," DISTS(PEAKED, NORMAL) "}";
     ug_result r;
     ug_exec_detail d;
-    CHECK(gl_run(spec, "sim", &r, &d) == 0, "differential case did not run: %s", r.message);
+    CHECK(opc_run(spec, "sim", &r, &d) == 0, "differential case did not run: %s", r.message);
     CHECK(r.outcome == UG_OUT_PASS && r.n_selfcheck_mismatch == 0, "differential case: %s %s",
           ug_outcome_name(r.outcome), r.message);
     const ug_case *c = &d.c;

@@ -65,7 +65,7 @@ static void test_ragged_paged(void)
 {
     ug_result r;
     ug_exec_detail d;
-    CHECK(gl_run(SPEC_RAGGED, "sim", &r, &d) == 0, "ragged case did not run: %s", r.message);
+    CHECK(opc_run(SPEC_RAGGED, "sim", &r, &d) == 0, "ragged case did not run: %s", r.message);
     CHECK(r.outcome == UG_OUT_PASS && r.n_selfcheck_mismatch == 0, "ragged case: %s %s", ug_outcome_name(r.outcome),
           r.message);
     test_block_table(&d.c);
@@ -83,7 +83,7 @@ static void test_constant_cache(void)
     ug_exec_detail d;
     const char *spec = SPEC("{\"batch\":2,\"heads\":2,\"n_kv\":1,\"block_size\":16,\"ctx\":150}",
                             "{\"kind\":\"const\",\"value\":0.5}");
-    CHECK(gl_run(spec, "sim", &r, &d) == 0, "constant case did not run: %s", r.message);
+    CHECK(opc_run(spec, "sim", &r, &d) == 0, "constant case did not run: %s", r.message);
     size_t off_oracle = 0, off_kernel = 0;
     for (size_t k = 0; k < d.oracle.sel.n[0]; k++) {
         off_oracle += d.oracle.g[0][k] != 0.5 || fabs(d.oracle.gstar[0][k] - 0.5) > 1e-12;
@@ -99,11 +99,11 @@ static void test_partial_block_mutant(void)
     ug_result r;
     ug_exec_detail d;
     const char *spec = SPEC("{\"batch\":1,\"heads\":2,\"n_kv\":1,\"block_size\":16,\"ctx\":20}", N01);
-    CHECK(gl_run(spec, "mut_drop_partial_block", &r, &d) == 0 && r.outcome == UG_OUT_FAIL,
+    CHECK(opc_run(spec, "mut_drop_partial_block", &r, &d) == 0 && r.outcome == UG_OUT_FAIL,
           "dropping 4 of 20 keys went unnoticed: %s", ug_outcome_name(r.outcome));
     ug_exec_detail_free(&d);
     spec = SPEC("{\"batch\":1,\"heads\":2,\"n_kv\":1,\"block_size\":16,\"ctx\":32}", N01);
-    CHECK(gl_run(spec, "mut_drop_partial_block", &r, &d) == 0 && r.outcome == UG_OUT_PASS,
+    CHECK(opc_run(spec, "mut_drop_partial_block", &r, &d) == 0 && r.outcome == UG_OUT_PASS,
           "a block-multiple context has no partial block, yet: %s", ug_outcome_name(r.outcome));
     ug_exec_detail_free(&d);
 }

@@ -42,7 +42,7 @@ static void test_single_key(void)
 {
     ug_result r;
     ug_exec_detail d;
-    CHECK(gl_run(SPEC("{\"tokens\":5,\"heads\":3,\"kv_len\":50,\"topk\":1}"), "sim", &r, &d) == 0, "did not run: %s",
+    CHECK(opc_run(SPEC("{\"tokens\":5,\"heads\":3,\"kv_len\":50,\"topk\":1}"), "sim", &r, &d) == 0, "did not run: %s",
           r.message);
     const ug_tensor *kv = ug_case_input(&d.c, "kv"), *it = ug_case_input(&d.c, "indices");
     size_t off_oracle = 0, off_kernel = 0;
@@ -61,7 +61,7 @@ static void test_padded_differential(void)
 {
     ug_result r;
     ug_exec_detail d;
-    CHECK(gl_run(SPEC("{\"tokens\":4,\"heads\":2,\"kv_len\":300,\"topk\":150,\"pad\":\"scattered\",\"scale\":0.1}"),
+    CHECK(opc_run(SPEC("{\"tokens\":4,\"heads\":2,\"kv_len\":300,\"topk\":150,\"pad\":\"scattered\",\"scale\":0.1}"),
                  "sim", &r, &d) == 0,
           "did not run: %s", r.message);
     CHECK(r.outcome == UG_OUT_PASS && r.n_selfcheck_mismatch == 0, "padded case: %s %s", ug_outcome_name(r.outcome),
@@ -91,13 +91,13 @@ static void test_padding_mutant(void)
 {
     ug_result r;
     ug_exec_detail d;
-    CHECK(gl_run(SPEC("{\"tokens\":6,\"heads\":2,\"kv_len\":100,\"topk\":40,\"pad\":\"tail\"}"), "mut_pad_as_zero", &r,
+    CHECK(opc_run(SPEC("{\"tokens\":6,\"heads\":2,\"kv_len\":100,\"topk\":40,\"pad\":\"tail\"}"), "mut_pad_as_zero", &r,
                  &d) == 0,
           "did not run: %s", r.message);
     check_indices(&d.c, 6, 40, 100, 1);
     CHECK(r.outcome == UG_OUT_FAIL, "reading -1 as row 0 went unnoticed: %s", ug_outcome_name(r.outcome));
     ug_exec_detail_free(&d);
-    CHECK(gl_run(SPEC("{\"tokens\":6,\"heads\":2,\"kv_len\":100,\"topk\":40}"), "mut_pad_as_zero", &r, &d) == 0 &&
+    CHECK(opc_run(SPEC("{\"tokens\":6,\"heads\":2,\"kv_len\":100,\"topk\":40}"), "mut_pad_as_zero", &r, &d) == 0 &&
               r.outcome == UG_OUT_PASS,
           "without padding the mutant is the correct kernel, yet: %s %s", ug_outcome_name(r.outcome), r.message);
     ug_exec_detail_free(&d);

@@ -13,39 +13,39 @@ expect_status 0 ug export --op attn_softmax --per-op 6 --dir "$T/e"
 P=$T/e/plan.json
 
 # unsupported -> SKIP, message kept
-ULPGYM_STUB_MODE=unsupported expect_status 0 ug sweep --db "$DB" --quiet --plan "$P" --limit 6 --backend "plugin:$STUB"
+ULPGYM_STUB_MODE=unsupported expect_status 0 ug sweep --no-regressions --db "$DB" --quiet --plan "$P" --limit 6 --backend "plugin:$STUB"
 expect_eq "$(q "select count(*) from results where run_id = 1 and verdict = 'SKIP'")" 6 "unsupported gives SKIP"
 expect_eq "$(q "select count(*) from results where run_id = 1 and message like 'unsupported: stub: no kernel for %'")" 6 "SKIP keeps the plugin's reason"
 expect_eq "$(q "select backend from runs where run_id = 1")" "plugin:$STUB" "run records the plugin"
 
 # error -> ERROR with the message
-ULPGYM_STUB_MODE=error expect_status 0 ug sweep --db "$DB" --quiet --plan "$P" --limit 3 --backend "plugin:$STUB"
+ULPGYM_STUB_MODE=error expect_status 0 ug sweep --no-regressions --db "$DB" --quiet --plan "$P" --limit 3 --backend "plugin:$STUB"
 expect_eq "$(q "select count(*) from results where run_id = 2 and verdict = 'ERROR' and message like 'kernel error -7: stub: device queue lost for %'")" 3 "error gives ERROR with message"
 
 # a positive status other than 1 is an error, not a pass
-ULPGYM_STUB_MODE=rc7 expect_status 0 ug sweep --db "$DB" --quiet --plan "$P" --limit 2 --backend "plugin:$STUB"
+ULPGYM_STUB_MODE=rc7 expect_status 0 ug sweep --no-regressions --db "$DB" --quiet --plan "$P" --limit 2 --backend "plugin:$STUB"
 expect_eq "$(q "select count(*) from results where run_id = 3 and verdict = 'ERROR' and message like '%returned 7, which ABI v1 does not define%'")" 2 "undefined status is ERROR"
 
 # an unterminated message is cut at the buffer, never overrun
-ULPGYM_STUB_MODE=noterm expect_status 0 ug sweep --db "$DB" --quiet --plan "$P" --limit 1 --backend "plugin:$STUB"
+ULPGYM_STUB_MODE=noterm expect_status 0 ug sweep --no-regressions --db "$DB" --quiet --plan "$P" --limit 1 --backend "plugin:$STUB"
 len=$(q "select length(message) from results where run_id = 4")
 if [ "$len" -gt 20 ] && [ "$len" -lt 600 ]; then ok; else bad "unterminated message length $len"; fi
 
 # ULPGYM_BACKEND picks the backend when --backend is absent
-ULPGYM_BACKEND="plugin:$SIMPLUG" expect_status 0 ug sweep --db "$DB" --quiet --plan "$P" --limit 4
+ULPGYM_BACKEND="plugin:$SIMPLUG" expect_status 0 ug sweep --no-regressions --db "$DB" --quiet --plan "$P" --limit 4
 expect_eq "$(q "select backend || ' ' || n_pass from runs where run_id = 5")" "plugin:$SIMPLUG 4" "ULPGYM_BACKEND honoured"
 
 # loader errors: clear message, exit 2, no run row
 runs_before=$(q "select count(*) from runs")
-expect_status 2 ug sweep --db "$DB" --quiet --plan "$P" --limit 1 --backend "plugin:$T/nothing.so"
+expect_status 2 ug sweep --no-regressions --db "$DB" --quiet --plan "$P" --limit 1 --backend "plugin:$T/nothing.so"
 expect_grep "cannot load plugin .*nothing.so" "$T/err"
-expect_status 2 ug sweep --db "$DB" --quiet --plan "$P" --limit 1 --backend "plugin:$FX/libnosym_plugin.so"
+expect_status 2 ug sweep --no-regressions --db "$DB" --quiet --plan "$P" --limit 1 --backend "plugin:$FX/libnosym_plugin.so"
 expect_grep "does not export ulpgym_run" "$T/err"
-ULPGYM_STUB_MODE=abi2 expect_status 2 ug sweep --db "$DB" --quiet --plan "$P" --limit 1 --backend "plugin:$STUB"
+ULPGYM_STUB_MODE=abi2 expect_status 2 ug sweep --no-regressions --db "$DB" --quiet --plan "$P" --limit 1 --backend "plugin:$STUB"
 expect_grep "speaks ABI v2, this ulpgym speaks v1" "$T/err"
-expect_status 2 ug sweep --db "$DB" --quiet --plan "$P" --limit 1 --backend "plugin:"
+expect_status 2 ug sweep --no-regressions --db "$DB" --quiet --plan "$P" --limit 1 --backend "plugin:"
 expect_grep "needs a path" "$T/err"
-expect_status 2 ug sweep --db "$DB" --quiet --plan "$P" --limit 1 --backend "replay"
+expect_status 2 ug sweep --no-regressions --db "$DB" --quiet --plan "$P" --limit 1 --backend "replay"
 expect_grep "replay:DIR" "$T/err"
 expect_eq "$(q "select count(*) from runs")" "$runs_before" "failed loads store no run"
 

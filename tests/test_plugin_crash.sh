@@ -14,6 +14,6 @@ if [ "$rc" -le 2 ]; then ok; else bad "sweep itself died with status $rc: $(head
 expect_eq "$(sqlite3 "$DB" "select status || ' ' || n_cases from runs")" "done 5" "the sweep completes"
 expect_eq "$(sqlite3 "$DB" "select count(*) from results where verdict = 'CRASH'")" 5 "every case is CRASH"
 # the same database still takes a healthy run afterwards
-expect_status 0 ug sweep --db "$DB" --quiet -j 2 --limit 3 --op attn_softmax
+expect_status 0 ug sweep --no-regressions --db "$DB" --quiet -j 2 --limit 3 --op attn_softmax
 expect_eq "$(sqlite3 "$DB" "select n_pass from runs where run_id = 2")" 3 "a healthy run after the crashes"
 finish

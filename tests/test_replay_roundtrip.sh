@@ -32,12 +32,12 @@ same_runs() {
 expect_status 0 ug export --per-op 8 --dir "$T/plan"
 expect_grep "^exported [0-9]+ cases to .*plan.json is their plan" "$T/out"
 P=$T/plan/plan.json
-expect_status 0 ug sweep --db "$DB" --quiet --plan "$P"                            # run 1: sim
+expect_status 0 ug sweep --no-regressions --db "$DB" --quiet --plan "$P"                            # run 1: sim
 total=$(q "select n_cases from runs where run_id = 1")
 if [ "$total" -gt 0 ] && [ "$total" = "$(ls -d "$T"/plan/*/ | wc -l)" ]; then ok; else bad "reference sweep has $total cases"; fi
 
 # 2. the sample plugin through the CLI: same rows as the built-in sim backend
-expect_status 0 ug sweep --db "$DB" --quiet --plan "$P" --backend "plugin:$PLUG"   # run 2
+expect_status 0 ug sweep --no-regressions --db "$DB" --quiet --plan "$P" --backend "plugin:$PLUG"   # run 2
 same_runs 1 2 "sim vs plugin:plugin_sim"
 
 # 3. replay: the independent program writes the outputs, check stores them (run 3)
@@ -47,12 +47,12 @@ expect_eq "$(q "select backend || ' ' || plan_name || ' ' || n_cases || ' ' || s
 same_runs 1 3 "sim sweep vs replay check"
 
 # 4. the replay:DIR backend reads the same folders inside a sweep (run 4)
-expect_status 0 ug sweep --db "$DB" --quiet --plan "$P" --backend "replay:$T/plan"
+expect_status 0 ug sweep --no-regressions --db "$DB" --quiet --plan "$P" --backend "replay:$T/plan"
 same_runs 1 4 "sim sweep vs sweep --backend replay:DIR"
 
 # 5. a mutant: failing verdicts match as well (runs 5 and 6)
 expect_status 0 ug export --op attn_softmax --limit 16 --dir "$T/mut"
-expect_status 0 ug sweep --db "$DB" --quiet --plan "$T/mut/plan.json" --kernel-variant mut_bf16_sum
+expect_status 0 ug sweep --no-regressions --db "$DB" --quiet --plan "$T/mut/plan.json" --kernel-variant mut_bf16_sum
 ULPGYM_PLUGIN_SIM_VARIANT=mut_bf16_sum expect_status 0 "$DRIVE" "$PLUG" "$T"/mut/*/
 expect_status 1 ug check --outputs "$T/mut" --db "$DB"
 same_runs 5 6 "mutant sweep vs mutant replay"
