@@ -32,6 +32,9 @@ void ug_report_write_md(const ug_report *r, FILE *f)
     for (int op = 0; op < UG_OP_COUNT; op++) nops += r->op[op].cases > 0;
     fprintf(f, "| **total** | %d | %ld | %ld | %ld | %ld | %.2f %% |\n\n", nops, r->total.cases, r->total.pass,
             r->total.fail, r->total.other, pct(&r->total));
+    if (r->regressions)
+        fprintf(f, "Cases include %ld regression cases found by fuzzing (corpus/found/, origin fuzz) beside the plan's.\n\n",
+                r->regressions);
     fprintf(f, "## Per operator\n\n| group | operator | cases | passed | failed | other | pass rate |\n");
     fprintf(f, "|---|---|---:|---:|---:|---:|---:|\n");
     for (int op = 0; op < UG_OP_COUNT; op++)
@@ -71,6 +74,7 @@ void ug_report_write_json(const ug_report *r, FILE *f)
     cJSON_AddStringToObject(j, "plan_hash", r->plan_hash);
     cJSON_AddStringToObject(j, "git_rev", r->git_rev);
     cJSON_AddItemToObject(j, "total", tally_json(&r->total));
+    cJSON_AddNumberToObject(j, "regression_cases", (double)r->regressions);
     cJSON *groups = cJSON_AddObjectToObject(j, "groups");
     for (int g = 0; g < UG_GROUP_COUNT; g++)
         if (r->group[g].cases) cJSON_AddItemToObject(groups, ug_group_name((ug_group)g), tally_json(&r->group[g]));

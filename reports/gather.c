@@ -64,7 +64,7 @@ static int gather_run(sqlite3 *h, ug_report *r, char *err, size_t errlen)
 static int gather_results(sqlite3 *h, ug_report *r, char *err, size_t errlen)
 {
     sqlite3_stmt *st;
-    const char *sql = "SELECT c.op, c.dtype, r.verdict, r.kernel_ms, r.oracle_ms,"
+    const char *sql = "SELECT c.op, c.dtype, r.verdict, r.kernel_ms, r.oracle_ms, c.origin = 'fuzz',"
                       " (SELECT max(max_ulp) FROM metrics m WHERE m.run_id = r.run_id AND m.case_id = r.case_id),"
                       " (SELECT sum(nonfinite_mismatch) FROM metrics m WHERE m.run_id = r.run_id AND m.case_id = r.case_id)"
                       " FROM results r JOIN cases c ON c.case_id = r.case_id WHERE r.run_id = ?";
@@ -84,8 +84,9 @@ static int gather_results(sqlite3 *h, ug_report *r, char *err, size_t errlen)
         tally_add(&r->op_dtype[op][dt], v);
         r->seconds_kernel += sqlite3_column_double(st, 3) / 1e3;
         r->seconds_oracle += sqlite3_column_double(st, 4) / 1e3;
-        if (sqlite3_column_type(st, 5) != SQLITE_NULL || sqlite3_column_int64(st, 6) > 0)
-            r->ulp_hist[op][ulp_bucket(sqlite3_column_double(st, 5), sqlite3_column_int64(st, 6) > 0)]++;
+        r->regressions += sqlite3_column_int(st, 5);
+        if (sqlite3_column_type(st, 6) != SQLITE_NULL || sqlite3_column_int64(st, 7) > 0)
+            r->ulp_hist[op][ulp_bucket(sqlite3_column_double(st, 6), sqlite3_column_int64(st, 7) > 0)]++;
     }
     sqlite3_finalize(st);
     return 0;

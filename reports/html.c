@@ -27,8 +27,10 @@ static void write_summary(const ug_report *r, FILE *f)
                     ug_group_name((ug_group)g), r->group[g].cases, r->group[g].pass, r->group[g].fail, r->group[g].other,
                     pct(&r->group[g]));
     fprintf(f, "<tr class=\"total\"><td>total</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%.2f %%</td></tr>"
-               "</table></section>\n",
+               "</table>\n",
             r->total.cases, r->total.pass, r->total.fail, r->total.other, pct(&r->total));
+    if (r->regressions) fprintf(f, "<p>Including %ld regression cases found by fuzzing (origin fuzz).</p>\n", r->regressions);
+    fprintf(f, "</section>\n");
 }
 
 static void write_history(const ug_report *r, FILE *f)
@@ -53,6 +55,12 @@ static void write_history(const ug_report *r, FILE *f)
             any = 1;
         }
         if (any) fprintf(f, "\"/>\n");
+        for (int i = 0; i < r->n_hist; i++) /* a dot per run: a group with one run has no line */
+            if (r->hist_rate[i][g] >= 0)
+                fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>run %ld %s: %.2f%%</title></circle>\n",
+                        x0 + (r->n_hist > 1 ? pw * (double)i / (r->n_hist - 1) : pw / 2.0),
+                        y0 + ph * (1 - r->hist_rate[i][g] / 100.0), colors[g], r->hist_run[i], ug_group_name((ug_group)g),
+                        r->hist_rate[i][g]);
     }
     for (int i = 0; i < r->n_hist; i++) {
         double x = x0 + (r->n_hist > 1 ? pw * (double)i / (r->n_hist - 1) : pw / 2.0);

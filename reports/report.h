@@ -33,6 +33,7 @@ typedef struct {
     ug_tally op[UG_OP_COUNT];
     ug_tally op_dtype[UG_OP_COUNT][UG_DT_COUNT];
     long ulp_hist[UG_OP_COUNT][UG_ULP_BUCKETS];
+    long regressions; /* cases of origin fuzz (corpus/found/) among total */
     double seconds_kernel, seconds_oracle;
     ug_report_failure *failures; /* worst first */
     int n_failures;
