@@ -163,11 +163,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 
 static void geometry(const ug_case *c, int out, ug_geom *g)
 {
-    (void)out;
-    g->cols = UG_MLA_KV_LORA;
-    g->rows = c->out[0].numel / UG_MLA_KV_LORA;
-    g->row_tile = (size_t)c->out[0].shape[1]; /* one sequence's heads */
-    g->col_tile = 64;
+    ug_geom_last_dim(&c->out[out], (size_t)c->out[0].shape[1], 64, g); /* row tile: one sequence's heads */
 }
 
 static const ug_output_rule outputs[] = {
