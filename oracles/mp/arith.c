@@ -8,6 +8,7 @@
 #include "oracles/mp/arith.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -416,8 +417,37 @@ ug_num ug_sum(ug_ar *ar, const ug_num *xs, size_t n)
     return r;
 }
 
+/* x has at most 26 significant bits, so a product of two such values is exact. */
+static int narrow(double x)
+{
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    return (u & ((1u << 27) - 1u)) == 0;
+}
+
+/* CERT dot product of exact doubles. While every product is exact (inputs of <= 26
+ * bits, no under/overflow) and every addition is (TwoSum error 0) the result is exact:
+ * short bf16 dot products often land exactly on a rounding tie of the output dtype, and
+ * an exact value needs no MPFR to round. Otherwise the usual gamma bound. Long sums
+ * (n > 64) rarely land on a tie, so they skip the tracking and its cost. */
+static ug_num cert_dot(const double *a, size_t sa, const double *b, size_t sb, size_t n)
+{
+    double s = 0.0, abs_sum = 0.0;
+    int exact = n <= 64;
+    for (size_t i = 0; i < n; i++) {
+        double x = a[i * sa], y = b[i * sb], p = x * y, t = s + p;
+        if (exact)
+            exact = narrow(x) && narrow(y) && (x == 0.0 || y == 0.0 || (fabs(p) >= 0x1p-960 && fabs(p) <= 0x1p960)) &&
+                    isfinite(t) && two_sum_err(s, p, t) == 0.0;
+        s = t;
+        abs_sum += fabs(p);
+    }
+    return num_cert(s, exact ? 0.0 : gamma_n(n + 2) * abs_sum + (double)n * TINY);
+}
+
 ug_num ug_dot_d(ug_ar *ar, const double *a, size_t sa, const double *b, size_t sb, size_t n)
 {
+    if (ar->mode == UG_AR_CERT) return cert_dot(a, sa, b, sb, n);
     if (ar->mode == UG_AR_MPFR_SEQ) return seq_sum(ar, NULL, a, sa, b, sb, n);
     if (IS_MP(ar)) {
         prods_init(ar, n ? n : 1);
@@ -441,7 +471,6 @@ ug_num ug_dot_d(ug_ar *ar, const double *a, size_t sa, const double *b, size_t s
         }
         abs_sum += fabs(p);
     }
-    if (ar->mode == UG_AR_CERT) return num_cert(s, gamma_n(n + 2) * abs_sum + (double)n * TINY);
     ug_num r = {s, 0.0, NULL};
     return r;
 }
@@ -477,7 +506,8 @@ ug_num ug_dot_nd(ug_ar *ar, const ug_num *x, const double *b, size_t sb, size_t 
         abs_sum += fabs(p);
         e += x[i].e * fabs(b[i * sb]);
     }
-    if (ar->mode == UG_AR_CERT) return num_cert(s, e + gamma_n(n + 2) * abs_sum + (double)n * TINY);
+    if (ar->mode == UG_AR_CERT) /* exact zero products and exact inputs: an exact zero */
+        return num_cert(s, abs_sum == 0.0 && e == 0.0 ? 0.0 : e + gamma_n(n + 2) * abs_sum + (double)n * TINY);
     ug_num r = {s, 0.0, NULL};
     return r;
 }
@@ -531,7 +561,8 @@ void ug_ar_emit(ug_ar *ar, int out, size_t k, ug_num x)
         /* outward: the computed endpoints must contain the true interval */
         double lo = ug_dtype_round(s->dt, nextafter(x.v - x.e, -INFINITY));
         double hi = ug_dtype_round(s->dt, nextafter(x.v + x.e, INFINITY));
-        int sure = x.e == 0.0 ? !isnan(x.v) : isfinite(x.v) && isfinite(x.e) && lo == hi && signbit(lo) == signbit(hi);
+        /* lo == hi also holds for -0 == +0: the sign of a zero result is not judged */
+        int sure = x.e == 0.0 ? !isnan(x.v) : isfinite(x.v) && isfinite(x.e) && lo == hi;
         s->gstar[k] = x.v;
         s->g[k] = ug_dtype_round(s->dt, x.v);
         if (s->unsure) s->unsure[k] = (unsigned char)!sure;

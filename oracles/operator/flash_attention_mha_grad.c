@@ -138,6 +138,8 @@ static void group_eval(ug_ar *ar, grad_group *g, ug_num *e, ug_num *dp)
         for (long j = 0; j < g->lk; j++) {
             if (j >= n)
                 Pi[j] = dSi[j] = zero;
+            else if (n == 1) /* one visible key: P = 1, O = V_0, Delta = dP_0, so dS = 0 exactly */
+                Pi[j] = ug_c(ar, 1.0), dSi[j] = zero;
             else
                 dSi[j] = ug_mul(ar, Pi[j], ug_sub(ar, dp[j], delta));
         }
