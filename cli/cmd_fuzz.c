@@ -163,12 +163,13 @@ static int ug_cmd_fuzz(int argc, char **argv)
         ug_fuzz_space_free(&space);
         return UG_EXIT_USAGE;
     }
-    char corpus[1100], found[1100], log[1100], prefix[1100], max_time[64];
+    char corpus[1100], found[1100], log[1100], prefix[1100], max_time[64], dict[1100];
     snprintf(corpus, sizeof corpus, "%s/corpus", work);
     snprintf(found, sizeof found, "%s/found", work);
     snprintf(log, sizeof log, "%s/fuzz.log", work);
     snprintf(prefix, sizeof prefix, "-artifact_prefix=%s/", work);
     snprintf(max_time, sizeof max_time, "-max_total_time=%ld", seconds);
+    snprintf(dict, sizeof dict, "-dict=%s/fuzz/fuzz_precision.dict", source_dir());
     mkdir(found, 0755);
     int nseeds = write_seeds(op, &space, corpus);
     ug_fuzz_space_free(&space);
@@ -180,7 +181,7 @@ static int ug_cmd_fuzz(int argc, char **argv)
     printf("fuzzing %s with %s for up to %ld s (%d seeds from the plan, error-magnitude signal %s); log %s\n", op_name,
            backend ? backend : variant ? variant : "sim", seconds, nseeds, no_signal ? "off" : "on", log);
     fflush(stdout);
-    char *args[] = {bin, max_time, prefix, "-timeout=30", "-rss_limit_mb=4096", "-print_final_stats=1", corpus, NULL};
+    char *args[] = {bin, max_time, prefix, dict, "-timeout=30", "-rss_limit_mb=4096", "-print_final_stats=1", corpus, NULL};
     double t0 = now_s();
     int rc = run_quiet(args, log);
     double took = now_s() - t0;
@@ -194,7 +195,8 @@ const ug_command ug_command_fuzz = {
     "usage: ulpgym fuzz OP [--time S] [--kernel-variant V | --backend B] [--no-signal] [--db PATH]\n"
     "                  [--fuzz-build DIR] [--seed-corpus DIR]\n"
     "  Runs fuzz/fuzz_precision (libFuzzer + ASan/UBSan, built on demand in build-fuzz/ with\n"
-    "  clang) on OP for up to S seconds (default 60), seeded with the plan's cases. Inputs\n"
+    "  clang) on OP for up to S seconds (default 60), seeded with the plan's cases and\n"
+    "  fuzz/fuzz_precision.dict. Inputs\n"
     "  decode to valid cases inside the op's space (shapes, dtypes, distributions, special\n"
     "  values). The first case that fails its primary standard, or crashes, is a finding:\n"
     "  written to corpus/found/OP/<case_id>.json and stored in the database (origin fuzz),\n"
