@@ -197,8 +197,9 @@ const ug_command ug_command_fuzz = {
     "  Runs fuzz/fuzz_precision (libFuzzer + ASan/UBSan, built on demand in build-fuzz/ with\n"
     "  clang) on OP for up to S seconds (default 60), seeded with the plan's cases and\n"
     "  fuzz/fuzz_precision.dict. Inputs decode to valid cases inside the op's space\n"
-    "  (shapes, dtypes, distributions, special values). The first case that fails its primary standard, or crashes, is a finding:\n"
-    "  written to corpus/found/OP/<case_id>.json and stored in the database (origin fuzz),\n"
-    "  so every later sweep runs it. Exit status 1 when something was found.\n"
+    "  (shapes, dtypes, distributions, special values). The first case that fails its\n"
+    "  primary standard, or crashes, is a finding: written to corpus/found/OP/<id>.json\n"
+    "  and stored in the database (origin fuzz), so every later sweep runs it. Exit\n"
+    "  status 1 when something was found.\n"
     "  --no-signal       switch off the error-magnitude coverage signal (for comparison)\n"
     "  --seed-corpus DIR only write the plan's cases as fuzzer inputs into DIR\n"};
