@@ -8,22 +8,10 @@
 #include <string.h>
 
 #include "check.h"
+#include "op_check.h"
 #include "run/exec.h"
 
 #define OP "lightning_indexer_prolog_quant_fp8"
-
-static int run(const char *spec, const char *variant, ug_result *r, ug_exec_detail *d)
-{
-    ug_backend b;
-    char err[256];
-    if (ug_backend_open(&b, variant, err, sizeof err)) return -9;
-    ug_exec_opts o;
-    ug_exec_opts_default(&o);
-    o.oracle.sample = 0;
-    int rc = ug_exec_case(spec, &b, &o, r, d);
-    ug_backend_close(&b);
-    return rc;
-}
 
 static void make_spec_wk(char *buf, size_t len, const char *params, const char *q, const char *wk)
 {
@@ -48,7 +36,7 @@ static void known_value(void)
                  "{\"kind\":\"const\",\"value\":1}", "{\"kind\":\"const\",\"value\":0.1}");
     ug_result r;
     ug_exec_detail d;
-    CHECK(run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "known value: %s %s", ug_outcome_name(r.outcome),
+    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "known value: %s %s", ug_outcome_name(r.outcome),
           r.message);
     if (!d.have_oracle) return;
     for (size_t h = 0; h < 2; h++) {
@@ -85,7 +73,7 @@ static void hadamard_matrix_differential(void)
               "{\"kind\":\"normal\",\"mean\":0,\"std\":1}");
     ug_result r;
     ug_exec_detail d;
-    CHECK(run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "differential: %s", r.message);
+    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "differential: %s", r.message);
     if (!d.have_oracle) return;
     const ug_tensor *q = ug_case_input(&d.c, "q"), *cs = ug_case_input(&d.c, "cos"), *sn = ug_case_input(&d.c, "sin");
     for (size_t row = 0; row < 6; row++) {
@@ -116,7 +104,7 @@ static void slots_and_padding(void)
               "{\"kind\":\"normal\",\"mean\":0,\"std\":1}");
     ug_result r;
     ug_exec_detail d;
-    CHECK(run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "slots: %s", r.message);
+    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "slots: %s", r.message);
     if (!d.have_oracle) return;
     const ug_tensor *sl = ug_case_input(&d.c, "slot_mapping");
     int used[10] = {0};
@@ -137,7 +125,7 @@ static void slots_and_padding(void)
     }
     ug_exec_detail_free(&d);
     ug_result m;
-    CHECK(run(spec, "sim:mut_pad_slot_wraps", &m, NULL) == 0 && m.outcome == UG_OUT_FAIL,
+    CHECK(opc_run(spec, "mut_pad_slot_wraps", &m, NULL) == 0 && m.outcome == UG_OUT_FAIL,
           "the padding-slot mutant passes a case with padding (%s)", ug_outcome_name(m.outcome));
 }
 
@@ -148,7 +136,7 @@ static void many_heads(void)
     make_spec(spec, sizeof spec, "\"tokens\":3,\"hidden\":16,\"heads\":100,\"d\":32,\"blocks\":1,\"block_size\":4",
               "{\"kind\":\"normal\",\"mean\":0,\"std\":1}");
     ug_result r;
-    CHECK(run(spec, "sim", &r, NULL) == 0 && r.outcome == UG_OUT_PASS, "heads 100 > d 32: %s %s",
+    CHECK(opc_run(spec, "sim", &r, NULL) == 0 && r.outcome == UG_OUT_PASS, "heads 100 > d 32: %s %s",
           ug_outcome_name(r.outcome), r.message);
 }
 
@@ -163,7 +151,7 @@ static void bad_params(void)
         char spec[1024];
         make_spec(spec, sizeof spec, bad[i][0], "{\"kind\":\"normal\",\"mean\":0,\"std\":1}");
         ug_result r;
-        int rc = run(spec, "sim", &r, NULL);
+        int rc = opc_run(spec, "sim", &r, NULL);
         CHECK(rc < 0 && r.outcome == UG_OUT_ERROR && strstr(r.message, bad[i][1]), "bad %s: rc %d '%s'", bad[i][0], rc,
               r.message);
     }

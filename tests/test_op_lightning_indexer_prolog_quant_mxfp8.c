@@ -8,22 +8,10 @@
 #include <string.h>
 
 #include "check.h"
+#include "op_check.h"
 #include "run/exec.h"
 
 #define OP "lightning_indexer_prolog_quant_mxfp8"
-
-static int run(const char *spec, const char *variant, ug_result *r, ug_exec_detail *d)
-{
-    ug_backend b;
-    char err[256];
-    if (ug_backend_open(&b, variant, err, sizeof err)) return -9;
-    ug_exec_opts o;
-    ug_exec_opts_default(&o);
-    o.oracle.sample = 0;
-    int rc = ug_exec_case(spec, &b, &o, r, d);
-    ug_backend_close(&b);
-    return rc;
-}
 
 static void make_spec(char *buf, size_t len, const char *params, const char *q, const char *wk)
 {
@@ -44,7 +32,7 @@ static void known_value(void)
               "{\"kind\":\"const\",\"value\":1}", "{\"kind\":\"const\",\"value\":0.1}");
     ug_result r;
     ug_exec_detail d;
-    CHECK(run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "known value: %s %s", ug_outcome_name(r.outcome),
+    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "known value: %s %s", ug_outcome_name(r.outcome),
           r.message);
     if (!d.have_oracle) return;
     for (int o = 0; o < 4; o += 2) /* q row, then the k row (beta 0.5: half of it, one binade down) */
@@ -70,7 +58,7 @@ static void differential_and_saturation(void)
               NORMAL, "{\"kind\":\"normal\",\"mean\":0,\"std\":0.1}");
     ug_result r;
     ug_exec_detail d;
-    CHECK(run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "differential: %s", r.message);
+    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "differential: %s", r.message);
     if (!d.have_oracle) return;
     const ug_tensor *q = ug_case_input(&d.c, "q"), *cs = ug_case_input(&d.c, "cos"), *sn = ug_case_input(&d.c, "sin");
     size_t code_diffs = 0, saturated = 0;
@@ -109,7 +97,7 @@ static void differential_and_saturation(void)
     CHECK(saturated > 0, "no code saturated at 448 in 16 rows: the saturation path is untested");
     ug_exec_detail_free(&d);
     ug_result m;
-    CHECK(run(spec, "sim:mut_no_saturation", &m, NULL) == 0 && m.outcome == UG_OUT_NONFINITE,
+    CHECK(opc_run(spec, "mut_no_saturation", &m, NULL) == 0 && m.outcome == UG_OUT_NONFINITE,
           "the non-saturating mutant gives %s, want NONFINITE", ug_outcome_name(m.outcome));
 }
 
@@ -122,7 +110,7 @@ static void bad_params(void)
         char spec[1024];
         make_spec(spec, sizeof spec, bad[i][0], NORMAL, NORMAL);
         ug_result r;
-        int rc = run(spec, "sim", &r, NULL);
+        int rc = opc_run(spec, "sim", &r, NULL);
         CHECK(rc < 0 && r.outcome == UG_OUT_ERROR && strstr(r.message, bad[i][1]), "bad %s: rc %d '%s'", bad[i][0], rc,
               r.message);
     }

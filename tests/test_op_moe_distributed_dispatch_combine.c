@@ -7,22 +7,10 @@
 #include <string.h>
 
 #include "check.h"
+#include "op_check.h"
 #include "run/exec.h"
 
 #define OP "moe_distributed_dispatch_combine"
-
-static int run(const char *spec, const char *variant, ug_result *r, ug_exec_detail *d)
-{
-    ug_backend b;
-    char err[256];
-    if (ug_backend_open(&b, variant, err, sizeof err)) return -9;
-    ug_exec_opts o;
-    ug_exec_opts_default(&o);
-    o.oracle.sample = 0; /* every element */
-    int rc = ug_exec_case(spec, &b, &o, r, d);
-    ug_backend_close(&b);
-    return rc;
-}
 
 static void make_spec(char *buf, size_t len, const char *params, const char *xdist)
 {
@@ -44,7 +32,7 @@ static void known_value(void)
                   "{\"kind\":\"const\",\"value\":2}");
         ug_result r;
         ug_exec_detail d;
-        CHECK(run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "known value wire %d: %s", wire, r.message);
+        CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "known value wire %d: %s", wire, r.message);
         for (size_t i = 0; d.have_oracle && i < 15; i++)
             CHECK(d.oracle.g[0][i] == 6.0 && d.a[0][i] == 6.0, "out[%zu] oracle %g kernel %g, want 6", i,
                   d.oracle.g[0][i], d.a[0][i]);
@@ -61,7 +49,7 @@ static void layout_invariants(const char *routing)
     make_spec(spec, sizeof spec, params, "{\"kind\":\"normal\",\"mean\":0,\"std\":1}");
     ug_result r;
     ug_exec_detail d;
-    CHECK(run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "layout %s: %s", routing, r.message);
+    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "layout %s: %s", routing, r.message);
     if (!d.have_oracle) return;
     const ug_tensor *ids = ug_case_input(&d.c, "expert_ids");
     long rank[2] = {0, 0}, exp_[7] = {0};
@@ -85,7 +73,7 @@ static void layout_invariants(const char *routing)
     ug_exec_detail_free(&d);
     /* the count mutant loses expert 6 (E/W = 3 per rank): caught exactly when it is hit */
     ug_result m;
-    CHECK(run(spec, "sim:mut_last_rank_count", &m, NULL) == 0, "mutant run");
+    CHECK(opc_run(spec, "mut_last_rank_count", &m, NULL) == 0, "mutant run");
     CHECK((m.outcome == UG_OUT_FAIL) == (exp_[6] > 0), "count mutant outcome %s with %ld copies to expert 6",
           ug_outcome_name(m.outcome), exp_[6]);
 }
@@ -98,7 +86,7 @@ static void int8_differential(void)
               "{\"kind\":\"normal\",\"mean\":0,\"std\":1}");
     ug_result r;
     ug_exec_detail d;
-    CHECK(run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "int8: %s", r.message);
+    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "int8: %s", r.message);
     if (!d.have_oracle) return;
     const ug_tensor *x = ug_case_input(&d.c, "x");
     for (size_t t = 0; t < 4; t++) {
@@ -125,7 +113,7 @@ static void bad_params(void)
         char spec[1024];
         make_spec(spec, sizeof spec, bad[i][0], "{\"kind\":\"normal\",\"mean\":0,\"std\":1}");
         ug_result r;
-        int rc = run(spec, "sim", &r, NULL);
+        int rc = opc_run(spec, "sim", &r, NULL);
         CHECK(rc < 0 && r.outcome == UG_OUT_ERROR && strstr(r.message, bad[i][1]), "bad %s: rc %d '%s'", bad[i][0], rc,
               r.message);
     }
