@@ -1,0 +1,94 @@
+/* attn_softmax.c — sim kernel and planted-bug mutants for attn_softmax:
+ *     y = softmax(cap * tanh(x * scale / cap) + mask) over the last dim
+ * (cap 0 = no soft-capping; a fully masked row gives zeros).
+ *
+ * Device model: a vector core holds one row; x is widened to fp32, scaled and capped in
+ * fp32, then an online softmax walks the row in tiles of 256 lanes (running max m and
+ * running sum s, s rescaled by exp(m_old - m_new) at each tile), and the output is
+ * exp(z - m) * (1/s) rounded once to the output dtype. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "kernels/sim/attention/attn_softmax.h"
+#include "kernels/sim/simlib.h"
+
+#define SOFTMAX_TILE 256
+
+typedef enum { MUT_NONE, MUT_NO_MAX_SUB, MUT_BF16_SUM, MUT_TAIL_TILE, MUT_TANH_OVERFLOW } softmax_bug;
+
+/* tanh the way a hand-written vector kernel might: (e^2u - 1)/(e^2u + 1) in fp32, which
+ * overflows to inf/inf = NaN once 2u > 88.7 (logits above ~44 caps). */
+static float tanh_by_exp(float u)
+{
+    float e = expf(2.0f * u); /* rounds: fp32 */
+    return (e - 1.0f) / (e + 1.0f);
+}
+
+/* Online max/sum over the row z[0..n). Bugs change how tiles are accumulated. */
+static void online_stats(const float *z, size_t n, softmax_bug bug, float *m_out, float *s_out)
+{
+    float m = -INFINITY, s = 0.0f;
+    for (size_t t = 0; t < n; t += SOFTMAX_TILE) {
+        size_t len = n - t < SOFTMAX_TILE ? n - t : SOFTMAX_TILE;
+        if (bug == MUT_TAIL_TILE && t > 0 && len < SOFTMAX_TILE) break; /* bug: tail tile dropped */
+        float tm = -INFINITY;
+        for (size_t j = 0; j < len; j++) tm = fmaxf(tm, z[t + j]);
+        float m_new = bug == MUT_NO_MAX_SUB ? 0.0f : fmaxf(m, tm);
+        if (m_new == -INFINITY) continue; /* everything so far is masked */
+        float ts = 0.0f;
+        for (size_t j = 0; j < len; j++) {
+            ts += expf(z[t + j] - m_new); /* rounds: fp32 exp and add */
+            if (bug == MUT_BF16_SUM) ts = ug_sim_round_bf16(ts); /* bug: bf16 accumulator */
+        }
+        s = (m == -INFINITY ? 0.0f : s * expf(m - m_new)) + ts; /* rounds: fp32 rescale */
+        if (bug == MUT_BF16_SUM) s = ug_sim_round_bf16(s);
+        m = m_new;
+    }
+    *m_out = m;
+    *s_out = s;
+}
+
+static int softmax_kernel(const ulpgym_call *call, char *err, size_t errlen, softmax_bug bug)
+{
+    ug_sim_params p;
+    if (ug_sim_params_open(&p, call, err, errlen)) return -2;
+    float scale = (float)ug_sim_num(&p, "scale", 1.0), cap = (float)ug_sim_num(&p, "cap", 0.0);
+    ug_sim_params_close(&p);
+    const ulpgym_tensor *x = ug_sim_in(call, "x", 2, err, errlen), *mask = ug_sim_in(call, "mask", 2, err, errlen);
+    const ulpgym_tensor *y = ug_sim_out(call, "y", 2, err, errlen);
+    if (!x || !mask || !y) return -2;
+    size_t rows = (size_t)x->shape[0], n = (size_t)x->shape[1];
+    float *z = malloc((n ? n : 1) * 2 * sizeof *z), *mk = z + (n ? n : 1);
+    if (!z) return -1;
+    for (size_t r = 0; r < rows; r++) {
+        ug_sim_load(x, r * n, n, z);
+        ug_sim_load(mask, r * n, n, mk);
+        for (size_t j = 0; j < n; j++) {
+            float v = z[j] * scale;                       /* rounds: fp32 */
+            if (cap > 0.0f) v = cap * (bug == MUT_TANH_OVERFLOW ? tanh_by_exp(v / cap) : tanhf(v / cap)); /* rounds: fp32 */
+            z[j] = v + mk[j];                             /* rounds: fp32 */
+        }
+        float m, s;
+        online_stats(z, n, bug, &m, &s);
+        float inv = m == -INFINITY ? 0.0f : 1.0f / s;     /* rounds: fp32 reciprocal */
+        for (size_t j = 0; j < n; j++) z[j] = m == -INFINITY ? 0.0f : expf(z[j] - m) * inv;
+        ug_sim_store(y, r * n, n, z);
+    }
+    free(z);
+    return 0;
+}
+
+static int k_sim(const ulpgym_call *c, char *e, size_t l) { return softmax_kernel(c, e, l, MUT_NONE); }
+static int k_no_max(const ulpgym_call *c, char *e, size_t l) { return softmax_kernel(c, e, l, MUT_NO_MAX_SUB); }
+static int k_bf16(const ulpgym_call *c, char *e, size_t l) { return softmax_kernel(c, e, l, MUT_BF16_SUM); }
+static int k_tail(const ulpgym_call *c, char *e, size_t l) { return softmax_kernel(c, e, l, MUT_TAIL_TILE); }
+static int k_tanh(const ulpgym_call *c, char *e, size_t l) { return softmax_kernel(c, e, l, MUT_TANH_OVERFLOW); }
+
+const ug_kernel_variant ug_attn_softmax_variants[] = {
+    {"sim", "device-style online softmax, fp32 compute, 256-lane tiles", k_sim},
+    {"mut_no_max_sub", "exp(z) without subtracting the row max: overflows on large logits", k_no_max},
+    {"mut_bf16_sum", "row sum accumulated in bf16", k_bf16},
+    {"mut_tail_tile", "the tail tile is left out of the row sum when the length is not a multiple of 256", k_tail},
+    {"mut_tanh_overflow", "soft cap via (e^2u-1)/(e^2u+1): NaN once x*scale/cap > 44 (beyond the plan's logits)", k_tanh, 1},
+    {NULL, NULL, NULL},
+};

@@ -1,0 +1,73 @@
+/* gl_attn_tiles.c — the tile loop of one attention query row (see gl_attn_tiles.h).
+ *
+ * Per tile of keys: scores s_j = (q·k_j summed in fp32; bf16 products are exact in fp32)
+ * times scale; the running max m grows to cover the tile, the running sum l and the
+ * unnormalised output acc are rescaled by exp(m_old - m_new); p_j = exp(s_j - m_new) in
+ * fp32 feeds l, and (cast to bf16 when the kernel says so) the P·V products summed in
+ * fp32 into acc. At the end o = acc / l. This is the FlashAttention-2 forward of one row,
+ * with each place a device rounds marked. */
+#include <math.h>
+#include <string.h>
+
+#include "kernels/sim/attention/attn_tiles.h"
+#include "kernels/sim/simlib.h"
+
+/* q·k in fp32, one product at a time (the cube unit's fp32 accumulator). */
+static float dot_f32(const float *a, const float *b, size_t n)
+{
+    float s = 0.0f;
+    for (size_t i = 0; i < n; i++) s += a[i] * b[i]; /* rounds: fp32 add (bf16 product exact) */
+    return s;
+}
+
+/* Scores of one tile into s[0..len); returns the tile's max. */
+static float tile_scores(const ug_gl_attn_cfg *cfg, const float *q, const float *k, size_t len, float *s)
+{
+    float tm = -INFINITY;
+    for (size_t j = 0; j < len; j++) {
+        float d = dot_f32(q, k + j * cfg->ldk, cfg->dk);
+        s[j] = cfg->flags & UG_GL_ATTN_BUG_SCALE_AFTER ? d : d * cfg->scale; /* rounds: fp32 */
+        tm = fmaxf(tm, s[j]);
+    }
+    return tm;
+}
+
+/* acc += P·V over one tile (acc already rescaled). */
+static void tile_pv(const ug_gl_attn_cfg *cfg, const float *s, const float *v, size_t len, float *acc)
+{
+    for (size_t j = 0; j < len; j++) {
+        float p = cfg->flags & UG_GL_ATTN_P_BF16 ? ug_sim_round_bf16(s[j]) : s[j]; /* rounds: bf16 P */
+        const float *vj = v + j * cfg->ldv;
+        for (size_t d = 0; d < cfg->dv; d++) {
+            acc[d] += p * vj[d]; /* rounds: fp32 */
+            if (cfg->flags & UG_GL_ATTN_BUG_PV_BF16) acc[d] = ug_sim_round_bf16(acc[d]); /* bug: bf16 accumulator */
+        }
+    }
+}
+
+void ug_gl_attn_row(const ug_gl_attn_cfg *cfg, const float *q, const float *k, const float *v, size_t n, float *o,
+                    float *scratch)
+{
+    float m = -INFINITY, l = 0.0f;
+    memset(o, 0, cfg->dv * sizeof *o);
+    for (size_t t = 0; t < n; t += cfg->tile) {
+        size_t len = n - t < cfg->tile ? n - t : cfg->tile;
+        float tm = tile_scores(cfg, q, k + t * cfg->ldk, len, scratch);
+        float m_new = cfg->flags & UG_GL_ATTN_BUG_LOCAL_MAX ? tm : fmaxf(m, tm);
+        float alpha = m == -INFINITY ? 0.0f : expf(m - m_new); /* rounds: fp32 exp */
+        if (cfg->flags & UG_GL_ATTN_BUG_LOCAL_MAX) alpha = 1.0f; /* bug: earlier tiles keep their own max */
+        float ts = 0.0f;
+        for (size_t j = 0; j < len; j++) {
+            scratch[j] = expf(scratch[j] - m_new); /* rounds: fp32 sub and exp */
+            ts += scratch[j];                      /* rounds: fp32 */
+        }
+        l = (cfg->flags & UG_GL_ATTN_BUG_NO_SUM_RESCALE ? l : l * alpha) + ts; /* rounds: fp32 */
+        for (size_t d = 0; d < cfg->dv; d++) o[d] *= alpha; /* rounds: fp32 */
+        tile_pv(cfg, scratch, v + t * cfg->ldv, len, o);
+        m = m_new;
+    }
+    for (size_t d = 0; d < cfg->dv; d++) {
+        o[d] = n ? o[d] / l : 0.0f; /* rounds: fp32 div */
+        if (cfg->flags & UG_GL_ATTN_BUG_SCALE_AFTER) o[d] *= cfg->scale; /* bug: scale after softmax */
+    }
+}

@@ -1,0 +1,166 @@
+/* flash_attention_mha.c — sim kernel and planted-bug mutants for flash_attention_mha, the
+ * variable-length multi-head attention forward (FlashAttention-2 style):
+ *     o[t,h,:] = softmax_j(scale * q[t,h,:].k[j,h,:]) . v[j,h,:],  lse[t,h] = ln sum_j exp(scale*s_tj)
+ * over the keys j of t's batch element (cu_seqlens_q/k), causal bottom-right aligned.
+ *
+ * Device model: per (batch element, head) the queries are cut into 64-row tiles and the
+ * keys into 64-key tiles; causal key tiles beyond a query tile's last visible key are
+ * skipped. Scores are fp32 dot products times the fp32 scale; an online softmax keeps
+ * the running row max m and sum l in fp32 and rescales the fp32 output accumulator by
+ * exp(m_old - m_new). l sums the fp32 probabilities; P is cast to the input dtype before
+ * the P.V matmul (fp32 accumulation), as a cube unit takes its operands. At the end
+ * o = acc * (1/l) is rounded once to the dtype and lse = m + ln(l) stays fp32. A row
+ * that sees no key (causal, k shorter than q) gives o = 0 and lse = -inf. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "kernels/sim/attention/flash_attention_mha.h"
+#include "kernels/sim/simlib.h"
+
+#define FA_BQ 64
+#define FA_BK 64
+
+typedef enum { MUT_NONE, MUT_LSE_LOG2, MUT_CAUSAL_TOPLEFT, MUT_NO_RESCALE } fa_bug;
+
+typedef struct {
+    long heads, dim, causal;
+    float scale;
+    int dt; /* input dtype */
+    const float *q, *k, *v;
+    fa_bug bug;
+} fa_ctx;
+
+/* Keys query row i of an element with lq queries and lk keys may see (a prefix). */
+static long visible(const fa_ctx *x, long i, long lq, long lk)
+{
+    if (!x->causal) return lk;
+    long n = x->bug == MUT_CAUSAL_TOPLEFT ? i + 1 : i + 1 + lk - lq; /* bug: top-left aligned */
+    return n < 0 ? 0 : n > lk ? lk : n;
+}
+
+/* One query tile [i0, i0+nq) of element (q0 tokens, k0 keys offset), head h: writes o and lse rows. */
+static void query_tile(const fa_ctx *x, long q0, long lq, long k0, long lk, long h, long i0, long nq, float *o,
+                       float *lse, float *acc, float *s)
+{
+    size_t D = (size_t)x->dim, HD = (size_t)x->heads * D;
+    float m[FA_BQ], l[FA_BQ];
+    for (long r = 0; r < nq; r++) {
+        m[r] = -INFINITY;
+        l[r] = 0.0f;
+        for (size_t d = 0; d < D; d++) acc[r * D + d] = 0.0f;
+    }
+    long kend = visible(x, i0 + nq - 1, lq, lk); /* causal: later key tiles are skipped */
+    for (long j0 = 0; j0 < kend; j0 += FA_BK) {
+        long nk = kend - j0 < FA_BK ? kend - j0 : FA_BK;
+        for (long r = 0; r < nq; r++) {
+            const float *qr = x->q + (size_t)(q0 + i0 + r) * HD + (size_t)h * D;
+            long vis = visible(x, i0 + r, lq, lk);
+            float tm = -INFINITY;
+            for (long c = 0; c < nk; c++) {
+                float sc = -INFINITY;
+                if (j0 + c < vis) {
+                    const float *kr = x->k + (size_t)(k0 + j0 + c) * HD + (size_t)h * D;
+                    float dot = 0.0f;
+                    for (size_t d = 0; d < D; d++) dot += qr[d] * kr[d]; /* rounds: fp32 acc */
+                    sc = dot * x->scale; /* rounds: fp32 */
+                }
+                s[c] = sc;
+                tm = fmaxf(tm, sc);
+            }
+            float m_new = fmaxf(m[r], tm);
+            if (m_new == -INFINITY) continue; /* nothing visible yet */
+            float alpha = m[r] == -INFINITY ? 0.0f : expf(m[r] - m_new); /* rounds: fp32 */
+            float ts = 0.0f;
+            for (long c = 0; c < nk; c++) {
+                float p = s[c] == -INFINITY ? 0.0f : expf(s[c] - m_new); /* rounds: fp32 */
+                ts += p; /* rounds: fp32 */
+                s[c] = ug_sim_round_to(x->dt, p); /* rounds: P cast to the input dtype for P.V */
+            }
+            l[r] = l[r] * alpha + ts; /* rounds: fp32 */
+            float acc_alpha = x->bug == MUT_NO_RESCALE && m[r] != -INFINITY ? 1.0f : alpha; /* bug: no rescale */
+            float *ar = acc + r * D;
+            for (size_t d = 0; d < D; d++) {
+                float pv = 0.0f;
+                for (long c = 0; c < nk; c++)
+                    pv += s[c] * x->v[(size_t)(k0 + j0 + c) * HD + (size_t)h * D + d]; /* rounds: fp32 acc */
+                ar[d] = ar[d] * acc_alpha + pv; /* rounds: fp32 */
+            }
+            m[r] = m_new;
+        }
+    }
+    for (long r = 0; r < nq; r++) {
+        size_t row = (size_t)(q0 + i0 + r) * (size_t)x->heads + (size_t)h;
+        float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f; /* rounds: fp32 reciprocal */
+        for (size_t d = 0; d < D; d++) o[row * D + d] = acc[r * D + d] * inv; /* rounds: fp32 */
+        if (l[r] == 0.0f)
+            lse[row] = -INFINITY;
+        else if (x->bug == MUT_LSE_LOG2)
+            lse[row] = m[r] * (float)M_LOG2E + log2f(l[r]); /* bug: log2 domain kept */
+        else
+            lse[row] = m[r] + logf(l[r]); /* rounds: fp32 */
+    }
+}
+
+static int fa_kernel(const ulpgym_call *call, char *err, size_t errlen, fa_bug bug)
+{
+    const ulpgym_tensor *q = ug_sim_in(call, "q", 3, err, errlen), *k = ug_sim_in(call, "k", 3, err, errlen);
+    const ulpgym_tensor *v = ug_sim_in(call, "v", 3, err, errlen);
+    const ulpgym_tensor *cq = ug_sim_in(call, "cu_seqlens_q", 1, err, errlen);
+    const ulpgym_tensor *ck = ug_sim_in(call, "cu_seqlens_k", 1, err, errlen);
+    const ulpgym_tensor *o = ug_sim_out(call, "o", 3, err, errlen), *lse = ug_sim_out(call, "lse", 2, err, errlen);
+    if (!q || !k || !v || !cq || !ck || !o || !lse) return -2;
+    ug_sim_params p;
+    if (ug_sim_params_open(&p, call, err, errlen)) return -2;
+    fa_ctx x = {
+        .heads = q->shape[1], .dim = q->shape[2], .causal = ug_sim_int(&p, "causal", 0), .dt = q->dtype, .bug = bug};
+    double scale = ug_sim_num(&p, "scale", 0.0);
+    x.scale = (float)(scale == 0.0 ? 1.0 / sqrt((double)x.dim) : scale);
+    ug_sim_params_close(&p);
+    size_t tq = (size_t)q->shape[0], tk = (size_t)k->shape[0], HD = (size_t)(x.heads * x.dim);
+    long batch = cq->shape[0] - 1;
+    float *buf =
+        malloc(((tq + 2 * tk) * HD + tq * HD + tq * (size_t)x.heads + FA_BQ * (size_t)x.dim + FA_BK) * sizeof *buf);
+    float *cu = malloc(2 * (size_t)(batch + 1) * sizeof *cu);
+    if (!buf || !cu) {
+        free(buf);
+        free(cu);
+        return -1;
+    }
+    float *qf = buf, *kf = qf + tq * HD, *vf = kf + tk * HD, *of = vf + tk * HD, *lf = of + tq * HD;
+    float *acc = lf + tq * (size_t)x.heads, *s = acc + FA_BQ * (size_t)x.dim;
+    ug_sim_load(q, 0, tq * HD, qf);
+    ug_sim_load(k, 0, tk * HD, kf);
+    ug_sim_load(v, 0, tk * HD, vf);
+    ug_sim_load(cq, 0, (size_t)batch + 1, cu);
+    ug_sim_load(ck, 0, (size_t)batch + 1, cu + batch + 1);
+    x.q = qf;
+    x.k = kf;
+    x.v = vf;
+    for (long b = 0; b < batch; b++) {
+        long q0 = (long)cu[b], lq = (long)cu[b + 1] - q0, k0 = (long)cu[batch + 1 + b],
+             lk = (long)cu[batch + 2 + b] - k0;
+        for (long h = 0; h < x.heads; h++)
+            for (long i0 = 0; i0 < lq; i0 += FA_BQ)
+                query_tile(&x, q0, lq, k0, lk, h, i0, lq - i0 < FA_BQ ? lq - i0 : FA_BQ, of, lf, acc, s);
+    }
+    ug_sim_store(o, 0, tq * HD, of);
+    ug_sim_store(lse, 0, tq * (size_t)x.heads, lf);
+    free(buf);
+    free(cu);
+    return 0;
+}
+
+static int k_sim(const ulpgym_call *c, char *e, size_t l) { return fa_kernel(c, e, l, MUT_NONE); }
+static int k_log2(const ulpgym_call *c, char *e, size_t l) { return fa_kernel(c, e, l, MUT_LSE_LOG2); }
+static int k_topleft(const ulpgym_call *c, char *e, size_t l) { return fa_kernel(c, e, l, MUT_CAUSAL_TOPLEFT); }
+static int k_norescale(const ulpgym_call *c, char *e, size_t l) { return fa_kernel(c, e, l, MUT_NO_RESCALE); }
+
+const ug_kernel_variant ug_flash_attention_mha_variants[] = {
+    {"sim", "FA2 forward: 64x64 tiles, fp32 scores and online softmax, P cast to the input dtype for P.V", k_sim},
+    {"mut_lse_log2", "lse left in the log2 domain of an exp2-based softmax (m*log2 e + log2 l)", k_log2},
+    {"mut_causal_topleft",
+     "causal mask aligned top-left (j <= i) instead of bottom-right: shows when q and k lengths differ", k_topleft},
+    {"mut_no_rescale", "output accumulator not rescaled by exp(m_old - m_new) when a later key tile raises the max",
+     k_norescale},
+    {NULL, NULL, NULL},
+};

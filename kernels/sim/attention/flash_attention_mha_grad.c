@@ -1,0 +1,172 @@
+/* flash_attention_mha_grad.c — sim kernel and planted-bug mutants for
+ * flash_attention_mha_grad, the FlashAttention-2 backward of the varlen MHA forward:
+ *     Delta_i = rowsum(dO_i * O_i),  P_ij = exp(scale*q_i.k_j - lse_i),
+ *     dV = P^T dO,  dP = dO V^T,  dS = P * (dP - Delta),  dQ = scale dS K,  dK = scale dS^T Q
+ *
+ * Device model (FA2 backward): Delta is computed first from the stored o and dO in fp32.
+ * Then per (batch element, head) the keys are cut into 64-key tiles; each key tile keeps
+ * fp32 dK and dV accumulators and walks the 64-row query tiles (causal: only tiles with a
+ * row that sees one of its keys). P is recomputed from the stored lse in fp32 (no online
+ * softmax is needed backward), cast to the input dtype for dV += P^T dO; dP = dO V^T in
+ * fp32; dS = P * (dP - Delta) in fp32, cast to the input dtype for dK += dS^T Q and
+ * dQ += dS K (dQ kept in an fp32 buffer across key tiles, in key-tile order, as the
+ * device's fp32 atomics would with one writer). The scale is applied to dQ and dK once
+ * at the end, and the results are rounded once to the dtype. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "kernels/sim/attention/flash_attention_mha_grad.h"
+#include "kernels/sim/simlib.h"
+
+#define FB_BQ 64
+#define FB_BK 64
+
+typedef enum { MUT_NONE, MUT_DK_NO_SCALE, MUT_CAUSAL_STRICT, MUT_TAIL_TILE } fb_bug;
+
+typedef struct {
+    long heads, dim, causal;
+    float scale;
+    int dt;
+    const float *q, *k, *v, *dout, *lse, *delta;
+    float *dq; /* fp32 accumulators [Tq,H,D] */
+    fb_bug bug;
+} fb_ctx;
+
+/* Keys (a prefix) that local query i of an element with lq queries and lk keys sees. */
+static long visible(const fb_ctx *x, long i, long lq, long lk)
+{
+    if (!x->causal) return lk;
+    long n = i + 1 + lk - lq;
+    if (x->bug == MUT_CAUSAL_STRICT) n--; /* bug: j < i + lk - lq, the diagonal is masked */
+    return n < 0 ? 0 : n > lk ? lk : n;
+}
+
+/* The mut_tail_key_tile bug: a short last key tile (Lk % 64 != 0, not the first) never runs. */
+static int tile_dropped(const fb_ctx *x, long j0, long nk) { return x->bug == MUT_TAIL_TILE && nk < FB_BK && j0 > 0; }
+
+static float dot(const float *a, const float *b, size_t n)
+{
+    float s = 0.0f;
+    for (size_t d = 0; d < n; d++) s += a[d] * b[d]; /* rounds: fp32 acc */
+    return s;
+}
+
+/* Key tile [j0, j0+nk) of an element (query offset q0, key offset k0), head h: accumulates
+ * dK/dV of the tile into dk/dv ([nk x D], fp32) and dQ of every query row into x->dq. */
+static void key_tile(const fb_ctx *x, long q0, long lq, long k0, long lk, long h, long j0, long nk, float *dk,
+                     float *dv, float *pr, float *ds)
+{
+    size_t D = (size_t)x->dim, HD = (size_t)x->heads * D;
+    if (tile_dropped(x, j0, nk)) return; /* bug: a short last key tile is skipped */
+    for (size_t e = 0; e < (size_t)nk * D; e++) dk[e] = dv[e] = 0.0f;
+    for (long i = 0; i < lq; i++) {
+        size_t qrow = (size_t)(q0 + i) * HD + (size_t)h * D;
+        long vis = visible(x, i, lq, lk);
+        if (vis <= j0) continue; /* this row sees none of the tile (a whole query tile skips on device) */
+        float lse = x->lse[(size_t)(q0 + i) * (size_t)x->heads + (size_t)h],
+              delta = x->delta[(size_t)(q0 + i) * (size_t)x->heads + (size_t)h];
+        for (long c = 0; c < nk; c++) {
+            size_t krow = (size_t)(k0 + j0 + c) * HD + (size_t)h * D;
+            float p = 0.0f, dp = 0.0f;
+            if (j0 + c < vis) {
+                float s = dot(x->q + qrow, x->k + krow, D) * x->scale; /* rounds: fp32 */
+                p = expf(s - lse); /* rounds: fp32 */
+                dp = dot(x->dout + qrow, x->v + krow, D); /* rounds: fp32 acc */
+            }
+            pr[c] = ug_sim_round_to(x->dt, p); /* rounds: P to the input dtype */
+            ds[c] = ug_sim_round_to(x->dt, p * (dp - delta)); /* rounds: fp32, then dS to the dtype */
+        }
+        for (long c = 0; c < nk; c++)
+            for (size_t d = 0; d < D; d++) {
+                dv[(size_t)c * D + d] += pr[c] * x->dout[qrow + d]; /* rounds: fp32 acc */
+                dk[(size_t)c * D + d] += ds[c] * x->q[qrow + d]; /* rounds: fp32 acc */
+            }
+        float *dqr = x->dq + qrow;
+        for (size_t d = 0; d < D; d++) {
+            float acc = 0.0f;
+            for (long c = 0; c < nk; c++)
+                acc += ds[c] * x->k[(size_t)(k0 + j0 + c) * HD + (size_t)h * D + d]; /* rounds: fp32 acc */
+            dqr[d] += acc; /* rounds: fp32 */
+        }
+    }
+}
+
+static int fb_kernel(const ulpgym_call *call, char *err, size_t errlen, fb_bug bug)
+{
+    const char *in_names[7] = {"q", "k", "v", "o", "do", "cu_seqlens_q", "cu_seqlens_k"};
+    const ulpgym_tensor *in[7], *lse = ug_sim_in(call, "lse", 2, err, errlen);
+    for (int i = 0; i < 7; i++)
+        if (!(in[i] = ug_sim_in(call, in_names[i], i < 5 ? 3 : 1, err, errlen))) return -2;
+    const ulpgym_tensor *dq = ug_sim_out(call, "dq", 3, err, errlen), *dk = ug_sim_out(call, "dk", 3, err, errlen);
+    const ulpgym_tensor *dv = ug_sim_out(call, "dv", 3, err, errlen);
+    if (!lse || !dq || !dk || !dv) return -2;
+    ug_sim_params p;
+    if (ug_sim_params_open(&p, call, err, errlen)) return -2;
+    fb_ctx x = {.heads = in[0]->shape[1],
+                .dim = in[0]->shape[2],
+                .causal = ug_sim_int(&p, "causal", 0),
+                .dt = in[0]->dtype,
+                .bug = bug};
+    double scale = ug_sim_num(&p, "scale", 0.0);
+    x.scale = (float)(scale == 0.0 ? 1.0 / sqrt((double)x.dim) : scale);
+    ug_sim_params_close(&p);
+    size_t tq = (size_t)in[0]->shape[0], tk = (size_t)in[1]->shape[0], H = (size_t)x.heads, D = (size_t)x.dim;
+    long batch = in[5]->shape[0] - 1;
+    size_t nq = tq * H * D, nk = tk * H * D;
+    float *buf =
+        malloc((4 * nq + 4 * nk + 2 * tq * H + 2 * (size_t)(batch + 1) + 2 * FB_BK * D + 2 * FB_BK) * sizeof *buf);
+    if (!buf) return -1;
+    float *qf = buf, *of = qf + nq, *dof = of + nq, *dqf = dof + nq, *kf = dqf + nq, *vf = kf + nk, *dkf = vf + nk;
+    float *dvf = dkf + nk, *lf = dvf + nk, *delta = lf + tq * H, *cu = delta + tq * H;
+    float *dkt = cu + 2 * (batch + 1), *dvt = dkt + FB_BK * D, *pr = dvt + FB_BK * D, *ds = pr + FB_BK;
+    ug_sim_load(in[0], 0, nq, qf);
+    ug_sim_load(in[1], 0, nk, kf);
+    ug_sim_load(in[2], 0, nk, vf);
+    ug_sim_load(in[3], 0, nq, of);
+    ug_sim_load(in[4], 0, nq, dof);
+    ug_sim_load(lse, 0, tq * H, lf);
+    ug_sim_load(in[5], 0, (size_t)batch + 1, cu);
+    ug_sim_load(in[6], 0, (size_t)batch + 1, cu + batch + 1);
+    for (size_t r = 0; r < tq * H; r++) delta[r] = dot(dof + r * D, of + r * D, D); /* rounds: fp32 acc */
+    for (size_t e = 0; e < nq; e++) dqf[e] = 0.0f;
+    for (size_t e = 0; e < nk; e++) dkf[e] = dvf[e] = 0.0f;
+    x.q = qf, x.k = kf, x.v = vf, x.dout = dof, x.lse = lf, x.delta = delta, x.dq = dqf;
+    for (long b = 0; b < batch; b++) {
+        long q0 = (long)cu[b], lq = (long)cu[b + 1] - q0, k0 = (long)cu[batch + 1 + b],
+             lk = (long)cu[batch + 2 + b] - k0;
+        for (long h = 0; h < x.heads; h++)
+            for (long j0 = 0; j0 < lk; j0 += FB_BK) {
+                long n = lk - j0 < FB_BK ? lk - j0 : FB_BK;
+                key_tile(&x, q0, lq, k0, lk, h, j0, n, dkt, dvt, pr, ds);
+                if (tile_dropped(&x, j0, n)) continue; /* its dK, dV stay 0 */
+                for (long c = 0; c < n; c++)
+                    for (size_t d = 0; d < D; d++) {
+                        size_t at = ((size_t)(k0 + j0 + c) * H + (size_t)h) * D + d;
+                        float sk = x.bug == MUT_DK_NO_SCALE ? 1.0f : x.scale; /* bug: dK misses the scale */
+                        dkf[at] = dkt[(size_t)c * D + d] * sk; /* rounds: fp32 */
+                        dvf[at] = dvt[(size_t)c * D + d];
+                    }
+            }
+    }
+    for (size_t e = 0; e < nq; e++) dqf[e] *= x.scale; /* rounds: fp32 */
+    ug_sim_store(dq, 0, nq, dqf);
+    ug_sim_store(dk, 0, nk, dkf);
+    ug_sim_store(dv, 0, nk, dvf);
+    free(buf);
+    return 0;
+}
+
+static int k_sim(const ulpgym_call *c, char *e, size_t l) { return fb_kernel(c, e, l, MUT_NONE); }
+static int k_noscale(const ulpgym_call *c, char *e, size_t l) { return fb_kernel(c, e, l, MUT_DK_NO_SCALE); }
+static int k_strict(const ulpgym_call *c, char *e, size_t l) { return fb_kernel(c, e, l, MUT_CAUSAL_STRICT); }
+static int k_tail(const ulpgym_call *c, char *e, size_t l) { return fb_kernel(c, e, l, MUT_TAIL_TILE); }
+
+const ug_kernel_variant ug_flash_attention_mha_grad_variants[] = {
+    {"sim", "FA2 backward: 64-key tiles over 64-row query tiles, P from lse, P and dS cast to the dtype, fp32 acc",
+     k_sim},
+    {"mut_dk_no_scale", "dK = dS^T Q without the softmax scale", k_noscale},
+    {"mut_causal_strict", "causal mask j < i + Lk - Lq: the diagonal key is masked (causal cases only)", k_strict},
+    {"mut_tail_key_tile", "a short last key tile (Lk % 64 != 0, Lk > 64) is skipped: its dK/dV stay 0, dQ misses it",
+     k_tail},
+    {NULL, NULL, NULL},
+};

@@ -1,0 +1,123 @@
+/* gqa_decode_attn.c — sim kernel and planted-bug mutants for gqa_decode_attn: one query
+ * token per sequence, Hq query heads sharing Hkv kv heads (query head h reads kv head
+ * h / (Hq/Hkv)), keys [max(0, L-window), L) of sequence b (window 0 = all L),
+ *     o[b,h] = softmax(q[b,h]·K^T / sqrt(D)) · V.
+ *
+ * Device model: one core per (sequence, kv head) loads that head's K/V rows once (bf16,
+ * widened exactly to fp32) and serves the group's query heads from them, in tiles of 128
+ * keys starting at the window's first key: fp32 scores, online softmax, P cast to bf16
+ * before P·V, fp32 accumulation, o rounded once to bf16 (gl_attn_tiles.c). The scale is
+ * the fp32 value of 1/sqrt(D). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kernels/sim/attention/attn_tiles.h"
+#include "kernels/sim/attention/gqa_decode_attn.h"
+#include "kernels/sim/simlib.h"
+
+#define GQA_TILE 128
+
+typedef enum { MUT_NONE, MUT_WINDOW_OFF_BY_ONE, MUT_PV_BF16, MUT_NO_SUM_RESCALE, MUT_KV_HEAD_MOD } gqa_bug;
+
+typedef struct {
+    const ulpgym_tensor *q, *k, *v, *lens, *o;
+    long b, hq, hkv, s, d, window;
+} gqa_view;
+
+static int same_dims(const ulpgym_tensor *t, const int64_t *want, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (t->shape[i] != want[i]) return 0;
+    return 1;
+}
+
+/* Finds the tensors and checks their shapes agree: q [B,Hq,D], k/v [B,Hkv,S,D], seq_lens [B], o [B,Hq,D]. */
+static int gqa_open(const ulpgym_call *call, gqa_view *g, char *err, size_t errlen)
+{
+    ug_sim_params p;
+    if (ug_sim_params_open(&p, call, err, errlen)) return -2;
+    g->window = ug_sim_int(&p, "window", 0);
+    ug_sim_params_close(&p);
+    g->q = ug_sim_in(call, "q", 3, err, errlen);
+    g->k = ug_sim_in(call, "k", 4, err, errlen);
+    g->v = ug_sim_in(call, "v", 4, err, errlen);
+    g->lens = ug_sim_in(call, "seq_lens", 1, err, errlen);
+    g->o = ug_sim_out(call, "o", 3, err, errlen);
+    if (!g->q || !g->k || !g->v || !g->lens || !g->o) return -2;
+    g->b = g->q->shape[0], g->hq = g->q->shape[1], g->d = g->q->shape[2];
+    g->hkv = g->k->shape[1], g->s = g->k->shape[2];
+    int64_t kv[4] = {g->b, g->hkv, g->s, g->d}, bl[1] = {g->b};
+    if (!same_dims(g->k, kv, 4) || !same_dims(g->v, kv, 4) || !same_dims(g->lens, bl, 1) ||
+        !same_dims(g->o, g->q->shape, 3) || g->hkv < 1 || g->hq % g->hkv || g->lens->dtype != ULPGYM_INT32 ||
+        g->window < 0) {
+        snprintf(err, errlen, "gqa_decode_attn: tensor shapes disagree (q [B,Hq,D], k/v [B,Hkv,S,D], Hq %% Hkv == 0)");
+        return -2;
+    }
+    return 0;
+}
+
+/* Serves every query head of (b, kv head kvh) from one load of its n keys. */
+static void gqa_group(const gqa_view *g, long b, long kvh, long start, long n, gqa_bug bug, float *kf, float *vf,
+                      float *qf, float *of, float *scratch)
+{
+    size_t base = (size_t)((b * g->hkv + kvh) * g->s + start) * (size_t)g->d;
+    ug_sim_load(g->k, base, (size_t)(n * g->d), kf);
+    ug_sim_load(g->v, base, (size_t)(n * g->d), vf);
+    ug_gl_attn_cfg cfg = {(size_t)g->d, (size_t)g->d, (size_t)g->d, (size_t)g->d, GQA_TILE,
+                          (float)(1.0 / sqrt((double)g->d)), UG_GL_ATTN_P_BF16};
+    if (bug == MUT_PV_BF16) cfg.flags |= UG_GL_ATTN_BUG_PV_BF16;
+    if (bug == MUT_NO_SUM_RESCALE) cfg.flags |= UG_GL_ATTN_BUG_NO_SUM_RESCALE;
+    long group = g->hq / g->hkv;
+    for (long h = 0; h < g->hq; h++) {
+        long owner = bug == MUT_KV_HEAD_MOD ? h % g->hkv : h / group; /* bug: h % Hkv */
+        if (owner != kvh) continue;
+        size_t row = (size_t)(b * g->hq + h) * (size_t)g->d;
+        ug_sim_load(g->q, row, (size_t)g->d, qf);
+        ug_gl_attn_row(&cfg, qf, kf, vf, (size_t)n, of, scratch);
+        ug_sim_store(g->o, row, (size_t)g->d, of); /* rounds: bf16 output */
+    }
+}
+
+static int gqa_kernel(const ulpgym_call *call, char *err, size_t errlen, gqa_bug bug)
+{
+    gqa_view g;
+    if (gqa_open(call, &g, err, errlen)) return -2;
+    const int32_t *lens = g.lens->data;
+    size_t d = (size_t)g.d, s = (size_t)g.s;
+    float *kf = malloc((2 * s * d + 2 * d + GQA_TILE + 1) * sizeof *kf);
+    if (!kf) return -1;
+    float *vf = kf + s * d, *qf = vf + s * d, *of = qf + d, *scratch = of + d;
+    int rc = 0;
+    for (long b = 0; b < g.b && !rc; b++) {
+        long len = lens[b];
+        if (len < 1 || len > g.s) {
+            snprintf(err, errlen, "gqa_decode_attn: seq_lens[%ld] = %ld outside 1..%ld", b, len, g.s);
+            rc = -2;
+            break;
+        }
+        long start = g.window > 0 && len > g.window ? len - g.window : 0;
+        if (bug == MUT_WINDOW_OFF_BY_ONE && start > 0) start--; /* bug: window + 1 keys */
+        for (long kvh = 0; kvh < g.hkv; kvh++) gqa_group(&g, b, kvh, start, len - start, bug, kf, vf, qf, of, scratch);
+    }
+    free(kf);
+    return rc;
+}
+
+static int k_sim(const ulpgym_call *c, char *e, size_t l) { return gqa_kernel(c, e, l, MUT_NONE); }
+static int k_window(const ulpgym_call *c, char *e, size_t l) { return gqa_kernel(c, e, l, MUT_WINDOW_OFF_BY_ONE); }
+static int k_pv_bf16(const ulpgym_call *c, char *e, size_t l) { return gqa_kernel(c, e, l, MUT_PV_BF16); }
+static int k_rescale(const ulpgym_call *c, char *e, size_t l) { return gqa_kernel(c, e, l, MUT_NO_SUM_RESCALE); }
+static int k_kv_head(const ulpgym_call *c, char *e, size_t l) { return gqa_kernel(c, e, l, MUT_KV_HEAD_MOD); }
+
+const ug_kernel_variant ug_gqa_decode_attn_variants[] = {
+    {"sim", "device-style GQA decode: K/V loaded once per kv head, 128-key tiles, online softmax, bf16 P, fp32 acc",
+     k_sim},
+    {"mut_window_off_by_one", "sliding window keeps window+1 keys (visible only when the context exceeds the window)",
+     k_window},
+    {"mut_pv_bf16", "P·V accumulated in bf16 instead of fp32", k_pv_bf16},
+    {"mut_no_sum_rescale", "running softmax sum not rescaled when a later tile raises the max", k_rescale},
+    {"mut_kv_head_mod", "query head h reads kv head h % Hkv instead of h / (Hq/Hkv) (visible only when Hq > Hkv > 1)",
+     k_kv_head},
+    {NULL, NULL, NULL},
+};

@@ -1,0 +1,131 @@
+/* page_attention.c — sim kernel and planted-bug mutants for page_attention, paged decode
+ * attention with grouped-query heads:
+ *     o[b,h,:] = softmax_t(scale * q[b,h,:].K_b[t, h/G, :]) . V_b[t, h/G, :],  t < context_lens[b]
+ * where token t of sequence b lives in cache block block_tables[b, t / block_size] at slot
+ * t % block_size, and G = Hq / Hkv query heads share one kv head.
+ *
+ * Device model: one (sequence, kv head) per core; the G query heads of the group are the
+ * rows of a small tile; the kernel walks the sequence's blocks in order (one block = one
+ * key tile, the last one partial), with fp32 scores times the fp32 scale, an online
+ * softmax (running max and sum in fp32, the accumulator rescaled by exp(m_old - m_new)),
+ * and P cast to the input dtype for the P.V matmul (fp32 accumulation); o = acc * (1/l)
+ * is rounded once to the dtype. The block table's row stride is its second dimension. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "kernels/sim/attention/page_attention.h"
+#include "kernels/sim/simlib.h"
+
+typedef enum { MUT_NONE, MUT_TABLE_STRIDE, MUT_FULL_LAST_BLOCK, MUT_KV_HEAD_MAP } pa_bug;
+
+typedef struct {
+    long hq, hkv, dim, bs, table_stride;
+    float scale;
+    int dt;
+    const float *kc, *vc;
+    pa_bug bug;
+} pa_ctx;
+
+/* One query row (head h, values qr) over a sequence's blocks: writes the D outputs. */
+static void pa_row(const pa_ctx *x, const float *qr, const float *table, long ctx, long g, float *acc, float *s,
+                   float *out)
+{
+    size_t D = (size_t)x->dim;
+    float m = -INFINITY, l = 0.0f;
+    for (size_t d = 0; d < D; d++) acc[d] = 0.0f;
+    long nblocks = (ctx + x->bs - 1) / x->bs;
+    for (long i = 0; i < nblocks; i++) {
+        long phys = (long)table[i], n = ctx - i * x->bs < x->bs ? ctx - i * x->bs : x->bs;
+        if (x->bug == MUT_FULL_LAST_BLOCK) n = x->bs; /* bug: the partial last block read as full */
+        const float *kb = x->kc + ((size_t)phys * (size_t)x->bs * (size_t)x->hkv + (size_t)g) * D;
+        const float *vb = x->vc + ((size_t)phys * (size_t)x->bs * (size_t)x->hkv + (size_t)g) * D;
+        size_t slot = (size_t)x->hkv * D; /* distance between slots of one kv head */
+        float tm = -INFINITY;
+        for (long c = 0; c < n; c++) {
+            float dot = 0.0f;
+            for (size_t d = 0; d < D; d++) dot += qr[d] * kb[(size_t)c * slot + d]; /* rounds: fp32 acc */
+            s[c] = dot * x->scale; /* rounds: fp32 */
+            tm = fmaxf(tm, s[c]);
+        }
+        float m_new = fmaxf(m, tm);
+        float alpha = m == -INFINITY ? 0.0f : expf(m - m_new); /* rounds: fp32 */
+        float ts = 0.0f;
+        for (long c = 0; c < n; c++) {
+            float p = expf(s[c] - m_new); /* rounds: fp32 */
+            ts += p; /* rounds: fp32 */
+            s[c] = ug_sim_round_to(x->dt, p); /* rounds: P cast to the input dtype for P.V */
+        }
+        l = l * alpha + ts; /* rounds: fp32 */
+        for (size_t d = 0; d < D; d++) {
+            float pv = 0.0f;
+            for (long c = 0; c < n; c++) pv += s[c] * vb[(size_t)c * slot + d]; /* rounds: fp32 acc */
+            acc[d] = acc[d] * alpha + pv; /* rounds: fp32 */
+        }
+        m = m_new;
+    }
+    float inv = 1.0f / l; /* rounds: fp32 reciprocal */
+    for (size_t d = 0; d < D; d++) out[d] = acc[d] * inv; /* rounds: fp32 */
+}
+
+static int pa_kernel(const ulpgym_call *call, char *err, size_t errlen, pa_bug bug)
+{
+    const ulpgym_tensor *q = ug_sim_in(call, "q", 3, err, errlen), *kc = ug_sim_in(call, "key_cache", 4, err, errlen);
+    const ulpgym_tensor *vc = ug_sim_in(call, "value_cache", 4, err, errlen);
+    const ulpgym_tensor *bt = ug_sim_in(call, "block_tables", 2, err, errlen);
+    const ulpgym_tensor *cl = ug_sim_in(call, "context_lens", 1, err, errlen);
+    const ulpgym_tensor *o = ug_sim_out(call, "o", 3, err, errlen);
+    if (!q || !kc || !vc || !bt || !cl || !o) return -2;
+    ug_sim_params p;
+    if (ug_sim_params_open(&p, call, err, errlen)) return -2;
+    pa_ctx x = {.hq = q->shape[1],
+                .dim = q->shape[2],
+                .bs = kc->shape[1],
+                .hkv = kc->shape[2],
+                .table_stride = bt->shape[1],
+                .dt = q->dtype,
+                .bug = bug};
+    double scale = ug_sim_num(&p, "scale", 0.0);
+    x.scale = (float)(scale == 0.0 ? 1.0 / sqrt((double)x.dim) : scale);
+    ug_sim_params_close(&p);
+    size_t B = (size_t)q->shape[0], D = (size_t)x.dim, nq = B * (size_t)x.hq * D;
+    size_t ncache = (size_t)kc->shape[0] * (size_t)x.bs * (size_t)x.hkv * D, ntab = B * (size_t)x.table_stride;
+    float *buf = malloc((2 * nq + 2 * ncache + ntab + B + D + (size_t)x.bs) * sizeof *buf);
+    if (!buf) return -1;
+    float *qf = buf, *of = qf + nq, *kf = of + nq, *vf = kf + ncache, *tab = vf + ncache, *ctx = tab + ntab;
+    float *acc = ctx + B, *s = acc + D;
+    ug_sim_load(q, 0, nq, qf);
+    ug_sim_load(kc, 0, ncache, kf);
+    ug_sim_load(vc, 0, ncache, vf);
+    ug_sim_load(bt, 0, ntab, tab);
+    ug_sim_load(cl, 0, B, ctx);
+    x.kc = kf, x.vc = vf;
+    long stride = x.table_stride, maxctx = 0;
+    for (size_t b = 0; b < B; b++) maxctx = (long)ctx[b] > maxctx ? (long)ctx[b] : maxctx;
+    if (bug == MUT_TABLE_STRIDE) stride = maxctx / x.bs; /* bug: floor(max_ctx / block_size), not the ceiling */
+    long group = x.hq / x.hkv;
+    for (size_t b = 0; b < B; b++)
+        for (long h = 0; h < x.hq; h++) {
+            long g = bug == MUT_KV_HEAD_MAP ? h % x.hkv : h / group; /* bug: heads interleaved over kv heads */
+            size_t row = (b * (size_t)x.hq + (size_t)h) * D;
+            pa_row(&x, qf + row, tab + b * (size_t)stride, (long)ctx[b], g, acc, s, of + row);
+        }
+    ug_sim_store(o, 0, nq, of);
+    free(buf);
+    return 0;
+}
+
+static int k_sim(const ulpgym_call *c, char *e, size_t l) { return pa_kernel(c, e, l, MUT_NONE); }
+static int k_stride(const ulpgym_call *c, char *e, size_t l) { return pa_kernel(c, e, l, MUT_TABLE_STRIDE); }
+static int k_full(const ulpgym_call *c, char *e, size_t l) { return pa_kernel(c, e, l, MUT_FULL_LAST_BLOCK); }
+static int k_map(const ulpgym_call *c, char *e, size_t l) { return pa_kernel(c, e, l, MUT_KV_HEAD_MAP); }
+
+const ug_kernel_variant ug_page_attention_variants[] = {
+    {"sim", "paged decode, one block per key tile, fp32 online softmax, P cast to the input dtype for P.V", k_sim},
+    {"mut_table_stride",
+     "block-table row stride floor(max_ctx/block_size) instead of its width: rows shift when max_ctx % block_size != 0",
+     k_stride},
+    {"mut_full_last_block", "the partial last block read as full: stale cache slots past the context join the softmax",
+     k_full},
+    {"mut_kv_head_map", "query head h reads kv head h % Hkv instead of h / (Hq/Hkv)", k_map},
+    {NULL, NULL, NULL},
+};

@@ -1,0 +1,112 @@
+/* sparse_flash_attention.c — sim kernel and planted-bug mutants for sparse_flash_attention
+ * (DeepSeek-style sparse MLA attention over given top-k indices, TND layout):
+ *     o[t,n] = softmax_i( scale · q[t,n]·kv[idx[t,i]] ) · kv[idx[t,i]][:512]   over idx[t,i] != -1
+ * K rows are the 576-wide latent+rope rows, V rows their first 512 dims.
+ *
+ * Device model: one core per token gathers the token's selected kv rows (bf16, widened
+ * exactly to fp32; -1 slots skipped, so the valid keys are packed) once for all heads,
+ * then walks them in blocks of 64 keys: one fp32 dot over 576 dims, online softmax,
+ * P kept in fp32 for P·V (see incre_flash_attention_mla.c: a bf16 P does not fit the
+ * 1e-4 / 0.005 tolerance against the exact oracle), fp32 accumulation, o rounded once to
+ * bf16. A token with no valid index gives zeros. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kernels/sim/attention/attn_tiles.h"
+#include "kernels/sim/attention/sparse_flash_attention.h"
+#include "kernels/sim/simlib.h"
+
+#define SFA_BLOCK 64
+
+typedef enum { MUT_NONE, MUT_PAD_AS_ZERO, MUT_LOCAL_MAX, MUT_SCALE_AFTER } sfa_bug;
+
+typedef struct {
+    const ulpgym_tensor *q, *kv, *idx, *o;
+    long t, n, s, topk;
+    float scale;
+} sfa_view;
+
+/* Finds the tensors and checks their shapes: q [T,N,576], kv [S,576], indices [T,topk], o [T,N,512]. */
+static int sfa_open(const ulpgym_call *call, sfa_view *v, char *err, size_t errlen)
+{
+    ug_sim_params p;
+    if (ug_sim_params_open(&p, call, err, errlen)) return -2;
+    v->scale = (float)ug_sim_num(&p, "scale", 1.0 / 24.0);
+    ug_sim_params_close(&p);
+    v->q = ug_sim_in(call, "q", 3, err, errlen);
+    v->kv = ug_sim_in(call, "kv", 2, err, errlen);
+    v->idx = ug_sim_in(call, "indices", 2, err, errlen);
+    v->o = ug_sim_out(call, "o", 3, err, errlen);
+    if (!v->q || !v->kv || !v->idx || !v->o) return -2;
+    v->t = v->q->shape[0], v->n = v->q->shape[1], v->s = v->kv->shape[0], v->topk = v->idx->shape[1];
+    if (v->q->shape[2] != UG_SFA_DK || v->kv->shape[1] != UG_SFA_DK || v->idx->shape[0] != v->t ||
+        v->idx->dtype != ULPGYM_INT32 || v->o->shape[0] != v->t || v->o->shape[1] != v->n ||
+        v->o->shape[2] != UG_SFA_DV) {
+        snprintf(err, errlen, "sparse_flash_attention: tensor shapes disagree (q [T,N,576], kv [S,576], "
+                              "indices [T,topk] int32, o [T,N,512])");
+        return -2;
+    }
+    return 0;
+}
+
+/* Gathers token t's selected rows into kf; returns how many, or -2 on a bad index. */
+static long sfa_gather(const sfa_view *v, long t, sfa_bug bug, float *kf, char *err, size_t errlen)
+{
+    const int32_t *idx = (const int32_t *)v->idx->data + t * v->topk;
+    long n = 0;
+    for (long i = 0; i < v->topk; i++) {
+        long j = idx[i];
+        if (j == -1 && bug == MUT_PAD_AS_ZERO) j = 0; /* bug: padding read as row 0 */
+        if (j == -1) continue;
+        if (j < 0 || j >= v->s) {
+            snprintf(err, errlen, "sparse_flash_attention: indices[%ld][%ld] = %ld outside -1..%ld", t, i, j, v->s - 1);
+            return -2;
+        }
+        ug_sim_load(v->kv, (size_t)j * UG_SFA_DK, UG_SFA_DK, kf + (size_t)n++ * UG_SFA_DK);
+    }
+    return n;
+}
+
+static int sfa_kernel(const ulpgym_call *call, char *err, size_t errlen, sfa_bug bug)
+{
+    sfa_view v;
+    if (sfa_open(call, &v, err, errlen)) return -2;
+    float *kf = malloc(((size_t)v.topk * UG_SFA_DK + UG_SFA_DK + UG_SFA_DV + SFA_BLOCK) * sizeof *kf);
+    if (!kf) return -1;
+    float *qf = kf + (size_t)v.topk * UG_SFA_DK, *of = qf + UG_SFA_DK, *scratch = of + UG_SFA_DV;
+    ug_gl_attn_cfg cfg = {UG_SFA_DK, UG_SFA_DV, UG_SFA_DK, UG_SFA_DK, SFA_BLOCK, v.scale, 0};
+    if (bug == MUT_LOCAL_MAX) cfg.flags |= UG_GL_ATTN_BUG_LOCAL_MAX;
+    if (bug == MUT_SCALE_AFTER) cfg.flags |= UG_GL_ATTN_BUG_SCALE_AFTER;
+    int rc = 0;
+    for (long t = 0; t < v.t && !rc; t++) {
+        long n = sfa_gather(&v, t, bug, kf, err, errlen);
+        if (n < 0) {
+            rc = -2;
+            break;
+        }
+        for (long h = 0; h < v.n; h++) {
+            size_t row = (size_t)(t * v.n + h);
+            ug_sim_load(v.q, row * UG_SFA_DK, UG_SFA_DK, qf);
+            ug_gl_attn_row(&cfg, qf, kf, kf, (size_t)n, of, scratch); /* V = first 512 dims of each row */
+            ug_sim_store(v.o, row * UG_SFA_DV, UG_SFA_DV, of);        /* rounds: bf16 output */
+        }
+    }
+    free(kf);
+    return rc;
+}
+
+static int k_sim(const ulpgym_call *c, char *e, size_t l) { return sfa_kernel(c, e, l, MUT_NONE); }
+static int k_pad(const ulpgym_call *c, char *e, size_t l) { return sfa_kernel(c, e, l, MUT_PAD_AS_ZERO); }
+static int k_local_max(const ulpgym_call *c, char *e, size_t l) { return sfa_kernel(c, e, l, MUT_LOCAL_MAX); }
+static int k_scale_after(const ulpgym_call *c, char *e, size_t l) { return sfa_kernel(c, e, l, MUT_SCALE_AFTER); }
+
+const ug_kernel_variant ug_sparse_flash_attention_variants[] = {
+    {"sim", "device-style sparse MLA attention: per-token gather of the top-k rows, 64-key blocks, online softmax",
+     k_sim},
+    {"mut_pad_as_zero", "-1 padding indices read as kv row 0 (visible only where a token has padding)", k_pad},
+    {"mut_local_max", "each 64-key block uses its own max and the running sums are never rescaled "
+                      "(visible only with more than 64 valid keys)",
+     k_local_max},
+    {"mut_scale_after_softmax", "softmax of the unscaled scores, the scale applied to the output", k_scale_after},
+    {NULL, NULL, NULL},
+};

@@ -1,0 +1,194 @@
+/* chunked_gated_delta_rule.c — sim kernel and planted-bug mutants of the chunked (WY)
+ * gated delta rule, the prefill form. The same mathematics as gated_delta_rule,
+ *     S_t = e^{g_t} S_{t-1} (I - beta_t k_t k_t^T) + beta_t v_t k_t^T,  o_t = S_t q_t * scale,
+ * computed chunk by chunk (L tokens, the last chunk T mod L when L does not divide T):
+ *   G_r = sum_{c<=r} g_c                 cumulative log-decay within the chunk (fp32)
+ *   A[r][c] = beta_r (k_r.k_c) e^{G_r-G_c}   for c < r (strictly lower)
+ *   Tinv = (I + A)^{-1}                  forward substitution, unit diagonal
+ *   W = Tinv diag(beta e^G) K,  U~ = Tinv diag(beta) V      (the WY representation)
+ *   U = U~ - W S0^T                      the chunk's corrected values, S0 the carried state
+ *   o_r = scale (e^{G_r} S0 q_r + sum_{c<=r} e^{G_r-G_c} (q_r.k_c) U_c)
+ *   S  = e^{G_last} S0 + sum_c e^{G_last-G_c} U_c k_c^T    (carried to the next chunk)
+ * (A here is the negative of the (I - A) convention: the same inverse.) Everything is
+ * fp32, as a prefill kernel's vector and cube units hold it: inputs, the cumulative sum,
+ * expf, every matmul accumulated in fp32 in index order. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/sim/delta_rule/chunked_gated_delta_rule.h"
+#include "kernels/sim/delta_rule/delta_rule_io.h"
+#include "kernels/sim/simlib.h"
+
+typedef enum { MUT_NONE, MUT_DOUBLE_DECAY, MUT_DROP_TAIL, MUT_DIAG_IN_A } cgdr_bug;
+
+/* Working arrays of one chunk (L tokens at most). */
+typedef struct {
+    size_t L, dk, dv;
+    float *G, *beta, *bg, *Q, *K, *V, *A, *Tinv, *W, *U, *P, *Kd, *o;
+} chunk_ws;
+
+static void ws_free(chunk_ws *w) { free(w->G); }
+
+static int ws_alloc(chunk_ws *w, size_t L, size_t dk, size_t dv)
+{
+    size_t n = 3 * L + 4 * L * dk + 3 * L * dv + 3 * L * L; /* G beta bg; Q K W Kd; V U o; A Tinv P */
+    w->L = L;
+    w->dk = dk;
+    w->dv = dv;
+    w->G = calloc(n, sizeof(float));
+    if (!w->G) return -1;
+    w->beta = w->G + L;
+    w->bg = w->beta + L;
+    w->Q = w->bg + L;
+    w->K = w->Q + L * dk;
+    w->V = w->K + L * dk;
+    w->A = w->V + L * dv;
+    w->Tinv = w->A + L * L;
+    w->P = w->Tinv + L * L;
+    w->W = w->P + L * L;
+    w->U = w->W + L * dk;
+    w->Kd = w->U + L * dv;
+    w->o = w->Kd + L * dk;
+    return 0;
+}
+
+static float dot32(const float *a, const float *b, size_t n)
+{
+    float s = 0.0f;
+    for (size_t j = 0; j < n; j++) s += a[j] * b[j]; /* rounds: fp32 mul and add */
+    return s;
+}
+
+/* A (strictly lower; with the bug, the diagonal too) and Tinv = (I + A)^{-1}. */
+static void wy_inverse(chunk_ws *w, size_t n, cgdr_bug bug)
+{
+    size_t L = w->L;
+    for (size_t r = 0; r < n; r++)
+        for (size_t c = 0; c < n; c++) {
+            int in = c < r || (bug == MUT_DIAG_IN_A && c == r); /* bug: tril instead of strict tril */
+            w->A[r * L + c] = in ? w->beta[r] * dot32(w->K + r * w->dk, w->K + c * w->dk, w->dk) *
+                                       expf(w->G[r] - w->G[c]) /* rounds: fp32 */
+                                 : 0.0f;
+        }
+    for (size_t r = 0; r < n; r++) /* forward substitution, row by row */
+        for (size_t c = 0; c <= r; c++) {
+            float s = r == c ? 1.0f : 0.0f;
+            for (size_t m = c; m < r; m++) s -= w->A[r * L + m] * w->Tinv[m * L + c]; /* rounds: fp32 */
+            w->Tinv[r * L + c] = s / (1.0f + w->A[r * L + r]);                        /* exact unless bug */
+        }
+}
+
+/* dst[r][:] = sum_{c<=r} Tinv[r][c] * f[c] * src[c][:]  (row width d). */
+static void tinv_apply(const chunk_ws *w, size_t n, const float *f, const float *src, size_t d, float *dst)
+{
+    for (size_t r = 0; r < n; r++)
+        for (size_t j = 0; j < d; j++) {
+            float s = 0.0f;
+            for (size_t c = 0; c <= r; c++) s += w->Tinv[r * w->L + c] * (f[c] * src[c * d + j]); /* rounds: fp32 */
+            dst[r * d + j] = s;
+        }
+}
+
+/* One chunk of n tokens on the carried state S [dv][dk]: writes w->o [n][dv] and updates S. */
+static void chunk_step(chunk_ws *w, size_t n, float *S, cgdr_bug bug)
+{
+    size_t L = w->L, dk = w->dk, dv = w->dv;
+    for (size_t r = 0; r < n; r++) w->bg[r] = w->beta[r] * expf(w->G[r]); /* rounds: fp32 */
+    wy_inverse(w, n, bug);
+    tinv_apply(w, n, w->bg, w->K, dk, w->W);
+    tinv_apply(w, n, w->beta, w->V, dv, w->U);
+    for (size_t r = 0; r < n; r++) /* U = U~ - W S0^T */
+        for (size_t i = 0; i < dv; i++) w->U[r * dv + i] -= dot32(w->W + r * dk, S + i * dk, dk); /* rounds: fp32 */
+    for (size_t r = 0; r < n; r++) /* P[r][c] = (q_r.k_c) e^{G_r-G_c}, causal with the diagonal */
+        for (size_t c = 0; c <= r; c++)
+            w->P[r * L + c] = dot32(w->Q + r * dk, w->K + c * dk, dk) * expf(w->G[r] - w->G[c]); /* rounds: fp32 */
+    for (size_t r = 0; r < n; r++)
+        for (size_t i = 0; i < dv; i++) {
+            float s = expf(w->G[r]) * dot32(w->Q + r * dk, S + i * dk, dk); /* rounds: fp32 */
+            for (size_t c = 0; c <= r; c++) s += w->P[r * L + c] * w->U[c * dv + i]; /* rounds: fp32 */
+            w->o[r * dv + i] = s;
+        }
+    float gl = expf(w->G[n - 1]); /* rounds: fp32 */
+    for (size_t c = 0; c < n; c++)
+        for (size_t j = 0; j < dk; j++) w->Kd[c * dk + j] = expf(w->G[n - 1] - w->G[c]) * w->K[c * dk + j];
+    for (size_t i = 0; i < dv; i++)
+        for (size_t j = 0; j < dk; j++) {
+            float s = gl * S[i * dk + j]; /* rounds: fp32 */
+            for (size_t c = 0; c < n; c++) s += w->U[c * dv + i] * w->Kd[c * dk + j]; /* rounds: fp32 */
+            S[i * dk + j] = s;
+        }
+}
+
+/* Loads chunk [t0, t0+n) of value head h (qk head hk) into w; q pre-scaled. */
+static void chunk_load(chunk_ws *w, const ug_delta_io *io, size_t h, size_t hk, size_t t0, size_t n)
+{
+    size_t dk = io->dk, dv = io->dv;
+    for (size_t r = 0; r < n; r++) {
+        size_t t = t0 + r, th = t * io->hv + h, tk = (t * io->hqk + hk) * dk;
+        float g;
+        ug_sim_load(io->q, tk, dk, w->Q + r * dk);
+        ug_sim_load(io->k, tk, dk, w->K + r * dk);
+        ug_sim_load(io->v, th * dv, dv, w->V + r * dv);
+        ug_sim_load(io->g, th, 1, &g);
+        ug_sim_load(io->beta, th, 1, w->beta + r);
+        w->G[r] = r ? w->G[r - 1] + g : g; /* rounds: fp32 cumulative sum */
+        for (size_t j = 0; j < dk; j++) w->Q[r * dk + j] *= io->scale; /* rounds: fp32 */
+    }
+}
+
+static int cgdr_kernel(const ulpgym_call *call, char *err, size_t errlen, cgdr_bug bug)
+{
+    ug_delta_io io;
+    if (ug_delta_io_open(&io, call, err, errlen)) return -2;
+    ug_sim_params p;
+    if (ug_sim_params_open(&p, call, err, errlen)) return -2;
+    long chunk = ug_sim_int(&p, "chunk", 64);
+    ug_sim_params_close(&p);
+    if (chunk != 32 && chunk != 64 && chunk != 128) {
+        snprintf(err, errlen, "chunked_gated_delta_rule: param \"chunk\" must be 32, 64 or 128");
+        return -2;
+    }
+    size_t L = (size_t)chunk, dk = io.dk, dv = io.dv;
+    chunk_ws w;
+    float *S = malloc((dv * dk > 0 ? dv * dk : 1) * sizeof *S);
+    if (!S || ws_alloc(&w, L, dk, dv)) {
+        free(S);
+        return -1;
+    }
+    size_t end = bug == MUT_DROP_TAIL ? io.tokens / L * L : io.tokens; /* bug: the partial chunk is dropped */
+    for (size_t h = 0; h < io.hv; h++) {
+        size_t hk = ug_delta_io_qk_head(&io, h);
+        ug_sim_load(io.h0, h * dv * dk, dv * dk, S);
+        for (size_t t0 = 0; t0 < end; t0 += L) {
+            size_t n = end - t0 < L ? end - t0 : L; /* the tail chunk is explicit */
+            chunk_load(&w, &io, h, hk, t0, n);
+            chunk_step(&w, n, S, bug);
+            for (size_t r = 0; r < n; r++) ug_sim_store(io.o, ((t0 + r) * io.hv + h) * dv, dv, w.o + r * dv);
+            if (bug == MUT_DOUBLE_DECAY && t0 + n < end) { /* bug: the carried state decayed again */
+                float gl = expf(w.G[n - 1]);
+                for (size_t x = 0; x < dv * dk; x++) S[x] *= gl;
+            }
+        }
+        ug_sim_store(io.ht, h * dv * dk, dv * dk, S);
+    }
+    ws_free(&w);
+    free(S);
+    return 0;
+}
+
+static int k_sim(const ulpgym_call *c, char *e, size_t l) { return cgdr_kernel(c, e, l, MUT_NONE); }
+static int k_decay(const ulpgym_call *c, char *e, size_t l) { return cgdr_kernel(c, e, l, MUT_DOUBLE_DECAY); }
+static int k_tail(const ulpgym_call *c, char *e, size_t l) { return cgdr_kernel(c, e, l, MUT_DROP_TAIL); }
+static int k_diag(const ulpgym_call *c, char *e, size_t l) { return cgdr_kernel(c, e, l, MUT_DIAG_IN_A); }
+
+const ug_kernel_variant ug_chunked_gated_delta_rule_variants[] = {
+    {"sim", "chunked WY kernel: fp32 cumulative decay, (I+A)^-1 by forward substitution, state carried in fp32", k_sim},
+    {"mut_double_decay", "the state carried across a chunk border is decayed by e^{G_last} twice: only when T > L",
+     k_decay},
+    {"mut_drop_tail", "the last partial chunk is dropped when T is not a multiple of L (o tail unwritten, state short)",
+     k_tail},
+    {"mut_diag_in_a", "A keeps its diagonal beta_r |k_r|^2 (tril, not strict tril) before the inverse", k_diag},
+    {NULL, NULL, NULL},
+};

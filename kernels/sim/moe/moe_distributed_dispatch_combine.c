@@ -1,0 +1,141 @@
+/* moe_distributed_dispatch_combine.c — sim kernel and planted-bug mutants for
+ * moe_distributed_dispatch_combine over W simulated ranks.
+ *
+ * Device model: experts are split into contiguous blocks, E/W per rank with the
+ * remainder on the last rank. Dispatch walks tokens in order and appends each of a
+ * token's k copies to its owning rank's receive buffer (copy order: token, then slot),
+ * so a rank's block in the concatenated buffer starts at the sum of the earlier ranks'
+ * counts. On the int8 wire a token is quantised once before sending: amax in fp32,
+ * scale = amax/127 (fp32), q = rne(x/scale) clamped to [-128,127], and the receiver
+ * dequantises q*scale in fp32. The stand-in expert multiplies by its fp32 scale; results
+ * return in fp32 and the source rank sums w_k*y_k over the slots in fp32, storing bf16. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "kernels/sim/moe/moe_distributed_dispatch_combine.h"
+#include "kernels/sim/simlib.h"
+
+typedef enum { MUT_NONE, MUT_LAST_RANK_COUNT, MUT_WEIGHT_TWICE, MUT_SCALE_128 } moe_bug;
+
+typedef struct {
+    const ulpgym_tensor *x, *ids, *wts, *escale, *out, *rcount, *roff, *ecount;
+    size_t t, h, k, e, world;
+    int int8_wire;
+} moe_io;
+
+static int open_io(const ulpgym_call *call, moe_io *io, char *err, size_t errlen)
+{
+    ug_sim_params p;
+    if (ug_sim_params_open(&p, call, err, errlen)) return -2;
+    io->world = (size_t)ug_sim_int(&p, "world", 1);
+    const char *wire = ug_sim_str(&p, "wire", "bf16");
+    io->int8_wire = wire[0] == 'i';
+    ug_sim_params_close(&p);
+    io->x = ug_sim_in(call, "x", 2, err, errlen);
+    io->ids = ug_sim_in(call, "expert_ids", 2, err, errlen);
+    io->wts = ug_sim_in(call, "weights", 2, err, errlen);
+    io->escale = ug_sim_in(call, "expert_scale", 1, err, errlen);
+    io->out = ug_sim_out(call, "out", 2, err, errlen);
+    io->rcount = ug_sim_out(call, "rank_counts", 1, err, errlen);
+    io->roff = ug_sim_out(call, "rank_offsets", 1, err, errlen);
+    io->ecount = ug_sim_out(call, "expert_counts", 1, err, errlen);
+    if (!io->x || !io->ids || !io->wts || !io->escale || !io->out || !io->rcount || !io->roff || !io->ecount) return -2;
+    io->t = (size_t)io->x->shape[0];
+    io->h = (size_t)io->x->shape[1];
+    io->k = (size_t)io->ids->shape[1];
+    io->e = (size_t)io->escale->shape[0];
+    return 0;
+}
+
+/* Owning rank of expert e, or -1 when no rank holds it (only the count bug). */
+static long owner(size_t e, size_t n_exp, size_t world, moe_bug bug)
+{
+    size_t per = n_exp / world;
+    for (size_t r = 0; r < world; r++) {
+        size_t lo = r * per, hi = r + 1 == world && bug != MUT_LAST_RANK_COUNT ? n_exp : lo + per;
+        if (e >= lo && e < hi) return (long)r; /* bug: the last rank's block is E/W long */
+    }
+    return -1;
+}
+
+/* The token as it arrives on an expert's rank: x itself, or int8 codes dequantised. */
+static void wire(const float *x, size_t h, int int8_wire, moe_bug bug, float *dst)
+{
+    if (!int8_wire) {
+        for (size_t j = 0; j < h; j++) dst[j] = x[j];
+        return;
+    }
+    float amax = 0.0f;
+    for (size_t j = 0; j < h; j++) amax = fmaxf(amax, fabsf(x[j]));
+    float scale = amax / (bug == MUT_SCALE_128 ? 128.0f : 127.0f); /* rounds: fp32; bug: 128 */
+    for (size_t j = 0; j < h; j++) {
+        float q = scale > 0.0f ? rintf(x[j] / scale) : 0.0f; /* rounds: fp32 divide, then RNE */
+        q = fminf(fmaxf(q, -128.0f), 127.0f);
+        dst[j] = q * scale; /* rounds: fp32 dequantisation */
+    }
+}
+
+static int moe_kernel(const ulpgym_call *call, char *err, size_t errlen, moe_bug bug)
+{
+    moe_io io;
+    if (open_io(call, &io, err, errlen)) return -2;
+    size_t T = io.t, h = io.h, K = io.k, E = io.e, W = io.world;
+    float *rows = malloc((T * K * h + 1) * sizeof *rows), *xt = malloc((3 * h + E + T * K + 1) * sizeof *xt);
+    long *slot_rank = malloc((T * K + 1) * sizeof *slot_rank);
+    float *rcount = calloc(W + 1, sizeof *rcount), *roff = calloc(W + 1, sizeof *roff);
+    if (!rows || !xt || !slot_rank || !rcount || !roff) {
+        free(rows), free(xt), free(slot_rank), free(rcount), free(roff);
+        return -1;
+    }
+    float *xw = xt + h, *acc = xw + h, *es = acc + h, *ids = es + E;
+    ug_sim_load(io.escale, 0, E, es);
+    ug_sim_load(io.ids, 0, T * K, ids);
+    float *ecount = calloc(E + 1, sizeof *ecount);
+    /* dispatch: count the copies per rank, then lay them out rank by rank */
+    for (size_t i = 0; i < T * K; i++) {
+        slot_rank[i] = owner((size_t)ids[i], E, W, bug);
+        if (slot_rank[i] >= 0) rcount[slot_rank[i]] += 1.0f;
+        if (ecount && slot_rank[i] >= 0) ecount[(size_t)ids[i]] += 1.0f;
+    }
+    for (size_t r = 1; r < W; r++) roff[r] = roff[r - 1] + rcount[r - 1];
+    for (size_t t = 0; t < T; t++) {
+        ug_sim_load(io.x, t * h, h, xt);
+        wire(xt, h, io.int8_wire, bug, xw);
+        for (size_t s = 0; s < K; s++) /* each received copy through its expert, fp32 back */
+            for (size_t j = 0; j < h; j++)
+                rows[(t * K + s) * h + j] = es[(size_t)ids[t * K + s]] * xw[j]; /* rounds: fp32 */
+    }
+    /* combine on the source rank: sum over the slots in order */
+    float *wt = malloc((K + 1) * sizeof *wt);
+    for (size_t t = 0; wt && t < T; t++) {
+        ug_sim_load(io.wts, t * K, K, wt);
+        for (size_t j = 0; j < h; j++) acc[j] = 0.0f;
+        for (size_t s = 0; s < K; s++) {
+            if (slot_rank[t * K + s] < 0) continue; /* a copy nobody received */
+            float w = bug == MUT_WEIGHT_TWICE ? wt[s] * wt[s] : wt[s]; /* bug: weight applied twice */
+            for (size_t j = 0; j < h; j++) acc[j] += w * rows[(t * K + s) * h + j]; /* rounds: fp32 */
+        }
+        ug_sim_store(io.out, t * h, h, acc);
+    }
+    int rc = wt && ecount ? 0 : -1;
+    if (!rc) {
+        ug_sim_store(io.rcount, 0, W, rcount);
+        ug_sim_store(io.roff, 0, W, roff);
+        ug_sim_store(io.ecount, 0, E, ecount);
+    }
+    free(rows), free(xt), free(slot_rank), free(rcount), free(roff), free(ecount), free(wt);
+    return rc;
+}
+
+static int k_sim(const ulpgym_call *c, char *e, size_t l) { return moe_kernel(c, e, l, MUT_NONE); }
+static int k_last(const ulpgym_call *c, char *e, size_t l) { return moe_kernel(c, e, l, MUT_LAST_RANK_COUNT); }
+static int k_twice(const ulpgym_call *c, char *e, size_t l) { return moe_kernel(c, e, l, MUT_WEIGHT_TWICE); }
+static int k_128(const ulpgym_call *c, char *e, size_t l) { return moe_kernel(c, e, l, MUT_SCALE_128); }
+
+const ug_kernel_variant ug_moe_distributed_dispatch_combine_variants[] = {
+    {"sim", "contiguous expert blocks (remainder on the last rank), optional int8 wire, fp32 combine", k_sim},
+    {"mut_last_rank_count", "the last rank owns E/W experts even when E % W != 0: the remainder experts' copies are lost", k_last},
+    {"mut_weight_twice", "the routing weight is applied at the expert and again in the combine", k_twice},
+    {"mut_int8_scale_128", "int8 wire scale = amax/128 instead of amax/127", k_128},
+    {NULL, NULL, NULL},
+};

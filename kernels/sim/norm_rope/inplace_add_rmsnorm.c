@@ -1,0 +1,99 @@
+/* inplace_add_rmsnorm.c — sim kernel and planted-bug mutants for inplace_add_rmsnorm:
+ *     x_add = x1 + x2 (written to x2),  rstd = 1/sqrt(mean(x_add^2) + eps),
+ *     y = x_add * rstd * gamma (written to x1)
+ *
+ * Device model: one row per vector core; x1, x2 widened to fp32 and added in fp32; the
+ * sum of squares is accumulated in 64 fp32 lanes (lane l takes elements l, l+64, ...),
+ * then the lanes are reduced pairwise; rstd = 1/sqrt(sum/H + eps) in fp32; outputs are
+ * rounded once to their dtype. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "kernels/sim/norm_rope/inplace_add_rmsnorm.h"
+#include "kernels/sim/simlib.h"
+
+#define LANES 64
+
+typedef enum { MUT_NONE, MUT_BF16_SUM, MUT_EPS_OUTSIDE, MUT_TAIL_LANES, MUT_ADD_IN_DTYPE, MUT_PRESCALE } rms_bug;
+
+/* rstd after pre-scaling by max|x| (a trick against overflow of the squares): exact in
+ * exact arithmetic, but an all-zero row divides 0 by 0. */
+static float prescaled_rstd(const float *v, size_t n, float eps)
+{
+    float s = 0.0f, acc = 0.0f;
+    for (size_t i = 0; i < n; i++) s = fmaxf(s, fabsf(v[i]));
+    for (size_t i = 0; i < n; i++) acc += (v[i] / s) * (v[i] / s); /* rounds: fp32; NaN when s = 0 */
+    return 1.0f / (s * sqrtf(acc / (float)n + eps / (s * s)));
+}
+
+/* Sum of squares in 64 fp32 lanes, then a pairwise tree over the lanes. */
+static float lane_sumsq(const float *v, size_t n, rms_bug bug)
+{
+    if (bug == MUT_BF16_SUM) { /* bug: one scalar accumulator kept in bf16 */
+        float acc = 0.0f;
+        for (size_t i = 0; i < n; i++) acc = ug_sim_round_bf16(acc + v[i] * v[i]);
+        return acc;
+    }
+    float lane[LANES] = {0};
+    size_t full = n / LANES * LANES;
+    size_t end = bug == MUT_TAIL_LANES && full > 0 ? full : n; /* bug: tail block dropped */
+    for (size_t i = 0; i < end; i++) {
+        lane[i % LANES] += v[i] * v[i]; /* rounds: fp32 */
+    }
+    for (size_t w = LANES / 2; w > 0; w /= 2)
+        for (size_t l = 0; l < w; l++) {
+            lane[l] += lane[l + w]; /* rounds: fp32 */
+        }
+    return lane[0];
+}
+
+static int rms_kernel(const ulpgym_call *call, char *err, size_t errlen, rms_bug bug)
+{
+    ug_sim_params p;
+    if (ug_sim_params_open(&p, call, err, errlen)) return -2;
+    float eps = (float)ug_sim_num(&p, "eps", 1e-6);
+    ug_sim_params_close(&p);
+    const ulpgym_tensor *x1 = ug_sim_in(call, "x1", 2, err, errlen), *x2 = ug_sim_in(call, "x2", 2, err, errlen);
+    const ulpgym_tensor *gamma = ug_sim_in(call, "gamma", 1, err, errlen);
+    const ulpgym_tensor *y = ug_sim_out(call, "y", 2, err, errlen), *xa = ug_sim_out(call, "x_add", 2, err, errlen);
+    const ulpgym_tensor *rstd = ug_sim_out(call, "rstd", 1, err, errlen);
+    if (!x1 || !x2 || !gamma || !y || !xa || !rstd) return -2;
+    size_t rows = (size_t)x1->shape[0], h = (size_t)x1->shape[1];
+    float *a = malloc((h ? h : 1) * 3 * sizeof *a), *b = a + (h ? h : 1), *g = b + (h ? h : 1);
+    if (!a) return -1;
+    ug_sim_load(gamma, 0, h, g);
+    for (size_t r = 0; r < rows; r++) {
+        ug_sim_load(x1, r * h, h, a);
+        ug_sim_load(x2, r * h, h, b);
+        for (size_t i = 0; i < h; i++) a[i] += b[i]; /* rounds: fp32 add */
+        if (bug == MUT_ADD_IN_DTYPE) /* bug: the sum is kept in the storage dtype (fp16 overflows past 65504) */
+            for (size_t i = 0; i < h; i++) a[i] = ug_sim_round_to(x1->dtype, a[i]);
+        ug_sim_store(xa, r * h, h, a);
+        float ms = lane_sumsq(a, h, bug) / (float)h; /* rounds: fp32 */
+        float rs = bug == MUT_EPS_OUTSIDE ? 1.0f / (sqrtf(ms) + eps) : 1.0f / sqrtf(ms + eps);
+        if (bug == MUT_PRESCALE) rs = prescaled_rstd(a, h, eps);
+        ug_sim_store(rstd, r, 1, &rs);
+        for (size_t i = 0; i < h; i++) b[i] = a[i] * rs * g[i]; /* rounds: fp32, left to right */
+        ug_sim_store(y, r * h, h, b);
+    }
+    free(a);
+    return 0;
+}
+
+static int k_sim(const ulpgym_call *c, char *e, size_t l) { return rms_kernel(c, e, l, MUT_NONE); }
+static int k_bf16(const ulpgym_call *c, char *e, size_t l) { return rms_kernel(c, e, l, MUT_BF16_SUM); }
+static int k_eps(const ulpgym_call *c, char *e, size_t l) { return rms_kernel(c, e, l, MUT_EPS_OUTSIDE); }
+static int k_tail(const ulpgym_call *c, char *e, size_t l) { return rms_kernel(c, e, l, MUT_TAIL_LANES); }
+static int k_add_dt(const ulpgym_call *c, char *e, size_t l) { return rms_kernel(c, e, l, MUT_ADD_IN_DTYPE); }
+static int k_prescale(const ulpgym_call *c, char *e, size_t l) { return rms_kernel(c, e, l, MUT_PRESCALE); }
+
+const ug_kernel_variant ug_inplace_add_rmsnorm_variants[] = {
+    {"sim", "fp32 add, 64-lane fp32 sum of squares with a pairwise lane tree", k_sim},
+    {"mut_bf16_sum", "sum of squares in one scalar bf16 accumulator", k_bf16},
+    {"mut_eps_outside", "rstd = 1/(sqrt(mean)+eps): eps outside the root, visible on small inputs", k_eps},
+    {"mut_tail_lanes", "the last partial block of 64 is left out of the sum of squares when H % 64 != 0", k_tail},
+    {"mut_add_in_dtype", "x1 + x2 kept in the storage dtype: fp16 overflows to inf once |x1 + x2| > 65504 (2^16)",
+     k_add_dt, 1},
+    {"mut_prescale_zero_row", "rstd after pre-scaling by max|x|: an all-zero row gives 0/0 = NaN", k_prescale, 1},
+    {NULL, NULL, NULL},
+};

@@ -1,0 +1,138 @@
+/* matmul_allreduce_add_rmsnorm.c — sim kernel and planted-bug mutants for
+ * matmul_allreduce_add_rmsnorm over W simulated ranks:
+ *     p_r = x_r . w_r (fp32 acc, rounded to bf16 per rank),  y = sum_r p_r in rank order,
+ *     h = y + residual,  out = h * gamma / sqrt(mean(h^2) + eps)
+ *
+ * Device model: each rank's cube unit walks its K/W slice in tiles of 128, summing each
+ * tile's products in fp32 and adding the tile into an fp32 accumulator; the partial is
+ * written to the communication buffer in bf16. The all-reduce adds the bf16 partials in
+ * rank order in fp32; the vector unit adds the residual in fp32, stores h (bf16), and
+ * normalises the fp32 h: sum of squares in 64 fp32 lanes with a pairwise lane tree,
+ * rstd in fp32, outputs rounded once. The ranks run in-process one after another. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "kernels/sim/norm_rope/matmul_allreduce_add_rmsnorm.h"
+#include "kernels/sim/simlib.h"
+
+#define K_TILE 128
+#define LANES 64
+
+typedef enum { MUT_NONE, MUT_REVERSE_BF16, MUT_RESIDUAL_AFTER_NORM, MUT_EPS_OUTSIDE } mar_bug;
+
+/* One rank's partial row: part[n] = sum_k x[k] w[k, n] over kk elements, fp32 per tile. */
+static void rank_partial(const float *x, const float *w, size_t kk, size_t n_cols, float *part, float *tile)
+{
+    for (size_t j = 0; j < n_cols; j++) part[j] = 0.0f;
+    for (size_t k0 = 0; k0 < kk; k0 += K_TILE) {
+        size_t len = kk - k0 < K_TILE ? kk - k0 : K_TILE; /* tail tile handled explicitly */
+        for (size_t j = 0; j < n_cols; j++) tile[j] = 0.0f;
+        for (size_t k = k0; k < k0 + len; k++)
+            for (size_t j = 0; j < n_cols; j++) tile[j] += x[k] * w[k * n_cols + j]; /* rounds: fp32 */
+        for (size_t j = 0; j < n_cols; j++) part[j] += tile[j]; /* rounds: fp32 */
+    }
+    for (size_t j = 0; j < n_cols; j++) part[j] = ug_sim_round_bf16(part[j]); /* rounds: bf16 wire */
+}
+
+static float lane_sumsq(const float *v, size_t n)
+{
+    float lane[LANES] = {0};
+    for (size_t i = 0; i < n; i++) lane[i % LANES] += v[i] * v[i]; /* rounds: fp32 */
+    for (size_t w = LANES / 2; w > 0; w /= 2)
+        for (size_t l = 0; l < w; l++) lane[l] += lane[l + w]; /* rounds: fp32 */
+    return lane[0];
+}
+
+/* y = all-reduce of the W bf16 partials parts[r*n + j]. */
+static void all_reduce(const float *parts, size_t world, size_t n, float *y, mar_bug bug)
+{
+    for (size_t j = 0; j < n; j++) {
+        float acc = 0.0f;
+        if (bug == MUT_REVERSE_BF16) { /* bug: reverse rank order, bf16 accumulator */
+            for (size_t r = world; r-- > 0;) acc = ug_sim_round_bf16(acc + parts[r * n + j]);
+        } else {
+            for (size_t r = 0; r < world; r++) acc += parts[r * n + j]; /* rounds: fp32 */
+        }
+        y[j] = acc;
+    }
+}
+
+typedef struct {
+    const ulpgym_tensor *x, *w, *res, *gamma, *out, *h;
+    size_t world, t, kk, n;
+    float eps;
+} mar_io;
+
+static int open_io(const ulpgym_call *call, mar_io *io, char *err, size_t errlen)
+{
+    ug_sim_params p;
+    if (ug_sim_params_open(&p, call, err, errlen)) return -2;
+    io->eps = (float)ug_sim_num(&p, "eps", 1e-6);
+    ug_sim_params_close(&p);
+    io->x = ug_sim_in(call, "x", 3, err, errlen);
+    io->w = ug_sim_in(call, "w", 3, err, errlen);
+    io->res = ug_sim_in(call, "residual", 2, err, errlen);
+    io->gamma = ug_sim_in(call, "gamma", 1, err, errlen);
+    io->out = ug_sim_out(call, "out", 2, err, errlen);
+    io->h = ug_sim_out(call, "h", 2, err, errlen);
+    if (!io->x || !io->w || !io->res || !io->gamma || !io->out || !io->h) return -2;
+    io->world = (size_t)io->x->shape[0];
+    io->t = (size_t)io->x->shape[1];
+    io->kk = (size_t)io->x->shape[2];
+    io->n = (size_t)io->w->shape[2];
+    return 0;
+}
+
+static int mar_kernel(const ulpgym_call *call, char *err, size_t errlen, mar_bug bug)
+{
+    mar_io io;
+    if (open_io(call, &io, err, errlen)) return -2;
+    size_t W = io.world, kk = io.kk, n = io.n;
+    float *w = malloc((W * kk * n + 1) * sizeof *w);
+    float *buf = malloc(((W + 5) * n + kk + 1) * sizeof *buf);
+    if (!w || !buf) {
+        free(w);
+        free(buf);
+        return -1;
+    }
+    float *parts = buf, *y = parts + W * n, *res = y + n, *g = res + n, *tile = g + n, *o = tile + n;
+    float *x = o + n;
+    ug_sim_load(io.w, 0, W * kk * n, w);
+    ug_sim_load(io.gamma, 0, n, g);
+    for (size_t t = 0; t < io.t; t++) {
+        for (size_t r = 0; r < W; r++) {
+            ug_sim_load(io.x, (r * io.t + t) * kk, kk, x);
+            rank_partial(x, w + r * kk * n, kk, n, parts + r * n, tile);
+        }
+        all_reduce(parts, W, n, y, bug);
+        ug_sim_load(io.res, t * n, n, res);
+        int res_late = bug == MUT_RESIDUAL_AFTER_NORM; /* bug: residual added after the norm */
+        for (size_t j = 0; j < n; j++) y[j] += res[j]; /* rounds: fp32 */
+        ug_sim_store(io.h, t * n, n, y);
+        if (res_late)
+            for (size_t j = 0; j < n; j++) y[j] -= res[j]; /* the norm sees the reduced y only */
+        float ms = lane_sumsq(y, n) / (float)n; /* rounds: fp32 */
+        float rs = bug == MUT_EPS_OUTSIDE ? 1.0f / (sqrtf(ms) + io.eps) : 1.0f / sqrtf(ms + io.eps);
+        for (size_t j = 0; j < n; j++) {
+            o[j] = y[j] * rs * g[j]; /* rounds: fp32, left to right */
+            if (res_late) o[j] += res[j];
+        }
+        ug_sim_store(io.out, t * n, n, o);
+    }
+    free(w);
+    free(buf);
+    return 0;
+}
+
+static int k_sim(const ulpgym_call *c, char *e, size_t l) { return mar_kernel(c, e, l, MUT_NONE); }
+static int k_rev(const ulpgym_call *c, char *e, size_t l) { return mar_kernel(c, e, l, MUT_REVERSE_BF16); }
+static int k_res(const ulpgym_call *c, char *e, size_t l) { return mar_kernel(c, e, l, MUT_RESIDUAL_AFTER_NORM); }
+static int k_eps(const ulpgym_call *c, char *e, size_t l) { return mar_kernel(c, e, l, MUT_EPS_OUTSIDE); }
+
+const ug_kernel_variant ug_matmul_allreduce_add_rmsnorm_variants[] = {
+    {"sim", "per-rank fp32 matmul in K tiles of 128, bf16 partials, rank-order fp32 all-reduce, fp32 add+RMSNorm", k_sim},
+    {"mut_reverse_bf16_reduce", "partials reduced in reverse rank order into a bf16 accumulator: shows when partials cancel", k_rev},
+    {"mut_residual_after_norm", "the residual is added after the norm instead of before it", k_res},
+    {"mut_eps_outside", "rstd = 1/(sqrt(mean)+eps): eps outside the root, visible on small inputs", k_eps},
+    {NULL, NULL, NULL},
+};

@@ -1,0 +1,76 @@
+/* mhc_post.c — sim kernel and planted-bug mutants for mhc_post (the post step of
+ * manifold-constrained hyper-connections), per token t and output stream n:
+ *     out[t,n,:] = h_post[t,n] * h_out[t,:] + sum_k h_res[t,k,n] * x[t,k,:]
+ *
+ * Device model: a token's N x N mixing matrix and N post weights are fp32 scalars; D is
+ * walked in tiles of 256 lanes; each lane starts from h_post * h_out (fp32 product) and
+ * adds the N products h_res[k,n] * x[k] in stream order, one fp32 multiply and one fp32
+ * add each (no fused multiply-add); the lane is rounded once to bf16. The tail tile
+ * (D % 256 lanes) runs the same code with a shorter length. */
+#include <stdlib.h>
+
+#include "kernels/sim/norm_rope/mhc_post.h"
+#include "kernels/sim/simlib.h"
+
+#define MHC_TILE 256
+
+typedef enum { MUT_NONE, MUT_RES_TRANSPOSED, MUT_BF16_ACC, MUT_TAIL_NO_MIX } mhc_bug;
+
+/* One tile of one output stream: acc[0..len) for stream n of a token. xs holds the
+ * token's N streams (row stride d), starting at the tile's first lane. */
+static void mix_tile(const float *ho, const float *xs, size_t d, size_t len, const float *hres, float hpost,
+                     size_t nst, size_t n, int skip_mix, mhc_bug bug, float *acc)
+{
+    for (size_t j = 0; j < len; j++) acc[j] = hpost * ho[j]; /* rounds: fp32 */
+    if (skip_mix) return; /* bug MUT_TAIL_NO_MIX: the tail tile never gets the residual mix */
+    for (size_t k = 0; k < nst; k++) {
+        /* bug MUT_RES_TRANSPOSED reads h_res[n,k] for h_res[k,n] */
+        float w = bug == MUT_RES_TRANSPOSED ? hres[n * nst + k] : hres[k * nst + n];
+        for (size_t j = 0; j < len; j++) {
+            acc[j] = acc[j] + w * xs[k * d + j]; /* rounds: fp32 mul, fp32 add */
+            if (bug == MUT_BF16_ACC) acc[j] = ug_sim_round_bf16(acc[j]); /* bug: bf16 accumulator */
+        }
+    }
+}
+
+static int mhc_kernel(const ulpgym_call *call, char *err, size_t errlen, mhc_bug bug)
+{
+    const ulpgym_tensor *x = ug_sim_in(call, "x", 3, err, errlen), *ho = ug_sim_in(call, "h_out", 2, err, errlen);
+    const ulpgym_tensor *hr = ug_sim_in(call, "h_res", 3, err, errlen), *hp = ug_sim_in(call, "h_post", 2, err, errlen);
+    const ulpgym_tensor *out = ug_sim_out(call, "out", 3, err, errlen);
+    if (!x || !ho || !hr || !hp || !out) return -2;
+    size_t tok = (size_t)x->shape[0], nst = (size_t)x->shape[1], d = (size_t)x->shape[2];
+    size_t full = d / MHC_TILE * MHC_TILE;
+    float *xs = malloc((nst * d + 2 * d + nst * nst + nst) * sizeof *xs);
+    if (!xs) return -1;
+    float *hov = xs + nst * d, *acc = hov + d, *hres = acc + d, *hpost = hres + nst * nst;
+    for (size_t t = 0; t < tok; t++) {
+        ug_sim_load(x, t * nst * d, nst * d, xs); /* exact widening */
+        ug_sim_load(ho, t * d, d, hov);
+        ug_sim_load(hr, t * nst * nst, nst * nst, hres);
+        ug_sim_load(hp, t * nst, nst, hpost);
+        for (size_t n = 0; n < nst; n++) {
+            for (size_t j0 = 0; j0 < d; j0 += MHC_TILE) {
+                size_t len = d - j0 < MHC_TILE ? d - j0 : MHC_TILE;
+                int skip = bug == MUT_TAIL_NO_MIX && j0 >= full;
+                mix_tile(hov + j0, xs + j0, d, len, hres, hpost[n], nst, n, skip, bug, acc + j0);
+            }
+            ug_sim_store(out, (t * nst + n) * d, d, acc); /* rounds: bf16 */
+        }
+    }
+    free(xs);
+    return 0;
+}
+
+static int k_sim(const ulpgym_call *c, char *e, size_t l) { return mhc_kernel(c, e, l, MUT_NONE); }
+static int k_trans(const ulpgym_call *c, char *e, size_t l) { return mhc_kernel(c, e, l, MUT_RES_TRANSPOSED); }
+static int k_bf16(const ulpgym_call *c, char *e, size_t l) { return mhc_kernel(c, e, l, MUT_BF16_ACC); }
+static int k_tail(const ulpgym_call *c, char *e, size_t l) { return mhc_kernel(c, e, l, MUT_TAIL_NO_MIX); }
+
+const ug_kernel_variant ug_mhc_post_variants[] = {
+    {"sim", "fp32 lanes in tiles of 256: h_post*h_out then N fp32 multiply-adds in stream order", k_sim},
+    {"mut_res_transposed", "reads h_res[n,k] instead of h_res[k,n]", k_trans},
+    {"mut_bf16_acc", "the lane accumulator is rounded to bf16 after every add", k_bf16},
+    {"mut_tail_no_mix", "the tail tile (D % 256 lanes) gets only h_post*h_out, no residual mix", k_tail},
+    {NULL, NULL, NULL},
+};

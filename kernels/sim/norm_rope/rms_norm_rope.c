@@ -1,0 +1,105 @@
+/* rms_norm_rope.c — sim kernel and planted-bug mutants for rms_norm_rope (Qwen3 q/k
+ * norm + NeoX rotary), applied to every head row x[0..D) of q and of k:
+ *     n = x * gamma / sqrt(mean(x^2) + eps)
+ *     y[i]       = n[i] * cos[t,i] - n[i+D/2] * sin[t,i]      (i < D/2)
+ *     y[i + D/2] = n[i+D/2] * cos[t,i] + n[i] * sin[t,i]
+ *
+ * Device model: one head row per vector pass; x widened to fp32; the sum of squares is
+ * accumulated in 64 fp32 lanes (lane l takes elements l, l+64, ...) and the lanes are
+ * reduced pairwise; rstd = 1/sqrt(sum/D + eps) in fp32; the normed row stays in fp32
+ * (the fused kernel never writes it out) and is rotated with fp32 products; each output
+ * is rounded once to the output dtype. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "kernels/sim/norm_rope/rms_norm_rope.h"
+#include "kernels/sim/simlib.h"
+
+#define LANES 64
+
+typedef enum { MUT_NONE, MUT_ROPE_BEFORE_NORM, MUT_EPS_OUTSIDE, MUT_INTERLEAVED } nr_bug;
+
+/* Sum of squares in 64 fp32 lanes, then a pairwise tree over the lanes. */
+static float lane_sumsq(const float *v, size_t n)
+{
+    float lane[LANES] = {0};
+    for (size_t i = 0; i < n; i++) lane[i % LANES] += v[i] * v[i]; /* rounds: fp32 */
+    for (size_t w = LANES / 2; w > 0; w /= 2)
+        for (size_t l = 0; l < w; l++) lane[l] += lane[l + w]; /* rounds: fp32 */
+    return lane[0];
+}
+
+/* In-place rotation of v[0..d) with one cos/sin row: NeoX pairs (i, i+D/2), or the
+ * interleaved pairs (2i, 2i+1) of the MUT_INTERLEAVED bug. */
+static void rotate(float *v, const float *c, const float *s, size_t d, nr_bug bug, float *tmp)
+{
+    size_t half = d / 2;
+    for (size_t i = 0; i < half; i++) {
+        size_t a = bug == MUT_INTERLEAVED ? 2 * i : i, b = bug == MUT_INTERLEAVED ? 2 * i + 1 : i + half;
+        tmp[a] = v[a] * c[i] - v[b] * s[i]; /* rounds: fp32 mul, mul, sub */
+        tmp[b] = v[b] * c[i] + v[a] * s[i]; /* rounds: fp32 mul, mul, add */
+    }
+    for (size_t i = 0; i < d; i++) v[i] = tmp[i];
+}
+
+/* Norm then rope of one head row v (fp32, in place). */
+static void norm_rope_row(float *v, const float *g, const float *c, const float *s, size_t d, float eps, nr_bug bug,
+                          float *tmp)
+{
+    if (bug == MUT_ROPE_BEFORE_NORM) rotate(v, c, s, d, bug, tmp); /* bug: rotary applied to the raw row */
+    float ms = lane_sumsq(v, d) / (float)d;                           /* rounds: fp32 */
+    float rs = bug == MUT_EPS_OUTSIDE ? 1.0f / (sqrtf(ms) + eps) : 1.0f / sqrtf(ms + eps); /* rounds: fp32 */
+    for (size_t i = 0; i < d; i++) v[i] = v[i] * rs * g[i]; /* rounds: fp32, left to right */
+    if (bug != MUT_ROPE_BEFORE_NORM) rotate(v, c, s, d, bug, tmp);
+}
+
+/* Normalises and rotates every head row of x [T, H, D] into y. */
+static int run_tensor(const ulpgym_tensor *x, const ulpgym_tensor *gamma, const ulpgym_tensor *ct,
+                      const ulpgym_tensor *st, const ulpgym_tensor *y, float eps, nr_bug bug)
+{
+    size_t tok = (size_t)x->shape[0], heads = (size_t)x->shape[1], d = (size_t)x->shape[2], half = d / 2;
+    float *v = malloc((4 * d + 2 * half) * sizeof *v);
+    if (!v) return -1;
+    float *tmp = v + d, *g = tmp + d, *c = g + d, *s = c + half;
+    ug_sim_load(gamma, 0, d, g);
+    for (size_t t = 0; t < tok; t++) {
+        ug_sim_load(ct, t * half, half, c);
+        ug_sim_load(st, t * half, half, s);
+        for (size_t h = 0; h < heads; h++) {
+            size_t off = (t * heads + h) * d;
+            ug_sim_load(x, off, d, v);
+            norm_rope_row(v, g, c, s, d, eps, bug, tmp);
+            ug_sim_store(y, off, d, v); /* rounds: output dtype */
+        }
+    }
+    free(v);
+    return 0;
+}
+
+static int nr_kernel(const ulpgym_call *call, char *err, size_t errlen, nr_bug bug)
+{
+    ug_sim_params p;
+    if (ug_sim_params_open(&p, call, err, errlen)) return -2;
+    float eps = (float)ug_sim_num(&p, "eps", 1e-6);
+    ug_sim_params_close(&p);
+    const ulpgym_tensor *q = ug_sim_in(call, "q", 3, err, errlen), *k = ug_sim_in(call, "k", 3, err, errlen);
+    const ulpgym_tensor *gq = ug_sim_in(call, "gamma_q", 1, err, errlen), *gk = ug_sim_in(call, "gamma_k", 1, err, errlen);
+    const ulpgym_tensor *ct = ug_sim_in(call, "cos", 2, err, errlen), *st = ug_sim_in(call, "sin", 2, err, errlen);
+    const ulpgym_tensor *qo = ug_sim_out(call, "q_out", 3, err, errlen), *ko = ug_sim_out(call, "k_out", 3, err, errlen);
+    if (!q || !k || !gq || !gk || !ct || !st || !qo || !ko) return -2;
+    if (run_tensor(q, gq, ct, st, qo, eps, bug) || run_tensor(k, gk, ct, st, ko, eps, bug)) return -1;
+    return 0;
+}
+
+static int k_sim(const ulpgym_call *c, char *e, size_t l) { return nr_kernel(c, e, l, MUT_NONE); }
+static int k_before(const ulpgym_call *c, char *e, size_t l) { return nr_kernel(c, e, l, MUT_ROPE_BEFORE_NORM); }
+static int k_eps(const ulpgym_call *c, char *e, size_t l) { return nr_kernel(c, e, l, MUT_EPS_OUTSIDE); }
+static int k_inter(const ulpgym_call *c, char *e, size_t l) { return nr_kernel(c, e, l, MUT_INTERLEAVED); }
+
+const ug_kernel_variant ug_rms_norm_rope_variants[] = {
+    {"sim", "64-lane fp32 sum of squares, fp32 norm kept in registers, fp32 NeoX rotation", k_sim},
+    {"mut_rope_before_norm", "rotary applied to the raw row, then the norm and gamma", k_before},
+    {"mut_eps_outside", "rstd = 1/(sqrt(mean)+eps): eps outside the root, visible on tiny rows", k_eps},
+    {"mut_interleaved_pairing", "rotates interleaved pairs (x_2i, x_2i+1) instead of (x_i, x_i+D/2)", k_inter},
+    {NULL, NULL, NULL},
+};

@@ -1,0 +1,104 @@
+/* apply_adamw.c — sim kernel and planted-bug mutants for apply_adamw, one AdamW step:
+ *     m' = b1*m + (1-b1)*g,  v' = b2*v + (1-b2)*g^2
+ *     w' = w - lr*( (m'/(1-b1^t)) / (sqrt(v'/(1-b2^t)) + eps) + wd*w )
+ *
+ * Device model (the factoring of torch's fused AdamW and CANN's ApplyAdamW): the host
+ * computes the step scalars in double and hands them over as fp32 — decay = 1 - lr*wd,
+ * step_size = lr/(1-b1^t), bc2_sqrt = sqrt(1-b2^t); each element then runs in fp32:
+ * w *= decay; m' and v' with one fp32 multiply per product and fp32 adds;
+ * denom = sqrt(v')/bc2_sqrt + eps; w' = w - step_size * (m'/denom); w' is rounded to
+ * w's dtype, m' and v' stay fp32. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "kernels/sim/optimizer/apply_adamw.h"
+#include "kernels/sim/simlib.h"
+
+#define ADAMW_CHUNK 1024
+
+typedef enum { MUT_NONE, MUT_NO_BIAS_CORRECTION, MUT_EPS_INSIDE_SQRT, MUT_L2_DECAY } adamw_bug;
+
+typedef struct {
+    float b1, b2, omb1, omb2, eps, wd, decay, step_size, bc2_sqrt;
+} adamw_scalars;
+
+/* Host-side scalars: computed in double, handed to the device as fp32. */
+static void host_scalars(const ug_sim_params *p, adamw_bug bug, adamw_scalars *s)
+{
+    float lr = (float)ug_sim_num(p, "lr", 1e-3), b1 = (float)ug_sim_num(p, "beta1", 0.9);
+    float b2 = (float)ug_sim_num(p, "beta2", 0.999);
+    double t = (double)ug_sim_int(p, "step", 1);
+    s->b1 = b1;
+    s->b2 = b2;
+    s->omb1 = 1.0f - b1; /* rounds: fp32 (exact for b in [0.5, 1]) */
+    s->omb2 = 1.0f - b2;
+    s->eps = (float)ug_sim_num(p, "eps", 1e-8);
+    s->wd = (float)ug_sim_num(p, "weight_decay", 0.01);
+    s->decay = bug == MUT_L2_DECAY ? 1.0f : (float)(1.0 - (double)lr * s->wd); /* rounds: fp32 scalar */
+    if (bug == MUT_NO_BIAS_CORRECTION) { /* bug: moments used without bias correction */
+        s->step_size = lr;
+        s->bc2_sqrt = 1.0f;
+    } else {
+        s->step_size = (float)((double)lr / (1.0 - pow((double)b1, t))); /* rounds: fp32 scalar */
+        s->bc2_sqrt = (float)sqrt(1.0 - pow((double)b2, t));             /* rounds: fp32 scalar */
+    }
+}
+
+/* One element in fp32; w, m, v updated in place. */
+static void adamw_elem(const adamw_scalars *s, adamw_bug bug, float g, float *w, float *m, float *v)
+{
+    if (bug == MUT_L2_DECAY) g = g + s->wd * *w; /* bug: L2 penalty folded into the gradient */
+    float wd = *w * s->decay;                      /* rounds: fp32 */
+    *m = s->b1 * *m + s->omb1 * g;                 /* rounds: fp32 mul, mul, add */
+    *v = s->b2 * *v + s->omb2 * (g * g);           /* rounds: fp32 mul, mul, mul, add */
+    float denom;
+    if (bug == MUT_EPS_INSIDE_SQRT) /* bug: sqrt(v_hat + eps) instead of sqrt(v_hat) + eps */
+        denom = sqrtf(*v / (s->bc2_sqrt * s->bc2_sqrt) + s->eps);
+    else
+        denom = sqrtf(*v) / s->bc2_sqrt + s->eps; /* rounds: fp32 sqrt, div, add */
+    *w = wd - s->step_size * (*m / denom);         /* rounds: fp32 div, mul, sub */
+}
+
+static int adamw_kernel(const ulpgym_call *call, char *err, size_t errlen, adamw_bug bug)
+{
+    ug_sim_params p;
+    if (ug_sim_params_open(&p, call, err, errlen)) return -2;
+    adamw_scalars s;
+    host_scalars(&p, bug, &s);
+    ug_sim_params_close(&p);
+    const ulpgym_tensor *w = ug_sim_in(call, "w", 2, err, errlen), *g = ug_sim_in(call, "g", 2, err, errlen);
+    const ulpgym_tensor *m = ug_sim_in(call, "m", 2, err, errlen), *v = ug_sim_in(call, "v", 2, err, errlen);
+    const ulpgym_tensor *wo = ug_sim_out(call, "w_out", 2, err, errlen), *mo = ug_sim_out(call, "m_out", 2, err, errlen);
+    const ulpgym_tensor *vo = ug_sim_out(call, "v_out", 2, err, errlen);
+    if (!w || !g || !m || !v || !wo || !mo || !vo) return -2;
+    size_t n = ug_abi_numel(w);
+    float *buf = malloc(4 * ADAMW_CHUNK * sizeof *buf);
+    if (!buf) return -1;
+    float *bw = buf, *bg = bw + ADAMW_CHUNK, *bm = bg + ADAMW_CHUNK, *bv = bm + ADAMW_CHUNK;
+    for (size_t off = 0; off < n; off += ADAMW_CHUNK) {
+        size_t len = n - off < ADAMW_CHUNK ? n - off : ADAMW_CHUNK;
+        ug_sim_load(w, off, len, bw); /* exact widening */
+        ug_sim_load(g, off, len, bg);
+        ug_sim_load(m, off, len, bm);
+        ug_sim_load(v, off, len, bv);
+        for (size_t i = 0; i < len; i++) adamw_elem(&s, bug, bg[i], &bw[i], &bm[i], &bv[i]);
+        ug_sim_store(wo, off, len, bw); /* rounds: w's dtype */
+        ug_sim_store(mo, off, len, bm);
+        ug_sim_store(vo, off, len, bv);
+    }
+    free(buf);
+    return 0;
+}
+
+static int k_sim(const ulpgym_call *c, char *e, size_t l) { return adamw_kernel(c, e, l, MUT_NONE); }
+static int k_nobc(const ulpgym_call *c, char *e, size_t l) { return adamw_kernel(c, e, l, MUT_NO_BIAS_CORRECTION); }
+static int k_eps(const ulpgym_call *c, char *e, size_t l) { return adamw_kernel(c, e, l, MUT_EPS_INSIDE_SQRT); }
+static int k_l2(const ulpgym_call *c, char *e, size_t l) { return adamw_kernel(c, e, l, MUT_L2_DECAY); }
+
+const ug_kernel_variant ug_apply_adamw_variants[] = {
+    {"sim", "fp32 elementwise AdamW, host step scalars (step_size, sqrt bias correction) in fp32", k_sim},
+    {"mut_no_bias_correction", "moments used without bias correction (1-beta^t dropped)", k_nobc},
+    {"mut_eps_inside_sqrt", "denominator sqrt(v_hat + eps) instead of sqrt(v_hat) + eps: shows on tiny v", k_eps},
+    {"mut_l2_decay", "weight decay added to the gradient (Adam + L2) instead of decoupled", k_l2},
+    {NULL, NULL, NULL},
+};

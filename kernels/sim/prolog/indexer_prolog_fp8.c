@@ -1,0 +1,255 @@
+/* indexer_prolog_fp8.c — sim kernel shared by lightning_indexer_prolog_quant_fp8 and
+ * lightning_indexer_prolog_quant_mxfp8, and both variant tables.
+ *
+ * One pipeline, two quantisation formats, so the device model lives once:
+ *   q path (per token, indexer head): the dequantised bf16 q row widened to fp32,
+ *     RoPE_half on the first R dims (fp32 products and sums), an in-place fp32
+ *     Walsh-Hadamard butterfly, then times the fp32 constant 1/sqrt(D);
+ *   k path (per token): x.W_k with fp32 accumulation in K tiles of 128, LayerNorm in fp32
+ *     (mean, then the mean of squared deviations, rstd = 1/sqrtf(var+eps)), RoPE,
+ *     Hadamard, quantised and scattered to the paged cache at slot_mapping (slot -1 =
+ *     padding, not written); cache slots no token writes hold code 0 and scale 0 (fp8) or
+ *     2^-127 (MX);
+ *   weights: x.W_proj in fp32 tiles times the fp32 constant 1/sqrt(H*D), stored bf16.
+ * Quantisation: fp8 one fp32 scale per row, scale = amax/448, code = e4m3(v/scale)
+ * (RNE, saturating); MXFP8 blocks of 32 share scale 2^(floor(log2 amax)-8) (E8M0, exponent
+ * clamped to [-127, 127]; an all-zero block gets 2^-127), code = e4m3(v/scale),
+ * saturating to +-448 as the OCP MX spec prescribes. */
+#include "kernels/sim/prolog/indexer_prolog_fp8.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/sim/simlib.h"
+
+#define K_TILE 128
+#define MX_BLOCK 32
+
+typedef struct {
+    const ulpgym_tensor *q, *x, *wk, *gamma, *beta, *wproj, *cos, *sin, *slots;
+    const ulpgym_tensor *q8, *qs, *kc, *ks, *wts;
+    size_t t, heads, d, hid, half, n_slots;
+    float eps;
+} lip_io;
+
+static int open_io(const ulpgym_call *call, lip_io *io, char *err, size_t errlen)
+{
+    ug_sim_params p;
+    if (ug_sim_params_open(&p, call, err, errlen)) return -2;
+    io->eps = (float)ug_sim_num(&p, "eps", 1e-6);
+    ug_sim_params_close(&p);
+    io->q = ug_sim_in(call, "q", 3, err, errlen);
+    io->x = ug_sim_in(call, "x", 2, err, errlen);
+    io->wk = ug_sim_in(call, "w_k", 2, err, errlen);
+    io->gamma = ug_sim_in(call, "ln_gamma", 1, err, errlen);
+    io->beta = ug_sim_in(call, "ln_beta", 1, err, errlen);
+    io->wproj = ug_sim_in(call, "w_proj", 2, err, errlen);
+    io->cos = ug_sim_in(call, "cos", 2, err, errlen);
+    io->sin = ug_sim_in(call, "sin", 2, err, errlen);
+    io->slots = ug_sim_in(call, "slot_mapping", 1, err, errlen);
+    io->q8 = ug_sim_out(call, "q_fp8", 3, err, errlen);
+    io->qs = ug_sim_out(call, "q_scale", -1, err, errlen);
+    io->kc = ug_sim_out(call, "k_cache", 3, err, errlen);
+    io->ks = ug_sim_out(call, "k_scale", -1, err, errlen);
+    io->wts = ug_sim_out(call, "weights", 2, err, errlen);
+    if (!io->q || !io->x || !io->wk || !io->gamma || !io->beta || !io->wproj || !io->cos || !io->sin || !io->slots ||
+        !io->q8 || !io->qs || !io->kc || !io->ks || !io->wts)
+        return -2;
+    io->t = (size_t)io->q->shape[0];
+    io->heads = (size_t)io->q->shape[1];
+    io->d = (size_t)io->q->shape[2];
+    io->hid = (size_t)io->x->shape[1];
+    io->half = (size_t)io->cos->shape[1];
+    io->n_slots = (size_t)(io->kc->shape[0] * io->kc->shape[1]);
+    return 0;
+}
+
+/* RoPE_half on v[0..2*half) with this token's cos/sin, then the normalised Hadamard. */
+static void rope_hadamard(float *v, size_t d, const float *c, const float *s, size_t half, ug_lip8_bug bug)
+{
+    for (size_t i = 0; i < half; i++) {
+        float a = v[i], b = v[i + half];
+        v[i] = a * c[i] - b * s[i];        /* rounds: fp32 products and difference */
+        v[i + half] = b * c[i] + a * s[i]; /* rounds: fp32 */
+    }
+    for (size_t len = 1; len < d; len <<= 1)
+        for (size_t i = 0; i < d; i += 2 * len)
+            for (size_t j = i; j < i + len; j++) {
+                float a = v[j], b = v[j + len];
+                v[j] = a + b; /* rounds: fp32 */
+                v[j + len] = a - b;
+            }
+    if (bug == UG_LIP8_BUG_HADAMARD_UNNORMALISED) return; /* bug: 1/sqrt(D) left out */
+    float inv = 1.0f / sqrtf((float)d); /* rounds: fp32 constant */
+    for (size_t i = 0; i < d; i++) v[i] *= inv; /* rounds: fp32 */
+}
+
+/* e4m3 conversion the way the device does it: saturating (bug: overflow becomes NaN). */
+static float to_e4m3_input(float x, ug_lip8_bug bug)
+{
+    if (bug == UG_LIP8_BUG_NO_SATURATION && fabsf(x) >= 464.0f) return NAN; /* 464: midpoint 448..480 */
+    return x;
+}
+
+/* Quantises one row v[0..d) into codes (fp32 values before the e4m3 store) and scales. */
+static void quantise(const float *v, size_t d, ug_lip8_format fmt, ug_lip8_bug bug, float *codes, float *scales)
+{
+    size_t block = fmt == UG_LIP8_FP8 ? d : MX_BLOCK;
+    for (size_t b0 = 0; b0 < d; b0 += block) {
+        float amax = 0.0f, scale;
+        for (size_t i = b0; i < b0 + block; i++) amax = fmaxf(amax, fabsf(v[i]));
+        if (fmt == UG_LIP8_FP8) {
+            scale = amax / 448.0f; /* rounds: fp32 */
+        } else if (amax == 0.0f) {
+            scale = ldexpf(1.0f, -127);
+        } else {
+            int e = ilogbf(amax) - (bug == UG_LIP8_BUG_MX_EXP_OFF_BY_ONE ? 7 : 8); /* bug: emax 7 */
+            e = e < -127 ? -127 : e > 127 ? 127 : e;
+            scale = ldexpf(1.0f, e); /* exact: a power of two */
+        }
+        for (size_t i = b0; i < b0 + block; i++)
+            codes[i] = to_e4m3_input(scale > 0.0f ? v[i] / scale : 0.0f, bug); /* rounds: fp32 (exact for MX) */
+        scales[b0 / block] = scale;
+    }
+}
+
+/* out[j] = sum_k a[k] * b[k*ld + j] for j < n, fp32 per K tile of 128. */
+static void tiled_gemv(const float *a, const float *b, size_t kk, size_t n, size_t ld, float *out, float *tile)
+{
+    for (size_t j = 0; j < n; j++) out[j] = 0.0f;
+    for (size_t k0 = 0; k0 < kk; k0 += K_TILE) {
+        size_t len = kk - k0 < K_TILE ? kk - k0 : K_TILE;
+        for (size_t j = 0; j < n; j++) tile[j] = 0.0f;
+        for (size_t k = k0; k < k0 + len; k++)
+            for (size_t j = 0; j < n; j++) tile[j] += a[k] * b[k * ld + j]; /* rounds: fp32 */
+        for (size_t j = 0; j < n; j++) out[j] += tile[j];                   /* rounds: fp32 */
+    }
+}
+
+static void layer_norm(float *v, size_t d, const float *g, const float *b, float eps)
+{
+    float mean = 0.0f, var = 0.0f;
+    for (size_t i = 0; i < d; i++) mean += v[i]; /* rounds: fp32 */
+    mean /= (float)d;
+    for (size_t i = 0; i < d; i++) var += (v[i] - mean) * (v[i] - mean); /* rounds: fp32 */
+    float rstd = 1.0f / sqrtf(var / (float)d + eps);                     /* rounds: fp32 */
+    for (size_t i = 0; i < d; i++) v[i] = (v[i] - mean) * rstd * g[i] + b[i]; /* rounds: fp32 */
+}
+
+typedef struct {
+    float *wk, *wp, *x, *v, *codes, *scales, *cs, *sn, *g, *b, *tile, *zero;
+} lip_buf;
+
+static void buf_free(lip_buf *b)
+{
+    free(b->wk), free(b->wp), free(b->x), free(b->v);
+}
+
+static int buf_alloc(const lip_io *io, lip_buf *b)
+{
+    size_t d = io->d, n = d > io->heads ? d : io->heads;
+    memset(b, 0, sizeof *b);
+    b->wk = malloc((io->hid * d + 1) * sizeof(float));
+    b->wp = malloc((io->hid * io->heads + 1) * sizeof(float));
+    b->x = malloc((io->hid + 1) * sizeof(float));
+    b->v = malloc((5 * d + 2 * n + 2 * io->half + 2) * sizeof(float)); /* v and tile hold d or H values */
+    if (!b->wk || !b->wp || !b->x || !b->v) {
+        buf_free(b);
+        return -1;
+    }
+    b->codes = b->v + n, b->scales = b->codes + d, b->g = b->scales + d, b->b = b->g + d, b->zero = b->b + d;
+    b->cs = b->zero + d, b->sn = b->cs + io->half, b->tile = b->sn + io->half;
+    return 0;
+}
+
+/* Writes slot s of the cache (codes and scales), s counted in [0, n_slots). */
+static void store_slot(const lip_io *io, ug_lip8_format fmt, size_t s, const float *codes, const float *scales)
+{
+    size_t ns = fmt == UG_LIP8_FP8 ? 1 : io->d / MX_BLOCK;
+    ug_sim_store(io->kc, s * io->d, io->d, codes);
+    ug_sim_store(io->ks, s * ns, ns, scales);
+}
+
+int ug_lip8_kernel(const ulpgym_call *call, char *err, size_t errlen, ug_lip8_format fmt, ug_lip8_bug bug)
+{
+    lip_io io;
+    lip_buf b;
+    if (open_io(call, &io, err, errlen)) return -2;
+    if (buf_alloc(&io, &b)) return -1;
+    size_t d = io.d, H = io.heads, ns = fmt == UG_LIP8_FP8 ? 1 : d / MX_BLOCK;
+    ug_sim_load(io.wk, 0, io.hid * d, b.wk);
+    ug_sim_load(io.wproj, 0, io.hid * H, b.wp);
+    ug_sim_load(io.gamma, 0, d, b.g);
+    ug_sim_load(io.beta, 0, d, b.b);
+    for (size_t i = 0; i < d; i++) b.zero[i] = 0.0f;
+    float empty_scale = fmt == UG_LIP8_FP8 ? 0.0f : ldexpf(1.0f, -127);
+    for (size_t i = 0; i < ns; i++) b.scales[i] = empty_scale;
+    for (size_t s = 0; s < io.n_slots; s++) store_slot(&io, fmt, s, b.zero, b.scales); /* the empty cache */
+    float slot, cst = 1.0f / sqrtf((float)(H * d)); /* rounds: fp32 constant */
+    for (size_t t = 0; t < io.t; t++) {
+        ug_sim_load(io.cos, t * io.half, io.half, b.cs);
+        ug_sim_load(io.sin, t * io.half, io.half, b.sn);
+        for (size_t h = 0; h < H; h++) { /* q path */
+            ug_sim_load(io.q, (t * H + h) * d, d, b.v);
+            rope_hadamard(b.v, d, b.cs, b.sn, io.half, bug);
+            quantise(b.v, d, fmt, bug, b.codes, b.scales);
+            ug_sim_store(io.q8, (t * H + h) * d, d, b.codes);
+            ug_sim_store(io.qs, (t * H + h) * ns, ns, b.scales);
+        }
+        ug_sim_load(io.x, t * io.hid, io.hid, b.x);
+        tiled_gemv(b.x, b.wp, io.hid, H, H, b.v, b.tile); /* weights */
+        for (size_t h = 0; h < H; h++) b.v[h] *= cst;      /* rounds: fp32 */
+        ug_sim_store(io.wts, t * H, H, b.v);
+        ug_sim_load(io.slots, t, 1, &slot);
+        if (slot < 0 && bug != UG_LIP8_BUG_PAD_SLOT_WRAPS) continue; /* padding token: no cache write */
+        size_t s = slot < 0 ? io.n_slots - 1 : (size_t)slot;       /* bug: cache[-1] */
+        tiled_gemv(b.x, b.wk, io.hid, d, d, b.v, b.tile);           /* k path */
+        layer_norm(b.v, d, b.g, b.b, io.eps);
+        rope_hadamard(b.v, d, b.cs, b.sn, io.half, bug);
+        quantise(b.v, d, fmt, bug, b.codes, b.scales);
+        store_slot(&io, fmt, s, b.codes, b.scales);
+    }
+    buf_free(&b);
+    return 0;
+}
+
+static int f_sim(const ulpgym_call *c, char *e, size_t l) { return ug_lip8_kernel(c, e, l, UG_LIP8_FP8, UG_LIP8_BUG_NONE); }
+static int f_had(const ulpgym_call *c, char *e, size_t l)
+{
+    return ug_lip8_kernel(c, e, l, UG_LIP8_FP8, UG_LIP8_BUG_HADAMARD_UNNORMALISED);
+}
+static int f_pad(const ulpgym_call *c, char *e, size_t l)
+{
+    return ug_lip8_kernel(c, e, l, UG_LIP8_FP8, UG_LIP8_BUG_PAD_SLOT_WRAPS);
+}
+static int m_sim(const ulpgym_call *c, char *e, size_t l) { return ug_lip8_kernel(c, e, l, UG_LIP8_MX, UG_LIP8_BUG_NONE); }
+static int m_had(const ulpgym_call *c, char *e, size_t l)
+{
+    return ug_lip8_kernel(c, e, l, UG_LIP8_MX, UG_LIP8_BUG_HADAMARD_UNNORMALISED);
+}
+static int m_exp(const ulpgym_call *c, char *e, size_t l)
+{
+    return ug_lip8_kernel(c, e, l, UG_LIP8_MX, UG_LIP8_BUG_MX_EXP_OFF_BY_ONE);
+}
+static int m_sat(const ulpgym_call *c, char *e, size_t l)
+{
+    return ug_lip8_kernel(c, e, l, UG_LIP8_MX, UG_LIP8_BUG_NO_SATURATION);
+}
+static int m_pad(const ulpgym_call *c, char *e, size_t l) { return ug_lip8_kernel(c, e, l, UG_LIP8_MX, UG_LIP8_BUG_PAD_SLOT_WRAPS); }
+
+const ug_kernel_variant ug_lightning_indexer_prolog_quant_fp8_variants[] = {
+    {"sim", "fp32 RoPE + butterfly Hadamard, fp32 LayerNorm, per-row e4m3 with scale amax/448", f_sim},
+    {"mut_hadamard_unnormalised", "Hadamard without the 1/sqrt(D) normalisation (scales come out sqrt(D) too large)", f_had},
+    {"mut_pad_slot_wraps", "a padding token's slot -1 indexes the cache from the end and overwrites its last slot", f_pad},
+    {NULL, NULL, NULL},
+};
+
+const ug_kernel_variant ug_lightning_indexer_prolog_quant_mxfp8_variants[] = {
+    {"sim", "fp32 RoPE + butterfly Hadamard, fp32 LayerNorm, MXFP8 blocks of 32 with E8M0 2^(floor(log2 amax)-8)", m_sim},
+    {"mut_hadamard_unnormalised", "Hadamard without the 1/sqrt(D) normalisation", m_had},
+    {"mut_mx_exp_off_by_one", "MX shared exponent floor(log2 amax) - 7 (e4m3 emax taken as 7)", m_exp},
+    {"mut_no_saturation", "e4m3 conversion does not saturate: block elements above 464 become NaN", m_sat},
+    {"mut_pad_slot_wraps", "a padding token's slot -1 indexes the cache from the end and overwrites its last slot", m_pad},
+    {NULL, NULL, NULL},
+};

@@ -1,0 +1,224 @@
+/* mla_prolog.c — sim kernel and planted-bug mutants for mla_prolog (the MLA prolog of
+ * DeepSeek without quantisation):
+ *     c_q = RMSNorm(x·W_dq; γ_q)  -> bf16;   q = c_q·W_uq -> bf16, per head [nope | rope]
+ *     q_nope_abs = q_nope·W_uk[head];        q_rope = RoPE_half(q_rope; cos, sin)
+ *     kv = x·W_dkv -> bf16;  c_kv = RMSNorm(kv[:kv_lora]; γ_kv) -> kv_cache[slot]
+ *     k_rope = RoPE_half(kv[kv_lora:]) -> kr_cache[slot]
+ *
+ * Device model: weights are staged once as fp32, transposed so every GEMM output is a
+ * contiguous fp32 K-tiled reduction (ktile.h). The cube unit writes c_q, q and kv to
+ * bf16 between stages; RMSNorm statistics are an fp32 K-tiled sum of squares, rstd =
+ * 1/sqrt(ss/n + eps) in fp32, the norm is (v·rstd)·γ in fp32; RoPE is fp32 mul/mul/sub
+ * per pair. Caches are copied from their inputs and each token's row is scattered to
+ * slot_mapping[t] (slot -1: padding, not written); the scatter walks tokens in tiles of
+ * MLA_TOKEN_TILE. Every stored output rounds once to bf16. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kernels/sim/ktile.h"
+#include "kernels/sim/prolog/mla_prolog.h"
+#include "kernels/sim/simlib.h"
+
+#define MLA_TOKEN_TILE 16
+#define MLA_MAX_ROPE 256
+
+typedef enum { MUT_NONE, MUT_ROPE_INTER, MUT_SLOT_OFF, MUT_TAIL_TOKENS, MUT_KV_NORM_BF16 } mla_bug;
+
+typedef struct {
+    size_t T, h, Lq, N, Lkv, dn, dr, dq, S; /* dq = dn + dr per head; S = cache slots */
+    float eps;
+    const ulpgym_tensor *x, *w_dq, *g_q, *w_uq, *w_uk, *w_dkv, *g_kv, *cos, *sin, *slot, *kv_in, *kr_in;
+    const ulpgym_tensor *q_nope_abs, *q_rope, *kv_cache, *kr_cache;
+    float *wdq, *wuq, *wuk, *wdkv; /* transposed fp32 weights */
+    float *gq, *gkv, *xr, *cq, *q, *kv, *o, *cs, *sn;
+} mla_ctx;
+
+/* v <- bf16((v·rstd)·γ), rstd = 1/sqrt(Σv²/n + eps); the mutant sums squares in bf16. */
+static void mla_rmsnorm_bf16(float *v, const float *gamma, size_t n, float eps, int bf16_sum)
+{
+    float ss = 0.0f;
+    if (bf16_sum) { /* bug: one scalar accumulator kept in bf16 */
+        for (size_t i = 0; i < n; i++) ss = ug_sim_round_bf16(ss + v[i] * v[i]);
+    } else {
+        ss = ug_ktile_dot_f32(v, v, n);
+    }
+    float rstd = 1.0f / sqrtf(ss / (float)n + eps);                                  /* rounds: fp32 */
+    for (size_t i = 0; i < n; i++) v[i] = ug_sim_round_bf16(v[i] * rstd * gamma[i]); /* rounds: fp32, bf16 */
+}
+
+/* RoPE_half on v[0..d) in place: pairs (i, i + d/2) with cos/sin rows of d entries.
+ * The mutant pairs (2i, 2i+1) instead (GPT-J style) with the same tables. */
+static void mla_rope(float *v, const float *c, const float *s, size_t d, int interleaved)
+{
+    float out[MLA_MAX_ROPE];
+    size_t half = d / 2;
+    for (size_t i = 0; i < half; i++) {
+        size_t a = interleaved ? 2 * i : i, b = interleaved ? 2 * i + 1 : i + half;
+        out[a] = v[a] * c[a] - v[b] * s[a]; /* rounds: fp32 mul, mul, sub */
+        out[b] = v[b] * c[b] + v[a] * s[b]; /* rounds: fp32 mul, mul, add */
+    }
+    for (size_t i = 0; i < d; i++) v[i] = out[i];
+}
+
+/* The query path of token t: q_nope_abs and q_rope for every head. */
+static void mla_query(mla_ctx *m, size_t t, mla_bug bug)
+{
+    for (size_t j = 0; j < m->Lq; j++) m->cq[j] = ug_ktile_dot_f32(m->xr, m->wdq + j * m->h, m->h);
+    mla_rmsnorm_bf16(m->cq, m->gq, m->Lq, m->eps, 0);
+    for (size_t n = 0; n < m->N; n++) {
+        for (size_t c = 0; c < m->dq; c++)
+            m->q[c] = ug_sim_round_bf16(ug_ktile_dot_f32(m->cq, m->wuq + (n * m->dq + c) * m->Lq, m->Lq));
+        for (size_t l = 0; l < m->Lkv; l++) m->o[l] = ug_ktile_dot_f32(m->q, m->wuk + (n * m->Lkv + l) * m->dn, m->dn);
+        ug_sim_store(m->q_nope_abs, (t * m->N + n) * m->Lkv, m->Lkv, m->o); /* rounds: bf16 */
+        mla_rope(m->q + m->dn, m->cs, m->sn, m->dr, bug == MUT_ROPE_INTER);
+        ug_sim_store(m->q_rope, (t * m->N + n) * m->dr, m->dr, m->q + m->dn); /* rounds: bf16 */
+    }
+}
+
+/* The key path of token t: c_kv and k_rope, scattered to the caches at its slot. */
+static void mla_key(mla_ctx *m, size_t t, long slot, mla_bug bug)
+{
+    size_t w = m->Lkv + m->dr;
+    for (size_t j = 0; j < w; j++) m->kv[j] = ug_sim_round_bf16(ug_ktile_dot_f32(m->xr, m->wdkv + j * m->h, m->h));
+    mla_rmsnorm_bf16(m->kv, m->gkv, m->Lkv, m->eps, bug == MUT_KV_NORM_BF16);
+    mla_rope(m->kv + m->Lkv, m->cs, m->sn, m->dr, bug == MUT_ROPE_INTER);
+    if (slot < 0) return;            /* padding token */
+    if (bug == MUT_SLOT_OFF) slot++; /* bug: slot = block*bs + offset + 1 */
+    if ((size_t)slot >= m->S) return;
+    ug_sim_store(m->kv_cache, (size_t)slot * m->Lkv, m->Lkv, m->kv);        /* exact: already bf16 */
+    ug_sim_store(m->kr_cache, (size_t)slot * m->dr, m->dr, m->kv + m->Lkv); /* rounds: bf16 */
+}
+
+static int mla_alloc(mla_ctx *m)
+{
+    size_t nw = m->h * m->Lq + m->N * m->dq * m->Lq + m->N * m->Lkv * m->dn + (m->Lkv + m->dr) * m->h;
+    size_t stage = m->h * (m->Lkv + m->dr);
+    if (m->N * m->dq * m->Lq > stage) stage = m->N * m->dq * m->Lq;
+    if (m->N * m->Lkv * m->dn > stage) stage = m->N * m->Lkv * m->dn;
+    if (m->h * m->Lq > stage) stage = m->h * m->Lq;
+    size_t nv = m->Lq + m->Lkv + m->h + m->Lq + m->dq + (m->Lkv + m->dr) + m->Lkv + 2 * m->dr;
+    float *stg = malloc((stage + 1) * sizeof *stg);
+    m->wdq = malloc((nw + nv + 1) * sizeof *m->wdq);
+    if (!stg || !m->wdq) {
+        free(stg);
+        return -1;
+    }
+    m->wuq = m->wdq + m->h * m->Lq;
+    m->wuk = m->wuq + m->N * m->dq * m->Lq;
+    m->wdkv = m->wuk + m->N * m->Lkv * m->dn;
+    m->gq = m->wdkv + (m->Lkv + m->dr) * m->h;
+    m->gkv = m->gq + m->Lq;
+    m->xr = m->gkv + m->Lkv;
+    m->cq = m->xr + m->h;
+    m->q = m->cq + m->Lq;
+    m->kv = m->q + m->dq;
+    m->o = m->kv + m->Lkv + m->dr;
+    m->cs = m->o + m->Lkv;
+    m->sn = m->cs + m->dr;
+    ug_ktile_load_transposed(m->w_dq, 0, m->h, m->Lq, m->wdq, stg);
+    ug_ktile_load_transposed(m->w_uq, 0, m->Lq, m->N * m->dq, m->wuq, stg);
+    for (size_t n = 0; n < m->N; n++)
+        ug_ktile_load_transposed(m->w_uk, n * m->dn * m->Lkv, m->dn, m->Lkv, m->wuk + n * m->Lkv * m->dn, stg);
+    ug_ktile_load_transposed(m->w_dkv, 0, m->h, m->Lkv + m->dr, m->wdkv, stg);
+    ug_sim_load(m->g_q, 0, m->Lq, m->gq);
+    ug_sim_load(m->g_kv, 0, m->Lkv, m->gkv);
+    free(stg);
+    return 0;
+}
+
+static int mla_bind(mla_ctx *m, const ulpgym_call *call, char *err, size_t errlen)
+{
+    ug_sim_params p;
+    if (ug_sim_params_open(&p, call, err, errlen)) return -2;
+    m->eps = (float)ug_sim_num(&p, "eps", 1e-6);
+    ug_sim_params_close(&p);
+    m->x = ug_sim_in(call, "x", 2, err, errlen);
+    m->w_dq = ug_sim_in(call, "w_dq", 2, err, errlen);
+    m->g_q = ug_sim_in(call, "gamma_q", 1, err, errlen);
+    m->w_uq = ug_sim_in(call, "w_uq", 2, err, errlen);
+    m->w_uk = ug_sim_in(call, "w_uk", 3, err, errlen);
+    m->w_dkv = ug_sim_in(call, "w_dkv", 2, err, errlen);
+    m->g_kv = ug_sim_in(call, "gamma_kv", 1, err, errlen);
+    m->cos = ug_sim_in(call, "cos", 2, err, errlen);
+    m->sin = ug_sim_in(call, "sin", 2, err, errlen);
+    m->slot = ug_sim_in(call, "slot_mapping", 1, err, errlen);
+    m->kv_in = ug_sim_in(call, "kv_cache_in", 3, err, errlen);
+    m->kr_in = ug_sim_in(call, "kr_cache_in", 3, err, errlen);
+    m->q_nope_abs = ug_sim_out(call, "q_nope_abs", 3, err, errlen);
+    m->q_rope = ug_sim_out(call, "q_rope", 3, err, errlen);
+    m->kv_cache = ug_sim_out(call, "kv_cache", 3, err, errlen);
+    m->kr_cache = ug_sim_out(call, "kr_cache", 3, err, errlen);
+    if (!m->x || !m->w_dq || !m->g_q || !m->w_uq || !m->w_uk || !m->w_dkv || !m->g_kv || !m->cos || !m->sin ||
+        !m->slot || !m->kv_in || !m->kr_in || !m->q_nope_abs || !m->q_rope || !m->kv_cache || !m->kr_cache)
+        return -2;
+    m->T = (size_t)m->x->shape[0];
+    m->h = (size_t)m->x->shape[1];
+    m->Lq = (size_t)m->w_dq->shape[1];
+    m->N = (size_t)m->w_uk->shape[0];
+    m->dn = (size_t)m->w_uk->shape[1];
+    m->Lkv = (size_t)m->w_uk->shape[2];
+    m->dr = (size_t)m->cos->shape[1];
+    m->dq = m->dn + m->dr;
+    m->S = (size_t)(m->kv_in->shape[0] * m->kv_in->shape[1]);
+    if (m->dr > MLA_MAX_ROPE || m->dr % 2 || (size_t)m->w_uq->shape[1] != m->N * m->dq) {
+        snprintf(err, errlen, "mla_prolog: d_rope must be even and <= %d, w_uq[q_lora, heads*(d_nope+d_rope)]",
+                 MLA_MAX_ROPE);
+        return -2;
+    }
+    return 0;
+}
+
+/* Copies a cache input to its output (exact: same dtype). */
+static void mla_copy_cache(const ulpgym_tensor *in, const ulpgym_tensor *out, size_t rows, size_t cols, float *buf)
+{
+    for (size_t r = 0; r < rows; r++) {
+        ug_sim_load(in, r * cols, cols, buf);
+        ug_sim_store(out, r * cols, cols, buf);
+    }
+}
+
+static int mla_kernel(const ulpgym_call *call, char *err, size_t errlen, mla_bug bug)
+{
+    mla_ctx m = {0};
+    int rc = mla_bind(&m, call, err, errlen);
+    if (rc) return rc;
+    if (mla_alloc(&m)) return -1;
+    mla_copy_cache(m.kv_in, m.kv_cache, m.S, m.Lkv, m.o);
+    mla_copy_cache(m.kr_in, m.kr_cache, m.S, m.dr, m.o);
+    size_t tiles = m.T / MLA_TOKEN_TILE ? m.T / MLA_TOKEN_TILE : 1; /* the mutant's floor */
+    size_t scatter_end = bug == MUT_TAIL_TOKENS && tiles * MLA_TOKEN_TILE < m.T ? tiles * MLA_TOKEN_TILE : m.T;
+    for (size_t t = 0; t < m.T; t++) {
+        float s;
+        ug_sim_load(m.slot, t, 1, &s);
+        if (s < -1 || s >= (float)m.S) {
+            snprintf(err, errlen, "mla_prolog: slot_mapping[%zu] = %g is outside -1..%zu", t, s, m.S - 1);
+            rc = -2;
+            break;
+        }
+        ug_sim_load(m.x, t * m.h, m.h, m.xr);
+        ug_sim_load(m.cos, t * m.dr, m.dr, m.cs);
+        ug_sim_load(m.sin, t * m.dr, m.dr, m.sn);
+        mla_query(&m, t, bug);
+        /* bug (tail tokens): the scatter loop covers whole tiles only, the last partial tile is lost */
+        mla_key(&m, t, t < scatter_end ? (long)s : -1, bug);
+    }
+    free(m.wdq);
+    return rc;
+}
+
+static int k_sim(const ulpgym_call *c, char *e, size_t l) { return mla_kernel(c, e, l, MUT_NONE); }
+static int k_rope(const ulpgym_call *c, char *e, size_t l) { return mla_kernel(c, e, l, MUT_ROPE_INTER); }
+static int k_slot(const ulpgym_call *c, char *e, size_t l) { return mla_kernel(c, e, l, MUT_SLOT_OFF); }
+static int k_tail(const ulpgym_call *c, char *e, size_t l) { return mla_kernel(c, e, l, MUT_TAIL_TOKENS); }
+static int k_norm(const ulpgym_call *c, char *e, size_t l) { return mla_kernel(c, e, l, MUT_KV_NORM_BF16); }
+
+const ug_kernel_variant ug_mla_prolog_variants[] = {
+    {"sim", "fp32 K-tiled GEMMs, bf16 c_q / q / kv between stages, fp32 RMSNorm and RoPE_half, bf16 caches", k_sim},
+    {"mut_rope_interleaved", "RoPE pairs (2i, 2i+1) instead of (i, i+d/2) on q_rope and k_rope", k_rope},
+    {"mut_slot_off_by_one", "each token's cache row is written one slot too far (slot_mapping[t] + 1)", k_slot},
+    {"mut_tail_tokens", "cache scatter covers whole 16-token tiles only: the last partial tile is never written",
+     k_tail},
+    {"mut_kv_norm_bf16", "the sum of squares of the c_kv RMSNorm is accumulated in one bf16 scalar", k_norm},
+    {NULL, NULL, NULL},
+};

@@ -1,0 +1,121 @@
+/* flash_attention_mha.c — operator definition, input builder and exact oracle of
+ * flash_attention_mha, the variable-length MHA forward in the packed TND layout:
+ *
+ *     s_tj = scale * q[t,h,:].k[j,h,:]     for the keys j of t's batch element that t sees
+ *     o[t,h,:] = sum_j exp(s_tj - m) v[j,h,:] / sum_j exp(s_tj - m),   m = max_j s_tj
+ *     lse[t,h] = m + ln sum_j exp(s_tj - m)                              (natural log)
+ *
+ * Batch element b owns query tokens cu_seqlens_q[b]..cu_seqlens_q[b+1] and key tokens
+ * cu_seqlens_k[b]..; with causal, local query i sees key j iff j <= i + Lk - Lq (bottom-
+ * right aligned, as FlashAttention-2 defines it). A row that sees no key (causal with
+ * Lk < Lq) is defined as o = 0, lse = -inf in both kernel and oracle. scale is an fp32
+ * attribute (default 1/sqrt(D) rounded to fp32). The spec rounds nothing mid-way: the
+ * device's cast of P to the input dtype is the kernel's approximation, not the math.
+ *
+ * Primary standard pypto: lse 2.5e-5 / 0.005 as STANDARDS.md lists it; o rtol 2^-7 as
+ * listed but atol 1e-3 instead of 1e-4. Why: a correct FA2 kernel casts P to the input
+ * dtype before P.V, which perturbs o by about u * sqrt(sum_j p_j^2 v_j^2) / l (u the
+ * dtype's unit roundoff); for fp16 (u = 2^-11) that stays inside 1e-4, for bf16
+ * (u = 2^-8) it does not where o is small through cancellation. Measured on the nightly
+ * plan with the correct sim kernel: atol 1e-4 fails 42 of 49 bf16 cases, 2.5e-4 fails 27,
+ * 5e-4 fails 4, 1e-3 fails none (every fp16 case passes at 1e-4). So the widening is
+ * per dtype (adjust_rule): fp16 cases keep the listed 1e-4, bf16 cases get 1e-3. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kernels/sim/attention/flash_attention_mha.h"
+#include "oracles/attention/flash_attention_common.h"
+#include "oracles/verdict.h"
+
+#define OP "flash_attention_mha"
+
+static int build(ug_case *c, char *err, size_t errlen)
+{
+    ug_fa_params p;
+    if (ug_fa_read_params(&c->spec, OP, &p, err, errlen)) return -2;
+    if (ug_fa_add_inputs(c, OP, &p, err, errlen)) return -2;
+    int64_t os[3] = {p.tq, p.heads, p.dim}, ls[2] = {p.tq, p.heads};
+    if (!ug_case_add_output(c, "o", c->spec.dtype, 3, os, err, errlen) ||
+        !ug_case_add_output(c, "lse", UG_DT_FP32, 2, ls, err, errlen))
+        return -2;
+    return 0;
+}
+
+/* Output indices: 0 o [Tq,H,D], 1 lse [Tq,H]; row r = t*H + h of both. */
+static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
+{
+    ug_fa_params p;
+    char err[256];
+    if (ug_fa_read_params(&c->spec, OP, &p, err, sizeof err)) return -2;
+    const ug_tensor *q = ug_case_input(c, "q"), *k = ug_case_input(c, "k"), *v = ug_case_input(c, "v");
+    size_t D = (size_t)p.dim, H = (size_t)p.heads, pos[2] = {0, 0}, maxk = 0;
+    for (long b = 0; b < p.batch; b++) maxk = (size_t)p.lk[b] > maxk ? (size_t)p.lk[b] : maxk;
+    ug_num *e = malloc((maxk ? maxk : 1) * sizeof *e);
+    if (!e) return -1;
+    for (size_t r = 0; r < (size_t)p.tq * H; r++) {
+        int want_o = pos[0] < sel->n[0] && sel->idx[0][pos[0]] / D == r;
+        int want_l = pos[1] < sel->n[1] && sel->idx[1][pos[1]] == r;
+        if (!want_o && !want_l) continue;
+        size_t mark = ug_ar_mark(ar);
+        long t = (long)(r / H), h = (long)(r % H), b = ug_fa_batch_of(&p, t);
+        ug_num m, total;
+        long n = ug_fa_row(ar, &p, q->values, k->values, t, h, e, &m, &total);
+        for (; pos[0] < sel->n[0] && sel->idx[0][pos[0]] / D == r; pos[0]++) {
+            size_t d = sel->idx[0][pos[0]] % D;
+            const double *vc = v->values + (size_t)p.cu_k[b] * H * D + (size_t)h * D + d;
+            ug_ar_emit(ar, 0, pos[0], n ? ug_div(ar, ug_dot_nd(ar, e, vc, H * D, (size_t)n), total) : ug_c(ar, 0.0));
+        }
+        if (want_l) ug_ar_emit(ar, 1, pos[1]++, n ? ug_add(ar, m, ug_log(ar, total)) : ug_c(ar, -INFINITY));
+        ug_ar_release(ar, mark);
+    }
+    free(e);
+    return 0;
+}
+
+static void geometry(const ug_case *c, int out, ug_geom *g)
+{
+    const ug_tensor *t = &c->out[out];
+    g->cols = (size_t)t->shape[t->ndim - 1];
+    g->rows = t->numel / g->cols;
+    /* o rows are (token, head): a 64-token query tile spans 64*H rows */
+    g->row_tile = out == 0 ? 64 * (size_t)t->shape[1] : 64;
+    g->col_tile = out == 0 ? 64 : 16;
+}
+
+/* bf16 cases only: o's atol 1e-4 -> 1e-3 (see the file header). */
+static void adjust_rule(const ug_case *c, int out, const double *g, size_t n, ug_output_rule *rule)
+{
+    (void)g;
+    (void)n;
+    if (out == 0 && c->spec.dtype == UG_DT_BF16) rule->pypto_atol = 1e-3;
+}
+
+static const ug_output_rule outputs[] = {
+    /* STANDARDS.md: o 1e-4 / 2^-7 (bf16: atol 1e-3, adjust_rule) */
+    {"o", UG_CMP_NUMERIC, 1e-4, 0x1p-7, 0.005},
+    {"lse", UG_CMP_NUMERIC, 2.5e-5, 0.005, 0.005}, /* STANDARDS.md: attention lse 2.5e-5 / 0.005 */
+};
+
+const ug_op_def ug_opdef_flash_attention_mha = {
+    .op = UG_OP_FLASH_ATTENTION_MHA,
+    .summary = "variable-length MHA forward (cu_seqlens, TND), optional bottom-right causal; outputs o and row lse",
+    .dtypes = "bf16,fp16",
+    .primary = UG_STD_PYPTO,
+    .bench_level = 0,
+    .outputs = outputs,
+    .n_outputs = 2,
+    .build = build,
+    .oracle = oracle,
+    .geometry = geometry,
+    .variants = ug_flash_attention_mha_variants,
+    .params_doc = "{\"seqlens\":\"per batch element query[:key] lengths, e.g. \\\"17:33,64\\\" (B = 1..64 entries, "
+                  "lengths 0..65536, key length defaults to the query length; Tq, Tk = their sums >= 1)\","
+                  "\"heads\":\"H (int 1..128)\",\"head_dim\":\"D (int 1..576; 64 or 128 in practice)\","
+                  "\"causal\":\"0 | 1: query i sees key j iff j <= i + Lk - Lq (bottom-right); rows seeing no key "
+                  "give o = 0, lse = -inf\",\"scale\":\"fp32 score multiplier (default 1/sqrt(D))\","
+                  "\"tensors\":\"in q[Tq,H,D], k[Tk,H,D], v[Tk,H,D] dtype (token-major TND), cu_seqlens_q[B+1], "
+                  "cu_seqlens_k[B+1] int32 prefix sums; out o[Tq,H,D] dtype, lse[Tq,H] fp32 natural-log "
+                  "log-sum-exp of the scaled scores\"}",
+    .adjust_rule = adjust_rule,
+};

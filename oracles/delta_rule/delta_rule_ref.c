@@ -1,0 +1,219 @@
+/* delta_rule_ref.c — the recurrent gated delta rule, the oracle shared by
+ * gated_delta_rule and chunked_gated_delta_rule, with their params and input builder.
+ *
+ * Row structure. Row i of S_t (value index i, length Dk) depends only on row i of
+ * S_{t-1}:  s_t = a_t s_{t-1} + beta_t (v_t[i] - a_t s_{t-1}.k_t) k_t,  a_t = e^{g_t}
+ * (the same as e^{g_t} S_{t-1}(I - beta_t k_t k_t^T) + beta_t v_t k_t^T), and
+ * o_t[i] = scale * s_t.q_t. So a selected element of o or ht costs one row's evolution,
+ * O(T*Dk), not the whole state's: the oracle evolves only the rows its selection needs.
+ *
+ * Certified bounds. Componentwise interval propagation through this recurrence wraps:
+ * |I - beta k k^T| has spectral radius 1 + beta, so the bound would grow like (1+beta)^T
+ * even though the true error does not (||a (I - beta k k^T)||_2 <= 1 for a <= 1 and
+ * beta ||k||^2 <= 2). In CERT the step is therefore evaluated on the previous row taken as
+ * exact, which gives the step's own rounding bound rho_j per component (from the arith
+ * primitives themselves), and the row's error is carried as one 2-norm bound:
+ *   E_t = ||M_t||_2 E_{t-1} + ||rho||_2,  ||M_t||_2 = a_t max(1, |1 - beta_t ||k_t||^2|),
+ * which bounds every component. This is the one place the code looks at the mode; every
+ * other arithmetic evaluates the same step as written. */
+#include "oracles/delta_rule/delta_rule_ref.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DELTA_MAX_NUMEL (1L << 26)
+
+int ug_delta_read_params(const ug_spec *s, const char *op, ug_delta_params *p, char *err, size_t errlen)
+{
+    if (ug_param_int(s->params, "tokens", 1, &p->tokens, err, errlen) ||
+        ug_param_int(s->params, "hv", 1, &p->hv, err, errlen) ||
+        ug_param_int(s->params, "hqk", 1, &p->hqk, err, errlen) ||
+        ug_param_int(s->params, "dk", 128, &p->dk, err, errlen) ||
+        ug_param_int(s->params, "dv", 128, &p->dv, err, errlen))
+        return -2;
+    const char *bad = p->tokens < 1 || p->tokens > 65536 ? "tokens"
+                      : p->hqk < 1 || p->hqk > 256     ? "hqk"
+                      : p->hv < 1 || p->hv > 256 || p->hv % p->hqk ? "hv"
+                      : p->dk < 1 || p->dk > 1024      ? "dk"
+                      : p->dv < 1 || p->dv > 1024      ? "dv"
+                                                       : NULL;
+    if (bad) {
+        snprintf(err, errlen,
+                 "%s: param \"%s\" out of range (need 1 <= tokens <= 65536, 1 <= hqk <= 256, hv a multiple of hqk "
+                 "<= 256, 1 <= dk, dv <= 1024)",
+                 op, bad);
+        return -2;
+    }
+    if (p->tokens * p->hv * p->dv > DELTA_MAX_NUMEL || p->tokens * p->hqk * p->dk > DELTA_MAX_NUMEL ||
+        p->hv * p->dv * p->dk > DELTA_MAX_NUMEL) {
+        snprintf(err, errlen, "%s: params \"tokens\", \"hv\", \"dk\", \"dv\" give a tensor over 2^26 elements", op);
+        return -2;
+    }
+    if (ug_param_num(s->params, "scale", 1.0 / sqrt((double)p->dk), &p->scale, err, errlen)) return -2;
+    if (!isfinite(p->scale)) {
+        snprintf(err, errlen, "%s: param \"scale\" must be finite", op);
+        return -2;
+    }
+    p->scale = (float)p->scale; /* fp32 attribute */
+    return 0;
+}
+
+/* Rewrites each length-n row of t as row / ||row||_2 (rounds: to t's dtype). */
+static void normalise_rows(ug_tensor *t, size_t n)
+{
+    for (size_t r = 0; r < t->numel / n; r++) {
+        double ss = 0.0;
+        for (size_t j = 0; j < n; j++) {
+            double x = ug_dtype_load(t->dtype, t->data, r * n + j);
+            ss += x * x;
+        }
+        if (!(ss > 0.0)) continue; /* an all-zero row stays zero */
+        double inv = 1.0 / sqrt(ss);
+        for (size_t j = 0; j < n; j++)
+            ug_dtype_store(t->dtype, t->data, r * n + j, ug_dtype_load(t->dtype, t->data, r * n + j) * inv);
+    }
+}
+
+int ug_delta_build(ug_case *c, const ug_delta_params *p, ug_dtype qkv_dt, ug_dtype o_dt, char *err, size_t errlen)
+{
+    int64_t qs[3] = {p->tokens, p->hqk, p->dk}, vs[3] = {p->tokens, p->hv, p->dv}, gs[2] = {p->tokens, p->hv},
+            ss[3] = {p->hv, p->dv, p->dk};
+    ug_tensor *q = ug_case_add_input(c, "q", qkv_dt, 3, qs, 1, err, errlen);
+    ug_tensor *k = q ? ug_case_add_input(c, "k", qkv_dt, 3, qs, 1, err, errlen) : NULL;
+    if (!k || !ug_case_add_input(c, "v", qkv_dt, 3, vs, 1, err, errlen) ||
+        !ug_case_add_input(c, "g", UG_DT_FP32, 2, gs, 1, err, errlen) ||
+        !ug_case_add_input(c, "beta", UG_DT_FP32, 2, gs, 1, err, errlen) ||
+        !ug_case_add_input(c, "h0", UG_DT_FP32, 3, ss, 1, err, errlen) ||
+        !ug_case_add_output(c, "o", o_dt, 3, vs, err, errlen) ||
+        !ug_case_add_output(c, "ht", UG_DT_FP32, 3, ss, err, errlen))
+        return -2;
+    normalise_rows(q, (size_t)p->dk);
+    normalise_rows(k, (size_t)p->dk);
+    return 0;
+}
+
+/* Upper bound of ||M||_2 = a max(1, |1 - beta ||k||^2|) for a step (a's own bound included). */
+static double step_norm_bound(ug_num a, double beta, const double *k, size_t dk)
+{
+    double kk = 0.0;
+    for (size_t j = 0; j < dk; j++) kk += k[j] * k[j];
+    kk *= 1.0 + (double)(dk + 2) * 0x1p-52;                   /* upward: dk roundings */
+    double w = fabs(beta) * kk * (1.0 + 0x1p-50);            /* upward */
+    double f = w - 1.0 > 1.0 ? (w - 1.0) * (1.0 + 0x1p-50) : 1.0;
+    if (beta < 0) f = (1.0 + w) * (1.0 + 0x1p-50);           /* |1 + |beta| kk| */
+    return (fabs(ug_v(a)) + a.e) * f * (1.0 + 0x1p-50);
+}
+
+/* One step of a row in place: s <- a s + beta (v - a s.k) k. nxt receives the new row
+ * (dk numbers). *E is the row's 2-norm error bound in CERT (see the file header). */
+static void row_step(ug_ar *ar, const ug_num *s, ug_num *nxt, ug_num *tmp, const double *k, size_t dk, double g,
+                     double beta, double v, double *E)
+{
+    int cert = ug_ar_get_mode(ar) == UG_AR_CERT;
+    const ug_num *in = s;
+    if (cert) { /* the previous row taken as exact: the primitives then bound this step alone */
+        for (size_t j = 0; j < dk; j++) tmp[j] = (ug_num){ug_v(s[j]), 0.0, NULL};
+        in = tmp;
+    }
+    ug_num a = ug_exp(ar, ug_c(ar, g));
+    ug_num sk = ug_dot_nd(ar, in, k, 1, dk);
+    ug_num c = ug_mul(ar, ug_c(ar, beta), ug_sub(ar, ug_c(ar, v), ug_mul(ar, a, sk)));
+    for (size_t j = 0; j < dk; j++) nxt[j] = ug_add(ar, ug_mul(ar, a, in[j]), ug_mul(ar, c, ug_c(ar, k[j])));
+    if (!cert) return;
+    double rho2 = 0.0;
+    for (size_t j = 0; j < dk; j++) rho2 += nxt[j].e * nxt[j].e;
+    double e = (step_norm_bound(a, beta, k, dk) * *E + sqrt(rho2) * (1.0 + 0x1p-50)) * (1.0 + 0x1p-48);
+    if (!isfinite(e)) e = INFINITY;
+    for (size_t j = 0; j < dk; j++) nxt[j].e = e;
+    *E = e;
+}
+
+/* First position in sel's output o whose index is >= idx. */
+static size_t lower_bound(const ug_selection *sel, int o, size_t idx)
+{
+    size_t lo = 0, hi = sel->n[o];
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (sel->idx[o][mid] < idx) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* Last token each state row (h, i) must be evolved to for the selection; -1 if none. */
+static void rows_needed(const ug_selection *sel, const ug_delta_params *p, long *need)
+{
+    size_t hv = (size_t)p->hv, dv = (size_t)p->dv, dk = (size_t)p->dk;
+    for (size_t r = 0; r < hv * dv; r++) need[r] = -1;
+    for (size_t k = 0; k < sel->n[0]; k++) {
+        size_t idx = sel->idx[0][k], t = idx / (hv * dv), r = idx % (hv * dv); /* o[t, h, i]: r = h*dv + i */
+        if ((long)t > need[r]) need[r] = (long)t;
+    }
+    for (size_t k = 0; k < sel->n[1]; k++) need[sel->idx[1][k] / dk] = p->tokens - 1; /* ht[h, i, j] */
+}
+
+/* Evolves state row r = (h, i) to token last, emitting its selected o and ht elements. */
+static void evolve_row(const ug_case *c, ug_ar *ar, const ug_selection *sel, const ug_delta_params *p, size_t r,
+                       long last, ug_num one, ug_num *s, ug_num *nxt, ug_num *tmp)
+{
+    const ug_tensor *q = ug_case_input(c, "q"), *k = ug_case_input(c, "k"), *v = ug_case_input(c, "v"),
+                    *g = ug_case_input(c, "g"), *beta = ug_case_input(c, "beta"), *h0 = ug_case_input(c, "h0");
+    size_t hv = (size_t)p->hv, dv = (size_t)p->dv, dk = (size_t)p->dk, hqk = (size_t)p->hqk;
+    size_t h = r / dv, i = r % dv, hk = h / (hv / hqk);
+    size_t mark = ug_ar_mark(ar);
+    for (size_t j = 0; j < dk; j++) s[j] = ug_c(ar, h0->values[r * dk + j]);
+    double E = 0.0;
+    for (long t = 0; t <= last; t++) {
+        size_t tk = ((size_t)t * hqk + hk) * dk, th = (size_t)t * hv + h;
+        row_step(ar, s, nxt, tmp, k->values + tk, dk, g->values[th], beta->values[th], v->values[th * dv + i], &E);
+        long pos = ug_selection_find(sel, 0, th * dv + i);
+        if (pos >= 0)
+            ug_ar_emit(ar, 0, (size_t)pos,
+                       ug_mul(ar, ug_dot_nd(ar, nxt, q->values + tk, 1, dk), ug_c(ar, p->scale)));
+        /* keep the pool flat: the new row moves down into the old row's slots (the copies
+         * are written below the first slot they read) */
+        ug_ar_release(ar, mark);
+        for (size_t j = 0; j < dk; j++) {
+            double e = nxt[j].e;
+            s[j] = ug_mul(ar, nxt[j], one); /* exact: times one */
+            s[j].e = e;
+        }
+    }
+    if (last == p->tokens - 1)
+        for (size_t pos = lower_bound(sel, 1, r * dk); pos < sel->n[1] && sel->idx[1][pos] / dk == r; pos++)
+            ug_ar_emit(ar, 1, pos, s[sel->idx[1][pos] % dk]);
+    ug_ar_release(ar, mark);
+}
+
+int ug_delta_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel, const ug_delta_params *p)
+{
+    size_t rows = (size_t)(p->hv * p->dv), dk = (size_t)p->dk;
+    long *need = malloc(rows * sizeof *need);
+    ug_num *s = malloc(3 * dk * sizeof *s);
+    if (!need || !s) {
+        free(need);
+        free(s);
+        return -1;
+    }
+    rows_needed(sel, p, need);
+    size_t mark = ug_ar_mark(ar);
+    ug_num one = ug_c(ar, 1.0);
+    for (size_t r = 0; r < rows; r++)
+        if (need[r] >= 0) evolve_row(c, ar, sel, p, r, need[r], one, s, s + dk, s + 2 * dk);
+    ug_ar_release(ar, mark);
+    free(need);
+    free(s);
+    return 0;
+}
+
+void ug_delta_geometry(const ug_case *c, int out, ug_geom *g, size_t tok_tile, size_t col_tile)
+{
+    const ug_tensor *t = &c->out[out];
+    g->rows = (size_t)(t->shape[0] * t->shape[1]);
+    g->cols = (size_t)t->shape[2];
+    /* o rows are (token, head): tok_tile tokens per row tile; ht rows are (head, i): one head */
+    g->row_tile = out == 0 ? tok_tile * (size_t)t->shape[1] : (size_t)t->shape[1];
+    g->col_tile = col_tile;
+}

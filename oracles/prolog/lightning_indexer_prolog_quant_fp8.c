@@ -1,0 +1,36 @@
+/* lightning_indexer_prolog_quant_fp8.c — operator definition of
+ * lightning_indexer_prolog_quant_fp8: the lightning indexer prolog with per-row e4m3
+ * quantisation (scale = amax/448, fp32). Builder and oracle are shared with the MXFP8
+ * variant (indexer_prolog_fp8.c, where the math and the staged rule are described).
+ * Primary standard pypto: codes boundary-aware within 1 quantum, scales and weights at
+ * the silent default 1e-3 / 1e-3. */
+#include "oracles/prolog/indexer_prolog_fp8.h"
+#include "oracles/verdict.h"
+
+static int build(ug_case *c, char *err, size_t errlen) { return ug_lip8_build(c, UG_LIP8_FP8, err, errlen); }
+static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel) { return ug_lip8_oracle(c, ar, sel, UG_LIP8_FP8); }
+
+static const ug_output_rule outputs[] = {
+    {"q_fp8", UG_CMP_BOUNDARY, 1.0, 0.0, 0.0}, /* budget in quanta (atol 1 of quantised codes) */
+    {"q_scale", UG_CMP_NUMERIC, 1e-3, 1e-3, 0.005},
+    {"k_cache", UG_CMP_BOUNDARY, 1.0, 0.0, 0.0},
+    {"k_scale", UG_CMP_NUMERIC, 1e-3, 1e-3, 0.005},
+    {"weights", UG_CMP_NUMERIC, 1e-3, 1e-3, 0.005},
+};
+
+const ug_op_def ug_opdef_lightning_indexer_prolog_quant_fp8 = {
+    .op = UG_OP_LIGHTNING_INDEXER_PROLOG_QUANT_FP8,
+    .summary = "indexer prolog: q and LayerNorm(x.W_k) through RoPE_half + Hadamard, quantised per row to e4m3 "
+               "(scale amax/448), k scattered into a paged cache; weights = x.W_proj/sqrt(H*D)",
+    .dtypes = "bf16",
+    .primary = UG_STD_PYPTO,
+    .bench_level = 0,
+    .outputs = outputs,
+    .n_outputs = 5,
+    .build = build,
+    .oracle = oracle,
+    .geometry = ug_lip8_geometry,
+    .variants = ug_lightning_indexer_prolog_quant_fp8_variants,
+    .params_doc = UG_LIP8_PARAMS_DOC("q_scale[T,H] fp32, k_scale[blocks,block_size] fp32 (amax/448 per row; 0 for "
+                                     "an all-zero row and for unwritten slots)"),
+};
