@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "gen/plan.h"
 #include "oracles/oracle.h"
+#include "gen/case.h"
 #include "run/sweep.h"
 
 static double now_s(void)

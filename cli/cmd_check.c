@@ -18,6 +18,7 @@
 #include "cli/report_text.h"
 #include "kernels/replay.h"
 #include "oracles/oracle.h"
+#include "gen/case.h"
 
 typedef struct {
     char dir[1100];

@@ -12,6 +12,7 @@
 #include "cli/cli.h"
 #include "gen/plan.h"
 #include "kernels/replay.h"
+#include "gen/case.h"
 
 /* A case ID's spec: from the database when it has the case, else from the plan. */
 static int find_spec(const char *prefix, const char *db_path, const char *plan_path, char id[UG_ID_LEN + 1],

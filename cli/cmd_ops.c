@@ -1,10 +1,11 @@
 /* cmd_ops.c — `ulpgym ops`: the operator catalogue and each op's contract.
  *
- * `ops show OP --json` is what a plugin author codes against: the params (the op's own
- * documentation), the tensors (kernels/contract.h: names, roles, dtype per case dtype,
- * rank and shape formulas, derived from the op's build() so they cannot drift from the
- * code), the ABI facts (version, layout, status codes), the output rules and the
- * kernel variants. Every key is documented in docs/PLUGINS.md. */
+ * `ops show OP --json` is what a plugin author codes against: the op's declaration
+ * (core/opdecl.h: every param with type, default and range; derived sizes; every tensor
+ * with role, dtype per case dtype and shape formula — the same declaration the case
+ * builder allocates from, so it cannot drift from the code), its semantics (special
+ * values, intermediate roundings), the ABI facts (version, layout, status codes), the
+ * output rules and the kernel variants. Every key is documented in docs/PLUGINS.md. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,12 @@
 #include "cli/mutant_scan.h"
 #include "kernels/contract.h"
 #include "oracles/verdict.h"
+
+#define UG_FORMULA_DOC                                                                                         \
+    "defaults, derived sizes, shapes and 'when' are formulas over the params: numbers, names, + - * /, "       \
+    "unary -, ( ), == != < <= > >= (1 or 0), cdiv(a,b)=ceil(a/b), fdiv(a,b)=floor(a/b), min, max, sqrt; over " \
+    "an int_list L: len(L), sum(L), maxof(L), sumcdiv(L,k)=sum of ceil(l/k); a pair_list P ('q:k,...', a lone " \
+    "n = n:n) is read as P.q and P.k. An fp32 param is rounded once to fp32 (RNE) before use."
 
 static const char *cmp_name(ug_cmp c)
 {
@@ -23,8 +30,56 @@ static const char *cmp_name(ug_cmp c)
 static int n_variants(const ug_op_def *d)
 {
     int n = 0;
-    while (d->variants[n].name) n++;
+    while (ug_op_variants(d->op)[n].name) n++;
     return n;
+}
+
+static void add_abi(cJSON *o, const char *params_json)
+{
+    cJSON *abi = cJSON_AddObjectToObject(o, "abi");
+    cJSON_AddNumberToObject(abi, "version", ULPGYM_ABI_VERSION);
+    cJSON_AddStringToObject(abi, "header", "ulpgym/kernel_abi.h");
+    cJSON_AddStringToObject(abi, "entry", "int ulpgym_run(const ulpgym_call *call, char *err, size_t errlen)");
+    cJSON_AddStringToObject(abi, "returns", "0 ok, 1 unsupported (SKIP), <0 error (ERROR, err stored)");
+    cJSON_AddStringToObject(abi, "params_json", params_json);
+    cJSON_AddStringToObject(abi, "layout", "dense C order (row-major), strides NULL; little-endian elements");
+}
+
+static void add_rules_and_variants(cJSON *o, const ug_op_def *d)
+{
+    cJSON *outs = cJSON_AddArrayToObject(o, "outputs");
+    for (int i = 0; i < d->n_outputs; i++) {
+        cJSON *r = cJSON_CreateObject();
+        cJSON_AddStringToObject(r, "name", d->outputs[i].name);
+        cJSON_AddStringToObject(r, "compare", cmp_name(d->outputs[i].cmp));
+        cJSON_AddNumberToObject(r, "pypto_atol", d->outputs[i].pypto_atol);
+        cJSON_AddNumberToObject(r, "pypto_rtol", d->outputs[i].pypto_rtol);
+        cJSON_AddNumberToObject(r, "pypto_budget", d->outputs[i].pypto_budget);
+        cJSON_AddItemToArray(outs, r);
+    }
+    cJSON *vars = cJSON_AddArrayToObject(o, "kernel_variants");
+    const ug_kernel_variant *kv = ug_op_variants(d->op);
+    for (int i = 0; kv && kv[i].name; i++) {
+        cJSON *v = cJSON_CreateObject();
+        cJSON_AddStringToObject(v, "name", kv[i].name);
+        cJSON_AddStringToObject(v, "description", kv[i].desc);
+        cJSON_AddItemToArray(vars, v);
+    }
+}
+
+/* The declared contract: params, derived sizes, tensors, semantics. */
+static cJSON *decl_json(const ug_op_def *d, cJSON *o)
+{
+    cJSON *decl = ug_decl_json(&d->decl, d->dtypes);
+    if (d->semantics) cJSON_AddStringToObject(o, "semantics", d->semantics);
+    cJSON_AddItemToObject(o, "params", cJSON_DetachItemFromObject(decl, "params"));
+    cJSON_AddItemToObject(o, "derived", cJSON_DetachItemFromObject(decl, "derived"));
+    cJSON_AddItemToObject(o, "tensors", cJSON_DetachItemFromObject(decl, "tensors"));
+    cJSON_Delete(decl);
+    cJSON_AddStringToObject(o, "formulas", UG_FORMULA_DOC);
+    add_abi(o, "the case's params as canonical JSON text with every declared default written in");
+    add_rules_and_variants(o, d);
+    return o;
 }
 
 static cJSON *op_json(int op, int detail)
@@ -39,6 +94,7 @@ static cJSON *op_json(int op, int detail)
     cJSON_AddStringToObject(o, "dtypes", d->dtypes);
     cJSON_AddStringToObject(o, "primary_standard", ug_standard_name(d->primary));
     if (!detail) return o;
+    if (d->decl.params) return decl_json(d, o);
     cJSON *params = cJSON_Parse(d->params_doc);
     cJSON *tdoc = cJSON_DetachItemFromObjectCaseSensitive(params, "tensors");
     cJSON_AddItemToObject(o, "params", params ? params : cJSON_CreateObject());
@@ -64,10 +120,10 @@ static cJSON *op_json(int op, int detail)
         cJSON_AddItemToArray(outs, r);
     }
     cJSON *vars = cJSON_AddArrayToObject(o, "kernel_variants");
-    for (int i = 0; d->variants[i].name; i++) {
+    for (int i = 0; ug_op_variants(d->op)[i].name; i++) {
         cJSON *v = cJSON_CreateObject();
-        cJSON_AddStringToObject(v, "name", d->variants[i].name);
-        cJSON_AddStringToObject(v, "description", d->variants[i].desc);
+        cJSON_AddStringToObject(v, "name", ug_op_variants(d->op)[i].name);
+        cJSON_AddStringToObject(v, "description", ug_op_variants(d->op)[i].desc);
         cJSON_AddItemToArray(vars, v);
     }
     return o;
@@ -132,7 +188,7 @@ static int show(const char *name, int json, int mutants)
         printf("    %-8s %-14s pypto atol %g rtol %g budget %g\n", d->outputs[i].name, cmp_name(d->outputs[i].cmp),
                d->outputs[i].pypto_atol, d->outputs[i].pypto_rtol, d->outputs[i].pypto_budget);
     printf("  kernel variants (--kernel-variant NAME):\n");
-    for (int i = 0; d->variants[i].name; i++) printf("    %-18s %s\n", d->variants[i].name, d->variants[i].desc);
+    for (int i = 0; ug_op_variants(d->op)[i].name; i++) printf("    %-18s %s\n", ug_op_variants(d->op)[i].name, ug_op_variants(d->op)[i].desc);
     return mutants && ug_ops_print_mutant_scan(op, stdout) ? UG_EXIT_USAGE : 0;
 }
 

@@ -24,10 +24,10 @@ int ug_ops_print_mutant_scan(int op, FILE *f)
     ug_exec_opts o;
     ug_exec_opts_default(&o);
     fprintf(f, "  plan cases catching each kernel variant (%zu cases of the default plan):\n", p.n);
-    for (int v = 0; d->variants[v].name; v++) {
+    for (int v = 0; ug_op_variants(d->op)[v].name; v++) {
         ug_backend b;
         char spec[96];
-        snprintf(spec, sizeof spec, "sim:%s", d->variants[v].name);
+        snprintf(spec, sizeof spec, "sim:%s", ug_op_variants(d->op)[v].name);
         if (ug_backend_open(&b, spec, err, sizeof err)) continue;
         size_t caught = 0;
         char first[3][UG_ID_LEN + 1];
@@ -38,10 +38,10 @@ int ug_ops_print_mutant_scan(int op, FILE *f)
             caught += r.outcome != UG_OUT_PASS;
         }
         ug_backend_close(&b);
-        fprintf(f, "    %-24s %4zu/%zu (%5.1f%%)%s", d->variants[v].name, caught, p.n,
+        fprintf(f, "    %-24s %4zu/%zu (%5.1f%%)%s", ug_op_variants(d->op)[v].name, caught, p.n,
                 p.n ? 100.0 * (double)caught / (double)p.n : 0.0, v == 0 ? "  <- the correct kernel: must be 0" : "");
         for (size_t k = 0; k < caught && k < 3; k++) fprintf(f, "%s%s", k ? " " : "  e.g. ", first[k]);
-        if (d->variants[v].beyond_plan) fprintf(f, "  (beyond the plan by design: see corpus/found/%s)", ug_op_name(op));
+        if (ug_op_variants(d->op)[v].beyond_plan) fprintf(f, "  (beyond the plan by design: see corpus/found/%s)", ug_op_name(op));
         fputc('\n', f);
     }
     ug_plan_free(&p);

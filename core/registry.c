@@ -1,4 +1,5 @@
-/* registry.c — the operator tables built from ops.def, and the case's tensor bookkeeping. */
+/* registry.c — the case's tensor bookkeeping: allocation with guard regions, lookups,
+ * and the views a kernel call gets. */
 #include "core/registry.h"
 
 #include <stdio.h>
@@ -6,54 +7,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include "gen/dist.h"
-#include "gen/inject.h"
-
-/* Weak references: an operator whose definition is not linked in reads as NULL. The
- * library is a CMake OBJECT library, so every object is linked and nothing is dropped. */
-#define UG_OP(E, name, group) extern const ug_op_def ug_opdef_##name __attribute__((weak));
-#include "core/ops.def"
-#undef UG_OP
-
-_Static_assert(UG_OP_COUNT == 34, "OPS.md lists 34 priority operators");
-
-static const struct {
-    const char *name;
-    ug_group group;
-    const ug_op_def *def;
-} op_table[UG_OP_COUNT] = {
-#define UG_OP(E, name, group) {#name, UG_GROUP_##group, &ug_opdef_##name},
-#include "core/ops.def"
-#undef UG_OP
-};
-
-static const char *group_names[UG_GROUP_COUNT] = {"DeepSeek", "GLM", "Operator", "GreenLight"};
-
-const char *ug_op_name(int op) { return op >= 0 && op < UG_OP_COUNT ? op_table[op].name : "?"; }
-ug_group ug_op_group(int op) { return op_table[op].group; }
-const ug_op_def *ug_op_def_get(int op) { return op >= 0 && op < UG_OP_COUNT ? op_table[op].def : NULL; }
-const char *ug_group_name(ug_group g) { return (unsigned)g < UG_GROUP_COUNT ? group_names[g] : "?"; }
-
-int ug_op_find(const char *name)
-{
-    for (int i = 0; name && i < UG_OP_COUNT; i++)
-        if (strcmp(op_table[i].name, name) == 0) return i;
-    return -1;
-}
-
-int ug_group_find(const char *name)
-{
-    for (int i = 0; name && i < UG_GROUP_COUNT; i++)
-        if (strcasecmp(group_names[i], name) == 0) return i;
-    return -1;
-}
-
-const ug_kernel_variant *ug_op_variant(const ug_op_def *d, const char *name)
-{
-    for (int i = 0; d->variants[i].name; i++)
-        if (strcmp(d->variants[i].name, name ? name : "sim") == 0) return &d->variants[i];
-    return NULL;
-}
 
 /* Canary byte i of an output's guard region (after its data). */
 static unsigned char guard_byte(size_t i) { return (unsigned char)(0xA5u + 37u * (unsigned)i); }
@@ -94,20 +47,10 @@ static ug_tensor *add_tensor(ug_tensor *t, int *count, const char *name, ug_dtyp
     return x;
 }
 
-ug_tensor *ug_case_add_input(ug_case *c, const char *name, ug_dtype dt, int ndim, const int64_t *shape,
-                             int fill, char *err, size_t errlen)
+ug_tensor *ug_case_alloc_input(ug_case *c, const char *name, ug_dtype dt, int ndim, const int64_t *shape, char *err,
+                               size_t errlen)
 {
-    int index = c->n_in;
-    ug_tensor *t = add_tensor(c->in, &c->n_in, name, dt, ndim, shape, 0, err, errlen);
-    if (!t || !fill) return t;
-    const cJSON *dist = cJSON_GetObjectItemCaseSensitive(c->spec.dist, name);
-    if (!dist) {
-        snprintf(err, errlen, "case spec: \"dist\" has no distribution for input \"%s\"", name);
-        return NULL;
-    }
-    if (ug_dist_fill(dist, c->spec.seed, (uint32_t)index, t->dtype, t->data, t->numel, err, errlen))
-        return NULL;
-    return t;
+    return add_tensor(c->in, &c->n_in, name, dt, ndim, shape, 0, err, errlen);
 }
 
 ug_tensor *ug_case_add_output(ug_case *c, const char *name, ug_dtype dt, int ndim, const int64_t *shape,
@@ -126,41 +69,20 @@ int ug_case_guard_check(const ug_case *c)
     return -1;
 }
 
-const ug_tensor *ug_case_input(const ug_case *c, const char *name)
+ug_tensor *ug_case_input_mut(ug_case *c, const char *name)
 {
     for (int i = 0; i < c->n_in; i++)
         if (strcmp(c->in[i].name, name) == 0) return &c->in[i];
     return NULL;
 }
 
-int ug_case_build(ug_case *c, ug_spec *spec, char *err, size_t errlen)
+const ug_tensor *ug_case_input(const ug_case *c, const char *name) { return ug_case_input_mut((ug_case *)c, name); }
+
+const ug_tensor *ug_case_output(const ug_case *c, const char *name)
 {
-    memset(c, 0, sizeof *c);
-    c->spec = *spec;
-    memset(spec, 0, sizeof *spec);
-    c->def = ug_op_def_get(c->spec.op);
-    if (!c->def) {
-        snprintf(err, errlen, "op \"%s\" is not implemented", ug_op_name(c->spec.op));
-        return -2;
-    }
-    c->params_json = cJSON_PrintUnformatted(c->spec.params);
-    if (!c->params_json) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    int rc = c->def->build(c, err, errlen);
-    if (!rc) rc = ug_inject_apply(c, err, errlen);
-    if (rc) return rc < 0 ? rc : -2;
-    for (int i = 0; i < c->n_in; i++) { /* decode once: oracles read inputs many times */
-        ug_tensor *t = &c->in[i];
-        t->values = malloc((t->numel ? t->numel : 1) * sizeof *t->values);
-        if (!t->values) {
-            snprintf(err, errlen, "out of memory decoding input \"%s\"", t->name);
-            return -1;
-        }
-        for (size_t k = 0; k < t->numel; k++) t->values[k] = ug_dtype_load(t->dtype, t->data, k);
-    }
-    return 0;
+    for (int i = 0; i < c->n_out; i++)
+        if (strcmp(c->out[i].name, name) == 0) return &c->out[i];
+    return NULL;
 }
 
 void ug_case_free(ug_case *c)
@@ -172,6 +94,7 @@ void ug_case_free(ug_case *c)
     }
     for (int i = 0; i < c->n_out; i++) free(c->out[i].data);
     free(c->params_json);
+    ug_params_free(&c->params);
     ug_spec_free(&c->spec);
     memset(c, 0, sizeof *c);
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/registry.h"
+#include "gen/case.h"
 #include "gen/plan.h"
 
 #define UG_CONTRACT_SAMPLES 40

@@ -1,5 +1,6 @@
 /* exec.c — runs one case (see exec.h). */
 #include "run/exec.h"
+#include "gen/case.h"
 
 #include <math.h>
 #include <stdio.h>

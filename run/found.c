@@ -1,5 +1,6 @@
 /* found.c — see found.h. */
 #include "run/found.h"
+#include "gen/case.h"
 
 #include <dirent.h>
 #include <errno.h>

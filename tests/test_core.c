@@ -8,6 +8,7 @@
 #include "core/canon.h"
 #include "core/philox.h"
 #include "core/registry.h"
+#include "gen/case.h"
 #include "gen/dist.h"
 #include "gen/plan.h"
 

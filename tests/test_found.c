@@ -41,7 +41,7 @@ int main(void)
         const ug_op_def *d = ug_op_def_get(op);
         if (!d) continue;
         int nbeyond = 0, caught[32] = {0}, nfound = 0;
-        for (int v = 0; d->variants[v].name; v++) nbeyond += d->variants[v].beyond_plan;
+        for (int v = 0; ug_op_variants(d->op)[v].name; v++) nbeyond += ug_op_variants(d->op)[v].beyond_plan;
         char dir[1200];
         snprintf(dir, sizeof dir, "%s/%s", ug_found_dir(), ug_op_name(op));
         DIR *dh = opendir(dir);
@@ -62,16 +62,16 @@ int main(void)
             nfound++;
             CHECK(run(spec, "sim") == UG_OUT_PASS, "%s fails with the correct kernel", path);
             int any = 0;
-            for (int v = 0; d->variants[v].name && v < 32; v++)
-                if (d->variants[v].beyond_plan && run(spec, d->variants[v].name) != UG_OUT_PASS) caught[v] = any = 1;
+            for (int v = 0; ug_op_variants(d->op)[v].name && v < 32; v++)
+                if (ug_op_variants(d->op)[v].beyond_plan && run(spec, ug_op_variants(d->op)[v].name) != UG_OUT_PASS) caught[v] = any = 1;
             CHECK(any || nbeyond == 0, "%s is caught by none of %s's beyond-plan mutants", path, ug_op_name(op));
             free(spec);
         }
         if (dh) closedir(dh);
-        for (int v = 0; d->variants[v].name && v < 32; v++)
-            if (d->variants[v].beyond_plan)
+        for (int v = 0; ug_op_variants(d->op)[v].name && v < 32; v++)
+            if (ug_op_variants(d->op)[v].beyond_plan)
                 CHECK(caught[v], "no finding in %s catches beyond-plan mutant %s (run `ulpgym fuzz %s --kernel-variant %s`)",
-                      dir, d->variants[v].name, ug_op_name(op), d->variants[v].name);
+                      dir, ug_op_variants(d->op)[v].name, ug_op_name(op), ug_op_variants(d->op)[v].name);
         if (nfound || nbeyond) printf("%s: %d findings, %d beyond-plan mutants\n", ug_op_name(op), nfound, nbeyond);
     }
     return check_done();

@@ -8,6 +8,7 @@
 
 #include "check.h"
 #include "run/exec.h"
+#include "gen/case.h"
 
 #define OP "matmul_allreduce_add_rmsnorm"
 

@@ -10,6 +10,7 @@
 
 #include "check.h"
 #include "oracles/oracle.h"
+#include "gen/case.h"
 #include "oracles/verdict.h"
 #include "run/exec.h"
 

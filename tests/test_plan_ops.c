@@ -62,19 +62,19 @@ int main(int argc, char **argv)
     size_t failing = run_variant(&p, "sim", 1, &first);
     printf("%s: %zu plan cases, correct kernel passes %zu\n", argv[1], p.n, p.n - failing);
     int mutants = 0;
-    for (int v = 1; d->variants[v].name; v++, mutants++) {
-        size_t caught = run_variant(&p, d->variants[v].name, 0, &first);
-        if (d->variants[v].beyond_plan)
-            CHECK(caught == 0, "mutant %s of %s is marked beyond_plan but %zu plan cases catch it", d->variants[v].name,
+    for (int v = 1; ug_op_variants(d->op)[v].name; v++, mutants++) {
+        size_t caught = run_variant(&p, ug_op_variants(d->op)[v].name, 0, &first);
+        if (ug_op_variants(d->op)[v].beyond_plan)
+            CHECK(caught == 0, "mutant %s of %s is marked beyond_plan but %zu plan cases catch it", ug_op_variants(d->op)[v].name,
                   argv[1], caught);
         else
-            CHECK(caught > 0 && caught != (size_t)-1, "mutant %s of %s is caught by no plan case", d->variants[v].name,
+            CHECK(caught > 0 && caught != (size_t)-1, "mutant %s of %s is caught by no plan case", ug_op_variants(d->op)[v].name,
                   argv[1]);
         if (caught != (size_t)-1)
-            printf("  mutant %-22s caught by %3zu/%zu cases (%.1f%%)%s%s\n", d->variants[v].name, caught, p.n,
+            printf("  mutant %-22s caught by %3zu/%zu cases (%.1f%%)%s%s\n", ug_op_variants(d->op)[v].name, caught, p.n,
                    100.0 * (double)caught / (double)p.n, caught ? ", first " : "",
                    caught ? p.cases[first].id : "");
-        if (d->variants[v].beyond_plan) printf("    (beyond the plan by design: found by fuzzing, see corpus/found/%s)\n", argv[1]);
+        if (ug_op_variants(d->op)[v].beyond_plan) printf("    (beyond the plan by design: found by fuzzing, see corpus/found/%s)\n", argv[1]);
     }
     CHECK(mutants >= 2, "%s has %d mutants; at least two are required", argv[1], mutants);
     ug_plan_free(&p);

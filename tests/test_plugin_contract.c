@@ -10,6 +10,7 @@
 #include "check.h"
 #include "gen/plan.h"
 #include "kernels/contract.h"
+#include "gen/case.h"
 
 #define CHECKED 30
 

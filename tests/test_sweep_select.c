@@ -7,6 +7,7 @@
 
 #include "check.h"
 #include "run/sweep.h"
+#include "gen/case.h"
 
 #define NCASE 97
 

@@ -5,6 +5,17 @@
 #include <string.h>
 
 #include "core/dtype.h"
+#include "core/ops.h"
+
+int ug_sim_params_parse(const ulpgym_call *call, ug_params *p, char *err, size_t errlen)
+{
+    const ug_op_decl *d = ug_op_decl_find(call->op);
+    if (!d) {
+        snprintf(err, errlen, "op \"%s\" has no declaration", call->op ? call->op : "(null)");
+        return -2;
+    }
+    return ug_params_parse_text(d, call->params_json, p, err, errlen);
+}
 
 int ug_sim_params_open(ug_sim_params *p, const ulpgym_call *call, char *err, size_t errlen)
 {

@@ -3,8 +3,9 @@
  * and the fp32 reductions device kernels use.
  *
  * Everything here rounds like hardware: loads are exact (every stored format widens
- * exactly to fp32), stores round fp32 to the tensor's dtype once (RNE). Kernels only use
- * kernel_abi.h views, so a plugin built from them needs nothing else. */
+ * exactly to fp32), stores round fp32 to the tensor's dtype once (RNE). Kernels use
+ * kernel_abi.h views and read params through the op's declaration (core/opdecl.h), the
+ * one place that knows every param's type, range and default. */
 #ifndef UG_SIMLIB_H
 #define UG_SIMLIB_H
 #include <stddef.h>
@@ -13,6 +14,14 @@
 
 #include "ulpgym/kernel_abi.h"
 
+#include "core/opdecl.h"
+
+/* Parses call->params_json against the op's declaration: the same ug_params the oracle
+ * gets (defaults filled, fp32 attributes rounded). -2 with a message; free the result
+ * with ug_params_free(). */
+int ug_sim_params_parse(const ulpgym_call *call, ug_params *p, char *err, size_t errlen);
+
+/* Legacy (ops not yet declared): raw reads of params_json with local defaults. */
 typedef struct {
     cJSON *json;
 } ug_sim_params;

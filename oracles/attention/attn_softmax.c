@@ -6,45 +6,37 @@
  * does. The mask is an fp32 input built from params.mask ("none", "causal" bottom-right
  * aligned, "padding" with a per-row valid length and every third row fully masked);
  * masked entries are -inf and contribute exactly zero, so the oracle skips them. A fully
- * masked row's output is defined as zeros. */
+ * masked row's output is defined as zeros; special values follow the op's semantics text
+ * (classify_row). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/philox.h"
-#include "kernels/sim/attention/attn_softmax.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
 
+/* The params the oracle and the builder use, read from the case's parsed params. */
 typedef struct {
     long rows, cols;
-    double scale, cap;
+    double scale, cap; /* fp32 values */
     const char *mask;
 } softmax_params;
 
-static int read_params(const ug_spec *s, softmax_params *p, char *err, size_t errlen)
+static void read_params(const ug_case *c, softmax_params *p)
 {
-    if (ug_param_int(s->params, "rows", 1, &p->rows, err, errlen) ||
-        ug_param_int(s->params, "cols", 1, &p->cols, err, errlen) ||
-        ug_param_num(s->params, "scale", 1.0, &p->scale, err, errlen) ||
-        ug_param_num(s->params, "cap", 0.0, &p->cap, err, errlen) ||
-        ug_param_str(s->params, "mask", "none", &p->mask, err, errlen))
-        return -2;
-    if (p->rows < 1 || p->cols < 1 || p->rows * p->cols > (1L << 26)) {
-        snprintf(err, errlen, "attn_softmax: need rows >= 1, cols >= 1, rows*cols <= 2^26");
-        return -2;
-    }
-    if (strcmp(p->mask, "none") && strcmp(p->mask, "causal") && strcmp(p->mask, "padding")) {
-        snprintf(err, errlen, "attn_softmax: param \"mask\" must be none, causal or padding");
+    const ug_params *P = &c->params;
+    *p = (softmax_params){ug_p_int(P, "rows"), ug_p_int(P, "cols"), ug_p_num(P, "scale"), ug_p_num(P, "cap"),
+                          ug_p_str(P, "mask")};
+}
+
+static int check(const ug_params *P, char *err, size_t errlen)
+{
+    if (ug_p_int(P, "rows") * ug_p_int(P, "cols") > (1L << 26)) {
+        snprintf(err, errlen, "attn_softmax: rows*cols must stay <= 2^26");
         return -2;
     }
-    if (p->cap < 0) {
-        snprintf(err, errlen, "attn_softmax: param \"cap\" must be >= 0");
-        return -2;
-    }
-    p->scale = (float)p->scale; /* fp32 attributes */
-    p->cap = (float)p->cap;
     return 0;
 }
 
@@ -60,19 +52,12 @@ static int masked(const softmax_params *p, uint64_t seed, long r, long j)
     return 0;
 }
 
+/* Fills the mask (0 or -inf) from params.mask. */
 static int build(ug_case *c, char *err, size_t errlen)
 {
     softmax_params p;
-    if (read_params(&c->spec, &p, err, errlen)) return -2;
-    ug_dtype dt = c->spec.dtype;
-    if (dt != UG_DT_FP32 && dt != UG_DT_FP16 && dt != UG_DT_BF16) {
-        snprintf(err, errlen, "attn_softmax: dtype must be fp32, fp16 or bf16");
-        return -2;
-    }
-    int64_t shape[2] = {p.rows, p.cols};
-    if (!ug_case_add_input(c, "x", dt, 2, shape, 1, err, errlen)) return -2;
-    ug_tensor *mask = ug_case_add_input(c, "mask", UG_DT_FP32, 2, shape, 0, err, errlen);
-    if (!mask || !ug_case_add_output(c, "y", dt, 2, shape, err, errlen)) return -2;
+    read_params(c, &p);
+    ug_tensor *mask = ug_case_input_mut(c, "mask");
     for (long r = 0; r < p.rows; r++)
         for (long j = 0; j < p.cols; j++)
             ug_dtype_store(UG_DT_FP32, mask->data, (size_t)(r * p.cols + j),
@@ -91,11 +76,27 @@ static ug_num logit(ug_ar *ar, const softmax_params *p, double x, double mask)
     return mask == 0.0 ? z : ug_add(ar, z, ug_c(ar, mask));
 }
 
+/* Special values, as the contract states: an entry is live unless masked or its logit is
+ * -inf; a NaN or +inf live logit makes the whole row NaN (exp(z - max) is NaN there).
+ * Returns 1 when row r is NaN; fills live[]. Decided in double: the class of a logit
+ * (NaN, +-inf, finite) does not depend on rounding. */
+static int classify_row(const softmax_params *p, const ug_tensor *x, const ug_tensor *mask, size_t r, size_t n,
+                        unsigned char *live)
+{
+    int nan_row = 0;
+    for (size_t j = 0; j < n; j++) {
+        double z = ug_tload(x, r * n + j) * p->scale;
+        if (p->cap > 0) z = p->cap * tanh(z / p->cap);
+        live[j] = ug_tload(mask, r * n + j) != -INFINITY && z != -INFINITY;
+        nan_row |= live[j] && (isnan(z) || z == INFINITY);
+    }
+    return nan_row;
+}
+
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     softmax_params p;
-    char err[128];
-    if (read_params(&c->spec, &p, err, sizeof err)) return -2;
+    read_params(c, &p);
     const ug_tensor *x = ug_case_input(c, "x"), *mask = ug_case_input(c, "mask");
     size_t n = (size_t)p.cols;
     ug_num *z = malloc(n * sizeof *z), *e = malloc(n * sizeof *e);
@@ -109,11 +110,13 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     for (size_t k = 0; k < sel->n[0];) {
         size_t r = sel->idx[0][k] / n, mark = ug_ar_mark(ar), n_live = 0;
         ug_num m = {0};
+        if (classify_row(&p, x, mask, r, n, live)) {
+            for (; k < sel->n[0] && sel->idx[0][k] / n == r; k++) ug_ar_emit(ar, 0, k, ug_c(ar, NAN));
+            continue;
+        }
         for (size_t j = 0; j < n; j++) {
-            double mk = ug_tload(mask, r * n + j);
-            live[j] = mk != -INFINITY;
             if (!live[j]) continue;
-            z[j] = logit(ar, &p, ug_tload(x, r * n + j), mk);
+            z[j] = logit(ar, &p, ug_tload(x, r * n + j), ug_tload(mask, r * n + j));
             m = n_live++ ? ug_max(ar, m, z[j]) : z[j];
         }
         size_t live_pos = 0;
@@ -139,6 +142,24 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
     ug_geom_last_dim(&c->out[out], 16, 256, g); /* the kernel's 256-lane tiles */
 }
 
+static const ug_param_decl params[] = {
+    {"rows", UG_PARAM_INT, "1", 1, 1 << 26, NULL, "rows R"},
+    {"cols", UG_PARAM_INT, "1", 1, 1 << 26, NULL, "softmax length C"},
+    {"scale", UG_PARAM_F32, "1", -UG_DECL_INF, UG_DECL_INF, NULL, "multiplier of x (fp32 attribute)"},
+    {"cap", UG_PARAM_F32, "0", 0, UG_DECL_INF, NULL, "soft cap (fp32 attribute); 0 = no capping"},
+    {"mask", UG_PARAM_ENUM, "none", 0, 0, "none|causal|padding",
+     "none; causal: column j of row r is masked when j > r + C - R (bottom-right aligned); padding: row r keeps "
+     "a seeded valid length in 1..C and every third row (r % 3 == 2) is fully masked"},
+    {NULL},
+};
+
+static const ug_tensor_decl tensors[] = {
+    {"x", UG_TENSOR_INPUT, "case", "rows, cols", "the logits"},
+    {"mask", UG_TENSOR_BUILT, "fp32", "rows, cols", "0 (kept) or -inf (masked), added to the capped logits"},
+    {"y", UG_TENSOR_OUTPUT, "case", "rows, cols", "the probabilities, rounded once to the case dtype"},
+    {NULL},
+};
+
 static const ug_output_rule outputs[] = {
     {"y", UG_CMP_NUMERIC, 1e-4, 0x1p-7, 0.005}, /* STANDARDS.md: attn_softmax 1e-4 / 2^-7 */
 };
@@ -151,12 +172,14 @@ const ug_op_def ug_opdef_attn_softmax = {
     .bench_level = 0,
     .outputs = outputs,
     .n_outputs = 1,
+    .decl = {"attn_softmax", params, NULL, tensors, check},
+    .semantics = "z = cap*tanh(x*scale/cap) + mask in exact arithmetic on the fp32 values of scale and cap "
+                 "(cap 0: z = x*scale + mask); y = exp(z - max z) / sum exp(z - max z) over the live entries of "
+                 "the row, correctly rounded to the case dtype. An entry is live unless its mask is -inf or its "
+                 "logit is -inf; a dead entry's y is exactly 0 whatever x holds there (NaN under a -inf mask gives "
+                 "0). A row with no live entry (fully masked) is all zeros. A live NaN or +inf logit makes the "
+                 "whole row NaN. With cap > 0, x = +-inf gives the finite logit +-cap.",
     .build = build,
     .oracle = oracle,
     .geometry = geometry,
-    .variants = ug_attn_softmax_variants,
-    .params_doc = "{\"rows\":\"rows R (int >= 1)\",\"cols\":\"softmax length C (int >= 1)\","
-                  "\"scale\":\"fp32 multiplier of x (default 1)\",\"cap\":\"fp32 soft cap, 0 = none\","
-                  "\"mask\":\"none | causal | padding\","
-                  "\"tensors\":\"in x[R,C] dtype, mask[R,C] fp32 (0 or -inf); out y[R,C] dtype\"}",
 };

@@ -9,7 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "kernels/sim/attention/attn_softmax.h"
+#include "core/ops.h"
 #include "kernels/sim/simlib.h"
 
 #define SOFTMAX_TILE 256
@@ -50,10 +50,10 @@ static void online_stats(const float *z, size_t n, softmax_bug bug, float *m_out
 
 static int softmax_kernel(const ulpgym_call *call, char *err, size_t errlen, softmax_bug bug)
 {
-    ug_sim_params p;
-    if (ug_sim_params_open(&p, call, err, errlen)) return -2;
-    float scale = (float)ug_sim_num(&p, "scale", 1.0), cap = (float)ug_sim_num(&p, "cap", 0.0);
-    ug_sim_params_close(&p);
+    ug_params p;
+    if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
+    float scale = (float)ug_p_num(&p, "scale"), cap = (float)ug_p_num(&p, "cap"); /* exact: fp32 values */
+    ug_params_free(&p);
     const ulpgym_tensor *x = ug_sim_in(call, "x", 2, err, errlen), *mask = ug_sim_in(call, "mask", 2, err, errlen);
     const ulpgym_tensor *y = ug_sim_out(call, "y", 2, err, errlen);
     if (!x || !mask || !y) return -2;
@@ -66,7 +66,7 @@ static int softmax_kernel(const ulpgym_call *call, char *err, size_t errlen, sof
         for (size_t j = 0; j < n; j++) {
             float v = z[j] * scale;                       /* rounds: fp32 */
             if (cap > 0.0f) v = cap * (bug == MUT_TANH_OVERFLOW ? tanh_by_exp(v / cap) : tanhf(v / cap)); /* rounds: fp32 */
-            z[j] = v + mk[j];                             /* rounds: fp32 */
+            z[j] = mk[j] == -INFINITY ? -INFINITY : v + mk[j]; /* rounds: fp32; masked stays -inf even for NaN x */
         }
         float m, s;
         online_stats(z, n, bug, &m, &s);
@@ -84,7 +84,7 @@ static int k_bf16(const ulpgym_call *c, char *e, size_t l) { return softmax_kern
 static int k_tail(const ulpgym_call *c, char *e, size_t l) { return softmax_kernel(c, e, l, MUT_TAIL_TILE); }
 static int k_tanh(const ulpgym_call *c, char *e, size_t l) { return softmax_kernel(c, e, l, MUT_TANH_OVERFLOW); }
 
-const ug_kernel_variant ug_attn_softmax_variants[] = {
+const ug_kernel_variant ug_variants_attn_softmax[] = {
     {"sim", "device-style online softmax, fp32 compute, 256-lane tiles", k_sim},
     {"mut_no_max_sub", "exp(z) without subtracting the row max: overflows on large logits", k_no_max},
     {"mut_bf16_sum", "row sum accumulated in bf16", k_bf16},

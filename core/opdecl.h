@@ -1,0 +1,146 @@
+/* opdecl.h — an operator's declaration: its params, derived sizes and tensors, as data.
+ *
+ * Every consumer reads the same declaration: the spec parser validates a case's params
+ * against it and writes every default into the canonical params text handed to kernels
+ * and plugins (so nobody guesses a default), the case builder allocates the declared
+ * tensors with the declared shapes, the oracle and the sim kernel read the same parsed
+ * ug_params, and `ulpgym ops show OP --json` prints it as the plugin contract. A shape is
+ * a formula of the params, so a plugin author can compute every dimension before a call.
+ *
+ * Formulas (defaults, derived sizes, tensor dims, presence conditions) are arithmetic over
+ * params and earlier derived names, evaluated in double (see ug_decl_eval):
+ *   numbers, names, + - * /, unary -, parentheses, comparisons == != < <= > >= (1 or 0),
+ *   cdiv(a,b) = ceil(a/b), fdiv(a,b) = floor(a/b), min(a,b), max(a,b), sqrt(x),
+ *   over an int-list param L: len(L), sum(L), maxof(L), sumcdiv(L,k) = sum of ceil(l/k);
+ *   over a pair-list param P ("q:k,q:k", a lone "n" meaning n:n): P.q and P.k are its lists.
+ * A tensor dimension must come out a non-negative integer, or the case is refused. */
+#ifndef UG_OPDECL_H
+#define UG_OPDECL_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/dtype.h"
+
+typedef enum {
+    UG_PARAM_INT,       /* an integer (JSON number with no fraction) */
+    UG_PARAM_F32,       /* an fp32 attribute: the JSON number rounded once to fp32 (RNE) */
+    UG_PARAM_NUM,       /* a plain real number, used in double (e.g. a RoPE base) */
+    UG_PARAM_ENUM,      /* one string of a fixed list */
+    UG_PARAM_INT_LIST,  /* integers as a string "a,b,c" */
+    UG_PARAM_PAIR_LIST, /* pairs as a string "q:k,q:k" (a lone "n" is n:n) */
+} ug_param_type;
+
+/* A declared param. min/max bound an INT, F32 or NUM value and every element of a list
+ * (inclusive; use -UG_DECL_INF / UG_DECL_INF for no bound). def is a formula over the
+ * params declared before it (an ENUM's default is one of its choices); NULL means the
+ * param is required. */
+typedef struct {
+    const char *name;
+    ug_param_type type;
+    const char *def;
+    double min, max;
+    const char *choices; /* ENUM: "none|causal|padding" */
+    const char *doc;     /* what it is, with its unit */
+} ug_param_decl;
+
+#define UG_DECL_INF 1e300
+
+/* A named size computed from the params (e.g. total_q = sum(seqlens.q)); tensor shapes
+ * and later derived values may use it. */
+typedef struct {
+    const char *name;
+    const char *formula;
+    const char *doc;
+} ug_derived_decl;
+
+typedef enum {
+    UG_TENSOR_INPUT,  /* drawn from the case's distribution for it (spec "dist") */
+    UG_TENSOR_BUILT,  /* an input the op's builder fills (indices, masks, tables) */
+    UG_TENSOR_OUTPUT, /* written by the kernel, judged against the oracle */
+} ug_tensor_role;
+
+/* A declared tensor. dtype: "case" (the case dtype), a dtype name ("fp32", "int32"), or a
+ * map from case dtype to tensor dtype ("bf16:fp32,fp32:fp32"). shape: comma-separated
+ * formulas, outermost first ("" for a scalar). when: a formula; the tensor exists only
+ * where it is non-zero (NULL: always). */
+typedef struct {
+    const char *name;
+    ug_tensor_role role;
+    const char *dtype;
+    const char *shape;
+    const char *doc;
+    const char *when;
+} ug_tensor_decl;
+
+/* Params, derived sizes and tensors of one op; arrays end with a NULL name. check, when
+ * set, enforces what ranges cannot say (a head count divisible by another, a size cap);
+ * it gets the parsed params and returns 0 or -2 with a message. */
+struct ug_params;
+typedef struct {
+    const char *op;
+    const ug_param_decl *params;
+    const ug_derived_decl *derived;
+    const ug_tensor_decl *tensors;
+    int (*check)(const struct ug_params *p, char *err, size_t errlen);
+} ug_op_decl;
+
+#define UG_MAX_PARAMS 32
+#define UG_MAX_DERIVED 16
+
+typedef struct {
+    double num;     /* INT, F32 (already rounded to fp32), NUM */
+    const char *str; /* ENUM: borrowed from the params' JSON */
+    long *list;     /* lists: owned; pair lists hold q0,k0,q1,k1,... */
+    size_t n;       /* list length (pairs for a pair list) */
+} ug_param_value;
+
+/* A case's parsed params: every declared param with its value (given or default), the
+ * derived sizes, and the canonical JSON text of the params with every default written
+ * in (what kernels and plugins receive as params_json). */
+typedef struct ug_params {
+    const ug_op_decl *decl;
+    int n;
+    ug_param_value v[UG_MAX_PARAMS];
+    int n_derived;
+    double derived[UG_MAX_DERIVED];
+    char *json; /* owned canonical text */
+    cJSON *tree; /* owned: the params object with defaults; strings point into it */
+} ug_params;
+
+/* Parses and validates params (a JSON object) against decl: unknown keys, wrong types,
+ * values out of range or not among the choices, and failed checks are errors (-2, the
+ * message names op, param and the allowed values); defaults are filled in. On success the
+ * caller owns out (ug_params_free). */
+int ug_params_parse(const ug_op_decl *decl, const cJSON *params, ug_params *out, char *err, size_t errlen);
+/* Parses params JSON text (what a kernel receives) the same way. */
+int ug_params_parse_text(const ug_op_decl *decl, const char *text, ug_params *out, char *err, size_t errlen);
+void ug_params_free(ug_params *p);
+
+/* Typed reads of a declared param or derived size. Reading a name the declaration does
+ * not have, or with the wrong type, is a programming error: it aborts with a message. */
+long ug_p_int(const ug_params *p, const char *name);     /* INT, or a derived size */
+double ug_p_num(const ug_params *p, const char *name);   /* F32 (fp32 value), NUM or INT */
+const char *ug_p_str(const ug_params *p, const char *name); /* ENUM */
+int ug_p_is(const ug_params *p, const char *name, const char *choice); /* ENUM == choice */
+/* A list param: its length; *vals gets the values (pairs: q0,k0,q1,k1,...). */
+size_t ug_p_list(const ug_params *p, const char *name, const long **vals);
+
+/* Evaluates formula over p (params and derived sizes). 0, or -2 with a message. */
+int ug_decl_eval(const ug_params *p, const char *formula, double *out, char *err, size_t errlen);
+
+/* Tensor i of the declaration for this case: whether it exists (when), its dtype for the
+ * case dtype and its shape. Returns 0 (present), 1 (absent: when is 0), -2 (error). */
+int ug_decl_tensor_shape(const ug_params *p, const ug_tensor_decl *t, ug_dtype case_dtype, ug_dtype *dt,
+                         int *ndim, int64_t *shape, char *err, size_t errlen);
+/* The tensor dtype a dtype rule gives for a case dtype; -1 when the rule has none. */
+int ug_decl_dtype_for(const char *rule, ug_dtype case_dtype);
+
+/* The declaration as JSON (params with type/default/range/choices, derived sizes, tensors
+ * with role, dtype per case dtype in dtypes (comma-separated) and shape formulas). */
+cJSON *ug_decl_json(const ug_op_decl *decl, const char *dtypes);
+
+const char *ug_param_type_name(ug_param_type t);
+
+#endif

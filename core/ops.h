@@ -1,0 +1,106 @@
+/* ops.h — the 34 operators, their groups, and what an implemented operator provides.
+ *
+ * core/ops.def is the single list of the 34 operators; this header expands it into the
+ * ug_op enum and declares ug_op_def: an operator's declaration (params, derived sizes and
+ * tensors, core/opdecl.h), its output rules, and its functions (builder of the built
+ * inputs, oracle, sampling geometry). An operator module defines
+ * `const ug_op_def ug_opdef_<name>` (oracles/<family>/<name>.c) and its kernel variants
+ * `const ug_kernel_variant ug_variants_<name>[]` (kernels/sim/<family>/<name>.c); the
+ * tables here refer to both weakly, so neither side includes the other. */
+#ifndef UG_OPS_H
+#define UG_OPS_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/dtype.h"
+#include "core/opdecl.h"
+#include "ulpgym/kernel_abi.h"
+
+struct ug_case;
+typedef enum { UG_GROUP_DEEPSEEK, UG_GROUP_GLM, UG_GROUP_OPERATOR, UG_GROUP_GREENLIGHT, UG_GROUP_COUNT } ug_group;
+
+typedef enum {
+#define UG_OP(E, name, group) UG_OP_##E,
+#include "core/ops.def"
+#undef UG_OP
+    UG_OP_COUNT
+} ug_op;
+
+/* How an output is compared (docs/STANDARDS.md "Discrete outputs"). */
+typedef enum { UG_CMP_NUMERIC, UG_CMP_EXACT, UG_CMP_BOUNDARY, UG_CMP_TOPK } ug_cmp;
+
+typedef struct {
+    const char *name;
+    ug_cmp cmp;
+    double pypto_atol, pypto_rtol; /* docs/STANDARDS.md per-operator list */
+    double pypto_budget;           /* share of elements allowed to fail (0.005 or 0) */
+} ug_output_rule;
+
+/* Geometry of an output for sampling: viewed as rows x cols (cols = last dim). The
+ * sample always holds tile edges of both, tails, and first/last rows. */
+typedef struct {
+    size_t rows, cols;
+    size_t row_tile, col_tile;
+} ug_geom;
+
+typedef int (*ug_kernel_fn)(const ulpgym_call *call, char *err, size_t errlen);
+
+typedef struct {
+    const char *name; /* "sim" is the correct kernel; others are planted-bug mutants */
+    const char *desc;
+    ug_kernel_fn fn;
+    int beyond_plan; /* a mutant the nightly plan is known not to reach: the fuzzer's job
+                        (tests assert the plan misses it and corpus/found/ catches it) */
+} ug_kernel_variant;
+
+struct ug_ar;
+struct ug_selection;
+
+typedef struct ug_op_def {
+    ug_op op;
+    const char *summary;
+    const char *dtypes;    /* comma-separated case dtypes */
+    int primary;           /* ug_standard */
+    int bench_level;       /* 0..2: level of the benchmark standard */
+    const ug_output_rule *outputs;
+    int n_outputs;
+    /* The declaration: params, derived sizes, tensors (core/opdecl.h). decl.op is the
+     * op's name. */
+    ug_op_decl decl;
+    /* What the contract promises beyond the math: special values (NaN, +-inf, fully
+     * masked rows), which intermediates are rounded to which dtype, how fp32 attributes
+     * are formed. Printed by `ulpgym ops show`. */
+    const char *semantics;
+    /* Fills the inputs of role "built" (indices, masks, tables) after the declared
+     * tensors are allocated and the drawn inputs filled; NULL when there are none.
+     * (Legacy, until every op is declared: an op without decl.tensors allocates all its
+     * tensors here.) */
+    int (*build)(struct ug_case *c, char *err, size_t errlen);
+    /* Evaluates the reference for the selected elements in arithmetic ar, emitting each
+     * with ug_ar_emit(). Written once; the arithmetic decides exact / naive / double. */
+    int (*oracle)(const struct ug_case *c, struct ug_ar *ar, const struct ug_selection *sel);
+    void (*geometry)(const struct ug_case *c, int out, ug_geom *g);
+    const ug_kernel_variant *variants; /* legacy: ug_variants_<op> replaces it */
+    const char *params_doc; /* legacy: decl.params replaces it */
+    /* Optional (NULL: the static rule applies). Adjusts output out's rule for this case
+     * before it is judged, for tolerances that depend on the case: a param (a world size)
+     * or the oracle's values g[0..n) at the checked elements (atol = rtol * mean|g|).
+     * rule arrives as a copy of outputs[out]; only its numbers may change. */
+    void (*adjust_rule)(const struct ug_case *c, int out, const double *g, size_t n, ug_output_rule *rule);
+} ug_op_def;
+
+const char *ug_op_name(int op);
+ug_group ug_op_group(int op);
+int ug_op_find(const char *name);          /* -1 if unknown */
+const ug_op_def *ug_op_def_get(int op);    /* NULL if not implemented (linked in) */
+const char *ug_group_name(ug_group g);
+int ug_group_find(const char *name);       /* case-insensitive; -1 if unknown */
+/* The op's kernel variants (the sim kernel first, then its mutants; NULL-name ended),
+ * from kernels/sim/<family>/<op>.c; NULL when the op has none linked in. */
+const ug_kernel_variant *ug_op_variants(int op);
+const ug_kernel_variant *ug_op_variant(const ug_op_def *d, const char *name); /* NULL: none */
+/* The declaration of op by name (a kernel's call->op); NULL if unknown or undeclared. */
+const ug_op_decl *ug_op_decl_find(const char *name);
+
+
+#endif

@@ -1,0 +1,94 @@
+/* case.c — a case from its spec (see case.h). The order of the declared tensors is part
+ * of the case identity: input i's values are drawn from Philox stream i, so inputs are
+ * allocated in declaration order. */
+#include "gen/case.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen/dist.h"
+#include "gen/inject.h"
+
+static int fill_input(ug_case *c, ug_tensor *t, int index, char *err, size_t errlen)
+{
+    const cJSON *dist = cJSON_GetObjectItemCaseSensitive(c->spec.dist, t->name);
+    if (!dist) {
+        snprintf(err, errlen, "case spec: \"dist\" has no distribution for input \"%s\"", t->name);
+        return -2;
+    }
+    return ug_dist_fill(dist, c->spec.seed, (uint32_t)index, t->dtype, t->data, t->numel, err, errlen) ? -2 : 0;
+}
+
+ug_tensor *ug_case_add_input(ug_case *c, const char *name, ug_dtype dt, int ndim, const int64_t *shape,
+                             int fill, char *err, size_t errlen)
+{
+    int index = c->n_in;
+    ug_tensor *t = ug_case_alloc_input(c, name, dt, ndim, shape, err, errlen);
+    if (!t || !fill) return t;
+    return fill_input(c, t, index, err, errlen) ? NULL : t;
+}
+
+/* Allocates every declared tensor present in this case, drawing the random inputs. */
+static int alloc_declared(ug_case *c, char *err, size_t errlen)
+{
+    for (const ug_tensor_decl *td = c->def->decl.tensors; td->name; td++) {
+        ug_dtype dt;
+        int ndim;
+        int64_t shape[8];
+        int rc = ug_decl_tensor_shape(&c->params, td, c->spec.dtype, &dt, &ndim, shape, err, errlen);
+        if (rc == 1) continue;
+        if (rc) return rc;
+        if (td->role == UG_TENSOR_OUTPUT) {
+            if (!ug_case_add_output(c, td->name, dt, ndim, shape, err, errlen)) return -2;
+            continue;
+        }
+        int index = c->n_in;
+        ug_tensor *t = ug_case_alloc_input(c, td->name, dt, ndim, shape, err, errlen);
+        if (!t) return -2;
+        if (td->role == UG_TENSOR_INPUT && fill_input(c, t, index, err, errlen)) return -2;
+    }
+    return 0;
+}
+
+static int decode_inputs(ug_case *c, char *err, size_t errlen)
+{
+    for (int i = 0; i < c->n_in; i++) { /* decode once: oracles read inputs many times */
+        ug_tensor *t = &c->in[i];
+        t->values = malloc((t->numel ? t->numel : 1) * sizeof *t->values);
+        if (!t->values) {
+            snprintf(err, errlen, "out of memory decoding input \"%s\"", t->name);
+            return -1;
+        }
+        for (size_t k = 0; k < t->numel; k++) t->values[k] = ug_dtype_load(t->dtype, t->data, k);
+    }
+    return 0;
+}
+
+int ug_case_build(ug_case *c, ug_spec *spec, char *err, size_t errlen)
+{
+    memset(c, 0, sizeof *c);
+    c->spec = *spec;
+    memset(spec, 0, sizeof *spec);
+    c->def = ug_op_def_get(c->spec.op);
+    if (!c->def) {
+        snprintf(err, errlen, "op \"%s\" is not implemented", ug_op_name(c->spec.op));
+        return -2;
+    }
+    const ug_op_decl *decl = &c->def->decl;
+    if (decl->params) {
+        if (ug_params_parse(decl, c->spec.params, &c->params, err, errlen)) return -2;
+        c->params_json = strdup(c->params.json);
+    } else {
+        c->params_json = cJSON_PrintUnformatted(c->spec.params);
+    }
+    if (!c->params_json) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = decl->tensors ? alloc_declared(c, err, errlen) : 0;
+    if (!rc && c->def->build) rc = c->def->build(c, err, errlen);
+    if (!rc) rc = ug_inject_apply(c, err, errlen);
+    if (rc) return rc < 0 ? rc : -2;
+    return decode_inputs(c, err, errlen);
+}
