@@ -150,7 +150,7 @@ static int show(const char *name, int json, int mutants)
     const ug_op_def *d = ug_op_def_get(op);
     printf("%s  (%s)\n", ug_op_name(op), ug_group_name(ug_op_group(op)));
     if (!d) {
-        printf("  status: planned — not implemented yet; see shared OPS.md for its math\n");
+        printf("  status: planned — not implemented yet; see docs/OPERATORS.md for its math\n");
         return 0;
     }
     printf("  %s\n  dtypes: %s\n  primary standard: %s\n", d->summary, d->dtypes, ug_standard_name(d->primary));
