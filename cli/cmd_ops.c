@@ -11,9 +11,9 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/mutant_scan.h"
 #include "kernels/contract.h"
 #include "oracles/verdict.h"
+#include "run/mutant_scan.h"
 
 #define UG_FORMULA_DOC                                                                                         \
     "defaults, derived sizes, shapes and 'when' are formulas over the params: numbers, names, + - * /, "       \
@@ -165,6 +165,39 @@ static void print_tensors(int op)
     cJSON_Delete(t);
 }
 
+/* `ops show OP --mutants`: per kernel variant, the share of the op's default-plan cases
+ * that catch it and the first few catching IDs (each triageable), so a test author sees
+ * what the plan covers and what only the fuzzer reaches (beyond-plan mutants). ERROR and
+ * SKIP outcomes are not catches (run/mutant_scan.h); their counts follow when non-zero.
+ * -2 if the op or the plan is unusable. */
+static int print_mutant_scan(int op, FILE *f)
+{
+    ug_plan p;
+    char err[512];
+    if (ug_mutant_scan_plan(op, &p, err, sizeof err)) {
+        fprintf(stderr, "ulpgym: %s\n", err);
+        return -2;
+    }
+    int n;
+    ug_variant_scan *s = ug_mutant_scan(op, &p, NULL, &n);
+    fprintf(f, "  plan cases catching each kernel variant (%zu cases of the default plan):\n", p.n);
+    for (int v = 0; v < n; v++) {
+        if (s[v].unavailable) continue;
+        fprintf(f, "    %-24s %4zu/%zu (%5.1f%%)%s", s[v].variant, s[v].caught, p.n,
+                p.n ? 100.0 * (double)s[v].caught / (double)p.n : 0.0,
+                v == 0 ? "  <- the correct kernel: must be 0" : "");
+        for (size_t k = 0; k < s[v].n_first; k++) fprintf(f, "%s%s", k ? " " : "  e.g. ", s[v].first[k]);
+        if (s[v].beyond_plan) fprintf(f, "  (beyond the plan by design: see corpus/found/%s)", ug_op_name(op));
+        fputc('\n', f);
+        if (s[v].errors || s[v].skips || s[v].other)
+            fprintf(f, "      not counted as caught: %zu ERROR, %zu SKIP, %zu other; first: %s\n", s[v].errors,
+                    s[v].skips, s[v].other, s[v].message);
+    }
+    free(s);
+    ug_plan_free(&p);
+    return 0;
+}
+
 static int show(const char *name, int json, int mutants)
 {
     int op = ug_op_find(name);
@@ -173,7 +206,7 @@ static int show(const char *name, int json, int mutants)
     const ug_op_def *d = ug_op_def_get(op);
     printf("%s  (%s)\n", ug_op_name(op), ug_group_name(ug_op_group(op)));
     if (!d) {
-        printf("  status: planned — not implemented yet; see shared OPS.md for its math\n");
+        printf("  status: planned — not implemented yet; see docs/OPERATORS.md for its math\n");
         return 0;
     }
     printf("  %s\n  dtypes: %s\n  primary standard: %s\n", d->summary, d->dtypes, ug_standard_name(d->primary));
@@ -189,7 +222,7 @@ static int show(const char *name, int json, int mutants)
                d->outputs[i].pypto_atol, d->outputs[i].pypto_rtol, d->outputs[i].pypto_budget);
     printf("  kernel variants (--kernel-variant NAME):\n");
     for (int i = 0; ug_op_variants(d->op)[i].name; i++) printf("    %-18s %s\n", ug_op_variants(d->op)[i].name, ug_op_variants(d->op)[i].desc);
-    return mutants && ug_ops_print_mutant_scan(op, stdout) ? UG_EXIT_USAGE : 0;
+    return mutants && print_mutant_scan(op, stdout) ? UG_EXIT_USAGE : 0;
 }
 
 static int ug_cmd_ops(int argc, char **argv)

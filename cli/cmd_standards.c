@@ -3,7 +3,7 @@
 #include "oracles/verdict.h"
 
 static const char *thresholds[UG_STD_COUNT] = {
-    [UG_STD_PYPTO] = "per op/output atol, rtol (STANDARDS.md list; default 1e-3/1e-3), budget 0.005",
+    [UG_STD_PYPTO] = "per op/output atol, rtol (docs/STANDARDS.md table; default 1e-3/1e-3), budget 0.005",
     [UG_STD_ALLCLOSE] = "fp16 rtol 1e-3 atol 1e-5; bf16 1.6e-2/1e-5; fp32 1.3e-6/1e-5",
     [UG_STD_DUAL_THOUSANDTH] = "t = 1e-3 fp16, 4e-3 bf16, 1e-4 fp32",
     [UG_STD_MIXED_TOLERANCE] = "rtol/atol/floor: fp16 2^-9/2^-9/0.1; bf16 2^-6/2^-6/1; fp32 2^-10/2^-16/1e-2; "

@@ -1,5 +1,5 @@
 /* triage_view.c — see triage_view.h. Errors are ulp errors in the output dtype,
- * |a - g*| / ulp(g*), as in STANDARDS.md; a NaN/Inf mismatch counts as infinite. */
+ * |a - g*| / ulp(g*), as in docs/STANDARDS.md; a NaN/Inf mismatch counts as infinite. */
 #include "cli/triage_view.h"
 
 #include <math.h>

@@ -1,5 +1,5 @@
-/* verdict.c — metrics and standards of STANDARDS.md. Every threshold below is quoted
- * from shared STANDARDS.md; the comment beside each says which row. */
+/* verdict.c — metrics and standards of docs/STANDARDS.md. Every threshold below is the
+ * one docs/STANDARDS.md documents; the comment beside each says which row. */
 #include "oracles/verdict.h"
 
 #include <math.h>
@@ -24,10 +24,10 @@ static const struct {
                           "MARE/MERE/RMSE ratios to the naive same-dtype evaluation within the level's limits, "
                           "small-value errors <= 2x, max abs <= 2x benchmark + half ulp"},
     [UG_STD_EXACT] = {"exact", "discrete outputs", "bitwise equal"},
-    [UG_STD_BOUNDARY_AWARE] = {"boundary_aware", "discrete outputs (OPS.md)",
+    [UG_STD_BOUNDARY_AWARE] = {"boundary_aware", "discrete outputs (docs/STANDARDS.md)",
                                "codes equal, or one quantum apart where the exact value is within budget of the "
                                "rounding boundary"},
-    [UG_STD_TOPK_SET] = {"topk_set", "discrete outputs (OPS.md)",
+    [UG_STD_TOPK_SET] = {"topk_set", "discrete outputs (docs/STANDARDS.md)",
                          "index sets equal up to exact ties (within budget) with the k-th score"},
 };
 

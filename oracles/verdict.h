@@ -1,4 +1,4 @@
-/* verdict.h — metrics of STANDARDS.md and the precision standards that judge them.
+/* verdict.h — metrics of docs/STANDARDS.md and the precision standards that judge them.
  *
  * Per output tensor: the kernel's values a, the oracle's exact values g* (nearest
  * double) and g (correctly rounded to the output dtype), and the naive benchmark's
@@ -82,7 +82,7 @@ void ug_small_value(ug_dtype dt, double *threshold, double *atol);
 
 #endif
 
-/* Discrete compares (OPS.md). boundary_aware: code a may differ from the correctly
+/* Discrete compares (docs/STANDARDS.md). boundary_aware: code a may differ from the correctly
  * rounded code g by one quantum only where the exact pre-rounding value gstar lies
  * within budget of the rounding boundary between them. Returns 1 if legal. */
 int ug_boundary_ok(double a, double g, double gstar, double quantum, double budget);
