@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/canon.h"
 #include "gen/dist.h"
@@ -214,15 +215,25 @@ static int expand_op(expander *x, const char *dir, const char *op, long quota, u
         snprintf(err, errlen, "plan: unknown op \"%s\" (see `ulpgym ops`)", op);
         return -2;
     }
-    if (!ug_op_def_get(opi)) {
-        x->plan->skipped[opi] = quota;
-        return 0;
-    }
     char path[1200];
     snprintf(path, sizeof path, "%s/../ops/%s.json", dir, op);
+    if (!ug_op_def_get(opi)) {
+        x->plan->skipped[opi] = quota > 0 ? quota : 0;
+        return 0;
+    }
     cJSON *space = read_json(path, hash, err, errlen);
     if (!space) return -2;
     int rc = 0;
+    if (quota < 0) { /* the plan takes the op's quota from its space */
+        const cJSON *q = cJSON_GetObjectItemCaseSensitive(space, "nightly_cases");
+        if (!cJSON_IsNumber(q) || q->valuedouble < 0 || q->valuedouble > 1e6) {
+            snprintf(err, errlen, "%s: needs a number \"nightly_cases\" from 0 to 1000000 (the plan takes the "
+                     "op's quota from its space)", path);
+            cJSON_Delete(space);
+            return -2;
+        }
+        quota = (long)q->valuedouble;
+    }
     const cJSON *dists = cJSON_GetObjectItemCaseSensitive(space, "dists");
     const cJSON *req = cJSON_GetObjectItemCaseSensitive(space, "required");
     const cJSON *grid = cJSON_GetObjectItemCaseSensitive(space, "grid");
@@ -350,6 +361,15 @@ static int plan_from_json(cJSON *j, const char *path, const char *dir, uint64_t 
         }
         rc = expand_op(&x, dir, o->string, (long)q->valuedouble, &hash, err, errlen);
     }
+    /* "quotas_from_spaces": every other op whose space file exists joins with the quota
+     * its space states ("nightly_cases"), so adding an op edits no plan file. */
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "quotas_from_spaces")))
+        for (int op = 0; op < UG_OP_COUNT && !rc; op++) {
+            char space[1200];
+            snprintf(space, sizeof space, "%s/../ops/%s.json", dir, ug_op_name(op));
+            if (!cJSON_GetObjectItemCaseSensitive(ops, ug_op_name(op)) && access(space, R_OK) == 0)
+                rc = expand_op(&x, dir, ug_op_name(op), -1, &hash, err, errlen);
+        }
     if (!rc && cases) rc = explicit_cases(&x, cases, path, err, errlen);
     snprintf(plan->hash, sizeof plan->hash, "%016llx", (unsigned long long)hash);
 done:
