@@ -6,15 +6,73 @@
  * tests/test_found.c checks corpus/found/ catches them). "Caught" is the mutant scan's
  * (run/mutant_scan.h): a FAIL or NaN/Inf-mismatch outcome; a mutant that only makes
  * cases ERROR or SKIP is not caught. Prints each mutant's detection share.
+ * The non-PASS outcomes of every variant are pinned case by case in
+ * tests/fixtures/verdict_pins/<op>.txt ("variant case_id outcome", sorted), so a refactor
+ * that changes any verdict of any plan case fails here; after an intended change,
+ * ULPGYM_WRITE_PINS=1 rewrites the pin file (review its diff).
  * An op this build does not implement yet is reported as skipped (exit 77). */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "run/mutant_scan.h"
 
-/* Every case of the correct kernel (variant 0) must pass with a self-consistent oracle. */
+/* The non-PASS outcomes seen so far, one "variant case_id outcome" line each. */
+typedef struct {
+    char (*line)[96];
+    size_t n, cap;
+    const ug_kernel_variant *variants;
+} outcome_lines;
+
+static void record_outcome(outcome_lines *o, int v, const ug_result *r)
+{
+    if (r->outcome == UG_OUT_PASS) return;
+    if (o->n == o->cap) {
+        o->cap = o->cap ? 2 * o->cap : 256;
+        o->line = realloc(o->line, o->cap * sizeof *o->line);
+        if (!o->line) abort();
+    }
+    snprintf(o->line[o->n++], sizeof o->line[0], "%s %s %s", o->variants[v].name, r->case_id,
+             ug_outcome_name(r->outcome));
+}
+
+static int cmp_line(const void *a, const void *b) { return strcmp(a, b); }
+
+/* Compares the sorted lines with the op's pin file, or writes it (ULPGYM_WRITE_PINS). */
+static void check_pins(const char *op, outcome_lines *o)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/fixtures/verdict_pins/%s.txt", getenv("ULPGYM_DATA"), op);
+    qsort(o->line, o->n, sizeof *o->line, cmp_line);
+    const char *write = getenv("ULPGYM_WRITE_PINS");
+    FILE *f = fopen(path, write && *write == '1' ? "w" : "r");
+    CHECK(f != NULL, "%s: cannot open %s (ULPGYM_WRITE_PINS=1 writes it)", op, path);
+    if (!f) return;
+    size_t i = 0, diffs = 0;
+    char buf[128];
+    if (write && *write == '1') {
+        for (; i < o->n; i++) fprintf(f, "%s\n", o->line[i]);
+        printf("%s: wrote %zu pinned outcomes to %s\n", op, o->n, path);
+    } else {
+        for (; fgets(buf, sizeof buf, f); i++) {
+            buf[strcspn(buf, "\n")] = 0;
+            if (i >= o->n || strcmp(buf, o->line[i])) {
+                if (diffs++ < 10) printf("  pinned \"%s\", now \"%s\"\n", buf, i < o->n ? o->line[i] : "(none)");
+            }
+        }
+        CHECK(diffs == 0 && i == o->n, "%s: %zu non-PASS outcomes differ from %s (%zu pinned, %zu now); after an "
+              "intended change rerun with ULPGYM_WRITE_PINS=1 and review the diff", op, diffs + (i < o->n ? o->n - i : 0),
+              path, i, o->n);
+    }
+    fclose(f);
+}
+
+/* Every case of the correct kernel (variant 0) must pass with a self-consistent oracle;
+ * every variant's non-PASS outcomes are recorded for the pins. */
 static void check_correct_case(void *ctx, int v, const ug_plan_case *pc, const ug_result *r)
 {
+    record_outcome(ctx, v, r);
     if (v != 0) return;
     CHECK(r->outcome == UG_OUT_PASS, "%s case %s: %s %s", ug_op_name(pc->op), r->case_id, ug_outcome_name(r->outcome),
           r->message);
@@ -57,7 +115,8 @@ int main(int argc, char **argv)
     CHECK(ug_mutant_scan_plan(op, &p, err, sizeof err) == 0, "plan: %s", err);
     CHECK(p.n > 0, "the default plan has no cases for %s", argv[1]);
     if (p.n == 0) return check_done();
-    ug_scan_opts o = {.self_check_correct = 1, .on_case = check_correct_case};
+    outcome_lines lines = {.variants = ug_op_variants(op)};
+    ug_scan_opts o = {.self_check_correct = 1, .on_case = check_correct_case, .ctx = &lines};
     int n;
     ug_variant_scan *s = ug_mutant_scan(op, &p, &o, &n);
     CHECK(s && n > 0 && !s[0].unavailable, "%s: the correct kernel did not run", argv[1]);
@@ -72,6 +131,8 @@ int main(int argc, char **argv)
         if (!s[v].unavailable) check_mutant(argv[1], &s[v], p.n);
     }
     CHECK(n - 1 >= 2, "%s has %d mutants; at least two are required", argv[1], n - 1);
+    check_pins(argv[1], &lines);
+    free(lines.line);
     free(s);
     ug_plan_free(&p);
     return check_done();
