@@ -6,10 +6,11 @@
  * tests/test_found.c checks corpus/found/ catches them). "Caught" is the mutant scan's
  * (run/mutant_scan.h): a FAIL or NaN/Inf-mismatch outcome; a mutant that only makes
  * cases ERROR or SKIP is not caught. Prints each mutant's detection share.
- * The non-PASS outcomes of every variant are pinned case by case in
- * tests/fixtures/verdict_pins/<op>.txt ("variant case_id outcome", sorted), so a refactor
- * that changes any verdict of any plan case fails here; after an intended change,
- * ULPGYM_WRITE_PINS=1 rewrites the pin file (review its diff).
+ * The outcomes are pinned case by case in tests/fixtures/verdict_pins/<op>.txt ("variant
+ * case_id outcome", sorted: every plan case ID with the correct kernel, the non-PASS
+ * outcomes of the mutants), so a refactor that changes a case ID or any verdict fails
+ * here; after an intended change, ULPGYM_WRITE_PINS=1 rewrites the pin file (review its
+ * diff). A new op without a pin file is reported as unpinned, not failed.
  * An op this build does not implement yet is reported as skipped (exit 77). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +19,8 @@
 #include "check.h"
 #include "run/mutant_scan.h"
 
-/* The non-PASS outcomes seen so far, one "variant case_id outcome" line each. */
+/* The outcomes seen so far, one "variant case_id outcome" line each: every case of the
+ * correct kernel, the non-PASS ones of the mutants. */
 typedef struct {
     char (*line)[96];
     size_t n, cap;
@@ -27,7 +29,7 @@ typedef struct {
 
 static void record_outcome(outcome_lines *o, int v, const ug_result *r)
 {
-    if (r->outcome == UG_OUT_PASS) return;
+    if (r->outcome == UG_OUT_PASS && v != 0) return; /* the correct kernel's lines pin the plan's case IDs */
     if (o->n == o->cap) {
         o->cap = o->cap ? 2 * o->cap : 256;
         o->line = realloc(o->line, o->cap * sizeof *o->line);
@@ -47,8 +49,10 @@ static void check_pins(const char *op, outcome_lines *o)
     qsort(o->line, o->n, sizeof *o->line, cmp_line);
     const char *write = getenv("ULPGYM_WRITE_PINS");
     FILE *f = fopen(path, write && *write == '1' ? "w" : "r");
-    CHECK(f != NULL, "%s: cannot open %s (ULPGYM_WRITE_PINS=1 writes it)", op, path);
-    if (!f) return;
+    if (!f) {
+        printf("%s: no pin file %s: outcomes not pinned (ULPGYM_WRITE_PINS=1 writes it)\n", op, path);
+        return;
+    }
     size_t i = 0, diffs = 0;
     char buf[128];
     if (write && *write == '1') {
