@@ -1,153 +1,178 @@
-/* test_plugin_contract.c — the contract `ulpgym ops show OP --json` prints holds beyond
- * the sample it was learned from: for each implemented operator the derived tensor list
- * (names, roles, rank, dtype per case dtype) and every shape formula are checked
- * against the tensors build() makes for the op's first CHECKED plan cases in plan order
- * (its required cases: tile edges, production shapes, every dtype), while the contract
- * learns from the cheapest cases. Known contracts of the two worked operators pin the
- * derivation, and the formula evaluator is checked on each kind of formula. */
+/* test_plugin_contract.c — the contract `ulpgym ops show OP --json` prints is the truth
+ * for a plugin: every implemented op is declared (params, tensors), and for EVERY case of
+ * the default plan the params_json a kernel receives carries every declared param
+ * (defaults written in), and the declared tensors evaluated from that text alone — names,
+ * order, role, dtype for the case dtype, every dimension — are exactly the tensors the
+ * case hands the kernel. Also: the formula language on known values, and bad params
+ * (unknown, out of range, wrong type, not a choice, malformed list) refused with exit-2
+ * style errors that name op and param. */
+#include <math.h>
 #include <string.h>
 
 #include "check.h"
-#include "gen/plan.h"
-#include "kernels/contract.h"
 #include "gen/case.h"
+#include "gen/plan.h"
 
-#define CHECKED 30
-
-static const cJSON *find_tensor(const cJSON *contract, const char *role, const char *name)
+/* The tensors of a built case against the declaration evaluated on its params_json. */
+static void check_case(const ug_case *c)
 {
-    for (const cJSON *e = cJSON_GetObjectItem(contract, role)->child; e; e = e->next)
-        if (strcmp(cJSON_GetObjectItem(e, "name")->valuestring, name) == 0) return e;
-    return NULL;
+    const ug_op_decl *d = &c->def->decl;
+    char err[512];
+    ug_params p;
+    CHECK(ug_params_parse_text(d, c->params_json, &p, err, sizeof err) == 0, "case %s: %s", c->spec.id, err);
+    cJSON *json = cJSON_Parse(c->params_json);
+    for (int i = 0; d->params[i].name; i++)
+        CHECK(cJSON_GetObjectItemCaseSensitive(json, d->params[i].name) != NULL,
+              "case %s: params_json lacks declared param %s", c->spec.id, d->params[i].name);
+    cJSON_Delete(json);
+    int in = 0, out = 0;
+    for (const ug_tensor_decl *t = d->tensors; t->name; t++) {
+        ug_dtype dt;
+        int ndim;
+        int64_t shape[8];
+        int rc = ug_decl_tensor_shape(&p, t, c->spec.dtype, &dt, &ndim, shape, err, sizeof err);
+        CHECK(rc >= 0, "case %s: %s", c->spec.id, err);
+        if (rc) continue;
+        const ug_tensor *x = t->role == UG_TENSOR_OUTPUT ? (out < c->n_out ? &c->out[out++] : NULL)
+                                                         : (in < c->n_in ? &c->in[in++] : NULL);
+        CHECK(x && strcmp(x->name, t->name) == 0, "case %s: declared tensor %s is not the case's next tensor (%s)",
+              c->spec.id, t->name, x ? x->name : "none");
+        if (!x) continue;
+        CHECK(x->dtype == dt && x->ndim == ndim, "case %s tensor %s: dtype/rank differ from the declaration",
+              c->spec.id, t->name);
+        for (int k = 0; k < ndim && k < x->ndim; k++)
+            CHECK(x->shape[k] == shape[k], "case %s tensor %s dim %d: declared %lld, case has %lld", c->spec.id,
+                  t->name, k, (long long)shape[k], (long long)x->shape[k]);
+    }
+    CHECK(in == c->n_in && out == c->n_out, "case %s: %d+%d tensors, the declaration names %d+%d", c->spec.id,
+          c->n_in, c->n_out, in, out);
+    ug_params_free(&p);
 }
 
-static void check_tensor(const cJSON *e, const ug_tensor *t, const ug_spec *s, const cJSON *defaults, int *unknown_dims)
+static void check_plan(void)
 {
-    CHECK(cJSON_GetObjectItem(e, "ndim")->valueint == t->ndim, "%s: ndim", t->name);
-    const cJSON *dt = cJSON_GetObjectItem(cJSON_GetObjectItem(e, "dtype"), ug_dtype_name(s->dtype));
-    CHECK(cJSON_IsString(dt) && strcmp(dt->valuestring, ug_dtype_name(t->dtype)) == 0, "%s: dtype for case dtype %s",
-          t->name, ug_dtype_name(s->dtype));
-    const cJSON *shape = cJSON_GetObjectItem(e, "shape");
-    for (int d = 0; d < t->ndim && d < cJSON_GetArraySize(shape); d++) {
-        const char *f = cJSON_GetArrayItem(shape, d)->valuestring;
-        if (strcmp(f, "?") == 0) {
-            (*unknown_dims)++;
+    ug_plan p;
+    char err[1024];
+    CHECK(ug_plan_load(ug_plan_default_path(), -1, &p, err, sizeof err) == 0, "plan: %s", err);
+    size_t checked[UG_OP_COUNT] = {0};
+    for (size_t i = 0; i < p.n; i++) {
+        ug_spec s;
+        ug_case c;
+        if (ug_spec_parse(p.cases[i].spec, &s, err, sizeof err) || ug_case_build(&c, &s, err, sizeof err)) {
+            CHECK(0, "plan case %s: %s", p.cases[i].id, err);
+            ug_case_free(&c);
             continue;
         }
-        long long v = ug_contract_eval(f, s->params, defaults);
-        CHECK(v == t->shape[d], "case %s tensor %s dim %d: formula %s gives %lld, build() made %lld", s->id, t->name,
-              d, f, v, (long long)t->shape[d]);
+        if (c.def->decl.tensors) check_case(&c), checked[c.spec.op]++;
+        ug_case_free(&c);
     }
+    for (int op = 0; op < UG_OP_COUNT; op++) {
+        const ug_op_def *d = ug_op_def_get(op);
+        if (!d) continue;
+        CHECK(d->decl.params && d->decl.tensors, "%s is implemented but not declared", ug_op_name(op));
+        CHECK(d->decl.op && strcmp(d->decl.op, ug_op_name(op)) == 0, "%s: decl.op is %s", ug_op_name(op), d->decl.op);
+        CHECK(checked[op] > 0, "%s: no plan case checked", ug_op_name(op));
+    }
+    ug_plan_free(&p);
 }
 
-static void check_op(const ug_plan *p, int op)
+/* A small declaration to test the formula language and the validation on. */
+static const ug_param_decl t_params[] = {
+    {"n", UG_PARAM_INT, "3", 1, 100, NULL, "count"},
+    {"k", UG_PARAM_INT, "cdiv(n,2)+1", 1, 100, NULL, "dependent default"},
+    {"s", UG_PARAM_F32, "1/sqrt(k)", -UG_DECL_INF, UG_DECL_INF, NULL, "fp32 attribute"},
+    {"mode", UG_PARAM_ENUM, "a", 0, 0, "a|b", "a choice"},
+    {"lens", UG_PARAM_INT_LIST, "5,7", 0, 1000, NULL, "lengths"},
+    {"seq", UG_PARAM_PAIR_LIST, "2:3,4", 1, 1000, NULL, "pairs"},
+    {NULL},
+};
+static const ug_derived_decl t_derived[] = {{"blocks", "sumcdiv(lens,4)", NULL}, {"tq", "sum(seq.q)", NULL}, {NULL}};
+static const ug_tensor_decl t_tensors[] = {
+    {"x", UG_TENSOR_INPUT, "case", "n, k", NULL},
+    {"y", UG_TENSOR_OUTPUT, "bf16:fp32,fp16:fp16", "blocks, tq + len(seq)", NULL, "mode == 0"},
+    {NULL},
+};
+static const ug_op_decl t_decl = {"t_op", t_params, t_derived, t_tensors, NULL};
+
+static double eval(const ug_params *p, const char *f)
+{
+    char err[256];
+    double v = NAN;
+    CHECK(ug_decl_eval(p, f, &v, err, sizeof err) == 0, "%s: %s", f, err);
+    return v;
+}
+
+static void check_formulas(void)
 {
     char err[512];
-    cJSON *c = ug_contract_json(op, p, err, sizeof err);
-    CHECK(c != NULL, "%s: %s", ug_op_name(op), err);
-    if (!c) return;
-    size_t n = 0;
-    int unknown = 0;
-    for (size_t i = 0; i < p->n && n < CHECKED; i++) {
-        if (p->cases[i].op != op) continue;
-        ug_spec s;
-        ug_case cs;
-        if (ug_spec_parse(p->cases[i].spec, &s, err, sizeof err)) continue;
-        ug_spec keep;
-        ug_spec_parse(p->cases[i].spec, &keep, err, sizeof err);
-        int built = ug_case_build(&cs, &s, err, sizeof err) == 0;
-        CHECK(built, "%s", err);
-        for (int io = 0; built && io < 2; io++) {
-            int count = io ? cs.n_out : cs.n_in;
-            CHECK(count == cJSON_GetArraySize(cJSON_GetObjectItem(c, io ? "outputs" : "inputs")),
-                  "%s: tensor count", ug_op_name(op));
-            for (int k = 0; k < count; k++) {
-                const ug_tensor *t = io ? &cs.out[k] : &cs.in[k];
-                const cJSON *e = find_tensor(c, io ? "outputs" : "inputs", t->name);
-                CHECK(e != NULL, "%s: tensor %s missing from the contract", ug_op_name(op), t->name);
-                if (e) check_tensor(e, t, &keep, cJSON_GetObjectItem(c, "defaults"), &unknown);
-            }
-        }
-        ug_case_free(&cs);
-        ug_spec_free(&keep);
-        n++;
-    }
-    printf("  %-28s contract holds on %zu plan cases (%d dims left as \"?\")\n", ug_op_name(op), n, unknown);
-    cJSON_Delete(c);
+    ug_params p;
+    CHECK(ug_params_parse_text(&t_decl, "{}", &p, err, sizeof err) == 0, "%s", err);
+    CHECK(strcmp(p.json, "{\"k\":3,\"lens\":\"5,7\",\"mode\":\"a\",\"n\":3,\"s\":0.5773502691896258,\"seq\":\"2:3,4\"}") == 0,
+          "defaults written in: %s", p.json);
+    CHECK(ug_p_int(&p, "k") == 3 && ug_p_int(&p, "blocks") == 4 && ug_p_int(&p, "tq") == 6, "derived values");
+    CHECK(ug_p_num(&p, "s") == ug_dtype_round(UG_DT_FP32, 1 / sqrt(3.0)), "fp32 attribute rounded once");
+    CHECK(eval(&p, "2+3*4") == 14 && eval(&p, "(2+3)*4") == 20 && eval(&p, "-n+1") == -2, "precedence");
+    CHECK(eval(&p, "fdiv(7,2)") == 3 && eval(&p, "cdiv(7,2)") == 4 && eval(&p, "min(n,2)") == 2, "integer functions");
+    CHECK(eval(&p, "len(lens)") == 2 && eval(&p, "maxof(lens)") == 7 && eval(&p, "sum(seq.k)") == 7, "list functions");
+    CHECK(eval(&p, "n == 3") == 1 && eval(&p, "n < 3") == 0 && eval(&p, "n >= 3") == 1, "comparisons");
+    double v;
+    CHECK(ug_decl_eval(&p, "nope + 1", &v, err, sizeof err) == -2 && strstr(err, "nope"), "unknown name: %s", err);
+    CHECK(ug_decl_eval(&p, "n / 0", &v, err, sizeof err) == -2, "division by zero");
+    CHECK(ug_decl_eval(&p, "n n", &v, err, sizeof err) == -2, "trailing text");
+    CHECK(ug_decl_eval(&p, "sum(n)", &v, err, sizeof err) == -2, "a list function on a scalar");
+    ug_dtype dt;
+    int ndim;
+    int64_t shape[8];
+    CHECK(ug_decl_tensor_shape(&p, &t_tensors[1], UG_DT_BF16, &dt, &ndim, shape, err, sizeof err) == 1,
+          "when: absent");
+    ug_params_free(&p);
+    CHECK(ug_params_parse_text(&t_decl, "{\"n\":5,\"mode\":\"b\"}", &p, err, sizeof err) == 0, "%s", err);
+    CHECK(ug_decl_tensor_shape(&p, &t_tensors[1], UG_DT_BF16, &dt, &ndim, shape, err, sizeof err) == 0 &&
+              dt == UG_DT_FP32 && ndim == 2 && shape[0] == 4 && shape[1] == 8,
+          "a mapped dtype and formula dims");
+    CHECK(ug_decl_tensor_shape(&p, &t_tensors[1], UG_DT_FP32, &dt, &ndim, shape, err, sizeof err) == -2,
+          "no dtype for an unlisted case dtype");
+    ug_params_free(&p);
 }
 
-static const char *shape_of(const cJSON *c, const char *role, const char *name, int d)
+static void expect_refused(const char *params, const char *needle)
 {
-    const cJSON *e = find_tensor(c, role, name);
-    const cJSON *s = e ? cJSON_GetArrayItem(cJSON_GetObjectItem(e, "shape"), d) : NULL;
-    return s ? s->valuestring : "(none)";
+    char err[512] = "";
+    ug_params p;
+    int rc = ug_params_parse_text(&t_decl, params, &p, err, sizeof err);
+    CHECK(rc == -2 && strstr(err, "t_op") && strstr(err, needle), "%s: rc %d, message \"%s\" should name %s", params,
+          rc, err, needle);
 }
 
-static void check_known(const ug_plan *p)
+static void check_bad_params(void)
 {
+    expect_refused("{\"bogus\":1}", "bogus");
+    expect_refused("{\"n\":0}", "\"n\"");
+    expect_refused("{\"n\":101}", "allowed [1, 100]");
+    expect_refused("{\"n\":2.5}", "integer");
+    expect_refused("{\"n\":\"3\"}", "number");
+    expect_refused("{\"mode\":\"c\"}", "a|b");
+    expect_refused("{\"lens\":\"5,,7\"}", "lens");
+    expect_refused("{\"lens\":\"5,1001\"}", "lens");
+    expect_refused("{\"seq\":\"0:3\"}", "seq");
+    expect_refused("[1]", "object");
+    /* a real op through the case builder: the message reaches the user */
+    ug_spec s;
+    ug_case c;
     char err[512];
-    cJSON *c = ug_contract_json(ug_op_find("attn_softmax"), p, err, sizeof err);
-    if (c) {
-        CHECK(strcmp(shape_of(c, "inputs", "x", 0), "rows") == 0 && strcmp(shape_of(c, "inputs", "x", 1), "cols") == 0,
-              "x is [rows, cols]");
-        const cJSON *mask = find_tensor(c, "inputs", "mask");
-        CHECK(mask && strcmp(cJSON_GetObjectItem(mask, "filled")->valuestring, "built") == 0, "mask is built");
-        CHECK(mask && strcmp(cJSON_GetObjectItem(cJSON_GetObjectItem(mask, "dtype"), "bf16")->valuestring, "fp32") == 0,
-              "mask is fp32 in a bf16 case");
-        CHECK(find_tensor(c, "outputs", "y") != NULL, "y is an output");
-        cJSON_Delete(c);
-    }
-    c = ug_contract_json(ug_op_find("inplace_add_rmsnorm"), p, err, sizeof err);
-    if (c) {
-        CHECK(strcmp(shape_of(c, "inputs", "gamma", 0), "h") == 0, "gamma is [h]");
-        CHECK(strcmp(shape_of(c, "outputs", "rstd", 0), "rows") == 0, "rstd is [rows]");
-        const cJSON *rstd = find_tensor(c, "outputs", "rstd");
-        CHECK(rstd && strcmp(cJSON_GetObjectItem(cJSON_GetObjectItem(rstd, "dtype"), "fp16")->valuestring, "fp32") == 0,
-              "rstd is fp32");
-        cJSON_Delete(c);
-    }
-    for (int op = 0; op < UG_OP_COUNT; op++)
-        if (!ug_op_def_get(op)) { /* the first op this build lacks */
-            CHECK(ug_contract_json(op, p, err, sizeof err) == NULL && strstr(err, "not implemented"),
-                  "unimplemented %s: no contract", ug_op_name(op));
-            break;
-        }
-}
-
-static void check_eval(void)
-{
-    cJSON *p = cJSON_Parse("{\"b\":3,\"s\":10,\"d\":64,\"k\":7,\"mode\":\"x\",\"scale\":0.5}");
-    cJSON *defs = cJSON_Parse("{\"n\":5,\"s\":99}");
-    struct {
-        const char *f;
-        long long want;
-    } t[] = {{"s", 10}, {"2*d", 128}, {"d/2", 32}, {"ceil(k/4)", 2}, {"b*s", 30}, {"s+d", 74}, {"b*s*d", 1920},
-             {"48", 48}, {"?", -1}, {"k/2", -1}, {"nope", -1}, {"mode", -1}, {"s*", -1}, {"ceil(k/0)", -1},
-             {"n*s", 50} /* n from the defaults; s from params, which win */};
-    for (size_t i = 0; i < sizeof t / sizeof *t; i++)
-        CHECK(ug_contract_eval(t[i].f, p, defs) == t[i].want, "eval %s = %lld, want %lld", t[i].f,
-              ug_contract_eval(t[i].f, p, defs), t[i].want);
-    CHECK(ug_contract_eval("n", p, NULL) == -1, "no defaults: n is unknown");
-    cJSON_Delete(p);
-    cJSON_Delete(defs);
+    const char *spec = "{\"v\":1,\"op\":\"attn_softmax\",\"dtype\":\"fp32\",\"params\":{\"rows\":2,\"cols\":3,"
+                       "\"mask\":\"sideways\"},\"dist\":{\"x\":{\"kind\":\"uniform\",\"lo\":-1,\"hi\":1}},\"seed\":1,"
+                       "\"plan\":\"t\"}";
+    CHECK(ug_spec_parse(spec, &s, err, sizeof err) == 0, "%s", err);
+    CHECK(ug_case_build(&c, &s, err, sizeof err) == -2 && strstr(err, "attn_softmax") && strstr(err, "mask"),
+          "attn_softmax mask refused: %s", err);
+    ug_case_free(&c);
 }
 
 int main(void)
 {
-    ug_plan p;
-    char err[1024];
-    int loaded = ug_plan_load(ug_plan_default_path(), -1, &p, err, sizeof err) == 0;
-    CHECK(loaded, "plan: %s", err);
-    if (!loaded) return check_done();
-    int ops = 0;
-    for (int op = 0; op < UG_OP_COUNT; op++)
-        if (ug_op_def_get(op)) {
-            check_op(&p, op);
-            ops++;
-        }
-    CHECK(ops > 0, "no operator implemented");
-    check_known(&p);
-    check_eval();
-    ug_plan_free(&p);
+    check_formulas();
+    check_bad_params();
+    check_plan();
     return check_done();
 }
