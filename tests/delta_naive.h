@@ -1,7 +1,7 @@
 /* delta_naive.h — an independent double-precision gated delta rule for the tests of
  * gated_delta_rule and chunked_gated_delta_rule, and a runner that keeps a case's oracle.
  *
- * It evaluates the matrix form as OPS.md writes it, S_t = e^g S_{t-1}(I - beta k k^T) +
+ * It evaluates the matrix form as docs/OPERATORS.md writes it, S_t = e^g S_{t-1}(I - beta k k^T) +
  * beta v k^T (S (I - beta k k^T) formed first), on the whole state, unlike the oracle's
  * row form; agreement to ~1e-9 is a differential check of the oracle's mathematics. */
 #ifndef UG_TEST_DELTA_NAIVE_H
