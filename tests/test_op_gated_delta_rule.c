@@ -1,7 +1,8 @@
 /* test_op_gated_delta_rule.c — checks of gated_delta_rule beyond the generic plan test:
  * the oracle against an independent double evaluation of the matrix form, the delta
  * rule's defining invariant (with g = 0, beta = 1 the final state maps k_T to v_T), the
- * qk-head mutant visible only with grouped heads, and bad params rejected by name. */
+ * qk-head mutant visible only with grouped heads, the special-value rule (a non-finite input
+ * makes NaN exactly what depends on it), and bad params rejected by name. */
 #include <stdio.h>
 #include <string.h>
 
@@ -79,6 +80,32 @@ static void test_qk_head_mutant(void)
     ug_exec_detail_free(&d);
 }
 
+/* The special-value rule: an inf in v[t=1, h=1, i=2] makes NaN o[>=1, 1, 2] and ht[1, 2, :]
+ * and nothing else, in the oracle and the kernel alike (the verdict passes). */
+static void test_special_values(void)
+{
+    char s[2048];
+    ug_result r;
+    ug_exec_detail d;
+    snprintf(s, sizeof s,
+             "{\"op\":\"gated_delta_rule\",\"dtype\":\"bf16\",\"params\":{\"tokens\":3,\"hv\":2,\"hqk\":1,\"dk\":8,"
+             "\"dv\":4},%s,\"inject\":[{\"input\":\"v\",\"i\":14,\"v\":\"inf\"}],\"seed\":4242,\"v\":1}",
+             NORMAL_DISTS);
+    CHECK(delta_run(s, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "inf in v: %s %s",
+          ug_outcome_name(r.outcome), r.message);
+    if (!d.have_oracle) return;
+    for (size_t k = 0; k < d.oracle.sel.n[0]; k++) { /* o[t, h, i] at index (t*2 + h)*4 + i */
+        size_t idx = d.oracle.sel.idx[0][k], t = idx / 8, h = idx / 4 % 2, i = idx % 4;
+        CHECK(!!isnan(d.oracle.gstar[0][k]) == (t >= 1 && h == 1 && i == 2), "o[%zu,%zu,%zu] = %g", t, h, i,
+              d.oracle.gstar[0][k]);
+    }
+    for (size_t k = 0; k < d.oracle.sel.n[1]; k++) { /* ht[h, i, j] at index (h*4 + i)*8 + j */
+        size_t row = d.oracle.sel.idx[1][k] / 8;
+        CHECK(!!isnan(d.oracle.gstar[1][k]) == (row == 6), "ht row %zu: %g", row, d.oracle.gstar[1][k]);
+    }
+    ug_exec_detail_free(&d);
+}
+
 static void expect_rejected(const char *dtype, const char *params, const char *word)
 {
     char s[2048];
@@ -96,6 +123,7 @@ int main(void)
     test_differential();
     test_write_invariant();
     test_qk_head_mutant();
+    test_special_values();
     expect_rejected("bf16", "\"tokens\":2,\"hv\":3,\"hqk\":2,\"dk\":8,\"dv\":8", "\"hv\"");
     expect_rejected("bf16", "\"tokens\":0,\"hv\":2,\"hqk\":2,\"dk\":8,\"dv\":8", "\"tokens\"");
     expect_rejected("bf16", "\"tokens\":1,\"hv\":2,\"hqk\":2,\"dk\":0,\"dv\":8", "\"dk\"");

@@ -9,58 +9,39 @@
  * shared with gated_delta_rule (delta_rule_ref.c), so a wrong WY derivation, a chunk
  * border or tail mistake cannot cancel out. Everything is fp32; q and k are expected
  * l2-normalised (the builder normalises them) and are used as given. Primary standard
- * pypto with atol 0 / rtol 1e-3 (STANDARDS.md). */
+ * pypto with atol 0 / rtol 1e-3 (docs/STANDARDS.md). */
 #include <stdio.h>
 
-#include "kernels/sim/delta_rule/chunked_gated_delta_rule.h"
 #include "oracles/delta_rule/delta_rule_ref.h"
 #include "oracles/verdict.h"
 
-#define CGDR_OP "chunked_gated_delta_rule"
-
-static int read_params(const ug_spec *s, ug_delta_params *p, long *chunk, char *err, size_t errlen)
+static int check(const ug_params *P, char *err, size_t errlen)
 {
-    if (ug_delta_read_params(s, CGDR_OP, p, err, errlen) || ug_param_int(s->params, "chunk", 64, chunk, err, errlen))
-        return -2;
-    if (*chunk != 32 && *chunk != 64 && *chunk != 128) {
-        snprintf(err, errlen, CGDR_OP ": param \"chunk\" must be 32, 64 or 128");
+    long chunk = ug_p_int(P, "chunk");
+    if (chunk != 32 && chunk != 64 && chunk != 128) {
+        snprintf(err, errlen, "chunked_gated_delta_rule: param \"chunk\" must be 32, 64 or 128");
         return -2;
     }
-    return 0;
-}
-
-static int build(ug_case *c, char *err, size_t errlen)
-{
-    ug_delta_params p;
-    long chunk;
-    if (read_params(&c->spec, &p, &chunk, err, errlen)) return -2;
-    if (c->spec.dtype != UG_DT_FP32) {
-        snprintf(err, errlen, CGDR_OP ": dtype must be fp32 (every tensor is fp32)");
-        return -2;
-    }
-    return ug_delta_build(c, &p, UG_DT_FP32, UG_DT_FP32, err, errlen);
-}
-
-static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
-{
-    ug_delta_params p;
-    long chunk;
-    char err[256];
-    if (read_params(&c->spec, &p, &chunk, err, sizeof err)) return -2;
-    return ug_delta_oracle(c, ar, sel, &p);
+    return ug_delta_check(P, err, errlen);
 }
 
 static void geometry(const ug_case *c, int out, ug_geom *g)
 {
-    ug_delta_params p;
-    long chunk = 64;
-    char err[256];
-    if (read_params(&c->spec, &p, &chunk, err, sizeof err)) chunk = 64;
-    ug_delta_geometry(c, out, g, (size_t)chunk, 32); /* chunk borders and the tail chunk are row-tile edges */
+    /* chunk borders and the tail chunk are row-tile edges */
+    ug_delta_geometry(c, out, g, (size_t)ug_p_int(&c->params, "chunk"), 32);
 }
 
+static const ug_param_decl params[] = {
+    UG_DELTA_PARAM_DECLS,
+    {"chunk", UG_PARAM_INT, "64", 32, 128, NULL,
+     "L tokens per chunk: 32, 64 or 128; the last chunk holds T mod L when L does not divide T"},
+    {NULL},
+};
+
+static const ug_tensor_decl tensors[] = {UG_DELTA_TENSOR_DECLS("fp32:fp32")};
+
 static const ug_output_rule outputs[] = {
-    {"o", UG_CMP_NUMERIC, 0.0, 1e-3, 0.005},  /* STANDARDS.md: chunked_gated_delta_rule 0 / 1e-3 */
+    {"o", UG_CMP_NUMERIC, 0.0, 1e-3, 0.005},  /* docs/STANDARDS.md: chunked_gated_delta_rule 0 / 1e-3 */
     {"ht", UG_CMP_NUMERIC, 0.0, 1e-3, 0.005}, /* the same pair for the final state */
 };
 
@@ -72,20 +53,11 @@ const ug_op_def ug_opdef_chunked_gated_delta_rule = {
     .bench_level = 0,
     .outputs = outputs,
     .n_outputs = 2,
-    .build = build,
-    .oracle = oracle,
+    .decl = {"chunked_gated_delta_rule", params, NULL, tensors, check},
+    .semantics = UG_DELTA_SEMANTICS " Every tensor is fp32. The result does not depend on chunk; the chunked kernel's "
+                                    "own fp32 intermediates (the cumulative log-decay G, e^{G_r-G_c}) can overflow or "
+                                    "absorb small g after a huge one, and the oracle still expects the exact value.",
+    .build = ug_delta_build,
+    .oracle = ug_delta_oracle,
     .geometry = geometry,
-    .variants = ug_chunked_gated_delta_rule_variants,
-    .params_doc =
-        "{\"tokens\":\"T tokens of one sequence (int, 1..65536)\","
-        "\"chunk\":\"L tokens per chunk (int, 32 | 64 | 128, default 64); the last chunk holds T mod L when L does not "
-        "divide T\","
-        "\"hv\":\"Hv value heads (int, a multiple of hqk, <= 256)\","
-        "\"hqk\":\"Hqk query/key heads (int, 1..256); value head h reads qk head h / (Hv/Hqk)\","
-        "\"dk\":\"Dk key head dim (int, 1..1024, default 128)\",\"dv\":\"Dv value head dim (int, 1..1024, default 128)\","
-        "\"scale\":\"fp32 output scale (default Dk^-1/2)\","
-        "\"tensors\":\"in q[T,Hqk,Dk] fp32 and k[T,Hqk,Dk] fp32, both expected l2-normalised along Dk (used as given, "
-        "not normalised by the op); v[T,Hv,Dv] fp32; g[T,Hv] fp32 per-token log decay (<= 0; the kernel forms the "
-        "in-chunk cumulative sum); beta[T,Hv] fp32 in (0,1); h0[Hv,Dv,Dk] fp32 initial state (row i = value index); "
-        "out o[T,Hv,Dv] fp32, ht[Hv,Dv,Dk] fp32 final state; all row-major\"}",
 };

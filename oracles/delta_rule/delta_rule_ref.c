@@ -1,5 +1,6 @@
 /* delta_rule_ref.c — the recurrent gated delta rule, the oracle shared by
- * gated_delta_rule and chunked_gated_delta_rule, with their params and input builder.
+ * gated_delta_rule and chunked_gated_delta_rule, with their param check, q/k builder and
+ * special-value rule (UG_DELTA_SEMANTICS).
  *
  * Row structure. Row i of S_t (value index i, length Dk) depends only on row i of
  * S_{t-1}:  s_t = a_t s_{t-1} + beta_t (v_t[i] - a_t s_{t-1}.k_t) k_t,  a_t = e^{g_t}
@@ -25,38 +26,26 @@
 
 #define DELTA_MAX_NUMEL (1L << 26)
 
-int ug_delta_read_params(const ug_spec *s, const char *op, ug_delta_params *p, char *err, size_t errlen)
+void ug_delta_read_params(const ug_params *P, ug_delta_params *p)
 {
-    if (ug_param_int(s->params, "tokens", 1, &p->tokens, err, errlen) ||
-        ug_param_int(s->params, "hv", 1, &p->hv, err, errlen) ||
-        ug_param_int(s->params, "hqk", 1, &p->hqk, err, errlen) ||
-        ug_param_int(s->params, "dk", 128, &p->dk, err, errlen) ||
-        ug_param_int(s->params, "dv", 128, &p->dv, err, errlen))
-        return -2;
-    const char *bad = p->tokens < 1 || p->tokens > 65536 ? "tokens"
-                      : p->hqk < 1 || p->hqk > 256     ? "hqk"
-                      : p->hv < 1 || p->hv > 256 || p->hv % p->hqk ? "hv"
-                      : p->dk < 1 || p->dk > 1024      ? "dk"
-                      : p->dv < 1 || p->dv > 1024      ? "dv"
-                                                       : NULL;
-    if (bad) {
-        snprintf(err, errlen,
-                 "%s: param \"%s\" out of range (need 1 <= tokens <= 65536, 1 <= hqk <= 256, hv a multiple of hqk "
-                 "<= 256, 1 <= dk, dv <= 1024)",
-                 op, bad);
+    *p = (ug_delta_params){ug_p_int(P, "tokens"), ug_p_int(P, "hv"),  ug_p_int(P, "hqk"),
+                           ug_p_int(P, "dk"),     ug_p_int(P, "dv"),  ug_p_num(P, "scale")};
+}
+
+int ug_delta_check(const ug_params *P, char *err, size_t errlen)
+{
+    ug_delta_params p;
+    ug_delta_read_params(P, &p);
+    if (p.hv % p.hqk) {
+        snprintf(err, errlen, "%s: param \"hv\" (%ld) must be a multiple of \"hqk\" (%ld)", P->decl->op, p.hv, p.hqk);
         return -2;
     }
-    if (p->tokens * p->hv * p->dv > DELTA_MAX_NUMEL || p->tokens * p->hqk * p->dk > DELTA_MAX_NUMEL ||
-        p->hv * p->dv * p->dk > DELTA_MAX_NUMEL) {
-        snprintf(err, errlen, "%s: params \"tokens\", \"hv\", \"dk\", \"dv\" give a tensor over 2^26 elements", op);
+    if (p.tokens * p.hv * p.dv > DELTA_MAX_NUMEL || p.tokens * p.hqk * p.dk > DELTA_MAX_NUMEL ||
+        p.hv * p.dv * p.dk > DELTA_MAX_NUMEL) {
+        snprintf(err, errlen, "%s: params \"tokens\", \"hv\", \"dk\", \"dv\" give a tensor over 2^26 elements",
+                 P->decl->op);
         return -2;
     }
-    if (ug_param_num(s->params, "scale", 1.0 / sqrt((double)p->dk), &p->scale, err, errlen)) return -2;
-    if (!isfinite(p->scale)) {
-        snprintf(err, errlen, "%s: param \"scale\" must be finite", op);
-        return -2;
-    }
-    p->scale = (float)p->scale; /* fp32 attribute */
     return 0;
 }
 
@@ -76,21 +65,13 @@ static void normalise_rows(ug_tensor *t, size_t n)
     }
 }
 
-int ug_delta_build(ug_case *c, const ug_delta_params *p, ug_dtype qkv_dt, ug_dtype o_dt, char *err, size_t errlen)
+int ug_delta_build(ug_case *c, char *err, size_t errlen)
 {
-    int64_t qs[3] = {p->tokens, p->hqk, p->dk}, vs[3] = {p->tokens, p->hv, p->dv}, gs[2] = {p->tokens, p->hv},
-            ss[3] = {p->hv, p->dv, p->dk};
-    ug_tensor *q = ug_case_add_input(c, "q", qkv_dt, 3, qs, 1, err, errlen);
-    ug_tensor *k = q ? ug_case_add_input(c, "k", qkv_dt, 3, qs, 1, err, errlen) : NULL;
-    if (!k || !ug_case_add_input(c, "v", qkv_dt, 3, vs, 1, err, errlen) ||
-        !ug_case_add_input(c, "g", UG_DT_FP32, 2, gs, 1, err, errlen) ||
-        !ug_case_add_input(c, "beta", UG_DT_FP32, 2, gs, 1, err, errlen) ||
-        !ug_case_add_input(c, "h0", UG_DT_FP32, 3, ss, 1, err, errlen) ||
-        !ug_case_add_output(c, "o", o_dt, 3, vs, err, errlen) ||
-        !ug_case_add_output(c, "ht", UG_DT_FP32, 3, ss, err, errlen))
-        return -2;
-    normalise_rows(q, (size_t)p->dk);
-    normalise_rows(k, (size_t)p->dk);
+    (void)err;
+    (void)errlen;
+    size_t dk = (size_t)ug_p_int(&c->params, "dk");
+    normalise_rows(ug_case_input_mut(c, "q"), dk);
+    normalise_rows(ug_case_input_mut(c, "k"), dk);
     return 0;
 }
 
@@ -154,7 +135,16 @@ static void rows_needed(const ug_selection *sel, const ug_delta_params *p, long 
     for (size_t k = 0; k < sel->n[1]; k++) need[sel->idx[1][k] / dk] = p->tokens - 1; /* ht[h, i, j] */
 }
 
-/* Evolves state row r = (h, i) to token last, emitting its selected o and ht elements. */
+static int all_finite(const double *x, size_t n)
+{
+    for (size_t j = 0; j < n; j++)
+        if (!isfinite(x[j])) return 0;
+    return 1;
+}
+
+/* Evolves state row r = (h, i) to token last, emitting its selected o and ht elements.
+ * Special values (UG_DELTA_SEMANTICS): once a non-finite input the row depends on has
+ * been read, the row is NaN from that token on; o is also NaN where q is non-finite. */
 static void evolve_row(const ug_case *c, ug_ar *ar, const ug_selection *sel, const ug_delta_params *p, size_t r,
                        long last, ug_num one, ug_num *s, ug_num *nxt, ug_num *tmp)
 {
@@ -163,15 +153,24 @@ static void evolve_row(const ug_case *c, ug_ar *ar, const ug_selection *sel, con
     size_t hv = (size_t)p->hv, dv = (size_t)p->dv, dk = (size_t)p->dk, hqk = (size_t)p->hqk;
     size_t h = r / dv, i = r % dv, hk = h / (hv / hqk);
     size_t mark = ug_ar_mark(ar);
+    int nan_row = !all_finite(h0->values + r * dk, dk);
     for (size_t j = 0; j < dk; j++) s[j] = ug_c(ar, h0->values[r * dk + j]);
     double E = 0.0;
     for (long t = 0; t <= last; t++) {
         size_t tk = ((size_t)t * hqk + hk) * dk, th = (size_t)t * hv + h;
-        row_step(ar, s, nxt, tmp, k->values + tk, dk, g->values[th], beta->values[th], v->values[th * dv + i], &E);
+        nan_row |= !all_finite(k->values + tk, dk) || !isfinite(g->values[th]) || !isfinite(beta->values[th]) ||
+                   !isfinite(v->values[th * dv + i]);
         long pos = ug_selection_find(sel, 0, th * dv + i);
+        if (nan_row) { /* the row is NaN for good: nothing left to evolve */
+            if (pos >= 0) ug_ar_emit(ar, 0, (size_t)pos, ug_c(ar, NAN));
+            continue;
+        }
+        row_step(ar, s, nxt, tmp, k->values + tk, dk, g->values[th], beta->values[th], v->values[th * dv + i], &E);
         if (pos >= 0)
             ug_ar_emit(ar, 0, (size_t)pos,
-                       ug_mul(ar, ug_dot_nd(ar, nxt, q->values + tk, 1, dk), ug_c(ar, p->scale)));
+                       all_finite(q->values + tk, dk)
+                           ? ug_mul(ar, ug_dot_nd(ar, nxt, q->values + tk, 1, dk), ug_c(ar, p->scale))
+                           : ug_c(ar, NAN));
         /* keep the pool flat: the new row moves down into the old row's slots (the copies
          * are written below the first slot they read) */
         ug_ar_release(ar, mark);
@@ -183,13 +182,15 @@ static void evolve_row(const ug_case *c, ug_ar *ar, const ug_selection *sel, con
     }
     if (last == p->tokens - 1)
         for (size_t pos = lower_bound(sel, 1, r * dk); pos < sel->n[1] && sel->idx[1][pos] / dk == r; pos++)
-            ug_ar_emit(ar, 1, pos, s[sel->idx[1][pos] % dk]);
+            ug_ar_emit(ar, 1, pos, nan_row ? ug_c(ar, NAN) : s[sel->idx[1][pos] % dk]);
     ug_ar_release(ar, mark);
 }
 
-int ug_delta_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel, const ug_delta_params *p)
+int ug_delta_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
-    size_t rows = (size_t)(p->hv * p->dv), dk = (size_t)p->dk;
+    ug_delta_params p;
+    ug_delta_read_params(&c->params, &p);
+    size_t rows = (size_t)(p.hv * p.dv), dk = (size_t)p.dk;
     long *need = malloc(rows * sizeof *need);
     ug_num *s = malloc(3 * dk * sizeof *s);
     if (!need || !s) {
@@ -197,11 +198,11 @@ int ug_delta_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel, const 
         free(s);
         return -1;
     }
-    rows_needed(sel, p, need);
+    rows_needed(sel, &p, need);
     size_t mark = ug_ar_mark(ar);
     ug_num one = ug_c(ar, 1.0);
     for (size_t r = 0; r < rows; r++)
-        if (need[r] >= 0) evolve_row(c, ar, sel, p, r, need[r], one, s, s + dk, s + 2 * dk);
+        if (need[r] >= 0) evolve_row(c, ar, sel, &p, r, need[r], one, s, s + dk, s + 2 * dk);
     ug_ar_release(ar, mark);
     free(need);
     free(s);

@@ -11,13 +11,14 @@
  *   S  = e^{G_last} S0 + sum_c e^{G_last-G_c} U_c k_c^T    (carried to the next chunk)
  * (A here is the negative of the (I - A) convention: the same inverse.) Everything is
  * fp32, as a prefill kernel's vector and cube units hold it: inputs, the cumulative sum,
- * expf, every matmul accumulated in fp32 in index order. */
+ * expf, every matmul accumulated in fp32 in index order. A NaN or +-inf input loads as
+ * NaN (delta_rule_io.c), so it poisons exactly what the recurrent definition says. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/sim/delta_rule/chunked_gated_delta_rule.h"
+#include "core/ops.h"
 #include "kernels/sim/delta_rule/delta_rule_io.h"
 #include "kernels/sim/simlib.h"
 
@@ -128,11 +129,11 @@ static void chunk_load(chunk_ws *w, const ug_delta_io *io, size_t h, size_t hk, 
     for (size_t r = 0; r < n; r++) {
         size_t t = t0 + r, th = t * io->hv + h, tk = (t * io->hqk + hk) * dk;
         float g;
-        ug_sim_load(io->q, tk, dk, w->Q + r * dk);
-        ug_sim_load(io->k, tk, dk, w->K + r * dk);
-        ug_sim_load(io->v, th * dv, dv, w->V + r * dv);
-        ug_sim_load(io->g, th, 1, &g);
-        ug_sim_load(io->beta, th, 1, w->beta + r);
+        ug_delta_io_load(io->q, tk, dk, w->Q + r * dk);
+        ug_delta_io_load(io->k, tk, dk, w->K + r * dk);
+        ug_delta_io_load(io->v, th * dv, dv, w->V + r * dv);
+        ug_delta_io_load(io->g, th, 1, &g);
+        ug_delta_io_load(io->beta, th, 1, w->beta + r);
         w->G[r] = r ? w->G[r - 1] + g : g; /* rounds: fp32 cumulative sum */
         for (size_t j = 0; j < dk; j++) w->Q[r * dk + j] *= io->scale; /* rounds: fp32 */
     }
@@ -142,25 +143,19 @@ static int cgdr_kernel(const ulpgym_call *call, char *err, size_t errlen, cgdr_b
 {
     ug_delta_io io;
     if (ug_delta_io_open(&io, call, err, errlen)) return -2;
-    ug_sim_params p;
-    if (ug_sim_params_open(&p, call, err, errlen)) return -2;
-    long chunk = ug_sim_int(&p, "chunk", 64);
-    ug_sim_params_close(&p);
-    if (chunk != 32 && chunk != 64 && chunk != 128) {
-        snprintf(err, errlen, "chunked_gated_delta_rule: param \"chunk\" must be 32, 64 or 128");
-        return -2;
-    }
+    long chunk = ug_p_int(&io.params, "chunk"); /* 32, 64 or 128: the declaration checks it */
     size_t L = (size_t)chunk, dk = io.dk, dv = io.dv;
     chunk_ws w;
     float *S = malloc((dv * dk > 0 ? dv * dk : 1) * sizeof *S);
     if (!S || ws_alloc(&w, L, dk, dv)) {
         free(S);
+        ug_delta_io_close(&io);
         return -1;
     }
     size_t end = bug == MUT_DROP_TAIL ? io.tokens / L * L : io.tokens; /* bug: the partial chunk is dropped */
     for (size_t h = 0; h < io.hv; h++) {
         size_t hk = ug_delta_io_qk_head(&io, h);
-        ug_sim_load(io.h0, h * dv * dk, dv * dk, S);
+        ug_delta_io_load(io.h0, h * dv * dk, dv * dk, S);
         for (size_t t0 = 0; t0 < end; t0 += L) {
             size_t n = end - t0 < L ? end - t0 : L; /* the tail chunk is explicit */
             chunk_load(&w, &io, h, hk, t0, n);
@@ -175,6 +170,7 @@ static int cgdr_kernel(const ulpgym_call *call, char *err, size_t errlen, cgdr_b
     }
     ws_free(&w);
     free(S);
+    ug_delta_io_close(&io);
     return 0;
 }
 
@@ -183,7 +179,7 @@ static int k_decay(const ulpgym_call *c, char *e, size_t l) { return cgdr_kernel
 static int k_tail(const ulpgym_call *c, char *e, size_t l) { return cgdr_kernel(c, e, l, MUT_DROP_TAIL); }
 static int k_diag(const ulpgym_call *c, char *e, size_t l) { return cgdr_kernel(c, e, l, MUT_DIAG_IN_A); }
 
-const ug_kernel_variant ug_chunked_gated_delta_rule_variants[] = {
+const ug_kernel_variant ug_variants_chunked_gated_delta_rule[] = {
     {"sim", "chunked WY kernel: fp32 cumulative decay, (I+A)^-1 by forward substitution, state carried in fp32", k_sim},
     {"mut_double_decay", "the state carried across a chunk border is decayed by e^{G_last} twice: only when T > L",
      k_decay},

@@ -1,4 +1,4 @@
-/* delta_rule_io.h — the tensors and dims both gated-delta-rule kernels read from a call.
+/* delta_rule_io.h — the params and tensors both gated-delta-rule kernels read from a call.
  *
  * gated_delta_rule and chunked_gated_delta_rule share one tensor contract (see
  * oracles/delta_rule/delta_rule_ref.h); this checks it once for both kernels. */
@@ -6,17 +6,24 @@
 #define UG_SIM_DELTA_RULE_IO_H
 #include <stddef.h>
 
+#include "core/opdecl.h"
 #include "ulpgym/kernel_abi.h"
 
 typedef struct {
     const ulpgym_tensor *q, *k, *v, *g, *beta, *h0, *o, *ht;
     size_t tokens, hv, hqk, dk, dv;
-    float scale; /* params.scale, default Dk^-1/2 (fp32) */
+    float scale;  /* params.scale (fp32; default Dk^-1/2) */
+    ug_params params; /* the call's parsed params (an op's own ones: chunk) */
 } ug_delta_io;
 
-/* Finds the tensors, checks their shapes agree and reads scale; -2 with a message. */
+/* Parses the params, finds the tensors and checks their shapes against the params; -2
+ * with a message. On success release with ug_delta_io_close(). */
 int ug_delta_io_open(ug_delta_io *io, const ulpgym_call *call, char *err, size_t errlen);
+void ug_delta_io_close(ug_delta_io *io);
 /* The qk head a value head reads: h / (Hv/Hqk). */
 size_t ug_delta_io_qk_head(const ug_delta_io *io, size_t h);
+/* Loads n elements from offset off of t into fp32 (exact widening); a NaN or +-inf loads
+ * as NaN, so it poisons exactly what depends on it (the contract's special-value rule). */
+void ug_delta_io_load(const ulpgym_tensor *t, size_t off, size_t n, float *dst);
 
 #endif

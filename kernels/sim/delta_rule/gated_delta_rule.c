@@ -3,16 +3,16 @@
  *     S_t = e^{g_t} S_{t-1} (I - beta_t k_t k_t^T) + beta_t v_t k_t^T,  o_t = S_t q_t * scale
  *
  * Device model (the fused recurrent kernel of decode): the head's fp32 state tile
- * [Dv, Dk] stays on chip across tokens; q, k, v are widened from bf16 to fp32, q is
- * scaled in fp32, the state is decayed by expf(g), then per value row the fp32 product
- * S k is subtracted from v, scaled by beta and added back as a rank-one update, and
- * o = S q is summed in fp32 and rounded once to the output dtype. The final state is
- * written in fp32. */
+ * [Dv, Dk] stays on chip across tokens; q, k, v are widened from bf16 to fp32 (a NaN or
+ * +-inf load becomes NaN), q is scaled in fp32, the state is decayed by expf(g), then per
+ * value row the fp32 product S k is subtracted from v, scaled by beta and added back as a
+ * rank-one update, and o = S q is summed in fp32 and rounded once to the output dtype.
+ * The final state is written in fp32. */
 #include <math.h>
 #include <stdlib.h>
 
+#include "core/ops.h"
 #include "kernels/sim/delta_rule/delta_rule_io.h"
-#include "kernels/sim/delta_rule/gated_delta_rule.h"
 #include "kernels/sim/simlib.h"
 
 typedef enum { MUT_NONE, MUT_DECAY_AFTER, MUT_BETA_V_ONLY, MUT_QK_HEAD } gdr_bug;
@@ -50,19 +50,22 @@ static int gdr_kernel(const ulpgym_call *call, char *err, size_t errlen, gdr_bug
     if (ug_delta_io_open(&io, call, err, errlen)) return -2;
     size_t dk = io.dk, dv = io.dv;
     float *S = malloc((dv * dk + 2 * dk + 2 * dv) * sizeof *S);
-    if (!S) return -1;
+    if (!S) {
+        ug_delta_io_close(&io);
+        return -1;
+    }
     float *q = S + dv * dk, *k = q + dk, *v = k + dk, *o = v + dv;
     for (size_t h = 0; h < io.hv; h++) {
         size_t hk = bug == MUT_QK_HEAD ? h % io.hqk : ug_delta_io_qk_head(&io, h); /* bug: interleaved heads */
-        ug_sim_load(io.h0, h * dv * dk, dv * dk, S);
+        ug_delta_io_load(io.h0, h * dv * dk, dv * dk, S);
         for (size_t t = 0; t < io.tokens; t++) {
             size_t tk = (t * io.hqk + hk) * dk, th = t * io.hv + h;
             float g, beta;
-            ug_sim_load(io.q, tk, dk, q);
-            ug_sim_load(io.k, tk, dk, k);
-            ug_sim_load(io.v, th * dv, dv, v);
-            ug_sim_load(io.g, th, 1, &g);
-            ug_sim_load(io.beta, th, 1, &beta);
+            ug_delta_io_load(io.q, tk, dk, q);
+            ug_delta_io_load(io.k, tk, dk, k);
+            ug_delta_io_load(io.v, th * dv, dv, v);
+            ug_delta_io_load(io.g, th, 1, &g);
+            ug_delta_io_load(io.beta, th, 1, &beta);
             scale32(q, dk, io.scale);
             token_step(S, q, k, v, expf(g) /* rounds: fp32 exp */, beta, dv, dk, bug, o);
             ug_sim_store(io.o, th * dv, dv, o); /* rounds: to o's dtype */
@@ -70,6 +73,7 @@ static int gdr_kernel(const ulpgym_call *call, char *err, size_t errlen, gdr_bug
         ug_sim_store(io.ht, h * dv * dk, dv * dk, S);
     }
     free(S);
+    ug_delta_io_close(&io);
     return 0;
 }
 
@@ -78,7 +82,7 @@ static int k_decay(const ulpgym_call *c, char *e, size_t l) { return gdr_kernel(
 static int k_beta(const ulpgym_call *c, char *e, size_t l) { return gdr_kernel(c, e, l, MUT_BETA_V_ONLY); }
 static int k_head(const ulpgym_call *c, char *e, size_t l) { return gdr_kernel(c, e, l, MUT_QK_HEAD); }
 
-const ug_kernel_variant ug_gated_delta_rule_variants[] = {
+const ug_kernel_variant ug_variants_gated_delta_rule[] = {
     {"sim", "fused recurrent kernel: fp32 state tile, fp32 S*k and S*q sums, o rounded once", k_sim},
     {"mut_decay_after", "decay e^g applied after the delta update instead of before (decays the new write)", k_decay},
     {"mut_beta_v_only", "beta scales v only: the erase term S*k is subtracted unscaled", k_beta},
