@@ -1,4 +1,4 @@
-/* indexer_prolog_fp8.c — builder and exact oracle shared by
+/* indexer_prolog_fp8.c — declaration, builder and exact oracle shared by
  * lightning_indexer_prolog_quant_fp8 and lightning_indexer_prolog_quant_mxfp8:
  *     q path:  v = Hadamard(RoPE_half(q[t,h]))                 (q: dequantised bf16 input)
  *     k path:  v = Hadamard(RoPE_half(LayerNorm(x[t].W_k; gamma, beta)))  -> cache[slot[t]]
@@ -9,14 +9,15 @@
  * The simplification: q enters already dequantised (bf16) instead of q_i8*W_qb_i8; RoPE,
  * Hadamard and the quantisation are kept. Everything before the quantisation is exact in
  * the oracle (Hadamard as the butterfly on exact numbers, LayerNorm exact). Codes follow
- * the staged rule of OPS.md: the kernel exports its scales, so each code's exact
+ * the staged rule of docs/OPERATORS.md: the kernel exports its scales, so each code's exact
  * pre-rounding value is v/scale_kernel (boundary-aware compare, budget 1 quantum, the
  * reference suite's atol 1 for quantised codes), and the scales are judged on their own
  * (fp32 numerically, 1e-3/1e-3; E8M0 exactly). An E8M0 scale whose exact amax lies within
  * 2^-12 (relative) of the power of two separating it from the kernel's scale accepts the
  * kernel's scale: fp32 noise in amax may legally pick either binade there.
  * A kernel scale that is not positive and finite is replaced by the exact scale for its
- * codes (the scale compare reports it). */
+ * codes (the scale compare reports it). A block holding a NaN or +-inf value has a NaN
+ * scale and NaN codes (the ops' semantics text, UG_LIP8_SEMANTICS). */
 #include "oracles/prolog/indexer_prolog_fp8.h"
 
 #include <math.h>
@@ -31,54 +32,50 @@
 
 enum { O_Q8, O_QS, O_KC, O_KS, O_W };
 
+/* The params the oracle and the builder use, read from the case's parsed params. */
 typedef struct {
     long tokens, hidden, heads, d, rope, blocks, block_size, pad, pos;
-    double eps, base;
+    double eps, base; /* eps: fp32 value */
 } lip_params;
+
+static void read_params(const ug_case *c, lip_params *p)
+{
+    const ug_params *P = &c->params;
+    *p = (lip_params){ug_p_int(P, "tokens"), ug_p_int(P, "hidden"),     ug_p_int(P, "heads"),
+                      ug_p_int(P, "d"),      ug_p_int(P, "rope"),       ug_p_int(P, "blocks"),
+                      ug_p_int(P, "block_size"), ug_p_int(P, "pad"),    ug_p_int(P, "pos"),
+                      ug_p_num(P, "eps"),    ug_p_num(P, "rope_base")};
+}
+
+/* The format is the op's identity: the MXFP8 op quantises in 32-blocks, the fp8 op per row. */
+static int is_mx(const ug_case *c) { return c->def->op == UG_OP_LIGHTNING_INDEXER_PROLOG_QUANT_MXFP8; }
 
 static int is_pow2(long v) { return v > 0 && (v & (v - 1)) == 0; }
 
-static int read_params(const ug_spec *s, lip_params *p, char *err, size_t errlen)
+int ug_lip8_check(const ug_params *P, char *err, size_t errlen)
 {
-    if (ug_param_int(s->params, "tokens", 1, &p->tokens, err, errlen) ||
-        ug_param_int(s->params, "hidden", 1, &p->hidden, err, errlen) ||
-        ug_param_int(s->params, "heads", 1, &p->heads, err, errlen) ||
-        ug_param_int(s->params, "d", 128, &p->d, err, errlen) ||
-        ug_param_int(s->params, "rope", p->d < 64 ? p->d : 64, &p->rope, err, errlen) ||
-        ug_param_int(s->params, "blocks", 1, &p->blocks, err, errlen) ||
-        ug_param_int(s->params, "block_size", 16, &p->block_size, err, errlen) ||
-        ug_param_int(s->params, "pad", 0, &p->pad, err, errlen) ||
-        ug_param_int(s->params, "pos", 0, &p->pos, err, errlen) ||
-        ug_param_num(s->params, "eps", 1e-6, &p->eps, err, errlen) ||
-        ug_param_num(s->params, "rope_base", 10000.0, &p->base, err, errlen))
-        return -2;
+    long tokens = ug_p_int(P, "tokens"), hidden = ug_p_int(P, "hidden"), heads = ug_p_int(P, "heads"),
+         d = ug_p_int(P, "d"), rope = ug_p_int(P, "rope"), blocks = ug_p_int(P, "blocks"),
+         block_size = ug_p_int(P, "block_size"), pad = ug_p_int(P, "pad");
+    double base = ug_p_num(P, "rope_base");
     const char *bad = NULL;
-    if (p->tokens < 1 || p->hidden < 1 || p->heads < 1) bad = "\"tokens\", \"hidden\" and \"heads\" must be >= 1";
-    else if (p->d != 32 && p->d != 64 && p->d != 128) bad = "\"d\" must be 32, 64 or 128";
-    else if (!is_pow2(p->rope) || p->rope < 2 || p->rope > p->d) bad = "\"rope\" must be a power of two in [2, d]";
-    else if (p->blocks < 1 || p->block_size < 1 || p->blocks * p->block_size > (1L << 16))
-        bad = "\"blocks\" and \"block_size\" must be >= 1 with blocks*block_size <= 65536";
-    else if (p->pad < 0 || p->pad > p->tokens) bad = "\"pad\" must be in [0, tokens]";
-    else if (p->tokens - p->pad > p->blocks * p->block_size) bad = "the cache (\"blocks\"*\"block_size\") holds fewer slots than tokens";
-    else if (p->pos < 0 || p->pos > (1L << 24)) bad = "\"pos\" must be in [0, 2^24]";
-    else if (!(p->eps >= 0)) bad = "\"eps\" must be >= 0";
-    else if (!(p->base > 1 && p->base < 1e9)) bad = "\"rope_base\" must be in (1, 1e9)";
-    else if (p->tokens * p->hidden > (1L << 24) || p->hidden * (p->d + p->heads) > (1L << 24) ||
-             p->tokens * p->heads * p->d > (1L << 24))
+    if (d != 32 && d != 64 && d != 128) bad = "\"d\" must be 32, 64 or 128";
+    else if (!is_pow2(rope) || rope > d) bad = "\"rope\" must be a power of two in [2, d]";
+    else if (blocks * block_size > (1L << 16)) bad = "\"blocks\"*\"block_size\" must be <= 65536";
+    else if (pad > tokens) bad = "\"pad\" must be in [0, tokens]";
+    else if (tokens - pad > blocks * block_size) bad = "the cache (\"blocks\"*\"block_size\") holds fewer slots than tokens";
+    else if (!(base > 1 && base < 1e9)) bad = "\"rope_base\" must be in (1, 1e9)";
+    else if (tokens * hidden > (1L << 24) || hidden * (d + heads) > (1L << 24) || tokens * heads * d > (1L << 24))
         bad = "tokens*hidden, hidden*(d+heads) and tokens*heads*d must be <= 2^24";
-    if (bad) {
-        snprintf(err, errlen, "lightning_indexer_prolog_quant_fp8/mxfp8: %s", bad);
-        return -2;
-    }
-    p->eps = (float)p->eps; /* fp32 attribute */
-    return 0;
+    if (!bad) return 0;
+    snprintf(err, errlen, "%s: %s", P->decl->op, bad);
+    return -2;
 }
 
 /* cos/sin of (pos+t)*base^(-2i/R): base^(-2/R) by log2(R/2) square roots, powers by
  * products and sin/cos from ug_det_sincos2pi, so the table is the same on every machine. */
-static void fill_rope(const lip_params *p, uint64_t seed, ug_tensor *cs, ug_tensor *sn)
+static void fill_rope(const lip_params *p, ug_tensor *cs, ug_tensor *sn)
 {
-    (void)seed;
     size_t half = (size_t)p->rope / 2;
     double ratio = 1.0 / p->base;
     for (long m = p->rope / 2; m > 1; m /= 2) ratio = sqrt(ratio);
@@ -117,38 +114,12 @@ static int fill_slots(const lip_params *p, uint64_t seed, ug_tensor *slots)
     return 0;
 }
 
-int ug_lip8_build(ug_case *c, ug_lip8_format fmt, char *err, size_t errlen)
+int ug_lip8_build(ug_case *c, char *err, size_t errlen)
 {
     lip_params p;
-    if (read_params(&c->spec, &p, err, errlen)) return -2;
-    ug_dtype dt = c->spec.dtype;
-    if (dt != UG_DT_BF16) {
-        snprintf(err, errlen, "%s: dtype must be bf16", ug_op_name(c->spec.op));
-        return -2;
-    }
-    int64_t qs[3] = {p.tokens, p.heads, p.d}, xs[2] = {p.tokens, p.hidden}, wks[2] = {p.hidden, p.d};
-    int64_t ds[1] = {p.d}, wps[2] = {p.hidden, p.heads}, rs[2] = {p.tokens, p.rope / 2}, ts[1] = {p.tokens};
-    int64_t kcs[3] = {p.blocks, p.block_size, p.d}, ths[2] = {p.tokens, p.heads};
-    int64_t qss[3] = {p.tokens, p.heads, p.d / MX_BLOCK}, kss[3] = {p.blocks, p.block_size, p.d / MX_BLOCK};
-    int mx = fmt == UG_LIP8_MX;
-    ug_dtype sdt = mx ? UG_DT_E8M0 : UG_DT_FP32;
-    ug_tensor *cs, *sn, *slots;
-    if (!ug_case_add_input(c, "q", dt, 3, qs, 1, err, errlen) || !ug_case_add_input(c, "x", dt, 2, xs, 1, err, errlen) ||
-        !ug_case_add_input(c, "w_k", dt, 2, wks, 1, err, errlen) ||
-        !ug_case_add_input(c, "ln_gamma", dt, 1, ds, 1, err, errlen) ||
-        !ug_case_add_input(c, "ln_beta", dt, 1, ds, 1, err, errlen) ||
-        !ug_case_add_input(c, "w_proj", dt, 2, wps, 1, err, errlen) ||
-        !(cs = ug_case_add_input(c, "cos", dt, 2, rs, 0, err, errlen)) ||
-        !(sn = ug_case_add_input(c, "sin", dt, 2, rs, 0, err, errlen)) ||
-        !(slots = ug_case_add_input(c, "slot_mapping", UG_DT_INT32, 1, ts, 0, err, errlen)) ||
-        !ug_case_add_output(c, "q_fp8", UG_DT_E4M3, 3, qs, err, errlen) ||
-        !ug_case_add_output(c, "q_scale", sdt, mx ? 3 : 2, mx ? qss : ths, err, errlen) ||
-        !ug_case_add_output(c, "k_cache", UG_DT_E4M3, 3, kcs, err, errlen) ||
-        !ug_case_add_output(c, "k_scale", sdt, mx ? 3 : 2, mx ? kss : kcs, err, errlen) ||
-        !ug_case_add_output(c, "weights", dt, 2, ths, err, errlen))
-        return -2;
-    fill_rope(&p, c->spec.seed, cs, sn);
-    if (fill_slots(&p, c->spec.seed, slots)) {
+    read_params(c, &p);
+    fill_rope(&p, ug_case_input_mut(c, "cos"), ug_case_input_mut(c, "sin"));
+    if (fill_slots(&p, c->spec.seed, ug_case_input_mut(c, "slot_mapping"))) {
         snprintf(err, errlen, "out of memory building slot_mapping");
         return -1;
     }
@@ -196,6 +167,15 @@ static ug_num absmax(ug_ar *ar, const ug_num *v, size_t n)
     return m;
 }
 
+/* Whether every value of a quantisation block is finite (the class of an exact value
+ * does not depend on rounding). */
+static int block_finite(const ug_num *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(ug_v(v[i]))) return 0;
+    return 1;
+}
+
 /* The exact E8M0 scale of a block, or the kernel's where fp32 noise may pick its binade. */
 static ug_num mx_scale(ug_ar *ar, ug_num amax, double kernel)
 {
@@ -208,22 +188,27 @@ static ug_num mx_scale(ug_ar *ar, ug_num amax, double kernel)
 }
 
 /* Emits the selected codes and scales of one quantised row v[0..d) (row index row). */
-static void quant_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel, ug_lip8_format fmt, const ug_num *v,
+static void quant_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel, int mx, const ug_num *v,
                        size_t d, size_t row, int oc, int os)
 {
-    size_t block = fmt == UG_LIP8_FP8 ? d : MX_BLOCK, ns = d / block, cb, ce, sb, se;
+    size_t block = mx ? MX_BLOCK : d, ns = d / block, cb, ce, sb, se;
     sel_range(sel, oc, row * d, (row + 1) * d, &cb, &ce);
     sel_range(sel, os, row * ns, (row + 1) * ns, &sb, &se);
     for (size_t blk = 0; blk < ns; blk++) {
         int want_s = sb < se && sel->idx[os][sb] == row * ns + blk;
         int want_c = cb < ce && sel->idx[oc][cb] < row * d + (blk + 1) * block;
         if (!want_s && !want_c) continue;
+        if (!block_finite(v + blk * block, block)) { /* the semantics: a NaN block */
+            if (want_s) ug_ar_emit(ar, os, sb++, ug_c(ar, NAN));
+            for (; cb < ce && sel->idx[oc][cb] < row * d + (blk + 1) * block; cb++) ug_ar_emit(ar, oc, cb, ug_c(ar, NAN));
+            continue;
+        }
         ug_num amax = absmax(ar, v + blk * block, block);
         double sk = ug_tload(&c->out[os], row * ns + blk); /* staged: the kernel's scale */
-        ug_num exact = fmt == UG_LIP8_FP8 ? ug_div(ar, amax, ug_c(ar, 448.0)) : mx_scale(ar, amax, sk);
+        ug_num exact = mx ? mx_scale(ar, amax, sk) : ug_div(ar, amax, ug_c(ar, 448.0));
         if (want_s) ug_ar_emit(ar, os, sb++, exact);
         int zero = ug_v(amax) == 0.0;
-        ug_num s = sk > 0 && isfinite(sk) ? ug_c(ar, sk) : fmt == UG_LIP8_FP8 ? exact : ug_round(ar, exact, UG_DT_E8M0);
+        ug_num s = sk > 0 && isfinite(sk) ? ug_c(ar, sk) : mx ? ug_round(ar, exact, UG_DT_E8M0) : exact;
         for (; cb < ce && sel->idx[oc][cb] < row * d + (blk + 1) * block; cb++) {
             size_t j = sel->idx[oc][cb] - row * d;
             ug_ar_emit(ar, oc, cb, zero ? ug_c(ar, 0.0) : ug_div(ar, v[j], s));
@@ -234,12 +219,12 @@ static void quant_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel, ug_
 typedef struct {
     lip_params p;
     const ug_tensor *q, *x, *wk, *gm, *bt, *wp, *cs, *sn, *slots;
-    ug_lip8_format fmt;
+    int mx;
 } lip_ctx;
 
 static void q_rows(const lip_ctx *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, size_t t, ug_num *v)
 {
-    size_t d = (size_t)k->p.d, H = (size_t)k->p.heads, ns = k->fmt == UG_LIP8_FP8 ? 1 : d / MX_BLOCK;
+    size_t d = (size_t)k->p.d, H = (size_t)k->p.heads, ns = k->mx ? d / MX_BLOCK : 1;
     for (size_t h = 0; h < H; h++) {
         size_t row = t * H + h, b0, e0, b1, e1;
         sel_range(sel, O_Q8, row * d, (row + 1) * d, &b0, &e0);
@@ -248,7 +233,7 @@ static void q_rows(const lip_ctx *k, const ug_case *c, ug_ar *ar, const ug_selec
         size_t mark = ug_ar_mark(ar);
         for (size_t i = 0; i < d; i++) v[i] = ug_c(ar, ug_tload(k->q, row * d + i));
         rope_hadamard(ar, v, d, k->cs, k->sn, t, (size_t)k->p.rope / 2);
-        quant_emit(c, ar, sel, k->fmt, v, d, row, O_Q8, O_QS);
+        quant_emit(c, ar, sel, k->mx, v, d, row, O_Q8, O_QS);
         ug_ar_release(ar, mark);
     }
 }
@@ -271,7 +256,7 @@ static void weights_row(const lip_ctx *k, ug_ar *ar, const ug_selection *sel, si
 static void k_row(const lip_ctx *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, size_t t, size_t slot,
                   ug_num *v, ug_num *sq)
 {
-    size_t d = (size_t)k->p.d, hid = (size_t)k->p.hidden, ns = k->fmt == UG_LIP8_FP8 ? 1 : d / MX_BLOCK;
+    size_t d = (size_t)k->p.d, hid = (size_t)k->p.hidden, ns = k->mx ? d / MX_BLOCK : 1;
     size_t b0, e0, b1, e1;
     sel_range(sel, O_KC, slot * d, (slot + 1) * d, &b0, &e0);
     sel_range(sel, O_KS, slot * ns, (slot + 1) * ns, &b1, &e1);
@@ -287,27 +272,26 @@ static void k_row(const lip_ctx *k, const ug_case *c, ug_ar *ar, const ug_select
     for (size_t i = 0; i < d; i++)
         v[i] = ug_add(ar, ug_mul(ar, ug_mul(ar, v[i], rstd), ug_c(ar, ug_tload(k->gm, i))), ug_c(ar, ug_tload(k->bt, i)));
     rope_hadamard(ar, v, d, k->cs, k->sn, t, (size_t)k->p.rope / 2);
-    quant_emit(c, ar, sel, k->fmt, v, d, slot, O_KC, O_KS);
+    quant_emit(c, ar, sel, k->mx, v, d, slot, O_KC, O_KS);
     ug_ar_release(ar, mark);
 }
 
 /* Cache slots no token writes: code 0, scale 0 (fp8) or 2^-127 (MX). */
 static void empty_slots(const lip_ctx *k, ug_ar *ar, const ug_selection *sel, const long *writer)
 {
-    size_t d = (size_t)k->p.d, ns = k->fmt == UG_LIP8_FP8 ? 1 : d / MX_BLOCK;
+    size_t d = (size_t)k->p.d, ns = k->mx ? d / MX_BLOCK : 1;
     for (size_t i = 0; i < sel->n[O_KC]; i++)
         if (writer[sel->idx[O_KC][i] / d] < 0) ug_ar_emit(ar, O_KC, i, ug_c(ar, 0.0));
     for (size_t i = 0; i < sel->n[O_KS]; i++)
         if (writer[sel->idx[O_KS][i] / ns] < 0)
-            ug_ar_emit(ar, O_KS, i, ug_c(ar, k->fmt == UG_LIP8_FP8 ? 0.0 : 0x1p-127));
+            ug_ar_emit(ar, O_KS, i, ug_c(ar, k->mx ? 0x1p-127 : 0.0));
 }
 
-int ug_lip8_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel, ug_lip8_format fmt)
+int ug_lip8_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     lip_ctx k;
-    char err[200];
-    if (read_params(&c->spec, &k.p, err, sizeof err)) return -2;
-    k.fmt = fmt;
+    read_params(c, &k.p);
+    k.mx = is_mx(c);
     k.q = ug_case_input(c, "q"), k.x = ug_case_input(c, "x"), k.wk = ug_case_input(c, "w_k");
     k.gm = ug_case_input(c, "ln_gamma"), k.bt = ug_case_input(c, "ln_beta"), k.wp = ug_case_input(c, "w_proj");
     k.cs = ug_case_input(c, "cos"), k.sn = ug_case_input(c, "sin"), k.slots = ug_case_input(c, "slot_mapping");
@@ -332,6 +316,61 @@ int ug_lip8_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel, ug_lip8
     free(writer);
     return 0;
 }
+
+const ug_param_decl ug_lip8_params[] = {
+    {"tokens", UG_PARAM_INT, "1", 1, UG_DECL_INF, NULL, "tokens T"},
+    {"hidden", UG_PARAM_INT, "1", 1, UG_DECL_INF, NULL, "hidden size h of x (production 7168)"},
+    {"heads", UG_PARAM_INT, "1", 1, UG_DECL_INF, NULL, "indexer heads H (production 64)"},
+    {"d", UG_PARAM_INT, "128", 32, 128, NULL, "indexer head dim D: 32, 64 or 128 (production 128)"},
+    {"rope", UG_PARAM_INT, "min(d,64)", 2, 128, NULL,
+     "RoPE_half dims R at the start of each row: a power of two, 2..D"},
+    {"blocks", UG_PARAM_INT, "1", 1, 65536, NULL, "paged k-cache blocks"},
+    {"block_size", UG_PARAM_INT, "16", 1, 65536, NULL, "slots per block (blocks*block_size <= 65536)"},
+    {"pad", UG_PARAM_INT, "0", 0, UG_DECL_INF, NULL, "trailing padding tokens (slot -1, not written), <= tokens"},
+    {"pos", UG_PARAM_INT, "0", 0, 1 << 24, NULL, "position of token 0 (token t is at pos + t)"},
+    {"eps", UG_PARAM_F32, "1e-6", 0, UG_DECL_INF, NULL, "LayerNorm epsilon (fp32 attribute)"},
+    {"rope_base", UG_PARAM_NUM, "10000", 1, 1e9, NULL, "RoPE base, in (1, 1e9)"},
+    {NULL},
+};
+
+const ug_derived_decl ug_lip8_derived[] = {
+    {"half", "rope/2", "RoPE angles per token"},
+    {"mx_blocks", "d/32", "MXFP8 blocks of 32 per row"},
+    {NULL},
+};
+
+/* Both ops' tensors in the order their values are drawn; only the scale outputs differ. */
+#define LIP8_TENSORS(SDT, QS_SHAPE, QS_DOC, KS_SHAPE, KS_DOC)                                                         \
+    {"q", UG_TENSOR_INPUT, "bf16:bf16", "tokens, heads, d",                                                          \
+     "the already dequantised q_i8*W_qb_i8 (the int8 q input is simplified away)"},                                 \
+        {"x", UG_TENSOR_INPUT, "bf16:bf16", "tokens, hidden", "the hidden states"},                                  \
+        {"w_k", UG_TENSOR_INPUT, "bf16:bf16", "hidden, d", "k projection"},                                          \
+        {"ln_gamma", UG_TENSOR_INPUT, "bf16:bf16", "d", "LayerNorm weight of k"},                                    \
+        {"ln_beta", UG_TENSOR_INPUT, "bf16:bf16", "d", "LayerNorm bias of k"},                                       \
+        {"w_proj", UG_TENSOR_INPUT, "bf16:bf16", "hidden, heads", "head-weights projection"},                        \
+        {"cos", UG_TENSOR_BUILT, "bf16:bf16", "tokens, half",                                                        \
+         "cos of (pos+t)*rope_base^(-2i/R), computed deterministically in double, rounded to bf16"},                 \
+        {"sin", UG_TENSOR_BUILT, "bf16:bf16", "tokens, half", "sin of the same angles"},                             \
+        {"slot_mapping", UG_TENSOR_BUILT, "int32", "tokens",                                                         \
+         "distinct seeded cache slots for the first tokens-pad tokens, -1 (padding) for the last pad"},             \
+        {"q_fp8", UG_TENSOR_OUTPUT, "e4m3", "tokens, heads, d", "q codes"},                                          \
+        {"q_scale", UG_TENSOR_OUTPUT, SDT, QS_SHAPE, QS_DOC},                                                        \
+        {"k_cache", UG_TENSOR_OUTPUT, "e4m3", "blocks, block_size, d", "k codes per slot (unwritten slots hold 0)"},  \
+        {"k_scale", UG_TENSOR_OUTPUT, SDT, KS_SHAPE, KS_DOC},                                                        \
+        {"weights", UG_TENSOR_OUTPUT, "bf16:bf16", "tokens, heads", "(x.w_proj)/sqrt(H*D)"},                         \
+    {                                                                                                                \
+        NULL                                                                                                         \
+    }
+
+const ug_tensor_decl ug_lip8_tensors_fp8[] = {LIP8_TENSORS("fp32", "tokens, heads",
+                                                           "amax/448 per q row (0 for an all-zero row)",
+                                                           "blocks, block_size",
+                                                           "amax/448 per k row (0 for unwritten slots)")};
+
+const ug_tensor_decl ug_lip8_tensors_mx[] = {LIP8_TENSORS("e8m0", "tokens, heads, mx_blocks",
+                                                          "E8M0 scale per 32-block of q (2^-127 for an all-zero block)",
+                                                          "blocks, block_size, mx_blocks",
+                                                          "E8M0 scale per 32-block of k (2^-127 for unwritten slots)")};
 
 void ug_lip8_geometry(const ug_case *c, int out, ug_geom *g)
 {

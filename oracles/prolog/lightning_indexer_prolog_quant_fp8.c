@@ -1,14 +1,11 @@
 /* lightning_indexer_prolog_quant_fp8.c — operator definition of
  * lightning_indexer_prolog_quant_fp8: the lightning indexer prolog with per-row e4m3
- * quantisation (scale = amax/448, fp32). Builder and oracle are shared with the MXFP8
+ * quantisation (scale = amax/448, fp32). Declaration, builder and oracle are shared with the MXFP8
  * variant (indexer_prolog_fp8.c, where the math and the staged rule are described).
  * Primary standard pypto: codes boundary-aware within 1 quantum, scales and weights at
  * the silent default 1e-3 / 1e-3. */
 #include "oracles/prolog/indexer_prolog_fp8.h"
 #include "oracles/verdict.h"
-
-static int build(ug_case *c, char *err, size_t errlen) { return ug_lip8_build(c, UG_LIP8_FP8, err, errlen); }
-static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel) { return ug_lip8_oracle(c, ar, sel, UG_LIP8_FP8); }
 
 static const ug_output_rule outputs[] = {
     {"q_fp8", UG_CMP_BOUNDARY, 1.0, 0.0, 0.0}, /* budget in quanta (atol 1 of quantised codes) */
@@ -27,10 +24,11 @@ const ug_op_def ug_opdef_lightning_indexer_prolog_quant_fp8 = {
     .bench_level = 0,
     .outputs = outputs,
     .n_outputs = 5,
-    .build = build,
-    .oracle = oracle,
+    .decl = {"lightning_indexer_prolog_quant_fp8", ug_lip8_params, ug_lip8_derived, ug_lip8_tensors_fp8, ug_lip8_check},
+    .semantics = UG_LIP8_SEMANTICS("Scales: amax/448 per row in fp32 (rounded once), amax the exact |max| of the row; an all-zero row and "
+                                   "an unwritten cache slot have scale 0 and codes 0. Codes are judged against v/scale with "
+                                   "the kernel's own scale."),
+    .build = ug_lip8_build,
+    .oracle = ug_lip8_oracle,
     .geometry = ug_lip8_geometry,
-    .variants = ug_lightning_indexer_prolog_quant_fp8_variants,
-    .params_doc = UG_LIP8_PARAMS_DOC("q_scale[T,H] fp32, k_scale[blocks,block_size] fp32 (amax/448 per row; 0 for "
-                                     "an all-zero row and for unwritten slots)"),
 };

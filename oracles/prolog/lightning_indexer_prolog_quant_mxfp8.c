@@ -1,14 +1,11 @@
 /* lightning_indexer_prolog_quant_mxfp8.c — operator definition of
  * lightning_indexer_prolog_quant_mxfp8: the lightning indexer prolog with OCP MXFP8
  * quantisation (blocks of 32 e4m3 codes sharing an E8M0 scale 2^(floor(log2 amax)-8)).
- * Builder and oracle are shared with the fp8 variant (indexer_prolog_fp8.c). Primary
+ * Declaration, builder and oracle are shared with the fp8 variant (indexer_prolog_fp8.c). Primary
  * standard pypto: codes boundary-aware within 1 quantum, E8M0 scales exact (up to the
  * near-binade rule described there), weights at the silent default 1e-3 / 1e-3. */
 #include "oracles/prolog/indexer_prolog_fp8.h"
 #include "oracles/verdict.h"
-
-static int build(ug_case *c, char *err, size_t errlen) { return ug_lip8_build(c, UG_LIP8_MX, err, errlen); }
-static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel) { return ug_lip8_oracle(c, ar, sel, UG_LIP8_MX); }
 
 static const ug_output_rule outputs[] = {
     {"q_fp8", UG_CMP_BOUNDARY, 1.0, 0.0, 0.0}, /* budget in quanta (atol 1 of quantised codes) */
@@ -27,11 +24,12 @@ const ug_op_def ug_opdef_lightning_indexer_prolog_quant_mxfp8 = {
     .bench_level = 0,
     .outputs = outputs,
     .n_outputs = 5,
-    .build = build,
-    .oracle = oracle,
+    .decl = {"lightning_indexer_prolog_quant_mxfp8", ug_lip8_params, ug_lip8_derived, ug_lip8_tensors_mx, ug_lip8_check},
+    .semantics = UG_LIP8_SEMANTICS("Scales: 2^(floor(log2 amax)-8) per block of 32 (E8M0, exponent clamped to -127..127), amax the exact "
+                                   "|max| of the block; an all-zero block and an unwritten cache slot have scale 2^-127 and "
+                                   "codes 0. An E8M0 scale whose exact amax lies within 2^-12 of the binade edge may be "
+                                   "either neighbour."),
+    .build = ug_lip8_build,
+    .oracle = ug_lip8_oracle,
     .geometry = ug_lip8_geometry,
-    .variants = ug_lightning_indexer_prolog_quant_mxfp8_variants,
-    .params_doc = UG_LIP8_PARAMS_DOC("q_scale[T,H,D/32] e8m0, k_scale[blocks,block_size,D/32] e8m0 (2^(floor(log2 "
-                                     "amax)-8) per 32-block, clamped to 2^-127..2^127; 2^-127 for an all-zero block "
-                                     "and for unwritten slots)"),
 };

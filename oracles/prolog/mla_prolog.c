@@ -9,7 +9,7 @@
  *     kr_cache[slot_mapping[t]] = RoPE_half(kv[kv_lora:]; cos[t], sin[t])
  * RoPE_half: out_i = v_i·cos_i − v_{i+d/2}·sin_i, out_{i+d/2} = v_{i+d/2}·cos_{i+d/2} + v_i·sin_{i+d/2}.
  *
- * Roundings that are part of the spec ("bf16 throughout", OPS.md): the three GEMM results
+ * Roundings that are part of the spec ("bf16 throughout", docs/OPERATORS.md): the three GEMM results
  * that the operator hands from stage to stage as bf16 tensors — c_q, q and kv — are
  * rounded to bf16 (ug_round) before the next stage; the RMSNorm statistics and every
  * other step are exact; each output is correctly rounded once to bf16. Cache slots that
@@ -27,7 +27,6 @@
 #include <string.h>
 
 #include "core/philox.h"
-#include "kernels/sim/prolog/mla_prolog.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
 
@@ -36,47 +35,37 @@
 #define MLA_ROPE_BASE 10000.0
 #define MLA_MAX_POS 8192u
 
+/* The params the oracle and the builder use, read from the case's parsed params. */
 typedef struct {
     long T, h, Lq, N, Lkv, dn, dr, bs, nb;
-    double eps;
+    double eps; /* fp32 value */
     const char *slots;
 } mla_params;
 
-static int mla_range(const char *name, long v, long lo, long hi, char *err, size_t errlen)
+static void read_params(const ug_case *c, mla_params *p)
 {
-    if (v >= lo && v <= hi) return 0;
-    snprintf(err, errlen, "mla_prolog: param \"%s\" = %ld must be in %ld..%ld", name, v, lo, hi);
-    return -2;
+    const ug_params *P = &c->params;
+    *p = (mla_params){ug_p_int(P, "tokens"),     ug_p_int(P, "h"),      ug_p_int(P, "q_lora"),
+                      ug_p_int(P, "heads"),      ug_p_int(P, "kv_lora"), ug_p_int(P, "d_nope"),
+                      ug_p_int(P, "d_rope"),     ug_p_int(P, "block_size"), ug_p_int(P, "blocks"),
+                      ug_p_num(P, "eps"),        ug_p_str(P, "slots")};
 }
 
-static int read_params(const ug_spec *s, mla_params *p, char *err, size_t errlen)
+/* What ranges cannot say: an even d_rope, a cache with a slot per token, the size caps. */
+static int check(const ug_params *P, char *err, size_t errlen)
 {
-    const cJSON *j = s->params;
-    if (ug_param_int(j, "tokens", 1, &p->T, err, errlen) || ug_param_int(j, "h", 64, &p->h, err, errlen) ||
-        ug_param_int(j, "q_lora", 32, &p->Lq, err, errlen) || ug_param_int(j, "heads", 1, &p->N, err, errlen) ||
-        ug_param_int(j, "kv_lora", 512, &p->Lkv, err, errlen) || ug_param_int(j, "d_nope", 128, &p->dn, err, errlen) ||
-        ug_param_int(j, "d_rope", 64, &p->dr, err, errlen) || ug_param_int(j, "block_size", 16, &p->bs, err, errlen) ||
-        ug_param_int(j, "blocks", 0, &p->nb, err, errlen) || ug_param_num(j, "eps", 1e-6, &p->eps, err, errlen) ||
-        ug_param_str(j, "slots", "append", &p->slots, err, errlen))
-        return -2;
-    if (mla_range("tokens", p->T, 1, 4096, err, errlen) || mla_range("h", p->h, 1, 8192, err, errlen) ||
-        mla_range("q_lora", p->Lq, 1, 2048, err, errlen) || mla_range("heads", p->N, 1, 128, err, errlen) ||
-        mla_range("kv_lora", p->Lkv, 1, 1024, err, errlen) || mla_range("d_nope", p->dn, 1, 256, err, errlen) ||
-        mla_range("d_rope", p->dr, 2, 256, err, errlen) || mla_range("block_size", p->bs, 1, 256, err, errlen))
-        return -2;
-    long need = (p->T + p->bs - 1) / p->bs;
-    if (p->nb == 0) p->nb = need + 1; /* default: room for every token plus one spare block */
-    if (mla_range("blocks", p->nb, need, 4096, err, errlen)) return -2;
-    if (p->dr % 2) return snprintf(err, errlen, "mla_prolog: param \"d_rope\" must be even"), -2;
-    if (strcmp(p->slots, "append") && strcmp(p->slots, "random") && strcmp(p->slots, "padded"))
-        return snprintf(err, errlen, "mla_prolog: param \"slots\" must be append, random or padded"), -2;
-    if (!(p->eps >= 0)) return snprintf(err, errlen, "mla_prolog: param \"eps\" must be >= 0"), -2;
-    if (p->h * p->Lq > (1L << 24) || p->Lq * p->N * (p->dn + p->dr) > (1L << 25) ||
-        p->N * p->dn * p->Lkv > (1L << 25) || p->h * (p->Lkv + p->dr) > (1L << 23) ||
-        p->nb * p->bs * p->Lkv > (1L << 24) || p->T * p->N * p->Lkv > (1L << 24))
+    long T = ug_p_int(P, "tokens"), h = ug_p_int(P, "h"), Lq = ug_p_int(P, "q_lora"), N = ug_p_int(P, "heads"),
+         Lkv = ug_p_int(P, "kv_lora"), dn = ug_p_int(P, "d_nope"), dr = ug_p_int(P, "d_rope"),
+         bs = ug_p_int(P, "block_size"), nb = ug_p_int(P, "blocks"), need = (T + bs - 1) / bs;
+    if (dr % 2) return snprintf(err, errlen, "mla_prolog: param \"d_rope\" must be even"), -2;
+    if (nb < need)
+        return snprintf(err, errlen, "mla_prolog: param \"blocks\" = %ld must be >= ceil(tokens/block_size) = %ld", nb,
+                        need),
+               -2;
+    if (h * Lq > (1L << 24) || Lq * N * (dn + dr) > (1L << 25) || N * dn * Lkv > (1L << 25) ||
+        h * (Lkv + dr) > (1L << 23) || nb * bs * Lkv > (1L << 24) || T * N * Lkv > (1L << 24))
         return snprintf(err, errlen, "mla_prolog: params too large (a weight, cache or output over its element cap)"),
                -2;
-    p->eps = (float)p->eps; /* fp32 attribute */
     return 0;
 }
 
@@ -124,36 +113,14 @@ static void mla_fill_rope(const mla_params *p, uint64_t seed, ug_tensor *cs, ug_
     }
 }
 
+/* Fills slot_mapping and the cos/sin tables. */
 static int build(ug_case *c, char *err, size_t errlen)
 {
     mla_params p;
-    if (read_params(&c->spec, &p, err, errlen)) return -2;
-    if (c->spec.dtype != UG_DT_BF16) return snprintf(err, errlen, "mla_prolog: dtype must be bf16"), -2;
-    const ug_dtype B = UG_DT_BF16;
-    int64_t xs[2] = {p.T, p.h}, wdq[2] = {p.h, p.Lq}, lq[1] = {p.Lq}, wuq[2] = {p.Lq, p.N * (p.dn + p.dr)},
-            wuk[3] = {p.N, p.dn, p.Lkv}, wdkv[2] = {p.h, p.Lkv + p.dr}, lkv[1] = {p.Lkv}, rope[2] = {p.T, p.dr},
-            ts[1] = {p.T}, kvc[3] = {p.nb, p.bs, p.Lkv}, krc[3] = {p.nb, p.bs, p.dr}, qn[3] = {p.T, p.N, p.Lkv},
-            qr[3] = {p.T, p.N, p.dr};
-    ug_tensor *cs, *sn, *slot;
-    if (!ug_case_add_input(c, "x", B, 2, xs, 1, err, errlen) ||
-        !ug_case_add_input(c, "w_dq", B, 2, wdq, 1, err, errlen) ||
-        !ug_case_add_input(c, "gamma_q", B, 1, lq, 1, err, errlen) ||
-        !ug_case_add_input(c, "w_uq", B, 2, wuq, 1, err, errlen) ||
-        !ug_case_add_input(c, "w_uk", B, 3, wuk, 1, err, errlen) ||
-        !ug_case_add_input(c, "w_dkv", B, 2, wdkv, 1, err, errlen) ||
-        !ug_case_add_input(c, "gamma_kv", B, 1, lkv, 1, err, errlen) ||
-        !(cs = ug_case_add_input(c, "cos", B, 2, rope, 0, err, errlen)) ||
-        !(sn = ug_case_add_input(c, "sin", B, 2, rope, 0, err, errlen)) ||
-        !(slot = ug_case_add_input(c, "slot_mapping", UG_DT_INT32, 1, ts, 0, err, errlen)) ||
-        !ug_case_add_input(c, "kv_cache_in", B, 3, kvc, 1, err, errlen) ||
-        !ug_case_add_input(c, "kr_cache_in", B, 3, krc, 1, err, errlen) ||
-        !ug_case_add_output(c, "q_nope_abs", B, 3, qn, err, errlen) ||
-        !ug_case_add_output(c, "q_rope", B, 3, qr, err, errlen) ||
-        !ug_case_add_output(c, "kv_cache", B, 3, kvc, err, errlen) ||
-        !ug_case_add_output(c, "kr_cache", B, 3, krc, err, errlen))
-        return -2;
-    if (mla_fill_slots(&p, c->spec.seed, slot)) return snprintf(err, errlen, "mla_prolog: out of memory"), -1;
-    mla_fill_rope(&p, c->spec.seed, cs, sn);
+    read_params(c, &p);
+    if (mla_fill_slots(&p, c->spec.seed, ug_case_input_mut(c, "slot_mapping")))
+        return snprintf(err, errlen, "mla_prolog: out of memory"), -1;
+    mla_fill_rope(&p, c->spec.seed, ug_case_input_mut(c, "cos"), ug_case_input_mut(c, "sin"));
     return 0;
 }
 
@@ -259,8 +226,7 @@ static void mla_emit_cache(ug_ar *ar, mla_oracle *m, const ug_selection *sel, co
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     mla_oracle m;
-    char err[160];
-    if (read_params(&c->spec, &m.p, err, sizeof err)) return -2;
+    read_params(c, &m.p);
     m.x = ug_case_input(c, "x")->values;
     m.wdq = ug_case_input(c, "w_dq")->values;
     m.gq = ug_case_input(c, "gamma_q")->values;
@@ -306,6 +272,69 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
     g->col_tile = 128;
 }
 
+static const ug_param_decl params[] = {
+    {"tokens", UG_PARAM_INT, "1", 1, 4096, NULL, "tokens T"},
+    {"h", UG_PARAM_INT, "64", 1, 8192, NULL, "hidden size h (production 7168)"},
+    {"q_lora", UG_PARAM_INT, "32", 1, 2048, NULL, "query LoRA rank Lq (production 1536)"},
+    {"heads", UG_PARAM_INT, "1", 1, 128, NULL, "query heads N (production 128)"},
+    {"kv_lora", UG_PARAM_INT, "512", 1, 1024, NULL, "kv LoRA rank Lkv"},
+    {"d_nope", UG_PARAM_INT, "128", 1, 256, NULL, "per-head dims without RoPE dn"},
+    {"d_rope", UG_PARAM_INT, "64", 2, 256, NULL, "per-head RoPE dims dr (even)"},
+    {"block_size", UG_PARAM_INT, "16", 1, 256, NULL, "cache slots per block bs"},
+    {"blocks", UG_PARAM_INT, "cdiv(tokens,block_size)+1", 1, 4096, NULL,
+     "cache blocks nb, at least ceil(T/bs); default: room for every token plus one spare block"},
+    {"eps", UG_PARAM_F32, "1e-6", 0, UG_DECL_INF, NULL, "RMSNorm epsilon (fp32 attribute)"},
+    {"slots", UG_PARAM_ENUM, "append", 0, 0, "append|random|padded",
+     "slot_mapping: append = contiguous from a seeded start; random = distinct seeded slots; padded = random with "
+     "every fourth token (t % 4 == 3) a padding token -1 that writes nothing"},
+    {NULL},
+};
+
+static const ug_derived_decl derived[] = {
+    {"d_q", "d_nope+d_rope", "query dims per head (nope then rope)"},
+    {"kv_w", "kv_lora+d_rope", "columns of x*W_dkv (c_kv then k_rope)"},
+    {NULL},
+};
+
+static const ug_tensor_decl tensors[] = {
+    {"x", UG_TENSOR_INPUT, "bf16:bf16", "tokens, h", "the hidden states"},
+    {"w_dq", UG_TENSOR_INPUT, "bf16:bf16", "h, q_lora", "query down-projection"},
+    {"gamma_q", UG_TENSOR_INPUT, "bf16:bf16", "q_lora", "RMSNorm weight of c_q"},
+    {"w_uq", UG_TENSOR_INPUT, "bf16:bf16", "q_lora, heads*d_q",
+     "query up-projection; head n owns columns n*d_q .. +d_nope (nope), then +d_rope (rope)"},
+    {"w_uk", UG_TENSOR_INPUT, "bf16:bf16", "heads, d_nope, kv_lora", "per-head key up-projection (absorbed)"},
+    {"w_dkv", UG_TENSOR_INPUT, "bf16:bf16", "h, kv_w", "kv down-projection: c_kv columns first, then k_rope"},
+    {"gamma_kv", UG_TENSOR_INPUT, "bf16:bf16", "kv_lora", "RMSNorm weight of c_kv"},
+    {"cos", UG_TENSOR_BUILT, "bf16:bf16", "tokens, d_rope",
+     "cos of pos*10000^(-2(i mod dr/2)/dr) at a seeded position in 0..8191 per token (half layout: entries i and "
+     "i+dr/2 share an angle)"},
+    {"sin", UG_TENSOR_BUILT, "bf16:bf16", "tokens, d_rope", "sin of the same angles"},
+    {"slot_mapping", UG_TENSOR_BUILT, "int32", "tokens",
+     "cache slot of each token (block*bs + offset, distinct; -1 = padding, not written), per params.slots"},
+    {"kv_cache_in", UG_TENSOR_INPUT, "bf16:bf16", "blocks, block_size, kv_lora", "the kv cache before the call"},
+    {"kr_cache_in", UG_TENSOR_INPUT, "bf16:bf16", "blocks, block_size, d_rope", "the rope cache before the call"},
+    {"q_nope_abs", UG_TENSOR_OUTPUT, "bf16:bf16", "tokens, heads, kv_lora", "q_nope*W_uk[n]"},
+    {"q_rope", UG_TENSOR_OUTPUT, "bf16:bf16", "tokens, heads, d_rope", "RoPE_half of q's rope part"},
+    {"kv_cache", UG_TENSOR_OUTPUT, "bf16:bf16", "blocks, block_size, kv_lora",
+     "the kv cache after the scatter (slots no token writes keep their input)"},
+    {"kr_cache", UG_TENSOR_OUTPUT, "bf16:bf16", "blocks, block_size, d_rope",
+     "the rope cache after the scatter (slots no token writes keep their input)"},
+    {NULL},
+};
+
+/* What the contract states beyond the math (printed by `ulpgym ops show`). */
+#define SEMANTICS                                                                                                     \
+    "Exact arithmetic on the bf16 inputs and the fp32 value of eps, with three spec roundings: c_q = "              \
+    "bf16(RMSNorm(x*W_dq; gamma_q)), q = bf16(c_q*W_uq) and kv = bf16(x*W_dkv), each RNE (a value beyond the bf16 "   \
+    "range becomes +-inf); RMSNorm statistics (sum of squares, 1/sqrt(mean + eps)) are exact; each output is "         \
+    "rounded once to bf16. Special values follow IEEE through those steps: a NaN input reaches every output element "  \
+    "that depends on it (a NaN in x[t] makes token t's q_nope_abs and q_rope rows and its cache rows NaN); an inf in "  \
+    "a row that is RMS-normalised makes the sum of squares +inf, so rstd is 0: that element becomes NaN (inf*0) and "  \
+    "the row's finite elements 0; inf - inf and inf*0 in a GEMM give NaN. A padding token (slot -1) writes nothing, "  \
+    "and cache slots no token writes keep their input bits, NaN and inf included. Finite inputs never overflow in "    \
+    "the oracle before those roundings: with huge x (|x*W| beyond about 1.8e19) the exact RMSNorm still normalises, "  \
+    "so a kernel whose fp32 sum of squares or fp32 GEMM overflows fails there."
+
 static const ug_output_rule outputs[] = {
     {"q_nope_abs", UG_CMP_NUMERIC, 0.005, 0x1p-7, 0.005}, /* mla_prolog_quant q: 0.005 / 2^-7 */
     {"q_rope", UG_CMP_NUMERIC, 0.005, 0x1p-7, 0.005},
@@ -322,25 +351,9 @@ const ug_op_def ug_opdef_mla_prolog = {
     .bench_level = 0,
     .outputs = outputs,
     .n_outputs = 4,
+    .decl = {"mla_prolog", params, derived, tensors, check},
+    .semantics = SEMANTICS,
     .build = build,
     .oracle = oracle,
     .geometry = geometry,
-    .variants = ug_mla_prolog_variants,
-    .params_doc =
-        "{\"tokens\":\"T (int 1..4096)\",\"h\":\"hidden size (int 1..8192, default 64; production 7168)\","
-        "\"q_lora\":\"query LoRA rank Lq (int 1..2048, default 32; production 1536)\","
-        "\"heads\":\"N query heads (int 1..128, default 1; production 128)\","
-        "\"kv_lora\":\"Lkv (int 1..1024, default 512)\",\"d_nope\":\"dn (int 1..256, default 128)\","
-        "\"d_rope\":\"dr (even, 2..256, default 64)\",\"block_size\":\"cache block size bs (int 1..256, default 16)\","
-        "\"blocks\":\"cache blocks nb (>= ceil(T/bs); default ceil(T/bs)+1)\",\"eps\":\"fp32 RMSNorm epsilon (default "
-        "1e-6)\","
-        "\"slots\":\"slot_mapping: append (contiguous from a random slot, default) | random (distinct) | padded "
-        "(random, every 4th token -1 = not written)\","
-        "\"tensors\":\"all bf16 unless noted, row-major. in x[T,h]; w_dq[h,Lq]; gamma_q[Lq]; w_uq[Lq,N*(dn+dr)] "
-        "(head n owns columns n*(dn+dr) .. +dn nope then +dr rope); w_uk[N,dn,Lkv]; w_dkv[h,Lkv+dr] (c_kv part "
-        "first, then rope); gamma_kv[Lkv]; cos[T,dr], sin[T,dr] (half layout: entries i and i+dr/2 share an "
-        "angle); slot_mapping[T] int32 (slot = block*bs + offset, -1 = padding); kv_cache_in[nb,bs,Lkv], "
-        "kr_cache_in[nb,bs,dr] (the caches before the call). out q_nope_abs[T,N,Lkv]; q_rope[T,N,dr]; "
-        "kv_cache[nb,bs,Lkv], kr_cache[nb,bs,dr] (the caches after the scatter; other slots unchanged). Spec "
-        "roundings: c_q, q and kv are bf16 between stages; RMSNorm statistics exact; outputs rounded once\"}",
 };

@@ -14,14 +14,25 @@
  * Quantisation: fp8 one fp32 scale per row, scale = amax/448, code = e4m3(v/scale)
  * (RNE, saturating); MXFP8 blocks of 32 share scale 2^(floor(log2 amax)-8) (E8M0, exponent
  * clamped to [-127, 127]; an all-zero block gets 2^-127), code = e4m3(v/scale),
- * saturating to +-448 as the OCP MX spec prescribes. */
-#include "kernels/sim/prolog/indexer_prolog_fp8.h"
-
+ * saturating to +-448 as the OCP MX spec prescribes. A block holding NaN or +-inf gets a
+ * NaN scale and NaN codes (the op's semantics). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/ops.h"
 #include "kernels/sim/simlib.h"
+
+/* The format is the op's identity: each op's variant table binds its own. */
+typedef enum { LIP8_FP8, LIP8_MX } lip8_format;
+
+typedef enum {
+    LIP8_BUG_NONE,
+    LIP8_BUG_HADAMARD_UNNORMALISED, /* Hadamard without 1/sqrt(D) */
+    LIP8_BUG_MX_EXP_OFF_BY_ONE,     /* MX shared exponent floor(log2 amax) - 7 */
+    LIP8_BUG_NO_SATURATION,         /* e4m3 conversion overflows to NaN instead of saturating */
+    LIP8_BUG_PAD_SLOT_WRAPS         /* slot -1 (padding) written to the cache's last slot */
+} lip8_bug;
 
 #define K_TILE 128
 #define MX_BLOCK 32
@@ -35,10 +46,10 @@ typedef struct {
 
 static int open_io(const ulpgym_call *call, lip_io *io, char *err, size_t errlen)
 {
-    ug_sim_params p;
-    if (ug_sim_params_open(&p, call, err, errlen)) return -2;
-    io->eps = (float)ug_sim_num(&p, "eps", 1e-6);
-    ug_sim_params_close(&p);
+    ug_params p;
+    if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
+    io->eps = (float)ug_p_num(&p, "eps"); /* exact: an fp32 value */
+    ug_params_free(&p);
     io->q = ug_sim_in(call, "q", 3, err, errlen);
     io->x = ug_sim_in(call, "x", 2, err, errlen);
     io->wk = ug_sim_in(call, "w_k", 2, err, errlen);
@@ -66,7 +77,7 @@ static int open_io(const ulpgym_call *call, lip_io *io, char *err, size_t errlen
 }
 
 /* RoPE_half on v[0..2*half) with this token's cos/sin, then the normalised Hadamard. */
-static void rope_hadamard(float *v, size_t d, const float *c, const float *s, size_t half, ug_lip8_bug bug)
+static void rope_hadamard(float *v, size_t d, const float *c, const float *s, size_t half, lip8_bug bug)
 {
     for (size_t i = 0; i < half; i++) {
         float a = v[i], b = v[i + half];
@@ -80,31 +91,40 @@ static void rope_hadamard(float *v, size_t d, const float *c, const float *s, si
                 v[j] = a + b; /* rounds: fp32 */
                 v[j + len] = a - b;
             }
-    if (bug == UG_LIP8_BUG_HADAMARD_UNNORMALISED) return; /* bug: 1/sqrt(D) left out */
+    if (bug == LIP8_BUG_HADAMARD_UNNORMALISED) return; /* bug: 1/sqrt(D) left out */
     float inv = 1.0f / sqrtf((float)d); /* rounds: fp32 constant */
     for (size_t i = 0; i < d; i++) v[i] *= inv; /* rounds: fp32 */
 }
 
 /* e4m3 conversion the way the device does it: saturating (bug: overflow becomes NaN). */
-static float to_e4m3_input(float x, ug_lip8_bug bug)
+static float to_e4m3_input(float x, lip8_bug bug)
 {
-    if (bug == UG_LIP8_BUG_NO_SATURATION && fabsf(x) >= 464.0f) return NAN; /* 464: midpoint 448..480 */
+    if (bug == LIP8_BUG_NO_SATURATION && fabsf(x) >= 464.0f) return NAN; /* 464: midpoint 448..480 */
     return x;
 }
 
 /* Quantises one row v[0..d) into codes (fp32 values before the e4m3 store) and scales. */
-static void quantise(const float *v, size_t d, ug_lip8_format fmt, ug_lip8_bug bug, float *codes, float *scales)
+static void quantise(const float *v, size_t d, lip8_format fmt, lip8_bug bug, float *codes, float *scales)
 {
-    size_t block = fmt == UG_LIP8_FP8 ? d : MX_BLOCK;
+    size_t block = fmt == LIP8_FP8 ? d : MX_BLOCK;
     for (size_t b0 = 0; b0 < d; b0 += block) {
         float amax = 0.0f, scale;
-        for (size_t i = b0; i < b0 + block; i++) amax = fmaxf(amax, fabsf(v[i]));
-        if (fmt == UG_LIP8_FP8) {
+        int finite = 1;
+        for (size_t i = b0; i < b0 + block; i++) {
+            amax = fmaxf(amax, fabsf(v[i]));
+            finite &= isfinite(v[i]) != 0;
+        }
+        if (!finite) { /* the contract: a block holding NaN or inf has a NaN scale and NaN codes */
+            for (size_t i = b0; i < b0 + block; i++) codes[i] = NAN;
+            scales[b0 / block] = NAN;
+            continue;
+        }
+        if (fmt == LIP8_FP8) {
             scale = amax / 448.0f; /* rounds: fp32 */
         } else if (amax == 0.0f) {
             scale = ldexpf(1.0f, -127);
         } else {
-            int e = ilogbf(amax) - (bug == UG_LIP8_BUG_MX_EXP_OFF_BY_ONE ? 7 : 8); /* bug: emax 7 */
+            int e = ilogbf(amax) - (bug == LIP8_BUG_MX_EXP_OFF_BY_ONE ? 7 : 8); /* bug: emax 7 */
             e = e < -127 ? -127 : e > 127 ? 127 : e;
             scale = ldexpf(1.0f, e); /* exact: a power of two */
         }
@@ -164,26 +184,26 @@ static int buf_alloc(const lip_io *io, lip_buf *b)
 }
 
 /* Writes slot s of the cache (codes and scales), s counted in [0, n_slots). */
-static void store_slot(const lip_io *io, ug_lip8_format fmt, size_t s, const float *codes, const float *scales)
+static void store_slot(const lip_io *io, lip8_format fmt, size_t s, const float *codes, const float *scales)
 {
-    size_t ns = fmt == UG_LIP8_FP8 ? 1 : io->d / MX_BLOCK;
+    size_t ns = fmt == LIP8_FP8 ? 1 : io->d / MX_BLOCK;
     ug_sim_store(io->kc, s * io->d, io->d, codes);
     ug_sim_store(io->ks, s * ns, ns, scales);
 }
 
-int ug_lip8_kernel(const ulpgym_call *call, char *err, size_t errlen, ug_lip8_format fmt, ug_lip8_bug bug)
+static int lip8_kernel(const ulpgym_call *call, char *err, size_t errlen, lip8_format fmt, lip8_bug bug)
 {
     lip_io io;
     lip_buf b;
     if (open_io(call, &io, err, errlen)) return -2;
     if (buf_alloc(&io, &b)) return -1;
-    size_t d = io.d, H = io.heads, ns = fmt == UG_LIP8_FP8 ? 1 : d / MX_BLOCK;
+    size_t d = io.d, H = io.heads, ns = fmt == LIP8_FP8 ? 1 : d / MX_BLOCK;
     ug_sim_load(io.wk, 0, io.hid * d, b.wk);
     ug_sim_load(io.wproj, 0, io.hid * H, b.wp);
     ug_sim_load(io.gamma, 0, d, b.g);
     ug_sim_load(io.beta, 0, d, b.b);
     for (size_t i = 0; i < d; i++) b.zero[i] = 0.0f;
-    float empty_scale = fmt == UG_LIP8_FP8 ? 0.0f : ldexpf(1.0f, -127);
+    float empty_scale = fmt == LIP8_FP8 ? 0.0f : ldexpf(1.0f, -127);
     for (size_t i = 0; i < ns; i++) b.scales[i] = empty_scale;
     for (size_t s = 0; s < io.n_slots; s++) store_slot(&io, fmt, s, b.zero, b.scales); /* the empty cache */
     float slot, cst = 1.0f / sqrtf((float)(H * d)); /* rounds: fp32 constant */
@@ -202,7 +222,7 @@ int ug_lip8_kernel(const ulpgym_call *call, char *err, size_t errlen, ug_lip8_fo
         for (size_t h = 0; h < H; h++) b.v[h] *= cst;      /* rounds: fp32 */
         ug_sim_store(io.wts, t * H, H, b.v);
         ug_sim_load(io.slots, t, 1, &slot);
-        if (slot < 0 && bug != UG_LIP8_BUG_PAD_SLOT_WRAPS) continue; /* padding token: no cache write */
+        if (slot < 0 && bug != LIP8_BUG_PAD_SLOT_WRAPS) continue; /* padding token: no cache write */
         size_t s = slot < 0 ? io.n_slots - 1 : (size_t)slot;       /* bug: cache[-1] */
         tiled_gemv(b.x, b.wk, io.hid, d, d, b.v, b.tile);           /* k path */
         layer_norm(b.v, d, b.g, b.b, io.eps);
@@ -214,38 +234,38 @@ int ug_lip8_kernel(const ulpgym_call *call, char *err, size_t errlen, ug_lip8_fo
     return 0;
 }
 
-static int f_sim(const ulpgym_call *c, char *e, size_t l) { return ug_lip8_kernel(c, e, l, UG_LIP8_FP8, UG_LIP8_BUG_NONE); }
+static int f_sim(const ulpgym_call *c, char *e, size_t l) { return lip8_kernel(c, e, l, LIP8_FP8, LIP8_BUG_NONE); }
 static int f_had(const ulpgym_call *c, char *e, size_t l)
 {
-    return ug_lip8_kernel(c, e, l, UG_LIP8_FP8, UG_LIP8_BUG_HADAMARD_UNNORMALISED);
+    return lip8_kernel(c, e, l, LIP8_FP8, LIP8_BUG_HADAMARD_UNNORMALISED);
 }
 static int f_pad(const ulpgym_call *c, char *e, size_t l)
 {
-    return ug_lip8_kernel(c, e, l, UG_LIP8_FP8, UG_LIP8_BUG_PAD_SLOT_WRAPS);
+    return lip8_kernel(c, e, l, LIP8_FP8, LIP8_BUG_PAD_SLOT_WRAPS);
 }
-static int m_sim(const ulpgym_call *c, char *e, size_t l) { return ug_lip8_kernel(c, e, l, UG_LIP8_MX, UG_LIP8_BUG_NONE); }
+static int m_sim(const ulpgym_call *c, char *e, size_t l) { return lip8_kernel(c, e, l, LIP8_MX, LIP8_BUG_NONE); }
 static int m_had(const ulpgym_call *c, char *e, size_t l)
 {
-    return ug_lip8_kernel(c, e, l, UG_LIP8_MX, UG_LIP8_BUG_HADAMARD_UNNORMALISED);
+    return lip8_kernel(c, e, l, LIP8_MX, LIP8_BUG_HADAMARD_UNNORMALISED);
 }
 static int m_exp(const ulpgym_call *c, char *e, size_t l)
 {
-    return ug_lip8_kernel(c, e, l, UG_LIP8_MX, UG_LIP8_BUG_MX_EXP_OFF_BY_ONE);
+    return lip8_kernel(c, e, l, LIP8_MX, LIP8_BUG_MX_EXP_OFF_BY_ONE);
 }
 static int m_sat(const ulpgym_call *c, char *e, size_t l)
 {
-    return ug_lip8_kernel(c, e, l, UG_LIP8_MX, UG_LIP8_BUG_NO_SATURATION);
+    return lip8_kernel(c, e, l, LIP8_MX, LIP8_BUG_NO_SATURATION);
 }
-static int m_pad(const ulpgym_call *c, char *e, size_t l) { return ug_lip8_kernel(c, e, l, UG_LIP8_MX, UG_LIP8_BUG_PAD_SLOT_WRAPS); }
+static int m_pad(const ulpgym_call *c, char *e, size_t l) { return lip8_kernel(c, e, l, LIP8_MX, LIP8_BUG_PAD_SLOT_WRAPS); }
 
-const ug_kernel_variant ug_lightning_indexer_prolog_quant_fp8_variants[] = {
+const ug_kernel_variant ug_variants_lightning_indexer_prolog_quant_fp8[] = {
     {"sim", "fp32 RoPE + butterfly Hadamard, fp32 LayerNorm, per-row e4m3 with scale amax/448", f_sim},
     {"mut_hadamard_unnormalised", "Hadamard without the 1/sqrt(D) normalisation (scales come out sqrt(D) too large)", f_had},
     {"mut_pad_slot_wraps", "a padding token's slot -1 indexes the cache from the end and overwrites its last slot", f_pad},
     {NULL, NULL, NULL},
 };
 
-const ug_kernel_variant ug_lightning_indexer_prolog_quant_mxfp8_variants[] = {
+const ug_kernel_variant ug_variants_lightning_indexer_prolog_quant_mxfp8[] = {
     {"sim", "fp32 RoPE + butterfly Hadamard, fp32 LayerNorm, MXFP8 blocks of 32 with E8M0 2^(floor(log2 amax)-8)", m_sim},
     {"mut_hadamard_unnormalised", "Hadamard without the 1/sqrt(D) normalisation", m_had},
     {"mut_mx_exp_off_by_one", "MX shared exponent floor(log2 amax) - 7 (e4m3 emax taken as 7)", m_exp},

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 
 #include "kernels/sim/ktile.h"
-#include "kernels/sim/prolog/mla_prolog.h"
+#include "core/ops.h"
 #include "kernels/sim/simlib.h"
 
 #define MLA_TOKEN_TILE 16
@@ -129,10 +129,10 @@ static int mla_alloc(mla_ctx *m)
 
 static int mla_bind(mla_ctx *m, const ulpgym_call *call, char *err, size_t errlen)
 {
-    ug_sim_params p;
-    if (ug_sim_params_open(&p, call, err, errlen)) return -2;
-    m->eps = (float)ug_sim_num(&p, "eps", 1e-6);
-    ug_sim_params_close(&p);
+    ug_params p;
+    if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
+    m->eps = (float)ug_p_num(&p, "eps"); /* exact: an fp32 value */
+    ug_params_free(&p);
     m->x = ug_sim_in(call, "x", 2, err, errlen);
     m->w_dq = ug_sim_in(call, "w_dq", 2, err, errlen);
     m->g_q = ug_sim_in(call, "gamma_q", 1, err, errlen);
@@ -213,7 +213,7 @@ static int k_slot(const ulpgym_call *c, char *e, size_t l) { return mla_kernel(c
 static int k_tail(const ulpgym_call *c, char *e, size_t l) { return mla_kernel(c, e, l, MUT_TAIL_TOKENS); }
 static int k_norm(const ulpgym_call *c, char *e, size_t l) { return mla_kernel(c, e, l, MUT_KV_NORM_BF16); }
 
-const ug_kernel_variant ug_mla_prolog_variants[] = {
+const ug_kernel_variant ug_variants_mla_prolog[] = {
     {"sim", "fp32 K-tiled GEMMs, bf16 c_q / q / kv between stages, fp32 RMSNorm and RoPE_half, bf16 caches", k_sim},
     {"mut_rope_interleaved", "RoPE pairs (2i, 2i+1) instead of (i, i+d/2) on q_rope and k_rope", k_rope},
     {"mut_slot_off_by_one", "each token's cache row is written one slot too far (slot_mapping[t] + 1)", k_slot},
