@@ -101,13 +101,13 @@ const ug_op_def ug_opdef_inplace_add_rmsnorm = {
     .semantics = "x_add = x1 + x2, rstd = 1/sqrt(sum(x_add^2)/H + eps) and y = x_add*rstd*gamma in exact arithmetic "
                  "on the fp32 value of eps; y and rstd use the exact sum x1 + x2, not the stored (rounded) x_add. "
                  "Each output is rounded once to its dtype (x_add, y: case dtype; rstd: fp32); an fp16 x1 + x2 beyond "
-                 "65504 has no representable x_add: the reference stays the exact sum, so a stored +-inf there is "
-                 "a non-finite mismatch (y stays finite). Special values follow IEEE rules through those formulas: a NaN "
-                 "(or inf + -inf) in x_add makes the row's rstd and y NaN; an infinite x_add makes the sum of squares "
-                 "+inf, so rstd = 0, y = +-0 at finite x_add and NaN at the infinite one; a NaN or inf gamma gives NaN "
-                 "or +-inf in its column (NaN where x_add*rstd is 0). An all-zero row has rstd = 1/sqrt(eps) (inf when "
-                 "eps = 0, y then NaN). Squares of bf16 values beyond about 1.8e19 overflow fp32: the oracle still "
-                 "expects the exact finite rstd and y there.",
+                 "65504 has no representable x_add: the reference stays the exact sum, so a stored +-inf there is a "
+                 "non-finite mismatch (y stays finite). Special values follow IEEE rules through those formulas: a "
+                 "NaN (or inf + -inf) in x_add makes the row's rstd and y NaN; an infinite x_add makes the sum of "
+                 "squares +inf, so rstd = 0, y = +-0 at finite x_add and NaN at the infinite one; a NaN or inf gamma "
+                 "gives NaN or +-inf in its column (NaN where x_add*rstd is 0). An all-zero row has rstd = "
+                 "1/sqrt(eps) (inf when eps = 0, y then NaN). Squares of bf16 values beyond about 1.8e19 overflow "
+                 "fp32: the oracle still expects the exact finite rstd and y there.",
     .build = NULL,
     .oracle = oracle,
     .geometry = geometry,

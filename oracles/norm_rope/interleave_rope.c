@@ -19,15 +19,7 @@
 /* What ranges cannot say: d even, base strictly inside (1, 1e12), the size cap. */
 static int check(const ug_params *P, char *err, size_t errlen)
 {
-    double base = ug_p_num(P, "base");
-    if (ug_p_int(P, "d") % 2) {
-        snprintf(err, errlen, "interleave_rope: param \"d\" must be even, 2..4096 (production 64)");
-        return -2;
-    }
-    if (!(base > 1.0 && base < 1e12)) {
-        snprintf(err, errlen, "interleave_rope: param \"base\" must be > 1 (and < 1e12)");
-        return -2;
-    }
+    if (ug_rope_check(P, "interleave_rope", err, errlen)) return -2;
     if ((double)ug_p_int(P, "b") * (double)ug_p_int(P, "n") * (double)ug_p_int(P, "s") * (double)ug_p_int(P, "d") >
         (double)(1L << 26)) {
         snprintf(err, errlen, "interleave_rope: b*n*s*d must be <= 2^26");
@@ -111,12 +103,13 @@ const ug_op_def ug_opdef_interleave_rope = {
     .n_outputs = 1,
     .decl = {"interleave_rope", params, NULL, tensors, check},
     .semantics = "Each output is the exact two-term sum x[2i]*cos - x[2i+1]*sin (first half) or x[2i+1]*cos + "
-                 "x[2i]*sin (second half) of the stored values, rounded once to the case dtype. The cos/sin tables are finite inputs built from the params. Special values of x follow "
-                 "IEEE rules through that sum and reach only the two outputs of their pair: NaN stays NaN, inf*0 "
-                 "(a zero cos or sin, e.g. sin at position 0) and +inf - inf give NaN, otherwise +-inf. For "
-                 "finite inputs each product is exact in fp32 (|cos|, |sin| <= 1), so an fp32 sum overflows only "
-                 "where the exact result is beyond the dtype range anyway; there (a finite result beyond the dtype's "
-                 "range) the reference stays the exact finite value, and a kernel's +-inf is a non-finite mismatch.",
+                 "x[2i]*sin (second half) of the stored values, rounded once to the case dtype. The cos/sin tables "
+                 "are finite inputs built from the params. Special values of x follow IEEE rules through that sum and "
+                 "reach only the two outputs of their pair: NaN stays NaN, inf*0 (a zero cos or sin, e.g. sin at "
+                 "position 0) and +inf - inf give NaN, otherwise +-inf. For finite inputs each product is exact in "
+                 "fp32 (|cos|, |sin| <= 1), so an fp32 sum overflows only where the exact result is beyond the dtype "
+                 "range anyway; there (a finite result beyond the dtype's range) the reference stays the exact finite "
+                 "value, and a kernel's +-inf is a non-finite mismatch.",
     .build = build,
     .oracle = oracle,
     .geometry = geometry,

@@ -83,14 +83,14 @@ const ug_op_def ug_opdef_mhc_post = {
     .outputs = outputs,
     .n_outputs = 1,
     .decl = {"mhc_post", params, NULL, tensors, check},
-    .semantics = "out[t,n,:] = h_post[t,n]*h_out[t,:] + sum_k h_res[t,k,n]*x[t,k,:] in exact arithmetic, rounded "
-                 "once to bf16; a finite result beyond the bf16 range has no representable value, the reference "
-                 "stays the exact value and a kernel's +-inf there is a non-finite mismatch. Special values follow IEEE rules through that sum: a "
-                 "NaN term, inf*0 or +inf + -inf gives NaN, otherwise an infinite term gives +-inf; a NaN or inf "
-                 "coefficient reaches every column of its stream, a NaN or inf value of x or h_out every stream of "
-                 "its column. Products of fp32 coefficients near the fp32 maximum with bf16 values can overflow an "
-                 "fp32 accumulator for finite inputs; the oracle still expects the exact rounded sum (finite where "
-                 "such terms cancel).",
+    .semantics = "out[t,n,:] = h_post[t,n]*h_out[t,:] + sum_k h_res[t,k,n]*x[t,k,:] in exact arithmetic, rounded once "
+                 "to bf16; a finite result beyond the bf16 range has no representable value, the reference stays the "
+                 "exact value and a kernel's +-inf there is a non-finite mismatch. Special values follow IEEE rules "
+                 "through that sum: a NaN term, inf*0 or +inf + -inf gives NaN, otherwise an infinite term gives "
+                 "+-inf; a NaN or inf coefficient reaches every column of its stream, a NaN or inf value of x or "
+                 "h_out every stream of its column. Products of fp32 coefficients near the fp32 maximum with bf16 "
+                 "values can overflow an fp32 accumulator for finite inputs; the oracle still expects the exact "
+                 "rounded sum (finite where such terms cancel).",
     .build = NULL,
     .oracle = oracle,
     .geometry = geometry,

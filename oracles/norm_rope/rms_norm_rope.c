@@ -26,15 +26,7 @@
 /* What ranges cannot say: d even, base strictly inside (1, 1e12), the size cap. */
 static int check(const ug_params *P, char *err, size_t errlen)
 {
-    double base = ug_p_num(P, "base");
-    if (ug_p_int(P, "d") % 2) {
-        snprintf(err, errlen, "rms_norm_rope: param \"d\" must be even, 2..4096 (production 128)");
-        return -2;
-    }
-    if (!(base > 1.0 && base < 1e12)) {
-        snprintf(err, errlen, "rms_norm_rope: param \"base\" must be > 1 (and < 1e12)");
-        return -2;
-    }
+    if (ug_rope_check(P, "rms_norm_rope", err, errlen)) return -2;
     if ((double)ug_p_int(P, "t") * (double)(ug_p_int(P, "hq") + ug_p_int(P, "hk")) * (double)ug_p_int(P, "d") >
         (double)(1L << 26)) {
         snprintf(err, errlen, "rms_norm_rope: t*(hq+hk)*d must be <= 2^26");
@@ -114,7 +106,8 @@ static const ug_param_decl params[] = {
     {"hk", UG_PARAM_INT, "1", 1, 1 << 26, NULL, "k heads Hk"},
     {"d", UG_PARAM_INT, "128", 2, 4096, NULL, "head dim D (even; production 128)"},
     {"max_pos", UG_PARAM_INT, "32768", 1, 1 << 24, NULL, "token positions are drawn uniformly from [0, max_pos)"},
-    {"eps", UG_PARAM_F32, "1e-6", 0, 0x1.fffffffffffffp-1 /* below 1 */, NULL, "epsilon inside the root (fp32 attribute), below 1"},
+    {"eps", UG_PARAM_F32, "1e-6", 0, 0x1.fffffffffffffp-1 /* below 1 */, NULL,
+     "epsilon inside the root (fp32 attribute), below 1"},
     {"base", UG_PARAM_NUM, "1e6", 1, 1e12, NULL, "rope base, > 1 (used in double): theta[t,i] = pos_t * base^(-2i/D)"},
     {NULL},
 };
@@ -149,9 +142,9 @@ const ug_op_def ug_opdef_rms_norm_rope = {
     .outputs = outputs,
     .n_outputs = 2,
     .decl = {"rms_norm_rope", params, NULL, tensors, check},
-    .semantics = "Per head row x: rstd = 1/sqrt(sum(x^2)/D + eps) on the fp32 value of eps, n = x*gamma*rstd, and "
-                 "the rotated outputs n[i]*cos - n[i+D/2]*sin, n[i+D/2]*cos + n[i]*sin, all in exact arithmetic "
-                 "(the normed row is never rounded), each output rounded once to the case dtype (a finite result beyond "
+    .semantics = "Per head row x: rstd = 1/sqrt(sum(x^2)/D + eps) on the fp32 value of eps, n = x*gamma*rstd, and the "
+                 "rotated outputs n[i]*cos - n[i+D/2]*sin, n[i+D/2]*cos + n[i]*sin, all in exact arithmetic (the "
+                 "normed row is never rounded), each output rounded once to the case dtype (a finite result beyond "
                  "its range stays the exact reference: a kernel's +-inf there is a non-finite mismatch). The cos/sin "
                  "tables are finite inputs built from the params. Special values follow IEEE rules through those "
                  "formulas: a NaN in a head row makes that row's outputs NaN; an infinite element makes the sum of "
