@@ -1,56 +1,26 @@
-/* inplace_add_rmsnorm.c — operator definition, input builder and exact oracle of
- * inplace_add_rmsnorm:
+/* inplace_add_rmsnorm.c — operator declaration and exact oracle of inplace_add_rmsnorm:
  *     x_add = x1 + x2,  rstd = 1/sqrt(mean(x_add^2) + eps),  y = x_add * rstd * gamma
  * eps is an fp32 attribute. x_add is exact in double (two bf16/fp16 values), and the
- * norm uses the exact x_add: the spec rounds only at the outputs. */
+ * norm uses the exact x_add, not the stored rounded one: the spec rounds only at the
+ * outputs. Special values follow IEEE rules through the exact formulas (the semantics
+ * text below); the arithmetic propagates them. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "kernels/sim/norm_rope/inplace_add_rmsnorm.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
 
-typedef struct {
-    long rows, h;
-    double eps;
-} rms_params;
-
-static int read_params(const ug_spec *s, rms_params *p, char *err, size_t errlen)
+static int check(const ug_params *P, char *err, size_t errlen)
 {
-    if (ug_param_int(s->params, "rows", 1, &p->rows, err, errlen) ||
-        ug_param_int(s->params, "h", 1, &p->h, err, errlen) ||
-        ug_param_num(s->params, "eps", 1e-6, &p->eps, err, errlen))
-        return -2;
-    if (p->rows < 1 || p->h < 1 || p->rows * p->h > (1L << 26) || !(p->eps >= 0)) {
-        snprintf(err, errlen, "inplace_add_rmsnorm: need rows >= 1, h >= 1, rows*h <= 2^26, eps >= 0");
+    if (ug_p_int(P, "rows") * ug_p_int(P, "h") > (1L << 26)) {
+        snprintf(err, errlen, "inplace_add_rmsnorm: rows*h must stay <= 2^26");
         return -2;
     }
-    p->eps = (float)p->eps; /* fp32 attribute */
     return 0;
 }
 
-static int build(ug_case *c, char *err, size_t errlen)
-{
-    rms_params p;
-    if (read_params(&c->spec, &p, err, errlen)) return -2;
-    ug_dtype dt = c->spec.dtype;
-    if (dt != UG_DT_FP16 && dt != UG_DT_BF16) {
-        snprintf(err, errlen, "inplace_add_rmsnorm: dtype must be fp16 or bf16");
-        return -2;
-    }
-    int64_t shape[2] = {p.rows, p.h}, hs[1] = {p.h}, rs[1] = {p.rows};
-    if (!ug_case_add_input(c, "x1", dt, 2, shape, 1, err, errlen) ||
-        !ug_case_add_input(c, "x2", dt, 2, shape, 1, err, errlen) ||
-        !ug_case_add_input(c, "gamma", dt, 1, hs, 1, err, errlen) ||
-        !ug_case_add_output(c, "y", dt, 2, shape, err, errlen) ||
-        !ug_case_add_output(c, "x_add", dt, 2, shape, err, errlen) ||
-        !ug_case_add_output(c, "rstd", UG_DT_FP32, 1, rs, err, errlen))
-        return -2;
-    return 0;
-}
-
-/* Output indices: 0 y, 1 x_add, 2 rstd (order of build()). */
+/* Output indices: 0 y, 1 x_add, 2 rstd (order of the declaration). */
 static int row_selected(const ug_selection *sel, size_t r, size_t h, size_t *pos)
 {
     int any = 0;
@@ -60,19 +30,18 @@ static int row_selected(const ug_selection *sel, size_t r, size_t h, size_t *pos
 
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
-    rms_params p;
-    char err[128];
-    if (read_params(&c->spec, &p, err, sizeof err)) return -2;
+    long rows = ug_p_int(&c->params, "rows");
+    double eps = ug_p_num(&c->params, "eps"); /* the fp32 value */
     const ug_tensor *x1 = ug_case_input(c, "x1"), *x2 = ug_case_input(c, "x2"), *gm = ug_case_input(c, "gamma");
-    size_t h = (size_t)p.h, pos[3] = {0, 0, 0};
+    size_t h = (size_t)ug_p_int(&c->params, "h"), pos[3] = {0, 0, 0};
     double *xa = malloc(h * sizeof *xa);
     if (!xa) return -1;
-    for (size_t r = 0; r < (size_t)p.rows; r++) {
+    for (size_t r = 0; r < (size_t)rows; r++) {
         if (!row_selected(sel, r, h, pos)) continue;
         size_t mark = ug_ar_mark(ar);
         for (size_t i = 0; i < h; i++) xa[i] = ug_tload(x1, r * h + i) + ug_tload(x2, r * h + i); /* exact */
         ug_num ss = ug_dot_d(ar, xa, 1, xa, 1, h);
-        ug_num rstd = ug_rsqrt(ar, ug_add(ar, ug_div(ar, ss, ug_c(ar, (double)h)), ug_c(ar, p.eps)));
+        ug_num rstd = ug_rsqrt(ar, ug_add(ar, ug_div(ar, ss, ug_c(ar, (double)h)), ug_c(ar, eps)));
         for (; pos[0] < sel->n[0] && sel->idx[0][pos[0]] / h == r; pos[0]++) {
             size_t i = sel->idx[0][pos[0]] % h;
             ug_num y = ug_mul(ar, ug_mul(ar, ug_c(ar, xa[i]), rstd), ug_c(ar, ug_tload(gm, i)));
@@ -95,8 +64,26 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
     ug_geom_last_dim(&c->out[out], 16, 64, g); /* the kernel's 64 lanes */
 }
 
+static const ug_param_decl params[] = {
+    {"rows", UG_PARAM_INT, "1", 1, 1 << 26, NULL, "rows (tokens)"},
+    {"h", UG_PARAM_INT, "1", 1, 1 << 26, NULL, "hidden size H (up to 7168 in production)"},
+    {"eps", UG_PARAM_F32, "1e-6", 0, UG_DECL_INF, NULL, "epsilon inside the root (fp32 attribute)"},
+    {NULL},
+};
+
+/* fp16 and bf16 only: a case of another dtype has no dtype for x1 and is refused. */
+static const ug_tensor_decl tensors[] = {
+    {"x1", UG_TENSOR_INPUT, "fp16:fp16,bf16:bf16", "rows, h", "first addend"},
+    {"x2", UG_TENSOR_INPUT, "fp16:fp16,bf16:bf16", "rows, h", "second addend"},
+    {"gamma", UG_TENSOR_INPUT, "fp16:fp16,bf16:bf16", "h", "norm weight"},
+    {"y", UG_TENSOR_OUTPUT, "fp16:fp16,bf16:bf16", "rows, h", "x_add * rstd * gamma (written to x1 in place)"},
+    {"x_add", UG_TENSOR_OUTPUT, "fp16:fp16,bf16:bf16", "rows, h", "x1 + x2 (written to x2 in place)"},
+    {"rstd", UG_TENSOR_OUTPUT, "fp32", "rows", "1/sqrt(mean(x_add^2) + eps) per row"},
+    {NULL},
+};
+
 static const ug_output_rule outputs[] = {
-    /* STANDARDS.md: inplace_add_rmsnorm 0.01 / 0.01 */
+    /* docs/STANDARDS.md: inplace_add_rmsnorm 0.01 / 0.01 */
     {"y", UG_CMP_NUMERIC, 0.01, 0.01, 0.005},
     {"x_add", UG_CMP_NUMERIC, 0.01, 0.01, 0.005},
     {"rstd", UG_CMP_NUMERIC, 0.01, 0.01, 0.005},
@@ -110,12 +97,18 @@ const ug_op_def ug_opdef_inplace_add_rmsnorm = {
     .bench_level = 0,
     .outputs = outputs,
     .n_outputs = 3,
-    .build = build,
+    .decl = {"inplace_add_rmsnorm", params, NULL, tensors, check},
+    .semantics = "x_add = x1 + x2, rstd = 1/sqrt(sum(x_add^2)/H + eps) and y = x_add*rstd*gamma in exact arithmetic "
+                 "on the fp32 value of eps; y and rstd use the exact sum x1 + x2, not the stored (rounded) x_add. "
+                 "Each output is rounded once to its dtype (x_add, y: case dtype; rstd: fp32); an fp16 x1 + x2 beyond "
+                 "65504 has no representable x_add: the reference stays the exact sum, so a stored +-inf there is a "
+                 "non-finite mismatch (y stays finite). Special values follow IEEE rules through those formulas: a "
+                 "NaN (or inf + -inf) in x_add makes the row's rstd and y NaN; an infinite x_add makes the sum of "
+                 "squares +inf, so rstd = 0, y = +-0 at finite x_add and NaN at the infinite one; a NaN or inf gamma "
+                 "gives NaN or +-inf in its column (NaN where x_add*rstd is 0). An all-zero row has rstd = "
+                 "1/sqrt(eps) (inf when eps = 0, y then NaN). Squares of bf16 values beyond about 1.8e19 overflow "
+                 "fp32: the oracle still expects the exact finite rstd and y there.",
+    .build = NULL,
     .oracle = oracle,
     .geometry = geometry,
-    .variants = ug_inplace_add_rmsnorm_variants,
-    .params_doc = "{\"rows\":\"rows (int >= 1)\",\"h\":\"hidden size H (int >= 1, up to 7168 in production)\","
-                  "\"eps\":\"fp32 epsilon (default 1e-6)\","
-                  "\"tensors\":\"in x1[rows,H], x2[rows,H], gamma[H] dtype; out y[rows,H] (written to x1), "
-                  "x_add[rows,H] (written to x2) dtype, rstd[rows] fp32\"}",
 };

@@ -1,70 +1,33 @@
-/* mhc_post.c — operator definition, input builder and exact oracle of mhc_post, the post
+/* mhc_post.c — operator declaration and exact oracle of mhc_post, the post
  * step of manifold-constrained hyper-connections (mHC): per token t and stream n,
  *     out[t,n,:] = h_post[t,n] * h_out[t,:] + sum_k h_res[t,k,n] * x[t,k,:]
  * x, h_out and out are bf16; h_res [T,N,N] (source stream k first) and h_post [T,N] are
  * fp32 (per-token mixing coefficients, as mHC computes them from the token). Every product
  * of an fp32 coefficient and a bf16 value is exact in double, so each output is an exact
- * (N+1)-term dot product (ug_dot_d) rounded once to bf16. Primary standard pypto,
- * 1e-4 / 2^-7 (STANDARDS.md). */
+ * (N+1)-term dot product (ug_dot_d) rounded once to bf16; special values follow IEEE rules
+ * through it (the semantics text). Primary standard pypto, 1e-4 / 2^-7 (docs/STANDARDS.md). */
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "kernels/sim/norm_rope/mhc_post.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
 
 #define MHC_MAX_STREAMS 16
 
-typedef struct {
-    long t, n, d;
-} mhc_params;
-
-static int read_params(const ug_spec *sp, mhc_params *p, char *err, size_t errlen)
+static int check(const ug_params *P, char *err, size_t errlen)
 {
-    if (ug_param_int(sp->params, "t", 1, &p->t, err, errlen) || ug_param_int(sp->params, "n", 4, &p->n, err, errlen) ||
-        ug_param_int(sp->params, "d", 2560, &p->d, err, errlen))
-        return -2;
-    if (p->t < 1 || p->d < 1) {
-        snprintf(err, errlen, "mhc_post: param \"%s\" must be >= 1", p->t < 1 ? "t" : "d");
-        return -2;
-    }
-    if (p->n < 1 || p->n > MHC_MAX_STREAMS) {
-        snprintf(err, errlen, "mhc_post: param \"n\" (streams) must be in 1..%d (production 4)", MHC_MAX_STREAMS);
-        return -2;
-    }
-    if ((double)p->t * (double)p->n * (double)p->d > (double)(1L << 26)) {
+    if ((double)ug_p_int(P, "t") * (double)ug_p_int(P, "n") * (double)ug_p_int(P, "d") > (double)(1L << 26)) {
         snprintf(err, errlen, "mhc_post: t*n*d must be <= 2^26");
         return -2;
     }
     return 0;
 }
 
-static int build(ug_case *c, char *err, size_t errlen)
-{
-    mhc_params p;
-    if (read_params(&c->spec, &p, err, errlen)) return -2;
-    if (c->spec.dtype != UG_DT_BF16) {
-        snprintf(err, errlen, "mhc_post: dtype must be bf16 (x, h_out, out; h_res and h_post are fp32)");
-        return -2;
-    }
-    int64_t xs[3] = {p.t, p.n, p.d}, hos[2] = {p.t, p.d}, hrs[3] = {p.t, p.n, p.n}, hps[2] = {p.t, p.n};
-    if (!ug_case_add_input(c, "x", UG_DT_BF16, 3, xs, 1, err, errlen) ||
-        !ug_case_add_input(c, "h_out", UG_DT_BF16, 2, hos, 1, err, errlen) ||
-        !ug_case_add_input(c, "h_res", UG_DT_FP32, 3, hrs, 1, err, errlen) ||
-        !ug_case_add_input(c, "h_post", UG_DT_FP32, 2, hps, 1, err, errlen) ||
-        !ug_case_add_output(c, "out", UG_DT_BF16, 3, xs, err, errlen))
-        return -2;
-    return 0;
-}
-
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
-    mhc_params p;
-    char err[128];
-    if (read_params(&c->spec, &p, err, sizeof err)) return -2;
     const ug_tensor *x = ug_case_input(c, "x"), *ho = ug_case_input(c, "h_out");
     const ug_tensor *hr = ug_case_input(c, "h_res"), *hp = ug_case_input(c, "h_post");
-    size_t nst = (size_t)p.n, d = (size_t)p.d;
+    size_t nst = (size_t)ug_p_int(&c->params, "n"), d = (size_t)ug_p_int(&c->params, "d");
     for (size_t k = 0; k < sel->n[0];) {
         size_t row = sel->idx[0][k] / d, t = row / nst, n = row % nst, mark = ug_ar_mark(ar);
         double coef[MHC_MAX_STREAMS + 1], val[MHC_MAX_STREAMS + 1];
@@ -90,8 +53,25 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
     g->col_tile = 256;                 /* the kernel's lane tile */
 }
 
+static const ug_param_decl params[] = {
+    {"t", UG_PARAM_INT, "1", 1, 1 << 26, NULL, "tokens T"},
+    {"n", UG_PARAM_INT, "4", 1, MHC_MAX_STREAMS, NULL, "residual streams N (production 4)"},
+    {"d", UG_PARAM_INT, "2560", 1, 1 << 26, NULL, "hidden size D (production 2560 or 5120)"},
+    {NULL},
+};
+
+/* bf16 only: a case of another dtype has no dtype for x and is refused. */
+static const ug_tensor_decl tensors[] = {
+    {"x", UG_TENSOR_INPUT, "bf16:bf16", "t, n, d", "the N residual streams of each token"},
+    {"h_out", UG_TENSOR_INPUT, "bf16:bf16", "t, d", "the layer output"},
+    {"h_res", UG_TENSOR_INPUT, "bf16:fp32", "t, n, n", "h_res[t,k,n]: weight of source stream k in output stream n"},
+    {"h_post", UG_TENSOR_INPUT, "bf16:fp32", "t, n", "weight of the layer output in stream n"},
+    {"out", UG_TENSOR_OUTPUT, "bf16:bf16", "t, n, d", "h_post[t,n]*h_out[t] + sum_k h_res[t,k,n]*x[t,k]"},
+    {NULL},
+};
+
 static const ug_output_rule outputs[] = {
-    {"out", UG_CMP_NUMERIC, 1e-4, 0x1p-7, 0.005}, /* STANDARDS.md: mhc_post 1e-4 / 2^-7 */
+    {"out", UG_CMP_NUMERIC, 1e-4, 0x1p-7, 0.005}, /* docs/STANDARDS.md: mhc_post 1e-4 / 2^-7 */
 };
 
 const ug_op_def ug_opdef_mhc_post = {
@@ -102,13 +82,16 @@ const ug_op_def ug_opdef_mhc_post = {
     .bench_level = 0,
     .outputs = outputs,
     .n_outputs = 1,
-    .build = build,
+    .decl = {"mhc_post", params, NULL, tensors, check},
+    .semantics = "out[t,n,:] = h_post[t,n]*h_out[t,:] + sum_k h_res[t,k,n]*x[t,k,:] in exact arithmetic, rounded once "
+                 "to bf16; a finite result beyond the bf16 range has no representable value, the reference stays the "
+                 "exact value and a kernel's +-inf there is a non-finite mismatch. Special values follow IEEE rules "
+                 "through that sum: a NaN term, inf*0 or +inf + -inf gives NaN, otherwise an infinite term gives "
+                 "+-inf; a NaN or inf coefficient reaches every column of its stream, a NaN or inf value of x or "
+                 "h_out every stream of its column. Products of fp32 coefficients near the fp32 maximum with bf16 "
+                 "values can overflow an fp32 accumulator for finite inputs; the oracle still expects the exact "
+                 "rounded sum (finite where such terms cancel).",
+    .build = NULL,
     .oracle = oracle,
     .geometry = geometry,
-    .variants = ug_mhc_post_variants,
-    .params_doc = "{\"t\":\"tokens T (int >= 1)\",\"n\":\"residual streams N (1..16, default and production 4)\","
-                  "\"d\":\"hidden size D (int >= 1, default 2560; production 2560 or 5120)\","
-                  "\"tensors\":\"in x[T,N,D] bf16 (the N streams of each token), h_out[T,D] bf16 (the layer output), "
-                  "h_res[T,N,N] fp32 (h_res[t,k,n]: weight of source stream k in output stream n), "
-                  "h_post[T,N] fp32; out out[T,N,D] bf16 = h_post[t,n]*h_out[t] + sum_k h_res[t,k,n]*x[t,k]\"}",
 };

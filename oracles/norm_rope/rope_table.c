@@ -1,4 +1,5 @@
-/* rope_table.c — deterministic RoPE cos/sin tables for the builders of RoPE operators.
+/* rope_table.c — deterministic RoPE cos/sin tables for the builders of RoPE operators, and
+ * the param checks those operators share.
  *
  * inv_freq_i = base^(-2i/D) = exp(-(2i/D) * ln base) with ug_det_log and a Taylor exp
  * after reduction by ln 2; the angle is reduced to a fraction of a turn and handed to
@@ -7,6 +8,7 @@
 #include "oracles/norm_rope/rope_table.h"
 
 #include <math.h>
+#include <stdio.h>
 
 #include "core/philox.h"
 
@@ -36,4 +38,18 @@ void ug_rope_fill_table(ug_tensor *cos_t, ug_tensor *sin_t, const long *pos, siz
             ug_dtype_store(sin_t->dtype, sin_t->data, r * half + i, s);
         }
     }
+}
+
+int ug_rope_check(const ug_params *p, const char *op, char *err, size_t errlen)
+{
+    double base = ug_p_num(p, "base");
+    if (ug_p_int(p, "d") % 2) {
+        snprintf(err, errlen, "%s: param \"d\" must be even, 2..4096", op);
+        return -2;
+    }
+    if (!(base > 1.0 && base < 1e12)) {
+        snprintf(err, errlen, "%s: param \"base\" must be > 1 (and < 1e12)", op);
+        return -2;
+    }
+    return 0;
 }

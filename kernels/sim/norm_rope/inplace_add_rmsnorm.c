@@ -9,7 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "kernels/sim/norm_rope/inplace_add_rmsnorm.h"
+#include "core/ops.h"
 #include "kernels/sim/simlib.h"
 
 #define LANES 64
@@ -49,10 +49,10 @@ static float lane_sumsq(const float *v, size_t n, rms_bug bug)
 
 static int rms_kernel(const ulpgym_call *call, char *err, size_t errlen, rms_bug bug)
 {
-    ug_sim_params p;
-    if (ug_sim_params_open(&p, call, err, errlen)) return -2;
-    float eps = (float)ug_sim_num(&p, "eps", 1e-6);
-    ug_sim_params_close(&p);
+    ug_params p;
+    if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
+    float eps = (float)ug_p_num(&p, "eps"); /* exact: an fp32 value */
+    ug_params_free(&p);
     const ulpgym_tensor *x1 = ug_sim_in(call, "x1", 2, err, errlen), *x2 = ug_sim_in(call, "x2", 2, err, errlen);
     const ulpgym_tensor *gamma = ug_sim_in(call, "gamma", 1, err, errlen);
     const ulpgym_tensor *y = ug_sim_out(call, "y", 2, err, errlen), *xa = ug_sim_out(call, "x_add", 2, err, errlen);
@@ -87,7 +87,7 @@ static int k_tail(const ulpgym_call *c, char *e, size_t l) { return rms_kernel(c
 static int k_add_dt(const ulpgym_call *c, char *e, size_t l) { return rms_kernel(c, e, l, MUT_ADD_IN_DTYPE); }
 static int k_prescale(const ulpgym_call *c, char *e, size_t l) { return rms_kernel(c, e, l, MUT_PRESCALE); }
 
-const ug_kernel_variant ug_inplace_add_rmsnorm_variants[] = {
+const ug_kernel_variant ug_variants_inplace_add_rmsnorm[] = {
     {"sim", "fp32 add, 64-lane fp32 sum of squares with a pairwise lane tree", k_sim},
     {"mut_bf16_sum", "sum of squares in one scalar bf16 accumulator", k_bf16},
     {"mut_eps_outside", "rstd = 1/(sqrt(mean)+eps): eps outside the root, visible on small inputs", k_eps},

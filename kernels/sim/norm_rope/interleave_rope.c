@@ -9,7 +9,7 @@
  * to the output dtype. The tail tile (S % 16 positions) goes through the same code. */
 #include <stdlib.h>
 
-#include "kernels/sim/norm_rope/interleave_rope.h"
+#include "core/ops.h"
 #include "kernels/sim/simlib.h"
 
 #define ROPE_SEQ_TILE 16
@@ -68,7 +68,7 @@ static int k_half(const ulpgym_call *c, char *e, size_t l) { return rope_kernel(
 static int k_layout(const ulpgym_call *c, char *e, size_t l) { return rope_kernel(c, e, l, MUT_LAYOUT_INTERLEAVED); }
 static int k_tail(const ulpgym_call *c, char *e, size_t l) { return rope_kernel(c, e, l, MUT_TAIL_SIN_SIGN); }
 
-const ug_kernel_variant ug_interleave_rope_variants[] = {
+const ug_kernel_variant ug_variants_interleave_rope[] = {
     {"sim", "fp32 rotation of interleaved pairs in tiles of 16 positions, split-half output", k_sim},
     {"mut_half_pairing", "rotates NeoX pairs (x_i, x_i+D/2) instead of interleaved (x_2i, x_2i+1)", k_half},
     {"mut_layout_interleaved", "rotates the right pairs but writes results interleaved, not split-half", k_layout},

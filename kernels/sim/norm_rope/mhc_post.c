@@ -9,7 +9,7 @@
  * (D % 256 lanes) runs the same code with a shorter length. */
 #include <stdlib.h>
 
-#include "kernels/sim/norm_rope/mhc_post.h"
+#include "core/ops.h"
 #include "kernels/sim/simlib.h"
 
 #define MHC_TILE 256
@@ -67,7 +67,7 @@ static int k_trans(const ulpgym_call *c, char *e, size_t l) { return mhc_kernel(
 static int k_bf16(const ulpgym_call *c, char *e, size_t l) { return mhc_kernel(c, e, l, MUT_BF16_ACC); }
 static int k_tail(const ulpgym_call *c, char *e, size_t l) { return mhc_kernel(c, e, l, MUT_TAIL_NO_MIX); }
 
-const ug_kernel_variant ug_mhc_post_variants[] = {
+const ug_kernel_variant ug_variants_mhc_post[] = {
     {"sim", "fp32 lanes in tiles of 256: h_post*h_out then N fp32 multiply-adds in stream order", k_sim},
     {"mut_res_transposed", "reads h_res[n,k] instead of h_res[k,n]", k_trans},
     {"mut_bf16_acc", "the lane accumulator is rounded to bf16 after every add", k_bf16},

@@ -12,7 +12,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "kernels/sim/norm_rope/rms_norm_rope.h"
+#include "core/ops.h"
 #include "kernels/sim/simlib.h"
 
 #define LANES 64
@@ -78,10 +78,10 @@ static int run_tensor(const ulpgym_tensor *x, const ulpgym_tensor *gamma, const 
 
 static int nr_kernel(const ulpgym_call *call, char *err, size_t errlen, nr_bug bug)
 {
-    ug_sim_params p;
-    if (ug_sim_params_open(&p, call, err, errlen)) return -2;
-    float eps = (float)ug_sim_num(&p, "eps", 1e-6);
-    ug_sim_params_close(&p);
+    ug_params p;
+    if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
+    float eps = (float)ug_p_num(&p, "eps"); /* exact: an fp32 value */
+    ug_params_free(&p);
     const ulpgym_tensor *q = ug_sim_in(call, "q", 3, err, errlen), *k = ug_sim_in(call, "k", 3, err, errlen);
     const ulpgym_tensor *gq = ug_sim_in(call, "gamma_q", 1, err, errlen), *gk = ug_sim_in(call, "gamma_k", 1, err, errlen);
     const ulpgym_tensor *ct = ug_sim_in(call, "cos", 2, err, errlen), *st = ug_sim_in(call, "sin", 2, err, errlen);
@@ -96,7 +96,7 @@ static int k_before(const ulpgym_call *c, char *e, size_t l) { return nr_kernel(
 static int k_eps(const ulpgym_call *c, char *e, size_t l) { return nr_kernel(c, e, l, MUT_EPS_OUTSIDE); }
 static int k_inter(const ulpgym_call *c, char *e, size_t l) { return nr_kernel(c, e, l, MUT_INTERLEAVED); }
 
-const ug_kernel_variant ug_rms_norm_rope_variants[] = {
+const ug_kernel_variant ug_variants_rms_norm_rope[] = {
     {"sim", "64-lane fp32 sum of squares, fp32 norm kept in registers, fp32 NeoX rotation", k_sim},
     {"mut_rope_before_norm", "rotary applied to the raw row, then the norm and gamma", k_before},
     {"mut_eps_outside", "rstd = 1/(sqrt(mean)+eps): eps outside the root, visible on tiny rows", k_eps},
