@@ -95,7 +95,7 @@ static void differential(void)
     ug_exec_detail_free(&d);
 }
 
-/* STANDARDS.md: rtol = min((1 + 0.25 log2 W) 1.5, 3) 2^-7 sqrt(W), atol = rtol mean|g|. */
+/* docs/STANDARDS.md: rtol = min((1 + 0.25 log2 W) 1.5, 3) 2^-7 sqrt(W), atol = rtol mean|g|. */
 static void tolerance_rule(void)
 {
     const ug_op_def *def = ug_op_def_get(ug_op_find(OP));
