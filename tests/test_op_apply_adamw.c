@@ -2,7 +2,8 @@
  * (w 1, g 0.5, m v 0, b1 0.5, b2 0.75, wd 0.25, lr 0.5: m' 0.25, v' 0.0625, w' 0.375),
  * lr = 0 leaves w unchanged bit for bit while the moments still move, an independent
  * naive double evaluation of every element against the oracle and the kernel (normal
- * and tiny second moments), and specs with bad params. */
+ * and tiny second moments), special values as the semantics text states them (kernel and
+ * oracle agree), and specs with bad params. */
 #include <math.h>
 
 #include "check.h"
@@ -78,11 +79,33 @@ static void test_naive(const char *spec, double lr, double b1, double b2, double
     ug_exec_detail_free(&d);
 }
 
+/* Injected NaN/inf: the kernel matches the oracle, and w = +inf stays +inf (1 - lr*wd > 0). */
+static void test_special(void)
+{
+    static const char *inj[] = {"{\"input\":\"w\",\"i\":3,\"v\":\"inf\"}", "{\"input\":\"w\",\"i\":3,\"v\":\"-inf\"}",
+                                "{\"input\":\"g\",\"i\":3,\"v\":\"inf\"}", "{\"input\":\"m\",\"i\":3,\"v\":\"nan\"}",
+                                "{\"input\":\"v\",\"i\":3,\"v\":\"inf\"}"};
+    for (size_t k = 0; k < sizeof inj / sizeof inj[0]; k++) {
+        char spec[1024];
+        snprintf(spec, sizeof spec,
+                 "{\"op\":\"apply_adamw\",\"dtype\":\"bf16\",\"params\":{\"rows\":2,\"cols\":8,\"step\":3},"
+                 "\"dist\":" DIST_TRAIN ",\"seed\":5,\"inject\":[%s]}",
+                 inj[k]);
+        ug_result r;
+        ug_exec_detail d;
+        CHECK(opc_run(spec, "sim", &r, &d) == 0, "run");
+        CHECK(r.outcome == UG_OUT_PASS, "%s: %s", inj[k], r.message);
+        if (k == 0) CHECK(d.oracle.g[0][3] == INFINITY && opc_out(&d, 0, 3) == INFINITY, "w = inf: w' = %a", opc_out(&d, 0, 3));
+        ug_exec_detail_free(&d);
+    }
+}
+
 int main(void)
 {
     test_hand_step("bf16");
     test_hand_step("fp32");
     test_lr_zero();
+    test_special();
     /* fp32 attributes: the test's double formula uses the same fp32 values */
     test_naive(SPEC("fp32", "\"rows\":4,\"cols\":50,\"lr\":0.01,\"step\":7", DIST_TRAIN), (float)0.01, (float)0.9,
                (float)0.999, (float)1e-8, (float)0.01, 7);

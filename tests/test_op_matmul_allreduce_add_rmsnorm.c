@@ -2,7 +2,8 @@
  * the generic plan test: a hand-computed known value through kernel and oracle, the
  * oracle against an independent double evaluation of the same spec (bf16 partials, sum,
  * norm), the world-size tolerance rule, the bf16-partial model (with one rank the
- * reverse-order mutant is bit-identical to the kernel), and bad params. */
+ * reverse-order mutant is bit-identical to the kernel), special values as the semantics text
+ * states them, and bad params. */
 #include <math.h>
 #include <string.h>
 
@@ -160,12 +161,33 @@ static void bad_params(void)
     }
 }
 
+/* residual[0][2] = +inf: h there is +inf, rstd of row 0 is 0, so out is NaN at column 2
+ * and 0 elsewhere in row 0; kernel and oracle agree. */
+static void special_values(void)
+{
+    char spec[1024];
+    snprintf(spec, sizeof spec,
+             "{\"v\":1,\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":3,\"params\":{\"tokens\":2,\"k\":8,\"n\":4,"
+             "\"world\":2},%s,\"inject\":[{\"input\":\"residual\",\"i\":2,\"v\":\"inf\"}]}",
+             NORMAL);
+    ug_result r;
+    ug_exec_detail d;
+    memset(&d, 0, sizeof d);
+    CHECK(run(spec, "sim", 0, &r, &d) == 0 && r.outcome == UG_OUT_PASS, "residual inf: %s", r.message);
+    if (d.have_oracle)
+        CHECK(isnan(d.oracle.g[0][2]) && d.oracle.g[0][1] == 0 && d.oracle.g[1][2] == INFINITY &&
+                  isfinite(d.oracle.g[0][4]),
+              "residual inf: out %g %g, h %g", d.oracle.g[0][2], d.oracle.g[0][1], d.oracle.g[1][2]);
+    ug_exec_detail_free(&d);
+}
+
 int main(void)
 {
     known_value();
     differential();
     tolerance_rule();
     one_rank_reduce();
+    special_values();
     bad_params();
     return check_done();
 }

@@ -2,7 +2,8 @@
  * beyond the generic plan test: a hand-computed combine, the layout invariants (counts
  * sum to T*k, offsets are the exclusive prefix sum, the last rank owns the remainder
  * experts, hot routing leaves the high experts empty, ids distinct per token), the int8
- * wire against an independent double DynQuant, and bad params. */
+ * wire against an independent double DynQuant, special values as the semantics text states
+ * them (an int8-wire row with NaN/inf arrives as NaN), and bad params. */
 #include <math.h>
 #include <string.h>
 
@@ -119,12 +120,39 @@ static void bad_params(void)
     }
 }
 
+/* x[0][2] = NaN or +inf on both wires: the kernel matches the oracle; on the int8 wire all of
+ * row 0 is NaN, on the bf16 wire only column 2, and row 1 stays finite. */
+static void special_values(void)
+{
+    static const char *vals[] = {"nan", "inf"};
+    for (int wire = 0; wire < 2; wire++)
+        for (int v = 0; v < 2; v++) {
+            char params[256], spec[1024];
+            snprintf(params, sizeof params,
+                     "\"tokens\":3,\"hidden\":5,\"experts\":4,\"topk\":2,\"world\":2,\"wire\":\"%s\"",
+                     wire ? "int8" : "bf16");
+            make_spec(spec, sizeof spec, params, "{\"kind\":\"normal\",\"mean\":0,\"std\":1}");
+            char *end = strrchr(spec, '}');
+            snprintf(end, sizeof spec - (size_t)(end - spec), ",\"inject\":[{\"input\":\"x\",\"i\":2,\"v\":\"%s\"}]}",
+                     vals[v]);
+            ug_result r;
+            ug_exec_detail d;
+            CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "wire %d %s: %s", wire, vals[v],
+                  r.message);
+            CHECK(isfinite(opc_out(&d, 0, 1)) == !wire && !isfinite(opc_out(&d, 0, 2)) && isfinite(opc_out(&d, 0, 5)),
+                  "wire %d %s: row 0 = %g %g, row 1 = %g", wire, vals[v], opc_out(&d, 0, 1), opc_out(&d, 0, 2),
+                  opc_out(&d, 0, 5));
+            ug_exec_detail_free(&d);
+        }
+}
+
 int main(void)
 {
     known_value();
     layout_invariants("uniform");
     layout_invariants("hot");
     int8_differential();
+    special_values();
     bad_params();
     return check_done();
 }

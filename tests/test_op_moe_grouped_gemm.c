@@ -2,7 +2,7 @@
  * hand-computed value (which pins the bf16 rounding of the intermediate the spec
  * mandates), a differential check of every output element against an independent naive
  * double evaluation that routes tokens by its own prefix sum, the group_list invariants
- * of each split mode, and bad params.
+ * of each split mode, special values as the semantics text states them, and bad params.
  *
  * The oracle and the naive evaluation share nothing but the case's decoded inputs, so a
  * wrong expert lookup, a swapped W1/W3 or a wrong weight layout in either shows here. */
@@ -124,6 +124,29 @@ static void test_group_modes(ug_backend *b)
     }
 }
 
+/* Injected NaN/inf reach only the rows that read them, and the kernel matches the oracle
+ * (silu(-inf) is NaN in both). */
+static void test_special(ug_backend *b)
+{
+    const char *inj[] = {"{\"input\":\"x\",\"i\":5,\"v\":\"-inf\"}", "{\"input\":\"w1\",\"i\":3,\"v\":\"-inf\"}",
+                         "{\"input\":\"w2\",\"i\":7,\"v\":\"nan\"}"};
+    for (int i = 0; i < 3; i++) {
+        char spec[1024];
+        snprintf(spec, sizeof spec,
+                 "{\"op\":\"moe_grouped_gemm\",\"dtype\":\"bf16\",\"seed\":5,\"params\":{\"tokens\":8,\"experts\":3,"
+                 "\"h\":32,\"inter\":16,\"groups\":\"uniform\"}," DIST_NORMAL ",\"inject\":[%s]}",
+                 inj[i]);
+        ug_result r;
+        ug_exec_detail d;
+        memset(&d, 0, sizeof d);
+        CHECK(run(spec, b, 0, &r, &d) == 0 && r.outcome == UG_OUT_PASS, "%s: %s", inj[i], r.message);
+        if (i == 0 && d.have_oracle) /* x[0][5] = -inf: row 0 is all NaN, row 1 finite */
+            CHECK(isnan(d.oracle.g[0][0]) && isnan(d.a[0][0]) && isfinite(d.oracle.g[0][32]), "x = -inf: row 0 %g %g",
+                  d.oracle.g[0][0], d.a[0][0]);
+        ug_exec_detail_free(&d);
+    }
+}
+
 static void test_bad_params(ug_backend *b)
 {
     const char *bad[][2] = {
@@ -161,6 +184,7 @@ int main(void)
     test_known_value(&b);
     test_differential(&b);
     test_group_modes(&b);
+    test_special(&b);
     test_bad_params(&b);
     ug_backend_close(&b);
     return check_done();

@@ -1,5 +1,5 @@
-/* moe_distributed_dispatch_combine.c — operator definition, input builder and exact
- * oracle of moe_distributed_dispatch_combine over W simulated ranks:
+/* moe_distributed_dispatch_combine.c — operator definition (declaration, semantics),
+ * expert_ids builder and exact oracle of moe_distributed_dispatch_combine over W simulated ranks:
  *     owner(e) = min(e / (E/W), W-1)   (contiguous expert blocks, remainder on the last rank)
  *     x'_t     = x_t (bf16 wire)  or  DynQuant-dequant: s = max|x_t|/127,
  *                q = clamp(rne(x_t/s), -128, 127), x' = q*s  (int8 wire; all-zero rows stay 0)
@@ -8,8 +8,10 @@
  * concatenated receive buffer (exclusive prefix sum) and copies per expert, all int32 and
  * compared exactly. The int8 rounding is the spec's own (it is what travels on the wire):
  * the oracle applies it with ug_round to the exact x/s; the codes are not exported, so
- * there is no staged value to continue from. Primary standard pypto, 1e-3 / 1e-3 (the
- * list is silent on this op).
+ * there is no staged value to continue from; the scale max|x|/127 itself is exact. On the
+ * int8 wire a token row holding NaN or +-inf arrives as NaN (its scale is not finite);
+ * otherwise special values follow IEEE on the formula (the op's semantics text). Primary
+ * standard pypto, 1e-3 / 1e-3 (docs/STANDARDS.md is silent on this op).
  * expert_ids are structural: k distinct experts per token from the case seed; routing
  * "hot" draws them from the first quarter of the experts only (at least k), so the high
  * experts, and often the last ranks, receive nothing. */
@@ -19,54 +21,35 @@
 #include <string.h>
 
 #include "core/philox.h"
-#include "kernels/sim/moe/moe_distributed_dispatch_combine.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
 
+/* The params the oracle and the builder use, read from the case's parsed params. */
 typedef struct {
     long tokens, hidden, experts, topk, world;
     int int8_wire, hot;
 } moe_params;
 
-static int read_params(const ug_spec *s, moe_params *p, char *err, size_t errlen)
+static void read_params(const ug_case *c, moe_params *p)
 {
-    const char *wire, *routing;
-    if (ug_param_int(s->params, "tokens", 1, &p->tokens, err, errlen) ||
-        ug_param_int(s->params, "hidden", 1, &p->hidden, err, errlen) ||
-        ug_param_int(s->params, "experts", 1, &p->experts, err, errlen) ||
-        ug_param_int(s->params, "topk", 1, &p->topk, err, errlen) ||
-        ug_param_int(s->params, "world", 1, &p->world, err, errlen) ||
-        ug_param_str(s->params, "wire", "bf16", &wire, err, errlen) ||
-        ug_param_str(s->params, "routing", "uniform", &routing, err, errlen))
-        return -2;
-    if (p->world != 1 && p->world != 2 && p->world != 4 && p->world != 8) {
-        snprintf(err, errlen, "moe_distributed_dispatch_combine: param \"world\" must be 1, 2, 4 or 8");
-        return -2;
-    }
-    if (p->experts < p->world || p->experts > 4096) {
-        snprintf(err, errlen, "moe_distributed_dispatch_combine: param \"experts\" must be in [world, 4096]");
-        return -2;
-    }
-    if (p->topk < 1 || p->topk > 8 || p->topk > p->experts) {
-        snprintf(err, errlen, "moe_distributed_dispatch_combine: param \"topk\" must be in [1, min(8, experts)]");
-        return -2;
-    }
-    if (p->tokens < 1 || p->hidden < 1 || p->tokens * p->hidden * p->topk > (1L << 24)) {
-        snprintf(err, errlen, "moe_distributed_dispatch_combine: need tokens >= 1, hidden >= 1, "
-                              "tokens*hidden*topk <= 2^24");
-        return -2;
-    }
-    p->int8_wire = strcmp(wire, "int8") == 0;
-    p->hot = strcmp(routing, "hot") == 0;
-    if (!p->int8_wire && strcmp(wire, "bf16")) {
-        snprintf(err, errlen, "moe_distributed_dispatch_combine: param \"wire\" must be bf16 or int8");
-        return -2;
-    }
-    if (!p->hot && strcmp(routing, "uniform")) {
-        snprintf(err, errlen, "moe_distributed_dispatch_combine: param \"routing\" must be uniform or hot");
-        return -2;
-    }
-    return 0;
+    const ug_params *P = &c->params;
+    *p = (moe_params){ug_p_int(P, "tokens"), ug_p_int(P, "hidden"),          ug_p_int(P, "experts"),
+                      ug_p_int(P, "topk"),   ug_p_int(P, "world"),           ug_p_is(P, "wire", "int8"),
+                      ug_p_is(P, "routing", "hot")};
+}
+
+static int check(const ug_params *P, char *err, size_t errlen)
+{
+    long tokens = ug_p_int(P, "tokens"), hidden = ug_p_int(P, "hidden"), experts = ug_p_int(P, "experts");
+    long topk = ug_p_int(P, "topk"), world = ug_p_int(P, "world");
+    const char *msg = NULL;
+    if (world != 1 && world != 2 && world != 4 && world != 8) msg = "param \"world\" must be 1, 2, 4 or 8";
+    else if (experts < world) msg = "param \"experts\" must be in [world, 4096]";
+    else if (topk > experts) msg = "param \"topk\" must be in [1, min(8, experts)]";
+    else if (tokens * hidden * topk > (1L << 24)) msg = "tokens*hidden*topk must be <= 2^24";
+    if (!msg) return 0;
+    snprintf(err, errlen, "moe_distributed_dispatch_combine: %s", msg);
+    return -2;
 }
 
 /* k distinct experts for token t (partial Fisher-Yates over the pool), from the seed. */
@@ -85,25 +68,13 @@ static void route_token(const moe_params *p, uint64_t seed, long t, int *pool, i
     }
 }
 
+/* Fills expert_ids: topk distinct experts per token from the seed (params.routing). */
 static int build(ug_case *c, char *err, size_t errlen)
 {
+    (void)err, (void)errlen;
     moe_params p;
-    if (read_params(&c->spec, &p, err, errlen)) return -2;
-    if (c->spec.dtype != UG_DT_BF16) {
-        snprintf(err, errlen, "moe_distributed_dispatch_combine: dtype must be bf16");
-        return -2;
-    }
-    int64_t xs[2] = {p.tokens, p.hidden}, ks[2] = {p.tokens, p.topk}, es[1] = {p.experts}, ws[1] = {p.world};
-    ug_tensor *ids;
-    if (!ug_case_add_input(c, "x", UG_DT_BF16, 2, xs, 1, err, errlen) ||
-        !(ids = ug_case_add_input(c, "expert_ids", UG_DT_INT32, 2, ks, 0, err, errlen)) ||
-        !ug_case_add_input(c, "weights", UG_DT_FP32, 2, ks, 1, err, errlen) ||
-        !ug_case_add_input(c, "expert_scale", UG_DT_FP32, 1, es, 1, err, errlen) ||
-        !ug_case_add_output(c, "out", UG_DT_BF16, 2, xs, err, errlen) ||
-        !ug_case_add_output(c, "rank_counts", UG_DT_INT32, 1, ws, err, errlen) ||
-        !ug_case_add_output(c, "rank_offsets", UG_DT_INT32, 1, ws, err, errlen) ||
-        !ug_case_add_output(c, "expert_counts", UG_DT_INT32, 1, es, err, errlen))
-        return -2;
+    read_params(c, &p);
+    ug_tensor *ids = ug_case_input_mut(c, "expert_ids");
     int *pool = malloc((size_t)p.experts * sizeof *pool);
     if (!pool) return -1;
     for (long t = 0; t < p.tokens; t++) route_token(&p, c->spec.seed, t, pool, (int32_t *)ids->data + t * p.topk);
@@ -152,8 +123,7 @@ static ug_num arrived(ug_ar *ar, double x, double amax, int int8_wire)
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     moe_params p;
-    char err[160];
-    if (read_params(&c->spec, &p, err, sizeof err)) return -2;
+    read_params(c, &p);
     const ug_tensor *x = ug_case_input(c, "x"), *ids = ug_case_input(c, "expert_ids");
     const ug_tensor *wt = ug_case_input(c, "weights"), *es = ug_case_input(c, "expert_scale");
     size_t h = (size_t)p.hidden, K = (size_t)p.topk;
@@ -161,7 +131,13 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     for (size_t k = 0; k < sel->n[0];) {
         size_t t = sel->idx[0][k] / h, mark = ug_ar_mark(ar);
         double amax = 0.0;
-        for (size_t j = 0; p.int8_wire && j < h; j++) amax = fmax(amax, fabs(ug_tload(x, t * h + j))); /* exact */
+        int special = 0; /* int8 wire: a NaN or +-inf in the row makes the whole row NaN */
+        for (size_t j = 0; p.int8_wire && j < h; j++) {
+            double v = ug_tload(x, t * h + j);
+            amax = fmax(amax, fabs(v)); /* exact */
+            special |= !isfinite(v);
+        }
+        for (; special && k < sel->n[0] && sel->idx[0][k] / h == t; k++) ug_ar_emit(ar, 0, k, ug_c(ar, NAN));
         for (; k < sel->n[0] && sel->idx[0][k] / h == t; k++) {
             ug_num xa = arrived(ar, ug_tload(x, sel->idx[0][k]), amax, p.int8_wire);
             for (size_t s = 0; s < K; s++) {
@@ -186,8 +162,34 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
     g->col_tile = 64;
 }
 
+static const ug_param_decl params[] = {
+    {"tokens", UG_PARAM_INT, "1", 1, 1 << 24, NULL, "tokens T; tokens*hidden*topk <= 2^24"},
+    {"hidden", UG_PARAM_INT, "1", 1, 1 << 24, NULL, "hidden size H (7168 in production)"},
+    {"experts", UG_PARAM_INT, "1", 1, 4096, NULL,
+     "experts E (>= world); rank r owns experts [r*floor(E/W), (r+1)*floor(E/W)), the last rank up to E"},
+    {"topk", UG_PARAM_INT, "1", 1, 8, NULL, "copies per token k (<= experts), distinct experts"},
+    {"world", UG_PARAM_INT, "1", 1, 8, NULL, "simulated ranks W: 1, 2, 4 or 8"},
+    {"wire", UG_PARAM_ENUM, "bf16", 0, 0, "bf16|int8",
+     "bf16, or int8: per-token DynQuant (scale = max|x|/127, q = clamp(rne(x/scale), -128, 127)), dequantised on "
+     "arrival"},
+    {"routing", UG_PARAM_ENUM, "uniform", 0, 0, "uniform|hot", "uniform, or hot: ids drawn from the first max(k, E/4) experts"},
+    {NULL},
+};
+
+static const ug_tensor_decl tensors[] = {
+    {"x", UG_TENSOR_INPUT, "bf16:bf16", "tokens, hidden", "the tokens"},
+    {"expert_ids", UG_TENSOR_BUILT, "int32", "tokens, topk", "each token's k distinct experts, from the seed"},
+    {"weights", UG_TENSOR_INPUT, "fp32", "tokens, topk", "routing weights w[t,k]"},
+    {"expert_scale", UG_TENSOR_INPUT, "fp32", "experts", "the stand-in expert e computes y = scale[e]*x"},
+    {"out", UG_TENSOR_OUTPUT, "bf16:bf16", "tokens, hidden", "sum_k w[t,k]*scale[e_k]*x'_t, rounded once to bf16"},
+    {"rank_counts", UG_TENSOR_OUTPUT, "int32", "world", "copies received per rank"},
+    {"rank_offsets", UG_TENSOR_OUTPUT, "int32", "world", "each rank's offset in the receive buffer (exclusive prefix sum)"},
+    {"expert_counts", UG_TENSOR_OUTPUT, "int32", "experts", "copies per expert"},
+    {NULL},
+};
+
 static const ug_output_rule outputs[] = {
-    {"out", UG_CMP_NUMERIC, 1e-3, 1e-3, 0.005}, /* STANDARDS.md is silent: 1e-3 / 1e-3 */
+    {"out", UG_CMP_NUMERIC, 1e-3, 1e-3, 0.005}, /* docs/STANDARDS.md is silent: 1e-3 / 1e-3 */
     {"rank_counts", UG_CMP_EXACT, 0, 0, 0},
     {"rank_offsets", UG_CMP_EXACT, 0, 0, 0},
     {"expert_counts", UG_CMP_EXACT, 0, 0, 0},
@@ -202,18 +204,16 @@ const ug_op_def ug_opdef_moe_distributed_dispatch_combine = {
     .bench_level = 0,
     .outputs = outputs,
     .n_outputs = 4,
+    .decl = {"moe_distributed_dispatch_combine", params, NULL, tensors, check},
+    .semantics = "out_t = sum_k w[t,k]*scale[e_k]*x'_t exact, correctly rounded once to bf16; bf16 wire: x' = x; int8 "
+                 "wire: s = max|x_t|/127 exact (not rounded to fp32), q = clamp(rne(x/s), -128, 127) (the spec's own "
+                 "rounding), x' = q*s exact; an all-zero row stays 0. Nothing else rounds: where an fp32 product or "
+                 "sum would overflow for finite inputs (bf16-max x, fp32-max weights or scales), the oracle expects "
+                 "the exact value, +-inf only when it is beyond bf16. NaN and +-inf in weights, scales or (bf16 wire) "
+                 "x follow IEEE on the formula (inf*0 and inf-inf are NaN) and reach only the out row of their token; "
+                 "on the int8 wire a token row holding NaN or +-inf arrives as NaN (its scale is not finite), so its "
+                 "out row is NaN. The layout outputs depend on expert_ids only, which no special value reaches.",
     .build = build,
     .oracle = oracle,
     .geometry = geometry,
-    .variants = ug_moe_distributed_dispatch_combine_variants,
-    .params_doc = "{\"tokens\":\"tokens T (int >= 1)\",\"hidden\":\"hidden size H (int >= 1; 7168 in production)\","
-                  "\"experts\":\"experts E (world <= E <= 4096); rank r owns experts [r*floor(E/W), (r+1)*floor(E/W)), "
-                  "the last rank up to E\",\"topk\":\"copies per token k (1..min(8,E)), distinct experts\","
-                  "\"world\":\"simulated ranks W: 1, 2, 4 or 8\","
-                  "\"wire\":\"bf16 (default) | int8: per-token DynQuant (scale = max|x|/127, q = clamp(rne(x/scale), "
-                  "-128, 127)), dequantised on arrival\","
-                  "\"routing\":\"uniform (default) | hot: ids drawn from the first max(k, E/4) experts\","
-                  "\"tensors\":\"in x[T,H] bf16, expert_ids[T,k] int32 (built from the seed), weights[T,k] fp32, "
-                  "expert_scale[E] fp32; out out[T,H] bf16, rank_counts[W] int32, rank_offsets[W] int32 (exclusive "
-                  "prefix sum of rank_counts), expert_counts[E] int32\"}",
 };

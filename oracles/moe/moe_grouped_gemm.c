@@ -1,4 +1,4 @@
-/* moe_grouped_gemm.c — operator definition, input builder and exact oracle of
+/* moe_grouped_gemm.c — operator definition (declaration, semantics), group_list builder and exact oracle of
  * moe_grouped_gemm, the grouped SwiGLU expert FFN of a MoE layer:
  *     for each expert e and each token row r of its group:
  *         out[r,:] = (silu(x[r,:]·W1_e) ⊙ (x[r,:]·W3_e))·W2_e
@@ -15,47 +15,38 @@
  * exact; out is correctly rounded once to bf16. The certified path stays cheap: g and u
  * carry double-precision bounds, so a rounding of a is ambiguous (sent to MPFR) only
  * when a lies within ~1e-15 relative of a bf16 tie.
- * Primary standard: pypto (STANDARDS.md: moe grouped GEMM 8e-3 / 8e-3). The group_list
+ * Special values follow the op's semantics text (IEEE on this formula).
+ * Primary standard: pypto (docs/STANDARDS.md: moe grouped GEMM 8e-3 / 8e-3). The group_list
  * is structural (built from the seed by params.groups), never drawn from a dist. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/philox.h"
-#include "kernels/sim/moe/moe_grouped_gemm.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
 
 #define MOE_RNG_GROUPS 0x67726f75u /* "grou": the stream that assigns tokens to experts */
 
+/* The params the oracle and the builder use, read from the case's parsed params. */
 typedef struct {
     long T, E, h, I;
     const char *groups;
 } moe_params;
 
-static const char *const moe_group_modes[] = {"uniform", "random", "zeros", "single", NULL};
-
-static int read_params(const ug_spec *s, moe_params *p, char *err, size_t errlen)
+static void read_params(const ug_case *c, moe_params *p)
 {
-    if (ug_param_int(s->params, "tokens", 1, &p->T, err, errlen) ||
-        ug_param_int(s->params, "experts", 1, &p->E, err, errlen) ||
-        ug_param_int(s->params, "h", 1, &p->h, err, errlen) ||
-        ug_param_int(s->params, "inter", 1, &p->I, err, errlen) ||
-        ug_param_str(s->params, "groups", "random", &p->groups, err, errlen))
+    const ug_params *P = &c->params;
+    *p = (moe_params){ug_p_int(P, "tokens"), ug_p_int(P, "experts"), ug_p_int(P, "h"), ug_p_int(P, "inter"),
+                      ug_p_str(P, "groups")};
+}
+
+static int check(const ug_params *P, char *err, size_t errlen)
+{
+    if (ug_p_int(P, "experts") * ug_p_int(P, "h") * ug_p_int(P, "inter") > (1L << 25)) {
+        snprintf(err, errlen, "moe_grouped_gemm: experts*h*inter must be <= 2^25");
         return -2;
-    if (p->T < 1 || p->T > 4096)
-        return snprintf(err, errlen, "moe_grouped_gemm: param \"tokens\" must be in 1..4096"), -2;
-    if (p->E < 1 || p->E > 256)
-        return snprintf(err, errlen, "moe_grouped_gemm: param \"experts\" must be in 1..256"), -2;
-    if (p->h < 1 || p->h > 8192) return snprintf(err, errlen, "moe_grouped_gemm: param \"h\" must be in 1..8192"), -2;
-    if (p->I < 1 || p->I > 4096)
-        return snprintf(err, errlen, "moe_grouped_gemm: param \"inter\" must be in 1..4096"), -2;
-    if (p->E * p->h * p->I > (1L << 25))
-        return snprintf(err, errlen, "moe_grouped_gemm: experts*h*inter must be <= 2^25"), -2;
-    int ok = 0;
-    for (int i = 0; moe_group_modes[i]; i++) ok |= !strcmp(p->groups, moe_group_modes[i]);
-    if (!ok)
-        return snprintf(err, errlen, "moe_grouped_gemm: param \"groups\" must be uniform, random, zeros or single"), -2;
+    }
     return 0;
 }
 
@@ -86,23 +77,13 @@ static void moe_counts(const moe_params *p, uint64_t seed, long *n)
     }
 }
 
+/* Fills group_list with the token counts of params.groups. */
 static int build(ug_case *c, char *err, size_t errlen)
 {
+    (void)err, (void)errlen;
     moe_params p;
-    if (read_params(&c->spec, &p, err, errlen)) return -2;
-    if (c->spec.dtype != UG_DT_BF16) {
-        snprintf(err, errlen, "moe_grouped_gemm: dtype must be bf16");
-        return -2;
-    }
-    int64_t xs[2] = {p.T, p.h}, w13[3] = {p.E, p.h, p.I}, w2s[3] = {p.E, p.I, p.h}, gs[1] = {p.E};
-    ug_tensor *gl;
-    if (!ug_case_add_input(c, "x", UG_DT_BF16, 2, xs, 1, err, errlen) ||
-        !ug_case_add_input(c, "w1", UG_DT_BF16, 3, w13, 1, err, errlen) ||
-        !ug_case_add_input(c, "w3", UG_DT_BF16, 3, w13, 1, err, errlen) ||
-        !ug_case_add_input(c, "w2", UG_DT_BF16, 3, w2s, 1, err, errlen) ||
-        !(gl = ug_case_add_input(c, "group_list", UG_DT_INT32, 1, gs, 0, err, errlen)) ||
-        !ug_case_add_output(c, "out", UG_DT_BF16, 2, xs, err, errlen))
-        return -2;
+    read_params(c, &p);
+    ug_tensor *gl = ug_case_input_mut(c, "group_list");
     long *n = malloc((size_t)p.E * sizeof *n);
     if (!n) return -1;
     moe_counts(&p, c->spec.seed, n);
@@ -125,8 +106,7 @@ static size_t moe_expert_of(const ug_tensor *gl, size_t E, size_t r)
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     moe_params p;
-    char err[160];
-    if (read_params(&c->spec, &p, err, sizeof err)) return -2;
+    read_params(c, &p);
     const ug_tensor *x = ug_case_input(c, "x"), *gl = ug_case_input(c, "group_list");
     const double *w1 = ug_case_input(c, "w1")->values, *w3 = ug_case_input(c, "w3")->values,
                  *w2 = ug_case_input(c, "w2")->values;
@@ -160,8 +140,31 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
     g->col_tile = 128; /* its N tile */
 }
 
+static const ug_param_decl params[] = {
+    {"tokens", UG_PARAM_INT, "1", 1, 4096, NULL, "T, token rows"},
+    {"experts", UG_PARAM_INT, "1", 1, 256, NULL, "E, experts"},
+    {"h", UG_PARAM_INT, "1", 1, 8192, NULL, "hidden size (production 5120 / 7168)"},
+    {"inter", UG_PARAM_INT, "1", 1, 4096, NULL, "I, expert intermediate size (production 1536); experts*h*inter <= 2^25"},
+    {"groups", UG_PARAM_ENUM, "random", 0, 0, "uniform|random|zeros|single",
+     "how the T tokens split over the experts: uniform (T/E each, the remainder to the first experts), random "
+     "(each token to a seeded expert; empty experts happen), zeros (random over the even experts; every odd expert "
+     "empty), single (all tokens in one seeded expert)"},
+    {NULL},
+};
+
+static const ug_tensor_decl tensors[] = {
+    {"x", UG_TENSOR_INPUT, "bf16:bf16", "tokens, h", "token rows, sorted by expert"},
+    {"w1", UG_TENSOR_INPUT, "bf16:bf16", "experts, h, inter", "gate projections: g = x*w1[e]"},
+    {"w3", UG_TENSOR_INPUT, "bf16:bf16", "experts, h, inter", "up projections: u = x*w3[e]"},
+    {"w2", UG_TENSOR_INPUT, "bf16:bf16", "experts, inter, h", "down projections"},
+    {"group_list", UG_TENSOR_BUILT, "int32", "experts",
+     "token COUNTS per expert (>= 0, sum T; not a cumulative sum): expert e owns rows [sum_{j<e} n_j, sum_{j<=e} n_j)"},
+    {"out", UG_TENSOR_OUTPUT, "bf16:bf16", "tokens, h", "(silu(g)*u rounded to bf16) * w2[e], rounded once to bf16"},
+    {NULL},
+};
+
 static const ug_output_rule outputs[] = {
-    {"out", UG_CMP_NUMERIC, 8e-3, 8e-3, 0.005}, /* STANDARDS.md: moe grouped GEMM 8e-3 / 8e-3 */
+    {"out", UG_CMP_NUMERIC, 8e-3, 8e-3, 0.005}, /* docs/STANDARDS.md: moe grouped GEMM 8e-3 / 8e-3 */
 };
 
 const ug_op_def ug_opdef_moe_grouped_gemm = {
@@ -172,18 +175,16 @@ const ug_op_def ug_opdef_moe_grouped_gemm = {
     .bench_level = 0,
     .outputs = outputs,
     .n_outputs = 1,
+    .decl = {"moe_grouped_gemm", params, NULL, tensors, check},
+    .semantics = "Per row r of expert e: g = x[r]*w1[e], u = x[r]*w3[e] exact; the intermediate activation "
+                 "a = silu(g)*u is computed exactly and ROUNDED TO BF16 (RNE; beyond bf16's range it is +-inf) before "
+                 "the down projection, as the device writes it back between the two GEMMs; out = a*w2[e] exact, "
+                 "correctly rounded once to bf16. Nothing else rounds: where an fp32 accumulator of g, u or out would "
+                 "overflow for finite inputs (bf16-max activations), the oracle expects the exact value. NaN and "
+                 "+-inf propagate by IEEE on this formula: silu(+inf) = +inf, silu(-inf) = -inf*sigmoid(-inf) = NaN "
+                 "(not its limit 0), inf*0 and inf-inf are NaN; a special value in x[r] reaches row r only, one in "
+                 "expert e's weights reaches only e's rows. An expert with no tokens is never read.",
     .build = build,
     .oracle = oracle,
     .geometry = geometry,
-    .variants = ug_moe_grouped_gemm_variants,
-    .params_doc =
-        "{\"tokens\":\"T, token rows (int 1..4096)\",\"experts\":\"E, experts (int 1..256)\","
-        "\"h\":\"hidden size (int 1..8192; production 5120 / 7168)\","
-        "\"inter\":\"I, expert intermediate size (int 1..4096; production 1536); experts*h*inter <= 2^25\","
-        "\"groups\":\"how the T tokens split over the experts: uniform | random (default; empty experts happen) | "
-        "zeros (every odd expert empty) | single (all tokens in one expert)\","
-        "\"tensors\":\"in x[T,h] bf16, row-major, rows sorted by expert; group_list[E] int32 token COUNTS per expert "
-        "(>= 0, sum T; expert e owns rows [sum_{j<e} n_j, sum_{j<=e} n_j)); w1[E,h,I], w3[E,h,I] bf16 (gate, up: "
-        "g = x*w1[e]); w2[E,I,h] bf16 (down); out out[T,h] bf16. Spec: a = silu(g)*u from exact g, u, rounded "
-        "to bf16 (RNE) before a*w2[e]; out correctly rounded to bf16\"}",
 };

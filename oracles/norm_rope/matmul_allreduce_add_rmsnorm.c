@@ -1,10 +1,12 @@
-/* matmul_allreduce_add_rmsnorm.c — operator definition, input builder and exact oracle of
- * matmul_allreduce_add_rmsnorm over W simulated ranks:
+/* matmul_allreduce_add_rmsnorm.c — operator definition (declaration, semantics), input
+ * builder (pattern cancel) and exact oracle of matmul_allreduce_add_rmsnorm over W simulated ranks:
  *     p_r = bf16(x_r . w_r),  y = sum_r p_r,  h = y + residual,
  *     out = h * gamma / sqrt(mean(h^2) + eps)
  * The rounding of each rank's partial to bf16 is part of the spec (it is what travels on
  * the wire), so the oracle rounds the exact dot product with ug_round and then sums the
- * bf16 partials and the residual exactly; everything after is exact until the outputs.
+ * bf16 partials and the residual exactly; everything after is exact until the outputs
+ * (out normalises that exact h, not the stored bf16 h). Special values follow IEEE on this
+ * formula (the op's semantics text).
  * Primary standard pypto with the reference suite's world-size rule
  * rtol = min((1 + log2(W)/4) * 1.5, 3) * 2^-7 * sqrt(W), atol = rtol * mean|g|; atol
  * depends on the case's values, so adjust_rule (registry.h) sets both per case from the
@@ -17,51 +19,36 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/sim/norm_rope/matmul_allreduce_add_rmsnorm.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
 
 #define CANCEL_DELTA (1.0 / 128.0)
 
+/* The params the oracle, the builder and adjust_rule use, read from the case's parsed params. */
 typedef struct {
     long tokens, k, n, world;
-    double eps;
+    double eps; /* fp32 value */
     int cancel;
 } mar_params;
 
-static int read_params(const ug_spec *s, mar_params *p, char *err, size_t errlen)
+static void read_params(const ug_case *c, mar_params *p)
 {
-    const char *pattern;
-    if (ug_param_int(s->params, "tokens", 1, &p->tokens, err, errlen) ||
-        ug_param_int(s->params, "k", 1, &p->k, err, errlen) || ug_param_int(s->params, "n", 1, &p->n, err, errlen) ||
-        ug_param_int(s->params, "world", 1, &p->world, err, errlen) ||
-        ug_param_num(s->params, "eps", 1e-6, &p->eps, err, errlen) ||
-        ug_param_str(s->params, "pattern", "random", &pattern, err, errlen))
-        return -2;
-    if (p->world != 1 && p->world != 2 && p->world != 4 && p->world != 8) {
-        snprintf(err, errlen, "matmul_allreduce_add_rmsnorm: param \"world\" must be 1, 2, 4 or 8");
-        return -2;
-    }
-    if (p->tokens < 1 || p->n < 1 || p->k < p->world || p->k % p->world) {
-        snprintf(err, errlen, "matmul_allreduce_add_rmsnorm: need tokens >= 1, n >= 1 and \"k\" a positive multiple "
-                              "of world");
-        return -2;
-    }
-    if (p->tokens * p->k > (1L << 24) || p->k * p->n > (1L << 24) || p->tokens * p->n > (1L << 24)) {
-        snprintf(err, errlen, "matmul_allreduce_add_rmsnorm: tokens*k, k*n and tokens*n must be <= 2^24");
-        return -2;
-    }
-    if (!(p->eps >= 0)) {
-        snprintf(err, errlen, "matmul_allreduce_add_rmsnorm: param \"eps\" must be >= 0");
-        return -2;
-    }
-    p->cancel = strcmp(pattern, "cancel") == 0;
-    if (!p->cancel && strcmp(pattern, "random")) {
-        snprintf(err, errlen, "matmul_allreduce_add_rmsnorm: param \"pattern\" must be random or cancel");
-        return -2;
-    }
-    p->eps = (float)p->eps; /* fp32 attribute */
-    return 0;
+    const ug_params *P = &c->params;
+    *p = (mar_params){ug_p_int(P, "tokens"), ug_p_int(P, "k"),   ug_p_int(P, "n"),
+                      ug_p_int(P, "world"),  ug_p_num(P, "eps"), ug_p_is(P, "pattern", "cancel")};
+}
+
+static int check(const ug_params *P, char *err, size_t errlen)
+{
+    long tokens = ug_p_int(P, "tokens"), k = ug_p_int(P, "k"), n = ug_p_int(P, "n"), world = ug_p_int(P, "world");
+    const char *msg = NULL;
+    if (world != 1 && world != 2 && world != 4 && world != 8) msg = "param \"world\" must be 1, 2, 4 or 8";
+    else if (k < world || k % world) msg = "param \"k\" must be a positive multiple of world";
+    else if (tokens * k > (1L << 24) || k * n > (1L << 24) || tokens * n > (1L << 24))
+        msg = "tokens*k, k*n and tokens*n must be <= 2^24";
+    if (!msg) return 0;
+    snprintf(err, errlen, "matmul_allreduce_add_rmsnorm: %s", msg);
+    return -2;
 }
 
 /* pattern cancel: odd rank r copies x_{r-1}; w_r = bf16(-w_{r-1} + w_r * delta). */
@@ -79,24 +66,13 @@ static void make_cancel(const mar_params *p, ug_tensor *x, ug_tensor *w)
     }
 }
 
+/* Pattern cancel rewrites the drawn x and w (see make_cancel); random keeps them. */
 static int build(ug_case *c, char *err, size_t errlen)
 {
+    (void)err, (void)errlen;
     mar_params p;
-    if (read_params(&c->spec, &p, err, errlen)) return -2;
-    ug_dtype dt = c->spec.dtype;
-    if (dt != UG_DT_BF16) {
-        snprintf(err, errlen, "matmul_allreduce_add_rmsnorm: dtype must be bf16");
-        return -2;
-    }
-    int64_t xs[3] = {p.world, p.tokens, p.k / p.world}, ws[3] = {p.world, p.k / p.world, p.n};
-    int64_t ts[2] = {p.tokens, p.n}, ns[1] = {p.n};
-    ug_tensor *x = ug_case_add_input(c, "x", dt, 3, xs, 1, err, errlen);
-    ug_tensor *w = x ? ug_case_add_input(c, "w", dt, 3, ws, 1, err, errlen) : NULL;
-    if (!w || !ug_case_add_input(c, "residual", dt, 2, ts, 1, err, errlen) ||
-        !ug_case_add_input(c, "gamma", dt, 1, ns, 1, err, errlen) ||
-        !ug_case_add_output(c, "out", dt, 2, ts, err, errlen) || !ug_case_add_output(c, "h", dt, 2, ts, err, errlen))
-        return -2;
-    if (p.cancel) make_cancel(&p, x, w);
+    read_params(c, &p);
+    if (p.cancel) make_cancel(&p, ug_case_input_mut(c, "x"), ug_case_input_mut(c, "w"));
     return 0;
 }
 
@@ -122,8 +98,7 @@ static void row_h(ug_ar *ar, const mar_params *p, const ug_case *c, size_t t, ug
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     mar_params p;
-    char err[160];
-    if (read_params(&c->spec, &p, err, sizeof err)) return -2;
+    read_params(c, &p);
     const ug_tensor *gm = ug_case_input(c, "gamma");
     size_t n = (size_t)p.n, pos[2] = {0, 0};
     ug_num *hrow = malloc(n * sizeof *hrow), *sq = malloc(n * sizeof *sq), *terms = malloc(9 * sizeof *terms);
@@ -161,7 +136,7 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
     g->col_tile = 64; /* the norm's lane count */
 }
 
-/* STANDARDS.md: rtol = min((1 + 0.25*log2 W)*1.5, 3) * 2^-7 * sqrt(W), atol = rtol*mean|g|. */
+/* docs/STANDARDS.md: rtol = min((1 + 0.25*log2 W)*1.5, 3) * 2^-7 * sqrt(W), atol = rtol*mean|g|. */
 static double pypto_rtol(long world)
 {
     double f = (1.0 + 0.25 * log2((double)world)) * 1.5;
@@ -171,9 +146,7 @@ static double pypto_rtol(long world)
 static void adjust_rule(const ug_case *c, int out, const double *g, size_t n, ug_output_rule *rule)
 {
     (void)out;
-    mar_params p;
-    char err[160];
-    if (read_params(&c->spec, &p, err, sizeof err)) return;
+    long world = ug_p_int(&c->params, "world");
     double sum = 0.0;
     size_t finite = 0;
     for (size_t i = 0; i < n; i++)
@@ -181,9 +154,36 @@ static void adjust_rule(const ug_case *c, int out, const double *g, size_t n, ug
             sum += fabs(g[i]);
             finite++;
         }
-    rule->pypto_rtol = pypto_rtol(p.world);
+    rule->pypto_rtol = pypto_rtol(world);
     rule->pypto_atol = rule->pypto_rtol * (finite ? sum / (double)finite : 0.0);
 }
+
+static const ug_param_decl params[] = {
+    {"tokens", UG_PARAM_INT, "1", 1, 1 << 24, NULL, "tokens T"},
+    {"k", UG_PARAM_INT, "1", 1, 1 << 24, NULL, "total reduction length K, a multiple of world (7168 in production)"},
+    {"n", UG_PARAM_INT, "1", 1, 1 << 24, NULL, "hidden size N of the output and the norm"},
+    {"world", UG_PARAM_INT, "1", 1, 8, NULL, "simulated ranks W: 1, 2, 4 or 8"},
+    {"eps", UG_PARAM_F32, "1e-6", 0, UG_DECL_INF, NULL, "RMSNorm epsilon (fp32 attribute)"},
+    {"pattern", UG_PARAM_ENUM, "random", 0, 0, "random|cancel",
+     "random, or cancel: odd ranks' partials nearly cancel the previous rank's (pairs 0-1, 2-3, ...: odd rank r "
+     "gets x_{r-1} and w = bf16(-w_{r-1} + w_r/128); no-op for world 1)"},
+    {NULL},
+};
+
+static const ug_derived_decl derived[] = {
+    {"k_rank", "k/world", "each rank's slice of the reduction, K/W"},
+    {NULL},
+};
+
+static const ug_tensor_decl tensors[] = {
+    {"x", UG_TENSOR_INPUT, "bf16:bf16", "world, tokens, k_rank", "rank r's slice of the activations"},
+    {"w", UG_TENSOR_INPUT, "bf16:bf16", "world, k_rank, n", "rank r's rows of the weight"},
+    {"residual", UG_TENSOR_INPUT, "bf16:bf16", "tokens, n", "added after the all-reduce"},
+    {"gamma", UG_TENSOR_INPUT, "bf16:bf16", "n", "RMSNorm weight"},
+    {"out", UG_TENSOR_OUTPUT, "bf16:bf16", "tokens, n", "RMSNorm(h; gamma, eps), rounded once to bf16"},
+    {"h", UG_TENSOR_OUTPUT, "bf16:bf16", "tokens, n", "h = sum_r bf16(x_r.w_r) + residual, rounded once to bf16"},
+    {NULL},
+};
 
 static const ug_output_rule outputs[] = {
     /* per case (adjust_rule); the numbers here are W = 1 with atol still to scale by mean|g| */
@@ -200,18 +200,18 @@ const ug_op_def ug_opdef_matmul_allreduce_add_rmsnorm = {
     .bench_level = 0,
     .outputs = outputs,
     .n_outputs = 2,
+    .decl = {"matmul_allreduce_add_rmsnorm", params, derived, tensors, check},
+    .semantics = "p_r = x_r.w_r exact, then ROUNDED TO BF16 (RNE, +-inf beyond bf16's range): the partial that travels "
+                 "on the wire; y = sum_r p_r and h = y + residual exact (the all-reduce adds no rounding of its own); "
+                 "the h output is that h rounded once to bf16, and out = h*gamma/sqrt(mean(h^2) + eps) normalises the "
+                 "exact h, not the stored bf16 h, on the fp32 value of eps, rounded once to bf16. Nothing else "
+                 "rounds: where an fp32 accumulator or the fp32 sum of squares would overflow for finite inputs "
+                 "(bf16-max x, w, residual; |h| >= 2^64), the oracle expects the exact value. NaN and +-inf follow "
+                 "IEEE on this formula: a NaN in a token's row of x, residual or in w/gamma reaches the elements that "
+                 "read it (a NaN h makes the whole out row NaN through mean(h^2)); an infinite h gives mean(h^2) = "
+                 "+inf, rstd = 0, so out is NaN at the infinite entries and 0 elsewhere in the row.",
     .build = build,
     .oracle = oracle,
     .geometry = geometry,
-    .variants = ug_matmul_allreduce_add_rmsnorm_variants,
     .adjust_rule = adjust_rule,
-    .params_doc = "{\"tokens\":\"tokens T (int >= 1)\",\"k\":\"total reduction length K (multiple of world; "
-                  "7168 in production)\",\"n\":\"hidden size N of the output and the norm (int >= 1)\","
-                  "\"world\":\"simulated ranks W: 1, 2, 4 or 8\",\"eps\":\"fp32 RMSNorm epsilon (default 1e-6)\","
-                  "\"pattern\":\"random (default) | cancel: odd ranks' partials nearly cancel the previous rank's "
-                  "(pairs 0-1, 2-3, ...; no-op for world 1)\","
-                  "\"tensors\":\"in x[W,T,K/W] (rank r's slice of the activations), w[W,K/W,N] (rank r's rows of the "
-                  "weight), residual[T,N], gamma[N], all bf16 row-major; out out[T,N] bf16, h[T,N] bf16\","
-                  "\"tolerance\":\"pypto rtol = min((1+log2(W)/4)*1.5,3)*2^-7*sqrt(W), atol = rtol*mean|g| over the "
-                  "checked elements\"}",
 };

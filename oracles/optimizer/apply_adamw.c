@@ -1,83 +1,51 @@
-/* apply_adamw.c — operator definition, input builder and exact oracle of apply_adamw,
- * one AdamW step with bias correction and decoupled weight decay:
+/* apply_adamw.c — operator definition (declaration, semantics), input builder and exact
+ * oracle of apply_adamw, one AdamW step with bias correction and decoupled weight decay:
  *     m' = b1*m + (1-b1)*g,  v' = b2*v + (1-b2)*g^2,  m^ = m'/(1-b1^t),  v^ = v'/(1-b2^t)
  *     w' = w - lr*( m^/(sqrt(v^) + eps) + wd*w )
- * lr, beta1, beta2, eps, weight_decay are fp32 attributes (rounded to fp32 here, as the
- * kernel holds them); step t is an integer. The oracle evaluates the formula exactly on
- * those values (1-b and b^t, by repeated squaring, in the oracle's arithmetic), and the only
- * roundings are the outputs' (w' to w's dtype, m' and v' to fp32). A kernel that
- * factors the step differently (torch's step_size = lr/bc1, sqrt(v')/sqrt(bc2)) differs
- * from it by fp32 roundings only. v is drawn from its distribution and stored as its
- * absolute value (second moments are never negative). Primary standard pypto,
- * 1e-4 / 2^-7 on every output (STANDARDS.md). */
+ * lr, beta1, beta2, eps, weight_decay are fp32 attributes (the declaration rounds them to
+ * fp32, as the kernel holds them); step t is an integer. The oracle evaluates the formula
+ * on those values in its own arithmetic (1-b from fp32(b), b^t by repeated squaring, never
+ * rounded to fp32), and the only roundings are the outputs' (w' to w's dtype, m' and v' to
+ * fp32). A kernel that factors the step differently (torch's step_size = lr/bc1,
+ * sqrt(v')/sqrt(bc2)) differs from it by fp32 roundings only. v is drawn from its
+ * distribution and stored as its absolute value (second moments are never negative).
+ * Special values follow the op's semantics text (nonfinite_weight). Primary standard
+ * pypto, 1e-4 / 2^-7 on every output (docs/STANDARDS.md). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "kernels/sim/optimizer/apply_adamw.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
 
+/* The params the oracle uses, read from the case's parsed params. */
 typedef struct {
-    long rows, cols, step;
-    double lr, beta1, beta2, eps, wd;
+    long step;
+    double lr, beta1, beta2, eps, wd; /* fp32 values */
 } adamw_params;
 
-/* Reads one fp32 attribute and checks lo <= x < hi (hi_incl: x <= hi). */
-static int attr(const ug_spec *sp, const char *key, double def, double lo, double hi, int hi_incl, double *out,
-                char *err, size_t errlen)
+static void read_params(const ug_case *c, adamw_params *p)
 {
-    if (ug_param_num(sp->params, key, def, out, err, errlen)) return -2;
-    if (!(*out >= lo && (hi_incl ? *out <= hi : *out < hi))) {
-        snprintf(err, errlen, "apply_adamw: param \"%s\" must be in [%g, %g%s", key, lo, hi, hi_incl ? "]" : ")");
+    const ug_params *P = &c->params;
+    *p = (adamw_params){ug_p_int(P, "step"),  ug_p_num(P, "lr"),  ug_p_num(P, "beta1"),
+                        ug_p_num(P, "beta2"), ug_p_num(P, "eps"), ug_p_num(P, "weight_decay")};
+}
+
+static int check(const ug_params *P, char *err, size_t errlen)
+{
+    if ((double)ug_p_int(P, "rows") * (double)ug_p_int(P, "cols") > (double)(1L << 26)) {
+        snprintf(err, errlen, "apply_adamw: rows*cols must stay <= 2^26");
         return -2;
     }
-    *out = (float)*out; /* fp32 attribute */
     return 0;
 }
 
-static int read_params(const ug_spec *sp, adamw_params *p, char *err, size_t errlen)
-{
-    if (ug_param_int(sp->params, "rows", 1, &p->rows, err, errlen) ||
-        ug_param_int(sp->params, "cols", 1, &p->cols, err, errlen) ||
-        ug_param_int(sp->params, "step", 1, &p->step, err, errlen))
-        return -2;
-    if (p->rows < 1 || p->cols < 1 || (double)p->rows * (double)p->cols > (double)(1L << 26)) {
-        snprintf(err, errlen, "apply_adamw: params \"rows\" and \"cols\" must be >= 1 with rows*cols <= 2^26");
-        return -2;
-    }
-    if (p->step < 1 || p->step > 1000000000L) {
-        snprintf(err, errlen, "apply_adamw: param \"step\" must be in 1..1e9");
-        return -2;
-    }
-    if (attr(sp, "lr", 1e-3, 0, 10, 1, &p->lr, err, errlen) ||
-        attr(sp, "beta1", 0.9, 0, 1, 0, &p->beta1, err, errlen) ||
-        attr(sp, "beta2", 0.999, 0, 1, 0, &p->beta2, err, errlen) ||
-        attr(sp, "eps", 1e-8, 1e-30, 1, 1, &p->eps, err, errlen) ||
-        attr(sp, "weight_decay", 0.01, 0, 10, 1, &p->wd, err, errlen))
-        return -2;
-    return 0;
-}
-
+/* Stores v as |v| (exact): second moments are never negative. */
 static int build(ug_case *c, char *err, size_t errlen)
 {
-    adamw_params p;
-    if (read_params(&c->spec, &p, err, errlen)) return -2;
-    ug_dtype dt = c->spec.dtype;
-    if (dt != UG_DT_BF16 && dt != UG_DT_FP32) {
-        snprintf(err, errlen, "apply_adamw: dtype (of w and g) must be bf16 or fp32");
-        return -2;
-    }
-    int64_t shape[2] = {p.rows, p.cols};
-    ug_tensor *v;
-    if (!ug_case_add_input(c, "w", dt, 2, shape, 1, err, errlen) || !ug_case_add_input(c, "g", dt, 2, shape, 1, err, errlen) ||
-        !ug_case_add_input(c, "m", UG_DT_FP32, 2, shape, 1, err, errlen) ||
-        !(v = ug_case_add_input(c, "v", UG_DT_FP32, 2, shape, 1, err, errlen)) ||
-        !ug_case_add_output(c, "w_out", dt, 2, shape, err, errlen) ||
-        !ug_case_add_output(c, "m_out", UG_DT_FP32, 2, shape, err, errlen) ||
-        !ug_case_add_output(c, "v_out", UG_DT_FP32, 2, shape, err, errlen))
-        return -2;
-    for (size_t i = 0; i < v->numel; i++) /* exact: second moments are |draw| */
+    (void)err, (void)errlen;
+    ug_tensor *v = ug_case_input_mut(c, "v");
+    for (size_t i = 0; i < v->numel; i++)
         ug_dtype_store(UG_DT_FP32, v->data, i, fabs(ug_dtype_load(UG_DT_FP32, v->data, i)));
     return 0;
 }
@@ -112,8 +80,21 @@ static ug_num moment2(ug_ar *ar, const adamw_params *p, const adamw_ctx *x, size
                   ug_mul(ar, x->omb2, ug_c(ar, g * g))); /* g*g: exact in double (<= 48 bits) */
 }
 
+/* w' for a non-finite w, by the decoupled form w*(1 - lr*wd) - lr*m^/(sqrt(v^) + eps) in
+ * double: the result is +-inf or NaN and only its class matters, which double gets right
+ * (no double overflow: |m^| < 2^153, g^2 < 2^257; 1 - lr*wd has the exact sign). */
+static double nonfinite_weight(const adamw_params *p, const adamw_ctx *x, size_t i)
+{
+    double w = ug_tload(x->w, i), g = ug_tload(x->g, i), t = (double)p->step;
+    double m1 = p->beta1 * ug_tload(x->m, i) + (1 - p->beta1) * g;
+    double v1 = p->beta2 * ug_tload(x->v, i) + (1 - p->beta2) * g * g;
+    double u = (m1 / (1 - pow(p->beta1, t))) / (sqrt(v1 / (1 - pow(p->beta2, t))) + p->eps);
+    return w * (1 - p->lr * p->wd) - p->lr * u;
+}
+
 static ug_num new_weight(ug_ar *ar, const adamw_params *p, const adamw_ctx *x, size_t i)
 {
+    if (!isfinite(ug_tload(x->w, i))) return ug_c(ar, nonfinite_weight(p, x, i));
     ug_num mh = ug_div(ar, moment1(ar, p, x, i), x->bc1), vh = ug_div(ar, moment2(ar, p, x, i), x->bc2);
     ug_num w = ug_c(ar, ug_tload(x->w, i));
     ug_num upd = ug_add(ar, ug_div(ar, mh, ug_add(ar, ug_sqrt(ar, vh), ug_c(ar, p->eps))), ug_mul(ar, ug_c(ar, p->wd), w));
@@ -123,15 +104,14 @@ static ug_num new_weight(ug_ar *ar, const adamw_params *p, const adamw_ctx *x, s
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     adamw_params p;
-    char err[128];
-    if (read_params(&c->spec, &p, err, sizeof err)) return -2;
+    read_params(c, &p);
     adamw_ctx x;
     x.w = ug_case_input(c, "w");
     x.g = ug_case_input(c, "g");
     x.m = ug_case_input(c, "m");
     x.v = ug_case_input(c, "v");
     ug_num one = ug_c(ar, 1.0);
-    x.omb1 = ug_sub(ar, one, ug_c(ar, p.beta1));
+    x.omb1 = ug_sub(ar, one, ug_c(ar, p.beta1)); /* exact: 1 - fp32(b1), not fp32(1 - b1) */
     x.omb2 = ug_sub(ar, one, ug_c(ar, p.beta2));
     x.bc1 = ug_sub(ar, one, pow_int(ar, ug_c(ar, p.beta1), p.step));
     x.bc2 = ug_sub(ar, one, pow_int(ar, ug_c(ar, p.beta2), p.step));
@@ -150,8 +130,33 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
     ug_geom_last_dim(&c->out[out], 16, 1024, g); /* the kernel's chunk: edges only matter for tails */
 }
 
+#define BELOW_ONE 0x1.fffffffffffffp-1 /* the largest double < 1: an exclusive bound of 1 */
+
+static const ug_param_decl params[] = {
+    {"rows", UG_PARAM_INT, "1", 1, 1 << 26, NULL, "rows R of the parameter tensor"},
+    {"cols", UG_PARAM_INT, "1", 1, 1 << 26, NULL, "cols C"},
+    {"step", UG_PARAM_INT, "1", 1, 1e9, NULL, "step t after this update (bias corrections 1 - beta^t)"},
+    {"lr", UG_PARAM_F32, "1e-3", 0, 10, NULL, "learning rate (fp32 attribute)"},
+    {"beta1", UG_PARAM_F32, "0.9", 0, BELOW_ONE, NULL, "first-moment decay in [0, 1) (fp32 attribute)"},
+    {"beta2", UG_PARAM_F32, "0.999", 0, BELOW_ONE, NULL, "second-moment decay in [0, 1) (fp32 attribute)"},
+    {"eps", UG_PARAM_F32, "1e-8", 1e-30, 1, NULL, "added after the square root (fp32 attribute)"},
+    {"weight_decay", UG_PARAM_F32, "0.01", 0, 10, NULL, "decoupled weight decay wd (fp32 attribute)"},
+    {NULL},
+};
+
+static const ug_tensor_decl tensors[] = {
+    {"w", UG_TENSOR_INPUT, "bf16:bf16,fp32:fp32", "rows, cols", "the weights"},
+    {"g", UG_TENSOR_INPUT, "bf16:bf16,fp32:fp32", "rows, cols", "the gradient"},
+    {"m", UG_TENSOR_INPUT, "fp32", "rows, cols", "the first moment"},
+    {"v", UG_TENSOR_INPUT, "fp32", "rows, cols", "the second moment: drawn, then stored as |draw| by the builder"},
+    {"w_out", UG_TENSOR_OUTPUT, "bf16:bf16,fp32:fp32", "rows, cols", "w', rounded once to w's dtype"},
+    {"m_out", UG_TENSOR_OUTPUT, "fp32", "rows, cols", "m' = b1*m + (1-b1)*g, rounded once to fp32"},
+    {"v_out", UG_TENSOR_OUTPUT, "fp32", "rows, cols", "v' = b2*v + (1-b2)*g^2, rounded once to fp32"},
+    {NULL},
+};
+
 static const ug_output_rule outputs[] = {
-    /* STANDARDS.md: apply_adamw 1e-4 / 2^-7 */
+    /* docs/STANDARDS.md: apply_adamw 1e-4 / 2^-7 */
     {"w_out", UG_CMP_NUMERIC, 1e-4, 0x1p-7, 0.005},
     {"m_out", UG_CMP_NUMERIC, 1e-4, 0x1p-7, 0.005},
     {"v_out", UG_CMP_NUMERIC, 1e-4, 0x1p-7, 0.005},
@@ -165,17 +170,18 @@ const ug_op_def ug_opdef_apply_adamw = {
     .bench_level = 0,
     .outputs = outputs,
     .n_outputs = 3,
+    .decl = {"apply_adamw", params, NULL, tensors, check},
+    .semantics = "m' = b1*m + (1-b1)*g, v' = b2*v + (1-b2)*g^2, w' = w - lr*(m'/(1-b1^t) / (sqrt(v'/(1-b2^t)) + eps) "
+                 "+ wd*w), exact on the fp32 values of lr, b1, b2, eps, wd: 1-b is formed exactly from fp32(b) (not "
+                 "fp32(1-b)), the bias corrections 1 - fp32(b)^t from the integer step t in the oracle's working "
+                 "precision, never rounded to fp32. Only the outputs round: m', v' once to fp32, w' once to w's dtype. "
+                 "No intermediate overflows: for finite inputs the oracle expects the exact value even where an fp32 "
+                 "kernel's g*g (|g| > 2^64) or m'/denom overflows, and an output beyond its dtype's range is +-inf. "
+                 "NaN in any input an output reads gives NaN there; +-inf follows IEEE on the formula (g = +-inf: m' = "
+                 "+-inf, v' = +inf, w' NaN; m = +-inf: m' = +-inf, w' = -+inf (lr > 0); v = +inf: v' = +inf, w' = w - lr*wd*w; "
+                 "a negative v', only from an injected negative v, gives w' NaN). w = +-inf gives w' = w*(1 - lr*wd) "
+                 "- lr*update: +-inf signed as 1 - lr*wd, NaN when lr*wd = 1 or the update is infinite.",
     .build = build,
     .oracle = oracle,
     .geometry = geometry,
-    .variants = ug_apply_adamw_variants,
-    .params_doc = "{\"rows\":\"rows R of the parameter tensor (int >= 1)\",\"cols\":\"cols C (int >= 1)\","
-                  "\"lr\":\"fp32 learning rate in [0, 10] (default 1e-3)\","
-                  "\"beta1\":\"fp32 in [0, 1) (default 0.9)\",\"beta2\":\"fp32 in [0, 1) (default 0.999)\","
-                  "\"eps\":\"fp32 in [1e-30, 1], added after the square root (default 1e-8)\","
-                  "\"weight_decay\":\"fp32 decoupled decay in [0, 10] (default 0.01)\","
-                  "\"step\":\"step t after this update, 1..1e9 (bias corrections 1 - beta^t)\","
-                  "\"tensors\":\"in w[R,C] dtype, g[R,C] dtype, m[R,C] fp32, v[R,C] fp32 (>= 0); "
-                  "out w_out[R,C] dtype, m_out[R,C] fp32, v_out[R,C] fp32: m' = b1*m + (1-b1)*g, "
-                  "v' = b2*v + (1-b2)*g^2, w' = w - lr*(m'/(1-b1^t) / (sqrt(v'/(1-b2^t)) + eps) + wd*w)\"}",
 };

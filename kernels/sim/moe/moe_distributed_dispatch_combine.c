@@ -8,11 +8,13 @@
  * counts. On the int8 wire a token is quantised once before sending: amax in fp32,
  * scale = amax/127 (fp32), q = rne(x/scale) clamped to [-128,127], and the receiver
  * dequantises q*scale in fp32. The stand-in expert multiplies by its fp32 scale; results
- * return in fp32 and the source rank sums w_k*y_k over the slots in fp32, storing bf16. */
+ * return in fp32 and the source rank sums w_k*y_k over the slots in fp32, storing bf16.
+ * On the int8 wire a row holding NaN or +-inf is sent as NaN (its scale is not finite),
+ * as the op's semantics state. */
 #include <math.h>
 #include <stdlib.h>
 
-#include "kernels/sim/moe/moe_distributed_dispatch_combine.h"
+#include "core/ops.h"
 #include "kernels/sim/simlib.h"
 
 typedef enum { MUT_NONE, MUT_LAST_RANK_COUNT, MUT_WEIGHT_TWICE, MUT_SCALE_128 } moe_bug;
@@ -25,12 +27,11 @@ typedef struct {
 
 static int open_io(const ulpgym_call *call, moe_io *io, char *err, size_t errlen)
 {
-    ug_sim_params p;
-    if (ug_sim_params_open(&p, call, err, errlen)) return -2;
-    io->world = (size_t)ug_sim_int(&p, "world", 1);
-    const char *wire = ug_sim_str(&p, "wire", "bf16");
-    io->int8_wire = wire[0] == 'i';
-    ug_sim_params_close(&p);
+    ug_params p;
+    if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
+    io->world = (size_t)ug_p_int(&p, "world");
+    io->int8_wire = ug_p_is(&p, "wire", "int8");
+    ug_params_free(&p);
     io->x = ug_sim_in(call, "x", 2, err, errlen);
     io->ids = ug_sim_in(call, "expert_ids", 2, err, errlen);
     io->wts = ug_sim_in(call, "weights", 2, err, errlen);
@@ -66,7 +67,15 @@ static void wire(const float *x, size_t h, int int8_wire, moe_bug bug, float *ds
         return;
     }
     float amax = 0.0f;
-    for (size_t j = 0; j < h; j++) amax = fmaxf(amax, fabsf(x[j]));
+    int special = 0;
+    for (size_t j = 0; j < h; j++) {
+        amax = fmaxf(amax, fabsf(x[j]));
+        special |= !isfinite(x[j]);
+    }
+    if (special) { /* NaN or +-inf in the row: no finite scale, the row arrives as NaN */
+        for (size_t j = 0; j < h; j++) dst[j] = NAN;
+        return;
+    }
     float scale = amax / (bug == MUT_SCALE_128 ? 128.0f : 127.0f); /* rounds: fp32; bug: 128 */
     for (size_t j = 0; j < h; j++) {
         float q = scale > 0.0f ? rintf(x[j] / scale) : 0.0f; /* rounds: fp32 divide, then RNE */
@@ -132,7 +141,7 @@ static int k_last(const ulpgym_call *c, char *e, size_t l) { return moe_kernel(c
 static int k_twice(const ulpgym_call *c, char *e, size_t l) { return moe_kernel(c, e, l, MUT_WEIGHT_TWICE); }
 static int k_128(const ulpgym_call *c, char *e, size_t l) { return moe_kernel(c, e, l, MUT_SCALE_128); }
 
-const ug_kernel_variant ug_moe_distributed_dispatch_combine_variants[] = {
+const ug_kernel_variant ug_variants_moe_distributed_dispatch_combine[] = {
     {"sim", "contiguous expert blocks (remainder on the last rank), optional int8 wire, fp32 combine", k_sim},
     {"mut_last_rank_count", "the last rank owns E/W experts even when E % W != 0: the remainder experts' copies are lost", k_last},
     {"mut_weight_twice", "the routing weight is applied at the expert and again in the combine", k_twice},

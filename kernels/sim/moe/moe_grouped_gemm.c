@@ -9,14 +9,15 @@
  * (ktile.h); the gate/up activation a = silu(g)·u is computed in fp32 and written back
  * as bf16 before the second GEMM, as the device's vector unit does between the two
  * cube passes; out is rounded once to bf16. The output is zero-filled first (rows of a
- * skipped expert would read zero). */
+ * skipped expert would read zero). silu is g/(1 + exp(-g)): NaN at g = -inf, as the
+ * op's semantics state. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/ops.h"
 #include "kernels/sim/ktile.h"
-#include "kernels/sim/moe/moe_grouped_gemm.h"
 #include "kernels/sim/simlib.h"
 
 typedef enum { MUT_NONE, MUT_LAST_ROW, MUT_ZERO_SKIP, MUT_W13_SWAP } moe_bug;
@@ -133,7 +134,7 @@ static int k_last(const ulpgym_call *c, char *e, size_t l) { return moe_kernel(c
 static int k_skip(const ulpgym_call *c, char *e, size_t l) { return moe_kernel(c, e, l, MUT_ZERO_SKIP); }
 static int k_swap(const ulpgym_call *c, char *e, size_t l) { return moe_kernel(c, e, l, MUT_W13_SWAP); }
 
-const ug_kernel_variant ug_moe_grouped_gemm_variants[] = {
+const ug_kernel_variant ug_variants_moe_grouped_gemm[] = {
     {"sim", "fp32 K-tiled GEMMs per expert, a = silu(g)*u written back as bf16, bf16 out", k_sim},
     {"mut_group_offset", "each group starts one row early: the last token of an expert uses the next expert's weights",
      k_last},

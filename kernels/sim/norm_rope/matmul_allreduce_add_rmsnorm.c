@@ -12,7 +12,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "kernels/sim/norm_rope/matmul_allreduce_add_rmsnorm.h"
+#include "core/ops.h"
 #include "kernels/sim/simlib.h"
 
 #define K_TILE 128
@@ -65,10 +65,10 @@ typedef struct {
 
 static int open_io(const ulpgym_call *call, mar_io *io, char *err, size_t errlen)
 {
-    ug_sim_params p;
-    if (ug_sim_params_open(&p, call, err, errlen)) return -2;
-    io->eps = (float)ug_sim_num(&p, "eps", 1e-6);
-    ug_sim_params_close(&p);
+    ug_params p;
+    if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
+    io->eps = (float)ug_p_num(&p, "eps"); /* exact: an fp32 value */
+    ug_params_free(&p);
     io->x = ug_sim_in(call, "x", 3, err, errlen);
     io->w = ug_sim_in(call, "w", 3, err, errlen);
     io->res = ug_sim_in(call, "residual", 2, err, errlen);
@@ -129,7 +129,7 @@ static int k_rev(const ulpgym_call *c, char *e, size_t l) { return mar_kernel(c,
 static int k_res(const ulpgym_call *c, char *e, size_t l) { return mar_kernel(c, e, l, MUT_RESIDUAL_AFTER_NORM); }
 static int k_eps(const ulpgym_call *c, char *e, size_t l) { return mar_kernel(c, e, l, MUT_EPS_OUTSIDE); }
 
-const ug_kernel_variant ug_matmul_allreduce_add_rmsnorm_variants[] = {
+const ug_kernel_variant ug_variants_matmul_allreduce_add_rmsnorm[] = {
     {"sim", "per-rank fp32 matmul in K tiles of 128, bf16 partials, rank-order fp32 all-reduce, fp32 add+RMSNorm", k_sim},
     {"mut_reverse_bf16_reduce", "partials reduced in reverse rank order into a bf16 accumulator: shows when partials cancel", k_rev},
     {"mut_residual_after_norm", "the residual is added after the norm instead of before it", k_res},

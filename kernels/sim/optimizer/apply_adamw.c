@@ -7,11 +7,13 @@
  * step_size = lr/(1-b1^t), bc2_sqrt = sqrt(1-b2^t); each element then runs in fp32:
  * w *= decay; m' and v' with one fp32 multiply per product and fp32 adds;
  * denom = sqrt(v')/bc2_sqrt + eps; w' = w - step_size * (m'/denom); w' is rounded to
- * w's dtype, m' and v' stay fp32. */
+ * w's dtype, m' and v' stay fp32. A non-finite w therefore gives w*decay - ...: the
+ * semantics the oracle states. */
 #include <math.h>
 #include <stdlib.h>
 
-#include "kernels/sim/optimizer/apply_adamw.h"
+#include "core/ops.h"
+#include "core/registry.h"
 #include "kernels/sim/simlib.h"
 
 #define ADAMW_CHUNK 1024
@@ -23,17 +25,17 @@ typedef struct {
 } adamw_scalars;
 
 /* Host-side scalars: computed in double, handed to the device as fp32. */
-static void host_scalars(const ug_sim_params *p, adamw_bug bug, adamw_scalars *s)
+static void host_scalars(const ug_params *p, adamw_bug bug, adamw_scalars *s)
 {
-    float lr = (float)ug_sim_num(p, "lr", 1e-3), b1 = (float)ug_sim_num(p, "beta1", 0.9);
-    float b2 = (float)ug_sim_num(p, "beta2", 0.999);
-    double t = (double)ug_sim_int(p, "step", 1);
+    float lr = (float)ug_p_num(p, "lr"), b1 = (float)ug_p_num(p, "beta1"); /* exact: fp32 values */
+    float b2 = (float)ug_p_num(p, "beta2");
+    double t = (double)ug_p_int(p, "step");
     s->b1 = b1;
     s->b2 = b2;
     s->omb1 = 1.0f - b1; /* rounds: fp32 (exact for b in [0.5, 1]) */
     s->omb2 = 1.0f - b2;
-    s->eps = (float)ug_sim_num(p, "eps", 1e-8);
-    s->wd = (float)ug_sim_num(p, "weight_decay", 0.01);
+    s->eps = (float)ug_p_num(p, "eps");
+    s->wd = (float)ug_p_num(p, "weight_decay");
     s->decay = bug == MUT_L2_DECAY ? 1.0f : (float)(1.0 - (double)lr * s->wd); /* rounds: fp32 scalar */
     if (bug == MUT_NO_BIAS_CORRECTION) { /* bug: moments used without bias correction */
         s->step_size = lr;
@@ -61,11 +63,11 @@ static void adamw_elem(const adamw_scalars *s, adamw_bug bug, float g, float *w,
 
 static int adamw_kernel(const ulpgym_call *call, char *err, size_t errlen, adamw_bug bug)
 {
-    ug_sim_params p;
-    if (ug_sim_params_open(&p, call, err, errlen)) return -2;
+    ug_params p;
+    if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
     adamw_scalars s;
     host_scalars(&p, bug, &s);
-    ug_sim_params_close(&p);
+    ug_params_free(&p);
     const ulpgym_tensor *w = ug_sim_in(call, "w", 2, err, errlen), *g = ug_sim_in(call, "g", 2, err, errlen);
     const ulpgym_tensor *m = ug_sim_in(call, "m", 2, err, errlen), *v = ug_sim_in(call, "v", 2, err, errlen);
     const ulpgym_tensor *wo = ug_sim_out(call, "w_out", 2, err, errlen), *mo = ug_sim_out(call, "m_out", 2, err, errlen);
@@ -95,7 +97,7 @@ static int k_nobc(const ulpgym_call *c, char *e, size_t l) { return adamw_kernel
 static int k_eps(const ulpgym_call *c, char *e, size_t l) { return adamw_kernel(c, e, l, MUT_EPS_INSIDE_SQRT); }
 static int k_l2(const ulpgym_call *c, char *e, size_t l) { return adamw_kernel(c, e, l, MUT_L2_DECAY); }
 
-const ug_kernel_variant ug_apply_adamw_variants[] = {
+const ug_kernel_variant ug_variants_apply_adamw[] = {
     {"sim", "fp32 elementwise AdamW, host step scalars (step_size, sqrt bias correction) in fp32", k_sim},
     {"mut_no_bias_correction", "moments used without bias correction (1-beta^t dropped)", k_nobc},
     {"mut_eps_inside_sqrt", "denominator sqrt(v_hat + eps) instead of sqrt(v_hat) + eps: shows on tiny v", k_eps},

@@ -1,6 +1,0 @@
-/* matmul_allreduce_add_rmsnorm.h — the kernel variants of matmul_allreduce_add_rmsnorm (sim first, then mutants, NULL-ended). */
-#ifndef UG_SIM_MATMUL_ALLREDUCE_ADD_RMSNORM_H
-#define UG_SIM_MATMUL_ALLREDUCE_ADD_RMSNORM_H
-#include "core/registry.h"
-extern const ug_kernel_variant ug_matmul_allreduce_add_rmsnorm_variants[];
-#endif
