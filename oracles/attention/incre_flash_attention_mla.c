@@ -152,8 +152,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
         memcpy(qd + UG_MLA_KV_LORA, qr->values + row * UG_MLA_ROPE, UG_MLA_ROPE * sizeof *qd);
         size_t mark = ug_ar_mark(ar);
         ug_num scale = ug_rsqrt(ar, ug_c(ar, (double)DK)); /* exact 576^-1/2 = 1/24 */
-        ug_gl_attn_scores(ar, qd, kd, DK, DK, n, scale, s);
-        ug_gl_attn_emit_row(ar, s, s + p.ctx, n, kd, DK, UG_MLA_KV_LORA, 0, sel, &pos, row);
+        if (ug_gl_attn_emit_query(ar, qd, kd, DK, DK, n, scale, kd, DK, UG_MLA_KV_LORA, s, 0, sel, &pos, row)) pos = sel->n[0] + 1;
         ug_ar_release(ar, mark);
     }
     free(kd);

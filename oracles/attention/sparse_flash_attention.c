@@ -137,8 +137,8 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
         if (have != t) n = gather_keys(c, &p, t, kd); /* a token's heads share its keys */
         have = t;
         size_t mark = ug_ar_mark(ar);
-        ug_gl_attn_scores(ar, q->values + row * UG_SFA_DK, kd, UG_SFA_DK, UG_SFA_DK, n, ug_c(ar, p.scale), s);
-        ug_gl_attn_emit_row(ar, s, s + p.topk, n, kd, UG_SFA_DK, UG_SFA_DV, 0, sel, &pos, row);
+        if (ug_gl_attn_emit_query(ar, q->values + row * UG_SFA_DK, kd, UG_SFA_DK, UG_SFA_DK, n, ug_c(ar, p.scale), kd,
+                                  UG_SFA_DK, UG_SFA_DV, s, 0, sel, &pos, row)) pos = sel->n[0] + 1;
         ug_ar_release(ar, mark);
     }
     free(kd);

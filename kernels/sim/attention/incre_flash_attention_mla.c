@@ -100,7 +100,7 @@ static int mla_kernel(const ulpgym_call *call, char *err, size_t errlen, mla_bug
     if (mla_open(call, &m, err, errlen)) return -2;
     const int32_t *lens = m.lens->data;
     long cap = m.maxb * m.bs;
-    float *kf = malloc(((size_t)cap * MLA_DK + MLA_DK + UG_MLA_KV_LORA + MLA_TILE) * sizeof *kf);
+    float *kf = malloc(((size_t)cap * MLA_DK + MLA_DK + UG_MLA_KV_LORA + UG_GL_ATTN_SCRATCH(MLA_TILE, UG_MLA_KV_LORA)) * sizeof *kf);
     if (!kf) return -1;
     float *qf = kf + (size_t)cap * MLA_DK, *of = qf + MLA_DK, *scratch = of + UG_MLA_KV_LORA;
     double dk = bug == MUT_SCALE_512 ? UG_MLA_KV_LORA : MLA_DK; /* bug: 512^-1/2, the rope dims forgotten */

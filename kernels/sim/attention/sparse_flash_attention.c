@@ -71,7 +71,7 @@ static int sfa_kernel(const ulpgym_call *call, char *err, size_t errlen, sfa_bug
 {
     sfa_view v;
     if (sfa_open(call, &v, err, errlen)) return -2;
-    float *kf = malloc(((size_t)v.topk * UG_SFA_DK + UG_SFA_DK + UG_SFA_DV + SFA_BLOCK) * sizeof *kf);
+    float *kf = malloc(((size_t)v.topk * UG_SFA_DK + UG_SFA_DK + UG_SFA_DV + UG_GL_ATTN_SCRATCH(SFA_BLOCK, UG_SFA_DV)) * sizeof *kf);
     if (!kf) return -1;
     float *qf = kf + (size_t)v.topk * UG_SFA_DK, *of = qf + UG_SFA_DK, *scratch = of + UG_SFA_DV;
     ug_gl_attn_cfg cfg = {UG_SFA_DK, UG_SFA_DV, UG_SFA_DK, UG_SFA_DK, SFA_BLOCK, v.scale, 0};
