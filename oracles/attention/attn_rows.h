@@ -44,4 +44,10 @@ int ug_gl_attn_emit_query(ug_ar *ar, const double *q, const double *k, size_t ld
  * exercised. Builders store it as the op's seq_lens input. */
 long ug_gl_attn_seq_len(uint64_t seed, int ragged, long b, long batch, long ctx);
 
+/* The declared "lens" param that picks ragged in ug_gl_attn_seq_len (ctx: the op's name
+ * for the longest context, in the doc). */
+#define UG_GL_ATTN_LENS_PARAM(ctx)                                                                                     \
+    {"lens", UG_PARAM_ENUM, "full", 0, 0, "full|ragged",                                                               \
+     "full: every L_b = " ctx "; ragged: seeded L_b in 1.." ctx ", the last sequence " ctx}
+
 #endif

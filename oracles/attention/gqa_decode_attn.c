@@ -95,8 +95,7 @@ static const ug_param_decl params[] = {
     {"ctx", UG_PARAM_INT, "1", 1, 1 << 20, NULL, "kv cache slots per sequence S = the longest context, in keys"},
     {"window", UG_PARAM_INT, "0", 0, 1 << 20, NULL,
      "sliding window in keys: attend only the last `window` keys of each sequence; 0 = off"},
-    {"lens", UG_PARAM_ENUM, "full", 0, 0, "full|ragged",
-     "full: every L_b = S; ragged: seeded L_b in 1..S, the last sequence S"},
+    UG_GL_ATTN_LENS_PARAM("S"),
     {NULL},
 };
 
