@@ -1,7 +1,8 @@
 /* test_op_incre_flash_attention_mla.c — checks of incre_flash_attention_mla beyond the
  * generic plan test:
  *  - the builder's paged cache: every live logical block maps to a distinct physical
- *    block in range, handed out shuffled, one spare block, unused entries -1;
+ *    block in range, handed out shuffled from the first (live + 1) blocks, the cache holding
+ *    batch*MB + 1 blocks (the declared num_blocks), unused entries -1;
  *  - the oracle agrees with an independent long-double evaluation that walks the block
  *    table itself (ragged lengths, partial last blocks, n_kv 2);
  *  - constant cache values give o = that constant, in the oracle and the sim kernel;
@@ -19,7 +20,7 @@ static const char *SPEC_RAGGED = SPEC("{\"batch\":4,\"heads\":4,\"n_kv\":2,\"blo
 static void test_block_table(const ug_case *c)
 {
     const ug_tensor *tt = ug_case_input(c, "block_table"), *lens = ug_case_input(c, "seq_lens");
-    long nb = (long)ug_case_input(c, "c_kv")->shape[0], bs = 8, maxb = (long)tt->shape[1], live = 0, in_order = 1;
+    long nb = (long)ug_case_input(c, "c_kv")->shape[0], bs = 8, maxb = (long)tt->shape[1], live = 0, in_order = 1, top = -1;
     unsigned char used[64] = {0};
     CHECK(maxb == 6 && nb < 64, "table has %ld entries per sequence (want 6), %ld blocks", maxb, nb);
     for (long b = 0; b < 4; b++) {
@@ -32,11 +33,14 @@ static void test_block_table(const ug_case *c)
                 continue;
             }
             CHECK(blk >= 0 && blk < nb && !used[blk], "entry [%ld][%ld] = %ld reused or out of range", b, i, blk);
+            top = blk > top ? blk : top;
             if (blk >= 0 && blk < nb) used[blk] = 1;
             in_order &= blk == live++;
         }
     }
-    CHECK(nb == live + 1, "%ld physical blocks for %ld live ones: want one spare", nb, live);
+    CHECK(nb == 4 * 6 + 1, "%ld physical blocks: want batch*MB + 1 = 25", nb);
+    CHECK(top <= live && nb > live, "blocks in use reach %ld for %ld live ones: want them among the first live + 1", top,
+          live);
     CHECK(!in_order, "blocks were handed out in order: the cache is not shuffled");
 }
 

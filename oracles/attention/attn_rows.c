@@ -1,9 +1,15 @@
-/* gl_attn_rows.c — exact softmax(s)·V for one query row (see gl_attn_rows.h).
+/* attn_rows.c — exact softmax(s)·V for one query row, with the family's special-value
+ * rule (see attn_rows.h).
  *
- * o_d = sum_j e_j v_jd / sum_j e_j with e_j = exp(s_j - max s): the max shift is exact
- * algebra (it cancels), and keeps the double-based arithmetics in range. Only the
- * selected output columns are summed; the scores and e_j are computed once per row. */
+ * o_d = sum_j e_j v_jd / sum_j e_j with e_j = exp(s_j - max s) over the live keys: the max
+ * shift is exact algebra (it cancels), and keeps the double-based arithmetics in range.
+ * Only the selected output columns are summed; the scores and e_j are computed once per
+ * row. Special values are decided in double before any arithmetic: their class does not
+ * depend on rounding. */
 #include "oracles/attention/attn_rows.h"
+
+#include <math.h>
+#include <stdlib.h>
 
 #include "core/philox.h"
 
@@ -15,30 +21,83 @@ long ug_gl_attn_seq_len(uint64_t seed, int ragged, long b, long batch, long ctx)
     return 1 + (long)(w[0] % (uint32_t)ctx);
 }
 
-void ug_gl_attn_scores(ug_ar *ar, const double *q, const double *k, size_t ldk, size_t dk, size_t n, ug_num scale,
-                       ug_num *s)
+static int all_finite(const double *x, size_t n)
 {
-    for (size_t j = 0; j < n; j++) s[j] = ug_mul(ar, ug_dot_d(ar, q, 1, k + j * ldk, 1, dk), scale);
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) return 0;
+    return 1;
 }
 
-int ug_gl_attn_row_selected(const ug_selection *sel, int out, size_t pos, size_t row, size_t dv)
+/* Classes of the n scores: live[j] = 0 where q·k_j is -inf (scale > 0 keeps the sign);
+ * returns 1 when some score is NaN or +inf (the row is NaN). Exact in class: q·k of
+ * finite bf16 values never overflows a double. */
+static int classify(const double *q, const double *k, size_t ldk, size_t dk, size_t n, unsigned char *live)
 {
-    return pos < sel->n[out] && sel->idx[out][pos] / dv == row;
-}
-
-void ug_gl_attn_emit_row(ug_ar *ar, const ug_num *s, ug_num *e, size_t n, const double *v, size_t ldv, size_t dv,
-                         int out, const ug_selection *sel, size_t *pos, size_t row)
-{
-    ug_num total = {0};
-    if (n) {
-        ug_num m = s[0];
-        for (size_t j = 1; j < n; j++) m = ug_max(ar, m, s[j]);
-        for (size_t j = 0; j < n; j++) e[j] = ug_exp(ar, ug_sub(ar, s[j], m));
-        total = ug_sum(ar, e, n);
+    int finite = all_finite(q, dk);
+    for (size_t j = 0; j < n; j++) {
+        live[j] = 1;
+        if (finite && all_finite(k + j * ldk, dk)) continue;
+        double d = 0;
+        for (size_t i = 0; i < dk; i++) d += q[i] * k[j * ldk + i];
+        if (isnan(d) || d == INFINITY) return 1;
+        live[j] = d != -INFINITY;
     }
-    for (; ug_gl_attn_row_selected(sel, out, *pos, row, dv); (*pos)++) {
+    return 0;
+}
+
+/* The value column v[j*ldv] takes over the live keys when one is not finite: NaN, +-inf,
+ * or 0 when all are finite. */
+static double column_special(const double *v, size_t ldv, size_t n, const unsigned char *live)
+{
+    double sp = 0;
+    for (size_t j = 0; j < n; j++) {
+        double x = v[j * ldv];
+        if (!live[j] || isfinite(x)) continue;
+        sp = sp == 0 || sp == x ? x : NAN;
+    }
+    return sp;
+}
+
+int ug_gl_attn_emit_query(ug_ar *ar, const double *q, const double *k, size_t ldk, size_t dk, size_t n, ug_num scale,
+                          const double *v, size_t ldv, size_t dv, ug_num *s, int out, const ug_selection *sel,
+                          size_t *pos, size_t row)
+{
+    unsigned char *live = malloc(n ? n : 1);
+    double *col = malloc((n ? n : 1) * sizeof *col);
+    if (!live || !col) {
+        free(live);
+        free(col);
+        return -1;
+    }
+    int nan_row = classify(q, k, ldk, dk, n, live);
+    ug_num *e = s + n, total = {0};
+    size_t n_live = 0;
+    if (!nan_row) {
+        for (size_t j = 0; j < n; j++)
+            if (live[j]) s[n_live++] = ug_mul(ar, ug_dot_d(ar, q, 1, k + j * ldk, 1, dk), scale);
+    }
+    if (n_live) { /* s[0..n_live) now holds the live scores in key order */
+        ug_num m = s[0];
+        for (size_t j = 1; j < n_live; j++) m = ug_max(ar, m, s[j]);
+        for (size_t j = 0; j < n_live; j++) e[j] = ug_exp(ar, ug_sub(ar, s[j], m));
+        total = ug_sum(ar, e, n_live);
+    }
+    for (; *pos < sel->n[out] && sel->idx[out][*pos] / dv == row; (*pos)++) {
         size_t d = sel->idx[out][*pos] % dv;
-        ug_num o = n ? ug_div(ar, ug_dot_nd(ar, e, v + d, ldv, n), total) : ug_c(ar, 0.0);
+        double sp = nan_row ? NAN : n_live ? column_special(v + d, ldv, n, live) : 0;
+        ug_num o;
+        if (sp != 0 || !n_live) {
+            o = ug_c(ar, sp); /* a special value, or zeros for a row with no live key */
+        } else if (n_live == n) {
+            o = ug_div(ar, ug_dot_nd(ar, e, v + d, ldv, n), total);
+        } else {
+            for (size_t j = 0, i = 0; j < n; j++)
+                if (live[j]) col[i++] = v[j * ldv + d];
+            o = ug_div(ar, ug_dot_nd(ar, e, col, 1, n_live), total);
+        }
         ug_ar_emit(ar, out, *pos, o);
     }
+    free(live);
+    free(col);
+    return 0;
 }

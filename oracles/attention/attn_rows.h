@@ -1,35 +1,53 @@
-/* gl_attn_rows.h — the exact reference of one attention query row, shared by the
- * GreenLight attention oracles (gqa_decode_attn, incre_flash_attention_mla,
- * sparse_flash_attention).
+/* attn_rows.h — the exact reference of one attention query row, shared by the attention
+ * oracles gqa_decode_attn, incre_flash_attention_mla and sparse_flash_attention.
  *
  * Each oracle finds a row's keys its own way (window, paged cache, top-k indices) and
- * gathers their exact values; the softmax and the weighted sum of values are this one
- * piece of code, written on oracles/mp/arith.h so it runs in every arithmetic. */
-#ifndef UG_GL_ATTN_ROWS_H
-#define UG_GL_ATTN_ROWS_H
+ * gathers their exact values; the scores, the softmax, the weighted sum of values and the
+ * special-value rule are this one piece of code, written on oracles/mp/arith.h so it runs
+ * in every arithmetic.
+ *
+ * Special values (what the three ops' semantics text promises): a key whose score
+ * scale*q·k is -inf is dead (weight exactly 0, its value row ignored even if NaN); a NaN
+ * or +inf score makes the whole row NaN; a row with no live key is zeros; among live keys
+ * a NaN value makes its output column NaN, and +-inf values make it +-inf (NaN when both
+ * signs occur). Scores are classified from q·k in double, which for finite bf16 inputs
+ * never overflows, so the class is exact. */
+#ifndef UG_ATTN_ROWS_H
+#define UG_ATTN_ROWS_H
 #include <stddef.h>
 #include <stdint.h>
 
 #include "oracles/mp/arith.h"
 #include "oracles/oracle.h"
 
-/* Scores s_j = scale * q·k_j for n keys k_j = k + j*ldk (exact doubles, dk long), into s. */
-void ug_gl_attn_scores(ug_ar *ar, const double *q, const double *k, size_t ldk, size_t dk, size_t n, ug_num scale,
-                       ug_num *s);
+/* Emits o[row, d] = sum_j softmax(s)_j * v[j*ldv + d], s_j = scale * q·k_j, over the n keys
+ * k_j = k + j*ldk (dk long), for every selected element of output out that lies in row
+ * `row` (dv elements per row), advancing *pos past them; special values as above. The
+ * selection must be sorted and *pos must not point before row's first element. s is
+ * scratch for 2n numbers. scale must be positive. Returns 0, or -1 out of memory. */
+int ug_gl_attn_emit_query(ug_ar *ar, const double *q, const double *k, size_t ldk, size_t dk, size_t n, ug_num scale,
+                          const double *v, size_t ldv, size_t dv, ug_num *s, int out, const ug_selection *sel,
+                          size_t *pos, size_t row);
 
-/* Emits o[row, d] = sum_j softmax(s)_j * v[j*ldv + d] for every selected element of output
- * out that lies in row `row` (dv elements per row), advancing *pos past them. The
- * selection must be sorted and *pos must not point before row's first element. n == 0
- * (no key) emits zeros. e is scratch for n numbers. */
-void ug_gl_attn_emit_row(ug_ar *ar, const ug_num *s, ug_num *e, size_t n, const double *v, size_t ldv, size_t dv,
-                         int out, const ug_selection *sel, size_t *pos, size_t row);
+/* The semantics text the three ops share; scale says how their scale is formed. */
+#define UG_GL_ATTN_SEMANTICS(scale)                                                                                    \
+    "s_j = scale * q·k_j (scale " scale "), o = softmax_j(s)·V over the row's keys in exact arithmetic, rounded "      \
+    "once to bf16 (a kernel's fp32 scores and bf16 P are its own roundings, within the tolerance). Special values: a " \
+    "key whose score is -inf is dead (weight exactly 0, its value row ignored even if NaN); a NaN or +inf score "     \
+    "makes the whole row NaN; a row with no live key is zeros; among live keys a NaN value makes its output column "  \
+    "NaN and +-inf values make it +-inf (NaN when both signs occur). The oracle's scores never overflow: where an "    \
+    "fp32 kernel's q·k does for finite inputs (bf16 values near max, whose products alone exceed fp32 max), the "     \
+    "exact finite result is still expected, and such a kernel, the sim kernel included, is reported."
 
 /* Live context length of sequence b of `batch`: ctx when not ragged; when ragged a
  * seeded draw in 1..ctx, with the last sequence at ctx so the longest context is always
  * exercised. Builders store it as the op's seq_lens input. */
 long ug_gl_attn_seq_len(uint64_t seed, int ragged, long b, long batch, long ctx);
 
-/* Whether output out's selection has an element in row `row` at or after *pos. */
-int ug_gl_attn_row_selected(const ug_selection *sel, int out, size_t pos, size_t row, size_t dv);
+/* The declared "lens" param that picks ragged in ug_gl_attn_seq_len (ctx: the op's name
+ * for the longest context, in the doc). */
+#define UG_GL_ATTN_LENS_PARAM(ctx)                                                                                     \
+    {"lens", UG_PARAM_ENUM, "full", 0, 0, "full|ragged",                                                               \
+     "full: every L_b = " ctx "; ragged: seeded L_b in 1.." ctx ", the last sequence " ctx}
 
 #endif

@@ -14,36 +14,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/sim/attention/gqa_decode_attn.h"
 #include "oracles/attention/attn_rows.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
 
+/* The params the builder and the oracle use, read from the case's parsed params. */
 typedef struct {
     long batch, heads_kv, group, dim, ctx, window;
-    const char *lens;
+    int ragged;
 } gqa_params;
 
-static int read_params(const ug_spec *s, gqa_params *p, char *err, size_t errlen)
+static void read_params(const ug_case *c, gqa_params *p)
 {
-    if (ug_param_int(s->params, "batch", 1, &p->batch, err, errlen) ||
-        ug_param_int(s->params, "heads_kv", 1, &p->heads_kv, err, errlen) ||
-        ug_param_int(s->params, "group", 1, &p->group, err, errlen) ||
-        ug_param_int(s->params, "dim", 128, &p->dim, err, errlen) ||
-        ug_param_int(s->params, "ctx", 1, &p->ctx, err, errlen) ||
-        ug_param_int(s->params, "window", 0, &p->window, err, errlen) ||
-        ug_param_str(s->params, "lens", "full", &p->lens, err, errlen))
-        return -2;
-    const char *bad = p->batch < 1 || p->batch > 4096           ? "batch (1..4096)"
-                      : p->heads_kv < 1 || p->heads_kv > 256     ? "heads_kv (1..256)"
-                      : p->group < 1 || p->group > 64            ? "group (1..64)"
-                      : p->dim < 1 || p->dim > 1024              ? "dim (1..1024)"
-                      : p->ctx < 1 || p->ctx > (1L << 20)        ? "ctx (1..2^20)"
-                      : p->window < 0 || p->window > (1L << 20)  ? "window (0..2^20)"
-                      : strcmp(p->lens, "full") && strcmp(p->lens, "ragged") ? "lens (full or ragged)"
-                                                                 : NULL;
-    if (!bad && p->batch * p->heads_kv * p->ctx * p->dim > (1L << 26)) bad = "batch*heads_kv*ctx*dim (<= 2^26)";
-    if (!bad && p->batch * p->heads_kv * p->group * p->dim > (1L << 26)) bad = "batch*heads_kv*group*dim (<= 2^26)";
+    const ug_params *P = &c->params;
+    *p = (gqa_params){ug_p_int(P, "batch"), ug_p_int(P, "heads_kv"), ug_p_int(P, "group"), ug_p_int(P, "dim"),
+                      ug_p_int(P, "ctx"),   ug_p_int(P, "window"),   ug_p_is(P, "lens", "ragged")};
+}
+
+/* Today's size caps: the caches and q each stay within 2^26 elements. */
+static int check(const ug_params *P, char *err, size_t errlen)
+{
+    long b = ug_p_int(P, "batch"), hkv = ug_p_int(P, "heads_kv"), d = ug_p_int(P, "dim");
+    const char *bad = b * hkv * ug_p_int(P, "ctx") * d > (1L << 26)             ? "batch*heads_kv*ctx*dim (<= 2^26)"
+                      : b * hkv * ug_p_int(P, "group") * d > (1L << 26) ? "batch*heads_kv*group*dim (<= 2^26)"
+                                                                                 : NULL;
     if (bad) {
         snprintf(err, errlen, "gqa_decode_attn: param %s out of range", bad);
         return -2;
@@ -51,52 +45,41 @@ static int read_params(const ug_spec *s, gqa_params *p, char *err, size_t errlen
     return 0;
 }
 
+/* Fills seq_lens from params.lens. */
 static int build(ug_case *c, char *err, size_t errlen)
 {
+    (void)err, (void)errlen;
     gqa_params p;
-    if (read_params(&c->spec, &p, err, errlen)) return -2;
-    if (c->spec.dtype != UG_DT_BF16) {
-        snprintf(err, errlen, "gqa_decode_attn: dtype must be bf16");
-        return -2;
-    }
-    int64_t qs[3] = {p.batch, p.heads_kv * p.group, p.dim}, kv[4] = {p.batch, p.heads_kv, p.ctx, p.dim};
-    int64_t bs[1] = {p.batch};
-    ug_tensor *lens;
-    if (!ug_case_add_input(c, "q", UG_DT_BF16, 3, qs, 1, err, errlen) ||
-        !ug_case_add_input(c, "k", UG_DT_BF16, 4, kv, 1, err, errlen) ||
-        !ug_case_add_input(c, "v", UG_DT_BF16, 4, kv, 1, err, errlen) ||
-        !(lens = ug_case_add_input(c, "seq_lens", UG_DT_INT32, 1, bs, 0, err, errlen)) ||
-        !ug_case_add_output(c, "o", UG_DT_BF16, 3, qs, err, errlen))
-        return -2;
-    int ragged = strcmp(p.lens, "ragged") == 0;
+    read_params(c, &p);
+    ug_tensor *lens = ug_case_input_mut(c, "seq_lens");
     for (long b = 0; b < p.batch; b++)
-        ug_dtype_store(UG_DT_INT32, lens->data, (size_t)b, (double)ug_gl_attn_seq_len(c->spec.seed, ragged, b, p.batch, p.ctx));
+        ug_dtype_store(UG_DT_INT32, lens->data, (size_t)b, (double)ug_gl_attn_seq_len(c->spec.seed, p.ragged, b, p.batch, p.ctx));
     return 0;
 }
 
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     gqa_params p;
-    char err[160];
-    if (read_params(&c->spec, &p, err, sizeof err)) return -2;
+    read_params(c, &p);
     const ug_tensor *q = ug_case_input(c, "q"), *k = ug_case_input(c, "k"), *v = ug_case_input(c, "v");
     const ug_tensor *lens = ug_case_input(c, "seq_lens");
     size_t d = (size_t)p.dim, hq = (size_t)(p.heads_kv * p.group), pos = 0;
     ug_num *s = malloc(2 * (size_t)p.ctx * sizeof *s);
     if (!s) return -1;
-    while (pos < sel->n[0]) {
+    int rc = 0;
+    while (pos < sel->n[0] && !rc) {
         size_t row = sel->idx[0][pos] / d, b = row / hq, h = row % hq, kvh = h / (size_t)p.group;
         long len = (long)ug_tload(lens, b);
         long start = p.window > 0 && len > p.window ? len - p.window : 0;
         size_t n = (size_t)(len - start), base = ((b * (size_t)p.heads_kv + kvh) * (size_t)p.ctx + (size_t)start) * d;
         size_t mark = ug_ar_mark(ar);
         ug_num scale = ug_rsqrt(ar, ug_c(ar, (double)p.dim)); /* exact 1/sqrt(D) */
-        ug_gl_attn_scores(ar, q->values + row * d, k->values + base, d, d, n, scale, s);
-        ug_gl_attn_emit_row(ar, s, s + p.ctx, n, v->values + base, d, d, 0, sel, &pos, row);
+        rc = ug_gl_attn_emit_query(ar, q->values + row * d, k->values + base, d, d, n, scale, v->values + base, d, d, s,
+                                   0, sel, &pos, row);
         ug_ar_release(ar, mark);
     }
     free(s);
-    return 0;
+    return rc;
 }
 
 static void geometry(const ug_case *c, int out, ug_geom *g)
@@ -104,8 +87,34 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
     ug_geom_last_dim(&c->out[out], (size_t)c->out[0].shape[1], 64, g); /* row tile: one sequence's heads */
 }
 
+static const ug_param_decl params[] = {
+    {"batch", UG_PARAM_INT, "1", 1, 4096, NULL, "sequences B"},
+    {"heads_kv", UG_PARAM_INT, "1", 1, 256, NULL, "kv heads Hkv"},
+    {"group", UG_PARAM_INT, "1", 1, 64, NULL, "query heads per kv head Hq/Hkv (production 1, 2, 4, 8)"},
+    {"dim", UG_PARAM_INT, "128", 1, 1024, NULL, "head dim D (128 = production); the scale is 1/sqrt(D)"},
+    {"ctx", UG_PARAM_INT, "1", 1, 1 << 20, NULL, "kv cache slots per sequence S = the longest context, in keys"},
+    {"window", UG_PARAM_INT, "0", 0, 1 << 20, NULL,
+     "sliding window in keys: attend only the last `window` keys of each sequence; 0 = off"},
+    UG_GL_ATTN_LENS_PARAM("S"),
+    {NULL},
+};
+
+static const ug_derived_decl derived[] = {
+    {"heads_q", "heads_kv*group", "query heads Hq; query head h reads kv head h / group"},
+    {NULL},
+};
+
+static const ug_tensor_decl tensors[] = {
+    {"q", UG_TENSOR_INPUT, "bf16:bf16", "batch, heads_q, dim", "one query token per sequence"},
+    {"k", UG_TENSOR_INPUT, "bf16:bf16", "batch, heads_kv, ctx, dim", "key cache; slots >= L_b are not read"},
+    {"v", UG_TENSOR_INPUT, "bf16:bf16", "batch, heads_kv, ctx, dim", "value cache; slots >= L_b are not read"},
+    {"seq_lens", UG_TENSOR_BUILT, "int32", "batch", "live context L_b of each sequence (1..S), from params.lens"},
+    {"o", UG_TENSOR_OUTPUT, "bf16:bf16", "batch, heads_q, dim", "attention output, rounded once to bf16"},
+    {NULL},
+};
+
 static const ug_output_rule outputs[] = {
-    {"o", UG_CMP_NUMERIC, 0.005, 0.005, 0.005}, /* STANDARDS.md: gqa_decode_attn 0.005 / 0.005 */
+    {"o", UG_CMP_NUMERIC, 0.005, 0.005, 0.005}, /* docs/STANDARDS.md: gqa_decode_attn 0.005 / 0.005 */
 };
 
 const ug_op_def ug_opdef_gqa_decode_attn = {
@@ -117,17 +126,9 @@ const ug_op_def ug_opdef_gqa_decode_attn = {
     .bench_level = 0,
     .outputs = outputs,
     .n_outputs = 1,
+    .decl = {"gqa_decode_attn", params, derived, tensors, check},
+    .semantics = UG_GL_ATTN_SEMANTICS("1/sqrt(D), exact") " Keys are those in [max(0, L_b - window), L_b).",
     .build = build,
     .oracle = oracle,
     .geometry = geometry,
-    .variants = ug_gqa_decode_attn_variants,
-    .params_doc =
-        "{\"batch\":\"sequences B (int 1..4096)\",\"heads_kv\":\"kv heads Hkv (int 1..256)\","
-        "\"group\":\"query heads per kv head Hq/Hkv (int 1..64; production 1, 2, 4, 8)\","
-        "\"dim\":\"head dim D (int, default 128 = production)\","
-        "\"ctx\":\"kv cache slots per sequence S = longest context (int >= 1)\","
-        "\"lens\":\"full (every L_b = S) | ragged (seeded L_b in 1..S, the last sequence S)\","
-        "\"window\":\"sliding window: attend only the last `window` keys of each sequence; 0 = off (default)\","
-        "\"tensors\":\"in q[B,Hq,D] bf16 (Hq = Hkv*group), k[B,Hkv,S,D] bf16, v[B,Hkv,S,D] bf16, "
-        "seq_lens[B] int32 (1..S); out o[B,Hq,D] bf16. Query head h uses kv head h / group; scale 1/sqrt(D)\"}",
 };

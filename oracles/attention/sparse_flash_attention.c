@@ -4,55 +4,50 @@
  *   o[t,n] = sum_i softmax_i(scale · q[t,n]·kv[j_i]) · kv[j_i][:512],  j_i = indices[t,i] != -1
  *
  * as in DeepSeek-V3.2: one latent kv head shared by all N query heads, K rows of 576
- * (kv_lora 512 + rope 64), V rows their first 512 dims. scale is an fp32 attribute
+ * (params kv_lora 512 + rope 64, fixed), V rows their first 512 dims. scale is an fp32 attribute
  * (default 576^-1/2), rounded to fp32 here as the kernel holds it; the spec rounds
  * nowhere else but at the bf16 output. The index tensor is structural: each token's valid
  * indices are distinct rows drawn from the seed; "pad" puts -1 padding at the end of a
  * token's list ("tail", the layout a top-k selector leaves for short contexts) or at
  * random slots ("scattered"), and every token keeps at least one valid index. A token
  * with no valid index would give zeros (the kernel and this oracle both define it so).
- * Primary standard: pypto, with STANDARDS.md's sparse-attention 1e-4 / 0.005 / 0.005. */
+ * Primary standard: pypto, with docs/STANDARDS.md's sparse-attention 1e-4 / 0.005 / 0.005. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/philox.h"
-#include "kernels/sim/attention/sparse_flash_attention.h"
 #include "oracles/attention/attn_rows.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
 
+/* The params the builder and the oracle use, read from the case's parsed params. */
 typedef struct {
-    long tokens, heads, kv_len, topk;
-    double scale;
+    long tokens, heads, kv_len, topk, dk, dv;
+    double scale; /* fp32 value */
     const char *pad;
 } sfa_params;
 
-static int read_params(const ug_spec *s, sfa_params *p, char *err, size_t errlen)
+static void read_params(const ug_case *c, sfa_params *p)
 {
-    if (ug_param_int(s->params, "tokens", 1, &p->tokens, err, errlen) ||
-        ug_param_int(s->params, "heads", 1, &p->heads, err, errlen) ||
-        ug_param_int(s->params, "kv_len", 1, &p->kv_len, err, errlen) ||
-        ug_param_int(s->params, "topk", 1, &p->topk, err, errlen) ||
-        ug_param_num(s->params, "scale", 1.0 / 24.0, &p->scale, err, errlen) ||
-        ug_param_str(s->params, "pad", "none", &p->pad, err, errlen))
-        return -2;
-    const char *bad = p->tokens < 1 || p->tokens > 4096                ? "tokens (1..4096)"
-                      : p->heads < 1 || p->heads > 256                  ? "heads (1..256)"
-                      : p->kv_len < 1 || p->kv_len > (1L << 17)         ? "kv_len (1..2^17)"
-                      : p->topk < 1 || p->topk > p->kv_len              ? "topk (1..kv_len)"
-                      : !(p->scale > 0) || !((float)p->scale < INFINITY) ? "scale (a positive fp32)"
-                      : strcmp(p->pad, "none") && strcmp(p->pad, "tail") && strcmp(p->pad, "scattered")
-                          ? "pad (none, tail or scattered)"
-                          : NULL;
-    if (!bad && p->tokens * p->heads * UG_SFA_DK > (1L << 26)) bad = "tokens*heads (q over 2^26 elements)";
-    if (!bad && p->kv_len * UG_SFA_DK > (1L << 26)) bad = "kv_len (kv over 2^26 elements)";
+    const ug_params *P = &c->params;
+    *p = (sfa_params){ug_p_int(P, "tokens"), ug_p_int(P, "heads"), ug_p_int(P, "kv_len"), ug_p_int(P, "topk"),
+                      ug_p_int(P, "dk"),     ug_p_int(P, "kv_lora"), ug_p_num(P, "scale"), ug_p_str(P, "pad")};
+}
+
+/* topk within kv_len; today's size caps: q and kv within 2^26 elements. */
+static int check(const ug_params *P, char *err, size_t errlen)
+{
+    long dk = ug_p_int(P, "dk");
+    const char *bad = ug_p_int(P, "topk") > ug_p_int(P, "kv_len")                  ? "topk (1..kv_len)"
+                      : ug_p_int(P, "tokens") * ug_p_int(P, "heads") * dk > (1L << 26) ? "tokens*heads (q over 2^26 elements)"
+                      : ug_p_int(P, "kv_len") * dk > (1L << 26)                      ? "kv_len (kv over 2^26 elements)"
+                                                                                     : NULL;
     if (bad) {
         snprintf(err, errlen, "sparse_flash_attention: param %s out of range", bad);
         return -2;
     }
-    p->scale = (float)p->scale; /* fp32 attribute */
     return 0;
 }
 
@@ -81,22 +76,13 @@ static void token_indices(const sfa_params *p, uint64_t seed, long t, long *perm
             if (draw(seed, 0x73637472u, t, i) % 4 == 0) out[i] = -1;
 }
 
+/* Fills indices from params.pad and the seed. */
 static int build(ug_case *c, char *err, size_t errlen)
 {
+    (void)err, (void)errlen;
     sfa_params p;
-    if (read_params(&c->spec, &p, err, errlen)) return -2;
-    if (c->spec.dtype != UG_DT_BF16) {
-        snprintf(err, errlen, "sparse_flash_attention: dtype must be bf16");
-        return -2;
-    }
-    int64_t qs[3] = {p.tokens, p.heads, UG_SFA_DK}, ks[2] = {p.kv_len, UG_SFA_DK}, is[2] = {p.tokens, p.topk};
-    int64_t os[3] = {p.tokens, p.heads, UG_SFA_DV};
-    ug_tensor *it;
-    if (!ug_case_add_input(c, "q", UG_DT_BF16, 3, qs, 1, err, errlen) ||
-        !ug_case_add_input(c, "kv", UG_DT_BF16, 2, ks, 1, err, errlen) ||
-        !(it = ug_case_add_input(c, "indices", UG_DT_INT32, 2, is, 0, err, errlen)) ||
-        !ug_case_add_output(c, "o", UG_DT_BF16, 3, os, err, errlen))
-        return -2;
+    read_params(c, &p);
+    ug_tensor *it = ug_case_input_mut(c, "indices");
     long *perm = malloc((size_t)p.kv_len * sizeof *perm);
     if (!perm) return -1;
     for (long i = 0; i < p.kv_len; i++) perm[i] = i;
@@ -113,7 +99,7 @@ static size_t gather_keys(const ug_case *c, const sfa_params *p, size_t t, doubl
     for (size_t i = 0; i < (size_t)p->topk; i++) {
         double j = ug_tload(it, t * (size_t)p->topk + i);
         if (j < 0) continue; /* -1: padding, no key */
-        memcpy(kd + n++ * UG_SFA_DK, kv->values + (size_t)j * UG_SFA_DK, UG_SFA_DK * sizeof *kd);
+        memcpy(kd + n++ * (size_t)p->dk, kv->values + (size_t)j * (size_t)p->dk, (size_t)p->dk * sizeof *kd);
     }
     return n;
 }
@@ -121,29 +107,24 @@ static size_t gather_keys(const ug_case *c, const sfa_params *p, size_t t, doubl
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     sfa_params p;
-    char err[160];
-    if (read_params(&c->spec, &p, err, sizeof err)) return -2;
+    read_params(c, &p);
     const ug_tensor *q = ug_case_input(c, "q");
-    size_t pos = 0, have = (size_t)-1, n = 0;
-    double *kd = malloc((size_t)p.topk * UG_SFA_DK * sizeof *kd);
+    size_t pos = 0, have = (size_t)-1, n = 0, dk = (size_t)p.dk, dv = (size_t)p.dv;
+    double *kd = malloc((size_t)p.topk * dk * sizeof *kd);
     ug_num *s = malloc(2 * (size_t)p.topk * sizeof *s);
-    if (!kd || !s) {
-        free(kd);
-        free(s);
-        return -1;
-    }
-    while (pos < sel->n[0]) {
-        size_t row = sel->idx[0][pos] / UG_SFA_DV, t = row / (size_t)p.heads;
+    int rc = kd && s ? 0 : -1;
+    while (!rc && pos < sel->n[0]) {
+        size_t row = sel->idx[0][pos] / dv, t = row / (size_t)p.heads;
         if (have != t) n = gather_keys(c, &p, t, kd); /* a token's heads share its keys */
         have = t;
         size_t mark = ug_ar_mark(ar);
-        ug_gl_attn_scores(ar, q->values + row * UG_SFA_DK, kd, UG_SFA_DK, UG_SFA_DK, n, ug_c(ar, p.scale), s);
-        ug_gl_attn_emit_row(ar, s, s + p.topk, n, kd, UG_SFA_DK, UG_SFA_DV, 0, sel, &pos, row);
+        rc = ug_gl_attn_emit_query(ar, q->values + row * dk, kd, dk, dk, n, ug_c(ar, p.scale), kd, dk, dv, s, 0, sel,
+                                   &pos, row);
         ug_ar_release(ar, mark);
     }
     free(kd);
     free(s);
-    return 0;
+    return rc;
 }
 
 static void geometry(const ug_case *c, int out, ug_geom *g)
@@ -151,8 +132,38 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
     ug_geom_last_dim(&c->out[out], (size_t)c->out[0].shape[1], 64, g); /* row tile: one token's heads */
 }
 
+static const ug_param_decl params[] = {
+    {"tokens", UG_PARAM_INT, "1", 1, 4096, NULL, "query tokens T"},
+    {"heads", UG_PARAM_INT, "1", 1, 256, NULL, "query heads N (production 128)"},
+    {"kv_len", UG_PARAM_INT, "1", 1, 1 << 17, NULL, "kv rows S"},
+    {"topk", UG_PARAM_INT, "1", 1, 1 << 17, NULL, "index slots per token, at most kv_len (production 2048)"},
+    {"kv_lora", UG_PARAM_INT, "512", 512, 512, NULL, "latent dim: the value row, the first kv_lora dims of a kv row (fixed)"},
+    {"rope", UG_PARAM_INT, "64", 64, 64, NULL, "rope dims after the latent ones in q and kv rows (fixed)"},
+    {"scale", UG_PARAM_F32, "1/sqrt(kv_lora + rope)", 0x1p-1074, 0x1.fffffefffffffp127, NULL,
+     "multiplier of q·k (fp32 attribute, positive and finite in fp32); default 576^-1/2 = 1/24"},
+    {"pad", UG_PARAM_ENUM, "none", 0, 0, "none|tail|scattered",
+     "none: every slot valid; tail: seeded 1..topk valid slots, then -1; scattered: about a quarter of the slots "
+     "after the first are -1"},
+    {NULL},
+};
+
+static const ug_derived_decl derived[] = {
+    {"dk", "kv_lora + rope", "q·k length and kv row width (576)"},
+    {NULL},
+};
+
+static const ug_tensor_decl tensors[] = {
+    {"q", UG_TENSOR_INPUT, "bf16:bf16", "tokens, heads, dk", "queries (TND)"},
+    {"kv", UG_TENSOR_INPUT, "bf16:bf16", "kv_len, dk",
+     "one latent kv head shared by all heads: K = the row, V = its first kv_lora dims"},
+    {"indices", UG_TENSOR_BUILT, "int32", "tokens, topk",
+     "distinct rows of kv per token, -1 = padding (ignored); every token keeps at least one valid index"},
+    {"o", UG_TENSOR_OUTPUT, "bf16:bf16", "tokens, heads, kv_lora", "attention output, rounded once to bf16"},
+    {NULL},
+};
+
 static const ug_output_rule outputs[] = {
-    {"o", UG_CMP_NUMERIC, 1e-4, 0.005, 0.005}, /* STANDARDS.md: sparse attention 1e-4 / 0.005, budget 0.005 */
+    {"o", UG_CMP_NUMERIC, 1e-4, 0.005, 0.005}, /* docs/STANDARDS.md: sparse attention 1e-4 / 0.005, budget 0.005 */
 };
 
 const ug_op_def ug_opdef_sparse_flash_attention = {
@@ -163,17 +174,10 @@ const ug_op_def ug_opdef_sparse_flash_attention = {
     .bench_level = 0,
     .outputs = outputs,
     .n_outputs = 1,
+    .decl = {"sparse_flash_attention", params, derived, tensors, check},
+    .semantics = UG_GL_ATTN_SEMANTICS("the fp32 value of params.scale") " Keys are the kv rows a token's valid "
+                 "indices name (K the whole row, V its first kv_lora dims); a token with no valid index gives zeros.",
     .build = build,
     .oracle = oracle,
     .geometry = geometry,
-    .variants = ug_sparse_flash_attention_variants,
-    .params_doc =
-        "{\"tokens\":\"query tokens T (int 1..4096)\",\"heads\":\"query heads N (int 1..256; production 128)\","
-        "\"kv_len\":\"kv rows S (int >= 1)\",\"topk\":\"index slots per token (int 1..kv_len; production 2048)\","
-        "\"scale\":\"fp32 multiplier of q·k (default 576^-1/2)\","
-        "\"pad\":\"none (every slot valid) | tail (seeded 1..topk valid, then -1) | scattered (about a quarter of "
-        "the slots after the first are -1)\","
-        "\"tensors\":\"in q[T,N,576] bf16, kv[S,576] bf16 (one latent kv head shared by all heads: K = the row, "
-        "V = its first 512 dims), indices[T,topk] int32 (distinct rows of kv, -1 = padding, ignored); "
-        "out o[T,N,512] bf16; a token with no valid index gives zeros\"}",
 };

@@ -1,11 +1,13 @@
-/* gl_attn_tiles.c — the tile loop of one attention query row (see gl_attn_tiles.h).
+/* attn_tiles.c — the tile loop of one attention query row (see attn_tiles.h).
  *
  * Per tile of keys: scores s_j = (q·k_j summed in fp32; bf16 products are exact in fp32)
  * times scale; the running max m grows to cover the tile, the running sum l and the
  * unnormalised output acc are rescaled by exp(m_old - m_new); p_j = exp(s_j - m_new) in
  * fp32 feeds l, and (cast to bf16 when the kernel says so) the P·V products summed in
  * fp32 into acc. At the end o = acc / l. This is the FlashAttention-2 forward of one row,
- * with each place a device rounds marked. */
+ * with each place a device rounds marked. Special values: a -inf score gives weight 0 and
+ * its value row is skipped; a live key's non-finite value is recorded per column and
+ * replaces that column at the end (an underflowed weight times inf would give NaN). */
 #include <math.h>
 #include <string.h>
 
@@ -32,15 +34,19 @@ static float tile_scores(const ug_gl_attn_cfg *cfg, const float *q, const float 
     return tm;
 }
 
-/* acc += P·V over one tile (acc already rescaled). */
-static void tile_pv(const ug_gl_attn_cfg *cfg, const float *s, const float *v, size_t len, float *acc)
+/* acc += P·V over one tile (acc already rescaled); raw[j] -inf marks a dead key. Records
+ * in special[d] the non-finite value column d takes (0: none; NaN when they disagree). */
+static void tile_pv(const ug_gl_attn_cfg *cfg, const float *s, const float *raw, const float *v, size_t len, float *acc,
+                    float *special)
 {
     for (size_t j = 0; j < len; j++) {
+        if (raw[j] == -INFINITY) continue; /* dead key: weight 0, value ignored */
         float p = cfg->flags & UG_GL_ATTN_P_BF16 ? ug_sim_round_bf16(s[j]) : s[j]; /* rounds: bf16 P */
         const float *vj = v + j * cfg->ldv;
         for (size_t d = 0; d < cfg->dv; d++) {
             acc[d] += p * vj[d]; /* rounds: fp32 */
             if (cfg->flags & UG_GL_ATTN_BUG_PV_BF16) acc[d] = ug_sim_round_bf16(acc[d]); /* bug: bf16 accumulator */
+            if (!isfinite(vj[d])) special[d] = special[d] == 0.0f || special[d] == vj[d] ? vj[d] : NAN;
         }
     }
 }
@@ -48,8 +54,9 @@ static void tile_pv(const ug_gl_attn_cfg *cfg, const float *s, const float *v, s
 void ug_gl_attn_row(const ug_gl_attn_cfg *cfg, const float *q, const float *k, const float *v, size_t n, float *o,
                     float *scratch)
 {
-    float m = -INFINITY, l = 0.0f;
+    float m = -INFINITY, l = 0.0f, *raw = scratch + cfg->tile, *special = raw + cfg->tile;
     memset(o, 0, cfg->dv * sizeof *o);
+    memset(special, 0, cfg->dv * sizeof *special);
     for (size_t t = 0; t < n; t += cfg->tile) {
         size_t len = n - t < cfg->tile ? n - t : cfg->tile;
         float tm = tile_scores(cfg, q, k + t * cfg->ldk, len, scratch);
@@ -57,17 +64,19 @@ void ug_gl_attn_row(const ug_gl_attn_cfg *cfg, const float *q, const float *k, c
         float alpha = m == -INFINITY ? 0.0f : expf(m - m_new); /* rounds: fp32 exp */
         if (cfg->flags & UG_GL_ATTN_BUG_LOCAL_MAX) alpha = 1.0f; /* bug: earlier tiles keep their own max */
         float ts = 0.0f;
+        memcpy(raw, scratch, len * sizeof *raw);
         for (size_t j = 0; j < len; j++) {
-            scratch[j] = expf(scratch[j] - m_new); /* rounds: fp32 sub and exp */
-            ts += scratch[j];                      /* rounds: fp32 */
+            scratch[j] = raw[j] == -INFINITY ? 0.0f : expf(raw[j] - m_new); /* rounds: fp32 sub and exp */
+            ts += scratch[j];                                                  /* rounds: fp32 */
         }
         l = (cfg->flags & UG_GL_ATTN_BUG_NO_SUM_RESCALE ? l : l * alpha) + ts; /* rounds: fp32 */
         for (size_t d = 0; d < cfg->dv; d++) o[d] *= alpha; /* rounds: fp32 */
-        tile_pv(cfg, scratch, v + t * cfg->ldv, len, o);
+        tile_pv(cfg, scratch, raw, v + t * cfg->ldv, len, o, special);
         m = m_new;
     }
     for (size_t d = 0; d < cfg->dv; d++) {
-        o[d] = n ? o[d] / l : 0.0f; /* rounds: fp32 div */
+        o[d] = l == 0.0f ? 0.0f : o[d] / l; /* rounds: fp32 div; no live key: zeros */
+        if (special[d] != 0.0f && !isnan(l) && l != 0.0f) o[d] = special[d]; /* a non-finite live value */
         if (cfg->flags & UG_GL_ATTN_BUG_SCALE_AFTER) o[d] *= cfg->scale; /* bug: scale after softmax */
     }
 }

@@ -1,12 +1,14 @@
-/* gl_attn_tiles.h — one query row of decode-style attention, the way a device's flash
+/* attn_tiles.h — one query row of decode-style attention, the way a device's flash
  * kernel walks the keys: tiles of keys, fp32 scores, online softmax, fp32 P·V.
  *
- * Shared by the GreenLight attention kernels (gqa_decode_attn, incre_flash_attention_mla,
- * sparse_flash_attention): they differ in how they find a row's keys (window, paged cache,
- * top-k indices) and gather them into fp32 rows; the tile loop and its planted bugs are
- * the same code. */
-#ifndef UG_SIM_GL_ATTN_TILES_H
-#define UG_SIM_GL_ATTN_TILES_H
+ * Shared by the attention kernels gqa_decode_attn, incre_flash_attention_mla and
+ * sparse_flash_attention: they differ in how they find a row's keys (window, paged cache,
+ * top-k indices) and gather them into fp32 rows; the tile loop, its special-value rule
+ * (the ops' semantics: a -inf score is a dead key, NaN/+inf scores make the row NaN, a
+ * row with no live key is zeros, a non-finite value at a live key decides its column)
+ * and its planted bugs are the same code. */
+#ifndef UG_SIM_ATTN_TILES_H
+#define UG_SIM_ATTN_TILES_H
 #include <stddef.h>
 
 /* Device choices and planted bugs of the tile loop (bit flags). */
@@ -27,7 +29,9 @@ typedef struct {
 
 /* o[0..dv) = softmax(scale * q·k_j) · v_j over the n keys k_j = k + j*ldk, v_j = v + j*ldv
  * (all fp32 holding bf16 values), computed in fp32 tiles. o is left in fp32 for the
- * caller to store; n == 0 gives zeros. scratch holds at least cfg->tile floats. */
+ * caller to store; n == 0 gives zeros. scratch holds at least UG_GL_ATTN_SCRATCH(tile, dv)
+ * floats. */
+#define UG_GL_ATTN_SCRATCH(tile, dv) (2 * (tile) + (dv))
 void ug_gl_attn_row(const ug_gl_attn_cfg *cfg, const float *q, const float *k, const float *v, size_t n, float *o,
                     float *scratch);
 

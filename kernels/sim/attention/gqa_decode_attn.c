@@ -6,14 +6,14 @@
  * Device model: one core per (sequence, kv head) loads that head's K/V rows once (bf16,
  * widened exactly to fp32) and serves the group's query heads from them, in tiles of 128
  * keys starting at the window's first key: fp32 scores, online softmax, P cast to bf16
- * before P·V, fp32 accumulation, o rounded once to bf16 (gl_attn_tiles.c). The scale is
- * the fp32 value of 1/sqrt(D). */
+ * before P·V, fp32 accumulation, o rounded once to bf16 (attn_tiles.c, which also holds
+ * the special-value rule). The scale is the fp32 value of 1/sqrt(D). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/ops.h"
 #include "kernels/sim/attention/attn_tiles.h"
-#include "kernels/sim/attention/gqa_decode_attn.h"
 #include "kernels/sim/simlib.h"
 
 #define GQA_TILE 128
@@ -35,10 +35,10 @@ static int same_dims(const ulpgym_tensor *t, const int64_t *want, int n)
 /* Finds the tensors and checks their shapes agree: q [B,Hq,D], k/v [B,Hkv,S,D], seq_lens [B], o [B,Hq,D]. */
 static int gqa_open(const ulpgym_call *call, gqa_view *g, char *err, size_t errlen)
 {
-    ug_sim_params p;
-    if (ug_sim_params_open(&p, call, err, errlen)) return -2;
-    g->window = ug_sim_int(&p, "window", 0);
-    ug_sim_params_close(&p);
+    ug_params p;
+    if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
+    g->window = ug_p_int(&p, "window");
+    ug_params_free(&p);
     g->q = ug_sim_in(call, "q", 3, err, errlen);
     g->k = ug_sim_in(call, "k", 4, err, errlen);
     g->v = ug_sim_in(call, "v", 4, err, errlen);
@@ -49,8 +49,7 @@ static int gqa_open(const ulpgym_call *call, gqa_view *g, char *err, size_t errl
     g->hkv = g->k->shape[1], g->s = g->k->shape[2];
     int64_t kv[4] = {g->b, g->hkv, g->s, g->d}, bl[1] = {g->b};
     if (!same_dims(g->k, kv, 4) || !same_dims(g->v, kv, 4) || !same_dims(g->lens, bl, 1) ||
-        !same_dims(g->o, g->q->shape, 3) || g->hkv < 1 || g->hq % g->hkv || g->lens->dtype != ULPGYM_INT32 ||
-        g->window < 0) {
+        !same_dims(g->o, g->q->shape, 3) || g->hkv < 1 || g->hq % g->hkv || g->lens->dtype != ULPGYM_INT32) {
         snprintf(err, errlen, "gqa_decode_attn: tensor shapes disagree (q [B,Hq,D], k/v [B,Hkv,S,D], Hq %% Hkv == 0)");
         return -2;
     }
@@ -85,7 +84,7 @@ static int gqa_kernel(const ulpgym_call *call, char *err, size_t errlen, gqa_bug
     if (gqa_open(call, &g, err, errlen)) return -2;
     const int32_t *lens = g.lens->data;
     size_t d = (size_t)g.d, s = (size_t)g.s;
-    float *kf = malloc((2 * s * d + 2 * d + GQA_TILE + 1) * sizeof *kf);
+    float *kf = malloc((2 * s * d + 2 * d + UG_GL_ATTN_SCRATCH(GQA_TILE, d)) * sizeof *kf);
     if (!kf) return -1;
     float *vf = kf + s * d, *qf = vf + s * d, *of = qf + d, *scratch = of + d;
     int rc = 0;
@@ -110,7 +109,7 @@ static int k_pv_bf16(const ulpgym_call *c, char *e, size_t l) { return gqa_kerne
 static int k_rescale(const ulpgym_call *c, char *e, size_t l) { return gqa_kernel(c, e, l, MUT_NO_SUM_RESCALE); }
 static int k_kv_head(const ulpgym_call *c, char *e, size_t l) { return gqa_kernel(c, e, l, MUT_KV_HEAD_MOD); }
 
-const ug_kernel_variant ug_gqa_decode_attn_variants[] = {
+const ug_kernel_variant ug_variants_gqa_decode_attn[] = {
     {"sim", "device-style GQA decode: K/V loaded once per kv head, 128-key tiles, online softmax, bf16 P, fp32 acc",
      k_sim},
     {"mut_window_off_by_one", "sliding window keeps window+1 keys (visible only when the context exceeds the window)",

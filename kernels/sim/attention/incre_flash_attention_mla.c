@@ -15,18 +15,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/ops.h"
 #include "kernels/sim/attention/attn_tiles.h"
-#include "kernels/sim/attention/incre_flash_attention_mla.h"
 #include "kernels/sim/simlib.h"
 
 #define MLA_TILE 128
-#define MLA_DK (UG_MLA_KV_LORA + UG_MLA_ROPE)
 
 typedef enum { MUT_NONE, MUT_SCALE_512, MUT_DROP_PARTIAL_BLOCK } mla_bug;
 
 typedef struct {
     const ulpgym_tensor *qn, *qr, *ckv, *kr, *table, *lens, *o;
     long b, hq, nkv, nblocks, bs, maxb;
+    long lora, rope, dk; /* params kv_lora (512), rope (64); dk = their sum */
 } mla_view;
 
 static int dims_are(const ulpgym_tensor *t, int n, const int64_t *want)
@@ -39,6 +39,10 @@ static int dims_are(const ulpgym_tensor *t, int n, const int64_t *want)
 /* Finds the tensors and checks that their shapes agree. */
 static int mla_open(const ulpgym_call *call, mla_view *m, char *err, size_t errlen)
 {
+    ug_params p;
+    if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
+    m->lora = ug_p_int(&p, "kv_lora"), m->rope = ug_p_int(&p, "rope"), m->dk = m->lora + m->rope;
+    ug_params_free(&p);
     m->qn = ug_sim_in(call, "q_nope", 3, err, errlen);
     m->qr = ug_sim_in(call, "q_rope", 3, err, errlen);
     m->ckv = ug_sim_in(call, "c_kv", 4, err, errlen);
@@ -50,8 +54,8 @@ static int mla_open(const ulpgym_call *call, mla_view *m, char *err, size_t errl
     m->b = m->qn->shape[0], m->hq = m->qn->shape[1];
     m->nblocks = m->ckv->shape[0], m->bs = m->ckv->shape[1], m->nkv = m->ckv->shape[2];
     m->maxb = m->table->shape[1];
-    int64_t qn[3] = {m->b, m->hq, UG_MLA_KV_LORA}, qr[3] = {m->b, m->hq, UG_MLA_ROPE};
-    int64_t ck[4] = {m->nblocks, m->bs, m->nkv, UG_MLA_KV_LORA}, kr[4] = {m->nblocks, m->bs, m->nkv, UG_MLA_ROPE};
+    int64_t qn[3] = {m->b, m->hq, m->lora}, qr[3] = {m->b, m->hq, m->rope};
+    int64_t ck[4] = {m->nblocks, m->bs, m->nkv, m->lora}, kr[4] = {m->nblocks, m->bs, m->nkv, m->rope};
     if (!dims_are(m->qn, 3, qn) || !dims_are(m->qr, 3, qr) || !dims_are(m->ckv, 4, ck) || !dims_are(m->kr, 4, kr) ||
         !dims_are(m->o, 3, qn) || m->table->shape[0] != m->b || m->lens->shape[0] != m->b || m->nkv < 1 ||
         m->hq % m->nkv || m->table->dtype != ULPGYM_INT32 || m->lens->dtype != ULPGYM_INT32) {
@@ -74,8 +78,8 @@ static int mla_gather(const mla_view *m, long b, long g, long n, float *kf, char
             return -2;
         }
         size_t slot = (size_t)((blk * m->bs + j % m->bs) * m->nkv + g);
-        ug_sim_load(m->ckv, slot * UG_MLA_KV_LORA, UG_MLA_KV_LORA, kf + j * MLA_DK);
-        ug_sim_load(m->kr, slot * UG_MLA_ROPE, UG_MLA_ROPE, kf + j * MLA_DK + UG_MLA_KV_LORA);
+        ug_sim_load(m->ckv, slot * m->lora, m->lora, kf + j * m->dk);
+        ug_sim_load(m->kr, slot * m->rope, m->rope, kf + j * m->dk + m->lora);
     }
     return 0;
 }
@@ -87,10 +91,10 @@ static void mla_heads(const mla_view *m, const ug_gl_attn_cfg *cfg, long b, long
     long group = m->hq / m->nkv;
     for (long h = g * group; h < (g + 1) * group; h++) {
         size_t row = (size_t)(b * m->hq + h);
-        ug_sim_load(m->qn, row * UG_MLA_KV_LORA, UG_MLA_KV_LORA, qf);
-        ug_sim_load(m->qr, row * UG_MLA_ROPE, UG_MLA_ROPE, qf + UG_MLA_KV_LORA);
+        ug_sim_load(m->qn, row * m->lora, m->lora, qf);
+        ug_sim_load(m->qr, row * m->rope, m->rope, qf + m->lora);
         ug_gl_attn_row(cfg, qf, kf, kf, (size_t)n, of, scratch); /* V = the c_kv part of each row */
-        ug_sim_store(m->o, row * UG_MLA_KV_LORA, UG_MLA_KV_LORA, of); /* rounds: bf16 output */
+        ug_sim_store(m->o, row * m->lora, m->lora, of); /* rounds: bf16 output */
     }
 }
 
@@ -100,11 +104,12 @@ static int mla_kernel(const ulpgym_call *call, char *err, size_t errlen, mla_bug
     if (mla_open(call, &m, err, errlen)) return -2;
     const int32_t *lens = m.lens->data;
     long cap = m.maxb * m.bs;
-    float *kf = malloc(((size_t)cap * MLA_DK + MLA_DK + UG_MLA_KV_LORA + MLA_TILE) * sizeof *kf);
+    float *kf = malloc(((size_t)cap * m.dk + m.dk + m.lora +
+                       UG_GL_ATTN_SCRATCH(MLA_TILE, m.lora)) * sizeof *kf);
     if (!kf) return -1;
-    float *qf = kf + (size_t)cap * MLA_DK, *of = qf + MLA_DK, *scratch = of + UG_MLA_KV_LORA;
-    double dk = bug == MUT_SCALE_512 ? UG_MLA_KV_LORA : MLA_DK; /* bug: 512^-1/2, the rope dims forgotten */
-    ug_gl_attn_cfg cfg = {MLA_DK, UG_MLA_KV_LORA, MLA_DK, MLA_DK, MLA_TILE, (float)(1.0 / sqrt(dk)), 0};
+    float *qf = kf + (size_t)cap * m.dk, *of = qf + m.dk, *scratch = of + m.lora;
+    double dk = bug == MUT_SCALE_512 ? m.lora : m.dk; /* bug: 512^-1/2, the rope dims forgotten */
+    ug_gl_attn_cfg cfg = {m.dk, m.lora, m.dk, m.dk, MLA_TILE, (float)(1.0 / sqrt(dk)), 0};
     int rc = 0;
     for (long b = 0; b < m.b && !rc; b++) {
         long len = lens[b];
@@ -127,7 +132,7 @@ static int k_sim(const ulpgym_call *c, char *e, size_t l) { return mla_kernel(c,
 static int k_scale(const ulpgym_call *c, char *e, size_t l) { return mla_kernel(c, e, l, MUT_SCALE_512); }
 static int k_partial(const ulpgym_call *c, char *e, size_t l) { return mla_kernel(c, e, l, MUT_DROP_PARTIAL_BLOCK); }
 
-const ug_kernel_variant ug_incre_flash_attention_mla_variants[] = {
+const ug_kernel_variant ug_variants_incre_flash_attention_mla[] = {
     {"sim", "device-style MLA decode: paged gather per kv head, 128-key tiles, one 576-dim fp32 dot, online softmax",
      k_sim},
     {"mut_scale_512", "softmax scale 512^-1/2 instead of 576^-1/2 (the rope dims left out)", k_scale},

@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/ops.h"
 #include "kernels/sim/attention/attn_tiles.h"
-#include "kernels/sim/attention/sparse_flash_attention.h"
 #include "kernels/sim/simlib.h"
 
 #define SFA_BLOCK 64
@@ -23,25 +23,27 @@ typedef enum { MUT_NONE, MUT_PAD_AS_ZERO, MUT_LOCAL_MAX, MUT_SCALE_AFTER } sfa_b
 typedef struct {
     const ulpgym_tensor *q, *kv, *idx, *o;
     long t, n, s, topk;
-    float scale;
+    long dk, dv; /* params kv_lora + rope (576) and kv_lora (512) */
+    float scale; /* the fp32 attribute */
 } sfa_view;
 
 /* Finds the tensors and checks their shapes: q [T,N,576], kv [S,576], indices [T,topk], o [T,N,512]. */
 static int sfa_open(const ulpgym_call *call, sfa_view *v, char *err, size_t errlen)
 {
-    ug_sim_params p;
-    if (ug_sim_params_open(&p, call, err, errlen)) return -2;
-    v->scale = (float)ug_sim_num(&p, "scale", 1.0 / 24.0);
-    ug_sim_params_close(&p);
+    ug_params p;
+    if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
+    v->scale = (float)ug_p_num(&p, "scale"); /* exact: an fp32 value */
+    v->dv = ug_p_int(&p, "kv_lora"), v->dk = v->dv + ug_p_int(&p, "rope");
+    ug_params_free(&p);
     v->q = ug_sim_in(call, "q", 3, err, errlen);
     v->kv = ug_sim_in(call, "kv", 2, err, errlen);
     v->idx = ug_sim_in(call, "indices", 2, err, errlen);
     v->o = ug_sim_out(call, "o", 3, err, errlen);
     if (!v->q || !v->kv || !v->idx || !v->o) return -2;
     v->t = v->q->shape[0], v->n = v->q->shape[1], v->s = v->kv->shape[0], v->topk = v->idx->shape[1];
-    if (v->q->shape[2] != UG_SFA_DK || v->kv->shape[1] != UG_SFA_DK || v->idx->shape[0] != v->t ||
+    if (v->q->shape[2] != v->dk || v->kv->shape[1] != v->dk || v->idx->shape[0] != v->t ||
         v->idx->dtype != ULPGYM_INT32 || v->o->shape[0] != v->t || v->o->shape[1] != v->n ||
-        v->o->shape[2] != UG_SFA_DV) {
+        v->o->shape[2] != v->dv) {
         snprintf(err, errlen, "sparse_flash_attention: tensor shapes disagree (q [T,N,576], kv [S,576], "
                               "indices [T,topk] int32, o [T,N,512])");
         return -2;
@@ -62,7 +64,7 @@ static long sfa_gather(const sfa_view *v, long t, sfa_bug bug, float *kf, char *
             snprintf(err, errlen, "sparse_flash_attention: indices[%ld][%ld] = %ld outside -1..%ld", t, i, j, v->s - 1);
             return -2;
         }
-        ug_sim_load(v->kv, (size_t)j * UG_SFA_DK, UG_SFA_DK, kf + (size_t)n++ * UG_SFA_DK);
+        ug_sim_load(v->kv, (size_t)(j * v->dk), (size_t)v->dk, kf + (size_t)(n++ * v->dk));
     }
     return n;
 }
@@ -71,10 +73,11 @@ static int sfa_kernel(const ulpgym_call *call, char *err, size_t errlen, sfa_bug
 {
     sfa_view v;
     if (sfa_open(call, &v, err, errlen)) return -2;
-    float *kf = malloc(((size_t)v.topk * UG_SFA_DK + UG_SFA_DK + UG_SFA_DV + SFA_BLOCK) * sizeof *kf);
+    size_t dk = (size_t)v.dk, dv = (size_t)v.dv;
+    float *kf = malloc(((size_t)v.topk * dk + dk + dv + UG_GL_ATTN_SCRATCH(SFA_BLOCK, dv)) * sizeof *kf);
     if (!kf) return -1;
-    float *qf = kf + (size_t)v.topk * UG_SFA_DK, *of = qf + UG_SFA_DK, *scratch = of + UG_SFA_DV;
-    ug_gl_attn_cfg cfg = {UG_SFA_DK, UG_SFA_DV, UG_SFA_DK, UG_SFA_DK, SFA_BLOCK, v.scale, 0};
+    float *qf = kf + (size_t)v.topk * dk, *of = qf + dk, *scratch = of + dv;
+    ug_gl_attn_cfg cfg = {dk, dv, dk, dk, SFA_BLOCK, v.scale, 0};
     if (bug == MUT_LOCAL_MAX) cfg.flags |= UG_GL_ATTN_BUG_LOCAL_MAX;
     if (bug == MUT_SCALE_AFTER) cfg.flags |= UG_GL_ATTN_BUG_SCALE_AFTER;
     int rc = 0;
@@ -86,9 +89,9 @@ static int sfa_kernel(const ulpgym_call *call, char *err, size_t errlen, sfa_bug
         }
         for (long h = 0; h < v.n; h++) {
             size_t row = (size_t)(t * v.n + h);
-            ug_sim_load(v.q, row * UG_SFA_DK, UG_SFA_DK, qf);
+            ug_sim_load(v.q, row * dk, dk, qf);
             ug_gl_attn_row(&cfg, qf, kf, kf, (size_t)n, of, scratch); /* V = first 512 dims of each row */
-            ug_sim_store(v.o, row * UG_SFA_DV, UG_SFA_DV, of);        /* rounds: bf16 output */
+            ug_sim_store(v.o, row * dv, dv, of);                      /* rounds: bf16 output */
         }
     }
     free(kf);
@@ -100,7 +103,7 @@ static int k_pad(const ulpgym_call *c, char *e, size_t l) { return sfa_kernel(c,
 static int k_local_max(const ulpgym_call *c, char *e, size_t l) { return sfa_kernel(c, e, l, MUT_LOCAL_MAX); }
 static int k_scale_after(const ulpgym_call *c, char *e, size_t l) { return sfa_kernel(c, e, l, MUT_SCALE_AFTER); }
 
-const ug_kernel_variant ug_sparse_flash_attention_variants[] = {
+const ug_kernel_variant ug_variants_sparse_flash_attention[] = {
     {"sim", "device-style sparse MLA attention: per-token gather of the top-k rows, 64-key blocks, online softmax",
      k_sim},
     {"mut_pad_as_zero", "-1 padding indices read as kv row 0 (visible only where a token has padding)", k_pad},
