@@ -92,32 +92,57 @@ long ug_fa_batch_of(const ug_fa_params *p, long t)
     return b;
 }
 
-long ug_fa_row(ug_ar *ar, const ug_fa_params *p, const double *q, const double *k, long t, long h, ug_num *e,
-               unsigned char *live, ug_num *m, ug_num *total)
+long ug_attn_weights(ug_ar *ar, const double *qr, const double *k, size_t kstride, long n, size_t d, double scale,
+                     ug_num *e, unsigned char *live, ug_num *m, ug_num *total)
 {
-    long b = ug_fa_batch_of(p, t), n = ug_fa_visible(p, b, t - p->cu_q[b]), n_live = 0;
-    size_t d = (size_t)p->dim, hh = (size_t)p->heads;
-    const double *qr = q + ((size_t)t * hh + (size_t)h) * d;
+    long n_live = 0;
     for (long j = 0; j < n; j++) { /* the class of each score, in double (finite inputs stay finite here) */
-        const double *kr = k + ((size_t)(p->cu_k[b] + j) * hh + (size_t)h) * d;
+        const double *kr = k + (size_t)j * kstride;
         double s = 0;
         for (size_t i = 0; i < d; i++) s += qr[i] * kr[i];
-        s *= p->scale;
+        s *= scale;
         if (isnan(s) || s == INFINITY) return -1;
         live[j] = s != -INFINITY;
         n_live += live[j];
     }
     if (n_live == 0) return 0;
-    ug_num sc = ug_c(ar, p->scale), zero = ug_c(ar, 0.0);
+    ug_num sc = ug_c(ar, scale), zero = ug_c(ar, 0.0);
     int first = 1;
     for (long j = 0; j < n; j++) {
         if (!live[j]) continue;
-        const double *kr = k + ((size_t)(p->cu_k[b] + j) * hh + (size_t)h) * d;
-        e[j] = ug_mul(ar, ug_dot_d(ar, qr, 1, kr, 1, d), sc); /* the score, exp taken below */
+        e[j] = ug_mul(ar, ug_dot_d(ar, qr, 1, k + (size_t)j * kstride, 1, d), sc); /* the score, exp taken below */
         *m = first ? e[j] : ug_max(ar, *m, e[j]);
         first = 0;
     }
     for (long j = 0; j < n; j++) e[j] = live[j] ? ug_exp(ar, ug_sub(ar, e[j], *m)) : zero;
     *total = ug_sum(ar, e, (size_t)n);
     return n;
+}
+
+ug_num ug_attn_weighted_v(ug_ar *ar, const ug_num *e, const unsigned char *live, const double *vc, size_t stride,
+                          long n, ug_num total, double *col)
+{
+    int nan = 0, pinf = 0, ninf = 0, dead = 0;
+    for (long j = 0; j < n; j++) {
+        double x = vc[(size_t)j * stride];
+        col[j] = live[j] ? x : 0.0;
+        dead |= !live[j];
+        if (!live[j]) continue;
+        nan |= isnan(x);
+        pinf |= x == INFINITY;
+        ninf |= x == -INFINITY;
+    }
+    if (nan || (pinf && ninf)) return ug_c(ar, NAN);
+    if (pinf || ninf) return ug_c(ar, pinf ? INFINITY : -INFINITY);
+    ug_num acc = dead ? ug_dot_nd(ar, e, col, 1, (size_t)n) : ug_dot_nd(ar, e, vc, stride, (size_t)n);
+    return ug_div(ar, acc, total);
+}
+
+long ug_fa_row(ug_ar *ar, const ug_fa_params *p, const double *q, const double *k, long t, long h, ug_num *e,
+               unsigned char *live, ug_num *m, ug_num *total)
+{
+    long b = ug_fa_batch_of(p, t), n = ug_fa_visible(p, b, t - p->cu_q[b]);
+    size_t d = (size_t)p->dim, hd = (size_t)p->heads * d;
+    const double *qr = q + ((size_t)t * (size_t)p->heads + (size_t)h) * d;
+    return ug_attn_weights(ar, qr, k + (size_t)p->cu_k[b] * hd + (size_t)h * d, hd, n, d, p->scale, e, live, m, total);
 }

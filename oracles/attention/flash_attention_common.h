@@ -1,4 +1,5 @@
-/* flash_attention_common.h — what flash_attention_mha and flash_attention_mha_grad share:
+/* flash_attention_common.h — what flash_attention_mha and flash_attention_mha_grad share
+ * (and, for the softmax row and its special values, page_attention):
  * their declared params and derived sizes (variable-length batches in the packed TND
  * layout), the inputs both have (q, k, v, cu_seqlens_q/k), the causal visibility rule,
  * and the exact softmax row with its special-value rule.
@@ -57,13 +58,24 @@ long ug_fa_visible(const ug_fa_params *p, long b, long i);
 /* Batch element of global query token t. */
 long ug_fa_batch_of(const ug_fa_params *p, long t);
 
-/* The exact softmax row of query token t (global), head h, over its n visible keys, with
- * the special-value rule of the forward's semantics: scores s_j = scale*q.k_j are
+/* The exact softmax weights of one query row qr (d values) over n keys at k + j*kstride,
+ * with the special-value rule the attention forwards state: scores s_j = scale*q.k_j are
  * classified in double (their class - NaN, +-inf, finite - does not depend on rounding);
  * a NaN or +inf score makes the row NaN (returns -1); a -inf score drops key j (live[j]
  * = 0, e[j] = 0 exactly); a row with no live key returns 0 (m and total not set).
  * Otherwise e[j] = exp(s_j - m) over the live keys, m their max, *total = sum_j e[j],
- * and it returns n. e and live must hold lk[b] entries. */
+ * and it returns n. e and live hold n entries. */
+long ug_attn_weights(ug_ar *ar, const double *qr, const double *k, size_t kstride, long n, size_t d, double scale,
+                     ug_num *e, unsigned char *live, ug_num *m, ug_num *total);
+
+/* One output element sum_j e_j v_j / total over the n keys of a row (v_j at vc +
+ * j*stride): v's special values by class (a NaN among the live keys, or both infinities,
+ * give NaN; one infinity wins), else exact. Dead keys weigh exactly 0 whatever v holds
+ * there. col is scratch of n doubles. */
+ug_num ug_attn_weighted_v(ug_ar *ar, const ug_num *e, const unsigned char *live, const double *vc, size_t stride,
+                          long n, ug_num total, double *col);
+
+/* ug_attn_weights for query token t (global), head h over its visible keys. */
 long ug_fa_row(ug_ar *ar, const ug_fa_params *p, const double *q, const double *k, long t, long h, ug_num *e,
                unsigned char *live, ug_num *m, ug_num *total);
 

@@ -9,7 +9,7 @@
  * cu_seqlens_k[b]..; with causal, local query i sees key j iff j <= i + Lk - Lq (bottom-
  * right aligned, as FlashAttention-2 defines it). A row that sees no key (causal with
  * Lk < Lq) is defined as o = 0, lse = -inf in both kernel and oracle; special values
- * follow the op's semantics text (ug_fa_row, o_elem). scale is an fp32 attribute
+ * follow the op's semantics text (ug_fa_row, ug_attn_weighted_v). scale is an fp32 attribute
  * (default 1/sqrt(D) rounded to fp32). The spec rounds nothing mid-way: the device's cast
  * of P to the input dtype is the kernel's approximation, not the math.
  *
@@ -38,28 +38,6 @@ static int build(ug_case *c, char *err, size_t errlen)
     return 0;
 }
 
-/* o[t,h,d] over the live keys (weights e, exact): v's special values by class, as the
- * semantics state (a NaN, or both infinities, give NaN; one infinity wins), else exact.
- * Dead keys (not live) weigh exactly 0 whatever v holds there. */
-static ug_num o_elem(ug_ar *ar, const ug_num *e, const unsigned char *live, const double *vc, size_t stride, long n,
-                     ug_num total, double *col)
-{
-    int nan = 0, pinf = 0, ninf = 0, dead = 0;
-    for (long j = 0; j < n; j++) {
-        double x = vc[(size_t)j * stride];
-        col[j] = live[j] ? x : 0.0;
-        dead |= !live[j];
-        if (!live[j]) continue;
-        nan |= isnan(x);
-        pinf |= x == INFINITY;
-        ninf |= x == -INFINITY;
-    }
-    if (nan || (pinf && ninf)) return ug_c(ar, NAN);
-    if (pinf || ninf) return ug_c(ar, pinf ? INFINITY : -INFINITY);
-    ug_num acc = dead ? ug_dot_nd(ar, e, col, 1, (size_t)n) : ug_dot_nd(ar, e, vc, stride, (size_t)n);
-    return ug_div(ar, acc, total);
-}
-
 /* Output indices: 0 o [Tq,H,D], 1 lse [Tq,H]; row r = t*H + h of both. */
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
@@ -86,7 +64,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
         for (; pos[0] < sel->n[0] && sel->idx[0][pos[0]] / D == r; pos[0]++) {
             size_t d = sel->idx[0][pos[0]] % D;
             const double *vc = v->values + (size_t)p.cu_k[b] * H * D + (size_t)h * D + d;
-            ug_ar_emit(ar, 0, pos[0], n > 0 ? o_elem(ar, e, live, vc, H * D, n, total, col) : ug_c(ar, n ? NAN : 0.0));
+            ug_ar_emit(ar, 0, pos[0], n > 0 ? ug_attn_weighted_v(ar, e, live, vc, H * D, n, total, col) : ug_c(ar, n ? NAN : 0.0));
         }
         if (want_l)
             ug_ar_emit(ar, 1, pos[1]++, n > 0 ? ug_add(ar, m, ug_log(ar, total)) : ug_c(ar, n ? NAN : -INFINITY));
