@@ -17,7 +17,7 @@
  * the context picks up.
  *
  * Primary standard pypto, budget 0.005, atol the silent default 1e-3 but rtol 2^-7 (the
- * attention-output rtol of STANDARDS.md) instead of 1e-3. Why: rtol 1e-3 is below half
+ * attention-output rtol of docs/STANDARDS.md) instead of 1e-3. Why: rtol 1e-3 is below half
  * a bf16 ulp (2^-9 relative), so a bf16 output one ulp from the correctly rounded value
  * already fails, and the device's cast of P to bf16 before P.V costs a few bf16 ulps
  * where o is small. Measured on the nightly plan with the correct sim kernel: 1e-3 / 1e-3
