@@ -1,113 +1,81 @@
-/* flash_attention_common.c — params, shared inputs and the exact softmax row of the
- * flash-attention operators (see flash_attention_common.h).
+/* flash_attention_common.c — declared params, shared inputs and the exact softmax row of
+ * the flash-attention operators (see flash_attention_common.h).
  *
  * The sequence lengths are one string param ("seqlens": "Q[:K],...") rather than two
  * lists so that a generalization-space grid can vary them as one axis and every grid
  * point stays a legal batch. */
 #include "oracles/attention/flash_attention_common.h"
 
-#include <ctype.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-static int parse_len(const char **s, long *out)
+const ug_param_decl ug_fa_param_decls[] = {
+    {"seqlens", UG_PARAM_PAIR_LIST, NULL, 0, 65536, NULL,
+     "per batch element query[:key] lengths in tokens, e.g. \"17:33,64\" (1..64 entries, lengths 0..65536, the key "
+     "length defaults to the query length; total_q and total_k >= 1)"},
+    {"heads", UG_PARAM_INT, "1", 1, 128, NULL, "H, attention heads"},
+    {"head_dim", UG_PARAM_INT, "64", 1, 576, NULL, "D, elements per head (64 or 128 in practice)"},
+    {"causal", UG_PARAM_INT, "0", 0, 1, NULL,
+     "1: local query i sees key j iff j <= i + Lk - Lq (bottom-right aligned); rows seeing no key give o = 0, "
+     "lse = -inf"},
+    {"scale", UG_PARAM_F32, "1/sqrt(head_dim)", 0, FLT_MAX, NULL,
+     "score multiplier (fp32 attribute, > 0); 0 also means 1/sqrt(head_dim) rounded to fp32 (kept as a sentinel)"},
+    {NULL},
+};
+
+const ug_derived_decl ug_fa_derived_decls[] = {
+    {"batch", "len(seqlens.q)", "B, batch elements"},
+    {"total_q", "sum(seqlens.q)", "Tq, query tokens in all"},
+    {"total_k", "sum(seqlens.k)", "Tk, key tokens in all"},
+    {NULL},
+};
+
+int ug_fa_check(const ug_params *P, char *err, size_t errlen)
 {
-    if (!isdigit((unsigned char)**s)) return -1;
-    char *end;
-    long v = strtol(*s, &end, 10);
-    if (v < 0 || v > UG_FA_MAX_LEN) return -1;
-    *s = end;
-    *out = v;
+    const char *op = P->decl->op;
+    long hd = ug_p_int(P, "heads") * ug_p_int(P, "head_dim"), tq = ug_p_int(P, "total_q"),
+         tk = ug_p_int(P, "total_k");
+    if (ug_p_int(P, "batch") > UG_FA_MAX_BATCH) {
+        snprintf(err, errlen, "%s: param \"seqlens\" has %ld entries, at most %d allowed", op, ug_p_int(P, "batch"),
+                 UG_FA_MAX_BATCH);
+        return -2;
+    }
+    if (tq < 1 || tk < 1 || tq * hd > (1L << 24) || tk * hd > (1L << 24)) {
+        snprintf(err, errlen, "%s: param \"seqlens\" needs >= 1 query and key token in all, and T*H*D <= 2^24", op);
+        return -2;
+    }
     return 0;
 }
 
-/* "Q[:K],Q[:K],..." into p->lq/lk/batch. */
-static int parse_seqlens(const char *s, ug_fa_params *p)
+void ug_fa_read(const ug_params *P, ug_fa_params *p)
 {
-    p->batch = 0;
-    for (;;) {
-        if (p->batch == UG_FA_MAX_BATCH) return -1;
-        long q, k;
-        if (parse_len(&s, &q)) return -1;
-        k = q;
-        if (*s == ':') {
-            s++;
-            if (parse_len(&s, &k)) return -1;
-        }
-        p->lq[p->batch] = q;
-        p->lk[p->batch++] = k;
-        if (*s == '\0') return 0;
-        if (*s++ != ',') return -1;
-    }
-}
-
-int ug_fa_read_params(const ug_spec *s, const char *op, ug_fa_params *p, char *err, size_t errlen)
-{
-    const char *seqlens;
-    long causal;
-    double scale;
-    if (ug_param_str(s->params, "seqlens", "", &seqlens, err, errlen) ||
-        ug_param_int(s->params, "heads", 1, &p->heads, err, errlen) ||
-        ug_param_int(s->params, "head_dim", 64, &p->dim, err, errlen) ||
-        ug_param_int(s->params, "causal", 0, &causal, err, errlen) ||
-        ug_param_num(s->params, "scale", 0.0, &scale, err, errlen))
-        return -2;
-    if (parse_seqlens(seqlens, p)) {
-        snprintf(err, errlen,
-                 "%s: param \"seqlens\" must be \"Q[:K],...\": 1..%d entries of lengths 0..%d (got \"%s\")", op,
-                 UG_FA_MAX_BATCH, UG_FA_MAX_LEN, seqlens);
-        return -2;
-    }
-    if (p->heads < 1 || p->heads > 128 || p->dim < 1 || p->dim > 576) {
-        snprintf(err, errlen, "%s: params \"heads\" must be 1..128 and \"head_dim\" 1..576", op);
-        return -2;
-    }
-    if (causal != 0 && causal != 1) {
-        snprintf(err, errlen, "%s: param \"causal\" must be 0 or 1", op);
-        return -2;
-    }
-    p->causal = (int)causal;
+    const long *l;
+    p->batch = (long)ug_p_list(P, "seqlens", &l);
+    p->heads = ug_p_int(P, "heads");
+    p->dim = ug_p_int(P, "head_dim");
+    p->causal = (int)ug_p_int(P, "causal");
+    p->scale = ug_p_num(P, "scale");
+    if (p->scale == 0.0) p->scale = (float)(1.0 / sqrt((double)p->dim)); /* rounds: fp32 attribute */
     p->cu_q[0] = p->cu_k[0] = 0;
     for (long b = 0; b < p->batch; b++) {
+        p->lq[b] = l[2 * b];
+        p->lk[b] = l[2 * b + 1];
         p->cu_q[b + 1] = p->cu_q[b] + p->lq[b];
         p->cu_k[b + 1] = p->cu_k[b] + p->lk[b];
     }
     p->tq = p->cu_q[p->batch];
     p->tk = p->cu_k[p->batch];
-    if (p->tq < 1 || p->tk < 1 || p->tq * p->heads * p->dim > (1L << 24) || p->tk * p->heads * p->dim > (1L << 24)) {
-        snprintf(err, errlen, "%s: param \"seqlens\" needs >= 1 query and key token in all, and T*H*D <= 2^24", op);
-        return -2;
-    }
-    if (scale == 0.0) scale = 1.0 / sqrt((double)p->dim);
-    if (!isfinite(scale) || scale <= 0.0 || !isfinite((float)scale)) {
-        snprintf(err, errlen, "%s: param \"scale\" must be a finite fp32 value > 0", op);
-        return -2;
-    }
-    p->scale = (float)scale; /* fp32 attribute */
-    return 0;
 }
 
-int ug_fa_add_inputs(ug_case *c, const char *op, const ug_fa_params *p, char *err, size_t errlen)
+void ug_fa_build_cu(ug_case *c, const ug_fa_params *p)
 {
-    ug_dtype dt = c->spec.dtype;
-    if (dt != UG_DT_BF16 && dt != UG_DT_FP16) {
-        snprintf(err, errlen, "%s: dtype must be bf16 or fp16", op);
-        return -2;
-    }
-    int64_t qs[3] = {p->tq, p->heads, p->dim}, ks[3] = {p->tk, p->heads, p->dim}, cs[1] = {p->batch + 1};
-    ug_tensor *cq, *ck;
-    if (!ug_case_add_input(c, "q", dt, 3, qs, 1, err, errlen) ||
-        !ug_case_add_input(c, "k", dt, 3, ks, 1, err, errlen) ||
-        !ug_case_add_input(c, "v", dt, 3, ks, 1, err, errlen) ||
-        !(cq = ug_case_add_input(c, "cu_seqlens_q", UG_DT_INT32, 1, cs, 0, err, errlen)) ||
-        !(ck = ug_case_add_input(c, "cu_seqlens_k", UG_DT_INT32, 1, cs, 0, err, errlen)))
-        return -2;
+    ug_tensor *cq = ug_case_input_mut(c, "cu_seqlens_q"), *ck = ug_case_input_mut(c, "cu_seqlens_k");
     for (long b = 0; b <= p->batch; b++) {
         ug_dtype_store(UG_DT_INT32, cq->data, (size_t)b, (double)p->cu_q[b]);
         ug_dtype_store(UG_DT_INT32, ck->data, (size_t)b, (double)p->cu_k[b]);
     }
-    return 0;
 }
 
 long ug_fa_visible(const ug_fa_params *p, long b, long i)
@@ -124,20 +92,57 @@ long ug_fa_batch_of(const ug_fa_params *p, long t)
     return b;
 }
 
-long ug_fa_row(ug_ar *ar, const ug_fa_params *p, const double *q, const double *k, long t, long h, ug_num *e, ug_num *m,
-               ug_num *total)
+long ug_attn_weights(ug_ar *ar, const double *qr, const double *k, size_t kstride, long n, size_t d, double scale,
+                     ug_num *e, unsigned char *live, ug_num *m, ug_num *total)
 {
-    long b = ug_fa_batch_of(p, t), n = ug_fa_visible(p, b, t - p->cu_q[b]);
-    size_t d = (size_t)p->dim, hh = (size_t)p->heads;
-    const double *qr = q + ((size_t)t * hh + (size_t)h) * d;
-    ug_num sc = ug_c(ar, p->scale);
-    for (long j = 0; j < n; j++) {
-        const double *kr = k + ((size_t)(p->cu_k[b] + j) * hh + (size_t)h) * d;
-        e[j] = ug_mul(ar, ug_dot_d(ar, qr, 1, kr, 1, d), sc); /* the score, exp taken below */
-        *m = j ? ug_max(ar, *m, e[j]) : e[j];
+    long n_live = 0;
+    for (long j = 0; j < n; j++) { /* the class of each score, in double (finite inputs stay finite here) */
+        const double *kr = k + (size_t)j * kstride;
+        double s = 0;
+        for (size_t i = 0; i < d; i++) s += qr[i] * kr[i];
+        s *= scale;
+        if (isnan(s) || s == INFINITY) return -1;
+        live[j] = s != -INFINITY;
+        n_live += live[j];
     }
-    if (n == 0) return 0;
-    for (long j = 0; j < n; j++) e[j] = ug_exp(ar, ug_sub(ar, e[j], *m));
+    if (n_live == 0) return 0;
+    ug_num sc = ug_c(ar, scale), zero = ug_c(ar, 0.0);
+    int first = 1;
+    for (long j = 0; j < n; j++) {
+        if (!live[j]) continue;
+        e[j] = ug_mul(ar, ug_dot_d(ar, qr, 1, k + (size_t)j * kstride, 1, d), sc); /* the score, exp taken below */
+        *m = first ? e[j] : ug_max(ar, *m, e[j]);
+        first = 0;
+    }
+    for (long j = 0; j < n; j++) e[j] = live[j] ? ug_exp(ar, ug_sub(ar, e[j], *m)) : zero;
     *total = ug_sum(ar, e, (size_t)n);
     return n;
+}
+
+ug_num ug_attn_weighted_v(ug_ar *ar, const ug_num *e, const unsigned char *live, const double *vc, size_t stride,
+                          long n, ug_num total, double *col)
+{
+    int nan = 0, pinf = 0, ninf = 0, dead = 0;
+    for (long j = 0; j < n; j++) {
+        double x = vc[(size_t)j * stride];
+        col[j] = live[j] ? x : 0.0;
+        dead |= !live[j];
+        if (!live[j]) continue;
+        nan |= isnan(x);
+        pinf |= x == INFINITY;
+        ninf |= x == -INFINITY;
+    }
+    if (nan || (pinf && ninf)) return ug_c(ar, NAN);
+    if (pinf || ninf) return ug_c(ar, pinf ? INFINITY : -INFINITY);
+    ug_num acc = dead ? ug_dot_nd(ar, e, col, 1, (size_t)n) : ug_dot_nd(ar, e, vc, stride, (size_t)n);
+    return ug_div(ar, acc, total);
+}
+
+long ug_fa_row(ug_ar *ar, const ug_fa_params *p, const double *q, const double *k, long t, long h, ug_num *e,
+               unsigned char *live, ug_num *m, ug_num *total)
+{
+    long b = ug_fa_batch_of(p, t), n = ug_fa_visible(p, b, t - p->cu_q[b]);
+    size_t d = (size_t)p->dim, hd = (size_t)p->heads * d;
+    const double *qr = q + ((size_t)t * (size_t)p->heads + (size_t)h) * d;
+    return ug_attn_weights(ar, qr, k + (size_t)p->cu_k[b] * hd + (size_t)h * d, hd, n, d, p->scale, e, live, m, total);
 }

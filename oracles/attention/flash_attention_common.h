@@ -1,6 +1,8 @@
-/* flash_attention_common.h — what flash_attention_mha and flash_attention_mha_grad share:
- * their params (variable-length batches in the packed TND layout), the inputs both build
- * (q, k, v, cu_seqlens_q/k), the causal visibility rule, and the exact softmax row.
+/* flash_attention_common.h — what flash_attention_mha and flash_attention_mha_grad share
+ * (and, for the softmax row and its special values, page_attention):
+ * their declared params and derived sizes (variable-length batches in the packed TND
+ * layout), the inputs both have (q, k, v, cu_seqlens_q/k), the causal visibility rule,
+ * and the exact softmax row with its special-value rule.
  *
  * Both operators are defined on the same forward, so its exact row (scores, max,
  * exponentials, normaliser) is written once here on the arith.h primitives and serves
@@ -14,26 +16,40 @@
 #include "oracles/oracle.h"
 
 #define UG_FA_MAX_BATCH 64
-#define UG_FA_MAX_LEN 65536
 
-/* Params: "seqlens" "Q[:K],Q[:K],..." (one entry per batch element, K defaults to Q),
- * "heads" H, "head_dim" D, "causal" 0/1 (bottom-right aligned), "scale" (fp32, default
- * 1/sqrt(D)). cu_q/cu_k are the prefix sums the cu_seqlens tensors hold. */
+/* The declared params both operators take (seqlens, heads, head_dim, causal, scale), their
+ * derived sizes (batch, total_q, total_k) and the cross-param check (batch and size caps;
+ * messages name the op). */
+extern const ug_param_decl ug_fa_param_decls[];
+extern const ug_derived_decl ug_fa_derived_decls[];
+int ug_fa_check(const ug_params *P, char *err, size_t errlen);
+
+/* The dtype rule of the q/k/v-like tensors: the case dtype, bf16 or fp16 only. */
+#define UG_FA_DTYPE "bf16:bf16,fp16:fp16"
+/* The first five declared tensors of both operators, in the builders' input order. */
+#define UG_FA_TENSORS_QKV_CU                                                                                           \
+    {"q", UG_TENSOR_INPUT, UG_FA_DTYPE, "total_q, heads, head_dim", "queries, token-major (TND)"},                     \
+        {"k", UG_TENSOR_INPUT, UG_FA_DTYPE, "total_k, heads, head_dim", "keys (TND)"},                                 \
+        {"v", UG_TENSOR_INPUT, UG_FA_DTYPE, "total_k, heads, head_dim", "values (TND)"},                               \
+        {"cu_seqlens_q", UG_TENSOR_BUILT, "int32", "batch + 1", "prefix sums of the query lengths (from seqlens)"},     \
+        {"cu_seqlens_k", UG_TENSOR_BUILT, "int32", "batch + 1", "prefix sums of the key lengths (from seqlens)"}
+
+/* The params as the oracles use them. cu_q/cu_k are the prefix sums the cu_seqlens
+ * tensors hold. */
 typedef struct {
     long batch, heads, dim;
     int causal;
-    double scale; /* fp32 value */
+    double scale; /* fp32 value; the sentinel 0 resolved to fp32(1/sqrt(D)) */
     long lq[UG_FA_MAX_BATCH], lk[UG_FA_MAX_BATCH];
     long cu_q[UG_FA_MAX_BATCH + 1], cu_k[UG_FA_MAX_BATCH + 1];
     long tq, tk; /* total query and key tokens */
 } ug_fa_params;
 
-/* Parses and validates the params; op names the operator in messages. -2 on bad input. */
-int ug_fa_read_params(const ug_spec *s, const char *op, ug_fa_params *p, char *err, size_t errlen);
+/* Reads the case's parsed (already validated) params. */
+void ug_fa_read(const ug_params *P, ug_fa_params *p);
 
-/* Checks the dtype and adds q[Tq,H,D], k[Tk,H,D], v[Tk,H,D] (random, dtype), and
- * cu_seqlens_q, cu_seqlens_k (int32 [B+1], written from p), in that order. */
-int ug_fa_add_inputs(ug_case *c, const char *op, const ug_fa_params *p, char *err, size_t errlen);
+/* Fills the built inputs cu_seqlens_q and cu_seqlens_k from p. */
+void ug_fa_build_cu(ug_case *c, const ug_fa_params *p);
 
 /* Number of keys query row i (local to its batch element) sees: a prefix of the
  * element's keys; 0 when causal masks them all (k shorter than q). */
@@ -42,10 +58,25 @@ long ug_fa_visible(const ug_fa_params *p, long b, long i);
 /* Batch element of global query token t. */
 long ug_fa_batch_of(const ug_fa_params *p, long t);
 
-/* The exact softmax row of query token t (global), head h, over its n visible keys:
- * e[j] = exp(scale*q.k_j - m), m the row max, *total = sum_j e[j]. Returns n (0: the
- * row sees no key; m and total are then not set). e must hold lk[b] numbers. */
-long ug_fa_row(ug_ar *ar, const ug_fa_params *p, const double *q, const double *k, long t, long h, ug_num *e, ug_num *m,
-               ug_num *total);
+/* The exact softmax weights of one query row qr (d values) over n keys at k + j*kstride,
+ * with the special-value rule the attention forwards state: scores s_j = scale*q.k_j are
+ * classified in double (their class - NaN, +-inf, finite - does not depend on rounding);
+ * a NaN or +inf score makes the row NaN (returns -1); a -inf score drops key j (live[j]
+ * = 0, e[j] = 0 exactly); a row with no live key returns 0 (m and total not set).
+ * Otherwise e[j] = exp(s_j - m) over the live keys, m their max, *total = sum_j e[j],
+ * and it returns n. e and live hold n entries. */
+long ug_attn_weights(ug_ar *ar, const double *qr, const double *k, size_t kstride, long n, size_t d, double scale,
+                     ug_num *e, unsigned char *live, ug_num *m, ug_num *total);
+
+/* One output element sum_j e_j v_j / total over the n keys of a row (v_j at vc +
+ * j*stride): v's special values by class (a NaN among the live keys, or both infinities,
+ * give NaN; one infinity wins), else exact. Dead keys weigh exactly 0 whatever v holds
+ * there. col is scratch of n doubles. */
+ug_num ug_attn_weighted_v(ug_ar *ar, const ug_num *e, const unsigned char *live, const double *vc, size_t stride,
+                          long n, ug_num total, double *col);
+
+/* ug_attn_weights for query token t (global), head h over its visible keys. */
+long ug_fa_row(ug_ar *ar, const ug_fa_params *p, const double *q, const double *k, long t, long h, ug_num *e,
+               unsigned char *live, ug_num *m, ug_num *total);
 
 #endif

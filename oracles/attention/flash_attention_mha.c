@@ -8,11 +8,12 @@
  * Batch element b owns query tokens cu_seqlens_q[b]..cu_seqlens_q[b+1] and key tokens
  * cu_seqlens_k[b]..; with causal, local query i sees key j iff j <= i + Lk - Lq (bottom-
  * right aligned, as FlashAttention-2 defines it). A row that sees no key (causal with
- * Lk < Lq) is defined as o = 0, lse = -inf in both kernel and oracle. scale is an fp32
- * attribute (default 1/sqrt(D) rounded to fp32). The spec rounds nothing mid-way: the
- * device's cast of P to the input dtype is the kernel's approximation, not the math.
+ * Lk < Lq) is defined as o = 0, lse = -inf in both kernel and oracle; special values
+ * follow the op's semantics text (ug_fa_row, ug_attn_weighted_v). scale is an fp32 attribute
+ * (default 1/sqrt(D) rounded to fp32). The spec rounds nothing mid-way: the device's cast
+ * of P to the input dtype is the kernel's approximation, not the math.
  *
- * Primary standard pypto: lse 2.5e-5 / 0.005 as STANDARDS.md lists it; o rtol 2^-7 as
+ * Primary standard pypto: lse 2.5e-5 / 0.005 as docs/STANDARDS.md lists it; o rtol 2^-7 as
  * listed but atol 1e-3 instead of 1e-4. Why: a correct FA2 kernel casts P to the input
  * dtype before P.V, which perturbs o by about u * sqrt(sum_j p_j^2 v_j^2) / l (u the
  * dtype's unit roundoff); for fp16 (u = 2^-11) that stays inside 1e-4, for bf16
@@ -21,24 +22,19 @@
  * 5e-4 fails 4, 1e-3 fails none (every fp16 case passes at 1e-4). So the widening is
  * per dtype (adjust_rule): fp16 cases keep the listed 1e-4, bf16 cases get 1e-3. */
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 
-#include "kernels/sim/attention/flash_attention_mha.h"
 #include "oracles/attention/flash_attention_common.h"
 #include "oracles/verdict.h"
 
-#define OP "flash_attention_mha"
-
+/* Fills cu_seqlens_q/k. */
 static int build(ug_case *c, char *err, size_t errlen)
 {
+    (void)err;
+    (void)errlen;
     ug_fa_params p;
-    if (ug_fa_read_params(&c->spec, OP, &p, err, errlen)) return -2;
-    if (ug_fa_add_inputs(c, OP, &p, err, errlen)) return -2;
-    int64_t os[3] = {p.tq, p.heads, p.dim}, ls[2] = {p.tq, p.heads};
-    if (!ug_case_add_output(c, "o", c->spec.dtype, 3, os, err, errlen) ||
-        !ug_case_add_output(c, "lse", UG_DT_FP32, 2, ls, err, errlen))
-        return -2;
+    ug_fa_read(&c->params, &p);
+    ug_fa_build_cu(c, &p);
     return 0;
 }
 
@@ -46,13 +42,17 @@ static int build(ug_case *c, char *err, size_t errlen)
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     ug_fa_params p;
-    char err[256];
-    if (ug_fa_read_params(&c->spec, OP, &p, err, sizeof err)) return -2;
+    ug_fa_read(&c->params, &p);
     const ug_tensor *q = ug_case_input(c, "q"), *k = ug_case_input(c, "k"), *v = ug_case_input(c, "v");
-    size_t D = (size_t)p.dim, H = (size_t)p.heads, pos[2] = {0, 0}, maxk = 0;
+    size_t D = (size_t)p.dim, H = (size_t)p.heads, pos[2] = {0, 0}, maxk = 1;
     for (long b = 0; b < p.batch; b++) maxk = (size_t)p.lk[b] > maxk ? (size_t)p.lk[b] : maxk;
-    ug_num *e = malloc((maxk ? maxk : 1) * sizeof *e);
-    if (!e) return -1;
+    ug_num *e = malloc(maxk * sizeof *e);
+    unsigned char *live = malloc(maxk);
+    double *col = malloc(maxk * sizeof *col);
+    if (!e || !live || !col) {
+        free(e), free(live), free(col);
+        return -1;
+    }
     for (size_t r = 0; r < (size_t)p.tq * H; r++) {
         int want_o = pos[0] < sel->n[0] && sel->idx[0][pos[0]] / D == r;
         int want_l = pos[1] < sel->n[1] && sel->idx[1][pos[1]] == r;
@@ -60,16 +60,19 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
         size_t mark = ug_ar_mark(ar);
         long t = (long)(r / H), h = (long)(r % H), b = ug_fa_batch_of(&p, t);
         ug_num m, total;
-        long n = ug_fa_row(ar, &p, q->values, k->values, t, h, e, &m, &total);
+        long n = ug_fa_row(ar, &p, q->values, k->values, t, h, e, live, &m, &total);
         for (; pos[0] < sel->n[0] && sel->idx[0][pos[0]] / D == r; pos[0]++) {
             size_t d = sel->idx[0][pos[0]] % D;
             const double *vc = v->values + (size_t)p.cu_k[b] * H * D + (size_t)h * D + d;
-            ug_ar_emit(ar, 0, pos[0], n ? ug_div(ar, ug_dot_nd(ar, e, vc, H * D, (size_t)n), total) : ug_c(ar, 0.0));
+            ug_ar_emit(ar, 0, pos[0], n > 0 ? ug_attn_weighted_v(ar, e, live, vc, H * D, n, total, col) : ug_c(ar, n ? NAN : 0.0));
         }
-        if (want_l) ug_ar_emit(ar, 1, pos[1]++, n ? ug_add(ar, m, ug_log(ar, total)) : ug_c(ar, -INFINITY));
+        if (want_l)
+            ug_ar_emit(ar, 1, pos[1]++, n > 0 ? ug_add(ar, m, ug_log(ar, total)) : ug_c(ar, n ? NAN : -INFINITY));
         ug_ar_release(ar, mark);
     }
     free(e);
+    free(live);
+    free(col);
     return 0;
 }
 
@@ -91,10 +94,17 @@ static void adjust_rule(const ug_case *c, int out, const double *g, size_t n, ug
     if (out == 0 && c->spec.dtype == UG_DT_BF16) rule->pypto_atol = 1e-3;
 }
 
+static const ug_tensor_decl tensors[] = {
+    UG_FA_TENSORS_QKV_CU,
+    {"o", UG_TENSOR_OUTPUT, UG_FA_DTYPE, "total_q, heads, head_dim", "attention output, rounded once to the dtype"},
+    {"lse", UG_TENSOR_OUTPUT, "fp32", "total_q, heads", "natural-log log-sum-exp of the scaled scores of each row"},
+    {NULL},
+};
+
 static const ug_output_rule outputs[] = {
-    /* STANDARDS.md: o 1e-4 / 2^-7 (bf16: atol 1e-3, adjust_rule) */
+    /* docs/STANDARDS.md: o 1e-4 / 2^-7 (bf16: atol 1e-3, adjust_rule) */
     {"o", UG_CMP_NUMERIC, 1e-4, 0x1p-7, 0.005},
-    {"lse", UG_CMP_NUMERIC, 2.5e-5, 0.005, 0.005}, /* STANDARDS.md: attention lse 2.5e-5 / 0.005 */
+    {"lse", UG_CMP_NUMERIC, 2.5e-5, 0.005, 0.005}, /* docs/STANDARDS.md: attention lse 2.5e-5 / 0.005 */
 };
 
 const ug_op_def ug_opdef_flash_attention_mha = {
@@ -105,17 +115,19 @@ const ug_op_def ug_opdef_flash_attention_mha = {
     .bench_level = 0,
     .outputs = outputs,
     .n_outputs = 2,
+    .decl = {"flash_attention_mha", ug_fa_param_decls, ug_fa_derived_decls, tensors, ug_fa_check},
+    .semantics =
+        "s_tj = scale*q_t.k_j exactly, on the fp32 value of scale; o = sum_j exp(s_tj - m) v_j / sum_j exp(s_tj - m) "
+        "and lse = m + ln sum_j exp(s_tj - m) over the keys j the row sees, computed exactly and rounded once (o to "
+        "the dtype, lse to fp32); nothing is rounded mid-way. A key the row does not see (causal) or whose score is "
+        "-inf weighs exactly 0, whatever its v holds; a row left with no key gives o = 0, lse = -inf. A NaN or "
+        "+inf score among the row's keys makes its o and lse NaN. NaN or +-inf in v of a weighted key: the o column "
+        "is NaN if any such v is NaN or both infinities occur, else that infinity (a kernel whose rounded weight for "
+        "that key underflows to 0 gets NaN there and does not match). Finite inputs can give fp32-overflowing scores "
+        "(bf16-max q and k): the oracle is still the exact softmax (o finite, lse rounds to +-inf in fp32); a kernel "
+        "whose fp32 score overflows to inf gives NaN there and does not match.",
     .build = build,
     .oracle = oracle,
     .geometry = geometry,
-    .variants = ug_flash_attention_mha_variants,
-    .params_doc = "{\"seqlens\":\"per batch element query[:key] lengths, e.g. \\\"17:33,64\\\" (B = 1..64 entries, "
-                  "lengths 0..65536, key length defaults to the query length; Tq, Tk = their sums >= 1)\","
-                  "\"heads\":\"H (int 1..128)\",\"head_dim\":\"D (int 1..576; 64 or 128 in practice)\","
-                  "\"causal\":\"0 | 1: query i sees key j iff j <= i + Lk - Lq (bottom-right); rows seeing no key "
-                  "give o = 0, lse = -inf\",\"scale\":\"fp32 score multiplier (default 1/sqrt(D))\","
-                  "\"tensors\":\"in q[Tq,H,D], k[Tk,H,D], v[Tk,H,D] dtype (token-major TND), cu_seqlens_q[B+1], "
-                  "cu_seqlens_k[B+1] int32 prefix sums; out o[Tq,H,D] dtype, lse[Tq,H] fp32 natural-log "
-                  "log-sum-exp of the scaled scores\"}",
     .adjust_rule = adjust_rule,
 };

@@ -40,7 +40,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/sim/attention/flash_attention_mha_grad.h"
 #include "oracles/attention/flash_attention_common.h"
 #include "oracles/verdict.h"
 
@@ -57,7 +56,8 @@ static int build_forward(ug_case *c, ug_tensor *o, ug_tensor *lse, char *err, si
     }
     ug_case f;
     memset(&f, 0, sizeof f);
-    f.spec = c->spec; /* borrowed: same params */
+    f.spec = c->spec;     /* borrowed */
+    f.params = c->params; /* borrowed: the forward declares the same params and derived sizes */
     f.def = fwd;
     int rc = 0;
     for (int i = 0; i < 5; i++) { /* q, k, v, cu_seqlens_q, cu_seqlens_k */
@@ -88,21 +88,13 @@ static int build_forward(ug_case *c, ug_tensor *o, ug_tensor *lse, char *err, si
     return rc;
 }
 
+/* Fills cu_seqlens_q/k, then o and lse from the exact forward. */
 static int build(ug_case *c, char *err, size_t errlen)
 {
     ug_fa_params p;
-    if (ug_fa_read_params(&c->spec, OP, &p, err, errlen)) return -2;
-    if (ug_fa_add_inputs(c, OP, &p, err, errlen)) return -2;
-    ug_dtype dt = c->spec.dtype;
-    int64_t qs[3] = {p.tq, p.heads, p.dim}, ks[3] = {p.tk, p.heads, p.dim}, ls[2] = {p.tq, p.heads};
-    ug_tensor *o, *lse;
-    if (!ug_case_add_input(c, "do", dt, 3, qs, 1, err, errlen) ||
-        !(o = ug_case_add_input(c, "o", dt, 3, qs, 0, err, errlen)) ||
-        !(lse = ug_case_add_input(c, "lse", UG_DT_FP32, 2, ls, 0, err, errlen)) ||
-        !ug_case_add_output(c, "dq", dt, 3, qs, err, errlen) || !ug_case_add_output(c, "dk", dt, 3, ks, err, errlen) ||
-        !ug_case_add_output(c, "dv", dt, 3, ks, err, errlen))
-        return -2;
-    return build_forward(c, o, lse, err, errlen);
+    ug_fa_read(&c->params, &p);
+    ug_fa_build_cu(c, &p);
+    return build_forward(c, ug_case_input_mut(c, "o"), ug_case_input_mut(c, "lse"), err, errlen);
 }
 
 typedef struct {
@@ -111,6 +103,7 @@ typedef struct {
     long b, h, lq, lk;
     ug_num *P, *dS; /* [lq x lk], entries j >= n[i] are 0 */
     long *n; /* visible keys per row */
+    unsigned char *live; /* scratch: the row's live keys */
 } grad_group;
 
 /* Exact P and dS of group (b, h): every row of the element. */
@@ -118,12 +111,18 @@ static void group_eval(ug_ar *ar, grad_group *g, ug_num *e, ug_num *dp)
 {
     const ug_fa_params *p = g->p;
     size_t D = (size_t)p->dim, HD = (size_t)p->heads * D;
-    ug_num zero = ug_c(ar, 0.0);
+    ug_num zero = ug_c(ar, 0.0), nan = ug_c(ar, NAN);
     for (long i = 0; i < g->lq; i++) {
         long t = p->cu_q[g->b] + i;
         ug_num m, total;
-        long n = g->n[i] = ug_fa_row(ar, p, g->q, g->k, t, g->h, e, &m, &total);
+        long n = ug_fa_row(ar, p, g->q, g->k, t, g->h, e, g->live, &m, &total);
+        g->n[i] = ug_fa_visible(p, g->b, i);
         ug_num *Pi = g->P + i * g->lk, *dSi = g->dS + i * g->lk;
+        if (n < 0) { /* a NaN or +inf score: the row's P and dS are NaN on the keys it sees */
+            n = g->n[i];
+            for (long j = 0; j < g->lk; j++) Pi[j] = dSi[j] = j < n ? nan : zero;
+            continue;
+        }
         const double *dor = g->dout + (size_t)t * HD + (size_t)g->h * D;
         const double *v0 = g->v + (size_t)p->cu_k[g->b] * HD + (size_t)g->h * D;
         for (long j = 0; j < n; j++) {
@@ -136,7 +135,7 @@ static void group_eval(ug_ar *ar, grad_group *g, ug_num *e, ug_num *dp)
             e[d] = ug_mul(ar, ug_c(ar, dor[d]), ug_dot_nd(ar, Pi, v0 + d, HD, (size_t)n));
         ug_num delta = n ? ug_sum(ar, e, D) : zero;
         for (long j = 0; j < g->lk; j++) {
-            if (j >= n)
+            if (j >= n || !g->live[j]) /* unseen, or a -inf score: weighs exactly 0 */
                 Pi[j] = dSi[j] = zero;
             else if (n == 1) /* one visible key: P = 1, O = V_0, Delta = dP_0, so dS = 0 exactly */
                 Pi[j] = ug_c(ar, 1.0), dSi[j] = zero;
@@ -160,14 +159,17 @@ static void group_emit(ug_ar *ar, const grad_group *g, const ug_selection *sel, 
         long r = t - t0;
         size_t mark = ug_ar_mark(ar);
         ug_num val;
-        if (o == 0) { /* dq = scale * sum_j dS_rj k_j[d] */
+        if (o == 0) { /* dq = scale * sum_j dS_rj k_j[d] over the keys row r sees */
             const double *kc = g->k + (size_t)p->cu_k[g->b] * HD + (size_t)g->h * D + (size_t)d;
-            val = ug_mul(ar, ug_dot_nd(ar, g->dS + r * g->lk, kc, HD, (size_t)g->lk), sc);
-        } else { /* dk = scale * sum_i dS_ir q_i[d];  dv = sum_i P_ir dO_i[d] */
+            val = ug_mul(ar, ug_dot_nd(ar, g->dS + r * g->lk, kc, HD, (size_t)g->n[r]), sc);
+        } else { /* dk = scale * sum_i dS_ir q_i[d];  dv = sum_i P_ir dO_i[d], over the rows that see key r */
             const ug_num *m = o == 1 ? g->dS : g->P;
-            for (long i = 0; i < g->lq; i++) col[i] = m[i * g->lk + r];
-            const double *x = (o == 1 ? g->q : g->dout) + (size_t)p->cu_q[g->b] * HD + (size_t)g->h * D + (size_t)d;
-            val = ug_dot_nd(ar, col, x, HD, (size_t)g->lq);
+            long i0 = 0; /* the rows that see key r are a suffix */
+            while (i0 < g->lq && g->n[i0] <= r) i0++;
+            for (long i = i0; i < g->lq; i++) col[i - i0] = m[i * g->lk + r];
+            const double *x =
+                (o == 1 ? g->q : g->dout) + (size_t)(p->cu_q[g->b] + i0) * HD + (size_t)g->h * D + (size_t)d;
+            val = i0 < g->lq ? ug_dot_nd(ar, col, x, HD, (size_t)(g->lq - i0)) : ug_c(ar, 0.0);
             if (o == 1) val = ug_mul(ar, val, sc);
         }
         ug_ar_emit(ar, o, k, val);
@@ -193,8 +195,7 @@ static int group_selected(const grad_group *g, const ug_selection *sel)
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     ug_fa_params p;
-    char err[256];
-    if (ug_fa_read_params(&c->spec, OP, &p, err, sizeof err)) return -2;
+    ug_fa_read(&c->params, &p);
     long maxq = 1, maxk = 1;
     for (long b = 0; b < p.batch; b++) {
         maxq = p.lq[b] > maxq ? p.lq[b] : maxq;
@@ -208,9 +209,10 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     g.P = malloc((size_t)(maxq * maxk) * sizeof *g.P);
     g.dS = malloc((size_t)(maxq * maxk) * sizeof *g.dS);
     g.n = malloc((size_t)maxq * sizeof *g.n);
+    g.live = malloc((size_t)maxk);
     size_t ne = (size_t)(maxk > p.dim ? maxk : p.dim);
     ug_num *e = malloc((2 * ne + (size_t)maxq) * sizeof *e);
-    int rc = g.P && g.dS && g.n && e ? 0 : -1;
+    int rc = g.P && g.dS && g.n && g.live && e ? 0 : -1;
     for (long b = 0; !rc && b < p.batch; b++)
         for (long h = 0; h < p.heads; h++) {
             g.b = b, g.h = h, g.lq = p.lq[b], g.lk = p.lk[b];
@@ -223,6 +225,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     free(g.P);
     free(g.dS);
     free(g.n);
+    free(g.live);
     free(e);
     return rc;
 }
@@ -236,8 +239,21 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
     g->col_tile = 64;
 }
 
+static const ug_tensor_decl tensors[] = {
+    UG_FA_TENSORS_QKV_CU,
+    {"do", UG_TENSOR_INPUT, UG_FA_DTYPE, "total_q, heads, head_dim", "gradient of the loss w.r.t. the forward's o"},
+    {"o", UG_TENSOR_BUILT, UG_FA_DTYPE, "total_q, heads, head_dim",
+     "the exact forward output rounded to the dtype (0 on rows that see no key)"},
+    {"lse", UG_TENSOR_BUILT, "fp32", "total_q, heads",
+     "the exact forward log-sum-exp rounded to fp32 (-inf on rows that see no key)"},
+    {"dq", UG_TENSOR_OUTPUT, UG_FA_DTYPE, "total_q, heads, head_dim", "gradient w.r.t. q"},
+    {"dk", UG_TENSOR_OUTPUT, UG_FA_DTYPE, "total_k, heads, head_dim", "gradient w.r.t. k"},
+    {"dv", UG_TENSOR_OUTPUT, UG_FA_DTYPE, "total_k, heads, head_dim", "gradient w.r.t. v"},
+    {NULL},
+};
+
 static const ug_output_rule outputs[] = {
-    /* o-style 1e-4 / 2^-7 of STANDARDS.md with atol raised: see the file header */
+    /* o-style 1e-4 / 2^-7 of docs/STANDARDS.md with atol raised: see the file header */
     {"dq", UG_CMP_NUMERIC, 0x1p-5, 0x1p-7, 0.005},
     {"dk", UG_CMP_NUMERIC, 0x1p-5, 0x1p-7, 0.005},
     {"dv", UG_CMP_NUMERIC, 0x1p-8, 0x1p-7, 0.005},
@@ -251,17 +267,18 @@ const ug_op_def ug_opdef_flash_attention_mha_grad = {
     .bench_level = 0,
     .outputs = outputs,
     .n_outputs = 3,
+    .decl = {"flash_attention_mha_grad", ug_fa_param_decls, ug_fa_derived_decls, tensors, ug_fa_check},
+    .semantics =
+        "The backward of flash_attention_mha's exact forward, computed exactly from q, k, v and do (the o and lse "
+        "inputs are not read by the oracle) and rounded once to the dtype; scale is the fp32 value. The o and lse "
+        "inputs are that exact forward correctly rounded (o to the dtype, lse to fp32), so they follow the forward's "
+        "special-value rules. A key a row does not see (causal) is absent from that row's terms (no 0*x "
+        "products: NaN or inf there does not leak); a key whose score is -inf gets P = dS = 0. A NaN or +inf "
+        "score makes the row's P and dS NaN on the keys it sees, so its dq and those keys' dk and dv are NaN. NaN or +-inf in v or do is not yet "
+        "defined (the exact oracle's products of doubles assume finite operands there); the sim kernel gives IEEE "
+        "propagation. Finite inputs whose scores overflow fp32 (bf16-max q and k): the oracle stays exact; a kernel "
+        "whose fp32 score or P overflows does not match.",
     .build = build,
     .oracle = oracle,
     .geometry = geometry,
-    .variants = ug_flash_attention_mha_grad_variants,
-    .params_doc = "{\"seqlens\":\"per batch element query[:key] lengths, e.g. \\\"17:33,64\\\" (B = 1..64 entries, "
-                  "lengths 0..65536, key length defaults to the query length; Tq, Tk = their sums >= 1)\","
-                  "\"heads\":\"H (int 1..128)\",\"head_dim\":\"D (int 1..576; 64 or 128 in practice)\","
-                  "\"causal\":\"0 | 1: query i sees key j iff j <= i + Lk - Lq (bottom-right)\","
-                  "\"scale\":\"fp32 score multiplier (default 1/sqrt(D))\","
-                  "\"tensors\":\"in q[Tq,H,D], k[Tk,H,D], v[Tk,H,D], do[Tq,H,D] dtype (TND), cu_seqlens_q[B+1], "
-                  "cu_seqlens_k[B+1] int32 prefix sums, o[Tq,H,D] dtype and lse[Tq,H] fp32 = the exact forward "
-                  "correctly rounded (o = 0, lse = -inf on rows that see no key); out dq[Tq,H,D], dk[Tk,H,D], "
-                  "dv[Tk,H,D] dtype\"}",
 };

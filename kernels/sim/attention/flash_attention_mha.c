@@ -10,11 +10,14 @@
  * exp(m_old - m_new). l sums the fp32 probabilities; P is cast to the input dtype before
  * the P.V matmul (fp32 accumulation), as a cube unit takes its operands. At the end
  * o = acc * (1/l) is rounded once to the dtype and lse = m + ln(l) stays fp32. A row
- * that sees no key (causal, k shorter than q) gives o = 0 and lse = -inf. */
+ * that sees no key (causal, k shorter than q) gives o = 0 and lse = -inf. Special values as
+ * the op's semantics state: the row max propagates NaN (a NaN score makes the row NaN),
+ * and P.V skips keys whose score is -inf (unseen or dropped), so NaN/inf in their v
+ * never leaks in. */
 #include <math.h>
 #include <stdlib.h>
 
-#include "kernels/sim/attention/flash_attention_mha.h"
+#include "core/ops.h"
 #include "kernels/sim/simlib.h"
 
 #define FA_BQ 64
@@ -55,7 +58,7 @@ static void query_tile(const fa_ctx *x, long q0, long lq, long k0, long lk, long
         for (long r = 0; r < nq; r++) {
             const float *qr = x->q + (size_t)(q0 + i0 + r) * HD + (size_t)h * D;
             long vis = visible(x, i0 + r, lq, lk);
-            float tm = -INFINITY;
+            float tm = -INFINITY, pr[FA_BK];
             for (long c = 0; c < nk; c++) {
                 float sc = -INFINITY;
                 if (j0 + c < vis) {
@@ -65,16 +68,16 @@ static void query_tile(const fa_ctx *x, long q0, long lq, long k0, long lk, long
                     sc = dot * x->scale; /* rounds: fp32 */
                 }
                 s[c] = sc;
-                tm = fmaxf(tm, sc);
+                tm = isnan(tm) || isnan(sc) ? NAN : fmaxf(tm, sc); /* NaN propagates */
             }
-            float m_new = fmaxf(m[r], tm);
+            float m_new = isnan(m[r]) || isnan(tm) ? NAN : fmaxf(m[r], tm);
             if (m_new == -INFINITY) continue; /* nothing visible yet */
             float alpha = m[r] == -INFINITY ? 0.0f : expf(m[r] - m_new); /* rounds: fp32 */
             float ts = 0.0f;
             for (long c = 0; c < nk; c++) {
                 float p = s[c] == -INFINITY ? 0.0f : expf(s[c] - m_new); /* rounds: fp32 */
                 ts += p; /* rounds: fp32 */
-                s[c] = ug_sim_round_to(x->dt, p); /* rounds: P cast to the input dtype for P.V */
+                pr[c] = ug_sim_round_to(x->dt, p); /* rounds: P cast to the input dtype for P.V */
             }
             l[r] = l[r] * alpha + ts; /* rounds: fp32 */
             float acc_alpha = x->bug == MUT_NO_RESCALE && m[r] != -INFINITY ? 1.0f : alpha; /* bug: no rescale */
@@ -82,7 +85,7 @@ static void query_tile(const fa_ctx *x, long q0, long lq, long k0, long lk, long
             for (size_t d = 0; d < D; d++) {
                 float pv = 0.0f;
                 for (long c = 0; c < nk; c++)
-                    pv += s[c] * x->v[(size_t)(k0 + j0 + c) * HD + (size_t)h * D + d]; /* rounds: fp32 acc */
+                    if (s[c] != -INFINITY) pv += pr[c] * x->v[(size_t)(k0 + j0 + c) * HD + (size_t)h * D + d]; /* rounds: fp32 acc */
                 ar[d] = ar[d] * acc_alpha + pv; /* rounds: fp32 */
             }
             m[r] = m_new;
@@ -109,13 +112,12 @@ static int fa_kernel(const ulpgym_call *call, char *err, size_t errlen, fa_bug b
     const ulpgym_tensor *ck = ug_sim_in(call, "cu_seqlens_k", 1, err, errlen);
     const ulpgym_tensor *o = ug_sim_out(call, "o", 3, err, errlen), *lse = ug_sim_out(call, "lse", 2, err, errlen);
     if (!q || !k || !v || !cq || !ck || !o || !lse) return -2;
-    ug_sim_params p;
-    if (ug_sim_params_open(&p, call, err, errlen)) return -2;
-    fa_ctx x = {
-        .heads = q->shape[1], .dim = q->shape[2], .causal = ug_sim_int(&p, "causal", 0), .dt = q->dtype, .bug = bug};
-    double scale = ug_sim_num(&p, "scale", 0.0);
-    x.scale = (float)(scale == 0.0 ? 1.0 / sqrt((double)x.dim) : scale);
-    ug_sim_params_close(&p);
+    ug_params p;
+    if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
+    fa_ctx x = {.heads = q->shape[1], .dim = q->shape[2], .causal = ug_p_int(&p, "causal"), .dt = q->dtype, .bug = bug};
+    double scale = ug_p_num(&p, "scale"); /* exact: an fp32 value; 0 is the 1/sqrt(D) sentinel */
+    x.scale = scale == 0.0 ? (float)(1.0 / sqrt((double)x.dim)) : (float)scale; /* rounds: fp32 */
+    ug_params_free(&p);
     size_t tq = (size_t)q->shape[0], tk = (size_t)k->shape[0], HD = (size_t)(x.heads * x.dim);
     long batch = cq->shape[0] - 1;
     float *buf =
@@ -155,7 +157,7 @@ static int k_log2(const ulpgym_call *c, char *e, size_t l) { return fa_kernel(c,
 static int k_topleft(const ulpgym_call *c, char *e, size_t l) { return fa_kernel(c, e, l, MUT_CAUSAL_TOPLEFT); }
 static int k_norescale(const ulpgym_call *c, char *e, size_t l) { return fa_kernel(c, e, l, MUT_NO_RESCALE); }
 
-const ug_kernel_variant ug_flash_attention_mha_variants[] = {
+const ug_kernel_variant ug_variants_flash_attention_mha[] = {
     {"sim", "FA2 forward: 64x64 tiles, fp32 scores and online softmax, P cast to the input dtype for P.V", k_sim},
     {"mut_lse_log2", "lse left in the log2 domain of an exp2-based softmax (m*log2 e + log2 l)", k_log2},
     {"mut_causal_topleft",

@@ -11,11 +11,12 @@
  * fp32; dS = P * (dP - Delta) in fp32, cast to the input dtype for dK += dS^T Q and
  * dQ += dS K (dQ kept in an fp32 buffer across key tiles, in key-tile order, as the
  * device's fp32 atomics would with one writer). The scale is applied to dQ and dK once
- * at the end, and the results are rounded once to the dtype. */
+ * at the end, and the results are rounded once to the dtype. Keys a row does not see are
+ * left out of its products (as the op's semantics state: no 0*NaN from them). */
 #include <math.h>
 #include <stdlib.h>
 
-#include "kernels/sim/attention/flash_attention_mha_grad.h"
+#include "core/ops.h"
 #include "kernels/sim/simlib.h"
 
 #define FB_BQ 64
@@ -76,7 +77,8 @@ static void key_tile(const fb_ctx *x, long q0, long lq, long k0, long lk, long h
             pr[c] = ug_sim_round_to(x->dt, p); /* rounds: P to the input dtype */
             ds[c] = ug_sim_round_to(x->dt, p * (dp - delta)); /* rounds: fp32, then dS to the dtype */
         }
-        for (long c = 0; c < nk; c++)
+        long nc = vis - j0 < nk ? vis - j0 : nk; /* the keys of the tile this row sees */
+        for (long c = 0; c < nc; c++)
             for (size_t d = 0; d < D; d++) {
                 dv[(size_t)c * D + d] += pr[c] * x->dout[qrow + d]; /* rounds: fp32 acc */
                 dk[(size_t)c * D + d] += ds[c] * x->q[qrow + d]; /* rounds: fp32 acc */
@@ -84,7 +86,7 @@ static void key_tile(const fb_ctx *x, long q0, long lq, long k0, long lk, long h
         float *dqr = x->dq + qrow;
         for (size_t d = 0; d < D; d++) {
             float acc = 0.0f;
-            for (long c = 0; c < nk; c++)
+            for (long c = 0; c < nc; c++)
                 acc += ds[c] * x->k[(size_t)(k0 + j0 + c) * HD + (size_t)h * D + d]; /* rounds: fp32 acc */
             dqr[d] += acc; /* rounds: fp32 */
         }
@@ -100,16 +102,16 @@ static int fb_kernel(const ulpgym_call *call, char *err, size_t errlen, fb_bug b
     const ulpgym_tensor *dq = ug_sim_out(call, "dq", 3, err, errlen), *dk = ug_sim_out(call, "dk", 3, err, errlen);
     const ulpgym_tensor *dv = ug_sim_out(call, "dv", 3, err, errlen);
     if (!lse || !dq || !dk || !dv) return -2;
-    ug_sim_params p;
-    if (ug_sim_params_open(&p, call, err, errlen)) return -2;
+    ug_params p;
+    if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
     fb_ctx x = {.heads = in[0]->shape[1],
                 .dim = in[0]->shape[2],
-                .causal = ug_sim_int(&p, "causal", 0),
+                .causal = ug_p_int(&p, "causal"),
                 .dt = in[0]->dtype,
                 .bug = bug};
-    double scale = ug_sim_num(&p, "scale", 0.0);
-    x.scale = (float)(scale == 0.0 ? 1.0 / sqrt((double)x.dim) : scale);
-    ug_sim_params_close(&p);
+    double scale = ug_p_num(&p, "scale"); /* exact: an fp32 value; 0 is the 1/sqrt(D) sentinel */
+    x.scale = scale == 0.0 ? (float)(1.0 / sqrt((double)x.dim)) : (float)scale; /* rounds: fp32 */
+    ug_params_free(&p);
     size_t tq = (size_t)in[0]->shape[0], tk = (size_t)in[1]->shape[0], H = (size_t)x.heads, D = (size_t)x.dim;
     long batch = in[5]->shape[0] - 1;
     size_t nq = tq * H * D, nk = tk * H * D;
@@ -161,7 +163,7 @@ static int k_noscale(const ulpgym_call *c, char *e, size_t l) { return fb_kernel
 static int k_strict(const ulpgym_call *c, char *e, size_t l) { return fb_kernel(c, e, l, MUT_CAUSAL_STRICT); }
 static int k_tail(const ulpgym_call *c, char *e, size_t l) { return fb_kernel(c, e, l, MUT_TAIL_TILE); }
 
-const ug_kernel_variant ug_flash_attention_mha_grad_variants[] = {
+const ug_kernel_variant ug_variants_flash_attention_mha_grad[] = {
     {"sim", "FA2 backward: 64-key tiles over 64-row query tiles, P from lse, P and dS cast to the dtype, fp32 acc",
      k_sim},
     {"mut_dk_no_scale", "dK = dS^T Q without the softmax scale", k_noscale},

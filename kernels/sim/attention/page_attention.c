@@ -9,11 +9,14 @@
  * key tile, the last one partial), with fp32 scores times the fp32 scale, an online
  * softmax (running max and sum in fp32, the accumulator rescaled by exp(m_old - m_new)),
  * and P cast to the input dtype for the P.V matmul (fp32 accumulation); o = acc * (1/l)
- * is rounded once to the dtype. The block table's row stride is its second dimension. */
+ * is rounded once to the dtype. The block table's row stride is its second dimension.
+ * Special values as the op's semantics state: the row max propagates NaN, a -inf score
+ * weighs 0 and is left out of P.V (NaN/inf in its V never leaks in), and a row with no
+ * weighted token gives o = 0. */
 #include <math.h>
 #include <stdlib.h>
 
-#include "kernels/sim/attention/page_attention.h"
+#include "core/ops.h"
 #include "kernels/sim/simlib.h"
 
 typedef enum { MUT_NONE, MUT_TABLE_STRIDE, MUT_FULL_LAST_BLOCK, MUT_KV_HEAD_MAP } pa_bug;
@@ -40,30 +43,32 @@ static void pa_row(const pa_ctx *x, const float *qr, const float *table, long ct
         const float *kb = x->kc + ((size_t)phys * (size_t)x->bs * (size_t)x->hkv + (size_t)g) * D;
         const float *vb = x->vc + ((size_t)phys * (size_t)x->bs * (size_t)x->hkv + (size_t)g) * D;
         size_t slot = (size_t)x->hkv * D; /* distance between slots of one kv head */
-        float tm = -INFINITY;
+        float tm = -INFINITY, *pr = s + x->bs; /* s: scores, pr: rounded P */
         for (long c = 0; c < n; c++) {
             float dot = 0.0f;
             for (size_t d = 0; d < D; d++) dot += qr[d] * kb[(size_t)c * slot + d]; /* rounds: fp32 acc */
             s[c] = dot * x->scale; /* rounds: fp32 */
-            tm = fmaxf(tm, s[c]);
+            tm = isnan(tm) || isnan(s[c]) ? NAN : fmaxf(tm, s[c]); /* NaN propagates */
         }
-        float m_new = fmaxf(m, tm);
+        float m_new = isnan(m) || isnan(tm) ? NAN : fmaxf(m, tm);
+        if (m_new == -INFINITY) continue; /* no weighted token yet */
         float alpha = m == -INFINITY ? 0.0f : expf(m - m_new); /* rounds: fp32 */
         float ts = 0.0f;
         for (long c = 0; c < n; c++) {
-            float p = expf(s[c] - m_new); /* rounds: fp32 */
+            float p = s[c] == -INFINITY ? 0.0f : expf(s[c] - m_new); /* rounds: fp32 */
             ts += p; /* rounds: fp32 */
-            s[c] = ug_sim_round_to(x->dt, p); /* rounds: P cast to the input dtype for P.V */
+            pr[c] = ug_sim_round_to(x->dt, p); /* rounds: P cast to the input dtype for P.V */
         }
         l = l * alpha + ts; /* rounds: fp32 */
         for (size_t d = 0; d < D; d++) {
             float pv = 0.0f;
-            for (long c = 0; c < n; c++) pv += s[c] * vb[(size_t)c * slot + d]; /* rounds: fp32 acc */
+            for (long c = 0; c < n; c++)
+                if (s[c] != -INFINITY) pv += pr[c] * vb[(size_t)c * slot + d]; /* rounds: fp32 acc */
             acc[d] = acc[d] * alpha + pv; /* rounds: fp32 */
         }
         m = m_new;
     }
-    float inv = 1.0f / l; /* rounds: fp32 reciprocal */
+    float inv = l == 0.0f ? 0.0f : 1.0f / l; /* rounds: fp32 reciprocal */
     for (size_t d = 0; d < D; d++) out[d] = acc[d] * inv; /* rounds: fp32 */
 }
 
@@ -75,8 +80,8 @@ static int pa_kernel(const ulpgym_call *call, char *err, size_t errlen, pa_bug b
     const ulpgym_tensor *cl = ug_sim_in(call, "context_lens", 1, err, errlen);
     const ulpgym_tensor *o = ug_sim_out(call, "o", 3, err, errlen);
     if (!q || !kc || !vc || !bt || !cl || !o) return -2;
-    ug_sim_params p;
-    if (ug_sim_params_open(&p, call, err, errlen)) return -2;
+    ug_params p;
+    if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
     pa_ctx x = {.hq = q->shape[1],
                 .dim = q->shape[2],
                 .bs = kc->shape[1],
@@ -84,12 +89,12 @@ static int pa_kernel(const ulpgym_call *call, char *err, size_t errlen, pa_bug b
                 .table_stride = bt->shape[1],
                 .dt = q->dtype,
                 .bug = bug};
-    double scale = ug_sim_num(&p, "scale", 0.0);
-    x.scale = (float)(scale == 0.0 ? 1.0 / sqrt((double)x.dim) : scale);
-    ug_sim_params_close(&p);
+    double scale = ug_p_num(&p, "scale"); /* exact: an fp32 value; 0 is the 1/sqrt(D) sentinel */
+    x.scale = scale == 0.0 ? (float)(1.0 / sqrt((double)x.dim)) : (float)scale; /* rounds: fp32 */
+    ug_params_free(&p);
     size_t B = (size_t)q->shape[0], D = (size_t)x.dim, nq = B * (size_t)x.hq * D;
     size_t ncache = (size_t)kc->shape[0] * (size_t)x.bs * (size_t)x.hkv * D, ntab = B * (size_t)x.table_stride;
-    float *buf = malloc((2 * nq + 2 * ncache + ntab + B + D + (size_t)x.bs) * sizeof *buf);
+    float *buf = malloc((2 * nq + 2 * ncache + ntab + B + D + 2 * (size_t)x.bs) * sizeof *buf);
     if (!buf) return -1;
     float *qf = buf, *of = qf + nq, *kf = of + nq, *vf = kf + ncache, *tab = vf + ncache, *ctx = tab + ntab;
     float *acc = ctx + B, *s = acc + D;
@@ -119,7 +124,7 @@ static int k_stride(const ulpgym_call *c, char *e, size_t l) { return pa_kernel(
 static int k_full(const ulpgym_call *c, char *e, size_t l) { return pa_kernel(c, e, l, MUT_FULL_LAST_BLOCK); }
 static int k_map(const ulpgym_call *c, char *e, size_t l) { return pa_kernel(c, e, l, MUT_KV_HEAD_MAP); }
 
-const ug_kernel_variant ug_page_attention_variants[] = {
+const ug_kernel_variant ug_variants_page_attention[] = {
     {"sim", "paged decode, one block per key tile, fp32 online softmax, P cast to the input dtype for P.V", k_sim},
     {"mut_table_stride",
      "block-table row stride floor(max_ctx/block_size) instead of its width: rows shift when max_ctx % block_size != 0",
