@@ -9,7 +9,7 @@
 
 #include <sqlite3.h>
 
-#include "run/exec.h"
+#include "oracles/verdict.h"
 
 #define UG_DB_SCHEMA_VERSION 3
 
