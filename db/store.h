@@ -63,12 +63,6 @@ int ug_db_run_get(ug_db *db, long run_id, ug_run_record *rec, char *err, size_t 
 int ug_db_run_reopen(ug_db *db, long run_id, int jobs, char *err, size_t errlen);
 /* The case IDs that already have a result in run_id, sorted (malloc'd; *n of them). */
 int ug_db_result_ids(ug_db *db, long run_id, char (**ids)[UG_ID_LEN + 1], size_t *n, char *err, size_t errlen);
-/* Joins the latest run of each input database into one new run of db (`ulpgym merge`):
- * the inputs must share plan hash, backend, sample and oracle precision, and no case
- * may have a result in two inputs. All or nothing: on error nothing is written.
- * Returns 0 (run id in *run_id), -2 for bad input (message says which file). */
-int ug_db_merge(ug_db *db, const char *const *inputs, int n_inputs, const char *command, long *run_id, char *err,
-                size_t errlen);
 /* Inserts the case if new (origin "plan", "fuzz" or "manual"). */
 int ug_db_put_case(ug_db *db, const char *case_id, const char *spec_json, const char *origin, char *err,
                    size_t errlen);
