@@ -38,8 +38,6 @@ const char *ug_db_default_path(const char *explicit_path)
     return env && *env ? env : "./ulpgym.db";
 }
 
-sqlite3 *ug_db_handle(ug_db *db) { return db->h; }
-
 void ug_db_now(char *buf, size_t len)
 {
     time_t t = time(NULL);

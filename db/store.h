@@ -2,12 +2,12 @@
  *
  * Only the sweep's parent writes. Writes are grouped by the caller with
  * ug_db_begin()/ug_db_commit(); a crash loses at most the open batch, never a committed
- * one, and never leaves half a result (a result's rows go in one transaction). */
+ * one, and never leaves half a result (a result's rows go in one transaction).
+ * No SQLite type shows here: every query is a function of db/ (merge.h, query_*.h), so
+ * the layers above (run/, reports/, cli/) never write SQL. */
 #ifndef UG_STORE_H
 #define UG_STORE_H
 #include <stddef.h>
-
-#include <sqlite3.h>
 
 #include "oracles/verdict.h"
 
@@ -47,7 +47,6 @@ const char *ug_db_default_path(const char *explicit_path);
  * refused with a message; nothing is written to it. */
 int ug_db_open(const char *path, int create, ug_db **out, char *err, size_t errlen);
 void ug_db_close(ug_db *db);
-sqlite3 *ug_db_handle(ug_db *db);
 
 int ug_db_begin(ug_db *db, char *err, size_t errlen);
 int ug_db_commit(ug_db *db, char *err, size_t errlen);
