@@ -16,6 +16,7 @@ typedef struct {
     int json;
 } history_opts;
 
+/* --by NAME as the query's key; UG_DB_BY_NONE for none or an unknown name (refused). */
 static ug_db_history_by by_key(const char *by)
 {
     return !by ? UG_DB_BY_NONE : strcmp(by, "group") == 0 ? UG_DB_BY_GROUP : strcmp(by, "op") == 0 ? UG_DB_BY_OP
