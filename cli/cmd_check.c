@@ -16,6 +16,7 @@
 
 #include "cli/cli.h"
 #include "cli/report_text.h"
+#include "db/query_case.h"
 #include "kernels/replay.h"
 #include "oracles/oracle.h"
 #include "gen/case.h"
@@ -134,14 +135,7 @@ static int open_run(ug_db *db, const char *name, const char *root, const char *c
 {
     *run_id = 0;
     if (name) {
-        sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(ug_db_handle(db),
-                               "SELECT max(run_id) FROM runs WHERE backend = 'replay' AND plan_name = ?", -1, &st,
-                               NULL) == SQLITE_OK) {
-            sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
-            if (sqlite3_step(st) == SQLITE_ROW) *run_id = (long)sqlite3_column_int64(st, 0);
-            sqlite3_finalize(st);
-        }
+        *run_id = ug_db_latest_replay_run(db, name);
         if (*run_id > 0) return 0;
     }
     ug_run_info info = {.plan_name = name ? name : "replay", .plan_path = root, .backend = "replay",

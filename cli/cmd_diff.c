@@ -5,17 +5,40 @@
 #include <string.h>
 
 #include "cli/cli.h"
-
-static const char *diff_sql =
-    "SELECT c.op_group, c.op, c.dtype, a.case_id, a.verdict, b.verdict,"
-    " (SELECT max(max_ulp) FROM metrics m WHERE m.run_id = a.run_id AND m.case_id = a.case_id),"
-    " (SELECT max(max_ulp) FROM metrics m WHERE m.run_id = b.run_id AND m.case_id = b.case_id)"
-    " FROM results a JOIN results b ON b.case_id = a.case_id AND b.run_id = ?2 JOIN cases c ON c.case_id = a.case_id"
-    " WHERE a.run_id = ?1 ORDER BY c.op_group, c.op, a.case_id";
+#include "db/query_history.h"
 
 typedef struct {
     long common, new_fail, fixed, moved;
 } diff_counts;
+
+typedef struct {
+    double factor;
+    diff_counts per[UG_GROUP_COUNT];
+} diff_state;
+
+/* Prints a case that changed between the runs and counts it under its group. */
+static int diff_case(const ug_db_diff_row *row, void *ctx)
+{
+    diff_state *d = ctx;
+    int g = ug_group_find(row->group);
+    if (g < 0) return 0;
+    const char *va = row->verdict_a, *vb = row->verdict_b, *id = row->case_id, *op = row->op, *dt = row->dtype;
+    double ua = row->max_ulp_a, ub = row->max_ulp_b, factor = d->factor;
+    int pa = strcmp(va, "PASS") == 0, pb = strcmp(vb, "PASS") == 0;
+    diff_counts *per = d->per;
+    per[g].common++;
+    if (pa && !pb) {
+        per[g].new_fail++;
+        printf("  NEW FAIL  %s  %-30s %-5s %s -> %s  (ulpgym triage %s)\n", id, op, dt, va, vb, id);
+    } else if (!pa && pb) {
+        per[g].fixed++;
+        printf("  FIXED     %s  %-30s %-5s %s -> %s\n", id, op, dt, va, vb);
+    } else if (pa && pb && fmax(ua, ub) > 0.5 && (ub > factor * fmax(ua, 0.5) || ua > factor * fmax(ub, 0.5))) {
+        per[g].moved++;
+        printf("  MOVED     %s  %-30s %-5s max ulp %.3g -> %.3g\n", id, op, dt, ua, ub);
+    }
+    return 0;
+}
 
 static int ug_cmd_diff(int argc, char **argv)
 {
@@ -39,36 +62,13 @@ static int ug_cmd_diff(int argc, char **argv)
         ug_db_close(db);
         return ug_cli_fail("diff: %s", err);
     }
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(ug_db_handle(db), diff_sql, -1, &st, NULL) != SQLITE_OK) {
-        ug_db_close(db);
-        return ug_cli_fail("diff: %s", sqlite3_errmsg(ug_db_handle(db)));
-    }
-    sqlite3_bind_int64(st, 1, a);
-    sqlite3_bind_int64(st, 2, b);
-    diff_counts per[UG_GROUP_COUNT] = {{0}}, all = {0};
+    diff_state d = {factor, {{0}}};
+    diff_counts *per = d.per, all = {0};
     printf("diff run %ld -> run %ld (ulp factor %g)\n", a, b, factor);
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        int g = ug_group_find((const char *)sqlite3_column_text(st, 0));
-        if (g < 0) continue;
-        const char *va = (const char *)sqlite3_column_text(st, 4), *vb = (const char *)sqlite3_column_text(st, 5);
-        const char *id = (const char *)sqlite3_column_text(st, 3), *op = (const char *)sqlite3_column_text(st, 1);
-        const char *dt = (const char *)sqlite3_column_text(st, 2);
-        double ua = sqlite3_column_double(st, 6), ub = sqlite3_column_double(st, 7);
-        int pa = strcmp(va, "PASS") == 0, pb = strcmp(vb, "PASS") == 0;
-        per[g].common++;
-        if (pa && !pb) {
-            per[g].new_fail++;
-            printf("  NEW FAIL  %s  %-30s %-5s %s -> %s  (ulpgym triage %s)\n", id, op, dt, va, vb, id);
-        } else if (!pa && pb) {
-            per[g].fixed++;
-            printf("  FIXED     %s  %-30s %-5s %s -> %s\n", id, op, dt, va, vb);
-        } else if (pa && pb && fmax(ua, ub) > 0.5 && (ub > factor * fmax(ua, 0.5) || ua > factor * fmax(ub, 0.5))) {
-            per[g].moved++;
-            printf("  MOVED     %s  %-30s %-5s max ulp %.3g -> %.3g\n", id, op, dt, ua, ub);
-        }
+    if (ug_db_diff_runs(db, a, b, diff_case, &d, err, sizeof err)) {
+        ug_db_close(db);
+        return ug_cli_fail("diff: %s", err);
     }
-    sqlite3_finalize(st);
     printf("%-11s %8s %9s %7s %7s\n", "group", "common", "new fail", "fixed", "moved");
     for (int g = 0; g < UG_GROUP_COUNT; g++) {
         if (!per[g].common) continue;

@@ -8,138 +8,113 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "db/query_history.h"
 
 typedef struct {
-    char where[4096];     /* SQL condition over c (cases) and ru (runs); literals only */
-    const char *by;       /* NULL, "group", "op" or "dtype" */
-    long last;
+    ug_db_history_filter f;
+    const char *by; /* NULL, "group", "op" or "dtype" */
     int json;
 } history_opts;
 
-/* Appends " AND <column> IN ('a','b')" for the selected names (known names only). */
-static void add_in(char *where, size_t len, const char *column, const char *const *names, const unsigned char *sel, int n)
+/* --by NAME as the query's key; UG_DB_BY_NONE for none or an unknown name (refused). */
+static ug_db_history_by by_key(const char *by)
 {
-    size_t w = strlen(where);
-    w += (size_t)snprintf(where + w, len - w, " AND %s IN (", column);
-    for (int i = 0, first = 1; i < n && w < len; i++)
-        if (sel[i]) {
-            w += (size_t)snprintf(where + w, len - w, "%s'%s'", first ? "" : ",", names[i]);
-            first = 0;
-        }
-    if (w < len) snprintf(where + w, len - w, ")");
+    return !by ? UG_DB_BY_NONE : strcmp(by, "group") == 0 ? UG_DB_BY_GROUP : strcmp(by, "op") == 0 ? UG_DB_BY_OP
+                      : strcmp(by, "dtype") == 0 ? UG_DB_BY_DTYPE : UG_DB_BY_NONE;
 }
 
-static const char *by_column(const char *by)
-{
-    return !by ? NULL : strcmp(by, "group") == 0 ? "c.op_group" : strcmp(by, "op") == 0 ? "c.op"
-                      : strcmp(by, "dtype") == 0 ? "c.dtype" : NULL;
-}
+typedef struct {
+    const history_opts *o;
+    cJSON *arr; /* --json: the array rows go to; NULL: print */
+    int n;      /* rows seen */
+} history_out;
 
-static int print_rates(sqlite3 *h, const history_opts *o, cJSON *json)
+static int print_rate(const ug_db_rate_row *row, void *ctx)
 {
-    const char *col = by_column(o->by);
-    char sql[8192];
-    snprintf(sql, sizeof sql,
-             "SELECT r.run_id, ru.started_at, ru.status, ru.backend, coalesce(ru.plan_name, '-'), %s,"
-             " count(*), sum(r.verdict = 'PASS'), sum(r.verdict = 'FAIL'), sum(r.verdict NOT IN ('PASS','FAIL'))"
-             " FROM results r JOIN runs ru ON ru.run_id = r.run_id JOIN cases c ON c.case_id = r.case_id"
-             " WHERE r.run_id IN (SELECT run_id FROM runs ORDER BY run_id DESC LIMIT %ld) AND %s"
-             " GROUP BY r.run_id%s%s ORDER BY r.run_id%s%s",
-             col ? col : "''", o->last, o->where, col ? ", " : "", col ? col : "", col ? ", " : "", col ? col : "");
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK) return ug_cli_fail("history: %s", sqlite3_errmsg(h));
-    cJSON *arr = json ? cJSON_AddArrayToObject(json, "runs") : NULL;
-    if (!json)
-        printf("%5s  %-20s %-11s %-22s %7s %7s %7s %7s %8s  %s\n", "run", "started (UTC)", "status", col ? o->by : "",
-               "cases", "pass", "fail", "other", "pass %", "backend / plan");
-    int rows = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        long n = (long)sqlite3_column_int64(st, 6), pass = (long)sqlite3_column_int64(st, 7);
-        double rate = n ? 100.0 * (double)pass / (double)n : 0.0;
-        const char *key = (const char *)sqlite3_column_text(st, 5);
-        rows++;
-        if (arr) {
-            cJSON *e = cJSON_CreateObject();
-            cJSON_AddNumberToObject(e, "run_id", (double)sqlite3_column_int64(st, 0));
-            cJSON_AddStringToObject(e, "started_at", (const char *)sqlite3_column_text(st, 1));
-            cJSON_AddStringToObject(e, "backend", (const char *)sqlite3_column_text(st, 3));
-            if (col) cJSON_AddStringToObject(e, o->by, key);
-            cJSON_AddNumberToObject(e, "cases", (double)n);
-            cJSON_AddNumberToObject(e, "passed", (double)pass);
-            cJSON_AddNumberToObject(e, "failed", (double)sqlite3_column_int64(st, 8));
-            cJSON_AddNumberToObject(e, "other", (double)sqlite3_column_int64(st, 9));
-            cJSON_AddNumberToObject(e, "pass_rate", rate);
-            cJSON_AddItemToArray(arr, e);
-            continue;
-        }
-        printf("%5lld  %-20s %-11s %-22s %7ld %7ld %7lld %7lld %7.2f%%  %s / %s\n", sqlite3_column_int64(st, 0),
-               (const char *)sqlite3_column_text(st, 1), (const char *)sqlite3_column_text(st, 2), key, n, pass,
-               sqlite3_column_int64(st, 8), sqlite3_column_int64(st, 9), rate, (const char *)sqlite3_column_text(st, 3),
-               (const char *)sqlite3_column_text(st, 4));
+    history_out *out = ctx;
+    const history_opts *o = out->o;
+    double rate = row->n ? 100.0 * (double)row->pass / (double)row->n : 0.0;
+    out->n++;
+    if (out->arr) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "run_id", (double)row->run_id);
+        cJSON_AddStringToObject(e, "started_at", row->started_at);
+        cJSON_AddStringToObject(e, "backend", row->backend);
+        if (o->by) cJSON_AddStringToObject(e, o->by, row->key);
+        cJSON_AddNumberToObject(e, "cases", (double)row->n);
+        cJSON_AddNumberToObject(e, "passed", (double)row->pass);
+        cJSON_AddNumberToObject(e, "failed", (double)row->fail);
+        cJSON_AddNumberToObject(e, "other", (double)row->other);
+        cJSON_AddNumberToObject(e, "pass_rate", rate);
+        cJSON_AddItemToArray(out->arr, e);
+        return 0;
     }
-    sqlite3_finalize(st);
-    if (!rows && !json) printf("(no results for this filter)\n");
+    printf("%5lld  %-20s %-11s %-22s %7ld %7ld %7lld %7lld %7.2f%%  %s / %s\n", row->run_id, row->started_at,
+           row->status, row->key, row->n, row->pass, row->fail, row->other, rate, row->backend, row->plan_name);
     return 0;
 }
 
-/* Flaky: the same case under the same plan hash, git revision and backend got different verdicts. */
-static const char *flaky_sql =
-    "SELECT r.case_id, c.op, c.dtype, group_concat(r.run_id || ':' || r.verdict, ' ')"
-    " FROM results r JOIN runs ru ON ru.run_id = r.run_id JOIN cases c ON c.case_id = r.case_id WHERE %s"
-    " GROUP BY r.case_id, ru.plan_hash, ru.git_rev, ru.backend HAVING count(DISTINCT r.verdict) > 1"
-    " ORDER BY c.op, r.case_id LIMIT 200";
-
-/* Regressions: the first failing run after a passing one, same backend. */
-static const char *regress_sql =
-    "SELECT f.case_id, c.op, c.dtype, min(f.run_id), f.verdict, ru.backend"
-    " FROM results f JOIN runs ru ON ru.run_id = f.run_id JOIN cases c ON c.case_id = f.case_id"
-    " WHERE f.verdict <> 'PASS' AND %s AND EXISTS (SELECT 1 FROM results p JOIN runs pr ON pr.run_id = p.run_id"
-    "  WHERE p.case_id = f.case_id AND p.run_id < f.run_id AND p.verdict = 'PASS' AND pr.backend = ru.backend)"
-    " GROUP BY f.case_id, ru.backend ORDER BY min(f.run_id), c.op LIMIT 200";
-
-static int print_cases(sqlite3 *h, const char *fmt, const history_opts *o, const char *title, cJSON *json, int regress)
+static int print_rates(ug_db *db, const history_opts *o, cJSON *json)
 {
-    char sql[8192];
-    snprintf(sql, sizeof sql, fmt, o->where);
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK) return ug_cli_fail("history: %s", sqlite3_errmsg(h));
-    cJSON *arr = json ? cJSON_AddArrayToObject(json, regress ? "regressions" : "flaky") : NULL;
-    int n = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        const char *id = (const char *)sqlite3_column_text(st, 0), *op = (const char *)sqlite3_column_text(st, 1);
-        const char *dt = (const char *)sqlite3_column_text(st, 2);
-        if (arr) {
-            cJSON *e = cJSON_CreateObject();
-            cJSON_AddStringToObject(e, "case_id", id);
-            cJSON_AddStringToObject(e, "op", op);
-            cJSON_AddStringToObject(e, "dtype", dt);
-            if (regress) {
-                cJSON_AddNumberToObject(e, "first_failing_run", (double)sqlite3_column_int64(st, 3));
-                cJSON_AddStringToObject(e, "verdict", (const char *)sqlite3_column_text(st, 4));
-                cJSON_AddStringToObject(e, "backend", (const char *)sqlite3_column_text(st, 5));
-            } else {
-                cJSON_AddStringToObject(e, "verdicts", (const char *)sqlite3_column_text(st, 3));
-            }
-            cJSON_AddItemToArray(arr, e);
+    history_out out = {o, json ? cJSON_AddArrayToObject(json, "runs") : NULL, 0};
+    if (!json)
+        printf("%5s  %-20s %-11s %-22s %7s %7s %7s %7s %8s  %s\n", "run", "started (UTC)", "status", o->by ? o->by : "",
+               "cases", "pass", "fail", "other", "pass %", "backend / plan");
+    char err[512];
+    if (ug_db_history_rates(db, &o->f, print_rate, &out, err, sizeof err)) return ug_cli_fail("history: %s", err);
+    if (!out.n && !json) printf("(no results for this filter)\n");
+    return 0;
+}
+
+typedef struct {
+    history_out out;
+    const char *title;
+    int regress;
+} cases_out;
+
+static int print_case(const ug_db_history_case *c, void *ctx)
+{
+    cases_out *co = ctx;
+    if (co->out.arr) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "case_id", c->case_id);
+        cJSON_AddStringToObject(e, "op", c->op);
+        cJSON_AddStringToObject(e, "dtype", c->dtype);
+        if (co->regress) {
+            cJSON_AddNumberToObject(e, "first_failing_run", (double)c->first_failing_run);
+            cJSON_AddStringToObject(e, "verdict", c->verdict);
+            cJSON_AddStringToObject(e, "backend", c->backend);
         } else {
-            if (!n) printf("\n%s:\n", title);
-            if (regress)
-                printf("  %s  %-30s %-5s first failed in run %lld (%s, %s)\n", id, op, dt, sqlite3_column_int64(st, 3),
-                       (const char *)sqlite3_column_text(st, 4), (const char *)sqlite3_column_text(st, 5));
-            else
-                printf("  %s  %-30s %-5s %s\n", id, op, dt, (const char *)sqlite3_column_text(st, 3));
+            cJSON_AddStringToObject(e, "verdicts", c->verdicts);
         }
-        n++;
+        cJSON_AddItemToArray(co->out.arr, e);
+    } else {
+        if (!co->out.n) printf("\n%s:\n", co->title);
+        if (co->regress)
+            printf("  %s  %-30s %-5s first failed in run %lld (%s, %s)\n", c->case_id, c->op, c->dtype,
+                   c->first_failing_run, c->verdict, c->backend);
+        else
+            printf("  %s  %-30s %-5s %s\n", c->case_id, c->op, c->dtype, c->verdicts);
     }
-    sqlite3_finalize(st);
-    if (!n && !json) printf("\n%s: none\n", title);
+    co->out.n++;
+    return 0;
+}
+
+static int print_cases(ug_db *db, const history_opts *o, const char *title, cJSON *json, int regress)
+{
+    cases_out co = {{o, json ? cJSON_AddArrayToObject(json, regress ? "regressions" : "flaky") : NULL, 0}, title, regress};
+    char err[512];
+    int rc = regress ? ug_db_history_regressions(db, &o->f, print_case, &co, err, sizeof err)
+                     : ug_db_history_flaky(db, &o->f, print_case, &co, err, sizeof err);
+    if (rc) return ug_cli_fail("history: %s", err);
+    if (!co.out.n && !json) printf("\n%s: none\n", title);
     return 0;
 }
 
 static int ug_cmd_history(int argc, char **argv)
 {
     const char *db_path = NULL, *last = NULL, *since = NULL;
-    history_opts o = {"1", NULL, 20, 0};
+    history_opts o = {{NULL, 0, NULL, 20, UG_DB_BY_NONE}, NULL, 0};
     ug_cli_filter f = {0};
     for (int i = 1; i < argc; i++) {
         int m = ug_cli_filter_opt(&f, argc, argv, &i);
@@ -151,29 +126,21 @@ static int ug_cmd_history(int argc, char **argv)
         } else if (ug_cli_flag(argv, i, "--json")) o.json = 1;
         else return ug_cli_fail("history: unexpected argument \"%s\" (see ulpgym history -h)", argv[i]);
     }
-    if (last && (o.last = ug_cli_long(last)) <= 0) return ug_cli_fail("history: --last must be a positive number");
-    if (o.by && !by_column(o.by)) return ug_cli_fail("history: --by takes group, op or dtype");
-    if (since) { /* an ISO date or time: digits, '-', ':', 'T', 'Z' only (it goes into SQL) */
+    if (last && (o.f.last = ug_cli_long(last)) <= 0) return ug_cli_fail("history: --last must be a positive number");
+    if (o.by && !(o.f.by = by_key(o.by))) return ug_cli_fail("history: --by takes group, op or dtype");
+    if (since) { /* an ISO date or time: digits, '-', ':', 'T', 'Z' only */
         if (strspn(since, "0123456789-:TZ ") != strlen(since) || strlen(since) < 4)
             return ug_cli_fail("history: --since takes a date such as 2026-11-01");
-        snprintf(o.where + strlen(o.where), sizeof o.where - strlen(o.where), " AND ru.started_at >= '%s'", since);
+        o.f.since = since;
     }
-    const char *opnames[UG_OP_COUNT], *gnames[UG_GROUP_COUNT];
-    unsigned char gsel[UG_GROUP_COUNT];
-    for (int i = 0; i < UG_OP_COUNT; i++) opnames[i] = ug_op_name(i);
-    for (int g = 0; g < UG_GROUP_COUNT; g++) {
-        gnames[g] = ug_group_name((ug_group)g);
-        gsel[g] = (unsigned char)(f.groups >> g & 1u);
-    }
-    if (f.any_op) add_in(o.where, sizeof o.where, "c.op", opnames, f.ops, UG_OP_COUNT);
-    if (f.groups) add_in(o.where, sizeof o.where, "c.op_group", gnames, gsel, UG_GROUP_COUNT);
+    if (f.any_op) o.f.ops = f.ops;
+    o.f.groups = f.groups;
     ug_db *db;
     if (ug_cli_open_db(db_path, 0, &db)) return UG_EXIT_USAGE;
-    sqlite3 *h = ug_db_handle(db);
     cJSON *json = o.json ? cJSON_CreateObject() : NULL;
-    int rc = print_rates(h, &o, json);
-    if (!rc) rc = print_cases(h, flaky_sql, &o, "flaky cases (same plan, code and backend, different verdicts)", json, 0);
-    if (!rc) rc = print_cases(h, regress_sql, &o, "regressions (passed before, failed later; first failing run)", json, 1);
+    int rc = print_rates(db, &o, json);
+    if (!rc) rc = print_cases(db, &o, "flaky cases (same plan, code and backend, different verdicts)", json, 0);
+    if (!rc) rc = print_cases(db, &o, "regressions (passed before, failed later; first failing run)", json, 1);
     if (json) {
         char *s = cJSON_Print(json);
         if (!rc) printf("%s\n", s ? s : "{}");

@@ -1,13 +1,14 @@
 /* cmd_merge.c — `ulpgym merge OUT.db IN.db...`: joins the shard databases of one sweep
  * (`ulpgym sweep --shard K/N`, e.g. the tasks of a Slurm job array) into one run of OUT.
  *
- * The work is in db/store.c (ug_db_merge): it takes the latest run of each input, checks
+ * The work is in db/merge.c (ug_db_merge): it takes the latest run of each input, checks
  * that they are shards of one sweep (same plan hash, backend, sample, selection) and
  * copies cases, results, metrics and verdicts under one new run ID in a single
  * transaction, so a refused merge leaves OUT as it was. */
 #include <string.h>
 
 #include "cli/cli.h"
+#include "db/merge.h"
 
 static int ug_cmd_merge(int argc, char **argv)
 {

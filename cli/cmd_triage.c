@@ -11,6 +11,7 @@
 #include "gen/plan.h"
 #include "cli/triage_view.h"
 #include "core/npy.h"
+#include "db/query_case.h"
 #include "kernels/replay.h"
 #include "run/exec.h"
 #include "run/shrink.h"
@@ -40,16 +41,14 @@ static int find_spec(ug_db *db, const char *prefix, char id[UG_ID_LEN + 1], char
 static long stored_run(ug_db *db, const char *id, long run, char *backend, size_t blen, long *sample)
 {
     if (run <= 0) run = ug_db_latest_result_run(db, id);
-    sqlite3_stmt *st;
-    if (run <= 0 || sqlite3_prepare_v2(ug_db_handle(db), "SELECT backend, sample FROM runs WHERE run_id = ?", -1, &st,
-                                       NULL) != SQLITE_OK)
-        return 0;
-    sqlite3_bind_int64(st, 1, run);
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        snprintf(backend, blen, "%s", (const char *)sqlite3_column_text(st, 0));
-        *sample = sqlite3_column_int64(st, 1);
+    ug_run_record rec;
+    char err[256];
+    int rc = run > 0 ? ug_db_run_get(db, run, &rec, err, sizeof err) : -1;
+    if (rc == -1) return 0;
+    if (rc == 0) { /* -2: no such run; the case keeps the default backend */
+        snprintf(backend, blen, "%s", rec.backend);
+        *sample = rec.sample;
     }
-    sqlite3_finalize(st);
     return run;
 }
 
@@ -57,33 +56,23 @@ static long stored_run(ug_db *db, const char *id, long run, char *backend, size_
  * (to f). Returns the number of values that differ. */
 static int compare_stored(ug_db *db, long run, const ug_result *r, FILE *f)
 {
-    static const char *cols = "n_checked, max_abs, max_rel, max_ulp, mean_ulp, mere, mare, rmse, eb, small_err_ratio,"
-                              " cosine, bench_mare, max_ulp_index";
-    char sql[512];
-    snprintf(sql, sizeof sql, "SELECT %s FROM metrics WHERE run_id = ? AND case_id = ? AND output = ?", cols);
     int diffs = 0, compared = 0;
     for (int k = 0; k < r->n_out; k++) {
-        const ug_metrics *m = &r->out[k].m;
-        double fresh[] = {(double)m->n, m->max_abs, m->max_rel, m->max_ulp, m->mean_ulp, m->mere, m->mare,
-                          m->rmse, m->eb, m->small_err_ratio, m->cosine, m->b_mare, (double)m->max_ulp_idx};
-        sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(ug_db_handle(db), sql, -1, &st, NULL) != SQLITE_OK) return -1;
-        sqlite3_bind_int64(st, 1, run);
-        sqlite3_bind_text(st, 2, r->case_id, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(st, 3, r->out[k].name, -1, SQLITE_TRANSIENT);
-        if (sqlite3_step(st) == SQLITE_ROW) {
-            for (int c = 0; c < (int)(sizeof fresh / sizeof *fresh); c++) {
-                double stored = sqlite3_column_double(st, c);
-                int same = stored == fresh[c] || (sqlite3_column_type(st, c) == SQLITE_NULL && isnan(fresh[c]));
-                compared++;
-                if (!same) {
-                    diffs++;
-                    fprintf(f, "  differs: %s %s stored %.17g, now %.17g\n", r->out[k].name,
-                            sqlite3_column_name(st, c), stored, fresh[c]);
-                }
+        double fresh[UG_DB_MC_COUNT];
+        ug_db_metric_values(&r->out[k].m, fresh);
+        ug_db_metric_row stored;
+        char err[256];
+        int found = ug_db_get_metrics(db, run, r->case_id, r->out[k].name, &stored, err, sizeof err);
+        if (found < 0) return -1;
+        for (int c = 0; found && c < UG_DB_MC_COUNT; c++) {
+            int same = stored.v[c] == fresh[c] || (stored.is_null[c] && isnan(fresh[c]));
+            compared++;
+            if (!same) {
+                diffs++;
+                fprintf(f, "  differs: %s %s stored %.17g, now %.17g\n", r->out[k].name, ug_db_metric_column(c),
+                        stored.v[c], fresh[c]);
             }
         }
-        sqlite3_finalize(st);
     }
     fprintf(f, "stored metrics of run %ld: %d values compared, %s\n", run, compared,
             diffs ? "NOT reproduced" : "reproduced exactly");

@@ -2,6 +2,7 @@
  * db/schema.sql (build/schema_sql.c), so the binary needs no data files to create a
  * database. Migrations: PRAGMA user_version counts the schema steps applied. */
 #include "db/store.h"
+#include "db/internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,19 +31,12 @@ static const char migration2_sql[] =
 /* Migration 3: whether the run left out the fuzz findings (corpus/found/), for resume. */
 static const char migration3_sql[] = "ALTER TABLE runs ADD COLUMN no_regressions INTEGER NOT NULL DEFAULT 0;";
 
-struct ug_db {
-    sqlite3 *h;
-    sqlite3_stmt *put_result, *put_metric, *put_verdict, *put_case;
-};
-
 const char *ug_db_default_path(const char *explicit_path)
 {
     if (explicit_path && *explicit_path) return explicit_path;
     const char *env = getenv("ULPGYM_DB");
     return env && *env ? env : "./ulpgym.db";
 }
-
-sqlite3 *ug_db_handle(ug_db *db) { return db->h; }
 
 void ug_db_now(char *buf, size_t len)
 {
@@ -121,7 +115,7 @@ static int migrate(ug_db *db, const char *path, char *err, size_t errlen)
     return 0;
 }
 
-static int prepare(ug_db *db, sqlite3_stmt **st, const char *sql, char *err, size_t errlen)
+int ug_db_prepare(ug_db *db, sqlite3_stmt **st, const char *sql, char *err, size_t errlen)
 {
     if (sqlite3_prepare_v2(db->h, sql, -1, st, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "database: %s", sqlite3_errmsg(db->h));
@@ -156,14 +150,14 @@ int ug_db_open(const char *path, int create, ug_db **out, char *err, size_t errl
         }
     }
     if (!rc)
-        rc = prepare(db, &db->put_result,
+        rc = ug_db_prepare(db, &db->put_result,
                      "INSERT OR REPLACE INTO results(run_id, case_id, verdict, primary_standard, kernel_ms, oracle_ms,"
                      " oracle_fallbacks, message) VALUES (?,?,?,?,?,?,?,?)", err, errlen) ||
-             prepare(db, &db->put_metric,
+             ug_db_prepare(db, &db->put_metric,
                      "INSERT OR REPLACE INTO metrics VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", err,
                      errlen) ||
-             prepare(db, &db->put_verdict, "INSERT OR REPLACE INTO verdicts VALUES (?,?,?,?,?)", err, errlen) ||
-             prepare(db, &db->put_case,
+             ug_db_prepare(db, &db->put_verdict, "INSERT OR REPLACE INTO verdicts VALUES (?,?,?,?,?)", err, errlen) ||
+             ug_db_prepare(db, &db->put_case,
                      "INSERT OR IGNORE INTO cases(case_id, op, op_group, dtype, spec_json, origin, first_seen)"
                      " VALUES (?,?,?,?,?,?,?)", err, errlen);
     if (rc) {
@@ -189,7 +183,7 @@ int ug_db_begin(ug_db *db, char *err, size_t errlen) { return exec(db, "BEGIN IM
 int ug_db_commit(ug_db *db, char *err, size_t errlen) { return exec(db, "COMMIT", err, errlen); }
 void ug_db_rollback(ug_db *db) { sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL); }
 
-static int step_done(ug_db *db, sqlite3_stmt *st, char *err, size_t errlen)
+int ug_db_step_done(ug_db *db, sqlite3_stmt *st, char *err, size_t errlen)
 {
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
@@ -204,7 +198,7 @@ static int step_done(ug_db *db, sqlite3_stmt *st, char *err, size_t errlen)
 int ug_db_run_begin(ug_db *db, const ug_run_info *in, long *run_id, char *err, size_t errlen)
 {
     sqlite3_stmt *st;
-    if (prepare(db, &st,
+    if (ug_db_prepare(db, &st,
                 "INSERT INTO runs(started_at, plan_name, plan_path, plan_hash, backend, git_rev, host, cores, shard,"
                 " oracle_prec, sample, command, seed, op_filter, group_filter, case_limit, oracle_check, jobs,"
                 " no_regressions) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", err, errlen))
@@ -231,7 +225,7 @@ int ug_db_run_begin(ug_db *db, const ug_run_info *in, long *run_id, char *err, s
     sqlite3_bind_int(st, 17, in->oracle_check);
     if (in->jobs > 0) sqlite3_bind_int(st, 18, in->jobs);
     sqlite3_bind_int(st, 19, in->no_regressions);
-    int rc = step_done(db, st, err, errlen);
+    int rc = ug_db_step_done(db, st, err, errlen);
     sqlite3_finalize(st);
     if (!rc) *run_id = (long)sqlite3_last_insert_rowid(db->h);
     return rc;
@@ -240,7 +234,7 @@ int ug_db_run_begin(ug_db *db, const ug_run_info *in, long *run_id, char *err, s
 int ug_db_run_finish(ug_db *db, long run_id, const char *status, char *err, size_t errlen)
 {
     sqlite3_stmt *st;
-    if (prepare(db, &st,
+    if (ug_db_prepare(db, &st,
                 "UPDATE runs SET status = ?1,"
                 " finished_at = CASE WHEN ?1 = 'running' THEN NULL ELSE ?2 END,"
                 " n_cases = (SELECT count(*) FROM results WHERE run_id = ?3),"
@@ -254,7 +248,7 @@ int ug_db_run_finish(ug_db *db, long run_id, const char *status, char *err, size
     sqlite3_bind_text(st, 1, status, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 2, now, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 3, run_id);
-    int rc = step_done(db, st, err, errlen);
+    int rc = ug_db_step_done(db, st, err, errlen);
     sqlite3_finalize(st);
     return rc;
 }
@@ -279,7 +273,7 @@ int ug_db_put_case(ug_db *db, const char *case_id, const char *spec_json, const 
     sqlite3_bind_text(st, 6, origin, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 7, now, -1, SQLITE_TRANSIENT);
     ug_spec_free(&s);
-    return step_done(db, st, err, errlen);
+    return ug_db_step_done(db, st, err, errlen);
 }
 
 static void bind_real(sqlite3_stmt *st, int i, double v) { sqlite3_bind_double(st, i, v); }
@@ -314,7 +308,7 @@ static int put_metrics(ug_db *db, long run_id, const ug_result *r, const ug_outp
     bind_real(st, i++, m->b_mare);
     bind_real(st, i++, m->b_rmse);
     bind_real(st, i++, m->b_small_err_ratio);
-    return step_done(db, st, err, errlen);
+    return ug_db_step_done(db, st, err, errlen);
 }
 
 static int put_verdicts(ug_db *db, long run_id, const ug_result *r, char *err, size_t errlen)
@@ -332,7 +326,7 @@ static int put_verdicts(ug_db *db, long run_id, const ug_result *r, char *err, s
         sqlite3_bind_text(st, 3, ug_standard_name(s), -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 4, ug_vstate_name(r->verdict[s]), -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 5, thr, -1, SQLITE_TRANSIENT);
-        if (step_done(db, st, err, errlen)) return -1;
+        if (ug_db_step_done(db, st, err, errlen)) return -1;
     }
     return 0;
 }
@@ -348,7 +342,7 @@ int ug_db_put_result(ug_db *db, long run_id, const ug_result *r, char *err, size
     bind_real(st, 6, r->oracle_ms);
     sqlite3_bind_int64(st, 7, (sqlite3_int64)r->n_fallback);
     sqlite3_bind_text(st, 8, r->message, -1, SQLITE_TRANSIENT);
-    if (step_done(db, st, err, errlen)) return -1;
+    if (ug_db_step_done(db, st, err, errlen)) return -1;
     for (int k = 0; k < r->n_out; k++)
         if (put_metrics(db, run_id, r, &r->out[k], err, errlen)) return -1;
     return r->n_out ? put_verdicts(db, run_id, r, err, errlen) : 0;
@@ -366,7 +360,7 @@ int ug_db_find_case(ug_db *db, const char *prefix, char id[UG_ID_LEN + 1], char 
     for (size_t i = 0; i <= n; i++) lower[i] = (char)(prefix[i] >= 'A' && prefix[i] <= 'F' ? prefix[i] + 32 : prefix[i]);
     snprintf(pattern, sizeof pattern, "%s%%", lower);
     sqlite3_stmt *st;
-    if (prepare(db, &st, "SELECT case_id, spec_json FROM cases WHERE case_id LIKE ? LIMIT 2", err, errlen)) return -1;
+    if (ug_db_prepare(db, &st, "SELECT case_id, spec_json FROM cases WHERE case_id LIKE ? LIMIT 2", err, errlen)) return -1;
     sqlite3_bind_text(st, 1, pattern, -1, SQLITE_TRANSIENT);
     int found = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
@@ -400,7 +394,7 @@ int ug_db_resolve_run(ug_db *db, const char *which, long *run_id, char *err, siz
     sqlite3_stmt *st;
     const char *sql = (!which || strcmp(which, "latest") == 0) ? "SELECT max(run_id) FROM runs"
                                                                : "SELECT run_id FROM runs WHERE run_id = ?";
-    if (prepare(db, &st, sql, err, errlen)) return -1;
+    if (ug_db_prepare(db, &st, sql, err, errlen)) return -1;
     if (which && strcmp(which, "latest") != 0) {
         char *end;
         long v = strtol(which, &end, 10);
@@ -422,7 +416,7 @@ int ug_db_resolve_run(ug_db *db, const char *which, long *run_id, char *err, siz
     return 0;
 }
 
-static void col_text(sqlite3_stmt *st, int i, char *buf, size_t len)
+void ug_db_col_text(sqlite3_stmt *st, int i, char *buf, size_t len)
 {
     const unsigned char *t = sqlite3_column_text(st, i);
     snprintf(buf, len, "%s", t ? (const char *)t : "");
@@ -431,7 +425,7 @@ static void col_text(sqlite3_stmt *st, int i, char *buf, size_t len)
 int ug_db_run_get(ug_db *db, long run_id, ug_run_record *r, char *err, size_t errlen)
 {
     sqlite3_stmt *st;
-    if (prepare(db, &st,
+    if (ug_db_prepare(db, &st,
                 "SELECT status, plan_name, plan_path, plan_hash, backend, shard, op_filter, group_filter, started_at,"
                 " finished_at, host, git_rev, seed, oracle_check, oracle_prec, cores, merged_from IS NOT NULL,"
                 " case_limit, sample, jobs IS NOT NULL, no_regressions FROM runs WHERE run_id = ?", err, errlen))
@@ -442,18 +436,18 @@ int ug_db_run_get(ug_db *db, long run_id, ug_run_record *r, char *err, size_t er
     if (rc == SQLITE_ROW) {
         r->run_id = run_id;
         int i = 0;
-        col_text(st, i++, r->status, sizeof r->status);
-        col_text(st, i++, r->plan_name, sizeof r->plan_name);
-        col_text(st, i++, r->plan_path, sizeof r->plan_path);
-        col_text(st, i++, r->plan_hash, sizeof r->plan_hash);
-        col_text(st, i++, r->backend, sizeof r->backend);
-        col_text(st, i++, r->shard, sizeof r->shard);
-        col_text(st, i++, r->op_filter, sizeof r->op_filter);
-        col_text(st, i++, r->group_filter, sizeof r->group_filter);
-        col_text(st, i++, r->started_at, sizeof r->started_at);
-        col_text(st, i++, r->finished_at, sizeof r->finished_at);
-        col_text(st, i++, r->host, sizeof r->host);
-        col_text(st, i++, r->git_rev, sizeof r->git_rev);
+        ug_db_col_text(st, i++, r->status, sizeof r->status);
+        ug_db_col_text(st, i++, r->plan_name, sizeof r->plan_name);
+        ug_db_col_text(st, i++, r->plan_path, sizeof r->plan_path);
+        ug_db_col_text(st, i++, r->plan_hash, sizeof r->plan_hash);
+        ug_db_col_text(st, i++, r->backend, sizeof r->backend);
+        ug_db_col_text(st, i++, r->shard, sizeof r->shard);
+        ug_db_col_text(st, i++, r->op_filter, sizeof r->op_filter);
+        ug_db_col_text(st, i++, r->group_filter, sizeof r->group_filter);
+        ug_db_col_text(st, i++, r->started_at, sizeof r->started_at);
+        ug_db_col_text(st, i++, r->finished_at, sizeof r->finished_at);
+        ug_db_col_text(st, i++, r->host, sizeof r->host);
+        ug_db_col_text(st, i++, r->git_rev, sizeof r->git_rev);
         r->seed_set = sqlite3_column_type(st, i) != SQLITE_NULL;
         r->seed = sqlite3_column_int64(st, i++);
         r->oracle_check = sqlite3_column_int(st, i++);
@@ -476,13 +470,13 @@ int ug_db_run_get(ug_db *db, long run_id, ug_run_record *r, char *err, size_t er
 int ug_db_run_reopen(ug_db *db, long run_id, int jobs, char *err, size_t errlen)
 {
     sqlite3_stmt *st;
-    if (prepare(db, &st,
+    if (ug_db_prepare(db, &st,
                 "UPDATE runs SET status = 'running', finished_at = NULL, resumes = resumes + 1, jobs = ?2"
                 " WHERE run_id = ?1", err, errlen))
         return -1;
     sqlite3_bind_int64(st, 1, run_id);
     sqlite3_bind_int(st, 2, jobs);
-    int rc = step_done(db, st, err, errlen);
+    int rc = ug_db_step_done(db, st, err, errlen);
     sqlite3_finalize(st);
     return rc;
 }
@@ -492,7 +486,7 @@ int ug_db_result_ids(ug_db *db, long run_id, char (**ids)[UG_ID_LEN + 1], size_t
     sqlite3_stmt *st;
     *ids = NULL;
     *n = 0;
-    if (prepare(db, &st, "SELECT case_id FROM results WHERE run_id = ? ORDER BY case_id", err, errlen)) return -1;
+    if (ug_db_prepare(db, &st, "SELECT case_id FROM results WHERE run_id = ? ORDER BY case_id", err, errlen)) return -1;
     sqlite3_bind_int64(st, 1, run_id);
     size_t cap = 0;
     int rc;
@@ -503,7 +497,7 @@ int ug_db_result_ids(ug_db *db, long run_id, char (**ids)[UG_ID_LEN + 1], size_t
             if (!grown) break;
             *ids = grown;
         }
-        col_text(st, 0, (*ids)[(*n)++], UG_ID_LEN + 1);
+        ug_db_col_text(st, 0, (*ids)[(*n)++], UG_ID_LEN + 1);
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) {
@@ -514,212 +508,4 @@ int ug_db_result_ids(ug_db *db, long run_id, char (**ids)[UG_ID_LEN + 1], size_t
         return -1;
     }
     return 0;
-}
-
-/* ---- merge ---- */
-
-/* Copies the rows of table that a SELECT on src yields into dst, with run_id replaced by
- * new_run. Columns are matched by name, so the copy follows the schema. verb is
- * "INSERT" or "INSERT OR IGNORE". A constraint failure names the case. */
-static int copy_rows(sqlite3 *src, sqlite3 *dst, const char *table, const char *select, long old_run, long new_run,
-                     const char *verb, const char *in_path, char *err, size_t errlen)
-{
-    sqlite3_stmt *q = NULL, *ins = NULL;
-    int rc = -1;
-    if (sqlite3_prepare_v2(src, select, -1, &q, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "%s: %s", in_path, sqlite3_errmsg(src));
-        return -1;
-    }
-    sqlite3_bind_int64(q, 1, old_run);
-    int nc = sqlite3_column_count(q), run_col = -1, case_col = -1;
-    char sql[4096];
-    size_t n = (size_t)snprintf(sql, sizeof sql, "%s INTO %s(", verb, table);
-    for (int i = 0; i < nc && n < sizeof sql; i++) {
-        const char *name = sqlite3_column_name(q, i);
-        if (strcmp(name, "run_id") == 0) run_col = i;
-        if (strcmp(name, "case_id") == 0) case_col = i;
-        n += (size_t)snprintf(sql + n, sizeof sql - n, "%s\"%s\"", i ? "," : "", name);
-    }
-    for (int i = 0; i < nc && n < sizeof sql; i++) n += (size_t)snprintf(sql + n, sizeof sql - n, "%s", i ? ",?" : ") VALUES (?");
-    if (n < sizeof sql) snprintf(sql + n, sizeof sql - n, ")");
-    if (sqlite3_prepare_v2(dst, sql, -1, &ins, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "%s: table %s does not match this database: %s", in_path, table, sqlite3_errmsg(dst));
-        rc = -2;
-        goto done;
-    }
-    int s;
-    while ((s = sqlite3_step(q)) == SQLITE_ROW) {
-        for (int i = 0; i < nc; i++) {
-            if (i == run_col) sqlite3_bind_int64(ins, i + 1, new_run);
-            else sqlite3_bind_value(ins, i + 1, sqlite3_column_value(q, i));
-        }
-        int w = sqlite3_step(ins);
-        if (w == SQLITE_CONSTRAINT) {
-            snprintf(err, errlen, "%s: case %s already came from an earlier input (the same shard twice?)", in_path,
-                     case_col >= 0 ? (const char *)sqlite3_column_text(q, case_col) : "?");
-            rc = -2;
-            goto done;
-        }
-        if (w != SQLITE_DONE) {
-            snprintf(err, errlen, "database: %s", sqlite3_errmsg(dst));
-            goto done;
-        }
-        sqlite3_reset(ins);
-    }
-    if (s != SQLITE_DONE) snprintf(err, errlen, "%s: %s", in_path, sqlite3_errmsg(src));
-    else rc = 0;
-done:
-    sqlite3_finalize(q);
-    sqlite3_finalize(ins);
-    return rc;
-}
-
-/* Reads the latest run of the database at path (upgrading its schema like any command). */
-static int merge_read_input(const char *path, ug_run_record *r, char *err, size_t errlen)
-{
-    ug_db *in;
-    char inner[512];
-    if (ug_db_open(path, 0, &in, inner, sizeof inner)) {
-        snprintf(err, errlen, "merge: %s", inner);
-        return -2;
-    }
-    long run;
-    int rc = ug_db_resolve_run(in, "latest", &run, inner, sizeof inner);
-    if (!rc) rc = ug_db_run_get(in, run, r, inner, sizeof inner);
-    if (rc) snprintf(err, errlen, "merge: %s: %s", path, inner);
-    ug_db_close(in);
-    return rc ? -2 : 0;
-}
-
-static int merge_check(const ug_run_record *a, const char *pa, const ug_run_record *b, const char *pb, char *err,
-                       size_t errlen)
-{
-    const char *what = strcmp(a->plan_hash, b->plan_hash) ? "plan hash"
-                       : strcmp(a->backend, b->backend) ? "backend"
-                       : a->sample != b->sample          ? "sample"
-                       : a->oracle_prec != b->oracle_prec ? "oracle precision"
-                       : strcmp(a->op_filter, b->op_filter) || strcmp(a->group_filter, b->group_filter) ||
-                               a->limit != b->limit
-                           ? "case selection (--op/--group/--limit)"
-                           : NULL;
-    if (what) {
-        snprintf(err, errlen, "merge: %s (run %ld) and %s (run %ld) differ in %s: not shards of one sweep", pa, a->run_id,
-                 pb, b->run_id, what);
-        return -2;
-    }
-    if (a->shard[0] && strcmp(a->shard, b->shard) == 0) {
-        snprintf(err, errlen, "merge: %s and %s are both shard %s", pa, pb, a->shard);
-        return -2;
-    }
-    return 0;
-}
-
-/* Appends text to a growing string (free with free()). */
-static int append(char **s, size_t *len, const char *sep, const char *text)
-{
-    if (!*len) sep = "";
-    size_t add = strlen(sep) + strlen(text);
-    char *g = realloc(*s, *len + add + 1);
-    if (!g) return -1;
-    snprintf(g + *len, add + 1, "%s%s", sep, text);
-    *s = g;
-    *len += add;
-    return 0;
-}
-
-/* The merged run's metadata: earliest start, latest end, hosts, cores, sources. */
-static int merge_update_run(ug_db *db, long run_id, const ug_run_record *recs, const char *const *inputs, int n,
-                            char *err, size_t errlen)
-{
-    char *hosts = NULL, *from = NULL, *shards = NULL, *revs = NULL;
-    size_t lh = 0, lf = 0, ls = 0, lr = 0;
-    const char *start = recs[0].started_at, *end = recs[0].finished_at;
-    int cores = 0, done = 1, rc = -1;
-    for (int i = 0; i < n; i++) {
-        char src[1200];
-        snprintf(src, sizeof src, "%s#%ld", inputs[i], recs[i].run_id);
-        if (append(&from, &lf, ",", src) || (recs[i].shard[0] && append(&shards, &ls, ",", recs[i].shard)) ||
-            ((!hosts || !strstr(hosts, recs[i].host)) && append(&hosts, &lh, ",", recs[i].host)) ||
-            ((!revs || !strstr(revs, recs[i].git_rev)) && append(&revs, &lr, ",", recs[i].git_rev)))
-            goto done;
-        if (strcmp(recs[i].started_at, start) < 0) start = recs[i].started_at;
-        if (strcmp(recs[i].finished_at, end) > 0) end = recs[i].finished_at;
-        cores += recs[i].cores;
-        done &= strcmp(recs[i].status, "done") == 0;
-    }
-    if (ug_db_run_finish(db, run_id, done ? "done" : "partial", err, errlen)) goto done;
-    sqlite3_stmt *st;
-    if (prepare(db, &st,
-                "UPDATE runs SET started_at = ?2, finished_at = ?3, host = ?4, cores = ?5, git_rev = ?6, shard = ?7,"
-                " merged_from = ?8 WHERE run_id = ?1", err, errlen))
-        goto done;
-    sqlite3_bind_int64(st, 1, run_id);
-    sqlite3_bind_text(st, 2, start, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 3, end[0] ? end : NULL, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 4, hosts, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int(st, 5, cores);
-    sqlite3_bind_text(st, 6, revs, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 7, shards, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 8, from, -1, SQLITE_TRANSIENT);
-    rc = step_done(db, st, err, errlen);
-    sqlite3_finalize(st);
-done:
-    if (rc && !err[0]) snprintf(err, errlen, "out of memory");
-    free(hosts);
-    free(from);
-    free(shards);
-    free(revs);
-    return rc;
-}
-
-static int merge_copy_input(ug_db *db, const char *path, long old_run, long new_run, char *err, size_t errlen)
-{
-    sqlite3 *src;
-    if (sqlite3_open_v2(path, &src, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "merge: cannot open %s: %s", path, sqlite3_errmsg(src));
-        sqlite3_close(src);
-        return -2;
-    }
-    int rc = copy_rows(src, db->h, "cases",
-                       "SELECT * FROM cases WHERE case_id IN (SELECT case_id FROM results WHERE run_id = ?1)", old_run,
-                       new_run, "INSERT OR IGNORE", path, err, errlen);
-    if (!rc) rc = copy_rows(src, db->h, "results", "SELECT * FROM results WHERE run_id = ?1", old_run, new_run,
-                            "INSERT", path, err, errlen);
-    if (!rc) rc = copy_rows(src, db->h, "metrics", "SELECT * FROM metrics WHERE run_id = ?1", old_run, new_run,
-                            "INSERT", path, err, errlen);
-    if (!rc) rc = copy_rows(src, db->h, "verdicts", "SELECT * FROM verdicts WHERE run_id = ?1", old_run, new_run,
-                            "INSERT", path, err, errlen);
-    sqlite3_close(src);
-    return rc;
-}
-
-int ug_db_merge(ug_db *db, const char *const *inputs, int n, const char *command, long *run_id, char *err,
-                size_t errlen)
-{
-    ug_run_record *recs = calloc((size_t)(n > 0 ? n : 1), sizeof *recs);
-    if (!recs) return -1;
-    int rc = 0;
-    for (int i = 0; i < n && !rc; i++) {
-        rc = merge_read_input(inputs[i], &recs[i], err, errlen);
-        for (int j = 0; j < i && !rc; j++) rc = merge_check(&recs[j], inputs[j], &recs[i], inputs[i], err, errlen);
-        if (!rc && recs[i].merged) {
-            snprintf(err, errlen, "merge: the latest run of %s is itself a merge; give the shard databases", inputs[i]);
-            rc = -2;
-        }
-    }
-    if (rc) goto done;
-    const ug_run_record *r0 = &recs[0];
-    ug_run_info info = {r0->plan_name, r0->plan_path, r0->plan_hash, r0->backend, NULL, command, r0->oracle_prec,
-                        r0->sample, r0->seed_set, r0->seed, r0->op_filter[0] ? r0->op_filter : NULL,
-                        r0->group_filter[0] ? r0->group_filter : NULL, r0->limit, r0->oracle_check, 0,
-                        r0->no_regressions};
-    if ((rc = ug_db_begin(db, err, errlen)) || (rc = ug_db_run_begin(db, &info, run_id, err, errlen))) goto undo;
-    for (int i = 0; i < n && !rc; i++) rc = merge_copy_input(db, inputs[i], recs[i].run_id, *run_id, err, errlen);
-    if (!rc) rc = merge_update_run(db, *run_id, recs, inputs, n, err, errlen);
-    if (!rc) rc = ug_db_commit(db, err, errlen);
-undo:
-    if (rc) ug_db_rollback(db);
-done:
-    free(recs);
-    return rc;
 }

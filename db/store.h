@@ -2,14 +2,14 @@
  *
  * Only the sweep's parent writes. Writes are grouped by the caller with
  * ug_db_begin()/ug_db_commit(); a crash loses at most the open batch, never a committed
- * one, and never leaves half a result (a result's rows go in one transaction). */
+ * one, and never leaves half a result (a result's rows go in one transaction).
+ * No SQLite type shows here: every query is a function of db/ (merge.h, query_*.h), so
+ * the layers above (run/, reports/, cli/) never write SQL. */
 #ifndef UG_STORE_H
 #define UG_STORE_H
 #include <stddef.h>
 
-#include <sqlite3.h>
-
-#include "run/exec.h"
+#include "oracles/verdict.h"
 
 #define UG_DB_SCHEMA_VERSION 3
 
@@ -47,7 +47,6 @@ const char *ug_db_default_path(const char *explicit_path);
  * refused with a message; nothing is written to it. */
 int ug_db_open(const char *path, int create, ug_db **out, char *err, size_t errlen);
 void ug_db_close(ug_db *db);
-sqlite3 *ug_db_handle(ug_db *db);
 
 int ug_db_begin(ug_db *db, char *err, size_t errlen);
 int ug_db_commit(ug_db *db, char *err, size_t errlen);
@@ -63,12 +62,6 @@ int ug_db_run_get(ug_db *db, long run_id, ug_run_record *rec, char *err, size_t 
 int ug_db_run_reopen(ug_db *db, long run_id, int jobs, char *err, size_t errlen);
 /* The case IDs that already have a result in run_id, sorted (malloc'd; *n of them). */
 int ug_db_result_ids(ug_db *db, long run_id, char (**ids)[UG_ID_LEN + 1], size_t *n, char *err, size_t errlen);
-/* Joins the latest run of each input database into one new run of db (`ulpgym merge`):
- * the inputs must share plan hash, backend, sample and oracle precision, and no case
- * may have a result in two inputs. All or nothing: on error nothing is written.
- * Returns 0 (run id in *run_id), -2 for bad input (message says which file). */
-int ug_db_merge(ug_db *db, const char *const *inputs, int n_inputs, const char *command, long *run_id, char *err,
-                size_t errlen);
 /* Inserts the case if new (origin "plan", "fuzz" or "manual"). */
 int ug_db_put_case(ug_db *db, const char *case_id, const char *spec_json, const char *origin, char *err,
                    size_t errlen);

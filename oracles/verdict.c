@@ -377,3 +377,25 @@ ug_vstate ug_standard_judge(int s, const ug_judged *j, char *thr, size_t thrlen)
     snprintf(thr, thrlen, "{}"); /* not this output's compare */
     return UG_V_NA;
 }
+
+void ug_verdict_combine_outputs(ug_result *r)
+{
+    for (int s = 0; s < UG_STD_COUNT; s++) {
+        ug_vstate v = UG_V_NA;
+        for (int k = 0; k < r->n_out; k++) {
+            if (r->out[k].verdict[s] == UG_V_FAIL) v = UG_V_FAIL;
+            else if (r->out[k].verdict[s] == UG_V_PASS && v == UG_V_NA) v = UG_V_PASS;
+        }
+        r->verdict[s] = v;
+    }
+}
+
+ug_outcome ug_verdict_decide_outcome(const ug_result *r)
+{
+    for (int k = 0; k < r->n_out; k++)
+        if (r->out[k].m.n_nonfinite_mismatch) return UG_OUT_NONFINITE;
+    if (r->verdict[r->primary] == UG_V_FAIL) return UG_OUT_FAIL;
+    for (int s = UG_STD_EXACT; s <= UG_STD_TOPK_SET; s++)
+        if (r->verdict[s] == UG_V_FAIL) return UG_OUT_FAIL;
+    return UG_OUT_PASS;
+}

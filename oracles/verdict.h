@@ -77,6 +77,44 @@ void ug_metrics_compute(ug_dtype dt, size_t n, const size_t *idx, size_t n_total
 /* Applies standard s; writes the thresholds used as JSON into thr (thrlen bytes). */
 ug_vstate ug_standard_judge(int s, const ug_judged *j, char *thr, size_t thrlen);
 
+#define UG_THR_LEN 384 /* bytes of one standard's thresholds JSON */
+
+/* A judged case, as the store keeps it: per output the metrics, each standard's verdict
+ * and the thresholds it applied (JSON text), then the case's verdict per standard and its
+ * outcome. Plain data (no pointers), so a sweep worker can ship it through a pipe and the
+ * store can write it without knowing how it was computed (run/exec.c fills it). */
+typedef struct {
+    char name[32];
+    ug_dtype dtype;
+    ug_metrics m;
+    ug_vstate verdict[UG_STD_COUNT];
+    char thresholds[UG_STD_COUNT][UG_THR_LEN];
+} ug_output_result;
+
+typedef struct {
+    char case_id[UG_ID_LEN + 1];
+    int op;
+    ug_dtype dtype;
+    ug_outcome outcome;
+    int primary;                       /* ug_standard */
+    ug_vstate verdict[UG_STD_COUNT];   /* per standard, over all outputs */
+    char message[512];
+    double kernel_ms, oracle_ms;
+    unsigned long n_fallback;          /* oracle elements settled by MPFR */
+    unsigned long n_selfcheck, n_selfcheck_mismatch;
+    int n_out;
+    ug_output_result out[UG_MAX_TENSORS];
+} ug_result;
+
+/* Sets r->verdict[s] for every standard from the outputs' verdicts in r->out[0..n_out):
+ * FAIL if any output fails s, else PASS if any passes, else NA (no output judged by s). */
+void ug_verdict_combine_outputs(ug_result *r);
+/* The case outcome once ug_verdict_combine_outputs() has run: NONFINITE if any output has
+ * a NaN/Inf mismatch; FAIL if the primary standard (r->primary) fails, or any discrete
+ * compare (exact, boundary_aware, topk_set) fails, since discrete outputs are judged by
+ * their own compare; PASS otherwise. Reads r only. */
+ug_outcome ug_verdict_decide_outcome(const ug_result *r);
+
 /* Small-value threshold and atol of the benchmark standard (msprobe's values). */
 void ug_small_value(ug_dtype dt, double *threshold, double *atol);
 

@@ -7,6 +7,7 @@
 
 #include "reports/report.h"
 #include "reports/xml.h"
+#include "db/query_report.h"
 
 static double pct(const ug_tally *t) { return t->cases ? 100.0 * (double)t->pass / (double)t->cases : 0.0; }
 
@@ -106,48 +107,49 @@ void ug_report_write_json(const ug_report *r, FILE *f)
     cJSON_Delete(j);
 }
 
+typedef struct {
+    const ug_report *r;
+    FILE *f;
+    char current[64]; /* the op whose <testsuite> is open, "" before the first */
+} junit_state;
+
+/* One <testcase>; opens the op's <testsuite> (closing the previous one) on a new op. */
+static int junit_case(const ug_db_case_row *row, void *ctx)
+{
+    junit_state *js = ctx;
+    FILE *f = js->f;
+    const char *op = row->op, *verdict = row->verdict;
+    int opi = ug_op_find(op);
+    if (opi < 0) return 0;
+    if (strcmp(js->current, op) != 0) {
+        if (js->current[0]) fprintf(f, "  </testsuite>\n");
+        snprintf(js->current, sizeof js->current, "%s", op);
+        const ug_tally *t = &js->r->op[opi];
+        fprintf(f, "  <testsuite name=\"%s.%s\" tests=\"%ld\" failures=\"%ld\" errors=\"%ld\" skipped=\"%ld\">\n",
+                ug_group_name(ug_op_group(opi)), op, t->cases, t->fail, t->other - t->skip, t->skip);
+    }
+    fprintf(f, "    <testcase classname=\"%s.%s\" name=\"%s %s\" time=\"%.6f\"", ug_group_name(ug_op_group(opi)), op,
+            row->case_id, row->dtype, row->ms / 1e3);
+    if (strcmp(verdict, "PASS") == 0) {
+        fprintf(f, "/>\n");
+        return 0;
+    }
+    const char *tag = strcmp(verdict, "FAIL") == 0 ? "failure" : strcmp(verdict, "SKIP") == 0 ? "skipped" : "error";
+    fprintf(f, ">\n      <%s type=\"%s\" message=\"", tag, verdict);
+    ug_xml_escape(f, row->message);
+    fprintf(f, "\">triage: ulpgym triage %s (primary standard %s)</%s>\n    </testcase>\n", row->case_id,
+            row->primary_standard, tag);
+    return 0;
+}
+
 int ug_report_write_junit(ug_db *db, const ug_report *r, FILE *f, char *err, size_t errlen)
 {
-    sqlite3_stmt *st;
-    const char *sql = "SELECT c.op_group, c.op, c.dtype, r.case_id, r.verdict, coalesce(r.message, ''),"
-                      " coalesce(r.kernel_ms, 0) + coalesce(r.oracle_ms, 0), r.primary_standard"
-                      " FROM results r JOIN cases c ON c.case_id = r.case_id WHERE r.run_id = ?"
-                      " ORDER BY c.op_group, c.op, r.case_id";
-    if (sqlite3_prepare_v2(ug_db_handle(db), sql, -1, &st, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "database: %s", sqlite3_errmsg(ug_db_handle(db)));
-        return -1;
-    }
-    sqlite3_bind_int64(st, 1, r->run_id);
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     fprintf(f, "<testsuites name=\"ulpgym run %ld\" tests=\"%ld\" failures=\"%ld\" errors=\"%ld\" time=\"%.3f\">\n",
             r->run_id, r->total.cases, r->total.fail, r->total.other - r->total.skip, r->seconds_kernel + r->seconds_oracle);
-    char current[64] = "";
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        const char *op = (const char *)sqlite3_column_text(st, 1), *verdict = (const char *)sqlite3_column_text(st, 4);
-        int opi = ug_op_find(op);
-        if (opi < 0) continue;
-        if (strcmp(current, op) != 0) {
-            if (current[0]) fprintf(f, "  </testsuite>\n");
-            snprintf(current, sizeof current, "%s", op);
-            const ug_tally *t = &r->op[opi];
-            fprintf(f, "  <testsuite name=\"%s.%s\" tests=\"%ld\" failures=\"%ld\" errors=\"%ld\" skipped=\"%ld\">\n",
-                    ug_group_name(ug_op_group(opi)), op, t->cases, t->fail, t->other - t->skip, t->skip);
-        }
-        fprintf(f, "    <testcase classname=\"%s.%s\" name=\"%s %s\" time=\"%.6f\"", ug_group_name(ug_op_group(opi)), op,
-                (const char *)sqlite3_column_text(st, 3), (const char *)sqlite3_column_text(st, 2),
-                sqlite3_column_double(st, 6) / 1e3);
-        if (strcmp(verdict, "PASS") == 0) {
-            fprintf(f, "/>\n");
-            continue;
-        }
-        const char *tag = strcmp(verdict, "FAIL") == 0 ? "failure" : strcmp(verdict, "SKIP") == 0 ? "skipped" : "error";
-        fprintf(f, ">\n      <%s type=\"%s\" message=\"", tag, verdict);
-        ug_xml_escape(f, (const char *)sqlite3_column_text(st, 5));
-        fprintf(f, "\">triage: ulpgym triage %s (primary standard %s)</%s>\n    </testcase>\n",
-                (const char *)sqlite3_column_text(st, 3), (const char *)sqlite3_column_text(st, 7), tag);
-    }
-    if (current[0]) fprintf(f, "  </testsuite>\n");
+    junit_state js = {r, f, ""};
+    if (ug_db_report_cases(db, r->run_id, junit_case, &js, err, errlen)) return -1;
+    if (js.current[0]) fprintf(f, "  </testsuite>\n");
     fprintf(f, "</testsuites>\n");
-    sqlite3_finalize(st);
     return 0;
 }

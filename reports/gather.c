@@ -1,10 +1,12 @@
-/* gather.c — reads one run's report data from the database (see report.h). */
+/* gather.c — folds one run's rows from the database into a ug_report (see report.h); the
+ * queries themselves are in db/query_report.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "reports/report.h"
+#include "db/query_report.h"
 
 const char *const ug_ulp_bucket_names[UG_ULP_BUCKETS] = {"<=0.5", "<=1", "<=2", "<=4", "<=16", "<=256", ">256",
                                                          "NaN/Inf"};
@@ -27,122 +29,75 @@ static void tally_add(ug_tally *t, const char *verdict)
     if (strcmp(verdict, "SKIP") == 0) t->skip++;
 }
 
-static void copy_col(sqlite3_stmt *st, int col, char *dst, size_t len)
-{
-    const unsigned char *s = sqlite3_column_text(st, col);
-    snprintf(dst, len, "%s", s ? (const char *)s : "");
-}
-
-static int gather_run(sqlite3 *h, ug_report *r, char *err, size_t errlen)
-{
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(h,
-                           "SELECT started_at, finished_at, status, backend, plan_name, plan_hash, git_rev, host"
-                           " FROM runs WHERE run_id = ?",
-                           -1, &st, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "database: %s", sqlite3_errmsg(h));
-        return -1;
-    }
-    sqlite3_bind_int64(st, 1, r->run_id);
-    int found = sqlite3_step(st) == SQLITE_ROW;
-    if (found) {
-        copy_col(st, 0, r->started, sizeof r->started);
-        copy_col(st, 1, r->finished, sizeof r->finished);
-        copy_col(st, 2, r->status, sizeof r->status);
-        copy_col(st, 3, r->backend, sizeof r->backend);
-        copy_col(st, 4, r->plan, sizeof r->plan);
-        copy_col(st, 5, r->plan_hash, sizeof r->plan_hash);
-        copy_col(st, 6, r->git_rev, sizeof r->git_rev);
-        copy_col(st, 7, r->host, sizeof r->host);
-    }
-    sqlite3_finalize(st);
-    if (!found) snprintf(err, errlen, "no run %ld in the database", r->run_id);
-    return found ? 0 : -2;
-}
-
 /* Tallies, ulp histogram and timing: one pass over the run's results. */
-static int gather_results(sqlite3 *h, ug_report *r, char *err, size_t errlen)
+static int add_result(const ug_db_result_row *row, void *ctx)
 {
-    sqlite3_stmt *st;
-    const char *sql = "SELECT c.op, c.dtype, r.verdict, r.kernel_ms, r.oracle_ms, c.origin = 'fuzz',"
-                      " (SELECT max(max_ulp) FROM metrics m WHERE m.run_id = r.run_id AND m.case_id = r.case_id),"
-                      " (SELECT sum(nonfinite_mismatch) FROM metrics m WHERE m.run_id = r.run_id AND m.case_id = r.case_id)"
-                      " FROM results r JOIN cases c ON c.case_id = r.case_id WHERE r.run_id = ?";
-    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "database: %s", sqlite3_errmsg(h));
-        return -1;
-    }
-    sqlite3_bind_int64(st, 1, r->run_id);
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        int op = ug_op_find((const char *)sqlite3_column_text(st, 0));
-        int dt = ug_dtype_parse((const char *)sqlite3_column_text(st, 1));
-        const char *v = (const char *)sqlite3_column_text(st, 2);
-        if (op < 0 || dt < 0 || !v) continue; /* a case of an op this build does not know */
-        tally_add(&r->total, v);
-        tally_add(&r->group[ug_op_group(op)], v);
-        tally_add(&r->op[op], v);
-        tally_add(&r->op_dtype[op][dt], v);
-        r->seconds_kernel += sqlite3_column_double(st, 3) / 1e3;
-        r->seconds_oracle += sqlite3_column_double(st, 4) / 1e3;
-        r->regressions += sqlite3_column_int(st, 5);
-        if (sqlite3_column_type(st, 6) != SQLITE_NULL || sqlite3_column_int64(st, 7) > 0)
-            r->ulp_hist[op][ulp_bucket(sqlite3_column_double(st, 6), sqlite3_column_int64(st, 7) > 0)]++;
-    }
-    sqlite3_finalize(st);
+    ug_report *r = ctx;
+    int op = ug_op_find(row->op);
+    int dt = ug_dtype_parse(row->dtype);
+    const char *v = row->verdict;
+    if (op < 0 || dt < 0 || !v) return 0; /* a case of an op this build does not know */
+    tally_add(&r->total, v);
+    tally_add(&r->group[ug_op_group(op)], v);
+    tally_add(&r->op[op], v);
+    tally_add(&r->op_dtype[op][dt], v);
+    r->seconds_kernel += row->kernel_ms / 1e3;
+    r->seconds_oracle += row->oracle_ms / 1e3;
+    r->regressions += row->fuzz;
+    if (row->has_max_ulp || row->nonfinite > 0) r->ulp_hist[op][ulp_bucket(row->max_ulp, row->nonfinite > 0)]++;
     return 0;
 }
 
-static int gather_failures(sqlite3 *h, ug_report *r, int max, char *err, size_t errlen)
+static int add_failure(const ug_db_failure_row *row, void *ctx)
 {
-    sqlite3_stmt *st;
-    const char *sql = "SELECT r.case_id, c.op, c.dtype, r.verdict, coalesce(r.message, ''),"
-                      " coalesce((SELECT max(max_ulp) FROM metrics m WHERE m.run_id = r.run_id AND m.case_id = r.case_id), 0)"
-                      " AS u FROM results r JOIN cases c ON c.case_id = r.case_id"
-                      " WHERE r.run_id = ? AND r.verdict <> 'PASS' ORDER BY (r.verdict = 'FAIL'), u DESC, r.case_id LIMIT ?";
-    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "database: %s", sqlite3_errmsg(h));
-        return -1;
-    }
-    sqlite3_bind_int64(st, 1, r->run_id);
-    sqlite3_bind_int(st, 2, max);
+    ug_report *r = ctx;
+    ug_report_failure *f = &r->failures[r->n_failures++];
+    snprintf(f->case_id, sizeof f->case_id, "%s", row->case_id);
+    f->op = ug_op_find(row->op);
+    snprintf(f->dtype, sizeof f->dtype, "%s", row->dtype);
+    snprintf(f->verdict, sizeof f->verdict, "%s", row->verdict);
+    snprintf(f->message, sizeof f->message, "%s", row->message);
+    f->max_ulp = row->max_ulp;
+    return 0;
+}
+
+static int gather_failures(ug_db *db, ug_report *r, int max, char *err, size_t errlen)
+{
     r->failures = calloc((size_t)(max > 0 ? max : 1), sizeof *r->failures);
-    while (r->failures && sqlite3_step(st) == SQLITE_ROW) {
-        ug_report_failure *f = &r->failures[r->n_failures++];
-        copy_col(st, 0, f->case_id, sizeof f->case_id);
-        f->op = ug_op_find((const char *)sqlite3_column_text(st, 1));
-        copy_col(st, 2, f->dtype, sizeof f->dtype);
-        copy_col(st, 3, f->verdict, sizeof f->verdict);
-        copy_col(st, 4, f->message, sizeof f->message);
-        f->max_ulp = sqlite3_column_double(st, 5);
+    if (!r->failures) return 0;
+    return ug_db_report_failures(db, r->run_id, max, add_failure, r, err, errlen);
+}
+
+/* Pass-rate history per group: one slot per run (at most 64), -1 where a group is absent. */
+static int add_history(const ug_db_group_rate_row *row, void *ctx)
+{
+    ug_report *r = ctx;
+    if (r->n_hist == 0 || r->hist_run[r->n_hist - 1] != row->run_id) {
+        if (r->n_hist == 64) return 1;
+        r->hist_run[r->n_hist] = row->run_id;
+        for (int g = 0; g < UG_GROUP_COUNT; g++) r->hist_rate[r->n_hist][g] = -1;
+        r->n_hist++;
     }
-    sqlite3_finalize(st);
+    int g = ug_group_find(row->group);
+    if (g >= 0 && row->cases > 0) r->hist_rate[r->n_hist - 1][g] = 100.0 * row->pass / row->cases;
     return 0;
 }
 
-static int gather_history(sqlite3 *h, ug_report *r, char *err, size_t errlen)
+/* The run's row: the same lookup `sweep --resume` and merge use. */
+static int gather_run(ug_db *db, ug_report *r, char *err, size_t errlen)
 {
-    sqlite3_stmt *st;
-    const char *sql = "SELECT run_id, op_group, sum(verdict = 'PASS'), count(*) FROM results JOIN cases USING (case_id)"
-                      " WHERE run_id IN (SELECT run_id FROM runs WHERE run_id <= ? ORDER BY run_id DESC LIMIT 64)"
-                      " GROUP BY run_id, op_group ORDER BY run_id";
-    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "database: %s", sqlite3_errmsg(h));
-        return -1;
-    }
-    sqlite3_bind_int64(st, 1, r->run_id);
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        long run = (long)sqlite3_column_int64(st, 0);
-        if (r->n_hist == 0 || r->hist_run[r->n_hist - 1] != run) {
-            if (r->n_hist == 64) break;
-            r->hist_run[r->n_hist] = run;
-            for (int g = 0; g < UG_GROUP_COUNT; g++) r->hist_rate[r->n_hist][g] = -1;
-            r->n_hist++;
-        }
-        int g = ug_group_find((const char *)sqlite3_column_text(st, 1));
-        double n = sqlite3_column_double(st, 3);
-        if (g >= 0 && n > 0) r->hist_rate[r->n_hist - 1][g] = 100.0 * sqlite3_column_double(st, 2) / n;
-    }
-    sqlite3_finalize(st);
+    ug_run_record rec;
+    int rc = ug_db_run_get(db, r->run_id, &rec, err, errlen);
+    if (rc) return rc;
+    snprintf(r->started, sizeof r->started, "%s", rec.started_at);
+    snprintf(r->finished, sizeof r->finished, "%s", rec.finished_at);
+    snprintf(r->status, sizeof r->status, "%s", rec.status);
+    snprintf(r->backend, sizeof r->backend, "%s", rec.backend);
+    snprintf(r->plan, sizeof r->plan, "%s", rec.plan_name);
+    snprintf(r->plan_hash, sizeof r->plan_hash, "%s", rec.plan_hash);
+    /* a merged run lists every rev and host: the report keeps what fits, as it always did */
+    snprintf(r->git_rev, sizeof r->git_rev, "%.*s", (int)sizeof r->git_rev - 1, rec.git_rev);
+    snprintf(r->host, sizeof r->host, "%.*s", (int)sizeof r->host - 1, rec.host);
     return 0;
 }
 
@@ -150,11 +105,10 @@ int ug_report_gather(ug_db *db, long run_id, int max_failures, ug_report *r, cha
 {
     memset(r, 0, sizeof *r);
     r->run_id = run_id;
-    sqlite3 *h = ug_db_handle(db);
-    int rc = gather_run(h, r, err, errlen);
-    if (!rc) rc = gather_results(h, r, err, errlen);
-    if (!rc) rc = gather_failures(h, r, max_failures, err, errlen);
-    if (!rc) rc = gather_history(h, r, err, errlen);
+    int rc = gather_run(db, r, err, errlen);
+    if (!rc) rc = ug_db_report_results(db, run_id, add_result, r, err, errlen);
+    if (!rc) rc = gather_failures(db, r, max_failures, err, errlen);
+    if (!rc && ug_db_report_group_history(db, run_id, add_history, r, err, errlen) < 0) rc = -1;
     if (rc) ug_report_free(r);
     return rc;
 }

@@ -52,7 +52,7 @@ void ug_report_free(ug_report *r);
 void ug_report_write_md(const ug_report *r, FILE *f);
 void ug_report_write_json(const ug_report *r, FILE *f);
 void ug_report_write_html(const ug_report *r, FILE *f);
-/* JUnit needs every case: it queries the database itself. */
+/* JUnit needs every case: it walks them in the database (db/query_report.h). */
 int ug_report_write_junit(ug_db *db, const ug_report *r, FILE *f, char *err, size_t errlen);
 
 #endif

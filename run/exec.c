@@ -53,31 +53,6 @@ static double *judge_output(const ug_case *c, int k, const ug_oracle_result *orc
     return a;
 }
 
-/* Case verdict per standard: FAIL if any output fails, PASS if any passes, else NA. */
-static void combine(ug_result *r)
-{
-    for (int s = 0; s < UG_STD_COUNT; s++) {
-        ug_vstate v = UG_V_NA;
-        for (int k = 0; k < r->n_out; k++) {
-            if (r->out[k].verdict[s] == UG_V_FAIL) v = UG_V_FAIL;
-            else if (r->out[k].verdict[s] == UG_V_PASS && v == UG_V_NA) v = UG_V_PASS;
-        }
-        r->verdict[s] = v;
-    }
-}
-
-/* The primary standard applies to numeric outputs; discrete outputs are judged by
- * their own compare, which must pass too. */
-static ug_outcome decide(const ug_result *r)
-{
-    for (int k = 0; k < r->n_out; k++)
-        if (r->out[k].m.n_nonfinite_mismatch) return UG_OUT_NONFINITE;
-    if (r->verdict[r->primary] == UG_V_FAIL) return UG_OUT_FAIL;
-    for (int s = UG_STD_EXACT; s <= UG_STD_TOPK_SET; s++)
-        if (r->verdict[s] == UG_V_FAIL) return UG_OUT_FAIL;
-    return UG_OUT_PASS;
-}
-
 static void describe_failure(ug_result *r)
 {
     for (int k = 0; k < r->n_out; k++) {
@@ -117,8 +92,8 @@ int ug_exec_judge(ug_case *c, const ug_exec_opts *o, ug_result *r, ug_exec_detai
         if (detail && a) detail->a[k] = a;
         else free(a);
     }
-    combine(r);
-    r->outcome = decide(r);
+    ug_verdict_combine_outputs(r);
+    r->outcome = ug_verdict_decide_outcome(r);
     if (r->outcome != UG_OUT_PASS) describe_failure(r);
     if (detail) {
         detail->oracle = orc;

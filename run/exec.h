@@ -13,31 +13,6 @@
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
 
-#define UG_THR_LEN 384
-
-typedef struct {
-    char name[32];
-    ug_dtype dtype;
-    ug_metrics m;
-    ug_vstate verdict[UG_STD_COUNT];
-    char thresholds[UG_STD_COUNT][UG_THR_LEN];
-} ug_output_result;
-
-typedef struct {
-    char case_id[UG_ID_LEN + 1];
-    int op;
-    ug_dtype dtype;
-    ug_outcome outcome;
-    int primary;                       /* ug_standard */
-    ug_vstate verdict[UG_STD_COUNT];   /* per standard, over all outputs */
-    char message[512];
-    double kernel_ms, oracle_ms;
-    unsigned long n_fallback;          /* oracle elements settled by MPFR */
-    unsigned long n_selfcheck, n_selfcheck_mismatch;
-    int n_out;
-    ug_output_result out[UG_MAX_TENSORS];
-} ug_result;
-
 typedef struct {
     ug_oracle_opts oracle;
     const ug_selection *selection; /* NULL: the default sample */

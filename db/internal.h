@@ -1,0 +1,28 @@
+/* internal.h — what the files of db/ share and nothing outside db/ may include.
+ *
+ * The store is split by concern (store.c: open, migrations, writes; merge.c: joining
+ * shard databases; query_*.c: the read-only queries of the commands and reports), and
+ * all of them work on the one connection behind ug_db. This header opens that struct
+ * and the few statement helpers to those files only, so SQLite stays behind db/. */
+#ifndef UG_DB_INTERNAL_H
+#define UG_DB_INTERNAL_H
+#include <stddef.h>
+
+#include <sqlite3.h>
+
+#include "db/store.h"
+
+struct ug_db {
+    sqlite3 *h;
+    sqlite3_stmt *put_result, *put_metric, *put_verdict, *put_case;
+};
+
+/* Prepares sql on db's connection: 0, or -1 with "database: <sqlite's message>" in err. */
+int ug_db_prepare(ug_db *db, sqlite3_stmt **st, const char *sql, char *err, size_t errlen);
+/* Steps a statement that returns no rows, then resets it and clears its bindings (so a
+ * cached statement is ready again): 0 on SQLITE_DONE, else -1 with the message in err. */
+int ug_db_step_done(ug_db *db, sqlite3_stmt *st, char *err, size_t errlen);
+/* Copies text column i of the current row into buf (len bytes); NULL reads as "". */
+void ug_db_col_text(sqlite3_stmt *st, int i, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,107 @@
+/* query_report.c — the queries behind a run's report (see query_report.h). Each query
+ * is one pass over the run's results; max ulp and NaN/Inf counts are folded over a
+ * case's outputs in SQL so the report code sees one row per case. */
+#include "db/query_report.h"
+
+#include "db/internal.h"
+
+static const char *text(sqlite3_stmt *st, int i) { return (const char *)sqlite3_column_text(st, i); }
+static const char *text0(sqlite3_stmt *st, int i)
+{
+    const char *t = text(st, i);
+    return t ? t : "";
+}
+
+/* Prepares sql and binds run_id as parameter 1. */
+static int prepare_run(ug_db *db, const char *sql, long run_id, sqlite3_stmt **st, char *err, size_t errlen)
+{
+    if (ug_db_prepare(db, st, sql, err, errlen)) return -1;
+    sqlite3_bind_int64(*st, 1, run_id);
+    return 0;
+}
+
+int ug_db_report_results(ug_db *db, long run_id, int (*cb)(const ug_db_result_row *row, void *ctx), void *ctx,
+                         char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    if (prepare_run(db,
+                    "SELECT c.op, c.dtype, r.verdict, r.kernel_ms, r.oracle_ms, c.origin = 'fuzz',"
+                    " (SELECT max(max_ulp) FROM metrics m WHERE m.run_id = r.run_id AND m.case_id = r.case_id),"
+                    " (SELECT sum(nonfinite_mismatch) FROM metrics m WHERE m.run_id = r.run_id AND m.case_id = r.case_id)"
+                    " FROM results r JOIN cases c ON c.case_id = r.case_id WHERE r.run_id = ?",
+                    run_id, &st, err, errlen))
+        return -1;
+    int rc = 0;
+    while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+        ug_db_result_row row = {text(st, 0), text(st, 1), text(st, 2), sqlite3_column_double(st, 3),
+                                sqlite3_column_double(st, 4), sqlite3_column_int(st, 5),
+                                sqlite3_column_type(st, 6) != SQLITE_NULL, sqlite3_column_double(st, 6),
+                                sqlite3_column_int64(st, 7)};
+        rc = cb(&row, ctx);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int ug_db_report_failures(ug_db *db, long run_id, int max, int (*cb)(const ug_db_failure_row *row, void *ctx),
+                          void *ctx, char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    if (prepare_run(db,
+                    "SELECT r.case_id, c.op, c.dtype, r.verdict, coalesce(r.message, ''),"
+                    " coalesce((SELECT max(max_ulp) FROM metrics m WHERE m.run_id = r.run_id AND m.case_id = r.case_id), 0)"
+                    " AS u FROM results r JOIN cases c ON c.case_id = r.case_id"
+                    " WHERE r.run_id = ? AND r.verdict <> 'PASS' ORDER BY (r.verdict = 'FAIL'), u DESC, r.case_id LIMIT ?",
+                    run_id, &st, err, errlen))
+        return -1;
+    sqlite3_bind_int(st, 2, max);
+    int rc = 0;
+    while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+        ug_db_failure_row row = {text0(st, 0), text(st, 1), text0(st, 2), text0(st, 3), text0(st, 4),
+                                 sqlite3_column_double(st, 5)};
+        rc = cb(&row, ctx);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int ug_db_report_group_history(ug_db *db, long run_id, int (*cb)(const ug_db_group_rate_row *row, void *ctx),
+                               void *ctx, char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    if (prepare_run(db,
+                    "SELECT run_id, op_group, sum(verdict = 'PASS'), count(*) FROM results JOIN cases USING (case_id)"
+                    " WHERE run_id IN (SELECT run_id FROM runs WHERE run_id <= ? ORDER BY run_id DESC LIMIT 64)"
+                    " GROUP BY run_id, op_group ORDER BY run_id",
+                    run_id, &st, err, errlen))
+        return -1;
+    int rc = 0;
+    while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+        ug_db_group_rate_row row = {(long)sqlite3_column_int64(st, 0), text(st, 1), sqlite3_column_double(st, 2),
+                                    sqlite3_column_double(st, 3)};
+        rc = cb(&row, ctx);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int ug_db_report_cases(ug_db *db, long run_id, int (*cb)(const ug_db_case_row *row, void *ctx), void *ctx, char *err,
+                       size_t errlen)
+{
+    sqlite3_stmt *st;
+    if (prepare_run(db,
+                    "SELECT c.op_group, c.op, c.dtype, r.case_id, r.verdict, coalesce(r.message, ''),"
+                    " coalesce(r.kernel_ms, 0) + coalesce(r.oracle_ms, 0), r.primary_standard"
+                    " FROM results r JOIN cases c ON c.case_id = r.case_id WHERE r.run_id = ?"
+                    " ORDER BY c.op_group, c.op, r.case_id",
+                    run_id, &st, err, errlen))
+        return -1;
+    int rc = 0;
+    while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+        ug_db_case_row row = {text(st, 0), text(st, 1), text(st, 2), text(st, 3), text(st, 4), text(st, 5),
+                              sqlite3_column_double(st, 6), text(st, 7)};
+        rc = cb(&row, ctx);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}

@@ -1,0 +1,59 @@
+/* query_report.h — the read-only queries a run's report is gathered from
+ * (reports/gather.c) and the JUnit writer's walk over every case (reports/formats.c).
+ * Rows come to a callback with text valid only during the call; a callback that returns
+ * non-zero stops the iteration, and that value is returned. -1 is a database error with
+ * a message in err. */
+#ifndef UG_DB_QUERY_REPORT_H
+#define UG_DB_QUERY_REPORT_H
+#include <stddef.h>
+
+#include "db/store.h"
+
+/* One result of a run, with what the tallies, timings and ulp histogram need. */
+typedef struct {
+    const char *op, *dtype, *verdict; /* as stored; NULL if missing */
+    double kernel_ms, oracle_ms;      /* 0 when not stored */
+    int fuzz;                         /* the case's origin is "fuzz" (corpus/found/) */
+    int has_max_ulp;                  /* some output stored a max ulp */
+    double max_ulp;                   /* the largest over the outputs */
+    long long nonfinite;              /* NaN/Inf mismatches summed over the outputs */
+} ug_db_result_row;
+
+/* Every result of run_id, in no particular order. */
+int ug_db_report_results(ug_db *db, long run_id, int (*cb)(const ug_db_result_row *row, void *ctx), void *ctx,
+                         char *err, size_t errlen);
+
+/* A result that did not pass. Text is never NULL (missing reads as ""), but op may be. */
+typedef struct {
+    const char *case_id, *op, *dtype, *verdict, *message;
+    double max_ulp; /* 0 when no output stored one */
+} ug_db_failure_row;
+
+/* The first max results of run_id that are not PASS: the other outcomes (ERROR, CRASH,
+ * ...) first, then FAIL; worst max ulp first within each, then by case ID. */
+int ug_db_report_failures(ug_db *db, long run_id, int max, int (*cb)(const ug_db_failure_row *row, void *ctx),
+                          void *ctx, char *err, size_t errlen);
+
+/* Cases and passes per run and group over the 64 runs up to run_id, oldest run first. */
+typedef struct {
+    long run_id;
+    const char *group;
+    double pass, cases;
+} ug_db_group_rate_row;
+
+int ug_db_report_group_history(ug_db *db, long run_id, int (*cb)(const ug_db_group_rate_row *row, void *ctx),
+                               void *ctx, char *err, size_t errlen);
+
+/* One case of a run for the JUnit report. */
+typedef struct {
+    const char *group, *op, *dtype, *case_id, *verdict;
+    const char *message;          /* "" when none */
+    double ms;                    /* kernel + oracle milliseconds */
+    const char *primary_standard;
+} ug_db_case_row;
+
+/* Every result of run_id by group, op and case ID. */
+int ug_db_report_cases(ug_db *db, long run_id, int (*cb)(const ug_db_case_row *row, void *ctx), void *ctx, char *err,
+                       size_t errlen);
+
+#endif

@@ -1,0 +1,325 @@
+/* workers.c — the sweep's worker pool: fork, pipes, crash and timeout isolation.
+ *
+ * Why processes and not threads: a kernel under test may segfault, abort, hang or
+ * scribble over memory; in a forked worker that costs one case, never the sweep. The
+ * protocol is deliberately small: the parent writes a 4-byte case index to a worker's
+ * task pipe (workers share the expanded plan by fork), the worker answers with a 4-byte
+ * length and the used prefix of its ug_result (a plain struct, no pointers). One case is
+ * outstanding per worker, so the parent always knows which case a dead or late worker
+ * held. Only the parent touches SQLite (record.c); workers leave with _exit(). */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#include "run/sweep_internal.h"
+
+struct ug_sweep_worker {
+    pid_t pid;
+    int task_fd, res_fd; /* parent ends: write case indices, read results */
+    long busy;           /* plan index of the case it holds, -1 idle */
+    double started;
+    size_t got;          /* bytes of the current message read so far */
+    unsigned char *buf;  /* 4-byte length + ug_result */
+};
+typedef struct ug_sweep_worker ug_sweep_worker;
+
+#define MSG_MAX (4 + sizeof(ug_result))
+
+static size_t result_bytes(const ug_result *r)
+{
+    int n = r->n_out < 0 ? 0 : r->n_out > UG_MAX_TENSORS ? UG_MAX_TENSORS : r->n_out;
+    return offsetof(ug_result, out) + (size_t)n * sizeof(ug_output_result);
+}
+
+static int io_full(int fd, void *p, size_t n, int writing)
+{
+    unsigned char *c = p;
+    while (n) {
+        ssize_t k = writing ? write(fd, c, n) : read(fd, c, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return -1;
+        c += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+static _Noreturn void worker_main(const ug_sweep_engine *e, int task_fd, int res_fd)
+{
+    signal(SIGINT, SIG_IGN); /* the parent decides when workers stop */
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGPIPE, SIG_DFL);
+#ifdef __linux__
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* no orphaned worker spinning in a hung kernel */
+#endif
+    if (getppid() != e->parent) _exit(0);
+    struct rlimit no_core = {0, 0}; /* a nightly of crashing kernels must not fill the disk with cores */
+    setrlimit(RLIMIT_CORE, &no_core);
+    static ug_result r;
+    uint32_t idx;
+    while (io_full(task_fd, &idx, sizeof idx, 0) == 0 && idx < e->plan->n) {
+        ug_exec_case(e->plan->cases[idx].spec, e->b, &e->eo, &r, NULL);
+        uint32_t len = (uint32_t)result_bytes(&r);
+        if (io_full(res_fd, &len, sizeof len, 1) || io_full(res_fd, &r, len, 1)) _exit(3);
+    }
+    _exit(0);
+}
+
+static void close_fd(int *fd)
+{
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+}
+
+static int worker_spawn(ug_sweep_engine *e, int i, char *err, size_t errlen)
+{
+    ug_sweep_worker *w = &e->w[i];
+    int task[2], res[2];
+    if (pipe(task)) goto fail;
+    if (pipe(res)) {
+        close(task[0]);
+        close(task[1]);
+        goto fail;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(task[0]), close(task[1]), close(res[0]), close(res[1]);
+        goto fail;
+    }
+    if (pid == 0) {
+        for (int j = 0; j < e->nw; j++) { /* other workers' pipes: keep their EOFs working */
+            if (e->w[j].task_fd >= 0) close(e->w[j].task_fd);
+            if (e->w[j].res_fd >= 0) close(e->w[j].res_fd);
+        }
+        close(task[1]);
+        close(res[0]);
+        worker_main(e, task[0], res[1]);
+    }
+    close(task[0]);
+    close(res[1]);
+    fcntl(res[0], F_SETFL, fcntl(res[0], F_GETFL) | O_NONBLOCK);
+    w->pid = pid;
+    w->task_fd = task[1];
+    w->res_fd = res[0];
+    w->busy = -1;
+    w->got = 0;
+    return 0;
+fail:
+    snprintf(err, errlen, "cannot start a worker process: %s", strerror(errno));
+    return -1;
+}
+
+/* Kills (if asked) and reaps worker i; returns its wait status. */
+static int worker_reap(ug_sweep_engine *e, int i, int kill_it)
+{
+    ug_sweep_worker *w = &e->w[i];
+    int status = 0;
+    close_fd(&w->task_fd);
+    close_fd(&w->res_fd);
+    if (w->pid > 0) {
+        if (kill_it) kill(w->pid, SIGKILL);
+        while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR) {}
+    }
+    w->pid = 0;
+    w->busy = -1;
+    return status;
+}
+
+static const char *signal_name(int sig)
+{
+    static const struct {
+        int sig;
+        const char *name;
+    } names[] = {{SIGSEGV, "SIGSEGV"}, {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},
+                 {SIGILL, "SIGILL"},   {SIGKILL, "SIGKILL"}, {SIGTERM, "SIGTERM"}, {SIGTRAP, "SIGTRAP"},
+                 {SIGSYS, "SIGSYS"},   {SIGPIPE, "SIGPIPE"}, {SIGXCPU, "SIGXCPU"}};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (names[i].sig == sig) return names[i].name;
+    return "a signal";
+}
+
+static double case_timeout(const ug_sweep_engine *e, int op)
+{
+    double t = op >= 0 && op < UG_OP_COUNT ? e->o->op_timeout[op] : 0;
+    if (t <= 0) t = e->o->case_timeout;
+    return t > 0 ? t : UG_SWEEP_TIMEOUT_DEFAULT;
+}
+
+/* A result the parent writes itself for a case whose worker died or ran out of time. */
+static void result_synth(const ug_plan_case *pc, ug_outcome out, double ms, const char *msg, ug_result *r)
+{
+    memset(r, 0, offsetof(ug_result, out));
+    snprintf(r->case_id, sizeof r->case_id, "%s", pc->id);
+    r->op = pc->op;
+    r->outcome = out;
+    const ug_op_def *d = ug_op_def_get(pc->op);
+    r->primary = d ? d->primary : 0;
+    r->kernel_ms = ms;
+    snprintf(r->message, sizeof r->message, "%s", msg);
+}
+
+/* Worker i stopped answering (EOF or a garbled message): record CRASH for its case, if
+ * it held one, and start a replacement. */
+static int worker_died(ug_sweep_engine *e, int i, const char *why)
+{
+    ug_sweep_worker *w = &e->w[i];
+    long idx = w->busy;
+    double ms = (ug_sweep_now_s() - w->started) * 1e3;
+    int st = worker_reap(e, i, 1);
+    int rc = 0;
+    if (idx >= 0) {
+        char msg[256];
+        if (why) snprintf(msg, sizeof msg, "worker %s after %.0f ms", why, ms);
+        else if (WIFSIGNALED(st))
+            snprintf(msg, sizeof msg, "worker killed by signal %d (%s) after %.0f ms", WTERMSIG(st),
+                     signal_name(WTERMSIG(st)), ms);
+        else snprintf(msg, sizeof msg, "worker exited with status %d after %.0f ms", WEXITSTATUS(st), ms);
+        static ug_result r;
+        result_synth(&e->plan->cases[idx], UG_OUT_CRASH, ms, msg, &r);
+        rc = ug_sweep_record_result(e, (size_t)idx, &r);
+    }
+    return rc ? rc : worker_spawn(e, i, e->err, e->errlen);
+}
+
+static int worker_timed_out(ug_sweep_engine *e, int i, double limit)
+{
+    ug_sweep_worker *w = &e->w[i];
+    long idx = w->busy;
+    double ms = (ug_sweep_now_s() - w->started) * 1e3;
+    worker_reap(e, i, 1);
+    char msg[256];
+    snprintf(msg, sizeof msg, "no result after %.1f s (limit %g s): worker killed", ms / 1e3, limit);
+    static ug_result r;
+    result_synth(&e->plan->cases[idx], UG_OUT_TIMEOUT, ms, msg, &r);
+    return ug_sweep_record_result(e, (size_t)idx, &r) ? -1 : worker_spawn(e, i, e->err, e->errlen);
+}
+
+/* Reads what worker i has written; records a complete result. */
+static int worker_read(ug_sweep_engine *e, int i)
+{
+    ug_sweep_worker *w = &e->w[i];
+    for (;;) {
+        size_t want = w->got < 4 ? 4 - w->got : 0;
+        if (!want) {
+            uint32_t len;
+            memcpy(&len, w->buf, 4);
+            if (len < offsetof(ug_result, out) || len > sizeof(ug_result)) return worker_died(e, i, "sent a garbled result");
+            want = 4 + len - w->got;
+        }
+        if (!want) break;
+        ssize_t k = read(w->res_fd, w->buf + w->got, want);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0 && errno == EAGAIN) return 0;
+        if (k <= 0) return worker_died(e, i, NULL);
+        w->got += (size_t)k;
+    }
+    static ug_result r;
+    memset(&r, 0, sizeof r);
+    memcpy(&r, w->buf + 4, w->got - 4);
+    long idx = w->busy;
+    w->busy = -1;
+    w->got = 0;
+    if (idx < 0) return worker_died(e, i, "answered without a case");
+    return ug_sweep_record_result(e, (size_t)idx, &r);
+}
+
+static int dispatch(ug_sweep_engine *e, int i)
+{
+    ug_sweep_worker *w = &e->w[i];
+    while (w->busy < 0 && e->next < e->n_todo) {
+        uint32_t idx = (uint32_t)e->todo[e->next];
+        if (io_full(w->task_fd, &idx, sizeof idx, 1) == 0) {
+            e->next++;
+            w->busy = (long)idx;
+            w->started = ug_sweep_now_s();
+            w->got = 0;
+            return 0;
+        }
+        /* died while idle (EPIPE): not the case's fault; replace it and try again */
+        worker_reap(e, i, 1);
+        if (worker_spawn(e, i, e->err, e->errlen)) return -1;
+    }
+    return 0;
+}
+
+/* One round: dispatch, wait for results or a deadline, enforce timeouts, commit. */
+static int engine_step(ug_sweep_engine *e, struct pollfd *pfd)
+{
+    double now = ug_sweep_now_s(), wait = e->in_tx ? e->tx_started + UG_SWEEP_COMMIT_S - now : 0.25;
+    for (int i = 0; i < e->nw; i++) {
+        if (dispatch(e, i)) return -1;
+        pfd[i].fd = e->w[i].res_fd;
+        pfd[i].events = POLLIN;
+        pfd[i].revents = 0;
+        if (e->w[i].busy >= 0) {
+            double left = e->w[i].started + case_timeout(e, e->plan->cases[e->w[i].busy].op) - now;
+            if (left < wait) wait = left;
+        }
+    }
+    if (wait > 0.25) wait = 0.25; /* progress ticks and stop requests */
+    int n = poll(pfd, (nfds_t)e->nw, wait > 0 ? (int)(wait * 1e3) + 1 : 0);
+    if (n < 0 && errno != EINTR) {
+        snprintf(e->err, e->errlen, "poll: %s", strerror(errno));
+        return -1;
+    }
+    for (int i = 0; n > 0 && i < e->nw; i++)
+        if (pfd[i].revents && worker_read(e, i)) return -1;
+    now = ug_sweep_now_s();
+    for (int i = 0; i < e->nw; i++) {
+        ug_sweep_worker *w = &e->w[i];
+        if (w->busy < 0) continue;
+        double limit = case_timeout(e, e->plan->cases[w->busy].op);
+        if (now - w->started > limit && worker_timed_out(e, i, limit)) return -1;
+    }
+    if (e->in_tx && now - e->tx_started >= UG_SWEEP_COMMIT_S && ug_sweep_commit(e)) return -1;
+    ug_sweep_progress(e, 0);
+    return 0;
+}
+
+static int busy_count(const ug_sweep_engine *e)
+{
+    int n = 0;
+    for (int i = 0; i < e->nw; i++) n += e->w[i].busy >= 0;
+    return n;
+}
+
+int ug_sweep_workers_run(ug_sweep_engine *e)
+{
+    int rc = 0;
+    struct pollfd *pfd = calloc((size_t)e->nw, sizeof *pfd);
+    e->w = calloc((size_t)e->nw, sizeof *e->w);
+    if (!pfd || !e->w) rc = -1;
+    for (int i = 0; !rc && i < e->nw; i++) {
+        e->w[i].task_fd = e->w[i].res_fd = -1;
+        e->w[i].busy = -1;
+        if (!(e->w[i].buf = malloc(MSG_MAX))) rc = -1;
+    }
+    if (rc) snprintf(e->err, e->errlen, "out of memory starting %d workers", e->nw);
+    for (int i = 0; !rc && i < e->nw; i++) rc = worker_spawn(e, i, e->err, e->errlen);
+    while (!rc && !ug_sweep_stop_requested && (e->next < e->n_todo || busy_count(e))) rc = engine_step(e, pfd);
+    for (int i = 0; e->w && i < e->nw; i++) { /* idle workers leave on EOF; busy ones are killed */
+        close_fd(&e->w[i].task_fd);
+        worker_reap(e, i, e->w[i].busy >= 0 || rc || ug_sweep_stop_requested);
+        free(e->w[i].buf);
+    }
+    if (e->in_tx) {
+        if (rc) ug_db_rollback(e->db);
+        else rc = ug_sweep_commit(e);
+    }
+    free(e->w);
+    e->w = NULL;
+    free(pfd);
+    return rc;
+}
