@@ -7,11 +7,11 @@
  * values, intermediate roundings), the ABI facts (version, layout, status codes), the
  * output rules and the kernel variants. Every key is documented in docs/PLUGINS.md. */
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
-#include "kernels/contract.h"
 #include "oracles/verdict.h"
 #include "run/mutant_scan.h"
 
@@ -94,39 +94,7 @@ static cJSON *op_json(int op, int detail)
     cJSON_AddStringToObject(o, "dtypes", d->dtypes);
     cJSON_AddStringToObject(o, "primary_standard", ug_standard_name(d->primary));
     if (!detail) return o;
-    if (d->decl.params) return decl_json(d, o);
-    cJSON *params = cJSON_Parse(d->params_doc);
-    cJSON *tdoc = cJSON_DetachItemFromObjectCaseSensitive(params, "tensors");
-    cJSON_AddItemToObject(o, "params", params ? params : cJSON_CreateObject());
-    if (tdoc) cJSON_AddItemToObject(o, "tensors_doc", tdoc);
-    cJSON *abi = cJSON_AddObjectToObject(o, "abi");
-    cJSON_AddNumberToObject(abi, "version", ULPGYM_ABI_VERSION);
-    cJSON_AddStringToObject(abi, "header", "ulpgym/kernel_abi.h");
-    cJSON_AddStringToObject(abi, "entry", "int ulpgym_run(const ulpgym_call *call, char *err, size_t errlen)");
-    cJSON_AddStringToObject(abi, "returns", "0 ok, 1 unsupported (SKIP), <0 error (ERROR, err stored)");
-    cJSON_AddStringToObject(abi, "params_json", "the case's params object as JSON text; documented defaults may be absent");
-    char err[512];
-    cJSON *tensors = ug_contract_json(op, NULL, err, sizeof err);
-    if (tensors) cJSON_AddItemToObject(o, "tensors", tensors);
-    else cJSON_AddStringToObject(o, "tensors_error", err);
-    cJSON *outs = cJSON_AddArrayToObject(o, "outputs");
-    for (int i = 0; i < d->n_outputs; i++) {
-        cJSON *r = cJSON_CreateObject();
-        cJSON_AddStringToObject(r, "name", d->outputs[i].name);
-        cJSON_AddStringToObject(r, "compare", cmp_name(d->outputs[i].cmp));
-        cJSON_AddNumberToObject(r, "pypto_atol", d->outputs[i].pypto_atol);
-        cJSON_AddNumberToObject(r, "pypto_rtol", d->outputs[i].pypto_rtol);
-        cJSON_AddNumberToObject(r, "pypto_budget", d->outputs[i].pypto_budget);
-        cJSON_AddItemToArray(outs, r);
-    }
-    cJSON *vars = cJSON_AddArrayToObject(o, "kernel_variants");
-    for (int i = 0; ug_op_variants(d->op)[i].name; i++) {
-        cJSON *v = cJSON_CreateObject();
-        cJSON_AddStringToObject(v, "name", ug_op_variants(d->op)[i].name);
-        cJSON_AddStringToObject(v, "description", ug_op_variants(d->op)[i].desc);
-        cJSON_AddItemToArray(vars, v);
-    }
-    return o;
+    return decl_json(d, o);
 }
 
 static int print_json(cJSON *j)
@@ -138,31 +106,39 @@ static int print_json(cJSON *j)
     return 0;
 }
 
-/* The derived tensor contract, one line per tensor: role, name, shape, dtype per case dtype. */
-static void print_tensors(int op)
+/* The declaration as text: params (type, default, range), derived sizes, tensors. */
+static void print_decl(const ug_op_def *d)
 {
-    char err[512];
-    cJSON *t = ug_contract_json(op, NULL, err, sizeof err);
-    if (!t) {
-        printf("  tensors: (%s)\n", err);
-        return;
+    cJSON *j = ug_decl_json(&d->decl, d->dtypes);
+    printf("  params (missing ones get their default, written into params_json):\n");
+    for (const cJSON *p = cJSON_GetObjectItem(j, "params")->child; p; p = p->next) {
+        const cJSON *def = cJSON_GetObjectItem(p, "default"), *ch = cJSON_GetObjectItem(p, "choices");
+        const cJSON *lo = cJSON_GetObjectItem(p, "min"), *hi = cJSON_GetObjectItem(p, "max");
+        char range[96] = "";
+        if (ch) snprintf(range, sizeof range, " in %s", ch->valuestring);
+        else if (lo || hi) snprintf(range, sizeof range, " in [%.17g, %.17g]", lo ? lo->valuedouble : -INFINITY,
+                                    hi ? hi->valuedouble : INFINITY);
+        printf("    %-12s %-9s default %s%s: %s\n", cJSON_GetObjectItem(p, "name")->valuestring,
+               cJSON_GetObjectItem(p, "type")->valuestring, def ? def->valuestring : "(required)", range,
+               cJSON_GetObjectItem(p, "doc") ? cJSON_GetObjectItem(p, "doc")->valuestring : "");
     }
-    printf("  tensors (C order; shapes in params; dtype per case dtype):\n");
-    const char *roles[] = {"inputs", "outputs"};
-    for (int r = 0; r < 2; r++)
-        for (const cJSON *e = cJSON_GetObjectItem(t, roles[r])->child; e; e = e->next) {
-            char shape[256] = "[", dts[256] = "";
-            size_t n = 1, m = 0;
-            for (const cJSON *d = cJSON_GetObjectItem(e, "shape")->child; d && n < sizeof shape; d = d->next)
-                n += (size_t)snprintf(shape + n, sizeof shape - n, "%s%s", d == cJSON_GetObjectItem(e, "shape")->child ? "" : ", ", d->valuestring);
-            if (n < sizeof shape) snprintf(shape + n, sizeof shape - n, "]");
-            for (const cJSON *d = cJSON_GetObjectItem(e, "dtype")->child; d && m < sizeof dts; d = d->next)
-                m += (size_t)snprintf(dts + m, sizeof dts - m, "%s%s->%s", m ? " " : "", d->string, d->valuestring);
-            const cJSON *filled = cJSON_GetObjectItem(e, "filled");
-            printf("    %-3s %-10s %-22s %s%s%s\n", r ? "out" : "in", cJSON_GetObjectItem(e, "name")->valuestring,
-                   shape, dts, filled ? "  " : "", filled ? filled->valuestring : "");
-        }
-    cJSON_Delete(t);
+    for (const cJSON *x = cJSON_GetObjectItem(j, "derived")->child; x; x = x->next)
+        printf("    derived %-12s = %s\n", x->string, cJSON_GetObjectItem(x, "formula")->valuestring);
+    printf("  tensors (C order; shapes as formulas of the params; dtype per case dtype):\n");
+    for (const cJSON *t = cJSON_GetObjectItem(j, "tensors")->child; t; t = t->next) {
+        char shape[256] = "[", dts[128] = "";
+        size_t n = 1, m = 0;
+        for (const cJSON *x = cJSON_GetObjectItem(t, "shape")->child; x && n < sizeof shape; x = x->next)
+            n += (size_t)snprintf(shape + n, sizeof shape - n, "%s%s", x->prev && x != cJSON_GetObjectItem(t, "shape")->child ? ", " : "", x->valuestring);
+        if (n < sizeof shape) snprintf(shape + n, sizeof shape - n, "]");
+        for (const cJSON *x = cJSON_GetObjectItem(t, "dtype")->child; x && m < sizeof dts; x = x->next)
+            m += (size_t)snprintf(dts + m, sizeof dts - m, "%s%s->%s", m ? " " : "", x->string, x->valuestring);
+        const cJSON *when = cJSON_GetObjectItem(t, "when");
+        printf("    %-6s %-14s %-34s %s%s%s\n", cJSON_GetObjectItem(t, "role")->valuestring,
+               cJSON_GetObjectItem(t, "name")->valuestring, shape, dts, when ? "  when " : "", when ? when->valuestring : "");
+    }
+    cJSON_Delete(j);
+    if (d->semantics) printf("  semantics: %s\n", d->semantics);
 }
 
 /* `ops show OP --mutants`: per kernel variant, the share of the op's default-plan cases
@@ -210,12 +186,7 @@ static int show(const char *name, int json, int mutants)
         return 0;
     }
     printf("  %s\n  dtypes: %s\n  primary standard: %s\n", d->summary, d->dtypes, ug_standard_name(d->primary));
-    cJSON *params = cJSON_Parse(d->params_doc);
-    printf("  params and tensors:\n");
-    for (const cJSON *p = params ? params->child : NULL; p; p = p->next)
-        printf("    %-8s %s\n", p->string, cJSON_IsString(p) ? p->valuestring : "");
-    cJSON_Delete(params);
-    print_tensors(op);
+    print_decl(d);
     printf("  outputs:\n");
     for (int i = 0; i < d->n_outputs; i++)
         printf("    %-8s %-14s pypto atol %g rtol %g budget %g\n", d->outputs[i].name, cmp_name(d->outputs[i].cmp),

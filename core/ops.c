@@ -51,7 +51,7 @@ int ug_group_find(const char *name)
 const ug_kernel_variant *ug_op_variants(int op)
 {
     if (op < 0 || op >= UG_OP_COUNT) return NULL;
-    return op_table[op].variants ? op_table[op].variants : op_table[op].def ? op_table[op].def->variants : NULL;
+    return op_table[op].variants;
 }
 
 const ug_kernel_variant *ug_op_variant(const ug_op_def *d, const char *name)

@@ -72,16 +72,12 @@ typedef struct ug_op_def {
      * are formed. Printed by `ulpgym ops show`. */
     const char *semantics;
     /* Fills the inputs of role "built" (indices, masks, tables) after the declared
-     * tensors are allocated and the drawn inputs filled; NULL when there are none.
-     * (Legacy, until every op is declared: an op without decl.tensors allocates all its
-     * tensors here.) */
+     * tensors are allocated and the drawn inputs filled; NULL when there are none. */
     int (*build)(struct ug_case *c, char *err, size_t errlen);
     /* Evaluates the reference for the selected elements in arithmetic ar, emitting each
      * with ug_ar_emit(). Written once; the arithmetic decides exact / naive / double. */
     int (*oracle)(const struct ug_case *c, struct ug_ar *ar, const struct ug_selection *sel);
     void (*geometry)(const struct ug_case *c, int out, ug_geom *g);
-    const ug_kernel_variant *variants; /* legacy: ug_variants_<op> replaces it */
-    const char *params_doc; /* legacy: decl.params replaces it */
     /* Optional (NULL: the static rule applies). Adjusts output out's rule for this case
      * before it is judged, for tolerances that depend on the case: a param (a world size)
      * or the oracle's values g[0..n) at the checked elements (atol = rtol * mean|g|).

@@ -20,15 +20,6 @@ static int fill_input(ug_case *c, ug_tensor *t, int index, char *err, size_t err
     return ug_dist_fill(dist, c->spec.seed, (uint32_t)index, t->dtype, t->data, t->numel, err, errlen) ? -2 : 0;
 }
 
-ug_tensor *ug_case_add_input(ug_case *c, const char *name, ug_dtype dt, int ndim, const int64_t *shape,
-                             int fill, char *err, size_t errlen)
-{
-    int index = c->n_in;
-    ug_tensor *t = ug_case_alloc_input(c, name, dt, ndim, shape, err, errlen);
-    if (!t || !fill) return t;
-    return fill_input(c, t, index, err, errlen) ? NULL : t;
-}
-
 /* Allocates every declared tensor present in this case, drawing the random inputs. */
 static int alloc_declared(ug_case *c, char *err, size_t errlen)
 {
@@ -47,6 +38,19 @@ static int alloc_declared(ug_case *c, char *err, size_t errlen)
         ug_tensor *t = ug_case_alloc_input(c, td->name, dt, ndim, shape, err, errlen);
         if (!t) return -2;
         if (td->role == UG_TENSOR_INPUT && fill_input(c, t, index, err, errlen)) return -2;
+    }
+    return 0;
+}
+
+/* Whether dt is in a comma-separated dtype list. */
+static int dtype_listed(const char *list, ug_dtype dt)
+{
+    const char *name = ug_dtype_name(dt);
+    size_t n = strlen(name);
+    for (const char *c = list; c && *c;) {
+        size_t len = strcspn(c, ",");
+        if (len == n && strncmp(c, name, n) == 0) return 1;
+        c += len + (c[len] == ',');
     }
     return 0;
 }
@@ -75,18 +79,18 @@ int ug_case_build(ug_case *c, ug_spec *spec, char *err, size_t errlen)
         snprintf(err, errlen, "op \"%s\" is not implemented", ug_op_name(c->spec.op));
         return -2;
     }
-    const ug_op_decl *decl = &c->def->decl;
-    if (decl->params) {
-        if (ug_params_parse(decl, c->spec.params, &c->params, err, errlen)) return -2;
-        c->params_json = strdup(c->params.json);
-    } else {
-        c->params_json = cJSON_PrintUnformatted(c->spec.params);
+    if (!dtype_listed(c->def->dtypes, c->spec.dtype)) {
+        snprintf(err, errlen, "%s: dtype %s is not one of its dtypes (%s)", ug_op_name(c->spec.op),
+                 ug_dtype_name(c->spec.dtype), c->def->dtypes);
+        return -2;
     }
+    if (ug_params_parse(&c->def->decl, c->spec.params, &c->params, err, errlen)) return -2;
+    c->params_json = strdup(c->params.json);
     if (!c->params_json) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    int rc = decl->tensors ? alloc_declared(c, err, errlen) : 0;
+    int rc = alloc_declared(c, err, errlen);
     if (!rc && c->def->build) rc = c->def->build(c, err, errlen);
     if (!rc) rc = ug_inject_apply(c, err, errlen);
     if (rc) return rc < 0 ? rc : -2;

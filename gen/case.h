@@ -15,9 +15,4 @@
  * (message names op and param), -1 for lack of memory. */
 int ug_case_build(ug_case *c, ug_spec *spec, char *err, size_t errlen);
 
-/* Legacy builders (ops without declared tensors): adds an input, filled from
- * spec.dist[name] unless fill is 0 (then zeroed for the builder to fill). */
-ug_tensor *ug_case_add_input(ug_case *c, const char *name, ug_dtype dt, int ndim, const int64_t *shape,
-                             int fill, char *err, size_t errlen);
-
 #endif

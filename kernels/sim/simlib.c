@@ -17,38 +17,6 @@ int ug_sim_params_parse(const ulpgym_call *call, ug_params *p, char *err, size_t
     return ug_params_parse_text(d, call->params_json, p, err, errlen);
 }
 
-int ug_sim_params_open(ug_sim_params *p, const ulpgym_call *call, char *err, size_t errlen)
-{
-    p->json = cJSON_Parse(call->params_json ? call->params_json : "{}");
-    if (!cJSON_IsObject(p->json)) {
-        cJSON_Delete(p->json);
-        p->json = NULL;
-        snprintf(err, errlen, "params are not a JSON object");
-        return -2;
-    }
-    return 0;
-}
-
-void ug_sim_params_close(ug_sim_params *p)
-{
-    cJSON_Delete(p->json);
-    p->json = NULL;
-}
-
-double ug_sim_num(const ug_sim_params *p, const char *key, double def)
-{
-    const cJSON *it = cJSON_GetObjectItemCaseSensitive(p->json, key);
-    return cJSON_IsNumber(it) ? it->valuedouble : def;
-}
-
-long ug_sim_int(const ug_sim_params *p, const char *key, long def) { return (long)ug_sim_num(p, key, (double)def); }
-
-const char *ug_sim_str(const ug_sim_params *p, const char *key, const char *def)
-{
-    const cJSON *it = cJSON_GetObjectItemCaseSensitive(p->json, key);
-    return cJSON_IsString(it) ? it->valuestring : def;
-}
-
 static const ulpgym_tensor *find(const ulpgym_tensor *v, int n, const char *name, int ndim, char *err, size_t errlen)
 {
     for (int i = 0; i < n; i++)

@@ -21,18 +21,6 @@
  * with ug_params_free(). */
 int ug_sim_params_parse(const ulpgym_call *call, ug_params *p, char *err, size_t errlen);
 
-/* Legacy (ops not yet declared): raw reads of params_json with local defaults. */
-typedef struct {
-    cJSON *json;
-} ug_sim_params;
-
-/* Parses call->params_json; -2 with a message on failure. */
-int ug_sim_params_open(ug_sim_params *p, const ulpgym_call *call, char *err, size_t errlen);
-void ug_sim_params_close(ug_sim_params *p);
-double ug_sim_num(const ug_sim_params *p, const char *key, double def);
-long ug_sim_int(const ug_sim_params *p, const char *key, long def);
-const char *ug_sim_str(const ug_sim_params *p, const char *key, const char *def);
-
 /* Finds the named tensor or sets err; checks ndim when ndim >= 0. */
 const ulpgym_tensor *ug_sim_in(const ulpgym_call *call, const char *name, int ndim, char *err, size_t errlen);
 const ulpgym_tensor *ug_sim_out(const ulpgym_call *call, const char *name, int ndim, char *err, size_t errlen);
