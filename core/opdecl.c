@@ -64,9 +64,10 @@ static void skip_ws(const char **c)
 }
 
 static double expr(evaluator *e, const char **c);
+static int in_choices(const char *choices, const char *s);
 
 /* A list operand: NAME or NAME.q / NAME.k of a pair list. Fills vals/n/stride. */
-static int list_operand(evaluator *e, const char **c, const long **vals, size_t *n, size_t *stride)
+static int list_operand(evaluator *e, const char **c, int bare_pairs_ok, const long **vals, size_t *n, size_t *stride)
 {
     skip_ws(c);
     const char *start = *c;
@@ -78,7 +79,9 @@ static int list_operand(evaluator *e, const char **c, const long **vals, size_t 
     *vals = v->list;
     *n = v->n;
     *stride = 1;
-    if (t == UG_PARAM_PAIR_LIST) {
+    if (t == UG_PARAM_PAIR_LIST && bare_pairs_ok && **c != '.') {
+        *stride = 2; /* len(P): the number of pairs */
+    } else if (t == UG_PARAM_PAIR_LIST) {
         if (**c != '.' || ((*c)[1] != 'q' && (*c)[1] != 'k')) return fail(e, "a pair list is read as NAME.q or NAME.k"), -1;
         *vals = v->list + ((*c)[1] == 'k');
         *stride = 2;
@@ -107,7 +110,7 @@ static double list_function(evaluator *e, const char **c, const char *fn)
     const long *vals;
     size_t n, stride;
     double k = 1, acc = 0;
-    if (list_operand(e, c, &vals, &n, &stride)) return 0;
+    if (list_operand(e, c, strcmp(fn, "len") == 0, &vals, &n, &stride)) return 0;
     if (strcmp(fn, "sumcdiv") == 0) {
         if (expect(e, c, ',')) return 0;
         k = expr(e, c);
@@ -123,8 +126,26 @@ static double list_function(evaluator *e, const char **c, const char *fn)
     return acc;
 }
 
+/* is(P, choice): 1 when enum param P has that choice, else 0. */
+static double enum_test(evaluator *e, const char **c)
+{
+    char name[2][48];
+    for (int k = 0; k < 2; k++) {
+        skip_ws(c);
+        const char *start = *c;
+        while (isalnum((unsigned char)**c) || **c == '_') (*c)++;
+        snprintf(name[k], sizeof name[k], "%.*s", (int)(*c - start < 47 ? *c - start : 47), start);
+        if (expect(e, c, k ? ')' : ',')) return 0;
+    }
+    int i = param_index(e->p->decl, e->p->n, name[0], strlen(name[0]));
+    if (i < 0 || e->p->decl->params[i].type != UG_PARAM_ENUM) return fail(e, "is() needs an enum param");
+    if (!in_choices(e->p->decl->params[i].choices, name[1])) return fail(e, "is(): not one of the param's choices");
+    return strcmp(e->p->v[i].str, name[1]) == 0;
+}
+
 static double call(evaluator *e, const char **c, const char *fn)
 {
+    if (!strcmp(fn, "is")) return enum_test(e, c);
     if (!strcmp(fn, "len") || !strcmp(fn, "sum") || !strcmp(fn, "maxof") || !strcmp(fn, "sumcdiv"))
         return list_function(e, c, fn);
     double a = expr(e, c), b = 0;

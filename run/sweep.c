@@ -14,8 +14,6 @@
 
 #include "run/sweep_internal.h"
 
-volatile sig_atomic_t ug_sweep_stop_requested;
-
 static void on_signal(int sig)
 {
     (void)sig;

@@ -24,6 +24,11 @@
 
 #include "run/sweep_internal.h"
 
+/* Set by the sweep's signal handlers (sweep.c); the pool stops handing out cases. It
+ * lives here, with the loop that reads it, so sweep.c depends on the pool and not the
+ * other way round. */
+volatile sig_atomic_t ug_sweep_stop_requested;
+
 struct ug_sweep_worker {
     pid_t pid;
     int task_fd, res_fd; /* parent ends: write case indices, read results */

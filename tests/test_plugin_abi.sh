@@ -58,5 +58,11 @@ expect_status 0 ug ops show inplace_add_rmsnorm --json
 expect_grep '"shape":[[:space:]]*\["rows", "h"\]' "$T/out"
 expect_grep '"abi":' "$T/out"
 expect_status 0 ug ops show attn_softmax
-expect_grep 'in  mask +\[rows, cols\] +fp32->fp32 fp16->fp32 bf16->fp32  built' "$T/out"
+expect_grep 'built +mask +\[rows, cols\] +fp32->fp32 fp16->fp32 bf16->fp32' "$T/out"
+expect_grep 'cap +fp32 +default 0 in \[0, inf\]' "$T/out"
+# every implemented op's contract states every dimension (no "?": shapes are declared formulas)
+for op in $(ug ops | awk '$3 == "implemented" {print $2}'); do
+    ug ops show "$op" --json >"$T/contract.json" 2>&1
+    if grep -q '"?"' "$T/contract.json"; then bad "$op: a \"?\" dimension in ops show --json"; else ok; fi
+done
 finish

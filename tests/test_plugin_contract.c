@@ -89,7 +89,7 @@ static const ug_param_decl t_params[] = {
 static const ug_derived_decl t_derived[] = {{"blocks", "sumcdiv(lens,4)", NULL}, {"tq", "sum(seq.q)", NULL}, {NULL}};
 static const ug_tensor_decl t_tensors[] = {
     {"x", UG_TENSOR_INPUT, "case", "n, k", NULL},
-    {"y", UG_TENSOR_OUTPUT, "bf16:fp32,fp16:fp16", "blocks, tq + len(seq)", NULL, "mode == 0"},
+    {"y", UG_TENSOR_OUTPUT, "bf16:fp32,fp16:fp16", "blocks, tq + len(seq)", NULL, "is(mode, b)"},
     {NULL},
 };
 static const ug_op_decl t_decl = {"t_op", t_params, t_derived, t_tensors, NULL};
@@ -115,11 +115,14 @@ static void check_formulas(void)
     CHECK(eval(&p, "fdiv(7,2)") == 3 && eval(&p, "cdiv(7,2)") == 4 && eval(&p, "min(n,2)") == 2, "integer functions");
     CHECK(eval(&p, "len(lens)") == 2 && eval(&p, "maxof(lens)") == 7 && eval(&p, "sum(seq.k)") == 7, "list functions");
     CHECK(eval(&p, "n == 3") == 1 && eval(&p, "n < 3") == 0 && eval(&p, "n >= 3") == 1, "comparisons");
+    CHECK(eval(&p, "is(mode, a)") == 1 && eval(&p, "is(mode, b)") == 0, "enum test");
     double v;
     CHECK(ug_decl_eval(&p, "nope + 1", &v, err, sizeof err) == -2 && strstr(err, "nope"), "unknown name: %s", err);
     CHECK(ug_decl_eval(&p, "n / 0", &v, err, sizeof err) == -2, "division by zero");
     CHECK(ug_decl_eval(&p, "n n", &v, err, sizeof err) == -2, "trailing text");
     CHECK(ug_decl_eval(&p, "sum(n)", &v, err, sizeof err) == -2, "a list function on a scalar");
+    CHECK(ug_decl_eval(&p, "is(mode, c)", &v, err, sizeof err) == -2, "is() with a choice the param lacks");
+    CHECK(ug_decl_eval(&p, "mode + 1", &v, err, sizeof err) == -2, "an enum outside is()");
     ug_dtype dt;
     int ndim;
     int64_t shape[8];

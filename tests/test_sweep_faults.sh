@@ -7,16 +7,16 @@ PLUGIN=plugin:${ULPGYM_FIXTURES:?}/libfaulty_plugin.so
 DB=$T/faults.db
 q() { sqlite3 "$DB" "$1"; }
 
-# 12 cases: cols 8..19; the params say which misbehave (see tests/fixtures/faulty_plugin.c).
+# 12 cases: cols 8..19; their row count says which misbehave (see tests/fixtures/faulty_plugin.c).
 fault_of() { case $1 in 9|15) echo segv ;; 11) echo abort ;; 12|18) echo hang ;; 14) echo overrun ;; esac; }
 {
     echo '{"name":"faults","version":1,"seed":11,"cases":['
     sep=
     for cols in $(seq 8 19); do
-        f=$(fault_of "$cols")
-        extra=${f:+,\"fault\":\"$f\"}
+        case $(fault_of "$cols") in segv) rows=5 ;; abort) rows=6 ;; hang) rows=7 ;; overrun) rows=9 ;; *) rows=3 ;; esac
+        extra=
         [ "$cols" = 16 ] && extra=',"cap":30,"mask":"padding","scale":0.125'
-        echo "$sep{\"op\":\"attn_softmax\",\"dtype\":\"fp32\",\"params\":{\"rows\":3,\"cols\":$cols$extra},\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":2}}}"
+        echo "$sep{\"op\":\"attn_softmax\",\"dtype\":\"fp32\",\"params\":{\"rows\":$rows,\"cols\":$cols$extra},\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":2}}}"
         sep=,
     done
     echo ']}'

@@ -11,8 +11,8 @@ N=120
     echo '{"name":"slow","version":1,"seed":5,"cases":['
     for i in $(seq 1 $N); do
         [ "$i" = 1 ] || echo ,
-        f=; [ $((i % 29)) = 0 ] && f=',"fault":"segv"'
-        echo "{\"op\":\"attn_softmax\",\"dtype\":\"fp32\",\"params\":{\"rows\":2,\"cols\":$i,\"delay_ms\":40$f},\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}}}"
+        rows=2; [ $((i % 29)) = 0 ] && rows=5 # rows 2: a 40 ms kernel; rows 5: it segfaults (faulty_plugin.c)
+        echo "{\"op\":\"attn_softmax\",\"dtype\":\"fp32\",\"params\":{\"rows\":$rows,\"cols\":$i},\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}}}"
     done
     echo ']}'
 } >"$T/plan.json"

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# test_layering.sh — the module layering holds in the code, not just in the docs:
+#   core → gen → kernels / oracles → db → run → reports / cli
+# 1. no source file includes a header of a module above its own (kernels and oracles,
+#    peers, include neither of each other; cli may include reports, not the reverse);
+# 2. no object file of the core library calls a function defined in a module above its
+#    own (read off `nm`: undefined symbols against the objects defining them; the weak
+#    references core/ops.c uses to register ops and variants are not calls);
+# 3. no two source files call each other, directly or through a longer loop.
+# Exits 77 (skipped) when nm or python3 is missing or the objects are not where CMake puts them.
+source "$(dirname "$0")/lib.sh"
+command -v nm >/dev/null && command -v python3 >/dev/null || { echo "nm or python3 missing: skipped"; exit 77; }
+OBJ="$(dirname "$UG_BIN")/CMakeFiles/ulpgym_core.dir"
+[ -d "$OBJ" ] || { echo "no object folder $OBJ: skipped"; exit 77; }
+SRC=${ULPGYM_DATA:?ULPGYM_DATA is set by ctest}
+
+python3 - "$SRC" "$OBJ" >"$T/report" 2>&1 <<'EOF'
+import os, re, subprocess, sys
+src, obj = sys.argv[1], sys.argv[2]
+level = {"core": 0, "gen": 1, "kernels": 2, "oracles": 2, "db": 3, "run": 4, "reports": 5, "cli": 5}
+peers_apart = {("kernels", "oracles"), ("oracles", "kernels"), ("reports", "cli")}
+def module(path): return path.split("/")[0]
+def allowed(a, b):
+    ma, mb = module(a), module(b)
+    if ma == mb: return True
+    if (ma, mb) in peers_apart: return False
+    return level[ma] >= level[mb]
+bad = 0
+# 1. includes
+for mod in level:
+    for root, _, files in os.walk(os.path.join(src, mod)):
+        for f in files:
+            if not f.endswith((".c", ".h")): continue
+            rel = os.path.relpath(os.path.join(root, f), src)
+            if rel.startswith("kernels/include/"): continue
+            for n, line in enumerate(open(os.path.join(src, rel), errors="replace"), 1):
+                m = re.match(r'\s*#\s*include\s+"([a-z_]+)/', line)
+                if m and m.group(1) in level and not allowed(rel, m.group(1) + "/"):
+                    print(f"include up: {rel}:{n} includes {m.group(1)}/"); bad += 1
+# 2. calls, from the objects
+defined, uses = {}, {}
+for root, _, files in os.walk(obj):
+    for f in files:
+        if not f.endswith(".c.o"): continue
+        o = os.path.join(root, f)
+        rel = os.path.relpath(o, obj)[:-2]
+        if module(rel) not in level or not os.path.exists(os.path.join(src, rel)): continue  # stale object
+        out = subprocess.run(["nm", o], capture_output=True, text=True).stdout
+        uses[rel] = set()
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[1] in "TDRB": defined[parts[2]] = rel
+            elif len(parts) == 2 and parts[0] == "U": uses[rel].add(parts[1])
+edges = {a: {defined[s] for s in syms if s in defined and defined[s] != a} for a, syms in uses.items()}
+for a, bs in sorted(edges.items()):
+    for b in sorted(bs):
+        if not allowed(a, b): print(f"call up: {a} calls into {b}"); bad += 1
+# 3. loops between files (Tarjan's strongly connected components)
+index, low, stack, on, sccs = {}, {}, [], set(), []
+def visit(v):
+    index[v] = low[v] = len(index); stack.append(v); on.add(v)
+    for w in edges.get(v, ()):
+        if w not in index: visit(w); low[v] = min(low[v], low[w])
+        elif w in on: low[v] = min(low[v], index[w])
+    if low[v] == index[v]:
+        comp = []
+        while True:
+            w = stack.pop(); on.discard(w); comp.append(w)
+            if w == v: break
+        if len(comp) > 1: sccs.append(sorted(comp))
+sys.setrecursionlimit(10000)
+for v in sorted(edges):
+    if v not in index: visit(v)
+for comp in sccs: print("call loop: " + " <-> ".join(comp)); bad += 1
+print(f"{len(edges)} objects, {sum(len(b) for b in edges.values())} file-level call edges, {bad} violations")
+sys.exit(1 if bad else 0)
+EOF
+status=$?
+cat "$T/report"
+if [ $status = 0 ]; then ok; else bad "layering violations (above)"; fi
+expect_grep '^[0-9]+ objects, [1-9][0-9]* file-level call edges' "$T/report"
+finish
