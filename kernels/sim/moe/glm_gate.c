@@ -1,0 +1,76 @@
+/* glm_gate.c — sim kernel and planted-bug mutants for glm_gate, the MoE router gate:
+ *     logits[t,e] = sum_k float(x[t,k]) * W[e,k]      x [T,h], W [E,h] fp32, logits [T,E] fp32
+ *
+ * Device model: W is staged once as fp32 (its rows are already the contiguous
+ * reductions); each token row of x is widened exactly to fp32; the cube unit multiplies in
+ * fp32 and reduces K-tiles of 128 into the fp32 L0C accumulator (ktile.h); the experts are
+ * walked in N-tiles of 64 (160 = 64 + 64 + a 32-expert tail), and each logit is stored as
+ * fp32 with no further rounding.
+ *
+ * The mutants are the bugs that matter to a router: the logits only feed a top-k, so a
+ * bug that shifts every logit alike is harmless, while one that perturbs them per expert
+ * (a rounded weight, a dropped K tail, a wrong weight row) reorders the experts. */
+#include <stdlib.h>
+
+#include "core/ops.h"
+#include "kernels/sim/ktile.h"
+#include "kernels/sim/simlib.h"
+
+#define GATE_N_TILE 64
+
+typedef enum { MUT_NONE, MUT_BF16_ACC, MUT_W_BF16, MUT_K_TAIL, MUT_EXPERT_ROW } gate_bug;
+
+/* One logit: x·w over h, as the bug computes it. */
+static float gate_dot(const float *x, const float *w, size_t h, gate_bug bug)
+{
+    if (bug == MUT_K_TAIL && h > UG_KTILE) /* bug: the partial last K-tile is never issued */
+        return ug_ktile_dot_f32(x, w, h - h % UG_KTILE);
+    if (bug != MUT_BF16_ACC) return ug_ktile_dot_f32(x, w, h);
+    float acc = 0.0f;
+    for (size_t t = 0; t < h; t += UG_KTILE) { /* bug: the L0C accumulator holds bf16 */
+        size_t len = h - t < UG_KTILE ? h - t : UG_KTILE;
+        acc = ug_sim_round_bf16(acc + ug_ktile_dot_f32(x + t, w + t, len)); /* rounds: fp32 tile, then bf16 */
+    }
+    return acc;
+}
+
+static int gate_kernel(const ulpgym_call *call, char *err, size_t errlen, gate_bug bug)
+{
+    const ulpgym_tensor *x = ug_sim_in(call, "x", 2, err, errlen), *w = ug_sim_in(call, "w", 2, err, errlen);
+    const ulpgym_tensor *out = ug_sim_out(call, "logits", 2, err, errlen);
+    if (!x || !w || !out) return -2;
+    size_t T = (size_t)x->shape[0], h = (size_t)x->shape[1], E = (size_t)w->shape[0];
+    float *wf = malloc((E * h + h + E + 1) * sizeof *wf), *xr = wf + E * h, *o = xr + h;
+    if (!wf) return -1;
+    ug_sim_load(w, 0, E * h, wf);
+    if (bug == MUT_W_BF16) /* bug: W cast to bf16 to feed a bf16 x bf16 cube pass */
+        for (size_t i = 0; i < E * h; i++) wf[i] = ug_sim_round_bf16(wf[i]);
+    size_t tail = E % GATE_N_TILE && E > GATE_N_TILE ? E - E % GATE_N_TILE : E; /* first expert of a tail tile */
+    for (size_t t = 0; t < T; t++) {
+        ug_sim_load(x, t * h, h, xr);
+        for (size_t e = 0; e < E; e++) {
+            size_t row = bug == MUT_EXPERT_ROW && e >= tail ? e - 1 : e; /* bug: tail tile's W base one row early */
+            o[e] = gate_dot(xr, wf + row * h, h, bug);
+        }
+        ug_sim_store(out, t * E, E, o); /* exact: fp32 out */
+    }
+    free(wf);
+    return 0;
+}
+
+static int k_sim(const ulpgym_call *c, char *e, size_t l) { return gate_kernel(c, e, l, MUT_NONE); }
+static int k_bf16_acc(const ulpgym_call *c, char *e, size_t l) { return gate_kernel(c, e, l, MUT_BF16_ACC); }
+static int k_w_bf16(const ulpgym_call *c, char *e, size_t l) { return gate_kernel(c, e, l, MUT_W_BF16); }
+static int k_k_tail(const ulpgym_call *c, char *e, size_t l) { return gate_kernel(c, e, l, MUT_K_TAIL); }
+static int k_row(const ulpgym_call *c, char *e, size_t l) { return gate_kernel(c, e, l, MUT_EXPERT_ROW); }
+
+const ug_kernel_variant ug_variants_glm_gate[] = {
+    {"sim", "fp32 products, 128-deep K-tiles into an fp32 accumulator, 64-expert N-tiles, fp32 logits", k_sim},
+    {"mut_bf16_acc", "the K-tile partial sums are accumulated in bf16 (L0C configured as bf16)", k_bf16_acc},
+    {"mut_w_bf16", "W rounded to bf16 before the product: the router weight loses its fp32 precision", k_w_bf16},
+    {"mut_k_tail", "the last K-tile is dropped when hidden is not a multiple of 128 (and above it)", k_k_tail},
+    {"mut_expert_row", "the partial last expert tile (experts % 64, past the first tile) reads W one row early: "
+                       "two experts get the same logit",
+     k_row},
+    {NULL, NULL, NULL},
+};
