@@ -43,7 +43,9 @@ typedef struct {
     size_t row_tile, col_tile;
 } ug_geom;
 
-typedef int (*ug_kernel_fn)(const ulpgym_call *call, char *err, size_t errlen);
+/* A sim kernel: the plugin ABI's entry plus the variant's bug code (the kernel's own enum),
+ * so one function serves the correct kernel and all its planted mutants. */
+typedef int (*ug_kernel_fn)(const ulpgym_call *call, char *err, size_t errlen, int bug);
 
 typedef struct {
     const char *name; /* "sim" is the correct kernel; others are planted-bug mutants */
@@ -51,6 +53,7 @@ typedef struct {
     ug_kernel_fn fn;
     int beyond_plan; /* a mutant the nightly plan is known not to reach: the fuzzer's job
                         (tests assert the plan misses it and corpus/found/ catches it) */
+    int bug;         /* passed to fn: the kernel's own code for this variant */
 } ug_kernel_variant;
 
 struct ug_ar;

@@ -132,5 +132,5 @@ int ug_backend_run(const ug_backend *b, ug_case *c, char *err, size_t errlen)
                  ug_op_name(c->spec.op), b->variant, ug_op_name(c->spec.op));
         return -2;
     }
-    return v->fn(&call, err, errlen);
+    return v->fn(&call, err, errlen, v->bug);
 }

@@ -48,7 +48,7 @@ static void online_stats(const float *z, size_t n, softmax_bug bug, float *m_out
     *s_out = s;
 }
 
-static int softmax_kernel(const ulpgym_call *call, char *err, size_t errlen, softmax_bug bug)
+static int softmax_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
@@ -78,17 +78,12 @@ static int softmax_kernel(const ulpgym_call *call, char *err, size_t errlen, sof
     return 0;
 }
 
-static int k_sim(const ulpgym_call *c, char *e, size_t l) { return softmax_kernel(c, e, l, MUT_NONE); }
-static int k_no_max(const ulpgym_call *c, char *e, size_t l) { return softmax_kernel(c, e, l, MUT_NO_MAX_SUB); }
-static int k_bf16(const ulpgym_call *c, char *e, size_t l) { return softmax_kernel(c, e, l, MUT_BF16_SUM); }
-static int k_tail(const ulpgym_call *c, char *e, size_t l) { return softmax_kernel(c, e, l, MUT_TAIL_TILE); }
-static int k_tanh(const ulpgym_call *c, char *e, size_t l) { return softmax_kernel(c, e, l, MUT_TANH_OVERFLOW); }
 
 const ug_kernel_variant ug_variants_attn_softmax[] = {
-    {"sim", "device-style online softmax, fp32 compute, 256-lane tiles", k_sim},
-    {"mut_no_max_sub", "exp(z) without subtracting the row max: overflows on large logits", k_no_max},
-    {"mut_bf16_sum", "row sum accumulated in bf16", k_bf16},
-    {"mut_tail_tile", "the tail tile is left out of the row sum when the length is not a multiple of 256", k_tail},
-    {"mut_tanh_overflow", "soft cap via (e^2u-1)/(e^2u+1): NaN once x*scale/cap > 44 (beyond the plan's logits)", k_tanh, 1},
+    {"sim", "device-style online softmax, fp32 compute, 256-lane tiles", softmax_kernel, 0, MUT_NONE},
+    {"mut_no_max_sub", "exp(z) without subtracting the row max: overflows on large logits", softmax_kernel, 0, MUT_NO_MAX_SUB},
+    {"mut_bf16_sum", "row sum accumulated in bf16", softmax_kernel, 0, MUT_BF16_SUM},
+    {"mut_tail_tile", "the tail tile is left out of the row sum when the length is not a multiple of 256", softmax_kernel, 0, MUT_TAIL_TILE},
+    {"mut_tanh_overflow", "soft cap via (e^2u-1)/(e^2u+1): NaN once x*scale/cap > 44 (beyond the plan's logits)", softmax_kernel, 1, MUT_TANH_OVERFLOW},
     {NULL, NULL, NULL},
 };

@@ -104,7 +104,7 @@ static void query_tile(const fa_ctx *x, long q0, long lq, long k0, long lk, long
     }
 }
 
-static int fa_kernel(const ulpgym_call *call, char *err, size_t errlen, fa_bug bug)
+static int fa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
     const ulpgym_tensor *q = ug_sim_in(call, "q", 3, err, errlen), *k = ug_sim_in(call, "k", 3, err, errlen);
     const ulpgym_tensor *v = ug_sim_in(call, "v", 3, err, errlen);
@@ -152,17 +152,13 @@ static int fa_kernel(const ulpgym_call *call, char *err, size_t errlen, fa_bug b
     return 0;
 }
 
-static int k_sim(const ulpgym_call *c, char *e, size_t l) { return fa_kernel(c, e, l, MUT_NONE); }
-static int k_log2(const ulpgym_call *c, char *e, size_t l) { return fa_kernel(c, e, l, MUT_LSE_LOG2); }
-static int k_topleft(const ulpgym_call *c, char *e, size_t l) { return fa_kernel(c, e, l, MUT_CAUSAL_TOPLEFT); }
-static int k_norescale(const ulpgym_call *c, char *e, size_t l) { return fa_kernel(c, e, l, MUT_NO_RESCALE); }
 
 const ug_kernel_variant ug_variants_flash_attention_mha[] = {
-    {"sim", "FA2 forward: 64x64 tiles, fp32 scores and online softmax, P cast to the input dtype for P.V", k_sim},
-    {"mut_lse_log2", "lse left in the log2 domain of an exp2-based softmax (m*log2 e + log2 l)", k_log2},
+    {"sim", "FA2 forward: 64x64 tiles, fp32 scores and online softmax, P cast to the input dtype for P.V", fa_kernel, 0, MUT_NONE},
+    {"mut_lse_log2", "lse left in the log2 domain of an exp2-based softmax (m*log2 e + log2 l)", fa_kernel, 0, MUT_LSE_LOG2},
     {"mut_causal_topleft",
-     "causal mask aligned top-left (j <= i) instead of bottom-right: shows when q and k lengths differ", k_topleft},
+     "causal mask aligned top-left (j <= i) instead of bottom-right: shows when q and k lengths differ", fa_kernel, 0, MUT_CAUSAL_TOPLEFT},
     {"mut_no_rescale", "output accumulator not rescaled by exp(m_old - m_new) when a later key tile raises the max",
-     k_norescale},
+     fa_kernel, 0, MUT_NO_RESCALE},
     {NULL, NULL, NULL},
 };

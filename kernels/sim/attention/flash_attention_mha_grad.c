@@ -93,7 +93,7 @@ static void key_tile(const fb_ctx *x, long q0, long lq, long k0, long lk, long h
     }
 }
 
-static int fb_kernel(const ulpgym_call *call, char *err, size_t errlen, fb_bug bug)
+static int fb_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
     const char *in_names[7] = {"q", "k", "v", "o", "do", "cu_seqlens_q", "cu_seqlens_k"};
     const ulpgym_tensor *in[7], *lse = ug_sim_in(call, "lse", 2, err, errlen);
@@ -158,17 +158,13 @@ static int fb_kernel(const ulpgym_call *call, char *err, size_t errlen, fb_bug b
     return 0;
 }
 
-static int k_sim(const ulpgym_call *c, char *e, size_t l) { return fb_kernel(c, e, l, MUT_NONE); }
-static int k_noscale(const ulpgym_call *c, char *e, size_t l) { return fb_kernel(c, e, l, MUT_DK_NO_SCALE); }
-static int k_strict(const ulpgym_call *c, char *e, size_t l) { return fb_kernel(c, e, l, MUT_CAUSAL_STRICT); }
-static int k_tail(const ulpgym_call *c, char *e, size_t l) { return fb_kernel(c, e, l, MUT_TAIL_TILE); }
 
 const ug_kernel_variant ug_variants_flash_attention_mha_grad[] = {
     {"sim", "FA2 backward: 64-key tiles over 64-row query tiles, P from lse, P and dS cast to the dtype, fp32 acc",
-     k_sim},
-    {"mut_dk_no_scale", "dK = dS^T Q without the softmax scale", k_noscale},
-    {"mut_causal_strict", "causal mask j < i + Lk - Lq: the diagonal key is masked (causal cases only)", k_strict},
+     fb_kernel, 0, MUT_NONE},
+    {"mut_dk_no_scale", "dK = dS^T Q without the softmax scale", fb_kernel, 0, MUT_DK_NO_SCALE},
+    {"mut_causal_strict", "causal mask j < i + Lk - Lq: the diagonal key is masked (causal cases only)", fb_kernel, 0, MUT_CAUSAL_STRICT},
     {"mut_tail_key_tile", "a short last key tile (Lk % 64 != 0, Lk > 64) is skipped: its dK/dV stay 0, dQ misses it",
-     k_tail},
+     fb_kernel, 0, MUT_TAIL_TILE},
     {NULL, NULL, NULL},
 };

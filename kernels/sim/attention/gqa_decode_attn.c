@@ -78,7 +78,7 @@ static void gqa_group(const gqa_view *g, long b, long kvh, long start, long n, g
     }
 }
 
-static int gqa_kernel(const ulpgym_call *call, char *err, size_t errlen, gqa_bug bug)
+static int gqa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
     gqa_view g;
     if (gqa_open(call, &g, err, errlen)) return -2;
@@ -103,20 +103,15 @@ static int gqa_kernel(const ulpgym_call *call, char *err, size_t errlen, gqa_bug
     return rc;
 }
 
-static int k_sim(const ulpgym_call *c, char *e, size_t l) { return gqa_kernel(c, e, l, MUT_NONE); }
-static int k_window(const ulpgym_call *c, char *e, size_t l) { return gqa_kernel(c, e, l, MUT_WINDOW_OFF_BY_ONE); }
-static int k_pv_bf16(const ulpgym_call *c, char *e, size_t l) { return gqa_kernel(c, e, l, MUT_PV_BF16); }
-static int k_rescale(const ulpgym_call *c, char *e, size_t l) { return gqa_kernel(c, e, l, MUT_NO_SUM_RESCALE); }
-static int k_kv_head(const ulpgym_call *c, char *e, size_t l) { return gqa_kernel(c, e, l, MUT_KV_HEAD_MOD); }
 
 const ug_kernel_variant ug_variants_gqa_decode_attn[] = {
     {"sim", "device-style GQA decode: K/V loaded once per kv head, 128-key tiles, online softmax, bf16 P, fp32 acc",
-     k_sim},
+     gqa_kernel, 0, MUT_NONE},
     {"mut_window_off_by_one", "sliding window keeps window+1 keys (visible only when the context exceeds the window)",
-     k_window},
-    {"mut_pv_bf16", "P·V accumulated in bf16 instead of fp32", k_pv_bf16},
-    {"mut_no_sum_rescale", "running softmax sum not rescaled when a later tile raises the max", k_rescale},
+     gqa_kernel, 0, MUT_WINDOW_OFF_BY_ONE},
+    {"mut_pv_bf16", "P·V accumulated in bf16 instead of fp32", gqa_kernel, 0, MUT_PV_BF16},
+    {"mut_no_sum_rescale", "running softmax sum not rescaled when a later tile raises the max", gqa_kernel, 0, MUT_NO_SUM_RESCALE},
     {"mut_kv_head_mod", "query head h reads kv head h % Hkv instead of h / (Hq/Hkv) (visible only when Hq > Hkv > 1)",
-     k_kv_head},
+     gqa_kernel, 0, MUT_KV_HEAD_MOD},
     {NULL, NULL, NULL},
 };

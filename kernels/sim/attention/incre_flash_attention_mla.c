@@ -98,7 +98,7 @@ static void mla_heads(const mla_view *m, const ug_gl_attn_cfg *cfg, long b, long
     }
 }
 
-static int mla_kernel(const ulpgym_call *call, char *err, size_t errlen, mla_bug bug)
+static int mla_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
     mla_view m;
     if (mla_open(call, &m, err, errlen)) return -2;
@@ -128,16 +128,13 @@ static int mla_kernel(const ulpgym_call *call, char *err, size_t errlen, mla_bug
     return rc;
 }
 
-static int k_sim(const ulpgym_call *c, char *e, size_t l) { return mla_kernel(c, e, l, MUT_NONE); }
-static int k_scale(const ulpgym_call *c, char *e, size_t l) { return mla_kernel(c, e, l, MUT_SCALE_512); }
-static int k_partial(const ulpgym_call *c, char *e, size_t l) { return mla_kernel(c, e, l, MUT_DROP_PARTIAL_BLOCK); }
 
 const ug_kernel_variant ug_variants_incre_flash_attention_mla[] = {
     {"sim", "device-style MLA decode: paged gather per kv head, 128-key tiles, one 576-dim fp32 dot, online softmax",
-     k_sim},
-    {"mut_scale_512", "softmax scale 512^-1/2 instead of 576^-1/2 (the rope dims left out)", k_scale},
+     mla_kernel, 0, MUT_NONE},
+    {"mut_scale_512", "softmax scale 512^-1/2 instead of 576^-1/2 (the rope dims left out)", mla_kernel, 0, MUT_SCALE_512},
     {"mut_drop_partial_block",
      "the last, partly filled cache block is skipped (visible only when a context is not a block multiple)",
-     k_partial},
+     mla_kernel, 0, MUT_DROP_PARTIAL_BLOCK},
     {NULL, NULL, NULL},
 };

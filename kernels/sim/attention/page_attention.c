@@ -72,7 +72,7 @@ static void pa_row(const pa_ctx *x, const float *qr, const float *table, long ct
     for (size_t d = 0; d < D; d++) out[d] = acc[d] * inv; /* rounds: fp32 */
 }
 
-static int pa_kernel(const ulpgym_call *call, char *err, size_t errlen, pa_bug bug)
+static int pa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
     const ulpgym_tensor *q = ug_sim_in(call, "q", 3, err, errlen), *kc = ug_sim_in(call, "key_cache", 4, err, errlen);
     const ulpgym_tensor *vc = ug_sim_in(call, "value_cache", 4, err, errlen);
@@ -119,18 +119,14 @@ static int pa_kernel(const ulpgym_call *call, char *err, size_t errlen, pa_bug b
     return 0;
 }
 
-static int k_sim(const ulpgym_call *c, char *e, size_t l) { return pa_kernel(c, e, l, MUT_NONE); }
-static int k_stride(const ulpgym_call *c, char *e, size_t l) { return pa_kernel(c, e, l, MUT_TABLE_STRIDE); }
-static int k_full(const ulpgym_call *c, char *e, size_t l) { return pa_kernel(c, e, l, MUT_FULL_LAST_BLOCK); }
-static int k_map(const ulpgym_call *c, char *e, size_t l) { return pa_kernel(c, e, l, MUT_KV_HEAD_MAP); }
 
 const ug_kernel_variant ug_variants_page_attention[] = {
-    {"sim", "paged decode, one block per key tile, fp32 online softmax, P cast to the input dtype for P.V", k_sim},
+    {"sim", "paged decode, one block per key tile, fp32 online softmax, P cast to the input dtype for P.V", pa_kernel, 0, MUT_NONE},
     {"mut_table_stride",
      "block-table row stride floor(max_ctx/block_size) instead of its width: rows shift when max_ctx % block_size != 0",
-     k_stride},
+     pa_kernel, 0, MUT_TABLE_STRIDE},
     {"mut_full_last_block", "the partial last block read as full: stale cache slots past the context join the softmax",
-     k_full},
-    {"mut_kv_head_map", "query head h reads kv head h % Hkv instead of h / (Hq/Hkv)", k_map},
+     pa_kernel, 0, MUT_FULL_LAST_BLOCK},
+    {"mut_kv_head_map", "query head h reads kv head h % Hkv instead of h / (Hq/Hkv)", pa_kernel, 0, MUT_KV_HEAD_MAP},
     {NULL, NULL, NULL},
 };

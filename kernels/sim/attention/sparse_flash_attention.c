@@ -69,7 +69,7 @@ static long sfa_gather(const sfa_view *v, long t, sfa_bug bug, float *kf, char *
     return n;
 }
 
-static int sfa_kernel(const ulpgym_call *call, char *err, size_t errlen, sfa_bug bug)
+static int sfa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
     sfa_view v;
     if (sfa_open(call, &v, err, errlen)) return -2;
@@ -98,18 +98,14 @@ static int sfa_kernel(const ulpgym_call *call, char *err, size_t errlen, sfa_bug
     return rc;
 }
 
-static int k_sim(const ulpgym_call *c, char *e, size_t l) { return sfa_kernel(c, e, l, MUT_NONE); }
-static int k_pad(const ulpgym_call *c, char *e, size_t l) { return sfa_kernel(c, e, l, MUT_PAD_AS_ZERO); }
-static int k_local_max(const ulpgym_call *c, char *e, size_t l) { return sfa_kernel(c, e, l, MUT_LOCAL_MAX); }
-static int k_scale_after(const ulpgym_call *c, char *e, size_t l) { return sfa_kernel(c, e, l, MUT_SCALE_AFTER); }
 
 const ug_kernel_variant ug_variants_sparse_flash_attention[] = {
     {"sim", "device-style sparse MLA attention: per-token gather of the top-k rows, 64-key blocks, online softmax",
-     k_sim},
-    {"mut_pad_as_zero", "-1 padding indices read as kv row 0 (visible only where a token has padding)", k_pad},
+     sfa_kernel, 0, MUT_NONE},
+    {"mut_pad_as_zero", "-1 padding indices read as kv row 0 (visible only where a token has padding)", sfa_kernel, 0, MUT_PAD_AS_ZERO},
     {"mut_local_max", "each 64-key block uses its own max and the running sums are never rescaled "
                       "(visible only with more than 64 valid keys)",
-     k_local_max},
-    {"mut_scale_after_softmax", "softmax of the unscaled scores, the scale applied to the output", k_scale_after},
+     sfa_kernel, 0, MUT_LOCAL_MAX},
+    {"mut_scale_after_softmax", "softmax of the unscaled scores, the scale applied to the output", sfa_kernel, 0, MUT_SCALE_AFTER},
     {NULL, NULL, NULL},
 };

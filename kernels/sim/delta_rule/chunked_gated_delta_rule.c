@@ -139,7 +139,7 @@ static void chunk_load(chunk_ws *w, const ug_delta_io *io, size_t h, size_t hk, 
     }
 }
 
-static int cgdr_kernel(const ulpgym_call *call, char *err, size_t errlen, cgdr_bug bug)
+static int cgdr_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
     ug_delta_io io;
     if (ug_delta_io_open(&io, call, err, errlen)) return -2;
@@ -174,17 +174,13 @@ static int cgdr_kernel(const ulpgym_call *call, char *err, size_t errlen, cgdr_b
     return 0;
 }
 
-static int k_sim(const ulpgym_call *c, char *e, size_t l) { return cgdr_kernel(c, e, l, MUT_NONE); }
-static int k_decay(const ulpgym_call *c, char *e, size_t l) { return cgdr_kernel(c, e, l, MUT_DOUBLE_DECAY); }
-static int k_tail(const ulpgym_call *c, char *e, size_t l) { return cgdr_kernel(c, e, l, MUT_DROP_TAIL); }
-static int k_diag(const ulpgym_call *c, char *e, size_t l) { return cgdr_kernel(c, e, l, MUT_DIAG_IN_A); }
 
 const ug_kernel_variant ug_variants_chunked_gated_delta_rule[] = {
-    {"sim", "chunked WY kernel: fp32 cumulative decay, (I+A)^-1 by forward substitution, state carried in fp32", k_sim},
+    {"sim", "chunked WY kernel: fp32 cumulative decay, (I+A)^-1 by forward substitution, state carried in fp32", cgdr_kernel, 0, MUT_NONE},
     {"mut_double_decay", "the state carried across a chunk border is decayed by e^{G_last} twice: only when T > L",
-     k_decay},
+     cgdr_kernel, 0, MUT_DOUBLE_DECAY},
     {"mut_drop_tail", "the last partial chunk is dropped when T is not a multiple of L (o tail unwritten, state short)",
-     k_tail},
-    {"mut_diag_in_a", "A keeps its diagonal beta_r |k_r|^2 (tril, not strict tril) before the inverse", k_diag},
+     cgdr_kernel, 0, MUT_DROP_TAIL},
+    {"mut_diag_in_a", "A keeps its diagonal beta_r |k_r|^2 (tril, not strict tril) before the inverse", cgdr_kernel, 0, MUT_DIAG_IN_A},
     {NULL, NULL, NULL},
 };

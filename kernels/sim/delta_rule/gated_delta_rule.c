@@ -44,7 +44,7 @@ static void token_step(float *S, const float *q, const float *k, const float *v,
     for (size_t i = 0; i < dv; i++) o[i] = dot32(S + i * dk, q, dk);
 }
 
-static int gdr_kernel(const ulpgym_call *call, char *err, size_t errlen, gdr_bug bug)
+static int gdr_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
     ug_delta_io io;
     if (ug_delta_io_open(&io, call, err, errlen)) return -2;
@@ -77,16 +77,12 @@ static int gdr_kernel(const ulpgym_call *call, char *err, size_t errlen, gdr_bug
     return 0;
 }
 
-static int k_sim(const ulpgym_call *c, char *e, size_t l) { return gdr_kernel(c, e, l, MUT_NONE); }
-static int k_decay(const ulpgym_call *c, char *e, size_t l) { return gdr_kernel(c, e, l, MUT_DECAY_AFTER); }
-static int k_beta(const ulpgym_call *c, char *e, size_t l) { return gdr_kernel(c, e, l, MUT_BETA_V_ONLY); }
-static int k_head(const ulpgym_call *c, char *e, size_t l) { return gdr_kernel(c, e, l, MUT_QK_HEAD); }
 
 const ug_kernel_variant ug_variants_gated_delta_rule[] = {
-    {"sim", "fused recurrent kernel: fp32 state tile, fp32 S*k and S*q sums, o rounded once", k_sim},
-    {"mut_decay_after", "decay e^g applied after the delta update instead of before (decays the new write)", k_decay},
-    {"mut_beta_v_only", "beta scales v only: the erase term S*k is subtracted unscaled", k_beta},
+    {"sim", "fused recurrent kernel: fp32 state tile, fp32 S*k and S*q sums, o rounded once", gdr_kernel, 0, MUT_NONE},
+    {"mut_decay_after", "decay e^g applied after the delta update instead of before (decays the new write)", gdr_kernel, 0, MUT_DECAY_AFTER},
+    {"mut_beta_v_only", "beta scales v only: the erase term S*k is subtracted unscaled", gdr_kernel, 0, MUT_BETA_V_ONLY},
     {"mut_qk_head", "value head h reads qk head h % Hqk instead of h / (Hv/Hqk): wrong only when Hqk > 1 and Hv > Hqk",
-     k_head},
+     gdr_kernel, 0, MUT_QK_HEAD},
     {NULL, NULL, NULL},
 };

@@ -34,7 +34,7 @@ static float gate_dot(const float *x, const float *w, size_t h, gate_bug bug)
     return acc;
 }
 
-static int gate_kernel(const ulpgym_call *call, char *err, size_t errlen, gate_bug bug)
+static int gate_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
     const ulpgym_tensor *x = ug_sim_in(call, "x", 2, err, errlen), *w = ug_sim_in(call, "w", 2, err, errlen);
     const ulpgym_tensor *out = ug_sim_out(call, "logits", 2, err, errlen);
@@ -58,19 +58,14 @@ static int gate_kernel(const ulpgym_call *call, char *err, size_t errlen, gate_b
     return 0;
 }
 
-static int k_sim(const ulpgym_call *c, char *e, size_t l) { return gate_kernel(c, e, l, MUT_NONE); }
-static int k_bf16_acc(const ulpgym_call *c, char *e, size_t l) { return gate_kernel(c, e, l, MUT_BF16_ACC); }
-static int k_w_bf16(const ulpgym_call *c, char *e, size_t l) { return gate_kernel(c, e, l, MUT_W_BF16); }
-static int k_k_tail(const ulpgym_call *c, char *e, size_t l) { return gate_kernel(c, e, l, MUT_K_TAIL); }
-static int k_row(const ulpgym_call *c, char *e, size_t l) { return gate_kernel(c, e, l, MUT_EXPERT_ROW); }
 
 const ug_kernel_variant ug_variants_glm_gate[] = {
-    {"sim", "fp32 products, 128-deep K-tiles into an fp32 accumulator, 64-expert N-tiles, fp32 logits", k_sim},
-    {"mut_bf16_acc", "the K-tile partial sums are accumulated in bf16 (L0C configured as bf16)", k_bf16_acc},
-    {"mut_w_bf16", "W rounded to bf16 before the product: the router weight loses its fp32 precision", k_w_bf16},
-    {"mut_k_tail", "the last K-tile is dropped when hidden is not a multiple of 128 (and above it)", k_k_tail},
+    {"sim", "fp32 products, 128-deep K-tiles into an fp32 accumulator, 64-expert N-tiles, fp32 logits", gate_kernel, 0, MUT_NONE},
+    {"mut_bf16_acc", "the K-tile partial sums are accumulated in bf16 (L0C configured as bf16)", gate_kernel, 0, MUT_BF16_ACC},
+    {"mut_w_bf16", "W rounded to bf16 before the product: the router weight loses its fp32 precision", gate_kernel, 0, MUT_W_BF16},
+    {"mut_k_tail", "the last K-tile is dropped when hidden is not a multiple of 128 (and above it)", gate_kernel, 0, MUT_K_TAIL},
     {"mut_expert_row", "the partial last expert tile (experts % 64, past the first tile) reads W one row early: "
                        "two experts get the same logit",
-     k_row},
+     gate_kernel, 0, MUT_EXPERT_ROW},
     {NULL, NULL, NULL},
 };

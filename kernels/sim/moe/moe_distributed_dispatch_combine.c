@@ -84,7 +84,7 @@ static void wire(const float *x, size_t h, int int8_wire, moe_bug bug, float *ds
     }
 }
 
-static int moe_kernel(const ulpgym_call *call, char *err, size_t errlen, moe_bug bug)
+static int moe_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
     moe_io io;
     if (open_io(call, &io, err, errlen)) return -2;
@@ -136,15 +136,11 @@ static int moe_kernel(const ulpgym_call *call, char *err, size_t errlen, moe_bug
     return rc;
 }
 
-static int k_sim(const ulpgym_call *c, char *e, size_t l) { return moe_kernel(c, e, l, MUT_NONE); }
-static int k_last(const ulpgym_call *c, char *e, size_t l) { return moe_kernel(c, e, l, MUT_LAST_RANK_COUNT); }
-static int k_twice(const ulpgym_call *c, char *e, size_t l) { return moe_kernel(c, e, l, MUT_WEIGHT_TWICE); }
-static int k_128(const ulpgym_call *c, char *e, size_t l) { return moe_kernel(c, e, l, MUT_SCALE_128); }
 
 const ug_kernel_variant ug_variants_moe_distributed_dispatch_combine[] = {
-    {"sim", "contiguous expert blocks (remainder on the last rank), optional int8 wire, fp32 combine", k_sim},
-    {"mut_last_rank_count", "the last rank owns E/W experts even when E % W != 0: the remainder experts' copies are lost", k_last},
-    {"mut_weight_twice", "the routing weight is applied at the expert and again in the combine", k_twice},
-    {"mut_int8_scale_128", "int8 wire scale = amax/128 instead of amax/127", k_128},
+    {"sim", "contiguous expert blocks (remainder on the last rank), optional int8 wire, fp32 combine", moe_kernel, 0, MUT_NONE},
+    {"mut_last_rank_count", "the last rank owns E/W experts even when E % W != 0: the remainder experts' copies are lost", moe_kernel, 0, MUT_LAST_RANK_COUNT},
+    {"mut_weight_twice", "the routing weight is applied at the expert and again in the combine", moe_kernel, 0, MUT_WEIGHT_TWICE},
+    {"mut_int8_scale_128", "int8 wire scale = amax/128 instead of amax/127", moe_kernel, 0, MUT_SCALE_128},
     {NULL, NULL, NULL},
 };

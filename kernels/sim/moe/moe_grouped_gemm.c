@@ -92,7 +92,7 @@ static int moe_alloc(moe_ctx *m)
     return 0;
 }
 
-static int moe_kernel(const ulpgym_call *call, char *err, size_t errlen, moe_bug bug)
+static int moe_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
     moe_ctx m = {0};
     m.x = ug_sim_in(call, "x", 2, err, errlen);
@@ -129,16 +129,12 @@ static int moe_kernel(const ulpgym_call *call, char *err, size_t errlen, moe_bug
     return rc;
 }
 
-static int k_sim(const ulpgym_call *c, char *e, size_t l) { return moe_kernel(c, e, l, MUT_NONE); }
-static int k_last(const ulpgym_call *c, char *e, size_t l) { return moe_kernel(c, e, l, MUT_LAST_ROW); }
-static int k_skip(const ulpgym_call *c, char *e, size_t l) { return moe_kernel(c, e, l, MUT_ZERO_SKIP); }
-static int k_swap(const ulpgym_call *c, char *e, size_t l) { return moe_kernel(c, e, l, MUT_W13_SWAP); }
 
 const ug_kernel_variant ug_variants_moe_grouped_gemm[] = {
-    {"sim", "fp32 K-tiled GEMMs per expert, a = silu(g)*u written back as bf16, bf16 out", k_sim},
+    {"sim", "fp32 K-tiled GEMMs per expert, a = silu(g)*u written back as bf16, bf16 out", moe_kernel, 0, MUT_NONE},
     {"mut_group_offset", "each group starts one row early: the last token of an expert uses the next expert's weights",
-     k_last},
-    {"mut_zero_skip", "skipping a zero-token expert also skips the expert after it (its rows stay zero)", k_skip},
-    {"mut_w13_swap", "gate and up weights swapped: silu(x*W3)*(x*W1)", k_swap},
+     moe_kernel, 0, MUT_LAST_ROW},
+    {"mut_zero_skip", "skipping a zero-token expert also skips the expert after it (its rows stay zero)", moe_kernel, 0, MUT_ZERO_SKIP},
+    {"mut_w13_swap", "gate and up weights swapped: silu(x*W3)*(x*W1)", moe_kernel, 0, MUT_W13_SWAP},
     {NULL, NULL, NULL},
 };

@@ -47,7 +47,7 @@ static float lane_sumsq(const float *v, size_t n, rms_bug bug)
     return lane[0];
 }
 
-static int rms_kernel(const ulpgym_call *call, char *err, size_t errlen, rms_bug bug)
+static int rms_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
@@ -80,20 +80,14 @@ static int rms_kernel(const ulpgym_call *call, char *err, size_t errlen, rms_bug
     return 0;
 }
 
-static int k_sim(const ulpgym_call *c, char *e, size_t l) { return rms_kernel(c, e, l, MUT_NONE); }
-static int k_bf16(const ulpgym_call *c, char *e, size_t l) { return rms_kernel(c, e, l, MUT_BF16_SUM); }
-static int k_eps(const ulpgym_call *c, char *e, size_t l) { return rms_kernel(c, e, l, MUT_EPS_OUTSIDE); }
-static int k_tail(const ulpgym_call *c, char *e, size_t l) { return rms_kernel(c, e, l, MUT_TAIL_LANES); }
-static int k_add_dt(const ulpgym_call *c, char *e, size_t l) { return rms_kernel(c, e, l, MUT_ADD_IN_DTYPE); }
-static int k_prescale(const ulpgym_call *c, char *e, size_t l) { return rms_kernel(c, e, l, MUT_PRESCALE); }
 
 const ug_kernel_variant ug_variants_inplace_add_rmsnorm[] = {
-    {"sim", "fp32 add, 64-lane fp32 sum of squares with a pairwise lane tree", k_sim},
-    {"mut_bf16_sum", "sum of squares in one scalar bf16 accumulator", k_bf16},
-    {"mut_eps_outside", "rstd = 1/(sqrt(mean)+eps): eps outside the root, visible on small inputs", k_eps},
-    {"mut_tail_lanes", "the last partial block of 64 is left out of the sum of squares when H % 64 != 0", k_tail},
+    {"sim", "fp32 add, 64-lane fp32 sum of squares with a pairwise lane tree", rms_kernel, 0, MUT_NONE},
+    {"mut_bf16_sum", "sum of squares in one scalar bf16 accumulator", rms_kernel, 0, MUT_BF16_SUM},
+    {"mut_eps_outside", "rstd = 1/(sqrt(mean)+eps): eps outside the root, visible on small inputs", rms_kernel, 0, MUT_EPS_OUTSIDE},
+    {"mut_tail_lanes", "the last partial block of 64 is left out of the sum of squares when H % 64 != 0", rms_kernel, 0, MUT_TAIL_LANES},
     {"mut_add_in_dtype", "x1 + x2 kept in the storage dtype: fp16 overflows to inf once |x1 + x2| > 65504 (2^16)",
-     k_add_dt, 1},
-    {"mut_prescale_zero_row", "rstd after pre-scaling by max|x|: an all-zero row gives 0/0 = NaN", k_prescale, 1},
+     rms_kernel, 1, MUT_ADD_IN_DTYPE},
+    {"mut_prescale_zero_row", "rstd after pre-scaling by max|x|: an all-zero row gives 0/0 = NaN", rms_kernel, 1, MUT_PRESCALE},
     {NULL, NULL, NULL},
 };

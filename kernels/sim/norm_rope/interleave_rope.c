@@ -37,7 +37,7 @@ static void rotate_row(const float *x, const float *c, const float *s, size_t d,
     }
 }
 
-static int rope_kernel(const ulpgym_call *call, char *err, size_t errlen, rope_bug bug)
+static int rope_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
     const ulpgym_tensor *x = ug_sim_in(call, "x", 4, err, errlen), *ct = ug_sim_in(call, "cos", 2, err, errlen);
     const ulpgym_tensor *st = ug_sim_in(call, "sin", 2, err, errlen), *yt = ug_sim_out(call, "y", 4, err, errlen);
@@ -63,15 +63,11 @@ static int rope_kernel(const ulpgym_call *call, char *err, size_t errlen, rope_b
     return 0;
 }
 
-static int k_sim(const ulpgym_call *c, char *e, size_t l) { return rope_kernel(c, e, l, MUT_NONE); }
-static int k_half(const ulpgym_call *c, char *e, size_t l) { return rope_kernel(c, e, l, MUT_HALF_PAIRING); }
-static int k_layout(const ulpgym_call *c, char *e, size_t l) { return rope_kernel(c, e, l, MUT_LAYOUT_INTERLEAVED); }
-static int k_tail(const ulpgym_call *c, char *e, size_t l) { return rope_kernel(c, e, l, MUT_TAIL_SIN_SIGN); }
 
 const ug_kernel_variant ug_variants_interleave_rope[] = {
-    {"sim", "fp32 rotation of interleaved pairs in tiles of 16 positions, split-half output", k_sim},
-    {"mut_half_pairing", "rotates NeoX pairs (x_i, x_i+D/2) instead of interleaved (x_2i, x_2i+1)", k_half},
-    {"mut_layout_interleaved", "rotates the right pairs but writes results interleaved, not split-half", k_layout},
-    {"mut_tail_sin_sign", "the tail tile of S % 16 positions rotates with sin negated", k_tail},
+    {"sim", "fp32 rotation of interleaved pairs in tiles of 16 positions, split-half output", rope_kernel, 0, MUT_NONE},
+    {"mut_half_pairing", "rotates NeoX pairs (x_i, x_i+D/2) instead of interleaved (x_2i, x_2i+1)", rope_kernel, 0, MUT_HALF_PAIRING},
+    {"mut_layout_interleaved", "rotates the right pairs but writes results interleaved, not split-half", rope_kernel, 0, MUT_LAYOUT_INTERLEAVED},
+    {"mut_tail_sin_sign", "the tail tile of S % 16 positions rotates with sin negated", rope_kernel, 0, MUT_TAIL_SIN_SIGN},
     {NULL, NULL, NULL},
 };

@@ -83,7 +83,7 @@ static int open_io(const ulpgym_call *call, mar_io *io, char *err, size_t errlen
     return 0;
 }
 
-static int mar_kernel(const ulpgym_call *call, char *err, size_t errlen, mar_bug bug)
+static int mar_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
     mar_io io;
     if (open_io(call, &io, err, errlen)) return -2;
@@ -124,15 +124,11 @@ static int mar_kernel(const ulpgym_call *call, char *err, size_t errlen, mar_bug
     return 0;
 }
 
-static int k_sim(const ulpgym_call *c, char *e, size_t l) { return mar_kernel(c, e, l, MUT_NONE); }
-static int k_rev(const ulpgym_call *c, char *e, size_t l) { return mar_kernel(c, e, l, MUT_REVERSE_BF16); }
-static int k_res(const ulpgym_call *c, char *e, size_t l) { return mar_kernel(c, e, l, MUT_RESIDUAL_AFTER_NORM); }
-static int k_eps(const ulpgym_call *c, char *e, size_t l) { return mar_kernel(c, e, l, MUT_EPS_OUTSIDE); }
 
 const ug_kernel_variant ug_variants_matmul_allreduce_add_rmsnorm[] = {
-    {"sim", "per-rank fp32 matmul in K tiles of 128, bf16 partials, rank-order fp32 all-reduce, fp32 add+RMSNorm", k_sim},
-    {"mut_reverse_bf16_reduce", "partials reduced in reverse rank order into a bf16 accumulator: shows when partials cancel", k_rev},
-    {"mut_residual_after_norm", "the residual is added after the norm instead of before it", k_res},
-    {"mut_eps_outside", "rstd = 1/(sqrt(mean)+eps): eps outside the root, visible on small inputs", k_eps},
+    {"sim", "per-rank fp32 matmul in K tiles of 128, bf16 partials, rank-order fp32 all-reduce, fp32 add+RMSNorm", mar_kernel, 0, MUT_NONE},
+    {"mut_reverse_bf16_reduce", "partials reduced in reverse rank order into a bf16 accumulator: shows when partials cancel", mar_kernel, 0, MUT_REVERSE_BF16},
+    {"mut_residual_after_norm", "the residual is added after the norm instead of before it", mar_kernel, 0, MUT_RESIDUAL_AFTER_NORM},
+    {"mut_eps_outside", "rstd = 1/(sqrt(mean)+eps): eps outside the root, visible on small inputs", mar_kernel, 0, MUT_EPS_OUTSIDE},
     {NULL, NULL, NULL},
 };

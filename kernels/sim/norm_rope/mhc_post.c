@@ -33,7 +33,7 @@ static void mix_tile(const float *ho, const float *xs, size_t d, size_t len, con
     }
 }
 
-static int mhc_kernel(const ulpgym_call *call, char *err, size_t errlen, mhc_bug bug)
+static int mhc_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
     const ulpgym_tensor *x = ug_sim_in(call, "x", 3, err, errlen), *ho = ug_sim_in(call, "h_out", 2, err, errlen);
     const ulpgym_tensor *hr = ug_sim_in(call, "h_res", 3, err, errlen), *hp = ug_sim_in(call, "h_post", 2, err, errlen);
@@ -62,15 +62,11 @@ static int mhc_kernel(const ulpgym_call *call, char *err, size_t errlen, mhc_bug
     return 0;
 }
 
-static int k_sim(const ulpgym_call *c, char *e, size_t l) { return mhc_kernel(c, e, l, MUT_NONE); }
-static int k_trans(const ulpgym_call *c, char *e, size_t l) { return mhc_kernel(c, e, l, MUT_RES_TRANSPOSED); }
-static int k_bf16(const ulpgym_call *c, char *e, size_t l) { return mhc_kernel(c, e, l, MUT_BF16_ACC); }
-static int k_tail(const ulpgym_call *c, char *e, size_t l) { return mhc_kernel(c, e, l, MUT_TAIL_NO_MIX); }
 
 const ug_kernel_variant ug_variants_mhc_post[] = {
-    {"sim", "fp32 lanes in tiles of 256: h_post*h_out then N fp32 multiply-adds in stream order", k_sim},
-    {"mut_res_transposed", "reads h_res[n,k] instead of h_res[k,n]", k_trans},
-    {"mut_bf16_acc", "the lane accumulator is rounded to bf16 after every add", k_bf16},
-    {"mut_tail_no_mix", "the tail tile (D % 256 lanes) gets only h_post*h_out, no residual mix", k_tail},
+    {"sim", "fp32 lanes in tiles of 256: h_post*h_out then N fp32 multiply-adds in stream order", mhc_kernel, 0, MUT_NONE},
+    {"mut_res_transposed", "reads h_res[n,k] instead of h_res[k,n]", mhc_kernel, 0, MUT_RES_TRANSPOSED},
+    {"mut_bf16_acc", "the lane accumulator is rounded to bf16 after every add", mhc_kernel, 0, MUT_BF16_ACC},
+    {"mut_tail_no_mix", "the tail tile (D % 256 lanes) gets only h_post*h_out, no residual mix", mhc_kernel, 0, MUT_TAIL_NO_MIX},
     {NULL, NULL, NULL},
 };

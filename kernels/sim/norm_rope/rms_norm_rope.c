@@ -76,7 +76,7 @@ static int run_tensor(const ulpgym_tensor *x, const ulpgym_tensor *gamma, const 
     return 0;
 }
 
-static int nr_kernel(const ulpgym_call *call, char *err, size_t errlen, nr_bug bug)
+static int nr_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
@@ -91,15 +91,11 @@ static int nr_kernel(const ulpgym_call *call, char *err, size_t errlen, nr_bug b
     return 0;
 }
 
-static int k_sim(const ulpgym_call *c, char *e, size_t l) { return nr_kernel(c, e, l, MUT_NONE); }
-static int k_before(const ulpgym_call *c, char *e, size_t l) { return nr_kernel(c, e, l, MUT_ROPE_BEFORE_NORM); }
-static int k_eps(const ulpgym_call *c, char *e, size_t l) { return nr_kernel(c, e, l, MUT_EPS_OUTSIDE); }
-static int k_inter(const ulpgym_call *c, char *e, size_t l) { return nr_kernel(c, e, l, MUT_INTERLEAVED); }
 
 const ug_kernel_variant ug_variants_rms_norm_rope[] = {
-    {"sim", "64-lane fp32 sum of squares, fp32 norm kept in registers, fp32 NeoX rotation", k_sim},
-    {"mut_rope_before_norm", "rotary applied to the raw row, then the norm and gamma", k_before},
-    {"mut_eps_outside", "rstd = 1/(sqrt(mean)+eps): eps outside the root, visible on tiny rows", k_eps},
-    {"mut_interleaved_pairing", "rotates interleaved pairs (x_2i, x_2i+1) instead of (x_i, x_i+D/2)", k_inter},
+    {"sim", "64-lane fp32 sum of squares, fp32 norm kept in registers, fp32 NeoX rotation", nr_kernel, 0, MUT_NONE},
+    {"mut_rope_before_norm", "rotary applied to the raw row, then the norm and gamma", nr_kernel, 0, MUT_ROPE_BEFORE_NORM},
+    {"mut_eps_outside", "rstd = 1/(sqrt(mean)+eps): eps outside the root, visible on tiny rows", nr_kernel, 0, MUT_EPS_OUTSIDE},
+    {"mut_interleaved_pairing", "rotates interleaved pairs (x_2i, x_2i+1) instead of (x_i, x_i+D/2)", nr_kernel, 0, MUT_INTERLEAVED},
     {NULL, NULL, NULL},
 };

@@ -61,7 +61,7 @@ static void adamw_elem(const adamw_scalars *s, adamw_bug bug, float g, float *w,
     *w = wd - s->step_size * (*m / denom);         /* rounds: fp32 div, mul, sub */
 }
 
-static int adamw_kernel(const ulpgym_call *call, char *err, size_t errlen, adamw_bug bug)
+static int adamw_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
@@ -92,15 +92,11 @@ static int adamw_kernel(const ulpgym_call *call, char *err, size_t errlen, adamw
     return 0;
 }
 
-static int k_sim(const ulpgym_call *c, char *e, size_t l) { return adamw_kernel(c, e, l, MUT_NONE); }
-static int k_nobc(const ulpgym_call *c, char *e, size_t l) { return adamw_kernel(c, e, l, MUT_NO_BIAS_CORRECTION); }
-static int k_eps(const ulpgym_call *c, char *e, size_t l) { return adamw_kernel(c, e, l, MUT_EPS_INSIDE_SQRT); }
-static int k_l2(const ulpgym_call *c, char *e, size_t l) { return adamw_kernel(c, e, l, MUT_L2_DECAY); }
 
 const ug_kernel_variant ug_variants_apply_adamw[] = {
-    {"sim", "fp32 elementwise AdamW, host step scalars (step_size, sqrt bias correction) in fp32", k_sim},
-    {"mut_no_bias_correction", "moments used without bias correction (1-beta^t dropped)", k_nobc},
-    {"mut_eps_inside_sqrt", "denominator sqrt(v_hat + eps) instead of sqrt(v_hat) + eps: shows on tiny v", k_eps},
-    {"mut_l2_decay", "weight decay added to the gradient (Adam + L2) instead of decoupled", k_l2},
+    {"sim", "fp32 elementwise AdamW, host step scalars (step_size, sqrt bias correction) in fp32", adamw_kernel, 0, MUT_NONE},
+    {"mut_no_bias_correction", "moments used without bias correction (1-beta^t dropped)", adamw_kernel, 0, MUT_NO_BIAS_CORRECTION},
+    {"mut_eps_inside_sqrt", "denominator sqrt(v_hat + eps) instead of sqrt(v_hat) + eps: shows on tiny v", adamw_kernel, 0, MUT_EPS_INSIDE_SQRT},
+    {"mut_l2_decay", "weight decay added to the gradient (Adam + L2) instead of decoupled", adamw_kernel, 0, MUT_L2_DECAY},
     {NULL, NULL, NULL},
 };

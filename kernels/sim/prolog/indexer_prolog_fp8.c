@@ -191,8 +191,10 @@ static void store_slot(const lip_io *io, lip8_format fmt, size_t s, const float 
     ug_sim_store(io->ks, s * ns, ns, scales);
 }
 
-static int lip8_kernel(const ulpgym_call *call, char *err, size_t errlen, lip8_format fmt, lip8_bug bug)
+static int lip8_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
+    /* the format is the op's identity: one kernel serves both ops */
+    lip8_format fmt = strcmp(call->op, "lightning_indexer_prolog_quant_mxfp8") == 0 ? LIP8_MX : LIP8_FP8;
     lip_io io;
     lip_buf b;
     if (open_io(call, &io, err, errlen)) return -2;
@@ -234,42 +236,18 @@ static int lip8_kernel(const ulpgym_call *call, char *err, size_t errlen, lip8_f
     return 0;
 }
 
-static int f_sim(const ulpgym_call *c, char *e, size_t l) { return lip8_kernel(c, e, l, LIP8_FP8, LIP8_BUG_NONE); }
-static int f_had(const ulpgym_call *c, char *e, size_t l)
-{
-    return lip8_kernel(c, e, l, LIP8_FP8, LIP8_BUG_HADAMARD_UNNORMALISED);
-}
-static int f_pad(const ulpgym_call *c, char *e, size_t l)
-{
-    return lip8_kernel(c, e, l, LIP8_FP8, LIP8_BUG_PAD_SLOT_WRAPS);
-}
-static int m_sim(const ulpgym_call *c, char *e, size_t l) { return lip8_kernel(c, e, l, LIP8_MX, LIP8_BUG_NONE); }
-static int m_had(const ulpgym_call *c, char *e, size_t l)
-{
-    return lip8_kernel(c, e, l, LIP8_MX, LIP8_BUG_HADAMARD_UNNORMALISED);
-}
-static int m_exp(const ulpgym_call *c, char *e, size_t l)
-{
-    return lip8_kernel(c, e, l, LIP8_MX, LIP8_BUG_MX_EXP_OFF_BY_ONE);
-}
-static int m_sat(const ulpgym_call *c, char *e, size_t l)
-{
-    return lip8_kernel(c, e, l, LIP8_MX, LIP8_BUG_NO_SATURATION);
-}
-static int m_pad(const ulpgym_call *c, char *e, size_t l) { return lip8_kernel(c, e, l, LIP8_MX, LIP8_BUG_PAD_SLOT_WRAPS); }
-
 const ug_kernel_variant ug_variants_lightning_indexer_prolog_quant_fp8[] = {
-    {"sim", "fp32 RoPE + butterfly Hadamard, fp32 LayerNorm, per-row e4m3 with scale amax/448", f_sim},
-    {"mut_hadamard_unnormalised", "Hadamard without the 1/sqrt(D) normalisation (scales come out sqrt(D) too large)", f_had},
-    {"mut_pad_slot_wraps", "a padding token's slot -1 indexes the cache from the end and overwrites its last slot", f_pad},
+    {"sim", "fp32 RoPE + butterfly Hadamard, fp32 LayerNorm, per-row e4m3 with scale amax/448", lip8_kernel, 0, LIP8_BUG_NONE},
+    {"mut_hadamard_unnormalised", "Hadamard without the 1/sqrt(D) normalisation (scales come out sqrt(D) too large)", lip8_kernel, 0, LIP8_BUG_HADAMARD_UNNORMALISED},
+    {"mut_pad_slot_wraps", "a padding token's slot -1 indexes the cache from the end and overwrites its last slot", lip8_kernel, 0, LIP8_BUG_PAD_SLOT_WRAPS},
     {NULL, NULL, NULL},
 };
 
 const ug_kernel_variant ug_variants_lightning_indexer_prolog_quant_mxfp8[] = {
-    {"sim", "fp32 RoPE + butterfly Hadamard, fp32 LayerNorm, MXFP8 blocks of 32 with E8M0 2^(floor(log2 amax)-8)", m_sim},
-    {"mut_hadamard_unnormalised", "Hadamard without the 1/sqrt(D) normalisation", m_had},
-    {"mut_mx_exp_off_by_one", "MX shared exponent floor(log2 amax) - 7 (e4m3 emax taken as 7)", m_exp},
-    {"mut_no_saturation", "e4m3 conversion does not saturate: block elements above 464 become NaN", m_sat},
-    {"mut_pad_slot_wraps", "a padding token's slot -1 indexes the cache from the end and overwrites its last slot", m_pad},
+    {"sim", "fp32 RoPE + butterfly Hadamard, fp32 LayerNorm, MXFP8 blocks of 32 with E8M0 2^(floor(log2 amax)-8)", lip8_kernel, 0, LIP8_BUG_NONE},
+    {"mut_hadamard_unnormalised", "Hadamard without the 1/sqrt(D) normalisation", lip8_kernel, 0, LIP8_BUG_HADAMARD_UNNORMALISED},
+    {"mut_mx_exp_off_by_one", "MX shared exponent floor(log2 amax) - 7 (e4m3 emax taken as 7)", lip8_kernel, 0, LIP8_BUG_MX_EXP_OFF_BY_ONE},
+    {"mut_no_saturation", "e4m3 conversion does not saturate: block elements above 464 become NaN", lip8_kernel, 0, LIP8_BUG_NO_SATURATION},
+    {"mut_pad_slot_wraps", "a padding token's slot -1 indexes the cache from the end and overwrites its last slot", lip8_kernel, 0, LIP8_BUG_PAD_SLOT_WRAPS},
     {NULL, NULL, NULL},
 };

@@ -178,7 +178,7 @@ static void mla_copy_cache(const ulpgym_tensor *in, const ulpgym_tensor *out, si
     }
 }
 
-static int mla_kernel(const ulpgym_call *call, char *err, size_t errlen, mla_bug bug)
+static int mla_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
     mla_ctx m = {0};
     int rc = mla_bind(&m, call, err, errlen);
@@ -207,18 +207,13 @@ static int mla_kernel(const ulpgym_call *call, char *err, size_t errlen, mla_bug
     return rc;
 }
 
-static int k_sim(const ulpgym_call *c, char *e, size_t l) { return mla_kernel(c, e, l, MUT_NONE); }
-static int k_rope(const ulpgym_call *c, char *e, size_t l) { return mla_kernel(c, e, l, MUT_ROPE_INTER); }
-static int k_slot(const ulpgym_call *c, char *e, size_t l) { return mla_kernel(c, e, l, MUT_SLOT_OFF); }
-static int k_tail(const ulpgym_call *c, char *e, size_t l) { return mla_kernel(c, e, l, MUT_TAIL_TOKENS); }
-static int k_norm(const ulpgym_call *c, char *e, size_t l) { return mla_kernel(c, e, l, MUT_KV_NORM_BF16); }
 
 const ug_kernel_variant ug_variants_mla_prolog[] = {
-    {"sim", "fp32 K-tiled GEMMs, bf16 c_q / q / kv between stages, fp32 RMSNorm and RoPE_half, bf16 caches", k_sim},
-    {"mut_rope_interleaved", "RoPE pairs (2i, 2i+1) instead of (i, i+d/2) on q_rope and k_rope", k_rope},
-    {"mut_slot_off_by_one", "each token's cache row is written one slot too far (slot_mapping[t] + 1)", k_slot},
+    {"sim", "fp32 K-tiled GEMMs, bf16 c_q / q / kv between stages, fp32 RMSNorm and RoPE_half, bf16 caches", mla_kernel, 0, MUT_NONE},
+    {"mut_rope_interleaved", "RoPE pairs (2i, 2i+1) instead of (i, i+d/2) on q_rope and k_rope", mla_kernel, 0, MUT_ROPE_INTER},
+    {"mut_slot_off_by_one", "each token's cache row is written one slot too far (slot_mapping[t] + 1)", mla_kernel, 0, MUT_SLOT_OFF},
     {"mut_tail_tokens", "cache scatter covers whole 16-token tiles only: the last partial tile is never written",
-     k_tail},
-    {"mut_kv_norm_bf16", "the sum of squares of the c_kv RMSNorm is accumulated in one bf16 scalar", k_norm},
+     mla_kernel, 0, MUT_TAIL_TOKENS},
+    {"mut_kv_norm_bf16", "the sum of squares of the c_kv RMSNorm is accumulated in one bf16 scalar", mla_kernel, 0, MUT_KV_NORM_BF16},
     {NULL, NULL, NULL},
 };
