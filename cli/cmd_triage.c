@@ -75,7 +75,7 @@ static int compare_stored(ug_db *db, long run, const ug_result *r, FILE *f)
         }
     }
     fprintf(f, "stored metrics of run %ld: %d values compared, %s\n", run, compared,
-            diffs ? "NOT reproduced" : "reproduced exactly");
+            diffs ? "NOT reproduced" : compared ? "reproduced exactly" : "nothing stored to compare (not confirmed)");
     return diffs;
 }
 

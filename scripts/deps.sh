@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # deps.sh — installs the Debian packages ulpgym needs, only those missing.
 # Build: cmake, a C compiler, MPFR/GMP, SQLite, cJSON. Fuzzing: clang + libFuzzer's runtime.
-# Tests: xmllint (JUnit schema), python3; chromium (HTML report) when ULPGYM_WITH_BROWSER=1.
+# Tests: xmllint (JUnit schema), python3 with numpy (the numpy replay example); chromium (HTML report) when ULPGYM_WITH_BROWSER=1.
 set -euo pipefail
 pkgs=(cmake make gcc clang libclang-rt-14-dev libmpfr-dev libgmp-dev libsqlite3-dev libcjson-dev sqlite3 git
-      libxml2-utils python3)
+      libxml2-utils python3 python3-numpy)
 [ "${ULPGYM_WITH_BROWSER:-0}" = 1 ] && pkgs+=(chromium)
 missing=()
 for p in "${pkgs[@]}"; do

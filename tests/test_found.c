@@ -52,9 +52,10 @@ int main(void)
             snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
             char *spec = slurp(path);
             ug_spec s;
-            char err[256];
-            CHECK(spec && ug_spec_parse(spec, &s, err, sizeof err) == 0, "%s: %s", path, spec ? err : "unreadable");
-            if (spec && !err[0]) {
+            char err[256] = "unreadable";
+            int parsed = spec && ug_spec_parse(spec, &s, err, sizeof err) == 0;
+            CHECK(parsed, "%s: %s", path, err);
+            if (parsed) { /* the file is named after the case it holds */
                 CHECK(strncmp(e->d_name, s.id, 16) == 0, "%s holds case %s", path, s.id);
                 ug_spec_free(&s);
             }

@@ -1,13 +1,8 @@
 # test_plugin_crash.sh — a plugin that segfaults on every case costs each case a CRASH
-# verdict and the sweep completes (needs the sweep's worker isolation, `sweep -j`; until
-# that is merged the test says so and passes without checking).
+# verdict and the sweep completes (the sweep's worker isolation, `sweep -j`).
 . "$(dirname "$0")/lib.sh"
 SEGV=$ULPGYM_FIXTURES/libsegv_plugin.so
 DB=$T/c.db
-if ! ug sweep -h 2>&1 | grep -q -- '-j'; then
-    echo "NOTE: this ulpgym's sweep has no -j (worker isolation); crash containment not checked yet"
-    exit 0
-fi
 "$UG_BIN" sweep --db "$DB" --quiet -j 2 --limit 5 --op attn_softmax --backend "plugin:$SEGV" >"$T/out" 2>"$T/err"
 rc=$?
 if [ "$rc" -le 2 ]; then ok; else bad "sweep itself died with status $rc: $(head -c 300 "$T/err")"; fi
