@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "core/canon.h"
 #include "oracles/oracle.h"
 #include "gen/case.h"
 #include "oracles/verdict.h"
@@ -163,6 +164,49 @@ static void cert_matches_exact(const char *spec)
     ug_case_free(&c);
 }
 
+/* Every element of a case's exact oracle, in EXACT arithmetic (caller frees). */
+static ug_oracle_result exact_values(const char *spec, ug_case *c)
+{
+    ug_spec s;
+    char err[256];
+    ug_oracle_result r = {0};
+    CHECK(ug_spec_parse(spec, &s, err, sizeof err) == 0 && ug_case_build(c, &s, err, sizeof err) == 0, "%s", err);
+    ug_oracle_opts o;
+    ug_oracle_opts_default(&o);
+    o.sample = 0;
+    o.naive = 0;
+    o.mode = UG_AR_EXACT;
+    CHECK(ug_oracle_run(c, &o, &r, err, sizeof err) == 0, "exact: %s", err);
+    return r;
+}
+
+/* fp32 attributes go through one rounding path: scale = s and scale = fp32(s) (and the
+ * same for cap) give bit-identical oracle values. With the (double)(float) round trip
+ * dropped by a compiler (core/probes/fp_round_trip.c), the first would use 0.1 itself. */
+static void fp32_attributes_rounded_once(void)
+{
+    const char *fmt = "{\"op\":\"attn_softmax\",\"dtype\":\"fp32\",\"params\":{\"rows\":3,\"cols\":40,"
+                      "\"scale\":%s,\"cap\":%s},\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":3}},"
+                      "\"seed\":9}";
+    char given[512], rounded[512], f1[32], f2[32];
+    snprintf(given, sizeof given, fmt, "0.1", "7.3");
+    ug_format_double((double)ug_dtype_round(UG_DT_FP32, 0.1), f1);
+    ug_format_double((double)ug_dtype_round(UG_DT_FP32, 7.3), f2);
+    snprintf(rounded, sizeof rounded, fmt, f1, f2);
+    ug_case a, b;
+    ug_oracle_result ra = exact_values(given, &a), rb = exact_values(rounded, &b);
+    size_t differ = 0;
+    for (size_t i = 0; i < ra.sel.n[0] && i < rb.sel.n[0]; i++) differ += ra.g[0][i] != rb.g[0][i];
+    CHECK(ra.sel.n[0] == 120 && rb.sel.n[0] == 120 && differ == 0,
+          "scale 0.1 / cap 7.3 and their fp32 values give %zu different oracle values of %zu", differ, ra.sel.n[0]);
+    CHECK(ug_p_num(&a.params, "scale") == (double)0.1f && ug_p_num(&a.params, "cap") == (double)7.3f,
+          "fp32 attributes hold their fp32 values");
+    ug_oracle_result_free(&ra);
+    ug_oracle_result_free(&rb);
+    ug_case_free(&a);
+    ug_case_free(&b);
+}
+
 /* Metrics of the sim kernel and of the naive same-dtype benchmark on one case. */
 static void kernel_vs_naive(const char *spec, int out, double *kernel_mere, double *naive_mere)
 {
@@ -237,5 +281,6 @@ int main(void)
                        "\"dist\":{\"x1\":{\"kind\":\"outliers\",\"std\":1,\"p\":0.05,\"scale\":100},\"x2\":{\"kind\":"
                        "\"normal\",\"mean\":0,\"std\":1},\"gamma\":{\"kind\":\"normal\",\"mean\":1,\"std\":0.1}},\"seed\":6}");
     exact_vs_naive();
+    fp32_attributes_rounded_once();
     return check_done();
 }
