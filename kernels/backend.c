@@ -64,12 +64,16 @@ int ug_backend_open(ug_backend *b, const char *spec, char *err, size_t errlen)
         snprintf(b->path, sizeof b->path, "%s", spec + 7);
         return 0;
     }
+    if (strcmp(spec, "ideal") == 0 || strcmp(spec, "naive") == 0) {
+        b->kind = spec[0] == 'i' ? UG_BACKEND_IDEAL : UG_BACKEND_NAIVE;
+        return 0;
+    }
     if (strcmp(spec, "replay") == 0) {
         snprintf(err, errlen, "backend replay needs the folder the outputs are in: replay:DIR "
                  "(or judge one case with `ulpgym check CASE_ID --outputs DIR`)");
         return -2;
     }
-    snprintf(err, errlen, "unknown backend \"%s\" (use sim, sim:VARIANT, plugin:PATH.so or replay:DIR)", spec);
+    snprintf(err, errlen, "unknown backend \"%s\" (use sim, sim:VARIANT, plugin:PATH.so, replay:DIR, ideal or naive)", spec);
     return -2;
 }
 
@@ -84,6 +88,8 @@ void ug_backend_describe(const ug_backend *b, char *buf, size_t len)
 {
     if (b->kind == UG_BACKEND_PLUGIN) snprintf(buf, len, "plugin:%s", b->path);
     else if (b->kind == UG_BACKEND_REPLAY) snprintf(buf, len, "replay:%s", b->path);
+    else if (b->kind == UG_BACKEND_IDEAL || b->kind == UG_BACKEND_NAIVE)
+        snprintf(buf, len, "%s", b->kind == UG_BACKEND_IDEAL ? "ideal" : "naive");
     else if (strcmp(b->variant, "sim") == 0) snprintf(buf, len, "sim");
     else snprintf(buf, len, "sim:%s", b->variant);
 }
@@ -126,6 +132,11 @@ int ug_backend_run(const ug_backend *b, ug_case *c, char *err, size_t errlen)
     ug_case_make_call(c, ins, outs, &call);
     if (b->kind == UG_BACKEND_PLUGIN) return run_plugin(b, &call, err, errlen);
     if (b->kind == UG_BACKEND_REPLAY) return run_replay(b, c, err, errlen);
+    if (b->kind == UG_BACKEND_IDEAL || b->kind == UG_BACKEND_NAIVE) {
+        snprintf(err, errlen, "the %s backend is computed by the oracle (run/exec.c), not by a kernel",
+                 b->kind == UG_BACKEND_IDEAL ? "ideal" : "naive");
+        return -2;
+    }
     const ug_kernel_variant *v = ug_op_variant(c->def, b->variant);
     if (!v) {
         snprintf(err, errlen, "op %s has no kernel variant \"%s\" (see `ulpgym ops show %s`)",

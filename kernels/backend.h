@@ -11,7 +11,11 @@
 
 #include "core/registry.h"
 
-typedef enum { UG_BACKEND_SIM, UG_BACKEND_PLUGIN, UG_BACKEND_REPLAY } ug_backend_kind;
+/* IDEAL and NAIVE run no kernel: the outputs are the oracle's own correctly rounded
+ * values, or its naive same-dtype evaluation, written by run/exec.c (the layer that may
+ * call the oracle). IDEAL is the standards' self-check: it must pass every case under
+ * every standard. */
+typedef enum { UG_BACKEND_SIM, UG_BACKEND_PLUGIN, UG_BACKEND_REPLAY, UG_BACKEND_IDEAL, UG_BACKEND_NAIVE } ug_backend_kind;
 
 typedef struct {
     ug_backend_kind kind;
