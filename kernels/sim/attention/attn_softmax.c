@@ -78,12 +78,14 @@ static int softmax_kernel(const ulpgym_call *call, char *err, size_t errlen, int
     return 0;
 }
 
-
 const ug_kernel_variant ug_variants_attn_softmax[] = {
     {"sim", "device-style online softmax, fp32 compute, 256-lane tiles", softmax_kernel, 0, MUT_NONE},
-    {"mut_no_max_sub", "exp(z) without subtracting the row max: overflows on large logits", softmax_kernel, 0, MUT_NO_MAX_SUB},
+    {"mut_no_max_sub", "exp(z) without subtracting the row max: overflows on large logits", softmax_kernel, 0,
+     MUT_NO_MAX_SUB},
     {"mut_bf16_sum", "row sum accumulated in bf16", softmax_kernel, 0, MUT_BF16_SUM},
-    {"mut_tail_tile", "the tail tile is left out of the row sum when the length is not a multiple of 256", softmax_kernel, 0, MUT_TAIL_TILE},
-    {"mut_tanh_overflow", "soft cap via (e^2u-1)/(e^2u+1): NaN once x*scale/cap > 44 (beyond the plan's logits)", softmax_kernel, 1, MUT_TANH_OVERFLOW},
+    {"mut_tail_tile", "the tail tile is left out of the row sum when the length is not a multiple of 256",
+     softmax_kernel, 0, MUT_TAIL_TILE},
+    {"mut_tanh_overflow", "soft cap via (e^2u-1)/(e^2u+1): NaN once x*scale/cap > 44 (beyond the plan's logits)",
+     softmax_kernel, 1, MUT_TANH_OVERFLOW},
     {NULL, NULL, NULL},
 };

@@ -152,12 +152,14 @@ static int fa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     return 0;
 }
 
-
 const ug_kernel_variant ug_variants_flash_attention_mha[] = {
-    {"sim", "FA2 forward: 64x64 tiles, fp32 scores and online softmax, P cast to the input dtype for P.V", fa_kernel, 0, MUT_NONE},
-    {"mut_lse_log2", "lse left in the log2 domain of an exp2-based softmax (m*log2 e + log2 l)", fa_kernel, 0, MUT_LSE_LOG2},
+    {"sim", "FA2 forward: 64x64 tiles, fp32 scores and online softmax, P cast to the input dtype for P.V", fa_kernel, 0,
+     MUT_NONE},
+    {"mut_lse_log2", "lse left in the log2 domain of an exp2-based softmax (m*log2 e + log2 l)", fa_kernel, 0,
+     MUT_LSE_LOG2},
     {"mut_causal_topleft",
-     "causal mask aligned top-left (j <= i) instead of bottom-right: shows when q and k lengths differ", fa_kernel, 0, MUT_CAUSAL_TOPLEFT},
+     "causal mask aligned top-left (j <= i) instead of bottom-right: shows when q and k lengths differ", fa_kernel, 0,
+     MUT_CAUSAL_TOPLEFT},
     {"mut_no_rescale", "output accumulator not rescaled by exp(m_old - m_new) when a later key tile raises the max",
      fa_kernel, 0, MUT_NO_RESCALE},
     {NULL, NULL, NULL},

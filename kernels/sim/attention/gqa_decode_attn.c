@@ -103,14 +103,14 @@ static int gqa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return rc;
 }
 
-
 const ug_kernel_variant ug_variants_gqa_decode_attn[] = {
     {"sim", "device-style GQA decode: K/V loaded once per kv head, 128-key tiles, online softmax, bf16 P, fp32 acc",
      gqa_kernel, 0, MUT_NONE},
     {"mut_window_off_by_one", "sliding window keeps window+1 keys (visible only when the context exceeds the window)",
      gqa_kernel, 0, MUT_WINDOW_OFF_BY_ONE},
     {"mut_pv_bf16", "P·V accumulated in bf16 instead of fp32", gqa_kernel, 0, MUT_PV_BF16},
-    {"mut_no_sum_rescale", "running softmax sum not rescaled when a later tile raises the max", gqa_kernel, 0, MUT_NO_SUM_RESCALE},
+    {"mut_no_sum_rescale", "running softmax sum not rescaled when a later tile raises the max", gqa_kernel, 0,
+     MUT_NO_SUM_RESCALE},
     {"mut_kv_head_mod", "query head h reads kv head h % Hkv instead of h / (Hq/Hkv) (visible only when Hq > Hkv > 1)",
      gqa_kernel, 0, MUT_KV_HEAD_MOD},
     {NULL, NULL, NULL},

@@ -128,13 +128,13 @@ static int mla_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return rc;
 }
 
-
 const ug_kernel_variant ug_variants_incre_flash_attention_mla[] = {
     {"sim", "device-style MLA decode: paged gather per kv head, 128-key tiles, one 576-dim fp32 dot, online softmax",
      mla_kernel, 0, MUT_NONE},
-    {"mut_scale_512", "softmax scale 512^-1/2 instead of 576^-1/2 (the rope dims left out)", mla_kernel, 0, MUT_SCALE_512},
+    {"mut_scale_512", "softmax scale 512^-1/2 instead of 576^-1/2 (the rope dims left out)", mla_kernel, 0,
+     MUT_SCALE_512},
     {"mut_drop_partial_block",
-     "the last, partly filled cache block is skipped (visible only when a context is not a block multiple)",
-     mla_kernel, 0, MUT_DROP_PARTIAL_BLOCK},
+     "the last, partly filled cache block is skipped (visible only when a context is not a block multiple)", mla_kernel,
+     0, MUT_DROP_PARTIAL_BLOCK},
     {NULL, NULL, NULL},
 };

@@ -119,9 +119,9 @@ static int pa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     return 0;
 }
 
-
 const ug_kernel_variant ug_variants_page_attention[] = {
-    {"sim", "paged decode, one block per key tile, fp32 online softmax, P cast to the input dtype for P.V", pa_kernel, 0, MUT_NONE},
+    {"sim", "paged decode, one block per key tile, fp32 online softmax, P cast to the input dtype for P.V", pa_kernel,
+     0, MUT_NONE},
     {"mut_table_stride",
      "block-table row stride floor(max_ctx/block_size) instead of its width: rows shift when max_ctx % block_size != 0",
      pa_kernel, 0, MUT_TABLE_STRIDE},

@@ -98,14 +98,16 @@ static int sfa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return rc;
 }
 
-
 const ug_kernel_variant ug_variants_sparse_flash_attention[] = {
     {"sim", "device-style sparse MLA attention: per-token gather of the top-k rows, 64-key blocks, online softmax",
      sfa_kernel, 0, MUT_NONE},
-    {"mut_pad_as_zero", "-1 padding indices read as kv row 0 (visible only where a token has padding)", sfa_kernel, 0, MUT_PAD_AS_ZERO},
-    {"mut_local_max", "each 64-key block uses its own max and the running sums are never rescaled "
-                      "(visible only with more than 64 valid keys)",
+    {"mut_pad_as_zero", "-1 padding indices read as kv row 0 (visible only where a token has padding)", sfa_kernel, 0,
+     MUT_PAD_AS_ZERO},
+    {"mut_local_max",
+     "each 64-key block uses its own max and the running sums are never rescaled "
+     "(visible only with more than 64 valid keys)",
      sfa_kernel, 0, MUT_LOCAL_MAX},
-    {"mut_scale_after_softmax", "softmax of the unscaled scores, the scale applied to the output", sfa_kernel, 0, MUT_SCALE_AFTER},
+    {"mut_scale_after_softmax", "softmax of the unscaled scores, the scale applied to the output", sfa_kernel, 0,
+     MUT_SCALE_AFTER},
     {NULL, NULL, NULL},
 };

@@ -174,13 +174,14 @@ static int cgdr_kernel(const ulpgym_call *call, char *err, size_t errlen, int bu
     return 0;
 }
 
-
 const ug_kernel_variant ug_variants_chunked_gated_delta_rule[] = {
-    {"sim", "chunked WY kernel: fp32 cumulative decay, (I+A)^-1 by forward substitution, state carried in fp32", cgdr_kernel, 0, MUT_NONE},
+    {"sim", "chunked WY kernel: fp32 cumulative decay, (I+A)^-1 by forward substitution, state carried in fp32",
+     cgdr_kernel, 0, MUT_NONE},
     {"mut_double_decay", "the state carried across a chunk border is decayed by e^{G_last} twice: only when T > L",
      cgdr_kernel, 0, MUT_DOUBLE_DECAY},
     {"mut_drop_tail", "the last partial chunk is dropped when T is not a multiple of L (o tail unwritten, state short)",
      cgdr_kernel, 0, MUT_DROP_TAIL},
-    {"mut_diag_in_a", "A keeps its diagonal beta_r |k_r|^2 (tril, not strict tril) before the inverse", cgdr_kernel, 0, MUT_DIAG_IN_A},
+    {"mut_diag_in_a", "A keeps its diagonal beta_r |k_r|^2 (tril, not strict tril) before the inverse", cgdr_kernel, 0,
+     MUT_DIAG_IN_A},
     {NULL, NULL, NULL},
 };

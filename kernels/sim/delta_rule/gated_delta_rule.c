@@ -77,11 +77,12 @@ static int gdr_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return 0;
 }
 
-
 const ug_kernel_variant ug_variants_gated_delta_rule[] = {
     {"sim", "fused recurrent kernel: fp32 state tile, fp32 S*k and S*q sums, o rounded once", gdr_kernel, 0, MUT_NONE},
-    {"mut_decay_after", "decay e^g applied after the delta update instead of before (decays the new write)", gdr_kernel, 0, MUT_DECAY_AFTER},
-    {"mut_beta_v_only", "beta scales v only: the erase term S*k is subtracted unscaled", gdr_kernel, 0, MUT_BETA_V_ONLY},
+    {"mut_decay_after", "decay e^g applied after the delta update instead of before (decays the new write)", gdr_kernel,
+     0, MUT_DECAY_AFTER},
+    {"mut_beta_v_only", "beta scales v only: the erase term S*k is subtracted unscaled", gdr_kernel, 0,
+     MUT_BETA_V_ONLY},
     {"mut_qk_head", "value head h reads qk head h % Hqk instead of h / (Hv/Hqk): wrong only when Hqk > 1 and Hv > Hqk",
      gdr_kernel, 0, MUT_QK_HEAD},
     {NULL, NULL, NULL},

@@ -58,14 +58,18 @@ static int gate_kernel(const ulpgym_call *call, char *err, size_t errlen, int bu
     return 0;
 }
 
-
 const ug_kernel_variant ug_variants_glm_gate[] = {
-    {"sim", "fp32 products, 128-deep K-tiles into an fp32 accumulator, 64-expert N-tiles, fp32 logits", gate_kernel, 0, MUT_NONE},
-    {"mut_bf16_acc", "the K-tile partial sums are accumulated in bf16 (L0C configured as bf16)", gate_kernel, 0, MUT_BF16_ACC},
-    {"mut_w_bf16", "W rounded to bf16 before the product: the router weight loses its fp32 precision", gate_kernel, 0, MUT_W_BF16},
-    {"mut_k_tail", "the last K-tile is dropped when hidden is not a multiple of 128 (and above it)", gate_kernel, 0, MUT_K_TAIL},
-    {"mut_expert_row", "the partial last expert tile (experts % 64, past the first tile) reads W one row early: "
-                       "two experts get the same logit",
+    {"sim", "fp32 products, 128-deep K-tiles into an fp32 accumulator, 64-expert N-tiles, fp32 logits", gate_kernel, 0,
+     MUT_NONE},
+    {"mut_bf16_acc", "the K-tile partial sums are accumulated in bf16 (L0C configured as bf16)", gate_kernel, 0,
+     MUT_BF16_ACC},
+    {"mut_w_bf16", "W rounded to bf16 before the product: the router weight loses its fp32 precision", gate_kernel, 0,
+     MUT_W_BF16},
+    {"mut_k_tail", "the last K-tile is dropped when hidden is not a multiple of 128 (and above it)", gate_kernel, 0,
+     MUT_K_TAIL},
+    {"mut_expert_row",
+     "the partial last expert tile (experts % 64, past the first tile) reads W one row early: "
+     "two experts get the same logit",
      gate_kernel, 0, MUT_EXPERT_ROW},
     {NULL, NULL, NULL},
 };

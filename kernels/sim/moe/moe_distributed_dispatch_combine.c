@@ -136,11 +136,14 @@ static int moe_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return rc;
 }
 
-
 const ug_kernel_variant ug_variants_moe_distributed_dispatch_combine[] = {
-    {"sim", "contiguous expert blocks (remainder on the last rank), optional int8 wire, fp32 combine", moe_kernel, 0, MUT_NONE},
-    {"mut_last_rank_count", "the last rank owns E/W experts even when E % W != 0: the remainder experts' copies are lost", moe_kernel, 0, MUT_LAST_RANK_COUNT},
-    {"mut_weight_twice", "the routing weight is applied at the expert and again in the combine", moe_kernel, 0, MUT_WEIGHT_TWICE},
+    {"sim", "contiguous expert blocks (remainder on the last rank), optional int8 wire, fp32 combine", moe_kernel, 0,
+     MUT_NONE},
+    {"mut_last_rank_count",
+     "the last rank owns E/W experts even when E % W != 0: the remainder experts' copies are lost", moe_kernel, 0,
+     MUT_LAST_RANK_COUNT},
+    {"mut_weight_twice", "the routing weight is applied at the expert and again in the combine", moe_kernel, 0,
+     MUT_WEIGHT_TWICE},
     {"mut_int8_scale_128", "int8 wire scale = amax/128 instead of amax/127", moe_kernel, 0, MUT_SCALE_128},
     {NULL, NULL, NULL},
 };

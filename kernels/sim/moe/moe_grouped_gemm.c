@@ -129,12 +129,12 @@ static int moe_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return rc;
 }
 
-
 const ug_kernel_variant ug_variants_moe_grouped_gemm[] = {
     {"sim", "fp32 K-tiled GEMMs per expert, a = silu(g)*u written back as bf16, bf16 out", moe_kernel, 0, MUT_NONE},
     {"mut_group_offset", "each group starts one row early: the last token of an expert uses the next expert's weights",
      moe_kernel, 0, MUT_LAST_ROW},
-    {"mut_zero_skip", "skipping a zero-token expert also skips the expert after it (its rows stay zero)", moe_kernel, 0, MUT_ZERO_SKIP},
+    {"mut_zero_skip", "skipping a zero-token expert also skips the expert after it (its rows stay zero)", moe_kernel, 0,
+     MUT_ZERO_SKIP},
     {"mut_w13_swap", "gate and up weights swapped: silu(x*W3)*(x*W1)", moe_kernel, 0, MUT_W13_SWAP},
     {NULL, NULL, NULL},
 };

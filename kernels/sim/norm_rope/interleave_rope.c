@@ -63,11 +63,13 @@ static int rope_kernel(const ulpgym_call *call, char *err, size_t errlen, int bu
     return 0;
 }
 
-
 const ug_kernel_variant ug_variants_interleave_rope[] = {
     {"sim", "fp32 rotation of interleaved pairs in tiles of 16 positions, split-half output", rope_kernel, 0, MUT_NONE},
-    {"mut_half_pairing", "rotates NeoX pairs (x_i, x_i+D/2) instead of interleaved (x_2i, x_2i+1)", rope_kernel, 0, MUT_HALF_PAIRING},
-    {"mut_layout_interleaved", "rotates the right pairs but writes results interleaved, not split-half", rope_kernel, 0, MUT_LAYOUT_INTERLEAVED},
-    {"mut_tail_sin_sign", "the tail tile of S % 16 positions rotates with sin negated", rope_kernel, 0, MUT_TAIL_SIN_SIGN},
+    {"mut_half_pairing", "rotates NeoX pairs (x_i, x_i+D/2) instead of interleaved (x_2i, x_2i+1)", rope_kernel, 0,
+     MUT_HALF_PAIRING},
+    {"mut_layout_interleaved", "rotates the right pairs but writes results interleaved, not split-half", rope_kernel, 0,
+     MUT_LAYOUT_INTERLEAVED},
+    {"mut_tail_sin_sign", "the tail tile of S % 16 positions rotates with sin negated", rope_kernel, 0,
+     MUT_TAIL_SIN_SIGN},
     {NULL, NULL, NULL},
 };

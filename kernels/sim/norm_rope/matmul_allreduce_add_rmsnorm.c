@@ -124,11 +124,15 @@ static int mar_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return 0;
 }
 
-
 const ug_kernel_variant ug_variants_matmul_allreduce_add_rmsnorm[] = {
-    {"sim", "per-rank fp32 matmul in K tiles of 128, bf16 partials, rank-order fp32 all-reduce, fp32 add+RMSNorm", mar_kernel, 0, MUT_NONE},
-    {"mut_reverse_bf16_reduce", "partials reduced in reverse rank order into a bf16 accumulator: shows when partials cancel", mar_kernel, 0, MUT_REVERSE_BF16},
-    {"mut_residual_after_norm", "the residual is added after the norm instead of before it", mar_kernel, 0, MUT_RESIDUAL_AFTER_NORM},
-    {"mut_eps_outside", "rstd = 1/(sqrt(mean)+eps): eps outside the root, visible on small inputs", mar_kernel, 0, MUT_EPS_OUTSIDE},
+    {"sim", "per-rank fp32 matmul in K tiles of 128, bf16 partials, rank-order fp32 all-reduce, fp32 add+RMSNorm",
+     mar_kernel, 0, MUT_NONE},
+    {"mut_reverse_bf16_reduce",
+     "partials reduced in reverse rank order into a bf16 accumulator: shows when partials cancel", mar_kernel, 0,
+     MUT_REVERSE_BF16},
+    {"mut_residual_after_norm", "the residual is added after the norm instead of before it", mar_kernel, 0,
+     MUT_RESIDUAL_AFTER_NORM},
+    {"mut_eps_outside", "rstd = 1/(sqrt(mean)+eps): eps outside the root, visible on small inputs", mar_kernel, 0,
+     MUT_EPS_OUTSIDE},
     {NULL, NULL, NULL},
 };

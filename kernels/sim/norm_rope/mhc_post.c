@@ -62,11 +62,12 @@ static int mhc_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return 0;
 }
 
-
 const ug_kernel_variant ug_variants_mhc_post[] = {
-    {"sim", "fp32 lanes in tiles of 256: h_post*h_out then N fp32 multiply-adds in stream order", mhc_kernel, 0, MUT_NONE},
+    {"sim", "fp32 lanes in tiles of 256: h_post*h_out then N fp32 multiply-adds in stream order", mhc_kernel, 0,
+     MUT_NONE},
     {"mut_res_transposed", "reads h_res[n,k] instead of h_res[k,n]", mhc_kernel, 0, MUT_RES_TRANSPOSED},
     {"mut_bf16_acc", "the lane accumulator is rounded to bf16 after every add", mhc_kernel, 0, MUT_BF16_ACC},
-    {"mut_tail_no_mix", "the tail tile (D % 256 lanes) gets only h_post*h_out, no residual mix", mhc_kernel, 0, MUT_TAIL_NO_MIX},
+    {"mut_tail_no_mix", "the tail tile (D % 256 lanes) gets only h_post*h_out, no residual mix", mhc_kernel, 0,
+     MUT_TAIL_NO_MIX},
     {NULL, NULL, NULL},
 };

@@ -91,11 +91,13 @@ static int nr_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     return 0;
 }
 
-
 const ug_kernel_variant ug_variants_rms_norm_rope[] = {
     {"sim", "64-lane fp32 sum of squares, fp32 norm kept in registers, fp32 NeoX rotation", nr_kernel, 0, MUT_NONE},
-    {"mut_rope_before_norm", "rotary applied to the raw row, then the norm and gamma", nr_kernel, 0, MUT_ROPE_BEFORE_NORM},
-    {"mut_eps_outside", "rstd = 1/(sqrt(mean)+eps): eps outside the root, visible on tiny rows", nr_kernel, 0, MUT_EPS_OUTSIDE},
-    {"mut_interleaved_pairing", "rotates interleaved pairs (x_2i, x_2i+1) instead of (x_i, x_i+D/2)", nr_kernel, 0, MUT_INTERLEAVED},
+    {"mut_rope_before_norm", "rotary applied to the raw row, then the norm and gamma", nr_kernel, 0,
+     MUT_ROPE_BEFORE_NORM},
+    {"mut_eps_outside", "rstd = 1/(sqrt(mean)+eps): eps outside the root, visible on tiny rows", nr_kernel, 0,
+     MUT_EPS_OUTSIDE},
+    {"mut_interleaved_pairing", "rotates interleaved pairs (x_2i, x_2i+1) instead of (x_i, x_i+D/2)", nr_kernel, 0,
+     MUT_INTERLEAVED},
     {NULL, NULL, NULL},
 };

@@ -237,17 +237,25 @@ static int lip8_kernel(const ulpgym_call *call, char *err, size_t errlen, int bu
 }
 
 const ug_kernel_variant ug_variants_lightning_indexer_prolog_quant_fp8[] = {
-    {"sim", "fp32 RoPE + butterfly Hadamard, fp32 LayerNorm, per-row e4m3 with scale amax/448", lip8_kernel, 0, LIP8_BUG_NONE},
-    {"mut_hadamard_unnormalised", "Hadamard without the 1/sqrt(D) normalisation (scales come out sqrt(D) too large)", lip8_kernel, 0, LIP8_BUG_HADAMARD_UNNORMALISED},
-    {"mut_pad_slot_wraps", "a padding token's slot -1 indexes the cache from the end and overwrites its last slot", lip8_kernel, 0, LIP8_BUG_PAD_SLOT_WRAPS},
+    {"sim", "fp32 RoPE + butterfly Hadamard, fp32 LayerNorm, per-row e4m3 with scale amax/448", lip8_kernel, 0,
+     LIP8_BUG_NONE},
+    {"mut_hadamard_unnormalised", "Hadamard without the 1/sqrt(D) normalisation (scales come out sqrt(D) too large)",
+     lip8_kernel, 0, LIP8_BUG_HADAMARD_UNNORMALISED},
+    {"mut_pad_slot_wraps", "a padding token's slot -1 indexes the cache from the end and overwrites its last slot",
+     lip8_kernel, 0, LIP8_BUG_PAD_SLOT_WRAPS},
     {NULL, NULL, NULL},
 };
 
 const ug_kernel_variant ug_variants_lightning_indexer_prolog_quant_mxfp8[] = {
-    {"sim", "fp32 RoPE + butterfly Hadamard, fp32 LayerNorm, MXFP8 blocks of 32 with E8M0 2^(floor(log2 amax)-8)", lip8_kernel, 0, LIP8_BUG_NONE},
-    {"mut_hadamard_unnormalised", "Hadamard without the 1/sqrt(D) normalisation", lip8_kernel, 0, LIP8_BUG_HADAMARD_UNNORMALISED},
-    {"mut_mx_exp_off_by_one", "MX shared exponent floor(log2 amax) - 7 (e4m3 emax taken as 7)", lip8_kernel, 0, LIP8_BUG_MX_EXP_OFF_BY_ONE},
-    {"mut_no_saturation", "e4m3 conversion does not saturate: block elements above 464 become NaN", lip8_kernel, 0, LIP8_BUG_NO_SATURATION},
-    {"mut_pad_slot_wraps", "a padding token's slot -1 indexes the cache from the end and overwrites its last slot", lip8_kernel, 0, LIP8_BUG_PAD_SLOT_WRAPS},
+    {"sim", "fp32 RoPE + butterfly Hadamard, fp32 LayerNorm, MXFP8 blocks of 32 with E8M0 2^(floor(log2 amax)-8)",
+     lip8_kernel, 0, LIP8_BUG_NONE},
+    {"mut_hadamard_unnormalised", "Hadamard without the 1/sqrt(D) normalisation", lip8_kernel, 0,
+     LIP8_BUG_HADAMARD_UNNORMALISED},
+    {"mut_mx_exp_off_by_one", "MX shared exponent floor(log2 amax) - 7 (e4m3 emax taken as 7)", lip8_kernel, 0,
+     LIP8_BUG_MX_EXP_OFF_BY_ONE},
+    {"mut_no_saturation", "e4m3 conversion does not saturate: block elements above 464 become NaN", lip8_kernel, 0,
+     LIP8_BUG_NO_SATURATION},
+    {"mut_pad_slot_wraps", "a padding token's slot -1 indexes the cache from the end and overwrites its last slot",
+     lip8_kernel, 0, LIP8_BUG_PAD_SLOT_WRAPS},
     {NULL, NULL, NULL},
 };

@@ -207,13 +207,16 @@ static int mla_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return rc;
 }
 
-
 const ug_kernel_variant ug_variants_mla_prolog[] = {
-    {"sim", "fp32 K-tiled GEMMs, bf16 c_q / q / kv between stages, fp32 RMSNorm and RoPE_half, bf16 caches", mla_kernel, 0, MUT_NONE},
-    {"mut_rope_interleaved", "RoPE pairs (2i, 2i+1) instead of (i, i+d/2) on q_rope and k_rope", mla_kernel, 0, MUT_ROPE_INTER},
-    {"mut_slot_off_by_one", "each token's cache row is written one slot too far (slot_mapping[t] + 1)", mla_kernel, 0, MUT_SLOT_OFF},
+    {"sim", "fp32 K-tiled GEMMs, bf16 c_q / q / kv between stages, fp32 RMSNorm and RoPE_half, bf16 caches", mla_kernel,
+     0, MUT_NONE},
+    {"mut_rope_interleaved", "RoPE pairs (2i, 2i+1) instead of (i, i+d/2) on q_rope and k_rope", mla_kernel, 0,
+     MUT_ROPE_INTER},
+    {"mut_slot_off_by_one", "each token's cache row is written one slot too far (slot_mapping[t] + 1)", mla_kernel, 0,
+     MUT_SLOT_OFF},
     {"mut_tail_tokens", "cache scatter covers whole 16-token tiles only: the last partial tile is never written",
      mla_kernel, 0, MUT_TAIL_TOKENS},
-    {"mut_kv_norm_bf16", "the sum of squares of the c_kv RMSNorm is accumulated in one bf16 scalar", mla_kernel, 0, MUT_KV_NORM_BF16},
+    {"mut_kv_norm_bf16", "the sum of squares of the c_kv RMSNorm is accumulated in one bf16 scalar", mla_kernel, 0,
+     MUT_KV_NORM_BF16},
     {NULL, NULL, NULL},
 };
