@@ -161,6 +161,24 @@ static size_t count_outside(const ug_judged *j, double atol, double rtol)
     return bad;
 }
 
+double ug_tolerance_margin(const ug_judged *j)
+{
+    if (j->rule && j->rule->cmp != UG_CMP_NUMERIC) { /* discrete: any differing code is near */
+        for (size_t i = 0; i < j->n; i++)
+            if (j->a[i] != j->g[i] && !(isnan(j->a[i]) && isnan(j->g[i]))) return INFINITY;
+        return 0.0;
+    }
+    if (j->m->n_nonfinite_mismatch) return INFINITY;
+    double atol = j->rule ? j->rule->pypto_atol : 1e-3, rtol = j->rule ? j->rule->pypto_rtol : 1e-3, worst = 0.0;
+    for (size_t i = 0; i < j->n; i++) {
+        double a = j->a[i], g = j->g[i];
+        if (!isfinite(a) || !isfinite(g)) continue;
+        double r = fabs(a - g) / (atol + rtol * fabs(g));
+        worst = r > worst ? r : worst;
+    }
+    return worst;
+}
+
 static ug_vstate judge_pypto(const ug_judged *j, char *thr, size_t len)
 {
     double atol = j->rule ? j->rule->pypto_atol : 1e-3, rtol = j->rule ? j->rule->pypto_rtol : 1e-3;

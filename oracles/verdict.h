@@ -74,6 +74,13 @@ typedef struct {
 
 void ug_metrics_compute(ug_dtype dt, size_t n, const size_t *idx, size_t n_total, const double *a,
                         const double *gstar, const double *bench, ug_metrics *m);
+/* How near the checked elements come to the per-element rule of output j: the largest
+ * |a - g| / (atol + rtol*|g|) under its pypto tolerances (1 = on the edge); +inf for a
+ * NaN/Inf mismatch or any differing code of a discrete output. run/exec.c re-checks every
+ * element of a sampled case whose margin exceeds UG_RECHECK_MARGIN. */
+double ug_tolerance_margin(const ug_judged *j);
+#define UG_RECHECK_MARGIN 0.5
+
 /* Applies standard s; writes the thresholds used as JSON into thr (thrlen bytes). */
 ug_vstate ug_standard_judge(int s, const ug_judged *j, char *thr, size_t thrlen);
 
@@ -89,6 +96,7 @@ typedef struct {
     ug_metrics m;
     ug_vstate verdict[UG_STD_COUNT];
     char thresholds[UG_STD_COUNT][UG_THR_LEN];
+    double margin; /* ug_tolerance_margin of the checked elements (not stored) */
 } ug_output_result;
 
 typedef struct {
