@@ -54,3 +54,13 @@ void ug_sim_store(const ulpgym_tensor *t, size_t off, size_t n, const float *src
 float ug_sim_round_bf16(float x) { return (float)ug_dtype_round(UG_DT_BF16, x); }
 float ug_sim_round_fp16(float x) { return (float)ug_dtype_round(UG_DT_FP16, x); }
 float ug_sim_round_to(int dt, float x) { return (float)ug_dtype_round((ug_dtype)dt, x); }
+
+float ug_sim_sumsq_lanes(const float *v, size_t n)
+{
+    enum { LANES = 64 };
+    float lane[LANES] = {0};
+    for (size_t i = 0; i < n; i++) lane[i % LANES] += v[i] * v[i]; /* rounds: fp32 */
+    for (size_t w = LANES / 2; w > 0; w /= 2)
+        for (size_t l = 0; l < w; l++) lane[l] += lane[l + w]; /* rounds: fp32 */
+    return lane[0];
+}

@@ -29,6 +29,9 @@ const ulpgym_tensor *ug_sim_out(const ulpgym_call *call, const char *name, int n
 void ug_sim_load(const ulpgym_tensor *t, size_t off, size_t n, float *dst);
 /* Stores n fp32 values at offset off of t, rounding to t's dtype (rounds: RNE). */
 void ug_sim_store(const ulpgym_tensor *t, size_t off, size_t n, const float *src);
+/* Sum of squares of v[0..n) the way the norm kernels reduce a row: 64 fp32 lanes (element
+ * i into lane i % 64), then a pairwise tree over the lanes (rounds: fp32 at every add). */
+float ug_sim_sumsq_lanes(const float *v, size_t n);
 /* Rounds an fp32 value to bf16 / fp16 and back (rounds: RNE). */
 float ug_sim_round_bf16(float x);
 float ug_sim_round_fp16(float x);

@@ -34,17 +34,8 @@ static float lane_sumsq(const float *v, size_t n, rms_bug bug)
         for (size_t i = 0; i < n; i++) acc = ug_sim_round_bf16(acc + v[i] * v[i]);
         return acc;
     }
-    float lane[LANES] = {0};
     size_t full = n / LANES * LANES;
-    size_t end = bug == MUT_TAIL_LANES && full > 0 ? full : n; /* bug: tail block dropped */
-    for (size_t i = 0; i < end; i++) {
-        lane[i % LANES] += v[i] * v[i]; /* rounds: fp32 */
-    }
-    for (size_t w = LANES / 2; w > 0; w /= 2)
-        for (size_t l = 0; l < w; l++) {
-            lane[l] += lane[l + w]; /* rounds: fp32 */
-        }
-    return lane[0];
+    return ug_sim_sumsq_lanes(v, bug == MUT_TAIL_LANES && full > 0 ? full : n); /* bug: tail block dropped */
 }
 
 static int rms_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)

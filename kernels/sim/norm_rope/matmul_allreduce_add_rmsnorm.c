@@ -16,7 +16,6 @@
 #include "kernels/sim/simlib.h"
 
 #define K_TILE 128
-#define LANES 64
 
 typedef enum { MUT_NONE, MUT_REVERSE_BF16, MUT_RESIDUAL_AFTER_NORM, MUT_EPS_OUTSIDE } mar_bug;
 
@@ -32,15 +31,6 @@ static void rank_partial(const float *x, const float *w, size_t kk, size_t n_col
         for (size_t j = 0; j < n_cols; j++) part[j] += tile[j]; /* rounds: fp32 */
     }
     for (size_t j = 0; j < n_cols; j++) part[j] = ug_sim_round_bf16(part[j]); /* rounds: bf16 wire */
-}
-
-static float lane_sumsq(const float *v, size_t n)
-{
-    float lane[LANES] = {0};
-    for (size_t i = 0; i < n; i++) lane[i % LANES] += v[i] * v[i]; /* rounds: fp32 */
-    for (size_t w = LANES / 2; w > 0; w /= 2)
-        for (size_t l = 0; l < w; l++) lane[l] += lane[l + w]; /* rounds: fp32 */
-    return lane[0];
 }
 
 /* y = all-reduce of the W bf16 partials parts[r*n + j]. */
@@ -111,7 +101,7 @@ static int mar_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
         ug_sim_store(io.h, t * n, n, y);
         if (res_late)
             for (size_t j = 0; j < n; j++) y[j] -= res[j]; /* the norm sees the reduced y only */
-        float ms = lane_sumsq(y, n) / (float)n; /* rounds: fp32 */
+        float ms = ug_sim_sumsq_lanes(y, n) / (float)n; /* rounds: fp32 */
         float rs = bug == MUT_EPS_OUTSIDE ? 1.0f / (sqrtf(ms) + io.eps) : 1.0f / sqrtf(ms + io.eps);
         for (size_t j = 0; j < n; j++) {
             o[j] = y[j] * rs * g[j]; /* rounds: fp32, left to right */

@@ -15,19 +15,8 @@
 #include "core/ops.h"
 #include "kernels/sim/simlib.h"
 
-#define LANES 64
 
 typedef enum { MUT_NONE, MUT_ROPE_BEFORE_NORM, MUT_EPS_OUTSIDE, MUT_INTERLEAVED } nr_bug;
-
-/* Sum of squares in 64 fp32 lanes, then a pairwise tree over the lanes. */
-static float lane_sumsq(const float *v, size_t n)
-{
-    float lane[LANES] = {0};
-    for (size_t i = 0; i < n; i++) lane[i % LANES] += v[i] * v[i]; /* rounds: fp32 */
-    for (size_t w = LANES / 2; w > 0; w /= 2)
-        for (size_t l = 0; l < w; l++) lane[l] += lane[l + w]; /* rounds: fp32 */
-    return lane[0];
-}
 
 /* In-place rotation of v[0..d) with one cos/sin row: NeoX pairs (i, i+D/2), or the
  * interleaved pairs (2i, 2i+1) of the MUT_INTERLEAVED bug. */
@@ -47,7 +36,7 @@ static void norm_rope_row(float *v, const float *g, const float *c, const float 
                           float *tmp)
 {
     if (bug == MUT_ROPE_BEFORE_NORM) rotate(v, c, s, d, bug, tmp); /* bug: rotary applied to the raw row */
-    float ms = lane_sumsq(v, d) / (float)d;                           /* rounds: fp32 */
+    float ms = ug_sim_sumsq_lanes(v, d) / (float)d;                           /* rounds: fp32 */
     float rs = bug == MUT_EPS_OUTSIDE ? 1.0f / (sqrtf(ms) + eps) : 1.0f / sqrtf(ms + eps); /* rounds: fp32 */
     for (size_t i = 0; i < d; i++) v[i] = v[i] * rs * g[i]; /* rounds: fp32, left to right */
     if (bug != MUT_ROPE_BEFORE_NORM) rotate(v, c, s, d, bug, tmp);
