@@ -101,3 +101,8 @@ int ug_gl_attn_emit_query(ug_ar *ar, const double *q, const double *k, size_t ld
     free(col);
     return 0;
 }
+
+void ug_gl_attn_geometry(const ug_case *c, int out, ug_geom *g)
+{
+    ug_geom_last_dim(&c->out[out], (size_t)c->out[0].shape[1], 64, g);
+}

@@ -25,6 +25,10 @@
  * `row` (dv elements per row), advancing *pos past them; special values as above. The
  * selection must be sorted and *pos must not point before row's first element. s is
  * scratch for 2n numbers. scale must be positive. Returns 0, or -1 out of memory. */
+/* Sampling geometry of a [rows, heads, d] attention output: one row's heads form a row
+ * tile, 64-element column tiles (the decode kernels' tiling). */
+void ug_gl_attn_geometry(const ug_case *c, int out, ug_geom *g);
+
 int ug_gl_attn_emit_query(ug_ar *ar, const double *q, const double *k, size_t ldk, size_t dk, size_t n, ug_num scale,
                           const double *v, size_t ldv, size_t dv, ug_num *s, int out, const ug_selection *sel,
                           size_t *pos, size_t row);

@@ -82,11 +82,6 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     return rc;
 }
 
-static void geometry(const ug_case *c, int out, ug_geom *g)
-{
-    ug_geom_last_dim(&c->out[out], (size_t)c->out[0].shape[1], 64, g); /* row tile: one sequence's heads */
-}
-
 static const ug_param_decl params[] = {
     {"batch", UG_PARAM_INT, "1", 1, 4096, NULL, "sequences B"},
     {"heads_kv", UG_PARAM_INT, "1", 1, 256, NULL, "kv heads Hkv"},
@@ -130,5 +125,5 @@ const ug_op_def ug_opdef_gqa_decode_attn = {
     .semantics = UG_GL_ATTN_SEMANTICS("1/sqrt(D), exact") " Keys are those in [max(0, L_b - window), L_b).",
     .build = build,
     .oracle = oracle,
-    .geometry = geometry,
+    .geometry = ug_gl_attn_geometry,
 };

@@ -139,11 +139,6 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     return rc;
 }
 
-static void geometry(const ug_case *c, int out, ug_geom *g)
-{
-    ug_geom_last_dim(&c->out[out], (size_t)c->out[0].shape[1], 64, g); /* row tile: one sequence's heads */
-}
-
 static const ug_param_decl params[] = {
     {"batch", UG_PARAM_INT, "1", 1, 1024, NULL, "sequences B"},
     {"heads", UG_PARAM_INT, "1", 1, 256, NULL, "query heads Hq, a multiple of n_kv (production 128)"},
@@ -194,5 +189,5 @@ const ug_op_def ug_opdef_incre_flash_attention_mla = {
                  "(c_kv ‖ k_rope as the key, c_kv as the value).",
     .build = build,
     .oracle = oracle,
-    .geometry = geometry,
+    .geometry = ug_gl_attn_geometry,
 };

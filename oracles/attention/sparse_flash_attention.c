@@ -127,11 +127,6 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     return rc;
 }
 
-static void geometry(const ug_case *c, int out, ug_geom *g)
-{
-    ug_geom_last_dim(&c->out[out], (size_t)c->out[0].shape[1], 64, g); /* row tile: one token's heads */
-}
-
 static const ug_param_decl params[] = {
     {"tokens", UG_PARAM_INT, "1", 1, 4096, NULL, "query tokens T"},
     {"heads", UG_PARAM_INT, "1", 1, 256, NULL, "query heads N (production 128)"},
@@ -179,5 +174,5 @@ const ug_op_def ug_opdef_sparse_flash_attention = {
                  "indices name (K the whole row, V its first kv_lora dims); a token with no valid index gives zeros.",
     .build = build,
     .oracle = oracle,
-    .geometry = geometry,
+    .geometry = ug_gl_attn_geometry,
 };
