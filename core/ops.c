@@ -3,6 +3,7 @@
 #include "core/ops.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -28,10 +29,42 @@ static const struct {
 };
 
 static const char *group_names[UG_GROUP_COUNT] = {"DeepSeek", "GLM", "Operator", "GreenLight"};
+const char *const ug_cmp_names[UG_CMP_COUNT] = {"numeric", "exact", "boundary_aware", "topk_set"};
+
+/* The definitions as used: each linked-in oracle file's functions with its declaration
+ * file read in, built once on first use (before any worker forks, or in each worker). */
+static ug_op_def loaded[UG_OP_COUNT];
+static int loaded_ok;
+
+static void die(const char *what, const char *op)
+{
+    fprintf(stderr, "ulpgym build error: %s%s\n", what, op);
+    exit(70);
+}
+
+static void load_definitions(void)
+{
+    char err[512];
+    for (const ug_embedded_decl *e = ug_embedded_decls; e->op; e++) {
+        int op = ug_op_find(e->op);
+        if (op < 0) die("a declaration file names no operator of core/ops.def: ", e->op);
+        if (!op_table[op].def) die("declared, but no oracle file defines ug_opdef_", e->op);
+        loaded[op] = *op_table[op].def;
+        if (ug_op_def_load(&loaded[op], e->op, e->json, err, sizeof err)) die(err, "");
+    }
+    for (int op = 0; op < UG_OP_COUNT; op++)
+        if (op_table[op].def && !loaded[op].decl.op) die("no declaration file oracles/<family>/", op_table[op].name);
+    loaded_ok = 1;
+}
 
 const char *ug_op_name(int op) { return op >= 0 && op < UG_OP_COUNT ? op_table[op].name : "?"; }
 ug_group ug_op_group(int op) { return op_table[op].group; }
-const ug_op_def *ug_op_def_get(int op) { return op >= 0 && op < UG_OP_COUNT ? op_table[op].def : NULL; }
+const ug_op_def *ug_op_def_get(int op)
+{
+    if (op < 0 || op >= UG_OP_COUNT || !op_table[op].def) return NULL;
+    if (!loaded_ok) load_definitions();
+    return &loaded[op];
+}
 const char *ug_group_name(ug_group g) { return (unsigned)g < UG_GROUP_COUNT ? group_names[g] : "?"; }
 
 int ug_op_find(const char *name)

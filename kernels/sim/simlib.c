@@ -31,6 +31,13 @@ static const ulpgym_tensor *find(const ulpgym_tensor *v, int n, const char *name
     return NULL;
 }
 
+static int any_named(const ulpgym_tensor *v, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(v[i].name, name) == 0) return 1;
+    return 0;
+}
+
 const ulpgym_tensor *ug_sim_in(const ulpgym_call *call, const char *name, int ndim, char *err, size_t errlen)
 {
     return find(call->inputs, call->n_inputs, name, ndim, err, errlen);
@@ -39,6 +46,42 @@ const ulpgym_tensor *ug_sim_in(const ulpgym_call *call, const char *name, int nd
 const ulpgym_tensor *ug_sim_out(const ulpgym_call *call, const char *name, int ndim, char *err, size_t errlen)
 {
     return find(call->outputs, call->n_outputs, name, ndim, err, errlen);
+}
+
+/* The declared rank of t: the number of comma-separated dims of its shape. */
+static int declared_rank(const ug_tensor_decl *t)
+{
+    int n = t->shape[0] != 0;
+    for (const char *c = t->shape; *c; c++) n += *c == ',';
+    return n;
+}
+
+static const ug_tensor_decl *declared_tensor(const ug_op_decl *d, const char *name, size_t len)
+{
+    for (const ug_tensor_decl *t = d->tensors; t->name; t++)
+        if (strlen(t->name) == len && strncmp(t->name, name, len) == 0) return t;
+    return NULL;
+}
+
+int ug_sim_bind(const ulpgym_call *call, const char *names, const ulpgym_tensor **slots[], char *err, size_t errlen)
+{
+    const ug_op_decl *d = ug_op_decl_find(call->op);
+    if (!d) return snprintf(err, errlen, "op \"%s\" has no declaration", call->op ? call->op : "(null)"), -2;
+    for (int i = 0; *(names += strspn(names, " ")); i++) {
+        size_t len = strcspn(names, " ");
+        int optional = names[len - 1] == '?';
+        const ug_tensor_decl *t = declared_tensor(d, names, len - (size_t)optional);
+        if (!t) return snprintf(err, errlen, "%s declares no tensor %.*s", d->op, (int)len, names), -2;
+        const ulpgym_tensor *v = t->role == UG_TENSOR_OUTPUT ? call->outputs : call->inputs;
+        int n = t->role == UG_TENSOR_OUTPUT ? call->n_outputs : call->n_inputs;
+        *slots[i] = NULL;
+        if (!optional || any_named(v, n, t->name)) {
+            *slots[i] = find(v, n, t->name, declared_rank(t), err, errlen);
+            if (!*slots[i]) return -2;
+        }
+        names += len;
+    }
+    return 0;
 }
 
 void ug_sim_load(const ulpgym_tensor *t, size_t off, size_t n, float *dst)

@@ -21,6 +21,13 @@
  * with ug_params_free(). */
 int ug_sim_params_parse(const ulpgym_call *call, ug_params *p, char *err, size_t errlen);
 
+/* Binds the call's tensors named in names (space-separated) to *slots[0], *slots[1], ...:
+ * each is looked up among the inputs or outputs by its declared role and must have its
+ * declared rank (the op's declaration, core/opdecl.h). A name ending in '?' is a tensor
+ * whose declaration has a `when`: its slot gets NULL where the case has none. 0, or -2
+ * with a message naming the tensor. */
+int ug_sim_bind(const ulpgym_call *call, const char *names, const ulpgym_tensor **slots[], char *err, size_t errlen);
+
 /* Finds the named tensor or sets err; checks ndim when ndim >= 0. */
 const ulpgym_tensor *ug_sim_in(const ulpgym_call *call, const char *name, int ndim, char *err, size_t errlen);
 const ulpgym_tensor *ug_sim_out(const ulpgym_call *call, const char *name, int ndim, char *err, size_t errlen);

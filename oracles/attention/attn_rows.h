@@ -33,25 +33,9 @@ int ug_gl_attn_emit_query(ug_ar *ar, const double *q, const double *k, size_t ld
                           const double *v, size_t ldv, size_t dv, ug_num *s, int out, const ug_selection *sel,
                           size_t *pos, size_t row);
 
-/* The semantics text the three ops share; scale says how their scale is formed. */
-#define UG_GL_ATTN_SEMANTICS(scale)                                                                                    \
-    "s_j = scale * q·k_j (scale " scale "), o = softmax_j(s)·V over the row's keys in exact arithmetic, rounded "      \
-    "once to bf16 (a kernel's fp32 scores and bf16 P are its own roundings, within the tolerance). Special values: a " \
-    "key whose score is -inf is dead (weight exactly 0, its value row ignored even if NaN); a NaN or +inf score "     \
-    "makes the whole row NaN; a row with no live key is zeros; among live keys a NaN value makes its output column "  \
-    "NaN and +-inf values make it +-inf (NaN when both signs occur). The oracle's scores never overflow: where an "    \
-    "fp32 kernel's q·k does for finite inputs (bf16 values near max, whose products alone exceed fp32 max), the "     \
-    "exact finite result is still expected, and such a kernel, the sim kernel included, is reported."
-
 /* Live context length of sequence b of `batch`: ctx when not ragged; when ragged a
  * seeded draw in 1..ctx, with the last sequence at ctx so the longest context is always
  * exercised. Builders store it as the op's seq_lens input. */
 long ug_gl_attn_seq_len(uint64_t seed, int ragged, long b, long batch, long ctx);
-
-/* The declared "lens" param that picks ragged in ug_gl_attn_seq_len (ctx: the op's name
- * for the longest context, in the doc). */
-#define UG_GL_ATTN_LENS_PARAM(ctx)                                                                                     \
-    {"lens", UG_PARAM_ENUM, "full", 0, 0, "full|ragged",                                                               \
-     "full: every L_b = " ctx "; ragged: seeded L_b in 1.." ctx ", the last sequence " ctx}
 
 #endif

@@ -142,44 +142,5 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
     ug_geom_last_dim(&c->out[out], 16, 256, g); /* the kernel's 256-lane tiles */
 }
 
-static const ug_param_decl params[] = {
-    {"rows", UG_PARAM_INT, "1", 1, 1 << 26, NULL, "rows R"},
-    {"cols", UG_PARAM_INT, "1", 1, 1 << 26, NULL, "softmax length C"},
-    {"scale", UG_PARAM_F32, "1", -UG_DECL_INF, UG_DECL_INF, NULL, "multiplier of x (fp32 attribute)"},
-    {"cap", UG_PARAM_F32, "0", 0, UG_DECL_INF, NULL, "soft cap (fp32 attribute); 0 = no capping"},
-    {"mask", UG_PARAM_ENUM, "none", 0, 0, "none|causal|padding",
-     "none; causal: column j of row r is masked when j > r + C - R (bottom-right aligned); padding: row r keeps "
-     "a seeded valid length in 1..C and every third row (r % 3 == 2) is fully masked"},
-    {NULL},
-};
-
-static const ug_tensor_decl tensors[] = {
-    {"x", UG_TENSOR_INPUT, "case", "rows, cols", "the logits"},
-    {"mask", UG_TENSOR_BUILT, "fp32", "rows, cols", "0 (kept) or -inf (masked), added to the capped logits"},
-    {"y", UG_TENSOR_OUTPUT, "case", "rows, cols", "the probabilities, rounded once to the case dtype"},
-    {NULL},
-};
-
-static const ug_output_rule outputs[] = {
-    {"y", UG_CMP_NUMERIC, 1e-4, 0x1p-7, 0.005}, /* STANDARDS.md: attn_softmax 1e-4 / 2^-7 */
-};
-
 const ug_op_def ug_opdef_attn_softmax = {
-    .op = UG_OP_ATTN_SOFTMAX,
-    .summary = "y = softmax(cap*tanh(x*scale/cap) + mask) over the last dim; fully masked rows give zeros",
-    .dtypes = "fp32,fp16,bf16",
-    .primary = UG_STD_PYPTO,
-    .bench_level = 0,
-    .outputs = outputs,
-    .n_outputs = 1,
-    .decl = {"attn_softmax", params, NULL, tensors, check},
-    .semantics = "z = cap*tanh(x*scale/cap) + mask in exact arithmetic on the fp32 values of scale and cap "
-                 "(cap 0: z = x*scale + mask); y = exp(z - max z) / sum exp(z - max z) over the live entries of "
-                 "the row, correctly rounded to the case dtype. An entry is live unless its mask is -inf or its "
-                 "logit is -inf; a dead entry's y is exactly 0 whatever x holds there (NaN under a -inf mask gives "
-                 "0). A row with no live entry (fully masked) is all zeros. A live NaN or +inf logit makes the "
-                 "whole row NaN. With cap > 0, x = +-inf gives the finite logit +-cap.",
-    .build = build,
-    .oracle = oracle,
-    .geometry = geometry,
-};
+    .op = UG_OP_ATTN_SOFTMAX, .decl.check = check, .build = build, .oracle = oracle, .geometry = geometry};

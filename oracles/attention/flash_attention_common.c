@@ -11,27 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-const ug_param_decl ug_fa_param_decls[] = {
-    {"seqlens", UG_PARAM_PAIR_LIST, NULL, 0, 65536, NULL,
-     "per batch element query[:key] lengths in tokens, e.g. \"17:33,64\" (1..64 entries, lengths 0..65536, the key "
-     "length defaults to the query length; total_q and total_k >= 1)"},
-    {"heads", UG_PARAM_INT, "1", 1, 128, NULL, "H, attention heads"},
-    {"head_dim", UG_PARAM_INT, "64", 1, 576, NULL, "D, elements per head (64 or 128 in practice)"},
-    {"causal", UG_PARAM_INT, "0", 0, 1, NULL,
-     "1: local query i sees key j iff j <= i + Lk - Lq (bottom-right aligned); rows seeing no key give o = 0, "
-     "lse = -inf"},
-    {"scale", UG_PARAM_F32, "1/sqrt(head_dim)", 0, FLT_MAX, NULL,
-     "score multiplier (fp32 attribute, > 0); 0 also means 1/sqrt(head_dim) rounded to fp32 (kept as a sentinel)"},
-    {NULL},
-};
-
-const ug_derived_decl ug_fa_derived_decls[] = {
-    {"batch", "len(seqlens.q)", "B, batch elements"},
-    {"total_q", "sum(seqlens.q)", "Tq, query tokens in all"},
-    {"total_k", "sum(seqlens.k)", "Tk, key tokens in all"},
-    {NULL},
-};
-
 int ug_fa_check(const ug_params *P, char *err, size_t errlen)
 {
     const char *op = P->decl->op;

@@ -20,19 +20,10 @@
 /* The declared params both operators take (seqlens, heads, head_dim, causal, scale), their
  * derived sizes (batch, total_q, total_k) and the cross-param check (batch and size caps;
  * messages name the op). */
-extern const ug_param_decl ug_fa_param_decls[];
-extern const ug_derived_decl ug_fa_derived_decls[];
 int ug_fa_check(const ug_params *P, char *err, size_t errlen);
 
 /* The dtype rule of the q/k/v-like tensors: the case dtype, bf16 or fp16 only. */
 #define UG_FA_DTYPE "bf16:bf16,fp16:fp16"
-/* The first five declared tensors of both operators, in the builders' input order. */
-#define UG_FA_TENSORS_QKV_CU                                                                                           \
-    {"q", UG_TENSOR_INPUT, UG_FA_DTYPE, "total_q, heads, head_dim", "queries, token-major (TND)"},                     \
-        {"k", UG_TENSOR_INPUT, UG_FA_DTYPE, "total_k, heads, head_dim", "keys (TND)"},                                 \
-        {"v", UG_TENSOR_INPUT, UG_FA_DTYPE, "total_k, heads, head_dim", "values (TND)"},                               \
-        {"cu_seqlens_q", UG_TENSOR_BUILT, "int32", "batch + 1", "prefix sums of the query lengths (from seqlens)"},     \
-        {"cu_seqlens_k", UG_TENSOR_BUILT, "int32", "batch + 1", "prefix sums of the key lengths (from seqlens)"}
 
 /* The params as the oracles use them. cu_q/cu_k are the prefix sums the cu_seqlens
  * tensors hold. */

@@ -82,48 +82,6 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     return rc;
 }
 
-static const ug_param_decl params[] = {
-    {"batch", UG_PARAM_INT, "1", 1, 4096, NULL, "sequences B"},
-    {"heads_kv", UG_PARAM_INT, "1", 1, 256, NULL, "kv heads Hkv"},
-    {"group", UG_PARAM_INT, "1", 1, 64, NULL, "query heads per kv head Hq/Hkv (production 1, 2, 4, 8)"},
-    {"dim", UG_PARAM_INT, "128", 1, 1024, NULL, "head dim D (128 = production); the scale is 1/sqrt(D)"},
-    {"ctx", UG_PARAM_INT, "1", 1, 1 << 20, NULL, "kv cache slots per sequence S = the longest context, in keys"},
-    {"window", UG_PARAM_INT, "0", 0, 1 << 20, NULL,
-     "sliding window in keys: attend only the last `window` keys of each sequence; 0 = off"},
-    UG_GL_ATTN_LENS_PARAM("S"),
-    {NULL},
-};
-
-static const ug_derived_decl derived[] = {
-    {"heads_q", "heads_kv*group", "query heads Hq; query head h reads kv head h / group"},
-    {NULL},
-};
-
-static const ug_tensor_decl tensors[] = {
-    {"q", UG_TENSOR_INPUT, "bf16:bf16", "batch, heads_q, dim", "one query token per sequence"},
-    {"k", UG_TENSOR_INPUT, "bf16:bf16", "batch, heads_kv, ctx, dim", "key cache; slots >= L_b are not read"},
-    {"v", UG_TENSOR_INPUT, "bf16:bf16", "batch, heads_kv, ctx, dim", "value cache; slots >= L_b are not read"},
-    {"seq_lens", UG_TENSOR_BUILT, "int32", "batch", "live context L_b of each sequence (1..S), from params.lens"},
-    {"o", UG_TENSOR_OUTPUT, "bf16:bf16", "batch, heads_q, dim", "attention output, rounded once to bf16"},
-    {NULL},
-};
-
-static const ug_output_rule outputs[] = {
-    {"o", UG_CMP_NUMERIC, 0.005, 0.005, 0.005}, /* docs/STANDARDS.md: gqa_decode_attn 0.005 / 0.005 */
-};
-
 const ug_op_def ug_opdef_gqa_decode_attn = {
-    .op = UG_OP_GQA_DECODE_ATTN,
-    .summary = "GQA decode attention: o = softmax(q·K^T/sqrt(D))·V per sequence, Hq heads sharing Hkv kv heads, "
-               "optional sliding window",
-    .dtypes = "bf16",
-    .primary = UG_STD_PYPTO,
-    .bench_level = 0,
-    .outputs = outputs,
-    .n_outputs = 1,
-    .decl = {"gqa_decode_attn", params, derived, tensors, check},
-    .semantics = UG_GL_ATTN_SEMANTICS("1/sqrt(D), exact") " Keys are those in [max(0, L_b - window), L_b).",
-    .build = build,
-    .oracle = oracle,
-    .geometry = ug_gl_attn_geometry,
-};
+    .op = UG_OP_GQA_DECODE_ATTN, .decl.check = check, .build = build, .oracle = oracle,
+    .geometry = ug_gl_attn_geometry};

@@ -139,55 +139,6 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     return rc;
 }
 
-static const ug_param_decl params[] = {
-    {"batch", UG_PARAM_INT, "1", 1, 1024, NULL, "sequences B"},
-    {"heads", UG_PARAM_INT, "1", 1, 256, NULL, "query heads Hq, a multiple of n_kv (production 128)"},
-    {"n_kv", UG_PARAM_INT, "1", 1, 2, NULL, "kv heads; query head h reads kv head h / (Hq/n_kv)"},
-    {"block_size", UG_PARAM_INT, "128", 1, 1024, NULL, "paged cache block size BS, in keys (128 = production)"},
-    {"ctx", UG_PARAM_INT, "1", 1, 1 << 18, NULL, "longest context, in keys"},
-    UG_GL_ATTN_LENS_PARAM("ctx"),
-    {"kv_lora", UG_PARAM_INT, "512", 512, 512, NULL, "latent (nope) dim: c_kv row, q_nope row and output row (fixed)"},
-    {"rope", UG_PARAM_INT, "64", 64, 64, NULL, "rope dim of q_rope and k_rope (fixed)"},
-    {NULL},
-};
-
-static const ug_derived_decl derived[] = {
-    {"dk", "kv_lora + rope", "q·k length (576); the scale is dk^-1/2 = 1/24"},
-    {"max_blocks", "cdiv(ctx, block_size)", "block table entries per sequence MB"},
-    {"num_blocks", "batch*max_blocks + 1",
-     "physical cache blocks NB: every sequence at full length plus one spare; blocks no sequence uses are spares"},
-    {NULL},
-};
-
-static const ug_tensor_decl tensors[] = {
-    {"q_nope", UG_TENSOR_INPUT, "bf16:bf16", "batch, heads, kv_lora", "query, latent part"},
-    {"q_rope", UG_TENSOR_INPUT, "bf16:bf16", "batch, heads, rope", "query, rope part"},
-    {"c_kv", UG_TENSOR_INPUT, "bf16:bf16", "num_blocks, block_size, n_kv, kv_lora",
-     "paged latent cache: key (first kv_lora dims) and value rows; slots past L_b and unowned blocks are not read"},
-    {"k_rope", UG_TENSOR_INPUT, "bf16:bf16", "num_blocks, block_size, n_kv, rope", "paged rope keys"},
-    {"block_table", UG_TENSOR_BUILT, "int32", "batch, max_blocks",
-     "physical block of each logical block of a sequence, -1 unused; blocks shuffled by the seed"},
-    {"seq_lens", UG_TENSOR_BUILT, "int32", "batch", "live context L_b of each sequence (1..ctx), from params.lens"},
-    {"o", UG_TENSOR_OUTPUT, "bf16:bf16", "batch, heads, kv_lora", "attention output, rounded once to bf16"},
-    {NULL},
-};
-
-static const ug_output_rule outputs[] = {
-    {"o", UG_CMP_NUMERIC, 1e-4, 0x1p-7, 0.005}, /* docs/STANDARDS.md: incre_flash_attention_mla 1e-4 / 2^-7 */
-};
-
 const ug_op_def ug_opdef_incre_flash_attention_mla = {
-    .op = UG_OP_INCRE_FLASH_ATTENTION_MLA,
-    .summary = "MLA decode over a paged cache: o = softmax((q_nope·c_kv^T + q_rope·k_rope^T)/sqrt(576))·c_kv",
-    .dtypes = "bf16",
-    .primary = UG_STD_PYPTO,
-    .bench_level = 0,
-    .outputs = outputs,
-    .n_outputs = 1,
-    .decl = {"incre_flash_attention_mla", params, derived, tensors, check},
-    .semantics = UG_GL_ATTN_SEMANTICS("dk^-1/2 = 1/24, exact") " Keys are the L_b live cache rows of the sequence "
-                 "(c_kv ‖ k_rope as the key, c_kv as the value).",
-    .build = build,
-    .oracle = oracle,
-    .geometry = ug_gl_attn_geometry,
-};
+    .op = UG_OP_INCRE_FLASH_ATTENTION_MLA, .decl.check = check, .build = build, .oracle = oracle,
+    .geometry = ug_gl_attn_geometry};

@@ -127,52 +127,6 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     return rc;
 }
 
-static const ug_param_decl params[] = {
-    {"tokens", UG_PARAM_INT, "1", 1, 4096, NULL, "query tokens T"},
-    {"heads", UG_PARAM_INT, "1", 1, 256, NULL, "query heads N (production 128)"},
-    {"kv_len", UG_PARAM_INT, "1", 1, 1 << 17, NULL, "kv rows S"},
-    {"topk", UG_PARAM_INT, "1", 1, 1 << 17, NULL, "index slots per token, at most kv_len (production 2048)"},
-    {"kv_lora", UG_PARAM_INT, "512", 512, 512, NULL, "latent dim: the value row, the first kv_lora dims of a kv row (fixed)"},
-    {"rope", UG_PARAM_INT, "64", 64, 64, NULL, "rope dims after the latent ones in q and kv rows (fixed)"},
-    {"scale", UG_PARAM_F32, "1/sqrt(kv_lora + rope)", 0x1p-1074, 0x1.fffffefffffffp127, NULL,
-     "multiplier of q·k (fp32 attribute, positive and finite in fp32); default 576^-1/2 = 1/24"},
-    {"pad", UG_PARAM_ENUM, "none", 0, 0, "none|tail|scattered",
-     "none: every slot valid; tail: seeded 1..topk valid slots, then -1; scattered: about a quarter of the slots "
-     "after the first are -1"},
-    {NULL},
-};
-
-static const ug_derived_decl derived[] = {
-    {"dk", "kv_lora + rope", "q·k length and kv row width (576)"},
-    {NULL},
-};
-
-static const ug_tensor_decl tensors[] = {
-    {"q", UG_TENSOR_INPUT, "bf16:bf16", "tokens, heads, dk", "queries (TND)"},
-    {"kv", UG_TENSOR_INPUT, "bf16:bf16", "kv_len, dk",
-     "one latent kv head shared by all heads: K = the row, V = its first kv_lora dims"},
-    {"indices", UG_TENSOR_BUILT, "int32", "tokens, topk",
-     "distinct rows of kv per token, -1 = padding (ignored); every token keeps at least one valid index"},
-    {"o", UG_TENSOR_OUTPUT, "bf16:bf16", "tokens, heads, kv_lora", "attention output, rounded once to bf16"},
-    {NULL},
-};
-
-static const ug_output_rule outputs[] = {
-    {"o", UG_CMP_NUMERIC, 1e-4, 0.005, 0.005}, /* docs/STANDARDS.md: sparse attention 1e-4 / 0.005, budget 0.005 */
-};
-
 const ug_op_def ug_opdef_sparse_flash_attention = {
-    .op = UG_OP_SPARSE_FLASH_ATTENTION,
-    .summary = "sparse MLA attention over top-k indices (TND): o = softmax(scale·q·kv[idx]^T)·kv[idx][:512], -1 = padding",
-    .dtypes = "bf16",
-    .primary = UG_STD_PYPTO,
-    .bench_level = 0,
-    .outputs = outputs,
-    .n_outputs = 1,
-    .decl = {"sparse_flash_attention", params, derived, tensors, check},
-    .semantics = UG_GL_ATTN_SEMANTICS("the fp32 value of params.scale") " Keys are the kv rows a token's valid "
-                 "indices name (K the whole row, V its first kv_lora dims); a token with no valid index gives zeros.",
-    .build = build,
-    .oracle = oracle,
-    .geometry = ug_gl_attn_geometry,
-};
+    .op = UG_OP_SPARSE_FLASH_ATTENTION, .decl.check = check, .build = build, .oracle = oracle,
+    .geometry = ug_gl_attn_geometry};

@@ -31,33 +31,6 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
     ug_delta_geometry(c, out, g, (size_t)ug_p_int(&c->params, "chunk"), 32);
 }
 
-static const ug_param_decl params[] = {
-    UG_DELTA_PARAM_DECLS,
-    {"chunk", UG_PARAM_INT, "64", 32, 128, NULL,
-     "L tokens per chunk: 32, 64 or 128; the last chunk holds T mod L when L does not divide T"},
-    {NULL},
-};
-
-static const ug_tensor_decl tensors[] = {UG_DELTA_TENSOR_DECLS("fp32:fp32")};
-
-static const ug_output_rule outputs[] = {
-    {"o", UG_CMP_NUMERIC, 0.0, 1e-3, 0.005},  /* docs/STANDARDS.md: chunked_gated_delta_rule 0 / 1e-3 */
-    {"ht", UG_CMP_NUMERIC, 0.0, 1e-3, 0.005}, /* the same pair for the final state */
-};
-
 const ug_op_def ug_opdef_chunked_gated_delta_rule = {
-    .op = UG_OP_CHUNKED_GATED_DELTA_RULE,
-    .summary = "chunked (WY) gated delta rule, prefill form; judged against the recurrent definition",
-    .dtypes = "fp32",
-    .primary = UG_STD_PYPTO,
-    .bench_level = 0,
-    .outputs = outputs,
-    .n_outputs = 2,
-    .decl = {"chunked_gated_delta_rule", params, NULL, tensors, check},
-    .semantics = UG_DELTA_SEMANTICS " Every tensor is fp32. The result does not depend on chunk; the chunked kernel's "
-                                    "own fp32 intermediates (the cumulative log-decay G, e^{G_r-G_c}) can overflow or "
-                                    "absorb small g after a huge one, and the oracle still expects the exact value.",
-    .build = ug_delta_build,
-    .oracle = ug_delta_oracle,
-    .geometry = geometry,
-};
+    .op = UG_OP_CHUNKED_GATED_DELTA_RULE, .decl.check = check, .build = ug_delta_build, .oracle = ug_delta_oracle,
+    .geometry = geometry};

@@ -14,32 +14,6 @@
 #include "core/opdecl.h"
 #include "oracles/oracle.h"
 
-/* The params both ops declare, in this order (an op may append its own). */
-#define UG_DELTA_PARAM_DECLS                                                                                           \
-    {"tokens", UG_PARAM_INT, "1", 1, 65536, NULL, "T tokens of one sequence, processed in order (1 = decode)"},      \
-        {"hv", UG_PARAM_INT, "1", 1, 256, NULL, "Hv value heads, a multiple of hqk"},                                  \
-        {"hqk", UG_PARAM_INT, "1", 1, 256, NULL, "Hqk query/key heads; value head h reads qk head h / (Hv/Hqk)"},     \
-        {"dk", UG_PARAM_INT, "128", 1, 1024, NULL, "Dk key head dim (elements)"},                                      \
-        {"dv", UG_PARAM_INT, "128", 1, 1024, NULL, "Dv value head dim (elements)"},                                    \
-        {"scale", UG_PARAM_F32, "1/sqrt(dk)", -UG_DECL_INF, UG_DECL_INF, NULL,                                        \
-         "output scale (fp32 attribute; the default Dk^-1/2 is formed in double, then rounded to fp32)"}
-
-/* The tensors of both ops, in the builder's order (Philox stream i = input i). qkv is the
- * dtype rule of q, k, v and o ("bf16:bf16": only bf16 cases). */
-#define UG_DELTA_TENSOR_DECLS(qkv)                                                                                     \
-    {"q", UG_TENSOR_INPUT, qkv, "tokens, hqk, dk",                                                                    \
-     "queries; drawn, then each Dk row l2-normalised by the builder (in double, rounded once to the dtype)"},          \
-        {"k", UG_TENSOR_INPUT, qkv, "tokens, hqk, dk", "keys; drawn, then l2-normalised like q"},                      \
-        {"v", UG_TENSOR_INPUT, qkv, "tokens, hv, dv", "values"},                                                       \
-        {"g", UG_TENSOR_INPUT, "fp32", "tokens, hv", "per-token log decay (<= 0): the state is scaled by e^g"},        \
-        {"beta", UG_TENSOR_INPUT, "fp32", "tokens, hv", "write strength in (0, 1)"},                                   \
-        {"h0", UG_TENSOR_INPUT, "fp32", "hv, dv, dk", "initial state; row i = value index (S maps keys to values)"},   \
-        {"o", UG_TENSOR_OUTPUT, qkv, "tokens, hv, dv", "o_t = S_t q_t * scale, rounded once to its dtype"},            \
-        {"ht", UG_TENSOR_OUTPUT, "fp32", "hv, dv, dk", "final state S_{T-1}, rounded once to fp32"},                   \
-    {                                                                                                                  \
-        NULL                                                                                                           \
-    }
-
 /* What both ops' contracts say about special values and rounding. */
 #define UG_DELTA_SEMANTICS                                                                                             \
     "Per value head h (qk head h/(Hv/Hqk)) and value row i, in exact arithmetic on the given input values: "          \

@@ -17,30 +17,6 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
     ug_delta_geometry(c, out, g, 1, 32); /* one token per step; 32-lane rows */
 }
 
-static const ug_param_decl params[] = {
-    UG_DELTA_PARAM_DECLS,
-    {NULL},
-};
-
-static const ug_tensor_decl tensors[] = {UG_DELTA_TENSOR_DECLS("bf16:bf16")};
-
-static const ug_output_rule outputs[] = {
-    {"o", UG_CMP_NUMERIC, 0.05, 0.01, 0.005},  /* docs/STANDARDS.md: gated_delta_rule 0.05 / 0.01 */
-    {"ht", UG_CMP_NUMERIC, 0.05, 0.01, 0.005}, /* the same pair for the final state */
-};
-
 const ug_op_def ug_opdef_gated_delta_rule = {
-    .op = UG_OP_GATED_DELTA_RULE,
-    .summary = "recurrent gated delta rule: S_t = e^g S_{t-1}(I - beta k k^T) + beta v k^T, o_t = S_t q_t*scale; "
-               "value heads share qk heads",
-    .dtypes = "bf16",
-    .primary = UG_STD_PYPTO,
-    .bench_level = 0,
-    .outputs = outputs,
-    .n_outputs = 2,
-    .decl = {"gated_delta_rule", params, NULL, tensors, ug_delta_check},
-    .semantics = UG_DELTA_SEMANTICS " q, k, v and o are bf16; g, beta, h0 and ht fp32.",
-    .build = ug_delta_build,
-    .oracle = ug_delta_oracle,
-    .geometry = geometry,
-};
+    .op = UG_OP_GATED_DELTA_RULE, .decl.check = ug_delta_check, .build = ug_delta_build, .oracle = ug_delta_oracle,
+    .geometry = geometry};

@@ -51,43 +51,5 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     return 0;
 }
 
-static const ug_param_decl params[] = {
-    {"tokens", UG_PARAM_INT, "64", 1, 8192, NULL, "T, token rows (the reference test's bs 64; decode 1)"},
-    {"hidden", UG_PARAM_INT, "5120", 1, 16384, NULL, "h, the reduction length (GLM-4.5: 5120)"},
-    {"experts", UG_PARAM_INT, "160", 1, 1024, NULL,
-     "E, routed experts (GLM-4.5: 160); experts*hidden <= 2^24, tokens*experts*hidden <= 2^30"},
-    {NULL},
-};
-
-static const ug_tensor_decl tensors[] = {
-    {"x", UG_TENSOR_INPUT, "case", "tokens, hidden", "hidden states, one token per row"},
-    {"w", UG_TENSOR_INPUT, "fp32", "experts, hidden", "router weight W_gate, one expert per row"},
-    {"logits", UG_TENSOR_OUTPUT, "fp32", "tokens, experts", "x*W^T, each exact dot rounded once to fp32"},
-    {NULL},
-};
-
-static const ug_output_rule outputs[] = {
-    {"logits", UG_CMP_NUMERIC, 5e-3, 5e-3, 0}, /* pypto-gym test_glm_gate.py: assert_allclose 5e-3 / 5e-3 */
-};
-
-const ug_op_def ug_opdef_glm_gate = {
-    .op = UG_OP_GLM_GATE,
-    .summary = "MoE router gate: logits = float(x) * W^T; x bf16/fp32, W fp32 [experts, hidden], fp32 logits",
-    .dtypes = "bf16,fp32",
-    .primary = UG_STD_PYPTO,
-    .bench_level = 0,
-    .outputs = outputs,
-    .n_outputs = 1,
-    .decl = {"glm_gate", params, NULL, tensors, check},
-    .semantics = "logits[t,e] = sum_k x[t,k]*w[e,k] over k < hidden, in exact arithmetic on the stored values "
-                 "(x widened exactly to fp32, w as stored), correctly rounded once (RNE) to fp32; no product or "
-                 "partial sum rounds. Where an fp32 product or partial sum would overflow for finite inputs, the "
-                 "oracle still expects the exact sum: a finite logit if it fits in fp32, +-inf only when the exact "
-                 "sum itself rounds beyond fp32's range. NaN and +-inf propagate by IEEE on the exact formula: a NaN "
-                 "anywhere in x[t] or w[e], inf*0, or +inf and -inf products in one dot give NaN; otherwise an "
-                 "infinite product gives that infinity. A special value in x[t] reaches row t only, one in w[e] "
-                 "column e only.",
-    .build = NULL,
-    .oracle = oracle,
-    .geometry = NULL, /* the default view: tokens x experts, 16-token by 64-expert tiles (the kernel's) */
-};
+/* No builder, and the default geometry: tokens x experts, 16-token by 64-expert tiles (the kernel's). */
+const ug_op_def ug_opdef_glm_gate = {.op = UG_OP_GLM_GATE, .decl.check = check, .oracle = oracle};

@@ -162,58 +162,6 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
     g->col_tile = 64;
 }
 
-static const ug_param_decl params[] = {
-    {"tokens", UG_PARAM_INT, "1", 1, 1 << 24, NULL, "tokens T; tokens*hidden*topk <= 2^24"},
-    {"hidden", UG_PARAM_INT, "1", 1, 1 << 24, NULL, "hidden size H (7168 in production)"},
-    {"experts", UG_PARAM_INT, "1", 1, 4096, NULL,
-     "experts E (>= world); rank r owns experts [r*floor(E/W), (r+1)*floor(E/W)), the last rank up to E"},
-    {"topk", UG_PARAM_INT, "1", 1, 8, NULL, "copies per token k (<= experts), distinct experts"},
-    {"world", UG_PARAM_INT, "1", 1, 8, NULL, "simulated ranks W: 1, 2, 4 or 8"},
-    {"wire", UG_PARAM_ENUM, "bf16", 0, 0, "bf16|int8",
-     "bf16, or int8: per-token DynQuant (scale = max|x|/127, q = clamp(rne(x/scale), -128, 127)), dequantised on "
-     "arrival"},
-    {"routing", UG_PARAM_ENUM, "uniform", 0, 0, "uniform|hot", "uniform, or hot: ids drawn from the first max(k, E/4) experts"},
-    {NULL},
-};
-
-static const ug_tensor_decl tensors[] = {
-    {"x", UG_TENSOR_INPUT, "bf16:bf16", "tokens, hidden", "the tokens"},
-    {"expert_ids", UG_TENSOR_BUILT, "int32", "tokens, topk", "each token's k distinct experts, from the seed"},
-    {"weights", UG_TENSOR_INPUT, "fp32", "tokens, topk", "routing weights w[t,k]"},
-    {"expert_scale", UG_TENSOR_INPUT, "fp32", "experts", "the stand-in expert e computes y = scale[e]*x"},
-    {"out", UG_TENSOR_OUTPUT, "bf16:bf16", "tokens, hidden", "sum_k w[t,k]*scale[e_k]*x'_t, rounded once to bf16"},
-    {"rank_counts", UG_TENSOR_OUTPUT, "int32", "world", "copies received per rank"},
-    {"rank_offsets", UG_TENSOR_OUTPUT, "int32", "world", "each rank's offset in the receive buffer (exclusive prefix sum)"},
-    {"expert_counts", UG_TENSOR_OUTPUT, "int32", "experts", "copies per expert"},
-    {NULL},
-};
-
-static const ug_output_rule outputs[] = {
-    {"out", UG_CMP_NUMERIC, 1e-3, 1e-3, 0.005}, /* docs/STANDARDS.md is silent: 1e-3 / 1e-3 */
-    {"rank_counts", UG_CMP_EXACT, 0, 0, 0},
-    {"rank_offsets", UG_CMP_EXACT, 0, 0, 0},
-    {"expert_counts", UG_CMP_EXACT, 0, 0, 0},
-};
-
 const ug_op_def ug_opdef_moe_distributed_dispatch_combine = {
-    .op = UG_OP_MOE_DISTRIBUTED_DISPATCH_COMBINE,
-    .summary = "W simulated ranks: dispatch each token's top-k copies to the expert's rank (bf16 or int8 "
-               "DynQuant wire), y = scale_e*x, combine sum_k w_k*y_k on the source rank; plus the layout",
-    .dtypes = "bf16",
-    .primary = UG_STD_PYPTO,
-    .bench_level = 0,
-    .outputs = outputs,
-    .n_outputs = 4,
-    .decl = {"moe_distributed_dispatch_combine", params, NULL, tensors, check},
-    .semantics = "out_t = sum_k w[t,k]*scale[e_k]*x'_t exact, correctly rounded once to bf16; bf16 wire: x' = x; int8 "
-                 "wire: s = max|x_t|/127 exact (not rounded to fp32), q = clamp(rne(x/s), -128, 127) (the spec's own "
-                 "rounding), x' = q*s exact; an all-zero row stays 0. Nothing else rounds: where an fp32 product or "
-                 "sum would overflow for finite inputs (bf16-max x, fp32-max weights or scales), the oracle expects "
-                 "the exact value, +-inf only when it is beyond bf16. NaN and +-inf in weights, scales or (bf16 wire) "
-                 "x follow IEEE on the formula (inf*0 and inf-inf are NaN) and reach only the out row of their token; "
-                 "on the int8 wire a token row holding NaN or +-inf arrives as NaN (its scale is not finite), so its "
-                 "out row is NaN. The layout outputs depend on expert_ids only, which no special value reaches.",
-    .build = build,
-    .oracle = oracle,
-    .geometry = geometry,
-};
+    .op = UG_OP_MOE_DISTRIBUTED_DISPATCH_COMBINE, .decl.check = check, .build = build, .oracle = oracle,
+    .geometry = geometry};

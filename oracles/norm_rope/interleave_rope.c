@@ -68,49 +68,7 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
     g->col_tile = g->cols / 2; /* the even/odd half boundary */
 }
 
-static const ug_param_decl params[] = {
-    {"b", UG_PARAM_INT, "1", 1, 1 << 26, NULL, "batch B"},
-    {"n", UG_PARAM_INT, "1", 1, 1 << 26, NULL, "heads N"},
-    {"s", UG_PARAM_INT, "1", 1, 1 << 26, NULL, "sequence length S"},
-    {"d", UG_PARAM_INT, "64", 2, 4096, NULL, "head dim D (even; production 64)"},
-    {"pos0", UG_PARAM_INT, "0", 0, 1 << 24, NULL, "position of s = 0; row s has position pos0+s"},
-    {"base", UG_PARAM_NUM, "10000", 1, 1e12, NULL,
-     "rope base, > 1 (used in double): theta[s,i] = (pos0+s) * base^(-2i/D)"},
-    {NULL},
-};
-
 /* fp16 and bf16 only: a case of another dtype has no dtype for x and is refused. */
-static const ug_tensor_decl tensors[] = {
-    {"x", UG_TENSOR_INPUT, "fp16:fp16,bf16:bf16", "b, n, s, d", "contiguous, pairs (2i, 2i+1) interleaved"},
-    {"cos", UG_TENSOR_BUILT, "fp16:fp16,bf16:bf16", "s, d/2", "cos(theta[s,i]), rounded once to the dtype"},
-    {"sin", UG_TENSOR_BUILT, "fp16:fp16,bf16:bf16", "s, d/2", "sin(theta[s,i]), rounded once to the dtype"},
-    {"y", UG_TENSOR_OUTPUT, "fp16:fp16,bf16:bf16", "b, n, s, d",
-     "split-half: y[..,i] = x[..,2i]*cos - x[..,2i+1]*sin, y[..,D/2+i] = x[..,2i+1]*cos + x[..,2i]*sin"},
-    {NULL},
-};
-
-static const ug_output_rule outputs[] = {
-    {"y", UG_CMP_NUMERIC, 1e-4, 0x1p-7, 0.005}, /* docs/STANDARDS.md: interleave_rope 1e-4 / 2^-7 */
-};
 
 const ug_op_def ug_opdef_interleave_rope = {
-    .op = UG_OP_INTERLEAVE_ROPE,
-    .summary = "RoPE on interleaved pairs (x_2i, x_2i+1) of x[B,N,S,D], output in split-half layout",
-    .dtypes = "fp16,bf16",
-    .primary = UG_STD_PYPTO,
-    .bench_level = 0,
-    .outputs = outputs,
-    .n_outputs = 1,
-    .decl = {"interleave_rope", params, NULL, tensors, check},
-    .semantics = "Each output is the exact two-term sum x[2i]*cos - x[2i+1]*sin (first half) or x[2i+1]*cos + "
-                 "x[2i]*sin (second half) of the stored values, rounded once to the case dtype. The cos/sin tables "
-                 "are finite inputs built from the params. Special values of x follow IEEE rules through that sum and "
-                 "reach only the two outputs of their pair: NaN stays NaN, inf*0 (a zero cos or sin, e.g. sin at "
-                 "position 0) and +inf - inf give NaN, otherwise +-inf. For finite inputs each product is exact in "
-                 "fp32 (|cos|, |sin| <= 1), so an fp32 sum overflows only where the exact result is beyond the dtype "
-                 "range anyway; there (a finite result beyond the dtype's range) the reference stays the exact finite "
-                 "value, and a kernel's +-inf is a non-finite mismatch.",
-    .build = build,
-    .oracle = oracle,
-    .geometry = geometry,
-};
+    .op = UG_OP_INTERLEAVE_ROPE, .decl.check = check, .build = build, .oracle = oracle, .geometry = geometry};

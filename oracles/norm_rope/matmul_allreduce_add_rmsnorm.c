@@ -158,60 +158,6 @@ static void adjust_rule(const ug_case *c, int out, const double *g, size_t n, ug
     rule->pypto_atol = rule->pypto_rtol * (finite ? sum / (double)finite : 0.0);
 }
 
-static const ug_param_decl params[] = {
-    {"tokens", UG_PARAM_INT, "1", 1, 1 << 24, NULL, "tokens T"},
-    {"k", UG_PARAM_INT, "1", 1, 1 << 24, NULL, "total reduction length K, a multiple of world (7168 in production)"},
-    {"n", UG_PARAM_INT, "1", 1, 1 << 24, NULL, "hidden size N of the output and the norm"},
-    {"world", UG_PARAM_INT, "1", 1, 8, NULL, "simulated ranks W: 1, 2, 4 or 8"},
-    {"eps", UG_PARAM_F32, "1e-6", 0, UG_DECL_INF, NULL, "RMSNorm epsilon (fp32 attribute)"},
-    {"pattern", UG_PARAM_ENUM, "random", 0, 0, "random|cancel",
-     "random, or cancel: odd ranks' partials nearly cancel the previous rank's (pairs 0-1, 2-3, ...: odd rank r "
-     "gets x_{r-1} and w = bf16(-w_{r-1} + w_r/128); no-op for world 1)"},
-    {NULL},
-};
-
-static const ug_derived_decl derived[] = {
-    {"k_rank", "k/world", "each rank's slice of the reduction, K/W"},
-    {NULL},
-};
-
-static const ug_tensor_decl tensors[] = {
-    {"x", UG_TENSOR_INPUT, "bf16:bf16", "world, tokens, k_rank", "rank r's slice of the activations"},
-    {"w", UG_TENSOR_INPUT, "bf16:bf16", "world, k_rank, n", "rank r's rows of the weight"},
-    {"residual", UG_TENSOR_INPUT, "bf16:bf16", "tokens, n", "added after the all-reduce"},
-    {"gamma", UG_TENSOR_INPUT, "bf16:bf16", "n", "RMSNorm weight"},
-    {"out", UG_TENSOR_OUTPUT, "bf16:bf16", "tokens, n", "RMSNorm(h; gamma, eps), rounded once to bf16"},
-    {"h", UG_TENSOR_OUTPUT, "bf16:bf16", "tokens, n", "h = sum_r bf16(x_r.w_r) + residual, rounded once to bf16"},
-    {NULL},
-};
-
-static const ug_output_rule outputs[] = {
-    /* per case (adjust_rule); the numbers here are W = 1 with atol still to scale by mean|g| */
-    {"out", UG_CMP_NUMERIC, 0.0, 1.5 * 0x1p-7, 0.005},
-    {"h", UG_CMP_NUMERIC, 0.0, 1.5 * 0x1p-7, 0.005},
-};
-
 const ug_op_def ug_opdef_matmul_allreduce_add_rmsnorm = {
-    .op = UG_OP_MATMUL_ALLREDUCE_ADD_RMSNORM,
-    .summary = "W simulated ranks: p_r = bf16(x_r.w_r); y = sum_r p_r in rank order; h = y + residual; "
-               "out = RMSNorm(h; gamma, eps); outputs out and h",
-    .dtypes = "bf16",
-    .primary = UG_STD_PYPTO,
-    .bench_level = 0,
-    .outputs = outputs,
-    .n_outputs = 2,
-    .decl = {"matmul_allreduce_add_rmsnorm", params, derived, tensors, check},
-    .semantics = "p_r = x_r.w_r exact, then ROUNDED TO BF16 (RNE, +-inf beyond bf16's range): the partial that travels "
-                 "on the wire; y = sum_r p_r and h = y + residual exact (the all-reduce adds no rounding of its own); "
-                 "the h output is that h rounded once to bf16, and out = h*gamma/sqrt(mean(h^2) + eps) normalises the "
-                 "exact h, not the stored bf16 h, on the fp32 value of eps, rounded once to bf16. Nothing else "
-                 "rounds: where an fp32 accumulator or the fp32 sum of squares would overflow for finite inputs "
-                 "(bf16-max x, w, residual; |h| >= 2^64), the oracle expects the exact value. NaN and +-inf follow "
-                 "IEEE on this formula: a NaN in a token's row of x, residual or in w/gamma reaches the elements that "
-                 "read it (a NaN h makes the whole out row NaN through mean(h^2)); an infinite h gives mean(h^2) = "
-                 "+inf, rstd = 0, so out is NaN at the infinite entries and 0 elsewhere in the row.",
-    .build = build,
-    .oracle = oracle,
-    .geometry = geometry,
-    .adjust_rule = adjust_rule,
-};
+    .op = UG_OP_MATMUL_ALLREDUCE_ADD_RMSNORM, .decl.check = check, .build = build, .oracle = oracle,
+    .geometry = geometry, .adjust_rule = adjust_rule};

@@ -53,45 +53,6 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
     g->col_tile = 256;                 /* the kernel's lane tile */
 }
 
-static const ug_param_decl params[] = {
-    {"t", UG_PARAM_INT, "1", 1, 1 << 26, NULL, "tokens T"},
-    {"n", UG_PARAM_INT, "4", 1, MHC_MAX_STREAMS, NULL, "residual streams N (production 4)"},
-    {"d", UG_PARAM_INT, "2560", 1, 1 << 26, NULL, "hidden size D (production 2560 or 5120)"},
-    {NULL},
-};
-
 /* bf16 only: a case of another dtype has no dtype for x and is refused. */
-static const ug_tensor_decl tensors[] = {
-    {"x", UG_TENSOR_INPUT, "bf16:bf16", "t, n, d", "the N residual streams of each token"},
-    {"h_out", UG_TENSOR_INPUT, "bf16:bf16", "t, d", "the layer output"},
-    {"h_res", UG_TENSOR_INPUT, "bf16:fp32", "t, n, n", "h_res[t,k,n]: weight of source stream k in output stream n"},
-    {"h_post", UG_TENSOR_INPUT, "bf16:fp32", "t, n", "weight of the layer output in stream n"},
-    {"out", UG_TENSOR_OUTPUT, "bf16:bf16", "t, n, d", "h_post[t,n]*h_out[t] + sum_k h_res[t,k,n]*x[t,k]"},
-    {NULL},
-};
 
-static const ug_output_rule outputs[] = {
-    {"out", UG_CMP_NUMERIC, 1e-4, 0x1p-7, 0.005}, /* docs/STANDARDS.md: mhc_post 1e-4 / 2^-7 */
-};
-
-const ug_op_def ug_opdef_mhc_post = {
-    .op = UG_OP_MHC_POST,
-    .summary = "mHC post: out[n] = h_post[n]*h_out + sum_k h_res[k,n]*x[k] over N residual streams",
-    .dtypes = "bf16",
-    .primary = UG_STD_PYPTO,
-    .bench_level = 0,
-    .outputs = outputs,
-    .n_outputs = 1,
-    .decl = {"mhc_post", params, NULL, tensors, check},
-    .semantics = "out[t,n,:] = h_post[t,n]*h_out[t,:] + sum_k h_res[t,k,n]*x[t,k,:] in exact arithmetic, rounded once "
-                 "to bf16; a finite result beyond the bf16 range has no representable value, the reference stays the "
-                 "exact value and a kernel's +-inf there is a non-finite mismatch. Special values follow IEEE rules "
-                 "through that sum: a NaN term, inf*0 or +inf + -inf gives NaN, otherwise an infinite term gives "
-                 "+-inf; a NaN or inf coefficient reaches every column of its stream, a NaN or inf value of x or "
-                 "h_out every stream of its column. Products of fp32 coefficients near the fp32 maximum with bf16 "
-                 "values can overflow an fp32 accumulator for finite inputs; the oracle still expects the exact "
-                 "rounded sum (finite where such terms cancel).",
-    .build = NULL,
-    .oracle = oracle,
-    .geometry = geometry,
-};
+const ug_op_def ug_opdef_mhc_post = {.op = UG_OP_MHC_POST, .decl.check = check, .oracle = oracle, .geometry = geometry};

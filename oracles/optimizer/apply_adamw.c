@@ -130,58 +130,5 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
     ug_geom_last_dim(&c->out[out], 16, 1024, g); /* the kernel's chunk: edges only matter for tails */
 }
 
-#define BELOW_ONE 0x1.fffffffffffffp-1 /* the largest double < 1: an exclusive bound of 1 */
-
-static const ug_param_decl params[] = {
-    {"rows", UG_PARAM_INT, "1", 1, 1 << 26, NULL, "rows R of the parameter tensor"},
-    {"cols", UG_PARAM_INT, "1", 1, 1 << 26, NULL, "cols C"},
-    {"step", UG_PARAM_INT, "1", 1, 1e9, NULL, "step t after this update (bias corrections 1 - beta^t)"},
-    {"lr", UG_PARAM_F32, "1e-3", 0, 10, NULL, "learning rate (fp32 attribute)"},
-    {"beta1", UG_PARAM_F32, "0.9", 0, BELOW_ONE, NULL, "first-moment decay in [0, 1) (fp32 attribute)"},
-    {"beta2", UG_PARAM_F32, "0.999", 0, BELOW_ONE, NULL, "second-moment decay in [0, 1) (fp32 attribute)"},
-    {"eps", UG_PARAM_F32, "1e-8", 1e-30, 1, NULL, "added after the square root (fp32 attribute)"},
-    {"weight_decay", UG_PARAM_F32, "0.01", 0, 10, NULL, "decoupled weight decay wd (fp32 attribute)"},
-    {NULL},
-};
-
-static const ug_tensor_decl tensors[] = {
-    {"w", UG_TENSOR_INPUT, "bf16:bf16,fp32:fp32", "rows, cols", "the weights"},
-    {"g", UG_TENSOR_INPUT, "bf16:bf16,fp32:fp32", "rows, cols", "the gradient"},
-    {"m", UG_TENSOR_INPUT, "fp32", "rows, cols", "the first moment"},
-    {"v", UG_TENSOR_INPUT, "fp32", "rows, cols", "the second moment: drawn, then stored as |draw| by the builder"},
-    {"w_out", UG_TENSOR_OUTPUT, "bf16:bf16,fp32:fp32", "rows, cols", "w', rounded once to w's dtype"},
-    {"m_out", UG_TENSOR_OUTPUT, "fp32", "rows, cols", "m' = b1*m + (1-b1)*g, rounded once to fp32"},
-    {"v_out", UG_TENSOR_OUTPUT, "fp32", "rows, cols", "v' = b2*v + (1-b2)*g^2, rounded once to fp32"},
-    {NULL},
-};
-
-static const ug_output_rule outputs[] = {
-    /* docs/STANDARDS.md: apply_adamw 1e-4 / 2^-7 */
-    {"w_out", UG_CMP_NUMERIC, 1e-4, 0x1p-7, 0.005},
-    {"m_out", UG_CMP_NUMERIC, 1e-4, 0x1p-7, 0.005},
-    {"v_out", UG_CMP_NUMERIC, 1e-4, 0x1p-7, 0.005},
-};
-
 const ug_op_def ug_opdef_apply_adamw = {
-    .op = UG_OP_APPLY_ADAMW,
-    .summary = "one AdamW step: moments, bias correction, decoupled weight decay; outputs w', m', v'",
-    .dtypes = "bf16,fp32",
-    .primary = UG_STD_PYPTO,
-    .bench_level = 0,
-    .outputs = outputs,
-    .n_outputs = 3,
-    .decl = {"apply_adamw", params, NULL, tensors, check},
-    .semantics = "m' = b1*m + (1-b1)*g, v' = b2*v + (1-b2)*g^2, w' = w - lr*(m'/(1-b1^t) / (sqrt(v'/(1-b2^t)) + eps) "
-                 "+ wd*w), exact on the fp32 values of lr, b1, b2, eps, wd: 1-b is formed exactly from fp32(b) (not "
-                 "fp32(1-b)), the bias corrections 1 - fp32(b)^t from the integer step t in the oracle's working "
-                 "precision, never rounded to fp32. Only the outputs round: m', v' once to fp32, w' once to w's dtype. "
-                 "No intermediate overflows: for finite inputs the oracle expects the exact value even where an fp32 "
-                 "kernel's g*g (|g| > 2^64) or m'/denom overflows, and an output beyond its dtype's range is +-inf. "
-                 "NaN in any input an output reads gives NaN there; +-inf follows IEEE on the formula (g = +-inf: m' = "
-                 "+-inf, v' = +inf, w' NaN; m = +-inf: m' = +-inf, w' = -+inf (lr > 0); v = +inf: v' = +inf, w' = w - lr*wd*w; "
-                 "a negative v', only from an injected negative v, gives w' NaN). w = +-inf gives w' = w*(1 - lr*wd) "
-                 "- lr*update: +-inf signed as 1 - lr*wd, NaN when lr*wd = 1 or the update is infinite.",
-    .build = build,
-    .oracle = oracle,
-    .geometry = geometry,
-};
+    .op = UG_OP_APPLY_ADAMW, .decl.check = check, .build = build, .oracle = oracle, .geometry = geometry};

@@ -317,61 +317,6 @@ int ug_lip8_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     return 0;
 }
 
-const ug_param_decl ug_lip8_params[] = {
-    {"tokens", UG_PARAM_INT, "1", 1, UG_DECL_INF, NULL, "tokens T"},
-    {"hidden", UG_PARAM_INT, "1", 1, UG_DECL_INF, NULL, "hidden size h of x (production 7168)"},
-    {"heads", UG_PARAM_INT, "1", 1, UG_DECL_INF, NULL, "indexer heads H (production 64)"},
-    {"d", UG_PARAM_INT, "128", 32, 128, NULL, "indexer head dim D: 32, 64 or 128 (production 128)"},
-    {"rope", UG_PARAM_INT, "min(d,64)", 2, 128, NULL,
-     "RoPE_half dims R at the start of each row: a power of two, 2..D"},
-    {"blocks", UG_PARAM_INT, "1", 1, 65536, NULL, "paged k-cache blocks"},
-    {"block_size", UG_PARAM_INT, "16", 1, 65536, NULL, "slots per block (blocks*block_size <= 65536)"},
-    {"pad", UG_PARAM_INT, "0", 0, UG_DECL_INF, NULL, "trailing padding tokens (slot -1, not written), <= tokens"},
-    {"pos", UG_PARAM_INT, "0", 0, 1 << 24, NULL, "position of token 0 (token t is at pos + t)"},
-    {"eps", UG_PARAM_F32, "1e-6", 0, UG_DECL_INF, NULL, "LayerNorm epsilon (fp32 attribute)"},
-    {"rope_base", UG_PARAM_NUM, "10000", 1, 1e9, NULL, "RoPE base, in (1, 1e9)"},
-    {NULL},
-};
-
-const ug_derived_decl ug_lip8_derived[] = {
-    {"half", "rope/2", "RoPE angles per token"},
-    {"mx_blocks", "d/32", "MXFP8 blocks of 32 per row"},
-    {NULL},
-};
-
-/* Both ops' tensors in the order their values are drawn; only the scale outputs differ. */
-#define LIP8_TENSORS(SDT, QS_SHAPE, QS_DOC, KS_SHAPE, KS_DOC)                                                         \
-    {"q", UG_TENSOR_INPUT, "bf16:bf16", "tokens, heads, d",                                                          \
-     "the already dequantised q_i8*W_qb_i8 (the int8 q input is simplified away)"},                                 \
-        {"x", UG_TENSOR_INPUT, "bf16:bf16", "tokens, hidden", "the hidden states"},                                  \
-        {"w_k", UG_TENSOR_INPUT, "bf16:bf16", "hidden, d", "k projection"},                                          \
-        {"ln_gamma", UG_TENSOR_INPUT, "bf16:bf16", "d", "LayerNorm weight of k"},                                    \
-        {"ln_beta", UG_TENSOR_INPUT, "bf16:bf16", "d", "LayerNorm bias of k"},                                       \
-        {"w_proj", UG_TENSOR_INPUT, "bf16:bf16", "hidden, heads", "head-weights projection"},                        \
-        {"cos", UG_TENSOR_BUILT, "bf16:bf16", "tokens, half",                                                        \
-         "cos of (pos+t)*rope_base^(-2i/R), computed deterministically in double, rounded to bf16"},                 \
-        {"sin", UG_TENSOR_BUILT, "bf16:bf16", "tokens, half", "sin of the same angles"},                             \
-        {"slot_mapping", UG_TENSOR_BUILT, "int32", "tokens",                                                         \
-         "distinct seeded cache slots for the first tokens-pad tokens, -1 (padding) for the last pad"},             \
-        {"q_fp8", UG_TENSOR_OUTPUT, "e4m3", "tokens, heads, d", "q codes"},                                          \
-        {"q_scale", UG_TENSOR_OUTPUT, SDT, QS_SHAPE, QS_DOC},                                                        \
-        {"k_cache", UG_TENSOR_OUTPUT, "e4m3", "blocks, block_size, d", "k codes per slot (unwritten slots hold 0)"},  \
-        {"k_scale", UG_TENSOR_OUTPUT, SDT, KS_SHAPE, KS_DOC},                                                        \
-        {"weights", UG_TENSOR_OUTPUT, "bf16:bf16", "tokens, heads", "(x.w_proj)/sqrt(H*D)"},                         \
-    {                                                                                                                \
-        NULL                                                                                                         \
-    }
-
-const ug_tensor_decl ug_lip8_tensors_fp8[] = {LIP8_TENSORS("fp32", "tokens, heads",
-                                                           "amax/448 per q row (0 for an all-zero row)",
-                                                           "blocks, block_size",
-                                                           "amax/448 per k row (0 for unwritten slots)")};
-
-const ug_tensor_decl ug_lip8_tensors_mx[] = {LIP8_TENSORS("e8m0", "tokens, heads, mx_blocks",
-                                                          "E8M0 scale per 32-block of q (2^-127 for an all-zero block)",
-                                                          "blocks, block_size, mx_blocks",
-                                                          "E8M0 scale per 32-block of k (2^-127 for unwritten slots)")};
-
 void ug_lip8_geometry(const ug_case *c, int out, ug_geom *g)
 {
     const ug_tensor *t = &c->out[out];

@@ -10,10 +10,6 @@
 
 /* The params both ops declare, their cross-param check, and each op's tensors (same
  * inputs; the scale outputs differ in dtype and shape). */
-extern const ug_param_decl ug_lip8_params[];
-extern const ug_derived_decl ug_lip8_derived[];
-extern const ug_tensor_decl ug_lip8_tensors_fp8[];
-extern const ug_tensor_decl ug_lip8_tensors_mx[];
 int ug_lip8_check(const ug_params *p, char *err, size_t errlen);
 
 int ug_lip8_build(ug_case *c, char *err, size_t errlen);

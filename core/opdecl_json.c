@@ -1,0 +1,223 @@
+/* opdecl_json.c — reads an operator's declaration file into its definition.
+ *
+ * An op's declaration is data: oracles/<family>/<op>.json holds its summary, case dtypes,
+ * semantics, params, derived sizes, tensors and output rules (format: docs/ADDING_AN_OPERATOR.md).
+ * CMake compiles every such file into the binary (op_decls.c in the build folder, like the
+ * schema), and core/ops.c loads each once, on first use, into the op's ug_op_def beside
+ * what only C can say: the check, builder, oracle and geometry functions of the op's
+ * oracle file. Loading is strict: an unknown key, a wrong type, an unknown role, compare
+ * or param type, or an output rule without an output tensor is an error naming the key,
+ * so a typo in a declaration never silently drops a field. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ops.h"
+
+typedef struct {
+    const char *op, *where; /* for messages: the op and the entry being read */
+    char *err;
+    size_t errlen;
+} reader;
+
+static int fail(reader *r, const char *fmt, const char *a, const char *b)
+{
+    char what[160];
+    snprintf(what, sizeof what, fmt, a, b);
+    snprintf(r->err, r->errlen, "declaration of %s: %s: %s", r->op, r->where, what);
+    return -1;
+}
+
+/* Every key of o must be among allowed (a NULL-ended list). */
+static int known_keys(reader *r, const cJSON *o, const char *const *allowed)
+{
+    if (!cJSON_IsObject(o)) return fail(r, "expected an object%s%s", "", "");
+    for (const cJSON *k = o->child; k; k = k->next) {
+        int ok = 0;
+        for (int i = 0; allowed[i] && !ok; i++) ok = strcmp(allowed[i], k->string) == 0;
+        if (!ok) return fail(r, "unknown key \"%s\"%s", k->string, "");
+    }
+    return 0;
+}
+
+/* A string member: *out points into the tree (kept for the life of the process). */
+static int text(reader *r, const cJSON *o, const char *key, int required, const char **out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    *out = NULL;
+    if (!v) return required ? fail(r, "missing \"%s\"%s", key, "") : 0;
+    if (!cJSON_IsString(v)) return fail(r, "\"%s\" must be a string%s", key, "");
+    *out = v->valuestring;
+    return 0;
+}
+
+static int number(reader *r, const cJSON *o, const char *key, double dflt, double *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    *out = dflt;
+    if (!v) return 0;
+    if (!cJSON_IsNumber(v)) return fail(r, "\"%s\" must be a number%s", key, "");
+    *out = v->valuedouble;
+    return 0;
+}
+
+/* A name from a fixed list (param types, roles, compares): its index. */
+static int choice(reader *r, const char *s, const char *const *names, int n, const char *what, int *out)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(s, names[i]) == 0) return *out = i, 0;
+    return fail(r, "unknown %s \"%s\"", what, s);
+}
+
+/* The semantics: one string, or an array of strings joined with single spaces (so a
+ * long text can be kept one sentence a line). */
+static int semantics(reader *r, const cJSON *o, const char **out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "semantics");
+    if (cJSON_IsString(v)) return *out = v->valuestring, 0;
+    if (!cJSON_IsArray(v)) return fail(r, "\"semantics\" must be a string or an array of strings%s%s", "", "");
+    size_t len = 1;
+    for (const cJSON *s = v->child; s; s = s->next) {
+        if (!cJSON_IsString(s)) return fail(r, "\"semantics\" must be a string or an array of strings%s%s", "", "");
+        len += strlen(s->valuestring) + 1;
+    }
+    char *t = calloc(1, len);
+    for (const cJSON *s = v->child; s; s = s->next) strcat(strcat(t, s->valuestring), s->next ? " " : "");
+    *out = t;
+    return 0;
+}
+
+static int read_param(reader *r, const cJSON *o, ug_param_decl *p)
+{
+    static const char *const keys[] = {"name", "type", "default", "choices", "min", "max", "doc", NULL};
+    static const char *const types[] = {"int", "fp32", "number", "enum", "int_list", "pair_list"};
+    const char *type;
+    int t;
+    if (known_keys(r, o, keys) || text(r, o, "name", 1, &p->name) || text(r, o, "type", 1, &type) ||
+        choice(r, type, types, 6, "param type", &t) || text(r, o, "default", 0, &p->def) ||
+        text(r, o, "choices", t == UG_PARAM_ENUM, &p->choices) || number(r, o, "min", -UG_DECL_INF, &p->min) ||
+        number(r, o, "max", UG_DECL_INF, &p->max) || text(r, o, "doc", 0, &p->doc))
+        return -1;
+    p->type = (ug_param_type)t;
+    return 0;
+}
+
+static int read_derived(reader *r, const cJSON *o, ug_derived_decl *d)
+{
+    static const char *const keys[] = {"name", "formula", "doc", NULL};
+    return known_keys(r, o, keys) || text(r, o, "name", 1, &d->name) || text(r, o, "formula", 1, &d->formula) ||
+                   text(r, o, "doc", 0, &d->doc)
+               ? -1
+               : 0;
+}
+
+static int read_tensor(reader *r, const cJSON *o, ug_tensor_decl *t)
+{
+    static const char *const keys[] = {"name", "role", "dtype", "shape", "when", "doc", NULL};
+    static const char *const roles[] = {"input", "built", "output"};
+    const char *role;
+    int i;
+    if (known_keys(r, o, keys) || text(r, o, "name", 1, &t->name) || text(r, o, "role", 1, &role) ||
+        choice(r, role, roles, 3, "role", &i) || text(r, o, "dtype", 1, &t->dtype) ||
+        text(r, o, "shape", 1, &t->shape) || text(r, o, "when", 0, &t->when) || text(r, o, "doc", 0, &t->doc))
+        return -1;
+    t->role = (ug_tensor_role)i;
+    return 0;
+}
+
+static int read_output(reader *r, const cJSON *o, ug_output_rule *rule)
+{
+    static const char *const keys[] = {"name", "compare", "pypto_atol", "pypto_rtol", "pypto_budget", "source", NULL};
+    const char *cmp, *source;
+    int c;
+    if (known_keys(r, o, keys) || text(r, o, "name", 1, &rule->name) || text(r, o, "compare", 1, &cmp) ||
+        choice(r, cmp, ug_cmp_names, UG_CMP_COUNT, "compare", &c) ||
+        number(r, o, "pypto_atol", 0, &rule->pypto_atol) || number(r, o, "pypto_rtol", 0, &rule->pypto_rtol) ||
+        number(r, o, "pypto_budget", 0, &rule->pypto_budget) || text(r, o, "source", 0, &source))
+        return -1;
+    rule->cmp = (ug_cmp)c;
+    return 0;
+}
+
+/* Reads array key of o into a new array of n+1 zeroed elements of size sz (the last one
+ * the NULL-name end), calling each for every element. */
+static int read_array(reader *r, const cJSON *o, const char *key, int required, size_t sz, void **out, int *n,
+                      int (*each)(reader *, const cJSON *, void *))
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, key);
+    *out = NULL, *n = 0;
+    if (!a) return required ? fail(r, "missing \"%s\"%s", key, "") : 0;
+    if (!cJSON_IsArray(a)) return fail(r, "\"%s\" must be an array%s", key, "");
+    char *items = calloc((size_t)cJSON_GetArraySize(a) + 1, sz);
+    for (const cJSON *e = a->child; e; e = e->next, (*n)++) {
+        char where[64];
+        snprintf(where, sizeof where, "%s[%d]", key, *n);
+        r->where = where;
+        if (each(r, e, items + (size_t)*n * sz)) return free(items), -1;
+    }
+    r->where = "top level";
+    *out = items;
+    return 0;
+}
+
+static int each_param(reader *r, const cJSON *e, void *p) { return read_param(r, e, p); }
+static int each_derived(reader *r, const cJSON *e, void *p) { return read_derived(r, e, p); }
+static int each_tensor(reader *r, const cJSON *e, void *p) { return read_tensor(r, e, p); }
+static int each_output(reader *r, const cJSON *e, void *p) { return read_output(r, e, p); }
+
+/* Every output rule judges a declared output tensor. */
+static int rules_match_outputs(reader *r, const ug_op_def *d)
+{
+    for (int i = 0; i < d->n_outputs; i++) {
+        const ug_tensor_decl *t = d->decl.tensors;
+        while (t->name && strcmp(t->name, d->outputs[i].name) != 0) t++;
+        if (!t->name || t->role != UG_TENSOR_OUTPUT)
+            return fail(r, "output rule \"%s\" names no tensor of role output%s", d->outputs[i].name, "");
+    }
+    return 0;
+}
+
+/* Where the params and derived sizes come from: this file, or the file of the op named by
+ * "params_from" (two ops over one input set, such as an attention and its gradient),
+ * which must then leave both out. */
+static int params_source(reader *r, const cJSON *root, const cJSON **src)
+{
+    const char *from;
+    *src = root;
+    if (text(r, root, "params_from", 0, &from) || !from) return -!!r->err[0];
+    if (cJSON_GetObjectItemCaseSensitive(root, "params") || cJSON_GetObjectItemCaseSensitive(root, "derived"))
+        return fail(r, "\"params_from\" %s leaves \"params\" and \"derived\" out%s", from, "");
+    for (const ug_embedded_decl *e = ug_embedded_decls; e->op; e++)
+        if (strcmp(e->op, from) == 0) {
+            *src = cJSON_Parse(e->json); /* kept, like root */
+            return *src ? 0 : fail(r, "\"params_from\" %s is not valid JSON%s", from, "");
+        }
+    return fail(r, "\"params_from\": no declaration file %s.json%s", from, "");
+}
+
+int ug_op_def_load(ug_op_def *d, const char *op, const char *json, char *err, size_t errlen)
+{
+    static const char *const keys[] = {"op",      "summary", "dtypes",  "semantics", "params", "params_from",
+                                       "derived", "tensors", "outputs", NULL};
+    reader r = {op, "top level", err, errlen};
+    cJSON *root = cJSON_Parse(json); /* kept: the definition's strings point into it */
+    if (!root) return fail(&r, "not valid JSON near \"%.40s\"%s", cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : "", "");
+    const char *name;
+    const cJSON *src;
+    void *params, *derived, *tensors, *outputs;
+    int n;
+    err[0] = 0;
+    if (known_keys(&r, root, keys) || text(&r, root, "op", 1, &name) || params_source(&r, root, &src) ||
+        (strcmp(name, op) != 0 && fail(&r, "\"op\" is \"%s\", the file is %s.json", name, op)) ||
+        text(&r, root, "summary", 1, &d->summary) || text(&r, root, "dtypes", 1, &d->dtypes) ||
+        semantics(&r, root, &d->semantics) ||
+        read_array(&r, src, "params", 1, sizeof(ug_param_decl), &params, &n, each_param) ||
+        read_array(&r, src, "derived", 0, sizeof(ug_derived_decl), &derived, &n, each_derived) ||
+        read_array(&r, root, "tensors", 1, sizeof(ug_tensor_decl), &tensors, &n, each_tensor) ||
+        read_array(&r, root, "outputs", 1, sizeof(ug_output_rule), &outputs, &d->n_outputs, each_output))
+        return cJSON_Delete(root), -1;
+    d->decl.op = name;
+    d->decl.params = params, d->decl.derived = derived, d->decl.tensors = tensors;
+    d->outputs = outputs;
+    return rules_match_outputs(&r, d);
+}
