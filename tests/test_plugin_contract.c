@@ -172,8 +172,63 @@ static void check_bad_params(void)
     ug_case_free(&c);
 }
 
+/* The declaration loader (core/opdecl_json.c): a small declaration reads back field by
+ * field, and each kind of malformed file is refused with a message naming what is wrong. */
+#define T_DECL_HEAD "{\"op\":\"t_op\",\"summary\":\"s\",\"dtypes\":\"fp32\",\"semantics\":[\"One.\",\"Two.\"],"
+#define T_DECL_PARAMS "\"params\":[{\"name\":\"n\",\"type\":\"int\",\"default\":\"4\",\"min\":1}],"
+#define T_DECL_TENSORS                                                                                                  \
+    "\"tensors\":[{\"name\":\"x\",\"role\":\"input\",\"dtype\":\"case\",\"shape\":\"n\"},"                       \
+    "{\"name\":\"y\",\"role\":\"output\",\"dtype\":\"case\",\"shape\":\"n, 2\"}],"
+#define T_DECL_OUTPUTS "\"outputs\":[{\"name\":\"y\",\"compare\":\"boundary_aware\",\"pypto_atol\":1}]}"
+
+static void expect_load_refused(const char *json, const char *needle)
+{
+    ug_op_def d = {0};
+    char err[512] = "";
+    int rc = ug_op_def_load(&d, "t_op", json, err, sizeof err);
+    CHECK(rc == -1 && strstr(err, "t_op") && strstr(err, needle), "load refused: rc %d, \"%s\" should name %s", rc, err,
+          needle);
+}
+
+static void check_declaration_loader(void)
+{
+    ug_op_def d = {0};
+    char err[512] = "";
+    CHECK(ug_op_def_load(&d, "t_op", T_DECL_HEAD T_DECL_PARAMS T_DECL_TENSORS T_DECL_OUTPUTS, err, sizeof err) == 0,
+          "%s", err);
+    CHECK(d.decl.op && strcmp(d.decl.op, "t_op") == 0 && strcmp(d.semantics, "One. Two.") == 0, "head fields");
+    CHECK(d.decl.params[0].type == UG_PARAM_INT && d.decl.params[0].min == 1 && d.decl.params[0].max == UG_DECL_INF &&
+              !d.decl.params[1].name,
+          "params");
+    CHECK(d.decl.tensors[1].role == UG_TENSOR_OUTPUT && strcmp(d.decl.tensors[1].shape, "n, 2") == 0 &&
+              !d.decl.tensors[2].name,
+          "tensors");
+    CHECK(d.n_outputs == 1 && d.outputs[0].cmp == UG_CMP_BOUNDARY && d.outputs[0].pypto_atol == 1 &&
+              d.outputs[0].pypto_budget == 0,
+          "outputs");
+    expect_load_refused("{\"op\":", "not valid JSON");
+    expect_load_refused("{\"op\":\"other\"}", "other");
+    expect_load_refused(T_DECL_HEAD "\"parms\":[]," T_DECL_TENSORS T_DECL_OUTPUTS, "parms");
+    expect_load_refused(T_DECL_HEAD "\"params\":[{\"name\":\"n\",\"type\":\"integer\"}]," T_DECL_TENSORS T_DECL_OUTPUTS,
+                        "integer");
+    expect_load_refused(T_DECL_HEAD "\"params\":[{\"name\":\"n\",\"type\":\"int\",\"max\":\"9\"}]," T_DECL_TENSORS
+                                    T_DECL_OUTPUTS,
+                        "params[0]");
+    expect_load_refused(T_DECL_HEAD "\"params\":[{\"name\":\"m\",\"type\":\"enum\"}]," T_DECL_TENSORS T_DECL_OUTPUTS,
+                        "choices");
+    expect_load_refused(T_DECL_HEAD T_DECL_PARAMS "\"tensors\":[{\"name\":\"y\",\"role\":\"scratch\",\"dtype\":\"case\","
+                                                  "\"shape\":\"n\"}]," T_DECL_OUTPUTS,
+                        "scratch");
+    expect_load_refused(T_DECL_HEAD T_DECL_PARAMS T_DECL_TENSORS "\"outputs\":[{\"name\":\"x\",\"compare\":\"numeric\"}]}",
+                        "names no tensor of role output");
+    expect_load_refused(T_DECL_HEAD T_DECL_PARAMS T_DECL_TENSORS "\"outputs\":[{\"name\":\"y\",\"compare\":\"close\"}]}",
+                        "close");
+    expect_load_refused(T_DECL_HEAD "\"params_from\":\"no_such_op\"," T_DECL_TENSORS T_DECL_OUTPUTS, "no_such_op");
+}
+
 int main(void)
 {
+    check_declaration_loader();
     check_formulas();
     check_bad_params();
     check_plan();

@@ -1,4 +1,4 @@
-/* attn_softmax.c — operator definition, input builder and exact oracle of attn_softmax.
+/* attn_softmax.c — param checks, input builder and exact oracle of attn_softmax.
  *
  *   y[r,:] = softmax(z[r,:]),  z = cap * tanh(x * scale / cap) + mask   (cap 0: z = x*scale + mask)
  *

@@ -1,4 +1,4 @@
-/* flash_attention_common.c — declared params, shared inputs and the exact softmax row of
+/* flash_attention_common.c — the shared check, inputs and the exact softmax row of
  * the flash-attention operators (see flash_attention_common.h).
  *
  * The sequence lengths are one string param ("seqlens": "Q[:K],...") rather than two

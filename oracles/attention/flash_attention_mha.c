@@ -1,4 +1,4 @@
-/* flash_attention_mha.c — operator definition, input builder and exact oracle of
+/* flash_attention_mha.c — param checks, input builder and exact oracle of
  * flash_attention_mha, the variable-length MHA forward in the packed TND layout:
  *
  *     s_tj = scale * q[t,h,:].k[j,h,:]     for the keys j of t's batch element that t sees

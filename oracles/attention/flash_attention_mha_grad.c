@@ -1,4 +1,4 @@
-/* flash_attention_mha_grad.c — operator definition, input builder and exact oracle of
+/* flash_attention_mha_grad.c — param checks, input builder and exact oracle of
  * flash_attention_mha_grad, the backward of flash_attention_mha (same params, layout and
  * causal rule; see oracles/attention/flash_attention_mha.c):
  *

@@ -1,4 +1,4 @@
-/* gqa_decode_attn.c — operator definition, input builder and exact oracle of
+/* gqa_decode_attn.c — param checks, input builder and exact oracle of
  * gqa_decode_attn (GQA decode attention with an optional sliding window):
  *
  *   o[b,h,:] = softmax_j( q[b,h]·k[b,g(h),j] / sqrt(D) ) · v[b,g(h),j],   g(h) = h / (Hq/Hkv),

@@ -1,4 +1,4 @@
-/* incre_flash_attention_mla.c — operator definition, input builder and exact oracle of
+/* incre_flash_attention_mla.c — param checks, input builder and exact oracle of
  * incre_flash_attention_mla (MLA decode attention over a paged latent cache):
  *
  *   s_j = (q_nope[b,h]·c_kv[j] + q_rope[b,h]·k_rope[j]) · 576^-1/2,   o[b,h] = softmax(s)·c_kv

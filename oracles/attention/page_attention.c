@@ -1,4 +1,4 @@
-/* page_attention.c — operator definition, input builder and exact oracle of
+/* page_attention.c — param checks, input builder and exact oracle of
  * page_attention, paged decode attention with grouped-query heads (one query token per
  * sequence):
  *

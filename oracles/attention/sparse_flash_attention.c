@@ -1,4 +1,4 @@
-/* sparse_flash_attention.c — operator definition, input builder and exact oracle of
+/* sparse_flash_attention.c — param checks, input builder and exact oracle of
  * sparse_flash_attention (sparse MLA attention over given top-k indices, TND layout):
  *
  *   o[t,n] = sum_i softmax_i(scale · q[t,n]·kv[j_i]) · kv[j_i][:512],  j_i = indices[t,i] != -1

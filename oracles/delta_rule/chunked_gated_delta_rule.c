@@ -1,4 +1,4 @@
-/* chunked_gated_delta_rule.c — operator definition of chunked_gated_delta_rule, the
+/* chunked_gated_delta_rule.c — param checks of chunked_gated_delta_rule, the
  * chunked (WY) form of the gated delta rule that prefill kernels use:
  *     S_t = e^{g_t} S_{t-1} (I - beta_t k_t k_t^T) + beta_t v_t k_t^T,  o_t = S_t q_t * scale
  * computed in chunks of L in {32, 64, 128} tokens with the in-chunk cumulative log-decay,

@@ -1,4 +1,4 @@
-/* gated_delta_rule.c — operator definition of gated_delta_rule, the recurrent (decode)
+/* gated_delta_rule.c — param checks of gated_delta_rule, the recurrent (decode)
  * gated delta rule:
  *     S_t = e^{g_t} S_{t-1} (I - beta_t k_t k_t^T) + beta_t v_t k_t^T,  o_t = S_t q_t * scale
  * per value head h, reading qk head h / (Hv/Hqk) (grouped value heads, 32:16 in production).

@@ -1,4 +1,4 @@
-/* glm_gate.c — operator definition (declaration, semantics) and exact oracle of glm_gate,
+/* glm_gate.c — param checks and exact oracle of glm_gate,
  * the GLM-4.5 MoE router gate:
  *     logits[t,e] = sum_k float(x[t,k]) * W[e,k]
  * x [tokens, hidden] in the case dtype (bf16 as GLM-4.5 runs it; fp32 as the reference

@@ -1,4 +1,4 @@
-/* moe_distributed_dispatch_combine.c — operator definition (declaration, semantics),
+/* moe_distributed_dispatch_combine.c — param checks,
  * expert_ids builder and exact oracle of moe_distributed_dispatch_combine over W simulated ranks:
  *     owner(e) = min(e / (E/W), W-1)   (contiguous expert blocks, remainder on the last rank)
  *     x'_t     = x_t (bf16 wire)  or  DynQuant-dequant: s = max|x_t|/127,

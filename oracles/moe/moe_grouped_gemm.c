@@ -1,4 +1,4 @@
-/* moe_grouped_gemm.c — operator definition (declaration, semantics), group_list builder and exact oracle of
+/* moe_grouped_gemm.c — param checks, group_list builder and exact oracle of
  * moe_grouped_gemm, the grouped SwiGLU expert FFN of a MoE layer:
  *     for each expert e and each token row r of its group:
  *         out[r,:] = (silu(x[r,:]·W1_e) ⊙ (x[r,:]·W3_e))·W2_e

@@ -1,4 +1,4 @@
-/* inplace_add_rmsnorm.c — operator declaration and exact oracle of inplace_add_rmsnorm:
+/* inplace_add_rmsnorm.c — param checks and exact oracle of inplace_add_rmsnorm:
  *     x_add = x1 + x2,  rstd = 1/sqrt(mean(x_add^2) + eps),  y = x_add * rstd * gamma
  * eps is an fp32 attribute. x_add is exact in double (two bf16/fp16 values), and the
  * norm uses the exact x_add, not the stored rounded one: the spec rounds only at the

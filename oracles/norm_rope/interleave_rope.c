@@ -1,4 +1,4 @@
-/* interleave_rope.c — operator declaration, table builder and exact oracle of
+/* interleave_rope.c — param checks, table builder and exact oracle of
  * interleave_rope: RoPE on interleaved (GPT-J) pairs of x[B,N,S,D], results written in
  * split-half layout:
  *     y[b,n,s,i]       = x[b,n,s,2i]   * cos[s,i] - x[b,n,s,2i+1] * sin[s,i]

@@ -1,4 +1,4 @@
-/* matmul_allreduce_add_rmsnorm.c — operator definition (declaration, semantics), input
+/* matmul_allreduce_add_rmsnorm.c — param checks, input
  * builder (pattern cancel) and exact oracle of matmul_allreduce_add_rmsnorm over W simulated ranks:
  *     p_r = bf16(x_r . w_r),  y = sum_r p_r,  h = y + residual,
  *     out = h * gamma / sqrt(mean(h^2) + eps)

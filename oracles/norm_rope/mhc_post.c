@@ -1,4 +1,4 @@
-/* mhc_post.c — operator declaration and exact oracle of mhc_post, the post
+/* mhc_post.c — param checks and exact oracle of mhc_post, the post
  * step of manifold-constrained hyper-connections (mHC): per token t and stream n,
  *     out[t,n,:] = h_post[t,n] * h_out[t,:] + sum_k h_res[t,k,n] * x[t,k,:]
  * x, h_out and out are bf16; h_res [T,N,N] (source stream k first) and h_post [T,N] are

@@ -1,4 +1,4 @@
-/* rms_norm_rope.c — operator declaration, table builder and exact oracle of rms_norm_rope
+/* rms_norm_rope.c — param checks, table builder and exact oracle of rms_norm_rope
  * (Qwen3): per-head RMSNorm of q and k, then NeoX rotary on pairs (i, i+D/2):
  *     n = x * gamma / sqrt(mean(x^2) + eps)          per head row x[0..D), D = 128
  *     y[i] = n[i]*cos[t,i] - n[i+D/2]*sin[t,i],  y[i+D/2] = n[i+D/2]*cos[t,i] + n[i]*sin[t,i]

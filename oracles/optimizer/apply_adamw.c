@@ -1,4 +1,4 @@
-/* apply_adamw.c — operator definition (declaration, semantics), input builder and exact
+/* apply_adamw.c — param checks, input builder and exact
  * oracle of apply_adamw, one AdamW step with bias correction and decoupled weight decay:
  *     m' = b1*m + (1-b1)*g,  v' = b2*v + (1-b2)*g^2,  m^ = m'/(1-b1^t),  v^ = v'/(1-b2^t)
  *     w' = w - lr*( m^/(sqrt(v^) + eps) + wd*w )

@@ -1,4 +1,4 @@
-/* indexer_prolog_fp8.c — declaration, builder and exact oracle shared by
+/* indexer_prolog_fp8.c — check, builder and exact oracle shared by
  * lightning_indexer_prolog_quant_fp8 and lightning_indexer_prolog_quant_mxfp8:
  *     q path:  v = Hadamard(RoPE_half(q[t,h]))                 (q: dequantised bf16 input)
  *     k path:  v = Hadamard(RoPE_half(LayerNorm(x[t].W_k; gamma, beta)))  -> cache[slot[t]]

@@ -1,4 +1,4 @@
-/* mla_prolog.c — operator definition, input builder and exact oracle of mla_prolog:
+/* mla_prolog.c — param checks, input builder and exact oracle of mla_prolog:
  * DeepSeek's MLA prolog (mla_prolog_quant without quantisation), bf16 throughout.
  *     c_q = bf16(RMSNorm(x·W_dq; γ_q, eps))
  *     q   = bf16(c_q·W_uq), per head n: q_nope = q[n, :d_nope], q_rope = q[n, d_nope:]
