@@ -176,7 +176,7 @@ static void check_bad_params(void)
  * field, and each kind of malformed file is refused with a message naming what is wrong. */
 #define T_DECL_HEAD "{\"op\":\"t_op\",\"summary\":\"s\",\"dtypes\":\"fp32\",\"semantics\":[\"One.\",\"Two.\"],"
 #define T_DECL_PARAMS "\"params\":[{\"name\":\"n\",\"type\":\"int\",\"default\":\"4\",\"min\":1}],"
-#define T_DECL_TENSORS                                                                                                  \
+#define T_DECL_TENSORS \
     "\"tensors\":[{\"name\":\"x\",\"role\":\"input\",\"dtype\":\"case\",\"shape\":\"n\"},"                       \
     "{\"name\":\"y\",\"role\":\"output\",\"dtype\":\"case\",\"shape\":\"n, 2\"}],"
 #define T_DECL_OUTPUTS "\"outputs\":[{\"name\":\"y\",\"compare\":\"boundary_aware\",\"pypto_atol\":1}]}"
@@ -216,10 +216,12 @@ static void check_declaration_loader(void)
                         "params[0]");
     expect_load_refused(T_DECL_HEAD "\"params\":[{\"name\":\"m\",\"type\":\"enum\"}]," T_DECL_TENSORS T_DECL_OUTPUTS,
                         "choices");
-    expect_load_refused(T_DECL_HEAD T_DECL_PARAMS "\"tensors\":[{\"name\":\"y\",\"role\":\"scratch\",\"dtype\":\"case\","
-                                                  "\"shape\":\"n\"}]," T_DECL_OUTPUTS,
+    expect_load_refused(T_DECL_HEAD T_DECL_PARAMS
+                        "\"tensors\":[{\"name\":\"y\",\"role\":\"scratch\",\"dtype\":\"case\",\"shape\":\"n\"}],"
+                        T_DECL_OUTPUTS,
                         "scratch");
-    expect_load_refused(T_DECL_HEAD T_DECL_PARAMS T_DECL_TENSORS "\"outputs\":[{\"name\":\"x\",\"compare\":\"numeric\"}]}",
+    expect_load_refused(T_DECL_HEAD T_DECL_PARAMS T_DECL_TENSORS
+                        "\"outputs\":[{\"name\":\"x\",\"compare\":\"numeric\"}]}",
                         "names no tensor of role output");
     expect_load_refused(T_DECL_HEAD T_DECL_PARAMS T_DECL_TENSORS "\"outputs\":[{\"name\":\"y\",\"compare\":\"close\"}]}",
                         "close");
