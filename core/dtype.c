@@ -75,7 +75,7 @@ double ug_dtype_round(ug_dtype dt, double x)
         return r;
     }
     case UG_DT_E8M0: {
-        if (!(x > 0.0) || isnan(x)) return NAN;
+        if (!(x > 0.0) || isnan(x) || isinf(x)) return NAN; /* no zero, sign or infinity */
         int e;
         frexp(x, &e);
         int p = e - 1; /* floor(log2 x) */

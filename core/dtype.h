@@ -13,7 +13,7 @@
  *   e8m0:                   unsigned power of two 2^(b-127), b in 0..254; 0xFF is NaN.
  *                           Encoding takes the power of two at or below x (floor of
  *                           log2, the way MX derives scales), clamped to 2^-127..2^127;
- *                           zero, negative and NaN inputs encode as NaN.
+ *                           zero, negative, infinite and NaN inputs encode as NaN.
  *   int8, int32:            round to nearest even, saturate to the type's range; NaN -> 0.
  * Encoded values ("bits") are returned in a uint32_t; the element size in bytes is
  * ug_dtype_size(). */

@@ -1,6 +1,7 @@
 /* test_dtype.c — exact conversions of core/dtype.c: every 8- and 16-bit pattern round-trips,
  * random doubles round exactly as MPFR rounds them to the same format (emulated exponent
- * range + subnormals), and the overflow/saturation rules of dtype.h hold. */
+ * range + subnormals), int8 and E8M0 match MPFR references on every deciding input class,
+ * and the overflow/saturation rules of dtype.h hold. */
 #include <math.h>
 #include <mpfr.h>
 #include <string.h>
@@ -72,6 +73,75 @@ static void random_vs_mpfr(ug_dtype dt)
     CHECK(bad == 0, "%s: %u of %u random doubles round differently from MPFR", ug_dtype_name(dt), bad, n);
 }
 
+/* The two non-IEEE formats against references written in MPFR, on every input class that
+ * decides a rounding: int8 on every quarter in [-140, 140] (integers, ties, between) and
+ * the doubles next to each, plus random reals; E8M0 on every power of two of its range and
+ * beyond (2^-140 .. 2^140), the doubles next to each, and random mantissas. Both
+ * ug_dtype_round and the oracle's ug_mp_round must give the reference, bit for bit. */
+static double int8_reference(double x)
+{
+    if (isnan(x)) return 0.0;
+    mpfr_t m;
+    mpfr_init2(m, 64);
+    mpfr_set_d(m, x, MPFR_RNDN); /* exact */
+    mpfr_rint(m, m, MPFR_RNDN);  /* rounds: to the nearest integer, ties to even */
+    if (mpfr_cmp_si(m, 127) > 0) mpfr_set_si(m, 127, MPFR_RNDN);
+    if (mpfr_cmp_si(m, -128) < 0) mpfr_set_si(m, -128, MPFR_RNDN);
+    double r = mpfr_get_d(m, MPFR_RNDN);
+    mpfr_clear(m);
+    return r;
+}
+
+static double e8m0_reference(double x)
+{
+    if (!(x > 0.0) || isinf(x)) return NAN; /* no sign, zero or infinity: NaN (dtype.h) */
+    mpfr_t m;
+    mpfr_init2(m, 64);
+    mpfr_set_d(m, x, MPFR_RNDN);
+    long e = mpfr_get_exp(m) - 1; /* x = 0.1b.. * 2^exp: floor(log2 x) = exp - 1 */
+    mpfr_clear(m);
+    return ldexp(1.0, e < -127 ? -127 : e > 127 ? 127 : (int)e);
+}
+
+static unsigned compare_nonieee(ug_dtype dt, double x, double (*ref)(double))
+{
+    double want = ref(x), got = ug_dtype_round(dt, x);
+    mpfr_t xm;
+    mpfr_init2(xm, 64);
+    mpfr_set_d(xm, x, MPFR_RNDN);
+    double viamp = ug_mp_round(xm, dt);
+    mpfr_clear(xm);
+    int ok = (isnan(want) ? isnan(got) && isnan(viamp) : got == want && viamp == want && !signbit(got) == !signbit(want));
+    if (!ok) fprintf(stderr, "%s: x=%a reference %a ours %a oracle %a\n", ug_dtype_name(dt), x, want, got, viamp);
+    return !ok;
+}
+
+static void nonieee_vs_mpfr(void)
+{
+    unsigned bad = 0, n = 0;
+    for (int q = -4 * 140; q <= 4 * 140; q++) {
+        double x = q / 4.0;
+        double near[3] = {x, nextafter(x, -INFINITY), nextafter(x, INFINITY)};
+        for (int i = 0; i < 3; i++, n++) bad += compare_nonieee(UG_DT_INT8, near[i], int8_reference);
+    }
+    for (int e = -140; e <= 140; e++) {
+        double x = ldexp(1.0, e);
+        double near[3] = {x, nextafter(x, 0.0), nextafter(x, INFINITY)};
+        for (int i = 0; i < 3; i++, n++) bad += compare_nonieee(UG_DT_E8M0, near[i], e8m0_reference);
+    }
+    for (uint32_t i = 0; i < 100000; i++, n += 2) {
+        uint32_t w[4];
+        ug_rng_words(777, 0, i, 0, w);
+        bad += compare_nonieee(UG_DT_INT8, (ug_rng_unit(w[0], w[1]) - 0.5) * 400.0, int8_reference);
+        bad += compare_nonieee(UG_DT_E8M0, ldexp(1.0 + ug_rng_unit(w[2], w[3]), (int)(w[0] % 300) - 150), e8m0_reference);
+    }
+    double specials[] = {0.0, -0.0, -1.0, INFINITY, -INFINITY, NAN, 0x1p-1074, 0x1.fffffffffffffp1023};
+    for (int i = 0; i < 8; i++, n += 2)
+        bad += compare_nonieee(UG_DT_INT8, specials[i], int8_reference) +
+               compare_nonieee(UG_DT_E8M0, specials[i], e8m0_reference);
+    CHECK(bad == 0, "int8/e8m0: %u of %u inputs round differently from the MPFR reference", bad, n);
+}
+
 static void known_values(void)
 {
     CHECK(ug_dtype_round(UG_DT_BF16, 1.0 + 0x1p-8) == 1.0, "bf16 tie rounds to even");
@@ -111,6 +181,7 @@ int main(void)
     random_vs_mpfr(UG_DT_E4M3);
     random_vs_mpfr(UG_DT_E5M2);
     random_vs_mpfr(UG_DT_FP32);
+    nonieee_vs_mpfr();
     known_values();
     return check_done();
 }

@@ -520,9 +520,10 @@ ug_num ug_l2norm_d(ug_ar *ar, const double *a, size_t sa, size_t n)
 double ug_mp_round(mpfr_srcptr x, ug_dtype dt)
 {
     const ug_dtype_info *in = ug_dtype_get_info(dt);
-    if (mpfr_nan_p(x)) return NAN;
+    /* NaN, infinities and zeros follow dtype.h's rules exactly (int8: NaN -> 0; e8m0: NaN) */
+    if (mpfr_nan_p(x)) return ug_dtype_round(dt, NAN);
     if (mpfr_inf_p(x)) return ug_dtype_round(dt, mpfr_sgn(x) > 0 ? INFINITY : -INFINITY);
-    if (mpfr_zero_p(x)) return mpfr_signbit(x) ? -0.0 : 0.0;
+    if (mpfr_zero_p(x)) return ug_dtype_round(dt, mpfr_signbit(x) ? -0.0 : 0.0);
     if (!in->is_float) {
         if (dt == UG_DT_E8M0) return ug_dtype_round(dt, mpfr_get_d(x, MPFR_RNDZ)); /* floor log2 kept */
         mpfr_t t;
