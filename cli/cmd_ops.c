@@ -21,11 +21,7 @@
     "an int_list L: len(L), sum(L), maxof(L), sumcdiv(L,k)=sum of ceil(l/k); a pair_list P ('q:k,...', a lone " \
     "n = n:n) is read as P.q and P.k. An fp32 param is rounded once to fp32 (RNE) before use."
 
-static const char *cmp_name(ug_cmp c)
-{
-    return c == UG_CMP_NUMERIC ? "numeric" : c == UG_CMP_EXACT ? "exact" : c == UG_CMP_BOUNDARY ? "boundary_aware"
-                                                                                                 : "topk_set";
-}
+static const char *cmp_name(ug_cmp c) { return (unsigned)c < UG_CMP_COUNT ? ug_cmp_names[c] : "?"; }
 
 static int n_variants(const ug_op_def *d)
 {
@@ -156,12 +152,15 @@ static int print_mutant_scan(int op, FILE *f)
     }
     int n;
     ug_variant_scan *s = ug_mutant_scan(op, &p, NULL, &n);
-    fprintf(f, "  plan cases catching each kernel variant (%zu cases of the default plan):\n", p.n);
+    fprintf(f, "  plan cases catching each kernel variant (%zu cases of the default plan), under the primary "
+               "standard (%s) and under certified:\n",
+            p.n, ug_standard_name(ug_op_def_get(op)->primary));
     for (int v = 0; v < n; v++) {
         if (s[v].unavailable) continue;
-        fprintf(f, "    %-24s %4zu/%zu (%5.1f%%)%s", s[v].variant, s[v].caught, p.n,
-                p.n ? 100.0 * (double)s[v].caught / (double)p.n : 0.0,
-                v == 0 ? "  <- the correct kernel: must be 0" : "");
+        fprintf(f, "    %-24s %4zu/%zu (%5.1f%%)  certified %4zu/%zu (%5.1f%%)%s", s[v].variant, s[v].caught, p.n,
+                p.n ? 100.0 * (double)s[v].caught / (double)p.n : 0.0, s[v].caught_certified, p.n,
+                p.n ? 100.0 * (double)s[v].caught_certified / (double)p.n : 0.0,
+                v == 0 ? "  <- the correct kernel: must be 0 and 0" : "");
         for (size_t k = 0; k < s[v].n_first; k++) fprintf(f, "%s%s", k ? " " : "  e.g. ", s[v].first[k]);
         if (s[v].beyond_plan) fprintf(f, "  (beyond the plan by design: see corpus/found/%s)", ug_op_name(op));
         fputc('\n', f);

@@ -14,6 +14,8 @@
 
 #include "core/ops.h"
 
+const char *const ug_cmp_names[UG_CMP_COUNT] = {"numeric", "exact", "boundary_aware", "topk_set"};
+
 typedef struct {
     const char *op, *where; /* for messages: the op and the entry being read */
     char *err;

@@ -29,7 +29,6 @@ static const struct {
 };
 
 static const char *group_names[UG_GROUP_COUNT] = {"DeepSeek", "GLM", "Operator", "GreenLight"};
-const char *const ug_cmp_names[UG_CMP_COUNT] = {"numeric", "exact", "boundary_aware", "topk_set"};
 
 /* The definitions as used: each linked-in oracle file's functions with its declaration
  * file read in, built once on first use (before any worker forks, or in each worker). */

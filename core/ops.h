@@ -29,7 +29,8 @@ typedef enum {
 
 /* How an output is compared (docs/STANDARDS.md "Discrete outputs"). */
 typedef enum { UG_CMP_NUMERIC, UG_CMP_EXACT, UG_CMP_BOUNDARY, UG_CMP_TOPK, UG_CMP_COUNT } ug_cmp;
-/* Their names in declarations and reports: numeric, exact, boundary_aware, topk_set. */
+/* Their names in declarations and reports: numeric, exact, boundary_aware, topk_set
+ * (defined in core/opdecl_json.c, which reads them). */
 extern const char *const ug_cmp_names[UG_CMP_COUNT];
 
 typedef struct {
