@@ -54,9 +54,8 @@ static int softmax_kernel(const ulpgym_call *call, char *err, size_t errlen, int
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
     float scale = (float)ug_p_num(&p, "scale"), cap = (float)ug_p_num(&p, "cap"); /* exact: fp32 values */
     ug_params_free(&p);
-    const ulpgym_tensor *x = ug_sim_in(call, "x", 2, err, errlen), *mask = ug_sim_in(call, "mask", 2, err, errlen);
-    const ulpgym_tensor *y = ug_sim_out(call, "y", 2, err, errlen);
-    if (!x || !mask || !y) return -2;
+    const ulpgym_tensor *x, *mask, *y, **slots[] = {&x, &mask, &y};
+    if (ug_sim_bind(call, "x mask y", slots, err, errlen)) return -2;
     size_t rows = (size_t)x->shape[0], n = (size_t)x->shape[1];
     float *z = malloc((n ? n : 1) * 2 * sizeof *z), *mk = z + (n ? n : 1);
     if (!z) return -1;

@@ -106,12 +106,8 @@ static void query_tile(const fa_ctx *x, long q0, long lq, long k0, long lk, long
 
 static int fa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
-    const ulpgym_tensor *q = ug_sim_in(call, "q", 3, err, errlen), *k = ug_sim_in(call, "k", 3, err, errlen);
-    const ulpgym_tensor *v = ug_sim_in(call, "v", 3, err, errlen);
-    const ulpgym_tensor *cq = ug_sim_in(call, "cu_seqlens_q", 1, err, errlen);
-    const ulpgym_tensor *ck = ug_sim_in(call, "cu_seqlens_k", 1, err, errlen);
-    const ulpgym_tensor *o = ug_sim_out(call, "o", 3, err, errlen), *lse = ug_sim_out(call, "lse", 2, err, errlen);
-    if (!q || !k || !v || !cq || !ck || !o || !lse) return -2;
+    const ulpgym_tensor *q, *k, *v, *cq, *ck, *o, *lse, **slots[] = {&q, &k, &v, &cq, &ck, &o, &lse};
+    if (ug_sim_bind(call, "q k v cu_seqlens_q cu_seqlens_k o lse", slots, err, errlen)) return -2;
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
     fa_ctx x = {.heads = q->shape[1], .dim = q->shape[2], .causal = ug_p_int(&p, "causal"), .dt = q->dtype, .bug = bug};

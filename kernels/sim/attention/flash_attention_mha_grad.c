@@ -95,13 +95,9 @@ static void key_tile(const fb_ctx *x, long q0, long lq, long k0, long lk, long h
 
 static int fb_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
-    const char *in_names[7] = {"q", "k", "v", "o", "do", "cu_seqlens_q", "cu_seqlens_k"};
-    const ulpgym_tensor *in[7], *lse = ug_sim_in(call, "lse", 2, err, errlen);
-    for (int i = 0; i < 7; i++)
-        if (!(in[i] = ug_sim_in(call, in_names[i], i < 5 ? 3 : 1, err, errlen))) return -2;
-    const ulpgym_tensor *dq = ug_sim_out(call, "dq", 3, err, errlen), *dk = ug_sim_out(call, "dk", 3, err, errlen);
-    const ulpgym_tensor *dv = ug_sim_out(call, "dv", 3, err, errlen);
-    if (!lse || !dq || !dk || !dv) return -2;
+    const ulpgym_tensor *in[7], *lse, *dq, *dk, *dv;
+    const ulpgym_tensor **slots[] = {&in[0], &in[1], &in[2], &in[3], &in[4], &in[5], &in[6], &lse, &dq, &dk, &dv};
+    if (ug_sim_bind(call, "q k v o do cu_seqlens_q cu_seqlens_k lse dq dk dv", slots, err, errlen)) return -2;
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
     fb_ctx x = {.heads = in[0]->shape[1],

@@ -39,12 +39,8 @@ static int gqa_open(const ulpgym_call *call, gqa_view *g, char *err, size_t errl
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
     g->window = ug_p_int(&p, "window");
     ug_params_free(&p);
-    g->q = ug_sim_in(call, "q", 3, err, errlen);
-    g->k = ug_sim_in(call, "k", 4, err, errlen);
-    g->v = ug_sim_in(call, "v", 4, err, errlen);
-    g->lens = ug_sim_in(call, "seq_lens", 1, err, errlen);
-    g->o = ug_sim_out(call, "o", 3, err, errlen);
-    if (!g->q || !g->k || !g->v || !g->lens || !g->o) return -2;
+    const ulpgym_tensor **slots[] = {&g->q, &g->k, &g->v, &g->lens, &g->o};
+    if (ug_sim_bind(call, "q k v seq_lens o", slots, err, errlen)) return -2;
     g->b = g->q->shape[0], g->hq = g->q->shape[1], g->d = g->q->shape[2];
     g->hkv = g->k->shape[1], g->s = g->k->shape[2];
     int64_t kv[4] = {g->b, g->hkv, g->s, g->d}, bl[1] = {g->b};

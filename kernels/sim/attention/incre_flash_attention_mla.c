@@ -43,14 +43,8 @@ static int mla_open(const ulpgym_call *call, mla_view *m, char *err, size_t errl
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
     m->lora = ug_p_int(&p, "kv_lora"), m->rope = ug_p_int(&p, "rope"), m->dk = m->lora + m->rope;
     ug_params_free(&p);
-    m->qn = ug_sim_in(call, "q_nope", 3, err, errlen);
-    m->qr = ug_sim_in(call, "q_rope", 3, err, errlen);
-    m->ckv = ug_sim_in(call, "c_kv", 4, err, errlen);
-    m->kr = ug_sim_in(call, "k_rope", 4, err, errlen);
-    m->table = ug_sim_in(call, "block_table", 2, err, errlen);
-    m->lens = ug_sim_in(call, "seq_lens", 1, err, errlen);
-    m->o = ug_sim_out(call, "o", 3, err, errlen);
-    if (!m->qn || !m->qr || !m->ckv || !m->kr || !m->table || !m->lens || !m->o) return -2;
+    const ulpgym_tensor **slots[] = {&m->qn, &m->qr, &m->ckv, &m->kr, &m->table, &m->lens, &m->o};
+    if (ug_sim_bind(call, "q_nope q_rope c_kv k_rope block_table seq_lens o", slots, err, errlen)) return -2;
     m->b = m->qn->shape[0], m->hq = m->qn->shape[1];
     m->nblocks = m->ckv->shape[0], m->bs = m->ckv->shape[1], m->nkv = m->ckv->shape[2];
     m->maxb = m->table->shape[1];

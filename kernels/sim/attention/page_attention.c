@@ -74,12 +74,8 @@ static void pa_row(const pa_ctx *x, const float *qr, const float *table, long ct
 
 static int pa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
-    const ulpgym_tensor *q = ug_sim_in(call, "q", 3, err, errlen), *kc = ug_sim_in(call, "key_cache", 4, err, errlen);
-    const ulpgym_tensor *vc = ug_sim_in(call, "value_cache", 4, err, errlen);
-    const ulpgym_tensor *bt = ug_sim_in(call, "block_tables", 2, err, errlen);
-    const ulpgym_tensor *cl = ug_sim_in(call, "context_lens", 1, err, errlen);
-    const ulpgym_tensor *o = ug_sim_out(call, "o", 3, err, errlen);
-    if (!q || !kc || !vc || !bt || !cl || !o) return -2;
+    const ulpgym_tensor *q, *kc, *vc, *bt, *cl, *o, **slots[] = {&q, &kc, &vc, &bt, &cl, &o};
+    if (ug_sim_bind(call, "q key_cache value_cache block_tables context_lens o", slots, err, errlen)) return -2;
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
     pa_ctx x = {.hq = q->shape[1],

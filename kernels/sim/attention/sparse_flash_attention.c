@@ -35,11 +35,8 @@ static int sfa_open(const ulpgym_call *call, sfa_view *v, char *err, size_t errl
     v->scale = (float)ug_p_num(&p, "scale"); /* exact: an fp32 value */
     v->dv = ug_p_int(&p, "kv_lora"), v->dk = v->dv + ug_p_int(&p, "rope");
     ug_params_free(&p);
-    v->q = ug_sim_in(call, "q", 3, err, errlen);
-    v->kv = ug_sim_in(call, "kv", 2, err, errlen);
-    v->idx = ug_sim_in(call, "indices", 2, err, errlen);
-    v->o = ug_sim_out(call, "o", 3, err, errlen);
-    if (!v->q || !v->kv || !v->idx || !v->o) return -2;
+    const ulpgym_tensor **slots[] = {&v->q, &v->kv, &v->idx, &v->o};
+    if (ug_sim_bind(call, "q kv indices o", slots, err, errlen)) return -2;
     v->t = v->q->shape[0], v->n = v->q->shape[1], v->s = v->kv->shape[0], v->topk = v->idx->shape[1];
     if (v->q->shape[2] != v->dk || v->kv->shape[1] != v->dk || v->idx->shape[0] != v->t ||
         v->idx->dtype != ULPGYM_INT32 || v->o->shape[0] != v->t || v->o->shape[1] != v->n ||

@@ -23,15 +23,8 @@ int ug_delta_io_open(ug_delta_io *io, const ulpgym_call *call, char *err, size_t
     io->dk = (size_t)ug_p_int(P, "dk");
     io->dv = (size_t)ug_p_int(P, "dv");
     io->scale = (float)ug_p_num(P, "scale"); /* exact: an fp32 value */
-    io->q = ug_sim_in(call, "q", 3, err, errlen);
-    io->k = io->q ? ug_sim_in(call, "k", 3, err, errlen) : NULL;
-    io->v = io->k ? ug_sim_in(call, "v", 3, err, errlen) : NULL;
-    io->g = io->v ? ug_sim_in(call, "g", 2, err, errlen) : NULL;
-    io->beta = io->g ? ug_sim_in(call, "beta", 2, err, errlen) : NULL;
-    io->h0 = io->beta ? ug_sim_in(call, "h0", 3, err, errlen) : NULL;
-    io->o = io->h0 ? ug_sim_out(call, "o", 3, err, errlen) : NULL;
-    io->ht = io->o ? ug_sim_out(call, "ht", 3, err, errlen) : NULL;
-    if (!io->ht) {
+    const ulpgym_tensor **slots[] = {&io->q, &io->k, &io->v, &io->g, &io->beta, &io->h0, &io->o, &io->ht};
+    if (ug_sim_bind(call, "q k v g beta h0 o ht", slots, err, errlen)) {
         ug_params_free(&io->params);
         return -2;
     }

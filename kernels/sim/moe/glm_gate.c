@@ -36,9 +36,8 @@ static float gate_dot(const float *x, const float *w, size_t h, gate_bug bug)
 
 static int gate_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
-    const ulpgym_tensor *x = ug_sim_in(call, "x", 2, err, errlen), *w = ug_sim_in(call, "w", 2, err, errlen);
-    const ulpgym_tensor *out = ug_sim_out(call, "logits", 2, err, errlen);
-    if (!x || !w || !out) return -2;
+    const ulpgym_tensor *x, *w, *out, **slots[] = {&x, &w, &out};
+    if (ug_sim_bind(call, "x w logits", slots, err, errlen)) return -2;
     size_t T = (size_t)x->shape[0], h = (size_t)x->shape[1], E = (size_t)w->shape[0];
     float *wf = malloc((E * h + h + E + 1) * sizeof *wf), *xr = wf + E * h, *o = xr + h;
     if (!wf) return -1;

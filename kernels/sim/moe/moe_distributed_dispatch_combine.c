@@ -32,15 +32,11 @@ static int open_io(const ulpgym_call *call, moe_io *io, char *err, size_t errlen
     io->world = (size_t)ug_p_int(&p, "world");
     io->int8_wire = ug_p_is(&p, "wire", "int8");
     ug_params_free(&p);
-    io->x = ug_sim_in(call, "x", 2, err, errlen);
-    io->ids = ug_sim_in(call, "expert_ids", 2, err, errlen);
-    io->wts = ug_sim_in(call, "weights", 2, err, errlen);
-    io->escale = ug_sim_in(call, "expert_scale", 1, err, errlen);
-    io->out = ug_sim_out(call, "out", 2, err, errlen);
-    io->rcount = ug_sim_out(call, "rank_counts", 1, err, errlen);
-    io->roff = ug_sim_out(call, "rank_offsets", 1, err, errlen);
-    io->ecount = ug_sim_out(call, "expert_counts", 1, err, errlen);
-    if (!io->x || !io->ids || !io->wts || !io->escale || !io->out || !io->rcount || !io->roff || !io->ecount) return -2;
+    const ulpgym_tensor **slots[] = {&io->x,   &io->ids,    &io->wts,  &io->escale,
+                                     &io->out, &io->rcount, &io->roff, &io->ecount};
+    if (ug_sim_bind(call, "x expert_ids weights expert_scale out rank_counts rank_offsets expert_counts", slots, err,
+                    errlen))
+        return -2;
     io->t = (size_t)io->x->shape[0];
     io->h = (size_t)io->x->shape[1];
     io->k = (size_t)io->ids->shape[1];

@@ -95,13 +95,8 @@ static int moe_alloc(moe_ctx *m)
 static int moe_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
     moe_ctx m = {0};
-    m.x = ug_sim_in(call, "x", 2, err, errlen);
-    m.w1 = ug_sim_in(call, "w1", 3, err, errlen);
-    m.w3 = ug_sim_in(call, "w3", 3, err, errlen);
-    m.w2 = ug_sim_in(call, "w2", 3, err, errlen);
-    m.gl = ug_sim_in(call, "group_list", 1, err, errlen);
-    m.out = ug_sim_out(call, "out", 2, err, errlen);
-    if (!m.x || !m.w1 || !m.w3 || !m.w2 || !m.gl || !m.out) return -2;
+    const ulpgym_tensor **slots[] = {&m.x, &m.w1, &m.w3, &m.w2, &m.gl, &m.out};
+    if (ug_sim_bind(call, "x w1 w3 w2 group_list out", slots, err, errlen)) return -2;
     m.T = (size_t)m.x->shape[0];
     m.h = (size_t)m.x->shape[1];
     m.E = (size_t)m.w1->shape[0];

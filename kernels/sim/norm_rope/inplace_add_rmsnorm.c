@@ -44,11 +44,8 @@ static int rms_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
     float eps = (float)ug_p_num(&p, "eps"); /* exact: an fp32 value */
     ug_params_free(&p);
-    const ulpgym_tensor *x1 = ug_sim_in(call, "x1", 2, err, errlen), *x2 = ug_sim_in(call, "x2", 2, err, errlen);
-    const ulpgym_tensor *gamma = ug_sim_in(call, "gamma", 1, err, errlen);
-    const ulpgym_tensor *y = ug_sim_out(call, "y", 2, err, errlen), *xa = ug_sim_out(call, "x_add", 2, err, errlen);
-    const ulpgym_tensor *rstd = ug_sim_out(call, "rstd", 1, err, errlen);
-    if (!x1 || !x2 || !gamma || !y || !xa || !rstd) return -2;
+    const ulpgym_tensor *x1, *x2, *gamma, *y, *xa, *rstd, **slots[] = {&x1, &x2, &gamma, &y, &xa, &rstd};
+    if (ug_sim_bind(call, "x1 x2 gamma y x_add rstd", slots, err, errlen)) return -2;
     size_t rows = (size_t)x1->shape[0], h = (size_t)x1->shape[1];
     float *a = malloc((h ? h : 1) * 3 * sizeof *a), *b = a + (h ? h : 1), *g = b + (h ? h : 1);
     if (!a) return -1;

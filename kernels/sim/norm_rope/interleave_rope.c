@@ -39,9 +39,8 @@ static void rotate_row(const float *x, const float *c, const float *s, size_t d,
 
 static int rope_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
-    const ulpgym_tensor *x = ug_sim_in(call, "x", 4, err, errlen), *ct = ug_sim_in(call, "cos", 2, err, errlen);
-    const ulpgym_tensor *st = ug_sim_in(call, "sin", 2, err, errlen), *yt = ug_sim_out(call, "y", 4, err, errlen);
-    if (!x || !ct || !st || !yt) return -2;
+    const ulpgym_tensor *x, *ct, *st, *yt, **slots[] = {&x, &ct, &st, &yt};
+    if (ug_sim_bind(call, "x cos sin y", slots, err, errlen)) return -2;
     size_t bn = (size_t)(x->shape[0] * x->shape[1]), seq = (size_t)x->shape[2], d = (size_t)x->shape[3];
     size_t half = d / 2, full = seq / ROPE_SEQ_TILE * ROPE_SEQ_TILE;
     float *cs = malloc((ROPE_SEQ_TILE * half * 2 + 2 * d) * sizeof *cs);

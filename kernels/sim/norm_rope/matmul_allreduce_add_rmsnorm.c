@@ -59,13 +59,8 @@ static int open_io(const ulpgym_call *call, mar_io *io, char *err, size_t errlen
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
     io->eps = (float)ug_p_num(&p, "eps"); /* exact: an fp32 value */
     ug_params_free(&p);
-    io->x = ug_sim_in(call, "x", 3, err, errlen);
-    io->w = ug_sim_in(call, "w", 3, err, errlen);
-    io->res = ug_sim_in(call, "residual", 2, err, errlen);
-    io->gamma = ug_sim_in(call, "gamma", 1, err, errlen);
-    io->out = ug_sim_out(call, "out", 2, err, errlen);
-    io->h = ug_sim_out(call, "h", 2, err, errlen);
-    if (!io->x || !io->w || !io->res || !io->gamma || !io->out || !io->h) return -2;
+    const ulpgym_tensor **slots[] = {&io->x, &io->w, &io->res, &io->gamma, &io->out, &io->h};
+    if (ug_sim_bind(call, "x w residual gamma out h", slots, err, errlen)) return -2;
     io->world = (size_t)io->x->shape[0];
     io->t = (size_t)io->x->shape[1];
     io->kk = (size_t)io->x->shape[2];

@@ -35,10 +35,8 @@ static void mix_tile(const float *ho, const float *xs, size_t d, size_t len, con
 
 static int mhc_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
-    const ulpgym_tensor *x = ug_sim_in(call, "x", 3, err, errlen), *ho = ug_sim_in(call, "h_out", 2, err, errlen);
-    const ulpgym_tensor *hr = ug_sim_in(call, "h_res", 3, err, errlen), *hp = ug_sim_in(call, "h_post", 2, err, errlen);
-    const ulpgym_tensor *out = ug_sim_out(call, "out", 3, err, errlen);
-    if (!x || !ho || !hr || !hp || !out) return -2;
+    const ulpgym_tensor *x, *ho, *hr, *hp, *out, **slots[] = {&x, &ho, &hr, &hp, &out};
+    if (ug_sim_bind(call, "x h_out h_res h_post out", slots, err, errlen)) return -2;
     size_t tok = (size_t)x->shape[0], nst = (size_t)x->shape[1], d = (size_t)x->shape[2];
     size_t full = d / MHC_TILE * MHC_TILE;
     float *xs = malloc((nst * d + 2 * d + nst * nst + nst) * sizeof *xs);

@@ -71,11 +71,8 @@ static int nr_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
     float eps = (float)ug_p_num(&p, "eps"); /* exact: an fp32 value */
     ug_params_free(&p);
-    const ulpgym_tensor *q = ug_sim_in(call, "q", 3, err, errlen), *k = ug_sim_in(call, "k", 3, err, errlen);
-    const ulpgym_tensor *gq = ug_sim_in(call, "gamma_q", 1, err, errlen), *gk = ug_sim_in(call, "gamma_k", 1, err, errlen);
-    const ulpgym_tensor *ct = ug_sim_in(call, "cos", 2, err, errlen), *st = ug_sim_in(call, "sin", 2, err, errlen);
-    const ulpgym_tensor *qo = ug_sim_out(call, "q_out", 3, err, errlen), *ko = ug_sim_out(call, "k_out", 3, err, errlen);
-    if (!q || !k || !gq || !gk || !ct || !st || !qo || !ko) return -2;
+    const ulpgym_tensor *q, *k, *gq, *gk, *ct, *st, *qo, *ko, **slots[] = {&q, &k, &gq, &gk, &ct, &st, &qo, &ko};
+    if (ug_sim_bind(call, "q k gamma_q gamma_k cos sin q_out k_out", slots, err, errlen)) return -2;
     if (run_tensor(q, gq, ct, st, qo, eps, bug) || run_tensor(k, gk, ct, st, ko, eps, bug)) return -1;
     return 0;
 }

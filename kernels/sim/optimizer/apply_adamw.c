@@ -68,11 +68,8 @@ static int adamw_kernel(const ulpgym_call *call, char *err, size_t errlen, int b
     adamw_scalars s;
     host_scalars(&p, bug, &s);
     ug_params_free(&p);
-    const ulpgym_tensor *w = ug_sim_in(call, "w", 2, err, errlen), *g = ug_sim_in(call, "g", 2, err, errlen);
-    const ulpgym_tensor *m = ug_sim_in(call, "m", 2, err, errlen), *v = ug_sim_in(call, "v", 2, err, errlen);
-    const ulpgym_tensor *wo = ug_sim_out(call, "w_out", 2, err, errlen), *mo = ug_sim_out(call, "m_out", 2, err, errlen);
-    const ulpgym_tensor *vo = ug_sim_out(call, "v_out", 2, err, errlen);
-    if (!w || !g || !m || !v || !wo || !mo || !vo) return -2;
+    const ulpgym_tensor *w, *g, *m, *v, *wo, *mo, *vo, **slots[] = {&w, &g, &m, &v, &wo, &mo, &vo};
+    if (ug_sim_bind(call, "w g m v w_out m_out v_out", slots, err, errlen)) return -2;
     size_t n = ug_abi_numel(w);
     float *buf = malloc(4 * ADAMW_CHUNK * sizeof *buf);
     if (!buf) return -1;

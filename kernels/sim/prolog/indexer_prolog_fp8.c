@@ -50,22 +50,12 @@ static int open_io(const ulpgym_call *call, lip_io *io, char *err, size_t errlen
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
     io->eps = (float)ug_p_num(&p, "eps"); /* exact: an fp32 value */
     ug_params_free(&p);
-    io->q = ug_sim_in(call, "q", 3, err, errlen);
-    io->x = ug_sim_in(call, "x", 2, err, errlen);
-    io->wk = ug_sim_in(call, "w_k", 2, err, errlen);
-    io->gamma = ug_sim_in(call, "ln_gamma", 1, err, errlen);
-    io->beta = ug_sim_in(call, "ln_beta", 1, err, errlen);
-    io->wproj = ug_sim_in(call, "w_proj", 2, err, errlen);
-    io->cos = ug_sim_in(call, "cos", 2, err, errlen);
-    io->sin = ug_sim_in(call, "sin", 2, err, errlen);
-    io->slots = ug_sim_in(call, "slot_mapping", 1, err, errlen);
-    io->q8 = ug_sim_out(call, "q_fp8", 3, err, errlen);
-    io->qs = ug_sim_out(call, "q_scale", -1, err, errlen);
-    io->kc = ug_sim_out(call, "k_cache", 3, err, errlen);
-    io->ks = ug_sim_out(call, "k_scale", -1, err, errlen);
-    io->wts = ug_sim_out(call, "weights", 2, err, errlen);
-    if (!io->q || !io->x || !io->wk || !io->gamma || !io->beta || !io->wproj || !io->cos || !io->sin || !io->slots ||
-        !io->q8 || !io->qs || !io->kc || !io->ks || !io->wts)
+    /* q_scale and k_scale have one dim more under MX (a scale per 32-block) than under fp8 (one per row); each op
+     * declares its own rank, so binding by the call's op checks what one lookup for both formats had to leave open. */
+    const ulpgym_tensor **slots[] = {&io->q,   &io->x,     &io->wk, &io->gamma, &io->beta, &io->wproj, &io->cos,
+                                     &io->sin, &io->slots, &io->q8, &io->qs,    &io->kc,   &io->ks,    &io->wts};
+    if (ug_sim_bind(call, "q x w_k ln_gamma ln_beta w_proj cos sin slot_mapping q_fp8 q_scale k_cache k_scale weights",
+                    slots, err, errlen))
         return -2;
     io->t = (size_t)io->q->shape[0];
     io->heads = (size_t)io->q->shape[1];

@@ -133,24 +133,13 @@ static int mla_bind(mla_ctx *m, const ulpgym_call *call, char *err, size_t errle
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
     m->eps = (float)ug_p_num(&p, "eps"); /* exact: an fp32 value */
     ug_params_free(&p);
-    m->x = ug_sim_in(call, "x", 2, err, errlen);
-    m->w_dq = ug_sim_in(call, "w_dq", 2, err, errlen);
-    m->g_q = ug_sim_in(call, "gamma_q", 1, err, errlen);
-    m->w_uq = ug_sim_in(call, "w_uq", 2, err, errlen);
-    m->w_uk = ug_sim_in(call, "w_uk", 3, err, errlen);
-    m->w_dkv = ug_sim_in(call, "w_dkv", 2, err, errlen);
-    m->g_kv = ug_sim_in(call, "gamma_kv", 1, err, errlen);
-    m->cos = ug_sim_in(call, "cos", 2, err, errlen);
-    m->sin = ug_sim_in(call, "sin", 2, err, errlen);
-    m->slot = ug_sim_in(call, "slot_mapping", 1, err, errlen);
-    m->kv_in = ug_sim_in(call, "kv_cache_in", 3, err, errlen);
-    m->kr_in = ug_sim_in(call, "kr_cache_in", 3, err, errlen);
-    m->q_nope_abs = ug_sim_out(call, "q_nope_abs", 3, err, errlen);
-    m->q_rope = ug_sim_out(call, "q_rope", 3, err, errlen);
-    m->kv_cache = ug_sim_out(call, "kv_cache", 3, err, errlen);
-    m->kr_cache = ug_sim_out(call, "kr_cache", 3, err, errlen);
-    if (!m->x || !m->w_dq || !m->g_q || !m->w_uq || !m->w_uk || !m->w_dkv || !m->g_kv || !m->cos || !m->sin ||
-        !m->slot || !m->kv_in || !m->kr_in || !m->q_nope_abs || !m->q_rope || !m->kv_cache || !m->kr_cache)
+    const ulpgym_tensor **slots[] = {&m->x,          &m->w_dq,   &m->g_q,      &m->w_uq,    &m->w_uk,  &m->w_dkv,
+                                     &m->g_kv,       &m->cos,    &m->sin,      &m->slot,    &m->kv_in, &m->kr_in,
+                                     &m->q_nope_abs, &m->q_rope, &m->kv_cache, &m->kr_cache};
+    if (ug_sim_bind(call,
+                    "x w_dq gamma_q w_uq w_uk w_dkv gamma_kv cos sin slot_mapping kv_cache_in kr_cache_in "
+                    "q_nope_abs q_rope kv_cache kr_cache",
+                    slots, err, errlen))
         return -2;
     m->T = (size_t)m->x->shape[0];
     m->h = (size_t)m->x->shape[1];
