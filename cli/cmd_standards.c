@@ -13,6 +13,8 @@ static const char *thresholds[UG_STD_COUNT] = {
     [UG_STD_BENCHMARK] = "min_err fp16 2^-11, bf16 2^-8, fp32 2^-14; MARE/MERE/RMSE ratio limits L0 10/2/2, "
                          "L1 5/1.5/1.5, L2 2/1.2/1.2; small-value errors <= 2x (threshold/atol fp32 1e-6/1e-9, "
                          "fp16/bf16 1e-3/1e-5)",
+    [UG_STD_CERTIFIED] = "c = 2 (UG_CERT_C); device model: fp32, u = 2^-24, reductions gamma_n * sum|terms|, "
+                         "functions within 4 fp32 ulps, declared intermediate roundings; no budget",
     [UG_STD_EXACT] = "bitwise",
     [UG_STD_BOUNDARY_AWARE] = "budget per output, in quanta",
     [UG_STD_TOPK_SET] = "budget per output, in score units",
@@ -24,7 +26,7 @@ static int ug_cmd_standards(int argc, char **argv)
     for (int s = 0; s < UG_STD_COUNT; s++)
         printf("%-16s %s\n  rule:       %s\n  thresholds: %s\n\n", ug_standard_name(s), ug_standard_source(s),
                ug_standard_rule(s), thresholds[s]);
-    printf("A NaN/Inf mismatch fails every standard. The `certified` standard is not implemented yet.\n");
+    printf("A NaN/Inf mismatch fails every standard.\n");
     return 0;
 }
 

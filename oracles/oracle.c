@@ -14,6 +14,7 @@ void ug_oracle_opts_default(ug_oracle_opts *o)
     o->prec = UG_ORACLE_PREC;
     o->mode = UG_AR_CERT;
     o->naive = 1;
+    o->device_bound = 1;
 }
 
 double ug_tload(const ug_tensor *t, size_t i)
@@ -163,7 +164,7 @@ static int copy_selection(const ug_selection *src, ug_selection *dst)
 /* Evaluates the op's oracle on sel in arithmetic (mode, prec, naive dtype) into
  * gstar/g (and unsure when CERT). */
 static int evaluate(const ug_case *c, const ug_selection *sel, ug_ar_mode mode, mpfr_prec_t prec, double **gstar,
-                    double **g, unsigned char **unsure, char *err, size_t errlen)
+                    double **g, unsigned char **unsure, double **bound, char *err, size_t errlen)
 {
     ug_ar *ar = ug_ar_new(mode, prec, c->spec.dtype);
     if (!ar) {
@@ -176,6 +177,7 @@ static int evaluate(const ug_case *c, const ug_selection *sel, ug_ar_mode mode, 
         sinks[o].gstar = gstar[o];
         sinks[o].g = g[o];
         sinks[o].unsure = unsure ? unsure[o] : NULL;
+        sinks[o].bound = bound ? bound[o] : NULL;
     }
     ug_ar_set_sink(ar, sinks, sel->n_out);
     int rc = c->def->oracle(c, ar, sel);
@@ -204,7 +206,7 @@ static long exact_fallback(const ug_case *c, const ug_oracle_opts *o, ug_oracle_
             if (unsure[k][i]) sub.idx[k][sub.n[k]++] = r->sel.idx[k][i];
         total += (long)sub.n[k];
     }
-    if (!rc && total) rc = evaluate(c, &sub, UG_AR_EXACT, o->prec, gs, gg, NULL, err, errlen);
+    if (!rc && total) rc = evaluate(c, &sub, UG_AR_EXACT, o->prec, gs, gg, NULL, NULL, err, errlen);
     for (int k = 0; !rc && total && k < sub.n_out; k++)
         for (size_t i = 0, j = 0; i < r->sel.n[k]; i++)
             if (unsure[k][i]) {
@@ -217,6 +219,26 @@ static long exact_fallback(const ug_case *c, const ug_oracle_opts *o, ug_oracle_
     }
     ug_selection_free(&sub);
     return rc ? rc : total;
+}
+
+/* The device bound of every selected element (UG_AR_DEVICE), for the certified standard. */
+static int device_bound(const ug_case *c, const ug_oracle_opts *o, ug_oracle_result *r, char *err, size_t errlen)
+{
+    double *vals[UG_MAX_TENSORS] = {0}, *rounded[UG_MAX_TENSORS] = {0};
+    int rc = 0;
+    for (int k = 0; !rc && k < r->sel.n_out; k++) {
+        vals[k] = alloc_vals(r->sel.n[k]);
+        rounded[k] = alloc_vals(r->sel.n[k]);
+        r->bound[k] = alloc_vals(r->sel.n[k]);
+        if (!vals[k] || !rounded[k] || !r->bound[k]) rc = -1;
+    }
+    if (rc) snprintf(err, errlen, "out of memory for the oracle");
+    else rc = evaluate(c, &r->sel, UG_AR_DEVICE, o->prec, vals, rounded, NULL, r->bound, err, errlen);
+    for (int k = 0; k < r->sel.n_out; k++) {
+        free(vals[k]);
+        free(rounded[k]);
+    }
+    return rc;
 }
 
 /* Self-check: up to 64 elements per output plus every fallback element, evaluated in
@@ -239,8 +261,8 @@ static int self_check(const ug_case *c, const ug_oracle_opts *o, ug_oracle_resul
         g2[k] = alloc_vals(sub.n[k]);
         if (!g1s[k] || !g1[k] || !g2s[k] || !g2[k]) rc = -1;
     }
-    if (!rc) rc = evaluate(c, &sub, UG_AR_EXACT, o->prec, g1s, g1, NULL, err, errlen);
-    if (!rc) rc = evaluate(c, &sub, UG_AR_EXACT, 2 * o->prec, g2s, g2, NULL, err, errlen);
+    if (!rc) rc = evaluate(c, &sub, UG_AR_EXACT, o->prec, g1s, g1, NULL, NULL, err, errlen);
+    if (!rc) rc = evaluate(c, &sub, UG_AR_EXACT, 2 * o->prec, g2s, g2, NULL, NULL, err, errlen);
     for (int k = 0; !rc && k < sub.n_out; k++)
         for (size_t i = 0; i < sub.n[k]; i++) {
             long pos = ug_selection_find(&r->sel, k, sub.idx[k][i]);
@@ -274,8 +296,8 @@ int ug_oracle_run_sel(const ug_case *c, const ug_oracle_opts *o, const ug_select
         if (!r->gstar[k] || !r->g[k] || !r->bench[k] || !unsure[k]) rc = -1;
     }
     if (rc) snprintf(err, errlen, "out of memory for the oracle");
-    if (!rc) rc = evaluate(c, &r->sel, o->mode, o->prec, r->gstar, r->g, o->mode == UG_AR_CERT ? unsure : NULL, err,
-                           errlen);
+    if (!rc) rc = evaluate(c, &r->sel, o->mode, o->prec, r->gstar, r->g, o->mode == UG_AR_CERT ? unsure : NULL, NULL,
+                           err, errlen);
     if (!rc && o->mode == UG_AR_CERT) {
         long n = exact_fallback(c, o, r, unsure, err, errlen);
         if (n < 0) rc = (int)n;
@@ -285,9 +307,10 @@ int ug_oracle_run_sel(const ug_case *c, const ug_oracle_opts *o, const ug_select
         double *scratch[UG_MAX_TENSORS] = {0};
         for (int k = 0; !rc && k < sel->n_out; k++)
             if (!(scratch[k] = alloc_vals(sel->n[k]))) rc = -1;
-        if (!rc) rc = evaluate(c, &r->sel, UG_AR_NAIVE, o->prec, scratch, r->bench, NULL, err, errlen);
+        if (!rc) rc = evaluate(c, &r->sel, UG_AR_NAIVE, o->prec, scratch, r->bench, NULL, NULL, err, errlen);
         for (int k = 0; k < sel->n_out; k++) free(scratch[k]);
     }
+    if (!rc && o->device_bound) rc = device_bound(c, o, r, err, errlen);
     if (!rc && o->self_check) rc = self_check(c, o, r, err, errlen);
     for (int k = 0; k < sel->n_out; k++) free(unsure[k]);
     if (rc) ug_oracle_result_free(r);
@@ -312,6 +335,7 @@ void ug_oracle_result_free(ug_oracle_result *r)
         free(r->gstar[k]);
         free(r->g[k]);
         free(r->bench[k]);
+        free(r->bound[k]);
     }
     ug_selection_free(&r->sel);
     memset(r, 0, sizeof *r);

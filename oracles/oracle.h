@@ -5,7 +5,7 @@
  * output elements in a given arithmetic (oracles/mp/arith.h). ug_oracle_run() drives it:
  * CERT first; elements whose error interval straddles a rounding boundary of the output
  * dtype are re-evaluated in EXACT (MPFR); then NAIVE (the input dtype) for the benchmark
- * standard. The self-check re-evaluates a sample in EXACT at the working precision and
+ * standard; then DEVICE for the certified standard's bound. The self-check re-evaluates a sample in EXACT at the working precision and
  * at twice it and reports any rounded output that differs, or that differs from the
  * fast path's. */
 #ifndef UG_ORACLE_H
@@ -31,6 +31,7 @@ typedef struct {
     mpfr_prec_t prec;   /* working precision of EXACT */
     ug_ar_mode mode;    /* UG_AR_CERT (default) or, for benchmarks, EXACT / F64 */
     int naive;          /* also evaluate the naive benchmark arithmetic */
+    int device_bound;   /* also evaluate UG_AR_DEVICE: the bound the certified standard uses */
     int self_check;     /* re-evaluate a sample at prec and 2*prec */
 } ug_oracle_opts;
 
@@ -39,6 +40,7 @@ typedef struct {
     double *gstar[UG_MAX_TENSORS]; /* exact value, nearest double */
     double *g[UG_MAX_TENSORS];     /* exact value rounded to the output dtype */
     double *bench[UG_MAX_TENSORS]; /* naive evaluation rounded to the output dtype */
+    double *bound[UG_MAX_TENSORS]; /* device error bound (UG_AR_DEVICE); NULL unless asked */
     unsigned long n_fallback;      /* elements the fast path handed to MPFR */
     unsigned long n_checked_twice; /* self-check: elements re-evaluated */
     unsigned long n_mismatch;      /* self-check: elements whose rounding differed */

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "oracles/mp/arith.h"
+
 static const struct {
     const char *name, *source, *rule;
 } std_table[UG_STD_COUNT] = {
@@ -23,6 +25,10 @@ static const struct {
     [UG_STD_BENCHMARK] = {"benchmark", "msprobe benchmark comparison + FlashAttention rule",
                           "MARE/MERE/RMSE ratios to the naive same-dtype evaluation within the level's limits, "
                           "small-value errors <= 2x, max abs <= 2x benchmark + half ulp"},
+    [UG_STD_CERTIFIED] = {"certified", "ulpgym: a rigorous device error bound (docs/STANDARDS.md)",
+                          "every element within c*B + ulp(g)/2 of the exact value, B the first-order error bound of a "
+                          "device computing the op in fp32 (any summation order, functions within 4 ulps, the op's "
+                          "declared intermediate roundings), c = 2"},
     [UG_STD_EXACT] = {"exact", "discrete outputs", "bitwise equal"},
     [UG_STD_BOUNDARY_AWARE] = {"boundary_aware", "discrete outputs (docs/STANDARDS.md)",
                                "codes equal, or one quantum apart where the exact value is within budget of the "
@@ -161,6 +167,37 @@ static size_t count_outside(const ug_judged *j, double atol, double rtol)
     return bad;
 }
 
+/* The largest |a - g*| / (c*B + ulp(g)/2) over the finite checked elements (0 without a
+ * bound); *violations gets how many exceed 1. */
+static double certified_worst(const ug_judged *j, size_t *violations)
+{
+    double worst = 0.0;
+    size_t bad = 0;
+    for (size_t i = 0; j->bound && i < j->n; i++) {
+        double a = j->a[i], gs = j->gstar[i];
+        if (!isfinite(a) || !isfinite(gs)) continue; /* NaN/Inf: matched or counted apart */
+        double allowed = UG_CERT_C * j->bound[i] + 0.5 * ug_dtype_ulp(j->dt, j->g[i]), err = fabs(a - gs);
+        if (!(err <= allowed)) bad++;
+        double r = err / allowed;
+        worst = r > worst ? r : worst;
+    }
+    if (violations) *violations = bad;
+    return worst;
+}
+
+static ug_vstate judge_certified(const ug_judged *j, char *thr, size_t len)
+{
+    if (!j->bound) {
+        snprintf(thr, len, "{}");
+        return UG_V_NA;
+    }
+    size_t bad;
+    double worst = certified_worst(j, &bad);
+    snprintf(thr, len, "{\"c\":%g,\"fn_ulps\":%d,\"violations\":%zu,\"worst\":%.4g}", UG_CERT_C, UG_DEV_FN_ULPS,
+             bad, worst);
+    return bad ? UG_V_FAIL : UG_V_PASS;
+}
+
 double ug_tolerance_margin(const ug_judged *j)
 {
     if (j->rule && j->rule->cmp != UG_CMP_NUMERIC) { /* discrete: any differing code is near */
@@ -176,7 +213,7 @@ double ug_tolerance_margin(const ug_judged *j)
         double r = fabs(a - g) / (atol + rtol * fabs(g));
         worst = r > worst ? r : worst;
     }
-    return worst;
+    return fmax(worst, certified_worst(j, NULL));
 }
 
 static ug_vstate judge_pypto(const ug_judged *j, char *thr, size_t len)
@@ -433,6 +470,7 @@ ug_vstate ug_standard_judge(int s, const ug_judged *j, char *thr, size_t thrlen)
     case UG_STD_MERE_MARE: return judge_mere_mare(j, thr, thrlen);
     case UG_STD_ULP: return judge_ulp(j, thr, thrlen);
     case UG_STD_BENCHMARK: return judge_benchmark(j, thr, thrlen);
+    case UG_STD_CERTIFIED: return judge_certified(j, thr, thrlen);
     case UG_STD_EXACT:
         if (j->rule->cmp == UG_CMP_EXACT) return judge_exact(j, thr, thrlen);
         break;

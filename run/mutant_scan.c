@@ -24,6 +24,12 @@ static void tally(ug_variant_scan *s, const ug_result *r)
 {
     s->n_cases++;
     s->selfcheck_mismatches += r->n_selfcheck_mismatch != 0;
+    ug_result as_certified = *r;
+    as_certified.primary = UG_STD_CERTIFIED;
+    ug_outcome oc = r->outcome == UG_OUT_FAIL || r->outcome == UG_OUT_PASS || r->outcome == UG_OUT_NONFINITE
+                        ? ug_verdict_decide_outcome(&as_certified)
+                        : r->outcome;
+    s->caught_certified += oc == UG_OUT_FAIL || oc == UG_OUT_NONFINITE;
     switch (r->outcome) {
     case UG_OUT_PASS:
         return;

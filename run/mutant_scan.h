@@ -24,6 +24,7 @@ typedef struct {
     int unavailable;     /* the sim backend would not open it; message says why, counts are 0 */
     size_t n_cases;      /* cases run */
     size_t caught;       /* outcome FAIL or NONFINITE */
+    size_t caught_certified; /* the same outcome decided with `certified` as the primary standard */
     size_t errors;       /* outcome ERROR: not a catch */
     size_t skips;        /* outcome SKIP: not a catch */
     size_t other;        /* any other outcome (SHAPE; CRASH and TIMEOUT only arise in the

@@ -10,6 +10,7 @@
 
 #include "check.h"
 #include "core/canon.h"
+#include "core/philox.h"
 #include "oracles/oracle.h"
 #include "gen/case.h"
 #include "oracles/verdict.h"
@@ -268,9 +269,96 @@ static void cert_intervals_contain_exact(void)
     ug_ar_free(ex);
 }
 
+/* The device bound (UG_AR_DEVICE) against real fp32 evaluations: a softmax-weighted dot
+ * product computed in float, in two summation orders, with expf, stays within the bound of
+ * the exact value on random rows (the bound contains every correct device), and the
+ * certified judge passes those values and the correctly rounded one, and fails a value
+ * truncated instead of rounded when the bound is far below half an ulp. */
+static ug_num x_one(ug_ar *ar) { return ug_c(ar, 1.0); }
+
+static double softmax_dot_f32(const double *s, const double *v, int n, int reverse)
+{
+    float m = -INFINITY, l = 0.0f, acc = 0.0f;
+    for (int j = 0; j < n; j++) m = fmaxf(m, (float)s[j]);
+    for (int k = 0; k < n; k++) {
+        int j = reverse ? n - 1 - k : k;
+        float p = expf((float)s[j] - m); /* rounds: fp32 sub and exp */
+        l += p;                          /* rounds: fp32 */
+        acc += p * (float)v[j];          /* rounds: fp32 mul and add */
+    }
+    return (double)(acc / l); /* rounds: fp32 */
+}
+
+static ug_num softmax_dot(ug_ar *ar, const double *s, const double *v, int n)
+{
+    ug_num e[64], m = ug_c(ar, s[0]);
+    for (int j = 1; j < n; j++) m = ug_max(ar, m, ug_c(ar, s[j]));
+    for (int j = 0; j < n; j++) e[j] = ug_exp(ar, ug_sub(ar, ug_c(ar, s[j]), m));
+    return ug_div(ar, ug_dot_nd(ar, e, v, 1, (size_t)n), ug_sum(ar, e, (size_t)n));
+}
+
+static void device_bound_contains_fp32(void)
+{
+    ug_ar *dv = ug_ar_new(UG_AR_DEVICE, 128, UG_DT_FP32), *ex = ug_ar_new(UG_AR_EXACT, 256, UG_DT_FP32);
+    int outside = 0, judged_bad = 0, trunc_caught = 0, beyond = 0, trials = 300;
+    for (int t = 0; t < trials; t++) {
+        double s[64], v[64];
+        int n = 2 + t % 62;
+        for (int j = 0; j < n; j++) {
+            uint32_t w[4];
+            ug_rng_words(99, (uint32_t)t, (uint32_t)j, 0, w);
+            s[j] = (double)(float)((ug_rng_unit(w[0], w[1]) - 0.5) * 16.0); /* fp32 inputs */
+            v[j] = (double)(float)(ug_rng_unit(w[2], w[3]) - 0.3);
+        }
+        ug_num b = softmax_dot(dv, s, v, n), x = softmax_dot(ex, s, v, n);
+        double exact = mpfr_get_d(x.m, MPFR_RNDN), g = (double)(float)exact;
+        for (int rev = 0; rev < 2; rev++) {
+            double dev = softmax_dot_f32(s, v, n, rev);
+            outside += !(fabs(dev - exact) <= b.e); /* the first-order bound itself, without c */
+            size_t idx = 0;
+            ug_metrics m;
+            ug_metrics_compute(UG_DT_FP32, 1, &idx, 1, &dev, &exact, NULL, &m);
+            ug_judged j = {"y", UG_DT_FP32, NULL, 0, 1, &idx, &dev, &exact, &g, NULL, &m, &b.e};
+            char thr[UG_THR_LEN];
+            judged_bad += ug_standard_judge(UG_STD_CERTIFIED, &j, thr, sizeof thr) != UG_V_PASS;
+        }
+        /* the same value stored to bf16 by truncation: caught where it differs from RNE by
+         * more than the bound allows */
+        double bf = ug_dtype_round(UG_DT_BF16, exact), ulp = ug_dtype_ulp(UG_DT_BF16, bf);
+        double cut = trunc(exact / ulp) * ulp, gs = exact;
+        size_t idx = 0;
+        ug_metrics m;
+        ug_metrics_compute(UG_DT_BF16, 1, &idx, 1, &cut, &gs, NULL, &m);
+        ug_judged j = {"y", UG_DT_BF16, NULL, 0, 1, &idx, &cut, &gs, &bf, NULL, &m, &b.e};
+        char thr[UG_THR_LEN];
+        if (fabs(cut - exact) > 0.5 * ulp + 2 * b.e) {
+            beyond++;
+            trunc_caught += ug_standard_judge(UG_STD_CERTIFIED, &j, thr, sizeof thr) == UG_V_FAIL;
+        } else {
+            trunc_caught++;
+        }
+        ug_metrics_compute(UG_DT_BF16, 1, &idx, 1, &bf, &gs, NULL, &m);
+        j.a = &bf;
+        judged_bad += ug_standard_judge(UG_STD_CERTIFIED, &j, thr, sizeof thr) != UG_V_PASS; /* ideal passes */
+        ug_ar_release(dv, 0);
+        ug_ar_release(ex, 0);
+    }
+    CHECK(outside == 0, "%d fp32 evaluations fall outside the device bound", outside);
+    CHECK(judged_bad == 0, "certified fails %d correct fp32 or correctly rounded values", judged_bad);
+    CHECK(trunc_caught == trials, "certified misses %d truncations beyond its bound", trials - trunc_caught);
+    CHECK(beyond > trials / 4, "only %d of %d truncations leave the bound: the check says little", beyond, trials);
+    ug_num d = ug_dot_d(dv, (double[]){1, 2, 3}, 1, (double[]){4, -5, 6}, 1, 3);
+    CHECK(d.v == 12.0 && d.e == 3 * UG_DEV_U / (1 - 3 * UG_DEV_U) * 32.0, "dot bound is gamma_3 * sum|a*b|");
+    CHECK(ug_dev_round(ex, x_one(ex), UG_DT_BF16).e == 0.0 && ug_dev_round(dv, ug_c(dv, 1.0), UG_DT_BF16).e == 0x1p-8,
+          "ug_dev_round: half a bf16 ulp in DEVICE only");
+    ug_ar_free(dv);
+    ug_ar_free(ex);
+}
+
 int main(void)
 {
     standards_at_threshold();
+    device_bound_contains_fp32();
     discrete_compares();
     cert_intervals_contain_exact();
     cert_matches_exact("{\"op\":\"attn_softmax\",\"dtype\":\"bf16\",\"params\":{\"rows\":5,\"cols\":300,\"cap\":30,"

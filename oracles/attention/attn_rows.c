@@ -81,6 +81,8 @@ int ug_gl_attn_emit_query(ug_ar *ar, const double *q, const double *k, size_t ld
         for (size_t j = 1; j < n_live; j++) m = ug_max(ar, m, s[j]);
         for (size_t j = 0; j < n_live; j++) e[j] = ug_exp(ar, ug_sub(ar, s[j], m));
         total = ug_sum(ar, e, n_live);
+        /* the semantics let a device multiply V by bf16 P (these ops are bf16): the device bound sees it */
+        for (size_t j = 0; j < n_live; j++) e[j] = ug_dev_round(ar, e[j], UG_DT_BF16);
     }
     for (; *pos < sel->n[out] && sel->idx[out][*pos] / dv == row; (*pos)++) {
         size_t d = sel->idx[out][*pos] % dv;

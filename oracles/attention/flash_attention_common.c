@@ -72,7 +72,7 @@ long ug_fa_batch_of(const ug_fa_params *p, long t)
 }
 
 long ug_attn_weights(ug_ar *ar, const double *qr, const double *k, size_t kstride, long n, size_t d, double scale,
-                     ug_num *e, unsigned char *live, ug_num *m, ug_num *total)
+                     ug_dtype p_dt, ug_num *e, unsigned char *live, ug_num *m, ug_num *total)
 {
     long n_live = 0;
     for (long j = 0; j < n; j++) { /* the class of each score, in double (finite inputs stay finite here) */
@@ -95,6 +95,7 @@ long ug_attn_weights(ug_ar *ar, const double *qr, const double *k, size_t kstrid
     }
     for (long j = 0; j < n; j++) e[j] = live[j] ? ug_exp(ar, ug_sub(ar, e[j], *m)) : zero;
     *total = ug_sum(ar, e, (size_t)n);
+    for (long j = 0; j < n; j++) e[j] = ug_dev_round(ar, e[j], p_dt); /* a device's P for P*V */
     return n;
 }
 
@@ -117,11 +118,12 @@ ug_num ug_attn_weighted_v(ug_ar *ar, const ug_num *e, const unsigned char *live,
     return ug_div(ar, acc, total);
 }
 
-long ug_fa_row(ug_ar *ar, const ug_fa_params *p, const double *q, const double *k, long t, long h, ug_num *e,
-               unsigned char *live, ug_num *m, ug_num *total)
+long ug_fa_row(ug_ar *ar, const ug_fa_params *p, const double *q, const double *k, long t, long h, ug_dtype p_dt,
+               ug_num *e, unsigned char *live, ug_num *m, ug_num *total)
 {
     long b = ug_fa_batch_of(p, t), n = ug_fa_visible(p, b, t - p->cu_q[b]);
     size_t d = (size_t)p->dim, hd = (size_t)p->heads * d;
     const double *qr = q + ((size_t)t * (size_t)p->heads + (size_t)h) * d;
-    return ug_attn_weights(ar, qr, k + (size_t)p->cu_k[b] * hd + (size_t)h * d, hd, n, d, p->scale, e, live, m, total);
+    return ug_attn_weights(ar, qr, k + (size_t)p->cu_k[b] * hd + (size_t)h * d, hd, n, d, p->scale, p_dt, e, live, m,
+                           total);
 }

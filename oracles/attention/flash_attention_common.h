@@ -55,9 +55,11 @@ long ug_fa_batch_of(const ug_fa_params *p, long t);
  * a NaN or +inf score makes the row NaN (returns -1); a -inf score drops key j (live[j]
  * = 0, e[j] = 0 exactly); a row with no live key returns 0 (m and total not set).
  * Otherwise e[j] = exp(s_j - m) over the live keys, m their max, *total = sum_j e[j],
- * and it returns n. e and live hold n entries. */
+ * and it returns n. e and live hold n entries. p_dt is the dtype a device may round the
+ * weights to before P*V (the semantics say so; their sum stays fp32): e is left as
+ * ug_dev_round(e, p_dt), which only the device bound sees (UG_DT_FP32: no rounding). */
 long ug_attn_weights(ug_ar *ar, const double *qr, const double *k, size_t kstride, long n, size_t d, double scale,
-                     ug_num *e, unsigned char *live, ug_num *m, ug_num *total);
+                     ug_dtype p_dt, ug_num *e, unsigned char *live, ug_num *m, ug_num *total);
 
 /* One output element sum_j e_j v_j / total over the n keys of a row (v_j at vc +
  * j*stride): v's special values by class (a NaN among the live keys, or both infinities,
@@ -67,7 +69,7 @@ ug_num ug_attn_weighted_v(ug_ar *ar, const ug_num *e, const unsigned char *live,
                           long n, ug_num total, double *col);
 
 /* ug_attn_weights for query token t (global), head h over its visible keys. */
-long ug_fa_row(ug_ar *ar, const ug_fa_params *p, const double *q, const double *k, long t, long h, ug_num *e,
-               unsigned char *live, ug_num *m, ug_num *total);
+long ug_fa_row(ug_ar *ar, const ug_fa_params *p, const double *q, const double *k, long t, long h, ug_dtype p_dt,
+               ug_num *e, unsigned char *live, ug_num *m, ug_num *total);
 
 #endif

@@ -60,7 +60,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
         size_t mark = ug_ar_mark(ar);
         long t = (long)(r / H), h = (long)(r % H), b = ug_fa_batch_of(&p, t);
         ug_num m, total;
-        long n = ug_fa_row(ar, &p, q->values, k->values, t, h, e, live, &m, &total);
+        long n = ug_fa_row(ar, &p, q->values, k->values, t, h, c->spec.dtype, e, live, &m, &total);
         for (; pos[0] < sel->n[0] && sel->idx[0][pos[0]] / D == r; pos[0]++) {
             size_t d = sel->idx[0][pos[0]] % D;
             const double *vc = v->values + (size_t)p.cu_k[b] * H * D + (size_t)h * D + d;

@@ -15,7 +15,13 @@
  * independent; a kernel that uses them (Delta from o, P from lse, as FA2 does) carries
  * their rounding, which the tolerance must absorb.
  *
- * Primary standard pypto (budget 0.005, rtol 2^-7 as for o), but with atol 2^-5 for dq
+ * Primary standard certified (docs/STANDARDS.md): the pypto rule below is kept and stored,
+ * but an absolute 2^-5 both hides bugs (31 % of dq and 45 % of dk values lie below it: a
+ * bf16 dq with relative error 3.4e3 passed) and still fails a correct kernel when the plan
+ * seed changes (seed 2: 02c40a8e31a4f678, dk 34 elements over, the naive benchmark 10x
+ * worse; seed 3: 02e3f69086a27e66). certified's bound scales with each element's own
+ * terms, and the correct sim kernel passes it at plan seeds 1-4.
+ * The pypto rule: budget 0.005, rtol 2^-7 as for o, but with atol 2^-5 for dq
  * and dk and 2^-8 for dv instead of the o-style 1e-4: a correct FA2 backward cannot meet
  * 1e-4 against the exact-forward oracle. Measured on the nightly plan with the correct
  * sim kernel:
@@ -101,6 +107,7 @@ typedef struct {
     const ug_fa_params *p;
     const double *q, *k, *v, *dout;
     long b, h, lq, lk;
+    ug_dtype dt; /* the case dtype: what a device stores P, dS and O in */
     ug_num *P, *dS; /* [lq x lk], entries j >= n[i] are 0 */
     long *n; /* visible keys per row */
     unsigned char *live; /* scratch: the row's live keys */
@@ -115,7 +122,7 @@ static void group_eval(ug_ar *ar, grad_group *g, ug_num *e, ug_num *dp)
     for (long i = 0; i < g->lq; i++) {
         long t = p->cu_q[g->b] + i;
         ug_num m, total;
-        long n = ug_fa_row(ar, p, g->q, g->k, t, g->h, e, g->live, &m, &total);
+        long n = ug_fa_row(ar, p, g->q, g->k, t, g->h, UG_DT_FP32, e, g->live, &m, &total);
         g->n[i] = ug_fa_visible(p, g->b, i);
         ug_num *Pi = g->P + i * g->lk, *dSi = g->dS + i * g->lk;
         if (n < 0) { /* a NaN or +inf score: the row's P and dS are NaN on the keys it sees */
@@ -126,13 +133,13 @@ static void group_eval(ug_ar *ar, grad_group *g, ug_num *e, ug_num *dp)
         const double *dor = g->dout + (size_t)t * HD + (size_t)g->h * D;
         const double *v0 = g->v + (size_t)p->cu_k[g->b] * HD + (size_t)g->h * D;
         for (long j = 0; j < n; j++) {
-            Pi[j] = ug_div(ar, e[j], total);
+            Pi[j] = ug_dev_round(ar, ug_div(ar, e[j], total), g->dt); /* a device's P as it multiplies dO */
             dp[j] = ug_dot_d(ar, dor, 1, v0 + (size_t)j * HD, 1, D);
         }
         /* Delta = rowsum(dO * O) with O = P V, as the spec writes it (= sum_j P dP exactly;
          * in the naive arithmetic this is the benchmark device's O rounded to the dtype) */
-        for (size_t d = 0; n && d < D; d++)
-            e[d] = ug_mul(ar, ug_c(ar, dor[d]), ug_dot_nd(ar, Pi, v0 + d, HD, (size_t)n));
+        for (size_t d = 0; n && d < D; d++) /* a device reads O as stored: rounded to the dtype */
+            e[d] = ug_mul(ar, ug_c(ar, dor[d]), ug_dev_round(ar, ug_dot_nd(ar, Pi, v0 + d, HD, (size_t)n), g->dt));
         ug_num delta = n ? ug_sum(ar, e, D) : zero;
         for (long j = 0; j < g->lk; j++) {
             if (j >= n || !g->live[j]) /* unseen, or a -inf score: weighs exactly 0 */
@@ -140,7 +147,7 @@ static void group_eval(ug_ar *ar, grad_group *g, ug_num *e, ug_num *dp)
             else if (n == 1) /* one visible key: P = 1, O = V_0, Delta = dP_0, so dS = 0 exactly */
                 Pi[j] = ug_c(ar, 1.0), dSi[j] = zero;
             else
-                dSi[j] = ug_mul(ar, Pi[j], ug_sub(ar, dp[j], delta));
+                dSi[j] = ug_dev_round(ar, ug_mul(ar, Pi[j], ug_sub(ar, dp[j], delta)), g->dt); /* dS as stored */
         }
     }
 }
@@ -205,7 +212,8 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
                     .q = ug_case_input(c, "q")->values,
                     .k = ug_case_input(c, "k")->values,
                     .v = ug_case_input(c, "v")->values,
-                    .dout = ug_case_input(c, "do")->values};
+                    .dout = ug_case_input(c, "do")->values,
+                    .dt = c->spec.dtype};
     g.P = malloc((size_t)(maxq * maxk) * sizeof *g.P);
     g.dS = malloc((size_t)(maxq * maxk) * sizeof *g.dS);
     g.n = malloc((size_t)maxq * sizeof *g.n);
@@ -240,5 +248,5 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
 }
 
 const ug_op_def ug_opdef_flash_attention_mha_grad = {
-    .op = UG_OP_FLASH_ATTENTION_MHA_GRAD, .decl.check = ug_fa_check, .build = build, .oracle = oracle,
-    .geometry = geometry};
+    .op = UG_OP_FLASH_ATTENTION_MHA_GRAD, .primary = UG_STD_CERTIFIED, .decl.check = ug_fa_check, .build = build,
+    .oracle = oracle, .geometry = geometry};

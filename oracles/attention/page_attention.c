@@ -16,7 +16,11 @@
  * drawn from the case's distribution, i.e. non-zero garbage that a kernel reading beyond
  * the context picks up.
  *
- * Primary standard pypto, budget 0.005, atol the silent default 1e-3 but rtol 2^-7 (the
+ * Primary standard certified (docs/STANDARDS.md): the pypto rule below, fitted to one plan
+ * seed, fails the correct kernel at seed 3 (02eb605545018ac2: 7 elements of o over 1e-3 +
+ * 2^-7|g|, the bf16 cast of P where o is small), while certified's per-element device
+ * bound passes it at plan seeds 1-4.
+ * The pypto rule, kept and stored: budget 0.005, atol the silent default 1e-3 but rtol 2^-7 (the
  * attention-output rtol of docs/STANDARDS.md) instead of 1e-3. Why: rtol 1e-3 is below half
  * a bf16 ulp (2^-9 relative), so a bf16 output one ulp from the correctly rounded value
  * already fails, and the device's cast of P to bf16 before P.V costs a few bf16 ulps
@@ -136,7 +140,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
             memcpy(vg + (size_t)t * D, vc->values + at, D * sizeof *vg);
         }
         ug_num m, total;
-        long w = ug_attn_weights(ar, q->values + r * D, kg, D, n, D, p.scale, e, live, &m, &total);
+        long w = ug_attn_weights(ar, q->values + r * D, kg, D, n, D, p.scale, c->spec.dtype, e, live, &m, &total);
         for (; pos < sel->n[0] && sel->idx[0][pos] / D == r; pos++) {
             size_t d = sel->idx[0][pos] % D;
             ug_ar_emit(ar, 0, pos,
@@ -161,4 +165,5 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
 }
 
 const ug_op_def ug_opdef_page_attention = {
-    .op = UG_OP_PAGE_ATTENTION, .decl.check = check, .build = build, .oracle = oracle, .geometry = geometry};
+    .op = UG_OP_PAGE_ATTENTION, .primary = UG_STD_CERTIFIED, .decl.check = check, .build = build, .oracle = oracle,
+    .geometry = geometry};

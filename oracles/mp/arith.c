@@ -1,10 +1,14 @@
-/* arith.c — the four arithmetics behind arith.h.
+/* arith.c — the arithmetics behind arith.h.
  *
  * CERT bounds: every primitive returns v and e with |v - exact| <= e, where exact is the
  * primitive applied to the exact operands (which lie within their own e). Rounding of a
  * double result costs at most ulp(v)/2 <= 2^-53|v| (+2^-1075 when subnormal); we charge
  * 2^-52|v| + 2^-1074, libm functions 2^-51|v|, and inflate every bound by 2^-45 relative
- * to cover the rounding of the bound arithmetic itself. */
+ * to cover the rounding of the bound arithmetic itself.
+ *
+ * DEVICE bounds (first order, see arith.h): e bounds |device - exact| for a device that
+ * rounds every primitive to fp32 and sums in any order; each primitive adds its own
+ * rounding (UG_DEV_U |v|, functions DEV_FN |v|) to the propagated operand bounds. */
 #include "oracles/mp/arith.h"
 
 #include <math.h>
@@ -18,6 +22,8 @@
 #define TINY 0x1p-1074
 #define INFLATE (1.0 + 0x1p-45)
 #define IS_MP(ar) ((ar)->mode == UG_AR_EXACT || (ar)->mode == UG_AR_MPFR_SEQ)
+#define IS_DEV(ar) ((ar)->mode == UG_AR_DEVICE)
+#define DEV_FN (UG_DEV_FN_ULPS * 2.0 * UG_DEV_U) /* relative: ulp(x) <= 2^-23 |x| in fp32 */
 
 struct ug_ar {
     ug_ar_mode mode;
@@ -145,6 +151,15 @@ static double two_prod_err(double a, double b, double p)
     return fabs(((ah * bh - p) + ah * bl + al * bh) + al * bl);
 }
 
+/* A DEVICE number: a bound that is NaN (inf - inf) means nothing is known. */
+static ug_num num_dev(double v, double e)
+{
+    ug_num r = {v, isnan(e) ? INFINITY : e, NULL};
+    return r;
+}
+
+static double gamma32(size_t n) { return (double)n * UG_DEV_U / (1.0 - (double)n * UG_DEV_U); }
+
 static ug_num num_plain(const ug_ar *ar, double v)
 {
     ug_num r = {ar->mode == UG_AR_NAIVE ? ug_dtype_round(ar->naive_dt, v) : v, 0.0, NULL};
@@ -159,6 +174,7 @@ ug_num ug_c(ug_ar *ar, double x)
         return num_exact(m);
     }
     if (ar->mode == UG_AR_CERT) return num_cert(x, 0.0);
+    if (IS_DEV(ar)) return num_dev(x, 0.0); /* inputs are exact */
     return num_plain(ar, x);
 }
 
@@ -187,6 +203,7 @@ ug_num ug_add(ug_ar *ar, ug_num a, ug_num b)
     double v = a.v + b.v;
     if (ar->mode == UG_AR_CERT)
         return num_cert(v, a.e + b.e + (isfinite(v) ? fabs(two_sum_err(a.v, b.v, v)) : INFINITY));
+    if (IS_DEV(ar)) return num_dev(v, a.e + b.e + UG_DEV_U * fabs(v));
     return num_plain(ar, v);
 }
 
@@ -196,6 +213,7 @@ ug_num ug_sub(ug_ar *ar, ug_num a, ug_num b)
     double v = a.v - b.v;
     if (ar->mode == UG_AR_CERT)
         return num_cert(v, a.e + b.e + (isfinite(v) ? fabs(two_sum_err(a.v, -b.v, v)) : INFINITY));
+    if (IS_DEV(ar)) return num_dev(v, a.e + b.e + UG_DEV_U * fabs(v));
     return num_plain(ar, v);
 }
 
@@ -206,6 +224,7 @@ ug_num ug_mul(ug_ar *ar, ug_num a, ug_num b)
     if (ar->mode == UG_AR_CERT)
         return num_cert(v, fabs(a.v) * b.e + fabs(b.v) * a.e + a.e * b.e +
                                (isfinite(v) ? two_prod_err(a.v, b.v, v) : INFINITY));
+    if (IS_DEV(ar)) return num_dev(v, fabs(a.v) * b.e + fabs(b.v) * a.e + a.e * b.e + UG_DEV_U * fabs(v));
     return num_plain(ar, v);
 }
 
@@ -213,10 +232,10 @@ ug_num ug_div(ug_ar *ar, ug_num a, ug_num b)
 {
     if (IS_MP(ar)) return exact2(ar, mpfr_div, a, b);
     double v = a.v / b.v;
-    if (ar->mode == UG_AR_CERT) {
+    if (ar->mode == UG_AR_CERT || IS_DEV(ar)) {
         double ab = fabs(b.v);
         double e = ab > b.e ? (fabs(a.v) * b.e + ab * a.e) / (ab * (ab - b.e)) : INFINITY;
-        return num_cert(v, e + fabs(v) * U52);
+        return IS_DEV(ar) ? num_dev(v, e + UG_DEV_U * fabs(v)) : num_cert(v, e + fabs(v) * U52);
     }
     return num_plain(ar, v);
 }
@@ -231,9 +250,9 @@ ug_num ug_neg(ug_ar *ar, ug_num a)
 ug_num ug_max(ug_ar *ar, ug_num a, ug_num b)
 {
     if (IS_MP(ar)) return mpfr_greaterequal_p(a.m, b.m) ? a : b;
-    if (ar->mode == UG_AR_CERT) {
+    if (ar->mode == UG_AR_CERT || IS_DEV(ar)) {
         ug_num r = a.v >= b.v ? a : b;
-        r.e = fmax(a.e, b.e); /* max is 1-Lipschitz in each operand */
+        r.e = fmax(a.e, b.e); /* max is 1-Lipschitz in each operand; exact on a device */
         return r;
     }
     return a.v >= b.v ? a : b;
@@ -243,9 +262,9 @@ ug_num ug_sqrt(ug_ar *ar, ug_num a)
 {
     if (IS_MP(ar)) return exact1(ar, mpfr_sqrt, a);
     double v = sqrt(a.v);
-    if (ar->mode == UG_AR_CERT) {
+    if (ar->mode == UG_AR_CERT || IS_DEV(ar)) {
         double e = a.v > a.e ? a.e / sqrt(a.v) : sqrt(fmax(a.v, 0.0) + a.e);
-        return num_cert(v, e + fabs(v) * U52);
+        return IS_DEV(ar) ? num_dev(v, e + UG_DEV_U * fabs(v)) : num_cert(v, e + fabs(v) * U52);
     }
     return num_plain(ar, v);
 }
@@ -254,10 +273,10 @@ ug_num ug_rsqrt(ug_ar *ar, ug_num a)
 {
     if (IS_MP(ar)) return exact1(ar, mpfr_rec_sqrt, a);
     double s = sqrt(a.v), v = 1.0 / s;
-    if (ar->mode == UG_AR_CERT) {
+    if (ar->mode == UG_AR_CERT || IS_DEV(ar)) {
         double lo = a.v - a.e;
         double e = lo > 0 ? 0.5 * a.e / (lo * sqrt(lo)) : INFINITY;
-        return num_cert(v, e + fabs(v) * U51);
+        return IS_DEV(ar) ? num_dev(v, e + DEV_FN * fabs(v)) : num_cert(v, e + fabs(v) * U51);
     }
     if (ar->mode == UG_AR_NAIVE) s = ug_dtype_round(ar->naive_dt, s); /* rounds: naive sqrt */
     return num_plain(ar, 1.0 / s);
@@ -272,9 +291,9 @@ ug_num ug_exp(ug_ar *ar, ug_num a)
 {
     if (IS_MP(ar)) return exact1(ar, mpfr_exp, a);
     double v = exp(a.v);
-    if (ar->mode == UG_AR_CERT) {
+    if (ar->mode == UG_AR_CERT || IS_DEV(ar)) {
         double e = a.e > 0 ? fabs(v) * (1.0 + U51) * expm1(a.e) : 0.0;
-        return num_cert(v, e + fabs(v) * U51);
+        return IS_DEV(ar) ? num_dev(v, e + DEV_FN * fabs(v)) : num_cert(v, e + fabs(v) * U51);
     }
     return num_plain(ar, v);
 }
@@ -283,10 +302,10 @@ ug_num ug_log(ug_ar *ar, ug_num a)
 {
     if (IS_MP(ar)) return exact1(ar, mpfr_log, a);
     double v = log(a.v);
-    if (ar->mode == UG_AR_CERT) {
+    if (ar->mode == UG_AR_CERT || IS_DEV(ar)) {
         double lo = a.v - a.e;
         double e = lo > 0 ? a.e / lo : INFINITY;
-        return num_cert(v, e + fabs(v) * U51);
+        return IS_DEV(ar) ? num_dev(v, e + DEV_FN * fabs(v)) : num_cert(v, e + fabs(v) * U51);
     }
     return num_plain(ar, v);
 }
@@ -296,6 +315,7 @@ ug_num ug_tanh(ug_ar *ar, ug_num a)
     if (IS_MP(ar)) return exact1(ar, mpfr_tanh, a);
     double v = tanh(a.v);
     if (ar->mode == UG_AR_CERT) return num_cert(v, a.e + fabs(v) * U51); /* |tanh'| <= 1 */
+    if (IS_DEV(ar)) return num_dev(v, a.e + DEV_FN * fabs(v));
     return num_plain(ar, v);
 }
 
@@ -328,6 +348,7 @@ ug_num ug_sigmoid(ug_ar *ar, ug_num a)
     if (IS_MP(ar)) return exact1(ar, mpfr_sigmoid, a);
     double v = 1.0 / (1.0 + exp(-a.v));
     if (ar->mode == UG_AR_CERT) return num_cert(v, 0.25 * a.e + fabs(v) * 0x1p-49); /* |s'| <= 1/4 */
+    if (IS_DEV(ar)) return num_dev(v, 0.25 * a.e + DEV_FN * fabs(v));
     if (ar->mode == UG_AR_NAIVE) {
         double t = ug_dtype_round(ar->naive_dt, exp(-a.v)); /* rounds: naive exp */
         t = ug_dtype_round(ar->naive_dt, 1.0 + t);         /* rounds: naive add */
@@ -342,6 +363,7 @@ ug_num ug_silu(ug_ar *ar, ug_num a)
     if (ar->mode == UG_AR_NAIVE) return ug_mul(ar, a, ug_sigmoid(ar, a));
     double v = a.v / (1.0 + exp(-a.v));
     if (ar->mode == UG_AR_CERT) return num_cert(v, 1.1 * a.e + fabs(v) * 0x1p-49); /* |silu'| < 1.1 */
+    if (IS_DEV(ar)) return num_dev(v, 1.1 * a.e + DEV_FN * fabs(v));
     return num_plain(ar, v);
 }
 
@@ -350,6 +372,7 @@ ug_num ug_sin(ug_ar *ar, ug_num a)
     if (IS_MP(ar)) return exact1(ar, mpfr_sin, a);
     double v = sin(a.v);
     if (ar->mode == UG_AR_CERT) return num_cert(v, a.e + fabs(v) * U51);
+    if (IS_DEV(ar)) return num_dev(v, a.e + DEV_FN * fabs(v));
     return num_plain(ar, v);
 }
 
@@ -358,6 +381,7 @@ ug_num ug_cos(ug_ar *ar, ug_num a)
     if (IS_MP(ar)) return exact1(ar, mpfr_cos, a);
     double v = cos(a.v);
     if (ar->mode == UG_AR_CERT) return num_cert(v, a.e + fabs(v) * U51);
+    if (IS_DEV(ar)) return num_dev(v, a.e + DEV_FN * fabs(v));
     return num_plain(ar, v);
 }
 
@@ -375,8 +399,18 @@ ug_num ug_round(ug_ar *ar, ug_num x, ug_dtype dt)
         ug_num u = {r, (lo == hi && isfinite(x.e)) ? 0.0 : INFINITY, NULL};
         return u;
     }
+    if (IS_DEV(ar)) { /* the device rounds its own value: a code away at most across a boundary */
+        double lo = ug_dtype_round(dt, x.v - x.e), hi = ug_dtype_round(dt, x.v + x.e);
+        return num_dev(r, isfinite(x.e) ? fmax(hi - r, r - lo) : INFINITY);
+    }
     ug_num u = {r, 0.0, NULL};
     return u;
+}
+
+ug_num ug_dev_round(ug_ar *ar, ug_num x, ug_dtype dt)
+{
+    if (IS_DEV(ar)) x.e += 0.5 * ug_dtype_ulp(dt, fabs(x.v) + x.e);
+    return x;
 }
 
 static double gamma_n(size_t n) { return (double)n * 0x1p-53 / (1.0 - (double)n * 0x1p-53); }
@@ -413,6 +447,7 @@ ug_num ug_sum(ug_ar *ar, const ug_num *xs, size_t n)
         e += xs[i].e;
     }
     if (ar->mode == UG_AR_CERT) return num_cert(s, e + gamma_n(n + 1) * abs_sum);
+    if (IS_DEV(ar)) return num_dev(s, e + gamma32(n > 0 ? n - 1 : 0) * abs_sum);
     ug_num r = {s, 0.0, NULL};
     return r;
 }
@@ -471,6 +506,7 @@ ug_num ug_dot_d(ug_ar *ar, const double *a, size_t sa, const double *b, size_t s
         }
         abs_sum += fabs(p);
     }
+    if (IS_DEV(ar)) return num_dev(s, gamma32(n) * abs_sum); /* n product and n-1 add roundings */
     ug_num r = {s, 0.0, NULL};
     return r;
 }
@@ -508,6 +544,7 @@ ug_num ug_dot_nd(ug_ar *ar, const ug_num *x, const double *b, size_t sb, size_t 
     }
     if (ar->mode == UG_AR_CERT) /* exact zero products and exact inputs: an exact zero */
         return num_cert(s, abs_sum == 0.0 && e == 0.0 ? 0.0 : e + gamma_n(n + 2) * abs_sum + (double)n * TINY);
+    if (IS_DEV(ar)) return num_dev(s, e + gamma32(n) * abs_sum);
     ug_num r = {s, 0.0, NULL};
     return r;
 }
@@ -573,6 +610,7 @@ void ug_ar_emit(ug_ar *ar, int out, size_t k, ug_num x)
     default:
         s->gstar[k] = x.v;
         s->g[k] = ug_dtype_round(s->dt, x.v);
+        if (s->bound) s->bound[k] = IS_DEV(ar) ? x.e : 0.0;
         break;
     }
 }

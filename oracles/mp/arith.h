@@ -15,6 +15,12 @@
  *   UG_AR_NAIVE  every primitive's result rounded to one dtype (the input dtype): the
  *                "benchmark device" of the benchmark standard. Sums and dot products
  *                round after every addition, left to right.
+ *   UG_AR_DEVICE double with a bound e on what a correct device may compute instead of
+ *                the exact value: every primitive rounded to fp32 (u = 2^-24), reductions
+ *                in any order (gamma_n = n*u/(1-n*u) times the sum of magnitudes), exp, log,
+ *                rsqrt, tanh, sigmoid, silu, sin, cos within UG_DEV_FN_ULPS fp32 ulps, and
+ *                the intermediate roundings the op declares (ug_dev_round), all propagated
+ *                to first order. The `certified` standard judges |a - g*| <= c*e + ulp(g)/2.
  *   UG_AR_F64    plain double, no bound: the float64 baseline of `ulpgym bench oracle`.
  *   UG_AR_MPFR_SEQ  EXACT with reductions done one MPFR multiply-add at a time: the
  *                "naive MPFR" baseline of `ulpgym bench oracle`.
@@ -28,11 +34,17 @@
 
 #include "core/dtype.h"
 
-typedef enum { UG_AR_EXACT, UG_AR_CERT, UG_AR_NAIVE, UG_AR_F64, UG_AR_MPFR_SEQ } ug_ar_mode;
+typedef enum { UG_AR_EXACT, UG_AR_CERT, UG_AR_NAIVE, UG_AR_F64, UG_AR_MPFR_SEQ, UG_AR_DEVICE } ug_ar_mode;
+
+/* The device model of UG_AR_DEVICE: fp32 unit roundoff, and the accuracy assumed of a
+ * device's elementary functions (exp, log, rsqrt, tanh, sigmoid, silu, sin, cos), in fp32
+ * ulps of the result. */
+#define UG_DEV_U 0x1p-24
+#define UG_DEV_FN_ULPS 4
 
 typedef struct {
     double v;   /* value (CERT/NAIVE/F64); in EXACT, a double approximation */
-    double e;   /* CERT: absolute error bound of v; else 0 */
+    double e;   /* CERT: absolute error bound of v; DEVICE: the device's error bound; else 0 */
     mpfr_ptr m; /* EXACT: the value; else NULL */
 } ug_num;
 
@@ -43,6 +55,7 @@ typedef struct {
     double *gstar;        /* exact value, nearest double */
     double *g;            /* exact value correctly rounded to dt */
     unsigned char *unsure; /* CERT only: 1 where the interval straddles a rounding boundary */
+    double *bound;         /* DEVICE only: the device error bound e of each element */
 } ug_ar_sink;
 
 typedef struct ug_ar ug_ar;
@@ -81,6 +94,10 @@ ug_num ug_cos(ug_ar *ar, ug_num a);
  * value whose interval straddles a rounding boundary comes back with an infinite bound,
  * so everything computed from it is settled by the EXACT fallback. */
 ug_num ug_round(ug_ar *ar, ug_num x, ug_dtype dt);
+/* A rounding the op's semantics lets a device make mid-way (P cast to bf16 before P*V, a
+ * bf16 intermediate write): x unchanged in every arithmetic but UG_AR_DEVICE, where the
+ * bound grows by half an ulp of dt. The exact reference never rounds here. */
+ug_num ug_dev_round(ug_ar *ar, ug_num x, ug_dtype dt);
 /* Reductions. xs[i*stride]; a and b are exact doubles (input values). */
 ug_num ug_sum(ug_ar *ar, const ug_num *xs, size_t n);
 ug_num ug_dot_d(ug_ar *ar, const double *a, size_t sa, const double *b, size_t sb, size_t n);
