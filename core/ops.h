@@ -68,6 +68,10 @@ typedef struct ug_op_def {
     ug_op op;
     int primary;     /* ug_standard: 0 is UG_STD_PYPTO */
     int bench_level; /* 0..2: level of the benchmark standard */
+    /* c of the certified standard for this op (0: UG_CERT_C = 2), raised only where the
+     * op's device algorithm is not an evaluation order of its reference formula (the
+     * oracle file's header says why and by how much). */
+    double cert_c;
     /* From the declaration file (oracles/<family>/<name>.json), filled in by the loader;
      * the oracle file leaves them empty: */
     const char *summary;

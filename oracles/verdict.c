@@ -171,12 +171,12 @@ static size_t count_outside(const ug_judged *j, double atol, double rtol)
  * bound); *violations gets how many exceed 1. */
 static double certified_worst(const ug_judged *j, size_t *violations)
 {
-    double worst = 0.0;
+    double worst = 0.0, c = j->cert_c > 0 ? j->cert_c : UG_CERT_C;
     size_t bad = 0;
     for (size_t i = 0; j->bound && i < j->n; i++) {
         double a = j->a[i], gs = j->gstar[i];
         if (!isfinite(a) || !isfinite(gs)) continue; /* NaN/Inf: matched or counted apart */
-        double allowed = UG_CERT_C * j->bound[i] + 0.5 * ug_dtype_ulp(j->dt, j->g[i]), err = fabs(a - gs);
+        double allowed = c * j->bound[i] + 0.5 * ug_dtype_ulp(j->dt, j->g[i]), err = fabs(a - gs);
         if (!(err <= allowed)) bad++;
         double r = err / allowed;
         worst = r > worst ? r : worst;
@@ -193,8 +193,8 @@ static ug_vstate judge_certified(const ug_judged *j, char *thr, size_t len)
     }
     size_t bad;
     double worst = certified_worst(j, &bad);
-    snprintf(thr, len, "{\"c\":%g,\"fn_ulps\":%d,\"violations\":%zu,\"worst\":%.4g}", UG_CERT_C, UG_DEV_FN_ULPS,
-             bad, worst);
+    snprintf(thr, len, "{\"c\":%g,\"fn_ulps\":%d,\"violations\":%zu,\"worst\":%.4g}",
+             j->cert_c > 0 ? j->cert_c : UG_CERT_C, UG_DEV_FN_ULPS, bad, worst);
     return bad ? UG_V_FAIL : UG_V_PASS;
 }
 

@@ -72,6 +72,7 @@ typedef struct {
     const double *a, *gstar, *g, *bench;
     const ug_metrics *m;
     const double *bound; /* the device bound B per element (certified); NULL: not evaluated */
+    double cert_c;       /* c of the certified standard (0: UG_CERT_C) */
 } ug_judged;
 
 /* c of the certified standard: covers the second-order terms the first-order device bound

@@ -65,7 +65,7 @@ static double *judge_output(const ug_case *c, int k, const ug_oracle_result *orc
         rule = &case_rule;
     }
     ug_judged j = {t->name, t->dtype, rule, c->def->bench_level, n, orc->sel.idx[k],
-                   a, gstar, orc->g[k], orc->bench[k], &or_->m, orc->bound[k]};
+                   a, gstar, orc->g[k], orc->bench[k], &or_->m, orc->bound[k], c->def->cert_c};
     for (int s = 0; s < UG_STD_COUNT; s++)
         or_->verdict[s] = ug_standard_judge(s, &j, or_->thresholds[s], UG_THR_LEN);
     or_->margin = ug_tolerance_margin(&j);

@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # nightly.sh — the nightly job: build, sweep the default plan, write the report, diff the
 # run against the previous finished run of the same plan, and exit 1 when a
-# case fails that did not fail before (0: no new failures, 2: the job itself failed).
+# case fails that did not fail before (0: no new failures, 2: the job itself failed);
+# then the standards' self-check: the correct sim kernels over the whole plan at other
+# plan seeds must pass under each op's primary standard and under certified (3: a false
+# alarm, i.e. a tolerance or contract fitted to one seed's cases).
 #
 # Usage: scripts/nightly.sh [ulpgym sweep options...]     (e.g. --group GreenLight -j 16)
 # Environment:
 #   ULPGYM_DB          results database (default ./ulpgym.db); history accumulates there
 #   ULPGYM_BIN         use this ulpgym binary and skip deps/build (CI, tests, clusters)
 #   ULPGYM_REPORT_DIR  where the report and new_failures.txt go (default ./reports)
+#   ULPGYM_SEED_CHECK  plan seeds of the self-check (default "2 3 4"; empty: skip it)
+#   ULPGYM_SEED_CHECK_ARGS  extra sweep options for the self-check (default: the whole plan)
 # "New failure": a case whose verdict now is neither PASS nor SKIP, and which either had
 # no result in the previous run or had PASS/SKIP there. The script also says whether the
 # code (git revision) or the plan (plan hash) changed between the two runs, so a change
@@ -63,8 +68,22 @@ n_fixed=0
 [ -n "$prev" ] && n_fixed=$(q "SELECT count(*) FROM results r JOIN results p ON p.case_id = r.case_id AND p.run_id = $prev
                                WHERE r.run_id = $run AND r.verdict = 'PASS' AND p.verdict NOT IN ('PASS', 'SKIP')")
 echo "nightly: $n_new new failures, $n_fixed fixed (list: $reports/new_failures.txt)"
-if [ "$n_new" -gt 0 ]; then
-    head -n 21 "$reports/new_failures.txt"
-    exit 1
-fi
+[ "$n_new" -gt 0 ] && head -n 21 "$reports/new_failures.txt"
+
+# The standards' self-check, in a scratch database of its own (the history stays clean).
+false_alarms=0
+seeds=${ULPGYM_SEED_CHECK-2 3 4}
+for seed in $seeds; do
+    sdb=$reports/seed-check-$seed.db
+    rm -f "$sdb" "$sdb-wal" "$sdb-shm"
+    # shellcheck disable=SC2086 # the options are words
+    "$bin" sweep --db "$sdb" --seed "$seed" --backend sim --no-regressions --quiet ${ULPGYM_SEED_CHECK_ARGS:-} >/dev/null
+    [ $? -le 1 ] || die "self-check sweep at seed $seed failed"
+    n=$(sqlite3 -batch "$sdb" "SELECT count(*) FROM results WHERE verdict != 'PASS'")
+    m=$(sqlite3 -batch "$sdb" "SELECT count(*) FROM verdicts WHERE standard = 'certified' AND verdict = 'FAIL'")
+    echo "nightly: self-check at plan seed $seed: $n cases fail their primary standard, $m fail certified ($sdb)"
+    false_alarms=$((false_alarms + n + m))
+done
+[ "$n_new" -gt 0 ] && exit 1
+[ "$false_alarms" -gt 0 ] && exit 3
 exit 0

@@ -5,7 +5,7 @@
 # the cases fixed when the bug goes away. Uses the built binary (ULPGYM_BIN): no build.
 . "$(dirname "$0")/lib.sh"
 NIGHTLY=${ULPGYM_DATA:?}/scripts/nightly.sh
-export ULPGYM_DB=$T/nightly.db ULPGYM_REPORT_DIR=$T/reports
+export ULPGYM_DB=$T/nightly.db ULPGYM_REPORT_DIR=$T/reports ULPGYM_SEED_CHECK=
 SEL=(--op attn_softmax --limit 40 -j2)
 
 expect_status 0 bash "$NIGHTLY" "${SEL[@]}"
@@ -25,6 +25,16 @@ expect_grep 'nightly: 0 new failures, 0 fixed' "$T/out"
 
 expect_status 0 bash "$NIGHTLY" "${SEL[@]}"
 expect_grep "nightly: 0 new failures, $n_fail fixed" "$T/out"
+
+# the standards' self-check: the correct kernels at another plan seed pass (exit 0, one line
+# per seed); a kernel that fails there is a false alarm of the standards: exit 3
+ULPGYM_SEED_CHECK="2 3" ULPGYM_SEED_CHECK_ARGS="--op attn_softmax --limit 10 -j2" \
+    expect_status 0 bash "$NIGHTLY" "${SEL[@]}"
+expect_grep 'nightly: self-check at plan seed 2: 0 cases fail their primary standard, 0 fail certified' "$T/out"
+expect_grep 'nightly: self-check at plan seed 3: 0 cases' "$T/out"
+ULPGYM_SEED_CHECK="2" ULPGYM_SEED_CHECK_ARGS="--op attn_softmax --limit 40 -j2 --kernel-variant mut_bf16_sum" \
+    expect_status 3 bash "$NIGHTLY" "${SEL[@]}"
+expect_grep 'nightly: self-check at plan seed 2: [1-9][0-9]* cases fail' "$T/out"
 
 # a sweep that cannot start is the job's own failure: exit 2
 expect_status 2 bash "$NIGHTLY" --plan "$T/missing.json"
