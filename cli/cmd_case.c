@@ -26,26 +26,32 @@ static char *slurp(const char *path)
 
 static int ug_cmd_case(int argc, char **argv)
 {
-    const char *spec = NULL, *file = NULL, *backend = NULL, *sample = NULL;
+    const char *spec = NULL, *file = NULL, *backend = NULL, *sample = NULL, *primary = NULL;
     int json = 0;
     for (int i = 1; i < argc; i++) {
         int m;
         if ((m = ug_cli_opt(argc, argv, &i, "--spec", &spec)) || (m = ug_cli_opt(argc, argv, &i, "--spec-file", &file)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--backend", &backend)) || (m = ug_cli_opt(argc, argv, &i, "--sample", &sample))) {
+            (m = ug_cli_opt(argc, argv, &i, "--backend", &backend)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--sample", &sample)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--primary", &primary))) {
             if (m < 0) return UG_EXIT_USAGE;
         } else if (ug_cli_flag(argv, i, "--json")) json = 1;
         else return ug_cli_fail("case: unexpected argument \"%s\" (see ulpgym case -h)", argv[i]);
     }
+    char err[1024];
+    int std = -1;
+    if (primary && ug_exec_parse_primary(primary, &std, err, sizeof err)) return ug_cli_fail("case: %s", err);
     char *text = file ? slurp(file) : spec ? strdup(spec) : NULL;
     if (!text) return ug_cli_fail(file ? "case: cannot read %s" : "case: give --spec JSON or --spec-file FILE", file);
     ug_exec_opts o;
     ug_exec_opts_default(&o);
+    o.primary_set = std >= 0;
+    o.primary = std;
     if (sample && (long)(o.oracle.sample = (size_t)ug_cli_sample(sample)) < 0) {
         free(text);
         return ug_cli_fail("case: --sample takes a count or \"all\"");
     }
     ug_backend b;
-    char err[1024];
     if (ug_backend_open(&b, backend, err, sizeof err)) {
         free(text);
         return ug_cli_fail("%s", err);
@@ -62,6 +68,8 @@ static int ug_cmd_case(int argc, char **argv)
 
 const ug_command ug_command_case = {
     "case", ug_cmd_case, "run one case from its spec JSON and print its verdict",
-     "usage: ulpgym case (--spec JSON | --spec-file FILE) [--backend B] [--sample N|all] [--json]\n"
+     "usage: ulpgym case (--spec JSON | --spec-file FILE) [--backend B] [--sample N|all] [--primary STD]\n"
+     "                   [--json]\n"
      "  Runs the kernel and the oracle on the case the spec describes (no database).\n"
-     "  --backend sim | sim:VARIANT | plugin:PATH.so   (default sim)\n"};
+     "  --backend sim | sim:VARIANT | plugin:PATH.so   (default sim)\n"
+     "  --primary STD  decide the outcome by numeric standard STD, as `sweep --primary` does\n"};

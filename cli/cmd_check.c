@@ -19,6 +19,7 @@
 #include "db/query_case.h"
 #include "kernels/replay.h"
 #include "oracles/oracle.h"
+#include "run/exec.h"
 #include "gen/case.h"
 
 typedef struct {
@@ -107,7 +108,7 @@ static int judge_one(checked *k, const char *prefix, const ug_exec_opts *o)
     snprintf(r->case_id, sizeof r->case_id, "%s", spec.id);
     r->op = spec.op;
     r->dtype = spec.dtype;
-    r->primary = ug_op_def_get(spec.op)->primary;
+    r->primary = o->primary_set ? o->primary : ug_op_def_get(spec.op)->primary;
     int rc = ug_case_build(&c, &spec, err, sizeof err);
     if (rc) {
         ug_case_free(&c);
@@ -129,27 +130,38 @@ static int judge_one(checked *k, const char *prefix, const ug_exec_opts *o)
     return rc == -2 ? ug_cli_fail("check: %s", err) : 0;
 }
 
-/* The run to store into: the latest replay run called name, else a new one. */
-static int open_run(ug_db *db, const char *name, const char *root, const char *command, long sample, long *run_id,
-                    char *err, size_t errlen)
+/* The run to store into: the latest replay run called name, else a new one. primary: the --primary standard, NULL
+ * for each op's own; a named run decided otherwise is refused, so one run never mixes two ways of deciding. */
+static int open_run(ug_db *db, const char *name, const char *root, const char *command, long sample,
+                    const char *primary, long *run_id, char *err, size_t errlen)
 {
     *run_id = 0;
     if (name) {
         *run_id = ug_db_latest_replay_run(db, name);
+        ug_run_record rec;
+        if (*run_id > 0 && ug_db_run_get(db, *run_id, &rec, err, errlen)) return -1;
+        if (*run_id > 0 && strcmp(rec.primary_standard, primary ? primary : "") != 0) {
+            snprintf(err, errlen, "run %ld (\"%s\") decides cases by %s%s; check them with the same --primary",
+                     *run_id, name, rec.primary_standard[0] ? "--primary " : "each op's own primary standard",
+                     rec.primary_standard);
+            return -1;
+        }
         if (*run_id > 0) return 0;
     }
     ug_run_info info = {.plan_name = name ? name : "replay", .plan_path = root, .backend = "replay",
-                        .command = command, .oracle_prec = UG_ORACLE_PREC, .sample = sample};
+                        .command = command, .oracle_prec = UG_ORACLE_PREC, .sample = sample,
+                        .primary_standard = primary};
     return ug_db_run_begin(db, &info, run_id, err, errlen);
 }
 
 static int store_all(const char *db_path, const char *name, const char *root, const char *command, long sample,
-                     checked *list, size_t n, long *run_id)
+                     const char *primary, checked *list, size_t n, long *run_id)
 {
     ug_db *db;
     char err[1024];
     if (ug_cli_open_db(db_path, 1, &db)) return UG_EXIT_USAGE;
-    int rc = ug_db_begin(db, err, sizeof err) || open_run(db, name, root, command, sample, run_id, err, sizeof err);
+    int rc = ug_db_begin(db, err, sizeof err) ||
+             open_run(db, name, root, command, sample, primary, run_id, err, sizeof err);
     for (size_t i = 0; i < n && !rc; i++) {
         const char *origin = strstr(list[i].spec, "\"plan\":") ? "plan" : "manual";
         rc = ug_db_put_case(db, list[i].id, list[i].spec, origin, err, sizeof err) ||
@@ -169,12 +181,13 @@ static void join_argv(int argc, char **argv, char *buf, size_t len)
 
 static int ug_cmd_check(int argc, char **argv)
 {
-    const char *root = NULL, *name = NULL, *db = NULL, *sample = NULL, *prefix = NULL;
+    const char *root = NULL, *name = NULL, *db = NULL, *sample = NULL, *prefix = NULL, *primary = NULL;
     int json = 0;
     for (int i = 1; i < argc; i++) {
         int m;
         if ((m = ug_cli_opt(argc, argv, &i, "--outputs", &root)) || (m = ug_cli_opt(argc, argv, &i, "--run", &name)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--db", &db)) || (m = ug_cli_opt(argc, argv, &i, "--sample", &sample))) {
+            (m = ug_cli_opt(argc, argv, &i, "--db", &db)) || (m = ug_cli_opt(argc, argv, &i, "--sample", &sample)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--primary", &primary))) {
             if (m < 0) return UG_EXIT_USAGE;
         } else if (ug_cli_flag(argv, i, "--json")) json = 1;
         else if (argv[i][0] != '-' && !prefix) prefix = argv[i];
@@ -188,6 +201,9 @@ static int ug_cmd_check(int argc, char **argv)
     long samp = sample ? ug_cli_sample(sample) : UG_SAMPLE_DEFAULT;
     if (samp < 0) return ug_cli_fail("check: --sample takes a count or \"all\"");
     o.oracle.sample = (size_t)samp;
+    char perr[512];
+    if (primary && ug_exec_parse_primary(primary, &o.primary, perr, sizeof perr)) return ug_cli_fail("check: %s", perr);
+    o.primary_set = primary != NULL;
     size_t n;
     checked *list = list_cases(root, prefix, &n);
     if (!list) return UG_EXIT_USAGE;
@@ -196,7 +212,7 @@ static int ug_cmd_check(int argc, char **argv)
     long run_id = 0;
     char command[2048];
     join_argv(argc, argv, command, sizeof command);
-    if (!rc) rc = store_all(db, name, root, command, samp, list, n, &run_id);
+    if (!rc) rc = store_all(db, name, root, command, samp, primary, list, n, &run_id);
     size_t n_pass = 0;
     for (size_t i = 0; i < n && !rc; i++) {
         const ug_result *r = &list[i].r;
@@ -214,12 +230,15 @@ static int ug_cmd_check(int argc, char **argv)
 
 const ug_command ug_command_check = {
     "check", ug_cmd_check, "judge outputs a device wrote for exported cases; store them",
-     "usage: ulpgym check [CASE_ID] --outputs D [--run NAME] [--db PATH] [--sample N|all] [--json]\n"
+     "usage: ulpgym check [CASE_ID] --outputs D [--run NAME] [--db PATH] [--sample N|all] [--primary STD]\n"
+     "                    [--json]\n"
      "  D is a folder written by `ulpgym export`: D/case.json plus D/outputs/<name>.npy\n"
      "  for each output (or outputs/unsupported.txt -> SKIP, outputs/error.txt -> ERROR),\n"
      "  or a plan export (D/index.json): every listed case, or the one CASE_ID names.\n"
      "  The case is rebuilt from its spec and judged exactly as a sweep judges it; results\n"
      "  go to a run with backend \"replay\". --run NAME adds to the latest replay run of\n"
      "  that name (created on first use) instead of starting a new run.\n"
+     "  --primary STD decides every case by numeric standard STD, as `sweep --primary` does\n"
+     "  (recorded with the run; --run NAME refuses a run decided another way).\n"
      "  A missing or malformed output file is an error (exit 2) and nothing is stored.\n"
      "  Exit status: 0 every case passes, 1 some case does not.\n"};

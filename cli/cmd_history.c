@@ -1,8 +1,9 @@
 /* cmd_history.c — `ulpgym history`: how pass rates move. One line per run (optionally one
- * per run and group/op/dtype with --by), then the flaky cases (verdict flipped between
- * runs of the same plan hash, code revision and backend: nothing but chance changed) and
- * the regressions (cases that passed in an earlier run and fail in a later one, with the
- * first run that failed). --json for tools. */
+ * per run and group/op/dtype with --by) with the pass rate of the outcome and, beside it,
+ * the certified standard's pass rate; then the flaky cases (verdict flipped between runs
+ * of the same plan hash, code revision, backend and deciding standard: nothing but chance
+ * changed) and the regressions (cases that passed in an earlier run and fail in a later
+ * one under the same deciding standard, with the first run that failed). --json for tools. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,7 @@ static int print_rate(const ug_db_rate_row *row, void *ctx)
     history_out *out = ctx;
     const history_opts *o = out->o;
     double rate = row->n ? 100.0 * (double)row->pass / (double)row->n : 0.0;
+    double cert = row->cert_judged ? 100.0 * (double)row->cert_pass / (double)row->cert_judged : 0.0;
     out->n++;
     if (out->arr) {
         cJSON *e = cJSON_CreateObject();
@@ -46,11 +48,20 @@ static int print_rate(const ug_db_rate_row *row, void *ctx)
         cJSON_AddNumberToObject(e, "failed", (double)row->fail);
         cJSON_AddNumberToObject(e, "other", (double)row->other);
         cJSON_AddNumberToObject(e, "pass_rate", rate);
+        cJSON_AddNumberToObject(e, "certified_judged", (double)row->cert_judged);
+        cJSON_AddNumberToObject(e, "certified_passed", (double)row->cert_pass);
+        if (row->cert_judged) cJSON_AddNumberToObject(e, "pass_rate_certified", cert);
+        else cJSON_AddNullToObject(e, "pass_rate_certified");
+        if (row->primary[0]) cJSON_AddStringToObject(e, "primary_standard", row->primary);
+        else cJSON_AddNullToObject(e, "primary_standard");
         cJSON_AddItemToArray(out->arr, e);
         return 0;
     }
-    printf("%5lld  %-20s %-11s %-22s %7ld %7ld %7lld %7lld %7.2f%%  %s / %s\n", row->run_id, row->started_at,
-           row->status, row->key, row->n, row->pass, row->fail, row->other, rate, row->backend, row->plan_name);
+    char cert_s[16] = "      -";
+    if (row->cert_judged) snprintf(cert_s, sizeof cert_s, "%7.2f%%", cert);
+    printf("%5lld  %-20s %-11s %-22s %7ld %7ld %7lld %7lld %7.2f%% %8s  %s / %s%s%s\n", row->run_id, row->started_at,
+           row->status, row->key, row->n, row->pass, row->fail, row->other, rate, cert_s, row->backend, row->plan_name,
+           row->primary[0] ? " --primary " : "", row->primary);
     return 0;
 }
 
@@ -58,8 +69,8 @@ static int print_rates(ug_db *db, const history_opts *o, cJSON *json)
 {
     history_out out = {o, json ? cJSON_AddArrayToObject(json, "runs") : NULL, 0};
     if (!json)
-        printf("%5s  %-20s %-11s %-22s %7s %7s %7s %7s %8s  %s\n", "run", "started (UTC)", "status", o->by ? o->by : "",
-               "cases", "pass", "fail", "other", "pass %", "backend / plan");
+        printf("%5s  %-20s %-11s %-22s %7s %7s %7s %7s %8s %8s  %s\n", "run", "started (UTC)", "status",
+               o->by ? o->by : "", "cases", "pass", "fail", "other", "pass %", "cert %", "backend / plan");
     char err[512];
     if (ug_db_history_rates(db, &o->f, print_rate, &out, err, sizeof err)) return ug_cli_fail("history: %s", err);
     if (!out.n && !json) printf("(no results for this filter)\n");
@@ -139,7 +150,9 @@ static int ug_cmd_history(int argc, char **argv)
     if (ug_cli_open_db(db_path, 0, &db)) return UG_EXIT_USAGE;
     cJSON *json = o.json ? cJSON_CreateObject() : NULL;
     int rc = print_rates(db, &o, json);
-    if (!rc) rc = print_cases(db, &o, "flaky cases (same plan, code and backend, different verdicts)", json, 0);
+    if (!rc)
+        rc = print_cases(db, &o, "flaky cases (same plan, code, backend and deciding standard, different verdicts)",
+                         json, 0);
     if (!rc) rc = print_cases(db, &o, "regressions (passed before, failed later; first failing run)", json, 1);
     if (json) {
         char *s = cJSON_Print(json);
@@ -156,6 +169,12 @@ const ug_command ug_command_history = {
     "usage: ulpgym history [--by group|op|dtype] [--op OP]... [--group G]... [--since DATE] [--last N]\n"
     "                      [--json] [--db PATH]\n"
     "  One line per run (newest last; --by: per run and key): cases, passed, failed,\n"
-    "  other, pass %, backend, plan. Then flaky cases (verdict flipped between runs with the\n"
-    "  same plan hash, code revision and backend) and regressions (passed in an earlier run\n"
-    "  of the same backend, failed later: the first failing run).\n"};
+    "  other, pass % (the outcome, decided by each op's primary standard or the run's\n"
+    "  `sweep --primary`, shown after the plan), cert % (the certified standard's pass rate:\n"
+    "  cases whose certified verdict is PASS among those it judged PASS or FAIL; NA cases and\n"
+    "  cases with no verdict, i.e. SKIP, ERROR, CRASH, TIMEOUT, are left out; \"-\" when none\n"
+    "  was judged), backend, plan. --json: pass_rate, pass_rate_certified (null when none was\n"
+    "  judged), certified_judged, certified_passed, primary_standard (null: each op's own).\n"
+    "  Then flaky cases (verdict flipped between runs with the same plan hash, code revision,\n"
+    "  backend and deciding standard) and regressions (passed in an earlier run of the same\n"
+    "  backend and deciding standard, failed later: the first failing run).\n"};

@@ -59,21 +59,26 @@ static int ug_cmd_sweep(int argc, char **argv)
             (m = ug_cli_opt(argc, argv, &i, "--limit", &limit)) || (m = ug_cli_opt(argc, argv, &i, "--seed", &seed)) ||
             (m = ug_cli_opt(argc, argv, &i, "--backend", &backend_opt)) ||
             (m = ug_cli_opt(argc, argv, &i, "--kernel-variant", &variant)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--sample", &sample))) {
+            (m = ug_cli_opt(argc, argv, &i, "--sample", &sample)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--primary", &o.primary))) {
             if (m < 0) return UG_EXIT_USAGE;
         } else if (ug_cli_flag(argv, i, "--oracle-check")) o.oracle_check = 1;
         else if (ug_cli_flag(argv, i, "--quiet") || ug_cli_flag(argv, i, "--no-progress")) o.quiet = 1;
         else if (ug_cli_flag(argv, i, "--no-regressions")) o.no_regressions = 1;
         else return ug_cli_fail("sweep: unexpected argument \"%s\" (see ulpgym sweep -h)", argv[i]);
     }
-    if (o.resume && (o.plan_path || limit || seed || sample || variant || shard || f.any_op || f.groups || o.oracle_check))
+    if (o.resume && (o.plan_path || limit || seed || sample || variant || shard || f.any_op || f.groups ||
+                     o.oracle_check || o.primary))
         return ug_cli_fail("sweep: --resume reruns a run with its own plan and options; drop --plan, --op, --group, "
-                           "--limit, --seed, --sample, --shard, --kernel-variant and --oracle-check");
+                           "--limit, --seed, --sample, --shard, --kernel-variant, --oracle-check and --primary");
+    char serr[512];
+    int primary_std;
+    if (o.primary && ug_exec_parse_primary(o.primary, &primary_std, serr, sizeof serr))
+        return ug_cli_fail("sweep: %s", serr);
     if (o.resume && backend_opt) return ug_cli_fail("sweep: --resume uses the run's own backend; drop --backend");
     o.backend = backend_opt ? backend_opt : getenv("ULPGYM_BACKEND");
     if (jobs && ((o.jobs = (int)ug_cli_long(jobs)) < 1 || ug_cli_long(jobs) > UG_SWEEP_MAX_JOBS))
         return ug_cli_fail("sweep: -j takes a number of workers from 1 to %d", UG_SWEEP_MAX_JOBS);
-    char serr[256];
     if (shard && ug_sweep_parse_shard(shard, &o.shard_k, &o.shard_n, serr, sizeof serr))
         return ug_cli_fail("sweep: %s", serr);
     if (limit && (o.limit = ug_cli_long(limit)) < 0) return ug_cli_fail("sweep: --limit must be a number");
@@ -113,7 +118,7 @@ const ug_command ug_command_sweep = {
      "usage: ulpgym sweep [--plan FILE] [--op OP]... [--group G]... [--limit N] [--db PATH]\n"
      "                    [--seed S] [--backend B] [--kernel-variant V] [--sample N|all]\n"
      "                    [--oracle-check] [-j N] [--case-timeout [OP=]SECONDS]... [--shard K/N]\n"
-     "                    [--quiet | --no-progress]\n"
+     "                    [--primary STD] [--quiet | --no-progress]\n"
      "       ulpgym sweep --resume RUN_ID|latest [--db PATH] [-j N] [--case-timeout ...] [--quiet]\n"
      "  -j, --jobs       worker processes (default: all cores); a worker that crashes or\n"
      "                   hangs costs one case (CRASH / TIMEOUT) and is replaced\n"
@@ -121,7 +126,10 @@ const ug_command ug_command_sweep = {
      "  --shard K/N      run slice K of N (balanced by estimated cost); join the shard\n"
      "                   databases with `ulpgym merge`\n"
      "  --resume         run the cases of run RUN_ID (or the latest run) that have no\n"
-     "                   result yet, with that run's plan, selection, backend and sample\n"
+     "                   result yet, with that run's plan, selection, backend, sample and --primary\n"
+     "  --primary STD    decide every case's outcome by numeric standard STD (e.g. certified,\n"
+     "                   pypto; see `ulpgym standards`) instead of each op's own primary;\n"
+     "                   discrete compares still decide discrete outputs. Recorded with the run\n"
      "  --quiet, --no-progress  no progress line (the summary is still printed)\n"
      "  --no-regressions leave out the fuzzer's findings (corpus/found/), which every sweep\n"
      "                   of their ops runs by default as regression cases (origin fuzz)\n"

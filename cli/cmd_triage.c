@@ -37,8 +37,9 @@ static int find_spec(ug_db *db, const char *prefix, char id[UG_ID_LEN + 1], char
     return *spec ? 0 : ug_cli_fail("%s (not in the database nor in the default plan)", err);
 }
 
-/* The backend and sample of run (0: the latest run that stored a result for the case). */
-static long stored_run(ug_db *db, const char *id, long run, char *backend, size_t blen, long *sample)
+/* The backend, sample and --primary standard (-1: each op's own) of run (0: the latest run that stored a result for
+ * the case). */
+static long stored_run(ug_db *db, const char *id, long run, char *backend, size_t blen, long *sample, int *primary)
 {
     if (run <= 0) run = ug_db_latest_result_run(db, id);
     ug_run_record rec;
@@ -48,6 +49,8 @@ static long stored_run(ug_db *db, const char *id, long run, char *backend, size_
     if (rc == 0) { /* -2: no such run; the case keeps the default backend */
         snprintf(backend, blen, "%s", rec.backend);
         *sample = rec.sample;
+        if (rec.primary_standard[0] && ug_exec_parse_primary(rec.primary_standard, primary, err, sizeof err))
+            *primary = -1; /* a standard this build does not know: the op's own decides */
     }
     return run;
 }
@@ -79,12 +82,20 @@ static int compare_stored(ug_db *db, long run, const ug_result *r, FILE *f)
     return diffs;
 }
 
+/* The reproduction line's " --primary STD" when the run decided by one (primary >= 0), else "". */
+static const char *primary_arg(int primary, char *buf, size_t len)
+{
+    if (primary >= 0) snprintf(buf, len, " --primary %s", ug_standard_name(primary));
+    else buf[0] = 0;
+    return buf;
+}
+
 /* --shrink: the smallest failing shape; stored as a manual case so it can be triaged. */
-static int shrink(ug_db *db, const char *spec, const ug_backend *b, const char *backend_name, int json)
+static int shrink(ug_db *db, const char *spec, const ug_backend *b, int primary, const char *backend_name, int json)
 {
     ug_shrink_result sr;
     char err[512];
-    if (ug_shrink_case(spec, b, &sr, err, sizeof err)) return ug_cli_fail("triage --shrink: %s", err);
+    if (ug_shrink_case(spec, b, primary, &sr, err, sizeof err)) return ug_cli_fail("triage --shrink: %s", err);
     if (ug_db_put_case(db, sr.id, sr.spec, "manual", err, sizeof err)) fprintf(stderr, "ulpgym: %s\n", err);
     if (json) {
         printf("{\"shrunk_case_id\":\"%s\",\"input_elements\":%zu,\"start_input_elements\":%zu,\"spec\":%s}\n", sr.id,
@@ -92,8 +103,9 @@ static int shrink(ug_db *db, const char *spec, const ug_backend *b, const char *
     } else {
         printf("\nshrink: %d steps (%d candidates tried): input elements %zu -> %zu\n", sr.steps, sr.tried,
                sr.start_elems, sr.input_elems);
-        printf("smallest failing case %s\nspec %s\nreproduce: ulpgym case --backend %s --spec '%s'\n", sr.id, sr.spec,
-               backend_name, sr.spec);
+        char parg[48];
+        printf("smallest failing case %s\nspec %s\nreproduce: ulpgym case --backend %s%s --spec '%s'\n", sr.id, sr.spec,
+               backend_name, primary_arg(primary, parg, sizeof parg), sr.spec);
     }
     free(sr.spec);
     return 0;
@@ -139,7 +151,7 @@ static void print_text(const ug_result *r, const ug_exec_detail *d, int nworst)
 }
 
 static void print_json(const ug_result *r, const ug_exec_detail *d, int nworst, const char *spec, const char *backend,
-                       int reproduced)
+                       int primary, int reproduced)
 {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "case_id", r->case_id);
@@ -162,8 +174,9 @@ static void print_json(const ug_result *r, const ug_exec_detail *d, int nworst, 
         cJSON_AddNumberToObject(o, "mare", m->mare);
         cJSON_AddItemToArray(outs, o);
     }
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "ulpgym case --backend %s --spec '%s'", backend, spec);
+    char cmd[8192], parg[48];
+    snprintf(cmd, sizeof cmd, "ulpgym case --backend %s%s --spec '%s'", backend,
+             primary_arg(primary, parg, sizeof parg), spec);
     cJSON_AddStringToObject(j, "reproduce", cmd);
     char *s = cJSON_Print(j);
     printf("%s\n", s ? s : "{}");
@@ -199,12 +212,13 @@ static int ug_cmd_triage(int argc, char **argv)
         return UG_EXIT_USAGE;
     }
     long run = 0, sample = UG_SAMPLE_DEFAULT;
+    int primary = -1;
     if (run_opt && (from_plan || ug_db_resolve_run(db, run_opt, &run, err, sizeof err))) {
         free(spec);
         ug_db_close(db);
         return ug_cli_fail("triage: %s", from_plan ? "--run needs a case stored in the database" : err);
     }
-    if (!from_plan) run = stored_run(db, id, run, backend_name, sizeof backend_name, &sample);
+    if (!from_plan) run = stored_run(db, id, run, backend_name, sizeof backend_name, &sample, &primary);
     if (backend_opt) snprintf(backend_name, sizeof backend_name, "%s", backend_opt);
     ug_backend b;
     if (ug_backend_open(&b, backend_name, err, sizeof err)) {
@@ -217,6 +231,8 @@ static int ug_cmd_triage(int argc, char **argv)
                spec, backend_name);
     ug_exec_opts o;
     ug_exec_opts_default(&o);
+    o.primary_set = primary >= 0; /* decided as the run decided it */
+    o.primary = primary;
     ug_result r;
     if (run > 0 && !backend_opt) { /* same sample as the stored run: metrics must match */
         o.oracle.sample = (size_t)sample;
@@ -227,10 +243,12 @@ static int ug_cmd_triage(int argc, char **argv)
     o.oracle.sample = 0; /* every element */
     ug_exec_detail d;
     ug_exec_case(spec, &b, &o, &r, &d);
-    if (json && !do_shrink) print_json(&r, &d, (int)nworst, spec, backend_name, reproduced);
+    if (json && !do_shrink) print_json(&r, &d, (int)nworst, spec, backend_name, primary, reproduced);
     else if (!json) {
         print_text(&r, &d, (int)nworst);
-        printf("\nreproduce: ulpgym case --backend %s --spec '%s'\n", backend_name, spec);
+        char parg[48];
+        printf("\nreproduce: ulpgym case --backend %s%s --spec '%s'\n", backend_name,
+               primary_arg(primary, parg, sizeof parg), spec);
     }
     if (dump_dir && d.have_oracle) {
         int drc = dump(&d, dump_dir);
@@ -239,7 +257,7 @@ static int ug_cmd_triage(int argc, char **argv)
     }
     ug_exec_detail_free(&d);
     if (do_shrink) {
-        int src = shrink(db, spec, &b, backend_name, json);
+        int src = shrink(db, spec, &b, primary, backend_name, json);
         if (src) rc = src;
     }
     ug_backend_close(&b);
@@ -255,6 +273,7 @@ const ug_command ug_command_triage = {
      "  CASE_ID is 16 hex digits or a unique prefix of 6+ (looked up in the database, then\n"
      "  in the default plan). Reruns kernel and oracle with the backend and sample of run ID\n"
      "  (default: the latest run that holds the case; --backend overrides the backend)\n"
+     "  and the standard that run decided by (its `sweep --primary`, else the op's own),\n"
      "  and checks that the stored metrics are reproduced exactly; then checks every\n"
      "  element and prints metrics, the verdict per standard with its thresholds, the worst\n"
      "  elements (hex floats beside decimals, with the inputs feeding them), an ulp-error\n"

@@ -95,7 +95,8 @@ static int merge_check(const ug_run_record *a, const char *pa, const ug_run_reco
                        : strcmp(a->op_filter, b->op_filter) || strcmp(a->group_filter, b->group_filter) ||
                                a->limit != b->limit
                            ? "case selection (--op/--group/--limit)"
-                           : NULL;
+                       : strcmp(a->primary_standard, b->primary_standard) ? "deciding standard (--primary)"
+                                                                          : NULL;
     if (what) {
         snprintf(err, errlen, "merge: %s (run %ld) and %s (run %ld) differ in %s: not shards of one sweep", pa, a->run_id,
                  pb, b->run_id, what);
@@ -206,7 +207,7 @@ int ug_db_merge(ug_db *db, const char *const *inputs, int n, const char *command
     ug_run_info info = {r0->plan_name, r0->plan_path, r0->plan_hash, r0->backend, NULL, command, r0->oracle_prec,
                         r0->sample, r0->seed_set, r0->seed, r0->op_filter[0] ? r0->op_filter : NULL,
                         r0->group_filter[0] ? r0->group_filter : NULL, r0->limit, r0->oracle_check, 0,
-                        r0->no_regressions};
+                        r0->no_regressions, r0->primary_standard[0] ? r0->primary_standard : NULL};
     if ((rc = ug_db_begin(db, err, errlen)) || (rc = ug_db_run_begin(db, &info, run_id, err, errlen))) goto undo;
     for (int i = 0; i < n && !rc; i++) rc = merge_copy_input(db, inputs[i], recs[i].run_id, *run_id, err, errlen);
     if (!rc) rc = merge_update_run(db, *run_id, recs, inputs, n, err, errlen);

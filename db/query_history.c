@@ -58,40 +58,50 @@ int ug_db_history_rates(ug_db *db, const ug_db_history_filter *f, int (*cb)(cons
     const char *col = f->by == UG_DB_BY_GROUP ? "c.op_group" : f->by == UG_DB_BY_OP ? "c.op"
                       : f->by == UG_DB_BY_DTYPE ? "c.dtype" : NULL;
     char fmt[2048];
-    /* %%s stays for prepare_filtered's condition */
+    /* %%s stays for prepare_filtered's condition. cv: the case's certified verdict (none for a case that was not
+     * judged: SKIP, ERROR, CRASH, TIMEOUT), found by the verdicts primary key. */
     snprintf(fmt, sizeof fmt,
              "SELECT r.run_id, ru.started_at, ru.status, ru.backend, coalesce(ru.plan_name, '-'), %s,"
-             " count(*), sum(r.verdict = 'PASS'), sum(r.verdict = 'FAIL'), sum(r.verdict NOT IN ('PASS','FAIL'))"
+             " count(*), sum(r.verdict = 'PASS'), sum(r.verdict = 'FAIL'), sum(r.verdict NOT IN ('PASS','FAIL')),"
+             " count(CASE WHEN cv.verdict IN ('PASS','FAIL') THEN 1 END),"
+             " count(CASE WHEN cv.verdict = 'PASS' THEN 1 END),"
+             " coalesce(ru.primary_standard, '')"
              " FROM results r JOIN runs ru ON ru.run_id = r.run_id JOIN cases c ON c.case_id = r.case_id"
+             " LEFT JOIN verdicts cv ON cv.run_id = r.run_id AND cv.case_id = r.case_id AND cv.standard = :certified"
              " WHERE r.run_id IN (SELECT run_id FROM runs ORDER BY run_id DESC LIMIT %ld) AND %%s"
              " GROUP BY r.run_id%s%s ORDER BY r.run_id%s%s",
              col ? col : "''", f->last, col ? ", " : "", col ? col : "", col ? ", " : "", col ? col : "");
     sqlite3_stmt *st;
     if (prepare_filtered(db, fmt, f, &st, err, errlen)) return -1;
+    sqlite3_bind_text(st, sqlite3_bind_parameter_index(st, ":certified"), ug_standard_name(UG_STD_CERTIFIED), -1,
+                      SQLITE_STATIC);
     int rc = 0;
     while (!rc && sqlite3_step(st) == SQLITE_ROW) {
         ug_db_rate_row row = {sqlite3_column_int64(st, 0), text(st, 1), text(st, 2), text(st, 3), text(st, 4),
                               text(st, 5), (long)sqlite3_column_int64(st, 6), (long)sqlite3_column_int64(st, 7),
-                              sqlite3_column_int64(st, 8), sqlite3_column_int64(st, 9)};
+                              sqlite3_column_int64(st, 8), sqlite3_column_int64(st, 9),
+                              (long)sqlite3_column_int64(st, 10), (long)sqlite3_column_int64(st, 11), text(st, 12)};
         rc = cb(&row, ctx);
     }
     sqlite3_finalize(st);
     return rc;
 }
 
-/* Flaky: the same case under the same plan hash, git revision and backend got different verdicts. */
+/* Flaky: the same case under the same plan hash, git revision, backend and deciding standard (results.primary_standard:
+ * a `sweep --primary` run decides by another rule, so its verdicts may differ by design) got different verdicts. */
 static const char flaky_sql[] =
     "SELECT r.case_id, c.op, c.dtype, group_concat(r.run_id || ':' || r.verdict, ' ')"
     " FROM results r JOIN runs ru ON ru.run_id = r.run_id JOIN cases c ON c.case_id = r.case_id WHERE %s"
-    " GROUP BY r.case_id, ru.plan_hash, ru.git_rev, ru.backend HAVING count(DISTINCT r.verdict) > 1"
+    " GROUP BY r.case_id, ru.plan_hash, ru.git_rev, ru.backend, r.primary_standard HAVING count(DISTINCT r.verdict) > 1"
     " ORDER BY c.op, r.case_id LIMIT 200";
 
-/* Regressions: the first failing run after a passing one, same backend. */
+/* Regressions: the first failing run after a passing one, same backend and deciding standard. */
 static const char regress_sql[] =
     "SELECT f.case_id, c.op, c.dtype, min(f.run_id), f.verdict, ru.backend"
     " FROM results f JOIN runs ru ON ru.run_id = f.run_id JOIN cases c ON c.case_id = f.case_id"
     " WHERE f.verdict <> 'PASS' AND %s AND EXISTS (SELECT 1 FROM results p JOIN runs pr ON pr.run_id = p.run_id"
-    "  WHERE p.case_id = f.case_id AND p.run_id < f.run_id AND p.verdict = 'PASS' AND pr.backend = ru.backend)"
+    "  WHERE p.case_id = f.case_id AND p.run_id < f.run_id AND p.verdict = 'PASS' AND pr.backend = ru.backend"
+    "  AND p.primary_standard = f.primary_standard)"
     " GROUP BY f.case_id, ru.backend ORDER BY min(f.run_id), c.op LIMIT 200";
 
 static int each_case(ug_db *db, const char *fmt, int regress, const ug_db_history_filter *f,
@@ -130,8 +140,11 @@ int ug_db_history_regressions(ug_db *db, const ug_db_history_filter *f,
 static const char diff_sql[] =
     "SELECT c.op_group, c.op, c.dtype, a.case_id, a.verdict, b.verdict,"
     " (SELECT max(max_ulp) FROM metrics m WHERE m.run_id = a.run_id AND m.case_id = a.case_id),"
-    " (SELECT max(max_ulp) FROM metrics m WHERE m.run_id = b.run_id AND m.case_id = b.case_id)"
+    " (SELECT max(max_ulp) FROM metrics m WHERE m.run_id = b.run_id AND m.case_id = b.case_id),"
+    " coalesce(ca.verdict, ''), coalesce(cb.verdict, '')"
     " FROM results a JOIN results b ON b.case_id = a.case_id AND b.run_id = ?2 JOIN cases c ON c.case_id = a.case_id"
+    " LEFT JOIN verdicts ca ON ca.run_id = a.run_id AND ca.case_id = a.case_id AND ca.standard = ?3"
+    " LEFT JOIN verdicts cb ON cb.run_id = b.run_id AND cb.case_id = b.case_id AND cb.standard = ?3"
     " WHERE a.run_id = ?1 ORDER BY c.op_group, c.op, a.case_id";
 
 int ug_db_diff_runs(ug_db *db, long run_a, long run_b, int (*cb)(const ug_db_diff_row *row, void *ctx), void *ctx,
@@ -141,10 +154,11 @@ int ug_db_diff_runs(ug_db *db, long run_a, long run_b, int (*cb)(const ug_db_dif
     if (ug_db_prepare(db, &st, diff_sql, err, errlen)) return -1;
     sqlite3_bind_int64(st, 1, run_a);
     sqlite3_bind_int64(st, 2, run_b);
+    sqlite3_bind_text(st, 3, ug_standard_name(UG_STD_CERTIFIED), -1, SQLITE_STATIC);
     int rc = 0;
     while (!rc && sqlite3_step(st) == SQLITE_ROW) {
         ug_db_diff_row row = {text(st, 0), text(st, 1), text(st, 2), text(st, 3), text(st, 4), text(st, 5),
-                              sqlite3_column_double(st, 6), sqlite3_column_double(st, 7)};
+                              sqlite3_column_double(st, 6), sqlite3_column_double(st, 7), text(st, 8), text(st, 9)};
         rc = cb(&row, ctx);
     }
     sqlite3_finalize(st);

@@ -25,6 +25,11 @@ typedef struct {
     const char *key;  /* the group, op or dtype of the row; "" with UG_DB_BY_NONE */
     long n, pass;
     long long fail, other; /* other: every verdict but PASS and FAIL */
+    /* The certified standard's verdicts of the row's cases: judged counts the cases whose certified verdict is PASS
+     * or FAIL, pass those that pass. Left out of judged: NA (no numeric output) and cases with no verdict at all
+     * (SKIP, ERROR, CRASH, TIMEOUT); their share is n - cert_judged. */
+    long cert_judged, cert_pass;
+    const char *primary; /* the run's `sweep --primary` standard; "" = each op's own decided */
 } ug_db_rate_row;
 
 /* A case the flaky or regression query found. */
@@ -39,21 +44,24 @@ typedef struct {
  * callback's non-zero value, or -1 with a message. */
 int ug_db_history_rates(ug_db *db, const ug_db_history_filter *f, int (*cb)(const ug_db_rate_row *row, void *ctx),
                         void *ctx, char *err, size_t errlen);
-/* Flaky cases: the same case under the same plan hash, git revision and backend got
- * different verdicts (at most 200, by op then case ID). Fills verdicts. */
+/* Flaky cases: the same case under the same plan hash, git revision, backend and deciding
+ * standard (results.primary_standard) got different verdicts (at most 200, by op then case
+ * ID). Fills verdicts. */
 int ug_db_history_flaky(ug_db *db, const ug_db_history_filter *f, int (*cb)(const ug_db_history_case *c, void *ctx),
                         void *ctx, char *err, size_t errlen);
 /* Regressions: per case and backend, the first run that did not pass after an earlier
- * run of the same backend passed (at most 200, oldest first). Fills first_failing_run,
- * verdict and backend. */
+ * run of the same backend passed it under the same deciding standard (at most 200,
+ * oldest first). Fills first_failing_run, verdict and backend. */
 int ug_db_history_regressions(ug_db *db, const ug_db_history_filter *f,
                               int (*cb)(const ug_db_history_case *c, void *ctx), void *ctx, char *err, size_t errlen);
 
 /* A case both runs of a diff hold. max ulp: the largest over the case's outputs (0 when
- * it has none). */
+ * it has none). certified_a/b: the case's certified verdict in each run (PASS, FAIL, NA;
+ * "" when the run judged no output of it). */
 typedef struct {
     const char *group, *op, *dtype, *case_id, *verdict_a, *verdict_b;
     double max_ulp_a, max_ulp_b;
+    const char *certified_a, *certified_b;
 } ug_db_diff_row;
 
 /* Every case with a result in both run_a and run_b, by group, op and case ID. */

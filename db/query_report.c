@@ -27,16 +27,20 @@ int ug_db_report_results(ug_db *db, long run_id, int (*cb)(const ug_db_result_ro
     if (prepare_run(db,
                     "SELECT c.op, c.dtype, r.verdict, r.kernel_ms, r.oracle_ms, c.origin = 'fuzz',"
                     " (SELECT max(max_ulp) FROM metrics m WHERE m.run_id = r.run_id AND m.case_id = r.case_id),"
-                    " (SELECT sum(nonfinite_mismatch) FROM metrics m WHERE m.run_id = r.run_id AND m.case_id = r.case_id)"
-                    " FROM results r JOIN cases c ON c.case_id = r.case_id WHERE r.run_id = ?",
+                    " (SELECT sum(nonfinite_mismatch) FROM metrics m"
+                    "  WHERE m.run_id = r.run_id AND m.case_id = r.case_id),"
+                    " (SELECT verdict FROM verdicts v WHERE v.run_id = r.run_id AND v.case_id = r.case_id"
+                    "  AND v.standard = ?2)"
+                    " FROM results r JOIN cases c ON c.case_id = r.case_id WHERE r.run_id = ?1",
                     run_id, &st, err, errlen))
         return -1;
+    sqlite3_bind_text(st, 2, ug_standard_name(UG_STD_CERTIFIED), -1, SQLITE_STATIC);
     int rc = 0;
     while (!rc && sqlite3_step(st) == SQLITE_ROW) {
         ug_db_result_row row = {text(st, 0), text(st, 1), text(st, 2), sqlite3_column_double(st, 3),
                                 sqlite3_column_double(st, 4), sqlite3_column_int(st, 5),
                                 sqlite3_column_type(st, 6) != SQLITE_NULL, sqlite3_column_double(st, 6),
-                                sqlite3_column_int64(st, 7)};
+                                sqlite3_column_int64(st, 7), text(st, 8)};
         rc = cb(&row, ctx);
     }
     sqlite3_finalize(st);

@@ -17,6 +17,8 @@ typedef struct {
     int has_max_ulp;                  /* some output stored a max ulp */
     double max_ulp;                   /* the largest over the outputs */
     long long nonfinite;              /* NaN/Inf mismatches summed over the outputs */
+    const char *certified;            /* the case's certified verdict (PASS, FAIL, NA); NULL: none stored (SKIP,
+                                       * ERROR, CRASH, TIMEOUT judge no output) */
 } ug_db_result_row;
 
 /* Every result of run_id, in no particular order. */

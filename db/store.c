@@ -31,6 +31,10 @@ static const char migration2_sql[] =
 /* Migration 3: whether the run left out the fuzz findings (corpus/found/), for resume. */
 static const char migration3_sql[] = "ALTER TABLE runs ADD COLUMN no_regressions INTEGER NOT NULL DEFAULT 0;";
 
+/* Migration 4: `sweep --primary STD`, the standard that decided every case of the run (results.primary_standard
+ * says the same per case); NULL = each op's own primary. Kept on the run so a resume decides the same way. */
+static const char migration4_sql[] = "ALTER TABLE runs ADD COLUMN primary_standard TEXT;";
+
 const char *ug_db_default_path(const char *explicit_path)
 {
     if (explicit_path && *explicit_path) return explicit_path;
@@ -102,7 +106,7 @@ static int migrate(ug_db *db, const char *path, char *err, size_t errlen)
     if (v == UG_DB_SCHEMA_VERSION) return 0;
     if (exec(db, "BEGIN IMMEDIATE", err, errlen)) return -1;
     if ((v < 1 && exec(db, ug_schema_sql, err, errlen)) || (v < 2 && exec(db, migration2_sql, err, errlen)) ||
-        (v < 3 && exec(db, migration3_sql, err, errlen))) {
+        (v < 3 && exec(db, migration3_sql, err, errlen)) || (v < 4 && exec(db, migration4_sql, err, errlen))) {
         ug_db_rollback(db);
         return -1;
     }
@@ -201,7 +205,7 @@ int ug_db_run_begin(ug_db *db, const ug_run_info *in, long *run_id, char *err, s
     if (ug_db_prepare(db, &st,
                 "INSERT INTO runs(started_at, plan_name, plan_path, plan_hash, backend, git_rev, host, cores, shard,"
                 " oracle_prec, sample, command, seed, op_filter, group_filter, case_limit, oracle_check, jobs,"
-                " no_regressions) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", err, errlen))
+                " no_regressions, primary_standard) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", err, errlen))
         return -1;
     char now[32], host[256] = "";
     ug_db_now(now, sizeof now);
@@ -225,6 +229,7 @@ int ug_db_run_begin(ug_db *db, const ug_run_info *in, long *run_id, char *err, s
     sqlite3_bind_int(st, 17, in->oracle_check);
     if (in->jobs > 0) sqlite3_bind_int(st, 18, in->jobs);
     sqlite3_bind_int(st, 19, in->no_regressions);
+    sqlite3_bind_text(st, 20, in->primary_standard, -1, SQLITE_TRANSIENT); /* NULL binds NULL */
     int rc = ug_db_step_done(db, st, err, errlen);
     sqlite3_finalize(st);
     if (!rc) *run_id = (long)sqlite3_last_insert_rowid(db->h);
@@ -428,7 +433,8 @@ int ug_db_run_get(ug_db *db, long run_id, ug_run_record *r, char *err, size_t er
     if (ug_db_prepare(db, &st,
                 "SELECT status, plan_name, plan_path, plan_hash, backend, shard, op_filter, group_filter, started_at,"
                 " finished_at, host, git_rev, seed, oracle_check, oracle_prec, cores, merged_from IS NOT NULL,"
-                " case_limit, sample, jobs IS NOT NULL, no_regressions FROM runs WHERE run_id = ?", err, errlen))
+                " case_limit, sample, jobs IS NOT NULL, no_regressions, primary_standard FROM runs WHERE run_id = ?",
+                err, errlen))
         return -1;
     sqlite3_bind_int64(st, 1, run_id);
     int rc = sqlite3_step(st);
@@ -458,6 +464,7 @@ int ug_db_run_get(ug_db *db, long run_id, ug_run_record *r, char *err, size_t er
         r->sample = (long)sqlite3_column_int64(st, i++);
         r->has_options = sqlite3_column_int(st, i++);
         r->no_regressions = sqlite3_column_int(st, i++);
+        ug_db_col_text(st, i++, r->primary_standard, sizeof r->primary_standard);
     } else if (rc == SQLITE_DONE) {
         snprintf(err, errlen, "no run %ld in the database", run_id);
     } else {

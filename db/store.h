@@ -11,7 +11,7 @@
 
 #include "oracles/verdict.h"
 
-#define UG_DB_SCHEMA_VERSION 3
+#define UG_DB_SCHEMA_VERSION 4
 
 typedef struct ug_db ug_db;
 
@@ -27,6 +27,7 @@ typedef struct {
     long limit;               /* 0 = all */
     int oracle_check, jobs;
     int no_regressions;       /* the run left out corpus/found/ (schema 3) */
+    const char *primary_standard; /* `sweep --primary`: the standard deciding every case; NULL = each op's own (4) */
 } ug_run_info;
 
 /* A run's row as read back (for resume and merge). */
@@ -37,6 +38,7 @@ typedef struct {
     int seed_set, oracle_check, oracle_prec, cores, merged;
     int has_options; /* the sweep options were recorded (a sweep under schema 2) */
     int no_regressions;
+    char primary_standard[32]; /* the run's --primary standard; "" = each op's own primary */
     long long seed;
     long limit, sample;
 } ug_run_record;

@@ -1,6 +1,7 @@
 /* formats.c — the markdown, JSON and JUnit writers of report.h. The markdown table is the
- * release report's generalization table (group, operators, cases, pass rate) followed by
- * one row per operator; JUnit has one testcase per case so CI servers list failures. */
+ * release report's generalization table (group, operators, cases, pass rate, and the
+ * certified standard's pass rate beside it) followed by one row per operator; JUnit has one
+ * testcase per case so CI servers list failures. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +10,16 @@
 #include "reports/xml.h"
 #include "db/query_report.h"
 
-static double pct(const ug_tally *t) { return t->cases ? 100.0 * (double)t->pass / (double)t->cases : 0.0; }
+static double pct(const ug_tally *t) { return ug_tally_pass_rate(t); }
+
+/* The certified pass rate as a table cell: "93.75 %", or "–" when the standard judged no case. */
+static const char *cert_cell(const ug_tally *t, char *buf, size_t len)
+{
+    double c = ug_tally_cert_rate(t);
+    if (c < 0) snprintf(buf, len, "–");
+    else snprintf(buf, len, "%.2f %%", c);
+    return buf;
+}
 
 static int ops_in_group(const ug_report *r, int g)
 {
@@ -20,28 +30,40 @@ static int ops_in_group(const ug_report *r, int g)
 
 void ug_report_write_md(const ug_report *r, FILE *f)
 {
+    char cert[24];
     fprintf(f, "# ulpgym run %ld\n\n", r->run_id);
     fprintf(f, "plan `%s` (hash %s), backend `%s`, build %s, host %s, %s – %s (%s)\n\n", r->plan, r->plan_hash,
             r->backend, r->git_rev, r->host, r->started, r->finished[0] ? r->finished : "…", r->status);
-    fprintf(f, "## Generalization results\n\n| group | operators | cases | passed | failed | other | pass rate |\n");
-    fprintf(f, "|---|---:|---:|---:|---:|---:|---:|\n");
+    if (r->primary[0])
+        fprintf(f, "Every case's outcome was decided by the `%s` standard (`sweep --primary %s`), not by its op's own "
+                   "primary standard.\n\n", r->primary, r->primary);
+    fprintf(f, "## Generalization results\n\n"
+               "| group | operators | cases | passed | failed | other | pass rate | certified pass rate |\n");
+    fprintf(f, "|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int g = 0; g < UG_GROUP_COUNT; g++)
         if (r->group[g].cases)
-            fprintf(f, "| %s | %d | %ld | %ld | %ld | %ld | %.2f %% |\n", ug_group_name((ug_group)g), ops_in_group(r, g),
-                    r->group[g].cases, r->group[g].pass, r->group[g].fail, r->group[g].other, pct(&r->group[g]));
+            fprintf(f, "| %s | %d | %ld | %ld | %ld | %ld | %.2f %% | %s |\n", ug_group_name((ug_group)g),
+                    ops_in_group(r, g), r->group[g].cases, r->group[g].pass, r->group[g].fail, r->group[g].other,
+                    pct(&r->group[g]), cert_cell(&r->group[g], cert, sizeof cert));
     int nops = 0;
     for (int op = 0; op < UG_OP_COUNT; op++) nops += r->op[op].cases > 0;
-    fprintf(f, "| **total** | %d | %ld | %ld | %ld | %ld | %.2f %% |\n\n", nops, r->total.cases, r->total.pass,
-            r->total.fail, r->total.other, pct(&r->total));
+    fprintf(f, "| **total** | %d | %ld | %ld | %ld | %ld | %.2f %% | %s |\n\n", nops, r->total.cases, r->total.pass,
+            r->total.fail, r->total.other, pct(&r->total), cert_cell(&r->total, cert, sizeof cert));
+    fprintf(f, "Pass rate: cases whose outcome is PASS, decided by %s. Certified pass rate: cases whose `certified` "
+               "verdict is PASS among the %ld it judged (PASS or FAIL); NA cases (no numeric output) and cases "
+               "without verdicts (SKIP, ERROR, CRASH, TIMEOUT) are left out.\n\n",
+            r->primary[0] ? "the run's `--primary` standard" : "each op's primary standard", r->total.cert_judged);
     if (r->regressions)
         fprintf(f, "Cases include %ld regression cases found by fuzzing (corpus/found/, origin fuzz) beside the plan's.\n\n",
                 r->regressions);
-    fprintf(f, "## Per operator\n\n| group | operator | cases | passed | failed | other | pass rate |\n");
-    fprintf(f, "|---|---|---:|---:|---:|---:|---:|\n");
+    fprintf(f, "## Per operator\n\n"
+               "| group | operator | cases | passed | failed | other | pass rate | certified pass rate |\n");
+    fprintf(f, "|---|---|---:|---:|---:|---:|---:|---:|\n");
     for (int op = 0; op < UG_OP_COUNT; op++)
         if (r->op[op].cases)
-            fprintf(f, "| %s | %s | %ld | %ld | %ld | %ld | %.2f %% |\n", ug_group_name(ug_op_group(op)), ug_op_name(op),
-                    r->op[op].cases, r->op[op].pass, r->op[op].fail, r->op[op].other, pct(&r->op[op]));
+            fprintf(f, "| %s | %s | %ld | %ld | %ld | %ld | %.2f %% | %s |\n", ug_group_name(ug_op_group(op)),
+                    ug_op_name(op), r->op[op].cases, r->op[op].pass, r->op[op].fail, r->op[op].other, pct(&r->op[op]),
+                    cert_cell(&r->op[op], cert, sizeof cert));
     if (r->n_failures) {
         fprintf(f, "\n## Top failures\n\n| case | op | dtype | verdict | max ulp | triage |\n|---|---|---|---|---:|---|\n");
         for (int i = 0; i < r->n_failures; i++) {
@@ -60,6 +82,10 @@ static cJSON *tally_json(const ug_tally *t)
     cJSON_AddNumberToObject(o, "failed", (double)t->fail);
     cJSON_AddNumberToObject(o, "other", (double)t->other);
     cJSON_AddNumberToObject(o, "pass_rate", pct(t));
+    cJSON_AddNumberToObject(o, "certified_judged", (double)t->cert_judged);
+    cJSON_AddNumberToObject(o, "certified_passed", (double)t->cert_pass);
+    if (t->cert_judged) cJSON_AddNumberToObject(o, "pass_rate_certified", ug_tally_cert_rate(t));
+    else cJSON_AddNullToObject(o, "pass_rate_certified"); /* the certified standard judged no case */
     return o;
 }
 
@@ -74,6 +100,8 @@ void ug_report_write_json(const ug_report *r, FILE *f)
     cJSON_AddStringToObject(j, "plan", r->plan);
     cJSON_AddStringToObject(j, "plan_hash", r->plan_hash);
     cJSON_AddStringToObject(j, "git_rev", r->git_rev);
+    if (r->primary[0]) cJSON_AddStringToObject(j, "primary_standard", r->primary);
+    else cJSON_AddNullToObject(j, "primary_standard"); /* each op's own primary decided */
     cJSON_AddItemToObject(j, "total", tally_json(&r->total));
     cJSON_AddNumberToObject(j, "regression_cases", (double)r->regressions);
     cJSON *groups = cJSON_AddObjectToObject(j, "groups");

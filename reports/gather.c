@@ -20,9 +20,23 @@ static int ulp_bucket(double u, int nonfinite)
     return 6;
 }
 
-static void tally_add(ug_tally *t, const char *verdict)
+double ug_tally_pass_rate(const ug_tally *t)
+{
+    return t->cases ? 100.0 * (double)t->pass / (double)t->cases : 0.0;
+}
+
+double ug_tally_cert_rate(const ug_tally *t)
+{
+    return t->cert_judged ? 100.0 * (double)t->cert_pass / (double)t->cert_judged : -1.0;
+}
+
+static void tally_add(ug_tally *t, const char *verdict, const char *certified)
 {
     t->cases++;
+    if (certified && (strcmp(certified, "PASS") == 0 || strcmp(certified, "FAIL") == 0)) {
+        t->cert_judged++;
+        t->cert_pass += certified[0] == 'P';
+    }
     if (strcmp(verdict, "PASS") == 0) t->pass++;
     else if (strcmp(verdict, "FAIL") == 0) t->fail++;
     else t->other++;
@@ -37,10 +51,10 @@ static int add_result(const ug_db_result_row *row, void *ctx)
     int dt = ug_dtype_parse(row->dtype);
     const char *v = row->verdict;
     if (op < 0 || dt < 0 || !v) return 0; /* a case of an op this build does not know */
-    tally_add(&r->total, v);
-    tally_add(&r->group[ug_op_group(op)], v);
-    tally_add(&r->op[op], v);
-    tally_add(&r->op_dtype[op][dt], v);
+    tally_add(&r->total, v, row->certified);
+    tally_add(&r->group[ug_op_group(op)], v, row->certified);
+    tally_add(&r->op[op], v, row->certified);
+    tally_add(&r->op_dtype[op][dt], v, row->certified);
     r->seconds_kernel += row->kernel_ms / 1e3;
     r->seconds_oracle += row->oracle_ms / 1e3;
     r->regressions += row->fuzz;
@@ -95,6 +109,7 @@ static int gather_run(ug_db *db, ug_report *r, char *err, size_t errlen)
     snprintf(r->backend, sizeof r->backend, "%s", rec.backend);
     snprintf(r->plan, sizeof r->plan, "%s", rec.plan_name);
     snprintf(r->plan_hash, sizeof r->plan_hash, "%s", rec.plan_hash);
+    snprintf(r->primary, sizeof r->primary, "%s", rec.primary_standard);
     /* a merged run lists every rev and host: the report keeps what fits, as it always did */
     snprintf(r->git_rev, sizeof r->git_rev, "%.*s", (int)sizeof r->git_rev - 1, rec.git_rev);
     snprintf(r->host, sizeof r->host, "%.*s", (int)sizeof r->host - 1, rec.host);

@@ -8,7 +8,16 @@
 #include "reports/report.h"
 #include "reports/xml.h"
 
-static double pct(const ug_tally *t) { return t->cases ? 100.0 * (double)t->pass / (double)t->cases : 0.0; }
+static double pct(const ug_tally *t) { return ug_tally_pass_rate(t); }
+
+/* The certified pass rate as a table cell, "&ndash;" when the standard judged no case. */
+static const char *cert_cell(const ug_tally *t, char *buf, size_t len)
+{
+    double c = ug_tally_cert_rate(t);
+    if (c < 0) snprintf(buf, len, "&ndash;");
+    else snprintf(buf, len, "%.2f %%", c);
+    return buf;
+}
 
 /* red (0 %) -> amber -> green (100 %) */
 static void heat_color(double p, char *buf, size_t len)
@@ -19,16 +28,24 @@ static void heat_color(double p, char *buf, size_t len)
 
 static void write_summary(const ug_report *r, FILE *f)
 {
+    char cert[24];
     fprintf(f, "<section id=\"summary\"><h2>Summary</h2><table><tr><th>group</th><th>cases</th><th>passed</th>"
-               "<th>failed</th><th>other</th><th>pass rate</th></tr>\n");
+               "<th>failed</th><th>other</th><th>pass rate</th><th>certified pass rate</th></tr>\n");
     for (int g = 0; g < UG_GROUP_COUNT; g++)
         if (r->group[g].cases)
-            fprintf(f, "<tr><td>%s</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%.2f %%</td></tr>\n",
+            fprintf(f, "<tr><td>%s</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%.2f %%</td><td>%s</td>"
+                       "</tr>\n",
                     ug_group_name((ug_group)g), r->group[g].cases, r->group[g].pass, r->group[g].fail, r->group[g].other,
-                    pct(&r->group[g]));
-    fprintf(f, "<tr class=\"total\"><td>total</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%.2f %%</td></tr>"
-               "</table>\n",
-            r->total.cases, r->total.pass, r->total.fail, r->total.other, pct(&r->total));
+                    pct(&r->group[g]), cert_cell(&r->group[g], cert, sizeof cert));
+    fprintf(f, "<tr class=\"total\"><td>total</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%.2f %%</td>"
+               "<td>%s</td></tr></table>\n",
+            r->total.cases, r->total.pass, r->total.fail, r->total.other, pct(&r->total),
+            cert_cell(&r->total, cert, sizeof cert));
+    fprintf(f, "<p>Pass rate: cases whose outcome is PASS, decided by %s. Certified pass rate: cases whose "
+               "<code>certified</code> verdict is PASS among the %ld it judged (PASS or FAIL); NA cases and cases "
+               "without verdicts (SKIP, ERROR, CRASH, TIMEOUT) are left out.</p>\n",
+            r->primary[0] ? "the run's <code>--primary</code> standard" : "each op's primary standard",
+            r->total.cert_judged);
     if (r->regressions) fprintf(f, "<p>Including %ld regression cases found by fuzzing (origin fuzz).</p>\n", r->regressions);
     fprintf(f, "</section>\n");
 }
@@ -105,10 +122,11 @@ static void write_heatmap(const ug_report *r, FILE *f)
             if (!t->cases) continue;
             char color[32];
             heat_color(pct(t), color, sizeof color);
-            fprintf(f, "<rect class=\"cell\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"><title>%s %s: %ld/%ld pass</title>"
-                       "</rect><text x=\"%d\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\">%.0f%%</text>\n",
+            fprintf(f, "<rect class=\"cell\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\">"
+                       "<title>%s %s: %ld/%ld pass; certified %ld/%ld</title></rect>"
+                       "<text x=\"%d\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\">%.0f%%</text>\n",
                     lw + cw * col[dt] + 1, y + 1, cw - 2, rh - 2, color, ug_op_name(op), ug_dtype_name((ug_dtype)dt),
-                    t->pass, t->cases, lw + cw * col[dt] + cw / 2, y + 14, pct(t));
+                    t->pass, t->cases, t->cert_pass, t->cert_judged, lw + cw * col[dt] + cw / 2, y + 14, pct(t));
         }
     }
     fprintf(f, "</svg></section>\n");
@@ -169,8 +187,14 @@ void ug_report_write_html(const ug_report *r, FILE *f)
     ug_xml_escape(f, r->backend);
     fprintf(f, "</b>, build %s, host ", r->git_rev);
     ug_xml_escape(f, r->host);
-    fprintf(f, ", %s &ndash; %s, status %s; kernel %.1f s, oracle %.1f s</p>\n", r->started, r->finished, r->status,
+    fprintf(f, ", %s &ndash; %s, status %s; kernel %.1f s, oracle %.1f s", r->started, r->finished, r->status,
             r->seconds_kernel, r->seconds_oracle);
+    if (r->primary[0]) {
+        fprintf(f, "; every outcome decided by <b>");
+        ug_xml_escape(f, r->primary);
+        fprintf(f, "</b> (<code>--primary</code>)");
+    }
+    fprintf(f, "</p>\n");
     write_summary(r, f);
     write_history(r, f);
     write_heatmap(r, f);

@@ -14,6 +14,9 @@
 typedef struct {
     long cases, pass, fail, other; /* other: every verdict but PASS and FAIL */
     long skip;                     /* the SKIPs among other */
+    /* The certified standard: cases it judged (verdict PASS or FAIL) and passed. NA cases (no numeric output) and
+     * cases with no verdict (SKIP, ERROR, CRASH, TIMEOUT) are not judged: its pass rate is cert_pass/cert_judged. */
+    long cert_judged, cert_pass;
 } ug_tally;
 
 typedef struct {
@@ -28,6 +31,7 @@ typedef struct {
 typedef struct {
     long run_id;
     char started[32], finished[32], status[16], backend[600], plan[64], plan_hash[24], git_rev[24], host[64];
+    char primary[32]; /* the run's `sweep --primary` standard; "" = each op's own primary decided */
     ug_tally total;
     ug_tally group[UG_GROUP_COUNT];
     ug_tally op[UG_OP_COUNT];
@@ -44,6 +48,10 @@ typedef struct {
 } ug_report;
 
 extern const char *const ug_ulp_bucket_names[UG_ULP_BUCKETS];
+
+/* Pass rates in percent: of the outcome (0 without cases), and of the certified standard (-1 when it judged none). */
+double ug_tally_pass_rate(const ug_tally *t);
+double ug_tally_cert_rate(const ug_tally *t);
 
 /* Gathers run run_id (keeps up to max_failures failures). -2 with a message if unknown. */
 int ug_report_gather(ug_db *db, long run_id, int max_failures, ug_report *r, char *err, size_t errlen);

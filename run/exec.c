@@ -21,6 +21,28 @@ void ug_exec_opts_default(ug_exec_opts *o)
     ug_oracle_opts_default(&o->oracle);
 }
 
+static int is_discrete(int s) { return s == UG_STD_EXACT || s == UG_STD_BOUNDARY_AWARE || s == UG_STD_TOPK_SET; }
+
+int ug_exec_parse_primary(const char *name, int *std, char *err, size_t errlen)
+{
+    int s = ug_standard_find(name);
+    if (s >= 0 && !is_discrete(s)) {
+        *std = s;
+        return 0;
+    }
+    char names[256];
+    size_t n = 0;
+    names[0] = 0;
+    for (int k = 0; k < UG_STD_COUNT && n < sizeof names; k++)
+        if (!is_discrete(k))
+            n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", n ? ", " : "", ug_standard_name(k));
+    if (s >= 0)
+        snprintf(err, errlen, "--primary: %s is a discrete compare, which judges discrete outputs only and already "
+                 "decides every case it applies to; give a numeric standard: %s", name, names);
+    else snprintf(err, errlen, "--primary: unknown standard \"%s\"; give a numeric standard: %s", name, names);
+    return -2;
+}
+
 static const ug_output_rule *rule_for(const ug_op_def *d, const char *name)
 {
     for (int i = 0; i < d->n_outputs; i++)
@@ -146,6 +168,7 @@ static int judge_once(ug_case *c, const ug_exec_opts *o, ug_result *r, ug_exec_d
         else free(a);
     }
     ug_verdict_combine_outputs(r);
+    if (o->primary_set) r->primary = o->primary; /* also for callers that judge without ug_exec_case (check) */
     r->outcome = ug_verdict_decide_outcome(r);
     if (r->outcome != UG_OUT_PASS) describe_failure(r);
     if (detail) {
@@ -202,7 +225,7 @@ int ug_exec_case(const char *spec_text, const ug_backend *b, const ug_exec_opts 
     r->dtype = spec.dtype;
     ug_case local, *c = detail ? &detail->c : &local;
     if (detail) detail->have_case = 1;
-    r->primary = ug_op_def_get(spec.op)->primary;
+    r->primary = o->primary_set ? o->primary : ug_op_def_get(spec.op)->primary;
     if (ug_case_build(c, &spec, err, sizeof err)) {
         r->outcome = UG_OUT_ERROR;
         snprintf(r->message, sizeof r->message, "inputs: %s", err);

@@ -17,7 +17,14 @@ typedef struct {
     ug_oracle_opts oracle;
     const ug_selection *selection; /* NULL: the default sample */
     int keep;                      /* keep case and values for the caller (triage) */
+    int primary_set;               /* primary decides every case (`sweep --primary`); 0: each op's own */
+    int primary;                   /* ug_standard: a numeric one (ug_exec_parse_primary) */
 } ug_exec_opts;
+
+/* The standard a --primary option names: 0 with *std set, or -2 with a message listing the numeric standards
+ * for an unknown name or a discrete compare (exact, boundary_aware, topk_set: those judge discrete outputs
+ * only, and every one of them already decides a case's outcome). */
+int ug_exec_parse_primary(const char *name, int *std, char *err, size_t errlen);
 
 /* What keep retains: free with ug_exec_detail_free(). */
 typedef struct {

@@ -8,10 +8,12 @@
 #include "core/canon.h"
 
 /* Outcome and input size of a spec; -1 if it does not build. */
-static int probe(const char *spec, const ug_backend *b, ug_outcome *outcome, size_t *elems)
+static int probe(const char *spec, const ug_backend *b, int primary, ug_outcome *outcome, size_t *elems)
 {
     ug_exec_opts o;
     ug_exec_opts_default(&o);
+    o.primary_set = primary >= 0;
+    o.primary = primary;
     o.oracle.naive = 0;
     ug_exec_detail d;
     ug_result r;
@@ -62,7 +64,8 @@ static int candidates(long v, long *out)
     return n;
 }
 
-int ug_shrink_case(const char *spec_text, const ug_backend *b, ug_shrink_result *out, char *err, size_t errlen)
+int ug_shrink_case(const char *spec_text, const ug_backend *b, int primary, ug_shrink_result *out, char *err,
+                   size_t errlen)
 {
     memset(out, 0, sizeof *out);
     ug_outcome want;
@@ -70,7 +73,7 @@ int ug_shrink_case(const char *spec_text, const ug_backend *b, ug_shrink_result 
     cJSON *j = cJSON_Parse(spec_text);
     char *cur = j ? ug_json_canonical(j) : NULL;
     cJSON_Delete(j);
-    if (!cur || probe(cur, b, &want, &size)) {
+    if (!cur || probe(cur, b, primary, &want, &size)) {
         free(cur);
         snprintf(err, errlen, "the case does not build; nothing to shrink");
         return -2;
@@ -95,7 +98,7 @@ int ug_shrink_case(const char *spec_text, const ug_backend *b, ug_shrink_result 
                 ug_outcome got;
                 size_t sz;
                 out->tried++;
-                if (next && probe(next, b, &got, &sz) == 0 && got == want && sz < size) {
+                if (next && probe(next, b, primary, &got, &sz) == 0 && got == want && sz < size) {
                     free(cur);
                     cur = next;
                     size = sz;

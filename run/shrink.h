@@ -21,7 +21,9 @@ typedef struct {
 } ug_shrink_result;
 
 /* Returns 0 (out->spec may equal the start when nothing smaller fails), -2 if the start
- * case does not fail (nothing to shrink) or its spec is bad; message in err. */
-int ug_shrink_case(const char *spec_text, const ug_backend *b, ug_shrink_result *out, char *err, size_t errlen);
+ * case does not fail (nothing to shrink) or its spec is bad; message in err. primary: the
+ * standard deciding the outcome (a run's `sweep --primary`), -1 for the op's own. */
+int ug_shrink_case(const char *spec_text, const ug_backend *b, int primary, ug_shrink_result *out, char *err,
+                   size_t errlen);
 
 #endif

@@ -41,6 +41,9 @@ void ug_sweep_print_summary(const ug_sweep_summary *s, FILE *f)
     if (s->n_before)
         fprintf(f, "  resumed: %zu of the run's %zu cases were stored before, %zu now\n", s->n_before, s->n_total,
                 s->n_before + s->n_cases);
+    if (s->primary >= 0)
+        fprintf(f, "  every outcome decided by the %s standard (--primary), not each op's own\n",
+                ug_standard_name(s->primary));
     for (int k = 0; k < 8; k++)
         if (s->n_outcome[k]) fprintf(f, "  %-9s %zu\n", ug_outcome_name((ug_outcome)k), s->n_outcome[k]);
     for (int op = 0; op < UG_OP_COUNT; op++)

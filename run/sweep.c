@@ -30,6 +30,7 @@ static double cpu_s(void)
 int ug_sweep_run(const ug_sweep_opts *o, ug_sweep_summary *s, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
+    s->primary = -1;
     ug_sweep_engine e = {0};
     e.o = o;
     e.s = s;
@@ -48,7 +49,7 @@ int ug_sweep_run(const ug_sweep_opts *o, ug_sweep_summary *s, char *err, size_t 
         if (ug_db_open(ug_db_default_path(o->db_path), 0, &e.db, err, errlen)) return -2;
         rc = ug_sweep_resume_target(e.db, o->resume, &x, &resume_run, hash_then, err, errlen);
     } else {
-        ug_sweep_selection_from_opts(o, &x);
+        rc = ug_sweep_selection_from_opts(o, &x, err, errlen);
     }
     if (!rc) rc = ug_sweep_selection_expand(&x, &plan, err, errlen);
     if (!rc) rc = ug_backend_open(&b, x.backend, err, errlen);
@@ -61,6 +62,9 @@ int ug_sweep_run(const ug_sweep_opts *o, ug_sweep_summary *s, char *err, size_t 
     ug_exec_opts_default(&e.eo);
     e.eo.oracle.sample = (size_t)x.sample;
     e.eo.oracle.self_check = x.oracle_check;
+    e.eo.primary_set = x.primary >= 0;
+    e.eo.primary = x.primary;
+    s->primary = x.primary;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     e.nw = o->jobs > 0 ? o->jobs : cores > 0 ? (int)cores : 1;
     s->jobs = e.nw;

@@ -42,6 +42,7 @@ typedef struct {
     double op_timeout[UG_OP_COUNT]; /* per-op override in seconds; 0 = case_timeout */
     int shard_k, shard_n;          /* shard K of N (1-based); shard_n 0 = the whole plan */
     const char *resume;            /* run ID or "latest": rerun that run's missing cases */
+    const char *primary;           /* standard deciding every case (--primary); NULL: each op's own. Recorded */
 } ug_sweep_opts;
 
 typedef struct {
@@ -54,6 +55,7 @@ typedef struct {
     double parent_cpu_s;           /* CPU time of the parent (dispatch + database) */
     long parent_rss_kb;            /* peak resident set of the parent process */
     int jobs, interrupted;
+    int primary;                   /* the run's --primary standard; -1: each op's own */
 } ug_sweep_summary;
 
 /* Runs the sweep. Bad input (plan, op, backend, database, resume target) returns -2

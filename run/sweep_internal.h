@@ -28,6 +28,7 @@ typedef struct {
     long limit, sample;
     int oracle_check, shard_k, shard_n;
     int no_regressions; /* leave out corpus/found/ (recorded, so a resume does the same) */
+    int primary;        /* ug_standard deciding every case (--primary, recorded); -1: each op's own */
 } ug_sweep_selection;
 
 struct ug_sweep_worker;
@@ -64,10 +65,10 @@ static inline double ug_sweep_now_s(void)
 }
 
 /* ---- sweep_select.c ---- */
-/* The selection the sweep options ask for. */
-void ug_sweep_selection_from_opts(const ug_sweep_opts *o, ug_sweep_selection *x);
+/* The selection the sweep options ask for: -2 with a message for a --primary that is not a numeric standard. */
+int ug_sweep_selection_from_opts(const ug_sweep_opts *o, ug_sweep_selection *x, char *err, size_t errlen);
 /* The selection run r was made with (for --resume): -2 with a message if it names an op,
- * group or shard this build cannot take. */
+ * group, shard or --primary standard this build cannot take. */
 int ug_sweep_selection_from_record(const ug_run_record *r, ug_sweep_selection *x, char *err, size_t errlen);
 /* Comma list of the selected op names (groups 0) or group names (groups 1); "" for all. */
 void ug_sweep_selection_names(const ug_sweep_selection *x, int groups, char *buf, size_t len);

@@ -83,9 +83,11 @@ void ug_sweep_shard_select(ug_plan *plan, int k, int n)
     free(keep);
 }
 
-void ug_sweep_selection_from_opts(const ug_sweep_opts *o, ug_sweep_selection *x)
+int ug_sweep_selection_from_opts(const ug_sweep_opts *o, ug_sweep_selection *x, char *err, size_t errlen)
 {
     memset(x, 0, sizeof *x);
+    x->primary = -1;
+    if (o->primary && ug_exec_parse_primary(o->primary, &x->primary, err, errlen)) return -2;
     snprintf(x->plan_path, sizeof x->plan_path, "%s", o->plan_path ? o->plan_path : ug_plan_default_path());
     snprintf(x->backend, sizeof x->backend, "%s", o->backend ? o->backend : "sim");
     x->seed_set = o->seed >= 0;
@@ -102,6 +104,7 @@ void ug_sweep_selection_from_opts(const ug_sweep_opts *o, ug_sweep_selection *x)
     x->shard_k = o->shard_k;
     x->shard_n = o->shard_n;
     if (o->shard_n) snprintf(x->shard, sizeof x->shard, "%d/%d", o->shard_k, o->shard_n);
+    return 0;
 }
 
 void ug_sweep_selection_names(const ug_sweep_selection *x, int groups, char *buf, size_t len)
@@ -127,6 +130,14 @@ int ug_sweep_selection_from_record(const ug_run_record *r, ug_sweep_selection *x
     x->sample = r->sample;
     x->oracle_check = r->oracle_check;
     x->no_regressions = r->no_regressions;
+    x->primary = -1;
+    if (r->primary_standard[0] && ug_exec_parse_primary(r->primary_standard, &x->primary, err, errlen)) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", err);
+        snprintf(err, errlen, "run %ld was decided by standard \"%s\", which this ulpgym cannot take (%s)", r->run_id,
+                 r->primary_standard, why);
+        return -2;
+    }
     if (r->shard[0] && ug_sweep_parse_shard(r->shard, &x->shard_k, &x->shard_n, err, errlen)) return -2;
     char list[1024], *save = NULL;
     snprintf(list, sizeof list, "%s", r->op_filter);

@@ -163,14 +163,15 @@ static double case_timeout(const ug_sweep_engine *e, int op)
 }
 
 /* A result the parent writes itself for a case whose worker died or ran out of time. */
-static void result_synth(const ug_plan_case *pc, ug_outcome out, double ms, const char *msg, ug_result *r)
+static void result_synth(const ug_sweep_engine *e, const ug_plan_case *pc, ug_outcome out, double ms, const char *msg,
+                         ug_result *r)
 {
     memset(r, 0, offsetof(ug_result, out));
     snprintf(r->case_id, sizeof r->case_id, "%s", pc->id);
     r->op = pc->op;
     r->outcome = out;
     const ug_op_def *d = ug_op_def_get(pc->op);
-    r->primary = d ? d->primary : 0;
+    r->primary = e->eo.primary_set ? e->eo.primary : d ? d->primary : 0; /* as the worker would have decided */
     r->kernel_ms = ms;
     snprintf(r->message, sizeof r->message, "%s", msg);
 }
@@ -192,7 +193,7 @@ static int worker_died(ug_sweep_engine *e, int i, const char *why)
                      signal_name(WTERMSIG(st)), ms);
         else snprintf(msg, sizeof msg, "worker exited with status %d after %.0f ms", WEXITSTATUS(st), ms);
         static ug_result r;
-        result_synth(&e->plan->cases[idx], UG_OUT_CRASH, ms, msg, &r);
+        result_synth(e, &e->plan->cases[idx], UG_OUT_CRASH, ms, msg, &r);
         rc = ug_sweep_record_result(e, (size_t)idx, &r);
     }
     return rc ? rc : worker_spawn(e, i, e->err, e->errlen);
@@ -207,7 +208,7 @@ static int worker_timed_out(ug_sweep_engine *e, int i, double limit)
     char msg[256];
     snprintf(msg, sizeof msg, "no result after %.1f s (limit %g s): worker killed", ms / 1e3, limit);
     static ug_result r;
-    result_synth(&e->plan->cases[idx], UG_OUT_TIMEOUT, ms, msg, &r);
+    result_synth(e, &e->plan->cases[idx], UG_OUT_TIMEOUT, ms, msg, &r);
     return ug_sweep_record_result(e, (size_t)idx, &r) ? -1 : worker_spawn(e, i, e->err, e->errlen);
 }
 

@@ -53,7 +53,10 @@ fi
 if [ -n "$prev" ]; then
     q "SELECT CASE WHEN p.git_rev IS NOT c.git_rev THEN 'nightly: code changed: ' || p.git_rev || ' -> ' || c.git_rev END,
               CASE WHEN p.plan_hash IS NOT c.plan_hash THEN 'nightly: plan changed: hash ' || p.plan_hash || ' -> ' || c.plan_hash END,
-              CASE WHEN p.backend IS NOT c.backend THEN 'nightly: backend changed: ' || p.backend || ' -> ' || c.backend END
+              CASE WHEN p.backend IS NOT c.backend THEN 'nightly: backend changed: ' || p.backend || ' -> ' || c.backend END,
+              CASE WHEN p.primary_standard IS NOT c.primary_standard THEN 'nightly: deciding standard changed: '
+                   || coalesce(p.primary_standard, 'each op''s own') || ' -> '
+                   || coalesce(c.primary_standard, 'each op''s own') END
        FROM runs p, runs c WHERE p.run_id = ${prev} AND c.run_id = $run" | tr '|' '\n' | grep -v '^$'
 fi
 new_failures="

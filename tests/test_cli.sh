@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # test_cli.sh — the command line end to end: a small sweep stores a verdict for every
 # case, triage reproduces stored metrics exactly, a mutant fails where the sim kernel
-# passes, and bad input (unknown op, malformed plan, unknown case ID, a file that is not
-# a database) gets a one-line error, exit status 2, and leaves no partial row behind.
+# passes, `sweep --primary` decides every case by the standard it names (and triage
+# follows the run), and bad input (unknown op, malformed plan, unknown case ID, unknown
+# --primary, a file that is not a database) gets a one-line error, exit status 2, and
+# leaves no partial row behind.
 . "$(dirname "$0")/lib.sh"
 db="$T/cli.db"
 
@@ -18,7 +20,8 @@ n_plan=$(awk '/^total/{print $2}' "$T/out")
 expect_status 0 ug sweep --op attn_softmax --db "$db" --quiet --no-regressions
 expect_eq "$(sqlite3 "$db" 'select count(*) from results where run_id=1')" "$n_plan" "results stored"
 expect_eq "$(sqlite3 "$db" "select count(*) from results where run_id=1 and verdict<>'PASS'")" "0" "sim passes"
-expect_eq "$(sqlite3 "$db" 'select count(distinct standard) from verdicts where run_id=1')" "10" "every standard stored"
+expect_eq "$(sqlite3 "$db" 'select count(distinct standard) from verdicts where run_id=1')" \
+    "$(ug standards | grep -c '^  rule:')" "every standard stored"
 expect_eq "$(sqlite3 "$db" 'select count(*) from pass_rate where run_id=1 and pass_pct=100')" "3" "pass_rate view per dtype"
 
 # a mutant run, then triage of a case it fails: stored metrics reproduce exactly
@@ -40,6 +43,41 @@ expect_status 0 ug case --spec "$spec"
 expect_status 0 ug history --db "$db"
 expect_grep "^ +2 .*sim:mut_bf16_sum" "$T/out"
 
+# --primary certified: every case of the run (and the run itself) records certified as the deciding standard, and
+# the outcome is the certified verdict (attn_softmax has numeric outputs only). The same mutant cases decided by
+# the op's own primary (pypto) pass more often: the figures differ.
+expect_status 0 ug sweep --op attn_softmax --kernel-variant mut_bf16_sum --limit 20 --db "$db" --quiet \
+    --primary certified
+expect_grep 'every outcome decided by the certified standard \(--primary\)' "$T/out"
+expect_eq "$(sqlite3 "$db" "select primary_standard, count(*) from results where run_id=3 group by 1")" "certified|20" \
+    "--primary certified stored as every case's primary_standard"
+expect_eq "$(sqlite3 "$db" "select primary_standard from runs where run_id=3")" "certified" "--primary kept on the run"
+expect_eq "$(sqlite3 "$db" "select count(*) from results r join verdicts v using (run_id, case_id)
+                            where r.run_id=3 and v.standard='certified' and r.verdict<>v.verdict")" "0" \
+    "outcome = certified verdict"
+expect_eq "$(sqlite3 "$db" "select primary_standard is null, (select group_concat(distinct primary_standard)
+                            from results where run_id=1) from runs where run_id=1")" "1|pypto" \
+    "a plain sweep: NULL on the run, the op's own primary on its cases"
+n_own=$(sqlite3 "$db" "select sum(b.verdict='PASS') from results a join results b on b.case_id=a.case_id and b.run_id=2
+                       where a.run_id=3")
+n_cert=$(sqlite3 "$db" "select sum(verdict='PASS') from results where run_id=3")
+[ "$n_own" -gt "$n_cert" ] && ok || bad "the mutant's cases pass pypto ($n_own) no more often than certified ($n_cert)"
+# triage follows the run's --primary, and its reproduction line carries it
+cert_id=$(sqlite3 "$db" "select a.case_id from results a join results b on b.case_id=a.case_id and b.run_id=2
+                         where a.run_id=3 and a.verdict='FAIL' and b.verdict='PASS' limit 1")
+expect_status 0 ug triage "$cert_id" --db "$db" --run 3
+expect_grep 'reproduced exactly' "$T/out"
+expect_grep "verdict FAIL \(primary: certified\)" "$T/out"
+expect_grep "reproduce: ulpgym case --backend sim:mut_bf16_sum --primary certified --spec" "$T/out"
+expect_status 0 ug triage "$cert_id" --db "$db" --run 2
+expect_grep "verdict PASS \(primary: pypto\)" "$T/out"
+# --resume keeps the run's own --primary and refuses another
+expect_status 2 ug sweep --resume 3 --primary pypto --db "$db"
+expect_grep 'drop .*--primary' "$T/err"
+expect_status 0 ug sweep --resume 3 --db "$db" --quiet
+expect_eq "$(sqlite3 "$db" "select primary_standard, resumes from runs where run_id=3")" "certified|1" \
+    "resume keeps --primary"
+
 rows_before=$(sqlite3 "$db" 'select (select count(*) from runs)||"/"||(select count(*) from results)')
 # bad input: exit 2, one line on stderr naming the problem, nothing written
 expect_status 2 ug sweep --op no_such_op --db "$db"
@@ -56,6 +94,14 @@ expect_grep 'unknown case ID' "$T/err"
 expect_status 2 ug triage xyz --db "$db"
 expect_grep 'not a case ID' "$T/err"
 expect_status 2 ug sweep --op attn_softmax --kernel-variant mut_nothing --db "$db" --limit 1
+expect_status 2 ug sweep --op attn_softmax --limit 1 --primary bogus --db "$db"
+expect_grep 'unknown standard "bogus"; give a numeric standard: pypto, .*certified' "$T/err"
+expect_eq "$(wc -l < "$T/err")" "1" "one-line error"
+for discrete in exact boundary_aware topk_set; do
+    expect_status 2 ug sweep --op attn_softmax --limit 1 --primary $discrete --db "$db"
+    expect_grep "$discrete is a discrete compare.*give a numeric standard: pypto, " "$T/err"
+done
+expect_status 2 ug case --spec '{}' --primary bogus
 expect_eq "$(sqlite3 "$db" 'select (select count(*) from runs)||"/"||(select count(*) from results)')" "$rows_before" \
     "bad input left rows behind"
 

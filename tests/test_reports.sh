@@ -4,6 +4,9 @@
 # verdict under the same plan, code and backend (a flaky case). The JUnit output is
 # validated against tests/fixtures/junit.xsd with xmllint; the HTML opens in headless
 # Chromium, whose DOM must hold the report's sections and whose screenshot must be real.
+# The certified pass rate beside the pass rate (history, diff, md/json/html reports) is
+# checked against the verdicts table on a mutant whose pypto and certified rates differ,
+# swept once as usual and once with `--primary certified`.
 . "$(dirname "$0")/lib.sh"
 db="$T/r.db"
 ug sweep --op attn_softmax --db "$db" --quiet >/dev/null
@@ -78,4 +81,77 @@ else
 fi
 expect_status 2 ug report --db "$db" --format pdf
 expect_status 2 ug report --db "$db" --run 42
+# the synthetic run 4 stored no verdicts: the certified standard judged none of its cases
+expect_status 0 ug report --db "$db" --run 4 --format md
+expect_grep "^\| \*\*total\*\* \| 1 \| $n \| .* \| – \|$" "$T/out"
+expect_status 0 ug report --db "$db" --run 4 --format json -o "$T/r4.json"
+python3 -c 'import json,sys
+t = json.load(open(sys.argv[1]))["total"]
+assert t["pass_rate_certified"] is None and t["certified_judged"] == 0, t' "$T/r4.json" && ok ||
+    bad "report json of a run without verdicts: pass_rate_certified null"
+
+# --- the certified pass rate beside the pass rate, against the verdicts table ---
+cdb="$T/c.db"
+ug sweep --op attn_softmax --kernel-variant mut_bf16_sum --limit 20 --db "$cdb" --quiet >/dev/null
+ug sweep --op attn_softmax --kernel-variant mut_bf16_sum --limit 20 --db "$cdb" --quiet --primary certified >/dev/null
+cq() { sqlite3 "$cdb" "$1"; }
+# what the reports must show, straight from the tables: the outcome's pass rate, and the certified verdict's over
+# the cases it judged (PASS or FAIL; NA and cases without verdicts left out)
+outcome_rate() { cq "select printf('%.2f', 100.0 * sum(verdict = 'PASS') / count(*)) from results where run_id = $1"; }
+cert_rate() {
+    cq "select printf('%.2f', 100.0 * sum(verdict = 'PASS') / count(*)) from verdicts
+        where run_id = $1 and standard = 'certified' and verdict in ('PASS', 'FAIL')"
+}
+p1=$(outcome_rate 1) c1=$(cert_rate 1) p2=$(outcome_rate 2) c2=$(cert_rate 2)
+[ "$p1" != "$c1" ] && ok || bad "mut_bf16_sum: pypto and certified pass rates agree ($p1 %), the test proves nothing"
+expect_eq "$p2" "$c1" "--primary certified: the outcome's pass rate is the certified one"
+expect_eq "$c2" "$c1" "certified verdicts do not depend on the deciding standard"
+expect_eq "$(cq "select count(*) from verdicts
+                 where run_id = 1 and standard = 'certified' and verdict in ('PASS','FAIL')")" 20 \
+    "certified judged every case"
+# history: pass % then cert % per run; --primary shown after the plan
+expect_status 0 ug history --db "$cdb"
+expect_grep "^ +pass % +cert % +backend / plan$|pass % +cert % +backend / plan$" "$T/out"
+expect_eq "$(awk '$1 == 1 {print $8, $9}' "$T/out")" "$p1% $c1%" "history run 1: pass % and cert %"
+expect_eq "$(awk '$1 == 2 {print $8, $9}' "$T/out")" "$p2% $c2%" "history run 2: pass % and cert %"
+expect_grep "^ +2 .* sim:mut_bf16_sum / [^ ]+ --primary certified$" "$T/out"
+# the two runs decide by different standards: their differing verdicts are neither flaky nor regressions
+expect_grep 'flaky cases .*: none' "$T/out"
+expect_grep 'regressions .*: none' "$T/out"
+expect_status 0 ug history --db "$cdb" --json
+python3 -c 'import json,sys
+r = json.load(open(sys.argv[1]))["runs"]
+assert ["%.2f" % x["pass_rate_certified"] for x in r] == sys.argv[2:4], r
+assert ["%.2f" % x["pass_rate"] for x in r] == sys.argv[4:6], r
+assert r[0]["primary_standard"] is None and r[1]["primary_standard"] == "certified", r' \
+    "$T/out" "$c1" "$c2" "$p1" "$p2" && ok || bad "history --json: pass_rate_certified"
+# diff 1 -> 2: the cases pypto passes and certified fails become NEW FAIL; no certified verdict flips
+n_newfail=$(cq "select count(*) from results a join results b on b.case_id = a.case_id and b.run_id = 2
+                where a.run_id = 1 and a.verdict = 'PASS' and b.verdict <> 'PASS'")
+expect_status "$([ "$n_newfail" -gt 0 ] && echo 1 || echo 0)" ug diff 1 2 --db "$cdb"
+expect_grep "outcomes decided by each op's own primary -> certified \(--primary\)" "$T/out"
+expect_eq "$(grep -c '^  NEW FAIL' "$T/out")" "$n_newfail" "diff: NEW FAIL under --primary certified"
+expect_grep "^total +20 +$n_newfail +0 +[0-9]+ +0 +0$" "$T/out"
+expect_grep "^pass rate over the 20 common cases: $p1% -> $p2%; certified $c1% -> $c2% \(of 20 -> 20 judged\)$" "$T/out"
+# report md: the group, total and per-operator rows end with pass rate | certified pass rate
+expect_status 0 ug report --db "$cdb" --run 1 --format md
+expect_grep '^\| group \| operators \| cases \| passed \| failed \| other \| pass rate \| certified pass rate \|$' \
+    "$T/out"
+expect_grep "^\| GreenLight \| 1 \| 20 \| .* \| $p1 % \| $c1 % \|$" "$T/out"
+expect_grep "^\| GreenLight \| attn_softmax \| 20 \| .* \| $p1 % \| $c1 % \|$" "$T/out"
+expect_status 0 ug report --db "$cdb" --run 2 --format md
+expect_grep "^\| GreenLight \| attn_softmax \| 20 \| .* \| $p2 % \| $c2 % \|$" "$T/out"
+expect_grep 'decided by the `certified` standard \(`sweep --primary certified`\)' "$T/out"
+# report json: every tally has pass_rate_certified; the run says which standard decided
+expect_status 0 ug report --db "$cdb" --run 1 --format json -o "$T/c1.json"
+python3 -c 'import json,sys
+d = json.load(open(sys.argv[1]))
+for t in (d["total"], d["groups"]["GreenLight"], d["ops"]["attn_softmax"]):
+    assert "%.2f" % t["pass_rate_certified"] == sys.argv[2] and "%.2f" % t["pass_rate"] == sys.argv[3], t
+    assert t["certified_judged"] == 20, t
+assert d["primary_standard"] is None' "$T/c1.json" "$c1" "$p1" && ok || bad "report json: pass_rate_certified"
+# report html: the summary table has the column and the figure
+expect_status 0 ug report --db "$cdb" --run 1 --format html -o "$T/c1.html"
+expect_grep '<th>pass rate</th><th>certified pass rate</th>' "$T/c1.html"
+expect_grep "<tr class=\"total\">.*<td>$p1 %</td><td>$c1 %</td></tr>" "$T/c1.html"
 finish

@@ -2,7 +2,8 @@
 # test_sweep_resume.sh — durability: a sweep killed with SIGKILL (or stopped by SIGTERM)
 # mid-run leaves a consistent database, and `sweep --resume` runs exactly the missing
 # cases: in the end every case of the plan has one result, with the verdicts of an
-# uninterrupted run. Resume refuses a plan that changed and a run that does not exist.
+# uninterrupted run. Resume refuses a plan that changed and a run that does not exist. A
+# run swept with --primary STD is resumed deciding by STD (its crashed cases too).
 . "$(dirname "$0")/lib.sh"
 PLUGIN=plugin:${ULPGYM_FIXTURES:?}/libfaulty_plugin.so
 N=120
@@ -21,16 +22,20 @@ expect_eq "$(wc -l <"$T/plan_ids")" $N "plan size"
 
 # stored results of run 1 in db $1
 stored() { sqlite3 "$1" "SELECT count(*) FROM results WHERE run_id = 1" 2>/dev/null || echo 0; }
-# starts a sweep into $1 in the background, waits until some results are committed, sends $2
+# starts a sweep into $1 (more sweep options after $2) in the background, waits until some results are committed,
+# sends $2
 interrupt_midway() {
-    "$UG_BIN" sweep --plan "$T/plan.json" --no-regressions --db "$1" --backend "$PLUGIN" -j2 --quiet >"$T/bg.out" 2>"$T/bg.err" &
+    local db=$1 sig=$2
+    shift 2
+    "$UG_BIN" sweep --plan "$T/plan.json" --no-regressions --db "$db" --backend "$PLUGIN" -j2 --quiet "$@" \
+        >"$T/bg.out" 2>"$T/bg.err" &
     local pid=$! n=0
     for _ in $(seq 1 400); do
-        n=$(stored "$1")
+        n=$(stored "$db")
         [ "${n:-0}" -ge 10 ] && break
         sleep 0.05
     done
-    kill "-$2" "$pid"
+    kill "-$sig" "$pid"
     wait "$pid"
     echo $? >"$T/bg.status"
 }
@@ -85,6 +90,25 @@ expect_status 2 ug sweep --resume latest --db "$T/none.db"
 expect_status 2 ug sweep --resume 7 --db "$DB2"
 expect_grep 'no run 7' "$T/err"
 
+# --- --primary survives an interruption: the resumed cases (the crashed ones too) are decided by certified ---
+DB3=$T/primary.db
+interrupt_midway "$DB3" TERM --primary certified
+expect_eq "$(cat "$T/bg.status")" 130 "exit status after SIGTERM (--primary)"
+before=$(stored "$DB3")
+if [ "$before" -ge 10 ] && [ "$before" -lt $N ]; then ok; else bad "--primary run stopped with $before of $N cases"; fi
+expect_status 0 ug sweep --resume latest --db "$DB3" -j2 --quiet
+expect_grep 'every outcome decided by the certified standard' "$T/out"
+expect_eq "$(sqlite3 "$DB3" "SELECT primary_standard, status, n_cases, resumes FROM runs")" "certified|done|$N|1" \
+    "run row after resuming a --primary run"
+expect_eq "$(sqlite3 "$DB3" "SELECT primary_standard, count(*) FROM results GROUP BY 1")" "certified|$N" \
+    "every case, before and after the resume, decided by certified"
+expect_eq "$(sqlite3 "$DB3" "SELECT count(*) FROM results
+                             WHERE verdict = 'CRASH' AND primary_standard = 'certified'")" 4 "crashes: certified"
+# the outcome follows the certified verdict wherever the case was judged
+expect_eq "$(sqlite3 "$DB3" "SELECT count(*) FROM results r JOIN verdicts v USING (run_id, case_id)
+                             WHERE v.standard = 'certified' AND r.verdict IN ('PASS','FAIL')
+                             AND r.verdict <> v.verdict")" 0 "outcome = certified verdict after resume"
+
 # a schema-1 database (before sweep options were recorded) is migrated to the current schema; its
 # runs cannot be resumed (their --op/--limit were not kept) but new sweeps go on in it
 OLD=$T/v1.db
@@ -93,9 +117,20 @@ sqlite3 "$OLD" "PRAGMA user_version = 1; INSERT INTO runs(started_at, backend, p
     VALUES ('2026-01-01T00:00:00Z', 'sim', '$T/plan.json', 'x')"
 expect_status 2 ug sweep --resume latest --db "$OLD"
 expect_grep 'older ulpgym that did not record its sweep options' "$T/err"
-expect_eq "$(sqlite3 "$OLD" "PRAGMA user_version")" 3 "migrated to schema 3"
-expect_eq "$(sqlite3 "$OLD" "SELECT status, resumes, jobs IS NULL FROM runs")" "running|0|1" "old run untouched"
+expect_eq "$(sqlite3 "$OLD" "PRAGMA user_version")" 4 "migrated to schema 4"
+expect_eq "$(sqlite3 "$OLD" "SELECT status, resumes, jobs IS NULL, primary_standard IS NULL FROM runs")" \
+    "running|0|1|1" "old run untouched (no --primary: each op's own)"
 expect_status 0 ug sweep --op attn_softmax --limit 3 --db "$OLD" -j1 --quiet
 expect_eq "$(sqlite3 "$OLD" "SELECT op_filter, case_limit, jobs, status FROM runs WHERE run_id = 2")" "attn_softmax|3|1|done" \
     "options recorded in the migrated database"
+expect_status 0 ug sweep --op attn_softmax --limit 3 --db "$OLD" -j1 --quiet --primary certified
+expect_eq "$(sqlite3 "$OLD" "SELECT primary_standard FROM runs WHERE run_id = 3")" certified \
+    "--primary in the migrated database"
+# a schema-3 database (before --primary was recorded) gains the column: its runs read as each op's own primary
+V3=$T/v3.db
+cp "$OLD" "$V3"
+sqlite3 "$V3" "ALTER TABLE runs DROP COLUMN primary_standard; PRAGMA user_version = 3"
+expect_status 0 ug history --db "$V3"
+expect_eq "$(sqlite3 "$V3" "PRAGMA user_version")" 4 "schema 3 migrated to 4"
+expect_eq "$(sqlite3 "$V3" "SELECT count(*) FROM runs WHERE primary_standard IS NULL")" 3 "older runs: NULL (op's own)"
 finish
