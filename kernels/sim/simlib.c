@@ -1,6 +1,7 @@
 /* simlib.c — see simlib.h. */
 #include "kernels/sim/simlib.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -97,6 +98,14 @@ void ug_sim_store(const ulpgym_tensor *t, size_t off, size_t n, const float *src
 float ug_sim_round_bf16(float x) { return (float)ug_dtype_round(UG_DT_BF16, x); }
 float ug_sim_round_fp16(float x) { return (float)ug_dtype_round(UG_DT_FP16, x); }
 float ug_sim_round_to(int dt, float x) { return (float)ug_dtype_round((ug_dtype)dt, x); }
+
+float ug_sim_trunc_to(int dt, float x)
+{
+    const ug_dtype_info *in = ug_dtype_get_info((ug_dtype)dt);
+    if (!in->is_float || !isfinite(x)) return ug_sim_round_to(dt, x);
+    double u = ug_dtype_ulp((ug_dtype)dt, x), t = trunc(x / u) * u; /* exact: x/u is x scaled by a power of two */
+    return (float)(fabs(t) > in->max_finite ? copysign(in->max_finite, x) : t);
+}
 
 float ug_sim_sumsq_lanes(const float *v, size_t n)
 {

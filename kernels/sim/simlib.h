@@ -44,5 +44,9 @@ float ug_sim_round_bf16(float x);
 float ug_sim_round_fp16(float x);
 /* Rounds fp32 to the storage dtype dt (enum ulpgym_dtype) and back. */
 float ug_sim_round_to(int dt, float x);
+/* Rounds fp32 to dt toward zero (rounds: truncation, not RNE; past the largest finite value
+ * it saturates there, inf and NaN pass): the store of a converter missing its rounding step.
+ * For planted bugs only; a correct kernel stores with ug_sim_store. */
+float ug_sim_trunc_to(int dt, float x);
 
 #endif

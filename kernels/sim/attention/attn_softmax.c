@@ -14,7 +14,17 @@
 
 #define SOFTMAX_TILE 256
 
-typedef enum { MUT_NONE, MUT_NO_MAX_SUB, MUT_BF16_SUM, MUT_TAIL_TILE, MUT_TANH_OVERFLOW } softmax_bug;
+typedef enum {
+    MUT_NONE,
+    MUT_NO_MAX_SUB,
+    MUT_BF16_SUM,
+    MUT_TAIL_TILE,
+    MUT_TANH_OVERFLOW,
+    MUT_STORE_TRUNC,
+    MUT_EXP_APPROX,
+    MUT_MAX_FIRST_TILE,
+    MUT_MAX_INIT_ZERO
+} softmax_bug;
 
 /* tanh the way a hand-written vector kernel might: (e^2u - 1)/(e^2u + 1) in fp32, which
  * overflows to inf/inf = NaN once 2u > 88.7 (logits above ~44 caps). */
@@ -22,6 +32,26 @@ static float tanh_by_exp(float u)
 {
     float e = expf(2.0f * u); /* rounds: fp32 */
     return (e - 1.0f) / (e + 1.0f);
+}
+
+/* exp the way a vector unit without a transcendental unit might: 2^k * p(r), k = rint(x/ln 2),
+ * r = x - k ln 2 in about [-ln2/2, ln2/2], p the degree-4 Taylor polynomial of e^r: relative
+ * error up to r^5/120 = 4.2e-5 at |r| = ln2/2 (up to 6e-5 near x = -88, where k times the fp32
+ * ln 2 adds its own), varying with x, so it does not cancel in the normalisation as a constant
+ * factor would. */
+static float exp_poly4(float x)
+{
+    if (!(x > -104.0f && x < 89.0f)) return expf(x); /* NaN, and the ranges where exp is 0 or inf */
+    float k = rintf(x * 1.44269504f);                 /* rounds: fp32 product, then to an integer */
+    float r = x - k * 0.693147182f;                   /* rounds: fp32 product and difference */
+    float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6.0f + r * (1.0f / 24.0f)))); /* rounds: fp32 Horner */
+    return ldexpf(p, (int)k); /* exact, but for subnormal results (rounds: to the fp32 subnormal grid) */
+}
+
+/* The softmax's exp: the fp32 library exp (within an ulp), or the polynomial of mut_exp_approx. */
+static float dev_exp(float x, softmax_bug bug)
+{
+    return bug == MUT_EXP_APPROX ? exp_poly4(x) : expf(x); /* rounds: fp32 exp (bug: relative error 4e-5) */
 }
 
 /* Online max/sum over the row z[0..n). Bugs change how tiles are accumulated. */
@@ -34,13 +64,17 @@ static void online_stats(const float *z, size_t n, softmax_bug bug, float *m_out
         float tm = -INFINITY;
         for (size_t j = 0; j < len; j++) tm = fmaxf(tm, z[t + j]);
         float m_new = bug == MUT_NO_MAX_SUB ? 0.0f : fmaxf(m, tm);
+        if (bug == MUT_MAX_FIRST_TILE && t > 0) m_new = m; /* bug: the max of the first tile is kept for the row */
+        /* bug: the running max starts at 0, not -inf, from the first live tile on (fully masked rows keep their
+         * zeros): a row whose logits all lie below -88 underflows every exp(z - 0) to 0 and divides 0 by 0 */
+        if (bug == MUT_MAX_INIT_ZERO && tm != -INFINITY) m_new = fmaxf(m_new, 0.0f);
         if (m_new == -INFINITY) continue; /* everything so far is masked */
         float ts = 0.0f;
         for (size_t j = 0; j < len; j++) {
-            ts += expf(z[t + j] - m_new); /* rounds: fp32 exp and add */
+            ts += dev_exp(z[t + j] - m_new, bug); /* rounds: fp32 exp and add */
             if (bug == MUT_BF16_SUM) ts = ug_sim_round_bf16(ts); /* bug: bf16 accumulator */
         }
-        s = (m == -INFINITY ? 0.0f : s * expf(m - m_new)) + ts; /* rounds: fp32 rescale */
+        s = (m == -INFINITY ? 0.0f : s * dev_exp(m - m_new, bug)) + ts; /* rounds: fp32 rescale */
         if (bug == MUT_BF16_SUM) s = ug_sim_round_bf16(s);
         m = m_new;
     }
@@ -70,8 +104,11 @@ static int softmax_kernel(const ulpgym_call *call, char *err, size_t errlen, int
         float m, s;
         online_stats(z, n, bug, &m, &s);
         float inv = m == -INFINITY ? 0.0f : 1.0f / s;     /* rounds: fp32 reciprocal */
-        for (size_t j = 0; j < n; j++) z[j] = m == -INFINITY ? 0.0f : expf(z[j] - m) * inv;
-        ug_sim_store(y, r * n, n, z);
+        for (size_t j = 0; j < n; j++)
+            z[j] = m == -INFINITY ? 0.0f : dev_exp(z[j] - m, bug) * inv; /* rounds: fp32 exp and product */
+        if (bug == MUT_STORE_TRUNC) /* bug: the bf16/fp16 store truncates toward zero (exact for fp32 outputs) */
+            for (size_t j = 0; j < n; j++) z[j] = ug_sim_trunc_to(y->dtype, z[j]);
+        ug_sim_store(y, r * n, n, z); /* rounds: RNE to the dtype (exact after the truncation of the bug) */
     }
     free(z);
     return 0;
@@ -86,5 +123,15 @@ const ug_kernel_variant ug_variants_attn_softmax[] = {
      softmax_kernel, 0, MUT_TAIL_TILE},
     {"mut_tanh_overflow", "soft cap via (e^2u-1)/(e^2u+1): NaN once x*scale/cap > 44 (beyond the plan's logits)",
      softmax_kernel, 1, MUT_TANH_OVERFLOW},
+    {"mut_store_trunc", "the bf16/fp16 output store truncates toward zero instead of rounding to nearest even",
+     softmax_kernel, 0, MUT_STORE_TRUNC},
+    {"mut_exp_approx", "exp as 2^k times a degree-4 polynomial of the reduced argument: relative error ~4e-5",
+     softmax_kernel, 0, MUT_EXP_APPROX},
+    {"mut_max_first_tile",
+     "row max taken over the first 256-lane tile only: exp overflows when a later tile holds a logit 89 above it",
+     softmax_kernel, 0, MUT_MAX_FIRST_TILE},
+    {"mut_max_init_zero",
+     "running max initialised to 0 instead of -inf: a row of logits all below -88 underflows to 0/0 = NaN",
+     softmax_kernel, 0, MUT_MAX_INIT_ZERO},
     {NULL, NULL, NULL},
 };

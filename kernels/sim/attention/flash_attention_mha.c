@@ -23,7 +23,7 @@
 #define FA_BQ 64
 #define FA_BK 64
 
-typedef enum { MUT_NONE, MUT_LSE_LOG2, MUT_CAUSAL_TOPLEFT, MUT_NO_RESCALE } fa_bug;
+typedef enum { MUT_NONE, MUT_LSE_LOG2, MUT_CAUSAL_TOPLEFT, MUT_NO_RESCALE, MUT_LSE_BF16 } fa_bug;
 
 typedef struct {
     long heads, dim, causal;
@@ -101,6 +101,7 @@ static void query_tile(const fa_ctx *x, long q0, long lq, long k0, long lk, long
             lse[row] = m[r] * (float)M_LOG2E + log2f(l[r]); /* bug: log2 domain kept */
         else
             lse[row] = m[r] + logf(l[r]); /* rounds: fp32 */
+        if (x->bug == MUT_LSE_BF16) lse[row] = ug_sim_round_bf16(lse[row]); /* bug: lse kept in bf16 (rounds: RNE) */
     }
 }
 
@@ -158,5 +159,7 @@ const ug_kernel_variant ug_variants_flash_attention_mha[] = {
      MUT_CAUSAL_TOPLEFT},
     {"mut_no_rescale", "output accumulator not rescaled by exp(m_old - m_new) when a later key tile raises the max",
      fa_kernel, 0, MUT_NO_RESCALE},
+    {"mut_lse_bf16", "lse kept in a bf16 register, rounded to bf16 before its fp32 store (up to 2^-9 relative off)",
+     fa_kernel, 0, MUT_LSE_BF16},
     {NULL, NULL, NULL},
 };

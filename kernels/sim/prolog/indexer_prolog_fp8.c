@@ -31,7 +31,8 @@ typedef enum {
     LIP8_BUG_HADAMARD_UNNORMALISED, /* Hadamard without 1/sqrt(D) */
     LIP8_BUG_MX_EXP_OFF_BY_ONE,     /* MX shared exponent floor(log2 amax) - 7 */
     LIP8_BUG_NO_SATURATION,         /* e4m3 conversion overflows to NaN instead of saturating */
-    LIP8_BUG_PAD_SLOT_WRAPS         /* slot -1 (padding) written to the cache's last slot */
+    LIP8_BUG_PAD_SLOT_WRAPS,        /* slot -1 (padding) written to the cache's last slot */
+    LIP8_BUG_SCALE_440              /* fp8 row scale amax/440 (1.8 % small); MX scales do not divide by 448 */
 } lip8_bug;
 
 #define K_TILE 128
@@ -110,7 +111,7 @@ static void quantise(const float *v, size_t d, lip8_format fmt, lip8_bug bug, fl
             continue;
         }
         if (fmt == LIP8_FP8) {
-            scale = amax / 448.0f; /* rounds: fp32 */
+            scale = amax / (bug == LIP8_BUG_SCALE_440 ? 440.0f : 448.0f); /* rounds: fp32 (bug: 440, not e4m3 max) */
         } else if (amax == 0.0f) {
             scale = ldexpf(1.0f, -127);
         } else {
@@ -233,9 +234,12 @@ const ug_kernel_variant ug_variants_lightning_indexer_prolog_quant_fp8[] = {
      lip8_kernel, 0, LIP8_BUG_HADAMARD_UNNORMALISED},
     {"mut_pad_slot_wraps", "a padding token's slot -1 indexes the cache from the end and overwrites its last slot",
      lip8_kernel, 0, LIP8_BUG_PAD_SLOT_WRAPS},
+    {"mut_scale_440", "row scale amax/440 instead of amax/448 (a wrong e4m3 max): scales 1.8 % small, codes up to 456",
+     lip8_kernel, 0, LIP8_BUG_SCALE_440},
     {NULL, NULL, NULL},
 };
 
+/* mut_scale_440 has no row here: MX scales are powers of two from the exponent of amax, no division by 448. */
 const ug_kernel_variant ug_variants_lightning_indexer_prolog_quant_mxfp8[] = {
     {"sim", "fp32 RoPE + butterfly Hadamard, fp32 LayerNorm, MXFP8 blocks of 32 with E8M0 2^(floor(log2 amax)-8)",
      lip8_kernel, 0, LIP8_BUG_NONE},
