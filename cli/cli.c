@@ -1,5 +1,6 @@
 /* cli.c — helpers shared by the commands (see cli.h). */
 #include "cli/cli.h"
+#include "gen/case_memory.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -86,6 +87,12 @@ int ug_cli_filter_opt(ug_cli_filter *f, int argc, char **argv, int *i)
         return 1;
     }
     return 0;
+}
+
+int ug_cli_case_memory(const char *value)
+{
+    char err[256];
+    return ug_case_memory_configure(value, err, sizeof err) ? ug_cli_fail("%s", err) : 0;
 }
 
 int ug_cli_open_db(const char *path, int create, ug_db **db)

@@ -41,6 +41,16 @@ typedef struct {
 /* Consumes --op/--group at argv[*i]: 1 consumed, 0 not an op/group option, -2 bad value
  * (message printed). */
 int ug_cli_filter_opt(ug_cli_filter *f, int argc, char **argv, int *i);
+/* --case-memory BYTES, taken by every command that builds cases: applies its value (NULL:
+ * not given, then $ULPGYM_CASE_MEMORY) as the case memory budget (gen/case_memory.h).
+ * Returns 0, or UG_EXIT_USAGE after printing why the value does not parse. */
+int ug_cli_case_memory(const char *value);
+/* Its line in a command's -h text. */
+#define UG_CLI_CASE_MEMORY_HELP                                                                                       \
+    "  --case-memory    refuse a case whose memory estimate (tensors, fp64 input copies, kernel\n"                     \
+    "                   and oracle scratch) exceeds BYTES (suffix K, M, G or T, powers of 1024);\n"                    \
+    "                   default $ULPGYM_CASE_MEMORY, else half the physical memory (per sweep worker)\n"
+
 /* Opens the database named by --db/$ULPGYM_DB/./ulpgym.db; prints the error itself. */
 int ug_cli_open_db(const char *path, int create, ug_db **db);
 

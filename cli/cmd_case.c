@@ -26,14 +26,15 @@ static char *slurp(const char *path)
 
 static int ug_cmd_case(int argc, char **argv)
 {
-    const char *spec = NULL, *file = NULL, *backend = NULL, *sample = NULL, *primary = NULL;
+    const char *spec = NULL, *file = NULL, *backend = NULL, *sample = NULL, *primary = NULL, *mem = NULL;
     int json = 0;
     for (int i = 1; i < argc; i++) {
         int m;
         if ((m = ug_cli_opt(argc, argv, &i, "--spec", &spec)) || (m = ug_cli_opt(argc, argv, &i, "--spec-file", &file)) ||
             (m = ug_cli_opt(argc, argv, &i, "--backend", &backend)) ||
             (m = ug_cli_opt(argc, argv, &i, "--sample", &sample)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--primary", &primary))) {
+            (m = ug_cli_opt(argc, argv, &i, "--primary", &primary)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--case-memory", &mem))) {
             if (m < 0) return UG_EXIT_USAGE;
         } else if (ug_cli_flag(argv, i, "--json")) json = 1;
         else return ug_cli_fail("case: unexpected argument \"%s\" (see ulpgym case -h)", argv[i]);
@@ -41,6 +42,7 @@ static int ug_cmd_case(int argc, char **argv)
     char err[1024];
     int std = -1;
     if (primary && ug_exec_parse_primary(primary, &std, err, sizeof err)) return ug_cli_fail("case: %s", err);
+    if (ug_cli_case_memory(mem)) return UG_EXIT_USAGE;
     char *text = file ? slurp(file) : spec ? strdup(spec) : NULL;
     if (!text) return ug_cli_fail(file ? "case: cannot read %s" : "case: give --spec JSON or --spec-file FILE", file);
     ug_exec_opts o;
@@ -69,7 +71,8 @@ static int ug_cmd_case(int argc, char **argv)
 const ug_command ug_command_case = {
     "case", ug_cmd_case, "run one case from its spec JSON and print its verdict",
      "usage: ulpgym case (--spec JSON | --spec-file FILE) [--backend B] [--sample N|all] [--primary STD]\n"
-     "                   [--json]\n"
+     "                   [--json] [--case-memory BYTES]\n"
      "  Runs the kernel and the oracle on the case the spec describes (no database).\n"
      "  --backend sim | sim:VARIANT | plugin:PATH.so   (default sim)\n"
-     "  --primary STD  decide the outcome by numeric standard STD, as `sweep --primary` does\n"};
+     "  --primary STD  decide the outcome by numeric standard STD, as `sweep --primary` does\n"
+     UG_CLI_CASE_MEMORY_HELP};

@@ -181,19 +181,21 @@ static void join_argv(int argc, char **argv, char *buf, size_t len)
 
 static int ug_cmd_check(int argc, char **argv)
 {
-    const char *root = NULL, *name = NULL, *db = NULL, *sample = NULL, *prefix = NULL, *primary = NULL;
+    const char *root = NULL, *name = NULL, *db = NULL, *sample = NULL, *prefix = NULL, *primary = NULL, *mem = NULL;
     int json = 0;
     for (int i = 1; i < argc; i++) {
         int m;
         if ((m = ug_cli_opt(argc, argv, &i, "--outputs", &root)) || (m = ug_cli_opt(argc, argv, &i, "--run", &name)) ||
             (m = ug_cli_opt(argc, argv, &i, "--db", &db)) || (m = ug_cli_opt(argc, argv, &i, "--sample", &sample)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--primary", &primary))) {
+            (m = ug_cli_opt(argc, argv, &i, "--primary", &primary)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--case-memory", &mem))) {
             if (m < 0) return UG_EXIT_USAGE;
         } else if (ug_cli_flag(argv, i, "--json")) json = 1;
         else if (argv[i][0] != '-' && !prefix) prefix = argv[i];
         else return ug_cli_fail("check: unexpected argument \"%s\" (see ulpgym check -h)", argv[i]);
     }
     if (!root || !*root) return ug_cli_fail("check: give the folder the device wrote with --outputs D");
+    if (ug_cli_case_memory(mem)) return UG_EXIT_USAGE;
     if (prefix && !ug_case_id_prefix_ok(prefix)) return ug_cli_fail("check: \"%s\" is not a case ID (6 to 16 hex digits)", prefix);
     if (name && !*name) return ug_cli_fail("check: --run needs a name");
     ug_exec_opts o;
@@ -231,7 +233,7 @@ static int ug_cmd_check(int argc, char **argv)
 const ug_command ug_command_check = {
     "check", ug_cmd_check, "judge outputs a device wrote for exported cases; store them",
      "usage: ulpgym check [CASE_ID] --outputs D [--run NAME] [--db PATH] [--sample N|all] [--primary STD]\n"
-     "                    [--json]\n"
+     "                    [--json] [--case-memory BYTES]\n"
      "  D is a folder written by `ulpgym export`: D/case.json plus D/outputs/<name>.npy\n"
      "  for each output (or outputs/unsupported.txt -> SKIP, outputs/error.txt -> ERROR),\n"
      "  or a plan export (D/index.json): every listed case, or the one CASE_ID names.\n"
@@ -241,4 +243,5 @@ const ug_command ug_command_check = {
      "  --primary STD decides every case by numeric standard STD, as `sweep --primary` does\n"
      "  (recorded with the run; --run NAME refuses a run decided another way).\n"
      "  A missing or malformed output file is an error (exit 2) and nothing is stored.\n"
-     "  Exit status: 0 every case passes, 1 some case does not.\n"};
+     "  Exit status: 0 every case passes, 1 some case does not.\n"
+     UG_CLI_CASE_MEMORY_HELP};

@@ -132,7 +132,7 @@ static int export_plan(const char *plan_path, const ug_cli_filter *f, long per_o
 
 static int ug_cmd_export(int argc, char **argv)
 {
-    const char *dir = NULL, *db = NULL, *plan = NULL, *limit = NULL, *per_op = NULL, *case_id = NULL;
+    const char *dir = NULL, *db = NULL, *plan = NULL, *limit = NULL, *per_op = NULL, *case_id = NULL, *mem = NULL;
     ug_cli_filter f = {0};
     for (int i = 1; i < argc; i++) {
         int m = ug_cli_filter_opt(&f, argc, argv, &i);
@@ -140,12 +140,14 @@ static int ug_cmd_export(int argc, char **argv)
         if (m) continue;
         if ((m = ug_cli_opt(argc, argv, &i, "--dir", &dir)) || (m = ug_cli_opt(argc, argv, &i, "--db", &db)) ||
             (m = ug_cli_opt(argc, argv, &i, "--plan", &plan)) || (m = ug_cli_opt(argc, argv, &i, "--limit", &limit)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--per-op", &per_op))) {
+            (m = ug_cli_opt(argc, argv, &i, "--per-op", &per_op)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--case-memory", &mem))) {
             if (m < 0) return UG_EXIT_USAGE;
         } else if (argv[i][0] != '-' && !case_id) case_id = argv[i];
         else return ug_cli_fail("export: unexpected argument \"%s\" (see ulpgym export -h)", argv[i]);
     }
     if (!dir || !*dir) return ug_cli_fail("export: give the folder to write with --dir D");
+    if (ug_cli_case_memory(mem)) return UG_EXIT_USAGE;
     long lim = limit ? ug_cli_long(limit) : 0, per = per_op ? ug_cli_long(per_op) : 0;
     if (lim < 0 || per < 0) return ug_cli_fail("export: --limit and --per-op take a number");
     const char *plan_path = plan ? plan : ug_plan_default_path();
@@ -163,7 +165,7 @@ static int ug_cmd_export(int argc, char **argv)
 
 const ug_command ug_command_export = {
     "export", ug_cmd_export, "write a case's inputs as .npy for another device stack",
-     "usage: ulpgym export CASE_ID --dir D [--db PATH] [--plan FILE]\n"
+     "usage: ulpgym export CASE_ID --dir D [--db PATH] [--plan FILE] [--case-memory BYTES]\n"
      "       ulpgym export [--plan FILE] [--op OP]... [--group G]... [--per-op N] [--limit N] --dir D\n"
      "  Writes D/case.json (spec, tensor names, dtypes, shapes) and D/inputs/<name>.npy;\n"
      "  the device writes D/outputs/<name>.npy for each output (or outputs/unsupported.txt\n"
@@ -174,4 +176,5 @@ const ug_command ug_command_export = {
      "  (judge them all with `ulpgym check --outputs D`); D/plan.json is a plan of exactly\n"
      "  those cases (`ulpgym sweep --plan D/plan.json` gives the sim reference).\n"
      "  --per-op N keeps the first N cases of each op (required cases come first).\n"
-     "  See docs/PLUGINS.md.\n"};
+     "  See docs/PLUGINS.md.\n"
+     UG_CLI_CASE_MEMORY_HELP};

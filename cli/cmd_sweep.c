@@ -39,7 +39,7 @@ static int ug_cmd_sweep(int argc, char **argv)
 {
     ug_sweep_opts o = {0};
     ug_cli_filter f = {0};
-    const char *limit = NULL, *seed = NULL, *sample = NULL, *variant = NULL, *jobs = NULL, *shard = NULL;
+    const char *limit = NULL, *seed = NULL, *sample = NULL, *variant = NULL, *jobs = NULL, *shard = NULL, *mem = NULL;
     o.seed = -1;
     o.sample = UG_SAMPLE_DEFAULT;
     const char *backend_opt = NULL;
@@ -49,7 +49,9 @@ static int ug_cmd_sweep(int argc, char **argv)
         if (m) continue;
         const char *v;
         if ((m = ug_cli_opt(argc, argv, &i, "-j", &jobs)) || (m = ug_cli_opt(argc, argv, &i, "--jobs", &jobs)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--shard", &shard)) || (m = ug_cli_opt(argc, argv, &i, "--resume", &o.resume))) {
+            (m = ug_cli_opt(argc, argv, &i, "--shard", &shard)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--resume", &o.resume)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--case-memory", &mem))) {
             if (m < 0) return UG_EXIT_USAGE;
         } else if ((m = ug_cli_opt(argc, argv, &i, "--case-timeout", &v))) {
             if (m < 0 || parse_timeout(v, &o)) return UG_EXIT_USAGE;
@@ -77,6 +79,7 @@ static int ug_cmd_sweep(int argc, char **argv)
         return ug_cli_fail("sweep: %s", serr);
     if (o.resume && backend_opt) return ug_cli_fail("sweep: --resume uses the run's own backend; drop --backend");
     o.backend = backend_opt ? backend_opt : getenv("ULPGYM_BACKEND");
+    if (ug_cli_case_memory(mem)) return UG_EXIT_USAGE;
     if (jobs && ((o.jobs = (int)ug_cli_long(jobs)) < 1 || ug_cli_long(jobs) > UG_SWEEP_MAX_JOBS))
         return ug_cli_fail("sweep: -j takes a number of workers from 1 to %d", UG_SWEEP_MAX_JOBS);
     if (shard && ug_sweep_parse_shard(shard, &o.shard_k, &o.shard_n, serr, sizeof serr))
@@ -118,11 +121,17 @@ const ug_command ug_command_sweep = {
      "usage: ulpgym sweep [--plan FILE] [--op OP]... [--group G]... [--limit N] [--db PATH]\n"
      "                    [--seed S] [--backend B] [--kernel-variant V] [--sample N|all]\n"
      "                    [--oracle-check] [-j N] [--case-timeout [OP=]SECONDS]... [--shard K/N]\n"
-     "                    [--primary STD] [--quiet | --no-progress]\n"
-     "       ulpgym sweep --resume RUN_ID|latest [--db PATH] [-j N] [--case-timeout ...] [--quiet]\n"
+     "                    [--primary STD] [--case-memory BYTES] [--quiet | --no-progress]
+"
+     "       ulpgym sweep --resume RUN_ID|latest [--db PATH] [-j N] [--case-timeout ...] [--case-memory BYTES]
+"
+     "                    [--quiet]
+"
      "  -j, --jobs       worker processes (default: all cores); a worker that crashes or\n"
      "                   hangs costs one case (CRASH / TIMEOUT) and is replaced\n"
      "  --case-timeout   seconds a case may take (default 300); OP=SECONDS for one op\n"
+     UG_CLI_CASE_MEMORY_HELP
+     "                   (a refused case is an ERROR naming the bytes it needs)\n"
      "  --shard K/N      run slice K of N (balanced by estimated cost); join the shard\n"
      "                   databases with `ulpgym merge`\n"
      "  --resume         run the cases of run RUN_ID (or the latest run) that have no\n"

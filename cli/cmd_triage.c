@@ -186,13 +186,15 @@ static void print_json(const ug_result *r, const ug_exec_detail *d, int nworst, 
 
 static int ug_cmd_triage(int argc, char **argv)
 {
-    const char *db_path = NULL, *backend_opt = NULL, *worst = NULL, *id_arg = NULL, *run_opt = NULL, *dump_dir = NULL;
+    const char *db_path = NULL, *backend_opt = NULL, *worst = NULL, *id_arg = NULL, *run_opt = NULL, *dump_dir = NULL,
+               *mem = NULL;
     int json = 0, do_shrink = 0;
     for (int i = 1; i < argc; i++) {
         int m;
         if ((m = ug_cli_opt(argc, argv, &i, "--db", &db_path)) || (m = ug_cli_opt(argc, argv, &i, "--backend", &backend_opt)) ||
             (m = ug_cli_opt(argc, argv, &i, "--worst", &worst)) || (m = ug_cli_opt(argc, argv, &i, "--run", &run_opt)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--dump", &dump_dir))) {
+            (m = ug_cli_opt(argc, argv, &i, "--dump", &dump_dir)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--case-memory", &mem))) {
             if (m < 0) return UG_EXIT_USAGE;
         } else if (ug_cli_flag(argv, i, "--json")) json = 1;
         else if (ug_cli_flag(argv, i, "--shrink")) do_shrink = 1;
@@ -200,6 +202,7 @@ static int ug_cmd_triage(int argc, char **argv)
         else return ug_cli_fail("triage: unexpected argument \"%s\" (see ulpgym triage -h)", argv[i]);
     }
     if (!id_arg) return ug_cli_fail("triage: give a case ID");
+    if (ug_cli_case_memory(mem)) return UG_EXIT_USAGE;
     long nworst = worst ? ug_cli_long(worst) : 5;
     if (nworst < 0) return ug_cli_fail("triage: --worst must be a number");
     ug_db *db;
@@ -269,7 +272,7 @@ static int ug_cmd_triage(int argc, char **argv)
 const ug_command ug_command_triage = {
     "triage", ug_cmd_triage, "rebuild a case from its ID, rerun it and explain the verdict",
      "usage: ulpgym triage CASE_ID [--db PATH] [--run ID] [--backend B] [--worst N] [--shrink] [--json]\n"
-     "                     [--dump DIR]\n"
+     "                     [--dump DIR] [--case-memory BYTES]\n"
      "  CASE_ID is 16 hex digits or a unique prefix of 6+ (looked up in the database, then\n"
      "  in the default plan). Reruns kernel and oracle with the backend and sample of run ID\n"
      "  (default: the latest run that holds the case; --backend overrides the backend)\n"
@@ -282,4 +285,5 @@ const ug_command ug_command_triage = {
      "            fp64) as .npy files\n"
      "  --shrink  search for the smallest shape of the same op/dtype/distribution that fails\n"
      "            the same way; prints (and stores) its new case ID\n"
-     "  --json    the same as one JSON object, for tools\n"};
+     "  --json    the same as one JSON object, for tools\n"
+     UG_CLI_CASE_MEMORY_HELP};

@@ -98,6 +98,13 @@ typedef struct ug_op_def {
      * or the oracle's values g[0..n) at the checked elements (atol = rtol * mean|g|).
      * rule arrives as a copy of outputs[out]; only its numbers may change. */
     void (*adjust_rule)(const struct ug_case *c, int out, const double *g, size_t n, ug_output_rule *rule);
+    /* Optional (NULL: none). Bytes of scratch the sim kernel, the builder and the oracle
+     * allocate for a case with params p that grow with the case (fp32 copies of staged
+     * tensors, permutations, one row's keys in fp64, an exact forward judged on every
+     * element), beyond the tensors, the fp64 input copies and the fixed base that
+     * gen/case_memory.h counts. Read by the case memory estimate before anything is
+     * allocated; keep it in step with the kernel's and the oracle's allocations. */
+    double (*scratch)(const ug_params *p);
 } ug_op_def;
 
 const char *ug_op_name(int op);

@@ -30,11 +30,13 @@ static ug_tensor *add_tensor(ug_tensor *t, int *count, const char *name, ug_dtyp
             return NULL;
         }
         x->shape[i] = shape[i];
+        /* Size is limited by the case memory budget (gen/case_memory.h), checked before any
+         * allocation; this only keeps the element and byte counts from overflowing. */
+        if (shape[i] && x->numel > (SIZE_MAX - guard) / 16 / (size_t)shape[i]) {
+            snprintf(err, errlen, "tensor \"%s\": its elements overflow a byte count", name);
+            return NULL;
+        }
         x->numel *= (size_t)shape[i];
-    }
-    if (x->numel > ((size_t)1 << 30)) {
-        snprintf(err, errlen, "tensor \"%s\": %zu elements is more than ulpgym allocates", name, x->numel);
-        return NULL;
     }
     size_t bytes = x->numel * (size_t)ug_dtype_size(dt);
     x->data = calloc(1, (bytes ? bytes : 1) + guard);

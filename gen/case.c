@@ -1,12 +1,14 @@
 /* case.c — a case from its spec (see case.h). The order of the declared tensors is part
  * of the case identity: input i's values are drawn from Philox stream i, so inputs are
- * allocated in declaration order. */
+ * allocated in declaration order. A case whose memory estimate exceeds the budget
+ * (case_memory.h) is refused before its first tensor is allocated. */
 #include "gen/case.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gen/case_memory.h"
 #include "gen/dist.h"
 #include "gen/inject.h"
 
@@ -85,6 +87,8 @@ int ug_case_build(ug_case *c, ug_spec *spec, char *err, size_t errlen)
         return -2;
     }
     if (ug_params_parse(&c->def->decl, c->spec.params, &c->params, err, errlen)) return -2;
+    /* Refused by what it costs, before anything is allocated (case_memory.h). */
+    if (ug_case_memory_check(c->def, &c->params, c->spec.dtype, err, errlen)) return -2;
     c->params_json = strdup(c->params.json);
     if (!c->params_json) {
         snprintf(err, errlen, "out of memory");

@@ -12,7 +12,8 @@
 #include "core/registry.h"
 
 /* Builds c from spec, taking ownership of spec (also on error). 0, or -2 for a bad spec
- * (message names op and param), -1 for lack of memory. */
+ * (message names op and param) or a case over the memory budget (gen/case_memory.h: the
+ * message gives the bytes needed and the budget), -1 for lack of memory. */
 int ug_case_build(ug_case *c, ug_spec *spec, char *err, size_t errlen);
 
 #endif

@@ -63,6 +63,11 @@ void ug_oracle_result_free(ug_oracle_result *r);
  * kernel's tiles along both: what most ops' geometry() needs. */
 void ug_geom_last_dim(const ug_tensor *t, size_t row_tile, size_t col_tile, ug_geom *g);
 
+/* Bytes one ug_num of an oracle's scratch array can hold with its MPFR value at twice the
+ * default precision (the self-check's): a bound for the case memory estimate's scratch
+ * terms (ug_op_def.scratch). */
+#define UG_NUM_BYTES 96
+
 /* Helpers for operator oracles. Loads element i of a tensor as an exact double. */
 double ug_tload(const ug_tensor *t, size_t i);
 /* Loads a whole tensor into a malloc'd double array (NULL on failure). */

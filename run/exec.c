@@ -1,6 +1,7 @@
 /* exec.c — runs one case (see exec.h). */
 #include "run/exec.h"
 #include "gen/case.h"
+#include "gen/case_memory.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -116,13 +117,20 @@ static void describe_failure(ug_result *r)
  * within UG_RECHECK_MARGIN of an output's per-element tolerance (or miss it, or differ in a
  * code or a NaN/Inf) is judged again on every element, so its verdict is the one
  * `--sample all` gives; its metrics then show n_checked = n_total. A sample whose every
- * element sits well inside the tolerances keeps its verdict. */
+ * element sits well inside the tolerances keeps its verdict, and so does a case whose
+ * every-element check would not fit the case memory budget (gen/case_memory.h): its
+ * metrics show n_checked < n_total. */
 static int needs_recheck(const ug_case *c, const ug_exec_opts *o, const ug_result *r)
 {
     if (o->selection || o->oracle.sample == 0) return 0;
+    int near = 0;
     for (int k = 0; k < r->n_out; k++)
-        if (r->out[k].m.n < c->out[k].numel && r->out[k].margin > UG_RECHECK_MARGIN) return 1;
-    return 0;
+        if (r->out[k].m.n < c->out[k].numel && r->out[k].margin > UG_RECHECK_MARGIN) near = 1;
+    if (!near) return 0;
+    ug_case_memory m;
+    char err[256];
+    return ug_case_memory_estimate(c->def, &c->params, c->spec.dtype, &m, err, sizeof err) == 0 &&
+           ug_case_memory_full_check_fits(&m);
 }
 
 static int judge_once(ug_case *c, const ug_exec_opts *o, ug_result *r, ug_exec_detail *detail);

@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "gen/case_memory.h"
 #include "run/sweep_internal.h"
 
 static void on_signal(int sig)
@@ -70,6 +71,7 @@ int ug_sweep_run(const ug_sweep_opts *o, ug_sweep_summary *s, char *err, size_t 
     s->jobs = e.nw;
     if ((rc = ug_sweep_build_todo(&e, resume_run))) goto done;
     if ((size_t)e.nw > e.n_todo) e.nw = e.n_todo ? (int)e.n_todo : 1;
+    ug_case_memory_set_workers(e.nw); /* the default case memory budget is shared by the workers */
     if ((rc = ug_sweep_open_run(&e, &x, &plan, resume_run, hash_then))) goto done;
     s->run_id = e.run_id;
     ug_sweep_stop_requested = 0;

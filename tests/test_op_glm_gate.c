@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "gen/case_memory.h"
 #include "op_check.h"
 
 #define DIST_NORMAL                                                                                                    \
@@ -115,15 +116,18 @@ static void test_bad_params(void)
         {"\"tokens\":0", "tokens"},
         {"\"hidden\":0", "hidden"},
         {"\"experts\":2000", "experts"},
-        {"\"tokens\":8192,\"hidden\":16384,\"experts\":1024", "experts*hidden"},
+        /* 1.4 GiB of inputs with their fp64 copies: over a 256 MiB budget, refused unallocated */
+        {"\"tokens\":8192,\"hidden\":16384,\"experts\":1024", "bytes of memory"},
         {"\"topk\":8", "topk"},
     };
+    ug_case_memory_set_budget((uint64_t)256 << 20);
     for (int i = 0; i < 5; i++) {
         char spec[512];
         snprintf(spec, sizeof spec, "{\"op\":\"glm_gate\",\"dtype\":\"bf16\",\"seed\":1,\"params\":{%s}," DIST_NORMAL "}",
                  bad[i][0]);
         opc_expect_refused(spec, bad[i][1]);
     }
+    ug_case_memory_set_budget(0);
     opc_expect_refused("{\"op\":\"glm_gate\",\"dtype\":\"fp16\",\"seed\":1,\"params\":{\"tokens\":1}," DIST_NORMAL "}",
                        "dtype");
 }

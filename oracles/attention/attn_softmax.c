@@ -31,15 +31,6 @@ static void read_params(const ug_case *c, softmax_params *p)
                           ug_p_str(P, "mask")};
 }
 
-static int check(const ug_params *P, char *err, size_t errlen)
-{
-    if (ug_p_int(P, "rows") * ug_p_int(P, "cols") > (1L << 26)) {
-        snprintf(err, errlen, "attn_softmax: rows*cols must stay <= 2^26");
-        return -2;
-    }
-    return 0;
-}
-
 static int masked(const softmax_params *p, uint64_t seed, long r, long j)
 {
     if (strcmp(p->mask, "causal") == 0) return j > r + (p->cols - p->rows);
@@ -142,5 +133,9 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
     ug_geom_last_dim(&c->out[out], 16, 256, g); /* the kernel's 256-lane tiles */
 }
 
+/* Scratch for the case memory estimate: one row's arrays in the oracle (z, e, live) and in
+ * the sim kernel. */
+static double scratch(const ug_params *P) { return (double)ug_p_int(P, "cols") * (2 * UG_NUM_BYTES + 1 + 8); }
+
 const ug_op_def ug_opdef_attn_softmax = {
-    .op = UG_OP_ATTN_SOFTMAX, .decl.check = check, .build = build, .oracle = oracle, .geometry = geometry};
+    .op = UG_OP_ATTN_SOFTMAX, .build = build, .oracle = oracle, .geometry = geometry, .scratch = scratch};

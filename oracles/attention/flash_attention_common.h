@@ -18,8 +18,8 @@
 #define UG_FA_MAX_BATCH 64
 
 /* The declared params both operators take (seqlens, heads, head_dim, causal, scale), their
- * derived sizes (batch, total_q, total_k) and the cross-param check (batch and size caps;
- * messages name the op). */
+ * derived sizes (batch, total_q, total_k) and the cross-param check (batch count, at least
+ * one query and key token; messages name the op). Size is the case memory budget's. */
 int ug_fa_check(const ug_params *P, char *err, size_t errlen);
 
 /* The dtype rule of the q/k/v-like tensors: the case dtype, bf16 or fp16 only. */

@@ -94,6 +94,18 @@ static void adjust_rule(const ug_case *c, int out, const double *g, size_t n, ug
     if (out == 0 && c->spec.dtype == UG_DT_BF16) rule->pypto_atol = 1e-3;
 }
 
+/* Scratch for the case memory estimate: the sim kernel's fp32 copies of q, k, v, o and lse;
+ * the oracle's row arrays over the longest key sequence. */
+static double scratch(const ug_params *P)
+{
+    ug_fa_params p;
+    ug_fa_read(P, &p);
+    double maxk = 1, HD = (double)p.heads * (double)p.dim;
+    for (long b = 0; b < p.batch; b++) maxk = (double)p.lk[b] > maxk ? (double)p.lk[b] : maxk;
+    return 4 * (2 * (double)p.tq * HD + 2 * (double)p.tk * HD + (double)p.tq * (double)p.heads) +
+           maxk * (UG_NUM_BYTES + 1 + 8);
+}
+
 const ug_op_def ug_opdef_flash_attention_mha = {
     .op = UG_OP_FLASH_ATTENTION_MHA, .decl.check = ug_fa_check, .build = build, .oracle = oracle, .geometry = geometry,
-    .adjust_rule = adjust_rule};
+    .adjust_rule = adjust_rule, .scratch = scratch};

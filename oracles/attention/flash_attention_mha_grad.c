@@ -46,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gen/case_memory.h"
 #include "oracles/attention/flash_attention_common.h"
 #include "oracles/verdict.h"
 
@@ -247,6 +248,25 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
     g->col_tile = 64;
 }
 
+/* Scratch for the case memory estimate: the sim kernel's fp32 copies of every q- and k-sized
+ * tensor and two lse-sized arrays; the builder's fp64 copies of q, k and v and its exact
+ * forward judged on every element of o and lse; the oracle's P and dS of the largest
+ * (batch, head) group and its row arrays. */
+static double scratch(const ug_params *P)
+{
+    ug_fa_params p;
+    ug_fa_read(P, &p);
+    double maxq = 1, maxk = 1, HD = (double)p.heads * (double)p.dim, rows = (double)p.tq * (double)p.heads;
+    for (long b = 0; b < p.batch; b++) {
+        maxq = (double)p.lq[b] > maxq ? (double)p.lq[b] : maxq;
+        maxk = (double)p.lk[b] > maxk ? (double)p.lk[b] : maxk;
+    }
+    double ne = maxk > (double)p.dim ? maxk : (double)p.dim;
+    return 8 * ((double)p.tq * HD + 2 * (double)p.tk * HD) + UG_CASE_MEMORY_FULL_CHECK * ((double)p.tq * HD + rows) +
+           2 * maxq * maxk * UG_NUM_BYTES + (2 * ne + maxq) * UG_NUM_BYTES + 8 * maxq + maxk +
+           4 * (4 * (double)p.tq * HD + 4 * (double)p.tk * HD + 2 * rows);
+}
+
 const ug_op_def ug_opdef_flash_attention_mha_grad = {
     .op = UG_OP_FLASH_ATTENTION_MHA_GRAD, .primary = UG_STD_CERTIFIED, .decl.check = ug_fa_check, .build = build,
-    .oracle = oracle, .geometry = geometry};
+    .oracle = oracle, .geometry = geometry, .scratch = scratch};

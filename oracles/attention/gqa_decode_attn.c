@@ -31,20 +31,6 @@ static void read_params(const ug_case *c, gqa_params *p)
                       ug_p_int(P, "ctx"),   ug_p_int(P, "window"),   ug_p_is(P, "lens", "ragged")};
 }
 
-/* Today's size caps: the caches and q each stay within 2^26 elements. */
-static int check(const ug_params *P, char *err, size_t errlen)
-{
-    long b = ug_p_int(P, "batch"), hkv = ug_p_int(P, "heads_kv"), d = ug_p_int(P, "dim");
-    const char *bad = b * hkv * ug_p_int(P, "ctx") * d > (1L << 26)             ? "batch*heads_kv*ctx*dim (<= 2^26)"
-                      : b * hkv * ug_p_int(P, "group") * d > (1L << 26) ? "batch*heads_kv*group*dim (<= 2^26)"
-                                                                                 : NULL;
-    if (bad) {
-        snprintf(err, errlen, "gqa_decode_attn: param %s out of range", bad);
-        return -2;
-    }
-    return 0;
-}
-
 /* Fills seq_lens from params.lens. */
 static int build(ug_case *c, char *err, size_t errlen)
 {
@@ -82,6 +68,14 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     return rc;
 }
 
+/* Scratch for the case memory estimate: one (batch, kv head)'s keys and values in fp32 in
+ * the sim kernel; the oracle's score arrays. */
+static double scratch(const ug_params *P)
+{
+    double ctx = (double)ug_p_int(P, "ctx");
+    return 8 * ctx * (double)ug_p_int(P, "dim") + 2 * ctx * UG_NUM_BYTES;
+}
+
 const ug_op_def ug_opdef_gqa_decode_attn = {
-    .op = UG_OP_GQA_DECODE_ATTN, .decl.check = check, .build = build, .oracle = oracle,
-    .geometry = ug_gl_attn_geometry};
+    .op = UG_OP_GQA_DECODE_ATTN, .build = build, .oracle = oracle,
+    .geometry = ug_gl_attn_geometry, .scratch = scratch};

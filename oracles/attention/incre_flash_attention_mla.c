@@ -37,17 +37,11 @@ static void read_params(const ug_case *c, mla_params *p)
                       ug_p_int(P, "max_blocks"), ug_p_is(P, "lens", "ragged")};
 }
 
-/* Heads divide among the kv heads; today's size caps: cache and q within 2^26 elements. */
+/* Heads divide among the kv heads (size is the case memory budget's). */
 static int check(const ug_params *P, char *err, size_t errlen)
 {
-    long b = ug_p_int(P, "batch"), h = ug_p_int(P, "heads"), n_kv = ug_p_int(P, "n_kv"), dk = ug_p_int(P, "dk");
-    long bs = ug_p_int(P, "block_size");
-    const char *bad = h % n_kv                                                          ? "heads (a multiple of n_kv)"
-                      : b * (ug_p_int(P, "max_blocks") + 1) * bs * n_kv * dk > (1L << 26) ? "batch*ctx*n_kv (cache over 2^26 elements)"
-                      : b * h * dk > (1L << 26)                                           ? "batch*heads (q over 2^26 elements)"
-                                                                                          : NULL;
-    if (bad) {
-        snprintf(err, errlen, "incre_flash_attention_mla: param %s out of range", bad);
+    if (ug_p_int(P, "heads") % ug_p_int(P, "n_kv")) {
+        snprintf(err, errlen, "incre_flash_attention_mla: param heads (a multiple of n_kv) out of range");
         return -2;
     }
     return 0;
@@ -139,6 +133,17 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     return rc;
 }
 
+/* Scratch for the case memory estimate: the sim kernel's fp32 keys of one row; the
+ * builder's block permutation and tables; the oracle's keys of one row in fp64 and its
+ * score arrays. */
+static double scratch(const ug_params *P)
+{
+    double ctx = (double)ug_p_int(P, "ctx"), dk = (double)ug_p_int(P, "dk"), b = (double)ug_p_int(P, "batch"),
+           mb = (double)ug_p_int(P, "max_blocks");
+    return 4 * mb * (double)ug_p_int(P, "block_size") * dk + 8 * ((double)ug_p_int(P, "num_blocks") + b + b * mb) +
+           8 * (ctx + 1) * dk + 2 * ctx * UG_NUM_BYTES;
+}
+
 const ug_op_def ug_opdef_incre_flash_attention_mla = {
     .op = UG_OP_INCRE_FLASH_ATTENTION_MLA, .decl.check = check, .build = build, .oracle = oracle,
-    .geometry = ug_gl_attn_geometry};
+    .geometry = ug_gl_attn_geometry, .scratch = scratch};

@@ -69,10 +69,9 @@ static int check(const ug_params *P, char *err, size_t errlen)
                  ug_p_int(P, "batch"), PA_MAX_BATCH);
         return -2;
     }
-    if (ug_p_int(P, "num_blocks") * ug_p_int(P, "block_size") * ug_p_int(P, "heads_kv") * ug_p_int(P, "head_dim") >
-        (1L << 25)) {
-        snprintf(err, errlen, "%s: the cache (blocks x block_size x heads_kv x head_dim) must stay <= 2^25 elements",
-                 OP);
+    if (ug_p_int(P, "num_blocks") > (1L << 24)) { /* block ids are int32; the sim kernel loads them as fp32 */
+        snprintf(err, errlen, "%s: the cache needs %ld blocks, at most 2^24 allowed (block ids exact in fp32)", OP,
+                 ug_p_int(P, "num_blocks"));
         return -2;
     }
     return 0;
@@ -164,6 +163,21 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
     g->col_tile = 64;
 }
 
+/* Scratch for the case memory estimate: the sim kernel's fp32 copies of q, o, both caches
+ * and the block table; the builder's block permutation; the oracle's keys and values of the
+ * longest row gathered in fp64, with its row arrays. */
+static double scratch(const ug_params *P)
+{
+    const long *ctx;
+    size_t n = ug_p_list(P, "context_lens", &ctx);
+    double maxctx = 1, D = (double)ug_p_int(P, "head_dim"), nb = (double)ug_p_int(P, "num_blocks");
+    for (size_t b = 0; b < n; b++) maxctx = (double)ctx[b] > maxctx ? (double)ctx[b] : maxctx;
+    double nq = (double)n * (double)ug_p_int(P, "heads_q") * D,
+           ncache = nb * (double)ug_p_int(P, "block_size") * (double)ug_p_int(P, "heads_kv") * D;
+    return 4 * (2 * nq + 2 * ncache + (double)n * (double)ug_p_int(P, "max_blocks")) + 8 * nb +
+           8 * (2 * maxctx * D + maxctx) + maxctx * (UG_NUM_BYTES + 1);
+}
+
 const ug_op_def ug_opdef_page_attention = {
     .op = UG_OP_PAGE_ATTENTION, .primary = UG_STD_CERTIFIED, .decl.check = check, .build = build, .oracle = oracle,
-    .geometry = geometry};
+    .geometry = geometry, .scratch = scratch};

@@ -36,16 +36,11 @@ static void read_params(const ug_case *c, sfa_params *p)
                       ug_p_int(P, "dk"),     ug_p_int(P, "kv_lora"), ug_p_num(P, "scale"), ug_p_str(P, "pad")};
 }
 
-/* topk within kv_len; today's size caps: q and kv within 2^26 elements. */
+/* topk within kv_len (size is the case memory budget's). */
 static int check(const ug_params *P, char *err, size_t errlen)
 {
-    long dk = ug_p_int(P, "dk");
-    const char *bad = ug_p_int(P, "topk") > ug_p_int(P, "kv_len")                  ? "topk (1..kv_len)"
-                      : ug_p_int(P, "tokens") * ug_p_int(P, "heads") * dk > (1L << 26) ? "tokens*heads (q over 2^26 elements)"
-                      : ug_p_int(P, "kv_len") * dk > (1L << 26)                      ? "kv_len (kv over 2^26 elements)"
-                                                                                     : NULL;
-    if (bad) {
-        snprintf(err, errlen, "sparse_flash_attention: param %s out of range", bad);
+    if (ug_p_int(P, "topk") > ug_p_int(P, "kv_len")) {
+        snprintf(err, errlen, "sparse_flash_attention: param topk (1..kv_len) out of range");
         return -2;
     }
     return 0;
@@ -127,6 +122,15 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     return rc;
 }
 
+/* Scratch for the case memory estimate: the sim kernel's fp32 keys of one row; the
+ * builder's permutation of the pool; the oracle's keys of one row in fp64 and its score
+ * arrays. */
+static double scratch(const ug_params *P)
+{
+    double topk = (double)ug_p_int(P, "topk");
+    return 8 * (double)ug_p_int(P, "kv_len") + 12 * topk * (double)ug_p_int(P, "dk") + 2 * topk * UG_NUM_BYTES;
+}
+
 const ug_op_def ug_opdef_sparse_flash_attention = {
     .op = UG_OP_SPARSE_FLASH_ATTENTION, .decl.check = check, .build = build, .oracle = oracle,
-    .geometry = ug_gl_attn_geometry};
+    .geometry = ug_gl_attn_geometry, .scratch = scratch};

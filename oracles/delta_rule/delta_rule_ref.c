@@ -24,8 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DELTA_MAX_NUMEL (1L << 26)
-
 void ug_delta_read_params(const ug_params *P, ug_delta_params *p)
 {
     *p = (ug_delta_params){ug_p_int(P, "tokens"), ug_p_int(P, "hv"),  ug_p_int(P, "hqk"),
@@ -38,12 +36,6 @@ int ug_delta_check(const ug_params *P, char *err, size_t errlen)
     ug_delta_read_params(P, &p);
     if (p.hv % p.hqk) {
         snprintf(err, errlen, "%s: param \"hv\" (%ld) must be a multiple of \"hqk\" (%ld)", P->decl->op, p.hv, p.hqk);
-        return -2;
-    }
-    if (p.tokens * p.hv * p.dv > DELTA_MAX_NUMEL || p.tokens * p.hqk * p.dk > DELTA_MAX_NUMEL ||
-        p.hv * p.dv * p.dk > DELTA_MAX_NUMEL) {
-        snprintf(err, errlen, "%s: params \"tokens\", \"hv\", \"dk\", \"dv\" give a tensor over 2^26 elements",
-                 P->decl->op);
         return -2;
     }
     return 0;

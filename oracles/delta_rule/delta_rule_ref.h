@@ -36,7 +36,7 @@ typedef struct {
 
 void ug_delta_read_params(const ug_params *P, ug_delta_params *p);
 
-/* The check hook of both ops: hv a multiple of hqk, and no tensor over 2^26 elements. */
+/* The check hook of both ops: hv a multiple of hqk (size is the case memory budget's). */
 int ug_delta_check(const ug_params *P, char *err, size_t errlen);
 
 /* The builder of both ops: l2-normalises each Dk row of the drawn q and k in double and

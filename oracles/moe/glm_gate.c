@@ -25,17 +25,6 @@
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
 
-static int check(const ug_params *P, char *err, size_t errlen)
-{
-    long t = ug_p_int(P, "tokens"), h = ug_p_int(P, "hidden"), e = ug_p_int(P, "experts");
-    if (e * h > (1L << 24) || t * h > (1L << 26) || (double)t * (double)e * (double)h > 0x1p30) {
-        snprintf(err, errlen, "glm_gate: need experts*hidden <= 2^24, tokens*hidden <= 2^26 and "
-                              "tokens*experts*hidden <= 2^30");
-        return -2;
-    }
-    return 0;
-}
-
 /* Each selected logit of row t: x[t]·W[e], one exact dot product. */
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
@@ -52,4 +41,11 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 }
 
 /* No builder, and the default geometry: tokens x experts, 16-token by 64-expert tiles (the kernel's). */
-const ug_op_def ug_opdef_glm_gate = {.op = UG_OP_GLM_GATE, .decl.check = check, .oracle = oracle};
+/* Scratch for the case memory estimate: the sim kernel's fp32 copy of w and one row. */
+static double scratch(const ug_params *P)
+{
+    double h = (double)ug_p_int(P, "hidden"), e = (double)ug_p_int(P, "experts");
+    return 4 * (e * h + h + e);
+}
+
+const ug_op_def ug_opdef_glm_gate = {.op = UG_OP_GLM_GATE, .oracle = oracle, .scratch = scratch};

@@ -40,13 +40,11 @@ static void read_params(const ug_case *c, moe_params *p)
 
 static int check(const ug_params *P, char *err, size_t errlen)
 {
-    long tokens = ug_p_int(P, "tokens"), hidden = ug_p_int(P, "hidden"), experts = ug_p_int(P, "experts");
-    long topk = ug_p_int(P, "topk"), world = ug_p_int(P, "world");
+    long experts = ug_p_int(P, "experts"), topk = ug_p_int(P, "topk"), world = ug_p_int(P, "world");
     const char *msg = NULL;
     if (world != 1 && world != 2 && world != 4 && world != 8) msg = "param \"world\" must be 1, 2, 4 or 8";
     else if (experts < world) msg = "param \"experts\" must be in [world, 4096]";
     else if (topk > experts) msg = "param \"topk\" must be in [1, min(8, experts)]";
-    else if (tokens * hidden * topk > (1L << 24)) msg = "tokens*hidden*topk must be <= 2^24";
     if (!msg) return 0;
     snprintf(err, errlen, "moe_distributed_dispatch_combine: %s", msg);
     return -2;
@@ -162,6 +160,14 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
     g->col_tile = 64;
 }
 
+/* Scratch for the case memory estimate: the sim kernel's dispatched rows (one fp32 copy of
+ * x per routed slot) and their ranks. */
+static double scratch(const ug_params *P)
+{
+    double slots = (double)ug_p_int(P, "tokens") * (double)ug_p_int(P, "topk");
+    return 4 * slots * (double)ug_p_int(P, "hidden") + 12 * slots;
+}
+
 const ug_op_def ug_opdef_moe_distributed_dispatch_combine = {
     .op = UG_OP_MOE_DISTRIBUTED_DISPATCH_COMBINE, .decl.check = check, .build = build, .oracle = oracle,
-    .geometry = geometry};
+    .geometry = geometry, .scratch = scratch};

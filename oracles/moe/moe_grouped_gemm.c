@@ -41,15 +41,6 @@ static void read_params(const ug_case *c, moe_params *p)
                       ug_p_str(P, "groups")};
 }
 
-static int check(const ug_params *P, char *err, size_t errlen)
-{
-    if (ug_p_int(P, "experts") * ug_p_int(P, "h") * ug_p_int(P, "inter") > (1L << 25)) {
-        snprintf(err, errlen, "moe_grouped_gemm: experts*h*inter must be <= 2^25");
-        return -2;
-    }
-    return 0;
-}
-
 /* Token counts per expert (they sum to T):
  *   uniform  T/E each, the remainder to the first experts
  *   random   each token to an expert drawn from the seed (empty experts happen)
@@ -140,5 +131,13 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
     g->col_tile = 128; /* its N tile */
 }
 
+/* Scratch for the case memory estimate: the sim kernel's fp32 weights of one expert (four
+ * h x inter arrays) and its row buffers; the oracle's row arrays. */
+static double scratch(const ug_params *P)
+{
+    double h = (double)ug_p_int(P, "h"), inter = (double)ug_p_int(P, "inter");
+    return 16 * h * inter + 4 * (2 * h + inter) + inter * UG_NUM_BYTES + 16 * (double)ug_p_int(P, "experts");
+}
+
 const ug_op_def ug_opdef_moe_grouped_gemm = {
-    .op = UG_OP_MOE_GROUPED_GEMM, .decl.check = check, .build = build, .oracle = oracle, .geometry = geometry};
+    .op = UG_OP_MOE_GROUPED_GEMM, .build = build, .oracle = oracle, .geometry = geometry, .scratch = scratch};

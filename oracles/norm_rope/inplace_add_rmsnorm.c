@@ -11,15 +11,6 @@
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
 
-static int check(const ug_params *P, char *err, size_t errlen)
-{
-    if (ug_p_int(P, "rows") * ug_p_int(P, "h") > (1L << 26)) {
-        snprintf(err, errlen, "inplace_add_rmsnorm: rows*h must stay <= 2^26");
-        return -2;
-    }
-    return 0;
-}
-
 /* Output indices: 0 y, 1 x_add, 2 rstd (order of the declaration). */
 static int row_selected(const ug_selection *sel, size_t r, size_t h, size_t *pos)
 {
@@ -66,5 +57,9 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
 
 /* fp16 and bf16 only: a case of another dtype has no dtype for x1 and is refused. */
 
+/* Scratch for the case memory estimate: one row in the sim kernel (3 fp32 arrays) and in the
+ * oracle (fp64). */
+static double scratch(const ug_params *P) { return 20 * (double)ug_p_int(P, "h"); }
+
 const ug_op_def ug_opdef_inplace_add_rmsnorm = {
-    .op = UG_OP_INPLACE_ADD_RMSNORM, .decl.check = check, .oracle = oracle, .geometry = geometry};
+    .op = UG_OP_INPLACE_ADD_RMSNORM, .oracle = oracle, .geometry = geometry, .scratch = scratch};

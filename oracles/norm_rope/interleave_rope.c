@@ -16,16 +16,10 @@
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
 
-/* What ranges cannot say: d even, base strictly inside (1, 1e12), the size cap. */
+/* What ranges cannot say: d even, base strictly inside (1, 1e12). */
 static int check(const ug_params *P, char *err, size_t errlen)
 {
-    if (ug_rope_check(P, "interleave_rope", err, errlen)) return -2;
-    if ((double)ug_p_int(P, "b") * (double)ug_p_int(P, "n") * (double)ug_p_int(P, "s") * (double)ug_p_int(P, "d") >
-        (double)(1L << 26)) {
-        snprintf(err, errlen, "interleave_rope: b*n*s*d must be <= 2^26");
-        return -2;
-    }
-    return 0;
+    return ug_rope_check(P, "interleave_rope", err, errlen) ? -2 : 0;
 }
 
 /* Fills cos/sin [S, D/2] for positions pos0 .. pos0+S-1. */

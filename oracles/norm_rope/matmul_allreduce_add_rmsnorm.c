@@ -40,12 +40,10 @@ static void read_params(const ug_case *c, mar_params *p)
 
 static int check(const ug_params *P, char *err, size_t errlen)
 {
-    long tokens = ug_p_int(P, "tokens"), k = ug_p_int(P, "k"), n = ug_p_int(P, "n"), world = ug_p_int(P, "world");
+    long k = ug_p_int(P, "k"), world = ug_p_int(P, "world");
     const char *msg = NULL;
     if (world != 1 && world != 2 && world != 4 && world != 8) msg = "param \"world\" must be 1, 2, 4 or 8";
     else if (k < world || k % world) msg = "param \"k\" must be a positive multiple of world";
-    else if (tokens * k > (1L << 24) || k * n > (1L << 24) || tokens * n > (1L << 24))
-        msg = "tokens*k, k*n and tokens*n must be <= 2^24";
     if (!msg) return 0;
     snprintf(err, errlen, "matmul_allreduce_add_rmsnorm: %s", msg);
     return -2;
@@ -158,6 +156,14 @@ static void adjust_rule(const ug_case *c, int out, const double *g, size_t n, ug
     rule->pypto_atol = rule->pypto_rtol * (finite ? sum / (double)finite : 0.0);
 }
 
+/* Scratch for the case memory estimate: the sim kernel's fp32 copy of w and its row
+ * buffers; the oracle's row arrays. */
+static double scratch(const ug_params *P)
+{
+    double k = (double)ug_p_int(P, "k"), n = (double)ug_p_int(P, "n"), w = (double)ug_p_int(P, "world");
+    return 4 * (k * n + (w + 5) * n + k / w) + 2 * n * UG_NUM_BYTES;
+}
+
 const ug_op_def ug_opdef_matmul_allreduce_add_rmsnorm = {
     .op = UG_OP_MATMUL_ALLREDUCE_ADD_RMSNORM, .decl.check = check, .build = build, .oracle = oracle,
-    .geometry = geometry, .adjust_rule = adjust_rule};
+    .geometry = geometry, .adjust_rule = adjust_rule, .scratch = scratch};

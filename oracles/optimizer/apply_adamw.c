@@ -31,15 +31,6 @@ static void read_params(const ug_case *c, adamw_params *p)
                         ug_p_num(P, "beta2"), ug_p_num(P, "eps"), ug_p_num(P, "weight_decay")};
 }
 
-static int check(const ug_params *P, char *err, size_t errlen)
-{
-    if ((double)ug_p_int(P, "rows") * (double)ug_p_int(P, "cols") > (double)(1L << 26)) {
-        snprintf(err, errlen, "apply_adamw: rows*cols must stay <= 2^26");
-        return -2;
-    }
-    return 0;
-}
-
 /* Stores v as |v| (exact): second moments are never negative. */
 static int build(ug_case *c, char *err, size_t errlen)
 {
@@ -131,4 +122,4 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
 }
 
 const ug_op_def ug_opdef_apply_adamw = {
-    .op = UG_OP_APPLY_ADAMW, .decl.check = check, .build = build, .oracle = oracle, .geometry = geometry};
+    .op = UG_OP_APPLY_ADAMW, .build = build, .oracle = oracle, .geometry = geometry};

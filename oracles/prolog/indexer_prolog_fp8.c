@@ -54,22 +54,29 @@ static int is_pow2(long v) { return v > 0 && (v & (v - 1)) == 0; }
 
 int ug_lip8_check(const ug_params *P, char *err, size_t errlen)
 {
-    long tokens = ug_p_int(P, "tokens"), hidden = ug_p_int(P, "hidden"), heads = ug_p_int(P, "heads"),
-         d = ug_p_int(P, "d"), rope = ug_p_int(P, "rope"), blocks = ug_p_int(P, "blocks"),
-         block_size = ug_p_int(P, "block_size"), pad = ug_p_int(P, "pad");
+    long tokens = ug_p_int(P, "tokens"), d = ug_p_int(P, "d"), rope = ug_p_int(P, "rope"),
+         blocks = ug_p_int(P, "blocks"), block_size = ug_p_int(P, "block_size"), pad = ug_p_int(P, "pad");
     double base = ug_p_num(P, "rope_base");
     const char *bad = NULL;
     if (d != 32 && d != 64 && d != 128) bad = "\"d\" must be 32, 64 or 128";
     else if (!is_pow2(rope) || rope > d) bad = "\"rope\" must be a power of two in [2, d]";
-    else if (blocks * block_size > (1L << 16)) bad = "\"blocks\"*\"block_size\" must be <= 65536";
+    else if (blocks * block_size > (1L << 24)) /* slot ids are int32; the sim kernel loads them as fp32 */
+        bad = "\"blocks\"*\"block_size\" must be <= 2^24 (slot ids exact in fp32)";
     else if (pad > tokens) bad = "\"pad\" must be in [0, tokens]";
     else if (tokens - pad > blocks * block_size) bad = "the cache (\"blocks\"*\"block_size\") holds fewer slots than tokens";
     else if (!(base > 1 && base < 1e9)) bad = "\"rope_base\" must be in (1, 1e9)";
-    else if (tokens * hidden > (1L << 24) || hidden * (d + heads) > (1L << 24) || tokens * heads * d > (1L << 24))
-        bad = "tokens*hidden, hidden*(d+heads) and tokens*heads*d must be <= 2^24";
     if (!bad) return 0;
     snprintf(err, errlen, "%s: %s", P->decl->op, bad);
     return -2;
+}
+
+/* The sim kernel's fp32 copies of w_k and w_proj and its row buffers; the builder's slot
+ * permutation (int32) and the oracle's slot writers (long) over the whole cache. */
+double ug_lip8_scratch(const ug_params *P)
+{
+    double hid = (double)ug_p_int(P, "hidden"), heads = (double)ug_p_int(P, "heads"), d = (double)ug_p_int(P, "d"),
+           slots = (double)ug_p_int(P, "blocks") * (double)ug_p_int(P, "block_size");
+    return 4 * (hid * (d + heads + 1) + 5 * d + 2 * heads + d) + 12 * slots + 2 * d * UG_NUM_BYTES;
 }
 
 /* cos/sin of (pos+t)*base^(-2i/R): base^(-2/R) by log2(R/2) square roots, powers by

@@ -11,6 +11,8 @@
 /* The params both ops declare, their cross-param check, and each op's tensors (same
  * inputs; the scale outputs differ in dtype and shape). */
 int ug_lip8_check(const ug_params *p, char *err, size_t errlen);
+/* Scratch for the case memory estimate (ug_op_def.scratch). */
+double ug_lip8_scratch(const ug_params *p);
 
 int ug_lip8_build(ug_case *c, char *err, size_t errlen);
 int ug_lip8_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel);
