@@ -121,12 +121,9 @@ const ug_command ug_command_sweep = {
      "usage: ulpgym sweep [--plan FILE] [--op OP]... [--group G]... [--limit N] [--db PATH]\n"
      "                    [--seed S] [--backend B] [--kernel-variant V] [--sample N|all]\n"
      "                    [--oracle-check] [-j N] [--case-timeout [OP=]SECONDS]... [--shard K/N]\n"
-     "                    [--primary STD] [--case-memory BYTES] [--quiet | --no-progress]
-"
-     "       ulpgym sweep --resume RUN_ID|latest [--db PATH] [-j N] [--case-timeout ...] [--case-memory BYTES]
-"
-     "                    [--quiet]
-"
+     "                    [--primary STD] [--case-memory BYTES] [--quiet | --no-progress]\n"
+     "       ulpgym sweep --resume RUN_ID|latest [--db PATH] [-j N] [--case-timeout ...] [--case-memory BYTES]\n"
+     "                    [--quiet]\n"
      "  -j, --jobs       worker processes (default: all cores); a worker that crashes or\n"
      "                   hangs costs one case (CRASH / TIMEOUT) and is replaced\n"
      "  --case-timeout   seconds a case may take (default 300); OP=SECONDS for one op\n"
