@@ -30,6 +30,14 @@ double ug_tally_cert_rate(const ug_tally *t)
     return t->cert_judged ? 100.0 * (double)t->cert_pass / (double)t->cert_judged : -1.0;
 }
 
+const char *ug_tally_cert_cell(const ug_tally *t, const char *none, char *buf, size_t len)
+{
+    double c = ug_tally_cert_rate(t);
+    if (c < 0) snprintf(buf, len, "%s", none);
+    else snprintf(buf, len, "%.2f %%", c);
+    return buf;
+}
+
 static void tally_add(ug_tally *t, const char *verdict, const char *certified)
 {
     t->cases++;

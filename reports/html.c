@@ -10,13 +10,9 @@
 
 static double pct(const ug_tally *t) { return ug_tally_pass_rate(t); }
 
-/* The certified pass rate as a table cell, "&ndash;" when the standard judged no case. */
 static const char *cert_cell(const ug_tally *t, char *buf, size_t len)
 {
-    double c = ug_tally_cert_rate(t);
-    if (c < 0) snprintf(buf, len, "&ndash;");
-    else snprintf(buf, len, "%.2f %%", c);
-    return buf;
+    return ug_tally_cert_cell(t, "&ndash;", buf, len);
 }
 
 /* red (0 %) -> amber -> green (100 %) */

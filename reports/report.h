@@ -52,6 +52,8 @@ extern const char *const ug_ulp_bucket_names[UG_ULP_BUCKETS];
 /* Pass rates in percent: of the outcome (0 without cases), and of the certified standard (-1 when it judged none). */
 double ug_tally_pass_rate(const ug_tally *t);
 double ug_tally_cert_rate(const ug_tally *t);
+/* The certified pass rate as a table cell ("93.75 %"), or none when the standard judged no case. */
+const char *ug_tally_cert_cell(const ug_tally *t, const char *none, char *buf, size_t len);
 
 /* Gathers run run_id (keeps up to max_failures failures). -2 with a message if unknown. */
 int ug_report_gather(ug_db *db, long run_id, int max_failures, ug_report *r, char *err, size_t errlen);
