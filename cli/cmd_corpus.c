@@ -1,5 +1,8 @@
-/* cmd_corpus.c — `ulpgym corpus import DIR`: keep cases found elsewhere (spec JSON files,
- * or raw fuzzer inputs with --op) as regression cases, like `ulpgym fuzz` keeps its own. */
+/* cmd_corpus.c — `ulpgym corpus import DIR|FILE`: the one way a finding becomes a regression
+ * case. Keeps kernel findings (spec JSON files from `ulpgym fuzz --out DIR`, or raw fuzzer
+ * inputs with --op) in the data dir's corpus/found/<op>/ and the database; refuses contract
+ * findings (the correct sim kernel or the ideal backend fails them too), cases corpus/found
+ * already holds, and files that are not valid case specs. */
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +15,7 @@
 typedef struct {
     ug_db *db;
     ug_fuzz_space *space; /* --op: raw inputs decode in this op's space */
-    int kept, refused;
+    int kept, refused, skipped;
 } importer;
 
 static void import_file(importer *im, const char *path)
@@ -33,7 +36,31 @@ static void import_file(importer *im, const char *path)
         im->refused++;
         return;
     }
-    if (ug_found_store(spec, im->db, id, err, sizeof err)) {
+    ug_spec s;
+    if (ug_spec_parse(spec, &s, err, sizeof err)) {
+        fprintf(stderr, "ulpgym: %s: not a case spec: %s\n", path, err);
+        im->refused++;
+        free(spec);
+        return;
+    }
+    char have[1400], why[700];
+    snprintf(have, sizeof have, "%s/%s/%s.json", ug_found_dir(), ug_op_name(s.op), s.id);
+    snprintf(id, sizeof id, "%s", s.id);
+    ug_spec_free(&s);
+    struct stat st;
+    int exists = stat(have, &st) == 0;
+    int sort = exists ? 0 : ug_found_sort_case(spec, "sim", "ideal", why, sizeof why);
+    if (exists) {
+        fprintf(stderr, "ulpgym: %s: case %s is already a regression case (%s); not imported again\n", path, id, have);
+        im->refused++;
+    } else if (sort == -2) {
+        fprintf(stderr, "ulpgym: %s: case %s cannot be rerun: %s\n", path, id, why);
+        im->refused++;
+    } else if (sort != UG_FOUND_KERNEL) {
+        fprintf(stderr, "ulpgym: %s: case %s is a contract finding, not a kernel's bug (%s); not imported\n", path, id,
+                why);
+        im->refused++;
+    } else if (ug_found_store(spec, im->db, id, err, sizeof err)) {
         fprintf(stderr, "ulpgym: %s: %s\n", path, err);
         im->refused++;
     } else {
@@ -43,12 +70,21 @@ static void import_file(importer *im, const char *path)
     free(spec);
 }
 
-static void import_path(importer *im, const char *path)
+/* A named file is always tried; inside a folder, only *.json files (every file with --op),
+ * and a contract/ folder of `ulpgym fuzz` findings is left out. */
+static void import_path(importer *im, const char *path, int named)
 {
     struct stat st;
     if (stat(path, &st) != 0) return;
     if (!S_ISDIR(st.st_mode)) {
-        import_file(im, path);
+        size_t n = strlen(path);
+        if (named || im->space || (n > 5 && strcmp(path + n - 5, ".json") == 0)) import_file(im, path);
+        return;
+    }
+    const char *base = strrchr(path, '/');
+    if (!named && strcmp(base ? base + 1 : path, "contract") == 0) {
+        printf("skipping %s: contract findings are not regression cases\n", path);
+        im->skipped++;
         return;
     }
     DIR *d = opendir(path);
@@ -57,7 +93,7 @@ static void import_path(importer *im, const char *path)
         if (e->d_name[0] != '.') {
             char sub[4096];
             snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-            import_path(im, sub);
+            import_path(im, sub, 0);
         }
     if (d) closedir(d);
 }
@@ -88,16 +124,21 @@ static int ug_cmd_corpus(int argc, char **argv)
         if (im.space) ug_fuzz_space_free(im.space);
         return UG_EXIT_USAGE;
     }
-    import_path(&im, dir);
+    import_path(&im, dir, 1);
     ug_db_close(im.db);
     if (im.space) ug_fuzz_space_free(im.space);
     printf("%d cases kept as regression cases (origin fuzz), %d refused\n", im.kept, im.refused);
-    return im.kept == 0 ? UG_EXIT_USAGE : 0;
+    return im.kept == 0 || im.refused ? UG_EXIT_USAGE : 0;
 }
 
 const ug_command ug_command_corpus = {
-    "corpus", ug_cmd_corpus, "import cases found elsewhere as regression cases",
+    "corpus", ug_cmd_corpus, "import kernel findings as regression cases",
     "usage: ulpgym corpus import DIR|FILE [--op OP] [--db PATH]\n"
-    "  Every file that is a case spec (JSON), or with --op every raw fuzz_precision input\n"
-    "  (a libFuzzer artifact, decoded in OP's space), is checked, written to\n"
-    "  corpus/found/<op>/<case_id>.json and stored in the database with origin fuzz.\n"};
+    "  Every *.json case spec under DIR (e.g. the --out folder of `ulpgym fuzz`), or FILE,\n"
+    "  or with --op every raw fuzz_precision input (a libFuzzer artifact, decoded in OP's\n"
+    "  space), is checked and written to corpus/found/<op>/<case_id>.json under the data dir\n"
+    "  ($ULPGYM_DATA, else the source tree) and stored in the database with origin fuzz;\n"
+    "  every later sweep of the op runs it. Refused: files that are not valid case specs,\n"
+    "  cases corpus/found already holds, and contract findings (rerun here: the correct sim\n"
+    "  kernel or the ideal backend fails them too); a folder named contract/ is skipped.\n"
+    "  Exit status 2 when anything was refused or nothing was kept.\n"};

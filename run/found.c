@@ -1,6 +1,7 @@
-/* found.c — see found.h. */
+/* found.c — fuzz findings: signatures, sorting, the findings folder and corpus/found (see found.h). */
 #include "run/found.h"
 #include "gen/case.h"
+#include "run/exec.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -19,6 +20,12 @@ const char *ug_found_dir(void)
     const char *d = getenv("ULPGYM_DATA");
     snprintf(buf, sizeof buf, "%s/corpus/found", d && *d ? d : UG_SOURCE_DIR);
     return buf;
+}
+
+const char *ug_found_out_dir(void)
+{
+    const char *d = getenv("ULPGYM_FINDINGS");
+    return d && *d ? d : "./ulpgym-found";
 }
 
 static int mkdirs(const char *path)
@@ -81,6 +88,12 @@ size_t ug_found_append(ug_plan *plan, const unsigned char *ops, unsigned groups)
 
 int ug_found_store(const char *spec_text, ug_db *db, char id[UG_ID_LEN + 1], char *err, size_t errlen)
 {
+    return ug_found_store_in(NULL, spec_text, db, id, err, errlen);
+}
+
+int ug_found_store_in(const char *root, const char *spec_text, ug_db *db, char id[UG_ID_LEN + 1], char *err,
+                      size_t errlen)
+{
     ug_spec s;
     ug_case c;
     char inner[512];
@@ -99,7 +112,7 @@ int ug_found_store(const char *spec_text, ug_db *db, char id[UG_ID_LEN + 1], cha
         return -2;
     }
     char dir[1100], path[1200];
-    snprintf(dir, sizeof dir, "%s/%s", ug_found_dir(), ug_op_name(op));
+    snprintf(dir, sizeof dir, "%s/%s", root ? root : ug_found_dir(), ug_op_name(op));
     snprintf(path, sizeof path, "%s/%s.json", dir, id);
     FILE *f = mkdirs(dir) == 0 ? fopen(path, "w") : NULL;
     if (!f) {
@@ -112,4 +125,104 @@ int ug_found_store(const char *spec_text, ug_db *db, char id[UG_ID_LEN + 1], cha
     if (!rc && db) rc = ug_db_put_case(db, id, canonical, "fuzz", err, errlen);
     free(canonical);
     return rc;
+}
+
+static void add(char *buf, size_t len, size_t *at, const char *fmt, const char *a, const char *b)
+{
+    if (*at >= len) return;
+    int n = snprintf(buf + *at, len - *at, fmt, a, b);
+    if (n > 0) *at += (size_t)n;
+}
+
+/* Whether name is a declared INT param of op (a shape axis or count). */
+static int int_param(int op, const char *name)
+{
+    const ug_op_def *d = ug_op_def_get(op);
+    for (const ug_param_decl *p = d ? d->decl.params : NULL; p && p->name; p++)
+        if (strcmp(p->name, name) == 0) return p->type == UG_PARAM_INT;
+    return 0;
+}
+
+void ug_found_signature(const ug_result *r, const char *spec_text, const char *backend, char *sig, size_t len)
+{
+    int std = -1;
+    const char *kind;
+    switch (r->outcome) {
+    case UG_OUT_NONFINITE: kind = "nonfinite"; break;
+    case UG_OUT_FAIL: kind = "numeric"; break;
+    case UG_OUT_ERROR: kind = "error"; break;
+    case UG_OUT_CRASH: kind = "crash"; break;
+    case UG_OUT_TIMEOUT: kind = "timeout"; break;
+    case UG_OUT_SHAPE: kind = "shape"; break;
+    default: kind = "other"; break;
+    }
+    if (r->outcome == UG_OUT_FAIL || r->outcome == UG_OUT_NONFINITE) {
+        if (r->primary >= 0 && r->primary < UG_STD_COUNT && r->verdict[r->primary] == UG_V_FAIL) std = r->primary;
+        for (int s = UG_STD_EXACT; std < 0 && s <= UG_STD_TOPK_SET; s++)
+            if (r->verdict[s] == UG_V_FAIL) std = s;
+        if (r->outcome == UG_OUT_FAIL && std >= UG_STD_EXACT) kind = "discrete";
+    }
+    char outs[256] = "";
+    size_t o = 0;
+    for (int k = 0; k < r->n_out; k++) {
+        int bad = r->outcome == UG_OUT_NONFINITE ? r->out[k].m.n_nonfinite_mismatch > 0
+                                                 : std >= 0 && r->out[k].verdict[std] == UG_V_FAIL;
+        if (bad) add(outs, sizeof outs, &o, "%s%s", o ? "," : "", r->out[k].name);
+    }
+    char shape[256] = "";
+    size_t sh = 0;
+    cJSON *j = spec_text ? cJSON_Parse(spec_text) : NULL;
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(j, "params"), *p;
+    cJSON_ArrayForEach(p, params)
+    {
+        if (!cJSON_IsNumber(p) || (p->valuedouble != 0 && p->valuedouble != 1) || !p->string) continue;
+        if (!int_param(r->op, p->string)) continue; /* a scale of 1 is no degenerate axis */
+        add(shape, sizeof shape, &sh, "%s%s", sh ? "," : "", p->string);
+        add(shape, sizeof shape, &sh, "=%s%s", p->valuedouble == 0 ? "0" : "1", "");
+    }
+    cJSON_Delete(j);
+    snprintf(sig, len, "op=%s backend=%s outcome=%s kind=%s std=%s outputs=%s dtype=%s shape=%s", ug_op_name(r->op),
+             backend && *backend ? backend : "sim", ug_outcome_name(r->outcome), kind,
+             std >= 0 ? ug_standard_name(std) : "-", o ? outs : "-", ug_dtype_name(r->dtype), sh ? shape : "general");
+}
+
+void ug_found_signature_key(const char *sig, char key[17])
+{
+    unsigned long long h = 14695981039346656037ull;
+    for (const unsigned char *c = (const unsigned char *)sig; *c; c++) h = (h ^ *c) * 1099511628211ull;
+    snprintf(key, 17, "%016llx", h);
+}
+
+const char *ug_found_sort_name(ug_found_sort s)
+{
+    return s == UG_FOUND_KERNEL ? "kernel" : s == UG_FOUND_CONTRACT_SIM ? "contract-sim" : "contract-ideal";
+}
+
+/* The outcome of spec on the named backend (the fuzzer's options: the op's primary, no benchmark). */
+static int outcome_on(const char *spec, const char *name, ug_result *r, char *err, size_t errlen)
+{
+    ug_backend b;
+    if (ug_backend_open(&b, name, err, errlen)) return -2;
+    ug_exec_opts o;
+    ug_exec_opts_default(&o);
+    o.oracle.naive = 0;
+    int rc = ug_exec_case(spec, &b, &o, r, NULL);
+    ug_backend_close(&b);
+    if (rc) snprintf(err, errlen, "%s", r->message);
+    return rc ? -2 : 0;
+}
+
+int ug_found_sort_case(const char *spec_text, const char *correct, const char *ideal, char *why, size_t whylen)
+{
+    const char *names[2] = {correct, ideal};
+    for (int i = 0; i < 2; i++) {
+        ug_result r;
+        if (outcome_on(spec_text, names[i], &r, why, whylen)) return -2;
+        if (r.outcome != UG_OUT_PASS && r.outcome != UG_OUT_SKIP) {
+            snprintf(why, whylen, "%s with backend %s (%s)", ug_outcome_name(r.outcome), names[i], r.message);
+            return i == 0 ? UG_FOUND_CONTRACT_SIM : UG_FOUND_CONTRACT_IDEAL;
+        }
+    }
+    snprintf(why, whylen, "passes with backends %s and %s", correct, ideal);
+    return UG_FOUND_KERNEL;
 }
