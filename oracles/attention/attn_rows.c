@@ -9,16 +9,53 @@
 #include "oracles/attention/attn_rows.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "core/philox.h"
 
-long ug_gl_attn_seq_len(uint64_t seed, int ragged, long b, long batch, long ctx)
+long ug_gl_attn_seq_len(uint64_t seed, const long *given, int ragged, long lo, long b, long batch, long ctx)
 {
+    if (given) return given[b];
     if (!ragged || b == batch - 1) return ctx;
     uint32_t w[4];
     ug_rng_words(seed, 0x6c656e73u, (uint64_t)b, 0, w);
-    return 1 + (long)(w[0] % (uint32_t)ctx);
+    return lo + (long)(w[0] % (uint32_t)(ctx - lo + 1));
+}
+
+const long *ug_gl_attn_given_lens(const ug_params *P)
+{
+    const long *v;
+    size_t n = ug_p_list(P, "seq_lens", &v);
+    return n == 1 && v[0] == 0 ? NULL : v;
+}
+
+int ug_gl_attn_check_lens(const ug_params *P, const char *op, char *err, size_t errlen)
+{
+    long batch = ug_p_int(P, "batch"), ctx = ug_p_int(P, "ctx"), sq = ug_p_int(P, "q_per_step");
+    const long *v;
+    size_t n = ug_p_list(P, "seq_lens", &v);
+    if (sq > ctx) {
+        snprintf(err, errlen, "%s: param q_per_step %ld out of range (at most ctx = %ld)", op, sq, ctx);
+        return -2;
+    }
+    if (!ug_gl_attn_given_lens(P)) return 0;
+    if (ug_p_is(P, "lens", "ragged")) {
+        snprintf(err, errlen, "%s: param seq_lens lists the lengths; lens \"ragged\" cannot be given with it", op);
+        return -2;
+    }
+    if (n != (size_t)batch) {
+        snprintf(err, errlen, "%s: param seq_lens has %zu entries, batch is %ld (one length per sequence)", op, n,
+                 batch);
+        return -2;
+    }
+    for (size_t b = 0; b < n; b++)
+        if (v[b] < sq || v[b] > ctx) {
+            snprintf(err, errlen, "%s: param seq_lens[%zu] = %ld out of range (q_per_step..ctx = %ld..%ld)", op, b,
+                     v[b], sq, ctx);
+            return -2;
+        }
+    return 0;
 }
 
 static int all_finite(const double *x, size_t n)

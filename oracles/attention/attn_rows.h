@@ -33,9 +33,31 @@ int ug_gl_attn_emit_query(ug_ar *ar, const double *q, const double *k, size_t ld
                           const double *v, size_t ldv, size_t dv, ug_num *s, int out, const ug_selection *sel,
                           size_t *pos, size_t row);
 
-/* Live context length of sequence b of `batch`: ctx when not ragged; when ragged a
- * seeded draw in 1..ctx, with the last sequence at ctx so the longest context is always
- * exercised. Builders store it as the op's seq_lens input. */
-long ug_gl_attn_seq_len(uint64_t seed, int ragged, long b, long batch, long ctx);
+/* Live context length of sequence b of `batch`: given[b] when the op's seq_lens param
+ * lists the lengths (given non-NULL); else ctx when not ragged; when ragged a seeded draw
+ * in lo..ctx, with the last sequence at ctx so the longest context is always exercised.
+ * lo is the query tokens per step (q_per_step), so every query row of an MTP step sees at
+ * least one key; lo = 1 makes exactly the draws made before MTP existed (same case, same
+ * lengths). Builders store it as the op's seq_lens input. */
+long ug_gl_attn_seq_len(uint64_t seed, const long *given, int ragged, long lo, long b, long batch, long ctx);
+
+/* The lengths listed by the decode ops' int-list param seq_lens, or NULL when it holds its
+ * default "0" (not given: an empty list cannot be written, and no length is 0). */
+const long *ug_gl_attn_given_lens(const ug_params *P);
+
+/* Checks the decode ops' shared params batch, ctx, lens, q_per_step and seq_lens: at most
+ * ctx query tokens per step; a given seq_lens has batch entries, each in q_per_step..ctx
+ * (a query row ends at key L_b - q_per_step + 1 + i, which must be >= 1), and is not
+ * combined with lens "ragged" (the two would name one case twice). 0, or -2 with a message
+ * naming op. */
+int ug_gl_attn_check_lens(const ug_params *P, const char *op, char *err, size_t errlen);
+
+/* Multi-token prediction: query row i (0-based) of the q_per_step rows of a sequence with
+ * len live keys sees keys [.., len - q_per_step + 1 + i): the last row sees every key,
+ * each earlier row one fewer (causal among the step's own tokens). */
+static inline long ug_gl_attn_mtp_end(long len, long q_per_step, long i)
+{
+    return len - q_per_step + 1 + i;
+}
 
 #endif

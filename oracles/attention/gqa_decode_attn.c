@@ -1,14 +1,20 @@
 /* gqa_decode_attn.c — param checks, input builder and exact oracle of
  * gqa_decode_attn (GQA decode attention with an optional sliding window):
  *
- *   o[b,h,:] = softmax_j( q[b,h]·k[b,g(h),j] / sqrt(D) ) · v[b,g(h),j],   g(h) = h / (Hq/Hkv),
- *   j over [max(0, L_b - window), L_b)   (window 0: every j < L_b)
+ *   o[b*S_q+i,h,:] = softmax_j( scale · q[b*S_q+i,h]·k[b,g(h),j] ) · v[b,g(h),j],   g(h) = h / (Hq/Hkv),
+ *   j over [max(0, E - window), E),  E = L_b - S_q + 1 + i   (window 0: every j < E)
  *
- * The spec rounds nowhere but at the bf16 output: 1/sqrt(D) is exact in the oracle, and
- * the kernel's bf16 cast of P is its own business (pypto 0.005 / 0.005 leaves room for
- * it). Sequence lengths are a structural int32 input built from the seed ("lens":
- * "full" or "ragged"); the caches hold `ctx` slots per sequence, of which L_b are live.
- * Primary standard: pypto. */
+ * S_q = q_per_step query tokens per sequence (multi-token prediction; 1 = plain decode,
+ * E = L_b): token i of a step sits at position L_b - S_q + i of its sequence and sees the
+ * keys up to and including itself, so each window ends at its own row's last key.
+ *
+ * The spec rounds nowhere but at the bf16 output: the default scale (the fp32 rounding of
+ * 1/sqrt(D)) is taken as the exact 1/sqrt(D) it stands for, as before the param existed,
+ * so existing cases keep their exact expected values; any other scale is its fp32 value.
+ * The kernel's bf16 cast of P is its own business (pypto 0.005 / 0.005 leaves room for
+ * it). Sequence lengths are a structural int32 input built from the params (an explicit
+ * "seq_lens" list, else "lens": "full" or "ragged" drawn from the seed); the caches hold
+ * `ctx` slots per sequence, of which L_b are live. Primary standard: pypto. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,26 +26,42 @@
 
 /* The params the builder and the oracle use, read from the case's parsed params. */
 typedef struct {
-    long batch, heads_kv, group, dim, ctx, window;
+    long batch, heads_kv, group, dim, ctx, window, q_per_step;
     int ragged;
+    double scale; /* fp32 value of params.scale */
 } gqa_params;
 
 static void read_params(const ug_case *c, gqa_params *p)
 {
     const ug_params *P = &c->params;
     *p = (gqa_params){ug_p_int(P, "batch"), ug_p_int(P, "heads_kv"), ug_p_int(P, "group"), ug_p_int(P, "dim"),
-                      ug_p_int(P, "ctx"),   ug_p_int(P, "window"),   ug_p_is(P, "lens", "ragged")};
+                      ug_p_int(P, "ctx"),   ug_p_int(P, "window"),   ug_p_int(P, "q_per_step"),
+                      ug_p_is(P, "lens", "ragged"), ug_p_num(P, "scale")};
 }
 
-/* Fills seq_lens from params.lens. */
+/* Lengths (shared with incre_flash_attention_mla) and a scale still positive in fp32 (size
+ * is the case memory budget's). */
+static int check(const ug_params *P, char *err, size_t errlen)
+{
+    if (!(ug_p_num(P, "scale") > 0)) {
+        snprintf(err, errlen, "gqa_decode_attn: param scale (positive after rounding to fp32) out of range");
+        return -2;
+    }
+    return ug_gl_attn_check_lens(P, "gqa_decode_attn", err, errlen);
+}
+
+/* Fills seq_lens from params.seq_lens, else params.lens. */
 static int build(ug_case *c, char *err, size_t errlen)
 {
     (void)err, (void)errlen;
     gqa_params p;
     read_params(c, &p);
+    const long *given = ug_gl_attn_given_lens(&c->params);
     ug_tensor *lens = ug_case_input_mut(c, "seq_lens");
-    for (long b = 0; b < p.batch; b++)
-        ug_dtype_store(UG_DT_INT32, lens->data, (size_t)b, (double)ug_gl_attn_seq_len(c->spec.seed, p.ragged, b, p.batch, p.ctx));
+    for (long b = 0; b < p.batch; b++) {
+        long len = ug_gl_attn_seq_len(c->spec.seed, given, p.ragged, p.q_per_step, b, p.batch, p.ctx);
+        ug_dtype_store(UG_DT_INT32, lens->data, (size_t)b, (double)len);
+    }
     return 0;
 }
 
@@ -49,17 +71,20 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     read_params(c, &p);
     const ug_tensor *q = ug_case_input(c, "q"), *k = ug_case_input(c, "k"), *v = ug_case_input(c, "v");
     const ug_tensor *lens = ug_case_input(c, "seq_lens");
-    size_t d = (size_t)p.dim, hq = (size_t)(p.heads_kv * p.group), pos = 0;
+    size_t d = (size_t)p.dim, hq = (size_t)(p.heads_kv * p.group), sq = (size_t)p.q_per_step, pos = 0;
+    /* The default scale stands for the exact 1/sqrt(D) (the kernel's fp32 copy of it is
+     * its own rounding); compared the way the declaration's default is made. */
+    int exact_default = p.scale == (double)(float)(1.0 / sqrt((double)p.dim)); /* rounds: fp32, as the default */
     ug_num *s = malloc(2 * (size_t)p.ctx * sizeof *s);
     if (!s) return -1;
     int rc = 0;
     while (pos < sel->n[0] && !rc) {
-        size_t row = sel->idx[0][pos] / d, b = row / hq, h = row % hq, kvh = h / (size_t)p.group;
-        long len = (long)ug_tload(lens, b);
-        long start = p.window > 0 && len > p.window ? len - p.window : 0;
-        size_t n = (size_t)(len - start), base = ((b * (size_t)p.heads_kv + kvh) * (size_t)p.ctx + (size_t)start) * d;
+        size_t row = sel->idx[0][pos] / d, t = row / hq, b = t / sq, h = row % hq, kvh = h / (size_t)p.group;
+        long end = ug_gl_attn_mtp_end((long)ug_tload(lens, b), p.q_per_step, (long)(t % sq));
+        long start = p.window > 0 && end > p.window ? end - p.window : 0;
+        size_t n = (size_t)(end - start), base = ((b * (size_t)p.heads_kv + kvh) * (size_t)p.ctx + (size_t)start) * d;
         size_t mark = ug_ar_mark(ar);
-        ug_num scale = ug_rsqrt(ar, ug_c(ar, (double)p.dim)); /* exact 1/sqrt(D) */
+        ug_num scale = exact_default ? ug_rsqrt(ar, ug_c(ar, (double)p.dim)) : ug_c(ar, p.scale);
         rc = ug_gl_attn_emit_query(ar, q->values + row * d, k->values + base, d, d, n, scale, v->values + base, d, d, s,
                                    0, sel, &pos, row);
         ug_ar_release(ar, mark);
@@ -77,5 +102,5 @@ static double scratch(const ug_params *P)
 }
 
 const ug_op_def ug_opdef_gqa_decode_attn = {
-    .op = UG_OP_GQA_DECODE_ATTN, .build = build, .oracle = oracle,
+    .op = UG_OP_GQA_DECODE_ATTN, .decl.check = check, .build = build, .oracle = oracle,
     .geometry = ug_gl_attn_geometry, .scratch = scratch};

@@ -4,7 +4,9 @@
  *   s_j = (q_nope[b,h]·c_kv[j] + q_rope[b,h]·k_rope[j]) · 576^-1/2,   o[b,h] = softmax(s)·c_kv
  *
  * over the L_b keys of sequence b, key j in physical block block_table[b][j / BS], slot
- * j % BS, kv head h / (Hq/n_kv). The dims stay at production (params kv_lora 512 and
+ * j % BS, kv head h / (Hq/n_kv). With S_q = q_per_step query tokens per step (multi-token
+ * prediction), q and o hold rows b*S_q + i and row i sees only the first L_b - S_q + 1 + i
+ * keys (the tokens up to itself); S_q = 1 is plain decode. The dims stay at production (params kv_lora 512 and
  * rope 64, fixed), so every q·k is the production 576-long reduction; heads, batch and
  * contexts are scaled down. The cache is built the way a serving engine leaves it: the
  * blocks in use handed out from a seeded permutation of the first (blocks in use + 1)
@@ -25,8 +27,9 @@
 
 /* The params the builder and the oracle use, read from the case's parsed params. */
 typedef struct {
-    long batch, heads, n_kv, block_size, ctx, kv_lora, rope, dk, max_blocks;
+    long batch, heads, n_kv, block_size, ctx, kv_lora, rope, dk, max_blocks, q_per_step;
     int ragged;
+    const long *given; /* params.seq_lens when it lists the lengths, else NULL */
 } mla_params;
 
 static void read_params(const ug_case *c, mla_params *p)
@@ -34,17 +37,19 @@ static void read_params(const ug_case *c, mla_params *p)
     const ug_params *P = &c->params;
     *p = (mla_params){ug_p_int(P, "batch"),   ug_p_int(P, "heads"), ug_p_int(P, "n_kv"), ug_p_int(P, "block_size"),
                       ug_p_int(P, "ctx"),     ug_p_int(P, "kv_lora"), ug_p_int(P, "rope"), ug_p_int(P, "dk"),
-                      ug_p_int(P, "max_blocks"), ug_p_is(P, "lens", "ragged")};
+                      ug_p_int(P, "max_blocks"), ug_p_int(P, "q_per_step"), ug_p_is(P, "lens", "ragged"),
+                      ug_gl_attn_given_lens(P)};
 }
 
-/* Heads divide among the kv heads (size is the case memory budget's). */
+/* Heads divide among the kv heads; lengths as gqa_decode_attn's (size is the case memory
+ * budget's). */
 static int check(const ug_params *P, char *err, size_t errlen)
 {
     if (ug_p_int(P, "heads") % ug_p_int(P, "n_kv")) {
         snprintf(err, errlen, "incre_flash_attention_mla: param heads (a multiple of n_kv) out of range");
         return -2;
     }
-    return 0;
+    return ug_gl_attn_check_lens(P, "incre_flash_attention_mla", err, errlen);
 }
 
 /* Writes seq_lens and a block table whose blocks come from a seeded permutation of the
@@ -53,7 +58,7 @@ static int mla_blocks(const mla_params *p, uint64_t seed, long *lens, long *tabl
 {
     long nb = 1, maxb = p->max_blocks;
     for (long b = 0; b < p->batch; b++) {
-        lens[b] = ug_gl_attn_seq_len(seed, p->ragged, b, p->batch, p->ctx);
+        lens[b] = ug_gl_attn_seq_len(seed, p->given, p->ragged, p->q_per_step, b, p->batch, p->ctx);
         nb += (lens[b] + p->block_size - 1) / p->block_size;
     }
     long *perm = malloc((size_t)nb * sizeof *perm);
@@ -74,7 +79,7 @@ static int mla_blocks(const mla_params *p, uint64_t seed, long *lens, long *tabl
     return 0;
 }
 
-/* Fills seq_lens and block_table from params.lens and the seed. */
+/* Fills seq_lens and block_table from params.seq_lens or params.lens, and the seed. */
 static int build(ug_case *c, char *err, size_t errlen)
 {
     (void)err, (void)errlen;
@@ -117,10 +122,12 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     ug_num *s = malloc(2 * (size_t)p.ctx * sizeof *s);
     int rc = kd && s ? 0 : -1;
     while (!rc && pos < sel->n[0]) {
-        size_t row = sel->idx[0][pos] / lora, b = row / (size_t)p.heads, g = row % (size_t)p.heads / group;
-        size_t n = (size_t)ug_tload(lens, b);
-        if (have != b * 2 + g) gather_keys(c, &p, b, g, n, kd); /* rows of one kv head share their keys */
+        size_t row = sel->idx[0][pos] / lora, t = row / (size_t)p.heads, sq = (size_t)p.q_per_step, b = t / sq;
+        size_t g = row % (size_t)p.heads / group, len = (size_t)ug_tload(lens, b);
+        /* rows of one kv head share their keys; an MTP row reads a prefix of them */
+        if (have != b * 2 + g) gather_keys(c, &p, b, g, len, kd);
         have = b * 2 + g;
+        size_t n = (size_t)ug_gl_attn_mtp_end((long)len, p.q_per_step, (long)(t % sq));
         memcpy(qd, qn->values + row * lora, lora * sizeof *qd);
         memcpy(qd + lora, qr->values + row * (size_t)p.rope, (size_t)p.rope * sizeof *qd);
         size_t mark = ug_ar_mark(ar);

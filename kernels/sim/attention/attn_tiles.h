@@ -35,4 +35,12 @@ typedef struct {
 void ug_gl_attn_row(const ug_gl_attn_cfg *cfg, const float *q, const float *k, const float *v, size_t n, float *o,
                     float *scratch);
 
+/* Multi-token prediction (decode kernels' q_per_step = sq): query row i of a step over a
+ * sequence of len keys is the token at position len - sq + i, so it sees the keys before
+ * len - sq + 1 + i (the last row all len, each earlier row one fewer). */
+static inline long ug_gl_mtp_end(long len, long sq, long i)
+{
+    return len - sq + 1 + i;
+}
+
 #endif

@@ -1,14 +1,16 @@
-/* gqa_decode_attn.c — sim kernel and planted-bug mutants for gqa_decode_attn: one query
- * token per sequence, Hq query heads sharing Hkv kv heads (query head h reads kv head
- * h / (Hq/Hkv)), keys [max(0, L-window), L) of sequence b (window 0 = all L),
- *     o[b,h] = softmax(q[b,h]·K^T / sqrt(D)) · V.
+/* gqa_decode_attn.c — sim kernel and planted-bug mutants for gqa_decode_attn: S_q =
+ * q_per_step query tokens per sequence (rows b*S_q + i of q and o; 1 = plain decode), Hq
+ * query heads sharing Hkv kv heads (query head h reads kv head h / (Hq/Hkv)); row i of
+ * sequence b sees keys [max(0, E-window), E), E = L - S_q + 1 + i (window 0 = all E),
+ *     o[b*S_q+i,h] = softmax(scale · q[b*S_q+i,h]·K^T) · V.
  *
  * Device model: one core per (sequence, kv head) loads that head's K/V rows once (bf16,
  * widened exactly to fp32) and serves the group's query heads from them, in tiles of 128
  * keys starting at the window's first key: fp32 scores, online softmax, P cast to bf16
  * before P·V, fp32 accumulation, o rounded once to bf16 (attn_tiles.c, which also holds
- * the special-value rule). The scale is the fp32 value of 1/sqrt(D). */
-#include <math.h>
+ * the special-value rule). The scale is the fp32 param (default the fp32 value of
+ * 1/sqrt(D)). The K/V rows a step needs are loaded once and serve all S_q rows, each
+ * row's tiles starting at its own window's first key. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -18,11 +20,19 @@
 
 #define GQA_TILE 128
 
-typedef enum { MUT_NONE, MUT_WINDOW_OFF_BY_ONE, MUT_PV_BF16, MUT_NO_SUM_RESCALE, MUT_KV_HEAD_MOD } gqa_bug;
+typedef enum {
+    MUT_NONE,
+    MUT_WINDOW_OFF_BY_ONE,
+    MUT_PV_BF16,
+    MUT_NO_SUM_RESCALE,
+    MUT_KV_HEAD_MOD,
+    MUT_MTP_NO_OFFSET
+} gqa_bug;
 
 typedef struct {
     const ulpgym_tensor *q, *k, *v, *lens, *o;
-    long b, hq, hkv, s, d, window;
+    long b, sq, hq, hkv, s, d, window;
+    float scale;
 } gqa_view;
 
 static int same_dims(const ulpgym_tensor *t, const int64_t *want, int n)
@@ -32,45 +42,62 @@ static int same_dims(const ulpgym_tensor *t, const int64_t *want, int n)
     return 1;
 }
 
-/* Finds the tensors and checks their shapes agree: q [B,Hq,D], k/v [B,Hkv,S,D], seq_lens [B], o [B,Hq,D]. */
+/* Finds the tensors and checks their shapes agree: q [B*S_q,Hq,D], k/v [B,Hkv,S,D], seq_lens [B], o [B*S_q,Hq,D]. */
 static int gqa_open(const ulpgym_call *call, gqa_view *g, char *err, size_t errlen)
 {
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
-    g->window = ug_p_int(&p, "window");
+    g->window = ug_p_int(&p, "window"), g->sq = ug_p_int(&p, "q_per_step");
+    g->scale = (float)ug_p_num(&p, "scale"); /* already an fp32 value */
     ug_params_free(&p);
     const ulpgym_tensor **slots[] = {&g->q, &g->k, &g->v, &g->lens, &g->o};
     if (ug_sim_bind(call, "q k v seq_lens o", slots, err, errlen)) return -2;
-    g->b = g->q->shape[0], g->hq = g->q->shape[1], g->d = g->q->shape[2];
+    g->b = g->k->shape[0], g->hq = g->q->shape[1], g->d = g->q->shape[2];
     g->hkv = g->k->shape[1], g->s = g->k->shape[2];
-    int64_t kv[4] = {g->b, g->hkv, g->s, g->d}, bl[1] = {g->b};
-    if (!same_dims(g->k, kv, 4) || !same_dims(g->v, kv, 4) || !same_dims(g->lens, bl, 1) ||
-        !same_dims(g->o, g->q->shape, 3) || g->hkv < 1 || g->hq % g->hkv || g->lens->dtype != ULPGYM_INT32) {
-        snprintf(err, errlen, "gqa_decode_attn: tensor shapes disagree (q [B,Hq,D], k/v [B,Hkv,S,D], Hq %% Hkv == 0)");
+    int64_t kv[4] = {g->b, g->hkv, g->s, g->d}, bl[1] = {g->b}, qs[3] = {g->b * g->sq, g->hq, g->d};
+    if (!same_dims(g->q, qs, 3) || !same_dims(g->k, kv, 4) || !same_dims(g->v, kv, 4) || !same_dims(g->lens, bl, 1) ||
+        !same_dims(g->o, qs, 3) || g->hkv < 1 || g->hq % g->hkv || g->lens->dtype != ULPGYM_INT32) {
+        snprintf(err, errlen, "gqa_decode_attn: tensor shapes disagree (q [B*q_per_step,Hq,D], k/v [B,Hkv,S,D], "
+                              "Hq %% Hkv == 0)");
         return -2;
     }
     return 0;
 }
 
-/* Serves every query head of (b, kv head kvh) from one load of its n keys. */
-static void gqa_group(const gqa_view *g, long b, long kvh, long start, long n, gqa_bug bug, float *kf, float *vf,
-                      float *qf, float *of, float *scratch)
+/* First key of the window that ends at key `end` (exclusive). */
+static long window_start(const gqa_view *g, long end, gqa_bug bug)
 {
-    size_t base = (size_t)((b * g->hkv + kvh) * g->s + start) * (size_t)g->d;
-    ug_sim_load(g->k, base, (size_t)(n * g->d), kf);
-    ug_sim_load(g->v, base, (size_t)(n * g->d), vf);
-    ug_gl_attn_cfg cfg = {(size_t)g->d, (size_t)g->d, (size_t)g->d, (size_t)g->d, GQA_TILE,
-                          (float)(1.0 / sqrt((double)g->d)), UG_GL_ATTN_P_BF16};
+    long start = g->window > 0 && end > g->window ? end - g->window : 0;
+    if (bug == MUT_WINDOW_OFF_BY_ONE && start > 0) start--; /* bug: window + 1 keys */
+    return start;
+}
+
+/* Serves every query row and head of (b, kv head kvh) from one load of the keys the step
+ * needs: [first row's window start, len). */
+static void gqa_group(const gqa_view *g, long b, long kvh, long len, gqa_bug bug, float *kf, float *vf, float *qf,
+                      float *of, float *scratch)
+{
+    long first = window_start(g, bug == MUT_MTP_NO_OFFSET ? len : ug_gl_mtp_end(len, g->sq, 0), bug);
+    size_t base = (size_t)((b * g->hkv + kvh) * g->s + first) * (size_t)g->d;
+    ug_sim_load(g->k, base, (size_t)((len - first) * g->d), kf);
+    ug_sim_load(g->v, base, (size_t)((len - first) * g->d), vf);
+    ug_gl_attn_cfg cfg = {(size_t)g->d, (size_t)g->d, (size_t)g->d, (size_t)g->d, GQA_TILE, g->scale,
+                          UG_GL_ATTN_P_BF16};
     if (bug == MUT_PV_BF16) cfg.flags |= UG_GL_ATTN_BUG_PV_BF16;
     if (bug == MUT_NO_SUM_RESCALE) cfg.flags |= UG_GL_ATTN_BUG_NO_SUM_RESCALE;
     long group = g->hq / g->hkv;
-    for (long h = 0; h < g->hq; h++) {
-        long owner = bug == MUT_KV_HEAD_MOD ? h % g->hkv : h / group; /* bug: h % Hkv */
-        if (owner != kvh) continue;
-        size_t row = (size_t)(b * g->hq + h) * (size_t)g->d;
-        ug_sim_load(g->q, row, (size_t)g->d, qf);
-        ug_gl_attn_row(&cfg, qf, kf, vf, (size_t)n, of, scratch);
-        ug_sim_store(g->o, row, (size_t)g->d, of); /* rounds: bf16 output */
+    for (long i = 0; i < g->sq; i++) {
+        long end = bug == MUT_MTP_NO_OFFSET ? len : ug_gl_mtp_end(len, g->sq, i); /* bug: no causal offset */
+        long start = window_start(g, end, bug);
+        size_t off = (size_t)(start - first) * (size_t)g->d;
+        for (long h = 0; h < g->hq; h++) {
+            long owner = bug == MUT_KV_HEAD_MOD ? h % g->hkv : h / group; /* bug: h % Hkv */
+            if (owner != kvh) continue;
+            size_t row = (size_t)((b * g->sq + i) * g->hq + h) * (size_t)g->d;
+            ug_sim_load(g->q, row, (size_t)g->d, qf);
+            ug_gl_attn_row(&cfg, qf, kf + off, vf + off, (size_t)(end - start), of, scratch);
+            ug_sim_store(g->o, row, (size_t)g->d, of); /* rounds: bf16 output */
+        }
     }
 }
 
@@ -86,14 +113,13 @@ static int gqa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     int rc = 0;
     for (long b = 0; b < g.b && !rc; b++) {
         long len = lens[b];
-        if (len < 1 || len > g.s) {
-            snprintf(err, errlen, "gqa_decode_attn: seq_lens[%ld] = %ld outside 1..%ld", b, len, g.s);
+        if (len < g.sq || len > g.s) {
+            snprintf(err, errlen, "gqa_decode_attn: seq_lens[%ld] = %ld outside q_per_step..ctx = %ld..%ld", b, len,
+                     g.sq, g.s);
             rc = -2;
             break;
         }
-        long start = g.window > 0 && len > g.window ? len - g.window : 0;
-        if (bug == MUT_WINDOW_OFF_BY_ONE && start > 0) start--; /* bug: window + 1 keys */
-        for (long kvh = 0; kvh < g.hkv; kvh++) gqa_group(&g, b, kvh, start, len - start, bug, kf, vf, qf, of, scratch);
+        for (long kvh = 0; kvh < g.hkv; kvh++) gqa_group(&g, b, kvh, len, bug, kf, vf, qf, of, scratch);
     }
     free(kf);
     return rc;
@@ -109,5 +135,8 @@ const ug_kernel_variant ug_variants_gqa_decode_attn[] = {
      MUT_NO_SUM_RESCALE},
     {"mut_kv_head_mod", "query head h reads kv head h % Hkv instead of h / (Hq/Hkv) (visible only when Hq > Hkv > 1)",
      gqa_kernel, 0, MUT_KV_HEAD_MOD},
+    {"mut_mtp_no_offset",
+     "multi-token step without the causal offset: every query row sees all L_b keys (visible only when q_per_step > 1)",
+     gqa_kernel, 0, MUT_MTP_NO_OFFSET},
     {NULL, NULL, NULL},
 };

@@ -2,7 +2,9 @@
  * incre_flash_attention_mla (MLA decode over a paged cache):
  *     s_j = (q_nope·c_kv[j] + q_rope·k_rope[j]) · 576^-1/2,   o = softmax(s) · c_kv
  * where key j of sequence b lives in block block_table[b][j / block_size], slot
- * j % block_size, and query head h reads kv head h / (Hq/n_kv).
+ * j % block_size, and query head h reads kv head h / (Hq/n_kv). S_q = q_per_step query
+ * tokens per sequence (rows b*S_q + i of q and o); row i sees the first L - S_q + 1 + i
+ * keys (multi-token prediction; S_q = 1 is plain decode).
  *
  * Device model: one core per (sequence, kv head) gathers the sequence's live cache rows
  * through the block table (the last block only up to seq_lens[b]) into one fp32 row of
@@ -21,11 +23,11 @@
 
 #define MLA_TILE 128
 
-typedef enum { MUT_NONE, MUT_SCALE_512, MUT_DROP_PARTIAL_BLOCK } mla_bug;
+typedef enum { MUT_NONE, MUT_SCALE_512, MUT_DROP_PARTIAL_BLOCK, MUT_MTP_NO_OFFSET } mla_bug;
 
 typedef struct {
     const ulpgym_tensor *qn, *qr, *ckv, *kr, *table, *lens, *o;
-    long b, hq, nkv, nblocks, bs, maxb;
+    long b, sq, hq, nkv, nblocks, bs, maxb;
     long lora, rope, dk; /* params kv_lora (512), rope (64); dk = their sum */
 } mla_view;
 
@@ -42,18 +44,20 @@ static int mla_open(const ulpgym_call *call, mla_view *m, char *err, size_t errl
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
     m->lora = ug_p_int(&p, "kv_lora"), m->rope = ug_p_int(&p, "rope"), m->dk = m->lora + m->rope;
+    m->sq = ug_p_int(&p, "q_per_step");
     ug_params_free(&p);
     const ulpgym_tensor **slots[] = {&m->qn, &m->qr, &m->ckv, &m->kr, &m->table, &m->lens, &m->o};
     if (ug_sim_bind(call, "q_nope q_rope c_kv k_rope block_table seq_lens o", slots, err, errlen)) return -2;
-    m->b = m->qn->shape[0], m->hq = m->qn->shape[1];
+    m->b = m->lens->shape[0], m->hq = m->qn->shape[1];
     m->nblocks = m->ckv->shape[0], m->bs = m->ckv->shape[1], m->nkv = m->ckv->shape[2];
     m->maxb = m->table->shape[1];
-    int64_t qn[3] = {m->b, m->hq, m->lora}, qr[3] = {m->b, m->hq, m->rope};
+    int64_t qn[3] = {m->b * m->sq, m->hq, m->lora}, qr[3] = {m->b * m->sq, m->hq, m->rope};
     int64_t ck[4] = {m->nblocks, m->bs, m->nkv, m->lora}, kr[4] = {m->nblocks, m->bs, m->nkv, m->rope};
     if (!dims_are(m->qn, 3, qn) || !dims_are(m->qr, 3, qr) || !dims_are(m->ckv, 4, ck) || !dims_are(m->kr, 4, kr) ||
         !dims_are(m->o, 3, qn) || m->table->shape[0] != m->b || m->lens->shape[0] != m->b || m->nkv < 1 ||
         m->hq % m->nkv || m->table->dtype != ULPGYM_INT32 || m->lens->dtype != ULPGYM_INT32) {
-        snprintf(err, errlen, "incre_flash_attention_mla: tensor shapes disagree (q_nope [B,Hq,512], q_rope [B,Hq,64], "
+        snprintf(err, errlen, "incre_flash_attention_mla: tensor shapes disagree (q_nope [B*S_q,Hq,512], "
+                              "q_rope [B*S_q,Hq,64], "
                               "c_kv [NB,BS,n_kv,512], k_rope [NB,BS,n_kv,64], block_table [B,MB], Hq %% n_kv == 0)");
         return -2;
     }
@@ -78,18 +82,22 @@ static int mla_gather(const mla_view *m, long b, long g, long n, float *kf, char
     return 0;
 }
 
-/* Serves the query heads of kv head g of sequence b from its gathered keys. */
+/* Serves the query heads of kv head g of sequence b, every query row of the step, from
+ * its n gathered keys: row i reads the first ug_gl_mtp_end(n, S_q, i) of them. */
 static void mla_heads(const mla_view *m, const ug_gl_attn_cfg *cfg, long b, long g, long n, const float *kf, float *qf,
-                      float *of, float *scratch)
+                      float *of, float *scratch, mla_bug bug)
 {
     long group = m->hq / m->nkv;
-    for (long h = g * group; h < (g + 1) * group; h++) {
-        size_t row = (size_t)(b * m->hq + h);
-        ug_sim_load(m->qn, row * m->lora, m->lora, qf);
-        ug_sim_load(m->qr, row * m->rope, m->rope, qf + m->lora);
-        ug_gl_attn_row(cfg, qf, kf, kf, (size_t)n, of, scratch); /* V = the c_kv part of each row */
-        ug_sim_store(m->o, row * m->lora, m->lora, of); /* rounds: bf16 output */
-    }
+    for (long i = 0; i < m->sq; i++)
+        for (long h = g * group; h < (g + 1) * group; h++) {
+            size_t row = (size_t)((b * m->sq + i) * m->hq + h);
+            ug_sim_load(m->qn, row * m->lora, m->lora, qf);
+            ug_sim_load(m->qr, row * m->rope, m->rope, qf + m->lora);
+            long keys = bug == MUT_MTP_NO_OFFSET ? n : ug_gl_mtp_end(n, m->sq, i); /* bug: no causal offset */
+            if (keys < 0) keys = 0; /* only mut_drop_partial_block cuts n below S_q */
+            ug_gl_attn_row(cfg, qf, kf, kf, (size_t)keys, of, scratch); /* V = the c_kv part of each row */
+            ug_sim_store(m->o, row * m->lora, m->lora, of); /* rounds: bf16 output */
+        }
 }
 
 static int mla_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
@@ -107,15 +115,16 @@ static int mla_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     int rc = 0;
     for (long b = 0; b < m.b && !rc; b++) {
         long len = lens[b];
-        if (len < 1 || len > cap) {
-            snprintf(err, errlen, "incre_flash_attention_mla: seq_lens[%ld] = %ld outside 1..%ld", b, len, cap);
+        if (len < m.sq || len > cap) {
+            snprintf(err, errlen, "incre_flash_attention_mla: seq_lens[%ld] = %ld outside %ld..%ld (q_per_step..slots)",
+                     b, len, m.sq, cap);
             rc = -2;
             break;
         }
         if (bug == MUT_DROP_PARTIAL_BLOCK) len -= len % m.bs; /* bug: only whole blocks are read */
         for (long g = 0; g < m.nkv && !rc; g++) {
             rc = mla_gather(&m, b, g, len, kf, err, errlen);
-            if (!rc) mla_heads(&m, &cfg, b, g, len, kf, qf, of, scratch);
+            if (!rc) mla_heads(&m, &cfg, b, g, len, kf, qf, of, scratch, (mla_bug)bug);
         }
     }
     free(kf);
@@ -130,5 +139,8 @@ const ug_kernel_variant ug_variants_incre_flash_attention_mla[] = {
     {"mut_drop_partial_block",
      "the last, partly filled cache block is skipped (visible only when a context is not a block multiple)", mla_kernel,
      0, MUT_DROP_PARTIAL_BLOCK},
+    {"mut_mtp_no_offset",
+     "multi-token step without the causal offset: every query row sees all L_b keys (visible only when q_per_step > 1)",
+     mla_kernel, 0, MUT_MTP_NO_OFFSET},
     {NULL, NULL, NULL},
 };
