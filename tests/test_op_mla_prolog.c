@@ -1,7 +1,7 @@
 /* test_op_mla_prolog.c — mla_prolog beyond the generic plan test: a hand-computed case on
  * constant inputs, a differential check of every element of all four outputs against an
- * independent naive double evaluation of the whole prolog (its own RMSNorm, head split,
- * RoPE_half and slot scatter), the slot_mapping invariants of each layout, and bad
+ * independent naive double evaluation of the whole prolog in both RoPE layouts (its own
+ * RMSNorm, head split, RoPE and slot scatter), the slot_mapping invariants of each layout, and bad
  * params.
  *
  * The naive evaluation shares only the decoded inputs with the oracle, so a wrong head
@@ -63,14 +63,17 @@ static void test_known_value(ug_backend *b)
 typedef struct {
     long T, h, Lq, N, Lkv, dn, dr, S;
     const ug_case *c;
+    int inter; /* rope_layout interleaved_to_half */
 } naive_case;
 
 static const double *in(const naive_case *n, const char *name) { return ug_case_input(n->c, name)->values; }
 
-/* RoPE_half element i of v[0..d) with table rows cs, sn. */
-static double rope(const double *v, const double *cs, const double *sn, long d, long i)
+/* RoPE element i of v[0..d) with table rows cs, sn: RoPE_half, or with inter
+ * (rope_layout interleaved_to_half) the pair (v[2p], v[2p+1]) rotated onto (p, p + d/2). */
+static double rope(const double *v, const double *cs, const double *sn, long d, long i, int inter)
 {
-    long half = d / 2;
+    long half = d / 2, p = i % half;
+    if (inter) return i < half ? v[2 * p] * cs[i] - v[2 * p + 1] * sn[i] : v[2 * p + 1] * cs[i] + v[2 * p] * sn[i];
     return i < half ? v[i] * cs[i] - v[i + half] * sn[i] : v[i] * cs[i] + v[i - half] * sn[i];
 }
 
@@ -105,7 +108,8 @@ static void naive_prolog(const naive_case *n, double eps, double **want)
                 want[0][(t * n->N + hd) * n->Lkv + l] = s;
             }
             for (long i = 0; i < n->dr; i++)
-                want[1][(t * n->N + hd) * n->dr + i] = rope(q + n->dn, cs + t * n->dr, sn + t * n->dr, n->dr, i);
+                want[1][(t * n->N + hd) * n->dr + i] =
+                    rope(q + n->dn, cs + t * n->dr, sn + t * n->dr, n->dr, i, n->inter);
         }
         ss = 0.0;
         for (long j = 0; j < W; j++) {
@@ -119,20 +123,25 @@ static void naive_prolog(const naive_case *n, double eps, double **want)
         rs = 1.0 / sqrt(ss / (double)n->Lkv + eps);
         for (long j = 0; j < n->Lkv; j++) want[2][s * n->Lkv + j] = kv[j] * rs * gkv[j];
         for (long i = 0; i < n->dr; i++)
-            want[3][s * n->dr + i] = rope(kv + n->Lkv, cs + t * n->dr, sn + t * n->dr, n->dr, i);
+            want[3][s * n->dr + i] = rope(kv + n->Lkv, cs + t * n->dr, sn + t * n->dr, n->dr, i, n->inter);
     }
 }
 
-static void test_differential(ug_backend *b)
+/* Both RoPE layouts: the default half and the reference suite's interleaved_to_half. */
+static void test_differential(ug_backend *b, int inter)
 {
-    const char *spec = "{\"op\":\"mla_prolog\",\"dtype\":\"bf16\",\"seed\":11,\"params\":{\"tokens\":7,\"h\":24,"
-                       "\"q_lora\":20,\"heads\":3,\"kv_lora\":40,\"d_nope\":12,\"d_rope\":8,\"block_size\":4,"
-                       "\"blocks\":3,\"slots\":\"padded\"}," DIST_RANDOM "}";
+    char spec[2048];
+    snprintf(spec, sizeof spec,
+             "{\"op\":\"mla_prolog\",\"dtype\":\"bf16\",\"seed\":11,\"params\":{\"tokens\":7,\"h\":24,"
+             "\"q_lora\":20,\"heads\":3,\"kv_lora\":40,\"d_nope\":12,\"d_rope\":8,\"block_size\":4,"
+             "\"blocks\":3,\"slots\":\"padded\"%s}," DIST_RANDOM "}",
+             inter ? ",\"rope_layout\":\"interleaved_to_half\"" : "");
     ug_result r;
     ug_exec_detail d;
-    CHECK(run(spec, b, &r, &d) == 0 && r.outcome == UG_OUT_PASS, "differential case: %s", r.message);
+    CHECK(run(spec, b, &r, &d) == 0 && r.outcome == UG_OUT_PASS, "differential case (inter %d): %s", inter,
+          r.message);
     if (!d.have_oracle) return;
-    naive_case n = {7, 24, 20, 3, 40, 12, 8, 12, &d.c};
+    naive_case n = {7, 24, 20, 3, 40, 12, 8, 12, &d.c, inter};
     double *want[4];
     for (int o = 0; o < 4; o++) want[o] = calloc(d.c.out[o].numel, sizeof(double));
     naive_prolog(&n, (float)1e-6, want);
@@ -144,7 +153,8 @@ static void test_differential(ug_backend *b)
             double w = want[o][d.oracle.sel.idx[o][k]], g = d.oracle.gstar[o][k];
             bad += fabs(g - w) > 1e-9 * (fabs(w) + 1e-3);
         }
-        CHECK(bad == 0, "output %s: %zu elements differ from the naive double evaluation", d.c.out[o].name, bad);
+        CHECK(bad == 0, "output %s (inter %d): %zu elements differ from the naive double evaluation", d.c.out[o].name,
+              inter, bad);
         free(want[o]);
     }
     ug_exec_detail_free(&d);
@@ -208,7 +218,8 @@ int main(void)
         return 1;
     }
     test_known_value(&b);
-    test_differential(&b);
+    test_differential(&b, 0);
+    test_differential(&b, 1);
     test_slots(&b);
     test_bad_params(&b);
     ug_backend_close(&b);

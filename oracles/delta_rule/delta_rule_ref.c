@@ -16,7 +16,13 @@
  * primitives themselves), and the row's error is carried as one 2-norm bound:
  *   E_t = ||M_t||_2 E_{t-1} + ||rho||_2,  ||M_t||_2 = a_t max(1, |1 - beta_t ||k_t||^2|),
  * which bounds every component. This is the one place the code looks at the mode; every
- * other arithmetic evaluates the same step as written. */
+ * other arithmetic evaluates the same step as written.
+ *
+ * qk_norm = l2 (the reference suite's use_qk_l2norm_in_kernel, eps 1e-6 inside the sqrt):
+ * k^ = r_k k with r_k = 1/sqrt(||k||^2 + eps), and likewise q. The step is evaluated as
+ *   s <- a s + (beta r_k (v - a r_k s.k)) k,   o = scale r_q s.q
+ * so k stays an exact input and only the scalar r_k carries the norm's rounding (CERT);
+ * the 2-norm bound then uses beta r_k^2 ||k||^2 for beta ||k^||^2. */
 #include "oracles/delta_rule/delta_rule_ref.h"
 
 #include <math.h>
@@ -27,7 +33,8 @@
 void ug_delta_read_params(const ug_params *P, ug_delta_params *p)
 {
     *p = (ug_delta_params){ug_p_int(P, "tokens"), ug_p_int(P, "hv"),  ug_p_int(P, "hqk"),
-                           ug_p_int(P, "dk"),     ug_p_int(P, "dv"),  ug_p_num(P, "scale")};
+                           ug_p_int(P, "dk"),     ug_p_int(P, "dv"),  ug_p_num(P, "scale"),
+                           !strcmp(ug_p_str(P, "qk_norm"), "l2"),    ug_p_num(P, "qk_eps")};
 }
 
 int ug_delta_check(const ug_params *P, char *err, size_t errlen)
@@ -36,6 +43,10 @@ int ug_delta_check(const ug_params *P, char *err, size_t errlen)
     ug_delta_read_params(P, &p);
     if (p.hv % p.hqk) {
         snprintf(err, errlen, "%s: param \"hv\" (%ld) must be a multiple of \"hqk\" (%ld)", P->decl->op, p.hv, p.hqk);
+        return -2;
+    }
+    if (!(p.qk_eps > 0)) { /* eps 0 would make an all-zero q or k row 0/0 under qk_norm l2 */
+        snprintf(err, errlen, "%s: param \"qk_eps\" must be > 0", P->decl->op);
         return -2;
     }
     return 0;
@@ -62,27 +73,31 @@ int ug_delta_build(ug_case *c, char *err, size_t errlen)
     (void)err;
     (void)errlen;
     size_t dk = (size_t)ug_p_int(&c->params, "dk");
+    if (!strcmp(ug_p_str(&c->params, "qk_norm"), "l2")) return 0; /* the op normalises: inputs stay raw */
     normalise_rows(ug_case_input_mut(c, "q"), dk);
     normalise_rows(ug_case_input_mut(c, "k"), dk);
     return 0;
 }
 
-/* Upper bound of ||M||_2 = a max(1, |1 - beta ||k||^2|) for a step (a's own bound included). */
-static double step_norm_bound(ug_num a, double beta, const double *k, size_t dk)
+/* Upper bound of ||M||_2 = a max(1, |1 - beta ||k||^2|) for a step (a's own bound included);
+ * r2 is an upper bound of r_k^2 (1 when k is used as given). */
+static double step_norm_bound(ug_num a, double beta, const double *k, size_t dk, double r2)
 {
     double kk = 0.0;
     for (size_t j = 0; j < dk; j++) kk += k[j] * k[j];
     kk *= 1.0 + (double)(dk + 2) * 0x1p-52;                   /* upward: dk roundings */
+    if (r2 != 1.0) kk *= r2 * (1.0 + 0x1p-51);                /* upward; given q/k keep the old bound */
     double w = fabs(beta) * kk * (1.0 + 0x1p-50);            /* upward */
     double f = w - 1.0 > 1.0 ? (w - 1.0) * (1.0 + 0x1p-50) : 1.0;
     if (beta < 0) f = (1.0 + w) * (1.0 + 0x1p-50);           /* |1 + |beta| kk| */
     return (fabs(ug_v(a)) + a.e) * f * (1.0 + 0x1p-50);
 }
 
-/* One step of a row in place: s <- a s + beta (v - a s.k) k. nxt receives the new row
- * (dk numbers). *E is the row's 2-norm error bound in CERT (see the file header). */
-static void row_step(ug_ar *ar, const ug_num *s, ug_num *nxt, ug_num *tmp, const double *k, size_t dk, double g,
-                     double beta, double v, double *E)
+/* One step of a row in place: s <- a s + beta (v - a s.k) k, with k scaled by *rk when
+ * rk is given (qk_norm l2). nxt receives the new row (dk numbers). *E is the row's 2-norm
+ * error bound in CERT (see the file header). */
+static void row_step(ug_ar *ar, const ug_num *s, ug_num *nxt, ug_num *tmp, const double *k, const ug_num *rk,
+                     size_t dk, double g, double beta, double v, double *E)
 {
     int cert = ug_ar_get_mode(ar) == UG_AR_CERT;
     const ug_num *in = s;
@@ -92,12 +107,15 @@ static void row_step(ug_ar *ar, const ug_num *s, ug_num *nxt, ug_num *tmp, const
     }
     ug_num a = ug_exp(ar, ug_c(ar, g));
     ug_num sk = ug_dot_nd(ar, in, k, 1, dk);
+    if (rk) sk = ug_mul(ar, sk, *rk);
     ug_num c = ug_mul(ar, ug_c(ar, beta), ug_sub(ar, ug_c(ar, v), ug_mul(ar, a, sk)));
+    if (rk) c = ug_mul(ar, c, *rk);
     for (size_t j = 0; j < dk; j++) nxt[j] = ug_add(ar, ug_mul(ar, a, in[j]), ug_mul(ar, c, ug_c(ar, k[j])));
     if (!cert) return;
     double rho2 = 0.0;
     for (size_t j = 0; j < dk; j++) rho2 += nxt[j].e * nxt[j].e;
-    double e = (step_norm_bound(a, beta, k, dk) * *E + sqrt(rho2) * (1.0 + 0x1p-50)) * (1.0 + 0x1p-48);
+    double r2 = rk ? (fabs(ug_v(*rk)) + rk->e) * (fabs(ug_v(*rk)) + rk->e) : 1.0;
+    double e = (step_norm_bound(a, beta, k, dk, r2) * *E + sqrt(rho2) * (1.0 + 0x1p-50)) * (1.0 + 0x1p-48);
     if (!isfinite(e)) e = INFINITY;
     for (size_t j = 0; j < dk; j++) nxt[j].e = e;
     *E = e;
@@ -125,6 +143,12 @@ static void rows_needed(const ug_selection *sel, const ug_delta_params *p, long 
         if ((long)t > need[r]) need[r] = (long)t;
     }
     for (size_t k = 0; k < sel->n[1]; k++) need[sel->idx[1][k] / dk] = p->tokens - 1; /* ht[h, i, j] */
+}
+
+/* 1/sqrt(||x||^2 + eps) of an exact input row (qk_norm l2). */
+static ug_num l2_recip(ug_ar *ar, const double *x, size_t n, double eps)
+{
+    return ug_rsqrt(ar, ug_add(ar, ug_dot_d(ar, x, 1, x, 1, n), ug_c(ar, eps)));
 }
 
 static int all_finite(const double *x, size_t n)
@@ -157,12 +181,16 @@ static void evolve_row(const ug_case *c, ug_ar *ar, const ug_selection *sel, con
             if (pos >= 0) ug_ar_emit(ar, 0, (size_t)pos, ug_c(ar, NAN));
             continue;
         }
-        row_step(ar, s, nxt, tmp, k->values + tk, dk, g->values[th], beta->values[th], v->values[th * dv + i], &E);
-        if (pos >= 0)
-            ug_ar_emit(ar, 0, (size_t)pos,
-                       all_finite(q->values + tk, dk)
-                           ? ug_mul(ar, ug_dot_nd(ar, nxt, q->values + tk, 1, dk), ug_c(ar, p->scale))
-                           : ug_c(ar, NAN));
+        ug_num rk = p->qk_l2 ? l2_recip(ar, k->values + tk, dk, p->qk_eps) : (ug_num){0};
+        row_step(ar, s, nxt, tmp, k->values + tk, p->qk_l2 ? &rk : NULL, dk, g->values[th], beta->values[th],
+                 v->values[th * dv + i], &E);
+        if (pos >= 0 && !all_finite(q->values + tk, dk)) {
+            ug_ar_emit(ar, 0, (size_t)pos, ug_c(ar, NAN));
+        } else if (pos >= 0) {
+            ug_num sq = ug_dot_nd(ar, nxt, q->values + tk, 1, dk);
+            if (p->qk_l2) sq = ug_mul(ar, sq, l2_recip(ar, q->values + tk, dk, p->qk_eps));
+            ug_ar_emit(ar, 0, (size_t)pos, ug_mul(ar, sq, ug_c(ar, p->scale)));
+        }
         /* keep the pool flat: the new row moves down into the old row's slots (the copies
          * are written below the first slot they read) */
         ug_ar_release(ar, mark);

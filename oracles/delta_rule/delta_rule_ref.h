@@ -19,8 +19,10 @@
     "Per value head h (qk head h/(Hv/Hqk)) and value row i, in exact arithmetic on the given input values: "          \
     "s_t = e^{g_t} s_{t-1} + beta_t (v_t[i] - e^{g_t} s_{t-1}.k_t) k_t from s_{-1} = h0[h,i,:] "                       \
     "(= e^g S (I - beta k k^T) + beta v k^T), o_t[h,i] = scale * s_t.q_t, ht[h,i,:] = s_{T-1}; "                       \
-    "only o and ht are rounded, once, to their dtypes; scale is the fp32 attribute. q and k are used as given "        \
-    "(the builder l2-normalises the drawn rows; nothing normalises them again). Special values: a NaN or +-inf "       \
+    "only o and ht are rounded, once, to their dtypes; scale is the fp32 attribute. With qk_norm = given q and k "    \
+    "are used as given (the builder l2-normalises the drawn rows; nothing normalises them again); with qk_norm = "     \
+    "l2 the op first replaces each Dk row x of q and k by x/sqrt(||x||^2 + qk_eps), exact. g and beta may be any "    \
+    "finite values; beta < 0 or g > 0 lets the state grow geometrically. Special values: a NaN or +-inf "            \
     "input makes NaN every output element that depends on it, and only those: o[t,h,i] and ht[h,i,:] depend on "     \
     "h0[h,i,:], v[<=t,h,i], k[<=t,hk,:], g[<=t,h], beta[<=t,h], and o[t,h,i] also on q[t,hk,:] (an infinity has "   \
     "no consistent sign once the rank-one erase mixes it; the kernels treat a non-finite load as NaN). Subnormals "  \
@@ -31,20 +33,25 @@
 /* The params the oracle and builder use, read from the case's parsed params. */
 typedef struct {
     long tokens, hv, hqk, dk, dv;
-    double scale; /* fp32 value */
+    double scale;  /* fp32 value */
+    int qk_l2;     /* params.qk_norm == l2: the op normalises q and k itself */
+    double qk_eps; /* fp32 value of params.qk_eps (inside the sqrt of that norm) */
 } ug_delta_params;
 
 void ug_delta_read_params(const ug_params *P, ug_delta_params *p);
 
-/* The check hook of both ops: hv a multiple of hqk (size is the case memory budget's). */
+/* The check hook of both ops: hv a multiple of hqk, qk_eps > 0 (size is the case memory
+ * budget's). */
 int ug_delta_check(const ug_params *P, char *err, size_t errlen);
 
-/* The builder of both ops: l2-normalises each Dk row of the drawn q and k in double and
- * rounds it to their dtype (the operator expects normalised q/k and uses them as given).
- * Nothing else is built. */
+/* The builder of both ops: with qk_norm = given, l2-normalises each Dk row of the drawn q
+ * and k in double and rounds it to their dtype (the operator expects normalised q/k and
+ * uses them as given); with qk_norm = l2 the drawn rows stay as drawn, since the operator
+ * normalises them itself. Nothing else is built. */
 int ug_delta_build(ug_case *c, char *err, size_t errlen);
 
-/* The recurrent definition (UG_DELTA_SEMANTICS). Emits the selected elements of o
+/* The recurrent definition (UG_DELTA_SEMANTICS); with qk_norm = l2 on
+ * q/sqrt(||q||^2 + qk_eps) and k/sqrt(||k||^2 + qk_eps), exact. Emits the selected elements of o
  * (output 0) and ht (output 1). Rounds nowhere (the spec rounds only at the outputs). */
 int ug_delta_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel);
 

@@ -2,6 +2,7 @@
  * lightning_indexer_prolog_quant_fp8 and lightning_indexer_prolog_quant_mxfp8:
  *     q path:  v = Hadamard(RoPE_half(q[t,h]))                 (q: dequantised bf16 input)
  *     k path:  v = Hadamard(RoPE_half(LayerNorm(x[t].W_k; gamma, beta)))  -> cache[slot[t]]
+ *              (params.k_norm = rmsnorm: RMSNorm(x[t].W_k; gamma) instead, beta unread)
  *     weights[t,h] = (x[t].W_proj[:,h]) / sqrt(H*D)
  *     Hadamard(v) = H_D v / sqrt(D) (Sylvester order), each v quantised per row (fp8:
  *     scale = amax/448) or per 32-block (MXFP8: scale = 2^(floor(log2 amax)-8), E8M0),
@@ -36,6 +37,7 @@ enum { O_Q8, O_QS, O_KC, O_KS, O_W };
 typedef struct {
     long tokens, hidden, heads, d, rope, blocks, block_size, pad, pos;
     double eps, base; /* eps: fp32 value */
+    int rms;          /* params.k_norm == rmsnorm: no mean subtraction, no beta */
 } lip_params;
 
 static void read_params(const ug_case *c, lip_params *p)
@@ -44,7 +46,8 @@ static void read_params(const ug_case *c, lip_params *p)
     *p = (lip_params){ug_p_int(P, "tokens"), ug_p_int(P, "hidden"),     ug_p_int(P, "heads"),
                       ug_p_int(P, "d"),      ug_p_int(P, "rope"),       ug_p_int(P, "blocks"),
                       ug_p_int(P, "block_size"), ug_p_int(P, "pad"),    ug_p_int(P, "pos"),
-                      ug_p_num(P, "eps"),    ug_p_num(P, "rope_base")};
+                      ug_p_num(P, "eps"),    ug_p_num(P, "rope_base"),
+                      !strcmp(ug_p_str(P, "k_norm"), "rmsnorm")};
 }
 
 /* The format is the op's identity: the MXFP8 op quantises in 32-blocks, the fp8 op per row. */
@@ -259,7 +262,9 @@ static void weights_row(const lip_ctx *k, ug_ar *ar, const ug_selection *sel, si
     ug_ar_release(ar, mark);
 }
 
-/* The k row of token t (written to slot): LayerNorm(x.W_k), RoPE, Hadamard, quantised. */
+/* The k row of token t (written to slot): LayerNorm(x.W_k) (or RMSNorm with k_norm rmsnorm:
+ * v*rstd*gamma with rstd from the mean of squares, the reference suite's k norm), RoPE,
+ * Hadamard, quantised. */
 static void k_row(const lip_ctx *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, size_t t, size_t slot,
                   ug_num *v, ug_num *sq)
 {
@@ -270,14 +275,17 @@ static void k_row(const lip_ctx *k, const ug_case *c, ug_ar *ar, const ug_select
     if (b0 == e0 && b1 == e1) return;
     size_t mark = ug_ar_mark(ar);
     for (size_t i = 0; i < d; i++) v[i] = ug_dot_d(ar, k->x->values + t * hid, 1, k->wk->values + i, d, hid);
-    ug_num dn = ug_c(ar, (double)d), mean = ug_div(ar, ug_sum(ar, v, d), dn);
-    for (size_t i = 0; i < d; i++) {
-        v[i] = ug_sub(ar, v[i], mean);
-        sq[i] = ug_mul(ar, v[i], v[i]);
+    ug_num dn = ug_c(ar, (double)d);
+    if (!k->p.rms) {
+        ug_num mean = ug_div(ar, ug_sum(ar, v, d), dn);
+        for (size_t i = 0; i < d; i++) v[i] = ug_sub(ar, v[i], mean);
     }
+    for (size_t i = 0; i < d; i++) sq[i] = ug_mul(ar, v[i], v[i]);
     ug_num rstd = ug_rsqrt(ar, ug_add(ar, ug_div(ar, ug_sum(ar, sq, d), dn), ug_c(ar, k->p.eps)));
-    for (size_t i = 0; i < d; i++)
-        v[i] = ug_add(ar, ug_mul(ar, ug_mul(ar, v[i], rstd), ug_c(ar, ug_tload(k->gm, i))), ug_c(ar, ug_tload(k->bt, i)));
+    for (size_t i = 0; i < d; i++) {
+        v[i] = ug_mul(ar, ug_mul(ar, v[i], rstd), ug_c(ar, ug_tload(k->gm, i)));
+        if (!k->p.rms) v[i] = ug_add(ar, v[i], ug_c(ar, ug_tload(k->bt, i)));
+    }
     rope_hadamard(ar, v, d, k->cs, k->sn, t, (size_t)k->p.rope / 2);
     quant_emit(c, ar, sel, k->mx, v, d, slot, O_KC, O_KS);
     ug_ar_release(ar, mark);

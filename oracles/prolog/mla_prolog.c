@@ -8,6 +8,11 @@
  *     kv_cache[slot_mapping[t]] = RMSNorm(kv[:kv_lora]; γ_kv, eps)
  *     kr_cache[slot_mapping[t]] = RoPE_half(kv[kv_lora:]; cos[t], sin[t])
  * RoPE_half: out_i = v_i·cos_i − v_{i+d/2}·sin_i, out_{i+d/2} = v_{i+d/2}·cos_{i+d/2} + v_i·sin_{i+d/2}.
+ * params.rope_layout = interleaved_to_half (the reference suite's DeepSeek-V3.2 prolog) rotates
+ * the pairs (v_2i, v_2i+1) instead and writes them in the half order:
+ *     out_i = v_2i·cos_i − v_2i+1·sin_i, out_{i+d/2} = v_2i+1·cos_{i+d/2} + v_2i·sin_{i+d/2}
+ * (the same cos/sin tables: entry i and i+d/2 share angle i, and out_i, out_{i+d/2} are
+ * the pair rotated by it); the default half is the layout above.
  *
  * Roundings that are part of the spec ("bf16 throughout", docs/OPERATORS.md): the three GEMM results
  * that the operator hands from stage to stage as bf16 tensors — c_q, q and kv — are
@@ -40,6 +45,7 @@ typedef struct {
     long T, h, Lq, N, Lkv, dn, dr, bs, nb;
     double eps; /* fp32 value */
     const char *slots;
+    int rope_inter; /* params.rope_layout == interleaved_to_half */
 } mla_params;
 
 static void read_params(const ug_case *c, mla_params *p)
@@ -48,7 +54,8 @@ static void read_params(const ug_case *c, mla_params *p)
     *p = (mla_params){ug_p_int(P, "tokens"),     ug_p_int(P, "h"),      ug_p_int(P, "q_lora"),
                       ug_p_int(P, "heads"),      ug_p_int(P, "kv_lora"), ug_p_int(P, "d_nope"),
                       ug_p_int(P, "d_rope"),     ug_p_int(P, "block_size"), ug_p_int(P, "blocks"),
-                      ug_p_num(P, "eps"),        ug_p_str(P, "slots")};
+                      ug_p_num(P, "eps"),        ug_p_str(P, "slots"),
+                      !strcmp(ug_p_str(P, "rope_layout"), "interleaved_to_half")};
 }
 
 /* What ranges cannot say: an even d_rope, a cache with a slot per token (size is the case
@@ -134,11 +141,14 @@ static ug_num mla_rstd(ug_ar *ar, const ug_num *v, size_t n, double eps, ug_num 
     return ug_rsqrt(ar, ug_add(ar, ms, ug_c(ar, eps)));
 }
 
-/* Element i of RoPE_half(v[0..d); cos, sin) (exact). */
-static ug_num mla_rope_at(ug_ar *ar, const ug_num *v, const double *cs, const double *sn, size_t d, size_t i)
+/* Element i of the RoPE of v[0..d) with cos, sin (exact), written in the half order:
+ * pair p = i mod d/2 is (v_p, v_{p+d/2}) in the half layout, (v_2p, v_2p+1) with inter. */
+static ug_num mla_rope_at(ug_ar *ar, const ug_num *v, const double *cs, const double *sn, size_t d, size_t i,
+                          int inter)
 {
-    size_t half = d / 2, o = i < half ? i + half : i - half;
-    ug_num a = ug_mul(ar, v[i], ug_c(ar, cs[i])), b = ug_mul(ar, v[o], ug_c(ar, sn[i]));
+    size_t half = d / 2, p = i % half, x0 = inter ? 2 * p : p, x1 = inter ? 2 * p + 1 : p + half;
+    size_t own = i < half ? x0 : x1, other = i < half ? x1 : x0;
+    ug_num a = ug_mul(ar, v[own], ug_c(ar, cs[i])), b = ug_mul(ar, v[other], ug_c(ar, sn[i]));
     return i < half ? ug_sub(ar, a, b) : ug_add(ar, a, b);
 }
 
@@ -174,7 +184,8 @@ static void mla_emit_query(ug_ar *ar, mla_oracle *m, const ug_selection *sel)
                 ug_ar_emit(ar, 0, k0, ug_dot_nd(ar, m->q, m->wuk + n * dn * Lkv + sel->idx[0][k0] % Lkv, Lkv, dn));
             for (; k1 < sel->n[1] && sel->idx[1][k1] / dr == row; k1++)
                 ug_ar_emit(ar, 1, k1,
-                           mla_rope_at(ar, m->q + dn, m->cs + t * dr, m->sn + t * dr, dr, sel->idx[1][k1] % dr));
+                           mla_rope_at(ar, m->q + dn, m->cs + t * dr, m->sn + t * dr, dr, sel->idx[1][k1] % dr,
+                                       m->p.rope_inter));
             ug_ar_release(ar, mark_n);
         }
         ug_ar_release(ar, mark);
@@ -213,7 +224,8 @@ static void mla_emit_cache(ug_ar *ar, mla_oracle *m, const ug_selection *sel, co
             size_t i = sel->idx[3][k3] % dr;
             ug_ar_emit(ar, 3, k3,
                        t < 0 ? ug_c(ar, m->kr_in[s * dr + i])
-                             : mla_rope_at(ar, m->v + Lkv, m->cs + (size_t)t * dr, m->sn + (size_t)t * dr, dr, i));
+                             : mla_rope_at(ar, m->v + Lkv, m->cs + (size_t)t * dr, m->sn + (size_t)t * dr, dr, i,
+                                           m->p.rope_inter));
         }
         ug_ar_release(ar, mark);
     }

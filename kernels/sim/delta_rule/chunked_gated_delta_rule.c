@@ -131,6 +131,8 @@ static void chunk_load(chunk_ws *w, const ug_delta_io *io, size_t h, size_t hk, 
         float g;
         ug_delta_io_load(io->q, tk, dk, w->Q + r * dk);
         ug_delta_io_load(io->k, tk, dk, w->K + r * dk);
+        ug_delta_io_qk_norm(io, w->Q + r * dk, dk); /* qk_norm l2 only, before the scale */
+        ug_delta_io_qk_norm(io, w->K + r * dk, dk);
         ug_delta_io_load(io->v, th * dv, dv, w->V + r * dv);
         ug_delta_io_load(io->g, th, 1, &g);
         ug_delta_io_load(io->beta, th, 1, w->beta + r);

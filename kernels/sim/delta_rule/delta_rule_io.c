@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "kernels/sim/simlib.h"
 
@@ -23,6 +24,8 @@ int ug_delta_io_open(ug_delta_io *io, const ulpgym_call *call, char *err, size_t
     io->dk = (size_t)ug_p_int(P, "dk");
     io->dv = (size_t)ug_p_int(P, "dv");
     io->scale = (float)ug_p_num(P, "scale"); /* exact: an fp32 value */
+    io->qk_l2 = !strcmp(ug_p_str(P, "qk_norm"), "l2");
+    io->qk_eps = (float)ug_p_num(P, "qk_eps"); /* exact: an fp32 value */
     const ulpgym_tensor **slots[] = {&io->q, &io->k, &io->v, &io->g, &io->beta, &io->h0, &io->o, &io->ht};
     if (ug_sim_bind(call, "q k v g beta h0 o ht", slots, err, errlen)) {
         ug_params_free(&io->params);
@@ -50,4 +53,13 @@ void ug_delta_io_load(const ulpgym_tensor *t, size_t off, size_t n, float *dst)
     ug_sim_load(t, off, n, dst);
     for (size_t i = 0; i < n; i++)
         if (!isfinite(dst[i])) dst[i] = NAN;
+}
+
+void ug_delta_io_qk_norm(const ug_delta_io *io, float *x, size_t n)
+{
+    if (!io->qk_l2) return;
+    float ss = 0.0f;
+    for (size_t j = 0; j < n; j++) ss += x[j] * x[j]; /* rounds: fp32 mul and add */
+    float r = 1.0f / sqrtf(ss + io->qk_eps);          /* rounds: fp32 add, sqrt, div (rsqrt) */
+    for (size_t j = 0; j < n; j++) x[j] *= r;         /* rounds: fp32 */
 }

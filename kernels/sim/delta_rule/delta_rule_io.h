@@ -13,6 +13,8 @@ typedef struct {
     const ulpgym_tensor *q, *k, *v, *g, *beta, *h0, *o, *ht;
     size_t tokens, hv, hqk, dk, dv;
     float scale;  /* params.scale (fp32; default Dk^-1/2) */
+    int qk_l2;    /* params.qk_norm == l2: the kernel normalises q and k rows itself */
+    float qk_eps; /* params.qk_eps (fp32), inside the sqrt of that norm */
     ug_params params; /* the call's parsed params (an op's own ones: chunk) */
 } ug_delta_io;
 
@@ -22,6 +24,9 @@ int ug_delta_io_open(ug_delta_io *io, const ulpgym_call *call, char *err, size_t
 void ug_delta_io_close(ug_delta_io *io);
 /* The qk head a value head reads: h / (Hv/Hqk). */
 size_t ug_delta_io_qk_head(const ug_delta_io *io, size_t h);
+/* qk_norm l2: x[0..n) <- x * 1/sqrt(sum x^2 + qk_eps), fp32 sum of squares in index
+ * order and an fp32 rsqrt; nothing with qk_norm given. */
+void ug_delta_io_qk_norm(const ug_delta_io *io, float *x, size_t n);
 /* Loads n elements from offset off of t into fp32 (exact widening); a NaN or +-inf loads
  * as NaN, so it poisons exactly what depends on it (the contract's special-value rule). */
 void ug_delta_io_load(const ulpgym_tensor *t, size_t off, size_t n, float *dst);

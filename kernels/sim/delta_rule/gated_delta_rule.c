@@ -7,7 +7,8 @@
  * +-inf load becomes NaN), q is scaled in fp32, the state is decayed by expf(g), then per
  * value row the fp32 product S k is subtracted from v, scaled by beta and added back as a
  * rank-one update, and o = S q is summed in fp32 and rounded once to the output dtype.
- * The final state is written in fp32. */
+ * The final state is written in fp32. With qk_norm l2 the loaded q and k rows are first
+ * normalised in fp32 (ug_delta_io_qk_norm), before q is scaled. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -63,6 +64,8 @@ static int gdr_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
             float g, beta;
             ug_delta_io_load(io.q, tk, dk, q);
             ug_delta_io_load(io.k, tk, dk, k);
+            ug_delta_io_qk_norm(&io, q, dk);
+            ug_delta_io_qk_norm(&io, k, dk);
             ug_delta_io_load(io.v, th * dv, dv, v);
             ug_delta_io_load(io.g, th, 1, &g);
             ug_delta_io_load(io.beta, th, 1, &beta);

@@ -6,7 +6,8 @@
  *     RoPE_half on the first R dims (fp32 products and sums), an in-place fp32
  *     Walsh-Hadamard butterfly, then times the fp32 constant 1/sqrt(D);
  *   k path (per token): x.W_k with fp32 accumulation in K tiles of 128, LayerNorm in fp32
- *     (mean, then the mean of squared deviations, rstd = 1/sqrtf(var+eps)), RoPE,
+ *     (mean, then the mean of squared deviations, rstd = 1/sqrtf(var+eps)), or with
+ *     k_norm rmsnorm an fp32 RMSNorm (rstd = 1/sqrtf(sum v^2/D + eps), no beta), RoPE,
  *     Hadamard, quantised and scattered to the paged cache at slot_mapping (slot -1 =
  *     padding, not written); cache slots no token writes hold code 0 and scale 0 (fp8) or
  *     2^-127 (MX);
@@ -43,6 +44,7 @@ typedef struct {
     const ulpgym_tensor *q8, *qs, *kc, *ks, *wts;
     size_t t, heads, d, hid, half, n_slots;
     float eps;
+    int rms; /* params.k_norm == rmsnorm */
 } lip_io;
 
 static int open_io(const ulpgym_call *call, lip_io *io, char *err, size_t errlen)
@@ -50,6 +52,7 @@ static int open_io(const ulpgym_call *call, lip_io *io, char *err, size_t errlen
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
     io->eps = (float)ug_p_num(&p, "eps"); /* exact: an fp32 value */
+    io->rms = !strcmp(ug_p_str(&p, "k_norm"), "rmsnorm");
     ug_params_free(&p);
     /* q_scale and k_scale have one dim more under MX (a scale per 32-block) than under fp8 (one per row); each op
      * declares its own rank, so binding by the call's op checks what one lookup for both formats had to leave open. */
@@ -148,6 +151,16 @@ static void layer_norm(float *v, size_t d, const float *g, const float *b, float
     for (size_t i = 0; i < d; i++) v[i] = (v[i] - mean) * rstd * g[i] + b[i]; /* rounds: fp32 */
 }
 
+/* k_norm rmsnorm (the reference suite's k norm): v*rstd*gamma, rstd from the mean of
+ * squares, no mean subtraction and no beta. */
+static void rms_norm(float *v, size_t d, const float *g, float eps)
+{
+    float ss = 0.0f;
+    for (size_t i = 0; i < d; i++) ss += v[i] * v[i];         /* rounds: fp32 */
+    float rstd = 1.0f / sqrtf(ss / (float)d + eps);           /* rounds: fp32 */
+    for (size_t i = 0; i < d; i++) v[i] = v[i] * rstd * g[i]; /* rounds: fp32 */
+}
+
 typedef struct {
     float *wk, *wp, *x, *v, *codes, *scales, *cs, *sn, *g, *b, *tile, *zero;
 } lip_buf;
@@ -218,7 +231,8 @@ static int lip8_kernel(const ulpgym_call *call, char *err, size_t errlen, int bu
         if (slot < 0 && bug != LIP8_BUG_PAD_SLOT_WRAPS) continue; /* padding token: no cache write */
         size_t s = slot < 0 ? io.n_slots - 1 : (size_t)slot;       /* bug: cache[-1] */
         tiled_gemv(b.x, b.wk, io.hid, d, d, b.v, b.tile);           /* k path */
-        layer_norm(b.v, d, b.g, b.b, io.eps);
+        if (io.rms) rms_norm(b.v, d, b.g, io.eps);
+        else layer_norm(b.v, d, b.g, b.b, io.eps);
         rope_hadamard(b.v, d, b.cs, b.sn, io.half, bug);
         quantise(b.v, d, fmt, bug, b.codes, b.scales);
         store_slot(&io, fmt, s, b.codes, b.scales);

@@ -11,10 +11,13 @@
  * 1/sqrt(ss/n + eps) in fp32, the norm is (v·rstd)·γ in fp32; RoPE is fp32 mul/mul/sub
  * per pair. Caches are copied from their inputs and each token's row is scattered to
  * slot_mapping[t] (slot -1: padding, not written); the scatter walks tokens in tiles of
- * MLA_TOKEN_TILE. Every stored output rounds once to bf16. */
+ * MLA_TOKEN_TILE. Every stored output rounds once to bf16. params.rope_layout =
+ * interleaved_to_half rotates the pairs (2i, 2i+1) and writes them to (i, i + d/2), the
+ * layout of the reference suite's DeepSeek-V3.2 prolog; the default half pairs (i, i + d/2). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels/sim/ktile.h"
 #include "core/ops.h"
@@ -23,11 +26,12 @@
 #define MLA_TOKEN_TILE 16
 #define MLA_MAX_ROPE 256
 
-typedef enum { MUT_NONE, MUT_ROPE_INTER, MUT_SLOT_OFF, MUT_TAIL_TOKENS, MUT_KV_NORM_BF16 } mla_bug;
+typedef enum { MUT_NONE, MUT_ROPE_SIN_SIGN, MUT_SLOT_OFF, MUT_TAIL_TOKENS, MUT_KV_NORM_BF16 } mla_bug;
 
 typedef struct {
     size_t T, h, Lq, N, Lkv, dn, dr, dq, S; /* dq = dn + dr per head; S = cache slots */
     float eps;
+    int rope_inter; /* params.rope_layout == interleaved_to_half */
     const ulpgym_tensor *x, *w_dq, *g_q, *w_uq, *w_uk, *w_dkv, *g_kv, *cos, *sin, *slot, *kv_in, *kr_in;
     const ulpgym_tensor *q_nope_abs, *q_rope, *kv_cache, *kr_cache;
     float *wdq, *wuq, *wuk, *wdkv; /* transposed fp32 weights */
@@ -47,16 +51,18 @@ static void mla_rmsnorm_bf16(float *v, const float *gamma, size_t n, float eps, 
     for (size_t i = 0; i < n; i++) v[i] = ug_sim_round_bf16(v[i] * rstd * gamma[i]); /* rounds: fp32, bf16 */
 }
 
-/* RoPE_half on v[0..d) in place: pairs (i, i + d/2) with cos/sin rows of d entries.
- * The mutant pairs (2i, 2i+1) instead (GPT-J style) with the same tables. */
-static void mla_rope(float *v, const float *c, const float *s, size_t d, int interleaved)
+/* RoPE on v[0..d) in place with cos/sin rows of d entries, written in the half order:
+ * pair i is (v_i, v_{i+d/2}), or (v_2i, v_2i+1) with inter, and lands on (i, i + d/2).
+ * The mutant rotates by -angle (sin's sign flipped: the transposed rotation matrix). */
+static void mla_rope(float *v, const float *c, const float *s, size_t d, int inter, int sin_neg)
 {
     float out[MLA_MAX_ROPE];
     size_t half = d / 2;
     for (size_t i = 0; i < half; i++) {
-        size_t a = interleaved ? 2 * i : i, b = interleaved ? 2 * i + 1 : i + half;
-        out[a] = v[a] * c[a] - v[b] * s[a]; /* rounds: fp32 mul, mul, sub */
-        out[b] = v[b] * c[b] + v[a] * s[b]; /* rounds: fp32 mul, mul, add */
+        size_t a = inter ? 2 * i : i, b = inter ? 2 * i + 1 : i + half;
+        float sa = sin_neg ? -s[i] : s[i], sb = sin_neg ? -s[i + half] : s[i + half]; /* exact: sign */
+        out[i] = v[a] * c[i] - v[b] * sa;               /* rounds: fp32 mul, mul, sub */
+        out[i + half] = v[b] * c[i + half] + v[a] * sb; /* rounds: fp32 mul, mul, add */
     }
     for (size_t i = 0; i < d; i++) v[i] = out[i];
 }
@@ -71,7 +77,7 @@ static void mla_query(mla_ctx *m, size_t t, mla_bug bug)
             m->q[c] = ug_sim_round_bf16(ug_ktile_dot_f32(m->cq, m->wuq + (n * m->dq + c) * m->Lq, m->Lq));
         for (size_t l = 0; l < m->Lkv; l++) m->o[l] = ug_ktile_dot_f32(m->q, m->wuk + (n * m->Lkv + l) * m->dn, m->dn);
         ug_sim_store(m->q_nope_abs, (t * m->N + n) * m->Lkv, m->Lkv, m->o); /* rounds: bf16 */
-        mla_rope(m->q + m->dn, m->cs, m->sn, m->dr, bug == MUT_ROPE_INTER);
+        mla_rope(m->q + m->dn, m->cs, m->sn, m->dr, m->rope_inter, bug == MUT_ROPE_SIN_SIGN);
         ug_sim_store(m->q_rope, (t * m->N + n) * m->dr, m->dr, m->q + m->dn); /* rounds: bf16 */
     }
 }
@@ -82,7 +88,7 @@ static void mla_key(mla_ctx *m, size_t t, long slot, mla_bug bug)
     size_t w = m->Lkv + m->dr;
     for (size_t j = 0; j < w; j++) m->kv[j] = ug_sim_round_bf16(ug_ktile_dot_f32(m->xr, m->wdkv + j * m->h, m->h));
     mla_rmsnorm_bf16(m->kv, m->gkv, m->Lkv, m->eps, bug == MUT_KV_NORM_BF16);
-    mla_rope(m->kv + m->Lkv, m->cs, m->sn, m->dr, bug == MUT_ROPE_INTER);
+    mla_rope(m->kv + m->Lkv, m->cs, m->sn, m->dr, m->rope_inter, bug == MUT_ROPE_SIN_SIGN);
     if (slot < 0) return;            /* padding token */
     if (bug == MUT_SLOT_OFF) slot++; /* bug: slot = block*bs + offset + 1 */
     if ((size_t)slot >= m->S) return;
@@ -132,6 +138,7 @@ static int mla_bind(mla_ctx *m, const ulpgym_call *call, char *err, size_t errle
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
     m->eps = (float)ug_p_num(&p, "eps"); /* exact: an fp32 value */
+    m->rope_inter = !strcmp(ug_p_str(&p, "rope_layout"), "interleaved_to_half");
     ug_params_free(&p);
     const ulpgym_tensor **slots[] = {&m->x,          &m->w_dq,   &m->g_q,      &m->w_uq,    &m->w_uk,  &m->w_dkv,
                                      &m->g_kv,       &m->cos,    &m->sin,      &m->slot,    &m->kv_in, &m->kr_in,
@@ -197,10 +204,10 @@ static int mla_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
 }
 
 const ug_kernel_variant ug_variants_mla_prolog[] = {
-    {"sim", "fp32 K-tiled GEMMs, bf16 c_q / q / kv between stages, fp32 RMSNorm and RoPE_half, bf16 caches", mla_kernel,
-     0, MUT_NONE},
-    {"mut_rope_interleaved", "RoPE pairs (2i, 2i+1) instead of (i, i+d/2) on q_rope and k_rope", mla_kernel, 0,
-     MUT_ROPE_INTER},
+    {"sim", "fp32 K-tiled GEMMs, bf16 c_q / q / kv between stages, fp32 RMSNorm and RoPE (either layout), bf16 caches",
+     mla_kernel, 0, MUT_NONE},
+    {"mut_rope_sin_sign", "RoPE rotates by -angle (sin's sign flipped) on q_rope and k_rope", mla_kernel, 0,
+     MUT_ROPE_SIN_SIGN},
     {"mut_slot_off_by_one", "each token's cache row is written one slot too far (slot_mapping[t] + 1)", mla_kernel, 0,
      MUT_SLOT_OFF},
     {"mut_tail_tokens", "cache scatter covers whole 16-token tiles only: the last partial tile is never written",
