@@ -60,7 +60,8 @@ static int write_seeds(int op, const ug_fuzz_space *space, const char *dir)
 
 static int count_found(const char *found);
 
-static int run_quiet(char *const argv[], const char *log)
+/* Starts argv with stdout and stderr appended to log; the child's pid, or -1. */
+static pid_t spawn_logged(char *const argv[], const char *log)
 {
     pid_t pid = fork();
     if (pid == 0) {
@@ -69,6 +70,12 @@ static int run_quiet(char *const argv[], const char *log)
         execvp(argv[0], argv);
         _exit(127);
     }
+    return pid;
+}
+
+static int run_quiet(char *const argv[], const char *log)
+{
+    pid_t pid = spawn_logged(argv, log);
     int st = 0;
     if (pid < 0 || waitpid(pid, &st, 0) < 0) return -1;
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -78,13 +85,7 @@ static int run_quiet(char *const argv[], const char *log)
  * once found/ holds max_findings signatures (0: never). */
 static int run_fuzzer(char *const argv[], const char *log, const char *found, long max_findings, int *stopped)
 {
-    pid_t pid = fork();
-    if (pid == 0) {
-        FILE *f = freopen(log, "a", stdout);
-        if (f) dup2(fileno(stdout), 2);
-        execvp(argv[0], argv);
-        _exit(127);
-    }
+    pid_t pid = spawn_logged(argv, log);
     if (pid < 0) return -1;
     int st = 0;
     *stopped = 0;
