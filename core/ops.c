@@ -80,6 +80,22 @@ int ug_group_find(const char *name)
     return -1;
 }
 
+static void hot_add(ug_geom *g, size_t r)
+{
+    if (r >= g->rows || g->n_hot >= UG_GEOM_HOT) return;
+    for (size_t i = 0; i < g->n_hot; i++)
+        if (g->hot[i] == r) return;
+    g->hot[g->n_hot++] = r;
+}
+
+void ug_geom_hot(ug_geom *g, size_t r, int neighbours)
+{
+    hot_add(g, r);
+    if (!neighbours) return;
+    if (r > 0) hot_add(g, r - 1);
+    hot_add(g, r + 1);
+}
+
 const ug_kernel_variant *ug_op_variants(int op)
 {
     if (op < 0 || op >= UG_OP_COUNT) return NULL;

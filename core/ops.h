@@ -42,10 +42,18 @@ typedef struct {
 
 /* Geometry of an output for sampling: viewed as rows x cols (cols = last dim). The
  * sample always holds tile edges of both, tails, and first/last rows. */
+#define UG_GEOM_HOT 8
 typedef struct {
     size_t rows, cols;
     size_t row_tile, col_tile;
+    /* Rows the sample must hold besides the structural ones: where a scatter writes (a
+     * cache slot a token maps to) and its neighbours, which tile edges and random rows of a
+     * large, mostly untouched output would miss. Set with ug_geom_hot (n_hot starts at 0). */
+    size_t hot[UG_GEOM_HOT];
+    size_t n_hot;
 } ug_geom;
+/* Adds row r (and r-1, r+1 when neighbours) to g's hot rows, within g->rows and UG_GEOM_HOT. */
+void ug_geom_hot(ug_geom *g, size_t r, int neighbours);
 
 /* A sim kernel: the plugin ABI's entry plus the variant's bug code (the kernel's own enum),
  * so one function serves the correct kernel and all its planted mutants. */

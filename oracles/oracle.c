@@ -85,14 +85,15 @@ static int select_output(const ug_case *c, int o, size_t sample, size_t **idx_ou
         *n_out = t->numel;
         return 0;
     }
-    ug_geom g;
+    ug_geom g = {0};
     if (c->def->geometry) c->def->geometry(c, o, &g);
     else default_geometry(c, o, &g);
-    if (g.rows * g.cols != t->numel) default_geometry(c, o, &g);
-    size_t rows[24], cols[64], nr = 0, nc = 0;
-    axis_points(rows, &nr, 12, g.rows, g.row_tile);
+    if (g.rows * g.cols != t->numel) g = (ug_geom){0}, default_geometry(c, o, &g);
+    size_t rows[24 + UG_GEOM_HOT], cols[64], nr = 0, nc = 0;
+    for (size_t i = 0; i < g.n_hot; i++) set_add(rows, &nr, UG_GEOM_HOT, g.hot[i], g.rows); /* the op's hot rows first */
+    axis_points(rows, &nr, nr + 12, g.rows, g.row_tile);
     size_t want_rows = sample / 32 < 16 ? (sample / 32 ? sample / 32 : 1) : 16;
-    if (want_rows > 24) want_rows = 24;
+    want_rows += g.n_hot;
     for (uint64_t k = 0; nr < want_rows && nr < g.rows && k < 64; k++) {
         uint32_t w[4];
         ug_rng_words(c->spec.seed, 0xC0DE0000u + (uint32_t)o, k, 7, w);

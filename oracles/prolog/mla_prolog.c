@@ -278,6 +278,22 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
      * are slots, the block edges matter */
     g->row_tile = out < 2 ? 16 * (size_t)t->shape[1] : (size_t)t->shape[1];
     g->col_tile = 128;
+    if (out < 2) return;
+    /* caches: the slots the first and last tokens write, and their neighbours (an
+     * off-by-one scatter lands there; the rest of the cache is its input, untouched) */
+    const ug_tensor *slots = ug_case_input(c, "slot_mapping");
+    for (size_t i = 0; i < slots->numel; i++) {
+        double s = ug_tload(slots, i);
+        if (s >= 0) ug_geom_hot(g, (size_t)s, 1);
+        if (g->n_hot >= 3) break;
+    }
+    for (size_t i = slots->numel; i-- > 0;) {
+        double s = ug_tload(slots, i);
+        if (s >= 0) {
+            ug_geom_hot(g, (size_t)s, 1);
+            break;
+        }
+    }
 }
 
 /* Scratch for the case memory estimate: the sim kernel's fp32 weights and its staging
