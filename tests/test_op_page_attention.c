@@ -3,7 +3,9 @@
  * agrees with an independent naive double evaluation that walks the block table itself;
  * keys all zero give uniform weights, so o is the plain mean of the context's values (a
  * known value that any garbage slot past a context would spoil, for oracle and kernel);
- * and bad params are rejected with a message naming them. */
+ * with q_per_step 2 (MTP) a huge value at each sequence's last token reaches the last
+ * query row but not row 0, which sees one token fewer; and bad params are rejected with a
+ * message naming them. */
 #include <math.h>
 #include <string.h>
 
@@ -124,6 +126,80 @@ static void check_zero_keys(void)
     ug_exec_detail_free(&d);
 }
 
+/* MTP, q_per_step 2: keys all zero (uniform weights), values 1 except a huge one planted at
+ * each sequence's last token after the build. Row 1 of a sequence (the last) averages all
+ * L_b tokens, so it holds (huge + L_b - 1) / L_b; row 0 sees the first L_b - 1 tokens only,
+ * so it is exactly 1, for the oracle and the sim kernel alike; mut_mtp_no_offset lets the
+ * huge value into row 0. */
+static void check_mtp_offset(void)
+{
+    static const long len[B] = {5, 17, 2, 40};
+    const char *spec = SPEC("{\"q\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"key_cache\":{\"kind\":\"const\","
+                            "\"value\":0},\"value_cache\":{\"kind\":\"const\",\"value\":1}}",
+                            "{\"context_lens\":\"5,17,2,40\",\"heads_kv\":2,\"group\":4,\"head_dim\":16,"
+                            "\"block_size\":8,\"q_per_step\":2}");
+    const char *kernels[] = {"sim", "sim:mut_mtp_no_offset"};
+    for (int v = 0; v < 2; v++) {
+        ug_backend be;
+        char err[256];
+        ug_result r;
+        ug_exec_detail d, j;
+        memset(&j, 0, sizeof j);
+        ug_exec_opts o;
+        ug_exec_opts_default(&o);
+        o.oracle.sample = 0;
+        o.keep = 1;
+        if (ug_backend_open(&be, kernels[v], err, sizeof err)) {
+            CHECK(0, "sim backend: %s", err);
+            return;
+        }
+        CHECK(ug_exec_case(spec, &be, &o, &r, &d) == 0 && d.have_case, "MTP case did not run: %s", r.message);
+        if (!d.have_case) {
+            ug_backend_close(&be);
+            return;
+        }
+        CHECK(d.c.out[0].shape[0] == 2 * B, "o has %ld rows, expected batch*q_per_step = %d",
+              (long)d.c.out[0].shape[0], 2 * B);
+        const ug_tensor *bt = ug_case_input(&d.c, "block_tables");
+        ug_tensor *vc = ug_case_input_mut(&d.c, "value_cache");
+        const double huge = 1024.0; /* exact in fp16 */
+        for (long b = 0; b < B; b++)
+            for (long g = 0; g < HKV; g++)
+                for (long e = 0; e < D; e++) {
+                    size_t at = slot_of(bt, b, len[b] - 1, g) + (size_t)e;
+                    vc->values[at] = huge;
+                    ug_dtype_store(vc->dtype, vc->data, at, huge);
+                }
+        CHECK(ug_backend_run(&be, &d.c, err, sizeof err) == 0, "kernel %s: %s", kernels[v], err);
+        CHECK(ug_exec_judge(&d.c, &o, &r, &j) == 0 && j.have_oracle, "judging the planted case: %s", r.message);
+        int bad_oracle = 0, bad_kernel = 0, leaked = 0;
+        for (long b = 0; b < B && j.have_oracle; b++)
+            for (long i = 0; i < 2; i++)
+                for (long h = 0; h < HQ; h++)
+                    for (long e = 0; e < D; e++) {
+                        size_t k = (size_t)(((b * 2 + i) * HQ + h) * D + e);
+                        double want = i == 0 ? 1.0 : (huge + (double)(len[b] - 1)) / (double)len[b];
+                        bad_oracle += fabs(j.oracle.gstar[0][k] - want) > 1e-12 * want;
+                        bad_kernel += fabs(j.a[0][k] - want) > 1e-3 + 0x1p-7 * want;
+                        leaked += i == 0 && j.a[0][k] > 2.0;
+                    }
+        CHECK(bad_oracle == 0, "%d oracle outputs differ from the MTP known values", bad_oracle);
+        if (v == 0) {
+            CHECK(bad_kernel == 0 && leaked == 0 && r.outcome == UG_OUT_PASS,
+                  "sim kernel: %d outputs off the known values, %d row-0 outputs hold the last token (%s)", bad_kernel,
+                  leaked, ug_outcome_name(r.outcome));
+        } else {
+            CHECK(leaked == B * HQ * D && r.outcome == UG_OUT_FAIL,
+                  "mut_mtp_no_offset: %d of %d row-0 outputs hold the last token, outcome %s", leaked, B * HQ * D,
+                  ug_outcome_name(r.outcome));
+        }
+        if (j.have_oracle) ug_oracle_result_free(&j.oracle);
+        for (int t = 0; t < UG_MAX_TENSORS; t++) free(j.a[t]);
+        ug_exec_detail_free(&d);
+        ug_backend_close(&be);
+    }
+}
+
 static void check_bad_params(void)
 {
     const char *bad[][2] = {
@@ -133,6 +209,8 @@ static void check_bad_params(void)
         {SPEC(NORMAL, "{\"context_lens\":\"5\",\"heads_kv\":1,\"group\":1,\"head_dim\":8,\"block_size\":0}"),
          "block_size"},
         {SPEC(NORMAL, "{\"context_lens\":\"5\",\"heads_kv\":1,\"group\":1,\"head_dim\":8,\"scale\":\"x\"}"), "scale"},
+        {SPEC(NORMAL, "{\"context_lens\":\"5,1\",\"heads_kv\":1,\"group\":1,\"head_dim\":8,\"q_per_step\":2}"),
+         "context_lens"}, /* a context shorter than the step's query tokens */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ug_result r;
@@ -148,6 +226,7 @@ int main(void)
 {
     check_against_naive();
     check_zero_keys();
+    check_mtp_offset();
     check_bad_params();
     return check_done();
 }

@@ -1,10 +1,13 @@
 /* page_attention.c — param checks, input builder and exact oracle of
- * page_attention, paged decode attention with grouped-query heads (one query token per
- * sequence):
+ * page_attention, paged decode attention with grouped-query heads (S_q = q_per_step query
+ * tokens per sequence, 1 = plain decode):
  *
- *     o[b,h,:] = sum_t exp(s_t - m) V_b[t,g,:] / sum_t exp(s_t - m),  s_t = scale * q[b,h,:].K_b[t,g,:]
+ *     o[b*S_q+i,h,:] = sum_t exp(s_t - m) V_b[t,g,:] / sum_t exp(s_t - m),  s_t = scale * q[b*S_q+i,h,:].K_b[t,g,:]
  *
- * over the tokens t < context_lens[b], g = h / (Hq/Hkv). Token t of sequence b is slot
+ * over the tokens t < E = context_lens[b] - S_q + 1 + i, g = h / (Hq/Hkv): MTP query row i
+ * sits at position E - 1 and sees the tokens up to and including itself (the last row the
+ * whole context, each earlier row one fewer; ug_gl_attn_mtp_end, as gqa_decode_attn and
+ * incre_flash_attention_mla). Token t of sequence b is slot
  * t % block_size of cache block block_tables[b, t / block_size]. scale is an fp32
  * attribute (default 1/sqrt(D)); the spec rounds nothing mid-way. Special values follow
  * the op's semantics text (the attention-forward rule of flash_attention_common.h).
@@ -33,6 +36,7 @@
 #include <string.h>
 
 #include "core/philox.h"
+#include "oracles/attention/attn_rows.h"
 #include "oracles/attention/flash_attention_common.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
@@ -42,7 +46,7 @@
 
 /* The params the oracle and the builder use, read from the case's parsed params. */
 typedef struct {
-    long batch, hkv, group, hq, dim, bs, max_blocks, num_blocks;
+    long batch, hkv, group, hq, dim, bs, max_blocks, num_blocks, sq;
     double scale; /* fp32 value; the sentinel 0 resolved to fp32(1/sqrt(D)) */
     const long *ctx;
 } pa_params;
@@ -58,6 +62,7 @@ static void read_params(const ug_case *c, pa_params *p)
     p->bs = ug_p_int(P, "block_size");
     p->max_blocks = ug_p_int(P, "max_blocks");
     p->num_blocks = ug_p_int(P, "num_blocks");
+    p->sq = ug_p_int(P, "q_per_step");
     p->scale = ug_p_num(P, "scale");
     if (p->scale == 0.0) p->scale = (float)(1.0 / sqrt((double)p->dim)); /* rounds: fp32 attribute */
 }
@@ -74,6 +79,15 @@ static int check(const ug_params *P, char *err, size_t errlen)
                  ug_p_int(P, "num_blocks"));
         return -2;
     }
+    const long *ctx; /* every MTP query row sees at least one token: E = L_b - S_q + 1 + i >= 1 */
+    size_t n = ug_p_list(P, "context_lens", &ctx);
+    long sq = ug_p_int(P, "q_per_step");
+    for (size_t b = 0; b < n; b++)
+        if (ctx[b] < sq) {
+            snprintf(err, errlen, "%s: param context_lens[%zu] = %ld below q_per_step = %ld (each row needs a token)",
+                     OP, b, ctx[b], sq);
+            return -2;
+        }
     return 0;
 }
 
@@ -131,7 +145,8 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     size_t pos = 0, base = ug_ar_mark(ar);
     while (pos < sel->n[0]) {
         size_t r = sel->idx[0][pos] / D, mark = ug_ar_mark(ar);
-        long b = (long)r / p.hq, g = (long)r % p.hq / p.group, n = p.ctx[b];
+        long tok = (long)r / p.hq, b = tok / p.sq, g = (long)r % p.hq / p.group;
+        long n = ug_gl_attn_mtp_end(p.ctx[b], p.sq, tok % p.sq); /* MTP row i: its causal prefix */
         for (long t = 0; t < n; t++) {
             long phys = (long)bt->values[b * p.max_blocks + t / p.bs];
             size_t at = (((size_t)phys * (size_t)p.bs + (size_t)(t % p.bs)) * (size_t)p.hkv + (size_t)g) * D;
@@ -159,7 +174,7 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
     const ug_tensor *t = &c->out[out];
     g->cols = (size_t)t->shape[2];
     g->rows = t->numel / g->cols;
-    g->row_tile = (size_t)t->shape[1]; /* rows are (sequence, q head): one sequence per tile */
+    g->row_tile = (size_t)t->shape[1]; /* rows are (query token, q head): one token per tile */
     g->col_tile = 64;
 }
 
@@ -172,7 +187,7 @@ static double scratch(const ug_params *P)
     size_t n = ug_p_list(P, "context_lens", &ctx);
     double maxctx = 1, D = (double)ug_p_int(P, "head_dim"), nb = (double)ug_p_int(P, "num_blocks");
     for (size_t b = 0; b < n; b++) maxctx = (double)ctx[b] > maxctx ? (double)ctx[b] : maxctx;
-    double nq = (double)n * (double)ug_p_int(P, "heads_q") * D,
+    double nq = (double)n * (double)ug_p_int(P, "q_per_step") * (double)ug_p_int(P, "heads_q") * D,
            ncache = nb * (double)ug_p_int(P, "block_size") * (double)ug_p_int(P, "heads_kv") * D;
     return 4 * (2 * nq + 2 * ncache + (double)n * (double)ug_p_int(P, "max_blocks")) + 8 * nb +
            8 * (2 * maxctx * D + maxctx) + maxctx * (UG_NUM_BYTES + 1);

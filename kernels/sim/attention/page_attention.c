@@ -1,6 +1,7 @@
 /* page_attention.c — sim kernel and planted-bug mutants for page_attention, paged decode
- * attention with grouped-query heads:
- *     o[b,h,:] = softmax_t(scale * q[b,h,:].K_b[t, h/G, :]) . V_b[t, h/G, :],  t < context_lens[b]
+ * attention with grouped-query heads and S_q = q_per_step query tokens per sequence:
+ *     o[b*S_q+i,h,:] = softmax_t(scale * q[b*S_q+i,h,:].K_b[t, h/G, :]) . V_b[t, h/G, :],
+ *     t < context_lens[b] - S_q + 1 + i  (MTP row i sees the tokens up to itself; S_q = 1: all)
  * where token t of sequence b lives in cache block block_tables[b, t / block_size] at slot
  * t % block_size, and G = Hq / Hkv query heads share one kv head.
  *
@@ -17,9 +18,10 @@
 #include <stdlib.h>
 
 #include "core/ops.h"
+#include "kernels/sim/attention/attn_tiles.h"
 #include "kernels/sim/simlib.h"
 
-typedef enum { MUT_NONE, MUT_TABLE_STRIDE, MUT_FULL_LAST_BLOCK, MUT_KV_HEAD_MAP } pa_bug;
+typedef enum { MUT_NONE, MUT_TABLE_STRIDE, MUT_FULL_LAST_BLOCK, MUT_KV_HEAD_MAP, MUT_MTP_NO_OFFSET } pa_bug;
 
 typedef struct {
     long hq, hkv, dim, bs, table_stride;
@@ -87,8 +89,9 @@ static int pa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
                 .bug = bug};
     double scale = ug_p_num(&p, "scale"); /* exact: an fp32 value; 0 is the 1/sqrt(D) sentinel */
     x.scale = scale == 0.0 ? (float)(1.0 / sqrt((double)x.dim)) : (float)scale; /* rounds: fp32 */
+    long sq = ug_p_int(&p, "q_per_step");
     ug_params_free(&p);
-    size_t B = (size_t)q->shape[0], D = (size_t)x.dim, nq = B * (size_t)x.hq * D;
+    size_t B = (size_t)cl->shape[0], D = (size_t)x.dim, nq = (size_t)q->shape[0] * (size_t)x.hq * D;
     size_t ncache = (size_t)kc->shape[0] * (size_t)x.bs * (size_t)x.hkv * D, ntab = B * (size_t)x.table_stride;
     float *buf = malloc((2 * nq + 2 * ncache + ntab + B + D + 2 * (size_t)x.bs) * sizeof *buf);
     if (!buf) return -1;
@@ -105,10 +108,14 @@ static int pa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     if (bug == MUT_TABLE_STRIDE) stride = maxctx / x.bs; /* bug: floor(max_ctx / block_size), not the ceiling */
     long group = x.hq / x.hkv;
     for (size_t b = 0; b < B; b++)
-        for (long h = 0; h < x.hq; h++) {
-            long g = bug == MUT_KV_HEAD_MAP ? h % x.hkv : h / group; /* bug: heads interleaved over kv heads */
-            size_t row = (b * (size_t)x.hq + (size_t)h) * D;
-            pa_row(&x, qf + row, tab + b * (size_t)stride, (long)ctx[b], g, acc, s, of + row);
+        for (long i = 0; i < sq; i++) {
+            long len = ug_gl_mtp_end((long)ctx[b], sq, i); /* MTP row i: the tokens up to itself */
+            if (bug == MUT_MTP_NO_OFFSET) len = (long)ctx[b]; /* bug: no causal offset, the whole context */
+            for (long h = 0; h < x.hq; h++) {
+                long g = bug == MUT_KV_HEAD_MAP ? h % x.hkv : h / group; /* bug: heads interleaved over kv heads */
+                size_t row = ((b * (size_t)sq + (size_t)i) * (size_t)x.hq + (size_t)h) * D;
+                pa_row(&x, qf + row, tab + b * (size_t)stride, len, g, acc, s, of + row);
+            }
         }
     ug_sim_store(o, 0, nq, of);
     free(buf);
@@ -124,5 +131,8 @@ const ug_kernel_variant ug_variants_page_attention[] = {
     {"mut_full_last_block", "the partial last block read as full: stale cache slots past the context join the softmax",
      pa_kernel, 0, MUT_FULL_LAST_BLOCK},
     {"mut_kv_head_map", "query head h reads kv head h % Hkv instead of h / (Hq/Hkv)", pa_kernel, 0, MUT_KV_HEAD_MAP},
+    {"mut_mtp_no_offset",
+     "multi-token step without the causal offset: every query row sees the whole context (shows when q_per_step > 1)",
+     pa_kernel, 0, MUT_MTP_NO_OFFSET},
     {NULL, NULL, NULL},
 };
