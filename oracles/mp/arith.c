@@ -8,7 +8,8 @@
  *
  * DEVICE bounds (first order, see arith.h): e bounds |device - exact| for a device that
  * rounds every primitive to fp32 and sums in any order; each primitive adds its own
- * rounding (UG_DEV_U |v|, functions DEV_FN |v|) to the propagated operand bounds. */
+ * rounding (UG_DEV_U |v|, functions DEV_FN |v|, plus UG_DEV_ETA for a result in fp32's
+ * subnormal range) to the propagated operand bounds. */
 #include "oracles/mp/arith.h"
 
 #include <math.h>
@@ -203,7 +204,7 @@ ug_num ug_add(ug_ar *ar, ug_num a, ug_num b)
     double v = a.v + b.v;
     if (ar->mode == UG_AR_CERT)
         return num_cert(v, a.e + b.e + (isfinite(v) ? fabs(two_sum_err(a.v, b.v, v)) : INFINITY));
-    if (IS_DEV(ar)) return num_dev(v, a.e + b.e + UG_DEV_U * fabs(v));
+    if (IS_DEV(ar)) return num_dev(v, a.e + b.e + (UG_DEV_U * fabs(v) + UG_DEV_ETA));
     return num_plain(ar, v);
 }
 
@@ -213,7 +214,7 @@ ug_num ug_sub(ug_ar *ar, ug_num a, ug_num b)
     double v = a.v - b.v;
     if (ar->mode == UG_AR_CERT)
         return num_cert(v, a.e + b.e + (isfinite(v) ? fabs(two_sum_err(a.v, -b.v, v)) : INFINITY));
-    if (IS_DEV(ar)) return num_dev(v, a.e + b.e + UG_DEV_U * fabs(v));
+    if (IS_DEV(ar)) return num_dev(v, a.e + b.e + (UG_DEV_U * fabs(v) + UG_DEV_ETA));
     return num_plain(ar, v);
 }
 
@@ -224,7 +225,7 @@ ug_num ug_mul(ug_ar *ar, ug_num a, ug_num b)
     if (ar->mode == UG_AR_CERT)
         return num_cert(v, fabs(a.v) * b.e + fabs(b.v) * a.e + a.e * b.e +
                                (isfinite(v) ? two_prod_err(a.v, b.v, v) : INFINITY));
-    if (IS_DEV(ar)) return num_dev(v, fabs(a.v) * b.e + fabs(b.v) * a.e + a.e * b.e + UG_DEV_U * fabs(v));
+    if (IS_DEV(ar)) return num_dev(v, fabs(a.v) * b.e + fabs(b.v) * a.e + a.e * b.e + (UG_DEV_U * fabs(v) + UG_DEV_ETA));
     return num_plain(ar, v);
 }
 
@@ -235,7 +236,7 @@ ug_num ug_div(ug_ar *ar, ug_num a, ug_num b)
     if (ar->mode == UG_AR_CERT || IS_DEV(ar)) {
         double ab = fabs(b.v);
         double e = ab > b.e ? (fabs(a.v) * b.e + ab * a.e) / (ab * (ab - b.e)) : INFINITY;
-        return IS_DEV(ar) ? num_dev(v, e + UG_DEV_U * fabs(v)) : num_cert(v, e + fabs(v) * U52);
+        return IS_DEV(ar) ? num_dev(v, e + (UG_DEV_U * fabs(v) + UG_DEV_ETA)) : num_cert(v, e + fabs(v) * U52);
     }
     return num_plain(ar, v);
 }
@@ -264,7 +265,7 @@ ug_num ug_sqrt(ug_ar *ar, ug_num a)
     double v = sqrt(a.v);
     if (ar->mode == UG_AR_CERT || IS_DEV(ar)) {
         double e = a.v > a.e ? a.e / sqrt(a.v) : sqrt(fmax(a.v, 0.0) + a.e);
-        return IS_DEV(ar) ? num_dev(v, e + UG_DEV_U * fabs(v)) : num_cert(v, e + fabs(v) * U52);
+        return IS_DEV(ar) ? num_dev(v, e + (UG_DEV_U * fabs(v) + UG_DEV_ETA)) : num_cert(v, e + fabs(v) * U52);
     }
     return num_plain(ar, v);
 }
@@ -276,7 +277,7 @@ ug_num ug_rsqrt(ug_ar *ar, ug_num a)
     if (ar->mode == UG_AR_CERT || IS_DEV(ar)) {
         double lo = a.v - a.e;
         double e = lo > 0 ? 0.5 * a.e / (lo * sqrt(lo)) : INFINITY;
-        return IS_DEV(ar) ? num_dev(v, e + DEV_FN * fabs(v)) : num_cert(v, e + fabs(v) * U51);
+        return IS_DEV(ar) ? num_dev(v, e + (DEV_FN * fabs(v) + UG_DEV_ETA)) : num_cert(v, e + fabs(v) * U51);
     }
     if (ar->mode == UG_AR_NAIVE) s = ug_dtype_round(ar->naive_dt, s); /* rounds: naive sqrt */
     return num_plain(ar, 1.0 / s);
@@ -293,7 +294,7 @@ ug_num ug_exp(ug_ar *ar, ug_num a)
     double v = exp(a.v);
     if (ar->mode == UG_AR_CERT || IS_DEV(ar)) {
         double e = a.e > 0 ? fabs(v) * (1.0 + U51) * expm1(a.e) : 0.0;
-        return IS_DEV(ar) ? num_dev(v, e + DEV_FN * fabs(v)) : num_cert(v, e + fabs(v) * U51);
+        return IS_DEV(ar) ? num_dev(v, e + (DEV_FN * fabs(v) + UG_DEV_ETA)) : num_cert(v, e + fabs(v) * U51);
     }
     return num_plain(ar, v);
 }
@@ -305,7 +306,7 @@ ug_num ug_log(ug_ar *ar, ug_num a)
     if (ar->mode == UG_AR_CERT || IS_DEV(ar)) {
         double lo = a.v - a.e;
         double e = lo > 0 ? a.e / lo : INFINITY;
-        return IS_DEV(ar) ? num_dev(v, e + DEV_FN * fabs(v)) : num_cert(v, e + fabs(v) * U51);
+        return IS_DEV(ar) ? num_dev(v, e + (DEV_FN * fabs(v) + UG_DEV_ETA)) : num_cert(v, e + fabs(v) * U51);
     }
     return num_plain(ar, v);
 }
@@ -315,7 +316,7 @@ ug_num ug_tanh(ug_ar *ar, ug_num a)
     if (IS_MP(ar)) return exact1(ar, mpfr_tanh, a);
     double v = tanh(a.v);
     if (ar->mode == UG_AR_CERT) return num_cert(v, a.e + fabs(v) * U51); /* |tanh'| <= 1 */
-    if (IS_DEV(ar)) return num_dev(v, a.e + DEV_FN * fabs(v));
+    if (IS_DEV(ar)) return num_dev(v, a.e + (DEV_FN * fabs(v) + UG_DEV_ETA));
     return num_plain(ar, v);
 }
 
@@ -348,7 +349,7 @@ ug_num ug_sigmoid(ug_ar *ar, ug_num a)
     if (IS_MP(ar)) return exact1(ar, mpfr_sigmoid, a);
     double v = 1.0 / (1.0 + exp(-a.v));
     if (ar->mode == UG_AR_CERT) return num_cert(v, 0.25 * a.e + fabs(v) * 0x1p-49); /* |s'| <= 1/4 */
-    if (IS_DEV(ar)) return num_dev(v, 0.25 * a.e + DEV_FN * fabs(v));
+    if (IS_DEV(ar)) return num_dev(v, 0.25 * a.e + (DEV_FN * fabs(v) + UG_DEV_ETA));
     if (ar->mode == UG_AR_NAIVE) {
         double t = ug_dtype_round(ar->naive_dt, exp(-a.v)); /* rounds: naive exp */
         t = ug_dtype_round(ar->naive_dt, 1.0 + t);         /* rounds: naive add */
@@ -363,7 +364,7 @@ ug_num ug_silu(ug_ar *ar, ug_num a)
     if (ar->mode == UG_AR_NAIVE) return ug_mul(ar, a, ug_sigmoid(ar, a));
     double v = a.v / (1.0 + exp(-a.v));
     if (ar->mode == UG_AR_CERT) return num_cert(v, 1.1 * a.e + fabs(v) * 0x1p-49); /* |silu'| < 1.1 */
-    if (IS_DEV(ar)) return num_dev(v, 1.1 * a.e + DEV_FN * fabs(v));
+    if (IS_DEV(ar)) return num_dev(v, 1.1 * a.e + (DEV_FN * fabs(v) + UG_DEV_ETA));
     return num_plain(ar, v);
 }
 
@@ -372,7 +373,7 @@ ug_num ug_sin(ug_ar *ar, ug_num a)
     if (IS_MP(ar)) return exact1(ar, mpfr_sin, a);
     double v = sin(a.v);
     if (ar->mode == UG_AR_CERT) return num_cert(v, a.e + fabs(v) * U51);
-    if (IS_DEV(ar)) return num_dev(v, a.e + DEV_FN * fabs(v));
+    if (IS_DEV(ar)) return num_dev(v, a.e + (DEV_FN * fabs(v) + UG_DEV_ETA));
     return num_plain(ar, v);
 }
 
@@ -381,7 +382,7 @@ ug_num ug_cos(ug_ar *ar, ug_num a)
     if (IS_MP(ar)) return exact1(ar, mpfr_cos, a);
     double v = cos(a.v);
     if (ar->mode == UG_AR_CERT) return num_cert(v, a.e + fabs(v) * U51);
-    if (IS_DEV(ar)) return num_dev(v, a.e + DEV_FN * fabs(v));
+    if (IS_DEV(ar)) return num_dev(v, a.e + (DEV_FN * fabs(v) + UG_DEV_ETA));
     return num_plain(ar, v);
 }
 
@@ -447,7 +448,7 @@ ug_num ug_sum(ug_ar *ar, const ug_num *xs, size_t n)
         e += xs[i].e;
     }
     if (ar->mode == UG_AR_CERT) return num_cert(s, e + gamma_n(n + 1) * abs_sum);
-    if (IS_DEV(ar)) return num_dev(s, e + gamma32(n > 0 ? n - 1 : 0) * abs_sum);
+    if (IS_DEV(ar)) return num_dev(s, e + gamma32(n > 0 ? n - 1 : 0) * abs_sum + (double)n * UG_DEV_ETA);
     ug_num r = {s, 0.0, NULL};
     return r;
 }
@@ -506,7 +507,7 @@ ug_num ug_dot_d(ug_ar *ar, const double *a, size_t sa, const double *b, size_t s
         }
         abs_sum += fabs(p);
     }
-    if (IS_DEV(ar)) return num_dev(s, gamma32(n) * abs_sum); /* n product and n-1 add roundings */
+    if (IS_DEV(ar)) return num_dev(s, gamma32(n) * abs_sum + 2.0 * (double)n * UG_DEV_ETA); /* n mul, n-1 add */
     ug_num r = {s, 0.0, NULL};
     return r;
 }
@@ -544,7 +545,7 @@ ug_num ug_dot_nd(ug_ar *ar, const ug_num *x, const double *b, size_t sb, size_t 
     }
     if (ar->mode == UG_AR_CERT) /* exact zero products and exact inputs: an exact zero */
         return num_cert(s, abs_sum == 0.0 && e == 0.0 ? 0.0 : e + gamma_n(n + 2) * abs_sum + (double)n * TINY);
-    if (IS_DEV(ar)) return num_dev(s, e + gamma32(n) * abs_sum);
+    if (IS_DEV(ar)) return num_dev(s, e + gamma32(n) * abs_sum + 2.0 * (double)n * UG_DEV_ETA);
     ug_num r = {s, 0.0, NULL};
     return r;
 }

@@ -20,7 +20,7 @@
  *                in any order (gamma_n = n*u/(1-n*u) times the sum of magnitudes), exp, log,
  *                rsqrt, tanh, sigmoid, silu, sin, cos within UG_DEV_FN_ULPS fp32 ulps, and
  *                the intermediate roundings the op declares (ug_dev_round), all propagated
- *                to first order. The `certified` standard judges |a - g*| <= c*e + ulp(g)/2.
+ *                to first order; each rounding costs u|v| + 2^-150 (fp32 underflow). The `certified` standard judges |a - g*| <= c*e + ulp(g)/2.
  *   UG_AR_F64    plain double, no bound: the float64 baseline of `ulpgym bench oracle`.
  *   UG_AR_MPFR_SEQ  EXACT with reductions done one MPFR multiply-add at a time: the
  *                "naive MPFR" baseline of `ulpgym bench oracle`.
@@ -40,6 +40,7 @@ typedef enum { UG_AR_EXACT, UG_AR_CERT, UG_AR_NAIVE, UG_AR_F64, UG_AR_MPFR_SEQ, 
  * device's elementary functions (exp, log, rsqrt, tanh, sigmoid, silu, sin, cos), in fp32
  * ulps of the result. */
 #define UG_DEV_U 0x1p-24
+#define UG_DEV_ETA 0x1p-150 /* the absolute error of an fp32 rounding into the subnormal range */
 #define UG_DEV_FN_ULPS 4
 
 typedef struct {
