@@ -4,25 +4,9 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/canon.h"
 #include "cli/report_text.h"
 #include "run/exec.h"
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    if (buf) buf[n] = 0;
-    fclose(f);
-    return buf;
-}
 
 static int ug_cmd_case(int argc, char **argv)
 {
@@ -43,8 +27,9 @@ static int ug_cmd_case(int argc, char **argv)
     int std = -1;
     if (primary && ug_exec_parse_primary(primary, &std, err, sizeof err)) return ug_cli_fail("case: %s", err);
     if (ug_cli_case_memory(mem)) return UG_EXIT_USAGE;
-    char *text = file ? slurp(file) : spec ? strdup(spec) : NULL;
-    if (!text) return ug_cli_fail(file ? "case: cannot read %s" : "case: give --spec JSON or --spec-file FILE", file);
+    char rerr[512];
+    char *text = file ? ug_text_file_read(file, rerr, sizeof rerr) : spec ? strdup(spec) : NULL;
+    if (!text) return file ? ug_cli_fail("case: %s", rerr) : ug_cli_fail("case: give --spec JSON or --spec-file FILE");
     ug_exec_opts o;
     ug_exec_opts_default(&o);
     o.primary_set = std >= 0;

@@ -18,19 +18,10 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "core/canon.h"
 #include "gen/fuzzspace.h"
 #include "gen/plan.h"
 #include "run/found.h"
-
-#ifndef UG_SOURCE_DIR
-#define UG_SOURCE_DIR "."
-#endif
-
-static const char *source_dir(void)
-{
-    const char *d = getenv("ULPGYM_DATA");
-    return d && *d ? d : UG_SOURCE_DIR;
-}
 
 /* Writes the plan's cases of op, encoded as fuzzer inputs, into dir; returns how many. */
 static int write_seeds(int op, const ug_fuzz_space *space, const char *dir)
@@ -117,7 +108,7 @@ static int ensure_binary(const char *build, char *bin, size_t len)
     }
     fprintf(stderr, "ulpgym fuzz: building the libFuzzer target in %s (log: %s) ...\n", build, log);
     setenv("CC", "clang", 1);
-    char *conf[] = {"cmake", "-S", (char *)source_dir(), "-B", (char *)build, "-DULPGYM_FUZZ=ON",
+    char *conf[] = {"cmake", "-S", (char *)ug_data_dir(), "-B", (char *)build, "-DULPGYM_FUZZ=ON",
                     "-DCMAKE_BUILD_TYPE=Release", NULL};
     if (run_quiet(conf, log) != 0 || run_quiet(make, log) != 0 || access(bin, X_OK) != 0)
         return ug_cli_fail("fuzz: building the fuzz target failed; see %s (needs clang and libclang-rt-14-dev)", log);
@@ -181,18 +172,13 @@ static int index_save(const char *path, const index_row *rows, int n)
     return fclose(f) == 0 && rename(tmp, path) == 0 ? 0 : -1;
 }
 
-static char *slurp(const char *path)
+/* A whole file with its trailing newlines cut (a .sig line), or NULL. */
+static char *read_line_file(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = calloc(1, 1 << 16);
-    size_t len = buf ? fread(buf, 1, (1 << 16) - 1, f) : 0;
-    fclose(f);
-    if (buf) {
-        buf[len] = 0;
-        while (len && (buf[len - 1] == '\n' || buf[len - 1] == '\r')) buf[--len] = 0;
-    }
-    return buf;
+    char err[256];
+    char *t = ug_text_file_read(path, err, sizeof err);
+    for (size_t n = t ? strlen(t) : 0; n && (t[n - 1] == '\n' || t[n - 1] == '\r');) t[--n] = 0;
+    return t;
 }
 
 /* How many distinct signatures the target has written to found/. */
@@ -243,9 +229,9 @@ static void collect(const char *found, const char *out, const char *backend, con
         char key[17], path[1400];
         snprintf(key, sizeof key, "%.16s", e->d_name);
         snprintf(path, sizeof path, "%s/%s", found, e->d_name);
-        char *spec = slurp(path);
+        char *spec = read_line_file(path);
         snprintf(path, sizeof path, "%s/%s.sig", found, key);
-        char *sig = slurp(path);
+        char *sig = read_line_file(path);
         long hits = count_hits(found, key);
         t->hits += hits;
         int have = -1;
@@ -338,7 +324,7 @@ static int ug_cmd_fuzz(int argc, char **argv)
     char build_dir[1024], bin[1100], work[] = "/tmp/ulpgym-fuzz-XXXXXX";
     const char *env_build = getenv("ULPGYM_FUZZ_BUILD");
     snprintf(build_dir, sizeof build_dir, "%s", build ? build : env_build && *env_build ? env_build : "");
-    if (!build_dir[0]) snprintf(build_dir, sizeof build_dir, "%s/build-fuzz", source_dir());
+    if (!build_dir[0]) snprintf(build_dir, sizeof build_dir, "%s/build-fuzz", ug_data_dir());
     if (ensure_binary(build_dir, bin, sizeof bin) || !mkdtemp(work)) {
         ug_fuzz_space_free(&space);
         return UG_EXIT_USAGE;
@@ -349,7 +335,7 @@ static int ug_cmd_fuzz(int argc, char **argv)
     snprintf(log, sizeof log, "%s/fuzz.log", work);
     snprintf(prefix, sizeof prefix, "-artifact_prefix=%s/", work);
     snprintf(max_time, sizeof max_time, "-max_total_time=%ld", seconds);
-    snprintf(dict, sizeof dict, "-dict=%s/fuzz/fuzz_precision.dict", source_dir());
+    snprintf(dict, sizeof dict, "-dict=%s/fuzz/fuzz_precision.dict", ug_data_dir());
     mkdir(found, 0755);
     int nseeds = write_seeds(op, &space, corpus);
     ug_fuzz_space_free(&space);

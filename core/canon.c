@@ -1,6 +1,7 @@
 /* canon.c — canonical JSON printer and the case-ID hash (see canon.h for the rules). */
 #include "core/canon.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,4 +141,27 @@ uint64_t ug_hash64(const void *data, size_t len)
     h *= 0x94d049bb133111ebULL;
     h ^= h >> 31;
     return h;
+}
+
+char *ug_text_file_read(const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (n < cap - 1) break;
+        char *nb = realloc(buf, cap *= 2);
+        if (!nb) free(buf);
+        buf = nb;
+    }
+    fclose(f);
+    if (!buf) snprintf(err, errlen, "%s: out of memory", path);
+    else buf[n] = 0;
+    return buf;
 }

@@ -19,5 +19,8 @@ char *ug_json_canonical(const cJSON *item);
 uint64_t ug_hash64(const void *data, size_t len);
 /* Shortest "%.*g" text that round-trips x; buf needs 32 bytes. */
 void ug_format_double(double x, char *buf);
+/* A whole text file (a spec, plan or space JSON), NUL-terminated and malloc'd; NULL with a
+ * message naming the path when it cannot be read. */
+char *ug_text_file_read(const char *path, char *err, size_t errlen);
 
 #endif

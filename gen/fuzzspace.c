@@ -10,10 +10,6 @@
 #include "core/registry.h"
 #include "gen/plan.h"
 
-#ifndef UG_SOURCE_DIR
-#define UG_SOURCE_DIR "."
-#endif
-
 typedef struct {
     const uint8_t *p;
     size_t n, at;
@@ -26,19 +22,11 @@ int ug_fuzz_space_load(int op, ug_fuzz_space *s, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
     s->op = op;
-    const char *d = getenv("ULPGYM_DATA");
     char path[1024];
-    snprintf(path, sizeof path, "%s/gen/ops/%s.json", d && *d ? d : UG_SOURCE_DIR, ug_op_name(op));
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "cannot read %s", path);
-        return -2;
-    }
-    char *buf = malloc(1 << 20);
-    size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
-    fclose(f);
-    if (buf) buf[n] = 0;
-    s->space = buf ? cJSON_Parse(buf) : NULL;
+    snprintf(path, sizeof path, "%s/gen/ops/%s.json", ug_data_dir(), ug_op_name(op));
+    char *buf = ug_text_file_read(path, err, errlen);
+    if (!buf) return -2;
+    s->space = cJSON_Parse(buf);
     free(buf);
     const cJSON *g = cJSON_GetObjectItemCaseSensitive(s->space, "grid");
     if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(g, "dtype")) ||

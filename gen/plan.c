@@ -16,42 +16,24 @@
 #endif
 #define MAX_GRID 2000000
 
+const char *ug_data_dir(void)
+{
+    const char *d = getenv("ULPGYM_DATA");
+    return d && *d ? d : UG_SOURCE_DIR;
+}
+
 const char *ug_plan_default_path(void)
 {
     static char buf[1024];
     const char *p = getenv("ULPGYM_PLAN");
     if (p && *p) return p;
-    const char *d = getenv("ULPGYM_DATA");
-    snprintf(buf, sizeof buf, "%s/gen/plans/nightly.json", d && *d ? d : UG_SOURCE_DIR);
-    return buf;
-}
-
-static char *read_file(const char *path, char *err, size_t errlen)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (n < cap - 1) break;
-        char *nb = realloc(buf, cap *= 2);
-        if (!nb) free(buf);
-        buf = nb;
-    }
-    fclose(f);
-    if (!buf) snprintf(err, errlen, "%s: out of memory", path);
-    else buf[n] = 0;
+    snprintf(buf, sizeof buf, "%s/gen/plans/nightly.json", ug_data_dir());
     return buf;
 }
 
 static cJSON *read_json(const char *path, uint64_t *hash, char *err, size_t errlen)
 {
-    char *text = read_file(path, err, errlen);
+    char *text = ug_text_file_read(path, err, errlen);
     if (!text) return NULL;
     *hash = ug_hash64(text, strlen(text)) ^ (*hash * 0x9E3779B97F4A7C15ULL);
     const char *end = NULL;

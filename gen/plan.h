@@ -39,6 +39,9 @@ typedef struct {
 /* Default plan: $ULPGYM_PLAN, else <data dir>/gen/plans/nightly.json, where the data dir
  * is $ULPGYM_DATA or the source tree the binary was built from. */
 const char *ug_plan_default_path(void);
+/* The data tree (plans, op spaces, corpus/found, fuzz dictionaries): $ULPGYM_DATA, else the
+ * source tree ulpgym was built from. */
+const char *ug_data_dir(void);
 /* Loads and expands a plan; -2 with a message naming the file and field on bad input.
  * seed_override >= 0 replaces the plan's seed (new inputs, new case IDs). */
 int ug_plan_load(const char *path, long long seed_override, ug_plan *plan, char *err, size_t errlen);

@@ -225,21 +225,13 @@ static long exact_fallback(const ug_case *c, const ug_oracle_opts *o, ug_oracle_
 /* The device bound of every selected element (UG_AR_DEVICE), for the certified standard. */
 static int device_bound(const ug_case *c, const ug_oracle_opts *o, ug_oracle_result *r, char *err, size_t errlen)
 {
-    double *vals[UG_MAX_TENSORS] = {0}, *rounded[UG_MAX_TENSORS] = {0};
-    int rc = 0;
-    for (int k = 0; !rc && k < r->sel.n_out; k++) {
-        vals[k] = alloc_vals(r->sel.n[k]);
-        rounded[k] = alloc_vals(r->sel.n[k]);
-        r->bound[k] = alloc_vals(r->sel.n[k]);
-        if (!vals[k] || !rounded[k] || !r->bound[k]) rc = -1;
-    }
-    if (rc) snprintf(err, errlen, "out of memory for the oracle");
-    else rc = evaluate(c, &r->sel, UG_AR_DEVICE, o->prec, vals, rounded, NULL, r->bound, err, errlen);
-    for (int k = 0; k < r->sel.n_out; k++) {
-        free(vals[k]);
-        free(rounded[k]);
-    }
-    return rc;
+    double *none[UG_MAX_TENSORS] = {0}; /* DEVICE writes the bound only */
+    for (int k = 0; k < r->sel.n_out; k++)
+        if (!(r->bound[k] = alloc_vals(r->sel.n[k]))) {
+            snprintf(err, errlen, "out of memory for the oracle");
+            return -1;
+        }
+    return evaluate(c, &r->sel, UG_AR_DEVICE, o->prec, none, none, NULL, r->bound, err, errlen);
 }
 
 /* Self-check: up to 64 elements per output plus every fallback element, evaluated in

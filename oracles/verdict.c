@@ -451,10 +451,12 @@ int ug_topk_set_ok(const int *kernel_idx, const int *oracle_idx, int k, const do
     return 1;
 }
 
+int ug_standard_is_discrete(int s) { return s == UG_STD_EXACT || s == UG_STD_BOUNDARY_AWARE || s == UG_STD_TOPK_SET; }
+
 ug_vstate ug_standard_judge(int s, const ug_judged *j, char *thr, size_t thrlen)
 {
     int discrete = j->rule && j->rule->cmp != UG_CMP_NUMERIC;
-    if (discrete != (s == UG_STD_EXACT || s == UG_STD_BOUNDARY_AWARE || s == UG_STD_TOPK_SET)) {
+    if (discrete != ug_standard_is_discrete(s)) {
         snprintf(thr, thrlen, "{}");
         return UG_V_NA;
     }

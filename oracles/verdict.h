@@ -44,6 +44,9 @@ const char *ug_standard_name(int s);
 const char *ug_standard_source(int s);
 const char *ug_standard_rule(int s);
 int ug_standard_find(const char *name); /* -1 if unknown */
+/* 1 for the discrete compares (exact, boundary_aware, topk_set): they judge only discrete
+ * outputs and never a numeric one. */
+int ug_standard_is_discrete(int s);
 const char *ug_vstate_name(ug_vstate v);
 const char *ug_outcome_name(ug_outcome o);
 int ug_outcome_find(const char *name);

@@ -22,12 +22,10 @@ void ug_exec_opts_default(ug_exec_opts *o)
     ug_oracle_opts_default(&o->oracle);
 }
 
-static int is_discrete(int s) { return s == UG_STD_EXACT || s == UG_STD_BOUNDARY_AWARE || s == UG_STD_TOPK_SET; }
-
 int ug_exec_parse_primary(const char *name, int *std, char *err, size_t errlen)
 {
     int s = ug_standard_find(name);
-    if (s >= 0 && !is_discrete(s)) {
+    if (s >= 0 && !ug_standard_is_discrete(s)) {
         *std = s;
         return 0;
     }
@@ -35,7 +33,7 @@ int ug_exec_parse_primary(const char *name, int *std, char *err, size_t errlen)
     size_t n = 0;
     names[0] = 0;
     for (int k = 0; k < UG_STD_COUNT && n < sizeof names; k++)
-        if (!is_discrete(k))
+        if (!ug_standard_is_discrete(k))
             n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", n ? ", " : "", ug_standard_name(k));
     if (s >= 0)
         snprintf(err, errlen, "--primary: %s is a discrete compare, which judges discrete outputs only and already "

@@ -10,15 +10,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#ifndef UG_SOURCE_DIR
-#define UG_SOURCE_DIR "."
-#endif
-
 const char *ug_found_dir(void)
 {
     static char buf[1024];
-    const char *d = getenv("ULPGYM_DATA");
-    snprintf(buf, sizeof buf, "%s/corpus/found", d && *d ? d : UG_SOURCE_DIR);
+    snprintf(buf, sizeof buf, "%s/corpus/found", ug_data_dir());
     return buf;
 }
 

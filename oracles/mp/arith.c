@@ -608,10 +608,12 @@ void ug_ar_emit(ug_ar *ar, int out, size_t k, ug_num x)
         if (!sure) ar->unsure++;
         break;
     }
+    case UG_AR_DEVICE:
+        s->bound[k] = x.e; /* only the bound: the values are CERT's and EXACT's */
+        break;
     default:
         s->gstar[k] = x.v;
         s->g[k] = ug_dtype_round(s->dt, x.v);
-        if (s->bound) s->bound[k] = IS_DEV(ar) ? x.e : 0.0;
         break;
     }
 }

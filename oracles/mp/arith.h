@@ -56,7 +56,7 @@ typedef struct {
     double *gstar;        /* exact value, nearest double */
     double *g;            /* exact value correctly rounded to dt */
     unsigned char *unsure; /* CERT only: 1 where the interval straddles a rounding boundary */
-    double *bound;         /* DEVICE only: the device error bound e of each element */
+    double *bound;         /* DEVICE only, and then the only array written: each element's bound e */
 } ug_ar_sink;
 
 typedef struct ug_ar ug_ar;
