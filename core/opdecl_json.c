@@ -129,10 +129,12 @@ static int read_tensor(reader *r, const cJSON *o, ug_tensor_decl *t)
 
 static int read_output(reader *r, const cJSON *o, ug_output_rule *rule)
 {
-    static const char *const keys[] = {"name", "compare", "pypto_atol", "pypto_rtol", "pypto_budget", "source", NULL};
+    static const char *const keys[] = {"name", "of", "compare", "pypto_atol", "pypto_rtol", "pypto_budget", "source",
+                                       NULL};
     const char *cmp, *source;
     int c;
-    if (known_keys(r, o, keys) || text(r, o, "name", 1, &rule->name) || text(r, o, "compare", 1, &cmp) ||
+    if (known_keys(r, o, keys) || text(r, o, "name", 1, &rule->name) || text(r, o, "of", 0, &rule->of) ||
+        text(r, o, "compare", 1, &cmp) ||
         choice(r, cmp, ug_cmp_names, UG_CMP_COUNT, "compare", &c) ||
         number(r, o, "pypto_atol", 0, &rule->pypto_atol) || number(r, o, "pypto_rtol", 0, &rule->pypto_rtol) ||
         number(r, o, "pypto_budget", 0, &rule->pypto_budget) || text(r, o, "source", 0, &source))
@@ -167,14 +169,27 @@ static int each_derived(reader *r, const cJSON *e, void *p) { return read_derive
 static int each_tensor(reader *r, const cJSON *e, void *p) { return read_tensor(r, e, p); }
 static int each_output(reader *r, const cJSON *e, void *p) { return read_output(r, e, p); }
 
-/* Every output rule judges a declared output tensor. */
+static const ug_tensor_decl *tensor_named(const ug_op_def *d, const char *name)
+{
+    const ug_tensor_decl *t = d->decl.tensors;
+    while (t->name && strcmp(t->name, name) != 0) t++;
+    return t->name ? t : NULL;
+}
+
+/* Every output rule judges a declared output tensor: by its name, or (a view) by "of",
+ * under a name no tensor has. */
 static int rules_match_outputs(reader *r, const ug_op_def *d)
 {
     for (int i = 0; i < d->n_outputs; i++) {
-        const ug_tensor_decl *t = d->decl.tensors;
-        while (t->name && strcmp(t->name, d->outputs[i].name) != 0) t++;
-        if (!t->name || t->role != UG_TENSOR_OUTPUT)
-            return fail(r, "output rule \"%s\" names no tensor of role output%s", d->outputs[i].name, "");
+        const ug_output_rule *o = &d->outputs[i];
+        const ug_tensor_decl *t = tensor_named(d, o->of ? o->of : o->name);
+        if (!t || t->role != UG_TENSOR_OUTPUT)
+            return fail(r, "output rule \"%s\" names no tensor of role output%s", o->of ? o->of : o->name,
+                        o->of ? " (its \"of\")" : "");
+        if (o->of && tensor_named(d, o->name))
+            return fail(r, "output rule \"%s\" is a view (\"of\") and must not take a tensor's name%s", o->name, "");
+        if (o->of && strlen(o->name) >= 32)
+            return fail(r, "output rule \"%s\": a view's name has at most 31 characters%s", o->name, "");
     }
     return 0;
 }

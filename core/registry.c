@@ -87,6 +87,52 @@ const ug_tensor *ug_case_output(const ug_case *c, const char *name)
     return NULL;
 }
 
+static int output_index(const ug_case *c, const char *name)
+{
+    for (int i = 0; i < c->n_out; i++)
+        if (strcmp(c->out[i].name, name) == 0) return i;
+    return -1;
+}
+
+/* The rule of the view judged as output k (k >= n_out), NULL if none. */
+static const ug_output_rule *view_rule(const ug_case *c, int k)
+{
+    if (!c->def || k < c->n_out) return NULL;
+    for (int i = 0, n = c->n_out; i < c->def->n_outputs; i++) {
+        const ug_output_rule *r = &c->def->outputs[i];
+        if (r->of && output_index(c, r->of) >= 0 && n++ == k) return r;
+    }
+    return NULL;
+}
+
+int ug_case_n_judged(const ug_case *c)
+{
+    int n = c->n_out;
+    while (n < UG_MAX_TENSORS && view_rule(c, n)) n++;
+    return n;
+}
+
+int ug_case_judged_tensor(const ug_case *c, int k)
+{
+    if (k >= 0 && k < c->n_out) return k;
+    const ug_output_rule *r = view_rule(c, k);
+    return r ? output_index(c, r->of) : -1;
+}
+
+const char *ug_case_judged_name(const ug_case *c, int k)
+{
+    if (k >= 0 && k < c->n_out) return c->out[k].name;
+    const ug_output_rule *r = view_rule(c, k);
+    return r ? r->name : NULL;
+}
+
+int ug_case_judged_find(const ug_case *c, const char *name)
+{
+    for (int k = 0, n = ug_case_n_judged(c); k < n; k++)
+        if (strcmp(ug_case_judged_name(c, k), name) == 0) return k;
+    return -1;
+}
+
 void ug_case_free(ug_case *c)
 {
     if (!c) return;

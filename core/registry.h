@@ -51,6 +51,15 @@ ug_tensor *ug_case_add_output(ug_case *c, const char *name, ug_dtype dt, int ndi
 const ug_tensor *ug_case_input(const ug_case *c, const char *name);
 ug_tensor *ug_case_input_mut(ug_case *c, const char *name); /* for builders */
 const ug_tensor *ug_case_output(const ug_case *c, const char *name);
+/* Judged outputs: the case's output tensors (judged output k < n_out is c->out[k]), then
+ * the op's views, the output rules with "of" whose tensor the case has, in declaration
+ * order: each judges that tensor's values a second time, against the exact values the
+ * oracle emits under the view's index (ug_case_judged_find). Every place that judges,
+ * selects or reports outputs counts them with ug_case_n_judged. */
+int ug_case_n_judged(const ug_case *c);
+int ug_case_judged_tensor(const ug_case *c, int k); /* index into c->out; -1 if k is none */
+const char *ug_case_judged_name(const ug_case *c, int k);
+int ug_case_judged_find(const ug_case *c, const char *name); /* -1 if the case judges none */
 /* Each output's data is followed by UG_GUARD_BYTES of canary (a kernel must not touch
  * them). Returns the index of the first output whose canary changed, or -1. */
 #define UG_GUARD_BYTES 256

@@ -120,15 +120,23 @@ static int select_output(const ug_case *c, int o, size_t sample, size_t **idx_ou
     return 0;
 }
 
+/* Output tensors get their own sample; a view (registry.h) checks its tensor's elements. */
 int ug_selection_build(const ug_case *c, size_t sample, ug_selection *sel)
 {
     memset(sel, 0, sizeof *sel);
-    sel->n_out = c->n_out;
-    for (int o = 0; o < c->n_out; o++)
-        if (select_output(c, o, sample, &sel->idx[o], &sel->n[o])) {
+    sel->n_out = ug_case_n_judged(c);
+    for (int o = 0; o < sel->n_out; o++) {
+        int t = ug_case_judged_tensor(c, o), rc = 0;
+        if (o < c->n_out) rc = select_output(c, o, sample, &sel->idx[o], &sel->n[o]);
+        else if ((sel->idx[o] = malloc((sel->n[t] ? sel->n[t] : 1) * sizeof(size_t))) != NULL) {
+            memcpy(sel->idx[o], sel->idx[t], sel->n[t] * sizeof(size_t));
+            sel->n[o] = sel->n[t];
+        } else rc = -1;
+        if (rc) {
             ug_selection_free(sel);
             return -1;
         }
+    }
     return 0;
 }
 
@@ -174,7 +182,7 @@ static int evaluate(const ug_case *c, const ug_selection *sel, ug_ar_mode mode, 
     }
     ug_ar_sink sinks[UG_MAX_TENSORS];
     for (int o = 0; o < sel->n_out; o++) {
-        sinks[o].dt = c->out[o].dtype;
+        sinks[o].dt = c->out[ug_case_judged_tensor(c, o)].dtype; /* a view rounds like its tensor */
         sinks[o].gstar = gstar[o];
         sinks[o].g = g[o];
         sinks[o].unsure = unsure ? unsure[o] : NULL;

@@ -410,19 +410,24 @@ int ug_boundary_ok(double a, double g, double gstar, double quantum, double budg
     return fabs(gstar - boundary) <= budget;
 }
 
+/* A flip is legal where g* lies within atol quanta + rtol |g*| of the boundary: atol
+ * covers the kernel's arithmetic before the rounding (the reference's atol 1 of quantised
+ * codes), rtol a tolerated relative error of a scale the codes were divided by (a view
+ * against the oracle's own scale: the scale compare's rtol). */
 static ug_vstate judge_boundary(const ug_judged *j, char *thr, size_t len)
 {
-    double budget = j->rule ? j->rule->pypto_atol : 0.0;
+    double budget = j->rule ? j->rule->pypto_atol : 0.0, rel = j->rule ? j->rule->pypto_rtol : 0.0;
     size_t flips = 0, bad = 0;
     for (size_t i = 0; i < j->n; i++) {
         if (isnan(j->a[i]) && isnan(j->g[i])) continue; /* a NaN the contract expects is a match */
         double q = ug_dtype_get_info(j->dt)->is_float ? ug_dtype_ulp(j->dt, j->g[i]) : 1.0;
         if (j->a[i] != j->g[i]) {
-            if (ug_boundary_ok(j->a[i], j->g[i], j->gstar[i], q, budget * q)) flips++;
+            if (ug_boundary_ok(j->a[i], j->g[i], j->gstar[i], q, budget * q + rel * fabs(j->gstar[i]))) flips++;
             else bad++;
         }
     }
-    snprintf(thr, len, "{\"budget_quanta\":%.6g,\"legal_flips\":%zu,\"illegal\":%zu}", budget, flips, bad);
+    snprintf(thr, len, "{\"budget_quanta\":%.6g,\"budget_rel\":%.6g,\"legal_flips\":%zu,\"illegal\":%zu}", budget,
+             rel, flips, bad);
     return bad ? UG_V_FAIL : UG_V_PASS;
 }
 

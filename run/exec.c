@@ -62,15 +62,17 @@ static double *overflow_matched(ug_dtype dt, size_t n, const double *a, const do
     return g;
 }
 
-/* Judges output k of c against oracle values; fills r->out[k]; returns kernel values. */
+/* Judges judged output k of c (a tensor or a view of one, registry.h) against oracle
+ * values; fills r->out[k]; returns kernel values. */
 static double *judge_output(const ug_case *c, int k, const ug_oracle_result *orc, ug_output_result *or_)
 {
-    const ug_tensor *t = &c->out[k];
+    const ug_tensor *t = &c->out[ug_case_judged_tensor(c, k)];
+    const char *name = ug_case_judged_name(c, k);
     size_t n = orc->sel.n[k];
     double *a = malloc((n ? n : 1) * sizeof *a);
     if (!a) return NULL;
     for (size_t i = 0; i < n; i++) a[i] = ug_tload(t, orc->sel.idx[k][i]);
-    snprintf(or_->name, sizeof or_->name, "%s", t->name);
+    snprintf(or_->name, sizeof or_->name, "%s", name);
     or_->dtype = t->dtype;
     double *gstar = overflow_matched(t->dtype, n, a, orc->gstar[k]);
     if (!gstar) {
@@ -78,14 +80,14 @@ static double *judge_output(const ug_case *c, int k, const ug_oracle_result *orc
         return NULL;
     }
     ug_metrics_compute(t->dtype, n, orc->sel.idx[k], t->numel, a, gstar, orc->bench[k], &or_->m);
-    const ug_output_rule *rule = rule_for(c->def, t->name);
+    const ug_output_rule *rule = rule_for(c->def, name);
     ug_output_rule case_rule;
     if (rule && c->def->adjust_rule) { /* a per-case tolerance (registry.h) */
         case_rule = *rule;
         c->def->adjust_rule(c, k, orc->g[k], n, &case_rule);
         rule = &case_rule;
     }
-    ug_judged j = {t->name, t->dtype, rule, c->def->bench_level, n, orc->sel.idx[k],
+    ug_judged j = {name, t->dtype, rule, c->def->bench_level, n, orc->sel.idx[k],
                    a, gstar, orc->g[k], orc->bench[k], &or_->m, orc->bound[k], c->def->cert_c};
     for (int s = 0; s < UG_STD_COUNT; s++)
         or_->verdict[s] = ug_standard_judge(s, &j, or_->thresholds[s], UG_THR_LEN);
@@ -123,7 +125,8 @@ static int needs_recheck(const ug_case *c, const ug_exec_opts *o, const ug_resul
     if (o->selection || o->oracle.sample == 0) return 0;
     int near = 0;
     for (int k = 0; k < r->n_out; k++)
-        if (r->out[k].m.n < c->out[k].numel && r->out[k].margin > UG_RECHECK_MARGIN) near = 1;
+        if (r->out[k].m.n < c->out[ug_case_judged_tensor(c, k)].numel && r->out[k].margin > UG_RECHECK_MARGIN)
+            near = 1;
     if (!near) return 0;
     ug_case_memory m;
     char err[256];
@@ -167,8 +170,8 @@ static int judge_once(ug_case *c, const ug_exec_opts *o, ug_result *r, ug_exec_d
     r->n_fallback = orc.n_fallback;
     r->n_selfcheck = orc.n_checked_twice;
     r->n_selfcheck_mismatch = orc.n_mismatch;
-    r->n_out = c->n_out;
-    for (int k = 0; k < c->n_out; k++) {
+    r->n_out = orc.sel.n_out;
+    for (int k = 0; k < r->n_out; k++) {
         double *a = judge_output(c, k, &orc, &r->out[k]);
         if (detail && a) detail->a[k] = a;
         else free(a);
@@ -199,7 +202,7 @@ static int write_reference_outputs(ug_case *c, int naive, char *err, size_t errl
     for (int pass = 0; pass < 2; pass++) {
         ug_oracle_result r;
         if (ug_oracle_run(c, &o, &r, err, errlen)) return -2;
-        for (int k = 0; k < c->n_out; k++)
+        for (int k = 0; k < c->n_out; k++) /* the tensors; a view's values are its tensor's */
             for (size_t i = 0; i < r.sel.n[k]; i++) /* rounds: already in the output dtype, stored exactly */
                 ug_dtype_store(c->out[k].dtype, c->out[k].data, r.sel.idx[k][i], naive ? r.bench[k][i] : r.g[k][i]);
         ug_oracle_result_free(&r);

@@ -3,7 +3,9 @@
  * nothing and Hadamard-transforms to sqrt(D) e_0, so codes are 448, 0, ..., the scale
  * sqrt(D)/448; a constant x.W_k row LayerNorms to beta, likewise), the q scale against an independent
  * double evaluation with the explicit +-1 Hadamard matrix, the slot mapping (distinct
- * slots, -1 for padding, unwritten slots zero), more heads than head dims, and bad params. */
+ * slots, -1 for padding, unwritten slots zero), more heads than head dims, bad params, and
+ * the codes judged against the oracle's own scale (the views *@oracle_scale): a scale
+ * 1.8 % off passes the consistency check of its codes and fails the view. */
 #include <math.h>
 #include <string.h>
 
@@ -157,6 +159,36 @@ static void bad_params(void)
     }
 }
 
+/* The boundary_aware verdict of judged output name in r (NA if absent). */
+static ug_vstate boundary_verdict(const ug_result *r, const char *name)
+{
+    for (int k = 0; k < r->n_out; k++)
+        if (strcmp(r->out[k].name, name) == 0) return r->out[k].verdict[UG_STD_BOUNDARY_AWARE];
+    return UG_V_NA;
+}
+
+static void scale_views(void)
+{
+    static const char *const outs[] = {"q_fp8", "k_cache"};
+    char spec[1024];
+    make_spec(spec, sizeof spec, "\"tokens\":4,\"hidden\":16,\"heads\":4,\"d\":64,\"blocks\":2,\"block_size\":4",
+              "{\"kind\":\"normal\",\"mean\":0,\"std\":1}");
+    for (int v = 0; v < 2; v++) {
+        ug_result r;
+        ug_exec_detail d;
+        const char *variant = v ? "mut_scale_440" : "sim";
+        CHECK(opc_run(spec, variant, &r, &d) == 0, "%s ran", variant);
+        for (int i = 0; i < 2; i++) {
+            char view[64];
+            snprintf(view, sizeof view, "%s@oracle_scale", outs[i]);
+            CHECK(boundary_verdict(&r, outs[i]) == UG_V_PASS, "%s: %s consistent with its own scale", variant, outs[i]);
+            CHECK(boundary_verdict(&r, view) == (v ? UG_V_FAIL : UG_V_PASS), "%s: %s %s", variant, view,
+                  v ? "must fail (scale 1.8 %% off)" : "must pass");
+        }
+        ug_exec_detail_free(&d);
+    }
+}
+
 int main(void)
 {
     known_value();
@@ -164,5 +196,6 @@ int main(void)
     slots_and_padding();
     many_heads();
     bad_params();
+    scale_views();
     return check_done();
 }

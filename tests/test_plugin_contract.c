@@ -226,6 +226,19 @@ static void check_declaration_loader(void)
     expect_load_refused(T_DECL_HEAD T_DECL_PARAMS T_DECL_TENSORS "\"outputs\":[{\"name\":\"y\",\"compare\":\"close\"}]}",
                         "close");
     expect_load_refused(T_DECL_HEAD "\"params_from\":\"no_such_op\"," T_DECL_TENSORS T_DECL_OUTPUTS, "no_such_op");
+    /* views: "of" names an output tensor, and the view's own name is no tensor's */
+    CHECK(ug_op_def_load(&d, "t_op",
+                         T_DECL_HEAD T_DECL_PARAMS T_DECL_TENSORS "\"outputs\":[{\"name\":\"y\",\"compare\":\"numeric\"},"
+                                                                  "{\"name\":\"y@own\",\"of\":\"y\",\"compare\":\"numeric\"}]}",
+                         err, sizeof err) == 0 &&
+              d.n_outputs == 2 && !d.outputs[0].of && d.outputs[1].of && strcmp(d.outputs[1].of, "y") == 0,
+          "a view loads: %s", err);
+    expect_load_refused(T_DECL_HEAD T_DECL_PARAMS T_DECL_TENSORS
+                        "\"outputs\":[{\"name\":\"y@own\",\"of\":\"x\",\"compare\":\"numeric\"}]}",
+                        "its \"of\"");
+    expect_load_refused(T_DECL_HEAD T_DECL_PARAMS T_DECL_TENSORS
+                        "\"outputs\":[{\"name\":\"x\",\"of\":\"y\",\"compare\":\"numeric\"}]}",
+                        "must not take a tensor's name");
 }
 
 int main(void)

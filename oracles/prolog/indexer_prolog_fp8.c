@@ -197,32 +197,66 @@ static ug_num mx_scale(ug_ar *ar, ug_num amax, double kernel)
     return ug_div(ar, amax, ug_c(ar, 256.0)); /* the sink rounds down to the power of two */
 }
 
-/* Emits the selected codes and scales of one quantised row v[0..d) (row index row). */
-static void quant_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel, int mx, const ug_num *v,
-                       size_t d, size_t row, int oc, int os)
+/* One quantised output: its codes, its scales and the view of the codes judged against the
+ * oracle's own scale (judged output index, -1 when the selection has none). */
+typedef struct {
+    int codes, scales, view;
+} quant_outs;
+
+/* Emits output o's selected codes among flat indices base + [lo, hi): v/s (NaN when s is
+ * NaN, a block with a NaN or inf; 0 in an all-zero block). */
+static void codes_emit(ug_ar *ar, const ug_selection *sel, int o, size_t base, size_t lo, size_t hi,
+                       const ug_num *v, int zero, ug_num s)
 {
-    size_t block = mx ? MX_BLOCK : d, ns = d / block, cb, ce, sb, se;
-    sel_range(sel, oc, row * d, (row + 1) * d, &cb, &ce);
-    sel_range(sel, os, row * ns, (row + 1) * ns, &sb, &se);
+    if (o < 0 || o >= sel->n_out) return;
+    size_t b, e;
+    sel_range(sel, o, base + lo, base + hi, &b, &e);
+    for (; b < e; b++) {
+        size_t j = sel->idx[o][b] - base;
+        ug_ar_emit(ar, o, b, isnan(ug_v(s)) ? s : zero ? ug_c(ar, 0.0) : ug_div(ar, v[j], s));
+    }
+}
+
+/* Whether any element of row `row` (d codes, ns scales) is selected in q. */
+static int row_wanted(const ug_selection *sel, const quant_outs *q, size_t row, size_t d, size_t ns)
+{
+    size_t b, e;
+    const int os[3] = {q->codes, q->scales, q->view};
+    for (int i = 0; i < 3; i++) {
+        if (os[i] < 0 || os[i] >= sel->n_out) continue;
+        size_t w = os[i] == q->scales ? ns : d;
+        sel_range(sel, os[i], row * w, (row + 1) * w, &b, &e);
+        if (b < e) return 1;
+    }
+    return 0;
+}
+
+/* Emits the selected codes and scales of one quantised row v[0..d) (row index row). The
+ * codes are judged twice: against v/scale_kernel (consistency: the staged rule) and, in the
+ * view, against v/scale_oracle, the oracle's own scale rounded as the kernel must export it
+ * (accuracy: a scale off by 1.8 % moves codes off by as much). */
+static void quant_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel, int mx, const ug_num *v,
+                       size_t d, size_t row, const quant_outs *q)
+{
+    size_t block = mx ? MX_BLOCK : d, ns = d / block, sb, se;
     for (size_t blk = 0; blk < ns; blk++) {
-        int want_s = sb < se && sel->idx[os][sb] == row * ns + blk;
-        int want_c = cb < ce && sel->idx[oc][cb] < row * d + (blk + 1) * block;
-        if (!want_s && !want_c) continue;
-        if (!block_finite(v + blk * block, block)) { /* the semantics: a NaN block */
-            if (want_s) ug_ar_emit(ar, os, sb++, ug_c(ar, NAN));
-            for (; cb < ce && sel->idx[oc][cb] < row * d + (blk + 1) * block; cb++) ug_ar_emit(ar, oc, cb, ug_c(ar, NAN));
+        size_t lo = blk * block, hi = lo + block, base = row * d;
+        sel_range(sel, q->scales, row * ns + blk, row * ns + blk + 1, &sb, &se);
+        if (!block_finite(v + lo, block)) { /* the semantics: a NaN block */
+            if (sb < se) ug_ar_emit(ar, q->scales, sb, ug_c(ar, NAN));
+            codes_emit(ar, sel, q->codes, base, lo, hi, v, 0, ug_c(ar, NAN));
+            codes_emit(ar, sel, q->view, base, lo, hi, v, 0, ug_c(ar, NAN));
             continue;
         }
-        ug_num amax = absmax(ar, v + blk * block, block);
-        double sk = ug_tload(&c->out[os], row * ns + blk); /* staged: the kernel's scale */
+        ug_num amax = absmax(ar, v + lo, block);
+        double sk = ug_tload(&c->out[q->scales], row * ns + blk); /* staged: the kernel's scale */
         ug_num exact = mx ? mx_scale(ar, amax, sk) : ug_div(ar, amax, ug_c(ar, 448.0));
-        if (want_s) ug_ar_emit(ar, os, sb++, exact);
+        if (sb < se) ug_ar_emit(ar, q->scales, sb, exact);
         int zero = ug_v(amax) == 0.0;
-        ug_num s = sk > 0 && isfinite(sk) ? ug_c(ar, sk) : mx ? ug_round(ar, exact, UG_DT_E8M0) : exact;
-        for (; cb < ce && sel->idx[oc][cb] < row * d + (blk + 1) * block; cb++) {
-            size_t j = sel->idx[oc][cb] - row * d;
-            ug_ar_emit(ar, oc, cb, zero ? ug_c(ar, 0.0) : ug_div(ar, v[j], s));
-        }
+        ug_num own = ug_round(ar, exact, mx ? UG_DT_E8M0 : UG_DT_FP32); /* rounds: the exported scale */
+        ug_num s = sk > 0 && isfinite(sk) ? ug_c(ar, sk) : mx ? own : exact;
+        codes_emit(ar, sel, q->codes, base, lo, hi, v, zero, s);
+        codes_emit(ar, sel, q->view, base, lo, hi, v, zero, own);
     }
 }
 
@@ -230,20 +264,19 @@ typedef struct {
     lip_params p;
     const ug_tensor *q, *x, *wk, *gm, *bt, *wp, *cs, *sn, *slots;
     int mx;
+    quant_outs qo, ko; /* q codes/scales/view, k cache codes/scales/view */
 } lip_ctx;
 
 static void q_rows(const lip_ctx *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, size_t t, ug_num *v)
 {
     size_t d = (size_t)k->p.d, H = (size_t)k->p.heads, ns = k->mx ? d / MX_BLOCK : 1;
     for (size_t h = 0; h < H; h++) {
-        size_t row = t * H + h, b0, e0, b1, e1;
-        sel_range(sel, O_Q8, row * d, (row + 1) * d, &b0, &e0);
-        sel_range(sel, O_QS, row * ns, (row + 1) * ns, &b1, &e1);
-        if (b0 == e0 && b1 == e1) continue;
+        size_t row = t * H + h;
+        if (!row_wanted(sel, &k->qo, row, d, ns)) continue;
         size_t mark = ug_ar_mark(ar);
         for (size_t i = 0; i < d; i++) v[i] = ug_c(ar, ug_tload(k->q, row * d + i));
         rope_hadamard(ar, v, d, k->cs, k->sn, t, (size_t)k->p.rope / 2);
-        quant_emit(c, ar, sel, k->mx, v, d, row, O_Q8, O_QS);
+        quant_emit(c, ar, sel, k->mx, v, d, row, &k->qo);
         ug_ar_release(ar, mark);
     }
 }
@@ -269,10 +302,7 @@ static void k_row(const lip_ctx *k, const ug_case *c, ug_ar *ar, const ug_select
                   ug_num *v, ug_num *sq)
 {
     size_t d = (size_t)k->p.d, hid = (size_t)k->p.hidden, ns = k->mx ? d / MX_BLOCK : 1;
-    size_t b0, e0, b1, e1;
-    sel_range(sel, O_KC, slot * d, (slot + 1) * d, &b0, &e0);
-    sel_range(sel, O_KS, slot * ns, (slot + 1) * ns, &b1, &e1);
-    if (b0 == e0 && b1 == e1) return;
+    if (!row_wanted(sel, &k->ko, slot, d, ns)) return;
     size_t mark = ug_ar_mark(ar);
     for (size_t i = 0; i < d; i++) v[i] = ug_dot_d(ar, k->x->values + t * hid, 1, k->wk->values + i, d, hid);
     ug_num dn = ug_c(ar, (double)d);
@@ -287,7 +317,7 @@ static void k_row(const lip_ctx *k, const ug_case *c, ug_ar *ar, const ug_select
         if (!k->p.rms) v[i] = ug_add(ar, v[i], ug_c(ar, ug_tload(k->bt, i)));
     }
     rope_hadamard(ar, v, d, k->cs, k->sn, t, (size_t)k->p.rope / 2);
-    quant_emit(c, ar, sel, k->mx, v, d, slot, O_KC, O_KS);
+    quant_emit(c, ar, sel, k->mx, v, d, slot, &k->ko);
     ug_ar_release(ar, mark);
 }
 
@@ -297,6 +327,9 @@ static void empty_slots(const lip_ctx *k, ug_ar *ar, const ug_selection *sel, co
     size_t d = (size_t)k->p.d, ns = k->mx ? d / MX_BLOCK : 1;
     for (size_t i = 0; i < sel->n[O_KC]; i++)
         if (writer[sel->idx[O_KC][i] / d] < 0) ug_ar_emit(ar, O_KC, i, ug_c(ar, 0.0));
+    int kv = k->ko.view;
+    for (size_t i = 0; kv >= 0 && kv < sel->n_out && i < sel->n[kv]; i++)
+        if (writer[sel->idx[kv][i] / d] < 0) ug_ar_emit(ar, kv, i, ug_c(ar, 0.0));
     for (size_t i = 0; i < sel->n[O_KS]; i++)
         if (writer[sel->idx[O_KS][i] / ns] < 0)
             ug_ar_emit(ar, O_KS, i, ug_c(ar, k->mx ? 0x1p-127 : 0.0));
@@ -310,6 +343,8 @@ int ug_lip8_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     k.q = ug_case_input(c, "q"), k.x = ug_case_input(c, "x"), k.wk = ug_case_input(c, "w_k");
     k.gm = ug_case_input(c, "ln_gamma"), k.bt = ug_case_input(c, "ln_beta"), k.wp = ug_case_input(c, "w_proj");
     k.cs = ug_case_input(c, "cos"), k.sn = ug_case_input(c, "sin"), k.slots = ug_case_input(c, "slot_mapping");
+    k.qo = (quant_outs){O_Q8, O_QS, ug_case_judged_find(c, "q_fp8@oracle_scale")};
+    k.ko = (quant_outs){O_KC, O_KS, ug_case_judged_find(c, "k_cache@oracle_scale")};
     size_t d = (size_t)k.p.d, n_slots = (size_t)(k.p.blocks * k.p.block_size);
     ug_num *v = malloc(2 * d * sizeof *v);
     long *writer = malloc(n_slots * sizeof *writer);
