@@ -57,11 +57,29 @@ static int declared_rank(const ug_tensor_decl *t)
     return n;
 }
 
-static const ug_tensor_decl *declared_tensor(const ug_op_decl *d, const char *name, size_t len)
+/* The first declaration of tensor name[0..len) after `from` (NULL: from the start). A name
+ * declared twice is a pair of alternatives selected by their "when" (e.g. position-built
+ * or given cos/sin tables of different ranks). */
+static const ug_tensor_decl *declared_tensor(const ug_op_decl *d, const char *name, size_t len,
+                                             const ug_tensor_decl *from)
 {
-    for (const ug_tensor_decl *t = d->tensors; t->name; t++)
+    for (const ug_tensor_decl *t = from ? from + 1 : d->tensors; t->name; t++)
         if (strlen(t->name) == len && strncmp(t->name, name, len) == 0) return t;
     return NULL;
+}
+
+/* v (tensor name[0..len)) has the rank of one of its declarations, else err says which. */
+static int rank_declared(const ug_op_decl *d, const ulpgym_tensor *v, const char *name, size_t len, char *err,
+                         size_t errlen)
+{
+    char want[64] = "";
+    size_t n = 0;
+    for (const ug_tensor_decl *t = declared_tensor(d, name, len, NULL); t; t = declared_tensor(d, name, len, t)) {
+        if (declared_rank(t) == v->ndim) return 1;
+        n += (size_t)snprintf(want + n, n < sizeof want ? sizeof want - n : 0, "%s%d", n ? " or " : "", declared_rank(t));
+    }
+    snprintf(err, errlen, "tensor %s has %d dims, expected %s", v->name, v->ndim, want);
+    return 0;
 }
 
 int ug_sim_bind(const ulpgym_call *call, const char *names, const ulpgym_tensor **slots[], char *err, size_t errlen)
@@ -71,14 +89,15 @@ int ug_sim_bind(const ulpgym_call *call, const char *names, const ulpgym_tensor 
     for (int i = 0; *(names += strspn(names, " ")); i++) {
         size_t len = strcspn(names, " ");
         int optional = names[len - 1] == '?';
-        const ug_tensor_decl *t = declared_tensor(d, names, len - (size_t)optional);
+        size_t nlen = len - (size_t)optional;
+        const ug_tensor_decl *t = declared_tensor(d, names, nlen, NULL);
         if (!t) return snprintf(err, errlen, "%s declares no tensor %.*s", d->op, (int)len, names), -2;
         const ulpgym_tensor *v = t->role == UG_TENSOR_OUTPUT ? call->outputs : call->inputs;
         int n = t->role == UG_TENSOR_OUTPUT ? call->n_outputs : call->n_inputs;
         *slots[i] = NULL;
         if (!optional || any_named(v, n, t->name)) {
-            *slots[i] = find(v, n, t->name, declared_rank(t), err, errlen);
-            if (!*slots[i]) return -2;
+            *slots[i] = find(v, n, t->name, -1, err, errlen);
+            if (!*slots[i] || !rank_declared(d, *slots[i], names, nlen, err, errlen)) return -2;
         }
         names += len;
     }

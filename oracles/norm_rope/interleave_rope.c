@@ -3,9 +3,12 @@
  * split-half layout:
  *     y[b,n,s,i]       = x[b,n,s,2i]   * cos[s,i] - x[b,n,s,2i+1] * sin[s,i]
  *     y[b,n,s,D/2 + i] = x[b,n,s,2i+1] * cos[s,i] + x[b,n,s,2i]   * sin[s,i]
- * cos/sin are inputs [S, D/2] in the case dtype (as torch_npu's npu_interleave_rope takes
- * them in x's dtype), filled deterministically for positions pos0..pos0+S-1 with
- * theta = pos * base^(-2i/D) (rope_table.h); the oracle reads their stored values. Each
+ * With params.tables positions, cos/sin are inputs [S, D/2] in the case dtype (as
+ * torch_npu's npu_interleave_rope takes them in x's dtype), filled deterministically for
+ * positions pos0..pos0+S-1 with theta = pos * base^(-2i/D) (rope_table.h). With tables
+ * given (the reference suite's), cos/sin [B, 1, cs_s, D] are drawn inputs whose first
+ * half pairs with the even results and second half with the odd ones, cs_s = S or 1
+ * (broadcast over the sequence). The oracle reads the stored values either way. Each
  * output is a two-term dot product of exact values: ug_dot_d sums it exactly and the
  * only rounding is the output's; special values follow IEEE rules through it (the semantics
  * text). Primary standard pypto, 1e-4 / 2^-7 (docs/STANDARDS.md). */
@@ -16,16 +19,26 @@
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
 
-/* What ranges cannot say: d even, base strictly inside (1, 1e12). */
+static int given_tables(const ug_params *P) { return ug_p_is(P, "tables", "given"); }
+
+/* What ranges cannot say: d even, base strictly inside (1, 1e12); given tables have S
+ * rows or one broadcast row. */
 static int check(const ug_params *P, char *err, size_t errlen)
 {
-    return ug_rope_check(P, "interleave_rope", err, errlen) ? -2 : 0;
+    if (ug_rope_check(P, "interleave_rope", err, errlen)) return -2;
+    long cs = ug_p_int(P, "cs_s"), seq = ug_p_int(P, "s");
+    if (given_tables(P) && cs != 1 && cs != seq) {
+        snprintf(err, errlen, "interleave_rope: param \"cs_s\" must be 1 or s (%ld), got %ld", seq, cs);
+        return -2;
+    }
+    return 0;
 }
 
-/* Fills cos/sin [S, D/2] for positions pos0 .. pos0+S-1. */
+/* Fills cos/sin [S, D/2] for positions pos0 .. pos0+S-1 (given tables are drawn). */
 static int build(ug_case *c, char *err, size_t errlen)
 {
     (void)err, (void)errlen;
+    if (given_tables(&c->params)) return 0;
     long seq = ug_p_int(&c->params, "s"), pos0 = ug_p_int(&c->params, "pos0");
     long *pos = malloc((size_t)seq * sizeof *pos);
     if (!pos) return -1;
@@ -36,15 +49,26 @@ static int build(ug_case *c, char *err, size_t errlen)
     return 0;
 }
 
+/* Index into cos/sin of output column j (pair j mod D/2) at batch b, position s: position
+ * tables [S, D/2] serve both halves; given tables [B, 1, cs_s, D] keep column j itself, in
+ * row s, or row 0 when cs_s = 1. */
+static size_t table_index(const ug_params *P, size_t b, size_t s, size_t j)
+{
+    size_t d = (size_t)ug_p_int(P, "d"), half = d / 2, cs = (size_t)ug_p_int(P, "cs_s");
+    if (!given_tables(P)) return s * half + (j < half ? j : j - half);
+    return (b * cs + (cs == 1 ? 0 : s)) * d + j;
+}
+
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     const ug_tensor *x = ug_case_input(c, "x"), *ct = ug_case_input(c, "cos"), *st = ug_case_input(c, "sin");
     size_t d = (size_t)ug_p_int(&c->params, "d"), half = d / 2, seq = (size_t)ug_p_int(&c->params, "s");
+    size_t bs = (size_t)ug_p_int(&c->params, "n") * seq; /* rows per batch */
     for (size_t k = 0; k < sel->n[0]; k++) {
-        size_t idx = sel->idx[0][k], row = idx / d, j = idx % d, s = row % seq;
+        size_t idx = sel->idx[0][k], row = idx / d, j = idx % d, s = row % seq, t = table_index(&c->params, row / bs, s, j);
         size_t i = j < half ? j : j - half, mark = ug_ar_mark(ar);
         double e = ug_tload(x, row * d + 2 * i), o = ug_tload(x, row * d + 2 * i + 1);
-        double cs = ug_tload(ct, s * half + i), sn = ug_tload(st, s * half + i);
+        double cs = ug_tload(ct, t), sn = ug_tload(st, t);
         /* first half: e*c + o*(-s); second half: o*c + e*s (negation exact) */
         double a[2] = {j < half ? e : o, j < half ? o : e}, w[2] = {cs, j < half ? -sn : sn};
         ug_ar_emit(ar, 0, k, ug_dot_d(ar, a, 1, w, 1, 2));
