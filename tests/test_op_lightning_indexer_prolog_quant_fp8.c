@@ -5,7 +5,9 @@
  * double evaluation with the explicit +-1 Hadamard matrix, the slot mapping (distinct
  * slots, -1 for padding, unwritten slots zero), more heads than head dims, bad params, and
  * the codes judged against the oracle's own scale (the views *@oracle_scale): a scale
- * 1.8 % off passes the consistency check of its codes and fails the view. */
+ * 1.8 % off passes the consistency check of its codes and fails the view; and the
+ * reference suite's inputs: a dense all-ones Hadamard maps a row of ones to D in every
+ * column (codes 448, scale D/448), and a transposed dense Hadamard fails. */
 #include <math.h>
 #include <string.h>
 
@@ -189,6 +191,42 @@ static void scale_views(void)
     }
 }
 
+static void dense_hadamard(void)
+{
+    static const char *ones = "{\"kind\":\"const\",\"value\":1}", *zero = "{\"kind\":\"const\",\"value\":0}";
+    char spec[2048];
+    snprintf(spec, sizeof spec,
+             "{\"v\":1,\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":4,\"params\":{\"tokens\":2,\"hidden\":8,\"heads\":2,"
+             "\"d\":64,\"blocks\":1,\"block_size\":4,\"tables\":\"given\",\"hadamard\":\"given\",\"k_norm\":\"rmsnorm\"},\"dist\":{\"q\":%s,"
+             "\"x\":%s,\"w_k\":%s,\"ln_gamma\":%s,\"ln_beta\":%s,\"w_proj\":%s,\"cos\":%s,\"sin\":%s,"
+             "\"hadamard_q\":%s,\"hadamard_k\":%s}}",
+             ones, ones, "{\"kind\":\"normal\",\"mean\":0,\"std\":0.1}", ones, zero, ones, ones, zero, ones, ones);
+    ug_result r;
+    ug_exec_detail d;
+    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "dense ones: %s", r.message);
+    for (size_t i = 0; d.have_oracle && i < 2 * 2 * 64; i++)
+        CHECK(d.oracle.g[0][i] == 448.0 && d.a[0][i] == 448.0, "q_fp8[%zu] oracle %g kernel %g", i, d.oracle.g[0][i],
+              d.a[0][i]);
+    for (size_t i = 0; d.have_oracle && i < 4; i++)
+        CHECK(d.oracle.gstar[1][i] == 64.0 / 448.0, "q_scale[%zu] %.17g", i, d.oracle.gstar[1][i]);
+    ug_exec_detail_free(&d);
+    /* (k_norm rmsnorm: a LayerNorm row sums to exactly 0, so the all-ones transform would
+     * leave a k row whose exact amax is 0 and whose fp32 value is rounding noise) */
+    /* random matrices: H^T is another transform */
+    snprintf(spec, sizeof spec,
+             "{\"v\":1,\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":4,\"params\":{\"tokens\":2,\"hidden\":8,\"heads\":2,"
+             "\"d\":64,\"blocks\":1,\"block_size\":4,\"hadamard\":\"given\"},\"dist\":{\"q\":%s,"
+             "\"x\":%s,\"w_k\":%s,\"ln_gamma\":%s,\"ln_beta\":%s,\"w_proj\":%s,\"hadamard_q\":%s,\"hadamard_k\":%s}}",
+             "{\"kind\":\"normal\",\"mean\":0,\"std\":1}", "{\"kind\":\"uniform\",\"lo\":-1,\"hi\":1}",
+             "{\"kind\":\"uniform\",\"lo\":-1,\"hi\":1}", ones, zero, ones, "{\"kind\":\"uniform\",\"lo\":-1,\"hi\":1}",
+             "{\"kind\":\"uniform\",\"lo\":-1,\"hi\":1}");
+    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "dense random: %s", r.message);
+    ug_exec_detail_free(&d);
+    CHECK(opc_run(spec, "mut_hadamard_transposed", &r, &d) == 0 && r.outcome == UG_OUT_FAIL, "transposed must fail: %s",
+          ug_outcome_name(r.outcome));
+    ug_exec_detail_free(&d);
+}
+
 int main(void)
 {
     known_value();
@@ -197,5 +235,6 @@ int main(void)
     many_heads();
     bad_params();
     scale_views();
+    dense_hadamard();
     return check_done();
 }

@@ -128,7 +128,8 @@ int ug_lip8_build(ug_case *c, char *err, size_t errlen)
 {
     lip_params p;
     read_params(c, &p);
-    fill_rope(&p, ug_case_input_mut(c, "cos"), ug_case_input_mut(c, "sin"));
+    if (!ug_p_is(&c->params, "tables", "given")) /* given tables are drawn */
+        fill_rope(&p, ug_case_input_mut(c, "cos"), ug_case_input_mut(c, "sin"));
     if (fill_slots(&p, c->spec.seed, ug_case_input_mut(c, "slot_mapping"))) {
         snprintf(err, errlen, "out of memory building slot_mapping");
         return -1;
@@ -149,15 +150,44 @@ static void sel_range(const ug_selection *sel, int o, size_t lo, size_t hi, size
     while (*e < sel->n[o] && sel->idx[o][*e] < hi) (*e)++;
 }
 
-/* RoPE_half on v[0..R) then the normalised Hadamard, in place, in arithmetic ar. */
-static void rope_hadamard(ug_ar *ar, ug_num *v, size_t d, const ug_tensor *cs, const ug_tensor *sn, size_t t,
-                          size_t half)
+/* The RoPE tables of a case: position tables [T, R/2] serve both halves of the rotation;
+ * given tables [T, R] (params.tables given) keep one column per rotated element. */
+typedef struct {
+    const ug_tensor *cs, *sn;
+    size_t half;
+    int given;
+} rope_tables;
+
+/* The dense transform of a row when params.hadamard is given (NULL: the butterfly). */
+static const ug_tensor *dense_hadamard(const ug_case *c, const char *name)
 {
+    return ug_p_is(&c->params, "hadamard", "given") ? ug_case_input(c, name) : NULL;
+}
+
+/* u = v.H (u[j] = sum_i v[i] H[i,j]), exact: the given dense transform, not normalised. */
+static void dense_transform(ug_ar *ar, ug_num *v, size_t d, const ug_tensor *h)
+{
+    ug_num *u = v + d; /* the caller's row buffer holds 2d numbers */
+    for (size_t j = 0; j < d; j++) u[j] = ug_dot_nd(ar, v, h->values + j, d, d);
+    for (size_t j = 0; j < d; j++) v[j] = u[j];
+}
+
+/* RoPE_half on v[0..R) then the transform (normalised Hadamard, or the given dense h), in
+ * place, in arithmetic ar; v holds 2d numbers (the second d are scratch). */
+static void rope_hadamard(ug_ar *ar, ug_num *v, size_t d, const rope_tables *rt, size_t t, const ug_tensor *h)
+{
+    size_t half = rt->half, w = rt->given ? 2 * half : half;
     for (size_t i = 0; i < half; i++) {
-        ug_num c = ug_c(ar, ug_tload(cs, t * half + i)), s = ug_c(ar, ug_tload(sn, t * half + i));
+        size_t lo = t * w + i, hi = rt->given ? lo + half : lo;
+        ug_num c = ug_c(ar, ug_tload(rt->cs, lo)), s = ug_c(ar, ug_tload(rt->sn, lo));
+        ug_num ch = ug_c(ar, ug_tload(rt->cs, hi)), sh = ug_c(ar, ug_tload(rt->sn, hi));
         ug_num a = v[i], b = v[i + half];
         v[i] = ug_sub(ar, ug_mul(ar, a, c), ug_mul(ar, b, s));
-        v[i + half] = ug_add(ar, ug_mul(ar, b, c), ug_mul(ar, a, s));
+        v[i + half] = ug_add(ar, ug_mul(ar, b, ch), ug_mul(ar, a, sh));
+    }
+    if (h) {
+        dense_transform(ar, v, d, h);
+        return;
     }
     for (size_t len = 1; len < d; len <<= 1)
         for (size_t i = 0; i < d; i += 2 * len)
@@ -262,7 +292,8 @@ static void quant_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel, int
 
 typedef struct {
     lip_params p;
-    const ug_tensor *q, *x, *wk, *gm, *bt, *wp, *cs, *sn, *slots;
+    const ug_tensor *q, *x, *wk, *gm, *bt, *wp, *slots, *hq, *hk; /* hq/hk NULL: butterfly */
+    rope_tables rt;
     int mx;
     quant_outs qo, ko; /* q codes/scales/view, k cache codes/scales/view */
 } lip_ctx;
@@ -275,7 +306,7 @@ static void q_rows(const lip_ctx *k, const ug_case *c, ug_ar *ar, const ug_selec
         if (!row_wanted(sel, &k->qo, row, d, ns)) continue;
         size_t mark = ug_ar_mark(ar);
         for (size_t i = 0; i < d; i++) v[i] = ug_c(ar, ug_tload(k->q, row * d + i));
-        rope_hadamard(ar, v, d, k->cs, k->sn, t, (size_t)k->p.rope / 2);
+        rope_hadamard(ar, v, d, &k->rt, t, k->hq);
         quant_emit(c, ar, sel, k->mx, v, d, row, &k->qo);
         ug_ar_release(ar, mark);
     }
@@ -316,7 +347,7 @@ static void k_row(const lip_ctx *k, const ug_case *c, ug_ar *ar, const ug_select
         v[i] = ug_mul(ar, ug_mul(ar, v[i], rstd), ug_c(ar, ug_tload(k->gm, i)));
         if (!k->p.rms) v[i] = ug_add(ar, v[i], ug_c(ar, ug_tload(k->bt, i)));
     }
-    rope_hadamard(ar, v, d, k->cs, k->sn, t, (size_t)k->p.rope / 2);
+    rope_hadamard(ar, v, d, &k->rt, t, k->hk);
     quant_emit(c, ar, sel, k->mx, v, d, slot, &k->ko);
     ug_ar_release(ar, mark);
 }
@@ -342,7 +373,10 @@ int ug_lip8_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     k.mx = is_mx(c);
     k.q = ug_case_input(c, "q"), k.x = ug_case_input(c, "x"), k.wk = ug_case_input(c, "w_k");
     k.gm = ug_case_input(c, "ln_gamma"), k.bt = ug_case_input(c, "ln_beta"), k.wp = ug_case_input(c, "w_proj");
-    k.cs = ug_case_input(c, "cos"), k.sn = ug_case_input(c, "sin"), k.slots = ug_case_input(c, "slot_mapping");
+    k.slots = ug_case_input(c, "slot_mapping");
+    k.rt = (rope_tables){ug_case_input(c, "cos"), ug_case_input(c, "sin"), (size_t)k.p.rope / 2,
+                         ug_p_is(&c->params, "tables", "given")};
+    k.hq = dense_hadamard(c, "hadamard_q"), k.hk = dense_hadamard(c, "hadamard_k");
     k.qo = (quant_outs){O_Q8, O_QS, ug_case_judged_find(c, "q_fp8@oracle_scale")};
     k.ko = (quant_outs){O_KC, O_KS, ug_case_judged_find(c, "k_cache@oracle_scale")};
     size_t d = (size_t)k.p.d, n_slots = (size_t)(k.p.blocks * k.p.block_size);

@@ -12,6 +12,10 @@
  *     padding, not written); cache slots no token writes hold code 0 and scale 0 (fp8) or
  *     2^-127 (MX);
  *   weights: x.W_proj in fp32 tiles times the fp32 constant 1/sqrt(H*D), stored bf16.
+ * Given tables (params.tables given): cos/sin [T, R], the second half of the rotation
+ * reading columns R/2..R-1. Given Hadamard (params.hadamard given): u = v.H with the dense
+ * bf16 hadamard_q / hadamard_k widened to fp32, fp32 accumulation per K tile of 128 (the
+ * GEMMs' tiled_gemv), no normalisation.
  * Quantisation: fp8 one fp32 scale per row, scale = amax/448, code = e4m3(v/scale)
  * (RNE, saturating); MXFP8 blocks of 32 share scale 2^(floor(log2 amax)-8) (E8M0, exponent
  * clamped to [-127, 127]; an all-zero block gets 2^-127), code = e4m3(v/scale),
@@ -33,7 +37,8 @@ typedef enum {
     LIP8_BUG_MX_EXP_OFF_BY_ONE,     /* MX shared exponent floor(log2 amax) - 7 */
     LIP8_BUG_NO_SATURATION,         /* e4m3 conversion overflows to NaN instead of saturating */
     LIP8_BUG_PAD_SLOT_WRAPS,        /* slot -1 (padding) written to the cache's last slot */
-    LIP8_BUG_SCALE_440              /* fp8 row scale amax/440 (1.8 % small); MX scales do not divide by 448 */
+    LIP8_BUG_SCALE_440,             /* fp8 row scale amax/440 (1.8 % small); MX scales do not divide by 448 */
+    LIP8_BUG_HADAMARD_TRANSPOSED    /* a given dense Hadamard applied as H^T (invisible for the symmetric butterfly) */
 } lip8_bug;
 
 #define K_TILE 128
@@ -41,8 +46,8 @@ typedef enum {
 
 typedef struct {
     const ulpgym_tensor *q, *x, *wk, *gamma, *beta, *wproj, *cos, *sin, *slots;
-    const ulpgym_tensor *q8, *qs, *kc, *ks, *wts;
-    size_t t, heads, d, hid, half, n_slots;
+    const ulpgym_tensor *q8, *qs, *kc, *ks, *wts, *hq, *hk; /* hq, hk: given Hadamard, else NULL */
+    size_t t, heads, d, hid, half, cs_w, n_slots; /* cs_w: a table row, half or 2 half (given) */
     float eps;
     int rms; /* params.k_norm == rmsnorm */
 } lip_io;
@@ -53,30 +58,55 @@ static int open_io(const ulpgym_call *call, lip_io *io, char *err, size_t errlen
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
     io->eps = (float)ug_p_num(&p, "eps"); /* exact: an fp32 value */
     io->rms = !strcmp(ug_p_str(&p, "k_norm"), "rmsnorm");
+    int given_tables = ug_p_is(&p, "tables", "given");
     ug_params_free(&p);
     /* q_scale and k_scale have one dim more under MX (a scale per 32-block) than under fp8 (one per row); each op
      * declares its own rank, so binding by the call's op checks what one lookup for both formats had to leave open. */
-    const ulpgym_tensor **slots[] = {&io->q,   &io->x,     &io->wk, &io->gamma, &io->beta, &io->wproj, &io->cos,
-                                     &io->sin, &io->slots, &io->q8, &io->qs,    &io->kc,   &io->ks,    &io->wts};
-    if (ug_sim_bind(call, "q x w_k ln_gamma ln_beta w_proj cos sin slot_mapping q_fp8 q_scale k_cache k_scale weights",
+    const ulpgym_tensor **slots[] = {&io->q,   &io->x,     &io->wk, &io->gamma, &io->beta, &io->wproj,
+                                     &io->cos, &io->sin,   &io->slots, &io->q8, &io->qs, &io->kc,
+                                     &io->ks,  &io->wts,   &io->hq,    &io->hk};
+    if (ug_sim_bind(call,
+                    "q x w_k ln_gamma ln_beta w_proj cos sin slot_mapping q_fp8 q_scale k_cache k_scale weights "
+                    "hadamard_q? hadamard_k?",
                     slots, err, errlen))
         return -2;
     io->t = (size_t)io->q->shape[0];
     io->heads = (size_t)io->q->shape[1];
     io->d = (size_t)io->q->shape[2];
     io->hid = (size_t)io->x->shape[1];
-    io->half = (size_t)io->cos->shape[1];
+    io->cs_w = (size_t)io->cos->shape[1];
+    io->half = given_tables ? io->cs_w / 2 : io->cs_w;
     io->n_slots = (size_t)(io->kc->shape[0] * io->kc->shape[1]);
     return 0;
 }
 
-/* RoPE_half on v[0..2*half) with this token's cos/sin, then the normalised Hadamard. */
-static void rope_hadamard(float *v, size_t d, const float *c, const float *s, size_t half, lip8_bug bug)
+/* This token's RoPE table rows (lo: the first half of the rotation, hi: the second; the
+ * same row for position tables) and the row transform (h: a given dense Hadamard in fp32,
+ * NULL for the butterfly; u, tile: its scratch). */
+typedef struct {
+    const float *c_lo, *s_lo, *c_hi, *s_hi;
+    size_t half;
+    const float *h;
+    float *u, *tile;
+} lip_rot;
+
+/* out[j] = sum_k a[k] * b[k*ld + j] for j < n, fp32 per K tile of 128. */
+static void tiled_gemv(const float *a, const float *b, size_t kk, size_t n, size_t ld, float *out, float *tile);
+
+/* RoPE_half on v[0..2*half) with this token's cos/sin, then the normalised Hadamard (or the
+ * given dense transform). */
+static void rope_hadamard(float *v, size_t d, const lip_rot *r, lip8_bug bug)
 {
+    size_t half = r->half;
     for (size_t i = 0; i < half; i++) {
         float a = v[i], b = v[i + half];
-        v[i] = a * c[i] - b * s[i];        /* rounds: fp32 products and difference */
-        v[i + half] = b * c[i] + a * s[i]; /* rounds: fp32 */
+        v[i] = a * r->c_lo[i] - b * r->s_lo[i];        /* rounds: fp32 products and difference */
+        v[i + half] = b * r->c_hi[i] + a * r->s_hi[i]; /* rounds: fp32 */
+    }
+    if (r->h) { /* the given dense transform, u = v.H (bug: H^T loaded by the caller) */
+        tiled_gemv(v, r->h, d, d, d, r->u, r->tile);
+        for (size_t j = 0; j < d; j++) v[j] = r->u[j];
+        return;
     }
     for (size_t len = 1; len < d; len <<= 1)
         for (size_t i = 0; i < d; i += 2 * len)
@@ -162,12 +192,12 @@ static void rms_norm(float *v, size_t d, const float *g, float eps)
 }
 
 typedef struct {
-    float *wk, *wp, *x, *v, *codes, *scales, *cs, *sn, *g, *b, *tile, *zero;
+    float *wk, *wp, *x, *v, *codes, *scales, *cs, *sn, *g, *b, *tile, *zero, *hq, *hk, *u;
 } lip_buf;
 
 static void buf_free(lip_buf *b)
 {
-    free(b->wk), free(b->wp), free(b->x), free(b->v);
+    free(b->wk), free(b->wp), free(b->x), free(b->v), free(b->hq);
 }
 
 static int buf_alloc(const lip_io *io, lip_buf *b)
@@ -177,14 +207,28 @@ static int buf_alloc(const lip_io *io, lip_buf *b)
     b->wk = malloc((io->hid * d + 1) * sizeof(float));
     b->wp = malloc((io->hid * io->heads + 1) * sizeof(float));
     b->x = malloc((io->hid + 1) * sizeof(float));
-    b->v = malloc((5 * d + 2 * n + 2 * io->half + 2) * sizeof(float)); /* v and tile hold d or H values */
-    if (!b->wk || !b->wp || !b->x || !b->v) {
+    b->v = malloc((5 * d + 2 * n + 2 * io->cs_w + 2) * sizeof(float)); /* v and tile hold d or H values */
+    b->hq = io->hq ? malloc((2 * d * d + d) * sizeof(float)) : NULL;    /* both dense transforms and u */
+    if (!b->wk || !b->wp || !b->x || !b->v || (io->hq && !b->hq)) {
         buf_free(b);
         return -1;
     }
     b->codes = b->v + n, b->scales = b->codes + d, b->g = b->scales + d, b->b = b->g + d, b->zero = b->b + d;
-    b->cs = b->zero + d, b->sn = b->cs + io->half, b->tile = b->sn + io->half;
+    b->cs = b->zero + d, b->sn = b->cs + io->cs_w, b->tile = b->sn + io->cs_w;
+    if (b->hq) b->hk = b->hq + d * d, b->u = b->hk + d * d;
     return 0;
+}
+
+/* A given dense transform widened to fp32 (exact), or its transpose (the bug). */
+static void load_dense(const ulpgym_tensor *h, size_t d, int transposed, float *dst)
+{
+    ug_sim_load(h, 0, d * d, dst);
+    for (size_t i = 0; transposed && i < d; i++)
+        for (size_t j = i + 1; j < d; j++) {
+            float t = dst[i * d + j];
+            dst[i * d + j] = dst[j * d + i];
+            dst[j * d + i] = t;
+        }
 }
 
 /* Writes slot s of the cache (codes and scales), s counted in [0, n_slots). */
@@ -208,17 +252,24 @@ static int lip8_kernel(const ulpgym_call *call, char *err, size_t errlen, int bu
     ug_sim_load(io.wproj, 0, io.hid * H, b.wp);
     ug_sim_load(io.gamma, 0, d, b.g);
     ug_sim_load(io.beta, 0, d, b.b);
+    if (io.hq) {
+        load_dense(io.hq, d, bug == LIP8_BUG_HADAMARD_TRANSPOSED, b.hq);
+        load_dense(io.hk, d, bug == LIP8_BUG_HADAMARD_TRANSPOSED, b.hk);
+    }
+    size_t w = io.cs_w, hi = w == io.half ? 0 : io.half; /* the second half's table column */
+    lip_rot rq = {b.cs, b.sn, b.cs + hi, b.sn + hi, io.half, b.hq, b.u, b.tile}, rk = rq;
+    rk.h = io.hk ? b.hk : NULL;
     for (size_t i = 0; i < d; i++) b.zero[i] = 0.0f;
     float empty_scale = fmt == LIP8_FP8 ? 0.0f : ldexpf(1.0f, -127);
     for (size_t i = 0; i < ns; i++) b.scales[i] = empty_scale;
     for (size_t s = 0; s < io.n_slots; s++) store_slot(&io, fmt, s, b.zero, b.scales); /* the empty cache */
     float slot, cst = 1.0f / sqrtf((float)(H * d)); /* rounds: fp32 constant */
     for (size_t t = 0; t < io.t; t++) {
-        ug_sim_load(io.cos, t * io.half, io.half, b.cs);
-        ug_sim_load(io.sin, t * io.half, io.half, b.sn);
+        ug_sim_load(io.cos, t * w, w, b.cs);
+        ug_sim_load(io.sin, t * w, w, b.sn);
         for (size_t h = 0; h < H; h++) { /* q path */
             ug_sim_load(io.q, (t * H + h) * d, d, b.v);
-            rope_hadamard(b.v, d, b.cs, b.sn, io.half, bug);
+            rope_hadamard(b.v, d, &rq, bug);
             quantise(b.v, d, fmt, bug, b.codes, b.scales);
             ug_sim_store(io.q8, (t * H + h) * d, d, b.codes);
             ug_sim_store(io.qs, (t * H + h) * ns, ns, b.scales);
@@ -233,7 +284,7 @@ static int lip8_kernel(const ulpgym_call *call, char *err, size_t errlen, int bu
         tiled_gemv(b.x, b.wk, io.hid, d, d, b.v, b.tile);           /* k path */
         if (io.rms) rms_norm(b.v, d, b.g, io.eps);
         else layer_norm(b.v, d, b.g, b.b, io.eps);
-        rope_hadamard(b.v, d, b.cs, b.sn, io.half, bug);
+        rope_hadamard(b.v, d, &rk, bug);
         quantise(b.v, d, fmt, bug, b.codes, b.scales);
         store_slot(&io, fmt, s, b.codes, b.scales);
     }
@@ -250,6 +301,8 @@ const ug_kernel_variant ug_variants_lightning_indexer_prolog_quant_fp8[] = {
      lip8_kernel, 0, LIP8_BUG_PAD_SLOT_WRAPS},
     {"mut_scale_440", "row scale amax/440 instead of amax/448 (a wrong e4m3 max): scales 1.8 % small, codes up to 456",
      lip8_kernel, 0, LIP8_BUG_SCALE_440},
+    {"mut_hadamard_transposed", "a given dense Hadamard applied as H^T (v.H^T; the symmetric butterfly cannot tell)",
+     lip8_kernel, 0, LIP8_BUG_HADAMARD_TRANSPOSED},
     {NULL, NULL, NULL},
 };
 
@@ -263,6 +316,8 @@ const ug_kernel_variant ug_variants_lightning_indexer_prolog_quant_mxfp8[] = {
      LIP8_BUG_MX_EXP_OFF_BY_ONE},
     {"mut_no_saturation", "e4m3 conversion does not saturate: block elements above 464 become NaN", lip8_kernel, 0,
      LIP8_BUG_NO_SATURATION},
+    {"mut_hadamard_transposed", "a given dense Hadamard applied as H^T (v.H^T; the symmetric butterfly cannot tell)",
+     lip8_kernel, 0, LIP8_BUG_HADAMARD_TRANSPOSED},
     {"mut_pad_slot_wraps", "a padding token's slot -1 indexes the cache from the end and overwrites its last slot",
      lip8_kernel, 0, LIP8_BUG_PAD_SLOT_WRAPS},
     {NULL, NULL, NULL},
