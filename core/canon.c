@@ -127,14 +127,20 @@ char *ug_json_canonical(const cJSON *item)
     return sb.buf;
 }
 
-uint64_t ug_hash64(const void *data, size_t len)
+uint64_t ug_hash64_update(uint64_t h, const void *data, size_t len)
 {
     const unsigned char *p = data;
-    uint64_t h = 0xcbf29ce484222325ULL;
     for (size_t i = 0; i < len; i++) {
         h ^= p[i];
         h *= 0x100000001b3ULL;
     }
+    return h;
+}
+
+uint64_t ug_hash64(const void *data, size_t len) { return ug_hash64_finish(ug_hash64_update(UG_HASH64_INIT, data, len)); }
+
+uint64_t ug_hash64_finish(uint64_t h)
+{
     h ^= h >> 30;
     h *= 0xbf58476d1ce4e5b9ULL;
     h ^= h >> 27;

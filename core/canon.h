@@ -17,6 +17,12 @@
  * number, which JSON cannot carry). */
 char *ug_json_canonical(const cJSON *item);
 uint64_t ug_hash64(const void *data, size_t len);
+/* The same hash in pieces, for texts that share a prefix:
+ * ug_hash64(d, n) == ug_hash64_finish(ug_hash64_update(UG_HASH64_INIT, d, n)), and
+ * updating with a then b equals updating with their concatenation. */
+#define UG_HASH64_INIT 0xcbf29ce484222325ULL
+uint64_t ug_hash64_update(uint64_t state, const void *data, size_t len);
+uint64_t ug_hash64_finish(uint64_t state);
 /* Shortest "%.*g" text that round-trips x; buf needs 32 bytes. */
 void ug_format_double(double x, char *buf);
 /* A whole text file (a spec, plan or space JSON), NUL-terminated and malloc'd; NULL with a

@@ -10,6 +10,7 @@
 
 #include "core/canon.h"
 #include "gen/dist.h"
+#include "gen/plan_grid.h"
 
 #ifndef UG_SOURCE_DIR
 #define UG_SOURCE_DIR "."
@@ -117,75 +118,11 @@ static cJSON *entry_spec(const char *op, const cJSON *dists, const char *dtype, 
     return s;
 }
 
-static int cmp_case_id(const void *a, const void *b)
-{
-    return strcmp(((const ug_plan_case *)a)->id, ((const ug_plan_case *)b)->id);
-}
 
 static int seen(const ug_plan *p, size_t from, const char *id)
 {
     for (size_t i = from; i < p->n; i++)
         if (strcmp(p->cases[i].id, id) == 0) return 1;
-    return 0;
-}
-
-/* Expands the grid of a space into a temporary plan (all points). */
-static int expand_grid(expander *x, const char *op, int opi, const cJSON *dists, const cJSON *grid, ug_plan *out,
-                       const char *where, char *err, size_t errlen)
-{
-    const cJSON *dts = cJSON_GetObjectItemCaseSensitive(grid, "dtype");
-    const cJSON *dnames = cJSON_GetObjectItemCaseSensitive(grid, "dist");
-    const cJSON *params = cJSON_GetObjectItemCaseSensitive(grid, "params");
-    if (!cJSON_IsArray(dts) || !cJSON_IsArray(dnames) || !cJSON_IsObject(params)) {
-        snprintf(err, errlen, "%s: \"grid\" needs arrays \"dtype\", \"dist\" and an object \"params\"", where);
-        return -2;
-    }
-    int naxes = cJSON_GetArraySize(params);
-    const cJSON *axes[32];
-    size_t sizes[34], total = 1, nax = 0;
-    sizes[nax++] = (size_t)cJSON_GetArraySize(dts);
-    sizes[nax++] = (size_t)cJSON_GetArraySize(dnames);
-    if (naxes > 32) {
-        snprintf(err, errlen, "%s: more than 32 param axes", where);
-        return -2;
-    }
-    int a = 0;
-    for (const cJSON *ax = params->child; ax; ax = ax->next, a++) {
-        if (!cJSON_IsArray(ax) || cJSON_GetArraySize(ax) == 0) {
-            snprintf(err, errlen, "%s: grid param \"%s\" must be a non-empty array", where, ax->string);
-            return -2;
-        }
-        axes[a] = ax;
-        sizes[nax++] = (size_t)cJSON_GetArraySize(ax);
-    }
-    for (size_t i = 0; i < nax; i++) total *= sizes[i] ? sizes[i] : 1;
-    if (total > MAX_GRID || sizes[0] == 0 || sizes[1] == 0) {
-        snprintf(err, errlen, "%s: grid has %zu points (must be 1..%d)", where, total, MAX_GRID);
-        return -2;
-    }
-    expander sub = {out, 0, "", x->seed};
-    snprintf(sub.tag, sizeof sub.tag, "%s", x->tag);
-    for (size_t k = 0; k < total; k++) {
-        size_t rem = k, pick[34];
-        for (size_t i = 0; i < nax; i++) {
-            pick[i] = rem % sizes[i];
-            rem /= sizes[i];
-        }
-        const cJSON *dt = cJSON_GetArrayItem(dts, (int)pick[0]), *dn = cJSON_GetArrayItem(dnames, (int)pick[1]);
-        if (!cJSON_IsString(dt) || !cJSON_IsString(dn)) {
-            snprintf(err, errlen, "%s: grid \"dtype\" and \"dist\" must hold strings", where);
-            return -2;
-        }
-        cJSON *pobj = cJSON_CreateObject();
-        for (int i = 0; i < naxes; i++)
-            cJSON_AddItemToObject(pobj, axes[i]->string, cJSON_Duplicate(cJSON_GetArrayItem(axes[i], (int)pick[2 + i]), 1));
-        cJSON *s = entry_spec(op, dists, dt->valuestring, pobj, dn->valuestring, where, err, errlen);
-        cJSON_Delete(pobj);
-        if (!s) return -2;
-        char *text = ug_plan_finish_spec(s, sub.tag, sub.seed);
-        cJSON_Delete(s);
-        if (!text || push_case(&sub, text, opi, err, errlen)) return -1;
-    }
     return 0;
 }
 
@@ -220,7 +157,6 @@ static int expand_op(expander *x, const char *dir, const char *op, long quota, u
     const cJSON *req = cJSON_GetObjectItemCaseSensitive(space, "required");
     const cJSON *grid = cJSON_GetObjectItemCaseSensitive(space, "grid");
     size_t start = x->plan->n;
-    ug_plan g = {0};
     if (!cJSON_IsObject(dists) || (req && !cJSON_IsArray(req))) {
         snprintf(err, errlen, "%s: needs an object \"dists\" and an array \"required\"", path);
         rc = -2;
@@ -257,20 +193,20 @@ static int expand_op(expander *x, const char *dir, const char *op, long quota, u
     if (!rc && grid) {
         char where[1300];
         snprintf(where, sizeof where, "%s: grid", path);
-        rc = expand_grid(x, op, opi, dists, grid, &g, where, err, errlen);
-        if (!rc) qsort(g.cases, g.n, sizeof *g.cases, cmp_case_id);
+        ug_grid g;
+        rc = ug_grid_open(&g, op, dists, grid, x->tag, x->seed, MAX_GRID, where, err, errlen);
         for (size_t k = 0; !rc && k < g.n && (long)(x->plan->n - start) < quota; k++) {
-            if (seen(x->plan, start, g.cases[k].id)) continue;
-            rc = push_case(x, g.cases[k].spec, opi, err, errlen);
-            g.cases[k].spec = NULL;
+            if (seen(x->plan, start, g.pts[k].id)) continue; /* a required case */
+            char *text = ug_grid_spec(&g, k, err, errlen);
+            rc = text ? push_case(x, text, opi, err, errlen) : -1;
         }
+        ug_grid_close(&g);
     }
     if (!rc && (long)(x->plan->n - start) < quota) {
         snprintf(err, errlen, "%s: space yields %zu distinct cases, plan asks for %ld", path, x->plan->n - start, quota);
         rc = -2;
     }
 done:
-    ug_plan_free(&g);
     cJSON_Delete(space);
     return rc;
 }

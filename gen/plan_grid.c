@@ -1,0 +1,260 @@
+/* plan_grid.c — the grid of a generalization space, expanded fast (see plan_grid.h).
+ *
+ * A space's grid (dtype x dist x every param axis) can hold tens of thousands of points,
+ * of which the plan keeps the quota with the smallest case IDs. The ID of a point is the
+ * hash of its canonical spec, so every point's spec must be hashed, but it need not be
+ * built as a cJSON object and canonicalised twice (once for the seed, once for the ID):
+ * the canonical text of each fragment (a dist set, a dtype, a param value) is made once,
+ * and a point's text is their concatenation in canonical key order, byte for byte what
+ * ug_plan_finish_spec() writes for the same spec (test_plan_grid checks it on every
+ * space). The hash runs over those fragments without writing the text: the state after
+ * the prefix a point shares with every point of its (dtype, dist) is computed once, then
+ * its params, the plan tag and the two endings (without and with the seed) are hashed on.
+ * Only the points the plan keeps are written out as strings, and each written text is
+ * checked against its ID. */
+#include "gen/plan_grid.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/canon.h"
+#include "core/dtype.h"
+#include "core/spec.h"
+#include "gen/dist.h"
+
+#define MAX_AXES 34 /* dtype, dist and up to 32 params */
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static int cmp_point(const void *a, const void *b)
+{
+    return strcmp(((const ug_grid_point *)a)->id, ((const ug_grid_point *)b)->id);
+}
+
+/* The canonical text of a string or of any JSON item. */
+static char *canon_string(const char *s)
+{
+    cJSON *j = cJSON_CreateString(s);
+    char *t = j ? ug_json_canonical(j) : NULL;
+    cJSON_Delete(j);
+    return t;
+}
+
+/* Appends n bytes to the grid's scratch buffer (grown as needed); -1 without memory. */
+static int put(ug_grid *g, const char *s, size_t n)
+{
+    if (g->len + n + 1 > g->cap) {
+        size_t cap = (g->len + n + 1) * 2;
+        char *b = realloc(g->buf, cap);
+        if (!b) return -1;
+        g->buf = b, g->cap = cap;
+    }
+    memcpy(g->buf + g->len, s, n);
+    g->len += n;
+    g->buf[g->len] = 0;
+    return 0;
+}
+
+static int puts_(ug_grid *g, const char *s) { return put(g, s, strlen(s)); }
+
+/* Point k's axis picks: pick[0] dtype, pick[1] dist, pick[2 + a] param axis a. */
+static void decode(const ug_grid *g, size_t k, size_t *pick)
+{
+    for (size_t i = 0; i < g->n_axes; i++) {
+        pick[i] = k % g->size[i];
+        k /= g->size[i];
+    }
+}
+
+/* Writes point k's canonical spec into the scratch buffer, with the seed when seed >= 0:
+ * keys in canonical (sorted) order dist, dtype, op, params, plan, [seed,] v. */
+static int write_spec(ug_grid *g, size_t k, long long seed)
+{
+    size_t pick[MAX_AXES];
+    decode(g, k, pick);
+    g->len = 0;
+    int rc = puts_(g, "{\"dist\":") | puts_(g, g->dist_txt[pick[1]]) | puts_(g, ",\"dtype\":") |
+             puts_(g, g->dtype_txt[pick[0]]) | puts_(g, ",\"op\":") | puts_(g, g->op_txt) | puts_(g, ",\"params\":{");
+    for (size_t s = 0; s < g->n_params; s++) {
+        size_t a = g->order[s]; /* the params in sorted key order */
+        rc |= puts_(g, s ? "," : "") | puts_(g, g->key_txt[a]) | puts_(g, ":") |
+              puts_(g, g->value_txt[a][pick[2 + a]]);
+    }
+    rc |= puts_(g, "},\"plan\":") | puts_(g, g->tag_txt);
+    if (seed >= 0) {
+        char num[32];
+        ug_format_double((double)seed, num);
+        rc |= puts_(g, ",\"seed\":") | puts_(g, num);
+    }
+    char v[32];
+    snprintf(v, sizeof v, ",\"v\":%d}", UG_SPEC_VERSION);
+    return rc | puts_(g, v);
+}
+
+static uint64_t hash_str(uint64_t h, const char *s) { return ug_hash64_update(h, s, strlen(s)); }
+
+/* The hash state after the text a point shares with its (dtype i, dist j) row:
+ * {"dist":D,"dtype":T,"op":O,"params":{ */
+static uint64_t prefix_state(const ug_grid *g, size_t i, size_t j)
+{
+    uint64_t h = hash_str(UG_HASH64_INIT, "{\"dist\":");
+    h = hash_str(hash_str(h, g->dist_txt[j]), ",\"dtype\":");
+    h = hash_str(hash_str(h, g->dtype_txt[i]), ",\"op\":");
+    return hash_str(hash_str(h, g->op_txt), ",\"params\":{");
+}
+
+/* Point k's ID, hashed as write_spec writes it: the seed from the unseeded text
+ * (ug_plan_finish_spec's rule), then the hash of the seeded text. */
+static void point_id(const ug_grid *g, size_t k, char id[UG_ID_LEN + 1])
+{
+    size_t pick[MAX_AXES];
+    decode(g, k, pick);
+    uint64_t h = g->prefix[pick[0] * g->size[1] + pick[1]];
+    for (size_t s = 0; s < g->n_params; s++) {
+        size_t a = g->order[s];
+        h = hash_str(hash_str(hash_str(h, s ? "," : ""), g->key_txt[a]), ":");
+        h = hash_str(h, g->value_txt[a][pick[2 + a]]);
+    }
+    h = hash_str(hash_str(h, "},\"plan\":"), g->tag_txt);
+    char v[32], num[32];
+    snprintf(v, sizeof v, ",\"v\":%d}", UG_SPEC_VERSION);
+    uint64_t seed = (ug_hash64_finish(hash_str(h, v)) ^ g->seed) & ((1ULL << 53) - 1);
+    ug_format_double((double)seed, num);
+    h = hash_str(hash_str(hash_str(h, ",\"seed\":"), num), v);
+    snprintf(id, UG_ID_LEN + 1, "%016llx", (unsigned long long)ug_hash64_finish(h));
+}
+
+/* Point k's seed, as point_id derives it (for writing its text). */
+static long long point_seed(ug_grid *g, size_t k)
+{
+    if (write_spec(g, k, -1)) return -1;
+    return (long long)((ug_hash64(g->buf, g->len) ^ g->seed) & ((1ULL << 53) - 1));
+}
+
+/* The fragments of the dtype and dist axes (validated once each). */
+static int open_fixed_axes(ug_grid *g, const cJSON *dists, const cJSON *dts, const cJSON *dnames, const char *where,
+                           char *err, size_t errlen)
+{
+    g->size[0] = (size_t)cJSON_GetArraySize(dts);
+    g->size[1] = (size_t)cJSON_GetArraySize(dnames);
+    g->dtype_txt = calloc(g->size[0] + 1, sizeof(char *));
+    g->dist_txt = calloc(g->size[1] + 1, sizeof(char *));
+    if (!g->dtype_txt || !g->dist_txt) return snprintf(err, errlen, "out of memory expanding the plan"), -1;
+    for (size_t i = 0; i < g->size[0]; i++) {
+        const cJSON *dt = cJSON_GetArrayItem(dts, (int)i);
+        if (!cJSON_IsString(dt)) return snprintf(err, errlen, "%s: grid \"dtype\" must hold strings", where), -2;
+        if (ug_dtype_parse(dt->valuestring) < 0)
+            return snprintf(err, errlen, "%s: unknown dtype \"%s\"", where, dt->valuestring), -2;
+        if (!(g->dtype_txt[i] = canon_string(dt->valuestring))) return -1;
+    }
+    for (size_t i = 0; i < g->size[1]; i++) {
+        const cJSON *dn = cJSON_GetArrayItem(dnames, (int)i);
+        if (!cJSON_IsString(dn)) return snprintf(err, errlen, "%s: grid \"dist\" must hold strings", where), -2;
+        const cJSON *dset = cJSON_GetObjectItemCaseSensitive(dists, dn->valuestring);
+        if (!cJSON_IsObject(dset))
+            return snprintf(err, errlen, "%s: unknown dist set \"%s\"", where, dn->valuestring), -2;
+        for (const cJSON *d = dset->child; d; d = d->next)
+            if (ug_dist_validate(d, err, errlen)) {
+                char inner[256];
+                snprintf(inner, sizeof inner, "%s", err);
+                snprintf(err, errlen, "%s: dist set \"%s\", input \"%s\": %s", where, dn->valuestring, d->string, inner);
+                return -2;
+            }
+        if (!(g->dist_txt[i] = ug_json_canonical(dset))) return -1;
+    }
+    return 0;
+}
+
+/* The fragments of the param axes, and their sorted key order. */
+static int open_param_axes(ug_grid *g, const cJSON *params, const char *where, char *err, size_t errlen)
+{
+    g->n_params = (size_t)cJSON_GetArraySize(params);
+    if (g->n_params > MAX_AXES - 2) return snprintf(err, errlen, "%s: more than 32 param axes", where), -2;
+    char *keys[MAX_AXES];
+    size_t a = 0;
+    for (const cJSON *ax = params->child; ax; ax = ax->next, a++) {
+        if (!cJSON_IsArray(ax) || cJSON_GetArraySize(ax) == 0)
+            return snprintf(err, errlen, "%s: grid param \"%s\" must be a non-empty array", where, ax->string), -2;
+        g->size[2 + a] = (size_t)cJSON_GetArraySize(ax);
+        g->key_txt[a] = canon_string(ax->string);
+        g->value_txt[a] = calloc(g->size[2 + a] + 1, sizeof(char *));
+        if (!g->key_txt[a] || !g->value_txt[a]) return snprintf(err, errlen, "out of memory expanding the plan"), -1;
+        size_t v = 0;
+        for (const cJSON *val = ax->child; val; val = val->next, v++)
+            if (!(g->value_txt[a][v] = ug_json_canonical(val)))
+                return snprintf(err, errlen, "%s: grid param \"%s\" holds a value JSON cannot carry", where, ax->string),
+                       -2;
+        keys[a] = ax->string;
+    }
+    /* sorted order of the keys, as the canonical writer sorts them (strcmp) */
+    char *sorted[MAX_AXES];
+    memcpy(sorted, keys, g->n_params * sizeof *keys);
+    qsort(sorted, g->n_params, sizeof *sorted, cmp_str);
+    for (size_t s = 0; s < g->n_params; s++)
+        for (size_t k = 0; k < g->n_params; k++)
+            if (sorted[s] == keys[k]) g->order[s] = k;
+    return 0;
+}
+
+int ug_grid_open(ug_grid *g, const char *op, const cJSON *dists, const cJSON *grid, const char *tag, uint64_t seed,
+                 size_t max_points, const char *where, char *err, size_t errlen)
+{
+    memset(g, 0, sizeof *g);
+    g->seed = seed;
+    const cJSON *dts = cJSON_GetObjectItemCaseSensitive(grid, "dtype");
+    const cJSON *dnames = cJSON_GetObjectItemCaseSensitive(grid, "dist");
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(grid, "params");
+    if (!cJSON_IsArray(dts) || !cJSON_IsArray(dnames) || !cJSON_IsObject(params))
+        return snprintf(err, errlen, "%s: \"grid\" needs arrays \"dtype\", \"dist\" and an object \"params\"", where), -2;
+    int rc = open_fixed_axes(g, dists, dts, dnames, where, err, errlen);
+    if (!rc) rc = open_param_axes(g, params, where, err, errlen);
+    if (rc) return rc;
+    g->n_axes = 2 + g->n_params;
+    size_t total = 1;
+    for (size_t i = 0; i < g->n_axes && total <= max_points; i++) total *= g->size[i];
+    if (total > max_points || total == 0)
+        return snprintf(err, errlen, "%s: grid has %zu points (must be 1..%zu)", where, total, max_points), -2;
+    if (!(g->op_txt = canon_string(op)) || !(g->tag_txt = canon_string(tag)) ||
+        !(g->pts = malloc(total * sizeof *g->pts)) || !(g->prefix = malloc(g->size[0] * g->size[1] * sizeof *g->prefix)))
+        return snprintf(err, errlen, "out of memory expanding the plan"), -1;
+    for (size_t i = 0; i < g->size[0]; i++)
+        for (size_t j = 0; j < g->size[1]; j++) g->prefix[i * g->size[1] + j] = prefix_state(g, i, j);
+    for (size_t k = 0; k < total; k++) {
+        g->pts[k].point = k;
+        point_id(g, k, g->pts[k].id);
+    }
+    g->n = total;
+    qsort(g->pts, g->n, sizeof *g->pts, cmp_point);
+    return 0;
+}
+
+char *ug_grid_spec(ug_grid *g, size_t k, char *err, size_t errlen)
+{
+    long long seed = point_seed(g, g->pts[k].point);
+    if (seed < 0 || write_spec(g, g->pts[k].point, seed)) {
+        snprintf(err, errlen, "out of memory expanding the plan");
+        return NULL;
+    }
+    char id[UG_ID_LEN + 1];
+    ug_spec_id_of(g->buf, id);
+    if (strcmp(id, g->pts[k].id) != 0) { /* the hashed fragments and the written text disagree */
+        snprintf(err, errlen, "plan grid: case %s was written as %s (internal error: please report)", g->pts[k].id, id);
+        return NULL;
+    }
+    return strdup(g->buf);
+}
+
+void ug_grid_close(ug_grid *g)
+{
+    for (size_t i = 0; g->dtype_txt && g->dtype_txt[i]; i++) free(g->dtype_txt[i]);
+    for (size_t i = 0; g->dist_txt && g->dist_txt[i]; i++) free(g->dist_txt[i]);
+    for (size_t a = 0; a < g->n_params; a++) {
+        for (size_t v = 0; g->value_txt[a] && g->value_txt[a][v]; v++) free(g->value_txt[a][v]);
+        free(g->value_txt[a]);
+        free(g->key_txt[a]);
+    }
+    free(g->dtype_txt), free(g->dist_txt), free(g->op_txt), free(g->tag_txt), free(g->pts), free(g->buf);
+    free(g->prefix);
+    memset(g, 0, sizeof *g);
+}
