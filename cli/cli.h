@@ -51,6 +51,15 @@ int ug_cli_case_memory(const char *value);
     "                   and oracle scratch) exceeds BYTES (suffix K, M, G or T, powers of 1024);\n"                    \
     "                   default $ULPGYM_CASE_MEMORY, else half the physical memory (per sweep worker)\n"
 
+/* The case a case ID or unique prefix (6+ hex digits, any case) names: looked up in db
+ * (NULL: none), then in the plan at plan_path (NULL: the default plan). Fills id and a
+ * malloc'd spec; *from_plan (may be NULL) says it came from the plan. An ambiguous prefix
+ * is refused listing its candidates. 0, or UG_EXIT_USAGE after printing why. */
+int ug_cli_find_case(ug_db *db, const char *plan_path, const char *prefix, char id[UG_ID_LEN + 1], char **spec,
+                     int *from_plan);
+/* s as one POSIX shell word: in single quotes, each ' written as '\'' (malloc'd; NULL
+ * without memory). */
+char *ug_cli_shell_quote(const char *s);
 /* Opens the database named by --db/$ULPGYM_DB/./ulpgym.db; prints the error itself. */
 int ug_cli_open_db(const char *path, int create, ug_db **db);
 

@@ -14,39 +14,6 @@
 #include "kernels/replay.h"
 #include "gen/case.h"
 
-/* A case ID's spec: from the database when it has the case, else from the plan. */
-static int find_spec(const char *prefix, const char *db_path, const char *plan_path, char id[UG_ID_LEN + 1],
-                     char **spec)
-{
-    char err[512] = "";
-    *spec = NULL;
-    if (!ug_case_id_prefix_ok(prefix)) return ug_cli_fail("\"%s\" is not a case ID (6 to 16 hex digits)", prefix);
-    const char *path = ug_db_default_path(db_path);
-    ug_db *db = NULL;
-    if (access(path, F_OK) == 0) {
-        if (ug_db_open(path, 0, &db, err, sizeof err)) return ug_cli_fail("%s", err);
-        int rc = ug_db_find_case(db, prefix, id, spec, err, sizeof err);
-        ug_db_close(db);
-        if (rc == 0) return 0;
-        if (strstr(err, "ambiguous")) return ug_cli_fail("%s", err);
-    }
-    ug_plan p;
-    if (ug_plan_load(plan_path, -1, &p, err, sizeof err)) return ug_cli_fail("%s", err);
-    size_t n = strlen(prefix), found = 0;
-    for (size_t i = 0; i < p.n; i++)
-        if (strncasecmp(p.cases[i].id, prefix, n) == 0 && found++ == 0) {
-            snprintf(id, UG_ID_LEN + 1, "%s", p.cases[i].id);
-            *spec = strdup(p.cases[i].spec);
-        }
-    ug_plan_free(&p);
-    if (found == 1 && *spec) return 0;
-    free(*spec);
-    *spec = NULL;
-    return ug_cli_fail(found ? "case ID prefix %s is ambiguous: give more digits"
-                             : "unknown case ID %s (not in the database %s nor in the plan %s)",
-                       prefix, path, plan_path);
-}
-
 /* Builds the case of spec and exports it to dir. */
 static int export_one(const char *spec_text, const char *dir)
 {
@@ -155,7 +122,12 @@ static int ug_cmd_export(int argc, char **argv)
     if (f.any_op || f.groups || limit || per_op) return ug_cli_fail("export: --op, --group, --per-op and --limit select plan cases; "
                                                          "with a CASE_ID leave them out");
     char id[UG_ID_LEN + 1], *spec;
-    if (find_spec(case_id, db, plan_path, id, &spec)) return UG_EXIT_USAGE;
+    ug_db *store = NULL;
+    const char *db_file = ug_db_default_path(db);
+    if (access(db_file, F_OK) == 0 && ug_cli_open_db(db, 0, &store)) return UG_EXIT_USAGE;
+    int found = ug_cli_find_case(store, plan_path, case_id, id, &spec, NULL);
+    ug_db_close(store);
+    if (found) return UG_EXIT_USAGE;
     int rc = export_one(spec, dir);
     free(spec);
     if (!rc) printf("exported case %s to %s; after the device writes %s/outputs/: ulpgym check %s --outputs %s\n", id,

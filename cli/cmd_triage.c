@@ -16,27 +16,6 @@
 #include "run/exec.h"
 #include "run/shrink.h"
 
-/* Finds a case spec by ID prefix: the database first, then the default plan. */
-static int find_spec(ug_db *db, const char *prefix, char id[UG_ID_LEN + 1], char **spec, int *from_plan)
-{
-    char err[512];
-    *from_plan = 0;
-    if (ug_db_find_case(db, prefix, id, spec, err, sizeof err) == 0) return 0;
-    if (!ug_case_id_prefix_ok(prefix)) return ug_cli_fail("%s", err);
-    ug_plan p;
-    char perr[512];
-    if (ug_plan_load(ug_plan_default_path(), -1, &p, perr, sizeof perr) == 0) {
-        for (size_t i = 0; i < p.n && !*spec; i++)
-            if (strncmp(p.cases[i].id, prefix, strlen(prefix)) == 0) {
-                snprintf(id, UG_ID_LEN + 1, "%s", p.cases[i].id);
-                *spec = strdup(p.cases[i].spec);
-                *from_plan = 1;
-            }
-        ug_plan_free(&p);
-    }
-    return *spec ? 0 : ug_cli_fail("%s (not in the database nor in the default plan)", err);
-}
-
 /* The backend, sample and --primary standard (-1: each op's own) of run (0: the latest run that stored a result for
  * the case). */
 static long stored_run(ug_db *db, const char *id, long run, char *backend, size_t blen, long *sample, int *primary)
@@ -83,11 +62,19 @@ static int compare_stored(ug_db *db, long run, const ug_result *r, FILE *f)
 }
 
 /* The reproduction line's " --primary STD" when the run decided by one (primary >= 0), else "". */
-static const char *primary_arg(int primary, char *buf, size_t len)
+/* The command line that reruns spec with backend (and --primary when set), every argument
+ * shell-quoted so that pasting it runs ulpgym and nothing else, whatever the spec's
+ * strings hold. malloc'd; NULL without memory. */
+static char *reproduce_line(const char *backend, int primary, const char *spec)
 {
-    if (primary >= 0) snprintf(buf, len, " --primary %s", ug_standard_name(primary));
-    else buf[0] = 0;
-    return buf;
+    char *b = ug_cli_shell_quote(backend), *s = ug_cli_shell_quote(spec), *line = NULL;
+    const char *std = primary >= 0 ? ug_standard_name(primary) : NULL;
+    size_t n = (b ? strlen(b) : 0) + (s ? strlen(s) : 0) + 96;
+    if (b && s && (line = malloc(n)))
+        snprintf(line, n, "ulpgym case --backend %s%s%s --spec %s", b, std ? " --primary " : "", std ? std : "", s);
+    free(b);
+    free(s);
+    return line;
 }
 
 /* --shrink: the smallest failing shape; stored as a manual case so it can be triaged. */
@@ -103,9 +90,9 @@ static int shrink(ug_db *db, const char *spec, const ug_backend *b, int primary,
     } else {
         printf("\nshrink: %d steps (%d candidates tried): input elements %zu -> %zu\n", sr.steps, sr.tried,
                sr.start_elems, sr.input_elems);
-        char parg[48];
-        printf("smallest failing case %s\nspec %s\nreproduce: ulpgym case --backend %s%s --spec '%s'\n", sr.id, sr.spec,
-               backend_name, primary_arg(primary, parg, sizeof parg), sr.spec);
+        char *line = reproduce_line(backend_name, primary, sr.spec);
+        printf("smallest failing case %s\nspec %s\nreproduce: %s\n", sr.id, sr.spec, line ? line : "(out of memory)");
+        free(line);
     }
     free(sr.spec);
     return 0;
@@ -174,10 +161,9 @@ static void print_json(const ug_result *r, const ug_exec_detail *d, int nworst, 
         cJSON_AddNumberToObject(o, "mare", m->mare);
         cJSON_AddItemToArray(outs, o);
     }
-    char cmd[8192], parg[48];
-    snprintf(cmd, sizeof cmd, "ulpgym case --backend %s%s --spec '%s'", backend,
-             primary_arg(primary, parg, sizeof parg), spec);
-    cJSON_AddStringToObject(j, "reproduce", cmd);
+    char *cmd = reproduce_line(backend, primary, spec);
+    cJSON_AddStringToObject(j, "reproduce", cmd ? cmd : "");
+    free(cmd);
     char *s = cJSON_Print(j);
     printf("%s\n", s ? s : "{}");
     free(s);
@@ -210,7 +196,7 @@ static int ug_cmd_triage(int argc, char **argv)
     char id[UG_ID_LEN + 1], backend_name[600] = "sim", err[1024];
     char *spec = NULL;
     int from_plan, rc = 0, reproduced = -1;
-    if (find_spec(db, id_arg, id, &spec, &from_plan)) {
+    if (ug_cli_find_case(db, NULL, id_arg, id, &spec, &from_plan)) {
         ug_db_close(db);
         return UG_EXIT_USAGE;
     }
@@ -249,9 +235,9 @@ static int ug_cmd_triage(int argc, char **argv)
     if (json && !do_shrink) print_json(&r, &d, (int)nworst, spec, backend_name, primary, reproduced);
     else if (!json) {
         print_text(&r, &d, (int)nworst);
-        char parg[48];
-        printf("\nreproduce: ulpgym case --backend %s%s --spec '%s'\n", backend_name,
-               primary_arg(primary, parg, sizeof parg), spec);
+        char *line = reproduce_line(backend_name, primary, spec);
+        printf("\nreproduce: %s\n", line ? line : "(out of memory)");
+        free(line);
     }
     if (dump_dir && d.have_oracle) {
         int drc = dump(&d, dump_dir);

@@ -24,12 +24,37 @@ int ug_case_id_prefix_ok(const char *s)
     return 1;
 }
 
+/* The first key or string value in j holding a control character (a pasted reproduce line
+ * or a report must not carry one), NULL if none. */
+static const char *control_string(const cJSON *j)
+{
+    for (const cJSON *c = j ? j->child : NULL; c; c = c->next) {
+        const char *texts[2] = {c->string, cJSON_IsString(c) ? c->valuestring : NULL};
+        for (int k = 0; k < 2; k++)
+            for (const unsigned char *p = (const unsigned char *)texts[k]; p && *p; p++)
+                if (*p < 0x20 || *p == 0x7f) return texts[k];
+        const char *inner = control_string(c);
+        if (inner) return inner;
+    }
+    return NULL;
+}
+
 int ug_spec_from_json(cJSON *json, ug_spec *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     out->json = json;
     if (!cJSON_IsObject(json)) {
         snprintf(err, errlen, "case spec is not a JSON object");
+        goto fail;
+    }
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(json, "v");
+    if (v && !(cJSON_IsNumber(v) && v->valuedouble == UG_SPEC_VERSION)) {
+        snprintf(err, errlen, "case spec: field \"v\" (spec version) must be %d, the version this ulpgym reads",
+                 UG_SPEC_VERSION);
+        goto fail;
+    }
+    if (control_string(json)) {
+        snprintf(err, errlen, "case spec: a key or string holds a control character");
         goto fail;
     }
     const cJSON *op = cJSON_GetObjectItemCaseSensitive(json, "op");
@@ -84,10 +109,13 @@ fail:
 
 int ug_spec_parse(const char *text, ug_spec *out, char *err, size_t errlen)
 {
-    cJSON *json = cJSON_Parse(text);
+    /* the whole text is one JSON value (no trailing bytes), and no \u0000 escape, which
+     * cJSON would read as the end of its string, so that two texts could share an ID */
+    cJSON *json = strstr(text, "\\u0000") ? NULL : cJSON_ParseWithOpts(text, NULL, 1);
     if (!json) {
         memset(out, 0, sizeof *out);
-        snprintf(err, errlen, "case spec is not valid JSON");
+        snprintf(err, errlen, strstr(text, "\\u0000") ? "case spec holds a \\u0000 escape"
+                                                      : "case spec is not valid JSON (or has bytes after its end)");
         return -2;
     }
     return ug_spec_from_json(json, out, err, errlen);

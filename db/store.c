@@ -353,9 +353,11 @@ int ug_db_put_result(ug_db *db, long run_id, const ug_result *r, char *err, size
     return r->n_out ? put_verdicts(db, run_id, r, err, errlen) : 0;
 }
 
-int ug_db_find_case(ug_db *db, const char *prefix, char id[UG_ID_LEN + 1], char **spec, char *err, size_t errlen)
+int ug_db_find_cases(ug_db *db, const char *prefix, char id[UG_ID_LEN + 1], char **spec, char *list, size_t listlen,
+                     char *err, size_t errlen)
 {
     *spec = NULL;
+    if (list && listlen) list[0] = 0;
     if (!ug_case_id_prefix_ok(prefix)) {
         snprintf(err, errlen, "\"%s\" is not a case ID (6 to 16 hex digits)", prefix);
         return -2;
@@ -365,17 +367,33 @@ int ug_db_find_case(ug_db *db, const char *prefix, char id[UG_ID_LEN + 1], char 
     for (size_t i = 0; i <= n; i++) lower[i] = (char)(prefix[i] >= 'A' && prefix[i] <= 'F' ? prefix[i] + 32 : prefix[i]);
     snprintf(pattern, sizeof pattern, "%s%%", lower);
     sqlite3_stmt *st;
-    if (ug_db_prepare(db, &st, "SELECT case_id, spec_json FROM cases WHERE case_id LIKE ? LIMIT 2", err, errlen)) return -1;
+    if (ug_db_prepare(db, &st, "SELECT case_id, spec_json FROM cases WHERE case_id LIKE ? ORDER BY case_id", err, errlen))
+        return -1;
     sqlite3_bind_text(st, 1, pattern, -1, SQLITE_TRANSIENT);
     int found = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *cid = (const char *)sqlite3_column_text(st, 0);
         if (++found == 1) {
-            snprintf(id, UG_ID_LEN + 1, "%s", (const char *)sqlite3_column_text(st, 0));
+            snprintf(id, UG_ID_LEN + 1, "%s", cid);
             *spec = strdup((const char *)sqlite3_column_text(st, 1));
         }
+        size_t used = list ? strlen(list) : 0;
+        if (list && found <= 5) snprintf(list + used, listlen - used, "%s%s", found > 1 ? ", " : "", cid);
+        else if (list && found == 6) snprintf(list + used, listlen - used, ", ...");
     }
     sqlite3_finalize(st);
-    if (found == 1 && *spec) return 0;
+    if (found && !*spec) {
+        snprintf(err, errlen, "out of memory reading case %s", id);
+        return -1;
+    }
+    return found;
+}
+
+int ug_db_find_case(ug_db *db, const char *prefix, char id[UG_ID_LEN + 1], char **spec, char *err, size_t errlen)
+{
+    int found = ug_db_find_cases(db, prefix, id, spec, NULL, 0, err, errlen);
+    if (found == 1) return 0;
+    if (found < 0) return found;
     free(*spec);
     *spec = NULL;
     snprintf(err, errlen, found ? "case ID prefix %s is ambiguous: give more digits" : "unknown case ID %s", prefix);

@@ -70,6 +70,10 @@ int ug_db_put_case(ug_db *db, const char *case_id, const char *spec_json, const 
 /* Inserts (or replaces) a result with its metrics and verdicts. */
 int ug_db_put_result(ug_db *db, long run_id, const ug_result *r, char *err, size_t errlen);
 
+/* Cases whose ID starts with prefix: how many (>= 0, or -1/-2 with err), the first (in ID
+ * order) into id and a malloc'd spec, and up to five IDs listed in list (NULL: not wanted). */
+int ug_db_find_cases(ug_db *db, const char *prefix, char id[UG_ID_LEN + 1], char **spec, char *list, size_t listlen,
+                     char *err, size_t errlen);
 /* Resolves a case ID or unique prefix (6+ hex digits): 0 found, -2 unknown or ambiguous
  * (message says which). spec is malloc'd. */
 int ug_db_find_case(ug_db *db, const char *prefix, char id[UG_ID_LEN + 1], char **spec, char *err, size_t errlen);

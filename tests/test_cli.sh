@@ -32,9 +32,9 @@ expect_status 0 ug triage "${fail_id:0:8}" --db "$db"
 expect_grep 'reproduced exactly' "$T/out"
 expect_grep 'verdict FAIL' "$T/out"
 expect_grep 'backend sim:mut_bf16_sum' "$T/out"
-expect_grep 'reproduce: ulpgym case --backend sim:mut_bf16_sum --spec' "$T/out"
+expect_grep "reproduce: ulpgym case --backend 'sim:mut_bf16_sum' --spec" "$T/out"
 # the reproduction line itself works and fails the same way
-spec=$(sed -n "s/^reproduce: ulpgym case --backend sim:mut_bf16_sum --spec '\(.*\)'$/\1/p" "$T/out")
+spec=$(sed -n "s/^reproduce: ulpgym case --backend 'sim:mut_bf16_sum' --spec '\(.*\)'$/\1/p" "$T/out")
 expect_status 1 ug case --backend sim:mut_bf16_sum --spec "$spec"
 expect_grep "case $fail_id .*verdict FAIL" "$T/out"
 expect_status 0 ug case --spec "$spec"
@@ -68,7 +68,7 @@ cert_id=$(sqlite3 "$db" "select a.case_id from results a join results b on b.cas
 expect_status 0 ug triage "$cert_id" --db "$db" --run 3
 expect_grep 'reproduced exactly' "$T/out"
 expect_grep "verdict FAIL \(primary: certified\)" "$T/out"
-expect_grep "reproduce: ulpgym case --backend sim:mut_bf16_sum --primary certified --spec" "$T/out"
+expect_grep "reproduce: ulpgym case --backend 'sim:mut_bf16_sum' --primary certified --spec" "$T/out"
 expect_status 0 ug triage "$cert_id" --db "$db" --run 2
 expect_grep "verdict PASS \(primary: pypto\)" "$T/out"
 # --resume keeps the run's own --primary and refuses another

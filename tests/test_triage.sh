@@ -37,7 +37,7 @@ d=json.load(open(sys.argv[1]))
 assert d["verdict"]=="FAIL" and d["stored_metrics_reproduced"] is True, d["verdict"]
 o=d["outputs"][0]
 assert sum(o["ulp_histogram"].values())>0 and len(o["worst"])==5 and o["worst"][0]["ulp"]>=o["worst"][4]["ulp"]
-assert d["reproduce"].startswith("ulpgym case --backend sim:mut_tail_tile")' "$T/out" && ok || bad "triage --json"
+assert d["reproduce"].startswith("ulpgym case --backend \x27sim:mut_tail_tile\x27")' "$T/out" && ok || bad "triage --json"
 # --dump: files an independent reader (plain Python, no numpy) loads; its max abs error
 # between the kernel's output and the exact values equals the one triage reports
 expect_status 0 ug triage "$id" --db "$db" --run 1 --dump "$T/dump"
@@ -70,4 +70,28 @@ pass_id=$(sqlite3 "$db" "select case_id from results where verdict='PASS' limit 
 expect_status 2 ug triage "$pass_id" --db "$db" --shrink
 expect_grep 'passes with this backend' "$T/err"
 expect_status 2 ug triage "$id" --db "$db" --run 7
+
+# an ambiguous prefix is refused by every command, naming the candidates, never resolved silently
+twin="${id:0:10}000000"
+[ "$twin" != "$id" ] || twin="${id:0:10}ffffff"
+sqlite3 "$db" "insert into cases select '$twin', op, op_group, dtype, spec_json, 'manual', first_seen from cases where case_id='$id'"
+expect_status 2 ug triage "${id:0:10}" --db "$db"
+expect_grep "ambiguous in the database: 2 cases match \\(.*$id" "$T/err"
+expect_grep "$twin" "$T/err"
+expect_status 2 ug export "${id:0:10}" --db "$db" --dir "$T/exp"
+expect_grep "ambiguous in the database: 2 cases match" "$T/err"
+expect_status 0 ug triage "$id" --db "$db" --run 1    # the full ID still resolves
+
+# the reproduce line is shell-quoted: a spec string holding quotes and a command substitution
+# runs the case when pasted, and nothing else
+evil='{"v":1,"op":"attn_softmax","dtype":"fp32","seed":5,"plan":"x'"'"'; touch '"$T"'/pwned; echo '"'"'$(touch '"$T"'/pwned2)","params":{"rows":2,"cols":8},"dist":{"x":{"kind":"normal","mean":0,"std":1}}}'
+ug case --spec "$evil" >/dev/null && ok || bad "the quoted-plan spec does not run"
+evil_id=$(ug case --spec "$evil" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["case_id"])')
+sqlite3 "$db" "insert into cases values('$evil_id','attn_softmax','GreenLight','fp32','$(printf %s "$evil" | sed "s/'/''/g")','manual','now')"
+expect_status 0 ug triage "$evil_id" --db "$db"
+line=$(sed -n 's/^reproduce: //p' "$T/out")
+(PATH="$(dirname "$UG_BIN"):$PATH" bash -c "$line" >/dev/null 2>&1) && ok || bad "pasted reproduce line failed: $line"
+[ ! -e "$T/pwned" ] && [ ! -e "$T/pwned2" ] && ok || bad "the reproduce line ran a command: $line"
+expect_status 2 ug case --spec "${evil/\"seed\":5/\"seed\":5,\"tab\":\"a\\tb\"}"   # control characters refused
+expect_grep 'control character' "$T/err"
 finish
