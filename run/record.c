@@ -87,6 +87,13 @@ int ug_sweep_resume_target(ug_db *db, const char *which, ug_sweep_selection *x, 
         snprintf(err, errlen, "run %ld was merged from shard databases; resume the shards there and merge again", *run);
         return -2;
     }
+    if (strcmp(rec.status, "done") == 0) {
+        snprintf(err, errlen,
+                 "run %ld finished (status done, finished at %s): nothing to resume; start a new sweep (a sweep "
+                 "killed before its run was recorded left no run of its own)",
+                 *run, rec.finished_at);
+        return -2;
+    }
     if (!rec.has_options) {
         snprintf(err, errlen, "run %ld was made by an older ulpgym that did not record its sweep options; it cannot be resumed",
                  *run);

@@ -58,9 +58,13 @@ sqlite3 "$DB" "SELECT case_id FROM results WHERE run_id = 1 ORDER BY case_id" >"
 if cmp -s "$T/got_ids" "$T/plan_ids"; then ok; else bad "resumed run does not hold each plan case once"; fi
 expect_eq "$(sqlite3 "$DB" "SELECT status, n_cases, resumes FROM runs WHERE run_id = 1")" "done|$N|1" "run row after resume"
 expect_eq "$(sqlite3 "$DB" "SELECT count(*) FROM runs")" 1 "resume reuses the run"
-# a finished run has nothing left to run
-expect_status 0 ug sweep --resume 1 --db "$DB" --quiet
-expect_grep "^run 1: 0 cases" "$T/out"
+# a finished run has nothing left to run: resuming it is refused and changes nothing (a sweep
+# killed before its own run row existed must not "resume" the previous, finished one)
+fin=$(sqlite3 "$DB" "SELECT finished_at, resumes FROM runs WHERE run_id = 1")
+expect_status 2 ug sweep --resume 1 --db "$DB" --quiet
+expect_grep "run 1 finished .*nothing to resume" "$T/err"
+expect_status 2 ug sweep --resume latest --db "$DB" --quiet
+expect_eq "$(sqlite3 "$DB" "SELECT finished_at, resumes FROM runs WHERE run_id = 1")" "$fin" "refused resume of a done run"
 
 # the same verdicts as an uninterrupted run
 REF=$T/ref.db
