@@ -123,7 +123,7 @@ static int append(char **s, size_t *len, const char *sep, const char *text)
 }
 
 /* The merged run's metadata: earliest start, latest end, hosts, cores, sources. */
-static int merge_update_run(ug_db *db, long run_id, const ug_run_record *recs, const char *const *inputs, int n,
+static int merge_update_run(ug_db *db, long run_id, const ug_run_record *recs, const char *const *inputs, int n, int complete,
                             char *err, size_t errlen)
 {
     char *hosts = NULL, *from = NULL, *shards = NULL, *revs = NULL;
@@ -142,7 +142,7 @@ static int merge_update_run(ug_db *db, long run_id, const ug_run_record *recs, c
         cores += recs[i].cores;
         done &= strcmp(recs[i].status, "done") == 0;
     }
-    if (ug_db_run_finish(db, run_id, done ? "done" : "partial", err, errlen)) goto done;
+    if (ug_db_run_finish(db, run_id, done && complete ? "done" : "partial", err, errlen)) goto done;
     sqlite3_stmt *st;
     if (ug_db_prepare(db, &st,
                 "UPDATE runs SET started_at = ?2, finished_at = ?3, host = ?4, cores = ?5, git_rev = ?6, shard = ?7,"
@@ -188,8 +188,36 @@ static int merge_copy_input(ug_db *db, const char *path, long old_run, long new_
     return rc;
 }
 
-int ug_db_merge(ug_db *db, const char *const *inputs, int n, const char *command, long *run_id, char *err,
-                size_t errlen)
+/* Every shard K/N of the sweep is present once (runs without a shard are not checked).
+ * The number of missing shards (allowed only when partial), or -2 naming them. */
+static int merge_complete(const ug_run_record *recs, int n, int partial, char *err, size_t errlen)
+{
+    int total = 0, k, m;
+    unsigned char seen[4097] = {0};
+    for (int i = 0; i < n; i++) {
+        if (!recs[i].shard[0] || sscanf(recs[i].shard, "%d/%d", &k, &m) != 2 || m < 1 || m > 4096 || k < 1 || k > m)
+            continue;
+        if (total && m != total) {
+            snprintf(err, errlen, "merge: shards of %d and of %d parts given: not one sweep", total, m);
+            return -2;
+        }
+        total = m;
+        seen[k] = 1;
+    }
+    char missing[256] = "";
+    size_t len = 0;
+    int n_missing = 0;
+    for (k = 1; k <= total; k++)
+        if (!seen[k] && n_missing++ < 8 && len < sizeof missing)
+            len += (size_t)snprintf(missing + len, sizeof missing - len, "%s%d/%d", len ? ", " : "", k, total);
+    if (!n_missing || partial) return n_missing;
+    snprintf(err, errlen, "merge: %d of %d shards missing (%s%s); give every shard database, or --partial to merge "
+             "what is there (the run is then marked partial)", n_missing, total, missing, n_missing > 8 ? ", ..." : "");
+    return -2;
+}
+
+int ug_db_merge(ug_db *db, const char *const *inputs, int n, int partial, const char *command, long *run_id,
+                char *err, size_t errlen)
 {
     ug_run_record *recs = calloc((size_t)(n > 0 ? n : 1), sizeof *recs);
     if (!recs) return -1;
@@ -202,6 +230,8 @@ int ug_db_merge(ug_db *db, const char *const *inputs, int n, const char *command
             rc = -2;
         }
     }
+    int missing = rc ? 0 : merge_complete(recs, n, partial, err, errlen);
+    if (missing < 0) rc = missing;
     if (rc) goto done;
     const ug_run_record *r0 = &recs[0];
     ug_run_info info = {r0->plan_name, r0->plan_path, r0->plan_hash, r0->backend, NULL, command, r0->oracle_prec,
@@ -210,7 +240,7 @@ int ug_db_merge(ug_db *db, const char *const *inputs, int n, const char *command
                         r0->no_regressions, r0->primary_standard[0] ? r0->primary_standard : NULL};
     if ((rc = ug_db_begin(db, err, errlen)) || (rc = ug_db_run_begin(db, &info, run_id, err, errlen))) goto undo;
     for (int i = 0; i < n && !rc; i++) rc = merge_copy_input(db, inputs[i], recs[i].run_id, *run_id, err, errlen);
-    if (!rc) rc = merge_update_run(db, *run_id, recs, inputs, n, err, errlen);
+    if (!rc) rc = merge_update_run(db, *run_id, recs, inputs, n, missing == 0, err, errlen);
     if (!rc) rc = ug_db_commit(db, err, errlen);
 undo:
     if (rc) ug_db_rollback(db);

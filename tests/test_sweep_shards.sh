@@ -49,7 +49,13 @@ expect_grep "merged from shard databases" "$T/err"
 # refused merges leave OUT untouched
 before=$(dump "$OUT" | md5sum)
 expect_status 2 ug merge "$OUT" "$T/shard1.db" "$T/shard1.db"
-expect_grep "both shard 1/3" "$T/err"
+expect_grep "are the same database" "$T/err"
+expect_status 2 ug merge "$OUT" "$T/shard1.db" "$T/./shard1.db"   # the same file by another path
+expect_grep "are the same database" "$T/err"
+expect_status 2 ug merge "$T/./merged.db" "$T/shard1.db" "$OUT"
+expect_grep "both the output and an input" "$T/err"
+expect_status 2 ug merge "$OUT" "$T/shard1.db" "$T/shard3.db"       # shard 2/3 missing
+expect_grep "1 of 3 shards missing \\(2/3\\)" "$T/err"
 expect_status 2 ug merge "$OUT" "$T/shard1.db" "$T/again.db" "$T/shard2.db"
 expect_grep "both shard 2/3" "$T/err"
 expect_status 0 ug sweep --op attn_softmax --quiet --db "$T/other.db" --shard 3/3 # another backend
@@ -67,4 +73,7 @@ expect_status 2 ug merge "$OUT"
 expect_status 2 ug merge
 expect_eq "$(dump "$OUT" | md5sum)" "$before" "refused merges changed nothing"
 expect_eq "$(sqlite3 "$OUT" "SELECT count(*) FROM runs")" 1 "no run added by refused merges"
+# --partial merges what is there and says so in the run's status
+expect_status 0 ug merge --partial "$T/part.db" "$T/shard1.db" "$T/shard3.db"
+expect_eq "$(sqlite3 "$T/part.db" "SELECT status FROM runs")" "partial" "a partial merge is marked partial"
 finish
