@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # nightly.sh — the nightly job: build, sweep the default plan, write the report, diff the
-# run against the previous finished run of the same plan, and exit 1 when a
-# case fails that did not fail before (0: no new failures, 2: the job itself failed);
+# run against the last finished run of the same plan (hash), case selection, backend and
+# deciding standard (like for like), and exit 1 when a case fails that did not fail
+# before (0: no new failures, 2: the job itself failed);
 # then the standards' self-check: the correct sim kernels over the whole plan at other
 # plan seeds must pass under each op's primary standard and under certified (3: a false
 # alarm, i.e. a tolerance or contract fitted to one seed's cases).
@@ -10,17 +11,19 @@
 # Environment:
 #   ULPGYM_DB          results database (default ./ulpgym.db); history accumulates there
 #   ULPGYM_BIN         use this ulpgym binary and skip deps/build (CI, tests, clusters)
-#   ULPGYM_REPORT_DIR  where the report and new_failures.txt go (default ./reports)
+#   ULPGYM_REPORT_DIR  where the report and new_failures.txt go (default
+#                      $ULPGYM_DATA/nightly-reports, else nightly-reports/ beside the database)
 #   ULPGYM_SEED_CHECK  plan seeds of the self-check (default "2 3 4"; empty: skip it)
 #   ULPGYM_SEED_CHECK_ARGS  extra sweep options for the self-check (default: the whole plan)
 # "New failure": a case whose verdict now is neither PASS nor SKIP, and which either had
-# no result in the previous run or had PASS/SKIP there. The script also says whether the
-# code (git revision) or the plan (plan hash) changed between the two runs, so a change
-# in results can be told apart from a change in what was tested.
+# no result in the compared run or had PASS/SKIP there; "fixed" passes now and failed
+# there; "still failing" failed in both. The script says whether the code (git revision)
+# changed between the two runs; a run with no like-for-like predecessor says so and
+# counts every failure as new.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 db=${ULPGYM_DB:-$PWD/ulpgym.db}
-reports=${ULPGYM_REPORT_DIR:-$PWD/reports}
+reports=${ULPGYM_REPORT_DIR:-${ULPGYM_DATA:-$(dirname "$db")}/nightly-reports}
 die() { echo "nightly: $*" >&2; exit 2; }
 
 if [ -n "${ULPGYM_BIN:-}" ]; then
@@ -40,10 +43,14 @@ status=$?
 
 q() { sqlite3 -batch "$db" "$@"; }
 run=$(q "SELECT max(run_id) FROM runs WHERE merged_from IS NULL")
+# like for like: the same plan (hash), selection, backend and deciding standard
 prev=$(q "SELECT max(p.run_id) FROM runs p, runs c WHERE c.run_id = $run AND p.run_id < $run AND p.status = 'done'
-          AND p.plan_name IS c.plan_name AND p.merged_from IS NULL")
+          AND p.merged_from IS NULL AND p.plan_hash IS c.plan_hash AND p.backend IS c.backend
+          AND p.op_filter IS c.op_filter AND p.group_filter IS c.group_filter AND p.case_limit IS c.case_limit
+          AND p.shard IS c.shard AND p.sample IS c.sample AND p.primary_standard IS c.primary_standard")
 echo
-echo "nightly: run $run$([ -n "$prev" ] && echo ", compared with run $prev" || echo ", no earlier finished run to compare with")"
+echo "nightly: run $run$([ -n "$prev" ] && echo ", compared with run $prev (same plan, selection and backend)" ||
+    echo ", no earlier finished run of the same plan, selection and backend to compare with")"
 
 if "$bin" report -h >/dev/null 2>&1; then
     "$bin" report --db "$db" --run "$run" --format html -o "$reports/nightly-$run.html" &&
@@ -51,13 +58,8 @@ if "$bin" report -h >/dev/null 2>&1; then
 fi
 
 if [ -n "$prev" ]; then
-    q "SELECT CASE WHEN p.git_rev IS NOT c.git_rev THEN 'nightly: code changed: ' || p.git_rev || ' -> ' || c.git_rev END,
-              CASE WHEN p.plan_hash IS NOT c.plan_hash THEN 'nightly: plan changed: hash ' || p.plan_hash || ' -> ' || c.plan_hash END,
-              CASE WHEN p.backend IS NOT c.backend THEN 'nightly: backend changed: ' || p.backend || ' -> ' || c.backend END,
-              CASE WHEN p.primary_standard IS NOT c.primary_standard THEN 'nightly: deciding standard changed: '
-                   || coalesce(p.primary_standard, 'each op''s own') || ' -> '
-                   || coalesce(c.primary_standard, 'each op''s own') END
-       FROM runs p, runs c WHERE p.run_id = ${prev} AND c.run_id = $run" | tr '|' '\n' | grep -v '^$'
+    q "SELECT CASE WHEN p.git_rev IS NOT c.git_rev THEN 'nightly: code changed: ' || p.git_rev || ' -> ' || c.git_rev END
+       FROM runs p, runs c WHERE p.run_id = ${prev} AND c.run_id = $run" | grep -v '^$'
 fi
 new_failures="
 SELECT r.case_id, c.op, c.dtype, coalesce(p.verdict, '(new case)') AS was, r.verdict AS now, r.message
@@ -67,10 +69,17 @@ WHERE r.run_id = $run AND r.verdict NOT IN ('PASS', 'SKIP') AND coalesce(p.verdi
 ORDER BY c.op, r.case_id"
 q -header -separator '  ' "$new_failures" >"$reports/new_failures.txt"
 n_new=$(q "SELECT count(*) FROM ($new_failures)")
-n_fixed=0
-[ -n "$prev" ] && n_fixed=$(q "SELECT count(*) FROM results r JOIN results p ON p.case_id = r.case_id AND p.run_id = $prev
-                               WHERE r.run_id = $run AND r.verdict = 'PASS' AND p.verdict NOT IN ('PASS', 'SKIP')")
-echo "nightly: $n_new new failures, $n_fixed fixed (list: $reports/new_failures.txt)"
+n_fixed=0 n_still=0
+if [ -n "$prev" ]; then
+    n_fixed=$(q "SELECT count(*) FROM results r JOIN results p ON p.case_id = r.case_id AND p.run_id = $prev
+                 WHERE r.run_id = $run AND r.verdict = 'PASS' AND p.verdict NOT IN ('PASS', 'SKIP')")
+    n_still=$(q "SELECT count(*) FROM results r JOIN results p ON p.case_id = r.case_id AND p.run_id = $prev
+                 WHERE r.run_id = $run AND r.verdict NOT IN ('PASS', 'SKIP') AND p.verdict NOT IN ('PASS', 'SKIP')")
+fi
+totals=$(q "SELECT count(*) || ' cases: ' || sum(verdict = 'PASS') || ' pass, ' || sum(verdict NOT IN ('PASS', 'SKIP'))
+            || ' not passing, ' || sum(verdict = 'SKIP') || ' skipped' FROM results WHERE run_id = $run")
+echo "nightly: $n_new new failures, $n_fixed fixed, $n_still still failing (list: $reports/new_failures.txt)"
+echo "nightly: run $run: $totals"
 [ "$n_new" -gt 0 ] && head -n 21 "$reports/new_failures.txt"
 
 # The standards' self-check, in a scratch database of its own (the history stays clean).

@@ -1,30 +1,42 @@
 #!/usr/bin/env bash
 # test_sweep_nightly.sh — scripts/nightly.sh: exit 0 while nothing new fails, exit 1 with
-# the list when a case fails that passed in the previous run (a planted-bug mutant
-# stands in for a bad kernel change), 0 again once the failures are old, and it counts
-# the cases fixed when the bug goes away. Uses the built binary (ULPGYM_BIN): no build.
+# the list when a case fails that passed in the last like-for-like run (the same plugin
+# file made wrong by an environment variable stands in for a bad kernel change), runs of
+# another selection or backend are not compared, 0 again once the failures are old (still
+# failing counted), and it counts the cases fixed when the bug goes away. Uses the built
+# binary (ULPGYM_BIN): no build.
 . "$(dirname "$0")/lib.sh"
 NIGHTLY=${ULPGYM_DATA:?}/scripts/nightly.sh
 export ULPGYM_DB=$T/nightly.db ULPGYM_REPORT_DIR=$T/reports ULPGYM_SEED_CHECK=
+PLUGIN=plugin:${ULPGYM_FIXTURES:?}/libfaulty_plugin.so
 SEL=(--op attn_softmax --limit 40 -j2)
-
-expect_status 0 bash "$NIGHTLY" "${SEL[@]}"
-expect_grep 'nightly: run 1, no earlier finished run' "$T/out"
+# the same plugin file on every night; ULPGYM_FAULTY_SCALE turns it into a wrong kernel
+# (every output x1.01), as a kernel change between two nights would
+expect_status 0 bash "$NIGHTLY" "${SEL[@]}" --backend "$PLUGIN"
+expect_grep 'nightly: run 1, no earlier finished run of the same plan, selection and backend' "$T/out"
 expect_grep 'nightly: 0 new failures' "$T/out"
 
-expect_status 1 bash "$NIGHTLY" "${SEL[@]}" --kernel-variant mut_tail_tile
-expect_grep 'nightly: run 2, compared with run 1' "$T/out"
-expect_grep 'backend changed: sim -> sim:mut_tail_tile' "$T/out"
+ULPGYM_FAULTY_SCALE=1.01 expect_status 1 bash "$NIGHTLY" "${SEL[@]}" --backend "$PLUGIN"
+expect_grep 'nightly: run 2, compared with run 1 \(same plan, selection and backend\)' "$T/out"
 n_fail=$(sqlite3 "$ULPGYM_DB" "SELECT count(*) FROM results WHERE run_id = 2 AND verdict = 'FAIL'")
-if [ "$n_fail" -gt 0 ]; then ok; else bad "the mutant failed no case"; fi
-expect_grep "nightly: $n_fail new failures, 0 fixed" "$T/out"
+if [ "$n_fail" -gt 0 ]; then ok; else bad "the broken plugin failed no case"; fi
+expect_grep "nightly: $n_fail new failures, 0 fixed, 0 still failing" "$T/out"
+expect_grep "nightly: run 2: 40 cases: [0-9]+ pass, $n_fail not passing, [0-9]+ skipped" "$T/out"
 expect_eq "$(grep -c '  PASS  FAIL  ' "$T/reports/new_failures.txt")" "$n_fail" "each new failure listed as PASS -> FAIL"
 
-expect_status 0 bash "$NIGHTLY" "${SEL[@]}" --kernel-variant mut_tail_tile
-expect_grep 'nightly: 0 new failures, 0 fixed' "$T/out"
-
+# another selection or another backend is not compared with these runs
+expect_status 0 bash "$NIGHTLY" --op attn_softmax --limit 12 -j2 --backend "$PLUGIN"
+expect_grep 'nightly: run 3, no earlier finished run of the same plan, selection and backend' "$T/out"
 expect_status 0 bash "$NIGHTLY" "${SEL[@]}"
-expect_grep "nightly: 0 new failures, $n_fail fixed" "$T/out"
+expect_grep 'nightly: run 4, no earlier finished run' "$T/out"
+
+# still broken: compared with run 2 (the last like-for-like run), nothing new, all still failing
+ULPGYM_FAULTY_SCALE=1.01 expect_status 0 bash "$NIGHTLY" "${SEL[@]}" --backend "$PLUGIN"
+expect_grep 'nightly: run 5, compared with run 2' "$T/out"
+expect_grep "nightly: 0 new failures, 0 fixed, $n_fail still failing" "$T/out"
+
+expect_status 0 bash "$NIGHTLY" "${SEL[@]}" --backend "$PLUGIN"
+expect_grep "nightly: 0 new failures, $n_fail fixed, 0 still failing" "$T/out"
 
 # the standards' self-check: the correct kernels at another plan seed pass (exit 0, one line
 # per seed); a kernel that fails there is a false alarm of the standards: exit 3
