@@ -35,6 +35,16 @@ SLURM_RESTART_COUNT=1 SLURM_ARRAY_TASK_ID=2 expect_status 0 bash "$SCRIPT" "${SE
 expect_grep '^run 1: 5 cases' "$T/out"
 expect_eq "$(sqlite3 "$T/shards/shard-2.db" "SELECT count(*), count(DISTINCT case_id) FROM results")" "$((n2 + 5))|$((n2 + 5))" \
     "requeued shard completed once"
+# a task requeued after its shard finished has nothing left to run: exit 0, nothing added
+SLURM_RESTART_COUNT=2 SLURM_ARRAY_TASK_ID=2 expect_status 0 bash "$SCRIPT" "${SEL[@]}"
+expect_eq "$(sqlite3 "$T/shards/shard-2.db" "SELECT count(*) FROM results")" "$((n2 + 5))" "finished shard left alone"
+# the script asks for what any node has, and a failed merge-job submission does not cost task 1 its shard
+grep -q '^#SBATCH --cpus-per-task=2$' "$SCRIPT" && ok || bad "sweep.sbatch must not hard-code a large CPU count"
+printf '#!/usr/bin/env bash\necho "sbatch: error: Batch job submission failed" >&2; exit 1\n' >"$T/bin/sbatch"
+export ULPGYM_SHARD_DIR=$T/shards_b
+SLURM_ARRAY_TASK_ID=1 expect_status 0 bash "$SCRIPT" "${SEL[@]}"
+expect_grep 'submitting the merge job failed' "$T/err"
+[ -n "$(sqlite3 "$T/shards_b/shard-1.db" "SELECT count(*) FROM results")" ] && ok || bad "task 1 swept no shard"
 # not an array, or not 1..N: refused
 SLURM_ARRAY_TASK_MIN=0 SLURM_ARRAY_TASK_ID=1 expect_status 2 bash "$SCRIPT"
 SLURM_ARRAY_TASK_ID=1 expect_status 1 env -u SLURM_ARRAY_JOB_ID bash "$SCRIPT"
