@@ -53,16 +53,17 @@ int ug_db_report_failures(ug_db *db, long run_id, int max, int (*cb)(const ug_db
     sqlite3_stmt *st;
     if (prepare_run(db,
                     "SELECT r.case_id, c.op, c.dtype, r.verdict, coalesce(r.message, ''),"
-                    " coalesce((SELECT max(max_ulp) FROM metrics m WHERE m.run_id = r.run_id AND m.case_id = r.case_id), 0)"
+                    " (SELECT max(max_ulp) FROM metrics m WHERE m.run_id = r.run_id AND m.case_id = r.case_id)"
                     " AS u FROM results r JOIN cases c ON c.case_id = r.case_id"
-                    " WHERE r.run_id = ? AND r.verdict <> 'PASS' ORDER BY (r.verdict = 'FAIL'), u DESC, r.case_id LIMIT ?",
+                    " WHERE r.run_id = ? AND r.verdict NOT IN ('PASS', 'SKIP')"
+                    " ORDER BY r.verdict IN ('FAIL', 'NONFINITE') DESC, coalesce(u, -1) DESC, r.case_id LIMIT ?",
                     run_id, &st, err, errlen))
         return -1;
     sqlite3_bind_int(st, 2, max);
     int rc = 0;
     while (!rc && sqlite3_step(st) == SQLITE_ROW) {
         ug_db_failure_row row = {text0(st, 0), text(st, 1), text0(st, 2), text0(st, 3), text0(st, 4),
-                                 sqlite3_column_double(st, 5)};
+                                 sqlite3_column_double(st, 5), sqlite3_column_type(st, 5) != SQLITE_NULL};
         rc = cb(&row, ctx);
     }
     sqlite3_finalize(st);

@@ -28,11 +28,14 @@ int ug_db_report_results(ug_db *db, long run_id, int (*cb)(const ug_db_result_ro
 /* A result that did not pass. Text is never NULL (missing reads as ""), but op may be. */
 typedef struct {
     const char *case_id, *op, *dtype, *verdict, *message;
-    double max_ulp; /* 0 when no output stored one */
+    double max_ulp;  /* 0 when no output stored one */
+    int has_max_ulp; /* whether an output stored one (CRASH, TIMEOUT, ERROR store none) */
 } ug_db_failure_row;
 
-/* The first max results of run_id that are not PASS: the other outcomes (ERROR, CRASH,
- * ...) first, then FAIL; worst max ulp first within each, then by case ID. */
+/* The first max results of run_id that neither passed nor were skipped (a SKIP is no
+ * verdict, and a plugin declining a dtype must not push real failures out of the list):
+ * FAIL and NONFINITE first, then the others (ERROR, CRASH, TIMEOUT); worst max ulp first
+ * within each, then by case ID. */
 int ug_db_report_failures(ug_db *db, long run_id, int max, int (*cb)(const ug_db_failure_row *row, void *ctx),
                           void *ctx, char *err, size_t errlen);
 

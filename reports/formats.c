@@ -10,7 +10,8 @@
 #include "reports/xml.h"
 #include "db/query_report.h"
 
-static double pct(const ug_tally *t) { return ug_tally_pass_rate(t); }
+/* The pass-rate cell of t: a dash when every case was skipped (no verdict to rate). */
+static const char *pass_cell(const ug_tally *t, char *buf, size_t len) { return ug_tally_pass_cell(t, "—", buf, len); }
 
 static const char *cert_cell(const ug_tally *t, char *buf, size_t len) { return ug_tally_cert_cell(t, "–", buf, len); }
 
@@ -23,7 +24,7 @@ static int ops_in_group(const ug_report *r, int g)
 
 void ug_report_write_md(const ug_report *r, FILE *f)
 {
-    char cert[24];
+    char cert[24], pass[24];
     fprintf(f, "# ulpgym run %ld\n\n", r->run_id);
     fprintf(f, "plan `%s` (hash %s), backend `%s`, build %s, host %s, %s – %s (%s)\n\n", r->plan, r->plan_hash,
             r->backend, r->git_rev, r->host, r->started, r->finished[0] ? r->finished : "…", r->status);
@@ -35,17 +36,20 @@ void ug_report_write_md(const ug_report *r, FILE *f)
     fprintf(f, "|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int g = 0; g < UG_GROUP_COUNT; g++)
         if (r->group[g].cases)
-            fprintf(f, "| %s | %d | %ld | %ld | %ld | %ld | %.2f %% | %s |\n", ug_group_name((ug_group)g),
+            fprintf(f, "| %s | %d | %ld | %ld | %ld | %ld | %s | %s |\n", ug_group_name((ug_group)g),
                     ops_in_group(r, g), r->group[g].cases, r->group[g].pass, r->group[g].fail, r->group[g].other,
-                    pct(&r->group[g]), cert_cell(&r->group[g], cert, sizeof cert));
+                    pass_cell(&r->group[g], pass, sizeof pass), cert_cell(&r->group[g], cert, sizeof cert));
     int nops = 0;
     for (int op = 0; op < UG_OP_COUNT; op++) nops += r->op[op].cases > 0;
-    fprintf(f, "| **total** | %d | %ld | %ld | %ld | %ld | %.2f %% | %s |\n\n", nops, r->total.cases, r->total.pass,
-            r->total.fail, r->total.other, pct(&r->total), cert_cell(&r->total, cert, sizeof cert));
-    fprintf(f, "Pass rate: cases whose outcome is PASS, decided by %s. Certified pass rate: cases whose `certified` "
-               "verdict is PASS among the %ld it judged (PASS or FAIL); NA cases (no numeric output) and cases "
-               "without verdicts (SKIP, ERROR, CRASH, TIMEOUT) are left out.\n\n",
-            r->primary[0] ? "the run's `--primary` standard" : "each op's primary standard", r->total.cert_judged);
+    fprintf(f, "| **total** | %d | %ld | %ld | %ld | %ld | %s | %s |\n\n", nops, r->total.cases, r->total.pass,
+            r->total.fail, r->total.other, pass_cell(&r->total, pass, sizeof pass), cert_cell(&r->total, cert, sizeof cert));
+    fprintf(f, "Pass rate: cases whose outcome is PASS, decided by %s, among the cases not skipped (%ld SKIP, counted "
+               "under other, are no verdict and left out of the denominator; — where every case was skipped). "
+               "Certified pass rate: cases whose `certified` verdict is PASS among the %ld it judged (PASS or FAIL); "
+               "NA cases (no numeric output) and cases without verdicts (SKIP, ERROR, CRASH, TIMEOUT) are left "
+               "out.\n\n",
+            r->primary[0] ? "the run's `--primary` standard" : "each op's primary standard", r->total.skip,
+            r->total.cert_judged);
     if (r->regressions)
         fprintf(f, "Cases include %ld regression cases found by fuzzing (corpus/found/, origin fuzz) beside the plan's.\n\n",
                 r->regressions);
@@ -54,15 +58,18 @@ void ug_report_write_md(const ug_report *r, FILE *f)
     fprintf(f, "|---|---|---:|---:|---:|---:|---:|---:|\n");
     for (int op = 0; op < UG_OP_COUNT; op++)
         if (r->op[op].cases)
-            fprintf(f, "| %s | %s | %ld | %ld | %ld | %ld | %.2f %% | %s |\n", ug_group_name(ug_op_group(op)),
-                    ug_op_name(op), r->op[op].cases, r->op[op].pass, r->op[op].fail, r->op[op].other, pct(&r->op[op]),
-                    cert_cell(&r->op[op], cert, sizeof cert));
+            fprintf(f, "| %s | %s | %ld | %ld | %ld | %ld | %s | %s |\n", ug_group_name(ug_op_group(op)),
+                    ug_op_name(op), r->op[op].cases, r->op[op].pass, r->op[op].fail, r->op[op].other,
+                    pass_cell(&r->op[op], pass, sizeof pass), cert_cell(&r->op[op], cert, sizeof cert));
     if (r->n_failures) {
         fprintf(f, "\n## Top failures\n\n| case | op | dtype | verdict | max ulp | triage |\n|---|---|---|---|---:|---|\n");
         for (int i = 0; i < r->n_failures; i++) {
             const ug_report_failure *x = &r->failures[i];
-            fprintf(f, "| %s | %s | %s | %s | %.3g | `ulpgym triage %s` |\n", x->case_id, ug_op_name(x->op), x->dtype,
-                    x->verdict, x->max_ulp, x->case_id);
+            char ulp[32];
+            if (x->has_max_ulp) snprintf(ulp, sizeof ulp, "%.3g", x->max_ulp);
+            else snprintf(ulp, sizeof ulp, "—");
+            fprintf(f, "| %s | %s | %s | %s | %s | `ulpgym triage %s` |\n", x->case_id, ug_op_name(x->op), x->dtype,
+                    x->verdict, ulp, x->case_id);
         }
     }
 }
@@ -74,7 +81,9 @@ static cJSON *tally_json(const ug_tally *t)
     cJSON_AddNumberToObject(o, "passed", (double)t->pass);
     cJSON_AddNumberToObject(o, "failed", (double)t->fail);
     cJSON_AddNumberToObject(o, "other", (double)t->other);
-    cJSON_AddNumberToObject(o, "pass_rate", pct(t));
+    cJSON_AddNumberToObject(o, "skipped", (double)t->skip);
+    if (ug_tally_pass_rate(t) >= 0) cJSON_AddNumberToObject(o, "pass_rate", ug_tally_pass_rate(t));
+    else cJSON_AddNullToObject(o, "pass_rate"); /* every case skipped */
     cJSON_AddNumberToObject(o, "certified_judged", (double)t->cert_judged);
     cJSON_AddNumberToObject(o, "certified_passed", (double)t->cert_pass);
     if (t->cert_judged) cJSON_AddNumberToObject(o, "pass_rate_certified", ug_tally_cert_rate(t));
@@ -118,7 +127,8 @@ void ug_report_write_json(const ug_report *r, FILE *f)
         cJSON_AddStringToObject(o, "op", ug_op_name(r->failures[i].op));
         cJSON_AddStringToObject(o, "dtype", r->failures[i].dtype);
         cJSON_AddStringToObject(o, "verdict", r->failures[i].verdict);
-        cJSON_AddNumberToObject(o, "max_ulp", r->failures[i].max_ulp);
+        if (r->failures[i].has_max_ulp) cJSON_AddNumberToObject(o, "max_ulp", r->failures[i].max_ulp);
+        else cJSON_AddNullToObject(o, "max_ulp"); /* no metric: a crash, a timeout */
         cJSON_AddStringToObject(o, "message", r->failures[i].message);
         cJSON_AddItemToArray(fails, o);
     }

@@ -22,7 +22,16 @@ static int ulp_bucket(double u, int nonfinite)
 
 double ug_tally_pass_rate(const ug_tally *t)
 {
-    return t->cases ? 100.0 * (double)t->pass / (double)t->cases : 0.0;
+    long judged = t->cases - t->skip;
+    return judged > 0 ? 100.0 * (double)t->pass / (double)judged : -1.0;
+}
+
+const char *ug_tally_pass_cell(const ug_tally *t, const char *none, char *buf, size_t len)
+{
+    double p = ug_tally_pass_rate(t);
+    if (p < 0) snprintf(buf, len, "%s", none);
+    else snprintf(buf, len, "%.2f %%", p);
+    return buf;
 }
 
 double ug_tally_cert_rate(const ug_tally *t)
@@ -80,6 +89,7 @@ static int add_failure(const ug_db_failure_row *row, void *ctx)
     snprintf(f->verdict, sizeof f->verdict, "%s", row->verdict);
     snprintf(f->message, sizeof f->message, "%s", row->message);
     f->max_ulp = row->max_ulp;
+    f->has_max_ulp = row->has_max_ulp;
     return 0;
 }
 

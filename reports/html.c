@@ -8,7 +8,8 @@
 #include "reports/report.h"
 #include "reports/xml.h"
 
-static double pct(const ug_tally *t) { return ug_tally_pass_rate(t); }
+/* The pass-rate cell of t: a dash when every case was skipped (no verdict to rate). */
+static const char *pass_cell(const ug_tally *t, char *buf, size_t len) { return ug_tally_pass_cell(t, "—", buf, len); }
 
 static const char *cert_cell(const ug_tally *t, char *buf, size_t len)
 {
@@ -24,23 +25,25 @@ static void heat_color(double p, char *buf, size_t len)
 
 static void write_summary(const ug_report *r, FILE *f)
 {
-    char cert[24];
+    char cert[24], pass[24];
     fprintf(f, "<section id=\"summary\"><h2>Summary</h2><table><tr><th>group</th><th>cases</th><th>passed</th>"
                "<th>failed</th><th>other</th><th>pass rate</th><th>certified pass rate</th></tr>\n");
     for (int g = 0; g < UG_GROUP_COUNT; g++)
         if (r->group[g].cases)
-            fprintf(f, "<tr><td>%s</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%.2f %%</td><td>%s</td>"
+            fprintf(f, "<tr><td>%s</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%s</td><td>%s</td>"
                        "</tr>\n",
                     ug_group_name((ug_group)g), r->group[g].cases, r->group[g].pass, r->group[g].fail, r->group[g].other,
-                    pct(&r->group[g]), cert_cell(&r->group[g], cert, sizeof cert));
-    fprintf(f, "<tr class=\"total\"><td>total</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%.2f %%</td>"
+                    pass_cell(&r->group[g], pass, sizeof pass), cert_cell(&r->group[g], cert, sizeof cert));
+    fprintf(f, "<tr class=\"total\"><td>total</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%s</td>"
                "<td>%s</td></tr></table>\n",
-            r->total.cases, r->total.pass, r->total.fail, r->total.other, pct(&r->total),
+            r->total.cases, r->total.pass, r->total.fail, r->total.other, pass_cell(&r->total, pass, sizeof pass),
             cert_cell(&r->total, cert, sizeof cert));
-    fprintf(f, "<p>Pass rate: cases whose outcome is PASS, decided by %s. Certified pass rate: cases whose "
-               "<code>certified</code> verdict is PASS among the %ld it judged (PASS or FAIL); NA cases and cases "
-               "without verdicts (SKIP, ERROR, CRASH, TIMEOUT) are left out.</p>\n",
-            r->primary[0] ? "the run's <code>--primary</code> standard" : "each op's primary standard",
+    fprintf(f, "<p>Pass rate: cases whose outcome is PASS, decided by %s, among the cases not skipped (%ld SKIP, "
+               "counted under other, are no verdict and left out of the denominator; — where every case was "
+               "skipped). Certified pass rate: cases whose <code>certified</code> verdict is PASS among the %ld it "
+               "judged (PASS or FAIL); NA cases and cases without verdicts (SKIP, ERROR, CRASH, TIMEOUT) are left "
+               "out.</p>\n",
+            r->primary[0] ? "the run's <code>--primary</code> standard" : "each op's primary standard", r->total.skip,
             r->total.cert_judged);
     if (r->regressions) fprintf(f, "<p>Including %ld regression cases found by fuzzing (origin fuzz).</p>\n", r->regressions);
     fprintf(f, "</section>\n");
@@ -116,13 +119,16 @@ static void write_heatmap(const ug_report *r, FILE *f)
         for (int dt = 0; dt < UG_DT_COUNT; dt++) {
             const ug_tally *t = &r->op_dtype[op][dt];
             if (!t->cases) continue;
-            char color[32];
-            heat_color(pct(t), color, sizeof color);
+            char color[32], label[16];
+            double rate = ug_tally_pass_rate(t);
+            if (rate >= 0) heat_color(rate, color, sizeof color), snprintf(label, sizeof label, "%.0f%%", rate);
+            else snprintf(color, sizeof color, "#cccccc"), snprintf(label, sizeof label, "skip"); /* no verdict: grey */
             fprintf(f, "<rect class=\"cell\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\">"
-                       "<title>%s %s: %ld/%ld pass; certified %ld/%ld</title></rect>"
-                       "<text x=\"%d\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\">%.0f%%</text>\n",
+                       "<title>%s %s: %ld/%ld pass, %ld skipped; certified %ld/%ld</title></rect>"
+                       "<text x=\"%d\" y=\"%d\" font-size=\"10\" text-anchor=\"middle\">%s</text>\n",
                     lw + cw * col[dt] + 1, y + 1, cw - 2, rh - 2, color, ug_op_name(op), ug_dtype_name((ug_dtype)dt),
-                    t->pass, t->cases, t->cert_pass, t->cert_judged, lw + cw * col[dt] + cw / 2, y + 14, pct(t));
+                    t->pass, t->cases - t->skip, t->skip, t->cert_pass, t->cert_judged, lw + cw * col[dt] + cw / 2,
+                    y + 14, label);
         }
     }
     fprintf(f, "</svg></section>\n");
@@ -161,8 +167,11 @@ static void write_failures(const ug_report *r, FILE *f)
                "<th>triage</th></tr>\n");
     for (int i = 0; i < r->n_failures; i++) {
         const ug_report_failure *x = &r->failures[i];
-        fprintf(f, "<tr class=\"failure\"><td><code>%s</code></td><td>%s</td><td>%s</td><td>%s</td><td>%.3g</td><td>",
-                x->case_id, ug_op_name(x->op), x->dtype, x->verdict, x->max_ulp);
+        char ulp[32];
+        if (x->has_max_ulp) snprintf(ulp, sizeof ulp, "%.3g", x->max_ulp);
+        else snprintf(ulp, sizeof ulp, "—"); /* no metric: a crash, a timeout */
+        fprintf(f, "<tr class=\"failure\"><td><code>%s</code></td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>",
+                x->case_id, ug_op_name(x->op), x->dtype, x->verdict, ulp);
         ug_xml_escape(f, x->message);
         fprintf(f, "</td><td><code>ulpgym triage %s</code></td></tr>\n", x->case_id);
     }

@@ -26,6 +26,7 @@ typedef struct {
     char verdict[12];
     char message[300];
     double max_ulp;
+    int has_max_ulp; /* 0: no metric (CRASH, TIMEOUT, ERROR): shown as a dash */
 } ug_report_failure;
 
 typedef struct {
@@ -49,9 +50,13 @@ typedef struct {
 
 extern const char *const ug_ulp_bucket_names[UG_ULP_BUCKETS];
 
-/* Pass rates in percent: of the outcome (0 without cases), and of the certified standard (-1 when it judged none). */
+/* Pass rates in percent: of the outcome among the cases not skipped (SKIP is no verdict on
+ * the kernel: a plugin declining a dtype neither passes nor fails), -1 when every case was
+ * skipped; and of the certified standard (-1 when it judged none). */
 double ug_tally_pass_rate(const ug_tally *t);
 double ug_tally_cert_rate(const ug_tally *t);
+/* The pass rate as a table cell ("93.75 %"), or none when every case was skipped. */
+const char *ug_tally_pass_cell(const ug_tally *t, const char *none, char *buf, size_t len);
 /* The certified pass rate as a table cell ("93.75 %"), or none when the standard judged no case. */
 const char *ug_tally_cert_cell(const ug_tally *t, const char *none, char *buf, size_t len);
 

@@ -154,4 +154,32 @@ assert d["primary_standard"] is None' "$T/c1.json" "$c1" "$p1" && ok || bad "rep
 expect_status 0 ug report --db "$cdb" --run 1 --format html -o "$T/c1.html"
 expect_grep '<th>pass rate</th><th>certified pass rate</th>' "$T/c1.html"
 expect_grep "<tr class=\"total\">.*<td>$p1 %</td><td>$c1 %</td></tr>" "$T/c1.html"
+
+# SKIP and CRASH for what they are: the faulty plugin declines fp16/bf16 (SKIP) and crashes on rows 5
+sdb=$T/skip.db
+{
+    echo '{"name":"skips","version":1,"seed":3,"cases":['
+    echo '{"op":"attn_softmax","dtype":"fp32","params":{"rows":5,"cols":8},"dist":{"x":{"kind":"normal","mean":0,"std":1}}}'
+    for c in 3 4 8 9; do
+        echo ",{\"op\":\"attn_softmax\",\"dtype\":\"fp32\",\"params\":{\"rows\":3,\"cols\":$c},\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}}}"
+        echo ",{\"op\":\"attn_softmax\",\"dtype\":\"fp16\",\"params\":{\"rows\":3,\"cols\":$c},\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}}}"
+    done
+    echo ']}'
+} >"$T/skips.json"
+ug sweep --plan "$T/skips.json" --no-regressions --db "$sdb" --backend "plugin:${ULPGYM_FIXTURES:?}/libfaulty_plugin.so" --quiet >/dev/null
+expect_eq "$(sqlite3 "$sdb" "select group_concat(verdict || ':' || n) from (select verdict, count(*) n from results group by 1 order by 1)")" \
+    "CRASH:1,PASS:4,SKIP:4" "the faulty plugin's verdicts"
+expect_status 0 ug report --db "$sdb" --format md -o "$T/s.md"
+# 4 passes among the 5 cases not skipped: 80 %, not 4 of 9
+expect_grep '^\| GreenLight \| attn_softmax \| 9 \| 4 \| 0 \| 5 \| 80.00 % \|' "$T/s.md"
+expect_grep '4 SKIP, counted under other, are no verdict' "$T/s.md"
+expect_grep '^\| [0-9a-f]{16} \| attn_softmax \| fp32 \| CRASH \| — \|' "$T/s.md"   # no metric: a dash, not "0"
+if grep -q '| SKIP |' "$T/s.md"; then bad "SKIP listed among the failures"; else ok; fi
+expect_status 0 ug report --db "$sdb" --format html -o "$T/s.html"
+expect_grep 'fill="#cccccc"><title>attn_softmax fp16: 0/0 pass, 4 skipped' "$T/s.html"
+expect_status 0 ug report --db "$sdb" --format json -o "$T/s.json"
+python3 -c 'import json,sys
+d = json.load(open(sys.argv[1]))
+assert d["ops"]["attn_softmax"]["pass_rate"] == 80.0 and d["ops"]["attn_softmax"]["skipped"] == 4, d["ops"]
+assert [f["max_ulp"] for f in d["failures"]] == [None], d["failures"]' "$T/s.json" && ok || bad "report json: skips and crash"
 finish
