@@ -6,8 +6,10 @@
 #include "kernels/backend.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "kernels/replay.h"
 
@@ -60,6 +62,12 @@ int ug_backend_open(ug_backend *b, const char *spec, char *err, size_t errlen)
     }
     if (strncmp(spec, "plugin:", 7) == 0) return open_plugin(b, spec + 7, err, errlen);
     if (strncmp(spec, "replay:", 7) == 0 && spec[7]) {
+        struct stat st; /* checked before a run starts: a missing folder is not N case errors */
+        if (stat(spec + 7, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            snprintf(err, errlen, "backend %s: %s is not a folder (%s)", spec, spec + 7,
+                     stat(spec + 7, &st) != 0 ? strerror(errno) : "a file");
+            return -2;
+        }
         b->kind = UG_BACKEND_REPLAY;
         snprintf(b->path, sizeof b->path, "%s", spec + 7);
         return 0;

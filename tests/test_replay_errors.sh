@@ -73,4 +73,8 @@ expect_grep "with a CASE_ID leave them out" "$T/err"
 expect_status 2 ug export --op attn_softmax --limit x --dir "$T/x"
 expect_status 2 ug export --op no_such_op --dir "$T/x"
 if [ ! -e "$T/x" ]; then ok; else bad "failed exports created $T/x"; fi
+# a replay folder that is not there is refused before a run starts: no run, no database
+expect_status 2 ug sweep --op attn_softmax --limit 3 --backend replay:"$T/nowhere" --db "$T/rp.db" --quiet
+expect_grep 'is not a folder' "$T/err"
+if [ ! -e "$T/rp.db" ]; then ok; else bad "a refused replay sweep created its database"; fi
 finish
