@@ -4,6 +4,7 @@
 
 #include "cli/cli.h"
 #include "gen/plan.h"
+#include "run/sweep.h"
 
 static void count(const ug_plan *p)
 {
@@ -47,27 +48,31 @@ static void list(const ug_plan *p)
 
 static int ug_cmd_plan(int argc, char **argv)
 {
-    const char *plan_path = NULL, *seed = NULL;
+    const char *plan_path = NULL, *seed = NULL, *shard = NULL;
     int do_count = 0, do_list = 0;
     ug_cli_filter f = {0};
     for (int i = 1; i < argc; i++) {
         int m = ug_cli_filter_opt(&f, argc, argv, &i);
         if (m < 0) return UG_EXIT_USAGE;
         if (m) continue;
-        if ((m = ug_cli_opt(argc, argv, &i, "--plan", &plan_path)) || (m = ug_cli_opt(argc, argv, &i, "--seed", &seed))) {
+        if ((m = ug_cli_opt(argc, argv, &i, "--plan", &plan_path)) || (m = ug_cli_opt(argc, argv, &i, "--seed", &seed)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--shard", &shard))) {
             if (m < 0) return UG_EXIT_USAGE;
         } else if (ug_cli_flag(argv, i, "--count")) do_count = 1;
         else if (ug_cli_flag(argv, i, "--list")) do_list = 1;
         else return ug_cli_fail("plan: unexpected argument \"%s\" (see ulpgym plan -h)", argv[i]);
     }
     if (!do_count && !do_list) return ug_cli_fail("plan: give --count or --list");
+    int shard_k = 0, shard_n = 0;
+    char err[1024];
+    if (shard && ug_sweep_parse_shard(shard, &shard_k, &shard_n, err, sizeof err)) return ug_cli_fail("plan: %s", err);
     long long s = seed ? ug_cli_long(seed) : -1;
     if (seed && s < 0) return ug_cli_fail("plan: --seed must be a non-negative integer");
     ug_plan p;
-    char err[1024];
     if (ug_plan_load(plan_path ? plan_path : ug_plan_default_path(), s, &p, err, sizeof err))
         return ug_cli_fail("%s", err);
     ug_plan_filter(&p, f.any_op ? f.ops : NULL, f.groups);
+    if (shard_n) ug_sweep_shard_select(&p, shard_k, shard_n); /* the cases `sweep --shard` would run */
     if (do_count) count(&p);
     if (do_list) list(&p);
     ug_plan_free(&p);
@@ -76,7 +81,8 @@ static int ug_cmd_plan(int argc, char **argv)
 
 const ug_command ug_command_plan = {
     "plan", ug_cmd_plan, "expand a plan: count or list its cases",
-     "usage: ulpgym plan [--plan FILE] [--op OP]... [--group G]... [--seed S] (--count | --list)\n"
+     "usage: ulpgym plan [--plan FILE] [--op OP]... [--group G]... [--seed S] [--shard K/N] (--count | --list)\n"
      "  --count  cases per group and per op, then a last line `total N`\n"
      "  --list   one line per case: case ID, op, dtype, params\n"
+     "  --shard  only the cases `sweep --shard K/N` runs (balanced by estimated cost)\n"
      "  default plan: $ULPGYM_PLAN or gen/plans/nightly.json\n"};

@@ -65,7 +65,10 @@ void ug_sweep_print_summary(const ug_sweep_summary *s, FILE *f);
 
 /* "K/N" with 1 <= K <= N: 0, else -2 with a message. */
 int ug_sweep_parse_shard(const char *text, int *k, int *n, char *err, size_t errlen);
-/* Estimated relative cost of a case: the product of its integer shape parameters. */
+/* Estimated relative cost of a case: the bytes its tensors, their fp64 copies and the
+ * kernel's and oracle's scratch take (gen/case_memory.h, from the op's declaration), so a
+ * large step or position param weighs nothing; the product of the integer params for a
+ * spec that names no implemented op. */
 double ug_sweep_case_cost(const char *spec_text);
 /* Keeps shard k of n of the plan (plan order kept). Cases are dealt, largest estimated
  * cost first (ties by case ID), to the shard with the least cost so far: deterministic,

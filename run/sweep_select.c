@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gen/case_memory.h"
 #include "run/found.h"
 #include "run/sweep_internal.h"
 
@@ -28,15 +29,39 @@ int ug_sweep_parse_shard(const char *text, int *k, int *n, char *err, size_t err
     return 0;
 }
 
-double ug_sweep_case_cost(const char *spec_text)
+/* The old estimate, for a spec that names no implemented op: the product of its integer
+ * params. */
+static double params_product(const cJSON *p)
 {
-    cJSON *j = cJSON_Parse(spec_text);
-    const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "params");
     double cost = 1;
     for (const cJSON *x = p ? p->child : NULL; x; x = x->next)
         if (cJSON_IsNumber(x) && x->valuedouble >= 1 && x->valuedouble == (double)(long long)x->valuedouble)
-            cost *= x->valuedouble; /* rows, cols, heads, ...: elements scale with their product */
-    cJSON_Delete(j);
+            cost *= x->valuedouble;
+    return cost;
+}
+
+double ug_sweep_case_cost(const char *spec_text)
+{
+    ug_spec spec;
+    char err[256];
+    if (ug_spec_parse(spec_text, &spec, err, sizeof err)) {
+        cJSON *j = cJSON_Parse(spec_text);
+        double cost = params_product(cJSON_GetObjectItemCaseSensitive(j, "params"));
+        cJSON_Delete(j);
+        return cost;
+    }
+    const ug_op_def *def = ug_op_def_get(spec.op);
+    ug_params p;
+    ug_case_memory m;
+    double cost = 1;
+    if (def && ug_params_parse(&def->decl, spec.params, &p, err, sizeof err) == 0) {
+        /* the bytes the case touches: its tensors, their fp64 copies and the kernel's and
+         * oracle's scratch, all from the declaration; a step or position param weighs nothing */
+        if (ug_case_memory_estimate(def, &p, spec.dtype, &m, err, sizeof err) == 0)
+            cost = 1.0 + (double)m.total - (double)UG_CASE_MEMORY_BASE; /* the fixed base is no work */
+        ug_params_free(&p);
+    }
+    ug_spec_free(&spec);
     return cost;
 }
 

@@ -92,6 +92,15 @@ static void check_cost(void)
     CHECK(ug_sweep_case_cost("{\"params\":{\"rows\":4,\"cols\":256,\"scale\":0.5}}") == 1024, "rows*cols");
     CHECK(ug_sweep_case_cost("{\"params\":{\"mask\":\"causal\"}}") == 1, "no shape: cost 1");
     CHECK(ug_sweep_case_cost("not json") == 1, "junk: cost 1");
+    /* a real op: the bytes of its tensors (declaration), where a position param weighs nothing */
+#define ROPE(params) "{\"v\":1,\"op\":\"interleave_rope\",\"dtype\":\"bf16\",\"seed\":1,\"params\":{" params "}," \
+                     "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}}}"
+    double near = ug_sweep_case_cost(ROPE("\"b\":2,\"n\":4,\"s\":64,\"pos0\":1"));
+    double far = ug_sweep_case_cost(ROPE("\"b\":2,\"n\":4,\"s\":64,\"pos0\":16000000"));
+    double big = ug_sweep_case_cost(ROPE("\"b\":2,\"n\":8,\"s\":64,\"pos0\":1"));
+    CHECK(near > 2 * 4 * 64 * 64 * 2 && near == far, "pos0 must not weigh: %g vs %g", near, far);
+    CHECK(big > 1.5 * near && big < 2.5 * near, "twice the heads, about twice the cost: %g vs %g", big, near);
+#undef ROPE
 }
 
 static void check_guard(void)
