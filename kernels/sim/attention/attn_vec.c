@@ -145,12 +145,49 @@ UG_AV_CLONES void ug_av_pv(float *acc, float alpha, const float *p, const int *l
     for (; d < D; d++) pv_1(acc + d, alpha, p, live, n, v + d, ldv);
 }
 
-UG_AV_CLONES void ug_av_outer(float *acc, const float *w, size_t n, const float *x, size_t D)
+/* ug_av_outer_rows for key c and 64 consecutive d. */
+UG_AV_INLINE void outer_64(float *acc, size_t c, const float *w, size_t ldw, const long *nc, size_t nr, const float *x,
+                           size_t ldx)
 {
-    for (size_t c = 0; c < n; c++) {
-        float *ar = acc + c * D;
-        size_t d = 0;
-        for (; d + 8 <= D; d += 8) st8(ar + d, ld8(ar + d) + splat(w[c]) * ld8(x + d)); /* rounds: fp32 product, add */
-        for (; d < D; d++) ar[d] += w[c] * x[d]; /* rounds: fp32 product, add */
+    v8f a[8];
+    for (int j = 0; j < 8; j++) a[j] = ld8(acc + 8 * j);
+    for (size_t r = 0; r < nr; r++) {
+        if ((long)c >= nc[r]) continue; /* row r does not see key c */
+        v8f b = splat(w[r * ldw + c]);
+        const float *xr = x + r * ldx;
+        for (int j = 0; j < 8; j++) a[j] += b * ld8(xr + 8 * j); /* rounds: fp32 product, then fp32 add, in row order */
     }
+    for (int j = 0; j < 8; j++) st8(acc + 8 * j, a[j]);
+}
+
+/* The same for 8 consecutive d. */
+UG_AV_INLINE void outer_8(float *acc, size_t c, const float *w, size_t ldw, const long *nc, size_t nr, const float *x,
+                          size_t ldx)
+{
+    v8f a = ld8(acc);
+    for (size_t r = 0; r < nr; r++)
+        if ((long)c < nc[r]) a += splat(w[r * ldw + c]) * ld8(x + r * ldx); /* rounds: fp32 product, add */
+    st8(acc, a);
+}
+
+/* The same for one d. */
+UG_AV_INLINE void outer_1(float *acc, size_t c, const float *w, size_t ldw, const long *nc, size_t nr, const float *x,
+                          size_t ldx)
+{
+    float a = *acc;
+    for (size_t r = 0; r < nr; r++)
+        if ((long)c < nc[r]) a += w[r * ldw + c] * x[r * ldx]; /* rounds: fp32 product, add */
+    *acc = a;
+}
+
+UG_AV_CLONES void ug_av_outer_rows(float *acc, size_t nk, const float *w, size_t ldw, const long *nc, size_t nr,
+                                   const float *x, size_t ldx, size_t D)
+{
+    size_t d = 0;
+    for (; d + 64 <= D; d += 64)
+        for (size_t c = 0; c < nk; c++) outer_64(acc + c * D + d, c, w, ldw, nc, nr, x + d, ldx);
+    for (; d + 8 <= D; d += 8)
+        for (size_t c = 0; c < nk; c++) outer_8(acc + c * D + d, c, w, ldw, nc, nr, x + d, ldx);
+    for (; d < D; d++)
+        for (size_t c = 0; c < nk; c++) outer_1(acc + c * D + d, c, w, ldw, nc, nr, x + d, ldx);
 }

@@ -44,9 +44,13 @@ void ug_av_scores(const float *q, size_t ldq, size_t nr, const float *kt, size_t
 void ug_av_pv(float *acc, float alpha, const float *p, const int *live, size_t n, const float *v, size_t ldv,
               size_t D);
 
-/* acc[c*D + d] += w[c] * x[d] for c < n, d < D (rounds: fp32 multiply and add): the outer
- * product update of a backward's dK/dV accumulators by one query row. */
-void ug_av_outer(float *acc, const float *w, size_t n, const float *x, size_t D);
+/* For r = 0, 1, ..., nr-1 in order, and every c < nc[r]: acc[c*D + d] += w[r*ldw + c] *
+ * x[r*ldx + d], d < D (rounds: fp32 multiply and add, one row after the other): the
+ * outer-product updates of a backward's dK/dV accumulators ([nk x D]) by a tile of query
+ * rows, row r weighting the first nc[r] keys (0: none). Each accumulator is kept in a
+ * register across the rows, its adds in row order. */
+void ug_av_outer_rows(float *acc, size_t nk, const float *w, size_t ldw, const long *nc, size_t nr, const float *x,
+                      size_t ldx, size_t D);
 
 /* x rounded to bf16 and back (rounds: RNE, overflow to inf; subnormals on the same grid
  * as fp32's, so the bit rule holds there too): the value ug_sim_round_bf16 gives, on the

@@ -62,18 +62,17 @@ static float dot(const float *a, const float *b, size_t n)
 typedef struct {
     float *kt, *vt;   /* [D, FB_BK] the key tile's K and V transposed (attn_vec.h) */
     float *sd, *pd;   /* [FB_BQ, FB_BK] q.k and dO.v of a query tile, unscaled */
-    float pr[FB_BK], ds[FB_BK];
+    float *pr, *ds;   /* [FB_BQ, FB_BK] P and dS of a query tile, in the input dtype */
+    long nc[FB_BQ];   /* keys of the tile each row of the query tile sees (0: none) */
 } fb_work;
 
-/* Query row i of the element (row qrow of the TND layout) against key tile [j0, j0+nk)
- * at kofs: sd and pd are its q.k and dO.v over the tile; accumulates its share of dK, dV
- * (fp32, [nk x D]) and of its dQ row. */
-static void row_grad(const fb_ctx *x, fb_work *w, long i, long lq, long lk, long j0, long nk, size_t qrow, size_t kofs,
-                     const float *sd, const float *pd, float *dk, float *dv)
+/* P and dS of query row i (lse/delta row lrow) over key tile [j0, j0+nk), from its q.k
+ * (sd) and dO.v (pd); returns how many keys of the tile the row sees. */
+static long row_p_ds(const fb_ctx *x, long i, long lq, long lk, long j0, long nk, size_t lrow, const float *sd,
+                     const float *pd, float *pr, float *ds)
 {
-    size_t D = (size_t)x->dim, HD = (size_t)x->heads * D, lrow = qrow / D;
     long vis = visible(x, i, lq, lk);
-    if (vis <= j0) return; /* this row sees none of the tile (a whole query tile skips on device) */
+    if (vis <= j0) return 0; /* this row sees none of the tile (a whole query tile skips on device) */
     float lse = x->lse[lrow], delta = x->delta[lrow];
     for (long c = 0; c < nk; c++) {
         float p = 0.0f, dp = 0.0f;
@@ -81,18 +80,34 @@ static void row_grad(const fb_ctx *x, fb_work *w, long i, long lq, long lk, long
             p = expf(sd[c] * x->scale - lse); /* rounds: fp32 score, fp32 sub and exp */
             dp = pd[c];
         }
-        w->pr[c] = ug_av_round_to(x->dt, p); /* rounds: P to the input dtype */
-        w->ds[c] = ug_av_round_to(x->dt, p * (dp - delta)); /* rounds: fp32, then dS to the dtype */
+        pr[c] = ug_av_round_to(x->dt, p); /* rounds: P to the input dtype */
+        ds[c] = ug_av_round_to(x->dt, p * (dp - delta)); /* rounds: fp32, then dS to the dtype */
     }
-    size_t nc = (size_t)(vis - j0 < nk ? vis - j0 : nk); /* the keys of the tile this row sees */
-    ug_av_outer(dv, w->pr, nc, x->dout + qrow, D); /* rounds: fp32 acc */
-    ug_av_outer(dk, w->ds, nc, x->q + qrow, D);    /* rounds: fp32 acc */
-    ug_av_pv(x->dq + qrow, 1.0f, w->ds, NULL, nc, x->k + kofs, HD, D); /* rounds: fp32 acc in key order, then dq += */
+    return vis - j0 < nk ? vis - j0 : nk;
+}
+
+/* Query tile [i0, i0+nr) against key tile [j0, j0+nk) at kofs: accumulates dK, dV (fp32,
+ * [nk x D]) and the rows' dQ, row after row in row order (attn_vec.h keeps each
+ * accumulator's adds in that order). */
+static void query_tile(const fb_ctx *x, fb_work *w, long q0, long i0, long nr, long lq, long lk, long h, long j0,
+                       long nk, size_t kofs, float *dk, float *dv)
+{
+    size_t D = (size_t)x->dim, HD = (size_t)x->heads * D, q0ofs = (size_t)(q0 + i0) * HD + (size_t)h * D;
+    ug_av_scores(x->q + q0ofs, HD, (size_t)nr, w->kt, FB_BK, ug_av_cols((size_t)nk), D, w->sd, FB_BK); /* rounds: fp32 acc */
+    ug_av_scores(x->dout + q0ofs, HD, (size_t)nr, w->vt, FB_BK, ug_av_cols((size_t)nk), D, w->pd, FB_BK); /* rounds: fp32 acc */
+    for (long r = 0; r < nr; r++) {
+        size_t lrow = (size_t)(q0 + i0 + r) * (size_t)x->heads + (size_t)h, o = (size_t)r * FB_BK;
+        w->nc[r] = row_p_ds(x, i0 + r, lq, lk, j0, nk, lrow, w->sd + o, w->pd + o, w->pr + o, w->ds + o);
+        if (w->nc[r]) /* dQ row += dS K over the keys it sees (rounds: fp32 acc in key order, then dq +=) */
+            ug_av_pv(x->dq + q0ofs + (size_t)r * HD, 1.0f, w->ds + o, NULL, (size_t)w->nc[r], x->k + kofs, HD, D);
+    }
+    ug_av_outer_rows(dv, (size_t)nk, w->pr, FB_BK, w->nc, (size_t)nr, x->dout + q0ofs, HD, D); /* rounds: fp32 acc */
+    ug_av_outer_rows(dk, (size_t)nk, w->ds, FB_BK, w->nc, (size_t)nr, x->q + q0ofs, HD, D);   /* rounds: fp32 acc */
 }
 
 /* Key tile [j0, j0+nk) of an element (query offset q0, key offset k0), head h: accumulates
  * dK/dV of the tile into dk/dv ([nk x D], fp32) and dQ of every query row into x->dq, the
- * rows in order. K and V are transposed once; q.k and dO.v come a query tile at a time. */
+ * rows in order. K and V are transposed once; the query rows come a 64-row tile at a time. */
 static void key_tile(const fb_ctx *x, long q0, long lq, long k0, long lk, long h, long j0, long nk, float *dk,
                      float *dv, fb_work *w)
 {
@@ -104,12 +119,7 @@ static void key_tile(const fb_ctx *x, long q0, long lq, long k0, long lk, long h
     for (long i0 = 0; i0 < lq; i0 += FB_BQ) {
         long nr = lq - i0 < FB_BQ ? lq - i0 : FB_BQ;
         if (visible(x, i0 + nr - 1, lq, lk) <= j0) continue; /* no row of the query tile sees the keys */
-        size_t q0ofs = (size_t)(q0 + i0) * HD + (size_t)h * D;
-        ug_av_scores(x->q + q0ofs, HD, (size_t)nr, w->kt, FB_BK, ug_av_cols((size_t)nk), D, w->sd, FB_BK); /* rounds: fp32 acc */
-        ug_av_scores(x->dout + q0ofs, HD, (size_t)nr, w->vt, FB_BK, ug_av_cols((size_t)nk), D, w->pd, FB_BK); /* rounds: fp32 acc */
-        for (long r = 0; r < nr; r++)
-            row_grad(x, w, i0 + r, lq, lk, j0, nk, q0ofs + (size_t)r * HD, kofs, w->sd + r * FB_BK, w->pd + r * FB_BK,
-                     dk, dv);
+        query_tile(x, w, q0, i0, nr, lq, lk, h, j0, nk, kofs, dk, dv);
     }
 }
 
@@ -132,7 +142,7 @@ static int fb_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     long batch = in[5]->shape[0] - 1;
     size_t nq = tq * H * D, nk = tk * H * D;
     float *buf =
-        malloc((4 * nq + 4 * nk + 2 * tq * H + 2 * (size_t)(batch + 1) + 4 * FB_BK * D + 2 * FB_BQ * FB_BK) * sizeof *buf);
+        malloc((4 * nq + 4 * nk + 2 * tq * H + 2 * (size_t)(batch + 1) + 4 * FB_BK * D + 4 * FB_BQ * FB_BK) * sizeof *buf);
     if (!buf) return -1;
     float *qf = buf, *of = qf + nq, *dof = of + nq, *dqf = dof + nq, *kf = dqf + nq, *vf = kf + nk, *dkf = vf + nk;
     float *dvf = dkf + nk, *lf = dvf + nk, *delta = lf + tq * H, *cu = delta + tq * H;
@@ -141,6 +151,8 @@ static int fb_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     w.vt = w.kt + FB_BK * D;
     w.sd = w.vt + FB_BK * D;
     w.pd = w.sd + FB_BQ * FB_BK;
+    w.pr = w.pd + FB_BQ * FB_BK;
+    w.ds = w.pr + FB_BQ * FB_BK;
     ug_sim_load(in[0], 0, nq, qf);
     ug_sim_load(in[1], 0, nk, kf);
     ug_sim_load(in[2], 0, nk, vf);
