@@ -202,4 +202,5 @@ const ug_command ug_command_bench = {
      "  kernels: runs the sim kernel (or variant V; `all`: every variant) on each selected\n"
      "  plan case, or on the case of --spec-file, without the oracle; prints per run: case\n"
      "  ID, op, variant, with --digest the FNV-1a-64 of the raw bytes of every output, then\n"
-     "  the kernel's time and, for the attention ops, GFLOP and GFLOP/s (docs/PERFORMANCE.md).\n"};
+     "  the kernel's wall and CPU time and, for the attention ops, GFLOP and GFLOP/s per CPU\n"
+     "  second (docs/PERFORMANCE.md).\n"};
