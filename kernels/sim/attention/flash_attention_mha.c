@@ -15,7 +15,7 @@
  * and P.V skips keys whose score is -inf (unseen or dropped), so NaN/inf in their v
  * never leaks in.
  *
- * Speed: each key tile is transposed once and its q.k computed for all 64 rows with the
+ * Speed: each key tile is transposed once per (batch element, head) and its q.k computed for all 64 rows with the
  * vectorised loops of attn_vec.h (lanes = keys for q.k, = d for P.V), which keep every fp32
  * sum in its declared order: the outputs are those of the row-at-a-time loops, bit for
  * bit (tests/test_kernel_digests.sh). */
@@ -50,7 +50,7 @@ static long visible(const fa_ctx *x, long i, long lq, long lk)
 /* Per-kernel scratch of the tile loop. */
 typedef struct {
     float *acc;  /* [FA_BQ, D] fp32 output accumulators of a query tile */
-    float *kt;   /* [D, FA_BK] the key tile transposed (attn_vec.h) */
+    float *kt;   /* [cdiv(Lk, FA_BK), D, FA_BK] a (batch element, head)'s key tiles transposed (attn_vec.h) */
     float *dots; /* [FA_BQ, FA_BK] q.k of the tile, unscaled */
     float s[FA_BK], pr[FA_BK];
     int live[FA_BK];
@@ -117,8 +117,8 @@ static void query_tile(const fa_ctx *x, long q0, long lq, long k0, long lk, long
     for (long j0 = 0; j0 < kend; j0 += FA_BK) {
         long nk = kend - j0 < FA_BK ? kend - j0 : FA_BK;
         size_t kofs = (size_t)(k0 + j0) * HD + (size_t)h * D;
-        ug_av_stage_kt(x->k + kofs, HD, (size_t)nk, D, w->kt, FA_BK);
-        ug_av_scores(qt, HD, (size_t)nq, w->kt, FA_BK, ug_av_cols((size_t)nk), D, w->dots, FA_BK); /* rounds: fp32 acc */
+        const float *kt = w->kt + (size_t)(j0 / FA_BK) * D * FA_BK;
+        ug_av_scores(qt, HD, (size_t)nq, kt, FA_BK, ug_av_cols((size_t)nk), D, w->dots, FA_BK); /* rounds: fp32 acc */
         for (long r = 0; r < nq; r++)
             row_step(x, w, w->dots + r * FA_BK, nk, visible(x, i0 + r, lq, lk) - j0, x->v + kofs, &m[r], &l[r],
                      w->acc + r * D);
@@ -126,6 +126,25 @@ static void query_tile(const fa_ctx *x, long q0, long lq, long k0, long lk, long
     for (long r = 0; r < nq; r++) {
         size_t row = (size_t)(q0 + i0 + r) * (size_t)x->heads + (size_t)h;
         row_finish(x, m[r], l[r], w->acc + r * D, o + row * D, lse + row);
+    }
+}
+
+/* Columns of the staged key tiles: the longest key sequence, in whole FA_BK tiles. */
+static size_t kt_cols(const float *cuk, long batch)
+{
+    long most = 0;
+    for (long b = 0; b < batch; b++) most = (long)(cuk[b + 1] - cuk[b]) > most ? (long)(cuk[b + 1] - cuk[b]) : most;
+    return (size_t)(most + FA_BK - 1) / FA_BK * FA_BK;
+}
+
+/* Every key tile of one (batch element, head) transposed once into kt, tile after tile. */
+static void stage_keys(const fa_ctx *x, long k0, long lk, long h, float *kt)
+{
+    size_t D = (size_t)x->dim, HD = (size_t)x->heads * D;
+    for (long j0 = 0; j0 < lk; j0 += FA_BK) {
+        long nk = lk - j0 < FA_BK ? lk - j0 : FA_BK;
+        ug_av_stage_kt(x->k + (size_t)(k0 + j0) * HD + (size_t)h * D, HD, (size_t)nk, D,
+                       kt + (size_t)(j0 / FA_BK) * D * FA_BK, FA_BK);
     }
 }
 
@@ -141,10 +160,14 @@ static int fa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     ug_params_free(&p);
     size_t tq = (size_t)q->shape[0], tk = (size_t)k->shape[0], HD = (size_t)(x.heads * x.dim);
     long batch = cq->shape[0] - 1;
-    float *buf = malloc(((tq + 2 * tk) * HD + tq * HD + tq * (size_t)x.heads + FA_BQ * (size_t)x.dim +
-                         (size_t)x.dim * FA_BK + FA_BQ * FA_BK) *
-                        sizeof *buf);
-    float *cu = malloc(2 * (size_t)(batch + 1) * sizeof *cu);
+    float *cu = malloc(2 * (size_t)(batch + 1) * sizeof *cu), *buf = NULL;
+    if (cu) {
+        ug_sim_load(cq, 0, (size_t)batch + 1, cu);
+        ug_sim_load(ck, 0, (size_t)batch + 1, cu + batch + 1);
+        buf = malloc(((tq + 2 * tk) * HD + tq * HD + tq * (size_t)x.heads + FA_BQ * (size_t)x.dim +
+                      (size_t)x.dim * kt_cols(cu + batch + 1, batch) + FA_BQ * FA_BK) *
+                     sizeof *buf);
+    }
     if (!buf || !cu) {
         free(buf);
         free(cu);
@@ -154,21 +177,21 @@ static int fa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     fa_work w;
     w.acc = lf + tq * (size_t)x.heads;
     w.kt = w.acc + FA_BQ * (size_t)x.dim;
-    w.dots = w.kt + (size_t)x.dim * FA_BK;
+    w.dots = w.kt + (size_t)x.dim * kt_cols(cu + batch + 1, batch);
     ug_sim_load(q, 0, tq * HD, qf);
     ug_sim_load(k, 0, tk * HD, kf);
     ug_sim_load(v, 0, tk * HD, vf);
-    ug_sim_load(cq, 0, (size_t)batch + 1, cu);
-    ug_sim_load(ck, 0, (size_t)batch + 1, cu + batch + 1);
     x.q = qf;
     x.k = kf;
     x.v = vf;
     for (long b = 0; b < batch; b++) {
         long q0 = (long)cu[b], lq = (long)cu[b + 1] - q0, k0 = (long)cu[batch + 1 + b],
              lk = (long)cu[batch + 2 + b] - k0;
-        for (long h = 0; h < x.heads; h++)
+        for (long h = 0; h < x.heads; h++) {
+            stage_keys(&x, k0, lk, h, w.kt);
             for (long i0 = 0; i0 < lq; i0 += FA_BQ)
                 query_tile(&x, q0, lq, k0, lk, h, i0, lq - i0 < FA_BQ ? lq - i0 : FA_BQ, of, lf, &w);
+        }
     }
     ug_sim_store(o, 0, tq * HD, of);
     ug_sim_store(lse, 0, tq * (size_t)x.heads, lf);
