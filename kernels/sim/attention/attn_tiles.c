@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "kernels/sim/attention/attn_tiles.h"
+#include "kernels/sim/attention/attn_vec.h"
 #include "kernels/sim/simlib.h"
 
 /* q·k in fp32, one product at a time (the cube unit's fp32 accumulator). */
@@ -22,30 +23,53 @@ static float dot_f32(const float *a, const float *b, size_t n)
     return s;
 }
 
+/* The q·k of four keys k0..k3 at once: four independent fp32 sums, each in d order as
+ * dot_f32 sums it (interleaved only to hide the add latency; no sum is reassociated). */
+static void dot4_f32(const float *q, const float *k0, const float *k1, const float *k2, const float *k3, size_t n,
+                     float *out)
+{
+    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+    for (size_t i = 0; i < n; i++) {
+        s0 += q[i] * k0[i]; /* rounds: fp32 add (bf16 product exact) */
+        s1 += q[i] * k1[i];
+        s2 += q[i] * k2[i];
+        s3 += q[i] * k3[i];
+    }
+    out[0] = s0, out[1] = s1, out[2] = s2, out[3] = s3;
+}
+
 /* Scores of one tile into s[0..len); returns the tile's max. */
 static float tile_scores(const ug_gl_attn_cfg *cfg, const float *q, const float *k, size_t len, float *s)
 {
+    size_t j = 0, L = cfg->ldk;
+    for (; j + 4 <= len; j += 4) dot4_f32(q, k + j * L, k + (j + 1) * L, k + (j + 2) * L, k + (j + 3) * L, cfg->dk, s + j);
+    for (; j < len; j++) s[j] = dot_f32(q, k + j * L, cfg->dk);
     float tm = -INFINITY;
-    for (size_t j = 0; j < len; j++) {
-        float d = dot_f32(q, k + j * cfg->ldk, cfg->dk);
-        s[j] = cfg->flags & UG_GL_ATTN_BUG_SCALE_AFTER ? d : d * cfg->scale; /* rounds: fp32 */
+    for (j = 0; j < len; j++) {
+        if (!(cfg->flags & UG_GL_ATTN_BUG_SCALE_AFTER)) s[j] = s[j] * cfg->scale; /* rounds: fp32 */
         tm = fmaxf(tm, s[j]);
     }
     return tm;
 }
 
 /* acc += P·V over one tile (acc already rescaled); raw[j] -inf marks a dead key. Records
- * in special[d] the non-finite value column d takes (0: none; NaN when they disagree). */
+ * in special[d] the non-finite value column d takes (0: none; NaN when they disagree).
+ * Without the bf16-accumulator bug the update of a key runs across d (attn_vec.h, the
+ * same fp32 multiply and add per element), then its non-finite values are recorded. */
 static void tile_pv(const ug_gl_attn_cfg *cfg, const float *s, const float *raw, const float *v, size_t len, float *acc,
                     float *special)
 {
+    int bf16_acc = (cfg->flags & UG_GL_ATTN_BUG_PV_BF16) != 0;
     for (size_t j = 0; j < len; j++) {
         if (raw[j] == -INFINITY) continue; /* dead key: weight 0, value ignored */
-        float p = cfg->flags & UG_GL_ATTN_P_BF16 ? ug_sim_round_bf16(s[j]) : s[j]; /* rounds: bf16 P */
+        float p = cfg->flags & UG_GL_ATTN_P_BF16 ? ug_av_round_bf16(s[j]) : s[j]; /* rounds: bf16 P */
         const float *vj = v + j * cfg->ldv;
+        if (!bf16_acc) {
+            long one = 1;
+            ug_av_outer_rows(acc, 1, &p, 1, &one, 1, vj, 0, cfg->dv); /* rounds: fp32 product, add */
+        }
         for (size_t d = 0; d < cfg->dv; d++) {
-            acc[d] += p * vj[d]; /* rounds: fp32 */
-            if (cfg->flags & UG_GL_ATTN_BUG_PV_BF16) acc[d] = ug_sim_round_bf16(acc[d]); /* bug: bf16 accumulator */
+            if (bf16_acc) acc[d] = ug_sim_round_bf16(acc[d] + p * vj[d]); /* bug: bf16 accumulator (rounds: fp32, bf16) */
             if (!isfinite(vj[d])) special[d] = special[d] == 0.0f || special[d] == vj[d] ? vj[d] : NAN;
         }
     }
