@@ -31,9 +31,21 @@ typedef struct {
  * (all fp32 holding bf16 values), computed in fp32 tiles. o is left in fp32 for the
  * caller to store; n == 0 gives zeros. scratch holds at least UG_GL_ATTN_SCRATCH(tile, dv)
  * floats. */
-#define UG_GL_ATTN_SCRATCH(tile, dv) (2 * (tile) + (dv))
+#define UG_GL_ATTN_SCRATCH(tile, dv) (2 * (tile) + (dv) + (tile) / 4 + 1)
 void ug_gl_attn_row(const ug_gl_attn_cfg *cfg, const float *q, const float *k, const float *v, size_t n, float *o,
                     float *scratch);
+
+/* The same for nr query rows q + r*ldq that share the keys and values: o + r*ldo gets row
+ * r's output. Each key tile is transposed once and its q.k computed for all rows with the
+ * vectorised loops of kernels/sim/attention/attn_vec.h (each score summed in d order, as
+ * in ug_gl_attn_row), so every row's output is ug_gl_attn_row's, bit for bit. scratch
+ * holds at least UG_GL_ATTN_ROWS_SCRATCH(tile, dk, dv, nr) floats and starts with the
+ * rows' state, so it must be aligned as malloc aligns (a block of its own). */
+#define UG_GL_ATTN_COLS(tile) (((tile) + 15) / 16 * 16)
+#define UG_GL_ATTN_ROWS_SCRATCH(tile, dk, dv, nr)                                                                     \
+    (8 * (nr) + 2 * UG_GL_ATTN_COLS(tile) + (nr) * (dv) + ((dk) + (nr)) * UG_GL_ATTN_COLS(tile) + (tile) / 4 + 1)
+void ug_gl_attn_rows(const ug_gl_attn_cfg *cfg, const float *q, size_t ldq, size_t nr, const float *k, const float *v,
+                     size_t n, float *o, size_t ldo, float *scratch);
 
 /* Multi-token prediction (decode kernels' q_per_step = sq): query row i of a step over a
  * sequence of len keys is the token at position len - sq + i, so it sees the keys before
