@@ -1,4 +1,5 @@
-/* attn_tiles.c — the tile loop of one attention query row (see attn_tiles.h).
+/* attn_tiles.c — the tile loop of attention query rows that share their keys (see
+ * attn_tiles.h).
  *
  * Per tile of keys: scores s_j = (q·k_j summed in fp32; bf16 products are exact in fp32)
  * times scale; the running max m grows to cover the tile, the running sum l and the
@@ -7,50 +8,15 @@
  * fp32 into acc. At the end o = acc / l. This is the FlashAttention-2 forward of one row,
  * with each place a device rounds marked. Special values: a -inf score gives weight 0 and
  * its value row is skipped; a live key's non-finite value is recorded per column and
- * replaces that column at the end (an underflowed weight times inf would give NaN). */
+ * replaces that column at the end (an underflowed weight times inf would give NaN).
+ * Several rows sharing the keys run tile by tile together: the tile's keys are transposed
+ * and scored for all of them at once (attn_vec.h), then each row takes its own step. */
 #include <math.h>
 #include <string.h>
 
 #include "kernels/sim/attention/attn_tiles.h"
 #include "kernels/sim/attention/attn_vec.h"
 #include "kernels/sim/simlib.h"
-
-/* q·k in fp32, one product at a time (the cube unit's fp32 accumulator). */
-static float dot_f32(const float *a, const float *b, size_t n)
-{
-    float s = 0.0f;
-    for (size_t i = 0; i < n; i++) s += a[i] * b[i]; /* rounds: fp32 add (bf16 product exact) */
-    return s;
-}
-
-/* The q·k of four keys k0..k3 at once: four independent fp32 sums, each in d order as
- * dot_f32 sums it (interleaved only to hide the add latency; no sum is reassociated). */
-static void dot4_f32(const float *q, const float *k0, const float *k1, const float *k2, const float *k3, size_t n,
-                     float *out)
-{
-    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
-    for (size_t i = 0; i < n; i++) {
-        s0 += q[i] * k0[i]; /* rounds: fp32 add (bf16 product exact) */
-        s1 += q[i] * k1[i];
-        s2 += q[i] * k2[i];
-        s3 += q[i] * k3[i];
-    }
-    out[0] = s0, out[1] = s1, out[2] = s2, out[3] = s3;
-}
-
-/* Scores of one tile into s[0..len); returns the tile's max. */
-static float tile_scores(const ug_gl_attn_cfg *cfg, const float *q, const float *k, size_t len, float *s)
-{
-    size_t j = 0, L = cfg->ldk;
-    for (; j + 4 <= len; j += 4) dot4_f32(q, k + j * L, k + (j + 1) * L, k + (j + 2) * L, k + (j + 3) * L, cfg->dk, s + j);
-    for (; j < len; j++) s[j] = dot_f32(q, k + j * L, cfg->dk);
-    float tm = -INFINITY;
-    for (j = 0; j < len; j++) {
-        if (!(cfg->flags & UG_GL_ATTN_BUG_SCALE_AFTER)) s[j] = s[j] * cfg->scale; /* rounds: fp32 */
-        tm = fmaxf(tm, s[j]);
-    }
-    return tm;
-}
 
 /* acc += P·V over one tile (acc already rescaled); raw[j] -inf marks a dead key. Records
  * in special[d] the non-finite value column d takes (0: none; NaN when they disagree).
@@ -128,22 +94,6 @@ static void row_end(const ug_gl_attn_cfg *cfg, const row_state *st)
         if (st->special[d] != 0.0f && !isnan(l) && l != 0.0f) o[d] = st->special[d]; /* a non-finite live value */
         if (cfg->flags & UG_GL_ATTN_BUG_SCALE_AFTER) o[d] *= cfg->scale; /* bug: scale after softmax */
     }
-}
-
-void ug_gl_attn_row(const ug_gl_attn_cfg *cfg, const float *q, const float *k, const float *v, size_t n, float *o,
-                    float *scratch)
-{
-    float *raw = scratch + cfg->tile, *special = raw + cfg->tile;
-    unsigned char *vbad = (unsigned char *)(special + cfg->dv);
-    row_state st;
-    row_begin(cfg, &st, o, special);
-    for (size_t t = 0; t < n; t += cfg->tile) {
-        size_t len = n - t < cfg->tile ? n - t : cfg->tile;
-        float tm = tile_scores(cfg, q, k + t * cfg->ldk, len, scratch);
-        tile_vbad(cfg, v + t * cfg->ldv, len, vbad);
-        row_tile(cfg, &st, scratch, raw, tm, v + t * cfg->ldv, len, vbad);
-    }
-    row_end(cfg, &st);
 }
 
 void ug_gl_attn_rows(const ug_gl_attn_cfg *cfg, const float *q, size_t ldq, size_t nr, const float *k, const float *v,
