@@ -14,6 +14,16 @@
 #pragma GCC diagnostic ignored "-Wpsabi"
 typedef float v8f __attribute__((vector_size(32)));
 
+/* No clones under the sanitizers (the fuzz build): an ifunc resolver runs before they are
+ * set up. */
+#if defined(__SANITIZE_ADDRESS__) && !defined(UG_NO_TARGET_CLONES)
+#define UG_NO_TARGET_CLONES
+#endif
+#if defined(__has_feature) && !defined(UG_NO_TARGET_CLONES)
+#if __has_feature(address_sanitizer)
+#define UG_NO_TARGET_CLONES
+#endif
+#endif
 #if defined(__x86_64__) && defined(__has_attribute) && !defined(UG_NO_TARGET_CLONES)
 #if __has_attribute(target_clones)
 #define UG_AV_CLONES __attribute__((target_clones("avx2", "default")))
