@@ -80,12 +80,60 @@ static double bk_pa_pairs(const ug_case *c)
     return pairs;
 }
 
+/* Query/key pairs of the decode kernels over seq_lens: MTP row i sees len - sq + 1 + i keys,
+ * at most window of them (window 0: all). */
+static double bk_decode_pairs(const ug_case *c, long window)
+{
+    const int32_t *sl = bk_i32(c, "seq_lens");
+    const ug_tensor *t = ug_case_input(c, "seq_lens");
+    if (!sl) return 0;
+    long sq = ug_p_int(&c->params, "q_per_step");
+    double pairs = 0;
+    for (size_t b = 0; b < t->numel; b++)
+        for (long i = 0; i < sq; i++) {
+            long n = sl[b] - sq + 1 + i;
+            pairs += window > 0 && n > window ? window : n;
+        }
+    return pairs;
+}
+
+/* Live (index != -1) query/key pairs of sparse attention, per head. */
+static double bk_sparse_pairs(const ug_case *c)
+{
+    const int32_t *idx = bk_i32(c, "indices");
+    const ug_tensor *t = ug_case_input(c, "indices");
+    double pairs = 0;
+    for (size_t i = 0; idx && i < t->numel; i++) pairs += idx[i] != -1;
+    return pairs;
+}
+
+/* Decode-family flops: 2*(dk + dv) per pair and head. */
+static double bk_decode_flops(const ug_case *c, const char *op)
+{
+    if (!strcmp(op, "incre_flash_attention_mla")) {
+        const ug_tensor *qn = ug_case_input(c, "q_nope"), *qr = ug_case_input(c, "q_rope");
+        double dk = (double)(qn->shape[2] + qr->shape[2]), dv = (double)qn->shape[2];
+        return 2 * (dk + dv) * (double)qn->shape[1] * bk_decode_pairs(c, 0);
+    }
+    const ug_tensor *q = ug_case_input(c, "q");
+    if (!strcmp(op, "sparse_flash_attention")) {
+        double dv = (double)ug_case_output(c, "o")->shape[2];
+        return 2 * ((double)q->shape[2] + dv) * (double)q->shape[1] * bk_sparse_pairs(c);
+    }
+    if (!strcmp(op, "gqa_decode_attn"))
+        return 4 * (double)q->shape[2] * (double)q->shape[1] * bk_decode_pairs(c, ug_p_int(&c->params, "window"));
+    return 0;
+}
+
 /* Floating-point operations of the kernel (multiplies and adds of its matmuls: 2 per
  * product), 0 where the op has no formula here. Forward attention: q.k and p.v, 4*D per
- * visible pair and head; its backward: q.k, dO.v, dV, dK, dQ, 10*D. */
+ * visible pair and head (decode kernels: 2*(dk + dv)); the backward: q.k, dO.v, dV, dK,
+ * dQ, 10*D. */
 static double bk_flops(const ug_case *c)
 {
     const char *op = ug_op_name(c->spec.op);
+    double dec = bk_decode_flops(c, op);
+    if (dec > 0) return dec;
     const ug_tensor *q = ug_case_input(c, "q");
     if (!q || q->ndim != 3) return 0;
     double hd = (double)q->shape[1] * (double)q->shape[2];
