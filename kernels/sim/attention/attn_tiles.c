@@ -20,23 +20,31 @@
 
 /* acc += P·V over one tile (acc already rescaled); raw[j] -inf marks a dead key. Records
  * in special[d] the non-finite value column d takes (0: none; NaN when they disagree).
- * Without the bf16-accumulator bug the update of a key runs across d (attn_vec.h, the
- * same fp32 multiply and add per element), then its non-finite values are recorded. */
+ * Without the bf16-accumulator bug the update runs across d with acc kept in registers
+ * over the keys, added key after key (attn_vec.h: the same fp32 multiply and add per
+ * element, in the same order); the non-finite values are recorded after. */
 static void tile_pv(const ug_gl_attn_cfg *cfg, const float *s, const float *raw, const float *v, size_t len, float *acc,
                     float *special, const unsigned char *vbad)
 {
+    enum { CHUNK = 128 };
     int bf16_acc = (cfg->flags & UG_GL_ATTN_BUG_PV_BF16) != 0;
-    for (size_t j = 0; j < len; j++) {
-        if (raw[j] == -INFINITY) continue; /* dead key: weight 0, value ignored */
-        float p = cfg->flags & UG_GL_ATTN_P_BF16 ? ug_av_round_bf16(s[j]) : s[j]; /* rounds: bf16 P */
-        const float *vj = v + j * cfg->ldv;
-        if (!bf16_acc) {
-            long one = 1;
-            ug_av_outer_rows(acc, 1, &p, 1, &one, 1, vj, 0, cfg->dv); /* rounds: fp32 product, add */
+    float p[CHUNK];
+    long live[CHUNK];
+    for (size_t j0 = 0; j0 < len; j0 += CHUNK) {
+        size_t n = len - j0 < CHUNK ? len - j0 : CHUNK;
+        const float *vt = v + j0 * cfg->ldv;
+        for (size_t j = 0; j < n; j++) {
+            live[j] = raw[j0 + j] != -INFINITY; /* dead key: weight 0, value ignored */
+            p[j] = cfg->flags & UG_GL_ATTN_P_BF16 ? ug_av_round_bf16(s[j0 + j]) : s[j0 + j]; /* rounds: bf16 P */
         }
-        for (size_t d = 0; d < cfg->dv && (bf16_acc || vbad[j]); d++) {
-            if (bf16_acc) acc[d] = ug_sim_round_bf16(acc[d] + p * vj[d]); /* bug: bf16 accumulator (rounds: fp32, bf16) */
-            if (!isfinite(vj[d])) special[d] = special[d] == 0.0f || special[d] == vj[d] ? vj[d] : NAN;
+        if (!bf16_acc) /* acc += p_j v_j key after key, acc held across the keys (rounds: fp32 product, add) */
+            ug_av_outer_rows(acc, 1, p, 1, live, n, vt, cfg->ldv, cfg->dv);
+        for (size_t j = 0; j < n; j++) {
+            const float *vj = vt + j * cfg->ldv;
+            for (size_t d = 0; live[j] && d < cfg->dv && (bf16_acc || vbad[j0 + j]); d++) {
+                if (bf16_acc) acc[d] = ug_sim_round_bf16(acc[d] + p[j] * vj[d]); /* bug: bf16 accumulator (rounds: fp32, bf16) */
+                if (!isfinite(vj[d])) special[d] = special[d] == 0.0f || special[d] == vj[d] ? vj[d] : NAN;
+            }
         }
     }
 }
