@@ -3,8 +3,11 @@
 # (the correct kernel and its mutants) of every op runs on every case of the default plan
 # (`ulpgym bench kernels --kernel-variant all --digest`), and the FNV-1a-64 digest of its
 # raw output bytes must equal the one in tests/fixtures/kernel_digests.txt, written with
-# the kernels before they were made fast. A differing, missing or new case is named by
-# case ID, op and variant. ~1 min on one core (case building dominates).
+# the kernels before they were made fast. A differing digest fails and is named by case
+# ID, op and variant; runs the fixture lacks (a new plan case, op or mutant) or has but the
+# plan no longer makes are listed without failing, so a plan change on another branch does
+# not break it, as long as at least 90 % of the fixture's runs are still compared. ~1 min
+# on one core (case building dominates).
 # ULPGYM_WRITE_DIGESTS=1 rewrites the fixture (only when the numerics change on purpose).
 source "$(dirname "$0")/lib.sh"
 FIX=${ULPGYM_DATA:?}/tests/fixtures/kernel_digests.txt
@@ -27,8 +30,15 @@ compare() {
          END { for (k in want) if (!(k in seen)) print "missing " k }' "$1" "$2"
 }
 compare "$FIX" "$T/got" >"$T/diff"
-if [ -s "$T/diff" ]; then bad "$(wc -l <"$T/diff") kernel runs differ from the fixture:"; head -50 "$T/diff" >&2; else ok; fi
-expect_eq "$(grep -vc '^#' "$FIX")" "$(wc -l <"$T/got" | tr -d ' ')" "one run per fixture line"
+if grep -q '^differs ' "$T/diff"; then
+    bad "$(grep -c '^differs ' "$T/diff") kernel runs differ from the fixture:"; grep '^differs ' "$T/diff" | head -50 >&2
+else ok; fi
+if grep -qv '^differs ' "$T/diff"; then
+    echo "not compared (new or gone; ULPGYM_WRITE_DIGESTS=1 rewrites the fixture):"; grep -v '^differs ' "$T/diff" | head -20
+fi
+want=$(grep -vc '^#' "$FIX")
+gone=$(grep -c '^missing ' "$T/diff")
+if [ $((10 * (want - gone))) -ge $((9 * want)) ]; then ok; else bad "only $((want - gone)) of $want fixture runs compared"; fi
 
 # The comparison can fail: one digest altered and one line dropped are both reported.
 awk 'NR == 5 { $4 = "0000000000000000" } NR != 9' "$FIX" >"$T/bad_fix"
