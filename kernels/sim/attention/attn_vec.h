@@ -1,7 +1,8 @@
 /* attn_vec.h — the vectorised inner loops of the attention sim kernels
- * (flash_attention_mha, flash_attention_mha_grad, page_attention): a tile of fp32 q.k
- * scores and the fp32 P.V (or dS.K) row update, written so the compiler vectorises
- * across independent outputs and never inside one sum.
+ * (flash_attention_mha, flash_attention_mha_grad, page_attention, and through
+ * attn_tiles.c gqa_decode_attn, incre_flash_attention_mla, sparse_flash_attention): a tile
+ * of fp32 q.k scores and the fp32 P.V (or dS.K, dK, dV) updates, vectorised across
+ * independent outputs and never inside one sum.
  *
  * Numerics are those of the plain loops they replace, bit for bit: every score is the
  * fp32 sum over d = 0, 1, ..., D-1 of the fp32 products q[d]*k[d], started from +0.0f and
