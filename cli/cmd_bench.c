@@ -1,5 +1,6 @@
 /* cmd_bench.c — `ulpgym bench oracle`: the oracle engine timed against plain float64 and
- * naive MPFR; `ulpgym bench sweep`: the sweep engine at -j1 and -jN. Each compares its
+ * naive MPFR; `ulpgym bench sweep`: the sweep engine at -j1 and -jN; `ulpgym bench
+ * kernels`: the sim kernels alone (cli/bench_kernels.c). The first two compare their
  * configurations in one run (interleaved, best of --repeat), so that the ratios are
  * comparable on a noisy shared machine. */
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "cli/bench_kernels.h"
 #include "cli/cli.h"
 #include "gen/plan.h"
 #include "oracles/oracle.h"
@@ -179,18 +181,26 @@ static int ug_cmd_bench(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "oracle") == 0) return bench_oracle(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "sweep") == 0) return bench_sweep(argc, argv);
-    return ug_cli_fail("bench: give a target: `ulpgym bench oracle` or `ulpgym bench sweep`");
+    if (argc >= 2 && strcmp(argv[1], "kernels") == 0) return ug_bench_kernels(argc, argv);
+    return ug_cli_fail("bench: give a target: `ulpgym bench oracle`, `ulpgym bench sweep` or `ulpgym bench kernels`");
 }
 
 const ug_command ug_command_bench = {
-    "bench", ug_cmd_bench, "time the oracle engine, or the sweep engine at -j1 and -jN",
+    "bench", ug_cmd_bench, "time the oracle engine, the sweep engine at -j1 and -jN, or the sim kernels",
      "usage: ulpgym bench oracle [--plan FILE] [--op OP]... [--group G] [--limit N]\n"
      "       ulpgym bench sweep [--plan FILE] [--op OP]... [--group G] [--limit N] [-j N]\n"
      "                          [--backend B] [--repeat R]\n"
+     "       ulpgym bench kernels [--plan FILE] [--op OP]... [--group G] [--limit N]\n"
+     "                            [--spec-file FILE] [--kernel-variant V|all] [--digest] [--no-time]\n"
      "  oracle: evaluates the oracle of each selected plan case three ways in one run: the\n"
      "  engine (certified double with MPFR fallback), plain float64, and naive MPFR (every\n"
      "  operation at 256 bits); prints times and the ratios engine/float64 and MPFR/engine.\n"
      "  sweep: sweeps the selected plan (default: all of it) into a scratch database with\n"
      "  one worker and with N (default: all cores), interleaved, best of R (default 2);\n"
      "  prints cases/s, the speed-up, the parent's CPU time per case (dispatch, result\n"
-     "  reading, database writes) and the parent's peak RSS.\n"};
+     "  reading, database writes) and the parent's peak RSS.\n"
+     "  kernels: runs the sim kernel (or variant V; `all`: every variant) on each selected\n"
+     "  plan case, or on the case of --spec-file, without the oracle; prints per run: case\n"
+     "  ID, op, variant, with --digest the FNV-1a-64 of the raw bytes of every output, then\n"
+     "  the kernel's wall and CPU time and, for the attention ops, GFLOP and GFLOP/s per CPU\n"
+     "  second (docs/PERFORMANCE.md).\n"};

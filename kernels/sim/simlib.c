@@ -2,6 +2,7 @@
 #include "kernels/sim/simlib.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -104,14 +105,57 @@ int ug_sim_bind(const ulpgym_call *call, const char *names, const ulpgym_tensor 
     return 0;
 }
 
+/* bf16 bits widened to fp32 (exact: the top half of the fp32 pattern); NaN: -1, left to
+ * the generic decode (which quiets a signalling NaN). */
+static int widen_bf16(uint16_t h, float *f)
+{
+    uint32_t u = (uint32_t)h << 16;
+    if ((u & 0x7F800000u) == 0x7F800000u && (u & 0x007FFFFFu)) return -1;
+    memcpy(f, &u, sizeof u);
+    return 0;
+}
+
+/* fp16 bits widened to fp32 (exact: subnormals are man * 2^-24, normals re-biased); NaN:
+ * -1, left to the generic decode. */
+static int widen_fp16(uint16_t h, float *f)
+{
+    uint32_t sign = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 0x1Fu, man = h & 0x3FFu, u;
+    if (e == 0x1F && man) return -1;
+    if (e == 0) {
+        float v = (float)man * 0x1p-24f; /* exact: man < 2^10, times a power of two */
+        *f = sign ? -v : v;
+        return 0;
+    }
+    u = sign | (e == 0x1F ? 0x7F800000u : (e + 112u) << 23 | man << 13);
+    memcpy(f, &u, sizeof u);
+    return 0;
+}
+
 void ug_sim_load(const ulpgym_tensor *t, size_t off, size_t n, float *dst)
 {
-    for (size_t i = 0; i < n; i++) dst[i] = (float)ug_dtype_load((ug_dtype)t->dtype, t->data, off + i); /* exact */
+    int bf = t->dtype == ULPGYM_BF16, hf = t->dtype == ULPGYM_FP16;
+    const uint16_t *h = (const uint16_t *)t->data + off;
+    for (size_t i = 0; i < n; i++) {
+        uint16_t b;
+        if (bf || hf) memcpy(&b, h + i, sizeof b);
+        if ((bf && !widen_bf16(b, &dst[i])) || (hf && !widen_fp16(b, &dst[i]))) continue; /* exact */
+        dst[i] = (float)ug_dtype_load((ug_dtype)t->dtype, t->data, off + i); /* exact */
+    }
 }
 
 void ug_sim_store(const ulpgym_tensor *t, size_t off, size_t n, const float *src)
 {
-    for (size_t i = 0; i < n; i++) ug_dtype_store((ug_dtype)t->dtype, t->data, off + i, src[i]); /* rounds: RNE */
+    uint16_t *h = (uint16_t *)t->data + off;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &src[i], sizeof u);
+        if (t->dtype == ULPGYM_BF16 && ((u & 0x7F800000u) != 0x7F800000u || !(u & 0x007FFFFFu))) {
+            uint16_t b = (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16); /* rounds: RNE to bf16, inf on overflow */
+            memcpy(h + i, &b, sizeof b);
+            continue;
+        }
+        ug_dtype_store((ug_dtype)t->dtype, t->data, off + i, src[i]); /* rounds: RNE */
+    }
 }
 
 float ug_sim_round_bf16(float x) { return (float)ug_dtype_round(UG_DT_BF16, x); }

@@ -1,5 +1,5 @@
-/* attn_tiles.h — one query row of decode-style attention, the way a device's flash
- * kernel walks the keys: tiles of keys, fp32 scores, online softmax, fp32 P·V.
+/* attn_tiles.h — query rows of decode-style attention, the way a device's flash kernel
+ * walks the keys: tiles of keys, fp32 scores, online softmax, fp32 P·V.
  *
  * Shared by the attention kernels gqa_decode_attn, incre_flash_attention_mla and
  * sparse_flash_attention: they differ in how they find a row's keys (window, paged cache,
@@ -27,13 +27,20 @@ typedef struct {
     unsigned flags;  /* UG_GL_ATTN_* */
 } ug_gl_attn_cfg;
 
-/* o[0..dv) = softmax(scale * q·k_j) · v_j over the n keys k_j = k + j*ldk, v_j = v + j*ldv
- * (all fp32 holding bf16 values), computed in fp32 tiles. o is left in fp32 for the
- * caller to store; n == 0 gives zeros. scratch holds at least UG_GL_ATTN_SCRATCH(tile, dv)
- * floats. */
-#define UG_GL_ATTN_SCRATCH(tile, dv) (2 * (tile) + (dv))
-void ug_gl_attn_row(const ug_gl_attn_cfg *cfg, const float *q, const float *k, const float *v, size_t n, float *o,
-                    float *scratch);
+/* For each of nr query rows q_r = q + r*ldq that share their keys and values:
+ * o + r*ldo gets o_r[0..dv) = softmax(scale * q_r·k_j) · v_j over the n keys
+ * k_j = k + j*ldk, v_j = v + j*ldv (all fp32 holding bf16 values), computed in fp32 tiles,
+ * left in fp32 for the caller to store; n == 0 gives zeros. Rows are independent: a row's
+ * output is the same whichever rows it is computed with. Each key tile is transposed once
+ * and its q·k computed for all rows with the vectorised loops of attn_vec.h, every score
+ * the fp32 sum of its products in d order. scratch holds at least
+ * UG_GL_ATTN_ROWS_SCRATCH(tile, dk, dv, nr) floats and starts with the rows' state, so it
+ * must be aligned as malloc aligns (a block of its own). */
+#define UG_GL_ATTN_COLS(tile) (((tile) + 15) / 16 * 16)
+#define UG_GL_ATTN_ROWS_SCRATCH(tile, dk, dv, nr)                                                                     \
+    (8 * (nr) + 2 * UG_GL_ATTN_COLS(tile) + (nr) * (dv) + ((dk) + (nr)) * UG_GL_ATTN_COLS(tile) + (tile) / 4 + 1)
+void ug_gl_attn_rows(const ug_gl_attn_cfg *cfg, const float *q, size_t ldq, size_t nr, const float *k, const float *v,
+                     size_t n, float *o, size_t ldo, float *scratch);
 
 /* Multi-token prediction (decode kernels' q_per_step = sq): query row i of a step over a
  * sequence of len keys is the token at position len - sq + i, so it sees the keys before

@@ -13,11 +13,17 @@
  * that sees no key (causal, k shorter than q) gives o = 0 and lse = -inf. Special values as
  * the op's semantics state: the row max propagates NaN (a NaN score makes the row NaN),
  * and P.V skips keys whose score is -inf (unseen or dropped), so NaN/inf in their v
- * never leaks in. */
+ * never leaks in.
+ *
+ * Speed: each key tile is transposed once per (batch element, head) and its q.k computed for all 64 rows with the
+ * vectorised loops of attn_vec.h (lanes = keys for q.k, = d for P.V), which keep every fp32
+ * sum in its declared order: the outputs are those of the row-at-a-time loops, bit for
+ * bit (tests/test_kernel_digests.sh). */
 #include <math.h>
 #include <stdlib.h>
 
 #include "core/ops.h"
+#include "kernels/sim/attention/attn_vec.h"
 #include "kernels/sim/simlib.h"
 
 #define FA_BQ 64
@@ -41,67 +47,104 @@ static long visible(const fa_ctx *x, long i, long lq, long lk)
     return n < 0 ? 0 : n > lk ? lk : n;
 }
 
-/* One query tile [i0, i0+nq) of element (q0 tokens, k0 keys offset), head h: writes o and lse rows. */
+/* Per-kernel scratch of the tile loop. */
+typedef struct {
+    float *acc;  /* [FA_BQ, D] fp32 output accumulators of a query tile */
+    float *kt;   /* [cdiv(Lk, FA_BK), D, FA_BK] a (batch element, head)'s key tiles transposed (attn_vec.h) */
+    float *dots; /* [FA_BQ, FA_BK] q.k of the tile, unscaled */
+    float s[FA_BK], pr[FA_BK];
+    int live[FA_BK];
+} fa_work;
+
+/* Online-softmax step of one query row over one key tile: dots are its q.k, the first
+ * nvis keys are visible; m, l, acc its running max, sum and output accumulator; v the
+ * tile's first value row (stride HD). */
+static void row_step(const fa_ctx *x, fa_work *w, const float *dots, long nk, long nvis, const float *v, float *m,
+                     float *l, float *acc)
+{
+    size_t D = (size_t)x->dim, HD = (size_t)x->heads * D;
+    float tm = -INFINITY, *s = w->s, *pr = w->pr;
+    for (long c = 0; c < nk; c++) {
+        s[c] = c < nvis ? dots[c] * x->scale : -INFINITY; /* rounds: fp32 */
+        tm = isnan(tm) || isnan(s[c]) ? NAN : fmaxf(tm, s[c]); /* NaN propagates */
+    }
+    float m_new = isnan(*m) || isnan(tm) ? NAN : fmaxf(*m, tm);
+    if (m_new == -INFINITY) return; /* nothing visible yet */
+    float alpha = *m == -INFINITY ? 0.0f : expf(*m - m_new); /* rounds: fp32 */
+    float ts = 0.0f;
+    size_t n = 0;
+    for (long c = 0; c < nk; c++) {
+        float p = s[c] == -INFINITY ? 0.0f : expf(s[c] - m_new); /* rounds: fp32 */
+        ts += p; /* rounds: fp32 */
+        pr[c] = ug_av_round_to(x->dt, p); /* rounds: P cast to the input dtype for P.V */
+        if (s[c] != -INFINITY) w->live[n++] = (int)c; /* P.V skips keys scored -inf */
+    }
+    *l = *l * alpha + ts; /* rounds: fp32 */
+    float acc_alpha = x->bug == MUT_NO_RESCALE && *m != -INFINITY ? 1.0f : alpha; /* bug: no rescale */
+    ug_av_pv(acc, acc_alpha, pr, w->live, n, v, HD, D); /* rounds: fp32 P.V in key order, acc*alpha + P.V */
+    *m = m_new;
+}
+
+/* The o and lse rows of a finished query row. */
+static void row_finish(const fa_ctx *x, float m, float l, const float *acc, float *o, float *lse)
+{
+    float inv = l > 0.0f ? 1.0f / l : 0.0f; /* rounds: fp32 reciprocal */
+    for (long d = 0; d < x->dim; d++) o[d] = acc[d] * inv; /* rounds: fp32 */
+    if (l == 0.0f)
+        *lse = -INFINITY;
+    else if (x->bug == MUT_LSE_LOG2)
+        *lse = m * (float)M_LOG2E + log2f(l); /* bug: log2 domain kept */
+    else
+        *lse = m + logf(l); /* rounds: fp32 */
+    if (x->bug == MUT_LSE_BF16) *lse = ug_sim_round_bf16(*lse); /* bug: lse kept in bf16 (rounds: RNE) */
+}
+
+/* One query tile [i0, i0+nq) of element (q0 tokens, k0 keys offset), head h: writes o and
+ * lse rows. Per key tile: K transposed once, the tile's q.k for all rows (attn_vec.h), then
+ * each row's online-softmax step. */
 static void query_tile(const fa_ctx *x, long q0, long lq, long k0, long lk, long h, long i0, long nq, float *o,
-                       float *lse, float *acc, float *s)
+                       float *lse, fa_work *w)
 {
     size_t D = (size_t)x->dim, HD = (size_t)x->heads * D;
     float m[FA_BQ], l[FA_BQ];
     for (long r = 0; r < nq; r++) {
         m[r] = -INFINITY;
         l[r] = 0.0f;
-        for (size_t d = 0; d < D; d++) acc[r * D + d] = 0.0f;
+        for (size_t d = 0; d < D; d++) w->acc[r * D + d] = 0.0f;
     }
+    const float *qt = x->q + (size_t)(q0 + i0) * HD + (size_t)h * D;
     long kend = visible(x, i0 + nq - 1, lq, lk); /* causal: later key tiles are skipped */
     for (long j0 = 0; j0 < kend; j0 += FA_BK) {
         long nk = kend - j0 < FA_BK ? kend - j0 : FA_BK;
-        for (long r = 0; r < nq; r++) {
-            const float *qr = x->q + (size_t)(q0 + i0 + r) * HD + (size_t)h * D;
-            long vis = visible(x, i0 + r, lq, lk);
-            float tm = -INFINITY, pr[FA_BK];
-            for (long c = 0; c < nk; c++) {
-                float sc = -INFINITY;
-                if (j0 + c < vis) {
-                    const float *kr = x->k + (size_t)(k0 + j0 + c) * HD + (size_t)h * D;
-                    float dot = 0.0f;
-                    for (size_t d = 0; d < D; d++) dot += qr[d] * kr[d]; /* rounds: fp32 acc */
-                    sc = dot * x->scale; /* rounds: fp32 */
-                }
-                s[c] = sc;
-                tm = isnan(tm) || isnan(sc) ? NAN : fmaxf(tm, sc); /* NaN propagates */
-            }
-            float m_new = isnan(m[r]) || isnan(tm) ? NAN : fmaxf(m[r], tm);
-            if (m_new == -INFINITY) continue; /* nothing visible yet */
-            float alpha = m[r] == -INFINITY ? 0.0f : expf(m[r] - m_new); /* rounds: fp32 */
-            float ts = 0.0f;
-            for (long c = 0; c < nk; c++) {
-                float p = s[c] == -INFINITY ? 0.0f : expf(s[c] - m_new); /* rounds: fp32 */
-                ts += p; /* rounds: fp32 */
-                pr[c] = ug_sim_round_to(x->dt, p); /* rounds: P cast to the input dtype for P.V */
-            }
-            l[r] = l[r] * alpha + ts; /* rounds: fp32 */
-            float acc_alpha = x->bug == MUT_NO_RESCALE && m[r] != -INFINITY ? 1.0f : alpha; /* bug: no rescale */
-            float *ar = acc + r * D;
-            for (size_t d = 0; d < D; d++) {
-                float pv = 0.0f;
-                for (long c = 0; c < nk; c++)
-                    if (s[c] != -INFINITY) pv += pr[c] * x->v[(size_t)(k0 + j0 + c) * HD + (size_t)h * D + d]; /* rounds: fp32 acc */
-                ar[d] = ar[d] * acc_alpha + pv; /* rounds: fp32 */
-            }
-            m[r] = m_new;
-        }
+        size_t kofs = (size_t)(k0 + j0) * HD + (size_t)h * D;
+        const float *kt = w->kt + (size_t)(j0 / FA_BK) * D * FA_BK;
+        ug_av_scores(qt, HD, (size_t)nq, kt, FA_BK, ug_av_cols((size_t)nk), D, w->dots, FA_BK); /* rounds: fp32 acc */
+        for (long r = 0; r < nq; r++)
+            row_step(x, w, w->dots + r * FA_BK, nk, visible(x, i0 + r, lq, lk) - j0, x->v + kofs, &m[r], &l[r],
+                     w->acc + r * D);
     }
     for (long r = 0; r < nq; r++) {
         size_t row = (size_t)(q0 + i0 + r) * (size_t)x->heads + (size_t)h;
-        float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f; /* rounds: fp32 reciprocal */
-        for (size_t d = 0; d < D; d++) o[row * D + d] = acc[r * D + d] * inv; /* rounds: fp32 */
-        if (l[r] == 0.0f)
-            lse[row] = -INFINITY;
-        else if (x->bug == MUT_LSE_LOG2)
-            lse[row] = m[r] * (float)M_LOG2E + log2f(l[r]); /* bug: log2 domain kept */
-        else
-            lse[row] = m[r] + logf(l[r]); /* rounds: fp32 */
-        if (x->bug == MUT_LSE_BF16) lse[row] = ug_sim_round_bf16(lse[row]); /* bug: lse kept in bf16 (rounds: RNE) */
+        row_finish(x, m[r], l[r], w->acc + r * D, o + row * D, lse + row);
+    }
+}
+
+/* Columns of the staged key tiles: the longest key sequence, in whole FA_BK tiles. */
+static size_t kt_cols(const float *cuk, long batch)
+{
+    long most = 0;
+    for (long b = 0; b < batch; b++) most = (long)(cuk[b + 1] - cuk[b]) > most ? (long)(cuk[b + 1] - cuk[b]) : most;
+    return (size_t)(most + FA_BK - 1) / FA_BK * FA_BK;
+}
+
+/* Every key tile of one (batch element, head) transposed once into kt, tile after tile. */
+static void stage_keys(const fa_ctx *x, long k0, long lk, long h, float *kt)
+{
+    size_t D = (size_t)x->dim, HD = (size_t)x->heads * D;
+    for (long j0 = 0; j0 < lk; j0 += FA_BK) {
+        long nk = lk - j0 < FA_BK ? lk - j0 : FA_BK;
+        ug_av_stage_kt(x->k + (size_t)(k0 + j0) * HD + (size_t)h * D, HD, (size_t)nk, D,
+                       kt + (size_t)(j0 / FA_BK) * D * FA_BK, FA_BK);
     }
 }
 
@@ -117,30 +160,38 @@ static int fa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     ug_params_free(&p);
     size_t tq = (size_t)q->shape[0], tk = (size_t)k->shape[0], HD = (size_t)(x.heads * x.dim);
     long batch = cq->shape[0] - 1;
-    float *buf =
-        malloc(((tq + 2 * tk) * HD + tq * HD + tq * (size_t)x.heads + FA_BQ * (size_t)x.dim + FA_BK) * sizeof *buf);
-    float *cu = malloc(2 * (size_t)(batch + 1) * sizeof *cu);
+    float *cu = malloc(2 * (size_t)(batch + 1) * sizeof *cu), *buf = NULL;
+    if (cu) {
+        ug_sim_load(cq, 0, (size_t)batch + 1, cu);
+        ug_sim_load(ck, 0, (size_t)batch + 1, cu + batch + 1);
+        buf = malloc(((tq + 2 * tk) * HD + tq * HD + tq * (size_t)x.heads + FA_BQ * (size_t)x.dim +
+                      (size_t)x.dim * kt_cols(cu + batch + 1, batch) + FA_BQ * FA_BK) *
+                     sizeof *buf);
+    }
     if (!buf || !cu) {
         free(buf);
         free(cu);
         return -1;
     }
     float *qf = buf, *kf = qf + tq * HD, *vf = kf + tk * HD, *of = vf + tk * HD, *lf = of + tq * HD;
-    float *acc = lf + tq * (size_t)x.heads, *s = acc + FA_BQ * (size_t)x.dim;
+    fa_work w;
+    w.acc = lf + tq * (size_t)x.heads;
+    w.kt = w.acc + FA_BQ * (size_t)x.dim;
+    w.dots = w.kt + (size_t)x.dim * kt_cols(cu + batch + 1, batch);
     ug_sim_load(q, 0, tq * HD, qf);
     ug_sim_load(k, 0, tk * HD, kf);
     ug_sim_load(v, 0, tk * HD, vf);
-    ug_sim_load(cq, 0, (size_t)batch + 1, cu);
-    ug_sim_load(ck, 0, (size_t)batch + 1, cu + batch + 1);
     x.q = qf;
     x.k = kf;
     x.v = vf;
     for (long b = 0; b < batch; b++) {
         long q0 = (long)cu[b], lq = (long)cu[b + 1] - q0, k0 = (long)cu[batch + 1 + b],
              lk = (long)cu[batch + 2 + b] - k0;
-        for (long h = 0; h < x.heads; h++)
+        for (long h = 0; h < x.heads; h++) {
+            stage_keys(&x, k0, lk, h, w.kt);
             for (long i0 = 0; i0 < lq; i0 += FA_BQ)
-                query_tile(&x, q0, lq, k0, lk, h, i0, lq - i0 < FA_BQ ? lq - i0 : FA_BQ, of, lf, acc, s);
+                query_tile(&x, q0, lq, k0, lk, h, i0, lq - i0 < FA_BQ ? lq - i0 : FA_BQ, of, lf, &w);
+        }
     }
     ug_sim_store(o, 0, tq * HD, of);
     ug_sim_store(lse, 0, tq * (size_t)x.heads, lf);

@@ -12,11 +12,17 @@
  * dQ += dS K (dQ kept in an fp32 buffer across key tiles, in key-tile order, as the
  * device's fp32 atomics would with one writer). The scale is applied to dQ and dK once
  * at the end, and the results are rounded once to the dtype. Keys a row does not see are
- * left out of its products (as the op's semantics state: no 0*NaN from them). */
+ * left out of its products (as the op's semantics state: no 0*NaN from them).
+ *
+ * Speed: K and V of a key tile are transposed once, q.k and dO.v of 64 query rows at a
+ * time come from the vectorised loops of attn_vec.h, and the dK/dV/dQ updates run across
+ * d; the query rows still update dK, dV and dQ one after another in row order, so every
+ * fp32 sum keeps the order of the row-at-a-time loops (tests/test_kernel_digests.sh). */
 #include <math.h>
 #include <stdlib.h>
 
 #include "core/ops.h"
+#include "kernels/sim/attention/attn_vec.h"
 #include "kernels/sim/simlib.h"
 
 #define FB_BQ 64
@@ -52,44 +58,68 @@ static float dot(const float *a, const float *b, size_t n)
     return s;
 }
 
-/* Key tile [j0, j0+nk) of an element (query offset q0, key offset k0), head h: accumulates
- * dK/dV of the tile into dk/dv ([nk x D], fp32) and dQ of every query row into x->dq. */
-static void key_tile(const fb_ctx *x, long q0, long lq, long k0, long lk, long h, long j0, long nk, float *dk,
-                     float *dv, float *pr, float *ds)
+/* Per-kernel scratch of the key-tile loop. */
+typedef struct {
+    float *kt, *vt;   /* [D, FB_BK] the key tile's K and V transposed (attn_vec.h) */
+    float *sd, *pd;   /* [FB_BQ, FB_BK] q.k and dO.v of a query tile, unscaled */
+    float *pr, *ds;   /* [FB_BQ, FB_BK] P and dS of a query tile, in the input dtype */
+    long nc[FB_BQ];   /* keys of the tile each row of the query tile sees (0: none) */
+} fb_work;
+
+/* P and dS of query row i (lse/delta row lrow) over key tile [j0, j0+nk), from its q.k
+ * (sd) and dO.v (pd); returns how many keys of the tile the row sees. */
+static long row_p_ds(const fb_ctx *x, long i, long lq, long lk, long j0, long nk, size_t lrow, const float *sd,
+                     const float *pd, float *pr, float *ds)
 {
-    size_t D = (size_t)x->dim, HD = (size_t)x->heads * D;
+    long vis = visible(x, i, lq, lk);
+    if (vis <= j0) return 0; /* this row sees none of the tile (a whole query tile skips on device) */
+    float lse = x->lse[lrow], delta = x->delta[lrow];
+    for (long c = 0; c < nk; c++) {
+        float p = 0.0f, dp = 0.0f;
+        if (j0 + c < vis) {
+            p = expf(sd[c] * x->scale - lse); /* rounds: fp32 score, fp32 sub and exp */
+            dp = pd[c];
+        }
+        pr[c] = ug_av_round_to(x->dt, p); /* rounds: P to the input dtype */
+        ds[c] = ug_av_round_to(x->dt, p * (dp - delta)); /* rounds: fp32, then dS to the dtype */
+    }
+    return vis - j0 < nk ? vis - j0 : nk;
+}
+
+/* Query tile [i0, i0+nr) against key tile [j0, j0+nk) at kofs: accumulates dK, dV (fp32,
+ * [nk x D]) and the rows' dQ, row after row in row order (attn_vec.h keeps each
+ * accumulator's adds in that order). */
+static void query_tile(const fb_ctx *x, fb_work *w, long q0, long i0, long nr, long lq, long lk, long h, long j0,
+                       long nk, size_t kofs, float *dk, float *dv)
+{
+    size_t D = (size_t)x->dim, HD = (size_t)x->heads * D, q0ofs = (size_t)(q0 + i0) * HD + (size_t)h * D;
+    ug_av_scores(x->q + q0ofs, HD, (size_t)nr, w->kt, FB_BK, ug_av_cols((size_t)nk), D, w->sd, FB_BK); /* rounds: fp32 acc */
+    ug_av_scores(x->dout + q0ofs, HD, (size_t)nr, w->vt, FB_BK, ug_av_cols((size_t)nk), D, w->pd, FB_BK); /* rounds: fp32 acc */
+    for (long r = 0; r < nr; r++) {
+        size_t lrow = (size_t)(q0 + i0 + r) * (size_t)x->heads + (size_t)h, o = (size_t)r * FB_BK;
+        w->nc[r] = row_p_ds(x, i0 + r, lq, lk, j0, nk, lrow, w->sd + o, w->pd + o, w->pr + o, w->ds + o);
+        if (w->nc[r]) /* dQ row += dS K over the keys it sees (rounds: fp32 acc in key order, then dq +=) */
+            ug_av_pv(x->dq + q0ofs + (size_t)r * HD, 1.0f, w->ds + o, NULL, (size_t)w->nc[r], x->k + kofs, HD, D);
+    }
+    ug_av_outer_rows(dv, (size_t)nk, w->pr, FB_BK, w->nc, (size_t)nr, x->dout + q0ofs, HD, D); /* rounds: fp32 acc */
+    ug_av_outer_rows(dk, (size_t)nk, w->ds, FB_BK, w->nc, (size_t)nr, x->q + q0ofs, HD, D);   /* rounds: fp32 acc */
+}
+
+/* Key tile [j0, j0+nk) of an element (query offset q0, key offset k0), head h: accumulates
+ * dK/dV of the tile into dk/dv ([nk x D], fp32) and dQ of every query row into x->dq, the
+ * rows in order. K and V are transposed once; the query rows come a 64-row tile at a time. */
+static void key_tile(const fb_ctx *x, long q0, long lq, long k0, long lk, long h, long j0, long nk, float *dk,
+                     float *dv, fb_work *w)
+{
+    size_t D = (size_t)x->dim, HD = (size_t)x->heads * D, kofs = (size_t)(k0 + j0) * HD + (size_t)h * D;
     if (tile_dropped(x, j0, nk)) return; /* bug: a short last key tile is skipped */
     for (size_t e = 0; e < (size_t)nk * D; e++) dk[e] = dv[e] = 0.0f;
-    for (long i = 0; i < lq; i++) {
-        size_t qrow = (size_t)(q0 + i) * HD + (size_t)h * D;
-        long vis = visible(x, i, lq, lk);
-        if (vis <= j0) continue; /* this row sees none of the tile (a whole query tile skips on device) */
-        float lse = x->lse[(size_t)(q0 + i) * (size_t)x->heads + (size_t)h],
-              delta = x->delta[(size_t)(q0 + i) * (size_t)x->heads + (size_t)h];
-        for (long c = 0; c < nk; c++) {
-            size_t krow = (size_t)(k0 + j0 + c) * HD + (size_t)h * D;
-            float p = 0.0f, dp = 0.0f;
-            if (j0 + c < vis) {
-                float s = dot(x->q + qrow, x->k + krow, D) * x->scale; /* rounds: fp32 */
-                p = expf(s - lse); /* rounds: fp32 */
-                dp = dot(x->dout + qrow, x->v + krow, D); /* rounds: fp32 acc */
-            }
-            pr[c] = ug_sim_round_to(x->dt, p); /* rounds: P to the input dtype */
-            ds[c] = ug_sim_round_to(x->dt, p * (dp - delta)); /* rounds: fp32, then dS to the dtype */
-        }
-        long nc = vis - j0 < nk ? vis - j0 : nk; /* the keys of the tile this row sees */
-        for (long c = 0; c < nc; c++)
-            for (size_t d = 0; d < D; d++) {
-                dv[(size_t)c * D + d] += pr[c] * x->dout[qrow + d]; /* rounds: fp32 acc */
-                dk[(size_t)c * D + d] += ds[c] * x->q[qrow + d]; /* rounds: fp32 acc */
-            }
-        float *dqr = x->dq + qrow;
-        for (size_t d = 0; d < D; d++) {
-            float acc = 0.0f;
-            for (long c = 0; c < nc; c++)
-                acc += ds[c] * x->k[(size_t)(k0 + j0 + c) * HD + (size_t)h * D + d]; /* rounds: fp32 acc */
-            dqr[d] += acc; /* rounds: fp32 */
-        }
+    ug_av_stage_kt(x->k + kofs, HD, (size_t)nk, D, w->kt, FB_BK);
+    ug_av_stage_kt(x->v + kofs, HD, (size_t)nk, D, w->vt, FB_BK);
+    for (long i0 = 0; i0 < lq; i0 += FB_BQ) {
+        long nr = lq - i0 < FB_BQ ? lq - i0 : FB_BQ;
+        if (visible(x, i0 + nr - 1, lq, lk) <= j0) continue; /* no row of the query tile sees the keys */
+        query_tile(x, w, q0, i0, nr, lq, lk, h, j0, nk, kofs, dk, dv);
     }
 }
 
@@ -112,11 +142,17 @@ static int fb_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     long batch = in[5]->shape[0] - 1;
     size_t nq = tq * H * D, nk = tk * H * D;
     float *buf =
-        malloc((4 * nq + 4 * nk + 2 * tq * H + 2 * (size_t)(batch + 1) + 2 * FB_BK * D + 2 * FB_BK) * sizeof *buf);
+        malloc((4 * nq + 4 * nk + 2 * tq * H + 2 * (size_t)(batch + 1) + 4 * FB_BK * D + 4 * FB_BQ * FB_BK) * sizeof *buf);
     if (!buf) return -1;
     float *qf = buf, *of = qf + nq, *dof = of + nq, *dqf = dof + nq, *kf = dqf + nq, *vf = kf + nk, *dkf = vf + nk;
     float *dvf = dkf + nk, *lf = dvf + nk, *delta = lf + tq * H, *cu = delta + tq * H;
-    float *dkt = cu + 2 * (batch + 1), *dvt = dkt + FB_BK * D, *pr = dvt + FB_BK * D, *ds = pr + FB_BK;
+    float *dkt = cu + 2 * (batch + 1), *dvt = dkt + FB_BK * D;
+    fb_work w = {.kt = dvt + FB_BK * D};
+    w.vt = w.kt + FB_BK * D;
+    w.sd = w.vt + FB_BK * D;
+    w.pd = w.sd + FB_BQ * FB_BK;
+    w.pr = w.pd + FB_BQ * FB_BK;
+    w.ds = w.pr + FB_BQ * FB_BK;
     ug_sim_load(in[0], 0, nq, qf);
     ug_sim_load(in[1], 0, nk, kf);
     ug_sim_load(in[2], 0, nk, vf);
@@ -135,7 +171,7 @@ static int fb_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
         for (long h = 0; h < x.heads; h++)
             for (long j0 = 0; j0 < lk; j0 += FB_BK) {
                 long n = lk - j0 < FB_BK ? lk - j0 : FB_BK;
-                key_tile(&x, q0, lq, k0, lk, h, j0, n, dkt, dvt, pr, ds);
+                key_tile(&x, q0, lq, k0, lk, h, j0, n, dkt, dvt, &w);
                 if (tile_dropped(&x, j0, n)) continue; /* its dK, dV stay 0 */
                 for (long c = 0; c < n; c++)
                     for (size_t d = 0; d < D; d++) {

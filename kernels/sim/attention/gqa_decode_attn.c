@@ -73,7 +73,8 @@ static long window_start(const gqa_view *g, long end, gqa_bug bug)
 }
 
 /* Serves every query row and head of (b, kv head kvh) from one load of the keys the step
- * needs: [first row's window start, len). */
+ * needs: [first row's window start, len); the heads of a query row together
+ * (ug_gl_attn_rows). */
 static void gqa_group(const gqa_view *g, long b, long kvh, long len, gqa_bug bug, float *kf, float *vf, float *qf,
                       float *of, float *scratch)
 {
@@ -90,13 +91,18 @@ static void gqa_group(const gqa_view *g, long b, long kvh, long len, gqa_bug bug
         long end = bug == MUT_MTP_NO_OFFSET ? len : ug_gl_mtp_end(len, g->sq, i); /* bug: no causal offset */
         long start = window_start(g, end, bug);
         size_t off = (size_t)(start - first) * (size_t)g->d;
-        for (long h = 0; h < g->hq; h++) {
+        size_t nr = 0, d = (size_t)g->d;
+        for (long h = 0; h < g->hq; h++) { /* the heads of kv head kvh share the window's keys */
             long owner = bug == MUT_KV_HEAD_MOD ? h % g->hkv : h / group; /* bug: h % Hkv */
             if (owner != kvh) continue;
-            size_t row = (size_t)((b * g->sq + i) * g->hq + h) * (size_t)g->d;
-            ug_sim_load(g->q, row, (size_t)g->d, qf);
-            ug_gl_attn_row(&cfg, qf, kf + off, vf + off, (size_t)(end - start), of, scratch);
-            ug_sim_store(g->o, row, (size_t)g->d, of); /* rounds: bf16 output */
+            ug_sim_load(g->q, (size_t)((b * g->sq + i) * g->hq + h) * d, d, qf + nr++ * d);
+        }
+        ug_gl_attn_rows(&cfg, qf, d, nr, kf + off, vf + off, (size_t)(end - start), of, d, scratch);
+        nr = 0;
+        for (long h = 0; h < g->hq; h++) {
+            long owner = bug == MUT_KV_HEAD_MOD ? h % g->hkv : h / group;
+            if (owner != kvh) continue;
+            ug_sim_store(g->o, (size_t)((b * g->sq + i) * g->hq + h) * d, d, of + nr++ * d); /* rounds: bf16 output */
         }
     }
 }
@@ -107,9 +113,15 @@ static int gqa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     if (gqa_open(call, &g, err, errlen)) return -2;
     const int32_t *lens = g.lens->data;
     size_t d = (size_t)g.d, s = (size_t)g.s;
-    float *kf = malloc((2 * s * d + 2 * d + UG_GL_ATTN_SCRATCH(GQA_TILE, d)) * sizeof *kf);
-    if (!kf) return -1;
-    float *vf = kf + s * d, *qf = vf + s * d, *of = qf + d, *scratch = of + d;
+    size_t group = (size_t)(g.hq / g.hkv);
+    float *kf = malloc((2 * s * d + 2 * group * d) * sizeof *kf);
+    float *scratch = malloc(UG_GL_ATTN_ROWS_SCRATCH((size_t)GQA_TILE, d, d, group) * sizeof *scratch);
+    if (!kf || !scratch) {
+        free(kf);
+        free(scratch);
+        return -1;
+    }
+    float *vf = kf + s * d, *qf = vf + s * d, *of = qf + group * d;
     int rc = 0;
     for (long b = 0; b < g.b && !rc; b++) {
         long len = lens[b];
@@ -122,6 +134,7 @@ static int gqa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
         for (long kvh = 0; kvh < g.hkv; kvh++) gqa_group(&g, b, kvh, len, bug, kf, vf, qf, of, scratch);
     }
     free(kf);
+    free(scratch);
     return rc;
 }
 

@@ -83,21 +83,23 @@ static int mla_gather(const mla_view *m, long b, long g, long n, float *kf, char
 }
 
 /* Serves the query heads of kv head g of sequence b, every query row of the step, from
- * its n gathered keys: row i reads the first ug_gl_mtp_end(n, S_q, i) of them. */
+ * its n gathered keys: row i reads the first ug_gl_mtp_end(n, S_q, i) of them. The heads
+ * of one query row share those keys and are computed together (ug_gl_attn_rows). */
 static void mla_heads(const mla_view *m, const ug_gl_attn_cfg *cfg, long b, long g, long n, const float *kf, float *qf,
                       float *of, float *scratch, mla_bug bug)
 {
     long group = m->hq / m->nkv;
-    for (long i = 0; i < m->sq; i++)
-        for (long h = g * group; h < (g + 1) * group; h++) {
-            size_t row = (size_t)((b * m->sq + i) * m->hq + h);
-            ug_sim_load(m->qn, row * m->lora, m->lora, qf);
-            ug_sim_load(m->qr, row * m->rope, m->rope, qf + m->lora);
-            long keys = bug == MUT_MTP_NO_OFFSET ? n : ug_gl_mtp_end(n, m->sq, i); /* bug: no causal offset */
-            if (keys < 0) keys = 0; /* only mut_drop_partial_block cuts n below S_q */
-            ug_gl_attn_row(cfg, qf, kf, kf, (size_t)keys, of, scratch); /* V = the c_kv part of each row */
-            ug_sim_store(m->o, row * m->lora, m->lora, of); /* rounds: bf16 output */
+    for (long i = 0; i < m->sq; i++) {
+        size_t row0 = (size_t)((b * m->sq + i) * m->hq + g * group);
+        for (long r = 0; r < group; r++) {
+            ug_sim_load(m->qn, (row0 + (size_t)r) * m->lora, m->lora, qf + (size_t)r * m->dk);
+            ug_sim_load(m->qr, (row0 + (size_t)r) * m->rope, m->rope, qf + (size_t)r * m->dk + m->lora);
         }
+        long keys = bug == MUT_MTP_NO_OFFSET ? n : ug_gl_mtp_end(n, m->sq, i); /* bug: no causal offset */
+        if (keys < 0) keys = 0; /* only mut_drop_partial_block cuts n below S_q */
+        ug_gl_attn_rows(cfg, qf, m->dk, (size_t)group, kf, kf, (size_t)keys, of, m->lora, scratch); /* V = c_kv part */
+        ug_sim_store(m->o, row0 * m->lora, (size_t)group * m->lora, of); /* rounds: bf16 output */
+    }
 }
 
 static int mla_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
@@ -106,10 +108,15 @@ static int mla_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     if (mla_open(call, &m, err, errlen)) return -2;
     const int32_t *lens = m.lens->data;
     long cap = m.maxb * m.bs;
-    float *kf = malloc(((size_t)cap * m.dk + m.dk + m.lora +
-                       UG_GL_ATTN_SCRATCH(MLA_TILE, m.lora)) * sizeof *kf);
-    if (!kf) return -1;
-    float *qf = kf + (size_t)cap * m.dk, *of = qf + m.dk, *scratch = of + m.lora;
+    size_t group = (size_t)(m.hq / m.nkv);
+    float *kf = malloc(((size_t)cap * m.dk + group * (m.dk + m.lora)) * sizeof *kf);
+    float *scratch = malloc(UG_GL_ATTN_ROWS_SCRATCH((size_t)MLA_TILE, m.dk, m.lora, group) * sizeof *scratch);
+    if (!kf || !scratch) {
+        free(kf);
+        free(scratch);
+        return -1;
+    }
+    float *qf = kf + (size_t)cap * m.dk, *of = qf + group * m.dk;
     double dk = bug == MUT_SCALE_512 ? m.lora : m.dk; /* bug: 512^-1/2, the rope dims forgotten */
     ug_gl_attn_cfg cfg = {m.dk, m.lora, m.dk, m.dk, MLA_TILE, (float)(1.0 / sqrt(dk)), 0};
     int rc = 0;
@@ -128,6 +135,7 @@ static int mla_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
         }
     }
     free(kf);
+    free(scratch);
     return rc;
 }
 

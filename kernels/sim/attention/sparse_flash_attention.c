@@ -71,9 +71,15 @@ static int sfa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     sfa_view v;
     if (sfa_open(call, &v, err, errlen)) return -2;
     size_t dk = (size_t)v.dk, dv = (size_t)v.dv;
-    float *kf = malloc(((size_t)v.topk * dk + dk + dv + UG_GL_ATTN_SCRATCH(SFA_BLOCK, dv)) * sizeof *kf);
-    if (!kf) return -1;
-    float *qf = kf + (size_t)v.topk * dk, *of = qf + dk, *scratch = of + dv;
+    size_t nh = (size_t)v.n;
+    float *kf = malloc(((size_t)v.topk * dk + nh * (dk + dv)) * sizeof *kf);
+    float *scratch = malloc(UG_GL_ATTN_ROWS_SCRATCH((size_t)SFA_BLOCK, dk, dv, nh) * sizeof *scratch);
+    if (!kf || !scratch) {
+        free(kf);
+        free(scratch);
+        return -1;
+    }
+    float *qf = kf + (size_t)v.topk * dk, *of = qf + nh * dk;
     ug_gl_attn_cfg cfg = {dk, dv, dk, dk, SFA_BLOCK, v.scale, 0};
     if (bug == MUT_LOCAL_MAX) cfg.flags |= UG_GL_ATTN_BUG_LOCAL_MAX;
     if (bug == MUT_SCALE_AFTER) cfg.flags |= UG_GL_ATTN_BUG_SCALE_AFTER;
@@ -84,14 +90,12 @@ static int sfa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
             rc = -2;
             break;
         }
-        for (long h = 0; h < v.n; h++) {
-            size_t row = (size_t)(t * v.n + h);
-            ug_sim_load(v.q, row * dk, dk, qf);
-            ug_gl_attn_row(&cfg, qf, kf, kf, (size_t)n, of, scratch); /* V = first 512 dims of each row */
-            ug_sim_store(v.o, row * dv, dv, of);                      /* rounds: bf16 output */
-        }
+        ug_sim_load(v.q, (size_t)t * nh * dk, nh * dk, qf); /* the token's heads share its selected rows */
+        ug_gl_attn_rows(&cfg, qf, dk, nh, kf, kf, (size_t)n, of, dv, scratch); /* V = first 512 dims of each row */
+        ug_sim_store(v.o, (size_t)t * nh * dv, nh * dv, of);                  /* rounds: bf16 output */
     }
     free(kf);
+    free(scratch);
     return rc;
 }
 
