@@ -38,6 +38,12 @@ typedef struct {
     ug_cmp cmp;
     double pypto_atol, pypto_rtol; /* docs/STANDARDS.md per-operator list */
     double pypto_budget;           /* share of elements allowed to fail (0.005 or 0) */
+    /* The reference test's own rule (the `reference` standard): |a - g| <= atol + rtol*|g|,
+     * at most llround(budget*N) elements outside (budget 0: every element). has_reference
+     * 0: the op has no reference test for this output, and `reference` is NA on it. */
+    int has_reference;
+    double reference_atol, reference_rtol, reference_budget;
+    const char *reference_source; /* "tests/ops/<path>.py::<function>: <rule as written>" */
 } ug_output_rule;
 
 /* Geometry of an output for sampling: viewed as rows x cols (cols = last dim). The
