@@ -4,6 +4,7 @@
 
 #include "cli/cli.h"
 #include "gen/plan.h"
+#include "oracles/verdict.h"
 #include "reports/report.h"
 
 /* Prints the plan's unmatched reference tests as a markdown section; 0, or exit 2. */
@@ -12,12 +13,22 @@ static int print_unmatched(const char *plan_path, FILE *f)
     ug_plan p;
     char err[1024];
     if (ug_plan_load(plan_path, -1, &p, err, sizeof err)) return ug_cli_fail("report: %s", err);
+    for (size_t i = 0; i < p.n_deviations; i++)
+        if (ug_standard_find(p.deviations[i].standard) < 0) {
+            ug_cli_fail("report: %s: deviations[%zu]: unknown standard \"%s\" (see ulpgym standards)", plan_path, i,
+                        p.deviations[i].standard);
+            ug_plan_free(&p);
+            return -1;
+        }
     fprintf(f, "\n## Reference tests without an equivalent (%s: %zu)\n\n", p.name, p.n_unmatched);
     for (size_t i = 0; i < p.n_unmatched; i++) fprintf(f, "- `%s`: %s\n", p.unmatched[i].source, p.unmatched[i].why);
     size_t with_source = 0;
     for (size_t i = 0; i < p.n; i++) with_source += p.cases[i].source != NULL;
     fprintf(f, "\n%zu cases reproduce reference tests; %zu reference tests have no equivalent.\n", with_source,
             p.n_unmatched);
+    if (p.n_deviations) fprintf(f, "\n## Known deviations of the correct kernels (%zu)\n\n", p.n_deviations);
+    for (size_t i = 0; i < p.n_deviations; i++)
+        fprintf(f, "- `%s` under %s: %s\n", p.deviations[i].source, p.deviations[i].standard, p.deviations[i].why);
     ug_plan_free(&p);
     return 0;
 }

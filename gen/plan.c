@@ -363,6 +363,28 @@ static int read_unmatched(ug_plan *plan, const cJSON *um, const char *path, char
     return 0;
 }
 
+/* "deviations": [{"source", "standard", "why"}]: cases the correct kernels fail, and why. */
+static int read_deviations(ug_plan *plan, const cJSON *dv, const char *path, char *err, size_t errlen)
+{
+    if (!dv) return 0;
+    int n = cJSON_GetArraySize(dv), i = 0;
+    if (!cJSON_IsArray(dv) || !(plan->deviations = calloc((size_t)n + 1, sizeof *plan->deviations))) {
+        snprintf(err, errlen, "%s: \"deviations\" must be an array of {\"source\", \"standard\", \"why\"}", path);
+        return -2;
+    }
+    for (const cJSON *e = dv->child; e; e = e->next, i++) {
+        const cJSON *src = cJSON_GetObjectItemCaseSensitive(e, "source"), *why = cJSON_GetObjectItemCaseSensitive(e, "why");
+        const cJSON *std = cJSON_GetObjectItemCaseSensitive(e, "standard");
+        if (!cJSON_IsString(src) || !cJSON_IsString(why) || !cJSON_IsString(std) || cJSON_GetArraySize(e) != 3) {
+            snprintf(err, errlen, "%s: deviations[%d] needs exactly strings \"source\", \"standard\" and \"why\"", path, i);
+            return -2;
+        }
+        ug_plan_deviation *d = &plan->deviations[plan->n_deviations++];
+        d->source = strdup(src->valuestring), d->standard = strdup(std->valuestring), d->why = strdup(why->valuestring);
+    }
+    return 0;
+}
+
 /* Expands a parsed plan (j is consumed). path names it in messages; dir is where the
  * spaces are found (dir/../ops/<op>.json). */
 static int plan_from_json(cJSON *j, const char *path, const char *dir, uint64_t hash, long long seed_override,
@@ -417,6 +439,7 @@ static int plan_from_json(cJSON *j, const char *path, const char *dir, uint64_t 
         }
     if (!rc && cases) rc = explicit_cases(&x, cases, path, err, errlen);
     if (!rc) rc = read_unmatched(plan, cJSON_GetObjectItemCaseSensitive(j, "unmatched"), path, err, errlen);
+    if (!rc) rc = read_deviations(plan, cJSON_GetObjectItemCaseSensitive(j, "deviations"), path, err, errlen);
     snprintf(plan->hash, sizeof plan->hash, "%016llx", (unsigned long long)hash);
 done:
     cJSON_Delete(j);
@@ -492,4 +515,11 @@ void ug_plan_free(ug_plan *plan)
     free(plan->unmatched);
     plan->unmatched = NULL;
     plan->n_unmatched = 0;
+    for (size_t i = 0; i < plan->n_deviations; i++) {
+        ug_plan_deviation *d = &plan->deviations[i];
+        free(d->source), free(d->standard), free(d->why);
+    }
+    free(plan->deviations);
+    plan->deviations = NULL;
+    plan->n_deviations = 0;
 }

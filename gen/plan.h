@@ -13,7 +13,8 @@
  * An explicit case may carry "source" (the reference test it reproduces, a string),
  * "heavy" (true: too costly for a ctest) and "note" (a string); none of them is part of
  * the spec or its ID. A plan may list "unmatched": [{"source", "why"}], the reference
- * tests it has no case for (`ulpgym report --unmatched`).
+ * tests it has no case for (`ulpgym report --unmatched`), and "deviations": [{"source",
+ * "standard", "why"}], the cases the correct kernels are known to fail under a standard.
  * Each spec gets "plan":"<name>/<version>" and a seed derived from its own content, so a
  * case keeps its ID and inputs as long as its spec is unchanged. */
 #ifndef UG_PLAN_H
@@ -37,6 +38,11 @@ typedef struct {
     char *source, *why;
 } ug_plan_unmatched;
 
+/* A case the correct kernel is known to fail under a standard, and why ("deviations"). */
+typedef struct {
+    char *source, *standard, *why;
+} ug_plan_deviation;
+
 typedef struct {
     char name[64];
     int version;
@@ -47,6 +53,8 @@ typedef struct {
     size_t n;
     ug_plan_unmatched *unmatched;
     size_t n_unmatched;
+    ug_plan_deviation *deviations;
+    size_t n_deviations;
 } ug_plan;
 
 /* Default plan: $ULPGYM_PLAN, else <data dir>/gen/plans/nightly.json, where the data dir

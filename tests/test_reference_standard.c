@@ -116,7 +116,7 @@ static void declarations(void)
               "%s: reference rule on %d of %d numeric outputs", ug_op_name(op), ref, numeric);
         with += ref > 0;
     }
-    CHECK(with == 14, "%d implemented ops carry a reference rule (14 have a reference test that judges them)", with);
+    CHECK(with == 15, "%d implemented ops carry a reference rule (15 have a reference test that judges them)", with);
     const ug_op_def *adamw = ug_op_def_get(UG_OP_APPLY_ADAMW);
     CHECK(adamw && adamw->outputs[0].has_reference && adamw->outputs[0].reference_atol == 1e-4 &&
               adamw->outputs[0].reference_rtol == 0x1p-7 && adamw->outputs[0].reference_budget == 0,
