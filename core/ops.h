@@ -119,6 +119,10 @@ typedef struct ug_op_def {
      * gen/case_memory.h counts. Read by the case memory estimate before anything is
      * allocated; keep it in step with the kernel's and the oracle's allocations. */
     double (*scratch)(const ug_params *p);
+    /* 1: every sampled case is judged again on every element (when that fits the case
+     * memory budget), as if near a tolerance: for an elementwise op judged by certified,
+     * whose failures are isolated elements a sample misses (apply_adamw). */
+    int check_all;
 } ug_op_def;
 
 const char *ug_op_name(int op);
