@@ -69,7 +69,7 @@ static void keep_per_op(ug_plan *p, long per_op)
     size_t count[UG_OP_COUNT] = {0}, kept = 0;
     for (size_t i = 0; i < p->n; i++) {
         if (count[p->cases[i].op]++ < (size_t)per_op) p->cases[kept++] = p->cases[i];
-        else free(p->cases[i].spec);
+        else free(p->cases[i].spec), free(p->cases[i].source);
     }
     p->n = kept;
 }
@@ -82,7 +82,7 @@ static int export_plan(const char *plan_path, const ug_cli_filter *f, long per_o
     ug_plan_filter(&p, f->any_op ? f->ops : NULL, f->groups);
     if (per_op > 0) keep_per_op(&p, per_op);
     if (limit > 0 && p.n > (size_t)limit) {
-        for (size_t i = (size_t)limit; i < p.n; i++) free(p.cases[i].spec);
+        for (size_t i = (size_t)limit; i < p.n; i++) free(p.cases[i].spec), free(p.cases[i].source);
         p.n = (size_t)limit;
     }
     int rc = p.n ? 0 : ug_cli_fail("export: the plan has no case for that selection");

@@ -51,6 +51,12 @@ static void add_rules_and_variants(cJSON *o, const ug_op_def *d)
         cJSON_AddNumberToObject(r, "pypto_atol", d->outputs[i].pypto_atol);
         cJSON_AddNumberToObject(r, "pypto_rtol", d->outputs[i].pypto_rtol);
         cJSON_AddNumberToObject(r, "pypto_budget", d->outputs[i].pypto_budget);
+        if (d->outputs[i].has_reference) {
+            cJSON_AddNumberToObject(r, "reference_atol", d->outputs[i].reference_atol);
+            cJSON_AddNumberToObject(r, "reference_rtol", d->outputs[i].reference_rtol);
+            cJSON_AddNumberToObject(r, "reference_budget", d->outputs[i].reference_budget);
+            cJSON_AddStringToObject(r, "reference_source", d->outputs[i].reference_source);
+        }
         cJSON_AddItemToArray(outs, r);
     }
     cJSON *vars = cJSON_AddArrayToObject(o, "kernel_variants");
@@ -187,9 +193,15 @@ static int show(const char *name, int json, int mutants)
     printf("  %s\n  dtypes: %s\n  primary standard: %s\n", d->summary, d->dtypes, ug_standard_name(d->primary));
     print_decl(d);
     printf("  outputs:\n");
-    for (int i = 0; i < d->n_outputs; i++)
-        printf("    %-8s %-14s pypto atol %g rtol %g budget %g\n", d->outputs[i].name, cmp_name(d->outputs[i].cmp),
-               d->outputs[i].pypto_atol, d->outputs[i].pypto_rtol, d->outputs[i].pypto_budget);
+    for (int i = 0; i < d->n_outputs; i++) {
+        const ug_output_rule *o = &d->outputs[i];
+        printf("    %-8s %-14s pypto atol %g rtol %g budget %g\n", o->name, cmp_name(o->cmp), o->pypto_atol,
+               o->pypto_rtol, o->pypto_budget);
+        if (o->has_reference)
+            printf("    %-8s %-14s reference atol %g rtol %g budget %g (%s)\n", "", "", o->reference_atol,
+                   o->reference_rtol, o->reference_budget, o->reference_source);
+        else printf("    %-8s %-14s reference: none (no reference test judges this output)\n", "", "");
+    }
     printf("  kernel variants (--kernel-variant NAME):\n");
     for (int i = 0; ug_op_variants(d->op)[i].name; i++) printf("    %-18s %s\n", ug_op_variants(d->op)[i].name, ug_op_variants(d->op)[i].desc);
     return mutants && print_mutant_scan(op, stdout) ? UG_EXIT_USAGE : 0;

@@ -39,8 +39,10 @@ static void list(const ug_plan *p)
         cJSON *j = cJSON_Parse(p->cases[i].spec);
         const cJSON *dt = cJSON_GetObjectItemCaseSensitive(j, "dtype");
         char *params = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(j, "params"));
-        printf("%s  %-30s %-5s %s\n", p->cases[i].id, ug_op_name(p->cases[i].op), cJSON_IsString(dt) ? dt->valuestring : "?",
+        printf("%s  %-30s %-5s %s", p->cases[i].id, ug_op_name(p->cases[i].op), cJSON_IsString(dt) ? dt->valuestring : "?",
                params ? params : "");
+        if (p->cases[i].source) printf("  <- %s%s", p->cases[i].source, p->cases[i].heavy ? " (heavy)" : "");
+        printf("\n");
         free(params);
         cJSON_Delete(j);
     }
@@ -81,8 +83,12 @@ static int ug_cmd_plan(int argc, char **argv)
 
 const ug_command ug_command_plan = {
     "plan", ug_cmd_plan, "expand a plan: count or list its cases",
-     "usage: ulpgym plan [--plan FILE] [--op OP]... [--group G]... [--seed S] [--shard K/N] (--count | --list)\n"
+     "usage: ulpgym plan [--plan FILE|NAME[:light]] [--op OP]... [--group G]... [--seed S] [--shard K/N]\n"
+     "                   (--count | --list)\n"
      "  --count  cases per group and per op, then a last line `total N`\n"
-     "  --list   one line per case: case ID, op, dtype, params\n"
+     "  --list   one line per case: case ID, op, dtype, params (and the reference test an explicit\n"
+     "           case reproduces, `<- source`, marked (heavy) when a :light plan drops it)\n"
+     "  --plan   a file, or a name: `--plan reference` is gen/plans/reference.json of the data tree;\n"
+     "           NAME:light leaves out the cases marked heavy\n"
      "  --shard  only the cases `sweep --shard K/N` runs (balanced by estimated cost)\n"
      "  default plan: $ULPGYM_PLAN or gen/plans/nightly.json\n"};

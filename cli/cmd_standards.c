@@ -15,6 +15,8 @@ static const char *thresholds[UG_STD_COUNT] = {
                          "fp16/bf16 1e-3/1e-5)",
     [UG_STD_CERTIFIED] = "c = 2 (UG_CERT_C); device model: fp32, u = 2^-24, reductions gamma_n * sum|terms|, "
                          "functions within 4 fp32 ulps, declared intermediate roundings; no budget",
+    [UG_STD_REFERENCE] = "per op/output reference_atol, reference_rtol, reference_budget (0 = every element), "
+                         "as the reference test applies them (`ulpgym ops show OP`); NA where the op has none",
     [UG_STD_EXACT] = "bitwise",
     [UG_STD_BOUNDARY_AWARE] = "budget per output, in quanta",
     [UG_STD_TOPK_SET] = "budget per output, in score units",

@@ -118,12 +118,15 @@ static int ug_cmd_sweep(int argc, char **argv)
 
 const ug_command ug_command_sweep = {
     "sweep", ug_cmd_sweep, "run a plan's cases and store every verdict",
-     "usage: ulpgym sweep [--plan FILE] [--op OP]... [--group G]... [--limit N] [--db PATH]\n"
+     "usage: ulpgym sweep [--plan FILE|NAME[:light]] [--op OP]... [--group G]... [--limit N] [--db PATH]\n"
      "                    [--seed S] [--backend B] [--kernel-variant V] [--sample N|all]\n"
      "                    [--oracle-check] [-j N] [--case-timeout [OP=]SECONDS]... [--shard K/N]\n"
      "                    [--primary STD] [--case-memory BYTES] [--quiet | --no-progress]\n"
      "       ulpgym sweep --resume RUN_ID|latest [--db PATH] [-j N] [--case-timeout ...] [--case-memory BYTES]\n"
      "                    [--quiet]\n"
+     "  --plan           a plan file, or a name: `--plan reference` is gen/plans/reference.json of\n"
+     "                   the data tree (the reference suite's own cases); NAME:light leaves out\n"
+     "                   the cases marked heavy (default: $ULPGYM_PLAN or the nightly plan)\n"
      "  -j, --jobs       worker processes (default: all cores); a worker that crashes or\n"
      "                   hangs costs one case (CRASH / TIMEOUT) and is replaced\n"
      "  --case-timeout   seconds a case may take (default 300); OP=SECONDS for one op\n"

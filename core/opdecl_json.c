@@ -127,9 +127,33 @@ static int read_tensor(reader *r, const cJSON *o, ug_tensor_decl *t)
     return 0;
 }
 
+/* The optional reference rule of an output: reference_atol, reference_rtol and
+ * reference_source together (reference_budget optional, default 0 = every element), all
+ * finite and non-negative, the budget a share at most 1. */
+static int read_reference(reader *r, const cJSON *o, ug_output_rule *rule)
+{
+    const char *const keys[] = {"reference_atol", "reference_rtol", "reference_budget", "reference_source"};
+    int any = 0;
+    for (int i = 0; i < 4; i++) any |= cJSON_GetObjectItemCaseSensitive(o, keys[i]) != NULL;
+    if (!any) return 0;
+    if (!cJSON_GetObjectItemCaseSensitive(o, "reference_atol") || !cJSON_GetObjectItemCaseSensitive(o, "reference_rtol"))
+        return fail(r, "a reference rule needs \"reference_atol\" and \"reference_rtol\"%s%s", "", "");
+    if (number(r, o, "reference_atol", 0, &rule->reference_atol) ||
+        number(r, o, "reference_rtol", 0, &rule->reference_rtol) ||
+        number(r, o, "reference_budget", 0, &rule->reference_budget) ||
+        text(r, o, "reference_source", 1, &rule->reference_source))
+        return -1;
+    if (!(rule->reference_atol >= 0 && rule->reference_rtol >= 0 && rule->reference_budget >= 0 &&
+          rule->reference_budget <= 1 && rule->reference_atol < 1e300 && rule->reference_rtol < 1e300))
+        return fail(r, "reference_atol and reference_rtol must be >= 0, reference_budget in [0, 1]%s%s", "", "");
+    rule->has_reference = 1;
+    return 0;
+}
+
 static int read_output(reader *r, const cJSON *o, ug_output_rule *rule)
 {
     static const char *const keys[] = {"name", "of", "compare", "pypto_atol", "pypto_rtol", "pypto_budget", "source",
+                                       "reference_atol", "reference_rtol", "reference_budget", "reference_source",
                                        NULL};
     const char *cmp, *source;
     int c;
@@ -137,7 +161,8 @@ static int read_output(reader *r, const cJSON *o, ug_output_rule *rule)
         text(r, o, "compare", 1, &cmp) ||
         choice(r, cmp, ug_cmp_names, UG_CMP_COUNT, "compare", &c) ||
         number(r, o, "pypto_atol", 0, &rule->pypto_atol) || number(r, o, "pypto_rtol", 0, &rule->pypto_rtol) ||
-        number(r, o, "pypto_budget", 0, &rule->pypto_budget) || text(r, o, "source", 0, &source))
+        number(r, o, "pypto_budget", 0, &rule->pypto_budget) || text(r, o, "source", 0, &source) ||
+        read_reference(r, o, rule))
         return -1;
     rule->cmp = (ug_cmp)c;
     return 0;

@@ -42,6 +42,12 @@ typedef struct {
      * tensor `of` against other exact values the oracle emits under `name` (quantised codes
      * against the oracle's own scale beside the kernel's: docs/STANDARDS.md "Views"). */
     const char *of;
+    /* The reference test's own rule (the `reference` standard): |a - g| <= atol + rtol*|g|,
+     * at most llround(budget*N) elements outside (budget 0: every element). has_reference
+     * 0: the op has no reference test for this output, and `reference` is NA on it. */
+    int has_reference;
+    double reference_atol, reference_rtol, reference_budget;
+    const char *reference_source; /* "tests/ops/<path>.py::<function>: <rule as written>" */
 } ug_output_rule;
 
 /* Geometry of an output for sampling: viewed as rows x cols (cols = last dim). The
@@ -117,6 +123,10 @@ typedef struct ug_op_def {
      * gen/case_memory.h counts. Read by the case memory estimate before anything is
      * allocated; keep it in step with the kernel's and the oracle's allocations. */
     double (*scratch)(const ug_params *p);
+    /* 1: every sampled case is judged again on every element (when that fits the case
+     * memory budget), as if near a tolerance: for an elementwise op judged by certified,
+     * whose failures are isolated elements a sample misses (apply_adamw). */
+    int check_all;
 } ug_op_def;
 
 const char *ug_op_name(int op);

@@ -1,4 +1,5 @@
-/* dist.c — the input distributions of dist.h. Parameters are read once per fill into a
+/* dist.c — the input distributions of dist.h (the reference suite's draws included:
+ * uniform ±1, randn × s as normal, |randn| × s as half_normal, int8 randint). Parameters are read once per fill into a
  * small struct so the per-element path is arithmetic on Philox words only. */
 #include "gen/dist.h"
 
@@ -8,14 +9,14 @@
 
 #include "core/philox.h"
 
-typedef enum { D_UNIFORM, D_NORMAL, D_WIDE, D_OUTLIERS, D_RANDINT, D_CONST } dist_kind;
+typedef enum { D_UNIFORM, D_NORMAL, D_WIDE, D_OUTLIERS, D_RANDINT, D_CONST, D_HALF_NORMAL } dist_kind;
 
 typedef struct {
     dist_kind kind;
     double a, b, c, d; /* meaning per kind, see parse() */
 } dist_params;
 
-static const char *kind_names[] = {"uniform", "normal", "wide", "outliers", "randint", "const"};
+static const char *kind_names[] = {"uniform", "normal", "wide", "outliers", "randint", "const", "half_normal"};
 
 static int num(const cJSON *o, const char *k, double def, double *out, char *err, size_t errlen)
 {
@@ -48,7 +49,7 @@ static int parse(const cJSON *dist, dist_params *p, char *err, size_t errlen)
     for (int i = 0; i < (int)(sizeof kind_names / sizeof *kind_names); i++)
         if (strcmp(k->valuestring, kind_names[i]) == 0) kind = i;
     if (kind < 0) {
-        snprintf(err, errlen, "distribution: unknown kind \"%s\" (uniform, normal, wide, outliers, randint, const)",
+        snprintf(err, errlen, "distribution: unknown kind \"%s\" (uniform, normal, wide, outliers, randint, const, half_normal)",
                  k->valuestring);
         return -2;
     }
@@ -64,7 +65,12 @@ static int parse(const cJSON *dist, dist_params *p, char *err, size_t errlen)
         }
         break;
     case D_NORMAL:
+    case D_HALF_NORMAL: /* half_normal: loc + std*|N(0,1)|, torch's randn(...).abs() * std */
         rc = num(dist, "mean", 0, &p->a, err, errlen) || num(dist, "std", 1, &p->b, err, errlen);
+        if (!rc && p->kind == D_HALF_NORMAL && !(p->b >= 0)) {
+            snprintf(err, errlen, "distribution: half_normal \"std\" must be >= 0");
+            return -2;
+        }
         break;
     case D_WIDE:
         rc = num(dist, "lo_exp", NAN, &p->a, err, errlen) || num(dist, "hi_exp", NAN, &p->b, err, errlen);
@@ -105,6 +111,7 @@ static double draw(const dist_params *p, uint64_t seed, uint32_t tensor, uint64_
     switch (p->kind) {
     case D_UNIFORM: return p->a + (p->b - p->a) * ug_rng_unit(w[0], w[1]);
     case D_NORMAL: return p->a + p->b * std_normal(w);
+    case D_HALF_NORMAL: return p->a + p->b * fabs(std_normal(w));
     case D_WIDE: {
         double span = p->b - p->a;
         double e = floor(p->a + span * ug_rng_unit(w[0], w[1]));

@@ -2,11 +2,14 @@
  *
  * A distribution is a JSON object with "kind" and parameters:
  *   {"kind":"uniform","lo":a,"hi":b}        uniform on [a,b)
- *   {"kind":"normal","mean":m,"std":s}      Box-Muller on two Philox words
+ *   {"kind":"normal","mean":m,"std":s}      Box-Muller on two Philox words (torch.randn * s)
+ *   {"kind":"half_normal","mean":m,"std":s} m + s*|N(0,1)|, the same normal draw folded
+ *                                           (torch.randn(...).abs() * s); s >= 0
  *   {"kind":"wide","lo_exp":a,"hi_exp":b}   random sign, exponent uniform in [a,b), mantissa
  *                                           uniform in [1,2): stresses dynamic range
  *   {"kind":"outliers","std":s,"p":p,"scale":k}  normal(0,s), a share p of elements times k
- *   {"kind":"randint","lo":a,"hi":b}        integers uniform in [a,b]
+ *   {"kind":"randint","lo":a,"hi":b}        integers uniform in [a,b] (torch.randint(a, b+1); int8:
+ *                                           lo -128, hi 127)
  *   {"kind":"const","value":v}
  * Element i of input t is a pure function of (seed, t, i); the double drawn is rounded
  * once (RNE) to the tensor's dtype. */

@@ -67,6 +67,7 @@ typedef struct {
     size_t cap;
     char tag[96];
     uint64_t seed;
+    int light; /* drop explicit cases marked "heavy" */
 } expander;
 
 static int push_case(expander *x, char *text, int op, char *err, size_t errlen)
@@ -83,6 +84,7 @@ static int push_case(expander *x, char *text, int op, char *err, size_t errlen)
         x->cap = cap;
     }
     ug_plan_case *c = &x->plan->cases[x->plan->n++];
+    memset(c, 0, sizeof *c);
     c->origin = NULL;
     c->spec = text;
     c->op = op;
@@ -211,28 +213,110 @@ done:
     return rc;
 }
 
+/* The keys an explicit case may carry besides its spec: "source" and "note" strings,
+ * "heavy" a boolean. Checked, copied out and removed from c, so they never reach the
+ * spec or its ID. */
+static int case_extras(cJSON *c, char **source, int *heavy, const char *where, char *err, size_t errlen)
+{
+    const cJSON *src = cJSON_GetObjectItemCaseSensitive(c, "source"), *hv = cJSON_GetObjectItemCaseSensitive(c, "heavy");
+    const cJSON *note = cJSON_GetObjectItemCaseSensitive(c, "note");
+    if ((src && (!cJSON_IsString(src) || !*src->valuestring)) || (hv && !cJSON_IsBool(hv)) || (note && !cJSON_IsString(note))) {
+        snprintf(err, errlen, "%s: \"source\" and \"note\" must be non-empty strings, \"heavy\" true or false", where);
+        return -2;
+    }
+    *heavy = cJSON_IsTrue(hv);
+    *source = src ? strdup(src->valuestring) : NULL;
+    cJSON_DeleteItemFromObjectCaseSensitive(c, "source");
+    cJSON_DeleteItemFromObjectCaseSensitive(c, "heavy");
+    cJSON_DeleteItemFromObjectCaseSensitive(c, "note");
+    return 0;
+}
+
+/* One explicit case: its canonical text (the plan's seed derivation unless it names a
+ * seed) pushed with its source and weight. */
+static int explicit_case(expander *x, const cJSON *c, const char *where, char *err, size_t errlen)
+{
+    char inner[400], *source = NULL;
+    int heavy = 0;
+    ug_spec s;
+    cJSON *raw = cJSON_Duplicate(c, 1);
+    if (!cJSON_IsObject(raw) || case_extras(raw, &source, &heavy, where, err, errlen)) {
+        if (!cJSON_IsObject(raw)) snprintf(err, errlen, "%s: a case must be an object", where);
+        cJSON_Delete(raw);
+        return -2;
+    }
+    cJSON *dup = cJSON_Duplicate(raw, 1);
+    cJSON *seed = cJSON_GetObjectItemCaseSensitive(dup, "seed");
+    int has_seed = seed != NULL;
+    if (!seed) cJSON_AddNumberToObject(dup, "seed", 0); /* finish_spec derives it */
+    int rc = ug_spec_from_json(dup, &s, inner, sizeof inner);
+    if (rc) snprintf(err, errlen, "%s: %s", where, inner);
+    char *text = rc ? NULL : has_seed ? strdup(s.canonical) : ug_plan_finish_spec(raw, x->tag, x->seed);
+    int op = rc ? -1 : s.op;
+    if (!rc) ug_spec_free(&s);
+    cJSON_Delete(raw);
+    if (rc || (heavy && x->light)) {
+        free(text);
+        free(source);
+        return rc ? -2 : 0;
+    }
+    if (!text || push_case(x, text, op, err, errlen)) return free(source), -1;
+    x->plan->cases[x->plan->n - 1].source = source;
+    x->plan->cases[x->plan->n - 1].heavy = heavy;
+    return 0;
+}
+
 static int explicit_cases(expander *x, const cJSON *cases, const char *path, char *err, size_t errlen)
 {
     int i = 0;
     for (const cJSON *c = cases->child; c; c = c->next, i++) {
-        char inner[400];
-        ug_spec s;
-        cJSON *dup = cJSON_Duplicate(c, 1);
-        cJSON *seed = cJSON_GetObjectItemCaseSensitive(dup, "seed");
-        if (!seed) cJSON_AddNumberToObject(dup, "seed", 0); /* finish_spec derives it */
-        if (ug_spec_from_json(dup, &s, inner, sizeof inner)) {
-            snprintf(err, errlen, "%s: cases[%d]: %s", path, i, inner);
+        char where[1200];
+        snprintf(where, sizeof where, "%s: cases[%d]", path, i);
+        int rc = explicit_case(x, c, where, err, errlen);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* "unmatched": [{"source": "...", "why": "..."}], the reference tests without a case. */
+static int read_unmatched(ug_plan *plan, const cJSON *um, const char *path, char *err, size_t errlen)
+{
+    if (!um) return 0;
+    int n = cJSON_GetArraySize(um), i = 0;
+    if (!cJSON_IsArray(um) || !(plan->unmatched = calloc((size_t)n + 1, sizeof *plan->unmatched))) {
+        snprintf(err, errlen, "%s: \"unmatched\" must be an array of {\"source\", \"why\"}", path);
+        return -2;
+    }
+    for (const cJSON *e = um->child; e; e = e->next, i++) {
+        const cJSON *src = cJSON_GetObjectItemCaseSensitive(e, "source"), *why = cJSON_GetObjectItemCaseSensitive(e, "why");
+        if (!cJSON_IsString(src) || !cJSON_IsString(why) || cJSON_GetArraySize(e) != 2) {
+            snprintf(err, errlen, "%s: unmatched[%d] needs exactly a string \"source\" and a string \"why\"", path, i);
             return -2;
         }
-        char *text = seed ? strdup(s.canonical) : NULL;
-        if (!seed) {
-            cJSON *raw = cJSON_Duplicate(c, 1);
-            text = ug_plan_finish_spec(raw, x->tag, x->seed);
-            cJSON_Delete(raw);
+        plan->unmatched[plan->n_unmatched].source = strdup(src->valuestring);
+        plan->unmatched[plan->n_unmatched++].why = strdup(why->valuestring);
+    }
+    return 0;
+}
+
+/* "deviations": [{"source", "standard", "why"}]: cases the correct kernels fail, and why. */
+static int read_deviations(ug_plan *plan, const cJSON *dv, const char *path, char *err, size_t errlen)
+{
+    if (!dv) return 0;
+    int n = cJSON_GetArraySize(dv), i = 0;
+    if (!cJSON_IsArray(dv) || !(plan->deviations = calloc((size_t)n + 1, sizeof *plan->deviations))) {
+        snprintf(err, errlen, "%s: \"deviations\" must be an array of {\"source\", \"standard\", \"why\"}", path);
+        return -2;
+    }
+    for (const cJSON *e = dv->child; e; e = e->next, i++) {
+        const cJSON *src = cJSON_GetObjectItemCaseSensitive(e, "source"), *why = cJSON_GetObjectItemCaseSensitive(e, "why");
+        const cJSON *std = cJSON_GetObjectItemCaseSensitive(e, "standard");
+        if (!cJSON_IsString(src) || !cJSON_IsString(why) || !cJSON_IsString(std) || cJSON_GetArraySize(e) != 3) {
+            snprintf(err, errlen, "%s: deviations[%d] needs exactly strings \"source\", \"standard\" and \"why\"", path, i);
+            return -2;
         }
-        int op = s.op;
-        ug_spec_free(&s);
-        if (!text || push_case(x, text, op, err, errlen)) return -1;
+        ug_plan_deviation *d = &plan->deviations[plan->n_deviations++];
+        d->source = strdup(src->valuestring), d->standard = strdup(std->valuestring), d->why = strdup(why->valuestring);
     }
     return 0;
 }
@@ -240,7 +324,7 @@ static int explicit_cases(expander *x, const cJSON *cases, const char *path, cha
 /* Expands a parsed plan (j is consumed). path names it in messages; dir is where the
  * spaces are found (dir/../ops/<op>.json). */
 static int plan_from_json(cJSON *j, const char *path, const char *dir, uint64_t hash, long long seed_override,
-                          ug_plan *plan, char *err, size_t errlen)
+                          int light, ug_plan *plan, char *err, size_t errlen)
 {
     int rc = 0;
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "name"), *ver = cJSON_GetObjectItemCaseSensitive(j, "version");
@@ -255,7 +339,8 @@ static int plan_from_json(cJSON *j, const char *path, const char *dir, uint64_t 
     }
     snprintf(plan->name, sizeof plan->name, "%s", name->valuestring);
     plan->version = ver->valueint;
-    expander x = {plan, 0, "", cJSON_IsNumber(seed) ? (uint64_t)seed->valuedouble : 0};
+    expander x = {plan, 0, "", cJSON_IsNumber(seed) ? (uint64_t)seed->valuedouble : 0, light};
+    if (light) hash ^= 0x4C49474854ULL; /* "LIGHT": another selection, another plan hash */
     if (seed_override >= 0) {
         x.seed = (uint64_t)seed_override;
         hash ^= (uint64_t)seed_override * 0xD6E8FEB86659FD93ULL;
@@ -289,6 +374,8 @@ static int plan_from_json(cJSON *j, const char *path, const char *dir, uint64_t 
                 rc = expand_op(&x, dir, ug_op_name(op), -1, &hash, err, errlen);
         }
     if (!rc && cases) rc = explicit_cases(&x, cases, path, err, errlen);
+    if (!rc) rc = read_unmatched(plan, cJSON_GetObjectItemCaseSensitive(j, "unmatched"), path, err, errlen);
+    if (!rc) rc = read_deviations(plan, cJSON_GetObjectItemCaseSensitive(j, "deviations"), path, err, errlen);
     snprintf(plan->hash, sizeof plan->hash, "%016llx", (unsigned long long)hash);
 done:
     cJSON_Delete(j);
@@ -302,14 +389,31 @@ static void plan_init(ug_plan *plan)
     for (int g = 0; g < UG_GROUP_COUNT; g++) plan->group_target[g] = -1;
 }
 
+void ug_plan_resolve(const char *path, char *buf, size_t len, int *light)
+{
+    size_t n = strlen(path);
+    *light = n > 6 && strcmp(path + n - 6, ":light") == 0;
+    snprintf(buf, len, "%.*s", (int)(*light ? n - 6 : n), path);
+    size_t m = strlen(buf);
+    int is_name = !strchr(buf, '/') && !(m > 5 && strcmp(buf + m - 5, ".json") == 0) && access(buf, R_OK) != 0;
+    if (is_name && m) {
+        char name[256];
+        snprintf(name, sizeof name, "%s", buf);
+        snprintf(buf, len, "%s/gen/plans/%s.json", ug_data_dir(), name);
+    }
+}
+
 int ug_plan_load(const char *path, long long seed_override, ug_plan *plan, char *err, size_t errlen)
 {
     plan_init(plan);
     uint64_t hash = 0;
-    cJSON *j = read_json(path, &hash, err, errlen);
+    char file[1200];
+    int light;
+    ug_plan_resolve(path, file, sizeof file, &light);
+    cJSON *j = read_json(file, &hash, err, errlen);
     if (!j) return -2;
-    char *pathcopy = strdup(path);
-    int rc = plan_from_json(j, path, pathcopy ? dirname(pathcopy) : ".", hash, seed_override, plan, err, errlen);
+    char *pathcopy = strdup(file);
+    int rc = plan_from_json(j, file, pathcopy ? dirname(pathcopy) : ".", hash, seed_override, light, plan, err, errlen);
     free(pathcopy);
     return rc;
 }
@@ -322,7 +426,7 @@ int ug_plan_parse(const char *text, const char *dir, long long seed_override, ug
         snprintf(err, errlen, "plan: not valid JSON");
         return -2;
     }
-    return plan_from_json(j, "plan", dir, ug_hash64(text, strlen(text)), seed_override, plan, err, errlen);
+    return plan_from_json(j, "plan", dir, ug_hash64(text, strlen(text)), seed_override, 0, plan, err, errlen);
 }
 
 void ug_plan_filter(ug_plan *plan, const unsigned char *ops, unsigned groups)
@@ -332,15 +436,26 @@ void ug_plan_filter(ug_plan *plan, const unsigned char *ops, unsigned groups)
         ug_plan_case *c = &plan->cases[i];
         int keep = (!ops || ops[c->op]) && (!groups || (groups >> ug_op_group(c->op) & 1u));
         if (keep) plan->cases[w++] = *c;
-        else free(c->spec);
+        else free(c->spec), free(c->source);
     }
     plan->n = w;
 }
 
 void ug_plan_free(ug_plan *plan)
 {
-    for (size_t i = 0; i < plan->n; i++) free(plan->cases[i].spec);
+    for (size_t i = 0; i < plan->n; i++) free(plan->cases[i].spec), free(plan->cases[i].source);
     free(plan->cases);
     plan->cases = NULL;
     plan->n = 0;
+    for (size_t i = 0; i < plan->n_unmatched; i++) free(plan->unmatched[i].source), free(plan->unmatched[i].why);
+    free(plan->unmatched);
+    plan->unmatched = NULL;
+    plan->n_unmatched = 0;
+    for (size_t i = 0; i < plan->n_deviations; i++) {
+        ug_plan_deviation *d = &plan->deviations[i];
+        free(d->source), free(d->standard), free(d->why);
+    }
+    free(plan->deviations);
+    plan->deviations = NULL;
+    plan->n_deviations = 0;
 }

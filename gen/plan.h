@@ -10,6 +10,11 @@
  * are written in. A plan may also list explicit "cases" (full specs).
  * Operators the plan names that this build does not implement yet are skipped, their
  * quotas kept in plan.skipped so `ulpgym plan --count` can say what is missing.
+ * An explicit case may carry "source" (the reference test it reproduces, a string),
+ * "heavy" (true: too costly for a ctest) and "note" (a string); none of them is part of
+ * the spec or its ID. A plan may list "unmatched": [{"source", "why"}], the reference
+ * tests it has no case for (`ulpgym report --unmatched`), and "deviations": [{"source",
+ * "standard", "why"}], the cases the correct kernels are known to fail under a standard.
  * Each spec gets "plan":"<name>/<version>" and a seed derived from its own content, so a
  * case keeps its ID and inputs as long as its spec is unchanged. */
 #ifndef UG_PLAN_H
@@ -24,7 +29,19 @@ typedef struct {
     char id[UG_ID_LEN + 1];
     int op;
     const char *origin; /* NULL: the plan; "fuzz": a regression case from corpus/found/ */
+    char *source;       /* an explicit case's "source" (the reference test it reproduces), owned; or NULL */
+    int heavy;          /* an explicit case marked "heavy": dropped by a ":light" plan */
 } ug_plan_case;
+
+/* A reference test the plan has no case for, and why ("unmatched" in the plan file). */
+typedef struct {
+    char *source, *why;
+} ug_plan_unmatched;
+
+/* A case the correct kernel is known to fail under a standard, and why ("deviations"). */
+typedef struct {
+    char *source, *standard, *why;
+} ug_plan_deviation;
 
 typedef struct {
     char name[64];
@@ -34,6 +51,10 @@ typedef struct {
     long skipped[UG_OP_COUNT];      /* quota of ops the plan names but this build lacks */
     ug_plan_case *cases;
     size_t n;
+    ug_plan_unmatched *unmatched;
+    size_t n_unmatched;
+    ug_plan_deviation *deviations;
+    size_t n_deviations;
 } ug_plan;
 
 /* Default plan: $ULPGYM_PLAN, else <data dir>/gen/plans/nightly.json, where the data dir
@@ -43,7 +64,10 @@ const char *ug_plan_default_path(void);
  * source tree ulpgym was built from. */
 const char *ug_data_dir(void);
 /* Loads and expands a plan; -2 with a message naming the file and field on bad input.
- * seed_override >= 0 replaces the plan's seed (new inputs, new case IDs). */
+ * seed_override >= 0 replaces the plan's seed (new inputs, new case IDs). path is a file,
+ * or a plan name without '/' or ".json" that names <data dir>/gen/plans/<name>.json
+ * (`--plan reference`); a ":light" suffix on either drops the explicit cases marked
+ * "heavy" (the part a ctest can afford; the nightly runs the whole plan). */
 int ug_plan_load(const char *path, long long seed_override, ug_plan *plan, char *err, size_t errlen);
 /* Keeps only cases whose op is in ops (bitmask by ug_op; NULL = any) and group in
  * groups (bitmask; 0 = any). */
@@ -51,6 +75,9 @@ int ug_plan_load(const char *path, long long seed_override, ug_plan *plan, char 
 int ug_plan_parse(const char *text, const char *dir, long long seed_override, ug_plan *plan, char *err, size_t errlen);
 void ug_plan_filter(ug_plan *plan, const unsigned char *ops, unsigned groups);
 void ug_plan_free(ug_plan *plan);
+/* Where ug_plan_load finds path (the name resolved, ":light" removed) into buf; *light
+ * gets whether the suffix was there. */
+void ug_plan_resolve(const char *path, char *buf, size_t len, int *light);
 /* Turns a spec object (without seed/plan) into a full canonical spec: adds plan tag and
  * the content-derived seed. Returns malloc'd text or NULL. */
 char *ug_plan_finish_spec(cJSON *spec, const char *plan_tag, uint64_t plan_seed);

@@ -29,6 +29,9 @@ static const struct {
                           "every element within c*B + ulp(g)/2 of the exact value, B the first-order error bound of a "
                           "device computing the op in fp32 (any summation order, functions within 4 ulps, the op's "
                           "declared intermediate roundings), c = 2"},
+    [UG_STD_REFERENCE] = {"reference", "the reference suite's own test of the op (each output rule's reference_source)",
+                          "element fails if |a-g| > reference_atol + reference_rtol*|g|; output passes if failures <= "
+                          "round(reference_budget*N) (budget 0: every element); NA where the op has no reference test"},
     [UG_STD_EXACT] = {"exact", "discrete outputs", "bitwise equal"},
     [UG_STD_BOUNDARY_AWARE] = {"boundary_aware", "discrete outputs (docs/STANDARDS.md)",
                                "codes equal, or one quantum apart where the exact value is within budget of the "
@@ -213,7 +216,30 @@ double ug_tolerance_margin(const ug_judged *j)
         double r = fabs(a - g) / (atol + rtol * fabs(g));
         worst = r > worst ? r : worst;
     }
+    if (j->rule && j->rule->has_reference) /* the reference rule is re-checked near its edge too */
+        for (size_t i = 0; i < j->n; i++) {
+            double a = j->a[i], g = j->g[i];
+            if (!isfinite(a) || !isfinite(g)) continue;
+            double r = fabs(a - g) / (j->rule->reference_atol + j->rule->reference_rtol * fabs(g));
+            worst = r > worst ? r : worst;
+        }
     return fmax(worst, certified_worst(j, NULL));
+}
+
+/* The reference test's rule as written there: atol + rtol*|g| per element, a share of the
+ * checked elements allowed outside (0: none, as assert_allclose). */
+static ug_vstate judge_reference(const ug_judged *j, char *thr, size_t len)
+{
+    const ug_output_rule *r = j->rule;
+    if (!r || !r->has_reference) {
+        snprintf(thr, len, "{\"note\":\"no reference test for this output\"}");
+        return UG_V_NA;
+    }
+    size_t bad = count_outside(j, r->reference_atol, r->reference_rtol);
+    size_t allowed = (size_t)llround(r->reference_budget * (double)j->n);
+    snprintf(thr, len, "{\"atol\":%.6g,\"rtol\":%.6g,\"budget\":%.6g,\"allowed\":%zu,\"failed\":%zu}",
+             r->reference_atol, r->reference_rtol, r->reference_budget, allowed, bad);
+    return bad <= allowed ? UG_V_PASS : UG_V_FAIL;
 }
 
 static ug_vstate judge_pypto(const ug_judged *j, char *thr, size_t len)
@@ -478,6 +504,7 @@ ug_vstate ug_standard_judge(int s, const ug_judged *j, char *thr, size_t thrlen)
     case UG_STD_ULP: return judge_ulp(j, thr, thrlen);
     case UG_STD_BENCHMARK: return judge_benchmark(j, thr, thrlen);
     case UG_STD_CERTIFIED: return judge_certified(j, thr, thrlen);
+    case UG_STD_REFERENCE: return judge_reference(j, thr, thrlen);
     case UG_STD_EXACT:
         if (j->rule->cmp == UG_CMP_EXACT) return judge_exact(j, thr, thrlen);
         break;

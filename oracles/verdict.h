@@ -20,6 +20,7 @@ typedef enum {
     UG_STD_ULP,
     UG_STD_BENCHMARK,
     UG_STD_CERTIFIED,      /* |a - g*| <= c*B + ulp(g)/2, B the device bound (UG_AR_DEVICE) */
+    UG_STD_REFERENCE,      /* the reference test's own rule (output rule's reference_*); NA without one */
     UG_STD_EXACT,          /* discrete: bitwise */
     UG_STD_BOUNDARY_AWARE, /* discrete: one quantum only near a rounding boundary */
     UG_STD_TOPK_SET,       /* discrete: index sets equal up to exact ties */

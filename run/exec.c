@@ -119,11 +119,11 @@ static void describe_failure(ug_result *r)
  * `--sample all` gives; its metrics then show n_checked = n_total. A sample whose every
  * element sits well inside the tolerances keeps its verdict, and so does a case whose
  * every-element check would not fit the case memory budget (gen/case_memory.h): its
- * metrics show n_checked < n_total. */
+ * metrics show n_checked < n_total. An op with check_all is always judged again. */
 static int needs_recheck(const ug_case *c, const ug_exec_opts *o, const ug_result *r)
 {
     if (o->selection || o->oracle.sample == 0) return 0;
-    int near = 0;
+    int near = c->def->check_all;
     for (int k = 0; k < r->n_out; k++)
         if (r->out[k].m.n < c->out[ug_case_judged_tensor(c, k)].numel && r->out[k].margin > UG_RECHECK_MARGIN)
             near = 1;

@@ -67,6 +67,7 @@ size_t ug_found_append(ug_plan *plan, const unsigned char *ops, unsigned groups)
             if (grown) {
                 plan->cases = grown;
                 ug_plan_case *c = &plan->cases[plan->n++];
+                memset(c, 0, sizeof *c);
                 c->spec = strdup(s.canonical);
                 snprintf(c->id, sizeof c->id, "%s", s.id);
                 c->op = s.op;

@@ -100,7 +100,7 @@ void ug_sweep_shard_select(ug_plan *plan, int k, int n)
     size_t w = 0;
     for (size_t i = 0; i < plan->n; i++) {
         if (keep[i]) plan->cases[w++] = plan->cases[i];
-        else free(plan->cases[i].spec);
+        else free(plan->cases[i].spec), free(plan->cases[i].source);
     }
     plan->n = w;
     free(c);
@@ -193,7 +193,7 @@ int ug_sweep_selection_expand(const ug_sweep_selection *x, ug_plan *plan, char *
     ug_plan_filter(plan, x->any_op ? x->ops : NULL, x->groups);
     if (!x->no_regressions) ug_found_append(plan, x->any_op ? x->ops : NULL, x->groups);
     if (x->limit > 0 && plan->n > (size_t)x->limit) {
-        for (size_t i = (size_t)x->limit; i < plan->n; i++) free(plan->cases[i].spec);
+        for (size_t i = (size_t)x->limit; i < plan->n; i++) free(plan->cases[i].spec), free(plan->cases[i].source);
         plan->n = (size_t)x->limit;
     }
     if (x->shard_n) ug_sweep_shard_select(plan, x->shard_k, x->shard_n);

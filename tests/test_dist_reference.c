@@ -1,0 +1,144 @@
+/* test_dist_reference.c — the distributions the reference suite (hicann/pypto-gym
+ * tests/ops) draws its inputs from, as gen/dist.c gives them: uniform ±1, randn × 0.01 and
+ * × 0.1 (normal), |randn| × s (half_normal) and int8 randint. Known values over a fixed
+ * seed: moments and ranges of 2^16 draws, the half_normal as the folded normal element by
+ * element, every int8 code reached, and pinned bits of the first draws so that a change to
+ * any draw (and so to every reference case's inputs) fails here. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "gen/dist.h"
+#include "tests/check.h"
+
+#define N 65536
+
+typedef struct {
+    double mean, meansq, lo, hi;
+} moments;
+
+static moments fill_moments(const char *json, ug_dtype dt, uint64_t seed, double *vals)
+{
+    cJSON *d = cJSON_Parse(json);
+    static unsigned char buf[N * 8];
+    char err[128];
+    moments m = {0, 0, INFINITY, -INFINITY};
+    CHECK(ug_dist_fill(d, seed, 2, dt, buf, N, err, sizeof err) == 0, "%s: %s", json, err);
+    for (size_t i = 0; i < N; i++) {
+        double v = ug_dtype_load(dt, buf, i);
+        if (vals) vals[i] = v;
+        m.mean += v / N;
+        m.meansq += v * v / N;
+        m.lo = fmin(m.lo, v);
+        m.hi = fmax(m.hi, v);
+    }
+    cJSON_Delete(d);
+    return m;
+}
+
+/* The same over the values before any rounding (ug_dist_value). */
+static moments value_moments(const char *json, uint64_t seed, double *vals)
+{
+    cJSON *d = cJSON_Parse(json);
+    moments m = {0, 0, INFINITY, -INFINITY};
+    for (uint64_t i = 0; i < N; i++) {
+        double v = ug_dist_value(d, seed, 2, i);
+        vals[i] = v;
+        m.mean += v / N;
+        m.meansq += v * v / N;
+        m.lo = fmin(m.lo, v);
+        m.hi = fmax(m.hi, v);
+    }
+    cJSON_Delete(d);
+    return m;
+}
+
+static void uniform_pm1(void)
+{
+    moments m = fill_moments("{\"kind\":\"uniform\",\"lo\":-1,\"hi\":1}", UG_DT_FP32, 42, NULL);
+    CHECK(m.lo >= -1 && m.hi < 1 && m.lo < -0.999 && m.hi > 0.999, "range [%g, %g]", m.lo, m.hi);
+    CHECK(fabs(m.mean) < 0.01 && fabs(m.meansq - 1.0 / 3) < 0.01, "uniform ±1 moments %g %g", m.mean, m.meansq);
+}
+
+static void randn_scaled(void)
+{
+    static const double scales[] = {0.01, 0.1};
+    for (int k = 0; k < 2; k++) {
+        char json[96];
+        double s = scales[k];
+        snprintf(json, sizeof json, "{\"kind\":\"normal\",\"mean\":0,\"std\":%g}", s);
+        moments m = fill_moments(json, UG_DT_FP32, 42, NULL);
+        CHECK(fabs(m.mean) < 0.02 * s && fabs(m.meansq / (s * s) - 1) < 0.02, "randn x %g: %g %g", s, m.mean, m.meansq);
+        CHECK(m.hi > 3.5 * s && m.lo < -3.5 * s && m.hi < 6 * s && m.lo > -6 * s, "randn x %g tails [%g, %g]", s, m.lo, m.hi);
+    }
+}
+
+static void half_normal(void)
+{
+    static double h[N], n[N];
+    double s = 1e-6; /* AdamW's v: randn(...).abs() * 1e-6 */
+    moments mh = value_moments("{\"kind\":\"half_normal\",\"std\":1e-6}", 42, h);
+    value_moments("{\"kind\":\"normal\",\"std\":1e-6}", 42, n);
+    int folded = 1;
+    for (size_t i = 0; i < N; i++) folded &= h[i] == fabs(n[i]);
+    CHECK(folded, "half_normal is not |normal| element by element");
+    CHECK(mh.lo >= 0, "half_normal below 0: %g", mh.lo);
+    CHECK(fabs(mh.mean / s - sqrt(2 / M_PI)) < 0.01 && fabs(mh.meansq / (s * s) - 1) < 0.02, "half_normal moments %g %g",
+          mh.mean / s, mh.meansq / (s * s));
+    moments shifted = value_moments("{\"kind\":\"half_normal\",\"mean\":1,\"std\":0.5}", 42, n);
+    CHECK(shifted.lo >= 1 && fabs(shifted.mean - (1 + 0.5 * sqrt(2 / M_PI))) < 0.01, "loc %g %g", shifted.lo,
+          shifted.mean);
+    char err[128];
+    cJSON *d = cJSON_Parse("{\"kind\":\"half_normal\",\"std\":-1}");
+    CHECK(ug_dist_validate(d, err, sizeof err) == -2 && strstr(err, "std"), "negative std refused: %s", err);
+    cJSON_Delete(d);
+}
+
+static void randint_int8(void)
+{
+    static double v[N];
+    moments m = fill_moments("{\"kind\":\"randint\",\"lo\":-128,\"hi\":127}", UG_DT_INT8, 42, v);
+    int seen[256] = {0}, all = 1, integral = 1;
+    for (size_t i = 0; i < N; i++) {
+        integral &= v[i] == floor(v[i]);
+        if (v[i] >= -128 && v[i] <= 127) seen[(int)v[i] + 128] = 1;
+    }
+    for (int c = 0; c < 256; c++) all &= seen[c];
+    CHECK(m.lo == -128 && m.hi == 127 && integral && all, "int8 randint: [%g, %g], every code %d", m.lo, m.hi, all);
+    CHECK(fabs(m.mean + 0.5) < 1.0, "int8 randint mean %g (expected -0.5)", m.mean);
+}
+
+/* The first draws' fp32 bits (seed 42, tensor 2): any change to Philox, the normal or the
+ * folding changes every reference case's inputs. */
+static void pinned_bits(void)
+{
+    static const struct {
+        const char *json;
+        uint32_t bits[4];
+    } pins[] = {
+        {"{\"kind\":\"uniform\",\"lo\":-1,\"hi\":1}", {0xbe500c7bu, 0x3dfe60f6u, 0x3eeab359u, 0xbf65db35u}},
+        {"{\"kind\":\"normal\",\"std\":0.01}", {0xbc43dc05u, 0x3a737feau, 0xbbf5d809u, 0xbb62845bu}},
+        {"{\"kind\":\"half_normal\",\"std\":1e-6}", {0x35a072b4u, 0x33c77994u, 0x35496534u, 0x34b99010u}},
+    };
+    for (size_t k = 0; k < sizeof pins / sizeof *pins; k++) {
+        cJSON *d = cJSON_Parse(pins[k].json);
+        for (uint64_t i = 0; i < 4; i++) {
+            float f = (float)ug_dist_value(d, 42, 2, i);
+            uint32_t b;
+            memcpy(&b, &f, 4);
+            CHECK(b == pins[k].bits[i], "%s element %llu: bits 0x%08x, pinned 0x%08x", pins[k].json,
+                  (unsigned long long)i, b, pins[k].bits[i]);
+        }
+        cJSON_Delete(d);
+    }
+}
+
+int main(void)
+{
+    uniform_pm1();
+    randn_scaled();
+    half_normal();
+    randint_int8();
+    pinned_bits();
+    return check_done();
+}

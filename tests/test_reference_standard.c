@@ -1,0 +1,160 @@
+/* test_reference_standard.c — the `reference` standard (the reference test's own rule,
+ * oracles/verdict.c) on hand-built outputs: an element just inside and just outside
+ * atol + rtol*|g|, a ratio budget at its edge and one past it, budget 0 as "every element"
+ * (assert_allclose), NA on an output without a reference rule, and the re-check margin
+ * seeing a reference rule tighter than the pypto one. Then the declarations: the ops with a
+ * reference test carry a reference rule with its source on every numeric output it judges;
+ * a malformed reference key in a declaration is refused with the key named. */
+#include <math.h>
+#include <string.h>
+
+#include "check.h"
+#include "core/ops.h"
+#include "oracles/verdict.h"
+
+#define N_MAX 2048
+
+static double a_[N_MAX], g_[N_MAX];
+static size_t idx_[N_MAX];
+
+static ug_vstate judge(const ug_output_rule *rule, size_t n, char *thr)
+{
+    ug_metrics m;
+    for (size_t i = 0; i < n; i++) idx_[i] = i;
+    ug_metrics_compute(UG_DT_FP32, n, idx_, n, a_, g_, NULL, &m);
+    ug_judged j = {"y", UG_DT_FP32, rule, 0, n, idx_, a_, g_, g_, NULL, &m};
+    return ug_standard_judge(UG_STD_REFERENCE, &j, thr, UG_THR_LEN);
+}
+
+static void fill(size_t n, double g)
+{
+    for (size_t i = 0; i < n; i++) a_[i] = g_[i] = g;
+}
+
+static ug_output_rule rule_of(double atol, double rtol, double budget)
+{
+    ug_output_rule r = {"y", UG_CMP_NUMERIC, 1, 1, 0.5};
+    r.has_reference = 1, r.reference_atol = atol, r.reference_rtol = rtol, r.reference_budget = budget;
+    r.reference_source = "test";
+    return r;
+}
+
+static void element_edge(void)
+{
+    char thr[UG_THR_LEN];
+    ug_output_rule r = rule_of(1e-4, 0x1p-7, 0); /* AdamW's assert_allclose: every element */
+    fill(4, 2.0);                               /* limit 1e-4 + 2/128 = 0.0157250 */
+    a_[2] = 2.0 + 0.0157;
+    CHECK(judge(&r, 4, thr) == UG_V_PASS, "just inside atol + rtol*|g|: %s", thr);
+    a_[2] = 2.0 + 0.01575;
+    CHECK(judge(&r, 4, thr) == UG_V_FAIL && strstr(thr, "\"failed\":1"), "just outside: %s", thr);
+    a_[2] = 2.0 - 0.01575; /* the sign does not matter */
+    CHECK(judge(&r, 4, thr) == UG_V_FAIL, "just outside below: %s", thr);
+    fill(4, 0.0); /* at g = 0 only atol counts */
+    a_[0] = 0.99e-4;
+    CHECK(judge(&r, 4, thr) == UG_V_PASS, "within atol at 0: %s", thr);
+    a_[0] = 1.01e-4;
+    CHECK(judge(&r, 4, thr) == UG_V_FAIL, "past atol at 0: %s", thr);
+}
+
+static void ratio_budget(void)
+{
+    char thr[UG_THR_LEN];
+    ug_output_rule r = rule_of(0, 1e-3, 0.005); /* chunked GDR: rtol 1e-3, 0.5 % may fail */
+    fill(1000, 1.0);
+    for (int i = 0; i < 5; i++) a_[i] = 1.002;
+    CHECK(judge(&r, 1000, thr) == UG_V_PASS && strstr(thr, "\"allowed\":5"), "5 of 1000 allowed: %s", thr);
+    a_[5] = 1.002;
+    CHECK(judge(&r, 1000, thr) == UG_V_FAIL && strstr(thr, "\"failed\":6"), "6 of 1000 fail: %s", thr);
+    r.reference_budget = 0;
+    fill(1000, 1.0);
+    a_[999] = 1.002;
+    CHECK(judge(&r, 1000, thr) == UG_V_FAIL, "budget 0: one element fails the output: %s", thr);
+}
+
+static void without_reference(void)
+{
+    char thr[UG_THR_LEN];
+    ug_output_rule r = {"y", UG_CMP_NUMERIC, 1e-3, 1e-3, 0.005};
+    fill(8, 1.0);
+    a_[0] = 100;
+    CHECK(judge(&r, 8, thr) == UG_V_NA && strstr(thr, "no reference"), "no rule: NA (%s)", thr);
+    CHECK(judge(NULL, 8, thr) == UG_V_NA, "no output rule at all: NA");
+}
+
+static void margin_sees_reference(void)
+{
+    ug_output_rule r = rule_of(1e-6, 0, 0); /* far tighter than pypto's 1 + 1*|g| */
+    fill(4, 1.0);
+    a_[1] = 1.0 + 0.9e-6;
+    ug_metrics m;
+    for (size_t i = 0; i < 4; i++) idx_[i] = i;
+    ug_metrics_compute(UG_DT_FP32, 4, idx_, 4, a_, g_, NULL, &m);
+    ug_judged j = {"y", UG_DT_FP32, &r, 0, 4, idx_, a_, g_, g_, NULL, &m};
+    double margin = ug_tolerance_margin(&j);
+    CHECK(margin > UG_RECHECK_MARGIN && margin < 1, "margin %g: a sample near the reference edge is re-checked", margin);
+}
+
+static void declarations(void)
+{
+    int with = 0;
+    for (int op = 0; op < UG_OP_COUNT; op++) {
+        const ug_op_def *d = ug_op_def_get(op);
+        if (!d) continue;
+        int numeric = 0, ref = 0;
+        for (int i = 0; i < d->n_outputs; i++) {
+            const ug_output_rule *o = &d->outputs[i];
+            if (o->cmp != UG_CMP_NUMERIC) continue;
+            numeric++;
+            if (!o->has_reference) continue;
+            ref++;
+            CHECK(o->reference_source && strstr(o->reference_source, "tests/ops/"), "%s.%s: source names the test",
+                  ug_op_name(op), o->name);
+        }
+        /* flash_attention_mha's lse has none: its test judges L and M, which the op does not output */
+        CHECK(ref == numeric || (op == UG_OP_FLASH_ATTENTION_MHA && ref == 1) || ref == 0,
+              "%s: reference rule on %d of %d numeric outputs", ug_op_name(op), ref, numeric);
+        with += ref > 0;
+    }
+    CHECK(with == 15, "%d implemented ops carry a reference rule (15 have a reference test that judges them)", with);
+    const ug_op_def *adamw = ug_op_def_get(UG_OP_APPLY_ADAMW);
+    CHECK(adamw && adamw->outputs[0].has_reference && adamw->outputs[0].reference_atol == 1e-4 &&
+              adamw->outputs[0].reference_rtol == 0x1p-7 && adamw->outputs[0].reference_budget == 0,
+          "apply_adamw w_out: the reference test's assert_allclose 1e-4 / 2^-7, every element");
+}
+
+static void strict_loading(void)
+{
+    static const char *const bad[][2] = {
+        {"\"reference_atol\": 1e-4", "reference_rtol"},                                       /* half a rule */
+        {"\"reference_atol\": 1e-4, \"reference_rtol\": 0, \"reference_source\": \"t\", \"reference_budget\": 2",
+         "reference_budget"},                                                                   /* not a share */
+        {"\"reference_atol\": -1, \"reference_rtol\": 0, \"reference_source\": \"t\"", "reference_atol"},
+        {"\"reference_atol\": 1, \"reference_rtol\": 0", "reference_source"},                  /* no source */
+        {"\"reference_tol\": 1", "reference_tol"},                                              /* a typo */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char json[1024], err[512];
+        snprintf(json, sizeof json,
+                 "{\"op\": \"attn_softmax\", \"summary\": \"s\", \"dtypes\": \"fp32\", \"semantics\": \"s\","
+                 " \"params\": [{\"name\": \"rows\", \"type\": \"int\", \"default\": \"1\"}],"
+                 " \"tensors\": [{\"name\": \"y\", \"role\": \"output\", \"dtype\": \"case\", \"shape\": \"rows\"}],"
+                 " \"outputs\": [{\"name\": \"y\", \"compare\": \"numeric\", %s}]}",
+                 bad[i][0]);
+        ug_op_def d = {0};
+        err[0] = 0;
+        CHECK(ug_op_def_load(&d, "attn_softmax", json, err, sizeof err) != 0 && strstr(err, bad[i][1]),
+              "declaration with %s refused naming %s: %s", bad[i][0], bad[i][1], err);
+    }
+}
+
+int main(void)
+{
+    strict_loading();
+    element_edge();
+    ratio_budget();
+    without_reference();
+    margin_sees_reference();
+    declarations();
+    return check_done();
+}
