@@ -95,9 +95,12 @@ static double column_special(const double *v, size_t ldv, size_t n, const unsign
     return sp;
 }
 
-int ug_gl_attn_emit_query(ug_ar *ar, const double *q, const double *k, size_t ldk, size_t dk, size_t n, ug_num scale,
-                          const double *v, size_t ldv, size_t dv, ug_num *s, int out, const ug_selection *sel,
-                          size_t *pos, size_t row)
+/* The row's emission with value element (key j, column d) at v[j*ldv + d*ldc]: ldc = 1 for
+ * key-major values (ug_gl_attn_emit_query), ldv = 1 for column-major ones
+ * (ug_gl_attn_emit_query_cols). The same operations in the same order either way. */
+static int emit_query(ug_ar *ar, const double *q, const double *k, size_t ldk, size_t dk, size_t n, ug_num scale,
+                      const double *v, size_t ldv, size_t ldc, size_t dv, ug_num *s, int out, const ug_selection *sel,
+                      size_t *pos, size_t row)
 {
     unsigned char *live = malloc(n ? n : 1);
     double *col = malloc((n ? n : 1) * sizeof *col);
@@ -123,15 +126,16 @@ int ug_gl_attn_emit_query(ug_ar *ar, const double *q, const double *k, size_t ld
     }
     for (; *pos < sel->n[out] && sel->idx[out][*pos] / dv == row; (*pos)++) {
         size_t d = sel->idx[out][*pos] % dv;
-        double sp = nan_row ? NAN : n_live ? column_special(v + d, ldv, n, live) : 0;
+        const double *vd = v + d * ldc;
+        double sp = nan_row ? NAN : n_live ? column_special(vd, ldv, n, live) : 0;
         ug_num o;
         if (sp != 0 || !n_live) {
             o = ug_c(ar, sp); /* a special value, or zeros for a row with no live key */
         } else if (n_live == n) {
-            o = ug_div(ar, ug_dot_nd(ar, e, v + d, ldv, n), total);
+            o = ug_div(ar, ug_dot_nd(ar, e, vd, ldv, n), total);
         } else {
             for (size_t j = 0, i = 0; j < n; j++)
-                if (live[j]) col[i++] = v[j * ldv + d];
+                if (live[j]) col[i++] = vd[j * ldv];
             o = ug_div(ar, ug_dot_nd(ar, e, col, 1, n_live), total);
         }
         ug_ar_emit(ar, out, *pos, o);
@@ -139,6 +143,20 @@ int ug_gl_attn_emit_query(ug_ar *ar, const double *q, const double *k, size_t ld
     free(live);
     free(col);
     return 0;
+}
+
+int ug_gl_attn_emit_query(ug_ar *ar, const double *q, const double *k, size_t ldk, size_t dk, size_t n, ug_num scale,
+                          const double *v, size_t ldv, size_t dv, ug_num *s, int out, const ug_selection *sel,
+                          size_t *pos, size_t row)
+{
+    return emit_query(ar, q, k, ldk, dk, n, scale, v, ldv, 1, dv, s, out, sel, pos, row);
+}
+
+int ug_gl_attn_emit_query_cols(ug_ar *ar, const double *q, const double *k, size_t ldk, size_t dk, size_t n,
+                               ug_num scale, const double *vt, size_t ldc, size_t dv, ug_num *s, int out,
+                               const ug_selection *sel, size_t *pos, size_t row)
+{
+    return emit_query(ar, q, k, ldk, dk, n, scale, vt, 1, ldc, dv, s, out, sel, pos, row);
 }
 
 void ug_gl_attn_geometry(const ug_case *c, int out, ug_geom *g)

@@ -33,6 +33,13 @@ int ug_gl_attn_emit_query(ug_ar *ar, const double *q, const double *k, size_t ld
                           const double *v, size_t ldv, size_t dv, ug_num *s, int out, const ug_selection *sel,
                           size_t *pos, size_t row);
 
+/* The same with the values column-major: value element (key j, column d) at vt[d*ldc + j]
+ * (ldc >= n), so each output column reads its n values contiguously (long contexts stay in
+ * cache). The same operations in the same order as ug_gl_attn_emit_query. */
+int ug_gl_attn_emit_query_cols(ug_ar *ar, const double *q, const double *k, size_t ldk, size_t dk, size_t n,
+                               ug_num scale, const double *vt, size_t ldc, size_t dv, ug_num *s, int out,
+                               const ug_selection *sel, size_t *pos, size_t row);
+
 /* Live context length of sequence b of `batch`: given[b] when the op's seq_lens param
  * lists the lengths (given non-NULL); else ctx when not ragged; when ragged a seeded draw
  * in lo..ctx, with the last sequence at ctx so the longest context is always exercised.
