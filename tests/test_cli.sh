@@ -74,9 +74,15 @@ expect_grep "verdict PASS \(primary: pypto\)" "$T/out"
 # --resume keeps the run's own --primary and refuses another
 expect_status 2 ug sweep --resume 3 --primary pypto --db "$db"
 expect_grep 'drop .*--primary' "$T/err"
+# (run 3 interrupted: one case lost; a finished run is not resumable)
+lost=$(sqlite3 "$db" "select case_id from results where run_id=3 limit 1")
+sqlite3 "$db" "delete from metrics where run_id=3 and case_id='$lost'; delete from verdicts where run_id=3 and case_id='$lost';
+               delete from results where run_id=3 and case_id='$lost'; update runs set status='interrupted' where run_id=3"
 expect_status 0 ug sweep --resume 3 --db "$db" --quiet
-expect_eq "$(sqlite3 "$db" "select primary_standard, resumes from runs where run_id=3")" "certified|1" \
+expect_eq "$(sqlite3 "$db" "select primary_standard, resumes, status from runs where run_id=3")" "certified|1|done" \
     "resume keeps --primary"
+expect_eq "$(sqlite3 "$db" "select count(*) from verdicts where run_id=3 and case_id='$lost' and standard='certified'")" 1 \
+    "the resumed case judged again"
 
 rows_before=$(sqlite3 "$db" 'select (select count(*) from runs)||"/"||(select count(*) from results)')
 # bad input: exit 2, one line on stderr naming the problem, nothing written
