@@ -12,9 +12,11 @@
  * again. Each exported value is what the next stage reads.
  *
  * Mutants, the bug classes of a hand-written int8 pipeline: the wrong divisor (amax/128),
- * truncation instead of RNE, an int16 accumulator that wraps, silu on the up half, and a
- * quantiser that forms v*127 before dividing by amax (overflows fp32 for |v| > 2.7e36:
- * only the near-overflow inputs see it). */
+ * truncation instead of RNE, an int16 accumulator that wraps, silu on the up half, a
+ * static-calibration clip ratio (0.982) left on the dynamic scale (scales 1.8 % small, the
+ * largest codes saturate: consistent with the kernel's own scale, so only the scale rule
+ * and the @oracle_scale views see it), and a quantiser that forms v*127 before dividing by
+ * amax (overflows fp32 for |v| > 2.7e36: only the near-overflow inputs see it). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,7 +24,7 @@
 #include "core/ops.h"
 #include "kernels/sim/simlib.h"
 
-typedef enum { MUT_NONE, MUT_SCALE_128, MUT_TRUNC, MUT_INT16_ACC, MUT_SILU_UP, MUT_X127 } ffn_bug;
+typedef enum { MUT_NONE, MUT_SCALE_128, MUT_TRUNC, MUT_INT16_ACC, MUT_SILU_UP, MUT_X127, MUT_CLIP } ffn_bug;
 
 /* DynQuant of v[0..n): codes into q (integers as fp32), returns the scale (0 for a zero
  * row, NaN for a row holding NaN or inf, whose codes are 0). */
@@ -38,6 +40,7 @@ static float dynquant_row(const float *v, size_t n, float *q, ffn_bug bug)
     if (!finite) return NAN;
     if (amax == 0.0f) return 0.0f;
     float scale = amax / (bug == MUT_SCALE_128 ? 128.0f : 127.0f); /* rounds: fp32 (bug: 128 is not int8's max) */
+    if (bug == MUT_CLIP) scale *= 0.982f; /* bug: a static calibration's clip ratio on a dynamic scale */
     for (size_t i = 0; i < n; i++) {
         float y = bug == MUT_X127 ? v[i] * 127.0f / amax /* bug: v*127 overflows fp32 first */
                                   : v[i] / scale;          /* rounds: fp32 */
@@ -155,6 +158,9 @@ const ug_kernel_variant ug_variants_glm_ffn_shared_expert_quant[] = {
      MUT_INT16_ACC},
     {"mut_silu_up", "SwiGLU applies silu to the up half and multiplies by the gate half", ffn_kernel, 0,
      MUT_SILU_UP},
+    {"mut_clip_982",
+     "DynQuant keeps a static calibration's clip ratio: scale = 0.982*amax/127 (1.8 % small), the top codes saturate",
+     ffn_kernel, 0, MUT_CLIP},
     {"mut_x127", "the quantiser forms v*127/amax: v*127 overflows fp32 for |v| > 2.7e36 (near-overflow inputs only)",
      ffn_kernel, 0, MUT_X127},
     {NULL, NULL, NULL},
