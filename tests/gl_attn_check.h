@@ -1,9 +1,11 @@
 /* gl_attn_check.h — helpers of the GreenLight attention tests (test_op_gqa_decode_attn,
  * test_op_incre_flash_attention_mla, test_op_sparse_flash_attention): run one spec on a
  * sim variant with every output element checked and the case kept, and an independent
- * long-double softmax(s)·V that the tests compare the oracle against.
+ * long-double softmax(s)·V that the tests compare the oracle against; the block-table check
+ * the paged ops share.
  *
- * Static functions in a header so each test program stays one file and shares no state. */
+ * Static inline functions in a header so each test program stays one file, shares no
+ * state and takes only what it uses. */
 #ifndef UG_GL_ATTN_CHECK_H
 #define UG_GL_ATTN_CHECK_H
 #include <math.h>
@@ -15,8 +17,31 @@
 #include "run/exec.h"
 
 
+/* A paged cache's block table [B, mb] (test_op_page_attention, test_op_glm_attention):
+ * sequence b of len[b] tokens owns its first ceil(len/bs) entries, distinct blocks of the
+ * pool of nb; the entries past them hold pad; some sequence's blocks are out of order (the
+ * table is shuffled). Returns how many blocks are used. */
+static inline long gl_check_block_table(const ug_tensor *bt, const long *len, long nseq, long bs, long nb, long pad)
+{
+    long mb = bt->shape[1], used = 0, descending = 0, seen[64] = {0};
+    for (long b = 0; b < nseq; b++)
+        for (long i = 0, n = (len[b] + bs - 1) / bs; i < mb; i++) {
+            long id = (long)bt->values[b * mb + i];
+            if (i >= n) {
+                CHECK(id == pad, "table[%ld][%ld] past the last block is %ld, not %ld", b, i, id, pad);
+                continue;
+            }
+            CHECK(id >= 0 && id < nb && id < 64 && !seen[id], "block %ld used twice or out of range", id);
+            if (id >= 0 && id < 64) seen[id] = 1;
+            descending += i > 0 && id < (long)bt->values[b * mb + i - 1];
+            used++;
+        }
+    CHECK(descending > 0, "no sequence's blocks are out of order: the table is not shuffled");
+    return used;
+}
+
 /* Independent reference: sum_j softmax(s)_j v[j*ldv + col], in long double. */
-static long double gl_ref_softmax_pv(const long double *s, size_t n, const double *v, size_t ldv, size_t col)
+static inline long double gl_ref_softmax_pv(const long double *s, size_t n, const double *v, size_t ldv, size_t col)
 {
     if (!n) return 0.0L;
     long double m = s[0], num = 0.0L, den = 0.0L;
@@ -30,7 +55,7 @@ static long double gl_ref_softmax_pv(const long double *s, size_t n, const doubl
 }
 
 /* Expects a case with an invalid param to be refused with a message naming it. */
-static void gl_expect_bad_param(const char *spec, const char *param)
+static inline void gl_expect_bad_param(const char *spec, const char *param)
 {
     ug_result r;
     ug_exec_detail d;
