@@ -67,25 +67,13 @@ static double bk_fa_pairs(const ug_case *c)
     return pairs;
 }
 
-/* Query/key pairs of paged decode attention (MTP row i sees len - sq + 1 + i keys). */
-static double bk_pa_pairs(const ug_case *c)
+/* Query/key pairs of the decode kernels over the per-sequence lengths in tensor lens
+ * (seq_lens, or page_attention's context_lens): MTP row i sees len - sq + 1 + i keys, at
+ * most window of them (window 0: all). */
+static double bk_decode_pairs(const ug_case *c, const char *lens, long window)
 {
-    const int32_t *cl = bk_i32(c, "context_lens");
-    const ug_tensor *t = ug_case_input(c, "context_lens");
-    if (!cl) return 0;
-    long sq = ug_p_int(&c->params, "q_per_step");
-    double pairs = 0;
-    for (size_t b = 0; b < t->numel; b++)
-        for (long i = 0; i < sq; i++) pairs += cl[b] - sq + 1 + i;
-    return pairs;
-}
-
-/* Query/key pairs of the decode kernels over seq_lens: MTP row i sees len - sq + 1 + i keys,
- * at most window of them (window 0: all). */
-static double bk_decode_pairs(const ug_case *c, long window)
-{
-    const int32_t *sl = bk_i32(c, "seq_lens");
-    const ug_tensor *t = ug_case_input(c, "seq_lens");
+    const int32_t *sl = bk_i32(c, lens);
+    const ug_tensor *t = ug_case_input(c, lens);
     if (!sl) return 0;
     long sq = ug_p_int(&c->params, "q_per_step");
     double pairs = 0;
@@ -113,7 +101,7 @@ static double bk_decode_flops(const ug_case *c, const char *op)
     if (!strcmp(op, "incre_flash_attention_mla")) {
         const ug_tensor *qn = ug_case_input(c, "q_nope"), *qr = ug_case_input(c, "q_rope");
         double dk = (double)(qn->shape[2] + qr->shape[2]), dv = (double)qn->shape[2];
-        return 2 * (dk + dv) * (double)qn->shape[1] * bk_decode_pairs(c, 0);
+        return 2 * (dk + dv) * (double)qn->shape[1] * bk_decode_pairs(c, "seq_lens", 0);
     }
     const ug_tensor *q = ug_case_input(c, "q");
     if (!strcmp(op, "sparse_flash_attention")) {
@@ -121,7 +109,7 @@ static double bk_decode_flops(const ug_case *c, const char *op)
         return 2 * ((double)q->shape[2] + dv) * (double)q->shape[1] * bk_sparse_pairs(c);
     }
     if (!strcmp(op, "gqa_decode_attn"))
-        return 4 * (double)q->shape[2] * (double)q->shape[1] * bk_decode_pairs(c, ug_p_int(&c->params, "window"));
+        return 4 * (double)q->shape[2] * (double)q->shape[1] * bk_decode_pairs(c, "seq_lens", ug_p_int(&c->params, "window"));
     return 0;
 }
 
@@ -139,7 +127,7 @@ static double bk_flops(const ug_case *c)
     double hd = (double)q->shape[1] * (double)q->shape[2];
     if (!strcmp(op, "flash_attention_mha")) return 4 * hd * bk_fa_pairs(c);
     if (!strcmp(op, "flash_attention_mha_grad")) return 10 * hd * bk_fa_pairs(c);
-    if (!strcmp(op, "page_attention")) return 4 * hd * bk_pa_pairs(c);
+    if (!strcmp(op, "page_attention")) return 4 * hd * bk_decode_pairs(c, "context_lens", 0);
     return 0;
 }
 
