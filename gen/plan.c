@@ -186,7 +186,7 @@ static int expand_op(expander *x, const char *dir, const char *op, long quota, u
         if (text) ug_spec_id_of(text, id);
         if (!text) rc = -1;
         else if (seen(x->plan, start, id)) free(text);
-        else rc = push_case(x, text, opi, err, errlen);
+        else if (!(rc = push_case(x, text, opi, err, errlen))) x->plan->cases[x->plan->n - 1].required = 1;
     }
     if (!rc && (long)(x->plan->n - start) > quota) {
         snprintf(err, errlen, "%s: %zu required cases exceed the plan's quota of %ld", path, x->plan->n - start, quota);

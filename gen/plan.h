@@ -31,6 +31,7 @@ typedef struct {
     const char *origin; /* NULL: the plan; "fuzz": a regression case from corpus/found/ */
     char *source;       /* an explicit case's "source" (the reference test it reproduces), owned; or NULL */
     int heavy;          /* an explicit case marked "heavy": dropped by a ":light" plan */
+    int required;       /* one of its space's "required" entries (not a grid point) */
 } ug_plan_case;
 
 /* A reference test the plan has no case for, and why ("unmatched" in the plan file). */

@@ -5,7 +5,10 @@
 # before (0: no new failures, 2: the job itself failed);
 # then the standards' self-check: the correct sim kernels over the whole plan at other
 # plan seeds must pass under each op's primary standard and under certified (3: a false
-# alarm, i.e. a tolerance or contract fitted to one seed's cases).
+# alarm, i.e. a tolerance or contract fitted to one seed's cases); then, when the script
+# built ulpgym itself, the per-op plan tests over every plan case of every mutant
+# (ULPGYM_PLAN_SHARE=full ctest -L plan; CI runs only their stratified share) (4: a mutant
+# escapes the full plan or the correct kernel fails a case).
 #
 # Usage: scripts/nightly.sh [ulpgym sweep options...]     (e.g. --group GreenLight -j 16)
 # Environment:
@@ -15,6 +18,8 @@
 #                      $ULPGYM_DATA/nightly-reports, else nightly-reports/ beside the database)
 #   ULPGYM_SEED_CHECK  plan seeds of the self-check (default "2 3 4"; empty: skip it)
 #   ULPGYM_SEED_CHECK_ARGS  extra sweep options for the self-check (default: the whole plan)
+#   ULPGYM_MUTANT_CHECK  1 (default when this script builds) runs the full-plan mutant
+#                      check through ctest in build/; 0 skips it
 # "New failure": a case whose verdict now is neither PASS nor SKIP, and which either had
 # no result in the compared run or had PASS/SKIP there; "fixed" passes now and failed
 # there; "still failing" failed in both. The script says whether the code (git revision)
@@ -96,6 +101,17 @@ for seed in $seeds; do
     echo "nightly: self-check at plan seed $seed: $n cases fail their primary standard, $m fail certified ($sdb)"
     false_alarms=$((false_alarms + n + m))
 done
+mutant_escapes=0
+if [ "${ULPGYM_MUTANT_CHECK:-$([ -z "${ULPGYM_BIN:-}" ] && echo 1 || echo 0)}" = 1 ]; then
+    log=$reports/mutant-check.log
+    if ULPGYM_PLAN_SHARE=full ctest --test-dir build -L plan -j "$(nproc)" >"$log" 2>&1; then
+        echo "nightly: full-plan mutant check: every mutant caught, every correct case passes ($log)"
+    else
+        mutant_escapes=1
+        echo "nightly: full-plan mutant check FAILED: $(grep -c 'Failed' "$log") per-op tests ($log)"
+    fi
+fi
 [ "$n_new" -gt 0 ] && exit 1
 [ "$false_alarms" -gt 0 ] && exit 3
+[ "$mutant_escapes" -gt 0 ] && exit 4
 exit 0

@@ -125,4 +125,9 @@ expect_status 2 ug sweep --op attn_softmax --limit 1 --db "$T/other.db"
 expect_grep 'not a ulpgym one' "$T/err"
 expect_status 2 ug bogus
 expect_status 2 ug plan --count --group Nowhere
+# the CI share: glm_gate's 520 plan cases cut to the stratified 120; a bad size refused
+ug plan --op glm_gate --share 120 --count >"$T/share" 2>&1 && ok || bad "plan --share"
+expect_grep '^total 120$' "$T/share"
+expect_status 2 ug plan --op glm_gate --share 0 --count
+expect_grep 'share must be a positive' "$T/err"
 finish

@@ -12,12 +12,16 @@
  * outcomes of the mutants), so a refactor that changes a case ID or any verdict fails
  * here; after an intended change, ULPGYM_WRITE_PINS=1 rewrites the pin file (review its
  * diff). A new op without a pin file is reported as unpinned, not failed.
+ * The plan is cut to its stratified CI share first (gen/plan_share.h: every required case,
+ * dtype, distribution set and param extreme, UG_SHARE_PER_OP cases per op);
+ * ULPGYM_PLAN_SHARE=full runs every plan case of the op (the nightly does, without pins).
  * An op this build does not implement yet is reported as skipped (exit 77). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "gen/plan_share.h"
 #include "run/mutant_scan.h"
 
 /* The outcomes seen so far, one "variant case_id outcome" line each: every case of the
@@ -122,6 +126,13 @@ int main(int argc, char **argv)
     char err[1024];
     CHECK(ug_mutant_scan_plan(op, &p, err, sizeof err) == 0, "plan: %s", err);
     CHECK(p.n > 0, "the default plan has no cases for %s", argv[1]);
+    size_t n_plan = p.n;
+    long share = ug_plan_share_from_env(err, sizeof err);
+    CHECK(share >= 0, "%s", err);
+    if (share < 0) return check_done();
+    CHECK(ug_plan_stratify(&p, (size_t)share, err, sizeof err) == 0, "plan share: %s", err);
+    if (p.n < n_plan)
+        printf("%s: the CI share, %zu of its %zu plan cases (ULPGYM_PLAN_SHARE=full runs them all)\n", argv[1], p.n, n_plan);
     if (p.n == 0) return check_done();
     outcome_lines lines = {.variants = ug_op_variants(op)};
     ug_scan_opts o = {.self_check_correct = 1, .on_case = check_correct_case, .ctx = &lines};
@@ -140,7 +151,9 @@ int main(int argc, char **argv)
         if (!s[v].unavailable) check_mutant(argv[1], &s[v], p.n);
     }
     CHECK(n - 1 >= 2, "%s has %d mutants; at least two are required", argv[1], n - 1);
-    check_pins(argv[1], &lines);
+    if (share == 0 && p.n > UG_SHARE_PER_OP)
+        printf("%s: pins not compared: they pin the CI share of %d cases per op\n", argv[1], UG_SHARE_PER_OP);
+    else check_pins(argv[1], &lines);
     free(lines.line);
     free(s);
     ug_plan_free(&p);
