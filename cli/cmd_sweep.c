@@ -77,8 +77,8 @@ static int ug_cmd_sweep(int argc, char **argv)
     int primary_std;
     if (o.primary && ug_exec_parse_primary(o.primary, &primary_std, serr, sizeof serr))
         return ug_cli_fail("sweep: %s", serr);
-    if (o.resume && backend_opt) return ug_cli_fail("sweep: --resume uses the run's own backend; drop --backend");
-    o.backend = backend_opt ? backend_opt : getenv("ULPGYM_BACKEND");
+    /* a resume takes the run's own backend; --backend only confirms a plugin (run/sweep.c) */
+    o.backend = backend_opt ? backend_opt : o.resume ? NULL : getenv("ULPGYM_BACKEND");
     if (ug_cli_case_memory(mem)) return UG_EXIT_USAGE;
     if (jobs && ((o.jobs = (int)ug_cli_long(jobs)) < 1 || ug_cli_long(jobs) > UG_SWEEP_MAX_JOBS))
         return ug_cli_fail("sweep: -j takes a number of workers from 1 to %d", UG_SWEEP_MAX_JOBS);
@@ -123,7 +123,7 @@ const ug_command ug_command_sweep = {
      "                    [--oracle-check] [-j N] [--case-timeout [OP=]SECONDS]... [--shard K/N]\n"
      "                    [--primary STD] [--case-memory BYTES] [--quiet | --no-progress]\n"
      "       ulpgym sweep --resume RUN_ID|latest [--db PATH] [-j N] [--case-timeout ...] [--case-memory BYTES]\n"
-     "                    [--quiet]\n"
+     "                    [--backend plugin:PATH.so] [--quiet]\n"
      "  --plan           a plan file, or a name: `--plan reference` is gen/plans/reference.json of\n"
      "                   the data tree (the reference suite's own cases); NAME:light leaves out\n"
      "                   the cases marked heavy (default: $ULPGYM_PLAN or the nightly plan)\n"
@@ -135,7 +135,9 @@ const ug_command ug_command_sweep = {
      "  --shard K/N      run slice K of N (balanced by estimated cost); join the shard\n"
      "                   databases with `ulpgym merge`\n"
      "  --resume         run the cases of run RUN_ID (or the latest run) that have no\n"
-     "                   result yet, with that run's plan, selection, backend, sample and --primary\n"
+     "                   result yet, with that run's plan, selection, backend, sample and --primary;\n"
+     "                   a plugin run resumes only with --backend naming the same plugin file\n"
+     "                   (a database never runs code by itself) with unchanged bytes (SHA-256)\n"
      "  --primary STD    decide every case's outcome by numeric standard STD (e.g. certified,\n"
      "                   pypto; see `ulpgym standards`) instead of each op's own primary;\n"
      "                   discrete compares still decide discrete outputs. Recorded with the run\n"

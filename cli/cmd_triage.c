@@ -209,6 +209,12 @@ static int ug_cmd_triage(int argc, char **argv)
     }
     if (!from_plan) run = stored_run(db, id, run, backend_name, sizeof backend_name, &sample, &primary);
     if (backend_opt) snprintf(backend_name, sizeof backend_name, "%s", backend_opt);
+    else if (ug_backend_names_code(backend_name)) { /* a database is data: its plugin path is not run unasked */
+        free(spec);
+        ug_db_close(db);
+        return ug_cli_fail("triage: run %ld used %s; triage loads a plugin only when you name it: add --backend %s "
+                           "(or --backend sim for the built-in kernel)", run, backend_name, backend_name);
+    }
     ug_backend b;
     if (ug_backend_open(&b, backend_name, err, sizeof err)) {
         free(spec);

@@ -90,6 +90,7 @@ static int merge_check(const ug_run_record *a, const char *pa, const ug_run_reco
 {
     const char *what = strcmp(a->plan_hash, b->plan_hash) ? "plan hash"
                        : strcmp(a->backend, b->backend) ? "backend"
+                       : strcmp(a->backend_sha256, b->backend_sha256) ? "plugin file contents (SHA-256)"
                        : a->sample != b->sample          ? "sample"
                        : a->oracle_prec != b->oracle_prec ? "oracle precision"
                        : strcmp(a->op_filter, b->op_filter) || strcmp(a->group_filter, b->group_filter) ||
@@ -237,7 +238,8 @@ int ug_db_merge(ug_db *db, const char *const *inputs, int n, int partial, const 
     ug_run_info info = {r0->plan_name, r0->plan_path, r0->plan_hash, r0->backend, NULL, command, r0->oracle_prec,
                         r0->sample, r0->seed_set, r0->seed, r0->op_filter[0] ? r0->op_filter : NULL,
                         r0->group_filter[0] ? r0->group_filter : NULL, r0->limit, r0->oracle_check, 0,
-                        r0->no_regressions, r0->primary_standard[0] ? r0->primary_standard : NULL};
+                        r0->no_regressions, r0->primary_standard[0] ? r0->primary_standard : NULL,
+                        r0->backend_sha256[0] ? r0->backend_sha256 : NULL};
     if ((rc = ug_db_begin(db, err, errlen)) || (rc = ug_db_run_begin(db, &info, run_id, err, errlen))) goto undo;
     for (int i = 0; i < n && !rc; i++) rc = merge_copy_input(db, inputs[i], recs[i].run_id, *run_id, err, errlen);
     if (!rc) rc = merge_update_run(db, *run_id, recs, inputs, n, missing == 0, err, errlen);

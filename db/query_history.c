@@ -87,12 +87,13 @@ int ug_db_history_rates(ug_db *db, const ug_db_history_filter *f, int (*cb)(cons
     return rc;
 }
 
-/* Flaky: the same case under the same plan hash, git revision, backend and deciding standard (results.primary_standard:
- * a `sweep --primary` run decides by another rule, so its verdicts may differ by design) got different verdicts. */
+/* Flaky: the same case under the same plan hash, source revision (a dirty tree's revision hashes its changes:
+ * cmake/build_rev.cmake), backend, plugin file contents and deciding standard (results.primary_standard: a `sweep
+ * --primary` run decides by another rule, so its verdicts may differ by design) got different verdicts. */
 static const char flaky_sql[] =
     "SELECT r.case_id, c.op, c.dtype, group_concat(r.run_id || ':' || r.verdict, ' ')"
     " FROM results r JOIN runs ru ON ru.run_id = r.run_id JOIN cases c ON c.case_id = r.case_id WHERE %s"
-    " GROUP BY r.case_id, ru.plan_hash, ru.git_rev, ru.backend, r.primary_standard HAVING count(DISTINCT r.verdict) > 1"
+    " GROUP BY r.case_id, ru.plan_hash, ru.git_rev, ru.backend, ru.backend_sha256, r.primary_standard HAVING count(DISTINCT r.verdict) > 1"
     " ORDER BY c.op, r.case_id LIMIT 200";
 
 /* Regressions: the first failing run after a passing one, same backend and deciding standard. */

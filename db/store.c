@@ -10,9 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef UG_GIT_REV
-#define UG_GIT_REV "unknown"
-#endif
+#include "core/build_rev.h"
 
 extern const char ug_schema_sql[];
 
@@ -34,6 +32,10 @@ static const char migration3_sql[] = "ALTER TABLE runs ADD COLUMN no_regressions
 /* Migration 4: `sweep --primary STD`, the standard that decided every case of the run (results.primary_standard
  * says the same per case); NULL = each op's own primary. Kept on the run so a resume decides the same way. */
 static const char migration4_sql[] = "ALTER TABLE runs ADD COLUMN primary_standard TEXT;";
+
+/* Migration 5: the SHA-256 of the plugin file a run loaded (NULL for sim, replay and older runs), so runs of one
+ * plugin path with different bytes are not "the same code" (history's flaky list, resume). */
+static const char migration5_sql[] = "ALTER TABLE runs ADD COLUMN backend_sha256 TEXT;";
 
 const char *ug_db_default_path(const char *explicit_path)
 {
@@ -106,7 +108,8 @@ static int migrate(ug_db *db, const char *path, char *err, size_t errlen)
     if (v == UG_DB_SCHEMA_VERSION) return 0;
     if (exec(db, "BEGIN IMMEDIATE", err, errlen)) return -1;
     if ((v < 1 && exec(db, ug_schema_sql, err, errlen)) || (v < 2 && exec(db, migration2_sql, err, errlen)) ||
-        (v < 3 && exec(db, migration3_sql, err, errlen)) || (v < 4 && exec(db, migration4_sql, err, errlen))) {
+        (v < 3 && exec(db, migration3_sql, err, errlen)) || (v < 4 && exec(db, migration4_sql, err, errlen)) ||
+        (v < 5 && exec(db, migration5_sql, err, errlen))) {
         ug_db_rollback(db);
         return -1;
     }
@@ -205,7 +208,7 @@ int ug_db_run_begin(ug_db *db, const ug_run_info *in, long *run_id, char *err, s
     if (ug_db_prepare(db, &st,
                 "INSERT INTO runs(started_at, plan_name, plan_path, plan_hash, backend, git_rev, host, cores, shard,"
                 " oracle_prec, sample, command, seed, op_filter, group_filter, case_limit, oracle_check, jobs,"
-                " no_regressions, primary_standard) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", err, errlen))
+                " no_regressions, primary_standard, backend_sha256) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", err, errlen))
         return -1;
     char now[32], host[256] = "";
     ug_db_now(now, sizeof now);
@@ -215,7 +218,7 @@ int ug_db_run_begin(ug_db *db, const ug_run_info *in, long *run_id, char *err, s
     sqlite3_bind_text(st, 3, in->plan_path, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 4, in->plan_hash, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 5, in->backend, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 6, UG_GIT_REV, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 6, ug_build_rev, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 7, host, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int(st, 8, (int)sysconf(_SC_NPROCESSORS_ONLN));
     sqlite3_bind_text(st, 9, in->shard, -1, SQLITE_TRANSIENT);
@@ -230,6 +233,7 @@ int ug_db_run_begin(ug_db *db, const ug_run_info *in, long *run_id, char *err, s
     if (in->jobs > 0) sqlite3_bind_int(st, 18, in->jobs);
     sqlite3_bind_int(st, 19, in->no_regressions);
     sqlite3_bind_text(st, 20, in->primary_standard, -1, SQLITE_TRANSIENT); /* NULL binds NULL */
+    sqlite3_bind_text(st, 21, in->backend_sha256, -1, SQLITE_TRANSIENT);
     int rc = ug_db_step_done(db, st, err, errlen);
     sqlite3_finalize(st);
     if (!rc) *run_id = (long)sqlite3_last_insert_rowid(db->h);
@@ -451,7 +455,8 @@ int ug_db_run_get(ug_db *db, long run_id, ug_run_record *r, char *err, size_t er
     if (ug_db_prepare(db, &st,
                 "SELECT status, plan_name, plan_path, plan_hash, backend, shard, op_filter, group_filter, started_at,"
                 " finished_at, host, git_rev, seed, oracle_check, oracle_prec, cores, merged_from IS NOT NULL,"
-                " case_limit, sample, jobs IS NOT NULL, no_regressions, primary_standard FROM runs WHERE run_id = ?",
+                " case_limit, sample, jobs IS NOT NULL, no_regressions, primary_standard, backend_sha256 FROM runs"
+                " WHERE run_id = ?",
                 err, errlen))
         return -1;
     sqlite3_bind_int64(st, 1, run_id);
@@ -483,6 +488,7 @@ int ug_db_run_get(ug_db *db, long run_id, ug_run_record *r, char *err, size_t er
         r->has_options = sqlite3_column_int(st, i++);
         r->no_regressions = sqlite3_column_int(st, i++);
         ug_db_col_text(st, i++, r->primary_standard, sizeof r->primary_standard);
+        ug_db_col_text(st, i++, r->backend_sha256, sizeof r->backend_sha256);
     } else if (rc == SQLITE_DONE) {
         snprintf(err, errlen, "no run %ld in the database", run_id);
     } else {

@@ -11,7 +11,7 @@
 
 #include "oracles/verdict.h"
 
-#define UG_DB_SCHEMA_VERSION 4
+#define UG_DB_SCHEMA_VERSION 5
 
 typedef struct ug_db ug_db;
 
@@ -28,6 +28,7 @@ typedef struct {
     int oracle_check, jobs;
     int no_regressions;       /* the run left out corpus/found/ (schema 3) */
     const char *primary_standard; /* `sweep --primary`: the standard deciding every case; NULL = each op's own (4) */
+    const char *backend_sha256;   /* plugin: SHA-256 of the .so loaded; NULL otherwise (5) */
 } ug_run_info;
 
 /* A run's row as read back (for resume and merge). */
@@ -39,6 +40,7 @@ typedef struct {
     int has_options; /* the sweep options were recorded (a sweep under schema 2) */
     int no_regressions;
     char primary_standard[32]; /* the run's --primary standard; "" = each op's own primary */
+    char backend_sha256[65];   /* plugin: SHA-256 of the .so the run loaded; "" otherwise */
     long long seed;
     long limit, sample;
 } ug_run_record;

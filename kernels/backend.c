@@ -7,11 +7,37 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/sha256.h"
 #include "kernels/replay.h"
+
+/* The plugin file's absolute path into b->path (a bare name means the file here, never
+ * the library search path) and its SHA-256 into b->sha256: runs store both, so a run names
+ * exactly the bytes it loaded wherever it is read. */
+static int resolve_plugin(ug_backend *b, const char *path, char *err, size_t errlen)
+{
+    char abs[PATH_MAX];
+    if (!realpath(path, abs)) {
+        snprintf(err, errlen, "cannot load plugin %s: %s", path, strerror(errno));
+        return -2;
+    }
+    if (strlen(abs) >= sizeof b->path) {
+        snprintf(err, errlen, "cannot load plugin %s: its absolute path is longer than %zu bytes", path,
+                 sizeof b->path - 1);
+        return -2;
+    }
+    snprintf(b->path, sizeof b->path, "%s", abs);
+    if (ug_sha256_file(abs, b->sha256)) {
+        snprintf(err, errlen, "cannot load plugin %s: cannot read it: %s", abs, strerror(errno));
+        return -2;
+    }
+    return 0;
+}
 
 static int open_plugin(ug_backend *b, const char *path, char *err, size_t errlen)
 {
@@ -21,11 +47,9 @@ static int open_plugin(ug_backend *b, const char *path, char *err, size_t errlen
         snprintf(err, errlen, "backend plugin: needs a path, e.g. plugin:./libmykernels.so");
         return -2;
     }
-    /* A bare file name would make dlopen search the library path; mean the file here. */
-    char local[520];
-    snprintf(local, sizeof local, "%s%s", strchr(path, '/') ? "" : "./", path);
+    if (resolve_plugin(b, path, err, errlen)) return -2;
     dlerror();
-    b->dl = dlopen(local, RTLD_NOW | RTLD_LOCAL);
+    b->dl = dlopen(b->path, RTLD_NOW | RTLD_LOCAL);
     if (!b->dl) {
         const char *why = dlerror();
         snprintf(err, errlen, "cannot load plugin %s: %s", b->path, why ? why : "dlopen failed");
@@ -153,3 +177,5 @@ int ug_backend_run(const ug_backend *b, ug_case *c, char *err, size_t errlen)
     }
     return v->fn(&call, err, errlen, v->bug);
 }
+
+int ug_backend_names_code(const char *spec) { return spec && strncmp(spec, "plugin:", 7) == 0; }

@@ -23,12 +23,18 @@ typedef struct {
     char path[512];        /* plugin: path of the .so; replay: the export folder */
     void *dl;              /* plugin: dlopen handle */
     ulpgym_run_fn run;     /* plugin: its ulpgym_run */
+    char sha256[65];       /* plugin: SHA-256 of the file loaded (hex); "" otherwise */
 } ug_backend;
 
 /* Parses "sim", "sim:VARIANT", "plugin:PATH" (opening the plugin and checking its ABI
- * version) or "replay:DIR" (a folder written by `ulpgym export`). -2 on bad input. */
+ * version; PATH is made absolute — a bare name is the file in the current directory — and
+ * the file's SHA-256 kept) or "replay:DIR" (a folder written by `ulpgym export`). -2 on
+ * bad input. */
 int ug_backend_open(ug_backend *b, const char *spec, char *err, size_t errlen);
 void ug_backend_close(ug_backend *b);
+/* Whether a backend spec loads code (a plugin). Such a spec read from a database is never
+ * opened unless the user names it again (--backend): a database is data, not a program. */
+int ug_backend_names_code(const char *spec);
 /* Text naming the backend as stored in runs.backend ("sim", "sim:mut_x", "plugin:/p.so",
  * "replay:/d"). */
 void ug_backend_describe(const ug_backend *b, char *buf, size_t len);

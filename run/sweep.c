@@ -5,6 +5,7 @@
  * (the database) and summary.c (counts, progress line, summary). */
 #include "run/sweep.h"
 
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,26 @@ static double cpu_s(void)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     return (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+
+/* A resume loads a plugin only when the user names it again: the backend stored in the
+ * database is data someone else may have written. `given` (sweep --backend) must name
+ * the run's own plugin file; a run on sim or replay takes no --backend. */
+static int resume_backend_named(const ug_sweep_selection *x, const char *given, char *err, size_t errlen)
+{
+    if (!ug_backend_names_code(x->backend)) {
+        if (!given) return 0;
+        snprintf(err, errlen, "--resume uses the run's own backend (%s); drop --backend", x->backend);
+        return -2;
+    }
+    char want[PATH_MAX], have[PATH_MAX];
+    int same = given && ug_backend_names_code(given) && realpath(given + 7, have) && realpath(x->backend + 7, want) &&
+               strcmp(want, have) == 0;
+    if (same) return 0;
+    snprintf(err, errlen, "the run loaded %s; a resume runs a plugin only when you name it: add --backend %s%s",
+             x->backend, x->backend, given ? " (you gave another)" : "");
+    return -2;
 }
 
 int ug_sweep_run(const ug_sweep_opts *o, ug_sweep_summary *s, char *err, size_t errlen)
@@ -53,8 +74,14 @@ int ug_sweep_run(const ug_sweep_opts *o, ug_sweep_summary *s, char *err, size_t 
         rc = ug_sweep_selection_from_opts(o, &x, err, errlen);
     }
     if (!rc) rc = ug_sweep_selection_expand(&x, &plan, err, errlen);
+    if (!rc && o->resume) rc = resume_backend_named(&x, o->backend, err, errlen);
     if (!rc) rc = ug_backend_open(&b, x.backend, err, errlen);
     have_backend = !rc;
+    if (!rc && o->resume && x.backend_sha256[0] && strcmp(x.backend_sha256, b.sha256)) {
+        snprintf(err, errlen, "%s changed since the run started (SHA-256 %.12s…, now %.12s…): its results would mix two "
+                 "kernels; start a new sweep", b.path, x.backend_sha256, b.sha256);
+        rc = -2;
+    }
     for (size_t i = 0; !rc && i < plan.n; i++) rc = ug_backend_check_op(&b, plan.cases[i].op, err, errlen);
     if (!rc && !e.db) rc = ug_db_open(ug_db_default_path(o->db_path), 1, &e.db, err, errlen);
     if (rc) goto done;

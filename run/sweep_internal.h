@@ -20,6 +20,7 @@
 /* The selection a run is made of (from the options, or from a run's record). */
 typedef struct {
     char plan_path[1024], backend[600], shard[32];
+    char backend_sha256[65]; /* resume: the plugin file's SHA-256 the run recorded ("" = none recorded) */
     int seed_set;
     long long seed;
     unsigned char ops[UG_OP_COUNT];

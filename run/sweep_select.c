@@ -148,6 +148,7 @@ int ug_sweep_selection_from_record(const ug_run_record *r, ug_sweep_selection *x
     memset(x, 0, sizeof *x);
     snprintf(x->plan_path, sizeof x->plan_path, "%s", r->plan_path);
     snprintf(x->backend, sizeof x->backend, "%s", r->backend);
+    snprintf(x->backend_sha256, sizeof x->backend_sha256, "%s", r->backend_sha256);
     snprintf(x->shard, sizeof x->shard, "%s", r->shard);
     x->seed_set = r->seed_set;
     x->seed = r->seed_set ? r->seed : -1;

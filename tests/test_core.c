@@ -1,4 +1,4 @@
-/* test_core.c — Philox4x32-10 known answers, the canonical JSON form, pinned case IDs and
+/* test_core.c — Philox4x32-10 and SHA-256 known answers, the canonical JSON form, pinned case IDs and
  * input bits (stable across machines and builds), distribution purity, spec validation. */
 #include <math.h>
 #include <stdlib.h>
@@ -8,6 +8,7 @@
 #include "core/canon.h"
 #include "core/philox.h"
 #include "core/registry.h"
+#include "core/sha256.h"
 #include "gen/case.h"
 #include "gen/dist.h"
 #include "gen/plan.h"
@@ -164,9 +165,46 @@ static void plan_errors(void)
     ug_plan_free(&b);
 }
 
+/* FIPS 180-4 examples: "abc", the 448-bit message, and a million 'a's fed in odd pieces
+ * (so the block boundary falls inside updates); then a file. */
+static void sha256_kat(void)
+{
+    static const struct { const char *msg, *hex; } kat[] = {
+        {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+        {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+        {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"}};
+    char out[65];
+    for (size_t i = 0; i < sizeof kat / sizeof *kat; i++) {
+        ug_sha256 s;
+        ug_sha256_init(&s);
+        ug_sha256_update(&s, kat[i].msg, strlen(kat[i].msg));
+        ug_sha256_hex(&s, out);
+        CHECK(strcmp(out, kat[i].hex) == 0, "sha256(\"%s\") = %s", kat[i].msg, out);
+    }
+    ug_sha256 s;
+    ug_sha256_init(&s);
+    char a[997];
+    memset(a, 'a', sizeof a);
+    for (size_t left = 1000000; left;) {
+        size_t n = left < sizeof a ? left : sizeof a;
+        ug_sha256_update(&s, a, n);
+        left -= n;
+    }
+    ug_sha256_hex(&s, out);
+    CHECK(strcmp(out, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0") == 0, "million a: %s", out);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/sha.txt", check_tmpdir());
+    FILE *f = fopen(path, "w");
+    if (f) fputs("abc", f), fclose(f);
+    CHECK(ug_sha256_file(path, out) == 0 && strcmp(out, kat[0].hex) == 0, "file digest %s", out);
+    CHECK(ug_sha256_file("/nonexistent/x", out) == -1, "a missing file has no digest");
+}
+
 int main(void)
 {
     philox_kat();
+    sha256_kat();
     canonical_json();
     pinned_ids();
     dist_purity();

@@ -46,6 +46,22 @@ expect_grep "^  $flip .*3:PASS 4:FAIL|^  $flip .*4:FAIL 3:PASS" "$T/out"
 expect_grep "^  $flip .*first failed in run 4" "$T/out"
 expect_status 0 ug history --db "$db" --json
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["runs"])==4 and len(d["flaky"])==1 and d["regressions"][0]["first_failing_run"]==4' "$T/out" && ok || bad "history --json"
+# flaky means the same code: a run of other plugin bytes (SHA-256) or of another (dirty) source
+# revision that flips a second case is not flaky
+db5=$T/same_code.db
+cp "$db" "$db5"
+flip2=$(sqlite3 "$db5" "select case_id from results where run_id=3 order by case_id limit 1 offset 1")
+for r in "5|'other-bytes'|git_rev" "6|backend_sha256|git_rev || '-dirty-0badc0de'"; do
+    IFS='|' read -r id sha rev <<<"$r"
+    sqlite3 "$db5" "insert into runs(run_id, started_at, status, plan_name, plan_hash, backend, git_rev, backend_sha256)
+                    select $id, started_at, 'done', plan_name, plan_hash, backend, $rev, $sha from runs where run_id=3;
+                    insert into results select $id, case_id, verdict, primary_standard, kernel_ms, oracle_ms,
+                    oracle_fallbacks, message from results where run_id=3;
+                    update results set verdict='FAIL' where run_id=$id and case_id='$flip2';"
+done
+expect_status 0 ug history --db "$db5" --json
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["runs"])==6 and len(d["flaky"])==1, d["flaky"]' "$T/out" \
+    && ok || bad "other plugin bytes or source revision counted as flaky"
 
 # markdown: the release report's table
 expect_status 0 ug report --db "$db" --run 2 --format md

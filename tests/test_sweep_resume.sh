@@ -51,7 +51,14 @@ expect_eq "$(sqlite3 "$DB" "SELECT status FROM runs WHERE run_id = 1")" running 
 # no orphaned workers survive the parent (PR_SET_PDEATHSIG)
 sleep 0.3
 expect_eq "$(pgrep -f "ulpgym sweep --plan $T/plan.json --db $DB" | wc -l)" 0 "workers died with the parent"
-expect_status 0 ug sweep --resume latest --db "$DB" -j2 --quiet
+# a database never runs code by itself: the plugin must be named again, the same file
+expect_status 2 ug sweep --resume latest --db "$DB" -j2 --quiet
+expect_grep 'a resume runs a plugin only when you name it: add --backend plugin:/' "$T/err"
+cp "${PLUGIN#plugin:}" "$T/other.so"
+expect_status 2 ug sweep --resume latest --db "$DB" -j2 --quiet --backend "plugin:$T/other.so"
+expect_grep 'you gave another' "$T/err"
+expect_eq "$(stored "$DB")" "$before" "refused resumes ran nothing"
+expect_status 0 ug sweep --resume latest --db "$DB" -j2 --quiet --backend "$PLUGIN"
 expect_grep "^run 1: $((N - before)) cases" "$T/out"
 expect_grep "resumed: $before of the run's $N cases were stored before, $N now" "$T/out"
 sqlite3 "$DB" "SELECT case_id FROM results WHERE run_id = 1 ORDER BY case_id" >"$T/got_ids"
@@ -61,9 +68,9 @@ expect_eq "$(sqlite3 "$DB" "SELECT count(*) FROM runs")" 1 "resume reuses the ru
 # a finished run has nothing left to run: resuming it is refused and changes nothing (a sweep
 # killed before its own run row existed must not "resume" the previous, finished one)
 fin=$(sqlite3 "$DB" "SELECT finished_at, resumes FROM runs WHERE run_id = 1")
-expect_status 2 ug sweep --resume 1 --db "$DB" --quiet
+expect_status 2 ug sweep --resume 1 --db "$DB" --quiet --backend "$PLUGIN"
 expect_grep "run 1 finished .*nothing to resume" "$T/err"
-expect_status 2 ug sweep --resume latest --db "$DB" --quiet
+expect_status 2 ug sweep --resume latest --db "$DB" --quiet --backend "$PLUGIN"
 expect_eq "$(sqlite3 "$DB" "SELECT finished_at, resumes FROM runs WHERE run_id = 1")" "$fin" "refused resume of a done run"
 
 # the same verdicts as an uninterrupted run
@@ -83,16 +90,33 @@ expect_eq "$(sqlite3 "$DB2" "SELECT n_cases FROM runs WHERE run_id = 1")" "$(sto
 # a changed plan is refused and the run is left as it was
 cp "$T/plan.json" "$T/plan.orig"
 echo " " >>"$T/plan.json"
-expect_status 2 ug sweep --resume latest --db "$DB2"
+expect_status 2 ug sweep --resume latest --db "$DB2" --backend "$PLUGIN"
 expect_grep 'plan .* changed since the run started' "$T/err"
 expect_eq "$(sqlite3 "$DB2" "SELECT status, resumes FROM runs WHERE run_id = 1")" "interrupted|0" "refused resume changed nothing"
 cp "$T/plan.orig" "$T/plan.json"
-expect_status 0 ug sweep --resume 1 --db "$DB2" -j1 --quiet
+expect_status 0 ug sweep --resume 1 --db "$DB2" -j1 --quiet --backend "$PLUGIN"
 expect_eq "$(verdicts "$DB2" | md5sum)" "$(verdicts "$REF" | md5sum)" "SIGTERM + resume = uninterrupted"
 # resume needs an existing database and run
 expect_status 2 ug sweep --resume latest --db "$T/none.db"
 expect_status 2 ug sweep --resume 7 --db "$DB2"
 expect_grep 'no run 7' "$T/err"
+
+# --- a plugin is stored by absolute path and SHA-256; changed bytes are refused on resume;
+#     triage never loads a stored plugin unasked ---
+DB4=$T/sha.db
+mkdir -p "$T/cwd" && cp "${PLUGIN#plugin:}" "$T/cwd/libp.so"
+(cd "$T/cwd" && "$UG_BIN" sweep --plan "$T/plan.json" --no-regressions --db "$DB4" --backend plugin:libp.so --limit 6 \
+    -j1 --quiet >/dev/null 2>&1)
+expect_eq "$(sqlite3 "$DB4" "SELECT backend FROM runs")" "plugin:$(cd "$T/cwd" && pwd -P)/libp.so" "absolute plugin path stored"
+expect_eq "$(sqlite3 "$DB4" "SELECT backend_sha256 FROM runs")" "$(sha256sum <"$T/cwd/libp.so" | cut -c1-64)" "plugin SHA-256 stored"
+id=$(sqlite3 "$DB4" "SELECT case_id FROM results LIMIT 1")
+expect_status 2 ug triage "$id" --db "$DB4"
+expect_grep 'triage loads a plugin only when you name it' "$T/err"
+expect_status 0 ug triage "$id" --db "$DB4" --backend sim
+sqlite3 "$DB4" "UPDATE runs SET status = 'interrupted'; DELETE FROM results WHERE case_id = '$id'"
+printf 'x' >>"$T/cwd/libp.so" # still loadable, other bytes
+expect_status 2 ug sweep --resume latest --db "$DB4" --backend "plugin:$T/cwd/libp.so"
+expect_grep 'libp.so changed since the run started' "$T/err"
 
 # --- --primary survives an interruption: the resumed cases (the crashed ones too) are decided by certified ---
 DB3=$T/primary.db
@@ -100,7 +124,7 @@ interrupt_midway "$DB3" TERM --primary certified
 expect_eq "$(cat "$T/bg.status")" 130 "exit status after SIGTERM (--primary)"
 before=$(stored "$DB3")
 if [ "$before" -ge 10 ] && [ "$before" -lt $N ]; then ok; else bad "--primary run stopped with $before of $N cases"; fi
-expect_status 0 ug sweep --resume latest --db "$DB3" -j2 --quiet
+expect_status 0 ug sweep --resume latest --db "$DB3" -j2 --quiet --backend "$PLUGIN"
 expect_grep 'every outcome decided by the certified standard' "$T/out"
 expect_eq "$(sqlite3 "$DB3" "SELECT primary_standard, status, n_cases, resumes FROM runs")" "certified|done|$N|1" \
     "run row after resuming a --primary run"
@@ -121,7 +145,7 @@ sqlite3 "$OLD" "PRAGMA user_version = 1; INSERT INTO runs(started_at, backend, p
     VALUES ('2026-01-01T00:00:00Z', 'sim', '$T/plan.json', 'x')"
 expect_status 2 ug sweep --resume latest --db "$OLD"
 expect_grep 'older ulpgym that did not record its sweep options' "$T/err"
-expect_eq "$(sqlite3 "$OLD" "PRAGMA user_version")" 4 "migrated to schema 4"
+expect_eq "$(sqlite3 "$OLD" "PRAGMA user_version")" 5 "migrated to schema 5"
 expect_eq "$(sqlite3 "$OLD" "SELECT status, resumes, jobs IS NULL, primary_standard IS NULL FROM runs")" \
     "running|0|1|1" "old run untouched (no --primary: each op's own)"
 expect_status 0 ug sweep --op attn_softmax --limit 3 --db "$OLD" -j1 --quiet
@@ -133,8 +157,10 @@ expect_eq "$(sqlite3 "$OLD" "SELECT primary_standard FROM runs WHERE run_id = 3"
 # a schema-3 database (before --primary was recorded) gains the column: its runs read as each op's own primary
 V3=$T/v3.db
 cp "$OLD" "$V3"
-sqlite3 "$V3" "ALTER TABLE runs DROP COLUMN primary_standard; PRAGMA user_version = 3"
+sqlite3 "$V3" "ALTER TABLE runs DROP COLUMN primary_standard; ALTER TABLE runs DROP COLUMN backend_sha256;
+    PRAGMA user_version = 3"
 expect_status 0 ug history --db "$V3"
-expect_eq "$(sqlite3 "$V3" "PRAGMA user_version")" 4 "schema 3 migrated to 4"
+expect_eq "$(sqlite3 "$V3" "PRAGMA user_version")" 5 "schema 3 migrated to 5"
 expect_eq "$(sqlite3 "$V3" "SELECT count(*) FROM runs WHERE primary_standard IS NULL")" 3 "older runs: NULL (op's own)"
+expect_eq "$(sqlite3 "$V3" "SELECT count(*) FROM runs WHERE backend_sha256 IS NULL")" 3 "older runs: no plugin digest"
 finish
