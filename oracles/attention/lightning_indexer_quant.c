@@ -19,8 +19,8 @@
  * The bound (semantics): d_s = 1.01 (rel sum|T_h| + 2^-14 (1 + |ks|) sum_{D_h>0} (1 +
  * |w_h|) + 2^-25 |ks| sum relu(D_h)) + 2^-45 sum|T_h|, rel = 4.01 2^-11 + (H + 6) 2^-24. Why
  * four fp16 roundings: the reference kernel (lightning_indexer_quant_impl) casts
- * relu-free dot*2^-11 to fp16 and multiplies by q_scale, k_scale and w in fp16 before the
- * fp32 head sum; the reference golden casts dot*2^-11 and w*q_scale to fp16. Both are the
+ * dot*2^-11 to fp16 and multiplies it by q_scale, k_scale (then relu) and w in fp16 before
+ * the fp32 head sum; the reference golden casts dot*2^-11 and w*q_scale to fp16. Both are the
  * reference's own numerics, so a kernel doing either must pass; a bound of fp32 roundings
  * alone (gamma_H sum|T|) would fail them on near-ties. Each fp16 rounding costs 2^-11 of
  * the term relatively, plus 2^-25 absolute where the intermediate is subnormal in fp16,
