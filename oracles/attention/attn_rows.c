@@ -58,6 +58,60 @@ int ug_gl_attn_check_lens(const ug_params *P, const char *op, char *err, size_t 
     return 0;
 }
 
+int ug_gl_attn_check_paged(const ug_params *P, const char *op, char *err, size_t errlen)
+{
+    const long *lens;
+    long batch = (long)ug_p_list(P, "actual_seqs", &lens), bs = ug_p_int(P, "block_size");
+    long mb = ug_p_int(P, "max_blocks_per_seq"), nb = ug_p_int(P, "num_blocks"), sq = ug_p_int(P, "q_per_step");
+    long needed = ug_p_int(P, "blocks_needed");
+    if (nb < needed) {
+        snprintf(err, errlen, "%s: param num_blocks = %ld but the sequences need %ld blocks: the block table would "
+                 "point past the cache", op, nb, needed);
+        return -2;
+    }
+    for (long b = 0; b < batch; b++) {
+        if (lens[b] > mb * bs) {
+            snprintf(err, errlen, "%s: param actual_seqs[%ld] = %ld is longer than the table allows "
+                     "(max_blocks_per_seq %ld * block_size %ld)", op, b, lens[b], mb, bs);
+            return -2;
+        }
+        if (lens[b] < sq) {
+            snprintf(err, errlen, "%s: param actual_seqs[%ld] = %ld below q_per_step = %ld (each row needs a token)",
+                     op, b, lens[b], sq);
+            return -2;
+        }
+    }
+    return 0;
+}
+
+int ug_gl_attn_build_paged(ug_case *c, char *err, size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    const long *lens;
+    long batch = (long)ug_p_list(&c->params, "actual_seqs", &lens), bs = ug_p_int(&c->params, "block_size");
+    long mb = ug_p_int(&c->params, "max_blocks_per_seq"), nb = ug_p_int(&c->params, "num_blocks");
+    ug_tensor *bt = ug_case_input_mut(c, "block_tables"), *al = ug_case_input_mut(c, "actual_seqs");
+    long *perm = malloc((size_t)nb * sizeof *perm), next = 0;
+    if (!perm) return -1;
+    for (long i = 0; i < nb; i++) perm[i] = i;
+    for (long i = nb - 1; i > 0; i--) {
+        uint32_t w[4];
+        ug_rng_words(c->spec.seed, 0x676c6d62u, (uint64_t)i, 0, w);
+        long j = (long)(w[0] % (uint32_t)(i + 1)), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    for (long b = 0; b < batch; b++) {
+        ug_dtype_store(UG_DT_INT32, al->data, (size_t)b, (double)lens[b]);
+        long n = (lens[b] + bs - 1) / bs;
+        for (long i = 0; i < mb; i++) /* exact: small integers */
+            ug_dtype_store(UG_DT_INT32, bt->data, (size_t)(b * mb + i), i < n ? (double)perm[next++] : -1.0);
+    }
+    free(perm);
+    return 0;
+}
+
 static int all_finite(const double *x, size_t n)
 {
     for (size_t i = 0; i < n; i++)

@@ -59,6 +59,20 @@ const long *ug_gl_attn_given_lens(const ug_params *P);
  * naming op. */
 int ug_gl_attn_check_lens(const ug_params *P, const char *op, char *err, size_t errlen);
 
+/* The paged decode ops' params (glm_attention, lightning_indexer_quant): actual_seqs
+ * (int list, one context length per sequence), block_size, max_blocks_per_seq,
+ * num_blocks, q_per_step and the derived blocks_needed. Checks that the pool holds the
+ * blocks the sequences need (else the table would point past the cache), that each length
+ * fits the table (max_blocks_per_seq * block_size) and is at least q_per_step (each query
+ * row sees a token). 0, or -2 with a message naming op and the param. */
+int ug_gl_attn_check_paged(const ug_params *P, const char *op, char *err, size_t errlen);
+
+/* Builds the paged ops' built inputs block_tables [batch, max_blocks_per_seq] and
+ * actual_seqs [batch] (the reference suite's gen_block_table): a seeded Fisher-Yates
+ * shuffle of the num_blocks pool handed out in sequence order, -1 past each sequence's
+ * last block; actual_seqs the param. 0, or -1 out of memory. */
+int ug_gl_attn_build_paged(ug_case *c, char *err, size_t errlen);
+
 /* Multi-token prediction: query row i (0-based) of the q_per_step rows of a sequence with
  * len live keys sees keys [.., len - q_per_step + 1 + i): the last row sees every key,
  * each earlier row one fewer (causal among the step's own tokens). */

@@ -28,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/philox.h"
 #include "oracles/attention/attn_rows.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
@@ -55,8 +54,9 @@ static void read_params(const ug_params *P, ga_params *p)
     p->scale = ug_p_num(P, "scale");
 }
 
-/* What ranges cannot say: heads divide, the pool and the table hold every sequence, each
- * query row sees a token. */
+/* What ranges cannot say: heads divide, and the paged checks shared with
+ * lightning_indexer_quant (the pool and the table hold every sequence, each query row sees
+ * a token: ug_gl_attn_check_paged). */
 static int check(const ug_params *P, char *err, size_t errlen)
 {
     ga_params p;
@@ -69,55 +69,11 @@ static int check(const ug_params *P, char *err, size_t errlen)
         snprintf(err, errlen, "%s: param heads_q = %ld is not a multiple of heads_kv = %ld", OP, p.hq, p.hkv);
         return -2;
     }
-    long needed = ug_p_int(P, "blocks_needed");
-    if (p.nb < needed) {
-        snprintf(err, errlen, "%s: param num_blocks = %ld but the sequences need %ld blocks: the block table would "
-                 "point past the cache", OP, p.nb, needed);
-        return -2;
-    }
-    for (long b = 0; b < p.batch; b++) {
-        if (p.lens[b] > p.mb * p.bs) {
-            snprintf(err, errlen, "%s: param actual_seqs[%ld] = %ld is longer than the table allows "
-                     "(max_blocks_per_seq %ld * block_size %ld)", OP, b, p.lens[b], p.mb, p.bs);
-            return -2;
-        }
-        if (p.lens[b] < p.sq) {
-            snprintf(err, errlen, "%s: param actual_seqs[%ld] = %ld below q_per_step = %ld (each row needs a token)",
-                     OP, b, p.lens[b], p.sq);
-            return -2;
-        }
-    }
-    return 0;
+    return ug_gl_attn_check_paged(P, OP, err, errlen);
 }
 
-/* Fills block_tables (a seeded Fisher-Yates shuffle of the pool handed out in sequence
- * order, -1 past each sequence's last block) and actual_seqs. */
-static int build(ug_case *c, char *err, size_t errlen)
-{
-    (void)err;
-    (void)errlen;
-    ga_params p;
-    read_params(&c->params, &p);
-    ug_tensor *bt = ug_case_input_mut(c, "block_tables"), *al = ug_case_input_mut(c, "actual_seqs");
-    long *perm = malloc((size_t)p.nb * sizeof *perm), next = 0;
-    if (!perm) return -1;
-    for (long i = 0; i < p.nb; i++) perm[i] = i;
-    for (long i = p.nb - 1; i > 0; i--) {
-        uint32_t w[4];
-        ug_rng_words(c->spec.seed, 0x676c6d62u, (uint64_t)i, 0, w);
-        long j = (long)(w[0] % (uint32_t)(i + 1)), t = perm[i];
-        perm[i] = perm[j];
-        perm[j] = t;
-    }
-    for (long b = 0; b < p.batch; b++) {
-        ug_dtype_store(UG_DT_INT32, al->data, (size_t)b, (double)p.lens[b]);
-        long n = (p.lens[b] + p.bs - 1) / p.bs;
-        for (long i = 0; i < p.mb; i++) /* exact: small integers */
-            ug_dtype_store(UG_DT_INT32, bt->data, (size_t)(b * p.mb + i), i < n ? (double)perm[next++] : -1.0);
-    }
-    free(perm);
-    return 0;
-}
+/* block_tables and actual_seqs: the shared paged builder (attn_rows.h). */
+static int build(ug_case *c, char *err, size_t errlen) { return ug_gl_attn_build_paged(c, err, errlen); }
 
 /* Gathers the first n tokens of sequence b, kv head g: keys token-major into kg, values
  * column-major into vt (column d at vt + d*n), so each output column is one contiguous run. */
