@@ -14,6 +14,7 @@
 #include "core/canon.h"
 #include "gen/case.h"
 #include "gen/plan.h"
+#include "gen/plan_share.h"
 #include "kernels/backend.h"
 
 typedef struct {
@@ -185,7 +186,7 @@ static int bk_spec_file(const char *path, const bk_opts *o)
 
 int ug_bench_kernels(int argc, char **argv)
 {
-    const char *plan_path = NULL, *limit = NULL, *spec_file = NULL, *mem = NULL;
+    const char *plan_path = NULL, *limit = NULL, *spec_file = NULL, *mem = NULL, *share = NULL;
     bk_opts o = {NULL, 0, 1};
     ug_cli_filter f = {0};
     for (int i = 2; i < argc; i++) {
@@ -197,7 +198,8 @@ int ug_bench_kernels(int argc, char **argv)
         else if ((m = ug_cli_opt(argc, argv, &i, "--plan", &plan_path)) || (m = ug_cli_opt(argc, argv, &i, "--limit", &limit)) ||
                  (m = ug_cli_opt(argc, argv, &i, "--kernel-variant", &o.variant)) ||
                  (m = ug_cli_opt(argc, argv, &i, "--spec-file", &spec_file)) ||
-                 (m = ug_cli_opt(argc, argv, &i, "--case-memory", &mem))) {
+                 (m = ug_cli_opt(argc, argv, &i, "--case-memory", &mem)) ||
+                 (m = ug_cli_opt(argc, argv, &i, "--share", &share))) {
             if (m < 0) return UG_EXIT_USAGE;
         } else return ug_cli_fail("bench kernels: unexpected argument \"%s\"", argv[i]);
     }
@@ -205,10 +207,16 @@ int ug_bench_kernels(int argc, char **argv)
     if (spec_file) return bk_spec_file(spec_file, &o);
     long per_op = limit ? ug_cli_long(limit) : 0;
     if (limit && per_op <= 0) return ug_cli_fail("bench kernels: --limit must be a positive number (cases per op)");
+    long share_n = share ? ug_cli_long(share) : 0;
+    if (share && share_n <= 0) return ug_cli_fail("bench kernels: --share must be a positive number (cases per op)");
     ug_plan p;
     char err[1024];
     if (ug_plan_load(plan_path ? plan_path : ug_plan_default_path(), -1, &p, err, sizeof err)) return ug_cli_fail("%s", err);
     ug_plan_filter(&p, f.any_op ? f.ops : NULL, f.groups);
+    if (share_n && ug_plan_stratify(&p, (size_t)share_n, err, sizeof err)) {
+        ug_plan_free(&p);
+        return ug_cli_fail("bench kernels: %s", err);
+    }
     long n[UG_OP_COUNT] = {0};
     int rc = 0;
     for (size_t i = 0; i < p.n; i++) {

@@ -190,7 +190,7 @@ const ug_command ug_command_bench = {
      "usage: ulpgym bench oracle [--plan FILE] [--op OP]... [--group G] [--limit N]\n"
      "       ulpgym bench sweep [--plan FILE] [--op OP]... [--group G] [--limit N] [-j N]\n"
      "                          [--backend B] [--repeat R]\n"
-     "       ulpgym bench kernels [--plan FILE] [--op OP]... [--group G] [--limit N]\n"
+     "       ulpgym bench kernels [--plan FILE] [--op OP]... [--group G] [--limit N] [--share N]\n"
      "                            [--spec-file FILE] [--kernel-variant V|all] [--digest] [--no-time]\n"
      "  oracle: evaluates the oracle of each selected plan case three ways in one run: the\n"
      "  engine (certified double with MPFR fallback), plain float64, and naive MPFR (every\n"
@@ -203,4 +203,5 @@ const ug_command ug_command_bench = {
      "  plan case, or on the case of --spec-file, without the oracle; prints per run: case\n"
      "  ID, op, variant, with --digest the FNV-1a-64 of the raw bytes of every output, then\n"
      "  the kernel's wall and CPU time and, for the attention ops, GFLOP and GFLOP/s per CPU\n"
-     "  second (docs/PERFORMANCE.md).\n"};
+     "  second (docs/PERFORMANCE.md). --share N: only the CI share of N cases per op\n"
+     "  (`ulpgym plan --share`), the cases tests/test_kernel_digests.sh guards.\n"};

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_kernel_digests.sh — the bit-for-bit guard of sim kernel speed work: every variant
-# (the correct kernel and its mutants) of every op runs on every case of the default plan
-# (`ulpgym bench kernels --kernel-variant all --digest`), and the FNV-1a-64 digest of its
+# (the correct kernel and its mutants) of every op runs on every case of the CI share of
+# the default plan (`ulpgym bench kernels --kernel-variant all --digest --share 120`, the
+# cases the per-op tests run: gen/plan_share.h), and the FNV-1a-64 digest of its
 # raw output bytes must equal the one in tests/fixtures/kernel_digests.txt, written with
 # the kernels before they were made fast. A differing digest fails and is named by case
 # ID, op and variant; runs the fixture lacks (a new plan case, op or mutant) or has but the
@@ -12,7 +13,7 @@
 source "$(dirname "$0")/lib.sh"
 FIX=${ULPGYM_DATA:?}/tests/fixtures/kernel_digests.txt
 [ -f "$FIX" ] || [ -n "${ULPGYM_WRITE_DIGESTS:-}" ] || { echo "no $FIX: skipped"; exit 77; }
-ug bench kernels --digest --no-time --kernel-variant all >"$T/got" 2>"$T/err"
+ug bench kernels --digest --no-time --kernel-variant all --share 120 >"$T/got" 2>"$T/err"
 expect_eq "$?" 0 "bench kernels exit status ($(head -c 300 "$T/err"))"
 if [ -n "${ULPGYM_WRITE_DIGESTS:-}" ]; then
     { echo "# kernel_digests.txt — case ID, op, kernel variant, FNV-1a-64 of the raw output bytes, for every"
