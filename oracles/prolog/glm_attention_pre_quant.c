@@ -14,7 +14,7 @@
  * behind RoPE's cancellation one flipped qk_norm value fails 1e-4 + 2^-7|g|. So the op
  * is staged (docs/STANDARDS.md): the kernel exports n, n_i8, qk_mm and qk_norm, and each
  * stage here starts from the kernel's values of the stage before; every exported bf16 is
- * judged with the reference pair (1e-4 / 2^-7, every element: a one-ulp flip passes, two
+ * judged with the reference pair (1e-4 / 2^-7, every element: a one-ulp flip passes, three
  * fail) and by certified. The codes are judged boundary-aware against n_kernel*s + o with
  * a budget of 2^-16 quanta + 2^-23 |value|: a device forms n*s exactly in fp32 and rounds
  * only the sum; an exact tie (k + 1/2 is representable, so a correct device computes it
