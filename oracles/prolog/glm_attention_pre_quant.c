@@ -35,6 +35,7 @@
 
 #define OP_NAME "glm_attention_pre_quant"
 #define PQ_TOKEN_TILE 8 /* the reference kernel's bs_tile */
+#define PQ_DENSE_COLS 64
 
 enum { O_Q, O_K, O_V, O_RES, O_N, O_N8, O_QKMM, O_QKN };
 
@@ -42,7 +43,9 @@ typedef struct {
     ug_gpq_dims d;
     size_t T, cols, qk; /* GEMM columns; q and k columns */
     const ug_tensor *x, *res, *nw, *nb, *sr, *off, *qb, *deq, *cos, *sin, *hw[2], *hb[2];
-    int8_t *wt, *codes; /* W transposed [cols][H]; one token's kernel codes */
+    const int8_t *w8;   /* W [H, cols], the case's int8 codes */
+    int8_t *codes;      /* one token's kernel codes */
+    int32_t *acc;       /* one token's integer sums, every column (dense selections) */
     double *r, *head;   /* one row of r (H); one head (D) */
 } pq_ctx;
 
@@ -81,15 +84,17 @@ static void code_stage(const pq_ctx *k, const ug_case *c, ug_ar *ar, const ug_se
     }
 }
 
-/* Output o's selected elements of token t, row width w, GEMM column base + j. */
-static void gemm_emit(const pq_ctx *k, ug_ar *ar, const ug_selection *sel, int o, size_t t, size_t w, size_t base)
+/* Output o's selected elements of token t, row width w, GEMM column base + j; the integer
+ * sums from k->acc when full, else column by column. */
+static void gemm_emit(const pq_ctx *k, ug_ar *ar, const ug_selection *sel, int o, size_t t, size_t w, size_t base,
+                      int full)
 {
-    size_t b, e, H = k->d.H;
+    size_t b, e;
     ug_selection_range(sel, o, t * w, (t + 1) * w, &b, &e);
     for (; b < e; b++) {
         size_t col = base + sel->idx[o][b] - t * w, mark = ug_ar_mark(ar);
-        ug_ar_emit(ar, o, b,
-                   ug_gpq_gemm_at(ar, k->codes, k->wt + col * H, H, ug_tload(k->qb, col), ug_tload(k->deq, col)));
+        int32_t acc = full ? k->acc[col] : ug_gpq_int_sum(k->codes, k->w8, k->d.H, k->cols, col);
+        ug_ar_emit(ar, o, b, ug_gpq_gemm_value(ar, acc, ug_tload(k->qb, col), ug_tload(k->deq, col)));
         ug_ar_release(ar, mark);
     }
 }
@@ -102,8 +107,10 @@ static void gemm_stage(const pq_ctx *k, const ug_case *c, ug_ar *ar, const ug_se
     ug_selection_range(sel, O_V, t * kv, (t + 1) * kv, &b2, &e2);
     if (b1 == e1 && b2 == e2) return;
     for (size_t i = 0; i < H; i++) k->codes[i] = (int8_t)ug_tload(&c->out[O_N8], t * H + i);
-    gemm_emit(k, ar, sel, O_QKMM, t, k->qk, 0);
-    gemm_emit(k, ar, sel, O_V, t, kv, k->qk);
+    int full = (e1 - b1) + (e2 - b2) > PQ_DENSE_COLS; /* one pass over W beats that many strided columns */
+    if (full) ug_gpq_int_sums(k->codes, k->w8, H, k->cols, k->acc);
+    gemm_emit(k, ar, sel, O_QKMM, t, k->qk, 0, full);
+    gemm_emit(k, ar, sel, O_V, t, kv, k->qk, full);
 }
 
 /* Head h (q heads first, then k) of token t of the kernel's output o, into k->head. */
@@ -164,11 +171,12 @@ static int ctx_open(pq_ctx *k, const ug_case *c)
     k->hw[0] = ug_case_input(c, "q_norm_weight"), k->hb[0] = ug_case_input(c, "q_norm_bias");
     k->hw[1] = ug_case_input(c, "k_norm_weight"), k->hb[1] = ug_case_input(c, "k_norm_bias");
     k->cos = ug_case_input(c, "cos"), k->sin = ug_case_input(c, "sin");
-    k->wt = ug_gpq_weight_t(ug_case_input(c, "qkv_weight"), k->d.H, k->cols);
+    k->w8 = ug_gpq_weight_i8(ug_case_input(c, "qkv_weight"));
     k->codes = malloc(k->d.H);
+    k->acc = malloc(k->cols * sizeof *k->acc);
     k->r = malloc((k->d.H + k->d.D) * sizeof *k->r);
     k->head = k->r ? k->r + k->d.H : NULL;
-    return k->wt && k->codes && k->r ? 0 : -1;
+    return k->w8 && k->codes && k->acc && k->r ? 0 : -1;
 }
 
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
@@ -184,7 +192,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
         rope_stage(&k, c, ar, sel, t);
         ug_ar_release(ar, mark);
     }
-    free(k.wt), free(k.codes), free(k.r);
+    free(k.codes), free(k.acc), free(k.r);
     return rc;
 }
 
@@ -197,15 +205,14 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
     ug_geom_last_dim(&c->out[out], PQ_TOKEN_TILE, col_tile, g);
 }
 
-/* Scratch for the case memory estimate: W transposed as int8 in the sim kernel and the
- * oracle (2 H cols bytes), the kernel's fp32 rows (x, residual, r, n and the five
- * per-channel vectors: 9 H floats; the GEMM row and the heads: 3 cols floats) and
- * the oracle's r row and codes. */
+/* Scratch for the case memory estimate: the kernel's fp32 rows and vectors (x, residual, r, n, codes and the four per-channel
+ * vectors: 9 H floats), its GEMM row, accumulators, bias, scale and heads (5 cols
+ * floats); the oracle's r row, head, codes and accumulators. */
 static double scratch(const ug_params *P)
 {
     ug_gpq_dims d = ug_gpq_dims_read(P);
     double H = (double)d.H, cols = (double)ug_gpq_cols(&d);
-    return 2 * H * cols + 4 * (9 * H + 3 * cols) + 8 * (H + d.D) + 2 * H;
+    return 4 * (9 * H + 5 * cols) + 8 * (H + d.D) + H + 4 * cols;
 }
 
 const ug_op_def ug_opdef_glm_attention_pre_quant = {.op = UG_OP_GLM_ATTENTION_PRE_QUANT,

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/dtype.h"
 
@@ -66,12 +67,26 @@ ug_num ug_gpq_code_value(ug_ar *ar, double n, double s, double o)
     return ug_add(ar, ug_mul(ar, ug_c(ar, n), ug_c(ar, s)), ug_c(ar, o));
 }
 
-ug_num ug_gpq_gemm_at(ug_ar *ar, const int8_t *codes, const int8_t *wcol, size_t H, double bias, double deq)
+int32_t ug_gpq_int_sum(const int8_t *codes, const int8_t *w8, size_t H, size_t cols, size_t c)
 {
-    int32_t acc = 0; /* exact: |acc| <= H*128*128 < 2^30 (hidden < 2^16) */
-    for (size_t k = 0; k < H; k++) acc += (int32_t)codes[k] * wcol[k];
-    /* the exact int32 sum (|sum| < 2^31 by the declared bounds); a device converts it to
-     * fp32, which rounds once |sum| > 2^24 */
+    int32_t acc = 0;
+    for (size_t k = 0; k < H; k++) acc += (int32_t)codes[k] * w8[k * cols + c];
+    return acc;
+}
+
+void ug_gpq_int_sums(const int8_t *codes, const int8_t *w8, size_t H, size_t cols, int32_t *acc)
+{
+    memset(acc, 0, cols * sizeof *acc);
+    for (size_t k = 0; k < H; k++) {
+        int32_t a = codes[k];
+        if (a)
+            for (size_t c = 0; c < cols; c++) acc[c] += a * w8[k * cols + c];
+    }
+}
+
+ug_num ug_gpq_gemm_value(ug_ar *ar, int32_t acc, double bias, double deq)
+{
+    /* a device converts the int32 sum to fp32, which rounds once |sum| > 2^24 */
     ug_num sum = ug_dev_round(ar, ug_c(ar, (double)acc + bias), UG_DT_FP32);
     return ug_mul(ar, sum, ug_c(ar, deq));
 }
@@ -84,12 +99,4 @@ ug_num ug_gpq_rope_at(ug_ar *ar, const double *x, const double *cs, const double
     return ug_dot_d(ar, a, 1, w, 1, 2);
 }
 
-int8_t *ug_gpq_weight_t(const ug_tensor *w, size_t H, size_t cols)
-{
-    size_t n = H * cols;
-    int8_t *t = malloc(n ? n : 1);
-    if (!t) return NULL;
-    for (size_t k = 0; k < H; k++)
-        for (size_t c = 0; c < cols; c++) t[c * H + k] = (int8_t)w->values[k * cols + c];
-    return t;
-}
+const int8_t *ug_gpq_weight_i8(const ug_tensor *w) { return w->dtype == UG_DT_INT8 ? w->data : NULL; }

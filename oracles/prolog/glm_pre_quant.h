@@ -13,11 +13,11 @@
  * the stage before (n, codes, mm, qk_norm), so these functions take plain doubles (the
  * exported values, or inputs) and return the exact next value as a ug_num; the caller
  * emits it. Use from another oracle: read the dims with ug_gpq_dims_read (its params carry
- * the same names), transpose W once with ug_gpq_weight_t, then per token
+ * the same names), take W's codes with ug_gpq_weight_i8, then per token
  *     den = ug_gpq_add_norm_den(ar, x_row, res_row, r, H, eps);
  *     n_i = ug_gpq_norm_at(ar, ug_add(ar, ug_c(ar, x_i), ug_c(ar, res_i)), den, g_i, b_i)
  *     code value = ug_gpq_code_value(ar, n_kernel_i, s_i, o_i)
- *     mm_c = ug_gpq_gemm_at(ar, codes_kernel, wt + c*H, H, bias_c, deq_c)
+ *     mm_c = ug_gpq_gemm_value(ar, ug_gpq_int_sum(codes_kernel, w8, H, cols, c), bias_c, deq_c)
  *     qk_norm from a head row of the kernel's mm with ug_gpq_norm_den / ug_gpq_norm_at (n = D)
  *     q/k dim i < R: ug_gpq_rope_at(ar, head_row_of_qk_norm, cos_t, sin_t, i, R)
  * Everything runs in every arithmetic of oracles/mp/arith.h; nothing branches on the mode. */
@@ -54,15 +54,18 @@ ug_num ug_gpq_norm_at(ug_ar *ar, ug_num v, ug_num den, double gamma, double beta
  * represents, so every correct device computes it exactly) and a non-finite value are
  * decided here: the value returned is the code itself (RNE to even; +-inf saturate, NaN 0). */
 ug_num ug_gpq_code_value(ug_ar *ar, double n, double s, double o);
-/* (sum_k codes[k]*wcol[k] + bias) * deq: the integer sum exact (an exact constant in every
- * arithmetic), one exact product. */
-ug_num ug_gpq_gemm_at(ug_ar *ar, const int8_t *codes, const int8_t *wcol, size_t H, double bias, double deq);
+/* sum_k codes[k]*W[k, c] over the int8 W [H, cols] (exact: |sum| < 2^30 for H < 2^16), for
+ * column c, or for every column into acc[0..cols) (one pass over W, row by row). */
+int32_t ug_gpq_int_sum(const int8_t *codes, const int8_t *w8, size_t H, size_t cols, size_t c);
+void ug_gpq_int_sums(const int8_t *codes, const int8_t *w8, size_t H, size_t cols, int32_t *acc);
+/* (acc + bias) * deq: the integer sum exact (an exact constant in every arithmetic), its
+ * conversion to fp32 a declared device rounding, one exact product. */
+ug_num ug_gpq_gemm_value(ug_ar *ar, int32_t acc, double bias, double deq);
 /* RoPE_half of dim i < R of a head row x (exact values), cos/sin rows of R/2 entries:
  * i < R/2: x_i*c_i - x_{i+R/2}*s_i; else x_i*c_{i-R/2} + x_{i-R/2}*s_{i-R/2}. */
 ug_num ug_gpq_rope_at(ug_ar *ar, const double *x, const double *cs, const double *sn, size_t i, size_t R);
 
-/* W [H, cols] int8 transposed into a malloc'd [cols][H] (each column a contiguous
- * reduction); NULL when out of memory. */
-int8_t *ug_gpq_weight_t(const ug_tensor *w, size_t H, size_t cols);
+/* The int8 codes of W [H, cols] as the case stores them (its data, read in place). */
+const int8_t *ug_gpq_weight_i8(const ug_tensor *w);
 
 #endif

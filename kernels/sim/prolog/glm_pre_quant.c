@@ -48,14 +48,24 @@ static void quantise(const float *n, const float *s, const float *o, size_t H, i
     }
 }
 
-/* mm[c] = bf16((sum code*W[:,c] + bias)*deq) (bug: bias added after the scale). */
-static float gemm_col(const ug_gpq_dev *m, const int8_t *code, size_t c, ug_gpq_bug bug)
+/* mm = bf16((code.W + bias)*deq) for every column (bug: bias added after the scale): the
+ * cube's int32 accumulators (exact, |acc| < 2^30 at the declared sizes) take one row of W
+ * per code, so W is read in its stored [H, cols] layout. */
+static void gemm_row(const ug_gpq_dev *m, const int8_t *code, float *mm, ug_gpq_bug bug)
 {
-    const int8_t *w = m->wt + c * m->H;
-    int32_t acc = 0; /* the cube's int32 accumulator: exact, |acc| < 2^30 at the declared sizes */
-    for (size_t k = 0; k < m->H; k++) acc += (int32_t)code[k] * w[k];
-    if (bug == UG_GPQ_BIAS_AFTER_DEQ) return ug_sim_round_bf16((float)acc * m->deq[c] + (float)m->qb[c]); /* bug */
-    return ug_sim_round_bf16((float)((int64_t)acc + m->qb[c]) * m->deq[c]); /* rounds: int -> fp32, fp32 product, bf16 */
+    size_t cols = m->cols;
+    int32_t *acc = m->acc;
+    memset(acc, 0, cols * sizeof *acc);
+    for (size_t k = 0; k < m->H; k++) {
+        const int8_t *w = m->w + k * cols;
+        int32_t a = code[k];
+        if (a)
+            for (size_t c = 0; c < cols; c++) acc[c] += a * w[c]; /* exact */
+    }
+    for (size_t c = 0; c < cols; c++)
+        mm[c] = bug == UG_GPQ_BIAS_AFTER_DEQ ? ug_sim_round_bf16((float)acc[c] * m->deq[c] + (float)m->qb[c]) /* bug */
+                                             : ug_sim_round_bf16((float)((int64_t)acc[c] + m->qb[c]) *
+                                                                 m->deq[c]); /* rounds: int -> fp32, fp32 product, bf16 */
 }
 
 /* RoPE_half on x[0, R) in place, bf16 (bug: the interleaved pairs). */
@@ -77,7 +87,7 @@ void ug_gpq_dev_token(const ug_gpq_dev *m, const float *x, const float *res, con
     for (size_t i = 0; i < H; i++) tk->r[i] = x[i] + res[i]; /* rounds: fp32 add */
     norm_bias(tk->r, H, m->nw, m->nb, m->eps, m->scratch, tk->n, bug);
     quantise(tk->n, m->sr, m->off, H, tk->code, bug);
-    for (size_t c = 0; c < m->cols; c++) tk->mm[c] = gemm_col(m, tk->code, c, bug);
+    gemm_row(m, tk->code, tk->mm, bug);
     for (size_t h = 0; h < heads; h++) {
         int kh = h >= m->Nq;
         norm_bias(tk->mm + h * D, D, m->hw[kh], bug == UG_GPQ_QK_NO_BIAS ? NULL : m->hb[kh], m->eps, m->scratch,
@@ -106,14 +116,11 @@ int ug_gpq_dev_load(ug_gpq_dev *m, const ulpgym_call *call)
         if (!(*dst[i] = load_vec(call, names[i], i < 4 ? m->H : m->D))) return -1;
     if (!(m->deq = load_vec(call, "deq_scale", m->cols))) return -1;
     const ulpgym_tensor *w = ug_sim_in(call, "qkv_weight", 2, NULL, 0), *qb = ug_sim_in(call, "quant_bias", 1, NULL, 0);
-    size_t wn = m->H * m->cols;
-    m->wt = malloc(wn ? wn : 1);
-    m->qb = malloc(m->cols * sizeof *m->qb);
+    m->acc = malloc((m->cols ? m->cols : 1) * sizeof *m->acc);
+    m->qb = malloc((m->cols ? m->cols : 1) * sizeof *m->qb);
     m->scratch = malloc((m->H > m->D ? m->H : m->D) * sizeof *m->scratch);
-    if (!w || !qb || !m->wt || !m->qb || !m->scratch) return -1;
-    const int8_t *wd = w->data;
-    for (size_t k = 0; k < m->H; k++) /* exact: int8 codes transposed */
-        for (size_t c = 0; c < m->cols; c++) m->wt[c * m->H + k] = wd[k * m->cols + c];
+    if (!w || !qb || !m->acc || !m->qb || !m->scratch) return -1;
+    m->w = w->data;                                   /* int8 [H, cols], read in place */
     memcpy(m->qb, qb->data, m->cols * sizeof *m->qb); /* exact: int32 */
     return 0;
 }
@@ -122,7 +129,7 @@ void ug_gpq_dev_free(ug_gpq_dev *m)
 {
     float *f[] = {m->nw, m->nb, m->sr, m->off, m->deq, m->hw[0], m->hw[1], m->hb[0], m->hb[1], m->scratch};
     for (int i = 0; i < 10; i++) free(f[i]);
-    free(m->qb), free(m->wt);
+    free(m->qb), free(m->acc);
 }
 
 int ug_gpq_tok_alloc(const ug_gpq_dev *m, ug_gpq_tok *tk)

@@ -13,7 +13,7 @@
  *   q/k heads: the same norm over D values with the head weight and bias, bf16; RoPE_half
  *   on dims [0, R) in fp32 (two products and a sub/add), bf16; dims [R, D) copied.
  * Use: fill a ug_gpq_dev once per call (ug_gpq_dev_load: per-channel vectors widened to
- * fp32, W transposed to [cols][H] int8), then ug_gpq_dev_token per token; free with
+ * fp32, W read in place), then ug_gpq_dev_token per token; free with
  * ug_gpq_dev_free. Every buffer of ug_gpq_tok holds the values the kernel exports. */
 #ifndef UG_SIM_GLM_PRE_QUANT_H
 #define UG_SIM_GLM_PRE_QUANT_H
@@ -37,8 +37,8 @@ typedef struct {
     size_t H, Nq, Nk, D, R, cols; /* cols = (Nq + 2 Nk)*D */
     float eps;
     float *nw, *nb, *sr, *off, *deq, *hw[2], *hb[2]; /* fp32 copies; hw/hb [0] q heads, [1] k heads */
-    int32_t *qb;
-    int8_t *wt;     /* W transposed, [cols][H] */
+    int32_t *qb, *acc; /* bias; the GEMM's int32 accumulators, one per column */
+    const int8_t *w;   /* W [H, cols] in the call's tensor */
     float *scratch; /* max(H, D) floats for the pre-scaled squares */
 } ug_gpq_dev;
 
