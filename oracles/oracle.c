@@ -157,6 +157,20 @@ long ug_selection_find(const ug_selection *sel, int o, size_t idx)
     return lo < sel->n[o] && sel->idx[o][lo] == idx ? (long)lo : -1;
 }
 
+void ug_selection_range(const ug_selection *sel, int o, size_t lo, size_t hi, size_t *b, size_t *e)
+{
+    *b = *e = 0;
+    if (o < 0 || o >= sel->n_out) return;
+    size_t l = 0, r = sel->n[o];
+    while (l < r) {
+        size_t m = (l + r) / 2;
+        if (sel->idx[o][m] < lo) l = m + 1;
+        else r = m;
+    }
+    *b = *e = l;
+    while (*e < sel->n[o] && sel->idx[o][*e] < hi) (*e)++;
+}
+
 static int copy_selection(const ug_selection *src, ug_selection *dst)
 {
     memset(dst, 0, sizeof *dst);

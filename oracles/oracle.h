@@ -52,6 +52,9 @@ int ug_selection_build(const ug_case *c, size_t sample, ug_selection *sel);
 void ug_selection_free(ug_selection *sel);
 /* Position of flat index idx in output o's selection, or -1. */
 long ug_selection_find(const ug_selection *sel, int o, size_t idx);
+/* Positions [*b, *e) in output o's selection of the elements with flat index in [lo, hi)
+ * (an empty range for an output the case does not judge, o < 0). */
+void ug_selection_range(const ug_selection *sel, int o, size_t lo, size_t hi, size_t *b, size_t *e);
 
 int ug_oracle_run(const ug_case *c, const ug_oracle_opts *o, ug_oracle_result *r, char *err, size_t errlen);
 /* Same, on a given selection (copied). */

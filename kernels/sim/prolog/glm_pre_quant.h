@@ -1,0 +1,66 @@
+/* glm_pre_quant.h — the device computation of glm_attention_pre_quant for one token, for
+ * every sim kernel that contains it (glm_attention_pre_quant; glm_attention_fusion, which
+ * then scatters k and v into its paged cache), with the planted bugs of its mutants.
+ *
+ * Device model (one token row on a vector core, the GEMM on the cube):
+ *   r = x + residual in fp32; input norm: sum of squares in 64 fp32 lanes (simlib), den =
+ *   sqrt(ss/H + eps) in fp32, n = bf16(r/den*gamma + beta); rows whose largest |r| is
+ *   above 2^32 are first scaled by a power of two (exact), so the fp32 squares never
+ *   overflow where the exact norm is finite;
+ *   codes: v = n*s + o in fp32 (the product exact), rint (RNE), saturated to int8;
+ *   GEMM: int8 x int8 into an exact integer accumulator, + int32 bias, converted to fp32,
+ *   times deq_scale in fp32, rounded to bf16;
+ *   q/k heads: the same norm over D values with the head weight and bias, bf16; RoPE_half
+ *   on dims [0, R) in fp32 (two products and a sub/add), bf16; dims [R, D) copied.
+ * Use: fill a ug_gpq_dev once per call (ug_gpq_dev_load: per-channel vectors widened to
+ * fp32, W read in place), then ug_gpq_dev_token per token; free with
+ * ug_gpq_dev_free. Every buffer of ug_gpq_tok holds the values the kernel exports. */
+#ifndef UG_SIM_GLM_PRE_QUANT_H
+#define UG_SIM_GLM_PRE_QUANT_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ulpgym/kernel_abi.h"
+
+/* Planted bugs (a kernel's mutants pass one; UG_GPQ_OK is the correct device). */
+typedef enum {
+    UG_GPQ_OK,
+    UG_GPQ_HALF_AWAY,       /* the quantiser rounds half away from zero (roundf) instead of rint */
+    UG_GPQ_WRAP,            /* the int8 cast wraps instead of saturating */
+    UG_GPQ_BIAS_AFTER_DEQ,  /* acc*deq + bias instead of (acc + bias)*deq */
+    UG_GPQ_ROPE_INTERLEAVE, /* RoPE pairs (2i, 2i+1) instead of (i, i + R/2) */
+    UG_GPQ_QK_NO_BIAS,      /* the q/k head norms leave out their bias */
+    UG_GPQ_SUMSQ_OVERFLOW   /* no pre-scaling: the fp32 sum of squares overflows for |v| > ~1.8e19 */
+} ug_gpq_bug;
+
+typedef struct {
+    size_t H, Nq, Nk, D, R, cols; /* cols = (Nq + 2 Nk)*D */
+    float eps;
+    float *nw, *nb, *sr, *off, *deq, *hw[2], *hb[2]; /* fp32 copies; hw/hb [0] q heads, [1] k heads */
+    int32_t *qb, *acc; /* bias; the GEMM's int32 accumulators, one per column */
+    const int8_t *w;   /* W [H, cols] in the call's tensor */
+    float *scratch; /* max(H, D) floats for the pre-scaled squares */
+} ug_gpq_dev;
+
+/* One token's values, each as the kernel exports it (bf16 or int8 values held in fp32/int8). */
+typedef struct {
+    float *r;     /* [H] fp32 x + residual (stored as bf16 residual_res) */
+    float *n;     /* [H] bf16 */
+    int8_t *code; /* [H] */
+    float *mm;    /* [cols] bf16: q | k | v */
+    float *qkn;   /* [(Nq+Nk) D] bf16 head norms */
+    float *qk;    /* [(Nq+Nk) D] bf16 after RoPE: q heads then k heads */
+} ug_gpq_tok;
+
+/* Loads the weights and vectors of the call's tensors (names of glm_attention_pre_quant's
+ * declaration) into m, whose H, Nq, Nk, D, R and eps the caller set. 0, or -1 (memory). */
+int ug_gpq_dev_load(ug_gpq_dev *m, const ulpgym_call *call);
+void ug_gpq_dev_free(ug_gpq_dev *m);
+/* Allocates the buffers of one token (free with ug_gpq_tok_free). 0 or -1. */
+int ug_gpq_tok_alloc(const ug_gpq_dev *m, ug_gpq_tok *tk);
+void ug_gpq_tok_free(ug_gpq_tok *tk);
+/* Every stage of one token: x, residual rows [H], cos/sin rows [R/2]. */
+void ug_gpq_dev_token(const ug_gpq_dev *m, const float *x, const float *res, const float *cs, const float *sn,
+                      ug_gpq_tok *tk, ug_gpq_bug bug);
+
+#endif
