@@ -1,14 +1,19 @@
-/* indexer_prolog_fp8.c — check, builder and exact oracle shared by
- * lightning_indexer_prolog_quant_fp8 and lightning_indexer_prolog_quant_mxfp8:
- *     q path:  v = Hadamard(RoPE_half(q[t,h]))                 (q: dequantised bf16 input)
+/* indexer_prolog_fp8.c — check, builder and exact oracle shared by the three lightning
+ * indexer prologs, lightning_indexer_prolog_quant (int8), _fp8 and _mxfp8; the quantiser is
+ * the op's format (ug_lip_format), everything else is one pipeline:
+ *     q path:  v = Hadamard(RoPE_half(q[t,h]))   fp8/MX: q is a dequantised bf16 input;
+ *              int8: q[t,h,i] = (q_norm[t].w_qb[:,h*D+i]) * q_norm_scale[t] * w_qb_scale[h*D+i]
+ *              (exact int32 dot, exact products)
  *     k path:  v = Hadamard(RoPE_half(LayerNorm(x[t].W_k; gamma, beta)))  -> cache[slot[t]]
  *              (params.k_norm = rmsnorm: RMSNorm(x[t].W_k; gamma) instead, beta unread)
- *     weights[t,h] = (x[t].W_proj[:,h]) / sqrt(H*D)
+ *     weights[t,h] = (x[t].W_proj[:,h]) / sqrt(H*D)   (int8: rounded once to fp16, as the
+ *              spec's output; overflow to +-inf is the spec's)
  *     Hadamard(v) = H_D v / sqrt(D) (Sylvester order), each v quantised per row (fp8:
- *     scale = amax/448) or per 32-block (MXFP8: scale = 2^(floor(log2 amax)-8), E8M0),
- *     codes = e4m3(v/scale), saturating.
- * The simplification: q enters already dequantised (bf16) instead of q_i8*W_qb_i8; RoPE,
- * Hadamard and the quantisation are kept. Everything before the quantisation is exact in
+ *     scale = amax/448; int8: scale = amax/127, exported as fp16) or per 32-block (MXFP8:
+ *     scale = 2^(floor(log2 amax)-8), E8M0), codes = e4m3(v/scale), saturating, or
+ *     int8 rne(v/scale).
+ * The fp8 ops' simplification: q enters already dequantised (bf16); the int8 op keeps the
+ * reference's q_norm.w_qb dequantisation. Everything before the quantisation is exact in
  * the oracle (Hadamard as the butterfly on exact numbers, LayerNorm exact). Codes follow
  * the staged rule of docs/OPERATORS.md: the kernel exports its scales, so each code's exact
  * pre-rounding value is v/scale_kernel (boundary-aware compare, budget 1 quantum, the
@@ -17,11 +22,16 @@
  * 2^-12 (relative) of the power of two separating it from the kernel's scale accepts the
  * kernel's scale: fp32 noise in amax may legally pick either binade there.
  * A kernel scale that is not positive and finite is replaced by the exact scale for its
- * codes (the scale compare reports it). A block holding a NaN or +-inf value has a NaN
- * scale and NaN codes (the ops' semantics text, UG_LIP8_SEMANTICS). */
+ * codes (the scale compare reports it); int8: an fp16 scale below the normal range
+ * (2^-14) too, since the kernel quantised with its fp32 scale and a subnormal fp16 scale
+ * has lost the precision the codes carry. A block holding a NaN or +-inf value has a NaN
+ * scale and NaN codes (int8: codes 0, int8 holds no NaN; the ops' semantics text).
+ * Per-token entry points (ug_lip_open / ug_lip_token / ug_lip_close, the header) let a
+ * fused op run this oracle over its own outputs, found by name. */
 #include "oracles/prolog/indexer_prolog_fp8.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,8 +40,7 @@
 
 #define MX_BLOCK 32
 #define MX_NEAR 0x1p-12
-
-enum { O_Q8, O_QS, O_KC, O_KS, O_W };
+#define FP16_MIN_NORMAL 0x1p-14
 
 /* The params the oracle and the builder use, read from the case's parsed params. */
 typedef struct {
@@ -50,8 +59,14 @@ static void read_params(const ug_case *c, lip_params *p)
                       !strcmp(ug_p_str(P, "k_norm"), "rmsnorm")};
 }
 
-/* The format is the op's identity: the MXFP8 op quantises in 32-blocks, the fp8 op per row. */
-static int is_mx(const ug_case *c) { return c->def->op == UG_OP_LIGHTNING_INDEXER_PROLOG_QUANT_MXFP8; }
+/* The format is the op's identity: the MXFP8 op quantises in 32-blocks, the fp8 and int8
+ * ops per row. */
+ug_lip_format ug_lip_format_of(ug_op op)
+{
+    return op == UG_OP_LIGHTNING_INDEXER_PROLOG_QUANT_MXFP8 ? UG_LIP_MX
+           : op == UG_OP_LIGHTNING_INDEXER_PROLOG_QUANT_FP8 ? UG_LIP_FP8
+                                                            : UG_LIP_INT8;
+}
 
 static int is_pow2(long v) { return v > 0 && (v & (v - 1)) == 0; }
 
@@ -228,17 +243,19 @@ static ug_num mx_scale(ug_ar *ar, ug_num amax, double kernel)
 }
 
 /* One quantised output: its codes, its scales and the view of the codes judged against the
- * oracle's own scale (judged output index, -1 when the selection has none). */
+ * oracle's own scale (judged output indices, -1 when the case judges none). */
 typedef struct {
     int codes, scales, view;
 } quant_outs;
+
+static int judged(const ug_selection *sel, int o) { return o >= 0 && o < sel->n_out; }
 
 /* Emits output o's selected codes among flat indices base + [lo, hi): v/s (NaN when s is
  * NaN, a block with a NaN or inf; 0 in an all-zero block). */
 static void codes_emit(ug_ar *ar, const ug_selection *sel, int o, size_t base, size_t lo, size_t hi,
                        const ug_num *v, int zero, ug_num s)
 {
-    if (o < 0 || o >= sel->n_out) return;
+    if (!judged(sel, o)) return;
     size_t b, e;
     sel_range(sel, o, base + lo, base + hi, &b, &e);
     for (; b < e; b++) {
@@ -253,7 +270,7 @@ static int row_wanted(const ug_selection *sel, const quant_outs *q, size_t row, 
     size_t b, e;
     const int os[3] = {q->codes, q->scales, q->view};
     for (int i = 0; i < 3; i++) {
-        if (os[i] < 0 || os[i] >= sel->n_out) continue;
+        if (!judged(sel, os[i])) continue;
         size_t w = os[i] == q->scales ? ns : d;
         sel_range(sel, os[i], row * w, (row + 1) * w, &b, &e);
         if (b < e) return 1;
@@ -261,67 +278,114 @@ static int row_wanted(const ug_selection *sel, const quant_outs *q, size_t row, 
     return 0;
 }
 
+/* The exact scale of a finite block: E8M0 (or the kernel's neighbour, mx_scale), amax/448
+ * (fp8) or amax/127 (int8). */
+static ug_num block_scale(ug_ar *ar, ug_lip_format fmt, ug_num amax, double kernel)
+{
+    if (fmt == UG_LIP_MX) return mx_scale(ar, amax, kernel);
+    return ug_div(ar, amax, ug_c(ar, fmt == UG_LIP_FP8 ? 448.0 : 127.0));
+}
+
+/* Whether the kernel's exported scale can stand for the scale its codes were made with:
+ * positive and finite; int8 also not an fp16 subnormal (the codes came from fp32 127/amax). */
+static int kernel_scale_usable(ug_lip_format fmt, double sk)
+{
+    return isfinite(sk) && (fmt == UG_LIP_INT8 ? sk >= FP16_MIN_NORMAL : sk > 0);
+}
+
 /* Emits the selected codes and scales of one quantised row v[0..d) (row index row). The
  * codes are judged twice: against v/scale_kernel (consistency: the staged rule) and, in the
  * view, against v/scale_oracle, the oracle's own scale rounded as the kernel must export it
- * (accuracy: a scale off by 1.8 % moves codes off by as much). */
-static void quant_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel, int mx, const ug_num *v,
+ * (fp8: fp32, MX: E8M0; int8: fp32, the scale its quantiser multiplies by before the fp16
+ * export) (accuracy: a scale off by 1.8 % moves codes off by as much). */
+static void quant_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel, ug_lip_format fmt, const ug_num *v,
                        size_t d, size_t row, const quant_outs *q)
 {
+    int mx = fmt == UG_LIP_MX, i8 = fmt == UG_LIP_INT8;
     size_t block = mx ? MX_BLOCK : d, ns = d / block, sb, se;
     for (size_t blk = 0; blk < ns; blk++) {
         size_t lo = blk * block, hi = lo + block, base = row * d;
         sel_range(sel, q->scales, row * ns + blk, row * ns + blk + 1, &sb, &se);
-        if (!block_finite(v + lo, block)) { /* the semantics: a NaN block */
+        if (!block_finite(v + lo, block)) { /* the semantics: a NaN block (int8 codes 0: no NaN code) */
+            ug_num code = ug_c(ar, i8 ? 0.0 : NAN);
             if (sb < se) ug_ar_emit(ar, q->scales, sb, ug_c(ar, NAN));
-            codes_emit(ar, sel, q->codes, base, lo, hi, v, 0, ug_c(ar, NAN));
-            codes_emit(ar, sel, q->view, base, lo, hi, v, 0, ug_c(ar, NAN));
+            codes_emit(ar, sel, q->codes, base, lo, hi, v, i8, code);
+            codes_emit(ar, sel, q->view, base, lo, hi, v, i8, code);
             continue;
         }
         ug_num amax = absmax(ar, v + lo, block);
         double sk = ug_tload(&c->out[q->scales], row * ns + blk); /* staged: the kernel's scale */
-        ug_num exact = mx ? mx_scale(ar, amax, sk) : ug_div(ar, amax, ug_c(ar, 448.0));
-        if (sb < se) ug_ar_emit(ar, q->scales, sb, exact);
+        ug_num exact = block_scale(ar, fmt, amax, sk);
+        if (sb < se) /* int8 rounds: the spec's fp16 scale (overflow to +inf is the spec's) */
+            ug_ar_emit(ar, q->scales, sb, i8 ? ug_round(ar, exact, UG_DT_FP16) : exact);
         int zero = ug_v(amax) == 0.0;
-        ug_num own = ug_round(ar, exact, mx ? UG_DT_E8M0 : UG_DT_FP32); /* rounds: the exported scale */
-        ug_num s = sk > 0 && isfinite(sk) ? ug_c(ar, sk) : mx ? own : exact;
+        ug_num own = ug_round(ar, exact, mx ? UG_DT_E8M0 : UG_DT_FP32); /* rounds: the quantiser's scale */
+        ug_num s = kernel_scale_usable(fmt, sk) ? ug_c(ar, sk) : mx ? own : exact;
         codes_emit(ar, sel, q->codes, base, lo, hi, v, zero, s);
         codes_emit(ar, sel, q->view, base, lo, hi, v, zero, own);
     }
 }
 
-typedef struct {
+struct ug_lip_ctx {
     lip_params p;
+    ug_lip_format fmt;
     const ug_tensor *q, *x, *wk, *gm, *bt, *wp, *slots, *hq, *hk; /* hq/hk NULL: butterfly */
+    const ug_tensor *qn, *qns, *wqb, *wqs;                        /* int8's q source, else NULL */
     rope_tables rt;
-    int mx;
     quant_outs qo, ko; /* q codes/scales/view, k cache codes/scales/view */
-} lip_ctx;
+    int wo;            /* weights */
+    ug_num *v;         /* a row and its scratch: 2d */
+    long *writer;      /* the token writing each cache slot, -1 for none */
+};
 
-static void q_rows(const lip_ctx *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, size_t t, ug_num *v)
+/* q[t,h,:] exact: the bf16 input (fp8, MX) or the int8 dequantisation
+ * (q_norm[t].w_qb[:,col]) * q_norm_scale[t] * w_qb_scale[col], col = h*D + i. */
+static void q_source(const ug_lip_ctx *k, ug_ar *ar, size_t t, size_t h, ug_num *v)
 {
-    size_t d = (size_t)k->p.d, H = (size_t)k->p.heads, ns = k->mx ? d / MX_BLOCK : 1;
+    size_t d = (size_t)k->p.d, hd = (size_t)k->p.heads * d, row = t * (size_t)k->p.heads + h;
+    if (!k->qn) {
+        for (size_t i = 0; i < d; i++) v[i] = ug_c(ar, ug_tload(k->q, row * d + i));
+        return;
+    }
+    size_t L = (size_t)k->qn->shape[1];
+    ug_num sq = ug_c(ar, ug_tload(k->qns, t));
+    const double *a = k->qn->values + t * L;
+    for (size_t i = 0; i < d; i++) {
+        size_t col = h * d + i;
+        const double *b = k->wqb->values + col;
+        int64_t dot = 0; /* exact: int8 products summed in int64, the same integer in every arithmetic */
+        for (size_t j = 0; j < L; j++) dot += (int64_t)a[j] * (int64_t)b[j * hd];
+        v[i] = ug_mul(ar, ug_mul(ar, ug_c(ar, (double)dot), sq), ug_c(ar, ug_tload(k->wqs, col)));
+    }
+}
+
+static void q_rows(const ug_lip_ctx *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, size_t t)
+{
+    size_t d = (size_t)k->p.d, H = (size_t)k->p.heads, ns = k->fmt == UG_LIP_MX ? d / MX_BLOCK : 1;
     for (size_t h = 0; h < H; h++) {
         size_t row = t * H + h;
         if (!row_wanted(sel, &k->qo, row, d, ns)) continue;
         size_t mark = ug_ar_mark(ar);
-        for (size_t i = 0; i < d; i++) v[i] = ug_c(ar, ug_tload(k->q, row * d + i));
-        rope_hadamard(ar, v, d, &k->rt, t, k->hq);
-        quant_emit(c, ar, sel, k->mx, v, d, row, &k->qo);
+        q_source(k, ar, t, h, k->v);
+        rope_hadamard(ar, k->v, d, &k->rt, t, k->hq);
+        quant_emit(c, ar, sel, k->fmt, k->v, d, row, &k->qo);
         ug_ar_release(ar, mark);
     }
 }
 
-static void weights_row(const lip_ctx *k, ug_ar *ar, const ug_selection *sel, size_t t)
+static void weights_row(const ug_lip_ctx *k, ug_ar *ar, const ug_selection *sel, size_t t)
 {
     size_t H = (size_t)k->p.heads, hid = (size_t)k->p.hidden, b, e;
-    sel_range(sel, O_W, t * H, (t + 1) * H, &b, &e);
+    int o = k->wo;
+    if (!judged(sel, o)) return;
+    sel_range(sel, o, t * H, (t + 1) * H, &b, &e);
     if (b == e) return;
     size_t mark = ug_ar_mark(ar);
     ug_num cst = ug_rsqrt(ar, ug_c(ar, (double)(H * (size_t)k->p.d)));
     for (; b < e; b++) {
-        size_t h = sel->idx[O_W][b] - t * H;
-        ug_ar_emit(ar, O_W, b, ug_mul(ar, ug_dot_d(ar, k->x->values + t * hid, 1, k->wp->values + h, H, hid), cst));
+        size_t h = sel->idx[o][b] - t * H;
+        ug_num w = ug_mul(ar, ug_dot_d(ar, k->x->values + t * hid, 1, k->wp->values + h, H, hid), cst);
+        ug_ar_emit(ar, o, b, k->fmt == UG_LIP_INT8 ? ug_round(ar, w, UG_DT_FP16) : w); /* int8 rounds: fp16 output */
     }
     ug_ar_release(ar, mark);
 }
@@ -329,10 +393,10 @@ static void weights_row(const lip_ctx *k, ug_ar *ar, const ug_selection *sel, si
 /* The k row of token t (written to slot): LayerNorm(x.W_k) (or RMSNorm with k_norm rmsnorm:
  * v*rstd*gamma with rstd from the mean of squares, the reference suite's k norm), RoPE,
  * Hadamard, quantised. */
-static void k_row(const lip_ctx *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, size_t t, size_t slot,
-                  ug_num *v, ug_num *sq)
+static void k_row(const ug_lip_ctx *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, size_t t, size_t slot)
 {
-    size_t d = (size_t)k->p.d, hid = (size_t)k->p.hidden, ns = k->mx ? d / MX_BLOCK : 1;
+    size_t d = (size_t)k->p.d, hid = (size_t)k->p.hidden, ns = k->fmt == UG_LIP_MX ? d / MX_BLOCK : 1;
+    ug_num *v = k->v, *sq = k->v + d; /* sq: the transform's scratch, free until then */
     if (!row_wanted(sel, &k->ko, slot, d, ns)) return;
     size_t mark = ug_ar_mark(ar);
     for (size_t i = 0; i < d; i++) v[i] = ug_dot_d(ar, k->x->values + t * hid, 1, k->wk->values + i, d, hid);
@@ -348,56 +412,102 @@ static void k_row(const lip_ctx *k, const ug_case *c, ug_ar *ar, const ug_select
         if (!k->p.rms) v[i] = ug_add(ar, v[i], ug_c(ar, ug_tload(k->bt, i)));
     }
     rope_hadamard(ar, v, d, &k->rt, t, k->hk);
-    quant_emit(c, ar, sel, k->mx, v, d, slot, &k->ko);
+    quant_emit(c, ar, sel, k->fmt, v, d, slot, &k->ko);
     ug_ar_release(ar, mark);
 }
 
-/* Cache slots no token writes: code 0, scale 0 (fp8) or 2^-127 (MX). */
-static void empty_slots(const lip_ctx *k, ug_ar *ar, const ug_selection *sel, const long *writer)
+/* Emits 0 for output o's selected elements in cache slots no token writes (w elements a slot). */
+static void empty_emit(ug_ar *ar, const ug_selection *sel, int o, size_t w, const long *writer, double value)
 {
-    size_t d = (size_t)k->p.d, ns = k->mx ? d / MX_BLOCK : 1;
-    for (size_t i = 0; i < sel->n[O_KC]; i++)
-        if (writer[sel->idx[O_KC][i] / d] < 0) ug_ar_emit(ar, O_KC, i, ug_c(ar, 0.0));
-    int kv = k->ko.view;
-    for (size_t i = 0; kv >= 0 && kv < sel->n_out && i < sel->n[kv]; i++)
-        if (writer[sel->idx[kv][i] / d] < 0) ug_ar_emit(ar, kv, i, ug_c(ar, 0.0));
-    for (size_t i = 0; i < sel->n[O_KS]; i++)
-        if (writer[sel->idx[O_KS][i] / ns] < 0)
-            ug_ar_emit(ar, O_KS, i, ug_c(ar, k->mx ? 0x1p-127 : 0.0));
+    for (size_t i = 0; judged(sel, o) && i < sel->n[o]; i++)
+        if (writer[sel->idx[o][i] / w] < 0) ug_ar_emit(ar, o, i, ug_c(ar, value));
+}
+
+/* Cache slots no token writes: code 0, scale 0 (fp8, int8) or 2^-127 (MX). */
+static void empty_slots(const ug_lip_ctx *k, ug_ar *ar, const ug_selection *sel)
+{
+    size_t d = (size_t)k->p.d, ns = k->fmt == UG_LIP_MX ? d / MX_BLOCK : 1;
+    empty_emit(ar, sel, k->ko.codes, d, k->writer, 0.0);
+    empty_emit(ar, sel, k->ko.view, d, k->writer, 0.0);
+    empty_emit(ar, sel, k->ko.scales, ns, k->writer, k->fmt == UG_LIP_MX ? 0x1p-127 : 0.0);
+}
+
+/* The output names of each format (the fp8 and MX ops share theirs). */
+static const ug_lip_names *own_names(ug_lip_format fmt)
+{
+    static const ug_lip_names f8 = {"q_fp8", "q_scale", "k_cache", "k_scale", "weights",
+                                    "q_fp8@oracle_scale", "k_cache@oracle_scale"};
+    static const ug_lip_names i8 = {"q_i8", "q_scale", "k_cache", "k_scale", "weights",
+                                    "q_i8@oracle_scale", "k_cache@oracle_scale"};
+    return fmt == UG_LIP_INT8 ? &i8 : &f8;
+}
+
+static void bind_inputs(ug_lip_ctx *k, const ug_case *c)
+{
+    k->x = ug_case_input(c, "x"), k->wk = ug_case_input(c, "w_k");
+    k->gm = ug_case_input(c, "ln_gamma"), k->bt = ug_case_input(c, "ln_beta"), k->wp = ug_case_input(c, "w_proj");
+    k->slots = ug_case_input(c, "slot_mapping");
+    k->rt = (rope_tables){ug_case_input(c, "cos"), ug_case_input(c, "sin"), (size_t)k->p.rope / 2,
+                          ug_p_is(&c->params, "tables", "given")};
+    k->hq = dense_hadamard(c, "hadamard_q"), k->hk = dense_hadamard(c, "hadamard_k");
+    if (k->fmt == UG_LIP_INT8) {
+        k->q = NULL;
+        k->qn = ug_case_input(c, "q_norm"), k->qns = ug_case_input(c, "q_norm_scale");
+        k->wqb = ug_case_input(c, "w_qb"), k->wqs = ug_case_input(c, "w_qb_scale");
+    } else {
+        k->q = ug_case_input(c, "q");
+        k->qn = k->qns = k->wqb = k->wqs = NULL;
+    }
+}
+
+ug_lip_ctx *ug_lip_open(const ug_case *c, ug_lip_format fmt, const ug_lip_names *names)
+{
+    ug_lip_ctx *k = calloc(1, sizeof *k);
+    if (!k) return NULL;
+    read_params(c, &k->p);
+    k->fmt = fmt;
+    if (!names) names = own_names(fmt);
+    bind_inputs(k, c);
+    k->qo = (quant_outs){ug_case_judged_find(c, names->q_codes), ug_case_judged_find(c, names->q_scale),
+                         ug_case_judged_find(c, names->q_view)};
+    k->ko = (quant_outs){ug_case_judged_find(c, names->k_cache), ug_case_judged_find(c, names->k_scale),
+                         ug_case_judged_find(c, names->k_view)};
+    k->wo = ug_case_judged_find(c, names->weights);
+    size_t d = (size_t)k->p.d, n_slots = (size_t)(k->p.blocks * k->p.block_size);
+    k->v = malloc(2 * d * sizeof *k->v);
+    k->writer = malloc(n_slots * sizeof *k->writer);
+    if (!k->v || !k->writer) {
+        ug_lip_close(k, NULL, NULL);
+        return NULL;
+    }
+    for (size_t s = 0; s < n_slots; s++) k->writer[s] = -1;
+    return k;
+}
+
+void ug_lip_token(ug_lip_ctx *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, size_t t)
+{
+    long slot = (long)ug_tload(k->slots, t);
+    if (slot >= 0) k->writer[slot] = (long)t;
+    q_rows(k, c, ar, sel, t);
+    weights_row(k, ar, sel, t);
+    if (slot >= 0) k_row(k, c, ar, sel, t, (size_t)slot);
+}
+
+void ug_lip_close(ug_lip_ctx *k, ug_ar *ar, const ug_selection *sel)
+{
+    if (!k) return;
+    if (ar && sel) empty_slots(k, ar, sel);
+    free(k->v);
+    free(k->writer);
+    free(k);
 }
 
 int ug_lip8_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
-    lip_ctx k;
-    read_params(c, &k.p);
-    k.mx = is_mx(c);
-    k.q = ug_case_input(c, "q"), k.x = ug_case_input(c, "x"), k.wk = ug_case_input(c, "w_k");
-    k.gm = ug_case_input(c, "ln_gamma"), k.bt = ug_case_input(c, "ln_beta"), k.wp = ug_case_input(c, "w_proj");
-    k.slots = ug_case_input(c, "slot_mapping");
-    k.rt = (rope_tables){ug_case_input(c, "cos"), ug_case_input(c, "sin"), (size_t)k.p.rope / 2,
-                         ug_p_is(&c->params, "tables", "given")};
-    k.hq = dense_hadamard(c, "hadamard_q"), k.hk = dense_hadamard(c, "hadamard_k");
-    k.qo = (quant_outs){O_Q8, O_QS, ug_case_judged_find(c, "q_fp8@oracle_scale")};
-    k.ko = (quant_outs){O_KC, O_KS, ug_case_judged_find(c, "k_cache@oracle_scale")};
-    size_t d = (size_t)k.p.d, n_slots = (size_t)(k.p.blocks * k.p.block_size);
-    ug_num *v = malloc(2 * d * sizeof *v);
-    long *writer = malloc(n_slots * sizeof *writer);
-    if (!v || !writer) {
-        free(v);
-        free(writer);
-        return -1;
-    }
-    for (size_t s = 0; s < n_slots; s++) writer[s] = -1;
-    for (size_t t = 0; t < (size_t)k.p.tokens; t++) {
-        long slot = (long)ug_tload(k.slots, t);
-        if (slot >= 0) writer[slot] = (long)t;
-        q_rows(&k, c, ar, sel, t, v);
-        weights_row(&k, ar, sel, t);
-        if (slot >= 0) k_row(&k, c, ar, sel, t, (size_t)slot, v, v + d);
-    }
-    empty_slots(&k, ar, sel, writer);
-    free(v);
-    free(writer);
+    ug_lip_ctx *k = ug_lip_open(c, ug_lip_format_of(c->def->op), NULL);
+    if (!k) return -1;
+    for (size_t t = 0; t < (size_t)k->p.tokens; t++) ug_lip_token(k, c, ar, sel, t);
+    ug_lip_close(k, ar, sel);
     return 0;
 }
 

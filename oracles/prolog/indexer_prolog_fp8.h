@@ -1,8 +1,9 @@
-/* indexer_prolog_fp8.h — declaration, builder, oracle and geometry shared by
- * lightning_indexer_prolog_quant_fp8 and lightning_indexer_prolog_quant_mxfp8 (the two
- * differ only in the quantisation format, which is the op's identity: the shared code
- * tells them apart by c->def->op). Output order: 0 q_fp8, 1 q_scale, 2 k_cache,
- * 3 k_scale, 4 weights. */
+/* indexer_prolog_fp8.h — check, builder, oracle and geometry shared by the lightning
+ * indexer prologs lightning_indexer_prolog_quant (int8), _fp8 and _mxfp8. They differ in
+ * the quantisation format, which is the op's identity (ug_lip_format_of(c->def->op)), and
+ * the int8 op computes q from q_norm.w_qb where the fp8 ops take a dequantised bf16 q.
+ * Outputs are found by name: q codes (q_fp8 / q_i8), q_scale, k_cache, k_scale, weights
+ * and the views <codes>@oracle_scale. */
 #ifndef UG_ORACLE_INDEXER_PROLOG_FP8_H
 #define UG_ORACLE_INDEXER_PROLOG_FP8_H
 #include "core/registry.h"
@@ -14,9 +15,29 @@ int ug_lip8_check(const ug_params *p, char *err, size_t errlen);
 /* Scratch for the case memory estimate (ug_op_def.scratch). */
 double ug_lip8_scratch(const ug_params *p);
 
+typedef enum { UG_LIP_FP8, UG_LIP_MX, UG_LIP_INT8 } ug_lip_format;
+ug_lip_format ug_lip_format_of(ug_op op);
+
 int ug_lip8_build(ug_case *c, char *err, size_t errlen);
 int ug_lip8_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel);
 void ug_lip8_geometry(const ug_case *c, int out, ug_geom *g);
+
+/* Per-token oracle for a fused op (mla_indexer_prolog_quant) that holds these outputs among
+ * its own: open with the format and the judged-output names (NULL: the op's own), call
+ * ug_lip_token for each token t in order (it emits the selected q rows, weights and the k
+ * row of t's slot), then ug_lip_close (it emits the unwritten cache slots and frees). The
+ * case must hold this pipeline's inputs under their names here (x, w_k, ln_gamma, ln_beta,
+ * w_proj, cos, sin, slot_mapping, hadamard_q/k when given; q, or int8's q_norm,
+ * q_norm_scale, w_qb, w_qb_scale) and its params (tokens, hidden, heads, d, rope, blocks,
+ * block_size, pad, pos, eps, rope_base, k_norm, tables, hadamard). A name the case does
+ * not judge is skipped. */
+typedef struct {
+    const char *q_codes, *q_scale, *k_cache, *k_scale, *weights, *q_view, *k_view;
+} ug_lip_names;
+typedef struct ug_lip_ctx ug_lip_ctx;
+ug_lip_ctx *ug_lip_open(const ug_case *c, ug_lip_format fmt, const ug_lip_names *names); /* NULL: no memory */
+void ug_lip_token(ug_lip_ctx *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, size_t t);
+void ug_lip_close(ug_lip_ctx *k, ug_ar *ar, const ug_selection *sel);
 
 /* The semantics text both ops state, with the format's scale rule spliced in. */
 #define UG_LIP8_SEMANTICS(SCALE)                                                                                       \

@@ -1,8 +1,10 @@
-/* indexer_prolog_fp8.c — sim kernel shared by lightning_indexer_prolog_quant_fp8 and
- * lightning_indexer_prolog_quant_mxfp8, and both variant tables.
+/* indexer_prolog_fp8.c — sim kernel shared by the lightning indexer prologs
+ * lightning_indexer_prolog_quant (int8), _fp8 and _mxfp8, and their variant tables.
  *
- * One pipeline, two quantisation formats, so the device model lives once:
- *   q path (per token, indexer head): the dequantised bf16 q row widened to fp32,
+ * One pipeline, three quantisation formats, so the device model lives once:
+ *   q path (per token, indexer head): the dequantised bf16 q row widened to fp32 (int8 op:
+ *     q = fp32(q_norm.w_qb) * q_norm_scale * w_qb_scale, the int8 dot accumulated exactly
+ *     in int32 over all H*D columns of the token, the cast and the two products in fp32),
  *     RoPE_half on the first R dims (fp32 products and sums), an in-place fp32
  *     Walsh-Hadamard butterfly, then times the fp32 constant 1/sqrt(D);
  *   k path (per token): x.W_k with fp32 accumulation in K tiles of 128, LayerNorm in fp32
@@ -11,7 +13,8 @@
  *     Hadamard, quantised and scattered to the paged cache at slot_mapping (slot -1 =
  *     padding, not written); cache slots no token writes hold code 0 and scale 0 (fp8) or
  *     2^-127 (MX);
- *   weights: x.W_proj in fp32 tiles times the fp32 constant 1/sqrt(H*D), stored bf16.
+ *   weights: x.W_proj in fp32 tiles times the fp32 constant 1/sqrt(H*D), stored bf16
+ *     (int8 op: fp16).
  * Given tables (params.tables given): cos/sin [T, R], the second half of the rotation
  * reading columns R/2..R-1. Given Hadamard (params.hadamard given): u = v.H with the dense
  * bf16 hadamard_q / hadamard_k widened to fp32, fp32 accumulation per K tile of 128 (the
@@ -19,27 +22,20 @@
  * Quantisation: fp8 one fp32 scale per row, scale = amax/448, code = e4m3(v/scale)
  * (RNE, saturating); MXFP8 blocks of 32 share scale 2^(floor(log2 amax)-8) (E8M0, exponent
  * clamped to [-127, 127]; an all-zero block gets 2^-127), code = e4m3(v/scale),
- * saturating to +-448 as the OCP MX spec prescribes. A block holding NaN or +-inf gets a
- * NaN scale and NaN codes (the op's semantics). */
+ * saturating to +-448 as the OCP MX spec prescribes; int8 one scale per row, the
+ * reference's form: r = 127/amax (fp32), code = rne(v*r) (fp32 product, saturating to
+ * int8), scale = 1/r in fp32 stored fp16; an all-zero row gets scale 0 and codes 0. A block
+ * holding NaN or +-inf gets a NaN scale and NaN codes (int8: codes 0; the op's semantics).
+ * Per-token entry points for a fused op: indexer_prolog_sim.h. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <stdint.h>
+
 #include "core/ops.h"
+#include "kernels/sim/prolog/indexer_prolog_sim.h"
 #include "kernels/sim/simlib.h"
-
-/* The format is the op's identity: each op's variant table binds its own. */
-typedef enum { LIP8_FP8, LIP8_MX } lip8_format;
-
-typedef enum {
-    LIP8_BUG_NONE,
-    LIP8_BUG_HADAMARD_UNNORMALISED, /* Hadamard without 1/sqrt(D) */
-    LIP8_BUG_MX_EXP_OFF_BY_ONE,     /* MX shared exponent floor(log2 amax) - 7 */
-    LIP8_BUG_NO_SATURATION,         /* e4m3 conversion overflows to NaN instead of saturating */
-    LIP8_BUG_PAD_SLOT_WRAPS,        /* slot -1 (padding) written to the cache's last slot */
-    LIP8_BUG_SCALE_440,             /* fp8 row scale amax/440 (1.8 % small); MX scales do not divide by 448 */
-    LIP8_BUG_HADAMARD_TRANSPOSED    /* a given dense Hadamard applied as H^T (invisible for the symmetric butterfly) */
-} lip8_bug;
 
 #define K_TILE 128
 #define MX_BLOCK 32
@@ -47,12 +43,32 @@ typedef enum {
 typedef struct {
     const ulpgym_tensor *q, *x, *wk, *gamma, *beta, *wproj, *cos, *sin, *slots;
     const ulpgym_tensor *q8, *qs, *kc, *ks, *wts, *hq, *hk; /* hq, hk: given Hadamard, else NULL */
-    size_t t, heads, d, hid, half, cs_w, n_slots; /* cs_w: a table row, half or 2 half (given) */
+    const ulpgym_tensor *qn, *qns, *wqb, *wqs;              /* int8's q source (q: NULL), else NULL */
+    size_t t, heads, d, hid, half, cs_w, n_slots, lora;     /* cs_w: a table row, half or 2 half (given) */
     float eps;
     int rms; /* params.k_norm == rmsnorm */
 } lip_io;
 
-static int open_io(const ulpgym_call *call, lip_io *io, char *err, size_t errlen)
+/* The tensors of each format: the fp8 ops take a dequantised q, the int8 op its int8 factors. */
+static int bind_io(const ulpgym_call *call, lip8_format fmt, lip_io *io, char *err, size_t errlen)
+{
+    /* q_scale and k_scale have one dim more under MX (a scale per 32-block) than under fp8 (one per row); each op
+     * declares its own rank, so binding by the call's op checks what one lookup for both formats had to leave open. */
+    const ulpgym_tensor **common[] = {&io->x,  &io->wk, &io->gamma, &io->beta, &io->wproj, &io->cos, &io->sin,
+                                      &io->slots, &io->qs, &io->kc, &io->ks, &io->wts, &io->hq, &io->hk};
+    const char *names = "x w_k ln_gamma ln_beta w_proj cos sin slot_mapping q_scale k_cache k_scale weights "
+                        "hadamard_q? hadamard_k?";
+    if (ug_sim_bind(call, names, common, err, errlen)) return -2;
+    io->q = io->qn = io->qns = io->wqb = io->wqs = NULL;
+    if (fmt == LIP8_INT8) {
+        const ulpgym_tensor **qsrc[] = {&io->qn, &io->qns, &io->wqb, &io->wqs, &io->q8};
+        return ug_sim_bind(call, "q_norm q_norm_scale w_qb w_qb_scale q_i8", qsrc, err, errlen) ? -2 : 0;
+    }
+    const ulpgym_tensor **qsrc[] = {&io->q, &io->q8};
+    return ug_sim_bind(call, "q q_fp8", qsrc, err, errlen) ? -2 : 0;
+}
+
+static int open_io(const ulpgym_call *call, lip8_format fmt, lip_io *io, char *err, size_t errlen)
 {
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
@@ -60,20 +76,12 @@ static int open_io(const ulpgym_call *call, lip_io *io, char *err, size_t errlen
     io->rms = !strcmp(ug_p_str(&p, "k_norm"), "rmsnorm");
     int given_tables = ug_p_is(&p, "tables", "given");
     ug_params_free(&p);
-    /* q_scale and k_scale have one dim more under MX (a scale per 32-block) than under fp8 (one per row); each op
-     * declares its own rank, so binding by the call's op checks what one lookup for both formats had to leave open. */
-    const ulpgym_tensor **slots[] = {&io->q,   &io->x,     &io->wk, &io->gamma, &io->beta, &io->wproj,
-                                     &io->cos, &io->sin,   &io->slots, &io->q8, &io->qs, &io->kc,
-                                     &io->ks,  &io->wts,   &io->hq,    &io->hk};
-    if (ug_sim_bind(call,
-                    "q x w_k ln_gamma ln_beta w_proj cos sin slot_mapping q_fp8 q_scale k_cache k_scale weights "
-                    "hadamard_q? hadamard_k?",
-                    slots, err, errlen))
-        return -2;
-    io->t = (size_t)io->q->shape[0];
-    io->heads = (size_t)io->q->shape[1];
-    io->d = (size_t)io->q->shape[2];
+    if (bind_io(call, fmt, io, err, errlen)) return -2;
+    io->t = (size_t)io->q8->shape[0];
+    io->heads = (size_t)io->q8->shape[1];
+    io->d = (size_t)io->q8->shape[2];
     io->hid = (size_t)io->x->shape[1];
+    io->lora = io->qn ? (size_t)io->qn->shape[1] : 0;
     io->cs_w = (size_t)io->cos->shape[1];
     io->half = given_tables ? io->cs_w / 2 : io->cs_w;
     io->n_slots = (size_t)(io->kc->shape[0] * io->kc->shape[1]);
@@ -127,10 +135,27 @@ static float to_e4m3_input(float x, lip8_bug bug)
     return x;
 }
 
-/* Quantises one row v[0..d) into codes (fp32 values before the e4m3 store) and scales. */
-static void quantise(const float *v, size_t d, lip8_format fmt, lip8_bug bug, float *codes, float *scales)
+/* The reference's int8 DynQuant of one finite row: r = 127/amax, codes rne(v*r), scale 1/r
+ * (fp32; the store rounds it to fp16). */
+static void quantise_int8(const float *v, size_t d, float amax, lip8_bug bug, float *codes, float *scale)
 {
-    size_t block = fmt == LIP8_FP8 ? d : MX_BLOCK;
+    if (amax == 0.0f) { /* an all-zero row: no division */
+        for (size_t i = 0; i < d; i++) codes[i] = 0.0f;
+        *scale = 0.0f;
+        return;
+    }
+    float r = (bug == LIP8_BUG_SCALE_128 ? 128.0f : 127.0f) / amax; /* rounds: fp32 (bug: 128) */
+    for (size_t i = 0; i < d; i++) {
+        float y = v[i] * r;                                                 /* rounds: fp32 */
+        y = bug == LIP8_BUG_TRUNC ? truncf(y) : nearbyintf(y);              /* rounds: RNE (bug: toward zero) */
+        codes[i] = y > 127.0f ? 127.0f : y < -128.0f ? -128.0f : y;         /* saturating int8 */
+    }
+    *scale = 1.0f / r; /* rounds: fp32, then fp16 at the store */
+}
+
+void lip_sim_quantise(const float *v, size_t d, lip8_format fmt, lip8_bug bug, float *codes, float *scales)
+{
+    size_t block = fmt == LIP8_MX ? MX_BLOCK : d;
     for (size_t b0 = 0; b0 < d; b0 += block) {
         float amax = 0.0f, scale;
         int finite = 1;
@@ -138,9 +163,13 @@ static void quantise(const float *v, size_t d, lip8_format fmt, lip8_bug bug, fl
             amax = fmaxf(amax, fabsf(v[i]));
             finite &= isfinite(v[i]) != 0;
         }
-        if (!finite) { /* the contract: a block holding NaN or inf has a NaN scale and NaN codes */
-            for (size_t i = b0; i < b0 + block; i++) codes[i] = NAN;
+        if (!finite) { /* the contract: a block holding NaN or inf has a NaN scale and NaN codes (int8: 0) */
+            for (size_t i = b0; i < b0 + block; i++) codes[i] = fmt == LIP8_INT8 ? 0.0f : NAN;
             scales[b0 / block] = NAN;
+            continue;
+        }
+        if (fmt == LIP8_INT8) {
+            quantise_int8(v + b0, block, amax, bug, codes + b0, &scales[b0 / block]);
             continue;
         }
         if (fmt == LIP8_FP8) {
@@ -171,14 +200,15 @@ static void tiled_gemv(const float *a, const float *b, size_t kk, size_t n, size
     }
 }
 
-static void layer_norm(float *v, size_t d, const float *g, const float *b, float eps)
+static void layer_norm(float *v, size_t d, const float *g, const float *b, float eps, lip8_bug bug)
 {
     float mean = 0.0f, var = 0.0f;
     for (size_t i = 0; i < d; i++) mean += v[i]; /* rounds: fp32 */
     mean /= (float)d;
     for (size_t i = 0; i < d; i++) var += (v[i] - mean) * (v[i] - mean); /* rounds: fp32 */
     float rstd = 1.0f / sqrtf(var / (float)d + eps);                     /* rounds: fp32 */
-    for (size_t i = 0; i < d; i++) v[i] = (v[i] - mean) * rstd * g[i] + b[i]; /* rounds: fp32 */
+    for (size_t i = 0; i < d; i++) /* rounds: fp32 (bug: beta left out) */
+        v[i] = bug == LIP8_BUG_LN_NO_BETA ? (v[i] - mean) * rstd * g[i] : (v[i] - mean) * rstd * g[i] + b[i];
 }
 
 /* k_norm rmsnorm (the reference suite's k norm): v*rstd*gamma, rstd from the mean of
@@ -193,11 +223,27 @@ static void rms_norm(float *v, size_t d, const float *g, float eps)
 
 typedef struct {
     float *wk, *wp, *x, *v, *codes, *scales, *cs, *sn, *g, *b, *tile, *zero, *hq, *hk, *u;
+    int8_t *wqb, *qn; /* int8: w_qb [L, H*D] and the token's q_norm row */
+    int32_t *acc;     /* int8: the token's exact q_norm.w_qb [H*D] */
+    float *qf;        /* int8: the token's dequantised q [H*D] */
 } lip_buf;
 
 static void buf_free(lip_buf *b)
 {
-    free(b->wk), free(b->wp), free(b->x), free(b->v), free(b->hq);
+    free(b->wk), free(b->wp), free(b->x), free(b->v), free(b->hq), free(b->wqb), free(b->acc), free(b->qf);
+}
+
+/* int8's q source buffers (none for the fp8 ops). */
+static int buf_alloc_int8(const lip_io *io, lip_buf *b)
+{
+    size_t hd = io->heads * io->d;
+    if (!io->qn) return 0;
+    b->wqb = malloc(io->lora * hd + io->lora + 1);
+    b->acc = malloc(hd * sizeof *b->acc);
+    b->qf = malloc(hd * sizeof *b->qf);
+    if (!b->wqb || !b->acc || !b->qf) return -1;
+    b->qn = b->wqb + io->lora * hd;
+    return 0;
 }
 
 static int buf_alloc(const lip_io *io, lip_buf *b)
@@ -209,7 +255,7 @@ static int buf_alloc(const lip_io *io, lip_buf *b)
     b->x = malloc((io->hid + 1) * sizeof(float));
     b->v = malloc((5 * d + 2 * n + 2 * io->cs_w + 2) * sizeof(float)); /* v and tile hold d or H values */
     b->hq = io->hq ? malloc((2 * d * d + d) * sizeof(float)) : NULL;    /* both dense transforms and u */
-    if (!b->wk || !b->wp || !b->x || !b->v || (io->hq && !b->hq)) {
+    if (!b->wk || !b->wp || !b->x || !b->v || (io->hq && !b->hq) || buf_alloc_int8(io, b)) {
         buf_free(b);
         return -1;
     }
@@ -231,64 +277,169 @@ static void load_dense(const ulpgym_tensor *h, size_t d, int transposed, float *
         }
 }
 
+/* n int8 values of t from offset off, through fp32 (exact both ways). */
+static void load_int8(const ulpgym_tensor *t, size_t off, size_t n, int8_t *dst, float *tmp, size_t tmp_n)
+{
+    for (size_t i0 = 0; i0 < n; i0 += tmp_n) {
+        size_t len = n - i0 < tmp_n ? n - i0 : tmp_n;
+        ug_sim_load(t, off + i0, len, tmp);
+        for (size_t i = 0; i < len; i++) dst[i0 + i] = (int8_t)tmp[i];
+    }
+}
+
+struct lip_sim {
+    lip_io io;
+    lip_buf b;
+    lip8_format fmt;
+    lip8_bug bug;
+    lip_rot rq, rk;
+    float cst; /* 1/sqrt(H*D), the weights' factor */
+};
+
 /* Writes slot s of the cache (codes and scales), s counted in [0, n_slots). */
 static void store_slot(const lip_io *io, lip8_format fmt, size_t s, const float *codes, const float *scales)
 {
-    size_t ns = fmt == LIP8_FP8 ? 1 : io->d / MX_BLOCK;
+    size_t ns = fmt == LIP8_MX ? io->d / MX_BLOCK : 1;
     ug_sim_store(io->kc, s * io->d, io->d, codes);
     ug_sim_store(io->ks, s * ns, ns, scales);
 }
 
+static void load_weights(lip_sim *s)
+{
+    lip_io *io = &s->io;
+    lip_buf *b = &s->b;
+    size_t d = io->d, H = io->heads;
+    ug_sim_load(io->wk, 0, io->hid * d, b->wk);
+    ug_sim_load(io->wproj, 0, io->hid * H, b->wp);
+    ug_sim_load(io->gamma, 0, d, b->g);
+    ug_sim_load(io->beta, 0, d, b->b);
+    if (io->wqb) load_int8(io->wqb, 0, io->lora * H * d, b->wqb, b->x, io->hid + 1 < 64 ? io->hid + 1 : 64);
+    if (io->hq) {
+        load_dense(io->hq, d, s->bug == LIP8_BUG_HADAMARD_TRANSPOSED, b->hq);
+        load_dense(io->hk, d, s->bug == LIP8_BUG_HADAMARD_TRANSPOSED, b->hk);
+    }
+}
+
+lip_sim *lip_sim_open(const ulpgym_call *call, lip8_format fmt, lip8_bug bug, char *err, size_t errlen, int *status)
+{
+    lip_sim *s = calloc(1, sizeof *s);
+    *status = -1;
+    if (!s) return NULL;
+    s->fmt = fmt, s->bug = bug;
+    if (open_io(call, fmt, &s->io, err, errlen)) {
+        free(s);
+        *status = -2;
+        return NULL;
+    }
+    if (buf_alloc(&s->io, &s->b)) {
+        free(s);
+        return NULL;
+    }
+    lip_io *io = &s->io;
+    lip_buf *b = &s->b;
+    size_t d = io->d, ns = fmt == LIP8_MX ? d / MX_BLOCK : 1;
+    load_weights(s);
+    size_t hi = io->cs_w == io->half ? 0 : io->half; /* the second half's table column */
+    s->rq = (lip_rot){b->cs, b->sn, b->cs + hi, b->sn + hi, io->half, b->hq, b->u, b->tile}, s->rk = s->rq;
+    s->rk.h = io->hk ? b->hk : NULL;
+    for (size_t i = 0; i < d; i++) b->zero[i] = 0.0f;
+    float empty_scale = fmt == LIP8_MX ? ldexpf(1.0f, -127) : 0.0f;
+    for (size_t i = 0; i < ns; i++) b->scales[i] = empty_scale;
+    for (size_t i = 0; i < io->n_slots; i++) store_slot(io, fmt, i, b->zero, b->scales); /* the empty cache */
+    /* rounds: fp32 constant (bug: 1/sqrt(D), the heads' factor left out) */
+    s->cst = 1.0f / sqrtf((float)((bug == LIP8_BUG_WEIGHTS_NO_HEADS ? 1 : io->heads) * d));
+    return s;
+}
+
+size_t lip_sim_tokens(const lip_sim *s) { return s->io.t; }
+
+/* int8: the token's q for all heads, fp32(q_norm.w_qb) * q_norm_scale * w_qb_scale into b->qf. */
+static void dequant_q(lip_sim *s, size_t t)
+{
+    lip_io *io = &s->io;
+    lip_buf *b = &s->b;
+    size_t hd = io->heads * io->d, L = io->lora;
+    float sq, sw;
+    load_int8(io->qn, t * L, L, b->qn, b->tile, io->d);
+    for (size_t j = 0; j < hd; j++) b->acc[j] = 0;
+    for (size_t k = 0; k < L; k++) {
+        int32_t a = b->qn[k];
+        const int8_t *w = b->wqb + k * hd;
+        for (size_t j = 0; j < hd; j++) b->acc[j] += a * w[j]; /* exact: |sum| <= L*2^14 */
+    }
+    ug_sim_load(io->qns, t, 1, &sq);
+    for (size_t j = 0; j < hd; j++) {
+        ug_sim_load(io->wqs, j, 1, &sw);
+        b->qf[j] = (float)b->acc[j] * sq * sw; /* rounds: fp32 cast (exact below 2^24) and products */
+    }
+}
+
+static void q_path(lip_sim *s, size_t t)
+{
+    lip_io *io = &s->io;
+    lip_buf *b = &s->b;
+    size_t d = io->d, H = io->heads, ns = s->fmt == LIP8_MX ? d / MX_BLOCK : 1;
+    if (io->qn) dequant_q(s, t);
+    for (size_t h = 0; h < H; h++) {
+        if (io->qn) memcpy(b->v, b->qf + h * d, d * sizeof *b->v);
+        else ug_sim_load(io->q, (t * H + h) * d, d, b->v);
+        rope_hadamard(b->v, d, &s->rq, s->bug);
+        lip_sim_quantise(b->v, d, s->fmt, s->bug, b->codes, b->scales);
+        ug_sim_store(io->q8, (t * H + h) * d, d, b->codes);
+        ug_sim_store(io->qs, (t * H + h) * ns, ns, b->scales);
+    }
+}
+
+/* The cache slot token t writes (its slot_mapping entry; -1: none), with the planted slot bugs. */
+static long k_slot(const lip_sim *s, size_t t)
+{
+    float slot;
+    ug_sim_load(s->io.slots, t, 1, &slot);
+    if (slot < 0) return s->bug == LIP8_BUG_PAD_SLOT_WRAPS ? (long)s->io.n_slots - 1 : -1; /* bug: cache[-1] */
+    if (s->bug == LIP8_BUG_SLOT_OFF_BY_ONE) return ((long)slot + 1) % (long)s->io.n_slots; /* bug: one past */
+    return (long)slot;
+}
+
+void lip_sim_token(lip_sim *s, size_t t)
+{
+    lip_io *io = &s->io;
+    lip_buf *b = &s->b;
+    size_t d = io->d, H = io->heads, w = io->cs_w;
+    ug_sim_load(io->cos, t * w, w, b->cs);
+    ug_sim_load(io->sin, t * w, w, b->sn);
+    q_path(s, t);
+    ug_sim_load(io->x, t * io->hid, io->hid, b->x);
+    tiled_gemv(b->x, b->wp, io->hid, H, H, b->v, b->tile); /* weights */
+    for (size_t h = 0; h < H; h++) b->v[h] *= s->cst;      /* rounds: fp32 */
+    ug_sim_store(io->wts, t * H, H, b->v);
+    long slot = k_slot(s, t);
+    if (slot < 0) return;                                  /* padding token: no cache write */
+    tiled_gemv(b->x, b->wk, io->hid, d, d, b->v, b->tile); /* k path */
+    if (io->rms) rms_norm(b->v, d, b->g, io->eps);
+    else layer_norm(b->v, d, b->g, b->b, io->eps, s->bug);
+    rope_hadamard(b->v, d, &s->rk, s->bug);
+    lip_sim_quantise(b->v, d, s->fmt, s->bug, b->codes, b->scales);
+    store_slot(io, s->fmt, (size_t)slot, b->codes, b->scales);
+}
+
+void lip_sim_close(lip_sim *s)
+{
+    if (!s) return;
+    buf_free(&s->b);
+    free(s);
+}
+
 static int lip8_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
-    /* the format is the op's identity: one kernel serves both ops */
-    lip8_format fmt = strcmp(call->op, "lightning_indexer_prolog_quant_mxfp8") == 0 ? LIP8_MX : LIP8_FP8;
-    lip_io io;
-    lip_buf b;
-    if (open_io(call, &io, err, errlen)) return -2;
-    if (buf_alloc(&io, &b)) return -1;
-    size_t d = io.d, H = io.heads, ns = fmt == LIP8_FP8 ? 1 : d / MX_BLOCK;
-    ug_sim_load(io.wk, 0, io.hid * d, b.wk);
-    ug_sim_load(io.wproj, 0, io.hid * H, b.wp);
-    ug_sim_load(io.gamma, 0, d, b.g);
-    ug_sim_load(io.beta, 0, d, b.b);
-    if (io.hq) {
-        load_dense(io.hq, d, bug == LIP8_BUG_HADAMARD_TRANSPOSED, b.hq);
-        load_dense(io.hk, d, bug == LIP8_BUG_HADAMARD_TRANSPOSED, b.hk);
-    }
-    size_t w = io.cs_w, hi = w == io.half ? 0 : io.half; /* the second half's table column */
-    lip_rot rq = {b.cs, b.sn, b.cs + hi, b.sn + hi, io.half, b.hq, b.u, b.tile}, rk = rq;
-    rk.h = io.hk ? b.hk : NULL;
-    for (size_t i = 0; i < d; i++) b.zero[i] = 0.0f;
-    float empty_scale = fmt == LIP8_FP8 ? 0.0f : ldexpf(1.0f, -127);
-    for (size_t i = 0; i < ns; i++) b.scales[i] = empty_scale;
-    for (size_t s = 0; s < io.n_slots; s++) store_slot(&io, fmt, s, b.zero, b.scales); /* the empty cache */
-    float slot, cst = 1.0f / sqrtf((float)(H * d)); /* rounds: fp32 constant */
-    for (size_t t = 0; t < io.t; t++) {
-        ug_sim_load(io.cos, t * w, w, b.cs);
-        ug_sim_load(io.sin, t * w, w, b.sn);
-        for (size_t h = 0; h < H; h++) { /* q path */
-            ug_sim_load(io.q, (t * H + h) * d, d, b.v);
-            rope_hadamard(b.v, d, &rq, bug);
-            quantise(b.v, d, fmt, bug, b.codes, b.scales);
-            ug_sim_store(io.q8, (t * H + h) * d, d, b.codes);
-            ug_sim_store(io.qs, (t * H + h) * ns, ns, b.scales);
-        }
-        ug_sim_load(io.x, t * io.hid, io.hid, b.x);
-        tiled_gemv(b.x, b.wp, io.hid, H, H, b.v, b.tile); /* weights */
-        for (size_t h = 0; h < H; h++) b.v[h] *= cst;      /* rounds: fp32 */
-        ug_sim_store(io.wts, t * H, H, b.v);
-        ug_sim_load(io.slots, t, 1, &slot);
-        if (slot < 0 && bug != LIP8_BUG_PAD_SLOT_WRAPS) continue; /* padding token: no cache write */
-        size_t s = slot < 0 ? io.n_slots - 1 : (size_t)slot;       /* bug: cache[-1] */
-        tiled_gemv(b.x, b.wk, io.hid, d, d, b.v, b.tile);           /* k path */
-        if (io.rms) rms_norm(b.v, d, b.g, io.eps);
-        else layer_norm(b.v, d, b.g, b.b, io.eps);
-        rope_hadamard(b.v, d, &rk, bug);
-        quantise(b.v, d, fmt, bug, b.codes, b.scales);
-        store_slot(&io, fmt, s, b.codes, b.scales);
-    }
-    buf_free(&b);
+    /* the format is the op's identity: one kernel serves the three ops */
+    lip8_format fmt = !strcmp(call->op, "lightning_indexer_prolog_quant_mxfp8") ? LIP8_MX
+                      : !strcmp(call->op, "lightning_indexer_prolog_quant_fp8") ? LIP8_FP8
+                                                                                : LIP8_INT8;
+    int status;
+    lip_sim *s = lip_sim_open(call, fmt, (lip8_bug)bug, err, errlen, &status);
+    if (!s) return status;
+    for (size_t t = 0; t < lip_sim_tokens(s); t++) lip_sim_token(s, t);
+    lip_sim_close(s);
     return 0;
 }
 
@@ -318,6 +469,28 @@ const ug_kernel_variant ug_variants_lightning_indexer_prolog_quant_mxfp8[] = {
      LIP8_BUG_NO_SATURATION},
     {"mut_hadamard_transposed", "a given dense Hadamard applied as H^T (v.H^T; the symmetric butterfly cannot tell)",
      lip8_kernel, 0, LIP8_BUG_HADAMARD_TRANSPOSED},
+    {"mut_pad_slot_wraps", "a padding token's slot -1 indexes the cache from the end and overwrites its last slot",
+     lip8_kernel, 0, LIP8_BUG_PAD_SLOT_WRAPS},
+    {NULL, NULL, NULL},
+};
+
+/* The int8 op (the reference suite's lightning_indexer_prolog_quant): one fp16 scale per row. */
+const ug_kernel_variant ug_variants_lightning_indexer_prolog_quant[] = {
+    {"sim", "int32 q_norm.w_qb dequantised in fp32, fp32 RoPE + butterfly Hadamard, fp32 LayerNorm, per-row int8 "
+            "codes rne(v*127/amax), fp16 scale",
+     lip8_kernel, 0, LIP8_BUG_NONE},
+    {"mut_scale_128", "row scale amax/128 (r = 128/amax, codes saturate at 127): scales 0.8 % small", lip8_kernel, 0,
+     LIP8_BUG_SCALE_128},
+    {"mut_trunc", "codes truncated toward zero instead of rounded to nearest even (a cast without rint)", lip8_kernel,
+     0, LIP8_BUG_TRUNC},
+    {"mut_hadamard_unnormalised", "Hadamard without the 1/sqrt(D) normalisation (scales come out sqrt(D) too large)",
+     lip8_kernel, 0, LIP8_BUG_HADAMARD_UNNORMALISED},
+    {"mut_ln_no_beta", "LayerNorm of k without its beta (only k_norm layernorm with a nonzero beta shows it)",
+     lip8_kernel, 0, LIP8_BUG_LN_NO_BETA},
+    {"mut_weights_no_heads", "weights scaled by 1/sqrt(D) only, the n^-1/2 factor left out (invisible at one head)",
+     lip8_kernel, 0, LIP8_BUG_WEIGHTS_NO_HEADS},
+    {"mut_slot_off_by_one", "the k row written one slot past slot_mapping's, wrapping at the cache end", lip8_kernel,
+     0, LIP8_BUG_SLOT_OFF_BY_ONE},
     {"mut_pad_slot_wraps", "a padding token's slot -1 indexes the cache from the end and overwrites its last slot",
      lip8_kernel, 0, LIP8_BUG_PAD_SLOT_WRAPS},
     {NULL, NULL, NULL},

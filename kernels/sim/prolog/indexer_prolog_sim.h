@@ -1,0 +1,43 @@
+/* indexer_prolog_sim.h — the lightning indexer prologs' sim kernel (indexer_prolog_fp8.c)
+ * as per-token entry points, so that a fused op (mla_indexer_prolog_quant) runs the same
+ * device model over its own call: the formats, the planted bugs, and open / token / close.
+ * The call must hold the tensors under the names the three ops declare (x, w_k, ln_gamma,
+ * ln_beta, w_proj, cos, sin, slot_mapping, q_scale, k_cache, k_scale, weights, hadamard_q/k
+ * when given; fp8/MX: q and q_fp8; int8: q_norm, q_norm_scale, w_qb, w_qb_scale and q_i8)
+ * and the params of lightning_indexer_prolog_quant_fp8's declaration. */
+#ifndef UG_SIM_INDEXER_PROLOG_H
+#define UG_SIM_INDEXER_PROLOG_H
+#include <stddef.h>
+
+#include "ulpgym/kernel_abi.h"
+
+/* The quantisation format: each op's variant table binds its own (by call->op). */
+typedef enum { LIP8_FP8, LIP8_MX, LIP8_INT8 } lip8_format;
+
+typedef enum {
+    LIP8_BUG_NONE,
+    LIP8_BUG_HADAMARD_UNNORMALISED, /* Hadamard without 1/sqrt(D) */
+    LIP8_BUG_MX_EXP_OFF_BY_ONE,     /* MX shared exponent floor(log2 amax) - 7 */
+    LIP8_BUG_NO_SATURATION,         /* e4m3 conversion overflows to NaN instead of saturating */
+    LIP8_BUG_PAD_SLOT_WRAPS,        /* slot -1 (padding) written to the cache's last slot */
+    LIP8_BUG_SCALE_440,             /* fp8 row scale amax/440 (1.8 % small); MX scales do not divide by 448 */
+    LIP8_BUG_HADAMARD_TRANSPOSED,   /* a given dense Hadamard applied as H^T (invisible for the symmetric butterfly) */
+    LIP8_BUG_SCALE_128,             /* int8 scale amax/128 (r = 128/amax: a code range taken as 256/2) */
+    LIP8_BUG_TRUNC,                 /* int8 codes truncated toward zero instead of RNE */
+    LIP8_BUG_LN_NO_BETA,            /* LayerNorm of k without its beta */
+    LIP8_BUG_WEIGHTS_NO_HEADS,      /* weights scaled by 1/sqrt(D) only, the n^-1/2 factor left out */
+    LIP8_BUG_SLOT_OFF_BY_ONE        /* k row written one slot past slot_mapping's (wrapping at the cache end) */
+} lip8_bug;
+
+typedef struct lip_sim lip_sim;
+/* Binds the call's tensors and params, loads the weights, writes the empty cache (codes 0,
+ * scale 0 or MX 2^-127). NULL with *status -2 (bad call, err set) or -1 (no memory). */
+lip_sim *lip_sim_open(const ulpgym_call *call, lip8_format fmt, lip8_bug bug, char *err, size_t errlen, int *status);
+size_t lip_sim_tokens(const lip_sim *s);
+/* Token t: its q rows, weights, and k row into its cache slot (none for slot -1). */
+void lip_sim_token(lip_sim *s, size_t t);
+void lip_sim_close(lip_sim *s);
+/* One row's quantisation (d values; fp8/int8 one scale, MX d/32): codes as fp32 values
+ * before the store, scales likewise. */
+void lip_sim_quantise(const float *v, size_t d, lip8_format fmt, lip8_bug bug, float *codes, float *scales);
+#endif

@@ -1,0 +1,27 @@
+/* lightning_indexer_prolog_quant.c — the definition of lightning_indexer_prolog_quant, the
+ * DeepSeek-V3.2 lightning indexer prolog with int8 DynQuant (scale amax/127 exported in
+ * fp16), the int8 sibling of _fp8 and _mxfp8: check, builder, oracle and geometry are
+ * theirs (indexer_prolog_fp8.c, where the math and the staged rule are described); the
+ * int8 format adds the q dequantisation q_norm.w_qb * scales, the fp16 scales and the fp16
+ * weights. Facts from hicann/pypto-gym tests/ops/deepseek_v32_exp/
+ * test_lightning_indexer_prolog_quant.py: LayerNorm with gamma/beta and eps 1e-6, given
+ * cos/sin [T, 64] with independent halves, given dense bf16 Hadamard matrices, DynQuant
+ * r = 127/amax, codes rint(v*r), scale 1/r as fp16, weights (x.W_proj)*n^-1/2*d^-1/2 as
+ * fp16, the k cache [blocks, block_size, 1, D] scattered at a cache index. Its rules: codes
+ * atol 1 on every element, scales and weights atol 2.5e-5 (q_scale budget 0.005).
+ * Primary standard pypto: codes boundary-aware within 1 quantum (views 1/16 quantum),
+ * scales within one fp16 ulp, weights at the silent default 1e-3 / 1e-3. */
+#include "oracles/prolog/indexer_prolog_fp8.h"
+#include "oracles/verdict.h"
+
+/* The shared scratch plus the sim kernel's int8 copy of w_qb, the q_norm row and the
+ * token's int32 dot and dequantised q. */
+static double lipq_scratch(const ug_params *P)
+{
+    double lora = (double)ug_p_int(P, "q_lora"), hd = (double)ug_p_int(P, "heads") * (double)ug_p_int(P, "d");
+    return ug_lip8_scratch(P) + lora * hd + lora + 8 * hd;
+}
+
+const ug_op_def ug_opdef_lightning_indexer_prolog_quant = {
+    .op = UG_OP_LIGHTNING_INDEXER_PROLOG_QUANT, .decl.check = ug_lip8_check, .build = ug_lip8_build,
+    .oracle = ug_lip8_oracle, .geometry = ug_lip8_geometry, .scratch = lipq_scratch};
