@@ -5,6 +5,8 @@
 
 #include "db/internal.h"
 
+#include <stdio.h>
+
 static const char *text(sqlite3_stmt *st, int i) { return (const char *)sqlite3_column_text(st, i); }
 static const char *text0(sqlite3_stmt *st, int i)
 {
@@ -96,7 +98,7 @@ int ug_db_report_cases(ug_db *db, long run_id, int (*cb)(const ug_db_case_row *r
     sqlite3_stmt *st;
     if (prepare_run(db,
                     "SELECT c.op_group, c.op, c.dtype, r.case_id, r.verdict, coalesce(r.message, ''),"
-                    " coalesce(r.kernel_ms, 0) + coalesce(r.oracle_ms, 0), r.primary_standard"
+                    " coalesce(r.kernel_ms, 0) + coalesce(r.oracle_ms, 0), r.primary_standard, c.spec_json"
                     " FROM results r JOIN cases c ON c.case_id = r.case_id WHERE r.run_id = ?"
                     " ORDER BY c.op_group, c.op, r.case_id",
                     run_id, &st, err, errlen))
@@ -104,8 +106,38 @@ int ug_db_report_cases(ug_db *db, long run_id, int (*cb)(const ug_db_case_row *r
     int rc = 0;
     while (!rc && sqlite3_step(st) == SQLITE_ROW) {
         ug_db_case_row row = {text(st, 0), text(st, 1), text(st, 2), text(st, 3), text(st, 4), text(st, 5),
-                              sqlite3_column_double(st, 6), text(st, 7)};
+                              sqlite3_column_double(st, 6), text(st, 7), text0(st, 8)};
         rc = cb(&row, ctx);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int ug_db_report_case_figures(ug_db *db, long run_id, const char *case_id, const char *standard,
+                              int (*cb)(const ug_db_output_figures *f, void *ctx), void *ctx, char *thresholds,
+                              size_t tlen, char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    thresholds[0] = 0;
+    if (prepare_run(db, "SELECT thresholds FROM verdicts WHERE run_id = ?1 AND case_id = ?2 AND standard = ?3", run_id,
+                    &st, err, errlen))
+        return -1;
+    sqlite3_bind_text(st, 2, case_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 3, standard, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(st) == SQLITE_ROW) snprintf(thresholds, tlen, "%s", text0(st, 0));
+    sqlite3_finalize(st);
+    if (prepare_run(db,
+                    "SELECT output, n_checked, n_total, nonfinite_mismatch, coalesce(max_abs, 0), coalesce(max_rel, 0),"
+                    " coalesce(max_ulp, 0) FROM metrics WHERE run_id = ?1 AND case_id = ?2 ORDER BY rowid",
+                    run_id, &st, err, errlen))
+        return -1;
+    sqlite3_bind_text(st, 2, case_id, -1, SQLITE_TRANSIENT);
+    int rc = 0;
+    while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+        ug_db_output_figures f = {text0(st, 0), (long)sqlite3_column_int64(st, 1), (long)sqlite3_column_int64(st, 2),
+                                  (long)sqlite3_column_int64(st, 3), sqlite3_column_double(st, 4),
+                                  sqlite3_column_double(st, 5), sqlite3_column_double(st, 6)};
+        rc = cb(&f, ctx);
     }
     sqlite3_finalize(st);
     return rc;

@@ -55,10 +55,25 @@ typedef struct {
     const char *message;          /* "" when none */
     double ms;                    /* kernel + oracle milliseconds */
     const char *primary_standard;
+    const char *spec_json;        /* the case's canonical spec */
 } ug_db_case_row;
 
 /* Every result of run_id by group, op and case ID. */
 int ug_db_report_cases(ug_db *db, long run_id, int (*cb)(const ug_db_case_row *row, void *ctx), void *ctx, char *err,
                        size_t errlen);
+
+/* One judged output of a case in a run: what was checked and the worst errors (has = 0:
+ * no metric stored, e.g. a crash). */
+typedef struct {
+    const char *output;
+    long n_checked, n_total, nonfinite_mismatch;
+    double max_abs, max_rel, max_ulp;
+} ug_db_output_figures;
+
+/* The figures of case_id in run_id, one callback per output, and into thresholds (up to
+ * tlen bytes) the JSON of thresholds `standard` applied ("" when it has no verdict). */
+int ug_db_report_case_figures(ug_db *db, long run_id, const char *case_id, const char *standard,
+                              int (*cb)(const ug_db_output_figures *f, void *ctx), void *ctx, char *thresholds,
+                              size_t tlen, char *err, size_t errlen);
 
 #endif

@@ -68,8 +68,8 @@ void ug_report_write_md(const ug_report *r, FILE *f)
             char ulp[32];
             if (x->has_max_ulp) snprintf(ulp, sizeof ulp, "%.3g", x->max_ulp);
             else snprintf(ulp, sizeof ulp, "—");
-            fprintf(f, "| %s | %s | %s | %s | %s | `ulpgym triage %s` |\n", x->case_id, ug_op_name(x->op), x->dtype,
-                    x->verdict, ulp, x->case_id);
+            fprintf(f, "| %s | %s | %s | %s | %s | `ulpgym triage %s%s` |\n", x->case_id, ug_op_name(x->op), x->dtype,
+                    x->verdict, ulp, x->case_id, r->triage_args);
         }
     }
 }
@@ -141,8 +141,60 @@ void ug_report_write_json(const ug_report *r, FILE *f)
 typedef struct {
     const ug_report *r;
     FILE *f;
+    ug_db *db;
     char current[64]; /* the op whose <testsuite> is open, "" before the first */
 } junit_state;
+
+/* The spec's params as "k=v k=v" (escaped), so a CI page names the shape, not only the ID. */
+static void junit_params(FILE *f, const char *spec_json)
+{
+    cJSON *j = cJSON_Parse(spec_json);
+    for (const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "params") ? cJSON_GetObjectItemCaseSensitive(j, "params")->child : NULL;
+         p; p = p->next) {
+        char *v = cJSON_IsString(p) ? NULL : cJSON_PrintUnformatted(p);
+        fputc(' ', f);
+        ug_xml_escape(f, p->string);
+        fputc('=', f);
+        ug_xml_escape(f, v ? v : p->valuestring);
+        free(v);
+    }
+    cJSON_Delete(j);
+}
+
+static int junit_output(const ug_db_output_figures *o, void *ctx)
+{
+    FILE *f = ctx;
+    fprintf(f, "output ");
+    ug_xml_escape(f, o->output);
+    fprintf(f, ": %ld of %ld elements checked, max abs err %.6g, max rel err %.6g, max ulp %.6g%s\n", o->n_checked,
+            o->n_total, o->max_abs, o->max_rel, o->max_ulp, o->nonfinite_mismatch ? ", NaN/Inf mismatches" : "");
+    return 0;
+}
+
+/* The body of a non-PASS testcase: what GitLab and Jenkins show (GitLab ignores the
+ * message attribute): the verdict, each output's figures, the thresholds applied, the
+ * message and the command that triages it. */
+static void junit_body(junit_state *js, const ug_db_case_row *row)
+{
+    FILE *f = js->f;
+    char thresholds[4096], err[256];
+    fprintf(f, "%s by %s (primary standard)\n", row->verdict, row->primary_standard);
+    ug_db_report_case_figures(js->db, js->r->run_id, row->case_id, row->primary_standard, junit_output, f, thresholds,
+                              sizeof thresholds, err, sizeof err);
+    if (thresholds[0]) {
+        fprintf(f, "thresholds: ");
+        ug_xml_escape(f, thresholds);
+        fputc('\n', f);
+    }
+    if (row->message[0]) {
+        fprintf(f, "message: ");
+        ug_xml_escape(f, row->message);
+        fputc('\n', f);
+    }
+    fprintf(f, "triage: ulpgym triage %s", row->case_id);
+    ug_xml_escape(f, js->r->triage_args);
+    fputc('\n', f);
+}
 
 /* One <testcase>; opens the op's <testsuite> (closing the previous one) on a new op. */
 static int junit_case(const ug_db_case_row *row, void *ctx)
@@ -159,8 +211,10 @@ static int junit_case(const ug_db_case_row *row, void *ctx)
         fprintf(f, "  <testsuite name=\"%s.%s\" tests=\"%ld\" failures=\"%ld\" errors=\"%ld\" skipped=\"%ld\">\n",
                 ug_group_name(ug_op_group(opi)), op, t->cases, t->fail, t->other - t->skip, t->skip);
     }
-    fprintf(f, "    <testcase classname=\"%s.%s\" name=\"%s %s\" time=\"%.6f\"", ug_group_name(ug_op_group(opi)), op,
-            row->case_id, row->dtype, row->ms / 1e3);
+    fprintf(f, "    <testcase classname=\"%s.%s\" name=\"%s %s", ug_group_name(ug_op_group(opi)), op, row->case_id,
+            row->dtype);
+    junit_params(f, row->spec_json);
+    fprintf(f, "\" time=\"%.6f\"", row->ms / 1e3);
     if (strcmp(verdict, "PASS") == 0) {
         fprintf(f, "/>\n");
         return 0;
@@ -168,8 +222,9 @@ static int junit_case(const ug_db_case_row *row, void *ctx)
     const char *tag = strcmp(verdict, "FAIL") == 0 ? "failure" : strcmp(verdict, "SKIP") == 0 ? "skipped" : "error";
     fprintf(f, ">\n      <%s type=\"%s\" message=\"", tag, verdict);
     ug_xml_escape(f, row->message);
-    fprintf(f, "\">triage: ulpgym triage %s (primary standard %s)</%s>\n    </testcase>\n", row->case_id,
-            row->primary_standard, tag);
+    fprintf(f, "\">");
+    junit_body(js, row);
+    fprintf(f, "</%s>\n    </testcase>\n", tag);
     return 0;
 }
 
@@ -178,7 +233,7 @@ int ug_report_write_junit(ug_db *db, const ug_report *r, FILE *f, char *err, siz
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     fprintf(f, "<testsuites name=\"ulpgym run %ld\" tests=\"%ld\" failures=\"%ld\" errors=\"%ld\" time=\"%.3f\">\n",
             r->run_id, r->total.cases, r->total.fail, r->total.other - r->total.skip, r->seconds_kernel + r->seconds_oracle);
-    junit_state js = {r, f, ""};
+    junit_state js = {r, f, db, ""};
     if (ug_db_report_cases(db, r->run_id, junit_case, &js, err, errlen)) return -1;
     if (js.current[0]) fprintf(f, "  </testsuite>\n");
     fprintf(f, "</testsuites>\n");

@@ -173,7 +173,9 @@ static void write_failures(const ug_report *r, FILE *f)
         fprintf(f, "<tr class=\"failure\"><td><code>%s</code></td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>",
                 x->case_id, ug_op_name(x->op), x->dtype, x->verdict, ulp);
         ug_xml_escape(f, x->message);
-        fprintf(f, "</td><td><code>ulpgym triage %s</code></td></tr>\n", x->case_id);
+        fprintf(f, "</td><td><code>ulpgym triage %s", x->case_id);
+        ug_xml_escape(f, r->triage_args);
+        fprintf(f, "</code></td></tr>\n");
     }
     fprintf(f, "</table></section>\n");
 }

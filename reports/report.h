@@ -33,6 +33,8 @@ typedef struct {
     long run_id;
     char started[32], finished[32], status[16], backend[600], plan[64], plan_hash[24], git_rev[24], host[64];
     char primary[32]; /* the run's `sweep --primary` standard; "" = each op's own primary decided */
+    char triage_args[1400]; /* appended to `ulpgym triage ID` in every format so a copied line runs as is:
+                               " --db '<absolute db>' --backend '<run backend>'" (shell-quoted; set by the CLI) */
     ug_tally total;
     ug_tally group[UG_GROUP_COUNT];
     ug_tally op[UG_OP_COUNT];

@@ -67,7 +67,7 @@ python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["runs"
 expect_status 0 ug report --db "$db" --run 2 --format md
 expect_grep "^\| GreenLight \| 1 \| $n \| $((n - n_fail)) \| $n_fail \| 0 \|" "$T/out"
 expect_grep '^\| GreenLight \| attn_softmax \|' "$T/out"
-expect_grep 'ulpgym triage [0-9a-f]{16}' "$T/out"
+expect_grep 'ulpgym triage [0-9a-f]{16} --db .* --backend' "$T/out"
 # json
 expect_status 0 ug report --db "$db" --run 2 --format json -o "$T/r.json"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); t=d["total"]; assert t["cases"]==int(sys.argv[2]) and t["failed"]==int(sys.argv[3]), t' \
@@ -77,6 +77,20 @@ expect_status 0 ug report --db "$db" --run 2 --format junit -o "$T/r.xml"
 expect_status 0 xmllint --noout --schema "$(dirname "$0")/fixtures/junit.xsd" "$T/r.xml"
 expect_eq "$(grep -c '<testcase ' "$T/r.xml")" "$n" "one testcase per case"
 expect_eq "$(grep -c '<failure ' "$T/r.xml")" "$n_fail" "one failure per failing case"
+# GitLab shows the failure's body, not its message: the body holds the figures, thresholds and a
+# triage line that runs as is (database and backend named); test names carry dtype and shape
+python3 - "$T/r.xml" "$db" <<'PY' && ok || bad "junit failure bodies / test names"
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+cases = root.iter("testcase")
+fails = [(c, c.find("failure")) for c in root.iter("testcase") if c.find("failure") is not None]
+assert fails, "no failure"
+for c, f in fails:
+    name, body = c.get("name"), f.text or ""
+    assert "=" in name and any(d in name for d in ("fp32", "fp16", "bf16")), name
+    assert "FAIL by " in body and "output " in body and "elements checked" in body and "thresholds: {" in body, body
+    assert ("triage: ulpgym triage " + name.split()[0] + " --db ") in body and "--backend 'sim:mut_tail_tile'" in body, body
+PY
 # html: self-contained, renders in Chromium
 expect_status 0 ug report --db "$db" --run 2 --format html -o "$T/r.html"
 if grep -qiE '<script|src="http|href="http|@import|url\(' "$T/r.html"; then bad "html refers to outside resources"; else ok; fi
