@@ -40,9 +40,6 @@ static int check(const ug_params *P, char *err, size_t errlen)
     else if (nb < (T + bs - 1) / bs)
         snprintf(msg, sizeof msg, "param \"blocks\" = %ld must be >= ceil(tokens/block_size) = %ld (a slot per token)",
                  nb, (T + bs - 1) / bs);
-    else if (nb * bs > (1L << 24))
-        snprintf(msg, sizeof msg, "params \"blocks\"*\"block_size\" = %ld must be <= 2^24 (slot ids exact in fp32)",
-                 nb * bs);
     if (!msg[0]) return 0;
     snprintf(err, errlen, "mla_prolog_quant: %s", msg);
     return -2;
