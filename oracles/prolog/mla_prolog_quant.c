@@ -235,8 +235,8 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
 }
 
 /* Scratch: the sim kernel's int8 transposed w_uq and fp32 transposed w_dq, w_uk, w_dkv
- * plus a staging buffer (the largest fp32 weight), its rows; the builder's slot
- * permutation and the oracle's writer map and slot marks. */
+ * plus a staging buffer (the largest fp32 weight), its rows and the c_q of every token;
+ * the builder's slot permutation and the oracle's writer map, slot marks and codes row. */
 static double scratch(const ug_params *P)
 {
     double h = (double)ug_p_int(P, "h"), Lq = (double)ug_p_int(P, "q_lora"), N = (double)ug_p_int(P, "heads"),
@@ -244,7 +244,8 @@ static double scratch(const ug_params *P)
     double wdq = h * Lq, wuq = N * (dn + dr) * Lq, wuk = N * Lkv * dn, wdkv = h * (Lkv + dr);
     double stage = fmax(fmax(wdq, wuq), fmax(wuk, wdkv));
     return wuq + 4 * (wdq + wuk + wdkv + stage + 4 * (h + Lq + Lkv + dr + N * (dn + dr))) +
-           17 * (double)ug_p_int(P, "blocks") * (double)ug_p_int(P, "block_size") + 8 * Lq;
+           17 * (double)ug_p_int(P, "blocks") * (double)ug_p_int(P, "block_size") +
+           4 * (double)ug_p_int(P, "tokens") * Lq + 8 * Lq; /* the kernel's c_q of every token, the oracle's codes */
 }
 
 const ug_op_def ug_opdef_mla_prolog_quant = {
