@@ -31,14 +31,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/philox.h"
 #include "oracles/oracle.h"
+#include "oracles/prolog/mla_common.h"
 #include "oracles/verdict.h"
-
-#define MLA_RNG_SLOTS 0x736c6f74u /* "slot" */
-#define MLA_RNG_POS 0x706f7321u   /* "pos!" */
-#define MLA_ROPE_BASE 10000.0
-#define MLA_MAX_POS 8192u
 
 /* The params the oracle and the builder use, read from the case's parsed params. */
 typedef struct {
@@ -72,58 +67,14 @@ static int check(const ug_params *P, char *err, size_t errlen)
     return 0;
 }
 
-/* slot_mapping: append = contiguous from a random start; random = distinct random slots;
- * padded = random with every fourth token a padding token (-1). */
-static int mla_fill_slots(const mla_params *p, uint64_t seed, ug_tensor *slot)
-{
-    long S = p->nb * p->bs;
-    uint32_t w[4];
-    ug_rng_words(seed, MLA_RNG_SLOTS, 0, 1, w);
-    if (!strcmp(p->slots, "append")) {
-        long start = (long)(w[0] % (uint32_t)(S - p->T + 1));
-        for (long t = 0; t < p->T; t++) ug_dtype_store(UG_DT_INT32, slot->data, (size_t)t, (double)(start + t));
-        return 0;
-    }
-    long *perm = malloc((size_t)S * sizeof *perm);
-    if (!perm) return -1;
-    for (long i = 0; i < S; i++) perm[i] = i;
-    for (long t = 0; t < p->T; t++) { /* partial Fisher-Yates */
-        ug_rng_words(seed, MLA_RNG_SLOTS, (uint64_t)t, 0, w);
-        long k = t + (long)(w[0] % (uint32_t)(S - t)), tmp = perm[t];
-        perm[t] = perm[k];
-        perm[k] = tmp;
-        int pad = !strcmp(p->slots, "padded") && t % 4 == 3;
-        ug_dtype_store(UG_DT_INT32, slot->data, (size_t)t, pad ? -1.0 : (double)perm[t]);
-    }
-    free(perm);
-    return 0;
-}
-
-/* cos/sin [T, d_rope] in the half layout (entry i and i + d/2 share angle i), angle
- * pos·base^(-2i/d) at a random position per token, stored as bf16. */
-static void mla_fill_rope(const mla_params *p, uint64_t seed, ug_tensor *cs, ug_tensor *sn)
-{
-    long half = p->dr / 2;
-    for (long t = 0; t < p->T; t++) {
-        uint32_t w[4];
-        ug_rng_words(seed, MLA_RNG_POS, (uint64_t)t, 0, w);
-        double pos = (double)(w[0] % MLA_MAX_POS);
-        for (long i = 0; i < p->dr; i++) {
-            double th = pos * pow(MLA_ROPE_BASE, -2.0 * (double)(i % half) / (double)p->dr);
-            ug_dtype_store(UG_DT_BF16, cs->data, (size_t)(t * p->dr + i), cos(th)); /* rounds: bf16 input */
-            ug_dtype_store(UG_DT_BF16, sn->data, (size_t)(t * p->dr + i), sin(th)); /* rounds: bf16 input */
-        }
-    }
-}
-
 /* Fills slot_mapping and the cos/sin tables. */
 static int build(ug_case *c, char *err, size_t errlen)
 {
     mla_params p;
     read_params(c, &p);
-    if (mla_fill_slots(&p, c->spec.seed, ug_case_input_mut(c, "slot_mapping")))
+    if (ug_mla_fill_slots(c->spec.seed, p.T, p.nb * p.bs, p.bs, p.slots, ug_case_input_mut(c, "slot_mapping")))
         return snprintf(err, errlen, "mla_prolog: out of memory"), -1;
-    mla_fill_rope(&p, c->spec.seed, ug_case_input_mut(c, "cos"), ug_case_input_mut(c, "sin"));
+    ug_mla_fill_rope(c->spec.seed, p.T, p.dr, ug_case_input_mut(c, "cos"), ug_case_input_mut(c, "sin"));
     return 0;
 }
 
@@ -133,31 +84,12 @@ typedef struct {
     ug_num *cq, *q, *v; /* scratch: c_q [Lq], q of one head [dn+dr], GEMM outputs [max] */
 } mla_oracle;
 
-/* rstd = 1/sqrt(Σv²/n + eps) of v[0..n) (exact); sq is scratch of n numbers. */
-static ug_num mla_rstd(ug_ar *ar, const ug_num *v, size_t n, double eps, ug_num *sq)
-{
-    for (size_t i = 0; i < n; i++) sq[i] = ug_mul(ar, v[i], v[i]);
-    ug_num ms = ug_div(ar, ug_sum(ar, sq, n), ug_c(ar, (double)n));
-    return ug_rsqrt(ar, ug_add(ar, ms, ug_c(ar, eps)));
-}
-
-/* Element i of the RoPE of v[0..d) with cos, sin (exact), written in the half order:
- * pair p = i mod d/2 is (v_p, v_{p+d/2}) in the half layout, (v_2p, v_2p+1) with inter. */
-static ug_num mla_rope_at(ug_ar *ar, const ug_num *v, const double *cs, const double *sn, size_t d, size_t i,
-                          int inter)
-{
-    size_t half = d / 2, p = i % half, x0 = inter ? 2 * p : p, x1 = inter ? 2 * p + 1 : p + half;
-    size_t own = i < half ? x0 : x1, other = i < half ? x1 : x0;
-    ug_num a = ug_mul(ar, v[own], ug_c(ar, cs[i])), b = ug_mul(ar, v[other], ug_c(ar, sn[i]));
-    return i < half ? ug_sub(ar, a, b) : ug_add(ar, a, b);
-}
-
 /* c_q of token t into m->cq: bf16(RMSNorm(x[t]·W_dq; γ_q)) (spec rounding). */
 static void mla_cq(ug_ar *ar, mla_oracle *m, size_t t)
 {
     size_t h = (size_t)m->p.h, Lq = (size_t)m->p.Lq;
     for (size_t j = 0; j < Lq; j++) m->v[j] = ug_dot_d(ar, m->x + t * h, 1, m->wdq + j, Lq, h);
-    ug_num rstd = mla_rstd(ar, m->v, Lq, m->p.eps, m->cq);
+    ug_num rstd = ug_mla_rstd(ar, m->v, Lq, m->p.eps, m->cq);
     for (size_t j = 0; j < Lq; j++)
         m->cq[j] = ug_round(ar, ug_mul(ar, ug_mul(ar, m->v[j], rstd), ug_c(ar, m->gq[j])), UG_DT_BF16);
 }
@@ -184,7 +116,7 @@ static void mla_emit_query(ug_ar *ar, mla_oracle *m, const ug_selection *sel)
                 ug_ar_emit(ar, 0, k0, ug_dot_nd(ar, m->q, m->wuk + n * dn * Lkv + sel->idx[0][k0] % Lkv, Lkv, dn));
             for (; k1 < sel->n[1] && sel->idx[1][k1] / dr == row; k1++)
                 ug_ar_emit(ar, 1, k1,
-                           mla_rope_at(ar, m->q + dn, m->cs + t * dr, m->sn + t * dr, dr, sel->idx[1][k1] % dr,
+                           ug_mla_rope_at(ar, m->q + dn, m->cs + t * dr, m->sn + t * dr, dr, sel->idx[1][k1] % dr,
                                        m->p.rope_inter));
             ug_ar_release(ar, mark_n);
         }
@@ -212,7 +144,7 @@ static void mla_emit_cache(ug_ar *ar, mla_oracle *m, const ug_selection *sel, co
         ug_num rstd = {0};
         if (t >= 0) {
             mla_kv(ar, m, (size_t)t, r2 == s);
-            if (r2 == s) rstd = mla_rstd(ar, m->v, Lkv, m->p.eps, m->cq);
+            if (r2 == s) rstd = ug_mla_rstd(ar, m->v, Lkv, m->p.eps, m->cq);
         }
         for (; k2 < sel->n[2] && sel->idx[2][k2] / Lkv == s; k2++) {
             size_t j = sel->idx[2][k2] % Lkv;
@@ -224,7 +156,7 @@ static void mla_emit_cache(ug_ar *ar, mla_oracle *m, const ug_selection *sel, co
             size_t i = sel->idx[3][k3] % dr;
             ug_ar_emit(ar, 3, k3,
                        t < 0 ? ug_c(ar, m->kr_in[s * dr + i])
-                             : mla_rope_at(ar, m->v + Lkv, m->cs + (size_t)t * dr, m->sn + (size_t)t * dr, dr, i,
+                             : ug_mla_rope_at(ar, m->v + Lkv, m->cs + (size_t)t * dr, m->sn + (size_t)t * dr, dr, i,
                                            m->p.rope_inter));
         }
         ug_ar_release(ar, mark);

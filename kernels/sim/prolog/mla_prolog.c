@@ -21,10 +21,11 @@
 
 #include "kernels/sim/ktile.h"
 #include "core/ops.h"
+#include "kernels/sim/prolog/mla_common.h"
 #include "kernels/sim/simlib.h"
 
 #define MLA_TOKEN_TILE 16
-#define MLA_MAX_ROPE 256
+#define MLA_MAX_ROPE UG_MLA_MAX_ROPE
 
 typedef enum { MUT_NONE, MUT_ROPE_SIN_SIGN, MUT_SLOT_OFF, MUT_TAIL_TOKENS, MUT_KV_NORM_BF16 } mla_bug;
 
@@ -38,46 +39,17 @@ typedef struct {
     float *gq, *gkv, *xr, *cq, *q, *kv, *o, *cs, *sn;
 } mla_ctx;
 
-/* v <- bf16((v·rstd)·γ), rstd = 1/sqrt(Σv²/n + eps); the mutant sums squares in bf16. */
-static void mla_rmsnorm_bf16(float *v, const float *gamma, size_t n, float eps, int bf16_sum)
-{
-    float ss = 0.0f;
-    if (bf16_sum) { /* bug: one scalar accumulator kept in bf16 */
-        for (size_t i = 0; i < n; i++) ss = ug_sim_round_bf16(ss + v[i] * v[i]);
-    } else {
-        ss = ug_ktile_dot_f32(v, v, n);
-    }
-    float rstd = 1.0f / sqrtf(ss / (float)n + eps);                                  /* rounds: fp32 */
-    for (size_t i = 0; i < n; i++) v[i] = ug_sim_round_bf16(v[i] * rstd * gamma[i]); /* rounds: fp32, bf16 */
-}
-
-/* RoPE on v[0..d) in place with cos/sin rows of d entries, written in the half order:
- * pair i is (v_i, v_{i+d/2}), or (v_2i, v_2i+1) with inter, and lands on (i, i + d/2).
- * The mutant rotates by -angle (sin's sign flipped: the transposed rotation matrix). */
-static void mla_rope(float *v, const float *c, const float *s, size_t d, int inter, int sin_neg)
-{
-    float out[MLA_MAX_ROPE];
-    size_t half = d / 2;
-    for (size_t i = 0; i < half; i++) {
-        size_t a = inter ? 2 * i : i, b = inter ? 2 * i + 1 : i + half;
-        float sa = sin_neg ? -s[i] : s[i], sb = sin_neg ? -s[i + half] : s[i + half]; /* exact: sign */
-        out[i] = v[a] * c[i] - v[b] * sa;               /* rounds: fp32 mul, mul, sub */
-        out[i + half] = v[b] * c[i + half] + v[a] * sb; /* rounds: fp32 mul, mul, add */
-    }
-    for (size_t i = 0; i < d; i++) v[i] = out[i];
-}
-
 /* The query path of token t: q_nope_abs and q_rope for every head. */
 static void mla_query(mla_ctx *m, size_t t, mla_bug bug)
 {
     for (size_t j = 0; j < m->Lq; j++) m->cq[j] = ug_ktile_dot_f32(m->xr, m->wdq + j * m->h, m->h);
-    mla_rmsnorm_bf16(m->cq, m->gq, m->Lq, m->eps, 0);
+    ug_mla_rmsnorm_bf16(m->cq, m->gq, m->Lq, m->eps, UG_MLA_NORM_OK);
     for (size_t n = 0; n < m->N; n++) {
         for (size_t c = 0; c < m->dq; c++)
             m->q[c] = ug_sim_round_bf16(ug_ktile_dot_f32(m->cq, m->wuq + (n * m->dq + c) * m->Lq, m->Lq));
         for (size_t l = 0; l < m->Lkv; l++) m->o[l] = ug_ktile_dot_f32(m->q, m->wuk + (n * m->Lkv + l) * m->dn, m->dn);
         ug_sim_store(m->q_nope_abs, (t * m->N + n) * m->Lkv, m->Lkv, m->o); /* rounds: bf16 */
-        mla_rope(m->q + m->dn, m->cs, m->sn, m->dr, m->rope_inter, bug == MUT_ROPE_SIN_SIGN);
+        ug_mla_rope(m->q + m->dn, m->cs, m->sn, m->dr, m->rope_inter, bug == MUT_ROPE_SIN_SIGN);
         ug_sim_store(m->q_rope, (t * m->N + n) * m->dr, m->dr, m->q + m->dn); /* rounds: bf16 */
     }
 }
@@ -87,8 +59,8 @@ static void mla_key(mla_ctx *m, size_t t, long slot, mla_bug bug)
 {
     size_t w = m->Lkv + m->dr;
     for (size_t j = 0; j < w; j++) m->kv[j] = ug_sim_round_bf16(ug_ktile_dot_f32(m->xr, m->wdkv + j * m->h, m->h));
-    mla_rmsnorm_bf16(m->kv, m->gkv, m->Lkv, m->eps, bug == MUT_KV_NORM_BF16);
-    mla_rope(m->kv + m->Lkv, m->cs, m->sn, m->dr, m->rope_inter, bug == MUT_ROPE_SIN_SIGN);
+    ug_mla_rmsnorm_bf16(m->kv, m->gkv, m->Lkv, m->eps, bug == MUT_KV_NORM_BF16 ? UG_MLA_NORM_BF16_SUM : UG_MLA_NORM_OK);
+    ug_mla_rope(m->kv + m->Lkv, m->cs, m->sn, m->dr, m->rope_inter, bug == MUT_ROPE_SIN_SIGN);
     if (slot < 0) return;            /* padding token */
     if (bug == MUT_SLOT_OFF) slot++; /* bug: slot = block*bs + offset + 1 */
     if ((size_t)slot >= m->S) return;

@@ -1,0 +1,194 @@
+/* mla_prolog_quant.c — sim kernel and planted-bug mutants of mla_prolog_quant, the
+ * DeepSeek-V3.2 MLA prolog with int8 q_b and an int8 paged kv cache (math and device
+ * numerics: mla_prolog_quant_core.h). The kernel runs the query path of every token first
+ * (c_q of all tokens, then the per-token DynQuant exported as q_norm / q_norm_scale, then
+ * q_nope_abs and q_rope per head from those codes), copies the three caches from their
+ * inputs and scatters each token's key row (int8 codes, group scales, bf16 rope) to
+ * slot_mapping[t]; slot -1 is a padding token that writes nothing.
+ *
+ * Mutants, the bug classes of a hand-written quantised prolog: one scale per tensor instead
+ * of per token (only cases with several tokens see it), the c_kv group amax over 64 of 128
+ * elements (the rest saturate), RoPE pairing swapped (interleaved for half and back), eps
+ * added outside the RMSNorm root (tiny activations: the scales), and the scatter one block
+ * too far (slot + block_size, dropped past the cache). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ops.h"
+#include "kernels/sim/prolog/mla_prolog_quant_core.h"
+#include "kernels/sim/simlib.h"
+
+typedef enum { MUT_NONE, MUT_SCALE_TENSOR, MUT_GROUP_HALF, MUT_ROPE_SWAP, MUT_EPS_OUTSIDE, MUT_SLOT_BLOCK } mlaq_bug;
+
+typedef struct {
+    size_t T, S, bs, G;
+    ug_mlaq_k_w w;
+    ug_mlaq_k_bugs kb;
+    mlaq_bug bug;
+    const ulpgym_tensor *x, *w_dq, *g_q, *w_uq, *s_uq, *w_uk, *w_dkv, *g_kv, *cos, *sin, *slot, *kv_in, *ks_in, *kr_in;
+    const ulpgym_tensor *q_nope_abs, *q_rope, *q_norm, *q_scale, *kv_cache, *kv_scale, *kr_cache;
+    float *cq, *xr, *cs, *sn, *o, *r, *buf, *codes, *scales; /* cq: [T][Lq] */
+} mlaq_ctx;
+
+static int mlaq_bind(mlaq_ctx *k, const ulpgym_call *call, char *err, size_t errlen)
+{
+    ug_params p;
+    if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
+    k->w.eps = (float)ug_p_num(&p, "eps"); /* exact: an fp32 value */
+    k->w.rope_inter = ug_p_is(&p, "rope_layout", "interleaved_to_half");
+    k->w.group = (size_t)ug_p_int(&p, "kv_group");
+    ug_params_free(&p);
+    const ulpgym_tensor **slots[] = {&k->x,       &k->w_dq,   &k->g_q,       &k->w_uq,       &k->s_uq,
+                                     &k->w_uk,    &k->w_dkv,  &k->g_kv,      &k->cos,        &k->sin,
+                                     &k->slot,    &k->kv_in,  &k->ks_in,     &k->kr_in,      &k->q_nope_abs,
+                                     &k->q_rope,  &k->q_norm, &k->q_scale,   &k->kv_cache,   &k->kv_scale,
+                                     &k->kr_cache};
+    if (ug_sim_bind(call,
+                    "x w_dq gamma_q w_uq w_uq_scale w_uk w_dkv gamma_kv cos sin slot_mapping kv_cache_in kv_scale_in "
+                    "kr_cache_in q_nope_abs q_rope q_norm q_norm_scale kv_cache kv_scale kr_cache",
+                    slots, err, errlen))
+        return -2;
+    ug_mlaq_k_w *w = &k->w;
+    k->T = (size_t)k->x->shape[0], w->h = (size_t)k->x->shape[1], w->Lq = (size_t)k->w_dq->shape[1];
+    w->N = (size_t)k->w_uk->shape[0], w->dn = (size_t)k->w_uk->shape[1], w->Lkv = (size_t)k->w_uk->shape[2];
+    w->dr = (size_t)k->cos->shape[1], w->dq = w->dn + w->dr;
+    k->bs = (size_t)k->kv_in->shape[1], k->S = (size_t)k->kv_in->shape[0] * k->bs;
+    k->G = w->group ? w->Lkv / w->group : 0;
+    if (w->dr > UG_MLA_MAX_ROPE || w->dr % 2 || !w->group || w->Lkv % w->group) {
+        snprintf(err, errlen, "mla_prolog_quant: d_rope must be even and <= %d, kv_group must divide kv_lora",
+                 UG_MLA_MAX_ROPE);
+        return -2;
+    }
+    return 0;
+}
+
+static int mlaq_alloc(mlaq_ctx *k)
+{
+    const ug_mlaq_k_w *w = &k->w;
+    size_t nrow = w->Lq > w->Lkv + w->dr ? w->Lq : w->Lkv + w->dr;
+    size_t n = k->T * w->Lq + w->h + 2 * w->dr + w->Lkv + w->dr + 3 * nrow + k->G + w->dq;
+    k->cq = malloc((n + 1) * sizeof *k->cq);
+    if (!k->cq) return -1;
+    k->xr = k->cq + k->T * w->Lq, k->cs = k->xr + w->h, k->sn = k->cs + w->dr, k->o = k->sn + w->dr;
+    k->r = k->o + w->Lkv, k->buf = k->r + w->dr, k->codes = k->buf + nrow + w->dq;
+    k->scales = k->codes + 2 * nrow;
+    return 0;
+}
+
+static void load_rope(mlaq_ctx *k, size_t t)
+{
+    ug_sim_load(k->cos, t * k->w.dr, k->w.dr, k->cs);
+    ug_sim_load(k->sin, t * k->w.dr, k->w.dr, k->sn);
+}
+
+/* c_q of every token, then its DynQuant (per token; the mutant: one amax for the tensor). */
+static void query_quant(mlaq_ctx *k)
+{
+    size_t Lq = k->w.Lq;
+    for (size_t t = 0; t < k->T; t++) {
+        ug_sim_load(k->x, t * k->w.h, k->w.h, k->xr);
+        ug_mlaq_k_cq(&k->w, k->xr, k->cq + t * Lq, &k->kb);
+    }
+    int fin_all = 1, fin;
+    float amax_all = 0.0f;
+    for (size_t t = 0; t < k->T; t++) {
+        amax_all = fmaxf(amax_all, ug_mlaq_k_amax(k->cq + t * Lq, Lq, &fin));
+        fin_all &= fin;
+    }
+    for (size_t t = 0; t < k->T; t++) {
+        float amax = ug_mlaq_k_amax(k->cq + t * Lq, Lq, &fin);
+        if (k->bug == MUT_SCALE_TENSOR) amax = amax_all, fin = fin_all; /* bug: one scale for every token */
+        float s = ug_mlaq_k_quant(k->cq + t * Lq, Lq, amax, fin, k->codes);
+        ug_sim_store(k->q_norm, t * Lq, Lq, k->codes); /* exact: integers */
+        ug_sim_store(k->q_scale, t, 1, &s);             /* exact: fp32 */
+    }
+}
+
+/* q_nope_abs and q_rope of every token and head, from the exported codes and scale. */
+static void query_heads(mlaq_ctx *k)
+{
+    const ug_mlaq_k_w *w = &k->w;
+    for (size_t t = 0; t < k->T; t++) {
+        float s;
+        ug_sim_load(k->q_norm, t * w->Lq, w->Lq, k->codes);
+        ug_sim_load(k->q_scale, t, 1, &s);
+        load_rope(k, t);
+        for (size_t n = 0; n < w->N; n++) {
+            ug_mlaq_k_query_head(w, k->codes, s, n, k->cs, k->sn, k->o, k->r, k->buf, &k->kb);
+            ug_sim_store(k->q_nope_abs, (t * w->N + n) * w->Lkv, w->Lkv, k->o); /* rounds: bf16 */
+            ug_sim_store(k->q_rope, (t * w->N + n) * w->dr, w->dr, k->r);       /* rounds: bf16 */
+        }
+    }
+}
+
+/* Copies a cache input to its output (exact: same dtype). */
+static void copy_cache(const ulpgym_tensor *in, const ulpgym_tensor *out, size_t rows, size_t cols, float *buf)
+{
+    for (size_t r = 0; r < rows; r++) {
+        ug_sim_load(in, r * cols, cols, buf);
+        ug_sim_store(out, r * cols, cols, buf);
+    }
+}
+
+/* The key row of token t scattered to its slot; -2 for a slot outside the cache. */
+static int key_token(mlaq_ctx *k, size_t t, char *err, size_t errlen)
+{
+    const ug_mlaq_k_w *w = &k->w;
+    float s;
+    ug_sim_load(k->slot, t, 1, &s);
+    if (s < -1 || s >= (float)k->S) {
+        snprintf(err, errlen, "mla_prolog_quant: slot_mapping[%zu] = %g is outside -1..%zu", t, s, k->S - 1);
+        return -2;
+    }
+    if (s < 0) return 0; /* padding token */
+    ug_sim_load(k->x, t * w->h, w->h, k->xr);
+    load_rope(k, t);
+    ug_mlaq_k_key(w, k->xr, k->cs, k->sn, k->codes, k->scales, k->r, k->buf, &k->kb);
+    size_t slot = (size_t)s + (k->bug == MUT_SLOT_BLOCK ? k->bs : 0); /* bug: one block too far */
+    if (slot >= k->S) return 0;
+    ug_sim_store(k->kv_cache, slot * w->Lkv, w->Lkv, k->codes); /* exact: integers */
+    ug_sim_store(k->kv_scale, slot * k->G, k->G, k->scales);    /* exact: fp32 */
+    ug_sim_store(k->kr_cache, slot * w->dr, w->dr, k->r);       /* rounds: bf16 */
+    return 0;
+}
+
+static int mlaq_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
+{
+    mlaq_ctx k = {0};
+    int rc = mlaq_bind(&k, call, err, errlen);
+    if (rc) return rc;
+    k.bug = (mlaq_bug)bug;
+    k.kb = (ug_mlaq_k_bugs){bug == MUT_EPS_OUTSIDE ? UG_MLA_NORM_EPS_OUTSIDE : UG_MLA_NORM_OK, bug == MUT_ROPE_SWAP,
+                            bug == MUT_GROUP_HALF};
+    if (ug_mlaq_k_load(&k.w, k.w_dq, k.g_q, k.w_uq, k.s_uq, k.w_uk, k.w_dkv, k.g_kv) || mlaq_alloc(&k)) {
+        ug_mlaq_k_free(&k.w);
+        return -1;
+    }
+    query_quant(&k);
+    query_heads(&k);
+    copy_cache(k.kv_in, k.kv_cache, k.S, k.w.Lkv, k.buf);
+    copy_cache(k.ks_in, k.kv_scale, k.S, k.G, k.buf);
+    copy_cache(k.kr_in, k.kr_cache, k.S, k.w.dr, k.buf);
+    for (size_t t = 0; t < k.T && !rc; t++) rc = key_token(&k, t, err, errlen);
+    ug_mlaq_k_free(&k.w);
+    free(k.cq);
+    return rc;
+}
+
+const ug_kernel_variant ug_variants_mla_prolog_quant[] = {
+    {"sim",
+     "fp32 K-tiled GEMMs, bf16 q_a/kv_a/norm/q_b outputs, fp32 amax/127 quantisers, exact int32 q_b GEMM, fp32 RoPE",
+     mlaq_kernel, 0, MUT_NONE},
+    {"mut_scale_per_tensor", "c_q is quantised with one scale for all tokens (the tensor's amax) instead of per token",
+     mlaq_kernel, 0, MUT_SCALE_TENSOR},
+    {"mut_kv_group_64", "each c_kv group's scale comes from the amax of its first half (64 of 128): the rest saturate",
+     mlaq_kernel, 0, MUT_GROUP_HALF},
+    {"mut_rope_interleaved", "RoPE pairs (2i, 2i+1) where the layout says (i, i+d/2), and the reverse", mlaq_kernel, 0,
+     MUT_ROPE_SWAP},
+    {"mut_eps_outside", "both RMSNorms add eps outside the root: 1/sqrt(mean) + eps", mlaq_kernel, 0, MUT_EPS_OUTSIDE},
+    {"mut_slot_next_block", "each token's cache rows are written one block too far (slot + block_size)", mlaq_kernel, 0,
+     MUT_SLOT_BLOCK},
+    {NULL, NULL, NULL},
+};

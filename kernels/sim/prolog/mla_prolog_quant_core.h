@@ -1,0 +1,64 @@
+/* mla_prolog_quant_core.h — device model of mla_prolog_quant's per-token stages, callable
+ * by any sim kernel that holds the same weights (mla_prolog_quant's, and the fused
+ * mla_indexer_prolog_quant's): the caller stages the weights once (ug_mlaq_k_load), then per
+ * token calls the stages with its own rows and stores the results in its own outputs.
+ *
+ * Device numerics: bf16 inputs widened to fp32; every bf16 x bf16 GEMM an fp32 K-tiled
+ * reduction (ktile.h) written to bf16 where the golden casts (q_a_proj, kv_a_proj, q_b_proj,
+ * q_nope_abs); RMSNorm in fp32 written to bf16 (mla_common.h); DynQuant: amax exact,
+ * scale = amax/127 in fp32, codes rne(v/scale) in fp32 saturated to int8 (zero row: scale 0,
+ * codes 0; a row with NaN/inf: scale NaN, codes 0); the int8 x int8 GEMM an exact int32
+ * sum, converted to fp32 and scaled by the token's then the channel's scale in fp32; RoPE in
+ * fp32 (mla_common.h). */
+#ifndef UG_SIM_MLA_PROLOG_QUANT_CORE_H
+#define UG_SIM_MLA_PROLOG_QUANT_CORE_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ulpgym/kernel_abi.h"
+#include "kernels/sim/prolog/mla_common.h"
+
+/* Planted bugs the stages can make (all 0: the correct device). */
+typedef struct {
+    ug_mla_norm_bug norm; /* both RMSNorms */
+    int rope_swap;        /* RoPE pairs the other way (half <-> interleaved) */
+    int half_group;       /* the c_kv group amax taken over its first half only */
+} ug_mlaq_k_bugs;
+
+/* The staged weights of one prolog (fp32 transposed: each output column a contiguous
+ * reduction; w_uq as int8 [N*dq][Lq]). */
+typedef struct {
+    size_t h, Lq, N, Lkv, dn, dr, dq, group;
+    float eps;
+    int rope_inter;
+    float *wdq, *gq, *wuq_s, *wuk, *wdkv, *gkv; /* [Lq][h], [Lq], [N*dq], [N][Lkv][dn], [Lkv+dr][h], [Lkv] */
+    int8_t *wuq;                                /* [N*dq][Lq] */
+} ug_mlaq_k_w;
+
+/* Stages the weights from the bound tensors (sizes set in w before the call); 0, or -1
+ * out of memory. ug_mlaq_k_free releases them. */
+int ug_mlaq_k_load(ug_mlaq_k_w *w, const ulpgym_tensor *w_dq, const ulpgym_tensor *g_q, const ulpgym_tensor *w_uq,
+                   const ulpgym_tensor *w_uq_scale, const ulpgym_tensor *w_uk, const ulpgym_tensor *w_dkv,
+                   const ulpgym_tensor *g_kv);
+void ug_mlaq_k_free(ug_mlaq_k_w *w);
+
+/* c_q[Lq] of one token's x row[h]: bf16(RMSNorm(bf16(x.W_dq))). */
+void ug_mlaq_k_cq(const ug_mlaq_k_w *w, const float *x, float *cq, const ug_mlaq_k_bugs *bug);
+
+/* Exact max |v[i]| over finite values; *finite = 0 if any is NaN/inf. */
+float ug_mlaq_k_amax(const float *v, size_t n, int *finite);
+
+/* DynQuant of v[0..n) with the given amax: codes (integers as fp32) into q, returns the
+ * scale (0 for amax 0, NaN when !finite). */
+float ug_mlaq_k_quant(const float *v, size_t n, float amax, int finite, float *q);
+
+/* q_nope_abs[Lkv] and q_rope[dr] of head n from a token's codes[Lq] (fp32 integers), its
+ * scale and cos/sin rows[dr]; qbuf is scratch of dq floats. */
+void ug_mlaq_k_query_head(const ug_mlaq_k_w *w, const float *codes, float scale, size_t n, const float *cs,
+                          const float *sn, float *nope_abs, float *rope, float *qbuf, const ug_mlaq_k_bugs *bug);
+
+/* The key row of one token: kv codes[Lkv] (fp32 integers), group scales[Lkv/group] and the
+ * rope-cache row kr[dr] (fp32, to be stored as bf16); kvbuf is scratch of Lkv+dr floats. */
+void ug_mlaq_k_key(const ug_mlaq_k_w *w, const float *x, const float *cs, const float *sn, float *codes,
+                   float *scales, float *kr, float *kvbuf, const ug_mlaq_k_bugs *bug);
+#endif

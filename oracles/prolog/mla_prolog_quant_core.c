@@ -1,0 +1,91 @@
+/* mla_prolog_quant_core.c — exact per-token pieces of mla_prolog_quant (see the header).
+ * The roundings here are the reference golden's own (pypto-gym tests/ops/deepseek_v32_exp/
+ * test_mla_prolog_quant.py, is_quant_b): q_a_proj, kv_a_proj, both RMSNorm outputs and
+ * q_b_proj are cast to bf16, the scales are fp32; they are spec roundings (ug_round). */
+#include "oracles/prolog/mla_prolog_quant_core.h"
+
+#include <math.h>
+#include <stdint.h>
+
+void ug_mlaq_sel_range(const ug_selection *sel, int o, size_t lo, size_t hi, size_t *b, size_t *e)
+{
+    *b = *e = 0;
+    if (o < 0 || o >= sel->n_out) return;
+    size_t l = 0, r = sel->n[o];
+    while (l < r) {
+        size_t mid = (l + r) / 2;
+        if (sel->idx[o][mid] < lo) l = mid + 1;
+        else r = mid;
+    }
+    *b = *e = l;
+    while (*e < sel->n[o] && sel->idx[o][*e] < hi) (*e)++;
+}
+
+/* v[0..n) <- bf16(v*rstd(v)*gamma): the golden's rms_norm on a bf16 row, cast to bf16. */
+static void rmsnorm_bf16(ug_ar *ar, ug_num *v, size_t n, const double *gamma, double eps, ug_num *sq)
+{
+    ug_num rstd = ug_mla_rstd(ar, v, n, eps, sq);
+    for (size_t j = 0; j < n; j++) /* rounds: the golden's bf16 norm output */
+        v[j] = ug_round(ar, ug_mul(ar, ug_mul(ar, v[j], rstd), ug_c(ar, gamma[j])), UG_DT_BF16);
+}
+
+void ug_mlaq_cq(ug_ar *ar, const ug_mlaq_in *m, size_t t, ug_num *cq, ug_num *sq)
+{
+    for (size_t j = 0; j < m->Lq; j++) /* rounds: the golden's bf16 q_a_proj */
+        cq[j] = ug_round(ar, ug_dot_d(ar, m->x + t * m->h, 1, m->wdq + j, m->Lq, m->h), UG_DT_BF16);
+    rmsnorm_bf16(ar, cq, m->Lq, m->gq, m->eps, sq);
+}
+
+void ug_mlaq_kv(ug_ar *ar, const ug_mlaq_in *m, size_t t, ug_num *kv, ug_num *sq)
+{
+    size_t w = m->Lkv + m->dr;
+    for (size_t j = 0; j < w; j++) /* rounds: the golden's bf16 kv_a_proj */
+        kv[j] = ug_round(ar, ug_dot_d(ar, m->x + t * m->h, 1, m->wdkv + j, w, m->h), UG_DT_BF16);
+    rmsnorm_bf16(ar, kv, m->Lkv, m->gkv, m->eps, sq);
+}
+
+/* Emits output o's selected codes among flat indices base + [0, n): v/s, 0 when zero. */
+static void codes_emit(ug_ar *ar, const ug_selection *sel, int o, size_t base, size_t n, const ug_num *v, int zero,
+                       ug_num s)
+{
+    size_t b, e;
+    ug_mlaq_sel_range(sel, o, base, base + n, &b, &e);
+    for (; b < e; b++) ug_ar_emit(ar, o, b, zero ? ug_c(ar, 0.0) : ug_div(ar, v[sel->idx[o][b] - base], s));
+}
+
+void ug_mlaq_quant_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel, const ug_mlaq_qouts *q,
+                        const ug_num *v, size_t n, size_t code_base, size_t scale_idx)
+{
+    int finite = 1;
+    ug_num amax = ug_c(ar, 0.0);
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(ug_v(v[i]))) finite = 0; /* the class of a value does not depend on rounding */
+        else amax = ug_max(ar, amax, ug_max(ar, v[i], ug_neg(ar, v[i])));
+    }
+    size_t sb, se;
+    ug_mlaq_sel_range(sel, q->scales, scale_idx, scale_idx + 1, &sb, &se);
+    ug_num exact = finite ? ug_div(ar, amax, ug_c(ar, 127.0)) : ug_c(ar, NAN);
+    if (sb < se) ug_ar_emit(ar, q->scales, sb, exact);
+    int zero = !finite || ug_v(amax) == 0.0; /* the semantics: codes 0 */
+    double sk = ug_tload(&c->out[q->scales], scale_idx); /* staged: the kernel's scale */
+    ug_num own = zero ? exact : ug_round(ar, exact, UG_DT_FP32); /* rounds: the scale as exported */
+    codes_emit(ar, sel, q->codes, code_base, n, v, zero, sk > 0 && isfinite(sk) ? ug_c(ar, sk) : exact);
+    codes_emit(ar, sel, q->view, code_base, n, v, zero, own);
+}
+
+void ug_mlaq_q_head(ug_ar *ar, const ug_mlaq_in *m, const double *codes, double sq, size_t n, ug_num *q)
+{
+    size_t dq = m->dn + m->dr, W = m->N * dq;
+    for (size_t c = 0; c < dq; c++) {
+        size_t col = n * dq + c;
+        int64_t acc = 0; /* the int32 dot the spec makes exact (|sum| < 2^31 by q_lora's bound) */
+        for (size_t j = 0; j < m->Lq; j++) acc += (int64_t)codes[j] * (int64_t)m->wuq[j * W + col];
+        ug_num v = ug_mul(ar, ug_mul(ar, ug_c(ar, (double)acc), ug_c(ar, sq)), ug_c(ar, m->wuq_s[col]));
+        q[c] = ug_round(ar, v, UG_DT_BF16); /* rounds: the golden's bf16 q_b_proj */
+    }
+}
+
+ug_num ug_mlaq_nope_abs_at(ug_ar *ar, const ug_mlaq_in *m, const ug_num *q, size_t n, size_t l)
+{
+    return ug_dot_nd(ar, q, m->wuk + n * m->dn * m->Lkv + l, m->Lkv, m->dn);
+}
