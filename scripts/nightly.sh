@@ -10,7 +10,12 @@
 # (ULPGYM_PLAN_SHARE=full ctest -L plan; CI runs only their stratified share) (4: a mutant
 # escapes the full plan or the correct kernel fails a case).
 #
-# Usage: scripts/nightly.sh [ulpgym sweep options...]     (e.g. --group GreenLight -j 16)
+# Drift before failure: cases that pass in both runs but whose max ulp error (or |error
+# balance|) grew by more than a factor (--drift-factor F, default 4) are listed, top movers
+# first, in drift.txt; with --gate drift they fail the night (5).
+#
+# Usage: scripts/nightly.sh [--gate drift] [--drift-factor F] [ulpgym sweep options...]
+#        (e.g. --group GreenLight -j 16)
 # Environment:
 #   ULPGYM_DB          results database (default ./ulpgym.db); history accumulates there
 #   ULPGYM_BIN         use this ulpgym binary and skip deps/build (CI, tests, clusters)
@@ -30,6 +35,16 @@ cd "$(dirname "$0")/.." || exit 2
 db=${ULPGYM_DB:-$PWD/ulpgym.db}
 reports=${ULPGYM_REPORT_DIR:-${ULPGYM_DATA:-$(dirname "$db")}/nightly-reports}
 die() { echo "nightly: $*" >&2; exit 2; }
+gate_drift=0 drift_factor=4 sweep_args=()
+while [ $# -gt 0 ]; do
+    case $1 in
+    --gate) [ "${2:-}" = drift ] || die "--gate takes \"drift\""; gate_drift=1; shift 2 ;;
+    --drift-factor) [[ "${2:-}" =~ ^[0-9]+([.][0-9]+)?$ ]] && awk -v f="$2" 'BEGIN { exit !(f > 1) }' ||
+        die "--drift-factor takes a number > 1"; drift_factor=$2; shift 2 ;;
+    *) sweep_args+=("$1"); shift ;;
+    esac
+done
+set -- "${sweep_args[@]}"
 
 if [ -n "${ULPGYM_BIN:-}" ]; then
     bin=$ULPGYM_BIN
@@ -87,6 +102,26 @@ echo "nightly: $n_new new failures, $n_fixed fixed, $n_still still failing (list
 echo "nightly: run $run: $totals"
 [ "$n_new" -gt 0 ] && head -n 21 "$reports/new_failures.txt"
 
+# Drift: both runs pass the case, but an output's max ulp error or |error balance| grew by
+# more than the factor (floors 0.5 ulp and 1e-7, so noise at the rounding level never counts).
+n_drift=0
+if [ -n "$prev" ]; then
+    drift_sql="
+    SELECT r.case_id, c.op, c.dtype, m.output, pm.max_ulp AS ulp_was, m.max_ulp AS ulp_now, pm.eb AS eb_was, m.eb AS eb_now
+    FROM results r JOIN results p ON p.case_id = r.case_id AND p.run_id = $prev
+    JOIN metrics m ON m.run_id = r.run_id AND m.case_id = r.case_id
+    JOIN metrics pm ON pm.run_id = p.run_id AND pm.case_id = p.case_id AND pm.output = m.output
+    JOIN cases c ON c.case_id = r.case_id
+    WHERE r.run_id = $run AND r.verdict = 'PASS' AND p.verdict = 'PASS'
+      AND (coalesce(m.max_ulp, 0) > $drift_factor * max(coalesce(pm.max_ulp, 0), 0.5)
+           OR abs(coalesce(m.eb, 0)) > $drift_factor * max(abs(coalesce(pm.eb, 0)), 1e-7))
+    ORDER BY coalesce(m.max_ulp, 0) / max(coalesce(pm.max_ulp, 0), 0.5) DESC, r.case_id"
+    q -header -separator '  ' "$drift_sql" >"$reports/drift.txt"
+    n_drift=$(q "SELECT count(DISTINCT case_id) FROM ($drift_sql)")
+    echo "nightly: drift: $n_drift passing cases whose error grew more than ${drift_factor}x (list: $reports/drift.txt)"
+    [ "$n_drift" -gt 0 ] && head -n 11 "$reports/drift.txt"
+fi
+
 # The standards' self-check, in a scratch database of its own (the history stays clean).
 false_alarms=0
 seeds=${ULPGYM_SEED_CHECK-2 3 4}
@@ -114,4 +149,5 @@ fi
 [ "$n_new" -gt 0 ] && exit 1
 [ "$false_alarms" -gt 0 ] && exit 3
 [ "$mutant_escapes" -gt 0 ] && exit 4
+[ "$gate_drift" = 1 ] && [ "$n_drift" -gt 0 ] && exit 5
 exit 0

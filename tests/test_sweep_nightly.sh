@@ -24,6 +24,23 @@ expect_grep "nightly: $n_fail new failures, 0 fixed, 0 still failing" "$T/out"
 expect_grep "nightly: run 2: 40 cases: [0-9]+ pass, $n_fail not passing, [0-9]+ skipped" "$T/out"
 expect_eq "$(grep -c '  PASS  FAIL  ' "$T/reports/new_failures.txt")" "$n_fail" "each new failure listed as PASS -> FAIL"
 
+# drift before failure: a kernel whose outputs move by 2e-6 still passes every case, but its fp32
+# errors grow far past 4x: listed, and with --gate drift the night fails (5)
+D=$T/drift.db
+ULPGYM_DB=$D expect_status 0 bash "$NIGHTLY" "${SEL[@]}" --backend "$PLUGIN"
+ULPGYM_DB=$D ULPGYM_FAULTY_SCALE=1.000002 expect_status 0 bash "$NIGHTLY" "${SEL[@]}" --backend "$PLUGIN"
+expect_grep 'nightly: 0 new failures' "$T/out"
+n_drift=$(sed -n 's/^nightly: drift: \([0-9]*\) passing cases.*/\1/p' "$T/out")
+[ "${n_drift:-0}" -gt 0 ] && ok || bad "no drift reported: $(grep drift "$T/out")"
+expect_grep "^case_id  op  dtype  output  ulp_was  ulp_now" "$T/reports/drift.txt"
+ULPGYM_DB=$D expect_status 0 bash "$NIGHTLY" --gate drift "${SEL[@]}" --backend "$PLUGIN" # errors shrink: no drift
+expect_grep 'nightly: drift: 0 passing cases' "$T/out"
+ULPGYM_DB=$D ULPGYM_FAULTY_SCALE=1.000002 expect_status 5 bash "$NIGHTLY" --gate drift --drift-factor 4 "${SEL[@]}" \
+    --backend "$PLUGIN"
+expect_grep "nightly: drift: $n_drift passing cases" "$T/out"
+expect_status 2 bash "$NIGHTLY" --gate nothing "${SEL[@]}"
+expect_status 2 bash "$NIGHTLY" --drift-factor 0.5 "${SEL[@]}"
+
 # another selection or another backend is not compared with these runs
 expect_status 0 bash "$NIGHTLY" --op attn_softmax --limit 12 -j2 --backend "$PLUGIN"
 expect_grep 'nightly: run 3, no earlier finished run of the same plan, selection and backend' "$T/out"
