@@ -77,8 +77,9 @@ int ug_db_report_group_history(ug_db *db, long run_id, int (*cb)(const ug_db_gro
 {
     sqlite3_stmt *st;
     if (prepare_run(db,
-                    "SELECT run_id, op_group, sum(verdict = 'PASS'), count(*) FROM results JOIN cases USING (case_id)"
-                    " WHERE run_id IN (SELECT run_id FROM runs WHERE run_id <= ? ORDER BY run_id DESC LIMIT 64)"
+                    "SELECT run_id, op_group, sum(verdict = 'PASS'), sum(verdict <> 'SKIP') FROM results"
+                    " JOIN cases USING (case_id) WHERE run_id IN (SELECT run_id FROM runs WHERE run_id <= ?1"
+                    " AND backend IS (SELECT backend FROM runs WHERE run_id = ?1) ORDER BY run_id DESC LIMIT 64)"
                     " GROUP BY run_id, op_group ORDER BY run_id",
                     run_id, &st, err, errlen))
         return -1;

@@ -39,7 +39,8 @@ typedef struct {
 int ug_db_report_failures(ug_db *db, long run_id, int max, int (*cb)(const ug_db_failure_row *row, void *ctx),
                           void *ctx, char *err, size_t errlen);
 
-/* Cases and passes per run and group over the 64 runs up to run_id, oldest run first. */
+/* Passes and cases not skipped per run and group over the 64 runs up to run_id of run_id's
+ * backend (a mutant or plugin run never joins the sim runs' line), oldest run first. */
 typedef struct {
     long run_id;
     const char *group;

@@ -75,7 +75,11 @@ static int add_result(const ug_db_result_row *row, void *ctx)
     r->seconds_kernel += row->kernel_ms / 1e3;
     r->seconds_oracle += row->oracle_ms / 1e3;
     r->regressions += row->fuzz;
-    if (row->has_max_ulp || row->nonfinite > 0) r->ulp_hist[op][ulp_bucket(row->max_ulp, row->nonfinite > 0)]++;
+    if (row->has_max_ulp || row->nonfinite > 0) {
+        int b = ulp_bucket(row->max_ulp, row->nonfinite > 0);
+        r->ulp_hist[op][b]++;
+        r->ulp_hist_notpass[op][b] += strcmp(v, "PASS") != 0;
+    }
     return 0;
 }
 

@@ -53,7 +53,8 @@ static void write_history(const ug_report *r, FILE *f)
 {
     static const char *colors[UG_GROUP_COUNT] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd"};
     const int w = 640, h = 220, x0 = 50, y0 = 15, pw = 560, ph = 170;
-    fprintf(f, "<section id=\"history\"><h2>Pass rate by run</h2>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
+    fprintf(f, "<section id=\"history\"><h2>Pass rate by run</h2>\n<p>Runs of this run's backend only (a mutant "
+               "or plugin run has a history of its own); SKIP is left out of each rate.</p>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
                "width=\"%d\" height=\"%d\" role=\"img\" aria-label=\"pass rate history per group\">\n", w, h);
     for (int p = 0; p <= 100; p += 25)
         fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/><text x=\"%d\" y=\"%.1f\" "
@@ -134,25 +135,47 @@ static void write_heatmap(const ug_report *r, FILE *f)
     fprintf(f, "</svg></section>\n");
 }
 
+/* One op's histogram: a bar per max-ulp bin, stacked by outcome (PASS blue, any other
+ * outcome red, so an all-PASS run shows no red whatever its errors), the count above each
+ * bar, the axes named. */
+static void write_histogram(const ug_report *r, int op, FILE *f)
+{
+    const int bw = 34, bh = 80, x0 = 22, top = 14;
+    long peak = 1;
+    for (int b = 0; b < UG_ULP_BUCKETS; b++) peak = r->ulp_hist[op][b] > peak ? r->ulp_hist[op][b] : peak;
+    fprintf(f, "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" role=\"img\" "
+               "aria-label=\"%s max ulp histogram\">\n", x0 + bw * UG_ULP_BUCKETS + 6, top + bh + 40, ug_op_name(op));
+    fprintf(f, "<text x=\"10\" y=\"%d\" font-size=\"9\" transform=\"rotate(-90 10 %d)\" text-anchor=\"middle\">cases"
+               "</text><line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"#888\"/>\n",
+            top + bh / 2, top + bh / 2, x0, x0 + bw * UG_ULP_BUCKETS, top + bh, top + bh);
+    for (int b = 0; b < UG_ULP_BUCKETS; b++) {
+        long n = r->ulp_hist[op][b], bad = r->ulp_hist_notpass[op][b];
+        double h_all = (double)bh * (double)n / (double)peak, h_bad = (double)bh * (double)bad / (double)peak;
+        int x = x0 + bw * b;
+        fprintf(f, "<rect class=\"bar pass\" x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%.1f\" fill=\"#4878a8\">"
+                   "<title>%s ulp: %ld cases, %ld PASS</title></rect>\n",
+                x + 2, top + bh - h_all, bw - 4, h_all - h_bad, ug_ulp_bucket_names[b], n, n - bad);
+        if (bad)
+            fprintf(f, "<rect class=\"bar notpass\" x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%.1f\" fill=\"#d62728\">"
+                       "<title>%s ulp: %ld cases not PASS</title></rect>\n",
+                    x + 2, top + bh - h_bad, bw - 4, h_bad, ug_ulp_bucket_names[b], bad);
+        if (n)
+            fprintf(f, "<text class=\"count\" x=\"%d\" y=\"%.1f\" font-size=\"8\" text-anchor=\"middle\">%ld</text>\n",
+                    x + bw / 2, top + bh - h_all - 2, n);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"8\" text-anchor=\"middle\">%s</text>\n", x + bw / 2, top + bh + 11,
+                ug_ulp_bucket_names[b]);
+    }
+    fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"9\" text-anchor=\"middle\">max ulp error of the case</text>\n",
+            x0 + bw * UG_ULP_BUCKETS / 2, top + bh + 26);
+    fprintf(f, "</svg><figcaption>%s</figcaption></figure>\n", ug_op_name(op));
+}
+
 static void write_histograms(const ug_report *r, FILE *f)
 {
-    fprintf(f, "<section id=\"histograms\"><h2>Max ulp error per case</h2>\n<div class=\"hists\">\n");
-    const int bw = 34, bh = 80;
-    for (int op = 0; op < UG_OP_COUNT; op++) {
-        if (!r->op[op].cases) continue;
-        long peak = 1;
-        for (int b = 0; b < UG_ULP_BUCKETS; b++) peak = r->ulp_hist[op][b] > peak ? r->ulp_hist[op][b] : peak;
-        fprintf(f, "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" role=\"img\" "
-                   "aria-label=\"%s max ulp histogram\">\n", bw * UG_ULP_BUCKETS + 10, bh + 30, ug_op_name(op));
-        for (int b = 0; b < UG_ULP_BUCKETS; b++) {
-            double hgt = (double)bh * (double)r->ulp_hist[op][b] / (double)peak;
-            fprintf(f, "<rect class=\"bar\" x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%.1f\" fill=\"%s\"><title>%s ulp: %ld cases</title>"
-                       "</rect><text x=\"%d\" y=\"%d\" font-size=\"8\" text-anchor=\"middle\">%s</text>\n",
-                    5 + bw * b, 5 + bh - hgt, bw - 4, hgt, b >= 6 ? "#d62728" : "#4878a8", ug_ulp_bucket_names[b],
-                    r->ulp_hist[op][b], 5 + bw * b + bw / 2, bh + 18, ug_ulp_bucket_names[b]);
-        }
-        fprintf(f, "</svg><figcaption>%s</figcaption></figure>\n", ug_op_name(op));
-    }
+    fprintf(f, "<section id=\"histograms\"><h2>Max ulp error per case</h2>\n<p>Cases per bin of their largest "
+               "ulp error over all outputs; blue: the case passed, red: it did not.</p><div class=\"hists\">\n");
+    for (int op = 0; op < UG_OP_COUNT; op++)
+        if (r->op[op].cases) write_histogram(r, op, f);
     fprintf(f, "</div></section>\n");
 }
 
@@ -184,7 +207,8 @@ void ug_report_write_html(const ug_report *r, FILE *f)
 {
     fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>ulpgym run %ld</title>\n"
                "<style>body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse}"
-               "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}td:first-child,th:first-child{text-align:left}"
+               "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right;overflow-wrap:anywhere}"
+               "td:first-child,th:first-child{text-align:left}#failures td{text-align:left}svg{max-width:100%%;height:auto}"
                "tr.total{font-weight:bold}.hists{display:flex;flex-wrap:wrap}figure{margin:6px}"
                "figcaption{font-size:11px;text-align:center}code{font-size:12px}</style></head><body>\n",
             r->run_id);

@@ -40,11 +40,13 @@ typedef struct {
     ug_tally op[UG_OP_COUNT];
     ug_tally op_dtype[UG_OP_COUNT][UG_DT_COUNT];
     long ulp_hist[UG_OP_COUNT][UG_ULP_BUCKETS];
+    long ulp_hist_notpass[UG_OP_COUNT][UG_ULP_BUCKETS]; /* of ulp_hist, the cases whose outcome is not PASS */
     long regressions; /* cases of origin fuzz (corpus/found/) among total */
     double seconds_kernel, seconds_oracle;
     ug_report_failure *failures; /* worst first */
     int n_failures;
-    /* pass-rate history per group over the runs up to this one (oldest first) */
+    /* pass-rate history per group over the runs up to this one with the same backend (oldest first;
+     * a mutant or plugin run is another line, never a sawtooth in this one); SKIP left out */
     int n_hist;
     long hist_run[64];
     double hist_rate[64][UG_GROUP_COUNT]; /* -1 where the run had no case of the group */

@@ -108,7 +108,27 @@ else
     [ "$size" -gt 20000 ] && ok || bad "screenshot is $size bytes"
     dims=$(python3 -c 'import struct,sys; b=open(sys.argv[1],"rb").read(24); print(*struct.unpack(">II", b[16:24]))' "$T/r.png")
     expect_eq "$dims" "1200 1600" "screenshot size"
+    # no horizontal overflow at 1280 and 800 px (long threshold JSON must wrap): a copy of the
+    # page with a measuring script (the report itself has none) writes its scroll width
+    sed 's|</body>|<script>document.body.insertAdjacentHTML("beforeend", "<div id=\\"measure\\">" + document.documentElement.scrollWidth + " " + window.innerWidth + "</div>")</script></body>|' \
+        "$T/r.html" >"$T/measure.html"
+    for width in 1280 800; do
+        timeout 120 "$browser" $flags --window-size=$width,1000 --dump-dom "file://$T/measure.html" >"$T/m.html" 2>/dev/null
+        read -r sw iw < <(sed -n 's/.*<div id="measure">\([0-9]*\) \([0-9]*\)<.*/\1 \2/p' "$T/m.html")
+        [ -n "${sw:-}" ] && [ "$sw" -le "$iw" ] && ok || bad "at $width px the page is ${sw:-?} px wide (window ${iw:-?})"
+        timeout 120 "$browser" $flags --window-size=$width,1000 --screenshot="$T/w$width.png" "file://$T/r.html" >/dev/null 2>&1
+        [ "$(stat -c %s "$T/w$width.png" 2>/dev/null || echo 0)" -gt 20000 ] && ok || bad "no real screenshot at $width px"
+    done
+    expect_grep 'ulpgym triage [0-9a-f]{16} --db .*--backend' "$T/dom.html"
 fi
+# the histogram colours by outcome: the mutant's failing cases are red, an all-PASS run has no red
+grep -q 'class="bar notpass"' "$T/r.html" && ok || bad "no red bar in a run with failures"
+ug report --db "$db" --run 3 --format html -o "$T/r3.html" && ok || bad "report run 3"
+grep -q 'class="bar notpass"' "$T/r3.html" && bad "an all-PASS run shows red bars" || ok
+grep -q 'class="count"' "$T/r3.html" && ok || bad "bars carry no counts"
+# the history chart of a sim run holds only sim runs (1 and 3), the mutant run 2 only itself
+expect_eq "$(grep -o '<title>run [0-9]* ' "$T/r3.html" | sort -u | tr -d '\n')" "<title>run 1 <title>run 3 " "sim history"
+expect_eq "$(grep -o '<title>run [0-9]* ' "$T/r.html" | sort -u | tr -d '\n')" "<title>run 2 " "mutant history"
 expect_status 2 ug report --db "$db" --format pdf
 expect_status 2 ug report --db "$db" --run 42
 # the synthetic run 4 stored no verdicts: the certified standard judged none of its cases
