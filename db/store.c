@@ -3,6 +3,7 @@
  * database. Migrations: PRAGMA user_version counts the schema steps applied. */
 #include "db/store.h"
 #include "db/internal.h"
+#include "core/utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -199,6 +200,18 @@ int ug_db_step_done(ug_db *db, sqlite3_stmt *st, char *err, size_t errlen)
     return 0;
 }
 
+/* Binds text from outside ulpgym (a kernel's or device's message, a command line, a host
+ * name) as valid UTF-8, every other byte kept as \xNN (core/utf8.h): what is stored can be
+ * written into every report format. NULL binds NULL. */
+static void bind_outside_text(sqlite3_stmt *st, int i, const char *s)
+{
+    size_t n = s ? strlen(s) * 4 + 1 : 0;
+    char *clean = s ? malloc(n) : NULL;
+    if (clean) ug_utf8_sanitize(s, clean, n);
+    sqlite3_bind_text(st, i, clean ? clean : s, -1, SQLITE_TRANSIENT);
+    free(clean);
+}
+
 int ug_db_run_begin(ug_db *db, const ug_run_info *in, long *run_id, char *err, size_t errlen)
 {
     sqlite3_stmt *st;
@@ -216,12 +229,12 @@ int ug_db_run_begin(ug_db *db, const ug_run_info *in, long *run_id, char *err, s
     sqlite3_bind_text(st, 4, in->plan_hash, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 5, in->backend, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 6, UG_GIT_REV, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 7, host, -1, SQLITE_TRANSIENT);
+    bind_outside_text(st, 7, host);
     sqlite3_bind_int(st, 8, (int)sysconf(_SC_NPROCESSORS_ONLN));
     sqlite3_bind_text(st, 9, in->shard, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int(st, 10, in->oracle_prec);
     sqlite3_bind_int64(st, 11, in->sample);
-    sqlite3_bind_text(st, 12, in->command, -1, SQLITE_TRANSIENT);
+    bind_outside_text(st, 12, in->command);
     if (in->seed_set) sqlite3_bind_int64(st, 13, in->seed);
     sqlite3_bind_text(st, 14, in->op_filter, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 15, in->group_filter, -1, SQLITE_TRANSIENT);
@@ -346,7 +359,7 @@ int ug_db_put_result(ug_db *db, long run_id, const ug_result *r, char *err, size
     bind_real(st, 5, r->kernel_ms);
     bind_real(st, 6, r->oracle_ms);
     sqlite3_bind_int64(st, 7, (sqlite3_int64)r->n_fallback);
-    sqlite3_bind_text(st, 8, r->message, -1, SQLITE_TRANSIENT);
+    bind_outside_text(st, 8, r->message);
     if (ug_db_step_done(db, st, err, errlen)) return -1;
     for (int k = 0; k < r->n_out; k++)
         if (put_metrics(db, run_id, r, &r->out[k], err, errlen)) return -1;
