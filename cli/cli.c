@@ -106,10 +106,10 @@ double ug_cli_case_timeout(const char *cmd, const char *value)
     return -1;
 }
 
-int ug_cli_open_db(const char *path, int create, ug_db **db)
+int ug_cli_open_db(const char *path, int mode, ug_db **db)
 {
     char err[512];
-    if (ug_db_open(ug_db_default_path(path), create, db, err, sizeof err)) {
+    if (ug_db_open(ug_db_default_path(path), mode, db, err, sizeof err)) {
         ug_cli_fail("%s", err);
         return -2;
     }

@@ -69,6 +69,6 @@ int ug_cli_find_case(ug_db *db, const char *plan_path, const char *prefix, char 
  * without memory). */
 char *ug_cli_shell_quote(const char *s);
 /* Opens the database named by --db/$ULPGYM_DB/./ulpgym.db; prints the error itself. */
-int ug_cli_open_db(const char *path, int create, ug_db **db);
+int ug_cli_open_db(const char *path, int mode, ug_db **db);
 
 #endif

@@ -218,7 +218,8 @@ static int ug_cmd_triage(int argc, char **argv)
     long nworst = worst ? ug_cli_long(worst) : 5;
     if (nworst < 0) return ug_cli_fail("triage: --worst must be a number");
     ug_db *db;
-    if (ug_cli_open_db(db_path, 0, &db)) return UG_EXIT_USAGE;
+    if (ug_cli_open_db(db_path, do_shrink ? UG_DB_EXISTING : UG_DB_READONLY, &db)) /* --shrink stores its case */
+        return UG_EXIT_USAGE;
     char id[UG_ID_LEN + 1], backend_name[600] = "sim", err[1024];
     char *spec = NULL;
     int from_plan, rc = 0, reproduced = -1;

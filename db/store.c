@@ -87,7 +87,7 @@ static int table_count(ug_db *db)
     return n;
 }
 
-static int migrate(ug_db *db, const char *path, char *err, size_t errlen)
+static int migrate(ug_db *db, const char *path, int readonly, char *err, size_t errlen)
 {
     int v = 0;
     char why[256];
@@ -100,11 +100,22 @@ static int migrate(ug_db *db, const char *path, char *err, size_t errlen)
                  UG_DB_SCHEMA_VERSION);
         return -2;
     }
-    if (v == 0 && table_count(db) != 0) {
+    int tables = v == 0 ? table_count(db) : 1;
+    if (v == 0 && tables != 0) {
         snprintf(err, errlen, "%s is an SQLite database but not a ulpgym one (it has other tables)", path);
         return -2;
     }
     if (v == UG_DB_SCHEMA_VERSION) return 0;
+    if (readonly && v == 0) { /* an empty file, or an empty SQLite database: a reader writes no schema into it */
+        snprintf(err, errlen, "%s is not a ulpgym database (it is empty; `ulpgym sweep --db` creates one)", path);
+        return -2;
+    }
+    if (readonly) {
+        snprintf(err, errlen, "%s has schema version %d, older than this ulpgym's %d, and reading commands open it "
+                 "read-only: upgrade it once with a writing command (`ulpgym sweep` or `ulpgym check` on it)", path, v,
+                 UG_DB_SCHEMA_VERSION);
+        return -2;
+    }
     if (exec(db, "BEGIN IMMEDIATE", err, errlen)) return -1;
     if ((v < 1 && exec(db, ug_schema_sql, err, errlen)) || (v < 2 && exec(db, migration2_sql, err, errlen)) ||
         (v < 3 && exec(db, migration3_sql, err, errlen)) || (v < 4 && exec(db, migration4_sql, err, errlen))) {
@@ -129,24 +140,46 @@ int ug_db_prepare(ug_db *db, sqlite3_stmt **st, const char *sql, char *err, size
     return 0;
 }
 
-int ug_db_open(const char *path, int create, ug_db **out, char *err, size_t errlen)
+/* Opens db->h on path: read-write (creating it when asked), or read-only, in which mode
+ * SQLite never writes the file (a WAL database's -shm it may need lives beside it; where
+ * that folder is read-only and no -shm exists, the file is read as immutable: a sweep
+ * cannot be writing into a folder nobody may write). */
+static int open_handle(ug_db *db, const char *path, int mode, char *err, size_t errlen)
+{
+    int flags = mode == UG_DB_READONLY ? SQLITE_OPEN_READONLY
+                                       : SQLITE_OPEN_READWRITE | (mode == UG_DB_CREATE ? SQLITE_OPEN_CREATE : 0);
+    int rc = sqlite3_open_v2(path, &db->h, flags, NULL);
+    int v;
+    char why[256];
+    int code = rc == SQLITE_OK && mode == UG_DB_READONLY && user_version(db, &v, why, sizeof why)
+                   ? sqlite3_errcode(db->h) & 0xff : SQLITE_OK;
+    if (code == SQLITE_CANTOPEN || code == SQLITE_READONLY) { /* a WAL database whose -shm cannot be made */
+        sqlite3_close(db->h);
+        char *uri = sqlite3_mprintf("file:%s?immutable=1", path); /* characters a URI needs escaping: rare in paths */
+        rc = uri ? sqlite3_open_v2(uri, &db->h, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) : SQLITE_NOMEM;
+        sqlite3_free(uri);
+    }
+    if (rc == SQLITE_OK) return 0;
+    snprintf(err, errlen, "cannot open database %s: %s", path, db->h ? sqlite3_errmsg(db->h) : "out of memory");
+    return -2;
+}
+
+int ug_db_open(const char *path, int mode, ug_db **out, char *err, size_t errlen)
 {
     *out = NULL;
-    if (!create && access(path, F_OK) != 0) {
+    if (mode != UG_DB_CREATE && access(path, F_OK) != 0) {
         snprintf(err, errlen, "no database at %s (run `ulpgym sweep` first, or pass --db)", path);
         return -2;
     }
     ug_db *db = calloc(1, sizeof *db);
     if (!db) return -1;
-    int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
-    if (sqlite3_open_v2(path, &db->h, flags, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "cannot open database %s: %s", path, db->h ? sqlite3_errmsg(db->h) : "out of memory");
+    if (open_handle(db, path, mode, err, errlen)) {
         ug_db_close(db);
         return -2;
     }
     sqlite3_busy_timeout(db->h, 10000);
-    int rc = migrate(db, path, err, errlen);
-    if (!rc) {
+    int rc = migrate(db, path, mode == UG_DB_READONLY, err, errlen);
+    if (!rc && mode != UG_DB_READONLY) {
         char inner[256];
         if (exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;", inner,
                  sizeof inner)) {
