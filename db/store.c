@@ -87,6 +87,8 @@ static int table_count(ug_db *db)
     return n;
 }
 
+#define UG_DB_NEEDS_UPGRADE (-3)
+
 static int migrate(ug_db *db, const char *path, int readonly, char *err, size_t errlen)
 {
     int v = 0;
@@ -110,11 +112,11 @@ static int migrate(ug_db *db, const char *path, int readonly, char *err, size_t 
         snprintf(err, errlen, "%s is not a ulpgym database (it is empty; `ulpgym sweep --db` creates one)", path);
         return -2;
     }
-    if (readonly) {
-        snprintf(err, errlen, "%s has schema version %d, older than this ulpgym's %d, and reading commands open it "
-                 "read-only: upgrade it once with a writing command (`ulpgym sweep` or `ulpgym check` on it)", path, v,
+    if (readonly) { /* an older ulpgym's database: ug_db_open upgrades it where it may write */
+        snprintf(err, errlen, "%s has schema version %d, older than this ulpgym's %d, and cannot be upgraded here "
+                 "(it is not writable): upgrade it once where it is (any ulpgym command that opens it)", path, v,
                  UG_DB_SCHEMA_VERSION);
-        return -2;
+        return UG_DB_NEEDS_UPGRADE;
     }
     if (exec(db, "BEGIN IMMEDIATE", err, errlen)) return -1;
     if ((v < 1 && exec(db, ug_schema_sql, err, errlen)) || (v < 2 && exec(db, migration2_sql, err, errlen)) ||
@@ -179,6 +181,10 @@ int ug_db_open(const char *path, int mode, ug_db **out, char *err, size_t errlen
     }
     sqlite3_busy_timeout(db->h, 10000);
     int rc = migrate(db, path, mode == UG_DB_READONLY, err, errlen);
+    if (rc == UG_DB_NEEDS_UPGRADE && access(path, W_OK) == 0) { /* a reader upgrades an older schema it may write */
+        ug_db_close(db);
+        return ug_db_open(path, UG_DB_EXISTING, out, err, errlen);
+    }
     if (!rc && mode != UG_DB_READONLY) {
         char inner[256];
         if (exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;", inner,
@@ -200,7 +206,7 @@ int ug_db_open(const char *path, int mode, ug_db **out, char *err, size_t errlen
                      " VALUES (?,?,?,?,?,?,?)", err, errlen);
     if (rc) {
         ug_db_close(db);
-        return rc == -1 ? -2 : rc;
+        return rc == -1 || rc == UG_DB_NEEDS_UPGRADE ? -2 : rc;
     }
     *out = db;
     return 0;

@@ -47,8 +47,9 @@ typedef struct {
 const char *ug_db_default_path(const char *explicit_path);
 /* How ug_db_open opens: an existing database for writing (migrated to the current
  * schema), creating it when missing, or read-only for the reading commands (history,
- * report, diff, export, triage): SQLite's read-only mode, no migration, no pragma that
- * writes; an empty file or an older schema is refused, saying so. */
+ * report, diff, export, triage): SQLite's read-only mode, no pragma that writes; an empty
+ * file is refused, saying so; an older ulpgym's schema is upgraded when the file is
+ * writable (as any command did before), else refused, saying why. */
 enum { UG_DB_EXISTING = 0, UG_DB_CREATE = 1, UG_DB_READONLY = 2 };
 /* Opens path in mode (UG_DB_*). A missing file is refused unless mode is UG_DB_CREATE. A
  * file that is not a ulpgym database is refused with a message; nothing is written to it. */
