@@ -1,6 +1,7 @@
 /* cli.c — helpers shared by the commands (see cli.h). */
 #include "cli/cli.h"
 #include "gen/case_memory.h"
+#include "run/sweep.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -95,10 +96,20 @@ int ug_cli_case_memory(const char *value)
     return ug_case_memory_configure(value, err, sizeof err) ? ug_cli_fail("%s", err) : 0;
 }
 
-int ug_cli_open_db(const char *path, int create, ug_db **db)
+double ug_cli_case_timeout(const char *cmd, const char *value)
+{
+    if (!value) return UG_SWEEP_TIMEOUT_DEFAULT;
+    char *end;
+    double t = strtod(value, &end);
+    if (end != value && !*end && t > 0 && t < 1e9) return t;
+    ug_cli_fail("%s: --case-timeout takes SECONDS > 0, not \"%s\"", cmd, value);
+    return -1;
+}
+
+int ug_cli_open_db(const char *path, int mode, ug_db **db)
 {
     char err[512];
-    if (ug_db_open(ug_db_default_path(path), create, db, err, sizeof err)) {
+    if (ug_db_open(ug_db_default_path(path), mode, db, err, sizeof err)) {
         ug_cli_fail("%s", err);
         return -2;
     }

@@ -51,6 +51,14 @@ int ug_cli_case_memory(const char *value);
     "                   and oracle scratch) exceeds BYTES (suffix K, M, G or T, powers of 1024);\n"                    \
     "                   default $ULPGYM_CASE_MEMORY, else half the physical memory (per sweep worker)\n"
 
+/* --case-timeout SECONDS of the single-case commands (triage, case): their kernel runs in
+ * a contained process (run/contain.h) with this limit, default UG_SWEEP_TIMEOUT_DEFAULT
+ * (value NULL). Returns the seconds, or -1 after printing why the value does not parse. */
+double ug_cli_case_timeout(const char *cmd, const char *value);
+#define UG_CLI_CASE_TIMEOUT_HELP                                                                                      \
+    "  --case-timeout   seconds the kernel may take (default 300); it runs in a contained process,\n"                 \
+    "                   so a crash or hang is reported as CRASH / TIMEOUT, as a sweep records it\n"
+
 /* The case a case ID or unique prefix (6+ hex digits, any case) names: looked up in db
  * (NULL: none), then in the plan at plan_path (NULL: the default plan). Fills id and a
  * malloc'd spec; *from_plan (may be NULL) says it came from the plan. An ambiguous prefix
@@ -61,6 +69,6 @@ int ug_cli_find_case(ug_db *db, const char *plan_path, const char *prefix, char 
  * without memory). */
 char *ug_cli_shell_quote(const char *s);
 /* Opens the database named by --db/$ULPGYM_DB/./ulpgym.db; prints the error itself. */
-int ug_cli_open_db(const char *path, int create, ug_db **db);
+int ug_cli_open_db(const char *path, int mode, ug_db **db);
 
 #endif

@@ -10,7 +10,8 @@
 
 static int ug_cmd_case(int argc, char **argv)
 {
-    const char *spec = NULL, *file = NULL, *backend = NULL, *sample = NULL, *primary = NULL, *mem = NULL;
+    const char *spec = NULL, *file = NULL, *backend = NULL, *sample = NULL, *primary = NULL, *mem = NULL,
+               *timeout = NULL;
     int json = 0;
     for (int i = 1; i < argc; i++) {
         int m;
@@ -18,7 +19,8 @@ static int ug_cmd_case(int argc, char **argv)
             (m = ug_cli_opt(argc, argv, &i, "--backend", &backend)) ||
             (m = ug_cli_opt(argc, argv, &i, "--sample", &sample)) ||
             (m = ug_cli_opt(argc, argv, &i, "--primary", &primary)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--case-memory", &mem))) {
+            (m = ug_cli_opt(argc, argv, &i, "--case-memory", &mem)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--case-timeout", &timeout))) {
             if (m < 0) return UG_EXIT_USAGE;
         } else if (ug_cli_flag(argv, i, "--json")) json = 1;
         else return ug_cli_fail("case: unexpected argument \"%s\" (see ulpgym case -h)", argv[i]);
@@ -27,6 +29,8 @@ static int ug_cmd_case(int argc, char **argv)
     int std = -1;
     if (primary && ug_exec_parse_primary(primary, &std, err, sizeof err)) return ug_cli_fail("case: %s", err);
     if (ug_cli_case_memory(mem)) return UG_EXIT_USAGE;
+    double limit = ug_cli_case_timeout("case", timeout);
+    if (limit < 0) return UG_EXIT_USAGE;
     char rerr[512];
     char *text = file ? ug_text_file_read(file, rerr, sizeof rerr) : spec ? strdup(spec) : NULL;
     if (!text) return file ? ug_cli_fail("case: %s", rerr) : ug_cli_fail("case: give --spec JSON or --spec-file FILE");
@@ -34,6 +38,7 @@ static int ug_cmd_case(int argc, char **argv)
     ug_exec_opts_default(&o);
     o.primary_set = std >= 0;
     o.primary = std;
+    o.contain_s = limit;
     if (sample && (long)(o.oracle.sample = (size_t)ug_cli_sample(sample)) < 0) {
         free(text);
         return ug_cli_fail("case: --sample takes a count or \"all\"");
@@ -56,8 +61,8 @@ static int ug_cmd_case(int argc, char **argv)
 const ug_command ug_command_case = {
     "case", ug_cmd_case, "run one case from its spec JSON and print its verdict",
      "usage: ulpgym case (--spec JSON | --spec-file FILE) [--backend B] [--sample N|all] [--primary STD]\n"
-     "                   [--json] [--case-memory BYTES]\n"
+     "                   [--json] [--case-memory BYTES] [--case-timeout SECONDS]\n"
      "  Runs the kernel and the oracle on the case the spec describes (no database).\n"
      "  --backend sim | sim:VARIANT | plugin:PATH.so   (default sim)\n"
      "  --primary STD  decide the outcome by numeric standard STD, as `sweep --primary` does\n"
-     UG_CLI_CASE_MEMORY_HELP};
+     UG_CLI_CASE_MEMORY_HELP UG_CLI_CASE_TIMEOUT_HELP};

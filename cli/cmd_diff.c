@@ -95,7 +95,7 @@ static int ug_cmd_diff(int argc, char **argv)
     double factor = factor_s ? strtod(factor_s, NULL) : 4.0;
     if (!(factor > 1.0)) return ug_cli_fail("diff: --factor must be a number > 1");
     ug_db *db;
-    if (ug_cli_open_db(db_path, 0, &db)) return UG_EXIT_USAGE;
+    if (ug_cli_open_db(db_path, UG_DB_READONLY, &db)) return UG_EXIT_USAGE;
     long a, b;
     char err[256];
     if (ug_db_resolve_run(db, runs[0], &a, err, sizeof err) || ug_db_resolve_run(db, runs[1], &b, err, sizeof err)) {

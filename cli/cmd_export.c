@@ -124,7 +124,7 @@ static int ug_cmd_export(int argc, char **argv)
     char id[UG_ID_LEN + 1], *spec;
     ug_db *store = NULL;
     const char *db_file = ug_db_default_path(db);
-    if (access(db_file, F_OK) == 0 && ug_cli_open_db(db, 0, &store)) return UG_EXIT_USAGE;
+    if (access(db_file, F_OK) == 0 && ug_cli_open_db(db, UG_DB_READONLY, &store)) return UG_EXIT_USAGE;
     int found = ug_cli_find_case(store, plan_path, case_id, id, &spec, NULL);
     ug_db_close(store);
     if (found) return UG_EXIT_USAGE;

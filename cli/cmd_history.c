@@ -147,7 +147,7 @@ static int ug_cmd_history(int argc, char **argv)
     if (f.any_op) o.f.ops = f.ops;
     o.f.groups = f.groups;
     ug_db *db;
-    if (ug_cli_open_db(db_path, 0, &db)) return UG_EXIT_USAGE;
+    if (ug_cli_open_db(db_path, UG_DB_READONLY, &db)) return UG_EXIT_USAGE;
     cJSON *json = o.json ? cJSON_CreateObject() : NULL;
     int rc = print_rates(db, &o, json);
     if (!rc)

@@ -72,7 +72,7 @@ static int ug_cmd_report(int argc, char **argv)
     long ntop = top ? ug_cli_long(top) : 25;
     if (ntop < 0) return ug_cli_fail("report: --top must be a number");
     ug_db *db;
-    if (ug_cli_open_db(db_path, 0, &db)) return UG_EXIT_USAGE;
+    if (ug_cli_open_db(db_path, UG_DB_READONLY, &db)) return UG_EXIT_USAGE;
     char err[512];
     long run_id;
     ug_report r;

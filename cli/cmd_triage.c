@@ -34,11 +34,26 @@ static long stored_run(ug_db *db, const char *id, long run, char *backend, size_
     return run;
 }
 
-/* Compares the stored metrics of (run, case) with a fresh result; prints differences
- * (to f). Returns the number of values that differ. */
+/* Says what run stored for the case and what happened now (verdict and message). 1 when
+ * the verdicts differ, 0 when they agree, -1 on a database error. */
+static int compare_verdict(ug_db *db, long run, const ug_result *r, FILE *f)
+{
+    char verdict[32] = "", msg[600] = "", err[256];
+    int have = ug_db_get_verdict(db, run, r->case_id, verdict, sizeof verdict, msg, sizeof msg, err, sizeof err);
+    if (have < 0) return -1;
+    const char *now = ug_outcome_name(r->outcome);
+    if (have) fprintf(f, "stored in run %ld: %s%s%s\n", run, verdict, msg[0] ? ": " : "", msg);
+    else fprintf(f, "stored in run %ld: no result for this case\n", run);
+    fprintf(f, "now: %s%s%s\n", now, r->message[0] ? ": " : "", r->message);
+    return have && strcmp(verdict, now) != 0;
+}
+
+/* Compares the stored verdict and metrics of (run, case) with a fresh result; prints
+ * differences (to f). Returns the number of values that differ (a verdict counts). */
 static int compare_stored(ug_db *db, long run, const ug_result *r, FILE *f)
 {
-    int diffs = 0, compared = 0;
+    int diffs = compare_verdict(db, run, r, f), compared = 0;
+    if (diffs < 0) return -1;
     for (int k = 0; k < r->n_out; k++) {
         double fresh[UG_DB_MC_COUNT];
         ug_db_metric_values(&r->out[k].m, fresh);
@@ -56,8 +71,11 @@ static int compare_stored(ug_db *db, long run, const ug_result *r, FILE *f)
             }
         }
     }
-    fprintf(f, "stored metrics of run %ld: %d values compared, %s\n", run, compared,
-            diffs ? "NOT reproduced" : compared ? "reproduced exactly" : "nothing stored to compare (not confirmed)");
+    if (compared)
+        fprintf(f, "stored metrics of run %ld: %d values compared, %s\n", run, compared,
+                diffs ? "NOT reproduced" : "reproduced exactly");
+    else fprintf(f, "stored metrics of run %ld: none to compare; the verdict is %s\n", run,
+                 diffs ? "NOT reproduced" : "reproduced");
     return diffs;
 }
 
@@ -78,11 +96,12 @@ static char *reproduce_line(const char *backend, int primary, const char *spec)
 }
 
 /* --shrink: the smallest failing shape; stored as a manual case so it can be triaged. */
-static int shrink(ug_db *db, const char *spec, const ug_backend *b, int primary, const char *backend_name, int json)
+static int shrink(ug_db *db, const char *spec, const ug_backend *b, int primary, double contain_s,
+                  const char *backend_name, int json)
 {
     ug_shrink_result sr;
     char err[512];
-    if (ug_shrink_case(spec, b, primary, &sr, err, sizeof err)) return ug_cli_fail("triage --shrink: %s", err);
+    if (ug_shrink_case(spec, b, primary, contain_s, &sr, err, sizeof err)) return ug_cli_fail("triage --shrink: %s", err);
     if (ug_db_put_case(db, sr.id, sr.spec, "manual", err, sizeof err)) fprintf(stderr, "ulpgym: %s\n", err);
     if (json) {
         printf("{\"shrunk_case_id\":\"%s\",\"input_elements\":%zu,\"start_input_elements\":%zu,\"spec\":%s}\n", sr.id,
@@ -126,9 +145,13 @@ static int dump(const ug_exec_detail *d, const char *dir)
     return 0;
 }
 
+/* The kernel crashed or hung: the case has no outputs to look at. */
+static int kernel_died(const ug_result *r) { return r->outcome == UG_OUT_CRASH || r->outcome == UG_OUT_TIMEOUT; }
+
 static void print_text(const ug_result *r, const ug_exec_detail *d, int nworst)
 {
-    printf("\nall elements:\n");
+    if (kernel_died(r)) printf("\nthe kernel %s: no outputs to check\n", r->outcome == UG_OUT_CRASH ? "crashed" : "hung");
+    else printf("\nall elements:\n");
     ug_print_result(r, stdout);
     for (int k = 0; d->have_oracle && k < d->c.n_out; k++) {
         ug_triage_print_worst(d, k, nworst, stdout);
@@ -173,14 +196,15 @@ static void print_json(const ug_result *r, const ug_exec_detail *d, int nworst, 
 static int ug_cmd_triage(int argc, char **argv)
 {
     const char *db_path = NULL, *backend_opt = NULL, *worst = NULL, *id_arg = NULL, *run_opt = NULL, *dump_dir = NULL,
-               *mem = NULL;
+               *mem = NULL, *timeout = NULL;
     int json = 0, do_shrink = 0;
     for (int i = 1; i < argc; i++) {
         int m;
         if ((m = ug_cli_opt(argc, argv, &i, "--db", &db_path)) || (m = ug_cli_opt(argc, argv, &i, "--backend", &backend_opt)) ||
             (m = ug_cli_opt(argc, argv, &i, "--worst", &worst)) || (m = ug_cli_opt(argc, argv, &i, "--run", &run_opt)) ||
             (m = ug_cli_opt(argc, argv, &i, "--dump", &dump_dir)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--case-memory", &mem))) {
+            (m = ug_cli_opt(argc, argv, &i, "--case-memory", &mem)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--case-timeout", &timeout))) {
             if (m < 0) return UG_EXIT_USAGE;
         } else if (ug_cli_flag(argv, i, "--json")) json = 1;
         else if (ug_cli_flag(argv, i, "--shrink")) do_shrink = 1;
@@ -189,10 +213,13 @@ static int ug_cmd_triage(int argc, char **argv)
     }
     if (!id_arg) return ug_cli_fail("triage: give a case ID");
     if (ug_cli_case_memory(mem)) return UG_EXIT_USAGE;
+    double limit = ug_cli_case_timeout("triage", timeout);
+    if (limit < 0) return UG_EXIT_USAGE;
     long nworst = worst ? ug_cli_long(worst) : 5;
     if (nworst < 0) return ug_cli_fail("triage: --worst must be a number");
     ug_db *db;
-    if (ug_cli_open_db(db_path, 0, &db)) return UG_EXIT_USAGE;
+    if (ug_cli_open_db(db_path, do_shrink ? UG_DB_EXISTING : UG_DB_READONLY, &db)) /* --shrink stores its case */
+        return UG_EXIT_USAGE;
     char id[UG_ID_LEN + 1], backend_name[600] = "sim", err[1024];
     char *spec = NULL;
     int from_plan, rc = 0, reproduced = -1;
@@ -228,6 +255,7 @@ static int ug_cmd_triage(int argc, char **argv)
     ug_exec_opts_default(&o);
     o.primary_set = primary >= 0; /* decided as the run decided it */
     o.primary = primary;
+    o.contain_s = limit; /* the kernel cannot take triage down with it (run/contain.h) */
     ug_result r;
     if (run > 0 && !backend_opt) { /* same sample as the stored run: metrics must match */
         o.oracle.sample = (size_t)sample;
@@ -237,7 +265,9 @@ static int ug_cmd_triage(int argc, char **argv)
     }
     o.oracle.sample = 0; /* every element */
     ug_exec_detail d;
-    ug_exec_case(spec, &b, &o, &r, &d);
+    if (reproduced == 1 && kernel_died(&r)) /* no outputs to look at: not run a second time */
+        memset(&d, 0, sizeof d);
+    else ug_exec_case(spec, &b, &o, &r, &d);
     if (json && !do_shrink) print_json(&r, &d, (int)nworst, spec, backend_name, primary, reproduced);
     else if (!json) {
         print_text(&r, &d, (int)nworst);
@@ -252,7 +282,7 @@ static int ug_cmd_triage(int argc, char **argv)
     }
     ug_exec_detail_free(&d);
     if (do_shrink) {
-        int src = shrink(db, spec, &b, primary, backend_name, json);
+        int src = shrink(db, spec, &b, primary, limit, backend_name, json);
         if (src) rc = src;
     }
     ug_backend_close(&b);
@@ -264,7 +294,7 @@ static int ug_cmd_triage(int argc, char **argv)
 const ug_command ug_command_triage = {
     "triage", ug_cmd_triage, "rebuild a case from its ID, rerun it and explain the verdict",
      "usage: ulpgym triage CASE_ID [--db PATH] [--run ID] [--backend B] [--worst N] [--shrink] [--json]\n"
-     "                     [--dump DIR] [--case-memory BYTES]\n"
+     "                     [--dump DIR] [--case-memory BYTES] [--case-timeout SECONDS]\n"
      "  CASE_ID is 16 hex digits or a unique prefix of 6+ (looked up in the database, then\n"
      "  in the default plan). Reruns kernel and oracle with the backend and sample of run ID\n"
      "  (default: the latest run that holds the case; --backend overrides the backend)\n"
@@ -278,4 +308,4 @@ const ug_command ug_command_triage = {
      "  --shrink  search for the smallest shape of the same op/dtype/distribution that fails\n"
      "            the same way; prints (and stores) its new case ID\n"
      "  --json    the same as one JSON object, for tools\n"
-     UG_CLI_CASE_MEMORY_HELP};
+     UG_CLI_CASE_MEMORY_HELP UG_CLI_CASE_TIMEOUT_HELP};

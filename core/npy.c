@@ -7,9 +7,12 @@
 #include "core/npy.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const struct {
     const char *descr;
@@ -203,10 +206,10 @@ static int parse_dict(hdr_reader *r, ug_npy *o)
     return 0;
 }
 
-int ug_npy_parse(const void *buf, size_t len, ug_npy *out, char *err, size_t errlen)
+/* The preamble's length (10 or 12) and the header's; -2 with err when b[0..len) does not
+ * hold a valid preamble. */
+static int preamble(const unsigned char *b, size_t len, size_t *prefix, size_t *hlen, char *err, size_t errlen)
 {
-    const unsigned char *b = buf;
-    memset(out, 0, sizeof *out);
     if (len < 10 || memcmp(b, "\x93NUMPY", 6) != 0) {
         snprintf(err, errlen, "not a .npy file (no \\x93NUMPY magic)");
         return -2;
@@ -216,18 +219,19 @@ int ug_npy_parse(const void *buf, size_t len, ug_npy *out, char *err, size_t err
         snprintf(err, errlen, ".npy format version %d.%d is not supported (1.0, 2.0, 3.0)", major, minor);
         return -2;
     }
-    size_t prefix = major == 1 ? 10 : 12;
-    if (len < prefix) {
+    *prefix = major == 1 ? 10 : 12;
+    if (len < *prefix) {
         snprintf(err, errlen, "truncated .npy file: %zu bytes, shorter than its preamble", len);
         return -2;
     }
-    size_t hlen = major == 1 ? (size_t)b[8] | (size_t)b[9] << 8
-                             : (size_t)b[8] | (size_t)b[9] << 8 | (size_t)b[10] << 16 | (size_t)b[11] << 24;
-    if (hlen > len - prefix) {
-        snprintf(err, errlen, "truncated .npy file: header says %zu bytes, file has %zu after the preamble", hlen,
-                 len - prefix);
-        return -2;
-    }
+    *hlen = major == 1 ? (size_t)b[8] | (size_t)b[9] << 8
+                       : (size_t)b[8] | (size_t)b[9] << 8 | (size_t)b[10] << 16 | (size_t)b[11] << 24;
+    return 0;
+}
+
+/* Parses the header dict of b[prefix..prefix+hlen) into out, numel and data_len included. */
+static int parse_header(const unsigned char *b, size_t prefix, size_t hlen, ug_npy *out, char *err, size_t errlen)
+{
     for (size_t i = 0; i < hlen; i++) {
         unsigned char ch = b[prefix + i];
         if (ch != '\n' && (ch < 0x20 || ch > 0x7e)) {
@@ -247,13 +251,6 @@ int ug_npy_parse(const void *buf, size_t len, ug_npy *out, char *err, size_t err
     }
     out->numel = numel;
     out->data_len = numel * (size_t)out->itemsize;
-    size_t have = len - prefix - hlen;
-    if (have != out->data_len) {
-        snprintf(err, errlen, "%s .npy data: shape and dtype %s need %zu bytes, the file has %zu",
-                 have < out->data_len ? "truncated" : "overlong", out->descr, out->data_len, have);
-        return -2;
-    }
-    out->data = b + prefix + hlen;
     if (!host_little_endian()) {
         snprintf(err, errlen, "ulpgym's .npy support assumes a little-endian host");
         return -2;
@@ -261,44 +258,132 @@ int ug_npy_parse(const void *buf, size_t len, ug_npy *out, char *err, size_t err
     return 0;
 }
 
+/* The data block holds `have` bytes: 0 when that is what the header declares. */
+static int check_data_len(const ug_npy *o, size_t have, char *err, size_t errlen)
+{
+    if (have == o->data_len) return 0;
+    snprintf(err, errlen, "%s .npy data: shape and dtype %s need %zu bytes, the file has %zu",
+             have < o->data_len ? "truncated" : "overlong", o->descr, o->data_len, have);
+    return -2;
+}
+
+int ug_npy_parse(const void *buf, size_t len, ug_npy *out, char *err, size_t errlen)
+{
+    const unsigned char *b = buf;
+    size_t prefix, hlen;
+    memset(out, 0, sizeof *out);
+    if (preamble(b, len, &prefix, &hlen, err, errlen)) return -2;
+    if (hlen > len - prefix) {
+        snprintf(err, errlen, "truncated .npy file: header says %zu bytes, file has %zu after the preamble", hlen,
+                 len - prefix);
+        return -2;
+    }
+    if (parse_header(b, prefix, hlen, out, err, errlen) || check_data_len(out, len - prefix - hlen, err, errlen))
+        return -2;
+    out->data = b + prefix + hlen;
+    return 0;
+}
+
+/* Reads exactly n bytes of fd into p; -1 on an error or a short file. */
+static int read_exact(int fd, void *p, size_t n)
+{
+    unsigned char *c = p;
+    while (n) {
+        ssize_t k = read(fd, c, n > (1u << 30) ? (1u << 30) : n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return -1;
+        c += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+/* Opens path as a regular file (never a device, FIFO or folder, whatever a link names). */
+static int open_regular(const char *path, struct stat *st, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* O_NONBLOCK: a FIFO must not block the open */
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, st) || !S_ISREG(st->st_mode)) {
+        snprintf(err, errlen, "%s is not a regular file (%s); write the array to a file", path,
+                 S_ISCHR(st->st_mode) ? "a character device" : S_ISFIFO(st->st_mode) ? "a FIFO"
+                 : S_ISDIR(st->st_mode) ? "a folder" : S_ISBLK(st->st_mode) ? "a block device" : "not a plain file");
+        close(fd);
+        return -1;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return fd;
+}
+
+/* Reads and parses the preamble and header at fd (a regular file of st_size bytes); checks
+ * the file's size against them. */
+static int read_header(int fd, off_t size, ug_npy *out, char *err, size_t errlen)
+{
+    unsigned char pre[12];
+    size_t prefix, hlen, got = size < 12 ? (size_t)(size < 0 ? 0 : size) : 12;
+    if (read_exact(fd, pre, got) || preamble(pre, got, &prefix, &hlen, err, errlen)) {
+        if (got < 10) snprintf(err, errlen, "not a .npy file (no \\x93NUMPY magic)");
+        return -2;
+    }
+    if (hlen > (size_t)size - prefix || hlen > UG_NPY_MAX_HEADER) {
+        snprintf(err, errlen, "%s .npy header: it says %zu bytes, the file has %zu after the preamble",
+                 hlen > UG_NPY_MAX_HEADER ? "implausibly large" : "truncated", hlen, (size_t)size - prefix);
+        return -2;
+    }
+    unsigned char *h = malloc(prefix + hlen);
+    int rc = !h || lseek(fd, 0, SEEK_SET) != 0 || read_exact(fd, h, prefix + hlen) ? -1 : 0;
+    if (rc) snprintf(err, errlen, "cannot read its header: %s", h ? strerror(errno) : "out of memory");
+    else rc = parse_header(h, prefix, hlen, out, err, errlen);
+    free(h);
+    return rc ? -2 : check_data_len(out, (size_t)size - prefix - hlen, err, errlen);
+}
+
+int ug_npy_open(const char *path, ug_npy *out, int *fd, char *err, size_t errlen)
+{
+    struct stat st;
+    memset(out, 0, sizeof *out);
+    *fd = open_regular(path, &st, err, errlen);
+    if (*fd < 0) return -2;
+    char inner[256];
+    if (read_header(*fd, st.st_size, out, inner, sizeof inner)) {
+        snprintf(err, errlen, "%s: %s", path, inner);
+        close(*fd);
+        *fd = -1;
+        return -2;
+    }
+    return 0;
+}
+
+int ug_npy_read_data(const char *path, int fd, void *dst, size_t len, char *err, size_t errlen)
+{
+    int rc = read_exact(fd, dst, len);
+    if (rc) snprintf(err, errlen, "cannot read %s: %s", path, errno ? strerror(errno) : "it shrank while read");
+    close(fd);
+    return rc ? -2 : 0;
+}
+
 int ug_npy_read_file(const char *path, void **buf, ug_npy *out, char *err, size_t errlen)
 {
+    int fd;
     *buf = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+    if (ug_npy_open(path, out, &fd, err, errlen)) return -2;
+    off_t at = lseek(fd, 0, SEEK_CUR); /* the header's bytes: the whole file is read, as checked */
+    size_t total = (size_t)at + out->data_len;
+    unsigned char *data = at < 0 ? NULL : malloc(total);
+    if (!data || lseek(fd, 0, SEEK_SET) != 0) {
+        close(fd);
+        free(data);
+        snprintf(err, errlen, "cannot read %s: %s", path, data ? strerror(errno) : "out of memory");
         return -2;
     }
-    size_t cap = 1 << 16, n = 0;
-    unsigned char *data = malloc(cap);
-    size_t got;
-    while (data && (got = fread(data + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) {
-            unsigned char *bigger = cap < ((size_t)1 << 34) ? realloc(data, cap * 2) : NULL;
-            if (!bigger) {
-                free(data);
-                data = NULL;
-                break;
-            }
-            data = bigger;
-            cap *= 2;
-        }
-    }
-    int ioerr = ferror(f);
-    fclose(f);
-    if (!data || ioerr) {
+    if (ug_npy_read_data(path, fd, data, total, err, errlen)) {
         free(data);
-        snprintf(err, errlen, "cannot read %s: %s", path, data ? "I/O error" : "out of memory");
-        return -2;
-    }
-    char inner[256];
-    if (ug_npy_parse(data, n, out, inner, sizeof inner)) {
-        free(data);
-        snprintf(err, errlen, "%s: %s", path, inner);
         return -2;
     }
     *buf = data;
+    out->data = data + at;
     return 0;
 }
 

@@ -30,8 +30,16 @@ typedef struct {
  * with a sentence in err on any malformed or unsupported input. */
 int ug_npy_parse(const void *buf, size_t len, ug_npy *out, char *err, size_t errlen);
 
-/* Reads and parses path. *buf receives the file's bytes (free it when done with
- * out->data). Errors name the file. */
+/* Files are read by their header first: ug_npy_open opens path, refuses anything but a
+ * regular file (a link to /dev/zero, a FIFO, a folder), parses the header (at most
+ * UG_NPY_MAX_HEADER bytes) and checks the file's size against it without reading the
+ * data; *fd is then at the data (out->data NULL, out->data_len its bytes), for the caller
+ * to check descr and shape against what it expects before ug_npy_read_data reads exactly
+ * len bytes into dst and closes fd. Errors name the file; -2 on any. */
+#define UG_NPY_MAX_HEADER (1u << 20)
+int ug_npy_open(const char *path, ug_npy *out, int *fd, char *err, size_t errlen);
+int ug_npy_read_data(const char *path, int fd, void *dst, size_t len, char *err, size_t errlen);
+/* Both in one: *buf receives the file's bytes (free it when done with out->data). */
 int ug_npy_read_file(const char *path, void **buf, ug_npy *out, char *err, size_t errlen);
 
 /* Writes a C-order array (format 1.0, header padded to 64 bytes). descr must be one of

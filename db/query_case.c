@@ -51,6 +51,24 @@ int ug_db_get_metrics(ug_db *db, long run_id, const char *case_id, const char *o
     return found;
 }
 
+int ug_db_get_verdict(ug_db *db, long run_id, const char *case_id, char *verdict, size_t vlen, char *message,
+                      size_t mlen, char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    if (ug_db_prepare(db, &st, "SELECT verdict, message FROM results WHERE run_id = ? AND case_id = ?", err, errlen))
+        return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_text(st, 2, case_id, -1, SQLITE_TRANSIENT);
+    int found = sqlite3_step(st) == SQLITE_ROW;
+    if (found) {
+        const unsigned char *v = sqlite3_column_text(st, 0), *m = sqlite3_column_text(st, 1);
+        snprintf(verdict, vlen, "%s", v ? (const char *)v : "");
+        snprintf(message, mlen, "%s", m ? (const char *)m : "");
+    }
+    sqlite3_finalize(st);
+    return found;
+}
+
 long ug_db_latest_replay_run(ug_db *db, const char *plan_name)
 {
     sqlite3_stmt *st;

@@ -27,6 +27,10 @@ void ug_db_metric_values(const ug_metrics *m, double v[UG_DB_MC_COUNT]);
  * database error (message in err). */
 int ug_db_get_metrics(ug_db *db, long run_id, const char *case_id, const char *output, ug_db_metric_row *row,
                       char *err, size_t errlen);
+/* The stored verdict and message of (run_id, case_id): 1 found, 0 no such row, -1 a
+ * database error (message in err). */
+int ug_db_get_verdict(ug_db *db, long run_id, const char *case_id, char *verdict, size_t vlen, char *message,
+                      size_t mlen, char *err, size_t errlen);
 /* The latest run of backend "replay" named plan_name (`check --name`): its id, or 0. */
 long ug_db_latest_replay_run(ug_db *db, const char *plan_name);
 

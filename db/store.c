@@ -3,6 +3,7 @@
  * database. Migrations: PRAGMA user_version counts the schema steps applied. */
 #include "db/store.h"
 #include "db/internal.h"
+#include "core/utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,7 +89,9 @@ static int table_count(ug_db *db)
     return n;
 }
 
-static int migrate(ug_db *db, const char *path, char *err, size_t errlen)
+#define UG_DB_NEEDS_UPGRADE (-3)
+
+static int migrate(ug_db *db, const char *path, int readonly, char *err, size_t errlen)
 {
     int v = 0;
     char why[256];
@@ -101,11 +104,22 @@ static int migrate(ug_db *db, const char *path, char *err, size_t errlen)
                  UG_DB_SCHEMA_VERSION);
         return -2;
     }
-    if (v == 0 && table_count(db) != 0) {
+    int tables = v == 0 ? table_count(db) : 1;
+    if (v == 0 && tables != 0) {
         snprintf(err, errlen, "%s is an SQLite database but not a ulpgym one (it has other tables)", path);
         return -2;
     }
     if (v == UG_DB_SCHEMA_VERSION) return 0;
+    if (readonly && v == 0) { /* an empty file, or an empty SQLite database: a reader writes no schema into it */
+        snprintf(err, errlen, "%s is not a ulpgym database (it is empty; `ulpgym sweep --db` creates one)", path);
+        return -2;
+    }
+    if (readonly) { /* an older ulpgym's database: ug_db_open upgrades it where it may write */
+        snprintf(err, errlen, "%s has schema version %d, older than this ulpgym's %d, and cannot be upgraded here "
+                 "(it is not writable): upgrade it once where it is (any ulpgym command that opens it)", path, v,
+                 UG_DB_SCHEMA_VERSION);
+        return UG_DB_NEEDS_UPGRADE;
+    }
     if (exec(db, "BEGIN IMMEDIATE", err, errlen)) return -1;
     if ((v < 1 && exec(db, ug_schema_sql, err, errlen)) || (v < 2 && exec(db, migration2_sql, err, errlen)) ||
         (v < 3 && exec(db, migration3_sql, err, errlen)) || (v < 4 && exec(db, migration4_sql, err, errlen)) ||
@@ -131,24 +145,50 @@ int ug_db_prepare(ug_db *db, sqlite3_stmt **st, const char *sql, char *err, size
     return 0;
 }
 
-int ug_db_open(const char *path, int create, ug_db **out, char *err, size_t errlen)
+/* Opens db->h on path: read-write (creating it when asked), or read-only, in which mode
+ * SQLite never writes the file (a WAL database's -shm it may need lives beside it; where
+ * that folder is read-only and no -shm exists, the file is read as immutable: a sweep
+ * cannot be writing into a folder nobody may write). */
+static int open_handle(ug_db *db, const char *path, int mode, char *err, size_t errlen)
+{
+    int flags = mode == UG_DB_READONLY ? SQLITE_OPEN_READONLY
+                                       : SQLITE_OPEN_READWRITE | (mode == UG_DB_CREATE ? SQLITE_OPEN_CREATE : 0);
+    int rc = sqlite3_open_v2(path, &db->h, flags, NULL);
+    int v;
+    char why[256];
+    int code = rc == SQLITE_OK && mode == UG_DB_READONLY && user_version(db, &v, why, sizeof why)
+                   ? sqlite3_errcode(db->h) & 0xff : SQLITE_OK;
+    if (code == SQLITE_CANTOPEN || code == SQLITE_READONLY) { /* a WAL database whose -shm cannot be made */
+        sqlite3_close(db->h);
+        char *uri = sqlite3_mprintf("file:%s?immutable=1", path); /* characters a URI needs escaping: rare in paths */
+        rc = uri ? sqlite3_open_v2(uri, &db->h, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) : SQLITE_NOMEM;
+        sqlite3_free(uri);
+    }
+    if (rc == SQLITE_OK) return 0;
+    snprintf(err, errlen, "cannot open database %s: %s", path, db->h ? sqlite3_errmsg(db->h) : "out of memory");
+    return -2;
+}
+
+int ug_db_open(const char *path, int mode, ug_db **out, char *err, size_t errlen)
 {
     *out = NULL;
-    if (!create && access(path, F_OK) != 0) {
+    if (mode != UG_DB_CREATE && access(path, F_OK) != 0) {
         snprintf(err, errlen, "no database at %s (run `ulpgym sweep` first, or pass --db)", path);
         return -2;
     }
     ug_db *db = calloc(1, sizeof *db);
     if (!db) return -1;
-    int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
-    if (sqlite3_open_v2(path, &db->h, flags, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "cannot open database %s: %s", path, db->h ? sqlite3_errmsg(db->h) : "out of memory");
+    if (open_handle(db, path, mode, err, errlen)) {
         ug_db_close(db);
         return -2;
     }
     sqlite3_busy_timeout(db->h, 10000);
-    int rc = migrate(db, path, err, errlen);
-    if (!rc) {
+    int rc = migrate(db, path, mode == UG_DB_READONLY, err, errlen);
+    if (rc == UG_DB_NEEDS_UPGRADE && access(path, W_OK) == 0) { /* a reader upgrades an older schema it may write */
+        ug_db_close(db);
+        return ug_db_open(path, UG_DB_EXISTING, out, err, errlen);
+    }
+    if (!rc && mode != UG_DB_READONLY) {
         char inner[256];
         if (exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;", inner,
                  sizeof inner)) {
@@ -169,7 +209,7 @@ int ug_db_open(const char *path, int create, ug_db **out, char *err, size_t errl
                      " VALUES (?,?,?,?,?,?,?)", err, errlen);
     if (rc) {
         ug_db_close(db);
-        return rc == -1 ? -2 : rc;
+        return rc == -1 || rc == UG_DB_NEEDS_UPGRADE ? -2 : rc;
     }
     *out = db;
     return 0;
@@ -202,6 +242,18 @@ int ug_db_step_done(ug_db *db, sqlite3_stmt *st, char *err, size_t errlen)
     return 0;
 }
 
+/* Binds text from outside ulpgym (a kernel's or device's message, a command line, a host
+ * name) as valid UTF-8, every other byte kept as \xNN (core/utf8.h): what is stored can be
+ * written into every report format. NULL binds NULL. */
+static void bind_outside_text(sqlite3_stmt *st, int i, const char *s)
+{
+    size_t n = s ? strlen(s) * 4 + 1 : 0;
+    char *clean = s ? malloc(n) : NULL;
+    if (clean) ug_utf8_sanitize(s, clean, n);
+    sqlite3_bind_text(st, i, clean ? clean : s, -1, SQLITE_TRANSIENT);
+    free(clean);
+}
+
 int ug_db_run_begin(ug_db *db, const ug_run_info *in, long *run_id, char *err, size_t errlen)
 {
     sqlite3_stmt *st;
@@ -219,12 +271,12 @@ int ug_db_run_begin(ug_db *db, const ug_run_info *in, long *run_id, char *err, s
     sqlite3_bind_text(st, 4, in->plan_hash, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 5, in->backend, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 6, ug_build_rev, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 7, host, -1, SQLITE_TRANSIENT);
+    bind_outside_text(st, 7, host);
     sqlite3_bind_int(st, 8, (int)sysconf(_SC_NPROCESSORS_ONLN));
     sqlite3_bind_text(st, 9, in->shard, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int(st, 10, in->oracle_prec);
     sqlite3_bind_int64(st, 11, in->sample);
-    sqlite3_bind_text(st, 12, in->command, -1, SQLITE_TRANSIENT);
+    bind_outside_text(st, 12, in->command);
     if (in->seed_set) sqlite3_bind_int64(st, 13, in->seed);
     sqlite3_bind_text(st, 14, in->op_filter, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 15, in->group_filter, -1, SQLITE_TRANSIENT);
@@ -350,7 +402,7 @@ int ug_db_put_result(ug_db *db, long run_id, const ug_result *r, char *err, size
     bind_real(st, 5, r->kernel_ms);
     bind_real(st, 6, r->oracle_ms);
     sqlite3_bind_int64(st, 7, (sqlite3_int64)r->n_fallback);
-    sqlite3_bind_text(st, 8, r->message, -1, SQLITE_TRANSIENT);
+    bind_outside_text(st, 8, r->message);
     if (ug_db_step_done(db, st, err, errlen)) return -1;
     for (int k = 0; k < r->n_out; k++)
         if (put_metrics(db, run_id, r, &r->out[k], err, errlen)) return -1;

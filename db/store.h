@@ -47,9 +47,15 @@ typedef struct {
 
 /* DB path: explicit, else $ULPGYM_DB, else ./ulpgym.db. */
 const char *ug_db_default_path(const char *explicit_path);
-/* Opens path. create=0 refuses a missing file. A file that is not a ulpgym database is
- * refused with a message; nothing is written to it. */
-int ug_db_open(const char *path, int create, ug_db **out, char *err, size_t errlen);
+/* How ug_db_open opens: an existing database for writing (migrated to the current
+ * schema), creating it when missing, or read-only for the reading commands (history,
+ * report, diff, export, triage): SQLite's read-only mode, no pragma that writes; an empty
+ * file is refused, saying so; an older ulpgym's schema is upgraded when the file is
+ * writable (as any command did before), else refused, saying why. */
+enum { UG_DB_EXISTING = 0, UG_DB_CREATE = 1, UG_DB_READONLY = 2 };
+/* Opens path in mode (UG_DB_*). A missing file is refused unless mode is UG_DB_CREATE. A
+ * file that is not a ulpgym database is refused with a message; nothing is written to it. */
+int ug_db_open(const char *path, int mode, ug_db **out, char *err, size_t errlen);
 void ug_db_close(ug_db *db);
 
 int ug_db_begin(ug_db *db, char *err, size_t errlen);

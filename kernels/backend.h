@@ -4,7 +4,7 @@
  *
  * All three hand the kernel the same ulpgym_call (ug_case_make_call), so a plugin sees
  * exactly what a sim kernel sees. A plugin runs in the calling process: crash and hang
- * containment is the sweep's worker isolation, not this layer's. */
+ * containment is the caller's (the sweep's workers, run/contain.h), not this layer's. */
 #ifndef UG_BACKEND_H
 #define UG_BACKEND_H
 #include <stddef.h>

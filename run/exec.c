@@ -2,6 +2,7 @@
 #include "run/exec.h"
 #include "gen/case.h"
 #include "gen/case_memory.h"
+#include "run/contain.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -228,10 +229,13 @@ static int write_reference_outputs(ug_case *c, int naive, char *err, size_t errl
     return 0;
 }
 
-static int run_backend(const ug_backend *b, ug_case *c, char *err, size_t errlen)
+static int backend_run_cb(const void *b, ug_case *c, char *err, size_t errlen) { return ug_backend_run(b, c, err, errlen); }
+
+static int run_backend(const ug_backend *b, const ug_exec_opts *o, ug_case *c, char *err, size_t errlen)
 {
     if (b->kind == UG_BACKEND_IDEAL || b->kind == UG_BACKEND_NAIVE)
         return write_reference_outputs(c, b->kind == UG_BACKEND_NAIVE, err, errlen);
+    if (o->contain_s > 0) return ug_contain_kernel(backend_run_cb, b, c, o->contain_s, err, errlen);
     return ug_backend_run(b, c, err, errlen);
 }
 
@@ -260,9 +264,12 @@ int ug_exec_case(const char *spec_text, const ug_backend *b, const ug_exec_opts 
         return -2;
     }
     double t0 = now_ms();
-    int krc = run_backend(b, c, err, sizeof err);
+    int krc = run_backend(b, o, c, err, sizeof err);
     r->kernel_ms = now_ms() - t0;
-    if (krc == 1) {
+    if (krc == UG_CONTAIN_CRASH || krc == UG_CONTAIN_TIMEOUT) {
+        r->outcome = krc == UG_CONTAIN_CRASH ? UG_OUT_CRASH : UG_OUT_TIMEOUT;
+        snprintf(r->message, sizeof r->message, "%s", err);
+    } else if (krc == 1) {
         r->outcome = UG_OUT_SKIP;
         snprintf(r->message, sizeof r->message, "unsupported: %s", err[0] ? err : "kernel declined the case");
     } else if (krc != 0) {

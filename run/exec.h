@@ -19,6 +19,9 @@ typedef struct {
     int keep;                      /* keep case and values for the caller (triage) */
     int primary_set;               /* primary decides every case (`sweep --primary`); 0: each op's own */
     int primary;                   /* ug_standard: a numeric one (ug_exec_parse_primary) */
+    double contain_s;              /* > 0: the kernel runs in a contained child with this time limit, and a crash
+                                      or hang is the case's CRASH / TIMEOUT (run/contain.h; triage, case); 0: in
+                                      this process (a sweep worker is contained already) */
 } ug_exec_opts;
 
 /* The standard a --primary option names: 0 with *std set, or -2 with a message listing the numeric standards

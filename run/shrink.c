@@ -8,10 +8,12 @@
 #include "core/canon.h"
 
 /* Outcome and input size of a spec; -1 if it does not build. */
-static int probe(const char *spec, const ug_backend *b, int primary, ug_outcome *outcome, size_t *elems)
+static int probe(const char *spec, const ug_backend *b, int primary, double contain_s, ug_outcome *outcome,
+                 size_t *elems)
 {
     ug_exec_opts o;
     ug_exec_opts_default(&o);
+    o.contain_s = contain_s;
     o.primary_set = primary >= 0;
     o.primary = primary;
     o.oracle.naive = 0;
@@ -64,8 +66,8 @@ static int candidates(long v, long *out)
     return n;
 }
 
-int ug_shrink_case(const char *spec_text, const ug_backend *b, int primary, ug_shrink_result *out, char *err,
-                   size_t errlen)
+int ug_shrink_case(const char *spec_text, const ug_backend *b, int primary, double contain_s, ug_shrink_result *out,
+                   char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     ug_outcome want;
@@ -73,7 +75,7 @@ int ug_shrink_case(const char *spec_text, const ug_backend *b, int primary, ug_s
     cJSON *j = cJSON_Parse(spec_text);
     char *cur = j ? ug_json_canonical(j) : NULL;
     cJSON_Delete(j);
-    if (!cur || probe(cur, b, primary, &want, &size)) {
+    if (!cur || probe(cur, b, primary, contain_s, &want, &size)) {
         free(cur);
         snprintf(err, errlen, "the case does not build; nothing to shrink");
         return -2;
@@ -98,7 +100,7 @@ int ug_shrink_case(const char *spec_text, const ug_backend *b, int primary, ug_s
                 ug_outcome got;
                 size_t sz;
                 out->tried++;
-                if (next && probe(next, b, primary, &got, &sz) == 0 && got == want && sz < size) {
+                if (next && probe(next, b, primary, contain_s, &got, &sz) == 0 && got == want && sz < size) {
                     free(cur);
                     cur = next;
                     size = sz;

@@ -22,8 +22,9 @@ typedef struct {
 
 /* Returns 0 (out->spec may equal the start when nothing smaller fails), -2 if the start
  * case does not fail (nothing to shrink) or its spec is bad; message in err. primary: the
- * standard deciding the outcome (a run's `sweep --primary`), -1 for the op's own. */
-int ug_shrink_case(const char *spec_text, const ug_backend *b, int primary, ug_shrink_result *out, char *err,
-                   size_t errlen);
+ * standard deciding the outcome (a run's `sweep --primary`), -1 for the op's own. contain_s:
+ * each candidate's kernel runs contained with this time limit (ug_exec_opts.contain_s). */
+int ug_shrink_case(const char *spec_text, const ug_backend *b, int primary, double contain_s, ug_shrink_result *out,
+                   char *err, size_t errlen);
 
 #endif

@@ -15,13 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
 
+#include "run/contain.h"
 #include "run/sweep_internal.h"
 
 /* Set by the sweep's signal handlers (sweep.c); the pool stops handing out cases. It
@@ -34,6 +31,7 @@ struct ug_sweep_worker {
     int task_fd, res_fd; /* parent ends: write case indices, read results */
     long busy;           /* plan index of the case it holds, -1 idle */
     double started;
+    int reaped, status;  /* the parent already waited for it (it died holding no EOF): its wait status */
     size_t got;          /* bytes of the current message read so far */
     unsigned char *buf;  /* 4-byte length + ug_result */
 };
@@ -65,16 +63,12 @@ static _Noreturn void worker_main(const ug_sweep_engine *e, int task_fd, int res
     signal(SIGINT, SIG_IGN); /* the parent decides when workers stop */
     signal(SIGTERM, SIG_IGN);
     signal(SIGPIPE, SIG_DFL);
-#ifdef __linux__
-    prctl(PR_SET_PDEATHSIG, SIGKILL); /* no orphaned worker spinning in a hung kernel */
-#endif
-    if (getppid() != e->parent) _exit(0);
-    struct rlimit no_core = {0, 0}; /* a nightly of crashing kernels must not fill the disk with cores */
-    setrlimit(RLIMIT_CORE, &no_core);
+    if (ug_contain_enter(e->parent)) _exit(0); /* own process group, subreaper, no cores (run/contain.h) */
     static ug_result r;
     uint32_t idx;
     while (io_full(task_fd, &idx, sizeof idx, 0) == 0 && idx < e->plan->n) {
         ug_exec_case(e->plan->cases[idx].spec, e->b, &e->eo, &r, NULL);
+        ug_contain_kill_descendants(); /* what the kernel forked ends with its case */
         uint32_t len = (uint32_t)result_bytes(&r);
         if (io_full(res_fd, &len, sizeof len, 1) || io_full(res_fd, &r, len, 1)) _exit(3);
     }
@@ -110,49 +104,45 @@ static int worker_spawn(ug_sweep_engine *e, int i, char *err, size_t errlen)
         }
         close(task[1]);
         close(res[0]);
+        fcntl(task[0], F_SETFD, FD_CLOEXEC); /* a kernel that forks and execs does not inherit them */
+        fcntl(res[1], F_SETFD, FD_CLOEXEC);
         worker_main(e, task[0], res[1]);
     }
+    ug_contain_adopt(pid);
     close(task[0]);
     close(res[1]);
     fcntl(res[0], F_SETFL, fcntl(res[0], F_GETFL) | O_NONBLOCK);
+    fcntl(res[0], F_SETFD, FD_CLOEXEC); /* the next worker's kernel must not hold these */
+    fcntl(task[1], F_SETFD, FD_CLOEXEC);
     w->pid = pid;
     w->task_fd = task[1];
     w->res_fd = res[0];
     w->busy = -1;
     w->got = 0;
+    w->reaped = 0;
     return 0;
 fail:
     snprintf(err, errlen, "cannot start a worker process: %s", strerror(errno));
     return -1;
 }
 
-/* Kills (if asked) and reaps worker i; returns its wait status. */
+/* Kills (if asked) and reaps worker i (unless the parent already did), then kills what
+ * is left of its process group; returns its wait status. */
 static int worker_reap(ug_sweep_engine *e, int i, int kill_it)
 {
     ug_sweep_worker *w = &e->w[i];
-    int status = 0;
+    int status = w->status;
     close_fd(&w->task_fd);
     close_fd(&w->res_fd);
     if (w->pid > 0) {
-        if (kill_it) kill(w->pid, SIGKILL);
-        while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR) {}
+        if (kill_it) ug_contain_kill_group(w->pid);
+        while (!w->reaped && waitpid(w->pid, &status, 0) < 0 && errno == EINTR) {}
+        ug_contain_kill_group(w->pid); /* a kernel's leftover children never outlive their worker */
     }
     w->pid = 0;
     w->busy = -1;
+    w->reaped = 0;
     return status;
-}
-
-static const char *signal_name(int sig)
-{
-    static const struct {
-        int sig;
-        const char *name;
-    } names[] = {{SIGSEGV, "SIGSEGV"}, {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},
-                 {SIGILL, "SIGILL"},   {SIGKILL, "SIGKILL"}, {SIGTERM, "SIGTERM"}, {SIGTRAP, "SIGTRAP"},
-                 {SIGSYS, "SIGSYS"},   {SIGPIPE, "SIGPIPE"}, {SIGXCPU, "SIGXCPU"}};
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-        if (names[i].sig == sig) return names[i].name;
-    return "a signal";
 }
 
 static double case_timeout(const ug_sweep_engine *e, int op)
@@ -188,10 +178,7 @@ static int worker_died(ug_sweep_engine *e, int i, const char *why)
     if (idx >= 0) {
         char msg[256];
         if (why) snprintf(msg, sizeof msg, "worker %s after %.0f ms", why, ms);
-        else if (WIFSIGNALED(st))
-            snprintf(msg, sizeof msg, "worker killed by signal %d (%s) after %.0f ms", WTERMSIG(st),
-                     signal_name(WTERMSIG(st)), ms);
-        else snprintf(msg, sizeof msg, "worker exited with status %d after %.0f ms", WEXITSTATUS(st), ms);
+        else ug_contain_crash_message(st, ms, msg, sizeof msg);
         static ug_result r;
         result_synth(e, &e->plan->cases[idx], UG_OUT_CRASH, ms, msg, &r);
         rc = ug_sweep_record_result(e, (size_t)idx, &r);
@@ -206,7 +193,7 @@ static int worker_timed_out(ug_sweep_engine *e, int i, double limit)
     double ms = (ug_sweep_now_s() - w->started) * 1e3;
     worker_reap(e, i, 1);
     char msg[256];
-    snprintf(msg, sizeof msg, "no result after %.1f s (limit %g s): worker killed", ms / 1e3, limit);
+    ug_contain_timeout_message(ms, limit, msg, sizeof msg);
     static ug_result r;
     result_synth(e, &e->plan->cases[idx], UG_OUT_TIMEOUT, ms, msg, &r);
     return ug_sweep_record_result(e, (size_t)idx, &r) ? -1 : worker_spawn(e, i, e->err, e->errlen);
@@ -241,9 +228,25 @@ static int worker_read(ug_sweep_engine *e, int i)
     return ug_sweep_record_result(e, (size_t)idx, &r);
 }
 
+/* Worker i may have died while a child it forked holds its result pipe open, so no EOF
+ * comes: waitpid tells. A result it wrote before dying is still read; a busy worker's
+ * case is then CRASH, an idle one is replaced. */
+static int worker_check_alive(ug_sweep_engine *e, int i)
+{
+    ug_sweep_worker *w = &e->w[i];
+    if (w->pid <= 0 || w->reaped || waitpid(w->pid, &w->status, WNOHANG) != w->pid) return 0;
+    w->reaped = 1;
+    if (w->busy >= 0 && worker_read(e, i)) return -1;
+    if (!w->reaped) return 0; /* worker_read met the EOF and replaced it */
+    if (w->busy >= 0) return worker_died(e, i, NULL);
+    worker_reap(e, i, 1);
+    return worker_spawn(e, i, e->err, e->errlen);
+}
+
 static int dispatch(ug_sweep_engine *e, int i)
 {
     ug_sweep_worker *w = &e->w[i];
+    if (w->busy < 0 && worker_check_alive(e, i)) return -1;
     while (w->busy < 0 && e->next < e->n_todo) {
         uint32_t idx = (uint32_t)e->todo[e->next];
         if (io_full(w->task_fd, &idx, sizeof idx, 1) == 0) {
@@ -282,6 +285,8 @@ static int engine_step(ug_sweep_engine *e, struct pollfd *pfd)
     }
     for (int i = 0; n > 0 && i < e->nw; i++)
         if (pfd[i].revents && worker_read(e, i)) return -1;
+    for (int i = 0; i < e->nw; i++)
+        if (worker_check_alive(e, i)) return -1;
     now = ug_sweep_now_s();
     for (int i = 0; i < e->nw; i++) {
         ug_sweep_worker *w = &e->w[i];
