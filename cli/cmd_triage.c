@@ -235,6 +235,8 @@ static int ug_cmd_triage(int argc, char **argv)
         return ug_cli_fail("triage: %s", from_plan ? "--run needs a case stored in the database" : err);
     }
     if (!from_plan) run = stored_run(db, id, run, backend_name, sizeof backend_name, &sample, &primary);
+    char stored_backend[600];
+    snprintf(stored_backend, sizeof stored_backend, "%s", backend_name);
     if (backend_opt) snprintf(backend_name, sizeof backend_name, "%s", backend_opt);
     else if (ug_backend_names_code(backend_name)) { /* a database is data: its plugin path is not run unasked */
         free(spec);
@@ -257,7 +259,9 @@ static int ug_cmd_triage(int argc, char **argv)
     o.primary = primary;
     o.contain_s = limit; /* the kernel cannot take triage down with it (run/contain.h) */
     ug_result r;
-    if (run > 0 && !backend_opt) { /* same sample as the stored run: metrics must match */
+    char now_backend[600];
+    ug_backend_describe(&b, now_backend, sizeof now_backend);
+    if (run > 0 && !strcmp(now_backend, stored_backend)) { /* the run's own kernel and sample: results must match */
         o.oracle.sample = (size_t)sample;
         ug_exec_case(spec, &b, &o, &r, NULL);
         reproduced = compare_stored(db, run, &r, json ? stderr : stdout) == 0;
