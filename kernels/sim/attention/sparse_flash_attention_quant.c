@@ -1,0 +1,56 @@
+/* sparse_flash_attention_quant.c — sim kernel and planted-bug mutants for
+ * sparse_flash_attention_quant (DeepSeek-V3.2 sparse MLA attention over top-k positions of
+ * a paged cache of int8 codes kv_i8, fp32 per-128-group scales kv_scale and bf16 rope keys
+ * k_rope):
+ *     K_p = [bf16(code·scale_g) ‖ k_rope_p],  V_p = bf16(code·scale_g),  o = softmax(scale·q·K)·V
+ * The gather, the tile loop and the shared mutants are sparse_quant_rows.c's; this file
+ * decodes a slot of the three-tensor cache and plants the decode bugs. */
+#include <stdint.h>
+
+#include "core/ops.h"
+#include "kernels/sim/attention/sparse_quant_rows.h"
+
+#define MUT_ONE_SCALE 0x100u    /* bug: every group dequantised with the position's first scale */
+#define MUT_ROPE_DEQUANT 0x200u /* bug: the rope keys scaled like the nope part (by the last group's scale) */
+
+/* Slot `slot`'s key: 512 dequantised codes, then the 64 rope values. */
+static void decode(const ug_sqk *k, size_t slot, float *row)
+{
+    size_t lora = (size_t)k->lora, rope = (size_t)k->rope, ng = (size_t)k->groups, gs = lora / ng;
+    float sc[16];
+    ug_sim_load(k->cache[0], slot * lora, lora, row);   /* exact: int8 codes widened */
+    ug_sim_load(k->cache[1], slot * ng, ng, sc);        /* exact: fp32 scales */
+    ug_sim_load(k->cache[2], slot * rope, rope, row + lora); /* exact: bf16 widened */
+    for (size_t d = 0; d < lora; d++)
+        row[d] = ug_sqk_dequant(row[d], sc[k->bugs & MUT_ONE_SCALE ? 0 : d / gs]); /* rounds: fp32, bf16 */
+    if (k->bugs & MUT_ROPE_DEQUANT)
+        for (size_t d = 0; d < rope; d++) row[lora + d] = ug_sqk_dequant(row[lora + d], sc[ng - 1]);
+}
+
+static int sfaq_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
+{
+    ug_sqk k;
+    if (ug_sqk_open(call, "sparse_flash_attention_quant", "kv_i8 kv_scale k_rope", &k, err, errlen)) return -2;
+    k.bugs = (unsigned)bug, k.decode = decode;
+    return ug_sqk_run(&k, err, errlen);
+}
+
+const ug_kernel_variant ug_variants_sparse_flash_attention_quant[] = {
+    {"sim",
+     "device-style sparse MLA attention over an int8 paged cache: per-row gather through the block table, "
+     "dequant to bf16, 128-key tiles, online softmax",
+     sfaq_kernel, 0, 0},
+    {"mut_one_scale", "every 128-group of a position dequantised with its first group's scale (wrong group)",
+     sfaq_kernel, 0, MUT_ONE_SCALE},
+    {"mut_rope_dequant", "the bf16 rope keys multiplied by a group scale as if they were int8 codes", sfaq_kernel, 0,
+     MUT_ROPE_DEQUANT},
+    {"mut_scale_512", "softmax scale 512^-1/2 (the rope dims left out) instead of the declared scale", sfaq_kernel, 0,
+     UG_SQK_BUG_SCALE_512},
+    {"mut_pad_as_zero", "-1 padding read as position 0 (visible only where a row has padding)", sfaq_kernel, 0,
+     UG_SQK_BUG_PAD_AS_ZERO},
+    {"mut_local_max",
+     "online softmax without the rescale across 128-key tiles: each tile keeps its own max "
+     "(visible only with more than 128 valid keys)",
+     sfaq_kernel, 0, UG_SQK_BUG_LOCAL_MAX},
+    {NULL, NULL, NULL},
+};
