@@ -42,12 +42,8 @@
 #define MX_NEAR 0x1p-12
 #define FP16_MIN_NORMAL 0x1p-14
 
-/* The params the oracle and the builder use, read from the case's parsed params. */
-typedef struct {
-    long tokens, hidden, heads, d, rope, blocks, block_size, pad, pos;
-    double eps, base; /* eps: fp32 value */
-    int rms;          /* params.k_norm == rmsnorm: no mean subtraction, no beta */
-} lip_params;
+/* The params the oracle and the builder use (the header's ug_lip_params). */
+typedef ug_lip_params lip_params;
 
 static void read_params(const ug_case *c, lip_params *p)
 {
@@ -56,7 +52,8 @@ static void read_params(const ug_case *c, lip_params *p)
                       ug_p_int(P, "d"),      ug_p_int(P, "rope"),       ug_p_int(P, "blocks"),
                       ug_p_int(P, "block_size"), ug_p_int(P, "pad"),    ug_p_int(P, "pos"),
                       ug_p_num(P, "eps"),    ug_p_num(P, "rope_base"),
-                      !strcmp(ug_p_str(P, "k_norm"), "rmsnorm")};
+                      !strcmp(ug_p_str(P, "k_norm"), "rmsnorm"), ug_p_is(P, "tables", "given"),
+                      ug_p_is(P, "hadamard", "given")};
 }
 
 /* The format is the op's identity: the MXFP8 op quantises in 32-blocks, the fp8 and int8
@@ -174,9 +171,9 @@ typedef struct {
 } rope_tables;
 
 /* The dense transform of a row when params.hadamard is given (NULL: the butterfly). */
-static const ug_tensor *dense_hadamard(const ug_case *c, const char *name)
+static const ug_tensor *dense_hadamard(const ug_case *c, const lip_params *p, const char *name)
 {
-    return ug_p_is(&c->params, "hadamard", "given") ? ug_case_input(c, name) : NULL;
+    return p->given_hadamard ? ug_case_input(c, name) : NULL;
 }
 
 /* u = v.H (u[j] = sum_i v[i] H[i,j]), exact: the given dense transform, not normalised. */
@@ -336,6 +333,7 @@ struct ug_lip_ctx {
     int wo;            /* weights */
     ug_num *v;         /* a row and its scratch: 2d */
     long *writer;      /* the token writing each cache slot, -1 for none */
+    double *qrow;      /* int8 in a fused op: the token's q_norm codes [L] (a kernel output), else NULL */
 };
 
 /* q[t,h,:] exact: the bf16 input (fp8, MX) or the int8 dequantisation
@@ -349,7 +347,8 @@ static void q_source(const ug_lip_ctx *k, ug_ar *ar, size_t t, size_t h, ug_num 
     }
     size_t L = (size_t)k->qn->shape[1];
     ug_num sq = ug_c(ar, ug_tload(k->qns, t));
-    const double *a = k->qn->values + t * L;
+    const double *a = k->qrow ? k->qrow : k->qn->values + t * L;
+    for (size_t j = 0; k->qrow && j < L; j++) k->qrow[j] = ug_tload(k->qn, t * L + j); /* a kernel output: decoded */
     for (size_t i = 0; i < d; i++) {
         size_t col = h * d + i;
         const double *b = k->wqb->values + col;
@@ -448,8 +447,8 @@ static void bind_inputs(ug_lip_ctx *k, const ug_case *c)
     k->gm = ug_case_input(c, "ln_gamma"), k->bt = ug_case_input(c, "ln_beta"), k->wp = ug_case_input(c, "w_proj");
     k->slots = ug_case_input(c, "slot_mapping");
     k->rt = (rope_tables){ug_case_input(c, "cos"), ug_case_input(c, "sin"), (size_t)k->p.rope / 2,
-                          ug_p_is(&c->params, "tables", "given")};
-    k->hq = dense_hadamard(c, "hadamard_q"), k->hk = dense_hadamard(c, "hadamard_k");
+                          k->p.given_tables};
+    k->hq = dense_hadamard(c, &k->p, "hadamard_q"), k->hk = dense_hadamard(c, &k->p, "hadamard_k");
     if (k->fmt == UG_LIP_INT8) {
         k->q = NULL;
         k->qn = ug_case_input(c, "q_norm"), k->qns = ug_case_input(c, "q_norm_scale");
@@ -462,12 +461,27 @@ static void bind_inputs(ug_lip_ctx *k, const ug_case *c)
 
 ug_lip_ctx *ug_lip_open(const ug_case *c, ug_lip_format fmt, const ug_lip_names *names)
 {
+    return ug_lip_open_ex(c, fmt, names, NULL, NULL, NULL);
+}
+
+ug_lip_ctx *ug_lip_open_ex(const ug_case *c, ug_lip_format fmt, const ug_lip_names *names, const ug_lip_params *p,
+                           const ug_tensor *q_norm, const ug_tensor *q_norm_scale)
+{
     ug_lip_ctx *k = calloc(1, sizeof *k);
     if (!k) return NULL;
-    read_params(c, &k->p);
+    if (p) k->p = *p;
+    else read_params(c, &k->p);
     k->fmt = fmt;
     if (!names) names = own_names(fmt);
     bind_inputs(k, c);
+    if (fmt == UG_LIP_INT8 && q_norm) { /* a fused op: q_norm is its own output, the kernel's codes */
+        k->qn = q_norm, k->qns = q_norm_scale;
+        k->qrow = malloc((size_t)q_norm->shape[1] * sizeof *k->qrow);
+        if (!k->qrow) {
+            ug_lip_close(k, NULL, NULL);
+            return NULL;
+        }
+    }
     k->qo = (quant_outs){ug_case_judged_find(c, names->q_codes), ug_case_judged_find(c, names->q_scale),
                          ug_case_judged_find(c, names->q_view)};
     k->ko = (quant_outs){ug_case_judged_find(c, names->k_cache), ug_case_judged_find(c, names->k_scale),
@@ -499,6 +513,7 @@ void ug_lip_close(ug_lip_ctx *k, ug_ar *ar, const ug_selection *sel)
     if (ar && sel) empty_slots(k, ar, sel);
     free(k->v);
     free(k->writer);
+    free(k->qrow);
     free(k);
 }
 

@@ -36,6 +36,22 @@ typedef struct {
 } ug_lip_names;
 typedef struct ug_lip_ctx ug_lip_ctx;
 ug_lip_ctx *ug_lip_open(const ug_case *c, ug_lip_format fmt, const ug_lip_names *names); /* NULL: no memory */
+
+/* The params the pipeline reads (ug_lip_open reads them from the case by the names above). */
+typedef struct {
+    long tokens, hidden, heads, d, rope, blocks, block_size, pad, pos;
+    double eps, base;   /* eps: fp32 value */
+    int rms;            /* k_norm rmsnorm: no mean subtraction, no beta */
+    int given_tables;   /* tables given: cos/sin [T, R], column i+R/2 for the second half */
+    int given_hadamard; /* hadamard given: dense hadamard_q / hadamard_k inputs */
+} ug_lip_params;
+
+/* ug_lip_open for a fused op whose param names differ: p (NULL: read by name as above) and,
+ * int8, the q source q_norm [T, L] / q_norm_scale [T] taken from the caller's tensors (the
+ * fused op's own outputs: the kernel's exported codes and scale, the staged rule; NULL:
+ * the inputs of those names). */
+ug_lip_ctx *ug_lip_open_ex(const ug_case *c, ug_lip_format fmt, const ug_lip_names *names, const ug_lip_params *p,
+                           const ug_tensor *q_norm, const ug_tensor *q_norm_scale);
 void ug_lip_token(ug_lip_ctx *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, size_t t);
 void ug_lip_close(ug_lip_ctx *k, ug_ar *ar, const ug_selection *sel);
 

@@ -29,7 +29,7 @@
 
 enum { O_QN, O_QR, O_Q8, O_QS, O_KC, O_KS, O_KR };
 
-static int check(const ug_params *P, char *err, size_t errlen)
+int ug_mlaq_check(const ug_params *P, char *err, size_t errlen)
 {
     long T = ug_p_int(P, "tokens"), dr = ug_p_int(P, "d_rope"), bs = ug_p_int(P, "block_size"),
          nb = ug_p_int(P, "blocks"), Lkv = ug_p_int(P, "kv_lora"), g = ug_p_int(P, "kv_group");
@@ -41,11 +41,11 @@ static int check(const ug_params *P, char *err, size_t errlen)
         snprintf(msg, sizeof msg, "param \"blocks\" = %ld must be >= ceil(tokens/block_size) = %ld (a slot per token)",
                  nb, (T + bs - 1) / bs);
     if (!msg[0]) return 0;
-    snprintf(err, errlen, "mla_prolog_quant: %s", msg);
+    snprintf(err, errlen, "%s: %s", P->decl->op, msg);
     return -2;
 }
 
-static int build(ug_case *c, char *err, size_t errlen)
+int ug_mlaq_build(ug_case *c, char *err, size_t errlen)
 {
     const ug_params *P = &c->params;
     long T = ug_p_int(P, "tokens"), bs = ug_p_int(P, "block_size"), dr = ug_p_int(P, "d_rope");
@@ -177,7 +177,7 @@ static void caches(mlaq_ctx *k, const ug_case *c, ug_ar *ar, const ug_selection 
     }
 }
 
-static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
+int ug_mlaq_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     mlaq_ctx k;
     read_in(c, &k.in);
@@ -210,7 +210,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 /* Rows: (token, head) for the q outputs, tokens for q_norm, slots for the caches (the
  * slots of the first and last written tokens, whose neighbours an off-by-one or off-by-a-
  * block scatter reaches, are hot); q_norm_scale is one row of tokens. */
-static void geometry(const ug_case *c, int out, ug_geom *g)
+void ug_mlaq_geometry(const ug_case *c, int out, ug_geom *g)
 {
     const ug_tensor *t = &c->out[out];
     g->cols = (size_t)t->shape[t->ndim - 1];
@@ -237,7 +237,7 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
 /* Scratch: the sim kernel's int8 transposed w_uq and fp32 transposed w_dq, w_uk, w_dkv
  * plus a staging buffer (the largest fp32 weight), its rows and the c_q of every token;
  * the builder's slot permutation and the oracle's writer map, slot marks and codes row. */
-static double scratch(const ug_params *P)
+double ug_mlaq_scratch(const ug_params *P)
 {
     double h = (double)ug_p_int(P, "h"), Lq = (double)ug_p_int(P, "q_lora"), N = (double)ug_p_int(P, "heads"),
            Lkv = (double)ug_p_int(P, "kv_lora"), dn = (double)ug_p_int(P, "d_nope"), dr = (double)ug_p_int(P, "d_rope");
@@ -249,5 +249,5 @@ static double scratch(const ug_params *P)
 }
 
 const ug_op_def ug_opdef_mla_prolog_quant = {
-    .op = UG_OP_MLA_PROLOG_QUANT, .decl.check = check, .build = build, .oracle = oracle, .geometry = geometry,
-    .scratch = scratch};
+    .op = UG_OP_MLA_PROLOG_QUANT, .decl.check = ug_mlaq_check, .build = ug_mlaq_build, .oracle = ug_mlaq_oracle,
+    .geometry = ug_mlaq_geometry, .scratch = ug_mlaq_scratch};

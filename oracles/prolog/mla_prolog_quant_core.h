@@ -69,4 +69,16 @@ void ug_mlaq_q_head(ug_ar *ar, const ug_mlaq_in *m, const double *codes, double 
 
 /* q_nope_abs[., n, l] = sum_c q[c]*w_uk[n, c, l] over the dn nope columns of q (exact). */
 ug_num ug_mlaq_nope_abs_at(ug_ar *ar, const ug_mlaq_in *m, const ug_num *q, size_t n, size_t l);
+
+/* mla_prolog_quant's whole definition (mla_prolog_quant.c), for an op that holds its params
+ * and tensors under the same names (a fused op's superset): the check (the message names
+ * P's op), the builder of slot_mapping / cos / sin, the oracle of outputs 0..6 in
+ * mla_prolog_quant's order (q_nope_abs q_rope q_norm q_norm_scale kv_cache kv_scale
+ * kr_cache) and the views q_norm@oracle_scale / kv_cache@oracle_scale found by name, the
+ * geometry of those outputs and the scratch. */
+int ug_mlaq_check(const ug_params *P, char *err, size_t errlen);
+int ug_mlaq_build(ug_case *c, char *err, size_t errlen);
+int ug_mlaq_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel);
+void ug_mlaq_geometry(const ug_case *c, int out, ug_geom *g);
+double ug_mlaq_scratch(const ug_params *P);
 #endif

@@ -68,14 +68,20 @@ static int bind_io(const ulpgym_call *call, lip8_format fmt, lip_io *io, char *e
     return ug_sim_bind(call, "q q_fp8", qsrc, err, errlen) ? -2 : 0;
 }
 
-static int open_io(const ulpgym_call *call, lip8_format fmt, lip_io *io, char *err, size_t errlen)
+static int open_io(const ulpgym_call *call, lip8_format fmt, const lip_sim_opts *o, lip_io *io, char *err,
+                   size_t errlen)
 {
-    ug_params p;
-    if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
-    io->eps = (float)ug_p_num(&p, "eps"); /* exact: an fp32 value */
-    io->rms = !strcmp(ug_p_str(&p, "k_norm"), "rmsnorm");
-    int given_tables = ug_p_is(&p, "tables", "given");
-    ug_params_free(&p);
+    int given_tables;
+    if (o) { /* a fused op's own param names, read by the caller */
+        io->eps = o->eps, io->rms = o->rms, given_tables = o->given_tables;
+    } else {
+        ug_params p;
+        if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
+        io->eps = (float)ug_p_num(&p, "eps"); /* exact: an fp32 value */
+        io->rms = !strcmp(ug_p_str(&p, "k_norm"), "rmsnorm");
+        given_tables = ug_p_is(&p, "tables", "given");
+        ug_params_free(&p);
+    }
     if (bind_io(call, fmt, io, err, errlen)) return -2;
     io->t = (size_t)io->q8->shape[0];
     io->heads = (size_t)io->q8->shape[1];
@@ -322,11 +328,17 @@ static void load_weights(lip_sim *s)
 
 lip_sim *lip_sim_open(const ulpgym_call *call, lip8_format fmt, lip8_bug bug, char *err, size_t errlen, int *status)
 {
+    return lip_sim_open_ex(call, fmt, bug, NULL, err, errlen, status);
+}
+
+lip_sim *lip_sim_open_ex(const ulpgym_call *call, lip8_format fmt, lip8_bug bug, const lip_sim_opts *o, char *err,
+                         size_t errlen, int *status)
+{
     lip_sim *s = calloc(1, sizeof *s);
     *status = -1;
     if (!s) return NULL;
     s->fmt = fmt, s->bug = bug;
-    if (open_io(call, fmt, &s->io, err, errlen)) {
+    if (open_io(call, fmt, o, &s->io, err, errlen)) {
         free(s);
         *status = -2;
         return NULL;
@@ -374,12 +386,13 @@ static void dequant_q(lip_sim *s, size_t t)
     }
 }
 
-static void q_path(lip_sim *s, size_t t)
+static void q_path(lip_sim *s, size_t t, const float *q)
 {
     lip_io *io = &s->io;
     lip_buf *b = &s->b;
     size_t d = io->d, H = io->heads, ns = s->fmt == LIP8_MX ? d / MX_BLOCK : 1;
-    if (io->qn) dequant_q(s, t);
+    if (io->qn && q) memcpy(b->qf, q, H * d * sizeof *b->qf); /* the caller's q (a fused op's hook) */
+    else if (io->qn) dequant_q(s, t);
     for (size_t h = 0; h < H; h++) {
         if (io->qn) memcpy(b->v, b->qf + h * d, d * sizeof *b->v);
         else ug_sim_load(io->q, (t * H + h) * d, d, b->v);
@@ -400,14 +413,16 @@ static long k_slot(const lip_sim *s, size_t t)
     return (long)slot;
 }
 
-void lip_sim_token(lip_sim *s, size_t t)
+void lip_sim_token(lip_sim *s, size_t t) { lip_sim_token_q(s, t, NULL); }
+
+void lip_sim_token_q(lip_sim *s, size_t t, const float *q)
 {
     lip_io *io = &s->io;
     lip_buf *b = &s->b;
     size_t d = io->d, H = io->heads, w = io->cs_w;
     ug_sim_load(io->cos, t * w, w, b->cs);
     ug_sim_load(io->sin, t * w, w, b->sn);
-    q_path(s, t);
+    q_path(s, t, q);
     ug_sim_load(io->x, t * io->hid, io->hid, b->x);
     tiled_gemv(b->x, b->wp, io->hid, H, H, b->v, b->tile); /* weights */
     for (size_t h = 0; h < H; h++) b->v[h] *= s->cst;      /* rounds: fp32 */

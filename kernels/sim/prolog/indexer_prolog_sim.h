@@ -33,9 +33,21 @@ typedef struct lip_sim lip_sim;
 /* Binds the call's tensors and params, loads the weights, writes the empty cache (codes 0,
  * scale 0 or MX 2^-127). NULL with *status -2 (bad call, err set) or -1 (no memory). */
 lip_sim *lip_sim_open(const ulpgym_call *call, lip8_format fmt, lip8_bug bug, char *err, size_t errlen, int *status);
+/* The params lip_sim_open reads by name (eps, k_norm, tables), given by a fused op whose
+ * names differ; lip_sim_open_ex with o NULL is lip_sim_open. */
+typedef struct {
+    float eps;        /* the k norm's epsilon (an fp32 value) */
+    int rms;          /* k_norm rmsnorm */
+    int given_tables; /* cos/sin [T, R], column i+R/2 for the second half */
+} lip_sim_opts;
+lip_sim *lip_sim_open_ex(const ulpgym_call *call, lip8_format fmt, lip8_bug bug, const lip_sim_opts *o, char *err,
+                         size_t errlen, int *status);
 size_t lip_sim_tokens(const lip_sim *s);
 /* Token t: its q rows, weights, and k row into its cache slot (none for slot -1). */
 void lip_sim_token(lip_sim *s, size_t t);
+/* lip_sim_token with, int8, the token's dequantised q [H*D] (fp32) from the caller instead of
+ * q_norm.w_qb (NULL: lip_sim_token). */
+void lip_sim_token_q(lip_sim *s, size_t t, const float *q);
 void lip_sim_close(lip_sim *s);
 /* One row's quantisation (d values; fp8/int8 one scale, MX d/32): codes as fp32 values
  * before the store, scales likewise. */

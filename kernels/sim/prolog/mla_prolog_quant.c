@@ -154,7 +154,7 @@ static int key_token(mlaq_ctx *k, size_t t, char *err, size_t errlen)
     return 0;
 }
 
-static int mlaq_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
+int ug_mlaq_k_run(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
     mlaq_ctx k = {0};
     int rc = mlaq_bind(&k, call, err, errlen);
@@ -180,15 +180,15 @@ static int mlaq_kernel(const ulpgym_call *call, char *err, size_t errlen, int bu
 const ug_kernel_variant ug_variants_mla_prolog_quant[] = {
     {"sim",
      "fp32 K-tiled GEMMs, bf16 q_a/kv_a/norm/q_b outputs, fp32 amax/127 quantisers, exact int32 q_b GEMM, fp32 RoPE",
-     mlaq_kernel, 0, MUT_NONE},
+     ug_mlaq_k_run, 0, MUT_NONE},
     {"mut_scale_per_tensor", "c_q is quantised with one scale for all tokens (the tensor's amax) instead of per token",
-     mlaq_kernel, 0, MUT_SCALE_TENSOR},
+     ug_mlaq_k_run, 0, MUT_SCALE_TENSOR},
     {"mut_kv_group_64", "each c_kv group's scale comes from the amax of its first half (64 of 128): the rest saturate",
-     mlaq_kernel, 0, MUT_GROUP_HALF},
-    {"mut_rope_interleaved", "RoPE pairs (2i, 2i+1) where the layout says (i, i+d/2), and the reverse", mlaq_kernel, 0,
+     ug_mlaq_k_run, 0, MUT_GROUP_HALF},
+    {"mut_rope_interleaved", "RoPE pairs (2i, 2i+1) where the layout says (i, i+d/2), and the reverse", ug_mlaq_k_run, 0,
      MUT_ROPE_SWAP},
-    {"mut_eps_outside", "both RMSNorms add eps outside the root: 1/sqrt(mean) + eps", mlaq_kernel, 0, MUT_EPS_OUTSIDE},
-    {"mut_slot_next_block", "each token's cache rows are written one block too far (slot + block_size)", mlaq_kernel, 0,
+    {"mut_eps_outside", "both RMSNorms add eps outside the root: 1/sqrt(mean) + eps", ug_mlaq_k_run, 0, MUT_EPS_OUTSIDE},
+    {"mut_slot_next_block", "each token's cache rows are written one block too far (slot + block_size)", ug_mlaq_k_run, 0,
      MUT_SLOT_BLOCK},
     {NULL, NULL, NULL},
 };

@@ -61,4 +61,8 @@ void ug_mlaq_k_query_head(const ug_mlaq_k_w *w, const float *codes, float scale,
  * rope-cache row kr[dr] (fp32, to be stored as bf16); kvbuf is scratch of Lkv+dr floats. */
 void ug_mlaq_k_key(const ug_mlaq_k_w *w, const float *x, const float *cs, const float *sn, float *codes,
                    float *scales, float *kr, float *kvbuf, const ug_mlaq_k_bugs *bug);
+
+/* mla_prolog_quant's whole kernel (mla_prolog_quant.c) on any call holding its tensors and
+ * params under the same names (a fused op's superset); bug: its variant code, 0 correct. */
+int ug_mlaq_k_run(const ulpgym_call *call, char *err, size_t errlen, int bug);
 #endif
