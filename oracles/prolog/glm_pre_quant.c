@@ -1,5 +1,7 @@
 /* glm_pre_quant.c — the exact per-token math of glm_attention_pre_quant (see
- * glm_pre_quant.h for the chain, the staged rule and how another oracle calls it). */
+ * glm_pre_quant.h for the chain, the staged rule and how another oracle calls it), and
+ * the whole staged oracle of its eight outputs (ug_gpq_oracle), shared by
+ * glm_attention_pre_quant and glm_attention_fusion. */
 #include "oracles/prolog/glm_pre_quant.h"
 
 #include <math.h>

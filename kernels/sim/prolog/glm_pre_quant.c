@@ -1,5 +1,6 @@
 /* glm_pre_quant.c — the device computation of glm_attention_pre_quant for one token (the
- * model and its use: glm_pre_quant.h). */
+ * model and its use: glm_pre_quant.h), and the walk over a call's tokens that binds
+ * and stores every exported stage (ug_gpq_kernel, with a per-token hook for the fusion). */
 #include "kernels/sim/prolog/glm_pre_quant.h"
 
 #include <math.h>
