@@ -24,10 +24,7 @@
  * where o is small (a long context of uniform values averages V towards 0, below the
  * 1e-4 floor's reach), measured in docs/OPERATORS.md. The device bound passes every
  * correct-kernel case and fails the mutants. */
-#include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "oracles/attention/attn_rows.h"
 #include "oracles/oracle.h"

@@ -28,7 +28,10 @@
  * compares residual rtol/atol 1e-3 and the attention output rtol/atol 3e-3, stored as our
  * reference rules). Primary certified, as glm_attention: GLM attention's pypto pair
  * (1e-4 / 2^-7 on every element) fails a correct kernel's o (bf16 P before P.V costs a
- * few bf16 ulps where o is small); it is stored as the pypto figure. */
+ * few bf16 ulps where o is small); it is stored as the pypto figure. The reference test's
+ * own 3e-3 / 3e-3 on o also compares two bf16-P evaluations and fails the correct kernel
+ * against the exact value on many plan cases (docs/STANDARDS.md has the count): stored as
+ * the reference rule, not deciding. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,10 +124,11 @@ static void cache_stage(const ug_case *c, ug_ar *ar, const ug_selection *sel, in
 {
     const ug_tensor *in = ug_case_input(c, o == O_KC ? "key_cache" : "value_cache");
     const ug_tensor *sm = ug_case_input(c, "slot_mapping"), *kv = &c->out[o == O_KC ? O_K : O_V];
-    size_t row = (size_t)kv->shape[1];
-    for (size_t k = 0; k < sel->n[o]; k++) {
+    size_t row = (size_t)kv->shape[1], have = (size_t)-1;
+    long t = -1;
+    for (size_t k = 0; k < sel->n[o]; k++) { /* sorted: a slot's elements arrive together */
         size_t e = sel->idx[o][k];
-        long t = writer(sm, e / row);
+        if (e / row != have) have = e / row, t = writer(sm, have);
         ug_ar_emit(ar, o, k, ug_c(ar, t >= 0 ? ug_tload(kv, (size_t)t * row + e % row) : ug_tload(in, e)));
     }
 }

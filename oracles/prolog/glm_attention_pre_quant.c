@@ -26,15 +26,12 @@
  * assert_allclose rtol 2^-7 atol 1e-4 on residual_res, q, k, v (our pypto and reference
  * rules). Primary: pypto. The oracle, geometry and scratch are glm_pre_quant.c's (shared
  * with glm_attention_fusion, whose first eight outputs are these). */
-#include <math.h>
-#include <stdint.h>
-#include <stdlib.h>
-
 #include "oracles/oracle.h"
 #include "oracles/prolog/glm_pre_quant.h"
 #include "oracles/verdict.h"
 
 #define OP_NAME "glm_attention_pre_quant"
+
 static int check(const ug_params *P, char *err, size_t errlen) { return ug_gpq_check(P, OP_NAME, err, errlen); }
 
 const ug_op_def ug_opdef_glm_attention_pre_quant = {.op = UG_OP_GLM_ATTENTION_PRE_QUANT,
