@@ -73,6 +73,22 @@ int ug_gl_attn_check_paged(const ug_params *P, const char *op, char *err, size_t
  * last block; actual_seqs the param. 0, or -1 out of memory. */
 int ug_gl_attn_build_paged(ug_case *c, char *err, size_t errlen);
 
+/* Paged decode attention (glm_attention's math, over its block table): q [batch*sq, hq,
+ * dim], caches [nb, bs, hkv, dim] and the table [batch, mb] are case tensors, inputs or
+ * outputs a kernel wrote (read with ug_tload); lens the context lengths; scale the fp32
+ * attribute's value. Row r = (b*sq + i)*hq + h sees tokens t < ug_gl_attn_mtp_end(lens[b],
+ * sq, i) of kv head h / (hq/hkv), token t at slot t % bs of block table[b, t / bs]. */
+typedef struct {
+    const ug_tensor *q, *kc, *vc, *bt;
+    const long *lens;
+    long batch, hq, hkv, dim, bs, mb, sq;
+    double scale;
+} ug_gl_paged;
+
+/* Emits every selected element of output out (o [batch*sq, hq, dim]) with the shared
+ * exact row (ug_gl_attn_emit_query_cols). 0, or -1 out of memory. */
+int ug_gl_attn_paged_emit(ug_ar *ar, const ug_gl_paged *p, int out, const ug_selection *sel);
+
 /* Multi-token prediction: query row i (0-based) of the q_per_step rows of a sequence with
  * len live keys sees keys [.., len - q_per_step + 1 + i): the last row sees every key,
  * each earlier row one fewer (causal among the step's own tokens). */

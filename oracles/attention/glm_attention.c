@@ -8,7 +8,8 @@
  * of sequence b is slot t % block_size of block block_tables[b, t / block_size]. scale is
  * the fp32 attribute; nothing is rounded mid-way. One row's math is the shared exact
  * attention row (attn_rows.h: scores, softmax, special values, and the bf16 P the device
- * bound allows); this file only finds the row's keys through the block table.
+ * bound allows); the walk through the block table is attn_rows.c's ug_gl_attn_paged_emit
+ * (shared with glm_attention_fusion, which runs it on the caches its kernel wrote).
  *
  * The builder follows the reference's gen_block_table: a sequence's blocks come from a
  * seeded shuffle of the pool (neither contiguous nor ascending) and the table holds -1
@@ -23,10 +24,7 @@
  * where o is small (a long context of uniform values averages V towards 0, below the
  * 1e-4 floor's reach), measured in docs/OPERATORS.md. The device bound passes every
  * correct-kernel case and fails the mutants. */
-#include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "oracles/attention/attn_rows.h"
 #include "oracles/oracle.h"
@@ -75,50 +73,14 @@ static int check(const ug_params *P, char *err, size_t errlen)
 /* block_tables and actual_seqs: the shared paged builder (attn_rows.h). */
 static int build(ug_case *c, char *err, size_t errlen) { return ug_gl_attn_build_paged(c, err, errlen); }
 
-/* Gathers the first n tokens of sequence b, kv head g: keys token-major into kg, values
- * column-major into vt (column d at vt + d*n), so each output column is one contiguous run. */
-static void gather(const ga_params *p, const ug_case *c, long b, long g, long n, double *kg, double *vt)
-{
-    const ug_tensor *kc = ug_case_input(c, "key_cache"), *vc = ug_case_input(c, "value_cache");
-    const ug_tensor *bt = ug_case_input(c, "block_tables");
-    size_t D = (size_t)p->dim;
-    for (long t = 0; t < n; t++) {
-        long phys = (long)bt->values[b * p->mb + t / p->bs];
-        size_t at = (((size_t)phys * (size_t)p->bs + (size_t)(t % p->bs)) * (size_t)p->hkv + (size_t)g) * D;
-        memcpy(kg + (size_t)t * D, kc->values + at, D * sizeof *kg);
-        for (size_t d = 0; d < D; d++) vt[d * (size_t)n + (size_t)t] = vc->values[at + d];
-    }
-}
-
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     ga_params p;
     read_params(&c->params, &p);
-    const ug_tensor *q = ug_case_input(c, "q");
-    size_t D = (size_t)p.dim, maxlen = 1;
-    for (long b = 0; b < p.batch; b++) maxlen = (size_t)p.lens[b] > maxlen ? (size_t)p.lens[b] : maxlen;
-    double *kg = malloc(2 * maxlen * D * sizeof *kg);
-    ug_num *s = malloc(2 * maxlen * sizeof *s);
-    if (!kg || !s) {
-        free(kg), free(s);
-        return -1;
-    }
-    double *vg = kg + maxlen * D;
-    long have_b = -1, have_g = -1; /* the (sequence, kv head) gathered: rows arrive sorted */
-    size_t pos = 0;
-    int rc = 0;
-    while (pos < sel->n[0] && !rc) {
-        size_t r = sel->idx[0][pos] / D, mark = ug_ar_mark(ar);
-        long tok = (long)r / p.hq, b = tok / p.sq, g = (long)r % p.hq / (p.hq / p.hkv);
-        if (b != have_b || g != have_g) gather(&p, c, b, g, p.lens[b], kg, vg), have_b = b, have_g = g;
-        long n = ug_gl_attn_mtp_end(p.lens[b], p.sq, tok % p.sq); /* row i: its causal prefix */
-        rc = ug_gl_attn_emit_query_cols(ar, q->values + r * D, kg, D, D, (size_t)n, ug_c(ar, p.scale), vg,
-                                        (size_t)p.lens[b], D, s, 0, sel, &pos, r);
-        ug_ar_release(ar, mark);
-    }
-    free(kg);
-    free(s);
-    return rc;
+    ug_gl_paged g = {ug_case_input(c, "q"), ug_case_input(c, "key_cache"), ug_case_input(c, "value_cache"),
+                     ug_case_input(c, "block_tables"), p.lens, p.batch, p.hq, p.hkv, p.dim, p.bs, p.mb, p.sq,
+                     p.scale};
+    return ug_gl_attn_paged_emit(ar, &g, 0, sel);
 }
 
 /* Scratch for the case memory estimate: the sim kernel's fp32 copies of q, o, both caches,

@@ -29,6 +29,7 @@
 #include "core/opdecl.h"
 #include "core/registry.h"
 #include "oracles/mp/arith.h"
+#include "oracles/oracle.h"
 
 typedef struct {
     size_t H, Nq, Nk, D, R; /* hidden, q heads, kv heads, head dim, rotary dims (even, <= D) */
@@ -67,5 +68,16 @@ ug_num ug_gpq_rope_at(ug_ar *ar, const double *x, const double *cs, const double
 
 /* The int8 codes of W [H, cols] as the case stores them (its data, read in place). */
 const int8_t *ug_gpq_weight_i8(const ug_tensor *w);
+
+/* The whole staged oracle of glm_attention_pre_quant's outputs, which must be the case's
+ * outputs 0..7 in its order (q, k, v, residual_res, n, n_i8, qk_mm, qk_norm; an op that
+ * contains the prolog declares them first, with the same inputs and params, and "tokens"
+ * as a param or derived size); other outputs are left alone. 0, or -1 (memory). */
+int ug_gpq_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel);
+/* Sampling geometry of those outputs (out < 8): 8-token row tiles; q/k by the rotary
+ * half, q/k stages by head, hidden-wide rows by 64 lanes. */
+void ug_gpq_geometry(const ug_case *c, int out, ug_geom *g);
+/* Case-memory scratch of the prolog's kernel and oracle (bytes). */
+double ug_gpq_scratch(const ug_params *P);
 
 #endif

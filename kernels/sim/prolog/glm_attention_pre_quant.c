@@ -2,8 +2,8 @@
  * glm_attention_pre_quant, the GLM-4.5 attention prolog (r = x + residual, input norm
  * with bias, static int8 quant, int8 GEMM + int32 bias, q/k head norms, partial RoPE).
  * The device computation of one token is kernels/sim/prolog/glm_pre_quant.c (shared with
- * glm_attention_fusion); this file binds the tensors, walks the tokens and stores every
- * exported stage: residual_res, n, n_i8, qk_mm, qk_norm, then q, k, v.
+ * glm_attention_fusion), and so is the walk over the tokens that binds the tensors and
+ * stores every exported stage (ug_gpq_kernel); this file names the mutants.
  *
  * Mutants, bug classes of a hand-written quantised prolog: round half away from zero in
  * the quantiser (differs from rint only on exact .5 ties: the ties cases), an int8 cast
@@ -11,69 +11,12 @@
  * dequant scale, GPT-J interleaved RoPE pairs instead of rotate-half, q/k head norms
  * without their bias, and fp32 squares without pre-scaling (overflow only for the
  * near-overflow inputs, |r| above ~1.8e19). */
-#include <stdlib.h>
-
 #include "core/ops.h"
 #include "kernels/sim/prolog/glm_pre_quant.h"
-#include "kernels/sim/simlib.h"
-
-typedef struct {
-    const ulpgym_tensor *x, *res, *cos, *sin, *q, *k, *v, *rr, *n, *n8, *qkmm, *qkn;
-} pq_io;
-
-static int pq_bind(const ulpgym_call *call, pq_io *io, ug_gpq_dev *m, char *err, size_t errlen)
-{
-    ug_params p;
-    if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
-    m->H = (size_t)ug_p_int(&p, "hidden"), m->Nq = (size_t)ug_p_int(&p, "q_heads");
-    m->Nk = (size_t)ug_p_int(&p, "kv_heads"), m->D = (size_t)ug_p_int(&p, "head_dim");
-    m->R = (size_t)ug_p_int(&p, "rotary_dim"), m->eps = (float)ug_p_num(&p, "eps"); /* exact: an fp32 value */
-    ug_params_free(&p);
-    const ulpgym_tensor **slots[] = {&io->x, &io->res, &io->cos, &io->sin, &io->q,    &io->k,
-                                     &io->v, &io->rr,  &io->n,   &io->n8,  &io->qkmm, &io->qkn};
-    return ug_sim_bind(call, "x residual cos sin q k v residual_res n n_i8 qk_mm qk_norm", slots, err, errlen) ? -2
-                                                                                                              : 0;
-}
-
-/* Stores token t's exported values (rounds: bf16 stores of values already bf16, exact;
- * residual_res from the fp32 r). */
-static void pq_store(const pq_io *io, const ug_gpq_dev *m, const ug_gpq_tok *tk, size_t t, float *codes)
-{
-    size_t H = m->H, qs = m->Nq * m->D, kv = m->Nk * m->D, qk = qs + kv;
-    for (size_t i = 0; i < H; i++) codes[i] = tk->code[i]; /* exact */
-    ug_sim_store(io->rr, t * H, H, tk->r);                  /* rounds: bf16 */
-    ug_sim_store(io->n, t * H, H, tk->n);
-    ug_sim_store(io->n8, t * H, H, codes);
-    ug_sim_store(io->qkmm, t * qk, qk, tk->mm);
-    ug_sim_store(io->v, t * kv, kv, tk->mm + qk);
-    ug_sim_store(io->qkn, t * qk, qk, tk->qkn);
-    ug_sim_store(io->q, t * qs, qs, tk->qk);
-    ug_sim_store(io->k, t * kv, kv, tk->qk + qs);
-}
 
 static int pq_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
-    pq_io io;
-    ug_gpq_dev m = {0};
-    ug_gpq_tok tk = {0};
-    int rc = pq_bind(call, &io, &m, err, errlen);
-    if (rc) return rc;
-    size_t T = (size_t)io.x->shape[0], H = m.H, hr = m.R / 2;
-    float *row = malloc((3 * H + 2 * hr + 1) * sizeof *row);
-    if (!row || ug_gpq_dev_load(&m, call) || ug_gpq_tok_alloc(&m, &tk)) rc = -1;
-    for (size_t t = 0; t < T && !rc; t++) {
-        float *xr = row, *rs = xr + H, *codes = rs + H, *cs = codes + H, *sn = cs + hr;
-        ug_sim_load(io.x, t * H, H, xr);
-        ug_sim_load(io.res, t * H, H, rs);
-        ug_sim_load(io.cos, t * hr, hr, cs);
-        ug_sim_load(io.sin, t * hr, hr, sn);
-        ug_gpq_dev_token(&m, xr, rs, cs, sn, &tk, (ug_gpq_bug)bug);
-        pq_store(&io, &m, &tk, t, codes);
-    }
-    free(row);
-    ug_gpq_tok_free(&tk);
-    ug_gpq_dev_free(&m);
-    return rc;
+    return ug_gpq_kernel(call, err, errlen, (ug_gpq_bug)bug, NULL, NULL);
 }
 
 const ug_kernel_variant ug_variants_glm_attention_pre_quant[] = {

@@ -14,7 +14,9 @@
  *   on dims [0, R) in fp32 (two products and a sub/add), bf16; dims [R, D) copied.
  * Use: fill a ug_gpq_dev once per call (ug_gpq_dev_load: per-channel vectors widened to
  * fp32, W read in place), then ug_gpq_dev_token per token; free with
- * ug_gpq_dev_free. Every buffer of ug_gpq_tok holds the values the kernel exports. */
+ * ug_gpq_dev_free. Every buffer of ug_gpq_tok holds the values the kernel exports.
+ * ug_gpq_kernel is the whole walk (bind, every token, store every exported stage) of a
+ * kernel whose declaration has glm_attention_pre_quant's tensors and params. */
 #ifndef UG_SIM_GLM_PRE_QUANT_H
 #define UG_SIM_GLM_PRE_QUANT_H
 #include <stddef.h>
@@ -62,5 +64,18 @@ void ug_gpq_tok_free(ug_gpq_tok *tk);
 /* Every stage of one token: x, residual rows [H], cos/sin rows [R/2]. */
 void ug_gpq_dev_token(const ug_gpq_dev *m, const float *x, const float *res, const float *cs, const float *sn,
                       ug_gpq_tok *tk, ug_gpq_bug bug);
+
+/* The call's tensors the walk binds (names of glm_attention_pre_quant's declaration). */
+typedef struct {
+    const ulpgym_tensor *x, *res, *cos, *sin, *q, *k, *v, *rr, *n, *n8, *qkmm, *qkn;
+} ug_gpq_io;
+
+/* Called after token t's values are stored (tk holds them; m->acc its integer sums). */
+typedef void (*ug_gpq_token_fn)(void *ctx, const ug_gpq_dev *m, const ug_gpq_tok *tk, size_t t);
+
+/* Binds, loads, and for every token t runs ug_gpq_dev_token and stores residual_res, n,
+ * n_i8, qk_mm, qk_norm, q, k and v (then calls fn(ctx, ...) when fn is set). 0, -1
+ * (memory) or -2 (binding, with err set). */
+int ug_gpq_kernel(const ulpgym_call *call, char *err, size_t errlen, ug_gpq_bug bug, ug_gpq_token_fn fn, void *ctx);
 
 #endif

@@ -1,0 +1,42 @@
+/* glm_paged.h — the device walk of GLM-4.5 paged decode attention (GQA, one block per key
+ * tile), shared by the sim kernels of glm_attention and glm_attention_fusion (which runs
+ * it on the caches it has just written), with the planted bugs of glm_attention's mutants.
+ *
+ * Device model: one core per (sequence, kv head) walks the sequence's block-table row and
+ * loads each block's K/V slots (bf16, widened exactly to fp32) once, serving the G query
+ * heads of the group and the S_q rows of the step from them; the tile loop is attn_tiles.h
+ * with one block per key tile: fp32 scores times the fp32 scale, online softmax, P cast to
+ * bf16 before P.V, fp32 accumulation; o rounded once to bf16. Only the slots below a row's
+ * end are used; -1 table entries are never followed. */
+#ifndef UG_SIM_GLM_PAGED_H
+#define UG_SIM_GLM_PAGED_H
+#include <stdint.h>
+
+#include "ulpgym/kernel_abi.h"
+
+/* Planted bugs (glm_attention's mutants; UG_GLP_OK is the correct device). */
+typedef enum {
+    UG_GLP_OK,
+    UG_GLP_PV_BF16,         /* P.V accumulated in bf16 */
+    UG_GLP_NO_SUM_RESCALE,  /* running sum not rescaled when a later block raises the max */
+    UG_GLP_FULL_LAST_BLOCK, /* the partial last block read whole (garbage joins) */
+    UG_GLP_TABLE_STRIDE,    /* table row stride cdiv(max len, BS) instead of the table's width */
+    UG_GLP_MTP_NO_OFFSET    /* multi-token step without the causal offset */
+} ug_glp_bug;
+
+/* What the walk reads and writes: q [B*sq, hq, dim], caches [nb, bs, hkv, dim] (any
+ * bound tensor: a kernel's inputs, or outputs it has written), o like q; the block table
+ * [batch, width] and the lengths [batch] as int32. */
+typedef struct {
+    const ulpgym_tensor *q, *kc, *vc, *o;
+    const int32_t *table, *lens;
+    long batch, hq, hkv, dim, bs, nb, width, sq;
+    float scale; /* the fp32 attribute */
+} ug_glp_view;
+
+/* Fills the sizes of g from its tensors q, kc and the table's width (g->q, g->kc set). */
+void ug_glp_sizes(ug_glp_view *g, long width);
+/* Every query row of every sequence into g->o. 0, or -1 out of memory. */
+int ug_glp_run(const ug_glp_view *g, ug_glp_bug bug);
+
+#endif
