@@ -79,14 +79,15 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 /* Scratch for the case memory estimate. Kernel: the fp32 gate weight and rows; form
  * shared: the shared part's int8 transposes and fp32 staging (14hI) and rows; form
  * routed: one expert's fp32 weights transposed plus staging (16hI), the per-slot fp32
- * down-projection rows (T*k*h) and act. Oracle: its int8 transposes (3hI), rows, and the
- * routed part's act of one token. */
+ * down-projection rows (T*k*h), act and the fp32 accumulator (T*h). Oracle: its int8
+ * transposes (3hI), rows, and the routed part's act of one token. */
 static double scratch(const ug_params *P)
 {
     double T = (double)ug_p_int(P, "tokens"), h = (double)ug_p_int(P, "hidden"), E = (double)ug_p_int(P, "experts"),
            k = (double)ug_p_int(P, "top_k"), I = (double)ug_p_int(P, "intermediate");
     double gate = 4 * (E * h + 2 * h + 4 * E) + 8 * E;
-    if (ug_p_is(P, "form", "routed")) return gate + 16 * h * I + 4 * (T * k * (h + I) + 2 * h + I) + 8 * k * I;
+    if (ug_p_is(P, "form", "routed"))
+        return gate + 16 * h * I + 4 * (T * k * (h + I) + T * h + 2 * h + I) + 8 * k * I;
     return gate + 17 * h * I + 4 * (6 * I + 4 * h) + 2 * (h + I) + 8 * (h + I);
 }
 

@@ -96,6 +96,32 @@ void gmp_se_token(const gmp_se_cfg *c, const float *x, const float *bias, float 
     }
 }
 
+/* The fused ops' gate: fp32 gate weight staged once, fp32 K-tiles (glm_gate's model). */
+int gmp_gate_router_run(const ulpgym_call *call, const gmp_se_cfg *c, float *w, float *ids, char *err, size_t errlen)
+{
+    const ulpgym_tensor *x, *gw, *bias, *lg, *tw, *ti, **slots[] = {&x, &gw, &bias, &lg, &tw, &ti};
+    if (ug_sim_bind(call, "x gate_w e_score_correction_bias router_logits topk_weights topk_ids", slots, err, errlen))
+        return -2;
+    size_t T = (size_t)x->shape[0], h = (size_t)x->shape[1], E = (size_t)c->E, K = (size_t)c->k;
+    gmp_se_work wk;
+    float *wf = malloc((E * h + h + 2 * E) * sizeof *wf);
+    if (!wf || gmp_se_alloc(c, &wk)) return free(wf), -1;
+    float *xr = wf + E * h, *o = xr + h, *bf = o + E;
+    ug_sim_load(gw, 0, E * h, wf);
+    ug_sim_load(bias, 0, E, bf);
+    for (size_t t = 0; t < T; t++) {
+        ug_sim_load(x, t * h, h, xr);
+        for (size_t e = 0; e < E; e++) o[e] = ug_ktile_dot_f32(xr, wf + e * h, h); /* rounds: fp32 K-tiles */
+        ug_sim_store(lg, t * E, E, o); /* exact: fp32 */
+        gmp_se_token(c, o, bf, w + t * K, ids + t * K, &wk);
+        ug_sim_store(tw, t * K, K, w + t * K);
+        ug_sim_store(ti, t * K, K, ids + t * K); /* exact: integers */
+    }
+    free(wf);
+    gmp_se_free(&wk);
+    return 0;
+}
+
 /* ---- int8 shared expert ---- */
 
 /* DynQuant of v[0..n): codes into q (integers as fp32), returns the scale (0 for a zero

@@ -45,6 +45,11 @@ void gmp_se_free(gmp_se_work *w);
 /* One token: fp32 logits x[0..E), fp32 bias -> weights w[0..k), ids[0..k) (as floats). */
 void gmp_se_token(const gmp_se_cfg *c, const float *x, const float *bias, float *w, float *ids, gmp_se_work *wk);
 
+/* The fused ops' gate and router: binds x gate_w e_score_correction_bias router_logits
+ * topk_weights topk_ids; per token the fp32 K-tiled logits (stored), then gmp_se_token;
+ * weights and ids stored and kept in w, ids [T,k]. 0, -1, -2. */
+int gmp_gate_router_run(const ulpgym_call *call, const gmp_se_cfg *c, float *w, float *ids, char *err, size_t errlen);
+
 /* ---- int8 shared expert ---- */
 
 typedef enum {
