@@ -4,7 +4,8 @@
  *
  * Device model: the gate weight is staged once as fp32; each token row of x is widened
  * exactly and the cube reduces 128-deep K-tiles into an fp32 accumulator (ktile.h); the
- * fp32 logits are written out and feed the router part (fp32 sigmoid, bias add, group
+ * fp32 logits are written out and feed the router part (fp32 sigmoid, e^x/(1+e^x) for
+ * x < 0 so that a logit below -88 keeps its subnormal score, bias add, group
  * top-k, weights from s; glm_moe_parts.c). Form shared runs the shared-expert part
  * (DynQuant in fp32, exact int32 GEMMs, bf16 gu and a). Form routed groups the tokens by
  * expert: each chosen expert's bf16 weights are staged once, its tokens run the two
@@ -88,6 +89,7 @@ static int mf_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     gmp_se_cfg c;
     gmp_se_cfg_read(&p, ug_p_int(&p, "experts"), tw->shape[1], se_bug(bug), &c);
     int routed = ug_p_is(&p, "form", "routed");
+    c.stable = 1; /* the fused kernels' sigmoid keeps subnormal scores of logits below -88 */
     ug_params_free(&p);
     size_t TK = (size_t)tw->shape[0] * (size_t)tw->shape[1];
     float *w = malloc(2 * (TK ? TK : 1) * sizeof *w), *ids = w + TK;

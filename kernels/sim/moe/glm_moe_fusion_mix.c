@@ -66,6 +66,7 @@ static int mix_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     gmp_se_cfg c;
     gmp_se_cfg_read(&p, ug_p_int(&p, "experts"), tw->shape[1], bug == MUT_NO_RENORM ? GMP_SE_NO_RENORM : GMP_SE_OK,
                     &c);
+    c.stable = 1; /* the fused kernels' sigmoid keeps subnormal scores of logits below -88 */
     ug_params_free(&p);
     size_t TK = (size_t)tw->shape[0] * (size_t)tw->shape[1], n = (size_t)out->shape[0] * (size_t)out->shape[1];
     float *w = malloc((2 * TK + n + 1) * sizeof *w), *ids = w + TK, *acc = ids + TK;

@@ -77,7 +77,8 @@ void gmp_se_token(const gmp_se_cfg *c, const float *x, const float *bias, float 
 {
     float *s = wk->s, *b = wk->b;
     for (long e = 0; e < c->E; e++) {
-        s[e] = 1.0f / (1.0f + expf(-x[e])); /* rounds: fp32 exp, add, divide */
+        float z = c->stable && x[e] < 0.0f ? expf(x[e]) : 1.0f; /* rounds: fp32 exp */
+        s[e] = c->stable && x[e] < 0.0f ? z / (1.0f + z) : 1.0f / (1.0f + expf(-x[e])); /* rounds: fp32 exp, add, divide */
         b[e] = c->bug == GMP_SE_UNBIASED ? s[e] : s[e] + bias[e]; /* rounds: fp32 (bug: bias left out) */
     }
     if (c->bug != GMP_SE_NO_GROUP_LIMIT && c->tg < c->ng) group_mask(c, b, wk->gs, wk->idx, wk->used);

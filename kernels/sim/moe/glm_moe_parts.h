@@ -29,6 +29,7 @@ typedef struct {
     int top2, renorm;
     float rsf;
     gmp_se_bug bug;
+    int stable; /* sigmoid as e^x/(1+e^x) for x < 0 (the fused ops' device): no exp overflow to a 0 score */
 } gmp_se_cfg;
 
 /* Per-token scratch of the router (gmp_se_alloc / gmp_se_free). */
