@@ -22,21 +22,16 @@
  * none of the reference test's uniform [0,1) data. */
 #include <stdio.h>
 
+#include "oracles/moe/glm_moe_parts.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
 
-/* Each selected logit of row t: x[t]·W[e], one exact dot product. */
+/* Each selected logit: x[t]·W[e], one exact dot product (the gate part, glm_moe_parts.c). */
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     const ug_params *P = &c->params;
     size_t h = (size_t)ug_p_int(P, "hidden"), E = (size_t)ug_p_int(P, "experts");
-    const double *x = ug_case_input(c, "x")->values, *w = ug_case_input(c, "w")->values;
-    for (size_t k = 0; k < sel->n[0];) {
-        size_t t = sel->idx[0][k] / E, mark = ug_ar_mark(ar);
-        for (; k < sel->n[0] && sel->idx[0][k] / E == t; k++)
-            ug_ar_emit(ar, 0, k, ug_dot_d(ar, x + t * h, 1, w + (sel->idx[0][k] % E) * h, 1, h));
-        ug_ar_release(ar, mark);
-    }
+    gmp_gate_emit(ar, sel, 0, ug_case_input(c, "x")->values, ug_case_input(c, "w")->values, h, E);
     return 0;
 }
 

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "core/philox.h"
+#include "oracles/moe/glm_moe_parts.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
 
@@ -108,9 +109,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
         size_t r = sel->idx[0][k] / h, e = moe_expert_of(gl, (size_t)p.E, r), mark = ug_ar_mark(ar);
         const double *xr = x->values + r * h;
         for (size_t i = 0; i < I; i++) {
-            ug_num g = ug_dot_d(ar, xr, 1, w1 + e * hi + i, I, h);          /* x·W1_e column i */
-            ug_num u = ug_dot_d(ar, xr, 1, w3 + e * hi + i, I, h);          /* x·W3_e column i */
-            a[i] = ug_round(ar, ug_mul(ar, ug_silu(ar, g), u), UG_DT_BF16); /* spec: a is bf16 */
+            a[i] = gmp_swiglu_bf16(ar, xr, w1 + e * hi + i, w3 + e * hi + i, I, h); /* spec: a is bf16 */
         }
         for (; k < sel->n[0] && sel->idx[0][k] / h == r; k++) {
             size_t j = sel->idx[0][k] % h;

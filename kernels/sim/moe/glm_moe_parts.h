@@ -1,0 +1,105 @@
+/* glm_moe_parts.h — the device side of the GLM-4.5 MoE parts, shared by the sim kernels
+ * made of them: the router after the gate (glm_select_experts, glm_moe_fusion,
+ * glm_moe_fusion_mix), the int8 shared expert (glm_ffn_shared_expert_quant and the two
+ * fused ops) and the routed SwiGLU activation row (moe_grouped_gemm and the two fused
+ * ops). The device models are those ops' file headers; each part's planted bugs are
+ * selected by its own bug code so that every op's mutants run the same code. */
+#ifndef UG_SIM_GLM_MOE_PARTS_H
+#define UG_SIM_GLM_MOE_PARTS_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/opdecl.h"
+#include "ulpgym/kernel_abi.h"
+
+/* ---- router: fp32 sigmoid + bias, group top-k, top_k by b, weights from s ---- */
+
+typedef enum {
+    GMP_SE_OK,
+    GMP_SE_BIAS_IN_WEIGHTS,     /* weights gathered from s + bias */
+    GMP_SE_NO_GROUP_LIMIT,      /* group mask ignored */
+    GMP_SE_MASK_ZERO,           /* dropped groups' experts scored 0, not excluded */
+    GMP_SE_SCALE_BEFORE_RENORM, /* routed scaling before the renormalisation */
+    GMP_SE_NO_RENORM,           /* weights never divided by their sum */
+    GMP_SE_UNBIASED             /* experts (and groups) chosen by s, the bias ignored */
+} gmp_se_bug;
+
+typedef struct {
+    long E, k, ng, tg, per;
+    int top2, renorm;
+    float rsf;
+    gmp_se_bug bug;
+    int stable; /* sigmoid as e^x/(1+e^x) for x < 0 (the fused ops' device): no exp overflow to a 0 score */
+} gmp_se_cfg;
+
+/* Per-token scratch of the router (gmp_se_alloc / gmp_se_free). */
+typedef struct {
+    float *s, *b, *gs;
+    long *idx;
+    unsigned char *used;
+} gmp_se_work;
+
+/* The router's configuration from parsed params (E experts, k ids). */
+void gmp_se_cfg_read(const ug_params *p, long E, long k, gmp_se_bug bug, gmp_se_cfg *c);
+int gmp_se_alloc(const gmp_se_cfg *c, gmp_se_work *w);
+void gmp_se_free(gmp_se_work *w);
+/* One token: fp32 logits x[0..E), fp32 bias -> weights w[0..k), ids[0..k) (as floats). */
+void gmp_se_token(const gmp_se_cfg *c, const float *x, const float *bias, float *w, float *ids, gmp_se_work *wk);
+
+/* The fused ops' gate and router: binds x gate_w e_score_correction_bias router_logits
+ * topk_weights topk_ids; per token the fp32 K-tiled logits (stored), then gmp_se_token;
+ * weights and ids stored and kept in w, ids [T,k]. 0, -1, -2. */
+int gmp_gate_router_run(const ulpgym_call *call, const gmp_se_cfg *c, float *w, float *ids, char *err, size_t errlen);
+
+/* ---- int8 shared expert ---- */
+
+typedef enum {
+    GMP_FFN_OK,
+    GMP_FFN_SCALE_128,   /* amax/128 */
+    GMP_FFN_TRUNC,       /* codes truncated */
+    GMP_FFN_INT16_ACC,   /* int16 accumulator */
+    GMP_FFN_SILU_UP,     /* silu on the up half */
+    GMP_FFN_X127,        /* v*127/amax */
+    GMP_FFN_CLIP,        /* static clip ratio on the scale */
+    GMP_FFN_TENSOR_SCALE /* x quantised with one scale for the whole tensor */
+} gmp_ffn_bug;
+
+typedef struct {
+    size_t T, h, I;
+    const ulpgym_tensor *x, *w13, *s13, *w2, *s2, *x8, *xs, *a, *a8, *as;
+    int8_t *w13t, *w2t, *xq8, *aq8; /* [2I][h], [h][I], one row of codes each */
+    float *sw13, *sw2, *xr, *q, *gu, *ar, *o;
+    float x_amax; /* amax of the whole x (GMP_FFN_TENSOR_SCALE only) */
+} gmp_ffn;
+
+/* Binds x w13 w13_scale w2 w2_scale x_i8 x_scale a a_i8 a_scale, stages the weights;
+ * 0, -1 (memory) or -2 (binding, err set). gmp_ffn_close frees. */
+int gmp_ffn_open(gmp_ffn *k, const ulpgym_call *call, gmp_ffn_bug bug, char *err, size_t errlen);
+void gmp_ffn_close(gmp_ffn *k);
+/* Token t: both quantisations, both GEMMs, SwiGLU, the exported intermediates stored;
+ * the output row (fp32, before its bf16 store) left in k->o. */
+void gmp_ffn_token(gmp_ffn *k, size_t t, gmp_ffn_bug bug);
+
+/* ---- routed SwiGLU row ---- */
+
+/* a[i] = bf16(silu(g)*u), g = x.w1t[i], u = x.w3t[i] (fp32 K-tiles over h); swap: gate
+ * and up exchanged (a planted bug). */
+void gmp_swiglu_row(const float *x, const float *w1t, const float *w3t, size_t h, size_t I, int swap, float *a);
+
+/* ---- routed experts, grouped by expert, then the weighted combine ---- */
+
+typedef enum {
+    GMP_RT_OK,
+    GMP_RT_BF16_ACC,  /* the combine's running sum kept in bf16 */
+    GMP_RT_DROP_LAST, /* the combine stops at slot k-2: the last expert never added */
+    GMP_RT_SWAP       /* gate and up projections swapped */
+} gmp_rt_bug;
+
+/* Binds x expert_w1 expert_w3 expert_w2 act. For every expert chosen by some token (w,
+ * ids: [T,k] as the router wrote them), stages its weights once and runs its tokens:
+ * act (stored) and the slot's fp32 down projection; then per token, slot by slot,
+ * acc[t,:] += w[t,j] * y[t,j,:] in fp32 (acc [T,h] holds the start value). 0, -1, -2. */
+int gmp_routed_run(const ulpgym_call *call, const float *w, const float *ids, size_t k, float *acc, gmp_rt_bug bug,
+                   char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,485 @@
+/* glm_moe_parts.c — the exact GLM-4.5 MoE parts (glm_moe_parts.h): the router's staged
+ * id/weight rule (moved here from glm_select_experts.c unchanged), the int8 shared
+ * expert's four staged stages (moved from glm_ffn_shared_expert_quant.c unchanged, with
+ * its outputs found by name so that a fused op can carry them among its own) and the
+ * routed SwiGLU activation (moe_grouped_gemm's) and the gate's dot (glm_gate's). Rules: see those ops' oracle headers. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "oracles/moe/glm_moe_parts.h"
+#include "oracles/verdict.h"
+
+void gmp_gate_emit(ug_ar *ar, const ug_selection *sel, int o, const double *x, const double *w, size_t h, size_t E)
+{
+    for (size_t k = 0; k < sel->n[o];) {
+        size_t t = sel->idx[o][k] / E, mark = ug_ar_mark(ar);
+        for (; k < sel->n[o] && sel->idx[o][k] / E == t; k++)
+            ug_ar_emit(ar, o, k, ug_dot_d(ar, x + t * h, 1, w + (sel->idx[o][k] % E) * h, 1, h));
+        ug_ar_release(ar, mark);
+    }
+}
+
+void gmp_router_read(const ug_params *P, gmp_router *p)
+{
+    p->T = ug_p_int(P, "tokens");
+    p->E = ug_p_int(P, "experts");
+    p->k = ug_p_int(P, "top_k");
+    p->ng = ug_p_int(P, "num_expert_group");
+    p->tg = ug_p_int(P, "topk_group");
+    p->per = p->E / p->ng;
+    p->top2 = ug_p_is(P, "group_score", "top2_sum");
+    p->renorm = (int)ug_p_int(P, "renormalize");
+    p->rsf = ug_p_num(P, "routed_scaling_factor");
+}
+
+int gmp_router_check(const ug_params *P, const char *op, char *err, size_t errlen)
+{
+    gmp_router p;
+    gmp_router_read(P, &p);
+    const char *why = NULL, *name = NULL;
+    if (p.E % p.ng) name = "num_expert_group", why = "does not divide experts into equal groups";
+    else if (p.tg > p.ng) name = "topk_group", why = "exceeds num_expert_group";
+    else if (p.k > p.E) name = "top_k", why = "exceeds experts";
+    else if (p.k > p.tg * p.per) name = "top_k", why = "exceeds the experts of topk_group groups";
+    if (!name) return 0;
+    snprintf(err, errlen, "%s: param %s %s (experts %ld, top_k %ld, num_expert_group %ld, topk_group %ld)", op, name,
+             why, p.E, p.k, p.ng, p.tg);
+    return -2;
+}
+
+/* a ranks before b (index ia, ib): NaN first (as torch.topk), then larger, ties to the
+ * lower index. */
+static int before(double a, long ia, double b, long ib)
+{
+    if (isnan(a) || isnan(b)) return isnan(a) && (!isnan(b) || ia < ib);
+    return a > b || (a == b && ia < ib);
+}
+
+/* The n best of v over the candidates cand[0..nc), in rank order, into out. */
+static void top_n(const double *v, const long *cand, long nc, long n, long *out)
+{
+    unsigned char used[GMP_MAX_E] = {0};
+    for (long r = 0; r < n; r++) {
+        long best = -1;
+        for (long i = 0; i < nc; i++)
+            if (!used[i] && (best < 0 || before(v[cand[i]], cand[i], v[cand[best]], cand[best]))) best = i;
+        used[best] = 1;
+        out[r] = cand[best];
+    }
+}
+
+/* A token's scores (logits lg) in double (the decision only): s, b, group scores G; returns d. */
+static double token_scores(const gmp_router *p, const double *lg, const double *bias, double *s, double *b, double *G)
+{
+    double amax = 0;
+    for (long e = 0; e < p->E; e++) {
+        s[e] = 1.0 / (1.0 + exp(-lg[e]));
+        b[e] = s[e] + bias[e];
+        if (isfinite(b[e])) amax = fmax(amax, fabs(b[e]));
+    }
+    long all[GMP_MAX_E], two[2];
+    for (long e = 0; e < p->E; e++) all[e] = e;
+    for (long g = 0; g < p->ng; g++) {
+        long n = p->top2 && p->per > 1 ? 2 : 1;
+        top_n(b, all + g * p->per, p->per, n, two);
+        G[g] = n == 2 ? b[two[0]] + b[two[1]] : b[two[0]];
+    }
+    return ldexp(1.0 + amax, -20);
+}
+
+/* The exact choice: topk_group groups by G, then top_k of b over their experts. */
+static void exact_choice(const gmp_router *p, const double *b, const double *G, const unsigned char *keep_in,
+                         long *ids)
+{
+    long groups[GMP_MAX_G] = {0}, kept[GMP_MAX_G] = {0}, cand[GMP_MAX_E], nc = 0;
+    unsigned char keep[GMP_MAX_G] = {0};
+    if (keep_in) memcpy(keep, keep_in, (size_t)p->ng);
+    else {
+        for (long g = 0; g < p->ng; g++) groups[g] = g;
+        top_n(G, groups, p->ng, p->tg, kept);
+        for (long i = 0; i < p->tg; i++) keep[kept[i]] = 1;
+    }
+    for (long e = 0; e < p->E; e++)
+        if (keep[e / p->per]) cand[nc++] = e;
+    top_n(b, cand, nc, p->k, ids);
+}
+
+static int has_nan(const double *v, long n)
+{
+    for (long i = 0; i < n; i++)
+        if (isnan(v[i])) return 1;
+    return 0;
+}
+
+static int same_set(const long *a, const int *kid, long k)
+{
+    for (long i = 0; i < k; i++) {
+        int found = 0;
+        for (long j = 0; j < k; j++) found |= a[i] == kid[j];
+        if (!found) return 0;
+    }
+    return 1;
+}
+
+/* 1 when the kernel's ids kid are a legal top-k under the tie rule (file header). */
+static int legal_ids(const gmp_router *p, const double *b, const double *G, double d, const int *kid, const long *ex)
+{
+    for (long j = 0; j < p->k; j++) {
+        if (kid[j] < 0 || kid[j] >= p->E) return 0;
+        for (long i = 0; i < j; i++)
+            if (kid[i] == kid[j]) return 0;
+    }
+    if (has_nan(b, p->E) || has_nan(G, p->ng)) return same_set(ex, kid, p->k);
+    long groups[GMP_MAX_G] = {0}, kept[GMP_MAX_G] = {0}, ns = 0, os[GMP_MAX_K];
+    for (long g = 0; g < p->ng; g++) groups[g] = g;
+    top_n(G, groups, p->ng, p->tg, kept);
+    double gk = G[kept[p->tg - 1]], dg = 3 * d;
+    unsigned char in[GMP_MAX_G] = {0};
+    for (long g = 0; g < p->ng; g++) /* groups clearly above the deciding one are kept by every kernel */
+        if (G[g] > gk + dg) in[g] = 1, ns++;
+    for (long j = 0; j < p->k; j++) {
+        long g = kid[j] / p->per;
+        if (in[g]) continue;
+        if (G[g] < gk - dg) return 0; /* a group no correct kernel keeps */
+        in[g] = 1, ns++;
+    }
+    if (ns > p->tg) return 0;
+    while (ns < p->tg) { /* the other kept groups: the borderline ones with the weakest experts */
+        long pick = -1;
+        double pick_max = INFINITY;
+        for (long g = 0; g < p->ng; g++) {
+            if (in[g] || G[g] < gk - dg) continue;
+            double m = -INFINITY;
+            for (long e = g * p->per; e < (g + 1) * p->per; e++) m = fmax(m, b[e]);
+            if (pick < 0 || m < pick_max) pick = g, pick_max = m;
+        }
+        in[pick] = 1, ns++;
+    }
+    exact_choice(p, b, G, in, os);
+    double sc[GMP_MAX_E];
+    int oi[GMP_MAX_K];
+    for (long e = 0; e < p->E; e++) sc[e] = b[e];
+    for (long j = 0; j < p->k; j++) oi[j] = (int)os[j];
+    return ug_topk_set_ok(kid, oi, (int)p->k, sc, (int)p->E, d);
+}
+
+/* The ids the oracle emits for token t (file header, staged rule). */
+static void token_ids(const gmp_router *p, const double *lg, const double *bias, const ug_tensor *ko, long t,
+                      long *emit)
+{
+    double s[GMP_MAX_E], b[GMP_MAX_E], G[GMP_MAX_G];
+    double d = token_scores(p, lg, bias, s, b, G);
+    long ex[GMP_MAX_K];
+    int kid[GMP_MAX_K];
+    exact_choice(p, b, G, NULL, ex);
+    for (long j = 0; j < p->k; j++) kid[j] = (int)ug_tload(ko, (size_t)(t * p->k + j));
+    if (legal_ids(p, b, G, d, kid, ex)) {
+        for (long j = 0; j < p->k; j++) emit[j] = kid[j];
+        return;
+    }
+    unsigned char taken[GMP_MAX_K] = {0};
+    for (long j = 0; j < p->k; j++) { /* a kernel id in the exact set keeps its place */
+        emit[j] = -1;
+        for (long i = 0; i < p->k; i++)
+            if (!taken[i] && ex[i] == kid[j]) emit[j] = ex[i], taken[i] = 1, i = p->k;
+    }
+    for (long j = 0, i = 0; j < p->k; j++) {
+        if (emit[j] >= 0) continue;
+        while (taken[i]) i++;
+        emit[j] = ex[i], taken[i] = 1;
+    }
+}
+
+/* Token t's logits row as exact doubles. */
+static void logits_row(const gmp_router *p, const ug_tensor *logits, long t, double *lg)
+{
+    for (long e = 0; e < p->E; e++) lg[e] = ug_tload(logits, (size_t)(t * p->E + e));
+}
+
+void gmp_router_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel, const gmp_router *p,
+                     const ug_tensor *logits, int o_w, int o_ids)
+{
+    const double *bias = ug_case_input(c, "e_score_correction_bias")->values;
+    const ug_tensor *ko = &c->out[o_ids];
+    long emit[GMP_MAX_K];
+    ug_num w[GMP_MAX_K];
+    double lg[GMP_MAX_E];
+    int outs[2] = {o_w, o_ids};
+    for (int q = 0; q < 2; q++) { /* 0 topk_weights, 1 topk_ids */
+        int o = outs[q];
+        if (o < 0) continue;
+        long have = -1;
+        size_t mark = ug_ar_mark(ar);
+        for (size_t pos = 0; pos < sel->n[o]; pos++) {
+            long t = (long)(sel->idx[o][pos] / (size_t)p->k), j = (long)(sel->idx[o][pos] % (size_t)p->k);
+            if (t != have) {
+                ug_ar_release(ar, mark);
+                logits_row(p, logits, t, lg);
+                token_ids(p, lg, bias, ko, t, emit);
+                if (q == 0) {
+                    for (long i = 0; i < p->k; i++) w[i] = ug_sigmoid(ar, ug_c(ar, lg[emit[i]]));
+                    ug_num total = ug_sum(ar, w, (size_t)p->k), rsf = ug_c(ar, p->rsf);
+                    for (long i = 0; i < p->k; i++)
+                        w[i] = ug_mul(ar, p->renorm ? ug_div(ar, w[i], total) : w[i], rsf);
+                }
+                have = t;
+            }
+            ug_ar_emit(ar, o, pos, q == 0 ? w[j] : ug_c(ar, (double)emit[j]));
+        }
+        ug_ar_release(ar, mark);
+    }
+}
+
+/* Positions [*b, *e) of output o's selected elements with flat index in [lo, hi). */
+void gmp_sel_range(const ug_selection *sel, int o, size_t lo, size_t hi, size_t *b, size_t *e)
+{
+    *b = *e = 0;
+    if (o < 0 || o >= sel->n_out) return;
+    size_t l = 0, r = sel->n[o];
+    while (l < r) {
+        size_t m = (l + r) / 2;
+        if (sel->idx[o][m] < lo) l = m + 1;
+        else r = m;
+    }
+    *b = *e = l;
+    while (*e < sel->n[o] && sel->idx[o][*e] < hi) (*e)++;
+}
+
+static int any_selected(const ug_selection *sel, int o, size_t lo, size_t hi)
+{
+    size_t b, e;
+    gmp_sel_range(sel, o, lo, hi, &b, &e);
+    return b < e;
+}
+
+/* Emits the selected codes of row `row` (n values v): v/s, 0 in a zero or non-finite row. */
+static void codes_emit(ug_ar *ar, const ug_selection *sel, int o, size_t row, const double *v, size_t n,
+                       int zero, ug_num s)
+{
+    size_t b, e;
+    gmp_sel_range(sel, o, row * n, (row + 1) * n, &b, &e);
+    for (; b < e; b++)
+        ug_ar_emit(ar, o, b, zero ? ug_c(ar, 0.0) : ug_div(ar, ug_c(ar, v[sel->idx[o][b] - row * n]), s));
+}
+
+/* DynQuant of one row v[0..n) (exact values: an input row or the kernel's exported a). The
+ * scale is judged against the exact amax/127; the codes against v/scale_kernel and (view)
+ * v/fp32(amax/127). A kernel scale that is not positive and finite is replaced by the exact
+ * one for its codes (the scale compare reports it). */
+static void quant_row(const ug_case *c, ug_ar *ar, const ug_selection *sel, const gmp_quant_outs *q, const double *v,
+                      size_t n, size_t row)
+{
+    double amax = 0.0;
+    int finite = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(v[i])) finite = 0;
+        else if (fabs(v[i]) > amax) amax = fabs(v[i]); /* exact */
+    }
+    size_t b, e;
+    gmp_sel_range(sel, q->scales, row, row + 1, &b, &e);
+    ug_num exact = finite ? ug_div(ar, ug_c(ar, amax), ug_c(ar, 127.0)) : ug_c(ar, NAN);
+    if (b < e) ug_ar_emit(ar, q->scales, b, exact);
+    int zero = !finite || amax == 0.0; /* the semantics: codes 0 */
+    double sk = ug_tload(&c->out[q->scales], row); /* staged: the kernel's scale */
+    ug_num own = zero ? exact : ug_round(ar, exact, UG_DT_FP32); /* rounds: the scale as exported */
+    codes_emit(ar, sel, q->codes, row, v, n, zero, sk > 0 && isfinite(sk) ? ug_c(ar, sk) : exact);
+    codes_emit(ar, sel, q->view, row, v, n, zero, own);
+}
+
+/* sum_k a[k]*b[k] over int8 codes, in int64: the int32 sum the specification makes exact
+ * (|sum| < 2^31 by the hidden bound) is an exact constant in every arithmetic, so no
+ * bound is charged for it. */
+static ug_num int_dot(ug_ar *ar, const int8_t *a, const int8_t *b, size_t n)
+{
+    int64_t acc = 0;
+    for (size_t k = 0; k < n; k++) acc += (int64_t)a[k] * b[k];
+    return ug_c(ar, (double)acc);
+}
+
+/* The [rows, cols] int8 tensor t transposed into dst [cols][rows] (each column a
+ * contiguous reduction: the strided walk was 40 % of a production case's time). */
+static void codes_t(const ug_tensor *t, size_t rows, size_t cols, int8_t *dst)
+{
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++) dst[c * rows + r] = (int8_t)t->values[r * cols + c];
+}
+
+/* Row `row` (n codes) of the kernel's int8 output o. */
+static void codes_row(const ug_case *c, int o, size_t row, size_t n, int8_t *dst)
+{
+    for (size_t i = 0; i < n; i++) dst[i] = (int8_t)ug_tload(&c->out[o], row * n + i);
+}
+
+/* gu[t,col] from the kernel's codes xq of token t and its scale sx, rounded to bf16. */
+static ug_num gu_at(const gmp_shared *k, ug_ar *ar, const int8_t *xq, ug_num sx, size_t col)
+{
+    ug_num v = ug_mul(ar, ug_mul(ar, int_dot(ar, xq, k->w13t + col * k->h, k->h), ug_c(ar, ug_tload(k->s13, col))), sx);
+    return ug_round(ar, v, UG_DT_BF16); /* rounds: the golden's bf16 matmul output */
+}
+
+/* Stage 2: the selected elements of a in row t, from the kernel's x_i8 and x_scale. */
+static void a_emit(const gmp_shared *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, size_t t)
+{
+    size_t b, e, I = k->I;
+    gmp_sel_range(sel, k->o_a, t * I, (t + 1) * I, &b, &e);
+    if (b == e) return;
+    codes_row(c, k->xq.codes, t, k->h, k->codes);
+    ug_num sx = ug_c(ar, ug_tload(&c->out[k->xq.scales], t));
+    for (; b < e; b++) {
+        size_t i = sel->idx[k->o_a][b] - t * I, mark = ug_ar_mark(ar);
+        ug_num g = gu_at(k, ar, k->codes, sx, i), u = gu_at(k, ar, k->codes, sx, I + i);
+        ug_ar_emit(ar, k->o_a, b, ug_round(ar, ug_mul(ar, ug_silu(ar, g), u), UG_DT_BF16)); /* rounds: bf16 a */
+        ug_ar_release(ar, mark);
+    }
+}
+
+ug_num gmp_shared_down_row(const gmp_shared *k, const ug_case *c, ug_ar *ar, size_t t)
+{
+    codes_row(c, k->aq.codes, t, k->I, k->codes);
+    return ug_c(ar, ug_tload(&c->out[k->aq.scales], t));
+}
+
+ug_num gmp_shared_down(const gmp_shared *k, ug_ar *ar, ug_num sa, size_t j)
+{
+    ug_num dot = int_dot(ar, k->codes, k->w2t + j * k->I, k->I);
+    return ug_mul(ar, ug_mul(ar, dot, ug_c(ar, ug_tload(k->s2, j))), sa);
+}
+
+void gmp_shared_out_emit(const gmp_shared *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, int o,
+                         size_t t)
+{
+    size_t b, e, h = k->h;
+    gmp_sel_range(sel, o, t * h, (t + 1) * h, &b, &e);
+    if (b == e) return;
+    ug_num sa = gmp_shared_down_row(k, c, ar, t);
+    for (; b < e; b++) {
+        size_t j = sel->idx[o][b] - t * h, mark = ug_ar_mark(ar);
+        ug_ar_emit(ar, o, b, gmp_shared_down(k, ar, sa, j));
+        ug_ar_release(ar, mark);
+    }
+}
+
+/* Stages 1 and 3 of token t: DynQuant of the input row and of the kernel's exported a. */
+static void quant_stages(const gmp_shared *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, size_t t)
+{
+    double *row = k->row;
+    const gmp_quant_outs *q[2] = {&k->xq, &k->aq};
+    for (int s = 0; s < 2; s++) {
+        size_t n = s ? k->I : k->h;
+        if (!any_selected(sel, q[s]->codes, t * n, (t + 1) * n) && !any_selected(sel, q[s]->scales, t, t + 1) &&
+            !any_selected(sel, q[s]->view, t * n, (t + 1) * n))
+            continue;
+        size_t mark = ug_ar_mark(ar);
+        for (size_t i = 0; i < n; i++) row[i] = s ? ug_tload(&c->out[k->o_a], t * n + i) : k->x->values[t * n + i];
+        quant_row(c, ar, sel, q[s], row, n, t);
+        ug_ar_release(ar, mark);
+    }
+}
+
+
+void gmp_shared_front(const gmp_shared *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, size_t t)
+{
+    quant_stages(k, c, ar, sel, t);
+    a_emit(k, c, ar, sel, t);
+}
+
+int gmp_shared_open(gmp_shared *k, const ug_case *c)
+{
+    const ug_params *P = &c->params;
+    *k = (gmp_shared){(size_t)ug_p_int(P, "tokens"), (size_t)ug_p_int(P, "hidden"), (size_t)ug_p_int(P, "intermediate"),
+                      ug_case_input(c, "x"), ug_case_input(c, "w13"), ug_case_input(c, "w13_scale"),
+                      ug_case_input(c, "w2"), ug_case_input(c, "w2_scale"),
+                      {ug_case_judged_find(c, "x_i8"), ug_case_judged_find(c, "x_scale"),
+                       ug_case_judged_find(c, "x_i8@oracle_scale")},
+                      {ug_case_judged_find(c, "a_i8"), ug_case_judged_find(c, "a_scale"),
+                       ug_case_judged_find(c, "a_i8@oracle_scale")},
+                      ug_case_judged_find(c, "a")};
+    size_t h = k->h, I = k->I;
+    k->row = malloc((h > I ? h : I) * sizeof *k->row);
+    k->w13t = malloc(3 * I * h + (h > I ? h : I));
+    if (!k->row || !k->w13t) {
+        gmp_shared_close(k);
+        return -1;
+    }
+    k->w2t = k->w13t + 2 * I * h, k->codes = k->w2t + I * h;
+    codes_t(k->w13, h, 2 * I, k->w13t);
+    codes_t(k->w2, I, h, k->w2t);
+    return 0;
+}
+
+void gmp_shared_close(gmp_shared *k)
+{
+    free(k->row), free(k->w13t);
+    k->row = NULL, k->w13t = NULL;
+}
+
+ug_num gmp_swiglu_bf16(ug_ar *ar, const double *x, const double *w1, const double *w3, size_t stride, size_t h)
+{
+    ug_num g = ug_dot_d(ar, x, 1, w1, stride, h), u = ug_dot_d(ar, x, 1, w3, stride, h);
+    return ug_round(ar, ug_mul(ar, ug_silu(ar, g), u), UG_DT_BF16); /* rounds: the spec's bf16 activation */
+}
+
+/* ---- routed experts ---- */
+
+int gmp_routed_open(gmp_routed *r, const ug_case *c)
+{
+    const ug_params *P = &c->params;
+    *r = (gmp_routed){.T = (size_t)ug_p_int(P, "tokens"), .h = (size_t)ug_p_int(P, "hidden"),
+                      .E = (size_t)ug_p_int(P, "experts"), .k = (size_t)ug_p_int(P, "top_k"),
+                      .I = (size_t)ug_p_int(P, "intermediate"), .x = ug_case_input(c, "x")->values,
+                      .w1 = ug_case_input(c, "expert_w1")->values, .w3 = ug_case_input(c, "expert_w3")->values,
+                      .w2 = ug_case_input(c, "expert_w2")->values, .o_act = ug_case_judged_find(c, "act"),
+                      .o_w = ug_case_judged_find(c, "topk_weights"), .o_ids = ug_case_judged_find(c, "topk_ids")};
+    r->act = malloc(r->k * r->I * sizeof *r->act);
+    return r->act ? 0 : -1;
+}
+
+void gmp_routed_close(gmp_routed *r)
+{
+    free(r->act);
+    r->act = NULL;
+}
+
+/* The kernel's id of token t, slot j; -1 outside [0, E). */
+static long kernel_id(const gmp_routed *r, const ug_case *c, size_t t, size_t j)
+{
+    double v = ug_tload(&c->out[r->o_ids], t * r->k + j);
+    return v >= 0 && v < (double)r->E ? (long)v : -1;
+}
+
+void gmp_routed_act_emit(const gmp_routed *r, const ug_case *c, ug_ar *ar, const ug_selection *sel, size_t t)
+{
+    size_t b, e, kI = r->k * r->I, hI = r->h * r->I;
+    gmp_sel_range(sel, r->o_act, t * kI, (t + 1) * kI, &b, &e);
+    for (; b < e; b++) {
+        size_t f = sel->idx[r->o_act][b] - t * kI, j = f / r->I, i = f % r->I, mark = ug_ar_mark(ar);
+        long id = kernel_id(r, c, t, j);
+        ug_ar_emit(ar, r->o_act, b,
+                   id < 0 ? ug_c(ar, NAN)
+                          : gmp_swiglu_bf16(ar, r->x + t * r->h, r->w1 + (size_t)id * hI + i,
+                                            r->w3 + (size_t)id * hI + i, r->I, r->h));
+        ug_ar_release(ar, mark);
+    }
+}
+
+void gmp_routed_token(gmp_routed *r, const ug_case *c, size_t t)
+{
+    for (size_t j = 0; j < r->k; j++) {
+        r->ids[j] = kernel_id(r, c, t, j);
+        r->wt[j] = ug_tload(&c->out[r->o_w], t * r->k + j);
+        for (size_t i = 0; i < r->I; i++) r->act[j * r->I + i] = ug_tload(&c->out[r->o_act], (t * r->k + j) * r->I + i);
+    }
+}
+
+ug_num gmp_routed_out(const gmp_routed *r, ug_ar *ar, size_t n)
+{
+    ug_num terms[GMP_MAX_K];
+    for (size_t j = 0; j < r->k; j++) {
+        if (r->ids[j] < 0) return ug_c(ar, NAN);
+        const double *w2 = r->w2 + (size_t)r->ids[j] * r->I * r->h + n;
+        terms[j] = ug_mul(ar, ug_c(ar, r->wt[j]), ug_dot_d(ar, r->act + j * r->I, 1, w2, r->h, r->I));
+    }
+    return ug_sum(ar, terms, r->k);
+}

@@ -1,0 +1,215 @@
+/* test_op_glm_moe_fusion.c — glm_moe_fusion beyond the generic plan test:
+ *  - known values (form routed): a two-expert token whose bias decides the id, weight 1,
+ *    act = bf16(silu(2)*1) and out = act; the SwiGLU swap and the unbiased choice fail;
+ *  - differential (form routed): every oracle value (logits, weights, ids, act, out)
+ *    against a naive long-double evaluation from the kernel's exported stage values;
+ *  - ties (form shared, every expert tied): the sim's lowest-index ids pass, another tied
+ *    set with its own weights passes, an id outside the chosen groups fails;
+ *  - zero rows (form shared): scale 0, codes 0, out 0, no division;
+ *  - bad params refused with a message naming the param. */
+#include <math.h>
+#include <string.h>
+
+#include "check.h"
+#include "core/dtype.h"
+#include "op_check.h"
+
+#define OP "glm_moe_fusion"
+enum { O_OUT, O_LG, O_W, O_IDS, O_ACT }; /* form routed; form shared: x_i8 x_scale a a_i8 a_scale from 4 */
+enum { O_X8 = 4, O_XS };
+
+#define EXPERT_DISTS                                                                                                   \
+    "\"expert_w1\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.05},\"expert_w3\":{\"kind\":\"normal\",\"mean\":0,"     \
+    "\"std\":0.05},\"expert_w2\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.05}"
+#define SHARED_DISTS                                                                                                   \
+    "\"w13\":{\"kind\":\"randint\",\"lo\":-127,\"hi\":127},\"w13_scale\":{\"kind\":\"uniform\",\"lo\":0.0005,"      \
+    "\"hi\":0.0009},\"w2\":{\"kind\":\"randint\",\"lo\":-127,\"hi\":127},\"w2_scale\":{\"kind\":\"uniform\","       \
+    "\"lo\":0.0005,\"hi\":0.0009}"
+
+static double bf16(double v) { return ug_dtype_round(UG_DT_BF16, v); }
+static void set_out(ug_case *c, int o, size_t i, double v) { ug_dtype_store(c->out[o].dtype, c->out[o].data, i, v); }
+
+static ug_outcome rejudge(ug_exec_detail *d)
+{
+    ug_exec_opts o;
+    ug_exec_opts_default(&o);
+    o.oracle.sample = 0;
+    ug_result r;
+    ug_exec_judge(&d->c, &o, &r, NULL);
+    return r.outcome;
+}
+
+/* x = [1, 1], W_gate 0 (s = 1/2 for both experts), bias [0, 1/2]: b = 1/2, 1, id 1, weight
+ * 1 (renormalised). W1 = 1, W3 = 1/2, W2 = 1: g = 2, u = 1, act = bf16(2/(1+e^-2)), and
+ * out[n] = 1 * act * 1 = act. The swap gives silu(1)*2; the unbiased choice takes the
+ * lower index of the tied s, expert 0, whose b is 1/2 lower: outside the tie rule. */
+static void test_known_values(void)
+{
+    const char *spec = "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":1,"
+                       "\"params\":{\"form\":\"routed\",\"tokens\":1,\"hidden\":2,\"experts\":2,\"top_k\":1,"
+                       "\"intermediate\":1},"
+                       "\"dist\":{\"x\":{\"kind\":\"const\",\"value\":1},\"gate_w\":{\"kind\":\"const\",\"value\":0},"
+                       "\"e_score_correction_bias\":{\"kind\":\"const\",\"value\":0},"
+                       "\"expert_w1\":{\"kind\":\"const\",\"value\":1},\"expert_w3\":{\"kind\":\"const\",\"value\":0.5},"
+                       "\"expert_w2\":{\"kind\":\"const\",\"value\":1}},"
+                       "\"inject\":[{\"input\":\"e_score_correction_bias\",\"i\":1,\"v\":0.5}]}";
+    double act = bf16(2.0 / (1.0 + exp(-2.0)));
+    ug_result r;
+    ug_exec_detail d;
+    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "known values: %s %s",
+          ug_outcome_name(r.outcome), r.message);
+    CHECK(opc_out(&d, O_IDS, 0) == 1 && opc_out(&d, O_W, 0) == 1.0 && opc_out(&d, O_LG, 0) == 0.0,
+          "router: id %g weight %g logit %g", opc_out(&d, O_IDS, 0), opc_out(&d, O_W, 0), opc_out(&d, O_LG, 0));
+    CHECK(opc_out(&d, O_ACT, 0) == act && opc_out(&d, O_OUT, 0) == act && opc_out(&d, O_OUT, 1) == act,
+          "act %.9g out %.9g %.9g, want %.9g", opc_out(&d, O_ACT, 0), opc_out(&d, O_OUT, 0), opc_out(&d, O_OUT, 1),
+          act);
+    ug_exec_detail_free(&d);
+    const char *bad[] = {"mut_swiglu_swap", "mut_unbiased_choice"};
+    for (int i = 0; i < 2; i++) {
+        CHECK(opc_run(spec, bad[i], &r, &d) == 0 && r.outcome == UG_OUT_FAIL, "%s: %s", bad[i],
+              ug_outcome_name(r.outcome));
+        ug_exec_detail_free(&d);
+    }
+}
+
+static long double sigm(long double v) { return 1.0L / (1.0L + expl(-v)); }
+
+/* The naive act of token t, slot j, unit i from the kernel's id (long double dots of bf16
+ * products: exact to 2^-64 relative of the sum of magnitudes). */
+static double naive_act(const ug_exec_detail *d, size_t t, size_t j, size_t i, size_t h, size_t k, size_t I)
+{
+    size_t e = (size_t)opc_out(d, O_IDS, t * k + j);
+    long double g = 0, u = 0;
+    for (size_t n = 0; n < h; n++) {
+        g += (long double)opc_in(d, "x", t * h + n) * opc_in(d, "expert_w1", (e * h + n) * I + i);
+        u += (long double)opc_in(d, "x", t * h + n) * opc_in(d, "expert_w3", (e * h + n) * I + i);
+    }
+    return bf16((double)(g * sigm(g) * u));
+}
+
+/* Every oracle value of a 5-token routed case against a naive evaluation. */
+static void test_differential(void)
+{
+    enum { T = 5, H = 40, E = 8, K = 3, I = 6 };
+    const char *spec = "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":42,"
+                       "\"params\":{\"form\":\"routed\",\"tokens\":5,\"hidden\":40,\"experts\":8,\"top_k\":3,"
+                       "\"intermediate\":6,\"routed_scaling_factor\":2.5},"
+                       "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},"
+                       "\"gate_w\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.3},"
+                       "\"e_score_correction_bias\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.05}," EXPERT_DISTS "}}";
+    ug_result r;
+    ug_exec_detail d;
+    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "differential case: %s", r.message);
+    if (!d.have_oracle) return;
+    double worst = 0;
+    size_t bad = 0;
+    for (size_t t = 0; t < T; t++) {
+        long double s[E], b[E], sum = 0;
+        for (size_t e = 0; e < E; e++) {
+            long double lg = 0;
+            for (size_t n = 0; n < H; n++) lg += (long double)opc_in(&d, "x", t * H + n) * opc_in(&d, "gate_w", e * H + n);
+            worst = fmax(worst, fabs(d.oracle.gstar[O_LG][t * E + e] - (double)lg) / fmax(1e-30, fabs((double)lg)));
+            s[e] = sigm(opc_out(&d, O_LG, t * E + e)); /* staged: the kernel's logits */
+            b[e] = s[e] + opc_in(&d, "e_score_correction_bias", e);
+        }
+        for (size_t j = 0; j < K; j++) sum += s[(size_t)opc_out(&d, O_IDS, t * K + j)];
+        for (size_t j = 0; j < K; j++) {
+            size_t id = (size_t)opc_out(&d, O_IDS, t * K + j), above = 0;
+            for (size_t e = 0; e < E; e++) above += b[e] > b[id];
+            bad += above >= K || d.oracle.gstar[O_IDS][t * K + j] != (double)id; /* the kernel's id is a top-3 */
+            worst = fmax(worst, fabs(d.oracle.gstar[O_W][t * K + j] - (double)(s[id] / sum * 2.5L)));
+            for (size_t i = 0; i < I; i++) bad += d.oracle.gstar[O_ACT][(t * K + j) * I + i] != naive_act(&d, t, j, i, H, K, I);
+        }
+        for (size_t n = 0; n < H; n++) {
+            long double o = 0;
+            for (size_t j = 0; j < K; j++) {
+                size_t id = (size_t)opc_out(&d, O_IDS, t * K + j);
+                long double y = 0;
+                for (size_t i = 0; i < I; i++)
+                    y += (long double)opc_out(&d, O_ACT, (t * K + j) * I + i) * opc_in(&d, "expert_w2", (id * I + i) * H + n);
+                o += (long double)opc_out(&d, O_W, t * K + j) * y;
+            }
+            worst = fmax(worst, fabs(d.oracle.gstar[O_OUT][t * H + n] - (double)o) / fmax(1e-30, fabsl(o)));
+        }
+    }
+    CHECK(d.oracle.sel.n[O_OUT] == T * H && d.oracle.sel.n[O_ACT] == T * K * I, "every element checked");
+    CHECK(bad == 0, "%zu ids or act values differ from the naive evaluation", bad);
+    CHECK(worst < 1e-12, "logits, weights or out differ from the naive evaluation by %g (relative)", worst);
+    ug_exec_detail_free(&d);
+}
+
+/* Form shared, W_gate and bias constant: every expert and group tied. The sim takes the
+ * lowest ids of the kept groups; the highest ids of a group the kernel could legally keep
+ * (weights 1/k as before) pass; an id from a second group (topk_group 1) fails. */
+static void test_ties(void)
+{
+    const char *spec = "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":3,"
+                       "\"params\":{\"tokens\":2,\"hidden\":16,\"experts\":16,\"top_k\":2,\"num_expert_group\":4,"
+                       "\"topk_group\":1,\"intermediate\":8},"
+                       "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"gate_w\":{\"kind\":\"const\","
+                       "\"value\":0.25},\"e_score_correction_bias\":{\"kind\":\"const\",\"value\":0.5}," SHARED_DISTS "}}";
+    ug_result r;
+    ug_exec_detail d;
+    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "ties: %s %s", ug_outcome_name(r.outcome),
+          r.message);
+    if (!d.have_case) return;
+    CHECK(opc_out(&d, O_IDS, 0) == 0 && opc_out(&d, O_IDS, 1) == 1, "sim ids %g %g", opc_out(&d, O_IDS, 0),
+          opc_out(&d, O_IDS, 1));
+    set_out(&d.c, O_IDS, 0, 15), set_out(&d.c, O_IDS, 1, 14); /* group 3, tied with group 0 */
+    CHECK(rejudge(&d) == UG_OUT_PASS, "another tied group's experts failed");
+    set_out(&d.c, O_IDS, 1, 1); /* groups 3 and 0: two groups with topk_group 1 */
+    CHECK(rejudge(&d) == UG_OUT_FAIL, "ids from two groups passed with topk_group 1");
+    ug_exec_detail_free(&d);
+}
+
+/* Form shared, x = 0: every x_scale 0, every code 0, out 0 (no division by the zero amax). */
+static void test_zero_rows(void)
+{
+    const char *spec = "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":4,"
+                       "\"params\":{\"tokens\":3,\"hidden\":32,\"experts\":16,\"top_k\":4,\"intermediate\":8},"
+                       "\"dist\":{\"x\":{\"kind\":\"const\",\"value\":0},\"gate_w\":{\"kind\":\"normal\",\"mean\":0,"
+                       "\"std\":0.03},\"e_score_correction_bias\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.05},"
+                       SHARED_DISTS "}}";
+    ug_result r;
+    ug_exec_detail d;
+    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "zero rows: %s %s",
+          ug_outcome_name(r.outcome), r.message);
+    int bad = 0;
+    for (size_t t = 0; t < 3 && d.have_case; t++) {
+        bad += opc_out(&d, O_XS, t) != 0.0;
+        for (size_t n = 0; n < 32; n++) bad += opc_out(&d, O_X8, t * 32 + n) != 0.0 || opc_out(&d, O_OUT, t * 32 + n) != 0.0;
+    }
+    CHECK(bad == 0, "%d scales, codes or outputs of zero rows are not 0", bad);
+    ug_exec_detail_free(&d);
+}
+
+static void test_bad_params(void)
+{
+    const char *bad[][2] = {
+        {"{\"experts\":16,\"num_expert_group\":3}", "num_expert_group"},
+        {"{\"experts\":16,\"num_expert_group\":4,\"topk_group\":5}", "topk_group"},
+        {"{\"experts\":4,\"top_k\":8}", "top_k"},
+        {"{\"experts\":16,\"num_expert_group\":8,\"topk_group\":1,\"top_k\":4}", "top_k"},
+        {"{\"form\":\"dense\"}", "form"},
+        {"{\"intermediate\":0}", "intermediate"},
+    };
+    for (int i = 0; i < 6; i++) {
+        char spec[1024];
+        snprintf(spec, sizeof spec,
+                 "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":1,\"params\":%s,\"dist\":{\"x\":{\"kind\":\"normal\","
+                 "\"mean\":0,\"std\":1},\"gate_w\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.03},"
+                 "\"e_score_correction_bias\":{\"kind\":\"const\",\"value\":0}," SHARED_DISTS "}}",
+                 bad[i][0]);
+        opc_expect_refused(spec, bad[i][1]);
+    }
+}
+
+int main(void)
+{
+    test_known_values();
+    test_differential();
+    test_ties();
+    test_zero_rows();
+    test_bad_params();
+    return check_done();
+}

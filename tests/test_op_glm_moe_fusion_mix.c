@@ -1,0 +1,173 @@
+/* test_op_glm_moe_fusion_mix.c — glm_moe_fusion_mix beyond the generic plan test:
+ *  - known values: a two-expert token whose bias decides the id (weight 1, act =
+ *    bf16(silu(2)*1)) and a zero shared activation (w13 = 0: a, a_scale 0, the shared
+ *    output 0), so out = act; the SwiGLU swap fails;
+ *  - differential: every oracle out value against a naive long-double evaluation from the
+ *    kernel's exported act, weights, ids, a_i8 and a_scale (shared + routed, unrounded),
+ *    and every act value from the kernel's ids;
+ *  - the routed scaling factor must not scale the shared expert: mut_shared_scaled fails
+ *    with 2.5 and passes with 1;
+ *  - bad params refused with a message naming the param. */
+#include <math.h>
+#include <string.h>
+
+#include "check.h"
+#include "core/dtype.h"
+#include "op_check.h"
+
+#define OP "glm_moe_fusion_mix"
+enum { O_OUT, O_LG, O_W, O_IDS, O_ACT, O_X8, O_XS, O_A, O_A8, O_AS };
+
+#define SHARED_DISTS                                                                                                   \
+    "\"w13\":{\"kind\":\"randint\",\"lo\":-127,\"hi\":127},\"w13_scale\":{\"kind\":\"uniform\",\"lo\":0.0005,"      \
+    "\"hi\":0.0009},\"w2\":{\"kind\":\"randint\",\"lo\":-127,\"hi\":127},\"w2_scale\":{\"kind\":\"uniform\","       \
+    "\"lo\":0.0005,\"hi\":0.0009}"
+#define ROUTED_DISTS                                                                                                   \
+    "\"expert_w1\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.05},\"expert_w3\":{\"kind\":\"normal\",\"mean\":0,"     \
+    "\"std\":0.05},\"expert_w2\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.05}"
+#define ROUTER_DISTS                                                                                                   \
+    "\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"gate_w\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.3},"      \
+    "\"e_score_correction_bias\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.05}"
+
+static double bf16(double v) { return ug_dtype_round(UG_DT_BF16, v); }
+
+static void test_known_values(void)
+{
+    const char *spec = "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":1,"
+                       "\"params\":{\"tokens\":1,\"hidden\":2,\"experts\":2,\"top_k\":1,\"intermediate\":1},"
+                       "\"dist\":{\"x\":{\"kind\":\"const\",\"value\":1},\"gate_w\":{\"kind\":\"const\",\"value\":0},"
+                       "\"e_score_correction_bias\":{\"kind\":\"const\",\"value\":0},"
+                       "\"expert_w1\":{\"kind\":\"const\",\"value\":1},\"expert_w3\":{\"kind\":\"const\",\"value\":0.5},"
+                       "\"expert_w2\":{\"kind\":\"const\",\"value\":1},\"w13\":{\"kind\":\"const\",\"value\":0},"
+                       "\"w13_scale\":{\"kind\":\"const\",\"value\":0.001},\"w2\":{\"kind\":\"const\",\"value\":1},"
+                       "\"w2_scale\":{\"kind\":\"const\",\"value\":0.001}},"
+                       "\"inject\":[{\"input\":\"e_score_correction_bias\",\"i\":1,\"v\":0.5}]}";
+    double act = bf16(2.0 / (1.0 + exp(-2.0)));
+    ug_result r;
+    ug_exec_detail d;
+    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "known values: %s %s",
+          ug_outcome_name(r.outcome), r.message);
+    CHECK(opc_out(&d, O_IDS, 0) == 1 && opc_out(&d, O_W, 0) == 1.0, "router: id %g weight %g", opc_out(&d, O_IDS, 0),
+          opc_out(&d, O_W, 0));
+    CHECK(opc_out(&d, O_XS, 0) == (double)(float)(1.0 / 127) && opc_out(&d, O_X8, 0) == 127 && opc_out(&d, O_A, 0) == 0 &&
+              opc_out(&d, O_AS, 0) == 0,
+          "shared stages: x_scale %g code %g a %g a_scale %g", opc_out(&d, O_XS, 0), opc_out(&d, O_X8, 0),
+          opc_out(&d, O_A, 0), opc_out(&d, O_AS, 0));
+    CHECK(opc_out(&d, O_ACT, 0) == act && opc_out(&d, O_OUT, 0) == act && opc_out(&d, O_OUT, 1) == act,
+          "act %.9g out %.9g %.9g, want %.9g", opc_out(&d, O_ACT, 0), opc_out(&d, O_OUT, 0), opc_out(&d, O_OUT, 1),
+          act);
+    ug_exec_detail_free(&d);
+    CHECK(opc_run(spec, "mut_swiglu_swap", &r, &d) == 0 && r.outcome == UG_OUT_FAIL, "swap: %s",
+          ug_outcome_name(r.outcome));
+    ug_exec_detail_free(&d);
+}
+
+static long double sigm(long double v) { return 1.0L / (1.0L + expl(-v)); }
+
+enum { T = 4, H = 48, E = 8, K = 3, I = 6 };
+
+/* Naive act of token t, slot j, unit i from the kernel's id. */
+static double naive_act(const ug_exec_detail *d, size_t t, size_t j, size_t i)
+{
+    size_t e = (size_t)opc_out(d, O_IDS, t * K + j);
+    long double g = 0, u = 0;
+    for (size_t n = 0; n < H; n++) {
+        g += (long double)opc_in(d, "x", t * H + n) * opc_in(d, "expert_w1", (e * H + n) * I + i);
+        u += (long double)opc_in(d, "x", t * H + n) * opc_in(d, "expert_w3", (e * H + n) * I + i);
+    }
+    return bf16((double)(g * sigm(g) * u));
+}
+
+/* Naive unrounded out[t,n]: the shared stage 4 plus the routed sum. */
+static long double naive_out(const ug_exec_detail *d, size_t t, size_t n)
+{
+    long long acc = 0;
+    for (size_t i = 0; i < I; i++) acc += (long long)opc_out(d, O_A8, t * I + i) * (long long)opc_in(d, "w2", i * H + n);
+    long double o = (long double)acc * opc_in(d, "w2_scale", n) * opc_out(d, O_AS, t);
+    for (size_t j = 0; j < K; j++) {
+        size_t id = (size_t)opc_out(d, O_IDS, t * K + j);
+        long double y = 0;
+        for (size_t i = 0; i < I; i++)
+            y += (long double)opc_out(d, O_ACT, (t * K + j) * I + i) * opc_in(d, "expert_w2", (id * I + i) * H + n);
+        o += (long double)opc_out(d, O_W, t * K + j) * y;
+    }
+    return o;
+}
+
+static void test_differential(void)
+{
+    const char *spec = "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":42,"
+                       "\"params\":{\"tokens\":4,\"hidden\":48,\"experts\":8,\"top_k\":3,\"intermediate\":6,"
+                       "\"routed_scaling_factor\":2.5},"
+                       "\"dist\":{" ROUTER_DISTS "," ROUTED_DISTS "," SHARED_DISTS "}}";
+    ug_result r;
+    ug_exec_detail d;
+    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "differential case: %s", r.message);
+    if (!d.have_oracle) return;
+    double worst = 0;
+    size_t bad = 0;
+    for (size_t t = 0; t < T; t++) {
+        long double s[K], sum = 0;
+        for (size_t j = 0; j < K; j++) sum += s[j] = sigm(opc_out(&d, O_LG, t * E + (size_t)opc_out(&d, O_IDS, t * K + j)));
+        for (size_t j = 0; j < K; j++) {
+            worst = fmax(worst, fabs(d.oracle.gstar[O_W][t * K + j] - (double)(s[j] / sum * 2.5L)));
+            for (size_t i = 0; i < I; i++) bad += d.oracle.gstar[O_ACT][(t * K + j) * I + i] != naive_act(&d, t, j, i);
+        }
+        for (size_t n = 0; n < H; n++) {
+            long double o = naive_out(&d, t, n);
+            worst = fmax(worst, fabs(d.oracle.gstar[O_OUT][t * H + n] - (double)o) / fmax(1e-30, fabsl(o)));
+        }
+    }
+    CHECK(d.oracle.sel.n[O_OUT] == T * H && d.oracle.sel.n[O_ACT] == T * K * I, "every element checked");
+    CHECK(bad == 0, "%zu act values differ from the naive evaluation", bad);
+    CHECK(worst < 1e-12, "weights or out differ from the naive evaluation by %g (relative)", worst);
+    ug_exec_detail_free(&d);
+}
+
+/* The shared expert is never scaled by routed_scaling_factor. */
+static void test_shared_unscaled(void)
+{
+    const char *fmt = "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":7,"
+                      "\"params\":{\"tokens\":2,\"hidden\":32,\"experts\":8,\"top_k\":2,\"intermediate\":8,"
+                      "\"routed_scaling_factor\":%s},\"dist\":{" ROUTER_DISTS "," ROUTED_DISTS "," SHARED_DISTS "}}";
+    const char *rsf[2] = {"2.5", "1"};
+    ug_outcome want[2] = {UG_OUT_FAIL, UG_OUT_PASS};
+    for (int i = 0; i < 2; i++) {
+        char spec[2048];
+        snprintf(spec, sizeof spec, fmt, rsf[i]);
+        ug_result r;
+        ug_exec_detail d;
+        CHECK(opc_run(spec, "mut_shared_scaled", &r, &d) == 0 && r.outcome == want[i], "scaled shared, rsf %s: %s",
+              rsf[i], ug_outcome_name(r.outcome));
+        ug_exec_detail_free(&d);
+    }
+}
+
+static void test_bad_params(void)
+{
+    const char *bad[][2] = {
+        {"{\"experts\":16,\"num_expert_group\":3}", "num_expert_group"},
+        {"{\"experts\":16,\"num_expert_group\":4,\"topk_group\":5}", "topk_group"},
+        {"{\"experts\":4,\"top_k\":8}", "top_k"},
+        {"{\"experts\":16,\"num_expert_group\":8,\"topk_group\":1,\"top_k\":4}", "top_k"},
+        {"{\"form\":\"routed\"}", "form"},
+        {"{\"hidden\":200000}", "hidden"},
+    };
+    for (int i = 0; i < 6; i++) {
+        char spec[2048];
+        snprintf(spec, sizeof spec,
+                 "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":1,\"params\":%s,\"dist\":{" ROUTER_DISTS
+                 "," ROUTED_DISTS "," SHARED_DISTS "}}",
+                 bad[i][0]);
+        opc_expect_refused(spec, bad[i][1]);
+    }
+}
+
+int main(void)
+{
+    test_known_values();
+    test_differential();
+    test_shared_unscaled();
+    test_bad_params();
+    return check_done();
+}
