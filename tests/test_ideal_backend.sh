@@ -2,18 +2,18 @@
 # test_ideal_backend.sh — the standards' self-check: the `ideal` backend hands the judge the
 # oracle's own correctly rounded values, which every standard must pass on every case (a
 # standard that fails them is wrong, not the kernel). Checked on every element
-# (--sample all) over the first 25 plan cases of every op (its required cases: smallest
+# (--sample all) over the first 12 plan cases of every op (its required cases: smallest
 # shapes, tile edges, production lengths, every dtype, stress distributions) and the fuzz
 # findings; `naive` (the same-dtype naive evaluation) runs and is stored.
 source "$(dirname "$0")/lib.sh"
 DB=$T/ideal.db
 ops=$(ug ops | awk '$3 == "implemented" {print $2}')
 for op in $ops; do
-    expect_status 0 ug sweep --backend ideal --sample all --op "$op" --limit 25 -j 2 --db "$DB" --quiet
+    expect_status 0 ug sweep --backend ideal --sample all --op "$op" --limit 12 -j 2 --db "$DB" --quiet
 done
 q() { sqlite3 "$DB" "$1"; }
 n=$(q "select count(*) from results")
-if [ "$n" -ge $((25 * $(echo "$ops" | wc -w))) ]; then ok; else bad "only $n cases judged"; fi
+if [ "$n" -ge $((12 * $(echo "$ops" | wc -w))) ]; then ok; else bad "only $n cases judged"; fi
 expect_eq "$(q "select count(distinct c.op) from results r join cases c using (case_id)")" \
           "$(ug ops | awk '$3 == "implemented"' | wc -l | tr -d ' ')" "every implemented op in the shard"
 expect_eq "$(q "select count(*) from results where verdict != 'PASS'")" 0 "every case passes with the ideal outputs"

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # test_plan_seeds.sh — tolerances not fitted to one seed: the correct sim kernels pass under
-# each op's primary standard AND under certified when the plan seed changes. Seeds 2, 3
-# and 4 redraw every case's inputs (new case IDs); checked over the first 12 plan cases of
+# each op's primary standard AND under certified when the plan seed changes. Seeds 2 and
+# 3 redraw every case's inputs (new case IDs); checked over the first 12 plan cases of
 # every implemented op (its required cases: smallest shapes, tile edges, production
 # lengths, every dtype, the stress distributions). scripts/nightly.sh runs the same check
-# over the whole plan (ULPGYM_SEED_CHECK).
+# over the whole plan at seeds 2, 3 and 4 (ULPGYM_SEED_CHECK); two seeds keep 34 ops inside
+# CI's budget.
 source "$(dirname "$0")/lib.sh"
 ops=$(ug ops | awk '$3 == "implemented" {print $2}')
-for seed in 2 3 4; do
+for seed in 2 3; do
     DB=$T/seed$seed.db
     for op in $ops; do
         expect_status 0 ug sweep --seed "$seed" --op "$op" --limit 12 --no-regressions -j 2 --db "$DB" --quiet

@@ -20,7 +20,7 @@
 #include "core/npy.h"
 #include "ulpgym/kernel_abi.h"
 
-#define MAX_TENSORS 16
+#define MAX_TENSORS 32 /* as many as an op may declare (ulpgym's UG_MAX_TENSORS; the fused prolog has 22 inputs) */
 
 static const char *dtype_names[] = {"fp32", "fp16", "bf16", "e4m3", "e5m2", "e8m0", "int8", "int32"};
 static const int dtype_sizes[] = {4, 2, 2, 1, 1, 1, 1, 4};

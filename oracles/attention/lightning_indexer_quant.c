@@ -115,16 +115,10 @@ static int work_alloc(const li_params *p, long maxE, li_work *w)
 
 /* acc[h] = sum_d qt[d][h] k[d] for the Hp heads: exact (file header). Lanes across heads,
  * 32 heads (four vectors) at a time, so each sum runs in d order. */
-/* The helper passes 8-float vectors by value and is always inlined, so the ABI note GCC
- * gives for such values without AVX does not apply. */
-#pragma GCC diagnostic ignored "-Wpsabi"
+/* 8-float vectors are loaded by memcpy into locals, never passed or returned by value:
+ * clang refuses (and GCC warns about) such values crossing a function without AVX. */
 typedef float li_v8 __attribute__((vector_size(32)));
-static inline __attribute__((always_inline)) li_v8 ld8(const float *p)
-{
-    li_v8 v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
+#define LI_LD8(v, p) memcpy(&(v), (p), sizeof(v))
 
 /* The dots dominate a long row (1e9 MACs at 128K x 64 heads x 128, in each of the oracle's
  * arithmetics): on x86-64 also compiled for AVX2 and picked at run time, as the attention
@@ -146,14 +140,20 @@ LI_CLONES static void head_dots(const float *qt, long Hp, const int8_t *k, long 
         for (long d = 0; d < Dh; d++) {
             const float *q = qt + d * Hp + h;
             float kd = (float)k[d];
-            a0 += ld8(q) * kd, a1 += ld8(q + 8) * kd, a2 += ld8(q + 16) * kd, a3 += ld8(q + 24) * kd; /* exact */
+            li_v8 v0, v1, v2, v3;
+            LI_LD8(v0, q), LI_LD8(v1, q + 8), LI_LD8(v2, q + 16), LI_LD8(v3, q + 24);
+            a0 += v0 * kd, a1 += v1 * kd, a2 += v2 * kd, a3 += v3 * kd; /* exact */
         }
         memcpy(acc + h, &a0, sizeof a0), memcpy(acc + h + 8, &a1, sizeof a1);
         memcpy(acc + h + 16, &a2, sizeof a2), memcpy(acc + h + 24, &a3, sizeof a3);
     }
     for (; h < Hp; h += 8) {
         li_v8 a = {0};
-        for (long d = 0; d < Dh; d++) a += ld8(qt + d * Hp + h) * (float)k[d]; /* exact: integers below 2^24 */
+        for (long d = 0; d < Dh; d++) {
+            li_v8 v;
+            LI_LD8(v, qt + d * Hp + h);
+            a += v * (float)k[d]; /* exact: integers below 2^24 */
+        }
         memcpy(acc + h, &a, sizeof a);
     }
 }
