@@ -3,14 +3,14 @@
 # sample (512 elements per output) whose checked elements come within half of an output's
 # tolerance (or beyond it, or differ in a code or a NaN/Inf) is re-checked on every element
 # (run/exec.c), so its verdict is the one `--sample all` gives and its metrics say so
-# (n_checked = n_total). Shown on the first 10 plan cases of every op (its required cases:
+# (n_checked = n_total). Shown on the first 6 plan cases of every op (its required cases:
 # tile edges, tails, production lengths, every dtype, stress data) with the correct kernel
 # and every planted mutant. Cases whose sample stayed well inside the tolerances keep the
 # sampled verdict, and it must be the --sample all one too: the sample holds each output's
 # structural rows and columns and the op's hot rows (a cache scatter's target slots,
 # ug_geom_hot), so a verdict that differs is a sampling gap this test reports.
 source "$(dirname "$0")/lib.sh"
-expect_status 0 ug export --per-op 10 --dir "$T/x"
+expect_status 0 ug export --per-op 6 --dir "$T/x"
 PLAN=$T/x/plan.json
 : >"$T/sampled.txt"
 : >"$T/all.txt"
