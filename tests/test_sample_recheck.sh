@@ -3,14 +3,14 @@
 # sample (512 elements per output) whose checked elements come within half of an output's
 # tolerance (or beyond it, or differ in a code or a NaN/Inf) is re-checked on every element
 # (run/exec.c), so its verdict is the one `--sample all` gives and its metrics say so
-# (n_checked = n_total). Shown on the first 6 plan cases of every op (its required cases:
+# (n_checked = n_total). Shown on the first 3 plan cases of every op (its required cases:
 # tile edges, tails, production lengths, every dtype, stress data) with the correct kernel
 # and every planted mutant. Cases whose sample stayed well inside the tolerances keep the
 # sampled verdict, and it must be the --sample all one too: the sample holds each output's
 # structural rows and columns and the op's hot rows (a cache scatter's target slots,
 # ug_geom_hot), so a verdict that differs is a sampling gap this test reports.
 source "$(dirname "$0")/lib.sh"
-expect_status 0 ug export --per-op 6 --dir "$T/x"
+expect_status 0 ug export --per-op 3 --dir "$T/x"
 PLAN=$T/x/plan.json
 : >"$T/sampled.txt"
 : >"$T/all.txt"
@@ -29,7 +29,7 @@ for op in $(ug ops | awk '$3 == "implemented" {print $2}'); do
     done
 done
 n=$(wc -l <"$T/all.txt")
-if [ "$n" -gt 600 ] && [ "$n" = "$(wc -l <"$T/sampled.txt")" ]; then ok; else bad "compared $n verdicts"; fi
+if [ "$n" -gt 400 ] && [ "$n" = "$(wc -l <"$T/sampled.txt")" ]; then ok; else bad "compared $n verdicts"; fi
 nrc=$(wc -l <"$T/rechecked.txt")
 if [ "$nrc" -gt 20 ]; then ok; else bad "only $nrc sampled cases were re-checked on every element"; fi
 # every re-checked case has the --sample all verdict
