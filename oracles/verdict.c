@@ -482,11 +482,32 @@ int ug_topk_set_ok(const int *kernel_idx, const int *oracle_idx, int k, const do
     return 1;
 }
 
+/* topk_set: the set rule needs every candidate's exact score, which only the op's oracle
+ * holds; the oracle checks the kernel's ids as a set under its tie rule (ug_topk_set_ok)
+ * and emits the kernel's id wherever the set is legal, the exact choice where it is not,
+ * so the legal sets are exactly those equal to the emitted ids. */
+static ug_vstate judge_topk(const ug_judged *j, char *thr, size_t len)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < j->n; i++)
+        if (j->a[i] != j->g[i]) bad++;
+    snprintf(thr, len, "{\"rule\":\"set, ties within the op's bound (oracle)\",\"differ\":%zu}", bad);
+    return bad ? UG_V_FAIL : UG_V_PASS;
+}
+
 int ug_standard_is_discrete(int s) { return s == UG_STD_EXACT || s == UG_STD_BOUNDARY_AWARE || s == UG_STD_TOPK_SET; }
+
+/* The discrete standard that judges a discrete compare. */
+static int discrete_standard(ug_cmp c)
+{
+    return c == UG_CMP_EXACT ? UG_STD_EXACT : c == UG_CMP_BOUNDARY ? UG_STD_BOUNDARY_AWARE : UG_STD_TOPK_SET;
+}
 
 ug_vstate ug_standard_judge(int s, const ug_judged *j, char *thr, size_t thrlen)
 {
     int discrete = j->rule && j->rule->cmp != UG_CMP_NUMERIC;
+    if (discrete && s == UG_STD_CERTIFIED) /* certified holds a discrete output to its discrete rule */
+        s = discrete_standard(j->rule->cmp);
     if (discrete != ug_standard_is_discrete(s)) {
         snprintf(thr, thrlen, "{}");
         return UG_V_NA;
@@ -510,6 +531,9 @@ ug_vstate ug_standard_judge(int s, const ug_judged *j, char *thr, size_t thrlen)
         break;
     case UG_STD_BOUNDARY_AWARE:
         if (j->rule->cmp == UG_CMP_BOUNDARY) return judge_boundary(j, thr, thrlen);
+        break;
+    case UG_STD_TOPK_SET:
+        if (j->rule->cmp == UG_CMP_TOPK) return judge_topk(j, thr, thrlen);
         break;
     default: break;
     }

@@ -130,8 +130,23 @@ static void discrete_compares(void)
     char thr[UG_THR_LEN];
     CHECK(ug_standard_judge(UG_STD_BOUNDARY_AWARE, &j, thr, sizeof thr) == UG_V_PASS, "boundary_aware legal: %s", thr);
     CHECK(ug_standard_judge(UG_STD_PYPTO, &j, thr, sizeof thr) == UG_V_NA, "numeric standards skip discrete outputs");
+    CHECK(ug_standard_judge(UG_STD_CERTIFIED, &j, thr, sizeof thr) == UG_V_PASS, "certified takes the discrete verdict");
     gs[0] = 2.7;
     CHECK(ug_standard_judge(UG_STD_BOUNDARY_AWARE, &j, thr, sizeof thr) == UG_V_FAIL, "boundary_aware illegal");
+    CHECK(ug_standard_judge(UG_STD_CERTIFIED, &j, thr, sizeof thr) == UG_V_FAIL, "certified fails an illegal code");
+    /* topk_set on ids the oracle emitted: equal passes, one differing id fails, and the
+     * other discrete standards do not judge a topk_set output */
+    ug_output_rule topk_rule = {"ids", UG_CMP_TOPK, 0, 0, 0};
+    size_t idx3[3] = {0, 1, 2};
+    double ka[3] = {4, 2, -1}, kg[3] = {4, 2, -1};
+    ug_metrics_compute(UG_DT_INT32, 3, idx3, 3, ka, kg, NULL, &m);
+    ug_judged t = {"ids", UG_DT_INT32, &topk_rule, 0, 3, idx3, ka, kg, kg, NULL, &m};
+    CHECK(ug_standard_judge(UG_STD_TOPK_SET, &t, thr, sizeof thr) == UG_V_PASS, "topk_set: emitted ids match: %s", thr);
+    CHECK(ug_standard_judge(UG_STD_EXACT, &t, thr, sizeof thr) == UG_V_NA, "exact does not judge a topk_set output");
+    ka[2] = 5;
+    CHECK(ug_standard_judge(UG_STD_TOPK_SET, &t, thr, sizeof thr) == UG_V_FAIL, "topk_set: an id off the set fails");
+    CHECK(strstr(thr, "\"differ\":1") != NULL, "topk_set counts the differing ids: %s", thr);
+    CHECK(ug_standard_judge(UG_STD_CERTIFIED, &t, thr, sizeof thr) == UG_V_FAIL, "certified takes topk_set's verdict");
     /* top-k: scores of 6 candidates; k = 2; candidates 1 and 4 tie (within 1e-6) for 2nd */
     double scores[6] = {0.1, 0.5, 0.9, 0.2, 0.5 + 1e-9, 0.3};
     int oracle_idx[2] = {2, 1}, legal[2] = {4, 2}, illegal[2] = {2, 5}, dup[2] = {2, 2};

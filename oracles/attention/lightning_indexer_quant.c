@@ -33,7 +33,7 @@
  * Set rule and staging (docs/STANDARDS.md, glm_select_experts): the oracle reads the
  * kernel's topk_idx row. Positions 0..n-1 (n = min(k, E)) must hold distinct ids in
  * [0, E) forming a legal top-n, positions n..k-1 exactly -1. Where the row is legal the
- * kernel's id is emitted at each position (the exact compare passes); where not, the
+ * kernel's id is emitted at each position (the topk_set compare passes); where not, the
  * exact top-n (a kernel id in it keeps its position, the others take the remaining exact
  * ids best first) and -1 after it. Ids in any order: the reference sorts (torch.topk
  * sorted=True) but judges with topk_idx_compare, a per-row set compare (one miss free),

@@ -20,13 +20,13 @@
  * arithmetic (d is 10^9 times the double error), so every arithmetic sees one decision.
  *
  * Staged rule (docs/STANDARDS.md): the oracle reads the kernel's topk_ids. Where the set is
- * legal it emits the kernel's id at each position, so the exact compare passes, and each
+ * legal it emits the kernel's id at each position, so the topk_set compare passes, and each
  * weight is the exact weight of the id the kernel chose there (renormalised over the
  * kernel's set). Where it is not, it emits the exact top-k (a kernel id that is in it
  * keeps its position, the others take the remaining exact ids), so the ids compare fails
- * and the weights are judged against the exact choice. The declared compare is `exact`
- * on these emitted ids: the verdict module's topk_set compare is not wired into the
- * judge yet (docs/STANDARDS.md, "topk_set never judges"). The ideal backend's first pass
+ * and the weights are judged against the exact choice. The declared compare is
+ * `topk_set`: the judge requires the kernel's ids to equal these emitted ids (only the
+ * oracle holds the scores the set rule needs; docs/STANDARDS.md). The ideal backend's first pass
  * sees zero ids (illegal: duplicates) and writes the exact choice; its second pass
  * accepts it. The rule is written once in glm_moe_parts.c (the fused MoE ops share it). */
 #include "oracles/moe/glm_moe_parts.h"
