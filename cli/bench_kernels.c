@@ -211,8 +211,9 @@ int ug_bench_kernels(int argc, char **argv)
     if (share && share_n <= 0) return ug_cli_fail("bench kernels: --share must be a positive number (cases per op)");
     ug_plan p;
     char err[1024];
-    if (ug_plan_load(plan_path ? plan_path : ug_plan_default_path(), -1, &p, err, sizeof err)) return ug_cli_fail("%s", err);
-    ug_plan_filter(&p, f.any_op ? f.ops : NULL, f.groups);
+    if (ug_plan_load_only(plan_path ? plan_path : ug_plan_default_path(), -1, f.any_op ? f.ops : NULL, f.groups, &p,
+                          err, sizeof err))
+        return ug_cli_fail("%s", err);
     if (share_n && ug_plan_stratify(&p, (size_t)share_n, err, sizeof err)) {
         ug_plan_free(&p);
         return ug_cli_fail("bench kernels: %s", err);

@@ -1,6 +1,7 @@
 /* cmd_bench.c — `ulpgym bench oracle`: the oracle engine timed against plain float64 and
  * naive MPFR; `ulpgym bench sweep`: the sweep engine at -j1 and -jN; `ulpgym bench
- * kernels`: the sim kernels alone (cli/bench_kernels.c). The first two compare their
+ * kernels`: the sim kernels alone (cli/bench_kernels.c); `ulpgym bench plan`: plan
+ * expansion, whole and per op. The first two compare their
  * configurations in one run (interleaved, best of --repeat), so that the ratios are
  * comparable on a noisy shared machine. */
 #include <stdlib.h>
@@ -59,8 +60,9 @@ static int bench_oracle(int argc, char **argv)
     if (per_op <= 0) return ug_cli_fail("bench: --limit must be a positive number (cases per op)");
     ug_plan p;
     char err[1024];
-    if (ug_plan_load(plan_path ? plan_path : ug_plan_default_path(), -1, &p, err, sizeof err)) return ug_cli_fail("%s", err);
-    ug_plan_filter(&p, f.any_op ? f.ops : NULL, f.groups);
+    if (ug_plan_load_only(plan_path ? plan_path : ug_plan_default_path(), -1, f.any_op ? f.ops : NULL, f.groups, &p,
+                          err, sizeof err))
+        return ug_cli_fail("%s", err);
     double t_eng[UG_OP_COUNT] = {0}, t_f64[UG_OP_COUNT] = {0}, t_mp[UG_OP_COUNT] = {0};
     long n[UG_OP_COUNT] = {0};
     unsigned long fb[UG_OP_COUNT] = {0};
@@ -177,21 +179,79 @@ static int bench_sweep(int argc, char **argv)
     return 0;
 }
 
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* CPU seconds of the fastest of reps expansions of the plan (only ops when given). */
+static double time_plan(const char *path, const unsigned char *ops, long reps, size_t *cases, char *err, size_t errlen)
+{
+    double best = 1e30;
+    for (long r = 0; r < reps; r++) {
+        ug_plan p;
+        double t0 = cpu_s();
+        if (ug_plan_load_only(path, -1, ops, 0, &p, err, errlen)) return -1;
+        double t = cpu_s() - t0;
+        best = t < best ? t : best;
+        *cases = p.n;
+        ug_plan_free(&p);
+    }
+    return best;
+}
+
+/* `bench plan`: expanding (and hashing) the whole plan, and each op's part alone. */
+static int bench_plan(int argc, char **argv)
+{
+    const char *plan_path = NULL, *repeat = NULL;
+    for (int i = 2; i < argc; i++) {
+        int m;
+        if ((m = ug_cli_opt(argc, argv, &i, "--plan", &plan_path)) || (m = ug_cli_opt(argc, argv, &i, "--repeat", &repeat))) {
+            if (m < 0) return UG_EXIT_USAGE;
+        } else return ug_cli_fail("bench: unexpected argument \"%s\"", argv[i]);
+    }
+    long reps = repeat ? ug_cli_long(repeat) : 5;
+    if (reps < 1) return ug_cli_fail("bench plan: --repeat must be a positive number");
+    const char *path = plan_path ? plan_path : ug_plan_default_path();
+    char err[1024];
+    size_t n = 0, n_op = 0, worst_n = 0;
+    double all = time_plan(path, NULL, reps, &n, err, sizeof err), worst = 0;
+    if (all < 0) return ug_cli_fail("%s", err);
+    int worst_op = -1;
+    for (int op = 0; op < UG_OP_COUNT; op++) {
+        unsigned char ops[UG_OP_COUNT] = {0};
+        ops[op] = 1;
+        double t = time_plan(path, ops, reps, &n_op, err, sizeof err);
+        if (t < 0) return ug_cli_fail("%s", err);
+        if (n_op && t > worst) worst = t, worst_op = op, worst_n = n_op;
+    }
+    printf("plan %s: %zu cases expanded and hashed in %.3f s CPU (%.1f cases/ms)\n", path, n, all, (double)n / (all * 1e3));
+    if (worst_op >= 0)
+        printf("one op alone (--op): at most %.3f s CPU (%s, %zu cases)\n", worst, ug_op_name(worst_op), worst_n);
+    printf("best of %ld expansions each\n", reps);
+    return 0;
+}
+
 static int ug_cmd_bench(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "plan") == 0) return bench_plan(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "oracle") == 0) return bench_oracle(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "sweep") == 0) return bench_sweep(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "kernels") == 0) return ug_bench_kernels(argc, argv);
-    return ug_cli_fail("bench: give a target: `ulpgym bench oracle`, `ulpgym bench sweep` or `ulpgym bench kernels`");
+    return ug_cli_fail("bench: give a target: `ulpgym bench oracle`, `ulpgym bench sweep`, `ulpgym bench kernels` or "
+                       "`ulpgym bench plan`");
 }
 
 const ug_command ug_command_bench = {
-    "bench", ug_cmd_bench, "time the oracle engine, the sweep engine at -j1 and -jN, or the sim kernels",
+    "bench", ug_cmd_bench, "time the oracle engine, the sweep engine at -j1 and -jN, the sim kernels or the plan",
      "usage: ulpgym bench oracle [--plan FILE] [--op OP]... [--group G] [--limit N]\n"
      "       ulpgym bench sweep [--plan FILE] [--op OP]... [--group G] [--limit N] [-j N]\n"
      "                          [--backend B] [--repeat R]\n"
      "       ulpgym bench kernels [--plan FILE] [--op OP]... [--group G] [--limit N] [--share N]\n"
      "                            [--spec-file FILE] [--kernel-variant V|all] [--digest] [--no-time]\n"
+     "       ulpgym bench plan [--plan FILE] [--repeat R]\n"
      "  oracle: evaluates the oracle of each selected plan case three ways in one run: the\n"
      "  engine (certified double with MPFR fallback), plain float64, and naive MPFR (every\n"
      "  operation at 256 bits); prints times and the ratios engine/float64 and MPFR/engine.\n"
@@ -204,4 +264,6 @@ const ug_command ug_command_bench = {
      "  ID, op, variant, with --digest the FNV-1a-64 of the raw bytes of every output, then\n"
      "  the kernel's wall and CPU time and, for the attention ops, GFLOP and GFLOP/s per CPU\n"
      "  second (docs/PERFORMANCE.md). --share N: only the CI share of N cases per op\n"
-     "  (`ulpgym plan --share`), the cases tests/test_kernel_digests.sh guards.\n"};
+     "  (`ulpgym plan --share`), the cases tests/test_kernel_digests.sh guards.\n"
+     "  plan: CPU time to expand and hash the whole plan, and the most one op's part takes\n"
+     "  alone (what a command with --op pays), best of R (default 5).\n"};

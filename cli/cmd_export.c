@@ -78,8 +78,8 @@ static int export_plan(const char *plan_path, const ug_cli_filter *f, long per_o
 {
     ug_plan p;
     char err[1024];
-    if (ug_plan_load(plan_path, -1, &p, err, sizeof err)) return ug_cli_fail("%s", err);
-    ug_plan_filter(&p, f->any_op ? f->ops : NULL, f->groups);
+    if (ug_plan_load_only(plan_path, -1, f->any_op ? f->ops : NULL, f->groups, &p, err, sizeof err))
+        return ug_cli_fail("%s", err);
     if (per_op > 0) keep_per_op(&p, per_op);
     if (limit > 0 && p.n > (size_t)limit) {
         for (size_t i = (size_t)limit; i < p.n; i++) free(p.cases[i].spec), free(p.cases[i].source);

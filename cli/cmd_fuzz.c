@@ -28,10 +28,10 @@ static int write_seeds(int op, const ug_fuzz_space *space, const char *dir)
 {
     ug_plan p;
     char err[512];
-    if (ug_plan_load(ug_plan_default_path(), -1, &p, err, sizeof err)) return ug_cli_fail("fuzz: %s", err), -1;
     unsigned char ops[UG_OP_COUNT] = {0};
     ops[op] = 1;
-    ug_plan_filter(&p, ops, 0);
+    if (ug_plan_load_only(ug_plan_default_path(), -1, ops, 0, &p, err, sizeof err))
+        return ug_cli_fail("fuzz: %s", err), -1;
     mkdir(dir, 0755);
     int n = 0;
     for (size_t i = 0; i < p.n; i++) {

@@ -73,9 +73,9 @@ static int ug_cmd_plan(int argc, char **argv)
     if (share && per_op <= 0) return ug_cli_fail("plan: --share must be a positive number of cases per op");
     if (seed && s < 0) return ug_cli_fail("plan: --seed must be a non-negative integer");
     ug_plan p;
-    if (ug_plan_load(plan_path ? plan_path : ug_plan_default_path(), s, &p, err, sizeof err))
+    if (ug_plan_load_only(plan_path ? plan_path : ug_plan_default_path(), s, f.any_op ? f.ops : NULL, f.groups, &p, err,
+                          sizeof err))
         return ug_cli_fail("%s", err);
-    ug_plan_filter(&p, f.any_op ? f.ops : NULL, f.groups);
     if (per_op && ug_plan_stratify(&p, (size_t)per_op, err, sizeof err)) {
         ug_plan_free(&p);
         return ug_cli_fail("plan: %s", err);

@@ -127,14 +127,30 @@ char *ug_json_canonical(const cJSON *item)
     return sb.buf;
 }
 
+#define FNV_PRIME 0x100000001b3ULL /* FNV-1a 64 */
+
 uint64_t ug_hash64_update(uint64_t h, const void *data, size_t len)
 {
     const unsigned char *p = data;
     for (size_t i = 0; i < len; i++) {
         h ^= p[i];
-        h *= 0x100000001b3ULL;
+        h *= FNV_PRIME;
     }
     return h;
+}
+
+void ug_hash64_update_lanes(uint64_t *state, size_t lanes, const char *const *data, const size_t *len)
+{
+    size_t most = 0, least = lanes ? len[0] : 0;
+    for (size_t l = 0; l < lanes; l++) {
+        most = len[l] > most ? len[l] : most;
+        least = len[l] < least ? len[l] : least;
+    }
+    for (size_t i = 0; i < least; i++) /* every lane has byte i */
+        for (size_t l = 0; l < lanes; l++) state[l] = (state[l] ^ (unsigned char)data[l][i]) * FNV_PRIME;
+    for (size_t i = least; i < most; i++)
+        for (size_t l = 0; l < lanes; l++)
+            if (i < len[l]) state[l] = (state[l] ^ (unsigned char)data[l][i]) * FNV_PRIME;
 }
 
 uint64_t ug_hash64(const void *data, size_t len) { return ug_hash64_finish(ug_hash64_update(UG_HASH64_INIT, data, len)); }

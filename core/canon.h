@@ -23,6 +23,9 @@ uint64_t ug_hash64(const void *data, size_t len);
 #define UG_HASH64_INIT 0xcbf29ce484222325ULL
 uint64_t ug_hash64_update(uint64_t state, const void *data, size_t len);
 uint64_t ug_hash64_finish(uint64_t state);
+/* ug_hash64_update of several independent states at once: state[l] is updated with
+ * len[l] bytes of data[l] (interleaved, so that the lanes' multiplications overlap). */
+void ug_hash64_update_lanes(uint64_t *state, size_t lanes, const char *const *data, const size_t *len);
 /* Shortest "%.*g" text that round-trips x; buf needs 32 bytes. */
 void ug_format_double(double x, char *buf);
 /* A whole text file (a spec, plan or space JSON), NUL-terminated and malloc'd; NULL with a

@@ -68,7 +68,15 @@ typedef struct {
     char tag[96];
     uint64_t seed;
     int light; /* drop explicit cases marked "heavy" */
+    const unsigned char *ops; /* the ops whose spaces are expanded (NULL: all) */
+    unsigned groups;          /* and their groups (bitmask; 0: all) */
 } expander;
+
+/* 1 when op's cases are wanted (ug_plan_filter's rule). */
+static int selected(const expander *x, int op)
+{
+    return (!x->ops || x->ops[op]) && (!x->groups || (x->groups >> ug_op_group(op) & 1u));
+}
 
 static int push_case(expander *x, char *text, int op, char *err, size_t errlen)
 {
@@ -121,9 +129,10 @@ static cJSON *entry_spec(const char *op, const cJSON *dists, const char *dtype, 
 }
 
 
-static int seen(const ug_plan *p, size_t from, const char *id)
+/* 1 when one of cases from..to-1 has this ID. */
+static int seen(const ug_plan *p, size_t from, size_t to, const char *id)
 {
-    for (size_t i = from; i < p->n; i++)
+    for (size_t i = from; i < to; i++)
         if (strcmp(p->cases[i].id, id) == 0) return 1;
     return 0;
 }
@@ -155,6 +164,7 @@ static int expand_op(expander *x, const char *dir, const char *op, long quota, u
         }
         quota = (long)q->valuedouble;
     }
+    if (!selected(x, opi)) goto done; /* read for the plan's hash, not expanded */
     const cJSON *dists = cJSON_GetObjectItemCaseSensitive(space, "dists");
     const cJSON *req = cJSON_GetObjectItemCaseSensitive(space, "required");
     const cJSON *grid = cJSON_GetObjectItemCaseSensitive(space, "grid");
@@ -185,7 +195,7 @@ static int expand_op(expander *x, const char *dir, const char *op, long quota, u
         char id[UG_ID_LEN + 1];
         if (text) ug_spec_id_of(text, id);
         if (!text) rc = -1;
-        else if (seen(x->plan, start, id)) free(text);
+        else if (seen(x->plan, start, x->plan->n, id)) free(text);
         else if (!(rc = push_case(x, text, opi, err, errlen))) x->plan->cases[x->plan->n - 1].required = 1;
     }
     if (!rc && (long)(x->plan->n - start) > quota) {
@@ -196,9 +206,19 @@ static int expand_op(expander *x, const char *dir, const char *op, long quota, u
         char where[1300];
         snprintf(where, sizeof where, "%s: grid", path);
         ug_grid g;
-        rc = ug_grid_open(&g, op, dists, grid, x->tag, x->seed, MAX_GRID, where, err, errlen);
-        for (size_t k = 0; !rc && k < g.n && (long)(x->plan->n - start) < quota; k++) {
-            if (seen(x->plan, start, g.pts[k].id)) continue; /* a required case */
+        size_t required_end = x->plan->n;
+        /* the quota's worth of smallest IDs in order, more only if some are skipped */
+        size_t want = (size_t)quota + 16;
+        rc = ug_grid_open(&g, op, dists, grid, x->tag, x->seed, MAX_GRID, want, where, err, errlen);
+        for (size_t k = 0; !rc && k < g.total && (long)(x->plan->n - start) < quota; k++) {
+            if (k == g.n && g.n < g.total && (rc = ug_grid_keep(&g, 2 * k)) != 0) { /* more were skipped */
+                snprintf(err, errlen, "out of memory expanding the plan");
+                break;
+            }
+            char id[UG_ID_LEN + 1];
+            ug_grid_id(&g, k, id);
+            if (k && g.pts[k].id == g.pts[k - 1].id) continue; /* two points with one text (a repeated value) */
+            if (seen(x->plan, start, required_end, id)) continue; /* a required case */
             char *text = ug_grid_spec(&g, k, err, errlen);
             rc = text ? push_case(x, text, opi, err, errlen) : -1;
         }
@@ -324,7 +344,8 @@ static int read_deviations(ug_plan *plan, const cJSON *dv, const char *path, cha
 /* Expands a parsed plan (j is consumed). path names it in messages; dir is where the
  * spaces are found (dir/../ops/<op>.json). */
 static int plan_from_json(cJSON *j, const char *path, const char *dir, uint64_t hash, long long seed_override,
-                          int light, ug_plan *plan, char *err, size_t errlen)
+                          int light, const unsigned char *ops_sel, unsigned groups_sel, ug_plan *plan, char *err,
+                          size_t errlen)
 {
     int rc = 0;
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "name"), *ver = cJSON_GetObjectItemCaseSensitive(j, "version");
@@ -339,7 +360,7 @@ static int plan_from_json(cJSON *j, const char *path, const char *dir, uint64_t 
     }
     snprintf(plan->name, sizeof plan->name, "%s", name->valuestring);
     plan->version = ver->valueint;
-    expander x = {plan, 0, "", cJSON_IsNumber(seed) ? (uint64_t)seed->valuedouble : 0, light};
+    expander x = {plan, 0, "", cJSON_IsNumber(seed) ? (uint64_t)seed->valuedouble : 0, light, ops_sel, groups_sel};
     if (light) hash ^= 0x4C49474854ULL; /* "LIGHT": another selection, another plan hash */
     if (seed_override >= 0) {
         x.seed = (uint64_t)seed_override;
@@ -377,6 +398,7 @@ static int plan_from_json(cJSON *j, const char *path, const char *dir, uint64_t 
     if (!rc) rc = read_unmatched(plan, cJSON_GetObjectItemCaseSensitive(j, "unmatched"), path, err, errlen);
     if (!rc) rc = read_deviations(plan, cJSON_GetObjectItemCaseSensitive(j, "deviations"), path, err, errlen);
     snprintf(plan->hash, sizeof plan->hash, "%016llx", (unsigned long long)hash);
+    if (!rc) ug_plan_filter(plan, ops_sel, groups_sel); /* the explicit cases */
 done:
     cJSON_Delete(j);
     if (rc) ug_plan_free(plan);
@@ -405,6 +427,12 @@ void ug_plan_resolve(const char *path, char *buf, size_t len, int *light)
 
 int ug_plan_load(const char *path, long long seed_override, ug_plan *plan, char *err, size_t errlen)
 {
+    return ug_plan_load_only(path, seed_override, NULL, 0, plan, err, errlen);
+}
+
+int ug_plan_load_only(const char *path, long long seed_override, const unsigned char *ops, unsigned groups,
+                      ug_plan *plan, char *err, size_t errlen)
+{
     plan_init(plan);
     uint64_t hash = 0;
     char file[1200];
@@ -413,7 +441,8 @@ int ug_plan_load(const char *path, long long seed_override, ug_plan *plan, char 
     cJSON *j = read_json(file, &hash, err, errlen);
     if (!j) return -2;
     char *pathcopy = strdup(file);
-    int rc = plan_from_json(j, file, pathcopy ? dirname(pathcopy) : ".", hash, seed_override, light, plan, err, errlen);
+    int rc = plan_from_json(j, file, pathcopy ? dirname(pathcopy) : ".", hash, seed_override, light, ops, groups, plan,
+                            err, errlen);
     free(pathcopy);
     return rc;
 }
@@ -426,7 +455,7 @@ int ug_plan_parse(const char *text, const char *dir, long long seed_override, ug
         snprintf(err, errlen, "plan: not valid JSON");
         return -2;
     }
-    return plan_from_json(j, "plan", dir, ug_hash64(text, strlen(text)), seed_override, 0, plan, err, errlen);
+    return plan_from_json(j, "plan", dir, ug_hash64(text, strlen(text)), seed_override, 0, NULL, 0, plan, err, errlen);
 }
 
 void ug_plan_filter(ug_plan *plan, const unsigned char *ops, unsigned groups)

@@ -70,10 +70,15 @@ const char *ug_data_dir(void);
  * (`--plan reference`); a ":light" suffix on either drops the explicit cases marked
  * "heavy" (the part a ctest can afford; the nightly runs the whole plan). */
 int ug_plan_load(const char *path, long long seed_override, ug_plan *plan, char *err, size_t errlen);
-/* Keeps only cases whose op is in ops (bitmask by ug_op; NULL = any) and group in
- * groups (bitmask; 0 = any). */
-/* The same from text; spaces are read from dir/../ops/. */
+/* ug_plan_load then ug_plan_filter(plan, ops, groups), without expanding the spaces of
+ * the ops left out (each is still read: the plan's hash is the same). A command about
+ * one op pays for that op's space only. */
+int ug_plan_load_only(const char *path, long long seed_override, const unsigned char *ops, unsigned groups,
+                      ug_plan *plan, char *err, size_t errlen);
+/* The same as ug_plan_load from text; spaces are read from dir/../ops/. */
 int ug_plan_parse(const char *text, const char *dir, long long seed_override, ug_plan *plan, char *err, size_t errlen);
+/* Keeps only cases whose op is in ops (array indexed by ug_op, nonzero = keep; NULL =
+ * any) and group in groups (bitmask; 0 = any). */
 void ug_plan_filter(ug_plan *plan, const unsigned char *ops, unsigned groups);
 void ug_plan_free(ug_plan *plan);
 /* Where ug_plan_load finds path (the name resolved, ":light" removed) into buf; *light

@@ -11,7 +11,10 @@
  * the prefix a point shares with every point of its (dtype, dist) is computed once, then
  * its params, the plan tag and the two endings (without and with the seed) are hashed on.
  * Only the points the plan keeps are written out as strings, and each written text is
- * checked against its ID. */
+ * checked against its ID. The points are visited as an odometer over the params in key
+ * order (the last key fastest), keeping the hash state after each param, so a point
+ * hashes only the params that changed since the previous one plus the ending; IDs are
+ * kept and sorted as integers (the order of their fixed-width hex text). */
 #include "gen/plan_grid.h"
 
 #include <stdio.h>
@@ -29,7 +32,8 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 
 static int cmp_point(const void *a, const void *b)
 {
-    return strcmp(((const ug_grid_point *)a)->id, ((const ug_grid_point *)b)->id);
+    uint64_t x = ((const ug_grid_point *)a)->id, y = ((const ug_grid_point *)b)->id;
+    return x < y ? -1 : x > y;
 }
 
 /* The canonical text of a string or of any JSON item. */
@@ -104,28 +108,153 @@ static uint64_t prefix_state(const ug_grid *g, size_t i, size_t j)
     return hash_str(hash_str(h, g->op_txt), ",\"params\":{");
 }
 
-/* Point k's ID, hashed as write_spec writes it: the seed from the unseeded text
- * (ug_plan_finish_spec's rule), then the hash of the seeded text. */
-static void point_id(const ug_grid *g, size_t k, char id[UG_ID_LEN + 1])
+/* The decimal digits of n, as ug_format_double writes an integer below 2^53. */
+static size_t format_u53(uint64_t n, char *buf)
 {
-    size_t pick[MAX_AXES];
-    decode(g, k, pick);
-    uint64_t h = g->prefix[pick[0] * g->size[1] + pick[1]];
-    for (size_t s = 0; s < g->n_params; s++) {
-        size_t a = g->order[s];
-        h = hash_str(hash_str(hash_str(h, s ? "," : ""), g->key_txt[a]), ":");
-        h = hash_str(h, g->value_txt[a][pick[2 + a]]);
-    }
-    h = hash_str(hash_str(h, "},\"plan\":"), g->tag_txt);
-    char v[32], num[32];
-    snprintf(v, sizeof v, ",\"v\":%d}", UG_SPEC_VERSION);
-    uint64_t seed = (ug_hash64_finish(hash_str(h, v)) ^ g->seed) & ((1ULL << 53) - 1);
-    ug_format_double((double)seed, num);
-    h = hash_str(hash_str(hash_str(h, ",\"seed\":"), num), v);
-    snprintf(id, UG_ID_LEN + 1, "%016llx", (unsigned long long)ug_hash64_finish(h));
+    char rev[24];
+    size_t len = 0;
+    do rev[len++] = (char)('0' + n % 10);
+    while ((n /= 10) != 0);
+    for (size_t i = 0; i < len; i++) buf[i] = rev[len - 1 - i];
+    buf[len] = 0;
+    return len;
 }
 
-/* Point k's seed, as point_id derives it (for writing its text). */
+/* The fixed text of a point's ending: `},"plan":TAG` after its params, `,"v":N}` closing
+ * both the unseeded text (for the seed) and the seeded one, `,"seed":` before the seed. */
+typedef struct {
+    char tail[256], vend[32];
+    size_t tail_len, vend_len;
+} endings;
+
+#define LANES 8 /* points whose endings are hashed together */
+
+/* A batch of points whose params are hashed: their IDs are finished together. */
+typedef struct {
+    uint64_t h[LANES];
+    size_t point[LANES], n;
+} id_batch;
+
+/* Keeps the `keep` smallest IDs seen (a max-heap on the ID). */
+static void heap_offer(ug_grid *g, uint64_t id, size_t point)
+{
+    ug_grid_point *p = g->pts;
+    size_t i;
+    if (g->n < g->keep) { /* sift up */
+        for (i = g->n++; i > 0 && p[(i - 1) / 2].id < id; i = (i - 1) / 2) p[i] = p[(i - 1) / 2];
+    } else {
+        if (g->keep == 0 || id >= p[0].id) return;
+        for (i = 0;;) { /* sift the hole at the root down */
+            size_t c = 2 * i + 1;
+            if (c >= g->n) break;
+            if (c + 1 < g->n && p[c + 1].id > p[c].id) c++;
+            if (p[c].id <= id) break;
+            p[i] = p[c], i = c;
+        }
+    }
+    p[i] = (ug_grid_point){id, point};
+}
+
+/* Finishes the batch's IDs: the seed from the unseeded text (ug_plan_finish_spec's rule),
+ * then the hash of the seeded text; offers each to the heap. */
+static void finish_batch(ug_grid *g, const endings *e, id_batch *b)
+{
+    const char *text[LANES];
+    size_t len[LANES];
+    char num[LANES][24];
+    uint64_t v[LANES];
+    for (size_t l = 0; l < b->n; l++) text[l] = e->tail, len[l] = e->tail_len;
+    ug_hash64_update_lanes(b->h, b->n, text, len);
+    for (size_t l = 0; l < b->n; l++) v[l] = b->h[l], text[l] = e->vend, len[l] = e->vend_len;
+    ug_hash64_update_lanes(v, b->n, text, len);
+    for (size_t l = 0; l < b->n; l++) {
+        uint64_t seed = (ug_hash64_finish(v[l]) ^ g->seed) & ((1ULL << 53) - 1);
+        memcpy(num[l], ",\"seed\":", 8);
+        len[l] = 8 + format_u53(seed, num[l] + 8), text[l] = num[l];
+    }
+    ug_hash64_update_lanes(b->h, b->n, text, len);
+    for (size_t l = 0; l < b->n; l++) text[l] = e->vend, len[l] = e->vend_len;
+    ug_hash64_update_lanes(b->h, b->n, text, len);
+    for (size_t l = 0; l < b->n; l++) heap_offer(g, ug_hash64_finish(b->h[l]), b->point[l]);
+    b->n = 0;
+}
+
+static void free_fragments(const ug_grid *g, char ***frag)
+{
+    for (size_t s = 0; frag && s < g->n_params && frag[s]; s++) {
+        for (size_t v = 0; v < g->size[2 + g->order[s]]; v++) free(frag[s][v]);
+        free(frag[s]);
+    }
+    free(frag);
+}
+
+/* The text of param s (in key order) at value v, with its leading comma: frag[s][v]
+ * (NULL without memory). */
+static char ***param_fragments(const ug_grid *g)
+{
+    char ***frag = calloc(g->n_params + 1, sizeof *frag);
+    for (size_t s = 0; frag && s < g->n_params; s++) {
+        size_t a = g->order[s];
+        if (!(frag[s] = calloc(g->size[2 + a], sizeof(char *)))) return free_fragments(g, frag), NULL;
+        for (size_t v = 0; v < g->size[2 + a]; v++) {
+            size_t n = strlen(g->key_txt[a]) + strlen(g->value_txt[a][v]) + 3;
+            if (!(frag[s][v] = malloc(n))) return free_fragments(g, frag), NULL;
+            snprintf(frag[s][v], n, "%s%s:%s", s ? "," : "", g->key_txt[a], g->value_txt[a][v]);
+        }
+    }
+    return frag;
+}
+
+/* Every point's ID, the `keep` smallest kept: for each (dtype, dist) row an odometer over
+ * the params in key order (the last fastest), the hash state after param s kept in
+ * state[s + 1], so a point hashes only the params that changed. */
+static int all_ids(ug_grid *g, char ***frag)
+{
+    size_t np = g->n_params, stride[MAX_AXES], pick[MAX_AXES];
+    uint64_t state[MAX_AXES + 1];
+    endings e;
+    e.tail_len = (size_t)snprintf(e.tail, sizeof e.tail, "},\"plan\":%s", g->tag_txt);
+    e.vend_len = (size_t)snprintf(e.vend, sizeof e.vend, ",\"v\":%d}", UG_SPEC_VERSION);
+    if (e.tail_len >= sizeof e.tail) return -1;
+    stride[0] = 1;
+    for (size_t i = 1; i < g->n_axes; i++) stride[i] = stride[i - 1] * g->size[i - 1];
+    id_batch b = {.n = 0};
+    for (size_t i = 0; i < g->size[0]; i++)
+        for (size_t j = 0; j < g->size[1]; j++) {
+            memset(pick, 0, sizeof pick);
+            state[0] = prefix_state(g, i, j);
+            for (size_t from = 0;;) { /* from: the first param whose value changed */
+                for (size_t s = from; s < np; s++) state[s + 1] = hash_str(state[s], frag[s][pick[s]]);
+                size_t k = i + j * stride[1];
+                for (size_t s = 0; s < np; s++) k += pick[s] * stride[2 + g->order[s]];
+                b.h[b.n] = state[np], b.point[b.n++] = k;
+                if (b.n == LANES) finish_batch(g, &e, &b);
+                size_t s = np; /* the odometer's next reading */
+                while (s > 0 && ++pick[s - 1] == g->size[2 + g->order[s - 1]]) pick[--s] = 0;
+                if (s == 0) break;
+                from = s - 1;
+            }
+        }
+    if (b.n) finish_batch(g, &e, &b);
+    return 0;
+}
+
+/* Computes the IDs keeping the `want` smallest (all when want >= the grid's size) and
+ * sorts those. */
+static int keep_smallest(ug_grid *g, size_t want)
+{
+    free(g->pts);
+    g->n = 0;
+    g->keep = want < g->total ? want : g->total;
+    if (!(g->pts = malloc((g->keep ? g->keep : 1) * sizeof *g->pts))) return -1;
+    char ***frag = param_fragments(g);
+    int rc = frag ? all_ids(g, frag) : -1;
+    free_fragments(g, frag);
+    if (!rc) qsort(g->pts, g->n, sizeof *g->pts, cmp_point);
+    return rc;
+}
+
+/* Point k's seed, as finish_id derives it (for writing its text). */
 static long long point_seed(ug_grid *g, size_t k)
 {
     if (write_spec(g, k, -1)) return -1;
@@ -198,7 +327,7 @@ static int open_param_axes(ug_grid *g, const cJSON *params, const char *where, c
 }
 
 int ug_grid_open(ug_grid *g, const char *op, const cJSON *dists, const cJSON *grid, const char *tag, uint64_t seed,
-                 size_t max_points, const char *where, char *err, size_t errlen)
+                 size_t max_points, size_t want, const char *where, char *err, size_t errlen)
 {
     memset(g, 0, sizeof *g);
     g->seed = seed;
@@ -215,18 +344,15 @@ int ug_grid_open(ug_grid *g, const char *op, const cJSON *dists, const cJSON *gr
     for (size_t i = 0; i < g->n_axes && total <= max_points; i++) total *= g->size[i];
     if (total > max_points || total == 0)
         return snprintf(err, errlen, "%s: grid has %zu points (must be 1..%zu)", where, total, max_points), -2;
-    if (!(g->op_txt = canon_string(op)) || !(g->tag_txt = canon_string(tag)) ||
-        !(g->pts = malloc(total * sizeof *g->pts)) || !(g->prefix = malloc(g->size[0] * g->size[1] * sizeof *g->prefix)))
+    g->total = total;
+    if (!(g->op_txt = canon_string(op)) || !(g->tag_txt = canon_string(tag)) || keep_smallest(g, want))
         return snprintf(err, errlen, "out of memory expanding the plan"), -1;
-    for (size_t i = 0; i < g->size[0]; i++)
-        for (size_t j = 0; j < g->size[1]; j++) g->prefix[i * g->size[1] + j] = prefix_state(g, i, j);
-    for (size_t k = 0; k < total; k++) {
-        g->pts[k].point = k;
-        point_id(g, k, g->pts[k].id);
-    }
-    g->n = total;
-    qsort(g->pts, g->n, sizeof *g->pts, cmp_point);
     return 0;
+}
+
+int ug_grid_keep(ug_grid *g, size_t want)
+{
+    return want <= g->n ? 0 : keep_smallest(g, want);
 }
 
 char *ug_grid_spec(ug_grid *g, size_t k, char *err, size_t errlen)
@@ -236,13 +362,19 @@ char *ug_grid_spec(ug_grid *g, size_t k, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory expanding the plan");
         return NULL;
     }
-    char id[UG_ID_LEN + 1];
+    char id[UG_ID_LEN + 1], want[UG_ID_LEN + 1];
     ug_spec_id_of(g->buf, id);
-    if (strcmp(id, g->pts[k].id) != 0) { /* the hashed fragments and the written text disagree */
-        snprintf(err, errlen, "plan grid: case %s was written as %s (internal error: please report)", g->pts[k].id, id);
+    ug_grid_id(g, k, want);
+    if (strcmp(id, want) != 0) { /* the hashed fragments and the written text disagree */
+        snprintf(err, errlen, "plan grid: case %s was written as %s (internal error: please report)", want, id);
         return NULL;
     }
     return strdup(g->buf);
+}
+
+void ug_grid_id(const ug_grid *g, size_t k, char id[UG_ID_LEN + 1])
+{
+    snprintf(id, UG_ID_LEN + 1, "%016llx", (unsigned long long)g->pts[k].id);
 }
 
 void ug_grid_close(ug_grid *g)
@@ -255,6 +387,5 @@ void ug_grid_close(ug_grid *g)
         free(g->key_txt[a]);
     }
     free(g->dtype_txt), free(g->dist_txt), free(g->op_txt), free(g->tag_txt), free(g->pts), free(g->buf);
-    free(g->prefix);
     memset(g, 0, sizeof *g);
 }

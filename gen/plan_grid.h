@@ -10,7 +10,7 @@
 #include "core/spec.h"
 
 typedef struct {
-    char id[UG_ID_LEN + 1];
+    uint64_t id;  /* the case ID as a number (its text: ug_grid_id) */
     size_t point; /* mixed-radix index over (dtype, dist, param axes) */
 } ug_grid_point;
 
@@ -21,21 +21,25 @@ typedef struct {
     size_t order[32]; /* param axes in sorted key order */
     size_t size[34], n_axes, n_params;
     uint64_t seed;
-    uint64_t *prefix; /* hash state per (dtype, dist) after the text they share */
-    ug_grid_point *pts; /* every point, sorted by ID */
-    size_t n;
+    ug_grid_point *pts; /* the kept points (the smallest IDs), in ID order */
+    size_t n, keep, total; /* kept, kept at most, points in the grid */
     char *buf; /* scratch: the text of the point last written */
     size_t len, cap;
 } ug_grid;
 
 /* Expands the grid of a space (its "grid" and "dists" objects) of op for plan tag and
- * seed: validates it (exit-2 errors name `where`), computes every point's ID and sorts
- * them. 0, -2 (bad space) or -1 (no memory). Close it with ug_grid_close in every case. */
+ * seed: validates it (exit-2 errors name `where`), computes every point's ID and keeps the
+ * `want` points with the smallest IDs, in ID order, in pts[0..n-1] (SIZE_MAX keeps all).
+ * 0, -2 (bad space) or -1 (no memory). Close it with ug_grid_close in every case. */
 int ug_grid_open(ug_grid *g, const char *op, const cJSON *dists, const cJSON *grid, const char *tag, uint64_t seed,
-                 size_t max_points, const char *where, char *err, size_t errlen);
+                 size_t max_points, size_t want, const char *where, char *err, size_t errlen);
+/* Keeps more points (the `want` smallest IDs; recomputes them): 0 or -1 (no memory). */
+int ug_grid_keep(ug_grid *g, size_t want);
 /* The canonical spec text (malloc'd) of the k-th point in ID order, checked against its
  * ID; NULL (err set) without memory or on a mismatch. */
 char *ug_grid_spec(ug_grid *g, size_t k, char *err, size_t errlen);
+/* The text of the k-th point's ID (16 hex digits). */
+void ug_grid_id(const ug_grid *g, size_t k, char id[UG_ID_LEN + 1]);
 void ug_grid_close(ug_grid *g);
 
 #endif

@@ -12,10 +12,9 @@ int ug_mutant_scan_plan(int op, ug_plan *p, char *err, size_t errlen)
         snprintf(err, errlen, "%s is not implemented in this build", ug_op_name(op));
         return -2;
     }
-    if (ug_plan_load(ug_plan_default_path(), -1, p, err, errlen)) return -2;
     unsigned char ops[UG_OP_COUNT] = {0};
     ops[op] = 1;
-    ug_plan_filter(p, ops, 0);
+    if (ug_plan_load_only(ug_plan_default_path(), -1, ops, 0, p, err, errlen)) return -2;
     return 0;
 }
 

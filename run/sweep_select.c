@@ -190,8 +190,9 @@ int ug_sweep_selection_from_record(const ug_run_record *r, ug_sweep_selection *x
 
 int ug_sweep_selection_expand(const ug_sweep_selection *x, ug_plan *plan, char *err, size_t errlen)
 {
-    if (ug_plan_load(x->plan_path, x->seed_set ? x->seed : -1, plan, err, errlen)) return -2;
-    ug_plan_filter(plan, x->any_op ? x->ops : NULL, x->groups);
+    if (ug_plan_load_only(x->plan_path, x->seed_set ? x->seed : -1, x->any_op ? x->ops : NULL, x->groups, plan, err,
+                          errlen))
+        return -2;
     if (!x->no_regressions) ug_found_append(plan, x->any_op ? x->ops : NULL, x->groups);
     if (x->limit > 0 && plan->n > (size_t)x->limit) {
         for (size_t i = (size_t)x->limit; i < plan->n; i++) free(plan->cases[i].spec), free(plan->cases[i].source);

@@ -134,6 +134,31 @@ static void spec_errors(void)
     ug_case_free(&c);
 }
 
+/* Loading only some ops gives the cases that loading all and filtering keeps, in the same
+ * order, under the same plan hash (every space still read); a second op and a group too. */
+static void plan_selection(const ug_plan *all)
+{
+    char err[1024];
+    unsigned char ops[UG_OP_COUNT] = {0};
+    ops[all->cases[0].op] = 1;
+    ops[all->cases[all->n - 1].op] = 1;
+    unsigned groups[] = {0, 1u << ug_op_group(all->cases[0].op)};
+    for (int gi = 0; gi < 2; gi++) {
+        ug_plan part, filtered;
+        CHECK(ug_plan_load_only(ug_plan_default_path(), -1, gi ? NULL : ops, groups[gi], &part, err, sizeof err) == 0,
+              "selected plan: %s", err);
+        CHECK(ug_plan_load(ug_plan_default_path(), -1, &filtered, err, sizeof err) == 0, "plan: %s", err);
+        ug_plan_filter(&filtered, gi ? NULL : ops, groups[gi]);
+        int same = part.n == filtered.n && part.n > 0 && part.n < all->n && strcmp(part.hash, all->hash) == 0;
+        for (size_t i = 0; same && i < part.n; i++)
+            same = strcmp(part.cases[i].id, filtered.cases[i].id) == 0 && strcmp(part.cases[i].spec, filtered.cases[i].spec) == 0;
+        CHECK(same, "selection %d: %zu cases (hash %s) vs %zu filtered (hash %s)", gi, part.n, part.hash, filtered.n,
+              all->hash);
+        ug_plan_free(&part);
+        ug_plan_free(&filtered);
+    }
+}
+
 static void plan_errors(void)
 {
     const char *dir = check_tmpdir();
@@ -161,8 +186,9 @@ static void plan_errors(void)
     CHECK(ug_plan_load(ug_plan_default_path(), 99, &b, err, sizeof err) == 0 && b.n == a.n &&
               strcmp(a.cases[0].id, b.cases[0].id) != 0,
           "--seed gives other cases");
-    ug_plan_free(&a);
     ug_plan_free(&b);
+    plan_selection(&a);
+    ug_plan_free(&a);
 }
 
 /* FIPS 180-4 examples: "abc", the 448-bit message, and a million 'a's fed in odd pieces
