@@ -53,6 +53,7 @@ typedef struct {
     unsigned long selfcheck_elems, selfcheck_mismatch;
     double seconds;
     double parent_cpu_s;           /* CPU time of the parent (dispatch + database) */
+    double compute_s;              /* the cases' kernel + oracle time, summed over the workers */
     long parent_rss_kb;            /* peak resident set of the parent process */
     int jobs, interrupted;
     int primary;                   /* the run's --primary standard; -1: each op's own */
