@@ -47,8 +47,8 @@ static void check_shards(int n)
         ug_plan p, q;
         fake_plan(&p, 0);
         fake_plan(&q, 1);
-        ug_sweep_shard_select(&p, s, n);
-        ug_sweep_shard_select(&q, s, n);
+        ug_sweep_shard_select(&p, s, n, NULL);
+        ug_sweep_shard_select(&q, s, n, NULL);
         CHECK(p.n == q.n, "shard %d/%d: %zu cases, %zu when the plan comes reversed", s, n, p.n, q.n);
         double load = 0;
         int last = -1;
