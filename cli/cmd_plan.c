@@ -118,7 +118,8 @@ static int ug_cmd_plan(int argc, char **argv)
         if (m < 0) return UG_EXIT_USAGE;
         if (m) continue;
         if ((m = ug_cli_opt(argc, argv, &i, "--plan", &plan_path)) || (m = ug_cli_opt(argc, argv, &i, "--seed", &seed)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--shard", &shard)) || (m = ug_cli_opt(argc, argv, &i, "--share", &share)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--shard", &shard)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--share", &share)) ||
             (m = ug_cli_opt(argc, argv, &i, "--cost-from", &cost_from)) ||
             (m = ug_cli_opt(argc, argv, &i, "--shard-stats", &stats)) ||
             (m = ug_cli_opt(argc, argv, &i, "--measured", &measured))) {
@@ -130,13 +131,15 @@ static int ug_cmd_plan(int argc, char **argv)
     if (!do_count && !do_list && !stats) return ug_cli_fail("plan: give --count, --list or --shard-stats N");
     if (stats && (do_count || do_list || shard))
         return ug_cli_fail("plan: --shard-stats N shows every shard; it takes neither --count, --list nor --shard");
-    if (cost_from && !shard && !stats) return ug_cli_fail("plan: --cost-from deals the shards of --shard or --shard-stats");
+    if (cost_from && !shard && !stats)
+        return ug_cli_fail("plan: --cost-from deals the shards of --shard or --shard-stats");
     if (measured && !stats) return ug_cli_fail("plan: --measured goes with --shard-stats");
     int shard_k = 0, shard_n = 0;
     char err[1024];
     if (shard && ug_sweep_parse_shard(shard, &shard_k, &shard_n, err, sizeof err)) return ug_cli_fail("plan: %s", err);
     long long n_stats = stats ? ug_cli_long(stats) : 0;
-    if (stats && (n_stats < 1 || n_stats > 4096)) return ug_cli_fail("plan: --shard-stats takes a number of shards, 1 to 4096");
+    if (stats && (n_stats < 1 || n_stats > 4096))
+        return ug_cli_fail("plan: --shard-stats takes a number of shards, 1 to 4096");
     long long s = seed ? ug_cli_long(seed) : -1, per_op = share ? ug_cli_long(share) : 0;
     if (share && per_op <= 0) return ug_cli_fail("plan: --share must be a positive number of cases per op");
     if (seed && s < 0) return ug_cli_fail("plan: --seed must be a non-negative integer");
