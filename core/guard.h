@@ -29,12 +29,15 @@ typedef struct {
     int sealed;
 } ug_guard_buf;
 
-/* Maps a guarded buffer of bytes zeroed bytes; what ("output y", "input x", at most 47
- * characters kept) names it in fault reports. 0, or -1 with errno set. */
+/* Maps a guarded buffer of bytes zeroed bytes (or reuses a freed one of about its size,
+ * up to 1 MiB, zeroed again); what ("output y", "input x", at most 47 characters kept)
+ * names it in fault reports. 0, or -1 with errno set. Not thread-safe: cases are built and
+ * freed by one thread, never while a kernel runs. */
 int ug_guard_alloc(ug_guard_buf *g, size_t bytes, const char *what);
-void ug_guard_free(ug_guard_buf *g); /* safe on a zeroed buffer */
-/* The most resident bytes a guarded buffer costs beyond its data (canaries, rounding to a
- * page), for the case memory estimate; the guard pages themselves are never resident. */
+void ug_guard_free(ug_guard_buf *g); /* safe on a zeroed buffer; keeps up to 16 MiB for reuse */
+/* The most resident bytes a freshly mapped buffer costs beyond its data (canaries, rounding
+ * to a page), for the case memory estimate; the guard pages themselves are never resident.
+ * A reused buffer may be a little larger: the excess comes out of the 16 MiB kept. */
 size_t ug_guard_overhead(void);
 
 /* Canary damage: bit 1 if bytes before the data changed, bit 2 if bytes after it. */
