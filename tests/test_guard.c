@@ -5,6 +5,7 @@
  * SIGSEGV with that report in the shared note, and a built case's guard check messages. The
  * plugin-level checks (sweep, case) are test_plugin_guards.sh. */
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -32,7 +33,8 @@ static void layout(size_t bytes)
     size_t zeros = 0;
     for (size_t i = 0; i < bytes; i++) zeros += d[i] == 0;
     CHECK(zeros == bytes, "%zu bytes: data zeroed (%zu zeros)", bytes, zeros);
-    CHECK(d - (lead_page_end(&g) + 1) >= UG_GUARD_SLACK, "%zu bytes: head canary %td", bytes, d - lead_page_end(&g) - 1);
+    ptrdiff_t head = d - (lead_page_end(&g) + 1);
+    CHECK(head >= UG_GUARD_SLACK, "%zu bytes: head canary %td", bytes, head);
     size_t tail = (size_t)(trail_page(&g) - (d + bytes));
     CHECK(tail >= UG_GUARD_SLACK && tail < UG_GUARD_SLACK + UG_GUARD_ALIGN, "%zu bytes: tail canary %zu", bytes, tail);
     CHECK(ug_guard_canaries(&g) == 0, "%zu bytes: fresh canaries intact", bytes);
@@ -174,15 +176,16 @@ static void case_check(void)
     CHECK(ug_case_guard_check(&c, msg, sizeof msg) == 1 && strcmp(msg, "wrote after output y") == 0, "after: %s", msg);
     y[ybytes] ^= 1;
     y[-4] ^= 1;
-    CHECK(ug_case_guard_check(&c, msg, sizeof msg) == 1 && strcmp(msg, "wrote before output y") == 0, "before: %s", msg);
+    CHECK(ug_case_guard_check(&c, msg, sizeof msg) == 1 && strcmp(msg, "wrote before output y") == 0, "before: %s",
+          msg);
     x[3] ^= 1;
     CHECK(ug_case_guard_check(&c, msg, sizeof msg) == 2 && strcmp(msg, "modified input x; wrote before output y") == 0,
           "two tensors: %s", msg);
     y[-4] ^= 1;
     x[3] ^= 1;
     x[c.in[0].guard.bytes + 2] ^= 1;
-    CHECK(ug_case_guard_check(&c, msg, sizeof msg) == 1 && strcmp(msg, "wrote after input x") == 0, "input's canary: %s",
-          msg);
+    CHECK(ug_case_guard_check(&c, msg, sizeof msg) == 1 && strcmp(msg, "wrote after input x") == 0,
+          "input's canary: %s", msg);
     ug_case_free(&c);
 }
 

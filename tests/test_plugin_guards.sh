@@ -25,7 +25,8 @@ want_of() {
 }
 ROWS="3 9 20 21 22 23 24 25 26"
 spec() { # rows cols
-    echo "{\"op\":\"attn_softmax\",\"dtype\":\"fp32\",\"params\":{\"rows\":$1,\"cols\":$2},\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}}}"
+    local dist='"dist":{"x":{"kind":"normal","mean":0,"std":1}}'
+    echo "{\"op\":\"attn_softmax\",\"dtype\":\"fp32\",\"params\":{\"rows\":$1,\"cols\":$2},$dist}"
 }
 # each fault on an output whose bytes are a multiple of 64 (cols 16: its end 64-byte aligned)
 # and on one that is not (cols 7), and the correct kernel on both
@@ -56,7 +57,8 @@ expect_eq "$(q "SELECT status, n_cases, n_pass FROM runs")" "done|18|2" "the swe
 # `case` runs the kernel in a contained process and checks the guards there: same verdicts
 for rows in 23 24 21; do
     want=$(want_of "$rows")
-    expect_status 1 timeout 60 "$UG_BIN" case --backend "$PLUGIN" --spec "$(spec "$rows" 16 | sed 's/^{/{"v":1,"seed":7,/')"
+    expect_status 1 timeout 60 "$UG_BIN" case --backend "$PLUGIN" \
+        --spec "$(spec "$rows" 16 | sed 's/^{/{"v":1,"seed":7,/')"
     expect_grep "verdict ${want%%|*} " "$T/out"
     sed -n 2p "$T/out" | sed 's/^ *//' >"$T/msg"
     expect_grep "${want#*|}" "$T/msg"
