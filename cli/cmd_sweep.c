@@ -131,7 +131,10 @@ const ug_command ug_command_sweep = {
      "                   the data tree (the reference suite's own cases); NAME:light leaves out\n"
      "                   the cases marked heavy (default: $ULPGYM_PLAN or the nightly plan)\n"
      "  -j, --jobs       worker processes (default: all cores); a worker that crashes or\n"
-     "                   hangs costs one case (CRASH / TIMEOUT) and is replaced\n"
+     "                   hangs costs one case (CRASH / TIMEOUT) and is replaced; a kernel that\n"
+     "                   writes outside an output or changes an input is ERROR (`wrote after\n"
+     "                   output y`, `modified input x`), or CRASH naming the tensor when it runs\n"
+     "                   into a guard page (docs/SWEEP.md)\n"
      "  --case-timeout   seconds a case may take (default 300); OP=SECONDS for one op\n"
      UG_CLI_CASE_MEMORY_HELP
      "                   (a refused case is an ERROR naming the bytes it needs)\n"

@@ -1,14 +1,13 @@
-/* test_sweep_select.c — shard selection and the output guard regions, below the CLI:
- * --shard K/N parsing, the cost estimate, and that shards 1..N of a plan are disjoint,
- * cover it, keep plan order, do not depend on the order cases come in, and are balanced
- * by estimated cost (LPT bound: loads differ by at most the largest case); that given costs
- * deal a case dearer than all others together to a shard of its own, and that the costs'
- * fingerprint follows the costs. Then a case's output guard catches a write one byte past the end. */
+/* test_sweep_select.c — shard selection, below the CLI: --shard K/N parsing, the cost
+ * estimate, and that shards 1..N of a plan are disjoint, cover it, keep plan order, do not
+ * depend on the order cases come in, and are balanced by estimated cost (LPT bound: loads
+ * differ by at most the largest case); that given costs deal a case dearer than all others
+ * together to a shard of its own, and that the costs' fingerprint follows the costs. A
+ * case's guards are test_guard's. */
 #include <string.h>
 
 #include "check.h"
 #include "run/sweep.h"
-#include "gen/case.h"
 
 #define NCASE 97
 
@@ -142,30 +141,6 @@ static void check_given_costs(void)
     ug_plan_free(&p);
 }
 
-static void check_guard(void)
-{
-    const char *text = "{\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}},\"dtype\":\"bf16\",\"op\":"
-                       "\"attn_softmax\",\"params\":{\"cols\":7,\"rows\":3},\"plan\":\"t/1\",\"seed\":5,\"v\":1}";
-    ug_spec s;
-    ug_case c;
-    char err[256];
-    if (ug_spec_parse(text, &s, err, sizeof err) || ug_case_build(&c, &s, err, sizeof err)) {
-        CHECK(0, "building the guard case: %s", err);
-        return;
-    }
-    CHECK(ug_case_guard_check(&c) == -1, "fresh outputs have intact guards");
-    unsigned char *end = (unsigned char *)c.out[0].data + c.out[0].numel * (size_t)ug_dtype_size(c.out[0].dtype);
-    end[-1] ^= 0xFF; /* the last element itself is the kernel's to write */
-    CHECK(ug_case_guard_check(&c) == -1, "writing the last element is not an overrun");
-    unsigned char keep = end[0];
-    end[0] ^= 0x01;
-    CHECK(ug_case_guard_check(&c) == 0, "one byte past output y is caught");
-    end[0] = keep;
-    end[UG_GUARD_BYTES - 1] ^= 0x80;
-    CHECK(ug_case_guard_check(&c) == 0, "the last guard byte is checked too");
-    ug_case_free(&c);
-}
-
 int main(void)
 {
     check_parse();
@@ -173,6 +148,5 @@ int main(void)
     for (int n = 1; n <= 7; n += 2) check_shards(n);
     check_shards(NCASE + 3); /* more shards than cases: some are empty, none overlap */
     check_given_costs();
-    check_guard();
     return check_done();
 }
