@@ -36,7 +36,7 @@ expect_eq "$(md5sum <"$T/dealt_copy")" "$(md5sum <"$T/dealt")" "the deal depends
 expect_status 0 ug plan "${OP[@]}" --shard-stats 4 --cost-from "$T/cost.db" --measured "$T/cost.db"
 expect_grep '^ +1/4 +1 +100[0-9]{4}\.[0-9] +100[0-9]{4}\.[0-9]$' "$T/out"
 expect_eq "$(awk '$1 ~ /^[0-9]+\/4$/ {n += $2} END {print n}' "$T/out")" 40 "shard-stats counts every case"
-expect_grep '^max/mean +3\.99[0-9] +3\.99[0-9]$' "$T/out"
+expect_grep '^max/mean +(3\.99[0-9]|4\.000) +(3\.99[0-9]|4\.000)$' "$T/out" # one shard holds ~4x the mean
 expect_grep '^estimate: 20 of 40 cases measured' "$T/out"
 
 # the sweep runs the same deal, records it, and a resume deals the same shard again
