@@ -18,7 +18,7 @@
  * reference suite's draws (gates down to -37: the fp32 cumulative decay's absolute error
  * grows with |G| and enters every e^{G_r - G_c}, which the recurrence never rounds). Worst
  * |a - g*| / (c B + ulp/2) of the correct sim kernel, every element of the 90 plan cases:
- * 0.138 / 0.119 / 0.139 / 0.130 at plan seeds 1-4 (c = 2); 0.036 on the reference plan's
+ * 0.138 / 0.119 / 0.139 / 0.130 at plan seeds 1-4 (c = 2); 0.076 on the reference plan's
  * six cases (aligned_gqa was 2.73 at c = 8). The mutants stay caught (ops show --mutants). */
 #include <stdio.h>
 
