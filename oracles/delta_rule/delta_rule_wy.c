@@ -190,7 +190,8 @@ static void head(wy_ws *w, ug_ar *ar, const ug_selection *sel, size_t h, const l
     long last = -1;
     for (size_t i = 0; i < dv; i++) {
         if (need[i] > last) last = need[i];
-        for (size_t j = 0; need[i] >= 0 && j < dk; j++) w->S[i * dk + j] = load(ar, w->h0->values[(h * dv + i) * dk + j]);
+        const double *h0_row = w->h0->values + (h * dv + i) * dk;
+        for (size_t j = 0; need[i] >= 0 && j < dk; j++) w->S[i * dk + j] = load(ar, h0_row[j]);
     }
     for (size_t t0 = 0; (long)t0 <= last; t0 += w->L) {
         size_t n = T - t0 < w->L ? T - t0 : w->L;
