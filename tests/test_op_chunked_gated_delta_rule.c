@@ -2,11 +2,17 @@
  * generic plan test: the oracle against an independent double evaluation of the matrix
  * form; the chunked kernel equals the recurrent rule on every element; the result does
  * not depend on the chunk length (kernel within fp32 noise, oracle bit for bit); the
- * border and tail mutants show exactly where they should; bad params rejected by name. */
+ * border and tail mutants show exactly where they should; bad params rejected by name;
+ * the certified bound's WY evaluation (delta_rule_wy.c), run in plain double, gives the
+ * recurrence's values (its algebra is right), and at the reference suite's draws the
+ * correct kernel passes certified with c = 2 (it failed with the recurrence's bound and
+ * c = 8, issue #13). */
 #include <stdio.h>
 #include <string.h>
 
 #include "delta_naive.h"
+#include "oracles/delta_rule/delta_rule_wy.h"
+#include "oracles/mp/arith.h"
 
 #define DISTS(g_lo, b_lo)                                                                                              \
     "\"dist\":{\"q\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"k\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},"     \
@@ -83,6 +89,67 @@ static void expect_variant(const char *variant, long tokens, long chunk, ug_outc
     ug_exec_detail_free(&d);
 }
 
+/* The WY evaluation of the device bound, run in plain double on every element, against the
+ * exact recurrence the case's oracle kept: agreement to ~1e-9 means the chunked stages
+ * compute the op (a wrong stage would bound some other algorithm). */
+static void expect_wy_equals_recurrence(long tokens, long chunk, const char *dims)
+{
+    char s[2048];
+    ug_result r;
+    ug_exec_detail d;
+    spec(s, sizeof s, "fp32", tokens, chunk, dims);
+    CHECK(delta_run(s, "sim", &r, &d) == 0 && d.have_oracle, "run: %s", r.message);
+    if (!d.have_oracle) return;
+    const ug_selection *sel = &d.oracle.sel;
+    ug_ar *ar = ug_ar_new(UG_AR_F64, 64, UG_DT_FP32);
+    ug_ar_sink sinks[2];
+    for (int k = 0; k < 2; k++)
+        sinks[k] = (ug_ar_sink){UG_DT_FP32, calloc(sel->n[k], sizeof(double)), calloc(sel->n[k], sizeof(double)),
+                                NULL, NULL};
+    ug_ar_set_sink(ar, sinks, 2);
+    CHECK(ug_delta_wy_oracle(&d.c, ar, sel) == 0, "WY evaluation failed");
+    for (int k = 0; k < 2; k++) {
+        double worst = 0.0;
+        for (size_t i = 0; i < sel->n[k]; i++) {
+            double x = d.oracle.gstar[k][i], e = fabs(sinks[k].gstar[i] - x) / (1.0 + fabs(x));
+            worst = e > worst ? e : worst;
+        }
+        printf("T=%ld L=%ld %s: WY in double vs recurrence, output %d: %.3g\n", tokens, chunk, dims, k, worst);
+        CHECK(worst < 1e-9, "T=%ld L=%ld %s output %d: the WY stages differ from the recurrence by %g", tokens, chunk,
+              dims, k, worst);
+        free(sinks[k].gstar);
+        free(sinks[k].g);
+    }
+    ug_ar_free(ar);
+    ug_exec_detail_free(&d);
+}
+
+/* The reference suite's draws (test_chunked_gated_delta_rule.py gen_inputs: same-sign
+ * uniform q/k/v, gates down to -37.4, beta in (-0.80, 0), zero state, qk_norm l2): the
+ * correct kernel passes certified on every element with the default c = 2. With the
+ * recurrence's bound these seeds failed ht even at c = 8 (worst 2.09 at seed 2). */
+static void expect_certified_at_reference_draws(long tokens, long chunk, const char *dims, int seed)
+{
+    char s[2048];
+    snprintf(s, sizeof s,
+             "{\"op\":\"chunked_gated_delta_rule\",\"dtype\":\"fp32\",\"params\":{\"tokens\":%ld,\"chunk\":%ld,%s,"
+             "\"qk_norm\":\"l2\"},\"dist\":{\"q\":{\"kind\":\"uniform\",\"lo\":-1.644,\"hi\":0},"
+             "\"k\":{\"kind\":\"uniform\",\"lo\":-1.7449,\"hi\":0},\"v\":{\"kind\":\"uniform\",\"lo\":-1.9273,"
+             "\"hi\":0},\"g\":{\"kind\":\"uniform\",\"lo\":-37.41,\"hi\":-0.1343},\"beta\":{\"kind\":\"uniform\","
+             "\"lo\":-0.8038,\"hi\":0},\"h0\":{\"kind\":\"const\",\"value\":0}},\"seed\":%d,\"v\":1}",
+             tokens, chunk, dims, seed);
+    ug_result r;
+    ug_exec_detail d;
+    CHECK(delta_run(s, "sim", &r, &d) == 0, "run: %s", r.message);
+    for (int k = 0; k < r.n_out; k++) {
+        const char *thr = r.out[k].thresholds[UG_STD_CERTIFIED];
+        printf("reference draws T=%ld L=%ld seed %d, %s: certified %s\n", tokens, chunk, seed, r.out[k].name, thr);
+        CHECK(r.out[k].verdict[UG_STD_CERTIFIED] == UG_V_PASS, "%s: certified %s", r.out[k].name, thr);
+        CHECK(strstr(thr, "\"c\":2,") != NULL, "%s: certified must use c = 2: %s", r.out[k].name, thr);
+    }
+    ug_exec_detail_free(&d);
+}
+
 static void expect_rejected(const char *dtype, long chunk, const char *dims, const char *word)
 {
     char s[2048];
@@ -98,6 +165,11 @@ static void expect_rejected(const char *dtype, long chunk, const char *dims, con
 int main(void)
 {
     test_chunked_equals_recurrent();
+    expect_wy_equals_recurrence(150, 32, "\"hv\":2,\"hqk\":1,\"dk\":8,\"dv\":4");  /* four chunks, tail of 22 */
+    expect_wy_equals_recurrence(150, 128, "\"hv\":2,\"hqk\":1,\"dk\":8,\"dv\":4"); /* one chunk and a tail */
+    expect_wy_equals_recurrence(70, 64, "\"hv\":4,\"hqk\":2,\"dk\":8,\"dv\":4,\"qk_norm\":\"l2\"");
+    expect_certified_at_reference_draws(128, 128, "\"hv\":1,\"hqk\":1,\"dk\":32,\"dv\":8", 2);
+    expect_certified_at_reference_draws(128, 128, "\"hv\":1,\"hqk\":1,\"dk\":64,\"dv\":16", 2);
     expect_variant("mut_double_decay", 32, 32, UG_OUT_PASS); /* one chunk: no border */
     expect_variant("mut_double_decay", 70, 32, UG_OUT_FAIL);
     expect_variant("mut_drop_tail", 64, 32, UG_OUT_PASS); /* no partial chunk */

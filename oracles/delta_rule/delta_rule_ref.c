@@ -133,8 +133,7 @@ static size_t lower_bound(const ug_selection *sel, int o, size_t idx)
     return lo;
 }
 
-/* Last token each state row (h, i) must be evolved to for the selection; -1 if none. */
-static void rows_needed(const ug_selection *sel, const ug_delta_params *p, long *need)
+void ug_delta_rows_needed(const ug_selection *sel, const ug_delta_params *p, long *need)
 {
     size_t hv = (size_t)p->hv, dv = (size_t)p->dv, dk = (size_t)p->dk;
     for (size_t r = 0; r < hv * dv; r++) need[r] = -1;
@@ -145,8 +144,7 @@ static void rows_needed(const ug_selection *sel, const ug_delta_params *p, long 
     for (size_t k = 0; k < sel->n[1]; k++) need[sel->idx[1][k] / dk] = p->tokens - 1; /* ht[h, i, j] */
 }
 
-/* 1/sqrt(||x||^2 + eps) of an exact input row (qk_norm l2). */
-static ug_num l2_recip(ug_ar *ar, const double *x, size_t n, double eps)
+ug_num ug_delta_l2_recip(ug_ar *ar, const double *x, size_t n, double eps)
 {
     return ug_rsqrt(ar, ug_add(ar, ug_dot_d(ar, x, 1, x, 1, n), ug_c(ar, eps)));
 }
@@ -181,14 +179,14 @@ static void evolve_row(const ug_case *c, ug_ar *ar, const ug_selection *sel, con
             if (pos >= 0) ug_ar_emit(ar, 0, (size_t)pos, ug_c(ar, NAN));
             continue;
         }
-        ug_num rk = p->qk_l2 ? l2_recip(ar, k->values + tk, dk, p->qk_eps) : (ug_num){0};
+        ug_num rk = p->qk_l2 ? ug_delta_l2_recip(ar, k->values + tk, dk, p->qk_eps) : (ug_num){0};
         row_step(ar, s, nxt, tmp, k->values + tk, p->qk_l2 ? &rk : NULL, dk, g->values[th], beta->values[th],
                  v->values[th * dv + i], &E);
         if (pos >= 0 && !all_finite(q->values + tk, dk)) {
             ug_ar_emit(ar, 0, (size_t)pos, ug_c(ar, NAN));
         } else if (pos >= 0) {
             ug_num sq = ug_dot_nd(ar, nxt, q->values + tk, 1, dk);
-            if (p->qk_l2) sq = ug_mul(ar, sq, l2_recip(ar, q->values + tk, dk, p->qk_eps));
+            if (p->qk_l2) sq = ug_mul(ar, sq, ug_delta_l2_recip(ar, q->values + tk, dk, p->qk_eps));
             ug_ar_emit(ar, 0, (size_t)pos, ug_mul(ar, sq, ug_c(ar, p->scale)));
         }
         /* keep the pool flat: the new row moves down into the old row's slots (the copies
@@ -218,7 +216,7 @@ int ug_delta_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
         free(s);
         return -1;
     }
-    rows_needed(sel, &p, need);
+    ug_delta_rows_needed(sel, &p, need);
     size_t mark = ug_ar_mark(ar);
     ug_num one = ug_c(ar, 1.0);
     for (size_t r = 0; r < rows; r++)

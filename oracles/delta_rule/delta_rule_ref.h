@@ -55,6 +55,13 @@ int ug_delta_build(ug_case *c, char *err, size_t errlen);
  * (output 0) and ht (output 1). Rounds nowhere (the spec rounds only at the outputs). */
 int ug_delta_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel);
 
+/* need[r] = the last token state row r = h*Dv + i must be evolved to for the selection
+ * (every o[t, h, i] selected, and T-1 for a selected ht[h, i, :]); -1 if none. */
+void ug_delta_rows_needed(const ug_selection *sel, const ug_delta_params *p, long *need);
+
+/* 1/sqrt(||x||^2 + eps) of an exact input row of n values (qk_norm l2). */
+ug_num ug_delta_l2_recip(ug_ar *ar, const double *x, size_t n, double eps);
+
 /* o as (T*Hv) x Dv with row tile tok_tile*Hv; ht as (Hv*Dv) x Dk. */
 void ug_delta_geometry(const ug_case *c, int out, ug_geom *g, size_t tok_tile, size_t col_tile);
 
