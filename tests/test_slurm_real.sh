@@ -11,7 +11,7 @@
 #
 # Needs root (slurmd runs jobs as their user) and the packages slurmctld, slurmd,
 # slurm-client and munge. When they are missing and ULPGYM_WITH_SLURM=1 (scripts/test.sh,
-# so CI, sets it) the test installs them with apt-get (8 small packages, about 35 s);
+# so CI, sets it) the test installs them with apt-get (8 packages, 3.2 MB, about 40 s);
 # otherwise, or when that fails, or when not root, it exits 77 (skipped) saying why.
 # Every daemon it starts is stopped on exit, and any job process left is killed.
 . "$(dirname "$0")/lib.sh"
