@@ -20,6 +20,11 @@ SEL=(--op attn_softmax --limit 45)
 WAIT_NODE_S=60   # the node is idle a few seconds after slurmd starts
 WAIT_JOBS_S=240  # three tasks and the merge job; they run one at a time on a 2-CPU node
 
+# wait_for SECONDS COMMAND...: polls the command every half second until it succeeds; 1 on timeout
+wait_for() {
+    local deadline=$((SECONDS + $1)); shift
+    until "$@"; do [ $SECONDS -lt $deadline ] || return 1; sleep 0.5; done
+}
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*" >&2; for f in "$T"/log/*; do echo "== $f"; tail -n 40 "$f"; done >&2; exit 1; }
 
@@ -93,20 +98,23 @@ EOF
 # every Slurm command of this test talks to this cluster only
 sl() { env SLURM_CONF="$CONF" "$TAG" "$@"; }
 
-# the processes of this cluster still alive: the daemons, and every process carrying the tag (job steps,
-# the jobs' own processes) but this shell
+# the processes of this cluster still alive: the daemons, the processes carrying the tag (the jobs' own), and
+# those holding a file of the scratch folder open (slurmstepd, whose environment is not slurmd's, holds the log)
 cluster_pids() {
     local pid f
     for pid in "${PIDS[@]}"; do kill -0 "$pid" 2>/dev/null && echo "$pid"; done
-    for f in $(grep -lzxF "$TAG" /proc/[0-9]*/environ 2>/dev/null); do
-        pid=${f#/proc/}; pid=${pid%/environ}
+    for f in $(grep -lzxF "$TAG" /proc/[0-9]*/environ 2>/dev/null; find /proc/[0-9]*/fd -lname "$T/*" 2>/dev/null); do
+        pid=${f#/proc/}; pid=${pid%%/*}
         [ "$pid" = $$ ] || echo "$pid"
-    done
+    done | sort -u
 }
-# stop the cluster (once): cancel its jobs, stop the daemons (TERM, KILL after 5 s), then kill what is left
+# stop the cluster (once): cancel its jobs and let slurmd end them (10 s at most), stop the daemons (TERM, KILL
+# after 5 s), then kill what is left
 stop_cluster() {
     [ ${#PIDS[@]} -gt 0 ] || return 0
-    timeout 10 env SLURM_CONF="$CONF" scancel --quiet --user=root >/dev/null 2>&1
+    if timeout 10 env SLURM_CONF="$CONF" scancel --quiet --user=root >/dev/null 2>&1; then
+        wait_for 10 queue_empty
+    fi
     local pid
     for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null; done
     for pid in "${PIDS[@]}"; do
@@ -115,13 +123,9 @@ stop_cluster() {
     for pid in $(cluster_pids); do kill -9 "$pid" 2>/dev/null; done
     PIDS=()
 }
+queue_empty() { [ -z "$(timeout 10 env SLURM_CONF="$CONF" squeue -h -o %i 2>&1)" ]; }
 trap stop_cluster EXIT
-
-# wait_for SECONDS COMMAND...: polls the command every half second until it succeeds; 1 on timeout
-wait_for() {
-    local deadline=$((SECONDS + $1)); shift
-    until "$@"; do [ $SECONDS -lt $deadline ] || return 1; sleep 0.5; done
-}
+trap 'exit 1' INT TERM HUP # a test killed (ctest's timeout, ^C) stops its cluster too
 
 dd if=/dev/urandom of="$T/munge/munge.key" bs=1024 count=1 2>/dev/null && chmod 400 "$T/munge/munge.key"
 env "$TAG" munged --foreground --force --key-file="$T/munge/munge.key" --socket="$T/munge/munge.socket" \
