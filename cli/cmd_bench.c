@@ -99,7 +99,7 @@ static int bench_oracle(int argc, char **argv)
 }
 
 typedef struct {
-    double seconds, parent_cpu_s;
+    double seconds, parent_cpu_s, compute_s;
     size_t cases;
     int ok;
 } sweep_time;
@@ -118,14 +118,18 @@ static int time_sweep(ug_sweep_opts *o, const char *path, sweep_time *best)
     unlink(wal);
     unlink(shm);
     if (rc) return ug_cli_fail("bench sweep: %s", err);
-    if (!best->ok || s.seconds < best->seconds) *best = (sweep_time){s.seconds, s.parent_cpu_s, s.n_cases, 1};
+    if (!best->ok || s.seconds < best->seconds) *best = (sweep_time){s.seconds, s.parent_cpu_s, s.compute_s, s.n_cases, 1};
     return 0;
 }
 
+/* One row; a worker's time outside kernel + oracle per case is its share of jobs x wall
+ * less the cases' kernel + oracle time (input build, judging, fork and pipe, and the idle
+ * wait for the last cases at -jN). */
 static void print_sweep(const char *label, int jobs, const sweep_time *t, const sweep_time *base)
 {
-    printf("%-6s %5d %7zu %9.2f %9.1f %9.2f %14.3f\n", label, jobs, t->cases, t->seconds, (double)t->cases / t->seconds,
-           base->seconds / t->seconds, t->parent_cpu_s * 1e3 / (double)(t->cases ? t->cases : 1));
+    double n = (double)(t->cases ? t->cases : 1);
+    printf("%-6s %5d %7zu %9.2f %9.1f %9.2f %14.3f %14.3f\n", label, jobs, t->cases, t->seconds, (double)t->cases / t->seconds,
+           base->seconds / t->seconds, t->parent_cpu_s * 1e3 / n, ((double)jobs * t->seconds - t->compute_s) * 1e3 / n);
 }
 
 static int bench_sweep(int argc, char **argv)
@@ -168,8 +172,8 @@ static int bench_sweep(int argc, char **argv)
     }
     rmdir(dir);
     if (rc) return rc;
-    printf("%-6s %5s %7s %9s %9s %9s %14s\n", "sweep", "jobs", "cases", "seconds", "cases/s", "speed-up",
-           "parent ms/case");
+    printf("%-6s %5s %7s %9s %9s %9s %14s %14s\n", "sweep", "jobs", "cases", "seconds", "cases/s", "speed-up",
+           "parent ms/case", "worker ms/case");
     print_sweep("-j1", 1, &one, &one);
     print_sweep("-jN", (int)n, &many, &one);
     struct rusage ru;
@@ -258,7 +262,8 @@ const ug_command ug_command_bench = {
      "  sweep: sweeps the selected plan (default: all of it) into a scratch database with\n"
      "  one worker and with N (default: all cores), interleaved, best of R (default 2);\n"
      "  prints cases/s, the speed-up, the parent's CPU time per case (dispatch, result\n"
-     "  reading, database writes) and the parent's peak RSS.\n"
+     "  reading, database writes), a worker's time per case outside kernel + oracle (input\n"
+     "  build, judging, fork and pipe, idle at the end) and the parent's peak RSS.\n"
      "  kernels: runs the sim kernel (or variant V; `all`: every variant) on each selected\n"
      "  plan case, or on the case of --spec-file, without the oracle; prints per run: case\n"
      "  ID, op, variant, with --digest the FNV-1a-64 of the raw bytes of every output, then\n"

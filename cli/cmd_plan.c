@@ -1,4 +1,5 @@
-/* cmd_plan.c — `ulpgym plan`: expand a plan and count or list its cases. */
+/* cmd_plan.c — `ulpgym plan`: expand a plan and count or list its cases, or show how `--shard K/N` deals it
+ * to N shards (estimated and, from a database, measured time per shard). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,9 +50,67 @@ static void list(const ug_plan *p)
     }
 }
 
+/* max/mean of v[0..n): 1 for a perfect balance; 0 when everything is 0. */
+static double max_over_mean(const double *v, int n)
+{
+    double max = 0, sum = 0;
+    for (int i = 0; i < n; i++) {
+        sum += v[i];
+        if (v[i] > max) max = v[i];
+    }
+    return sum > 0 ? max * n / sum : 0;
+}
+
+/* --shard-stats N: each shard's cases, estimated cost and (with --measured) measured milliseconds. */
+static int shard_stats(const ug_plan *p, int n, const char *cost_from, const char *measured_db)
+{
+    char err[1024];
+    ug_shard_costs c;
+    if (ug_shard_costs_compute(p, cost_from, &c, err, sizeof err)) return ug_cli_fail("plan: %s", err);
+    double *ms = measured_db ? malloc((p->n ? p->n : 1) * sizeof *ms) : NULL;
+    double *est = calloc((size_t)n, sizeof *est), *meas = calloc((size_t)n, sizeof *meas);
+    size_t *cases = calloc((size_t)n, sizeof *cases), unmeasured = 0;
+    int rc = 0;
+    if ((measured_db && !ms) || !est || !meas || !cases) rc = ug_cli_fail("plan: out of memory");
+    else if (measured_db && ug_shard_measured_times(p, measured_db, ms, err, sizeof err))
+        rc = ug_cli_fail("plan: --measured: %s", err);
+    if (!rc) {
+        int *shard = ug_shard_assign(p, c.cost, n);
+        for (size_t i = 0; i < p->n; i++) {
+            cases[shard[i]]++;
+            est[shard[i]] += c.cost[i];
+            if (ms && ms[i] >= 0) meas[shard[i]] += ms[i];
+            unmeasured += ms && ms[i] < 0;
+        }
+        free(shard);
+        double unit = c.timed ? 1 : 1e6; /* estimates are bytes: shown in MB */
+        printf("shard         cases  %14s%s\n", c.timed ? "estimate ms" : "estimate MB", ms ? "    measured ms" : "");
+        for (int s = 0; s < n; s++) {
+            printf("%6d/%-6d %6zu  %14.1f", s + 1, n, cases[s], est[s] / unit);
+            if (ms) printf("  %13.1f", meas[s]);
+            printf("\n");
+        }
+        printf("max/mean             %14.3f", max_over_mean(est, n));
+        if (ms) printf("  %13.3f", max_over_mean(meas, n));
+        printf("\n");
+        if (cost_from)
+            printf("estimate: %zu of %zu cases measured in %s, the rest by their op's measured/estimated ratio over "
+                   "its %zu measured cases\n", c.n_measured, p->n, cost_from, c.n_db);
+        else printf("estimate: the bytes each case touches, from its op's declaration\n");
+        if (ms) printf("measured: %s, %zu of %zu cases (the rest count 0)\n", measured_db, p->n - unmeasured, p->n);
+    }
+    ug_shard_costs_free(&c);
+    free(ms);
+    free(est);
+    free(meas);
+    free(cases);
+    return rc;
+}
+
 static int ug_cmd_plan(int argc, char **argv)
 {
-    const char *plan_path = NULL, *seed = NULL, *shard = NULL, *share = NULL;
+    const char *plan_path = NULL, *seed = NULL, *shard = NULL, *share = NULL, *cost_from = NULL, *stats = NULL,
+               *measured = NULL;
     int do_count = 0, do_list = 0;
     ug_cli_filter f = {0};
     for (int i = 1; i < argc; i++) {
@@ -59,16 +118,28 @@ static int ug_cmd_plan(int argc, char **argv)
         if (m < 0) return UG_EXIT_USAGE;
         if (m) continue;
         if ((m = ug_cli_opt(argc, argv, &i, "--plan", &plan_path)) || (m = ug_cli_opt(argc, argv, &i, "--seed", &seed)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--shard", &shard)) || (m = ug_cli_opt(argc, argv, &i, "--share", &share))) {
+            (m = ug_cli_opt(argc, argv, &i, "--shard", &shard)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--share", &share)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--cost-from", &cost_from)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--shard-stats", &stats)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--measured", &measured))) {
             if (m < 0) return UG_EXIT_USAGE;
         } else if (ug_cli_flag(argv, i, "--count")) do_count = 1;
         else if (ug_cli_flag(argv, i, "--list")) do_list = 1;
         else return ug_cli_fail("plan: unexpected argument \"%s\" (see ulpgym plan -h)", argv[i]);
     }
-    if (!do_count && !do_list) return ug_cli_fail("plan: give --count or --list");
+    if (!do_count && !do_list && !stats) return ug_cli_fail("plan: give --count, --list or --shard-stats N");
+    if (stats && (do_count || do_list || shard))
+        return ug_cli_fail("plan: --shard-stats N shows every shard; it takes neither --count, --list nor --shard");
+    if (cost_from && !shard && !stats)
+        return ug_cli_fail("plan: --cost-from deals the shards of --shard or --shard-stats");
+    if (measured && !stats) return ug_cli_fail("plan: --measured goes with --shard-stats");
     int shard_k = 0, shard_n = 0;
     char err[1024];
     if (shard && ug_sweep_parse_shard(shard, &shard_k, &shard_n, err, sizeof err)) return ug_cli_fail("plan: %s", err);
+    long long n_stats = stats ? ug_cli_long(stats) : 0;
+    if (stats && (n_stats < 1 || n_stats > 4096))
+        return ug_cli_fail("plan: --shard-stats takes a number of shards, 1 to 4096");
     long long s = seed ? ug_cli_long(seed) : -1, per_op = share ? ug_cli_long(share) : 0;
     if (share && per_op <= 0) return ug_cli_fail("plan: --share must be a positive number of cases per op");
     if (seed && s < 0) return ug_cli_fail("plan: --seed must be a non-negative integer");
@@ -80,23 +151,35 @@ static int ug_cmd_plan(int argc, char **argv)
         ug_plan_free(&p);
         return ug_cli_fail("plan: %s", err);
     }
-    if (shard_n) ug_sweep_shard_select(&p, shard_k, shard_n); /* the cases `sweep --shard` would run */
-    if (do_count) count(&p);
-    if (do_list) list(&p);
+    int rc = 0;
+    if (shard_n) { /* the cases `sweep --shard` would run */
+        ug_shard_costs c;
+        if (ug_shard_costs_compute(&p, cost_from, &c, err, sizeof err)) rc = ug_cli_fail("plan: %s", err);
+        else ug_sweep_shard_select(&p, shard_k, shard_n, &c), ug_shard_costs_free(&c);
+    }
+    if (!rc && stats) rc = shard_stats(&p, (int)n_stats, cost_from, measured);
+    if (!rc && do_count) count(&p);
+    if (!rc && do_list) list(&p);
     ug_plan_free(&p);
-    return 0;
+    return rc;
 }
 
 const ug_command ug_command_plan = {
     "plan", ug_cmd_plan, "expand a plan: count or list its cases",
      "usage: ulpgym plan [--plan FILE|NAME[:light]] [--op OP]... [--group G]... [--seed S] [--shard K/N]\n"
-     "                   [--share N] (--count | --list)\n"
+     "                   [--share N] [--cost-from DB] (--count | --list)\n"
+     "       ulpgym plan [--plan ...] [--op OP]... [--group G]... [--seed S] --shard-stats N [--cost-from DB]\n"
+     "                   [--measured DB]\n"
      "  --count  cases per group and per op, then a last line `total N`\n"
      "  --list   one line per case: case ID, op, dtype, params (and the reference test an explicit\n"
      "           case reproduces, `<- source`, marked (heavy) when a :light plan drops it)\n"
      "  --plan   a file, or a name: `--plan reference` is gen/plans/reference.json of the data tree;\n"
      "           NAME:light leaves out the cases marked heavy\n"
-     "  --shard  only the cases `sweep --shard K/N` runs (balanced by estimated cost)\n"
+     "  --shard  only the cases `sweep --shard K/N` runs (balanced by estimated cost, or with\n"
+     "           --cost-from DB by the times measured in DB, as `sweep --cost-from` deals them)\n"
+     "  --shard-stats N  per shard of N: its cases, estimated cost (ms with --cost-from, else MB\n"
+     "           touched) and, with --measured DB, the sum of its cases' kernel + oracle ms in DB's\n"
+     "           latest results; last the slowest shard over the mean (1.000 = perfect balance)\n"
      "  --share  only the stratified share of N cases per op the per-op tests run in CI (every\n"
      "           required case, every dtype and distribution set, each param's extremes, then\n"
      "           evenly spaced cases; docs/SWEEP.md \"The CI share\")\n"

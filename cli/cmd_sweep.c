@@ -50,6 +50,7 @@ static int ug_cmd_sweep(int argc, char **argv)
         const char *v;
         if ((m = ug_cli_opt(argc, argv, &i, "-j", &jobs)) || (m = ug_cli_opt(argc, argv, &i, "--jobs", &jobs)) ||
             (m = ug_cli_opt(argc, argv, &i, "--shard", &shard)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--cost-from", &o.cost_from)) ||
             (m = ug_cli_opt(argc, argv, &i, "--resume", &o.resume)) ||
             (m = ug_cli_opt(argc, argv, &i, "--case-memory", &mem))) {
             if (m < 0) return UG_EXIT_USAGE;
@@ -70,9 +71,11 @@ static int ug_cmd_sweep(int argc, char **argv)
         else return ug_cli_fail("sweep: unexpected argument \"%s\" (see ulpgym sweep -h)", argv[i]);
     }
     if (o.resume && (o.plan_path || limit || seed || sample || variant || shard || f.any_op || f.groups ||
-                     o.oracle_check || o.primary))
+                     o.oracle_check || o.primary || o.cost_from))
         return ug_cli_fail("sweep: --resume reruns a run with its own plan and options; drop --plan, --op, --group, "
-                           "--limit, --seed, --sample, --shard, --kernel-variant, --oracle-check and --primary");
+                           "--limit, --seed, --sample, --shard, --cost-from, --kernel-variant, --oracle-check and "
+                           "--primary");
+    if (o.cost_from && !shard) return ug_cli_fail("sweep: --cost-from deals the shards of --shard K/N; give --shard");
     char serr[512];
     int primary_std;
     if (o.primary && ug_exec_parse_primary(o.primary, &primary_std, serr, sizeof serr))
@@ -120,7 +123,7 @@ const ug_command ug_command_sweep = {
     "sweep", ug_cmd_sweep, "run a plan's cases and store every verdict",
      "usage: ulpgym sweep [--plan FILE|NAME[:light]] [--op OP]... [--group G]... [--limit N] [--db PATH]\n"
      "                    [--seed S] [--backend B] [--kernel-variant V] [--sample N|all]\n"
-     "                    [--oracle-check] [-j N] [--case-timeout [OP=]SECONDS]... [--shard K/N]\n"
+     "                    [--oracle-check] [-j N] [--case-timeout [OP=]SECONDS]... [--shard K/N [--cost-from DB]]\n"
      "                    [--primary STD] [--case-memory BYTES] [--quiet | --no-progress]\n"
      "       ulpgym sweep --resume RUN_ID|latest [--db PATH] [-j N] [--case-timeout ...] [--case-memory BYTES]\n"
      "                    [--backend plugin:PATH.so] [--quiet]\n"
@@ -128,12 +131,20 @@ const ug_command ug_command_sweep = {
      "                   the data tree (the reference suite's own cases); NAME:light leaves out\n"
      "                   the cases marked heavy (default: $ULPGYM_PLAN or the nightly plan)\n"
      "  -j, --jobs       worker processes (default: all cores); a worker that crashes or\n"
-     "                   hangs costs one case (CRASH / TIMEOUT) and is replaced\n"
+     "                   hangs costs one case (CRASH / TIMEOUT) and is replaced; a kernel that\n"
+     "                   writes outside an output or changes an input is ERROR (`wrote after\n"
+     "                   output y`, `modified input x`), or CRASH naming the tensor when it runs\n"
+     "                   into a guard page (docs/SWEEP.md)\n"
      "  --case-timeout   seconds a case may take (default 300); OP=SECONDS for one op\n"
      UG_CLI_CASE_MEMORY_HELP
      "                   (a refused case is an ERROR naming the bytes it needs)\n"
      "  --shard K/N      run slice K of N (balanced by estimated cost); join the shard\n"
      "                   databases with `ulpgym merge`\n"
+     "  --cost-from DB   balance the shards by the kernel + oracle time each case took in its\n"
+     "                   latest result in DB (read-only); a case DB lacks is estimated, scaled by\n"
+     "                   its op's measured/estimated ratio. Give every shard the same DB file\n"
+     "                   (unchanged while they run; a resume checks): each deals the whole plan\n"
+     "                   itself (`ulpgym plan --shard-stats N --cost-from DB` shows the deal)\n"
      "  --resume         run the cases of run RUN_ID (or the latest run) that have no\n"
      "                   result yet, with that run's plan, selection, backend, sample and --primary;\n"
      "                   a plugin run resumes only with --backend naming the same plugin file\n"

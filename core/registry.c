@@ -1,5 +1,5 @@
-/* registry.c — the case's tensor bookkeeping: allocation with guard regions, lookups,
- * and the views a kernel call gets. */
+/* registry.c — the case's tensor bookkeeping: allocation in guarded buffers (core/guard.h)
+ * and their checks, lookups, and the views a kernel call gets. */
 #include "core/registry.h"
 
 #include <stdio.h>
@@ -8,11 +8,8 @@
 #include <strings.h>
 
 
-/* Canary byte i of an output's guard region (after its data). */
-static unsigned char guard_byte(size_t i) { return (unsigned char)(0xA5u + 37u * (unsigned)i); }
-
-static ug_tensor *add_tensor(ug_tensor *t, int *count, const char *name, ug_dtype dt, int ndim,
-                             const int64_t *shape, size_t guard, char *err, size_t errlen)
+static ug_tensor *add_tensor(ug_tensor *t, int *count, const char *role, const char *name, ug_dtype dt, int ndim,
+                             const int64_t *shape, char *err, size_t errlen)
 {
     if (*count >= UG_MAX_TENSORS || ndim > ULPGYM_MAX_DIMS || ndim < 0) {
         snprintf(err, errlen, "internal: too many tensors or dims for \"%s\"", name);
@@ -32,19 +29,19 @@ static ug_tensor *add_tensor(ug_tensor *t, int *count, const char *name, ug_dtyp
         x->shape[i] = shape[i];
         /* Size is limited by the case memory budget (gen/case_memory.h), checked before any
          * allocation; this only keeps the element and byte counts from overflowing. */
-        if (shape[i] && x->numel > (SIZE_MAX - guard) / 16 / (size_t)shape[i]) {
+        if (shape[i] && x->numel > SIZE_MAX / 64 / (size_t)shape[i]) {
             snprintf(err, errlen, "tensor \"%s\": its elements overflow a byte count", name);
             return NULL;
         }
         x->numel *= (size_t)shape[i];
     }
-    size_t bytes = x->numel * (size_t)ug_dtype_size(dt);
-    x->data = calloc(1, (bytes ? bytes : 1) + guard);
-    if (!x->data) {
+    char what[64];
+    snprintf(what, sizeof what, "%s %s", role, name);
+    if (ug_guard_alloc(&x->guard, x->numel * (size_t)ug_dtype_size(dt), what)) {
         snprintf(err, errlen, "out of memory for tensor \"%s\"", name);
         return NULL;
     }
-    for (size_t i = 0; i < guard; i++) ((unsigned char *)x->data)[bytes + i] = guard_byte(i);
+    x->data = x->guard.data;
     (*count)++;
     return x;
 }
@@ -52,23 +49,42 @@ static ug_tensor *add_tensor(ug_tensor *t, int *count, const char *name, ug_dtyp
 ug_tensor *ug_case_alloc_input(ug_case *c, const char *name, ug_dtype dt, int ndim, const int64_t *shape, char *err,
                                size_t errlen)
 {
-    return add_tensor(c->in, &c->n_in, name, dt, ndim, shape, 0, err, errlen);
+    return add_tensor(c->in, &c->n_in, "input", name, dt, ndim, shape, err, errlen);
 }
 
 ug_tensor *ug_case_add_output(ug_case *c, const char *name, ug_dtype dt, int ndim, const int64_t *shape,
                               char *err, size_t errlen)
 {
-    return add_tensor(c->out, &c->n_out, name, dt, ndim, shape, UG_GUARD_BYTES, err, errlen);
+    return add_tensor(c->out, &c->n_out, "output", name, dt, ndim, shape, err, errlen);
 }
 
-int ug_case_guard_check(const ug_case *c)
+void ug_case_seal_inputs(ug_case *c)
 {
-    for (int k = 0; k < c->n_out; k++) {
-        const unsigned char *g = (const unsigned char *)c->out[k].data + c->out[k].numel * ug_dtype_size(c->out[k].dtype);
-        for (size_t i = 0; i < UG_GUARD_BYTES; i++)
-            if (g[i] != guard_byte(i)) return k;
-    }
-    return -1;
+    for (int i = 0; i < c->n_in; i++) ug_guard_seal(&c->in[i].guard);
+}
+
+/* Appends "what role name" ("wrote after output y") to msg, after "; " when msg is not empty. */
+static void add_damage(char *msg, size_t len, const char *what, const char *role, const char *name)
+{
+    size_t at = strlen(msg);
+    if (at + 1 < len) snprintf(msg + at, len - at, "%s%s %s %s", at ? "; " : "", what, role, name);
+}
+
+int ug_case_guard_check(const ug_case *c, char *msg, size_t len)
+{
+    int n = 0;
+    if (len) msg[0] = 0;
+    for (int side = 0; side < 2; side++)
+        for (int k = 0; k < (side ? c->n_out : c->n_in); k++) {
+            const ug_tensor *t = side ? &c->out[k] : &c->in[k];
+            const char *role = side ? "output" : "input";
+            int damage = ug_guard_canaries(&t->guard), changed = ug_guard_changed(&t->guard);
+            if (damage & UG_GUARD_BEFORE) add_damage(msg, len, "wrote before", role, t->name);
+            if (damage & UG_GUARD_AFTER) add_damage(msg, len, "wrote after", role, t->name);
+            if (changed) add_damage(msg, len, "modified", role, t->name);
+            n += damage || changed;
+        }
+    return n;
 }
 
 ug_tensor *ug_case_input_mut(ug_case *c, const char *name)
@@ -137,10 +153,10 @@ void ug_case_free(ug_case *c)
 {
     if (!c) return;
     for (int i = 0; i < c->n_in; i++) {
-        free(c->in[i].data);
+        ug_guard_free(&c->in[i].guard);
         free(c->in[i].values);
     }
-    for (int i = 0; i < c->n_out; i++) free(c->out[i].data);
+    for (int i = 0; i < c->n_out; i++) ug_guard_free(&c->out[i].guard);
     free(c->params_json);
     ug_params_free(&c->params);
     ug_spec_free(&c->spec);

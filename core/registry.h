@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "core/dtype.h"
+#include "core/guard.h"
 #include "core/spec.h"
 #include "ulpgym/kernel_abi.h"
 
@@ -22,7 +23,8 @@ typedef struct {
     int ndim;
     int64_t shape[ULPGYM_MAX_DIMS];
     size_t numel;
-    void *data; /* numel * ug_dtype_size(dtype) bytes, owned by the case */
+    void *data; /* numel * ug_dtype_size(dtype) bytes, owned by the case: guard.data */
+    ug_guard_buf guard; /* the mapping data lives in, with its guard pages and canaries (core/guard.h) */
     double *values; /* inputs: the decoded values, filled once after build (oracle reads) */
 } ug_tensor;
 
@@ -42,8 +44,9 @@ typedef struct ug_case {
 
 /* Frees everything a case owns (safe on a zeroed or partly built case). */
 void ug_case_free(ug_case *c);
-/* Adds a tensor of the given dtype and shape, zeroed (outputs get a guard region after
- * their data). Returns it or NULL (err set). Drawing inputs is gen/case.h's job. */
+/* Adds a tensor of the given dtype and shape, zeroed, in a guarded buffer (core/guard.h:
+ * guard pages and canaries before and after its data). Returns it or NULL (err set).
+ * Drawing inputs is gen/case.h's job. */
 ug_tensor *ug_case_alloc_input(ug_case *c, const char *name, ug_dtype dt, int ndim, const int64_t *shape, char *err,
                                size_t errlen);
 ug_tensor *ug_case_add_output(ug_case *c, const char *name, ug_dtype dt, int ndim, const int64_t *shape,
@@ -60,10 +63,12 @@ int ug_case_n_judged(const ug_case *c);
 int ug_case_judged_tensor(const ug_case *c, int k); /* index into c->out; -1 if k is none */
 const char *ug_case_judged_name(const ug_case *c, int k);
 int ug_case_judged_find(const ug_case *c, const char *name); /* -1 if the case judges none */
-/* Each output's data is followed by UG_GUARD_BYTES of canary (a kernel must not touch
- * them). Returns the index of the first output whose canary changed, or -1. */
-#define UG_GUARD_BYTES 256
-int ug_case_guard_check(const ug_case *c);
+/* What a kernel must leave alone: ug_case_seal_inputs records each input's digest just
+ * before the kernel runs; ug_case_guard_check, after it, checks the canaries before and
+ * after every input and output and each sealed input's data. It returns how many tensors
+ * were damaged, and says how in msg ("wrote after output y; modified input x"). */
+void ug_case_seal_inputs(ug_case *c);
+int ug_case_guard_check(const ug_case *c, char *msg, size_t len);
 /* Fills views (arrays of UG_MAX_TENSORS) and call for a kernel run over c's tensors. */
 void ug_case_make_call(const ug_case *c, ulpgym_tensor *ins, ulpgym_tensor *outs, ulpgym_call *call);
 

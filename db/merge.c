@@ -97,7 +97,8 @@ static int merge_check(const ug_run_record *a, const char *pa, const ug_run_reco
                                a->limit != b->limit
                            ? "case selection (--op/--group/--limit)"
                        : strcmp(a->primary_standard, b->primary_standard) ? "deciding standard (--primary)"
-                                                                          : NULL;
+                       : strcmp(a->cost_hash, b->cost_hash) ? "the costs their shards were dealt by (--cost-from)"
+                                                            : NULL;
     if (what) {
         snprintf(err, errlen, "merge: %s (run %ld) and %s (run %ld) differ in %s: not shards of one sweep", pa, a->run_id,
                  pb, b->run_id, what);
@@ -239,7 +240,8 @@ int ug_db_merge(ug_db *db, const char *const *inputs, int n, int partial, const 
                         r0->sample, r0->seed_set, r0->seed, r0->op_filter[0] ? r0->op_filter : NULL,
                         r0->group_filter[0] ? r0->group_filter : NULL, r0->limit, r0->oracle_check, 0,
                         r0->no_regressions, r0->primary_standard[0] ? r0->primary_standard : NULL,
-                        r0->backend_sha256[0] ? r0->backend_sha256 : NULL};
+                        r0->backend_sha256[0] ? r0->backend_sha256 : NULL, r0->cost_from[0] ? r0->cost_from : NULL,
+                        r0->cost_hash[0] ? r0->cost_hash : NULL};
     if ((rc = ug_db_begin(db, err, errlen)) || (rc = ug_db_run_begin(db, &info, run_id, err, errlen))) goto undo;
     for (int i = 0; i < n && !rc; i++) rc = merge_copy_input(db, inputs[i], recs[i].run_id, *run_id, err, errlen);
     if (!rc) rc = merge_update_run(db, *run_id, recs, inputs, n, missing == 0, err, errlen);

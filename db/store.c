@@ -38,6 +38,11 @@ static const char migration4_sql[] = "ALTER TABLE runs ADD COLUMN primary_standa
  * plugin path with different bytes are not "the same code" (history's flaky list, resume). */
 static const char migration5_sql[] = "ALTER TABLE runs ADD COLUMN backend_sha256 TEXT;";
 
+/* Migration 6: `sweep --shard K/N --cost-from DB` — the cost database (absolute path) and the fingerprint of the
+ * costs the shard was dealt by, so a resume deals the same cases and `merge` joins only shards of one deal. */
+static const char migration6_sql[] = "ALTER TABLE runs ADD COLUMN cost_from TEXT;"
+                                     "ALTER TABLE runs ADD COLUMN cost_hash TEXT;";
+
 const char *ug_db_default_path(const char *explicit_path)
 {
     if (explicit_path && *explicit_path) return explicit_path;
@@ -123,7 +128,7 @@ static int migrate(ug_db *db, const char *path, int readonly, char *err, size_t 
     if (exec(db, "BEGIN IMMEDIATE", err, errlen)) return -1;
     if ((v < 1 && exec(db, ug_schema_sql, err, errlen)) || (v < 2 && exec(db, migration2_sql, err, errlen)) ||
         (v < 3 && exec(db, migration3_sql, err, errlen)) || (v < 4 && exec(db, migration4_sql, err, errlen)) ||
-        (v < 5 && exec(db, migration5_sql, err, errlen))) {
+        (v < 5 && exec(db, migration5_sql, err, errlen)) || (v < 6 && exec(db, migration6_sql, err, errlen))) {
         ug_db_rollback(db);
         return -1;
     }
@@ -260,7 +265,8 @@ int ug_db_run_begin(ug_db *db, const ug_run_info *in, long *run_id, char *err, s
     if (ug_db_prepare(db, &st,
                 "INSERT INTO runs(started_at, plan_name, plan_path, plan_hash, backend, git_rev, host, cores, shard,"
                 " oracle_prec, sample, command, seed, op_filter, group_filter, case_limit, oracle_check, jobs,"
-                " no_regressions, primary_standard, backend_sha256) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", err, errlen))
+                " no_regressions, primary_standard, backend_sha256, cost_from, cost_hash)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", err, errlen))
         return -1;
     char now[32], host[256] = "";
     ug_db_now(now, sizeof now);
@@ -286,6 +292,8 @@ int ug_db_run_begin(ug_db *db, const ug_run_info *in, long *run_id, char *err, s
     sqlite3_bind_int(st, 19, in->no_regressions);
     sqlite3_bind_text(st, 20, in->primary_standard, -1, SQLITE_TRANSIENT); /* NULL binds NULL */
     sqlite3_bind_text(st, 21, in->backend_sha256, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 22, in->cost_from, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 23, in->cost_hash, -1, SQLITE_TRANSIENT);
     int rc = ug_db_step_done(db, st, err, errlen);
     sqlite3_finalize(st);
     if (!rc) *run_id = (long)sqlite3_last_insert_rowid(db->h);
@@ -507,7 +515,8 @@ int ug_db_run_get(ug_db *db, long run_id, ug_run_record *r, char *err, size_t er
     if (ug_db_prepare(db, &st,
                 "SELECT status, plan_name, plan_path, plan_hash, backend, shard, op_filter, group_filter, started_at,"
                 " finished_at, host, git_rev, seed, oracle_check, oracle_prec, cores, merged_from IS NOT NULL,"
-                " case_limit, sample, jobs IS NOT NULL, no_regressions, primary_standard, backend_sha256 FROM runs"
+                " case_limit, sample, jobs IS NOT NULL, no_regressions, primary_standard, backend_sha256, cost_from,"
+                " cost_hash FROM runs"
                 " WHERE run_id = ?",
                 err, errlen))
         return -1;
@@ -541,6 +550,8 @@ int ug_db_run_get(ug_db *db, long run_id, ug_run_record *r, char *err, size_t er
         r->no_regressions = sqlite3_column_int(st, i++);
         ug_db_col_text(st, i++, r->primary_standard, sizeof r->primary_standard);
         ug_db_col_text(st, i++, r->backend_sha256, sizeof r->backend_sha256);
+        ug_db_col_text(st, i++, r->cost_from, sizeof r->cost_from);
+        ug_db_col_text(st, i++, r->cost_hash, sizeof r->cost_hash);
     } else if (rc == SQLITE_DONE) {
         snprintf(err, errlen, "no run %ld in the database", run_id);
     } else {

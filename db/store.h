@@ -11,7 +11,7 @@
 
 #include "oracles/verdict.h"
 
-#define UG_DB_SCHEMA_VERSION 5
+#define UG_DB_SCHEMA_VERSION 6
 
 typedef struct ug_db ug_db;
 
@@ -29,6 +29,8 @@ typedef struct {
     int no_regressions;       /* the run left out corpus/found/ (schema 3) */
     const char *primary_standard; /* `sweep --primary`: the standard deciding every case; NULL = each op's own (4) */
     const char *backend_sha256;   /* plugin: SHA-256 of the .so loaded; NULL otherwise (5) */
+    const char *cost_from;        /* `--shard K/N --cost-from DB`: DB's absolute path; NULL otherwise (6) */
+    const char *cost_hash;        /* the fingerprint of the costs the shard was dealt by (shard_cost.h); NULL (6) */
 } ug_run_info;
 
 /* A run's row as read back (for resume and merge). */
@@ -41,6 +43,8 @@ typedef struct {
     int no_regressions;
     char primary_standard[32]; /* the run's --primary standard; "" = each op's own primary */
     char backend_sha256[65];   /* plugin: SHA-256 of the .so the run loaded; "" otherwise */
+    char cost_from[1024];      /* the database --cost-from named; "" = shards dealt by estimates */
+    char cost_hash[UG_ID_LEN + 1]; /* the fingerprint of the costs the shard was dealt by; "" = none */
     long long seed;
     long limit, sample;
 } ug_run_record;

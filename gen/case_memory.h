@@ -4,9 +4,11 @@
  * Cases are refused by what they cost, not by element counts: a case whose estimate
  * exceeds the budget is refused (-2, the message gives the bytes needed, the budget and
  * how to raise it); every other case is built, however large its shape. The estimate is
- *     tensors   every declared tensor present: dtype size x elements (+ output guards)
+ *     tensors   every declared tensor present: dtype size x elements (+ the canaries and
+ *               page rounding of its guarded buffer, ug_guard_overhead: core/guard.h)
  *   + values    the fp64 copy the case keeps of each input (8 B per input element)
- *   + scratch   UG_CASE_MEMORY_BASE (small per-row buffers, the sample, the MPFR pool) and
+ *   + scratch   UG_CASE_MEMORY_BASE (small per-row buffers, the sample, the MPFR pool, the
+ *               16 MiB of freed tensor buffers core/guard.c keeps for reuse) and
  *               the op's own term (ug_op_def.scratch): what its sim kernel, builder and
  *               oracle allocate that grows with the case (fp32 copies of staged tensors,
  *               permutations, one row's keys in fp64); an op without one declares nothing

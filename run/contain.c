@@ -1,6 +1,7 @@
 /* contain.c — the containment rules of every process that runs a kernel under test (see
  * contain.h): process group, subreaper, messages, and the single-case contained kernel. */
 #include "run/contain.h"
+#include "core/guard.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/ucontext.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -85,12 +87,49 @@ static const char *signal_name(int sig)
     return "a signal";
 }
 
-void ug_contain_crash_message(int status, double ms, char *buf, size_t len)
+static char *fault_note;
+static size_t fault_note_len;
+
+/* Whether the fault was a write, where the machine says so (x86-64: bit 1 of the page
+ * fault's error code); elsewhere "accessed". */
+static const char *fault_access(const void *context)
 {
+#if defined(__x86_64__) && defined(REG_ERR)
+    return ((const ucontext_t *)context)->uc_mcontext.gregs[REG_ERR] & 2 ? "wrote" : "read";
+#else
+    (void)context;
+    return "accessed";
+#endif
+}
+
+static void on_fault(int sig, siginfo_t *si, void *context)
+{
+    if (si->si_code > 0 && fault_note) /* raised by the machine, not sent */
+        ug_guard_describe_fault(si->si_addr, fault_access(context), fault_note, fault_note_len);
+    signal(sig, SIG_DFL);
+    if (si->si_code <= 0) raise(sig); /* a fault repeats on return, now fatal; a sent signal is sent again */
+}
+
+void ug_contain_watch_faults(char *note, size_t len)
+{
+    fault_note = note;
+    fault_note_len = len;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fault;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, NULL);
+}
+
+void ug_contain_crash_message(int status, double ms, const char *note, char *buf, size_t len)
+{
+    char cause[300] = "";
+    if (note && note[0]) snprintf(cause, sizeof cause, "%.256s: ", note);
     if (WIFSIGNALED(status))
-        snprintf(buf, len, "worker killed by signal %d (%s) after %.0f ms", WTERMSIG(status),
+        snprintf(buf, len, "%sworker killed by signal %d (%s) after %.0f ms", cause, WTERMSIG(status),
                  signal_name(WTERMSIG(status)), ms);
-    else snprintf(buf, len, "worker exited with status %d after %.0f ms", WEXITSTATUS(status), ms);
+    else snprintf(buf, len, "%sworker exited with status %d after %.0f ms", cause, WEXITSTATUS(status), ms);
 }
 
 void ug_contain_timeout_message(double ms, double limit_s, char *buf, size_t len)
@@ -98,14 +137,15 @@ void ug_contain_timeout_message(double ms, double limit_s, char *buf, size_t len
     snprintf(buf, len, "no result after %.1f s (limit %g s): worker killed", ms / 1e3, limit_s);
 }
 
-/* The shared page the kernel's child answers in: status, message, then each output's
- * bytes and guard region, in order. */
+/* The shared page the kernel's child answers in: status, message, the note of a guard
+ * page fault (ug_contain_watch_faults), then each output's data, in order. */
 typedef struct {
     int rc, done;
     char err[512];
+    char note[256];
 } kernel_reply;
 
-static size_t output_bytes(const ug_tensor *t) { return t->numel * ug_dtype_size(t->dtype) + UG_GUARD_BYTES; }
+static size_t output_bytes(const ug_tensor *t) { return t->numel * ug_dtype_size(t->dtype); }
 
 static size_t reply_size(const ug_case *c)
 {
@@ -129,6 +169,7 @@ static void copy_outputs(ug_case *c, kernel_reply *rep, int to_reply)
 static _Noreturn void kernel_child(ug_contain_run_fn run, const void *ctx, ug_case *c, kernel_reply *rep, pid_t parent)
 {
     if (ug_contain_enter(parent)) _exit(0);
+    ug_contain_watch_faults(rep->note, sizeof rep->note);
     rep->rc = run(ctx, c, rep->err, sizeof rep->err);
     copy_outputs(c, rep, 1);
     rep->done = 1;
@@ -168,7 +209,7 @@ int ug_contain_kernel(ug_contain_run_fn run, const void *ctx, ug_case *c, double
         if (!ended) while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
         double ms = now_ms() - t0;
         if (!ended) ug_contain_timeout_message(ms, limit_s, err, errlen), rc = UG_CONTAIN_TIMEOUT;
-        else if (!rep->done) ug_contain_crash_message(status, ms, err, errlen), rc = UG_CONTAIN_CRASH;
+        else if (!rep->done) ug_contain_crash_message(status, ms, rep->note, err, errlen), rc = UG_CONTAIN_CRASH;
         else {
             rc = rep->rc;
             snprintf(err, errlen, "%s", rep->err);

@@ -29,14 +29,20 @@ void ug_contain_adopt(pid_t pid);
 void ug_contain_kill_group(pid_t pid);
 /* In a contained process between cases: kills and reaps every descendant it has. */
 void ug_contain_kill_descendants(void);
+/* In a process that runs kernels (a sweep worker, the single-case kernel process): a
+ * SIGSEGV in a guard page of a case's buffer (core/guard.h) first writes what the kernel
+ * did ("wrote past the end of output y") into note, memory the parent reads (a shared
+ * mapping); then the process dies of the signal as it would have. */
+void ug_contain_watch_faults(char *note, size_t len);
 /* The CRASH message for a wait status: "worker killed by signal 11 (SIGSEGV) after 3 ms",
- * "worker exited with status N after 3 ms". */
-void ug_contain_crash_message(int status, double ms, char *buf, size_t len);
+ * "worker exited with status N after 3 ms", led by the watched fault's note when there
+ * is one: "wrote past the end of output y: worker killed by signal 11 (SIGSEGV) ...". */
+void ug_contain_crash_message(int status, double ms, const char *note, char *buf, size_t len);
 /* The TIMEOUT message: "no result after 2.0 s (limit 2 s): worker killed". */
 void ug_contain_timeout_message(double ms, double limit_s, char *buf, size_t len);
 
-/* Runs run(ctx, c, err, errlen) — a kernel filling c's outputs — in a contained child
- * with a time limit, and copies the outputs (with their guard regions) back. Returns
+/* Runs run(ctx, c, err, errlen) — a kernel filling c's outputs, and checking its guards —
+ * in a contained child with a time limit, and copies the outputs' data back. Returns
  * run's status, or UG_CONTAIN_CRASH / UG_CONTAIN_TIMEOUT with the message in err, or -1
  * when no child could be started (err says why). */
 typedef int (*ug_contain_run_fn)(const void *ctx, ug_case *c, char *err, size_t errlen);

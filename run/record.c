@@ -75,7 +75,8 @@ int ug_sweep_open_run(ug_sweep_engine *e, const ug_sweep_selection *x, const ug_
     ug_run_info info = {plan->name, x->plan_path, plan->hash, backend_name, x->shard[0] ? x->shard : NULL,
                         o->command, UG_ORACLE_PREC, x->sample, x->seed_set, x->seed, ops[0] ? ops : NULL,
                         groups[0] ? groups : NULL, x->limit, x->oracle_check, e->nw, x->no_regressions,
-                        x->primary >= 0 ? ug_standard_name(x->primary) : NULL, e->b->sha256[0] ? e->b->sha256 : NULL};
+                        x->primary >= 0 ? ug_standard_name(x->primary) : NULL, e->b->sha256[0] ? e->b->sha256 : NULL,
+                        x->cost_from[0] ? x->cost_from : NULL, x->cost_hash[0] ? x->cost_hash : NULL};
     return ug_db_run_begin(e->db, &info, &e->run_id, e->err, e->errlen);
 }
 

@@ -13,6 +13,7 @@ void ug_sweep_summary_count(ug_sweep_summary *s, int op, const ug_result *r)
     s->per_op_pass[op] += r->outcome == UG_OUT_PASS;
     s->selfcheck_elems += r->n_selfcheck;
     s->selfcheck_mismatch += r->n_selfcheck_mismatch;
+    s->compute_s += (r->kernel_ms + r->oracle_ms) / 1e3;
 }
 
 void ug_sweep_progress(ug_sweep_engine *e, int final)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "gen/case_memory.h"
@@ -29,6 +30,18 @@ static double cpu_s(void)
     return (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
+
+/* The cost database must not be the one the sweep writes: its own results would change the costs, and a
+ * resume would deal the shard anew. */
+static int cost_from_apart(const ug_sweep_selection *x, const char *db_path, char *err, size_t errlen)
+{
+    struct stat a, b;
+    if (!x->cost_from[0] || stat(x->cost_from, &a) || stat(db_path, &b) || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+        return 0;
+    snprintf(err, errlen, "--cost-from %s is the database this sweep writes: its own results would change the "
+             "shard's cases on resume; give the costs of an earlier run's database (or a copy)", x->cost_from);
+    return -2;
+}
 
 /* A resume loads a plugin only when the user names it again: the backend stored in the
  * database is data someone else may have written. `given` (sweep --backend) must name
@@ -72,6 +85,7 @@ int ug_sweep_run(const ug_sweep_opts *o, ug_sweep_summary *s, char *err, size_t 
         rc = ug_sweep_resume_target(e.db, o->resume, &x, &resume_run, hash_then, err, errlen);
     } else {
         rc = ug_sweep_selection_from_opts(o, &x, err, errlen);
+        if (!rc) rc = cost_from_apart(&x, ug_db_default_path(o->db_path), err, errlen);
     }
     if (!rc) rc = ug_sweep_selection_expand(&x, &plan, err, errlen);
     if (!rc && o->resume) rc = resume_backend_named(&x, o->backend, err, errlen);

@@ -18,6 +18,7 @@
 #include "core/registry.h"
 #include "gen/plan.h"
 #include "run/exec.h"
+#include "run/shard_cost.h"
 
 #define UG_SWEEP_BATCH 64
 #define UG_SWEEP_COMMIT_S 1.0
@@ -41,6 +42,7 @@ typedef struct {
     double case_timeout;           /* seconds; 0 = UG_SWEEP_TIMEOUT_DEFAULT */
     double op_timeout[UG_OP_COUNT]; /* per-op override in seconds; 0 = case_timeout */
     int shard_k, shard_n;          /* shard K of N (1-based); shard_n 0 = the whole plan */
+    const char *cost_from;         /* --cost-from: the database whose measured times deal the shards; NULL: estimates */
     const char *resume;            /* run ID or "latest": rerun that run's missing cases */
     const char *primary;           /* standard deciding every case (--primary); NULL: each op's own. Recorded */
 } ug_sweep_opts;
@@ -53,6 +55,7 @@ typedef struct {
     unsigned long selfcheck_elems, selfcheck_mismatch;
     double seconds;
     double parent_cpu_s;           /* CPU time of the parent (dispatch + database) */
+    double compute_s;              /* the cases' kernel + oracle time, summed over the workers */
     long parent_rss_kb;            /* peak resident set of the parent process */
     int jobs, interrupted;
     int primary;                   /* the run's --primary standard; -1: each op's own */
@@ -62,17 +65,5 @@ typedef struct {
  * before any row is written; err says what is wrong. */
 int ug_sweep_run(const ug_sweep_opts *o, ug_sweep_summary *s, char *err, size_t errlen);
 void ug_sweep_print_summary(const ug_sweep_summary *s, FILE *f);
-
-/* "K/N" with 1 <= K <= N: 0, else -2 with a message. */
-int ug_sweep_parse_shard(const char *text, int *k, int *n, char *err, size_t errlen);
-/* Estimated relative cost of a case: the bytes its tensors, their fp64 copies and the
- * kernel's and oracle's scratch take (gen/case_memory.h, from the op's declaration), so a
- * large step or position param weighs nothing; the product of the integer params for a
- * spec that names no implemented op. */
-double ug_sweep_case_cost(const char *spec_text);
-/* Keeps shard k of n of the plan (plan order kept). Cases are dealt, largest estimated
- * cost first (ties by case ID), to the shard with the least cost so far: deterministic,
- * and balanced by cost rather than by count. */
-void ug_sweep_shard_select(ug_plan *plan, int k, int n);
 
 #endif

@@ -30,6 +30,8 @@ typedef struct {
     int oracle_check, shard_k, shard_n;
     int no_regressions; /* leave out corpus/found/ (recorded, so a resume does the same) */
     int primary;        /* ug_standard deciding every case (--primary, recorded); -1: each op's own */
+    char cost_from[1024];          /* --cost-from: the cost database's absolute path; "" = estimates */
+    char cost_hash[UG_ID_LEN + 1]; /* the fingerprint of the costs the shard is dealt by (recorded; resume checks) */
 } ug_sweep_selection;
 
 struct ug_sweep_worker;
@@ -73,9 +75,10 @@ int ug_sweep_selection_from_opts(const ug_sweep_opts *o, ug_sweep_selection *x, 
 int ug_sweep_selection_from_record(const ug_run_record *r, ug_sweep_selection *x, char *err, size_t errlen);
 /* Comma list of the selected op names (groups 0) or group names (groups 1); "" for all. */
 void ug_sweep_selection_names(const ug_sweep_selection *x, int groups, char *buf, size_t len);
-/* Expands the plan and applies filter, corpus/found/, limit and shard, in that order. -2
- * with a message if the plan cannot be loaded. */
-int ug_sweep_selection_expand(const ug_sweep_selection *x, ug_plan *plan, char *err, size_t errlen);
+/* Expands the plan and applies filter, corpus/found/, limit and shard, in that order. A shard dealt by
+ * --cost-from sets x->cost_hash, or, when x holds one (a resume), refuses costs that changed since. -2 with a
+ * message if the plan or the cost database cannot be read or the costs changed. */
+int ug_sweep_selection_expand(ug_sweep_selection *x, ug_plan *plan, char *err, size_t errlen);
 
 /* ---- workers.c ---- */
 /* Runs e->todo through e->nw worker processes, recording every result (a dead or late

@@ -1,112 +1,13 @@
-/* sweep_select.c — which cases a sweep runs: shards of a plan (balanced by estimated
- * cost), and the selection a run is made of, from the sweep options or, on --resume, from
- * the options the run recorded, so a resumed run rebuilds exactly the same case list. */
+/* sweep_select.c — which cases a sweep runs: the selection a run is made of, from the sweep options or, on
+ * --resume, from the options the run recorded, so a resumed run rebuilds exactly the same case list; the
+ * shard's deal itself is run/shard_cost.c. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gen/case_memory.h"
 #include "run/found.h"
 #include "run/sweep_internal.h"
-
-int ug_sweep_parse_shard(const char *text, int *k, int *n, char *err, size_t errlen)
-{
-    char *end;
-    long a = strtol(text, &end, 10), b = 0;
-    int ok = end != text && *end == '/';
-    if (ok) {
-        const char *q = end + 1;
-        b = strtol(q, &end, 10);
-        ok = end != q && *end == 0 && a >= 1 && b >= 1 && a <= b && b <= 1000000;
-    }
-    if (!ok) {
-        snprintf(err, errlen, "--shard takes K/N with 1 <= K <= N (e.g. 2/8), not \"%s\"", text);
-        return -2;
-    }
-    *k = (int)a;
-    *n = (int)b;
-    return 0;
-}
-
-/* The old estimate, for a spec that names no implemented op: the product of its integer
- * params. */
-static double params_product(const cJSON *p)
-{
-    double cost = 1;
-    for (const cJSON *x = p ? p->child : NULL; x; x = x->next)
-        if (cJSON_IsNumber(x) && x->valuedouble >= 1 && x->valuedouble == (double)(long long)x->valuedouble)
-            cost *= x->valuedouble;
-    return cost;
-}
-
-double ug_sweep_case_cost(const char *spec_text)
-{
-    ug_spec spec;
-    char err[256];
-    if (ug_spec_parse(spec_text, &spec, err, sizeof err)) {
-        cJSON *j = cJSON_Parse(spec_text);
-        double cost = params_product(cJSON_GetObjectItemCaseSensitive(j, "params"));
-        cJSON_Delete(j);
-        return cost;
-    }
-    const ug_op_def *def = ug_op_def_get(spec.op);
-    ug_params p;
-    ug_case_memory m;
-    double cost = 1;
-    if (def && ug_params_parse(&def->decl, spec.params, &p, err, sizeof err) == 0) {
-        /* the bytes the case touches: its tensors, their fp64 copies and the kernel's and
-         * oracle's scratch, all from the declaration; a step or position param weighs nothing */
-        if (ug_case_memory_estimate(def, &p, spec.dtype, &m, err, sizeof err) == 0)
-            cost = 1.0 + (double)m.total - (double)UG_CASE_MEMORY_BASE; /* the fixed base is no work */
-        ug_params_free(&p);
-    }
-    ug_spec_free(&spec);
-    return cost;
-}
-
-typedef struct {
-    double cost;
-    size_t idx;
-    const char *id;
-} costed;
-
-static int cmp_costed(const void *a, const void *b)
-{
-    const costed *x = a, *y = b;
-    if (x->cost != y->cost) return x->cost > y->cost ? -1 : 1;
-    int c = strcmp(x->id, y->id);
-    return c ? c : (x->idx > y->idx) - (x->idx < y->idx);
-}
-
-void ug_sweep_shard_select(ug_plan *plan, int k, int n)
-{
-    costed *c = malloc((plan->n ? plan->n : 1) * sizeof *c);
-    double *load = calloc((size_t)n, sizeof *load);
-    unsigned char *keep = calloc(plan->n ? plan->n : 1, 1);
-    if (!c || !load || !keep) { /* out of memory: stop rather than run a wrong slice */
-        fprintf(stderr, "ulpgym: out of memory selecting a shard\n");
-        abort();
-    }
-    for (size_t i = 0; i < plan->n; i++) c[i] = (costed){ug_sweep_case_cost(plan->cases[i].spec), i, plan->cases[i].id};
-    qsort(c, plan->n, sizeof *c, cmp_costed);
-    for (size_t i = 0; i < plan->n; i++) {
-        int best = 0;
-        for (int s = 1; s < n; s++)
-            if (load[s] < load[best]) best = s;
-        load[best] += c[i].cost;
-        keep[c[i].idx] = best == k - 1;
-    }
-    size_t w = 0;
-    for (size_t i = 0; i < plan->n; i++) {
-        if (keep[i]) plan->cases[w++] = plan->cases[i];
-        else free(plan->cases[i].spec), free(plan->cases[i].source);
-    }
-    plan->n = w;
-    free(c);
-    free(load);
-    free(keep);
-}
 
 int ug_sweep_selection_from_opts(const ug_sweep_opts *o, ug_sweep_selection *x, char *err, size_t errlen)
 {
@@ -129,6 +30,15 @@ int ug_sweep_selection_from_opts(const ug_sweep_opts *o, ug_sweep_selection *x, 
     x->shard_k = o->shard_k;
     x->shard_n = o->shard_n;
     if (o->shard_n) snprintf(x->shard, sizeof x->shard, "%d/%d", o->shard_k, o->shard_n);
+    if (o->cost_from) {
+        char *abs = realpath(o->cost_from, NULL); /* recorded absolute, so a resume from elsewhere finds it */
+        if (!abs) {
+            snprintf(err, errlen, "--cost-from: no database at %s", o->cost_from);
+            return -2;
+        }
+        snprintf(x->cost_from, sizeof x->cost_from, "%s", abs);
+        free(abs);
+    }
     return 0;
 }
 
@@ -156,6 +66,8 @@ int ug_sweep_selection_from_record(const ug_run_record *r, ug_sweep_selection *x
     x->sample = r->sample;
     x->oracle_check = r->oracle_check;
     x->no_regressions = r->no_regressions;
+    snprintf(x->cost_from, sizeof x->cost_from, "%s", r->cost_from);
+    snprintf(x->cost_hash, sizeof x->cost_hash, "%s", r->cost_hash);
     x->primary = -1;
     if (r->primary_standard[0] && ug_exec_parse_primary(r->primary_standard, &x->primary, err, errlen)) {
         char why[512];
@@ -188,7 +100,25 @@ int ug_sweep_selection_from_record(const ug_run_record *r, ug_sweep_selection *x
     return 0;
 }
 
-int ug_sweep_selection_expand(const ug_sweep_selection *x, ug_plan *plan, char *err, size_t errlen)
+/* Keeps the selection's shard of plan, dealt by estimates or by the costs of x->cost_from (see
+ * ug_sweep_selection_expand). */
+static int select_shard(ug_sweep_selection *x, ug_plan *plan, char *err, size_t errlen)
+{
+    ug_shard_costs costs;
+    if (ug_shard_costs_compute(plan, x->cost_from[0] ? x->cost_from : NULL, &costs, err, errlen)) return -2;
+    if (x->cost_from[0] && x->cost_hash[0] && strcmp(x->cost_hash, costs.hash) != 0) {
+        snprintf(err, errlen, "the shard was dealt by the costs in %s, which changed since the run started (cost hash "
+                 "%s, now %s): it would run other cases; start a new sweep", x->cost_from, x->cost_hash, costs.hash);
+        ug_shard_costs_free(&costs);
+        return -2;
+    }
+    if (x->cost_from[0]) snprintf(x->cost_hash, sizeof x->cost_hash, "%s", costs.hash);
+    ug_sweep_shard_select(plan, x->shard_k, x->shard_n, &costs);
+    ug_shard_costs_free(&costs);
+    return 0;
+}
+
+int ug_sweep_selection_expand(ug_sweep_selection *x, ug_plan *plan, char *err, size_t errlen)
 {
     if (ug_plan_load_only(x->plan_path, x->seed_set ? x->seed : -1, x->any_op ? x->ops : NULL, x->groups, plan, err,
                           errlen))
@@ -198,6 +128,5 @@ int ug_sweep_selection_expand(const ug_sweep_selection *x, ug_plan *plan, char *
         for (size_t i = (size_t)x->limit; i < plan->n; i++) free(plan->cases[i].spec), free(plan->cases[i].source);
         plan->n = (size_t)x->limit;
     }
-    if (x->shard_n) ug_sweep_shard_select(plan, x->shard_k, x->shard_n);
-    return 0;
+    return x->shard_n ? select_shard(x, plan, err, errlen) : 0;
 }

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,10 +35,12 @@ struct ug_sweep_worker {
     int reaped, status;  /* the parent already waited for it (it died holding no EOF): its wait status */
     size_t got;          /* bytes of the current message read so far */
     unsigned char *buf;  /* 4-byte length + ug_result */
+    char *note;          /* shared with the worker: what a guard page fault says (ug_contain_watch_faults) */
 };
 typedef struct ug_sweep_worker ug_sweep_worker;
 
 #define MSG_MAX (4 + sizeof(ug_result))
+#define NOTE_MAX 256
 
 static size_t result_bytes(const ug_result *r)
 {
@@ -58,15 +61,17 @@ static int io_full(int fd, void *p, size_t n, int writing)
     return 0;
 }
 
-static _Noreturn void worker_main(const ug_sweep_engine *e, int task_fd, int res_fd)
+static _Noreturn void worker_main(const ug_sweep_engine *e, int task_fd, int res_fd, char *note)
 {
     signal(SIGINT, SIG_IGN); /* the parent decides when workers stop */
     signal(SIGTERM, SIG_IGN);
     signal(SIGPIPE, SIG_DFL);
     if (ug_contain_enter(e->parent)) _exit(0); /* own process group, subreaper, no cores (run/contain.h) */
+    ug_contain_watch_faults(note, NOTE_MAX);
     static ug_result r;
     uint32_t idx;
     while (io_full(task_fd, &idx, sizeof idx, 0) == 0 && idx < e->plan->n) {
+        note[0] = 0; /* a note is about this case's kernel only */
         ug_exec_case(e->plan->cases[idx].spec, e->b, &e->eo, &r, NULL);
         ug_contain_kill_descendants(); /* what the kernel forked ends with its case */
         uint32_t len = (uint32_t)result_bytes(&r);
@@ -91,6 +96,7 @@ static int worker_spawn(ug_sweep_engine *e, int i, char *err, size_t errlen)
         close(task[1]);
         goto fail;
     }
+    w->note[0] = 0; /* the last worker's note died with it */
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
@@ -106,7 +112,7 @@ static int worker_spawn(ug_sweep_engine *e, int i, char *err, size_t errlen)
         close(res[0]);
         fcntl(task[0], F_SETFD, FD_CLOEXEC); /* a kernel that forks and execs does not inherit them */
         fcntl(res[1], F_SETFD, FD_CLOEXEC);
-        worker_main(e, task[0], res[1]);
+        worker_main(e, task[0], res[1], w->note);
     }
     ug_contain_adopt(pid);
     close(task[0]);
@@ -178,7 +184,7 @@ static int worker_died(ug_sweep_engine *e, int i, const char *why)
     if (idx >= 0) {
         char msg[256];
         if (why) snprintf(msg, sizeof msg, "worker %s after %.0f ms", why, ms);
-        else ug_contain_crash_message(st, ms, msg, sizeof msg);
+        else ug_contain_crash_message(st, ms, w->note, msg, sizeof msg);
         static ug_result r;
         result_synth(e, &e->plan->cases[idx], UG_OUT_CRASH, ms, msg, &r);
         rc = ug_sweep_record_result(e, (size_t)idx, &r);
@@ -316,6 +322,8 @@ int ug_sweep_workers_run(ug_sweep_engine *e)
         e->w[i].task_fd = e->w[i].res_fd = -1;
         e->w[i].busy = -1;
         if (!(e->w[i].buf = malloc(MSG_MAX))) rc = -1;
+        e->w[i].note = mmap(NULL, NOTE_MAX, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (e->w[i].note == MAP_FAILED) e->w[i].note = NULL, rc = -1;
     }
     if (rc) snprintf(e->err, e->errlen, "out of memory starting %d workers", e->nw);
     for (int i = 0; !rc && i < e->nw; i++) rc = worker_spawn(e, i, e->err, e->errlen);
@@ -324,6 +332,7 @@ int ug_sweep_workers_run(ug_sweep_engine *e)
         close_fd(&e->w[i].task_fd);
         worker_reap(e, i, e->w[i].busy >= 0 || rc || ug_sweep_stop_requested);
         free(e->w[i].buf);
+        if (e->w[i].note) munmap(e->w[i].note, NOTE_MAX);
     }
     if (e->in_tx) {
         if (rc) ug_db_rollback(e->db);

@@ -34,7 +34,7 @@ for cols in $(seq 8 19); do
         segv) want=CRASH; msg='signal 11 \(SIGSEGV\)' ;;
         abort) want=CRASH; msg='signal 6 \(SIGABRT\)' ;;
         hang) want=TIMEOUT; msg='no result after 2\.[0-9] s \(limit 2 s\)' ;;
-        overrun) want=ERROR; msg='^wrote past output y$' ;;
+        overrun) want=ERROR; msg='^wrote after output y$' ;;
         *) want=PASS; msg='^$' ;;
     esac
     expect_eq "$(verdict_of "$cols")" "$want" "cols=$cols verdict"

@@ -1,13 +1,13 @@
-/* test_sweep_select.c — shard selection and the output guard regions, below the CLI:
- * --shard K/N parsing, the cost estimate, and that shards 1..N of a plan are disjoint,
- * cover it, keep plan order, do not depend on the order cases come in, and are balanced
- * by estimated cost (LPT bound: loads differ by at most the largest case). Then a case's
- * output guard catches a write one byte past the end. */
+/* test_sweep_select.c — shard selection, below the CLI: --shard K/N parsing, the cost
+ * estimate, and that shards 1..N of a plan are disjoint, cover it, keep plan order, do not
+ * depend on the order cases come in, and are balanced by estimated cost (LPT bound: loads
+ * differ by at most the largest case); that given costs deal a case dearer than all others
+ * together to a shard of its own, and that the costs' fingerprint follows the costs. A
+ * case's guards are test_guard's. */
 #include <string.h>
 
 #include "check.h"
 #include "run/sweep.h"
-#include "gen/case.h"
 
 #define NCASE 97
 
@@ -47,8 +47,8 @@ static void check_shards(int n)
         ug_plan p, q;
         fake_plan(&p, 0);
         fake_plan(&q, 1);
-        ug_sweep_shard_select(&p, s, n);
-        ug_sweep_shard_select(&q, s, n);
+        ug_sweep_shard_select(&p, s, n, NULL);
+        ug_sweep_shard_select(&q, s, n, NULL);
         CHECK(p.n == q.n, "shard %d/%d: %zu cases, %zu when the plan comes reversed", s, n, p.n, q.n);
         double load = 0;
         int last = -1;
@@ -103,28 +103,42 @@ static void check_cost(void)
 #undef ROPE
 }
 
-static void check_guard(void)
+/* Given costs: the dear case is alone in the first shard, the others spread over the rest; the fingerprint is
+ * the same for the same costs and changes with one case's cost. */
+static void check_given_costs(void)
 {
-    const char *text = "{\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}},\"dtype\":\"bf16\",\"op\":"
-                       "\"attn_softmax\",\"params\":{\"cols\":7,\"rows\":3},\"plan\":\"t/1\",\"seed\":5,\"v\":1}";
-    ug_spec s;
-    ug_case c;
+    ug_plan p;
+    fake_plan(&p, 0);
+    ug_shard_costs c;
     char err[256];
-    if (ug_spec_parse(text, &s, err, sizeof err) || ug_case_build(&c, &s, err, sizeof err)) {
-        CHECK(0, "building the guard case: %s", err);
-        return;
+    CHECK(ug_shard_costs_compute(&p, NULL, &c, err, sizeof err) == 0 && !c.timed, "estimates: %s", err);
+    char hash[UG_ID_LEN + 1];
+    snprintf(hash, sizeof hash, "%s", c.hash);
+    for (size_t i = 0; i < p.n; i++) c.cost[i] = 1 + (double)(i % 3);
+    c.cost[40] = 1e6;
+    int *shard = ug_shard_assign(&p, c.cost, 4);
+    int with_first = 0, per_shard[4] = {0};
+    for (size_t i = 0; i < p.n; i++) {
+        per_shard[shard[i]]++;
+        with_first += shard[i] == shard[40];
     }
-    CHECK(ug_case_guard_check(&c) == -1, "fresh outputs have intact guards");
-    unsigned char *end = (unsigned char *)c.out[0].data + c.out[0].numel * (size_t)ug_dtype_size(c.out[0].dtype);
-    end[-1] ^= 0xFF; /* the last element itself is the kernel's to write */
-    CHECK(ug_case_guard_check(&c) == -1, "writing the last element is not an overrun");
-    unsigned char keep = end[0];
-    end[0] ^= 0x01;
-    CHECK(ug_case_guard_check(&c) == 0, "one byte past output y is caught");
-    end[0] = keep;
-    end[UG_GUARD_BYTES - 1] ^= 0x80;
-    CHECK(ug_case_guard_check(&c) == 0, "the last guard byte is checked too");
-    ug_case_free(&c);
+    CHECK(shard[40] == 0 && with_first == 1, "the dear case is alone in shard 1 (shard %d, %d cases)", shard[40] + 1,
+          with_first);
+    CHECK(per_shard[1] + per_shard[2] + per_shard[3] == NCASE - 1 && per_shard[1] >= 30 && per_shard[3] >= 30,
+          "the rest spread: %d %d %d", per_shard[1], per_shard[2], per_shard[3]);
+    free(shard);
+    ug_shard_costs_free(&c);
+    ug_shard_costs again;
+    CHECK(ug_shard_costs_compute(&p, NULL, &again, err, sizeof err) == 0 && strcmp(again.hash, hash) == 0,
+          "the same costs, the same fingerprint: %s vs %s", again.hash, hash);
+    free(p.cases[3].spec);
+    p.cases[3].spec = strdup("{\"op\":\"attn_softmax\",\"params\":{\"cols\":4096,\"rows\":64}}");
+    ug_shard_costs other;
+    CHECK(ug_shard_costs_compute(&p, NULL, &other, err, sizeof err) == 0 && strcmp(other.hash, hash) != 0,
+          "one case's cost changed, the fingerprint did not");
+    ug_shard_costs_free(&again);
+    ug_shard_costs_free(&other);
+    ug_plan_free(&p);
 }
 
 int main(void)
@@ -133,6 +147,6 @@ int main(void)
     check_cost();
     for (int n = 1; n <= 7; n += 2) check_shards(n);
     check_shards(NCASE + 3); /* more shards than cases: some are empty, none overlap */
-    check_guard();
+    check_given_costs();
     return check_done();
 }

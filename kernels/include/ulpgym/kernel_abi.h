@@ -17,6 +17,10 @@
  *   - ulpgym owns every buffer. Inputs are read-only. Outputs are preallocated with
  *     undefined contents and must be filled completely. An operator that works in place
  *     on a device (e.g. y written over x1) still gets separate output tensors here.
+ *   - Every tensor's data is 64-byte aligned, with at least 64 canary bytes before and
+ *     after it and an inaccessible page beyond those: a write outside an output or into
+ *     an input is reported (ERROR), one that reaches the page faults (CRASH); reading up
+ *     to 64 bytes past the end is harmless. docs/SWEEP.md states what is caught.
  *   - Tensors are dense C-order (row-major) when strides is NULL, which is the contiguity
  *     flag: ulpgym v1 always passes NULL. Non-NULL strides (in elements, not bytes) are
  *     reserved for later versions; a plugin may return ULPGYM_UNSUPPORTED for them.
