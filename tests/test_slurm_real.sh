@@ -36,7 +36,8 @@ for p in "${PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
-    [ "${ULPGYM_WITH_SLURM:-0}" = 1 ] || skip "${missing[*]} not installed (ULPGYM_WITH_SLURM=1 lets this test install them)"
+    [ "${ULPGYM_WITH_SLURM:-0}" = 1 ] ||
+        skip "${missing[*]} not installed (ULPGYM_WITH_SLURM=1 lets this test install them)"
     echo "installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
     apt_install() { apt-get install -y --no-install-recommends -o DPkg::Lock::Timeout=600 "${missing[@]}"; }
@@ -127,6 +128,7 @@ queue_empty() { [ -z "$(timeout 10 env SLURM_CONF="$CONF" squeue -h -o %i 2>&1)"
 trap stop_cluster EXIT
 trap 'exit 1' INT TERM HUP # a test killed (ctest's timeout, ^C) stops its cluster too
 
+# --- munged, slurmctld and slurmd, each in the foreground of a background job of this shell ----------------
 dd if=/dev/urandom of="$T/munge/munge.key" bs=1024 count=1 2>/dev/null && chmod 400 "$T/munge/munge.key"
 env "$TAG" munged --foreground --force --key-file="$T/munge/munge.key" --socket="$T/munge/munge.socket" \
     --pid-file="$T/munge/munged.pid" --seed-file="$T/munge/munged.seed" --log-file="$T/log/munged.log" \
@@ -158,11 +160,12 @@ array=${submitted%%;*}
 queue_done() {
     local q
     q=$(sl squeue -h -o '%i %T %r') || return 1
-    ! grep -qE 'PENDING (PartitionConfig|PartitionNodeLimit|PartitionTimeLimit|BadConstraints|DependencyNeverSatisfied)' \
-        <<<"$q" || fail "a job can never start: $(tr '\n' ';' <<<"$q")"
+    local never='PENDING (PartitionConfig|PartitionNodeLimit|PartitionTimeLimit|BadConstraints|DependencyNever)'
+    ! grep -qE "$never" <<<"$q" || fail "a job can never start: $(tr '\n' ';' <<<"$q")"
     [ -z "$q" ]
 }
-wait_for $WAIT_JOBS_S queue_done || fail "jobs still queued after ${WAIT_JOBS_S}s: $(sl squeue -o '%i %T %r' 2>&1 | tr '\n' ';')"
+wait_for $WAIT_JOBS_S queue_done ||
+    fail "jobs still queued after ${WAIT_JOBS_S}s: $(sl squeue -o '%i %T %r' 2>&1 | tr '\n' ';')"
 
 out=$T/src/shards/$array
 for k in 1 2 3; do
