@@ -3,6 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ULPGYM_WITH_BROWSER=1 ./scripts/deps.sh   # chromium: the HTML report test opens it
+export ULPGYM_WITH_SLURM=1                # test_slurm_real may install Slurm and munge (~40 s, beside other tests)
 ./scripts/build.sh
 cd build
 ctest --output-on-failure -j "$(nproc)" "$@"

@@ -19,4 +19,22 @@ expect_status() {
 # expect_grep PATTERN FILE: the file has a line matching the pattern.
 expect_grep() { if grep -qE -- "$1" "$2"; then ok; else bad "no '$1' in $2: $(head -c 400 "$2")"; fi; }
 expect_eq() { if [ "$1" = "$2" ]; then ok; else bad "${3:-values differ}: '$1' != '$2'"; fi; }
+# dump_results DB: every stored result of the database — verdicts, metrics, per-standard verdicts, case specs —
+# ordered by case; two databases holding the same sweep (sharded and merged, or not) dump the same text.
+dump_results() {
+    sqlite3 "$1" "SELECT case_id, verdict, primary_standard, message FROM results ORDER BY 1"
+    sqlite3 "$1" "SELECT case_id, output, dtype, n_checked, n_total, nonfinite_mismatch, max_abs, max_abs_index,
+        max_rel, max_ulp, max_ulp_index, mean_ulp, mere, mare, rmse, eb, small_err_ratio, cosine, bench_max_abs,
+        bench_mere, bench_mare, bench_rmse, bench_small_err_ratio FROM metrics ORDER BY 1, 2"
+    sqlite3 "$1" "SELECT case_id, standard, verdict, thresholds FROM verdicts ORDER BY 1, 2"
+    sqlite3 "$1" "SELECT case_id, spec_json FROM cases ORDER BY 1"
+}
+# expect_same_results DB1 DB2 WHAT: the two databases hold the same results (dump_results), else the first differences.
+expect_same_results() {
+    [ -s "$1" ] && [ -s "$2" ] || { bad "$3: $1 or $2 is missing or empty"; return; }
+    dump_results "$1" >"$T/results_1.txt"
+    dump_results "$2" >"$T/results_2.txt"
+    if cmp -s "$T/results_1.txt" "$T/results_2.txt"; then ok
+    else bad "$3: $(diff "$T/results_1.txt" "$T/results_2.txt" | head -5)"; fi
+}
 finish() { echo "$passed passed, $failed failed"; [ "$failed" = 0 ]; }

@@ -24,17 +24,8 @@ expect_eq "$(sqlite3 "$T/again.db" "SELECT case_id FROM results ORDER BY 1" | md
 OUT=$T/merged.db
 expect_status 0 ug merge "$OUT" "$T/shard1.db" "$T/shard2.db" "$T/shard3.db"
 expect_grep "merged 3 databases into run 1 of" "$T/out"
-dump() {
-    sqlite3 "$1" "SELECT case_id, verdict, primary_standard, message FROM results ORDER BY 1"
-    sqlite3 "$1" "SELECT case_id, output, dtype, n_checked, n_total, nonfinite_mismatch, max_abs, max_abs_index,
-        max_rel, max_ulp, max_ulp_index, mean_ulp, mere, mare, rmse, eb, small_err_ratio, cosine, bench_max_abs,
-        bench_mere, bench_mare, bench_rmse, bench_small_err_ratio FROM metrics ORDER BY 1, 2"
-    sqlite3 "$1" "SELECT case_id, standard, verdict, thresholds FROM verdicts ORDER BY 1, 2"
-    sqlite3 "$1" "SELECT case_id, spec_json FROM cases ORDER BY 1"
-}
-dump "$T/whole.db" >"$T/whole.txt"
-dump "$OUT" >"$T/merged.txt"
-if cmp -s "$T/whole.txt" "$T/merged.txt"; then ok; else bad "merged shards differ from the unsharded run: $(diff "$T/whole.txt" "$T/merged.txt" | head -5)"; fi
+expect_same_results "$T/whole.db" "$OUT" "merged shards differ from the unsharded run"
+dump_results "$T/whole.db" >"$T/whole.txt"
 expect_grep "FAIL" "$T/whole.txt"
 expect_grep "PASS" "$T/whole.txt"
 expect_eq "$(sqlite3 "$OUT" "SELECT status, shard, n_cases, plan_hash = (SELECT plan_hash FROM runs) FROM runs")" "done|1/3,2/3,3/3|110|1" \
@@ -47,7 +38,7 @@ expect_status 2 ug sweep --resume latest --db "$OUT"
 expect_grep "merged from shard databases" "$T/err"
 
 # refused merges leave OUT untouched
-before=$(dump "$OUT" | md5sum)
+before=$(dump_results "$OUT" | md5sum)
 expect_status 2 ug merge "$OUT" "$T/shard1.db" "$T/shard1.db"
 expect_grep "are the same database" "$T/err"
 expect_status 2 ug merge "$OUT" "$T/shard1.db" "$T/./shard1.db"   # the same file by another path
@@ -71,7 +62,7 @@ expect_status 2 ug merge "$OUT" "$T/shard1.db" "$T/junk.db"
 expect_status 2 ug merge "$OUT" "$OUT"
 expect_status 2 ug merge "$OUT"
 expect_status 2 ug merge
-expect_eq "$(dump "$OUT" | md5sum)" "$before" "refused merges changed nothing"
+expect_eq "$(dump_results "$OUT" | md5sum)" "$before" "refused merges changed nothing"
 expect_eq "$(sqlite3 "$OUT" "SELECT count(*) FROM runs")" 1 "no run added by refused merges"
 # --partial merges what is there and says so in the run's status
 expect_status 0 ug merge --partial "$T/part.db" "$T/shard1.db" "$T/shard3.db"

@@ -22,8 +22,7 @@ expect_eq "$(cat "$T/dependency" 2>/dev/null)" "--dependency=afterany:4241" "mer
 expect_status 0 bash "$T/merge_job.sh"
 expect_grep '^ *1 ' "$T/out"
 expect_status 0 ug sweep "${SEL[@]}" --db "$T/whole.db" --quiet
-dump() { sqlite3 "$1" "SELECT r.case_id, r.verdict, m.output, m.max_ulp, m.mere FROM results r JOIN metrics m USING (run_id, case_id) ORDER BY 1, 3"; }
-expect_eq "$(dump "$T/shards/merged.db" | md5sum)" "$(dump "$T/whole.db" | md5sum)" "merged array = unsharded sweep"
+expect_same_results "$T/shards/merged.db" "$T/whole.db" "merged array = unsharded sweep"
 expect_eq "$(sqlite3 "$T/shards/merged.db" "SELECT shard, n_cases FROM runs")" "1/3,2/3,3/3|45" "merged run row"
 
 # a requeued task finds its shard database and resumes it: no second run, no duplicates
@@ -50,6 +49,10 @@ export ULPGYM_SHARD_DIR=$T/shards_b
 SLURM_ARRAY_TASK_ID=1 expect_status 0 bash "$SCRIPT" "${SEL[@]}"
 expect_grep 'submitting the merge job failed' "$T/err"
 [ -n "$(sqlite3 "$T/shards_b/shard-1.db" "SELECT count(*) FROM results")" ] && ok || bad "task 1 swept no shard"
+# submitted from outside the source tree (no build/ulpgym there, no ULPGYM_BIN): refused with the fix, nothing made
+SLURM_SUBMIT_DIR=$T SLURM_ARRAY_TASK_ID=1 ULPGYM_SHARD_DIR=$T/shards_c expect_status 2 env -u ULPGYM_BIN bash "$SCRIPT"
+expect_grep "no ulpgym at $T/build/ulpgym; submit from the source tree" "$T/err"
+[ ! -e "$T/shards_c" ] && ok || bad "a refused task made its shard folder"
 # not an array, or not 1..N: refused
 SLURM_ARRAY_TASK_MIN=0 SLURM_ARRAY_TASK_ID=1 expect_status 2 bash "$SCRIPT"
 SLURM_ARRAY_TASK_ID=1 expect_status 1 env -u SLURM_ARRAY_JOB_ID bash "$SCRIPT"
