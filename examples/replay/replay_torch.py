@@ -133,8 +133,9 @@ def run_case(src, dst, kernels, impl_name, compute, device):
             (out_dir / "unsupported.txt").write_text(f"torch on {device}: {reason}\n")
             return "SKIP"
         (out_dir / "error.txt").write_text(reason + "\n")
-        print(f"case {spec['case_id']} ({spec['op']}):", file=sys.stderr)
-        traceback.print_exc()
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        print(f"case {spec['case_id']} ({spec['op']}): ERROR {reason} ({Path(where.filename).name}:{where.lineno})",
+              file=sys.stderr)
         return "ERROR"
 
 

@@ -3,11 +3,11 @@ expresses directly, written to each op's contract (`ulpgym ops show OP`), not to
 defaults. replay_torch.py loads this module unless --impl names another one.
 
 Every kernel is `fn(case, **tensors) -> {output name: tensor}`: tensors arrive by their
-case.json names on the chosen device, floating ones in case.compute (float32 with
---upcast, else their own I/O dtype: bf16, fp16 or fp32), integers as int32/int64; the
-driver rounds each returned tensor once to its output dtype (round to nearest even).
-case.params holds every param with its default written in (params_json), case.dtype
-is the case dtype as a torch dtype.
+case.json names on the chosen device, floating ones as float32 with --upcast
+(case.compute is then torch.float32) and else in their own I/O dtype (bf16, fp16, fp32;
+case.compute None), integers as int32 or int8; the driver rounds each returned tensor once
+to its output dtype (round to nearest even). case.params holds every param with its
+default written in (params_json), case.dtype is the case dtype as a torch dtype.
 
 The same code is the fp32-upcast reference and the I/O-dtype one: only the dtype the
 tensors arrive in differs. Where a contract mandates an intermediate rounding
@@ -174,6 +174,27 @@ def moe_grouped_gemm(case, x, w1, w3, w2, group_list):
     return {"out": out}
 
 
+def gated_delta_rule(case, q, k, v, g, beta, h0):
+    """The recurrence token by token: s = e^g s + beta (v - e^g s.k) k^T, o = scale * s.q."""
+    p = case.params
+    scale = fp32_attr(p["scale"])
+    share = v.shape[1] // q.shape[1]  # value heads per qk head
+    if p["qk_norm"] == "l2":
+        eps = fp32_attr(p["qk_eps"])
+        q = q * torch.rsqrt((q * q).sum(dim=-1, keepdim=True) + eps)
+        k = k * torch.rsqrt((k * k).sum(dim=-1, keepdim=True) + eps)
+    state = h0.to(torch.promote_types(h0.dtype, v.dtype))  # [Hv, Dv, Dk]
+    o = torch.empty(v.shape, dtype=state.dtype, device=v.device)
+    for t in range(q.shape[0]):
+        k_t = k[t].repeat_interleave(share, dim=0).to(state.dtype)  # [Hv, Dk]
+        q_t = q[t].repeat_interleave(share, dim=0).to(state.dtype)
+        state = torch.exp(g[t]).to(state.dtype)[:, None, None] * state
+        erase = v[t].to(state.dtype) - torch.einsum("hik,hk->hi", state, k_t)
+        state = state + beta[t].to(state.dtype)[:, None, None] * erase[:, :, None] * k_t[:, None, :]
+        o[t] = scale * torch.einsum("hik,hk->hi", state, q_t)
+    return {"o": o, "ht": state}
+
+
 # --- Operator --------------------------------------------------------------------------
 
 def varlen_attention(case, q, k, v, cu_seqlens_q, cu_seqlens_k):
@@ -200,6 +221,28 @@ def varlen_attention(case, q, k, v, cu_seqlens_q, cu_seqlens_k):
 def flash_attention_mha(case, q, k, v, cu_seqlens_q, cu_seqlens_k):
     o, lse = varlen_attention(case, q, k, v, cu_seqlens_q, cu_seqlens_k)
     return {"o": o, "lse": lse}
+
+
+def flash_attention_mha_grad(case, q, k, v, cu_seqlens_q, cu_seqlens_k, do, o, lse):
+    """The backward of the forward above by autograd, per batch element, from q, k, v and do
+    (the o and lse inputs are not read, as in the contract)."""
+    scale = default_scale(case.params["scale"], q.shape[-1])
+    dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+    cq, ck = cu_seqlens_q.tolist(), cu_seqlens_k.tolist()
+    for b in range(len(cq) - 1):
+        lq, lk = cq[b + 1] - cq[b], ck[b + 1] - ck[b]
+        if lq == 0 or lk == 0:
+            continue  # no terms: zero gradients
+        live = torch.ones(lq, lk, dtype=torch.bool, device=q.device)
+        if int(case.params["causal"]):
+            live = torch.tril(live, diagonal=lk - lq)
+        with torch.enable_grad():
+            leaves = [t[lo:hi].transpose(0, 1).detach().requires_grad_()
+                      for t, lo, hi in ((q, cq[b], cq[b + 1]), (k, ck[b], ck[b + 1]), (v, ck[b], ck[b + 1]))]
+            o_b, _ = attend(*leaves, scale, live)
+            grads = torch.autograd.grad(o_b, leaves, do[cq[b]:cq[b + 1]].transpose(0, 1))
+        dq[cq[b]:cq[b + 1]], dk[ck[b]:ck[b + 1]], dv[ck[b]:ck[b + 1]] = (g.transpose(0, 1) for g in grads)
+    return {"dq": dq, "dk": dk, "dv": dv}
 
 
 def page_attention(case, q, key_cache, value_cache, block_tables, context_lens):
@@ -242,7 +285,9 @@ KERNELS = {
     "apply_adamw": apply_adamw,
     "gqa_decode_attn": gqa_decode_attn,
     "moe_grouped_gemm": moe_grouped_gemm,
+    "gated_delta_rule": gated_delta_rule,
     "flash_attention_mha": flash_attention_mha,
+    "flash_attention_mha_grad": flash_attention_mha_grad,
     "page_attention": page_attention,
     "matmul_allreduce_add_rmsnorm": matmul_allreduce_add_rmsnorm,
     "glm_gate": glm_gate,
