@@ -90,8 +90,9 @@ static int write_case_json(const ug_case *c, const char *dir, char *err, size_t 
         return -1;
     }
     cJSON_AddRawToObject(j, "params", params);
-    cJSON_AddStringToObject(j, "params_json", params); /* exactly what ulpgym_call.params_json carries */
     free(params);
+    /* exactly what ulpgym_call.params_json carries: every default written in */
+    cJSON_AddStringToObject(j, "params_json", c->params_json ? c->params_json : "{}");
     cJSON *ins = cJSON_AddArrayToObject(j, "inputs"), *outs = cJSON_AddArrayToObject(j, "outputs");
     for (int i = 0; i < c->n_in; i++) cJSON_AddItemToArray(ins, tensor_json(&c->in[i], "inputs"));
     for (int i = 0; i < c->n_out; i++) cJSON_AddItemToArray(outs, tensor_json(&c->out[i], "outputs"));

@@ -2,8 +2,9 @@
 # kernels of examples/replay/replay_numpy.py (their own fp32 arithmetic, numpy's .npy
 # reader and writer) answer every exported plan case, and `ulpgym check` gives each case
 # the same verdict as the sim sweep (the first 40 plan cases of each of the two ops the
-# script has kernels for). Needs a python3 with numpy; without one the test
-# exits 77 (ctest: skipped); scripts/deps.sh installs python3-numpy so CI runs it.
+# script has kernels for), and case.json's params_json carries every default. Needs a
+# python3 with numpy; without one the test exits 77 (ctest: skipped); scripts/deps.sh
+# installs python3-numpy so CI runs it.
 . "$(dirname "$0")/lib.sh"
 PY=
 for cand in python3 /usr/bin/python3; do
@@ -20,6 +21,11 @@ expect_status 0 ug sweep --no-regressions --db "$DB" --quiet --plan "$T/all/plan
 expect_status 0 "$PY" "$ULPGYM_DATA/examples/replay/replay_numpy.py" "$T/all"
 expect_grep "^[0-9]+ ran$" "$T/out"
 expect_status 0 ug check --outputs "$T/all" --db "$DB" --run numpy
+# case.json's params_json is the text a plugin gets: every param of the op, defaults written in
+expect_eq "$("$PY" -c "import glob, json, sys
+cases = [json.load(open(f)) for f in glob.glob(sys.argv[1] + '/*/case.json')]
+case = next(c for c in cases if c['op'] == 'attn_softmax' and 'scale' not in c['params'])
+print(' '.join(sorted(json.loads(case['params_json']))))" "$T/all")" "cap cols mask rows scale" "params_json with defaults"
 n=$(q "select n_cases from runs where run_id = 1")
 expect_eq "$(q "select count(*) from results a join results b using (case_id) where a.run_id = 1 and b.run_id = 2 and a.verdict = b.verdict")" "$n" "numpy verdicts equal sim verdicts"
 # numpy's own .npy files for bf16 are uint16 raw bits, as case.json promised
