@@ -213,7 +213,7 @@ static void test_zero_and_nan_rows(void)
 
 static void test_bad_params(void)
 {
-    const char *bad[][2] = {
+    static const char *const bad[][2] = {
         {"\"tokens\":0,\"hidden\":8", "tokens"},
         {"\"hidden\":70000", "hidden"},
         {"\"q_heads\":0,\"hidden\":8", "q_heads"},
@@ -221,14 +221,9 @@ static void test_bad_params(void)
         {"\"rotary_dim\":16,\"head_dim\":8,\"hidden\":8", "rotary_dim"},
         {"\"heads\":8,\"hidden\":8", "heads"},
     };
-    for (int i = 0; i < 6; i++) {
-        char spec[2048];
-        snprintf(spec, sizeof spec,
-                 "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":1,\"params\":{%s},"
-                 "\"dist\":{" XR_NORMAL REST_DISTS "}}",
-                 bad[i][0]);
-        opc_expect_refused(spec, bad[i][1]);
-    }
+    OPC_EXPECT_REFUSED_EACH("{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":1,\"params\":{%s},"
+                            "\"dist\":{" XR_NORMAL REST_DISTS "}}",
+                            bad);
 }
 
 int main(void)

@@ -172,20 +172,15 @@ static void test_zero_and_nan_rows(void)
 
 static void test_bad_params(void)
 {
-    const char *bad[][2] = {
+    static const char *const bad[][2] = {
         {"\"tokens\":0", "tokens"},
         {"\"hidden\":200000", "hidden"},
         {"\"intermediate\":0", "intermediate"},
         {"\"experts\":8", "experts"},
     };
-    for (int i = 0; i < 4; i++) {
-        char spec[512];
-        snprintf(spec, sizeof spec,
-                 "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":1,\"params\":{%s},"
-                 "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}," W_DISTS "}}",
-                 bad[i][0]);
-        opc_expect_refused(spec, bad[i][1]);
-    }
+    OPC_EXPECT_REFUSED_EACH("{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":1,\"params\":{%s},"
+                            "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}," W_DISTS "}}",
+                            bad);
     opc_expect_refused("{\"op\":\"" OP "\",\"dtype\":\"fp16\",\"seed\":1,\"params\":{\"hidden\":8},"
                        "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}," W_DISTS "}}",
                        "dtype");

@@ -185,7 +185,7 @@ static void test_zero_rows(void)
 
 static void test_bad_params(void)
 {
-    const char *bad[][2] = {
+    static const char *const bad[][2] = {
         {"{\"experts\":16,\"num_expert_group\":3}", "num_expert_group"},
         {"{\"experts\":16,\"num_expert_group\":4,\"topk_group\":5}", "topk_group"},
         {"{\"experts\":4,\"top_k\":8}", "top_k"},
@@ -193,15 +193,11 @@ static void test_bad_params(void)
         {"{\"form\":\"dense\"}", "form"},
         {"{\"intermediate\":0}", "intermediate"},
     };
-    for (int i = 0; i < 6; i++) {
-        char spec[1024];
-        snprintf(spec, sizeof spec,
-                 "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":1,\"params\":%s,\"dist\":{\"x\":{\"kind\":\"normal\","
-                 "\"mean\":0,\"std\":1},\"gate_w\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.03},"
-                 "\"e_score_correction_bias\":{\"kind\":\"const\",\"value\":0}," SHARED_DISTS "}}",
-                 bad[i][0]);
-        opc_expect_refused(spec, bad[i][1]);
-    }
+    OPC_EXPECT_REFUSED_EACH("{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":1,\"params\":%s,"
+                            "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},"
+                            "\"gate_w\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.03},"
+                            "\"e_score_correction_bias\":{\"kind\":\"const\",\"value\":0}," SHARED_DISTS "}}",
+                            bad);
 }
 
 int main(void)

@@ -145,7 +145,7 @@ static void test_shared_unscaled(void)
 
 static void test_bad_params(void)
 {
-    const char *bad[][2] = {
+    static const char *const bad[][2] = {
         {"{\"experts\":16,\"num_expert_group\":3}", "num_expert_group"},
         {"{\"experts\":16,\"num_expert_group\":4,\"topk_group\":5}", "topk_group"},
         {"{\"experts\":4,\"top_k\":8}", "top_k"},
@@ -153,14 +153,9 @@ static void test_bad_params(void)
         {"{\"form\":\"routed\"}", "form"},
         {"{\"hidden\":200000}", "hidden"},
     };
-    for (int i = 0; i < 6; i++) {
-        char spec[2048];
-        snprintf(spec, sizeof spec,
-                 "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":1,\"params\":%s,\"dist\":{" ROUTER_DISTS
-                 "," ROUTED_DISTS "," SHARED_DISTS "}}",
-                 bad[i][0]);
-        opc_expect_refused(spec, bad[i][1]);
-    }
+    OPC_EXPECT_REFUSED_EACH("{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":1,\"params\":%s,\"dist\":{" ROUTER_DISTS
+                            "," ROUTED_DISTS "," SHARED_DISTS "}}",
+                            bad);
 }
 
 int main(void)

@@ -195,7 +195,7 @@ static void test_differential(void)
 
 static void test_bad_params(void)
 {
-    const char *bad[][2] = {
+    static const char *const bad[][2] = {
         {"{\"num_expert_group\":7}", "num_expert_group"},
         {"{\"num_expert_group\":4,\"topk_group\":5}", "topk_group"},
         {"{\"experts\":160,\"top_k\":200}", "top_k"},
@@ -204,11 +204,7 @@ static void test_bad_params(void)
         {"{\"group_score\":\"mean\"}", "group_score"},
         {"{\"renormalize\":2}", "renormalize"},
     };
-    for (int i = 0; i < 7; i++) {
-        char spec[512];
-        snprintf(spec, sizeof spec, SPEC("1", "%s", NORMAL, ""), bad[i][0]);
-        opc_expect_refused(spec, bad[i][1]);
-    }
+    OPC_EXPECT_REFUSED_EACH(SPEC("1", "%s", NORMAL, ""), bad);
 }
 
 int main(void)

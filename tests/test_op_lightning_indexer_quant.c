@@ -155,7 +155,7 @@ static void test_mtp_mutant(void)
 
 static void test_bad_params(void)
 {
-    const char *bad[][2] = {
+    static const char *const bad[][2] = {
         {"{\"actual_seqs\":\"300,200\",\"num_blocks\":3}", "num_blocks"},
         {"{\"actual_seqs\":\"300\",\"max_blocks_per_seq\":2}", "actual_seqs"},
         {"{\"actual_seqs\":\"3,1\",\"q_per_step\":2}", "actual_seqs"},
@@ -165,11 +165,7 @@ static void test_bad_params(void)
         {"{\"actual_seqs\":\"16\",\"head_dim\":1025}", "head_dim"},
         {"{\"actual_seqs\":\"131073\"}", "actual_seqs"},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        char spec[1024];
-        snprintf(spec, sizeof spec, SPEC("1", "%s", REF), bad[i][0]);
-        opc_expect_refused(spec, bad[i][1]);
-    }
+    OPC_EXPECT_REFUSED_EACH(SPEC("1", "%s", REF), bad);
 }
 
 int main(void)
