@@ -1,7 +1,7 @@
 /* op_check.h — helpers shared by the per-operator tests (tests/test_op_<op>.c): run one
  * case spec end to end with every element checked and keep its tensors, read them back,
- * and assert that a bad spec, or each of a table of bad params, is refused with a message
- * naming what is wrong.
+ * judge them again after an edit, and assert that a bad spec, or each of a table of bad
+ * params, is refused with a message naming what is wrong.
  *
  * Per-op tests then only hold what is specific to their op: the independent naive
  * evaluation, the hand-computed values and the invariants. Include after check.h. */
@@ -59,6 +59,25 @@ static inline double opc_in(const ug_exec_detail *d, const char *name, size_t i)
 static inline double opc_out(const ug_exec_detail *d, int o, size_t i)
 {
     return ug_dtype_load(d->c.out[o].dtype, d->c.out[o].data, i);
+}
+
+/* The verdict under standard std of judged output `name` in r (NA when r has no such output). */
+static inline ug_vstate opc_out_verdict(const ug_result *r, const char *name, int std)
+{
+    for (int k = 0; k < r->n_out; k++)
+        if (strcmp(r->out[k].name, name) == 0) return r->out[k].verdict[std];
+    return UG_V_NA;
+}
+
+/* The outcome of judging the (edited) outputs of a kept case d->c again, every element. */
+static inline ug_outcome opc_rejudge(ug_exec_detail *d)
+{
+    ug_exec_opts o;
+    ug_exec_opts_default(&o);
+    o.oracle.sample = 0;
+    ug_result r;
+    ug_exec_judge(&d->c, &o, &r, NULL);
+    return r.outcome;
 }
 
 /* A spec the op must refuse: ug_exec_case() < 0 (a bad spec; its outcome ERROR), and a

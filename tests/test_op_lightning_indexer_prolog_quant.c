@@ -183,13 +183,6 @@ static void ties(void)
     CHECK(isnan(scale) && codes[0] == 0.0f, "NaN row: scale %g code %g", scale, codes[0]);
 }
 
-static ug_vstate verdict(const ug_result *r, const char *name, int std)
-{
-    for (int k = 0; k < r->n_out; k++)
-        if (strcmp(r->out[k].name, name) == 0) return r->out[k].verdict[std];
-    return UG_V_NA;
-}
-
 /* Scales 0.8 % small and truncated codes are consistent with their own scales; the views fail them. */
 static void scale_views(void)
 {
@@ -204,9 +197,10 @@ static void scale_views(void)
         for (int i = 0; i < 2; i++) {
             char view[64];
             snprintf(view, sizeof view, "%s@oracle_scale", outs[i]);
-            CHECK(verdict(&r, outs[i], UG_STD_BOUNDARY_AWARE) == UG_V_PASS, "%s: %s consistent", variants[v], outs[i]);
-            CHECK(verdict(&r, view, UG_STD_BOUNDARY_AWARE) == (v ? UG_V_FAIL : UG_V_PASS), "%s: %s %s", variants[v],
-                  view, v ? "must fail" : "must pass");
+            CHECK(opc_out_verdict(&r, outs[i], UG_STD_BOUNDARY_AWARE) == UG_V_PASS, "%s: %s consistent", variants[v],
+                  outs[i]);
+            CHECK(opc_out_verdict(&r, view, UG_STD_BOUNDARY_AWARE) == (v ? UG_V_FAIL : UG_V_PASS), "%s: %s %s",
+                  variants[v], view, v ? "must fail" : "must pass");
         }
         CHECK(r.outcome == (v ? UG_OUT_FAIL : UG_OUT_PASS), "%s: outcome %s", variants[v], ug_outcome_name(r.outcome));
     }

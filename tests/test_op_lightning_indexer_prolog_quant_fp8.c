@@ -156,14 +156,6 @@ static void bad_params(void)
     OPC_EXPECT_REFUSED_EACH(fmt, bad);
 }
 
-/* The boundary_aware verdict of judged output name in r (NA if absent). */
-static ug_vstate boundary_verdict(const ug_result *r, const char *name)
-{
-    for (int k = 0; k < r->n_out; k++)
-        if (strcmp(r->out[k].name, name) == 0) return r->out[k].verdict[UG_STD_BOUNDARY_AWARE];
-    return UG_V_NA;
-}
-
 static void scale_views(void)
 {
     static const char *const outs[] = {"q_fp8", "k_cache"};
@@ -178,9 +170,10 @@ static void scale_views(void)
         for (int i = 0; i < 2; i++) {
             char view[64];
             snprintf(view, sizeof view, "%s@oracle_scale", outs[i]);
-            CHECK(boundary_verdict(&r, outs[i]) == UG_V_PASS, "%s: %s consistent with its own scale", variant, outs[i]);
-            CHECK(boundary_verdict(&r, view) == (v ? UG_V_FAIL : UG_V_PASS), "%s: %s %s", variant, view,
-                  v ? "must fail (scale 1.8 %% off)" : "must pass");
+            CHECK(opc_out_verdict(&r, outs[i], UG_STD_BOUNDARY_AWARE) == UG_V_PASS,
+                  "%s: %s consistent with its own scale", variant, outs[i]);
+            CHECK(opc_out_verdict(&r, view, UG_STD_BOUNDARY_AWARE) == (v ? UG_V_FAIL : UG_V_PASS), "%s: %s %s", variant,
+                  view, v ? "must fail (scale 1.8 %% off)" : "must pass");
         }
         ug_exec_detail_free(&d);
     }
