@@ -13,6 +13,7 @@
 #include "check.h"
 #include "core/dtype.h"
 #include "op_check.h"
+#include "glm_moe_check.h"
 
 #define OP "glm_moe_fusion"
 enum { O_OUT, O_LG, O_W, O_IDS, O_ACT }; /* form routed; form shared: x_i8 x_scale a a_i8 a_scale from 4 */
@@ -62,21 +63,6 @@ static void test_known_values(void)
     }
 }
 
-static long double sigm(long double v) { return 1.0L / (1.0L + expl(-v)); }
-
-/* The naive act of token t, slot j, unit i from the kernel's id (long double dots of bf16
- * products: exact to 2^-64 relative of the sum of magnitudes). */
-static double naive_act(const ug_exec_detail *d, size_t t, size_t j, size_t i, size_t h, size_t k, size_t I)
-{
-    size_t e = (size_t)opc_out(d, O_IDS, t * k + j);
-    long double g = 0, u = 0;
-    for (size_t n = 0; n < h; n++) {
-        g += (long double)opc_in(d, "x", t * h + n) * opc_in(d, "expert_w1", (e * h + n) * I + i);
-        u += (long double)opc_in(d, "x", t * h + n) * opc_in(d, "expert_w3", (e * h + n) * I + i);
-    }
-    return bf16((double)(g * sigm(g) * u));
-}
-
 /* Every oracle value of a 5-token routed case against a naive evaluation. */
 static void test_differential(void)
 {
@@ -99,7 +85,7 @@ static void test_differential(void)
             long double lg = 0;
             for (size_t n = 0; n < H; n++) lg += (long double)opc_in(&d, "x", t * H + n) * opc_in(&d, "gate_w", e * H + n);
             worst = fmax(worst, fabs(d.oracle.gstar[O_LG][t * E + e] - (double)lg) / fmax(1e-30, fabs((double)lg)));
-            s[e] = sigm(opc_out(&d, O_LG, t * E + e)); /* staged: the kernel's logits */
+            s[e] = gmc_sigm(opc_out(&d, O_LG, t * E + e)); /* staged: the kernel's logits */
             b[e] = s[e] + opc_in(&d, "e_score_correction_bias", e);
         }
         for (size_t j = 0; j < K; j++) sum += s[(size_t)opc_out(&d, O_IDS, t * K + j)];
@@ -108,17 +94,11 @@ static void test_differential(void)
             for (size_t e = 0; e < E; e++) above += b[e] > b[id];
             bad += above >= K || d.oracle.gstar[O_IDS][t * K + j] != (double)id; /* the kernel's id is a top-3 */
             worst = fmax(worst, fabs(d.oracle.gstar[O_W][t * K + j] - (double)(s[id] / sum * 2.5L)));
-            for (size_t i = 0; i < I; i++) bad += d.oracle.gstar[O_ACT][(t * K + j) * I + i] != naive_act(&d, t, j, i, H, K, I);
+            for (size_t i = 0; i < I; i++)
+                bad += d.oracle.gstar[O_ACT][(t * K + j) * I + i] != gmc_naive_act(&d, t, j, i, H, K, I);
         }
         for (size_t n = 0; n < H; n++) {
-            long double o = 0;
-            for (size_t j = 0; j < K; j++) {
-                size_t id = (size_t)opc_out(&d, O_IDS, t * K + j);
-                long double y = 0;
-                for (size_t i = 0; i < I; i++)
-                    y += (long double)opc_out(&d, O_ACT, (t * K + j) * I + i) * opc_in(&d, "expert_w2", (id * I + i) * H + n);
-                o += (long double)opc_out(&d, O_W, t * K + j) * y;
-            }
+            long double o = gmc_naive_routed(&d, t, n, H, K, I);
             worst = fmax(worst, fabs(d.oracle.gstar[O_OUT][t * H + n] - (double)o) / fmax(1e-30, fabsl(o)));
         }
     }
