@@ -488,8 +488,8 @@ double gmp_fused_scratch(const ug_params *P, int routed, int shared)
 {
     double T = (double)ug_p_int(P, "tokens"), h = (double)ug_p_int(P, "hidden"), E = (double)ug_p_int(P, "experts"),
            k = (double)ug_p_int(P, "top_k"), I = (double)ug_p_int(P, "intermediate");
-    double bytes = 4 * (E * h + 2 * h + 4 * E) + 8 * E; /* the gate */
-    if (routed) bytes += 16 * h * I + 4 * (T * k * (h + I) + T * h + 2 * h + I) + 8 * k * I;
+    double bytes = 4 * (E * h + 2 * h + 4 * E) + 8 * E + 4 * T * h; /* the gate, the fp32 accumulator */
+    if (routed) bytes += 16 * h * I + 4 * (T * k * (h + I) + 2 * h + I) + 8 * k * I;
     if (shared) bytes += 17 * h * I + 4 * (6 * I + 4 * h) + 2 * (h + I) + 8 * (h + I);
     return bytes;
 }

@@ -105,9 +105,9 @@ ug_num gmp_routed_out(const gmp_routed *r, ug_ar *ar, size_t n);
 void gmp_fused_route_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel);
 
 /* Scratch bytes for the case memory estimate of a fused op: the gate (kernel: the fp32
- * gate weight and rows), with `routed` the routed part (one expert's fp32 weights
- * transposed plus staging, 16hI; the per-slot fp32 down-projection rows, T*k*h; act and the
- * fp32 accumulator, T*h; the oracle's act of one token) and with `shared` the shared part
+ * gate weight and rows) and the fp32 accumulator (T*h), with `routed` the routed part (one
+ * expert's fp32 weights transposed plus staging, 16hI; the per-slot fp32 down-projection
+ * rows, T*k*h; act; the oracle's act of one token) and with `shared` the shared part
  * (its int8 transposes and fp32 staging, 14hI, and rows; the oracle's int8 transposes,
  * 3hI, and rows). */
 double gmp_fused_scratch(const ug_params *P, int routed, int shared);

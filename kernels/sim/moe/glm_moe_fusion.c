@@ -28,34 +28,16 @@
 #include "kernels/sim/moe/glm_moe_parts.h"
 #include "kernels/sim/simlib.h"
 
-/* Form shared: the shared-expert part, token by token. */
-static int mf_shared(const ulpgym_call *call, const ulpgym_tensor *out, int bug, char *err, size_t errlen)
-{
-    gmp_ffn k;
-    gmp_ffn_bug fb = gmp_mut_ffn(bug);
-    int rc = gmp_ffn_open(&k, call, fb, err, errlen);
-    if (rc) return rc;
-    for (size_t t = 0; t < k.T; t++) {
-        gmp_ffn_token(&k, t, fb);
-        ug_sim_store(out, t * k.h, k.h, k.o); /* rounds: bf16 */
-    }
-    gmp_ffn_close(&k);
-    return 0;
-}
-
-/* Form routed: the routed part into the zeroed fp32 accumulator, stored as bf16. */
-static int mf_routed(const ulpgym_call *call, const gmp_fused *f, int bug, char *err, size_t errlen)
-{
-    int rc = gmp_routed_run(call, f->w, f->ids, (size_t)f->c.k, f->acc, gmp_mut_rt(bug), err, errlen);
-    if (!rc) ug_sim_store(f->out, 0, f->n_out, f->acc); /* rounds: bf16 */
-    return rc;
-}
-
+/* Form shared: the shared-expert part's rows; form routed: the routed part added into the
+ * zeroed accumulator. Stored as bf16. */
 static int mf_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
     gmp_fused f;
-    int rc = gmp_fused_route(&f, call, bug, 0, err, errlen);
-    if (!rc) rc = f.routed ? mf_routed(call, &f, bug, err, errlen) : mf_shared(call, f.out, bug, err, errlen);
+    int rc = gmp_fused_route(&f, call, bug, 1, err, errlen);
+    if (!rc)
+        rc = f.routed ? gmp_routed_run(call, f.w, f.ids, (size_t)f.c.k, f.acc, gmp_mut_rt(bug), err, errlen)
+                      : gmp_ffn_run(call, gmp_mut_ffn(bug), f.acc, err, errlen);
+    if (!rc) ug_sim_store(f.out, 0, f.n_out, f.acc); /* rounds: bf16 */
     gmp_fused_free(&f);
     return rc;
 }

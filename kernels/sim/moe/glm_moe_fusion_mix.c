@@ -21,27 +21,14 @@
 #include "kernels/sim/moe/glm_moe_parts.h"
 #include "kernels/sim/simlib.h"
 
-/* The shared expert's fp32 output rows into acc [T,h] (the accumulator's start). */
-static int mix_shared(const ulpgym_call *call, float *acc, float scale, int bug, char *err, size_t errlen)
-{
-    gmp_ffn k;
-    gmp_ffn_bug fb = gmp_mut_ffn(bug);
-    int rc = gmp_ffn_open(&k, call, fb, err, errlen);
-    if (rc) return rc;
-    for (size_t t = 0; t < k.T; t++) {
-        gmp_ffn_token(&k, t, fb);
-        for (size_t n = 0; n < k.h; n++) /* rounds: fp32 (bug: scaled, exact when scale is 1) */
-            acc[t * k.h + n] = bug == GMP_MUT_SHARED_SCALED ? k.o[n] * scale : k.o[n];
-    }
-    gmp_ffn_close(&k);
-    return 0;
-}
-
+/* The shared expert's fp32 rows seed the accumulator; the routed part adds into it. */
 static int mix_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
     gmp_fused f;
-    int rc = gmp_fused_route(&f, call, bug, 1, err, errlen);
-    if (!rc) rc = mix_shared(call, f.acc, f.c.rsf, bug, err, errlen);
+    int rc = gmp_fused_route(&f, call, bug, 0, err, errlen);
+    if (!rc) rc = gmp_ffn_run(call, gmp_mut_ffn(bug), f.acc, err, errlen);
+    if (!rc && bug == GMP_MUT_SHARED_SCALED)
+        for (size_t i = 0; i < f.n_out; i++) f.acc[i] *= f.c.rsf; /* rounds: fp32 (bug: the shared rows scaled) */
     if (!rc) rc = gmp_routed_run(call, f.w, f.ids, (size_t)f.c.k, f.acc, gmp_mut_rt(bug), err, errlen);
     if (!rc) ug_sim_store(f.out, 0, f.n_out, f.acc); /* rounds: bf16 */
     gmp_fused_free(&f);

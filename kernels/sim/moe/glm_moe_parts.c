@@ -5,6 +5,7 @@
  * fused ops' front (moved from glm_moe_fusion.c and glm_moe_fusion_mix.c). */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/ops.h"
 #include "kernels/sim/ktile.h"
@@ -257,6 +258,19 @@ void gmp_ffn_close(gmp_ffn *k)
     k->w13t = NULL, k->sw13 = NULL;
 }
 
+int gmp_ffn_run(const ulpgym_call *call, gmp_ffn_bug bug, float *rows, char *err, size_t errlen)
+{
+    gmp_ffn k;
+    int rc = gmp_ffn_open(&k, call, bug, err, errlen);
+    if (rc) return rc;
+    for (size_t t = 0; t < k.T; t++) {
+        gmp_ffn_token(&k, t, bug);
+        memcpy(rows + t * k.h, k.o, k.h * sizeof *rows);
+    }
+    gmp_ffn_close(&k);
+    return 0;
+}
+
 /* ---- routed SwiGLU row ---- */
 
 void gmp_swiglu_row(const float *x, const float *w1t, const float *w3t, size_t h, size_t I, int swap, float *a)
@@ -358,7 +372,7 @@ gmp_rt_bug gmp_mut_rt(int mut)
                                         : GMP_RT_OK;
 }
 
-int gmp_fused_route(gmp_fused *f, const ulpgym_call *call, int mut, int routed_always, char *err, size_t errlen)
+int gmp_fused_route(gmp_fused *f, const ulpgym_call *call, int mut, int has_form, char *err, size_t errlen)
 {
     *f = (gmp_fused){0};
     const ulpgym_tensor **slots[] = {&f->out, &f->tw};
@@ -366,15 +380,15 @@ int gmp_fused_route(gmp_fused *f, const ulpgym_call *call, int mut, int routed_a
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
     gmp_se_cfg_read(&p, ug_p_int(&p, "experts"), f->tw->shape[1], gmp_mut_se(mut), &f->c);
-    f->routed = routed_always || ug_p_is(&p, "form", "routed");
+    f->routed = has_form && ug_p_is(&p, "form", "routed");
     f->c.stable = 1; /* the fused kernels' sigmoid keeps subnormal scores of logits below -88 */
     ug_params_free(&p);
     size_t TK = (size_t)f->tw->shape[0] * (size_t)f->tw->shape[1];
     f->n_out = (size_t)f->out->shape[0] * (size_t)f->out->shape[1];
-    f->w = calloc(2 * TK + (f->routed ? f->n_out : 0) + 1, sizeof *f->w);
+    f->w = calloc(2 * TK + f->n_out + 1, sizeof *f->w);
     if (!f->w) return -1;
     f->ids = f->w + TK;
-    f->acc = f->routed ? f->ids + TK : NULL;
+    f->acc = f->ids + TK;
     return gmp_gate_router_run(call, &f->c, f->w, f->ids, err, errlen);
 }
 

@@ -80,6 +80,9 @@ void gmp_ffn_close(gmp_ffn *k);
 /* Token t: both quantisations, both GEMMs, SwiGLU, the exported intermediates stored;
  * the output row (fp32, before its bf16 store) left in k->o. */
 void gmp_ffn_token(gmp_ffn *k, size_t t, gmp_ffn_bug bug);
+/* Every token (gmp_ffn_open, gmp_ffn_token, gmp_ffn_close): the fp32 output rows into
+ * rows [T,h]. 0, -1, -2 as gmp_ffn_open. */
+int gmp_ffn_run(const ulpgym_call *call, gmp_ffn_bug bug, float *rows, char *err, size_t errlen);
 
 /* ---- routed SwiGLU row ---- */
 
@@ -125,17 +128,17 @@ gmp_rt_bug gmp_mut_rt(int mut);
 typedef struct {
     const ulpgym_tensor *out, *tw; /* out [T,h], topk_weights [T,k] */
     gmp_se_cfg c;                  /* the router's configuration (stable sigmoid) */
-    int routed;                    /* the routed experts run (form routed, or always) */
+    int routed;                    /* has_form and params form is "routed" */
     size_t n_out;                  /* elements of out */
-    float *w, *ids, *acc;          /* the router's weights and ids [T,k]; routed: acc [T,h], zeroed */
+    float *w, *ids, *acc;          /* the router's weights and ids [T,k]; acc [T,h] fp32, zeroed */
 } gmp_fused;
 
 /* Binds out and topk_weights, reads the router's configuration from the params with mutant
- * `mut`'s router bug, allocates w, ids (and acc when the routed experts run: with
- * routed_always, or params form "routed") and runs the gate and router part
+ * `mut`'s router bug (and, has_form: the op declares param form, the form), allocates w,
+ * ids and acc and runs the gate and router part
  * (gmp_gate_router_run) into w, ids. 0, -1 (memory), -2 (err set). gmp_fused_free frees,
  * also after a failure. */
-int gmp_fused_route(gmp_fused *f, const ulpgym_call *call, int mut, int routed_always, char *err, size_t errlen);
+int gmp_fused_route(gmp_fused *f, const ulpgym_call *call, int mut, int has_form, char *err, size_t errlen);
 void gmp_fused_free(gmp_fused *f);
 
 #endif
