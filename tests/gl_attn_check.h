@@ -1,8 +1,8 @@
 /* gl_attn_check.h — helpers of the GreenLight attention tests (test_op_gqa_decode_attn,
  * test_op_incre_flash_attention_mla, test_op_sparse_flash_attention): run one spec on a
- * sim variant with every output element checked and the case kept, and an independent
- * long-double softmax(s)·V that the tests compare the oracle against; the block-table check
- * the paged ops share.
+ * sim variant with every output element checked and the case kept (op_check.h's opc_run),
+ * and an independent long-double softmax(s)·V that the tests compare the oracle against; the
+ * block-table check the paged ops share. Bad params: op_check.h's opc_expect_refused.
  *
  * Static inline functions in a header so each test program stays one file, shares no
  * state and takes only what it uses. */
@@ -52,17 +52,6 @@ static inline long double gl_ref_softmax_pv(const long double *s, size_t n, cons
         den += e;
     }
     return num / den;
-}
-
-/* Expects a case with an invalid param to be refused with a message naming it. */
-static inline void gl_expect_bad_param(const char *spec, const char *param)
-{
-    ug_result r;
-    ug_exec_detail d;
-    int rc = opc_run(spec, "sim", &r, &d);
-    CHECK(rc < 0 || r.outcome == UG_OUT_ERROR, "a spec with a bad %s ran: %s", param, ug_outcome_name(r.outcome));
-    CHECK(strstr(r.message, param) != NULL, "message \"%s\" does not name %s", r.message, param);
-    ug_exec_detail_free(&d);
 }
 
 #endif

@@ -1,6 +1,7 @@
 /* op_check.h — helpers shared by the per-operator tests (tests/test_op_<op>.c): run one
  * case spec end to end with every element checked and keep its tensors, read them back,
- * and assert that a bad spec is refused with a message naming what is wrong.
+ * judge them again after an edit, and assert that a bad spec, or each of a table of bad
+ * params, is refused with a message naming what is wrong.
  *
  * Per-op tests then only hold what is specific to their op: the independent naive
  * evaluation, the hand-computed values and the invariants. Include after check.h. */
@@ -10,24 +11,40 @@
 
 #include "run/exec.h"
 
+/* Opens sim variant `variant` into b; on failure says why on stderr and returns non-zero. */
+static inline int opc_open(ug_backend *b, const char *variant)
+{
+    char err[256], bs[96];
+    snprintf(bs, sizeof bs, "sim:%s", variant);
+    if (ug_backend_open(b, bs, err, sizeof err)) {
+        fprintf(stderr, "backend %s: %s\n", bs, err);
+        return -1;
+    }
+    return 0;
+}
+
+/* Runs spec on the open backend b with every output element checked by the oracle,
+ * self_check: a sample re-evaluated at twice the oracle's precision. Fills r, and d unless
+ * it is NULL (the case's tensors kept: free d with ug_exec_detail_free). Returns
+ * ug_exec_case's status. */
+static inline int opc_exec(const ug_backend *b, const char *spec, int self_check, ug_result *r, ug_exec_detail *d)
+{
+    ug_exec_opts o;
+    ug_exec_opts_default(&o);
+    o.oracle.sample = 0;
+    o.oracle.self_check = self_check;
+    o.keep = d != NULL;
+    return ug_exec_case(spec, b, &o, r, d);
+}
+
 /* Runs spec with sim variant `variant`, every output element checked by the oracle
  * (self-check on). Fills r and d (free d with ug_exec_detail_free). Returns
  * ug_exec_case's status, or -1 if the backend does not open. */
 static inline int opc_run(const char *spec, const char *variant, ug_result *r, ug_exec_detail *d)
 {
     ug_backend b;
-    char err[256], bs[96];
-    snprintf(bs, sizeof bs, "sim:%s", variant);
-    if (ug_backend_open(&b, bs, err, sizeof err)) {
-        fprintf(stderr, "backend %s: %s\n", bs, err);
-        return -1;
-    }
-    ug_exec_opts o;
-    ug_exec_opts_default(&o);
-    o.oracle.sample = 0;
-    o.oracle.self_check = 1;
-    o.keep = 1;
-    int rc = ug_exec_case(spec, &b, &o, r, d);
+    if (opc_open(&b, variant)) return -1;
+    int rc = opc_exec(&b, spec, 1, r, d);
     ug_backend_close(&b);
     return rc;
 }
@@ -44,21 +61,57 @@ static inline double opc_out(const ug_exec_detail *d, int o, size_t i)
     return ug_dtype_load(d->c.out[o].dtype, d->c.out[o].data, i);
 }
 
-/* A spec the op must refuse: ug_exec_case() < 0 or an ERROR outcome, and a message
- * holding `needle` (the param's name). */
+/* The verdict under standard std of judged output `name` in r (NA when r has no such output). */
+static inline ug_vstate opc_out_verdict(const ug_result *r, const char *name, int std)
+{
+    for (int k = 0; k < r->n_out; k++)
+        if (strcmp(r->out[k].name, name) == 0) return r->out[k].verdict[std];
+    return UG_V_NA;
+}
+
+/* The outcome of judging the (edited) outputs of a kept case d->c again, every element. */
+static inline ug_outcome opc_rejudge(ug_exec_detail *d)
+{
+    ug_exec_opts o;
+    ug_exec_opts_default(&o);
+    o.oracle.sample = 0;
+    ug_result r;
+    ug_exec_judge(&d->c, &o, &r, NULL);
+    return r.outcome;
+}
+
+/* A spec the op must refuse: ug_exec_case() < 0 (a bad spec; its outcome ERROR), and a
+ * message holding `needle` (the param's name). */
 static inline void opc_expect_refused(const char *spec, const char *needle)
 {
     ug_backend b;
-    char err[256];
-    if (ug_backend_open(&b, "sim", err, sizeof err)) return;
-    ug_exec_opts o;
-    ug_exec_opts_default(&o);
+    if (opc_open(&b, "sim")) {
+        CHECK(0, "no sim backend to refuse %s", spec);
+        return;
+    }
     ug_result r;
-    int rc = ug_exec_case(spec, &b, &o, &r, NULL);
+    int rc = opc_exec(&b, spec, 0, &r, NULL);
     ug_backend_close(&b);
-    CHECK(rc < 0 || r.outcome == UG_OUT_ERROR, "spec %s was not refused (outcome %s)", spec,
+    CHECK(rc < 0 && r.outcome == UG_OUT_ERROR, "spec %s was not refused (status %d, outcome %s)", spec, rc,
           ug_outcome_name(r.outcome));
     CHECK(strstr(r.message, needle) != NULL, "message \"%s\" does not name %s", r.message, needle);
 }
+
+/* A table of bad params, each row {params, needle}: the spec spec_fmt with the row's params
+ * in place of its one %s must be refused naming needle (opc_expect_refused). A spec
+ * builder of the test gives spec_fmt when called with "%s" as the params. */
+static inline void opc_expect_refused_each(const char *spec_fmt, const char *const bad[][2], size_t n_bad)
+{
+    for (size_t i = 0; i < n_bad; i++) {
+        char spec[8192];
+        int len = snprintf(spec, sizeof spec, spec_fmt, bad[i][0]);
+        if (len < 0 || (size_t)len >= sizeof spec) {
+            CHECK(0, "the spec of bad params %s is over %zu bytes", bad[i][0], sizeof spec);
+            continue;
+        }
+        opc_expect_refused(spec, bad[i][1]);
+    }
+}
+#define OPC_EXPECT_REFUSED_EACH(spec_fmt, bad) opc_expect_refused_each(spec_fmt, bad, sizeof bad / sizeof bad[0])
 
 #endif

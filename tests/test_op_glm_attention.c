@@ -114,7 +114,7 @@ static void check_known_values(void)
 
 static void check_bad_params(void)
 {
-    const char *bad[][2] = {
+    static const char *const bad[][2] = {
         {"{\"actual_seqs\":\"5\",\"heads_q\":12,\"heads_kv\":5}", "heads_q"},
         {"{\"actual_seqs\":\"300,20\",\"num_blocks\":3}", "num_blocks"},
         {"{\"actual_seqs\":\"300,20\",\"max_blocks_per_seq\":2}", "actual_seqs[0]"},
@@ -122,17 +122,13 @@ static void check_bad_params(void)
         {"{\"actual_seqs\":\"0\"}", "actual_seqs"},
         {"{\"actual_seqs\":\"5\",\"q_per_step\":33}", "q_per_step"},
     };
-    for (int i = 0; i < 6; i++) {
-        char spec[512];
-        snprintf(spec, sizeof spec, SPEC(UNIFORM, "%s"), bad[i][0]);
-        gl_expect_bad_param(spec, bad[i][1]);
-    }
+    OPC_EXPECT_REFUSED_EACH(SPEC(UNIFORM, "%s"), bad);
     char many[600] = "{\"actual_seqs\":\"1"; /* 65 sequences: one over the batch limit */
     for (int i = 1; i < 65; i++) strcat(many, ",1");
     strcat(many, "\"}");
     char spec[900];
     snprintf(spec, sizeof spec, SPEC(UNIFORM, "%s"), many);
-    gl_expect_bad_param(spec, "actual_seqs");
+    opc_expect_refused(spec, "actual_seqs");
 }
 
 int main(void)

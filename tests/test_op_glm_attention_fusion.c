@@ -139,7 +139,7 @@ static void check_explicit_slots(void)
 
 static void check_bad_params(void)
 {
-    const char *bad[][2] = {
+    static const char *const bad[][2] = {
         {"{\"actual_seqs\":\"5\",\"q_heads\":12,\"kv_heads\":5,\"hidden\":16}", "q_heads"},
         {"{\"actual_seqs\":\"300,20\",\"num_blocks\":3,\"hidden\":16}", "num_blocks"},
         {"{\"actual_seqs\":\"300,20\",\"max_blocks_per_seq\":2,\"hidden\":16}", "actual_seqs[0]"},
@@ -150,17 +150,13 @@ static void check_bad_params(void)
         {"{\"actual_seqs\":\"5\",\"rotary_dim\":63,\"hidden\":16}", "rotary_dim"},
         {"{\"actual_seqs\":\"0\",\"hidden\":16}", "actual_seqs"},
     };
-    for (int i = 0; i < 9; i++) {
-        char spec[1400];
-        snprintf(spec, sizeof spec, SPEC(DIST, "%s"), bad[i][0]);
-        gl_expect_bad_param(spec, bad[i][1]);
-    }
+    OPC_EXPECT_REFUSED_EACH(SPEC(DIST, "%s"), bad);
     char many[600] = "{\"hidden\":16,\"actual_seqs\":\"1"; /* 65 sequences: one over the limit */
     for (int i = 1; i < 65; i++) strcat(many, ",1");
     strcat(many, "\"}");
     char spec[1800];
     snprintf(spec, sizeof spec, SPEC(DIST, "%s"), many);
-    gl_expect_bad_param(spec, "actual_seqs");
+    opc_expect_refused(spec, "actual_seqs");
 }
 
 int main(void)

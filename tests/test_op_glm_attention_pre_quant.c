@@ -33,13 +33,6 @@ enum { O_Q, O_K, O_V, O_RES, O_N, O_N8, O_QKMM, O_QKN };
 
 static double bf16(double v) { return ug_dtype_round(UG_DT_BF16, v); }
 
-static ug_vstate out_verdict(const ug_result *r, const char *name, int std)
-{
-    for (int k = 0; k < r->n_out; k++)
-        if (strcmp(r->out[k].name, name) == 0) return r->out[k].verdict[std];
-    return UG_V_NA;
-}
-
 /* One token, hidden 2, one q and one kv head of 2 dims, rotary 2. x = residual = 1: r = 2,
  * rms = sqrt(4 + eps): n = bf16(1 - eps/8) = 1. n*2.5 + 0 = 2.5, a tie: code 2 (half away:
  * 3). acc = 2*1 + 2*1 = 4, + bias 1 = 5, * 0.25 = 1.25 for every column (bias after the
@@ -177,7 +170,7 @@ static void test_ties(void)
         CHECK(opc_run(buf, v ? "mut_half_away" : "sim", &r, &d) == 0, "ties ran");
         CHECK(r.outcome == (v ? UG_OUT_FAIL : UG_OUT_PASS), "ties %s: %s %s", v ? "half away" : "sim",
               ug_outcome_name(r.outcome), r.message);
-        CHECK(out_verdict(&r, "n_i8", UG_STD_BOUNDARY_AWARE) == (v ? UG_V_FAIL : UG_V_PASS), "n_i8 verdict");
+        CHECK(opc_out_verdict(&r, "n_i8", UG_STD_BOUNDARY_AWARE) == (v ? UG_V_FAIL : UG_V_PASS), "n_i8 verdict");
         ug_exec_detail_free(&d);
     }
 }
@@ -213,7 +206,7 @@ static void test_zero_and_nan_rows(void)
 
 static void test_bad_params(void)
 {
-    const char *bad[][2] = {
+    static const char *const bad[][2] = {
         {"\"tokens\":0,\"hidden\":8", "tokens"},
         {"\"hidden\":70000", "hidden"},
         {"\"q_heads\":0,\"hidden\":8", "q_heads"},
@@ -221,14 +214,9 @@ static void test_bad_params(void)
         {"\"rotary_dim\":16,\"head_dim\":8,\"hidden\":8", "rotary_dim"},
         {"\"heads\":8,\"hidden\":8", "heads"},
     };
-    for (int i = 0; i < 6; i++) {
-        char spec[2048];
-        snprintf(spec, sizeof spec,
-                 "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":1,\"params\":{%s},"
-                 "\"dist\":{" XR_NORMAL REST_DISTS "}}",
-                 bad[i][0]);
-        opc_expect_refused(spec, bad[i][1]);
-    }
+    OPC_EXPECT_REFUSED_EACH("{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":1,\"params\":{%s},"
+                            "\"dist\":{" XR_NORMAL REST_DISTS "}}",
+                            bad);
 }
 
 int main(void)

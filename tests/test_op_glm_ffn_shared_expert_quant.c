@@ -108,13 +108,6 @@ static void test_differential(void)
     ug_exec_detail_free(&d);
 }
 
-static ug_vstate out_verdict(const ug_result *r, const char *name, int std)
-{
-    for (int k = 0; k < r->n_out; k++)
-        if (strcmp(r->out[k].name, name) == 0) return r->out[k].verdict[std];
-    return UG_V_NA;
-}
-
 /* mut_clip_982: scales 1.8 % small, codes consistent with them. The consistency outputs
  * pass; the scale rule and the @oracle_scale views fail (sim: everything passes). */
 static void test_scale_off(void)
@@ -129,12 +122,12 @@ static void test_scale_off(void)
         ug_vstate want = v ? UG_V_FAIL : UG_V_PASS;
         CHECK(opc_run(spec, variant, &r, &d) == 0, "%s ran", variant);
         CHECK(r.outcome == (v ? UG_OUT_FAIL : UG_OUT_PASS), "%s: %s", variant, ug_outcome_name(r.outcome));
-        CHECK(out_verdict(&r, "x_i8", UG_STD_BOUNDARY_AWARE) == UG_V_PASS, "%s: x_i8 consistent", variant);
-        CHECK(out_verdict(&r, "a_i8", UG_STD_BOUNDARY_AWARE) == UG_V_PASS, "%s: a_i8 consistent", variant);
-        CHECK(out_verdict(&r, "x_scale", UG_STD_PYPTO) == want, "%s: x_scale", variant);
-        CHECK(out_verdict(&r, "a_scale", UG_STD_PYPTO) == want, "%s: a_scale", variant);
-        CHECK(out_verdict(&r, "x_i8@oracle_scale", UG_STD_BOUNDARY_AWARE) == want, "%s: x view", variant);
-        CHECK(out_verdict(&r, "a_i8@oracle_scale", UG_STD_BOUNDARY_AWARE) == want, "%s: a view", variant);
+        CHECK(opc_out_verdict(&r, "x_i8", UG_STD_BOUNDARY_AWARE) == UG_V_PASS, "%s: x_i8 consistent", variant);
+        CHECK(opc_out_verdict(&r, "a_i8", UG_STD_BOUNDARY_AWARE) == UG_V_PASS, "%s: a_i8 consistent", variant);
+        CHECK(opc_out_verdict(&r, "x_scale", UG_STD_PYPTO) == want, "%s: x_scale", variant);
+        CHECK(opc_out_verdict(&r, "a_scale", UG_STD_PYPTO) == want, "%s: a_scale", variant);
+        CHECK(opc_out_verdict(&r, "x_i8@oracle_scale", UG_STD_BOUNDARY_AWARE) == want, "%s: x view", variant);
+        CHECK(opc_out_verdict(&r, "a_i8@oracle_scale", UG_STD_BOUNDARY_AWARE) == want, "%s: a view", variant);
         ug_exec_detail_free(&d);
     }
 }
@@ -172,20 +165,15 @@ static void test_zero_and_nan_rows(void)
 
 static void test_bad_params(void)
 {
-    const char *bad[][2] = {
+    static const char *const bad[][2] = {
         {"\"tokens\":0", "tokens"},
         {"\"hidden\":200000", "hidden"},
         {"\"intermediate\":0", "intermediate"},
         {"\"experts\":8", "experts"},
     };
-    for (int i = 0; i < 4; i++) {
-        char spec[512];
-        snprintf(spec, sizeof spec,
-                 "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":1,\"params\":{%s},"
-                 "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}," W_DISTS "}}",
-                 bad[i][0]);
-        opc_expect_refused(spec, bad[i][1]);
-    }
+    OPC_EXPECT_REFUSED_EACH("{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":1,\"params\":{%s},"
+                            "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}," W_DISTS "}}",
+                            bad);
     opc_expect_refused("{\"op\":\"" OP "\",\"dtype\":\"fp16\",\"seed\":1,\"params\":{\"hidden\":8},"
                        "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}," W_DISTS "}}",
                        "dtype");

@@ -13,6 +13,7 @@
 #include "check.h"
 #include "core/dtype.h"
 #include "op_check.h"
+#include "glm_moe_check.h"
 
 #define OP "glm_moe_fusion"
 enum { O_OUT, O_LG, O_W, O_IDS, O_ACT }; /* form routed; form shared: x_i8 x_scale a a_i8 a_scale from 4 */
@@ -28,16 +29,6 @@ enum { O_X8 = 4, O_XS };
 
 static double bf16(double v) { return ug_dtype_round(UG_DT_BF16, v); }
 static void set_out(ug_case *c, int o, size_t i, double v) { ug_dtype_store(c->out[o].dtype, c->out[o].data, i, v); }
-
-static ug_outcome rejudge(ug_exec_detail *d)
-{
-    ug_exec_opts o;
-    ug_exec_opts_default(&o);
-    o.oracle.sample = 0;
-    ug_result r;
-    ug_exec_judge(&d->c, &o, &r, NULL);
-    return r.outcome;
-}
 
 /* x = [1, 1], W_gate 0 (s = 1/2 for both experts), bias [0, 1/2]: b = 1/2, 1, id 1, weight
  * 1 (renormalised). W1 = 1, W3 = 1/2, W2 = 1: g = 2, u = 1, act = bf16(2/(1+e^-2)), and
@@ -72,21 +63,6 @@ static void test_known_values(void)
     }
 }
 
-static long double sigm(long double v) { return 1.0L / (1.0L + expl(-v)); }
-
-/* The naive act of token t, slot j, unit i from the kernel's id (long double dots of bf16
- * products: exact to 2^-64 relative of the sum of magnitudes). */
-static double naive_act(const ug_exec_detail *d, size_t t, size_t j, size_t i, size_t h, size_t k, size_t I)
-{
-    size_t e = (size_t)opc_out(d, O_IDS, t * k + j);
-    long double g = 0, u = 0;
-    for (size_t n = 0; n < h; n++) {
-        g += (long double)opc_in(d, "x", t * h + n) * opc_in(d, "expert_w1", (e * h + n) * I + i);
-        u += (long double)opc_in(d, "x", t * h + n) * opc_in(d, "expert_w3", (e * h + n) * I + i);
-    }
-    return bf16((double)(g * sigm(g) * u));
-}
-
 /* Every oracle value of a 5-token routed case against a naive evaluation. */
 static void test_differential(void)
 {
@@ -109,7 +85,7 @@ static void test_differential(void)
             long double lg = 0;
             for (size_t n = 0; n < H; n++) lg += (long double)opc_in(&d, "x", t * H + n) * opc_in(&d, "gate_w", e * H + n);
             worst = fmax(worst, fabs(d.oracle.gstar[O_LG][t * E + e] - (double)lg) / fmax(1e-30, fabs((double)lg)));
-            s[e] = sigm(opc_out(&d, O_LG, t * E + e)); /* staged: the kernel's logits */
+            s[e] = gmc_sigm(opc_out(&d, O_LG, t * E + e)); /* staged: the kernel's logits */
             b[e] = s[e] + opc_in(&d, "e_score_correction_bias", e);
         }
         for (size_t j = 0; j < K; j++) sum += s[(size_t)opc_out(&d, O_IDS, t * K + j)];
@@ -118,17 +94,11 @@ static void test_differential(void)
             for (size_t e = 0; e < E; e++) above += b[e] > b[id];
             bad += above >= K || d.oracle.gstar[O_IDS][t * K + j] != (double)id; /* the kernel's id is a top-3 */
             worst = fmax(worst, fabs(d.oracle.gstar[O_W][t * K + j] - (double)(s[id] / sum * 2.5L)));
-            for (size_t i = 0; i < I; i++) bad += d.oracle.gstar[O_ACT][(t * K + j) * I + i] != naive_act(&d, t, j, i, H, K, I);
+            for (size_t i = 0; i < I; i++)
+                bad += d.oracle.gstar[O_ACT][(t * K + j) * I + i] != gmc_naive_act(&d, t, j, i, H, K, I);
         }
         for (size_t n = 0; n < H; n++) {
-            long double o = 0;
-            for (size_t j = 0; j < K; j++) {
-                size_t id = (size_t)opc_out(&d, O_IDS, t * K + j);
-                long double y = 0;
-                for (size_t i = 0; i < I; i++)
-                    y += (long double)opc_out(&d, O_ACT, (t * K + j) * I + i) * opc_in(&d, "expert_w2", (id * I + i) * H + n);
-                o += (long double)opc_out(&d, O_W, t * K + j) * y;
-            }
+            long double o = gmc_naive_routed(&d, t, n, H, K, I);
             worst = fmax(worst, fabs(d.oracle.gstar[O_OUT][t * H + n] - (double)o) / fmax(1e-30, fabsl(o)));
         }
     }
@@ -156,9 +126,9 @@ static void test_ties(void)
     CHECK(opc_out(&d, O_IDS, 0) == 0 && opc_out(&d, O_IDS, 1) == 1, "sim ids %g %g", opc_out(&d, O_IDS, 0),
           opc_out(&d, O_IDS, 1));
     set_out(&d.c, O_IDS, 0, 15), set_out(&d.c, O_IDS, 1, 14); /* group 3, tied with group 0 */
-    CHECK(rejudge(&d) == UG_OUT_PASS, "another tied group's experts failed");
+    CHECK(opc_rejudge(&d) == UG_OUT_PASS, "another tied group's experts failed");
     set_out(&d.c, O_IDS, 1, 1); /* groups 3 and 0: two groups with topk_group 1 */
-    CHECK(rejudge(&d) == UG_OUT_FAIL, "ids from two groups passed with topk_group 1");
+    CHECK(opc_rejudge(&d) == UG_OUT_FAIL, "ids from two groups passed with topk_group 1");
     ug_exec_detail_free(&d);
 }
 
@@ -185,7 +155,7 @@ static void test_zero_rows(void)
 
 static void test_bad_params(void)
 {
-    const char *bad[][2] = {
+    static const char *const bad[][2] = {
         {"{\"experts\":16,\"num_expert_group\":3}", "num_expert_group"},
         {"{\"experts\":16,\"num_expert_group\":4,\"topk_group\":5}", "topk_group"},
         {"{\"experts\":4,\"top_k\":8}", "top_k"},
@@ -193,15 +163,11 @@ static void test_bad_params(void)
         {"{\"form\":\"dense\"}", "form"},
         {"{\"intermediate\":0}", "intermediate"},
     };
-    for (int i = 0; i < 6; i++) {
-        char spec[1024];
-        snprintf(spec, sizeof spec,
-                 "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":1,\"params\":%s,\"dist\":{\"x\":{\"kind\":\"normal\","
-                 "\"mean\":0,\"std\":1},\"gate_w\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.03},"
-                 "\"e_score_correction_bias\":{\"kind\":\"const\",\"value\":0}," SHARED_DISTS "}}",
-                 bad[i][0]);
-        opc_expect_refused(spec, bad[i][1]);
-    }
+    OPC_EXPECT_REFUSED_EACH("{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":1,\"params\":%s,"
+                            "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},"
+                            "\"gate_w\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.03},"
+                            "\"e_score_correction_bias\":{\"kind\":\"const\",\"value\":0}," SHARED_DISTS "}}",
+                            bad);
 }
 
 int main(void)

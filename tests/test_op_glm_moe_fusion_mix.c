@@ -14,6 +14,7 @@
 #include "check.h"
 #include "core/dtype.h"
 #include "op_check.h"
+#include "glm_moe_check.h"
 
 #define OP "glm_moe_fusion_mix"
 enum { O_OUT, O_LG, O_W, O_IDS, O_ACT, O_X8, O_XS, O_A, O_A8, O_AS };
@@ -62,21 +63,7 @@ static void test_known_values(void)
     ug_exec_detail_free(&d);
 }
 
-static long double sigm(long double v) { return 1.0L / (1.0L + expl(-v)); }
-
 enum { T = 4, H = 48, E = 8, K = 3, I = 6 };
-
-/* Naive act of token t, slot j, unit i from the kernel's id. */
-static double naive_act(const ug_exec_detail *d, size_t t, size_t j, size_t i)
-{
-    size_t e = (size_t)opc_out(d, O_IDS, t * K + j);
-    long double g = 0, u = 0;
-    for (size_t n = 0; n < H; n++) {
-        g += (long double)opc_in(d, "x", t * H + n) * opc_in(d, "expert_w1", (e * H + n) * I + i);
-        u += (long double)opc_in(d, "x", t * H + n) * opc_in(d, "expert_w3", (e * H + n) * I + i);
-    }
-    return bf16((double)(g * sigm(g) * u));
-}
 
 /* Naive unrounded out[t,n]: the shared stage 4 plus the routed sum. */
 static long double naive_out(const ug_exec_detail *d, size_t t, size_t n)
@@ -84,14 +71,7 @@ static long double naive_out(const ug_exec_detail *d, size_t t, size_t n)
     long long acc = 0;
     for (size_t i = 0; i < I; i++) acc += (long long)opc_out(d, O_A8, t * I + i) * (long long)opc_in(d, "w2", i * H + n);
     long double o = (long double)acc * opc_in(d, "w2_scale", n) * opc_out(d, O_AS, t);
-    for (size_t j = 0; j < K; j++) {
-        size_t id = (size_t)opc_out(d, O_IDS, t * K + j);
-        long double y = 0;
-        for (size_t i = 0; i < I; i++)
-            y += (long double)opc_out(d, O_ACT, (t * K + j) * I + i) * opc_in(d, "expert_w2", (id * I + i) * H + n);
-        o += (long double)opc_out(d, O_W, t * K + j) * y;
-    }
-    return o;
+    return o + gmc_naive_routed(d, t, n, H, K, I);
 }
 
 static void test_differential(void)
@@ -108,10 +88,12 @@ static void test_differential(void)
     size_t bad = 0;
     for (size_t t = 0; t < T; t++) {
         long double s[K], sum = 0;
-        for (size_t j = 0; j < K; j++) sum += s[j] = sigm(opc_out(&d, O_LG, t * E + (size_t)opc_out(&d, O_IDS, t * K + j)));
+        for (size_t j = 0; j < K; j++)
+            sum += s[j] = gmc_sigm(opc_out(&d, O_LG, t * E + (size_t)opc_out(&d, O_IDS, t * K + j)));
         for (size_t j = 0; j < K; j++) {
             worst = fmax(worst, fabs(d.oracle.gstar[O_W][t * K + j] - (double)(s[j] / sum * 2.5L)));
-            for (size_t i = 0; i < I; i++) bad += d.oracle.gstar[O_ACT][(t * K + j) * I + i] != naive_act(&d, t, j, i);
+            for (size_t i = 0; i < I; i++)
+                bad += d.oracle.gstar[O_ACT][(t * K + j) * I + i] != gmc_naive_act(&d, t, j, i, H, K, I);
         }
         for (size_t n = 0; n < H; n++) {
             long double o = naive_out(&d, t, n);
@@ -145,7 +127,7 @@ static void test_shared_unscaled(void)
 
 static void test_bad_params(void)
 {
-    const char *bad[][2] = {
+    static const char *const bad[][2] = {
         {"{\"experts\":16,\"num_expert_group\":3}", "num_expert_group"},
         {"{\"experts\":16,\"num_expert_group\":4,\"topk_group\":5}", "topk_group"},
         {"{\"experts\":4,\"top_k\":8}", "top_k"},
@@ -153,14 +135,9 @@ static void test_bad_params(void)
         {"{\"form\":\"routed\"}", "form"},
         {"{\"hidden\":200000}", "hidden"},
     };
-    for (int i = 0; i < 6; i++) {
-        char spec[2048];
-        snprintf(spec, sizeof spec,
-                 "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":1,\"params\":%s,\"dist\":{" ROUTER_DISTS
-                 "," ROUTED_DISTS "," SHARED_DISTS "}}",
-                 bad[i][0]);
-        opc_expect_refused(spec, bad[i][1]);
-    }
+    OPC_EXPECT_REFUSED_EACH("{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":1,\"params\":%s,\"dist\":{" ROUTER_DISTS
+                            "," ROUTED_DISTS "," SHARED_DISTS "}}",
+                            bad);
 }
 
 int main(void)

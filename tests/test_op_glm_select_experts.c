@@ -29,17 +29,6 @@ static void set_id(ug_case *c, size_t i, int id) { ug_dtype_store(UG_DT_INT32, c
 static void set_w(ug_case *c, size_t i, double w) { ug_dtype_store(UG_DT_FP32, c->out[0].data, i, w); }
 static int get_id(const ug_case *c, size_t i) { return (int)ug_dtype_load(UG_DT_INT32, c->out[1].data, i); }
 
-/* Judges the (edited) outputs in d->c again, every element. */
-static ug_outcome rejudge(ug_exec_detail *d)
-{
-    ug_exec_opts o;
-    ug_exec_opts_default(&o);
-    o.oracle.sample = 0;
-    ug_result r;
-    ug_exec_judge(&d->c, &o, &r, NULL);
-    return r.outcome;
-}
-
 /* 4 experts, top-2, logits 0 except x3 = inf (s = 1/2, 1/2, 1/2, 1); bias 0, 0, 1/2, 1/4:
  * b = 1/2, 1/2, 1, 5/4, so ids {3, 2}; renormalised weights 1/(1+1/2) = 2/3 and 1/3, times
  * 2.5: the exact fp32(5/3), fp32(5/6); the kernel rounds twice. The bias-in-weights mutant: 5/4 / (9/4) * 2.5 = 25/18. */
@@ -85,15 +74,15 @@ static void test_expert_tie(void)
     if (!d.have_case) return;
     CHECK(get_id(&d.c, 0) == 3 && get_id(&d.c, 1) == 7, "sim ids %d %d, want 3 7", get_id(&d.c, 0), get_id(&d.c, 1));
     set_id(&d.c, 1, 11); /* the other tied expert, weights still those of {3, 7} */
-    CHECK(rejudge(&d) == UG_OUT_FAIL, "tied expert with the first choice's weights passed");
+    CHECK(opc_rejudge(&d) == UG_OUT_FAIL, "tied expert with the first choice's weights passed");
     set_w(&d.c, 0, 1.0 / 3), set_w(&d.c, 1, 2.0 / 3);
-    CHECK(rejudge(&d) == UG_OUT_PASS, "the other tied expert with its own weights failed");
+    CHECK(opc_rejudge(&d) == UG_OUT_PASS, "the other tied expert with its own weights failed");
     set_id(&d.c, 0, 11), set_id(&d.c, 1, 3), set_w(&d.c, 0, 2.0 / 3), set_w(&d.c, 1, 1.0 / 3);
-    CHECK(rejudge(&d) == UG_OUT_PASS, "the same set in another order failed");
+    CHECK(opc_rejudge(&d) == UG_OUT_PASS, "the same set in another order failed");
     set_id(&d.c, 0, 5), set_w(&d.c, 0, 0.5), set_w(&d.c, 1, 0.5); /* b5 = 1/2: not tied with the 2nd score 1 */
-    CHECK(rejudge(&d) == UG_OUT_FAIL, "a non-tied expert passed");
+    CHECK(opc_rejudge(&d) == UG_OUT_FAIL, "a non-tied expert passed");
     set_id(&d.c, 0, 3), set_id(&d.c, 1, 3);
-    CHECK(rejudge(&d) == UG_OUT_FAIL, "a duplicate id passed");
+    CHECK(opc_rejudge(&d) == UG_OUT_FAIL, "a duplicate id passed");
     ug_exec_detail_free(&d);
 }
 
@@ -113,11 +102,11 @@ static void test_group_tie(void)
     int a = get_id(&d.c, 0), b = get_id(&d.c, 1);
     CHECK((a == 2 && b == 3), "sim ids %d %d, want 2 3", a, b);
     set_id(&d.c, 0, 5), set_id(&d.c, 1, 4); /* the tied group, best first; weights 1/2 each either way */
-    CHECK(rejudge(&d) == UG_OUT_PASS, "the other tied group failed");
+    CHECK(opc_rejudge(&d) == UG_OUT_PASS, "the other tied group failed");
     set_id(&d.c, 0, 0), set_id(&d.c, 1, 1);
-    CHECK(rejudge(&d) == UG_OUT_FAIL, "a group below the tie passed");
+    CHECK(opc_rejudge(&d) == UG_OUT_FAIL, "a group below the tie passed");
     set_id(&d.c, 0, 2), set_id(&d.c, 1, 5); /* one expert from each tied group: two groups kept */
-    CHECK(rejudge(&d) == UG_OUT_FAIL, "ids from two groups passed with topk_group 1");
+    CHECK(opc_rejudge(&d) == UG_OUT_FAIL, "ids from two groups passed with topk_group 1");
     ug_exec_detail_free(&d);
 }
 
@@ -195,7 +184,7 @@ static void test_differential(void)
 
 static void test_bad_params(void)
 {
-    const char *bad[][2] = {
+    static const char *const bad[][2] = {
         {"{\"num_expert_group\":7}", "num_expert_group"},
         {"{\"num_expert_group\":4,\"topk_group\":5}", "topk_group"},
         {"{\"experts\":160,\"top_k\":200}", "top_k"},
@@ -204,11 +193,7 @@ static void test_bad_params(void)
         {"{\"group_score\":\"mean\"}", "group_score"},
         {"{\"renormalize\":2}", "renormalize"},
     };
-    for (int i = 0; i < 7; i++) {
-        char spec[512];
-        snprintf(spec, sizeof spec, SPEC("1", "%s", NORMAL, ""), bad[i][0]);
-        opc_expect_refused(spec, bad[i][1]);
-    }
+    OPC_EXPECT_REFUSED_EACH(SPEC("1", "%s", NORMAL, ""), bad);
 }
 
 int main(void)

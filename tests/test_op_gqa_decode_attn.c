@@ -178,6 +178,27 @@ static void test_differential(void)
     ug_exec_detail_free(&d);
 }
 
+/* The fp16 dtype, and each bad param, refused naming it. */
+static void test_bad_params(void)
+{
+    static const char *const bad[][2] = {
+        {"\"group\":0,\"ctx\":8", "group"},
+        {"\"ctx\":8,\"lens\":\"bogus\"", "lens"},
+        {"\"batch\":2,\"ctx\":8,\"seq_lens\":\"8\"", "seq_lens"},       /* one per sequence */
+        {"\"batch\":2,\"ctx\":8,\"seq_lens\":\"8,9\"", "seq_lens"},     /* over ctx */
+        {"\"ctx\":8,\"q_per_step\":2,\"seq_lens\":\"1\"", "seq_lens"}, /* under q_per_step */
+        {"\"ctx\":8,\"lens\":\"ragged\",\"seq_lens\":\"8\"", "seq_lens"},
+        {"\"ctx\":2,\"q_per_step\":3", "q_per_step"},
+        {"\"ctx\":2,\"scale\":1e-50", "scale"}, /* 0 in fp32 */
+    };
+    OPC_EXPECT_REFUSED_EACH("{\"v\":1,\"op\":\"gqa_decode_attn\",\"dtype\":\"bf16\",\"seed\":1,\"plan\":\"test\","
+                            "\"params\":{%s}," DISTS(NORMAL, NORMAL) "}",
+                            bad);
+    opc_expect_refused("{\"v\":1,\"op\":\"gqa_decode_attn\",\"dtype\":\"fp16\",\"seed\":1,\"plan\":\"test\","
+                       "\"params\":{\"ctx\":8}," DISTS(NORMAL, NORMAL) "}",
+                       "dtype");
+}
+
 int main(void)
 {
     test_window_one();
@@ -185,23 +206,6 @@ int main(void)
     test_scale_one();
     test_constant_values();
     test_differential();
-    gl_expect_bad_param("{\"v\":1,\"op\":\"gqa_decode_attn\",\"dtype\":\"bf16\",\"seed\":1,\"plan\":\"test\","
-                        "\"params\":{\"group\":0,\"ctx\":8}," DISTS(NORMAL, NORMAL) "}",
-                        "group");
-    gl_expect_bad_param("{\"v\":1,\"op\":\"gqa_decode_attn\",\"dtype\":\"bf16\",\"seed\":1,\"plan\":\"test\","
-                        "\"params\":{\"ctx\":8,\"lens\":\"bogus\"}," DISTS(NORMAL, NORMAL) "}",
-                        "lens");
-    gl_expect_bad_param("{\"v\":1,\"op\":\"gqa_decode_attn\",\"dtype\":\"fp16\",\"seed\":1,\"plan\":\"test\","
-                        "\"params\":{\"ctx\":8}," DISTS(NORMAL, NORMAL) "}",
-                        "dtype");
-#define BAD_SPEC(params)                                                                                               \
-    "{\"v\":1,\"op\":\"gqa_decode_attn\",\"dtype\":\"bf16\",\"seed\":1,\"plan\":\"test\",\"params\":{" params     \
-    "}," DISTS(NORMAL, NORMAL) "}"
-    gl_expect_bad_param(BAD_SPEC("\"batch\":2,\"ctx\":8,\"seq_lens\":\"8\""), "seq_lens");       /* one per sequence */
-    gl_expect_bad_param(BAD_SPEC("\"batch\":2,\"ctx\":8,\"seq_lens\":\"8,9\""), "seq_lens");     /* over ctx */
-    gl_expect_bad_param(BAD_SPEC("\"ctx\":8,\"q_per_step\":2,\"seq_lens\":\"1\""), "seq_lens"); /* under q_per_step */
-    gl_expect_bad_param(BAD_SPEC("\"ctx\":8,\"lens\":\"ragged\",\"seq_lens\":\"8\""), "seq_lens");
-    gl_expect_bad_param(BAD_SPEC("\"ctx\":2,\"q_per_step\":3"), "q_per_step");
-    gl_expect_bad_param(BAD_SPEC("\"ctx\":2,\"scale\":1e-50"), "scale"); /* 0 in fp32 */
+    test_bad_params();
     return check_done();
 }

@@ -112,14 +112,22 @@ static void test_partial_block_mutant(void)
     ug_exec_detail_free(&d);
 }
 
+static void test_bad_params(void)
+{
+    static const char *const bad[][2] = {
+        {"{\"n_kv\":3,\"ctx\":4}", "n_kv"},
+        {"{\"heads\":3,\"n_kv\":2,\"ctx\":4}", "heads"},
+        {"{\"block_size\":0,\"ctx\":4}", "block_size"},
+        {"{\"ctx\":\"long\"}", "ctx"},
+    };
+    OPC_EXPECT_REFUSED_EACH(SPEC("%s", N01), bad);
+}
+
 int main(void)
 {
     test_ragged_paged();
     test_constant_cache();
     test_partial_block_mutant();
-    gl_expect_bad_param(SPEC("{\"n_kv\":3,\"ctx\":4}", N01), "n_kv");
-    gl_expect_bad_param(SPEC("{\"heads\":3,\"n_kv\":2,\"ctx\":4}", N01), "heads");
-    gl_expect_bad_param(SPEC("{\"block_size\":0,\"ctx\":4}", N01), "block_size");
-    gl_expect_bad_param(SPEC("{\"ctx\":\"long\"}", N01), "ctx");
+    test_bad_params();
     return check_done();
 }

@@ -183,13 +183,6 @@ static void ties(void)
     CHECK(isnan(scale) && codes[0] == 0.0f, "NaN row: scale %g code %g", scale, codes[0]);
 }
 
-static ug_vstate verdict(const ug_result *r, const char *name, int std)
-{
-    for (int k = 0; k < r->n_out; k++)
-        if (strcmp(r->out[k].name, name) == 0) return r->out[k].verdict[std];
-    return UG_V_NA;
-}
-
 /* Scales 0.8 % small and truncated codes are consistent with their own scales; the views fail them. */
 static void scale_views(void)
 {
@@ -204,9 +197,10 @@ static void scale_views(void)
         for (int i = 0; i < 2; i++) {
             char view[64];
             snprintf(view, sizeof view, "%s@oracle_scale", outs[i]);
-            CHECK(verdict(&r, outs[i], UG_STD_BOUNDARY_AWARE) == UG_V_PASS, "%s: %s consistent", variants[v], outs[i]);
-            CHECK(verdict(&r, view, UG_STD_BOUNDARY_AWARE) == (v ? UG_V_FAIL : UG_V_PASS), "%s: %s %s", variants[v],
-                  view, v ? "must fail" : "must pass");
+            CHECK(opc_out_verdict(&r, outs[i], UG_STD_BOUNDARY_AWARE) == UG_V_PASS, "%s: %s consistent", variants[v],
+                  outs[i]);
+            CHECK(opc_out_verdict(&r, view, UG_STD_BOUNDARY_AWARE) == (v ? UG_V_FAIL : UG_V_PASS), "%s: %s %s",
+                  variants[v], view, v ? "must fail" : "must pass");
         }
         CHECK(r.outcome == (v ? UG_OUT_FAIL : UG_OUT_PASS), "%s: outcome %s", variants[v], ug_outcome_name(r.outcome));
     }
@@ -236,7 +230,7 @@ static void part_of_space_mutants(void)
 
 static void bad_params(void)
 {
-    static const char *bad[][2] = {
+    static const char *const bad[][2] = {
         {"\"tokens\":2,\"hidden\":4,\"q_lora\":4,\"heads\":1,\"d\":48", "\"d\""},
         {"\"tokens\":2,\"hidden\":4,\"q_lora\":4,\"heads\":1,\"d\":32,\"rope\":6", "rope"},
         {"\"tokens\":2,\"hidden\":4,\"q_lora\":4,\"heads\":1,\"d\":32,\"pad\":3", "pad"},
@@ -245,11 +239,9 @@ static void bad_params(void)
         {"\"tokens\":2,\"hidden\":4,\"q_lora\":0,\"heads\":1,\"d\":32", "q_lora"},
         {"\"tokens\":2,\"hidden\":4,\"q_lora\":4,\"heads\":1,\"d\":32,\"rope\":64", "rope"},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        char spec[2048];
-        make_normal(spec, sizeof spec, bad[i][0]);
-        opc_expect_refused(spec, bad[i][1]);
-    }
+    char fmt[2048];
+    make_normal(fmt, sizeof fmt, "%s"); /* the spec, params left as %s */
+    OPC_EXPECT_REFUSED_EACH(fmt, bad);
 }
 
 int main(void)

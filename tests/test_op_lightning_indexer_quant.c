@@ -29,16 +29,6 @@
 static int get_id(const ug_case *c, size_t i) { return (int)ug_dtype_load(UG_DT_INT32, c->out[0].data, i); }
 static void set_id(ug_case *c, size_t i, int id) { ug_dtype_store(UG_DT_INT32, c->out[0].data, i, (double)id); }
 
-static ug_outcome rejudge(ug_exec_detail *d)
-{
-    ug_exec_opts o;
-    ug_exec_opts_default(&o);
-    o.oracle.sample = 0;
-    ug_result r;
-    ug_exec_judge(&d->c, &o, &r, NULL);
-    return r.outcome;
-}
-
 /* One sequence of 40 tokens, top-8, all-zero queries: every score is 0. */
 static void test_set_rule(void)
 {
@@ -50,13 +40,13 @@ static void test_set_rule(void)
     if (!d.have_case) return;
     for (int j = 0; j < 8; j++) CHECK(get_id(&d.c, (size_t)j) == j, "tie order: id %d at %d", get_id(&d.c, (size_t)j), j);
     for (int j = 0; j < 8; j++) set_id(&d.c, (size_t)j, 39 - 3 * j); /* other positions, another order */
-    CHECK(rejudge(&d) == UG_OUT_PASS, "another all-tied set failed");
+    CHECK(opc_rejudge(&d) == UG_OUT_PASS, "another all-tied set failed");
     set_id(&d.c, 1, 39);
-    CHECK(rejudge(&d) == UG_OUT_FAIL, "a duplicate id passed");
+    CHECK(opc_rejudge(&d) == UG_OUT_FAIL, "a duplicate id passed");
     set_id(&d.c, 1, 40);
-    CHECK(rejudge(&d) == UG_OUT_FAIL, "a position past the context passed");
+    CHECK(opc_rejudge(&d) == UG_OUT_FAIL, "a position past the context passed");
     set_id(&d.c, 1, -1);
-    CHECK(rejudge(&d) == UG_OUT_FAIL, "a -1 inside the first n passed");
+    CHECK(opc_rejudge(&d) == UG_OUT_FAIL, "a -1 inside the first n passed");
     ug_exec_detail_free(&d);
 }
 
@@ -73,11 +63,11 @@ static void test_short_context(void)
     CHECK(seen == 7 && get_id(&d.c, 3) == -1 && get_id(&d.c, 4) == -1, "row %d %d %d %d %d", get_id(&d.c, 0),
           get_id(&d.c, 1), get_id(&d.c, 2), get_id(&d.c, 3), get_id(&d.c, 4));
     set_id(&d.c, 0, 2), set_id(&d.c, 1, 0), set_id(&d.c, 2, 1);
-    CHECK(rejudge(&d) == UG_OUT_PASS, "the short row in another order failed");
+    CHECK(opc_rejudge(&d) == UG_OUT_PASS, "the short row in another order failed");
     set_id(&d.c, 3, 1);
-    CHECK(rejudge(&d) == UG_OUT_FAIL, "an id in the padding passed");
+    CHECK(opc_rejudge(&d) == UG_OUT_FAIL, "an id in the padding passed");
     set_id(&d.c, 3, -1), set_id(&d.c, 2, -1), set_id(&d.c, 4, 1);
-    CHECK(rejudge(&d) == UG_OUT_FAIL, "padding moved inside the row passed");
+    CHECK(opc_rejudge(&d) == UG_OUT_FAIL, "padding moved inside the row passed");
     ug_exec_detail_free(&d);
 }
 
@@ -134,7 +124,7 @@ static void test_differential(void)
     naive_row(&d, 3, 1, E, 3, 8, 16, mb, s);
     for (long p = 1; p < E; p++) worst = s[p] < s[worst] ? p : worst;
     set_id(&d.c, 3 * 16, (int)worst);
-    CHECK(rejudge(&d) == UG_OUT_FAIL, "the worst position in place of the best passed");
+    CHECK(opc_rejudge(&d) == UG_OUT_FAIL, "the worst position in place of the best passed");
     ug_exec_detail_free(&d);
 }
 
@@ -155,7 +145,7 @@ static void test_mtp_mutant(void)
 
 static void test_bad_params(void)
 {
-    const char *bad[][2] = {
+    static const char *const bad[][2] = {
         {"{\"actual_seqs\":\"300,200\",\"num_blocks\":3}", "num_blocks"},
         {"{\"actual_seqs\":\"300\",\"max_blocks_per_seq\":2}", "actual_seqs"},
         {"{\"actual_seqs\":\"3,1\",\"q_per_step\":2}", "actual_seqs"},
@@ -165,11 +155,7 @@ static void test_bad_params(void)
         {"{\"actual_seqs\":\"16\",\"head_dim\":1025}", "head_dim"},
         {"{\"actual_seqs\":\"131073\"}", "actual_seqs"},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        char spec[1024];
-        snprintf(spec, sizeof spec, SPEC("1", "%s", REF), bad[i][0]);
-        opc_expect_refused(spec, bad[i][1]);
-    }
+    OPC_EXPECT_REFUSED_EACH(SPEC("1", "%s", REF), bad);
 }
 
 int main(void)

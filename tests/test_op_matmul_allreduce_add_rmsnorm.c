@@ -8,8 +8,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "run/exec.h"
 #include "gen/case.h"
+#include "op_check.h"
+#include "run/exec.h"
 
 #define OP "matmul_allreduce_add_rmsnorm"
 
@@ -17,19 +18,6 @@ static const char *NORMAL = "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"s
                             "\"w\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.05},"
                             "\"residual\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},"
                             "\"gamma\":{\"kind\":\"normal\",\"mean\":1,\"std\":0.1}}";
-
-static int run(const char *spec, const char *variant, size_t sample, ug_result *r, ug_exec_detail *d)
-{
-    ug_backend b;
-    char err[256];
-    if (ug_backend_open(&b, variant, err, sizeof err)) return -9;
-    ug_exec_opts o;
-    ug_exec_opts_default(&o);
-    o.oracle.sample = sample;
-    int rc = ug_exec_case(spec, &b, &o, r, d);
-    ug_backend_close(&b);
-    return rc;
-}
 
 /* x = 1, w = 0.5, residual = 0.25, gamma = 2, K = 4 over 2 ranks: p_r = 1, h = 2.25,
  * out = 2 * 2.25 / sqrt(2.25^2 + eps) -> 2 in bf16. */
@@ -41,7 +29,7 @@ static void known_value(void)
                        "\"residual\":{\"kind\":\"const\",\"value\":0.25},\"gamma\":{\"kind\":\"const\",\"value\":2}}}";
     ug_result r;
     ug_exec_detail d;
-    CHECK(run(spec, "sim", 0, &r, &d) == 0 && r.outcome == UG_OUT_PASS, "known value: %s %s",
+    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "known value: %s %s",
           ug_outcome_name(r.outcome), r.message);
     if (d.have_oracle) {
         for (size_t i = 0; i < 6; i++) {
@@ -65,7 +53,7 @@ static void differential(void)
              "\"params\":{\"tokens\":3,\"k\":96,\"n\":40,\"world\":4},%s}", NORMAL);
     ug_result r;
     ug_exec_detail d;
-    CHECK(run(spec, "sim", 0, &r, &d) == 0 && r.outcome == UG_OUT_PASS, "differential: %s", r.message);
+    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "differential: %s", r.message);
     if (!d.have_oracle) return;
     const ug_case *c = &d.c;
     const double *x = ug_case_input(c, "x")->values, *w = ug_case_input(c, "w")->values;
@@ -157,7 +145,7 @@ static void one_rank_reduce(void)
              "\"params\":{\"tokens\":2,\"k\":200,\"n\":33,\"world\":1},%s}", NORMAL);
     ug_result r1, r2;
     ug_exec_detail d1, d2;
-    CHECK(run(spec, "sim", 0, &r1, &d1) == 0 && run(spec, "sim:mut_reverse_bf16_reduce", 0, &r2, &d2) == 0,
+    CHECK(opc_run(spec, "sim", &r1, &d1) == 0 && opc_run(spec, "mut_reverse_bf16_reduce", &r2, &d2) == 0,
           "one-rank runs");
     if (d1.have_oracle && d2.have_oracle)
         for (int o = 0; o < 2; o++)
@@ -169,19 +157,13 @@ static void one_rank_reduce(void)
 
 static void bad_params(void)
 {
-    static const char *bad[][2] = {{"\"tokens\":1,\"k\":8,\"n\":4,\"world\":3", "world"},
+    static const char *const bad[][2] = {{"\"tokens\":1,\"k\":8,\"n\":4,\"world\":3", "world"},
                                    {"\"tokens\":1,\"k\":6,\"n\":4,\"world\":4", "\"k\""},
                                    {"\"tokens\":1,\"k\":8,\"n\":4,\"world\":2,\"pattern\":\"zig\"", "pattern"},
                                    {"\"tokens\":1,\"k\":8,\"n\":4,\"world\":2,\"eps\":-1", "eps"}};
-    for (int i = 0; i < 4; i++) {
-        char spec[1024];
-        snprintf(spec, sizeof spec, "{\"v\":1,\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":3,\"params\":{%s},%s}",
-                 bad[i][0], NORMAL);
-        ug_result r;
-        int rc = run(spec, "sim", 0, &r, NULL);
-        CHECK(rc < 0 && r.outcome == UG_OUT_ERROR && strstr(r.message, bad[i][1]),
-              "bad params %s: rc %d message '%s' should name %s", bad[i][0], rc, r.message, bad[i][1]);
-    }
+    char fmt[1024]; /* the spec, params left as %s */
+    snprintf(fmt, sizeof fmt, "{\"v\":1,\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":3,\"params\":{%%s},%s}", NORMAL);
+    OPC_EXPECT_REFUSED_EACH(fmt, bad);
 }
 
 /* residual[0][2] = +inf: h there is +inf, rstd of row 0 is 0, so out is NaN at column 2
@@ -196,7 +178,7 @@ static void special_values(void)
     ug_result r;
     ug_exec_detail d;
     memset(&d, 0, sizeof d);
-    CHECK(run(spec, "sim", 0, &r, &d) == 0 && r.outcome == UG_OUT_PASS, "residual inf: %s", r.message);
+    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "residual inf: %s", r.message);
     if (d.have_oracle)
         CHECK(isnan(d.oracle.g[0][2]) && d.oracle.g[0][1] == 0 && d.oracle.g[1][2] == INFINITY &&
                   isfinite(d.oracle.g[0][4]),

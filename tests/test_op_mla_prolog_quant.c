@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "op_check.h"
 #include "run/exec.h"
 
 enum { O_QN, O_QR, O_Q8, O_QS, O_KC, O_KS, O_KR, O_Q8V, O_KCV };
@@ -32,28 +33,18 @@ enum { O_QN, O_QR, O_Q8, O_QS, O_KC, O_KS, O_KR, O_Q8V, O_KCV };
     ",\"kv_scale_in\":{\"kind\":\"uniform\",\"lo\":0.001,\"hi\":0.01},\"kr_cache_in\":" NORMAL("1") "}"
 /* clang-format on */
 
-static int run(const char *spec, ug_backend *b, ug_result *r, ug_exec_detail *d)
-{
-    ug_exec_opts o;
-    ug_exec_opts_default(&o);
-    o.oracle.sample = 0; /* every element */
-    o.keep = d != NULL;
-    if (d) memset(d, 0, sizeof *d);
-    return ug_exec_case(spec, b, &o, r, d);
-}
-
 /* x = 1, W_dq = 2 (h = q_lora = 1): c_q = bf16(2/sqrt(4+eps)) = 1, code 127, scale* 1/127;
  * q = bf16(127*fp32(1/127)*1*0.5) = 0.5, q_nope_abs = 0.5*0.25 = 0.125 (exact from the
  * kernel's codes and scale). kv = 2 -> c_kv = 1 -> code 127. Slot 0 or 1 of 2 is written,
  * the other keeps 7 / 0.5 / -3. */
-static void test_known_value(ug_backend *b)
+static void test_known_value(void)
 {
     const char *spec = "{\"op\":\"mla_prolog_quant\",\"dtype\":\"bf16\",\"seed\":5,\"params\":{\"tokens\":1,\"h\":1,"
                        "\"q_lora\":1,\"heads\":1,\"kv_lora\":1,\"kv_group\":1,\"d_nope\":1,\"d_rope\":2,"
                        "\"block_size\":1,\"blocks\":2,\"slots\":\"append\"}," DIST_CONST "}";
     ug_result r;
     ug_exec_detail d;
-    CHECK(run(spec, b, &r, &d) == 0 && r.outcome == UG_OUT_PASS, "known-value case: %s", r.message);
+    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "known-value case: %s", r.message);
     if (!d.have_oracle) return;
     const double *slot = ug_case_input(&d.c, "slot_mapping")->values;
     size_t w = (size_t)slot[0], u = 1 - w;
@@ -154,7 +145,7 @@ static void naive_prolog(const naive_case *n, const double *const *k, double eps
 
 /* Every output element against the naive evaluation; the kernel's codes within one code of
  * the naive codes, its scales within 2^-7 (a legal bf16 flip of the largest element). */
-static void test_differential(ug_backend *b, int inter)
+static void test_differential(int inter)
 {
     char spec[2048];
     snprintf(spec, sizeof spec,
@@ -164,7 +155,7 @@ static void test_differential(ug_backend *b, int inter)
              inter ? ",\"rope_layout\":\"interleaved_to_half\"" : "");
     ug_result r;
     ug_exec_detail d;
-    CHECK(run(spec, b, &r, &d) == 0 && r.outcome == UG_OUT_PASS, "differential case (inter %d): %s", inter,
+    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "differential case (inter %d): %s", inter,
           r.message);
     if (!d.have_oracle) return;
     naive_case n = {7, 24, 20, 3, 40, 12, 8, 8, 12, inter, &d};
@@ -191,7 +182,7 @@ static void test_differential(ug_backend *b, int inter)
 }
 
 /* edges: contiguous from the last slot of a block; zero x: every scale 0, every code 0. */
-static void test_edges_and_zeros(ug_backend *b)
+static void test_edges_and_zeros(void)
 {
     const char *spec = "{\"op\":\"mla_prolog_quant\",\"dtype\":\"bf16\",\"seed\":3,\"params\":{\"tokens\":6,\"h\":8,"
                        "\"q_lora\":8,\"heads\":1,\"kv_lora\":16,\"kv_group\":8,\"d_nope\":4,\"d_rope\":4,"
@@ -202,7 +193,7 @@ static void test_edges_and_zeros(ug_backend *b)
                        ",\"kv_scale_in\":" CONST("0.25") ",\"kr_cache_in\":" NORMAL("1") "}}";
     ug_result r;
     ug_exec_detail d;
-    CHECK(run(spec, b, &r, &d) == 0 && r.outcome == UG_OUT_PASS, "edges/zeros case: %s", r.message);
+    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "edges/zeros case: %s", r.message);
     if (!d.have_oracle) return;
     const double *s = ug_case_input(&d.c, "slot_mapping")->values;
     CHECK((long)s[0] % 4 == 3, "edges: slot[0] = %g is not the last slot of a block", s[0]);
@@ -216,9 +207,9 @@ static void test_edges_and_zeros(ug_backend *b)
     ug_exec_detail_free(&d);
 }
 
-static void test_bad_params(ug_backend *b)
+static void test_bad_params(void)
 {
-    const char *bad[][2] = {
+    static const char *const bad[][2] = {
         {"\"tokens\":0", "tokens"},
         {"\"heads\":129", "heads"},
         {"\"d_rope\":7", "d_rope"},
@@ -228,31 +219,17 @@ static void test_bad_params(ug_backend *b)
         {"\"slots\":\"sorted\"", "slots"},
         {"\"eps\":-1", "eps"},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        char spec[2048];
-        snprintf(spec, sizeof spec,
-                 "{\"op\":\"mla_prolog_quant\",\"dtype\":\"bf16\",\"seed\":1,\"params\":{%s}," DIST_RANDOM "}",
-                 bad[i][0]);
-        ug_result r;
-        int rc = run(spec, b, &r, NULL);
-        CHECK(rc < 0 || r.outcome == UG_OUT_ERROR, "bad params %s accepted", bad[i][0]);
-        CHECK(strstr(r.message, bad[i][1]) != NULL, "message \"%s\" does not name %s", r.message, bad[i][1]);
-    }
+    OPC_EXPECT_REFUSED_EACH("{\"op\":\"mla_prolog_quant\",\"dtype\":\"bf16\",\"seed\":1,\"params\":{%s},"
+                            DIST_RANDOM "}",
+                            bad);
 }
 
 int main(void)
 {
-    ug_backend b;
-    char err[256];
-    if (ug_backend_open(&b, "sim", err, sizeof err)) {
-        fprintf(stderr, "backend: %s\n", err);
-        return 1;
-    }
-    test_known_value(&b);
-    test_differential(&b, 0);
-    test_differential(&b, 1);
-    test_edges_and_zeros(&b);
-    test_bad_params(&b);
-    ug_backend_close(&b);
+    test_known_value();
+    test_differential(0);
+    test_differential(1);
+    test_edges_and_zeros();
+    test_bad_params();
     return check_done();
 }

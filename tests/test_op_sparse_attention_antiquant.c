@@ -57,6 +57,18 @@ static void test_packing(void)
     ug_exec_detail_free(&d);
 }
 
+static void test_bad_params(void)
+{
+    static const char *const bad[][2] = {
+        {"{\"ctx\":10,\"topk\":0}", "topk"},
+        {"{\"batch\":2,\"ctx\":300,\"num_blocks\":5}", "num_blocks"},
+        {"{\"batch\":2,\"ctx\":100,\"seq_lens\":\"100,101\"}", "seq_lens"},
+        {"{\"ctx\":10,\"rope\":128}", "rope"},
+        {"{\"ctx\":10,\"scale\":-1}", "scale"},
+    };
+    OPC_EXPECT_REFUSED_EACH(SPEC("%s"), bad);
+}
+
 int main(void)
 {
     test_packing();
@@ -75,10 +87,6 @@ int main(void)
     sqa_expect(unpadded, "mut_scale_512", UG_OUT_FAIL);
     sqa_tampered(unpadded, OP, "topk_indices", 5, 100);
     sqa_tampered(unpadded, OP, "block_table", 0, 3);
-    gl_expect_bad_param(SPEC("{\"ctx\":10,\"topk\":0}"), "topk");
-    gl_expect_bad_param(SPEC("{\"batch\":2,\"ctx\":300,\"num_blocks\":5}"), "num_blocks");
-    gl_expect_bad_param(SPEC("{\"batch\":2,\"ctx\":100,\"seq_lens\":\"100,101\"}"), "seq_lens");
-    gl_expect_bad_param(SPEC("{\"ctx\":10,\"rope\":128}"), "rope");
-    gl_expect_bad_param(SPEC("{\"ctx\":10,\"scale\":-1}"), "scale");
+    test_bad_params();
     return check_done();
 }

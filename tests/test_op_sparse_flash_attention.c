@@ -103,14 +103,22 @@ static void test_padding_mutant(void)
     ug_exec_detail_free(&d);
 }
 
+static void test_bad_params(void)
+{
+    static const char *const bad[][2] = {
+        {"{\"kv_len\":10,\"topk\":11}", "topk"},
+        {"{\"kv_len\":10,\"topk\":4,\"pad\":\"head\"}", "pad"},
+        {"{\"kv_len\":10,\"topk\":4,\"scale\":0}", "scale"},
+        {"{\"kv_len\":10,\"topk\":4,\"scale\":1e39}", "scale"},
+    };
+    OPC_EXPECT_REFUSED_EACH(SPEC("%s"), bad);
+}
+
 int main(void)
 {
     test_single_key();
     test_padded_differential();
     test_padding_mutant();
-    gl_expect_bad_param(SPEC("{\"kv_len\":10,\"topk\":11}"), "topk");
-    gl_expect_bad_param(SPEC("{\"kv_len\":10,\"topk\":4,\"pad\":\"head\"}"), "pad");
-    gl_expect_bad_param(SPEC("{\"kv_len\":10,\"topk\":4,\"scale\":0}"), "scale");
-    gl_expect_bad_param(SPEC("{\"kv_len\":10,\"topk\":4,\"scale\":1e39}"), "scale");
+    test_bad_params();
     return check_done();
 }

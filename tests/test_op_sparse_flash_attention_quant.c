@@ -64,6 +64,23 @@ static void test_zero_scale(void)
     ug_exec_detail_free(&d);
 }
 
+static void test_bad_params(void)
+{
+    static const char *const bad[][2] = {
+        {"{\"ctx\":10,\"topk\":0}", "topk"},
+        {"{\"ctx\":10,\"heads\":0}", "heads"},
+        {"{\"batch\":2,\"ctx\":300,\"num_blocks\":5}", "num_blocks"},
+        {"{\"batch\":2,\"ctx\":300,\"seq_lens\":\"300,129\",\"num_blocks\":3}", "num_blocks"},
+        {"{\"batch\":2,\"ctx\":100,\"seq_lens\":\"100,101\"}", "seq_lens"},
+        {"{\"ctx\":3,\"q_per_step\":4}", "q_per_step"},
+        {"{\"ctx\":10,\"block_size\":0}", "block_size"},
+        {"{\"ctx\":10,\"kv_lora\":256}", "kv_lora"},
+        {"{\"ctx\":10,\"scale\":0}", "scale"},
+        {"{\"ctx\":10,\"pad\":\"head\"}", "pad"},
+    };
+    OPC_EXPECT_REFUSED_EACH(SPEC("%s"), bad);
+}
+
 int main(void)
 {
     test_dequant();
@@ -95,15 +112,6 @@ int main(void)
     sqa_tampered(unpadded, OP, "topk_indices", 5, -2);
     sqa_tampered(unpadded, OP, "block_table", 0, 3);
     sqa_tampered(unpadded, OP, "seq_lens", 1, 129);
-    gl_expect_bad_param(SPEC("{\"ctx\":10,\"topk\":0}"), "topk");
-    gl_expect_bad_param(SPEC("{\"ctx\":10,\"heads\":0}"), "heads");
-    gl_expect_bad_param(SPEC("{\"batch\":2,\"ctx\":300,\"num_blocks\":5}"), "num_blocks");
-    gl_expect_bad_param(SPEC("{\"batch\":2,\"ctx\":300,\"seq_lens\":\"300,129\",\"num_blocks\":3}"), "num_blocks");
-    gl_expect_bad_param(SPEC("{\"batch\":2,\"ctx\":100,\"seq_lens\":\"100,101\"}"), "seq_lens");
-    gl_expect_bad_param(SPEC("{\"ctx\":3,\"q_per_step\":4}"), "q_per_step");
-    gl_expect_bad_param(SPEC("{\"ctx\":10,\"block_size\":0}"), "block_size");
-    gl_expect_bad_param(SPEC("{\"ctx\":10,\"kv_lora\":256}"), "kv_lora");
-    gl_expect_bad_param(SPEC("{\"ctx\":10,\"scale\":0}"), "scale");
-    gl_expect_bad_param(SPEC("{\"ctx\":10,\"pad\":\"head\"}"), "pad");
+    test_bad_params();
     return check_done();
 }

@@ -37,7 +37,7 @@ static int routed_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel, int
     for (size_t t = 0; t < r.T; t++) {
         gmp_routed_act_emit(&r, c, ar, sel, t);
         size_t b, e;
-        gmp_sel_range(sel, o_out, t * r.h, (t + 1) * r.h, &b, &e);
+        ug_selection_range(sel, o_out, t * r.h, (t + 1) * r.h, &b, &e);
         if (b == e) continue;
         gmp_routed_token(&r, c, t);
         for (; b < e; b++) {
@@ -65,30 +65,18 @@ static int shared_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel, int
 
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
-    gmp_router p;
-    gmp_router_read(&c->params, &p);
-    int o_lg = ug_case_judged_find(c, "router_logits"), o_out = ug_case_judged_find(c, "out");
-    gmp_gate_emit(ar, sel, o_lg, ug_case_input(c, "x")->values, ug_case_input(c, "gate_w")->values,
-                  (size_t)ug_p_int(&c->params, "hidden"), (size_t)p.E);
-    gmp_router_emit(c, ar, sel, &p, &c->out[o_lg], ug_case_judged_find(c, "topk_weights"),
-                    ug_case_judged_find(c, "topk_ids")); /* staged: the kernel's logits */
+    gmp_fused_route_emit(c, ar, sel);
+    int o_out = ug_case_judged_find(c, "out");
     if (ug_p_is(&c->params, "form", "routed")) return routed_emit(c, ar, sel, o_out);
     return shared_emit(c, ar, sel, o_out);
 }
 
-/* Scratch for the case memory estimate. Kernel: the fp32 gate weight and rows; form
- * shared: the shared part's int8 transposes and fp32 staging (14hI) and rows; form
- * routed: one expert's fp32 weights transposed plus staging (16hI), the per-slot fp32
- * down-projection rows (T*k*h), act and the fp32 accumulator (T*h). Oracle: its int8
- * transposes (3hI), rows, and the routed part's act of one token. */
+/* Scratch for the case memory estimate: the gate and the part of the form
+ * (gmp_fused_scratch). */
 static double scratch(const ug_params *P)
 {
-    double T = (double)ug_p_int(P, "tokens"), h = (double)ug_p_int(P, "hidden"), E = (double)ug_p_int(P, "experts"),
-           k = (double)ug_p_int(P, "top_k"), I = (double)ug_p_int(P, "intermediate");
-    double gate = 4 * (E * h + 2 * h + 4 * E) + 8 * E;
-    if (ug_p_is(P, "form", "routed"))
-        return gate + 16 * h * I + 4 * (T * k * (h + I) + T * h + 2 * h + I) + 8 * k * I;
-    return gate + 17 * h * I + 4 * (6 * I + 4 * h) + 2 * (h + I) + 8 * (h + I);
+    int routed = ug_p_is(P, "form", "routed");
+    return gmp_fused_scratch(P, routed, !routed);
 }
 
 const ug_op_def ug_opdef_glm_moe_fusion = {

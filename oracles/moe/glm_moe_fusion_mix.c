@@ -29,7 +29,7 @@ static void out_emit(const gmp_shared *k, gmp_routed *r, const ug_case *c, ug_ar
                      int o, size_t t)
 {
     size_t b, e;
-    gmp_sel_range(sel, o, t * r->h, (t + 1) * r->h, &b, &e);
+    ug_selection_range(sel, o, t * r->h, (t + 1) * r->h, &b, &e);
     if (b == e) return;
     gmp_routed_token(r, c, t);
     ug_num sa = gmp_shared_down_row(k, c, ar, t);
@@ -42,13 +42,8 @@ static void out_emit(const gmp_shared *k, gmp_routed *r, const ug_case *c, ug_ar
 
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
-    gmp_router p;
-    gmp_router_read(&c->params, &p);
-    int o_lg = ug_case_judged_find(c, "router_logits"), o_out = ug_case_judged_find(c, "out");
-    gmp_gate_emit(ar, sel, o_lg, ug_case_input(c, "x")->values, ug_case_input(c, "gate_w")->values,
-                  (size_t)ug_p_int(&c->params, "hidden"), (size_t)p.E);
-    gmp_router_emit(c, ar, sel, &p, &c->out[o_lg], ug_case_judged_find(c, "topk_weights"),
-                    ug_case_judged_find(c, "topk_ids")); /* staged: the kernel's logits */
+    gmp_fused_route_emit(c, ar, sel);
+    int o_out = ug_case_judged_find(c, "out");
     gmp_shared k;
     gmp_routed r;
     if (gmp_shared_open(&k, c)) return -1;
@@ -63,17 +58,9 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     return 0;
 }
 
-/* Scratch for the case memory estimate: glm_moe_fusion's two forms together (the gate's
- * fp32 weight, the shared part's int8 transposes and staging, one routed expert's fp32
- * weights, the per-slot down projections and the fp32 accumulator; the oracle's rows). */
-static double scratch(const ug_params *P)
-{
-    double T = (double)ug_p_int(P, "tokens"), h = (double)ug_p_int(P, "hidden"), E = (double)ug_p_int(P, "experts"),
-           k = (double)ug_p_int(P, "top_k"), I = (double)ug_p_int(P, "intermediate");
-    double gate = 4 * (E * h + 2 * h + 4 * E) + 8 * E;
-    double routed = 16 * h * I + 4 * (T * k * (h + I) + T * h + 2 * h + I) + 8 * k * I;
-    return gate + routed + 17 * h * I + 4 * (6 * I + 4 * h) + 2 * (h + I) + 8 * (h + I);
-}
+/* Scratch for the case memory estimate: glm_moe_fusion's two forms together
+ * (gmp_fused_scratch). */
+static double scratch(const ug_params *P) { return gmp_fused_scratch(P, 1, 1); }
 
 const ug_op_def ug_opdef_glm_moe_fusion_mix = {
     .op = UG_OP_GLM_MOE_FUSION_MIX, .decl.check = check, .oracle = oracle, .scratch = scratch};

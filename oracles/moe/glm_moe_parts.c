@@ -2,7 +2,9 @@
  * id/weight rule (moved here from glm_select_experts.c unchanged), the int8 shared
  * expert's four staged stages (moved from glm_ffn_shared_expert_quant.c unchanged, with
  * its outputs found by name so that a fused op can carry them among its own) and the
- * routed SwiGLU activation (moe_grouped_gemm's) and the gate's dot (glm_gate's). Rules: see those ops' oracle headers. */
+ * routed SwiGLU activation (moe_grouped_gemm's), the gate's dot (glm_gate's) and the fused
+ * ops' front and scratch (moved from glm_moe_fusion.c and glm_moe_fusion_mix.c). Rules: see
+ * those ops' oracle headers. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -232,25 +234,10 @@ void gmp_router_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel, const
     }
 }
 
-/* Positions [*b, *e) of output o's selected elements with flat index in [lo, hi). */
-void gmp_sel_range(const ug_selection *sel, int o, size_t lo, size_t hi, size_t *b, size_t *e)
-{
-    *b = *e = 0;
-    if (o < 0 || o >= sel->n_out) return;
-    size_t l = 0, r = sel->n[o];
-    while (l < r) {
-        size_t m = (l + r) / 2;
-        if (sel->idx[o][m] < lo) l = m + 1;
-        else r = m;
-    }
-    *b = *e = l;
-    while (*e < sel->n[o] && sel->idx[o][*e] < hi) (*e)++;
-}
-
 static int any_selected(const ug_selection *sel, int o, size_t lo, size_t hi)
 {
     size_t b, e;
-    gmp_sel_range(sel, o, lo, hi, &b, &e);
+    ug_selection_range(sel, o, lo, hi, &b, &e);
     return b < e;
 }
 
@@ -259,7 +246,7 @@ static void codes_emit(ug_ar *ar, const ug_selection *sel, int o, size_t row, co
                        int zero, ug_num s)
 {
     size_t b, e;
-    gmp_sel_range(sel, o, row * n, (row + 1) * n, &b, &e);
+    ug_selection_range(sel, o, row * n, (row + 1) * n, &b, &e);
     for (; b < e; b++)
         ug_ar_emit(ar, o, b, zero ? ug_c(ar, 0.0) : ug_div(ar, ug_c(ar, v[sel->idx[o][b] - row * n]), s));
 }
@@ -278,7 +265,7 @@ static void quant_row(const ug_case *c, ug_ar *ar, const ug_selection *sel, cons
         else if (fabs(v[i]) > amax) amax = fabs(v[i]); /* exact */
     }
     size_t b, e;
-    gmp_sel_range(sel, q->scales, row, row + 1, &b, &e);
+    ug_selection_range(sel, q->scales, row, row + 1, &b, &e);
     ug_num exact = finite ? ug_div(ar, ug_c(ar, amax), ug_c(ar, 127.0)) : ug_c(ar, NAN);
     if (b < e) ug_ar_emit(ar, q->scales, b, exact);
     int zero = !finite || amax == 0.0; /* the semantics: codes 0 */
@@ -323,7 +310,7 @@ static ug_num gu_at(const gmp_shared *k, ug_ar *ar, const int8_t *xq, ug_num sx,
 static void a_emit(const gmp_shared *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, size_t t)
 {
     size_t b, e, I = k->I;
-    gmp_sel_range(sel, k->o_a, t * I, (t + 1) * I, &b, &e);
+    ug_selection_range(sel, k->o_a, t * I, (t + 1) * I, &b, &e);
     if (b == e) return;
     codes_row(c, k->xq.codes, t, k->h, k->codes);
     ug_num sx = ug_c(ar, ug_tload(&c->out[k->xq.scales], t));
@@ -351,7 +338,7 @@ void gmp_shared_out_emit(const gmp_shared *k, const ug_case *c, ug_ar *ar, const
                          size_t t)
 {
     size_t b, e, h = k->h;
-    gmp_sel_range(sel, o, t * h, (t + 1) * h, &b, &e);
+    ug_selection_range(sel, o, t * h, (t + 1) * h, &b, &e);
     if (b == e) return;
     ug_num sa = gmp_shared_down_row(k, c, ar, t);
     for (; b < e; b++) {
@@ -452,7 +439,7 @@ static long kernel_id(const gmp_routed *r, const ug_case *c, size_t t, size_t j)
 void gmp_routed_act_emit(const gmp_routed *r, const ug_case *c, ug_ar *ar, const ug_selection *sel, size_t t)
 {
     size_t b, e, kI = r->k * r->I, hI = r->h * r->I;
-    gmp_sel_range(sel, r->o_act, t * kI, (t + 1) * kI, &b, &e);
+    ug_selection_range(sel, r->o_act, t * kI, (t + 1) * kI, &b, &e);
     for (; b < e; b++) {
         size_t f = sel->idx[r->o_act][b] - t * kI, j = f / r->I, i = f % r->I, mark = ug_ar_mark(ar);
         long id = kernel_id(r, c, t, j);
@@ -482,4 +469,27 @@ ug_num gmp_routed_out(const gmp_routed *r, ug_ar *ar, size_t n)
         terms[j] = ug_mul(ar, ug_c(ar, r->wt[j]), ug_dot_d(ar, r->act + j * r->I, 1, w2, r->h, r->I));
     }
     return ug_sum(ar, terms, r->k);
+}
+
+/* ---- the fused ops' front and scratch ---- */
+
+void gmp_fused_route_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel)
+{
+    gmp_router p;
+    gmp_router_read(&c->params, &p);
+    int o_lg = ug_case_judged_find(c, "router_logits");
+    gmp_gate_emit(ar, sel, o_lg, ug_case_input(c, "x")->values, ug_case_input(c, "gate_w")->values,
+                  (size_t)ug_p_int(&c->params, "hidden"), (size_t)p.E);
+    gmp_router_emit(c, ar, sel, &p, &c->out[o_lg], ug_case_judged_find(c, "topk_weights"),
+                    ug_case_judged_find(c, "topk_ids")); /* staged: the kernel's logits */
+}
+
+double gmp_fused_scratch(const ug_params *P, int routed, int shared)
+{
+    double T = (double)ug_p_int(P, "tokens"), h = (double)ug_p_int(P, "hidden"), E = (double)ug_p_int(P, "experts"),
+           k = (double)ug_p_int(P, "top_k"), I = (double)ug_p_int(P, "intermediate");
+    double bytes = 4 * (E * h + 2 * h + 4 * E) + 8 * E + 4 * T * h; /* the gate, the fp32 accumulator */
+    if (routed) bytes += 16 * h * I + 4 * (T * k * (h + I) + 2 * h + I) + 8 * k * I;
+    if (shared) bytes += 17 * h * I + 4 * (6 * I + 4 * h) + 2 * (h + I) + 8 * (h + I);
+    return bytes;
 }

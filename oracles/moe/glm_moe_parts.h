@@ -2,7 +2,8 @@
  * made of them: the router's staged id/weight rule (glm_select_experts, glm_moe_fusion,
  * glm_moe_fusion_mix), the int8 shared expert's staged stages (glm_ffn_shared_expert_quant,
  * glm_moe_fusion, glm_moe_fusion_mix) and the routed SwiGLU activation
- * (moe_grouped_gemm, glm_moe_fusion, glm_moe_fusion_mix). Each part is written once here;
+ * (moe_grouped_gemm, glm_moe_fusion, glm_moe_fusion_mix), and the two fused ops' front
+ * (gate and router) and memory estimate. Each part is written once here;
  * the ops' oracle files only wire outputs to it. The rules themselves are documented in
  * glm_select_experts.c and glm_ffn_shared_expert_quant.c (their file headers). */
 #ifndef UG_GLM_MOE_PARTS_H
@@ -97,9 +98,18 @@ void gmp_routed_token(gmp_routed *r, const ug_case *c, size_t t);
 /* sum_j w_j * (act_j . W2_{e_j}[:, n]) for the loaded token, exact, unrounded. */
 ug_num gmp_routed_out(const gmp_routed *r, ug_ar *ar, size_t n);
 
-/* ---- selection helpers ---- */
+/* ---- the fused ops' front and scratch (glm_moe_fusion, glm_moe_fusion_mix) ---- */
 
-/* Positions [*b, *e) of output o's selected elements with flat index in [lo, hi). */
-void gmp_sel_range(const ug_selection *sel, int o, size_t lo, size_t hi, size_t *b, size_t *e);
+/* Their first two stages: the selected router_logits, each an exact dot of x and gate_w,
+ * then topk_weights and topk_ids staged on the kernel's logits. */
+void gmp_fused_route_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel);
+
+/* Scratch bytes for the case memory estimate of a fused op: the gate (kernel: the fp32
+ * gate weight and rows) and the fp32 accumulator (T*h), with `routed` the routed part (one
+ * expert's fp32 weights transposed plus staging, 16hI; the per-slot fp32 down-projection
+ * rows, T*k*h; act; the oracle's act of one token) and with `shared` the shared part
+ * (its int8 transposes and fp32 staging, 14hI, and rows; the oracle's int8 transposes,
+ * 3hI, and rows). */
+double gmp_fused_scratch(const ug_params *P, int routed, int shared);
 
 #endif

@@ -17,83 +17,39 @@
  *   mut_swiglu_swap     the routed experts apply silu to the up projection
  *   mut_shared_scaled   the routed scaling factor applied to the whole sum, shared expert
  *                       included (only routed_scaling_factor != 1) */
-#include <stdlib.h>
-
 #include "core/ops.h"
 #include "kernels/sim/moe/glm_moe_parts.h"
 #include "kernels/sim/simlib.h"
 
-typedef enum {
-    MUT_NONE,
-    MUT_NO_RENORM,
-    MUT_TENSOR_SCALE,
-    MUT_BF16_COMBINE,
-    MUT_DROP_LAST,
-    MUT_SWIGLU_SWAP,
-    MUT_SHARED_SCALED
-} mix_bug;
-
-static gmp_rt_bug rt_bug(int bug)
-{
-    return bug == MUT_BF16_COMBINE ? GMP_RT_BF16_ACC
-           : bug == MUT_DROP_LAST  ? GMP_RT_DROP_LAST
-           : bug == MUT_SWIGLU_SWAP ? GMP_RT_SWAP
-                                    : GMP_RT_OK;
-}
-
-/* The shared expert's fp32 output rows into acc [T,h] (the accumulator's start). */
-static int mix_shared(const ulpgym_call *call, float *acc, float scale, int bug, char *err, size_t errlen)
-{
-    gmp_ffn k;
-    gmp_ffn_bug fb = bug == MUT_TENSOR_SCALE ? GMP_FFN_TENSOR_SCALE : GMP_FFN_OK;
-    int rc = gmp_ffn_open(&k, call, fb, err, errlen);
-    if (rc) return rc;
-    for (size_t t = 0; t < k.T; t++) {
-        gmp_ffn_token(&k, t, fb);
-        for (size_t n = 0; n < k.h; n++) /* rounds: fp32 (bug: scaled, exact when scale is 1) */
-            acc[t * k.h + n] = bug == MUT_SHARED_SCALED ? k.o[n] * scale : k.o[n];
-    }
-    gmp_ffn_close(&k);
-    return 0;
-}
-
+/* The shared expert's fp32 rows seed the accumulator; the routed part adds into it. */
 static int mix_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
-    const ulpgym_tensor *out, *tw, **slots[] = {&out, &tw};
-    if (ug_sim_bind(call, "out topk_weights", slots, err, errlen)) return -2;
-    ug_params p;
-    if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
-    gmp_se_cfg c;
-    gmp_se_cfg_read(&p, ug_p_int(&p, "experts"), tw->shape[1], bug == MUT_NO_RENORM ? GMP_SE_NO_RENORM : GMP_SE_OK,
-                    &c);
-    c.stable = 1; /* the fused kernels' sigmoid keeps subnormal scores of logits below -88 */
-    ug_params_free(&p);
-    size_t TK = (size_t)tw->shape[0] * (size_t)tw->shape[1], n = (size_t)out->shape[0] * (size_t)out->shape[1];
-    float *w = malloc((2 * TK + n + 1) * sizeof *w), *ids = w + TK, *acc = ids + TK;
-    if (!w) return -1;
-    int rc = gmp_gate_router_run(call, &c, w, ids, err, errlen);
-    if (!rc) rc = mix_shared(call, acc, c.rsf, bug, err, errlen);
-    if (!rc) rc = gmp_routed_run(call, w, ids, (size_t)c.k, acc, rt_bug(bug), err, errlen);
-    if (!rc) ug_sim_store(out, 0, n, acc); /* rounds: bf16 */
-    free(w);
+    gmp_fused f;
+    int rc = gmp_fused_route(&f, call, bug, 0, err, errlen);
+    if (!rc) rc = gmp_ffn_run(call, gmp_mut_ffn(bug), f.acc, err, errlen);
+    if (!rc && bug == GMP_MUT_SHARED_SCALED)
+        for (size_t i = 0; i < f.n_out; i++) f.acc[i] *= f.c.rsf; /* rounds: fp32 (bug: the shared rows scaled) */
+    if (!rc) rc = gmp_routed_run(call, f.w, f.ids, (size_t)f.c.k, f.acc, gmp_mut_rt(bug), err, errlen);
+    if (!rc) ug_sim_store(f.out, 0, f.n_out, f.acc); /* rounds: bf16 */
+    gmp_fused_free(&f);
     return rc;
 }
 
 const ug_kernel_variant ug_variants_glm_moe_fusion_mix[] = {
     {"sim", "fp32 K-tiled gate and fp32 router; the int8 shared expert's fp32 row seeds one fp32 accumulator that "
             "the grouped bf16 SwiGLU experts (bf16 act) add into slot by slot; bf16 out",
-     mix_kernel, 0, MUT_NONE},
+     mix_kernel, 0, GMP_MUT_NONE},
     {"mut_no_renorm", "the router's weights are not divided by their sum (renormalize ignored)", mix_kernel, 0,
-     MUT_NO_RENORM},
+     GMP_MUT_NO_RENORM},
     {"mut_tensor_scale", "the shared expert quantises x with one per-tensor scale (amax over all tokens)", mix_kernel,
-     0, MUT_TENSOR_SCALE},
+     0, GMP_MUT_TENSOR_SCALE},
     {"mut_bf16_combine", "the accumulator of the shared and weighted expert outputs is kept in bf16", mix_kernel, 0,
-     MUT_BF16_COMBINE},
+     GMP_MUT_BF16_COMBINE},
     {"mut_drop_last", "the combine stops one slot early, the k-th routed expert never added", mix_kernel, 0,
-     MUT_DROP_LAST},
+     GMP_MUT_DROP_LAST},
     {"mut_swiglu_swap", "routed experts: silu applied to x*W3 (up) and multiplied by x*W1 (gate)", mix_kernel, 0,
-     MUT_SWIGLU_SWAP},
+     GMP_MUT_SWIGLU_SWAP},
     {"mut_shared_scaled", "the routed scaling factor also multiplies the shared expert's output", mix_kernel, 0,
-     MUT_SHARED_SCALED},
+     GMP_MUT_SHARED_SCALED},
     {NULL, NULL, NULL},
 };

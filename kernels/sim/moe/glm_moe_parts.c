@@ -1,9 +1,11 @@
 /* glm_moe_parts.c — the device side of the GLM-4.5 MoE parts (glm_moe_parts.h): the
  * router (moved from glm_select_experts.c), the int8 shared expert (moved from
  * glm_ffn_shared_expert_quant.c; the output row is left to the caller, which stores it
- * or adds the routed experts to it) and the routed SwiGLU row (moe_grouped_gemm's). */
+ * or adds the routed experts to it), the routed SwiGLU row (moe_grouped_gemm's) and the
+ * fused ops' front (moved from glm_moe_fusion.c and glm_moe_fusion_mix.c). */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/ops.h"
 #include "kernels/sim/ktile.h"
@@ -256,6 +258,19 @@ void gmp_ffn_close(gmp_ffn *k)
     k->w13t = NULL, k->sw13 = NULL;
 }
 
+int gmp_ffn_run(const ulpgym_call *call, gmp_ffn_bug bug, float *rows, char *err, size_t errlen)
+{
+    gmp_ffn k;
+    int rc = gmp_ffn_open(&k, call, bug, err, errlen);
+    if (rc) return rc;
+    for (size_t t = 0; t < k.T; t++) {
+        gmp_ffn_token(&k, t, bug);
+        memcpy(rows + t * k.h, k.o, k.h * sizeof *rows);
+    }
+    gmp_ffn_close(&k);
+    return 0;
+}
+
 /* ---- routed SwiGLU row ---- */
 
 void gmp_swiglu_row(const float *x, const float *w1t, const float *w3t, size_t h, size_t I, int swap, float *a)
@@ -338,4 +353,47 @@ int gmp_routed_run(const ulpgym_call *call, const float *w, const float *ids, si
     }
     free(r.w1t), free(r.xr);
     return rc;
+}
+
+/* ---- the fused ops' front ---- */
+
+gmp_se_bug gmp_mut_se(int mut)
+{
+    return mut == GMP_MUT_NO_RENORM ? GMP_SE_NO_RENORM : mut == GMP_MUT_UNBIASED ? GMP_SE_UNBIASED : GMP_SE_OK;
+}
+
+gmp_ffn_bug gmp_mut_ffn(int mut) { return mut == GMP_MUT_TENSOR_SCALE ? GMP_FFN_TENSOR_SCALE : GMP_FFN_OK; }
+
+gmp_rt_bug gmp_mut_rt(int mut)
+{
+    return mut == GMP_MUT_BF16_COMBINE ? GMP_RT_BF16_ACC
+           : mut == GMP_MUT_DROP_LAST  ? GMP_RT_DROP_LAST
+           : mut == GMP_MUT_SWIGLU_SWAP ? GMP_RT_SWAP
+                                        : GMP_RT_OK;
+}
+
+int gmp_fused_route(gmp_fused *f, const ulpgym_call *call, int mut, int has_form, char *err, size_t errlen)
+{
+    *f = (gmp_fused){0};
+    const ulpgym_tensor **slots[] = {&f->out, &f->tw};
+    if (ug_sim_bind(call, "out topk_weights", slots, err, errlen)) return -2;
+    ug_params p;
+    if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
+    gmp_se_cfg_read(&p, ug_p_int(&p, "experts"), f->tw->shape[1], gmp_mut_se(mut), &f->c);
+    f->routed = has_form && ug_p_is(&p, "form", "routed");
+    f->c.stable = 1; /* the fused kernels' sigmoid keeps subnormal scores of logits below -88 */
+    ug_params_free(&p);
+    size_t TK = (size_t)f->tw->shape[0] * (size_t)f->tw->shape[1];
+    f->n_out = (size_t)f->out->shape[0] * (size_t)f->out->shape[1];
+    f->w = calloc(2 * TK + f->n_out + 1, sizeof *f->w);
+    if (!f->w) return -1;
+    f->ids = f->w + TK;
+    f->acc = f->ids + TK;
+    return gmp_gate_router_run(call, &f->c, f->w, f->ids, err, errlen);
+}
+
+void gmp_fused_free(gmp_fused *f)
+{
+    free(f->w);
+    f->w = f->ids = f->acc = NULL;
 }

@@ -2,8 +2,9 @@
  * made of them: the router after the gate (glm_select_experts, glm_moe_fusion,
  * glm_moe_fusion_mix), the int8 shared expert (glm_ffn_shared_expert_quant and the two
  * fused ops) and the routed SwiGLU activation row (moe_grouped_gemm and the two fused
- * ops). The device models are those ops' file headers; each part's planted bugs are
- * selected by its own bug code so that every op's mutants run the same code. */
+ * ops), and the front both fused ops share (gate and router, one list of planted bugs). The
+ * device models are those ops' file headers; each part's planted bugs are selected by its
+ * own bug code so that every op's mutants run the same code. */
 #ifndef UG_SIM_GLM_MOE_PARTS_H
 #define UG_SIM_GLM_MOE_PARTS_H
 #include <stddef.h>
@@ -79,6 +80,9 @@ void gmp_ffn_close(gmp_ffn *k);
 /* Token t: both quantisations, both GEMMs, SwiGLU, the exported intermediates stored;
  * the output row (fp32, before its bf16 store) left in k->o. */
 void gmp_ffn_token(gmp_ffn *k, size_t t, gmp_ffn_bug bug);
+/* Every token (gmp_ffn_open, gmp_ffn_token, gmp_ffn_close): the fp32 output rows into
+ * rows [T,h]. 0, -1, -2 as gmp_ffn_open. */
+int gmp_ffn_run(const ulpgym_call *call, gmp_ffn_bug bug, float *rows, char *err, size_t errlen);
 
 /* ---- routed SwiGLU row ---- */
 
@@ -101,5 +105,40 @@ typedef enum {
  * acc[t,:] += w[t,j] * y[t,j,:] in fp32 (acc [T,h] holds the start value). 0, -1, -2. */
 int gmp_routed_run(const ulpgym_call *call, const float *w, const float *ids, size_t k, float *acc, gmp_rt_bug bug,
                    char *err, size_t errlen);
+
+/* ---- the fused ops' front (glm_moe_fusion, glm_moe_fusion_mix) ---- */
+
+/* The fused ops' planted bugs, one list for both so that each maps onto the parts' bug
+ * codes here (a variant's bug number is one of these). */
+typedef enum {
+    GMP_MUT_NONE,
+    GMP_MUT_NO_RENORM,     /* router: weights never divided by their sum */
+    GMP_MUT_UNBIASED,      /* router: experts chosen by s, the bias ignored (glm_moe_fusion) */
+    GMP_MUT_TENSOR_SCALE,  /* shared expert: one per-tensor scale for x */
+    GMP_MUT_BF16_COMBINE,  /* routed: the combine's accumulator kept in bf16 */
+    GMP_MUT_DROP_LAST,     /* routed: the combine stops one slot early */
+    GMP_MUT_SWIGLU_SWAP,   /* routed: gate and up projections swapped */
+    GMP_MUT_SHARED_SCALED  /* the routed scaling factor applied to the shared expert too (glm_moe_fusion_mix) */
+} gmp_mut;
+
+gmp_se_bug gmp_mut_se(int mut);
+gmp_ffn_bug gmp_mut_ffn(int mut);
+gmp_rt_bug gmp_mut_rt(int mut);
+
+typedef struct {
+    const ulpgym_tensor *out, *tw; /* out [T,h], topk_weights [T,k] */
+    gmp_se_cfg c;                  /* the router's configuration (stable sigmoid) */
+    int routed;                    /* has_form and params form is "routed" */
+    size_t n_out;                  /* elements of out */
+    float *w, *ids, *acc;          /* the router's weights and ids [T,k]; acc [T,h] fp32, zeroed */
+} gmp_fused;
+
+/* Binds out and topk_weights, reads the router's configuration from the params with mutant
+ * `mut`'s router bug (and, has_form: the op declares param form, the form), allocates w,
+ * ids and acc and runs the gate and router part
+ * (gmp_gate_router_run) into w, ids. 0, -1 (memory), -2 (err set). gmp_fused_free frees,
+ * also after a failure. */
+int gmp_fused_route(gmp_fused *f, const ulpgym_call *call, int mut, int has_form, char *err, size_t errlen);
+void gmp_fused_free(gmp_fused *f);
 
 #endif
