@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/sha256.h"
 #include "kernels/replay.h"
@@ -86,14 +87,25 @@ int ug_backend_open(ug_backend *b, const char *spec, char *err, size_t errlen)
     }
     if (strncmp(spec, "plugin:", 7) == 0) return open_plugin(b, spec + 7, err, errlen);
     if (strncmp(spec, "replay:", 7) == 0 && spec[7]) {
-        struct stat st; /* checked before a run starts: a missing folder is not N case errors */
+        struct stat st; /* checked before a run starts: a missing or unreadable folder is not N case errors */
         if (stat(spec + 7, &st) != 0 || !S_ISDIR(st.st_mode)) {
             snprintf(err, errlen, "backend %s: %s is not a folder (%s)", spec, spec + 7,
                      stat(spec + 7, &st) != 0 ? strerror(errno) : "a file");
             return -2;
         }
+        if (access(spec + 7, R_OK | X_OK) != 0) {
+            snprintf(err, errlen, "backend %s: cannot read the folder %s (%s)", spec, spec + 7, strerror(errno));
+            return -2;
+        }
         b->kind = UG_BACKEND_REPLAY;
-        snprintf(b->path, sizeof b->path, "%s", spec + 7);
+        /* stored by its absolute path, as a plugin is: a resume from another folder finds the same outputs */
+        char abs[PATH_MAX];
+        if (!realpath(spec + 7, abs) || strlen(abs) >= sizeof b->path) {
+            snprintf(err, errlen, "backend %s: its absolute path is unknown or longer than %zu bytes", spec,
+                     sizeof b->path - 1);
+            return -2;
+        }
+        snprintf(b->path, sizeof b->path, "%s", abs);
         return 0;
     }
     if (strcmp(spec, "ideal") == 0 || strcmp(spec, "naive") == 0) {

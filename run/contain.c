@@ -79,7 +79,8 @@ static const char *signal_name(int sig)
         const char *name;
     } names[] = {{SIGSEGV, "SIGSEGV"}, {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},
                  {SIGILL, "SIGILL"},   {SIGKILL, "SIGKILL"}, {SIGTERM, "SIGTERM"}, {SIGTRAP, "SIGTRAP"},
-                 {SIGSYS, "SIGSYS"},   {SIGPIPE, "SIGPIPE"}, {SIGXCPU, "SIGXCPU"}};
+                 {SIGSYS, "SIGSYS"},   {SIGPIPE, "SIGPIPE"}, {SIGXCPU, "SIGXCPU"},
+                 {SIGXFSZ, "SIGXFSZ"}};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (names[i].sig == sig) return names[i].name;
     return "a signal";

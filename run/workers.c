@@ -63,6 +63,7 @@ static _Noreturn void worker_main(const ug_sweep_engine *e, int task_fd, int res
     signal(SIGINT, SIG_IGN); /* the parent decides when workers stop */
     signal(SIGTERM, SIG_IGN);
     signal(SIGPIPE, SIG_DFL);
+    signal(SIGXFSZ, SIG_DFL); /* the parent ignores it for its own writes; a kernel's process keeps the default */
     if (ug_contain_enter(e->parent)) _exit(0); /* own process group, subreaper, no cores (run/contain.h) */
     static ug_result r;
     uint32_t idx;
