@@ -51,7 +51,9 @@ int ug_cli_case_memory(const char *value);
 #define UG_CLI_CASE_MEMORY_HELP                                                                                       \
     "  --case-memory    refuse a case whose memory estimate (tensors, fp64 input copies, kernel\n"                     \
     "                   and oracle scratch) exceeds BYTES (suffix K, M, G or T, powers of 1024);\n"                    \
-    "                   default $ULPGYM_CASE_MEMORY, else half the physical memory (per sweep worker)\n"
+    "                   default $ULPGYM_CASE_MEMORY, else half the physical memory (per sweep worker);\n"              \
+    "                   the kernel's process is capped at its own size + 1.25 x BYTES of address\n"                    \
+    "                   space (a runaway allocation is CRASH \"out of memory\")\n"
 
 /* --case-timeout SECONDS of the single-case commands (triage, case): their kernel runs in
  * a contained process (run/contain.h) with this limit, default UG_SWEEP_TIMEOUT_DEFAULT

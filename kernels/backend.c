@@ -40,6 +40,25 @@ static int resolve_plugin(ug_backend *b, const char *path, char *err, size_t err
     return 0;
 }
 
+/* A plugin's constructors and destructors run in ulpgym's own process and may print:
+ * around dlopen and dlclose stdout goes to stderr, so a command's output (`case --json`,
+ * a sweep's summary) stays its own. Returns the saved stdout (-1: none saved). */
+static int stdout_to_stderr(void)
+{
+    fflush(stdout);
+    int saved = dup(STDOUT_FILENO);
+    if (saved >= 0) dup2(STDERR_FILENO, STDOUT_FILENO);
+    return saved;
+}
+
+static void stdout_restore(int saved)
+{
+    fflush(stdout);
+    if (saved < 0) return;
+    dup2(saved, STDOUT_FILENO);
+    close(saved);
+}
+
 static int open_plugin(ug_backend *b, const char *path, char *err, size_t errlen)
 {
     b->kind = UG_BACKEND_PLUGIN;
@@ -50,7 +69,9 @@ static int open_plugin(ug_backend *b, const char *path, char *err, size_t errlen
     }
     if (resolve_plugin(b, path, err, errlen)) return -2;
     dlerror();
+    int saved = stdout_to_stderr();
     b->dl = dlopen(b->path, RTLD_NOW | RTLD_LOCAL);
+    stdout_restore(saved);
     if (!b->dl) {
         const char *why = dlerror();
         snprintf(err, errlen, "cannot load plugin %s: %s", b->path, why ? why : "dlopen failed");
@@ -123,7 +144,11 @@ int ug_backend_open(ug_backend *b, const char *spec, char *err, size_t errlen)
 
 void ug_backend_close(ug_backend *b)
 {
-    if (b->dl) dlclose(b->dl);
+    if (b->dl) {
+        int saved = stdout_to_stderr();
+        dlclose(b->dl);
+        stdout_restore(saved);
+    }
     b->dl = NULL;
     b->run = NULL;
 }

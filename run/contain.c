@@ -18,6 +18,8 @@
 #include <sys/prctl.h>
 #endif
 
+#include "gen/case_memory.h"
+
 static double now_ms(void)
 {
     struct timespec ts;
@@ -25,7 +27,50 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-int ug_contain_enter(pid_t parent)
+static volatile int *oom_note; /* the parent's flag: this process died of a failed allocation */
+
+/* SIGSEGV, SIGBUS, SIGABRT: notes an out-of-memory death (errno is the interrupted code's:
+ * ENOMEM right after a malloc that returned NULL, or the one a bad_alloc came from), then
+ * lets the signal take its default course. */
+static void on_fatal_signal(int sig)
+{
+    if (errno == ENOMEM && oom_note) *oom_note = 1;
+    signal(sig, SIG_DFL);
+    raise(sig); /* delivered when the handler returns; a fault would also recur */
+}
+
+/* Page count of this process's address space now (Linux /proc/self/statm); 0 unknown. */
+static uint64_t address_space_bytes(void)
+{
+    unsigned long long pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f && fscanf(f, "%llu", &pages) != 1) pages = 0;
+    if (f) fclose(f);
+    return (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static void limit_memory(volatile int *note)
+{
+    uint64_t budget = ug_case_memory_budget(), now = address_space_bytes();
+    struct rlimit as;
+    if (getrlimit(RLIMIT_AS, &as) == 0 && now && budget < ((uint64_t)1 << 60)) {
+        rlim_t cap = (rlim_t)(now + budget + budget / 4);
+        if (as.rlim_max == RLIM_INFINITY || cap < as.rlim_max) as.rlim_cur = cap; /* never above a hard limit */
+        setrlimit(RLIMIT_AS, &as);
+    }
+    static char alt_stack[1 << 16]; /* a handler that runs after a stack overflow too */
+    stack_t ss = {.ss_sp = alt_stack, .ss_size = sizeof alt_stack};
+    sigaltstack(&ss, NULL);
+    oom_note = note;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_fatal_signal;
+    sa.sa_flags = SA_ONSTACK;
+    const int fatal[] = {SIGSEGV, SIGBUS, SIGABRT};
+    for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++) sigaction(fatal[i], &sa, NULL);
+}
+
+int ug_contain_enter(pid_t parent, volatile int *note)
 {
     setpgid(0, 0);
 #ifdef __linux__
@@ -34,6 +79,9 @@ int ug_contain_enter(pid_t parent)
 #endif
     struct rlimit no_core = {0, 0}; /* a nightly of crashing kernels must not fill the disk with cores */
     setrlimit(RLIMIT_CORE, &no_core);
+    fflush(stdout);
+    dup2(STDERR_FILENO, STDOUT_FILENO); /* what a kernel prints is not the command's output */
+    limit_memory(note);
     return getppid() == parent ? 0 : -1;
 }
 
@@ -86,12 +134,17 @@ static const char *signal_name(int sig)
     return "a signal";
 }
 
-void ug_contain_crash_message(int status, double ms, char *buf, size_t len)
+void ug_contain_crash_message(int status, double ms, int oom, char *buf, size_t len)
 {
+    int n;
     if (WIFSIGNALED(status))
-        snprintf(buf, len, "worker killed by signal %d (%s) after %.0f ms", WTERMSIG(status),
-                 signal_name(WTERMSIG(status)), ms);
-    else snprintf(buf, len, "worker exited with status %d after %.0f ms", WEXITSTATUS(status), ms);
+        n = snprintf(buf, len, "worker killed by signal %d (%s) after %.0f ms", WTERMSIG(status),
+                     signal_name(WTERMSIG(status)), ms);
+    else n = snprintf(buf, len, "worker exited with status %d after %.0f ms", WEXITSTATUS(status), ms);
+    if (oom && n >= 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, ": out of memory (an allocation failed under the address space cap: the "
+                 "process's own size + 1.25 x the case memory budget of %.0f MiB; --case-memory raises it)",
+                 (double)ug_case_memory_budget() / 1048576.0);
 }
 
 void ug_contain_timeout_message(double ms, double limit_s, char *buf, size_t len)
@@ -103,6 +156,7 @@ void ug_contain_timeout_message(double ms, double limit_s, char *buf, size_t len
  * bytes and guard region, in order. */
 typedef struct {
     int rc, done;
+    volatile int oom; /* the child died of a failed allocation (ug_contain_enter) */
     char err[512];
 } kernel_reply;
 
@@ -129,10 +183,12 @@ static void copy_outputs(ug_case *c, kernel_reply *rep, int to_reply)
 
 static _Noreturn void kernel_child(ug_contain_run_fn run, const void *ctx, ug_case *c, kernel_reply *rep, pid_t parent)
 {
-    if (ug_contain_enter(parent)) _exit(0);
+    if (ug_contain_enter(parent, &rep->oom)) _exit(0);
+    errno = 0; /* an ENOMEM from here on is the kernel's */
     rep->rc = run(ctx, c, rep->err, sizeof rep->err);
     copy_outputs(c, rep, 1);
     rep->done = 1;
+    fflush(NULL); /* what the kernel printed, to stderr */
     _exit(0);
 }
 
@@ -169,7 +225,7 @@ int ug_contain_kernel(ug_contain_run_fn run, const void *ctx, ug_case *c, double
         if (!ended) while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
         double ms = now_ms() - t0;
         if (!ended) ug_contain_timeout_message(ms, limit_s, err, errlen), rc = UG_CONTAIN_TIMEOUT;
-        else if (!rep->done) ug_contain_crash_message(status, ms, err, errlen), rc = UG_CONTAIN_CRASH;
+        else if (!rep->done) ug_contain_crash_message(status, ms, rep->oom, err, errlen), rc = UG_CONTAIN_CRASH;
         else {
             rc = rep->rc;
             snprintf(err, errlen, "%s", rep->err);
