@@ -39,7 +39,7 @@ static void on_fatal_signal(int sig)
     raise(sig); /* delivered when the handler returns; a fault would also recur */
 }
 
-/* Page count of this process's address space now (Linux /proc/self/statm); 0 unknown. */
+/* Bytes of this process's address space now (Linux /proc/self/statm); 0 when unknown. */
 static uint64_t address_space_bytes(void)
 {
     unsigned long long pages = 0;
