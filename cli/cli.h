@@ -1,6 +1,7 @@
 /* cli.h — shared pieces of the ulpgym commands: the command table entry, option
  * parsing, and the exit-code convention (0 ok, 1 the run found failures where a command
- * says so, 2 bad input: unknown op, malformed plan, unknown case, not a database). */
+ * says so, 2 bad input: unknown op, malformed plan, unknown case, not a database, 3 the
+ * engine itself failed mid-run: disk full, file size limit, a database write refused). */
 #ifndef UG_CLI_H
 #define UG_CLI_H
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #define UG_EXIT_OK 0
 #define UG_EXIT_FOUND 1
 #define UG_EXIT_USAGE 2
+#define UG_EXIT_ENGINE 3 /* not a finding: the sweep could not go on (docs/SWEEP.md, "Exit codes") */
 
 typedef struct {
     const char *name;
@@ -49,7 +51,9 @@ int ug_cli_case_memory(const char *value);
 #define UG_CLI_CASE_MEMORY_HELP                                                                                       \
     "  --case-memory    refuse a case whose memory estimate (tensors, fp64 input copies, kernel\n"                     \
     "                   and oracle scratch) exceeds BYTES (suffix K, M, G or T, powers of 1024);\n"                    \
-    "                   default $ULPGYM_CASE_MEMORY, else half the physical memory (per sweep worker)\n"
+    "                   default $ULPGYM_CASE_MEMORY, else half the physical memory (per sweep worker);\n"              \
+    "                   the kernel's process is capped at its own size + 1.25 x BYTES of address\n"                    \
+    "                   space (a runaway allocation is CRASH \"out of memory\")\n"
 
 /* --case-timeout SECONDS of the single-case commands (triage, case): their kernel runs in
  * a contained process (run/contain.h) with this limit, default UG_SWEEP_TIMEOUT_DEFAULT

@@ -16,7 +16,21 @@ typedef struct {
     ug_db *db;
     ug_fuzz_space *space; /* --op: raw inputs decode in this op's space */
     int kept, refused, skipped;
+    struct stat *walked;  /* the folders entered so far (device and inode): a symlink loop is entered once */
+    size_t n_walked;
 } importer;
+
+/* Records folder st as walked; 0 when it was already (a symlink loop or a second link to it). */
+static int first_visit(importer *im, const struct stat *st)
+{
+    for (size_t i = 0; i < im->n_walked; i++)
+        if (im->walked[i].st_dev == st->st_dev && im->walked[i].st_ino == st->st_ino) return 0;
+    struct stat *grown = realloc(im->walked, (im->n_walked + 1) * sizeof *grown);
+    if (!grown) return 0;
+    im->walked = grown;
+    im->walked[im->n_walked++] = *st;
+    return 1;
+}
 
 static void import_file(importer *im, const char *path)
 {
@@ -87,6 +101,11 @@ static void import_path(importer *im, const char *path, int named)
         im->skipped++;
         return;
     }
+    if (!first_visit(im, &st)) {
+        printf("skipping %s: the same folder was walked already (a symlink loop or a second link)\n", path);
+        im->skipped++;
+        return;
+    }
     DIR *d = opendir(path);
     struct dirent *e;
     while (d && (e = readdir(d)))
@@ -125,6 +144,7 @@ static int ug_cmd_corpus(int argc, char **argv)
         return UG_EXIT_USAGE;
     }
     import_path(&im, dir, 1);
+    free(im.walked);
     ug_db_close(im.db);
     if (im.space) ug_fuzz_space_free(im.space);
     printf("%d cases kept as regression cases (origin fuzz), %d refused\n", im.kept, im.refused);
@@ -140,5 +160,6 @@ const ug_command ug_command_corpus = {
     "  ($ULPGYM_DATA, else the source tree) and stored in the database with origin fuzz;\n"
     "  every later sweep of the op runs it. Refused: files that are not valid case specs,\n"
     "  cases corpus/found already holds, and contract findings (rerun here: the correct sim\n"
-    "  kernel or the ideal backend fails them too); a folder named contract/ is skipped.\n"
+    "  kernel or the ideal backend fails them too); a folder named contract/ is skipped, and a\n"
+    "  folder reached again through a symlink is walked once.\n"
     "  Exit status 2 when anything was refused or nothing was kept.\n"};

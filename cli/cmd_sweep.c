@@ -106,9 +106,9 @@ static int ug_cmd_sweep(int argc, char **argv)
     char err[1024];
     int rc = ug_sweep_run(&o, &s, err, sizeof err);
     if (rc == -2) return ug_cli_fail("%s", err);
-    if (rc) {
-        ug_cli_fail("sweep stopped: %s", err);
-        return 1;
+    if (rc) { /* not a finding: the sweep itself could not go on (disk full, file size limit, ...) */
+        ug_cli_fail("sweep stopped (engine failure): %s", err);
+        return UG_EXIT_ENGINE;
     }
     ug_sweep_print_summary(&s, stdout);
     if (s.selfcheck_mismatch) {
@@ -162,4 +162,7 @@ const ug_command ug_command_sweep = {
      "  --sample         output elements checked per case (default 512; all = every one)\n"
      "  --oracle-check   re-evaluate a sample at twice the oracle precision; any differing\n"
      "                   rounding is reported and makes the exit status 1\n"
-     "  --db             database (default $ULPGYM_DB or ./ulpgym.db)\n"};
+     "  --db             database (default $ULPGYM_DB or ./ulpgym.db)\n"
+     "  Exit status: 0 the run is done (whatever its verdicts), 1 --oracle-check found a changed\n"
+     "  rounding, 2 bad input (nothing written), 3 the engine failed mid-run (disk full, file size\n"
+     "  limit: the run is marked failed, --resume runs the rest), 130 interrupted.\n"};

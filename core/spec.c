@@ -107,15 +107,25 @@ fail:
     return -2;
 }
 
+int ug_json_has_nul_escape(const char *text)
+{
+    for (const char *p = text; *p; p++)
+        if (*p == '\\') {
+            if (strncmp(p + 1, "u0000", 5) == 0) return 1;
+            if (!*++p) break; /* skip the escaped character */
+        }
+    return 0;
+}
+
 int ug_spec_parse(const char *text, ug_spec *out, char *err, size_t errlen)
 {
-    /* the whole text is one JSON value (no trailing bytes), and no \u0000 escape, which
-     * cJSON would read as the end of its string, so that two texts could share an ID */
-    cJSON *json = strstr(text, "\\u0000") ? NULL : cJSON_ParseWithOpts(text, NULL, 1);
+    /* the whole text is one JSON value (no trailing bytes), and no \u0000 escape */
+    int nul = ug_json_has_nul_escape(text);
+    cJSON *json = nul ? NULL : cJSON_ParseWithOpts(text, NULL, 1);
     if (!json) {
         memset(out, 0, sizeof *out);
-        snprintf(err, errlen, strstr(text, "\\u0000") ? "case spec holds a \\u0000 escape"
-                                                      : "case spec is not valid JSON (or has bytes after its end)");
+        snprintf(err, errlen, nul ? "case spec holds a \\u0000 escape"
+                                  : "case spec is not valid JSON (or has bytes after its end)");
         return -2;
     }
     return ug_spec_from_json(json, out, err, errlen);

@@ -34,6 +34,10 @@ int ug_spec_parse(const char *text, ug_spec *out, char *err, size_t errlen);
 /* Takes ownership of json (freed on error too). */
 int ug_spec_from_json(cJSON *json, ug_spec *out, char *err, size_t errlen);
 void ug_spec_free(ug_spec *s);
+/* Whether JSON text holds the escape \u0000, which cJSON reads as the end of its string,
+ * so that "x\u0000y" and "x" would share an ID: specs and plans refuse it. Escapes are read
+ * in order, so the escaped backslash of "\\u0000" (the six characters \u0000) is not one. */
+int ug_json_has_nul_escape(const char *text);
 /* The ID of canonical text. */
 void ug_spec_id_of(const char *canonical, char id[UG_ID_LEN + 1]);
 /* Checks a user-typed ID or prefix: 6..16 hex digits. */

@@ -58,11 +58,24 @@ void ug_db_now(char *buf, size_t len)
     strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+/* "database: <SQLite's message>", with the system's reason for a failed read or write
+ * when there is one; a write cut short (what a full disk or `ulimit -f` gives) says so. */
+static void db_error(ug_db *db, const char *msg, char *err, size_t errlen)
+{
+    int code = sqlite3_errcode(db->h) & 0xff, sys = sqlite3_system_errno(db->h); /* the primary code */
+    const char *text = msg ? msg : sqlite3_errmsg(db->h);
+    if (sys && (code == SQLITE_IOERR || code == SQLITE_FULL || code == SQLITE_CANTOPEN))
+        snprintf(err, errlen, "database: %s (%s)", text, strerror(sys));
+    else if (sqlite3_extended_errcode(db->h) == SQLITE_IOERR_WRITE)
+        snprintf(err, errlen, "database: %s (a write was cut short: a full disk or a file size limit)", text);
+    else snprintf(err, errlen, "database: %s", text);
+}
+
 static int exec(ug_db *db, const char *sql, char *err, size_t errlen)
 {
     char *msg = NULL;
     if (sqlite3_exec(db->h, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        snprintf(err, errlen, "database: %s", msg ? msg : sqlite3_errmsg(db->h));
+        db_error(db, msg, err, errlen);
         sqlite3_free(msg);
         return -1;
     }
@@ -241,7 +254,7 @@ int ug_db_step_done(ug_db *db, sqlite3_stmt *st, char *err, size_t errlen)
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
     if (rc != SQLITE_DONE) {
-        snprintf(err, errlen, "database: %s", sqlite3_errmsg(db->h));
+        db_error(db, NULL, err, errlen);
         return -1;
     }
     return 0;

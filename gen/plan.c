@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,8 +39,9 @@ static cJSON *read_json(const char *path, uint64_t *hash, char *err, size_t errl
     if (!text) return NULL;
     *hash = ug_hash64(text, strlen(text)) ^ (*hash * 0x9E3779B97F4A7C15ULL);
     const char *end = NULL;
-    cJSON *j = cJSON_ParseWithOpts(text, &end, 1);
-    if (!j) {
+    cJSON *j = ug_json_has_nul_escape(text) ? NULL : cJSON_ParseWithOpts(text, &end, 1);
+    if (!j && ug_json_has_nul_escape(text)) snprintf(err, errlen, "%s: holds a \\u0000 escape", path);
+    else if (!j) {
         long line = 1;
         for (const char *q = text; end && q < end; q++) line += *q == '\n';
         snprintf(err, errlen, "%s: not valid JSON (near line %ld)", path, line);
@@ -280,6 +282,15 @@ static int explicit_case(expander *x, const cJSON *c, const char *where, char *e
         free(source);
         return rc ? -2 : 0;
     }
+    char id[UG_ID_LEN + 1];
+    if (text) ug_spec_id_of(text, id);
+    if (text && seen(x->plan, 0, x->plan->n, id)) { /* it would be counted twice and stored once */
+        snprintf(err, errlen, "%s: case %s is listed twice (an explicit case, or one the op's space gives): a plan "
+                 "lists each case once", where, id);
+        free(text);
+        free(source);
+        return -2;
+    }
     if (!text || push_case(x, text, op, err, errlen)) return free(source), -1;
     x->plan->cases[x->plan->n - 1].source = source;
     x->plan->cases[x->plan->n - 1].heavy = heavy;
@@ -423,6 +434,15 @@ void ug_plan_resolve(const char *path, char *buf, size_t len, int *light)
         snprintf(name, sizeof name, "%s", buf);
         snprintf(buf, len, "%s/gen/plans/%s.json", ug_data_dir(), name);
     }
+}
+
+void ug_plan_absolute(const char *path, char *buf, size_t len)
+{
+    char file[1200], abs[PATH_MAX];
+    int light;
+    ug_plan_resolve(path, file, sizeof file, &light);
+    if (!realpath(file, abs) || snprintf(buf, len, "%s%s", abs, light ? ":light" : "") >= (int)len)
+        snprintf(buf, len, "%s", path);
 }
 
 int ug_plan_load(const char *path, long long seed_override, ug_plan *plan, char *err, size_t errlen)

@@ -84,6 +84,10 @@ void ug_plan_free(ug_plan *plan);
 /* Where ug_plan_load finds path (the name resolved, ":light" removed) into buf; *light
  * gets whether the suffix was there. */
 void ug_plan_resolve(const char *path, char *buf, size_t len, int *light);
+/* path as an absolute file path that ug_plan_load reads the same from any directory (a
+ * plan name resolved in the data dir, a relative file made absolute, ":light" kept), into
+ * buf; path itself when the file cannot be found (loading it then says why). */
+void ug_plan_absolute(const char *path, char *buf, size_t len);
 /* Turns a spec object (without seed/plan) into a full canonical spec: adds plan tag and
  * the content-derived seed. Returns malloc'd text or NULL. */
 char *ug_plan_finish_spec(cJSON *spec, const char *plan_tag, uint64_t plan_seed);

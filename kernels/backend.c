@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/sha256.h"
 #include "kernels/replay.h"
@@ -39,6 +40,25 @@ static int resolve_plugin(ug_backend *b, const char *path, char *err, size_t err
     return 0;
 }
 
+/* A plugin's constructors and destructors run in ulpgym's own process and may print:
+ * around dlopen and dlclose stdout goes to stderr, so a command's output (`case --json`,
+ * a sweep's summary) stays its own. Returns the saved stdout (-1: none saved). */
+static int stdout_to_stderr(void)
+{
+    fflush(stdout);
+    int saved = dup(STDOUT_FILENO);
+    if (saved >= 0) dup2(STDERR_FILENO, STDOUT_FILENO);
+    return saved;
+}
+
+static void stdout_restore(int saved)
+{
+    fflush(stdout);
+    if (saved < 0) return;
+    dup2(saved, STDOUT_FILENO);
+    close(saved);
+}
+
 static int open_plugin(ug_backend *b, const char *path, char *err, size_t errlen)
 {
     b->kind = UG_BACKEND_PLUGIN;
@@ -49,7 +69,9 @@ static int open_plugin(ug_backend *b, const char *path, char *err, size_t errlen
     }
     if (resolve_plugin(b, path, err, errlen)) return -2;
     dlerror();
+    int saved = stdout_to_stderr();
     b->dl = dlopen(b->path, RTLD_NOW | RTLD_LOCAL);
+    stdout_restore(saved);
     if (!b->dl) {
         const char *why = dlerror();
         snprintf(err, errlen, "cannot load plugin %s: %s", b->path, why ? why : "dlopen failed");
@@ -86,14 +108,25 @@ int ug_backend_open(ug_backend *b, const char *spec, char *err, size_t errlen)
     }
     if (strncmp(spec, "plugin:", 7) == 0) return open_plugin(b, spec + 7, err, errlen);
     if (strncmp(spec, "replay:", 7) == 0 && spec[7]) {
-        struct stat st; /* checked before a run starts: a missing folder is not N case errors */
+        struct stat st; /* checked before a run starts: a missing or unreadable folder is not N case errors */
         if (stat(spec + 7, &st) != 0 || !S_ISDIR(st.st_mode)) {
             snprintf(err, errlen, "backend %s: %s is not a folder (%s)", spec, spec + 7,
                      stat(spec + 7, &st) != 0 ? strerror(errno) : "a file");
             return -2;
         }
+        if (access(spec + 7, R_OK | X_OK) != 0) {
+            snprintf(err, errlen, "backend %s: cannot read the folder %s (%s)", spec, spec + 7, strerror(errno));
+            return -2;
+        }
         b->kind = UG_BACKEND_REPLAY;
-        snprintf(b->path, sizeof b->path, "%s", spec + 7);
+        /* stored by its absolute path, as a plugin is: a resume from another folder finds the same outputs */
+        char abs[PATH_MAX];
+        if (!realpath(spec + 7, abs) || strlen(abs) >= sizeof b->path) {
+            snprintf(err, errlen, "backend %s: its absolute path is unknown or longer than %zu bytes", spec,
+                     sizeof b->path - 1);
+            return -2;
+        }
+        snprintf(b->path, sizeof b->path, "%s", abs);
         return 0;
     }
     if (strcmp(spec, "ideal") == 0 || strcmp(spec, "naive") == 0) {
@@ -111,7 +144,11 @@ int ug_backend_open(ug_backend *b, const char *spec, char *err, size_t errlen)
 
 void ug_backend_close(ug_backend *b)
 {
-    if (b->dl) dlclose(b->dl);
+    if (b->dl) {
+        int saved = stdout_to_stderr();
+        dlclose(b->dl);
+        stdout_restore(saved);
+    }
     b->dl = NULL;
     b->run = NULL;
 }

@@ -20,6 +20,8 @@
 #include <sys/prctl.h>
 #endif
 
+#include "gen/case_memory.h"
+
 static double now_ms(void)
 {
     struct timespec ts;
@@ -27,7 +29,73 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-int ug_contain_enter(pid_t parent)
+static volatile int *oom_note; /* the parent's flag: this process died of a failed allocation */
+static char *fault_note;       /* shared with the parent: what a guard page fault says */
+static size_t fault_note_len;
+
+/* Whether the fault was a write, where the machine says so (x86-64: bit 1 of the page
+ * fault's error code); elsewhere "accessed". */
+static const char *fault_access(const void *context)
+{
+#if defined(__x86_64__) && defined(REG_ERR)
+    return ((const ucontext_t *)context)->uc_mcontext.gregs[REG_ERR] & 2 ? "wrote" : "read";
+#else
+    (void)context;
+    return "accessed";
+#endif
+}
+
+/* SIGSEGV, SIGBUS, SIGABRT in a process that runs kernels: notes an out-of-memory death
+ * (errno is the interrupted code's: ENOMEM right after a malloc that returned NULL, or the
+ * one a bad_alloc came from) and, for a machine fault in a guard page of a case's buffer
+ * (core/guard.h), what the kernel did; then lets the signal take its default course. */
+static void on_fatal_signal(int sig, siginfo_t *si, void *context)
+{
+    if (errno == ENOMEM && oom_note) *oom_note = 1;
+    if (sig == SIGSEGV && si && si->si_code > 0 && fault_note) /* raised by the machine, not sent */
+        ug_guard_describe_fault(si->si_addr, fault_access(context), fault_note, fault_note_len);
+    signal(sig, SIG_DFL);
+    raise(sig); /* delivered when the handler returns; a fault would also recur */
+}
+
+static void install_fatal_handler(void)
+{
+    static char alt_stack[1 << 16]; /* a handler that runs after a stack overflow too */
+    stack_t ss = {.ss_sp = alt_stack, .ss_size = sizeof alt_stack};
+    sigaltstack(&ss, NULL);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fatal_signal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    const int fatal[] = {SIGSEGV, SIGBUS, SIGABRT};
+    for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++) sigaction(fatal[i], &sa, NULL);
+}
+
+/* Bytes of this process's address space now (Linux /proc/self/statm); 0 when unknown. */
+static uint64_t address_space_bytes(void)
+{
+    unsigned long long pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f && fscanf(f, "%llu", &pages) != 1) pages = 0;
+    if (f) fclose(f);
+    return (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static void limit_memory(volatile int *note)
+{
+    uint64_t budget = ug_case_memory_budget(), now = address_space_bytes();
+    struct rlimit as;
+    if (getrlimit(RLIMIT_AS, &as) == 0 && now && budget < ((uint64_t)1 << 60)) {
+        rlim_t cap = (rlim_t)(now + budget + budget / 4);
+        if (as.rlim_max == RLIM_INFINITY || cap < as.rlim_max) as.rlim_cur = cap; /* never above a hard limit */
+        setrlimit(RLIMIT_AS, &as);
+    }
+    oom_note = note;
+    install_fatal_handler();
+}
+
+int ug_contain_enter(pid_t parent, volatile int *note)
 {
     setpgid(0, 0);
 #ifdef __linux__
@@ -36,6 +104,9 @@ int ug_contain_enter(pid_t parent)
 #endif
     struct rlimit no_core = {0, 0}; /* a nightly of crashing kernels must not fill the disk with cores */
     setrlimit(RLIMIT_CORE, &no_core);
+    fflush(stdout);
+    dup2(STDERR_FILENO, STDOUT_FILENO); /* what a kernel prints is not the command's output */
+    limit_memory(note);
     return getppid() == parent ? 0 : -1;
 }
 
@@ -81,55 +152,33 @@ static const char *signal_name(int sig)
         const char *name;
     } names[] = {{SIGSEGV, "SIGSEGV"}, {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},
                  {SIGILL, "SIGILL"},   {SIGKILL, "SIGKILL"}, {SIGTERM, "SIGTERM"}, {SIGTRAP, "SIGTRAP"},
-                 {SIGSYS, "SIGSYS"},   {SIGPIPE, "SIGPIPE"}, {SIGXCPU, "SIGXCPU"}};
+                 {SIGSYS, "SIGSYS"},   {SIGPIPE, "SIGPIPE"}, {SIGXCPU, "SIGXCPU"},
+                 {SIGXFSZ, "SIGXFSZ"}};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (names[i].sig == sig) return names[i].name;
     return "a signal";
-}
-
-static char *fault_note;
-static size_t fault_note_len;
-
-/* Whether the fault was a write, where the machine says so (x86-64: bit 1 of the page
- * fault's error code); elsewhere "accessed". */
-static const char *fault_access(const void *context)
-{
-#if defined(__x86_64__) && defined(REG_ERR)
-    return ((const ucontext_t *)context)->uc_mcontext.gregs[REG_ERR] & 2 ? "wrote" : "read";
-#else
-    (void)context;
-    return "accessed";
-#endif
-}
-
-static void on_fault(int sig, siginfo_t *si, void *context)
-{
-    if (si->si_code > 0 && fault_note) /* raised by the machine, not sent */
-        ug_guard_describe_fault(si->si_addr, fault_access(context), fault_note, fault_note_len);
-    signal(sig, SIG_DFL);
-    if (si->si_code <= 0) raise(sig); /* a fault repeats on return, now fatal; a sent signal is sent again */
 }
 
 void ug_contain_watch_faults(char *note, size_t len)
 {
     fault_note = note;
     fault_note_len = len;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_fault;
-    sa.sa_flags = SA_SIGINFO;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGSEGV, &sa, NULL);
+    install_fatal_handler();
 }
 
-void ug_contain_crash_message(int status, double ms, const char *note, char *buf, size_t len)
+void ug_contain_crash_message(int status, double ms, const char *note, int oom, char *buf, size_t len)
 {
     char cause[300] = "";
     if (note && note[0]) snprintf(cause, sizeof cause, "%.256s: ", note);
+    int n;
     if (WIFSIGNALED(status))
-        snprintf(buf, len, "%sworker killed by signal %d (%s) after %.0f ms", cause, WTERMSIG(status),
-                 signal_name(WTERMSIG(status)), ms);
-    else snprintf(buf, len, "%sworker exited with status %d after %.0f ms", cause, WEXITSTATUS(status), ms);
+        n = snprintf(buf, len, "%sworker killed by signal %d (%s) after %.0f ms", cause, WTERMSIG(status),
+                     signal_name(WTERMSIG(status)), ms);
+    else n = snprintf(buf, len, "%sworker exited with status %d after %.0f ms", cause, WEXITSTATUS(status), ms);
+    if (oom && n >= 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, ": out of memory (an allocation failed under the address space cap: the "
+                 "process's own size + 1.25 x the case memory budget of %.0f MiB; --case-memory raises it)",
+                 (double)ug_case_memory_budget() / 1048576.0);
 }
 
 void ug_contain_timeout_message(double ms, double limit_s, char *buf, size_t len)
@@ -141,6 +190,7 @@ void ug_contain_timeout_message(double ms, double limit_s, char *buf, size_t len
  * page fault (ug_contain_watch_faults), then each output's data, in order. */
 typedef struct {
     int rc, done;
+    volatile int oom; /* the child died of a failed allocation (ug_contain_enter) */
     char err[512];
     char note[256];
 } kernel_reply;
@@ -168,11 +218,13 @@ static void copy_outputs(ug_case *c, kernel_reply *rep, int to_reply)
 
 static _Noreturn void kernel_child(ug_contain_run_fn run, const void *ctx, ug_case *c, kernel_reply *rep, pid_t parent)
 {
-    if (ug_contain_enter(parent)) _exit(0);
+    if (ug_contain_enter(parent, &rep->oom)) _exit(0);
     ug_contain_watch_faults(rep->note, sizeof rep->note);
+    errno = 0; /* an ENOMEM from here on is the kernel's */
     rep->rc = run(ctx, c, rep->err, sizeof rep->err);
     copy_outputs(c, rep, 1);
     rep->done = 1;
+    fflush(NULL); /* what the kernel printed, to stderr */
     _exit(0);
 }
 
@@ -209,7 +261,7 @@ int ug_contain_kernel(ug_contain_run_fn run, const void *ctx, ug_case *c, double
         if (!ended) while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
         double ms = now_ms() - t0;
         if (!ended) ug_contain_timeout_message(ms, limit_s, err, errlen), rc = UG_CONTAIN_TIMEOUT;
-        else if (!rep->done) ug_contain_crash_message(status, ms, rep->note, err, errlen), rc = UG_CONTAIN_CRASH;
+        else if (!rep->done) ug_contain_crash_message(status, ms, rep->note, rep->oom, err, errlen), rc = UG_CONTAIN_CRASH;
         else {
             rc = rep->rc;
             snprintf(err, errlen, "%s", rep->err);

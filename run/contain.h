@@ -21,8 +21,15 @@
 #define UG_CONTAIN_TIMEOUT (-1001)
 
 /* In the forked child, first thing: its own process group, no core files, SIGKILL when the
- * parent dies, subreaper of its descendants. Returns -1 when the parent is already gone. */
-int ug_contain_enter(pid_t parent);
+ * parent dies, subreaper of its descendants, stdout sent to stderr (a noisy kernel cannot
+ * corrupt a command's output, e.g. `case --json`), and its address space capped
+ * (RLIMIT_AS) at its size now plus the case memory budget and a quarter more for the
+ * estimate's margin (gen/case_memory.h), so a kernel that allocates without bound fails
+ * its own allocation instead of pushing the machine into the OOM killer. oom_note, a
+ * flag in memory the parent shares (or NULL), is set when the process then dies of
+ * SIGSEGV, SIGBUS or SIGABRT while errno says an allocation failed (ENOMEM): the crash
+ * message says "out of memory". Returns -1 when the parent is already gone. */
+int ug_contain_enter(pid_t parent, volatile int *oom_note);
 /* In the parent right after fork: the same process group (closes the race with the child). */
 void ug_contain_adopt(pid_t pid);
 /* SIGKILL to pid's process group: the kernel's process and everything it forked. */
@@ -36,8 +43,10 @@ void ug_contain_kill_descendants(void);
 void ug_contain_watch_faults(char *note, size_t len);
 /* The CRASH message for a wait status: "worker killed by signal 11 (SIGSEGV) after 3 ms",
  * "worker exited with status N after 3 ms", led by the watched fault's note when there
- * is one: "wrote past the end of output y: worker killed by signal 11 (SIGSEGV) ...". */
-void ug_contain_crash_message(int status, double ms, const char *note, char *buf, size_t len);
+ * is one ("wrote past the end of output y: worker killed by signal 11 (SIGSEGV) ..."); oom
+ * (its oom flag was set) adds "out of memory: an allocation failed under the case memory
+ * limit". */
+void ug_contain_crash_message(int status, double ms, const char *note, int oom, char *buf, size_t len);
 /* The TIMEOUT message: "no result after 2.0 s (limit 2 s): worker killed". */
 void ug_contain_timeout_message(double ms, double limit_s, char *buf, size_t len);
 

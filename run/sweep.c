@@ -62,6 +62,29 @@ static int resume_backend_named(const ug_sweep_selection *x, const char *given, 
     return -2;
 }
 
+/* Records how the run ended: done, interrupted, or (rc != 0: the engine failed, e.g. a
+ * full disk) failed, with err completed to say what became of the run. A run that cannot
+ * be marked done is an engine failure too. Returns rc, or -1 when only the marking failed. */
+static int finish_run(ug_sweep_engine *e, int rc)
+{
+    const ug_sweep_summary *s = e->s;
+    char ferr[256];
+    int marked = ug_db_run_finish(e->db, s->run_id, rc ? "failed" : s->interrupted ? "interrupted" : "done", ferr,
+                                  sizeof ferr) == 0;
+    size_t n = strlen(e->err);
+    if (rc && marked)
+        snprintf(e->err + n, e->errlen - n, "; run %ld marked failed, the results stored before it kept: fix the cause "
+                 "and `ulpgym sweep --resume %ld` runs the rest", s->run_id, s->run_id);
+    else if (rc)
+        snprintf(e->err + n, e->errlen - n, "; run %ld could not be marked failed either (%s) and reads running: fix "
+                 "the cause and `ulpgym sweep --resume %ld` runs the rest", s->run_id, ferr, s->run_id);
+    else if (!marked)
+        snprintf(e->err, e->errlen, "run %ld could not be marked %s (%s) and reads running: fix the cause and "
+                 "`ulpgym sweep --resume %ld` finishes it", s->run_id, s->interrupted ? "interrupted" : "done", ferr,
+                 s->run_id);
+    return rc ? rc : marked ? 0 : -1;
+}
+
 int ug_sweep_run(const ug_sweep_opts *o, ug_sweep_summary *s, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
@@ -116,13 +139,14 @@ int ug_sweep_run(const ug_sweep_opts *o, ug_sweep_summary *s, char *err, size_t 
     if ((rc = ug_sweep_open_run(&e, &x, &plan, resume_run, hash_then))) goto done;
     s->run_id = e.run_id;
     ug_sweep_stop_requested = 0;
-    struct sigaction sa, old_int, old_term, old_pipe;
+    struct sigaction sa, old_int, old_term, old_pipe, old_xfsz;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
     sa.sa_handler = SIG_IGN; /* a dead worker's pipe is an EPIPE, not the parent's death */
     sigaction(SIGPIPE, &sa, &old_pipe);
+    sigaction(SIGXFSZ, &sa, &old_xfsz); /* past `ulimit -f` a write fails (EFBIG): an engine failure, not a death */
     double cpu0 = cpu_s();
     e.t0 = ug_sweep_now_s();
     e.last_progress = 0;
@@ -134,8 +158,8 @@ int ug_sweep_run(const ug_sweep_opts *o, ug_sweep_summary *s, char *err, size_t 
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     sigaction(SIGPIPE, &old_pipe, NULL);
-    char ferr[256];
-    ug_db_run_finish(e.db, s->run_id, rc ? "failed" : s->interrupted ? "interrupted" : "done", ferr, sizeof ferr);
+    sigaction(SIGXFSZ, &old_xfsz, NULL);
+    rc = finish_run(&e, rc);
 done:
     {
         struct rusage ru;

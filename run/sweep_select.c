@@ -14,7 +14,8 @@ int ug_sweep_selection_from_opts(const ug_sweep_opts *o, ug_sweep_selection *x, 
     memset(x, 0, sizeof *x);
     x->primary = -1;
     if (o->primary && ug_exec_parse_primary(o->primary, &x->primary, err, errlen)) return -2;
-    snprintf(x->plan_path, sizeof x->plan_path, "%s", o->plan_path ? o->plan_path : ug_plan_default_path());
+    /* recorded absolute, so a resume or report from another directory reads the same file */
+    ug_plan_absolute(o->plan_path ? o->plan_path : ug_plan_default_path(), x->plan_path, sizeof x->plan_path);
     snprintf(x->backend, sizeof x->backend, "%s", o->backend ? o->backend : "sim");
     x->seed_set = o->seed >= 0;
     x->seed = o->seed;

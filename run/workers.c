@@ -33,6 +33,7 @@ struct ug_sweep_worker {
     long busy;           /* plan index of the case it holds, -1 idle */
     double started;
     int reaped, status;  /* the parent already waited for it (it died holding no EOF): its wait status */
+    volatile int *oom;   /* in a page shared with the worker: it died of a failed allocation (run/contain.h) */
     size_t got;          /* bytes of the current message read so far */
     unsigned char *buf;  /* 4-byte length + ug_result */
     char *note;          /* shared with the worker: what a guard page fault says (ug_contain_watch_faults) */
@@ -61,18 +62,22 @@ static int io_full(int fd, void *p, size_t n, int writing)
     return 0;
 }
 
-static _Noreturn void worker_main(const ug_sweep_engine *e, int task_fd, int res_fd, char *note)
+static _Noreturn void worker_main(const ug_sweep_engine *e, int task_fd, int res_fd, char *note, volatile int *oom)
 {
     signal(SIGINT, SIG_IGN); /* the parent decides when workers stop */
     signal(SIGTERM, SIG_IGN);
     signal(SIGPIPE, SIG_DFL);
-    if (ug_contain_enter(e->parent)) _exit(0); /* own process group, subreaper, no cores (run/contain.h) */
+    signal(SIGXFSZ, SIG_DFL); /* the parent ignores it for its own writes; a kernel's process keeps the default */
+    /* own process group, subreaper, no cores, stdout to stderr, address space capped (run/contain.h) */
+    if (ug_contain_enter(e->parent, oom)) _exit(0);
     ug_contain_watch_faults(note, NOTE_MAX);
     static ug_result r;
     uint32_t idx;
     while (io_full(task_fd, &idx, sizeof idx, 0) == 0 && idx < e->plan->n) {
         note[0] = 0; /* a note is about this case's kernel only */
+        errno = 0;   /* an ENOMEM from here on is this case's */
         ug_exec_case(e->plan->cases[idx].spec, e->b, &e->eo, &r, NULL);
+        fflush(NULL); /* what the kernel printed, to stderr, before the worker may _exit */
         ug_contain_kill_descendants(); /* what the kernel forked ends with its case */
         uint32_t len = (uint32_t)result_bytes(&r);
         if (io_full(res_fd, &len, sizeof len, 1) || io_full(res_fd, &r, len, 1)) _exit(3);
@@ -112,7 +117,7 @@ static int worker_spawn(ug_sweep_engine *e, int i, char *err, size_t errlen)
         close(res[0]);
         fcntl(task[0], F_SETFD, FD_CLOEXEC); /* a kernel that forks and execs does not inherit them */
         fcntl(res[1], F_SETFD, FD_CLOEXEC);
-        worker_main(e, task[0], res[1], w->note);
+        worker_main(e, task[0], res[1], w->note, w->oom);
     }
     ug_contain_adopt(pid);
     close(task[0]);
@@ -184,7 +189,7 @@ static int worker_died(ug_sweep_engine *e, int i, const char *why)
     if (idx >= 0) {
         char msg[256];
         if (why) snprintf(msg, sizeof msg, "worker %s after %.0f ms", why, ms);
-        else ug_contain_crash_message(st, ms, w->note, msg, sizeof msg);
+        else ug_contain_crash_message(st, ms, w->note, *w->oom, msg, sizeof msg);
         static ug_result r;
         result_synth(e, &e->plan->cases[idx], UG_OUT_CRASH, ms, msg, &r);
         rc = ug_sweep_record_result(e, (size_t)idx, &r);
@@ -257,6 +262,7 @@ static int dispatch(ug_sweep_engine *e, int i)
         uint32_t idx = (uint32_t)e->todo[e->next];
         if (io_full(w->task_fd, &idx, sizeof idx, 1) == 0) {
             e->next++;
+            *w->oom = 0;
             w->busy = (long)idx;
             w->started = ug_sweep_now_s();
             w->got = 0;
@@ -317,10 +323,13 @@ int ug_sweep_workers_run(ug_sweep_engine *e)
     int rc = 0;
     struct pollfd *pfd = calloc((size_t)e->nw, sizeof *pfd);
     e->w = calloc((size_t)e->nw, sizeof *e->w);
-    if (!pfd || !e->w) rc = -1;
+    size_t notes_size = (size_t)e->nw * sizeof(int); /* each worker's out-of-memory flag, shared with it */
+    int *notes = mmap(NULL, notes_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (!pfd || !e->w || notes == MAP_FAILED) rc = -1;
     for (int i = 0; !rc && i < e->nw; i++) {
         e->w[i].task_fd = e->w[i].res_fd = -1;
         e->w[i].busy = -1;
+        e->w[i].oom = &notes[i];
         if (!(e->w[i].buf = malloc(MSG_MAX))) rc = -1;
         e->w[i].note = mmap(NULL, NOTE_MAX, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
         if (e->w[i].note == MAP_FAILED) e->w[i].note = NULL, rc = -1;
@@ -341,5 +350,6 @@ int ug_sweep_workers_run(ug_sweep_engine *e)
     free(e->w);
     e->w = NULL;
     free(pfd);
+    if (notes != MAP_FAILED) munmap(notes, notes_size);
     return rc;
 }

@@ -59,7 +59,8 @@ mkdir -p "$reports" || die "cannot create $reports"
 "$bin" sweep --db "$db" --no-progress "$@"
 status=$?
 # 1 = the oracle self-check found a rounding that changes: reported, but the run is complete
-[ $status -eq 0 ] || [ $status -eq 1 ] || die "sweep exited with status $status (interrupted runs continue with: $bin sweep --db $db --resume latest)"
+# 3 = an engine failure (disk full, file size limit: the run is marked failed), 130 = interrupted: the job failed
+[ $status -eq 0 ] || [ $status -eq 1 ] || die "sweep exited with status $status (an interrupted or failed run continues with: $bin sweep --db $db --resume latest)"
 
 q() { sqlite3 -batch "$db" "$@"; }
 run=$(q "SELECT max(run_id) FROM runs WHERE merged_from IS NULL")

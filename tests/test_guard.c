@@ -145,7 +145,7 @@ static void real_fault(long from, long n, const char *want_note)
     CHECK(strcmp(note, want_note) == 0 || (strncmp(note, "accessed", 8) == 0 && strstr(note, want_note + 5)),
           "from %ld: note \"%s\", want \"%s\"", from, note, want_note);
     char msg[512];
-    ug_contain_crash_message(status, 3, note, msg, sizeof msg);
+    ug_contain_crash_message(status, 3, note, 0, msg, sizeof msg);
     CHECK(strncmp(msg, note, strlen(note)) == 0 && strstr(msg, ": worker killed by signal 11 (SIGSEGV) after 3 ms"),
           "crash message: %s", msg);
     ug_guard_free(&g);
