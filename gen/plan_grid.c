@@ -111,10 +111,25 @@ static uint64_t prefix_state(const ug_grid *g, size_t i, size_t j)
 /* The decimal digits of n, as ug_format_double writes an integer below 2^53. */
 static size_t format_u53(uint64_t n, char *buf)
 {
+    static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                "8081828384858687888990919293949596979899";
     char rev[24];
     size_t len = 0;
-    do rev[len++] = (char)('0' + n % 10);
-    while ((n /= 10) != 0);
+    uint32_t hi = (uint32_t)(n / 100000000u), lo = (uint32_t)(n % 100000000u); /* n < 2^53 < 10^16 */
+    for (int half = 0; half < 2; half++) { /* the low 8 digits (all of them when hi > 0), then hi's */
+        uint32_t v = half ? hi : lo;
+        if (half && v == 0) break;
+        size_t start = len;
+        while (v >= 100) {
+            uint32_t r = v % 100;
+            v /= 100;
+            rev[len++] = pairs[2 * r + 1], rev[len++] = pairs[2 * r];
+        }
+        rev[len++] = (char)('0' + v % 10);
+        if (v >= 10) rev[len++] = (char)('0' + v / 10);
+        while (!half && hi && len - start < 8) rev[len++] = '0'; /* lo's leading zeros inside n */
+    }
     for (size_t i = 0; i < len; i++) buf[i] = rev[len - 1 - i];
     buf[len] = 0;
     return len;
@@ -179,10 +194,16 @@ static void finish_batch(ug_grid *g, const endings *e, id_batch *b)
     b->n = 0;
 }
 
-static void free_fragments(const ug_grid *g, char ***frag)
+/* The text of a param value with its key and leading comma, and its length. */
+typedef struct {
+    char *txt;
+    size_t len;
+} fragment;
+
+static void free_fragments(const ug_grid *g, fragment **frag)
 {
     for (size_t s = 0; frag && s < g->n_params && frag[s]; s++) {
-        for (size_t v = 0; v < g->size[2 + g->order[s]]; v++) free(frag[s][v]);
+        for (size_t v = 0; v < g->size[2 + g->order[s]]; v++) free(frag[s][v].txt);
         free(frag[s]);
     }
     free(frag);
@@ -190,16 +211,16 @@ static void free_fragments(const ug_grid *g, char ***frag)
 
 /* The text of param s (in key order) at value v, with its leading comma: frag[s][v]
  * (NULL without memory). */
-static char ***param_fragments(const ug_grid *g)
+static fragment **param_fragments(const ug_grid *g)
 {
-    char ***frag = calloc(g->n_params + 1, sizeof *frag);
+    fragment **frag = calloc(g->n_params + 1, sizeof *frag);
     for (size_t s = 0; frag && s < g->n_params; s++) {
         size_t a = g->order[s];
-        if (!(frag[s] = calloc(g->size[2 + a], sizeof(char *)))) return free_fragments(g, frag), NULL;
+        if (!(frag[s] = calloc(g->size[2 + a], sizeof **frag))) return free_fragments(g, frag), NULL;
         for (size_t v = 0; v < g->size[2 + a]; v++) {
             size_t n = strlen(g->key_txt[a]) + strlen(g->value_txt[a][v]) + 3;
-            if (!(frag[s][v] = malloc(n))) return free_fragments(g, frag), NULL;
-            snprintf(frag[s][v], n, "%s%s:%s", s ? "," : "", g->key_txt[a], g->value_txt[a][v]);
+            if (!(frag[s][v].txt = malloc(n))) return free_fragments(g, frag), NULL;
+            frag[s][v].len = (size_t)snprintf(frag[s][v].txt, n, "%s%s:%s", s ? "," : "", g->key_txt[a], g->value_txt[a][v]);
         }
     }
     return frag;
@@ -208,7 +229,7 @@ static char ***param_fragments(const ug_grid *g)
 /* Every point's ID, the `keep` smallest kept: for each (dtype, dist) row an odometer over
  * the params in key order (the last fastest), the hash state after param s kept in
  * state[s + 1], so a point hashes only the params that changed. */
-static int all_ids(ug_grid *g, char ***frag)
+static int all_ids(ug_grid *g, fragment **frag)
 {
     size_t np = g->n_params, stride[MAX_AXES], pick[MAX_AXES];
     uint64_t state[MAX_AXES + 1];
@@ -224,7 +245,10 @@ static int all_ids(ug_grid *g, char ***frag)
             memset(pick, 0, sizeof pick);
             state[0] = prefix_state(g, i, j);
             for (size_t from = 0;;) { /* from: the first param whose value changed */
-                for (size_t s = from; s < np; s++) state[s + 1] = hash_str(state[s], frag[s][pick[s]]);
+                for (size_t s = from; s < np; s++) {
+                    const fragment *f = &frag[s][pick[s]];
+                    state[s + 1] = ug_hash64_update(state[s], f->txt, f->len);
+                }
                 size_t k = i + j * stride[1];
                 for (size_t s = 0; s < np; s++) k += pick[s] * stride[2 + g->order[s]];
                 b.h[b.n] = state[np], b.point[b.n++] = k;
@@ -247,7 +271,7 @@ static int keep_smallest(ug_grid *g, size_t want)
     g->n = 0;
     g->keep = want < g->total ? want : g->total;
     if (!(g->pts = malloc((g->keep ? g->keep : 1) * sizeof *g->pts))) return -1;
-    char ***frag = param_fragments(g);
+    fragment **frag = param_fragments(g);
     int rc = frag ? all_ids(g, frag) : -1;
     free_fragments(g, frag);
     if (!rc) qsort(g->pts, g->n, sizeof *g->pts, cmp_point);
