@@ -74,10 +74,11 @@ typedef struct {
     unsigned groups;          /* and their groups (bitmask; 0: all) */
 } expander;
 
-/* 1 when op's cases are wanted (ug_plan_filter's rule). */
-static int selected(const expander *x, int op)
+/* 1 when op is in ops (NULL: any) and its group in groups (0: any): the selection rule of
+ * ug_plan_filter and ug_plan_load_only. */
+static int op_wanted(const unsigned char *ops, unsigned groups, int op)
 {
-    return (!x->ops || x->ops[op]) && (!x->groups || (x->groups >> ug_op_group(op) & 1u));
+    return (!ops || ops[op]) && (!groups || (groups >> ug_op_group(op) & 1u));
 }
 
 static int push_case(expander *x, char *text, int op, char *err, size_t errlen)
@@ -166,7 +167,7 @@ static int expand_op(expander *x, const char *dir, const char *op, long quota, u
         }
         quota = (long)q->valuedouble;
     }
-    if (!selected(x, opi)) goto done; /* read for the plan's hash, not expanded */
+    if (!op_wanted(x->ops, x->groups, opi)) goto done; /* read for the plan's hash, not expanded */
     const cJSON *dists = cJSON_GetObjectItemCaseSensitive(space, "dists");
     const cJSON *req = cJSON_GetObjectItemCaseSensitive(space, "required");
     const cJSON *grid = cJSON_GetObjectItemCaseSensitive(space, "grid");
@@ -483,8 +484,7 @@ void ug_plan_filter(ug_plan *plan, const unsigned char *ops, unsigned groups)
     size_t w = 0;
     for (size_t i = 0; i < plan->n; i++) {
         ug_plan_case *c = &plan->cases[i];
-        int keep = (!ops || ops[c->op]) && (!groups || (groups >> ug_op_group(c->op) & 1u));
-        if (keep) plan->cases[w++] = *c;
+        if (op_wanted(ops, groups, c->op)) plan->cases[w++] = *c;
         else free(c->spec), free(c->source);
     }
     plan->n = w;
