@@ -4,8 +4,9 @@
 # the light part swept with the sim kernels has no failure under the ops' primary
 # standards, under `reference` (the reference tests' own rules) and under `certified`;
 # `ulpgym report --unmatched` (and the md report of a reference run) lists the reference
-# tests without an equivalent; a malformed source, heavy, unmatched or deviations entry is
-# refused with exit 2. The heavy cases run in the nightly's full reference sweep, not here.
+# tests without an equivalent, and every GLM and DeepSeek operator has a case or is named
+# there; a malformed source, heavy, unmatched or deviations entry is refused with exit 2.
+# The heavy cases run in the nightly's full reference sweep, not here.
 . "$(dirname "$0")/lib.sh"
 command -v sqlite3 >/dev/null || { echo "sqlite3 is needed to read the sweep's verdicts"; exit 77; }
 
@@ -49,6 +50,12 @@ expect_eq "$(sed '/^## Known deviations/q' "$T/out" | grep -c '^- `tests/ops/')"
     "$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["unmatched"]))' "$ULPGYM_DATA/gen/plans/reference.json")" \
     "every unmatched entry printed"
 expect_grep '^## Known deviations of the correct kernels \(5\)' "$T/out"
+# the GLM and DeepSeek operators joined the plan: each has a case or is named by an unmatched entry
+awk '{print $2}' "$T/all.txt" | sort -u >"$T/plan_ops.txt"
+for op in $(ug ops | awk '($1 == "GLM" || $1 == "DeepSeek") && $3 == "implemented" {print $2}'); do
+    grep -qx "$op" "$T/plan_ops.txt" || grep -qw "$op" "$T/out" || bad "$op: no reference case and no unmatched entry"
+done
+expect_grep 'test_lightning_indexer_prolog_quant.py::test_b2_s1_4k_s2_64k`: not runnable as stored' "$T/out"
 expect_status 0 ug report --db "$db" --format md
 expect_grep 'Reference tests without an equivalent' "$T/out"
 
