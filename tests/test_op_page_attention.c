@@ -4,7 +4,10 @@
  * keys all zero give uniform weights, so o is the plain mean of the context's values (a
  * known value that any garbage slot past a context would spoil, for oracle and kernel);
  * with q_per_step 2 (MTP) a huge value at each sequence's last token reaches the last
- * query row but not row 0, which sees one token fewer; and bad params are rejected with a
+ * query row but not row 0, which sees one token fewer; with quant fp8, a hand-computed
+ * two-token case planted into e4m3 codes and per-token / per-channel scales (oracle exact,
+ * sim kernel within its quantised P), and each fp8 mutant failing a small case with
+ * spread scales that the correct kernel passes; and bad params are rejected with a
  * message naming them. */
 #include <math.h>
 #include <string.h>
@@ -173,6 +176,103 @@ static void check_mtp_offset(void)
     }
 }
 
+#define FP8_SPEC(params)                                                                                               \
+    "{\"v\":1,\"op\":\"page_attention\",\"dtype\":\"bf16\",\"seed\":9,\"params\":" params ",\"dist\":{"                 \
+    "\"q\":{\"kind\":\"normal\",\"mean\":0,\"std\":150},\"q_scale\":{\"kind\":\"uniform\",\"lo\":0.0005,\"hi\":0.01},"  \
+    "\"key_cache\":{\"kind\":\"normal\",\"mean\":0,\"std\":150},"                                                   \
+    "\"key_scale\":{\"kind\":\"uniform\",\"lo\":0.0001,\"hi\":0.02},"                                               \
+    "\"value_cache\":{\"kind\":\"normal\",\"mean\":0,\"std\":150},"                                                 \
+    "\"value_scale\":{\"kind\":\"uniform\",\"lo\":0.0005,\"hi\":0.05}}}"
+
+/* Sets element i of input `name` of a kept case to x (exact in its dtype), value and bits. */
+static void plant(ug_case *c, const char *name, size_t i, double x)
+{
+    ug_tensor *t = ug_case_input_mut(c, name);
+    t->values[i] = x;
+    ug_dtype_store(t->dtype, t->data, i, x);
+}
+
+/* quant fp8, one sequence of two tokens, one head, D = 2, scale 1: q codes (1, 2) with
+ * q_scale 1/2 give q = (1/2, 1); key codes (2, 0) with key_scale 1/2 and (0, 4) with 1/4
+ * give k0 = (1, 0), k1 = (0, 1), so s = (1/2, 1); value codes (4, -2) and (8, 6) with the
+ * per-channel value_scale (1/4, 1/2) give v0 = (1, -1), v1 = (2, 3). By hand, with
+ * r = e^(1/2): o = ((1 + 2r) / (1 + r), (-1 + 3r) / (1 + r)). A scale applied per tensor
+ * or to the wrong channel changes both. The sim kernel quantises the tile's P to e4m3 with
+ * the scale 448/max = 448: e^-1/2 * 448 = 271.7 becomes the code 256 (step 32 there), so
+ * its P.V uses 4/7 for e^-1/2 while the sum keeps e^-1/2 (as the reference's kernel):
+ * o = (4/7 v0 + v1) / (e^-1/2 + 1), 1.3 % off the exact value and inside its certified
+ * bound (2^-4 per weight), so the case passes. */
+static void check_fp8_known_value(void)
+{
+    const char *spec = FP8_SPEC("{\"context_lens\":\"2\",\"heads_kv\":1,\"group\":1,\"head_dim\":2,"
+                                "\"block_size\":2,\"scale\":1,\"quant\":\"fp8\"}");
+    ug_backend be;
+    ug_result r;
+    ug_exec_detail d, j;
+    memset(&j, 0, sizeof j);
+    ug_exec_opts o;
+    ug_exec_opts_default(&o);
+    o.oracle.sample = 0;
+    o.keep = 1;
+    if (opc_open(&be, "sim")) {
+        CHECK(0, "no sim backend");
+        return;
+    }
+    CHECK(ug_exec_case(spec, &be, &o, &r, &d) == 0 && d.have_case, "fp8 case did not run: %s", r.message);
+    if (!d.have_case) {
+        ug_backend_close(&be);
+        return;
+    }
+    CHECK(ug_case_input(&d.c, "q")->dtype == UG_DT_E4M3 && ug_case_input(&d.c, "value_scale")->dtype == UG_DT_FP32,
+          "quant fp8: q is %s, value_scale %s; expected e4m3 codes and fp32 scales",
+          ug_dtype_name(ug_case_input(&d.c, "q")->dtype), ug_dtype_name(ug_case_input(&d.c, "value_scale")->dtype));
+    long phys = (long)ug_case_input(&d.c, "block_tables")->values[0]; /* the sequence's one block */
+    static const double kc[2][2] = {{2, 0}, {0, 4}}, ks[2] = {0.5, 0.25}, vc[2][2] = {{4, -2}, {8, 6}};
+    plant(&d.c, "q", 0, 1), plant(&d.c, "q", 1, 2), plant(&d.c, "q_scale", 0, 0.5);
+    for (int t = 0; t < 2; t++) {
+        size_t slot = (size_t)(phys * 2 + t);
+        plant(&d.c, "key_scale", slot, ks[t]);
+        for (int e = 0; e < 2; e++) plant(&d.c, "key_cache", slot * 2 + (size_t)e, kc[t][e]);
+        for (int e = 0; e < 2; e++) plant(&d.c, "value_cache", slot * 2 + (size_t)e, vc[t][e]);
+    }
+    plant(&d.c, "value_scale", 0, 0.25), plant(&d.c, "value_scale", 1, 0.5);
+    char err[256];
+    CHECK(ug_backend_run(&be, &d.c, err, sizeof err) == 0, "sim kernel: %s", err);
+    CHECK(ug_exec_judge(&d.c, &o, &r, &j) == 0 && j.have_oracle, "judging the planted case: %s", r.message);
+    double rr = exp(0.5), want[2] = {(1 + 2 * rr) / (1 + rr), (-1 + 3 * rr) / (1 + rr)};
+    double l = exp(-0.5) + 1, dev[2] = {(4.0 / 7 * 1 + 2) / l, (4.0 / 7 * -1 + 3) / l}; /* the quantised P by hand */
+    for (int e = 0; e < 2 && j.have_oracle; e++) {
+        CHECK(fabs(j.oracle.gstar[0][e] - want[e]) <= 1e-15 * fabs(want[e]), "oracle o[%d] = %.17g, by hand %.17g", e,
+              j.oracle.gstar[0][e], want[e]);
+        CHECK(fabs(j.a[0][e] - dev[e]) <= 0x1p-8 * fabs(dev[e]), "sim o[%d] = %.9g, by hand (e4m3 P) %.9g", e,
+              j.a[0][e], dev[e]);
+    }
+    CHECK(r.outcome == UG_OUT_PASS, "sim kernel on the planted fp8 case: %s %s", ug_outcome_name(r.outcome), r.message);
+    if (j.have_oracle) ug_oracle_result_free(&j.oracle);
+    for (int t = 0; t < UG_MAX_TENSORS; t++) free(j.a[t]);
+    ug_exec_detail_free(&d);
+    ug_backend_close(&be);
+}
+
+/* quant fp8 with per-token key scales over 0.0001..0.02, three sequences: the correct
+ * kernel passes, each planted fp8 bug fails. */
+static void check_fp8_mutants(void)
+{
+    const char *spec = FP8_SPEC("{\"context_lens\":\"17,40,5\",\"heads_kv\":2,\"group\":2,\"head_dim\":32,"
+                                "\"block_size\":8,\"quant\":\"fp8\"}");
+    static const char *const variants[] = {"sim", "mut_fp8_kscale_per_tensor", "mut_fp8_codes_int8",
+                                           "mut_fp8_qscale_on_o", "mut_fp8_vscale_seq0"};
+    for (size_t v = 0; v < sizeof variants / sizeof *variants; v++) {
+        ug_result r;
+        ug_exec_detail d;
+        int rc = opc_run(spec, variants[v], &r, &d);
+        ug_outcome want = v == 0 ? UG_OUT_PASS : UG_OUT_FAIL;
+        CHECK(rc == 0 && r.outcome == want, "%s on the fp8 case: %s (expected %s) %s", variants[v],
+              ug_outcome_name(r.outcome), ug_outcome_name(want), r.message);
+        if (rc == 0) ug_exec_detail_free(&d);
+    }
+}
+
 static void check_bad_params(void)
 {
     static const char *const bad[][2] = {
@@ -182,8 +282,16 @@ static void check_bad_params(void)
         {"{\"context_lens\":\"5\",\"heads_kv\":1,\"group\":1,\"head_dim\":8,\"scale\":\"x\"}", "scale"},
         {"{\"context_lens\":\"5,1\",\"heads_kv\":1,\"group\":1,\"head_dim\":8,\"q_per_step\":2}",
          "context_lens"}, /* a context shorter than the step's query tokens */
+        {"{\"context_lens\":\"5\",\"heads_kv\":1,\"group\":1,\"head_dim\":8,\"quant\":\"int8\"}", "quant"},
+        {"{\"context_lens\":\"5\",\"heads_kv\":1,\"group\":1,\"head_dim\":8,\"quant\":\"fp8\"}",
+         "case dtype fp16"}, /* fp8 codes come with a bf16 o only */
     };
     OPC_EXPECT_REFUSED_EACH(SPEC(NORMAL, "%s"), bad);
+    /* quant fp8 needs a distribution for each scale */
+    opc_expect_refused("{\"v\":1,\"op\":\"page_attention\",\"dtype\":\"bf16\",\"seed\":5,\"params\":"
+                       "{\"context_lens\":\"5\",\"heads_kv\":1,\"group\":1,\"head_dim\":8,\"quant\":\"fp8\"},"
+                       "\"dist\":" NORMAL "}",
+                       "q_scale");
 }
 
 int main(void)
@@ -191,6 +299,8 @@ int main(void)
     check_against_naive();
     check_zero_keys();
     check_mtp_offset();
+    check_fp8_known_value();
+    check_fp8_mutants();
     check_bad_params();
     return check_done();
 }

@@ -70,9 +70,32 @@ long ug_fa_batch_of(const ug_fa_params *p, long t)
     return b;
 }
 
-long ug_attn_weights(ug_ar *ar, const double *qr, const double *k, size_t kstride, long n, size_t d, double scale,
-                     ug_dtype p_dt, ug_num *e, unsigned char *live, ug_num *m, ug_num *total)
+/* The device's error on a weight p of the fp8 form (UG_AR_DEVICE only): p quantised to e4m3
+ * per row and key tile with the scale 448/max over the tile (max <= 1 in units of the
+ * row's weights, whose max is 1): half an e4m3 ulp is at most 2^-4 |p| in the normal range
+ * and the subnormal step 2^-10 (times max/448 <= 1/448) below it, whatever the tiling;
+ * plus five fp32 roundings: p * 448/max, 448/max, its reciprocal, code * max/448, and V's
+ * dequantisation (a relative error on the product p v, counted on p). */
+static ug_num fp8_p_round(ug_ar *ar, ug_num p)
 {
+    if (ug_ar_get_mode(ar) == UG_AR_DEVICE) p.e += (0x1p-4 + 5 * UG_DEV_U) * (fabs(p.v) + p.e) + 0x1p-10 / 448;
+    return p;
+}
+
+/* sum_i |q_i k_i|: what one fp32 rounding of each dequantised q_i and k_i can move q.k by,
+ * per unit roundoff and operand. */
+static double abs_dot(const double *q, const double *k, size_t d)
+{
+    double s = 0;
+    for (size_t i = 0; i < d; i++) s += fabs(q[i] * k[i]);
+    return s;
+}
+
+/* ug_attn_weights, and with fp8 set ug_attn_weights_fp8 (p_dt unused then). */
+static long attn_weights(ug_ar *ar, const double *qr, const double *k, size_t kstride, long n, size_t d, double scale,
+                         ug_dtype p_dt, int fp8, ug_num *e, unsigned char *live, ug_num *m, ug_num *total)
+{
+    int dev_operands = fp8 && ug_ar_get_mode(ar) == UG_AR_DEVICE; /* the dequantisation roundings of q and k */
     long n_live = 0;
     for (long j = 0; j < n; j++) { /* the class of each score, in double (finite inputs stay finite here) */
         const double *kr = k + (size_t)j * kstride;
@@ -89,13 +112,26 @@ long ug_attn_weights(ug_ar *ar, const double *qr, const double *k, size_t kstrid
     for (long j = 0; j < n; j++) {
         if (!live[j]) continue;
         e[j] = ug_mul(ar, ug_dot_d(ar, qr, 1, k + (size_t)j * kstride, 1, d), sc); /* the score, exp taken below */
+        if (dev_operands) e[j].e += 2 * UG_DEV_U * scale * abs_dot(qr, k + (size_t)j * kstride, d);
         *m = first ? e[j] : ug_max(ar, *m, e[j]);
         first = 0;
     }
     for (long j = 0; j < n; j++) e[j] = live[j] ? ug_exp(ar, ug_sub(ar, e[j], *m)) : zero;
     *total = ug_sum(ar, e, (size_t)n);
-    for (long j = 0; j < n; j++) e[j] = ug_dev_round(ar, e[j], p_dt); /* a device's P for P*V */
+    for (long j = 0; j < n; j++) e[j] = fp8 ? fp8_p_round(ar, e[j]) : ug_dev_round(ar, e[j], p_dt); /* a device's P */
     return n;
+}
+
+long ug_attn_weights(ug_ar *ar, const double *qr, const double *k, size_t kstride, long n, size_t d, double scale,
+                     ug_dtype p_dt, ug_num *e, unsigned char *live, ug_num *m, ug_num *total)
+{
+    return attn_weights(ar, qr, k, kstride, n, d, scale, p_dt, 0, e, live, m, total);
+}
+
+long ug_attn_weights_fp8(ug_ar *ar, const double *qr, const double *k, size_t kstride, long n, size_t d, double scale,
+                         ug_num *e, unsigned char *live, ug_num *m, ug_num *total)
+{
+    return attn_weights(ar, qr, k, kstride, n, d, scale, UG_DT_FP32, 1, e, live, m, total);
 }
 
 ug_num ug_attn_weighted_v(ug_ar *ar, const ug_num *e, const unsigned char *live, const double *vc, size_t stride,

@@ -61,6 +61,15 @@ long ug_fa_batch_of(const ug_fa_params *p, long t);
 long ug_attn_weights(ug_ar *ar, const double *qr, const double *k, size_t kstride, long n, size_t d, double scale,
                      ug_dtype p_dt, ug_num *e, unsigned char *live, ug_num *m, ug_num *total);
 
+/* ug_attn_weights for dequantised operands (page_attention quant fp8): qr and k hold the
+ * exact products e4m3 code * fp32 scale, so EXACT and CERT are unchanged; the device bound
+ * adds what the fp8 device model allows: each q_i and k_i formed in fp32 (2u scale
+ * sum_i |q_i k_i| per score) and P quantised to e4m3 per row and key tile with the scale
+ * 448/tile max (2^-4 |e_j| + 2^-10/448 + 5u |e_j| per weight, V's fp32 dequantisation
+ * included) instead of a p_dt cast. */
+long ug_attn_weights_fp8(ug_ar *ar, const double *qr, const double *k, size_t kstride, long n, size_t d, double scale,
+                         ug_num *e, unsigned char *live, ug_num *m, ug_num *total);
+
 /* One output element sum_j e_j v_j / total over the n keys of a row (v_j at vc +
  * j*stride): v's special values by class (a NaN among the live keys, or both infinities,
  * give NaN; one infinity wins), else exact. Dead keys weigh exactly 0 whatever v holds

@@ -19,6 +19,14 @@
  * drawn from the case's distribution, i.e. non-zero garbage that a kernel reading beyond
  * the context picks up.
  *
+ * With params.quant fp8 (the reference suite's page_attention_quant_fp8) q and the caches
+ * are e4m3 codes with fp32 scales (q_scale per row and head, key_scale per cache slot and
+ * kv head, value_scale per sequence, kv head and channel): the oracle dequantises them
+ * exactly in double (code * scale needs 28 of double's 53 bits) and evaluates the same
+ * exact row; the device bound adds the fp8 device model (ug_attn_weights_fp8: fp32
+ * dequantisation, P quantised to e4m3 per key tile). The builder is the same: every
+ * code and scale is a drawn input.
+ *
  * Primary standard certified (docs/STANDARDS.md): the pypto rule below, fitted to one plan
  * seed, fails the correct kernel at seed 3 (02eb605545018ac2: 7 elements of o over 1e-3 +
  * 2^-7|g|, the bf16 cast of P where o is small), while certified's per-element device
@@ -126,35 +134,73 @@ static int build(ug_case *c, char *err, size_t errlen)
     return 0;
 }
 
+/* The operands' values: as stored (quant none), or dequantised (quant fp8: code * scale,
+ * exact in double, a 4-bit by 24-bit significand product); the scales NULL with quant none. */
+typedef struct {
+    const ug_tensor *q, *kc, *vc, *qs, *ks, *vs, *bt;
+} pa_inputs;
+
+static void read_inputs(const ug_case *c, pa_inputs *in)
+{
+    int fp8 = ug_p_is(&c->params, "quant", "fp8");
+    in->q = ug_case_input(c, "q"), in->kc = ug_case_input(c, "key_cache"), in->vc = ug_case_input(c, "value_cache");
+    in->bt = ug_case_input(c, "block_tables");
+    in->qs = fp8 ? ug_case_input(c, "q_scale") : NULL;
+    in->ks = fp8 ? ug_case_input(c, "key_scale") : NULL;
+    in->vs = fp8 ? ug_case_input(c, "value_scale") : NULL;
+}
+
+/* Query row r (token-major, heads inner) into qd: its D values, dequantised with quant fp8. */
+static void gather_query(const pa_params *p, const pa_inputs *in, size_t r, double *qd)
+{
+    size_t D = (size_t)p->dim;
+    for (size_t d = 0; d < D; d++) qd[d] = in->q->values[r * D + d] * (in->qs ? in->qs->values[r] : 1.0); /* exact */
+}
+
+/* The first n tokens of sequence b, kv head g, token-major into kg and vg, dequantised
+ * with quant fp8 (key_scale per slot and kv head, value_scale per sequence, kv head and
+ * channel). */
+static void gather_tokens(const pa_params *p, const pa_inputs *in, long b, long g, long n, double *kg, double *vg)
+{
+    size_t D = (size_t)p->dim;
+    const double *vs = in->vs ? in->vs->values + ((size_t)b * (size_t)p->hkv + (size_t)g) * D : NULL;
+    for (long t = 0; t < n; t++) {
+        long phys = (long)in->bt->values[b * p->max_blocks + t / p->bs];
+        size_t slot = ((size_t)phys * (size_t)p->bs + (size_t)(t % p->bs)) * (size_t)p->hkv + (size_t)g, at = slot * D;
+        double ks = in->ks ? in->ks->values[slot] : 1.0;
+        for (size_t d = 0; d < D; d++) { /* exact: code * fp32 scale, or the stored value times 1 */
+            kg[(size_t)t * D + d] = in->kc->values[at + d] * ks;
+            vg[(size_t)t * D + d] = in->vc->values[at + d] * (vs ? vs[d] : 1.0);
+        }
+    }
+}
+
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     pa_params p;
     read_params(c, &p);
-    const ug_tensor *q = ug_case_input(c, "q"), *kc = ug_case_input(c, "key_cache");
-    const ug_tensor *vc = ug_case_input(c, "value_cache"), *bt = ug_case_input(c, "block_tables");
+    pa_inputs in;
+    read_inputs(c, &in);
     size_t D = (size_t)p.dim, maxctx = 1;
     for (long b = 0; b < p.batch; b++) maxctx = (size_t)p.ctx[b] > maxctx ? (size_t)p.ctx[b] : maxctx;
     ug_num *e = malloc(maxctx * sizeof *e);
     unsigned char *live = malloc(maxctx);
-    double *kg = malloc((2 * maxctx * D + maxctx) * sizeof *kg); /* the row's keys and values gathered token-major */
+    double *kg = malloc((2 * maxctx * D + maxctx + D) * sizeof *kg); /* the row's keys and values gathered token-major */
     if (!e || !live || !kg) {
         free(e), free(live), free(kg);
         return -1;
     }
-    double *vg = kg + maxctx * D, *col = vg + maxctx * D;
+    double *vg = kg + maxctx * D, *col = vg + maxctx * D, *qd = col + maxctx;
     size_t pos = 0, base = ug_ar_mark(ar);
     while (pos < sel->n[0]) {
         size_t r = sel->idx[0][pos] / D, mark = ug_ar_mark(ar);
         long tok = (long)r / p.hq, b = tok / p.sq, g = (long)r % p.hq / p.group;
         long n = ug_gl_attn_mtp_end(p.ctx[b], p.sq, tok % p.sq); /* MTP row i: its causal prefix */
-        for (long t = 0; t < n; t++) {
-            long phys = (long)bt->values[b * p.max_blocks + t / p.bs];
-            size_t at = (((size_t)phys * (size_t)p.bs + (size_t)(t % p.bs)) * (size_t)p.hkv + (size_t)g) * D;
-            memcpy(kg + (size_t)t * D, kc->values + at, D * sizeof *kg);
-            memcpy(vg + (size_t)t * D, vc->values + at, D * sizeof *vg);
-        }
+        gather_query(&p, &in, r, qd);
+        gather_tokens(&p, &in, b, g, n, kg, vg);
         ug_num m, total;
-        long w = ug_attn_weights(ar, q->values + r * D, kg, D, n, D, p.scale, c->spec.dtype, e, live, &m, &total);
+        long w = in.qs ? ug_attn_weights_fp8(ar, qd, kg, D, n, D, p.scale, e, live, &m, &total)
+                       : ug_attn_weights(ar, qd, kg, D, n, D, p.scale, c->spec.dtype, e, live, &m, &total);
         for (; pos < sel->n[0] && sel->idx[0][pos] / D == r; pos++) {
             size_t d = sel->idx[0][pos] % D;
             ug_ar_emit(ar, 0, pos,
@@ -190,7 +236,7 @@ static double scratch(const ug_params *P)
     double nq = (double)n * (double)ug_p_int(P, "q_per_step") * (double)ug_p_int(P, "heads_q") * D,
            ncache = nb * (double)ug_p_int(P, "block_size") * (double)ug_p_int(P, "heads_kv") * D;
     return 4 * (2 * nq + 2 * ncache + (double)n * (double)ug_p_int(P, "max_blocks")) + 8 * nb +
-           8 * (2 * maxctx * D + maxctx) + maxctx * (UG_NUM_BYTES + 1);
+           8 * (2 * maxctx * D + maxctx + D) + maxctx * (UG_NUM_BYTES + 1);
 }
 
 const ug_op_def ug_opdef_page_attention = {

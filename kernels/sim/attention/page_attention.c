@@ -21,8 +21,16 @@
  * once and q.k of all the rows computed with the vectorised loops of attn_vec.h; each row
  * then takes its own online-softmax step over the block. Rows are
  * independent and every fp32 sum keeps its order, so the outputs are those of the
- * row-at-a-time loops, bit for bit (tests/test_kernel_digests.sh). */
+ * row-at-a-time loops, bit for bit (tests/test_kernel_digests.sh).
+ *
+ * quant fp8 (the reference's page_attention_quant_fp8): q is dequantised once (code *
+ * q_scale in fp32), each cache slot as its block is read (code * key_scale of the slot,
+ * code * value_scale of the sequence's channel, in fp32), and the rest is the same walk
+ * except P: each row's P over a block (one key tile) is quantised to e4m3 with the
+ * dynamic scale 448/max and dequantised before P.V, as the reference's kernel does. */
 #include <math.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,13 +39,24 @@
 #include "kernels/sim/attention/attn_vec.h"
 #include "kernels/sim/simlib.h"
 
-typedef enum { MUT_NONE, MUT_TABLE_STRIDE, MUT_FULL_LAST_BLOCK, MUT_KV_HEAD_MAP, MUT_MTP_NO_OFFSET } pa_bug;
+typedef enum {
+    MUT_NONE,
+    MUT_TABLE_STRIDE,
+    MUT_FULL_LAST_BLOCK,
+    MUT_KV_HEAD_MAP,
+    MUT_MTP_NO_OFFSET,
+    MUT_FP8_KSCALE_PER_TENSOR,
+    MUT_FP8_CODES_INT8,
+    MUT_FP8_QSCALE_ON_O,
+    MUT_FP8_VSCALE_SEQ0
+} pa_bug;
 
 typedef struct {
     long hq, hkv, dim, bs, table_stride;
     float scale;
     int dt;
     const ulpgym_tensor *kc, *vc; /* the caches, widened a block at a time */
+    const ulpgym_tensor *ks, *vs; /* quant fp8: key_scale, value_scale (else NULL) */
     pa_bug bug;
 } pa_ctx;
 
@@ -54,7 +73,22 @@ typedef struct {
     float *kt, *dots;         /* [D, cols(BS)] a block's keys transposed; [PA_ROWS, cols(BS)] q.k */
     float *s, *pr;            /* [BS] one row's scores and rounded P */
     int *live;                /* [BS] one row's keys with a weight */
+    float *vscale;            /* [D] quant fp8: value_scale of the chunk's sequence and kv head */
+    float qscale_o[PA_ROWS];  /* mut_fp8_qscale_on_o: each row's q scale, applied to o */
 } pa_work;
+
+/* quant fp8: P of one row over one key tile quantised to e4m3 with the dynamic scale
+ * 448/max (the reference kernel's symmetric per-token quantisation of P) and dequantised:
+ * pr[c] = e4m3(p[c] * 448/max) * (max/448). Only the tile's live entries are read. */
+static void pa_p_fp8(float *pr, const int *live, size_t nl)
+{
+    float amax = 0.0f;
+    for (size_t i = 0; i < nl; i++) amax = fmaxf(amax, pr[live[i]]);
+    if (amax == 0.0f) return;
+    float qs = 448.0f / amax, dq = 1.0f / qs; /* rounds: fp32 */
+    for (size_t i = 0; i < nl; i++)
+        pr[live[i]] = ug_sim_round_to(ULPGYM_E4M3, pr[live[i]] * qs) * dq; /* rounds: fp32, e4m3, fp32 */
+}
 
 /* Online-softmax step of one row over the n keys of a block: dots its q.k, v the block's
  * first value row (rows slot apart), m, l, acc its running max, sum and accumulator. */
@@ -74,12 +108,27 @@ static void pa_step(const pa_ctx *x, pa_work *w, const float *dots, long n, cons
     for (long c = 0; c < n; c++) {
         float p = s[c] == -INFINITY ? 0.0f : expf(s[c] - m_new); /* rounds: fp32 */
         ts += p; /* rounds: fp32 */
-        pr[c] = ug_av_round_to(x->dt, p); /* rounds: P cast to the input dtype for P.V */
+        pr[c] = x->ks ? p : ug_av_round_to(x->dt, p); /* rounds: P cast to the input dtype for P.V */
         if (s[c] != -INFINITY) w->live[nl++] = (int)c; /* P.V skips tokens scored -inf */
     }
+    if (x->ks) pa_p_fp8(pr, w->live, nl); /* quant fp8: P as e4m3 codes for P.V */
     *l = *l * alpha + ts; /* rounds: fp32 */
     ug_av_pv(acc, alpha, pr, w->live, nl, v, slot, (size_t)x->dim); /* rounds: fp32 P.V in token order, acc*alpha + P.V */
     *m = m_new;
+}
+
+/* Slot c of the block at base (kv head g's first slot) widened to fp32: D codes or values
+ * into dst; with quant fp8 dequantised, dst[d] = code * scale (key_scale of the slot, or
+ * the sequence's value_scale of channel d). */
+static void pa_load_slot(const pa_ctx *x, const ulpgym_tensor *t, size_t at, const float *scale, size_t sstride,
+                         float *dst)
+{
+    size_t D = (size_t)x->dim;
+    ug_sim_load(t, at, D, dst); /* exact: a widening */
+    if (!scale) return;
+    if (x->bug == MUT_FP8_CODES_INT8) /* bug: the e4m3 bytes read as int8 integers */
+        for (size_t d = 0; d < D; d++) dst[d] = (float)((const int8_t *)t->data)[at + d];
+    for (size_t d = 0; d < D; d++) dst[d] *= scale[d * sstride]; /* rounds: fp32 */
 }
 
 /* Tokens of block i that a row seeing len tokens scores (0: the row has no block i). */
@@ -106,9 +155,12 @@ static void pa_chunk(const pa_ctx *x, pa_work *w, const float *table, long g, fl
         long phys = (long)table[i], nmax = 0;
         for (long r = 0; r < w->n; r++) nmax = pa_block_len(x, w->len[r], i) > nmax ? pa_block_len(x, w->len[r], i) : nmax;
         size_t base = ((size_t)phys * (size_t)x->bs * (size_t)x->hkv + (size_t)g) * D;
-        for (long c = 0; c < nmax; c++) { /* exact: the block's slots of kv head g widened to fp32 */
-            ug_sim_load(x->kc, base + (size_t)c * slot, D, w->kb + (size_t)c * D);
-            ug_sim_load(x->vc, base + (size_t)c * slot, D, w->vb + (size_t)c * D);
+        for (long c = 0; c < nmax; c++) { /* the block's slots of kv head g widened (and dequantised) to fp32 */
+            size_t at = base + (size_t)c * slot;
+            float ks = 1.0f;
+            if (x->ks) ug_sim_load(x->ks, x->bug == MUT_FP8_KSCALE_PER_TENSOR ? 0 : at / D, 1, &ks); /* bug: key_scale[0] */
+            pa_load_slot(x, x->kc, at, x->ks ? &ks : NULL, 0, w->kb + (size_t)c * D);
+            pa_load_slot(x, x->vc, at, x->vs ? w->vscale : NULL, 1, w->vb + (size_t)c * D);
         }
         ug_av_stage_kt(w->kb, D, (size_t)nmax, D, w->kt, lds);
         ug_av_scores(w->q, D, (size_t)w->n, w->kt, lds, ug_av_cols((size_t)nmax), D, w->dots, lds); /* rounds: fp32 acc */
@@ -119,18 +171,23 @@ static void pa_chunk(const pa_ctx *x, pa_work *w, const float *table, long g, fl
     }
     for (long r = 0; r < w->n; r++) {
         float inv = w->l[r] == 0.0f ? 0.0f : 1.0f / w->l[r]; /* rounds: fp32 reciprocal */
+        if (x->bug == MUT_FP8_QSCALE_ON_O) inv *= w->qscale_o[r]; /* bug: q's scale applied to o, not the scores */
         for (size_t d = 0; d < D; d++) of[w->out[r] + d] = w->acc[(size_t)r * D + d] * inv; /* rounds: fp32 */
     }
 }
 
 /* Sequence b, kv head g: its query rows (MTP row i of query head h, for the heads mapped to
  * g) in chunks of PA_ROWS. */
-static void pa_group(const pa_ctx *x, pa_work *w, const float *qf, const float *table, long ctx, long sq, size_t b, long g,
-                     float *of)
+static void pa_group(const pa_ctx *x, pa_work *w, const float *qf, const float *qsf, const float *table, long ctx,
+                     long sq, size_t b, long g, float *of)
 {
     size_t D = (size_t)x->dim;
     long group = x->hq / x->hkv;
     w->n = 0;
+    if (x->vs) { /* value_scale [B, Hkv, D]: this sequence's and kv head's channels */
+        size_t vb = x->bug == MUT_FP8_VSCALE_SEQ0 ? 0 : b; /* bug: sequence 0's scales for every sequence */
+        ug_sim_load(x->vs, (vb * (size_t)x->hkv + (size_t)g) * D, D, w->vscale);
+    }
     for (long i = 0; i < sq; i++)
         for (long h = 0; h < x->hq; h++) {
             long gh = x->bug == MUT_KV_HEAD_MAP ? h % x->hkv : h / group; /* bug: heads interleaved over kv heads */
@@ -140,6 +197,10 @@ static void pa_group(const pa_ctx *x, pa_work *w, const float *qf, const float *
             size_t row = ((b * (size_t)sq + (size_t)i) * (size_t)x->hq + (size_t)h) * D;
             w->len[w->n] = len, w->out[w->n] = row;
             memcpy(w->q + (size_t)w->n * D, qf + row, D * sizeof *qf);
+            float qs = qsf ? qsf[row / D] : 1.0f;
+            if (x->bug == MUT_FP8_QSCALE_ON_O) w->qscale_o[w->n] = qs, qs = 1.0f;
+            if (qsf) /* quant fp8: the row's codes dequantised */
+                for (size_t d = 0; d < D; d++) w->q[(size_t)w->n * D + d] *= qs; /* rounds: fp32 */
             if (++w->n == PA_ROWS) pa_chunk(x, w, table, g, of), w->n = 0;
         }
     if (w->n) pa_chunk(x, w, table, g, of);
@@ -147,8 +208,11 @@ static void pa_group(const pa_ctx *x, pa_work *w, const float *qf, const float *
 
 static int pa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
-    const ulpgym_tensor *q, *kc, *vc, *bt, *cl, *o, **slots[] = {&q, &kc, &vc, &bt, &cl, &o};
-    if (ug_sim_bind(call, "q key_cache value_cache block_tables context_lens o", slots, err, errlen)) return -2;
+    const ulpgym_tensor *q, *kc, *vc, *bt, *cl, *o, *qs, *ks, *vs;
+    const ulpgym_tensor **slots[] = {&q, &kc, &vc, &bt, &cl, &o, &qs, &ks, &vs};
+    if (ug_sim_bind(call, "q key_cache value_cache block_tables context_lens o q_scale? key_scale? value_scale?", slots,
+                    err, errlen))
+        return -2;
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
     pa_ctx x = {.hq = q->shape[1],
@@ -157,7 +221,10 @@ static int pa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
                 .hkv = kc->shape[2],
                 .table_stride = bt->shape[1],
                 .dt = q->dtype,
+                .ks = ks,
+                .vs = vs,
                 .bug = bug};
+    if (!qs != !ks || !qs != !vs) return snprintf(err, errlen, "q_scale, key_scale and value_scale come together"), -2;
     double scale = ug_p_num(&p, "scale"); /* exact: an fp32 value; 0 is the 1/sqrt(D) sentinel */
     x.scale = scale == 0.0 ? (float)(1.0 / sqrt((double)x.dim)) : (float)scale; /* rounds: fp32 */
     long sq = ug_p_int(&p, "q_per_step");
@@ -165,7 +232,9 @@ static int pa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     size_t B = (size_t)cl->shape[0], D = (size_t)x.dim, nq = (size_t)q->shape[0] * (size_t)x.hq * D;
     size_t ntab = B * (size_t)x.table_stride;
     size_t lds = ug_av_cols((size_t)x.bs);
-    float *buf = malloc((2 * nq + ntab + B + 2 * PA_ROWS * D + 2 * lds * D + (D + PA_ROWS) * lds + 2 * lds) * sizeof *buf);
+    size_t nqs = qs ? (size_t)q->shape[0] * (size_t)x.hq : 0;
+    float *buf = malloc((2 * nq + ntab + B + 2 * PA_ROWS * D + 2 * lds * D + (D + PA_ROWS) * lds + 2 * lds + D + nqs) *
+                        sizeof *buf);
     int *live = malloc((size_t)x.bs * sizeof *live);
     if (!buf || !live) {
         free(buf);
@@ -181,6 +250,9 @@ static int pa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     w.dots = w.kt + D * lds;
     w.s = w.dots + PA_ROWS * lds;
     w.pr = w.s + lds;
+    w.vscale = w.pr + lds;
+    float *qsf = qs ? w.vscale + D : NULL;
+    if (qs) ug_sim_load(qs, 0, nqs, qsf);
     ug_sim_load(q, 0, nq, qf);
     ug_sim_load(bt, 0, ntab, tab);
     ug_sim_load(cl, 0, B, ctx);
@@ -189,7 +261,7 @@ static int pa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     for (size_t b = 0; b < B; b++) maxctx = (long)ctx[b] > maxctx ? (long)ctx[b] : maxctx;
     if (bug == MUT_TABLE_STRIDE) stride = maxctx / x.bs; /* bug: floor(max_ctx / block_size), not the ceiling */
     for (size_t b = 0; b < B; b++)
-        for (long g = 0; g < x.hkv; g++) pa_group(&x, &w, qf, tab + b * (size_t)stride, (long)ctx[b], sq, b, g, of);
+        for (long g = 0; g < x.hkv; g++) pa_group(&x, &w, qf, qsf, tab + b * (size_t)stride, (long)ctx[b], sq, b, g, of);
     ug_sim_store(o, 0, nq, of);
     free(buf);
     free(live);
@@ -208,5 +280,13 @@ const ug_kernel_variant ug_variants_page_attention[] = {
     {"mut_mtp_no_offset",
      "multi-token step without the causal offset: every query row sees the whole context (shows when q_per_step > 1)",
      pa_kernel, 0, MUT_MTP_NO_OFFSET},
+    {"mut_fp8_kscale_per_tensor", "quant fp8: key_scale[0] for every key, as if the scale were per tensor, not per token",
+     pa_kernel, 0, MUT_FP8_KSCALE_PER_TENSOR},
+    {"mut_fp8_codes_int8", "quant fp8: the e4m3 bytes of the caches read as int8 integers, then scaled", pa_kernel, 0,
+     MUT_FP8_CODES_INT8},
+    {"mut_fp8_qscale_on_o", "quant fp8: q_scale applied to o after the softmax instead of to the scores", pa_kernel, 0,
+     MUT_FP8_QSCALE_ON_O},
+    {"mut_fp8_vscale_seq0", "quant fp8: value_scale of sequence 0 for every sequence (per channel, batch ignored)",
+     pa_kernel, 0, MUT_FP8_VSCALE_SEQ0},
     {NULL, NULL, NULL},
 };
