@@ -9,9 +9,10 @@
  *
  * The oracle differentiates the exact forward: it does not read the o and lse inputs.
  * Those are what a forward kernel hands the backward, so the builder produces them the
- * way an ideal forward would: the exact forward of q, k, v (flash_attention_mha's own
- * oracle, certified double with MPFR fallback) correctly rounded, o to the dtype and lse
- * to fp32 (-inf and 0 on rows that see no key). That is deterministic and machine-
+ * way an ideal forward would: the exact forward of q, k, v correctly rounded, o to the
+ * dtype and lse to fp32 (-inf and 0 on rows that see no key): whole rows in certified
+ * double, flash_attention_mha's own oracle for the elements that leaves open
+ * (flash_attention_forward.h). That is deterministic and machine-
  * independent; a kernel that uses them (Delta from o, P from lse, as FA2 does) carries
  * their rounding, which the tolerance must absorb.
  *
@@ -48,52 +49,10 @@
 
 #include "gen/case_memory.h"
 #include "oracles/attention/flash_attention_common.h"
+#include "oracles/attention/flash_attention_forward.h"
 #include "oracles/verdict.h"
 
 #define OP "flash_attention_mha_grad"
-
-/* Runs flash_attention_mha's oracle over every element of a forward case that borrows
- * c's q, k, v, cu_seqlens, and stores the correctly rounded o and lse into c. */
-static int build_forward(ug_case *c, ug_tensor *o, ug_tensor *lse, char *err, size_t errlen)
-{
-    const ug_op_def *fwd = ug_op_def_get(UG_OP_FLASH_ATTENTION_MHA);
-    if (!fwd) {
-        snprintf(err, errlen, "%s: needs flash_attention_mha linked in to build o and lse", OP);
-        return -1;
-    }
-    ug_case f;
-    memset(&f, 0, sizeof f);
-    f.spec = c->spec;     /* borrowed */
-    f.params = c->params; /* borrowed: the forward declares the same params and derived sizes */
-    f.def = fwd;
-    int rc = 0;
-    for (int i = 0; i < 5; i++) { /* q, k, v, cu_seqlens_q, cu_seqlens_k */
-        f.in[i] = c->in[i];
-        if (!(f.in[i].values = ug_tload_all(&c->in[i]))) rc = -1;
-    }
-    f.n_in = 5;
-    f.out[0] = *o;
-    f.out[1] = *lse;
-    f.n_out = 2;
-    ug_selection sel = {0};
-    ug_oracle_result r;
-    ug_oracle_opts opts;
-    ug_oracle_opts_default(&opts);
-    opts.sample = 0;
-    opts.naive = 0;
-    if (!rc) rc = ug_selection_build(&f, 0, &sel);
-    if (!rc) rc = ug_oracle_run_sel(&f, &opts, &sel, &r, err, errlen);
-    if (!rc) {
-        for (size_t i = 0; i < o->numel; i++) ug_dtype_store(o->dtype, o->data, i, r.g[0][i]); /* exact: g is rounded */
-        for (size_t i = 0; i < lse->numel; i++)
-            ug_dtype_store(UG_DT_FP32, lse->data, i, r.g[1][i]); /* exact: g is rounded */
-        ug_oracle_result_free(&r);
-    }
-    ug_selection_free(&sel);
-    for (int i = 0; i < 5; i++) free(f.in[i].values);
-    if (rc && !err[0]) snprintf(err, errlen, "%s: out of memory building o and lse", OP);
-    return rc;
-}
 
 /* Fills cu_seqlens_q/k, then o and lse from the exact forward. */
 static int build(ug_case *c, char *err, size_t errlen)
@@ -101,7 +60,8 @@ static int build(ug_case *c, char *err, size_t errlen)
     ug_fa_params p;
     ug_fa_read(&c->params, &p);
     ug_fa_build_cu(c, &p);
-    return build_forward(c, ug_case_input_mut(c, "o"), ug_case_input_mut(c, "lse"), err, errlen);
+    return ug_fa_forward_exact(c, ug_case_input_mut(c, "o"), ug_case_input_mut(c, "lse"), UG_FA_FORWARD_FAST, NULL, err,
+                               errlen);
 }
 
 typedef struct {
@@ -249,8 +209,9 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
 }
 
 /* Scratch for the case memory estimate: the sim kernel's fp32 copies of every q- and k-sized
- * tensor and two lse-sized arrays; the builder's fp64 copies of q, k and v and its exact
- * forward judged on every element of o and lse; the oracle's P and dS of the largest
+ * tensor and two lse-sized arrays; the builder's fp64 copies of q, k and v, its fast
+ * path's tiles and its exact forward judged on every element of o and lse (the most the
+ * engine may be left); the oracle's P and dS of the largest
  * (batch, head) group and its row arrays. */
 static double scratch(const ug_params *P)
 {
@@ -264,7 +225,7 @@ static double scratch(const ug_params *P)
     double ne = maxk > (double)p.dim ? maxk : (double)p.dim;
     return 8 * ((double)p.tq * HD + 2 * (double)p.tk * HD) + UG_CASE_MEMORY_FULL_CHECK * ((double)p.tq * HD + rows) +
            2 * maxq * maxk * UG_NUM_BYTES + (2 * ne + maxq) * UG_NUM_BYTES + 8 * maxq + maxk +
-           4 * (4 * (double)p.tq * HD + 4 * (double)p.tk * HD + 2 * rows);
+           4 * (4 * (double)p.tq * HD + 4 * (double)p.tk * HD + 2 * rows) + ug_fa_forward_scratch(P);
 }
 
 const ug_op_def ug_opdef_flash_attention_mha_grad = {

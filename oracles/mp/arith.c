@@ -585,6 +585,16 @@ double ug_mp_round(mpfr_srcptr x, ug_dtype dt)
     return r;
 }
 
+int ug_cert_round(ug_dtype dt, double v, double e, double *g)
+{
+    /* outward: the computed endpoints must contain the true interval */
+    double lo = ug_dtype_round(dt, nextafter(v - e, -INFINITY));
+    double hi = ug_dtype_round(dt, nextafter(v + e, INFINITY));
+    *g = ug_dtype_round(dt, v);
+    /* lo == hi also holds for -0 == +0: the sign of a zero result is not judged */
+    return e == 0.0 ? !isnan(v) : isfinite(v) && isfinite(e) && lo == hi;
+}
+
 void ug_ar_emit(ug_ar *ar, int out, size_t k, ug_num x)
 {
     if (out < 0 || out >= ar->nsinks) return;
@@ -597,13 +607,8 @@ void ug_ar_emit(ug_ar *ar, int out, size_t k, ug_num x)
         s->g[k] = ug_mp_round(x.m, s->dt);
         break;
     case UG_AR_CERT: {
-        /* outward: the computed endpoints must contain the true interval */
-        double lo = ug_dtype_round(s->dt, nextafter(x.v - x.e, -INFINITY));
-        double hi = ug_dtype_round(s->dt, nextafter(x.v + x.e, INFINITY));
-        /* lo == hi also holds for -0 == +0: the sign of a zero result is not judged */
-        int sure = x.e == 0.0 ? !isnan(x.v) : isfinite(x.v) && isfinite(x.e) && lo == hi;
+        int sure = ug_cert_round(s->dt, x.v, x.e, &s->g[k]);
         s->gstar[k] = x.v;
-        s->g[k] = ug_dtype_round(s->dt, x.v);
         if (s->unsure) s->unsure[k] = (unsigned char)!sure;
         if (!sure) ar->unsure++;
         break;

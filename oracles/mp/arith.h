@@ -110,6 +110,11 @@ ug_num ug_l2norm_d(ug_ar *ar, const double *a, size_t sa, size_t n);
  * exponent range, subnormals and overflow rule (dtype.h). */
 double ug_mp_round(mpfr_srcptr x, ug_dtype dt);
 
+/* The CERT rule: *g = v rounded to dt; returns 1 when every value within e of v rounds to
+ * *g (an exact e = 0 needs only v not NaN), 0 when the exact value's rounding is not
+ * settled. Zeros of either sign count as one value. */
+int ug_cert_round(ug_dtype dt, double v, double e, double *g);
+
 /* Counters since creation: elements emitted, and (CERT) elements left unsure. */
 void ug_ar_counts(const ug_ar *ar, unsigned long *emitted, unsigned long *unsure);
 
