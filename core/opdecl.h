@@ -128,6 +128,8 @@ const char *ug_p_str(const ug_params *p, const char *name); /* ENUM */
 int ug_p_is(const ug_params *p, const char *name, const char *choice); /* ENUM == choice */
 /* A list param: its length; *vals gets the values (pairs: q0,k0,q1,k1,...). */
 size_t ug_p_list(const ug_params *p, const char *name, const long **vals);
+/* Whether the op declares a param of that name (code shared by ops whose params differ). */
+int ug_p_has(const ug_params *p, const char *name);
 
 /* Evaluates formula over p (params and derived sizes). 0, or -2 with a message. */
 int ug_decl_eval(const ug_params *p, const char *formula, double *out, char *err, size_t errlen);
