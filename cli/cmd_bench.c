@@ -1,6 +1,7 @@
 /* cmd_bench.c — `ulpgym bench oracle`: the oracle engine timed against plain float64 and
  * naive MPFR; `ulpgym bench sweep`: the sweep engine at -j1 and -jN; `ulpgym bench
- * kernels`: the sim kernels alone (cli/bench_kernels.c); `ulpgym bench plan`: plan
+ * kernels`: the sim kernels alone (cli/bench_kernels.c), or with --backend B --baseline A
+ * the kernel-timing table of B against A (cli/bench_table.c); `ulpgym bench plan`: plan
  * expansion, whole and per op. The first two compare their
  * configurations in one run (interleaved, best of --repeat), so that the ratios are
  * comparable on a noisy shared machine. */
@@ -255,6 +256,10 @@ const ug_command ug_command_bench = {
      "                          [--backend B] [--repeat R]\n"
      "       ulpgym bench kernels [--plan FILE] [--op OP]... [--group G] [--limit N] [--share N]\n"
      "                            [--spec-file FILE] [--kernel-variant V|all] [--digest] [--no-time]\n"
+     "       ulpgym bench kernels --backend B --baseline A [--op OP]... [--group G] [--repeat R]\n"
+     "                            [--warmup W] [--clock wall|cpu] [--limit N] [--plan FILE]\n"
+     "                            [--db FILE] [--md FILE] [--html FILE]\n"
+     "       ulpgym bench kernels --scenes [--op OP]...\n"
      "       ulpgym bench plan [--plan FILE] [--repeat R]\n"
      "  oracle: evaluates the oracle of each selected plan case three ways in one run: the\n"
      "  engine (certified double with MPFR fallback), plain float64, and naive MPFR (every\n"
@@ -270,5 +275,18 @@ const ug_command ug_command_bench = {
      "  the kernel's wall and CPU time and, for the attention ops, GFLOP and GFLOP/s per CPU\n"
      "  second (docs/PERFORMANCE.md). --share N: only the CI share of N cases per op\n"
      "  (`ulpgym plan --share`), the cases tests/test_kernel_digests.sh guards.\n"
+     "  kernels --backend B --baseline A: the kernel-timing table. B and A (sim, sim:VARIANT,\n"
+     "  plugin:PATH, or slow:N:one of them, whose kernel call runs N times) run on the same\n"
+     "  cases of each scene of the selected ops (default: every op whose gen/ops/<op>.json\n"
+     "  declares \"scenes\"; an op named by --op without scenes: its first --limit plan cases,\n"
+     "  default 4, as scene \"plan\"), interleaved, W warm-up rounds (default 1) then R kept\n"
+     "  (default 5). Per case the median, min and max of each side's kernel-only time (the\n"
+     "  call alone; a plugin's own ulpgym_last_device_ms where it exports one) and end-to-end\n"
+     "  time (input build + kernel + output read-back), on --clock (wall, default, or this\n"
+     "  process's cpu time); ratio B / A: the median of paired ratios per case, the geometric\n"
+     "  mean per scene and per op. Stored in the database (--db, $ULPGYM_DB, ./ulpgym.db;\n"
+     "  `ulpgym report --format html` shows the latest), printed as markdown, also to --md\n"
+     "  FILE, and as a page to --html FILE. Exit 1 when a backend declined or failed a case\n"
+     "  (left out of the table, named on stderr). --scenes lists the scenes and their case IDs.\n"
      "  plan: CPU time to expand and hash the whole plan, and the most one op's part takes\n"
      "  alone (what a command with --op pays), best of R (default 5).\n"};
