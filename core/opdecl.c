@@ -629,6 +629,7 @@ static cJSON *tensor_json(const ug_tensor_decl *t, const char *dtypes)
     }
     cJSON_AddItemToObject(o, "shape", shape);
     if (t->when) cJSON_AddStringToObject(o, "when", t->when);
+    if (t->optional) cJSON_AddBoolToObject(o, "optional", 1);
     if (t->doc) cJSON_AddStringToObject(o, "doc", t->doc);
     return o;
 }

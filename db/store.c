@@ -394,7 +394,14 @@ int ug_db_put_case(ug_db *db, const char *case_id, const char *spec_json, const 
     return ug_db_step_done(db, st, err, errlen);
 }
 
-static void bind_real(sqlite3_stmt *st, int i, double v) { sqlite3_bind_double(st, i, v); }
+static void bind_real(sqlite3_stmt *st, int i, double v) { sqlite3_bind_double(st, i, v); } /* NaN: NULL */
+
+/* A worst element's index; NULL for an optional output not provided (no element checked). */
+static void bind_index(sqlite3_stmt *st, int i, const ug_output_result *o, size_t idx)
+{
+    if (o->not_provided) sqlite3_bind_null(st, i);
+    else sqlite3_bind_int64(st, i, (sqlite3_int64)idx);
+}
 
 static int put_metrics(ug_db *db, long run_id, const ug_result *r, const ug_output_result *o, char *err, size_t errlen)
 {
@@ -409,11 +416,11 @@ static int put_metrics(ug_db *db, long run_id, const ug_result *r, const ug_outp
     sqlite3_bind_int64(st, i++, (sqlite3_int64)m->n_total);
     sqlite3_bind_int64(st, i++, (sqlite3_int64)m->n_nonfinite_mismatch);
     bind_real(st, i++, m->max_abs);
-    sqlite3_bind_int64(st, i++, (sqlite3_int64)m->max_abs_idx);
+    bind_index(st, i++, o, m->max_abs_idx);
     bind_real(st, i++, m->max_rel);
-    sqlite3_bind_int64(st, i++, (sqlite3_int64)m->max_rel_idx);
+    bind_index(st, i++, o, m->max_rel_idx);
     bind_real(st, i++, m->max_ulp);
-    sqlite3_bind_int64(st, i++, (sqlite3_int64)m->max_ulp_idx);
+    bind_index(st, i++, o, m->max_ulp_idx);
     bind_real(st, i++, m->mean_ulp);
     bind_real(st, i++, m->mere);
     bind_real(st, i++, m->mare);
