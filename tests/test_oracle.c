@@ -391,6 +391,12 @@ int main(void)
     cert_matches_exact("{\"op\":\"inplace_add_rmsnorm\",\"dtype\":\"fp16\",\"params\":{\"rows\":3,\"h\":129},"
                        "\"dist\":{\"x1\":{\"kind\":\"outliers\",\"std\":1,\"p\":0.05,\"scale\":100},\"x2\":{\"kind\":"
                        "\"normal\",\"mean\":0,\"std\":1},\"gamma\":{\"kind\":\"normal\",\"mean\":1,\"std\":0.1}},\"seed\":6}", -1);
+    /* a 32768-term softmax denominator: bounded by gamma_n * sum it left 5 fp32 outputs
+     * within its (n ulps) error of a rounding boundary, each costing MPFR a whole row of
+     * exps; bounded by its own TwoSum errors (cert_sum) none */
+    cert_matches_exact("{\"op\":\"attn_softmax\",\"dtype\":\"fp32\",\"params\":{\"cols\":32768,\"rows\":2,"
+                       "\"scale\":0.08838834764831845},\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}},"
+                       "\"seed\":6068937273124071}", 0);
     /* moe_grouped_gemm's activation a: outlier tokens make x·W1 cancel far below the bound
      * of a 1000-term sum, so its bf16 rounding was ambiguous and 3000 elements (3 whole
      * rows) went to MPFR; the tracked retry settles them exactly (gmp_swiglu_bf16) */

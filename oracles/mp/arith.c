@@ -430,6 +430,26 @@ static ug_num seq_sum(ug_ar *ar, const ug_num *xs, const double *a, size_t sa, c
     return num_exact(acc);
 }
 
+/* CERT sum: the plain left-to-right sum s (the same value as ever), bounded by its own
+ * rounding errors rather than the worst case gamma_n * sum|x_i|. Each addition's error is
+ * exact (TwoSum), so exact - s = sum err_i, which c computes to within gamma_n * sum|err_i|;
+ * the bound |c| + gamma_n * sum|err_i| is the actual error plus a second-order term: about
+ * sqrt(n) ulps of s for a long softmax denominator instead of n, which keeps rows of
+ * thousands of terms from sending elements near an fp32 rounding boundary to MPFR. */
+static ug_num cert_sum(const ug_num *xs, size_t n)
+{
+    double s = 0.0, c = 0.0, abs_err = 0.0, e = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double t = s + xs[i].v, err = two_sum_err(s, xs[i].v, t);
+        c += err;
+        abs_err += fabs(err);
+        e += xs[i].e;
+        s = t;
+    }
+    if (!isfinite(s)) return num_cert(s, INFINITY);
+    return num_cert(s, e + fabs(c) + gamma_n(n + 1) * abs_err);
+}
+
 ug_num ug_sum(ug_ar *ar, const ug_num *xs, size_t n)
 {
     if (ar->mode == UG_AR_MPFR_SEQ) return seq_sum(ar, xs, NULL, 0, NULL, 0, n);
@@ -440,6 +460,7 @@ ug_num ug_sum(ug_ar *ar, const ug_num *xs, size_t n)
         mpfr_sum(m, ar->ptrs, n, MPFR_RNDN); /* exact sum, one rounding */
         return num_exact(m);
     }
+    if (ar->mode == UG_AR_CERT) return cert_sum(xs, n);
     double s = 0.0, abs_sum = 0.0, e = 0.0;
     for (size_t i = 0; i < n; i++) {
         s += xs[i].v;
@@ -447,7 +468,6 @@ ug_num ug_sum(ug_ar *ar, const ug_num *xs, size_t n)
         abs_sum += fabs(xs[i].v);
         e += xs[i].e;
     }
-    if (ar->mode == UG_AR_CERT) return num_cert(s, e + gamma_n(n + 1) * abs_sum);
     if (IS_DEV(ar)) return num_dev(s, e + gamma32(n > 0 ? n - 1 : 0) * abs_sum + (double)n * UG_DEV_ETA);
     ug_num r = {s, 0.0, NULL};
     return r;
@@ -614,6 +634,22 @@ double ug_mp_round(mpfr_srcptr x, ug_dtype dt)
     return r;
 }
 
+/* nextafter(x, -inf) and nextafter(x, +inf) on the bits, without libm's call: the emit of
+ * every certified element takes two. NaN and the infinities in the direction of the step
+ * come back unchanged, as from nextafter. */
+static double next_down(double x)
+{
+    if (isnan(x) || x == -INFINITY) return x;
+    if (x == 0.0) return -0x1p-1074;
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    u += x > 0.0 ? (uint64_t)-1 : 1u; /* toward -inf: smaller magnitude if positive, larger if negative */
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+static double next_up(double x) { return -next_down(-x); }
+
 void ug_ar_emit(ug_ar *ar, int out, size_t k, ug_num x)
 {
     if (out < 0 || out >= ar->nsinks) return;
@@ -626,13 +662,22 @@ void ug_ar_emit(ug_ar *ar, int out, size_t k, ug_num x)
         s->g[k] = ug_mp_round(x.m, s->dt);
         break;
     case UG_AR_CERT: {
-        /* outward: the computed endpoints must contain the true interval */
-        double lo = ug_dtype_round(s->dt, nextafter(x.v - x.e, -INFINITY));
-        double hi = ug_dtype_round(s->dt, nextafter(x.v + x.e, INFINITY));
-        /* lo == hi also holds for -0 == +0: the sign of a zero result is not judged */
-        int sure = x.e == 0.0 ? !isnan(x.v) : isfinite(x.v) && isfinite(x.e) && lo == hi;
+        int sure;
+        double g;
+        if (x.e == 0.0) { /* exact */
+            sure = !isnan(x.v);
+            g = ug_dtype_round(s->dt, x.v);
+        } else {
+            /* outward: the computed endpoints must contain the true interval */
+            double lo = ug_dtype_round(s->dt, next_down(x.v - x.e));
+            double hi = ug_dtype_round(s->dt, next_up(x.v + x.e));
+            /* lo == hi also holds for -0 == +0: the sign of a zero result is not judged */
+            sure = isfinite(x.v) && isfinite(x.e) && lo == hi;
+            /* rounding is monotone, so a sure element rounds to lo (a zero keeps v's sign) */
+            g = sure && lo != 0.0 ? lo : ug_dtype_round(s->dt, x.v);
+        }
         s->gstar[k] = x.v;
-        s->g[k] = ug_dtype_round(s->dt, x.v);
+        s->g[k] = g;
         if (s->unsure) s->unsure[k] = (unsigned char)!sure;
         if (!sure) ar->unsure++;
         break;
