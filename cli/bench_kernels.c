@@ -3,13 +3,15 @@
  * count is known, and with --digest a FNV-1a-64 digest of the raw bytes of every output
  * tensor. The digests are the bit-for-bit guard of kernel speed work
  * (tests/test_kernel_digests.sh compares them with tests/fixtures/kernel_digests.txt):
- * a faster kernel must print the same digest on every case. */
+ * a faster kernel must print the same digest on every case. With --backend/--baseline (or
+ * --scenes) the command is the kernel-timing table instead: cli/bench_table.c. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "cli/bench_kernels.h"
+#include "cli/bench_table.h"
 #include "cli/cli.h"
 #include "core/canon.h"
 #include "gen/case.h"
@@ -187,6 +189,7 @@ static int bk_spec_file(const char *path, const bk_opts *o)
 int ug_bench_kernels(int argc, char **argv)
 {
     const char *plan_path = NULL, *limit = NULL, *spec_file = NULL, *mem = NULL, *share = NULL;
+    if (ug_bench_kernel_table_wanted(argc, argv)) return ug_bench_kernel_table(argc, argv);
     bk_opts o = {NULL, 0, 1};
     ug_cli_filter f = {0};
     for (int i = 2; i < argc; i++) {

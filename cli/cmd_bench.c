@@ -1,9 +1,10 @@
 /* cmd_bench.c — `ulpgym bench oracle`: the oracle engine timed against plain float64 and
- * naive MPFR; `ulpgym bench sweep`: the sweep engine at -j1 and -jN; `ulpgym bench
- * kernels`: the sim kernels alone (cli/bench_kernels.c); `ulpgym bench plan`: plan
- * expansion, whole and per op. The first two compare their
+ * naive MPFR, per op (cli/bench_oracle.c); `ulpgym bench sweep`: the sweep engine at -j1
+ * and -jN; `ulpgym bench kernels`: the sim kernels alone (cli/bench_kernels.c), or with
+ * --backend B --baseline A the kernel-timing table of B against A (cli/bench_table.c);
+ * `ulpgym bench plan`: plan expansion, whole and per op. bench sweep compares its
  * configurations in one run (interleaved, best of --repeat), so that the ratios are
- * comparable on a noisy shared machine. */
+ * comparable on a noisy shared machine; bench oracle times CPU seconds for the same reason. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -11,92 +12,11 @@
 #include <unistd.h>
 
 #include "cli/bench_kernels.h"
+#include "cli/bench_oracle.h"
 #include "cli/cli.h"
 #include "gen/plan.h"
-#include "oracles/oracle.h"
 #include "gen/case.h"
 #include "run/sweep.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* Seconds to evaluate c's oracle in one mode on the default sample. */
-static double time_oracle(const ug_case *c, ug_ar_mode mode, mpfr_prec_t prec, unsigned long *fallback)
-{
-    ug_oracle_opts o;
-    ug_oracle_opts_default(&o);
-    o.mode = mode;
-    o.prec = prec;
-    o.naive = 0;
-    ug_oracle_result r;
-    char err[256];
-    double t0 = now_s();
-    int rc = ug_oracle_run(c, &o, &r, err, sizeof err);
-    double t = now_s() - t0;
-    if (!rc) {
-        if (fallback) *fallback += r.n_fallback;
-        ug_oracle_result_free(&r);
-    }
-    return rc ? -1 : t;
-}
-
-static int bench_oracle(int argc, char **argv)
-{
-    const char *plan_path = NULL, *limit = NULL;
-    ug_cli_filter f = {0};
-    for (int i = 2; i < argc; i++) {
-        int m = ug_cli_filter_opt(&f, argc, argv, &i);
-        if (m < 0) return UG_EXIT_USAGE;
-        if (m) continue;
-        if ((m = ug_cli_opt(argc, argv, &i, "--plan", &plan_path)) || (m = ug_cli_opt(argc, argv, &i, "--limit", &limit))) {
-            if (m < 0) return UG_EXIT_USAGE;
-        } else return ug_cli_fail("bench: unexpected argument \"%s\"", argv[i]);
-    }
-    long per_op = limit ? ug_cli_long(limit) : 30;
-    if (per_op <= 0) return ug_cli_fail("bench: --limit must be a positive number (cases per op)");
-    ug_plan p;
-    char err[1024];
-    if (ug_plan_load_only(plan_path ? plan_path : ug_plan_default_path(), -1, f.any_op ? f.ops : NULL, f.groups, &p,
-                          err, sizeof err))
-        return ug_cli_fail("%s", err);
-    double t_eng[UG_OP_COUNT] = {0}, t_f64[UG_OP_COUNT] = {0}, t_mp[UG_OP_COUNT] = {0};
-    long n[UG_OP_COUNT] = {0};
-    unsigned long fb[UG_OP_COUNT] = {0};
-    for (size_t i = 0; i < p.n; i++) {
-        int op = p.cases[i].op;
-        if (n[op] >= per_op) continue;
-        ug_spec s;
-        ug_case c;
-        if (ug_spec_parse(p.cases[i].spec, &s, err, sizeof err) || ug_case_build(&c, &s, err, sizeof err)) continue;
-        double a = time_oracle(&c, UG_AR_CERT, UG_ORACLE_PREC, &fb[op]);
-        double b = time_oracle(&c, UG_AR_F64, UG_ORACLE_PREC, NULL);
-        double m = time_oracle(&c, UG_AR_MPFR_SEQ, 256, NULL);
-        ug_case_free(&c);
-        if (a < 0 || b < 0 || m < 0) continue;
-        t_eng[op] += a;
-        t_f64[op] += b;
-        t_mp[op] += m;
-        n[op]++;
-    }
-    ug_plan_free(&p);
-    printf("%-28s %5s %11s %11s %11s %12s %12s %9s\n", "op", "cases", "engine ms", "float64 ms", "MPFR256 ms",
-           "engine/f64", "MPFR/engine", "fallback");
-    double se = 0, sf = 0, sm = 0;
-    for (int op = 0; op < UG_OP_COUNT; op++) {
-        if (!n[op]) continue;
-        printf("%-28s %5ld %11.2f %11.2f %11.2f %12.2f %12.1f %9lu\n", ug_op_name(op), n[op], t_eng[op] * 1e3,
-               t_f64[op] * 1e3, t_mp[op] * 1e3, t_eng[op] / t_f64[op], t_mp[op] / t_eng[op], fb[op]);
-        se += t_eng[op];
-        sf += t_f64[op];
-        sm += t_mp[op];
-    }
-    if (sf > 0) printf("%-28s %5s %11.2f %11.2f %11.2f %12.2f %12.1f\n", "all", "", se * 1e3, sf * 1e3, sm * 1e3, se / sf, sm / se);
-    return 0;
-}
 
 typedef struct {
     double seconds, parent_cpu_s, compute_s;
@@ -241,7 +161,7 @@ static int bench_plan(int argc, char **argv)
 static int ug_cmd_bench(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "plan") == 0) return bench_plan(argc, argv);
-    if (argc >= 2 && strcmp(argv[1], "oracle") == 0) return bench_oracle(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "oracle") == 0) return ug_bench_oracle(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "sweep") == 0) return bench_sweep(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "kernels") == 0) return ug_bench_kernels(argc, argv);
     return ug_cli_fail("bench: give a target: `ulpgym bench oracle`, `ulpgym bench sweep`, `ulpgym bench kernels` or "
@@ -250,15 +170,28 @@ static int ug_cmd_bench(int argc, char **argv)
 
 const ug_command ug_command_bench = {
     "bench", ug_cmd_bench, "time the oracle engine, the sweep engine at -j1 and -jN, the sim kernels or the plan",
-     "usage: ulpgym bench oracle [--plan FILE] [--op OP]... [--group G] [--limit N]\n"
+     "usage: ulpgym bench oracle [--plan FILE] [--op OP]... [--group G] [--limit N] [--sample N|all]\n"
+     "                           [--repeat R] [--no-mpfr] [--digest]\n"
      "       ulpgym bench sweep [--plan FILE] [--op OP]... [--group G] [--limit N] [-j N]\n"
      "                          [--backend B] [--repeat R]\n"
      "       ulpgym bench kernels [--plan FILE] [--op OP]... [--group G] [--limit N] [--share N]\n"
      "                            [--spec-file FILE] [--kernel-variant V|all] [--digest] [--no-time]\n"
+     "       ulpgym bench kernels --backend B --baseline A [--op OP]... [--group G] [--repeat R]\n"
+     "                            [--warmup W] [--clock wall|cpu] [--limit N] [--plan FILE]\n"
+     "                            [--db FILE] [--md FILE] [--html FILE]\n"
+     "       ulpgym bench kernels --scenes [--op OP]...\n"
      "       ulpgym bench plan [--plan FILE] [--repeat R]\n"
-     "  oracle: evaluates the oracle of each selected plan case three ways in one run: the\n"
-     "  engine (certified double with MPFR fallback), plain float64, and naive MPFR (every\n"
-     "  operation at 256 bits); prints times and the ratios engine/float64 and MPFR/engine.\n"
+     "  oracle: evaluates the oracle of the first N (default 30) plan cases of each selected\n"
+     "  op three ways: the engine (certified double with MPFR fallback: the exact values),\n"
+     "  plain float64, and naive MPFR (every operation at 256 bits; --no-mpfr skips it), on\n"
+     "  the default sample or every element (--sample all); prints per op and overall the\n"
+     "  CPU ms of each (the fastest of R runs, default 1), engine/float64, MPFR/engine, the\n"
+     "  elements settled by MPFR and the sweep's whole oracle (engine + naive values +\n"
+     "  device bound). --digest prints instead per case: ID, op, the FNV-1a-64 of the bits of\n"
+     "  the values the standards compare (exact values rounded to the output dtype, naive\n"
+     "  values, device bounds), that of the exact values' nearest doubles, and the elements\n"
+     "  settled by MPFR (the guard of oracle speed work: docs/PERFORMANCE.md). Exit 1 when a\n"
+     "  case could not be evaluated (named on stderr).\n"
      "  sweep: sweeps the selected plan (default: all of it) into a scratch database with\n"
      "  one worker and with N (default: all cores), interleaved, best of R (default 2);\n"
      "  prints cases/s, the speed-up, the parent's CPU time per case (dispatch, result\n"
@@ -270,5 +203,18 @@ const ug_command ug_command_bench = {
      "  the kernel's wall and CPU time and, for the attention ops, GFLOP and GFLOP/s per CPU\n"
      "  second (docs/PERFORMANCE.md). --share N: only the CI share of N cases per op\n"
      "  (`ulpgym plan --share`), the cases tests/test_kernel_digests.sh guards.\n"
+     "  kernels --backend B --baseline A: the kernel-timing table. B and A (sim, sim:VARIANT,\n"
+     "  plugin:PATH, or slow:N:one of them, whose kernel call runs N times) run on the same\n"
+     "  cases of each scene of the selected ops (default: every op whose gen/ops/<op>.json\n"
+     "  declares \"scenes\"; an op named by --op without scenes: its first --limit plan cases,\n"
+     "  default 4, as scene \"plan\"), interleaved, W warm-up rounds (default 1) then R kept\n"
+     "  (default 5). Per case the median, min and max of each side's kernel-only time (the\n"
+     "  call alone; a plugin's own ulpgym_last_device_ms where it exports one) and end-to-end\n"
+     "  time (input build + kernel + output read-back), on --clock (wall, default, or this\n"
+     "  process's cpu time); ratio B / A: the median of paired ratios per case, the geometric\n"
+     "  mean per scene and per op. Stored in the database (--db, $ULPGYM_DB, ./ulpgym.db;\n"
+     "  `ulpgym report --format html` shows the latest), printed as markdown, also to --md\n"
+     "  FILE, and as a page to --html FILE. Exit 1 when a backend declined or failed a case\n"
+     "  (left out of the table, named on stderr). --scenes lists the scenes and their case IDs.\n"
      "  plan: CPU time to expand and hash the whole plan, and the most one op's part takes\n"
      "  alone (what a command with --op pays), best of R (default 5).\n"};

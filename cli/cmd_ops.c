@@ -135,9 +135,12 @@ static void print_decl(const ug_op_def *d)
         if (n < sizeof shape) snprintf(shape + n, sizeof shape - n, "]");
         for (const cJSON *x = cJSON_GetObjectItem(t, "dtype")->child; x && m < sizeof dts; x = x->next)
             m += (size_t)snprintf(dts + m, sizeof dts - m, "%s%s->%s", m ? " " : "", x->string, x->valuestring);
-        const cJSON *when = cJSON_GetObjectItem(t, "when");
+        const cJSON *when = cJSON_GetObjectItem(t, "when"), *doc = cJSON_GetObjectItem(t, "doc");
         printf("    %-6s %-14s %-34s %s%s%s\n", cJSON_GetObjectItem(t, "role")->valuestring,
                cJSON_GetObjectItem(t, "name")->valuestring, shape, dts, when ? "  when " : "", when ? when->valuestring : "");
+        if (cJSON_IsTrue(cJSON_GetObjectItem(t, "optional"))) /* its math and rounding: the contract of an extra */
+            printf("           optional (judged when the kernel writes it, else NA: docs/PLUGINS.md): %s\n",
+                   doc ? doc->valuestring : "");
     }
     cJSON_Delete(j);
     if (d->semantics) printf("  semantics: %s\n", d->semantics);

@@ -154,6 +154,7 @@ static void print_text(const ug_result *r, const ug_exec_detail *d, int nworst)
     else printf("\nall elements:\n");
     ug_print_result(r, stdout);
     for (int k = 0; d->have_oracle && k < d->c.n_out; k++) {
+        if (!d->a[k]) continue; /* an optional output not provided: nothing to rank */
         ug_triage_print_worst(d, k, nworst, stdout);
         ug_triage_print_histogram(d, k, stdout);
         ug_triage_print_clusters(d, k, stdout);
@@ -175,6 +176,13 @@ static void print_json(const ug_result *r, const ug_exec_detail *d, int nworst, 
     for (int s = 0; s < UG_STD_COUNT; s++) cJSON_AddStringToObject(st, ug_standard_name(s), ug_vstate_name(r->verdict[s]));
     cJSON *outs = cJSON_AddArrayToObject(j, "outputs");
     for (int k = 0; d->have_oracle && k < d->c.n_out; k++) {
+        if (r->out[k].not_provided) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "name", r->out[k].name);
+            cJSON_AddBoolToObject(o, "provided", 0);
+            cJSON_AddItemToArray(outs, o);
+            continue;
+        }
         cJSON *o = ug_triage_json(d, k, nworst);
         const ug_metrics *m = &r->out[k].m;
         cJSON_AddNumberToObject(o, "max_ulp", m->max_ulp);

@@ -20,6 +20,11 @@ void ug_print_result(const ug_result *r, FILE *f)
     for (int k = 0; k < r->n_out; k++) {
         const ug_output_result *o = &r->out[k];
         const ug_metrics *m = &o->m;
+        if (o->not_provided) {
+            fprintf(f, "  output %s (%s): not provided (optional output the kernel left unwritten): NA under every "
+                       "standard\n", o->name, ug_dtype_name(o->dtype));
+            continue;
+        }
         fprintf(f, "  output %s (%s): %zu of %zu elements checked\n", o->name, ug_dtype_name(o->dtype), m->n, m->n_total);
         fprintf(f, "    max abs %.4g @%zu  max rel %.4g @%zu  max ulp %.4g @%zu  mean ulp %.4g\n", m->max_abs,
                 m->max_abs_idx, m->max_rel, m->max_rel_idx, m->max_ulp, m->max_ulp_idx, m->mean_ulp);
@@ -50,6 +55,7 @@ void ug_print_result_json(const ug_result *r, FILE *f)
         const ug_metrics *m = &r->out[k].m;
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "name", r->out[k].name);
+        cJSON_AddBoolToObject(o, "provided", !r->out[k].not_provided);
         cJSON_AddNumberToObject(o, "n_checked", (double)m->n);
         cJSON_AddNumberToObject(o, "max_abs", m->max_abs);
         cJSON_AddNumberToObject(o, "max_rel", m->max_rel);

@@ -523,6 +523,8 @@ size_t ug_p_list(const ug_params *p, const char *name, const long **vals)
     return p->v[i].n;
 }
 
+int ug_p_has(const ug_params *p, const char *name) { return find_param(p, name) >= 0; }
+
 /* ---- tensors ---- */
 
 int ug_decl_dtype_for(const char *rule, ug_dtype case_dtype)
@@ -627,6 +629,7 @@ static cJSON *tensor_json(const ug_tensor_decl *t, const char *dtypes)
     }
     cJSON_AddItemToObject(o, "shape", shape);
     if (t->when) cJSON_AddStringToObject(o, "when", t->when);
+    if (t->optional) cJSON_AddBoolToObject(o, "optional", 1);
     if (t->doc) cJSON_AddStringToObject(o, "doc", t->doc);
     return o;
 }

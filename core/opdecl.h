@@ -66,7 +66,10 @@ typedef enum {
 /* A declared tensor. dtype: "case" (the case dtype), a dtype name ("fp32", "int32"), or a
  * map from case dtype to tensor dtype ("bf16:fp32,fp32:fp32"). shape: comma-separated
  * formulas, outermost first ("" for a scalar). when: a formula; the tensor exists only
- * where it is non-zero (NULL: always). */
+ * where it is non-zero (NULL: always). optional (outputs only): an intermediate the
+ * reference judges that a kernel may leave unwritten; its buffer arrives filled with the
+ * dtype's sentinel code (core/registry.h) and an output still all sentinel after the call
+ * is "not provided": NA under every standard (docs/PLUGINS.md, "Optional outputs"). */
 typedef struct {
     const char *name;
     ug_tensor_role role;
@@ -74,6 +77,7 @@ typedef struct {
     const char *shape;
     const char *doc;
     const char *when;
+    int optional;
 } ug_tensor_decl;
 
 /* Params, derived sizes and tensors of one op; arrays end with a NULL name. check, when
@@ -128,6 +132,8 @@ const char *ug_p_str(const ug_params *p, const char *name); /* ENUM */
 int ug_p_is(const ug_params *p, const char *name, const char *choice); /* ENUM == choice */
 /* A list param: its length; *vals gets the values (pairs: q0,k0,q1,k1,...). */
 size_t ug_p_list(const ug_params *p, const char *name, const long **vals);
+/* Whether the op declares a param of that name (code shared by ops whose params differ). */
+int ug_p_has(const ug_params *p, const char *name);
 
 /* Evaluates formula over p (params and derived sizes). 0, or -2 with a message. */
 int ug_decl_eval(const ug_params *p, const char *formula, double *out, char *err, size_t errlen);

@@ -113,9 +113,22 @@ static int read_derived(reader *r, const cJSON *o, ug_derived_decl *d)
                : 0;
 }
 
+/* "optional": true marks an output a kernel may leave unwritten (core/opdecl.h); only an
+ * output can be optional. */
+static int read_optional(reader *r, const cJSON *o, ug_tensor_decl *t)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "optional");
+    if (!v) return 0;
+    if (!cJSON_IsBool(v)) return fail(r, "\"optional\" must be true or false%s%s", "", "");
+    t->optional = cJSON_IsTrue(v);
+    if (t->optional && t->role != UG_TENSOR_OUTPUT)
+        return fail(r, "\"optional\": only a tensor of role output can be optional (\"%s\" is not)%s", t->name, "");
+    return 0;
+}
+
 static int read_tensor(reader *r, const cJSON *o, ug_tensor_decl *t)
 {
-    static const char *const keys[] = {"name", "role", "dtype", "shape", "when", "doc", NULL};
+    static const char *const keys[] = {"name", "role", "dtype", "shape", "when", "doc", "optional", NULL};
     static const char *const roles[] = {"input", "built", "output"};
     const char *role;
     int i;
@@ -124,7 +137,7 @@ static int read_tensor(reader *r, const cJSON *o, ug_tensor_decl *t)
         text(r, o, "shape", 1, &t->shape) || text(r, o, "when", 0, &t->when) || text(r, o, "doc", 0, &t->doc))
         return -1;
     t->role = (ug_tensor_role)i;
-    return 0;
+    return read_optional(r, o, t);
 }
 
 /* The optional reference rule of an output: reference_atol, reference_rtol and

@@ -58,6 +58,37 @@ ug_tensor *ug_case_add_output(ug_case *c, const char *name, ug_dtype dt, int ndi
     return add_tensor(c->out, &c->n_out, "output", name, dt, ndim, shape, err, errlen);
 }
 
+/* The sentinel code of dt, little-endian, in its element width (registry.h). */
+static uint32_t sentinel_code(ug_dtype dt)
+{
+    switch (dt) {
+    case UG_DT_FP32: return 0x7FA5A5A5u; /* exponent all ones, quiet bit 22 clear: signalling NaN */
+    case UG_DT_FP16: return 0x7DA5u;     /* quiet bit 9 clear */
+    case UG_DT_BF16: return 0x7FA5u;     /* quiet bit 6 clear */
+    default: return 0xA5A5A5A5u;         /* the byte 0xA5 in every byte */
+    }
+}
+
+void ug_tensor_fill_sentinel(ug_tensor *t)
+{
+    size_t w = (size_t)ug_dtype_size(t->dtype);
+    uint32_t code = sentinel_code(t->dtype);
+    unsigned char *p = t->data;
+    for (size_t i = 0; i < t->numel; i++)
+        for (size_t b = 0; b < w; b++) p[i * w + b] = (unsigned char)(code >> (8 * b));
+}
+
+int ug_tensor_provided(const ug_tensor *t)
+{
+    if (!t->optional) return 1;
+    size_t w = (size_t)ug_dtype_size(t->dtype);
+    uint32_t code = sentinel_code(t->dtype);
+    const unsigned char *p = t->data;
+    for (size_t i = 0; i < t->numel * w; i++)
+        if (p[i] != (unsigned char)(code >> (8 * (i % w)))) return 1;
+    return 0;
+}
+
 void ug_case_seal_inputs(ug_case *c)
 {
     for (int i = 0; i < c->n_in; i++) ug_guard_seal(&c->in[i].guard);

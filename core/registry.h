@@ -26,6 +26,7 @@ typedef struct {
     void *data; /* numel * ug_dtype_size(dtype) bytes, owned by the case: guard.data */
     ug_guard_buf guard; /* the mapping data lives in, with its guard pages and canaries (core/guard.h) */
     double *values; /* inputs: the decoded values, filled once after build (oracle reads) */
+    int optional;   /* outputs: declared optional (core/opdecl.h); allocated full of the sentinel */
 } ug_tensor;
 
 struct ug_op_def;
@@ -41,6 +42,16 @@ typedef struct ug_case {
     char *params_json; /* owned: canonical text of the params with every default written in,
                           handed to kernels and plugins */
 } ug_case;
+
+/* Optional outputs. An optional output is allocated holding its dtype's sentinel code in
+ * every element, and a kernel (or replayed file) that provides it overwrites every element;
+ * one still all sentinel after the call was not provided. The sentinel is a signalling NaN
+ * of the element's width, which no arithmetic produces (an operation on a NaN returns a
+ * quiet one): fp32 0x7FA5A5A5, fp16 0x7DA5, bf16 0x7FA5, the fp8 formats and every other
+ * dtype the byte 0xA5 (docs/PLUGINS.md, "Optional outputs"). */
+void ug_tensor_fill_sentinel(ug_tensor *t);
+/* 1 when t is not optional or some element differs from the sentinel; 0: not provided. */
+int ug_tensor_provided(const ug_tensor *t);
 
 /* Frees everything a case owns (safe on a zeroed or partly built case). */
 void ug_case_free(ug_case *c);

@@ -22,6 +22,10 @@ int ug_db_prepare(ug_db *db, sqlite3_stmt **st, const char *sql, char *err, size
 /* Steps a statement that returns no rows, then resets it and clears its bindings (so a
  * cached statement is ready again): 0 on SQLITE_DONE, else -1 with the message in err. */
 int ug_db_step_done(ug_db *db, sqlite3_stmt *st, char *err, size_t errlen);
+/* Binds text from outside ulpgym (a kernel's or device's message, a command line, a host
+ * name) as valid UTF-8, every other byte kept as \xNN (core/utf8.h): what is stored can be
+ * written into every report format. NULL binds NULL. */
+void ug_db_bind_outside_text(sqlite3_stmt *st, int i, const char *s);
 /* Copies text column i of the current row into buf (len bytes); NULL reads as "". */
 void ug_db_col_text(sqlite3_stmt *st, int i, char *buf, size_t len);
 

@@ -43,6 +43,44 @@ static const char migration5_sql[] = "ALTER TABLE runs ADD COLUMN backend_sha256
 static const char migration6_sql[] = "ALTER TABLE runs ADD COLUMN cost_from TEXT;"
                                      "ALTER TABLE runs ADD COLUMN cost_hash TEXT;";
 
+/* Migration 7: `ulpgym bench kernels --backend B --baseline A`, the kernel-timing table (db/query_bench.h). A
+ * bench is not a run: it judges nothing, so it has tables of its own. Ratios are B / A (above 1: B is slower). */
+static const char migration7_sql[] =
+    "CREATE TABLE bench_runs ("
+    " bench_id INTEGER PRIMARY KEY,"
+    " started_at TEXT NOT NULL,"             /* UTC, ISO 8601 */
+    " backend TEXT NOT NULL,"                /* B, the kernel timed */
+    " baseline TEXT NOT NULL,"               /* A, what B is compared with */
+    " backend_sha256 TEXT, baseline_sha256 TEXT," /* plugins: SHA-256 of the .so loaded */
+    " backend_clock TEXT NOT NULL,"          /* B's kernel-only clock: device (the plugin's own), wall or cpu */
+    " baseline_clock TEXT NOT NULL,"
+    " host_clock TEXT NOT NULL,"             /* wall or cpu: the end-to-end clock (and kernel-only without device) */
+    " repeats INTEGER NOT NULL, warmup INTEGER NOT NULL,"
+    " git_rev TEXT, host TEXT, command TEXT);"
+    "CREATE TABLE bench_scenes ("
+    " bench_id INTEGER NOT NULL REFERENCES bench_runs(bench_id),"
+    " position INTEGER NOT NULL,"            /* order in the table */
+    " op TEXT NOT NULL, scene TEXT NOT NULL,"
+    " n_cases INTEGER NOT NULL,"             /* cases timed */
+    " n_left_out INTEGER NOT NULL,"          /* cases a backend declined or failed */
+    " kernel_ratio REAL, kernel_ratio_min REAL, kernel_ratio_max REAL," /* geometric mean, min, max of case ratios */
+    " e2e_ratio REAL, e2e_ratio_min REAL, e2e_ratio_max REAL,"
+    " baseline_kernel_ms REAL, backend_kernel_ms REAL,"  /* geometric means of the case medians */
+    " baseline_e2e_ms REAL, backend_e2e_ms REAL,"
+    " PRIMARY KEY (bench_id, op, scene));"
+    "CREATE TABLE bench_cases ("
+    " bench_id INTEGER NOT NULL REFERENCES bench_runs(bench_id),"
+    " op TEXT NOT NULL, scene TEXT NOT NULL, case_id TEXT NOT NULL,"
+    " spec_json TEXT NOT NULL,"              /* rebuilds the case: scene cases need not be in `cases` */
+    " status TEXT NOT NULL,"                 /* timed | left out */
+    " message TEXT,"                         /* why a case was left out */
+    " baseline_kernel_ms REAL, baseline_kernel_min REAL, baseline_kernel_max REAL," /* median, min, max of repeats */
+    " backend_kernel_ms REAL, backend_kernel_min REAL, backend_kernel_max REAL,"
+    " baseline_e2e_ms REAL, baseline_e2e_min REAL, baseline_e2e_max REAL,"
+    " backend_e2e_ms REAL, backend_e2e_min REAL, backend_e2e_max REAL,"
+    " kernel_ratio REAL, e2e_ratio REAL,"    /* median of the repeats' paired ratios B / A */
+    " PRIMARY KEY (bench_id, op, scene, case_id));";
+
 const char *ug_db_default_path(const char *explicit_path)
 {
     if (explicit_path && *explicit_path) return explicit_path;
@@ -141,7 +179,8 @@ static int migrate(ug_db *db, const char *path, int readonly, char *err, size_t 
     if (exec(db, "BEGIN IMMEDIATE", err, errlen)) return -1;
     if ((v < 1 && exec(db, ug_schema_sql, err, errlen)) || (v < 2 && exec(db, migration2_sql, err, errlen)) ||
         (v < 3 && exec(db, migration3_sql, err, errlen)) || (v < 4 && exec(db, migration4_sql, err, errlen)) ||
-        (v < 5 && exec(db, migration5_sql, err, errlen)) || (v < 6 && exec(db, migration6_sql, err, errlen))) {
+        (v < 5 && exec(db, migration5_sql, err, errlen)) || (v < 6 && exec(db, migration6_sql, err, errlen)) ||
+        (v < 7 && exec(db, migration7_sql, err, errlen))) {
         ug_db_rollback(db);
         return -1;
     }
@@ -260,10 +299,7 @@ int ug_db_step_done(ug_db *db, sqlite3_stmt *st, char *err, size_t errlen)
     return 0;
 }
 
-/* Binds text from outside ulpgym (a kernel's or device's message, a command line, a host
- * name) as valid UTF-8, every other byte kept as \xNN (core/utf8.h): what is stored can be
- * written into every report format. NULL binds NULL. */
-static void bind_outside_text(sqlite3_stmt *st, int i, const char *s)
+void ug_db_bind_outside_text(sqlite3_stmt *st, int i, const char *s)
 {
     size_t n = s ? strlen(s) * 4 + 1 : 0;
     char *clean = s ? malloc(n) : NULL;
@@ -290,12 +326,12 @@ int ug_db_run_begin(ug_db *db, const ug_run_info *in, long *run_id, char *err, s
     sqlite3_bind_text(st, 4, in->plan_hash, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 5, in->backend, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 6, ug_build_rev, -1, SQLITE_STATIC);
-    bind_outside_text(st, 7, host);
+    ug_db_bind_outside_text(st, 7, host);
     sqlite3_bind_int(st, 8, (int)sysconf(_SC_NPROCESSORS_ONLN));
     sqlite3_bind_text(st, 9, in->shard, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int(st, 10, in->oracle_prec);
     sqlite3_bind_int64(st, 11, in->sample);
-    bind_outside_text(st, 12, in->command);
+    ug_db_bind_outside_text(st, 12, in->command);
     if (in->seed_set) sqlite3_bind_int64(st, 13, in->seed);
     sqlite3_bind_text(st, 14, in->op_filter, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 15, in->group_filter, -1, SQLITE_TRANSIENT);
@@ -358,7 +394,14 @@ int ug_db_put_case(ug_db *db, const char *case_id, const char *spec_json, const 
     return ug_db_step_done(db, st, err, errlen);
 }
 
-static void bind_real(sqlite3_stmt *st, int i, double v) { sqlite3_bind_double(st, i, v); }
+static void bind_real(sqlite3_stmt *st, int i, double v) { sqlite3_bind_double(st, i, v); } /* NaN: NULL */
+
+/* A worst element's index; NULL for an optional output not provided (no element checked). */
+static void bind_index(sqlite3_stmt *st, int i, const ug_output_result *o, size_t idx)
+{
+    if (o->not_provided) sqlite3_bind_null(st, i);
+    else sqlite3_bind_int64(st, i, (sqlite3_int64)idx);
+}
 
 static int put_metrics(ug_db *db, long run_id, const ug_result *r, const ug_output_result *o, char *err, size_t errlen)
 {
@@ -373,11 +416,11 @@ static int put_metrics(ug_db *db, long run_id, const ug_result *r, const ug_outp
     sqlite3_bind_int64(st, i++, (sqlite3_int64)m->n_total);
     sqlite3_bind_int64(st, i++, (sqlite3_int64)m->n_nonfinite_mismatch);
     bind_real(st, i++, m->max_abs);
-    sqlite3_bind_int64(st, i++, (sqlite3_int64)m->max_abs_idx);
+    bind_index(st, i++, o, m->max_abs_idx);
     bind_real(st, i++, m->max_rel);
-    sqlite3_bind_int64(st, i++, (sqlite3_int64)m->max_rel_idx);
+    bind_index(st, i++, o, m->max_rel_idx);
     bind_real(st, i++, m->max_ulp);
-    sqlite3_bind_int64(st, i++, (sqlite3_int64)m->max_ulp_idx);
+    bind_index(st, i++, o, m->max_ulp_idx);
     bind_real(st, i++, m->mean_ulp);
     bind_real(st, i++, m->mere);
     bind_real(st, i++, m->mare);
@@ -423,7 +466,7 @@ int ug_db_put_result(ug_db *db, long run_id, const ug_result *r, char *err, size
     bind_real(st, 5, r->kernel_ms);
     bind_real(st, 6, r->oracle_ms);
     sqlite3_bind_int64(st, 7, (sqlite3_int64)r->n_fallback);
-    bind_outside_text(st, 8, r->message);
+    ug_db_bind_outside_text(st, 8, r->message);
     if (ug_db_step_done(db, st, err, errlen)) return -1;
     for (int k = 0; k < r->n_out; k++)
         if (put_metrics(db, run_id, r, &r->out[k], err, errlen)) return -1;

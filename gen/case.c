@@ -33,7 +33,10 @@ static int alloc_declared(ug_case *c, char *err, size_t errlen)
         if (rc == 1) continue;
         if (rc) return rc;
         if (td->role == UG_TENSOR_OUTPUT) {
-            if (!ug_case_add_output(c, td->name, dt, ndim, shape, err, errlen)) return -2;
+            ug_tensor *t = ug_case_add_output(c, td->name, dt, ndim, shape, err, errlen);
+            if (!t) return -2;
+            t->optional = td->optional;
+            if (t->optional) ug_tensor_fill_sentinel(t); /* not provided until a kernel overwrites it */
             continue;
         }
         int index = c->n_in;

@@ -103,9 +103,8 @@ static int push_case(expander *x, char *text, int op, char *err, size_t errlen)
     return 0;
 }
 
-/* Builds the spec object of one space entry: dtype, params object, dist set name. */
-static cJSON *entry_spec(const char *op, const cJSON *dists, const char *dtype, const cJSON *params,
-                         const char *dist_name, const char *where, char *err, size_t errlen)
+cJSON *ug_plan_entry_spec(const char *op, const cJSON *dists, const char *dtype, const cJSON *params,
+                          const char *dist_name, const char *where, char *err, size_t errlen)
 {
     const cJSON *dset = cJSON_GetObjectItemCaseSensitive(dists, dist_name);
     if (!cJSON_IsObject(dset)) {
@@ -188,7 +187,7 @@ static int expand_op(expander *x, const char *dir, const char *op, long quota, u
             rc = -2;
             break;
         }
-        cJSON *s = entry_spec(op, dists, dt->valuestring, pr, dn->valuestring, where, err, errlen);
+        cJSON *s = ug_plan_entry_spec(op, dists, dt->valuestring, pr, dn->valuestring, where, err, errlen);
         if (!s) {
             rc = -2;
             break;

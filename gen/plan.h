@@ -91,5 +91,10 @@ void ug_plan_absolute(const char *path, char *buf, size_t len);
 /* Turns a spec object (without seed/plan) into a full canonical spec: adds plan tag and
  * the content-derived seed. Returns malloc'd text or NULL. */
 char *ug_plan_finish_spec(cJSON *spec, const char *plan_tag, uint64_t plan_seed);
+/* The spec object (without seed/plan) of one space entry: op, dtype, params and the dist set
+ * dist_name of the space's "dists" (each distribution validated). NULL with a message that
+ * starts with where on a bad dtype or dist set. Also what the op's "scenes" (gen/scenes.h) are made of. */
+cJSON *ug_plan_entry_spec(const char *op, const cJSON *dists, const char *dtype, const cJSON *params,
+                          const char *dist_name, const char *where, char *err, size_t errlen);
 
 #endif

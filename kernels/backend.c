@@ -85,6 +85,8 @@ static int open_plugin(ug_backend *b, const char *path, char *err, size_t errlen
         ug_backend_close(b);
         return -2;
     }
+    /* optional (still ABI v1): the plugin's own device clock, which `bench kernels` prefers to wall time */
+    b->device_ms = (ulpgym_last_device_ms_fn)dlsym(b->dl, "ulpgym_last_device_ms");
     int v = ver();
     if (v != ULPGYM_ABI_VERSION) {
         snprintf(err, errlen, "plugin %s speaks ABI v%d, this ulpgym speaks v%d: rebuild it against this "
@@ -151,6 +153,7 @@ void ug_backend_close(ug_backend *b)
     }
     b->dl = NULL;
     b->run = NULL;
+    b->device_ms = NULL;
 }
 
 void ug_backend_describe(const ug_backend *b, char *buf, size_t len)

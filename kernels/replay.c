@@ -71,6 +71,8 @@ static cJSON *tensor_json(const ug_tensor *t, const char *folder)
     cJSON_AddStringToObject(o, "npy_dtype", ug_npy_descr_of_dtype(t->dtype));
     cJSON_AddBoolToObject(o, "raw_bits", !strchr("fi", ug_npy_descr_of_dtype(t->dtype)[1]));
     cJSON_AddStringToObject(o, "file", file);
+    if (t->optional) /* the device may leave it out: no file, not provided (docs/PLUGINS.md) */
+        cJSON_AddBoolToObject(o, "optional", 1);
     return o;
 }
 
@@ -245,9 +247,10 @@ int ug_replay_load_outputs(ug_case *c, const char *dir, char *err, size_t errlen
     }
     for (int i = 0; i < c->n_out; i++) {
         snprintf(path, sizeof path, "%s/outputs/%s.npy", dir, c->out[i].name);
+        if (!file_exists(path) && c->out[i].optional) continue; /* not provided: its buffer keeps the sentinel */
         if (!file_exists(path)) {
             snprintf(err, errlen, "missing output file %s (the device writes one .npy per output listed in "
-                                  "%s/case.json)", path, dir);
+                                  "%s/case.json that is not marked optional)", path, dir);
             return -2;
         }
         if (load_one(&c->out[i], path, err, errlen)) return -2;

@@ -29,9 +29,10 @@ int ug_replay_export(const ug_case *c, const char *dir, char *err, size_t errlen
 int ug_replay_read_spec(const char *dir, char **spec_text, char id[UG_ID_LEN + 1], char *err, size_t errlen);
 
 /* Fills every output of c from dir/outputs/<name>.npy, checking .npy type and shape
- * against the case. Returns 0 loaded, 1 the device wrote outputs/unsupported.txt, -1 it
- * wrote outputs/error.txt (err holds the file's first line in both cases), -2 when an
- * output file is missing or malformed (err names the file and the problem). */
+ * against the case; an optional output without a file keeps its sentinel (not provided,
+ * core/registry.h). Returns 0 loaded, 1 the device wrote outputs/unsupported.txt, -1 it
+ * wrote outputs/error.txt (err holds the file's first line in both cases), -2 when a
+ * required output file is missing or a file is malformed (err names the file and the problem). */
 int ug_replay_load_outputs(ug_case *c, const char *dir, char *err, size_t errlen);
 
 /* The folder of case id under root: root itself when root/case.json is that case, else

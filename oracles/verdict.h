@@ -109,6 +109,9 @@ typedef struct {
     ug_vstate verdict[UG_STD_COUNT];
     char thresholds[UG_STD_COUNT][UG_THR_LEN];
     double margin; /* ug_tolerance_margin of the checked elements (not stored) */
+    /* 1: an optional output the kernel did not provide (core/registry.h): every verdict NA,
+     * thresholds {"provided":false}, metrics over no element (n = 0, stored as NULLs) */
+    int not_provided;
 } ug_output_result;
 
 typedef struct {

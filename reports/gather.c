@@ -138,6 +138,17 @@ static int gather_run(ug_db *db, ug_report *r, char *err, size_t errlen)
     return 0;
 }
 
+/* The latest kernel-timing table, if the database has one (a bench is not tied to a run). */
+static int gather_bench(ug_db *db, ug_report *r, char *err, size_t errlen)
+{
+    long id;
+    if (ug_db_bench_latest(db, &id, err, errlen)) return -1;
+    if (!id) return 0;
+    int rc = ug_db_bench_get(db, id, &r->bench, err, errlen);
+    r->has_bench = rc == 0;
+    return rc;
+}
+
 int ug_report_gather(ug_db *db, long run_id, int max_failures, ug_report *r, char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
@@ -146,6 +157,7 @@ int ug_report_gather(ug_db *db, long run_id, int max_failures, ug_report *r, cha
     if (!rc) rc = ug_db_report_results(db, run_id, add_result, r, err, errlen);
     if (!rc) rc = gather_failures(db, r, max_failures, err, errlen);
     if (!rc && ug_db_report_group_history(db, run_id, add_history, r, err, errlen) < 0) rc = -1;
+    if (!rc) rc = gather_bench(db, r, err, errlen);
     if (rc) ug_report_free(r);
     return rc;
 }
@@ -155,4 +167,6 @@ void ug_report_free(ug_report *r)
     free(r->failures);
     r->failures = NULL;
     r->n_failures = 0;
+    if (r->has_bench) ug_bench_table_free(&r->bench);
+    r->has_bench = 0;
 }

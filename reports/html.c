@@ -1,10 +1,12 @@
 /* html.c — the HTML report: one self-contained file (inline CSS and SVG, no scripts, no
  * external fonts or images) with the summary table, a pass-rate history chart per group,
  * an op x dtype heatmap, per-op max-ulp histograms and the top failures with the command
- * that triages each. Element ids (summary, history, heatmap, histograms, failures) are
- * stable: tests look for them. */
+ * that triages each, and the database's latest kernel-timing table when it has one
+ * (reports/bench_report.c). Element ids (summary, history, heatmap, histograms, failures,
+ * kernel-timing) are stable: tests look for them. */
 #include <stdio.h>
 
+#include "reports/bench_report.h"
 #include "reports/report.h"
 #include "reports/xml.h"
 
@@ -208,7 +210,7 @@ void ug_report_write_html(const ug_report *r, FILE *f)
     fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>ulpgym run %ld</title>\n"
                "<style>body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse}"
                "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right;overflow-wrap:anywhere}"
-               "td:first-child,th:first-child{text-align:left}#failures td{text-align:left}svg{max-width:100%%;height:auto}"
+               "td:first-child,th:first-child{text-align:left}#failures td,#kernel-timing td:nth-child(2){text-align:left}svg{max-width:100%%;height:auto}"
                "tr.total{font-weight:bold}.hists{display:flex;flex-wrap:wrap}figure{margin:6px}"
                "figcaption{font-size:11px;text-align:center}code{font-size:12px}</style></head><body>\n",
             r->run_id);
@@ -231,5 +233,6 @@ void ug_report_write_html(const ug_report *r, FILE *f)
     write_heatmap(r, f);
     write_histograms(r, f);
     write_failures(r, f);
+    if (r->has_bench) ug_bench_write_html_section(&r->bench, f);
     fprintf(f, "</body></html>\n");
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "core/registry.h"
+#include "db/query_bench.h"
 #include "db/store.h"
 
 #define UG_ULP_BUCKETS 8 /* max ulp error of a case: <=0.5 <=1 <=2 <=4 <=16 <=256 >256 non-finite */
@@ -50,6 +51,10 @@ typedef struct {
     int n_hist;
     long hist_run[64];
     double hist_rate[64][UG_GROUP_COUNT]; /* -1 where the run had no case of the group */
+    /* the database's latest kernel-timing table (`bench kernels --backend B --baseline A`), shown by the HTML
+     * report; has_bench 0 when the database holds none */
+    int has_bench;
+    ug_bench_table bench;
 } ug_report;
 
 extern const char *const ug_ulp_bucket_names[UG_ULP_BUCKETS];

@@ -63,13 +63,39 @@ static double *overflow_matched(ug_dtype dt, size_t n, const double *a, const do
     return g;
 }
 
+/* An optional output the kernel did not provide: no element judged, NA under every standard,
+ * so the case's verdicts come from its other outputs. */
+static void judge_not_provided(const ug_tensor *t, const char *name, ug_output_result *or_)
+{
+    snprintf(or_->name, sizeof or_->name, "%s", name);
+    or_->dtype = t->dtype;
+    memset(&or_->m, 0, sizeof or_->m);
+    or_->m.n_total = t->numel;
+    double *nan_fields[] = {&or_->m.max_abs, &or_->m.max_rel, &or_->m.max_ulp, &or_->m.mean_ulp, &or_->m.mere,
+                            &or_->m.mare, &or_->m.rmse, &or_->m.eb, &or_->m.small_err_ratio, &or_->m.cosine,
+                            &or_->m.b_max_abs, &or_->m.b_mere, &or_->m.b_mare, &or_->m.b_rmse,
+                            &or_->m.b_small_err_ratio};
+    for (size_t i = 0; i < sizeof nan_fields / sizeof *nan_fields; i++) *nan_fields[i] = NAN; /* stored as NULL */
+    for (int s = 0; s < UG_STD_COUNT; s++) {
+        or_->verdict[s] = UG_V_NA;
+        snprintf(or_->thresholds[s], UG_THR_LEN, "{\"provided\":false}");
+    }
+    or_->margin = 0;
+    or_->not_provided = 1;
+}
+
 /* Judges judged output k of c (a tensor or a view of one, registry.h) against oracle
- * values; fills r->out[k]; returns kernel values. */
+ * values; fills r->out[k]; returns kernel values (NULL for an optional output not provided). */
 static double *judge_output(const ug_case *c, int k, const ug_oracle_result *orc, ug_output_result *or_)
 {
     const ug_tensor *t = &c->out[ug_case_judged_tensor(c, k)];
     const char *name = ug_case_judged_name(c, k);
     size_t n = orc->sel.n[k];
+    or_->not_provided = 0;
+    if (!ug_tensor_provided(t)) {
+        judge_not_provided(t, name, or_);
+        return NULL;
+    }
     double *a = malloc((n ? n : 1) * sizeof *a);
     if (!a) return NULL;
     for (size_t i = 0; i < n; i++) a[i] = ug_tload(t, orc->sel.idx[k][i]);

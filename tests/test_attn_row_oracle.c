@@ -103,7 +103,7 @@ static void compare_paths(const ug_case *c, const ug_oracle_opts *o, const size_
         return;
     }
     size_t differ = 0, compared = 0, maxc = 1;
-    for (int k = 0; k < all.n_out; k++) maxc = ncols[k] > maxc ? ncols[k] : maxc;
+    for (int k = 0; k < all.n_out; k++) maxc = ncols[k] > maxc ? ncols[k] : maxc; /* ncols: one per output */
     for (size_t col = 0; col < maxc; col++) {
         ug_selection one = {.n_out = all.n_out};
         for (int k = 0; k < all.n_out; k++) {
@@ -165,7 +165,8 @@ static void check_op_case(const char *spec_text, const size_t *ncols)
 
 static void check_ops(void)
 {
-    static const size_t fwd_cols[] = {8, 1}, grad_cols[] = {8, 8, 8}, fwd_cols3[] = {3, 1};
+    /* columns per row of each output: o [.., D], then the row outputs lse, softmax_max, softmax_sum */
+    static const size_t fwd_cols[] = {8, 1, 1, 1}, grad_cols[] = {8, 8, 8}, fwd_cols3[] = {3, 1, 1, 1};
     /* ragged causal batch: rows that see no key, one key, all keys; fp16 */
     check_op_case(FWD("fp16", "{\"seqlens\":\"5:9,7:3,5:2\",\"heads\":2,\"head_dim\":8,\"causal\":1}", N1, N1),
                   fwd_cols);

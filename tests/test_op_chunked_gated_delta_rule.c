@@ -6,7 +6,12 @@
  * the certified bound's WY evaluation (delta_rule_wy.c), run in plain double, gives the
  * recurrence's values (its algebra is right), and at the reference suite's draws the
  * correct kernel passes certified with c = 2 (it failed with the recurrence's bound and
- * c = 8, issue #13). */
+ * c = 8, issue #13).
+ * Varlen (seqlens): the oracle and the kernel against the naive rule run sequence by
+ * sequence; sequence 0 of a packed case is, bit for bit, the single-sequence case of its
+ * prefix (its inputs are a prefix of the packed inputs); the WY bound's stages equal the
+ * recurrence per sequence; the carried-state and straddling-chunk mutants show exactly
+ * where they should; bad seqlens refused by name. */
 #include <stdio.h>
 #include <string.h>
 
@@ -150,6 +155,67 @@ static void expect_certified_at_reference_draws(long tokens, long chunk, const c
     ug_exec_detail_free(&d);
 }
 
+/* Packed sequences against the naive rule run sequence by sequence (every element, both
+ * outputs): the oracle to 1e-9, the chunked kernel within fp32 noise, and the kernel passes. */
+static void test_varlen_equals_per_sequence(long tokens, long chunk, const char *seqlens)
+{
+    char s[2048], dims[256];
+    snprintf(dims, sizeof dims, "\"hv\":2,\"hqk\":1,\"dk\":8,\"dv\":4,\"seqlens\":\"%s\"", seqlens);
+    spec(s, sizeof s, "fp32", tokens, chunk, dims);
+    ug_result r;
+    ug_exec_detail d;
+    CHECK(delta_run(s, "sim", &r, &d) == 0 && d.have_oracle, "varlen %s: %s", seqlens, r.message);
+    if (!d.have_oracle) return;
+    CHECK(r.outcome == UG_OUT_PASS, "varlen %s: %s %s", seqlens, ug_outcome_name(r.outcome), r.message);
+    CHECK(d.c.out[1].shape[0] == 2 * (int64_t)ug_p_int(&d.c.params, "seqs"), "varlen %s: ht has %lld state blocks",
+          seqlens, (long long)d.c.out[1].shape[0]);
+    delta_check_oracle(&d, (float)(1.0 / sqrt(8.0)), 1e-9);
+    double e = kernel_vs_naive(&d, (float)(1.0 / sqrt(8.0)));
+    printf("varlen %s L=%ld: kernel vs per-sequence recurrence %.3g\n", seqlens, chunk, e);
+    CHECK(e < 2e-5, "varlen %s: the kernel differs from the per-sequence rule by %g", seqlens, e);
+    ug_exec_detail_free(&d);
+}
+
+/* Sequence 0 of a packed case reads the first L_0 tokens and the first Hv state blocks,
+ * which are the inputs of the single-sequence case of L_0 tokens (inputs are drawn element
+ * by element): its o rows and ht blocks must equal that case's, in the oracle and in the
+ * kernel, bit for bit; the later sequences must not change them. */
+static void test_first_sequence_is_its_prefix(void)
+{
+    char packed[2048], alone[2048];
+    spec(packed, sizeof packed, "fp32", 77, 32, "\"hv\":2,\"hqk\":1,\"dk\":8,\"dv\":4,\"seqlens\":\"45,32\"");
+    spec(alone, sizeof alone, "fp32", 45, 32, "\"hv\":2,\"hqk\":1,\"dk\":8,\"dv\":4");
+    ug_result rp, ra;
+    ug_exec_detail dp, da;
+    CHECK(delta_run(packed, "sim", &rp, &dp) == 0 && delta_run(alone, "sim", &ra, &da) == 0, "run: %s %s",
+          rp.message, ra.message);
+    for (int k = 0; k < 2; k++) {
+        size_t n = da.c.out[k].numel, diff_kernel = 0, diff_oracle = 0; /* o rows 0..44, ht blocks 0..1: prefixes */
+        for (size_t i = 0; i < n; i++) {
+            diff_kernel += memcmp(&dp.a[k][i], &da.a[k][i], sizeof(double)) != 0;
+            diff_oracle += memcmp(&dp.oracle.gstar[k][i], &da.oracle.gstar[k][i], sizeof(double)) != 0;
+        }
+        CHECK(n < dp.c.out[k].numel && dp.oracle.sel.n[k] == dp.c.out[k].numel && da.oracle.sel.n[k] == n,
+              "output %d: selections not the whole outputs", k);
+        CHECK(diff_kernel == 0 && diff_oracle == 0, "output %d: sequence 0 differs from its own case in %zu kernel, "
+              "%zu oracle elements of %zu", k, diff_kernel, diff_oracle, n);
+    }
+    ug_exec_detail_free(&dp);
+    ug_exec_detail_free(&da);
+}
+
+static void expect_varlen_variant(const char *variant, long tokens, const char *seqlens, ug_outcome want)
+{
+    char s[2048], dims[256];
+    ug_result r;
+    ug_exec_detail d;
+    snprintf(dims, sizeof dims, "\"hv\":1,\"hqk\":1,\"dk\":16,\"dv\":8,\"seqlens\":\"%s\"", seqlens);
+    spec(s, sizeof s, "fp32", tokens, 32, dims);
+    CHECK(delta_run(s, variant, &r, &d) == 0 && r.outcome == want, "%s at seqlens %s, L=32: %s, expected %s", variant,
+          seqlens, ug_outcome_name(r.outcome), ug_outcome_name(want));
+    ug_exec_detail_free(&d);
+}
+
 static void expect_rejected(const char *dtype, long chunk, const char *dims, const char *word)
 {
     char s[2048];
@@ -178,5 +244,18 @@ int main(void)
     expect_rejected("fp32", 48, "\"hv\":1,\"hqk\":1,\"dk\":8,\"dv\":8", "\"chunk\"");
     expect_rejected("fp32", 32, "\"hv\":1,\"hqk\":0,\"dk\":8,\"dv\":8", "\"hqk\"");
     expect_rejected("bf16", 32, "\"hv\":1,\"hqk\":1,\"dk\":8,\"dv\":8", "dtype");
+    test_varlen_equals_per_sequence(104, 32, "70,1,33"); /* two chunks and a tail, a 1-token sequence, one over L */
+    test_varlen_equals_per_sequence(40, 64, "20,20");    /* both shorter than a chunk */
+    test_first_sequence_is_its_prefix();
+    expect_wy_equals_recurrence(104, 32, "\"hv\":2,\"hqk\":1,\"dk\":8,\"dv\":4,\"seqlens\":\"70,1,33\"");
+    expect_varlen_variant("sim", 64, "32,32", UG_OUT_PASS);
+    expect_varlen_variant("mut_state_across_seqs", 64, "64", UG_OUT_PASS); /* one sequence: nothing to carry */
+    expect_varlen_variant("mut_state_across_seqs", 64, "32,32", UG_OUT_FAIL);
+    expect_varlen_variant("mut_chunk_past_seq_end", 64, "32,32", UG_OUT_PASS); /* borders on chunk multiples */
+    expect_varlen_variant("mut_chunk_past_seq_end", 64, "40,24", UG_OUT_FAIL);
+    expect_rejected("fp32", 32, "\"hv\":1,\"hqk\":1,\"dk\":8,\"dv\":8,\"seqlens\":\"2,3\"", "seqlens"); /* sum 5 != 4 */
+    expect_rejected("fp32", 32, "\"hv\":1,\"hqk\":1,\"dk\":8,\"dv\":8,\"seqlens\":\"4,0\"", "seqlens"); /* empty */
+    expect_rejected("fp32", 32, "\"hv\":1,\"hqk\":1,\"dk\":8,\"dv\":8,\"seqlens\":\"-1,5\"", "seqlens");
+    expect_rejected("fp32", 32, "\"hv\":1,\"hqk\":1,\"dk\":8,\"dv\":8,\"seqlens\":\"4,x\"", "seqlens");
     return check_done();
 }

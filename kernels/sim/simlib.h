@@ -24,7 +24,8 @@ int ug_sim_params_parse(const ulpgym_call *call, ug_params *p, char *err, size_t
 /* Binds the call's tensors named in names (space-separated) to *slots[0], *slots[1], ...:
  * each is looked up among the inputs or outputs by its declared role and must have its
  * declared rank (the op's declaration, core/opdecl.h). A name ending in '?' is a tensor
- * whose declaration has a `when`: its slot gets NULL where the case has none. 0, or -2
+ * whose declaration has a `when`, or an optional output: its slot gets NULL where the call
+ * has none. 0, or -2
  * with a message naming the tensor. */
 int ug_sim_bind(const ulpgym_call *call, const char *names, const ulpgym_tensor **slots[], char *err, size_t errlen);
 

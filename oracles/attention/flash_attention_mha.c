@@ -4,6 +4,7 @@
  *     s_tj = scale * q[t,h,:].k[j,h,:]     for the keys j of t's batch element that t sees
  *     o[t,h,:] = sum_j exp(s_tj - m) v[j,h,:] / sum_j exp(s_tj - m),   m = max_j s_tj
  *     lse[t,h] = m + ln sum_j exp(s_tj - m)                              (natural log)
+ *     softmax_max[t,h] = m,  softmax_sum[t,h] = sum_j exp(s_tj - m)       (optional: the reference's M, L)
  *
  * Batch element b owns query tokens cu_seqlens_q[b]..cu_seqlens_q[b+1] and key tokens
  * cu_seqlens_k[b]..; with causal, local query i sees key j iff j <= i + Lk - Lq (bottom-
@@ -38,13 +39,39 @@ static int build(ug_case *c, char *err, size_t errlen)
     return 0;
 }
 
-/* Output indices: 0 o [Tq,H,D], 1 lse [Tq,H]; row r = t*H + h of both. */
+/* The max of a row with a NaN or +inf score (ug_fa_row returned -1): NaN if a score is
+ * NaN, else +inf. Scores are classified in double, as ug_attn_weights does. */
+static double special_row_max(const ug_fa_params *p, const double *q, const double *k, long t, long h)
+{
+    long b = ug_fa_batch_of(p, t), n = ug_fa_visible(p, b, t - p->cu_q[b]);
+    size_t d = (size_t)p->dim, hd = (size_t)p->heads * d;
+    const double *qr = q + ((size_t)t * (size_t)p->heads + (size_t)h) * d;
+    const double *kr = k + (size_t)p->cu_k[b] * hd + (size_t)h * d;
+    for (long j = 0; j < n; j++) {
+        double s = 0;
+        for (size_t i = 0; i < d; i++) s += qr[i] * kr[(size_t)j * hd + i];
+        if (isnan(s * p->scale)) return NAN;
+    }
+    return INFINITY;
+}
+
+/* The row values of the outputs indexed by row r = t*H + h: lse, and the optional softmax
+ * row max m and sum l (the reference's M and L); n as ug_fa_row returned it (-1: a NaN or
+ * +inf score, where l and lse are NaN and m is special_max; 0: no key seen). */
+static ug_num row_value(ug_ar *ar, int out, long n, ug_num m, ug_num total, double special_max)
+{
+    if (n < 0) return ug_c(ar, out == 2 ? special_max : NAN);
+    if (n == 0) return ug_c(ar, out == 3 ? 0.0 : -INFINITY); /* l = 0; lse = m = -inf */
+    return out == 1 ? ug_add(ar, m, ug_log(ar, total)) : out == 2 ? m : total;
+}
+
+/* Output indices: 0 o [Tq,H,D], 1 lse, 2 softmax_max, 3 softmax_sum [Tq,H]; row r = t*H + h of all. */
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     ug_fa_params p;
     ug_fa_read(&c->params, &p);
     const ug_tensor *q = ug_case_input(c, "q"), *k = ug_case_input(c, "k"), *v = ug_case_input(c, "v");
-    size_t D = (size_t)p.dim, H = (size_t)p.heads, pos[2] = {0, 0}, maxk = 1;
+    size_t D = (size_t)p.dim, H = (size_t)p.heads, pos[4] = {0, 0, 0, 0}, maxk = 1;
     for (long b = 0; b < p.batch; b++) maxk = (size_t)p.lk[b] > maxk ? (size_t)p.lk[b] : maxk;
     ug_num *e = malloc(maxk * sizeof *e);
     unsigned char *live = malloc(maxk);
@@ -55,9 +82,9 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
         return -1;
     }
     for (size_t r = 0; r < (size_t)p.tq * H; r++) {
-        int want_o = pos[0] < sel->n[0] && sel->idx[0][pos[0]] / D == r;
-        int want_l = pos[1] < sel->n[1] && sel->idx[1][pos[1]] == r;
-        if (!want_o && !want_l) continue;
+        int want_o = pos[0] < sel->n[0] && sel->idx[0][pos[0]] / D == r, want_row = 0;
+        for (int out = 1; out < sel->n_out; out++) want_row |= pos[out] < sel->n[out] && sel->idx[out][pos[out]] == r;
+        if (!want_o && !want_row) continue;
         size_t mark = ug_ar_mark(ar);
         long t = (long)(r / H), h = (long)(r % H), b = ug_fa_batch_of(&p, t);
         ug_num m, total;
@@ -73,8 +100,10 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
                                : ug_c(ar, n ? NAN : 0.0);
             ug_ar_emit(ar, 0, pos[0], x);
         }
-        if (want_l)
-            ug_ar_emit(ar, 1, pos[1]++, n > 0 ? ug_add(ar, m, ug_log(ar, total)) : ug_c(ar, n ? NAN : -INFINITY));
+        for (int out = 1; out < sel->n_out; out++)
+            if (pos[out] < sel->n[out] && sel->idx[out][pos[out]] == r)
+                ug_ar_emit(ar, out, pos[out]++,
+                           row_value(ar, out, n, m, total, n < 0 && out == 2 ? special_row_max(&p, q->values, k->values, t, h) : 0));
         ug_ar_release(ar, mark);
     }
     free(e);
@@ -102,7 +131,7 @@ static void adjust_rule(const ug_case *c, int out, const double *g, size_t n, ug
     if (out == 0 && c->spec.dtype == UG_DT_BF16) rule->pypto_atol = 1e-3;
 }
 
-/* Scratch for the case memory estimate: the sim kernel's fp32 copies of q, k, v, o and lse;
+/* Scratch for the case memory estimate: the sim kernel's fp32 copies of q, k, v, o, lse, m and l;
  * the oracle's row arrays over the longest key sequence and one row of o. */
 static double scratch(const ug_params *P)
 {
@@ -110,7 +139,7 @@ static double scratch(const ug_params *P)
     ug_fa_read(P, &p);
     double maxk = 1, HD = (double)p.heads * (double)p.dim;
     for (long b = 0; b < p.batch; b++) maxk = (double)p.lk[b] > maxk ? (double)p.lk[b] : maxk;
-    return 4 * (2 * (double)p.tq * HD + 2 * (double)p.tk * HD + (double)p.tq * (double)p.heads) +
+    return 4 * (2 * (double)p.tq * HD + 2 * (double)p.tk * HD + 3 * (double)p.tq * (double)p.heads) +
            maxk * (UG_NUM_BYTES + 1 + 8) + (double)p.dim * UG_NUM_BYTES;
 }
 

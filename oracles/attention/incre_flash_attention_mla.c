@@ -1,20 +1,20 @@
 /* incre_flash_attention_mla.c — param checks, input builder and exact oracle of
  * incre_flash_attention_mla (MLA decode attention over a paged latent cache):
  *
- *   s_j = (q_nope[b,h]·c_kv[j] + q_rope[b,h]·k_rope[j]) · 576^-1/2,   o[b,h] = softmax(s)·c_kv
+ *   s_j = (q_nope[b,h]·c_kv[j] + q_rope[b,h]·k_rope[j]) · (kv_lora + rope)^-1/2,   o[b,h] = softmax(s)·c_kv
  *
  * over the L_b keys of sequence b, key j in physical block block_table[b][j / BS], slot
  * j % BS, kv head h / (Hq/n_kv). With S_q = q_per_step query tokens per step (multi-token
  * prediction), q and o hold rows b*S_q + i and row i sees only the first L_b - S_q + 1 + i
- * keys (the tokens up to itself); S_q = 1 is plain decode. The dims stay at production (params kv_lora 512 and
- * rope 64, fixed), so every q·k is the production 576-long reduction; heads, batch and
- * contexts are scaled down. The cache is built the way a serving engine leaves it: the
+ * keys (the tokens up to itself); S_q = 1 is plain decode. The dims default to production (params kv_lora 512
+ * and rope 64, fixed), so a q·k is the production 576-long reduction; kv_lora (the latent dim) is a param
+ * because the reference suite also runs 128 (scale 192^-1/2); heads, batch and contexts are scaled down. The cache is built the way a serving engine leaves it: the
  * blocks in use handed out from a seeded permutation of the first (blocks in use + 1)
  * physical blocks (non-contiguous, out of order), the rest spares no sequence owns (the
  * cache holds batch*ceil(ctx/BS) + 1 blocks, enough for every sequence at full length),
  * unused table entries -1, and the slots after L_b in a sequence's last block holding
- * random stale rows that must not be read. The spec rounds only at the bf16 output:
- * 576^-1/2 = 1/24 is exact in the oracle. Primary standard: pypto (1e-4 / 2^-7). */
+ * random stale rows that must not be read. The spec rounds only at the bf16 output: the
+ * scale (kv_lora + rope)^-1/2 is the exact real in the oracle (1/24 at production). Primary standard: pypto (1e-4 / 2^-7). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,7 +131,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
         memcpy(qd, qn->values + row * lora, lora * sizeof *qd);
         memcpy(qd + lora, qr->values + row * (size_t)p.rope, (size_t)p.rope * sizeof *qd);
         size_t mark = ug_ar_mark(ar);
-        ug_num scale = ug_rsqrt(ar, ug_c(ar, (double)p.dk)); /* exact 576^-1/2 = 1/24 */
+        ug_num scale = ug_rsqrt(ar, ug_c(ar, (double)p.dk)); /* dk^-1/2: exact 1/24 at 576, else at ar's precision */
         rc = ug_gl_attn_emit_query(ar, qd, kd, dk, dk, n, scale, kd, dk, lora, s, 0, sel, &pos, row);
         ug_ar_release(ar, mark);
     }

@@ -9,7 +9,10 @@
  * are the recurrent definition shared with gated_delta_rule (delta_rule_ref.c), so a wrong
  * WY derivation, a chunk border or tail mistake cannot cancel out. Everything is fp32; q
  * and k are expected l2-normalised (the builder normalises them) and are used as given.
- * Primary standard pypto with atol 0 / rtol 1e-3 (docs/STANDARDS.md).
+ * Primary standard pypto with atol 0 / rtol 1e-3 (docs/STANDARDS.md). Varlen (params.seqlens,
+ * the reference's act_seq_len): sequences packed along the tokens, each from its own h0 rows
+ * to its own ht rows; both the recurrence and the WY bound run each sequence on its own
+ * (ug_delta_check refuses lengths that are empty or do not sum to tokens).
  *
  * certified: the device bound B (UG_AR_DEVICE) is the chunked WY form's own
  * (delta_rule_wy.c: chunks of params.chunk tokens, every stage rounded to fp32, every

@@ -22,7 +22,12 @@
  * k^ = r_k k with r_k = 1/sqrt(||k||^2 + eps), and likewise q. The step is evaluated as
  *   s <- a s + (beta r_k (v - a r_k s.k)) k,   o = scale r_q s.q
  * so k stays an exact input and only the scalar r_k carries the norm's rounding (CERT);
- * the 2-norm bound then uses beta r_k^2 ||k||^2 for beta ||k^||^2. */
+ * the 2-norm bound then uses beta r_k^2 ||k||^2 for beta ||k^||^2.
+ *
+ * Sequences (chunked_gated_delta_rule's params.seqlens): the tokens hold several sequences
+ * back to back, each with its own initial and final state (h0, ht rows (b*Hv + h)*Dv + i);
+ * a state row is then (sequence, head, value row), evolved over its own sequence's tokens
+ * only, so nothing is carried from one sequence to the next. */
 #include "oracles/delta_rule/delta_rule_ref.h"
 
 #include <math.h>
@@ -34,13 +39,40 @@ void ug_delta_read_params(const ug_params *P, ug_delta_params *p)
 {
     *p = (ug_delta_params){ug_p_int(P, "tokens"), ug_p_int(P, "hv"),  ug_p_int(P, "hqk"),
                            ug_p_int(P, "dk"),     ug_p_int(P, "dv"),  ug_p_num(P, "scale"),
-                           !strcmp(ug_p_str(P, "qk_norm"), "l2"),    ug_p_num(P, "qk_eps")};
+                           !strcmp(ug_p_str(P, "qk_norm"), "l2"),    ug_p_num(P, "qk_eps"), 1, NULL};
+    if (!ug_p_has(P, "seqlens")) return;
+    size_t n = ug_p_list(P, "seqlens", &p->seqlens);
+    if (n == 1 && p->seqlens[0] == 0) p->seqlens = NULL; /* the default "0": one sequence of all tokens */
+    else p->seqs = n;
+}
+
+long ug_delta_seq_len(const ug_delta_params *p, size_t b) { return p->seqlens ? p->seqlens[b] : p->tokens; }
+
+/* Given sequence lengths: each at least 1, summing to tokens. */
+static int check_seqlens(const ug_params *P, const ug_delta_params *p, char *err, size_t errlen)
+{
+    long sum = 0;
+    for (size_t b = 0; b < p->seqs; b++) {
+        if (p->seqlens[b] < 1) {
+            snprintf(err, errlen, "%s: param \"seqlens\" entry %zu is %ld: every sequence needs at least 1 token "
+                     "(\"0\" alone means one sequence of all tokens)", P->decl->op, b, p->seqlens[b]);
+            return -2;
+        }
+        sum += p->seqlens[b];
+    }
+    if (sum != p->tokens) {
+        snprintf(err, errlen, "%s: param \"seqlens\" sums to %ld tokens, \"tokens\" is %ld (the sequences are "
+                 "packed along the tokens)", P->decl->op, sum, p->tokens);
+        return -2;
+    }
+    return 0;
 }
 
 int ug_delta_check(const ug_params *P, char *err, size_t errlen)
 {
     ug_delta_params p;
     ug_delta_read_params(P, &p);
+    if (p.seqlens && check_seqlens(P, &p, err, errlen)) return -2;
     if (p.hv % p.hqk) {
         snprintf(err, errlen, "%s: param \"hv\" (%ld) must be a multiple of \"hqk\" (%ld)", P->decl->op, p.hv, p.hqk);
         return -2;
@@ -135,13 +167,21 @@ static size_t lower_bound(const ug_selection *sel, int o, size_t idx)
 
 void ug_delta_rows_needed(const ug_selection *sel, const ug_delta_params *p, long *need)
 {
-    size_t hv = (size_t)p->hv, dv = (size_t)p->dv, dk = (size_t)p->dk;
-    for (size_t r = 0; r < hv * dv; r++) need[r] = -1;
-    for (size_t k = 0; k < sel->n[0]; k++) {
-        size_t idx = sel->idx[0][k], t = idx / (hv * dv), r = idx % (hv * dv); /* o[t, h, i]: r = h*dv + i */
+    size_t hv = (size_t)p->hv, dv = (size_t)p->dv, dk = (size_t)p->dk, per_seq = hv * dv;
+    for (size_t r = 0; r < p->seqs * per_seq; r++) need[r] = -1;
+    size_t b = 0;
+    long end = ug_delta_seq_len(p, 0); /* one past sequence b's last token */
+    for (size_t k = 0; k < sel->n[0]; k++) { /* o[t, h, i], t ascending: state row (b*hv + h)*dv + i */
+        size_t idx = sel->idx[0][k], t = idx / per_seq, r = b * per_seq + idx % per_seq;
+        while ((long)t >= end) end += ug_delta_seq_len(p, ++b), r += per_seq;
         if ((long)t > need[r]) need[r] = (long)t;
     }
-    for (size_t k = 0; k < sel->n[1]; k++) need[sel->idx[1][k] / dk] = p->tokens - 1; /* ht[h, i, j] */
+    b = 0, end = ug_delta_seq_len(p, 0);
+    for (size_t k = 0; k < sel->n[1]; k++) { /* ht[b*hv + h, i, j], ascending */
+        size_t r = sel->idx[1][k] / dk;
+        while (r >= (b + 1) * per_seq) end += ug_delta_seq_len(p, ++b);
+        need[r] = end - 1;
+    }
 }
 
 ug_num ug_delta_l2_recip(ug_ar *ar, const double *x, size_t n, double eps)
@@ -156,21 +196,22 @@ static int all_finite(const double *x, size_t n)
     return 1;
 }
 
-/* Evolves state row r = (h, i) to token last, emitting its selected o and ht elements.
- * Special values (UG_DELTA_SEMANTICS): once a non-finite input the row depends on has
- * been read, the row is NaN from that token on; o is also NaN where q is non-finite. */
+/* Evolves state row r = (b, h, i) of the sequence of tokens [first, end) to token last,
+ * emitting its selected o and ht elements. Special values (UG_DELTA_SEMANTICS): once a
+ * non-finite input the row depends on has been read, the row is NaN from that token on; o
+ * is also NaN where q is non-finite. */
 static void evolve_row(const ug_case *c, ug_ar *ar, const ug_selection *sel, const ug_delta_params *p, size_t r,
-                       long last, ug_num one, ug_num *s, ug_num *nxt, ug_num *tmp)
+                       long first, long end, long last, ug_num one, ug_num *s, ug_num *nxt, ug_num *tmp)
 {
     const ug_tensor *q = ug_case_input(c, "q"), *k = ug_case_input(c, "k"), *v = ug_case_input(c, "v"),
                     *g = ug_case_input(c, "g"), *beta = ug_case_input(c, "beta"), *h0 = ug_case_input(c, "h0");
     size_t hv = (size_t)p->hv, dv = (size_t)p->dv, dk = (size_t)p->dk, hqk = (size_t)p->hqk;
-    size_t h = r / dv, i = r % dv, hk = h / (hv / hqk);
+    size_t h = r / dv % hv, i = r % dv, hk = h / (hv / hqk);
     size_t mark = ug_ar_mark(ar);
     int nan_row = !all_finite(h0->values + r * dk, dk);
     for (size_t j = 0; j < dk; j++) s[j] = ug_c(ar, h0->values[r * dk + j]);
     double E = 0.0;
-    for (long t = 0; t <= last; t++) {
+    for (long t = first; t <= last; t++) {
         size_t tk = ((size_t)t * hqk + hk) * dk, th = (size_t)t * hv + h;
         nan_row |= !all_finite(k->values + tk, dk) || !isfinite(g->values[th]) || !isfinite(beta->values[th]) ||
                    !isfinite(v->values[th * dv + i]);
@@ -198,7 +239,7 @@ static void evolve_row(const ug_case *c, ug_ar *ar, const ug_selection *sel, con
             s[j].e = e;
         }
     }
-    if (last == p->tokens - 1)
+    if (last == end - 1)
         for (size_t pos = lower_bound(sel, 1, r * dk); pos < sel->n[1] && sel->idx[1][pos] / dk == r; pos++)
             ug_ar_emit(ar, 1, pos, nan_row ? ug_c(ar, NAN) : s[sel->idx[1][pos] % dk]);
     ug_ar_release(ar, mark);
@@ -208,7 +249,7 @@ int ug_delta_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     ug_delta_params p;
     ug_delta_read_params(&c->params, &p);
-    size_t rows = (size_t)(p.hv * p.dv), dk = (size_t)p.dk;
+    size_t per_seq = (size_t)(p.hv * p.dv), rows = p.seqs * per_seq, dk = (size_t)p.dk;
     long *need = malloc(rows * sizeof *need);
     ug_num *s = malloc(3 * dk * sizeof *s);
     if (!need || !s) {
@@ -219,8 +260,12 @@ int ug_delta_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     ug_delta_rows_needed(sel, &p, need);
     size_t mark = ug_ar_mark(ar);
     ug_num one = ug_c(ar, 1.0);
-    for (size_t r = 0; r < rows; r++)
-        if (need[r] >= 0) evolve_row(c, ar, sel, &p, r, need[r], one, s, s + dk, s + 2 * dk);
+    long first = 0;
+    for (size_t r = 0; r < rows; r++) {
+        long end = first + ug_delta_seq_len(&p, r / per_seq);
+        if (need[r] >= 0) evolve_row(c, ar, sel, &p, r, first, end, need[r], one, s, s + dk, s + 2 * dk);
+        if ((r + 1) % per_seq == 0) first = end; /* the next sequence's rows */
+    }
     ug_ar_release(ar, mark);
     free(need);
     free(s);

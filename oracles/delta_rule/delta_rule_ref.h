@@ -36,11 +36,17 @@ typedef struct {
     double scale;  /* fp32 value */
     int qk_l2;     /* params.qk_norm == l2: the op normalises q and k itself */
     double qk_eps; /* fp32 value of params.qk_eps (inside the sqrt of that norm) */
+    size_t seqs;        /* sequences packed along the tokens (params.seqlens; 1 without it) */
+    const long *seqlens; /* their lengths, borrowed from the params; NULL: one sequence of all tokens */
 } ug_delta_params;
 
 void ug_delta_read_params(const ug_params *P, ug_delta_params *p);
 
-/* The check hook of both ops: hv a multiple of hqk, qk_eps > 0 (size is the case memory
+/* Tokens of sequence b (0 <= b < p->seqs). */
+long ug_delta_seq_len(const ug_delta_params *p, size_t b);
+
+/* The check hook of both ops: hv a multiple of hqk, qk_eps > 0, and where the op declares
+ * seqlens, given lengths of at least 1 that sum to tokens (size is the case memory
  * budget's). */
 int ug_delta_check(const ug_params *P, char *err, size_t errlen);
 
@@ -55,8 +61,10 @@ int ug_delta_build(ug_case *c, char *err, size_t errlen);
  * (output 0) and ht (output 1). Rounds nowhere (the spec rounds only at the outputs). */
 int ug_delta_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel);
 
-/* need[r] = the last token state row r = h*Dv + i must be evolved to for the selection
- * (every o[t, h, i] selected, and T-1 for a selected ht[h, i, :]); -1 if none. */
+/* need[r] = the last token state row r = (b*Hv + h)*Dv + i (sequence b, head h, row i) must
+ * be evolved to for the selection (every o[t, h, i] selected for a token t of sequence b,
+ * and b's last token for a selected ht[b*Hv + h, i, :]); -1 if none. need holds
+ * seqs*Hv*Dv entries. */
 void ug_delta_rows_needed(const ug_selection *sel, const ug_delta_params *p, long *need);
 
 /* 1/sqrt(||x||^2 + eps) of an exact input row of n values (qk_norm l2). */

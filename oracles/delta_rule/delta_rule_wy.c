@@ -27,6 +27,10 @@
  *   s_i       e^{G_{n-1}} s_i + sum_c U_c[i] (D[n-1][c] k^_c)             one reduction; carried on
  * the stages and groupings of kernels/sim/delta_rule/chunked_gated_delta_rule.c.
  *
+ * Sequences (params.seqlens): each sequence is chunked on its own from its first token (its
+ * last chunk its length mod L), from its own h0 rows, and ends in its own ht rows; no chunk
+ * holds tokens of two sequences and no state passes between them.
+ *
  * Rows. Row i of the state meets only row i (U_c[i], o_r[i] and the new s_i read s_i and
  * v[., i]), while G, D, A, T, W, P and D k^ depend on the head alone: per chunk they are
  * formed once, then each selected row is carried through them.
@@ -183,18 +187,20 @@ static void carry_row(wy_ws *w, ug_ar *ar, const ug_selection *sel, size_t h, si
     }
 }
 
-/* Every selected element of head h; need[i] is row i's last needed token (-1: none). */
-static void head(wy_ws *w, ug_ar *ar, const ug_selection *sel, size_t h, const long *need)
+/* Every selected element of head h of sequence b, tokens [first, end), its state rows
+ * (b*Hv + h)*Dv + i; need[i] is row i's last needed token (-1: none). */
+static void head(wy_ws *w, ug_ar *ar, const ug_selection *sel, size_t b, size_t h, size_t first, size_t end,
+                 const long *need)
 {
-    size_t dk = w->dk, dv = w->dv, T = (size_t)w->p.tokens, hk = h / (size_t)(w->p.hv / w->p.hqk);
+    size_t dk = w->dk, dv = w->dv, hk = h / (size_t)(w->p.hv / w->p.hqk), row0 = (b * (size_t)w->p.hv + h) * dv;
     long last = -1;
     for (size_t i = 0; i < dv; i++) {
         if (need[i] > last) last = need[i];
-        const double *h0_row = w->h0->values + (h * dv + i) * dk;
+        const double *h0_row = w->h0->values + (row0 + i) * dk;
         for (size_t j = 0; need[i] >= 0 && j < dk; j++) w->S[i * dk + j] = load(ar, h0_row[j]);
     }
-    for (size_t t0 = 0; (long)t0 <= last; t0 += w->L) {
-        size_t n = T - t0 < w->L ? T - t0 : w->L;
+    for (size_t t0 = first; (long)t0 <= last; t0 += w->L) {
+        size_t n = end - t0 < w->L ? end - t0 : w->L; /* the sequence's last chunk: its length mod L */
         chunk_load(w, ar, h, hk, t0, n);
         chunk_matrices(w, ar, n);
         chunk_keys(w, ar, n);
@@ -202,10 +208,10 @@ static void head(wy_ws *w, ug_ar *ar, const ug_selection *sel, size_t h, const l
             if (need[i] >= (long)t0) carry_row(w, ar, sel, h, i, t0, n, w->S + i * dk);
     }
     for (size_t i = 0; i < dv; i++) {
-        size_t r = h * dv + i, b, e;
-        if (need[i] != (long)T - 1) continue;
-        ug_selection_range(sel, 1, r * dk, (r + 1) * dk, &b, &e);
-        for (size_t pos = b; pos < e; pos++) ug_ar_emit(ar, 1, pos, w->S[i * dk + sel->idx[1][pos] % dk]);
+        size_t r = row0 + i, lo, hi;
+        if (need[i] != (long)end - 1) continue;
+        ug_selection_range(sel, 1, r * dk, (r + 1) * dk, &lo, &hi);
+        for (size_t pos = lo; pos < hi; pos++) ug_ar_emit(ar, 1, pos, w->S[i * dk + sel->idx[1][pos] % dk]);
     }
 }
 
@@ -214,13 +220,18 @@ int ug_delta_wy_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     size_t mark = ug_ar_mark(ar);
     wy_ws w;
     if (ws_alloc(&w, c, ar)) return -1;
-    long *need = malloc((size_t)(w.p.hv * w.p.dv) * sizeof *need);
+    size_t hv = (size_t)w.p.hv, per_seq = hv * w.dv;
+    long *need = malloc(w.p.seqs * per_seq * sizeof *need);
     if (!need) {
         free(w.G);
         return -1;
     }
     ug_delta_rows_needed(sel, &w.p, need);
-    for (size_t h = 0; h < (size_t)w.p.hv; h++) head(&w, ar, sel, h, need + h * w.dv);
+    for (size_t b = 0, first = 0; b < w.p.seqs; b++) {
+        size_t end = first + (size_t)ug_delta_seq_len(&w.p, b);
+        for (size_t h = 0; h < hv; h++) head(&w, ar, sel, b, h, first, end, need + b * per_seq + h * w.dv);
+        first = end;
+    }
     free(need);
     free(w.G);
     ug_ar_release(ar, mark);

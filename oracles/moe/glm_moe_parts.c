@@ -405,6 +405,12 @@ void gmp_shared_close(gmp_shared *k)
 ug_num gmp_swiglu_bf16(ug_ar *ar, const double *x, const double *w1, const double *w3, size_t stride, size_t h)
 {
     ug_num g = ug_dot_d(ar, x, 1, w1, stride, h), u = ug_dot_d(ar, x, 1, w3, stride, h);
+    ug_num a = ug_round(ar, ug_mul(ar, ug_silu(ar, g), u), UG_DT_BF16); /* rounds: the spec's bf16 activation */
+    if (ug_ar_get_mode(ar) != UG_AR_CERT || !isinf(a.e)) return a;
+    /* CERT left the rounding ambiguous, which would send the token's whole output row to
+     * MPFR: mostly g or u cancelling (|g| far below the bound of a long sum). Bf16 products
+     * usually sum exactly in double, and then the tracked sums settle it. */
+    g = ug_dot_d_tracked(ar, x, 1, w1, stride, h), u = ug_dot_d_tracked(ar, x, 1, w3, stride, h);
     return ug_round(ar, ug_mul(ar, ug_silu(ar, g), u), UG_DT_BF16); /* rounds: the spec's bf16 activation */
 }
 

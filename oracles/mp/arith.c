@@ -430,6 +430,26 @@ static ug_num seq_sum(ug_ar *ar, const ug_num *xs, const double *a, size_t sa, c
     return num_exact(acc);
 }
 
+/* CERT sum: the plain left-to-right sum s (the same value as ever), bounded by its own
+ * rounding errors rather than the worst case gamma_n * sum|x_i|. Each addition's error is
+ * exact (TwoSum), so exact - s = sum err_i, which c computes to within gamma_n * sum|err_i|;
+ * the bound |c| + gamma_n * sum|err_i| is the actual error plus a second-order term: about
+ * sqrt(n) ulps of s for a long softmax denominator instead of n, which keeps rows of
+ * thousands of terms from sending elements near an fp32 rounding boundary to MPFR. */
+static ug_num cert_sum(const ug_num *xs, size_t n)
+{
+    double s = 0.0, c = 0.0, abs_err = 0.0, e = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double t = s + xs[i].v, err = two_sum_err(s, xs[i].v, t);
+        c += err;
+        abs_err += fabs(err);
+        e += xs[i].e;
+        s = t;
+    }
+    if (!isfinite(s)) return num_cert(s, INFINITY);
+    return num_cert(s, e + fabs(c) + gamma_n(n + 1) * abs_err);
+}
+
 ug_num ug_sum(ug_ar *ar, const ug_num *xs, size_t n)
 {
     if (ar->mode == UG_AR_MPFR_SEQ) return seq_sum(ar, xs, NULL, 0, NULL, 0, n);
@@ -440,6 +460,7 @@ ug_num ug_sum(ug_ar *ar, const ug_num *xs, size_t n)
         mpfr_sum(m, ar->ptrs, n, MPFR_RNDN); /* exact sum, one rounding */
         return num_exact(m);
     }
+    if (ar->mode == UG_AR_CERT) return cert_sum(xs, n);
     double s = 0.0, abs_sum = 0.0, e = 0.0;
     for (size_t i = 0; i < n; i++) {
         s += xs[i].v;
@@ -447,7 +468,6 @@ ug_num ug_sum(ug_ar *ar, const ug_num *xs, size_t n)
         abs_sum += fabs(xs[i].v);
         e += xs[i].e;
     }
-    if (ar->mode == UG_AR_CERT) return num_cert(s, e + gamma_n(n + 1) * abs_sum);
     if (IS_DEV(ar)) return num_dev(s, e + gamma32(n > 0 ? n - 1 : 0) * abs_sum + (double)n * UG_DEV_ETA);
     ug_num r = {s, 0.0, NULL};
     return r;
@@ -465,11 +485,12 @@ static int narrow(double x)
  * bits, no under/overflow) and every addition is (TwoSum error 0) the result is exact:
  * short bf16 dot products often land exactly on a rounding tie of the output dtype, and
  * an exact value needs no MPFR to round. Otherwise the usual gamma bound. Long sums
- * (n > 64) rarely land on a tie, so they skip the tracking and its cost. */
-static ug_num cert_dot(const double *a, size_t sa, const double *b, size_t sb, size_t n)
+ * (n > 64) rarely land on a tie, so they skip the tracking and its cost unless track_long
+ * (ug_dot_d_tracked). The sum is the same operations in the same order either way. */
+static ug_num cert_dot(const double *a, size_t sa, const double *b, size_t sb, size_t n, int track_long)
 {
     double s = 0.0, abs_sum = 0.0;
-    int exact = n <= 64;
+    int exact = n <= 64 || track_long;
     for (size_t i = 0; i < n; i++) {
         double x = a[i * sa], y = b[i * sb], p = x * y, t = s + p;
         if (exact)
@@ -481,9 +502,33 @@ static ug_num cert_dot(const double *a, size_t sa, const double *b, size_t sb, s
     return num_cert(s, exact ? 0.0 : gamma_n(n + 2) * abs_sum + (double)n * TINY);
 }
 
+/* CERT dot product of numbers with exact doubles. The usual bound, except that while every
+ * x is exact (e == 0) and every product and addition is (as in cert_dot) the result is
+ * exact: a bf16 activation (moe_grouped_gemm's a, rounded as its spec mandates) times bf16
+ * weights often sums exactly onto a rounding tie of the output dtype, which the bound alone
+ * would send to MPFR. The sum itself is the same operations in the same order as without
+ * the tracking. */
+static ug_num cert_dot_nd(const ug_num *x, const double *b, size_t sb, size_t n)
+{
+    double s = 0.0, abs_sum = 0.0, e = 0.0;
+    int exact = 1;
+    for (size_t i = 0; i < n; i++) {
+        double xv = x[i].v, y = b[i * sb], p = xv * y, t = s + p;
+        if (exact)
+            exact = x[i].e == 0.0 && narrow(xv) && narrow(y) &&
+                    (xv == 0.0 || y == 0.0 || (fabs(p) >= 0x1p-960 && fabs(p) <= 0x1p960)) && isfinite(t) &&
+                    two_sum_err(s, p, t) == 0.0;
+        s = t;
+        abs_sum += fabs(p);
+        e += x[i].e * fabs(y);
+    }
+    /* exact zero products and exact inputs: an exact zero */
+    return num_cert(s, exact || (abs_sum == 0.0 && e == 0.0) ? 0.0 : e + gamma_n(n + 2) * abs_sum + (double)n * TINY);
+}
+
 ug_num ug_dot_d(ug_ar *ar, const double *a, size_t sa, const double *b, size_t sb, size_t n)
 {
-    if (ar->mode == UG_AR_CERT) return cert_dot(a, sa, b, sb, n);
+    if (ar->mode == UG_AR_CERT) return cert_dot(a, sa, b, sb, n, 0);
     if (ar->mode == UG_AR_MPFR_SEQ) return seq_sum(ar, NULL, a, sa, b, sb, n);
     if (IS_MP(ar)) {
         prods_init(ar, n ? n : 1);
@@ -512,6 +557,11 @@ ug_num ug_dot_d(ug_ar *ar, const double *a, size_t sa, const double *b, size_t s
     return r;
 }
 
+ug_num ug_dot_d_tracked(ug_ar *ar, const double *a, size_t sa, const double *b, size_t sb, size_t n)
+{
+    return ar->mode == UG_AR_CERT ? cert_dot(a, sa, b, sb, n, 1) : ug_dot_d(ar, a, sa, b, sb, n);
+}
+
 ug_num ug_dot_nd(ug_ar *ar, const ug_num *x, const double *b, size_t sb, size_t n)
 {
     if (ar->mode == UG_AR_MPFR_SEQ) return seq_sum(ar, x, NULL, 0, b, sb, n);
@@ -531,6 +581,7 @@ ug_num ug_dot_nd(ug_ar *ar, const ug_num *x, const double *b, size_t sb, size_t 
         if (r != m) mpfr_set(r, m, MPFR_RNDN); /* exact: same precision */
         return num_exact(r);
     }
+    if (ar->mode == UG_AR_CERT) return cert_dot_nd(x, b, sb, n);
     double s = 0.0, abs_sum = 0.0, e = 0.0;
     for (size_t i = 0; i < n; i++) {
         double p = x[i].v * b[i * sb];
@@ -543,8 +594,6 @@ ug_num ug_dot_nd(ug_ar *ar, const ug_num *x, const double *b, size_t sb, size_t 
         abs_sum += fabs(p);
         e += x[i].e * fabs(b[i * sb]);
     }
-    if (ar->mode == UG_AR_CERT) /* exact zero products and exact inputs: an exact zero */
-        return num_cert(s, abs_sum == 0.0 && e == 0.0 ? 0.0 : e + gamma_n(n + 2) * abs_sum + (double)n * TINY);
     if (IS_DEV(ar)) return num_dev(s, e + gamma32(n) * abs_sum + 2.0 * (double)n * UG_DEV_ETA);
     ug_num r = {s, 0.0, NULL};
     return r;
@@ -585,14 +634,36 @@ double ug_mp_round(mpfr_srcptr x, ug_dtype dt)
     return r;
 }
 
+/* nextafter(x, -inf) and nextafter(x, +inf) on the bits, without libm's call: the emit of
+ * every certified element takes two. NaN and the infinities in the direction of the step
+ * come back unchanged, as from nextafter. */
+static double next_down(double x)
+{
+    if (isnan(x) || x == -INFINITY) return x;
+    if (x == 0.0) return -0x1p-1074;
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    u += x > 0.0 ? (uint64_t)-1 : 1u; /* toward -inf: smaller magnitude if positive, larger if negative */
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+static double next_up(double x) { return -next_down(-x); }
+
 int ug_cert_round(ug_dtype dt, double v, double e, double *g)
 {
+    if (e == 0.0) { /* exact */
+        *g = ug_dtype_round(dt, v);
+        return !isnan(v);
+    }
     /* outward: the computed endpoints must contain the true interval */
-    double lo = ug_dtype_round(dt, nextafter(v - e, -INFINITY));
-    double hi = ug_dtype_round(dt, nextafter(v + e, INFINITY));
-    *g = ug_dtype_round(dt, v);
+    double lo = ug_dtype_round(dt, next_down(v - e));
+    double hi = ug_dtype_round(dt, next_up(v + e));
     /* lo == hi also holds for -0 == +0: the sign of a zero result is not judged */
-    return e == 0.0 ? !isnan(v) : isfinite(v) && isfinite(e) && lo == hi;
+    int sure = isfinite(v) && isfinite(e) && lo == hi;
+    /* rounding is monotone, so a sure element rounds to lo (a zero keeps v's sign) */
+    *g = sure && lo != 0.0 ? lo : ug_dtype_round(dt, v);
+    return sure;
 }
 
 void ug_ar_emit(ug_ar *ar, int out, size_t k, ug_num x)

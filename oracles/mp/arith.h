@@ -102,6 +102,11 @@ ug_num ug_dev_round(ug_ar *ar, ug_num x, ug_dtype dt);
 /* Reductions. xs[i*stride]; a and b are exact doubles (input values). */
 ug_num ug_sum(ug_ar *ar, const ug_num *xs, size_t n);
 ug_num ug_dot_d(ug_ar *ar, const double *a, size_t sa, const double *b, size_t sb, size_t n);
+/* ug_dot_d, but in CERT the exactness of the sum is tracked at any length (ug_dot_d stops
+ * tracking past 64 terms): the same value, and a zero bound when every product and addition
+ * was exact. For a retry where a bound decided nothing (a mandated rounding left
+ * ambiguous), not for every dot product: the tracking costs about as much as the sum. */
+ug_num ug_dot_d_tracked(ug_ar *ar, const double *a, size_t sa, const double *b, size_t sb, size_t n);
 ug_num ug_dot_nd(ug_ar *ar, const ug_num *x, const double *b, size_t sb, size_t n);
 /* out[c] = ug_dot_nd(ar, x, V + c, ldv, n) for the ncols columns c of V (row i at V +
  * i*ldv): bit for bit the same numbers in every arithmetic (each column's sum in its own

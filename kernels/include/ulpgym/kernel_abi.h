@@ -33,6 +33,14 @@
  *     first call (a GPU context does not survive fork), not in a library constructor.
  *   - A crash or hang in the plugin costs that case only (CRASH / TIMEOUT) when the sweep
  *     runs workers; it never corrupts the results database.
+ * Optional, still version 1: a plugin may also export
+ *     double ulpgym_last_device_ms(void);
+ * the device time, in milliseconds, of the kernel its latest ulpgym_run call launched
+ * (e.g. the elapsed time between two device events around it, the call having waited for
+ * the device). ulpgym looks it up with dlsym; where it is present `ulpgym bench kernels
+ * --backend B --baseline A` takes it as the plugin's kernel-only time, else the wall time
+ * around ulpgym_run. It must return a finite value >= 0 after a call that returned
+ * ULPGYM_OK; a plugin without it is unchanged and loads as before (docs/PLUGINS.md).
  * Element encodings (enum ulpgym_dtype): fp32 IEEE binary32, fp16 IEEE binary16, bf16
  * the top half of binary32, e4m3/e5m2 OCP FP8 (E4M3FN: no inf, NaN S.1111.111), e8m0 OCP
  * MX scale 2^(b-127), int8/int32 two's complement; all little-endian.
@@ -56,7 +64,7 @@ extern "C" {
 #define ULPGYM_UNSUPPORTED 1
 #define ULPGYM_ERROR (-1)
 
-/* Marks the two entry points exported even when a plugin builds with
+/* Marks the entry points exported even when a plugin builds with
  * -fvisibility=hidden: `ULPGYM_EXPORT int ulpgym_run(...)`. */
 #if defined(_WIN32)
 #define ULPGYM_EXPORT __declspec(dllexport)
@@ -96,10 +104,12 @@ typedef struct ulpgym_call {
 
 typedef int (*ulpgym_abi_version_fn)(void);
 typedef int (*ulpgym_run_fn)(const ulpgym_call *call, char *err, size_t errlen);
+typedef double (*ulpgym_last_device_ms_fn)(void); /* the optional device clock (above) */
 
 /* What a plugin defines (declared here so its definitions are checked against them). */
 ULPGYM_EXPORT int ulpgym_abi_version(void);
 ULPGYM_EXPORT int ulpgym_run(const ulpgym_call *call, char *err, size_t errlen);
+ULPGYM_EXPORT double ulpgym_last_device_ms(void); /* optional: define it only if the plugin measures device time */
 
 #ifdef __cplusplus
 }

@@ -9,7 +9,8 @@
  * the running row max m and sum l in fp32 and rescales the fp32 output accumulator by
  * exp(m_old - m_new). l sums the fp32 probabilities; P is cast to the input dtype before
  * the P.V matmul (fp32 accumulation), as a cube unit takes its operands. At the end
- * o = acc * (1/l) is rounded once to the dtype and lse = m + ln(l) stays fp32. A row
+ * o = acc * (1/l) is rounded once to the dtype and lse = m + ln(l) stays fp32; the running m and
+ * l are also written as the optional softmax_max and softmax_sum (fp32). A row
  * that sees no key (causal, k shorter than q) gives o = 0 and lse = -inf. Special values as
  * the op's semantics state: the row max propagates NaN (a NaN score makes the row NaN),
  * and P.V skips keys whose score is -inf (unseen or dropped), so NaN/inf in their v
@@ -29,7 +30,7 @@
 #define FA_BQ 64
 #define FA_BK 64
 
-typedef enum { MUT_NONE, MUT_LSE_LOG2, MUT_CAUSAL_TOPLEFT, MUT_NO_RESCALE, MUT_LSE_BF16 } fa_bug;
+typedef enum { MUT_NONE, MUT_LSE_LOG2, MUT_CAUSAL_TOPLEFT, MUT_NO_RESCALE, MUT_LSE_BF16, MUT_MAX_LOG2, MUT_SUM_RECIP } fa_bug;
 
 typedef struct {
     long heads, dim, causal;
@@ -85,6 +86,14 @@ static void row_step(const fa_ctx *x, fa_work *w, const float *dots, long nk, lo
     *m = m_new;
 }
 
+/* The optional row max and sum of a finished query row (the reference's M and L): the
+ * running m and l as the online softmax left them, in fp32. */
+static void row_max_sum(const fa_ctx *x, float m, float l, float *mo, float *lo)
+{
+    *mo = x->bug == MUT_MAX_LOG2 ? m * (float)M_LOG2E : m; /* bug: max in an exp2 softmax's log2 domain */
+    *lo = x->bug != MUT_SUM_RECIP ? l : l > 0.0f ? 1.0f / l : 0.0f; /* bug: the reciprocal o is normalised with */
+}
+
 /* The o and lse rows of a finished query row. */
 static void row_finish(const fa_ctx *x, float m, float l, const float *acc, float *o, float *lse)
 {
@@ -100,10 +109,10 @@ static void row_finish(const fa_ctx *x, float m, float l, const float *acc, floa
 }
 
 /* One query tile [i0, i0+nq) of element (q0 tokens, k0 keys offset), head h: writes o and
- * lse rows. Per key tile: K transposed once, the tile's q.k for all rows (attn_vec.h), then
- * each row's online-softmax step. */
+ * lse rows, and the rows of the optional row max and sum (mo, lo [Tq, H]). Per key tile: K
+ * transposed once, the tile's q.k for all rows (attn_vec.h), then each row's online-softmax step. */
 static void query_tile(const fa_ctx *x, long q0, long lq, long k0, long lk, long h, long i0, long nq, float *o,
-                       float *lse, fa_work *w)
+                       float *lse, float *mo, float *lo, fa_work *w)
 {
     size_t D = (size_t)x->dim, HD = (size_t)x->heads * D;
     float m[FA_BQ], l[FA_BQ];
@@ -126,6 +135,7 @@ static void query_tile(const fa_ctx *x, long q0, long lq, long k0, long lk, long
     for (long r = 0; r < nq; r++) {
         size_t row = (size_t)(q0 + i0 + r) * (size_t)x->heads + (size_t)h;
         row_finish(x, m[r], l[r], w->acc + r * D, o + row * D, lse + row);
+        row_max_sum(x, m[r], l[r], mo + row, lo + row);
     }
 }
 
@@ -150,8 +160,10 @@ static void stage_keys(const fa_ctx *x, long k0, long lk, long h, float *kt)
 
 static int fa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
-    const ulpgym_tensor *q, *k, *v, *cq, *ck, *o, *lse, **slots[] = {&q, &k, &v, &cq, &ck, &o, &lse};
-    if (ug_sim_bind(call, "q k v cu_seqlens_q cu_seqlens_k o lse", slots, err, errlen)) return -2;
+    const ulpgym_tensor *q, *k, *v, *cq, *ck, *o, *lse, *mx, *sm,
+        **slots[] = {&q, &k, &v, &cq, &ck, &o, &lse, &mx, &sm};
+    if (ug_sim_bind(call, "q k v cu_seqlens_q cu_seqlens_k o lse softmax_max? softmax_sum?", slots, err, errlen))
+        return -2;
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
     fa_ctx x = {.heads = q->shape[1], .dim = q->shape[2], .causal = ug_p_int(&p, "causal"), .dt = q->dtype, .bug = bug};
@@ -164,7 +176,7 @@ static int fa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     if (cu) {
         ug_sim_load(cq, 0, (size_t)batch + 1, cu);
         ug_sim_load(ck, 0, (size_t)batch + 1, cu + batch + 1);
-        buf = malloc(((tq + 2 * tk) * HD + tq * HD + tq * (size_t)x.heads + FA_BQ * (size_t)x.dim +
+        buf = malloc(((tq + 2 * tk) * HD + tq * HD + 3 * tq * (size_t)x.heads + FA_BQ * (size_t)x.dim +
                       (size_t)x.dim * kt_cols(cu + batch + 1, batch) + FA_BQ * FA_BK) *
                      sizeof *buf);
     }
@@ -174,8 +186,9 @@ static int fa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
         return -1;
     }
     float *qf = buf, *kf = qf + tq * HD, *vf = kf + tk * HD, *of = vf + tk * HD, *lf = of + tq * HD;
+    float *mof = lf + tq * (size_t)x.heads, *lof = mof + tq * (size_t)x.heads; /* the optional row max and sum */
     fa_work w;
-    w.acc = lf + tq * (size_t)x.heads;
+    w.acc = lof + tq * (size_t)x.heads;
     w.kt = w.acc + FA_BQ * (size_t)x.dim;
     w.dots = w.kt + (size_t)x.dim * kt_cols(cu + batch + 1, batch);
     ug_sim_load(q, 0, tq * HD, qf);
@@ -190,11 +203,13 @@ static int fa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
         for (long h = 0; h < x.heads; h++) {
             stage_keys(&x, k0, lk, h, w.kt);
             for (long i0 = 0; i0 < lq; i0 += FA_BQ)
-                query_tile(&x, q0, lq, k0, lk, h, i0, lq - i0 < FA_BQ ? lq - i0 : FA_BQ, of, lf, &w);
+                query_tile(&x, q0, lq, k0, lk, h, i0, lq - i0 < FA_BQ ? lq - i0 : FA_BQ, of, lf, mof, lof, &w);
         }
     }
     ug_sim_store(o, 0, tq * HD, of);
     ug_sim_store(lse, 0, tq * (size_t)x.heads, lf);
+    if (mx) ug_sim_store(mx, 0, tq * (size_t)x.heads, mof); /* provided (an older caller may not pass them) */
+    if (sm) ug_sim_store(sm, 0, tq * (size_t)x.heads, lof);
     free(buf);
     free(cu);
     return 0;
@@ -212,5 +227,9 @@ const ug_kernel_variant ug_variants_flash_attention_mha[] = {
      fa_kernel, 0, MUT_NO_RESCALE},
     {"mut_lse_bf16", "lse kept in a bf16 register, rounded to bf16 before its fp32 store (up to 2^-9 relative off)",
      fa_kernel, 0, MUT_LSE_BF16},
+    {"mut_max_log2", "optional softmax_max (M) written in the log2 domain of an exp2-based softmax (m*log2 e)",
+     fa_kernel, 0, MUT_MAX_LOG2},
+    {"mut_sum_recip", "optional softmax_sum (L) written as 1/l, the reciprocal the kernel normalises o with",
+     fa_kernel, 0, MUT_SUM_RECIP},
     {NULL, NULL, NULL},
 };

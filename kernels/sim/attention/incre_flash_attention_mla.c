@@ -1,6 +1,6 @@
 /* incre_flash_attention_mla.c — sim kernel and planted-bug mutants for
  * incre_flash_attention_mla (MLA decode over a paged cache):
- *     s_j = (q_nope·c_kv[j] + q_rope·k_rope[j]) · 576^-1/2,   o = softmax(s) · c_kv
+ *     s_j = (q_nope·c_kv[j] + q_rope·k_rope[j]) · (kv_lora + rope)^-1/2,   o = softmax(s) · c_kv
  * where key j of sequence b lives in block block_table[b][j / block_size], slot
  * j % block_size, and query head h reads kv head h / (Hq/n_kv). S_q = q_per_step query
  * tokens per sequence (rows b*S_q + i of q and o); row i sees the first L - S_q + 1 + i
@@ -8,8 +8,9 @@
  *
  * Device model: one core per (sequence, kv head) gathers the sequence's live cache rows
  * through the block table (the last block only up to seq_lens[b]) into one fp32 row of
- * 576 per key (c_kv ‖ k_rope, bf16 widened exactly), then serves the group's query heads
- * in tiles of 128 keys: one fp32 dot over all 576 dims, online softmax, P kept in fp32
+ * kv_lora + rope (576 at production) per key (c_kv ‖ k_rope, bf16 widened exactly), then serves
+ * the group's query heads in tiles of 128 keys: one fp32 dot over all those dims, the scale
+ * (kv_lora + rope)^-1/2 held in fp32, online softmax, P kept in fp32
  * for P·V, fp32 accumulation, o rounded once to bf16. P stays fp32 because a bf16 P
  * (up to 2^-9 relative per weight) is more than the op's pypto 1e-4 / 2^-7 leaves on flat
  * rows: with it, 75 of the 90 plan cases fail against the exact oracle. */
@@ -23,12 +24,12 @@
 
 #define MLA_TILE 128
 
-typedef enum { MUT_NONE, MUT_SCALE_512, MUT_DROP_PARTIAL_BLOCK, MUT_MTP_NO_OFFSET } mla_bug;
+typedef enum { MUT_NONE, MUT_SCALE_512, MUT_DROP_PARTIAL_BLOCK, MUT_MTP_NO_OFFSET, MUT_SCALE_576 } mla_bug;
 
 typedef struct {
     const ulpgym_tensor *qn, *qr, *ckv, *kr, *table, *lens, *o;
     long b, sq, hq, nkv, nblocks, bs, maxb;
-    long lora, rope, dk; /* params kv_lora (512), rope (64); dk = their sum */
+    long lora, rope, dk; /* params kv_lora (production 512), rope (64); dk = their sum */
 } mla_view;
 
 static int dims_are(const ulpgym_tensor *t, int n, const int64_t *want)
@@ -56,15 +57,15 @@ static int mla_open(const ulpgym_call *call, mla_view *m, char *err, size_t errl
     if (!dims_are(m->qn, 3, qn) || !dims_are(m->qr, 3, qr) || !dims_are(m->ckv, 4, ck) || !dims_are(m->kr, 4, kr) ||
         !dims_are(m->o, 3, qn) || m->table->shape[0] != m->b || m->lens->shape[0] != m->b || m->nkv < 1 ||
         m->hq % m->nkv || m->table->dtype != ULPGYM_INT32 || m->lens->dtype != ULPGYM_INT32) {
-        snprintf(err, errlen, "incre_flash_attention_mla: tensor shapes disagree (q_nope [B*S_q,Hq,512], "
-                              "q_rope [B*S_q,Hq,64], "
-                              "c_kv [NB,BS,n_kv,512], k_rope [NB,BS,n_kv,64], block_table [B,MB], Hq %% n_kv == 0)");
+        snprintf(err, errlen, "incre_flash_attention_mla: tensor shapes disagree (q_nope [B*S_q,Hq,kv_lora], "
+                              "q_rope [B*S_q,Hq,rope], c_kv [NB,BS,n_kv,kv_lora], k_rope [NB,BS,n_kv,rope], "
+                              "block_table [B,MB], Hq %% n_kv == 0)");
         return -2;
     }
     return 0;
 }
 
-/* Gathers the n live keys of (b, kv head g) into kf (n rows of 576); -2 on a bad table entry. */
+/* Gathers the n live keys of (b, kv head g) into kf (n rows of kv_lora + rope); -2 on a bad table entry. */
 static int mla_gather(const mla_view *m, long b, long g, long n, float *kf, char *err, size_t errlen)
 {
     const int32_t *table = m->table->data;
@@ -117,7 +118,8 @@ static int mla_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
         return -1;
     }
     float *qf = kf + (size_t)cap * m.dk, *of = qf + group * m.dk;
-    double dk = bug == MUT_SCALE_512 ? m.lora : m.dk; /* bug: 512^-1/2, the rope dims forgotten */
+    /* bugs: mut_scale_512 leaves out the rope dims, mut_scale_576 hard-codes the production dims */
+    double dk = bug == MUT_SCALE_512 ? m.lora : bug == MUT_SCALE_576 ? 576 : m.dk;
     ug_gl_attn_cfg cfg = {m.dk, m.lora, m.dk, m.dk, MLA_TILE, (float)(1.0 / sqrt(dk)), 0};
     int rc = 0;
     for (long b = 0; b < m.b && !rc; b++) {
@@ -140,15 +142,20 @@ static int mla_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
 }
 
 const ug_kernel_variant ug_variants_incre_flash_attention_mla[] = {
-    {"sim", "device-style MLA decode: paged gather per kv head, 128-key tiles, one 576-dim fp32 dot, online softmax",
+    {"sim",
+     "device-style MLA decode: paged gather per kv head, 128-key tiles, one (kv_lora+rope)-dim fp32 dot, online "
+     "softmax",
      mla_kernel, 0, MUT_NONE},
-    {"mut_scale_512", "softmax scale 512^-1/2 instead of 576^-1/2 (the rope dims left out)", mla_kernel, 0,
-     MUT_SCALE_512},
+    {"mut_scale_512", "softmax scale kv_lora^-1/2 instead of (kv_lora + rope)^-1/2 (the rope dims left out)",
+     mla_kernel, 0, MUT_SCALE_512},
     {"mut_drop_partial_block",
      "the last, partly filled cache block is skipped (visible only when a context is not a block multiple)", mla_kernel,
      0, MUT_DROP_PARTIAL_BLOCK},
     {"mut_mtp_no_offset",
      "multi-token step without the causal offset: every query row sees all L_b keys (visible only when q_per_step > 1)",
      mla_kernel, 0, MUT_MTP_NO_OFFSET},
+    {"mut_scale_576",
+     "softmax scale 576^-1/2, the production dims hard-coded, whatever kv_lora (visible only when kv_lora != 512)",
+     mla_kernel, 0, MUT_SCALE_576},
     {NULL, NULL, NULL},
 };

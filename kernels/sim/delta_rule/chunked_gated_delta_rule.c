@@ -12,7 +12,11 @@
  * (A here is the negative of the (I - A) convention: the same inverse.) Everything is
  * fp32, as a prefill kernel's vector and cube units hold it: inputs, the cumulative sum,
  * expf, every matmul accumulated in fp32 in index order. A NaN or +-inf input loads as
- * NaN (delta_rule_io.c), so it poisons exactly what the recurrent definition says. */
+ * NaN (delta_rule_io.c), so it poisons exactly what the recurrent definition says.
+ *
+ * Varlen (params.seqlens, the reference's act_seq_len): per value head, the sequences in
+ * order, each from its own h0 rows, chunked from its own first token (its tail chunk its
+ * length mod L), its final state stored to its own ht rows. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +26,14 @@
 #include "kernels/sim/delta_rule/delta_rule_io.h"
 #include "kernels/sim/simlib.h"
 
-typedef enum { MUT_NONE, MUT_DOUBLE_DECAY, MUT_DROP_TAIL, MUT_DIAG_IN_A } cgdr_bug;
+typedef enum {
+    MUT_NONE,
+    MUT_DOUBLE_DECAY,
+    MUT_DROP_TAIL,
+    MUT_DIAG_IN_A,
+    MUT_STATE_ACROSS_SEQS,
+    MUT_CHUNK_PAST_SEQ_END
+} cgdr_bug;
 
 /* Working arrays of one chunk (L tokens at most). */
 typedef struct {
@@ -141,35 +152,50 @@ static void chunk_load(chunk_ws *w, const ug_delta_io *io, size_t h, size_t hk, 
     }
 }
 
+/* Head h of the sequence of tokens [first, end) on the state S (loaded by the caller):
+ * writes its o rows and leaves its final state in S. */
+static void sequence_head(chunk_ws *w, const ug_delta_io *io, size_t h, size_t first, size_t end, float *S,
+                          cgdr_bug bug)
+{
+    size_t L = w->L, dv = io->dv, hk = ug_delta_io_qk_head(io, h);
+    if (bug == MUT_DROP_TAIL) end = first + (end - first) / L * L; /* bug: the partial chunk is dropped */
+    /* bug: the chunk is cut at the end of all tokens, not of its sequence, so a sequence's tail chunk takes in
+     * the next sequence's first tokens (their o is rewritten when that sequence runs; the state is not) */
+    size_t limit = bug == MUT_CHUNK_PAST_SEQ_END ? io->tokens : end;
+    for (size_t t0 = first; t0 < end; t0 += L) {
+        size_t n = limit - t0 < L ? limit - t0 : L; /* the tail chunk is explicit */
+        chunk_load(w, io, h, hk, t0, n);
+        chunk_step(w, n, S, bug);
+        for (size_t r = 0; r < n; r++) ug_sim_store(io->o, ((t0 + r) * io->hv + h) * dv, dv, w->o + r * dv);
+        if (bug == MUT_DOUBLE_DECAY && t0 + n < end) { /* bug: the carried state decayed again */
+            float gl = expf(w->G[n - 1]);
+            for (size_t x = 0; x < dv * io->dk; x++) S[x] *= gl;
+        }
+    }
+}
+
 static int cgdr_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
     ug_delta_io io;
     if (ug_delta_io_open(&io, call, err, errlen)) return -2;
     long chunk = ug_p_int(&io.params, "chunk"); /* 32, 64 or 128: the declaration checks it */
-    size_t L = (size_t)chunk, dk = io.dk, dv = io.dv;
+    size_t L = (size_t)chunk, dk = io.dk, dv = io.dv, state = dv * dk;
     chunk_ws w;
-    float *S = malloc((dv * dk > 0 ? dv * dk : 1) * sizeof *S);
+    float *S = malloc((state > 0 ? state : 1) * sizeof *S);
     if (!S || ws_alloc(&w, L, dk, dv)) {
         free(S);
         ug_delta_io_close(&io);
         return -1;
     }
-    size_t end = bug == MUT_DROP_TAIL ? io.tokens / L * L : io.tokens; /* bug: the partial chunk is dropped */
-    for (size_t h = 0; h < io.hv; h++) {
-        size_t hk = ug_delta_io_qk_head(&io, h);
-        ug_delta_io_load(io.h0, h * dv * dk, dv * dk, S);
-        for (size_t t0 = 0; t0 < end; t0 += L) {
-            size_t n = end - t0 < L ? end - t0 : L; /* the tail chunk is explicit */
-            chunk_load(&w, &io, h, hk, t0, n);
-            chunk_step(&w, n, S, bug);
-            for (size_t r = 0; r < n; r++) ug_sim_store(io.o, ((t0 + r) * io.hv + h) * dv, dv, w.o + r * dv);
-            if (bug == MUT_DOUBLE_DECAY && t0 + n < end) { /* bug: the carried state decayed again */
-                float gl = expf(w.G[n - 1]);
-                for (size_t x = 0; x < dv * dk; x++) S[x] *= gl;
-            }
+    for (size_t h = 0; h < io.hv; h++)
+        for (size_t b = 0, first = 0; b < io.seqs; b++) {
+            size_t end = first + ug_delta_io_seq_len(&io, b), row = (b * io.hv + h) * state; /* h0, ht [b*Hv + h] */
+            if (b == 0 || bug != MUT_STATE_ACROSS_SEQS) ug_delta_io_load(io.h0, row, state, S);
+            /* bug (mut_state_across_seqs): the previous sequence's final state carried on instead of its own h0 */
+            sequence_head(&w, &io, h, first, end, S, (cgdr_bug)bug);
+            ug_sim_store(io.ht, row, state, S);
+            first = end;
         }
-        ug_sim_store(io.ht, h * dv * dk, dv * dk, S);
-    }
     ws_free(&w);
     free(S);
     ug_delta_io_close(&io);
@@ -185,5 +211,13 @@ const ug_kernel_variant ug_variants_chunked_gated_delta_rule[] = {
      cgdr_kernel, 0, MUT_DROP_TAIL},
     {"mut_diag_in_a", "A keeps its diagonal beta_r |k_r|^2 (tril, not strict tril) before the inverse", cgdr_kernel, 0,
      MUT_DIAG_IN_A},
+    {"mut_state_across_seqs",
+     "varlen: each sequence after the first starts from the previous one's final state, not its own h0 (seqlens "
+     "with 2+ sequences)",
+     cgdr_kernel, 0, MUT_STATE_ACROSS_SEQS},
+    {"mut_chunk_past_seq_end",
+     "varlen: a sequence's tail chunk runs on into the next sequence's tokens (chunks cut at the end of all tokens), "
+     "so its final state is wrong: only when a sequence before the last is not a multiple of L",
+     cgdr_kernel, 0, MUT_CHUNK_PAST_SEQ_END},
     {NULL, NULL, NULL},
 };

@@ -1,6 +1,7 @@
 /* delta_rule_io.c — reading and checking the shared params and tensor contract of the two
  * gated-delta-rule kernels (q, k [T,Hqk,Dk]; v [T,Hv,Dv]; g, beta [T,Hv]; h0, ht
- * [Hv,Dv,Dk]; o [T,Hv,Dv]). A plugin built from the kernels gets the same checks. */
+ * [B*Hv,Dv,Dk] with B the sequences of chunked_gated_delta_rule's seqlens, 1 otherwise;
+ * o [T,Hv,Dv]). A plugin built from the kernels gets the same checks. */
 #include "kernels/sim/delta_rule/delta_rule_io.h"
 
 #include <math.h>
@@ -26,6 +27,12 @@ int ug_delta_io_open(ug_delta_io *io, const ulpgym_call *call, char *err, size_t
     io->scale = (float)ug_p_num(P, "scale"); /* exact: an fp32 value */
     io->qk_l2 = !strcmp(ug_p_str(P, "qk_norm"), "l2");
     io->qk_eps = (float)ug_p_num(P, "qk_eps"); /* exact: an fp32 value */
+    io->seqs = 1, io->seqlens = NULL;
+    if (ug_p_has(P, "seqlens")) { /* the default "0": one sequence of all tokens */
+        size_t n = ug_p_list(P, "seqlens", &io->seqlens);
+        if (n == 1 && io->seqlens[0] == 0) io->seqlens = NULL;
+        else io->seqs = n;
+    }
     const ulpgym_tensor **slots[] = {&io->q, &io->k, &io->v, &io->g, &io->beta, &io->h0, &io->o, &io->ht};
     if (ug_sim_bind(call, "q k v g beta h0 o ht", slots, err, errlen)) {
         ug_params_free(&io->params);
@@ -33,11 +40,11 @@ int ug_delta_io_open(ug_delta_io *io, const ulpgym_call *call, char *err, size_t
     }
     if (!same3(io->q, io->tokens, io->hqk, io->dk) || !same3(io->k, io->tokens, io->hqk, io->dk) ||
         !same3(io->v, io->tokens, io->hv, io->dv) || !same3(io->o, io->tokens, io->hv, io->dv) ||
-        !same3(io->h0, io->hv, io->dv, io->dk) || !same3(io->ht, io->hv, io->dv, io->dk) ||
+        !same3(io->h0, io->seqs * io->hv, io->dv, io->dk) || !same3(io->ht, io->seqs * io->hv, io->dv, io->dk) ||
         (size_t)io->g->shape[0] != io->tokens || (size_t)io->g->shape[1] != io->hv ||
         (size_t)io->beta->shape[0] != io->tokens || (size_t)io->beta->shape[1] != io->hv) {
         snprintf(err, errlen, "gated delta rule: tensor shapes disagree with the params (need q,k [T,Hqk,Dk], "
-                              "v,o [T,Hv,Dv], g,beta [T,Hv], h0,ht [Hv,Dv,Dk])");
+                              "v,o [T,Hv,Dv], g,beta [T,Hv], h0,ht [B*Hv,Dv,Dk])");
         ug_params_free(&io->params);
         return -2;
     }
@@ -45,6 +52,11 @@ int ug_delta_io_open(ug_delta_io *io, const ulpgym_call *call, char *err, size_t
 }
 
 void ug_delta_io_close(ug_delta_io *io) { ug_params_free(&io->params); }
+
+size_t ug_delta_io_seq_len(const ug_delta_io *io, size_t b)
+{
+    return io->seqlens ? (size_t)io->seqlens[b] : io->tokens;
+}
 
 size_t ug_delta_io_qk_head(const ug_delta_io *io, size_t h) { return h / (io->hv / io->hqk); }
 

@@ -15,6 +15,8 @@ typedef struct {
     float scale;  /* params.scale (fp32; default Dk^-1/2) */
     int qk_l2;    /* params.qk_norm == l2: the kernel normalises q and k rows itself */
     float qk_eps; /* params.qk_eps (fp32), inside the sqrt of that norm */
+    size_t seqs;         /* sequences packed along the tokens: params.seqlens where the op has it, else 1 */
+    const long *seqlens; /* their lengths (borrowed from params); NULL: one sequence of all tokens */
     ug_params params; /* the call's parsed params (an op's own ones: chunk) */
 } ug_delta_io;
 
@@ -22,6 +24,8 @@ typedef struct {
  * with a message. On success release with ug_delta_io_close(). */
 int ug_delta_io_open(ug_delta_io *io, const ulpgym_call *call, char *err, size_t errlen);
 void ug_delta_io_close(ug_delta_io *io);
+/* Tokens of sequence b. */
+size_t ug_delta_io_seq_len(const ug_delta_io *io, size_t b);
 /* The qk head a value head reads: h / (Hv/Hqk). */
 size_t ug_delta_io_qk_head(const ug_delta_io *io, size_t h);
 /* qk_norm l2: x[0..n) <- x * 1/sqrt(sum x^2 + qk_eps), fp32 sum of squares in index
