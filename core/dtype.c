@@ -1,10 +1,10 @@
 /* dtype.c — exact RNE conversions between double and the formats of dtype.h.
  *
- * One routine, round_binary(), serves every binary floating format: it scales x by the
- * format's quantum at x's binade (a power of two, so the scaling is exact), rounds the
- * scaled value to an integer with nearbyint() under the default round-to-nearest-even
- * mode, and scales back. Subnormals fall out of clamping the binade to emin. Tests check
- * every 16-bit and 8-bit pattern and random doubles against MPFR. */
+ * One routine, round_binary(), serves every binary floating format: a value normal in the
+ * format is rounded on the double's bits (its grid is its own binade's), a subnormal one
+ * by one hardware addition of a constant whose ulp is the format's subnormal quantum,
+ * under the default round-to-nearest-even mode. Tests check every 16-bit and 8-bit pattern
+ * and random doubles (subnormals and ties included) against MPFR. */
 #include "core/dtype.h"
 
 #include <math.h>
@@ -32,16 +32,18 @@ int ug_dtype_parse(const char *name)
     return -1;
 }
 
-/* RNE of finite x onto the grid of a binary format; overflow handled by the caller. */
+/* RNE of finite x onto the grid of a binary format; overflow handled by the caller.
+ * Bit operations and one hardware addition only: no frexp/ldexp/nearbyint (the naive
+ * oracle arithmetic rounds every product and partial sum through here). */
 static double round_binary(double x, int mant, int emin)
 {
     if (x == 0.0) return x;
-    if (fabs(x) >= ldexp(1.0, emin)) {
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    if ((int)((u >> 52) & 0x7ffu) - 1023 >= emin) {
         /* normal in the target: its grid is x's own binade, so round the double's bits
          * (add half an ulp minus one, plus the kept lsb for ties-to-even, then truncate);
          * a carry into the exponent is exactly the round-up to the next binade. */
-        uint64_t u;
-        memcpy(&u, &x, sizeof u);
         int shift = 52 - mant;
         uint64_t lsb = (u >> shift) & 1u;
         u += ((uint64_t)1 << (shift - 1)) - 1u + lsb; /* rounds: RNE */
@@ -49,12 +51,15 @@ static double round_binary(double x, int mant, int emin)
         memcpy(&x, &u, sizeof x);
         return x;
     }
-    int e;
-    frexp(x, &e);            /* |x| = f * 2^e, f in [0.5,1): floor(log2|x|) = e-1 */
-    int binade = e - 1 < emin ? emin : e - 1;
-    double q = ldexp(x, mant - binade);   /* exact: power-of-two scaling */
-    double r = nearbyint(q);              /* rounds: RNE to an integer */
-    return ldexp(r, binade - mant);       /* exact */
+    /* subnormal in the target (|x| < 2^emin): its grid is the multiples of q = 2^(emin-mant).
+     * c = 1.5 * 2^(emin-mant+52) is such a multiple, and c + x stays in c's binade (|x| <
+     * 2^emin <= c/4), whose ulp is q: the hardware's RNE of c + x is x rounded to the grid
+     * (c/q is even, so ties go to the even multiple), and subtracting c back is exact. */
+    uint64_t cu = ((uint64_t)(1023 + emin - mant + 52) << 52) | ((uint64_t)1 << 51);
+    double c;
+    memcpy(&c, &cu, sizeof c);
+    double r = (c + x) - c; /* rounds: RNE to the subnormal grid (first operation only) */
+    return copysign(r, x);  /* a tiny negative x rounds to -0 */
 }
 
 double ug_dtype_round(ug_dtype dt, double x)

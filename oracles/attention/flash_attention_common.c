@@ -153,6 +153,37 @@ ug_num ug_attn_weighted_v(ug_ar *ar, const ug_num *e, const unsigned char *live,
     return ug_div(ar, acc, total);
 }
 
+/* Whether a row's weighted sums can go through ug_dot_nd_cols as they stand: every key live
+ * and every value finite, so that ug_attn_weighted_v would take its plain dot product for
+ * each column. */
+static int plain_rows(const unsigned char *live, const double *v0, size_t stride, long n, size_t ncols)
+{
+    for (long j = 0; j < n; j++) {
+        if (!live[j]) return 0;
+        const double *vr = v0 + (size_t)j * stride;
+        for (size_t c = 0; c < ncols; c++)
+            if (!isfinite(vr[c])) return 0;
+    }
+    return 1;
+}
+
+void ug_attn_weighted_v_cols(ug_ar *ar, const ug_num *e, const unsigned char *live, const double *v0, size_t stride,
+                             long n, size_t ncols, ug_num total, double *col, ug_num *out)
+{
+    if (!plain_rows(live, v0, stride, n, ncols)) {
+        for (size_t c = 0; c < ncols; c++) out[c] = ug_attn_weighted_v(ar, e, live, v0 + c, stride, n, total, col);
+        return;
+    }
+    ug_dot_nd_cols(ar, e, v0, stride, (size_t)n, ncols, out);
+    for (size_t c = 0; c < ncols; c++) out[c] = ug_div(ar, out[c], total);
+}
+
+int ug_attn_row_dense(const ug_selection *sel, int o, size_t r, size_t ncols, size_t *b, size_t *e)
+{
+    ug_selection_range(sel, o, r * ncols, (r + 1) * ncols, b, e);
+    return 2 * (*e - *b) > ncols;
+}
+
 long ug_fa_row(ug_ar *ar, const ug_fa_params *p, const double *q, const double *k, long t, long h, ug_dtype p_dt,
                ug_num *e, unsigned char *live, ug_num *m, ug_num *total)
 {

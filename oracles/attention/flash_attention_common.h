@@ -77,6 +77,17 @@ long ug_attn_weights_fp8(ug_ar *ar, const double *qr, const double *k, size_t ks
 ug_num ug_attn_weighted_v(ug_ar *ar, const ug_num *e, const unsigned char *live, const double *vc, size_t stride,
                           long n, ug_num total, double *col);
 
+/* out[c] = ug_attn_weighted_v(..., v0 + c, ...) for the ncols adjacent columns of a row's
+ * values, bit for bit, in one pass over the n value rows (ug_dot_nd_cols) when every key is
+ * live and every value finite; column by column otherwise. col as for ug_attn_weighted_v. */
+void ug_attn_weighted_v_cols(ug_ar *ar, const ug_num *e, const unsigned char *live, const double *v0, size_t stride,
+                             long n, size_t ncols, ug_num total, double *col, ug_num *out);
+
+/* Positions [*b, *e) of output o's selected elements in row r of ncols (flat indices
+ * r*ncols ..), and whether they are most of the row: then the oracles evaluate the whole
+ * row at once (one pass over the rows it weighs), else element by element. */
+int ug_attn_row_dense(const ug_selection *sel, int o, size_t r, size_t ncols, size_t *b, size_t *e);
+
 /* ug_attn_weights for query token t (global), head h over its visible keys. */
 long ug_fa_row(ug_ar *ar, const ug_fa_params *p, const double *q, const double *k, long t, long h, ug_dtype p_dt,
                ug_num *e, unsigned char *live, ug_num *m, ug_num *total);

@@ -76,8 +76,9 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     ug_num *e = malloc(maxk * sizeof *e);
     unsigned char *live = malloc(maxk);
     double *col = malloc(maxk * sizeof *col);
-    if (!e || !live || !col) {
-        free(e), free(live), free(col);
+    ug_num *o_row = malloc(D * sizeof *o_row);
+    if (!e || !live || !col || !o_row) {
+        free(e), free(live), free(col), free(o_row);
         return -1;
     }
     for (size_t r = 0; r < (size_t)p.tq * H; r++) {
@@ -88,10 +89,16 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
         long t = (long)(r / H), h = (long)(r % H), b = ug_fa_batch_of(&p, t);
         ug_num m, total;
         long n = ug_fa_row(ar, &p, q->values, k->values, t, h, c->spec.dtype, e, live, &m, &total);
-        for (; pos[0] < sel->n[0] && sel->idx[0][pos[0]] / D == r; pos[0]++) {
+        const double *v0 = v->values + (size_t)p.cu_k[b] * H * D + (size_t)h * D;
+        size_t end;
+        int whole = ug_attn_row_dense(sel, 0, r, D, &pos[0], &end) && n > 0; /* most of the row: all of it at once */
+        if (whole) ug_attn_weighted_v_cols(ar, e, live, v0, H * D, n, D, total, col, o_row);
+        for (; pos[0] < end; pos[0]++) {
             size_t d = sel->idx[0][pos[0]] % D;
-            const double *vc = v->values + (size_t)p.cu_k[b] * H * D + (size_t)h * D + d;
-            ug_ar_emit(ar, 0, pos[0], n > 0 ? ug_attn_weighted_v(ar, e, live, vc, H * D, n, total, col) : ug_c(ar, n ? NAN : 0.0));
+            ug_num x = whole ? o_row[d]
+                       : n > 0 ? ug_attn_weighted_v(ar, e, live, v0 + d, H * D, n, total, col)
+                               : ug_c(ar, n ? NAN : 0.0);
+            ug_ar_emit(ar, 0, pos[0], x);
         }
         for (int out = 1; out < sel->n_out; out++)
             if (pos[out] < sel->n[out] && sel->idx[out][pos[out]] == r)
@@ -102,6 +109,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     free(e);
     free(live);
     free(col);
+    free(o_row);
     return 0;
 }
 
@@ -124,7 +132,7 @@ static void adjust_rule(const ug_case *c, int out, const double *g, size_t n, ug
 }
 
 /* Scratch for the case memory estimate: the sim kernel's fp32 copies of q, k, v, o, lse, m and l;
- * the oracle's row arrays over the longest key sequence. */
+ * the oracle's row arrays over the longest key sequence and one row of o. */
 static double scratch(const ug_params *P)
 {
     ug_fa_params p;
@@ -132,7 +140,7 @@ static double scratch(const ug_params *P)
     double maxk = 1, HD = (double)p.heads * (double)p.dim;
     for (long b = 0; b < p.batch; b++) maxk = (double)p.lk[b] > maxk ? (double)p.lk[b] : maxk;
     return 4 * (2 * (double)p.tq * HD + 2 * (double)p.tk * HD + 3 * (double)p.tq * (double)p.heads) +
-           maxk * (UG_NUM_BYTES + 1 + 8);
+           maxk * (UG_NUM_BYTES + 1 + 8) + (double)p.dim * UG_NUM_BYTES;
 }
 
 const ug_op_def ug_opdef_flash_attention_mha = {

@@ -74,8 +74,9 @@ typedef struct {
     unsigned char *live; /* scratch: the row's live keys */
 } grad_group;
 
-/* Exact P and dS of group (b, h): every row of the element. */
-static void group_eval(ug_ar *ar, grad_group *g, ug_num *e, ug_num *dp)
+/* Exact P and dS of group (b, h): every row of the element. e and dp hold max(lk, D)
+ * numbers, o_row D. */
+static void group_eval(ug_ar *ar, grad_group *g, ug_num *e, ug_num *dp, ug_num *o_row)
 {
     const ug_fa_params *p = g->p;
     size_t D = (size_t)p->dim, HD = (size_t)p->heads * D;
@@ -99,8 +100,9 @@ static void group_eval(ug_ar *ar, grad_group *g, ug_num *e, ug_num *dp)
         }
         /* Delta = rowsum(dO * O) with O = P V, as the spec writes it (= sum_j P dP exactly;
          * in the naive arithmetic this is the benchmark device's O rounded to the dtype) */
+        if (n) ug_dot_nd_cols(ar, Pi, v0, HD, (size_t)n, D, o_row); /* O = P V, one pass over V */
         for (size_t d = 0; n && d < D; d++) /* a device reads O as stored: rounded to the dtype */
-            e[d] = ug_mul(ar, ug_c(ar, dor[d]), ug_dev_round(ar, ug_dot_nd(ar, Pi, v0 + d, HD, (size_t)n), g->dt));
+            e[d] = ug_mul(ar, ug_c(ar, dor[d]), ug_dev_round(ar, o_row[d], g->dt));
         ug_num delta = n ? ug_sum(ar, e, D) : zero;
         for (long j = 0; j < g->lk; j++) {
             if (j >= n || !g->live[j]) /* unseen, or a -inf score: weighs exactly 0 */
@@ -113,34 +115,52 @@ static void group_eval(ug_ar *ar, grad_group *g, ug_num *e, ug_num *dp)
     }
 }
 
-/* Emits the selected elements of output o (0 dq, 1 dk, 2 dv) that lie in group g. */
-static void group_emit(ug_ar *ar, const grad_group *g, const ug_selection *sel, int o, ug_num *col)
+/* The weights and the rows they weigh for row r of output o (0 dq, 1 dk, 2 dv) in group g:
+ * element d is scale? * sum_i x_i rows[i*HD + d] over *n terms. dq row r: dS_rj and k_j over
+ * the keys row r sees; dk (dv) row r: dS_ir (P_ir) and q_i (dO_i) over the rows that see
+ * key r, a suffix, gathered into col. */
+static const ug_num *row_terms(const grad_group *g, int o, long r, ug_num *col, const double **rows, size_t *n)
+{
+    const ug_fa_params *p = g->p;
+    size_t HD = (size_t)p->heads * (size_t)p->dim, h0 = (size_t)g->h * (size_t)p->dim;
+    if (o == 0) {
+        *rows = g->k + (size_t)p->cu_k[g->b] * HD + h0;
+        *n = (size_t)g->n[r];
+        return g->dS + r * g->lk;
+    }
+    const ug_num *m = o == 1 ? g->dS : g->P;
+    long i0 = 0;
+    while (i0 < g->lq && g->n[i0] <= r) i0++;
+    for (long i = i0; i < g->lq; i++) col[i - i0] = m[i * g->lk + r];
+    *rows = (o == 1 ? g->q : g->dout) + (size_t)(p->cu_q[g->b] + i0) * HD + h0;
+    *n = (size_t)(g->lq - i0);
+    return col;
+}
+
+/* Emits the selected elements of output o (0 dq, 1 dk, 2 dv) that lie in group g: dq and dk
+ * = scale * sum, dv = sum (see row_terms); a row with most of its elements selected is
+ * evaluated whole in one pass (ug_dot_nd_cols), the same numbers as element by element.
+ * col holds maxq numbers, row_vals D. */
+static void group_emit(ug_ar *ar, const grad_group *g, const ug_selection *sel, int o, ug_num *col, ug_num *row_vals)
 {
     const ug_fa_params *p = g->p;
     size_t D = (size_t)p->dim, H = (size_t)p->heads, HD = H * D;
     long t0 = o == 0 ? p->cu_q[g->b] : p->cu_k[g->b], len = o == 0 ? g->lq : g->lk;
     ug_num sc = ug_c(ar, p->scale);
-    for (size_t k = 0; k < sel->n[o]; k++) {
-        size_t idx = sel->idx[o][k];
-        long t = (long)(idx / HD), h = (long)(idx / D % H), d = (long)(idx % D);
-        if (h != g->h || t < t0 || t >= t0 + len) continue;
-        long r = t - t0;
-        size_t mark = ug_ar_mark(ar);
-        ug_num val;
-        if (o == 0) { /* dq = scale * sum_j dS_rj k_j[d] over the keys row r sees */
-            const double *kc = g->k + (size_t)p->cu_k[g->b] * HD + (size_t)g->h * D + (size_t)d;
-            val = ug_mul(ar, ug_dot_nd(ar, g->dS + r * g->lk, kc, HD, (size_t)g->n[r]), sc);
-        } else { /* dk = scale * sum_i dS_ir q_i[d];  dv = sum_i P_ir dO_i[d], over the rows that see key r */
-            const ug_num *m = o == 1 ? g->dS : g->P;
-            long i0 = 0; /* the rows that see key r are a suffix */
-            while (i0 < g->lq && g->n[i0] <= r) i0++;
-            for (long i = i0; i < g->lq; i++) col[i - i0] = m[i * g->lk + r];
-            const double *x =
-                (o == 1 ? g->q : g->dout) + (size_t)(p->cu_q[g->b] + i0) * HD + (size_t)g->h * D + (size_t)d;
-            val = i0 < g->lq ? ug_dot_nd(ar, col, x, HD, (size_t)(g->lq - i0)) : ug_c(ar, 0.0);
-            if (o == 1) val = ug_mul(ar, val, sc);
+    for (long r = 0; r < len; r++) {
+        size_t b, e;
+        int whole = ug_attn_row_dense(sel, o, (size_t)(t0 + r) * H + (size_t)g->h, D, &b, &e);
+        if (b == e) continue;
+        size_t mark = ug_ar_mark(ar), n;
+        const double *rows;
+        const ug_num *x = row_terms(g, o, r, col, &rows, &n);
+        int none = o != 0 && n == 0; /* a key no row sees: dk = dv = 0 */
+        if (whole && !none) ug_dot_nd_cols(ar, x, rows, HD, n, D, row_vals);
+        for (size_t k = b; k < e; k++) {
+            size_t d = sel->idx[o][k] % D;
+            ug_num val = none ? ug_c(ar, 0.0) : whole ? row_vals[d] : ug_dot_nd(ar, x, rows + d, HD, n);
+            ug_ar_emit(ar, o, k, o == 2 ? val : ug_mul(ar, val, sc));
         }
-        ug_ar_emit(ar, o, k, val);
         ug_ar_release(ar, mark);
     }
 }
@@ -180,15 +200,16 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     g.n = malloc((size_t)maxq * sizeof *g.n);
     g.live = malloc((size_t)maxk);
     size_t ne = (size_t)(maxk > p.dim ? maxk : p.dim);
-    ug_num *e = malloc((2 * ne + (size_t)maxq) * sizeof *e);
+    ug_num *e = malloc((2 * ne + (size_t)maxq + (size_t)p.dim) * sizeof *e); /* e, dp, col, a row of D */
     int rc = g.P && g.dS && g.n && g.live && e ? 0 : -1;
     for (long b = 0; !rc && b < p.batch; b++)
         for (long h = 0; h < p.heads; h++) {
             g.b = b, g.h = h, g.lq = p.lq[b], g.lk = p.lk[b];
             if (!group_selected(&g, sel)) continue;
             size_t mark = ug_ar_mark(ar);
-            group_eval(ar, &g, e, e + ne);
-            for (int o = 0; o < 3; o++) group_emit(ar, &g, sel, o, e + 2 * ne);
+            ug_num *row_vals = e + 2 * ne + maxq;
+            group_eval(ar, &g, e, e + ne, row_vals);
+            for (int o = 0; o < 3; o++) group_emit(ar, &g, sel, o, e + 2 * ne, row_vals);
             ug_ar_release(ar, mark);
         }
     free(g.P);
@@ -224,7 +245,7 @@ static double scratch(const ug_params *P)
     }
     double ne = maxk > (double)p.dim ? maxk : (double)p.dim;
     return 8 * ((double)p.tq * HD + 2 * (double)p.tk * HD) + UG_CASE_MEMORY_FULL_CHECK * ((double)p.tq * HD + rows) +
-           2 * maxq * maxk * UG_NUM_BYTES + (2 * ne + maxq) * UG_NUM_BYTES + 8 * maxq + maxk +
+           2 * maxq * maxk * UG_NUM_BYTES + (2 * ne + maxq + (double)p.dim) * UG_NUM_BYTES + 8 * maxq + maxk +
            4 * (4 * (double)p.tq * HD + 4 * (double)p.tk * HD + 2 * rows) + ug_fa_forward_scratch(P);
 }
 

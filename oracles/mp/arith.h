@@ -108,6 +108,11 @@ ug_num ug_dot_d(ug_ar *ar, const double *a, size_t sa, const double *b, size_t s
  * ambiguous), not for every dot product: the tracking costs about as much as the sum. */
 ug_num ug_dot_d_tracked(ug_ar *ar, const double *a, size_t sa, const double *b, size_t sb, size_t n);
 ug_num ug_dot_nd(ug_ar *ar, const ug_num *x, const double *b, size_t sb, size_t n);
+/* out[c] = ug_dot_nd(ar, x, V + c, ldv, n) for the ncols columns c of V (row i at V +
+ * i*ldv): bit for bit the same numbers in every arithmetic (each column's sum in its own
+ * order), but one pass over V's rows instead of ncols strided ones. For the outputs of
+ * one attention row, which share their weights x. */
+void ug_dot_nd_cols(ug_ar *ar, const ug_num *x, const double *V, size_t ldv, size_t n, size_t ncols, ug_num *out);
 /* sqrt(sum x_i^2) of exact doubles. */
 ug_num ug_l2norm_d(ug_ar *ar, const double *a, size_t sa, size_t n);
 

@@ -1,0 +1,192 @@
+/* test_attn_row_oracle.c — the attention oracles' whole-row path gives the numbers their
+ * element-by-element path gives, bit for bit, in every arithmetic.
+ *
+ * ug_dot_nd_cols (oracles/mp/arith.h) must equal ug_dot_nd column by column (value and
+ * error term) in CERT, NAIVE (bf16, fp16), DEVICE, F64, EXACT and MPFR_SEQ, on weights with
+ * and without error terms, column counts across its 64-column chunks, and values that
+ * underflow the naive dtype. Then flash_attention_mha's and flash_attention_mha_grad's
+ * oracles, which take the row path where most of a row is selected: every element checked
+ * (sample all: the row path) must equal the same elements checked one column at a time (one
+ * element per row: the element path), in the certified run (CERT with its MPFR fallback,
+ * the naive benchmark, the device bound) and in EXACT, on cases with causal rows that see
+ * no key, -inf keys (dead weights) and non-finite values. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "core/philox.h"
+#include "core/spec.h"
+#include "gen/case.h"
+#include "oracles/mp/arith.h"
+#include "oracles/oracle.h"
+
+static int same_bits(double a, double b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+static int same_num(ug_ar_mode mode, ug_num a, ug_num b)
+{
+    if (mode == UG_AR_EXACT || mode == UG_AR_MPFR_SEQ)
+        return mpfr_equal_p(a.m, b.m) || (mpfr_nan_p(a.m) && mpfr_nan_p(b.m));
+    return same_bits(a.v, b.v) && same_bits(a.e, b.e);
+}
+
+/* A value of about unit size with a random sign, or (one in eight) a tiny one that the
+ * naive dtypes round to a subnormal or zero, or (one in sixteen) zero. */
+static double draw(uint32_t seed, uint32_t i)
+{
+    uint32_t w[4];
+    ug_rng_words(seed, 7, i, 0, w);
+    double m = ug_rng_unit(w[0], w[1]) * (w[2] & 1u ? -1.0 : 1.0);
+    if ((w[3] & 15u) == 0) return 0.0;
+    if ((w[3] & 7u) == 1) return ldexp(m, -20 - (int)(w[2] % 12u));
+    return m;
+}
+
+/* ug_dot_nd_cols against ug_dot_nd on every column, in one arithmetic. exact_x: weights
+ * without error terms (the CERT path that may prove a sum exact). */
+static void check_cols(ug_ar_mode mode, ug_dtype naive_dt, size_t n, size_t ncols, size_t ldv, int exact_x)
+{
+    ug_ar *ar = ug_ar_new(mode, 128, naive_dt);
+    ug_num *x = malloc(n * sizeof *x), *rows = malloc(ncols * sizeof *rows);
+    double *V = malloc(n * ldv * sizeof *V);
+    for (size_t i = 0; i < n * ldv; i++) V[i] = draw(1, (uint32_t)i);
+    for (size_t i = 0; i < n; i++) { /* exp of a difference: weights in (0, 1] with an error term */
+        double s = draw(2, (uint32_t)i);
+        x[i] = exact_x ? ug_c(ar, s) : ug_exp(ar, ug_sub(ar, ug_c(ar, s), ug_c(ar, 1.0)));
+    }
+    ug_dot_nd_cols(ar, x, V, ldv, n, ncols, rows);
+    size_t differ = 0;
+    for (size_t c = 0; c < ncols; c++) {
+        size_t mark = ug_ar_mark(ar);
+        differ += !same_num(mode, rows[c], ug_dot_nd(ar, x, V + c, ldv, n));
+        ug_ar_release(ar, mark);
+    }
+    CHECK(differ == 0, "mode %d naive %s, n %zu, %zu columns (ldv %zu)%s: %zu columns differ from ug_dot_nd", (int)mode,
+          ug_dtype_name(naive_dt), n, ncols, ldv, exact_x ? ", exact weights" : "", differ);
+    free(x), free(rows), free(V);
+    ug_ar_free(ar);
+}
+
+static void check_dot_nd_cols(void)
+{
+    static const ug_ar_mode modes[] = {UG_AR_CERT, UG_AR_NAIVE, UG_AR_DEVICE, UG_AR_F64, UG_AR_EXACT, UG_AR_MPFR_SEQ};
+    static const size_t cols[][2] = {{1, 3}, {8, 8}, {63, 70}, {64, 64}, {65, 200}, {130, 130}};
+    for (size_t m = 0; m < sizeof modes / sizeof *modes; m++)
+        for (size_t k = 0; k < sizeof cols / sizeof *cols; k++)
+            for (int exact_x = 0; exact_x < 2; exact_x++) {
+                check_cols(modes[m], UG_DT_BF16, 37, cols[k][0], cols[k][1], exact_x);
+                if (modes[m] == UG_AR_NAIVE) check_cols(modes[m], UG_DT_FP16, 37, cols[k][0], cols[k][1], exact_x);
+            }
+    check_cols(UG_AR_CERT, UG_DT_BF16, 0, 5, 5, 0); /* no terms: an exact zero per column */
+    check_cols(UG_AR_NAIVE, UG_DT_BF16, 0, 5, 5, 0);
+}
+
+
+static int run_sel(const ug_case *c, const ug_oracle_opts *o, const ug_selection *sel, ug_oracle_result *r)
+{
+    char err[256] = "";
+    int rc = ug_oracle_run_sel(c, o, sel, r, err, sizeof err);
+    CHECK(rc == 0, "oracle: %s", err);
+    return rc == 0;
+}
+
+/* Every selected element of the full run equals the same element evaluated in a run that
+ * selects only its column (one element per row of ncols[o] columns). */
+static void compare_paths(const ug_case *c, const ug_oracle_opts *o, const size_t *ncols, const char *what)
+{
+    ug_selection all;
+    ug_oracle_result full;
+    if (ug_selection_build(c, 0, &all)) return;
+    if (!run_sel(c, o, &all, &full)) {
+        ug_selection_free(&all);
+        return;
+    }
+    size_t differ = 0, compared = 0, maxc = 1;
+    for (int k = 0; k < all.n_out; k++) maxc = ncols[k] > maxc ? ncols[k] : maxc; /* ncols: one per output */
+    for (size_t col = 0; col < maxc; col++) {
+        ug_selection one = {.n_out = all.n_out};
+        for (int k = 0; k < all.n_out; k++) {
+            one.idx[k] = malloc((all.n[k] ? all.n[k] : 1) * sizeof(size_t));
+            for (size_t i = 0; i < all.n[k]; i++)
+                if (all.idx[k][i] % ncols[k] == col) one.idx[k][one.n[k]++] = all.idx[k][i];
+        }
+        ug_oracle_result part;
+        if (run_sel(c, o, &one, &part)) {
+            for (int k = 0; k < one.n_out; k++)
+                for (size_t i = 0; i < one.n[k]; i++) {
+                    size_t at = (size_t)ug_selection_find(&all, k, one.idx[k][i]);
+                    int same = same_bits(full.gstar[k][at], part.gstar[k][i]) && same_bits(full.g[k][at], part.g[k][i]);
+                    if (o->naive) same = same && same_bits(full.bench[k][at], part.bench[k][i]);
+                    if (o->device_bound) same = same && same_bits(full.bound[k][at], part.bound[k][i]);
+                    if (!same && differ++ < 3)
+                        fprintf(stderr, "%s: output %d element %zu: row path %a %a, element path %a %a\n", what, k,
+                                one.idx[k][i], full.gstar[k][at], full.g[k][at], part.gstar[k][i], part.g[k][i]);
+                    compared++;
+                }
+            ug_oracle_result_free(&part);
+        }
+        ug_selection_free(&one);
+    }
+    size_t total = 0;
+    for (int k = 0; k < all.n_out; k++) total += all.n[k];
+    CHECK(compared == total, "%s: %zu of %zu elements compared", what, compared, total);
+    CHECK(differ == 0, "%s: %zu of %zu elements differ between the row and element paths", what, differ, compared);
+    ug_oracle_result_free(&full);
+    ug_selection_free(&all);
+}
+
+static void check_op_case(const char *spec_text, const size_t *ncols)
+{
+    char err[512] = "";
+    ug_spec spec;
+    ug_case c;
+    if (ug_spec_parse(spec_text, &spec, err, sizeof err) || ug_case_build(&c, &spec, err, sizeof err)) {
+        CHECK(0, "spec %s: %s", spec_text, err);
+        return;
+    }
+    ug_oracle_opts o;
+    ug_oracle_opts_default(&o);
+    o.naive = o.device_bound = 1; /* the certified run: CERT (and its MPFR fallback), naive, device bound */
+    compare_paths(&c, &o, ncols, spec_text);
+    ug_oracle_opts_default(&o);
+    o.mode = UG_AR_EXACT;
+    compare_paths(&c, &o, ncols, spec_text);
+    ug_case_free(&c);
+}
+
+#define N1 "{\"kind\":\"normal\",\"mean\":0,\"std\":1}"
+#define FWD(dtype, params, k, v)                                                                                       \
+    "{\"v\":1,\"op\":\"flash_attention_mha\",\"dtype\":\"" dtype "\",\"seed\":3,\"params\":" params                    \
+    ",\"dist\":{\"q\":" N1 ",\"k\":" k ",\"v\":" v "}}"
+#define GRAD(dtype, params, k, v)                                                                                      \
+    "{\"v\":1,\"op\":\"flash_attention_mha_grad\",\"dtype\":\"" dtype "\",\"seed\":4,\"params\":" params               \
+    ",\"dist\":{\"q\":" N1 ",\"k\":" k ",\"v\":" v ",\"do\":" N1 "}}"
+
+static void check_ops(void)
+{
+    /* columns per row of each output: o [.., D], then the row outputs lse, softmax_max, softmax_sum */
+    static const size_t fwd_cols[] = {8, 1, 1, 1}, grad_cols[] = {8, 8, 8}, fwd_cols3[] = {3, 1, 1, 1};
+    /* ragged causal batch: rows that see no key, one key, all keys; fp16 */
+    check_op_case(FWD("fp16", "{\"seqlens\":\"5:9,7:3,5:2\",\"heads\":2,\"head_dim\":8,\"causal\":1}", N1, N1),
+                  fwd_cols);
+    check_op_case(GRAD("fp16", "{\"seqlens\":\"5:9,7:3,5:2\",\"heads\":2,\"head_dim\":8,\"causal\":1}", N1, N1),
+                  grad_cols);
+    /* bf16, three columns (two of them selected is most of a row) */
+    check_op_case(FWD("bf16", "{\"seqlens\":\"6:11\",\"heads\":2,\"head_dim\":3}", N1, N1), fwd_cols3);
+    /* keys overflowing to +-inf (NaN rows and dead keys) and values with infinities */
+    check_op_case(FWD("bf16", "{\"seqlens\":\"4:6,3:5\",\"heads\":2,\"head_dim\":8}",
+                      "{\"kind\":\"wide\",\"lo_exp\":120,\"hi_exp\":135}",
+                      "{\"kind\":\"wide\",\"lo_exp\":120,\"hi_exp\":135}"),
+                  fwd_cols);
+    check_op_case(GRAD("bf16", "{\"seqlens\":\"4:6,3:5\",\"heads\":2,\"head_dim\":8}", N1,
+                       "{\"kind\":\"wide\",\"lo_exp\":-20,\"hi_exp\":20}"),
+                  grad_cols);
+}
+
+int main(void)
+{
+    check_dot_nd_cols();
+    check_ops();
+    return check_done();
+}
