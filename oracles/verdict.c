@@ -170,6 +170,21 @@ static size_t count_outside(const ug_judged *j, double atol, double rtol)
     return bad;
 }
 
+/* A figure of a thresholds text as JSON: "%.*g", or null where it is not finite (JSON has
+ * no inf or NaN: a benchmark evaluation that overflows gives an infinite max_abs_limit, and
+ * the stored text must still parse: docs/STANDARDS.md). */
+typedef struct {
+    char s[32];
+} json_num;
+
+static json_num jnum(double v, int digits)
+{
+    json_num r;
+    if (isfinite(v)) snprintf(r.s, sizeof r.s, "%.*g", digits, v);
+    else snprintf(r.s, sizeof r.s, "null");
+    return r;
+}
+
 /* The largest |a - g*| / (c*B + ulp(g)/2) over the finite checked elements (0 without a
  * bound); *violations gets how many exceed 1. */
 static double certified_worst(const ug_judged *j, size_t *violations)
@@ -196,8 +211,8 @@ static ug_vstate judge_certified(const ug_judged *j, char *thr, size_t len)
     }
     size_t bad;
     double worst = certified_worst(j, &bad);
-    snprintf(thr, len, "{\"c\":%g,\"fn_ulps\":%d,\"violations\":%zu,\"worst\":%.4g}",
-             j->cert_c > 0 ? j->cert_c : UG_CERT_C, UG_DEV_FN_ULPS, bad, worst);
+    snprintf(thr, len, "{\"c\":%g,\"fn_ulps\":%d,\"violations\":%zu,\"worst\":%s}",
+             j->cert_c > 0 ? j->cert_c : UG_CERT_C, UG_DEV_FN_ULPS, bad, jnum(worst, 4).s);
     return bad ? UG_V_FAIL : UG_V_PASS;
 }
 
@@ -308,8 +323,8 @@ static ug_vstate judge_dual(const ug_judged *j, char *thr, size_t len)
         bad += sv ? sv == 2 : rel_err(j->a[i], j->gstar[i]) > t;
     }
     double share = j->n ? (double)bad / (double)j->n : 0.0;
-    snprintf(thr, len, "{\"t\":%.6g,\"small_below\":%.6g,\"small_atol\":%.6g,\"share\":%.6g}", t, small, small_atol,
-             share);
+    snprintf(thr, len, "{\"t\":%.6g,\"small_below\":%.6g,\"small_atol\":%.6g,\"share\":%s}", t, small, small_atol,
+             jnum(share, 6).s);
     return share < t ? UG_V_PASS : UG_V_FAIL;
 }
 
@@ -330,8 +345,8 @@ static ug_vstate judge_mixed(const ug_judged *j, char *thr, size_t len)
         if (isfinite(a) && isfinite(g) && fabs(a - g) > fmax(floor_, 32.0 * ug_dtype_ulp(j->dt, g))) big++;
     }
     double matched = j->n ? 1.0 - (double)bad / (double)j->n : 1.0;
-    snprintf(thr, len, "{\"rtol\":%.6g,\"atol\":%.6g,\"floor\":%.6g,\"matched\":%.6g,\"over_max\":%zu}", rtol, atol,
-             floor_, matched, big);
+    snprintf(thr, len, "{\"rtol\":%.6g,\"atol\":%.6g,\"floor\":%.6g,\"matched\":%s,\"over_max\":%zu}", rtol, atol,
+             floor_, jnum(matched, 6).s, big);
     return matched >= 0.99 && big == 0 ? UG_V_PASS : UG_V_FAIL;
 }
 
@@ -364,8 +379,8 @@ static ug_vstate judge_mere_mare(const ug_judged *j, char *thr, size_t len)
         n++;
     }
     double mere = n ? sum / (double)n : 0.0;
-    snprintf(thr, len, "{\"T\":%.6g,\"small_below\":%.6g,\"small_atol\":%.6g,\"mere\":%.6g,\"mare\":%.6g,"
-             "\"small_beyond_atol\":%zu}", t, small, small_atol, mere, mare, small_bad);
+    snprintf(thr, len, "{\"T\":%.6g,\"small_below\":%.6g,\"small_atol\":%.6g,\"mere\":%s,\"mare\":%s,"
+             "\"small_beyond_atol\":%zu}", t, small, small_atol, jnum(mere, 6).s, jnum(mare, 6).s, small_bad);
     return mere < t && mare < 10 * t && small_bad == 0 ? UG_V_PASS : UG_V_FAIL;
 }
 
@@ -381,7 +396,8 @@ static ug_vstate judge_ulp(const ug_judged *j, char *thr, size_t len)
         if (isfinite(j->a[i]) && isfinite(j->gstar[i]) && ulp_err(j->dt, j->a[i], j->gstar[i]) > limit) bad++;
     double share = j->n ? (double)bad / (double)j->n : 0.0;
     int pass = j->dt == UG_DT_FP32 ? (j->m->mean_ulp < 64.0 || share < 0.05) : share < 0.001;
-    snprintf(thr, len, "{\"ulp_limit\":%g,\"share_above\":%.6g,\"mean_ulp\":%.6g}", limit, share, j->m->mean_ulp);
+    snprintf(thr, len, "{\"ulp_limit\":%g,\"share_above\":%s,\"mean_ulp\":%s}", limit, jnum(share, 6).s,
+             jnum(j->m->mean_ulp, 6).s);
     return pass ? UG_V_PASS : UG_V_FAIL;
 }
 
@@ -411,11 +427,11 @@ static ug_vstate judge_benchmark(const ug_judged *j, char *thr, size_t len)
     int pass = r_mare <= lim[lv][0] && r_mere <= lim[lv][1] && r_rmse <= lim[lv][2] &&
                (double)m->n_small_err <= small_limit && m->max_abs <= abs_limit;
     snprintf(thr, len,
-             "{\"level\":\"L%d\",\"min_err\":%.6g,\"mare_ratio\":%.4g,\"mare_max\":%g,\"mere_ratio\":%.4g,"
-             "\"mere_max\":%g,\"rmse_ratio\":%.4g,\"rmse_max\":%g,\"small_errs\":%zu,\"small_max\":%g,"
-             "\"max_abs\":%.6g,\"max_abs_limit\":%.6g}",
-             lv, min_err, r_mare, lim[lv][0], r_mere, lim[lv][1], r_rmse, lim[lv][2], m->n_small_err, small_limit,
-             m->max_abs, abs_limit);
+             "{\"level\":\"L%d\",\"min_err\":%.6g,\"mare_ratio\":%s,\"mare_max\":%g,\"mere_ratio\":%s,"
+             "\"mere_max\":%g,\"rmse_ratio\":%s,\"rmse_max\":%g,\"small_errs\":%zu,\"small_max\":%g,"
+             "\"max_abs\":%s,\"max_abs_limit\":%s}",
+             lv, min_err, jnum(r_mare, 4).s, lim[lv][0], jnum(r_mere, 4).s, lim[lv][1], jnum(r_rmse, 4).s, lim[lv][2],
+             m->n_small_err, small_limit, jnum(m->max_abs, 6).s, jnum(abs_limit, 6).s);
     return pass ? UG_V_PASS : UG_V_FAIL;
 }
 

@@ -69,14 +69,21 @@ static inline ug_vstate opc_out_verdict(const ug_result *r, const char *name, in
     return UG_V_NA;
 }
 
-/* The outcome of judging the (edited) outputs of a kept case d->c again, every element. */
-static inline ug_outcome opc_rejudge(ug_exec_detail *d)
+/* The result of judging the (edited) outputs of a kept case d->c again, every element. */
+static inline void opc_rejudge_result(ug_exec_detail *d, ug_result *r)
 {
     ug_exec_opts o;
     ug_exec_opts_default(&o);
     o.oracle.sample = 0;
+    memset(r, 0, sizeof *r);
+    ug_exec_judge(&d->c, &o, r, NULL);
+}
+
+/* The outcome of the same. */
+static inline ug_outcome opc_rejudge(ug_exec_detail *d)
+{
     ug_result r;
-    ug_exec_judge(&d->c, &o, &r, NULL);
+    opc_rejudge_result(d, &r);
     return r.outcome;
 }
 

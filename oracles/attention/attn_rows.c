@@ -154,7 +154,7 @@ static double column_special(const double *v, size_t ldv, size_t n, const unsign
  * (ug_gl_attn_emit_query_cols). The same operations in the same order either way. */
 static int emit_query(ug_ar *ar, const double *q, const double *k, size_t ldk, size_t dk, size_t n, ug_num scale,
                       const double *v, size_t ldv, size_t ldc, size_t dv, ug_num *s, int out, const ug_selection *sel,
-                      size_t *pos, size_t row)
+                      size_t *pos, size_t row, ug_num *max_sum)
 {
     unsigned char *live = malloc(n ? n : 1);
     double *col = malloc((n ? n : 1) * sizeof *col);
@@ -166,6 +166,8 @@ static int emit_query(ug_ar *ar, const double *q, const double *k, size_t ldk, s
     int nan_row = classify(q, k, ldk, dk, n, live);
     ug_num *e = s + n, total = {0};
     size_t n_live = 0;
+    if (max_sum) /* a NaN row: both NaN; no live key: max -inf, sum 0 (overwritten below otherwise) */
+        max_sum[0] = ug_c(ar, nan_row ? NAN : -INFINITY), max_sum[1] = ug_c(ar, nan_row ? NAN : 0.0);
     if (!nan_row) {
         for (size_t j = 0; j < n; j++)
             if (live[j]) s[n_live++] = ug_mul(ar, ug_dot_d(ar, q, 1, k + j * ldk, 1, dk), scale);
@@ -175,6 +177,7 @@ static int emit_query(ug_ar *ar, const double *q, const double *k, size_t ldk, s
         for (size_t j = 1; j < n_live; j++) m = ug_max(ar, m, s[j]);
         for (size_t j = 0; j < n_live; j++) e[j] = ug_exp(ar, ug_sub(ar, s[j], m));
         total = ug_sum(ar, e, n_live);
+        if (max_sum) max_sum[0] = m, max_sum[1] = total;
         /* the semantics let a device multiply V by bf16 P (these ops are bf16): the device bound sees it */
         for (size_t j = 0; j < n_live; j++) e[j] = ug_dev_round(ar, e[j], UG_DT_BF16);
     }
@@ -203,14 +206,21 @@ int ug_gl_attn_emit_query(ug_ar *ar, const double *q, const double *k, size_t ld
                           const double *v, size_t ldv, size_t dv, ug_num *s, int out, const ug_selection *sel,
                           size_t *pos, size_t row)
 {
-    return emit_query(ar, q, k, ldk, dk, n, scale, v, ldv, 1, dv, s, out, sel, pos, row);
+    return emit_query(ar, q, k, ldk, dk, n, scale, v, ldv, 1, dv, s, out, sel, pos, row, NULL);
+}
+
+int ug_gl_attn_emit_query_max_sum(ug_ar *ar, const double *q, const double *k, size_t ldk, size_t dk, size_t n,
+                                  ug_num scale, const double *v, size_t ldv, size_t dv, ug_num *s, int out,
+                                  const ug_selection *sel, size_t *pos, size_t row, ug_num max_sum[2])
+{
+    return emit_query(ar, q, k, ldk, dk, n, scale, v, ldv, 1, dv, s, out, sel, pos, row, max_sum);
 }
 
 int ug_gl_attn_emit_query_cols(ug_ar *ar, const double *q, const double *k, size_t ldk, size_t dk, size_t n,
                                ug_num scale, const double *vt, size_t ldc, size_t dv, ug_num *s, int out,
                                const ug_selection *sel, size_t *pos, size_t row)
 {
-    return emit_query(ar, q, k, ldk, dk, n, scale, vt, 1, ldc, dv, s, out, sel, pos, row);
+    return emit_query(ar, q, k, ldk, dk, n, scale, vt, 1, ldc, dv, s, out, sel, pos, row, NULL);
 }
 
 void ug_gl_attn_geometry(const ug_case *c, int out, ug_geom *g)

@@ -33,6 +33,14 @@ int ug_gl_attn_emit_query(ug_ar *ar, const double *q, const double *k, size_t ld
                           const double *v, size_t ldv, size_t dv, ug_num *s, int out, const ug_selection *sel,
                           size_t *pos, size_t row);
 
+/* The same, and the row's softmax statistics: max_sum[0] = m = max_j s_j and max_sum[1] =
+ * sum_j exp(s_j - m) over the live keys, the very values its o divides by (so their device
+ * bound is the row's); a NaN row gives NaN for both, a row with no live key -inf and 0.
+ * Valid until the caller releases the arena mark it took before the call. */
+int ug_gl_attn_emit_query_max_sum(ug_ar *ar, const double *q, const double *k, size_t ldk, size_t dk, size_t n,
+                                  ug_num scale, const double *v, size_t ldv, size_t dv, ug_num *s, int out,
+                                  const ug_selection *sel, size_t *pos, size_t row, ug_num max_sum[2]);
+
 /* The same with the values column-major: value element (key j, column d) at vt[d*ldc + j]
  * (ldc >= n), so each output column reads its n values contiguously (long contexts stay in
  * cache). The same operations in the same order as ug_gl_attn_emit_query. */

@@ -2,6 +2,8 @@
  * sparse_flash_attention (sparse MLA attention over given top-k indices, TND layout):
  *
  *   o[t,n] = sum_i softmax_i(scale · q[t,n]·kv[j_i]) · kv[j_i][:512],  j_i = indices[t,i] != -1
+ *   softmax_max[t,n] = m = max_i s_i,  softmax_sum[t,n] = sum_i exp(s_i - m),  s_i = scale · q[t,n]·kv[j_i]
+ *       (optional outputs: the reference test's softmax_max / softmax_sum, natural exp, scaled scores)
  *
  * as in DeepSeek-V3.2: one latent kv head shared by all N query heads, K rows of 576
  * (params kv_lora 512 + rope 64, fixed), V rows their first 512 dims. scale is an fp32 attribute
@@ -11,7 +13,10 @@
  * token's list ("tail", the layout a top-k selector leaves for short contexts) or at
  * random slots ("scattered"), and every token keeps at least one valid index. A token
  * with no valid index would give zeros (the kernel and this oracle both define it so).
- * Primary standard: pypto, with docs/STANDARDS.md's sparse-attention 1e-4 / 0.005 / 0.005. */
+ * Primary standard: pypto, with docs/STANDARDS.md's sparse-attention 1e-4 / 0.005 / 0.005; the
+ * optional max and sum carry the reference test's 1e-3 / 1e-2. Their certified bound is the
+ * DEVICE evaluation of the row o comes from (attn_rows.c): max the fp32 scores' dot bound,
+ * sum the exp bound and the any-order sum's gamma_n. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,22 +104,34 @@ static size_t gather_keys(const ug_case *c, const sfa_params *p, size_t t, doubl
     return n;
 }
 
+/* 1 when output out's next selected element (*pos) lies in row `row` of elements per_row each. */
+static int wants_row(const ug_selection *sel, int out, size_t pos, size_t row, size_t per_row)
+{
+    return out < sel->n_out && pos < sel->n[out] && sel->idx[out][pos] / per_row == row;
+}
+
+/* Output indices: 0 o [T,N,kv_lora], 1 softmax_max, 2 softmax_sum [T,N]; row r = t*N + n of all. */
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     sfa_params p;
     read_params(c, &p);
     const ug_tensor *q = ug_case_input(c, "q");
-    size_t pos = 0, have = (size_t)-1, n = 0, dk = (size_t)p.dk, dv = (size_t)p.dv;
+    size_t pos[3] = {0, 0, 0}, have = (size_t)-1, n = 0, dk = (size_t)p.dk, dv = (size_t)p.dv;
     double *kd = malloc((size_t)p.topk * dk * sizeof *kd);
     ug_num *s = malloc(2 * (size_t)p.topk * sizeof *s);
     int rc = kd && s ? 0 : -1;
-    while (!rc && pos < sel->n[0]) {
-        size_t row = sel->idx[0][pos] / dv, t = row / (size_t)p.heads;
+    for (size_t row = 0; !rc && row < (size_t)(p.tokens * p.heads); row++) {
+        int want_max = wants_row(sel, 1, pos[1], row, 1), want_sum = wants_row(sel, 2, pos[2], row, 1);
+        if (!wants_row(sel, 0, pos[0], row, dv) && !want_max && !want_sum) continue;
+        size_t t = row / (size_t)p.heads;
         if (have != t) n = gather_keys(c, &p, t, kd); /* a token's heads share its keys */
         have = t;
         size_t mark = ug_ar_mark(ar);
-        rc = ug_gl_attn_emit_query(ar, q->values + row * dk, kd, dk, dk, n, ug_c(ar, p.scale), kd, dk, dv, s, 0, sel,
-                                   &pos, row);
+        ug_num max_sum[2];
+        rc = ug_gl_attn_emit_query_max_sum(ar, q->values + row * dk, kd, dk, dk, n, ug_c(ar, p.scale), kd, dk, dv, s,
+                                           0, sel, &pos[0], row, max_sum);
+        if (!rc && want_max) ug_ar_emit(ar, 1, pos[1]++, max_sum[0]);
+        if (!rc && want_sum) ug_ar_emit(ar, 2, pos[2]++, max_sum[1]);
         ug_ar_release(ar, mark);
     }
     free(kd);
@@ -122,15 +139,24 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     return rc;
 }
 
-/* Scratch for the case memory estimate: the sim kernel's fp32 keys of one row; the
- * builder's permutation of the pool; the oracle's keys of one row in fp64 and its score
- * arrays. */
+/* o: the decode family's sampling geometry; softmax_max and softmax_sum [T,N]: a token's
+ * heads are one kernel row (its core computes them together). */
+static void geometry(const ug_case *c, int out, ug_geom *g)
+{
+    if (out == 0) ug_gl_attn_geometry(c, out, g);
+    else ug_geom_last_dim(&c->out[out], 1, 64, g);
+}
+
+/* Scratch for the case memory estimate: the sim kernel's fp32 keys of one row and its row
+ * max and sum of one token; the builder's permutation of the pool; the oracle's keys of one
+ * row in fp64 and its score arrays. */
 static double scratch(const ug_params *P)
 {
     double topk = (double)ug_p_int(P, "topk");
-    return 8 * (double)ug_p_int(P, "kv_len") + 12 * topk * (double)ug_p_int(P, "dk") + 2 * topk * UG_NUM_BYTES;
+    return 8 * (double)ug_p_int(P, "kv_len") + 12 * topk * (double)ug_p_int(P, "dk") + 2 * topk * UG_NUM_BYTES +
+           8 * (double)ug_p_int(P, "heads");
 }
 
 const ug_op_def ug_opdef_sparse_flash_attention = {
     .op = UG_OP_SPARSE_FLASH_ATTENTION, .decl.check = check, .build = build, .oracle = oracle,
-    .geometry = ug_gl_attn_geometry, .scratch = scratch};
+    .geometry = geometry, .scratch = scratch};

@@ -104,6 +104,16 @@ static void row_end(const ug_gl_attn_cfg *cfg, const row_state *st)
     }
 }
 
+/* The rows' final max and sum where the caller asks for them (cfg->row_max, row_sum): l is
+ * NaN exactly on a row with a NaN or +inf score, whose max is then NaN too. */
+static void rows_max_sum(const ug_gl_attn_cfg *cfg, const row_state *st, size_t nr)
+{
+    for (size_t r = 0; cfg->row_max && r < nr; r++) {
+        cfg->row_max[r] = isnan(st[r].l) ? NAN : st[r].m;
+        cfg->row_sum[r] = st[r].l;
+    }
+}
+
 void ug_gl_attn_rows(const ug_gl_attn_cfg *cfg, const float *q, size_t ldq, size_t nr, const float *k, const float *v,
                      size_t n, float *o, size_t ldo, float *scratch)
 {
@@ -128,4 +138,5 @@ void ug_gl_attn_rows(const ug_gl_attn_cfg *cfg, const float *q, size_t ldq, size
         }
     }
     for (size_t r = 0; r < nr; r++) row_end(cfg, &st[r]);
+    rows_max_sum(cfg, st, nr);
 }

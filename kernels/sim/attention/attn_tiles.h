@@ -25,6 +25,10 @@ typedef struct {
     size_t tile;     /* keys per tile (>= 1) */
     float scale;     /* multiplier of q·k, fp32 */
     unsigned flags;  /* UG_GL_ATTN_* */
+    /* NULL, or nr floats each: every row's final running max m and sum l (the online softmax's
+     * own, l rescaled to the final m; a row with a NaN or +inf score gets NaN for both, one
+     * with no live key -inf and 0), for kernels that output them */
+    float *row_max, *row_sum;
 } ug_gl_attn_cfg;
 
 /* For each of nr query rows q_r = q + r*ldq that share their keys and values:

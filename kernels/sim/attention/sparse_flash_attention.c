@@ -8,7 +8,9 @@
  * then walks them in blocks of 64 keys: one fp32 dot over 576 dims, online softmax,
  * P kept in fp32 for P·V (see incre_flash_attention_mla.c: a bf16 P does not fit the
  * 1e-4 / 0.005 tolerance against the exact oracle), fp32 accumulation, o rounded once to
- * bf16. A token with no valid index gives zeros. */
+ * bf16. A token with no valid index gives zeros. The online softmax's final running max and
+ * sum of each row are also written, where the caller passes them, as the optional fp32
+ * softmax_max and softmax_sum (the reference test's). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -18,10 +20,10 @@
 
 #define SFA_BLOCK 64
 
-typedef enum { MUT_NONE, MUT_PAD_AS_ZERO, MUT_LOCAL_MAX, MUT_SCALE_AFTER } sfa_bug;
+typedef enum { MUT_NONE, MUT_PAD_AS_ZERO, MUT_LOCAL_MAX, MUT_SCALE_AFTER, MUT_MAX_UNSCALED, MUT_SUM_RECIP } sfa_bug;
 
 typedef struct {
-    const ulpgym_tensor *q, *kv, *idx, *o;
+    const ulpgym_tensor *q, *kv, *idx, *o, *mx, *sm; /* mx, sm: the optional softmax_max, softmax_sum (or NULL) */
     long t, n, s, topk;
     long dk, dv; /* params kv_lora + rope (576) and kv_lora (512) */
     float scale; /* the fp32 attribute */
@@ -35,8 +37,8 @@ static int sfa_open(const ulpgym_call *call, sfa_view *v, char *err, size_t errl
     v->scale = (float)ug_p_num(&p, "scale"); /* exact: an fp32 value */
     v->dv = ug_p_int(&p, "kv_lora"), v->dk = v->dv + ug_p_int(&p, "rope");
     ug_params_free(&p);
-    const ulpgym_tensor **slots[] = {&v->q, &v->kv, &v->idx, &v->o};
-    if (ug_sim_bind(call, "q kv indices o", slots, err, errlen)) return -2;
+    const ulpgym_tensor **slots[] = {&v->q, &v->kv, &v->idx, &v->o, &v->mx, &v->sm};
+    if (ug_sim_bind(call, "q kv indices o softmax_max? softmax_sum?", slots, err, errlen)) return -2;
     v->t = v->q->shape[0], v->n = v->q->shape[1], v->s = v->kv->shape[0], v->topk = v->idx->shape[1];
     if (v->q->shape[2] != v->dk || v->kv->shape[1] != v->dk || v->idx->shape[0] != v->t ||
         v->idx->dtype != ULPGYM_INT32 || v->o->shape[0] != v->t || v->o->shape[1] != v->n ||
@@ -66,21 +68,33 @@ static long sfa_gather(const sfa_view *v, long t, sfa_bug bug, float *kf, char *
     return n;
 }
 
+/* Stores token t's row max and sum (mf, lf: one per head) where the caller passed the
+ * optional outputs; the planted bugs of those two outputs act here. */
+static void sfa_store_max_sum(const sfa_view *v, long t, sfa_bug bug, float *mf, float *lf)
+{
+    for (long h = 0; h < v->n; h++) {
+        if (bug == MUT_MAX_UNSCALED) mf[h] /= v->scale; /* bug: the max of q·k before the scale (rounds: fp32) */
+        if (bug == MUT_SUM_RECIP) lf[h] = lf[h] > 0.0f ? 1.0f / lf[h] : 0.0f; /* bug: the reciprocal o is scaled by */
+    }
+    if (v->mx) ug_sim_store(v->mx, (size_t)(t * v->n), (size_t)v->n, mf);
+    if (v->sm) ug_sim_store(v->sm, (size_t)(t * v->n), (size_t)v->n, lf);
+}
+
 static int sfa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
     sfa_view v;
     if (sfa_open(call, &v, err, errlen)) return -2;
     size_t dk = (size_t)v.dk, dv = (size_t)v.dv;
     size_t nh = (size_t)v.n;
-    float *kf = malloc(((size_t)v.topk * dk + nh * (dk + dv)) * sizeof *kf);
+    float *kf = malloc(((size_t)v.topk * dk + nh * (dk + dv + 2)) * sizeof *kf);
     float *scratch = malloc(UG_GL_ATTN_ROWS_SCRATCH((size_t)SFA_BLOCK, dk, dv, nh) * sizeof *scratch);
     if (!kf || !scratch) {
         free(kf);
         free(scratch);
         return -1;
     }
-    float *qf = kf + (size_t)v.topk * dk, *of = qf + nh * dk;
-    ug_gl_attn_cfg cfg = {dk, dv, dk, dk, SFA_BLOCK, v.scale, 0};
+    float *qf = kf + (size_t)v.topk * dk, *of = qf + nh * dk, *mf = of + nh * dv, *lf = mf + nh;
+    ug_gl_attn_cfg cfg = {dk, dv, dk, dk, SFA_BLOCK, v.scale, 0, mf, lf};
     if (bug == MUT_LOCAL_MAX) cfg.flags |= UG_GL_ATTN_BUG_LOCAL_MAX;
     if (bug == MUT_SCALE_AFTER) cfg.flags |= UG_GL_ATTN_BUG_SCALE_AFTER;
     int rc = 0;
@@ -93,6 +107,7 @@ static int sfa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
         ug_sim_load(v.q, (size_t)t * nh * dk, nh * dk, qf); /* the token's heads share its selected rows */
         ug_gl_attn_rows(&cfg, qf, dk, nh, kf, kf, (size_t)n, of, dv, scratch); /* V = first 512 dims of each row */
         ug_sim_store(v.o, (size_t)t * nh * dv, nh * dv, of);                  /* rounds: bf16 output */
+        sfa_store_max_sum(&v, t, (sfa_bug)bug, mf, lf);
     }
     free(kf);
     free(scratch);
@@ -110,5 +125,9 @@ const ug_kernel_variant ug_variants_sparse_flash_attention[] = {
      sfa_kernel, 0, MUT_LOCAL_MAX},
     {"mut_scale_after_softmax", "softmax of the unscaled scores, the scale applied to the output", sfa_kernel, 0,
      MUT_SCALE_AFTER},
+    {"mut_max_unscaled", "optional softmax_max written as the max of the unscaled q·k (m / scale)", sfa_kernel, 0,
+     MUT_MAX_UNSCALED},
+    {"mut_sum_recip", "optional softmax_sum written as 1/l, the reciprocal o is normalised with", sfa_kernel, 0,
+     MUT_SUM_RECIP},
     {NULL, NULL, NULL},
 };

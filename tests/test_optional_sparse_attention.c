@@ -1,0 +1,208 @@
+/* test_optional_sparse_attention.c — sparse_flash_attention's optional softmax_max and
+ * softmax_sum (the reference test's, docs/PLUGINS.md "Optional outputs"):
+ *  - q = 0: every score is 0, so M = 0 and L = the token's valid keys, in oracle and kernel;
+ *  - a padded case over several 64-key tiles (the kernel's rescaled running sum): the oracle's
+ *    M and L against a naive long-double forward, and the sim kernel PASS on both under pypto,
+ *    certified and reference;
+ *  - special rows: a NaN score (NaN, NaN), +inf scores (NaN, NaN), only -inf scores (no live
+ *    key: -inf, 0), kernel and oracle alike;
+ *  - M and L left unwritten: PASS with both NA under every standard, o judged as before; one
+ *    wrong M element: FAIL on softmax_max only;
+ *  - the mutants mut_max_unscaled and mut_sum_recip fail on their output only; the ideal
+ *    backend passes both under every standard. */
+#include "gl_attn_check.h"
+
+#define SPEC(params, dist, extra)                                                                                      \
+    "{\"v\":1,\"op\":\"sparse_flash_attention\",\"dtype\":\"bf16\",\"seed\":11,\"params\":" params ",\"dist\":" dist  \
+    extra "}"
+#define U11 "{\"kind\":\"uniform\",\"lo\":-1,\"hi\":1}"
+#define PADDED                                                                                                         \
+    SPEC("{\"tokens\":4,\"heads\":3,\"kv_len\":400,\"topk\":300,\"pad\":\"scattered\"}", "{\"q\":" U11 ",\"kv\":" U11 "}", "")
+#define OUT_MAX 1
+#define OUT_SUM 2
+
+static const ug_output_result *output_named(const ug_result *r, const char *name)
+{
+    for (int k = 0; k < r->n_out; k++)
+        if (strcmp(r->out[k].name, name) == 0) return &r->out[k];
+    return NULL;
+}
+
+/* The valid (non -1) indices of token t. */
+static long valid_keys(const ug_case *c, long t, long topk)
+{
+    const ug_tensor *it = ug_case_input(c, "indices");
+    long n = 0;
+    for (long i = 0; i < topk; i++) n += ug_tload(it, (size_t)(t * topk + i)) >= 0;
+    return n;
+}
+
+static void check_known_values(void)
+{
+    ug_result r;
+    ug_exec_detail d;
+    const char *spec = SPEC("{\"tokens\":3,\"heads\":2,\"kv_len\":200,\"topk\":150,\"pad\":\"tail\"}",
+                            "{\"q\":{\"kind\":\"const\",\"value\":0},\"kv\":" U11 "}", "");
+    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "q = 0: %s", r.message);
+    if (!d.have_oracle) return;
+    for (long row = 0; row < 6; row++) {
+        double keys = (double)valid_keys(&d.c, row / 2, 150);
+        CHECK(d.oracle.gstar[OUT_MAX][row] == 0.0 && d.a[OUT_MAX][row] == 0.0, "M[%ld]: oracle %g kernel %g, expected 0",
+              row, d.oracle.gstar[OUT_MAX][row], d.a[OUT_MAX][row]);
+        CHECK(d.oracle.gstar[OUT_SUM][row] == keys && d.a[OUT_SUM][row] == keys,
+              "L[%ld]: oracle %g kernel %g, expected %g (the valid keys)", row, d.oracle.gstar[OUT_SUM][row],
+              d.a[OUT_SUM][row], keys);
+    }
+    ug_exec_detail_free(&d);
+}
+
+/* Naive long-double M and L of row (t, h) of the PADDED case. */
+static void naive_max_sum(const ug_case *c, long t, long h, double *m, double *l)
+{
+    const ug_tensor *q = ug_case_input(c, "q"), *kv = ug_case_input(c, "kv"), *it = ug_case_input(c, "indices");
+    static long double s[300];
+    long n = 0;
+    long double scale = (float)(1 / sqrt(576.0)), mx = -INFINITY, sum = 0;
+    for (long i = 0; i < 300; i++) {
+        long j = (long)ug_tload(it, (size_t)(t * 300 + i));
+        if (j < 0) continue;
+        long double dot = 0;
+        for (long e = 0; e < 576; e++) dot += (long double)q->values[(t * 3 + h) * 576 + e] * kv->values[j * 576 + e];
+        s[n] = dot * scale;
+        mx = s[n] > mx ? s[n] : mx;
+        n++;
+    }
+    for (long i = 0; i < n; i++) sum += expl(s[i] - mx);
+    *m = (double)mx, *l = (double)sum;
+}
+
+/* Every standard that judges output `name` passes it; pypto, certified and reference do. */
+static void expect_judged_pass(const ug_result *r, const char *name, const char *what)
+{
+    const ug_output_result *o = output_named(r, name);
+    CHECK(o && !o->not_provided, "%s: %s not judged", what, name);
+    if (!o) return;
+    for (int s = 0; s < UG_STD_COUNT; s++)
+        CHECK(o->verdict[s] != UG_V_FAIL, "%s: %s fails %s: %s", what, name, ug_standard_name(s), o->thresholds[s]);
+    CHECK(o->verdict[UG_STD_PYPTO] == UG_V_PASS && o->verdict[UG_STD_CERTIFIED] == UG_V_PASS &&
+              o->verdict[UG_STD_REFERENCE] == UG_V_PASS,
+          "%s: %s must PASS pypto, certified and reference", what, name);
+}
+
+static void check_padded_not_provided_and_wrong(void)
+{
+    ug_result r;
+    ug_exec_detail d;
+    CHECK(opc_run(PADDED, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "padded case: %s %s",
+          ug_outcome_name(r.outcome), r.message);
+    if (!d.have_oracle) return;
+    expect_judged_pass(&r, "softmax_max", "sim");
+    expect_judged_pass(&r, "softmax_sum", "sim");
+    double worst = 0;
+    for (long row = 0; row < 12; row++) {
+        double m, l;
+        naive_max_sum(&d.c, row / 3, row % 3, &m, &l);
+        worst = fmax(worst, fmax(fabs(d.oracle.gstar[OUT_MAX][row] - m) / fabs(m), fabs(d.oracle.gstar[OUT_SUM][row] - l) / l));
+    }
+    CHECK(worst < 1e-12, "oracle M/L differ from the naive long-double forward by %g (relative)", worst);
+
+    /* not provided: NA under every standard, the case PASS on o */
+    ug_vstate before[UG_STD_COUNT];
+    for (int s = 0; s < UG_STD_COUNT; s++) before[s] = output_named(&r, "o")->verdict[s];
+    ug_tensor_fill_sentinel(&d.c.out[OUT_MAX]);
+    ug_tensor_fill_sentinel(&d.c.out[OUT_SUM]);
+    ug_result np;
+    opc_rejudge_result(&d, &np);
+    CHECK(np.outcome == UG_OUT_PASS, "M and L not provided: %s (%s), expected PASS", ug_outcome_name(np.outcome),
+          np.message);
+    for (int k = OUT_MAX; k <= OUT_SUM; k++)
+        for (int s = 0; s < UG_STD_COUNT; s++)
+            CHECK(np.out[k].not_provided && np.out[k].verdict[s] == UG_V_NA &&
+                      strcmp(np.out[k].thresholds[s], "{\"provided\":false}") == 0,
+                  "%s not provided: %s is %s %s", np.out[k].name, ug_standard_name(s),
+                  ug_vstate_name(np.out[k].verdict[s]), np.out[k].thresholds[s]);
+    for (int s = 0; s < UG_STD_COUNT; s++)
+        CHECK(output_named(&np, "o")->verdict[s] == before[s], "o's %s verdict changed", ug_standard_name(s));
+
+    /* provided, one M element off by 2 % (beyond 1e-3 + 1e-2|g|; budget 0.005 of 12 allows none) */
+    for (size_t i = 0; i < 12; i++) {
+        ug_dtype_store(UG_DT_FP32, d.c.out[OUT_MAX].data, i, d.oracle.g[OUT_MAX][i]);
+        ug_dtype_store(UG_DT_FP32, d.c.out[OUT_SUM].data, i, d.oracle.g[OUT_SUM][i]);
+    }
+    ug_dtype_store(UG_DT_FP32, d.c.out[OUT_MAX].data, 5, d.oracle.g[OUT_MAX][5] * 1.02 + 0.002);
+    ug_result wrong;
+    opc_rejudge_result(&d, &wrong);
+    CHECK(wrong.outcome == UG_OUT_FAIL && wrong.out[OUT_MAX].verdict[UG_STD_REFERENCE] == UG_V_FAIL &&
+              wrong.out[OUT_MAX].verdict[UG_STD_PYPTO] == UG_V_FAIL &&
+              wrong.out[OUT_SUM].verdict[UG_STD_REFERENCE] == UG_V_PASS &&
+              wrong.out[0].verdict[UG_STD_PYPTO] == UG_V_PASS,
+          "one wrong M element: outcome %s, expected FAIL on softmax_max only", ug_outcome_name(wrong.outcome));
+    ug_exec_detail_free(&d);
+}
+
+/* Rows 0..2 of token 0: a NaN in q (NaN score), +inf in q against positive keys (+inf
+ * scores), -inf in q (only -inf scores: no live key); kernel and oracle agree on each. */
+static void check_special_rows(void)
+{
+    ug_result r;
+    ug_exec_detail d;
+    const char *spec = SPEC("{\"tokens\":2,\"heads\":4,\"kv_len\":100,\"topk\":80}",
+                            "{\"q\":" U11 ",\"kv\":{\"kind\":\"uniform\",\"lo\":0.5,\"hi\":1}}",
+                            ",\"inject\":[{\"input\":\"q\",\"i\":3,\"v\":\"nan\"},{\"input\":\"q\",\"i\":577,\"v\":\"inf\"},"
+                            "{\"input\":\"q\",\"i\":1153,\"v\":\"-inf\"}]");
+    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "special rows: %s %s",
+          ug_outcome_name(r.outcome), r.message);
+    if (!d.have_oracle) return;
+    static const double want_max[3] = {NAN, NAN, -INFINITY}, want_sum[3] = {NAN, NAN, 0.0};
+    for (int row = 0; row < 3; row++) {
+        double gm = d.oracle.gstar[OUT_MAX][row], gl = d.oracle.gstar[OUT_SUM][row];
+        double am = d.a[OUT_MAX][row], al = d.a[OUT_SUM][row];
+        int ok = isnan(want_max[row]) ? isnan(gm) && isnan(am) && isnan(gl) && isnan(al)
+                                      : gm == -INFINITY && am == -INFINITY && gl == 0.0 && al == 0.0;
+        CHECK(ok, "row %d: M oracle %g kernel %g, L oracle %g kernel %g; expected %g, %g", row, gm, am, gl, al,
+              want_max[row], want_sum[row]);
+    }
+    CHECK(isfinite(d.oracle.gstar[OUT_MAX][3]) && d.oracle.gstar[OUT_SUM][3] >= 1.0, "row 3 stays finite");
+    ug_exec_detail_free(&d);
+}
+
+static void check_mutant(const char *variant, const char *bad, const char *good)
+{
+    ug_result r;
+    ug_exec_detail d;
+    CHECK(opc_run(PADDED, variant, &r, &d) == 0 && r.outcome == UG_OUT_FAIL, "%s: outcome %s, expected FAIL", variant,
+          ug_outcome_name(r.outcome));
+    const ug_output_result *b = output_named(&r, bad), *g = output_named(&r, good), *o = output_named(&r, "o");
+    CHECK(b && b->verdict[UG_STD_PYPTO] == UG_V_FAIL && b->verdict[UG_STD_CERTIFIED] == UG_V_FAIL &&
+              b->verdict[UG_STD_REFERENCE] == UG_V_FAIL,
+          "%s: %s must fail pypto, certified and reference", variant, bad);
+    CHECK(g && g->verdict[UG_STD_PYPTO] == UG_V_PASS && o && o->verdict[UG_STD_PYPTO] == UG_V_PASS,
+          "%s: %s and o must still pass", variant, good);
+    ug_exec_detail_free(&d);
+}
+
+static void check_ideal(void)
+{
+    ug_backend b;
+    char err[256];
+    if (ug_backend_open(&b, "ideal", err, sizeof err)) {
+        CHECK(0, "ideal backend: %s", err);
+        return;
+    }
+    ug_result r;
+    CHECK(opc_exec(&b, PADDED, 0, &r, NULL) == 0 && r.outcome == UG_OUT_PASS, "ideal: %s", r.message);
+    ug_backend_close(&b);
+    expect_judged_pass(&r, "softmax_max", "ideal");
+    expect_judged_pass(&r, "softmax_sum", "ideal");
+}
+
+int main(void)
+{
+    check_known_values();
+    check_padded_not_provided_and_wrong();
+    check_special_rows();
+    check_mutant("mut_max_unscaled", "softmax_max", "softmax_sum");
+    check_mutant("mut_sum_recip", "softmax_sum", "softmax_max");
+    check_ideal();
+    return check_done();
+}
