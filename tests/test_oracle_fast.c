@@ -90,8 +90,40 @@ static void apply_adamw(void)
                        0);
 }
 
+/* One row of h = 5 whose sums x1 + x2 are (259, 1, 2, 187, 475)/256: their mean square is
+ * exactly 1, so with eps = 2^-60 the double rstd is 1 and y = 259/256 (gamma 1) sits on the
+ * bf16 tie between 1 + 2^-7 and 1 + 2^-6, while the exact y is just below it. */
+#define RMSNORM_TIE                                                                                                    \
+    "{\"input\":\"x1\",\"i\":0,\"v\":1},{\"input\":\"x2\",\"i\":0,\"v\":0.01171875},"                       \
+    "{\"input\":\"x1\",\"i\":1,\"v\":0.00390625},{\"input\":\"x1\",\"i\":2,\"v\":0.0078125},"             \
+    "{\"input\":\"x1\",\"i\":3,\"v\":0.73046875},{\"input\":\"x1\",\"i\":4,\"v\":1.8515625},"             \
+    "{\"input\":\"x2\",\"i\":4,\"v\":0.00390625}"
+
+static void inplace_add_rmsnorm(void)
+{
+    fast_matches_exact("inplace_add_rmsnorm tie",
+                       "{\"op\":\"inplace_add_rmsnorm\",\"dtype\":\"bf16\",\"params\":{\"rows\":1,\"h\":5,"
+                       "\"eps\":8.673617379884035e-19},\"dist\":{\"x1\":{\"kind\":\"const\",\"value\":0},"
+                       "\"x2\":{\"kind\":\"const\",\"value\":0},\"gamma\":{\"kind\":\"const\",\"value\":1}},"
+                       "\"seed\":1,\"inject\":[" RMSNORM_TIE "]}",
+                       1);
+    const char *dts[2] = {"bf16", "fp16"};
+    char spec[4096], what[64];
+    for (int d = 0; d < 2; d++) {
+        snprintf(spec, sizeof spec,
+                 "{\"op\":\"inplace_add_rmsnorm\",\"dtype\":\"%s\",\"params\":{\"rows\":6,\"h\":300},"
+                 "\"dist\":{\"x1\":{\"kind\":\"wide\",\"lo_exp\":-30,\"hi_exp\":10},\"x2\":{\"kind\":"
+                 "\"normal\",\"mean\":0,\"std\":1},\"gamma\":{\"kind\":\"normal\",\"mean\":0,\"std\":2}},"
+                 "\"seed\":5,\"inject\":[" SPECIALS("x1") "," SPECIALS("x2") "]}",
+                 dts[d]);
+        snprintf(what, sizeof what, "inplace_add_rmsnorm %s specials", dts[d]);
+        fast_matches_exact(what, spec, 0);
+    }
+}
+
 int main(void)
 {
     apply_adamw();
+    inplace_add_rmsnorm();
     return check_done();
 }
