@@ -297,12 +297,13 @@ static int self_check(const ug_case *c, const ug_oracle_opts *o, ug_oracle_resul
     return rc;
 }
 
-int ug_oracle_run_sel(const ug_case *c, const ug_oracle_opts *o, const ug_selection *sel, ug_oracle_result *r,
-                      char *err, size_t errlen)
+/* The run on a selection r->sel already holds (ug_oracle_run hands its own over: at
+ * --sample all a copy is 8 bytes of fresh memory per element, page faults included). */
+static int run_on_result_sel(const ug_case *c, const ug_oracle_opts *o, ug_oracle_result *r, char *err, size_t errlen)
 {
-    memset(r, 0, sizeof *r);
+    const ug_selection *sel = &r->sel;
     unsigned char *unsure[UG_MAX_TENSORS] = {0};
-    int rc = copy_selection(sel, &r->sel);
+    int rc = 0;
     for (int k = 0; !rc && k < sel->n_out; k++) {
         r->gstar[k] = alloc_vals(sel->n[k]);
         r->g[k] = alloc_vals(sel->n[k]);
@@ -332,6 +333,18 @@ int ug_oracle_run_sel(const ug_case *c, const ug_oracle_opts *o, const ug_select
     return rc;
 }
 
+int ug_oracle_run_sel(const ug_case *c, const ug_oracle_opts *o, const ug_selection *sel, ug_oracle_result *r,
+                      char *err, size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    if (copy_selection(sel, &r->sel)) {
+        ug_oracle_result_free(r);
+        snprintf(err, errlen, "out of memory for the oracle");
+        return -1;
+    }
+    return run_on_result_sel(c, o, r, err, errlen);
+}
+
 int ug_oracle_run(const ug_case *c, const ug_oracle_opts *o, ug_oracle_result *r, char *err, size_t errlen)
 {
     ug_selection sel;
@@ -339,9 +352,9 @@ int ug_oracle_run(const ug_case *c, const ug_oracle_opts *o, ug_oracle_result *r
         snprintf(err, errlen, "out of memory building the sample");
         return -1;
     }
-    int rc = ug_oracle_run_sel(c, o, &sel, r, err, errlen);
-    ug_selection_free(&sel);
-    return rc;
+    memset(r, 0, sizeof *r);
+    r->sel = sel; /* the result owns it from here */
+    return run_on_result_sel(c, o, r, err, errlen);
 }
 
 void ug_oracle_result_free(ug_oracle_result *r)

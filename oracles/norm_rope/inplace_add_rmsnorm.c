@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "oracles/mp/cert_inline.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
 
@@ -19,8 +20,29 @@ static int row_selected(const ug_selection *sel, size_t r, size_t h, size_t *pos
     return any || (pos[2] < sel->n[2] && sel->idx[2][pos[2]] == r);
 }
 
+/* y = (xa * rstd) * gamma and x_add = x1 + x2 of one element: in CERT through the inline
+ * certified arithmetic (mp/cert_inline.h: the same values and bounds, no interpreter). */
+static ug_num y_value(ug_ar *ar, int fast, double xa, ug_num rstd, double gamma)
+{
+    if (fast) {
+        ug_cv y = ug_cv_mul(ug_cv_mul(ug_cv_c(xa), ug_cv_of(rstd)), ug_cv_c(gamma));
+        return (ug_num){y.v, y.e, NULL};
+    }
+    return ug_mul(ar, ug_mul(ar, ug_c(ar, xa), rstd), ug_c(ar, gamma));
+}
+
+static ug_num x_add_value(ug_ar *ar, int fast, double a, double b)
+{
+    if (fast) {
+        ug_cv s = ug_cv_add(ug_cv_c(a), ug_cv_c(b));
+        return (ug_num){s.v, s.e, NULL};
+    }
+    return ug_add(ar, ug_c(ar, a), ug_c(ar, b)); /* an input sum: exact double, rounded by the naive arithmetic too */
+}
+
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
+    int fast = ug_ar_get_mode(ar) == UG_AR_CERT;
     long rows = ug_p_int(&c->params, "rows");
     double eps = ug_p_num(&c->params, "eps"); /* the fp32 value */
     const ug_tensor *x1 = ug_case_input(c, "x1"), *x2 = ug_case_input(c, "x2"), *gm = ug_case_input(c, "gamma");
@@ -35,13 +57,11 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
         ug_num rstd = ug_rsqrt(ar, ug_add(ar, ug_div(ar, ss, ug_c(ar, (double)h)), ug_c(ar, eps)));
         for (; pos[0] < sel->n[0] && sel->idx[0][pos[0]] / h == r; pos[0]++) {
             size_t i = sel->idx[0][pos[0]] % h;
-            ug_num y = ug_mul(ar, ug_mul(ar, ug_c(ar, xa[i]), rstd), ug_c(ar, ug_tload(gm, i)));
-            ug_ar_emit(ar, 0, pos[0], y);
+            ug_ar_emit(ar, 0, pos[0], y_value(ar, fast, xa[i], rstd, ug_tload(gm, i)));
         }
         for (; pos[1] < sel->n[1] && sel->idx[1][pos[1]] / h == r; pos[1]++) {
             size_t i = sel->idx[1][pos[1]] % h;
-            /* x_add is an input sum: exact double, rounded by the naive arithmetic too */
-            ug_ar_emit(ar, 1, pos[1], ug_add(ar, ug_c(ar, ug_tload(x1, r * h + i)), ug_c(ar, ug_tload(x2, r * h + i))));
+            ug_ar_emit(ar, 1, pos[1], x_add_value(ar, fast, ug_tload(x1, r * h + i), ug_tload(x2, r * h + i)));
         }
         if (pos[2] < sel->n[2] && sel->idx[2][pos[2]] == r) ug_ar_emit(ar, 2, pos[2]++, rstd);
         ug_ar_release(ar, mark);

@@ -1,0 +1,96 @@
+/* cert_inline.h — the certified double arithmetic (UG_AR_CERT of arith.h) as inline
+ * functions on a plain {value, bound} pair, for an op's fast path over whole arrays.
+ *
+ * Why: the engine's CERT numbers go through arith.c one call at a time (a mode switch, an
+ * MPFR pointer and a struct per operation); an elementwise or row oracle spends most of
+ * its time there. An op evaluates its formula with these functions instead, element by
+ * element in a loop the compiler can inline, and hands each result to the engine's own
+ * rule through ug_cv_emit (ug_ar_emit: ug_cert_round; an undecided element is marked
+ * unsure, and the engine re-evaluates it through the op's scalar path in EXACT).
+ *
+ * Each function is the arith.c CERT primitive of the same name, formula for formula: the
+ * same value (one IEEE operation, same order) and the same error bound (TwoSum and the
+ * Veltkamp TwoProduct error, the same TINY/INFLATE normalisation). So an op that writes
+ * its formula in the same order gets bit-identical values and bounds, and the same
+ * elements go to MPFR (tests/test_oracle_fast.c checks every element of adversarial cases
+ * against MPFR, and against the scalar CERT path). The constants must stay arith.c's. */
+#ifndef UG_CERT_INLINE_H
+#define UG_CERT_INLINE_H
+#include <math.h>
+
+#include "oracles/mp/arith.h"
+
+#define UG_CV_U52 0x1p-52
+#define UG_CV_TINY 0x1p-1074
+#define UG_CV_INFLATE (1.0 + 0x1p-45)
+
+typedef struct {
+    double v; /* the value, as UG_AR_CERT computes it */
+    double e; /* a rigorous bound on |v - exact|; 0 when v is exact */
+} ug_cv;
+
+/* arith.c's num_cert: a nonzero bound is padded for its own rounding. */
+static inline ug_cv ug_cv_make(double v, double e)
+{
+    ug_cv r = {v, e == 0.0 ? 0.0 : (e + UG_CV_TINY) * UG_CV_INFLATE};
+    if (isnan(r.e)) r.e = INFINITY;
+    return r;
+}
+
+/* An exact input value or constant; and a CERT ug_num of the engine as a pair. */
+static inline ug_cv ug_cv_c(double x) { return (ug_cv){x, 0.0}; }
+static inline ug_cv ug_cv_of(ug_num x) { return (ug_cv){x.v, x.e}; }
+
+static inline double ug_cv_two_sum_err(double a, double b, double s)
+{
+    double bb = s - a;
+    return (a - (s - bb)) + (b - bb);
+}
+
+static inline double ug_cv_two_prod_err(double a, double b, double p)
+{
+    if (!(fabs(p) > 0x1p-960 && fabs(p) < 0x1p960 && fabs(a) < 0x1p995 && fabs(b) < 0x1p995))
+        return fabs(p) * UG_CV_U52 + UG_CV_TINY;
+    const double split = 134217729.0; /* 2^27 + 1 */
+    double ca = split * a, ah = ca - (ca - a), al = a - ah;
+    double cb = split * b, bh = cb - (cb - b), bl = b - bh;
+    return fabs(((ah * bh - p) + ah * bl + al * bh) + al * bl);
+}
+
+static inline ug_cv ug_cv_add(ug_cv a, ug_cv b)
+{
+    double v = a.v + b.v;
+    return ug_cv_make(v, a.e + b.e + (isfinite(v) ? fabs(ug_cv_two_sum_err(a.v, b.v, v)) : INFINITY));
+}
+
+static inline ug_cv ug_cv_sub(ug_cv a, ug_cv b)
+{
+    double v = a.v - b.v;
+    return ug_cv_make(v, a.e + b.e + (isfinite(v) ? fabs(ug_cv_two_sum_err(a.v, -b.v, v)) : INFINITY));
+}
+
+static inline ug_cv ug_cv_mul(ug_cv a, ug_cv b)
+{
+    double v = a.v * b.v;
+    return ug_cv_make(v, fabs(a.v) * b.e + fabs(b.v) * a.e + a.e * b.e +
+                             (isfinite(v) ? ug_cv_two_prod_err(a.v, b.v, v) : INFINITY));
+}
+
+static inline ug_cv ug_cv_div(ug_cv a, ug_cv b)
+{
+    double v = a.v / b.v, ab = fabs(b.v);
+    double e = ab > b.e ? (fabs(a.v) * b.e + ab * a.e) / (ab * (ab - b.e)) : INFINITY;
+    return ug_cv_make(v, e + fabs(v) * UG_CV_U52);
+}
+
+static inline ug_cv ug_cv_sqrt(ug_cv a)
+{
+    double v = sqrt(a.v);
+    double e = a.v > a.e ? a.e / sqrt(a.v) : sqrt(fmax(a.v, 0.0) + a.e);
+    return ug_cv_make(v, e + fabs(v) * UG_CV_U52);
+}
+
+/* Hands element k of output out's selection to the engine's CERT rule (ug_cert_round). */
+static inline void ug_cv_emit(ug_ar *ar, int out, size_t k, ug_cv x) { ug_ar_emit(ar, out, k, (ug_num){x.v, x.e, NULL}); }
+
+#endif

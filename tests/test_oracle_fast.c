@@ -1,0 +1,129 @@
+/* test_oracle_fast.c — the ops' fast certified paths (oracles/mp/cert_inline.h) against
+ * MPFR on every element of adversarial cases: exact values at a rounding tie of the output
+ * dtype that double rounds onto the tie (only the bound can send them to MPFR), constant
+ * inputs, zeros of both signs, huge, subnormal, NaN and infinite inputs. Each case must
+ * give the correctly rounded exact value on every element (the fast path's own, or MPFR's
+ * where its bound left the element undecided), and the tie cases must have been handed
+ * to MPFR: with the fast path's bound forced to 0 this test fails. */
+#include <math.h>
+#include <string.h>
+
+#include "check.h"
+#include "gen/case.h"
+#include "oracles/oracle.h"
+
+/* Runs spec's oracle in CERT (the fast path, MPFR for what it leaves) and in EXACT on every
+ * element; every rounded value must agree, and at least min_mpfr elements must have gone
+ * to MPFR. */
+static void fast_matches_exact(const char *what, const char *spec, unsigned long min_mpfr)
+{
+    ug_spec s;
+    ug_case c;
+    char err[512];
+    if (ug_spec_parse(spec, &s, err, sizeof err) || ug_case_build(&c, &s, err, sizeof err)) {
+        CHECK(0, "%s: %s", what, err);
+        return;
+    }
+    ug_oracle_opts o;
+    ug_oracle_opts_default(&o);
+    o.sample = 0;
+    o.naive = 0;
+    o.device_bound = 0;
+    ug_oracle_result fast, exact;
+    CHECK(ug_oracle_run(&c, &o, &fast, err, sizeof err) == 0, "%s: cert: %s", what, err);
+    o.mode = UG_AR_EXACT;
+    CHECK(ug_oracle_run(&c, &o, &exact, err, sizeof err) == 0, "%s: exact: %s", what, err);
+    size_t differ = 0, n = 0;
+    for (int k = 0; k < fast.sel.n_out; k++)
+        for (size_t i = 0; i < fast.sel.n[k]; i++, n++) {
+            double f = fast.g[k][i], x = exact.g[k][i];
+            int same = f == x || (isnan(f) && isnan(x));
+            if (!same && differ < 5)
+                fprintf(stderr, "%s: output %d element %zu: fast %a, exact %a\n", what, k, fast.sel.idx[k][i], f, x);
+            differ += !same;
+        }
+    CHECK(differ == 0 && n > 0, "%s: the fast path differs from MPFR on %zu of %zu elements", what, differ, n);
+    CHECK(fast.n_fallback >= min_mpfr, "%s: %lu elements went to MPFR, at least %lu expected (the ties)", what,
+          fast.n_fallback, min_mpfr);
+    ug_oracle_result_free(&fast);
+    ug_oracle_result_free(&exact);
+    ug_case_free(&c);
+}
+
+/* Special values at the first elements of every input of an op named in inputs. */
+#define SPECIALS(x)                                                                                                    \
+    "{\"input\":\"" x "\",\"i\":0,\"v\":\"nan\"},{\"input\":\"" x "\",\"i\":1,\"v\":\"inf\"},"                         \
+    "{\"input\":\"" x "\",\"i\":2,\"v\":\"-inf\"},{\"input\":\"" x "\",\"i\":3,\"v\":\"max\"},"                        \
+    "{\"input\":\"" x "\",\"i\":4,\"v\":\"-max\"},{\"input\":\"" x "\",\"i\":5,\"v\":\"subnormal\"},"                  \
+    "{\"input\":\"" x "\",\"i\":6,\"v\":\"zero\"},{\"input\":\"" x "\",\"i\":7,\"v\":\"-zero\"}"
+
+/* m' = b1 m + (1 - b1) g with b1 = 1 - 2^-24, m = 1 + 2^-23, g = 2^-23 + 2^-46: exactly
+ * 1 + 2^-24 + 2^-70, just above an fp32 tie; the double sum is the tie itself, which RNE
+ * would round down. Elements 8.. of every input hold it (v' and w' are then ordinary). */
+#define ADAMW_TIE                                                                                                      \
+    "{\"input\":\"m\",\"i\":9,\"v\":1.0000001192092896},{\"input\":\"g\",\"i\":9,\"v\":1.1920930376163597e-07},"   \
+    "{\"input\":\"m\",\"i\":10,\"v\":1.0000001192092896},{\"input\":\"g\",\"i\":10,\"v\":1.1920930376163597e-07}"
+
+static void apply_adamw(void)
+{
+    const char *dist = "{\"w\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.5},\"g\":{\"kind\":\"normal\",\"mean\":0,"
+                       "\"std\":0.1},\"m\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.05},\"v\":{\"kind\":\"wide\","
+                       "\"lo_exp\":-140,\"hi_exp\":10}}";
+    const char *dts[2] = {"bf16", "fp32"};
+    char spec[4096];
+    for (int d = 0; d < 2; d++) {
+        snprintf(spec, sizeof spec,
+                 "{\"op\":\"apply_adamw\",\"dtype\":\"%s\",\"params\":{\"rows\":3,\"cols\":700,\"step\":3,"
+                 "\"beta1\":0.9999999403953552,\"lr\":0.001},\"dist\":%s,\"seed\":11,\"inject\":["
+                 SPECIALS("w") "," SPECIALS("g") "," SPECIALS("m") "," SPECIALS("v") "," ADAMW_TIE "]}",
+                 dts[d], dist);
+        char what[64];
+        snprintf(what, sizeof what, "apply_adamw %s specials and ties", dts[d]);
+        fast_matches_exact(what, spec, 2);
+    }
+    /* constant inputs: every element alike, exact products, a tie-free but exact sum */
+    fast_matches_exact("apply_adamw constants",
+                       "{\"op\":\"apply_adamw\",\"dtype\":\"bf16\",\"params\":{\"rows\":2,\"cols\":40,\"step\":1,"
+                       "\"beta1\":0.5,\"beta2\":0.75,\"lr\":0.5,\"weight_decay\":0.25},\"dist\":{\"w\":{\"kind\":"
+                       "\"const\",\"value\":1},\"g\":{\"kind\":\"const\",\"value\":0.5},\"m\":{\"kind\":\"const\","
+                       "\"value\":-0.25},\"v\":{\"kind\":\"const\",\"value\":0}},\"seed\":1}",
+                       0);
+}
+
+/* One row of h = 5 whose sums x1 + x2 are (259, 1, 2, 187, 475)/256: their mean square is
+ * exactly 1, so with eps = 2^-60 the double rstd is 1 and y = 259/256 (gamma 1) sits on the
+ * bf16 tie between 1 + 2^-7 and 1 + 2^-6, while the exact y is just below it. */
+#define RMSNORM_TIE                                                                                                    \
+    "{\"input\":\"x1\",\"i\":0,\"v\":1},{\"input\":\"x2\",\"i\":0,\"v\":0.01171875},"                       \
+    "{\"input\":\"x1\",\"i\":1,\"v\":0.00390625},{\"input\":\"x1\",\"i\":2,\"v\":0.0078125},"             \
+    "{\"input\":\"x1\",\"i\":3,\"v\":0.73046875},{\"input\":\"x1\",\"i\":4,\"v\":1.8515625},"             \
+    "{\"input\":\"x2\",\"i\":4,\"v\":0.00390625}"
+
+static void inplace_add_rmsnorm(void)
+{
+    fast_matches_exact("inplace_add_rmsnorm tie",
+                       "{\"op\":\"inplace_add_rmsnorm\",\"dtype\":\"bf16\",\"params\":{\"rows\":1,\"h\":5,"
+                       "\"eps\":8.673617379884035e-19},\"dist\":{\"x1\":{\"kind\":\"const\",\"value\":0},"
+                       "\"x2\":{\"kind\":\"const\",\"value\":0},\"gamma\":{\"kind\":\"const\",\"value\":1}},"
+                       "\"seed\":1,\"inject\":[" RMSNORM_TIE "]}",
+                       1);
+    const char *dts[2] = {"bf16", "fp16"};
+    char spec[4096], what[64];
+    for (int d = 0; d < 2; d++) {
+        snprintf(spec, sizeof spec,
+                 "{\"op\":\"inplace_add_rmsnorm\",\"dtype\":\"%s\",\"params\":{\"rows\":6,\"h\":300},"
+                 "\"dist\":{\"x1\":{\"kind\":\"wide\",\"lo_exp\":-30,\"hi_exp\":10},\"x2\":{\"kind\":"
+                 "\"normal\",\"mean\":0,\"std\":1},\"gamma\":{\"kind\":\"normal\",\"mean\":0,\"std\":2}},"
+                 "\"seed\":5,\"inject\":[" SPECIALS("x1") "," SPECIALS("x2") "]}",
+                 dts[d]);
+        snprintf(what, sizeof what, "inplace_add_rmsnorm %s specials", dts[d]);
+        fast_matches_exact(what, spec, 0);
+    }
+}
+
+int main(void)
+{
+    apply_adamw();
+    inplace_add_rmsnorm();
+    return check_done();
+}
