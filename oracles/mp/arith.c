@@ -11,6 +11,7 @@
  * rounding (UG_DEV_U |v|, functions DEV_FN |v|, plus UG_DEV_ETA for a result in fp32's
  * subnormal range) to the propagated operand bounds. */
 #include "oracles/mp/arith.h"
+#include "oracles/mp/cert_inline.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -18,10 +19,11 @@
 #include <string.h>
 
 #define POOL_BLOCK 512
-#define U52 0x1p-52
+/* The CERT constants are cert_inline.h's, so the inline fast path and this file cannot drift apart. */
+#define U52 UG_CV_U52
 #define U51 0x1p-51
-#define TINY 0x1p-1074
-#define INFLATE (1.0 + 0x1p-45)
+#define TINY UG_CV_TINY
+#define INFLATE UG_CV_INFLATE
 #define IS_MP(ar) ((ar)->mode == UG_AR_EXACT || (ar)->mode == UG_AR_MPFR_SEQ)
 #define IS_DEV(ar) ((ar)->mode == UG_AR_DEVICE)
 #define DEV_FN (UG_DEV_FN_ULPS * 2.0 * UG_DEV_U) /* relative: ulp(x) <= 2^-23 |x| in fp32 */

@@ -13,7 +13,8 @@
  * Veltkamp TwoProduct error, the same TINY/INFLATE normalisation). So an op that writes
  * its formula in the same order gets bit-identical values and bounds, and the same
  * elements go to MPFR (tests/test_oracle_fast.c checks every element of adversarial cases
- * against MPFR, and against the scalar CERT path). The constants must stay arith.c's. */
+ * against MPFR, and against the scalar CERT path). arith.c takes its CERT constants from
+ * here, so the two cannot drift apart. */
 #ifndef UG_CERT_INLINE_H
 #define UG_CERT_INLINE_H
 #include <math.h>
