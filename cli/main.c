@@ -1,5 +1,6 @@
 /* main.c — the ulpgym command line: the sorted command table of commands.def (as git's),
  * `ulpgym help [COMMAND]`, and `ulpgym COMMAND -h` for every command. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -50,5 +51,10 @@ int main(int argc, char **argv)
         return UG_EXIT_USAGE;
     }
     if (ug_cli_help(c, argc - 1, argv + 1)) return 0;
+    /* Past `ulimit -f` a write then fails with EFBIG, which every command reports (one line,
+     * non-zero exit) and a database write rolls back, instead of SIGXFSZ killing the process
+     * half-way (merge, check and corpus import died so). Sweep workers set the default back
+     * for the kernels they run (run/workers.c). */
+    signal(SIGXFSZ, SIG_IGN);
     return c->run(argc - 1, argv + 1);
 }
