@@ -114,16 +114,18 @@ static void declarations(void)
         /* Outputs the reference test does not compare carry no reference rule: flash_attention_mha's lse (its test
          * judges L and M, which the op does not output), and the staged intermediates our fused ops export so a
          * legal flip cannot cascade (pre_quant's n/n_i8/qk_mm/qk_norm, the MoE router's logits and act, the shared
-         * expert's scales and activation, the fused prolog's q_norm codes and scale). Every other op judges all its
-         * numeric outputs by the reference or none. */
+         * expert's scales and activation, the fused prolog's q_norm codes and scale), and mla_prolog, whose only
+         * rule so far is its optional q_norm's (the non-quantised test's qNorm; its q and cache rules are not
+         * transcribed yet). Every other op judges all its numeric outputs by the reference or none. */
         int staged = op == UG_OP_FLASH_ATTENTION_MHA || op == UG_OP_GLM_ATTENTION_PRE_QUANT ||
                      op == UG_OP_GLM_ATTENTION_FUSION || op == UG_OP_GLM_MOE_FUSION ||
-                     op == UG_OP_MLA_INDEXER_PROLOG_QUANT || op == UG_OP_GLM_FFN_SHARED_EXPERT_QUANT;
+                     op == UG_OP_MLA_INDEXER_PROLOG_QUANT || op == UG_OP_GLM_FFN_SHARED_EXPERT_QUANT ||
+                     op == UG_OP_MLA_PROLOG;
         CHECK(ref == numeric || ref == 0 || (staged && ref > 0), "%s: reference rule on %d of %d numeric outputs",
               ug_op_name(op), ref, numeric);
         with += ref > 0;
     }
-    CHECK(with == 26, "%d implemented ops carry a reference rule (26 have a reference test that judges them)", with);
+    CHECK(with == 27, "%d implemented ops carry a reference rule (27 have a reference test that judges them)", with);
     const ug_op_def *adamw = ug_op_def_get(UG_OP_APPLY_ADAMW);
     CHECK(adamw && adamw->outputs[0].has_reference && adamw->outputs[0].reference_atol == 1e-4 &&
               adamw->outputs[0].reference_rtol == 0x1p-7 && adamw->outputs[0].reference_budget == 0,

@@ -7,6 +7,7 @@
  *     kv  = bf16(x·W_dkv)                              (kv_lora + d_rope)
  *     kv_cache[slot_mapping[t]] = RMSNorm(kv[:kv_lora]; γ_kv, eps)
  *     kr_cache[slot_mapping[t]] = RoPE_half(kv[kv_lora:]; cos[t], sin[t])
+ *     q_norm[t,:] = c_q                                (optional: the reference test's qNorm)
  * RoPE_half: out_i = v_i·cos_i − v_{i+d/2}·sin_i, out_{i+d/2} = v_{i+d/2}·cos_{i+d/2} + v_i·sin_{i+d/2}.
  * params.rope_layout = interleaved_to_half (the reference suite's DeepSeek-V3.2 prolog) rotates
  * the pairs (v_2i, v_2i+1) instead and writes them in the half order:
@@ -84,14 +85,30 @@ typedef struct {
     ug_num *cq, *q, *v; /* scratch: c_q [Lq], q of one head [dn+dr], GEMM outputs [max] */
 } mla_oracle;
 
-/* c_q of token t into m->cq: bf16(RMSNorm(x[t]·W_dq; γ_q)) (spec rounding). */
+/* c_q of token t into m->cq: bf16(RMSNorm(x[t]·W_dq; γ_q)) (spec rounding); m->v[0..Lq) keeps
+ * the RMSNorm before that rounding, the optional output q_norm (rounded once to bf16 there). */
 static void mla_cq(ug_ar *ar, mla_oracle *m, size_t t)
 {
     size_t h = (size_t)m->p.h, Lq = (size_t)m->p.Lq;
     for (size_t j = 0; j < Lq; j++) m->v[j] = ug_dot_d(ar, m->x + t * h, 1, m->wdq + j, Lq, h);
     ug_num rstd = ug_mla_rstd(ar, m->v, Lq, m->p.eps, m->cq);
-    for (size_t j = 0; j < Lq; j++)
-        m->cq[j] = ug_round(ar, ug_mul(ar, ug_mul(ar, m->v[j], rstd), ug_c(ar, m->gq[j])), UG_DT_BF16);
+    for (size_t j = 0; j < Lq; j++) {
+        m->v[j] = ug_mul(ar, ug_mul(ar, m->v[j], rstd), ug_c(ar, m->gq[j]));
+        m->cq[j] = ug_round(ar, m->v[j], UG_DT_BF16);
+    }
+}
+
+/* Output 4 (the optional q_norm [T, Lq]): c_q before its bf16 rounding, token by token. Its
+ * certified bound is the DEVICE evaluation of the very numbers q is computed from. */
+static void mla_emit_qnorm(ug_ar *ar, mla_oracle *m, const ug_selection *sel)
+{
+    size_t Lq = (size_t)m->p.Lq, k = 0;
+    while (k < sel->n[4]) {
+        size_t t = sel->idx[4][k] / Lq, mark = ug_ar_mark(ar);
+        mla_cq(ar, m, t);
+        for (; k < sel->n[4] && sel->idx[4][k] / Lq == t; k++) ug_ar_emit(ar, 4, k, m->v[sel->idx[4][k] % Lq]);
+        ug_ar_release(ar, mark);
+    }
 }
 
 /* Outputs 0 (q_nope_abs) and 1 (q_rope): rows t*N + n, walked in order. */
@@ -193,6 +210,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
             if (slot[t] >= 0) inv[(size_t)slot[t]] = t; /* builder's slots are distinct */
         mla_emit_query(ar, &m, sel);
         mla_emit_cache(ar, &m, sel, inv);
+        if (sel->n_out > 4) mla_emit_qnorm(ar, &m, sel);
     }
     free(inv);
     free(m.cq);
@@ -204,6 +222,10 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 static void geometry(const ug_case *c, int out, ug_geom *g)
 {
     const ug_tensor *t = &c->out[out];
+    if (out == 4) { /* q_norm [T, Lq]: a row per token, the kernel's 16-token tiles */
+        ug_geom_last_dim(t, 16, 128, g);
+        return;
+    }
     g->cols = (size_t)t->shape[2];
     g->rows = (size_t)(t->shape[0] * t->shape[1]);
     /* q outputs: rows are (token, head), the kernel's 16-token tile edges; caches: rows

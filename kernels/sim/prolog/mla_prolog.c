@@ -13,7 +13,9 @@
  * slot_mapping[t] (slot -1: padding, not written); the scatter walks tokens in tiles of
  * MLA_TOKEN_TILE. Every stored output rounds once to bf16. params.rope_layout =
  * interleaved_to_half rotates the pairs (2i, 2i+1) and writes them to (i, i + d/2), the
- * layout of the reference suite's DeepSeek-V3.2 prolog; the default half pairs (i, i + d/2). */
+ * layout of the reference suite's DeepSeek-V3.2 prolog; the default half pairs (i, i + d/2).
+ * Where the caller passes the optional q_norm (the reference test's qNorm), each token's bf16
+ * c_q is stored there as it is, the very values its q GEMM reads. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +29,15 @@
 #define MLA_TOKEN_TILE 16
 #define MLA_MAX_ROPE UG_MLA_MAX_ROPE
 
-typedef enum { MUT_NONE, MUT_ROPE_SIN_SIGN, MUT_SLOT_OFF, MUT_TAIL_TOKENS, MUT_KV_NORM_BF16 } mla_bug;
+typedef enum {
+    MUT_NONE,
+    MUT_ROPE_SIN_SIGN,
+    MUT_SLOT_OFF,
+    MUT_TAIL_TOKENS,
+    MUT_KV_NORM_BF16,
+    MUT_QNORM_NO_GAMMA,
+    MUT_QNORM_PRENORM
+} mla_bug;
 
 typedef struct {
     size_t T, h, Lq, N, Lkv, dn, dr, dq, S; /* dq = dn + dr per head; S = cache slots */
@@ -35,15 +45,33 @@ typedef struct {
     int rope_inter; /* params.rope_layout == interleaved_to_half */
     const ulpgym_tensor *x, *w_dq, *g_q, *w_uq, *w_uk, *w_dkv, *g_kv, *cos, *sin, *slot, *kv_in, *kr_in;
     const ulpgym_tensor *q_nope_abs, *q_rope, *kv_cache, *kr_cache;
+    const ulpgym_tensor *q_norm; /* the optional q_norm (or NULL) */
     float *wdq, *wuq, *wuk, *wdkv; /* transposed fp32 weights */
     float *gq, *gkv, *xr, *cq, *q, *kv, *o, *cs, *sn;
+    float *qn, *ones; /* [Lq] each: what a q_norm mutant writes instead of c_q, and unit weights */
 } mla_ctx;
 
-/* The query path of token t: q_nope_abs and q_rope for every head. */
+/* Stores token t's c_q (already bf16) as the optional q_norm where the caller passed it; its
+ * planted bugs write something else there (qn), the rest of the query path keeps c_q. */
+static void mla_store_qnorm(mla_ctx *m, size_t t, mla_bug bug)
+{
+    if (!m->q_norm) return;
+    const float *out = m->cq;
+    if (bug == MUT_QNORM_NO_GAMMA || bug == MUT_QNORM_PRENORM) {
+        for (size_t j = 0; j < m->Lq; j++) m->qn[j] = ug_ktile_dot_f32(m->xr, m->wdq + j * m->h, m->h);
+        /* bug (no gamma): the norm with unit weights; bug (pre-norm): x·W_dq before the norm */
+        if (bug == MUT_QNORM_NO_GAMMA) ug_mla_rmsnorm_bf16(m->qn, m->ones, m->Lq, m->eps, UG_MLA_NORM_OK);
+        out = m->qn;
+    }
+    ug_sim_store(m->q_norm, t * m->Lq, m->Lq, out); /* rounds: bf16 (exact for c_q) */
+}
+
+/* The query path of token t: q_nope_abs and q_rope for every head, and c_q as q_norm. */
 static void mla_query(mla_ctx *m, size_t t, mla_bug bug)
 {
     for (size_t j = 0; j < m->Lq; j++) m->cq[j] = ug_ktile_dot_f32(m->xr, m->wdq + j * m->h, m->h);
     ug_mla_rmsnorm_bf16(m->cq, m->gq, m->Lq, m->eps, UG_MLA_NORM_OK);
+    mla_store_qnorm(m, t, bug);
     for (size_t n = 0; n < m->N; n++) {
         for (size_t c = 0; c < m->dq; c++)
             m->q[c] = ug_sim_round_bf16(ug_ktile_dot_f32(m->cq, m->wuq + (n * m->dq + c) * m->Lq, m->Lq));
@@ -75,7 +103,7 @@ static int mla_alloc(mla_ctx *m)
     if (m->N * m->dq * m->Lq > stage) stage = m->N * m->dq * m->Lq;
     if (m->N * m->Lkv * m->dn > stage) stage = m->N * m->Lkv * m->dn;
     if (m->h * m->Lq > stage) stage = m->h * m->Lq;
-    size_t nv = m->Lq + m->Lkv + m->h + m->Lq + m->dq + (m->Lkv + m->dr) + m->Lkv + 2 * m->dr;
+    size_t nv = m->Lq + m->Lkv + m->h + m->Lq + m->dq + (m->Lkv + m->dr) + m->Lkv + 2 * m->dr + 2 * m->Lq;
     float *stg = malloc((stage + 1) * sizeof *stg);
     m->wdq = malloc((nw + nv + 1) * sizeof *m->wdq);
     if (!stg || !m->wdq) {
@@ -94,6 +122,9 @@ static int mla_alloc(mla_ctx *m)
     m->o = m->kv + m->Lkv + m->dr;
     m->cs = m->o + m->Lkv;
     m->sn = m->cs + m->dr;
+    m->qn = m->sn + m->dr;
+    m->ones = m->qn + m->Lq;
+    for (size_t j = 0; j < m->Lq; j++) m->ones[j] = 1.0f;
     ug_ktile_load_transposed(m->w_dq, 0, m->h, m->Lq, m->wdq, stg);
     ug_ktile_load_transposed(m->w_uq, 0, m->Lq, m->N * m->dq, m->wuq, stg);
     for (size_t n = 0; n < m->N; n++)
@@ -114,10 +145,10 @@ static int mla_bind(mla_ctx *m, const ulpgym_call *call, char *err, size_t errle
     ug_params_free(&p);
     const ulpgym_tensor **slots[] = {&m->x,          &m->w_dq,   &m->g_q,      &m->w_uq,    &m->w_uk,  &m->w_dkv,
                                      &m->g_kv,       &m->cos,    &m->sin,      &m->slot,    &m->kv_in, &m->kr_in,
-                                     &m->q_nope_abs, &m->q_rope, &m->kv_cache, &m->kr_cache};
+                                     &m->q_nope_abs, &m->q_rope, &m->kv_cache, &m->kr_cache, &m->q_norm};
     if (ug_sim_bind(call,
                     "x w_dq gamma_q w_uq w_uk w_dkv gamma_kv cos sin slot_mapping kv_cache_in kr_cache_in "
-                    "q_nope_abs q_rope kv_cache kr_cache",
+                    "q_nope_abs q_rope kv_cache kr_cache q_norm?",
                     slots, err, errlen))
         return -2;
     m->T = (size_t)m->x->shape[0];
@@ -186,5 +217,9 @@ const ug_kernel_variant ug_variants_mla_prolog[] = {
      mla_kernel, 0, MUT_TAIL_TOKENS},
     {"mut_kv_norm_bf16", "the sum of squares of the c_kv RMSNorm is accumulated in one bf16 scalar", mla_kernel, 0,
      MUT_KV_NORM_BF16},
+    {"mut_qnorm_no_gamma", "optional q_norm written as the RMSNorm of x·W_dq without gamma_q (q still from c_q)",
+     mla_kernel, 0, MUT_QNORM_NO_GAMMA},
+    {"mut_qnorm_prenorm", "optional q_norm written as bf16(x·W_dq), the value before the RMSNorm", mla_kernel, 0,
+     MUT_QNORM_PRENORM},
     {NULL, NULL, NULL},
 };

@@ -1,0 +1,213 @@
+/* test_optional_mla_prolog.c — mla_prolog's optional q_norm (the reference test's qNorm of
+ * the non-quantised path, docs/PLUGINS.md "Optional outputs"):
+ *  - known value: x = 1, W_dq = 2, gamma_q = 0.5 give c_q = bf16(0.5·8/sqrt(64 + eps)) = 0.5 in
+ *    oracle and kernel;
+ *  - a case over two 16-token tiles at the reference test's input scale: the oracle's q_norm
+ *    against a naive long-double RMSNorm(x·W_dq; gamma_q, eps), the sim kernel's equal to its
+ *    bf16 rounding and PASS under pypto, certified and reference; the reference golden
+ *    (x·W_dq rounded to bf16, no eps) written as the output passes the reference rule too;
+ *  - q_norm left unwritten: PASS with it NA under every standard, the other outputs judged as
+ *    before; one wrong element: FAIL on q_norm only;
+ *  - the mutants mut_qnorm_no_gamma and mut_qnorm_prenorm fail on q_norm only; the ideal
+ *    backend passes it under every standard. */
+#include <math.h>
+#include <string.h>
+
+#include "check.h"
+#include "op_check.h"
+#include "run/exec.h"
+
+#define OUT_QNORM 4 /* after q_nope_abs, q_rope, kv_cache, kr_cache */
+#define T 20
+#define H 256
+#define LQ 64
+#define U(lo, hi) "{\"kind\":\"uniform\",\"lo\":" #lo ",\"hi\":" #hi "}"
+/* the reference test's scales: x, gamma U(-1,1), weights U(-0.1,0.1) */
+#define REF_CASE                                                                                                       \
+    "{\"op\":\"mla_prolog\",\"dtype\":\"bf16\",\"seed\":3,\"params\":{\"tokens\":20,\"h\":256,\"q_lora\":64,"         \
+    "\"heads\":2,\"kv_lora\":32,\"d_nope\":16,\"d_rope\":8,\"eps\":1e-5,\"slots\":\"padded\","                        \
+    "\"rope_layout\":\"interleaved_to_half\"},\"dist\":{\"x\":" U(-1, 1) ",\"w_dq\":" U(-0.1, 0.1) ",\"gamma_q\":"   \
+    U(-1, 1) ",\"w_uq\":" U(-0.1, 0.1) ",\"w_uk\":" U(-0.1, 0.1) ",\"w_dkv\":" U(-0.1, 0.1) ",\"gamma_kv\":"        \
+    U(-1, 1) ",\"kv_cache_in\":" U(-1, 1) ",\"kr_cache_in\":" U(-1, 1) "}}"
+
+static const ug_output_result *output_named(const ug_result *r, const char *name)
+{
+    for (int k = 0; k < r->n_out; k++)
+        if (strcmp(r->out[k].name, name) == 0) return &r->out[k];
+    return NULL;
+}
+
+/* Every standard that judges output `name` passes it; pypto, certified and reference do. */
+static void expect_judged_pass(const ug_result *r, const char *name, const char *what)
+{
+    const ug_output_result *o = output_named(r, name);
+    CHECK(o && !o->not_provided, "%s: %s not judged", what, name);
+    if (!o) return;
+    for (int s = 0; s < UG_STD_COUNT; s++)
+        CHECK(o->verdict[s] != UG_V_FAIL, "%s: %s fails %s: %s", what, name, ug_standard_name(s), o->thresholds[s]);
+    CHECK(o->verdict[UG_STD_PYPTO] == UG_V_PASS && o->verdict[UG_STD_CERTIFIED] == UG_V_PASS &&
+              o->verdict[UG_STD_REFERENCE] == UG_V_PASS,
+          "%s: %s must PASS pypto, certified and reference", what, name);
+}
+
+static void check_known_value(void)
+{
+    const char *spec = "{\"op\":\"mla_prolog\",\"dtype\":\"bf16\",\"seed\":5,\"params\":{\"tokens\":3,\"h\":4,"
+                       "\"q_lora\":8,\"heads\":1,\"kv_lora\":4,\"d_nope\":2,\"d_rope\":2},\"dist\":{"
+                       "\"x\":{\"kind\":\"const\",\"value\":1},\"w_dq\":{\"kind\":\"const\",\"value\":2},"
+                       "\"gamma_q\":{\"kind\":\"const\",\"value\":0.5},\"w_uq\":" U(-1, 1) ",\"w_uk\":" U(-1, 1)
+                       ",\"w_dkv\":" U(-1, 1) ",\"gamma_kv\":" U(-1, 1) ",\"kv_cache_in\":" U(-1, 1)
+                       ",\"kr_cache_in\":" U(-1, 1) "}}";
+    ug_result r;
+    ug_exec_detail d;
+    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "known value: %s", r.message);
+    if (!d.have_oracle) return;
+    expect_judged_pass(&r, "q_norm", "known value");
+    if (r.out[OUT_QNORM].not_provided) return ug_exec_detail_free(&d);
+    for (size_t i = 0; i < 3 * 8; i++)
+        CHECK(d.oracle.g[OUT_QNORM][i] == 0.5 && d.a[OUT_QNORM][i] == 0.5,
+              "q_norm[%zu]: oracle %g kernel %g, expected 0.5", i, d.oracle.g[OUT_QNORM][i], d.a[OUT_QNORM][i]);
+    ug_exec_detail_free(&d);
+}
+
+/* Naive long-double x[t]·W_dq of the kept case into v[LQ]. */
+static void naive_xw(const ug_exec_detail *d, long t, long double *v)
+{
+    for (long j = 0; j < LQ; j++) {
+        v[j] = 0;
+        for (long k = 0; k < H; k++)
+            v[j] += (long double)opc_in(d, "x", (size_t)(t * H + k)) * opc_in(d, "w_dq", (size_t)(k * LQ + j));
+    }
+}
+
+/* Naive RMSNorm(v; gamma_q, eps) of row v[LQ] into out (long double). */
+static void naive_norm(const ug_exec_detail *d, const long double *v, long double eps, long double *out)
+{
+    long double ss = 0;
+    for (long j = 0; j < LQ; j++) ss += v[j] * v[j];
+    long double rstd = 1.0L / sqrtl(ss / LQ + eps);
+    for (long j = 0; j < LQ; j++) out[j] = v[j] * rstd * opc_in(d, "gamma_q", (size_t)j);
+}
+
+/* The oracle against the naive op math; the kernel's q_norm the bf16 rounding of it (a flip
+ * where the exact value lies within the kernel's fp32 error of a tie is allowed, rarely). */
+static void check_naive(const ug_exec_detail *d)
+{
+    long double v[LQ], c[LQ];
+    double worst = 0;
+    int flips = 0;
+    for (long t = 0; t < T; t++) {
+        naive_xw(d, t, v);
+        naive_norm(d, v, (long double)(float)1e-5, c);
+        for (long j = 0; j < LQ; j++) {
+            size_t i = (size_t)(t * LQ + j);
+            worst = fmax(worst, fabs(d->oracle.gstar[OUT_QNORM][i] - (double)c[j]) / fabs((double)c[j]));
+            flips += d->a[OUT_QNORM][i] != ug_dtype_round(UG_DT_BF16, (double)c[j]);
+        }
+    }
+    CHECK(worst < 1e-12, "oracle q_norm differs from the naive RMSNorm by %g (relative)", worst);
+    CHECK(flips <= 2, "kernel q_norm differs from bf16(naive) on %d of %d elements", flips, T * LQ);
+}
+
+/* Writes the reference golden: rms_norm(bf16(x·W_dq), gamma_q) without eps, in bf16. */
+static void write_reference_golden(ug_exec_detail *d)
+{
+    long double v[LQ], c[LQ];
+    for (long t = 0; t < T; t++) {
+        naive_xw(d, t, v);
+        for (long j = 0; j < LQ; j++) v[j] = ug_dtype_round(UG_DT_BF16, (double)(float)v[j]);
+        naive_norm(d, v, 0, c);
+        for (long j = 0; j < LQ; j++)
+            ug_dtype_store(UG_DT_BF16, d->c.out[OUT_QNORM].data, (size_t)(t * LQ + j), (double)c[j]);
+    }
+}
+
+static void check_reference_case(void)
+{
+    ug_result r;
+    ug_exec_detail d;
+    CHECK(opc_run(REF_CASE, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "reference-scale case: %s %s",
+          ug_outcome_name(r.outcome), r.message);
+    if (!d.have_oracle) return;
+    expect_judged_pass(&r, "q_norm", "sim");
+    if (!r.out[OUT_QNORM].not_provided) check_naive(&d);
+
+    /* the golden's own roundings (bf16 x·W_dq, no eps) stay inside the rule it is judged by */
+    write_reference_golden(&d);
+    ug_result gold;
+    opc_rejudge_result(&d, &gold);
+    CHECK(gold.out[OUT_QNORM].verdict[UG_STD_REFERENCE] == UG_V_PASS &&
+              gold.out[OUT_QNORM].verdict[UG_STD_PYPTO] == UG_V_PASS,
+          "the reference golden as q_norm: reference %s pypto %s (%s)",
+          ug_vstate_name(gold.out[OUT_QNORM].verdict[UG_STD_REFERENCE]),
+          ug_vstate_name(gold.out[OUT_QNORM].verdict[UG_STD_PYPTO]), gold.out[OUT_QNORM].thresholds[UG_STD_REFERENCE]);
+
+    /* not provided: NA under every standard, the other outputs' verdicts unchanged */
+    ug_vstate before[4][UG_STD_COUNT];
+    for (int k = 0; k < 4; k++)
+        for (int s = 0; s < UG_STD_COUNT; s++) before[k][s] = r.out[k].verdict[s];
+    ug_tensor_fill_sentinel(&d.c.out[OUT_QNORM]);
+    ug_result np;
+    opc_rejudge_result(&d, &np);
+    CHECK(np.outcome == UG_OUT_PASS, "q_norm not provided: %s (%s), expected PASS", ug_outcome_name(np.outcome),
+          np.message);
+    for (int s = 0; s < UG_STD_COUNT; s++)
+        CHECK(np.out[OUT_QNORM].not_provided && np.out[OUT_QNORM].verdict[s] == UG_V_NA &&
+                  strcmp(np.out[OUT_QNORM].thresholds[s], "{\"provided\":false}") == 0,
+              "q_norm not provided: %s is %s %s", ug_standard_name(s), ug_vstate_name(np.out[OUT_QNORM].verdict[s]),
+              np.out[OUT_QNORM].thresholds[s]);
+    for (int k = 0; k < 4; k++)
+        for (int s = 0; s < UG_STD_COUNT; s++)
+            CHECK(np.out[k].verdict[s] == before[k][s], "%s's %s verdict changed", np.out[k].name, ug_standard_name(s));
+
+    /* provided, seven elements off by 2 % + 0.01 (beyond 1e-4 + 2^-7|g|); the budget 0.005 of
+     * 1280 elements allows six */
+    for (size_t i = 0; i < T * LQ; i++)
+        ug_dtype_store(UG_DT_BF16, d.c.out[OUT_QNORM].data, i, d.oracle.g[OUT_QNORM][i]);
+    for (size_t i = 37; i < 37 + 7 * 64; i += 64)
+        ug_dtype_store(UG_DT_BF16, d.c.out[OUT_QNORM].data, i, d.oracle.g[OUT_QNORM][i] * 1.02 + 0.01);
+    ug_result wrong;
+    opc_rejudge_result(&d, &wrong);
+    CHECK(wrong.outcome == UG_OUT_FAIL && wrong.out[OUT_QNORM].verdict[UG_STD_REFERENCE] == UG_V_FAIL &&
+              wrong.out[OUT_QNORM].verdict[UG_STD_PYPTO] == UG_V_FAIL &&
+              wrong.out[0].verdict[UG_STD_PYPTO] == UG_V_PASS && wrong.out[3].verdict[UG_STD_PYPTO] == UG_V_PASS,
+          "seven wrong q_norm elements: outcome %s, expected FAIL on q_norm only", ug_outcome_name(wrong.outcome));
+    ug_exec_detail_free(&d);
+}
+
+static void check_mutant(const char *variant)
+{
+    ug_result r;
+    CHECK(opc_run(REF_CASE, variant, &r, NULL) == 0 && r.outcome == UG_OUT_FAIL, "%s: outcome %s, expected FAIL",
+          variant, ug_outcome_name(r.outcome));
+    const ug_output_result *b = output_named(&r, "q_norm");
+    CHECK(b && b->verdict[UG_STD_PYPTO] == UG_V_FAIL && b->verdict[UG_STD_CERTIFIED] == UG_V_FAIL &&
+              b->verdict[UG_STD_REFERENCE] == UG_V_FAIL,
+          "%s: q_norm must fail pypto, certified and reference", variant);
+    for (int k = 0; k < 4; k++)
+        CHECK(r.out[k].verdict[UG_STD_PYPTO] == UG_V_PASS, "%s: %s must still pass", variant, r.out[k].name);
+}
+
+static void check_ideal(void)
+{
+    ug_backend b;
+    char err[256];
+    if (ug_backend_open(&b, "ideal", err, sizeof err)) {
+        CHECK(0, "ideal backend: %s", err);
+        return;
+    }
+    ug_result r;
+    CHECK(opc_exec(&b, REF_CASE, 0, &r, NULL) == 0 && r.outcome == UG_OUT_PASS, "ideal: %s", r.message);
+    ug_backend_close(&b);
+    expect_judged_pass(&r, "q_norm", "ideal");
+}
+
+int main(void)
+{
+    check_known_value();
+    check_reference_case();
+    check_mutant("mut_qnorm_no_gamma");
+    check_mutant("mut_qnorm_prenorm");
+    check_ideal();
+    return check_done();
+}
