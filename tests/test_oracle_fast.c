@@ -121,9 +121,33 @@ static void inplace_add_rmsnorm(void)
     }
 }
 
+/* y[s=1, 0] = x[16] cos[16] - x[17] sin[16] = (87/64)(3/4) + 2^-200 = 261/256 + 2^-200: the
+ * double sum is 261/256, the bf16 tie between 1 + 2/128 and 1 + 3/128, which RNE rounds
+ * down; the exact value rounds up. (Given tables [1, 1, 4, 16]: row s = 1 starts at 16.) */
+#define ROPE_TIE                                                                                                       \
+    "{\"input\":\"x\",\"i\":16,\"v\":1.359375},{\"input\":\"x\",\"i\":17,\"v\":7.888609052210118e-31},"        \
+    "{\"input\":\"cos\",\"i\":16,\"v\":0.75},{\"input\":\"sin\",\"i\":16,\"v\":-7.888609052210118e-31}"
+
+static void interleave_rope(void)
+{
+    const char *dts[2] = {"bf16", "fp16"};
+    char spec[4096], what[64];
+    for (int d = 0; d < 2; d++) {
+        snprintf(spec, sizeof spec,
+                 "{\"op\":\"interleave_rope\",\"dtype\":\"%s\",\"params\":{\"b\":2,\"n\":1,\"s\":4,\"d\":16,"
+                 "\"tables\":\"given\",\"cs_s\":4},\"dist\":{\"x\":{\"kind\":\"wide\",\"lo_exp\":-30,\"hi_exp\":10},"
+                 "\"cos\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"sin\":{\"kind\":\"normal\",\"mean\":0,"
+                 "\"std\":1}},\"seed\":3,\"inject\":[" SPECIALS("x") "," SPECIALS("cos") "," SPECIALS("sin") "%s]}",
+                 dts[d], d == 0 ? "," ROPE_TIE : "");
+        snprintf(what, sizeof what, "interleave_rope %s specials%s", dts[d], d == 0 ? " and a tie" : "");
+        fast_matches_exact(what, spec, d == 0 ? 1 : 0);
+    }
+}
+
 int main(void)
 {
     apply_adamw();
     inplace_add_rmsnorm();
+    interleave_rope();
     return check_done();
 }
