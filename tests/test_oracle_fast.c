@@ -121,9 +121,111 @@ static void inplace_add_rmsnorm(void)
     }
 }
 
+/* y[s=1, 0] = x[16] cos[16] - x[17] sin[16] = (87/64)(3/4) + 2^-60 = 261/256 + 2^-60: the
+ * double sum is 261/256, the bf16 tie between 1 + 2/128 and 1 + 3/128, which RNE rounds
+ * down; the exact value rounds up. (Given tables [B, 1, 4, 16]: row s = 1 starts at 16.)
+ * The tiny term is 2^-60, not smaller: EXACT sums at its working precision (128 bits), so
+ * a term more than ~128 bits below the tie would be lost there too. */
+#define ROPE_TIE                                                                                                       \
+    "{\"input\":\"x\",\"i\":16,\"v\":1.359375},{\"input\":\"x\",\"i\":17,\"v\":9.313225746154785e-10},"        \
+    "{\"input\":\"cos\",\"i\":16,\"v\":0.75},{\"input\":\"sin\",\"i\":16,\"v\":-9.313225746154785e-10}"
+
+static void interleave_rope(void)
+{
+    const char *dts[2] = {"bf16", "fp16"};
+    char spec[4096], what[64];
+    for (int d = 0; d < 2; d++) {
+        snprintf(spec, sizeof spec,
+                 "{\"op\":\"interleave_rope\",\"dtype\":\"%s\",\"params\":{\"b\":2,\"n\":1,\"s\":4,\"d\":16,"
+                 "\"tables\":\"given\",\"cs_s\":4},\"dist\":{\"x\":{\"kind\":\"wide\",\"lo_exp\":-30,\"hi_exp\":10},"
+                 "\"cos\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"sin\":{\"kind\":\"normal\",\"mean\":0,"
+                 "\"std\":1}},\"seed\":3,\"inject\":[" SPECIALS("x") "," SPECIALS("cos") "," SPECIALS("sin") "%s]}",
+                 dts[d], d == 0 ? "," ROPE_TIE : "");
+        snprintf(what, sizeof what, "interleave_rope %s specials%s", dts[d], d == 0 ? " and a tie" : "");
+        fast_matches_exact(what, spec, d == 0 ? 1 : 0);
+    }
+}
+
+/* out[0] = h_post h_out + h_res x = (87/64)(3/4) + 2^-30 2^-30 = 261/256 + 2^-60 (the
+ * other streams' h_res are 0): the double sum is the bf16 tie 261/256, as in ROPE_TIE. */
+#define MHC_TIE                                                                                                        \
+    "{\"input\":\"h_post\",\"i\":0,\"v\":1.359375},{\"input\":\"h_out\",\"i\":0,\"v\":0.75},"                  \
+    "{\"input\":\"h_res\",\"i\":0,\"v\":9.313225746154785e-10},{\"input\":\"x\",\"i\":0,\"v\":9.313225746154785e-10}"
+
+static void mhc_post(void)
+{
+    fast_matches_exact("mhc_post tie",
+                       "{\"op\":\"mhc_post\",\"dtype\":\"bf16\",\"params\":{\"t\":2,\"n\":2,\"d\":8},\"dist\":{"
+                       "\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"h_out\":{\"kind\":\"normal\",\"mean\":0,"
+                       "\"std\":1},\"h_res\":{\"kind\":\"const\",\"value\":0},\"h_post\":{\"kind\":\"normal\","
+                       "\"mean\":0,\"std\":1}},\"seed\":2,\"inject\":[" MHC_TIE "]}",
+                       1);
+    fast_matches_exact("mhc_post specials",
+                       "{\"op\":\"mhc_post\",\"dtype\":\"bf16\",\"params\":{\"t\":3,\"n\":4,\"d\":40},\"dist\":{"
+                       "\"x\":{\"kind\":\"wide\",\"lo_exp\":-30,\"hi_exp\":10},\"h_out\":{\"kind\":\"normal\","
+                       "\"mean\":0,\"std\":1},\"h_res\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"h_post\":{"
+                       "\"kind\":\"normal\",\"mean\":0,\"std\":1}},\"seed\":4,\"inject\":[" SPECIALS("x") ","
+                       SPECIALS("h_out") "," SPECIALS("h_res") "," SPECIALS("h_post") "]}",
+                       0);
+}
+
+/* One q row of d = 8: (7/4, 3/4, 1/2, 1/4, 1/4, 2, 0, 0) has mean square exactly 1, so with
+ * eps = 2^-60 the double rstd is 1 while the exact one is just below. gamma_q[0] = 37/64 and
+ * max_pos 1 (position 0: cos 1, sin 0): y[0] = 259/256 rstd, whose double is the bf16 tie
+ * 259/256 (RNE: up, to 260/256) and whose exact value rounds down. */
+#define RMS_ROPE_TIE                                                                                                   \
+    "{\"input\":\"q\",\"i\":0,\"v\":1.75},{\"input\":\"q\",\"i\":1,\"v\":0.75},"                               \
+    "{\"input\":\"q\",\"i\":2,\"v\":0.5},{\"input\":\"q\",\"i\":3,\"v\":0.25},"                                \
+    "{\"input\":\"q\",\"i\":4,\"v\":0.25},{\"input\":\"q\",\"i\":5,\"v\":2},"                                  \
+    "{\"input\":\"gamma_q\",\"i\":0,\"v\":0.578125}"
+
+static void rms_norm_rope(void)
+{
+    fast_matches_exact("rms_norm_rope tie",
+                       "{\"op\":\"rms_norm_rope\",\"dtype\":\"bf16\",\"params\":{\"t\":1,\"hq\":1,\"hk\":1,\"d\":8,"
+                       "\"max_pos\":1,\"eps\":8.673617379884035e-19},\"dist\":{\"q\":{\"kind\":\"const\",\"value\":0},\"k\":{"
+                       "\"kind\":\"normal\",\"mean\":0,\"std\":1},\"gamma_q\":{\"kind\":\"const\",\"value\":1},"
+                       "\"gamma_k\":{\"kind\":\"const\",\"value\":1}},\"seed\":1,\"inject\":[" RMS_ROPE_TIE "]}",
+                       1);
+    const char *dts[2] = {"bf16", "fp16"};
+    char spec[4096], what[64];
+    for (int d = 0; d < 2; d++) {
+        snprintf(spec, sizeof spec,
+                 "{\"op\":\"rms_norm_rope\",\"dtype\":\"%s\",\"params\":{\"t\":3,\"hq\":2,\"hk\":1,\"d\":32},"
+                 "\"dist\":{\"q\":{\"kind\":\"wide\",\"lo_exp\":-20,\"hi_exp\":10},\"k\":{\"kind\":\"normal\","
+                 "\"mean\":0,\"std\":1},\"gamma_q\":{\"kind\":\"normal\",\"mean\":0,\"std\":2},\"gamma_k\":{"
+                 "\"kind\":\"normal\",\"mean\":1,\"std\":0.5}},\"seed\":6,\"inject\":[" SPECIALS("q") ","
+                 SPECIALS("k") "]}",
+                 dts[d]);
+        snprintf(what, sizeof what, "rms_norm_rope %s specials", dts[d]);
+        fast_matches_exact(what, spec, 0);
+    }
+}
+
+/* Masked and capped rows with special, huge and tiny logits (exp of a nonzero value is never
+ * a rounding tie, so no tie row: the bound is the engine's own, see arith.c). */
+static void attn_softmax(void)
+{
+    const char *masks[3] = {"none", "causal", "padding"};
+    char spec[4096], what[64];
+    for (int m = 0; m < 3; m++) {
+        snprintf(spec, sizeof spec,
+                 "{\"op\":\"attn_softmax\",\"dtype\":\"%s\",\"params\":{\"rows\":6,\"cols\":40,\"scale\":0.125,"
+                 "\"cap\":%s,\"mask\":\"%s\"},\"dist\":{\"x\":{\"kind\":\"wide\",\"lo_exp\":-30,\"hi_exp\":12}},"
+                 "\"seed\":%d,\"inject\":[" SPECIALS("x") "]}",
+                 m == 1 ? "bf16" : "fp32", m == 2 ? "30" : "0", masks[m], 7 + m);
+        snprintf(what, sizeof what, "attn_softmax %s mask", masks[m]);
+        fast_matches_exact(what, spec, 0);
+    }
+}
+
 int main(void)
 {
     apply_adamw();
     inplace_add_rmsnorm();
+    interleave_rope();
+    mhc_post();
+    rms_norm_rope();
+    attn_softmax();
     return check_done();
 }

@@ -7,13 +7,16 @@
  * aligned, "padding" with a per-row valid length and every third row fully masked);
  * masked entries are -inf and contribute exactly zero, so the oracle skips them. A fully
  * masked row's output is defined as zeros; special values follow the op's semantics text
- * (classify_row). */
+ * (classify_row). In CERT the per-entry arithmetic (logit, exp(z - max), the quotient)
+ * goes through the inline certified arithmetic (mp/cert_inline.h: the engine's values and
+ * bounds, no interpreter call per entry); the row's sum stays one engine call (ug_sum). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/philox.h"
+#include "oracles/mp/cert_inline.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
 
@@ -56,9 +59,15 @@ static int build(ug_case *c, char *err, size_t errlen)
     return 0;
 }
 
-/* z_j in the arithmetic: cap*tanh(x*scale/cap) + mask (mask finite here). */
-static ug_num logit(ug_ar *ar, const softmax_params *p, double x, double mask)
+/* z_j in the arithmetic: cap*tanh(x*scale/cap) + mask (mask finite here); fast: the same
+ * formula in the inline certified arithmetic. */
+static ug_num logit(ug_ar *ar, int fast, const softmax_params *p, double x, double mask)
 {
+    if (fast) {
+        ug_cv zc = ug_cv_mul(ug_cv_c(x), ug_cv_c(p->scale));
+        if (p->cap > 0) zc = ug_cv_mul(ug_cv_c(p->cap), ug_cv_tanh(ug_cv_div(zc, ug_cv_c(p->cap))));
+        return ug_cv_num(mask == 0.0 ? zc : ug_cv_add(zc, ug_cv_c(mask)));
+    }
     ug_num z = ug_mul(ar, ug_c(ar, x), ug_c(ar, p->scale));
     if (p->cap > 0) {
         ug_num capn = ug_c(ar, p->cap);
@@ -90,6 +99,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     read_params(c, &p);
     const ug_tensor *x = ug_case_input(c, "x"), *mask = ug_case_input(c, "mask");
     size_t n = (size_t)p.cols;
+    int fast = ug_ar_get_mode(ar) == UG_AR_CERT;
     ug_num *z = malloc(n * sizeof *z), *e = malloc(n * sizeof *e);
     unsigned char *live = malloc(n);
     if (!z || !e || !live) {
@@ -107,17 +117,25 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
         }
         for (size_t j = 0; j < n; j++) {
             if (!live[j]) continue;
-            z[j] = logit(ar, &p, ug_tload(x, r * n + j), ug_tload(mask, r * n + j));
-            m = n_live++ ? ug_max(ar, m, z[j]) : z[j];
+            z[j] = logit(ar, fast, &p, ug_tload(x, r * n + j), ug_tload(mask, r * n + j));
+            m = !n_live++ ? z[j] : fast ? ug_cv_num(ug_cv_max(ug_cv_of(m), ug_cv_of(z[j]))) : ug_max(ar, m, z[j]);
         }
         size_t live_pos = 0;
-        for (size_t j = 0; j < n; j++)
-            if (live[j]) e[live_pos++] = ug_exp(ar, ug_sub(ar, z[j], m));
+        for (size_t j = 0; j < n; j++) {
+            if (!live[j]) continue;
+            e[live_pos++] = fast ? ug_cv_num(ug_cv_exp(ug_cv_sub(ug_cv_of(z[j]), ug_cv_of(m))))
+                                 : ug_exp(ar, ug_sub(ar, z[j], m));
+        }
         ug_num total = n_live ? ug_sum(ar, e, n_live) : ug_c(ar, 0.0);
         /* e[] is packed over live entries: walk the row again to map j -> position */
         for (size_t j = 0, pos = 0; j < n && k < sel->n[0] && sel->idx[0][k] / n == r; j++) {
-            if (sel->idx[0][k] % n == j)
-                ug_ar_emit(ar, 0, k++, live[j] ? ug_div(ar, e[pos], total) : ug_c(ar, 0.0));
+            if (sel->idx[0][k] % n == j) {
+                if (fast && live[j])
+                    ug_cv_emit(ar, 0, k, ug_cv_div(ug_cv_of(e[pos]), ug_cv_of(total)));
+                else
+                    ug_ar_emit(ar, 0, k, live[j] ? ug_div(ar, e[pos], total) : ug_c(ar, 0.0));
+                k++;
+            }
             pos += live[j];
         }
         ug_ar_release(ar, mark);

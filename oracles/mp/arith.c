@@ -21,7 +21,7 @@
 #define POOL_BLOCK 512
 /* The CERT constants are cert_inline.h's, so the inline fast path and this file cannot drift apart. */
 #define U52 UG_CV_U52
-#define U51 0x1p-51
+#define U51 UG_CV_U51
 #define TINY UG_CV_TINY
 #define INFLATE UG_CV_INFLATE
 #define IS_MP(ar) ((ar)->mode == UG_AR_EXACT || (ar)->mode == UG_AR_MPFR_SEQ)
@@ -128,31 +128,7 @@ static ug_num num_exact(mpfr_ptr m)
 
 /* e == 0 means v is exact (an error-free transformation proved it): kept exact, so that
  * exact values at a rounding tie of the output dtype need no MPFR fallback. */
-static ug_num num_cert(double v, double e)
-{
-    ug_num r = {v, e == 0.0 ? 0.0 : (e + TINY) * INFLATE, NULL};
-    if (isnan(r.e)) r.e = INFINITY;
-    return r;
-}
-
-/* Knuth's TwoSum: a + b = s + t exactly (no overflow assumed; s inf gives t nan). */
-static double two_sum_err(double a, double b, double s)
-{
-    double bb = s - a;
-    return (a - (s - bb)) + (b - bb);
-}
-
-/* Dekker's TwoProduct without FMA (Veltkamp split): a * b = p + t exactly unless the
- * operands are huge or the product underflows; then it returns the generic bound. */
-static double two_prod_err(double a, double b, double p)
-{
-    if (!(fabs(p) > 0x1p-960 && fabs(p) < 0x1p960 && fabs(a) < 0x1p995 && fabs(b) < 0x1p995))
-        return fabs(p) * U52 + TINY;
-    const double split = 134217729.0; /* 2^27 + 1 */
-    double ca = split * a, ah = ca - (ca - a), al = a - ah;
-    double cb = split * b, bh = cb - (cb - b), bl = b - bh;
-    return fabs(((ah * bh - p) + ah * bl + al * bh) + al * bl);
-}
+static ug_num num_cert(double v, double e) { return ug_cv_num(ug_cv_make(v, e)); }
 
 /* A DEVICE number: a bound that is NaN (inf - inf) means nothing is known. */
 static ug_num num_dev(double v, double e)
@@ -205,7 +181,7 @@ ug_num ug_add(ug_ar *ar, ug_num a, ug_num b)
     if (IS_MP(ar)) return exact2(ar, mpfr_add, a, b);
     double v = a.v + b.v;
     if (ar->mode == UG_AR_CERT)
-        return num_cert(v, a.e + b.e + (isfinite(v) ? fabs(two_sum_err(a.v, b.v, v)) : INFINITY));
+        return num_cert(v, a.e + b.e + (isfinite(v) ? fabs(ug_cv_two_sum_err(a.v, b.v, v)) : INFINITY));
     if (IS_DEV(ar)) return num_dev(v, a.e + b.e + (UG_DEV_U * fabs(v) + UG_DEV_ETA));
     return num_plain(ar, v);
 }
@@ -215,7 +191,7 @@ ug_num ug_sub(ug_ar *ar, ug_num a, ug_num b)
     if (IS_MP(ar)) return exact2(ar, mpfr_sub, a, b);
     double v = a.v - b.v;
     if (ar->mode == UG_AR_CERT)
-        return num_cert(v, a.e + b.e + (isfinite(v) ? fabs(two_sum_err(a.v, -b.v, v)) : INFINITY));
+        return num_cert(v, a.e + b.e + (isfinite(v) ? fabs(ug_cv_two_sum_err(a.v, -b.v, v)) : INFINITY));
     if (IS_DEV(ar)) return num_dev(v, a.e + b.e + (UG_DEV_U * fabs(v) + UG_DEV_ETA));
     return num_plain(ar, v);
 }
@@ -226,7 +202,7 @@ ug_num ug_mul(ug_ar *ar, ug_num a, ug_num b)
     double v = a.v * b.v;
     if (ar->mode == UG_AR_CERT)
         return num_cert(v, fabs(a.v) * b.e + fabs(b.v) * a.e + a.e * b.e +
-                               (isfinite(v) ? two_prod_err(a.v, b.v, v) : INFINITY));
+                               (isfinite(v) ? ug_cv_two_prod_err(a.v, b.v, v) : INFINITY));
     if (IS_DEV(ar)) return num_dev(v, fabs(a.v) * b.e + fabs(b.v) * a.e + a.e * b.e + (UG_DEV_U * fabs(v) + UG_DEV_ETA));
     return num_plain(ar, v);
 }
@@ -253,11 +229,7 @@ ug_num ug_neg(ug_ar *ar, ug_num a)
 ug_num ug_max(ug_ar *ar, ug_num a, ug_num b)
 {
     if (IS_MP(ar)) return mpfr_greaterequal_p(a.m, b.m) ? a : b;
-    if (ar->mode == UG_AR_CERT || IS_DEV(ar)) {
-        ug_num r = a.v >= b.v ? a : b;
-        r.e = fmax(a.e, b.e); /* max is 1-Lipschitz in each operand; exact on a device */
-        return r;
-    }
+    if (ar->mode == UG_AR_CERT || IS_DEV(ar)) return ug_cv_num(ug_cv_max(ug_cv_of(a), ug_cv_of(b))); /* exact on a device */
     return a.v >= b.v ? a : b;
 }
 
@@ -275,11 +247,12 @@ ug_num ug_sqrt(ug_ar *ar, ug_num a)
 ug_num ug_rsqrt(ug_ar *ar, ug_num a)
 {
     if (IS_MP(ar)) return exact1(ar, mpfr_rec_sqrt, a);
+    if (ar->mode == UG_AR_CERT) return ug_cv_num(ug_cv_rsqrt(ug_cv_of(a)));
     double s = sqrt(a.v), v = 1.0 / s;
-    if (ar->mode == UG_AR_CERT || IS_DEV(ar)) {
+    if (IS_DEV(ar)) {
         double lo = a.v - a.e;
         double e = lo > 0 ? 0.5 * a.e / (lo * sqrt(lo)) : INFINITY;
-        return IS_DEV(ar) ? num_dev(v, e + (DEV_FN * fabs(v) + UG_DEV_ETA)) : num_cert(v, e + fabs(v) * U51);
+        return num_dev(v, e + (DEV_FN * fabs(v) + UG_DEV_ETA));
     }
     if (ar->mode == UG_AR_NAIVE) s = ug_dtype_round(ar->naive_dt, s); /* rounds: naive sqrt */
     return num_plain(ar, 1.0 / s);
@@ -293,11 +266,9 @@ ug_num ug_recip(ug_ar *ar, ug_num a)
 ug_num ug_exp(ug_ar *ar, ug_num a)
 {
     if (IS_MP(ar)) return exact1(ar, mpfr_exp, a);
+    if (ar->mode == UG_AR_CERT) return ug_cv_num(ug_cv_exp(ug_cv_of(a)));
     double v = exp(a.v);
-    if (ar->mode == UG_AR_CERT || IS_DEV(ar)) {
-        double e = a.e > 0 ? fabs(v) * (1.0 + U51) * expm1(a.e) : 0.0;
-        return IS_DEV(ar) ? num_dev(v, e + (DEV_FN * fabs(v) + UG_DEV_ETA)) : num_cert(v, e + fabs(v) * U51);
-    }
+    if (IS_DEV(ar)) return num_dev(v, ug_cv_exp_spread(v, a.e) + (DEV_FN * fabs(v) + UG_DEV_ETA));
     return num_plain(ar, v);
 }
 
@@ -316,8 +287,8 @@ ug_num ug_log(ug_ar *ar, ug_num a)
 ug_num ug_tanh(ug_ar *ar, ug_num a)
 {
     if (IS_MP(ar)) return exact1(ar, mpfr_tanh, a);
+    if (ar->mode == UG_AR_CERT) return ug_cv_num(ug_cv_tanh(ug_cv_of(a)));
     double v = tanh(a.v);
-    if (ar->mode == UG_AR_CERT) return num_cert(v, a.e + fabs(v) * U51); /* |tanh'| <= 1 */
     if (IS_DEV(ar)) return num_dev(v, a.e + (DEV_FN * fabs(v) + UG_DEV_ETA));
     return num_plain(ar, v);
 }
@@ -373,8 +344,8 @@ ug_num ug_silu(ug_ar *ar, ug_num a)
 ug_num ug_sin(ug_ar *ar, ug_num a)
 {
     if (IS_MP(ar)) return exact1(ar, mpfr_sin, a);
+    if (ar->mode == UG_AR_CERT) return ug_cv_num(ug_cv_sin(ug_cv_of(a)));
     double v = sin(a.v);
-    if (ar->mode == UG_AR_CERT) return num_cert(v, a.e + fabs(v) * U51);
     if (IS_DEV(ar)) return num_dev(v, a.e + (DEV_FN * fabs(v) + UG_DEV_ETA));
     return num_plain(ar, v);
 }
@@ -382,8 +353,8 @@ ug_num ug_sin(ug_ar *ar, ug_num a)
 ug_num ug_cos(ug_ar *ar, ug_num a)
 {
     if (IS_MP(ar)) return exact1(ar, mpfr_cos, a);
+    if (ar->mode == UG_AR_CERT) return ug_cv_num(ug_cv_cos(ug_cv_of(a)));
     double v = cos(a.v);
-    if (ar->mode == UG_AR_CERT) return num_cert(v, a.e + fabs(v) * U51);
     if (IS_DEV(ar)) return num_dev(v, a.e + (DEV_FN * fabs(v) + UG_DEV_ETA));
     return num_plain(ar, v);
 }
@@ -416,7 +387,6 @@ ug_num ug_dev_round(ug_ar *ar, ug_num x, ug_dtype dt)
     return x;
 }
 
-static double gamma_n(size_t n) { return (double)n * 0x1p-53 / (1.0 - (double)n * 0x1p-53); }
 
 /* UG_AR_MPFR_SEQ reductions: one rounded MPFR operation per term. */
 static ug_num seq_sum(ug_ar *ar, const ug_num *xs, const double *a, size_t sa, const double *b, size_t sb, size_t n)
@@ -442,14 +412,14 @@ static ug_num cert_sum(const ug_num *xs, size_t n)
 {
     double s = 0.0, c = 0.0, abs_err = 0.0, e = 0.0;
     for (size_t i = 0; i < n; i++) {
-        double t = s + xs[i].v, err = two_sum_err(s, xs[i].v, t);
+        double t = s + xs[i].v, err = ug_cv_two_sum_err(s, xs[i].v, t);
         c += err;
         abs_err += fabs(err);
         e += xs[i].e;
         s = t;
     }
     if (!isfinite(s)) return num_cert(s, INFINITY);
-    return num_cert(s, e + fabs(c) + gamma_n(n + 1) * abs_err);
+    return num_cert(s, e + fabs(c) + ug_cv_gamma_n(n + 1) * abs_err);
 }
 
 ug_num ug_sum(ug_ar *ar, const ug_num *xs, size_t n)
@@ -475,35 +445,6 @@ ug_num ug_sum(ug_ar *ar, const ug_num *xs, size_t n)
     return r;
 }
 
-/* x has at most 26 significant bits, so a product of two such values is exact. */
-static int narrow(double x)
-{
-    uint64_t u;
-    memcpy(&u, &x, sizeof u);
-    return (u & ((1u << 27) - 1u)) == 0;
-}
-
-/* CERT dot product of exact doubles. While every product is exact (inputs of <= 26
- * bits, no under/overflow) and every addition is (TwoSum error 0) the result is exact:
- * short bf16 dot products often land exactly on a rounding tie of the output dtype, and
- * an exact value needs no MPFR to round. Otherwise the usual gamma bound. Long sums
- * (n > 64) rarely land on a tie, so they skip the tracking and its cost unless track_long
- * (ug_dot_d_tracked). The sum is the same operations in the same order either way. */
-static ug_num cert_dot(const double *a, size_t sa, const double *b, size_t sb, size_t n, int track_long)
-{
-    double s = 0.0, abs_sum = 0.0;
-    int exact = n <= 64 || track_long;
-    for (size_t i = 0; i < n; i++) {
-        double x = a[i * sa], y = b[i * sb], p = x * y, t = s + p;
-        if (exact)
-            exact = narrow(x) && narrow(y) && (x == 0.0 || y == 0.0 || (fabs(p) >= 0x1p-960 && fabs(p) <= 0x1p960)) &&
-                    isfinite(t) && two_sum_err(s, p, t) == 0.0;
-        s = t;
-        abs_sum += fabs(p);
-    }
-    return num_cert(s, exact ? 0.0 : gamma_n(n + 2) * abs_sum + (double)n * TINY);
-}
-
 /* CERT dot product of numbers with exact doubles. The usual bound, except that while every
  * x is exact (e == 0) and every product and addition is (as in cert_dot) the result is
  * exact: a bf16 activation (moe_grouped_gemm's a, rounded as its spec mandates) times bf16
@@ -517,20 +458,20 @@ static ug_num cert_dot_nd(const ug_num *x, const double *b, size_t sb, size_t n)
     for (size_t i = 0; i < n; i++) {
         double xv = x[i].v, y = b[i * sb], p = xv * y, t = s + p;
         if (exact)
-            exact = x[i].e == 0.0 && narrow(xv) && narrow(y) &&
+            exact = x[i].e == 0.0 && ug_cv_narrow(xv) && ug_cv_narrow(y) &&
                     (xv == 0.0 || y == 0.0 || (fabs(p) >= 0x1p-960 && fabs(p) <= 0x1p960)) && isfinite(t) &&
-                    two_sum_err(s, p, t) == 0.0;
+                    ug_cv_two_sum_err(s, p, t) == 0.0;
         s = t;
         abs_sum += fabs(p);
         e += x[i].e * fabs(y);
     }
     /* exact zero products and exact inputs: an exact zero */
-    return num_cert(s, exact || (abs_sum == 0.0 && e == 0.0) ? 0.0 : e + gamma_n(n + 2) * abs_sum + (double)n * TINY);
+    return num_cert(s, exact || (abs_sum == 0.0 && e == 0.0) ? 0.0 : e + ug_cv_gamma_n(n + 2) * abs_sum + (double)n * TINY);
 }
 
 ug_num ug_dot_d(ug_ar *ar, const double *a, size_t sa, const double *b, size_t sb, size_t n)
 {
-    if (ar->mode == UG_AR_CERT) return cert_dot(a, sa, b, sb, n, 0);
+    if (ar->mode == UG_AR_CERT) return ug_cv_num(ug_cv_dot_d(a, sa, b, sb, n, 0));
     if (ar->mode == UG_AR_MPFR_SEQ) return seq_sum(ar, NULL, a, sa, b, sb, n);
     if (IS_MP(ar)) {
         prods_init(ar, n ? n : 1);
@@ -561,7 +502,7 @@ ug_num ug_dot_d(ug_ar *ar, const double *a, size_t sa, const double *b, size_t s
 
 ug_num ug_dot_d_tracked(ug_ar *ar, const double *a, size_t sa, const double *b, size_t sb, size_t n)
 {
-    return ar->mode == UG_AR_CERT ? cert_dot(a, sa, b, sb, n, 1) : ug_dot_d(ar, a, sa, b, sb, n);
+    return ar->mode == UG_AR_CERT ? ug_cv_num(ug_cv_dot_d(a, sa, b, sb, n, 1)) : ug_dot_d(ar, a, sa, b, sb, n);
 }
 
 ug_num ug_dot_nd(ug_ar *ar, const ug_num *x, const double *b, size_t sb, size_t n)
@@ -727,7 +668,7 @@ static void dot_nd_cols_chunk(ug_ar *ar, const ug_num *x, const double *V, size_
     for (size_t c = 0; c < w; c++) {
         if (ar->mode == UG_AR_CERT) /* ug_dot_nd's bound: exact zero products and exact inputs give an exact zero */
             out[c] = num_cert(s[c], abs_sum[c] == 0.0 && e[c] == 0.0 ? 0.0
-                                                                       : e[c] + gamma_n(n + 2) * abs_sum[c] +
+                                                                       : e[c] + ug_cv_gamma_n(n + 2) * abs_sum[c] +
                                                                              (double)n * TINY);
         else if (IS_DEV(ar))
             out[c] = num_dev(s[c], e[c] + gamma32(n) * abs_sum[c] + 2.0 * (double)n * UG_DEV_ETA);

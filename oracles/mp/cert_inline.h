@@ -18,10 +18,13 @@
 #ifndef UG_CERT_INLINE_H
 #define UG_CERT_INLINE_H
 #include <math.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "oracles/mp/arith.h"
 
 #define UG_CV_U52 0x1p-52
+#define UG_CV_U51 0x1p-51 /* a libm function's result: within 1 ulp (2^-52 |v|), charged twice that */
 #define UG_CV_TINY 0x1p-1074
 #define UG_CV_INFLATE (1.0 + 0x1p-45)
 
@@ -91,7 +94,90 @@ static inline ug_cv ug_cv_sqrt(ug_cv a)
     return ug_cv_make(v, e + fabs(v) * UG_CV_U52);
 }
 
+/* max is 1-Lipschitz in each operand: the larger value, the larger bound. */
+static inline ug_cv ug_cv_max(ug_cv a, ug_cv b)
+{
+    ug_cv r = a.v >= b.v ? a : b;
+    r.e = fmax(a.e, b.e);
+    return r;
+}
+
+/* 1/sqrt(a): |d/da a^-1/2| <= 1/(2 lo^1.5) over [lo, a.v]; the libm sqrt and the
+ * division charged as one libm result. */
+static inline ug_cv ug_cv_rsqrt(ug_cv a)
+{
+    double s = sqrt(a.v), v = 1.0 / s, lo = a.v - a.e;
+    double e = lo > 0 ? 0.5 * a.e / (lo * sqrt(lo)) : INFINITY;
+    return ug_cv_make(v, e + fabs(v) * UG_CV_U51);
+}
+
+/* The error exp(a.v) carries from a's bound ae: |exp(x) - exp(a.v)| <= exp(a.v) expm1(ae)
+ * for |x - a.v| <= ae, padded for the libm value v and expm1 (the DEVICE bound uses it too). */
+static inline double ug_cv_exp_spread(double v, double ae) { return ae > 0 ? fabs(v) * (1.0 + UG_CV_U51) * expm1(ae) : 0.0; }
+
+static inline ug_cv ug_cv_exp(ug_cv a)
+{
+    double v = exp(a.v);
+    return ug_cv_make(v, ug_cv_exp_spread(v, a.e) + fabs(v) * UG_CV_U51);
+}
+
+/* tanh, sin, cos are 1-Lipschitz: a's bound carries over, plus the libm value's. */
+static inline ug_cv ug_cv_tanh(ug_cv a)
+{
+    double v = tanh(a.v);
+    return ug_cv_make(v, a.e + fabs(v) * UG_CV_U51);
+}
+
+static inline ug_cv ug_cv_sin(ug_cv a)
+{
+    double v = sin(a.v);
+    return ug_cv_make(v, a.e + fabs(v) * UG_CV_U51);
+}
+
+static inline ug_cv ug_cv_cos(ug_cv a)
+{
+    double v = cos(a.v);
+    return ug_cv_make(v, a.e + fabs(v) * UG_CV_U51);
+}
+
+/* gamma_n = n u / (1 - n u), u = 2^-53: the classic bound on n roundings. */
+static inline double ug_cv_gamma_n(size_t n) { return (double)n * 0x1p-53 / (1.0 - (double)n * 0x1p-53); }
+
+/* x has at most 26 significant bits, so a product of two such values is exact. */
+static inline int ug_cv_narrow(double x)
+{
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    return (u & ((1u << 27) - 1u)) == 0;
+}
+
+/* Dot product of exact doubles (arith.c's ug_dot_d and ug_dot_d_tracked in CERT, which
+ * call it). While every product is exact (inputs of <= 26 bits, no under/overflow) and
+ * every addition is (TwoSum error 0) the result is exact: short bf16 dot products often
+ * land exactly on a rounding tie of the output dtype, and an exact value needs no MPFR to
+ * round. Otherwise the gamma bound. Long sums (n > 64) rarely land on a tie, so they skip
+ * the tracking and its cost unless track_long. The sum is the same operations in the same
+ * order either way. */
+static inline ug_cv ug_cv_dot_d(const double *a, size_t sa, const double *b, size_t sb, size_t n, int track_long)
+{
+    double s = 0.0, abs_sum = 0.0;
+    int exact = n <= 64 || track_long;
+    for (size_t i = 0; i < n; i++) {
+        double x = a[i * sa], y = b[i * sb], p = x * y, t = s + p;
+        if (exact)
+            exact = ug_cv_narrow(x) && ug_cv_narrow(y) &&
+                    (x == 0.0 || y == 0.0 || (fabs(p) >= 0x1p-960 && fabs(p) <= 0x1p960)) && isfinite(t) &&
+                    ug_cv_two_sum_err(s, p, t) == 0.0;
+        s = t;
+        abs_sum += fabs(p);
+    }
+    return ug_cv_make(s, exact ? 0.0 : ug_cv_gamma_n(n + 2) * abs_sum + (double)n * UG_CV_TINY);
+}
+
+/* A pair as the engine's CERT number (for ug_sum and the scalar path's functions). */
+static inline ug_num ug_cv_num(ug_cv x) { return (ug_num){x.v, x.e, NULL}; }
+
 /* Hands element k of output out's selection to the engine's CERT rule (ug_cert_round). */
-static inline void ug_cv_emit(ug_ar *ar, int out, size_t k, ug_cv x) { ug_ar_emit(ar, out, k, (ug_num){x.v, x.e, NULL}); }
+static inline void ug_cv_emit(ug_ar *ar, int out, size_t k, ug_cv x) { ug_ar_emit(ar, out, k, ug_cv_num(x)); }
 
 #endif

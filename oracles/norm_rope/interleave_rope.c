@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "oracles/mp/cert_inline.h"
 #include "oracles/norm_rope/rope_table.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
@@ -49,28 +50,48 @@ static int build(ug_case *c, char *err, size_t errlen)
     return 0;
 }
 
+/* The layout of the cos/sin tables, read from the params once per case. */
+typedef struct {
+    size_t d, half, cs; /* head dim, D/2, rows of given tables */
+    int given;
+} rope_layout;
+
+static rope_layout read_layout(const ug_params *P)
+{
+    size_t d = (size_t)ug_p_int(P, "d");
+    return (rope_layout){d, d / 2, (size_t)ug_p_int(P, "cs_s"), given_tables(P)};
+}
+
 /* Index into cos/sin of output column j (pair j mod D/2) at batch b, position s: position
  * tables [S, D/2] serve both halves; given tables [B, 1, cs_s, D] keep column j itself, in
  * row s, or row 0 when cs_s = 1. */
-static size_t table_index(const ug_params *P, size_t b, size_t s, size_t j)
+static size_t table_index(const rope_layout *L, size_t b, size_t s, size_t j)
 {
-    size_t d = (size_t)ug_p_int(P, "d"), half = d / 2, cs = (size_t)ug_p_int(P, "cs_s");
-    if (!given_tables(P)) return s * half + (j < half ? j : j - half);
-    return (b * cs + (cs == 1 ? 0 : s)) * d + j;
+    if (!L->given) return s * L->half + (j < L->half ? j : j - L->half);
+    return (b * L->cs + (L->cs == 1 ? 0 : s)) * L->d + j;
 }
 
+/* In CERT the two-term dot product goes through the inline certified arithmetic
+ * (mp/cert_inline.h: ug_dot_d's value and bound, no interpreter call per element). */
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     const ug_tensor *x = ug_case_input(c, "x"), *ct = ug_case_input(c, "cos"), *st = ug_case_input(c, "sin");
-    size_t d = (size_t)ug_p_int(&c->params, "d"), half = d / 2, seq = (size_t)ug_p_int(&c->params, "s");
+    int fast = ug_ar_get_mode(ar) == UG_AR_CERT;
+    rope_layout L = read_layout(&c->params);
+    size_t d = L.d, half = L.half, seq = (size_t)ug_p_int(&c->params, "s");
     size_t bs = (size_t)ug_p_int(&c->params, "n") * seq; /* rows per batch */
     for (size_t k = 0; k < sel->n[0]; k++) {
-        size_t idx = sel->idx[0][k], row = idx / d, j = idx % d, s = row % seq, t = table_index(&c->params, row / bs, s, j);
-        size_t i = j < half ? j : j - half, mark = ug_ar_mark(ar);
+        size_t idx = sel->idx[0][k], row = idx / d, j = idx % d, s = row % seq, t = table_index(&L, row / bs, s, j);
+        size_t i = j < half ? j : j - half;
         double e = ug_tload(x, row * d + 2 * i), o = ug_tload(x, row * d + 2 * i + 1);
         double cs = ug_tload(ct, t), sn = ug_tload(st, t);
         /* first half: e*c + o*(-s); second half: o*c + e*s (negation exact) */
         double a[2] = {j < half ? e : o, j < half ? o : e}, w[2] = {cs, j < half ? -sn : sn};
+        if (fast) {
+            ug_cv_emit(ar, 0, k, ug_cv_dot_d(a, 1, w, 1, 2, 0));
+            continue;
+        }
+        size_t mark = ug_ar_mark(ar);
         ug_ar_emit(ar, 0, k, ug_dot_d(ar, a, 1, w, 1, 2));
         ug_ar_release(ar, mark);
     }

@@ -7,7 +7,9 @@
  * different sequences) with theta = pos * base^(-2i/D) (rope_table.h). The spec rounds
  * only at the outputs: the oracle rotates the exact normed row. x*gamma*cos is exact in
  * double (at most 33 significant bits), so each output is rstd times an exact two-term
- * dot product. Special values follow IEEE rules through these formulas (the semantics text).
+ * dot product (in CERT through the inline certified arithmetic, mp/cert_inline.h: the same
+ * values and bounds as ug_mul and ug_dot_d, no interpreter call per element; the row's
+ * rstd stays one engine evaluation). Special values follow IEEE rules through these formulas (the semantics text).
  *
  * Standard: pypto 1e-3 / 1e-3 (docs/STANDARDS.md "rms_norm_rope (fp16)") for both dtypes,
  * with the default failure budget 0.005. For fp16 one output ulp (<= 2^-10 |g|) is always
@@ -19,6 +21,7 @@
 #include <stdlib.h>
 
 #include "core/philox.h"
+#include "oracles/mp/cert_inline.h"
 #include "oracles/norm_rope/rope_table.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
@@ -53,6 +56,7 @@ static int oracle_tensor(const ug_case *c, ug_ar *ar, const ug_selection *sel, i
 {
     const ug_tensor *ct = ug_case_input(c, "cos"), *st = ug_case_input(c, "sin");
     double eps = ug_p_num(&c->params, "eps"); /* the fp32 value */
+    int fast = ug_ar_get_mode(ar) == UG_AR_CERT;
     size_t d = (size_t)ug_p_int(&c->params, "d"), half = d / 2, heads = (size_t)x->shape[1];
     double *xr = malloc(d * 2 * sizeof *xr), *xg = xr + d;
     if (!xr) return -1;
@@ -69,7 +73,10 @@ static int oracle_tensor(const ug_case *c, ug_ar *ar, const ug_selection *sel, i
             double cs = ug_tload(ct, tok * half + i), sn = ug_tload(st, tok * half + i);
             /* j < D/2: xg_i*c - xg_{i+h}*s;  j >= D/2: xg_i*s + xg_{i+h}*c (negation exact) */
             double w[2] = {j < half ? cs : sn, j < half ? -sn : cs};
-            ug_ar_emit(ar, o, k, ug_mul(ar, rstd, ug_dot_d(ar, xg + i, half, w, 1, 2)));
+            if (fast)
+                ug_cv_emit(ar, o, k, ug_cv_mul(ug_cv_of(rstd), ug_cv_dot_d(xg + i, half, w, 1, 2, 0)));
+            else
+                ug_ar_emit(ar, o, k, ug_mul(ar, rstd, ug_dot_d(ar, xg + i, half, w, 1, 2)));
         }
         ug_ar_release(ar, mark);
     }
