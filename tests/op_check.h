@@ -61,12 +61,33 @@ static inline double opc_out(const ug_exec_detail *d, int o, size_t i)
     return ug_dtype_load(d->c.out[o].dtype, d->c.out[o].data, i);
 }
 
+/* Judged output `name` of r, or NULL. */
+static inline const ug_output_result *opc_output_named(const ug_result *r, const char *name)
+{
+    for (int k = 0; k < r->n_out; k++)
+        if (strcmp(r->out[k].name, name) == 0) return &r->out[k];
+    return NULL;
+}
+
 /* The verdict under standard std of judged output `name` in r (NA when r has no such output). */
 static inline ug_vstate opc_out_verdict(const ug_result *r, const char *name, int std)
 {
-    for (int k = 0; k < r->n_out; k++)
-        if (strcmp(r->out[k].name, name) == 0) return r->out[k].verdict[std];
-    return UG_V_NA;
+    const ug_output_result *o = opc_output_named(r, name);
+    return o ? o->verdict[std] : UG_V_NA;
+}
+
+/* Output `name` of r was provided and judged, no standard FAILs it, and pypto, certified and
+ * reference PASS it (an optional output's check: tests/test_optional_*.c). */
+static inline void opc_expect_judged_pass(const ug_result *r, const char *name, const char *what)
+{
+    const ug_output_result *o = opc_output_named(r, name);
+    CHECK(o && !o->not_provided, "%s: %s not judged", what, name);
+    if (!o) return;
+    for (int s = 0; s < UG_STD_COUNT; s++)
+        CHECK(o->verdict[s] != UG_V_FAIL, "%s: %s fails %s: %s", what, name, ug_standard_name(s), o->thresholds[s]);
+    CHECK(o->verdict[UG_STD_PYPTO] == UG_V_PASS && o->verdict[UG_STD_CERTIFIED] == UG_V_PASS &&
+              o->verdict[UG_STD_REFERENCE] == UG_V_PASS,
+          "%s: %s must PASS pypto, certified and reference", what, name);
 }
 
 /* The result of judging the (edited) outputs of a kept case d->c again, every element. */

@@ -30,26 +30,6 @@
     U(-1, 1) ",\"w_uq\":" U(-0.1, 0.1) ",\"w_uk\":" U(-0.1, 0.1) ",\"w_dkv\":" U(-0.1, 0.1) ",\"gamma_kv\":"        \
     U(-1, 1) ",\"kv_cache_in\":" U(-1, 1) ",\"kr_cache_in\":" U(-1, 1) "}}"
 
-static const ug_output_result *output_named(const ug_result *r, const char *name)
-{
-    for (int k = 0; k < r->n_out; k++)
-        if (strcmp(r->out[k].name, name) == 0) return &r->out[k];
-    return NULL;
-}
-
-/* Every standard that judges output `name` passes it; pypto, certified and reference do. */
-static void expect_judged_pass(const ug_result *r, const char *name, const char *what)
-{
-    const ug_output_result *o = output_named(r, name);
-    CHECK(o && !o->not_provided, "%s: %s not judged", what, name);
-    if (!o) return;
-    for (int s = 0; s < UG_STD_COUNT; s++)
-        CHECK(o->verdict[s] != UG_V_FAIL, "%s: %s fails %s: %s", what, name, ug_standard_name(s), o->thresholds[s]);
-    CHECK(o->verdict[UG_STD_PYPTO] == UG_V_PASS && o->verdict[UG_STD_CERTIFIED] == UG_V_PASS &&
-              o->verdict[UG_STD_REFERENCE] == UG_V_PASS,
-          "%s: %s must PASS pypto, certified and reference", what, name);
-}
-
 static void check_known_value(void)
 {
     const char *spec = "{\"op\":\"mla_prolog\",\"dtype\":\"bf16\",\"seed\":5,\"params\":{\"tokens\":3,\"h\":4,"
@@ -62,7 +42,7 @@ static void check_known_value(void)
     ug_exec_detail d;
     CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "known value: %s", r.message);
     if (!d.have_oracle) return;
-    expect_judged_pass(&r, "q_norm", "known value");
+    opc_expect_judged_pass(&r, "q_norm", "known value");
     if (r.out[OUT_QNORM].not_provided) return ug_exec_detail_free(&d);
     for (size_t i = 0; i < 3 * 8; i++)
         CHECK(d.oracle.g[OUT_QNORM][i] == 0.5 && d.a[OUT_QNORM][i] == 0.5,
@@ -129,7 +109,7 @@ static void check_reference_case(void)
     CHECK(opc_run(REF_CASE, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "reference-scale case: %s %s",
           ug_outcome_name(r.outcome), r.message);
     if (!d.have_oracle) return;
-    expect_judged_pass(&r, "q_norm", "sim");
+    opc_expect_judged_pass(&r, "q_norm", "sim");
     if (!r.out[OUT_QNORM].not_provided) check_naive(&d);
 
     /* the golden's own roundings (bf16 x·W_dq, no eps) stay inside the rule it is judged by */
@@ -180,7 +160,7 @@ static void check_mutant(const char *variant)
     ug_result r;
     CHECK(opc_run(REF_CASE, variant, &r, NULL) == 0 && r.outcome == UG_OUT_FAIL, "%s: outcome %s, expected FAIL",
           variant, ug_outcome_name(r.outcome));
-    const ug_output_result *b = output_named(&r, "q_norm");
+    const ug_output_result *b = opc_output_named(&r, "q_norm");
     CHECK(b && b->verdict[UG_STD_PYPTO] == UG_V_FAIL && b->verdict[UG_STD_CERTIFIED] == UG_V_FAIL &&
               b->verdict[UG_STD_REFERENCE] == UG_V_FAIL,
           "%s: q_norm must fail pypto, certified and reference", variant);
@@ -199,7 +179,7 @@ static void check_ideal(void)
     ug_result r;
     CHECK(opc_exec(&b, REF_CASE, 0, &r, NULL) == 0 && r.outcome == UG_OUT_PASS, "ideal: %s", r.message);
     ug_backend_close(&b);
-    expect_judged_pass(&r, "q_norm", "ideal");
+    opc_expect_judged_pass(&r, "q_norm", "ideal");
 }
 
 int main(void)

@@ -25,23 +25,6 @@
 #define OUT_MAX 2
 #define OUT_SUM 3
 
-static const ug_output_result *output_named(const ug_result *r, const char *name)
-{
-    for (int k = 0; k < r->n_out; k++)
-        if (strcmp(r->out[k].name, name) == 0) return &r->out[k];
-    return NULL;
-}
-
-/* The result of judging the kept case d->c again, every element. */
-static void rejudge(ug_exec_detail *d, ug_result *r)
-{
-    ug_exec_opts o;
-    ug_exec_opts_default(&o);
-    o.oracle.sample = 0;
-    memset(r, 0, sizeof *r);
-    ug_exec_judge(&d->c, &o, r, NULL);
-}
-
 static void check_sentinel(void)
 {
     ug_tensor t;
@@ -104,20 +87,6 @@ static long naive_max_sum(const ug_case *c, long t, long h, double *m, double *l
     return n;
 }
 
-/* Every standard that judges a provided M or L passes it (none FAILs), pypto, certified and
- * reference included. */
-static void expect_judged_pass(const ug_result *r, const char *name, const char *what)
-{
-    const ug_output_result *o = output_named(r, name);
-    CHECK(o && !o->not_provided, "%s: %s not judged", what, name);
-    if (!o) return;
-    for (int s = 0; s < UG_STD_COUNT; s++)
-        CHECK(o->verdict[s] != UG_V_FAIL, "%s: %s fails %s: %s", what, name, ug_standard_name(s), o->thresholds[s]);
-    CHECK(o->verdict[UG_STD_PYPTO] == UG_V_PASS && o->verdict[UG_STD_CERTIFIED] == UG_V_PASS &&
-              o->verdict[UG_STD_REFERENCE] == UG_V_PASS,
-          "%s: %s must PASS pypto, certified and reference", what, name);
-}
-
 static void check_ragged_and_not_provided(void)
 {
     ug_result r;
@@ -125,8 +94,8 @@ static void check_ragged_and_not_provided(void)
     CHECK(opc_run(RAGGED, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "ragged causal case: %s %s",
           ug_outcome_name(r.outcome), r.message);
     if (!d.have_oracle) return;
-    expect_judged_pass(&r, "softmax_max", "sim");
-    expect_judged_pass(&r, "softmax_sum", "sim");
+    opc_expect_judged_pass(&r, "softmax_max", "sim");
+    opc_expect_judged_pass(&r, "softmax_sum", "sim");
     double worst = 0;
     long empty = 0;
     for (long t = 0; t < 47; t++)
@@ -148,11 +117,11 @@ static void check_ragged_and_not_provided(void)
 
     /* the same outputs, not provided: NA under every standard, the case PASS on o and lse */
     ug_vstate before[UG_STD_COUNT];
-    for (int s = 0; s < UG_STD_COUNT; s++) before[s] = output_named(&r, "o")->verdict[s];
+    for (int s = 0; s < UG_STD_COUNT; s++) before[s] = opc_output_named(&r, "o")->verdict[s];
     ug_tensor_fill_sentinel(&d.c.out[OUT_MAX]);
     ug_tensor_fill_sentinel(&d.c.out[OUT_SUM]);
     ug_result np;
-    rejudge(&d, &np);
+    opc_rejudge_result(&d, &np);
     CHECK(np.outcome == UG_OUT_PASS, "M and L not provided: outcome %s (%s), expected PASS",
           ug_outcome_name(np.outcome), np.message);
     for (int k = OUT_MAX; k <= OUT_SUM; k++) {
@@ -164,12 +133,12 @@ static void check_ragged_and_not_provided(void)
                   o->thresholds[s]);
     }
     for (int s = 0; s < UG_STD_COUNT; s++)
-        CHECK(output_named(&np, "o")->verdict[s] == before[s], "o's %s verdict changed", ug_standard_name(s));
+        CHECK(opc_output_named(&np, "o")->verdict[s] == before[s], "o's %s verdict changed", ug_standard_name(s));
 
     /* one element written, the rest left at the sentinel: provided, and NaN where unwritten */
     ug_dtype_store(UG_DT_FP32, d.c.out[OUT_MAX].data, 0, d.oracle.g[OUT_MAX][0]);
     ug_result part;
-    rejudge(&d, &part);
+    opc_rejudge_result(&d, &part);
     CHECK(part.outcome == UG_OUT_NONFINITE && !part.out[OUT_MAX].not_provided,
           "M written on one element only: outcome %s, expected NONFINITE", ug_outcome_name(part.outcome));
     ug_exec_detail_free(&d);
@@ -182,7 +151,7 @@ static void check_mutant(const char *variant, const char *bad, const char *good)
     ug_exec_detail d;
     CHECK(opc_run(RAGGED, variant, &r, &d) == 0 && r.outcome == UG_OUT_FAIL, "%s: outcome %s, expected FAIL",
           variant, ug_outcome_name(r.outcome));
-    const ug_output_result *b = output_named(&r, bad), *g = output_named(&r, good), *o = output_named(&r, "o");
+    const ug_output_result *b = opc_output_named(&r, bad), *g = opc_output_named(&r, good), *o = opc_output_named(&r, "o");
     CHECK(b && b->verdict[UG_STD_PYPTO] == UG_V_FAIL && b->verdict[UG_STD_CERTIFIED] == UG_V_FAIL &&
               b->verdict[UG_STD_REFERENCE] == UG_V_FAIL,
           "%s: %s must fail pypto, certified and reference", variant, bad);
@@ -202,8 +171,8 @@ static void check_ideal(void)
     ug_result r;
     CHECK(opc_exec(&b, RAGGED, 0, &r, NULL) == 0 && r.outcome == UG_OUT_PASS, "ideal: %s", r.message);
     ug_backend_close(&b);
-    expect_judged_pass(&r, "softmax_max", "ideal");
-    expect_judged_pass(&r, "softmax_sum", "ideal");
+    opc_expect_judged_pass(&r, "softmax_max", "ideal");
+    opc_expect_judged_pass(&r, "softmax_sum", "ideal");
 }
 
 static void check_declaration(void)

@@ -21,13 +21,6 @@
 #define OUT_MAX 1
 #define OUT_SUM 2
 
-static const ug_output_result *output_named(const ug_result *r, const char *name)
-{
-    for (int k = 0; k < r->n_out; k++)
-        if (strcmp(r->out[k].name, name) == 0) return &r->out[k];
-    return NULL;
-}
-
 /* The valid (non -1) indices of token t. */
 static long valid_keys(const ug_case *c, long t, long topk)
 {
@@ -76,19 +69,6 @@ static void naive_max_sum(const ug_case *c, long t, long h, double *m, double *l
     *m = (double)mx, *l = (double)sum;
 }
 
-/* Every standard that judges output `name` passes it; pypto, certified and reference do. */
-static void expect_judged_pass(const ug_result *r, const char *name, const char *what)
-{
-    const ug_output_result *o = output_named(r, name);
-    CHECK(o && !o->not_provided, "%s: %s not judged", what, name);
-    if (!o) return;
-    for (int s = 0; s < UG_STD_COUNT; s++)
-        CHECK(o->verdict[s] != UG_V_FAIL, "%s: %s fails %s: %s", what, name, ug_standard_name(s), o->thresholds[s]);
-    CHECK(o->verdict[UG_STD_PYPTO] == UG_V_PASS && o->verdict[UG_STD_CERTIFIED] == UG_V_PASS &&
-              o->verdict[UG_STD_REFERENCE] == UG_V_PASS,
-          "%s: %s must PASS pypto, certified and reference", what, name);
-}
-
 static void check_padded_not_provided_and_wrong(void)
 {
     ug_result r;
@@ -96,8 +76,8 @@ static void check_padded_not_provided_and_wrong(void)
     CHECK(opc_run(PADDED, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "padded case: %s %s",
           ug_outcome_name(r.outcome), r.message);
     if (!d.have_oracle) return;
-    expect_judged_pass(&r, "softmax_max", "sim");
-    expect_judged_pass(&r, "softmax_sum", "sim");
+    opc_expect_judged_pass(&r, "softmax_max", "sim");
+    opc_expect_judged_pass(&r, "softmax_sum", "sim");
     double worst = 0;
     for (long row = 0; row < 12; row++) {
         double m, l;
@@ -108,7 +88,7 @@ static void check_padded_not_provided_and_wrong(void)
 
     /* not provided: NA under every standard, the case PASS on o */
     ug_vstate before[UG_STD_COUNT];
-    for (int s = 0; s < UG_STD_COUNT; s++) before[s] = output_named(&r, "o")->verdict[s];
+    for (int s = 0; s < UG_STD_COUNT; s++) before[s] = opc_output_named(&r, "o")->verdict[s];
     ug_tensor_fill_sentinel(&d.c.out[OUT_MAX]);
     ug_tensor_fill_sentinel(&d.c.out[OUT_SUM]);
     ug_result np;
@@ -122,7 +102,7 @@ static void check_padded_not_provided_and_wrong(void)
                   "%s not provided: %s is %s %s", np.out[k].name, ug_standard_name(s),
                   ug_vstate_name(np.out[k].verdict[s]), np.out[k].thresholds[s]);
     for (int s = 0; s < UG_STD_COUNT; s++)
-        CHECK(output_named(&np, "o")->verdict[s] == before[s], "o's %s verdict changed", ug_standard_name(s));
+        CHECK(opc_output_named(&np, "o")->verdict[s] == before[s], "o's %s verdict changed", ug_standard_name(s));
 
     /* provided, one M element off by 2 % (beyond 1e-3 + 1e-2|g|; budget 0.005 of 12 allows none) */
     for (size_t i = 0; i < 12; i++) {
@@ -172,7 +152,7 @@ static void check_mutant(const char *variant, const char *bad, const char *good)
     ug_exec_detail d;
     CHECK(opc_run(PADDED, variant, &r, &d) == 0 && r.outcome == UG_OUT_FAIL, "%s: outcome %s, expected FAIL", variant,
           ug_outcome_name(r.outcome));
-    const ug_output_result *b = output_named(&r, bad), *g = output_named(&r, good), *o = output_named(&r, "o");
+    const ug_output_result *b = opc_output_named(&r, bad), *g = opc_output_named(&r, good), *o = opc_output_named(&r, "o");
     CHECK(b && b->verdict[UG_STD_PYPTO] == UG_V_FAIL && b->verdict[UG_STD_CERTIFIED] == UG_V_FAIL &&
               b->verdict[UG_STD_REFERENCE] == UG_V_FAIL,
           "%s: %s must fail pypto, certified and reference", variant, bad);
@@ -192,8 +172,8 @@ static void check_ideal(void)
     ug_result r;
     CHECK(opc_exec(&b, PADDED, 0, &r, NULL) == 0 && r.outcome == UG_OUT_PASS, "ideal: %s", r.message);
     ug_backend_close(&b);
-    expect_judged_pass(&r, "softmax_max", "ideal");
-    expect_judged_pass(&r, "softmax_sum", "ideal");
+    opc_expect_judged_pass(&r, "softmax_max", "ideal");
+    opc_expect_judged_pass(&r, "softmax_sum", "ideal");
 }
 
 int main(void)
