@@ -90,6 +90,38 @@ static inline void opc_expect_judged_pass(const ug_result *r, const char *name, 
           "%s: %s must PASS pypto, certified and reference", what, name);
 }
 
+/* Sim variant `variant` on spec FAILs, with output `bad` failing pypto, certified and
+ * reference, and every other output passing pypto (or NA): a mutant of one output is caught
+ * there and nowhere else. */
+static inline void opc_expect_only_output_fails(const char *spec, const char *variant, const char *bad)
+{
+    ug_result r;
+    CHECK(opc_run(spec, variant, &r, NULL) == 0 && r.outcome == UG_OUT_FAIL, "%s: outcome %s, expected FAIL", variant,
+          ug_outcome_name(r.outcome));
+    const ug_output_result *b = opc_output_named(&r, bad);
+    CHECK(b && b->verdict[UG_STD_PYPTO] == UG_V_FAIL && b->verdict[UG_STD_CERTIFIED] == UG_V_FAIL &&
+              b->verdict[UG_STD_REFERENCE] == UG_V_FAIL,
+          "%s: %s must fail pypto, certified and reference", variant, bad);
+    for (int k = 0; k < r.n_out; k++)
+        if (strcmp(r.out[k].name, bad) != 0)
+            CHECK(r.out[k].verdict[UG_STD_PYPTO] != UG_V_FAIL, "%s: %s must still pass", variant, r.out[k].name);
+}
+
+/* The ideal backend passes spec, and each output of names (NULL-ended) as opc_expect_judged_pass. */
+static inline void opc_expect_ideal_passes(const char *spec, const char *const *names)
+{
+    ug_backend b;
+    char err[256];
+    if (ug_backend_open(&b, "ideal", err, sizeof err)) {
+        CHECK(0, "ideal backend: %s", err);
+        return;
+    }
+    ug_result r;
+    CHECK(opc_exec(&b, spec, 0, &r, NULL) == 0 && r.outcome == UG_OUT_PASS, "ideal: %s", r.message);
+    ug_backend_close(&b);
+    for (; *names; names++) opc_expect_judged_pass(&r, *names, "ideal");
+}
+
 /* The result of judging the (edited) outputs of a kept case d->c again, every element. */
 static inline void opc_rejudge_result(ug_exec_detail *d, ug_result *r)
 {
