@@ -41,13 +41,8 @@ static double round_binary(double x, int mant, int emin)
     uint64_t u;
     memcpy(&u, &x, sizeof u);
     if ((int)((u >> 52) & 0x7ffu) - 1023 >= emin) {
-        /* normal in the target: its grid is x's own binade, so round the double's bits
-         * (add half an ulp minus one, plus the kept lsb for ties-to-even, then truncate);
-         * a carry into the exponent is exactly the round-up to the next binade. */
-        int shift = 52 - mant;
-        uint64_t lsb = (u >> shift) & 1u;
-        u += ((uint64_t)1 << (shift - 1)) - 1u + lsb; /* rounds: RNE */
-        u &= ~(((uint64_t)1 << shift) - 1u);
+        /* normal in the target: its grid is x's own binade */
+        u = ug_dtype_round_normal_bits(u, mant); /* rounds: RNE */
         memcpy(&x, &u, sizeof x);
         return x;
     }

@@ -21,6 +21,7 @@
 #define UG_DTYPE_H
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Numbering is part of the plugin ABI (kernel_abi.h repeats it): never reorder. */
 typedef enum {
@@ -53,6 +54,38 @@ int ug_dtype_parse(const char *name);
 /* Correctly rounded (RNE) value of x in format dt, returned as a double (every value of
  * every format here is a double). Follows the overflow/NaN rules above. */
 double ug_dtype_round(ug_dtype dt, double x);
+
+/* RNE of the double with bits u onto a grid of `mant` stored mantissa bits in u's own
+ * binade (u a finite non-zero value normal in the target format): add half an ulp minus
+ * one plus the kept lsb (ties to even), then truncate; a carry into the exponent is exactly
+ * the round-up to the next binade. ug_dtype_round's normal case and the inline below. */
+static inline uint64_t ug_dtype_round_normal_bits(uint64_t u, int mant)
+{
+    int shift = 52 - mant;
+    uint64_t lsb = (u >> shift) & 1u;
+    u += ((uint64_t)1 << (shift - 1)) - 1u + lsb; /* rounds: RNE */
+    return u & ~(((uint64_t)1 << shift) - 1u);
+}
+
+/* ug_dtype_round for the hot loops of the oracles, bit for bit the same: fp32 by the
+ * hardware; bf16 and fp16 on the bits when x is normal in the format and below its top
+ * binade (so no overflow can follow); everything else through ug_dtype_round. */
+static inline double ug_dtype_round_fast(ug_dtype dt, double x)
+{
+    if (dt == UG_DT_FP32) return (double)(float)x; /* rounds: hardware RNE to binary32 */
+    if (dt == UG_DT_BF16 || dt == UG_DT_FP16) {
+        uint64_t u;
+        memcpy(&u, &x, sizeof u);
+        int e = (int)((u >> 52) & 0x7ffu) - 1023;
+        int bf = dt == UG_DT_BF16;
+        if (e >= (bf ? -126 : -14) && e < (bf ? 127 : 15)) {
+            u = ug_dtype_round_normal_bits(u, bf ? 7 : 10); /* rounds: RNE */
+            memcpy(&x, &u, sizeof x);
+            return x;
+        }
+    }
+    return ug_dtype_round(dt, x);
+}
 /* Encode x (rounded first) to dt's bit pattern / decode bits to the exact value. */
 uint32_t ug_dtype_encode(ug_dtype dt, double x);
 double ug_dtype_decode(ug_dtype dt, uint32_t bits);

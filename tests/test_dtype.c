@@ -62,6 +62,11 @@ static void random_vs_mpfr(ug_dtype dt)
         if (!(got == ref && signbit(got) == signbit(ref))) {
             if (bad++ < 3) fprintf(stderr, "%s: x=%a ours %a mpfr %a\n", ug_dtype_name(dt), x, got, ref);
         }
+        /* the inline fast path of the oracles' hot loops must agree bit for bit */
+        double fast = ug_dtype_round_fast(dt, x);
+        if (!(fast == got && signbit(fast) == signbit(got)) && !(isnan(fast) && isnan(got))) {
+            if (bad++ < 3) fprintf(stderr, "%s: x=%a ug_dtype_round_fast %a, ug_dtype_round %a\n", ug_dtype_name(dt), x, fast, got);
+        }
         /* the oracle's MPFR rounding must agree too */
         mpfr_t xm;
         mpfr_init2(xm, 64);
@@ -148,6 +153,11 @@ static void known_values(void)
     CHECK(ug_dtype_round(UG_DT_BF16, 1.0 + 3 * 0x1p-8) == 1.0 + 0x1p-6, "bf16 tie rounds to even (up)");
     CHECK(ug_dtype_round(UG_DT_FP16, 65520.0) == INFINITY, "fp16 overflow at max + half ulp");
     CHECK(ug_dtype_round(UG_DT_FP16, 65519.99) == 65504.0, "fp16 below the overflow tie");
+    CHECK(ug_dtype_round_fast(UG_DT_FP16, 65520.0) == INFINITY && ug_dtype_round_fast(UG_DT_BF16, -0x1.ffp127) == -INFINITY,
+          "the fast rounding overflows as ug_dtype_round does");
+    CHECK(ug_dtype_round_fast(UG_DT_FP16, 0x1.8p-25) == 0x1p-24 && ug_dtype_round_fast(UG_DT_BF16, 1.0 + 0x1p-8) == 1.0 &&
+              isnan(ug_dtype_round_fast(UG_DT_BF16, NAN)) && ug_dtype_round_fast(UG_DT_FP32, 1.0 + 0x1p-24) == 1.0,
+          "the fast rounding: subnormal, tie to even, NaN, fp32");
     CHECK(ug_dtype_round(UG_DT_FP16, 0x1p-25) == 0.0, "fp16 half of the smallest subnormal ties to 0");
     CHECK(ug_dtype_round(UG_DT_FP16, 0x1.8p-25) == 0x1p-24, "fp16 rounds up to the smallest subnormal");
     CHECK(ug_dtype_round(UG_DT_E4M3, 1e6) == 448.0, "e4m3 saturates");

@@ -141,7 +141,7 @@ static double gamma32(size_t n) { return (double)n * UG_DEV_U / (1.0 - (double)n
 
 static ug_num num_plain(const ug_ar *ar, double v)
 {
-    ug_num r = {ar->mode == UG_AR_NAIVE ? ug_dtype_round(ar->naive_dt, v) : v, 0.0, NULL};
+    ug_num r = {ar->mode == UG_AR_NAIVE ? ug_dtype_round_fast(ar->naive_dt, v) : v, 0.0, NULL};
     return r;
 }
 
@@ -254,7 +254,7 @@ ug_num ug_rsqrt(ug_ar *ar, ug_num a)
         double e = lo > 0 ? 0.5 * a.e / (lo * sqrt(lo)) : INFINITY;
         return num_dev(v, e + (DEV_FN * fabs(v) + UG_DEV_ETA));
     }
-    if (ar->mode == UG_AR_NAIVE) s = ug_dtype_round(ar->naive_dt, s); /* rounds: naive sqrt */
+    if (ar->mode == UG_AR_NAIVE) s = ug_dtype_round_fast(ar->naive_dt, s); /* rounds: naive sqrt */
     return num_plain(ar, 1.0 / s);
 }
 
@@ -324,8 +324,8 @@ ug_num ug_sigmoid(ug_ar *ar, ug_num a)
     if (ar->mode == UG_AR_CERT) return num_cert(v, 0.25 * a.e + fabs(v) * 0x1p-49); /* |s'| <= 1/4 */
     if (IS_DEV(ar)) return num_dev(v, 0.25 * a.e + (DEV_FN * fabs(v) + UG_DEV_ETA));
     if (ar->mode == UG_AR_NAIVE) {
-        double t = ug_dtype_round(ar->naive_dt, exp(-a.v)); /* rounds: naive exp */
-        t = ug_dtype_round(ar->naive_dt, 1.0 + t);         /* rounds: naive add */
+        double t = ug_dtype_round_fast(ar->naive_dt, exp(-a.v)); /* rounds: naive exp */
+        t = ug_dtype_round_fast(ar->naive_dt, 1.0 + t);         /* rounds: naive add */
         v = 1.0 / t;
     }
     return num_plain(ar, v);
@@ -366,15 +366,15 @@ ug_num ug_round(ug_ar *ar, ug_num x, ug_dtype dt)
         mpfr_set_d(m, ug_mp_round(x.m, dt), MPFR_RNDN); /* exact: a dtype value is a double */
         return num_exact(m);
     }
-    double r = ug_dtype_round(dt, x.v); /* rounds: as the spec mandates */
+    double r = ug_dtype_round_fast(dt, x.v); /* rounds: as the spec mandates */
     if (ar->mode == UG_AR_CERT && x.e != 0.0) {
-        double lo = ug_dtype_round(dt, nextafter(x.v - x.e, -INFINITY));
-        double hi = ug_dtype_round(dt, nextafter(x.v + x.e, INFINITY));
+        double lo = ug_dtype_round_fast(dt, nextafter(x.v - x.e, -INFINITY));
+        double hi = ug_dtype_round_fast(dt, nextafter(x.v + x.e, INFINITY));
         ug_num u = {r, (lo == hi && isfinite(x.e)) ? 0.0 : INFINITY, NULL};
         return u;
     }
     if (IS_DEV(ar)) { /* the device rounds its own value: a code away at most across a boundary */
-        double lo = ug_dtype_round(dt, x.v - x.e), hi = ug_dtype_round(dt, x.v + x.e);
+        double lo = ug_dtype_round_fast(dt, x.v - x.e), hi = ug_dtype_round_fast(dt, x.v + x.e);
         return num_dev(r, isfinite(x.e) ? fmax(hi - r, r - lo) : INFINITY);
     }
     ug_num u = {r, 0.0, NULL};
@@ -436,7 +436,7 @@ ug_num ug_sum(ug_ar *ar, const ug_num *xs, size_t n)
     double s = 0.0, abs_sum = 0.0, e = 0.0;
     for (size_t i = 0; i < n; i++) {
         s += xs[i].v;
-        if (ar->mode == UG_AR_NAIVE) s = ug_dtype_round(ar->naive_dt, s); /* rounds: naive add */
+        if (ar->mode == UG_AR_NAIVE) s = ug_dtype_round_fast(ar->naive_dt, s); /* rounds: naive add */
         abs_sum += fabs(xs[i].v);
         e += xs[i].e;
     }
@@ -488,8 +488,8 @@ ug_num ug_dot_d(ug_ar *ar, const double *a, size_t sa, const double *b, size_t s
     for (size_t i = 0; i < n; i++) {
         double p = a[i * sa] * b[i * sb];
         if (ar->mode == UG_AR_NAIVE) {
-            p = ug_dtype_round(ar->naive_dt, p);                       /* rounds: naive mul */
-            s = ug_dtype_round(ar->naive_dt, s + p);                   /* rounds: naive add */
+            p = ug_dtype_round_fast(ar->naive_dt, p);                       /* rounds: naive mul */
+            s = ug_dtype_round_fast(ar->naive_dt, s + p);                   /* rounds: naive add */
         } else {
             s += p;
         }
@@ -529,8 +529,8 @@ ug_num ug_dot_nd(ug_ar *ar, const ug_num *x, const double *b, size_t sb, size_t 
     for (size_t i = 0; i < n; i++) {
         double p = x[i].v * b[i * sb];
         if (ar->mode == UG_AR_NAIVE) {
-            p = ug_dtype_round(ar->naive_dt, p);     /* rounds: naive mul */
-            s = ug_dtype_round(ar->naive_dt, s + p); /* rounds: naive add */
+            p = ug_dtype_round_fast(ar->naive_dt, p);     /* rounds: naive mul */
+            s = ug_dtype_round_fast(ar->naive_dt, s + p); /* rounds: naive add */
         } else {
             s += p;
         }
@@ -551,21 +551,21 @@ double ug_mp_round(mpfr_srcptr x, ug_dtype dt)
 {
     const ug_dtype_info *in = ug_dtype_get_info(dt);
     /* NaN, infinities and zeros follow dtype.h's rules exactly (int8: NaN -> 0; e8m0: NaN) */
-    if (mpfr_nan_p(x)) return ug_dtype_round(dt, NAN);
-    if (mpfr_inf_p(x)) return ug_dtype_round(dt, mpfr_sgn(x) > 0 ? INFINITY : -INFINITY);
-    if (mpfr_zero_p(x)) return ug_dtype_round(dt, mpfr_signbit(x) ? -0.0 : 0.0);
+    if (mpfr_nan_p(x)) return ug_dtype_round_fast(dt, NAN);
+    if (mpfr_inf_p(x)) return ug_dtype_round_fast(dt, mpfr_sgn(x) > 0 ? INFINITY : -INFINITY);
+    if (mpfr_zero_p(x)) return ug_dtype_round_fast(dt, mpfr_signbit(x) ? -0.0 : 0.0);
     if (!in->is_float) {
-        if (dt == UG_DT_E8M0) return ug_dtype_round(dt, mpfr_get_d(x, MPFR_RNDZ)); /* floor log2 kept */
+        if (dt == UG_DT_E8M0) return ug_dtype_round_fast(dt, mpfr_get_d(x, MPFR_RNDZ)); /* floor log2 kept */
         mpfr_t t;
         mpfr_init2(t, mpfr_get_prec(x) > 64 ? mpfr_get_prec(x) : 64);
         mpfr_rint(t, x, MPFR_RNDN); /* rounds: RNE to an integer */
-        double r = ug_dtype_round(dt, mpfr_get_d(t, MPFR_RNDN)); /* saturates */
+        double r = ug_dtype_round_fast(dt, mpfr_get_d(t, MPFR_RNDN)); /* saturates */
         mpfr_clear(t);
         return r;
     }
     long binade = mpfr_get_exp(x) - 1; /* floor(log2|x|) */
     if (binade < in->emin) binade = in->emin;
-    if (binade > 1100) return ug_dtype_round(dt, mpfr_sgn(x) > 0 ? INFINITY : -INFINITY);
+    if (binade > 1100) return ug_dtype_round_fast(dt, mpfr_sgn(x) > 0 ? INFINITY : -INFINITY);
     mpfr_t t;
     mpfr_init2(t, mpfr_get_prec(x));
     mpfr_mul_2si(t, x, in->mant_bits - binade, MPFR_RNDN); /* exact: power of two */
@@ -596,16 +596,16 @@ static double next_up(double x) { return -next_down(-x); }
 int ug_cert_round(ug_dtype dt, double v, double e, double *g)
 {
     if (e == 0.0) { /* exact */
-        *g = ug_dtype_round(dt, v);
+        *g = ug_dtype_round_fast(dt, v);
         return !isnan(v);
     }
     /* outward: the computed endpoints must contain the true interval */
-    double lo = ug_dtype_round(dt, next_down(v - e));
-    double hi = ug_dtype_round(dt, next_up(v + e));
+    double lo = ug_dtype_round_fast(dt, next_down(v - e));
+    double hi = ug_dtype_round_fast(dt, next_up(v + e));
     /* lo == hi also holds for -0 == +0: the sign of a zero result is not judged */
     int sure = isfinite(v) && isfinite(e) && lo == hi;
     /* rounding is monotone, so a sure element rounds to lo (a zero keeps v's sign) */
-    *g = sure && lo != 0.0 ? lo : ug_dtype_round(dt, v);
+    *g = sure && lo != 0.0 ? lo : ug_dtype_round_fast(dt, v);
     return sure;
 }
 
@@ -632,7 +632,7 @@ void ug_ar_emit(ug_ar *ar, int out, size_t k, ug_num x)
         break;
     default:
         s->gstar[k] = x.v;
-        s->g[k] = ug_dtype_round(s->dt, x.v);
+        s->g[k] = ug_dtype_round_fast(s->dt, x.v);
         break;
     }
 }
@@ -651,8 +651,8 @@ static void dot_nd_cols_chunk(ug_ar *ar, const ug_num *x, const double *V, size_
         double xv = x[i].v, xe = x[i].e;
         if (naive) {
             for (size_t c = 0; c < w; c++) {
-                double p = ug_dtype_round(ar->naive_dt, xv * row[c]);   /* rounds: naive mul */
-                s[c] = ug_dtype_round(ar->naive_dt, s[c] + p);          /* rounds: naive add */
+                double p = ug_dtype_round_fast(ar->naive_dt, xv * row[c]);   /* rounds: naive mul */
+                s[c] = ug_dtype_round_fast(ar->naive_dt, s[c] + p);          /* rounds: naive add */
                 abs_sum[c] += fabs(p);
                 e[c] += xe * fabs(row[c]);
             }
