@@ -17,6 +17,12 @@ struct ug_db {
     sqlite3_stmt *put_result, *put_metric, *put_verdict, *put_case;
 };
 
+/* Opens path read-only for a reader. A write-protected file (no write bit, or not writable
+ * by this process) with no -wal beside it (closed cleanly: every row is in the main file)
+ * is opened immutable, so SQLite leaves no -wal/-shm beside it that it could not remove
+ * again; otherwise plainly (a -wal may hold rows a crash left un-checkpointed). Returns
+ * an SQLite result code. */
+int ug_db_sqlite_open_ro(const char *path, sqlite3 **h);
 /* Prepares sql on db's connection: 0, or -1 with "database: <sqlite's message>" in err. */
 int ug_db_prepare(ug_db *db, sqlite3_stmt **st, const char *sql, char *err, size_t errlen);
 /* Steps a statement that returns no rows, then resets it and clears its bindings (so a

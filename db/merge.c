@@ -73,7 +73,7 @@ static int merge_read_input(const char *path, ug_run_record *r, char *err, size_
 {
     ug_db *in;
     char inner[512];
-    if (ug_db_open(path, 0, &in, inner, sizeof inner)) {
+    if (ug_db_open(path, UG_DB_READONLY, &in, inner, sizeof inner)) {
         snprintf(err, errlen, "merge: %s", inner);
         return -2;
     }
@@ -172,7 +172,7 @@ done:
 static int merge_copy_input(ug_db *db, const char *path, long old_run, long new_run, char *err, size_t errlen)
 {
     sqlite3 *src;
-    if (sqlite3_open_v2(path, &src, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+    if (ug_db_sqlite_open_ro(path, &src) != SQLITE_OK) {
         snprintf(err, errlen, "merge: cannot open %s: %s", path, sqlite3_errmsg(src));
         sqlite3_close(src);
         return -2;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/build_rev.h"
@@ -206,18 +207,30 @@ int ug_db_prepare(ug_db *db, sqlite3_stmt **st, const char *sql, char *err, size
  * SQLite never writes the file (a WAL database's -shm it may need lives beside it; where
  * that folder is read-only and no -shm exists, the file is read as immutable: a sweep
  * cannot be writing into a folder nobody may write). */
+int ug_db_sqlite_open_ro(const char *path, sqlite3 **h)
+{
+    char wal[4096];
+    struct stat st; /* write-protected: no write bit (root passes access(W_OK) on any file) */
+    int sealed = (access(path, W_OK) != 0 || (stat(path, &st) == 0 && !(st.st_mode & 0222))) && snprintf(wal, sizeof wal, "%s-wal", path) < (int)sizeof wal &&
+                 access(wal, F_OK) != 0;
+    if (!sealed) return sqlite3_open_v2(path, h, SQLITE_OPEN_READONLY, NULL);
+    char *uri = sqlite3_mprintf("file:%s?immutable=1", path); /* characters a URI needs escaping: rare in paths */
+    int rc = uri ? sqlite3_open_v2(uri, h, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) : SQLITE_NOMEM;
+    sqlite3_free(uri);
+    return rc;
+}
+
 static int open_handle(ug_db *db, const char *path, int mode, char *err, size_t errlen)
 {
-    int flags = mode == UG_DB_READONLY ? SQLITE_OPEN_READONLY
-                                       : SQLITE_OPEN_READWRITE | (mode == UG_DB_CREATE ? SQLITE_OPEN_CREATE : 0);
-    int rc = sqlite3_open_v2(path, &db->h, flags, NULL);
+    int flags = SQLITE_OPEN_READWRITE | (mode == UG_DB_CREATE ? SQLITE_OPEN_CREATE : 0);
+    int rc = mode == UG_DB_READONLY ? ug_db_sqlite_open_ro(path, &db->h) : sqlite3_open_v2(path, &db->h, flags, NULL);
     int v;
     char why[256];
     int code = rc == SQLITE_OK && mode == UG_DB_READONLY && user_version(db, &v, why, sizeof why)
                    ? sqlite3_errcode(db->h) & 0xff : SQLITE_OK;
     if (code == SQLITE_CANTOPEN || code == SQLITE_READONLY) { /* a WAL database whose -shm cannot be made */
         sqlite3_close(db->h);
-        char *uri = sqlite3_mprintf("file:%s?immutable=1", path); /* characters a URI needs escaping: rare in paths */
+        char *uri = sqlite3_mprintf("file:%s?immutable=1", path);
         rc = uri ? sqlite3_open_v2(uri, &db->h, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) : SQLITE_NOMEM;
         sqlite3_free(uri);
     }

@@ -33,6 +33,18 @@ expect_eq "$(md5sum <"$db")" "$sum" "the read-only database's bytes"
 expect_eq "$(ls "$T/ro")" "r.db" "nothing written beside the database"
 chmod 755 "$T/ro"
 
+# merge reads write-protected shard files in a writable folder (what a nightly's collected
+# shards look like) without leaving -wal/-shm files beside them, as the owner (root passes
+# access(W_OK) on any file: the write bit decides) and as another user
+mkdir -p "$T/sh" && cp "$db" "$T/sh/a.db" && chmod 444 "$T/sh/a.db"
+expect_status 0 ug merge "$T/w/m.db" "$T/sh/a.db"
+expect_eq "$(ls "$T/sh")" "a.db" "nothing written beside a write-protected shard by merge"
+expect_eq "$(sqlite3 "$T/w/m.db" "SELECT count(*) FROM results")" "$(sqlite3 "$db" "SELECT count(*) FROM results WHERE run_id = 2")" \
+    "the merged run holds the shard's latest run"
+chmod 777 "$T/sh" && rm -f "$T/w/m.db"
+expect_status 0 as_reader "$UG_BIN" merge "$T/w/m.db" "$T/sh/a.db"
+expect_eq "$(ls "$T/sh")" "a.db" "nothing written beside a shard another user may not write"
+
 # an older ulpgym's database (schema 3) it may not write: refused, saying why
 cp "$db" "$T/ro/v3.db" && chmod 644 "$T/ro/v3.db"
 sqlite3 "$T/ro/v3.db" "ALTER TABLE runs DROP COLUMN primary_standard; PRAGMA user_version = 3; PRAGMA journal_mode = DELETE" >/dev/null
