@@ -70,6 +70,8 @@ typedef struct {
     char tag[96];
     uint64_t seed;
     int light; /* drop explicit cases marked "heavy" */
+    char (*dropped)[UG_ID_LEN + 1]; /* the IDs of the heavy cases light dropped: a case */
+    size_t n_dropped;               /* listed twice is refused in both selections */
     const unsigned char *ops; /* the ops whose spaces are expanded (NULL: all) */
     unsigned groups;          /* and their groups (bitmask; 0: all) */
 } expander;
@@ -254,6 +256,23 @@ static int case_extras(cJSON *c, char **source, int *heavy, const char *where, c
     return 0;
 }
 
+static int was_dropped(const expander *x, const char *id)
+{
+    for (size_t i = 0; i < x->n_dropped; i++)
+        if (strcmp(x->dropped[i], id) == 0) return 1;
+    return 0;
+}
+
+/* Notes a heavy case that light leaves out. 0, or -1 out of memory. */
+static int remember_dropped(expander *x, const char *id)
+{
+    char(*d)[UG_ID_LEN + 1] = realloc(x->dropped, (x->n_dropped + 1) * sizeof *d);
+    if (!d) return -1;
+    x->dropped = d;
+    snprintf(d[x->n_dropped++], UG_ID_LEN + 1, "%s", id);
+    return 0;
+}
+
 /* One explicit case: its canonical text (the plan's seed derivation unless it names a
  * seed) pushed with its source and weight. */
 static int explicit_case(expander *x, const cJSON *c, const char *where, char *err, size_t errlen)
@@ -277,19 +296,18 @@ static int explicit_case(expander *x, const cJSON *c, const char *where, char *e
     int op = rc ? -1 : s.op;
     if (!rc) ug_spec_free(&s);
     cJSON_Delete(raw);
-    if (rc || (heavy && x->light)) {
-        free(text);
-        free(source);
-        return rc ? -2 : 0;
-    }
     char id[UG_ID_LEN + 1];
     if (text) ug_spec_id_of(text, id);
-    if (text && seen(x->plan, 0, x->plan->n, id)) { /* it would be counted twice and stored once */
+    if (text && (seen(x->plan, 0, x->plan->n, id) || was_dropped(x, id))) { /* counted twice, stored once */
         snprintf(err, errlen, "%s: case %s is listed twice (an explicit case, or one the op's space gives): a plan "
                  "lists each case once", where, id);
+        rc = -2;
+    }
+    if (rc || (heavy && x->light)) {
+        int oom = !rc && text && remember_dropped(x, id);
         free(text);
         free(source);
-        return -2;
+        return rc ? -2 : oom ? -1 : 0;
     }
     if (!text || push_case(x, text, op, err, errlen)) return free(source), -1;
     x->plan->cases[x->plan->n - 1].source = source;
@@ -371,7 +389,8 @@ static int plan_from_json(cJSON *j, const char *path, const char *dir, uint64_t 
     }
     snprintf(plan->name, sizeof plan->name, "%s", name->valuestring);
     plan->version = ver->valueint;
-    expander x = {plan, 0, "", cJSON_IsNumber(seed) ? (uint64_t)seed->valuedouble : 0, light, ops_sel, groups_sel};
+    expander x = {.plan = plan, .seed = cJSON_IsNumber(seed) ? (uint64_t)seed->valuedouble : 0, .light = light,
+                  .ops = ops_sel, .groups = groups_sel};
     if (light) hash ^= 0x4C49474854ULL; /* "LIGHT": another selection, another plan hash */
     if (seed_override >= 0) {
         x.seed = (uint64_t)seed_override;
@@ -406,6 +425,7 @@ static int plan_from_json(cJSON *j, const char *path, const char *dir, uint64_t 
                 rc = expand_op(&x, dir, ug_op_name(op), -1, &hash, err, errlen);
         }
     if (!rc && cases) rc = explicit_cases(&x, cases, path, err, errlen);
+    free(x.dropped);
     if (!rc) rc = read_unmatched(plan, cJSON_GetObjectItemCaseSensitive(j, "unmatched"), path, err, errlen);
     if (!rc) rc = read_deviations(plan, cJSON_GetObjectItemCaseSensitive(j, "deviations"), path, err, errlen);
     snprintf(plan->hash, sizeof plan->hash, "%016llx", (unsigned long long)hash);

@@ -45,6 +45,13 @@ expect_grep 'cases\[2\]: case [0-9a-f]{16} is listed twice' "$T/err"
 expect_status 2 ug sweep --plan "$T/dup.json" --no-regressions --db "$T/dup.db" --quiet
 expect_eq "$(wc -l <"$T/err")" 1 "one-line message for a duplicate case"
 [ ! -e "$T/dup.db" ] && ok || bad "a refused plan wrote the database"
+# ... also when one listing is heavy and the plan is read :light (which leaves heavy cases
+# out): a plan that is refused whole is refused in every selection
+echo "{\"name\":\"dup\",\"version\":1,\"seed\":2,\"cases\":[$(case_json 2 8 ',"heavy":true'),$(case_json 2 9),$(case_json 2 8)]}" \
+    >"$T/dupheavy.json"
+expect_status 2 ug plan --plan "$T/dupheavy.json:light" --count
+expect_grep 'cases\[2\]: case [0-9a-f]{16} is listed twice' "$T/err"
+expect_status 2 ug plan --plan "$T/dupheavy.json" --count
 # the same case with a seed of its own is another case
 echo "{\"name\":\"dup\",\"version\":1,\"seed\":2,\"cases\":[$(case_json 2 8),$(case_json 2 8 ',"seed":7')]}" >"$T/twoseeds.json"
 expect_status 0 ug plan --plan "$T/twoseeds.json" --count
