@@ -96,6 +96,62 @@ static int all_integers(const cJSON *list, double *lo, double *hi)
     return list->child != NULL;
 }
 
+/* Whether every entry of axis is a list param's string ("a,b,c" or "q:k,q:k"); lo and hi
+ * are the smallest and largest integer in any of them. */
+static int all_int_lists(const cJSON *axis, double *lo, double *hi)
+{
+    *lo = INFINITY;
+    *hi = -INFINITY;
+    for (const cJSON *v = axis->child; v; v = v->next) {
+        if (!cJSON_IsString(v) || !v->valuestring[0] || strspn(v->valuestring, "0123456789,:") != strlen(v->valuestring))
+            return 0;
+        for (const char *p = v->valuestring; *p;) {
+            char *end;
+            double x = strtod(p, &end);
+            if (end == p) return 0; /* ",," or a leading separator */
+            *lo = fmin(*lo, x);
+            *hi = fmax(*hi, x);
+            p = *end ? end + 1 : end;
+        }
+    }
+    return axis->child != NULL;
+}
+
+/* A list param drawn beyond the grid's strings: one of them as the template (its
+ * separators, so its structure), its last entry dropped or repeated by one byte, and
+ * every integer redrawn from [lo, hi]. A list another param must match (a count, a sum)
+ * may come out invalid: the case is then refused and the input discarded. */
+static cJSON *gen_int_list(const cJSON *axis, double lo, double hi, reader *r)
+{
+    const char *tpl = cJSON_GetArrayItem(axis, (int)(rd8(r) % (unsigned)cJSON_GetArraySize(axis)))->valuestring;
+    char entries[256];
+    snprintf(entries, sizeof entries, "%s", tpl);
+    char *last = strrchr(entries, ',');
+    unsigned shape = rd8(r) % 4;
+    if (shape == 0 && last) *last = '\0'; /* one entry fewer */
+    else if (shape == 1) { /* one entry more: the last one again */
+        const char *tail = last ? last + 1 : entries;
+        size_t n = strlen(entries), t = strlen(tail);
+        if (n + 1 + t < sizeof entries) {
+            memmove(entries + n + 1, tail, t + 1);
+            entries[n] = ',';
+        }
+    }
+    char out[1024];
+    size_t n = 0;
+    unsigned long span = (unsigned long)(hi - lo + 1);
+    for (const char *p = entries; *p && n + 16 < sizeof out;) {
+        char *end;
+        strtod(p, &end);
+        unsigned long draw = (unsigned long)rd16(r) | (unsigned long)rd8(r) << 16;
+        n += (size_t)snprintf(out + n, sizeof out - n, "%.0f", lo + (double)(draw % span));
+        if (*end) out[n++] = *end;
+        p = *end ? end + 1 : end;
+    }
+    out[n] = '\0';
+    return cJSON_CreateString(out);
+}
+
 char *ug_fuzz_decode(const ug_fuzz_space *s, const uint8_t *data, size_t size)
 {
     reader r = {data, size, 0};
@@ -126,6 +182,8 @@ char *ug_fuzz_decode(const ug_fuzz_space *s, const uint8_t *data, size_t size)
         int n = cJSON_GetArraySize(ax);
         if (sel >= 160 && all_integers(ax, &lo, &hi))
             cJSON_AddNumberToObject(params, ax->string, lo + (double)(rd16(&r) % (unsigned)(hi - lo + 1)));
+        else if (sel >= 160 && all_int_lists(ax, &lo, &hi))
+            cJSON_AddItemToObject(params, ax->string, gen_int_list(ax, lo, hi, &r));
         else
             cJSON_AddItemToObject(params, ax->string, cJSON_Duplicate(cJSON_GetArrayItem(ax, (int)(sel % (unsigned)n)), 1));
     }
