@@ -232,14 +232,17 @@ static void ziv_free(ziv_set *z)
     ug_selection_free(&z->sub);
 }
 
-/* z: the elements marked unsure; *total: how many. 0, or -1 out of memory. */
+/* z: the elements marked unsure (arrays of their count: the selection may hold millions);
+ * *total: how many. 0, or -1 out of memory. */
 static int ziv_init(ziv_set *z, const ug_oracle_result *r, unsigned char **unsure, long *total)
 {
     memset(z, 0, sizeof *z);
     z->sub.n_out = r->sel.n_out;
     *total = 0;
     for (int k = 0; k < z->sub.n_out; k++) {
-        size_t n = r->sel.n[k] ? r->sel.n[k] : 1;
+        size_t n = 0;
+        for (size_t i = 0; i < r->sel.n[k]; i++) n += unsure[k][i];
+        n += !n;
         z->sub.idx[k] = malloc(n * sizeof(size_t));
         z->pos[k] = malloc(n * sizeof(size_t));
         for (int s = 0; s < 2; s++) z->gs[s][k] = alloc_vals(n), z->g[s][k] = alloc_vals(n);
