@@ -9,11 +9,14 @@
  * e bits or fewer. Expected values come from the same oracle in EXACT at 16384 bits and
  * from the closed form. With the old fixed-precision fallback (one evaluation at 128
  * bits) elements 0, 1, 3 and 4 come out wrong: the "matches MPFR at 16384 bits" checks
- * fail. */
+ * fail.
+ *
+ * And one element of a real case that 128 bits misround (real_tie below). */
 #include <math.h>
 #include <string.h>
 
 #include "check.h"
+#include "gen/case.h"
 #include "oracles/oracle.h"
 
 enum { N_ELEM = 6 };
@@ -106,8 +109,64 @@ static int run(const ug_case *c, ug_ar_mode mode, mpfr_prec_t prec, ug_oracle_re
     return rc;
 }
 
+/* mla_indexer_prolog_quant plan case 917a6818236b2770 (nightly/1), q_norm[1229]: with no
+ * kernel scale staged (the outputs are zero: no kernel ran) the code is v / (amax/127),
+ * amax/127 rounded to the working precision, where v = 0x1.4cp+0 and amax = 0x1.4cp+1: the
+ * exact code is the tie 63.5, whose RNE is 64. 128 bits round the divisor up and give 63;
+ * 256 and 512 bits agree on 64. (`bench oracle --digest --sample all` showed it.) */
+static const char tie_spec[] =
+    "{\"dist\":{\"gamma_kv\":{\"hi\":1,\"kind\":\"uniform\",\"lo\":-1},\"gamma_q\":{\"hi\":1,\"kind\":\"uniform\",\"lo\":-1},"
+    "\"hadamard_k\":{\"hi\":1,\"kind\":\"uniform\",\"lo\":-1},\"hadamard_q\":{\"hi\":1,\"kind\":\"uniform\",\"lo\":-1},"
+    "\"kr_cache_in\":{\"hi\":1,\"kind\":\"uniform\",\"lo\":-1},\"kv_cache_in\":{\"hi\":127,\"kind\":\"randint\",\"lo\":-128},"
+    "\"kv_scale_in\":{\"hi\":0.01,\"kind\":\"uniform\",\"lo\":0.001},\"ln_beta\":{\"kind\":\"const\",\"value\":0},"
+    "\"ln_gamma\":{\"kind\":\"const\",\"value\":1},\"w_dkv\":{\"hi\":0.1,\"kind\":\"uniform\",\"lo\":-0.1},"
+    "\"w_dq\":{\"hi\":0.1,\"kind\":\"uniform\",\"lo\":-0.1},\"w_k\":{\"hi\":1,\"kind\":\"uniform\",\"lo\":-1},"
+    "\"w_proj\":{\"hi\":1,\"kind\":\"uniform\",\"lo\":-1},\"w_qb\":{\"hi\":127,\"kind\":\"randint\",\"lo\":-128},"
+    "\"w_qb_scale\":{\"hi\":1,\"kind\":\"uniform\",\"lo\":-1},\"w_uk\":{\"hi\":0.1,\"kind\":\"uniform\",\"lo\":-0.1},"
+    "\"w_uq\":{\"hi\":127,\"kind\":\"randint\",\"lo\":-127},\"w_uq_scale\":{\"hi\":0.0009,\"kind\":\"uniform\",\"lo\":0.0006},"
+    "\"x\":{\"hi\":1,\"kind\":\"uniform\",\"lo\":-1}},\"dtype\":\"bf16\",\"op\":\"mla_indexer_prolog_quant\","
+    "\"params\":{\"block_size\":128,\"d_nope\":128,\"d_rope\":64,\"h\":64,\"hadamard\":\"given\",\"heads\":8,"
+    "\"idx_d\":128,\"idx_heads\":64,\"kv_lora\":512,\"q_lora\":1536,\"rope_layout\":\"interleaved_to_half\","
+    "\"slots\":\"random\",\"tokens\":1},\"plan\":\"nightly/1\",\"seed\":8782068010410292,\"v\":1}";
+
+static void real_tie(void)
+{
+    ug_spec s;
+    ug_case c;
+    char err[512];
+    if (ug_spec_parse(tie_spec, &s, err, sizeof err) || ug_case_build(&c, &s, err, sizeof err)) {
+        CHECK(0, "the tie case builds: %s", err);
+        return;
+    }
+    int q = ug_case_judged_find(&c, "q_norm");
+    size_t at = 1229;
+    ug_selection sel = {.n_out = ug_case_n_judged(&c)};
+    if (q >= 0) sel.n[q] = 1, sel.idx[q] = &at;
+    ug_oracle_opts o;
+    ug_oracle_opts_default(&o);
+    o.naive = o.device_bound = 0;
+    ug_oracle_result fast, fixed;
+    int failed = q < 0 || ug_oracle_run_sel(&c, &o, &sel, &fast, err, sizeof err);
+    CHECK(!failed, "the tie case's oracle (q_norm at %d): %s", q, err);
+    o.mode = UG_AR_EXACT; /* one evaluation at 128 bits: the old fallback's value */
+    if (q >= 0 && !ug_oracle_run_sel(&c, &o, &sel, &fixed, err, sizeof err)) {
+        CHECK(fixed.g[q][0] == 63.0 && fixed.gstar[q][0] == 63.5, "128 bits: code %g (63 expected), g* %g", fixed.g[q][0],
+              fixed.gstar[q][0]);
+        ug_oracle_result_free(&fixed);
+    }
+    if (!failed) {
+        CHECK(fast.g[q][0] == 64.0, "q_norm[1229]: code %g, the RNE of the exact tie 63.5 is 64", fast.g[q][0]);
+        CHECK(fast.n_fallback == 1 && fast.n_raised == 1 && fast.n_unsettled == 0,
+              "q_norm[1229]: %lu by MPFR, %lu raised, %lu unsettled (1, 1, 0 expected)", fast.n_fallback, fast.n_raised,
+              fast.n_unsettled);
+        ug_oracle_result_free(&fast);
+    }
+    ug_case_free(&c);
+}
+
 int main(void)
 {
+    real_tie();
     ug_case c;
     make_case(&c);
     ug_oracle_result ref, fast, fixed;
