@@ -111,6 +111,9 @@ static int ug_cmd_sweep(int argc, char **argv)
         return UG_EXIT_ENGINE;
     }
     ug_sweep_print_summary(&s, stdout);
+    if (s.oracle_unsettled) /* the oracle's values there are its best, not proven: say so where it is seen */
+        fprintf(stderr, "ulpgym: warning: %lu oracle elements whose rounding still changed at %d bits (their values at "
+                "%d bits are used)\n", s.oracle_unsettled, UG_ORACLE_PREC_MAX, UG_ORACLE_PREC_MAX);
     if (s.selfcheck_mismatch) {
         fprintf(stderr, "ulpgym: oracle self-check found %lu roundings that change at twice the precision\n",
                 s.selfcheck_mismatch);

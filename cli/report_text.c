@@ -15,8 +15,10 @@ void ug_print_result(const ug_result *r, FILE *f)
     fprintf(f, "  standards:");
     for (int s = 0; s < UG_STD_COUNT; s++)
         if (r->verdict[s] != UG_V_NA) fprintf(f, " %s=%s", ug_standard_name(s), ug_vstate_name(r->verdict[s]));
-    fprintf(f, "\n  timing: kernel %.2f ms, oracle %.2f ms (%lu elements settled by MPFR)\n", r->kernel_ms, r->oracle_ms,
-            r->n_fallback);
+    fprintf(f, "\n  timing: kernel %.2f ms, oracle %.2f ms (%lu elements settled by MPFR, %lu at raised precision",
+            r->kernel_ms, r->oracle_ms, r->n_fallback, r->n_raised);
+    if (r->n_unsettled) fprintf(f, ", %lu NOT settled at %d bits", r->n_unsettled, UG_ORACLE_PREC_MAX);
+    fprintf(f, ")\n");
     for (int k = 0; k < r->n_out; k++) {
         const ug_output_result *o = &r->out[k];
         const ug_metrics *m = &o->m;
@@ -48,6 +50,10 @@ void ug_print_result_json(const ug_result *r, FILE *f)
     cJSON_AddStringToObject(j, "verdict", ug_outcome_name(r->outcome));
     cJSON_AddStringToObject(j, "primary_standard", ug_standard_name(r->primary));
     cJSON_AddStringToObject(j, "message", r->message);
+    cJSON *orc = cJSON_AddObjectToObject(j, "oracle"); /* elements settled by MPFR; of them, raised / not settled */
+    cJSON_AddNumberToObject(orc, "by_mpfr", (double)r->n_fallback);
+    cJSON_AddNumberToObject(orc, "raised_precision", (double)r->n_raised);
+    cJSON_AddNumberToObject(orc, "unsettled", (double)r->n_unsettled);
     cJSON *st = cJSON_AddObjectToObject(j, "standards");
     for (int s = 0; s < UG_STD_COUNT; s++) cJSON_AddStringToObject(st, ug_standard_name(s), ug_vstate_name(r->verdict[s]));
     cJSON *outs = cJSON_AddArrayToObject(j, "outputs");

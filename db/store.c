@@ -82,6 +82,12 @@ static const char migration7_sql[] =
     " kernel_ratio REAL, e2e_ratio REAL,"    /* median of the repeats' paired ratios B / A */
     " PRIMARY KEY (bench_id, op, scene, case_id));";
 
+/* Migration 8: the exact fallback's raised precision (Ziv's strategy, docs/STANDARDS.md): of a case's
+ * oracle_fallbacks, the elements whose rounding changed between the working precision and twice it (raised
+ * further) and those still changing at UG_ORACLE_PREC_MAX bits. NULL for results stored before. */
+static const char migration8_sql[] = "ALTER TABLE results ADD COLUMN oracle_raised INTEGER;"
+                                     "ALTER TABLE results ADD COLUMN oracle_unsettled INTEGER;";
+
 const char *ug_db_default_path(const char *explicit_path)
 {
     if (explicit_path && *explicit_path) return explicit_path;
@@ -181,7 +187,7 @@ static int migrate(ug_db *db, const char *path, int readonly, char *err, size_t 
     if ((v < 1 && exec(db, ug_schema_sql, err, errlen)) || (v < 2 && exec(db, migration2_sql, err, errlen)) ||
         (v < 3 && exec(db, migration3_sql, err, errlen)) || (v < 4 && exec(db, migration4_sql, err, errlen)) ||
         (v < 5 && exec(db, migration5_sql, err, errlen)) || (v < 6 && exec(db, migration6_sql, err, errlen)) ||
-        (v < 7 && exec(db, migration7_sql, err, errlen))) {
+        (v < 7 && exec(db, migration7_sql, err, errlen)) || (v < 8 && exec(db, migration8_sql, err, errlen))) {
         ug_db_rollback(db);
         return -1;
     }
@@ -269,7 +275,8 @@ int ug_db_open(const char *path, int mode, ug_db **out, char *err, size_t errlen
     if (!rc)
         rc = ug_db_prepare(db, &db->put_result,
                      "INSERT OR REPLACE INTO results(run_id, case_id, verdict, primary_standard, kernel_ms, oracle_ms,"
-                     " oracle_fallbacks, message) VALUES (?,?,?,?,?,?,?,?)", err, errlen) ||
+                     " oracle_fallbacks, message, oracle_raised, oracle_unsettled) VALUES (?,?,?,?,?,?,?,?,?,?)", err,
+                     errlen) ||
              ug_db_prepare(db, &db->put_metric,
                      "INSERT OR REPLACE INTO metrics VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", err,
                      errlen) ||
@@ -480,6 +487,8 @@ int ug_db_put_result(ug_db *db, long run_id, const ug_result *r, char *err, size
     bind_real(st, 6, r->oracle_ms);
     sqlite3_bind_int64(st, 7, (sqlite3_int64)r->n_fallback);
     ug_db_bind_outside_text(st, 8, r->message);
+    sqlite3_bind_int64(st, 9, (sqlite3_int64)r->n_raised);
+    sqlite3_bind_int64(st, 10, (sqlite3_int64)r->n_unsettled);
     if (ug_db_step_done(db, st, err, errlen)) return -1;
     for (int k = 0; k < r->n_out; k++)
         if (put_metrics(db, run_id, r, &r->out[k], err, errlen)) return -1;

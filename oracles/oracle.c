@@ -211,36 +211,92 @@ static int evaluate(const ug_case *c, const ug_selection *sel, ug_ar_mode mode, 
 
 static double *alloc_vals(size_t n) { return calloc(n ? n : 1, sizeof(double)); }
 
-/* Re-evaluates in EXACT the elements marked unsure; returns how many. */
+/* Ziv's strategy for the exact fallback (docs/STANDARDS.md): the unsure elements are
+ * evaluated at prec and 2*prec; those whose rounding (g to the dtype, or g* to double)
+ * differs are evaluated again at 4*prec, 8*prec, ... up to UG_ORACLE_PREC_MAX, and each
+ * element keeps the values of the highest precision it was evaluated at. z holds the
+ * elements still being raised, their positions in r->sel, and their values at p ([0])
+ * and at 2p ([1]). */
+typedef struct {
+    ug_selection sub;
+    size_t *pos[UG_MAX_TENSORS];
+    double *gs[2][UG_MAX_TENSORS], *g[2][UG_MAX_TENSORS];
+} ziv_set;
+
+static void ziv_free(ziv_set *z)
+{
+    for (int k = 0; k < z->sub.n_out; k++) {
+        free(z->pos[k]);
+        for (int s = 0; s < 2; s++) free(z->gs[s][k]), free(z->g[s][k]);
+    }
+    ug_selection_free(&z->sub);
+}
+
+/* z: the elements marked unsure (arrays of their count: the selection may hold millions);
+ * *total: how many. 0, or -1 out of memory. */
+static int ziv_init(ziv_set *z, const ug_oracle_result *r, unsigned char **unsure, long *total)
+{
+    memset(z, 0, sizeof *z);
+    z->sub.n_out = r->sel.n_out;
+    *total = 0;
+    for (int k = 0; k < z->sub.n_out; k++) {
+        size_t n = 0;
+        for (size_t i = 0; i < r->sel.n[k]; i++) n += unsure[k][i];
+        n += !n;
+        z->sub.idx[k] = malloc(n * sizeof(size_t));
+        z->pos[k] = malloc(n * sizeof(size_t));
+        for (int s = 0; s < 2; s++) z->gs[s][k] = alloc_vals(n), z->g[s][k] = alloc_vals(n);
+        if (!z->sub.idx[k] || !z->pos[k] || !z->gs[0][k] || !z->g[0][k] || !z->gs[1][k] || !z->g[1][k]) return -1;
+        for (size_t i = 0; i < r->sel.n[k]; i++)
+            if (unsure[k][i]) z->pos[k][z->sub.n[k]] = i, z->sub.idx[k][z->sub.n[k]++] = r->sel.idx[k][i];
+        *total += (long)z->sub.n[k];
+    }
+    return 0;
+}
+
+static int same_value(double a, double b) { return a == b || (a != a && b != b); }
+
+/* Elements whose values at p and 2p agree are settled: their 2p values go to r. The rest
+ * stay in z (compacted) with their 2p values as the new p side, and go to r as well when
+ * last (no higher precision follows). Returns how many stay. */
+static long ziv_settle(ziv_set *z, ug_oracle_result *r, int last)
+{
+    long left = 0;
+    for (int k = 0; k < z->sub.n_out; k++) {
+        size_t m = 0;
+        for (size_t j = 0; j < z->sub.n[k]; j++) {
+            double gs = z->gs[1][k][j], g = z->g[1][k][j];
+            int agree = same_value(g, z->g[0][k][j]) && same_value(gs, z->gs[0][k][j]);
+            if (agree || last) r->gstar[k][z->pos[k][j]] = gs, r->g[k][z->pos[k][j]] = g;
+            if (agree) continue;
+            z->sub.idx[k][m] = z->sub.idx[k][j], z->pos[k][m] = z->pos[k][j];
+            z->gs[0][k][m] = gs, z->g[0][k][m++] = g;
+        }
+        z->sub.n[k] = m;
+        left += (long)m;
+    }
+    return left;
+}
+
+/* Re-evaluates in EXACT the elements marked unsure, raising the precision of those whose
+ * rounding is not settled (ziv_set); returns how many were re-evaluated. */
 static long exact_fallback(const ug_case *c, const ug_oracle_opts *o, ug_oracle_result *r, unsigned char **unsure,
                            char *err, size_t errlen)
 {
-    ug_selection sub = {0};
-    sub.n_out = r->sel.n_out;
-    long total = 0;
-    double *gs[UG_MAX_TENSORS] = {0}, *gg[UG_MAX_TENSORS] = {0};
-    int rc = 0;
-    for (int k = 0; k < sub.n_out; k++) {
-        sub.idx[k] = malloc((r->sel.n[k] ? r->sel.n[k] : 1) * sizeof(size_t));
-        gs[k] = alloc_vals(r->sel.n[k]);
-        gg[k] = alloc_vals(r->sel.n[k]);
-        if (!sub.idx[k] || !gs[k] || !gg[k]) rc = -1;
-        for (size_t i = 0; !rc && i < r->sel.n[k]; i++)
-            if (unsure[k][i]) sub.idx[k][sub.n[k]++] = r->sel.idx[k][i];
-        total += (long)sub.n[k];
+    ziv_set z;
+    long total = 0, left;
+    int rc = ziv_init(&z, r, unsure, &total);
+    if (rc) snprintf(err, errlen, "out of memory for the oracle");
+    mpfr_prec_t p = o->prec, pmax = 2 * o->prec > UG_ORACLE_PREC_MAX ? 2 * o->prec : UG_ORACLE_PREC_MAX;
+    if (!rc && total) rc = evaluate(c, &z.sub, UG_AR_EXACT, p, z.gs[0], z.g[0], NULL, NULL, err, errlen);
+    for (left = total; !rc && left && 2 * p <= pmax; p *= 2) {
+        int last = 4 * p > pmax;
+        rc = evaluate(c, &z.sub, UG_AR_EXACT, 2 * p, z.gs[1], z.g[1], NULL, NULL, err, errlen);
+        if (!rc) left = ziv_settle(&z, r, last);
+        if (!rc && p == o->prec) r->n_raised = (unsigned long)left;
+        if (!rc && last) r->n_unsettled = (unsigned long)left;
     }
-    if (!rc && total) rc = evaluate(c, &sub, UG_AR_EXACT, o->prec, gs, gg, NULL, NULL, err, errlen);
-    for (int k = 0; !rc && total && k < sub.n_out; k++)
-        for (size_t i = 0, j = 0; i < r->sel.n[k]; i++)
-            if (unsure[k][i]) {
-                r->gstar[k][i] = gs[k][j];
-                r->g[k][i] = gg[k][j++];
-            }
-    for (int k = 0; k < sub.n_out; k++) {
-        free(gs[k]);
-        free(gg[k]);
-    }
-    ug_selection_free(&sub);
+    ziv_free(&z);
     return rc ? rc : total;
 }
 

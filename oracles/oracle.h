@@ -4,10 +4,12 @@
  * An operator's oracle (ug_op_def.oracle) evaluates its reference for a selection of
  * output elements in a given arithmetic (oracles/mp/arith.h). ug_oracle_run() drives it:
  * CERT first; elements whose error interval straddles a rounding boundary of the output
- * dtype are re-evaluated in EXACT (MPFR); then NAIVE (the input dtype) for the benchmark
- * standard; then DEVICE for the certified standard's bound. The self-check re-evaluates a sample in EXACT at the working precision and
- * at twice it and reports any rounded output that differs, or that differs from the
- * fast path's. */
+ * dtype are re-evaluated in EXACT (MPFR) by Ziv's strategy: at the working precision and at
+ * twice it, and those whose rounding differs between the two again at 4x, 8x, ... up to
+ * UG_ORACLE_PREC_MAX, each keeping its value of the highest precision; then NAIVE (the
+ * input dtype) for the benchmark standard; then DEVICE for the certified standard's bound.
+ * The self-check re-evaluates a sample in EXACT at the working precision and at twice it
+ * and reports any rounded output that differs, or that differs from the fast path's. */
 #ifndef UG_ORACLE_H
 #define UG_ORACLE_H
 #include <stddef.h>
@@ -24,6 +26,11 @@ typedef struct ug_selection {
 } ug_selection;
 
 #define UG_ORACLE_PREC 128      /* default working precision, bits */
+/* The exact fallback raises an element's precision (doubling from the working precision)
+ * while its rounding still changes, up to this many bits (or twice the working precision
+ * if that is more); an element whose rounding changes at the last doubling is counted in
+ * n_unsettled and keeps its value at this precision. */
+#define UG_ORACLE_PREC_MAX 4096
 #define UG_SAMPLE_DEFAULT 512   /* default elements checked per output */
 
 typedef struct {
@@ -42,6 +49,8 @@ typedef struct {
     double *bench[UG_MAX_TENSORS]; /* naive evaluation rounded to the output dtype */
     double *bound[UG_MAX_TENSORS]; /* device error bound (UG_AR_DEVICE); NULL unless asked */
     unsigned long n_fallback;      /* elements the fast path handed to MPFR */
+    unsigned long n_raised;        /* of those, rounded differently at prec and 2*prec: raised further */
+    unsigned long n_unsettled;     /* of those, still rounded differently at UG_ORACLE_PREC_MAX */
     unsigned long n_checked_twice; /* self-check: elements re-evaluated */
     unsigned long n_mismatch;      /* self-check: elements whose rounding differed */
 } ug_oracle_result;

@@ -124,6 +124,8 @@ typedef struct {
     char message[512];
     double kernel_ms, oracle_ms;
     unsigned long n_fallback;          /* oracle elements settled by MPFR */
+    unsigned long n_raised;            /* of those, settled only above twice the working precision */
+    unsigned long n_unsettled;         /* of those, not settled at UG_ORACLE_PREC_MAX bits */
     unsigned long n_selfcheck, n_selfcheck_mismatch;
     int n_out;
     ug_output_result out[UG_MAX_TENSORS];

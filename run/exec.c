@@ -195,6 +195,8 @@ static int judge_once(ug_case *c, const ug_exec_opts *o, ug_result *r, ug_exec_d
         return 0;
     }
     r->n_fallback = orc.n_fallback;
+    r->n_raised = orc.n_raised;
+    r->n_unsettled = orc.n_unsettled;
     r->n_selfcheck = orc.n_checked_twice;
     r->n_selfcheck_mismatch = orc.n_mismatch;
     r->n_out = orc.sel.n_out;

@@ -13,6 +13,9 @@ void ug_sweep_summary_count(ug_sweep_summary *s, int op, const ug_result *r)
     s->per_op_pass[op] += r->outcome == UG_OUT_PASS;
     s->selfcheck_elems += r->n_selfcheck;
     s->selfcheck_mismatch += r->n_selfcheck_mismatch;
+    s->oracle_mpfr += r->n_fallback;
+    s->oracle_raised += r->n_raised;
+    s->oracle_unsettled += r->n_unsettled;
     s->compute_s += (r->kernel_ms + r->oracle_ms) / 1e3;
 }
 
@@ -51,6 +54,9 @@ void ug_sweep_print_summary(const ug_sweep_summary *s, FILE *f)
         if (s->per_op_cases[op])
             fprintf(f, "  %-38s %5zu/%-5zu pass (%.1f%%)\n", ug_op_name(op), s->per_op_pass[op], s->per_op_cases[op],
                     100.0 * (double)s->per_op_pass[op] / (double)s->per_op_cases[op]);
+    if (s->oracle_raised) /* Ziv's strategy (docs/STANDARDS.md): shown only when it acted */
+        fprintf(f, "  oracle: %lu elements settled by MPFR, %lu of them at raised precision, %lu not settled at %d "
+                   "bits\n", s->oracle_mpfr, s->oracle_raised, s->oracle_unsettled, UG_ORACLE_PREC_MAX);
     if (s->selfcheck_elems)
         fprintf(f, "  oracle self-check: %lu elements re-evaluated at twice the precision, %lu differ\n",
                 s->selfcheck_elems, s->selfcheck_mismatch);

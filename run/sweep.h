@@ -53,6 +53,7 @@ typedef struct {
     size_t n_before, n_total;      /* resume: cases stored earlier; the run's case count */
     size_t per_op_cases[UG_OP_COUNT], per_op_pass[UG_OP_COUNT];
     unsigned long selfcheck_elems, selfcheck_mismatch;
+    unsigned long oracle_mpfr, oracle_raised, oracle_unsettled; /* exact fallback: elements, raised, not settled */
     double seconds;
     double parent_cpu_s;           /* CPU time of the parent (dispatch + database) */
     double compute_s;              /* the cases' kernel + oracle time, summed over the workers */

@@ -38,8 +38,8 @@ expect_eq "$(grep -cE '^ +3 .* (fp32|fp16|bf16) ' "$T/out")" "3" "one line per d
 flip=$(sqlite3 "$db" "select case_id from results where run_id=3 order by case_id limit 1")
 sqlite3 "$db" "insert into runs(run_id, started_at, status, plan_name, plan_hash, backend, git_rev)
                select 4, started_at, 'done', plan_name, plan_hash, backend, git_rev from runs where run_id=3;
-               insert into results select 4, case_id, verdict, primary_standard, kernel_ms, oracle_ms, oracle_fallbacks, message
-               from results where run_id=3;
+               insert into results select 4, case_id, verdict, primary_standard, kernel_ms, oracle_ms, oracle_fallbacks, message,
+               oracle_raised, oracle_unsettled from results where run_id=3;
                update results set verdict='FAIL' where run_id=4 and case_id='$flip';"
 expect_status 0 ug history --db "$db"
 expect_grep "^  $flip .*3:PASS 4:FAIL|^  $flip .*4:FAIL 3:PASS" "$T/out"
@@ -56,7 +56,7 @@ for r in "5|'other-bytes'|git_rev" "6|backend_sha256|git_rev || '-dirty-0badc0de
     sqlite3 "$db5" "insert into runs(run_id, started_at, status, plan_name, plan_hash, backend, git_rev, backend_sha256)
                     select $id, started_at, 'done', plan_name, plan_hash, backend, $rev, $sha from runs where run_id=3;
                     insert into results select $id, case_id, verdict, primary_standard, kernel_ms, oracle_ms,
-                    oracle_fallbacks, message from results where run_id=3;
+                    oracle_fallbacks, message, oracle_raised, oracle_unsettled from results where run_id=3;
                     update results set verdict='FAIL' where run_id=$id and case_id='$flip2';"
 done
 expect_status 0 ug history --db "$db5" --json

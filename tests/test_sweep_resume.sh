@@ -145,7 +145,7 @@ sqlite3 "$OLD" "PRAGMA user_version = 1; INSERT INTO runs(started_at, backend, p
     VALUES ('2026-01-01T00:00:00Z', 'sim', '$T/plan.json', 'x')"
 expect_status 2 ug sweep --resume latest --db "$OLD"
 expect_grep 'older ulpgym that did not record its sweep options' "$T/err"
-expect_eq "$(sqlite3 "$OLD" "PRAGMA user_version")" 7 "migrated to schema 7"
+expect_eq "$(sqlite3 "$OLD" "PRAGMA user_version")" 8 "migrated to schema 8"
 expect_eq "$(sqlite3 "$OLD" "SELECT status, resumes, jobs IS NULL, primary_standard IS NULL FROM runs")" \
     "running|0|1|1" "old run untouched (no --primary: each op's own)"
 expect_status 0 ug sweep --op attn_softmax --limit 3 --db "$OLD" -j1 --quiet
@@ -154,18 +154,23 @@ expect_eq "$(sqlite3 "$OLD" "SELECT op_filter, case_limit, jobs, status FROM run
 expect_status 0 ug sweep --op attn_softmax --limit 3 --db "$OLD" -j1 --quiet --primary certified
 expect_eq "$(sqlite3 "$OLD" "SELECT primary_standard FROM runs WHERE run_id = 3")" certified \
     "--primary in the migrated database"
+expect_eq "$(sqlite3 "$OLD" "SELECT count(*), sum(oracle_raised = 0 AND oracle_unsettled = 0) FROM results")" "6|6" \
+    "the raised-precision counts stored (schema 8)"
 # a schema-3 database (before --primary was recorded) gains the column: its runs read as each op's own primary
 V3=$T/v3.db
 cp "$OLD" "$V3"
 sqlite3 "$V3" "ALTER TABLE runs DROP COLUMN primary_standard; ALTER TABLE runs DROP COLUMN backend_sha256;
     ALTER TABLE runs DROP COLUMN cost_from; ALTER TABLE runs DROP COLUMN cost_hash;
+    ALTER TABLE results DROP COLUMN oracle_raised; ALTER TABLE results DROP COLUMN oracle_unsettled;
     DROP TABLE bench_cases; DROP TABLE bench_scenes; DROP TABLE bench_runs; PRAGMA user_version = 3"
 expect_status 0 ug history --db "$V3"
-expect_eq "$(sqlite3 "$V3" "PRAGMA user_version")" 7 "schema 3 migrated to 7"
+expect_eq "$(sqlite3 "$V3" "PRAGMA user_version")" 8 "schema 3 migrated to 8"
 expect_eq "$(sqlite3 "$V3" "SELECT count(*) FROM sqlite_master WHERE name LIKE 'bench_%' AND type = 'table'")" 3 \
     "the kernel-timing tables added"
 expect_eq "$(sqlite3 "$V3" "SELECT count(*) FROM runs WHERE primary_standard IS NULL")" 3 "older runs: NULL (op's own)"
 expect_eq "$(sqlite3 "$V3" "SELECT count(*) FROM runs WHERE backend_sha256 IS NULL")" 3 "older runs: no plugin digest"
+expect_eq "$(sqlite3 "$V3" "SELECT count(*) FROM results WHERE oracle_raised IS NULL AND oracle_unsettled IS NULL")" 6 \
+    "older results: no raised-precision counts"
 expect_eq "$(sqlite3 "$V3" "SELECT count(*) FROM runs WHERE cost_from IS NULL AND cost_hash IS NULL")" 3 \
     "older runs: shards dealt by estimates"
 finish
