@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
 # test_bench_table.sh — `ulpgym bench kernels --backend B --baseline A`, the kernel-timing
 # table (cli/bench_table.c): a planted slowdown shows as its factor; the table is stored,
-# read back, printed and shown by the HTML report; a plugin's own device clock is used
-# where it exports one (ratio exactly as computed) and wall time where it does not; a case
-# a backend declines is left out and named (exit 1); bad options and bad "scenes" exit 2
-# with a message and store nothing; an older database migrates. A few seconds: tiny cases,
-# few repeats.
+# read back, printed and shown by the HTML and markdown reports; a plugin's own device
+# clock is used where it exports one (ratio exactly as computed) and wall time where it
+# does not; a case a backend declines is left out and named (exit 1); bad options and bad "scenes" exit 2 with a message and store nothing;
+# an older database migrates. A few seconds: tiny cases, few repeats.
 source "$(dirname "$0")/lib.sh"
 command -v python3 >/dev/null && command -v sqlite3 >/dev/null || { echo "python3 or sqlite3 missing: skipped"; exit 77; }
 SIMPLUG=$(dirname "$UG_BIN")/examples/libulpgym_plugin_sim.so
@@ -58,9 +57,17 @@ expect_status 0 ug sweep --db "$T/b.db" --plan "$PLAN" --limit 1 -j 1 --quiet
 expect_status 0 ug report --db "$T/b.db" --format html -o "$T/r.html"
 expect_grep '<section id="kernel-timing">' "$T/r.html"
 expect_grep '<code>slow:8:sim</code>' "$T/r.html"
+# ... and so does the markdown report: bench_report.c's table, the lines `bench kernels` printed
+expect_status 0 ug report --db "$T/b.db" --format md -o "$T/r.md"
+expect_grep '^## Kernel timing: B / A$' "$T/r.md"
+expect_grep '^B = `slow:8:sim` \(kernel-only clock: cpu\) against A = `sim`' "$T/r.md"
+grep '^| ' "$T/a.md" >"$T/a.rows"
+expect_eq "$(grep -cxFf "$T/a.rows" "$T/r.md")" "$(wc -l <"$T/a.rows")" "table lines of the bench in the markdown report"
 expect_status 0 ug sweep --db "$T/n.db" --plan "$PLAN" --limit 1 -j 1 --quiet
 expect_status 0 ug report --db "$T/n.db" --format html -o "$T/n.html"
 if grep -q "id=\"kernel-timing\"" "$T/n.html"; then bad "a database without a bench shows a timing table"; else ok; fi
+expect_status 0 ug report --db "$T/n.db" --format md -o "$T/n.md"
+if grep -q "Kernel timing" "$T/n.md"; then bad "a database without a bench shows a timing table in markdown"; else ok; fi
 
 # 3. the plugin's device clock: B reports 2.5 ms per call, A is the same plugin run 4 times (10 ms): exactly 0.25.
 #    An op without scenes (the real tree's attn_softmax) falls back to its first --limit plan cases, scene "plan".
