@@ -3,7 +3,9 @@
 # table (cli/bench_table.c): a planted slowdown shows as its factor; the table is stored,
 # read back, printed and shown by the HTML and markdown reports; a plugin's own device
 # clock is used where it exports one (ratio exactly as computed) and wall time where it
-# does not; a case a backend declines is left out and named (exit 1); bad options and bad "scenes" exit 2 with a message and store nothing;
+# does not; a case a backend declines, or whose kernel changes an input or writes outside
+# an output (inputs are built once per case, so a round must not change them), is left out
+# and named (exit 1); bad options and bad "scenes" exit 2 with a message and store nothing;
 # an older database migrates. A few seconds: tiny cases, few repeats.
 source "$(dirname "$0")/lib.sh"
 command -v python3 >/dev/null && command -v sqlite3 >/dev/null || { echo "python3 or sqlite3 missing: skipped"; exit 77; }
@@ -33,7 +35,7 @@ PLAN="$T/d/gen/plans/t.json"
 bench() { ug bench kernels --plan "$PLAN" --op attn_softmax --db "$T/b.db" "$@"; }
 
 # 1. a planted 8x slowdown, on the CPU clock (robust to a loaded machine): kernel ratio near 8, end-to-end
-#    between 1 and 8 (both sides pay the same input build)
+#    between 1 and the kernel ratio (both sides pay the same output read-back)
 expect_status 0 bench --backend slow:8:sim --baseline sim --clock cpu --repeat 3 --warmup 1 --md "$T/a.md" --html "$T/a.html"
 cp "$T/out" "$T/stdout.md"
 expect_eq "$(q "$T/b.db" "SELECT count(*) FROM bench_scenes WHERE kernel_ratio BETWEEN 4 AND 16")" 2 "scenes with kernel ratio in [4, 16]"
@@ -92,6 +94,19 @@ expect_eq "$(q "$T/ps.db" "SELECT count(*) FROM bench_scenes WHERE kernel_ratio 
 # a plugin that declines: left out, exit 1
 ULPGYM_STUB_MODE=unsupported expect_status 1 bench --backend "plugin:$STUB" --baseline sim --repeat 1 --warmup 0 --db "$T/st.db"
 expect_grep 'declined it \(unsupported\): stub: no kernel for attn_softmax' "$T/err"
+
+# a kernel that changes an input or writes past an output fails its case (checked after every round, outside
+# the clocks: the case is built once and its inputs must stay as built); the clean case is still timed
+space "$T/d/gen/ops/attn_softmax.json" '[{"name": "guard", "cases": [
+    {"dtype": "fp32", "dist": "normal", "params": {"rows": 24, "cols": 64}},
+    {"dtype": "fp32", "dist": "normal", "params": {"rows": 9, "cols": 64}},
+    {"dtype": "fp32", "dist": "normal", "params": {"rows": 4, "cols": 64}}]}]'
+expect_status 1 bench --backend "plugin:$ULPGYM_FIXTURES/libfaulty_plugin.so" --baseline sim --repeat 1 --warmup 0 \
+    --db "$T/g.db"
+expect_grep 'left out: plugin:.*libfaulty_plugin.so failed: broke kernel_abi.h.s buffer contract: modified input x' "$T/err"
+expect_grep 'left out: plugin:.*libfaulty_plugin.so failed: .*wrote after output y' "$T/err"
+expect_grep '^\| attn_softmax \| guard \| 1 \(2 left out\) \| [0-9.]+ \|' "$T/out"
+space "$T/d/gen/ops/attn_softmax.json" "$GOOD"
 
 # 5. bad input: exit 2, a message, nothing stored
 n0=$(q "$T/b.db" "SELECT count(*) FROM bench_runs")
