@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -49,11 +50,20 @@ typedef struct {
     int list;
 } bt_opts;
 
+/* The host clock (--clock): wall, CLOCK_MONOTONIC; cpu, this process's CPU time (all its
+ * threads), read through CLOCK_PROCESS_CPUTIME_ID (to the ns) unless a CPU-time limit is
+ * set (ulimit -t, RLIMIT_CPU): Linux then arms a process-wide CPU timer, which it updates
+ * only at scheduler ticks, and that clock reads the timer, in steps of a tick (4 ms on the
+ * project's VM: a 0.5 ms loop read 0 in 169 of 200 runs, and a whole table came out in
+ * multiples of 4 ms), so getrusage is read instead: the threads' exact run times summed,
+ * to the microsecond. */
+typedef enum { BT_WALL, BT_CPU_NS, BT_CPU_US } bt_clock;
+
 /* What the timing loop needs. */
 typedef struct {
     bt_side a, b; /* baseline, backend */
     int repeat, warmup;
-    clockid_t clock;
+    bt_clock clock;
 } bt_bench;
 
 /* One timed call: milliseconds by each clock. */
@@ -69,11 +79,24 @@ typedef struct {
 
 static volatile uint64_t bt_sink; /* keeps the output read-back from being optimised away */
 
-static double bt_now_ms(clockid_t id)
+static double bt_now_ms(bt_clock clock)
 {
+    if (clock == BT_CPU_US) {
+        struct rusage u;
+        getrusage(RUSAGE_SELF, &u);
+        return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 +
+               (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
+    }
     struct timespec ts;
-    clock_gettime(id, &ts);
+    clock_gettime(clock == BT_WALL ? CLOCK_MONOTONIC : CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* BT_CPU_NS, or BT_CPU_US under a CPU-time limit (see bt_clock). */
+static bt_clock cpu_clock(void)
+{
+    struct rlimit l;
+    return getrlimit(RLIMIT_CPU, &l) == 0 && l.rlim_cur == RLIM_INFINITY ? BT_CPU_NS : BT_CPU_US;
 }
 
 /* Reads every output byte back (the end-to-end clock's last step). */
@@ -121,7 +144,7 @@ static int side_open(bt_side *s, const char *spec, const char *host_clock, char 
 
 /* The kernel call(s) of one timed run on built case c: milliseconds into *ms. 0, or the
  * backend's status (1 unsupported, < 0 error) with the reason in err. */
-static int run_kernel(const bt_side *s, ug_case *c, clockid_t clock, double *ms, char *err, size_t errlen)
+static int run_kernel(const bt_side *s, ug_case *c, bt_clock clock, double *ms, char *err, size_t errlen)
 {
     *ms = 0;
     for (int r = 0; r < s->runs; r++) {
@@ -165,7 +188,7 @@ static void fresh_outputs(ug_case *c)
  * output byte read back: the call(s) through ug_backend_run (a plugin's ulpgym_run with
  * whatever host-side conversions and copies it does inside it), then the read-back. 0, or
  * as run_kernel. */
-static int time_round(const bt_side *s, ug_case *c, clockid_t clock, bt_sample *out, char *err, size_t errlen)
+static int time_round(const bt_side *s, ug_case *c, bt_clock clock, bt_sample *out, char *err, size_t errlen)
 {
     fresh_outputs(c);
     double t0 = bt_now_ms(clock);
@@ -434,7 +457,7 @@ static int store(ug_db *db, const bt_bench *bb, const bt_results *res, const cha
     snprintf(in.baseline_sha256, sizeof in.baseline_sha256, "%s", bb->a.be.sha256);
     snprintf(in.backend_clock, sizeof in.backend_clock, "%s", bb->b.clock);
     snprintf(in.baseline_clock, sizeof in.baseline_clock, "%s", bb->a.clock);
-    snprintf(in.host_clock, sizeof in.host_clock, "%s", bb->clock == CLOCK_MONOTONIC ? "wall" : "cpu");
+    snprintf(in.host_clock, sizeof in.host_clock, "%s", bb->clock == BT_WALL ? "wall" : "cpu");
     snprintf(in.command, sizeof in.command, "%s", command);
     if (ug_db_begin(db, err, errlen) || ug_db_bench_begin(db, &in, bench_id, err, errlen)) goto fail;
     for (size_t i = 0; i < res->n_cases; i++)
@@ -516,7 +539,7 @@ static int check_opts(const bt_opts *o, bt_bench *bb)
         return ug_cli_fail("bench kernels: --limit must be a positive number (plan cases of an op without scenes)"), -1;
     if (o->clock && strcmp(o->clock, "wall") && strcmp(o->clock, "cpu"))
         return ug_cli_fail("bench kernels: --clock must be wall or cpu"), -1;
-    bb->clock = o->clock && !strcmp(o->clock, "cpu") ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC;
+    bb->clock = o->clock && !strcmp(o->clock, "cpu") ? cpu_clock() : BT_WALL;
     return ug_cli_case_memory(o->mem) ? -1 : 0;
 }
 
@@ -524,7 +547,7 @@ static int check_opts(const bt_opts *o, bt_bench *bb)
 static int open_sides(const bt_opts *o, bt_bench *bb, const ug_scene_set *sets, int n)
 {
     char err[1024];
-    const char *host = bb->clock == CLOCK_MONOTONIC ? "wall" : "cpu";
+    const char *host = bb->clock == BT_WALL ? "wall" : "cpu";
     if (side_open(&bb->a, o->baseline, host, err, sizeof err)) return ug_cli_fail("bench kernels: --baseline: %s", err), -1;
     if (side_open(&bb->b, o->backend, host, err, sizeof err)) {
         ug_backend_close(&bb->a.be);

@@ -45,6 +45,12 @@ expect_eq "$(q "$T/b.db" "SELECT backend, baseline, backend_clock, host_clock, r
     "slow:8:sim|sim|cpu|cpu|3|1" "the bench's row"
 expect_eq "$(q "$T/b.db" "SELECT count(*) FROM bench_cases WHERE status = 'timed' AND backend_kernel_min <= backend_kernel_ms
     AND backend_kernel_ms <= backend_kernel_max")" 3 "timed cases with min <= median <= max"
+# ... and under a CPU-time limit (ulimit -t arms Linux's process-wide CPU timer, and CLOCK_PROCESS_CPUTIME_ID then
+#     moves in scheduler ticks: these sub-millisecond kernels read 0 ms or a tick); rc 0 checked by the stored rows
+(ulimit -t 600 && exec "$UG_BIN" bench kernels --plan "$PLAN" --op attn_softmax --db "$T/lim.db" --backend slow:8:sim \
+    --baseline sim --clock cpu --repeat 3 --warmup 1) >/dev/null 2>&1
+expect_eq "$(q "$T/lim.db" "SELECT count(*) FROM bench_scenes WHERE kernel_ratio BETWEEN 4 AND 16")" 2 \
+    "scenes with kernel ratio in [4, 16] under ulimit -t"
 # 2. stored, read back, printed: stdout is the --md file; the table has its scenes, each op's mean and the mean over ops
 expect_status 0 cmp "$T/stdout.md" "$T/a.md"
 expect_grep '^\| attn_softmax \| decode \| 1 \| [0-9.]+ \| [0-9.]+–[0-9.]+ \|' "$T/a.md"
