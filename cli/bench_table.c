@@ -1,14 +1,17 @@
 /* bench_table.c — `ulpgym bench kernels --backend B --baseline A`: the release report's
  * kernel-timing table. For every case of every scene of the selected ops (gen/scenes.h;
  * an op without scenes falls back to one scene "plan" of its first --limit plan cases),
- * A and B run on the same inputs, interleaved (A B, then B A, ...) so that a machine
- * growing busier or quieter weighs on both alike; after --warmup rounds, --repeat rounds
- * are kept. Each round times two clocks per side: kernel-only (the kernel call alone, or
- * the plugin's own ulpgym_last_device_ms where it exports one) and end-to-end (parse the
- * spec, build the inputs, run the kernel, read every output byte back: what a user of the
- * kernel waits for). A case's ratio is the median of its rounds' paired ratios B / A; a
- * scene's the geometric mean over its cases. The table is stored (db/query_bench.h), read
- * back and printed as markdown, so what is printed is what is stored.
+ * the case is built once, outside every clock, and A and B run on those same inputs,
+ * interleaved (A B, then B A, ...) so that a machine growing busier or quieter weighs on
+ * both alike; after --warmup rounds, --repeat rounds are kept. Each round gets fresh
+ * outputs and times two clocks per side: kernel-only (the kernel call alone, or the
+ * plugin's own ulpgym_last_device_ms where it exports one) and end-to-end (the call
+ * through the backend's entry, with whatever host-side conversions and copies a plugin
+ * does inside it, then reading every output byte back: what a caller holding built
+ * inputs waits for; building the inputs is not timed). A case's ratio is the median of
+ * its rounds' paired ratios B / A; a scene's the geometric mean over its cases. The table
+ * is stored (db/query_bench.h), read back and printed as markdown, so what is printed is
+ * what is stored.
  *
  * `slow:N:BACKEND` is BACKEND with every kernel call run N times: the deliberately slow
  * variant whose ratio must come out near N by the kernel clock (tests/test_bench_table.sh). */
@@ -18,6 +21,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -46,11 +50,20 @@ typedef struct {
     int list;
 } bt_opts;
 
+/* The host clock (--clock): wall, CLOCK_MONOTONIC; cpu, this process's CPU time (all its
+ * threads), read through CLOCK_PROCESS_CPUTIME_ID (to the ns) unless a CPU-time limit is
+ * set (ulimit -t, RLIMIT_CPU): Linux then arms a process-wide CPU timer, which it updates
+ * only at scheduler ticks, and that clock reads the timer, in steps of a tick (4 ms on the
+ * project's VM: a 0.5 ms loop read 0 in 169 of 200 runs, and a whole table came out in
+ * multiples of 4 ms), so getrusage is read instead: the threads' exact run times summed,
+ * to the microsecond. */
+typedef enum { BT_WALL, BT_CPU_NS, BT_CPU_US } bt_clock;
+
 /* What the timing loop needs. */
 typedef struct {
     bt_side a, b; /* baseline, backend */
     int repeat, warmup;
-    clockid_t clock;
+    bt_clock clock;
 } bt_bench;
 
 /* One timed call: milliseconds by each clock. */
@@ -66,23 +79,45 @@ typedef struct {
 
 static volatile uint64_t bt_sink; /* keeps the output read-back from being optimised away */
 
-static double bt_now_ms(clockid_t id)
+static double bt_now_ms(bt_clock clock)
 {
+    if (clock == BT_CPU_US) {
+        struct rusage u;
+        getrusage(RUSAGE_SELF, &u);
+        return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 +
+               (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
+    }
     struct timespec ts;
-    clock_gettime(id, &ts);
+    clock_gettime(clock == BT_WALL ? CLOCK_MONOTONIC : CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* Reads every output byte back (the end-to-end clock's last step). */
+/* BT_CPU_NS, or BT_CPU_US under a CPU-time limit (see bt_clock). */
+static bt_clock cpu_clock(void)
+{
+    struct rlimit l;
+    return getrlimit(RLIMIT_CPU, &l) == 0 && l.rlim_cur == RLIM_INFINITY ? BT_CPU_NS : BT_CPU_US;
+}
+
+/* Reads every output byte back (the end-to-end clock's last step), at memory speed: 8-byte
+ * words summed into four independent lanes. It was a byte-serial hash (h = 31h + byte, a
+ * multiply's latency per byte, ~1.5 ns), which cost the norms as much as their kernels
+ * and measured that hash, not a read. */
 static void read_back(const ug_case *c)
 {
-    uint64_t h = 0;
+    uint64_t lane[4] = {0, 0, 0, 0};
     for (int k = 0; k < c->n_out; k++) {
         const unsigned char *p = c->out[k].data;
-        size_t n = c->out[k].numel * ug_dtype_size(c->out[k].dtype);
-        for (size_t i = 0; i < n; i++) h = h * 31 + p[i];
+        size_t n = c->out[k].numel * ug_dtype_size(c->out[k].dtype), i = 0;
+        for (; i + 32 <= n; i += 32)
+            for (int l = 0; l < 4; l++) {
+                uint64_t w;
+                memcpy(&w, p + i + 8 * l, 8);
+                lane[l] += w;
+            }
+        for (; i < n; i++) lane[0] += p[i];
     }
-    bt_sink ^= h;
+    bt_sink ^= lane[0] ^ lane[1] ^ lane[2] ^ lane[3];
 }
 
 /* Opens a side from its spec: sim[:VARIANT] or plugin:PATH, optionally as slow:N:SPEC. */
@@ -118,7 +153,7 @@ static int side_open(bt_side *s, const char *spec, const char *host_clock, char 
 
 /* The kernel call(s) of one timed run on built case c: milliseconds into *ms. 0, or the
  * backend's status (1 unsupported, < 0 error) with the reason in err. */
-static int run_kernel(const bt_side *s, ug_case *c, clockid_t clock, double *ms, char *err, size_t errlen)
+static int run_kernel(const bt_side *s, ug_case *c, bt_clock clock, double *ms, char *err, size_t errlen)
 {
     *ms = 0;
     for (int r = 0; r < s->runs; r++) {
@@ -140,32 +175,38 @@ static int run_kernel(const bt_side *s, ug_case *c, clockid_t clock, double *ms,
     return 0;
 }
 
-/* Touches every page of every output before the kernel clock starts: a built case's outputs
- * are fresh mappings, and without this the first kernel call of each run pays their
- * first-touch page faults while slow:N's repeats do not, which pulled the planted factor
- * of memory-bound kernels toward 1. The end-to-end clock still pays them. */
-static void prefault_outputs(ug_case *c)
+/* Gives a timed round fresh outputs, outside every clock: each output back to what the
+ * build left in it (zeros; an optional output its sentinel, registry.h), so no round sees
+ * another's results. Writing every byte also touches every page: without that the first
+ * kernel call of a case paid its outputs' first-touch page faults while slow:N's repeats
+ * did not, which pulled the planted factor of memory-bound kernels toward 1. */
+static void fresh_outputs(ug_case *c)
 {
     for (int k = 0; k < c->n_out; k++) {
-        volatile unsigned char *p = c->out[k].data;
-        size_t n = c->out[k].numel * ug_dtype_size(c->out[k].dtype);
-        for (size_t i = 0; i < n; i += 4096) p[i] = p[i];
+        if (c->out[k].optional) ug_tensor_fill_sentinel(&c->out[k]);
+        else memset(c->out[k].data, 0, c->out[k].numel * ug_dtype_size(c->out[k].dtype));
     }
 }
 
-/* One timed run of side s on the case of spec: -2 when the case cannot be built (a bad
- * scene: err says why), else as run_kernel. */
-static int time_once(const bt_side *s, const char *spec, clockid_t clock, bt_sample *out, char *err, size_t errlen)
+/* One timed round of side s on the built case c. The case is built once for all its
+ * rounds and both sides, and its inputs sealed (ug_case_seal_inputs) then: kernel_abi.h
+ * makes inputs read-only, so they are not restored between rounds; instead every round is
+ * checked, outside the clocks, for a changed input or a write outside an output (the
+ * sweep's guard, core/guard.h), and such a kernel fails the case (its later rounds would
+ * run on other inputs). End-to-end clock: from just before the backend call to the last
+ * output byte read back: the call(s) through ug_backend_run (a plugin's ulpgym_run with
+ * whatever host-side conversions and copies it does inside it), then the read-back. 0, or
+ * as run_kernel. */
+static int time_round(const bt_side *s, ug_case *c, bt_clock clock, bt_sample *out, char *err, size_t errlen)
 {
+    fresh_outputs(c);
     double t0 = bt_now_ms(clock);
-    ug_spec sp;
-    ug_case c;
-    if (ug_spec_parse(spec, &sp, err, errlen) || ug_case_build(&c, &sp, err, errlen)) return -2;
-    prefault_outputs(&c);
-    int rc = run_kernel(s, &c, clock, &out->kernel, err, errlen);
-    if (!rc) read_back(&c);
+    int rc = run_kernel(s, c, clock, &out->kernel, err, errlen);
+    if (!rc) read_back(c);
     out->e2e = bt_now_ms(clock) - t0;
-    ug_case_free(&c);
+    char damage[256];
+    if (!rc && ug_case_guard_check(c, damage, sizeof damage))
+        rc = -1, snprintf(err, errlen, "broke kernel_abi.h's buffer contract: %s", damage);
     return rc;
 }
 
@@ -211,32 +252,60 @@ static void case_figures(ug_bench_case_row *r, const bt_sample *sa, const bt_sam
     r->e2e_ratio = paired_ratio(sb, sa, n, 1, scratch);
 }
 
-/* Times one case: warm-up and kept rounds, A and B interleaved (A B, B A, A B, ...).
- * 0 timed, 1 left out (a backend declined or failed: bc->message says which and why), -2
- * the case cannot be built (err). */
+/* The warm-up and kept rounds of one built case, A and B interleaved (A B, B A, A B, ...)
+ * into sa, sb: 0, or 1 (a backend declined or failed: bc->message says which and why). */
+static int time_rounds(const bt_bench *bb, ug_case *c, bt_sample *sa, bt_sample *sb, bt_case *bc)
+{
+    for (int i = 0; i < bb->warmup + bb->repeat; i++)
+        for (int k = 0; k < 2; k++) {
+            int b_turn = (i + k) % 2; /* round i: A first when i is even */
+            const bt_side *s = b_turn ? &bb->b : &bb->a;
+            char why[400] = "";
+            int rc = time_round(s, c, bb->clock, b_turn ? &sb[i] : &sa[i], why, sizeof why);
+            if (!rc) continue;
+            snprintf(bc->message, sizeof bc->message, "%s %s: %s", s->name,
+                     rc == 1 ? "declined it (unsupported)" : "failed", why);
+            return 1;
+        }
+    return 0;
+}
+
+/* Frees the inputs' decoded doubles (registry.h: what the oracle reads; no kernel sees
+ * them), 8 bytes an element: glm_moe_fusion_mix's scenes hold 4 GB of them beside 1 GB of
+ * bf16 weights, for every round of the case. */
+static void drop_decoded_inputs(ug_case *c)
+{
+    for (int i = 0; i < c->n_in; i++) {
+        free(c->in[i].values);
+        c->in[i].values = NULL;
+    }
+}
+
+/* Times one case: builds it once (outside every clock), then its rounds. 0 timed, 1 left
+ * out (bc->message says why), -2 the case cannot be built (err). */
 static int time_case(const bt_bench *bb, const char *spec, bt_case *bc, char *err, size_t errlen)
 {
     int n = bb->warmup + bb->repeat, rc = 0;
     bt_sample *sa = calloc((size_t)n, sizeof *sa), *sb = calloc((size_t)n, sizeof *sb);
     double *scratch = calloc((size_t)n, sizeof *scratch);
+    ug_spec sp;
+    ug_case c;
+    memset(&c, 0, sizeof c);
     if (!sa || !sb || !scratch) rc = -2, snprintf(err, errlen, "out of memory");
-    for (int i = 0; i < n && !rc; i++)
-        for (int k = 0; k < 2 && !rc; k++) {
-            int b_turn = (i + k) % 2; /* round i: A first when i is even */
-            const bt_side *s = b_turn ? &bb->b : &bb->a;
-            char why[300] = "";
-            rc = time_once(s, spec, bb->clock, b_turn ? &sb[i] : &sa[i], why, sizeof why);
-            if (rc == -2) snprintf(err, errlen, "%s", why);
-            else if (rc) snprintf(bc->message, sizeof bc->message, "%s %s: %s", s->name,
-                                  rc == 1 ? "declined it (unsupported)" : "failed", why);
-        }
+    else if (ug_spec_parse(spec, &sp, err, errlen) || ug_case_build(&c, &sp, err, errlen)) rc = -2;
+    else {
+        drop_decoded_inputs(&c);
+        ug_case_seal_inputs(&c);
+        rc = time_rounds(bb, &c, sa, sb, bc);
+    }
     if (!rc) case_figures(&bc->row, sa + bb->warmup, sb + bb->warmup, bb->repeat, scratch);
     bc->row.timed = rc == 0;
     bc->row.message = bc->message;
+    ug_case_free(&c);
     free(sa);
     free(sb);
     free(scratch);
-    return rc == -2 ? -2 : rc ? 1 : 0;
+    return rc;
 }
 
 /* The scene's row: geometric means (and min, max) over its timed cases. */
@@ -397,7 +466,7 @@ static int store(ug_db *db, const bt_bench *bb, const bt_results *res, const cha
     snprintf(in.baseline_sha256, sizeof in.baseline_sha256, "%s", bb->a.be.sha256);
     snprintf(in.backend_clock, sizeof in.backend_clock, "%s", bb->b.clock);
     snprintf(in.baseline_clock, sizeof in.baseline_clock, "%s", bb->a.clock);
-    snprintf(in.host_clock, sizeof in.host_clock, "%s", bb->clock == CLOCK_MONOTONIC ? "wall" : "cpu");
+    snprintf(in.host_clock, sizeof in.host_clock, "%s", bb->clock == BT_WALL ? "wall" : "cpu");
     snprintf(in.command, sizeof in.command, "%s", command);
     if (ug_db_begin(db, err, errlen) || ug_db_bench_begin(db, &in, bench_id, err, errlen)) goto fail;
     for (size_t i = 0; i < res->n_cases; i++)
@@ -479,7 +548,7 @@ static int check_opts(const bt_opts *o, bt_bench *bb)
         return ug_cli_fail("bench kernels: --limit must be a positive number (plan cases of an op without scenes)"), -1;
     if (o->clock && strcmp(o->clock, "wall") && strcmp(o->clock, "cpu"))
         return ug_cli_fail("bench kernels: --clock must be wall or cpu"), -1;
-    bb->clock = o->clock && !strcmp(o->clock, "cpu") ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC;
+    bb->clock = o->clock && !strcmp(o->clock, "cpu") ? cpu_clock() : BT_WALL;
     return ug_cli_case_memory(o->mem) ? -1 : 0;
 }
 
@@ -487,7 +556,7 @@ static int check_opts(const bt_opts *o, bt_bench *bb)
 static int open_sides(const bt_opts *o, bt_bench *bb, const ug_scene_set *sets, int n)
 {
     char err[1024];
-    const char *host = bb->clock == CLOCK_MONOTONIC ? "wall" : "cpu";
+    const char *host = bb->clock == BT_WALL ? "wall" : "cpu";
     if (side_open(&bb->a, o->baseline, host, err, sizeof err)) return ug_cli_fail("bench kernels: --baseline: %s", err), -1;
     if (side_open(&bb->b, o->backend, host, err, sizeof err)) {
         ug_backend_close(&bb->a.be);

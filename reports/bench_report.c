@@ -122,8 +122,9 @@ static void write_preamble(const ug_bench_table *t, FILE *f, int html)
                "bench %ld, %s, build %s.\n",
             in->baseline_clock, in->host_clock, in->repeats, in->warmup, t->bench_id, in->started, in->git_rev);
     fprintf(f, "%sRatio = B's time / A's time (above 1: B is slower). Kernel: the kernel call alone (a plugin's own "
-               "device time where it reports one). End-to-end: building the inputs, the kernel, reading the outputs "
-               "back. Per case the median of the repeats' paired ratios; per scene the geometric mean over its cases "
+               "device time where it reports one). End-to-end: the call through the backend's entry (a plugin's "
+               "host-side conversions and copies included), then reading every output byte back; the inputs are "
+               "built once per case, untimed. Per case the median of the repeats' paired ratios; per scene the geometric mean over its cases "
                "(their min–max beside it); mean: the geometric mean of the op's scenes, and last of the ops' means. "
                "A and B ms: geometric means of the cases' median kernel times.\n",
             html ? "</p><p>" : "\n");

@@ -1,11 +1,14 @@
 /* formats.c — the markdown, JSON and JUnit writers of report.h. The markdown table is the
  * release report's generalization table (group, operators, cases, pass rate, and the
- * certified standard's pass rate beside it) followed by one row per operator; JUnit has one
- * testcase per case so CI servers list failures. */
+ * certified standard's pass rate beside it) followed by one row per operator, and last the
+ * database's latest kernel-timing table where it holds one (written by bench_report.c, the
+ * same writer as `bench kernels` prints); JUnit has one testcase per case so CI servers
+ * list failures. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "reports/bench_report.h"
 #include "reports/report.h"
 #include "reports/xml.h"
 #include "db/query_report.h"
@@ -71,6 +74,10 @@ void ug_report_write_md(const ug_report *r, FILE *f)
             fprintf(f, "| %s | %s | %s | %s | %s | `ulpgym triage %s%s` |\n", x->case_id, ug_op_name(x->op), x->dtype,
                     x->verdict, ulp, x->case_id, r->triage_args);
         }
+    }
+    if (r->has_bench) {
+        fputc('\n', f);
+        ug_bench_write_md(&r->bench, f);
     }
 }
 

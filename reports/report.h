@@ -52,7 +52,7 @@ typedef struct {
     long hist_run[64];
     double hist_rate[64][UG_GROUP_COUNT]; /* -1 where the run had no case of the group */
     /* the database's latest kernel-timing table (`bench kernels --backend B --baseline A`), shown by the HTML
-     * report; has_bench 0 when the database holds none */
+     * and markdown reports; has_bench 0 when the database holds none */
     int has_bench;
     ug_bench_table bench;
 } ug_report;

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # test_bench_table.sh — `ulpgym bench kernels --backend B --baseline A`, the kernel-timing
 # table (cli/bench_table.c): a planted slowdown shows as its factor; the table is stored,
-# read back, printed and shown by the HTML report; a plugin's own device clock is used
-# where it exports one (ratio exactly as computed) and wall time where it does not; a case
-# a backend declines is left out and named (exit 1); bad options and bad "scenes" exit 2
-# with a message and store nothing; an older database migrates. A few seconds: tiny cases,
-# few repeats.
+# read back, printed and shown by the HTML and markdown reports; a plugin's own device
+# clock is used where it exports one (ratio exactly as computed) and wall time where it
+# does not; a case a backend declines, or whose kernel changes an input or writes outside
+# an output (inputs are built once per case, so a round must not change them), is left out
+# and named (exit 1); bad options and bad "scenes" exit 2 with a message and store nothing;
+# an older database migrates. A few seconds: tiny cases, few repeats.
 source "$(dirname "$0")/lib.sh"
 command -v python3 >/dev/null && command -v sqlite3 >/dev/null || { echo "python3 or sqlite3 missing: skipped"; exit 77; }
 SIMPLUG=$(dirname "$UG_BIN")/examples/libulpgym_plugin_sim.so
@@ -34,7 +35,7 @@ PLAN="$T/d/gen/plans/t.json"
 bench() { ug bench kernels --plan "$PLAN" --op attn_softmax --db "$T/b.db" "$@"; }
 
 # 1. a planted 8x slowdown, on the CPU clock (robust to a loaded machine): kernel ratio near 8, end-to-end
-#    between 1 and 8 (both sides pay the same input build)
+#    between 1 and the kernel ratio (both sides pay the same output read-back)
 expect_status 0 bench --backend slow:8:sim --baseline sim --clock cpu --repeat 3 --warmup 1 --md "$T/a.md" --html "$T/a.html"
 cp "$T/out" "$T/stdout.md"
 expect_eq "$(q "$T/b.db" "SELECT count(*) FROM bench_scenes WHERE kernel_ratio BETWEEN 4 AND 16")" 2 "scenes with kernel ratio in [4, 16]"
@@ -44,6 +45,12 @@ expect_eq "$(q "$T/b.db" "SELECT backend, baseline, backend_clock, host_clock, r
     "slow:8:sim|sim|cpu|cpu|3|1" "the bench's row"
 expect_eq "$(q "$T/b.db" "SELECT count(*) FROM bench_cases WHERE status = 'timed' AND backend_kernel_min <= backend_kernel_ms
     AND backend_kernel_ms <= backend_kernel_max")" 3 "timed cases with min <= median <= max"
+# ... and under a CPU-time limit (ulimit -t arms Linux's process-wide CPU timer, and CLOCK_PROCESS_CPUTIME_ID then
+#     moves in scheduler ticks: these sub-millisecond kernels read 0 ms or a tick); rc 0 checked by the stored rows
+(ulimit -t 600 && exec "$UG_BIN" bench kernels --plan "$PLAN" --op attn_softmax --db "$T/lim.db" --backend slow:8:sim \
+    --baseline sim --clock cpu --repeat 3 --warmup 1) >/dev/null 2>&1
+expect_eq "$(q "$T/lim.db" "SELECT count(*) FROM bench_scenes WHERE kernel_ratio BETWEEN 4 AND 16")" 2 \
+    "scenes with kernel ratio in [4, 16] under ulimit -t"
 # 2. stored, read back, printed: stdout is the --md file; the table has its scenes, each op's mean and the mean over ops
 expect_status 0 cmp "$T/stdout.md" "$T/a.md"
 expect_grep '^\| attn_softmax \| decode \| 1 \| [0-9.]+ \| [0-9.]+–[0-9.]+ \|' "$T/a.md"
@@ -58,9 +65,17 @@ expect_status 0 ug sweep --db "$T/b.db" --plan "$PLAN" --limit 1 -j 1 --quiet
 expect_status 0 ug report --db "$T/b.db" --format html -o "$T/r.html"
 expect_grep '<section id="kernel-timing">' "$T/r.html"
 expect_grep '<code>slow:8:sim</code>' "$T/r.html"
+# ... and so does the markdown report: bench_report.c's table, the lines `bench kernels` printed
+expect_status 0 ug report --db "$T/b.db" --format md -o "$T/r.md"
+expect_grep '^## Kernel timing: B / A$' "$T/r.md"
+expect_grep '^B = `slow:8:sim` \(kernel-only clock: cpu\) against A = `sim`' "$T/r.md"
+grep '^| ' "$T/a.md" >"$T/a.rows"
+expect_eq "$(grep -cxFf "$T/a.rows" "$T/r.md")" "$(wc -l <"$T/a.rows")" "table lines of the bench in the markdown report"
 expect_status 0 ug sweep --db "$T/n.db" --plan "$PLAN" --limit 1 -j 1 --quiet
 expect_status 0 ug report --db "$T/n.db" --format html -o "$T/n.html"
 if grep -q "id=\"kernel-timing\"" "$T/n.html"; then bad "a database without a bench shows a timing table"; else ok; fi
+expect_status 0 ug report --db "$T/n.db" --format md -o "$T/n.md"
+if grep -q "Kernel timing" "$T/n.md"; then bad "a database without a bench shows a timing table in markdown"; else ok; fi
 
 # 3. the plugin's device clock: B reports 2.5 ms per call, A is the same plugin run 4 times (10 ms): exactly 0.25.
 #    An op without scenes (the real tree's attn_softmax) falls back to its first --limit plan cases, scene "plan".
@@ -85,6 +100,19 @@ expect_eq "$(q "$T/ps.db" "SELECT count(*) FROM bench_scenes WHERE kernel_ratio 
 # a plugin that declines: left out, exit 1
 ULPGYM_STUB_MODE=unsupported expect_status 1 bench --backend "plugin:$STUB" --baseline sim --repeat 1 --warmup 0 --db "$T/st.db"
 expect_grep 'declined it \(unsupported\): stub: no kernel for attn_softmax' "$T/err"
+
+# a kernel that changes an input or writes past an output fails its case (checked after every round, outside
+# the clocks: the case is built once and its inputs must stay as built); the clean case is still timed
+space "$T/d/gen/ops/attn_softmax.json" '[{"name": "guard", "cases": [
+    {"dtype": "fp32", "dist": "normal", "params": {"rows": 24, "cols": 64}},
+    {"dtype": "fp32", "dist": "normal", "params": {"rows": 9, "cols": 64}},
+    {"dtype": "fp32", "dist": "normal", "params": {"rows": 4, "cols": 64}}]}]'
+expect_status 1 bench --backend "plugin:$ULPGYM_FIXTURES/libfaulty_plugin.so" --baseline sim --repeat 1 --warmup 0 \
+    --db "$T/g.db"
+expect_grep 'left out: plugin:.*libfaulty_plugin.so failed: broke kernel_abi.h.s buffer contract: modified input x' "$T/err"
+expect_grep 'left out: plugin:.*libfaulty_plugin.so failed: .*wrote after output y' "$T/err"
+expect_grep '^\| attn_softmax \| guard \| 1 \(2 left out\) \| [0-9.]+ \|' "$T/out"
+space "$T/d/gen/ops/attn_softmax.json" "$GOOD"
 
 # 5. bad input: exit 2, a message, nothing stored
 n0=$(q "$T/b.db" "SELECT count(*) FROM bench_runs")
