@@ -9,7 +9,10 @@
  *  - q_norm left unwritten: PASS with it NA under every standard, the other outputs judged as
  *    before; one wrong element: FAIL on q_norm only;
  *  - the mutants mut_qnorm_no_gamma and mut_qnorm_prenorm fail on q_norm only; the ideal
- *    backend passes it under every standard. */
+ *    backend passes it under every standard;
+ *  - at that scale the sim kernel passes the test's other rules too (qNope, qRope, kv, kr: the
+ *    reference rules of the four required outputs), and the RoPE, slot and kv-norm mutants fail
+ *    them on the output they break. */
 #include <math.h>
 #include <string.h>
 
@@ -109,7 +112,9 @@ static void check_reference_case(void)
     CHECK(opc_run(REF_CASE, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "reference-scale case: %s %s",
           ug_outcome_name(r.outcome), r.message);
     if (!d.have_oracle) return;
-    opc_expect_judged_pass(&r, "q_norm", "sim");
+    /* every output has the non-quantised test's rule (qNope, qRope, kv, kr, qNorm) and the correct kernel meets it */
+    static const char *const outs[] = {"q_nope_abs", "q_rope", "kv_cache", "kr_cache", "q_norm"};
+    for (size_t k = 0; k < sizeof outs / sizeof *outs; k++) opc_expect_judged_pass(&r, outs[k], "sim");
     if (!r.out[OUT_QNORM].not_provided) check_naive(&d);
 
     /* the golden's own roundings (bf16 x·W_dq, no eps) stay inside the rule it is judged by */
@@ -156,11 +161,27 @@ static void check_reference_case(void)
 }
 
 
+/* At the reference test's scale its rules catch the op's planted cache and RoPE mutants: each fails `reference` on
+ * the output it breaks (kr_cache and q_rope for the flipped sin, kv_cache for the scatter and the bf16 norm). */
+static void check_reference_mutants(void)
+{
+    static const char *const cases[][2] = {{"mut_rope_sin_sign", "q_rope"},  {"mut_rope_sin_sign", "kr_cache"},
+                                           {"mut_slot_off_by_one", "kv_cache"}, {"mut_slot_off_by_one", "kr_cache"},
+                                           {"mut_kv_norm_bf16", "kv_cache"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        ug_result r;
+        CHECK(opc_run(REF_CASE, cases[i][0], &r, NULL) == 0 && r.outcome == UG_OUT_FAIL, "%s: outcome %s", cases[i][0],
+              ug_outcome_name(r.outcome));
+        CHECK(opc_out_verdict(&r, cases[i][1], UG_STD_REFERENCE) == UG_V_FAIL, "%s: %s must fail reference (%s)",
+              cases[i][0], cases[i][1], ug_vstate_name(opc_out_verdict(&r, cases[i][1], UG_STD_REFERENCE)));
+    }
+}
 
 int main(void)
 {
     check_known_value();
     check_reference_case();
+    check_reference_mutants();
     opc_expect_only_output_fails(REF_CASE, "mut_qnorm_no_gamma", "q_norm");
     opc_expect_only_output_fails(REF_CASE, "mut_qnorm_prenorm", "q_norm");
     opc_expect_ideal_passes(REF_CASE, (const char *const[]){"q_norm", NULL});

@@ -114,13 +114,12 @@ static void declarations(void)
         /* Outputs the reference test does not compare carry no reference rule: flash_attention_mha's lse (its test
          * judges L and M, which the op does not output), and the staged intermediates our fused ops export so a
          * legal flip cannot cascade (pre_quant's n/n_i8/qk_mm/qk_norm, the MoE router's logits and act, the shared
-         * expert's scales and activation, the fused prolog's q_norm codes and scale), and mla_prolog, whose only
-         * rule so far is its optional q_norm's (the non-quantised test's qNorm; its q and cache rules are not
-         * transcribed yet). Every other op judges all its numeric outputs by the reference or none. */
+         * expert's scales and activation, the fused prolog's q_norm codes and scale). Every other op judges all its
+         * numeric outputs by the reference or none (mla_prolog all five: the non-quantised test's qNope, qRope, kv,
+         * kr and qNorm). */
         int staged = op == UG_OP_FLASH_ATTENTION_MHA || op == UG_OP_GLM_ATTENTION_PRE_QUANT ||
                      op == UG_OP_GLM_ATTENTION_FUSION || op == UG_OP_GLM_MOE_FUSION ||
-                     op == UG_OP_MLA_INDEXER_PROLOG_QUANT || op == UG_OP_GLM_FFN_SHARED_EXPERT_QUANT ||
-                     op == UG_OP_MLA_PROLOG;
+                     op == UG_OP_MLA_INDEXER_PROLOG_QUANT || op == UG_OP_GLM_FFN_SHARED_EXPERT_QUANT;
         CHECK(ref == numeric || ref == 0 || (staged && ref > 0), "%s: reference rule on %d of %d numeric outputs",
               ug_op_name(op), ref, numeric);
         with += ref > 0;
@@ -130,6 +129,17 @@ static void declarations(void)
     CHECK(adamw && adamw->outputs[0].has_reference && adamw->outputs[0].reference_atol == 1e-4 &&
               adamw->outputs[0].reference_rtol == 0x1p-7 && adamw->outputs[0].reference_budget == 0,
           "apply_adamw w_out: the reference test's assert_allclose 1e-4 / 2^-7, every element");
+    const ug_op_def *mla = ug_op_def_get(UG_OP_MLA_PROLOG);
+    for (int i = 0; mla && i < mla->n_outputs; i++) {
+        const ug_output_rule *o = &mla->outputs[i];
+        int cache = !strcmp(o->name, "kv_cache") || !strcmp(o->name, "kr_cache");
+        int q = !strcmp(o->name, "q_nope_abs") || !strcmp(o->name, "q_rope");
+        if (!cache && !q) continue;
+        CHECK(o->has_reference && o->reference_atol == (cache ? 1e-4 : 0.005) && o->reference_rtol == 0x1p-7 &&
+                  o->reference_budget == (cache ? 0 : 0.005),
+              "mla_prolog %s: the non-quantised test's compare (qNope/qRope 0.005 / 2^-7 / 0.005, kv/kr 1e-4 / 2^-7 / 0)",
+              o->name);
+    }
 }
 
 static void strict_loading(void)
