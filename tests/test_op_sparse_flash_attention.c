@@ -8,8 +8,8 @@
  *  - the padding mutant is invisible without padding and caught with it;
  *  - several sequences (seqlens): the prefix-sum tensors, each token's read slots (the first
  *    min(w, topk), w its causal window) naming distinct rows of its own window and -1 after,
- *    the oracle against the long-double evaluation, and the kv-offset mutant caught only
- *    where a later sequence takes the short-window path;
+ *    the unread slots holding K[b-1]-1 as the reference's, the oracle against the long-double
+ *    evaluation, and the two sequence mutants caught only in a later sequence;
  *  - bad params are refused with a message naming them. */
 #include "gl_attn_check.h"
 
@@ -61,9 +61,9 @@ static void test_single_key(void)
     ug_exec_detail_free(&d);
 }
 
-/* The oracle's o against a long-double softmax over every valid slot of each token (the
- * builder leaves the slots a token does not read -1; check_packed asserts it). */
-static double differential(const ug_exec_detail *d, long heads, long topk, float scale)
+/* The oracle's o against a long-double softmax over the valid slots among the first e[t]
+ * of each token (all topk without e). */
+static double differential(const ug_exec_detail *d, long heads, long topk, const long *e, float scale)
 {
     const ug_tensor *q = ug_case_input(&d->c, "q"), *kv = ug_case_input(&d->c, "kv"),
                     *it = ug_case_input(&d->c, "indices");
@@ -72,7 +72,7 @@ static double differential(const ug_exec_detail *d, long heads, long topk, float
     double worst = topk <= 256 ? 0 : INFINITY;
     for (size_t k = 0; topk <= 256 && k < d->oracle.sel.n[0]; k++) {
         size_t row = d->oracle.sel.idx[0][k] / 512, col = d->oracle.sel.idx[0][k] % 512, t = row / (size_t)heads, n = 0;
-        for (size_t i = 0; i < (size_t)topk; i++) {
+        for (size_t i = 0; i < (size_t)(e ? e[t] : topk); i++) {
             long j = (long)ug_tload(it, t * (size_t)topk + i);
             if (j < 0) continue;
             long double acc = 0;
@@ -95,15 +95,16 @@ static void test_padded_differential(void)
     CHECK(r.outcome == UG_OUT_PASS && r.n_selfcheck_mismatch == 0, "padded case: %s %s", ug_outcome_name(r.outcome),
           r.message);
     CHECK(check_indices(&d.c, 4, 150, 300, 0) > 0, "pad scattered left no -1 before a valid entry");
-    double worst = differential(&d, 2, 150, 0.1f);
+    double worst = differential(&d, 2, 150, NULL, 0.1f);
     CHECK(worst < 1e-12, "oracle and the long-double reference differ by %g", worst);
     ug_exec_detail_free(&d);
 }
 
 /* Packed sequences q_b:kv_b (seq, n of them): actual_q_len / actual_kv_len hold the prefix
  * sums; token i of sequence b reads its first e = min(w, topk) slots, w = kv_b - q_b + 1 + i,
- * each -1 or a distinct row of K[b-1]..K[b-1]+w-1, at least one valid; slots from e on are -1. */
-static void check_packed(const ug_case *c, const long *seq, size_t n, long topk)
+ * each -1 or a distinct row of K[b-1]..K[b-1]+w-1, at least one valid; slots from e on hold
+ * K[b-1] - 1 (the reference's -1 shifted by the sequence's first row). e gets each token's e. */
+static void check_packed(const ug_case *c, const long *seq, size_t n, long topk, long *e_of)
 {
     const ug_tensor *it = ug_case_input(c, "indices"), *aq = ug_case_input(c, "actual_q_len"),
                     *ak = ug_case_input(c, "actual_kv_len");
@@ -113,10 +114,11 @@ static void check_packed(const ug_case *c, const long *seq, size_t n, long topk)
         CHECK(ug_tload(aq, b) == q0 + seq[2 * b] && ug_tload(ak, b) == k0 + seq[2 * b + 1], "prefix sums at %zu", b);
         for (long i = 0; i < seq[2 * b]; i++, t++) {
             long w = seq[2 * b + 1] - seq[2 * b] + 1 + i, e = w < topk ? w : topk, valid = 0;
+            e_of[t] = e;
             for (long s = 0; s < topk; s++) {
                 long j = (long)ug_tload(it, (size_t)(t * topk + s));
                 if (s >= e || j == -1) {
-                    bad += s >= e && j != -1;
+                    bad += s >= e && j != k0 - 1;
                     continue;
                 }
                 bad += j < k0 || j >= k0 + w;
@@ -132,37 +134,42 @@ static void check_packed(const ug_case *c, const long *seq, size_t n, long topk)
 static void test_packed(void)
 {
     static const long seq[] = {3, 40, 4, 20, 2, 70}, tail[] = {1, 1, 3, 3, 2, 196};
+    long e[9];
     ug_result r;
     ug_exec_detail d;
     CHECK(opc_run(SPEC("{\"tokens\":9,\"heads\":4,\"kv_len\":130,\"topk\":32,\"seqlens\":\"3:40,4:20,2:70\"}"),
                   "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS,
           "packed case: %s %s", ug_outcome_name(r.outcome), r.message);
-    check_packed(&d.c, seq, 3, 32);
-    double worst = differential(&d, 4, 32, 1.0f / 24);
+    check_packed(&d.c, seq, 3, 32, e);
+    double worst = differential(&d, 4, 32, e, 1.0f / 24);
     CHECK(worst < 1e-12, "packed: oracle and the long-double reference differ by %g", worst);
     ug_exec_detail_free(&d);
     CHECK(opc_run(SPEC("{\"tokens\":6,\"heads\":2,\"kv_len\":200,\"topk\":64,\"seqlens\":\"1:1,3:3,2:196\","
                        "\"pad\":\"tail\"}"),
                   "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS,
           "packed tail case: %s %s", ug_outcome_name(r.outcome), r.message);
-    check_packed(&d.c, tail, 3, 64);
-    check_indices(&d.c, 6, 64, 200, 1);
+    check_packed(&d.c, tail, 3, 64, e);
     ug_exec_detail_free(&d);
 }
 
-/* The short-window mutant is the correct kernel in the first sequence and caught in a later one. */
-static void test_seq_offset_mutant(void)
+/* The two sequence mutants are the correct kernel in a first sequence and caught in a
+ * later one with short windows (the kv offset lost; the unread slots read). */
+static void test_seq_mutants(void)
 {
+    static const char *const mutants[] = {"mut_seq_kv_offset", "mut_all_slots"};
     ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(SPEC("{\"tokens\":9,\"heads\":4,\"kv_len\":130,\"topk\":32,\"seqlens\":\"3:40,4:20,2:70\"}"),
-                  "mut_seq_kv_offset", &r, &d) == 0 && r.outcome == UG_OUT_FAIL,
-          "reading a later sequence's short window from row 0 went unnoticed: %s", ug_outcome_name(r.outcome));
-    ug_exec_detail_free(&d);
-    CHECK(opc_run(SPEC("{\"tokens\":2,\"heads\":2,\"kv_len\":20,\"topk\":20,\"seqlens\":\"2:20\"}"),
-                  "mut_seq_kv_offset", &r, &d) == 0 && r.outcome == UG_OUT_PASS,
-          "in the first sequence the mutant is the correct kernel, yet: %s %s", ug_outcome_name(r.outcome), r.message);
-    ug_exec_detail_free(&d);
+    for (int m = 0; m < 2; m++) {
+        CHECK(opc_run(SPEC("{\"tokens\":9,\"heads\":4,\"kv_len\":130,\"topk\":32,\"seqlens\":\"3:40,4:20,2:70\"}"),
+                      mutants[m], &r, &d) == 0 && r.outcome == UG_OUT_FAIL,
+              "%s went unnoticed in a later sequence: %s", mutants[m], ug_outcome_name(r.outcome));
+        ug_exec_detail_free(&d);
+        CHECK(opc_run(SPEC("{\"tokens\":2,\"heads\":2,\"kv_len\":20,\"topk\":20,\"seqlens\":\"2:20\"}"),
+                      mutants[m], &r, &d) == 0 && r.outcome == UG_OUT_PASS,
+              "in a first sequence %s is the correct kernel, yet: %s %s", mutants[m], ug_outcome_name(r.outcome),
+              r.message);
+        ug_exec_detail_free(&d);
+    }
 }
 
 static void test_padding_mutant(void)
@@ -201,7 +208,7 @@ int main(void)
     test_padded_differential();
     test_padding_mutant();
     test_packed();
-    test_seq_offset_mutant();
+    test_seq_mutants();
     test_bad_params();
     return check_done();
 }

@@ -113,7 +113,10 @@ static uint32_t draw(uint64_t seed, uint32_t what, long t, long i)
 
 /* Token t's index list: c of its e read slots hold distinct rows of its window (partial
  * Fisher-Yates over perm, which holds a permutation of 0..w-1 in its first w entries on
- * entry and keeps one on exit: windows only grow within a sequence), then the padding. */
+ * entry and keeps one on exit: windows only grow within a sequence), then the padding;
+ * the unread slots from e on hold off - 1 as the reference leaves them (its -1 padding
+ * shifted by the sequence's first row: -1 in the first sequence, the previous sequence's
+ * last row in later ones). */
 static void token_indices(const sfa_params *p, uint64_t seed, long t, sfa_window win, long *perm, int32_t *out)
 {
     long c = win.e;
@@ -124,7 +127,7 @@ static void token_indices(const sfa_params *p, uint64_t seed, long t, sfa_window
         perm[j] = tmp;
         out[i] = (int32_t)(win.off + perm[i]);
     }
-    for (long i = c; i < p->topk; i++) out[i] = -1;
+    for (long i = c; i < p->topk; i++) out[i] = i < win.e ? -1 : (int32_t)(win.off - 1);
     if (strcmp(p->pad, "scattered") == 0) /* a quarter of the read slots after the first become -1 */
         for (long i = 1; i < win.e; i++)
             if (draw(seed, 0x73637472u, t, i) % 4 == 0) out[i] = -1;

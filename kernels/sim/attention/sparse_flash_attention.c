@@ -32,7 +32,8 @@ typedef enum {
     MUT_SCALE_AFTER,
     MUT_MAX_UNSCALED,
     MUT_SUM_RECIP,
-    MUT_SEQ_KV_OFFSET
+    MUT_SEQ_KV_OFFSET,
+    MUT_ALL_SLOTS
 } sfa_bug;
 
 typedef struct {
@@ -112,7 +113,7 @@ static long sfa_gather(const sfa_view *v, long t, sfa_win win, sfa_bug bug, floa
         int pad_bug = j == -1 && bug == MUT_PAD_AS_ZERO;
         if (pad_bug) j = 0; /* bug: padding read as row 0 (even outside the token's window) */
         if (j == -1) continue;
-        if (!pad_bug && (j < win.off || j >= win.off + win.w)) {
+        if (!pad_bug && bug != MUT_ALL_SLOTS && (j < win.off || j >= win.off + win.w)) {
             snprintf(err, errlen, "sparse_flash_attention: indices[%ld][%ld] = %ld outside -1 and rows %ld..%ld", t,
                      i, j, win.off, win.off + win.w - 1);
             return -2;
@@ -154,7 +155,9 @@ static int sfa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     int rc = 0;
     for (long t = 0; t < v.t && !rc; t++) {
         sfa_win win;
-        long n = sfa_window(&v, t, &win, err, errlen) ? -2 : sfa_gather(&v, t, win, bug, kf, err, errlen);
+        long n = sfa_window(&v, t, &win, err, errlen) ? -2 : 0;
+        if (bug == MUT_ALL_SLOTS) win.e = v.topk; /* bug: every slot read, the count rule ignored */
+        if (!n) n = sfa_gather(&v, t, win, bug, kf, err, errlen);
         if (n < 0) {
             rc = -2;
             break;
@@ -189,5 +192,10 @@ const ug_kernel_variant ug_variants_sparse_flash_attention[] = {
      "kv row 0, not from its sequence's first row (the reference kernel's short-window path with the sequence offset "
      "lost; visible only in a later sequence)",
      sfa_kernel, 0, MUT_SEQ_KV_OFFSET},
+    {"mut_all_slots",
+     "with several sequences, every index slot is read, not only the first min(w, topk): a token whose window is "
+     "shorter than topk also attends to the rows its unread slots name (the previous sequence's last row, as the "
+     "reference leaves them)",
+     sfa_kernel, 0, MUT_ALL_SLOTS},
     {NULL, NULL, NULL},
 };
