@@ -88,13 +88,22 @@ static double bk_decode_pairs(const ug_case *c, const char *lens, long window)
     return pairs;
 }
 
-/* Live (index != -1) query/key pairs of sparse attention, per head. */
+/* Live (index != -1) query/key pairs of sparse attention among the read slots, per head. */
 static double bk_sparse_pairs(const ug_case *c)
 {
-    const int32_t *idx = bk_i32(c, "indices");
+    const int32_t *idx = bk_i32(c, "indices"), *aq = bk_i32(c, "actual_q_len"), *ak = bk_i32(c, "actual_kv_len");
     const ug_tensor *t = ug_case_input(c, "indices");
+    long topk = idx ? (long)t->shape[1] : 0, b = 0;
     double pairs = 0;
-    for (size_t i = 0; idx && i < t->numel; i++) pairs += idx[i] != -1;
+    for (long tok = 0; idx && tok < (long)t->shape[0]; tok++) {
+        long e = topk; /* several sequences: only the first min(w, topk) slots are read */
+        for (; aq && ak && tok >= aq[b]; b++) {}
+        if (aq && ak) {
+            long q0 = b ? aq[b - 1] : 0, w = (ak[b] - (b ? ak[b - 1] : 0)) - (aq[b] - q0) + 1 + (tok - q0);
+            e = w < topk ? w : topk;
+        }
+        for (long i = 0; i < e; i++) pairs += idx[tok * topk + i] != -1;
+    }
     return pairs;
 }
 

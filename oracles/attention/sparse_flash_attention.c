@@ -13,6 +13,10 @@
  * token's list ("tail", the layout a top-k selector leaves for short contexts) or at
  * random slots ("scattered"), and every token keeps at least one valid index. A token
  * with no valid index would give zeros (the kernel and this oracle both define it so).
+ * params.seqlens packs several sequences (the reference's TND layout): a token reads only
+ * its first e = min(w, topk) slots, w its causal window in its own sequence's kv rows, and
+ * its indices are absolute rows of that window (sfa_window); the default "0" is one
+ * sequence whose window is all kv_len rows and e = topk, the op as it was before seqlens.
  * Primary standard: pypto, with docs/STANDARDS.md's sparse-attention 1e-4 / 0.005 / 0.005; the
  * optional max and sum carry the reference test's 1e-3 / 1e-2. Their certified bound is the
  * DEVICE evaluation of the row o comes from (attn_rows.c): max the fp32 scores' dot bound,
@@ -32,23 +36,72 @@ typedef struct {
     long tokens, heads, kv_len, topk, dk, dv;
     double scale; /* fp32 value */
     const char *pad;
+    const long *seq; /* params.seqlens as q0,kv0,q1,kv1,...; nseq 0 for the default "0" */
+    size_t nseq;
 } sfa_params;
+
+/* The sequences params.seqlens lists: their count (0 for the default "0"), *seq the pairs. */
+static size_t read_seqlens(const ug_params *P, const long **seq)
+{
+    size_t n = ug_p_list(P, "seqlens", seq);
+    return n == 1 && (*seq)[0] == 0 && (*seq)[1] == 0 ? 0 : n;
+}
 
 static void read_params(const ug_case *c, sfa_params *p)
 {
     const ug_params *P = &c->params;
     *p = (sfa_params){ug_p_int(P, "tokens"), ug_p_int(P, "heads"), ug_p_int(P, "kv_len"), ug_p_int(P, "topk"),
                       ug_p_int(P, "dk"),     ug_p_int(P, "kv_lora"), ug_p_num(P, "scale"), ug_p_str(P, "pad")};
+    p->nseq = read_seqlens(P, &p->seq);
 }
 
-/* topk within kv_len (size is the case memory budget's). */
+/* Token t's window: kv rows off..off+w-1 it may index, e the slots it reads, first 1 when t
+ * opens its sequence. Default: one sequence, w = kv_len, e = topk. */
+typedef struct {
+    long off, w, e;
+    int first;
+} sfa_window;
+
+static sfa_window window_of(const sfa_params *p, long t)
+{
+    if (!p->nseq) return (sfa_window){0, p->kv_len, p->topk, t == 0};
+    long q0 = 0, k0 = 0;
+    size_t b = 0;
+    while (b + 1 < p->nseq && t >= q0 + p->seq[2 * b]) q0 += p->seq[2 * b], k0 += p->seq[2 * b + 1], b++;
+    long w = p->seq[2 * b + 1] - p->seq[2 * b] + 1 + (t - q0); /* the causal window, >= 1 (q_b <= kv_b) */
+    return (sfa_window){k0, w, w < p->topk ? w : p->topk, t == q0};
+}
+
+/* Sums of seqlens against tokens and kv_len, 1 <= q_b <= kv_b. */
+static int check_seqlens(const ug_params *P, char *err, size_t errlen)
+{
+    const long *seq;
+    size_t n = read_seqlens(P, &seq);
+    long sq = 0, sk = 0;
+    for (size_t b = 0; b < n; b++) {
+        if (seq[2 * b] < 1 || seq[2 * b + 1] < seq[2 * b]) {
+            snprintf(err, errlen, "sparse_flash_attention: param seqlens entry %zu (%ld:%ld) out of range: each "
+                     "sequence needs 1 <= q_b <= kv_b", b, seq[2 * b], seq[2 * b + 1]);
+            return -2;
+        }
+        sq += seq[2 * b], sk += seq[2 * b + 1];
+    }
+    if (n && (sq != ug_p_int(P, "tokens") || sk != ug_p_int(P, "kv_len"))) {
+        snprintf(err, errlen, "sparse_flash_attention: param seqlens sums to %ld:%ld, tokens:kv_len is %ld:%ld", sq,
+                 sk, ug_p_int(P, "tokens"), ug_p_int(P, "kv_len"));
+        return -2;
+    }
+    return 0;
+}
+
+/* topk within kv_len, seqlens consistent (size is the case memory budget's). */
 static int check(const ug_params *P, char *err, size_t errlen)
 {
     if (ug_p_int(P, "topk") > ug_p_int(P, "kv_len")) {
         snprintf(err, errlen, "sparse_flash_attention: param topk (1..kv_len) out of range");
         return -2;
     }
-    return 0;
+    return check_seqlens(P, err, errlen);
 }
 
 static uint32_t draw(uint64_t seed, uint32_t what, long t, long i)
@@ -58,45 +111,64 @@ static uint32_t draw(uint64_t seed, uint32_t what, long t, long i)
     return w[0];
 }
 
-/* Token t's index list: c distinct rows (partial Fisher-Yates over perm, which holds a
- * permutation of 0..kv_len-1 on entry and keeps one on exit), then the padding. */
-static void token_indices(const sfa_params *p, uint64_t seed, long t, long *perm, int32_t *out)
+/* Token t's index list: c of its e read slots hold distinct rows of its window (partial
+ * Fisher-Yates over perm, which holds a permutation of 0..w-1 in its first w entries on
+ * entry and keeps one on exit: windows only grow within a sequence), then the padding;
+ * the unread slots from e on hold off - 1 as the reference leaves them (its -1 padding
+ * shifted by the sequence's first row: -1 in the first sequence, the previous sequence's
+ * last row in later ones). */
+static void token_indices(const sfa_params *p, uint64_t seed, long t, sfa_window win, long *perm, int32_t *out)
 {
-    long c = p->topk;
-    if (strcmp(p->pad, "tail") == 0) c = 1 + (long)(draw(seed, 0x636e74u, t, 0) % (uint32_t)p->topk);
+    long c = win.e;
+    if (strcmp(p->pad, "tail") == 0) c = 1 + (long)(draw(seed, 0x636e74u, t, 0) % (uint32_t)win.e);
     for (long i = 0; i < c; i++) {
-        long j = i + (long)(draw(seed, 0x69647873u, t, i) % (uint32_t)(p->kv_len - i)), tmp = perm[i];
+        long j = i + (long)(draw(seed, 0x69647873u, t, i) % (uint32_t)(win.w - i)), tmp = perm[i];
         perm[i] = perm[j];
         perm[j] = tmp;
-        out[i] = (int32_t)perm[i];
+        out[i] = (int32_t)(win.off + perm[i]);
     }
-    for (long i = c; i < p->topk; i++) out[i] = -1;
-    if (strcmp(p->pad, "scattered") == 0) /* a quarter of the slots after the first become -1 */
-        for (long i = 1; i < p->topk; i++)
+    for (long i = c; i < p->topk; i++) out[i] = i < win.e ? -1 : (int32_t)(win.off - 1);
+    if (strcmp(p->pad, "scattered") == 0) /* a quarter of the read slots after the first become -1 */
+        for (long i = 1; i < win.e; i++)
             if (draw(seed, 0x73637472u, t, i) % 4 == 0) out[i] = -1;
 }
 
-/* Fills indices from params.pad and the seed. */
+/* actual_q_len / actual_kv_len: the prefix sums of seqlens (present only with seqlens). */
+static void build_prefix_sums(ug_case *c, const sfa_params *p)
+{
+    ug_tensor *aq = ug_case_input_mut(c, "actual_q_len"), *ak = ug_case_input_mut(c, "actual_kv_len");
+    int32_t q = 0, k = 0;
+    for (size_t b = 0; aq && ak && b < p->nseq; b++) {
+        ((int32_t *)aq->data)[b] = q += (int32_t)p->seq[2 * b];
+        ((int32_t *)ak->data)[b] = k += (int32_t)p->seq[2 * b + 1];
+    }
+}
+
+/* Fills indices from params.pad, the windows and the seed (perm restarts with each sequence). */
 static int build(ug_case *c, char *err, size_t errlen)
 {
     (void)err, (void)errlen;
     sfa_params p;
     read_params(c, &p);
+    build_prefix_sums(c, &p);
     ug_tensor *it = ug_case_input_mut(c, "indices");
     long *perm = malloc((size_t)p.kv_len * sizeof *perm);
     if (!perm) return -1;
-    for (long i = 0; i < p.kv_len; i++) perm[i] = i;
-    for (long t = 0; t < p.tokens; t++) token_indices(&p, c->spec.seed, t, perm, (int32_t *)it->data + t * p.topk);
+    for (long t = 0; t < p.tokens; t++) {
+        sfa_window win = window_of(&p, t);
+        for (long i = 0; win.first && i < p.kv_len - win.off; i++) perm[i] = i;
+        token_indices(&p, c->spec.seed, t, win, perm, (int32_t *)it->data + t * p.topk);
+    }
     free(perm);
     return 0;
 }
 
-/* Gathers token t's valid kv rows (exact values, 576 each) into kd; returns how many. */
+/* Gathers the kv rows token t's read slots name (exact values, 576 each) into kd; returns how many. */
 static size_t gather_keys(const ug_case *c, const sfa_params *p, size_t t, double *kd)
 {
     const ug_tensor *kv = ug_case_input(c, "kv"), *it = ug_case_input(c, "indices");
-    size_t n = 0;
-    for (size_t i = 0; i < (size_t)p->topk; i++) {
+    size_t n = 0, e = (size_t)window_of(p, (long)t).e;
+    for (size_t i = 0; i < e; i++) {
         double j = ug_tload(it, t * (size_t)p->topk + i);
         if (j < 0) continue; /* -1: padding, no key */
         memcpy(kd + n++ * (size_t)p->dk, kv->values + (size_t)j * (size_t)p->dk, (size_t)p->dk * sizeof *kd);

@@ -10,7 +10,12 @@
  * 1e-4 / 0.005 tolerance against the exact oracle), fp32 accumulation, o rounded once to
  * bf16. A token with no valid index gives zeros. The online softmax's final running max and
  * sum of each row are also written, where the caller passes them, as the optional fp32
- * softmax_max and softmax_sum (the reference test's). */
+ * softmax_max and softmax_sum (the reference test's).
+ *
+ * Several sequences (actual_q_len / actual_kv_len passed, prefix sums): the core walks the
+ * sequences as the reference kernel does, token t = Q[b-1] + i of sequence b reads only its
+ * first e = min(w, topk) slots, w = kv_b - q_b + 1 + i its causal window, and refuses an
+ * index outside -1 and the window's rows K[b-1]..K[b-1]+w-1. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -20,14 +25,29 @@
 
 #define SFA_BLOCK 64
 
-typedef enum { MUT_NONE, MUT_PAD_AS_ZERO, MUT_LOCAL_MAX, MUT_SCALE_AFTER, MUT_MAX_UNSCALED, MUT_SUM_RECIP } sfa_bug;
+typedef enum {
+    MUT_NONE,
+    MUT_PAD_AS_ZERO,
+    MUT_LOCAL_MAX,
+    MUT_SCALE_AFTER,
+    MUT_MAX_UNSCALED,
+    MUT_SUM_RECIP,
+    MUT_SEQ_KV_OFFSET,
+    MUT_ALL_SLOTS
+} sfa_bug;
 
 typedef struct {
     const ulpgym_tensor *q, *kv, *idx, *o, *mx, *sm; /* mx, sm: the optional softmax_max, softmax_sum (or NULL) */
+    const ulpgym_tensor *aq, *ak; /* actual_q_len, actual_kv_len (prefix sums), or NULL: one sequence */
     long t, n, s, topk;
     long dk, dv; /* params kv_lora + rope (576) and kv_lora (512) */
     float scale; /* the fp32 attribute */
 } sfa_view;
+
+/* Token t's window: kv rows off..off+w-1 its read slots may name, e the slots it reads. */
+typedef struct {
+    long off, w, e;
+} sfa_win;
 
 /* Finds the tensors and checks their shapes: q [T,N,576], kv [S,576], indices [T,topk], o [T,N,512]. */
 static int sfa_open(const ulpgym_call *call, sfa_view *v, char *err, size_t errlen)
@@ -37,8 +57,9 @@ static int sfa_open(const ulpgym_call *call, sfa_view *v, char *err, size_t errl
     v->scale = (float)ug_p_num(&p, "scale"); /* exact: an fp32 value */
     v->dv = ug_p_int(&p, "kv_lora"), v->dk = v->dv + ug_p_int(&p, "rope");
     ug_params_free(&p);
-    const ulpgym_tensor **slots[] = {&v->q, &v->kv, &v->idx, &v->o, &v->mx, &v->sm};
-    if (ug_sim_bind(call, "q kv indices o softmax_max? softmax_sum?", slots, err, errlen)) return -2;
+    const ulpgym_tensor **slots[] = {&v->q, &v->kv, &v->idx, &v->o, &v->mx, &v->sm, &v->aq, &v->ak};
+    if (ug_sim_bind(call, "q kv indices o softmax_max? softmax_sum? actual_q_len? actual_kv_len?", slots, err, errlen))
+        return -2;
     v->t = v->q->shape[0], v->n = v->q->shape[1], v->s = v->kv->shape[0], v->topk = v->idx->shape[1];
     if (v->q->shape[2] != v->dk || v->kv->shape[1] != v->dk || v->idx->shape[0] != v->t ||
         v->idx->dtype != ULPGYM_INT32 || v->o->shape[0] != v->t || v->o->shape[1] != v->n ||
@@ -47,20 +68,54 @@ static int sfa_open(const ulpgym_call *call, sfa_view *v, char *err, size_t errl
                               "indices [T,topk] int32, o [T,N,512])");
         return -2;
     }
+    if ((v->aq != NULL) != (v->ak != NULL) || (v->aq && (v->aq->ndim != 1 || v->ak->ndim != 1 ||
+                                                      v->aq->shape[0] != v->ak->shape[0] ||
+                                                      v->aq->dtype != ULPGYM_INT32 || v->ak->dtype != ULPGYM_INT32))) {
+        snprintf(err, errlen, "sparse_flash_attention: actual_q_len and actual_kv_len go together, int32 [batch] each");
+        return -2;
+    }
     return 0;
 }
 
-/* Gathers token t's selected rows into kf; returns how many, or -2 on a bad index. */
-static long sfa_gather(const sfa_view *v, long t, sfa_bug bug, float *kf, char *err, size_t errlen)
+/* Token t's window from the prefix sums (the whole kv, every slot, without them); -2 when the
+ * sums disagree with the tensors or leave t no window. */
+static int sfa_window(const sfa_view *v, long t, sfa_win *w, char *err, size_t errlen)
+{
+    *w = (sfa_win){0, v->s, v->topk};
+    if (!v->aq) return 0;
+    const int32_t *aq = (const int32_t *)v->aq->data, *ak = (const int32_t *)v->ak->data;
+    long b = 0, nb = v->aq->shape[0];
+    while (b < nb && t >= aq[b]) b++;
+    long q0 = b ? aq[b - 1] : 0, k0 = b ? ak[b - 1] : 0;
+    if (b == nb || ak[b] > v->s || ak[b] <= k0) {
+        snprintf(err, errlen, "sparse_flash_attention: actual_q_len / actual_kv_len give token %ld no sequence "
+                 "inside q [%ld] and kv [%ld]", t, v->t, v->s);
+        return -2;
+    }
+    w->off = k0, w->w = (ak[b] - k0) - (aq[b] - q0) + 1 + (t - q0);
+    if (w->w < 1) w->w = 0; /* a token before its sequence's first row reads nothing */
+    w->e = w->w < v->topk ? w->w : v->topk;
+    return 0;
+}
+
+/* Gathers the rows token t's read slots name into kf; returns how many, or -2 on a bad index. */
+static long sfa_gather(const sfa_view *v, long t, sfa_win win, sfa_bug bug, float *kf, char *err, size_t errlen)
 {
     const int32_t *idx = (const int32_t *)v->idx->data + t * v->topk;
     long n = 0;
-    for (long i = 0; i < v->topk; i++) {
+    if (bug == MUT_SEQ_KV_OFFSET && win.w <= v->topk && v->aq) { /* bug: the short window read from kv row 0, */
+        for (n = 0; n < win.w; n++)                                /* not from its sequence's first row */
+            ug_sim_load(v->kv, (size_t)(n * v->dk), (size_t)v->dk, kf + (size_t)(n * v->dk));
+        return n;
+    }
+    for (long i = 0; i < win.e; i++) {
         long j = idx[i];
-        if (j == -1 && bug == MUT_PAD_AS_ZERO) j = 0; /* bug: padding read as row 0 */
+        int pad_bug = j == -1 && bug == MUT_PAD_AS_ZERO;
+        if (pad_bug) j = 0; /* bug: padding read as row 0 (even outside the token's window) */
         if (j == -1) continue;
-        if (j < 0 || j >= v->s) {
-            snprintf(err, errlen, "sparse_flash_attention: indices[%ld][%ld] = %ld outside -1..%ld", t, i, j, v->s - 1);
+        if (!pad_bug && bug != MUT_ALL_SLOTS && (j < win.off || j >= win.off + win.w)) {
+            snprintf(err, errlen, "sparse_flash_attention: indices[%ld][%ld] = %ld outside -1 and rows %ld..%ld", t,
+                     i, j, win.off, win.off + win.w - 1);
             return -2;
         }
         ug_sim_load(v->kv, (size_t)(j * v->dk), (size_t)v->dk, kf + (size_t)(n++ * v->dk));
@@ -99,7 +154,10 @@ static int sfa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     if (bug == MUT_SCALE_AFTER) cfg.flags |= UG_GL_ATTN_BUG_SCALE_AFTER;
     int rc = 0;
     for (long t = 0; t < v.t && !rc; t++) {
-        long n = sfa_gather(&v, t, bug, kf, err, errlen);
+        sfa_win win;
+        long n = sfa_window(&v, t, &win, err, errlen) ? -2 : 0;
+        if (bug == MUT_ALL_SLOTS) win.e = v.topk; /* bug: every slot read, the count rule ignored */
+        if (!n) n = sfa_gather(&v, t, win, bug, kf, err, errlen);
         if (n < 0) {
             rc = -2;
             break;
@@ -129,5 +187,15 @@ const ug_kernel_variant ug_variants_sparse_flash_attention[] = {
      MUT_MAX_UNSCALED},
     {"mut_sum_recip", "optional softmax_sum written as 1/l, the reciprocal o is normalised with", sfa_kernel, 0,
      MUT_SUM_RECIP},
+    {"mut_seq_kv_offset",
+     "with several sequences, a token whose causal window fits its top-k slots reads the window's rows densely from "
+     "kv row 0, not from its sequence's first row (the reference kernel's short-window path with the sequence offset "
+     "lost; visible only in a later sequence)",
+     sfa_kernel, 0, MUT_SEQ_KV_OFFSET},
+    {"mut_all_slots",
+     "with several sequences, every index slot is read, not only the first min(w, topk): a token whose window is "
+     "shorter than topk also attends to the rows its unread slots name (the previous sequence's last row, as the "
+     "reference leaves them)",
+     sfa_kernel, 0, MUT_ALL_SLOTS},
     {NULL, NULL, NULL},
 };
