@@ -17,11 +17,6 @@ void ug_oracle_opts_default(ug_oracle_opts *o)
     o->device_bound = 1;
 }
 
-double ug_tload(const ug_tensor *t, size_t i)
-{
-    return t->values ? t->values[i] : ug_dtype_load(t->dtype, t->data, i);
-}
-
 double *ug_tload_all(const ug_tensor *t)
 {
     double *d = malloc((t->numel ? t->numel : 1) * sizeof *d);

@@ -72,7 +72,10 @@ void ug_geom_last_dim(const ug_tensor *t, size_t row_tile, size_t col_tile, ug_g
 #define UG_NUM_BYTES 96
 
 /* Helpers for operator oracles. Loads element i of a tensor as an exact double. */
-double ug_tload(const ug_tensor *t, size_t i);
+static inline double ug_tload(const ug_tensor *t, size_t i)
+{
+    return t->values ? t->values[i] : ug_dtype_load(t->dtype, t->data, i); /* inline: ops call it per element */
+}
 /* Loads a whole tensor into a malloc'd double array (NULL on failure). */
 double *ug_tload_all(const ug_tensor *t);
 

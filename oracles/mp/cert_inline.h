@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/dtype.h"
 #include "oracles/mp/arith.h"
 
 #define UG_CV_U52 0x1p-52
@@ -179,5 +180,50 @@ static inline ug_num ug_cv_num(ug_cv x) { return (ug_num){x.v, x.e, NULL}; }
 
 /* Hands element k of output out's selection to the engine's CERT rule (ug_cert_round). */
 static inline void ug_cv_emit(ug_ar *ar, int out, size_t k, ug_cv x) { ug_ar_emit(ar, out, k, ug_cv_num(x)); }
+
+/* nextafter(x, -inf) and nextafter(x, +inf) on the bits, without libm's call. NaN and the
+ * infinities in the direction of the step come back unchanged, as from nextafter. */
+static inline double ug_cv_next_down(double x)
+{
+    if (isnan(x) || x == -INFINITY) return x;
+    if (x == 0.0) return -0x1p-1074;
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    u += x > 0.0 ? (uint64_t)-1 : 1u; /* toward -inf: smaller magnitude if positive, larger if negative */
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+static inline double ug_cv_next_up(double x) { return -ug_cv_next_down(-x); }
+
+/* The CERT rule of arith.h's ug_cert_round (which calls this): *g = v rounded to dt;
+ * 1 when every value within e of v rounds to *g. Inline, so that an op's loop over one
+ * output (dt fixed) pays no call per element. */
+static inline int ug_cv_round(ug_dtype dt, double v, double e, double *g)
+{
+    if (e == 0.0) { /* exact */
+        *g = ug_dtype_round_fast(dt, v); /* rounds: the output's dtype */
+        return !isnan(v);
+    }
+    /* outward: the computed endpoints must contain the true interval */
+    double lo = ug_dtype_round_fast(dt, ug_cv_next_down(v - e)); /* rounds: interval end */
+    double hi = ug_dtype_round_fast(dt, ug_cv_next_up(v + e));   /* rounds: interval end */
+    /* lo == hi also holds for -0 == +0: the sign of a zero result is not judged */
+    int sure = isfinite(v) && isfinite(e) && lo == hi;
+    /* rounding is monotone, so a sure element rounds to lo (a zero keeps v's sign) */
+    *g = sure && lo != 0.0 ? lo : ug_dtype_round_fast(dt, v); /* rounds: the output's dtype */
+    return sure;
+}
+
+/* ug_ar_emit's CERT branch on a sink taken once per output (ug_ar_cert_sink): element k
+ * gets x's rounding and value; returns 1 when k is left unsure (the caller adds its
+ * counts with ug_ar_tally). */
+static inline int ug_cv_put(const ug_ar_sink *s, size_t k, ug_cv x)
+{
+    int sure = ug_cv_round(s->dt, x.v, x.e, &s->g[k]);
+    s->gstar[k] = x.v;
+    if (s->unsure) s->unsure[k] = (unsigned char)!sure;
+    return !sure;
+}
 
 #endif
