@@ -42,6 +42,7 @@ typedef struct {
     double *bench[UG_MAX_TENSORS]; /* naive evaluation rounded to the output dtype */
     double *bound[UG_MAX_TENSORS]; /* device error bound (UG_AR_DEVICE); NULL unless asked */
     unsigned long n_fallback;      /* elements the fast path handed to MPFR */
+    int bench_cold;                /* bench is calloc's zeros, never written (no naive pass): freed, not pooled */
     unsigned long n_checked_twice; /* self-check: elements re-evaluated */
     unsigned long n_mismatch;      /* self-check: elements whose rounding differed */
 } ug_oracle_result;
@@ -75,6 +76,13 @@ void ug_geom_last_dim(const ug_tensor *t, size_t row_tile, size_t col_tile, ug_g
 static inline double ug_tload(const ug_tensor *t, size_t i)
 {
     return t->values ? t->values[i] : ug_dtype_load(t->dtype, t->data, i); /* inline: ops call it per element */
+}
+/* Whether positions pos .. pos+len-1 of output o's selection are the whole run of elements
+ * first .. first+len-1 (the selection is sorted and distinct, so its two ends decide): a
+ * row an op can then emit by a plain loop, without a division per element to find it. */
+static inline int ug_sel_is_run(const ug_selection *sel, int o, size_t pos, size_t first, size_t len)
+{
+    return len && pos + len <= sel->n[o] && sel->idx[o][pos] == first && sel->idx[o][pos + len - 1] == first + len - 1;
 }
 /* Loads a whole tensor into a malloc'd double array (NULL on failure). */
 double *ug_tload_all(const ug_tensor *t);
