@@ -71,30 +71,52 @@ static size_t table_index(const rope_layout *L, size_t b, size_t s, size_t j)
     return (b * L->cs + (L->cs == 1 ? 0 : s)) * L->d + j;
 }
 
+/* Output element (row, j)'s two terms: a·w, the first half e*c + o*(-s), the second half
+ * o*c + e*s (negation exact). */
+static void rope_terms(const ug_tensor *x, const ug_tensor *ct, const ug_tensor *st, size_t d, size_t half, size_t row,
+                       size_t j, size_t t, double a[2], double w[2])
+{
+    size_t i = j < half ? j : j - half;
+    double e = ug_tload(x, row * d + 2 * i), o = ug_tload(x, row * d + 2 * i + 1);
+    double cs = ug_tload(ct, t), sn = ug_tload(st, t);
+    a[0] = j < half ? e : o, a[1] = j < half ? o : e;
+    w[0] = cs, w[1] = j < half ? -sn : sn;
+}
+
 /* In CERT the two-term dot product goes through the inline certified arithmetic
- * (mp/cert_inline.h: ug_dot_d's value and bound, no interpreter call per element). */
+ * (mp/cert_inline.h: ug_dot_d's value and bound, no interpreter call per element); a row
+ * selected whole (every row at --sample all) is emitted by one loop over its columns, its
+ * batch and position found once. */
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     const ug_tensor *x = ug_case_input(c, "x"), *ct = ug_case_input(c, "cos"), *st = ug_case_input(c, "sin");
-    int fast = ug_ar_get_mode(ar) == UG_AR_CERT;
+    ug_ar_sink *sink = ug_ar_cert_sink(ar, 0);
     rope_layout L = read_layout(&c->params);
     size_t d = L.d, half = L.half, seq = (size_t)ug_p_int(&c->params, "s");
     size_t bs = (size_t)ug_p_int(&c->params, "n") * seq; /* rows per batch */
-    for (size_t k = 0; k < sel->n[0]; k++) {
-        size_t idx = sel->idx[0][k], row = idx / d, j = idx % d, s = row % seq, t = table_index(&L, row / bs, s, j);
-        size_t i = j < half ? j : j - half;
-        double e = ug_tload(x, row * d + 2 * i), o = ug_tload(x, row * d + 2 * i + 1);
-        double cs = ug_tload(ct, t), sn = ug_tload(st, t);
-        /* first half: e*c + o*(-s); second half: o*c + e*s (negation exact) */
-        double a[2] = {j < half ? e : o, j < half ? o : e}, w[2] = {cs, j < half ? -sn : sn};
-        if (fast) {
-            ug_cv_emit(ar, 0, k, ug_cv_dot_d(a, 1, w, 1, 2, 0));
+    unsigned long unsure = 0, emitted = 0;
+    double a[2], w[2];
+    for (size_t k = 0; k < sel->n[0];) {
+        size_t idx = sel->idx[0][k], row = idx / d, s = row % seq;
+        if (sink && ug_sel_is_run(sel, 0, k, row * d, d)) {
+            for (size_t j = 0; j < d; j++, k++) {
+                rope_terms(x, ct, st, d, half, row, j, table_index(&L, row / bs, s, j), a, w);
+                unsure += ug_cv_put(sink, k, ug_cv_dot_d(a, 1, w, 1, 2, 0));
+            }
+            emitted += d;
+            continue;
+        }
+        size_t j = idx % d;
+        rope_terms(x, ct, st, d, half, row, j, table_index(&L, row / bs, s, j), a, w);
+        if (sink) {
+            ug_cv_emit(ar, 0, k++, ug_cv_dot_d(a, 1, w, 1, 2, 0));
             continue;
         }
         size_t mark = ug_ar_mark(ar);
-        ug_ar_emit(ar, 0, k, ug_dot_d(ar, a, 1, w, 1, 2));
+        ug_ar_emit(ar, 0, k++, ug_dot_d(ar, a, 1, w, 1, 2));
         ug_ar_release(ar, mark);
     }
+    ug_ar_tally(ar, emitted, unsure);
     return 0;
 }
 
