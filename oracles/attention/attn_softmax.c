@@ -93,6 +93,18 @@ static int classify_row(const softmax_params *p, const ug_tensor *x, const ug_te
     return nan_row;
 }
 
+/* CERT, a row selected whole from position k: e_j / total per live entry, 0 where masked,
+ * through the inline emit (the values of the per-element loop below); the unsure count. */
+static unsigned long emit_row(const ug_ar_sink *sink, size_t k, size_t n, const unsigned char *live, const ug_num *e,
+                              ug_num total)
+{
+    unsigned long unsure = 0;
+    ug_cv t = ug_cv_of(total);
+    for (size_t j = 0, pos = 0; j < n; j++)
+        unsure += ug_cv_put(sink, k + j, live[j] ? ug_cv_div(ug_cv_of(e[pos++]), t) : ug_cv_c(0.0));
+    return unsure;
+}
+
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     softmax_params p;
@@ -100,6 +112,8 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     const ug_tensor *x = ug_case_input(c, "x"), *mask = ug_case_input(c, "mask");
     size_t n = (size_t)p.cols;
     int fast = ug_ar_get_mode(ar) == UG_AR_CERT;
+    ug_ar_sink *sink = ug_ar_cert_sink(ar, 0);
+    unsigned long unsure = 0, emitted = 0;
     ug_num *z = malloc(n * sizeof *z), *e = malloc(n * sizeof *e);
     unsigned char *live = malloc(n);
     if (!z || !e || !live) {
@@ -127,6 +141,12 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
                                  : ug_exp(ar, ug_sub(ar, z[j], m));
         }
         ug_num total = n_live ? ug_sum(ar, e, n_live) : ug_c(ar, 0.0);
+        if (sink && ug_sel_is_run(sel, 0, k, r * n, n)) { /* the whole row (--sample all): no division per element */
+            unsure += emit_row(sink, k, n, live, e, total);
+            emitted += n, k += n;
+            ug_ar_release(ar, mark);
+            continue;
+        }
         /* e[] is packed over live entries: walk the row again to map j -> position */
         for (size_t j = 0, pos = 0; j < n && k < sel->n[0] && sel->idx[0][k] / n == r; j++) {
             if (sel->idx[0][k] % n == j) {
@@ -140,6 +160,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
         }
         ug_ar_release(ar, mark);
     }
+    ug_ar_tally(ar, emitted, unsure);
     free(z);
     free(e);
     free(live);
