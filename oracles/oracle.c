@@ -248,34 +248,40 @@ static int evaluate(const ug_case *c, const ug_selection *sel, ug_ar_mode mode, 
 }
 
 
-/* Re-evaluates in EXACT the elements marked unsure; returns how many. */
+/* Re-evaluates in EXACT the elements marked unsure; returns how many. Arrays are sized to
+ * the unsure count (none when there are none): pooled arrays must be ones that were written. */
 static long exact_fallback(const ug_case *c, const ug_oracle_opts *o, ug_oracle_result *r, unsigned char **unsure,
                            char *err, size_t errlen)
 {
     ug_selection sub = {0};
     sub.n_out = r->sel.n_out;
     long total = 0;
+    size_t count[UG_MAX_TENSORS] = {0};
+    for (int k = 0; k < sub.n_out; k++) {
+        for (size_t i = 0; i < r->sel.n[k]; i++) count[k] += unsure[k][i];
+        total += (long)count[k];
+    }
+    if (!total) return 0;
     double *gs[UG_MAX_TENSORS] = {0}, *gg[UG_MAX_TENSORS] = {0};
     int rc = 0;
     for (int k = 0; k < sub.n_out; k++) {
-        sub.idx[k] = malloc((r->sel.n[k] ? r->sel.n[k] : 1) * sizeof(size_t));
-        gs[k] = alloc_vals(r->sel.n[k]);
-        gg[k] = alloc_vals(r->sel.n[k]);
+        sub.idx[k] = malloc((count[k] ? count[k] : 1) * sizeof(size_t));
+        gs[k] = alloc_vals(count[k]);
+        gg[k] = alloc_vals(count[k]);
         if (!sub.idx[k] || !gs[k] || !gg[k]) rc = -1;
         for (size_t i = 0; !rc && i < r->sel.n[k]; i++)
             if (unsure[k][i]) sub.idx[k][sub.n[k]++] = r->sel.idx[k][i];
-        total += (long)sub.n[k];
     }
-    if (!rc && total) rc = evaluate(c, &sub, UG_AR_EXACT, o->prec, gs, gg, NULL, NULL, err, errlen);
-    for (int k = 0; !rc && total && k < sub.n_out; k++)
+    if (!rc) rc = evaluate(c, &sub, UG_AR_EXACT, o->prec, gs, gg, NULL, NULL, err, errlen);
+    for (int k = 0; !rc && k < sub.n_out; k++)
         for (size_t i = 0, j = 0; i < r->sel.n[k]; i++)
             if (unsure[k][i]) {
                 r->gstar[k][i] = gs[k][j];
                 r->g[k][i] = gg[k][j++];
             }
     for (int k = 0; k < sub.n_out; k++) {
-        free_vals(gs[k], r->sel.n[k]);
-        free_vals(gg[k], r->sel.n[k]);
+        free_vals(gs[k], count[k]);
+        free_vals(gg[k], count[k]);
     }
     ug_selection_free(&sub);
     return rc ? rc : total;
