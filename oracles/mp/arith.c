@@ -453,20 +453,9 @@ ug_num ug_sum(ug_ar *ar, const ug_num *xs, size_t n)
  * the tracking. */
 static ug_num cert_dot_nd(const ug_num *x, const double *b, size_t sb, size_t n)
 {
-    double s = 0.0, abs_sum = 0.0, e = 0.0;
-    int exact = 1;
-    for (size_t i = 0; i < n; i++) {
-        double xv = x[i].v, y = b[i * sb], p = xv * y, t = s + p;
-        if (exact)
-            exact = x[i].e == 0.0 && ug_cv_narrow(xv) && ug_cv_narrow(y) &&
-                    (xv == 0.0 || y == 0.0 || (fabs(p) >= 0x1p-960 && fabs(p) <= 0x1p960)) && isfinite(t) &&
-                    ug_cv_two_sum_err(s, p, t) == 0.0;
-        s = t;
-        abs_sum += fabs(p);
-        e += x[i].e * fabs(y);
-    }
-    /* exact zero products and exact inputs: an exact zero */
-    return num_cert(s, exact || (abs_sum == 0.0 && e == 0.0) ? 0.0 : e + ug_cv_gamma_n(n + 2) * abs_sum + (double)n * TINY);
+    ug_cv_acc acc = {0.0, 0.0, 0.0, 1};
+    for (size_t i = 0; i < n; i++) ug_cv_dot_nd_step((ug_cv){x[i].v, x[i].e}, b[i * sb], &acc);
+    return ug_cv_num(ug_cv_dot_nd_end(&acc, n)); /* exact zero products and exact inputs: an exact zero */
 }
 
 ug_num ug_dot_d(ug_ar *ar, const double *a, size_t sa, const double *b, size_t sb, size_t n)
