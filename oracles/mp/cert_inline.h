@@ -17,6 +17,7 @@
  * here, so the two cannot drift apart. */
 #ifndef UG_CERT_INLINE_H
 #define UG_CERT_INLINE_H
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -34,11 +35,18 @@ typedef struct {
     double e; /* a rigorous bound on |v - exact|; 0 when v is exact */
 } ug_cv;
 
-/* arith.c's num_cert: a nonzero bound is padded for its own rounding. */
+/* The functions below choose between computed values (a ? x : y), never between code
+ * paths, so that a loop of them over arrays vectorises (apply_adamw's block pass): both
+ * sides are always evaluated, and the chosen one is the value the branch gave. */
+
+/* isfinite(x) as one comparison (a NaN compares false). */
+static inline int ug_cv_finite(double x) { return fabs(x) <= DBL_MAX; }
+
+/* arith.c's num_cert: a nonzero bound is padded for its own rounding (a NaN bound: infinite). */
 static inline ug_cv ug_cv_make(double v, double e)
 {
-    ug_cv r = {v, e == 0.0 ? 0.0 : (e + UG_CV_TINY) * UG_CV_INFLATE};
-    if (isnan(r.e)) r.e = INFINITY;
+    double p = (e + UG_CV_TINY) * UG_CV_INFLATE;
+    ug_cv r = {v, e == 0.0 ? 0.0 : p != p ? INFINITY : p};
     return r;
 }
 
@@ -52,47 +60,49 @@ static inline double ug_cv_two_sum_err(double a, double b, double s)
     return (a - (s - bb)) + (b - bb);
 }
 
+/* Veltkamp's exact product error where no step can under- or overflow, else |p| u + TINY. */
 static inline double ug_cv_two_prod_err(double a, double b, double p)
 {
-    if (!(fabs(p) > 0x1p-960 && fabs(p) < 0x1p960 && fabs(a) < 0x1p995 && fabs(b) < 0x1p995))
-        return fabs(p) * UG_CV_U52 + UG_CV_TINY;
+    int in_range = (fabs(p) > 0x1p-960) & (fabs(p) < 0x1p960) & (fabs(a) < 0x1p995) & (fabs(b) < 0x1p995);
     const double split = 134217729.0; /* 2^27 + 1 */
     double ca = split * a, ah = ca - (ca - a), al = a - ah;
     double cb = split * b, bh = cb - (cb - b), bl = b - bh;
-    return fabs(((ah * bh - p) + ah * bl + al * bh) + al * bl);
+    double exact = fabs(((ah * bh - p) + ah * bl + al * bh) + al * bl);
+    return in_range ? exact : fabs(p) * UG_CV_U52 + UG_CV_TINY;
 }
 
 static inline ug_cv ug_cv_add(ug_cv a, ug_cv b)
 {
-    double v = a.v + b.v;
-    return ug_cv_make(v, a.e + b.e + (isfinite(v) ? fabs(ug_cv_two_sum_err(a.v, b.v, v)) : INFINITY));
+    double v = a.v + b.v, err = fabs(ug_cv_two_sum_err(a.v, b.v, v));
+    return ug_cv_make(v, a.e + b.e + (ug_cv_finite(v) ? err : INFINITY));
 }
 
 static inline ug_cv ug_cv_sub(ug_cv a, ug_cv b)
 {
-    double v = a.v - b.v;
-    return ug_cv_make(v, a.e + b.e + (isfinite(v) ? fabs(ug_cv_two_sum_err(a.v, -b.v, v)) : INFINITY));
+    double v = a.v - b.v, err = fabs(ug_cv_two_sum_err(a.v, -b.v, v));
+    return ug_cv_make(v, a.e + b.e + (ug_cv_finite(v) ? err : INFINITY));
 }
 
 static inline ug_cv ug_cv_mul(ug_cv a, ug_cv b)
 {
-    double v = a.v * b.v;
-    return ug_cv_make(v, fabs(a.v) * b.e + fabs(b.v) * a.e + a.e * b.e +
-                             (isfinite(v) ? ug_cv_two_prod_err(a.v, b.v, v) : INFINITY));
+    double v = a.v * b.v, err = ug_cv_two_prod_err(a.v, b.v, v);
+    return ug_cv_make(v, fabs(a.v) * b.e + fabs(b.v) * a.e + a.e * b.e + (ug_cv_finite(v) ? err : INFINITY));
 }
 
 static inline ug_cv ug_cv_div(ug_cv a, ug_cv b)
 {
     double v = a.v / b.v, ab = fabs(b.v);
-    double e = ab > b.e ? (fabs(a.v) * b.e + ab * a.e) / (ab * (ab - b.e)) : INFINITY;
-    return ug_cv_make(v, e + fabs(v) * UG_CV_U52);
+    double q = (fabs(a.v) * b.e + ab * a.e) / (ab * (ab - b.e));
+    return ug_cv_make(v, (ab > b.e ? q : INFINITY) + fabs(v) * UG_CV_U52);
 }
 
+/* Above a's bound, |d sqrt| <= a.e / sqrt(a.v); else sqrt(max(a.v, 0) + a.e) (a zero's
+ * sign there cannot matter: adding a.e >= 0 gives +0 or a.e). */
 static inline ug_cv ug_cv_sqrt(ug_cv a)
 {
     double v = sqrt(a.v);
-    double e = a.v > a.e ? a.e / sqrt(a.v) : sqrt(fmax(a.v, 0.0) + a.e);
-    return ug_cv_make(v, e + fabs(v) * UG_CV_U52);
+    double near = a.e / v, wide = sqrt((a.v > 0.0 ? a.v : 0.0) + a.e);
+    return ug_cv_make(v, (a.v > a.e ? near : wide) + fabs(v) * UG_CV_U52);
 }
 
 /* max is 1-Lipschitz in each operand: the larger value, the larger bound. */
