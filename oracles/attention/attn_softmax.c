@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core/philox.h"
+#include "oracles/mp/cert_block.h"
 #include "oracles/mp/cert_inline.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
@@ -118,14 +119,21 @@ static int fast_logits(const softmax_params *p, const ug_tensor *x, const ug_ten
 }
 
 /* CERT, a row selected whole from position k: e_j / total per live entry, 0 where masked,
- * through the inline emit (the values of the per-element loop below); the unsure count. */
+ * through the block emit (the values of the per-element loop below); the unsure count. */
 static unsigned long emit_row(const ug_ar_sink *sink, size_t k, size_t n, const unsigned char *live, const ug_num *e,
                               ug_num total)
 {
     unsigned long unsure = 0;
     ug_cv t = ug_cv_of(total);
-    for (size_t j = 0, pos = 0; j < n; j++)
-        unsure += ug_cv_put(sink, k + j, live[j] ? ug_cv_div(ug_cv_of(e[pos++]), t) : ug_cv_c(0.0));
+    double qv[256], qe[256]; /* 256 entries' quotients, emitted a block at a time */
+    for (size_t j0 = 0, pos = 0; j0 < n; j0 += 256) {
+        size_t len = n - j0 < 256 ? n - j0 : 256;
+        for (size_t j = j0; j < j0 + len; j++) {
+            ug_cv q = live[j] ? ug_cv_div(ug_cv_of(e[pos++]), t) : ug_cv_c(0.0);
+            qv[j - j0] = q.v, qe[j - j0] = q.e;
+        }
+        unsure += ug_cv_put_block(sink, k + j0, qv, qe, len);
+    }
     return unsure;
 }
 

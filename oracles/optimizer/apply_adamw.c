@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "oracles/mp/cert_block.h"
 #include "oracles/mp/cert_inline.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
@@ -135,7 +136,7 @@ static ug_cv fast_weight(const adamw_fast *f, double w, double g, double m, doub
 
 /* Every element of all three outputs (check_all, --sample all) goes through blocks of
  * ADAMW_BLOCK elements: adamw_block computes m', v' (once each) and w' from them into
- * value and bound arrays, then each element is emitted. The same formulas in the same
+ * value and bound arrays, then emitted a block at a time (ug_cv_put_block). The same formulas in the same
  * order as the per-output loops, so the same values and bounds (digests equal). Why
  * blocks: the formulas choose between values, never code paths (cert_inline.h), so a
  * fixed-length loop of them vectorises; this file is compiled with -fno-math-errno and
@@ -188,13 +189,9 @@ static unsigned long fast_all(const adamw_params *p, const adamw_ctx *x, const a
         const double *in[4];
         adamw_inputs(x, i0, len, pad, in);
         adamw_block(f, in[0], in[1], in[2], in[3], &o);
-        for (size_t i = 0; i < len; i++) {
-            ug_cv y = {o.v[0][i], o.e[0][i]};
-            if (!isfinite(in[1][i])) y = ug_cv_c(nonfinite_weight(p, x, i0 + i));
-            unsure += ug_cv_put(s[0], i0 + i, y);
-            unsure += ug_cv_put(s[1], i0 + i, (ug_cv){o.v[1][i], o.e[1][i]});
-            unsure += ug_cv_put(s[2], i0 + i, (ug_cv){o.v[2][i], o.e[2][i]});
-        }
+        for (size_t i = 0; i < len; i++)
+            if (!isfinite(in[1][i])) o.v[0][i] = nonfinite_weight(p, x, i0 + i), o.e[0][i] = 0.0; /* ug_cv_c */
+        for (int k = 0; k < 3; k++) unsure += ug_cv_put_block(s[k], i0, o.v[k], o.e[k], len);
     }
     return unsure;
 }
