@@ -17,7 +17,8 @@
 
 #include "oracles/mp/cert_inline.h"
 
-#define BLK 256
+#define BLK 64 /* lanes per vector pass: a row shorter than a block pads less */
+#define SHORT 8 /* a tail this short goes through ug_cv_put itself */
 
 /* ug_cv_next_down without branches (the same result for every x). */
 static inline double next_down(double x)
@@ -77,7 +78,7 @@ unsigned long ug_cv_put_block(const ug_ar_sink *s, size_t k0, const double *v, c
     for (size_t i0 = 0; i0 < n; i0 += BLK) {
         size_t len = n - i0 < BLK ? n - i0 : BLK;
         const double *bv = v + i0, *be = e + i0;
-        if (!fast) {
+        if (!fast || len < SHORT) {
             for (size_t i = 0; i < len; i++) unsure += ug_cv_put(s, k0 + i0 + i, (ug_cv){bv[i], be[i]});
             continue;
         }
