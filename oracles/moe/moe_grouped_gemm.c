@@ -25,6 +25,7 @@
 
 #include "core/philox.h"
 #include "oracles/moe/glm_moe_parts.h"
+#include "oracles/mp/cert_block.h"
 #include "oracles/mp/cert_inline.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
@@ -99,7 +100,7 @@ static size_t moe_expert_of(const ug_tensor *gl, size_t E, size_t r)
 
 /* Scratch of the CERT row pass: per-column sums and results, max(h, I) columns. */
 typedef struct {
-    ug_cv_acc *acc;
+    ug_cv_cols acc;
     ug_cv *g, *u, *out;
 } moe_fast;
 
@@ -110,8 +111,8 @@ typedef struct {
 static void fast_activations(ug_ar *ar, moe_fast *f, const double *xr, const double *w1e, const double *w3e, size_t h,
                              size_t I, ug_num *a)
 {
-    ug_cv_dot_d_cols(xr, 1, w1e, I, h, I, f->acc, f->g);
-    ug_cv_dot_d_cols(xr, 1, w3e, I, h, I, f->acc, f->u);
+    ug_cv_dot_d_cols(xr, 1, w1e, I, h, I, &f->acc, f->g);
+    ug_cv_dot_d_cols(xr, 1, w3e, I, h, I, &f->acc, f->u);
     for (size_t i = 0; i < I; i++) {
         a[i] = ug_round(ar, ug_mul(ar, ug_silu(ar, ug_cv_num(f->g[i])), ug_cv_num(f->u[i])), UG_DT_BF16); /* rounds: bf16 a */
         if (isinf(a[i].e)) a[i] = gmp_swiglu_bf16(ar, xr, w1e + i, w3e + i, I, h);
@@ -124,7 +125,7 @@ static unsigned long fast_row_out(const ug_ar_sink *sink, moe_fast *f, const ug_
                                   size_t I, size_t k)
 {
     unsigned long unsure = 0;
-    ug_cv_dot_nd_cols(a, w2e, h, I, h, f->acc, f->out);
+    ug_cv_dot_nd_cols(a, w2e, h, I, h, &f->acc, f->out);
     for (size_t j = 0; j < h; j++) unsure += ug_cv_put(sink, k + j, f->out[j]);
     return unsure;
 }
@@ -140,9 +141,10 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     ug_ar_sink *sink = ug_ar_cert_sink(ar, 0);
     unsigned long unsure = 0, emitted = 0;
     ug_num *a = malloc(I * sizeof *a);
-    moe_fast f = {malloc(wide * sizeof *f.acc), malloc(wide * sizeof *f.g), malloc(wide * sizeof *f.u),
-                  malloc(wide * sizeof *f.out)};
-    int rc = a && f.acc && f.g && f.u && f.out ? 0 : -1;
+    double *sums = malloc(3 * wide * sizeof *sums);
+    moe_fast f = {{sums, sums + wide, sums + 2 * wide, malloc(wide * sizeof(int64_t))}, malloc(wide * sizeof *f.g),
+                  malloc(wide * sizeof *f.u), malloc(wide * sizeof *f.out)};
+    int rc = a && sums && f.acc.exact && f.g && f.u && f.out ? 0 : -1;
     for (size_t k = 0; !rc && k < sel->n[0];) {
         size_t r = sel->idx[0][k] / h, e = moe_expert_of(gl, (size_t)p.E, r), mark = ug_ar_mark(ar);
         const double *xr = x->values + r * h;
@@ -161,7 +163,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     }
     ug_ar_tally(ar, emitted, unsure);
     free(a);
-    free(f.acc), free(f.g), free(f.u), free(f.out);
+    free(sums), free(f.acc.exact), free(f.g), free(f.u), free(f.out);
     return rc;
 }
 

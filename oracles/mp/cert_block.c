@@ -102,3 +102,52 @@ unsigned long ug_cv_put_block(const ug_ar_sink *s, size_t k0, const double *v, c
     }
     return unsure;
 }
+
+/* ---- dot products of many columns at once ---- */
+
+/* Row i of B into the running sums of every column: p = x*B[i][c], s += p, |p| summed, the
+ * input error x_e |B[i][c]| summed, and ex[c] &= each term's exactness (x_ok: x exact and
+ * of <= 26 bits; track 0: not tracked) — ug_cv_dot_step's test on every term, so the same
+ * flag as the branch that stops testing once it fails. */
+__attribute__((target_clones("avx2", "default"))) static void
+cols_row(double x, double xe, int64_t x_ok, int track, const double *restrict row, size_t ncols, ug_cv_cols *restrict a)
+{
+    if (!track) {
+        for (size_t c = 0; c < ncols; c++) {
+            double y = row[c], p = x * y;
+            a->s[c] += p, a->abs_sum[c] += fabs(p), a->e[c] += xe * fabs(y);
+        }
+        return;
+    }
+    for (size_t c = 0; c < ncols; c++) {
+        double y = row[c], p = x * y, t = a->s[c] + p;
+        a->exact[c] &= x_ok & ug_cv_term_exact(x, y, a->s[c], p, t);
+        a->s[c] = t, a->abs_sum[c] += fabs(p), a->e[c] += xe * fabs(y);
+    }
+}
+
+static void cols_start(ug_cv_cols *a, size_t ncols, int64_t exact)
+{
+    for (size_t c = 0; c < ncols; c++) a->s[c] = a->abs_sum[c] = a->e[c] = 0.0, a->exact[c] = exact;
+}
+
+void ug_cv_dot_d_cols(const double *x, size_t sx, const double *B, size_t ldb, size_t n, size_t ncols, ug_cv_cols *a,
+                      ug_cv *out)
+{
+    int track = n <= 64; /* ug_cv_dot_d(.., track_long 0) */
+    cols_start(a, ncols, track);
+    for (size_t i = 0; i < n; i++) cols_row(x[i * sx], 0.0, ug_cv_narrow(x[i * sx]), track, B + i * ldb, ncols, a);
+    for (size_t c = 0; c < ncols; c++)
+        out[c] = ug_cv_make(a->s[c], a->exact[c] ? 0.0 : ug_cv_gamma_n(n + 2) * a->abs_sum[c] + (double)n * UG_CV_TINY);
+}
+
+void ug_cv_dot_nd_cols(const ug_num *x, const double *B, size_t ldb, size_t n, size_t ncols, ug_cv_cols *a, ug_cv *out)
+{
+    cols_start(a, ncols, 1);
+    for (size_t i = 0; i < n; i++)
+        cols_row(x[i].v, x[i].e, (x[i].e == 0.0) & ug_cv_narrow(x[i].v), 1, B + i * ldb, ncols, a);
+    for (size_t c = 0; c < ncols; c++) {
+        ug_cv_acc acc = {a->s[c], a->abs_sum[c], a->e[c], (int)a->exact[c]};
+        out[c] = ug_cv_dot_nd_end(&acc, n);
+    }
+}

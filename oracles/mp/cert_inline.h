@@ -164,14 +164,18 @@ static inline int ug_cv_narrow(double x)
 
 /* One term of a dot product: s += x*y and abs_sum += |x*y|; *exact stays 1 while every
  * product (inputs of <= 26 bits, no under/overflow) and every addition (TwoSum error 0)
- * was exact. The step of ug_cv_dot_d, arith.c's CERT ug_dot_nd and the column forms below. */
+ * was exact (ug_cv_term_exact). The step of ug_cv_dot_d and arith.c's CERT ug_dot_nd;
+ * cert_block.c's column forms apply the same test to every term. */
+static inline int ug_cv_term_exact(double x, double y, double s, double p, double t)
+{
+    return ug_cv_narrow(x) & ug_cv_narrow(y) & ((x == 0.0) | (y == 0.0) | ((fabs(p) >= 0x1p-960) & (fabs(p) <= 0x1p960))) &
+           ug_cv_finite(t) & (ug_cv_two_sum_err(s, p, t) == 0.0);
+}
+
 static inline void ug_cv_dot_step(double x, double y, double *s, double *abs_sum, int *exact)
 {
     double p = x * y, t = *s + p;
-    if (*exact)
-        *exact = ug_cv_narrow(x) && ug_cv_narrow(y) &&
-                 (x == 0.0 || y == 0.0 || (fabs(p) >= 0x1p-960 && fabs(p) <= 0x1p960)) && isfinite(t) &&
-                 ug_cv_two_sum_err(*s, p, t) == 0.0;
+    if (*exact) *exact = ug_cv_term_exact(x, y, *s, p, t); /* checked only while it holds */
     *s = t;
     *abs_sum += fabs(p);
 }
@@ -190,24 +194,11 @@ static inline ug_cv ug_cv_dot_d(const double *a, size_t sa, const double *b, siz
     return ug_cv_make(s, exact ? 0.0 : ug_cv_gamma_n(n + 2) * abs_sum + (double)n * UG_CV_TINY);
 }
 
-/* A column's running sums in the row-major forms below. */
+/* A dot product's running sums (arith.c's CERT ug_dot_nd). */
 typedef struct {
     double s, abs_sum, e;
     int exact;
 } ug_cv_acc;
-
-/* out[c] = ug_cv_dot_d(a, sa, B + c, ldb, n, 0) for the ncols columns of B (row i at
- * B + i*ldb), in one pass over B's rows: each column gets the same steps in the same
- * order, so the same value and bound, but B is read contiguously. acc: ncols scratch. */
-static inline void ug_cv_dot_d_cols(const double *a, size_t sa, const double *B, size_t ldb, size_t n, size_t ncols,
-                                    ug_cv_acc *acc, ug_cv *out)
-{
-    for (size_t c = 0; c < ncols; c++) acc[c] = (ug_cv_acc){0.0, 0.0, 0.0, n <= 64};
-    for (size_t i = 0; i < n; i++)
-        for (size_t c = 0; c < ncols; c++) ug_cv_dot_step(a[i * sa], B[i * ldb + c], &acc[c].s, &acc[c].abs_sum, &acc[c].exact);
-    for (size_t c = 0; c < ncols; c++)
-        out[c] = ug_cv_make(acc[c].s, acc[c].exact ? 0.0 : ug_cv_gamma_n(n + 2) * acc[c].abs_sum + (double)n * UG_CV_TINY);
-}
 
 /* One term of arith.c's CERT ug_dot_nd (x with a bound, y exact): the dot step, exactness
  * also needing x exact, and the carried input error e += x.e |y|. */
@@ -224,19 +215,6 @@ static inline ug_cv ug_cv_dot_nd_end(const ug_cv_acc *acc, size_t n)
     return ug_cv_make(acc->s, acc->exact || (acc->abs_sum == 0.0 && acc->e == 0.0)
                                   ? 0.0
                                   : acc->e + ug_cv_gamma_n(n + 2) * acc->abs_sum + (double)n * UG_CV_TINY);
-}
-
-/* out[c] = ug_dot_nd(ar, x, B + c, ldb, n) in CERT for the ncols columns of B, in one
- * pass over B's rows (each column's steps in ug_dot_nd's order). acc: ncols scratch. */
-static inline void ug_cv_dot_nd_cols(const ug_num *x, const double *B, size_t ldb, size_t n, size_t ncols,
-                                     ug_cv_acc *acc, ug_cv *out)
-{
-    for (size_t c = 0; c < ncols; c++) acc[c] = (ug_cv_acc){0.0, 0.0, 0.0, 1};
-    for (size_t i = 0; i < n; i++) {
-        ug_cv xi = {x[i].v, x[i].e};
-        for (size_t c = 0; c < ncols; c++) ug_cv_dot_nd_step(xi, B[i * ldb + c], &acc[c]);
-    }
-    for (size_t c = 0; c < ncols; c++) out[c] = ug_cv_dot_nd_end(&acc[c], n);
 }
 
 /* A pair as the engine's CERT number (for ug_sum and the scalar path's functions). */
