@@ -51,7 +51,7 @@ static inline double round_lane(double x, int mant, int emin, int emax, int64_t 
 }
 
 /* The rule of ug_cv_round on BLK lanes: g, sure, and slow where a rounding needs ug_cv_round. */
-__attribute__((target_clones("avx2", "default"))) static void
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
 round_block(const double *restrict v, const double *restrict e, int mant, int emin, int emax, double *restrict g,
             int64_t *restrict sure, int64_t *restrict slow)
 {
@@ -109,7 +109,7 @@ unsigned long ug_cv_put_block(const ug_ar_sink *s, size_t k0, const double *v, c
  * input error x_e |B[i][c]| summed, and ex[c] &= each term's exactness (x_ok: x exact and
  * of <= 26 bits; track 0: not tracked) — ug_cv_dot_step's test on every term, so the same
  * flag as the branch that stops testing once it fails. */
-__attribute__((target_clones("avx2", "default"))) static void
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
 cols_row(double x, double xe, int64_t x_ok, int track, const double *restrict row, size_t ncols, ug_cv_cols *restrict a)
 {
     if (!track) {

@@ -150,7 +150,7 @@ typedef struct {
 
 /* rounds: none here (the outputs' roundings are the emit's). A non-finite w gets a
  * meaningless w' that the caller replaces. */
-__attribute__((target_clones("avx2", "default"))) static void
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
 adamw_block(const adamw_fast *fp, const double *restrict g, const double *restrict w, const double *restrict m,
             const double *restrict v, adamw_out *restrict o)
 {
