@@ -151,3 +151,25 @@ void ug_cv_dot_nd_cols(const ug_num *x, const double *B, size_t ldb, size_t n, s
         out[c] = ug_cv_dot_nd_end(&acc, n);
     }
 }
+
+/* ---- two-term dot products ---- */
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+dot2_lanes(const double *restrict a0, const double *restrict a1, const double *restrict b0, const double *restrict b1,
+           size_t n, double *restrict v, double *restrict e)
+{
+    for (size_t i = 0; i < n; i++) {
+        double p0 = a0[i] * b0[i], t0 = 0.0 + p0; /* ug_cv_dot_d's first step from s = 0 (0 + -0 is +0) */
+        int64_t exact = ug_cv_term_exact(a0[i], b0[i], 0.0, p0, t0);
+        double p1 = a1[i] * b1[i], t1 = t0 + p1, abs_sum = 0.0 + fabs(p0);
+        exact &= ug_cv_term_exact(a1[i], b1[i], t0, p1, t1);
+        abs_sum += fabs(p1);
+        ug_cv r = ug_cv_make(t1, exact ? 0.0 : ug_cv_gamma_n(4) * abs_sum + 2.0 * UG_CV_TINY);
+        v[i] = r.v, e[i] = r.e;
+    }
+}
+
+void ug_cv_dot2(const double *a0, const double *a1, const double *b0, const double *b1, size_t n, double *v, double *e)
+{
+    dot2_lanes(a0, a1, b0, b1, n, v, e);
+}

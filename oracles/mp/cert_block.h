@@ -28,5 +28,8 @@ void ug_cv_dot_d_cols(const double *x, size_t sx, const double *B, size_t ldb, s
 /* out[c] = ug_dot_nd(ar, x, B + c, ldb, n) in CERT (cert_inline.h's ug_cv_dot_nd_step and
  * _end) for the ncols columns of B, in one pass over B's rows. */
 void ug_cv_dot_nd_cols(const ug_num *x, const double *B, size_t ldb, size_t n, size_t ncols, ug_cv_cols *a, ug_cv *out);
+/* v[i], e[i] = ug_cv_dot_d({a0[i], a1[i]}, 1, {b0[i], b1[i]}, 1, 2, 0) for i < n (its value
+ * and bound, exactness tracked), over arrays. */
+void ug_cv_dot2(const double *a0, const double *a1, const double *b0, const double *b1, size_t n, double *v, double *e);
 
 #endif
