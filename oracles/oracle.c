@@ -17,11 +17,6 @@ void ug_oracle_opts_default(ug_oracle_opts *o)
     o->device_bound = 1;
 }
 
-double ug_tload(const ug_tensor *t, size_t i)
-{
-    return t->values ? t->values[i] : ug_dtype_load(t->dtype, t->data, i);
-}
-
 double *ug_tload_all(const ug_tensor *t)
 {
     double *d = malloc((t->numel ? t->numel : 1) * sizeof *d);
@@ -29,6 +24,49 @@ double *ug_tload_all(const ug_tensor *t)
     for (size_t i = 0; i < t->numel; i++) d[i] = ug_dtype_load(t->dtype, t->data, i);
     return d;
 }
+
+/* A few freed large arrays (values, flags, selections) kept per thread for the next run.
+ * Why: at --sample all a run allocates six arrays of up to 8 bytes per element and frees
+ * them, and glibc hands large blocks back to the kernel, so every run paid a page fault
+ * per 4 KiB (and the unmap): 40 % of inplace_add_rmsnorm's engine time. At most
+ * POOL_SLOTS blocks of POOL_MIN .. POOL_BYTES bytes are kept, POOL_BYTES in all. */
+#define POOL_SLOTS 16
+#define POOL_MIN ((size_t)64 << 10)
+#define POOL_BYTES ((size_t)256 << 20)
+static _Thread_local struct {
+    void *p[POOL_SLOTS];
+    size_t cap[POOL_SLOTS]; /* bytes each block holds at least */
+    size_t bytes;
+} pool;
+
+/* A zeroed block of n bytes (as calloc): the smallest pooled one that fits, else calloc's. */
+static void *pool_get(size_t n)
+{
+    n = n ? n : 1;
+    int best = -1;
+    for (int i = 0; i < POOL_SLOTS; i++)
+        if (pool.p[i] && pool.cap[i] >= n && (best < 0 || pool.cap[i] < pool.cap[best])) best = i;
+    if (best < 0) return calloc(n, 1);
+    void *p = pool.p[best];
+    pool.bytes -= pool.cap[best];
+    pool.p[best] = NULL;
+    return memset(p, 0, n);
+}
+
+/* Frees block p of at least n bytes, or keeps it for pool_get. */
+static void pool_put(void *p, size_t n)
+{
+    if (!p) return;
+    for (int i = 0; n >= POOL_MIN && pool.bytes + n <= POOL_BYTES && i < POOL_SLOTS; i++)
+        if (!pool.p[i]) {
+            pool.p[i] = p, pool.cap[i] = n, pool.bytes += n;
+            return;
+        }
+    free(p);
+}
+
+static double *alloc_vals(size_t n) { return pool_get(n * sizeof(double)); }
+static void free_vals(double *p, size_t n) { pool_put(p, n * sizeof(double)); }
 
 void ug_geom_last_dim(const ug_tensor *t, size_t row_tile, size_t col_tile, ug_geom *g)
 {
@@ -78,7 +116,7 @@ static int select_output(const ug_case *c, int o, size_t sample, size_t **idx_ou
 {
     const ug_tensor *t = &c->out[o];
     if (sample == 0 || t->numel <= sample) {
-        size_t *idx = malloc((t->numel ? t->numel : 1) * sizeof *idx);
+        size_t *idx = pool_get(t->numel * sizeof *idx);
         if (!idx) return -1;
         for (size_t i = 0; i < t->numel; i++) idx[i] = i;
         *idx_out = idx;
@@ -142,7 +180,7 @@ int ug_selection_build(const ug_case *c, size_t sample, ug_selection *sel)
 
 void ug_selection_free(ug_selection *sel)
 {
-    for (int o = 0; o < sel->n_out; o++) free(sel->idx[o]);
+    for (int o = 0; o < sel->n_out; o++) pool_put(sel->idx[o], sel->n[o] * sizeof(size_t)); /* holds at least n */
     memset(sel, 0, sizeof *sel);
 }
 
@@ -209,7 +247,6 @@ static int evaluate(const ug_case *c, const ug_selection *sel, ug_ar_mode mode, 
     return rc;
 }
 
-static double *alloc_vals(size_t n) { return calloc(n ? n : 1, sizeof(double)); }
 
 /* Ziv's strategy for the exact fallback (docs/STANDARDS.md): the unsure elements are
  * evaluated at prec and 2*prec; those whose rounding (g to the dtype, or g* to double)
@@ -344,10 +381,10 @@ static int self_check(const ug_case *c, const ug_oracle_opts *o, ug_oracle_resul
             if (!same) r->n_mismatch++;
         }
     for (int k = 0; k < sub.n_out; k++) {
-        free(g1s[k]);
-        free(g1[k]);
-        free(g2s[k]);
-        free(g2[k]);
+        free_vals(g1s[k], sub.n[k]);
+        free_vals(g1[k], sub.n[k]);
+        free_vals(g2s[k], sub.n[k]);
+        free_vals(g2[k], sub.n[k]);
     }
     ug_selection_free(&sub);
     return rc;
@@ -363,10 +400,11 @@ static int run_on_result_sel(const ug_case *c, const ug_oracle_opts *o, ug_oracl
     for (int k = 0; !rc && k < sel->n_out; k++) {
         r->gstar[k] = alloc_vals(sel->n[k]);
         r->g[k] = alloc_vals(sel->n[k]);
-        r->bench[k] = alloc_vals(sel->n[k]);
-        unsure[k] = calloc(sel->n[k] ? sel->n[k] : 1, 1);
+        r->bench[k] = o->naive ? alloc_vals(sel->n[k]) : calloc(sel->n[k] ? sel->n[k] : 1, sizeof(double));
+        unsure[k] = pool_get(sel->n[k]);
         if (!r->gstar[k] || !r->g[k] || !r->bench[k] || !unsure[k]) rc = -1;
     }
+    r->bench_cold = !o->naive;
     if (rc) snprintf(err, errlen, "out of memory for the oracle");
     if (!rc) rc = evaluate(c, &r->sel, o->mode, o->prec, r->gstar, r->g, o->mode == UG_AR_CERT ? unsure : NULL, NULL,
                            err, errlen);
@@ -380,11 +418,11 @@ static int run_on_result_sel(const ug_case *c, const ug_oracle_opts *o, ug_oracl
         for (int k = 0; !rc && k < sel->n_out; k++)
             if (!(scratch[k] = alloc_vals(sel->n[k]))) rc = -1;
         if (!rc) rc = evaluate(c, &r->sel, UG_AR_NAIVE, o->prec, scratch, r->bench, NULL, NULL, err, errlen);
-        for (int k = 0; k < sel->n_out; k++) free(scratch[k]);
+        for (int k = 0; k < sel->n_out; k++) free_vals(scratch[k], sel->n[k]);
     }
     if (!rc && o->device_bound) rc = device_bound(c, o, r, err, errlen);
     if (!rc && o->self_check) rc = self_check(c, o, r, err, errlen);
-    for (int k = 0; k < sel->n_out; k++) free(unsure[k]);
+    for (int k = 0; k < sel->n_out; k++) pool_put(unsure[k], sel->n[k]);
     if (rc) ug_oracle_result_free(r);
     return rc;
 }
@@ -416,10 +454,12 @@ int ug_oracle_run(const ug_case *c, const ug_oracle_opts *o, ug_oracle_result *r
 void ug_oracle_result_free(ug_oracle_result *r)
 {
     for (int k = 0; k < UG_MAX_TENSORS; k++) {
-        free(r->gstar[k]);
-        free(r->g[k]);
-        free(r->bench[k]);
-        free(r->bound[k]);
+        size_t n = k < r->sel.n_out ? r->sel.n[k] : 0; /* the arrays' length (0: free them) */
+        free_vals(r->gstar[k], n);
+        free_vals(r->g[k], n);
+        if (r->bench_cold) free(r->bench[k]); /* untouched pages: pooled, a later memset would fault them in */
+        else free_vals(r->bench[k], n);
+        free_vals(r->bound[k], n);
     }
     ug_selection_free(&r->sel);
     memset(r, 0, sizeof *r);

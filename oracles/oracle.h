@@ -51,6 +51,7 @@ typedef struct {
     unsigned long n_fallback;      /* elements the fast path handed to MPFR */
     unsigned long n_raised;        /* of those, rounded differently at prec and 2*prec: raised further */
     unsigned long n_unsettled;     /* of those, still rounded differently at UG_ORACLE_PREC_MAX */
+    int bench_cold;                /* bench is calloc's zeros, never written (no naive pass): freed, not pooled */
     unsigned long n_checked_twice; /* self-check: elements re-evaluated */
     unsigned long n_mismatch;      /* self-check: elements whose rounding differed */
 } ug_oracle_result;
@@ -81,7 +82,17 @@ void ug_geom_last_dim(const ug_tensor *t, size_t row_tile, size_t col_tile, ug_g
 #define UG_NUM_BYTES 96
 
 /* Helpers for operator oracles. Loads element i of a tensor as an exact double. */
-double ug_tload(const ug_tensor *t, size_t i);
+static inline double ug_tload(const ug_tensor *t, size_t i)
+{
+    return t->values ? t->values[i] : ug_dtype_load(t->dtype, t->data, i); /* inline: ops call it per element */
+}
+/* Whether positions pos .. pos+len-1 of output o's selection are the whole run of elements
+ * first .. first+len-1 (the selection is sorted and distinct, so its two ends decide): a
+ * row an op can then emit by a plain loop, without a division per element to find it. */
+static inline int ug_sel_is_run(const ug_selection *sel, int o, size_t pos, size_t first, size_t len)
+{
+    return len && pos + len <= sel->n[o] && sel->idx[o][pos] == first && sel->idx[o][pos + len - 1] == first + len - 1;
+}
 /* Loads a whole tensor into a malloc'd double array (NULL on failure). */
 double *ug_tload_all(const ug_tensor *t);
 

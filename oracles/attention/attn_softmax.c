@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core/philox.h"
+#include "oracles/mp/cert_block.h"
 #include "oracles/mp/cert_inline.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
@@ -59,15 +60,16 @@ static int build(ug_case *c, char *err, size_t errlen)
     return 0;
 }
 
-/* z_j in the arithmetic: cap*tanh(x*scale/cap) + mask (mask finite here); fast: the same
- * formula in the inline certified arithmetic. */
-static ug_num logit(ug_ar *ar, int fast, const softmax_params *p, double x, double mask)
+/* z_j before the mask, cap*tanh(x*scale/cap), in the inline certified arithmetic (CERT). */
+static ug_cv fast_scaled(const softmax_params *p, double x)
 {
-    if (fast) {
-        ug_cv zc = ug_cv_mul(ug_cv_c(x), ug_cv_c(p->scale));
-        if (p->cap > 0) zc = ug_cv_mul(ug_cv_c(p->cap), ug_cv_tanh(ug_cv_div(zc, ug_cv_c(p->cap))));
-        return ug_cv_num(mask == 0.0 ? zc : ug_cv_add(zc, ug_cv_c(mask)));
-    }
+    ug_cv zc = ug_cv_mul(ug_cv_c(x), ug_cv_c(p->scale));
+    return p->cap > 0 ? ug_cv_mul(ug_cv_c(p->cap), ug_cv_tanh(ug_cv_div(zc, ug_cv_c(p->cap)))) : zc;
+}
+
+/* z_j in the arithmetic (the scalar path): cap*tanh(x*scale/cap) + mask (mask finite here). */
+static ug_num logit(ug_ar *ar, const softmax_params *p, double x, double mask)
+{
     ug_num z = ug_mul(ar, ug_c(ar, x), ug_c(ar, p->scale));
     if (p->cap > 0) {
         ug_num capn = ug_c(ar, p->cap);
@@ -93,6 +95,48 @@ static int classify_row(const softmax_params *p, const ug_tensor *x, const ug_te
     return nan_row;
 }
 
+/* CERT: classify_row and the live logits (logit's fast formula) with their max in one
+ * pass: before the mask, the fast logit's value is classify_row's z (the same double
+ * operations), so the class of each entry comes from it. Returns 1 when row r is NaN;
+ * else z[j] for the live j, their max *m and count *n_live, as the scalar loop gives them. */
+static int fast_logits(const softmax_params *p, const ug_tensor *x, const ug_tensor *mask, size_t r, size_t n,
+                       unsigned char *live, ug_num *z, ug_num *m, size_t *n_live)
+{
+    int nan_row = 0;
+    ug_cv mx = {0.0, 0.0};
+    for (size_t j = 0; j < n; j++) {
+        double mk = ug_tload(mask, r * n + j);
+        ug_cv zc = fast_scaled(p, ug_tload(x, r * n + j));
+        live[j] = mk != -INFINITY && zc.v != -INFINITY;
+        nan_row |= live[j] && (isnan(zc.v) || zc.v == INFINITY);
+        if (!live[j]) continue;
+        ug_cv zj = mk == 0.0 ? zc : ug_cv_add(zc, ug_cv_c(mk));
+        z[j] = ug_cv_num(zj);
+        mx = !(*n_live)++ ? zj : ug_cv_max(mx, zj);
+    }
+    *m = ug_cv_num(mx);
+    return nan_row;
+}
+
+/* CERT, a row selected whole from position k: e_j / total per live entry, 0 where masked,
+ * through the block emit (the values of the per-element loop below); the unsure count. */
+static unsigned long emit_row(const ug_ar_sink *sink, size_t k, size_t n, const unsigned char *live, const ug_num *e,
+                              ug_num total)
+{
+    unsigned long unsure = 0;
+    ug_cv t = ug_cv_of(total);
+    double qv[256], qe[256]; /* 256 entries' quotients, emitted a block at a time */
+    for (size_t j0 = 0, pos = 0; j0 < n; j0 += 256) {
+        size_t len = n - j0 < 256 ? n - j0 : 256;
+        for (size_t j = j0; j < j0 + len; j++) {
+            ug_cv q = live[j] ? ug_cv_div(ug_cv_of(e[pos++]), t) : ug_cv_c(0.0);
+            qv[j - j0] = q.v, qe[j - j0] = q.e;
+        }
+        unsure += ug_cv_put_block(sink, k + j0, qv, qe, len);
+    }
+    return unsure;
+}
+
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     softmax_params p;
@@ -100,6 +144,8 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     const ug_tensor *x = ug_case_input(c, "x"), *mask = ug_case_input(c, "mask");
     size_t n = (size_t)p.cols;
     int fast = ug_ar_get_mode(ar) == UG_AR_CERT;
+    ug_ar_sink *sink = ug_ar_cert_sink(ar, 0);
+    unsigned long unsure = 0, emitted = 0;
     ug_num *z = malloc(n * sizeof *z), *e = malloc(n * sizeof *e);
     unsigned char *live = malloc(n);
     if (!z || !e || !live) {
@@ -111,14 +157,14 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     for (size_t k = 0; k < sel->n[0];) {
         size_t r = sel->idx[0][k] / n, mark = ug_ar_mark(ar), n_live = 0;
         ug_num m = {0};
-        if (classify_row(&p, x, mask, r, n, live)) {
+        if (fast ? fast_logits(&p, x, mask, r, n, live, z, &m, &n_live) : classify_row(&p, x, mask, r, n, live)) {
             for (; k < sel->n[0] && sel->idx[0][k] / n == r; k++) ug_ar_emit(ar, 0, k, ug_c(ar, NAN));
             continue;
         }
-        for (size_t j = 0; j < n; j++) {
+        for (size_t j = 0; !fast && j < n; j++) {
             if (!live[j]) continue;
-            z[j] = logit(ar, fast, &p, ug_tload(x, r * n + j), ug_tload(mask, r * n + j));
-            m = !n_live++ ? z[j] : fast ? ug_cv_num(ug_cv_max(ug_cv_of(m), ug_cv_of(z[j]))) : ug_max(ar, m, z[j]);
+            z[j] = logit(ar, &p, ug_tload(x, r * n + j), ug_tload(mask, r * n + j));
+            m = !n_live++ ? z[j] : ug_max(ar, m, z[j]);
         }
         size_t live_pos = 0;
         for (size_t j = 0; j < n; j++) {
@@ -127,6 +173,12 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
                                  : ug_exp(ar, ug_sub(ar, z[j], m));
         }
         ug_num total = n_live ? ug_sum(ar, e, n_live) : ug_c(ar, 0.0);
+        if (sink && ug_sel_is_run(sel, 0, k, r * n, n)) { /* the whole row (--sample all): no division per element */
+            unsure += emit_row(sink, k, n, live, e, total);
+            emitted += n, k += n;
+            ug_ar_release(ar, mark);
+            continue;
+        }
         /* e[] is packed over live entries: walk the row again to map j -> position */
         for (size_t j = 0, pos = 0; j < n && k < sel->n[0] && sel->idx[0][k] / n == r; j++) {
             if (sel->idx[0][k] % n == j) {
@@ -140,6 +192,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
         }
         ug_ar_release(ar, mark);
     }
+    ug_ar_tally(ar, emitted, unsure);
     free(z);
     free(e);
     free(live);

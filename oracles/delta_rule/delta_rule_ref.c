@@ -29,6 +29,7 @@
  * a state row is then (sequence, head, value row), evolved over its own sequence's tokens
  * only, so nothing is carried from one sequence to the next. */
 #include "oracles/delta_rule/delta_rule_ref.h"
+#include "oracles/mp/cert_inline.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -142,8 +143,13 @@ static void row_step(ug_ar *ar, const ug_num *s, ug_num *nxt, ug_num *tmp, const
     if (rk) sk = ug_mul(ar, sk, *rk);
     ug_num c = ug_mul(ar, ug_c(ar, beta), ug_sub(ar, ug_c(ar, v), ug_mul(ar, a, sk)));
     if (rk) c = ug_mul(ar, c, *rk);
-    for (size_t j = 0; j < dk; j++) nxt[j] = ug_add(ar, ug_mul(ar, a, in[j]), ug_mul(ar, c, ug_c(ar, k[j])));
-    if (!cert) return;
+    if (!cert) {
+        for (size_t j = 0; j < dk; j++) nxt[j] = ug_add(ar, ug_mul(ar, a, in[j]), ug_mul(ar, c, ug_c(ar, k[j])));
+        return;
+    }
+    ug_cv ac = ug_cv_of(a), cc = ug_cv_of(c); /* the same line in the inline CERT arithmetic: no call per operation */
+    for (size_t j = 0; j < dk; j++)
+        nxt[j] = ug_cv_num(ug_cv_add(ug_cv_mul(ac, ug_cv_of(in[j])), ug_cv_mul(cc, ug_cv_c(k[j]))));
     double rho2 = 0.0;
     for (size_t j = 0; j < dk; j++) rho2 += nxt[j].e * nxt[j].e;
     double r2 = rk ? (fabs(ug_v(*rk)) + rk->e) * (fabs(ug_v(*rk)) + rk->e) : 1.0;
@@ -208,6 +214,7 @@ static void evolve_row(const ug_case *c, ug_ar *ar, const ug_selection *sel, con
     size_t hv = (size_t)p->hv, dv = (size_t)p->dv, dk = (size_t)p->dk, hqk = (size_t)p->hqk;
     size_t h = r / dv % hv, i = r % dv, hk = h / (hv / hqk);
     size_t mark = ug_ar_mark(ar);
+    int cert = ug_ar_get_mode(ar) == UG_AR_CERT;
     int nan_row = !all_finite(h0->values + r * dk, dk);
     for (size_t j = 0; j < dk; j++) s[j] = ug_c(ar, h0->values[r * dk + j]);
     double E = 0.0;
@@ -233,7 +240,8 @@ static void evolve_row(const ug_case *c, ug_ar *ar, const ug_selection *sel, con
         /* keep the pool flat: the new row moves down into the old row's slots (the copies
          * are written below the first slot they read) */
         ug_ar_release(ar, mark);
-        for (size_t j = 0; j < dk; j++) {
+        for (size_t j = 0; cert && j < dk; j++) s[j] = nxt[j]; /* CERT numbers hold no pool slot */
+        for (size_t j = 0; !cert && j < dk; j++) {
             double e = nxt[j].e;
             s[j] = ug_mul(ar, nxt[j], one); /* exact: times one */
             s[j].e = e;

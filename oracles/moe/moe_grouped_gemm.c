@@ -18,12 +18,15 @@
  * Special values follow the op's semantics text (IEEE on this formula).
  * Primary standard: pypto (docs/STANDARDS.md: moe grouped GEMM 8e-3 / 8e-3). The group_list
  * is structural (built from the seed by params.groups), never drawn from a dist. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/philox.h"
 #include "oracles/moe/glm_moe_parts.h"
+#include "oracles/mp/cert_block.h"
+#include "oracles/mp/cert_inline.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
 
@@ -95,6 +98,38 @@ static size_t moe_expert_of(const ug_tensor *gl, size_t E, size_t r)
     return E - 1; /* unreachable: build() makes the counts sum to T */
 }
 
+/* Scratch of the CERT row pass: per-column sums and results, max(h, I) columns. */
+typedef struct {
+    ug_cv_cols acc;
+    ug_cv *g, *u, *out;
+} moe_fast;
+
+/* CERT: the bf16 activations a of row xr, g = x·W1_e and u = x·W3_e for every column i in
+ * one row-major pass over W1_e and W3_e (ug_cv_dot_d_cols: ug_dot_d's steps per column),
+ * then gmp_swiglu_bf16's rounding; an ambiguous a goes through gmp_swiglu_bf16 itself,
+ * whose first attempt is this one and whose retry tracks the sums. */
+static void fast_activations(ug_ar *ar, moe_fast *f, const double *xr, const double *w1e, const double *w3e, size_t h,
+                             size_t I, ug_num *a)
+{
+    ug_cv_dot_d_cols(xr, 1, w1e, I, h, I, &f->acc, f->g);
+    ug_cv_dot_d_cols(xr, 1, w3e, I, h, I, &f->acc, f->u);
+    for (size_t i = 0; i < I; i++) {
+        a[i] = ug_round(ar, ug_mul(ar, ug_silu(ar, ug_cv_num(f->g[i])), ug_cv_num(f->u[i])), UG_DT_BF16); /* rounds: bf16 a */
+        if (isinf(a[i].e)) a[i] = gmp_swiglu_bf16(ar, xr, w1e + i, w3e + i, I, h);
+    }
+}
+
+/* CERT, a row selected whole from position k: out = a·W2_e for every column in one pass
+ * over W2_e's rows (ug_cv_dot_nd_cols: ug_dot_nd's steps per column), emitted inline. */
+static unsigned long fast_row_out(const ug_ar_sink *sink, moe_fast *f, const ug_num *a, const double *w2e, size_t h,
+                                  size_t I, size_t k)
+{
+    unsigned long unsure = 0;
+    ug_cv_dot_nd_cols(a, w2e, h, I, h, &f->acc, f->out);
+    for (size_t j = 0; j < h; j++) unsure += ug_cv_put(sink, k + j, f->out[j]);
+    return unsure;
+}
+
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     moe_params p;
@@ -102,14 +137,23 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     const ug_tensor *x = ug_case_input(c, "x"), *gl = ug_case_input(c, "group_list");
     const double *w1 = ug_case_input(c, "w1")->values, *w3 = ug_case_input(c, "w3")->values,
                  *w2 = ug_case_input(c, "w2")->values;
-    size_t h = (size_t)p.h, I = (size_t)p.I, hi = h * I;
+    size_t h = (size_t)p.h, I = (size_t)p.I, hi = h * I, wide = h > I ? h : I;
+    ug_ar_sink *sink = ug_ar_cert_sink(ar, 0);
+    unsigned long unsure = 0, emitted = 0;
     ug_num *a = malloc(I * sizeof *a);
-    if (!a) return -1;
-    for (size_t k = 0; k < sel->n[0];) {
+    double *sums = malloc(3 * wide * sizeof *sums);
+    moe_fast f = {{sums, sums + wide, sums + 2 * wide, malloc(wide * sizeof(int64_t))}, malloc(wide * sizeof *f.g),
+                  malloc(wide * sizeof *f.u), malloc(wide * sizeof *f.out)};
+    int rc = a && sums && f.acc.exact && f.g && f.u && f.out ? 0 : -1;
+    for (size_t k = 0; !rc && k < sel->n[0];) {
         size_t r = sel->idx[0][k] / h, e = moe_expert_of(gl, (size_t)p.E, r), mark = ug_ar_mark(ar);
         const double *xr = x->values + r * h;
-        for (size_t i = 0; i < I; i++) {
-            a[i] = gmp_swiglu_bf16(ar, xr, w1 + e * hi + i, w3 + e * hi + i, I, h); /* spec: a is bf16 */
+        if (sink) fast_activations(ar, &f, xr, w1 + e * hi, w3 + e * hi, h, I, a);
+        else
+            for (size_t i = 0; i < I; i++) a[i] = gmp_swiglu_bf16(ar, xr, w1 + e * hi + i, w3 + e * hi + i, I, h); /* spec: a is bf16 */
+        if (sink && ug_sel_is_run(sel, 0, k, r * h, h)) {
+            unsure += fast_row_out(sink, &f, a, w2 + e * hi, h, I, k);
+            k += h, emitted += h;
         }
         for (; k < sel->n[0] && sel->idx[0][k] / h == r; k++) {
             size_t j = sel->idx[0][k] % h;
@@ -117,8 +161,10 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
         }
         ug_ar_release(ar, mark);
     }
+    ug_ar_tally(ar, emitted, unsure);
     free(a);
-    return 0;
+    free(sums), free(f.acc.exact), free(f.g), free(f.u), free(f.out);
+    return rc;
 }
 
 static void geometry(const ug_case *c, int out, ug_geom *g)

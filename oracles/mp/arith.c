@@ -453,20 +453,9 @@ ug_num ug_sum(ug_ar *ar, const ug_num *xs, size_t n)
  * the tracking. */
 static ug_num cert_dot_nd(const ug_num *x, const double *b, size_t sb, size_t n)
 {
-    double s = 0.0, abs_sum = 0.0, e = 0.0;
-    int exact = 1;
-    for (size_t i = 0; i < n; i++) {
-        double xv = x[i].v, y = b[i * sb], p = xv * y, t = s + p;
-        if (exact)
-            exact = x[i].e == 0.0 && ug_cv_narrow(xv) && ug_cv_narrow(y) &&
-                    (xv == 0.0 || y == 0.0 || (fabs(p) >= 0x1p-960 && fabs(p) <= 0x1p960)) && isfinite(t) &&
-                    ug_cv_two_sum_err(s, p, t) == 0.0;
-        s = t;
-        abs_sum += fabs(p);
-        e += x[i].e * fabs(y);
-    }
-    /* exact zero products and exact inputs: an exact zero */
-    return num_cert(s, exact || (abs_sum == 0.0 && e == 0.0) ? 0.0 : e + ug_cv_gamma_n(n + 2) * abs_sum + (double)n * TINY);
+    ug_cv_acc acc = {0.0, 0.0, 0.0, 1};
+    for (size_t i = 0; i < n; i++) ug_cv_dot_nd_step((ug_cv){x[i].v, x[i].e}, b[i * sb], &acc);
+    return ug_cv_num(ug_cv_dot_nd_end(&acc, n)); /* exact zero products and exact inputs: an exact zero */
 }
 
 ug_num ug_dot_d(ug_ar *ar, const double *a, size_t sa, const double *b, size_t sb, size_t n)
@@ -577,36 +566,17 @@ double ug_mp_round(mpfr_srcptr x, ug_dtype dt)
     return r;
 }
 
-/* nextafter(x, -inf) and nextafter(x, +inf) on the bits, without libm's call: the emit of
- * every certified element takes two. NaN and the infinities in the direction of the step
- * come back unchanged, as from nextafter. */
-static double next_down(double x)
+int ug_cert_round(ug_dtype dt, double v, double e, double *g) { return ug_cv_round(dt, v, e, g); }
+
+ug_ar_sink *ug_ar_cert_sink(ug_ar *ar, int out)
 {
-    if (isnan(x) || x == -INFINITY) return x;
-    if (x == 0.0) return -0x1p-1074;
-    uint64_t u;
-    memcpy(&u, &x, sizeof u);
-    u += x > 0.0 ? (uint64_t)-1 : 1u; /* toward -inf: smaller magnitude if positive, larger if negative */
-    memcpy(&x, &u, sizeof x);
-    return x;
+    return ar->mode == UG_AR_CERT && out >= 0 && out < ar->nsinks ? &ar->sinks[out] : NULL;
 }
 
-static double next_up(double x) { return -next_down(-x); }
-
-int ug_cert_round(ug_dtype dt, double v, double e, double *g)
+void ug_ar_tally(ug_ar *ar, unsigned long emitted, unsigned long unsure)
 {
-    if (e == 0.0) { /* exact */
-        *g = ug_dtype_round_fast(dt, v);
-        return !isnan(v);
-    }
-    /* outward: the computed endpoints must contain the true interval */
-    double lo = ug_dtype_round_fast(dt, next_down(v - e));
-    double hi = ug_dtype_round_fast(dt, next_up(v + e));
-    /* lo == hi also holds for -0 == +0: the sign of a zero result is not judged */
-    int sure = isfinite(v) && isfinite(e) && lo == hi;
-    /* rounding is monotone, so a sure element rounds to lo (a zero keeps v's sign) */
-    *g = sure && lo != 0.0 ? lo : ug_dtype_round_fast(dt, v);
-    return sure;
+    ar->emitted += emitted;
+    ar->unsure += unsure;
 }
 
 void ug_ar_emit(ug_ar *ar, int out, size_t k, ug_num x)

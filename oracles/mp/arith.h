@@ -71,6 +71,10 @@ void ug_ar_release(ug_ar *ar, size_t mark);
 
 /* Emits value x for element k of output out's selection. */
 void ug_ar_emit(ug_ar *ar, int out, size_t k, ug_num x);
+/* In CERT, output out's sink, for an inline emit (cert_inline.h's ug_cv_put) that then
+ * adds its counts with ug_ar_tally; NULL in any other mode or for an unknown output. */
+ug_ar_sink *ug_ar_cert_sink(ug_ar *ar, int out);
+void ug_ar_tally(ug_ar *ar, unsigned long emitted, unsigned long unsure);
 
 ug_num ug_c(ug_ar *ar, double x); /* an exact input value or constant */
 double ug_v(ug_num x);            /* approximate value, for control flow only */

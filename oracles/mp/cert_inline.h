@@ -17,10 +17,12 @@
  * here, so the two cannot drift apart. */
 #ifndef UG_CERT_INLINE_H
 #define UG_CERT_INLINE_H
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "core/dtype.h"
 #include "oracles/mp/arith.h"
 
 #define UG_CV_U52 0x1p-52
@@ -33,11 +35,18 @@ typedef struct {
     double e; /* a rigorous bound on |v - exact|; 0 when v is exact */
 } ug_cv;
 
-/* arith.c's num_cert: a nonzero bound is padded for its own rounding. */
+/* The functions below choose between computed values (a ? x : y), never between code
+ * paths, so that a loop of them over arrays vectorises (apply_adamw's block pass): both
+ * sides are always evaluated, and the chosen one is the value the branch gave. */
+
+/* isfinite(x) as one comparison (a NaN compares false). */
+static inline int ug_cv_finite(double x) { return fabs(x) <= DBL_MAX; }
+
+/* arith.c's num_cert: a nonzero bound is padded for its own rounding (a NaN bound: infinite). */
 static inline ug_cv ug_cv_make(double v, double e)
 {
-    ug_cv r = {v, e == 0.0 ? 0.0 : (e + UG_CV_TINY) * UG_CV_INFLATE};
-    if (isnan(r.e)) r.e = INFINITY;
+    double p = (e + UG_CV_TINY) * UG_CV_INFLATE;
+    ug_cv r = {v, e == 0.0 ? 0.0 : p != p ? INFINITY : p};
     return r;
 }
 
@@ -51,47 +60,49 @@ static inline double ug_cv_two_sum_err(double a, double b, double s)
     return (a - (s - bb)) + (b - bb);
 }
 
+/* Veltkamp's exact product error where no step can under- or overflow, else |p| u + TINY. */
 static inline double ug_cv_two_prod_err(double a, double b, double p)
 {
-    if (!(fabs(p) > 0x1p-960 && fabs(p) < 0x1p960 && fabs(a) < 0x1p995 && fabs(b) < 0x1p995))
-        return fabs(p) * UG_CV_U52 + UG_CV_TINY;
+    int in_range = (fabs(p) > 0x1p-960) & (fabs(p) < 0x1p960) & (fabs(a) < 0x1p995) & (fabs(b) < 0x1p995);
     const double split = 134217729.0; /* 2^27 + 1 */
     double ca = split * a, ah = ca - (ca - a), al = a - ah;
     double cb = split * b, bh = cb - (cb - b), bl = b - bh;
-    return fabs(((ah * bh - p) + ah * bl + al * bh) + al * bl);
+    double exact = fabs(((ah * bh - p) + ah * bl + al * bh) + al * bl);
+    return in_range ? exact : fabs(p) * UG_CV_U52 + UG_CV_TINY;
 }
 
 static inline ug_cv ug_cv_add(ug_cv a, ug_cv b)
 {
-    double v = a.v + b.v;
-    return ug_cv_make(v, a.e + b.e + (isfinite(v) ? fabs(ug_cv_two_sum_err(a.v, b.v, v)) : INFINITY));
+    double v = a.v + b.v, err = fabs(ug_cv_two_sum_err(a.v, b.v, v));
+    return ug_cv_make(v, a.e + b.e + (ug_cv_finite(v) ? err : INFINITY));
 }
 
 static inline ug_cv ug_cv_sub(ug_cv a, ug_cv b)
 {
-    double v = a.v - b.v;
-    return ug_cv_make(v, a.e + b.e + (isfinite(v) ? fabs(ug_cv_two_sum_err(a.v, -b.v, v)) : INFINITY));
+    double v = a.v - b.v, err = fabs(ug_cv_two_sum_err(a.v, -b.v, v));
+    return ug_cv_make(v, a.e + b.e + (ug_cv_finite(v) ? err : INFINITY));
 }
 
 static inline ug_cv ug_cv_mul(ug_cv a, ug_cv b)
 {
-    double v = a.v * b.v;
-    return ug_cv_make(v, fabs(a.v) * b.e + fabs(b.v) * a.e + a.e * b.e +
-                             (isfinite(v) ? ug_cv_two_prod_err(a.v, b.v, v) : INFINITY));
+    double v = a.v * b.v, err = ug_cv_two_prod_err(a.v, b.v, v);
+    return ug_cv_make(v, fabs(a.v) * b.e + fabs(b.v) * a.e + a.e * b.e + (ug_cv_finite(v) ? err : INFINITY));
 }
 
 static inline ug_cv ug_cv_div(ug_cv a, ug_cv b)
 {
     double v = a.v / b.v, ab = fabs(b.v);
-    double e = ab > b.e ? (fabs(a.v) * b.e + ab * a.e) / (ab * (ab - b.e)) : INFINITY;
-    return ug_cv_make(v, e + fabs(v) * UG_CV_U52);
+    double q = (fabs(a.v) * b.e + ab * a.e) / (ab * (ab - b.e));
+    return ug_cv_make(v, (ab > b.e ? q : INFINITY) + fabs(v) * UG_CV_U52);
 }
 
+/* Above a's bound, |d sqrt| <= a.e / sqrt(a.v); else sqrt(max(a.v, 0) + a.e) (a zero's
+ * sign there cannot matter: adding a.e >= 0 gives +0 or a.e). */
 static inline ug_cv ug_cv_sqrt(ug_cv a)
 {
     double v = sqrt(a.v);
-    double e = a.v > a.e ? a.e / sqrt(a.v) : sqrt(fmax(a.v, 0.0) + a.e);
-    return ug_cv_make(v, e + fabs(v) * UG_CV_U52);
+    double near = a.e / v, wide = sqrt((a.v > 0.0 ? a.v : 0.0) + a.e);
+    return ug_cv_make(v, (a.v > a.e ? near : wide) + fabs(v) * UG_CV_U52);
 }
 
 /* max is 1-Lipschitz in each operand: the larger value, the larger bound. */
@@ -151,27 +162,59 @@ static inline int ug_cv_narrow(double x)
     return (u & ((1u << 27) - 1u)) == 0;
 }
 
+/* One term of a dot product: s += x*y and abs_sum += |x*y|; *exact stays 1 while every
+ * product (inputs of <= 26 bits, no under/overflow) and every addition (TwoSum error 0)
+ * was exact (ug_cv_term_exact). The step of ug_cv_dot_d and arith.c's CERT ug_dot_nd;
+ * cert_block.c's column forms apply the same test to every term. */
+static inline int ug_cv_term_exact(double x, double y, double s, double p, double t)
+{
+    return ug_cv_narrow(x) & ug_cv_narrow(y) & ((x == 0.0) | (y == 0.0) | ((fabs(p) >= 0x1p-960) & (fabs(p) <= 0x1p960))) &
+           ug_cv_finite(t) & (ug_cv_two_sum_err(s, p, t) == 0.0);
+}
+
+static inline void ug_cv_dot_step(double x, double y, double *s, double *abs_sum, int *exact)
+{
+    double p = x * y, t = *s + p;
+    if (*exact) *exact = ug_cv_term_exact(x, y, *s, p, t); /* checked only while it holds */
+    *s = t;
+    *abs_sum += fabs(p);
+}
+
 /* Dot product of exact doubles (arith.c's ug_dot_d and ug_dot_d_tracked in CERT, which
- * call it). While every product is exact (inputs of <= 26 bits, no under/overflow) and
- * every addition is (TwoSum error 0) the result is exact: short bf16 dot products often
- * land exactly on a rounding tie of the output dtype, and an exact value needs no MPFR to
- * round. Otherwise the gamma bound. Long sums (n > 64) rarely land on a tie, so they skip
- * the tracking and its cost unless track_long. The sum is the same operations in the same
- * order either way. */
+ * call it). While every product and addition is exact (ug_cv_dot_step) the result is
+ * exact: short bf16 dot products often land exactly on a rounding tie of the output dtype,
+ * and an exact value needs no MPFR to round. Otherwise the gamma bound. Long sums (n > 64)
+ * rarely land on a tie, so they skip the tracking and its cost unless track_long. The sum
+ * is the same operations in the same order either way. */
 static inline ug_cv ug_cv_dot_d(const double *a, size_t sa, const double *b, size_t sb, size_t n, int track_long)
 {
     double s = 0.0, abs_sum = 0.0;
     int exact = n <= 64 || track_long;
-    for (size_t i = 0; i < n; i++) {
-        double x = a[i * sa], y = b[i * sb], p = x * y, t = s + p;
-        if (exact)
-            exact = ug_cv_narrow(x) && ug_cv_narrow(y) &&
-                    (x == 0.0 || y == 0.0 || (fabs(p) >= 0x1p-960 && fabs(p) <= 0x1p960)) && isfinite(t) &&
-                    ug_cv_two_sum_err(s, p, t) == 0.0;
-        s = t;
-        abs_sum += fabs(p);
-    }
+    for (size_t i = 0; i < n; i++) ug_cv_dot_step(a[i * sa], b[i * sb], &s, &abs_sum, &exact);
     return ug_cv_make(s, exact ? 0.0 : ug_cv_gamma_n(n + 2) * abs_sum + (double)n * UG_CV_TINY);
+}
+
+/* A dot product's running sums (arith.c's CERT ug_dot_nd). */
+typedef struct {
+    double s, abs_sum, e;
+    int exact;
+} ug_cv_acc;
+
+/* One term of arith.c's CERT ug_dot_nd (x with a bound, y exact): the dot step, exactness
+ * also needing x exact, and the carried input error e += x.e |y|. */
+static inline void ug_cv_dot_nd_step(ug_cv x, double y, ug_cv_acc *acc)
+{
+    if (x.e != 0.0) acc->exact = 0;
+    ug_cv_dot_step(x.v, y, &acc->s, &acc->abs_sum, &acc->exact);
+    acc->e += x.e * fabs(y);
+}
+
+/* ug_dot_nd's CERT result from its sums: exact zero products and exact inputs give an exact zero. */
+static inline ug_cv ug_cv_dot_nd_end(const ug_cv_acc *acc, size_t n)
+{
+    return ug_cv_make(acc->s, acc->exact || (acc->abs_sum == 0.0 && acc->e == 0.0)
+                                  ? 0.0
+                                  : acc->e + ug_cv_gamma_n(n + 2) * acc->abs_sum + (double)n * UG_CV_TINY);
 }
 
 /* A pair as the engine's CERT number (for ug_sum and the scalar path's functions). */
@@ -179,5 +222,50 @@ static inline ug_num ug_cv_num(ug_cv x) { return (ug_num){x.v, x.e, NULL}; }
 
 /* Hands element k of output out's selection to the engine's CERT rule (ug_cert_round). */
 static inline void ug_cv_emit(ug_ar *ar, int out, size_t k, ug_cv x) { ug_ar_emit(ar, out, k, ug_cv_num(x)); }
+
+/* nextafter(x, -inf) and nextafter(x, +inf) on the bits, without libm's call. NaN and the
+ * infinities in the direction of the step come back unchanged, as from nextafter. */
+static inline double ug_cv_next_down(double x)
+{
+    if (isnan(x) || x == -INFINITY) return x;
+    if (x == 0.0) return -0x1p-1074;
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    u += x > 0.0 ? (uint64_t)-1 : 1u; /* toward -inf: smaller magnitude if positive, larger if negative */
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+static inline double ug_cv_next_up(double x) { return -ug_cv_next_down(-x); }
+
+/* The CERT rule of arith.h's ug_cert_round (which calls this): *g = v rounded to dt;
+ * 1 when every value within e of v rounds to *g. Inline, so that an op's loop over one
+ * output (dt fixed) pays no call per element. */
+static inline int ug_cv_round(ug_dtype dt, double v, double e, double *g)
+{
+    if (e == 0.0) { /* exact */
+        *g = ug_dtype_round_fast(dt, v); /* rounds: the output's dtype */
+        return !isnan(v);
+    }
+    /* outward: the computed endpoints must contain the true interval */
+    double lo = ug_dtype_round_fast(dt, ug_cv_next_down(v - e)); /* rounds: interval end */
+    double hi = ug_dtype_round_fast(dt, ug_cv_next_up(v + e));   /* rounds: interval end */
+    /* lo == hi also holds for -0 == +0: the sign of a zero result is not judged */
+    int sure = isfinite(v) && isfinite(e) && lo == hi;
+    /* rounding is monotone, so a sure element rounds to lo (a zero keeps v's sign) */
+    *g = sure && lo != 0.0 ? lo : ug_dtype_round_fast(dt, v); /* rounds: the output's dtype */
+    return sure;
+}
+
+/* ug_ar_emit's CERT branch on a sink taken once per output (ug_ar_cert_sink): element k
+ * gets x's rounding and value; returns 1 when k is left unsure (the caller adds its
+ * counts with ug_ar_tally). */
+static inline int ug_cv_put(const ug_ar_sink *s, size_t k, ug_cv x)
+{
+    int sure = ug_cv_round(s->dt, x.v, x.e, &s->g[k]);
+    s->gstar[k] = x.v;
+    if (s->unsure) s->unsure[k] = (unsigned char)!sure;
+    return !sure;
+}
 
 #endif

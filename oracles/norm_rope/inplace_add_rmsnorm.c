@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "oracles/mp/cert_block.h"
 #include "oracles/mp/cert_inline.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
@@ -40,6 +41,33 @@ static ug_num x_add_value(ug_ar *ar, int fast, double a, double b)
     return ug_add(ar, ug_c(ar, a), ug_c(ar, b)); /* an input sum: exact double, rounded by the naive arithmetic too */
 }
 
+/* CERT, a row selected whole in y and x_add (every row at --sample all): both computed by
+ * plain loops (the values of y_value and x_add_value) and emitted by blocks
+ * (ug_cv_put_block), and rstd;
+ * 0 (nothing emitted) for any other row. */
+static int fast_row(ug_ar *ar, const ug_selection *sel, size_t *pos, size_t r, size_t h, const double *xa, ug_num rstd,
+                    const ug_tensor *x1, const ug_tensor *x2, const ug_tensor *gm)
+{
+    ug_ar_sink *s0 = ug_ar_cert_sink(ar, 0), *s1 = ug_ar_cert_sink(ar, 1);
+    if (!s0 || !s1 || !ug_sel_is_run(sel, 0, pos[0], r * h, h) || !ug_sel_is_run(sel, 1, pos[1], r * h, h)) return 0;
+    unsigned long unsure = 0;
+    ug_cv rs = ug_cv_of(rstd);
+    double v[2][256], e[2][256]; /* y and x_add of 256 columns, emitted a block at a time */
+    for (size_t i0 = 0; i0 < h; i0 += 256) {
+        size_t len = h - i0 < 256 ? h - i0 : 256;
+        for (size_t i = i0; i < i0 + len; i++) {
+            ug_cv y = ug_cv_mul(ug_cv_mul(ug_cv_c(xa[i]), rs), ug_cv_c(ug_tload(gm, i)));
+            ug_cv xs = ug_cv_add(ug_cv_c(ug_tload(x1, r * h + i)), ug_cv_c(ug_tload(x2, r * h + i)));
+            v[0][i - i0] = y.v, e[0][i - i0] = y.e, v[1][i - i0] = xs.v, e[1][i - i0] = xs.e;
+        }
+        unsure += ug_cv_put_block(s0, pos[0] + i0, v[0], e[0], len) + ug_cv_put_block(s1, pos[1] + i0, v[1], e[1], len);
+    }
+    ug_ar_tally(ar, 2 * h, unsure);
+    pos[0] += h, pos[1] += h;
+    if (pos[2] < sel->n[2] && sel->idx[2][pos[2]] == r) ug_ar_emit(ar, 2, pos[2]++, rstd);
+    return 1;
+}
+
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     int fast = ug_ar_get_mode(ar) == UG_AR_CERT;
@@ -55,6 +83,10 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
         for (size_t i = 0; i < h; i++) xa[i] = ug_tload(x1, r * h + i) + ug_tload(x2, r * h + i); /* exact */
         ug_num ss = ug_dot_d(ar, xa, 1, xa, 1, h);
         ug_num rstd = ug_rsqrt(ar, ug_add(ar, ug_div(ar, ss, ug_c(ar, (double)h)), ug_c(ar, eps)));
+        if (fast && fast_row(ar, sel, pos, r, h, xa, rstd, x1, x2, gm)) {
+            ug_ar_release(ar, mark);
+            continue;
+        }
         for (; pos[0] < sel->n[0] && sel->idx[0][pos[0]] / h == r; pos[0]++) {
             size_t i = sel->idx[0][pos[0]] % h;
             ug_ar_emit(ar, 0, pos[0], y_value(ar, fast, xa[i], rstd, ug_tload(gm, i)));

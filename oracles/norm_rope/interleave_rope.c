@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "oracles/mp/cert_block.h"
 #include "oracles/mp/cert_inline.h"
 #include "oracles/norm_rope/rope_table.h"
 #include "oracles/oracle.h"
@@ -71,30 +72,71 @@ static size_t table_index(const rope_layout *L, size_t b, size_t s, size_t j)
     return (b * L->cs + (L->cs == 1 ? 0 : s)) * L->d + j;
 }
 
+/* Output element (row, j)'s two terms: a·w, the first half e*c + o*(-s), the second half
+ * o*c + e*s (negation exact). */
+static void rope_terms(const ug_tensor *x, const ug_tensor *ct, const ug_tensor *st, size_t d, size_t half, size_t row,
+                       size_t j, size_t t, double a[2], double w[2])
+{
+    size_t i = j < half ? j : j - half;
+    double e = ug_tload(x, row * d + 2 * i), o = ug_tload(x, row * d + 2 * i + 1);
+    double cs = ug_tload(ct, t), sn = ug_tload(st, t);
+    a[0] = j < half ? e : o, a[1] = j < half ? o : e;
+    w[0] = cs, w[1] = j < half ? -sn : sn;
+}
+
+/* CERT, row `row` (batch b, position s) selected whole from position k: its first half
+ * e*c + o*(-s) and second half o*c + e*s (rope_terms' pairs, in that order) for every
+ * column by ug_cv_dot2 over the row's deinterleaved x and its table entries, then emitted
+ * as a block. buf: 6 D/2 + 2 D doubles. Returns the unsure count. */
+static unsigned long fast_row(const ug_ar_sink *sink, size_t k, const ug_tensor *x, const ug_tensor *ct,
+                              const ug_tensor *st, const rope_layout *L, size_t row, size_t b, size_t s, double *buf)
+{
+    size_t d = L->d, half = L->half;
+    double *ev = buf, *od = ev + half, *c1 = od + half, *ns1 = c1 + half, *c2 = ns1 + half, *s2 = c2 + half;
+    double *v = s2 + half, *e = v + d;
+    for (size_t i = 0; i < half; i++) {
+        size_t t1 = table_index(L, b, s, i), t2 = table_index(L, b, s, half + i);
+        ev[i] = ug_tload(x, row * d + 2 * i), od[i] = ug_tload(x, row * d + 2 * i + 1);
+        c1[i] = ug_tload(ct, t1), ns1[i] = -ug_tload(st, t1); /* negation exact */
+        c2[i] = ug_tload(ct, t2), s2[i] = ug_tload(st, t2);
+    }
+    ug_cv_dot2(ev, od, c1, ns1, half, v, e);
+    ug_cv_dot2(od, ev, c2, s2, half, v + half, e + half);
+    return ug_cv_put_block(sink, k, v, e, d);
+}
+
 /* In CERT the two-term dot product goes through the inline certified arithmetic
- * (mp/cert_inline.h: ug_dot_d's value and bound, no interpreter call per element). */
+ * (mp/cert_inline.h: ug_dot_d's value and bound, no interpreter call per element); a row
+ * selected whole (every row at --sample all) is emitted by one loop over its columns, its
+ * batch and position found once. */
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     const ug_tensor *x = ug_case_input(c, "x"), *ct = ug_case_input(c, "cos"), *st = ug_case_input(c, "sin");
-    int fast = ug_ar_get_mode(ar) == UG_AR_CERT;
+    ug_ar_sink *sink = ug_ar_cert_sink(ar, 0);
     rope_layout L = read_layout(&c->params);
     size_t d = L.d, half = L.half, seq = (size_t)ug_p_int(&c->params, "s");
     size_t bs = (size_t)ug_p_int(&c->params, "n") * seq; /* rows per batch */
-    for (size_t k = 0; k < sel->n[0]; k++) {
-        size_t idx = sel->idx[0][k], row = idx / d, j = idx % d, s = row % seq, t = table_index(&L, row / bs, s, j);
-        size_t i = j < half ? j : j - half;
-        double e = ug_tload(x, row * d + 2 * i), o = ug_tload(x, row * d + 2 * i + 1);
-        double cs = ug_tload(ct, t), sn = ug_tload(st, t);
-        /* first half: e*c + o*(-s); second half: o*c + e*s (negation exact) */
-        double a[2] = {j < half ? e : o, j < half ? o : e}, w[2] = {cs, j < half ? -sn : sn};
-        if (fast) {
-            ug_cv_emit(ar, 0, k, ug_cv_dot_d(a, 1, w, 1, 2, 0));
+    unsigned long unsure = 0, emitted = 0;
+    double a[2], w[2], *buf = sink && d == 2 * half ? malloc((6 * half + 2 * d) * sizeof *buf) : NULL;
+    for (size_t k = 0; k < sel->n[0];) {
+        size_t idx = sel->idx[0][k], row = idx / d, s = row % seq;
+        if (buf && ug_sel_is_run(sel, 0, k, row * d, d)) {
+            unsure += fast_row(sink, k, x, ct, st, &L, row, row / bs, s, buf);
+            emitted += d, k += d;
+            continue;
+        }
+        size_t j = idx % d;
+        rope_terms(x, ct, st, d, half, row, j, table_index(&L, row / bs, s, j), a, w);
+        if (sink) {
+            ug_cv_emit(ar, 0, k++, ug_cv_dot_d(a, 1, w, 1, 2, 0));
             continue;
         }
         size_t mark = ug_ar_mark(ar);
-        ug_ar_emit(ar, 0, k, ug_dot_d(ar, a, 1, w, 1, 2));
+        ug_ar_emit(ar, 0, k++, ug_dot_d(ar, a, 1, w, 1, 2));
         ug_ar_release(ar, mark);
     }
+    ug_ar_tally(ar, emitted, unsure);
+    free(buf);
     return 0;
 }
 

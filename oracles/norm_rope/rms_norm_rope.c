@@ -21,6 +21,7 @@
 #include <stdlib.h>
 
 #include "core/philox.h"
+#include "oracles/mp/cert_block.h"
 #include "oracles/mp/cert_inline.h"
 #include "oracles/norm_rope/rope_table.h"
 #include "oracles/oracle.h"
@@ -56,9 +57,10 @@ static int oracle_tensor(const ug_case *c, ug_ar *ar, const ug_selection *sel, i
 {
     const ug_tensor *ct = ug_case_input(c, "cos"), *st = ug_case_input(c, "sin");
     double eps = ug_p_num(&c->params, "eps"); /* the fp32 value */
-    int fast = ug_ar_get_mode(ar) == UG_AR_CERT;
+    ug_ar_sink *sink = ug_ar_cert_sink(ar, o); /* CERT: the inline path */
+    unsigned long unsure = 0;
     size_t d = (size_t)ug_p_int(&c->params, "d"), half = d / 2, heads = (size_t)x->shape[1];
-    double *xr = malloc(d * 2 * sizeof *xr), *xg = xr + d;
+    double *xr = malloc(d * 4 * sizeof *xr), *xg = xr + d, *yv = xg + d, *ye = yv + d; /* yv, ye: a whole row's values, bounds */
     if (!xr) return -1;
     for (size_t k = 0; k < sel->n[o];) {
         size_t row = sel->idx[o][k] / d, tok = row / heads, mark = ug_ar_mark(ar);
@@ -68,19 +70,25 @@ static int oracle_tensor(const ug_case *c, ug_ar *ar, const ug_selection *sel, i
         }
         ug_num ms = ug_div(ar, ug_dot_d(ar, xr, 1, xr, 1, d), ug_c(ar, (double)d));
         ug_num rstd = ug_rsqrt(ar, ug_add(ar, ms, ug_c(ar, eps)));
-        for (; k < sel->n[o] && sel->idx[o][k] / d == row; k++) {
-            size_t j = sel->idx[o][k] % d, i = j < half ? j : j - half;
+        size_t end = sink && ug_sel_is_run(sel, o, k, row * d, d) ? k + d : 0; /* a whole row: no division per element */
+        ug_cv y;
+        for (; end ? k < end : k < sel->n[o] && sel->idx[o][k] / d == row; k++) {
+            size_t j = end ? k + d - end : sel->idx[o][k] % d, i = j < half ? j : j - half;
             double cs = ug_tload(ct, tok * half + i), sn = ug_tload(st, tok * half + i);
             /* j < D/2: xg_i*c - xg_{i+h}*s;  j >= D/2: xg_i*s + xg_{i+h}*c (negation exact) */
             double w[2] = {j < half ? cs : sn, j < half ? -sn : cs};
-            if (fast)
-                ug_cv_emit(ar, o, k, ug_cv_mul(ug_cv_of(rstd), ug_cv_dot_d(xg + i, half, w, 1, 2, 0)));
+            if (sink) y = ug_cv_mul(ug_cv_of(rstd), ug_cv_dot_d(xg + i, half, w, 1, 2, 0));
+            if (end) yv[j] = y.v, ye[j] = y.e; /* emitted with the row below */
+            else if (sink)
+                unsure += ug_cv_put(sink, k, y);
             else
                 ug_ar_emit(ar, o, k, ug_mul(ar, rstd, ug_dot_d(ar, xg + i, half, w, 1, 2)));
         }
+        if (end) unsure += ug_cv_put_block(sink, end - d, yv, ye, d);
         ug_ar_release(ar, mark);
     }
     free(xr);
+    if (sink) ug_ar_tally(ar, sel->n[o], unsure);
     return 0;
 }
 

@@ -21,7 +21,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "oracles/mp/cert_block.h"
 #include "oracles/mp/cert_inline.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
@@ -109,27 +111,109 @@ typedef struct {
     ug_cv omb1, omb2, bc1, bc2;
 } adamw_fast;
 
-static ug_cv fast_moment1(const adamw_fast *f, double m, double g)
+static inline __attribute__((always_inline)) ug_cv fast_moment1(const adamw_fast *f, double m, double g)
 {
     return ug_cv_add(ug_cv_mul(ug_cv_c(f->b1), ug_cv_c(m)), ug_cv_mul(f->omb1, ug_cv_c(g)));
 }
 
-static ug_cv fast_moment2(const adamw_fast *f, double v, double g)
+static inline __attribute__((always_inline)) ug_cv fast_moment2(const adamw_fast *f, double v, double g)
 {
     return ug_cv_add(ug_cv_mul(ug_cv_c(f->b2), ug_cv_c(v)), ug_cv_mul(f->omb2, ug_cv_c(g * g)));
 }
 
-static ug_cv fast_weight(const adamw_fast *f, double w, double g, double m, double v)
+/* w' from the moments m1 = m', m2 = v' (fast_moment1, fast_moment2 of the same element). */
+static inline __attribute__((always_inline)) ug_cv fast_weight_of(const adamw_fast *f, double w, ug_cv m1, ug_cv m2)
 {
-    ug_cv mh = ug_cv_div(fast_moment1(f, m, g), f->bc1), vh = ug_cv_div(fast_moment2(f, v, g), f->bc2);
+    ug_cv mh = ug_cv_div(m1, f->bc1), vh = ug_cv_div(m2, f->bc2);
     ug_cv upd = ug_cv_add(ug_cv_div(mh, ug_cv_add(ug_cv_sqrt(vh), ug_cv_c(f->eps))), ug_cv_mul(ug_cv_c(f->wd), ug_cv_c(w)));
     return ug_cv_sub(ug_cv_c(w), ug_cv_mul(ug_cv_c(f->lr), upd));
+}
+
+static ug_cv fast_weight(const adamw_fast *f, double w, double g, double m, double v)
+{
+    return fast_weight_of(f, w, fast_moment1(f, m, g), fast_moment2(f, v, g));
+}
+
+/* Every element of all three outputs (check_all, --sample all) goes through blocks of
+ * ADAMW_BLOCK elements: adamw_block computes m', v' (once each) and w' from them into
+ * value and bound arrays, then emitted a block at a time (ug_cv_put_block). The same formulas in the same
+ * order as the per-output loops, so the same values and bounds (digests equal). Why
+ * blocks: the formulas choose between values, never code paths (cert_inline.h), so a
+ * fixed-length loop of them vectorises; this file is compiled with -fno-math-errno and
+ * -fno-trapping-math (CMakeLists.txt: sqrt inline, both sides of a choice evaluated),
+ * which change no IEEE result, and adamw_block has an AVX2 clone picked at load time. */
+#define ADAMW_BLOCK 256
+
+typedef struct {
+    double v[3][ADAMW_BLOCK], e[3][ADAMW_BLOCK]; /* per output (0 w', 1 m', 2 v'): value, bound */
+} adamw_out;
+
+/* rounds: none here (the outputs' roundings are the emit's). A non-finite w gets a
+ * meaningless w' that the caller replaces. */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+adamw_block(const adamw_fast *fp, const double *restrict g, const double *restrict w, const double *restrict m,
+            const double *restrict v, adamw_out *restrict o)
+{
+    const adamw_fast f = *fp; /* a local copy: no store below can change it */
+    for (int i = 0; i < ADAMW_BLOCK; i++) {
+        ug_cv m1 = fast_moment1(&f, m[i], g[i]), m2 = fast_moment2(&f, v[i], g[i]);
+        ug_cv y = fast_weight_of(&f, w[i], m1, m2);
+        o->v[0][i] = y.v, o->e[0][i] = y.e;
+        o->v[1][i] = m1.v, o->e[1][i] = m1.e;
+        o->v[2][i] = m2.v, o->e[2][i] = m2.e;
+    }
+}
+
+/* Elements [i0, i0 + len) of the four inputs into padded blocks (len < ADAMW_BLOCK: the
+ * tail; zeros after it), the whole blocks handed over in place otherwise. */
+static void adamw_inputs(const adamw_ctx *x, size_t i0, size_t len, double pad[4][ADAMW_BLOCK], const double *in[4])
+{
+    const ug_tensor *t[4] = {x->g, x->w, x->m, x->v};
+    for (int k = 0; k < 4; k++) {
+        in[k] = t[k]->values + i0;
+        if (len == ADAMW_BLOCK) continue;
+        memset(pad[k], 0, sizeof pad[k]);
+        memcpy(pad[k], in[k], len * sizeof(double));
+        in[k] = pad[k];
+    }
+}
+
+static unsigned long fast_all(const adamw_params *p, const adamw_ctx *x, const adamw_fast *f, ug_ar_sink *const s[3],
+                              size_t n)
+{
+    unsigned long unsure = 0;
+    adamw_out o;
+    double pad[4][ADAMW_BLOCK];
+    for (size_t i0 = 0; i0 < n; i0 += ADAMW_BLOCK) {
+        size_t len = n - i0 < ADAMW_BLOCK ? n - i0 : ADAMW_BLOCK;
+        const double *in[4];
+        adamw_inputs(x, i0, len, pad, in);
+        adamw_block(f, in[0], in[1], in[2], in[3], &o);
+        for (size_t i = 0; i < len; i++)
+            if (!isfinite(in[1][i])) o.v[0][i] = nonfinite_weight(p, x, i0 + i), o.e[0][i] = 0.0; /* ug_cv_c */
+        for (int k = 0; k < 3; k++) unsure += ug_cv_put_block(s[k], i0, o.v[k], o.e[k], len);
+    }
+    return unsure;
+}
+
+/* Whether sel is every element of each of the three outputs, in order. */
+static int selects_all(const adamw_ctx *x, const ug_selection *sel)
+{
+    size_t n = x->w->numel;
+    for (int o = 0; o < 3; o++)
+        if (sel->n[o] != n || (n && sel->idx[o][n - 1] != n - 1)) return 0; /* sorted, distinct: 0..n-1 */
+    return 1;
 }
 
 static void oracle_fast(ug_ar *ar, const adamw_params *p, const adamw_ctx *x, const ug_selection *sel)
 {
     const adamw_fast f = {p->beta1,        p->beta2,        p->eps,          p->wd,          p->lr,
                           ug_cv_of(x->omb1), ug_cv_of(x->omb2), ug_cv_of(x->bc1), ug_cv_of(x->bc2)};
+    ug_ar_sink *const s[3] = {ug_ar_cert_sink(ar, 0), ug_ar_cert_sink(ar, 1), ug_ar_cert_sink(ar, 2)};
+    if (s[0] && s[1] && s[2] && selects_all(x, sel) && x->g->values && x->w->values && x->m->values && x->v->values) {
+        ug_ar_tally(ar, 3 * sel->n[0], fast_all(p, x, &f, s, sel->n[0]));
+        return;
+    }
     for (int o = 0; o < 3; o++)
         for (size_t k = 0; k < sel->n[o]; k++) {
             size_t i = sel->idx[o][k];
