@@ -91,6 +91,31 @@ static double abs_dot(const double *q, const double *k, size_t d)
     return s;
 }
 
+/* The weights of ug_attn_weights from the scores of the live keys in e (live NULL: all n
+ * live): e_j = exp(s_j - m), m the max of the scores, *total their sum, then the device's
+ * rounding of P (p_dt, or the fp8 form). */
+static void weights_of_scores(ug_ar *ar, ug_num *e, const unsigned char *live, long n, ug_dtype p_dt, int fp8,
+                              ug_num *m, ug_num *total)
+{
+    ug_num zero = ug_c(ar, 0.0);
+    int first = 1;
+    for (long j = 0; j < n; j++) {
+        if (live && !live[j]) continue;
+        *m = first ? e[j] : ug_max(ar, *m, e[j]);
+        first = 0;
+    }
+    for (long j = 0; j < n; j++) e[j] = !live || live[j] ? ug_exp(ar, ug_sub(ar, e[j], *m)) : zero;
+    *total = ug_sum(ar, e, (size_t)n);
+    for (long j = 0; j < n; j++) e[j] = fp8 ? fp8_p_round(ar, e[j]) : ug_dev_round(ar, e[j], p_dt); /* a device's P */
+}
+
+void ug_attn_weights_of_dots(ug_ar *ar, ug_num *e, long n, double scale, ug_dtype p_dt, ug_num *m, ug_num *total)
+{
+    ug_num sc = ug_c(ar, scale);
+    for (long j = 0; j < n; j++) e[j] = ug_mul(ar, e[j], sc); /* the score */
+    weights_of_scores(ar, e, NULL, n, p_dt, 0, m, total);
+}
+
 /* ug_attn_weights, and with fp8 set ug_attn_weights_fp8 (p_dt unused then). */
 static long attn_weights(ug_ar *ar, const double *qr, const double *k, size_t kstride, long n, size_t d, double scale,
                          ug_dtype p_dt, int fp8, ug_num *e, unsigned char *live, ug_num *m, ug_num *total)
@@ -107,18 +132,13 @@ static long attn_weights(ug_ar *ar, const double *qr, const double *k, size_t ks
         n_live += live[j];
     }
     if (n_live == 0) return 0;
-    ug_num sc = ug_c(ar, scale), zero = ug_c(ar, 0.0);
-    int first = 1;
+    ug_num sc = ug_c(ar, scale);
     for (long j = 0; j < n; j++) {
         if (!live[j]) continue;
         e[j] = ug_mul(ar, ug_dot_d(ar, qr, 1, k + (size_t)j * kstride, 1, d), sc); /* the score, exp taken below */
         if (dev_operands) e[j].e += 2 * UG_DEV_U * scale * abs_dot(qr, k + (size_t)j * kstride, d);
-        *m = first ? e[j] : ug_max(ar, *m, e[j]);
-        first = 0;
     }
-    for (long j = 0; j < n; j++) e[j] = live[j] ? ug_exp(ar, ug_sub(ar, e[j], *m)) : zero;
-    *total = ug_sum(ar, e, (size_t)n);
-    for (long j = 0; j < n; j++) e[j] = fp8 ? fp8_p_round(ar, e[j]) : ug_dev_round(ar, e[j], p_dt); /* a device's P */
+    weights_of_scores(ar, e, live, n, p_dt, fp8, m, total);
     return n;
 }
 

@@ -61,6 +61,10 @@ long ug_fa_batch_of(const ug_fa_params *p, long t);
 long ug_attn_weights(ug_ar *ar, const double *qr, const double *k, size_t kstride, long n, size_t d, double scale,
                      ug_dtype p_dt, ug_num *e, unsigned char *live, ug_num *m, ug_num *total);
 
+/* ug_attn_weights' weights from the dots q.k_j of n keys, all live (finite), given in e (as
+ * ug_dot_d computes them, e.g. by ug_dot_d_tile): the same numbers in every arithmetic. */
+void ug_attn_weights_of_dots(ug_ar *ar, ug_num *e, long n, double scale, ug_dtype p_dt, ug_num *m, ug_num *total);
+
 /* ug_attn_weights for dequantised operands (page_attention quant fp8): qr and k hold the
  * exact products e4m3 code * fp32 scale, so EXACT and CERT are unchanged; the device bound
  * adds what the fp8 device model allows: each q_i and k_i formed in fp32 (2u scale

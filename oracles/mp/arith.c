@@ -65,6 +65,7 @@ void ug_ar_free(ug_ar *ar)
 }
 
 ug_ar_mode ug_ar_get_mode(const ug_ar *ar) { return ar->mode; }
+ug_dtype ug_ar_get_naive_dt(const ug_ar *ar) { return ar->naive_dt; }
 mpfr_prec_t ug_ar_get_prec(const ug_ar *ar) { return ar->prec; }
 void ug_ar_set_sink(ug_ar *ar, ug_ar_sink *sinks, int n)
 {
@@ -635,63 +636,4 @@ void ug_ar_emit(ug_ar *ar, int out, size_t k, ug_num x)
         s->g[k] = ug_dtype_round_fast(s->dt, x.v);
         break;
     }
-}
-
-/* ug_dot_nd_cols, plain (non-MPFR) arithmetics, for columns [c0, c0 + w) of V, w <= 64:
- * the loop of ug_dot_nd with its three running sums (value, magnitudes, input bounds) kept
- * per column, rows outermost, so one pass reads each row of V once and contiguously. Each
- * column sees the same operations in the same order as ug_dot_nd gives it. */
-static void dot_nd_cols_chunk(ug_ar *ar, const ug_num *x, const double *V, size_t ldv, size_t n, size_t c0, size_t w,
-                              ug_num *out)
-{
-    double s[64] = {0}, abs_sum[64] = {0}, e[64] = {0};
-    int naive = ar->mode == UG_AR_NAIVE;
-    for (size_t i = 0; i < n; i++) {
-        const double *row = V + i * ldv + c0;
-        double xv = x[i].v, xe = x[i].e;
-        if (naive) {
-            for (size_t c = 0; c < w; c++) {
-                double p = ug_dtype_round_fast(ar->naive_dt, xv * row[c]);   /* rounds: naive mul */
-                s[c] = ug_dtype_round_fast(ar->naive_dt, s[c] + p);          /* rounds: naive add */
-                abs_sum[c] += fabs(p);
-                e[c] += xe * fabs(row[c]);
-            }
-        } else {
-            for (size_t c = 0; c < w; c++) {
-                double p = xv * row[c];
-                s[c] += p;
-                abs_sum[c] += fabs(p);
-                e[c] += xe * fabs(row[c]);
-            }
-        }
-    }
-    for (size_t c = 0; c < w; c++) {
-        if (ar->mode == UG_AR_CERT) /* ug_dot_nd's bound: exact zero products and exact inputs give an exact zero */
-            out[c] = num_cert(s[c], abs_sum[c] == 0.0 && e[c] == 0.0 ? 0.0
-                                                                       : e[c] + ug_cv_gamma_n(n + 2) * abs_sum[c] +
-                                                                             (double)n * TINY);
-        else if (IS_DEV(ar))
-            out[c] = num_dev(s[c], e[c] + gamma32(n) * abs_sum[c] + 2.0 * (double)n * UG_DEV_ETA);
-        else
-            out[c] = (ug_num){s[c], 0.0, NULL};
-    }
-}
-
-/* Whether every x is exact (CERT bound 0): then ug_dot_nd may prove a sum exact, which the
- * chunked loop does not try, so such columns go through ug_dot_nd itself. */
-static int all_exact(const ug_num *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (x[i].e != 0.0) return 0;
-    return 1;
-}
-
-void ug_dot_nd_cols(ug_ar *ar, const ug_num *x, const double *V, size_t ldv, size_t n, size_t ncols, ug_num *out)
-{
-    if (IS_MP(ar) || (ar->mode == UG_AR_CERT && all_exact(x, n))) { /* per column: MPFR gains nothing by rows */
-        for (size_t c = 0; c < ncols; c++) out[c] = ug_dot_nd(ar, x, V + c, ldv, n);
-        return;
-    }
-    for (size_t c0 = 0; c0 < ncols; c0 += 64)
-        dot_nd_cols_chunk(ar, x, V, ldv, n, c0, ncols - c0 < 64 ? ncols - c0 : 64, out + c0);
 }

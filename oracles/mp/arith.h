@@ -64,6 +64,7 @@ typedef struct ug_ar ug_ar;
 ug_ar *ug_ar_new(ug_ar_mode mode, mpfr_prec_t prec, ug_dtype naive_dt);
 void ug_ar_free(ug_ar *ar);
 ug_ar_mode ug_ar_get_mode(const ug_ar *ar);
+ug_dtype ug_ar_get_naive_dt(const ug_ar *ar); /* the dtype UG_AR_NAIVE rounds to */
 mpfr_prec_t ug_ar_get_prec(const ug_ar *ar);
 void ug_ar_set_sink(ug_ar *ar, ug_ar_sink *sinks, int n);
 size_t ug_ar_mark(const ug_ar *ar);
@@ -113,6 +114,16 @@ ug_num ug_dot_nd(ug_ar *ar, const ug_num *x, const double *b, size_t sb, size_t 
  * order), but one pass over V's rows instead of ncols strided ones. For the outputs of
  * one attention row, which share their weights x. */
 void ug_dot_nd_cols(ug_ar *ar, const ug_num *x, const double *V, size_t ldv, size_t n, size_t ncols, ug_num *out);
+/* out[r*ldo + c] = ug_dot_nd(ar, X + r*ldx, V + c, ldv, n[r]) for the m rows r < m (each
+ * with its own term count n[r]) and columns c < ncols: ug_dot_nd_cols for several rows at
+ * once, V read in chunks of rows that stay in cache across the m rows (arith_tile.c). */
+void ug_dot_nd_cols_tile(ug_ar *ar, const ug_num *X, size_t ldx, const size_t *n, size_t m, const double *V, size_t ldv,
+                         size_t ncols, ug_num *out, size_t ldo);
+/* out[r*ldo + j] = ug_dot_d(ar, Q + r*ldq, 1, Kt + j, ldk, D) for rows r < m and columns
+ * j < n of Kt (D rows of ldk): the scores of m query rows against n keys held transposed,
+ * bit for bit (value and bound) in every arithmetic, as vector loops over the keys. */
+void ug_dot_d_tile(ug_ar *ar, const double *Q, size_t ldq, size_t m, const double *Kt, size_t ldk, size_t D, size_t n,
+                   ug_num *out, size_t ldo);
 /* sqrt(sum x_i^2) of exact doubles. */
 ug_num ug_l2norm_d(ug_ar *ar, const double *a, size_t sa, size_t n);
 
