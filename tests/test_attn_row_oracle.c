@@ -88,16 +88,19 @@ static void check_dot_nd_cols(void)
  * wide doubles; with zeros, tiny values and (special) infinities and NaNs among them. */
 static void check_scores(ug_ar_mode mode, ug_dtype naive_dt, size_t m, size_t D, size_t n, int narrow, int special)
 {
+    int plain = special < 0; /* no zeros or tiny values: the naive vector blocks stay on the bits */
     ug_ar *ar = ug_ar_new(mode, 128, naive_dt);
     size_t ldk = n + 3;
     double *Q = malloc(m * D * sizeof *Q), *Kt = malloc(D * ldk * sizeof *Kt);
     ug_num *out = malloc(m * n * sizeof *out);
     for (size_t i = 0; i < m * D; i++) Q[i] = draw(3, (uint32_t)i);
     for (size_t i = 0; i < D * ldk; i++) Kt[i] = draw(4, (uint32_t)i);
+    for (size_t i = 0; plain && i < m * D; i++) Q[i] = fabs(Q[i]) < 0x1p-10 ? 0.75 : Q[i];
+    for (size_t i = 0; plain && i < D * ldk; i++) Kt[i] = fabs(Kt[i]) < 0x1p-10 ? -0.625 : Kt[i];
     for (size_t i = 0; narrow && i < m * D; i++) Q[i] = ug_dtype_round(UG_DT_BF16, Q[i]);
     for (size_t i = 0; narrow && i < D * ldk; i++) Kt[i] = ug_dtype_round(UG_DT_BF16, Kt[i]);
-    if (special && n > 9) Kt[2 * ldk + 5] = INFINITY, Kt[ldk + 9] = NAN, Q[1] = 0x1p600, Kt[ldk + 3] = 0x1p600;
-    if (narrow && n > 17) Kt[17] = 0x1p-60; /* a product far below the others: that sum is inexact */
+    if (special > 0 && n > 9) Kt[2 * ldk + 5] = INFINITY, Kt[ldk + 9] = NAN, Q[1] = 0x1p600, Kt[ldk + 3] = 0x1p600;
+    if (narrow && !plain && n > 17) Kt[17] = 0x1p-60; /* a product far below the others: that sum is inexact */
     ug_dot_d_tile(ar, Q, D, m, Kt, ldk, D, n, out, n);
     size_t differ = 0;
     for (size_t r = 0; r < m; r++)
@@ -107,14 +110,15 @@ static void check_scores(ug_ar_mode mode, ug_dtype naive_dt, size_t m, size_t D,
             ug_ar_release(ar, mark);
         }
     CHECK(differ == 0, "mode %d naive %s, %zu rows x %zu keys, D %zu%s%s: %zu scores differ from ug_dot_d", (int)mode,
-          ug_dtype_name(naive_dt), m, n, D, narrow ? ", bf16 inputs" : "", special ? ", specials" : "", differ);
+          ug_dtype_name(naive_dt), m, n, D, narrow ? ", bf16 inputs" : "", special > 0 ? ", specials" : plain ? ", no zeros" : "",
+          differ);
     free(Q), free(Kt), free(out);
     ug_ar_free(ar);
 }
 
 /* ug_dot_nd_cols_tile against ug_dot_nd per row and column: rows with their own term counts
  * (0, short, across the 128-row chunks), one row of exact weights among them. */
-static void check_cols_tile(ug_ar_mode mode, ug_dtype naive_dt, size_t ncols)
+static void check_cols_tile(ug_ar_mode mode, ug_dtype naive_dt, size_t ncols, int plain)
 {
     enum { M = 5 };
     static const size_t n[M] = {300, 0, 7, 129, 256};
@@ -123,8 +127,10 @@ static void check_cols_tile(ug_ar_mode mode, ug_dtype naive_dt, size_t ncols)
     ug_num *X = malloc(M * ldx * sizeof *X), *out = malloc(M * ncols * sizeof *out);
     double *V = malloc(ldx * ldv * sizeof *V);
     for (size_t i = 0; i < ldx * ldv; i++) V[i] = draw(5, (uint32_t)i);
+    for (size_t i = 0; plain && i < ldx * ldv; i++) V[i] = fabs(V[i]) < 0x1p-10 ? 0.875 : V[i]; /* on the bits */
     for (size_t i = 0; i < M * ldx; i++) {
         double s = draw(6, (uint32_t)i);
+        s = plain && fabs(s) < 0x1p-10 ? 0.5 : s;
         X[i] = i / ldx == 2 ? ug_c(ar, s) : ug_exp(ar, ug_sub(ar, ug_c(ar, s), ug_c(ar, 1.0)));
     }
     ug_dot_nd_cols_tile(ar, X, ldx, n, M, V, ldv, ncols, out, ncols);
@@ -135,8 +141,8 @@ static void check_cols_tile(ug_ar_mode mode, ug_dtype naive_dt, size_t ncols)
             differ += !same_num(mode, out[r * ncols + c], ug_dot_nd(ar, X + r * ldx, V + c, ldv, n[r]));
             ug_ar_release(ar, mark);
         }
-    CHECK(differ == 0, "mode %d naive %s, %zu columns: %zu tile sums differ from ug_dot_nd", (int)mode,
-          ug_dtype_name(naive_dt), ncols, differ);
+    CHECK(differ == 0, "mode %d naive %s, %zu columns%s: %zu tile sums differ from ug_dot_nd", (int)mode,
+          ug_dtype_name(naive_dt), ncols, plain ? ", no zeros" : "", differ);
     free(X), free(out), free(V);
     ug_ar_free(ar);
 }
@@ -153,8 +159,12 @@ static void check_tiles(void)
                     check_scores(modes[k], dts[t], 3, dims[d][0], dims[d][1], narrow, 0);
             check_scores(modes[k], dts[t], 2, 16, 40, 0, 1);
             check_scores(modes[k], dts[t], 2, 16, 40, 1, 1);
-            check_cols_tile(modes[k], dts[t], 130);
-            check_cols_tile(modes[k], dts[t], 5);
+            check_scores(modes[k], dts[t], 3, 64, 45, 1, -1);
+            check_scores(modes[k], dts[t], 3, 128, 150, 0, -1);
+            for (int plain = 0; plain < 2; plain++) {
+                check_cols_tile(modes[k], dts[t], 130, plain);
+                check_cols_tile(modes[k], dts[t], 5, plain);
+            }
         }
     }
 }

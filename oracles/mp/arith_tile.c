@@ -48,25 +48,20 @@ static double gamma32(size_t n) { return (double)n * UG_DEV_U / (1.0 - (double)n
 static ug_num num_dev(double v, double e) { return (ug_num){v, isnan(e) ? INFINITY : e, NULL}; }
 static tv4 vabs(tv4 x) { return (tv4)((tu4)x & (tu4){~(1ull << 63), ~(1ull << 63), ~(1ull << 63), ~(1ull << 63)}); }
 
-/* The naive rounding to dt of four doubles: ug_dtype_round_fast lane by lane. bf16 and fp16
- * values normal in the format below its top binade round on the bits (ug_dtype_round_normal_bits,
- * four at once); any other lane, or dtype, through ug_dtype_round_fast itself. */
-static inline tv4 round4(ug_dtype dt, tv4 x)
+/* The naive rounding of four doubles to bf16 (bf = 1) or fp16 on the bits
+ * (ug_dtype_round_normal_bits), right where ug_dtype_round_fast takes that path: a value
+ * normal in the format below its top binade. Lanes outside it set *bad, and the caller
+ * recomputes its block through ug_dtype_round_fast (zeros, subnormals, overflow). */
+static inline __attribute__((always_inline)) tv4 round4(int bf, tv4 x, ti4 *bad)
 {
-    if (dt == UG_DT_BF16 || dt == UG_DT_FP16) {
-        int bf = dt == UG_DT_BF16, shift = 52 - (bf ? 7 : 10);
-        uint64_t lo = (uint64_t)(1023 + (bf ? -126 : -14)), span = bf ? 253 : 29; /* e in [emin, emax) */
-        tu4 u = (tu4)x, e = (u >> 52) & 0x7ffu;
-        ti4 ok = (e - lo) < span;
-        if (ok[0] & ok[1] & ok[2] & ok[3]) {
-            tu4 r = (u + (((uint64_t)1 << (shift - 1)) - 1u + ((u >> shift) & 1u))) & ~(((uint64_t)1 << shift) - 1u); /* rounds: RNE */
-            return (tv4)r;
-        }
-    }
-    tv4 r;
-    for (int l = 0; l < 4; l++) r[l] = ug_dtype_round_fast(dt, x[l]); /* rounds: naive */
-    return r;
+    const int shift = 52 - (bf ? 7 : 10);
+    const uint64_t lo = (uint64_t)(1023 + (bf ? -126 : -14)), span = bf ? 253 : 29; /* e in [emin, emax) */
+    tu4 u = (tu4)x;
+    *bad |= ~(((u >> 52) & 0x7ffu) - lo < span);
+    return (tv4)((u + ((((uint64_t)1 << (shift - 1)) - 1u) + ((u >> shift) & 1u))) & ~(((uint64_t)1 << shift) - 1u)); /* rounds: RNE */
 }
+
+static int any4(ti4 b) { return (b[0] | b[1] | b[2] | b[3]) != 0; }
 
 /* ---- scores: ug_dot_d of one row q against keys j0.. of K^T ------------------------------------- */
 
@@ -136,26 +131,42 @@ TILE_CLONES static void scores_tracked(const double *q, const double *Kt, size_t
     }
 }
 
-/* NAIVE: every product and partial sum rounded to dt. */
-TILE_CLONES static void scores_naive(ug_dtype dt, const double *q, const double *Kt, size_t ldk, size_t D, size_t w,
-                                     double *s)
+/* NAIVE, one key: every product and partial sum rounded to dt, left to right. */
+static double score_naive1(ug_dtype dt, const double *q, const double *kc, size_t ldk, size_t D)
 {
+    double s = 0.0;
+    for (size_t i = 0; i < D; i++) s = ug_dtype_round_fast(dt, s + ug_dtype_round_fast(dt, q[i] * kc[i * ldk])); /* rounds: naive */
+    return s;
+}
+
+/* NAIVE for bf16 (bf) or fp16, 8 keys at a time on the bits; a block that leaves the bits'
+ * range anywhere is redone key by key. */
+static inline __attribute__((always_inline)) void scores_naive_bits(int bf, const double *q, const double *Kt,
+                                                                     size_t ldk, size_t D, size_t w, double *s)
+{
+    ug_dtype dt = bf ? UG_DT_BF16 : UG_DT_FP16;
     size_t j = 0;
     for (; j + 8 <= w; j += 8) {
         tv4 s0 = {0}, s1 = {0}, k0, k1;
+        ti4 bad = {0};
         for (size_t i = 0; i < D; i++) {
             LD4(k0, Kt + i * ldk + j), LD4(k1, Kt + i * ldk + j + 4);
-            s0 = round4(dt, s0 + round4(dt, q[i] * k0)); /* rounds: naive mul, naive add */
-            s1 = round4(dt, s1 + round4(dt, q[i] * k1));
+            s0 = round4(bf, s0 + round4(bf, q[i] * k0, &bad), &bad); /* rounds: naive mul, naive add */
+            s1 = round4(bf, s1 + round4(bf, q[i] * k1, &bad), &bad);
         }
         ST4(s + j, s0), ST4(s + j + 4, s1);
+        for (size_t l = 0; any4(bad) && l < 8; l++) s[j + l] = score_naive1(dt, q, Kt + j + l, ldk, D);
     }
-    for (; j < w; j++) {
-        double sj = 0.0;
-        for (size_t i = 0; i < D; i++)
-            sj = ug_dtype_round_fast(dt, sj + ug_dtype_round_fast(dt, q[i] * Kt[i * ldk + j])); /* rounds: naive */
-        s[j] = sj;
-    }
+    for (; j < w; j++) s[j] = score_naive1(dt, q, Kt + j, ldk, D);
+}
+
+TILE_CLONES static void scores_naive(ug_dtype dt, const double *q, const double *Kt, size_t ldk, size_t D, size_t w,
+                                     double *s)
+{
+    if (dt == UG_DT_BF16) scores_naive_bits(1, q, Kt, ldk, D, w, s);
+    else if (dt == UG_DT_FP16) scores_naive_bits(0, q, Kt, ldk, D, w, s);
+    else
+        for (size_t j = 0; j < w; j++) s[j] = score_naive1(dt, q, Kt + j, ldk, D);
 }
 
 /* Whether every bit pattern a CERT product test calls narrow (ug_cv_narrow) is: x[i*sx], i < n. */
@@ -207,7 +218,8 @@ void ug_dot_d_tile(ug_ar *ar, const double *Q, size_t ldq, size_t m, const doubl
     if (!sc) abort(); /* as the arithmetic's own pool: the oracle cannot go on without memory */
     for (size_t j0 = 0; j0 < n; j0 += KEY_CHUNK) {
         size_t w = n - j0 < KEY_CHUNK ? n - j0 : KEY_CHUNK;
-        for (size_t j = 0; j < w; j++) knarrow[j] = (unsigned char)all_narrow(Kt + j0 + j, ldk, D);
+        int track = ug_ar_get_mode(ar) == UG_AR_CERT && D <= 64; /* only CERT's tracking asks */
+        for (size_t j = 0; track && j < w; j++) knarrow[j] = (unsigned char)all_narrow(Kt + j0 + j, ldk, D);
         for (size_t r = 0; r < m; r++) scores_row(ar, Q + r * ldq, Kt + j0, ldk, D, w, knarrow, sc, out + r * ldo + j0);
     }
     free(sc);
@@ -220,37 +232,70 @@ typedef struct {
     double s[COL_CHUNK], a[COL_CHUNK], e[COL_CHUNK];
 } cols_acc;
 
-/* Adds rows [i0, i1) of V's columns c0..c0+w (w <= COL_CHUNK) to acc, rows outermost: each
- * column sees ug_dot_nd's operations in its order. NAIVE keeps only the values (its result). */
+/* NAIVE sums of columns c0+c .. c0+c+nc over rows [i0, i1), one column at a time. */
+static void cols_naive1(ug_dtype dt, cols_acc *acc, const ug_num *x, const double *V, size_t ldv, size_t i0, size_t i1,
+                        size_t c0, size_t c, size_t nc)
+{
+    for (size_t k = c; k < c + nc; k++)
+        for (size_t i = i0; i < i1; i++)
+            acc->s[k] = ug_dtype_round_fast(dt, acc->s[k] + ug_dtype_round_fast(dt, x[i].v * V[i * ldv + c0 + k])); /* rounds: naive */
+}
+
+/* NAIVE sums of the 8 columns c0+c.. for bf16 (bf) or fp16 on the bits; a block that leaves
+ * the bits' range is redone column by column from where it started. */
+static inline __attribute__((always_inline)) void cols_naive_bits(int bf, cols_acc *acc, const ug_num *x,
+                                                                   const double *V, size_t ldv, size_t i0, size_t i1,
+                                                                   size_t c0, size_t c)
+{
+    tv4 s0, s1, v0, v1;
+    ti4 bad = {0};
+    LD4(s0, acc->s + c), LD4(s1, acc->s + c + 4);
+    for (size_t i = i0; i < i1; i++) {
+        const double *row = V + i * ldv + c0 + c;
+        LD4(v0, row), LD4(v1, row + 4);
+        s0 = round4(bf, s0 + round4(bf, x[i].v * v0, &bad), &bad); /* rounds: naive mul, naive add */
+        s1 = round4(bf, s1 + round4(bf, x[i].v * v1, &bad), &bad);
+    }
+    if (any4(bad)) cols_naive1(bf ? UG_DT_BF16 : UG_DT_FP16, acc, x, V, ldv, i0, i1, c0, c, 8);
+    else ST4(acc->s + c, s0), ST4(acc->s + c + 4, s1);
+}
+
+/* Adds rows [i0, i1) of V's columns c0..c0+w (w <= COL_CHUNK) to acc: per block of 8
+ * columns the sums stay in registers over the rows, and each column sees ug_dot_nd's
+ * operations in its order. NAIVE keeps only the values (its result). */
 TILE_CLONES static void cols_add(ug_ar_mode mode, ug_dtype dt, cols_acc *acc, const ug_num *x, const double *V,
                                  size_t ldv, size_t i0, size_t i1, size_t c0, size_t w)
 {
-    size_t w4 = w / 4 * 4;
-    for (size_t i = i0; i < i1; i++) {
-        const double *row = V + i * ldv + c0;
-        double xv = x[i].v, xe = x[i].e;
-        tv4 vr, s, a, e;
+    size_t c = 0;
+    for (; c + 8 <= w; c += 8) {
+        tv4 s0, s1, a0, a1, e0, e1, v0, v1;
+        LD4(s0, acc->s + c), LD4(s1, acc->s + c + 4);
         if (mode == UG_AR_NAIVE) {
-            for (size_t c = 0; c < w4; c += 4) {
-                LD4(vr, row + c), LD4(s, acc->s + c);
-                s = round4(dt, s + round4(dt, xv * vr)); /* rounds: naive mul, naive add */
-                ST4(acc->s + c, s);
-            }
-            for (size_t c = w4; c < w; c++)
-                acc->s[c] = ug_dtype_round_fast(dt, acc->s[c] + ug_dtype_round_fast(dt, xv * row[c])); /* rounds: naive */
+            if (dt == UG_DT_BF16) cols_naive_bits(1, acc, x, V, ldv, i0, i1, c0, c);
+            else if (dt == UG_DT_FP16) cols_naive_bits(0, acc, x, V, ldv, i0, i1, c0, c);
+            else cols_naive1(dt, acc, x, V, ldv, i0, i1, c0, c, 8);
             continue;
         }
-        for (size_t c = 0; c < w4; c += 4) {
-            LD4(vr, row + c), LD4(s, acc->s + c), LD4(a, acc->a + c), LD4(e, acc->e + c);
-            tv4 p = xv * vr;
-            s += p, a += vabs(p), e += xe * vabs(vr);
-            ST4(acc->s + c, s), ST4(acc->a + c, a), ST4(acc->e + c, e);
+        LD4(a0, acc->a + c), LD4(a1, acc->a + c + 4), LD4(e0, acc->e + c), LD4(e1, acc->e + c + 4);
+        for (size_t i = i0; i < i1; i++) {
+            const double *row = V + i * ldv + c0 + c;
+            double xv = x[i].v, xe = x[i].e;
+            LD4(v0, row), LD4(v1, row + 4);
+            tv4 p0 = xv * v0, p1 = xv * v1;
+            s0 += p0, s1 += p1, a0 += vabs(p0), a1 += vabs(p1), e0 += xe * vabs(v0), e1 += xe * vabs(v1);
         }
-        for (size_t c = w4; c < w; c++) {
-            double p = xv * row[c];
-            acc->s[c] += p, acc->a[c] += fabs(p), acc->e[c] += xe * fabs(row[c]);
-        }
+        ST4(acc->s + c, s0), ST4(acc->s + c + 4, s1), ST4(acc->a + c, a0), ST4(acc->a + c + 4, a1);
+        ST4(acc->e + c, e0), ST4(acc->e + c + 4, e1);
     }
+    if (mode == UG_AR_NAIVE) {
+        cols_naive1(dt, acc, x, V, ldv, i0, i1, c0, c, w - c);
+        return;
+    }
+    for (; c < w; c++)
+        for (size_t i = i0; i < i1; i++) {
+            double xv = x[i].v, y = V[i * ldv + c0 + c], p = xv * y;
+            acc->s[c] += p, acc->a[c] += fabs(p), acc->e[c] += x[i].e * fabs(y);
+        }
 }
 
 /* The w numbers ug_dot_nd gives for the accumulated columns of n terms. */
