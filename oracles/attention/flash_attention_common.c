@@ -213,3 +213,29 @@ long ug_fa_row(ug_ar *ar, const ug_fa_params *p, const double *q, const double *
     return ug_attn_weights(ar, qr, k + (size_t)p->cu_k[b] * hd + (size_t)h * d, hd, n, d, p->scale, p_dt, e, live, m,
                            total);
 }
+
+/* Whether the n values of each of rows [t0, t1) of head h (row t at x + (t*H + h)*D) are finite. */
+static int rows_finite(const ug_fa_params *p, const double *x, long t0, long t1, long h)
+{
+    size_t D = (size_t)p->dim, HD = (size_t)p->heads * D;
+    for (long t = t0; t < t1; t++)
+        for (size_t d = 0; d < D; d++)
+            if (!isfinite(x[(size_t)t * HD + (size_t)h * D + d])) return 0;
+    return 1;
+}
+
+int ug_fa_group_finite(const ug_fa_params *p, const double *q, const double *k, const double *v, const double *dout,
+                       long b, long h)
+{
+    long q0 = p->cu_q[b], q1 = p->cu_q[b + 1], k0 = p->cu_k[b], k1 = p->cu_k[b + 1];
+    return isfinite(p->scale) && rows_finite(p, q, q0, q1, h) && rows_finite(p, k, k0, k1, h) &&
+           rows_finite(p, v, k0, k1, h) && (!dout || rows_finite(p, dout, q0, q1, h));
+}
+
+void ug_fa_group_transpose(const ug_fa_params *p, const double *x, long b, long h, double *out)
+{
+    size_t D = (size_t)p->dim, HD = (size_t)p->heads * D, lk = (size_t)p->lk[b];
+    const double *x0 = x + (size_t)p->cu_k[b] * HD + (size_t)h * D;
+    for (size_t j = 0; j < lk; j++)
+        for (size_t d = 0; d < D; d++) out[d * lk + j] = x0[j * HD + d];
+}

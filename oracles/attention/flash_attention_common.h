@@ -92,6 +92,15 @@ void ug_attn_weighted_v_cols(ug_ar *ar, const ug_num *e, const unsigned char *li
  * row at once (one pass over the rows it weighs), else element by element. */
 int ug_attn_row_dense(const ug_selection *sel, int o, size_t r, size_t ncols, size_t *b, size_t *e);
 
+/* Whether every q row and every key, value (and, given, dO row) of group (batch element b,
+ * head h) is finite, and the scale: then every score is finite and every key live (bf16 and
+ * fp16 products cannot overflow a double), and the oracles' tile paths apply. */
+int ug_fa_group_finite(const ug_fa_params *p, const double *q, const double *k, const double *v, const double *dout,
+                       long b, long h);
+
+/* The D x lk transpose of group (b, h)'s keys (or values) x: out[d*lk + j] = x[key j, h, d]. */
+void ug_fa_group_transpose(const ug_fa_params *p, const double *x, long b, long h, double *out);
+
 /* ug_attn_weights for query token t (global), head h over its visible keys. */
 long ug_fa_row(ug_ar *ar, const ug_fa_params *p, const double *q, const double *k, long t, long h, ug_dtype p_dt,
                ug_num *e, unsigned char *live, ug_num *m, ug_num *total);

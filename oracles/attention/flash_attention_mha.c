@@ -183,23 +183,6 @@ static void tile_rows(ug_ar *ar, fwd_ctx *x, fwd_tile *w, long b, long h, size_t
     }
 }
 
-/* Whether every q row, key and value of group (b, h) is finite: then every score is finite
- * and every key live (bf16 and fp16 products cannot overflow a double), and the tile path
- * applies. */
-static int group_finite(const fwd_ctx *x, long b, long h)
-{
-    const ug_fa_params *p = &x->p;
-    size_t D = (size_t)p->dim, HD = (size_t)p->heads * D;
-    for (long t = p->cu_q[b]; t < p->cu_q[b + 1]; t++)
-        for (size_t d = 0; d < D; d++)
-            if (!isfinite(x->q[(size_t)t * HD + (size_t)h * D + d])) return 0;
-    for (long j = p->cu_k[b]; j < p->cu_k[b + 1]; j++)
-        for (size_t d = 0; d < D; d++)
-            if (!isfinite(x->k[(size_t)j * HD + (size_t)h * D + d]) || !isfinite(x->v[(size_t)j * HD + (size_t)h * D + d]))
-                return 0;
-    return isfinite(x->p.scale);
-}
-
 /* Group (b, h) in tiles of FA_TILE selected rows. 0, or -1 out of memory. */
 static int group_tiled(ug_ar *ar, fwd_ctx *x, long b, long h)
 {
@@ -212,8 +195,7 @@ static int group_tiled(ug_ar *ar, fwd_ctx *x, long b, long h)
         return -1;
     }
     w.qt = w.kt + D * lk;
-    for (size_t j = 0; j < lk; j++) /* K^T of the group */
-        for (size_t d = 0; d < D; d++) w.kt[d * lk + j] = x->k[((size_t)p->cu_k[b] + j) * H * D + (size_t)h * D + d];
+    ug_fa_group_transpose(p, x->k, b, h, w.kt);
     memset(x->live, 1, lk);
     size_t m = 0;
     for (long t = p->cu_q[b]; t <= p->cu_q[b + 1]; t++) {
@@ -246,7 +228,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     int plain = mode != UG_AR_EXACT && mode != UG_AR_MPFR_SEQ;
     for (long b = 0; !rc && b < x.p.batch; b++)
         for (long h = 0; !rc && h < x.p.heads; h++) {
-            if (plain && group_finite(&x, b, h)) rc = group_tiled(ar, &x, b, h);
+            if (plain && ug_fa_group_finite(&x.p, x.q, x.k, x.v, NULL, b, h)) rc = group_tiled(ar, &x, b, h);
             else group_single(ar, &x, b, h);
         }
     free(x.e), free(x.live), free(x.col), free(x.o_row);
