@@ -50,14 +50,16 @@ static tv4 vabs(tv4 x) { return (tv4)((tu4)x & (tu4){~(1ull << 63), ~(1ull << 63
 
 /* The naive rounding of four doubles to bf16 (bf = 1) or fp16 on the bits
  * (ug_dtype_round_normal_bits), right where ug_dtype_round_fast takes that path: a value
- * normal in the format below its top binade. Lanes outside it set *bad, and the caller
- * recomputes its block through ug_dtype_round_fast (zeros, subnormals, overflow). */
+ * normal in the format below its top binade, or a zero (the same bits, sign kept, as
+ * ug_dtype_round gives: common in the naive gradient, where dP - Delta rounds to 0). Lanes
+ * outside these set *bad, and the caller recomputes its block through ug_dtype_round_fast
+ * (subnormals, overflow, NaN). */
 static inline __attribute__((always_inline)) tv4 round4(int bf, tv4 x, ti4 *bad)
 {
     const int shift = 52 - (bf ? 7 : 10);
     const uint64_t lo = (uint64_t)(1023 + (bf ? -126 : -14)), span = bf ? 253 : 29; /* e in [emin, emax) */
     tu4 u = (tu4)x;
-    *bad |= ~(((u >> 52) & 0x7ffu) - lo < span);
+    *bad |= ~((((u >> 52) & 0x7ffu) - lo < span) | ((u << 1) == 0)); /* a zero keeps its bits, as there */
     return (tv4)((u + ((((uint64_t)1 << (shift - 1)) - 1u) + ((u >> shift) & 1u))) & ~(((uint64_t)1 << shift) - 1u)); /* rounds: RNE */
 }
 
