@@ -19,6 +19,7 @@
 #include "core/philox.h"
 #include "core/spec.h"
 #include "gen/case.h"
+#include "oracles/attention/flash_attention_common.h"
 #include "oracles/mp/arith.h"
 #include "oracles/oracle.h"
 
@@ -222,6 +223,56 @@ static void compare_paths(const ug_case *c, const ug_oracle_opts *o, const size_
     ug_selection_free(&all);
 }
 
+/* The tile path (ug_fa_tiles = 1) against the row path (0) on every element of selection
+ * sel, every array the judge sees: exact values, their rounding, naive values, device bounds. */
+static void compare_tiles(const ug_case *c, const ug_selection *sel, const char *what)
+{
+    ug_oracle_opts o;
+    ug_oracle_opts_default(&o);
+    o.naive = o.device_bound = 1;
+    ug_oracle_result r[2];
+    int ok = 1;
+    for (int t = 0; t < 2; t++) {
+        ug_fa_tiles = 1 - t;
+        ok &= run_sel(c, &o, sel, &r[t]);
+    }
+    ug_fa_tiles = 1;
+    if (!ok) return;
+    size_t differ = 0, compared = 0;
+    for (int k = 0; k < sel->n_out; k++)
+        for (size_t i = 0; i < sel->n[k]; i++, compared++) {
+            int same = same_bits(r[0].gstar[k][i], r[1].gstar[k][i]) && same_bits(r[0].g[k][i], r[1].g[k][i]) &&
+                       same_bits(r[0].bench[k][i], r[1].bench[k][i]) && same_bits(r[0].bound[k][i], r[1].bound[k][i]);
+            if (!same && differ++ < 3)
+                fprintf(stderr, "%s: output %d element %zu: tiles %a %a %a %a, rows %a %a %a %a\n", what, k, sel->idx[k][i],
+                        r[0].gstar[k][i], r[0].g[k][i], r[0].bench[k][i], r[0].bound[k][i], r[1].gstar[k][i],
+                        r[1].g[k][i], r[1].bench[k][i], r[1].bound[k][i]);
+        }
+    CHECK(differ == 0 && compared > 0, "%s: %zu of %zu elements differ between the tile and row paths", what, differ,
+          compared);
+    ug_oracle_result_free(&r[0]);
+    ug_oracle_result_free(&r[1]);
+}
+
+/* compare_tiles on every element and on the default sample (rows partly selected). */
+static void check_tiles_case(const char *spec_text)
+{
+    char err[512] = "";
+    ug_spec spec;
+    ug_case c;
+    if (ug_spec_parse(spec_text, &spec, err, sizeof err) || ug_case_build(&c, &spec, err, sizeof err)) {
+        CHECK(0, "spec %s: %s", spec_text, err);
+        return;
+    }
+    for (size_t sample = 0; sample <= UG_SAMPLE_DEFAULT; sample += UG_SAMPLE_DEFAULT) {
+        ug_selection sel;
+        if (ug_selection_build(&c, sample, &sel)) continue;
+        compare_tiles(&c, &sel, spec_text);
+        ug_selection_free(&sel);
+    }
+    ug_case_free(&c);
+}
+
 static void check_op_case(const char *spec_text, const size_t *ncols)
 {
     char err[512] = "";
@@ -270,10 +321,26 @@ static void check_ops(void)
                   grad_cols);
 }
 
+/* Tiles of 16 rows with tails, key chunks of 128 with tails, causal rows that see no key, D
+ * 64 (CERT's exactness tracking) and 128, both dtypes, a group with a non-finite key (row
+ * path) beside finite ones. */
+static void check_tile_ops(void)
+{
+    check_tiles_case(FWD("bf16", "{\"seqlens\":\"40:150,37:20\",\"heads\":2,\"head_dim\":64,\"causal\":1}", N1, N1));
+    check_tiles_case(FWD("fp16", "{\"seqlens\":\"33:140\",\"heads\":1,\"head_dim\":128}", N1, N1));
+    check_tiles_case(FWD("bf16", "{\"seqlens\":\"20:30,18:17\",\"heads\":2,\"head_dim\":16}",
+                         "{\"kind\":\"wide\",\"lo_exp\":120,\"hi_exp\":135}", N1));
+    check_tiles_case(GRAD("bf16", "{\"seqlens\":\"40:150,37:20\",\"heads\":2,\"head_dim\":64,\"causal\":1}", N1, N1));
+    check_tiles_case(GRAD("fp16", "{\"seqlens\":\"33:140\",\"heads\":1,\"head_dim\":128}", N1, N1));
+    check_tiles_case(GRAD("bf16", "{\"seqlens\":\"20:30,18:17\",\"heads\":2,\"head_dim\":16}", N1,
+                          "{\"kind\":\"wide\",\"lo_exp\":-20,\"hi_exp\":20}"));
+}
+
 int main(void)
 {
     check_dot_nd_cols();
     check_tiles();
     check_ops();
+    check_tile_ops();
     return check_done();
 }

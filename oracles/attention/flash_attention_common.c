@@ -224,6 +224,8 @@ static int rows_finite(const ug_fa_params *p, const double *x, long t0, long t1,
     return 1;
 }
 
+int ug_fa_tiles = 1;
+
 int ug_fa_group_finite(const ug_fa_params *p, const double *q, const double *k, const double *v, const double *dout,
                        long b, long h)
 {

@@ -92,6 +92,11 @@ void ug_attn_weighted_v_cols(ug_ar *ar, const ug_num *e, const unsigned char *li
  * row at once (one pass over the rows it weighs), else element by element. */
 int ug_attn_row_dense(const ug_selection *sel, int o, size_t r, size_t ncols, size_t *b, size_t *e);
 
+/* 1 (the default): the oracles of both operators take their tile paths where they apply
+ * (finite groups, plain arithmetics); 0: row by row everywhere. For the tests that compare
+ * the two paths on every element; nothing else sets it. */
+extern int ug_fa_tiles;
+
 /* Whether every q row and every key, value (and, given, dO row) of group (batch element b,
  * head h) is finite, and the scale: then every score is finite and every key live (bf16 and
  * fp16 products cannot overflow a double), and the oracles' tile paths apply. */

@@ -314,7 +314,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     ug_num *e = malloc((2 * ne + (size_t)maxq + (size_t)p.dim) * sizeof *e); /* e, dp, col, a row of D */
     ug_ar_mode mode = ug_ar_get_mode(ar);
     grad_tiles T = {0};
-    int plain = mode != UG_AR_EXACT && mode != UG_AR_MPFR_SEQ, rc = g.P && g.dS && g.n && g.live && e ? 0 : -1;
+    int plain = ug_fa_tiles && mode != UG_AR_EXACT && mode != UG_AR_MPFR_SEQ, rc = g.P && g.dS && g.n && g.live && e ? 0 : -1;
     if (plain && !rc && tiles_alloc(&T, &p, (size_t)maxq, (size_t)maxk)) rc = -1;
     for (long b = 0; !rc && b < p.batch; b++)
         for (long h = 0; h < p.heads; h++) {
