@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int ug_fa_check(const ug_params *P, char *err, size_t errlen)
 {
@@ -236,8 +237,14 @@ int ug_fa_group_finite(const ug_fa_params *p, const double *q, const double *k, 
 
 void ug_fa_group_transpose(const ug_fa_params *p, const double *x, long b, long h, double *out)
 {
-    size_t D = (size_t)p->dim, HD = (size_t)p->heads * D, lk = (size_t)p->lk[b];
+    size_t D = (size_t)p->dim, HD = (size_t)p->heads * D, lk = (size_t)p->lk[b], ld = ug_fa_kt_ld(p->lk[b]);
     const double *x0 = x + (size_t)p->cu_k[b] * HD + (size_t)h * D;
     for (size_t j = 0; j < lk; j++)
-        for (size_t d = 0; d < D; d++) out[d * lk + j] = x0[j * HD + d];
+        for (size_t d = 0; d < D; d++) out[d * ld + j] = x0[j * HD + d];
+}
+
+void ug_fa_gather_rows(const ug_fa_params *p, const double *x, long t0, long n, long h, double *out)
+{
+    size_t D = (size_t)p->dim, HD = (size_t)p->heads * D;
+    for (long i = 0; i < n; i++) memcpy(out + (size_t)i * D, x + (size_t)(t0 + i) * HD + (size_t)h * D, D * sizeof *out);
 }

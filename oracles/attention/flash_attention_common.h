@@ -103,8 +103,15 @@ extern int ug_fa_tiles;
 int ug_fa_group_finite(const ug_fa_params *p, const double *q, const double *k, const double *v, const double *dout,
                        long b, long h);
 
-/* The D x lk transpose of group (b, h)'s keys (or values) x: out[d*lk + j] = x[key j, h, d]. */
+/* The D x lk transpose of group (b, h)'s keys (or values) x: out[d*ldk + j] = x[key j, h, d],
+ * with ldk = ug_fa_kt_ld(lk): padded, so that the rows of a key chunk do not all fall in the
+ * same cache sets (lk 4096: 32 KiB apart, which thrashed the scores' loads). */
 void ug_fa_group_transpose(const ug_fa_params *p, const double *x, long b, long h, double *out);
+static inline size_t ug_fa_kt_ld(long lk) { return (size_t)lk + 8; }
+
+/* Rows [t0, t0 + n) of head h of a [T, H, D] tensor x, contiguous: out[i*D + d] (the weighted
+ * sums then read rows D apart, not H*D). */
+void ug_fa_gather_rows(const ug_fa_params *p, const double *x, long t0, long n, long h, double *out);
 
 /* ug_attn_weights for query token t (global), head h over its visible keys. */
 long ug_fa_row(ug_ar *ar, const ug_fa_params *p, const double *q, const double *k, long t, long h, ug_dtype p_dt,

@@ -144,7 +144,7 @@ static void group_single(ug_ar *ar, fwd_ctx *x, long b, long h)
 /* Scratch of group_tiled: the group's keys transposed, and per tile its query rows, weights
  * (FA_TILE x maxk), o rows and key counts. */
 typedef struct {
-    double *kt, *qt;
+    double *kt, *qt, *vg; /* K^T (ld ug_fa_kt_ld), the tile's q rows, the group's v rows (ld D) */
     ug_num *w, *o;
     size_t n[FA_TILE];
     long rows[FA_TILE];
@@ -157,7 +157,6 @@ static void tile_rows(ug_ar *ar, fwd_ctx *x, fwd_tile *w, long b, long h, size_t
 {
     const ug_fa_params *p = &x->p;
     size_t D = (size_t)p->dim, H = (size_t)p->heads, lk = (size_t)p->lk[b], nmax = 0, nw = 0, b0, e0;
-    const double *v0 = x->v + (size_t)p->cu_k[b] * H * D + (size_t)h * D;
     size_t wr[FA_TILE], nwr[FA_TILE];
     ug_num m_[FA_TILE] = {{0}}, tot[FA_TILE] = {{0}};
     for (size_t i = 0; i < m; i++) {
@@ -166,7 +165,7 @@ static void tile_rows(ug_ar *ar, fwd_ctx *x, fwd_tile *w, long b, long h, size_t
         nmax = w->n[i] > nmax ? w->n[i] : nmax;
         memcpy(w->qt + i * D, x->q + ((size_t)t * H + (size_t)h) * D, D * sizeof *w->qt);
     }
-    ug_dot_d_tile(ar, w->qt, D, m, w->kt, lk, D, nmax, w->w, lk);
+    ug_dot_d_tile(ar, w->qt, D, m, w->kt, ug_fa_kt_ld((long)lk), D, nmax, w->w, lk);
     for (size_t i = 0; i < m; i++) { /* weights; rows not mostly selected emitted element by element now */
         size_t r = (size_t)w->rows[i] * H + (size_t)h;
         if (w->n[i]) ug_attn_weights_of_dots(ar, w->w + i * lk, (long)w->n[i], p->scale, x->c->spec.dtype, &m_[i], &tot[i]);
@@ -175,7 +174,7 @@ static void tile_rows(ug_ar *ar, fwd_ctx *x, fwd_tile *w, long b, long h, size_t
     }
     for (size_t k = 0; k < nw; k++) /* the whole rows' weights, contiguous for the tile product */
         if (k != wr[k]) memcpy(w->w + k * lk, w->w + wr[k] * lk, nwr[k] * sizeof *w->w);
-    ug_dot_nd_cols_tile(ar, w->w, lk, nwr, nw, v0, H * D, D, w->o, D);
+    ug_dot_nd_cols_tile(ar, w->w, lk, nwr, nw, w->vg, D, D, w->o, D);
     for (size_t k = 0; k < nw; k++) {
         size_t i = wr[k];
         for (size_t d = 0; d < D; d++) w->o[k * D + d] = ug_div(ar, w->o[k * D + d], tot[i]);
@@ -188,14 +187,17 @@ static int group_tiled(ug_ar *ar, fwd_ctx *x, long b, long h)
 {
     const ug_fa_params *p = &x->p;
     size_t D = (size_t)p->dim, H = (size_t)p->heads, lk = (size_t)p->lk[b];
-    fwd_tile w = {.kt = malloc((D * lk + FA_TILE * D) * sizeof *w.kt), .w = malloc(FA_TILE * lk * sizeof *w.w),
+    fwd_tile w = {.kt = malloc((D * ug_fa_kt_ld((long)lk) + FA_TILE * D + lk * D) * sizeof *w.kt),
+                  .w = malloc(FA_TILE * lk * sizeof *w.w),
                   .o = malloc(FA_TILE * D * sizeof *w.o)};
     if (!w.kt || !w.w || !w.o) {
         free(w.kt), free(w.w), free(w.o);
         return -1;
     }
-    w.qt = w.kt + D * lk;
+    w.qt = w.kt + D * ug_fa_kt_ld((long)lk);
+    w.vg = w.qt + FA_TILE * D;
     ug_fa_group_transpose(p, x->k, b, h, w.kt);
+    ug_fa_gather_rows(p, x->v, p->cu_k[b], (long)lk, h, w.vg);
     memset(x->live, 1, lk);
     size_t m = 0;
     for (long t = p->cu_q[b]; t <= p->cu_q[b + 1]; t++) {

@@ -79,7 +79,8 @@ typedef struct {
 /* Scratch of the tile path: the group's K^T and V^T, a tile's scores, dP and O rows, and a
  * tile's weights and results in group_emit_tiled. */
 typedef struct {
-    double *kt, *vt;
+    double *kt, *vt;         /* K^T, V^T: ld ug_fa_kt_ld(lk) */
+    double *kg, *vg, *qg, *dg; /* the group's k, v, q, dO rows, contiguous (ld D) */
     ug_num *s, *dp, *o, *x;
     size_t ldx;
 } grad_tiles;
@@ -142,8 +143,7 @@ static void group_eval(ug_ar *ar, grad_group *g, ug_num *e, ug_num *dp, ug_num *
 static void group_eval_tiled(ug_ar *ar, grad_group *g, grad_tiles *T, ug_num *scratch)
 {
     const ug_fa_params *p = g->p;
-    size_t D = (size_t)p->dim, HD = (size_t)p->heads * D, lk = (size_t)g->lk, n[GR_TILE];
-    const double *v0 = g->v + (size_t)p->cu_k[g->b] * HD + (size_t)g->h * D;
+    size_t D = (size_t)p->dim, HD = (size_t)p->heads * D, lk = (size_t)g->lk, ldk = ug_fa_kt_ld(g->lk), n[GR_TILE];
     for (long i0 = 0; i0 < g->lq; i0 += GR_TILE) {
         size_t m = g->lq - i0 < GR_TILE ? (size_t)(g->lq - i0) : GR_TILE, nmax = 0;
         size_t at = (size_t)(p->cu_q[g->b] + i0) * HD + (size_t)g->h * D;
@@ -152,15 +152,15 @@ static void group_eval_tiled(ug_ar *ar, grad_group *g, grad_tiles *T, ug_num *sc
             n[r] = (size_t)g->n[i0 + (long)r];
             nmax = n[r] > nmax ? n[r] : nmax;
         }
-        ug_dot_d_tile(ar, g->q + at, HD, m, T->kt, lk, D, nmax, T->s, lk);
-        ug_dot_d_tile(ar, g->dout + at, HD, m, T->vt, lk, D, nmax, T->dp, lk);
+        ug_dot_d_tile(ar, g->q + at, HD, m, T->kt, ldk, D, nmax, T->s, lk);
+        ug_dot_d_tile(ar, g->dout + at, HD, m, T->vt, ldk, D, nmax, T->dp, lk);
         for (size_t r = 0; r < m; r++) {
             ug_num mx, total, *e = T->s + r * lk, *Pi = g->P + (i0 + (long)r) * g->lk;
             if (!n[r]) continue;
             ug_attn_weights_of_dots(ar, e, (long)n[r], p->scale, UG_DT_FP32, &mx, &total);
             for (size_t j = 0; j < n[r]; j++) Pi[j] = ug_dev_round(ar, ug_div(ar, e[j], total), g->dt); /* a device's P */
         }
-        ug_dot_nd_cols_tile(ar, g->P + i0 * g->lk, lk, n, m, v0, HD, D, T->o, D); /* O = P V */
+        ug_dot_nd_cols_tile(ar, g->P + i0 * g->lk, lk, n, m, T->vg, D, D, T->o, D); /* O = P V */
         for (size_t r = 0; r < m; r++)
             row_p_ds(ar, g, i0 + (long)r, (long)n[r], NULL, T->dp + r * lk, T->o + r * D, scratch);
     }
@@ -220,6 +220,16 @@ static void group_emit(ug_ar *ar, const grad_group *g, const ug_selection *sel, 
     for (long r = 0, len = o == 0 ? g->lq : g->lk; r < len; r++) group_emit_row(ar, g, sel, o, r, col, row_vals);
 }
 
+/* The contiguous copy (T->kg, qg, dg) of the rows row_terms points at for output o. */
+static const double *gathered(const grad_group *g, const grad_tiles *T, int o, const double *rows)
+{
+    const ug_fa_params *p = g->p;
+    size_t D = (size_t)p->dim, HD = (size_t)p->heads * D, h0 = (size_t)g->h * D;
+    const double *base = o == 0 ? g->k + (size_t)p->cu_k[g->b] * HD + h0
+                         : (o == 1 ? g->q : g->dout) + (size_t)p->cu_q[g->b] * HD + h0;
+    return (o == 0 ? T->kg : o == 1 ? T->qg : T->dg) + (size_t)(rows - base) / HD * D;
+}
+
 /* group_emit for a plain arithmetic: the rows most of which are selected go GR_TILE at a
  * time through ug_dot_nd_cols_tile (rows that weigh the same rows of q, dO or k, with their
  * weights copied into T->x), the others as in group_emit. The same numbers. */
@@ -227,7 +237,7 @@ static void group_emit_tiled(ug_ar *ar, const grad_group *g, const ug_selection 
                              ug_num *col, ug_num *row_vals)
 {
     const ug_fa_params *p = g->p;
-    size_t D = (size_t)p->dim, H = (size_t)p->heads, HD = H * D, n[GR_TILE], b[GR_TILE], e[GR_TILE], m = 0;
+    size_t D = (size_t)p->dim, H = (size_t)p->heads, n[GR_TILE], b[GR_TILE], e[GR_TILE], m = 0;
     long t0 = o == 0 ? p->cu_q[g->b] : p->cu_k[g->b], len = o == 0 ? g->lq : g->lk;
     const double *rows = NULL;
     ug_num sc = ug_c(ar, p->scale);
@@ -243,7 +253,7 @@ static void group_emit_tiled(ug_ar *ar, const grad_group *g, const ug_selection 
             if (whole && x != T->x + m * T->ldx) memcpy(T->x + m * T->ldx, x, nr * sizeof *x);
         }
         if (m && (r == len || (whole && (rr != rows || m == GR_TILE)))) { /* the batch so far, at once */
-            ug_dot_nd_cols_tile(ar, T->x, T->ldx, n, m, rows, HD, D, T->o, D);
+            ug_dot_nd_cols_tile(ar, T->x, T->ldx, n, m, gathered(g, T, o, rows), D, D, T->o, D);
             for (size_t k = 0; k < m; k++)
                 for (size_t i = b[k]; i < e[k]; i++) {
                     ug_num val = T->o[k * D + sel->idx[o][i] % D];
@@ -281,10 +291,15 @@ static int tiles_alloc(grad_tiles *T, const ug_fa_params *p, size_t maxq, size_t
 {
     size_t D = (size_t)p->dim;
     T->ldx = maxq > maxk ? maxq : maxk;
-    T->kt = malloc(2 * D * maxk * sizeof *T->kt);
+    size_t ldk = ug_fa_kt_ld((long)maxk);
+    T->kt = malloc((2 * D * ldk + 2 * maxk * D + 2 * maxq * D) * sizeof *T->kt);
     T->s = malloc((2 * GR_TILE * maxk + GR_TILE * D + (GR_TILE + 1) * T->ldx) * sizeof *T->s);
     if (!T->kt || !T->s) return -1;
-    T->vt = T->kt + D * maxk;
+    T->vt = T->kt + D * ldk;
+    T->kg = T->vt + D * ldk;
+    T->vg = T->kg + maxk * D;
+    T->qg = T->vg + maxk * D;
+    T->dg = T->qg + maxq * D;
     T->dp = T->s + GR_TILE * maxk;
     T->o = T->dp + GR_TILE * maxk;
     T->x = T->o + GR_TILE * D;
@@ -325,6 +340,10 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
             if (plain && ug_fa_group_finite(&p, g.q, g.k, g.v, g.dout, b, h)) { /* tiles: the same numbers */
                 ug_fa_group_transpose(&p, g.k, b, h, T.kt);
                 ug_fa_group_transpose(&p, g.v, b, h, T.vt);
+                ug_fa_gather_rows(&p, g.k, p.cu_k[b], p.lk[b], h, T.kg);
+                ug_fa_gather_rows(&p, g.v, p.cu_k[b], p.lk[b], h, T.vg);
+                ug_fa_gather_rows(&p, g.q, p.cu_q[b], p.lq[b], h, T.qg);
+                ug_fa_gather_rows(&p, g.dout, p.cu_q[b], p.lq[b], h, T.dg);
                 group_eval_tiled(ar, &g, &T, e);
                 for (int o = 0; o < 3; o++) group_emit_tiled(ar, &g, sel, o, &T, e + 2 * ne, row_vals);
             } else {
