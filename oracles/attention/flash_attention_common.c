@@ -112,9 +112,7 @@ static void weights_of_scores(ug_ar *ar, ug_num *e, const unsigned char *live, l
 
 void ug_attn_weights_of_dots(ug_ar *ar, ug_num *e, long n, double scale, ug_dtype p_dt, ug_num *m, ug_num *total)
 {
-    ug_num sc = ug_c(ar, scale);
-    for (long j = 0; j < n; j++) e[j] = ug_mul(ar, e[j], sc); /* the score */
-    weights_of_scores(ar, e, NULL, n, p_dt, 0, m, total);
+    ug_softmax_row(ar, e, (size_t)n, scale, p_dt, m, total); /* weights_of_scores' numbers, all keys live */
 }
 
 /* ug_attn_weights, and with fp8 set ug_attn_weights_fp8 (p_dt unused then). */

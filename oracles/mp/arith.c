@@ -187,25 +187,56 @@ ug_num ug_add(ug_ar *ar, ug_num a, ug_num b)
     return num_plain(ar, v);
 }
 
+/* The plain arithmetics' bodies of ug_sub, ug_mul, ug_max and ug_exp with the mode a
+ * parameter: the primitives call them, and ug_softmax_row inlines them with a constant mode. */
+#define AI __attribute__((always_inline))
+static inline AI ug_num plain_p(ug_ar_mode mode, ug_dtype ndt, double v)
+{
+    return (ug_num){mode == UG_AR_NAIVE ? ug_dtype_round_fast(ndt, v) : v, 0.0, NULL};
+}
+
+static inline AI ug_num sub_p(ug_ar_mode mode, ug_dtype ndt, ug_num a, ug_num b)
+{
+    double v = a.v - b.v;
+    if (mode == UG_AR_CERT)
+        return num_cert(v, a.e + b.e + (isfinite(v) ? fabs(ug_cv_two_sum_err(a.v, -b.v, v)) : INFINITY));
+    if (mode == UG_AR_DEVICE) return num_dev(v, a.e + b.e + (UG_DEV_U * fabs(v) + UG_DEV_ETA));
+    return plain_p(mode, ndt, v);
+}
+
+static inline AI ug_num mul_p(ug_ar_mode mode, ug_dtype ndt, ug_num a, ug_num b)
+{
+    double v = a.v * b.v;
+    if (mode == UG_AR_CERT)
+        return num_cert(v, fabs(a.v) * b.e + fabs(b.v) * a.e + a.e * b.e +
+                               (isfinite(v) ? ug_cv_two_prod_err(a.v, b.v, v) : INFINITY));
+    if (mode == UG_AR_DEVICE)
+        return num_dev(v, fabs(a.v) * b.e + fabs(b.v) * a.e + a.e * b.e + (UG_DEV_U * fabs(v) + UG_DEV_ETA));
+    return plain_p(mode, ndt, v);
+}
+
+static inline AI ug_num max_p(ug_ar_mode mode, ug_num a, ug_num b)
+{
+    if (mode == UG_AR_CERT || mode == UG_AR_DEVICE) return ug_cv_num(ug_cv_max(ug_cv_of(a), ug_cv_of(b))); /* exact on a device */
+    return a.v >= b.v ? a : b;
+}
+
+static inline AI ug_num exp_p(ug_ar_mode mode, ug_dtype ndt, ug_num a)
+{
+    if (mode == UG_AR_CERT) return ug_cv_num(ug_cv_exp(ug_cv_of(a)));
+    double v = exp(a.v);
+    if (mode == UG_AR_DEVICE) return num_dev(v, ug_cv_exp_spread(v, a.e) + (DEV_FN * fabs(v) + UG_DEV_ETA));
+    return plain_p(mode, ndt, v);
+}
+
 ug_num ug_sub(ug_ar *ar, ug_num a, ug_num b)
 {
-    if (IS_MP(ar)) return exact2(ar, mpfr_sub, a, b);
-    double v = a.v - b.v;
-    if (ar->mode == UG_AR_CERT)
-        return num_cert(v, a.e + b.e + (isfinite(v) ? fabs(ug_cv_two_sum_err(a.v, -b.v, v)) : INFINITY));
-    if (IS_DEV(ar)) return num_dev(v, a.e + b.e + (UG_DEV_U * fabs(v) + UG_DEV_ETA));
-    return num_plain(ar, v);
+    return IS_MP(ar) ? exact2(ar, mpfr_sub, a, b) : sub_p(ar->mode, ar->naive_dt, a, b);
 }
 
 ug_num ug_mul(ug_ar *ar, ug_num a, ug_num b)
 {
-    if (IS_MP(ar)) return exact2(ar, mpfr_mul, a, b);
-    double v = a.v * b.v;
-    if (ar->mode == UG_AR_CERT)
-        return num_cert(v, fabs(a.v) * b.e + fabs(b.v) * a.e + a.e * b.e +
-                               (isfinite(v) ? ug_cv_two_prod_err(a.v, b.v, v) : INFINITY));
-    if (IS_DEV(ar)) return num_dev(v, fabs(a.v) * b.e + fabs(b.v) * a.e + a.e * b.e + (UG_DEV_U * fabs(v) + UG_DEV_ETA));
-    return num_plain(ar, v);
+    return IS_MP(ar) ? exact2(ar, mpfr_mul, a, b) : mul_p(ar->mode, ar->naive_dt, a, b);
 }
 
 ug_num ug_div(ug_ar *ar, ug_num a, ug_num b)
@@ -230,8 +261,7 @@ ug_num ug_neg(ug_ar *ar, ug_num a)
 ug_num ug_max(ug_ar *ar, ug_num a, ug_num b)
 {
     if (IS_MP(ar)) return mpfr_greaterequal_p(a.m, b.m) ? a : b;
-    if (ar->mode == UG_AR_CERT || IS_DEV(ar)) return ug_cv_num(ug_cv_max(ug_cv_of(a), ug_cv_of(b))); /* exact on a device */
-    return a.v >= b.v ? a : b;
+    return max_p(ar->mode, a, b);
 }
 
 ug_num ug_sqrt(ug_ar *ar, ug_num a)
@@ -266,11 +296,39 @@ ug_num ug_recip(ug_ar *ar, ug_num a)
 
 ug_num ug_exp(ug_ar *ar, ug_num a)
 {
-    if (IS_MP(ar)) return exact1(ar, mpfr_exp, a);
-    if (ar->mode == UG_AR_CERT) return ug_cv_num(ug_cv_exp(ug_cv_of(a)));
-    double v = exp(a.v);
-    if (IS_DEV(ar)) return num_dev(v, ug_cv_exp_spread(v, a.e) + (DEV_FN * fabs(v) + UG_DEV_ETA));
-    return num_plain(ar, v);
+    return IS_MP(ar) ? exact1(ar, mpfr_exp, a) : exp_p(ar->mode, ar->naive_dt, a);
+}
+
+/* ug_softmax_row in plain arithmetic `mode` (a constant where it is inlined). */
+static inline AI void softmax_row_p(ug_ar_mode mode, ug_ar *ar, ug_num *e, size_t n, ug_num sc, ug_dtype p_dt,
+                                    ug_num *m, ug_num *total)
+{
+    ug_dtype ndt = ar->naive_dt;
+    for (size_t j = 0; j < n; j++) {
+        e[j] = mul_p(mode, ndt, e[j], sc);
+        *m = j ? max_p(mode, *m, e[j]) : e[0];
+    }
+    for (size_t j = 0; j < n; j++) e[j] = exp_p(mode, ndt, sub_p(mode, ndt, e[j], *m));
+    *total = ug_sum(ar, e, n);
+    for (size_t j = 0; mode == UG_AR_DEVICE && j < n; j++) e[j] = ug_dev_round(ar, e[j], p_dt);
+}
+
+void ug_softmax_row(ug_ar *ar, ug_num *e, size_t n, double scale, ug_dtype p_dt, ug_num *m, ug_num *total)
+{
+    ug_num sc = ug_c(ar, scale);
+    switch (ar->mode) {
+    case UG_AR_CERT: softmax_row_p(UG_AR_CERT, ar, e, n, sc, p_dt, m, total); return;
+    case UG_AR_DEVICE: softmax_row_p(UG_AR_DEVICE, ar, e, n, sc, p_dt, m, total); return;
+    case UG_AR_NAIVE: softmax_row_p(UG_AR_NAIVE, ar, e, n, sc, p_dt, m, total); return;
+    case UG_AR_F64: softmax_row_p(UG_AR_F64, ar, e, n, sc, p_dt, m, total); return;
+    default: break;
+    }
+    for (size_t j = 0; j < n; j++) { /* MPFR: the primitives one by one, in the same order */
+        e[j] = ug_mul(ar, e[j], sc);
+        *m = j ? ug_max(ar, *m, e[j]) : e[0];
+    }
+    for (size_t j = 0; j < n; j++) e[j] = ug_exp(ar, ug_sub(ar, e[j], *m));
+    *total = ug_sum(ar, e, n);
 }
 
 ug_num ug_log(ug_ar *ar, ug_num a)

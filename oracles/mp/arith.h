@@ -100,6 +100,11 @@ ug_num ug_round(ug_ar *ar, ug_num x, ug_dtype dt);
  * bf16 intermediate write): x unchanged in every arithmetic but UG_AR_DEVICE, where the
  * bound grows by half an ulp of dt. The exact reference never rounds here. */
 ug_num ug_dev_round(ug_ar *ar, ug_num x, ug_dtype dt);
+/* A softmax row's numerators from its n >= 1 dots (all finite): e[j] <- ug_dev_round(ug_exp(
+ * ug_sub(ug_mul(e[j], ug_c(scale)), *m)), p_dt) with *m the ug_max of the scaled e[j] in
+ * order and *total the ug_sum of the exponentials: those primitives' numbers bit for bit,
+ * with the plain arithmetics' bodies inlined (an attention oracle's per-key work). */
+void ug_softmax_row(ug_ar *ar, ug_num *e, size_t n, double scale, ug_dtype p_dt, ug_num *m, ug_num *total);
 /* Reductions. xs[i*stride]; a and b are exact doubles (input values). */
 ug_num ug_sum(ug_ar *ar, const ug_num *xs, size_t n);
 ug_num ug_dot_d(ug_ar *ar, const double *a, size_t sa, const double *b, size_t sb, size_t n);
