@@ -256,15 +256,17 @@ static void adjust_rule(const ug_case *c, int out, const double *g, size_t n, ug
 }
 
 /* Scratch for the case memory estimate: the sim kernel's fp32 copies of q, k, v, o, lse, m and l;
- * the oracle's row arrays over the longest key sequence and one row of o. */
+ * the oracle's row arrays over the longest key sequence and one row of o, and its tile path's. */
 static double scratch(const ug_params *P)
 {
     ug_fa_params p;
     ug_fa_read(P, &p);
     double maxk = 1, HD = (double)p.heads * (double)p.dim;
     for (long b = 0; b < p.batch; b++) maxk = (double)p.lk[b] > maxk ? (double)p.lk[b] : maxk;
+    double D = (double)p.dim, tile = 8 * (D * (maxk + 8) + FA_TILE * D + maxk * D) + /* K^T, q rows, v rows */
+                                     FA_TILE * (maxk + D) * UG_NUM_BYTES;              /* weights, o rows */
     return 4 * (2 * (double)p.tq * HD + 2 * (double)p.tk * HD + 3 * (double)p.tq * (double)p.heads) +
-           maxk * (UG_NUM_BYTES + 1 + 8) + (double)p.dim * UG_NUM_BYTES;
+           maxk * (UG_NUM_BYTES + 1 + 8) + (double)p.dim * UG_NUM_BYTES + tile;
 }
 
 const ug_op_def ug_opdef_flash_attention_mha = {

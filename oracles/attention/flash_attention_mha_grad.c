@@ -374,7 +374,7 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
  * tensor and two lse-sized arrays; the builder's fp64 copies of q, k and v, its fast
  * path's tiles and its exact forward judged on every element of o and lse (the most the
  * engine may be left); the oracle's P and dS of the largest
- * (batch, head) group and its row arrays. */
+ * (batch, head) group and its row arrays, and its tile path's (tiles_alloc). */
 static double scratch(const ug_params *P)
 {
     ug_fa_params p;
@@ -387,7 +387,9 @@ static double scratch(const ug_params *P)
     double ne = maxk > (double)p.dim ? maxk : (double)p.dim;
     return 8 * ((double)p.tq * HD + 2 * (double)p.tk * HD) + UG_CASE_MEMORY_FULL_CHECK * ((double)p.tq * HD + rows) +
            2 * maxq * maxk * UG_NUM_BYTES + (2 * ne + maxq + (double)p.dim) * UG_NUM_BYTES + 8 * maxq + maxk +
-           4 * (4 * (double)p.tq * HD + 4 * (double)p.tk * HD + 2 * rows) + ug_fa_forward_scratch(P);
+           4 * (4 * (double)p.tq * HD + 4 * (double)p.tk * HD + 2 * rows) + ug_fa_forward_scratch(P) +
+           8 * (2 * (double)p.dim * (maxk + 8) + 2 * (maxk + maxq) * (double)p.dim) + /* tiles_alloc */
+           (2 * GR_TILE * maxk + GR_TILE * (double)p.dim + (GR_TILE + 1) * fmax(maxq, maxk)) * UG_NUM_BYTES;
 }
 
 const ug_op_def ug_opdef_flash_attention_mha_grad = {
