@@ -92,20 +92,20 @@ static double abs_dot(const double *q, const double *k, size_t d)
     return s;
 }
 
-/* The weights of ug_attn_weights from the scores of the live keys in e (live NULL: all n
- * live): e_j = exp(s_j - m), m the max of the scores, *total their sum, then the device's
- * rounding of P (p_dt, or the fp8 form). */
+/* The weights of ug_attn_weights from the scores of the live keys in e: e_j = exp(s_j - m),
+ * m the max of the scores, *total their sum, then the device's rounding of P (p_dt, or the
+ * fp8 form). With every key live this is ug_softmax_row's sequence (ug_attn_weights_of_dots). */
 static void weights_of_scores(ug_ar *ar, ug_num *e, const unsigned char *live, long n, ug_dtype p_dt, int fp8,
                               ug_num *m, ug_num *total)
 {
     ug_num zero = ug_c(ar, 0.0);
     int first = 1;
     for (long j = 0; j < n; j++) {
-        if (live && !live[j]) continue;
+        if (!live[j]) continue;
         *m = first ? e[j] : ug_max(ar, *m, e[j]);
         first = 0;
     }
-    for (long j = 0; j < n; j++) e[j] = !live || live[j] ? ug_exp(ar, ug_sub(ar, e[j], *m)) : zero;
+    for (long j = 0; j < n; j++) e[j] = live[j] ? ug_exp(ar, ug_sub(ar, e[j], *m)) : zero;
     *total = ug_sum(ar, e, (size_t)n);
     for (long j = 0; j < n; j++) e[j] = fp8 ? fp8_p_round(ar, e[j]) : ug_dev_round(ar, e[j], p_dt); /* a device's P */
 }
