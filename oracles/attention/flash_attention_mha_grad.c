@@ -96,13 +96,12 @@ static void row_p_ds(ug_ar *ar, grad_group *g, long i, long n, const unsigned ch
     for (size_t d = 0; n && d < D; d++) /* a device reads O as stored: rounded to the dtype */
         scratch[d] = ug_mul(ar, ug_c(ar, dor[d]), ug_dev_round(ar, o_row[d], g->dt));
     ug_num delta = n ? ug_sum(ar, scratch, D) : zero;
+    if (n > 1) ug_mul_diff_row(ar, Pi, dp, delta, (size_t)n, g->dt, dSi); /* dS as stored: P (dP - Delta) */
     for (long j = 0; j < g->lk; j++) {
         if (j >= n || (live && !live[j])) /* unseen, or a -inf score: weighs exactly 0 */
             Pi[j] = dSi[j] = zero;
         else if (n == 1) /* one visible key: P = 1, O = V_0, Delta = dP_0, so dS = 0 exactly */
             Pi[j] = ug_c(ar, 1.0), dSi[j] = zero;
-        else
-            dSi[j] = ug_dev_round(ar, ug_mul(ar, Pi[j], ug_sub(ar, dp[j], delta)), g->dt); /* dS as stored */
     }
 }
 
@@ -158,7 +157,7 @@ static void group_eval_tiled(ug_ar *ar, grad_group *g, grad_tiles *T, ug_num *sc
             ug_num mx, total, *e = T->s + r * lk, *Pi = g->P + (i0 + (long)r) * g->lk;
             if (!n[r]) continue;
             ug_attn_weights_of_dots(ar, e, (long)n[r], p->scale, UG_DT_FP32, &mx, &total);
-            for (size_t j = 0; j < n[r]; j++) Pi[j] = ug_dev_round(ar, ug_div(ar, e[j], total), g->dt); /* a device's P */
+            ug_div_row(ar, e, total, n[r], g->dt, Pi); /* a device's P: ug_dev_round(e_j / total) */
         }
         ug_dot_nd_cols_tile(ar, g->P + i0 * g->lk, lk, n, m, T->vg, D, D, T->o, D); /* O = P V */
         for (size_t r = 0; r < m; r++)

@@ -239,16 +239,61 @@ ug_num ug_mul(ug_ar *ar, ug_num a, ug_num b)
     return IS_MP(ar) ? exact2(ar, mpfr_mul, a, b) : mul_p(ar->mode, ar->naive_dt, a, b);
 }
 
-ug_num ug_div(ug_ar *ar, ug_num a, ug_num b)
+static inline AI ug_num div_p(ug_ar_mode mode, ug_dtype ndt, ug_num a, ug_num b)
 {
-    if (IS_MP(ar)) return exact2(ar, mpfr_div, a, b);
     double v = a.v / b.v;
-    if (ar->mode == UG_AR_CERT || IS_DEV(ar)) {
+    if (mode == UG_AR_CERT || mode == UG_AR_DEVICE) {
         double ab = fabs(b.v);
         double e = ab > b.e ? (fabs(a.v) * b.e + ab * a.e) / (ab * (ab - b.e)) : INFINITY;
-        return IS_DEV(ar) ? num_dev(v, e + (UG_DEV_U * fabs(v) + UG_DEV_ETA)) : num_cert(v, e + fabs(v) * U52);
+        return mode == UG_AR_DEVICE ? num_dev(v, e + (UG_DEV_U * fabs(v) + UG_DEV_ETA)) : num_cert(v, e + fabs(v) * U52);
     }
-    return num_plain(ar, v);
+    return plain_p(mode, ndt, v);
+}
+
+ug_num ug_div(ug_ar *ar, ug_num a, ug_num b)
+{
+    return IS_MP(ar) ? exact2(ar, mpfr_div, a, b) : div_p(ar->mode, ar->naive_dt, a, b);
+}
+
+/* ug_dev_round's body (a no-op but in DEVICE). */
+static inline AI ug_num dev_round_p(ug_ar_mode mode, ug_num x, ug_dtype dt)
+{
+    if (mode == UG_AR_DEVICE) x.e += 0.5 * ug_dtype_ulp(dt, fabs(x.v) + x.e);
+    return x;
+}
+
+/* ug_div_row and ug_mul_diff_row in plain arithmetic `mode` (a constant where inlined);
+ * diff: out[j] = (x[j] * (a[j] - b)), else out[j] = x[j] / b; then dt's device rounding. */
+static inline AI void row_op_p(ug_ar_mode mode, ug_dtype ndt, int diff, const ug_num *x, const ug_num *a, ug_num b,
+                               size_t n, ug_dtype dt, ug_num *out)
+{
+    for (size_t j = 0; j < n; j++)
+        out[j] = dev_round_p(mode, diff ? mul_p(mode, ndt, x[j], sub_p(mode, ndt, a[j], b)) : div_p(mode, ndt, x[j], b), dt);
+}
+
+/* Both row operations: the plain arithmetics inlined per mode, MPFR through the primitives. */
+static void row_op(ug_ar *ar, int diff, const ug_num *x, const ug_num *a, ug_num b, size_t n, ug_dtype dt, ug_num *out)
+{
+    ug_dtype ndt = ar->naive_dt;
+    switch (ar->mode) {
+    case UG_AR_CERT: row_op_p(UG_AR_CERT, ndt, diff, x, a, b, n, dt, out); return;
+    case UG_AR_DEVICE: row_op_p(UG_AR_DEVICE, ndt, diff, x, a, b, n, dt, out); return;
+    case UG_AR_NAIVE: row_op_p(UG_AR_NAIVE, ndt, diff, x, a, b, n, dt, out); return;
+    case UG_AR_F64: row_op_p(UG_AR_F64, ndt, diff, x, a, b, n, dt, out); return;
+    default: break;
+    }
+    for (size_t j = 0; j < n; j++)
+        out[j] = ug_dev_round(ar, diff ? ug_mul(ar, x[j], ug_sub(ar, a[j], b)) : ug_div(ar, x[j], b), dt);
+}
+
+void ug_div_row(ug_ar *ar, const ug_num *x, ug_num d, size_t n, ug_dtype dt, ug_num *out)
+{
+    row_op(ar, 0, x, NULL, d, n, dt, out);
+}
+
+void ug_mul_diff_row(ug_ar *ar, const ug_num *x, const ug_num *a, ug_num b, size_t n, ug_dtype dt, ug_num *out)
+{
+    row_op(ar, 1, x, a, b, n, dt, out);
 }
 
 ug_num ug_neg(ug_ar *ar, ug_num a)
@@ -310,7 +355,7 @@ static inline AI void softmax_row_p(ug_ar_mode mode, ug_ar *ar, ug_num *e, size_
     }
     for (size_t j = 0; j < n; j++) e[j] = exp_p(mode, ndt, sub_p(mode, ndt, e[j], *m));
     *total = ug_sum(ar, e, n);
-    for (size_t j = 0; mode == UG_AR_DEVICE && j < n; j++) e[j] = ug_dev_round(ar, e[j], p_dt);
+    for (size_t j = 0; mode == UG_AR_DEVICE && j < n; j++) e[j] = dev_round_p(mode, e[j], p_dt);
 }
 
 void ug_softmax_row(ug_ar *ar, ug_num *e, size_t n, double scale, ug_dtype p_dt, ug_num *m, ug_num *total)
@@ -440,11 +485,7 @@ ug_num ug_round(ug_ar *ar, ug_num x, ug_dtype dt)
     return u;
 }
 
-ug_num ug_dev_round(ug_ar *ar, ug_num x, ug_dtype dt)
-{
-    if (IS_DEV(ar)) x.e += 0.5 * ug_dtype_ulp(dt, fabs(x.v) + x.e);
-    return x;
-}
+ug_num ug_dev_round(ug_ar *ar, ug_num x, ug_dtype dt) { return dev_round_p(ar->mode, x, dt); }
 
 
 /* UG_AR_MPFR_SEQ reductions: one rounded MPFR operation per term. */

@@ -105,6 +105,11 @@ ug_num ug_dev_round(ug_ar *ar, ug_num x, ug_dtype dt);
  * order and *total the ug_sum of the exponentials: those primitives' numbers bit for bit,
  * with the plain arithmetics' bodies inlined (an attention oracle's per-key work). */
 void ug_softmax_row(ug_ar *ar, ug_num *e, size_t n, double scale, ug_dtype p_dt, ug_num *m, ug_num *total);
+/* out[j] = ug_dev_round(ug_div(x[j], d), dt) and out[j] = ug_dev_round(ug_mul(x[j],
+ * ug_sub(a[j], b)), dt) for j < n: those primitives' numbers bit for bit, inlined per mode
+ * (the attention gradient's P and dS rows). out may be x. */
+void ug_div_row(ug_ar *ar, const ug_num *x, ug_num d, size_t n, ug_dtype dt, ug_num *out);
+void ug_mul_diff_row(ug_ar *ar, const ug_num *x, const ug_num *a, ug_num b, size_t n, ug_dtype dt, ug_num *out);
 /* Reductions. xs[i*stride]; a and b are exact doubles (input values). */
 ug_num ug_sum(ug_ar *ar, const ug_num *xs, size_t n);
 ug_num ug_dot_d(ug_ar *ar, const double *a, size_t sa, const double *b, size_t sb, size_t n);
