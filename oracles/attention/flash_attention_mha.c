@@ -10,7 +10,8 @@
  * cu_seqlens_k[b]..; with causal, local query i sees key j iff j <= i + Lk - Lq (bottom-
  * right aligned, as FlashAttention-2 defines it). A row that sees no key (causal with
  * Lk < Lq) is defined as o = 0, lse = -inf in both kernel and oracle; special values
- * follow the op's semantics text (ug_fa_row, ug_attn_weighted_v). scale is an fp32 attribute
+ * follow the op's semantics text (ug_fa_row, ug_attn_weighted_v); groups with finite inputs
+ * go in tiles of rows in the plain arithmetics (oracle()). scale is an fp32 attribute
  * (default 1/sqrt(D) rounded to fp32). The spec rounds nothing mid-way: the device's cast
  * of P to the input dtype is the kernel's approximation, not the math.
  *

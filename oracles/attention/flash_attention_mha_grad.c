@@ -7,6 +7,11 @@
  *     dS_ij = P_ij (dP_ij - Delta_i)
  *     dQ_i = scale sum_j dS_ij k_j,  dK_j = scale sum_i dS_ij q_i,  dV_j = sum_i P_ij dO_i
  *
+ * The oracle evaluates per (batch element, head) group holding a selected element; a group
+ * with finite inputs, in the plain arithmetics, in tiles of 16 rows (scores and dP of all
+ * keys at once, O, dq, dk, dv rows at once: ug_dot_d_tile, ug_dot_nd_cols_tile), the same
+ * numbers bit for bit as row by row (tests/test_attn_row_oracle.c compares the two).
+ *
  * The oracle differentiates the exact forward: it does not read the o and lse inputs.
  * Those are what a forward kernel hands the backward, so the builder produces them the
  * way an ideal forward would: the exact forward of q, k, v correctly rounded, o to the
