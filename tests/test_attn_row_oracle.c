@@ -19,6 +19,7 @@
 #include "core/philox.h"
 #include "core/spec.h"
 #include "gen/case.h"
+#include "oracles/attention/flash_attention_common.h"
 #include "oracles/mp/arith.h"
 #include "oracles/oracle.h"
 
@@ -82,6 +83,92 @@ static void check_dot_nd_cols(void)
     check_cols(UG_AR_NAIVE, UG_DT_BF16, 0, 5, 5, 0);
 }
 
+/* ug_dot_d_tile against ug_dot_d on every (row, key) in one arithmetic: m rows of D values
+ * against n keys held transposed (ldk >= n), keys across the 128-key chunks and the 8-key
+ * vector blocks. narrow: bf16 values (CERT's exactness tracking can prove sums exact) or
+ * wide doubles; with zeros, tiny values and (special) infinities and NaNs among them. */
+static void check_scores(ug_ar_mode mode, ug_dtype naive_dt, size_t m, size_t D, size_t n, int narrow, int special)
+{
+    int plain = special < 0; /* no zeros or tiny values: the naive vector blocks stay on the bits */
+    ug_ar *ar = ug_ar_new(mode, 128, naive_dt);
+    size_t ldk = n + 3;
+    double *Q = malloc(m * D * sizeof *Q), *Kt = malloc(D * ldk * sizeof *Kt);
+    ug_num *out = malloc(m * n * sizeof *out);
+    for (size_t i = 0; i < m * D; i++) Q[i] = draw(3, (uint32_t)i);
+    for (size_t i = 0; i < D * ldk; i++) Kt[i] = draw(4, (uint32_t)i);
+    for (size_t i = 0; plain && i < m * D; i++) Q[i] = fabs(Q[i]) < 0x1p-10 ? 0.75 : Q[i];
+    for (size_t i = 0; plain && i < D * ldk; i++) Kt[i] = fabs(Kt[i]) < 0x1p-10 ? -0.625 : Kt[i];
+    for (size_t i = 0; narrow && i < m * D; i++) Q[i] = ug_dtype_round(UG_DT_BF16, Q[i]);
+    for (size_t i = 0; narrow && i < D * ldk; i++) Kt[i] = ug_dtype_round(UG_DT_BF16, Kt[i]);
+    if (special > 0 && n > 9) Kt[2 * ldk + 5] = INFINITY, Kt[ldk + 9] = NAN, Q[1] = 0x1p600, Kt[ldk + 3] = 0x1p600;
+    if (narrow && !plain && n > 17) Kt[17] = 0x1p-60; /* a product far below the others: that sum is inexact */
+    ug_dot_d_tile(ar, Q, D, m, Kt, ldk, D, n, out, n);
+    size_t differ = 0;
+    for (size_t r = 0; r < m; r++)
+        for (size_t j = 0; j < n; j++) {
+            size_t mark = ug_ar_mark(ar);
+            differ += !same_num(mode, out[r * n + j], ug_dot_d(ar, Q + r * D, 1, Kt + j, ldk, D));
+            ug_ar_release(ar, mark);
+        }
+    CHECK(differ == 0, "mode %d naive %s, %zu rows x %zu keys, D %zu%s%s: %zu scores differ from ug_dot_d", (int)mode,
+          ug_dtype_name(naive_dt), m, n, D, narrow ? ", bf16 inputs" : "", special > 0 ? ", specials" : plain ? ", no zeros" : "",
+          differ);
+    free(Q), free(Kt), free(out);
+    ug_ar_free(ar);
+}
+
+/* ug_dot_nd_cols_tile against ug_dot_nd per row and column: rows with their own term counts
+ * (0, short, across the 128-row chunks), one row of exact weights among them. */
+static void check_cols_tile(ug_ar_mode mode, ug_dtype naive_dt, size_t ncols, int plain)
+{
+    enum { M = 5 };
+    static const size_t n[M] = {300, 0, 7, 129, 256};
+    size_t ldv = ncols + 2, ldx = 300;
+    ug_ar *ar = ug_ar_new(mode, 128, naive_dt);
+    ug_num *X = malloc(M * ldx * sizeof *X), *out = malloc(M * ncols * sizeof *out);
+    double *V = malloc(ldx * ldv * sizeof *V);
+    for (size_t i = 0; i < ldx * ldv; i++) V[i] = draw(5, (uint32_t)i);
+    for (size_t i = 0; plain && i < ldx * ldv; i++) V[i] = fabs(V[i]) < 0x1p-10 ? 0.875 : V[i]; /* on the bits */
+    for (size_t i = 0; i < M * ldx; i++) {
+        double s = draw(6, (uint32_t)i);
+        s = plain && fabs(s) < 0x1p-10 ? 0.5 : s;
+        X[i] = i / ldx == 2 ? ug_c(ar, s) : ug_exp(ar, ug_sub(ar, ug_c(ar, s), ug_c(ar, 1.0)));
+    }
+    ug_dot_nd_cols_tile(ar, X, ldx, n, M, V, ldv, ncols, out, ncols);
+    size_t differ = 0;
+    for (size_t r = 0; r < M; r++)
+        for (size_t c = 0; c < ncols; c++) {
+            size_t mark = ug_ar_mark(ar);
+            differ += !same_num(mode, out[r * ncols + c], ug_dot_nd(ar, X + r * ldx, V + c, ldv, n[r]));
+            ug_ar_release(ar, mark);
+        }
+    CHECK(differ == 0, "mode %d naive %s, %zu columns%s: %zu tile sums differ from ug_dot_nd", (int)mode,
+          ug_dtype_name(naive_dt), ncols, plain ? ", no zeros" : "", differ);
+    free(X), free(out), free(V);
+    ug_ar_free(ar);
+}
+
+static void check_tiles(void)
+{
+    static const ug_ar_mode modes[] = {UG_AR_CERT, UG_AR_NAIVE, UG_AR_DEVICE, UG_AR_F64, UG_AR_EXACT, UG_AR_MPFR_SEQ};
+    static const size_t dims[][2] = {{3, 5}, {64, 200}, {65, 131}, {128, 37}, {8, 300}};
+    for (size_t k = 0; k < sizeof modes / sizeof *modes; k++) {
+        ug_dtype dts[2] = {UG_DT_BF16, UG_DT_FP16};
+        for (int t = 0; t < (modes[k] == UG_AR_NAIVE ? 2 : 1); t++) {
+            for (size_t d = 0; d < sizeof dims / sizeof *dims; d++)
+                for (int narrow = 0; narrow < 2; narrow++)
+                    check_scores(modes[k], dts[t], 3, dims[d][0], dims[d][1], narrow, 0);
+            check_scores(modes[k], dts[t], 2, 16, 40, 0, 1);
+            check_scores(modes[k], dts[t], 2, 16, 40, 1, 1);
+            check_scores(modes[k], dts[t], 3, 64, 45, 1, -1);
+            check_scores(modes[k], dts[t], 3, 128, 150, 0, -1);
+            for (int plain = 0; plain < 2; plain++) {
+                check_cols_tile(modes[k], dts[t], 130, plain);
+                check_cols_tile(modes[k], dts[t], 5, plain);
+            }
+        }
+    }
+}
 
 static int run_sel(const ug_case *c, const ug_oracle_opts *o, const ug_selection *sel, ug_oracle_result *r)
 {
@@ -136,6 +223,56 @@ static void compare_paths(const ug_case *c, const ug_oracle_opts *o, const size_
     ug_selection_free(&all);
 }
 
+/* The tile path (ug_fa_tiles = 1) against the row path (0) on every element of selection
+ * sel, every array the judge sees: exact values, their rounding, naive values, device bounds. */
+static void compare_tiles(const ug_case *c, const ug_selection *sel, const char *what)
+{
+    ug_oracle_opts o;
+    ug_oracle_opts_default(&o);
+    o.naive = o.device_bound = 1;
+    ug_oracle_result r[2];
+    int ok = 1;
+    for (int t = 0; t < 2; t++) {
+        ug_fa_tiles = 1 - t;
+        ok &= run_sel(c, &o, sel, &r[t]);
+    }
+    ug_fa_tiles = 1;
+    if (!ok) return;
+    size_t differ = 0, compared = 0;
+    for (int k = 0; k < sel->n_out; k++)
+        for (size_t i = 0; i < sel->n[k]; i++, compared++) {
+            int same = same_bits(r[0].gstar[k][i], r[1].gstar[k][i]) && same_bits(r[0].g[k][i], r[1].g[k][i]) &&
+                       same_bits(r[0].bench[k][i], r[1].bench[k][i]) && same_bits(r[0].bound[k][i], r[1].bound[k][i]);
+            if (!same && differ++ < 3)
+                fprintf(stderr, "%s: output %d element %zu: tiles %a %a %a %a, rows %a %a %a %a\n", what, k, sel->idx[k][i],
+                        r[0].gstar[k][i], r[0].g[k][i], r[0].bench[k][i], r[0].bound[k][i], r[1].gstar[k][i],
+                        r[1].g[k][i], r[1].bench[k][i], r[1].bound[k][i]);
+        }
+    CHECK(differ == 0 && compared > 0, "%s: %zu of %zu elements differ between the tile and row paths", what, differ,
+          compared);
+    ug_oracle_result_free(&r[0]);
+    ug_oracle_result_free(&r[1]);
+}
+
+/* compare_tiles on every element and on the default sample (rows partly selected). */
+static void check_tiles_case(const char *spec_text)
+{
+    char err[512] = "";
+    ug_spec spec;
+    ug_case c;
+    if (ug_spec_parse(spec_text, &spec, err, sizeof err) || ug_case_build(&c, &spec, err, sizeof err)) {
+        CHECK(0, "spec %s: %s", spec_text, err);
+        return;
+    }
+    for (size_t sample = 0; sample <= UG_SAMPLE_DEFAULT; sample += UG_SAMPLE_DEFAULT) {
+        ug_selection sel;
+        if (ug_selection_build(&c, sample, &sel)) continue;
+        compare_tiles(&c, &sel, spec_text);
+        ug_selection_free(&sel);
+    }
+    ug_case_free(&c);
+}
+
 static void check_op_case(const char *spec_text, const size_t *ncols)
 {
     char err[512] = "";
@@ -184,9 +321,26 @@ static void check_ops(void)
                   grad_cols);
 }
 
+/* Tiles of 16 rows with tails, key chunks of 128 with tails, causal rows that see no key, D
+ * 64 (CERT's exactness tracking) and 128, both dtypes, a group with a non-finite key (row
+ * path) beside finite ones. */
+static void check_tile_ops(void)
+{
+    check_tiles_case(FWD("bf16", "{\"seqlens\":\"40:150,37:20\",\"heads\":2,\"head_dim\":64,\"causal\":1}", N1, N1));
+    check_tiles_case(FWD("fp16", "{\"seqlens\":\"33:140\",\"heads\":1,\"head_dim\":128}", N1, N1));
+    check_tiles_case(FWD("bf16", "{\"seqlens\":\"20:30,18:17\",\"heads\":2,\"head_dim\":16}",
+                         "{\"kind\":\"wide\",\"lo_exp\":120,\"hi_exp\":135}", N1));
+    check_tiles_case(GRAD("bf16", "{\"seqlens\":\"40:150,37:20\",\"heads\":2,\"head_dim\":64,\"causal\":1}", N1, N1));
+    check_tiles_case(GRAD("fp16", "{\"seqlens\":\"33:140\",\"heads\":1,\"head_dim\":128}", N1, N1));
+    check_tiles_case(GRAD("bf16", "{\"seqlens\":\"20:30,18:17\",\"heads\":2,\"head_dim\":16}", N1,
+                          "{\"kind\":\"wide\",\"lo_exp\":-20,\"hi_exp\":20}"));
+}
+
 int main(void)
 {
     check_dot_nd_cols();
+    check_tiles();
     check_ops();
+    check_tile_ops();
     return check_done();
 }

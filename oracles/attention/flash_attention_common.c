@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int ug_fa_check(const ug_params *P, char *err, size_t errlen)
 {
@@ -91,6 +92,29 @@ static double abs_dot(const double *q, const double *k, size_t d)
     return s;
 }
 
+/* The weights of ug_attn_weights from the scores of the live keys in e: e_j = exp(s_j - m),
+ * m the max of the scores, *total their sum, then the device's rounding of P (p_dt, or the
+ * fp8 form). With every key live this is ug_softmax_row's sequence (ug_attn_weights_of_dots). */
+static void weights_of_scores(ug_ar *ar, ug_num *e, const unsigned char *live, long n, ug_dtype p_dt, int fp8,
+                              ug_num *m, ug_num *total)
+{
+    ug_num zero = ug_c(ar, 0.0);
+    int first = 1;
+    for (long j = 0; j < n; j++) {
+        if (!live[j]) continue;
+        *m = first ? e[j] : ug_max(ar, *m, e[j]);
+        first = 0;
+    }
+    for (long j = 0; j < n; j++) e[j] = live[j] ? ug_exp(ar, ug_sub(ar, e[j], *m)) : zero;
+    *total = ug_sum(ar, e, (size_t)n);
+    for (long j = 0; j < n; j++) e[j] = fp8 ? fp8_p_round(ar, e[j]) : ug_dev_round(ar, e[j], p_dt); /* a device's P */
+}
+
+void ug_attn_weights_of_dots(ug_ar *ar, ug_num *e, long n, double scale, ug_dtype p_dt, ug_num *m, ug_num *total)
+{
+    ug_softmax_row(ar, e, (size_t)n, scale, p_dt, m, total); /* weights_of_scores' numbers, all keys live */
+}
+
 /* ug_attn_weights, and with fp8 set ug_attn_weights_fp8 (p_dt unused then). */
 static long attn_weights(ug_ar *ar, const double *qr, const double *k, size_t kstride, long n, size_t d, double scale,
                          ug_dtype p_dt, int fp8, ug_num *e, unsigned char *live, ug_num *m, ug_num *total)
@@ -107,18 +131,13 @@ static long attn_weights(ug_ar *ar, const double *qr, const double *k, size_t ks
         n_live += live[j];
     }
     if (n_live == 0) return 0;
-    ug_num sc = ug_c(ar, scale), zero = ug_c(ar, 0.0);
-    int first = 1;
+    ug_num sc = ug_c(ar, scale);
     for (long j = 0; j < n; j++) {
         if (!live[j]) continue;
         e[j] = ug_mul(ar, ug_dot_d(ar, qr, 1, k + (size_t)j * kstride, 1, d), sc); /* the score, exp taken below */
         if (dev_operands) e[j].e += 2 * UG_DEV_U * scale * abs_dot(qr, k + (size_t)j * kstride, d);
-        *m = first ? e[j] : ug_max(ar, *m, e[j]);
-        first = 0;
     }
-    for (long j = 0; j < n; j++) e[j] = live[j] ? ug_exp(ar, ug_sub(ar, e[j], *m)) : zero;
-    *total = ug_sum(ar, e, (size_t)n);
-    for (long j = 0; j < n; j++) e[j] = fp8 ? fp8_p_round(ar, e[j]) : ug_dev_round(ar, e[j], p_dt); /* a device's P */
+    weights_of_scores(ar, e, live, n, p_dt, fp8, m, total);
     return n;
 }
 
@@ -192,4 +211,38 @@ long ug_fa_row(ug_ar *ar, const ug_fa_params *p, const double *q, const double *
     const double *qr = q + ((size_t)t * (size_t)p->heads + (size_t)h) * d;
     return ug_attn_weights(ar, qr, k + (size_t)p->cu_k[b] * hd + (size_t)h * d, hd, n, d, p->scale, p_dt, e, live, m,
                            total);
+}
+
+/* Whether the n values of each of rows [t0, t1) of head h (row t at x + (t*H + h)*D) are finite. */
+static int rows_finite(const ug_fa_params *p, const double *x, long t0, long t1, long h)
+{
+    size_t D = (size_t)p->dim, HD = (size_t)p->heads * D;
+    for (long t = t0; t < t1; t++)
+        for (size_t d = 0; d < D; d++)
+            if (!isfinite(x[(size_t)t * HD + (size_t)h * D + d])) return 0;
+    return 1;
+}
+
+int ug_fa_tiles = 1;
+
+int ug_fa_group_finite(const ug_fa_params *p, const double *q, const double *k, const double *v, const double *dout,
+                       long b, long h)
+{
+    long q0 = p->cu_q[b], q1 = p->cu_q[b + 1], k0 = p->cu_k[b], k1 = p->cu_k[b + 1];
+    return isfinite(p->scale) && rows_finite(p, q, q0, q1, h) && rows_finite(p, k, k0, k1, h) &&
+           rows_finite(p, v, k0, k1, h) && (!dout || rows_finite(p, dout, q0, q1, h));
+}
+
+void ug_fa_group_transpose(const ug_fa_params *p, const double *x, long b, long h, double *out)
+{
+    size_t D = (size_t)p->dim, HD = (size_t)p->heads * D, lk = (size_t)p->lk[b], ld = ug_fa_kt_ld(p->lk[b]);
+    const double *x0 = x + (size_t)p->cu_k[b] * HD + (size_t)h * D;
+    for (size_t j = 0; j < lk; j++)
+        for (size_t d = 0; d < D; d++) out[d * ld + j] = x0[j * HD + d];
+}
+
+void ug_fa_gather_rows(const ug_fa_params *p, const double *x, long t0, long n, long h, double *out)
+{
+    size_t D = (size_t)p->dim, HD = (size_t)p->heads * D;
+    for (long i = 0; i < n; i++) memcpy(out + (size_t)i * D, x + (size_t)(t0 + i) * HD + (size_t)h * D, D * sizeof *out);
 }

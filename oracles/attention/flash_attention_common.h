@@ -61,6 +61,10 @@ long ug_fa_batch_of(const ug_fa_params *p, long t);
 long ug_attn_weights(ug_ar *ar, const double *qr, const double *k, size_t kstride, long n, size_t d, double scale,
                      ug_dtype p_dt, ug_num *e, unsigned char *live, ug_num *m, ug_num *total);
 
+/* ug_attn_weights' weights from the dots q.k_j of n keys, all live (finite), given in e (as
+ * ug_dot_d computes them, e.g. by ug_dot_d_tile): the same numbers in every arithmetic. */
+void ug_attn_weights_of_dots(ug_ar *ar, ug_num *e, long n, double scale, ug_dtype p_dt, ug_num *m, ug_num *total);
+
 /* ug_attn_weights for dequantised operands (page_attention quant fp8): qr and k hold the
  * exact products e4m3 code * fp32 scale, so EXACT and CERT are unchanged; the device bound
  * adds what the fp8 device model allows: each q_i and k_i formed in fp32 (2u scale
@@ -87,6 +91,27 @@ void ug_attn_weighted_v_cols(ug_ar *ar, const ug_num *e, const unsigned char *li
  * r*ncols ..), and whether they are most of the row: then the oracles evaluate the whole
  * row at once (one pass over the rows it weighs), else element by element. */
 int ug_attn_row_dense(const ug_selection *sel, int o, size_t r, size_t ncols, size_t *b, size_t *e);
+
+/* 1 (the default): the oracles of both operators take their tile paths where they apply
+ * (finite groups, plain arithmetics); 0: row by row everywhere. For the tests that compare
+ * the two paths on every element; nothing else sets it. */
+extern int ug_fa_tiles;
+
+/* Whether every q row and every key, value (and, given, dO row) of group (batch element b,
+ * head h) is finite, and the scale: then every score is finite and every key live (bf16 and
+ * fp16 products cannot overflow a double), and the oracles' tile paths apply. */
+int ug_fa_group_finite(const ug_fa_params *p, const double *q, const double *k, const double *v, const double *dout,
+                       long b, long h);
+
+/* The D x lk transpose of group (b, h)'s keys (or values) x: out[d*ldk + j] = x[key j, h, d],
+ * with ldk = ug_fa_kt_ld(lk): padded, so that the rows of a key chunk do not all fall in the
+ * same cache sets (lk 4096: 32 KiB apart, which thrashed the scores' loads). */
+void ug_fa_group_transpose(const ug_fa_params *p, const double *x, long b, long h, double *out);
+static inline size_t ug_fa_kt_ld(long lk) { return (size_t)lk + 8; }
+
+/* Rows [t0, t0 + n) of head h of a [T, H, D] tensor x, contiguous: out[i*D + d] (the weighted
+ * sums then read rows D apart, not H*D). */
+void ug_fa_gather_rows(const ug_fa_params *p, const double *x, long t0, long n, long h, double *out);
 
 /* ug_attn_weights for query token t (global), head h over its visible keys. */
 long ug_fa_row(ug_ar *ar, const ug_fa_params *p, const double *q, const double *k, long t, long h, ug_dtype p_dt,

@@ -7,6 +7,11 @@
  *     dS_ij = P_ij (dP_ij - Delta_i)
  *     dQ_i = scale sum_j dS_ij k_j,  dK_j = scale sum_i dS_ij q_i,  dV_j = sum_i P_ij dO_i
  *
+ * The oracle evaluates per (batch element, head) group holding a selected element; a group
+ * with finite inputs, in the plain arithmetics, in tiles of 16 rows (scores and dP of all
+ * keys at once, O, dq, dk, dv rows at once: ug_dot_d_tile, ug_dot_nd_cols_tile), the same
+ * numbers bit for bit as row by row (tests/test_attn_row_oracle.c compares the two).
+ *
  * The oracle differentiates the exact forward: it does not read the o and lse inputs.
  * Those are what a forward kernel hands the backward, so the builder produces them the
  * way an ideal forward would: the exact forward of q, k, v correctly rounded, o to the
@@ -74,6 +79,37 @@ typedef struct {
     unsigned char *live; /* scratch: the row's live keys */
 } grad_group;
 
+#define GR_TILE 16 /* query (or key) rows whose dot products are computed together */
+
+/* Scratch of the tile path: the group's K^T and V^T, a tile's scores, dP and O rows, and a
+ * tile's weights and results in group_emit_tiled. */
+typedef struct {
+    double *kt, *vt;         /* K^T, V^T: ld ug_fa_kt_ld(lk) */
+    double *kg, *vg, *qg, *dg; /* the group's k, v, q, dO rows, contiguous (ld D) */
+    ug_num *s, *dp, *o, *x;
+    size_t ldx;
+} grad_tiles;
+
+/* Row i's dS, and P past its keys, from P's first n entries (the ones ug_fa_row's n gives),
+ * its keys' liveness (NULL: all live), its dP and its O = P V row (scratch: D numbers). */
+static void row_p_ds(ug_ar *ar, grad_group *g, long i, long n, const unsigned char *live, const ug_num *dp,
+                     const ug_num *o_row, ug_num *scratch)
+{
+    size_t D = (size_t)g->p->dim, HD = (size_t)g->p->heads * D;
+    const double *dor = g->dout + (size_t)(g->p->cu_q[g->b] + i) * HD + (size_t)g->h * D;
+    ug_num *Pi = g->P + i * g->lk, *dSi = g->dS + i * g->lk, zero = ug_c(ar, 0.0);
+    for (size_t d = 0; n && d < D; d++) /* a device reads O as stored: rounded to the dtype */
+        scratch[d] = ug_mul(ar, ug_c(ar, dor[d]), ug_dev_round(ar, o_row[d], g->dt));
+    ug_num delta = n ? ug_sum(ar, scratch, D) : zero;
+    if (n > 1) ug_mul_diff_row(ar, Pi, dp, delta, (size_t)n, g->dt, dSi); /* dS as stored: P (dP - Delta) */
+    for (long j = 0; j < g->lk; j++) {
+        if (j >= n || (live && !live[j])) /* unseen, or a -inf score: weighs exactly 0 */
+            Pi[j] = dSi[j] = zero;
+        else if (n == 1) /* one visible key: P = 1, O = V_0, Delta = dP_0, so dS = 0 exactly */
+            Pi[j] = ug_c(ar, 1.0), dSi[j] = zero;
+    }
+}
+
 /* Exact P and dS of group (b, h): every row of the element. e and dp hold max(lk, D)
  * numbers, o_row D. */
 static void group_eval(ug_ar *ar, grad_group *g, ug_num *e, ug_num *dp, ug_num *o_row)
@@ -101,17 +137,36 @@ static void group_eval(ug_ar *ar, grad_group *g, ug_num *e, ug_num *dp, ug_num *
         /* Delta = rowsum(dO * O) with O = P V, as the spec writes it (= sum_j P dP exactly;
          * in the naive arithmetic this is the benchmark device's O rounded to the dtype) */
         if (n) ug_dot_nd_cols(ar, Pi, v0, HD, (size_t)n, D, o_row); /* O = P V, one pass over V */
-        for (size_t d = 0; n && d < D; d++) /* a device reads O as stored: rounded to the dtype */
-            e[d] = ug_mul(ar, ug_c(ar, dor[d]), ug_dev_round(ar, o_row[d], g->dt));
-        ug_num delta = n ? ug_sum(ar, e, D) : zero;
-        for (long j = 0; j < g->lk; j++) {
-            if (j >= n || !g->live[j]) /* unseen, or a -inf score: weighs exactly 0 */
-                Pi[j] = dSi[j] = zero;
-            else if (n == 1) /* one visible key: P = 1, O = V_0, Delta = dP_0, so dS = 0 exactly */
-                Pi[j] = ug_c(ar, 1.0), dSi[j] = zero;
-            else
-                dSi[j] = ug_dev_round(ar, ug_mul(ar, Pi[j], ug_sub(ar, dp[j], delta)), g->dt); /* dS as stored */
+        row_p_ds(ar, g, i, n, g->live, dp, o_row, e);
+    }
+}
+
+/* group_eval for a group with finite inputs in a plain arithmetic, GR_TILE rows at a time:
+ * the scores q.k_j and dP = dO.v_j of all keys at once (ug_dot_d_tile over K^T and V^T), O = P V
+ * of the tile's rows at once (ug_dot_nd_cols_tile). The same numbers as group_eval. */
+static void group_eval_tiled(ug_ar *ar, grad_group *g, grad_tiles *T, ug_num *scratch)
+{
+    const ug_fa_params *p = g->p;
+    size_t D = (size_t)p->dim, HD = (size_t)p->heads * D, lk = (size_t)g->lk, ldk = ug_fa_kt_ld(g->lk), n[GR_TILE];
+    for (long i0 = 0; i0 < g->lq; i0 += GR_TILE) {
+        size_t m = g->lq - i0 < GR_TILE ? (size_t)(g->lq - i0) : GR_TILE, nmax = 0;
+        size_t at = (size_t)(p->cu_q[g->b] + i0) * HD + (size_t)g->h * D;
+        for (size_t r = 0; r < m; r++) {
+            g->n[i0 + (long)r] = ug_fa_visible(p, g->b, i0 + (long)r);
+            n[r] = (size_t)g->n[i0 + (long)r];
+            nmax = n[r] > nmax ? n[r] : nmax;
         }
+        ug_dot_d_tile(ar, g->q + at, HD, m, T->kt, ldk, D, nmax, T->s, lk);
+        ug_dot_d_tile(ar, g->dout + at, HD, m, T->vt, ldk, D, nmax, T->dp, lk);
+        for (size_t r = 0; r < m; r++) {
+            ug_num mx, total, *e = T->s + r * lk, *Pi = g->P + (i0 + (long)r) * g->lk;
+            if (!n[r]) continue;
+            ug_attn_weights_of_dots(ar, e, (long)n[r], p->scale, UG_DT_FP32, &mx, &total);
+            ug_div_row(ar, e, total, n[r], g->dt, Pi); /* a device's P: ug_dev_round(e_j / total) */
+        }
+        ug_dot_nd_cols_tile(ar, g->P + i0 * g->lk, lk, n, m, T->vg, D, D, T->o, D); /* O = P V */
+        for (size_t r = 0; r < m; r++)
+            row_p_ds(ar, g, i0 + (long)r, (long)n[r], NULL, T->dp + r * lk, T->o + r * D, scratch);
     }
 }
 
@@ -137,31 +192,86 @@ static const ug_num *row_terms(const grad_group *g, int o, long r, ug_num *col, 
     return col;
 }
 
-/* Emits the selected elements of output o (0 dq, 1 dk, 2 dv) that lie in group g: dq and dk
+/* Emits the selected elements of output o (0 dq, 1 dk, 2 dv) in row r of group g: dq and dk
  * = scale * sum, dv = sum (see row_terms); a row with most of its elements selected is
  * evaluated whole in one pass (ug_dot_nd_cols), the same numbers as element by element.
  * col holds maxq numbers, row_vals D. */
-static void group_emit(ug_ar *ar, const grad_group *g, const ug_selection *sel, int o, ug_num *col, ug_num *row_vals)
+static void group_emit_row(ug_ar *ar, const grad_group *g, const ug_selection *sel, int o, long r, ug_num *col,
+                           ug_num *row_vals)
 {
     const ug_fa_params *p = g->p;
-    size_t D = (size_t)p->dim, H = (size_t)p->heads, HD = H * D;
-    long t0 = o == 0 ? p->cu_q[g->b] : p->cu_k[g->b], len = o == 0 ? g->lq : g->lk;
+    size_t D = (size_t)p->dim, H = (size_t)p->heads, HD = H * D, b, e;
+    long t0 = o == 0 ? p->cu_q[g->b] : p->cu_k[g->b];
+    int whole = ug_attn_row_dense(sel, o, (size_t)(t0 + r) * H + (size_t)g->h, D, &b, &e);
+    if (b == e) return;
+    size_t mark = ug_ar_mark(ar), n;
+    const double *rows;
+    const ug_num *x = row_terms(g, o, r, col, &rows, &n);
+    int none = o != 0 && n == 0; /* a key no row sees: dk = dv = 0 */
     ug_num sc = ug_c(ar, p->scale);
-    for (long r = 0; r < len; r++) {
-        size_t b, e;
-        int whole = ug_attn_row_dense(sel, o, (size_t)(t0 + r) * H + (size_t)g->h, D, &b, &e);
-        if (b == e) continue;
-        size_t mark = ug_ar_mark(ar), n;
-        const double *rows;
-        const ug_num *x = row_terms(g, o, r, col, &rows, &n);
-        int none = o != 0 && n == 0; /* a key no row sees: dk = dv = 0 */
-        if (whole && !none) ug_dot_nd_cols(ar, x, rows, HD, n, D, row_vals);
-        for (size_t k = b; k < e; k++) {
-            size_t d = sel->idx[o][k] % D;
-            ug_num val = none ? ug_c(ar, 0.0) : whole ? row_vals[d] : ug_dot_nd(ar, x, rows + d, HD, n);
-            ug_ar_emit(ar, o, k, o == 2 ? val : ug_mul(ar, val, sc));
+    if (whole && !none) ug_dot_nd_cols(ar, x, rows, HD, n, D, row_vals);
+    for (size_t k = b; k < e; k++) {
+        size_t d = sel->idx[o][k] % D;
+        ug_num val = none ? ug_c(ar, 0.0) : whole ? row_vals[d] : ug_dot_nd(ar, x, rows + d, HD, n);
+        ug_ar_emit(ar, o, k, o == 2 ? val : ug_mul(ar, val, sc));
+    }
+    ug_ar_release(ar, mark);
+}
+
+/* Every row of output o in group g (group_emit_row). */
+static void group_emit(ug_ar *ar, const grad_group *g, const ug_selection *sel, int o, ug_num *col, ug_num *row_vals)
+{
+    for (long r = 0, len = o == 0 ? g->lq : g->lk; r < len; r++) group_emit_row(ar, g, sel, o, r, col, row_vals);
+}
+
+/* The contiguous copy (T->kg, qg, dg) of the rows row_terms points at for output o. */
+static const double *gathered(const grad_group *g, const grad_tiles *T, int o, const double *rows)
+{
+    const ug_fa_params *p = g->p;
+    size_t D = (size_t)p->dim, HD = (size_t)p->heads * D, h0 = (size_t)g->h * D;
+    const double *base = o == 0 ? g->k + (size_t)p->cu_k[g->b] * HD + h0
+                         : (o == 1 ? g->q : g->dout) + (size_t)p->cu_q[g->b] * HD + h0;
+    return (o == 0 ? T->kg : o == 1 ? T->qg : T->dg) + (size_t)(rows - base) / HD * D;
+}
+
+/* group_emit for a plain arithmetic: the rows most of which are selected go GR_TILE at a
+ * time through ug_dot_nd_cols_tile (rows that weigh the same rows of q, dO or k, with their
+ * weights copied into T->x), the others as in group_emit. The same numbers. */
+static void group_emit_tiled(ug_ar *ar, const grad_group *g, const ug_selection *sel, int o, grad_tiles *T,
+                             ug_num *col, ug_num *row_vals)
+{
+    const ug_fa_params *p = g->p;
+    size_t D = (size_t)p->dim, H = (size_t)p->heads, n[GR_TILE], b[GR_TILE], e[GR_TILE], m = 0;
+    long t0 = o == 0 ? p->cu_q[g->b] : p->cu_k[g->b], len = o == 0 ? g->lq : g->lk;
+    const double *rows = NULL;
+    ug_num sc = ug_c(ar, p->scale);
+    for (long r = 0; r <= len; r++) {
+        const double *rr = NULL;
+        size_t nr = 0, br = 0, er = 0;
+        int whole = 0;
+        if (r < len) {
+            whole = ug_attn_row_dense(sel, o, (size_t)(t0 + r) * H + (size_t)g->h, D, &br, &er);
+            if (br == er) continue;
+            const ug_num *x = row_terms(g, o, r, T->x + m * T->ldx, &rr, &nr);
+            whole &= o == 0 || nr > 0;
+            if (whole && x != T->x + m * T->ldx) memcpy(T->x + m * T->ldx, x, nr * sizeof *x);
         }
-        ug_ar_release(ar, mark);
+        if (m && (r == len || (whole && (rr != rows || m == GR_TILE)))) { /* the batch so far, at once */
+            ug_dot_nd_cols_tile(ar, T->x, T->ldx, n, m, gathered(g, T, o, rows), D, D, T->o, D);
+            for (size_t k = 0; k < m; k++)
+                for (size_t i = b[k]; i < e[k]; i++) {
+                    ug_num val = T->o[k * D + sel->idx[o][i] % D];
+                    ug_ar_emit(ar, o, i, o == 2 ? val : ug_mul(ar, val, sc));
+                }
+            if (whole && r < len) memcpy(T->x, T->x + m * T->ldx, nr * sizeof *T->x);
+            m = 0;
+        }
+        if (r == len) break;
+        if (!whole) {
+            group_emit_row(ar, g, sel, o, r, col, row_vals);
+            continue;
+        }
+        rows = rr, n[m] = nr, b[m] = br, e[m++] = er;
     }
 }
 
@@ -177,6 +287,26 @@ static int group_selected(const grad_group *g, const ug_selection *sel)
             if (h == g->h && t >= t0 && t < t0 + len) return 1;
         }
     }
+    return 0;
+}
+
+/* The tile path's scratch (two allocations: doubles, numbers); 0, or -1 out of memory. */
+static int tiles_alloc(grad_tiles *T, const ug_fa_params *p, size_t maxq, size_t maxk)
+{
+    size_t D = (size_t)p->dim;
+    T->ldx = maxq > maxk ? maxq : maxk;
+    size_t ldk = ug_fa_kt_ld((long)maxk);
+    T->kt = malloc((2 * D * ldk + 2 * maxk * D + 2 * maxq * D) * sizeof *T->kt);
+    T->s = malloc((2 * GR_TILE * maxk + GR_TILE * D + (GR_TILE + 1) * T->ldx) * sizeof *T->s);
+    if (!T->kt || !T->s) return -1;
+    T->vt = T->kt + D * ldk;
+    T->kg = T->vt + D * ldk;
+    T->vg = T->kg + maxk * D;
+    T->qg = T->vg + maxk * D;
+    T->dg = T->qg + maxq * D;
+    T->dp = T->s + GR_TILE * maxk;
+    T->o = T->dp + GR_TILE * maxk;
+    T->x = T->o + GR_TILE * D;
     return 0;
 }
 
@@ -201,15 +331,29 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     g.live = malloc((size_t)maxk);
     size_t ne = (size_t)(maxk > p.dim ? maxk : p.dim);
     ug_num *e = malloc((2 * ne + (size_t)maxq + (size_t)p.dim) * sizeof *e); /* e, dp, col, a row of D */
-    int rc = g.P && g.dS && g.n && g.live && e ? 0 : -1;
+    ug_ar_mode mode = ug_ar_get_mode(ar);
+    grad_tiles T = {0};
+    int plain = ug_fa_tiles && mode != UG_AR_EXACT && mode != UG_AR_MPFR_SEQ, rc = g.P && g.dS && g.n && g.live && e ? 0 : -1;
+    if (plain && !rc && tiles_alloc(&T, &p, (size_t)maxq, (size_t)maxk)) rc = -1;
     for (long b = 0; !rc && b < p.batch; b++)
         for (long h = 0; h < p.heads; h++) {
             g.b = b, g.h = h, g.lq = p.lq[b], g.lk = p.lk[b];
             if (!group_selected(&g, sel)) continue;
             size_t mark = ug_ar_mark(ar);
             ug_num *row_vals = e + 2 * ne + maxq;
-            group_eval(ar, &g, e, e + ne, row_vals);
-            for (int o = 0; o < 3; o++) group_emit(ar, &g, sel, o, e + 2 * ne, row_vals);
+            if (plain && ug_fa_group_finite(&p, g.q, g.k, g.v, g.dout, b, h)) { /* tiles: the same numbers */
+                ug_fa_group_transpose(&p, g.k, b, h, T.kt);
+                ug_fa_group_transpose(&p, g.v, b, h, T.vt);
+                ug_fa_gather_rows(&p, g.k, p.cu_k[b], p.lk[b], h, T.kg);
+                ug_fa_gather_rows(&p, g.v, p.cu_k[b], p.lk[b], h, T.vg);
+                ug_fa_gather_rows(&p, g.q, p.cu_q[b], p.lq[b], h, T.qg);
+                ug_fa_gather_rows(&p, g.dout, p.cu_q[b], p.lq[b], h, T.dg);
+                group_eval_tiled(ar, &g, &T, e);
+                for (int o = 0; o < 3; o++) group_emit_tiled(ar, &g, sel, o, &T, e + 2 * ne, row_vals);
+            } else {
+                group_eval(ar, &g, e, e + ne, row_vals);
+                for (int o = 0; o < 3; o++) group_emit(ar, &g, sel, o, e + 2 * ne, row_vals);
+            }
             ug_ar_release(ar, mark);
         }
     free(g.P);
@@ -217,6 +361,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     free(g.n);
     free(g.live);
     free(e);
+    free(T.kt), free(T.s);
     return rc;
 }
 
@@ -233,7 +378,7 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
  * tensor and two lse-sized arrays; the builder's fp64 copies of q, k and v, its fast
  * path's tiles and its exact forward judged on every element of o and lse (the most the
  * engine may be left); the oracle's P and dS of the largest
- * (batch, head) group and its row arrays. */
+ * (batch, head) group and its row arrays, and its tile path's (tiles_alloc). */
 static double scratch(const ug_params *P)
 {
     ug_fa_params p;
@@ -246,7 +391,9 @@ static double scratch(const ug_params *P)
     double ne = maxk > (double)p.dim ? maxk : (double)p.dim;
     return 8 * ((double)p.tq * HD + 2 * (double)p.tk * HD) + UG_CASE_MEMORY_FULL_CHECK * ((double)p.tq * HD + rows) +
            2 * maxq * maxk * UG_NUM_BYTES + (2 * ne + maxq + (double)p.dim) * UG_NUM_BYTES + 8 * maxq + maxk +
-           4 * (4 * (double)p.tq * HD + 4 * (double)p.tk * HD + 2 * rows) + ug_fa_forward_scratch(P);
+           4 * (4 * (double)p.tq * HD + 4 * (double)p.tk * HD + 2 * rows) + ug_fa_forward_scratch(P) +
+           8 * (2 * (double)p.dim * (maxk + 8) + 2 * (maxk + maxq) * (double)p.dim) + /* tiles_alloc */
+           (2 * GR_TILE * maxk + GR_TILE * (double)p.dim + (GR_TILE + 1) * fmax(maxq, maxk)) * UG_NUM_BYTES;
 }
 
 const ug_op_def ug_opdef_flash_attention_mha_grad = {

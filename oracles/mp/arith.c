@@ -65,6 +65,7 @@ void ug_ar_free(ug_ar *ar)
 }
 
 ug_ar_mode ug_ar_get_mode(const ug_ar *ar) { return ar->mode; }
+ug_dtype ug_ar_get_naive_dt(const ug_ar *ar) { return ar->naive_dt; }
 mpfr_prec_t ug_ar_get_prec(const ug_ar *ar) { return ar->prec; }
 void ug_ar_set_sink(ug_ar *ar, ug_ar_sink *sinks, int n)
 {
@@ -186,37 +187,113 @@ ug_num ug_add(ug_ar *ar, ug_num a, ug_num b)
     return num_plain(ar, v);
 }
 
+/* The plain arithmetics' bodies of ug_sub, ug_mul, ug_max and ug_exp with the mode a
+ * parameter: the primitives call them, and ug_softmax_row inlines them with a constant mode. */
+#define AI __attribute__((always_inline))
+static inline AI ug_num plain_p(ug_ar_mode mode, ug_dtype ndt, double v)
+{
+    return (ug_num){mode == UG_AR_NAIVE ? ug_dtype_round_fast(ndt, v) : v, 0.0, NULL};
+}
+
+static inline AI ug_num sub_p(ug_ar_mode mode, ug_dtype ndt, ug_num a, ug_num b)
+{
+    double v = a.v - b.v;
+    if (mode == UG_AR_CERT)
+        return num_cert(v, a.e + b.e + (isfinite(v) ? fabs(ug_cv_two_sum_err(a.v, -b.v, v)) : INFINITY));
+    if (mode == UG_AR_DEVICE) return num_dev(v, a.e + b.e + (UG_DEV_U * fabs(v) + UG_DEV_ETA));
+    return plain_p(mode, ndt, v);
+}
+
+static inline AI ug_num mul_p(ug_ar_mode mode, ug_dtype ndt, ug_num a, ug_num b)
+{
+    double v = a.v * b.v;
+    if (mode == UG_AR_CERT)
+        return num_cert(v, fabs(a.v) * b.e + fabs(b.v) * a.e + a.e * b.e +
+                               (isfinite(v) ? ug_cv_two_prod_err(a.v, b.v, v) : INFINITY));
+    if (mode == UG_AR_DEVICE)
+        return num_dev(v, fabs(a.v) * b.e + fabs(b.v) * a.e + a.e * b.e + (UG_DEV_U * fabs(v) + UG_DEV_ETA));
+    return plain_p(mode, ndt, v);
+}
+
+static inline AI ug_num max_p(ug_ar_mode mode, ug_num a, ug_num b)
+{
+    if (mode == UG_AR_CERT || mode == UG_AR_DEVICE) return ug_cv_num(ug_cv_max(ug_cv_of(a), ug_cv_of(b))); /* exact on a device */
+    return a.v >= b.v ? a : b;
+}
+
+static inline AI ug_num exp_p(ug_ar_mode mode, ug_dtype ndt, ug_num a)
+{
+    if (mode == UG_AR_CERT) return ug_cv_num(ug_cv_exp(ug_cv_of(a)));
+    double v = exp(a.v);
+    if (mode == UG_AR_DEVICE) return num_dev(v, ug_cv_exp_spread(v, a.e) + (DEV_FN * fabs(v) + UG_DEV_ETA));
+    return plain_p(mode, ndt, v);
+}
+
 ug_num ug_sub(ug_ar *ar, ug_num a, ug_num b)
 {
-    if (IS_MP(ar)) return exact2(ar, mpfr_sub, a, b);
-    double v = a.v - b.v;
-    if (ar->mode == UG_AR_CERT)
-        return num_cert(v, a.e + b.e + (isfinite(v) ? fabs(ug_cv_two_sum_err(a.v, -b.v, v)) : INFINITY));
-    if (IS_DEV(ar)) return num_dev(v, a.e + b.e + (UG_DEV_U * fabs(v) + UG_DEV_ETA));
-    return num_plain(ar, v);
+    return IS_MP(ar) ? exact2(ar, mpfr_sub, a, b) : sub_p(ar->mode, ar->naive_dt, a, b);
 }
 
 ug_num ug_mul(ug_ar *ar, ug_num a, ug_num b)
 {
-    if (IS_MP(ar)) return exact2(ar, mpfr_mul, a, b);
-    double v = a.v * b.v;
-    if (ar->mode == UG_AR_CERT)
-        return num_cert(v, fabs(a.v) * b.e + fabs(b.v) * a.e + a.e * b.e +
-                               (isfinite(v) ? ug_cv_two_prod_err(a.v, b.v, v) : INFINITY));
-    if (IS_DEV(ar)) return num_dev(v, fabs(a.v) * b.e + fabs(b.v) * a.e + a.e * b.e + (UG_DEV_U * fabs(v) + UG_DEV_ETA));
-    return num_plain(ar, v);
+    return IS_MP(ar) ? exact2(ar, mpfr_mul, a, b) : mul_p(ar->mode, ar->naive_dt, a, b);
+}
+
+static inline AI ug_num div_p(ug_ar_mode mode, ug_dtype ndt, ug_num a, ug_num b)
+{
+    double v = a.v / b.v;
+    if (mode == UG_AR_CERT || mode == UG_AR_DEVICE) {
+        double ab = fabs(b.v);
+        double e = ab > b.e ? (fabs(a.v) * b.e + ab * a.e) / (ab * (ab - b.e)) : INFINITY;
+        return mode == UG_AR_DEVICE ? num_dev(v, e + (UG_DEV_U * fabs(v) + UG_DEV_ETA)) : num_cert(v, e + fabs(v) * U52);
+    }
+    return plain_p(mode, ndt, v);
 }
 
 ug_num ug_div(ug_ar *ar, ug_num a, ug_num b)
 {
-    if (IS_MP(ar)) return exact2(ar, mpfr_div, a, b);
-    double v = a.v / b.v;
-    if (ar->mode == UG_AR_CERT || IS_DEV(ar)) {
-        double ab = fabs(b.v);
-        double e = ab > b.e ? (fabs(a.v) * b.e + ab * a.e) / (ab * (ab - b.e)) : INFINITY;
-        return IS_DEV(ar) ? num_dev(v, e + (UG_DEV_U * fabs(v) + UG_DEV_ETA)) : num_cert(v, e + fabs(v) * U52);
+    return IS_MP(ar) ? exact2(ar, mpfr_div, a, b) : div_p(ar->mode, ar->naive_dt, a, b);
+}
+
+/* ug_dev_round's body (a no-op but in DEVICE). */
+static inline AI ug_num dev_round_p(ug_ar_mode mode, ug_num x, ug_dtype dt)
+{
+    if (mode == UG_AR_DEVICE) x.e += 0.5 * ug_dtype_ulp(dt, fabs(x.v) + x.e);
+    return x;
+}
+
+/* ug_div_row and ug_mul_diff_row in plain arithmetic `mode` (a constant where inlined);
+ * diff: out[j] = (x[j] * (a[j] - b)), else out[j] = x[j] / b; then dt's device rounding. */
+static inline AI void row_op_p(ug_ar_mode mode, ug_dtype ndt, int diff, const ug_num *x, const ug_num *a, ug_num b,
+                               size_t n, ug_dtype dt, ug_num *out)
+{
+    for (size_t j = 0; j < n; j++)
+        out[j] = dev_round_p(mode, diff ? mul_p(mode, ndt, x[j], sub_p(mode, ndt, a[j], b)) : div_p(mode, ndt, x[j], b), dt);
+}
+
+/* Both row operations: the plain arithmetics inlined per mode, MPFR through the primitives. */
+static void row_op(ug_ar *ar, int diff, const ug_num *x, const ug_num *a, ug_num b, size_t n, ug_dtype dt, ug_num *out)
+{
+    ug_dtype ndt = ar->naive_dt;
+    switch (ar->mode) {
+    case UG_AR_CERT: row_op_p(UG_AR_CERT, ndt, diff, x, a, b, n, dt, out); return;
+    case UG_AR_DEVICE: row_op_p(UG_AR_DEVICE, ndt, diff, x, a, b, n, dt, out); return;
+    case UG_AR_NAIVE: row_op_p(UG_AR_NAIVE, ndt, diff, x, a, b, n, dt, out); return;
+    case UG_AR_F64: row_op_p(UG_AR_F64, ndt, diff, x, a, b, n, dt, out); return;
+    default: break;
     }
-    return num_plain(ar, v);
+    for (size_t j = 0; j < n; j++)
+        out[j] = ug_dev_round(ar, diff ? ug_mul(ar, x[j], ug_sub(ar, a[j], b)) : ug_div(ar, x[j], b), dt);
+}
+
+void ug_div_row(ug_ar *ar, const ug_num *x, ug_num d, size_t n, ug_dtype dt, ug_num *out)
+{
+    row_op(ar, 0, x, NULL, d, n, dt, out);
+}
+
+void ug_mul_diff_row(ug_ar *ar, const ug_num *x, const ug_num *a, ug_num b, size_t n, ug_dtype dt, ug_num *out)
+{
+    row_op(ar, 1, x, a, b, n, dt, out);
 }
 
 ug_num ug_neg(ug_ar *ar, ug_num a)
@@ -229,8 +306,7 @@ ug_num ug_neg(ug_ar *ar, ug_num a)
 ug_num ug_max(ug_ar *ar, ug_num a, ug_num b)
 {
     if (IS_MP(ar)) return mpfr_greaterequal_p(a.m, b.m) ? a : b;
-    if (ar->mode == UG_AR_CERT || IS_DEV(ar)) return ug_cv_num(ug_cv_max(ug_cv_of(a), ug_cv_of(b))); /* exact on a device */
-    return a.v >= b.v ? a : b;
+    return max_p(ar->mode, a, b);
 }
 
 ug_num ug_sqrt(ug_ar *ar, ug_num a)
@@ -265,11 +341,39 @@ ug_num ug_recip(ug_ar *ar, ug_num a)
 
 ug_num ug_exp(ug_ar *ar, ug_num a)
 {
-    if (IS_MP(ar)) return exact1(ar, mpfr_exp, a);
-    if (ar->mode == UG_AR_CERT) return ug_cv_num(ug_cv_exp(ug_cv_of(a)));
-    double v = exp(a.v);
-    if (IS_DEV(ar)) return num_dev(v, ug_cv_exp_spread(v, a.e) + (DEV_FN * fabs(v) + UG_DEV_ETA));
-    return num_plain(ar, v);
+    return IS_MP(ar) ? exact1(ar, mpfr_exp, a) : exp_p(ar->mode, ar->naive_dt, a);
+}
+
+/* ug_softmax_row in plain arithmetic `mode` (a constant where it is inlined). */
+static inline AI void softmax_row_p(ug_ar_mode mode, ug_ar *ar, ug_num *e, size_t n, ug_num sc, ug_dtype p_dt,
+                                    ug_num *m, ug_num *total)
+{
+    ug_dtype ndt = ar->naive_dt;
+    for (size_t j = 0; j < n; j++) {
+        e[j] = mul_p(mode, ndt, e[j], sc);
+        *m = j ? max_p(mode, *m, e[j]) : e[0];
+    }
+    for (size_t j = 0; j < n; j++) e[j] = exp_p(mode, ndt, sub_p(mode, ndt, e[j], *m));
+    *total = ug_sum(ar, e, n);
+    for (size_t j = 0; mode == UG_AR_DEVICE && j < n; j++) e[j] = dev_round_p(mode, e[j], p_dt);
+}
+
+void ug_softmax_row(ug_ar *ar, ug_num *e, size_t n, double scale, ug_dtype p_dt, ug_num *m, ug_num *total)
+{
+    ug_num sc = ug_c(ar, scale);
+    switch (ar->mode) {
+    case UG_AR_CERT: softmax_row_p(UG_AR_CERT, ar, e, n, sc, p_dt, m, total); return;
+    case UG_AR_DEVICE: softmax_row_p(UG_AR_DEVICE, ar, e, n, sc, p_dt, m, total); return;
+    case UG_AR_NAIVE: softmax_row_p(UG_AR_NAIVE, ar, e, n, sc, p_dt, m, total); return;
+    case UG_AR_F64: softmax_row_p(UG_AR_F64, ar, e, n, sc, p_dt, m, total); return;
+    default: break;
+    }
+    for (size_t j = 0; j < n; j++) { /* MPFR: the primitives one by one, in the same order */
+        e[j] = ug_mul(ar, e[j], sc);
+        *m = j ? ug_max(ar, *m, e[j]) : e[0];
+    }
+    for (size_t j = 0; j < n; j++) e[j] = ug_exp(ar, ug_sub(ar, e[j], *m));
+    *total = ug_sum(ar, e, n);
 }
 
 ug_num ug_log(ug_ar *ar, ug_num a)
@@ -381,11 +485,7 @@ ug_num ug_round(ug_ar *ar, ug_num x, ug_dtype dt)
     return u;
 }
 
-ug_num ug_dev_round(ug_ar *ar, ug_num x, ug_dtype dt)
-{
-    if (IS_DEV(ar)) x.e += 0.5 * ug_dtype_ulp(dt, fabs(x.v) + x.e);
-    return x;
-}
+ug_num ug_dev_round(ug_ar *ar, ug_num x, ug_dtype dt) { return dev_round_p(ar->mode, x, dt); }
 
 
 /* UG_AR_MPFR_SEQ reductions: one rounded MPFR operation per term. */
@@ -605,63 +705,4 @@ void ug_ar_emit(ug_ar *ar, int out, size_t k, ug_num x)
         s->g[k] = ug_dtype_round_fast(s->dt, x.v);
         break;
     }
-}
-
-/* ug_dot_nd_cols, plain (non-MPFR) arithmetics, for columns [c0, c0 + w) of V, w <= 64:
- * the loop of ug_dot_nd with its three running sums (value, magnitudes, input bounds) kept
- * per column, rows outermost, so one pass reads each row of V once and contiguously. Each
- * column sees the same operations in the same order as ug_dot_nd gives it. */
-static void dot_nd_cols_chunk(ug_ar *ar, const ug_num *x, const double *V, size_t ldv, size_t n, size_t c0, size_t w,
-                              ug_num *out)
-{
-    double s[64] = {0}, abs_sum[64] = {0}, e[64] = {0};
-    int naive = ar->mode == UG_AR_NAIVE;
-    for (size_t i = 0; i < n; i++) {
-        const double *row = V + i * ldv + c0;
-        double xv = x[i].v, xe = x[i].e;
-        if (naive) {
-            for (size_t c = 0; c < w; c++) {
-                double p = ug_dtype_round_fast(ar->naive_dt, xv * row[c]);   /* rounds: naive mul */
-                s[c] = ug_dtype_round_fast(ar->naive_dt, s[c] + p);          /* rounds: naive add */
-                abs_sum[c] += fabs(p);
-                e[c] += xe * fabs(row[c]);
-            }
-        } else {
-            for (size_t c = 0; c < w; c++) {
-                double p = xv * row[c];
-                s[c] += p;
-                abs_sum[c] += fabs(p);
-                e[c] += xe * fabs(row[c]);
-            }
-        }
-    }
-    for (size_t c = 0; c < w; c++) {
-        if (ar->mode == UG_AR_CERT) /* ug_dot_nd's bound: exact zero products and exact inputs give an exact zero */
-            out[c] = num_cert(s[c], abs_sum[c] == 0.0 && e[c] == 0.0 ? 0.0
-                                                                       : e[c] + ug_cv_gamma_n(n + 2) * abs_sum[c] +
-                                                                             (double)n * TINY);
-        else if (IS_DEV(ar))
-            out[c] = num_dev(s[c], e[c] + gamma32(n) * abs_sum[c] + 2.0 * (double)n * UG_DEV_ETA);
-        else
-            out[c] = (ug_num){s[c], 0.0, NULL};
-    }
-}
-
-/* Whether every x is exact (CERT bound 0): then ug_dot_nd may prove a sum exact, which the
- * chunked loop does not try, so such columns go through ug_dot_nd itself. */
-static int all_exact(const ug_num *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (x[i].e != 0.0) return 0;
-    return 1;
-}
-
-void ug_dot_nd_cols(ug_ar *ar, const ug_num *x, const double *V, size_t ldv, size_t n, size_t ncols, ug_num *out)
-{
-    if (IS_MP(ar) || (ar->mode == UG_AR_CERT && all_exact(x, n))) { /* per column: MPFR gains nothing by rows */
-        for (size_t c = 0; c < ncols; c++) out[c] = ug_dot_nd(ar, x, V + c, ldv, n);
-        return;
-    }
-    for (size_t c0 = 0; c0 < ncols; c0 += 64)
-        dot_nd_cols_chunk(ar, x, V, ldv, n, c0, ncols - c0 < 64 ? ncols - c0 : 64, out + c0);
 }

@@ -64,6 +64,7 @@ typedef struct ug_ar ug_ar;
 ug_ar *ug_ar_new(ug_ar_mode mode, mpfr_prec_t prec, ug_dtype naive_dt);
 void ug_ar_free(ug_ar *ar);
 ug_ar_mode ug_ar_get_mode(const ug_ar *ar);
+ug_dtype ug_ar_get_naive_dt(const ug_ar *ar); /* the dtype UG_AR_NAIVE rounds to */
 mpfr_prec_t ug_ar_get_prec(const ug_ar *ar);
 void ug_ar_set_sink(ug_ar *ar, ug_ar_sink *sinks, int n);
 size_t ug_ar_mark(const ug_ar *ar);
@@ -103,6 +104,16 @@ ug_num ug_round(ug_ar *ar, ug_num x, ug_dtype dt);
  * bf16 intermediate write): x unchanged in every arithmetic but UG_AR_DEVICE, where the
  * bound grows by half an ulp of dt. The exact reference never rounds here. */
 ug_num ug_dev_round(ug_ar *ar, ug_num x, ug_dtype dt);
+/* A softmax row's numerators from its n >= 1 dots (all finite): e[j] <- ug_dev_round(ug_exp(
+ * ug_sub(ug_mul(e[j], ug_c(scale)), *m)), p_dt) with *m the ug_max of the scaled e[j] in
+ * order and *total the ug_sum of the exponentials: those primitives' numbers bit for bit,
+ * with the plain arithmetics' bodies inlined (an attention oracle's per-key work). */
+void ug_softmax_row(ug_ar *ar, ug_num *e, size_t n, double scale, ug_dtype p_dt, ug_num *m, ug_num *total);
+/* out[j] = ug_dev_round(ug_div(x[j], d), dt) and out[j] = ug_dev_round(ug_mul(x[j],
+ * ug_sub(a[j], b)), dt) for j < n: those primitives' numbers bit for bit, inlined per mode
+ * (the attention gradient's P and dS rows). out may be x. */
+void ug_div_row(ug_ar *ar, const ug_num *x, ug_num d, size_t n, ug_dtype dt, ug_num *out);
+void ug_mul_diff_row(ug_ar *ar, const ug_num *x, const ug_num *a, ug_num b, size_t n, ug_dtype dt, ug_num *out);
 /* Reductions. xs[i*stride]; a and b are exact doubles (input values). */
 ug_num ug_sum(ug_ar *ar, const ug_num *xs, size_t n);
 ug_num ug_dot_d(ug_ar *ar, const double *a, size_t sa, const double *b, size_t sb, size_t n);
@@ -117,6 +128,16 @@ ug_num ug_dot_nd(ug_ar *ar, const ug_num *x, const double *b, size_t sb, size_t 
  * order), but one pass over V's rows instead of ncols strided ones. For the outputs of
  * one attention row, which share their weights x. */
 void ug_dot_nd_cols(ug_ar *ar, const ug_num *x, const double *V, size_t ldv, size_t n, size_t ncols, ug_num *out);
+/* out[r*ldo + c] = ug_dot_nd(ar, X + r*ldx, V + c, ldv, n[r]) for the m rows r < m (each
+ * with its own term count n[r]) and columns c < ncols: ug_dot_nd_cols for several rows at
+ * once, V read in chunks of rows that stay in cache across the m rows (arith_tile.c). */
+void ug_dot_nd_cols_tile(ug_ar *ar, const ug_num *X, size_t ldx, const size_t *n, size_t m, const double *V, size_t ldv,
+                         size_t ncols, ug_num *out, size_t ldo);
+/* out[r*ldo + j] = ug_dot_d(ar, Q + r*ldq, 1, Kt + j, ldk, D) for rows r < m and columns
+ * j < n of Kt (D rows of ldk): the scores of m query rows against n keys held transposed,
+ * bit for bit (value and bound) in every arithmetic, as vector loops over the keys. */
+void ug_dot_d_tile(ug_ar *ar, const double *Q, size_t ldq, size_t m, const double *Kt, size_t ldk, size_t D, size_t n,
+                   ug_num *out, size_t ldo);
 /* sqrt(sum x_i^2) of exact doubles. */
 ug_num ug_l2norm_d(ug_ar *ar, const double *a, size_t sa, size_t n);
 

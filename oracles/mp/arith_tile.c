@@ -1,0 +1,365 @@
+/* arith_tile.c — the dot products of attention rows many at a time, bit for bit as one at a
+ * time (arith.h: ug_dot_d_tile, ug_dot_nd_cols, ug_dot_nd_cols_tile).
+ *
+ * Why: an attention oracle evaluates, per query row, the scores q.k_j of all its keys and
+ * the weighted sums sum_j w_j v_jd of all its columns, in each arithmetic; one ug_dot_d per
+ * key reads a strided key and pays a call and a mode switch per product, and one row at a
+ * time streams every key and value row through the cache again. Here the plain arithmetics
+ * (CERT, NAIVE, DEVICE, F64) run as vector loops over keys (scores: over K^T, transposed
+ * once) or over columns (weighted sums), several query rows over a chunk of keys that stays
+ * in cache. Each output still sees exactly its own operations in its own order: the score
+ * of key j is ug_dot_d's left-to-right sum over i (value, magnitudes, and in CERT for D <=
+ * 64 the exactness of every product and addition, an AND over i that any grouping
+ * computes); a weighted sum is ug_dot_nd's left-to-right sum over keys. So the numbers,
+ * bounds included, are the scalar primitives' (tests/test_attn_row_oracle.c compares every
+ * one). The MPFR arithmetics go element by element through the scalar primitives. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "oracles/mp/arith.h"
+#include "oracles/mp/cert_inline.h"
+
+#define KEY_CHUNK 128 /* keys whose K^T columns or V rows stay in cache across a tile's rows */
+#define COL_CHUNK 64  /* columns of one weighted-sum accumulator */
+
+/* Every vector-valued function here is static: the ABI note GCC gives on them concerns nobody. */
+#pragma GCC diagnostic ignored "-Wpsabi"
+typedef double tv4 __attribute__((vector_size(32)));
+typedef uint64_t tu4 __attribute__((vector_size(32)));
+typedef int64_t ti4 __attribute__((vector_size(32)));
+#define LD4(v, p) memcpy(&(v), (p), sizeof(v))
+#define ST4(p, v) memcpy((p), &(v), sizeof(v))
+
+/* Compiled for AVX2 as well and picked at run time on x86-64 (as flash_attention_forward.c);
+ * the same IEEE operations either way, so the same bits. */
+#if defined(__x86_64__) && defined(__has_attribute) && !defined(__SANITIZE_ADDRESS__)
+#if __has_attribute(target_clones)
+#define TILE_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef TILE_CLONES
+#define TILE_CLONES
+#endif
+
+static int is_mp(ug_ar_mode m) { return m == UG_AR_EXACT || m == UG_AR_MPFR_SEQ; }
+static double gamma32(size_t n) { return (double)n * UG_DEV_U / (1.0 - (double)n * UG_DEV_U); }
+static ug_num num_dev(double v, double e) { return (ug_num){v, isnan(e) ? INFINITY : e, NULL}; }
+static tv4 vabs(tv4 x) { return (tv4)((tu4)x & (tu4){~(1ull << 63), ~(1ull << 63), ~(1ull << 63), ~(1ull << 63)}); }
+
+/* The naive rounding of four doubles to bf16 (bf = 1) or fp16 on the bits
+ * (ug_dtype_round_normal_bits), right where ug_dtype_round_fast takes that path: a value
+ * normal in the format below its top binade, or a zero (the same bits, sign kept, as
+ * ug_dtype_round gives: common in the naive gradient, where dP - Delta rounds to 0). Lanes
+ * outside these set *bad, and the caller recomputes its block through ug_dtype_round_fast
+ * (subnormals, overflow, NaN). */
+static inline __attribute__((always_inline)) tv4 round4(int bf, tv4 x, ti4 *bad)
+{
+    const int shift = 52 - (bf ? 7 : 10);
+    const uint64_t lo = (uint64_t)(1023 + (bf ? -126 : -14)), span = bf ? 253 : 29; /* e in [emin, emax) */
+    tu4 u = (tu4)x;
+    *bad |= ~((((u >> 52) & 0x7ffu) - lo < span) | ((u << 1) == 0)); /* a zero keeps its bits, as there */
+    return (tv4)((u + ((((uint64_t)1 << (shift - 1)) - 1u) + ((u >> shift) & 1u))) & ~(((uint64_t)1 << shift) - 1u)); /* rounds: RNE */
+}
+
+static int any4(ti4 b) { return (b[0] | b[1] | b[2] | b[3]) != 0; }
+
+/* ---- scores: ug_dot_d of one row q against keys j0.. of K^T ------------------------------------- */
+
+/* Value and magnitude sums (s, a) of w keys, 8 at a time: CERT without tracking, DEVICE, F64. */
+TILE_CLONES static void scores_plain(const double *q, const double *Kt, size_t ldk, size_t D, size_t w, double *s,
+                                     double *a)
+{
+    size_t j = 0;
+    for (; j + 8 <= w; j += 8) {
+        tv4 s0 = {0}, s1 = {0}, a0 = {0}, a1 = {0}, k0, k1;
+        for (size_t i = 0; i < D; i++) {
+            LD4(k0, Kt + i * ldk + j), LD4(k1, Kt + i * ldk + j + 4);
+            tv4 p0 = q[i] * k0, p1 = q[i] * k1;
+            s0 += p0, s1 += p1, a0 += vabs(p0), a1 += vabs(p1);
+        }
+        ST4(s + j, s0), ST4(s + j + 4, s1), ST4(a + j, a0), ST4(a + j + 4, a1);
+    }
+    for (; j < w; j++) {
+        double sj = 0.0, aj = 0.0;
+        for (size_t i = 0; i < D; i++) {
+            double p = q[i] * Kt[i * ldk + j];
+            sj += p, aj += fabs(p);
+        }
+        s[j] = sj, a[j] = aj;
+    }
+}
+
+/* One step of ug_cv_dot_d's exactness test (narrowness aside, decided per row and key):
+ * nonzero where the product p = x y under- or overflowed the exact range, or t = s + p is
+ * not finite or not exact. */
+static inline ti4 inexact4(double x, tv4 y, tv4 p, tv4 s, tv4 t)
+{
+    tv4 bb = t - s, err = (s - (t - bb)) + (p - bb), ap = vabs(p);
+    ti4 bad = (err != 0.0) | ~(vabs(t) <= 0x1.fffffffffffffp1023);
+    if (x != 0.0) bad |= ~((y == 0.0) | ((ap >= 0x1p-960) & (ap <= 0x1p960)));
+    return bad;
+}
+
+/* scores_plain with CERT's exactness tracking (D <= 64): bad[j] nonzero where some step of
+ * key j was inexact. */
+TILE_CLONES static void scores_tracked(const double *q, const double *Kt, size_t ldk, size_t D, size_t w, double *s,
+                                       double *a, int64_t *bad)
+{
+    size_t j = 0;
+    for (; j + 4 <= w; j += 4) {
+        tv4 s0 = {0}, a0 = {0}, k0;
+        ti4 b0 = {0};
+        for (size_t i = 0; i < D; i++) {
+            LD4(k0, Kt + i * ldk + j);
+            tv4 p0 = q[i] * k0, t0 = s0 + p0;
+            b0 |= inexact4(q[i], k0, p0, s0, t0);
+            s0 = t0, a0 += vabs(p0);
+        }
+        ST4(s + j, s0), ST4(a + j, a0), ST4(bad + j, b0);
+    }
+    for (; j < w; j++) {
+        double sj = 0.0, aj = 0.0, x, y;
+        int64_t bj = 0;
+        for (size_t i = 0; i < D; i++) {
+            x = q[i], y = Kt[i * ldk + j];
+            double p = x * y, t = sj + p;
+            bj |= !((x == 0.0 || y == 0.0 || (fabs(p) >= 0x1p-960 && fabs(p) <= 0x1p960)) && isfinite(t) &&
+                    ug_cv_two_sum_err(sj, p, t) == 0.0);
+            sj = t, aj += fabs(p);
+        }
+        s[j] = sj, a[j] = aj, bad[j] = bj;
+    }
+}
+
+/* NAIVE, one key: every product and partial sum rounded to dt, left to right. */
+static double score_naive1(ug_dtype dt, const double *q, const double *kc, size_t ldk, size_t D)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < D; i++) s = ug_dtype_round_fast(dt, s + ug_dtype_round_fast(dt, q[i] * kc[i * ldk])); /* rounds: naive */
+    return s;
+}
+
+/* NAIVE for bf16 (bf) or fp16, 8 keys at a time on the bits; a block that leaves the bits'
+ * range anywhere is redone key by key. */
+static inline __attribute__((always_inline)) void scores_naive_bits(int bf, const double *q, const double *Kt,
+                                                                     size_t ldk, size_t D, size_t w, double *s)
+{
+    ug_dtype dt = bf ? UG_DT_BF16 : UG_DT_FP16;
+    size_t j = 0;
+    for (; j + 8 <= w; j += 8) {
+        tv4 s0 = {0}, s1 = {0}, k0, k1;
+        ti4 bad = {0};
+        for (size_t i = 0; i < D; i++) {
+            LD4(k0, Kt + i * ldk + j), LD4(k1, Kt + i * ldk + j + 4);
+            s0 = round4(bf, s0 + round4(bf, q[i] * k0, &bad), &bad); /* rounds: naive mul, naive add */
+            s1 = round4(bf, s1 + round4(bf, q[i] * k1, &bad), &bad);
+        }
+        ST4(s + j, s0), ST4(s + j + 4, s1);
+        for (size_t l = 0; any4(bad) && l < 8; l++) s[j + l] = score_naive1(dt, q, Kt + j + l, ldk, D);
+    }
+    for (; j < w; j++) s[j] = score_naive1(dt, q, Kt + j, ldk, D);
+}
+
+TILE_CLONES static void scores_naive(ug_dtype dt, const double *q, const double *Kt, size_t ldk, size_t D, size_t w,
+                                     double *s)
+{
+    if (dt == UG_DT_BF16) scores_naive_bits(1, q, Kt, ldk, D, w, s);
+    else if (dt == UG_DT_FP16) scores_naive_bits(0, q, Kt, ldk, D, w, s);
+    else
+        for (size_t j = 0; j < w; j++) s[j] = score_naive1(dt, q, Kt + j, ldk, D);
+}
+
+/* Whether every bit pattern a CERT product test calls narrow (ug_cv_narrow) is: x[i*sx], i < n. */
+static int all_narrow(const double *x, size_t sx, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!ug_cv_narrow(x[i * sx])) return 0;
+    return 1;
+}
+
+/* The scores of row q against w keys (K^T columns j0..) as ug_dot_d returns them. sc holds
+ * scratch for 2w doubles and w int64. */
+static void scores_row(ug_ar *ar, const double *q, const double *Kt, size_t ldk, size_t D, size_t w,
+                       const unsigned char *knarrow, double *sc, ug_num *out)
+{
+    ug_ar_mode mode = ug_ar_get_mode(ar);
+    double *s = sc, *a = sc + w;
+    int64_t *bad = (int64_t *)(sc + 2 * w);
+    if (mode == UG_AR_NAIVE) {
+        scores_naive(ug_ar_get_naive_dt(ar), q, Kt, ldk, D, w, s);
+        for (size_t j = 0; j < w; j++) out[j] = (ug_num){s[j], 0.0, NULL};
+        return;
+    }
+    int track = mode == UG_AR_CERT && D <= 64, qn = track && all_narrow(q, 1, D);
+    if (track) scores_tracked(q, Kt, ldk, D, w, s, a, bad);
+    else scores_plain(q, Kt, ldk, D, w, s, a);
+    for (size_t j = 0; j < w; j++) {
+        if (mode == UG_AR_CERT) {
+            int exact = track && qn && knarrow[j] && !bad[j];
+            out[j] = ug_cv_num(ug_cv_make(s[j], exact ? 0.0 : ug_cv_gamma_n(D + 2) * a[j] + (double)D * UG_CV_TINY));
+        } else if (mode == UG_AR_DEVICE) {
+            out[j] = num_dev(s[j], gamma32(D) * a[j] + 2.0 * (double)D * UG_DEV_ETA); /* D mul, D-1 add */
+        } else {
+            out[j] = (ug_num){s[j], 0.0, NULL};
+        }
+    }
+}
+
+void ug_dot_d_tile(ug_ar *ar, const double *Q, size_t ldq, size_t m, const double *Kt, size_t ldk, size_t D, size_t n,
+                   ug_num *out, size_t ldo)
+{
+    if (is_mp(ug_ar_get_mode(ar))) {
+        for (size_t r = 0; r < m; r++)
+            for (size_t j = 0; j < n; j++) out[r * ldo + j] = ug_dot_d(ar, Q + r * ldq, 1, Kt + j, ldk, D);
+        return;
+    }
+    double *sc = malloc(3 * KEY_CHUNK * sizeof *sc);
+    unsigned char knarrow[KEY_CHUNK];
+    if (!sc) abort(); /* as the arithmetic's own pool: the oracle cannot go on without memory */
+    for (size_t j0 = 0; j0 < n; j0 += KEY_CHUNK) {
+        size_t w = n - j0 < KEY_CHUNK ? n - j0 : KEY_CHUNK;
+        int track = ug_ar_get_mode(ar) == UG_AR_CERT && D <= 64; /* only CERT's tracking asks */
+        for (size_t j = 0; track && j < w; j++) knarrow[j] = (unsigned char)all_narrow(Kt + j0 + j, ldk, D);
+        for (size_t r = 0; r < m; r++) scores_row(ar, Q + r * ldq, Kt + j0, ldk, D, w, knarrow, sc, out + r * ldo + j0);
+    }
+    free(sc);
+}
+
+/* ---- weighted sums: ug_dot_nd of one row's weights against the columns of V ------------------- */
+
+/* ug_dot_nd's three running sums for COL_CHUNK columns: value, magnitudes, input bounds. */
+typedef struct {
+    double s[COL_CHUNK], a[COL_CHUNK], e[COL_CHUNK];
+} cols_acc;
+
+/* NAIVE sums of columns c0+c .. c0+c+nc over rows [i0, i1), one column at a time. */
+static void cols_naive1(ug_dtype dt, cols_acc *acc, const ug_num *x, const double *V, size_t ldv, size_t i0, size_t i1,
+                        size_t c0, size_t c, size_t nc)
+{
+    for (size_t k = c; k < c + nc; k++)
+        for (size_t i = i0; i < i1; i++)
+            acc->s[k] = ug_dtype_round_fast(dt, acc->s[k] + ug_dtype_round_fast(dt, x[i].v * V[i * ldv + c0 + k])); /* rounds: naive */
+}
+
+/* NAIVE sums of the 8 columns c0+c.. for bf16 (bf) or fp16 on the bits; a block that leaves
+ * the bits' range is redone column by column from where it started. */
+static inline __attribute__((always_inline)) void cols_naive_bits(int bf, cols_acc *acc, const ug_num *x,
+                                                                   const double *V, size_t ldv, size_t i0, size_t i1,
+                                                                   size_t c0, size_t c)
+{
+    tv4 s0, s1, v0, v1;
+    ti4 bad = {0};
+    LD4(s0, acc->s + c), LD4(s1, acc->s + c + 4);
+    for (size_t i = i0; i < i1; i++) {
+        const double *row = V + i * ldv + c0 + c;
+        LD4(v0, row), LD4(v1, row + 4);
+        s0 = round4(bf, s0 + round4(bf, x[i].v * v0, &bad), &bad); /* rounds: naive mul, naive add */
+        s1 = round4(bf, s1 + round4(bf, x[i].v * v1, &bad), &bad);
+    }
+    if (any4(bad)) cols_naive1(bf ? UG_DT_BF16 : UG_DT_FP16, acc, x, V, ldv, i0, i1, c0, c, 8);
+    else ST4(acc->s + c, s0), ST4(acc->s + c + 4, s1);
+}
+
+/* Adds rows [i0, i1) of V's columns c0..c0+w (w <= COL_CHUNK) to acc: per block of 8
+ * columns the sums stay in registers over the rows, and each column sees ug_dot_nd's
+ * operations in its order. NAIVE keeps only the values (its result). */
+TILE_CLONES static void cols_add(ug_ar_mode mode, ug_dtype dt, cols_acc *acc, const ug_num *x, const double *V,
+                                 size_t ldv, size_t i0, size_t i1, size_t c0, size_t w)
+{
+    size_t c = 0;
+    for (; c + 8 <= w; c += 8) {
+        tv4 s0, s1, a0, a1, e0, e1, v0, v1;
+        LD4(s0, acc->s + c), LD4(s1, acc->s + c + 4);
+        if (mode == UG_AR_NAIVE) {
+            if (dt == UG_DT_BF16) cols_naive_bits(1, acc, x, V, ldv, i0, i1, c0, c);
+            else if (dt == UG_DT_FP16) cols_naive_bits(0, acc, x, V, ldv, i0, i1, c0, c);
+            else cols_naive1(dt, acc, x, V, ldv, i0, i1, c0, c, 8);
+            continue;
+        }
+        LD4(a0, acc->a + c), LD4(a1, acc->a + c + 4), LD4(e0, acc->e + c), LD4(e1, acc->e + c + 4);
+        for (size_t i = i0; i < i1; i++) {
+            const double *row = V + i * ldv + c0 + c;
+            double xv = x[i].v, xe = x[i].e;
+            LD4(v0, row), LD4(v1, row + 4);
+            tv4 p0 = xv * v0, p1 = xv * v1;
+            s0 += p0, s1 += p1, a0 += vabs(p0), a1 += vabs(p1), e0 += xe * vabs(v0), e1 += xe * vabs(v1);
+        }
+        ST4(acc->s + c, s0), ST4(acc->s + c + 4, s1), ST4(acc->a + c, a0), ST4(acc->a + c + 4, a1);
+        ST4(acc->e + c, e0), ST4(acc->e + c + 4, e1);
+    }
+    if (mode == UG_AR_NAIVE) {
+        cols_naive1(dt, acc, x, V, ldv, i0, i1, c0, c, w - c);
+        return;
+    }
+    for (; c < w; c++)
+        for (size_t i = i0; i < i1; i++) {
+            double xv = x[i].v, y = V[i * ldv + c0 + c], p = xv * y;
+            acc->s[c] += p, acc->a[c] += fabs(p), acc->e[c] += x[i].e * fabs(y);
+        }
+}
+
+/* The w numbers ug_dot_nd gives for the accumulated columns of n terms. */
+static void cols_out(ug_ar_mode mode, const cols_acc *acc, size_t n, size_t w, ug_num *out)
+{
+    for (size_t c = 0; c < w; c++) {
+        double s = acc->s[c], a = acc->a[c], e = acc->e[c];
+        if (mode == UG_AR_CERT) /* ug_dot_nd's bound: exact zero products and exact inputs give an exact zero */
+            out[c] = ug_cv_num(ug_cv_make(s, a == 0.0 && e == 0.0 ? 0.0 : e + ug_cv_gamma_n(n + 2) * a + (double)n * UG_CV_TINY));
+        else if (mode == UG_AR_DEVICE)
+            out[c] = num_dev(s, e + gamma32(n) * a + 2.0 * (double)n * UG_DEV_ETA);
+        else
+            out[c] = (ug_num){s, 0.0, NULL};
+    }
+}
+
+/* Whether every x is exact (CERT bound 0): then ug_dot_nd may prove a sum exact, which the
+ * chunked loop does not try, so such rows go through ug_dot_nd itself. */
+static int all_exact(const ug_num *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (x[i].e != 0.0) return 0;
+    return 1;
+}
+
+/* Whether row weights x of n terms go column by column through ug_dot_nd. */
+static int by_column(ug_ar *ar, const ug_num *x, size_t n)
+{
+    ug_ar_mode mode = ug_ar_get_mode(ar);
+    return is_mp(mode) || (mode == UG_AR_CERT && all_exact(x, n));
+}
+
+void ug_dot_nd_cols(ug_ar *ar, const ug_num *x, const double *V, size_t ldv, size_t n, size_t ncols, ug_num *out)
+{
+    ug_dot_nd_cols_tile(ar, x, 0, &n, 1, V, ldv, ncols, out, 0);
+}
+
+void ug_dot_nd_cols_tile(ug_ar *ar, const ug_num *X, size_t ldx, const size_t *n, size_t m, const double *V, size_t ldv,
+                         size_t ncols, ug_num *out, size_t ldo)
+{
+    ug_ar_mode mode = ug_ar_get_mode(ar);
+    ug_dtype dt = ug_ar_get_naive_dt(ar);
+    size_t nch = (ncols + COL_CHUNK - 1) / COL_CHUNK, nmax = 0;
+    cols_acc *acc = calloc(m * nch != 0 ? m * nch : 1, sizeof *acc);
+    unsigned char *skip = calloc(m ? m : 1, 1);
+    if (!acc || !skip) abort(); /* as the arithmetic's own pool */
+    for (size_t r = 0; r < m; r++) {
+        nmax = n[r] > nmax ? n[r] : nmax;
+        if ((skip[r] = (unsigned char)by_column(ar, X + r * ldx, n[r]))) /* per column: MPFR gains nothing by rows */
+            for (size_t c = 0; c < ncols; c++) out[r * ldo + c] = ug_dot_nd(ar, X + r * ldx, V + c, ldv, n[r]);
+    }
+    for (size_t i0 = 0; i0 < nmax; i0 += KEY_CHUNK) /* a chunk of V's rows, for every row of the tile */
+        for (size_t r = 0; r < m; r++) {
+            size_t i1 = i0 + KEY_CHUNK < n[r] ? i0 + KEY_CHUNK : n[r];
+            for (size_t k = 0; !skip[r] && i0 < i1 && k < nch; k++)
+                cols_add(mode, dt, &acc[r * nch + k], X + r * ldx, V, ldv, i0, i1, k * COL_CHUNK,
+                         ncols - k * COL_CHUNK < COL_CHUNK ? ncols - k * COL_CHUNK : COL_CHUNK);
+        }
+    for (size_t r = 0; r < m; r++)
+        for (size_t k = 0; !skip[r] && k < nch; k++)
+            cols_out(mode, &acc[r * nch + k], n[r], ncols - k * COL_CHUNK < COL_CHUNK ? ncols - k * COL_CHUNK : COL_CHUNK,
+                     out + r * ldo + k * COL_CHUNK);
+    free(acc);
+    free(skip);
+}
