@@ -285,12 +285,29 @@ static ug_num int_dot(ug_ar *ar, const int8_t *a, const int8_t *b, size_t n)
     return ug_c(ar, (double)acc);
 }
 
-/* The [rows, cols] int8 tensor t transposed into dst [cols][rows] (each column a
- * contiguous reduction: the strided walk was 40 % of a production case's time). */
-static void codes_t(const ug_tensor *t, size_t rows, size_t cols, int8_t *dst)
+/* Column col of the [rows, cols] int8 weight t as a contiguous reduction (the strided walk
+ * was 40 % of a production case's time): transposed into dst [cols][rows] on first use,
+ * with the 64 columns of its block (ready[b]: block b done), read from t's int8 storage, so
+ * a case pays for the columns its selection reaches, not for the whole weight. */
+#define GMP_TBLOCK 64
+static size_t gmp_blocks(size_t cols) { return (cols + GMP_TBLOCK - 1) / GMP_TBLOCK; }
+
+static const int8_t *col_t(const ug_tensor *t, int8_t *dst, unsigned char *ready, size_t col)
 {
-    for (size_t r = 0; r < rows; r++)
-        for (size_t c = 0; c < cols; c++) dst[c * rows + r] = (int8_t)t->values[r * cols + c];
+    size_t rows = (size_t)t->shape[0], cols = (size_t)t->shape[1], b = col / GMP_TBLOCK;
+    if (!ready[b]) {
+        size_t c0 = b * GMP_TBLOCK, w = cols - c0 < GMP_TBLOCK ? cols - c0 : GMP_TBLOCK;
+        const int8_t *src = t->data;
+        int8_t tile[GMP_TBLOCK][GMP_TBLOCK]; /* 64 rows at a time: each column written 64 bytes at once */
+        for (size_t r0 = 0; r0 < rows; r0 += GMP_TBLOCK) {
+            size_t hr = rows - r0 < GMP_TBLOCK ? rows - r0 : GMP_TBLOCK;
+            for (size_t r = 0; r < hr; r++)
+                for (size_t c = 0; c < w; c++) tile[c][r] = src[(r0 + r) * cols + c0 + c];
+            for (size_t c = 0; c < w; c++) memcpy(dst + (c0 + c) * rows + r0, tile[c], hr);
+        }
+        ready[b] = 1;
+    }
+    return dst + col * rows;
 }
 
 /* Row `row` (n codes) of the kernel's int8 output o. */
@@ -302,7 +319,7 @@ static void codes_row(const ug_case *c, int o, size_t row, size_t n, int8_t *dst
 /* gu[t,col] from the kernel's codes xq of token t and its scale sx, rounded to bf16. */
 static ug_num gu_at(const gmp_shared *k, ug_ar *ar, const int8_t *xq, ug_num sx, size_t col)
 {
-    ug_num v = ug_mul(ar, ug_mul(ar, int_dot(ar, xq, k->w13t + col * k->h, k->h), ug_c(ar, ug_tload(k->s13, col))), sx);
+    ug_num v = ug_mul(ar, ug_mul(ar, int_dot(ar, xq, col_t(k->w13, k->w13t, k->ready, col), k->h), ug_c(ar, ug_tload(k->s13, col))), sx);
     return ug_round(ar, v, UG_DT_BF16); /* rounds: the golden's bf16 matmul output */
 }
 
@@ -330,7 +347,7 @@ ug_num gmp_shared_down_row(const gmp_shared *k, const ug_case *c, ug_ar *ar, siz
 
 ug_num gmp_shared_down(const gmp_shared *k, ug_ar *ar, ug_num sa, size_t j)
 {
-    ug_num dot = int_dot(ar, k->codes, k->w2t + j * k->I, k->I);
+    ug_num dot = int_dot(ar, k->codes, col_t(k->w2, k->w2t, k->ready + gmp_blocks(2 * k->I), j), k->I);
     return ug_mul(ar, ug_mul(ar, dot, ug_c(ar, ug_tload(k->s2, j))), sa);
 }
 
@@ -386,20 +403,19 @@ int gmp_shared_open(gmp_shared *k, const ug_case *c)
     size_t h = k->h, I = k->I;
     k->row = malloc((h > I ? h : I) * sizeof *k->row);
     k->w13t = malloc(3 * I * h + (h > I ? h : I));
-    if (!k->row || !k->w13t) {
+    k->ready = calloc(gmp_blocks(2 * I) + gmp_blocks(h), 1); /* w13's column blocks, then w2's */
+    if (!k->row || !k->w13t || !k->ready) {
         gmp_shared_close(k);
         return -1;
     }
     k->w2t = k->w13t + 2 * I * h, k->codes = k->w2t + I * h;
-    codes_t(k->w13, h, 2 * I, k->w13t);
-    codes_t(k->w2, I, h, k->w2t);
     return 0;
 }
 
 void gmp_shared_close(gmp_shared *k)
 {
-    free(k->row), free(k->w13t);
-    k->row = NULL, k->w13t = NULL;
+    free(k->row), free(k->w13t), free(k->ready);
+    k->row = NULL, k->w13t = NULL, k->ready = NULL;
 }
 
 ug_num gmp_swiglu_bf16(ug_ar *ar, const double *x, const double *w1, const double *w3, size_t stride, size_t h)
