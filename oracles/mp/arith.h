@@ -113,6 +113,10 @@ ug_num ug_dot_nd(ug_ar *ar, const ug_num *x, const double *b, size_t sb, size_t 
  * order), but one pass over V's rows instead of ncols strided ones. For the outputs of
  * one attention row, which share their weights x. */
 void ug_dot_nd_cols(ug_ar *ar, const ug_num *x, const double *V, size_t ldv, size_t n, size_t ncols, ug_num *out);
+/* out[c] = ug_dot_d(ar, a, 1, B + c, ldb, n) for the ncols columns c of B (row i at B +
+ * i*ldb): bit for bit the same numbers in every arithmetic, one pass over B's rows instead
+ * of ncols strided ones (a token's row of x times a weight's columns). */
+void ug_dot_d_cols(ug_ar *ar, const double *a, const double *B, size_t ldb, size_t n, size_t ncols, ug_num *out);
 /* sqrt(sum x_i^2) of exact doubles. */
 ug_num ug_l2norm_d(ug_ar *ar, const double *a, size_t sa, size_t n);
 
