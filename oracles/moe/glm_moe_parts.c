@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "oracles/moe/glm_moe_parts.h"
+#include "oracles/mp/int8_dot.h"
 #include "oracles/verdict.h"
 
 void gmp_gate_emit(ug_ar *ar, const ug_selection *sel, int o, const double *x, const double *w, size_t h, size_t E)
@@ -280,9 +281,7 @@ static void quant_row(const ug_case *c, ug_ar *ar, const ug_selection *sel, cons
  * bound is charged for it. */
 static ug_num int_dot(ug_ar *ar, const int8_t *a, const int8_t *b, size_t n)
 {
-    int64_t acc = 0;
-    for (size_t k = 0; k < n; k++) acc += (int64_t)a[k] * b[k];
-    return ug_c(ar, (double)acc);
+    return ug_c(ar, (double)ug_int8_dot(a, b, n));
 }
 
 /* Column col of the [rows, cols] int8 weight t as a contiguous reduction (the strided walk
