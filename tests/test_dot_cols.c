@@ -7,6 +7,8 @@
  * 300 (CERT's plain bound, the row-order chunk), column counts across its 64-column chunks
  * (the vectorised 64-wide loop and the scalar rest), bf16 values whose products sum
  * exactly, values that underflow the naive dtype, and a column holding inf and NaN.
+ * ug_dot_nd_cols in CERT on exact weights (its exactness-tracked chunk) must equal
+ * ug_dot_nd, with columns proved exact among them.
  * ug_int8_col_dots and ug_int8_dot (oracles/mp/int8_dot.h) must equal the int64 sum of
  * products, with the extreme codes -128 and 127 (whose products are the largest the
  * 16-bit multiply must hold) and lengths past the 2^16-term int32 chunk. */
@@ -80,6 +82,40 @@ static void check_dot_d_cols(void)
     check_cols(UG_AR_DEVICE, UG_DT_BF16, 0, 70, 70, 0);
 }
 
+/* ug_dot_nd_cols in CERT on exact bf16 weights x (its exactness-tracked chunk) against
+ * ug_dot_nd: many columns' sums of bf16 products are exact (bound 0), the others not. */
+static void check_nd_tracked(size_t n, size_t ncols, size_t ldv, int specials)
+{
+    ug_ar *ar = ug_ar_new(UG_AR_CERT, 128, UG_DT_BF16);
+    ug_num *x = malloc((n + 1) * sizeof *x), *out = malloc(ncols * sizeof *out);
+    double *V = malloc((n * ldv + 1) * sizeof *V);
+    for (size_t i = 0; i < n * ldv; i++) V[i] = ldexp(draw(3, (uint32_t)i), (int)(i % 7)); /* bf16, varied scales */
+    for (size_t i = 0; i < n; i++) x[i] = ug_c(ar, draw(4, (uint32_t)i));
+    if (specials && n > 2 && ncols > 1) V[1] = INFINITY, V[2 * ldv + 1] = NAN, V[ldv] = 0x1p-1000;
+    ug_dot_nd_cols(ar, x, V, ldv, n, ncols, out);
+    size_t differ = 0, exact = 0;
+    for (size_t c = 0; c < ncols; c++) {
+        size_t mark = ug_ar_mark(ar);
+        differ += !same_num(UG_AR_CERT, out[c], ug_dot_nd(ar, x, V + c, ldv, n));
+        exact += out[c].e == 0.0;
+        ug_ar_release(ar, mark);
+    }
+    CHECK(differ == 0, "CERT tracked, n %zu, %zu columns%s: %zu columns differ from ug_dot_nd (%zu exact)", n, ncols,
+          specials ? ", specials" : "", differ, exact);
+    if (n <= 8 && ncols >= 64) CHECK(exact > 0, "CERT tracked, n %zu: no column proved exact", n);
+    free(x), free(out), free(V);
+    ug_ar_free(ar);
+}
+
+static void check_dot_nd_tracked(void)
+{
+    static const size_t lens[] = {3, 8, 37, 300};
+    static const size_t cols[][2] = {{1, 3}, {64, 64}, {65, 70}, {130, 130}};
+    for (size_t l = 0; l < sizeof lens / sizeof *lens; l++)
+        for (size_t k = 0; k < sizeof cols / sizeof *cols; k++)
+            for (int sp = 0; sp < 2; sp++) check_nd_tracked(lens[l], cols[k][0], cols[k][1], sp);
+}
+
 /* An int8 code: mostly random, one in eight -128, one in eight 127. */
 static int8_t code(uint32_t seed, uint32_t i)
 {
@@ -135,6 +171,7 @@ static void check_int8(void)
 int main(void)
 {
     check_dot_d_cols();
+    check_dot_nd_tracked();
     check_int8();
     return check_done();
 }

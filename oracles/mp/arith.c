@@ -756,7 +756,7 @@ void ug_dot_d_cols(ug_ar *ar, const double *a, const double *B, size_t ldb, size
 }
 
 /* Whether every x is exact (CERT bound 0): then ug_dot_nd may prove a sum exact, which the
- * chunked loop does not try, so such columns go through ug_dot_nd itself. */
+ * plain chunked loop does not try, so such columns go through the tracked chunk. */
 static int all_exact(const ug_num *x, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -764,12 +764,46 @@ static int all_exact(const ug_num *x, size_t n)
     return 1;
 }
 
+/* cert_dot_nd for columns [c0, c0 + w) of V, w <= 64, rows outermost: its sums and its
+ * exactness tracking kept per column (a column's tracking stops where cert_dot_nd's would:
+ * the test is pure, and a column once inexact stays so), the same bound. */
+static void cert_dot_nd_cols_chunk(const ug_num *x, const double *V, size_t ldv, size_t n, size_t c0, size_t w,
+                                   ug_num *out)
+{
+    double s[64] = {0}, abs_sum[64] = {0}, e[64] = {0};
+    unsigned char exact[64];
+    memset(exact, 1, sizeof exact);
+    for (size_t i = 0; i < n; i++) {
+        const double *row = V + i * ldv + c0;
+        double xv = x[i].v, xe = x[i].e;
+        int x_ok = xe == 0.0 && ug_cv_narrow(xv);
+        for (size_t c = 0; c < w; c++) {
+            double y = row[c], p = xv * y, t = s[c] + p;
+            if (exact[c])
+                exact[c] = x_ok && ug_cv_narrow(y) &&
+                           (xv == 0.0 || y == 0.0 || (fabs(p) >= 0x1p-960 && fabs(p) <= 0x1p960)) && isfinite(t) &&
+                           ug_cv_two_sum_err(s[c], p, t) == 0.0;
+            s[c] = t;
+            abs_sum[c] += fabs(p);
+            e[c] += xe * fabs(y);
+        }
+    }
+    for (size_t c = 0; c < w; c++)
+        out[c] = num_cert(s[c], exact[c] || (abs_sum[c] == 0.0 && e[c] == 0.0)
+                                    ? 0.0
+                                    : e[c] + ug_cv_gamma_n(n + 2) * abs_sum[c] + (double)n * TINY);
+}
+
 void ug_dot_nd_cols(ug_ar *ar, const ug_num *x, const double *V, size_t ldv, size_t n, size_t ncols, ug_num *out)
 {
-    if (IS_MP(ar) || (ar->mode == UG_AR_CERT && all_exact(x, n))) { /* per column: MPFR gains nothing by rows */
+    if (IS_MP(ar)) { /* per column: MPFR gains nothing by rows */
         for (size_t c = 0; c < ncols; c++) out[c] = ug_dot_nd(ar, x, V + c, ldv, n);
         return;
     }
-    for (size_t c0 = 0; c0 < ncols; c0 += 64)
-        dot_nd_cols_chunk(ar, x, V, ldv, n, c0, ncols - c0 < 64 ? ncols - c0 : 64, out + c0);
+    int tracked = ar->mode == UG_AR_CERT && all_exact(x, n); /* ug_dot_nd may prove such sums exact */
+    for (size_t c0 = 0; c0 < ncols; c0 += 64) {
+        size_t w = ncols - c0 < 64 ? ncols - c0 : 64;
+        if (tracked) cert_dot_nd_cols_chunk(x, V, ldv, n, c0, w, out + c0);
+        else dot_nd_cols_chunk(ar, x, V, ldv, n, c0, w, out + c0);
+    }
 }
