@@ -52,6 +52,8 @@ typedef struct {
     int o_a;                    /* the bf16 activation a */
     int8_t *w13t, *w2t, *codes; /* [2I][h], [h][I] (column blocks filled on first use), one row of the kernel's codes */
     unsigned char *ready;       /* the transposes' column blocks done: w13's, then w2's */
+    int32_t *acc;               /* a whole-row pass's int32 partial sums [max(2I, h)] */
+    int64_t *dots;              /* its int dots, one per weight column */
     double *row;
 } gmp_shared;
 
