@@ -1,9 +1,10 @@
 /* int8_dot.h — exact integer dots of int8 codes with column groups of an int8 weight, read
  * in row order. The quantised prologs dequantise q as (codes . W_i8[:, col]) * scales for
  * the columns of the heads their selection reaches (lightning_indexer_prolog_quant's w_qb,
- * mla_prolog_quant's w_uq), and the int8 shared expert takes its dots of codes with
- * transposed weight columns (glm_moe_parts.c); walking each column down the weight strides a page a row and
- * was most of those oracles' time, the same integers in every arithmetic. */
+ * mla_prolog_quant's w_uq), and the int8 shared expert takes its GEMMs' dots, a token's
+ * whole row in one pass or a dot down a transposed column (glm_moe_parts.c). Walking each
+ * column down the weight strides a page a row and was most of those oracles' time; the
+ * integers are the same in every arithmetic. */
 #ifndef UG_MP_INT8_DOT_H
 #define UG_MP_INT8_DOT_H
 #include <stddef.h>
