@@ -637,11 +637,25 @@ void ug_ar_emit(ug_ar *ar, int out, size_t k, ug_num x)
     }
 }
 
+/* The two 64-column loops below (dot_nd_row64, dot_d_cols64) are also compiled for AVX2 and picked at run time, as
+ * lightning_indexer_quant's head dots are: lanes are columns, each column's own IEEE
+ * operations in its own order (no contraction: -ffp-contract=off), so every instruction
+ * set gives the same bits. No clones under the sanitizers, whose set-up an ifunc resolver
+ * would precede. */
+#if defined(__x86_64__) && defined(__has_attribute) && !defined(__SANITIZE_ADDRESS__)
+#if __has_attribute(target_clones)
+#define AR_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef AR_CLONES
+#define AR_CLONES
+#endif
+
 /* One row of dot_nd_cols_chunk's unrounded loop over 64 columns: a constant trip count and
  * no aliasing, so GCC's -O2 vectoriser takes it (lanes are columns: each column's own IEEE
  * operations in its own order, bit for bit those of the scalar loop). */
-static void dot_nd_row64(double xv, double xe, const double *restrict row, double *restrict s,
-                         double *restrict abs_sum, double *restrict e)
+AR_CLONES static void dot_nd_row64(double xv, double xe, const double *restrict row, double *restrict s,
+                                   double *restrict abs_sum, double *restrict e)
 {
     for (size_t c = 0; c < 64; c++) {
         double p = xv * row[c];
@@ -696,8 +710,8 @@ static void dot_nd_cols_chunk(ug_ar *ar, const ug_num *x, const double *V, size_
 /* The sums of dot_d_cols_chunk for 64 columns, unrounded: a constant trip count and no
  * aliasing, so GCC's -O2 vectoriser takes it (lanes are columns: each column's own IEEE
  * operations in its own order, bit for bit those of the scalar loop). */
-static void dot_d_cols64(const double *restrict a, const double *restrict B, size_t ldb, size_t n, double *restrict s,
-                         double *restrict abs_sum)
+AR_CLONES static void dot_d_cols64(const double *restrict a, const double *restrict B, size_t ldb, size_t n,
+                                   double *restrict s, double *restrict abs_sum)
 {
     for (size_t i = 0; i < n; i++) {
         const double *restrict row = B + i * ldb;
