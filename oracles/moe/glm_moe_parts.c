@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "oracles/moe/glm_moe_parts.h"
+#include "oracles/mp/int8_dot.h"
 #include "oracles/verdict.h"
 
 void gmp_gate_emit(ug_ar *ar, const ug_selection *sel, int o, const double *x, const double *w, size_t h, size_t E)
@@ -275,22 +276,29 @@ static void quant_row(const ug_case *c, ug_ar *ar, const ug_selection *sel, cons
     codes_emit(ar, sel, q->view, row, v, n, zero, own);
 }
 
-/* sum_k a[k]*b[k] over int8 codes, in int64: the int32 sum the specification makes exact
- * (|sum| < 2^31 by the hidden bound) is an exact constant in every arithmetic, so no
- * bound is charged for it. */
-static ug_num int_dot(ug_ar *ar, const int8_t *a, const int8_t *b, size_t n)
-{
-    int64_t acc = 0;
-    for (size_t k = 0; k < n; k++) acc += (int64_t)a[k] * b[k];
-    return ug_c(ar, (double)acc);
-}
+/* Column col of the [rows, cols] int8 weight t as a contiguous reduction (the strided walk
+ * was 40 % of a production case's time): transposed into dst [cols][rows] on first use,
+ * with the 64 columns of its block (ready[b]: block b done), read from t's int8 storage, so
+ * a case pays for the columns its selection reaches, not for the whole weight. */
+#define GMP_TBLOCK 64
+static size_t gmp_blocks(size_t cols) { return (cols + GMP_TBLOCK - 1) / GMP_TBLOCK; }
 
-/* The [rows, cols] int8 tensor t transposed into dst [cols][rows] (each column a
- * contiguous reduction: the strided walk was 40 % of a production case's time). */
-static void codes_t(const ug_tensor *t, size_t rows, size_t cols, int8_t *dst)
+static const int8_t *col_t(const ug_tensor *t, int8_t *dst, unsigned char *ready, size_t col)
 {
-    for (size_t r = 0; r < rows; r++)
-        for (size_t c = 0; c < cols; c++) dst[c * rows + r] = (int8_t)t->values[r * cols + c];
+    size_t rows = (size_t)t->shape[0], cols = (size_t)t->shape[1], b = col / GMP_TBLOCK;
+    if (!ready[b]) {
+        size_t c0 = b * GMP_TBLOCK, w = cols - c0 < GMP_TBLOCK ? cols - c0 : GMP_TBLOCK;
+        const int8_t *src = t->data;
+        int8_t tile[GMP_TBLOCK][GMP_TBLOCK]; /* 64 rows at a time: each column written 64 bytes at once */
+        for (size_t r0 = 0; r0 < rows; r0 += GMP_TBLOCK) {
+            size_t hr = rows - r0 < GMP_TBLOCK ? rows - r0 : GMP_TBLOCK;
+            for (size_t r = 0; r < hr; r++)
+                for (size_t c = 0; c < w; c++) tile[c][r] = src[(r0 + r) * cols + c0 + c];
+            for (size_t c = 0; c < w; c++) memcpy(dst + (c0 + c) * rows + r0, tile[c], hr);
+        }
+        ready[b] = 1;
+    }
+    return dst + col * rows;
 }
 
 /* Row `row` (n codes) of the kernel's int8 output o. */
@@ -299,11 +307,34 @@ static void codes_row(const ug_case *c, int o, size_t row, size_t n, int8_t *dst
     for (size_t i = 0; i < n; i++) dst[i] = (int8_t)ug_tload(&c->out[o], row * n + i);
 }
 
-/* gu[t,col] from the kernel's codes xq of token t and its scale sx, rounded to bf16. */
-static ug_num gu_at(const gmp_shared *k, ug_ar *ar, const int8_t *xq, ug_num sx, size_t col)
+/* Whether a token's selected elements (sel of a row of cols) are many enough that one
+ * row-order pass over the whole weight (cols int dots, vectorised, no transpose) is cheaper
+ * than a dot per element down the transposed columns. */
+static int whole_row(size_t sel, size_t cols) { return 16 * sel >= cols; }
+
+/* k->dots[col] = k->codes[0..n) . t[:, col] for every column of the [n, cols] int8 weight t,
+ * in one pass over its rows (exact; int8_dot.h). */
+static void row_dots(const gmp_shared *k, const ug_tensor *t, size_t n, size_t cols)
 {
-    ug_num v = ug_mul(ar, ug_mul(ar, int_dot(ar, xq, k->w13t + col * k->h, k->h), ug_c(ar, ug_tload(k->s13, col))), sx);
+    size_t col0 = 0;
+    for (size_t j = 0; j < n; j++) k->row[j] = k->codes[j];
+    ug_int8_col_dots(k->row, t->data, cols, n, &col0, 1, cols, k->acc, k->dots);
+}
+
+/* gu[t,col] from the int dot of the kernel's codes of token t with w13's column col and its
+ * scale sx, rounded to bf16. The int32 sum the specification makes exact (|sum| < 2^31 by
+ * the hidden bound) is an exact constant in every arithmetic, so no bound is charged for it
+ * (the same for down_of's). */
+static ug_num gu_of(const gmp_shared *k, ug_ar *ar, int64_t dot, ug_num sx, size_t col)
+{
+    ug_num v = ug_mul(ar, ug_mul(ar, ug_c(ar, (double)dot), ug_c(ar, ug_tload(k->s13, col))), sx);
     return ug_round(ar, v, UG_DT_BF16); /* rounds: the golden's bf16 matmul output */
+}
+
+/* The int dot of k->codes (h of them) with w13's column col, down its transpose. */
+static int64_t w13_dot(const gmp_shared *k, size_t col)
+{
+    return ug_int8_dot(k->codes, col_t(k->w13, k->w13t, k->ready, col), k->h);
 }
 
 /* Stage 2: the selected elements of a in row t, from the kernel's x_i8 and x_scale. */
@@ -314,9 +345,12 @@ static void a_emit(const gmp_shared *k, const ug_case *c, ug_ar *ar, const ug_se
     if (b == e) return;
     codes_row(c, k->xq.codes, t, k->h, k->codes);
     ug_num sx = ug_c(ar, ug_tload(&c->out[k->xq.scales], t));
+    int whole = whole_row(e - b, 2 * I);
+    if (whole) row_dots(k, k->w13, k->h, 2 * I);
     for (; b < e; b++) {
         size_t i = sel->idx[k->o_a][b] - t * I, mark = ug_ar_mark(ar);
-        ug_num g = gu_at(k, ar, k->codes, sx, i), u = gu_at(k, ar, k->codes, sx, I + i);
+        ug_num g = gu_of(k, ar, whole ? k->dots[i] : w13_dot(k, i), sx, i);
+        ug_num u = gu_of(k, ar, whole ? k->dots[I + i] : w13_dot(k, I + i), sx, I + i);
         ug_ar_emit(ar, k->o_a, b, ug_round(ar, ug_mul(ar, ug_silu(ar, g), u), UG_DT_BF16)); /* rounds: bf16 a */
         ug_ar_release(ar, mark);
     }
@@ -328,10 +362,15 @@ ug_num gmp_shared_down_row(const gmp_shared *k, const ug_case *c, ug_ar *ar, siz
     return ug_c(ar, ug_tload(&c->out[k->aq.scales], t));
 }
 
+/* (int dot) * w2_scale[j] * sa. */
+static ug_num down_of(const gmp_shared *k, ug_ar *ar, ug_num sa, size_t j, int64_t dot)
+{
+    return ug_mul(ar, ug_mul(ar, ug_c(ar, (double)dot), ug_c(ar, ug_tload(k->s2, j))), sa);
+}
+
 ug_num gmp_shared_down(const gmp_shared *k, ug_ar *ar, ug_num sa, size_t j)
 {
-    ug_num dot = int_dot(ar, k->codes, k->w2t + j * k->I, k->I);
-    return ug_mul(ar, ug_mul(ar, dot, ug_c(ar, ug_tload(k->s2, j))), sa);
+    return down_of(k, ar, sa, j, ug_int8_dot(k->codes, col_t(k->w2, k->w2t, k->ready + gmp_blocks(2 * k->I), j), k->I));
 }
 
 void gmp_shared_out_emit(const gmp_shared *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, int o,
@@ -341,9 +380,11 @@ void gmp_shared_out_emit(const gmp_shared *k, const ug_case *c, ug_ar *ar, const
     ug_selection_range(sel, o, t * h, (t + 1) * h, &b, &e);
     if (b == e) return;
     ug_num sa = gmp_shared_down_row(k, c, ar, t);
+    int whole = whole_row(e - b, h);
+    if (whole) row_dots(k, k->w2, k->I, h);
     for (; b < e; b++) {
         size_t j = sel->idx[o][b] - t * h, mark = ug_ar_mark(ar);
-        ug_ar_emit(ar, o, b, gmp_shared_down(k, ar, sa, j));
+        ug_ar_emit(ar, o, b, whole ? down_of(k, ar, sa, j, k->dots[j]) : gmp_shared_down(k, ar, sa, j));
         ug_ar_release(ar, mark);
     }
 }
@@ -386,20 +427,21 @@ int gmp_shared_open(gmp_shared *k, const ug_case *c)
     size_t h = k->h, I = k->I;
     k->row = malloc((h > I ? h : I) * sizeof *k->row);
     k->w13t = malloc(3 * I * h + (h > I ? h : I));
-    if (!k->row || !k->w13t) {
+    k->ready = calloc(gmp_blocks(2 * I) + gmp_blocks(h), 1); /* w13's column blocks, then w2's */
+    size_t nd = 2 * I > h ? 2 * I : h;
+    k->acc = malloc(nd * sizeof *k->acc), k->dots = malloc(nd * sizeof *k->dots);
+    if (!k->row || !k->w13t || !k->ready || !k->acc || !k->dots) {
         gmp_shared_close(k);
         return -1;
     }
     k->w2t = k->w13t + 2 * I * h, k->codes = k->w2t + I * h;
-    codes_t(k->w13, h, 2 * I, k->w13t);
-    codes_t(k->w2, I, h, k->w2t);
     return 0;
 }
 
 void gmp_shared_close(gmp_shared *k)
 {
-    free(k->row), free(k->w13t);
-    k->row = NULL, k->w13t = NULL;
+    free(k->row), free(k->w13t), free(k->ready), free(k->acc), free(k->dots);
+    k->row = NULL, k->w13t = NULL, k->ready = NULL, k->acc = NULL, k->dots = NULL;
 }
 
 ug_num gmp_swiglu_bf16(ug_ar *ar, const double *x, const double *w1, const double *w3, size_t stride, size_t h)

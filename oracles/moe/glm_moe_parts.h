@@ -50,7 +50,10 @@ typedef struct {
     const ug_tensor *x, *w13, *s13, *w2, *s2;
     gmp_quant_outs xq, aq;
     int o_a;                    /* the bf16 activation a */
-    int8_t *w13t, *w2t, *codes; /* [2I][h], [h][I], one row of the kernel's codes */
+    int8_t *w13t, *w2t, *codes; /* [2I][h], [h][I] (column blocks filled on first use), one row of the kernel's codes */
+    unsigned char *ready;       /* the transposes' column blocks done: w13's, then w2's */
+    int32_t *acc;               /* a whole-row pass's int32 partial sums [max(2I, h)] */
+    int64_t *dots;              /* its int dots, one per weight column */
     double *row;
 } gmp_shared;
 

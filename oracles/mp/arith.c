@@ -706,3 +706,79 @@ void ug_ar_emit(ug_ar *ar, int out, size_t k, ug_num x)
         break;
     }
 }
+
+/* The 64-column loop below (dot_d_cols64) is also compiled for AVX2 and picked at run time, as
+ * lightning_indexer_quant's head dots are: lanes are columns, each column's own IEEE
+ * operations in its own order (no contraction: -ffp-contract=off), so every instruction
+ * set gives the same bits. No clones under the sanitizers, whose set-up an ifunc resolver
+ * would precede. */
+#if defined(__x86_64__) && defined(__has_attribute) && !defined(__SANITIZE_ADDRESS__)
+#if __has_attribute(target_clones)
+#define AR_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef AR_CLONES
+#define AR_CLONES
+#endif
+
+/* The sums of dot_d_cols_chunk for 64 columns, unrounded: a constant trip count and no
+ * aliasing, so GCC's -O2 vectoriser takes it (lanes are columns: each column's own IEEE
+ * operations in its own order, bit for bit those of the scalar loop). */
+AR_CLONES static void dot_d_cols64(const double *restrict a, const double *restrict B, size_t ldb, size_t n,
+                                   double *restrict s, double *restrict abs_sum)
+{
+    for (size_t i = 0; i < n; i++) {
+        const double *restrict row = B + i * ldb;
+        double av = a[i];
+        for (size_t c = 0; c < 64; c++) {
+            double p = av * row[c];
+            s[c] += p;
+            abs_sum[c] += fabs(p);
+        }
+    }
+}
+
+/* ug_dot_d_cols, plain arithmetics (CERT past 64 terms, F64, NAIVE, DEVICE), for columns
+ * [c0, c0 + w) of B, w <= 64: ug_dot_d's loop with its two running sums kept per column,
+ * rows outermost (one contiguous pass over B's rows); each column sees the operations of
+ * ug_dot_d in its order, and the same bound. */
+static void dot_d_cols_chunk(ug_ar *ar, const double *a, const double *B, size_t ldb, size_t n, size_t c0, size_t w,
+                             ug_num *out)
+{
+    double s[64] = {0}, abs_sum[64] = {0};
+    if (ar->mode == UG_AR_NAIVE) {
+        for (size_t i = 0; i < n; i++)
+            for (size_t c = 0; c < w; c++) {
+                double p = ug_dtype_round_fast(ar->naive_dt, a[i] * B[i * ldb + c0 + c]); /* rounds: naive mul */
+                s[c] = ug_dtype_round_fast(ar->naive_dt, s[c] + p);                      /* rounds: naive add */
+                abs_sum[c] += fabs(p);
+            }
+    } else if (w == 64) {
+        dot_d_cols64(a, B + c0, ldb, n, s, abs_sum);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            for (size_t c = 0; c < w; c++) {
+                double p = a[i] * B[i * ldb + c0 + c];
+                s[c] += p;
+                abs_sum[c] += fabs(p);
+            }
+    }
+    for (size_t c = 0; c < w; c++) {
+        if (ar->mode == UG_AR_CERT) /* ug_cv_dot_d past 64 terms: no exactness tracking */
+            out[c] = num_cert(s[c], ug_cv_gamma_n(n + 2) * abs_sum[c] + (double)n * UG_CV_TINY);
+        else if (IS_DEV(ar))
+            out[c] = num_dev(s[c], gamma32(n) * abs_sum[c] + 2.0 * (double)n * UG_DEV_ETA);
+        else
+            out[c] = (ug_num){s[c], 0.0, NULL};
+    }
+}
+
+void ug_dot_d_cols(ug_ar *ar, const double *a, const double *B, size_t ldb, size_t n, size_t ncols, ug_num *out)
+{
+    if (IS_MP(ar) || (ar->mode == UG_AR_CERT && n <= 64)) { /* MPFR per column; CERT tracks short sums' exactness */
+        for (size_t c = 0; c < ncols; c++) out[c] = ug_dot_d(ar, a, 1, B + c, ldb, n);
+        return;
+    }
+    for (size_t c0 = 0; c0 < ncols; c0 += 64)
+        dot_d_cols_chunk(ar, a, B, ldb, n, c0, ncols - c0 < 64 ? ncols - c0 : 64, out + c0);
+}

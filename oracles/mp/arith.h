@@ -138,6 +138,10 @@ void ug_dot_nd_cols_tile(ug_ar *ar, const ug_num *X, size_t ldx, const size_t *n
  * bit for bit (value and bound) in every arithmetic, as vector loops over the keys. */
 void ug_dot_d_tile(ug_ar *ar, const double *Q, size_t ldq, size_t m, const double *Kt, size_t ldk, size_t D, size_t n,
                    ug_num *out, size_t ldo);
+/* out[c] = ug_dot_d(ar, a, 1, B + c, ldb, n) for the ncols columns c of B (row i at B +
+ * i*ldb): bit for bit the same numbers in every arithmetic, one pass over B's rows instead
+ * of ncols strided ones (a token's row of x times a weight's columns). */
+void ug_dot_d_cols(ug_ar *ar, const double *a, const double *B, size_t ldb, size_t n, size_t ncols, ug_num *out);
 /* sqrt(sum x_i^2) of exact doubles. */
 ug_num ug_l2norm_d(ug_ar *ar, const double *a, size_t sa, size_t n);
 

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "oracles/mp/arith.h"
+#include "oracles/mp/cert_block.h"
 #include "oracles/mp/cert_inline.h"
 
 #define KEY_CHUNK 128 /* keys whose K^T columns or V rows stay in cache across a tile's rows */
@@ -330,6 +331,27 @@ static int by_column(ug_ar *ar, const ug_num *x, size_t n)
     return is_mp(mode) || (mode == UG_AR_CERT && all_exact(x, n));
 }
 
+/* ug_dot_nd(ar, x, V + c, ldv, n) for the ncols columns c: in CERT (exact weights, whose
+ * sums ug_dot_nd may prove exact) cert_block.c's exactness-tracked column sums in one
+ * pass over V's rows, bit for bit ug_dot_nd's; in MPFR column by column. */
+static void row_by_column(ug_ar *ar, const ug_num *x, size_t n, const double *V, size_t ldv, size_t ncols, ug_num *out)
+{
+    size_t w = ncols ? ncols : 1;
+    double *d = is_mp(ug_ar_get_mode(ar)) ? NULL : malloc(w * 3 * sizeof *d);
+    int64_t *exact = d ? malloc(w * sizeof *exact) : NULL;
+    ug_cv *cv = exact ? malloc(w * sizeof *cv) : NULL;
+    if (cv) {
+        ug_cv_cols acc = {d, d + w, d + 2 * w, exact};
+        ug_cv_dot_nd_cols(x, V, ldv, n, ncols, &acc, cv);
+        for (size_t c = 0; c < ncols; c++) out[c] = ug_cv_num(cv[c]);
+    } else {
+        for (size_t c = 0; c < ncols; c++) out[c] = ug_dot_nd(ar, x, V + c, ldv, n);
+    }
+    free(d);
+    free(exact);
+    free(cv);
+}
+
 void ug_dot_nd_cols(ug_ar *ar, const ug_num *x, const double *V, size_t ldv, size_t n, size_t ncols, ug_num *out)
 {
     ug_dot_nd_cols_tile(ar, x, 0, &n, 1, V, ldv, ncols, out, 0);
@@ -346,8 +368,8 @@ void ug_dot_nd_cols_tile(ug_ar *ar, const ug_num *X, size_t ldx, const size_t *n
     if (!acc || !skip) abort(); /* as the arithmetic's own pool */
     for (size_t r = 0; r < m; r++) {
         nmax = n[r] > nmax ? n[r] : nmax;
-        if ((skip[r] = (unsigned char)by_column(ar, X + r * ldx, n[r]))) /* per column: MPFR gains nothing by rows */
-            for (size_t c = 0; c < ncols; c++) out[r * ldo + c] = ug_dot_nd(ar, X + r * ldx, V + c, ldv, n[r]);
+        if ((skip[r] = (unsigned char)by_column(ar, X + r * ldx, n[r])))
+            row_by_column(ar, X + r * ldx, n[r], V, ldv, ncols, out + r * ldo);
     }
     for (size_t i0 = 0; i0 < nmax; i0 += KEY_CHUNK) /* a chunk of V's rows, for every row of the tile */
         for (size_t r = 0; r < m; r++) {

@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "core/philox.h"
+#include "oracles/mp/int8_dot.h"
 
 #define MX_BLOCK 32
 #define MX_NEAR 0x1p-12
@@ -180,7 +181,7 @@ static const ug_tensor *dense_hadamard(const ug_case *c, const lip_params *p, co
 static void dense_transform(ug_ar *ar, ug_num *v, size_t d, const ug_tensor *h)
 {
     ug_num *u = v + d; /* the caller's row buffer holds 2d numbers */
-    for (size_t j = 0; j < d; j++) u[j] = ug_dot_nd(ar, v, h->values + j, d, d);
+    ug_dot_nd_cols(ar, v, h->values, d, d, d, u); /* ug_dot_nd per column, one pass over h's rows */
     for (size_t j = 0; j < d; j++) v[j] = u[j];
 }
 
@@ -334,38 +335,52 @@ struct ug_lip_ctx {
     ug_num *v;         /* a row and its scratch: 2d */
     long *writer;      /* the token writing each cache slot, -1 for none */
     double *qrow;      /* int8 in a fused op: the token's q_norm codes [L] (a kernel output), else NULL */
+    size_t *heads;     /* a token's heads with a selected q element */
+    size_t *col0;      /* int8: their first columns in w_qb */
+    int64_t *qdot;     /* int8: their integer dots, d a head */
+    int32_t *qacc;     /* int8: the dots' int32 partial sums */
 };
 
 /* q[t,h,:] exact: the bf16 input (fp8, MX) or the int8 dequantisation
- * (q_norm[t].w_qb[:,col]) * q_norm_scale[t] * w_qb_scale[col], col = h*D + i. */
-static void q_source(const ug_lip_ctx *k, ug_ar *ar, size_t t, size_t h, ug_num *v)
+ * dot[i] * q_norm_scale[t] * w_qb_scale[col], col = h*D + i (dot: the head's int8 dots). */
+static void q_source(const ug_lip_ctx *k, ug_ar *ar, size_t t, size_t h, const int64_t *dot, ug_num *v)
 {
-    size_t d = (size_t)k->p.d, hd = (size_t)k->p.heads * d, row = t * (size_t)k->p.heads + h;
+    size_t d = (size_t)k->p.d, row = t * (size_t)k->p.heads + h;
     if (!k->qn) {
         for (size_t i = 0; i < d; i++) v[i] = ug_c(ar, ug_tload(k->q, row * d + i));
         return;
     }
-    size_t L = (size_t)k->qn->shape[1];
     ug_num sq = ug_c(ar, ug_tload(k->qns, t));
-    const double *a = k->qrow ? k->qrow : k->qn->values + t * L;
-    for (size_t j = 0; k->qrow && j < L; j++) k->qrow[j] = ug_tload(k->qn, t * L + j); /* a kernel output: decoded */
-    for (size_t i = 0; i < d; i++) {
-        size_t col = h * d + i;
-        const double *b = k->wqb->values + col;
-        int64_t dot = 0; /* exact: int8 products summed in int64, the same integer in every arithmetic */
-        for (size_t j = 0; j < L; j++) dot += (int64_t)a[j] * (int64_t)b[j * hd];
-        v[i] = ug_mul(ar, ug_mul(ar, ug_c(ar, (double)dot), sq), ug_c(ar, ug_tload(k->wqs, col)));
+    for (size_t i = 0; i < d; i++)
+        v[i] = ug_mul(ar, ug_mul(ar, ug_c(ar, (double)dot[i]), sq), ug_c(ar, ug_tload(k->wqs, h * d + i)));
+}
+
+/* Token t's heads with a selected q element (into k->heads); int8: their dots (k->qdot). */
+static size_t q_heads(const ug_lip_ctx *k, const ug_selection *sel, size_t t)
+{
+    size_t d = (size_t)k->p.d, H = (size_t)k->p.heads, ns = k->fmt == UG_LIP_MX ? d / MX_BLOCK : 1, nh = 0;
+    for (size_t h = 0; h < H; h++)
+        if (row_wanted(sel, &k->qo, t * H + h, d, ns)) k->heads[nh++] = h;
+    if (!k->qn || !nh) return nh;
+    size_t L = (size_t)k->qn->shape[1];
+    const double *a = k->qn->values + t * L;
+    if (k->qrow) { /* a kernel output: decoded */
+        for (size_t j = 0; j < L; j++) k->qrow[j] = ug_tload(k->qn, t * L + j);
+        a = k->qrow;
     }
+    for (size_t w = 0; w < nh; w++) k->col0[w] = k->heads[w] * d;
+    /* w_qb is int8 (the op's declaration): read in row order, every wanted head at once */
+    ug_int8_col_dots(a, k->wqb->data, (size_t)k->wqb->shape[1], L, k->col0, nh, d, k->qacc, k->qdot);
+    return nh;
 }
 
 static void q_rows(const ug_lip_ctx *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, size_t t)
 {
-    size_t d = (size_t)k->p.d, H = (size_t)k->p.heads, ns = k->fmt == UG_LIP_MX ? d / MX_BLOCK : 1;
-    for (size_t h = 0; h < H; h++) {
-        size_t row = t * H + h;
-        if (!row_wanted(sel, &k->qo, row, d, ns)) continue;
+    size_t d = (size_t)k->p.d, H = (size_t)k->p.heads, nh = q_heads(k, sel, t);
+    for (size_t w = 0; w < nh; w++) {
+        size_t h = k->heads[w], row = t * H + h;
         size_t mark = ug_ar_mark(ar);
-        q_source(k, ar, t, h, k->v);
+        q_source(k, ar, t, h, k->qdot + w * d, k->v);
         rope_hadamard(ar, k->v, d, &k->rt, t, k->hq);
         quant_emit(c, ar, sel, k->fmt, k->v, d, row, &k->qo);
         ug_ar_release(ar, mark);
@@ -398,7 +413,7 @@ static void k_row(const ug_lip_ctx *k, const ug_case *c, ug_ar *ar, const ug_sel
     ug_num *v = k->v, *sq = k->v + d; /* sq: the transform's scratch, free until then */
     if (!row_wanted(sel, &k->ko, slot, d, ns)) return;
     size_t mark = ug_ar_mark(ar);
-    for (size_t i = 0; i < d; i++) v[i] = ug_dot_d(ar, k->x->values + t * hid, 1, k->wk->values + i, d, hid);
+    ug_dot_d_cols(ar, k->x->values + t * hid, k->wk->values, d, hid, d, v);
     ug_num dn = ug_c(ar, (double)d);
     if (!k->p.rms) {
         ug_num mean = ug_div(ar, ug_sum(ar, v, d), dn);
@@ -489,8 +504,13 @@ ug_lip_ctx *ug_lip_open_ex(const ug_case *c, ug_lip_format fmt, const ug_lip_nam
     k->wo = ug_case_judged_find(c, names->weights);
     size_t d = (size_t)k->p.d, n_slots = (size_t)(k->p.blocks * k->p.block_size);
     k->v = malloc(2 * d * sizeof *k->v);
+    size_t H = (size_t)k->p.heads;
+    k->heads = malloc(H * sizeof *k->heads);
+    k->col0 = malloc(H * sizeof *k->col0);
+    k->qdot = malloc(H * d * sizeof *k->qdot);
+    k->qacc = malloc(H * d * sizeof *k->qacc);
     k->writer = malloc(n_slots * sizeof *k->writer);
-    if (!k->v || !k->writer) {
+    if (!k->v || !k->heads || !k->col0 || !k->qdot || !k->qacc || !k->writer) {
         ug_lip_close(k, NULL, NULL);
         return NULL;
     }
@@ -514,6 +534,10 @@ void ug_lip_close(ug_lip_ctx *k, ug_ar *ar, const ug_selection *sel)
     free(k->v);
     free(k->writer);
     free(k->qrow);
+    free(k->heads);
+    free(k->col0);
+    free(k->qdot);
+    free(k->qacc);
     free(k);
 }
 

@@ -90,7 +90,7 @@ typedef struct {
 static void mla_cq(ug_ar *ar, mla_oracle *m, size_t t)
 {
     size_t h = (size_t)m->p.h, Lq = (size_t)m->p.Lq;
-    for (size_t j = 0; j < Lq; j++) m->v[j] = ug_dot_d(ar, m->x + t * h, 1, m->wdq + j, Lq, h);
+    ug_dot_d_cols(ar, m->x + t * h, m->wdq, Lq, h, Lq, m->v);
     ug_num rstd = ug_mla_rstd(ar, m->v, Lq, m->p.eps, m->cq);
     for (size_t j = 0; j < Lq; j++) {
         m->v[j] = ug_mul(ar, ug_mul(ar, m->v[j], rstd), ug_c(ar, m->gq[j]));
@@ -145,8 +145,9 @@ static void mla_emit_query(ug_ar *ar, mla_oracle *m, const ug_selection *sel)
 static void mla_kv(ug_ar *ar, mla_oracle *m, size_t t, int need_ckv)
 {
     size_t h = (size_t)m->p.h, Lkv = (size_t)m->p.Lkv, w = Lkv + (size_t)m->p.dr;
-    for (size_t j = need_ckv ? 0 : Lkv; j < w; j++)
-        m->v[j] = ug_round(ar, ug_dot_d(ar, m->x + t * h, 1, m->wdkv + j, w, h), UG_DT_BF16);
+    size_t j0 = need_ckv ? 0 : Lkv;
+    ug_dot_d_cols(ar, m->x + t * h, m->wdkv + j0, w, h, w - j0, m->v + j0);
+    for (size_t j = j0; j < w; j++) m->v[j] = ug_round(ar, m->v[j], UG_DT_BF16);
 }
 
 /* Outputs 2 (kv_cache) and 3 (kr_cache): rows are cache slots; inv[slot] = token or -1. */

@@ -62,6 +62,9 @@ typedef struct {
     ug_mlaq_qouts qo, ko;
     ug_num *row, *sq; /* [max(Lq, Lkv+dr)], [max(Lq, Lkv)] */
     double *codes;    /* one token's kernel codes [Lq] */
+    size_t *heads, *col0; /* [N]: a token's heads with a selected q element, their first w_uq columns */
+    int32_t *acc;     /* [N*(dn+dr)]: the int dots' partial sums */
+    int64_t *dot;     /* [N*(dn+dr)]: the int dots of those heads */
 } mlaq_ctx;
 
 static void read_in(const ug_case *c, ug_mlaq_in *m)
@@ -73,6 +76,7 @@ static void read_in(const ug_case *c, ug_mlaq_in *m)
                       ug_p_is(P, "rope_layout", "interleaved_to_half")};
     m->x = ug_case_input(c, "x")->values, m->wdq = ug_case_input(c, "w_dq")->values;
     m->gq = ug_case_input(c, "gamma_q")->values, m->wuq = ug_case_input(c, "w_uq")->values;
+    m->wuq8 = ug_case_input(c, "w_uq")->data; /* int8 (the op's declaration) */
     m->wuq_s = ug_case_input(c, "w_uq_scale")->values, m->wuk = ug_case_input(c, "w_uk")->values;
     m->wdkv = ug_case_input(c, "w_dkv")->values, m->gkv = ug_case_input(c, "gamma_kv")->values;
     m->cs = ug_case_input(c, "cos")->values, m->sn = ug_case_input(c, "sin")->values;
@@ -98,22 +102,35 @@ static void token_quant(mlaq_ctx *k, const ug_case *c, ug_ar *ar, const ug_selec
     ug_ar_release(ar, mark);
 }
 
-/* q_nope_abs and q_rope of token t, from the kernel's q_norm and q_norm_scale. */
+/* Token t's heads with a selected q_nope_abs or q_rope element, into k->heads. */
+static size_t query_heads(mlaq_ctx *k, const ug_selection *sel, size_t t)
+{
+    size_t N = k->in.N, Lkv = k->in.Lkv, dr = k->in.dr, nh = 0;
+    for (size_t n = 0; n < N; n++) {
+        size_t row = t * N + n;
+        if (any_sel(sel, O_QN, row * Lkv, (row + 1) * Lkv) || any_sel(sel, O_QR, row * dr, (row + 1) * dr))
+            k->heads[nh++] = n;
+    }
+    return nh;
+}
+
+/* q_nope_abs and q_rope of token t, from the kernel's q_norm and q_norm_scale: the int dots
+ * of every wanted head in one pass over w_uq, then each head. */
 static void token_query(mlaq_ctx *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, size_t t)
 {
     const ug_mlaq_in *m = &k->in;
-    size_t N = m->N, Lkv = m->Lkv, dr = m->dr, Lq = m->Lq, b0, e0, b1, e1;
-    int loaded = 0;
+    size_t N = m->N, Lkv = m->Lkv, dr = m->dr, Lq = m->Lq, dq = m->dn + dr, b0, e0, b1, e1;
+    size_t nh = query_heads(k, sel, t);
+    if (!nh) return;
     double sq = ug_tload(&c->out[O_QS], t);
-    for (size_t n = 0; n < N; n++) {
-        size_t row = t * N + n;
+    for (size_t j = 0; j < Lq; j++) k->codes[j] = ug_tload(&c->out[O_Q8], t * Lq + j);
+    ug_mlaq_q_dots(m, k->codes, k->heads, nh, k->col0, k->acc, k->dot);
+    for (size_t g = 0; g < nh; g++) {
+        size_t n = k->heads[g], row = t * N + n;
         ug_mlaq_sel_range(sel, O_QN, row * Lkv, (row + 1) * Lkv, &b0, &e0);
         ug_mlaq_sel_range(sel, O_QR, row * dr, (row + 1) * dr, &b1, &e1);
-        if (b0 == e0 && b1 == e1) continue;
-        for (size_t j = 0; !loaded && j < Lq; j++) k->codes[j] = ug_tload(&c->out[O_Q8], t * Lq + j);
-        loaded = 1;
         size_t mark = ug_ar_mark(ar);
-        ug_mlaq_q_head(ar, m, k->codes, sq, n, k->row);
+        ug_mlaq_q_head(ar, m, k->dot + g * dq, sq, n, k->row);
         for (; b0 < e0; b0++) ug_ar_emit(ar, O_QN, b0, ug_mlaq_nope_abs_at(ar, m, k->row, n, sel->idx[O_QN][b0] - row * Lkv));
         for (; b1 < e1; b1++)
             ug_ar_emit(ar, O_QR, b1,
@@ -189,10 +206,13 @@ int ug_mlaq_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     if (k.in.dn + k.in.dr > nrow) nrow = k.in.dn + k.in.dr;
     k.row = malloc(2 * nrow * sizeof *k.row);
     k.codes = malloc(k.in.Lq * sizeof *k.codes);
+    size_t nq = k.in.N * (k.in.dn + k.in.dr);
+    k.heads = malloc(2 * k.in.N * sizeof *k.heads), k.acc = malloc(nq * sizeof *k.acc), k.dot = malloc(nq * sizeof *k.dot);
     long *writer = malloc(k.S * sizeof *writer);
     unsigned char *want = calloc(k.S, 1);
-    int rc = k.row && k.codes && writer && want ? 0 : -1;
+    int rc = k.row && k.codes && k.heads && k.acc && k.dot && writer && want ? 0 : -1;
     if (!rc) {
+        k.col0 = k.heads + k.in.N;
         k.sq = k.row + nrow;
         const double *slot = ug_case_input(c, "slot_mapping")->values;
         for (size_t s = 0; s < k.S; s++) writer[s] = -1;
@@ -203,7 +223,7 @@ int ug_mlaq_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
         }
         caches(&k, c, ar, sel, writer, want);
     }
-    free(k.row), free(k.codes), free(writer), free(want);
+    free(k.row), free(k.codes), free(k.heads), free(k.acc), free(k.dot), free(writer), free(want);
     return rc;
 }
 

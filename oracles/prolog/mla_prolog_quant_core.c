@@ -7,6 +7,8 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "oracles/mp/int8_dot.h"
+
 void ug_mlaq_sel_range(const ug_selection *sel, int o, size_t lo, size_t hi, size_t *b, size_t *e)
 {
     *b = *e = 0;
@@ -31,16 +33,16 @@ static void rmsnorm_bf16(ug_ar *ar, ug_num *v, size_t n, const double *gamma, do
 
 void ug_mlaq_cq(ug_ar *ar, const ug_mlaq_in *m, size_t t, ug_num *cq, ug_num *sq)
 {
-    for (size_t j = 0; j < m->Lq; j++) /* rounds: the golden's bf16 q_a_proj */
-        cq[j] = ug_round(ar, ug_dot_d(ar, m->x + t * m->h, 1, m->wdq + j, m->Lq, m->h), UG_DT_BF16);
+    ug_dot_d_cols(ar, m->x + t * m->h, m->wdq, m->Lq, m->h, m->Lq, cq);
+    for (size_t j = 0; j < m->Lq; j++) cq[j] = ug_round(ar, cq[j], UG_DT_BF16); /* rounds: the golden's bf16 q_a_proj */
     rmsnorm_bf16(ar, cq, m->Lq, m->gq, m->eps, sq);
 }
 
 void ug_mlaq_kv(ug_ar *ar, const ug_mlaq_in *m, size_t t, ug_num *kv, ug_num *sq)
 {
     size_t w = m->Lkv + m->dr;
-    for (size_t j = 0; j < w; j++) /* rounds: the golden's bf16 kv_a_proj */
-        kv[j] = ug_round(ar, ug_dot_d(ar, m->x + t * m->h, 1, m->wdkv + j, w, m->h), UG_DT_BF16);
+    ug_dot_d_cols(ar, m->x + t * m->h, m->wdkv, w, m->h, w, kv);
+    for (size_t j = 0; j < w; j++) kv[j] = ug_round(ar, kv[j], UG_DT_BF16); /* rounds: the golden's bf16 kv_a_proj */
     rmsnorm_bf16(ar, kv, m->Lkv, m->gkv, m->eps, sq);
 }
 
@@ -73,14 +75,20 @@ void ug_mlaq_quant_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel, co
     codes_emit(ar, sel, q->view, code_base, n, v, zero, own);
 }
 
-void ug_mlaq_q_head(ug_ar *ar, const ug_mlaq_in *m, const double *codes, double sq, size_t n, ug_num *q)
+void ug_mlaq_q_dots(const ug_mlaq_in *m, const double *codes, const size_t *heads, size_t ng, size_t *col0,
+                    int32_t *acc, int64_t *dot)
 {
-    size_t dq = m->dn + m->dr, W = m->N * dq;
+    size_t dq = m->dn + m->dr;
+    for (size_t g = 0; g < ng; g++) col0[g] = heads[g] * dq;
+    ug_int8_col_dots(codes, m->wuq8, m->N * dq, m->Lq, col0, ng, dq, acc, dot);
+}
+
+void ug_mlaq_q_head(ug_ar *ar, const ug_mlaq_in *m, const int64_t *dot, double sq, size_t n, ug_num *q)
+{
+    size_t dq = m->dn + m->dr;
     for (size_t c = 0; c < dq; c++) {
-        size_t col = n * dq + c;
-        int64_t acc = 0; /* the int32 dot the spec makes exact (|sum| < 2^31 by q_lora's bound) */
-        for (size_t j = 0; j < m->Lq; j++) acc += (int64_t)codes[j] * (int64_t)m->wuq[j * W + col];
-        ug_num v = ug_mul(ar, ug_mul(ar, ug_c(ar, (double)acc), ug_c(ar, sq)), ug_c(ar, m->wuq_s[col]));
+        size_t col = n * dq + c; /* dot: the int32 dot the spec makes exact (|sum| < 2^31 by q_lora's bound) */
+        ug_num v = ug_mul(ar, ug_mul(ar, ug_c(ar, (double)dot[c]), ug_c(ar, sq)), ug_c(ar, m->wuq_s[col]));
         q[c] = ug_round(ar, v, UG_DT_BF16); /* rounds: the golden's bf16 q_b_proj */
     }
 }

@@ -34,6 +34,7 @@ typedef struct {
     const double *x;                     /* [T, h] */
     const double *wdq, *gq;              /* [h, Lq], [Lq] */
     const double *wuq, *wuq_s;           /* int8 [Lq, N*(dn+dr)], fp32 [N*(dn+dr)] */
+    const int8_t *wuq8;                  /* w_uq's int8 storage (its exact codes) */
     const double *wuk;                   /* [N, dn, Lkv] */
     const double *wdkv, *gkv;            /* [h, Lkv+dr], [Lkv] */
     const double *cs, *sn;               /* [T, dr] */
@@ -63,9 +64,14 @@ void ug_mlaq_kv(ug_ar *ar, const ug_mlaq_in *m, size_t t, ug_num *kv, ug_num *sq
 void ug_mlaq_quant_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel, const ug_mlaq_qouts *q,
                         const ug_num *v, size_t n, size_t code_base, size_t scale_idx);
 
-/* q of head n into q[dn+dr] from the kernel's codes of the token (Lq doubles) and its
- * scale sq: bf16((sum_j codes[j]*w_uq[j, c]) * sq * w_uq_scale[c]), the int dot exact. */
-void ug_mlaq_q_head(ug_ar *ar, const ug_mlaq_in *m, const double *codes, double sq, size_t n, ug_num *q);
+/* The int dots sum_j codes[j]*w_uq[j, n*(dn+dr) + c] of the ng heads n = heads[g] into
+ * dot[g*(dn+dr) + c], from the kernel's codes of the token (Lq doubles), in one row-order
+ * pass over w_uq (exact; int8_dot.h). col0, acc: scratch of ng and ng*(dn+dr). */
+void ug_mlaq_q_dots(const ug_mlaq_in *m, const double *codes, const size_t *heads, size_t ng, size_t *col0,
+                    int32_t *acc, int64_t *dot);
+/* q of head n into q[dn+dr] from its int dots (ug_mlaq_q_dots) and the token's scale sq:
+ * bf16(dot[c] * sq * w_uq_scale[c]). */
+void ug_mlaq_q_head(ug_ar *ar, const ug_mlaq_in *m, const int64_t *dot, double sq, size_t n, ug_num *q);
 
 /* q_nope_abs[., n, l] = sum_c q[c]*w_uk[n, c, l] over the dn nope columns of q (exact). */
 ug_num ug_mlaq_nope_abs_at(ug_ar *ar, const ug_mlaq_in *m, const ug_num *q, size_t n, size_t l);

@@ -1,0 +1,177 @@
+/* test_dot_cols.c — the row-order kernels the sampled oracles use for their set-up give
+ * the numbers of the column-by-column ones, bit for bit.
+ *
+ * ug_dot_d_cols (oracles/mp/arith.h) must equal ug_dot_d column by column (value and error
+ * term, or the MPFR value) in CERT, NAIVE (bf16, fp16), DEVICE, F64, EXACT and MPFR_SEQ:
+ * sums of 37 and 64 terms (CERT tracks their exactness, column by column) and of 65 and
+ * 300 (CERT's plain bound, the row-order chunk), column counts across its 64-column chunks
+ * (the vectorised 64-wide loop and the scalar rest), bf16 values whose products sum
+ * exactly, values that underflow the naive dtype, and a column holding inf and NaN.
+ * ug_dot_nd_cols in CERT on exact weights (its exactness-tracked chunk) must equal
+ * ug_dot_nd, with columns proved exact among them.
+ * ug_int8_col_dots and ug_int8_dot (oracles/mp/int8_dot.h) must equal the int64 sum of
+ * products, with the extreme codes -128 and 127 (whose products are the largest the
+ * 16-bit multiply must hold) and lengths past the 2^16-term int32 chunk. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "core/philox.h"
+#include "oracles/mp/arith.h"
+#include "oracles/mp/int8_dot.h"
+
+static int same_bits(double a, double b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+static int same_num(ug_ar_mode mode, ug_num a, ug_num b)
+{
+    if (mode == UG_AR_EXACT || mode == UG_AR_MPFR_SEQ)
+        return mpfr_equal_p(a.m, b.m) || (mpfr_nan_p(a.m) && mpfr_nan_p(b.m));
+    return same_bits(a.v, b.v) && same_bits(a.e, b.e);
+}
+
+/* A bf16 value of about unit size with a random sign, or (one in eight) a tiny one the
+ * naive dtypes round to a subnormal or zero, or (one in sixteen) zero. */
+static double draw(uint32_t seed, uint32_t i)
+{
+    uint32_t w[4];
+    ug_rng_words(seed, 11, i, 0, w);
+    double m = ug_dtype_round(UG_DT_BF16, ug_rng_unit(w[0], w[1]) * (w[2] & 1u ? -1.0 : 1.0));
+    if ((w[3] & 15u) == 0) return 0.0;
+    if ((w[3] & 7u) == 1) return ldexp(m, -20 - (int)(w[2] % 12u));
+    return m;
+}
+
+/* ug_dot_d_cols against ug_dot_d on every column of an [n, ldb] weight, in one arithmetic;
+ * specials: column 1 holds an inf and a NaN. */
+static void check_cols(ug_ar_mode mode, ug_dtype naive_dt, size_t n, size_t ncols, size_t ldb, int specials)
+{
+    ug_ar *ar = ug_ar_new(mode, 128, naive_dt);
+    double *a = malloc((n + 1) * sizeof *a), *B = malloc((n * ldb + 1) * sizeof *B);
+    ug_num *out = malloc(ncols * sizeof *out);
+    for (size_t i = 0; i < n * ldb; i++) B[i] = draw(1, (uint32_t)i);
+    for (size_t i = 0; i < n; i++) a[i] = draw(2, (uint32_t)i);
+    if (specials && n > 2 && ncols > 1) B[1] = INFINITY, B[2 * ldb + 1] = NAN;
+    ug_dot_d_cols(ar, a, B, ldb, n, ncols, out);
+    size_t differ = 0;
+    for (size_t c = 0; c < ncols; c++) {
+        size_t mark = ug_ar_mark(ar);
+        differ += !same_num(mode, out[c], ug_dot_d(ar, a, 1, B + c, ldb, n));
+        ug_ar_release(ar, mark);
+    }
+    CHECK(differ == 0, "mode %d naive %s, n %zu, %zu columns (ldb %zu)%s: %zu columns differ from ug_dot_d", (int)mode,
+          ug_dtype_name(naive_dt), n, ncols, ldb, specials ? ", inf/NaN" : "", differ);
+    free(a), free(B), free(out);
+    ug_ar_free(ar);
+}
+
+static void check_dot_d_cols(void)
+{
+    static const ug_ar_mode modes[] = {UG_AR_CERT, UG_AR_NAIVE, UG_AR_DEVICE, UG_AR_F64, UG_AR_EXACT, UG_AR_MPFR_SEQ};
+    static const size_t lens[] = {37, 64, 65, 300};
+    static const size_t cols[][2] = {{1, 3}, {63, 70}, {64, 64}, {65, 200}, {130, 130}};
+    for (size_t m = 0; m < sizeof modes / sizeof *modes; m++)
+        for (size_t l = 0; l < sizeof lens / sizeof *lens; l++)
+            for (size_t k = 0; k < sizeof cols / sizeof *cols; k++)
+                for (int sp = 0; sp < 2; sp++) {
+                    check_cols(modes[m], UG_DT_BF16, lens[l], cols[k][0], cols[k][1], sp);
+                    if (modes[m] == UG_AR_NAIVE) check_cols(modes[m], UG_DT_FP16, lens[l], cols[k][0], cols[k][1], sp);
+                }
+    check_cols(UG_AR_CERT, UG_DT_BF16, 0, 5, 5, 0); /* no terms */
+    check_cols(UG_AR_DEVICE, UG_DT_BF16, 0, 70, 70, 0);
+}
+
+/* ug_dot_nd_cols in CERT on exact bf16 weights x (its exactness-tracked chunk) against
+ * ug_dot_nd: many columns' sums of bf16 products are exact (bound 0), the others not. */
+static void check_nd_tracked(size_t n, size_t ncols, size_t ldv, int specials)
+{
+    ug_ar *ar = ug_ar_new(UG_AR_CERT, 128, UG_DT_BF16);
+    ug_num *x = malloc((n + 1) * sizeof *x), *out = malloc(ncols * sizeof *out);
+    double *V = malloc((n * ldv + 1) * sizeof *V);
+    for (size_t i = 0; i < n * ldv; i++) V[i] = ldexp(draw(3, (uint32_t)i), (int)(i % 7)); /* bf16, varied scales */
+    for (size_t i = 0; i < n; i++) x[i] = ug_c(ar, draw(4, (uint32_t)i));
+    if (specials && n > 2 && ncols > 1) V[1] = INFINITY, V[2 * ldv + 1] = NAN, V[ldv] = 0x1p-1000;
+    ug_dot_nd_cols(ar, x, V, ldv, n, ncols, out);
+    size_t differ = 0, exact = 0;
+    for (size_t c = 0; c < ncols; c++) {
+        size_t mark = ug_ar_mark(ar);
+        differ += !same_num(UG_AR_CERT, out[c], ug_dot_nd(ar, x, V + c, ldv, n));
+        exact += out[c].e == 0.0;
+        ug_ar_release(ar, mark);
+    }
+    CHECK(differ == 0, "CERT tracked, n %zu, %zu columns%s: %zu columns differ from ug_dot_nd (%zu exact)", n, ncols,
+          specials ? ", specials" : "", differ, exact);
+    if (n <= 8 && ncols >= 64) CHECK(exact > 0, "CERT tracked, n %zu: no column proved exact", n);
+    free(x), free(out), free(V);
+    ug_ar_free(ar);
+}
+
+static void check_dot_nd_tracked(void)
+{
+    static const size_t lens[] = {3, 8, 37, 300};
+    static const size_t cols[][2] = {{1, 3}, {64, 64}, {65, 70}, {130, 130}};
+    for (size_t l = 0; l < sizeof lens / sizeof *lens; l++)
+        for (size_t k = 0; k < sizeof cols / sizeof *cols; k++)
+            for (int sp = 0; sp < 2; sp++) check_nd_tracked(lens[l], cols[k][0], cols[k][1], sp);
+}
+
+/* An int8 code: mostly random, one in eight -128, one in eight 127. */
+static int8_t code(uint32_t seed, uint32_t i)
+{
+    uint32_t w[4];
+    ug_rng_words(seed, 12, i, 0, w);
+    return (w[1] & 7u) == 0 ? -128 : (w[1] & 7u) == 1 ? 127 : (int8_t)(w[0] & 0xFFu);
+}
+
+/* ug_int8_col_dots over ng groups of w columns of an [L, ldb] int8 weight, against int64. */
+static void check_col_dots(size_t L, size_t ldb, size_t w, const size_t *col0, size_t ng, int worst)
+{
+    int8_t *B = malloc(L * ldb);
+    double *a = malloc(L * sizeof *a);
+    int32_t *acc = malloc(ng * w * sizeof *acc);
+    int64_t *dot = malloc(ng * w * sizeof *dot);
+    for (size_t i = 0; i < L * ldb; i++) B[i] = worst ? -128 : code(3, (uint32_t)i);
+    for (size_t j = 0; j < L; j++) a[j] = worst ? -128 : code(4, (uint32_t)j);
+    ug_int8_col_dots(a, B, ldb, L, col0, ng, w, acc, dot);
+    size_t differ = 0;
+    for (size_t g = 0; g < ng; g++)
+        for (size_t i = 0; i < w; i++) {
+            int64_t want = 0;
+            for (size_t j = 0; j < L; j++) want += (int64_t)a[j] * B[j * ldb + col0[g] + i];
+            differ += dot[g * w + i] != want;
+        }
+    CHECK(differ == 0, "ug_int8_col_dots L %zu, %zu groups of %zu%s: %zu dots differ", L, ng, w,
+          worst ? " (all -128)" : "", differ);
+    free(B), free(a), free(acc), free(dot);
+}
+
+static void check_int8(void)
+{
+    static const size_t heads[] = {3, 0, 5};
+    static const size_t cols[] = {0, 100};
+    check_col_dots(300, 7 * 64, 64, heads, 3, 0); /* 32-column chunks */
+    check_col_dots(50, 6 * 13, 13, heads, 3, 0);  /* a scalar rest only */
+    check_col_dots(40, 150, 45, cols, 2, 0);      /* one chunk and a rest */
+    check_col_dots(70000, 32, 32, cols, 1, 1);    /* past the int32 chunk: 70000 * 2^14 > 2^31 */
+    size_t n = 70000, differ = 0;
+    int8_t *a = malloc(n), *b = malloc(n);
+    for (size_t i = 0; i < n; i++) a[i] = code(5, (uint32_t)i), b[i] = code(6, (uint32_t)i);
+    for (size_t len = 0; len <= n; len += len < 100 ? 1 : 9973) {
+        int64_t want = 0;
+        for (size_t i = 0; i < len; i++) want += (int64_t)a[i] * b[i];
+        differ += ug_int8_dot(a, b, len) != want;
+    }
+    CHECK(differ == 0, "ug_int8_dot: %zu lengths differ from the int64 sum", differ);
+    memset(a, 0x80, n), memset(b, 0x80, n); /* every product 2^14: the sum 70000 * 2^14 */
+    CHECK(ug_int8_dot(a, b, n) == (int64_t)n << 14, "ug_int8_dot of -128s: %lld", (long long)ug_int8_dot(a, b, n));
+    free(a), free(b);
+}
+
+int main(void)
+{
+    check_dot_d_cols();
+    check_dot_nd_tracked();
+    check_int8();
+    return check_done();
+}
