@@ -80,8 +80,7 @@ int ug_bench_draw(int argc, char **argv)
             if (!same) rc = 1;
         }
     }
-    printf("%ld elements per fill, CPU time, best of %ld fills each%s\n", n, reps,
-           getenv("ULPGYM_DRAW_NO_AVX2") ? " (ULPGYM_DRAW_NO_AVX2: blocked without AVX2)" : "");
+    printf("%ld elements per fill, CPU time, best of %ld fills each; blocked path %s\n", n, reps, ug_dist_fill_path());
     free(a);
     free(b);
     return rc;

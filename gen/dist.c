@@ -5,7 +5,7 @@
  * Two paths give the same bits. draw() is the definition: one element from its Philox
  * words (ug_dist_value, ug_dist_fill_scalar). ug_dist_fill draws BLOCK elements at a time:
  * the Philox rounds, the uniform doubles and the normal's log and cosine series each as a
- * loop over the block, which the compiler vectorises (AVX2 where the CPU has it), every
+ * loop over the block, which the compiler vectorises (AVX-512 or AVX2 where the CPU has it), every
  * element's IEEE operations the same and in the same order as in draw() (no FMA: the build
  * has -ffp-contract=off), so every element is bit for bit draw()'s;
  * tests/test_dist_reference.c compares the two on every element of each kind and dtype.
@@ -247,21 +247,40 @@ ALWAYS_INLINE void values_block(const dist_params *p, uint64_t seed, uint32_t te
     }
 }
 
-/* Stores v[0..m) at elements i0.. of data: ug_dtype_store's bits (fp32 and bf16 inline). */
+/* The fp16 bits of r, a value normal in fp16 (the only encoding of it); 0 when r is not
+ * (zero, subnormal, inf or NaN: ug_dtype_store's to give). */
+static uint16_t fp16_normal_bits(double r)
+{
+    uint64_t u;
+    memcpy(&u, &r, sizeof u);
+    int e = (int)((u >> 52) & 0x7ffu) - 1023;
+    if (e < -14 || e > 15) return 0;
+    return (uint16_t)(((u >> 63) << 15) | ((uint64_t)(e + 15) << 10) | ((u >> 42) & 0x3ffu));
+}
+
+/* Stores v[0..m) at elements i0.. of data: ug_dtype_store's bits (fp32, bf16 and normal
+ * fp16 values inline, after the same rounding). */
 static void store_block(ug_dtype dt, void *data, size_t i0, const double *v, size_t m)
 {
     for (size_t j = 0; j < m; j++) {
         double x = v[j];
-        if (isnan(x) || (dt != UG_DT_FP32 && dt != UG_DT_BF16)) {
+        uint16_t h = 0;
+        if (isnan(x) || (dt != UG_DT_FP32 && dt != UG_DT_BF16 && dt != UG_DT_FP16)) {
             ug_dtype_store(dt, data, i0 + j, x);
             continue;
         }
-        float f = (float)ug_dtype_round_fast(dt, x); /* rounds: to dt (exact to float after) */
+        double r = ug_dtype_round_fast(dt, x); /* rounds: to dt (exact to float after) */
+        if (dt == UG_DT_FP16) {
+            if (!(h = fp16_normal_bits(r))) ug_dtype_store(dt, data, i0 + j, x);
+            else memcpy((char *)data + 2 * (i0 + j), &h, 2);
+            continue;
+        }
+        float f = (float)r;
         uint32_t u;
         memcpy(&u, &f, sizeof u);
         if (dt == UG_DT_FP32) memcpy((char *)data + 4 * (i0 + j), &u, 4);
         else {
-            uint16_t h = (uint16_t)(u >> 16);
+            h = (uint16_t)(u >> 16);
             memcpy((char *)data + 2 * (i0 + j), &h, 2);
         }
     }
@@ -277,12 +296,18 @@ ALWAYS_INLINE void fill_blocks(const dist_params *p, uint64_t seed, uint32_t ten
 }
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+__attribute__((target("avx512f,avx512dq,avx512vl"))) static void fill_blocks_avx512(const dist_params *p, uint64_t seed,
+                                                                                    uint32_t tensor, ug_dtype dt,
+                                                                                    void *data, size_t n)
+{
+    fill_blocks(p, seed, tensor, dt, data, n);
+}
 __attribute__((target("avx2"))) static void fill_blocks_avx2(const dist_params *p, uint64_t seed, uint32_t tensor,
                                                              ug_dtype dt, void *data, size_t n)
 {
     fill_blocks(p, seed, tensor, dt, data, n);
 }
-#define HAVE_AVX2_PATH 1
+#define HAVE_X86_PATHS 1
 #endif
 
 static void fill_blocks_plain(const dist_params *p, uint64_t seed, uint32_t tensor, ug_dtype dt, void *data, size_t n)
@@ -290,17 +315,32 @@ static void fill_blocks_plain(const dist_params *p, uint64_t seed, uint32_t tens
     fill_blocks(p, seed, tensor, dt, data, n);
 }
 
+const char *ug_dist_fill_path(void)
+{
+    const char *cap = getenv("ULPGYM_DRAW_PATH"); /* a lower path forced: "avx2" or "plain" */
+    int plain = cap && strcmp(cap, "plain") == 0, avx2 = plain || (cap && strcmp(cap, "avx2") == 0);
+#ifdef HAVE_X86_PATHS
+    if (!avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512vl"))
+        return "avx512";
+    if (!plain && __builtin_cpu_supports("avx2")) return "avx2";
+#endif
+    (void)avx2;
+    return "plain";
+}
+
 int ug_dist_fill(const cJSON *dist, uint64_t seed, uint32_t tensor, ug_dtype dt, void *data, size_t n,
                  char *err, size_t errlen)
 {
     dist_params p;
     if (parse(dist, &p, err, errlen)) return -2;
-#ifdef HAVE_AVX2_PATH
-    if (__builtin_cpu_supports("avx2") && !getenv("ULPGYM_DRAW_NO_AVX2")) {
-        fill_blocks_avx2(&p, seed, tensor, dt, data, n);
-        return 0;
-    }
+    const char *path = ug_dist_fill_path();
+#ifdef HAVE_X86_PATHS
+    if (strcmp(path, "avx512") == 0) fill_blocks_avx512(&p, seed, tensor, dt, data, n);
+    else if (strcmp(path, "avx2") == 0) fill_blocks_avx2(&p, seed, tensor, dt, data, n);
+    else
 #endif
-    fill_blocks_plain(&p, seed, tensor, dt, data, n);
+        fill_blocks_plain(&p, seed, tensor, dt, data, n);
+    (void)path;
     return 0;
 }
