@@ -74,6 +74,12 @@ printf '|---|---|---|---|---:|---:|---:|---:|---:|\n'
     timed "$bin" case --spec-file "$tmp/spec.json"
     read -r cu cs crss crc <"$tmp/t"
     verdict=$(awk '/^case / {for (i = 1; i < NF; i++) if ($i == "verdict") print $(i + 1)}' "$tmp/out")
+    need=$(sed -n 's/.*this case needs \([0-9]*\) bytes of memory.*/\1/p' "$tmp/out" | head -1)
+    if [ -n "$need" ] && [ -z "$verdict" ]; then # refused before anything is drawn
+        printf '| %s | %s | %s | refused: needs %.1f GiB > %s | | | | | |\n' "$id" "$op" "$(short_params "$params")" \
+            "$(awk -v b="$need" 'BEGIN{print b / 1073741824}')" "$memory"
+        continue
+    fi
     if [ -z "$verdict" ]; then
         if [ "$crc" -eq 137 ] || [ "$crc" -eq 152 ]; then verdict="killed at ${limit} s CPU"
         else verdict="exit $crc: $(grep -v '^ ' "$tmp/out" | tail -1 | cut -c1-80)"; fi
