@@ -11,20 +11,22 @@
 # loaded machine. flash_attention_mha and flash_attention_mha_grad are left out unless named
 # with --op (their oracle is timed on its own in PERFORMANCE.md).
 #
-# usage: scripts/bench_reference.sh [--op OP]... [--limit SECONDS] [--memory SIZE] [--no-kernel]
+# usage: scripts/bench_reference.sh [--op OP]... [--case ID]... [--limit SECONDS] [--memory SIZE] [--no-kernel]
+#   --case ID    only these cases (full 16-digit IDs, as `ulpgym plan --plan reference --list` prints)
 #   --no-kernel  skip bench kernels (half the time; the kernel and drawing columns stay empty)
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 bin="${ULPGYM:-$here/build/ulpgym}"
 [ -x "$bin" ] || { echo "bench_reference: $bin not built (./scripts/build.sh)" >&2; exit 2; }
-limit=300 memory=6G kernel=1 ops=()
+limit=300 memory=6G kernel=1 ops=() cases=()
 while [ $# -gt 0 ]; do
     case "$1" in
     --op) ops+=("$2"); shift 2 ;;
+    --case) cases+=("$2"); shift 2 ;;
     --limit) limit="$2"; shift 2 ;;
     --memory) memory="$2"; shift 2 ;;
     --no-kernel) kernel=0; shift ;;
-    *) echo "usage: $0 [--op OP]... [--limit SECONDS] [--memory SIZE] [--no-kernel]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--op OP]... [--case ID]... [--limit SECONDS] [--memory SIZE] [--no-kernel]" >&2; exit 2 ;;
     esac
 done
 tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
@@ -53,8 +55,12 @@ def s(v):
 print(", ".join("%s %s" % (k, s(v)) for k, v in p.items()))' "$1"
 }
 
-want() { # op selected?
-    local op="$1"
+want() { # case $2 of op $1 selected?
+    local op="$1" c
+    if [ ${#cases[@]} -gt 0 ]; then
+        for c in "${cases[@]}"; do [ "$c" = "$2" ] && return 0; done
+        return 1
+    fi
     if [ ${#ops[@]} -eq 0 ]; then
         [ "$op" != flash_attention_mha ] && [ "$op" != flash_attention_mha_grad ]
         return
@@ -68,7 +74,7 @@ printf '|---|---|---|---|---:|---:|---:|---:|---:|\n'
 "$bin" plan --plan reference --specs | while read -r id heavy spec; do
     [ "$heavy" = heavy ] || continue
     op=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["op"])' "$spec")
-    want "$op" || continue
+    want "$op" "$id" || continue
     params=$(python3 -c 'import json,sys; print(json.dumps(json.loads(sys.argv[1])["params"]))' "$spec")
     printf '%s\n' "$spec" >"$tmp/spec.json"
     timed "$bin" case --spec-file "$tmp/spec.json"
