@@ -2,7 +2,8 @@
  * naive MPFR, per op (cli/bench_oracle.c); `ulpgym bench sweep`: the sweep engine at -j1
  * and -jN; `ulpgym bench kernels`: the sim kernels alone (cli/bench_kernels.c), or with
  * --backend B --baseline A the kernel-timing table of B against A (cli/bench_table.c);
- * `ulpgym bench plan`: plan expansion, whole and per op. bench sweep compares its
+ * `ulpgym bench plan`: plan expansion, whole and per op; `ulpgym bench draw`: input drawing
+ * (cli/bench_draw.c). bench sweep compares its
  * configurations in one run (interleaved, best of --repeat), so that the ratios are
  * comparable on a noisy shared machine; bench oracle times CPU seconds for the same reason. */
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "cli/bench_draw.h"
 #include "cli/bench_kernels.h"
 #include "cli/bench_oracle.h"
 #include "cli/cli.h"
@@ -164,8 +166,9 @@ static int ug_cmd_bench(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "oracle") == 0) return ug_bench_oracle(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "sweep") == 0) return bench_sweep(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "kernels") == 0) return ug_bench_kernels(argc, argv);
-    return ug_cli_fail("bench: give a target: `ulpgym bench oracle`, `ulpgym bench sweep`, `ulpgym bench kernels` or "
-                       "`ulpgym bench plan`");
+    if (argc >= 2 && strcmp(argv[1], "draw") == 0) return ug_bench_draw(argc, argv);
+    return ug_cli_fail("bench: give a target: `ulpgym bench oracle`, `ulpgym bench sweep`, `ulpgym bench kernels`, "
+                       "`ulpgym bench plan` or `ulpgym bench draw`");
 }
 
 const ug_command ug_command_bench = {
@@ -181,6 +184,7 @@ const ug_command ug_command_bench = {
      "                            [--db FILE] [--md FILE] [--html FILE]\n"
      "       ulpgym bench kernels --scenes [--op OP]...\n"
      "       ulpgym bench plan [--plan FILE] [--repeat R]\n"
+     "       ulpgym bench draw [--n N] [--repeat R]\n"
      "  oracle: evaluates the oracle of the first N (default 30) plan cases of each selected\n"
      "  op three ways: the engine (certified double with MPFR fallback: the exact values),\n"
      "  plain float64, and naive MPFR (every operation at 256 bits; --no-mpfr skips it), on\n"
@@ -219,4 +223,8 @@ const ug_command ug_command_bench = {
      "  FILE, and as a page to --html FILE. Exit 1 when a backend declined or failed a case\n"
      "  (left out of the table, named on stderr). --scenes lists the scenes and their case IDs.\n"
      "  plan: CPU time to expand and hash the whole plan, and the most one op's part takes\n"
-     "  alone (what a command with --op pays), best of R (default 5).\n"};
+     "  alone (what a command with --op pays), best of R (default 5).\n"
+     "  draw: CPU ns per element of drawing inputs (gen/dist.c) per distribution and dtype,\n"
+     "  element by element (the definition) and blocked (vectorised), best of R (default 3)\n"
+     "  fills of N elements (default 4194304) each, and whether both gave the same bytes\n"
+     "  (exit 1 if not).\n"};

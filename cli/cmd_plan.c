@@ -35,6 +35,13 @@ static void count(const ug_plan *p)
     printf("total %zu\n", p->n);
 }
 
+/* --specs: per case its ID, "heavy" or "-", and the spec JSON `ulpgym case --spec` runs. */
+static void list_specs(const ug_plan *p)
+{
+    for (size_t i = 0; i < p->n; i++)
+        printf("%s %s %s\n", p->cases[i].id, p->cases[i].heavy ? "heavy" : "-", p->cases[i].spec);
+}
+
 static void list(const ug_plan *p)
 {
     for (size_t i = 0; i < p->n; i++) {
@@ -111,7 +118,7 @@ static int ug_cmd_plan(int argc, char **argv)
 {
     const char *plan_path = NULL, *seed = NULL, *shard = NULL, *share = NULL, *cost_from = NULL, *stats = NULL,
                *measured = NULL;
-    int do_count = 0, do_list = 0;
+    int do_count = 0, do_list = 0, do_specs = 0;
     ug_cli_filter f = {0};
     for (int i = 1; i < argc; i++) {
         int m = ug_cli_filter_opt(&f, argc, argv, &i);
@@ -126,11 +133,13 @@ static int ug_cmd_plan(int argc, char **argv)
             if (m < 0) return UG_EXIT_USAGE;
         } else if (ug_cli_flag(argv, i, "--count")) do_count = 1;
         else if (ug_cli_flag(argv, i, "--list")) do_list = 1;
+        else if (ug_cli_flag(argv, i, "--specs")) do_specs = 1;
         else return ug_cli_fail("plan: unexpected argument \"%s\" (see ulpgym plan -h)", argv[i]);
     }
-    if (!do_count && !do_list && !stats) return ug_cli_fail("plan: give --count, --list or --shard-stats N");
-    if (stats && (do_count || do_list || shard))
-        return ug_cli_fail("plan: --shard-stats N shows every shard; it takes neither --count, --list nor --shard");
+    if (!do_count && !do_list && !do_specs && !stats)
+        return ug_cli_fail("plan: give --count, --list, --specs or --shard-stats N");
+    if (stats && (do_count || do_list || do_specs || shard))
+        return ug_cli_fail("plan: --shard-stats N shows every shard; it takes neither --count, --list, --specs nor --shard");
     if (cost_from && !shard && !stats)
         return ug_cli_fail("plan: --cost-from deals the shards of --shard or --shard-stats");
     if (measured && !stats) return ug_cli_fail("plan: --measured goes with --shard-stats");
@@ -160,6 +169,7 @@ static int ug_cmd_plan(int argc, char **argv)
     if (!rc && stats) rc = shard_stats(&p, (int)n_stats, cost_from, measured);
     if (!rc && do_count) count(&p);
     if (!rc && do_list) list(&p);
+    if (!rc && do_specs) list_specs(&p);
     ug_plan_free(&p);
     return rc;
 }
@@ -167,12 +177,14 @@ static int ug_cmd_plan(int argc, char **argv)
 const ug_command ug_command_plan = {
     "plan", ug_cmd_plan, "expand a plan: count or list its cases",
      "usage: ulpgym plan [--plan FILE|NAME[:light]] [--op OP]... [--group G]... [--seed S] [--shard K/N]\n"
-     "                   [--share N] [--cost-from DB] (--count | --list)\n"
+     "                   [--share N] [--cost-from DB] (--count | --list | --specs)\n"
      "       ulpgym plan [--plan ...] [--op OP]... [--group G]... [--seed S] --shard-stats N [--cost-from DB]\n"
      "                   [--measured DB]\n"
      "  --count  cases per group and per op, then a last line `total N`\n"
      "  --list   one line per case: case ID, op, dtype, params (and the reference test an explicit\n"
      "           case reproduces, `<- source`, marked (heavy) when a :light plan drops it)\n"
+     "  --specs  one line per case: case ID, `heavy` or `-`, the case's spec JSON (what\n"
+     "           `ulpgym case --spec` runs; scripts/bench_reference.sh reads it)\n"
      "  --plan   a file, or a name: `--plan reference` is gen/plans/reference.json of the data tree;\n"
      "           NAME:light leaves out the cases marked heavy\n"
      "  --shard  only the cases `sweep --shard K/N` runs (balanced by estimated cost, or with\n"

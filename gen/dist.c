@@ -1,10 +1,21 @@
 /* dist.c — the input distributions of dist.h (the reference suite's draws included:
  * uniform ±1, randn × s as normal, |randn| × s as half_normal, int8 randint). Parameters are read once per fill into a
- * small struct so the per-element path is arithmetic on Philox words only. */
+ * small struct so the per-element path is arithmetic on Philox words only.
+ *
+ * Two paths give the same bits. draw() is the definition: one element from its Philox
+ * words (ug_dist_value, ug_dist_fill_scalar). ug_dist_fill draws BLOCK elements at a time:
+ * the Philox rounds, the uniform doubles and the normal's log and cosine series each as a
+ * loop over the block, which the compiler vectorises (AVX-512 or AVX2 where the CPU has it), every
+ * element's IEEE operations the same and in the same order as in draw() (no FMA: the build
+ * has -ffp-contract=off), so every element is bit for bit draw()'s;
+ * tests/test_dist_reference.c compares the two on every element of each kind and dtype.
+ * Large tensors (the reference suite's 7168 × 24576 AdamW states) made the per-element
+ * path, ~70 ns an element, the bulk of building a case. */
 #include "gen/dist.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/philox.h"
@@ -141,11 +152,195 @@ double ug_dist_value(const cJSON *dist, uint64_t seed, uint32_t tensor, uint64_t
     return draw(&p, seed, tensor, i);
 }
 
+int ug_dist_fill_scalar(const cJSON *dist, uint64_t seed, uint32_t tensor, ug_dtype dt, void *data, size_t n,
+                        char *err, size_t errlen)
+{
+    dist_params p;
+    if (parse(dist, &p, err, errlen)) return -2;
+    for (size_t i = 0; i < n; i++) ug_dtype_store(dt, data, i, draw(&p, seed, tensor, i));
+    return 0;
+}
+
+#define BLOCK 16
+/* The 52 stored significand bits of sqrt(1/2) as ug_det_log compares it (0x3fe6a09e667f3bcd):
+ * a significand below them is below it in every binade. */
+#define SQRT_HALF_MANT UINT64_C(0x6a09e667f3bcd)
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* The Philox words (ug_rng_words) of elements i0 .. i0+BLOCK-1, w[word][element]. */
+ALWAYS_INLINE void words_block(uint64_t seed, uint32_t tensor, uint64_t i0, uint32_t draw_index, uint32_t w[4][BLOCK])
+{
+    uint32_t c0[BLOCK], c1[BLOCK], c2[BLOCK], c3[BLOCK];
+    for (int j = 0; j < BLOCK; j++) {
+        uint64_t e = i0 + (uint64_t)j;
+        c0[j] = (uint32_t)e;
+        c1[j] = (uint32_t)(e >> 32);
+        c2[j] = tensor;
+        c3[j] = draw_index;
+    }
+    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+    for (int r = 0; r < 10; r++) {
+        for (int j = 0; j < BLOCK; j++) UG_PHILOX_ROUND(c0[j], c1[j], c2[j], c3[j], k0, k1);
+        k0 += UG_PHILOX_W0;
+        k1 += UG_PHILOX_W1;
+    }
+    memcpy(w[0], c0, sizeof c0);
+    memcpy(w[1], c1, sizeof c1);
+    memcpy(w[2], c2, sizeof c2);
+    memcpy(w[3], c3, sizeof c3);
+}
+
+/* std_normal of each element of the block. rounds: as std_normal (sqrt correctly rounded);
+ * the sine is computed and dropped, as std_normal drops it. */
+ALWAYS_INLINE void std_normal_block(uint32_t w[4][BLOCK], double out[BLOCK])
+{
+    for (int j = 0; j < BLOCK; j++) {
+        double u1 = ug_rng_unit_inline(w[0][j], w[1][j]), u2 = ug_rng_unit_inline(w[2][j], w[3][j]);
+        /* ug_det_log's reduction of u1 (a normal double in (0,1)) on its bits, without a
+         * branch: f = u1's significand in [sqrt(1/2), sqrt(2)), u1 = f * 2^k, exact. */
+        uint64_t b, mant;
+        memcpy(&b, &u1, sizeof b);
+        mant = b & (((uint64_t)1 << 52) - 1u);
+        int low = mant < SQRT_HALF_MANT; /* frexp's f = 0.mant below sqrt(1/2): doubled */
+        int k = (int)(b >> 52) - 1022 - low;
+        b = mant | ((uint64_t)(1022 + low) << 52);
+        double f, s, c;
+        memcpy(&f, &b, sizeof f);
+        ug_det_sincos2pi_inline(u2, &s, &c);
+        out[j] = sqrt(-2.0 * ug_det_log_reduced(f, k)) * c;
+    }
+}
+
+/* Elements i0 .. i0+BLOCK-1 of the distribution, each bit for bit draw()'s. */
+ALWAYS_INLINE void values_block(const dist_params *p, uint64_t seed, uint32_t tensor, uint64_t i0, double out[BLOCK])
+{
+    uint32_t w[4][BLOCK];
+    switch (p->kind) {
+    case D_UNIFORM:
+        words_block(seed, tensor, i0, 0, w);
+        for (int j = 0; j < BLOCK; j++) out[j] = p->a + (p->b - p->a) * ug_rng_unit_inline(w[0][j], w[1][j]);
+        return;
+    case D_RANDINT:
+        words_block(seed, tensor, i0, 0, w);
+        for (int j = 0; j < BLOCK; j++) out[j] = p->a + floor((p->b - p->a + 1.0) * ug_rng_unit_inline(w[0][j], w[1][j]));
+        return;
+    case D_NORMAL:
+    case D_HALF_NORMAL:
+        words_block(seed, tensor, i0, 0, w);
+        std_normal_block(w, out);
+        if (p->kind == D_NORMAL)
+            for (int j = 0; j < BLOCK; j++) out[j] = p->a + p->b * out[j];
+        else
+            for (int j = 0; j < BLOCK; j++) out[j] = p->a + p->b * fabs(out[j]);
+        return;
+    case D_OUTLIERS:
+        words_block(seed, tensor, i0, 0, w);
+        std_normal_block(w, out);
+        words_block(seed, tensor, i0, 1, w);
+        for (int j = 0; j < BLOCK; j++) {
+            double x = p->b * out[j];
+            out[j] = ug_rng_unit_inline(w[0][j], w[1][j]) < p->c ? x * p->d : x;
+        }
+        return;
+    default: /* wide, const: per element */
+        for (int j = 0; j < BLOCK; j++) out[j] = draw(p, seed, tensor, i0 + (uint64_t)j);
+    }
+}
+
+/* The fp16 bits of r, a value normal in fp16 (the only encoding of it); 0 when r is not
+ * (zero, subnormal, inf or NaN: ug_dtype_store's to give). */
+static uint16_t fp16_normal_bits(double r)
+{
+    uint64_t u;
+    memcpy(&u, &r, sizeof u);
+    int e = (int)((u >> 52) & 0x7ffu) - 1023;
+    if (e < -14 || e > 15) return 0;
+    return (uint16_t)(((u >> 63) << 15) | ((uint64_t)(e + 15) << 10) | ((u >> 42) & 0x3ffu));
+}
+
+/* Stores v[0..m) at elements i0.. of data: ug_dtype_store's bits (fp32, bf16 and normal
+ * fp16 values inline, after the same rounding). */
+static void store_block(ug_dtype dt, void *data, size_t i0, const double *v, size_t m)
+{
+    for (size_t j = 0; j < m; j++) {
+        double x = v[j];
+        uint16_t h = 0;
+        if (isnan(x) || (dt != UG_DT_FP32 && dt != UG_DT_BF16 && dt != UG_DT_FP16)) {
+            ug_dtype_store(dt, data, i0 + j, x);
+            continue;
+        }
+        double r = ug_dtype_round_fast(dt, x); /* rounds: to dt (exact to float after) */
+        if (dt == UG_DT_FP16) {
+            if (!(h = fp16_normal_bits(r))) ug_dtype_store(dt, data, i0 + j, x);
+            else memcpy((char *)data + 2 * (i0 + j), &h, 2);
+            continue;
+        }
+        float f = (float)r;
+        uint32_t u;
+        memcpy(&u, &f, sizeof u);
+        if (dt == UG_DT_FP32) memcpy((char *)data + 4 * (i0 + j), &u, 4);
+        else {
+            h = (uint16_t)(u >> 16);
+            memcpy((char *)data + 2 * (i0 + j), &h, 2);
+        }
+    }
+}
+
+ALWAYS_INLINE void fill_blocks(const dist_params *p, uint64_t seed, uint32_t tensor, ug_dtype dt, void *data, size_t n)
+{
+    double v[BLOCK];
+    for (size_t i = 0; i < n; i += BLOCK) { /* the last block draws past n and stores only up to it */
+        values_block(p, seed, tensor, i, v);
+        store_block(dt, data, i, v, n - i < BLOCK ? n - i : BLOCK);
+    }
+}
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+__attribute__((target("avx512f,avx512dq,avx512vl"))) static void fill_blocks_avx512(const dist_params *p, uint64_t seed,
+                                                                                    uint32_t tensor, ug_dtype dt,
+                                                                                    void *data, size_t n)
+{
+    fill_blocks(p, seed, tensor, dt, data, n);
+}
+__attribute__((target("avx2"))) static void fill_blocks_avx2(const dist_params *p, uint64_t seed, uint32_t tensor,
+                                                             ug_dtype dt, void *data, size_t n)
+{
+    fill_blocks(p, seed, tensor, dt, data, n);
+}
+#define HAVE_X86_PATHS 1
+#endif
+
+static void fill_blocks_plain(const dist_params *p, uint64_t seed, uint32_t tensor, ug_dtype dt, void *data, size_t n)
+{
+    fill_blocks(p, seed, tensor, dt, data, n);
+}
+
+const char *ug_dist_fill_path(void)
+{
+    const char *cap = getenv("ULPGYM_DRAW_PATH"); /* a lower path forced: "avx2" or "plain" */
+    int plain = cap && strcmp(cap, "plain") == 0, avx2 = plain || (cap && strcmp(cap, "avx2") == 0);
+#ifdef HAVE_X86_PATHS
+    if (!avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512vl"))
+        return "avx512";
+    if (!plain && __builtin_cpu_supports("avx2")) return "avx2";
+#endif
+    (void)avx2;
+    return "plain";
+}
+
 int ug_dist_fill(const cJSON *dist, uint64_t seed, uint32_t tensor, ug_dtype dt, void *data, size_t n,
                  char *err, size_t errlen)
 {
     dist_params p;
     if (parse(dist, &p, err, errlen)) return -2;
-    for (size_t i = 0; i < n; i++) ug_dtype_store(dt, data, i, draw(&p, seed, tensor, i));
+    const char *path = ug_dist_fill_path();
+#ifdef HAVE_X86_PATHS
+    if (strcmp(path, "avx512") == 0) fill_blocks_avx512(&p, seed, tensor, dt, data, n);
+    else if (strcmp(path, "avx2") == 0) fill_blocks_avx2(&p, seed, tensor, dt, data, n);
+    else
+#endif
+        fill_blocks_plain(&p, seed, tensor, dt, data, n);
+    (void)path;
     return 0;
 }

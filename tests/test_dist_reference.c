@@ -3,9 +3,13 @@
  * × 0.1 (normal), |randn| × s (half_normal) and int8 randint. Known values over a fixed
  * seed: moments and ranges of 2^16 draws, the half_normal as the folded normal element by
  * element, every int8 code reached, and pinned bits of the first draws so that a change to
- * any draw (and so to every reference case's inputs) fails here. */
+ * any draw (and so to every reference case's inputs) fails here. Then the blocked fill
+ * (ug_dist_fill, vectorised: AVX-512, AVX2 and plain, as far as the CPU has them) against the element-by-element
+ * definition (ug_dist_fill_scalar) on every byte, for every kind and dtype, parameters that
+ * overflow included. */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gen/dist.h"
@@ -133,6 +137,43 @@ static void pinned_bits(void)
     }
 }
 
+/* Every element of the blocked fill equals the scalar one (N + 5: a partial last block). */
+static void blocked_equals_scalar(const char *path)
+{
+    static const char *dists[] = {
+        "{\"kind\":\"uniform\",\"lo\":-1,\"hi\":1}",
+        "{\"kind\":\"uniform\",\"lo\":-1e308,\"hi\":1.7e308}", /* hi - lo overflows */
+        "{\"kind\":\"normal\",\"mean\":0,\"std\":0.01}",
+        "{\"kind\":\"normal\",\"mean\":3,\"std\":1e306}",
+        "{\"kind\":\"half_normal\",\"std\":1e-6}",
+        "{\"kind\":\"half_normal\",\"mean\":-1,\"std\":0.5}",
+        "{\"kind\":\"wide\",\"lo_exp\":-140,\"hi_exp\":140}",
+        "{\"kind\":\"outliers\",\"std\":1,\"p\":0.05,\"scale\":1e300}",
+        "{\"kind\":\"randint\",\"lo\":-128,\"hi\":127}",
+        "{\"kind\":\"randint\",\"lo\":-70000,\"hi\":70000}",
+        "{\"kind\":\"const\",\"value\":0.1}",
+    };
+    enum { M = N + 5 };
+    static unsigned char fast[M * 8], slow[M * 8];
+    char err[128];
+    for (size_t k = 0; k < sizeof dists / sizeof *dists; k++) {
+        cJSON *d = cJSON_Parse(dists[k]);
+        for (int dt = 0; dt < UG_DT_COUNT; dt++) {
+            size_t bytes = (size_t)M * (size_t)ug_dtype_size((ug_dtype)dt);
+            memset(fast, 0xa5, bytes);
+            memset(slow, 0x5a, bytes);
+            CHECK(ug_dist_fill(d, 7, 3, (ug_dtype)dt, fast, M, err, sizeof err) == 0, "%s", err);
+            CHECK(ug_dist_fill_scalar(d, 7, 3, (ug_dtype)dt, slow, M, err, sizeof err) == 0, "%s", err);
+            size_t first = bytes;
+            for (size_t b = 0; b < bytes && first == bytes; b++)
+                if (fast[b] != slow[b]) first = b;
+            CHECK(first == bytes, "%s path: %s as %s: byte %zu of %zu differs (element %zu)", path, dists[k],
+                  ug_dtype_name((ug_dtype)dt), first, bytes, first / (size_t)ug_dtype_size((ug_dtype)dt));
+        }
+        cJSON_Delete(d);
+    }
+}
+
 int main(void)
 {
     uniform_pm1();
@@ -140,5 +181,11 @@ int main(void)
     half_normal();
     randint_int8();
     pinned_bits();
+    static const char *paths[] = {"avx512", "avx2", "plain"};
+    for (int k = 0; k < 3; k++) {
+        setenv("ULPGYM_DRAW_PATH", paths[k], 1);
+        if (strcmp(ug_dist_fill_path(), paths[k]) == 0) blocked_equals_scalar(paths[k]);
+        else printf("draw path %s: not on this CPU (%s instead), skipped\n", paths[k], ug_dist_fill_path());
+    }
     return check_done();
 }

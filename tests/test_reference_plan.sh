@@ -19,6 +19,17 @@ expect_eq "$(grep -cE '<- tests/ops/[^ ]+\.py::[A-Za-z0-9_]+(\[[^]]+\])?( \(heav
 expect_eq "$(wc -l <"$T/light.txt")" "$((n_all - n_heavy))" ":light leaves out exactly the heavy cases"
 expect_eq "$(grep -c '(heavy)$' "$T/light.txt")" "0" "no heavy case in the light plan"
 [ "$n_all" -ge 80 ] && ok || bad "the reference plan has $n_all cases (87 when written)"
+# --specs (scripts/bench_reference.sh reads it): the same cases in the same order, heavy
+# marked alike, each line's spec the case's own (its op, dtype and params as --list shows)
+ug plan --plan reference --specs >"$T/specs.txt" 2>"$T/err" || bad "plan --specs: $(cat "$T/err")"
+expect_eq "$(cut -d' ' -f1 "$T/specs.txt" | tr '\n' ' ')" "$(cut -d' ' -f1 "$T/all.txt" | tr '\n' ' ')" "--specs lists --list's IDs in order"
+expect_eq "$(grep -c '^[0-9a-f]* heavy {' "$T/specs.txt")" "$n_heavy" "--specs marks the same cases heavy"
+python3 -c 'import json, sys
+specs = [l.split(" ", 2) for l in open(sys.argv[1])]
+rows = [l.split() for l in open(sys.argv[2])]
+bad = [s[0] for s, r in zip(specs, rows) if [json.loads(s[2])[k] for k in ("op", "dtype")] != r[1:3]]
+print(len(bad))' "$T/specs.txt" "$T/all.txt" >"$T/specbad.txt"
+expect_eq "$(cat "$T/specbad.txt")" "0" "each --specs spec has its case's op and dtype"
 ug plan --plan "$ULPGYM_DATA/gen/plans/reference.json" --count | tail -1 >"$T/bypath.txt"
 expect_eq "$(cat "$T/bypath.txt")" "total $n_all" "--plan NAME and --plan FILE are the same plan"
 
