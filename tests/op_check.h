@@ -11,6 +11,20 @@
 
 #include "run/exec.h"
 
+
+/* Parses and builds the case of spec_text into *c: 0, or -1 after a failed CHECK naming
+ * the spec and why (the caller then has nothing to free). */
+static inline int opc_build_case(const char *spec_text, ug_case *c)
+{
+    char err[512] = "";
+    ug_spec spec;
+    if (ug_spec_parse(spec_text, &spec, err, sizeof err) || ug_case_build(c, &spec, err, sizeof err)) {
+        CHECK(0, "spec %s: %s", spec_text, err);
+        return -1;
+    }
+    return 0;
+}
+
 /* Opens sim variant `variant` into b; on failure says why on stderr and returns non-zero. */
 static inline int opc_open(ug_backend *b, const char *variant)
 {

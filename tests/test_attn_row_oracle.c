@@ -15,22 +15,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ar_check.h"
 #include "check.h"
 #include "core/philox.h"
 #include "core/spec.h"
 #include "gen/case.h"
 #include "oracles/attention/flash_attention_common.h"
 #include "oracles/mp/arith.h"
+#include "op_check.h"
 #include "oracles/oracle.h"
 
-static int same_bits(double a, double b) { return memcmp(&a, &b, sizeof a) == 0; }
-
-static int same_num(ug_ar_mode mode, ug_num a, ug_num b)
-{
-    if (mode == UG_AR_EXACT || mode == UG_AR_MPFR_SEQ)
-        return mpfr_equal_p(a.m, b.m) || (mpfr_nan_p(a.m) && mpfr_nan_p(b.m));
-    return same_bits(a.v, b.v) && same_bits(a.e, b.e);
-}
 
 /* A value of about unit size with a random sign, or (one in eight) a tiny one that the
  * naive dtypes round to a subnormal or zero, or (one in sixteen) zero. */
@@ -257,13 +251,8 @@ static void compare_tiles(const ug_case *c, const ug_selection *sel, const char 
 /* compare_tiles on every element and on the default sample (rows partly selected). */
 static void check_tiles_case(const char *spec_text)
 {
-    char err[512] = "";
-    ug_spec spec;
     ug_case c;
-    if (ug_spec_parse(spec_text, &spec, err, sizeof err) || ug_case_build(&c, &spec, err, sizeof err)) {
-        CHECK(0, "spec %s: %s", spec_text, err);
-        return;
-    }
+    if (opc_build_case(spec_text, &c)) return;
     for (size_t sample = 0; sample <= UG_SAMPLE_DEFAULT; sample += UG_SAMPLE_DEFAULT) {
         ug_selection sel;
         if (ug_selection_build(&c, sample, &sel)) continue;
@@ -275,13 +264,8 @@ static void check_tiles_case(const char *spec_text)
 
 static void check_op_case(const char *spec_text, const size_t *ncols)
 {
-    char err[512] = "";
-    ug_spec spec;
     ug_case c;
-    if (ug_spec_parse(spec_text, &spec, err, sizeof err) || ug_case_build(&c, &spec, err, sizeof err)) {
-        CHECK(0, "spec %s: %s", spec_text, err);
-        return;
-    }
+    if (opc_build_case(spec_text, &c)) return;
     ug_oracle_opts o;
     ug_oracle_opts_default(&o);
     o.naive = o.device_bound = 1; /* the certified run: CERT (and its MPFR fallback), naive, device bound */

@@ -17,19 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ar_check.h"
 #include "check.h"
 #include "core/philox.h"
 #include "oracles/mp/arith.h"
 #include "oracles/mp/int8_dot.h"
 
-static int same_bits(double a, double b) { return memcmp(&a, &b, sizeof a) == 0; }
-
-static int same_num(ug_ar_mode mode, ug_num a, ug_num b)
-{
-    if (mode == UG_AR_EXACT || mode == UG_AR_MPFR_SEQ)
-        return mpfr_equal_p(a.m, b.m) || (mpfr_nan_p(a.m) && mpfr_nan_p(b.m));
-    return same_bits(a.v, b.v) && same_bits(a.e, b.e);
-}
 
 /* A bf16 value of about unit size with a random sign, or (one in eight) a tiny one the
  * naive dtypes round to a subnormal or zero, or (one in sixteen) zero. */
