@@ -47,7 +47,9 @@ typedef int64_t ti4 __attribute__((vector_size(32)));
 static int is_mp(ug_ar_mode m) { return m == UG_AR_EXACT || m == UG_AR_MPFR_SEQ; }
 static double gamma32(size_t n) { return (double)n * UG_DEV_U / (1.0 - (double)n * UG_DEV_U); }
 static ug_num num_dev(double v, double e) { return (ug_num){v, isnan(e) ? INFINITY : e, NULL}; }
-static tv4 vabs(tv4 x) { return (tv4)((tu4)x & (tu4){~(1ull << 63), ~(1ull << 63), ~(1ull << 63), ~(1ull << 63)}); }
+/* |x| of four lanes (a macro, not a function: clang refuses a 256-bit vector argument in
+ * the non-AVX clones, inline or not) */
+#define vabs(x) ((tv4)((tu4)(x) & (tu4){~(1ull << 63), ~(1ull << 63), ~(1ull << 63), ~(1ull << 63)}))
 
 /* The naive rounding of four doubles to bf16 (bf = 1) or fp16 on the bits
  * (ug_dtype_round_normal_bits), right where ug_dtype_round_fast takes that path: a value
@@ -64,7 +66,7 @@ static inline __attribute__((always_inline)) tv4 round4(int bf, tv4 x, ti4 *bad)
     return (tv4)((u + ((((uint64_t)1 << (shift - 1)) - 1u) + ((u >> shift) & 1u))) & ~(((uint64_t)1 << shift) - 1u)); /* rounds: RNE */
 }
 
-static int any4(ti4 b) { return (b[0] | b[1] | b[2] | b[3]) != 0; }
+static inline __attribute__((always_inline)) int any4(ti4 b) { return (b[0] | b[1] | b[2] | b[3]) != 0; }
 
 /* ---- scores: ug_dot_d of one row q against keys j0.. of K^T ------------------------------------- */
 
@@ -95,13 +97,14 @@ TILE_CLONES static void scores_plain(const double *q, const double *Kt, size_t l
 /* One step of ug_cv_dot_d's exactness test (narrowness aside, decided per row and key):
  * nonzero where the product p = x y under- or overflowed the exact range, or t = s + p is
  * not finite or not exact. */
-static inline ti4 inexact4(double x, tv4 y, tv4 p, tv4 s, tv4 t)
-{
-    tv4 bb = t - s, err = (s - (t - bb)) + (p - bb), ap = vabs(p);
-    ti4 bad = (err != 0.0) | ~(vabs(t) <= 0x1.fffffffffffffp1023);
-    if (x != 0.0) bad |= ~((y == 0.0) | ((ap >= 0x1p-960) & (ap <= 0x1p960)));
-    return bad;
-}
+/* A statement macro (clang refuses 256-bit vector arguments in the non-AVX clones):
+ * bad |= the test for the step x*y = p, t = s + p. */
+#define INEXACT4(bad, x, y, p, s, t)                                                                    \
+    do {                                                                                                \
+        tv4 bb_ = (t) - (s), err_ = ((s) - ((t) - bb_)) + ((p) - bb_), ap_ = vabs(p);                   \
+        (bad) |= (err_ != 0.0) | ~(vabs(t) <= 0x1.fffffffffffffp1023);                                  \
+        if ((x) != 0.0) (bad) |= ~(((y) == 0.0) | ((ap_ >= 0x1p-960) & (ap_ <= 0x1p960)));             \
+    } while (0)
 
 /* scores_plain with CERT's exactness tracking (D <= 64): bad[j] nonzero where some step of
  * key j was inexact. */
@@ -115,7 +118,7 @@ TILE_CLONES static void scores_tracked(const double *q, const double *Kt, size_t
         for (size_t i = 0; i < D; i++) {
             LD4(k0, Kt + i * ldk + j);
             tv4 p0 = q[i] * k0, t0 = s0 + p0;
-            b0 |= inexact4(q[i], k0, p0, s0, t0);
+            INEXACT4(b0, q[i], k0, p0, s0, t0);
             s0 = t0, a0 += vabs(p0);
         }
         ST4(s + j, s0), ST4(a + j, a0), ST4(bad + j, b0);
