@@ -11,7 +11,10 @@
  * ug_dot_nd, with columns proved exact among them.
  * ug_int8_col_dots and ug_int8_dot (oracles/mp/int8_dot.h) must equal the int64 sum of
  * products, with the extreme codes -128 and 127 (whose products are the largest the
- * 16-bit multiply must hold) and lengths past the 2^16-term int32 chunk. */
+ * 16-bit multiply must hold) and lengths past the 2^16-term int32 chunk.
+ * ug_i8_gemm (core/int8_gemm.h), its SIMD and plain paths, must equal the int64 sums on
+ * row, length and column counts around its 4-row groups, 16-column strips and odd pairs,
+ * write nothing past a row's n columns, and hold the all -128 sum of its longest dot. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -19,6 +22,7 @@
 
 #include "ar_check.h"
 #include "check.h"
+#include "core/int8_gemm.h"
 #include "core/philox.h"
 #include "oracles/mp/arith.h"
 #include "oracles/mp/int8_dot.h"
@@ -161,10 +165,54 @@ static void check_int8(void)
     free(a), free(b);
 }
 
+/* ug_i8_gemm (both paths) over an [m, L] by [L, n] product with padded strides, against the
+ * int64 sum; worst: every code -128 (each product 2^14, the largest sum int32 must hold). */
+static void check_gemm(size_t m, size_t L, size_t n, int worst)
+{
+    size_t lda = L + 3, ldb = n + 5, ldc = n + 2;
+    int8_t *A = malloc(m * lda), *B = malloc(L * ldb);
+    int32_t *C = malloc(2 * m * ldc * sizeof *C), *scratch = malloc((m * (L / 2 + 1)) * sizeof *scratch);
+    for (size_t i = 0; i < m * lda; i++) A[i] = worst ? -128 : code(7, (uint32_t)i);
+    for (size_t i = 0; i < L * ldb; i++) B[i] = worst ? -128 : code(8, (uint32_t)i);
+    ug_i8_packed pk;
+    CHECK(ug_i8_pack(B, ldb, L, n, &pk) == 0, "ug_i8_pack %zu x %zu", L, n);
+    for (size_t i = 0; i < 2 * m * ldc; i++) C[i] = 0x5a5a5a5a; /* the gaps between rows must stay untouched */
+    ug_i8_gemm(A, lda, m, &pk, C, ldc, scratch);
+    ug_i8_gemm_plain(A, lda, m, &pk, C + m * ldc, ldc, scratch);
+    size_t differ[2] = {0, 0}, touched = 0;
+    for (size_t i = 0; i < m; i++) {
+        for (size_t j = 0; j < n; j++) {
+            int64_t want = 0;
+            for (size_t k = 0; k < L; k++) want += (int64_t)A[i * lda + k] * B[k * ldb + j];
+            for (int p = 0; p < 2; p++) differ[p] += C[p * m * ldc + i * ldc + j] != want;
+        }
+        for (int p = 0; p < 2; p++)
+            for (size_t j = n; j < ldc; j++) touched += C[p * m * ldc + i * ldc + j] != 0x5a5a5a5a;
+    }
+    CHECK(differ[0] == 0 && differ[1] == 0 && touched == 0,
+          "ug_i8_gemm %zu x %zu x %zu%s: %zu (SIMD) and %zu (plain) sums differ, %zu gap entries written", m, L, n,
+          worst ? " (all -128)" : "", differ[0], differ[1], touched);
+    ug_i8_packed_free(&pk);
+    free(A), free(B), free(C), free(scratch);
+}
+
+static void check_i8_gemm(void)
+{
+    static const size_t ms[] = {1, 3, 4, 5, 9}, Ls[] = {1, 2, 7, 300}, ns[] = {1, 15, 16, 17, 40};
+    for (size_t a = 0; a < 5; a++)
+        for (size_t b = 0; b < 4; b++)
+            for (size_t c = 0; c < 5; c++) check_gemm(ms[a], Ls[b], ns[c], 0);
+    check_gemm(2, UG_I8_GEMM_MAX_L, 17, 1); /* 131071 * 2^14 = 2^31 - 2^14: int32 holds it */
+    ug_i8_packed pk;
+    int8_t one = 1;
+    CHECK(ug_i8_pack(&one, 1, UG_I8_GEMM_MAX_L + 1, 1, &pk) == -1 && !pk.p, "ug_i8_pack accepts L past the int32 bound");
+}
+
 int main(void)
 {
     check_dot_d_cols();
     check_dot_nd_tracked();
     check_int8();
+    check_i8_gemm();
     return check_done();
 }

@@ -86,13 +86,23 @@ int ug_lip8_check(const ug_params *P, char *err, size_t errlen)
     return -2;
 }
 
-/* The sim kernel's fp32 copies of w_k and w_proj and its row buffers; the builder's slot
- * permutation (int32) and the oracle's slot writers (long) over the whole cache. */
+double ug_lip8_kernel_block_bytes(double hid, double H, double D, double L)
+{
+    double tb = 32, n = D > H ? D : H; /* the sim kernel's TOKEN_BLOCK */
+    double x = 4 * tb * (hid + H + D + n) + 12 * H * D; /* and the token's q rows, their transform and its tile */
+    if (L == 0) return x;
+    return x + 3 * L * H * D + tb * (L + 4 * H * D + 4 * (L / 2 + 1)); /* packed int16 w_qb + its int8 load */
+}
+
+/* The sim kernel's fp32 copies of w_k and w_proj, its row buffers and token block; the
+ * builder's slot permutation (int32) and the oracle's slot writers (long) over the whole
+ * cache. */
 double ug_lip8_scratch(const ug_params *P)
 {
     double hid = (double)ug_p_int(P, "hidden"), heads = (double)ug_p_int(P, "heads"), d = (double)ug_p_int(P, "d"),
            slots = (double)ug_p_int(P, "blocks") * (double)ug_p_int(P, "block_size");
-    return 4 * (hid * (d + heads + 1) + 5 * d + 2 * heads + d) + 12 * slots + 2 * d * UG_NUM_BYTES;
+    return 4 * (hid * (d + heads) + 5 * d + 2 * heads + d) + ug_lip8_kernel_block_bytes(hid, heads, d, 0) +
+           12 * slots + 2 * d * UG_NUM_BYTES;
 }
 
 /* cos/sin of (pos+t)*base^(-2i/R): base^(-2/R) by log2(R/2) square roots, powers by
@@ -332,7 +342,7 @@ struct ug_lip_ctx {
     rope_tables rt;
     quant_outs qo, ko; /* q codes/scales/view, k cache codes/scales/view */
     int wo;            /* weights */
-    ug_num *v;         /* a row and its scratch: 2d */
+    ug_num *v;         /* a row and its scratch: 2d (or the heads' weight dots: H) */
     long *writer;      /* the token writing each cache slot, -1 for none */
     double *qrow;      /* int8 in a fused op: the token's q_norm codes [L] (a kernel output), else NULL */
     size_t *heads;     /* a token's heads with a selected q element */
@@ -396,9 +406,12 @@ static void weights_row(const ug_lip_ctx *k, ug_ar *ar, const ug_selection *sel,
     if (b == e) return;
     size_t mark = ug_ar_mark(ar);
     ug_num cst = ug_rsqrt(ar, ug_c(ar, (double)(H * (size_t)k->p.d)));
+    const double *x = k->x->values + t * hid;
+    int all = (e - b) * 4 >= H; /* most heads wanted: every head's dot in one row-order pass over w_proj */
+    if (all) ug_dot_d_cols(ar, x, k->wp->values, H, hid, H, k->v);
     for (; b < e; b++) {
         size_t h = sel->idx[o][b] - t * H;
-        ug_num w = ug_mul(ar, ug_dot_d(ar, k->x->values + t * hid, 1, k->wp->values + h, H, hid), cst);
+        ug_num w = ug_mul(ar, all ? k->v[h] : ug_dot_d(ar, x, 1, k->wp->values + h, H, hid), cst);
         ug_ar_emit(ar, o, b, k->fmt == UG_LIP_INT8 ? ug_round(ar, w, UG_DT_FP16) : w); /* int8 rounds: fp16 output */
     }
     ug_ar_release(ar, mark);
@@ -503,8 +516,8 @@ ug_lip_ctx *ug_lip_open_ex(const ug_case *c, ug_lip_format fmt, const ug_lip_nam
                          ug_case_judged_find(c, names->k_view)};
     k->wo = ug_case_judged_find(c, names->weights);
     size_t d = (size_t)k->p.d, n_slots = (size_t)(k->p.blocks * k->p.block_size);
-    k->v = malloc(2 * d * sizeof *k->v);
     size_t H = (size_t)k->p.heads;
+    k->v = malloc((2 * d > H ? 2 * d : H) * sizeof *k->v); /* a row + scratch, or a token's head weights */
     k->heads = malloc(H * sizeof *k->heads);
     k->col0 = malloc(H * sizeof *k->col0);
     k->qdot = malloc(H * d * sizeof *k->qdot);

@@ -14,6 +14,9 @@
 int ug_lip8_check(const ug_params *p, char *err, size_t errlen);
 /* Scratch for the case memory estimate (ug_op_def.scratch). */
 double ug_lip8_scratch(const ug_params *p);
+/* The sim kernel's token block (x rows and their products) for hidden hid, H heads of D,
+ * and with L > 0 (int8) its packed w_qb [L, H*D] and the block's int32 q dots, in bytes. */
+double ug_lip8_kernel_block_bytes(double hid, double H, double D, double L);
 
 typedef enum { UG_LIP_FP8, UG_LIP_MX, UG_LIP_INT8 } ug_lip_format;
 ug_lip_format ug_lip_format_of(ug_op op);

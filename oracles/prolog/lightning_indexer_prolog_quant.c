@@ -14,12 +14,12 @@
 #include "oracles/prolog/indexer_prolog_fp8.h"
 #include "oracles/verdict.h"
 
-/* The shared scratch plus the sim kernel's int8 copy of w_qb, the q_norm row and the
- * token's int32 dot and dequantised q. */
+/* The shared scratch plus the sim kernel's packed w_qb and the block's q_norm rows and int32
+ * dots. */
 static double lipq_scratch(const ug_params *P)
 {
-    double lora = (double)ug_p_int(P, "q_lora"), hd = (double)ug_p_int(P, "heads") * (double)ug_p_int(P, "d");
-    return ug_lip8_scratch(P) + lora * hd + lora + 8 * hd;
+    double lora = (double)ug_p_int(P, "q_lora"), H = (double)ug_p_int(P, "heads"), d = (double)ug_p_int(P, "d");
+    return ug_lip8_scratch(P) + ug_lip8_kernel_block_bytes(0, H, d, lora) - ug_lip8_kernel_block_bytes(0, H, d, 0);
 }
 
 const ug_op_def ug_opdef_lightning_indexer_prolog_quant = {

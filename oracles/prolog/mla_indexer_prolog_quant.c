@@ -65,15 +65,15 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
     else ug_lip8_geometry(c, out, g);
 }
 
-/* The MLA half's scratch, the indexer kernel's (fp32 w_k and w_proj, row buffers, int8 w_qb,
- * its int32 and fp32 q rows) and oracle's (writer map, a row of numbers, the q_norm row), and
- * the fp32 w_qb and c_q row of the q-from-c_q mutant. */
+/* The MLA half's scratch, the indexer kernel's (fp32 w_k and w_proj, row buffers, its token
+ * block with the packed w_qb, int32 q dots and fp32 q rows) and oracle's (writer map, a row
+ * of numbers, the q_norm row), and the fp32 w_qb and c_q row of the q-from-c_q mutant. */
 static double scratch(const ug_params *P)
 {
     double h = (double)ug_p_int(P, "h"), H = (double)ug_p_int(P, "idx_heads"), D = (double)ug_p_int(P, "idx_d"),
            L = (double)ug_p_int(P, "q_lora"), S = (double)ug_p_int(P, "blocks") * (double)ug_p_int(P, "block_size");
-    return ug_mlaq_scratch(P) + 4 * (h * (D + H + 1) + 8 * D + 2 * H) + 12 * S + 2 * D * UG_NUM_BYTES + L * H * D +
-           L + 8 * H * D + 8 * L + 4 * (L * H * D + L);
+    return ug_mlaq_scratch(P) + 4 * (h * (D + H) + 8 * D + 2 * H) + ug_lip8_kernel_block_bytes(h, H, D, L) + 12 * S +
+           2 * D * UG_NUM_BYTES + 8 * L + 4 * (L * H * D + L);
 }
 
 const ug_op_def ug_opdef_mla_indexer_prolog_quant = {

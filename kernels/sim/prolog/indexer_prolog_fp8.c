@@ -33,12 +33,14 @@
 
 #include <stdint.h>
 
+#include "core/int8_gemm.h"
 #include "core/ops.h"
 #include "kernels/sim/prolog/indexer_prolog_sim.h"
 #include "kernels/sim/simlib.h"
 
 #define K_TILE 128
 #define MX_BLOCK 32
+#define TOKEN_BLOCK 32 /* tokens whose x.W and q_norm.w_qb products share each pass over the weights */
 
 typedef struct {
     const ulpgym_tensor *q, *x, *wk, *gamma, *beta, *wproj, *cos, *sin, *slots;
@@ -107,9 +109,8 @@ typedef struct {
 /* out[j] = sum_k a[k] * b[k*ld + j] for j < n, fp32 per K tile of 128. */
 static void tiled_gemv(const float *a, const float *b, size_t kk, size_t n, size_t ld, float *out, float *tile);
 
-/* RoPE_half on v[0..2*half) with this token's cos/sin, then the normalised Hadamard (or the
- * given dense transform). */
-static void rope_hadamard(float *v, size_t d, const lip_rot *r, lip8_bug bug)
+/* RoPE_half on v[0..2*half) with this token's cos/sin. */
+static void rope(float *v, const lip_rot *r)
 {
     size_t half = r->half;
     for (size_t i = 0; i < half; i++) {
@@ -117,11 +118,25 @@ static void rope_hadamard(float *v, size_t d, const lip_rot *r, lip8_bug bug)
         v[i] = a * r->c_lo[i] - b * r->s_lo[i];        /* rounds: fp32 products and difference */
         v[i + half] = b * r->c_hi[i] + a * r->s_hi[i]; /* rounds: fp32 */
     }
+}
+
+static void butterfly(float *v, size_t d, lip8_bug bug);
+
+/* RoPE_half, then the normalised Hadamard (or the given dense transform). */
+static void rope_hadamard(float *v, size_t d, const lip_rot *r, lip8_bug bug)
+{
+    rope(v, r);
     if (r->h) { /* the given dense transform, u = v.H (bug: H^T loaded by the caller) */
         tiled_gemv(v, r->h, d, d, d, r->u, r->tile);
         for (size_t j = 0; j < d; j++) v[j] = r->u[j];
         return;
     }
+    butterfly(v, d, bug);
+}
+
+/* The in-place Walsh-Hadamard butterfly times 1/sqrt(D) (bug: unnormalised). */
+static void butterfly(float *v, size_t d, lip8_bug bug)
+{
     for (size_t len = 1; len < d; len <<= 1)
         for (size_t i = 0; i < d; i += 2 * len)
             for (size_t j = i; j < i + len; j++) {
@@ -206,6 +221,40 @@ static void tiled_gemv(const float *a, const float *b, size_t kk, size_t n, size
     }
 }
 
+/* AVX2 where the CPU has it: lanes are output columns, each its own fp32 multiplies and adds
+ * in its own order, no contraction (-ffp-contract=off), so the bits are SSE2's. */
+#if defined(__x86_64__) && defined(__has_attribute) && !defined(__SANITIZE_ADDRESS__)
+#if __has_attribute(target_clones)
+#define KERNEL_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef KERNEL_CLONES
+#define KERNEL_CLONES
+#endif
+
+/* tiled_gemv for m rows of A at once (row i at A + i*lda, out row i at out + i*ldo): each
+ * output's operations in tiled_gemv's order, bit for bit, but each row of b read once for
+ * the m rows. tile: m*n floats. */
+KERNEL_CLONES static void tiled_gemm_rows(const float *A, size_t lda, size_t m, const float *b, size_t kk, size_t n, size_t ld,
+                            float *out, size_t ldo, float *tile)
+{
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < n; j++) out[i * ldo + j] = 0.0f;
+    for (size_t k0 = 0; k0 < kk; k0 += K_TILE) {
+        size_t len = kk - k0 < K_TILE ? kk - k0 : K_TILE;
+        for (size_t j = 0; j < m * n; j++) tile[j] = 0.0f;
+        for (size_t k = k0; k < k0 + len; k++)
+            for (size_t i = 0; i < m; i++) {
+                float a = A[i * lda + k];
+                float *restrict ti = tile + i * n;
+                const float *restrict bk = b + k * ld;
+                for (size_t j = 0; j < n; j++) ti[j] += a * bk[j]; /* rounds: fp32 */
+            }
+        for (size_t i = 0; i < m; i++)
+            for (size_t j = 0; j < n; j++) out[i * ldo + j] += tile[i * n + j]; /* rounds: fp32 */
+    }
+}
+
 static void layer_norm(float *v, size_t d, const float *g, const float *b, float eps, lip8_bug bug)
 {
     float mean = 0.0f, var = 0.0f;
@@ -227,29 +276,37 @@ static void rms_norm(float *v, size_t d, const float *g, float eps)
     for (size_t i = 0; i < d; i++) v[i] = v[i] * rstd * g[i]; /* rounds: fp32 */
 }
 
+/* The weights widened once, a row's scratch, and a block of TOKEN_BLOCK tokens: their x
+ * rows, x.W_proj and x.W_k (the k path's and weights' products before anything else), and
+ * int8 their q_norm rows and exact q_norm.w_qb, computed when the block's first token needs
+ * them (lip_sim's blk0, blkn). */
 typedef struct {
-    float *wk, *wp, *x, *v, *codes, *scales, *cs, *sn, *g, *b, *tile, *zero, *hq, *hk, *u;
-    int8_t *wqb, *qn; /* int8: w_qb [L, H*D] and the token's q_norm row */
-    int32_t *acc;     /* int8: the token's exact q_norm.w_qb [H*D] */
-    float *qf;        /* int8: the token's dequantised q [H*D] */
+    float *wk, *wp, *v, *codes, *scales, *cs, *sn, *g, *b, *tile, *zero, *hq, *hk, *u;
+    float *xb, *wtb, *kb, *tileb; /* the block's x rows [TB*hid], x.W_proj [TB*H], x.W_k [TB*D]; tileb [TB*max(D,H)] */
+    ug_i8_packed wqb;             /* int8: w_qb [L, H*D], packed for ug_i8_gemm */
+    int8_t *qn;                   /* int8: the block's q_norm rows [TB*L] */
+    int32_t *acc, *pairs;         /* int8: the block's exact q_norm.w_qb [TB*H*D]; ug_i8_gemm's scratch */
+    float *qf;                    /* the token's q rows [H*D] (int8: dequantised) */
+    float *hu;                    /* given Hadamard: the q rows' transform and its tile [2*H*D] */
 } lip_buf;
 
 static void buf_free(lip_buf *b)
 {
-    free(b->wk), free(b->wp), free(b->x), free(b->v), free(b->hq), free(b->wqb), free(b->acc), free(b->qf);
+    free(b->wk), free(b->wp), free(b->xb), free(b->v), free(b->hq), free(b->acc), free(b->qf), free(b->qn);
+    free(b->hu);
+    free(b->pairs);
+    ug_i8_packed_free(&b->wqb);
 }
 
-/* int8's q source buffers (none for the fp8 ops). */
+/* int8's q source buffers (none for the fp8 ops); w_qb is packed by load_weights. */
 static int buf_alloc_int8(const lip_io *io, lip_buf *b)
 {
     size_t hd = io->heads * io->d;
     if (!io->qn) return 0;
-    b->wqb = malloc(io->lora * hd + io->lora + 1);
-    b->acc = malloc(hd * sizeof *b->acc);
-    b->qf = malloc(hd * sizeof *b->qf);
-    if (!b->wqb || !b->acc || !b->qf) return -1;
-    b->qn = b->wqb + io->lora * hd;
-    return 0;
+    b->acc = malloc(TOKEN_BLOCK * hd * sizeof *b->acc);
+    b->qn = malloc(TOKEN_BLOCK * io->lora + 1);
+    b->pairs = malloc((TOKEN_BLOCK * (io->lora / 2 + 1)) * sizeof *b->pairs);
+    return b->acc && b->qn && b->pairs ? 0 : -1;
 }
 
 static int buf_alloc(const lip_io *io, lip_buf *b)
@@ -258,13 +315,16 @@ static int buf_alloc(const lip_io *io, lip_buf *b)
     memset(b, 0, sizeof *b);
     b->wk = malloc((io->hid * d + 1) * sizeof(float));
     b->wp = malloc((io->hid * io->heads + 1) * sizeof(float));
-    b->x = malloc((io->hid + 1) * sizeof(float));
+    b->xb = malloc((TOKEN_BLOCK * (io->hid + io->heads + d + n) + 1) * sizeof(float));
     b->v = malloc((5 * d + 2 * n + 2 * io->cs_w + 2) * sizeof(float)); /* v and tile hold d or H values */
     b->hq = io->hq ? malloc((2 * d * d + d) * sizeof(float)) : NULL;    /* both dense transforms and u */
-    if (!b->wk || !b->wp || !b->x || !b->v || (io->hq && !b->hq) || buf_alloc_int8(io, b)) {
+    b->hu = io->hq ? malloc((2 * io->heads * d + 1) * sizeof(float)) : NULL;
+    b->qf = malloc((io->heads * d + 1) * sizeof *b->qf);
+    if (!b->wk || !b->wp || !b->xb || !b->v || (io->hq && (!b->hq || !b->hu)) || !b->qf || buf_alloc_int8(io, b)) {
         buf_free(b);
         return -1;
     }
+    b->wtb = b->xb + TOKEN_BLOCK * io->hid, b->kb = b->wtb + TOKEN_BLOCK * io->heads, b->tileb = b->kb + TOKEN_BLOCK * d;
     b->codes = b->v + n, b->scales = b->codes + d, b->g = b->scales + d, b->b = b->g + d, b->zero = b->b + d;
     b->cs = b->zero + d, b->sn = b->cs + io->cs_w, b->tile = b->sn + io->cs_w;
     if (b->hq) b->hk = b->hq + d * d, b->u = b->hk + d * d;
@@ -299,7 +359,9 @@ struct lip_sim {
     lip8_format fmt;
     lip8_bug bug;
     lip_rot rq, rk;
-    float cst; /* 1/sqrt(H*D), the weights' factor */
+    float cst;         /* 1/sqrt(H*D), the weights' factor */
+    size_t blk0, blkn; /* the token block in b (blkn 0: none yet) */
+    int blk_q;         /* int8: the block's q_norm.w_qb computed */
 };
 
 /* Writes slot s of the cache (codes and scales), s counted in [0, n_slots). */
@@ -310,7 +372,20 @@ static void store_slot(const lip_io *io, lip8_format fmt, size_t s, const float 
     ug_sim_store(io->ks, s * ns, ns, scales);
 }
 
-static void load_weights(lip_sim *s)
+/* w_qb, int8, packed for the blocked product (a transient int8 copy). */
+static int load_wqb(lip_sim *s)
+{
+    lip_io *io = &s->io;
+    size_t n = io->heads * io->d;
+    int8_t *w = malloc(io->lora * n + 1);
+    if (!w) return -1;
+    load_int8(io->wqb, 0, io->lora * n, w, s->b.v, io->d); /* b.v holds at least d floats */
+    int rc = ug_i8_pack(w, n, io->lora, n, &s->b.wqb);
+    free(w);
+    return rc;
+}
+
+static int load_weights(lip_sim *s)
 {
     lip_io *io = &s->io;
     lip_buf *b = &s->b;
@@ -319,11 +394,11 @@ static void load_weights(lip_sim *s)
     ug_sim_load(io->wproj, 0, io->hid * H, b->wp);
     ug_sim_load(io->gamma, 0, d, b->g);
     ug_sim_load(io->beta, 0, d, b->b);
-    if (io->wqb) load_int8(io->wqb, 0, io->lora * H * d, b->wqb, b->x, io->hid + 1 < 64 ? io->hid + 1 : 64);
     if (io->hq) {
         load_dense(io->hq, d, s->bug == LIP8_BUG_HADAMARD_TRANSPOSED, b->hq);
         load_dense(io->hk, d, s->bug == LIP8_BUG_HADAMARD_TRANSPOSED, b->hk);
     }
+    return io->wqb ? load_wqb(s) : 0;
 }
 
 lip_sim *lip_sim_open(const ulpgym_call *call, lip8_format fmt, lip8_bug bug, char *err, size_t errlen, int *status)
@@ -350,7 +425,10 @@ lip_sim *lip_sim_open_ex(const ulpgym_call *call, lip8_format fmt, lip8_bug bug,
     lip_io *io = &s->io;
     lip_buf *b = &s->b;
     size_t d = io->d, ns = fmt == LIP8_MX ? d / MX_BLOCK : 1;
-    load_weights(s);
+    if (load_weights(s)) {
+        lip_sim_close(s);
+        return NULL;
+    }
     size_t hi = io->cs_w == io->half ? 0 : io->half; /* the second half's table column */
     s->rq = (lip_rot){b->cs, b->sn, b->cs + hi, b->sn + hi, io->half, b->hq, b->u, b->tile}, s->rk = s->rq;
     s->rk.h = io->hk ? b->hk : NULL;
@@ -365,6 +443,20 @@ lip_sim *lip_sim_open_ex(const ulpgym_call *call, lip8_format fmt, lip8_bug bug,
 
 size_t lip_sim_tokens(const lip_sim *s) { return s->io.t; }
 
+/* The block of tokens holding t, from t on: their x rows, x.W_proj and x.W_k (each row's
+ * sums those of tiled_gemv, bit for bit). */
+static void token_block(lip_sim *s, size_t t)
+{
+    lip_io *io = &s->io;
+    lip_buf *b = &s->b;
+    if (s->blkn && t >= s->blk0 && t < s->blk0 + s->blkn) return;
+    size_t m = io->t - t < TOKEN_BLOCK ? io->t - t : TOKEN_BLOCK, d = io->d, H = io->heads;
+    ug_sim_load(io->x, t * io->hid, m * io->hid, b->xb);
+    tiled_gemm_rows(b->xb, io->hid, m, b->wp, io->hid, H, H, b->wtb, H, b->tileb); /* weights */
+    tiled_gemm_rows(b->xb, io->hid, m, b->wk, io->hid, d, d, b->kb, d, b->tileb);  /* k path */
+    s->blk0 = t, s->blkn = m, s->blk_q = 0;
+}
+
 /* int8: the token's q for all heads, fp32(q_norm.w_qb) * q_norm_scale * w_qb_scale into b->qf. */
 static void dequant_q(lip_sim *s, size_t t)
 {
@@ -372,17 +464,16 @@ static void dequant_q(lip_sim *s, size_t t)
     lip_buf *b = &s->b;
     size_t hd = io->heads * io->d, L = io->lora;
     float sq, sw;
-    load_int8(io->qn, t * L, L, b->qn, b->tile, io->d);
-    for (size_t j = 0; j < hd; j++) b->acc[j] = 0;
-    for (size_t k = 0; k < L; k++) {
-        int32_t a = b->qn[k];
-        const int8_t *w = b->wqb + k * hd;
-        for (size_t j = 0; j < hd; j++) b->acc[j] += a * w[j]; /* exact: |sum| <= L*2^14 */
+    if (!s->blk_q) { /* the block's exact int32 dots, w_qb read once for its tokens */
+        load_int8(io->qn, s->blk0 * L, s->blkn * L, b->qn, b->tile, io->d);
+        ug_i8_gemm(b->qn, L, s->blkn, &b->wqb, b->acc, hd, b->pairs);
+        s->blk_q = 1;
     }
+    const int32_t *acc = b->acc + (t - s->blk0) * hd;
     ug_sim_load(io->qns, t, 1, &sq);
     for (size_t j = 0; j < hd; j++) {
         ug_sim_load(io->wqs, j, 1, &sw);
-        b->qf[j] = (float)b->acc[j] * sq * sw; /* rounds: fp32 cast (exact below 2^24) and products */
+        b->qf[j] = (float)acc[j] * sq * sw; /* rounds: fp32 cast (exact below 2^24) and products */
     }
 }
 
@@ -391,13 +482,18 @@ static void q_path(lip_sim *s, size_t t, const float *q)
     lip_io *io = &s->io;
     lip_buf *b = &s->b;
     size_t d = io->d, H = io->heads, ns = s->fmt == LIP8_MX ? d / MX_BLOCK : 1;
-    if (io->qn && q) memcpy(b->qf, q, H * d * sizeof *b->qf); /* the caller's q (a fused op's hook) */
+    float *rows = b->qf;
+    if (io->qn && q) memcpy(rows, q, H * d * sizeof *rows); /* the caller's q (a fused op's hook) */
     else if (io->qn) dequant_q(s, t);
+    else ug_sim_load(io->q, t * H * d, H * d, rows);
+    for (size_t h = 0; h < H; h++) rope(rows + h * d, &s->rq);
+    if (s->rq.h) { /* u = v.H for the token's H rows at once: each row's sums those of tiled_gemv */
+        tiled_gemm_rows(rows, d, H, s->rq.h, d, d, d, b->hu, d, b->hu + H * d);
+        memcpy(rows, b->hu, H * d * sizeof *rows);
+    } else
+        for (size_t h = 0; h < H; h++) butterfly(rows + h * d, d, s->bug);
     for (size_t h = 0; h < H; h++) {
-        if (io->qn) memcpy(b->v, b->qf + h * d, d * sizeof *b->v);
-        else ug_sim_load(io->q, (t * H + h) * d, d, b->v);
-        rope_hadamard(b->v, d, &s->rq, s->bug);
-        lip_sim_quantise(b->v, d, s->fmt, s->bug, b->codes, b->scales);
+        lip_sim_quantise(rows + h * d, d, s->fmt, s->bug, b->codes, b->scales);
         ug_sim_store(io->q8, (t * H + h) * d, d, b->codes);
         ug_sim_store(io->qs, (t * H + h) * ns, ns, b->scales);
     }
@@ -422,14 +518,14 @@ void lip_sim_token_q(lip_sim *s, size_t t, const float *q)
     size_t d = io->d, H = io->heads, w = io->cs_w;
     ug_sim_load(io->cos, t * w, w, b->cs);
     ug_sim_load(io->sin, t * w, w, b->sn);
+    token_block(s, t);
     q_path(s, t, q);
-    ug_sim_load(io->x, t * io->hid, io->hid, b->x);
-    tiled_gemv(b->x, b->wp, io->hid, H, H, b->v, b->tile); /* weights */
-    for (size_t h = 0; h < H; h++) b->v[h] *= s->cst;      /* rounds: fp32 */
+    const float *wt = b->wtb + (t - s->blk0) * H; /* x.W_proj */
+    for (size_t h = 0; h < H; h++) b->v[h] = wt[h] * s->cst; /* rounds: fp32 */
     ug_sim_store(io->wts, t * H, H, b->v);
     long slot = k_slot(s, t);
-    if (slot < 0) return;                                  /* padding token: no cache write */
-    tiled_gemv(b->x, b->wk, io->hid, d, d, b->v, b->tile); /* k path */
+    if (slot < 0) return; /* padding token: no cache write */
+    memcpy(b->v, b->kb + (t - s->blk0) * d, d * sizeof *b->v); /* x.W_k */
     if (io->rms) rms_norm(b->v, d, b->g, io->eps);
     else layer_norm(b->v, d, b->g, b->b, io->eps, s->bug);
     rope_hadamard(b->v, d, &s->rk, s->bug);
