@@ -7,6 +7,9 @@
  * 300 (CERT's plain bound, the row-order chunk), column counts across its 64-column chunks
  * (the vectorised 64-wide loop and the scalar rest), bf16 values whose products sum
  * exactly, values that underflow the naive dtype, and a column holding inf and NaN.
+ * ug_dot_d_rows must equal ug_dot_d on every row and column, its term chunks and 64-column
+ * chunks crossed, naive lanes that leave the bits' range (fp16 overflow and subnormals)
+ * redone, and an inf and a NaN.
  * ug_dot_nd_cols in CERT on exact weights (its exactness-tracked chunk) must equal
  * ug_dot_nd, with columns proved exact among them.
  * ug_int8_col_dots and ug_int8_dot (oracles/mp/int8_dot.h) must equal the int64 sum of
@@ -77,6 +80,52 @@ static void check_dot_d_cols(void)
                 }
     check_cols(UG_AR_CERT, UG_DT_BF16, 0, 5, 5, 0); /* no terms */
     check_cols(UG_AR_DEVICE, UG_DT_BF16, 0, 70, 70, 0);
+}
+
+/* ug_dot_d_rows over m rows (ldx padded) against ug_dot_d element by element, in one
+ * arithmetic; specials 1: row 1 holds an inf and column 1 a NaN; 2, 3: x scaled so that
+ * fp16's naive sums overflow or go subnormal. */
+static void check_rows(ug_ar_mode mode, ug_dtype naive_dt, size_t m, size_t n, size_t ncols, int specials)
+{
+    ug_ar *ar = ug_ar_new(mode, 128, naive_dt);
+    size_t ldx = n + 3, ldb = ncols + 2, ldo = ncols + 1;
+    double *X = malloc((m * ldx + 1) * sizeof *X), *B = malloc((n * ldb + 1) * sizeof *B);
+    ug_num *out = malloc(m * ldo * sizeof *out);
+    for (size_t i = 0; i < n * ldb; i++) B[i] = draw(5, (uint32_t)i);
+    for (size_t i = 0; i < m * ldx; i++) X[i] = draw(6, (uint32_t)i);
+    if (specials == 1 && m > 1 && n > 2 && ncols > 1) X[ldx + 2] = INFINITY, B[ldb + 1] = NAN;
+    for (size_t i = 0; specials > 1 && i < m * ldx; i++) /* 2: sums past fp16's max; 3: in its subnormals */
+        X[i] = ldexp(X[i], specials == 2 ? 9 : -14);
+    ug_dot_d_rows(ar, X, ldx, m, B, ldb, n, ncols, out, ldo);
+    size_t differ = 0;
+    for (size_t r = 0; r < m; r++)
+        for (size_t c = 0; c < ncols; c++) {
+            size_t mark = ug_ar_mark(ar);
+            differ += !same_num(mode, out[r * ldo + c], ug_dot_d(ar, X + r * ldx, 1, B + c, ldb, n));
+            ug_ar_release(ar, mark);
+        }
+    static const char *what[] = {"", ", inf/NaN", ", past fp16 max", ", fp16 subnormal"};
+    CHECK(differ == 0, "ug_dot_d_rows mode %d naive %s, %zu rows, n %zu, %zu columns%s: %zu differ from ug_dot_d",
+          (int)mode, ug_dtype_name(naive_dt), m, n, ncols, what[specials], differ);
+    free(X), free(B), free(out);
+    ug_ar_free(ar);
+}
+
+static void check_dot_d_rows(void)
+{
+    static const ug_ar_mode modes[] = {UG_AR_CERT, UG_AR_NAIVE, UG_AR_DEVICE, UG_AR_F64, UG_AR_EXACT};
+    static const size_t rows[] = {1, 3}, lens[] = {37, 65, 300}, cols[] = {5, 64, 130};
+    for (size_t k = 0; k < sizeof modes / sizeof *modes; k++)
+        for (size_t r = 0; r < 2; r++)
+            for (size_t l = 0; l < 3; l++)
+                for (size_t c = 0; c < 3; c++)
+                    for (int sp = 0; sp < 4; sp++) {
+                        check_rows(modes[k], UG_DT_BF16, rows[r], lens[l], cols[c], sp);
+                        if (modes[k] == UG_AR_NAIVE) {
+                            check_rows(modes[k], UG_DT_FP16, rows[r], lens[l], cols[c], sp);
+                            check_rows(modes[k], UG_DT_FP32, rows[r], lens[l], cols[c], sp);
+                        }
+                    }
 }
 
 /* ug_dot_nd_cols in CERT on exact bf16 weights x (its exactness-tracked chunk) against
@@ -211,6 +260,7 @@ static void check_i8_gemm(void)
 int main(void)
 {
     check_dot_d_cols();
+    check_dot_d_rows();
     check_dot_nd_tracked();
     check_int8();
     check_i8_gemm();

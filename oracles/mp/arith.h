@@ -142,6 +142,11 @@ void ug_dot_d_tile(ug_ar *ar, const double *Q, size_t ldq, size_t m, const doubl
  * i*ldb): bit for bit the same numbers in every arithmetic, one pass over B's rows instead
  * of ncols strided ones (a token's row of x times a weight's columns). */
 void ug_dot_d_cols(ug_ar *ar, const double *a, const double *B, size_t ldb, size_t n, size_t ncols, ug_num *out);
+/* out[r*ldo + c] = ug_dot_d_cols(ar, X + r*ldx, B, ldb, n, ncols)[c] for the m rows r < m:
+ * the same numbers, bit for bit, with B read in chunks of terms that stay in cache across
+ * the m rows (many tokens' x times one weight; arith_tile.c). */
+void ug_dot_d_rows(ug_ar *ar, const double *X, size_t ldx, size_t m, const double *B, size_t ldb, size_t n,
+                   size_t ncols, ug_num *out, size_t ldo);
 /* sqrt(sum x_i^2) of exact doubles. */
 ug_num ug_l2norm_d(ug_ar *ar, const double *a, size_t sa, size_t n);
 

@@ -1,5 +1,6 @@
 /* arith_tile.c — the dot products of attention rows many at a time, bit for bit as one at a
- * time (arith.h: ug_dot_d_tile, ug_dot_nd_cols, ug_dot_nd_cols_tile).
+ * time (arith.h: ug_dot_d_tile, ug_dot_nd_cols, ug_dot_nd_cols_tile), and many tokens' rows
+ * times one weight's columns (ug_dot_d_rows: the prologs' x.W).
  *
  * Why: an attention oracle evaluates, per query row, the scores q.k_j of all its keys and
  * the weighted sums sum_j w_j v_jd of all its columns, in each arithmetic; one ug_dot_d per
@@ -229,6 +230,106 @@ void ug_dot_d_tile(ug_ar *ar, const double *Q, size_t ldq, size_t m, const doubl
         for (size_t r = 0; r < m; r++) scores_row(ar, Q + r * ldq, Kt + j0, ldk, D, w, knarrow, sc, out + r * ldo + j0);
     }
     free(sc);
+}
+
+/* ---- many rows times a weight's columns: ug_dot_d_cols for m rows at once --------------------- */
+
+#define ROW_TERMS 128 /* rows of B (terms) whose 64 columns stay in cache across the m rows */
+
+/* The running sums (value s, magnitudes a) of rows r < m over 64 columns, terms i0..i1 added
+ * left to right as ug_dot_d does: CERT untracked, DEVICE, F64. */
+TILE_CLONES static void rows_plain(const double *X, size_t ldx, size_t m, const double *B, size_t ldb, size_t i0,
+                                   size_t i1, double *s, double *a)
+{
+    for (size_t r = 0; r < m; r++)
+        for (size_t c = 0; c < 64; c += 8) {
+            tv4 s0, s1, a0, a1, b0, b1;
+            LD4(s0, s + r * 64 + c), LD4(s1, s + r * 64 + c + 4), LD4(a0, a + r * 64 + c), LD4(a1, a + r * 64 + c + 4);
+            for (size_t i = i0; i < i1; i++) {
+                double x = X[r * ldx + i];
+                LD4(b0, B + i * ldb + c), LD4(b1, B + i * ldb + c + 4);
+                tv4 p0 = x * b0, p1 = x * b1;
+                s0 += p0, s1 += p1, a0 += vabs(p0), a1 += vabs(p1);
+            }
+            ST4(s + r * 64 + c, s0), ST4(s + r * 64 + c + 4, s1), ST4(a + r * 64 + c, a0), ST4(a + r * 64 + c + 4, a1);
+        }
+}
+
+/* NAIVE for bf16 (bf) or fp16: every product and partial sum rounded on the bits; bad[r*8 + c/8]
+ * is set where a lane left the bits' range (the caller redoes those columns). */
+static inline __attribute__((always_inline)) void rows_naive_bits(int bf, const double *X, size_t ldx, size_t m,
+                                                                   const double *B, size_t ldb, size_t i0, size_t i1,
+                                                                   double *s, int64_t *bad)
+{
+    for (size_t r = 0; r < m; r++)
+        for (size_t c = 0; c < 64; c += 8) {
+            tv4 s0, s1, b0, b1;
+            ti4 bd = {0};
+            LD4(s0, s + r * 64 + c), LD4(s1, s + r * 64 + c + 4);
+            for (size_t i = i0; i < i1; i++) {
+                double x = X[r * ldx + i];
+                LD4(b0, B + i * ldb + c), LD4(b1, B + i * ldb + c + 4);
+                s0 = round4(bf, s0 + round4(bf, x * b0, &bd), &bd); /* rounds: naive mul, naive add */
+                s1 = round4(bf, s1 + round4(bf, x * b1, &bd), &bd);
+            }
+            ST4(s + r * 64 + c, s0), ST4(s + r * 64 + c + 4, s1);
+            bad[r * 8 + c / 8] |= any4(bd);
+        }
+}
+
+TILE_CLONES static void rows_naive(int bf, const double *X, size_t ldx, size_t m, const double *B, size_t ldb,
+                                   size_t i0, size_t i1, double *s, int64_t *bad)
+{
+    if (bf) rows_naive_bits(1, X, ldx, m, B, ldb, i0, i1, s, bad);
+    else rows_naive_bits(0, X, ldx, m, B, ldb, i0, i1, s, bad);
+}
+
+/* Columns [c0, c0 + 64) of B for the m rows: sums over ROW_TERMS terms at a time, so each
+ * chunk of B serves every row from cache; the sums go on in ug_dot_d's order. sc: 2*64*m
+ * doubles and 8*m int64. */
+static void rows_chunk64(ug_ar *ar, const double *X, size_t ldx, size_t m, const double *B, size_t ldb, size_t n,
+                         double *sc, ug_num *out, size_t ldo)
+{
+    ug_ar_mode mode = ug_ar_get_mode(ar);
+    ug_dtype dt = ug_ar_get_naive_dt(ar);
+    double *s = sc, *a = sc + 64 * m;
+    int64_t *bad = (int64_t *)(sc + 128 * m);
+    memset(sc, 0, 128 * m * sizeof *sc);
+    memset(bad, 0, 8 * m * sizeof *bad);
+    for (size_t i0 = 0; i0 < n; i0 += ROW_TERMS) {
+        size_t i1 = n - i0 < ROW_TERMS ? n : i0 + ROW_TERMS;
+        if (mode == UG_AR_NAIVE) rows_naive(dt == UG_DT_BF16, X, ldx, m, B, ldb, i0, i1, s, bad);
+        else rows_plain(X, ldx, m, B, ldb, i0, i1, s, a);
+    }
+    for (size_t r = 0; r < m; r++)
+        for (size_t c = 0; c < 64; c++) {
+            double v = s[r * 64 + c];
+            if (mode == UG_AR_NAIVE) {
+                if (bad[r * 8 + c / 8]) v = score_naive1(dt, X + r * ldx, B + c, ldb, n); /* redone left to right */
+                out[r * ldo + c] = (ug_num){v, 0.0, NULL};
+            } else if (mode == UG_AR_CERT) { /* ug_cv_dot_d past 64 terms: no exactness tracking */
+                out[r * ldo + c] = ug_cv_num(ug_cv_make(v, ug_cv_gamma_n(n + 2) * a[r * 64 + c] + (double)n * UG_CV_TINY));
+            } else if (mode == UG_AR_DEVICE) {
+                out[r * ldo + c] = num_dev(v, gamma32(n) * a[r * 64 + c] + 2.0 * (double)n * UG_DEV_ETA);
+            } else {
+                out[r * ldo + c] = (ug_num){v, 0.0, NULL};
+            }
+        }
+}
+
+void ug_dot_d_rows(ug_ar *ar, const double *X, size_t ldx, size_t m, const double *B, size_t ldb, size_t n,
+                   size_t ncols, ug_num *out, size_t ldo)
+{
+    ug_ar_mode mode = ug_ar_get_mode(ar);
+    ug_dtype dt = ug_ar_get_naive_dt(ar);
+    int blocked = !is_mp(mode) && n > 64 && (mode != UG_AR_NAIVE || dt == UG_DT_BF16 || dt == UG_DT_FP16);
+    size_t c0 = 0;
+    double *sc = blocked ? malloc((136 * m + 1) * sizeof *sc) : NULL;
+    if (blocked && !sc) abort(); /* as the arithmetic's own pool: the oracle cannot go on without memory */
+    for (; blocked && c0 + 64 <= ncols; c0 += 64) rows_chunk64(ar, X, ldx, m, B + c0, ldb, n, sc, out + c0, ldo);
+    free(sc);
+    if (c0 < ncols) /* the rest (or every column: MPFR, CERT's tracked short sums, other naive dtypes) */
+        for (size_t r = 0; r < m; r++) ug_dot_d_cols(ar, X + r * ldx, B + c0, ldb, n, ncols - c0, out + r * ldo + c0);
 }
 
 /* ---- weighted sums: ug_dot_nd of one row's weights against the columns of V ------------------- */

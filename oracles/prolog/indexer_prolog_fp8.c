@@ -27,7 +27,11 @@
  * has lost the precision the codes carry. A block holding a NaN or +-inf value has a NaN
  * scale and NaN codes (int8: codes 0, int8 holds no NaN; the ops' semantics text).
  * Per-token entry points (ug_lip_open / ug_lip_token / ug_lip_close, the header) let a
- * fused op run this oracle over its own outputs, found by name. */
+ * fused op run this oracle over its own outputs, found by name.
+ * Speed, not values: in the plain arithmetics the tokens go in blocks of TOKEN_BLOCK whose
+ * x.W_k, x.W_proj (ug_dot_d_rows) and int8 q dots (ug_i8_gemm) are taken together when
+ * most of the block is selected, so each weight is read once a block instead of once a
+ * token; the numbers are the per-token ones bit for bit. */
 #include "oracles/prolog/indexer_prolog_fp8.h"
 
 #include <math.h>
@@ -36,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/int8_gemm.h"
 #include "core/philox.h"
 #include "oracles/mp/int8_dot.h"
 
@@ -349,7 +354,16 @@ struct ug_lip_ctx {
     size_t *col0;      /* int8: their first columns in w_qb */
     int64_t *qdot;     /* int8: their integer dots, d a head */
     int32_t *qacc;     /* int8: the dots' int32 partial sums */
+    /* the token block (plain arithmetics): tokens [blk0, blk0 + blkn) */
+    size_t blk0, blkn;
+    int blk_x, blk_q;  /* its x.W taken (kd, wd) / its int8 q dots taken (bq) */
+    ug_num *kd, *wd;   /* x.W_k [TB*d], x.W_proj [TB*H] */
+    int8_t *ba;        /* int8: the block's q_norm codes [TB*L] */
+    int32_t *bq, *bp;  /* int8: their dots with every w_qb column [TB*H*d]; ug_i8_gemm's scratch */
+    ug_i8_packed wqp;  /* int8: w_qb packed, on first use */
 };
+
+#define TOKEN_BLOCK 32
 
 /* q[t,h,:] exact: the bf16 input (fp8, MX) or the int8 dequantisation
  * dot[i] * q_norm_scale[t] * w_qb_scale[col], col = h*D + i (dot: the head's int8 dots). */
@@ -377,6 +391,12 @@ static size_t q_heads(const ug_lip_ctx *k, const ug_selection *sel, size_t t)
     if (k->qrow) { /* a kernel output: decoded */
         for (size_t j = 0; j < L; j++) k->qrow[j] = ug_tload(k->qn, t * L + j);
         a = k->qrow;
+    }
+    if (k->blk_q) { /* the block's dots: every column */
+        const int32_t *bq = k->bq + (t - k->blk0) * H * d;
+        for (size_t w = 0; w < nh; w++)
+            for (size_t i = 0; i < d; i++) k->qdot[w * d + i] = bq[k->heads[w] * d + i];
+        return nh;
     }
     for (size_t w = 0; w < nh; w++) k->col0[w] = k->heads[w] * d;
     /* w_qb is int8 (the op's declaration): read in row order, every wanted head at once */
@@ -408,10 +428,11 @@ static void weights_row(const ug_lip_ctx *k, ug_ar *ar, const ug_selection *sel,
     ug_num cst = ug_rsqrt(ar, ug_c(ar, (double)(H * (size_t)k->p.d)));
     const double *x = k->x->values + t * hid;
     int all = (e - b) * 4 >= H; /* most heads wanted: every head's dot in one row-order pass over w_proj */
-    if (all) ug_dot_d_cols(ar, x, k->wp->values, H, hid, H, k->v);
+    const ug_num *dots = k->blk_x ? k->wd + (t - k->blk0) * H : k->v;
+    if (all && !k->blk_x) ug_dot_d_cols(ar, x, k->wp->values, H, hid, H, k->v);
     for (; b < e; b++) {
         size_t h = sel->idx[o][b] - t * H;
-        ug_num w = ug_mul(ar, all ? k->v[h] : ug_dot_d(ar, x, 1, k->wp->values + h, H, hid), cst);
+        ug_num w = ug_mul(ar, all || k->blk_x ? dots[h] : ug_dot_d(ar, x, 1, k->wp->values + h, H, hid), cst);
         ug_ar_emit(ar, o, b, k->fmt == UG_LIP_INT8 ? ug_round(ar, w, UG_DT_FP16) : w); /* int8 rounds: fp16 output */
     }
     ug_ar_release(ar, mark);
@@ -426,7 +447,8 @@ static void k_row(const ug_lip_ctx *k, const ug_case *c, ug_ar *ar, const ug_sel
     ug_num *v = k->v, *sq = k->v + d; /* sq: the transform's scratch, free until then */
     if (!row_wanted(sel, &k->ko, slot, d, ns)) return;
     size_t mark = ug_ar_mark(ar);
-    ug_dot_d_cols(ar, k->x->values + t * hid, k->wk->values, d, hid, d, v);
+    if (k->blk_x) memcpy(v, k->kd + (t - k->blk0) * d, d * sizeof *v);
+    else ug_dot_d_cols(ar, k->x->values + t * hid, k->wk->values, d, hid, d, v);
     ug_num dn = ug_c(ar, (double)d);
     if (!k->p.rms) {
         ug_num mean = ug_div(ar, ug_sum(ar, v, d), dn);
@@ -523,7 +545,16 @@ ug_lip_ctx *ug_lip_open_ex(const ug_case *c, ug_lip_format fmt, const ug_lip_nam
     k->qdot = malloc(H * d * sizeof *k->qdot);
     k->qacc = malloc(H * d * sizeof *k->qacc);
     k->writer = malloc(n_slots * sizeof *k->writer);
-    if (!k->v || !k->heads || !k->col0 || !k->qdot || !k->qacc || !k->writer) {
+    k->kd = malloc(TOKEN_BLOCK * (d + H) * sizeof *k->kd);
+    k->wd = k->kd ? k->kd + TOKEN_BLOCK * d : NULL;
+    if (k->qn) {
+        size_t L = (size_t)k->qn->shape[1];
+        k->ba = malloc(TOKEN_BLOCK * L + 1);
+        k->bq = malloc(TOKEN_BLOCK * H * d * sizeof *k->bq);
+        k->bp = malloc(TOKEN_BLOCK * (L / 2 + 1) * sizeof *k->bp);
+    }
+    if (!k->v || !k->heads || !k->col0 || !k->qdot || !k->qacc || !k->writer || !k->kd ||
+        (k->qn && (!k->ba || !k->bq || !k->bp))) {
         ug_lip_close(k, NULL, NULL);
         return NULL;
     }
@@ -531,8 +562,51 @@ ug_lip_ctx *ug_lip_open_ex(const ug_case *c, ug_lip_format fmt, const ug_lip_nam
     return k;
 }
 
+/* The block's int8 q dots with every w_qb column (w_qb packed on first use); -1 when out of
+ * memory for the packing (the per-token dots stay). */
+static int block_q(ug_lip_ctx *k)
+{
+    size_t L = (size_t)k->qn->shape[1], n = (size_t)k->wqb->shape[1];
+    if (!k->wqp.p && ug_i8_pack(k->wqb->data, n, L, n, &k->wqp)) return -1;
+    for (size_t r = 0; r < k->blkn; r++)
+        for (size_t j = 0; j < L; j++) /* codes in [-128, 127]: exact */
+            k->ba[r * L + j] = (int8_t)(k->qrow ? ug_tload(k->qn, (k->blk0 + r) * L + j) : k->qn->values[(k->blk0 + r) * L + j]);
+    ug_i8_gemm(k->ba, L, k->blkn, &k->wqp, k->bq, n, k->bp);
+    return 0;
+}
+
+/* A new block from token t when t is past the last one: its products taken together where
+ * at least half its tokens want them (the x.W's: a weight or k element selected; the q dots:
+ * a quarter of the heads), and only in the plain arithmetics (MPFR numbers live in the
+ * arena, row by row). */
+static void token_block(ug_lip_ctx *k, ug_ar *ar, const ug_selection *sel, size_t t)
+{
+    if (k->blkn && t >= k->blk0 && t < k->blk0 + k->blkn) return;
+    size_t d = (size_t)k->p.d, H = (size_t)k->p.heads, hid = (size_t)k->p.hidden, T = (size_t)k->p.tokens;
+    size_t ns = k->fmt == UG_LIP_MX ? d / MX_BLOCK : 1, m = T - t < TOKEN_BLOCK ? T - t : TOKEN_BLOCK;
+    ug_ar_mode mode = ug_ar_get_mode(ar);
+    k->blk0 = t, k->blkn = m, k->blk_x = k->blk_q = 0;
+    if (mode == UG_AR_EXACT || mode == UG_AR_MPFR_SEQ) return;
+    size_t want_x = 0, want_q = 0;
+    for (size_t r = t; r < t + m; r++) {
+        size_t b = 0, e = 0, nh = 0;
+        long slot = (long)ug_tload(k->slots, r);
+        if (judged(sel, k->wo)) sel_range(sel, k->wo, r * H, (r + 1) * H, &b, &e);
+        want_x += e > b || (slot >= 0 && row_wanted(sel, &k->ko, (size_t)slot, d, ns));
+        for (size_t h = 0; k->qn && h < H; h++) nh += row_wanted(sel, &k->qo, r * H + h, d, ns);
+        want_q += nh * 4 >= H;
+    }
+    if (want_x * 2 >= m) {
+        ug_dot_d_rows(ar, k->x->values + t * hid, hid, m, k->wk->values, d, hid, d, k->kd, d);
+        ug_dot_d_rows(ar, k->x->values + t * hid, hid, m, k->wp->values, H, hid, H, k->wd, H);
+        k->blk_x = 1;
+    }
+    if (k->qn && want_q * 2 >= m) k->blk_q = block_q(k) == 0;
+}
+
 void ug_lip_token(ug_lip_ctx *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, size_t t)
 {
+    token_block(k, ar, sel, t);
     long slot = (long)ug_tload(k->slots, t);
     if (slot >= 0) k->writer[slot] = (long)t;
     q_rows(k, c, ar, sel, t);
@@ -551,6 +625,11 @@ void ug_lip_close(ug_lip_ctx *k, ug_ar *ar, const ug_selection *sel)
     free(k->col0);
     free(k->qdot);
     free(k->qacc);
+    free(k->kd);
+    free(k->ba);
+    free(k->bq);
+    free(k->bp);
+    ug_i8_packed_free(&k->wqp);
     free(k);
 }
 
