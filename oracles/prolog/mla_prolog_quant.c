@@ -263,7 +263,10 @@ double ug_mlaq_scratch(const ug_params *P)
            Lkv = (double)ug_p_int(P, "kv_lora"), dn = (double)ug_p_int(P, "d_nope"), dr = (double)ug_p_int(P, "d_rope");
     double wdq = h * Lq, wuq = N * (dn + dr) * Lq, wuk = N * Lkv * dn, wdkv = h * (Lkv + dr);
     double stage = fmax(fmax(wdq, wuq), fmax(wuk, wdkv));
-    return wuq + 4 * (wdq + wuk + wdkv + stage + 4 * (h + Lq + Lkv + dr + N * (dn + dr))) +
+    double tb = 16; /* the sim kernel's TOKEN_BLOCK: its x or q_norm rows, outputs, q_b rows, int32 dots */
+    double block = 4 * tb * (fmax(h, Lq) + 2 * dr + N * (Lkv + dr) + (dn + dr) + 1 + wuq / Lq + Lq / 2 + 1) + tb * Lq;
+    return 3 * wuq /* packed int16 w_uq and its int8 load */ + block +
+           4 * (wdq + wuk + wdkv + stage + 4 * (h + Lq + Lkv + dr + N * (dn + dr))) +
            17 * (double)ug_p_int(P, "blocks") * (double)ug_p_int(P, "block_size") +
            4 * (double)ug_p_int(P, "tokens") * Lq + 8 * Lq; /* the kernel's c_q of every token, the oracle's codes */
 }

@@ -30,7 +30,13 @@ typedef struct {
     const ulpgym_tensor *x, *w_dq, *g_q, *w_uq, *s_uq, *w_uk, *w_dkv, *g_kv, *cos, *sin, *slot, *kv_in, *ks_in, *kr_in;
     const ulpgym_tensor *q_nope_abs, *q_rope, *q_norm, *q_scale, *kv_cache, *kv_scale, *kr_cache;
     float *cq, *xr, *cs, *sn, *o, *r, *buf, *codes, *scales; /* cq: [T][Lq] */
+    /* a block of TOKEN_BLOCK tokens: x (or q_norm) rows / cos, sin rows / q_nope_abs, q_rope / q_b rows / scales */
+    float *bx, *bcs, *bsn, *bo, *br, *bqb, *bsc;
+    int8_t *bcodes;          /* the block's q_norm codes */
+    int32_t *bdots, *bpairs; /* their exact dots with every w_uq column; ug_i8_gemm's scratch */
 } mlaq_ctx;
+
+#define TOKEN_BLOCK 16 /* tokens that share each pass over W_dq, w_uq and W_uk */
 
 static int mlaq_bind(mlaq_ctx *k, const ulpgym_call *call, char *err, size_t errlen)
 {
@@ -69,8 +75,16 @@ static int mlaq_alloc(mlaq_ctx *k)
     const ug_mlaq_k_w *w = &k->w;
     size_t nrow = w->Lq > w->Lkv + w->dr ? w->Lq : w->Lkv + w->dr;
     size_t n = k->T * w->Lq + w->h + 2 * w->dr + w->Lkv + w->dr + 3 * nrow + k->G + w->dq;
+    size_t tb = TOKEN_BLOCK, nq = w->N * w->dq, xw = w->h > w->Lq ? w->h : w->Lq;
+    size_t nb = tb * (xw + 2 * w->dr + w->N * (w->Lkv + w->dr) + w->dq + 1);
     k->cq = malloc((n + 1) * sizeof *k->cq);
-    if (!k->cq) return -1;
+    k->bx = malloc((nb + 1) * sizeof *k->bx);
+    k->bcodes = malloc(tb * w->Lq + 1);
+    k->bdots = malloc((tb * nq + 1) * sizeof *k->bdots);
+    k->bpairs = malloc((tb * (w->Lq / 2 + 1)) * sizeof *k->bpairs);
+    if (!k->cq || !k->bx || !k->bcodes || !k->bdots || !k->bpairs) return -1;
+    k->bcs = k->bx + tb * xw, k->bsn = k->bcs + tb * w->dr, k->bo = k->bsn + tb * w->dr;
+    k->br = k->bo + tb * w->N * w->Lkv, k->bqb = k->br + tb * w->N * w->dr, k->bsc = k->bqb + tb * w->dq;
     k->xr = k->cq + k->T * w->Lq, k->cs = k->xr + w->h, k->sn = k->cs + w->dr, k->o = k->sn + w->dr;
     k->r = k->o + w->Lkv, k->buf = k->r + w->dr, k->codes = k->buf + nrow + w->dq;
     k->scales = k->codes + 2 * nrow;
@@ -87,9 +101,10 @@ static void load_rope(mlaq_ctx *k, size_t t)
 static void query_quant(mlaq_ctx *k)
 {
     size_t Lq = k->w.Lq;
-    for (size_t t = 0; t < k->T; t++) {
-        ug_sim_load(k->x, t * k->w.h, k->w.h, k->xr);
-        ug_mlaq_k_cq(&k->w, k->xr, k->cq + t * Lq, &k->kb);
+    for (size_t t = 0; t < k->T; t += TOKEN_BLOCK) {
+        size_t m = k->T - t < TOKEN_BLOCK ? k->T - t : TOKEN_BLOCK;
+        ug_sim_load(k->x, t * k->w.h, m * k->w.h, k->bx);
+        ug_mlaq_k_cq_rows(&k->w, k->bx, m, k->cq + t * Lq, &k->kb);
     }
     int fin_all = 1, fin;
     float amax_all = 0.0f;
@@ -106,21 +121,32 @@ static void query_quant(mlaq_ctx *k)
     }
 }
 
-/* q_nope_abs and q_rope of every token and head, from the exported codes and scale. */
-static void query_heads(mlaq_ctx *k)
+/* q_nope_abs and q_rope of tokens [t, t+m) and every head, from the exported codes and
+ * scales: the block's int32 dots in one product over w_uq, then head by head. */
+static void query_block(mlaq_ctx *k, size_t t, size_t m)
 {
     const ug_mlaq_k_w *w = &k->w;
-    for (size_t t = 0; t < k->T; t++) {
-        float s;
-        ug_sim_load(k->q_norm, t * w->Lq, w->Lq, k->codes);
-        ug_sim_load(k->q_scale, t, 1, &s);
-        load_rope(k, t);
+    size_t nq = w->N * w->dq;
+    ug_sim_load(k->q_norm, t * w->Lq, m * w->Lq, k->bx); /* exact: integers (bx holds max(h, Lq) a token) */
+    for (size_t i = 0; i < m * w->Lq; i++) k->bcodes[i] = (int8_t)k->bx[i];
+    ug_sim_load(k->q_scale, t, m, k->bsc);
+    ug_sim_load(k->cos, t * w->dr, m * w->dr, k->bcs);
+    ug_sim_load(k->sin, t * w->dr, m * w->dr, k->bsn);
+    ug_i8_gemm(k->bcodes, w->Lq, m, &w->wuq, k->bdots, nq, k->bpairs);
+    for (size_t n = 0; n < w->N; n++)
+        ug_mlaq_k_query_head_rows(w, k->bdots, nq, k->bsc, m, n, k->bcs, k->bsn, k->bo + n * m * w->Lkv,
+                                  k->br + n * m * w->dr, k->bqb, &k->kb);
+    for (size_t r = 0; r < m; r++)
         for (size_t n = 0; n < w->N; n++) {
-            ug_mlaq_k_query_head(w, k->codes, s, n, k->cs, k->sn, k->o, k->r, k->buf, &k->kb);
-            ug_sim_store(k->q_nope_abs, (t * w->N + n) * w->Lkv, w->Lkv, k->o); /* rounds: bf16 */
-            ug_sim_store(k->q_rope, (t * w->N + n) * w->dr, w->dr, k->r);       /* rounds: bf16 */
+            size_t row = (t + r) * w->N + n;
+            ug_sim_store(k->q_nope_abs, row * w->Lkv, w->Lkv, k->bo + (n * m + r) * w->Lkv); /* rounds: bf16 */
+            ug_sim_store(k->q_rope, row * w->dr, w->dr, k->br + (n * m + r) * w->dr);         /* rounds: bf16 */
         }
-    }
+}
+
+static void query_heads(mlaq_ctx *k)
+{
+    for (size_t t = 0; t < k->T; t += TOKEN_BLOCK) query_block(k, t, k->T - t < TOKEN_BLOCK ? k->T - t : TOKEN_BLOCK);
 }
 
 /* Copies a cache input to its output (exact: same dtype). */
@@ -173,7 +199,7 @@ int ug_mlaq_k_run(const ulpgym_call *call, char *err, size_t errlen, int bug)
     copy_cache(k.kr_in, k.kr_cache, k.S, k.w.dr, k.buf);
     for (size_t t = 0; t < k.T && !rc; t++) rc = key_token(&k, t, err, errlen);
     ug_mlaq_k_free(&k.w);
-    free(k.cq);
+    free(k.cq), free(k.bx), free(k.bcodes), free(k.bdots), free(k.bpairs);
     return rc;
 }
 

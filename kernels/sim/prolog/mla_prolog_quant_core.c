@@ -10,14 +10,19 @@
 
 static size_t zmax(size_t a, size_t b) { return a > b ? a : b; }
 
-/* w_uq [Lq, N*dq] int8 -> [N*dq][Lq] int8 (exact), through fp32 rows of stage. */
-static void load_wuq(ug_mlaq_k_w *w, const ulpgym_tensor *t, float *stage)
+/* w_uq [Lq, N*dq] int8 (exact through fp32 rows of stage), packed for ug_i8_gemm. */
+static int load_wuq(ug_mlaq_k_w *w, const ulpgym_tensor *t, float *stage)
 {
     size_t cols = w->N * w->dq;
+    int8_t *b = malloc(w->Lq * cols + 1);
+    if (!b) return -1;
     for (size_t j = 0; j < w->Lq; j++) {
         ug_sim_load(t, j * cols, cols, stage); /* exact */
-        for (size_t c = 0; c < cols; c++) w->wuq[c * w->Lq + j] = (int8_t)stage[c];
+        for (size_t c = 0; c < cols; c++) b[j * cols + c] = (int8_t)stage[c];
     }
+    int rc = ug_i8_pack(b, cols, w->Lq, cols, &w->wuq);
+    free(b);
+    return rc;
 }
 
 int ug_mlaq_k_load(ug_mlaq_k_w *w, const ulpgym_tensor *w_dq, const ulpgym_tensor *g_q, const ulpgym_tensor *w_uq,
@@ -29,8 +34,7 @@ int ug_mlaq_k_load(ug_mlaq_k_w *w, const ulpgym_tensor *w_dq, const ulpgym_tenso
     size_t stage_n = zmax(zmax(w->h * w->Lq, w->N * w->Lkv * w->dn), zmax(kw * w->h, nq));
     float *stage = malloc((stage_n + 1) * sizeof *stage);
     w->wdq = malloc((nf + 1) * sizeof *w->wdq);
-    w->wuq = malloc(nq * w->Lq + 1);
-    if (!stage || !w->wdq || !w->wuq) {
+    if (!stage || !w->wdq) {
         free(stage), ug_mlaq_k_free(w);
         return -1;
     }
@@ -43,22 +47,29 @@ int ug_mlaq_k_load(ug_mlaq_k_w *w, const ulpgym_tensor *w_dq, const ulpgym_tenso
     ug_sim_load(g_q, 0, w->Lq, w->gq);
     ug_sim_load(w_uq_scale, 0, nq, w->wuq_s);
     ug_sim_load(g_kv, 0, w->Lkv, w->gkv);
-    load_wuq(w, w_uq, stage);
+    int rc = load_wuq(w, w_uq, stage);
     free(stage);
-    return 0;
+    if (rc) ug_mlaq_k_free(w);
+    return rc;
 }
 
 void ug_mlaq_k_free(ug_mlaq_k_w *w)
 {
-    free(w->wdq), free(w->wuq);
-    w->wdq = NULL, w->wuq = NULL;
+    free(w->wdq);
+    w->wdq = NULL;
+    ug_i8_packed_free(&w->wuq);
 }
 
 void ug_mlaq_k_cq(const ug_mlaq_k_w *w, const float *x, float *cq, const ug_mlaq_k_bugs *bug)
 {
+    ug_mlaq_k_cq_rows(w, x, 1, cq, bug);
+}
+
+void ug_mlaq_k_cq_rows(const ug_mlaq_k_w *w, const float *X, size_t m, float *CQ, const ug_mlaq_k_bugs *bug)
+{
     for (size_t j = 0; j < w->Lq; j++) /* rounds: fp32 K-tiled dot, bf16 q_a_proj */
-        cq[j] = ug_sim_round_bf16(ug_ktile_dot_f32(x, w->wdq + j * w->h, w->h));
-    ug_mla_rmsnorm_bf16(cq, w->gq, w->Lq, w->eps, bug->norm);
+        for (size_t r = 0; r < m; r++) CQ[r * w->Lq + j] = ug_sim_round_bf16(ug_ktile_dot_f32(X + r * w->h, w->wdq + j * w->h, w->h));
+    for (size_t r = 0; r < m; r++) ug_mla_rmsnorm_bf16(CQ + r * w->Lq, w->gq, w->Lq, w->eps, bug->norm);
 }
 
 float ug_mlaq_k_amax(const float *v, size_t n, int *finite)
@@ -85,25 +96,23 @@ float ug_mlaq_k_quant(const float *v, size_t n, float amax, int finite, float *q
     return scale;
 }
 
-/* sum_j a[j]*b[j] of int8 codes (a as fp32 integers) in an exact int32 accumulator. */
-static int32_t int_dot(const float *a, const int8_t *b, size_t n)
+void ug_mlaq_k_query_head_rows(const ug_mlaq_k_w *w, const int32_t *dots, size_t ldd, const float *scales, size_t m,
+                               size_t n, const float *cs, const float *sn, float *nope, float *rope, float *qbuf,
+                               const ug_mlaq_k_bugs *bug)
 {
-    int32_t acc = 0;
-    for (size_t j = 0; j < n; j++) acc += (int32_t)a[j] * (int32_t)b[j]; /* exact */
-    return acc;
-}
-
-void ug_mlaq_k_query_head(const ug_mlaq_k_w *w, const float *codes, float scale, size_t n, const float *cs,
-                          const float *sn, float *nope_abs, float *rope, float *qbuf, const ug_mlaq_k_bugs *bug)
-{
-    for (size_t c = 0; c < w->dq; c++) { /* rounds: int32 -> fp32, two fp32 products, bf16 q_b_proj */
-        size_t col = n * w->dq + c;
-        qbuf[c] = ug_sim_round_bf16((float)int_dot(codes, w->wuq + col * w->Lq, w->Lq) * scale * w->wuq_s[col]);
+    for (size_t r = 0; r < m; r++)
+        for (size_t c = 0; c < w->dq; c++) { /* rounds: int32 -> fp32, two fp32 products, bf16 q_b_proj */
+            size_t col = n * w->dq + c;
+            qbuf[r * w->dq + c] = ug_sim_round_bf16((float)dots[r * ldd + col] * scales[r] * w->wuq_s[col]);
+        }
+    for (size_t l = 0; l < w->Lkv; l++) /* rounds: fp32 K-tiled dot (stored as bf16 by the caller); W_uk's row read once */
+        for (size_t r = 0; r < m; r++)
+            nope[r * w->Lkv + l] = ug_ktile_dot_f32(qbuf + r * w->dq, w->wuk + (n * w->Lkv + l) * w->dn, w->dn);
+    for (size_t r = 0; r < m; r++) {
+        float *ro = rope + r * w->dr;
+        for (size_t i = 0; i < w->dr; i++) ro[i] = qbuf[r * w->dq + w->dn + i];
+        ug_mla_rope(ro, cs + r * w->dr, sn + r * w->dr, w->dr, w->rope_inter ^ bug->rope_swap, 0);
     }
-    for (size_t l = 0; l < w->Lkv; l++) /* rounds: fp32 K-tiled dot (stored as bf16 by the caller) */
-        nope_abs[l] = ug_ktile_dot_f32(qbuf, w->wuk + (n * w->Lkv + l) * w->dn, w->dn);
-    for (size_t i = 0; i < w->dr; i++) rope[i] = qbuf[w->dn + i];
-    ug_mla_rope(rope, cs, sn, w->dr, w->rope_inter ^ bug->rope_swap, 0);
 }
 
 void ug_mlaq_k_key(const ug_mlaq_k_w *w, const float *x, const float *cs, const float *sn, float *codes,

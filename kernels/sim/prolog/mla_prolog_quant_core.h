@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/int8_gemm.h"
 #include "ulpgym/kernel_abi.h"
 #include "kernels/sim/prolog/mla_common.h"
 
@@ -26,13 +27,13 @@ typedef struct {
 } ug_mlaq_k_bugs;
 
 /* The staged weights of one prolog (fp32 transposed: each output column a contiguous
- * reduction; w_uq as int8 [N*dq][Lq]). */
+ * reduction; w_uq [Lq, N*dq] packed for ug_i8_gemm). */
 typedef struct {
     size_t h, Lq, N, Lkv, dn, dr, dq, group;
     float eps;
     int rope_inter;
     float *wdq, *gq, *wuq_s, *wuk, *wdkv, *gkv; /* [Lq][h], [Lq], [N*dq], [N][Lkv][dn], [Lkv+dr][h], [Lkv] */
-    int8_t *wuq;                                /* [N*dq][Lq] */
+    ug_i8_packed wuq;
 } ug_mlaq_k_w;
 
 /* Stages the weights from the bound tensors (sizes set in w before the call); 0, or -1
@@ -44,6 +45,9 @@ void ug_mlaq_k_free(ug_mlaq_k_w *w);
 
 /* c_q[Lq] of one token's x row[h]: bf16(RMSNorm(bf16(x.W_dq))). */
 void ug_mlaq_k_cq(const ug_mlaq_k_w *w, const float *x, float *cq, const ug_mlaq_k_bugs *bug);
+/* ug_mlaq_k_cq for m tokens' rows X[m][h] into CQ[m][Lq] (each column of W_dq read once for
+ * the m rows; the same numbers). */
+void ug_mlaq_k_cq_rows(const ug_mlaq_k_w *w, const float *X, size_t m, float *CQ, const ug_mlaq_k_bugs *bug);
 
 /* Exact max |v[i]| over finite values; *finite = 0 if any is NaN/inf. */
 float ug_mlaq_k_amax(const float *v, size_t n, int *finite);
@@ -52,10 +56,12 @@ float ug_mlaq_k_amax(const float *v, size_t n, int *finite);
  * scale (0 for amax 0, NaN when !finite). */
 float ug_mlaq_k_quant(const float *v, size_t n, float amax, int finite, float *q);
 
-/* q_nope_abs[Lkv] and q_rope[dr] of head n from a token's codes[Lq] (fp32 integers), its
- * scale and cos/sin rows[dr]; qbuf is scratch of dq floats. */
-void ug_mlaq_k_query_head(const ug_mlaq_k_w *w, const float *codes, float scale, size_t n, const float *cs,
-                          const float *sn, float *nope_abs, float *rope, float *qbuf, const ug_mlaq_k_bugs *bug);
+/* q_nope_abs and q_rope of head n for m tokens: token r's exact int32 dots codes.w_uq (all
+ * N*dq columns, ug_i8_gemm) at dots + r*ldd, its scale scales[r] and cos/sin rows at cs/sn +
+ * r*dr, into nope[r*Lkv..] and rope[r*dr..]; qbuf is scratch of m*dq floats. */
+void ug_mlaq_k_query_head_rows(const ug_mlaq_k_w *w, const int32_t *dots, size_t ldd, const float *scales, size_t m,
+                               size_t n, const float *cs, const float *sn, float *nope, float *rope, float *qbuf,
+                               const ug_mlaq_k_bugs *bug);
 
 /* The key row of one token: kv codes[Lkv] (fp32 integers), group scales[Lkv/group] and the
  * rope-cache row kr[dr] (fp32, to be stored as bf16); kvbuf is scratch of Lkv+dr floats. */
