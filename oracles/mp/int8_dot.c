@@ -9,18 +9,37 @@
 #define COLS 32
 #define ROWS 65536
 
-/* acc[i] += aj * b[i] for i < w. |aj|, |b[i]| <= 128, so the product fits int16 (|p| <=
- * 2^14) and a 16-bit multiply (SSE2's pmullw) gives it exactly. */
-static void axpy_i8(int32_t aj, const int8_t *restrict b, size_t w, int32_t *restrict acc)
+/* AVX2 where the CPU has it: 16 int16 products a vector instead of SSE2's 8 (same integers) */
+#if defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define I8_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef I8_CLONES
+#define I8_CLONES
+#endif
+
+/* acc[i] += a0 * b0[i] + a1 * b1[i] for i < w (two rows a pass: half the loads and stores
+ * of acc). |a|, |b[i]| <= 128, so each product fits int16 (|p| <= 2^14) and a 16-bit
+ * multiply (pmullw) gives it exactly; b1 == NULL: one row. */
+static inline void axpy_i8(int32_t a0, const int8_t *restrict b0, int32_t a1, const int8_t *restrict b1, size_t w,
+                           int32_t *restrict acc)
 {
     size_t i0 = 0;
-    int16_t a16 = (int16_t)aj;
+    int16_t x0 = (int16_t)a0, x1 = (int16_t)a1;
+    if (!b1) {
+        for (; i0 + COLS <= w; i0 += COLS)
+            for (size_t i = 0; i < COLS; i++) acc[i0 + i] += (int16_t)(x0 * (int16_t)b0[i0 + i]);
+        for (; i0 < w; i0++) acc[i0] += a0 * (int32_t)b0[i0];
+        return;
+    }
     for (; i0 + COLS <= w; i0 += COLS)
-        for (size_t i = 0; i < COLS; i++) acc[i0 + i] += (int16_t)(a16 * (int16_t)b[i0 + i]);
-    for (; i0 < w; i0++) acc[i0] += aj * (int32_t)b[i0];
+        for (size_t i = 0; i < COLS; i++)
+            acc[i0 + i] += (int32_t)(int16_t)(x0 * (int16_t)b0[i0 + i]) + (int16_t)(x1 * (int16_t)b1[i0 + i]);
+    for (; i0 < w; i0++) acc[i0] += a0 * (int32_t)b0[i0] + a1 * (int32_t)b1[i0];
 }
 
-void ug_int8_col_dots(const double *a, const int8_t *B, size_t ldb, size_t L, const size_t *col0, size_t ng, size_t w,
+I8_CLONES void ug_int8_col_dots(const double *a, const int8_t *B, size_t ldb, size_t L, const size_t *col0, size_t ng, size_t w,
                       int32_t *acc, int64_t *dot)
 {
     size_t n = ng * w;
@@ -29,8 +48,15 @@ void ug_int8_col_dots(const double *a, const int8_t *B, size_t ldb, size_t L, co
         size_t j1 = L - j0 < ROWS ? L : j0 + ROWS;
         memset(acc, 0, n * sizeof *acc);
         for (size_t j = j0; j < j1; j++) {
-            int32_t aj = (int32_t)a[j];
-            for (size_t g = 0; aj && g < ng; g++) axpy_i8(aj, B + j * ldb + col0[g], w, acc + g * w);
+            int32_t aj = (int32_t)a[j], ak = j + 1 < j1 ? (int32_t)a[j + 1] : 0;
+            if (!aj && !ak) { j++; continue; }
+            if (!ak || !aj) { /* one row: the other is zero */
+                size_t r = aj ? j : j + 1;
+                for (size_t g = 0; g < ng; g++) axpy_i8(aj ? aj : ak, B + r * ldb + col0[g], 0, NULL, w, acc + g * w);
+            } else
+                for (size_t g = 0; g < ng; g++)
+                    axpy_i8(aj, B + j * ldb + col0[g], ak, B + (j + 1) * ldb + col0[g], w, acc + g * w);
+            j++;
         }
         for (size_t i = 0; i < n; i++) dot[i] += acc[i];
     }
