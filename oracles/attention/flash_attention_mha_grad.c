@@ -77,6 +77,7 @@ typedef struct {
     ug_num *P, *dS; /* [lq x lk], entries j >= n[i] are 0 */
     long *n; /* visible keys per row */
     unsigned char *live; /* scratch: the row's live keys */
+    unsigned char *need; /* group_eval: rows whose P and dS the selection reads (group_needs) */
 } grad_group;
 
 #define GR_TILE 16 /* query (or key) rows whose dot products are computed together */
@@ -110,8 +111,34 @@ static void row_p_ds(ug_ar *ar, grad_group *g, long i, long n, const unsigned ch
     }
 }
 
-/* Exact P and dS of group (b, h): every row of the element. e and dp hold max(lk, D)
- * numbers, o_row D. */
+/* Which rows of group g the selection reads P and dS of: a dq element of row i reads row
+ * i's alone (row_terms, o 0); a dk or dv element reads a column of P or dS over every row
+ * that sees its key, so any of them needs every row. Sets g->need[i]. Why: each row's P
+ * and dS depend on that row's q, dO and the group's k, v only (group_eval's loop body reads
+ * nothing of another row), so skipping a row no element reads changes no value; the EXACT
+ * fallback of one unsure dq element then evaluates one row, not the group (plan case
+ * 70d5255491d92a34: 70 rows x 130 keys at D = 128, four MPFR passes, 850 ms -> 4 ms). */
+static void group_needs(grad_group *g, const ug_selection *sel)
+{
+    const ug_fa_params *p = g->p;
+    size_t D = (size_t)p->dim, H = (size_t)p->heads;
+    int all = 0;
+    memset(g->need, 0, (size_t)g->lq);
+    for (int o = 0; o < 3 && !all; o++) {
+        long t0 = o == 0 ? p->cu_q[g->b] : p->cu_k[g->b], len = o == 0 ? g->lq : g->lk;
+        for (size_t k = 0; k < sel->n[o] && !all; k++) {
+            size_t idx = sel->idx[o][k];
+            long t = (long)(idx / (H * D)), h = (long)(idx / D % H);
+            if (h != g->h || t < t0 || t >= t0 + len) continue;
+            if (o) all = 1;
+            else g->need[t - t0] = 1;
+        }
+    }
+    if (all) memset(g->need, 1, (size_t)g->lq);
+}
+
+/* Exact P and dS of group (b, h): every row the selection reads (g->need, group_needs);
+ * g->n of every row. e and dp hold max(lk, D) numbers, o_row D. */
 static void group_eval(ug_ar *ar, grad_group *g, ug_num *e, ug_num *dp, ug_num *o_row)
 {
     const ug_fa_params *p = g->p;
@@ -120,8 +147,9 @@ static void group_eval(ug_ar *ar, grad_group *g, ug_num *e, ug_num *dp, ug_num *
     for (long i = 0; i < g->lq; i++) {
         long t = p->cu_q[g->b] + i;
         ug_num m, total;
-        long n = ug_fa_row(ar, p, g->q, g->k, t, g->h, UG_DT_FP32, e, g->live, &m, &total);
         g->n[i] = ug_fa_visible(p, g->b, i);
+        if (!g->need[i]) continue; /* no selected element reads row i's P or dS */
+        long n = ug_fa_row(ar, p, g->q, g->k, t, g->h, UG_DT_FP32, e, g->live, &m, &total);
         ug_num *Pi = g->P + i * g->lk, *dSi = g->dS + i * g->lk;
         if (n < 0) { /* a NaN or +inf score: the row's P and dS are NaN on the keys it sees */
             n = g->n[i];
@@ -329,11 +357,12 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     g.dS = malloc((size_t)(maxq * maxk) * sizeof *g.dS);
     g.n = malloc((size_t)maxq * sizeof *g.n);
     g.live = malloc((size_t)maxk);
+    g.need = malloc((size_t)maxq);
     size_t ne = (size_t)(maxk > p.dim ? maxk : p.dim);
     ug_num *e = malloc((2 * ne + (size_t)maxq + (size_t)p.dim) * sizeof *e); /* e, dp, col, a row of D */
     ug_ar_mode mode = ug_ar_get_mode(ar);
     grad_tiles T = {0};
-    int plain = ug_fa_tiles && mode != UG_AR_EXACT && mode != UG_AR_MPFR_SEQ, rc = g.P && g.dS && g.n && g.live && e ? 0 : -1;
+    int plain = ug_fa_tiles && mode != UG_AR_EXACT && mode != UG_AR_MPFR_SEQ, rc = g.P && g.dS && g.n && g.live && g.need && e ? 0 : -1;
     if (plain && !rc && tiles_alloc(&T, &p, (size_t)maxq, (size_t)maxk)) rc = -1;
     for (long b = 0; !rc && b < p.batch; b++)
         for (long h = 0; h < p.heads; h++) {
@@ -351,6 +380,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
                 group_eval_tiled(ar, &g, &T, e);
                 for (int o = 0; o < 3; o++) group_emit_tiled(ar, &g, sel, o, &T, e + 2 * ne, row_vals);
             } else {
+                group_needs(&g, sel);
                 group_eval(ar, &g, e, e + ne, row_vals);
                 for (int o = 0; o < 3; o++) group_emit(ar, &g, sel, o, e + 2 * ne, row_vals);
             }
@@ -360,6 +390,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     free(g.dS);
     free(g.n);
     free(g.live);
+    free(g.need);
     free(e);
     free(T.kt), free(T.s);
     return rc;
