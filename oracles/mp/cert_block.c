@@ -192,3 +192,21 @@ void ug_cv_dot2(const double *a0, const double *a1, const double *b0, const doub
 {
     dot2_lanes(a0, a1, b0, b1, n, v, e);
 }
+
+/* ---- a row divided by one number ---- */
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+div_lanes(const double *restrict v, const double *restrict e, double dv, double de, size_t n, double *restrict qv,
+          double *restrict qe)
+{
+    ug_cv d = {dv, de};
+    for (size_t i = 0; i < n; i++) {
+        ug_cv q = ug_cv_div((ug_cv){v[i], e[i]}, d);
+        qv[i] = q.v, qe[i] = q.e;
+    }
+}
+
+void ug_cv_div_row(const double *v, const double *e, ug_cv d, size_t n, double *qv, double *qe)
+{
+    div_lanes(v, e, d.v, d.e, n, qv, qe);
+}

@@ -236,6 +236,28 @@ static inline ug_cv ug_cv_dot_nd_end(const ug_cv_acc *acc, size_t n)
                                   : acc->e + ug_cv_gamma_n(n + 2) * acc->abs_sum + (double)n * UG_CV_TINY);
 }
 
+/* CERT sum of n pairs, pair i at v[i*stride], e[i*stride]: the plain left-to-right sum s,
+ * bounded by its own rounding errors rather than the worst case gamma_n * sum|x_i|. Each
+ * addition's error is exact (TwoSum), so exact - s = sum err_i, which c computes to within
+ * gamma_n * sum|err_i|; the bound |c| + gamma_n * sum|err_i| is the actual error plus a
+ * second-order term: about sqrt(n) ulps of s for a long softmax denominator instead of n,
+ * which keeps rows of thousands of terms from sending elements near an fp32 rounding
+ * boundary to MPFR. arith.c's CERT ug_sum (stride: a ug_num) and attn_softmax's row pass
+ * (plain arrays) call it. */
+static inline ug_cv ug_cv_sum(const double *v, const double *e, size_t stride, size_t n)
+{
+    double s = 0.0, c = 0.0, abs_err = 0.0, ea = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double x = v[i * stride], t = s + x, err = ug_cv_two_sum_err(s, x, t);
+        c += err;
+        abs_err += fabs(err);
+        ea += e[i * stride];
+        s = t;
+    }
+    if (!isfinite(s)) return ug_cv_make(s, INFINITY);
+    return ug_cv_make(s, ea + fabs(c) + ug_cv_gamma_n(n + 1) * abs_err);
+}
+
 /* A pair as the engine's CERT number (for ug_sum and the scalar path's functions). */
 static inline ug_num ug_cv_num(ug_cv x) { return (ug_num){x.v, x.e, NULL}; }
 
