@@ -8,7 +8,9 @@
  * its top binade; every other element (zeros, the format's subnormals, overflow, NaN, the
  * other dtypes) takes ug_cv_put itself. The same decisions and values as ug_cv_put, bit for
  * bit. Built with -fno-math-errno -fno-trapping-math (CMakeLists.txt: both sides of a
- * choice evaluated; no IEEE result changes); the block loop has an AVX2 clone. */
+ * choice evaluated; no IEEE result changes); the block loop has an AVX2 clone. The column
+ * dot products, two-term dot products and a row's quotients by one number (ug_cv_div_row)
+ * below are the same kind of loop: cert_inline.h's formulas over arrays. */
 #include "oracles/mp/cert_block.h"
 
 #include <math.h>

@@ -1,5 +1,6 @@
-/* cert_block.h — the CERT emit over a block of elements and dot products of many columns
- * at once, in loops the compiler vectorises (cert_block.c says why). */
+/* cert_block.h — the CERT emit over a block of elements, dot products of many columns at
+ * once and a row divided by one number, in loops the compiler vectorises (cert_block.c
+ * says why). */
 #ifndef UG_CERT_BLOCK_H
 #define UG_CERT_BLOCK_H
 #include <stddef.h>
