@@ -9,7 +9,10 @@
  * masked row's output is defined as zeros; special values follow the op's semantics text
  * (classify_row). In CERT the per-entry arithmetic (logit, exp(z - max), the quotient)
  * goes through the inline certified arithmetic (mp/cert_inline.h: the engine's values and
- * bounds, no interpreter call per entry); the row's sum stays one engine call (ug_sum). */
+ * bounds, no interpreter call per entry); the row's sum stays one engine call (ug_sum). A
+ * row selected whole with cap 0 (every row at --sample all) takes fast_row: the same values
+ * with the logits, their max, z - max and the quotients in vectorised loops over arrays
+ * (this file is built with -fno-math-errno -fno-trapping-math: CMakeLists.txt). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,6 +140,120 @@ static unsigned long emit_row(const ug_ar_sink *sink, size_t k, size_t n, const 
     return unsure;
 }
 
+/* CERT, cap 0, a row selected whole: fast_logits' classification over arrays: live[j]
+ * (the mask is not -inf and neither is x*scale, fast_scaled's value for cap 0); *nan_row
+ * whether a live logit is NaN or +inf; returns how many are live. A loop the compiler
+ * vectorises (the same comparisons on the same values as fast_logits). */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static size_t
+live_lanes(const double *restrict x, const double *restrict mk, double scale, size_t n, unsigned char *restrict live,
+           int *nan_row)
+{
+    size_t n_live = 0;
+    int nan = 0;
+    for (size_t j = 0; j < n; j++) {
+        double z = x[j] * scale; /* fast_scaled's value: ug_cv_mul's v */
+        int l = (mk[j] != -INFINITY) & (z != -INFINITY);
+        nan |= l & ((z != z) | (z == INFINITY));
+        live[j] = (unsigned char)l;
+        n_live += (size_t)l;
+    }
+    *nan_row = nan;
+    return n_live;
+}
+
+/* CERT, cap 0: fast_logits' logits over arrays, zv, ze of every entry (meaningless where
+ * not live), in a loop the compiler vectorises: both sides of the mask's choice computed,
+ * the chosen one the value the branch gave. The same operations on the same values. */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+logit_lanes(const double *restrict x, const double *restrict mk, double scale, size_t n, double *restrict zv,
+            double *restrict ze)
+{
+    for (size_t j = 0; j < n; j++) {
+        ug_cv zc = ug_cv_mul(ug_cv_c(x[j]), ug_cv_c(scale)); /* fast_scaled, cap 0 */
+        ug_cv za = ug_cv_add(zc, ug_cv_c(mk[j])), z = mk[j] == 0.0 ? zc : za;
+        zv[j] = z.v, ze[j] = z.e;
+    }
+}
+
+/* The live logits' max as fast_logits' ug_cv_max chain gives it, in eight interleaved
+ * chains the compiler vectorises (x > a ? x : a is the hardware max): the bound is the
+ * largest live bound (fmax over non-NaN bounds, which are never -0: ug_cv_make gives +0; so
+ * in any order), the value the largest live value (live values are finite: fast_logits
+ * sends a NaN or +inf row away and -inf is not live). The chain keeps the first of equal
+ * values, so only the sign of a zero maximum can differ, and no value depends on it: the
+ * max is only subtracted (z - (+0) and z - (-0) differ only for z = -0, giving -0 and +0,
+ * whose exp is 1 either way with the same bound: TwoSum's error and the bounds are the same). */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static ug_cv
+max_lanes(const double *restrict zv, const double *restrict ze, const unsigned char *restrict live, size_t n)
+{
+    double a[8], b[8];
+    for (int k = 0; k < 8; k++) a[k] = -INFINITY, b[k] = 0.0; /* below any live value; bounds are >= 0 */
+    size_t j0 = 0;
+    for (; j0 + 8 <= n; j0 += 8)
+        for (int k = 0; k < 8; k++) {
+            double z = live[j0 + k] ? zv[j0 + k] : -INFINITY, e = live[j0 + k] ? ze[j0 + k] : 0.0;
+            a[k] = z > a[k] ? z : a[k], b[k] = e > b[k] ? e : b[k];
+        }
+    for (int k = 0; j0 + (size_t)k < n; k++) {
+        double z = live[j0 + k] ? zv[j0 + k] : -INFINITY, e = live[j0 + k] ? ze[j0 + k] : 0.0;
+        a[k] = z > a[k] ? z : a[k], b[k] = e > b[k] ? e : b[k];
+    }
+    ug_cv m = {a[0], b[0]};
+    for (int k = 1; k < 8; k++) m.v = a[k] > m.v ? a[k] : m.v, m.e = b[k] > m.e ? b[k] : m.e;
+    return m;
+}
+
+/* zv[j], ze[j] -= the max (ug_cv_sub, fast_row's z - max) on every entry of a row, over arrays. */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+sub_lanes(double *restrict zv, double *restrict ze, ug_cv m, size_t n)
+{
+    for (size_t j = 0; j < n; j++) {
+        ug_cv d = ug_cv_sub((ug_cv){zv[j], ze[j]}, m);
+        zv[j] = d.v, ze[j] = d.e;
+    }
+}
+
+/* CERT, cap 0, row r of x (xr) and mask (mr) selected whole from position k: the values of
+ * fast_logits, the exp loop, ug_sum and emit_row, with the logits, their max, z - max and
+ * the quotients over arrays (live_lanes, logit_lanes, max_lanes, sub_lanes, ug_cv_div_row:
+ * vectorised; exp stays libm's, one call per live entry) and the row's sum by ug_cv_sum
+ * (ug_sum's CERT formula). zbuf and ebuf hold 3n doubles each (the n numbers of z and e).
+ * Returns 1 when the row is NaN (nothing emitted), else 0 with the unsure count added to
+ * *unsure. Why: perf put a third of the op's engine time in the scalar per-entry loops (the
+ * logit's product error, the max chain with a libm fmax call per entry, the quotient). */
+static int fast_row(const softmax_params *p, const double *xr, const double *mr, size_t n, const ug_ar_sink *sink,
+                    size_t k, double *zbuf, double *ebuf, unsigned char *live, unsigned long *unsure)
+{
+    double *zv = zbuf, *ze = zbuf + n, *ev = ebuf, *ee = ebuf + n;
+    int nan_row;
+    size_t n_live = live_lanes(xr, mr, p->scale, n, live, &nan_row);
+    if (nan_row) return 1;
+    logit_lanes(xr, mr, p->scale, n, zv, ze);
+    if (n_live) sub_lanes(zv, ze, max_lanes(zv, ze, live, n), n); /* z - max (meaningless where not live) */
+    for (size_t j = 0, pos = 0; j < n; j++) { /* exp(z - max), packed over the live entries */
+        if (!live[j]) continue;
+        ug_cv x = ug_cv_exp((ug_cv){zv[j], ze[j]});
+        ev[pos] = x.v, ee[pos++] = x.e;
+    }
+    ug_cv t = n_live ? ug_cv_sum(ev, ee, 1, n_live) : ug_cv_c(0.0);
+    ug_cv_div_row(ev, ee, t, n_live, zv, ze); /* the quotients, packed: the logits are spent */
+    if (n_live == n) { /* nothing masked: packed is the row */
+        *unsure += ug_cv_put_block(sink, k, zv, ze, n);
+        return 0;
+    }
+    double qv[256], qe[256]; /* emit_row's blocks: 0 where masked */
+    for (size_t j0 = 0, pos = 0; j0 < n; j0 += 256) {
+        size_t len = n - j0 < 256 ? n - j0 : 256;
+        for (size_t j = j0; j < j0 + len; j++) {
+            int l = live[j];
+            qv[j - j0] = l ? zv[pos] : 0.0, qe[j - j0] = l ? ze[pos] : 0.0; /* ug_cv_c(0.0) */
+            pos += (size_t)l;
+        }
+        *unsure += ug_cv_put_block(sink, k + j0, qv, qe, len);
+    }
+    return 0;
+}
+
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     softmax_params p;
@@ -157,6 +274,17 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     for (size_t k = 0; k < sel->n[0];) {
         size_t r = sel->idx[0][k] / n, mark = ug_ar_mark(ar), n_live = 0;
         ug_num m = {0};
+        if (fast && sink && !(p.cap > 0) && x->values && mask->values && ug_sel_is_run(sel, 0, k, r * n, n)) {
+            /* the whole row, over arrays (z and e's memory as doubles: 3n each) */
+            if (!fast_row(&p, x->values + r * n, mask->values + r * n, n, sink, k, (double *)z, (double *)e, live,
+                          &unsure)) {
+                emitted += n, k += n;
+                continue;
+            }
+            for (; k < sel->n[0] && sel->idx[0][k] / n == r; k++) ug_ar_emit(ar, 0, k, ug_c(ar, NAN));
+            ug_ar_release(ar, mark);
+            continue;
+        }
         if (fast ? fast_logits(&p, x, mask, r, n, live, z, &m, &n_live) : classify_row(&p, x, mask, r, n, live)) {
             for (; k < sel->n[0] && sel->idx[0][k] / n == r; k++) ug_ar_emit(ar, 0, k, ug_c(ar, NAN));
             continue;

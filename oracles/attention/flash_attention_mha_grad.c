@@ -54,6 +54,7 @@
 
 #include "gen/case_memory.h"
 #include "oracles/attention/flash_attention_common.h"
+#include "oracles/mp/cert_block.h"
 #include "oracles/attention/flash_attention_forward.h"
 #include "oracles/verdict.h"
 
@@ -77,6 +78,7 @@ typedef struct {
     ug_num *P, *dS; /* [lq x lk], entries j >= n[i] are 0 */
     long *n; /* visible keys per row */
     unsigned char *live; /* scratch: the row's live keys */
+    unsigned char *need; /* group_eval: rows whose P and dS the selection reads (group_needs) */
 } grad_group;
 
 #define GR_TILE 16 /* query (or key) rows whose dot products are computed together */
@@ -110,8 +112,34 @@ static void row_p_ds(ug_ar *ar, grad_group *g, long i, long n, const unsigned ch
     }
 }
 
-/* Exact P and dS of group (b, h): every row of the element. e and dp hold max(lk, D)
- * numbers, o_row D. */
+/* Which rows of group g the selection reads P and dS of: a dq element of row i reads row
+ * i's alone (row_terms, o 0); a dk or dv element reads a column of P or dS over every row
+ * that sees its key, so any of them needs every row. Sets g->need[i]. Why: each row's P
+ * and dS depend on that row's q, dO and the group's k, v only (group_eval's loop body reads
+ * nothing of another row), so skipping a row no element reads changes no value; the EXACT
+ * fallback of one unsure dq element then evaluates one row, not the group (plan case
+ * 70d5255491d92a34: 70 rows x 130 keys at D = 128, four MPFR passes, 850 ms -> 4 ms). */
+static void group_needs(grad_group *g, const ug_selection *sel)
+{
+    const ug_fa_params *p = g->p;
+    size_t D = (size_t)p->dim, H = (size_t)p->heads;
+    int all = 0;
+    memset(g->need, 0, (size_t)g->lq);
+    for (int o = 0; o < 3 && !all; o++) {
+        long t0 = o == 0 ? p->cu_q[g->b] : p->cu_k[g->b], len = o == 0 ? g->lq : g->lk;
+        for (size_t k = 0; k < sel->n[o] && !all; k++) {
+            size_t idx = sel->idx[o][k];
+            long t = (long)(idx / (H * D)), h = (long)(idx / D % H);
+            if (h != g->h || t < t0 || t >= t0 + len) continue;
+            if (o) all = 1;
+            else g->need[t - t0] = 1;
+        }
+    }
+    if (all) memset(g->need, 1, (size_t)g->lq);
+}
+
+/* Exact P and dS of group (b, h): every row the selection reads (g->need, group_needs);
+ * g->n of every row. e and dp hold max(lk, D) numbers, o_row D. */
 static void group_eval(ug_ar *ar, grad_group *g, ug_num *e, ug_num *dp, ug_num *o_row)
 {
     const ug_fa_params *p = g->p;
@@ -120,8 +148,9 @@ static void group_eval(ug_ar *ar, grad_group *g, ug_num *e, ug_num *dp, ug_num *
     for (long i = 0; i < g->lq; i++) {
         long t = p->cu_q[g->b] + i;
         ug_num m, total;
-        long n = ug_fa_row(ar, p, g->q, g->k, t, g->h, UG_DT_FP32, e, g->live, &m, &total);
         g->n[i] = ug_fa_visible(p, g->b, i);
+        if (!g->need[i]) continue; /* no selected element reads row i's P or dS */
+        long n = ug_fa_row(ar, p, g->q, g->k, t, g->h, UG_DT_FP32, e, g->live, &m, &total);
         ug_num *Pi = g->P + i * g->lk, *dSi = g->dS + i * g->lk;
         if (n < 0) { /* a NaN or +inf score: the row's P and dS are NaN on the keys it sees */
             n = g->n[i];
@@ -234,6 +263,28 @@ static const double *gathered(const grad_group *g, const grad_tiles *T, int o, c
     return (o == 0 ? T->kg : o == 1 ? T->qg : T->dg) + (size_t)(rows - base) / HD * D;
 }
 
+/* CERT: row k of a batch, every one of its D elements selected (selection positions b ..
+ * b + D - 1, element d at b + d), through the block emit: the values of the loop in
+ * group_emit_tiled (o 2: the sum; else ug_mul by the scale, whose CERT formula is
+ * ug_cv_mul; ug_ar_emit's CERT rule is ug_cv_put's), 256 at a time. Why: ug_ar_emit and
+ * ug_mul per element were an eighth of the op's engine time at --sample all. */
+static void emit_row_block(ug_ar *ar, const ug_ar_sink *sink, int o, size_t b, const ug_num *row, size_t D,
+                           double scale)
+{
+    double v[256], e[256];
+    unsigned long unsure = 0;
+    for (size_t d0 = 0; d0 < D; d0 += 256) {
+        size_t len = D - d0 < 256 ? D - d0 : 256;
+        for (size_t d = 0; d < len; d++) {
+            ug_cv x = ug_cv_of(row[d0 + d]);
+            if (o != 2) x = ug_cv_mul(x, ug_cv_c(scale));
+            v[d] = x.v, e[d] = x.e;
+        }
+        unsure += ug_cv_put_block(sink, b + d0, v, e, len);
+    }
+    ug_ar_tally(ar, D, unsure);
+}
+
 /* group_emit for a plain arithmetic: the rows most of which are selected go GR_TILE at a
  * time through ug_dot_nd_cols_tile (rows that weigh the same rows of q, dO or k, with their
  * weights copied into T->x), the others as in group_emit. The same numbers. */
@@ -245,6 +296,7 @@ static void group_emit_tiled(ug_ar *ar, const grad_group *g, const ug_selection 
     long t0 = o == 0 ? p->cu_q[g->b] : p->cu_k[g->b], len = o == 0 ? g->lq : g->lk;
     const double *rows = NULL;
     ug_num sc = ug_c(ar, p->scale);
+    const ug_ar_sink *sink = ug_ar_cert_sink(ar, o); /* CERT: whole rows through the block emit */
     for (long r = 0; r <= len; r++) {
         const double *rr = NULL;
         size_t nr = 0, br = 0, er = 0;
@@ -258,11 +310,16 @@ static void group_emit_tiled(ug_ar *ar, const grad_group *g, const ug_selection 
         }
         if (m && (r == len || (whole && (rr != rows || m == GR_TILE)))) { /* the batch so far, at once */
             ug_dot_nd_cols_tile(ar, T->x, T->ldx, n, m, gathered(g, T, o, rows), D, D, T->o, D);
-            for (size_t k = 0; k < m; k++)
+            for (size_t k = 0; k < m; k++) {
+                if (sink && e[k] - b[k] == D) { /* the whole row */
+                    emit_row_block(ar, sink, o, b[k], T->o + k * D, D, p->scale);
+                    continue;
+                }
                 for (size_t i = b[k]; i < e[k]; i++) {
                     ug_num val = T->o[k * D + sel->idx[o][i] % D];
                     ug_ar_emit(ar, o, i, o == 2 ? val : ug_mul(ar, val, sc));
                 }
+            }
             if (whole && r < len) memcpy(T->x, T->x + m * T->ldx, nr * sizeof *T->x);
             m = 0;
         }
@@ -329,11 +386,12 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     g.dS = malloc((size_t)(maxq * maxk) * sizeof *g.dS);
     g.n = malloc((size_t)maxq * sizeof *g.n);
     g.live = malloc((size_t)maxk);
+    g.need = malloc((size_t)maxq);
     size_t ne = (size_t)(maxk > p.dim ? maxk : p.dim);
     ug_num *e = malloc((2 * ne + (size_t)maxq + (size_t)p.dim) * sizeof *e); /* e, dp, col, a row of D */
     ug_ar_mode mode = ug_ar_get_mode(ar);
     grad_tiles T = {0};
-    int plain = ug_fa_tiles && mode != UG_AR_EXACT && mode != UG_AR_MPFR_SEQ, rc = g.P && g.dS && g.n && g.live && e ? 0 : -1;
+    int plain = ug_fa_tiles && mode != UG_AR_EXACT && mode != UG_AR_MPFR_SEQ, rc = g.P && g.dS && g.n && g.live && g.need && e ? 0 : -1;
     if (plain && !rc && tiles_alloc(&T, &p, (size_t)maxq, (size_t)maxk)) rc = -1;
     for (long b = 0; !rc && b < p.batch; b++)
         for (long h = 0; h < p.heads; h++) {
@@ -351,6 +409,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
                 group_eval_tiled(ar, &g, &T, e);
                 for (int o = 0; o < 3; o++) group_emit_tiled(ar, &g, sel, o, &T, e + 2 * ne, row_vals);
             } else {
+                group_needs(&g, sel);
                 group_eval(ar, &g, e, e + ne, row_vals);
                 for (int o = 0; o < 3; o++) group_emit(ar, &g, sel, o, e + 2 * ne, row_vals);
             }
@@ -360,6 +419,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     free(g.dS);
     free(g.n);
     free(g.live);
+    free(g.need);
     free(e);
     free(T.kt), free(T.s);
     return rc;

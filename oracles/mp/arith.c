@@ -502,24 +502,13 @@ static ug_num seq_sum(ug_ar *ar, const ug_num *xs, const double *a, size_t sa, c
     return num_exact(acc);
 }
 
-/* CERT sum: the plain left-to-right sum s (the same value as ever), bounded by its own
- * rounding errors rather than the worst case gamma_n * sum|x_i|. Each addition's error is
- * exact (TwoSum), so exact - s = sum err_i, which c computes to within gamma_n * sum|err_i|;
- * the bound |c| + gamma_n * sum|err_i| is the actual error plus a second-order term: about
- * sqrt(n) ulps of s for a long softmax denominator instead of n, which keeps rows of
- * thousands of terms from sending elements near an fp32 rounding boundary to MPFR. */
+/* CERT sum: cert_inline.h's ug_cv_sum over the numbers' values and bounds (why its bound is
+ * its own TwoSum errors, not gamma_n * sum|x_i|: there). */
 static ug_num cert_sum(const ug_num *xs, size_t n)
 {
-    double s = 0.0, c = 0.0, abs_err = 0.0, e = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        double t = s + xs[i].v, err = ug_cv_two_sum_err(s, xs[i].v, t);
-        c += err;
-        abs_err += fabs(err);
-        e += xs[i].e;
-        s = t;
-    }
-    if (!isfinite(s)) return num_cert(s, INFINITY);
-    return num_cert(s, e + fabs(c) + ug_cv_gamma_n(n + 1) * abs_err);
+    _Static_assert(sizeof(ug_num) % sizeof(double) == 0, "a ug_num is a whole number of doubles");
+    if (!n) return num_cert(0.0, 0.0); /* the empty sum (xs may be NULL) */
+    return ug_cv_num(ug_cv_sum(&xs->v, &xs->e, sizeof *xs / sizeof(double), n));
 }
 
 ug_num ug_sum(ug_ar *ar, const ug_num *xs, size_t n)

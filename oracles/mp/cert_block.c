@@ -8,7 +8,9 @@
  * its top binade; every other element (zeros, the format's subnormals, overflow, NaN, the
  * other dtypes) takes ug_cv_put itself. The same decisions and values as ug_cv_put, bit for
  * bit. Built with -fno-math-errno -fno-trapping-math (CMakeLists.txt: both sides of a
- * choice evaluated; no IEEE result changes); the block loop has an AVX2 clone. */
+ * choice evaluated; no IEEE result changes); the block loop has an AVX2 clone. The column
+ * dot products, two-term dot products and a row's quotients by one number (ug_cv_div_row)
+ * below are the same kind of loop: cert_inline.h's formulas over arrays. */
 #include "oracles/mp/cert_block.h"
 
 #include <math.h>
@@ -50,10 +52,11 @@ static inline double round_lane(double x, int mant, int emin, int emax, int64_t 
     return r;
 }
 
-/* The rule of ug_cv_round on BLK lanes: g, sure, and slow where a rounding needs ug_cv_round. */
+/* The rule of ug_cv_round on BLK lanes, as ug_cv_put stores it: g, gs (the value) and un
+ * (1 where unsure) of each lane, and slow where a rounding needs ug_cv_round. */
 __attribute__((target_clones("avx512f", "avx2", "default"))) static void
 round_block(const double *restrict v, const double *restrict e, int mant, int emin, int emax, double *restrict g,
-            int64_t *restrict sure, int64_t *restrict slow)
+            double *restrict gs, int64_t *restrict un, int64_t *restrict slow)
 {
     for (int i = 0; i < BLK; i++) {
         int64_t ok_v, ok_lo, ok_hi;
@@ -62,43 +65,61 @@ round_block(const double *restrict v, const double *restrict e, int mant, int em
         double hi = round_lane(-next_down(-(v[i] + e[i])), mant, emin, emax, &ok_hi); /* rounds: interval end */
         int64_t exact = e[i] == 0.0;
         int64_t s = ug_cv_finite(v[i]) & ug_cv_finite(e[i]) & (lo == hi);
-        sure[i] = exact ? v[i] == v[i] : s;
+        int64_t sure = exact ? v[i] == v[i] : s;
+        un[i] = !sure;
         g[i] = exact ? near : s & (lo != 0.0) ? lo : near;
+        gs[i] = v[i];
         slow[i] = (ok_v == 0) | ((exact == 0) & ((ok_lo & ok_hi) == 0));
     }
+}
+
+/* round_block's flags on BLK lanes: uz[i] = un[i] as bytes, *any_slow whether a lane is slow;
+ * returns how many lanes are unsure and not slow. A loop of its own: with the doubles' lanes
+ * the byte stores and these sums kept round_block from vectorising. */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static int64_t
+flags_block(const int64_t *restrict un, const int64_t *restrict slow, unsigned char *restrict uz,
+            int64_t *restrict any_slow)
+{
+    int64_t n = 0, any = 0;
+    for (int i = 0; i < BLK; i++) {
+        uz[i] = (unsigned char)un[i];
+        n += un[i] & (slow[i] ^ 1);
+        any |= slow[i];
+    }
+    *any_slow = any;
+    return n;
 }
 
 unsigned long ug_cv_put_block(const ug_ar_sink *s, size_t k0, const double *v, const double *e, size_t n)
 {
     int bf = s->dt == UG_DT_BF16, fast = s->dt == UG_DT_FP32 || bf || s->dt == UG_DT_FP16;
     int mant = s->dt == UG_DT_FP32 ? 0 : bf ? 7 : 10, emin = bf ? -126 : -14, emax = bf ? 127 : 15;
-    double pv[BLK], pe[BLK], g[BLK];
-    int64_t sure[BLK], slow[BLK];
+    double pv[BLK], pe[BLK], g[BLK], gs[BLK];
+    unsigned char uz[BLK];
+    int64_t slow[BLK], un[BLK];
     unsigned long unsure = 0;
     for (size_t i0 = 0; i0 < n; i0 += BLK) {
-        size_t len = n - i0 < BLK ? n - i0 : BLK;
+        size_t len = n - i0 < BLK ? n - i0 : BLK, k = k0 + i0;
         const double *bv = v + i0, *be = e + i0;
         if (!fast || len < SHORT) {
-            for (size_t i = 0; i < len; i++) unsure += ug_cv_put(s, k0 + i0 + i, (ug_cv){bv[i], be[i]});
+            for (size_t i = 0; i < len; i++) unsure += ug_cv_put(s, k + i, (ug_cv){bv[i], be[i]});
             continue;
         }
-        if (len < BLK) { /* the tail, padded with exact zeros */
+        int whole = len == BLK; /* then the lanes go straight to the sink */
+        if (!whole) { /* the tail, padded with exact zeros */
             memset(pv, 0, sizeof pv), memset(pe, 0, sizeof pe);
             memcpy(pv, bv, len * sizeof *pv), memcpy(pe, be, len * sizeof *pe);
             bv = pv, be = pe;
         }
-        round_block(bv, be, mant, emin, emax, g, sure, slow);
-        for (size_t i = 0; i < len; i++) {
-            size_t k = k0 + i0 + i;
-            if (slow[i]) {
-                unsure += ug_cv_put(s, k, (ug_cv){bv[i], be[i]});
-                continue;
-            }
-            s->g[k] = g[i];
-            s->gstar[k] = bv[i];
-            if (s->unsure) s->unsure[k] = (unsigned char)!sure[i];
-            unsure += !sure[i];
+        int64_t any_slow;
+        round_block(bv, be, mant, emin, emax, whole ? s->g + k : g, whole ? s->gstar + k : gs, un, slow);
+        unsure += (unsigned long)flags_block(un, slow, whole && s->unsure ? s->unsure + k : uz, &any_slow);
+        if (!whole) {
+            memcpy(s->g + k, g, len * sizeof *g), memcpy(s->gstar + k, gs, len * sizeof *gs);
+            if (s->unsure) memcpy(s->unsure + k, uz, len);
         }
+        for (size_t i = 0; any_slow && i < len; i++) /* ug_cv_put replaces what the block stored there */
+            if (slow[i]) unsure += ug_cv_put(s, k + i, (ug_cv){bv[i], be[i]});
     }
     return unsure;
 }
@@ -172,4 +193,22 @@ dot2_lanes(const double *restrict a0, const double *restrict a1, const double *r
 void ug_cv_dot2(const double *a0, const double *a1, const double *b0, const double *b1, size_t n, double *v, double *e)
 {
     dot2_lanes(a0, a1, b0, b1, n, v, e);
+}
+
+/* ---- a row divided by one number ---- */
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+div_lanes(const double *restrict v, const double *restrict e, double dv, double de, size_t n, double *restrict qv,
+          double *restrict qe)
+{
+    ug_cv d = {dv, de};
+    for (size_t i = 0; i < n; i++) {
+        ug_cv q = ug_cv_div((ug_cv){v[i], e[i]}, d);
+        qv[i] = q.v, qe[i] = q.e;
+    }
+}
+
+void ug_cv_div_row(const double *v, const double *e, ug_cv d, size_t n, double *qv, double *qe)
+{
+    div_lanes(v, e, d.v, d.e, n, qv, qe);
 }

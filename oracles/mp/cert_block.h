@@ -1,5 +1,6 @@
-/* cert_block.h — the CERT emit over a block of elements and dot products of many columns
- * at once, in loops the compiler vectorises (cert_block.c says why). */
+/* cert_block.h — the CERT emit over a block of elements, dot products of many columns at
+ * once and a row divided by one number, in loops the compiler vectorises (cert_block.c
+ * says why). */
 #ifndef UG_CERT_BLOCK_H
 #define UG_CERT_BLOCK_H
 #include <stddef.h>
@@ -31,5 +32,8 @@ void ug_cv_dot_nd_cols(const ug_num *x, const double *B, size_t ldb, size_t n, s
 /* v[i], e[i] = ug_cv_dot_d({a0[i], a1[i]}, 1, {b0[i], b1[i]}, 1, 2, 0) for i < n (its value
  * and bound, exactness tracked), over arrays. */
 void ug_cv_dot2(const double *a0, const double *a1, const double *b0, const double *b1, size_t n, double *v, double *e);
+/* qv[i], qe[i] = ug_cv_div({v[i], e[i]}, d) for i < n (its value and bound), over arrays;
+ * qv, qe do not overlap v, e. */
+void ug_cv_div_row(const double *v, const double *e, ug_cv d, size_t n, double *qv, double *qe);
 
 #endif

@@ -42,10 +42,26 @@ typedef struct {
 /* isfinite(x) as one comparison (a NaN compares false). */
 static inline int ug_cv_finite(double x) { return fabs(x) <= DBL_MAX; }
 
-/* arith.c's num_cert: a nonzero bound is padded for its own rounding (a NaN bound: infinite). */
+/* x, or 1.0 where x is +-0. Written so that the compiler keeps it: the zero test is on the
+ * bits (a test it cannot relate to the caller's x == 0.0, which would let it put x itself
+ * back on the lanes the caller drops) and the stand-in is x + 1.0, not the constant 1.0
+ * (which it would fold into the caller's next operation, evaluating that on x as well). */
+static inline double ug_cv_nonzero(double x)
+{
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    return (u << 1) == 0 ? x + 1.0 : x;
+}
+
+/* arith.c's num_cert: a nonzero bound is padded for its own rounding (a NaN bound: infinite).
+ * Where e is 0 the padding is computed on 1.0 instead (and dropped: the bound is 0). Why: in a
+ * vectorised loop both sides of a choice are evaluated, and e = 0 (an exact product or sum)
+ * made 0 + TINY, a subnormal result, and TINY * INFLATE, on every lane: a microcode assist
+ * per vector instruction (perf: most of apply_adamw's block on this AVX-512 machine). Where e
+ * is not 0 it is the same formula on the same e, so the same bound bit for bit. */
 static inline ug_cv ug_cv_make(double v, double e)
 {
-    double p = (e + UG_CV_TINY) * UG_CV_INFLATE;
+    double p = (ug_cv_nonzero(e) + UG_CV_TINY) * UG_CV_INFLATE; /* rounds: the padding, upward by INFLATE */
     ug_cv r = {v, e == 0.0 ? 0.0 : p != p ? INFINITY : p};
     return r;
 }
@@ -60,7 +76,9 @@ static inline double ug_cv_two_sum_err(double a, double b, double s)
     return (a - (s - bb)) + (b - bb);
 }
 
-/* Veltkamp's exact product error where no step can under- or overflow, else |p| u + TINY. */
+/* Veltkamp's exact product error where no step can under- or overflow, else |p| u + TINY.
+ * Where |p| u is 0 its sum with TINY is TINY itself, taken as a constant: as in ug_cv_make,
+ * no subnormal result on the lanes that do not need one (the same value bit for bit). */
 static inline double ug_cv_two_prod_err(double a, double b, double p)
 {
     int in_range = (fabs(p) > 0x1p-960) & (fabs(p) < 0x1p960) & (fabs(a) < 0x1p995) & (fabs(b) < 0x1p995);
@@ -68,7 +86,8 @@ static inline double ug_cv_two_prod_err(double a, double b, double p)
     double ca = split * a, ah = ca - (ca - a), al = a - ah;
     double cb = split * b, bh = cb - (cb - b), bl = b - bh;
     double exact = fabs(((ah * bh - p) + ah * bl + al * bh) + al * bl);
-    return in_range ? exact : fabs(p) * UG_CV_U52 + UG_CV_TINY;
+    double f = fabs(p) * UG_CV_U52, fb = ug_cv_nonzero(f) + UG_CV_TINY; /* rounds: |p| u + TINY */
+    return in_range ? exact : f == 0.0 ? UG_CV_TINY : fb;
 }
 
 static inline ug_cv ug_cv_add(ug_cv a, ug_cv b)
@@ -215,6 +234,28 @@ static inline ug_cv ug_cv_dot_nd_end(const ug_cv_acc *acc, size_t n)
     return ug_cv_make(acc->s, acc->exact || (acc->abs_sum == 0.0 && acc->e == 0.0)
                                   ? 0.0
                                   : acc->e + ug_cv_gamma_n(n + 2) * acc->abs_sum + (double)n * UG_CV_TINY);
+}
+
+/* CERT sum of n pairs, pair i at v[i*stride], e[i*stride]: the plain left-to-right sum s,
+ * bounded by its own rounding errors rather than the worst case gamma_n * sum|x_i|. Each
+ * addition's error is exact (TwoSum), so exact - s = sum err_i, which c computes to within
+ * gamma_n * sum|err_i|; the bound |c| + gamma_n * sum|err_i| is the actual error plus a
+ * second-order term: about sqrt(n) ulps of s for a long softmax denominator instead of n,
+ * which keeps rows of thousands of terms from sending elements near an fp32 rounding
+ * boundary to MPFR. arith.c's CERT ug_sum (stride: a ug_num) and attn_softmax's row pass
+ * (plain arrays) call it. */
+static inline ug_cv ug_cv_sum(const double *v, const double *e, size_t stride, size_t n)
+{
+    double s = 0.0, c = 0.0, abs_err = 0.0, ea = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double x = v[i * stride], t = s + x, err = ug_cv_two_sum_err(s, x, t);
+        c += err;
+        abs_err += fabs(err);
+        ea += e[i * stride];
+        s = t;
+    }
+    if (!isfinite(s)) return ug_cv_make(s, INFINITY);
+    return ug_cv_make(s, ea + fabs(c) + ug_cv_gamma_n(n + 1) * abs_err);
 }
 
 /* A pair as the engine's CERT number (for ug_sum and the scalar path's functions). */
