@@ -17,4 +17,19 @@ static inline int same_num(ug_ar_mode mode, ug_num a, ug_num b)
         return mpfr_equal_p(a.m, b.m) || (mpfr_nan_p(a.m) && mpfr_nan_p(b.m));
     return same_bits(a.v, b.v) && same_bits(a.e, b.e);
 }
+
+/* How many of the m x n outputs out[r*ldo + j] differ from ug_dot_d(ar, X + r*ldx, 1, B + j,
+ * ldb, terms): the fast row-by-column paths against the scalar dot, element by element. */
+static inline size_t dot_d_differ(ug_ar *ar, ug_ar_mode mode, const ug_num *out, size_t ldo, size_t m, size_t n,
+                                  const double *X, size_t ldx, const double *B, size_t ldb, size_t terms)
+{
+    size_t differ = 0;
+    for (size_t r = 0; r < m; r++)
+        for (size_t j = 0; j < n; j++) {
+            size_t mark = ug_ar_mark(ar);
+            differ += !same_num(mode, out[r * ldo + j], ug_dot_d(ar, X + r * ldx, 1, B + j, ldb, terms));
+            ug_ar_release(ar, mark);
+        }
+    return differ;
+}
 #endif

@@ -97,13 +97,7 @@ static void check_scores(ug_ar_mode mode, ug_dtype naive_dt, size_t m, size_t D,
     if (special > 0 && n > 9) Kt[2 * ldk + 5] = INFINITY, Kt[ldk + 9] = NAN, Q[1] = 0x1p600, Kt[ldk + 3] = 0x1p600;
     if (narrow && !plain && n > 17) Kt[17] = 0x1p-60; /* a product far below the others: that sum is inexact */
     ug_dot_d_tile(ar, Q, D, m, Kt, ldk, D, n, out, n);
-    size_t differ = 0;
-    for (size_t r = 0; r < m; r++)
-        for (size_t j = 0; j < n; j++) {
-            size_t mark = ug_ar_mark(ar);
-            differ += !same_num(mode, out[r * n + j], ug_dot_d(ar, Q + r * D, 1, Kt + j, ldk, D));
-            ug_ar_release(ar, mark);
-        }
+    size_t differ = dot_d_differ(ar, mode, out, n, m, n, Q, D, Kt, ldk, D);
     CHECK(differ == 0, "mode %d naive %s, %zu rows x %zu keys, D %zu%s%s: %zu scores differ from ug_dot_d", (int)mode,
           ug_dtype_name(naive_dt), m, n, D, narrow ? ", bf16 inputs" : "", special > 0 ? ", specials" : plain ? ", no zeros" : "",
           differ);

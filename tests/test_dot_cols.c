@@ -97,13 +97,7 @@ static void check_rows(ug_ar_mode mode, ug_dtype naive_dt, size_t m, size_t n, s
     for (size_t i = 0; specials > 1 && i < m * ldx; i++) /* 2: sums past fp16's max; 3: in its subnormals */
         X[i] = ldexp(X[i], specials == 2 ? 9 : -14);
     ug_dot_d_rows(ar, X, ldx, m, B, ldb, n, ncols, out, ldo);
-    size_t differ = 0;
-    for (size_t r = 0; r < m; r++)
-        for (size_t c = 0; c < ncols; c++) {
-            size_t mark = ug_ar_mark(ar);
-            differ += !same_num(mode, out[r * ldo + c], ug_dot_d(ar, X + r * ldx, 1, B + c, ldb, n));
-            ug_ar_release(ar, mark);
-        }
+    size_t differ = dot_d_differ(ar, mode, out, ldo, m, ncols, X, ldx, B, ldb, n);
     static const char *what[] = {"", ", inf/NaN", ", past fp16 max", ", fp16 subnormal"};
     CHECK(differ == 0, "ug_dot_d_rows mode %d naive %s, %zu rows, n %zu, %zu columns%s: %zu differ from ug_dot_d",
           (int)mode, ug_dtype_name(naive_dt), m, n, ncols, what[specials], differ);
