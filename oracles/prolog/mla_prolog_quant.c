@@ -65,7 +65,19 @@ typedef struct {
     size_t *heads, *col0; /* [N]: a token's heads with a selected q element, their first w_uq columns */
     int32_t *acc;     /* [N*(dn+dr)]: the int dots' partial sums */
     int64_t *dot;     /* [N*(dn+dr)]: the int dots of those heads */
+    /* the token block (plain arithmetics): tokens [blk0, blk0 + blkn), their x.W_dq and
+     * x.W_dkv taken together (bq, bkv) when most of the block wants them */
+    size_t blk0, blkn;
+    ug_num *bdq, *bdkv; /* [TOKEN_BLOCK][Lq], [TOKEN_BLOCK][Lkv+dr] */
+    int bq, bkv;
+    /* the block's queries taken head by head (plain arithmetics, most of the block wanted) */
+    int bqry;
+    ug_num *bqr, *bx, *bout; /* q_b rows [TOKEN_BLOCK][N][dn+dr]; a head's whole rows [TOKEN_BLOCK][dn]; their q_nope_abs */
+    size_t *bterms, *brow;   /* [TOKEN_BLOCK]: dn each; the block rows of those whole rows */
+    unsigned char *bwant;    /* [TOKEN_BLOCK][N]: the (token, head) rows with a selected element */
 } mlaq_ctx;
+
+#define TOKEN_BLOCK 16 /* tokens whose x rows share each pass over W_dq and W_dkv */
 
 static void read_in(const ug_case *c, ug_mlaq_in *m)
 {
@@ -90,14 +102,14 @@ static int any_sel(const ug_selection *sel, int o, size_t lo, size_t hi)
 }
 
 /* q_norm, its scale and view of token t. */
+static int quant_wanted(const mlaq_ctx *k, const ug_selection *sel, size_t t);
+
 static void token_quant(mlaq_ctx *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, size_t t)
 {
     size_t Lq = k->in.Lq;
-    if (!any_sel(sel, O_Q8, t * Lq, (t + 1) * Lq) && !any_sel(sel, O_QS, t, t + 1) &&
-        !any_sel(sel, k->qo.view, t * Lq, (t + 1) * Lq))
-        return;
+    if (!quant_wanted(k, sel, t)) return;
     size_t mark = ug_ar_mark(ar);
-    ug_mlaq_cq(ar, &k->in, t, k->row, k->sq);
+    ug_mlaq_cq(ar, &k->in, t, k->bq ? k->bdq + (t - k->blk0) * Lq : NULL, k->row, k->sq);
     ug_mlaq_quant_emit(c, ar, sel, &k->qo, k->row, Lq, t * Lq, t);
     ug_ar_release(ar, mark);
 }
@@ -114,29 +126,95 @@ static size_t query_heads(mlaq_ctx *k, const ug_selection *sel, size_t t)
     return nh;
 }
 
+/* Token t's int dots of every wanted head (k->heads, nh of them) in one pass over w_uq, and
+ * its q_norm_scale. */
+static double token_dots(mlaq_ctx *k, const ug_case *c, size_t t, size_t nh)
+{
+    const ug_mlaq_in *m = &k->in;
+    for (size_t j = 0; j < m->Lq; j++) k->codes[j] = ug_tload(&c->out[O_Q8], t * m->Lq + j);
+    ug_mlaq_q_dots(m, k->codes, k->heads, nh, k->col0, k->acc, k->dot);
+    return ug_tload(&c->out[O_QS], t);
+}
+
+/* Row (t, n)'s selected q_nope_abs and q_rope elements from its q_b row q; nope: the row's
+ * Lkv dots already taken, or NULL (then element by element). */
+static void emit_query_row(const mlaq_ctx *k, ug_ar *ar, const ug_selection *sel, size_t t, size_t n, const ug_num *q,
+                           const ug_num *nope)
+{
+    const ug_mlaq_in *m = &k->in;
+    size_t Lkv = m->Lkv, dr = m->dr, row = t * m->N + n, b0, e0, b1, e1;
+    ug_mlaq_sel_range(sel, O_QN, row * Lkv, (row + 1) * Lkv, &b0, &e0);
+    ug_mlaq_sel_range(sel, O_QR, row * dr, (row + 1) * dr, &b1, &e1);
+    for (; b0 < e0; b0++) {
+        size_t l = sel->idx[O_QN][b0] - row * Lkv;
+        ug_ar_emit(ar, O_QN, b0, nope ? nope[l] : ug_mlaq_nope_abs_at(ar, m, q, n, l));
+    }
+    for (; b1 < e1; b1++)
+        ug_ar_emit(ar, O_QR, b1,
+                   ug_mla_rope_at(ar, q + m->dn, m->cs + t * dr, m->sn + t * dr, dr, sel->idx[O_QR][b1] - row * dr,
+                                  m->rope_inter));
+}
+
+/* Whether most of row (t, n)'s q_nope_abs is selected: its Lkv dots then go in one pass
+ * over the head's W_uk (ug_dot_nd_cols: ug_mlaq_nope_abs_at's numbers, bit for bit). */
+static int nope_whole(const mlaq_ctx *k, const ug_selection *sel, size_t row)
+{
+    size_t Lkv = k->in.Lkv, b, e;
+    ug_mlaq_sel_range(sel, O_QN, row * Lkv, (row + 1) * Lkv, &b, &e);
+    return (e - b) * 4 >= Lkv;
+}
+
 /* q_nope_abs and q_rope of token t, from the kernel's q_norm and q_norm_scale: the int dots
  * of every wanted head in one pass over w_uq, then each head. */
 static void token_query(mlaq_ctx *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, size_t t)
 {
     const ug_mlaq_in *m = &k->in;
-    size_t N = m->N, Lkv = m->Lkv, dr = m->dr, Lq = m->Lq, dq = m->dn + dr, b0, e0, b1, e1;
-    size_t nh = query_heads(k, sel, t);
+    if (k->bqry && t >= k->blk0 && t < k->blk0 + k->blkn) return; /* done with its block */
+    size_t dq = m->dn + m->dr, nh = query_heads(k, sel, t);
     if (!nh) return;
-    double sq = ug_tload(&c->out[O_QS], t);
-    for (size_t j = 0; j < Lq; j++) k->codes[j] = ug_tload(&c->out[O_Q8], t * Lq + j);
-    ug_mlaq_q_dots(m, k->codes, k->heads, nh, k->col0, k->acc, k->dot);
+    double sq = token_dots(k, c, t, nh);
     for (size_t g = 0; g < nh; g++) {
-        size_t n = k->heads[g], row = t * N + n;
-        ug_mlaq_sel_range(sel, O_QN, row * Lkv, (row + 1) * Lkv, &b0, &e0);
-        ug_mlaq_sel_range(sel, O_QR, row * dr, (row + 1) * dr, &b1, &e1);
-        size_t mark = ug_ar_mark(ar);
+        size_t n = k->heads[g], mark = ug_ar_mark(ar);
         ug_mlaq_q_head(ar, m, k->dot + g * dq, sq, n, k->row);
-        for (; b0 < e0; b0++) ug_ar_emit(ar, O_QN, b0, ug_mlaq_nope_abs_at(ar, m, k->row, n, sel->idx[O_QN][b0] - row * Lkv));
-        for (; b1 < e1; b1++)
-            ug_ar_emit(ar, O_QR, b1,
-                       ug_mla_rope_at(ar, k->row + m->dn, m->cs + t * dr, m->sn + t * dr, dr, sel->idx[O_QR][b1] - row * dr,
-                                      m->rope_inter));
+        int whole = nope_whole(k, sel, t * m->N + n);
+        if (whole) ug_dot_nd_cols(ar, k->row, m->wuk + n * m->dn * m->Lkv, m->Lkv, m->dn, m->Lkv, k->sq);
+        emit_query_row(k, ar, sel, t, n, k->row, whole ? k->sq : NULL);
         ug_ar_release(ar, mark);
+    }
+}
+
+/* The block's queries head by head (plain arithmetics: no arena numbers to release): every
+ * wanted row's q_b row first, then per head the rows most of whose q_nope_abs is selected
+ * in one ug_dot_nd_cols_tile over the head's W_uk (read once for the block's rows, not once
+ * a row), the rest element by element. */
+static void block_query(mlaq_ctx *k, const ug_case *c, ug_ar *ar, const ug_selection *sel)
+{
+    const ug_mlaq_in *m = &k->in;
+    size_t N = m->N, dn = m->dn, dq = dn + m->dr, Lkv = m->Lkv;
+    memset(k->bwant, 0, k->blkn * N);
+    for (size_t r = 0; r < k->blkn; r++) {
+        size_t t = k->blk0 + r, nh = query_heads(k, sel, t);
+        if (!nh) continue;
+        double sq = token_dots(k, c, t, nh);
+        for (size_t g = 0; g < nh; g++) {
+            ug_mlaq_q_head(ar, m, k->dot + g * dq, sq, k->heads[g], k->bqr + (r * N + k->heads[g]) * dq);
+            k->bwant[r * N + k->heads[g]] = 1;
+        }
+    }
+    for (size_t n = 0; n < N; n++) {
+        size_t nw = 0;
+        for (size_t r = 0; r < k->blkn; r++)
+            if (k->bwant[r * N + n] && nope_whole(k, sel, (k->blk0 + r) * N + n)) {
+                memcpy(k->bx + nw * dn, k->bqr + (r * N + n) * dq, dn * sizeof *k->bx);
+                k->bterms[nw] = dn, k->brow[nw++] = r;
+            }
+        if (nw) ug_dot_nd_cols_tile(ar, k->bx, dn, k->bterms, nw, m->wuk + n * dn * Lkv, Lkv, Lkv, k->bout, Lkv);
+        for (size_t r = 0, w = 0; r < k->blkn; r++) {
+            if (!k->bwant[r * N + n]) continue;
+            int whole = w < nw && k->brow[w] == r;
+            emit_query_row(k, ar, sel, k->blk0 + r, n, k->bqr + (r * N + n) * dq, whole ? k->bout + w * Lkv : NULL);
+            w += whole;
+        }
     }
 }
 
@@ -159,7 +237,7 @@ static void slot_written(mlaq_ctx *k, const ug_case *c, ug_ar *ar, const ug_sele
 {
     const ug_mlaq_in *m = &k->in;
     size_t Lkv = m->Lkv, g = m->group, G = Lkv / g, dr = m->dr, b, e, mark = ug_ar_mark(ar);
-    ug_mlaq_kv(ar, m, t, k->row, k->sq);
+    ug_mlaq_kv(ar, m, t, k->bkv ? k->bdkv + (t - k->blk0) * (Lkv + dr) : NULL, k->row, k->sq);
     for (size_t gi = 0; gi < G; gi++) {
         size_t base = s * Lkv + gi * g;
         if (any_sel(sel, O_KC, base, base + g) || any_sel(sel, O_KS, s * G + gi, s * G + gi + 1) ||
@@ -183,15 +261,55 @@ static void mark_slots(const mlaq_ctx *k, const ug_selection *sel, unsigned char
         for (size_t j = 0; os[i] >= 0 && os[i] < sel->n_out && j < sel->n[os[i]]; j++) want[sel->idx[os[i]][j] / w[i]] = 1;
 }
 
-static void caches(mlaq_ctx *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, const long *writer,
-                   unsigned char *want)
+/* The cache slots no token writes: their selected elements as the inputs. */
+static void untouched_slots(mlaq_ctx *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, const long *writer,
+                            const unsigned char *want)
 {
-    mark_slots(k, sel, want);
-    for (size_t s = 0; s < k->S; s++) {
-        if (!want[s]) continue;
-        if (writer[s] < 0) slot_untouched(k, c, ar, sel, s);
-        else slot_written(k, c, ar, sel, s, (size_t)writer[s]);
+    for (size_t s = 0; s < k->S; s++)
+        if (want[s] && writer[s] < 0) slot_untouched(k, c, ar, sel, s);
+}
+
+/* Whether token t's q_norm, its scale or its view has a selected element. */
+static int quant_wanted(const mlaq_ctx *k, const ug_selection *sel, size_t t)
+{
+    size_t Lq = k->in.Lq;
+    return any_sel(sel, O_Q8, t * Lq, (t + 1) * Lq) || any_sel(sel, O_QS, t, t + 1) ||
+           any_sel(sel, k->qo.view, t * Lq, (t + 1) * Lq);
+}
+
+/* A new block from token t when t is outside the last one: x.W_dq of its tokens taken
+ * together when at least half want their q_norm, x.W_dkv when at least half write a wanted
+ * slot; only in the plain arithmetics (MPFR numbers live in the arena, row by row). The
+ * numbers are ug_dot_d_cols' for each token, bit for bit (ug_dot_d_rows). */
+static void token_block(mlaq_ctx *k, ug_ar *ar, const ug_selection *sel, const double *slot,
+                        const unsigned char *want, size_t t)
+{
+    if (k->blkn && t >= k->blk0 && t < k->blk0 + k->blkn) return;
+    const ug_mlaq_in *m = &k->in;
+    size_t n = k->T - t < TOKEN_BLOCK ? k->T - t : TOKEN_BLOCK, wq = 0, wkv = 0, w = m->Lkv + m->dr;
+    ug_ar_mode mode = ug_ar_get_mode(ar);
+    k->blk0 = t, k->blkn = n, k->bq = k->bkv = 0;
+    if (mode == UG_AR_EXACT || mode == UG_AR_MPFR_SEQ) return;
+    for (size_t r = t; r < t + n; r++) {
+        wq += quant_wanted(k, sel, r);
+        wkv += slot[r] >= 0 && want[(size_t)slot[r]];
     }
+    if (wq * 2 >= n) ug_dot_d_rows(ar, m->x + t * m->h, m->h, n, m->wdq, m->Lq, m->h, m->Lq, k->bdq, m->Lq);
+    if (wkv * 2 >= n) ug_dot_d_rows(ar, m->x + t * m->h, m->h, n, m->wdkv, w, m->h, w, k->bdkv, w);
+    k->bq = wq * 2 >= n, k->bkv = wkv * 2 >= n;
+}
+
+/* The block's queries together when at least half its (token, head) rows are wanted. */
+static void block_queries(mlaq_ctx *k, const ug_case *c, ug_ar *ar, const ug_selection *sel)
+{
+    ug_ar_mode mode = ug_ar_get_mode(ar);
+    size_t wanted = 0;
+    k->bqry = 0;
+    if (mode == UG_AR_EXACT || mode == UG_AR_MPFR_SEQ) return;
+    for (size_t r = 0; r < k->blkn; r++) wanted += query_heads(k, sel, k->blk0 + r);
+    if (wanted * 2 < k->blkn * k->in.N) return;
+    block_query(k, c, ar, sel);
+    k->bqry = 1;
 }
 
 int ug_mlaq_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
@@ -210,20 +328,38 @@ int ug_mlaq_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     k.heads = malloc(2 * k.in.N * sizeof *k.heads), k.acc = malloc(nq * sizeof *k.acc), k.dot = malloc(nq * sizeof *k.dot);
     long *writer = malloc(k.S * sizeof *writer);
     unsigned char *want = calloc(k.S, 1);
-    int rc = k.row && k.codes && k.heads && k.acc && k.dot && writer && want ? 0 : -1;
+    size_t nb = TOKEN_BLOCK * (k.in.Lq + k.in.Lkv + k.in.dr + nq + k.in.dn + k.in.Lkv);
+    k.bdq = malloc(nb * sizeof *k.bdq);
+    if (k.bdq) {
+        k.bdkv = k.bdq + TOKEN_BLOCK * k.in.Lq, k.bqr = k.bdkv + TOKEN_BLOCK * (k.in.Lkv + k.in.dr);
+        k.bx = k.bqr + TOKEN_BLOCK * nq, k.bout = k.bx + TOKEN_BLOCK * k.in.dn;
+    }
+    k.bterms = malloc(2 * TOKEN_BLOCK * sizeof *k.bterms);
+    k.brow = k.bterms ? k.bterms + TOKEN_BLOCK : NULL;
+    k.bwant = malloc(TOKEN_BLOCK * k.in.N);
+    k.blkn = 0, k.bqry = 0;
+    int rc = k.row && k.codes && k.heads && k.acc && k.dot && writer && want && k.bdq && k.bterms && k.bwant ? 0 : -1;
     if (!rc) {
         k.col0 = k.heads + k.in.N;
         k.sq = k.row + nrow;
         const double *slot = ug_case_input(c, "slot_mapping")->values;
         for (size_t s = 0; s < k.S; s++) writer[s] = -1;
+        mark_slots(&k, sel, want);
         for (size_t t = 0; t < k.T; t++) {
-            if (slot[t] >= 0) writer[(size_t)slot[t]] = (long)t; /* the builder's slots are distinct */
+            if (!k.blkn || t >= k.blk0 + k.blkn) {
+                token_block(&k, ar, sel, slot, want, t);
+                block_queries(&k, c, ar, sel);
+            }
             token_quant(&k, c, ar, sel, t);
             token_query(&k, c, ar, sel, t);
+            if (slot[t] < 0) continue;
+            writer[(size_t)slot[t]] = (long)t; /* the builder's slots are distinct */
+            if (want[(size_t)slot[t]]) slot_written(&k, c, ar, sel, (size_t)slot[t], t);
         }
-        caches(&k, c, ar, sel, writer, want);
+        untouched_slots(&k, c, ar, sel, writer, want);
     }
-    free(k.row), free(k.codes), free(k.heads), free(k.acc), free(k.dot), free(writer), free(want);
+    free(k.row), free(k.codes), free(k.heads), free(k.acc), free(k.dot), free(writer), free(want), free(k.bdq);
+    free(k.bterms), free(k.bwant);
     return rc;
 }
 
@@ -263,8 +399,9 @@ double ug_mlaq_scratch(const ug_params *P)
            Lkv = (double)ug_p_int(P, "kv_lora"), dn = (double)ug_p_int(P, "d_nope"), dr = (double)ug_p_int(P, "d_rope");
     double wdq = h * Lq, wuq = N * (dn + dr) * Lq, wuk = N * Lkv * dn, wdkv = h * (Lkv + dr);
     double stage = fmax(fmax(wdq, wuq), fmax(wuk, wdkv));
-    double tb = 16; /* the sim kernel's TOKEN_BLOCK: its x or q_norm rows, outputs, q_b rows, int32 dots */
-    double block = 4 * tb * (fmax(h, Lq) + 2 * dr + N * (Lkv + dr) + (dn + dr) + 1 + wuq / Lq + Lq / 2 + 1) + tb * Lq;
+    double tb = 16; /* the sim kernel's and the oracle's TOKEN_BLOCK */
+    double block = 4 * tb * (fmax(h, Lq) + 2 * dr + N * (Lkv + dr) + (dn + dr) + 1 + wuq / Lq + Lq / 2 + 1) + tb * Lq +
+                   (double)sizeof(ug_num) * tb * (Lq + Lkv + dr + wuq / Lq + dn + Lkv); /* the oracle's block rows */
     return 3 * wuq /* packed int16 w_uq and its int8 load */ + block +
            4 * (wdq + wuk + wdkv + stage + 4 * (h + Lq + Lkv + dr + N * (dn + dr))) +
            17 * (double)ug_p_int(P, "blocks") * (double)ug_p_int(P, "block_size") +

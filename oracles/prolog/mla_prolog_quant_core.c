@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "oracles/mp/int8_dot.h"
 
@@ -31,17 +32,19 @@ static void rmsnorm_bf16(ug_ar *ar, ug_num *v, size_t n, const double *gamma, do
         v[j] = ug_round(ar, ug_mul(ar, ug_mul(ar, v[j], rstd), ug_c(ar, gamma[j])), UG_DT_BF16);
 }
 
-void ug_mlaq_cq(ug_ar *ar, const ug_mlaq_in *m, size_t t, ug_num *cq, ug_num *sq)
+void ug_mlaq_cq(ug_ar *ar, const ug_mlaq_in *m, size_t t, const ug_num *dots, ug_num *cq, ug_num *sq)
 {
-    ug_dot_d_cols(ar, m->x + t * m->h, m->wdq, m->Lq, m->h, m->Lq, cq);
+    if (dots) memcpy(cq, dots, m->Lq * sizeof *cq);
+    else ug_dot_d_cols(ar, m->x + t * m->h, m->wdq, m->Lq, m->h, m->Lq, cq);
     for (size_t j = 0; j < m->Lq; j++) cq[j] = ug_round(ar, cq[j], UG_DT_BF16); /* rounds: the golden's bf16 q_a_proj */
     rmsnorm_bf16(ar, cq, m->Lq, m->gq, m->eps, sq);
 }
 
-void ug_mlaq_kv(ug_ar *ar, const ug_mlaq_in *m, size_t t, ug_num *kv, ug_num *sq)
+void ug_mlaq_kv(ug_ar *ar, const ug_mlaq_in *m, size_t t, const ug_num *dots, ug_num *kv, ug_num *sq)
 {
     size_t w = m->Lkv + m->dr;
-    ug_dot_d_cols(ar, m->x + t * m->h, m->wdkv, w, m->h, w, kv);
+    if (dots) memcpy(kv, dots, w * sizeof *kv);
+    else ug_dot_d_cols(ar, m->x + t * m->h, m->wdkv, w, m->h, w, kv);
     for (size_t j = 0; j < w; j++) kv[j] = ug_round(ar, kv[j], UG_DT_BF16); /* rounds: the golden's bf16 kv_a_proj */
     rmsnorm_bf16(ar, kv, m->Lkv, m->gkv, m->eps, sq);
 }

@@ -49,12 +49,14 @@ typedef struct {
  * when o is -1 or not in the selection). */
 void ug_mlaq_sel_range(const ug_selection *sel, int o, size_t lo, size_t hi, size_t *b, size_t *e);
 
-/* c_q of token t into cq[Lq] (bf16 values, exact in between); sq: scratch of Lq numbers. */
-void ug_mlaq_cq(ug_ar *ar, const ug_mlaq_in *m, size_t t, ug_num *cq, ug_num *sq);
+/* c_q of token t into cq[Lq] (bf16 values, exact in between); sq: scratch of Lq numbers.
+ * dots: x[t].W_dq already taken (ug_dot_d_rows, plain arithmetics), or NULL. */
+void ug_mlaq_cq(ug_ar *ar, const ug_mlaq_in *m, size_t t, const ug_num *dots, ug_num *cq, ug_num *sq);
 
 /* kv of token t into kv[Lkv+dr]: kv[:Lkv] = c_kv (bf16 RMSNorm of bf16 kv), kv[Lkv:] = the
- * bf16 k_rope part before RoPE; sq: scratch of Lkv numbers. */
-void ug_mlaq_kv(ug_ar *ar, const ug_mlaq_in *m, size_t t, ug_num *kv, ug_num *sq);
+ * bf16 k_rope part before RoPE; sq: scratch of Lkv numbers. dots: x[t].W_dkv already taken,
+ * or NULL. */
+void ug_mlaq_kv(ug_ar *ar, const ug_mlaq_in *m, size_t t, const ug_num *dots, ug_num *kv, ug_num *sq);
 
 /* DynQuant of v[0..n), whose codes sit at flat indices code_base + [0, n) of q->codes and
  * q->view and whose scale sits at scale_idx of q->scales: emits the selected scale (exact
