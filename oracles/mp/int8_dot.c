@@ -39,8 +39,10 @@ static inline void axpy_i8(int32_t a0, const int8_t *restrict b0, int32_t a1, co
     for (; i0 < w; i0++) acc[i0] += a0 * (int32_t)b0[i0] + a1 * (int32_t)b1[i0];
 }
 
-I8_CLONES void ug_int8_col_dots(const double *a, const int8_t *B, size_t ldb, size_t L, const size_t *col0, size_t ng, size_t w,
-                      int32_t *acc, int64_t *dot)
+/* The clones go on a static function: clang (the libFuzzer build) emits no symbol for an
+ * exported target_clones function that other files call. */
+I8_CLONES static void col_dots(const double *a, const int8_t *B, size_t ldb, size_t L, const size_t *col0, size_t ng,
+                               size_t w, int32_t *acc, int64_t *dot)
 {
     size_t n = ng * w;
     for (size_t i = 0; i < n; i++) dot[i] = 0;
@@ -60,6 +62,12 @@ I8_CLONES void ug_int8_col_dots(const double *a, const int8_t *B, size_t ldb, si
         }
         for (size_t i = 0; i < n; i++) dot[i] += acc[i];
     }
+}
+
+void ug_int8_col_dots(const double *a, const int8_t *B, size_t ldb, size_t L, const size_t *col0, size_t ng, size_t w,
+                      int32_t *acc, int64_t *dot)
+{
+    col_dots(a, B, ldb, L, col0, ng, w, acc, dot);
 }
 
 /* 32 products at a time into int32 lanes (the 16-bit multiply of axpy_i8), then the rest. */
