@@ -7,7 +7,8 @@
 # kernel finding into a temporary data dir's corpus/found (never the real one), refuses it
 # a second time, and refuses a contract finding (one the correct kernel fails too).
 # Needs clang with libFuzzer (the target is built on first use in build-fuzz/ or
-# $ULPGYM_FUZZ_BUILD); exits 77 when it cannot run.
+# $ULPGYM_FUZZ_BUILD); exits 77 when clang or its libFuzzer runtime is missing, and fails when
+# they are there but the target does not build.
 . "$(dirname "$0")/lib.sh"
 src=${ULPGYM_DATA:?}
 command -v clang >/dev/null || { echo "no clang: skipped"; exit 77; }
@@ -18,7 +19,16 @@ cd "$T" || exit 1
 # 1. a mutant: several distinct findings, deduplicated, into ./ulpgym-found
 expect_status 1 ug fuzz attn_softmax --kernel-variant mut_tanh_overflow --time 120 --max-findings 3 \
     --fuzz-build "$build" --db "$T/f.db"
-if grep -q 'building the fuzz target failed' "$T/err"; then echo "libFuzzer target does not build: skipped"; exit 77; fi
+if grep -q 'building the fuzz target failed' "$T/err"; then
+    # Skip only when the toolchain cannot link a fuzzer at all; when it can, our target failing to
+    # build is a defect of ours (twice a clang-only error hid here as a skip).
+    printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { return d && n; }\n' >"$T/probe.c"
+    if clang -fsanitize=fuzzer "$T/probe.c" -o "$T/probe" 2>/dev/null; then
+        echo "FAIL: clang links a libFuzzer program but the fuzz target does not build: $(tail -c 600 "$build.log" 2>/dev/null)"
+        exit 1
+    fi
+    echo "libFuzzer runtime missing (clang -fsanitize=fuzzer cannot link): skipped"; exit 77
+fi
 cp "$T/out" "$T/fuzz1.out"
 out="$T/ulpgym-found"
 [ -f "$out/findings.tsv" ] && ok || bad "no findings.tsv in ./ulpgym-found: $(head -c 600 "$T/fuzz1.out")"
