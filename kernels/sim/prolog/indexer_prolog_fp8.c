@@ -208,18 +208,6 @@ void lip_sim_quantise(const float *v, size_t d, lip8_format fmt, lip8_bug bug, f
     }
 }
 
-/* out[j] = sum_k a[k] * b[k*ld + j] for j < n, fp32 per K tile of 128. */
-static void tiled_gemv(const float *a, const float *b, size_t kk, size_t n, size_t ld, float *out, float *tile)
-{
-    for (size_t j = 0; j < n; j++) out[j] = 0.0f;
-    for (size_t k0 = 0; k0 < kk; k0 += K_TILE) {
-        size_t len = kk - k0 < K_TILE ? kk - k0 : K_TILE;
-        for (size_t j = 0; j < n; j++) tile[j] = 0.0f;
-        for (size_t k = k0; k < k0 + len; k++)
-            for (size_t j = 0; j < n; j++) tile[j] += a[k] * b[k * ld + j]; /* rounds: fp32 */
-        for (size_t j = 0; j < n; j++) out[j] += tile[j];                   /* rounds: fp32 */
-    }
-}
 
 /* AVX2 where the CPU has it: lanes are output columns, each its own fp32 multiplies and adds
  * in its own order, no contraction (-ffp-contract=off), so the bits are SSE2's. */
@@ -232,9 +220,9 @@ static void tiled_gemv(const float *a, const float *b, size_t kk, size_t n, size
 #define KERNEL_CLONES
 #endif
 
-/* tiled_gemv for m rows of A at once (row i at A + i*lda, out row i at out + i*ldo): each
- * output's operations in tiled_gemv's order, bit for bit, but each row of b read once for
- * the m rows. tile: m*n floats. */
+/* out[i*ldo + j] = sum_k A[i*lda + k] * b[k*ld + j] for rows i < m and j < n: fp32, each
+ * output summed from 0 in K tiles of 128 (a tile's partial sum from 0 in k order, then added
+ * to the output), each row of b read once for the m rows. tile: m*n floats. */
 KERNEL_CLONES static void tiled_gemm_rows(const float *A, size_t lda, size_t m, const float *b, size_t kk, size_t n, size_t ld,
                             float *out, size_t ldo, float *tile)
 {
@@ -253,6 +241,13 @@ KERNEL_CLONES static void tiled_gemm_rows(const float *A, size_t lda, size_t m, 
         for (size_t i = 0; i < m; i++)
             for (size_t j = 0; j < n; j++) out[i * ldo + j] += tile[i * n + j]; /* rounds: fp32 */
     }
+}
+
+/* out[j] = sum_k a[k] * b[k*ld + j] for j < n, fp32 per K tile of 128: one row of
+ * tiled_gemm_rows. */
+static void tiled_gemv(const float *a, const float *b, size_t kk, size_t n, size_t ld, float *out, float *tile)
+{
+    tiled_gemm_rows(a, kk, 1, b, kk, n, ld, out, n, tile);
 }
 
 static void layer_norm(float *v, size_t d, const float *g, const float *b, float eps, lip8_bug bug)
