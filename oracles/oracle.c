@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "core/philox.h"
 
@@ -39,8 +40,9 @@ static _Thread_local struct {
     size_t bytes;
 } pool;
 
-/* A zeroed block of n bytes (as calloc): the smallest pooled one that fits, else calloc's. */
-static void *pool_get(size_t n)
+/* A block of n bytes: the smallest pooled one that fits (its old contents, not zeroed), else
+ * calloc's. */
+static void *pool_take(size_t n)
 {
     n = n ? n : 1;
     int best = -1;
@@ -50,10 +52,10 @@ static void *pool_get(size_t n)
     void *p = pool.p[best];
     pool.bytes -= pool.cap[best];
     pool.p[best] = NULL;
-    return memset(p, 0, n);
+    return p;
 }
 
-/* Frees block p of at least n bytes, or keeps it for pool_get. */
+/* Frees block p of at least n bytes, or keeps it for pool_take. */
 static void pool_put(void *p, size_t n)
 {
     if (!p) return;
@@ -65,8 +67,39 @@ static void pool_put(void *p, size_t n)
     free(p);
 }
 
-static double *alloc_vals(size_t n) { return pool_get(n * sizeof(double)); }
+/* An array evaluate() fills, not zeroed: the oracle emits every selected element once, which
+ * writes its value, its rounding, its unsure flag or its bound, and evaluate() fails the run
+ * when the count of emits differs (zeroing them was a fifth of inplace_add_rmsnorm's engine
+ * time at --sample all). */
+static double *out_vals(size_t n) { return pool_take(n * sizeof(double)); }
 static void free_vals(double *p, size_t n) { pool_put(p, n * sizeof(double)); }
+
+/* The zeros of a naive array no pass writes (bench_cold): large ones as fresh anonymous pages,
+ * which cost nothing until read (calloc from glibc's heap memsets them: 8 % of
+ * inplace_add_rmsnorm's engine time), small ones from calloc. A header before the zeros keeps
+ * the mapping's size for cold_free. */
+#define COLD_MMAP ((size_t)64 << 10)
+#define COLD_HEAD 8 /* doubles: 64 bytes, the zeros stay 64-byte aligned */
+static double *cold_zeros(size_t n)
+{
+    size_t bytes = ((n ? n : 1) + COLD_HEAD) * sizeof(double);
+    double *p = NULL;
+    if (bytes < COLD_MMAP) p = calloc(1, bytes);
+    else if ((p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED) p = NULL;
+    if (!p) return NULL;
+    memcpy(p, &bytes, sizeof bytes);
+    return p + COLD_HEAD;
+}
+
+static void cold_free(double *z)
+{
+    if (!z) return;
+    double *p = z - COLD_HEAD;
+    size_t bytes;
+    memcpy(&bytes, p, sizeof bytes);
+    if (bytes < COLD_MMAP) free(p);
+    else munmap(p, bytes);
+}
 
 void ug_geom_last_dim(const ug_tensor *t, size_t row_tile, size_t col_tile, ug_geom *g)
 {
@@ -116,7 +149,7 @@ static int select_output(const ug_case *c, int o, size_t sample, size_t **idx_ou
 {
     const ug_tensor *t = &c->out[o];
     if (sample == 0 || t->numel <= sample) {
-        size_t *idx = pool_get(t->numel * sizeof *idx);
+        size_t *idx = pool_take(t->numel * sizeof *idx); /* not zeroed: every entry is written below */
         if (!idx) return -1;
         for (size_t i = 0; i < t->numel; i++) idx[i] = i;
         *idx_out = idx;
@@ -242,8 +275,17 @@ static int evaluate(const ug_case *c, const ug_selection *sel, ug_ar_mode mode, 
     }
     ug_ar_set_sink(ar, sinks, sel->n_out);
     int rc = c->def->oracle(c, ar, sel);
+    unsigned long emitted, n_unsure;
+    size_t want = 0;
+    ug_ar_counts(ar, &emitted, &n_unsure);
+    for (int o = 0; o < sel->n_out; o++) want += sel->n[o];
     ug_ar_free(ar);
     if (rc) snprintf(err, errlen, "oracle of %s failed (%d)", ug_op_name(c->spec.op), rc);
+    else if (emitted != want) { /* the arrays are not zeroed (out_vals): an element left out would be garbage */
+        snprintf(err, errlen, "oracle of %s emitted %lu values for its %zu selected elements (a bug: each is emitted once)",
+                 ug_op_name(c->spec.op), emitted, want);
+        rc = -1;
+    }
     return rc;
 }
 
@@ -302,7 +344,7 @@ static int ziv_init(ziv_set *z, const ug_oracle_result *r, unsigned char **unsur
         n += !n;
         z->sub.idx[k] = malloc(n * sizeof(size_t));
         z->pos[k] = malloc(n * sizeof(size_t));
-        for (int s = 0; s < 2; s++) z->gs[s][k] = alloc_vals(n), z->g[s][k] = alloc_vals(n);
+        for (int s = 0; s < 2; s++) z->gs[s][k] = out_vals(n), z->g[s][k] = out_vals(n);
         if (!z->sub.idx[k] || !z->pos[k] || !z->gs[0][k] || !z->g[0][k] || !z->gs[1][k] || !z->g[1][k]) return -1;
         for (size_t i = 0; i < r->sel.n[k]; i++) {
             if (i + 8 <= r->sel.n[k] && eight_zero(unsure[k] + i)) i += 7; /* eight sure elements */
@@ -364,7 +406,7 @@ static int device_bound(const ug_case *c, const ug_oracle_opts *o, ug_oracle_res
 {
     double *none[UG_MAX_TENSORS] = {0}; /* DEVICE writes the bound only */
     for (int k = 0; k < r->sel.n_out; k++)
-        if (!(r->bound[k] = alloc_vals(r->sel.n[k]))) {
+        if (!(r->bound[k] = out_vals(r->sel.n[k]))) {
             snprintf(err, errlen, "out of memory for the oracle");
             return -1;
         }
@@ -385,10 +427,10 @@ static int self_check(const ug_case *c, const ug_oracle_opts *o, ug_oracle_resul
     double *g1s[UG_MAX_TENSORS] = {0}, *g1[UG_MAX_TENSORS] = {0}, *g2s[UG_MAX_TENSORS] = {0}, *g2[UG_MAX_TENSORS] = {0};
     int rc = 0;
     for (int k = 0; k < sub.n_out && !rc; k++) {
-        g1s[k] = alloc_vals(sub.n[k]);
-        g1[k] = alloc_vals(sub.n[k]);
-        g2s[k] = alloc_vals(sub.n[k]);
-        g2[k] = alloc_vals(sub.n[k]);
+        g1s[k] = out_vals(sub.n[k]);
+        g1[k] = out_vals(sub.n[k]);
+        g2s[k] = out_vals(sub.n[k]);
+        g2[k] = out_vals(sub.n[k]);
         if (!g1s[k] || !g1[k] || !g2s[k] || !g2[k]) rc = -1;
     }
     if (!rc) rc = evaluate(c, &sub, UG_AR_EXACT, o->prec, g1s, g1, NULL, NULL, err, errlen);
@@ -420,10 +462,10 @@ static int run_on_result_sel(const ug_case *c, const ug_oracle_opts *o, ug_oracl
     unsigned char *unsure[UG_MAX_TENSORS] = {0};
     int rc = 0;
     for (int k = 0; !rc && k < sel->n_out; k++) {
-        r->gstar[k] = alloc_vals(sel->n[k]);
-        r->g[k] = alloc_vals(sel->n[k]);
-        r->bench[k] = o->naive ? alloc_vals(sel->n[k]) : calloc(sel->n[k] ? sel->n[k] : 1, sizeof(double));
-        unsure[k] = pool_get(sel->n[k]);
+        r->gstar[k] = out_vals(sel->n[k]);
+        r->g[k] = out_vals(sel->n[k]);
+        r->bench[k] = o->naive ? out_vals(sel->n[k]) : cold_zeros(sel->n[k]);
+        unsure[k] = pool_take(sel->n[k]); /* CERT's emits write every flag (out_vals) */
         if (!r->gstar[k] || !r->g[k] || !r->bench[k] || !unsure[k]) rc = -1;
     }
     r->bench_cold = !o->naive;
@@ -438,7 +480,7 @@ static int run_on_result_sel(const ug_case *c, const ug_oracle_opts *o, ug_oracl
     if (!rc && o->naive) {
         double *scratch[UG_MAX_TENSORS] = {0};
         for (int k = 0; !rc && k < sel->n_out; k++)
-            if (!(scratch[k] = alloc_vals(sel->n[k]))) rc = -1;
+            if (!(scratch[k] = out_vals(sel->n[k]))) rc = -1;
         if (!rc) rc = evaluate(c, &r->sel, UG_AR_NAIVE, o->prec, scratch, r->bench, NULL, NULL, err, errlen);
         for (int k = 0; k < sel->n_out; k++) free_vals(scratch[k], sel->n[k]);
     }
@@ -479,7 +521,7 @@ void ug_oracle_result_free(ug_oracle_result *r)
         size_t n = k < r->sel.n_out ? r->sel.n[k] : 0; /* the arrays' length (0: free them) */
         free_vals(r->gstar[k], n);
         free_vals(r->g[k], n);
-        if (r->bench_cold) free(r->bench[k]); /* untouched pages: pooled, a later memset would fault them in */
+        if (r->bench_cold) cold_free(r->bench[k]); /* never written: not pooled (a pooled block is reused dirty) */
         else free_vals(r->bench[k], n);
         free_vals(r->bound[k], n);
     }

@@ -51,7 +51,7 @@ typedef struct {
     unsigned long n_fallback;      /* elements the fast path handed to MPFR */
     unsigned long n_raised;        /* of those, rounded differently at prec and 2*prec: raised further */
     unsigned long n_unsettled;     /* of those, still rounded differently at UG_ORACLE_PREC_MAX */
-    int bench_cold;                /* bench is calloc's zeros, never written (no naive pass): freed, not pooled */
+    int bench_cold;                /* bench is fresh zeros, never written (no naive pass): freed, not pooled */
     unsigned long n_checked_twice; /* self-check: elements re-evaluated */
     unsigned long n_mismatch;      /* self-check: elements whose rounding differed */
 } ug_oracle_result;
