@@ -73,6 +73,36 @@ round_block(const double *restrict v, const double *restrict e, int mant, int em
     }
 }
 
+/* round_block where every bound is 0 (exact values: input sums, products proved exact): the
+ * value's rounding alone, the same g, gs, un and slow as round_block gives on such lanes
+ * (exact: sure where v is not NaN, g the rounding of v, slow where that rounding's bits are
+ * out of range), without the interval ends' two roundings. */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+round_exact_block(const double *restrict v, int mant, int emin, int emax, double *restrict g, double *restrict gs,
+                  int64_t *restrict un, int64_t *restrict slow)
+{
+    for (int i = 0; i < BLK; i++) {
+        int64_t ok_v;
+        g[i] = round_lane(v[i], mant, emin, emax, &ok_v); /* rounds: the output's dtype */
+        gs[i] = v[i];
+        un[i] = !(v[i] == v[i]);
+        slow[i] = ok_v == 0;
+    }
+}
+
+/* Whether e[0..BLK) are all +-0, on the bits (a NaN's are nonzero): a loop that vectorises,
+ * where e[i] != 0.0 compiles to a flag test per lane. */
+static int all_zero(const double *e)
+{
+    uint64_t nz = 0;
+    for (int i = 0; i < BLK; i++) {
+        uint64_t u;
+        memcpy(&u, e + i, sizeof u);
+        nz |= u << 1; /* the sign bit dropped */
+    }
+    return nz == 0;
+}
+
 /* round_block's flags on BLK lanes: uz[i] = un[i] as bytes, *any_slow whether a lane is slow;
  * returns how many lanes are unsure and not slow. A loop of its own: with the doubles' lanes
  * the byte stores and these sums kept round_block from vectorising. */
@@ -112,7 +142,8 @@ unsigned long ug_cv_put_block(const ug_ar_sink *s, size_t k0, const double *v, c
             bv = pv, be = pe;
         }
         int64_t any_slow;
-        round_block(bv, be, mant, emin, emax, whole ? s->g + k : g, whole ? s->gstar + k : gs, un, slow);
+        if (all_zero(be)) round_exact_block(bv, mant, emin, emax, whole ? s->g + k : g, whole ? s->gstar + k : gs, un, slow);
+        else round_block(bv, be, mant, emin, emax, whole ? s->g + k : g, whole ? s->gstar + k : gs, un, slow);
         unsure += (unsigned long)flags_block(un, slow, whole && s->unsure ? s->unsure + k : uz, &any_slow);
         if (!whole) {
             memcpy(s->g + k, g, len * sizeof *g), memcpy(s->gstar + k, gs, len * sizeof *gs);
