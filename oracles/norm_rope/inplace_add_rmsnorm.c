@@ -5,6 +5,7 @@
  * outputs. Special values follow IEEE rules through the exact formulas (the semantics
  * text below); the arithmetic propagates them. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -41,31 +42,65 @@ static ug_num x_add_value(ug_ar *ar, int fast, double a, double b)
     return ug_add(ar, ug_c(ar, a), ug_c(ar, b)); /* an input sum: exact double, rounded by the naive arithmetic too */
 }
 
-/* CERT, a row selected whole in y and x_add (every row at --sample all): both computed by
- * plain loops (the values of y_value and x_add_value) and emitted by blocks
- * (ug_cv_put_block), and rstd;
+/* y and x_add of IAR_BLOCK columns of a row: y_value's and x_add_value's formulas over
+ * arrays (the same values and bounds), in a loop that vectorises: the certified formulas
+ * choose between values, not code paths (cert_inline.h), and this file is compiled with
+ * -fno-math-errno -fno-trapping-math (CMakeLists.txt), which change no IEEE result. */
+#define IAR_BLOCK 256
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+row_block(const double *restrict xa, const double *restrict gm, const double *restrict x1, const double *restrict x2,
+          double rs_v, double rs_e, size_t len, double *restrict v, double *restrict e)
+{
+    ug_cv rs = {rs_v, rs_e};
+    for (size_t i = 0; i < len; i++) {
+        ug_cv y = ug_cv_mul(ug_cv_mul(ug_cv_c(xa[i]), rs), ug_cv_c(gm[i]));
+        ug_cv xs = ug_cv_add(ug_cv_c(x1[i]), ug_cv_c(x2[i])); /* an input sum: exact unless the exponents spread far */
+        v[i] = y.v, e[i] = y.e, v[IAR_BLOCK + i] = xs.v, e[IAR_BLOCK + i] = xs.e;
+    }
+}
+
+/* CERT, a row selected whole in y and x_add (every row at --sample all), inputs held as
+ * doubles: both computed by row_block and emitted by blocks (ug_cv_put_block), and rstd;
  * 0 (nothing emitted) for any other row. */
 static int fast_row(ug_ar *ar, const ug_selection *sel, size_t *pos, size_t r, size_t h, const double *xa, ug_num rstd,
                     const ug_tensor *x1, const ug_tensor *x2, const ug_tensor *gm)
 {
     ug_ar_sink *s0 = ug_ar_cert_sink(ar, 0), *s1 = ug_ar_cert_sink(ar, 1);
-    if (!s0 || !s1 || !ug_sel_is_run(sel, 0, pos[0], r * h, h) || !ug_sel_is_run(sel, 1, pos[1], r * h, h)) return 0;
+    if (!s0 || !s1 || !x1->values || !x2->values || !gm->values || !ug_sel_is_run(sel, 0, pos[0], r * h, h) ||
+        !ug_sel_is_run(sel, 1, pos[1], r * h, h))
+        return 0;
     unsigned long unsure = 0;
-    ug_cv rs = ug_cv_of(rstd);
-    double v[2][256], e[2][256]; /* y and x_add of 256 columns, emitted a block at a time */
-    for (size_t i0 = 0; i0 < h; i0 += 256) {
-        size_t len = h - i0 < 256 ? h - i0 : 256;
-        for (size_t i = i0; i < i0 + len; i++) {
-            ug_cv y = ug_cv_mul(ug_cv_mul(ug_cv_c(xa[i]), rs), ug_cv_c(ug_tload(gm, i)));
-            ug_cv xs = ug_cv_add(ug_cv_c(ug_tload(x1, r * h + i)), ug_cv_c(ug_tload(x2, r * h + i)));
-            v[0][i - i0] = y.v, e[0][i - i0] = y.e, v[1][i - i0] = xs.v, e[1][i - i0] = xs.e;
-        }
-        unsure += ug_cv_put_block(s0, pos[0] + i0, v[0], e[0], len) + ug_cv_put_block(s1, pos[1] + i0, v[1], e[1], len);
+    double v[2 * IAR_BLOCK], e[2 * IAR_BLOCK]; /* y, then x_add, of IAR_BLOCK columns */
+    for (size_t i0 = 0; i0 < h; i0 += IAR_BLOCK) {
+        size_t len = h - i0 < IAR_BLOCK ? h - i0 : IAR_BLOCK;
+        row_block(xa + i0, gm->values + i0, x1->values + r * h + i0, x2->values + r * h + i0, rstd.v, rstd.e, len, v, e);
+        unsure += ug_cv_put_block(s0, pos[0] + i0, v, e, len) + ug_cv_put_block(s1, pos[1] + i0, v + IAR_BLOCK, e + IAR_BLOCK, len);
     }
     ug_ar_tally(ar, 2 * h, unsure);
     pos[0] += h, pos[1] += h;
     if (pos[2] < sel->n[2] && sel->idx[2][pos[2]] == r) ug_ar_emit(ar, 2, pos[2]++, rstd);
     return 1;
+}
+
+/* CERT, h > 64, inputs held as doubles: x_add (exact) of the SS_ROWS rows of group g0.. into
+ * xa4 (row k at xa4 + k*h; rows past the last are zeros) and ug_dot_d(xa, xa) of each into ss:
+ * each row's own left-to-right sum, the rows' chains of dependent additions side by side
+ * (one row's is latency-bound). ug_dot_d (ug_cv_dot_d past 64 terms, untracked) sums |p|
+ * beside p; every p = x*x is >= 0 or NaN, so that is the same sum bit for bit and the bound
+ * is gamma(h+2)*s + h*TINY, as there. */
+#define SS_ROWS 4
+
+static void group_sumsq(const ug_tensor *x1, const ug_tensor *x2, size_t h, size_t g0, size_t rows, double *xa4,
+                        ug_num *ss)
+{
+    double s[SS_ROWS] = {0};
+    for (size_t k = 0; k < SS_ROWS; k++)
+        for (size_t i = 0; i < h; i++)
+            xa4[k * h + i] = g0 + k < rows ? x1->values[(g0 + k) * h + i] + x2->values[(g0 + k) * h + i] : 0.0;
+    for (size_t i = 0; i < h; i++)
+        for (size_t k = 0; k < SS_ROWS; k++) s[k] += xa4[k * h + i] * xa4[k * h + i]; /* rounds: as ug_dot_d */
+    for (size_t k = 0; k < SS_ROWS; k++) ss[k] = ug_cv_num(ug_cv_make(s[k], ug_cv_gamma_n(h + 2) * s[k] + (double)h * UG_CV_TINY));
 }
 
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
@@ -74,14 +109,22 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     long rows = ug_p_int(&c->params, "rows");
     double eps = ug_p_num(&c->params, "eps"); /* the fp32 value */
     const ug_tensor *x1 = ug_case_input(c, "x1"), *x2 = ug_case_input(c, "x2"), *gm = ug_case_input(c, "gamma");
-    size_t h = (size_t)ug_p_int(&c->params, "h"), pos[3] = {0, 0, 0};
-    double *xa = malloc(h * sizeof *xa);
-    if (!xa) return -1;
+    size_t h = (size_t)ug_p_int(&c->params, "h"), pos[3] = {0, 0, 0}, group = SIZE_MAX;
+    int grouped = fast && h > 64 && x1->values && x2->values;
+    double *xa4 = malloc((grouped ? SS_ROWS : 1) * h * sizeof *xa4), *xa = xa4;
+    ug_num ss4[SS_ROWS];
+    if (!xa4) return -1;
     for (size_t r = 0; r < (size_t)rows; r++) {
         if (!row_selected(sel, r, h, pos)) continue;
         size_t mark = ug_ar_mark(ar);
-        for (size_t i = 0; i < h; i++) xa[i] = ug_tload(x1, r * h + i) + ug_tload(x2, r * h + i); /* exact */
-        ug_num ss = ug_dot_d(ar, xa, 1, xa, 1, h);
+        ug_num ss;
+        if (grouped) {
+            if (group != r / SS_ROWS) group = r / SS_ROWS, group_sumsq(x1, x2, h, group * SS_ROWS, (size_t)rows, xa4, ss4);
+            xa = xa4 + (r % SS_ROWS) * h, ss = ss4[r % SS_ROWS];
+        } else {
+            for (size_t i = 0; i < h; i++) xa[i] = ug_tload(x1, r * h + i) + ug_tload(x2, r * h + i); /* exact */
+            ss = ug_dot_d(ar, xa, 1, xa, 1, h);
+        }
         ug_num rstd = ug_rsqrt(ar, ug_add(ar, ug_div(ar, ss, ug_c(ar, (double)h)), ug_c(ar, eps)));
         if (fast && fast_row(ar, sel, pos, r, h, xa, rstd, x1, x2, gm)) {
             ug_ar_release(ar, mark);
@@ -98,7 +141,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
         if (pos[2] < sel->n[2] && sel->idx[2][pos[2]] == r) ug_ar_emit(ar, 2, pos[2]++, rstd);
         ug_ar_release(ar, mark);
     }
-    free(xa);
+    free(xa4);
     return 0;
 }
 
@@ -109,9 +152,9 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
 
 /* fp16 and bf16 only: a case of another dtype has no dtype for x1 and is refused. */
 
-/* Scratch for the case memory estimate: one row in the sim kernel (3 fp32 arrays) and in the
- * oracle (fp64). */
-static double scratch(const ug_params *P) { return 20 * (double)ug_p_int(P, "h"); }
+/* Scratch for the case memory estimate: one row in the sim kernel (3 fp32 arrays) and a
+ * group of SS_ROWS rows in the oracle (fp64). */
+static double scratch(const ug_params *P) { return (12 + 8 * SS_ROWS) * (double)ug_p_int(P, "h"); }
 
 const ug_op_def ug_opdef_inplace_add_rmsnorm = {
     .op = UG_OP_INPLACE_ADD_RMSNORM, .oracle = oracle, .geometry = geometry, .scratch = scratch};
