@@ -75,21 +75,22 @@ static int build(ug_case *c, char *err, size_t errlen)
     return 0;
 }
 
-/* h[j] of token t for every column, into hrow (numbers live until the caller releases). */
-static void row_h(ug_ar *ar, const mar_params *p, const ug_case *c, size_t t, ug_num *hrow, ug_num *terms)
+/* h[j] of token t for every column, into hrow (numbers live until the caller releases).
+ * dots: W*n numbers of scratch, rank r's n column dots at dots + r*n, each ug_dot_d's own
+ * value and bound (ug_dot_d_cols: one pass over w_r's rows instead of a strided dot per column). */
+static void row_h(ug_ar *ar, const mar_params *p, const ug_case *c, size_t t, ug_num *hrow, ug_num *dots)
 {
     const ug_tensor *x = ug_case_input(c, "x"), *w = ug_case_input(c, "w"), *res = ug_case_input(c, "residual");
     size_t W = (size_t)p->world, T = (size_t)p->tokens, kk = (size_t)(p->k / p->world), n = (size_t)p->n;
+    for (size_t r = 0; r < W; r++)
+        ug_dot_d_cols(ar, x->values + (r * T + t) * kk, w->values + r * kk * n, n, kk, n, dots + r * n);
     for (size_t j = 0; j < n; j++) {
-        for (size_t r = 0; r < W; r++) {
-            ug_num dot = ug_dot_d(ar, x->values + (r * T + t) * kk, 1, w->values + r * kk * n + j, n, kk);
-            terms[r] = ug_round(ar, dot, UG_DT_BF16); /* spec: the partial is rounded to bf16 */
-        }
-        /* the bf16 partials and the residual added one at a time: each addition is exact in
-         * double unless the exponents spread far, so the certified bound stays zero and an
-         * h that sits exactly on a bf16 tie needs no MPFR fallback (ug_sum's bound would) */
-        ug_num y = terms[0];
-        for (size_t r = 1; r < W; r++) y = ug_add(ar, y, terms[r]); /* rank order */
+        /* spec: each rank's partial is rounded to bf16; the bf16 partials and the residual are
+         * added one at a time: each addition is exact in double unless the exponents spread
+         * far, so the certified bound stays zero and an h that sits exactly on a bf16 tie
+         * needs no MPFR fallback (ug_sum's bound would) */
+        ug_num y = ug_round(ar, dots[j], UG_DT_BF16);
+        for (size_t r = 1; r < W; r++) y = ug_add(ar, y, ug_round(ar, dots[r * n + j], UG_DT_BF16)); /* rank order */
         hrow[j] = ug_add(ar, y, ug_c(ar, ug_tload(res, t * n + j)));
     }
 }
@@ -100,14 +101,15 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     read_params(c, &p);
     const ug_tensor *gm = ug_case_input(c, "gamma");
     size_t n = (size_t)p.n, pos[2] = {0, 0};
-    ug_num *hrow = malloc(n * sizeof *hrow), *sq = malloc(n * sizeof *sq), *terms = malloc(9 * sizeof *terms);
-    int rc = hrow && sq && terms ? 0 : -1;
+    ug_num *hrow = malloc(n * sizeof *hrow), *sq = malloc(n * sizeof *sq);
+    ug_num *dots = malloc((size_t)p.world * n * sizeof *dots);
+    int rc = hrow && sq && dots ? 0 : -1;
     for (size_t t = 0; !rc && t < (size_t)p.tokens; t++) {
         int want_out = pos[0] < sel->n[0] && sel->idx[0][pos[0]] / n == t;
         int want_h = pos[1] < sel->n[1] && sel->idx[1][pos[1]] / n == t;
         if (!want_out && !want_h) continue;
         size_t mark = ug_ar_mark(ar);
-        row_h(ar, &p, c, t, hrow, terms);
+        row_h(ar, &p, c, t, hrow, dots);
         for (; pos[1] < sel->n[1] && sel->idx[1][pos[1]] / n == t; pos[1]++)
             ug_ar_emit(ar, 1, pos[1], hrow[sel->idx[1][pos[1]] % n]);
         if (want_out) {
@@ -123,7 +125,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     }
     free(hrow);
     free(sq);
-    free(terms);
+    free(dots);
     return rc;
 }
 
@@ -178,11 +180,11 @@ static void adjust_rule(const ug_case *c, int out, const double *g, size_t n, ug
 }
 
 /* Scratch for the case memory estimate: the sim kernel's fp32 copy of w and its row
- * buffers; the oracle's row arrays. */
+ * buffers; the oracle's row arrays and the ranks' dots of a token. */
 static double scratch(const ug_params *P)
 {
     double k = (double)ug_p_int(P, "k"), n = (double)ug_p_int(P, "n"), w = (double)ug_p_int(P, "world");
-    return 4 * (k * n + (w + 5) * n + k / w) + 2 * n * UG_NUM_BYTES;
+    return 4 * (k * n + (w + 5) * n + k / w) + (2 + w) * n * UG_NUM_BYTES;
 }
 
 const ug_op_def ug_opdef_matmul_allreduce_add_rmsnorm = {
