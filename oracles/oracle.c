@@ -149,9 +149,9 @@ static int select_output(const ug_case *c, int o, size_t sample, size_t **idx_ou
 {
     const ug_tensor *t = &c->out[o];
     if (sample == 0 || t->numel <= sample) {
-        size_t *idx = pool_take(t->numel * sizeof *idx); /* not zeroed: every entry is written below */
+        size_t *idx = pool_take(t->numel * sizeof *idx), n = t->numel; /* not zeroed: every entry is written below */
         if (!idx) return -1;
-        for (size_t i = 0; i < t->numel; i++) idx[i] = i;
+        for (size_t i = 0; i < n; i++) idx[i] = i;
         *idx_out = idx;
         *n_out = t->numel;
         return 0;

@@ -76,18 +76,32 @@ static inline double ug_cv_two_sum_err(double a, double b, double s)
     return (a - (s - bb)) + (b - bb);
 }
 
-/* Veltkamp's exact product error where no step can under- or overflow, else |p| u + TINY.
- * Where |p| u is 0 its sum with TINY is TINY itself, taken as a constant: as in ug_cv_make,
- * no subnormal result on the lanes that do not need one (the same value bit for bit). */
-static inline double ug_cv_two_prod_err(double a, double b, double p)
+/* The error bound of p = a*b given |exact|, the product's exact error where no step can
+ * under- or overflow, else |p| u + TINY. Where |p| u is 0 its sum with TINY is TINY itself,
+ * taken as a constant: as in ug_cv_make, no subnormal result on the lanes that do not need
+ * one (the same value bit for bit). */
+static inline double ug_cv_prod_err_of(double a, double b, double p, double exact)
 {
     int in_range = (fabs(p) > 0x1p-960) & (fabs(p) < 0x1p960) & (fabs(a) < 0x1p995) & (fabs(b) < 0x1p995);
+    double f = fabs(p) * UG_CV_U52, fb = ug_cv_nonzero(f) + UG_CV_TINY; /* rounds: |p| u + TINY */
+    return in_range ? exact : f == 0.0 ? UG_CV_TINY : fb;
+}
+
+/* Veltkamp's exact product error (ug_cv_prod_err_of). */
+static inline double ug_cv_two_prod_err(double a, double b, double p)
+{
     const double split = 134217729.0; /* 2^27 + 1 */
     double ca = split * a, ah = ca - (ca - a), al = a - ah;
     double cb = split * b, bh = cb - (cb - b), bl = b - bh;
-    double exact = fabs(((ah * bh - p) + ah * bl + al * bh) + al * bl);
-    double f = fabs(p) * UG_CV_U52, fb = ug_cv_nonzero(f) + UG_CV_TINY; /* rounds: |p| u + TINY */
-    return in_range ? exact : f == 0.0 ? UG_CV_TINY : fb;
+    return ug_cv_prod_err_of(a, b, p, fabs(((ah * bh - p) + ah * bl + al * bh) + al * bl));
+}
+
+/* The same error by one fused multiply-add: in range both are the product's exact error, so
+ * the same value bit for bit. For code compiled with FMA (a target_clones clone for
+ * arch=x86-64-v3 or v4); elsewhere __builtin_fma is libm's fma, exact but slow. */
+static inline double ug_cv_two_prod_err_fma(double a, double b, double p)
+{
+    return ug_cv_prod_err_of(a, b, p, fabs(__builtin_fma(a, b, -p)));
 }
 
 static inline ug_cv ug_cv_add(ug_cv a, ug_cv b)
@@ -102,10 +116,23 @@ static inline ug_cv ug_cv_sub(ug_cv a, ug_cv b)
     return ug_cv_make(v, a.e + b.e + (ug_cv_finite(v) ? err : INFINITY));
 }
 
+/* a*b with the product error err of v = a.v*b.v. */
+static inline ug_cv ug_cv_mul_err(ug_cv a, ug_cv b, double v, double err)
+{
+    return ug_cv_make(v, fabs(a.v) * b.e + fabs(b.v) * a.e + a.e * b.e + (ug_cv_finite(v) ? err : INFINITY));
+}
+
 static inline ug_cv ug_cv_mul(ug_cv a, ug_cv b)
 {
-    double v = a.v * b.v, err = ug_cv_two_prod_err(a.v, b.v, v);
-    return ug_cv_make(v, fabs(a.v) * b.e + fabs(b.v) * a.e + a.e * b.e + (ug_cv_finite(v) ? err : INFINITY));
+    double v = a.v * b.v;
+    return ug_cv_mul_err(a, b, v, ug_cv_two_prod_err(a.v, b.v, v));
+}
+
+/* ug_cv_mul, bit for bit, with the product error by FMA (ug_cv_two_prod_err_fma). */
+static inline ug_cv ug_cv_mul_fma(ug_cv a, ug_cv b)
+{
+    double v = a.v * b.v;
+    return ug_cv_mul_err(a, b, v, ug_cv_two_prod_err_fma(a.v, b.v, v));
 }
 
 static inline ug_cv ug_cv_div(ug_cv a, ug_cv b)

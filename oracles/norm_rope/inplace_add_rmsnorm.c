@@ -45,16 +45,18 @@ static ug_num x_add_value(ug_ar *ar, int fast, double a, double b)
 /* y and x_add of IAR_BLOCK columns of a row: y_value's and x_add_value's formulas over
  * arrays (the same values and bounds), in a loop that vectorises: the certified formulas
  * choose between values, not code paths (cert_inline.h), and this file is compiled with
- * -fno-math-errno -fno-trapping-math (CMakeLists.txt), which change no IEEE result. */
+ * -fno-math-errno -fno-trapping-math (CMakeLists.txt), which change no IEEE result. The
+ * product errors are taken by FMA (ug_cv_mul_fma: the same bits as ug_cv_mul) in the
+ * x86-64-v3/v4 clones, which have it; the default clone calls libm's fma. */
 #define IAR_BLOCK 256
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) static void
 row_block(const double *restrict xa, const double *restrict gm, const double *restrict x1, const double *restrict x2,
           double rs_v, double rs_e, size_t len, double *restrict v, double *restrict e)
 {
     ug_cv rs = {rs_v, rs_e};
     for (size_t i = 0; i < len; i++) {
-        ug_cv y = ug_cv_mul(ug_cv_mul(ug_cv_c(xa[i]), rs), ug_cv_c(gm[i]));
+        ug_cv y = ug_cv_mul_fma(ug_cv_mul_fma(ug_cv_c(xa[i]), rs), ug_cv_c(gm[i])); /* y_value's ug_cv_mul */
         ug_cv xs = ug_cv_add(ug_cv_c(x1[i]), ug_cv_c(x2[i])); /* an input sum: exact unless the exponents spread far */
         v[i] = y.v, e[i] = y.e, v[IAR_BLOCK + i] = xs.v, e[IAR_BLOCK + i] = xs.e;
     }
@@ -89,17 +91,24 @@ static int fast_row(ug_ar *ar, const ug_selection *sel, size_t *pos, size_t r, s
  * (one row's is latency-bound). ug_dot_d (ug_cv_dot_d past 64 terms, untracked) sums |p|
  * beside p; every p = x*x is >= 0 or NaN, so that is the same sum bit for bit and the bound
  * is gamma(h+2)*s + h*TINY, as there. */
-#define SS_ROWS 4
+#define SS_ROWS 4 /* group_sumsq's four chains */
 
-static void group_sumsq(const ug_tensor *x1, const ug_tensor *x2, size_t h, size_t g0, size_t rows, double *xa4,
+static void group_sumsq(const ug_tensor *x1, const ug_tensor *x2, size_t h, size_t g0, size_t rows, double *restrict xa4,
                         ug_num *ss)
 {
-    double s[SS_ROWS] = {0};
-    for (size_t k = 0; k < SS_ROWS; k++)
-        for (size_t i = 0; i < h; i++)
-            xa4[k * h + i] = g0 + k < rows ? x1->values[(g0 + k) * h + i] + x2->values[(g0 + k) * h + i] : 0.0;
-    for (size_t i = 0; i < h; i++)
-        for (size_t k = 0; k < SS_ROWS; k++) s[k] += xa4[k * h + i] * xa4[k * h + i]; /* rounds: as ug_dot_d */
+    const double *restrict a = x1->values + g0 * h, *restrict b = x2->values + g0 * h; /* held: no reload per element */
+    size_t n = (rows - g0 < SS_ROWS ? rows - g0 : SS_ROWS) * h;
+    for (size_t i = 0; i < n; i++) xa4[i] = a[i] + b[i];
+    for (size_t i = n; i < SS_ROWS * h; i++) xa4[i] = 0.0;
+    const double *r0 = xa4, *r1 = xa4 + h, *r2 = xa4 + 2 * h, *r3 = xa4 + 3 * h;
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0; /* four chains in registers */
+    for (size_t i = 0; i < h; i++) { /* rounds: as ug_dot_d, each row left to right */
+        s0 += r0[i] * r0[i];
+        s1 += r1[i] * r1[i];
+        s2 += r2[i] * r2[i];
+        s3 += r3[i] * r3[i];
+    }
+    const double s[SS_ROWS] = {s0, s1, s2, s3};
     for (size_t k = 0; k < SS_ROWS; k++) ss[k] = ug_cv_num(ug_cv_make(s[k], ug_cv_gamma_n(h + 2) * s[k] + (double)h * UG_CV_TINY));
 }
 
