@@ -199,6 +199,60 @@ static ug_oracle_result exact_values(const char *spec, ug_case *c)
     return r;
 }
 
+/* An oracle that leaves an element out (here: the last of output 0) or emits one twice makes
+ * the run fail with a message, in every arithmetic: the engine does not zero the arrays it
+ * fills, so an element left out would otherwise be read as whatever the array held. */
+static int (*real_oracle)(const ug_case *, ug_ar *, const ug_selection *);
+static int drop_last(const ug_case *c, ug_ar *ar, const ug_selection *sel)
+{
+    ug_selection less = *sel;
+    less.n[0]--;
+    return real_oracle(c, ar, &less);
+}
+static int emit_twice(const ug_case *c, ug_ar *ar, const ug_selection *sel)
+{
+    int rc = real_oracle(c, ar, sel);
+    ug_ar_emit(ar, 0, 0, ug_c(ar, 1.0));
+    return rc;
+}
+
+static void miscounted_emits_fail(void)
+{
+    ug_spec s;
+    ug_case c;
+    char err[256];
+    const char *spec = "{\"op\":\"inplace_add_rmsnorm\",\"dtype\":\"bf16\",\"params\":{\"rows\":2,\"h\":70},"
+                       "\"dist\":{\"x1\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"x2\":{\"kind\":\"normal\",\"mean\":0,"
+                       "\"std\":1},\"gamma\":{\"kind\":\"normal\",\"mean\":1,\"std\":0.1}},\"seed\":5}";
+    CHECK(ug_spec_parse(spec, &s, err, sizeof err) == 0 && ug_case_build(&c, &s, err, sizeof err) == 0, "%s", err);
+    ug_op_def def = *c.def;
+    const ug_op_def *own = c.def;
+    real_oracle = def.oracle;
+    c.def = &def;
+    int (*bad[2])(const ug_case *, ug_ar *, const ug_selection *) = {drop_last, emit_twice};
+    ug_ar_mode modes[3] = {UG_AR_CERT, UG_AR_EXACT, UG_AR_F64};
+    for (int b = 0; b < 2; b++)
+        for (int m = 0; m < 3; m++) {
+            def.oracle = bad[b];
+            ug_oracle_opts o;
+            ug_oracle_opts_default(&o);
+            o.mode = modes[m];
+            ug_oracle_result r;
+            err[0] = 0;
+            int rc = ug_oracle_run(&c, &o, &r, err, sizeof err);
+            CHECK(rc != 0 && strstr(err, "emitted"), "oracle %d in mode %d: run %d, message \"%s\"", b, m, rc, err);
+            if (rc == 0) ug_oracle_result_free(&r);
+        }
+    def.oracle = real_oracle; /* the op's own oracle passes the same check */
+    ug_oracle_opts o;
+    ug_oracle_opts_default(&o);
+    ug_oracle_result r;
+    CHECK(ug_oracle_run(&c, &o, &r, err, sizeof err) == 0, "the op's own oracle: %s", err);
+    ug_oracle_result_free(&r);
+    c.def = own;
+    ug_case_free(&c);
+}
+
 /* fp32 attributes go through one rounding path: scale = s and scale = fp32(s) (and the
  * same for cap) give bit-identical oracle values. With the (double)(float) round trip
  * dropped by a compiler (core/probes/fp_round_trip.c), the first would use 0.1 itself. */
@@ -380,6 +434,7 @@ static void device_bound_contains_fp32(void)
 
 int main(void)
 {
+    miscounted_emits_fail();
     standards_at_threshold();
     device_bound_contains_fp32();
     discrete_compares();
