@@ -243,3 +243,23 @@ void ug_cv_div_row(const double *v, const double *e, ug_cv d, size_t n, double *
 {
     div_lanes(v, e, d.v, d.e, n, qv, qe);
 }
+
+/* ---- a row multiplied by one number ---- */
+
+/* Lanes of ug_cv_mul(a, {v[i], e[i]}) with the product error by FMA (ug_cv_mul_fma: the same
+ * bits), in the clones that have it (the default one calls libm's fma). */
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) static void
+scale_lanes(const double *restrict v, const double *restrict e, double av, double ae, size_t n, double *restrict pv,
+            double *restrict pe)
+{
+    ug_cv a = {av, ae};
+    for (size_t i = 0; i < n; i++) {
+        ug_cv p = ug_cv_mul_fma(a, (ug_cv){v[i], e[i]});
+        pv[i] = p.v, pe[i] = p.e;
+    }
+}
+
+void ug_cv_scale_row(ug_cv a, const double *v, const double *e, size_t n, double *pv, double *pe)
+{
+    scale_lanes(v, e, a.v, a.e, n, pv, pe);
+}

@@ -1,6 +1,6 @@
 /* cert_block.h — the CERT emit over a block of elements, dot products of many columns at
- * once and a row divided by one number, in loops the compiler vectorises (cert_block.c
- * says why). */
+ * once and a row divided or multiplied by one number, in loops the compiler vectorises
+ * (cert_block.c says why). */
 #ifndef UG_CERT_BLOCK_H
 #define UG_CERT_BLOCK_H
 #include <stddef.h>
@@ -35,5 +35,8 @@ void ug_cv_dot2(const double *a0, const double *a1, const double *b0, const doub
 /* qv[i], qe[i] = ug_cv_div({v[i], e[i]}, d) for i < n (its value and bound), over arrays;
  * qv, qe do not overlap v, e. */
 void ug_cv_div_row(const double *v, const double *e, ug_cv d, size_t n, double *qv, double *qe);
+/* pv[i], pe[i] = ug_cv_mul(a, {v[i], e[i]}) for i < n (its value and bound, a first), over
+ * arrays; pv, pe do not overlap v, e. */
+void ug_cv_scale_row(ug_cv a, const double *v, const double *e, size_t n, double *pv, double *pe);
 
 #endif

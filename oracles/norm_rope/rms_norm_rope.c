@@ -51,6 +51,19 @@ static int build(ug_case *c, char *err, size_t errlen)
     return 0;
 }
 
+/* CERT, a row selected whole, tables held as doubles: every y_j of the row at once, into yv, ye
+ * (the element loop's values and bounds: ug_cv_dot2 is its two-term ug_cv_dot_d, lane by lane,
+ * and ug_cv_scale_row its ug_cv_mul by rstd). w: 3*half + 2*d doubles of scratch. */
+static void whole_row(const double *xg, size_t half, const double *cs, const double *sn, ug_num rstd, double *w,
+                      double *yv, double *ye)
+{
+    double *nsn = w, *dv = w + half, *de = dv + 2 * half;
+    for (size_t i = 0; i < half; i++) nsn[i] = -sn[i]; /* exact */
+    ug_cv_dot2(xg, xg + half, cs, nsn, half, dv, de);               /* j < D/2: xg_i*c - xg_{i+h}*s */
+    ug_cv_dot2(xg, xg + half, sn, cs, half, dv + half, de + half); /* j >= D/2: xg_i*s + xg_{i+h}*c */
+    ug_cv_scale_row(ug_cv_of(rstd), dv, de, 2 * half, yv, ye);
+}
+
 /* Emits the selected elements of output o (x [T,H,D], its gamma) row by row. */
 static int oracle_tensor(const ug_case *c, ug_ar *ar, const ug_selection *sel, int o, const ug_tensor *x,
                          const ug_tensor *gm)
@@ -60,7 +73,9 @@ static int oracle_tensor(const ug_case *c, ug_ar *ar, const ug_selection *sel, i
     ug_ar_sink *sink = ug_ar_cert_sink(ar, o); /* CERT: the inline path */
     unsigned long unsure = 0;
     size_t d = (size_t)ug_p_int(&c->params, "d"), half = d / 2, heads = (size_t)x->shape[1];
-    double *xr = malloc(d * 4 * sizeof *xr), *xg = xr + d, *yv = xg + d, *ye = yv + d; /* yv, ye: a whole row's values, bounds */
+    double *xr = malloc((d * 6 + half) * sizeof *xr), *xg = xr + d, *yv = xg + d, *ye = yv + d; /* yv, ye: a whole row's values, bounds */
+    double *w = ye + d; /* whole_row's scratch */
+    int tables = ct->values && st->values;
     if (!xr) return -1;
     for (size_t k = 0; k < sel->n[o];) {
         size_t row = sel->idx[o][k] / d, tok = row / heads, mark = ug_ar_mark(ar);
@@ -71,6 +86,10 @@ static int oracle_tensor(const ug_case *c, ug_ar *ar, const ug_selection *sel, i
         ug_num ms = ug_div(ar, ug_dot_d(ar, xr, 1, xr, 1, d), ug_c(ar, (double)d));
         ug_num rstd = ug_rsqrt(ar, ug_add(ar, ms, ug_c(ar, eps)));
         size_t end = sink && ug_sel_is_run(sel, o, k, row * d, d) ? k + d : 0; /* a whole row: no division per element */
+        if (end && tables) {
+            whole_row(xg, half, ct->values + tok * half, st->values + tok * half, rstd, w, yv, ye);
+            k = end;
+        }
         ug_cv y;
         for (; end ? k < end : k < sel->n[o] && sel->idx[o][k] / d == row; k++) {
             size_t j = end ? k + d - end : sel->idx[o][k] % d, i = j < half ? j : j - half;
