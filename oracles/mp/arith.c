@@ -12,6 +12,7 @@
  * subnormal range) to the propagated operand bounds. */
 #include "oracles/mp/arith.h"
 #include "oracles/mp/cert_inline.h"
+#include "oracles/mp/exact_dot.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -547,19 +548,27 @@ static ug_num cert_dot_nd(const ug_num *x, const double *b, size_t sb, size_t n)
     return ug_cv_num(ug_cv_dot_nd_end(&acc, n)); /* exact zero products and exact inputs: an exact zero */
 }
 
+/* UG_AR_EXACT's dot through MPFR: the exact products summed by mpfr_sum, one rounding into m.
+ * ug_exact_dot (exact_dot.h) gives the same bits faster; this path is kept for the inputs it
+ * leaves alone (an inf or a NaN), whose special values MPFR's IEEE rules give. */
+static void dot_d_mpfr(ug_ar *ar, mpfr_ptr m, const double *a, size_t sa, const double *b, size_t sb, size_t n)
+{
+    prods_init(ar, n ? n : 1);
+    for (size_t i = 0; i < n; i++) {
+        mpfr_set_d(ar->prods[i], a[i * sa], MPFR_RNDN);              /* exact */
+        mpfr_mul_d(ar->prods[i], ar->prods[i], b[i * sb], MPFR_RNDN); /* exact: 106 <= 128 bits */
+        ar->ptrs[i] = ar->prods[i];
+    }
+    mpfr_sum(m, ar->ptrs, n, MPFR_RNDN); /* exact sum, one rounding */
+}
+
 ug_num ug_dot_d(ug_ar *ar, const double *a, size_t sa, const double *b, size_t sb, size_t n)
 {
     if (ar->mode == UG_AR_CERT) return ug_cv_num(ug_cv_dot_d(a, sa, b, sb, n, 0));
     if (ar->mode == UG_AR_MPFR_SEQ) return seq_sum(ar, NULL, a, sa, b, sb, n);
-    if (IS_MP(ar)) {
-        prods_init(ar, n ? n : 1);
-        for (size_t i = 0; i < n; i++) {
-            mpfr_set_d(ar->prods[i], a[i * sa], MPFR_RNDN);              /* exact */
-            mpfr_mul_d(ar->prods[i], ar->prods[i], b[i * sb], MPFR_RNDN); /* exact: 106 <= 128 bits */
-            ar->ptrs[i] = ar->prods[i];
-        }
+    if (ar->mode == UG_AR_EXACT) {
         mpfr_ptr m = pool_get(ar);
-        mpfr_sum(m, ar->ptrs, n, MPFR_RNDN); /* exact sum, one rounding */
+        if (ug_exact_dot(m, a, sa, b, sb, n) != 0) dot_d_mpfr(ar, m, a, sa, b, sb, n); /* an inf or a NaN */
         return num_exact(m);
     }
     double s = 0.0, abs_sum = 0.0;
@@ -762,9 +771,32 @@ static void dot_d_cols_chunk(ug_ar *ar, const double *a, const double *B, size_t
     }
 }
 
+/* ug_dot_d_cols in UG_AR_EXACT: ug_dot_d's numbers per column, the pool's numbers taken in its
+ * order, the columns through ug_exact_dot_cols (16 per pass over B's rows, no strided walks);
+ * a column holding an inf or a NaN through the MPFR path, as ug_dot_d takes it. */
+static void dot_d_cols_exact(ug_ar *ar, const double *a, const double *B, size_t ldb, size_t n, size_t ncols,
+                             ug_num *out)
+{
+    mpfr_ptr m[64];
+    int rc[64];
+    for (size_t c0 = 0; c0 < ncols; c0 += 64) {
+        size_t w = ncols - c0 < 64 ? ncols - c0 : 64;
+        for (size_t c = 0; c < w; c++) m[c] = pool_get(ar);
+        ug_exact_dot_cols(m, a, B + c0, ldb, n, w, rc);
+        for (size_t c = 0; c < w; c++) {
+            if (rc[c] != 0) dot_d_mpfr(ar, m[c], a, 1, B + c0 + c, ldb, n);
+            out[c0 + c] = num_exact(m[c]);
+        }
+    }
+}
+
 void ug_dot_d_cols(ug_ar *ar, const double *a, const double *B, size_t ldb, size_t n, size_t ncols, ug_num *out)
 {
-    if (IS_MP(ar) || (ar->mode == UG_AR_CERT && n <= 64)) { /* MPFR per column; CERT tracks short sums' exactness */
+    if (ar->mode == UG_AR_EXACT) {
+        dot_d_cols_exact(ar, a, B, ldb, n, ncols, out);
+        return;
+    }
+    if (IS_MP(ar) || (ar->mode == UG_AR_CERT && n <= 64)) { /* MPFR_SEQ per column; CERT tracks short sums' exactness */
         for (size_t c = 0; c < ncols; c++) out[c] = ug_dot_d(ar, a, 1, B + c, ldb, n);
         return;
     }
