@@ -253,6 +253,19 @@ static void attn_softmax(void)
     }
 }
 
+/* Decode attention rows (attn_rows.c): a row with every value finite takes its columns'
+ * weighted sums in one pass (row_sums); a value inf or NaN in some key sends its row column
+ * by column (column_special). Both against MPFR and the element path. */
+static void gqa_decode_attn(void)
+{
+    fast_matches_exact("gqa_decode_attn",
+                       "{\"op\":\"gqa_decode_attn\",\"dtype\":\"bf16\",\"params\":{\"batch\":2,\"ctx\":70,\"dim\":64,"
+                       "\"group\":2,\"heads_kv\":2},\"dist\":{\"q\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"k\":{"
+                       "\"kind\":\"normal\",\"mean\":0,\"std\":1},\"v\":{\"kind\":\"wide\",\"lo_exp\":-20,\"hi_exp\":4}},"
+                       "\"seed\":9,\"inject\":[" SPECIALS("v") "]}",
+                       0);
+}
+
 int main(void)
 {
     apply_adamw();
@@ -261,5 +274,6 @@ int main(void)
     mhc_post();
     rms_norm_rope();
     attn_softmax();
+    gqa_decode_attn();
     return check_done();
 }

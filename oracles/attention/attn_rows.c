@@ -7,6 +7,7 @@
  * row. Special values are decided in double before any arithmetic: their class does not
  * depend on rounding. */
 #include "oracles/attention/attn_rows.h"
+#include "oracles/attention/flash_attention_common.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -149,6 +150,21 @@ static double column_special(const double *v, size_t ldv, size_t n, const unsign
     return sp;
 }
 
+/* Key-major values (ldc 1), every key live, most of the row selected and every value of its
+ * n keys finite (so no column takes a special value): each column's weighted sum
+ * ug_dot_nd(e, v + d, ldv, n), all dv at once in one pass over v's rows (ug_dot_nd_cols: the
+ * same numbers), into o. 0 when the row does not qualify (the caller goes column by column). */
+static int row_sums(ug_ar *ar, const ug_num *e, const double *v, size_t ldv, size_t ldc, size_t dv, size_t n,
+                    size_t n_live, int out, const ug_selection *sel, size_t row, ug_num *o)
+{
+    size_t b, end;
+    if (!o || ldc != 1 || !n || n_live != n || !ug_attn_row_dense(sel, out, row, dv, &b, &end)) return 0;
+    for (size_t j = 0; j < n; j++)
+        if (!all_finite(v + j * ldv, dv)) return 0;
+    ug_dot_nd_cols(ar, e, v, ldv, n, dv, o);
+    return 1;
+}
+
 /* The row's emission with value element (key j, column d) at v[j*ldv + d*ldc]: ldc = 1 for
  * key-major values (ug_gl_attn_emit_query), ldv = 1 for column-major ones
  * (ug_gl_attn_emit_query_cols). The same operations in the same order either way. */
@@ -158,9 +174,11 @@ static int emit_query(ug_ar *ar, const double *q, const double *k, size_t ldk, s
 {
     unsigned char *live = malloc(n ? n : 1);
     double *col = malloc((n ? n : 1) * sizeof *col);
-    if (!live || !col) {
+    ug_num *sums = ldc == 1 ? malloc((dv ? dv : 1) * sizeof *sums) : NULL; /* row_sums' columns */
+    if (!live || !col || (ldc == 1 && !sums)) {
         free(live);
         free(col);
+        free(sums);
         return -1;
     }
     int nan_row = classify(q, k, ldk, dk, n, live);
@@ -181,12 +199,15 @@ static int emit_query(ug_ar *ar, const double *q, const double *k, size_t ldk, s
         /* the semantics let a device multiply V by bf16 P (these ops are bf16): the device bound sees it */
         for (size_t j = 0; j < n_live; j++) e[j] = ug_dev_round(ar, e[j], UG_DT_BF16);
     }
+    int whole = !nan_row && row_sums(ar, e, v, ldv, ldc, dv, n, n_live, out, sel, row, sums);
     for (; *pos < sel->n[out] && sel->idx[out][*pos] / dv == row; (*pos)++) {
         size_t d = sel->idx[out][*pos] % dv;
         const double *vd = v + d * ldc;
-        double sp = nan_row ? NAN : n_live ? column_special(vd, ldv, n, live) : 0;
+        double sp = whole ? 0 : nan_row ? NAN : n_live ? column_special(vd, ldv, n, live) : 0;
         ug_num o;
-        if (sp != 0 || !n_live) {
+        if (whole) {
+            o = ug_div(ar, sums[d], total);
+        } else if (sp != 0 || !n_live) {
             o = ug_c(ar, sp); /* a special value, or zeros for a row with no live key */
         } else if (n_live == n) {
             o = ug_div(ar, ug_dot_nd(ar, e, vd, ldv, n), total);
@@ -199,6 +220,7 @@ static int emit_query(ug_ar *ar, const double *q, const double *k, size_t ldk, s
     }
     free(live);
     free(col);
+    free(sums);
     return 0;
 }
 
