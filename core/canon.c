@@ -139,6 +139,29 @@ uint64_t ug_hash64_update(uint64_t h, const void *data, size_t len)
     return h;
 }
 
+/* The bytes [0, n) of eight lanes, their states in locals: with the caller's arrays the
+ * compiler kept every state in memory (a byte store may alias anything), a store and a
+ * reload per byte; in registers the eight multiplications overlap (the plan expansion's
+ * hashing, bench plan: docs/PERFORMANCE.md). The same operations on each lane. */
+static void lanes8_common(uint64_t *state, const char *const *data, size_t n)
+{
+    /* named locals, not an array: at -O2 gcc keeps an array of eight on the stack */
+    uint64_t h0 = state[0], h1 = state[1], h2 = state[2], h3 = state[3];
+    uint64_t h4 = state[4], h5 = state[5], h6 = state[6], h7 = state[7];
+    const unsigned char *p0 = (const unsigned char *)data[0], *p1 = (const unsigned char *)data[1];
+    const unsigned char *p2 = (const unsigned char *)data[2], *p3 = (const unsigned char *)data[3];
+    const unsigned char *p4 = (const unsigned char *)data[4], *p5 = (const unsigned char *)data[5];
+    const unsigned char *p6 = (const unsigned char *)data[6], *p7 = (const unsigned char *)data[7];
+    for (size_t i = 0; i < n; i++) {
+        h0 = (h0 ^ p0[i]) * FNV_PRIME, h1 = (h1 ^ p1[i]) * FNV_PRIME;
+        h2 = (h2 ^ p2[i]) * FNV_PRIME, h3 = (h3 ^ p3[i]) * FNV_PRIME;
+        h4 = (h4 ^ p4[i]) * FNV_PRIME, h5 = (h5 ^ p5[i]) * FNV_PRIME;
+        h6 = (h6 ^ p6[i]) * FNV_PRIME, h7 = (h7 ^ p7[i]) * FNV_PRIME;
+    }
+    state[0] = h0, state[1] = h1, state[2] = h2, state[3] = h3;
+    state[4] = h4, state[5] = h5, state[6] = h6, state[7] = h7;
+}
+
 void ug_hash64_update_lanes(uint64_t *state, size_t lanes, const char *const *data, const size_t *len)
 {
     size_t most = 0, least = lanes ? len[0] : 0;
@@ -146,8 +169,10 @@ void ug_hash64_update_lanes(uint64_t *state, size_t lanes, const char *const *da
         most = len[l] > most ? len[l] : most;
         least = len[l] < least ? len[l] : least;
     }
-    for (size_t i = 0; i < least; i++) /* every lane has byte i */
-        for (size_t l = 0; l < lanes; l++) state[l] = (state[l] ^ (unsigned char)data[l][i]) * FNV_PRIME;
+    if (lanes == 8) lanes8_common(state, data, least);
+    else
+        for (size_t i = 0; i < least; i++) /* every lane has byte i */
+            for (size_t l = 0; l < lanes; l++) state[l] = (state[l] ^ (unsigned char)data[l][i]) * FNV_PRIME;
     for (size_t i = least; i < most; i++)
         for (size_t l = 0; l < lanes; l++)
             if (i < len[l]) state[l] = (state[l] ^ (unsigned char)data[l][i]) * FNV_PRIME;
