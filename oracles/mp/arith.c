@@ -11,6 +11,7 @@
  * rounding (UG_DEV_U |v|, functions DEV_FN |v|, plus UG_DEV_ETA for a result in fp32's
  * subnormal range) to the propagated operand bounds. */
 #include "oracles/mp/arith.h"
+#include "oracles/mp/cert_block.h"
 #include "oracles/mp/cert_inline.h"
 #include "oracles/mp/exact_dot.h"
 
@@ -790,12 +791,32 @@ static void dot_d_cols_exact(ug_ar *ar, const double *a, const double *B, size_t
     }
 }
 
+/* ug_dot_d_cols in CERT for short sums (n <= 64, exactness tracked): cert_block.c's
+ * ug_cv_dot_d_cols, ug_cv_dot_d's value and bound per column in one vectorised pass over B's
+ * rows instead of a strided scalar dot each; 0 (nothing written) without memory for its sums. */
+static int cert_short_cols(const double *a, const double *B, size_t ldb, size_t n, size_t ncols, ug_num *out)
+{
+    size_t w = ncols ? ncols : 1;
+    double *d = malloc(w * 3 * sizeof *d);
+    int64_t *exact = malloc(w * sizeof *exact);
+    ug_cv *cv = malloc(w * sizeof *cv);
+    int ok = d && exact && cv;
+    if (ok) {
+        ug_cv_cols acc = {d, d + w, d + 2 * w, exact};
+        ug_cv_dot_d_cols(a, 1, B, ldb, n, ncols, &acc, cv);
+        for (size_t c = 0; c < ncols; c++) out[c] = ug_cv_num(cv[c]);
+    }
+    free(d), free(exact), free(cv);
+    return ok;
+}
+
 void ug_dot_d_cols(ug_ar *ar, const double *a, const double *B, size_t ldb, size_t n, size_t ncols, ug_num *out)
 {
     if (ar->mode == UG_AR_EXACT) {
         dot_d_cols_exact(ar, a, B, ldb, n, ncols, out);
         return;
     }
+    if (ar->mode == UG_AR_CERT && n <= 64 && cert_short_cols(a, B, ldb, n, ncols, out)) return;
     if (IS_MP(ar) || (ar->mode == UG_AR_CERT && n <= 64)) { /* MPFR_SEQ per column; CERT tracks short sums' exactness */
         for (size_t c = 0; c < ncols; c++) out[c] = ug_dot_d(ar, a, 1, B + c, ldb, n);
         return;
