@@ -764,7 +764,7 @@ static void dot_d_cols_chunk(ug_ar *ar, const double *a, const double *B, size_t
     }
     for (size_t c = 0; c < w; c++) {
         if (ar->mode == UG_AR_CERT) /* ug_cv_dot_d past 64 terms: no exactness tracking */
-            out[c] = num_cert(s[c], ug_cv_gamma_n(n + 2) * abs_sum[c] + (double)n * UG_CV_TINY);
+            out[c] = num_cert(s[c], ug_cv_dot_err(n, abs_sum[c]));
         else if (IS_DEV(ar))
             out[c] = num_dev(s[c], gamma32(n) * abs_sum[c] + 2.0 * (double)n * UG_DEV_ETA);
         else
@@ -796,17 +796,13 @@ static void dot_d_cols_exact(ug_ar *ar, const double *a, const double *B, size_t
  * rows instead of a strided scalar dot each; 0 (nothing written) without memory for its sums. */
 static int cert_short_cols(const double *a, const double *B, size_t ldb, size_t n, size_t ncols, ug_num *out)
 {
-    size_t w = ncols ? ncols : 1;
-    double *d = malloc(w * 3 * sizeof *d);
-    int64_t *exact = malloc(w * sizeof *exact);
-    ug_cv *cv = malloc(w * sizeof *cv);
-    int ok = d && exact && cv;
+    ug_cv_cols_work w;
+    int ok = ug_cv_cols_open(&w, ncols) == 0;
     if (ok) {
-        ug_cv_cols acc = {d, d + w, d + 2 * w, exact};
-        ug_cv_dot_d_cols(a, 1, B, ldb, n, ncols, &acc, cv);
-        for (size_t c = 0; c < ncols; c++) out[c] = ug_cv_num(cv[c]);
+        ug_cv_dot_d_cols(a, 1, B, ldb, n, ncols, &w.acc, w.out);
+        for (size_t c = 0; c < ncols; c++) out[c] = ug_cv_num(w.out[c]);
     }
-    free(d), free(exact), free(cv);
+    ug_cv_cols_close(&w);
     return ok;
 }
 

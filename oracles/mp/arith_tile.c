@@ -308,7 +308,7 @@ static void rows_chunk64(ug_ar *ar, const double *X, size_t ldx, size_t m, const
                 if (bad[r * 8 + c / 8]) v = score_naive1(dt, X + r * ldx, B + c, ldb, n); /* redone left to right */
                 out[r * ldo + c] = (ug_num){v, 0.0, NULL};
             } else if (mode == UG_AR_CERT) { /* ug_cv_dot_d past 64 terms: no exactness tracking */
-                out[r * ldo + c] = ug_cv_num(ug_cv_make(v, ug_cv_gamma_n(n + 2) * a[r * 64 + c] + (double)n * UG_CV_TINY));
+                out[r * ldo + c] = ug_cv_num(ug_cv_make(v, ug_cv_dot_err(n, a[r * 64 + c])));
             } else if (mode == UG_AR_DEVICE) {
                 out[r * ldo + c] = num_dev(v, gamma32(n) * a[r * 64 + c] + 2.0 * (double)n * UG_DEV_ETA);
             } else {
@@ -440,20 +440,14 @@ static int by_column(ug_ar *ar, const ug_num *x, size_t n)
  * pass over V's rows, bit for bit ug_dot_nd's; in MPFR column by column. */
 static void row_by_column(ug_ar *ar, const ug_num *x, size_t n, const double *V, size_t ldv, size_t ncols, ug_num *out)
 {
-    size_t w = ncols ? ncols : 1;
-    double *d = is_mp(ug_ar_get_mode(ar)) ? NULL : malloc(w * 3 * sizeof *d);
-    int64_t *exact = d ? malloc(w * sizeof *exact) : NULL;
-    ug_cv *cv = exact ? malloc(w * sizeof *cv) : NULL;
-    if (cv) {
-        ug_cv_cols acc = {d, d + w, d + 2 * w, exact};
-        ug_cv_dot_nd_cols(x, V, ldv, n, ncols, &acc, cv);
-        for (size_t c = 0; c < ncols; c++) out[c] = ug_cv_num(cv[c]);
+    ug_cv_cols_work w = {0};
+    if (!is_mp(ug_ar_get_mode(ar)) && ug_cv_cols_open(&w, ncols) == 0) {
+        ug_cv_dot_nd_cols(x, V, ldv, n, ncols, &w.acc, w.out);
+        for (size_t c = 0; c < ncols; c++) out[c] = ug_cv_num(w.out[c]);
     } else {
         for (size_t c = 0; c < ncols; c++) out[c] = ug_dot_nd(ar, x, V + c, ldv, n);
     }
-    free(d);
-    free(exact);
-    free(cv);
+    ug_cv_cols_close(&w);
 }
 
 void ug_dot_nd_cols(ug_ar *ar, const ug_num *x, const double *V, size_t ldv, size_t n, size_t ncols, ug_num *out)

@@ -15,6 +15,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "oracles/mp/cert_inline.h"
@@ -178,6 +179,22 @@ cols_row(double x, double xe, int64_t x_ok, int track, const double *restrict ro
     }
 }
 
+int ug_cv_cols_open(ug_cv_cols_work *w, size_t ncols)
+{
+    size_t n = ncols ? ncols : 1;
+    _Static_assert(sizeof(ug_cv) == 2 * sizeof(double) && sizeof(int64_t) == sizeof(double), "8-byte slots");
+    double *d = malloc(n * 6 * sizeof *d); /* s, abs_sum, e; exact; out (two each) */
+    w->acc = (ug_cv_cols){d, d ? d + n : NULL, d ? d + 2 * n : NULL, d ? (int64_t *)(void *)(d + 3 * n) : NULL};
+    w->out = d ? (ug_cv *)(void *)(d + 4 * n) : NULL;
+    return d ? 0 : -1;
+}
+
+void ug_cv_cols_close(ug_cv_cols_work *w)
+{
+    free(w->acc.s);
+    w->acc.s = NULL, w->out = NULL;
+}
+
 static void cols_start(ug_cv_cols *a, size_t ncols, int64_t exact)
 {
     for (size_t c = 0; c < ncols; c++) a->s[c] = a->abs_sum[c] = a->e[c] = 0.0, a->exact[c] = exact;
@@ -190,7 +207,7 @@ void ug_cv_dot_d_cols(const double *x, size_t sx, const double *B, size_t ldb, s
     cols_start(a, ncols, track);
     for (size_t i = 0; i < n; i++) cols_row(x[i * sx], 0.0, ug_cv_narrow(x[i * sx]), track, B + i * ldb, ncols, a);
     for (size_t c = 0; c < ncols; c++)
-        out[c] = ug_cv_make(a->s[c], a->exact[c] ? 0.0 : ug_cv_gamma_n(n + 2) * a->abs_sum[c] + (double)n * UG_CV_TINY);
+        out[c] = ug_cv_make(a->s[c], a->exact[c] ? 0.0 : ug_cv_dot_err(n, a->abs_sum[c]));
 }
 
 void ug_cv_dot_nd_cols(const ug_num *x, const double *B, size_t ldb, size_t n, size_t ncols, ug_cv_cols *a, ug_cv *out)

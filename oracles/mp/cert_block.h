@@ -20,6 +20,16 @@ typedef struct {
     int64_t *exact;
 } ug_cv_cols;
 
+/* The running sums and the results of a column form below over up to ncols columns, in one
+ * allocation (ug_cv_cols_open: 0, or -1 out of memory; ug_cv_cols_close frees it, opened or
+ * not). */
+typedef struct {
+    ug_cv_cols acc;
+    ug_cv *out;
+} ug_cv_cols_work;
+int ug_cv_cols_open(ug_cv_cols_work *w, size_t ncols);
+void ug_cv_cols_close(ug_cv_cols_work *w);
+
 /* out[c] = ug_cv_dot_d(x, sx, B + c, ldb, n, 0) for the ncols columns of B (row i at
  * B + i*ldb), in one pass over B's rows: each column gets ug_cv_dot_d's operations in its
  * order, so the same value and bound, but B is read contiguously (and the columns

@@ -200,6 +200,11 @@ static inline ug_cv ug_cv_cos(ug_cv a)
 /* gamma_n = n u / (1 - n u), u = 2^-53: the classic bound on n roundings. */
 static inline double ug_cv_gamma_n(size_t n) { return (double)n * 0x1p-53 / (1.0 - (double)n * 0x1p-53); }
 
+/* The bound on the rounding error of an n-term dot product summed left to right (products
+ * of exact doubles), abs_sum the sum of its products' magnitudes: gamma_{n+2} abs_sum, plus
+ * n TINY for underflow. The CERT dots past 64 terms and their row and column forms use it. */
+static inline double ug_cv_dot_err(size_t n, double abs_sum) { return ug_cv_gamma_n(n + 2) * abs_sum + (double)n * UG_CV_TINY; }
+
 /* x has at most 26 significant bits, so a product of two such values is exact. */
 static inline int ug_cv_narrow(double x)
 {
@@ -237,7 +242,7 @@ static inline ug_cv ug_cv_dot_d(const double *a, size_t sa, const double *b, siz
     double s = 0.0, abs_sum = 0.0;
     int exact = n <= 64 || track_long;
     for (size_t i = 0; i < n; i++) ug_cv_dot_step(a[i * sa], b[i * sb], &s, &abs_sum, &exact);
-    return ug_cv_make(s, exact ? 0.0 : ug_cv_gamma_n(n + 2) * abs_sum + (double)n * UG_CV_TINY);
+    return ug_cv_make(s, exact ? 0.0 : ug_cv_dot_err(n, abs_sum));
 }
 
 /* A dot product's running sums (arith.c's CERT ug_dot_nd). */

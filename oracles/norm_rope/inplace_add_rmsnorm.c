@@ -90,7 +90,7 @@ static int fast_row(ug_ar *ar, const ug_selection *sel, size_t *pos, size_t r, s
  * each row's own left-to-right sum, the rows' chains of dependent additions side by side
  * (one row's is latency-bound). ug_dot_d (ug_cv_dot_d past 64 terms, untracked) sums |p|
  * beside p; every p = x*x is >= 0 or NaN, so that is the same sum bit for bit and the bound
- * is gamma(h+2)*s + h*TINY, as there. */
+ * is ug_cv_dot_err(h, s), as there. */
 #define SS_ROWS 4 /* group_sumsq's four chains */
 
 static void group_sumsq(const ug_tensor *x1, const ug_tensor *x2, size_t h, size_t g0, size_t rows, double *restrict xa4,
@@ -109,7 +109,7 @@ static void group_sumsq(const ug_tensor *x1, const ug_tensor *x2, size_t h, size
         s3 += r3[i] * r3[i];
     }
     const double s[SS_ROWS] = {s0, s1, s2, s3};
-    for (size_t k = 0; k < SS_ROWS; k++) ss[k] = ug_cv_num(ug_cv_make(s[k], ug_cv_gamma_n(h + 2) * s[k] + (double)h * UG_CV_TINY));
+    for (size_t k = 0; k < SS_ROWS; k++) ss[k] = ug_cv_num(ug_cv_make(s[k], ug_cv_dot_err(h, s[k])));
 }
 
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)

@@ -21,29 +21,26 @@
 
 #define MHC_MAX_STREAMS 16
 
-/* CERT scratch for whole rows: token tok's terms (row 0 h_out[t,:], rows 1.. x[t,k,:]), the
- * column sums and a row's values and bounds. */
+/* CERT scratch for whole rows: token tok's terms (row 0 h_out[t,:], rows 1.. x[t,k,:]), a
+ * row's values and bounds, and the column sums. */
 typedef struct {
     size_t tok; /* the token whose terms B holds; SIZE_MAX: none yet */
-    double *B, *v, *e, *sums;
-    int64_t *exact;
-    ug_cv *out;
+    double *B, *v, *e;
+    ug_cv_cols_work cols;
 } mhc_rows;
 
 static int rows_open(mhc_rows *w, size_t nst, size_t d)
 {
     w->tok = SIZE_MAX;
-    w->B = malloc((nst + 1) * d * sizeof *w->B);
-    w->v = malloc(5 * d * sizeof *w->v); /* v, e and the three column sums */
-    w->exact = malloc(d * sizeof *w->exact);
-    w->out = malloc(d * sizeof *w->out);
-    w->e = w->v ? w->v + d : NULL, w->sums = w->v ? w->v + 2 * d : NULL;
-    return w->B && w->v && w->exact && w->out ? 0 : -1;
+    w->B = malloc((nst + 3) * d * sizeof *w->B); /* the terms, then v and e */
+    w->v = w->B ? w->B + (nst + 1) * d : NULL, w->e = w->v ? w->v + d : NULL;
+    return ug_cv_cols_open(&w->cols, d) || !w->B ? -1 : 0;
 }
 
 static void rows_close(mhc_rows *w)
 {
-    free(w->B), free(w->v), free(w->exact), free(w->out);
+    free(w->B);
+    ug_cv_cols_close(&w->cols);
 }
 
 /* Row (t, n) selected whole from position k, in CERT: out[t,n,j] = ug_cv_dot_d(coef, val_j)
@@ -58,9 +55,8 @@ static void fast_row(ug_ar *ar, const ug_case *c, mhc_rows *w, size_t t, size_t 
             for (size_t j = 0; j < d; j++) w->B[(1 + s) * d + j] = ug_tload(x, (t * nst + s) * d + j);
         w->tok = t;
     }
-    ug_cv_cols acc = {w->sums, w->sums + d, w->sums + 2 * d, w->exact};
-    ug_cv_dot_d_cols(coef, 1, w->B, d, nst + 1, d, &acc, w->out);
-    for (size_t j = 0; j < d; j++) w->v[j] = w->out[j].v, w->e[j] = w->out[j].e;
+    ug_cv_dot_d_cols(coef, 1, w->B, d, nst + 1, d, &w->cols.acc, w->cols.out);
+    for (size_t j = 0; j < d; j++) w->v[j] = w->cols.out[j].v, w->e[j] = w->cols.out[j].e;
     ug_ar_tally(ar, d, ug_cv_put_block(ug_ar_cert_sink(ar, 0), k, w->v, w->e, d)); /* rounds: bf16, at the emit */
 }
 

@@ -53,7 +53,7 @@ static int build(ug_case *c, char *err, size_t errlen)
 
 /* CERT, a row selected whole, tables held as doubles: every y_j of the row at once, into yv, ye
  * (the element loop's values and bounds: ug_cv_dot2 is its two-term ug_cv_dot_d, lane by lane,
- * and ug_cv_scale_row its ug_cv_mul by rstd). w: 3*half + 2*d doubles of scratch. */
+ * and ug_cv_scale_row its ug_cv_mul by rstd). w: half + 2*d doubles of scratch. */
 static void whole_row(const double *xg, size_t half, const double *cs, const double *sn, ug_num rstd, double *w,
                       double *yv, double *ye)
 {
