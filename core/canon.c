@@ -139,6 +139,13 @@ uint64_t ug_hash64_update(uint64_t h, const void *data, size_t len)
     return h;
 }
 
+void ug_hash64_jump_make(ug_hash64_jump *j, const void *data, size_t len)
+{
+    j->mul = 1;
+    for (size_t i = 0; i < len; i++) j->mul *= FNV_PRIME;
+    for (uint64_t r = 0; r < 256; r++) j->add[r] = ug_hash64_update(r, data, len) - r * j->mul;
+}
+
 /* The bytes [0, n) of eight lanes, their states in locals: with the caller's arrays the
  * compiler kept every state in memory (a byte store may alias anything), a store and a
  * reload per byte; in registers the eight multiplications overlap (the plan expansion's

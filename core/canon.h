@@ -23,6 +23,22 @@ uint64_t ug_hash64(const void *data, size_t len);
 #define UG_HASH64_INIT 0xcbf29ce484222325ULL
 uint64_t ug_hash64_update(uint64_t state, const void *data, size_t len);
 uint64_t ug_hash64_finish(uint64_t state);
+/* A fixed text's whole effect on a hash state, in one step. FNV-1a's xor with a byte
+ * changes only the state's low 8 bits, and the low 8 bits of a product depend only on
+ * the factors' low 8 bits, so after n bytes of a text t the state is
+ *   update(h, t) = h * FNV_PRIME^n + add[h & 255]      (mod 2^64)
+ * with add[] a table of 256 entries made once per text (ug_hash64_jump_make). The plan
+ * expansion hashes the same fragments (a param value, a spec's fixed ending) on millions
+ * of states: one multiply and one load instead of one multiply per byte. */
+typedef struct {
+    uint64_t mul;      /* FNV_PRIME^n */
+    uint64_t add[256]; /* update(r, t) - r * mul, for r = 0..255 */
+} ug_hash64_jump;
+void ug_hash64_jump_make(ug_hash64_jump *j, const void *data, size_t len);
+static inline uint64_t ug_hash64_jump_apply(const ug_hash64_jump *j, uint64_t state)
+{
+    return state * j->mul + j->add[state & 255];
+}
 /* ug_hash64_update of several independent states at once: state[l] is updated with
  * len[l] bytes of data[l] (interleaved, so that the lanes' multiplications overlap). */
 void ug_hash64_update_lanes(uint64_t *state, size_t lanes, const char *const *data, const size_t *len);

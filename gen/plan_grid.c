@@ -10,6 +10,9 @@
  * space). The hash runs over those fragments without writing the text: the state after
  * the prefix a point shares with every point of its (dtype, dist) is computed once, then
  * its params, the plan tag and the two endings (without and with the seed) are hashed on.
+ * Every fixed fragment (a param's text at one value, the endings) is hashed as one jump
+ * (ug_hash64_jump, core/canon.h: a multiply and a table load, the same state as hashing its
+ * bytes); only the seed's digits, which differ per point, are hashed byte by byte.
  * Only the points the plan keeps are written out as strings, and each written text is
  * checked against its ID. The points are visited as an odometer over the params in key
  * order (the last key fastest), keeping the hash state after each param, so a point
@@ -135,11 +138,11 @@ static size_t format_u53(uint64_t n, char *buf)
     return len;
 }
 
-/* The fixed text of a point's ending: `},"plan":TAG` after its params, `,"v":N}` closing
- * both the unseeded text (for the seed) and the seeded one, `,"seed":` before the seed. */
+/* The jumps over the fixed text of a point's ending: `},"plan":TAG` after its params,
+ * `,"v":N}` closing both the unseeded text (for the seed) and the seeded one, `,"seed":`
+ * before the seed's digits. */
 typedef struct {
-    char tail[256], vend[32];
-    size_t tail_len, vend_len;
+    ug_hash64_jump tail, vend, seed_key;
 } endings;
 
 #define LANES 8 /* points whose endings are hashed together */
@@ -177,50 +180,42 @@ static void finish_batch(ug_grid *g, const endings *e, id_batch *b)
     const char *text[LANES];
     size_t len[LANES];
     char num[LANES][24];
-    uint64_t v[LANES];
-    for (size_t l = 0; l < b->n; l++) text[l] = e->tail, len[l] = e->tail_len;
-    ug_hash64_update_lanes(b->h, b->n, text, len);
-    for (size_t l = 0; l < b->n; l++) v[l] = b->h[l], text[l] = e->vend, len[l] = e->vend_len;
-    ug_hash64_update_lanes(v, b->n, text, len);
     for (size_t l = 0; l < b->n; l++) {
-        uint64_t seed = (ug_hash64_finish(v[l]) ^ g->seed) & ((1ULL << 53) - 1);
-        memcpy(num[l], ",\"seed\":", 8);
-        len[l] = 8 + format_u53(seed, num[l] + 8), text[l] = num[l];
+        b->h[l] = ug_hash64_jump_apply(&e->tail, b->h[l]);
+        uint64_t unseeded = ug_hash64_jump_apply(&e->vend, b->h[l]);
+        uint64_t seed = (ug_hash64_finish(unseeded) ^ g->seed) & ((1ULL << 53) - 1);
+        b->h[l] = ug_hash64_jump_apply(&e->seed_key, b->h[l]);
+        len[l] = format_u53(seed, num[l]), text[l] = num[l];
     }
-    ug_hash64_update_lanes(b->h, b->n, text, len);
-    for (size_t l = 0; l < b->n; l++) text[l] = e->vend, len[l] = e->vend_len;
-    ug_hash64_update_lanes(b->h, b->n, text, len);
-    for (size_t l = 0; l < b->n; l++) heap_offer(g, ug_hash64_finish(b->h[l]), b->point[l]);
+    ug_hash64_update_lanes(b->h, b->n, text, len); /* the digits, the lanes side by side */
+    for (size_t l = 0; l < b->n; l++) heap_offer(g, ug_hash64_finish(ug_hash64_jump_apply(&e->vend, b->h[l])), b->point[l]);
     b->n = 0;
 }
 
-/* The text of a param value with its key and leading comma, and its length. */
-typedef struct {
-    char *txt;
-    size_t len;
-} fragment;
+/* The jump over a param value's text with its key and leading comma. */
+typedef ug_hash64_jump fragment;
 
 static void free_fragments(const ug_grid *g, fragment **frag)
 {
-    for (size_t s = 0; frag && s < g->n_params && frag[s]; s++) {
-        for (size_t v = 0; v < g->size[2 + g->order[s]]; v++) free(frag[s][v].txt);
-        free(frag[s]);
-    }
+    for (size_t s = 0; frag && s < g->n_params && frag[s]; s++) free(frag[s]);
     free(frag);
 }
 
-/* The text of param s (in key order) at value v, with its leading comma: frag[s][v]
+/* The jump over param s (in key order) at value v, with its leading comma: frag[s][v]
  * (NULL without memory). */
 static fragment **param_fragments(const ug_grid *g)
 {
     fragment **frag = calloc(g->n_params + 1, sizeof *frag);
     for (size_t s = 0; frag && s < g->n_params; s++) {
         size_t a = g->order[s];
-        if (!(frag[s] = calloc(g->size[2 + a], sizeof **frag))) return free_fragments(g, frag), NULL;
+        if (!(frag[s] = malloc(g->size[2 + a] * sizeof **frag))) return free_fragments(g, frag), NULL;
         for (size_t v = 0; v < g->size[2 + a]; v++) {
             size_t n = strlen(g->key_txt[a]) + strlen(g->value_txt[a][v]) + 3;
-            if (!(frag[s][v].txt = malloc(n))) return free_fragments(g, frag), NULL;
-            frag[s][v].len = (size_t)snprintf(frag[s][v].txt, n, "%s%s:%s", s ? "," : "", g->key_txt[a], g->value_txt[a][v]);
+            char *txt = malloc(n);
+            if (!txt) return free_fragments(g, frag), NULL;
+            int len = snprintf(txt, n, "%s%s:%s", s ? "," : "", g->key_txt[a], g->value_txt[a][v]);
+            ug_hash64_jump_make(&frag[s][v], txt, (size_t)len);
+            free(txt);
         }
     }
     return frag;
@@ -234,9 +229,15 @@ static int all_ids(ug_grid *g, fragment **frag)
     size_t np = g->n_params, stride[MAX_AXES], pick[MAX_AXES];
     uint64_t state[MAX_AXES + 1];
     endings e;
-    e.tail_len = (size_t)snprintf(e.tail, sizeof e.tail, "},\"plan\":%s", g->tag_txt);
-    e.vend_len = (size_t)snprintf(e.vend, sizeof e.vend, ",\"v\":%d}", UG_SPEC_VERSION);
-    if (e.tail_len >= sizeof e.tail) return -1;
+    char text[32];
+    size_t tag_len = strlen(g->tag_txt), tail_len = tag_len + 10;
+    char *tail = malloc(tail_len);
+    if (!tail) return -1;
+    snprintf(tail, tail_len, "},\"plan\":%s", g->tag_txt);
+    ug_hash64_jump_make(&e.tail, tail, tail_len - 1);
+    free(tail);
+    ug_hash64_jump_make(&e.vend, text, (size_t)snprintf(text, sizeof text, ",\"v\":%d}", UG_SPEC_VERSION));
+    ug_hash64_jump_make(&e.seed_key, ",\"seed\":", 8);
     stride[0] = 1;
     for (size_t i = 1; i < g->n_axes; i++) stride[i] = stride[i - 1] * g->size[i - 1];
     id_batch b = {.n = 0};
@@ -246,8 +247,7 @@ static int all_ids(ug_grid *g, fragment **frag)
             state[0] = prefix_state(g, i, j);
             for (size_t from = 0;;) { /* from: the first param whose value changed */
                 for (size_t s = from; s < np; s++) {
-                    const fragment *f = &frag[s][pick[s]];
-                    state[s + 1] = ug_hash64_update(state[s], f->txt, f->len);
+                    state[s + 1] = ug_hash64_jump_apply(&frag[s][pick[s]], state[s]);
                 }
                 size_t k = i + j * stride[1];
                 for (size_t s = 0; s < np; s++) k += pick[s] * stride[2 + g->order[s]];

@@ -47,6 +47,32 @@ static void canonical_json(void)
     CHECK(ug_hash64("", 0) != ug_hash64("a", 1), "hash separates");
 }
 
+/* The one-step jump over a fixed text equals hashing its bytes, from any state: every low
+ * byte of the state (the table's index) with random high bits, texts of 0..40 bytes with
+ * every byte value, and a jump followed by more bytes (the plan grid chains them). */
+static void hash_jump(void)
+{
+    uint64_t x = 0x9e3779b97f4a7c15ULL;
+    unsigned char text[41];
+    int bad = 0;
+    for (size_t len = 0; len <= 40; len++) {
+        for (size_t i = 0; i < len; i++) x = x * 6364136223846793005ULL + 1442695040888963407ULL, text[i] = (unsigned char)(x >> 56);
+        static ug_hash64_jump j;
+        ug_hash64_jump_make(&j, text, len);
+        for (uint64_t r = 0; r < 512; r++) {
+            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+            uint64_t h = (x & ~255ULL) | (r & 255);
+            uint64_t want = ug_hash64_update(ug_hash64_update(h, text, len), "tail", 4);
+            uint64_t got = ug_hash64_update(ug_hash64_jump_apply(&j, h), "tail", 4);
+            bad += want != got;
+        }
+    }
+    CHECK(bad == 0, "hash jump differs from the byte-wise hash in %d of %d states", bad, 41 * 512);
+    static ug_hash64_jump e;
+    ug_hash64_jump_make(&e, "", 0);
+    CHECK(ug_hash64_jump_apply(&e, UG_HASH64_INIT) == UG_HASH64_INIT, "the empty text's jump is the identity");
+}
+
 /* Pinned: these must never change, or every stored case ID and input changes with them. */
 static void pinned_ids(void)
 {
@@ -232,6 +258,7 @@ int main(void)
     philox_kat();
     sha256_kat();
     canonical_json();
+    hash_jump();
     pinned_ids();
     dist_purity();
     spec_errors();
