@@ -38,7 +38,7 @@ typedef int64_t ti4 __attribute__((vector_size(32)));
  * the same IEEE operations either way, so the same bits. */
 #if defined(__x86_64__) && defined(__has_attribute) && !defined(__SANITIZE_ADDRESS__)
 #if __has_attribute(target_clones)
-#define TILE_CLONES __attribute__((target_clones("avx2", "default")))
+#define TILE_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #endif
 #endif
 #ifndef TILE_CLONES
