@@ -242,14 +242,27 @@ static void compare_tiles(const ug_case *c, const ug_selection *sel, const char 
     ug_oracle_result_free(&r[1]);
 }
 
-/* compare_tiles on every element and on the default sample (rows partly selected). */
+/* Keeps every step-th selected element of each output: a sparse selection, whose few dk
+ * keys make the gradient's tile path take dP only where it is read (tile_dp). */
+static void thin_selection(ug_selection *sel, size_t step)
+{
+    for (int k = 0; k < sel->n_out; k++) {
+        size_t m = 0;
+        for (size_t i = 0; i < sel->n[k]; i += step) sel->idx[k][m++] = sel->idx[k][i];
+        sel->n[k] = m;
+    }
+}
+
+/* compare_tiles on every element, on the default sample (rows partly selected) and on a
+ * sparse one (every 8th of the sample). */
 static void check_tiles_case(const char *spec_text)
 {
     ug_case c;
     if (opc_build_case(spec_text, &c)) return;
-    for (size_t sample = 0; sample <= UG_SAMPLE_DEFAULT; sample += UG_SAMPLE_DEFAULT) {
+    for (int pass = 0; pass < 3; pass++) {
         ug_selection sel;
-        if (ug_selection_build(&c, sample, &sel)) continue;
+        if (ug_selection_build(&c, pass ? UG_SAMPLE_DEFAULT : 0, &sel)) continue;
+        if (pass == 2) thin_selection(&sel, 8);
         compare_tiles(&c, &sel, spec_text);
         ug_selection_free(&sel);
     }
@@ -312,6 +325,9 @@ static void check_tile_ops(void)
     check_tiles_case(GRAD("fp16", "{\"seqlens\":\"33:140\",\"heads\":1,\"head_dim\":128}", N1, N1));
     check_tiles_case(GRAD("bf16", "{\"seqlens\":\"20:30,18:17\",\"heads\":2,\"head_dim\":16}", N1,
                           "{\"kind\":\"wide\",\"lo_exp\":-20,\"hi_exp\":20}"));
+    /* 600 keys: the sparse selection's dk elements read fewer than an eighth of them */
+    check_tiles_case(GRAD("bf16", "{\"seqlens\":\"40:600\",\"heads\":1,\"head_dim\":64}", N1, N1));
+    check_tiles_case(GRAD("fp16", "{\"seqlens\":\"37:600,5:3\",\"heads\":2,\"head_dim\":128,\"causal\":1}", N1, N1));
 }
 
 int main(void)

@@ -170,13 +170,68 @@ static void group_eval(ug_ar *ar, grad_group *g, ug_num *e, ug_num *dp, ug_num *
     }
 }
 
+/* Which dP entries of group g the selection reads, through dS: row_all[i] where a dq element
+ * of row i is selected (dq_i weighs row i's whole dS), col[j] where a dk element of key j is
+ * (dk_j weighs column j of dS over every row); dv weighs P alone. Returns 1 when so many
+ * keys are read (an eighth or more) that every row's whole dP is cheaper taken at once. */
+static int group_dp_needs(const grad_group *g, const ug_selection *sel, unsigned char *row_all, unsigned char *col)
+{
+    const ug_fa_params *p = g->p;
+    size_t D = (size_t)p->dim, H = (size_t)p->heads, ncol = 0;
+    memset(row_all, 0, (size_t)g->lq);
+    memset(col, 0, (size_t)g->lk);
+    for (int o = 0; o < 2; o++) {
+        long t0 = o == 0 ? p->cu_q[g->b] : p->cu_k[g->b], len = o == 0 ? g->lq : g->lk;
+        unsigned char *mark = o == 0 ? row_all : col;
+        for (size_t k = 0; k < sel->n[o]; k++) {
+            size_t idx = sel->idx[o][k];
+            long t = (long)(idx / (H * D)), h = (long)(idx / D % H);
+            if (h != g->h || t < t0 || t >= t0 + len) continue;
+            ncol += o == 1 && !mark[t - t0];
+            mark[t - t0] = 1;
+        }
+    }
+    return ncol >= (size_t)g->lk / 8;
+}
+
+/* dP = dO.v_j of the tile's m rows (at `at`, ld HD) into dp (ld lk): all keys at once
+ * (ug_dot_d_tile over V^T) for the rows whose whole dS is read, or all rows when every_row;
+ * for the others only the keys whose dS column is read (col), each by ug_dot_d over V's
+ * gathered rows: the same numbers (ug_dot_d_tile is ug_dot_d per key), and 0 elsewhere
+ * (entries no emitted element reads). Why: with a sampled selection a group's dk and dv
+ * elements still need every row's P and Delta, but dP only in a few rows and columns; at
+ * 4096 x 4096 keys per head this was a third of the group's dot products. */
+static void tile_dp(ug_ar *ar, const grad_group *g, const grad_tiles *T, long i0, size_t m, size_t at, size_t nmax,
+                    int every_row, const unsigned char *row_all, const unsigned char *col)
+{
+    const ug_fa_params *p = g->p;
+    size_t D = (size_t)p->dim, HD = (size_t)p->heads * D, lk = (size_t)g->lk, ldk = ug_fa_kt_ld(g->lk);
+    if (every_row) {
+        ug_dot_d_tile(ar, g->dout + at, HD, m, T->vt, ldk, D, nmax, T->dp, lk);
+        return;
+    }
+    for (size_t r = 0; r < m; r++) {
+        const double *dor = g->dout + at + r * HD;
+        ug_num *dp = T->dp + r * lk;
+        size_t n = (size_t)g->n[i0 + (long)r];
+        if (row_all[i0 + (long)r]) {
+            ug_dot_d_tile(ar, dor, HD, 1, T->vt, ldk, D, n, dp, lk);
+            continue;
+        }
+        for (size_t j = 0; j < n; j++) dp[j] = col[j] ? ug_dot_d(ar, dor, 1, T->vg + j * D, 1, D) : ug_c(ar, 0.0);
+    }
+}
+
 /* group_eval for a group with finite inputs in a plain arithmetic, GR_TILE rows at a time:
- * the scores q.k_j and dP = dO.v_j of all keys at once (ug_dot_d_tile over K^T and V^T), O = P V
- * of the tile's rows at once (ug_dot_nd_cols_tile). The same numbers as group_eval. */
-static void group_eval_tiled(ug_ar *ar, grad_group *g, grad_tiles *T, ug_num *scratch)
+ * the scores q.k_j of all keys at once (ug_dot_d_tile over K^T), dP = dO.v_j where the
+ * selection reads it (tile_dp), O = P V of the tile's rows at once (ug_dot_nd_cols_tile).
+ * The same numbers as group_eval wherever an emitted element reads them. */
+static void group_eval_tiled(ug_ar *ar, grad_group *g, const ug_selection *sel, grad_tiles *T, ug_num *scratch)
 {
     const ug_fa_params *p = g->p;
     size_t D = (size_t)p->dim, HD = (size_t)p->heads * D, lk = (size_t)g->lk, ldk = ug_fa_kt_ld(g->lk), n[GR_TILE];
+    unsigned char *row_all = g->need, *col = g->live; /* the scratch group_eval uses otherwise */
+    int every_row = group_dp_needs(g, sel, row_all, col);
     for (long i0 = 0; i0 < g->lq; i0 += GR_TILE) {
         size_t m = g->lq - i0 < GR_TILE ? (size_t)(g->lq - i0) : GR_TILE, nmax = 0;
         size_t at = (size_t)(p->cu_q[g->b] + i0) * HD + (size_t)g->h * D;
@@ -186,7 +241,7 @@ static void group_eval_tiled(ug_ar *ar, grad_group *g, grad_tiles *T, ug_num *sc
             nmax = n[r] > nmax ? n[r] : nmax;
         }
         ug_dot_d_tile(ar, g->q + at, HD, m, T->kt, ldk, D, nmax, T->s, lk);
-        ug_dot_d_tile(ar, g->dout + at, HD, m, T->vt, ldk, D, nmax, T->dp, lk);
+        tile_dp(ar, g, T, i0, m, at, nmax, every_row, row_all, col);
         for (size_t r = 0; r < m; r++) {
             ug_num mx, total, *e = T->s + r * lk, *Pi = g->P + (i0 + (long)r) * g->lk;
             if (!n[r]) continue;
@@ -406,7 +461,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
                 ug_fa_gather_rows(&p, g.v, p.cu_k[b], p.lk[b], h, T.vg);
                 ug_fa_gather_rows(&p, g.q, p.cu_q[b], p.lq[b], h, T.qg);
                 ug_fa_gather_rows(&p, g.dout, p.cu_q[b], p.lq[b], h, T.dg);
-                group_eval_tiled(ar, &g, &T, e);
+                group_eval_tiled(ar, &g, sel, &T, e);
                 for (int o = 0; o < 3; o++) group_emit_tiled(ar, &g, sel, o, &T, e + 2 * ne, row_vals);
             } else {
                 group_needs(&g, sel);
