@@ -33,6 +33,12 @@ typedef uint64_t tu4 __attribute__((vector_size(32)));
 typedef int64_t ti4 __attribute__((vector_size(32)));
 #define LD4(v, p) memcpy(&(v), (p), sizeof(v))
 #define ST4(p, v) memcpy((p), &(v), sizeof(v))
+/* Eight lanes: one register in the x86-64-v4 clone, two in the avx2 one (the same
+ * operations per lane either way), for the loops of products and sums only: gcc 12
+ * scalarises the 64-byte vectors' integer compares in a target_clones function (round4's
+ * range test), so the naive loops stay on tv4. */
+typedef double tv8 __attribute__((vector_size(64)));
+typedef uint64_t tu8 __attribute__((vector_size(64)));
 
 /* Compiled for AVX2 as well and picked at run time on x86-64 (as flash_attention_forward.c);
  * the same IEEE operations either way, so the same bits. */
@@ -69,6 +75,8 @@ static inline __attribute__((always_inline)) tv4 round4(int bf, tv4 x, ti4 *bad)
 
 static inline __attribute__((always_inline)) int any4(ti4 b) { return (b[0] | b[1] | b[2] | b[3]) != 0; }
 
+#define vabs8(x) ((tv8)((tu8)(x) & ~(tu8){0} >> 1))
+
 /* ---- scores: ug_dot_d of one row q against keys j0.. of K^T ------------------------------------- */
 
 /* Value and magnitude sums (s, a) of w keys, 8 at a time: CERT without tracking, DEVICE, F64. */
@@ -76,14 +84,23 @@ TILE_CLONES static void scores_plain(const double *q, const double *Kt, size_t l
                                      double *a)
 {
     size_t j = 0;
-    for (; j + 8 <= w; j += 8) {
-        tv4 s0 = {0}, s1 = {0}, a0 = {0}, a1 = {0}, k0, k1;
+    for (; j + 16 <= w; j += 16) {
+        tv8 s0 = {0}, s1 = {0}, a0 = {0}, a1 = {0}, k0, k1;
         for (size_t i = 0; i < D; i++) {
-            LD4(k0, Kt + i * ldk + j), LD4(k1, Kt + i * ldk + j + 4);
-            tv4 p0 = q[i] * k0, p1 = q[i] * k1;
-            s0 += p0, s1 += p1, a0 += vabs(p0), a1 += vabs(p1);
+            LD4(k0, Kt + i * ldk + j), LD4(k1, Kt + i * ldk + j + 8);
+            tv8 p0 = q[i] * k0, p1 = q[i] * k1;
+            s0 += p0, s1 += p1, a0 += vabs8(p0), a1 += vabs8(p1);
         }
-        ST4(s + j, s0), ST4(s + j + 4, s1), ST4(a + j, a0), ST4(a + j + 4, a1);
+        ST4(s + j, s0), ST4(s + j + 8, s1), ST4(a + j, a0), ST4(a + j + 8, a1);
+    }
+    for (; j + 8 <= w; j += 8) {
+        tv8 s0 = {0}, a0 = {0}, k0;
+        for (size_t i = 0; i < D; i++) {
+            LD4(k0, Kt + i * ldk + j);
+            tv8 p0 = q[i] * k0;
+            s0 += p0, a0 += vabs8(p0);
+        }
+        ST4(s + j, s0), ST4(a + j, a0);
     }
     for (; j < w; j++) {
         double sj = 0.0, aj = 0.0;
@@ -375,24 +392,21 @@ TILE_CLONES static void cols_add(ug_ar_mode mode, ug_dtype dt, cols_acc *acc, co
 {
     size_t c = 0;
     for (; c + 8 <= w; c += 8) {
-        tv4 s0, s1, a0, a1, e0, e1, v0, v1;
-        LD4(s0, acc->s + c), LD4(s1, acc->s + c + 4);
         if (mode == UG_AR_NAIVE) {
             if (dt == UG_DT_BF16) cols_naive_bits(1, acc, x, V, ldv, i0, i1, c0, c);
             else if (dt == UG_DT_FP16) cols_naive_bits(0, acc, x, V, ldv, i0, i1, c0, c);
             else cols_naive1(dt, acc, x, V, ldv, i0, i1, c0, c, 8);
             continue;
         }
-        LD4(a0, acc->a + c), LD4(a1, acc->a + c + 4), LD4(e0, acc->e + c), LD4(e1, acc->e + c + 4);
+        tv8 s0, a0, e0, v0;
+        LD4(s0, acc->s + c), LD4(a0, acc->a + c), LD4(e0, acc->e + c);
         for (size_t i = i0; i < i1; i++) {
-            const double *row = V + i * ldv + c0 + c;
             double xv = x[i].v, xe = x[i].e;
-            LD4(v0, row), LD4(v1, row + 4);
-            tv4 p0 = xv * v0, p1 = xv * v1;
-            s0 += p0, s1 += p1, a0 += vabs(p0), a1 += vabs(p1), e0 += xe * vabs(v0), e1 += xe * vabs(v1);
+            LD4(v0, V + i * ldv + c0 + c);
+            tv8 p0 = xv * v0;
+            s0 += p0, a0 += vabs8(p0), e0 += xe * vabs8(v0);
         }
-        ST4(acc->s + c, s0), ST4(acc->s + c + 4, s1), ST4(acc->a + c, a0), ST4(acc->a + c + 4, a1);
-        ST4(acc->e + c, e0), ST4(acc->e + c + 4, e1);
+        ST4(acc->s + c, s0), ST4(acc->a + c, a0), ST4(acc->e + c, e0);
     }
     if (mode == UG_AR_NAIVE) {
         cols_naive1(dt, acc, x, V, ldv, i0, i1, c0, c, w - c);
