@@ -79,8 +79,10 @@ static void check_dot_nd_cols(void)
 
 /* ug_dot_d_tile against ug_dot_d on every (row, key) in one arithmetic: m rows of D values
  * against n keys held transposed (ldk >= n), keys across the 128-key chunks and the 8-key
- * vector blocks. narrow: bf16 values (CERT's exactness tracking can prove sums exact) or
- * wide doubles; with zeros, tiny values and (special) infinities and NaNs among them. */
+ * vector blocks. narrow: bf16 values (CERT's exactness tracking can prove sums exact), 2:
+ * values of the naive dtype (NAIVE's fp32 lanes at m >= 4, naive_f32.h; with a few of
+ * magnitude 300, whose fp16 products overflow), or wide doubles; with zeros, tiny values
+ * and (special) infinities and NaNs among them. */
 static void check_scores(ug_ar_mode mode, ug_dtype naive_dt, size_t m, size_t D, size_t n, int narrow, int special)
 {
     int plain = special < 0; /* no zeros or tiny values: the naive vector blocks stay on the bits */
@@ -92,22 +94,26 @@ static void check_scores(ug_ar_mode mode, ug_dtype naive_dt, size_t m, size_t D,
     for (size_t i = 0; i < D * ldk; i++) Kt[i] = draw(4, (uint32_t)i);
     for (size_t i = 0; plain && i < m * D; i++) Q[i] = fabs(Q[i]) < 0x1p-10 ? 0.75 : Q[i];
     for (size_t i = 0; plain && i < D * ldk; i++) Kt[i] = fabs(Kt[i]) < 0x1p-10 ? -0.625 : Kt[i];
-    for (size_t i = 0; narrow && i < m * D; i++) Q[i] = ug_dtype_round(UG_DT_BF16, Q[i]);
-    for (size_t i = 0; narrow && i < D * ldk; i++) Kt[i] = ug_dtype_round(UG_DT_BF16, Kt[i]);
+    if (narrow == 2 && n > 40) Q[D + 2] = 300.0, Kt[2 * ldk + 33] = -300.0, Kt[2 * ldk + 40] = 300.0;
+    ug_dtype nd = narrow == 2 ? naive_dt : UG_DT_BF16;
+    for (size_t i = 0; narrow && i < m * D; i++) Q[i] = ug_dtype_round(nd, Q[i]);
+    for (size_t i = 0; narrow && i < D * ldk; i++) Kt[i] = ug_dtype_round(nd, Kt[i]);
     if (special > 0 && n > 9) Kt[2 * ldk + 5] = INFINITY, Kt[ldk + 9] = NAN, Q[1] = 0x1p600, Kt[ldk + 3] = 0x1p600;
     if (narrow && !plain && n > 17) Kt[17] = 0x1p-60; /* a product far below the others: that sum is inexact */
     ug_dot_d_tile(ar, Q, D, m, Kt, ldk, D, n, out, n);
     size_t differ = dot_d_differ(ar, mode, out, n, m, n, Q, D, Kt, ldk, D);
     CHECK(differ == 0, "mode %d naive %s, %zu rows x %zu keys, D %zu%s%s: %zu scores differ from ug_dot_d", (int)mode,
-          ug_dtype_name(naive_dt), m, n, D, narrow ? ", bf16 inputs" : "", special > 0 ? ", specials" : plain ? ", no zeros" : "",
+          ug_dtype_name(naive_dt), m, n, D, narrow == 2 ? ", dtype inputs" : narrow ? ", bf16 inputs" : "", special > 0 ? ", specials" : plain ? ", no zeros" : "",
           differ);
     free(Q), free(Kt), free(out);
     ug_ar_free(ar);
 }
 
 /* ug_dot_nd_cols_tile against ug_dot_nd per row and column: rows with their own term counts
- * (0, short, across the 128-row chunks), one row of exact weights among them. */
-static void check_cols_tile(ug_ar_mode mode, ug_dtype naive_dt, size_t ncols, int plain)
+ * (0, short, across the 128-row chunks), one row of exact weights among them; narrow:
+ * every weight and value one of the naive dtype's (NAIVE's fp32 lanes, naive_f32.h), a few
+ * of magnitude 300 (fp16 products that overflow). */
+static void check_cols_tile(ug_ar_mode mode, ug_dtype naive_dt, size_t ncols, int plain, int narrow)
 {
     enum { M = 5 };
     static const size_t n[M] = {300, 0, 7, 129, 256};
@@ -121,7 +127,9 @@ static void check_cols_tile(ug_ar_mode mode, ug_dtype naive_dt, size_t ncols, in
         double s = draw(6, (uint32_t)i);
         s = plain && fabs(s) < 0x1p-10 ? 0.5 : s;
         X[i] = i / ldx == 2 ? ug_c(ar, s) : ug_exp(ar, ug_sub(ar, ug_c(ar, s), ug_c(ar, 1.0)));
+        if (narrow) X[i] = ug_c(ar, ug_dtype_round(naive_dt, i % 97 == 5 ? 300.0 : fabs(s)));
     }
+    for (size_t i = 0; narrow && i < ldx * ldv; i++) V[i] = ug_dtype_round(naive_dt, i % 89 == 7 ? -300.0 : V[i]);
     ug_dot_nd_cols_tile(ar, X, ldx, n, M, V, ldv, ncols, out, ncols);
     size_t differ = 0;
     for (size_t r = 0; r < M; r++)
@@ -130,8 +138,8 @@ static void check_cols_tile(ug_ar_mode mode, ug_dtype naive_dt, size_t ncols, in
             differ += !same_num(mode, out[r * ncols + c], ug_dot_nd(ar, X + r * ldx, V + c, ldv, n[r]));
             ug_ar_release(ar, mark);
         }
-    CHECK(differ == 0, "mode %d naive %s, %zu columns%s: %zu tile sums differ from ug_dot_nd", (int)mode,
-          ug_dtype_name(naive_dt), ncols, plain ? ", no zeros" : "", differ);
+    CHECK(differ == 0, "mode %d naive %s, %zu columns%s%s: %zu tile sums differ from ug_dot_nd", (int)mode,
+          ug_dtype_name(naive_dt), ncols, plain ? ", no zeros" : "", narrow ? ", dtype values" : "", differ);
     free(X), free(out), free(V);
     ug_ar_free(ar);
 }
@@ -150,10 +158,16 @@ static void check_tiles(void)
             check_scores(modes[k], dts[t], 2, 16, 40, 1, 1);
             check_scores(modes[k], dts[t], 3, 64, 45, 1, -1);
             check_scores(modes[k], dts[t], 3, 128, 150, 0, -1);
-            for (int plain = 0; plain < 2; plain++) {
-                check_cols_tile(modes[k], dts[t], 130, plain);
-                check_cols_tile(modes[k], dts[t], 5, plain);
+            for (int special = -1; special <= 1; special++) { /* 6 rows of the dtype's values */
+                check_scores(modes[k], dts[t], 6, 128, 300, 2, special);
+                check_scores(modes[k], dts[t], 5, 16, 45, 2, special);
             }
+            for (int plain = 0; plain < 2; plain++)
+                for (int narrow = 0; narrow < 2; narrow++) {
+                    check_cols_tile(modes[k], dts[t], 130, plain, narrow);
+                    check_cols_tile(modes[k], dts[t], 5, plain, narrow);
+                    check_cols_tile(modes[k], dts[t], 64, plain, narrow);
+                }
         }
     }
 }

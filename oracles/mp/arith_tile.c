@@ -22,6 +22,7 @@
 #include "oracles/mp/arith.h"
 #include "oracles/mp/cert_block.h"
 #include "oracles/mp/cert_inline.h"
+#include "oracles/mp/naive_f32.h"
 
 #define KEY_CHUNK 128 /* keys whose K^T columns or V rows stay in cache across a tile's rows */
 #define COL_CHUNK 64  /* columns of one weighted-sum accumulator */
@@ -217,16 +218,50 @@ static void scores_row(ug_ar *ar, const double *q, const double *Kt, size_t ldk,
     int track = mode == UG_AR_CERT && D <= 64, qn = track && all_narrow(q, 1, D);
     if (track) scores_tracked(q, Kt, ldk, D, w, s, a, bad);
     else scores_plain(q, Kt, ldk, D, w, s, a);
-    for (size_t j = 0; j < w; j++) {
-        if (mode == UG_AR_CERT) {
+    /* the bounds' factors, once (a division each: per key they were the loop's cost) */
+    double g_cert = ug_cv_gamma_n(D + 2), g_dev = gamma32(D), tiny = (double)D * UG_CV_TINY;
+    double eta = 2.0 * (double)D * UG_DEV_ETA; /* D mul, D-1 add */
+    if (mode == UG_AR_CERT)
+        for (size_t j = 0; j < w; j++) {
             int exact = track && qn && knarrow[j] && !bad[j];
-            out[j] = ug_cv_num(ug_cv_make(s[j], exact ? 0.0 : ug_cv_gamma_n(D + 2) * a[j] + (double)D * UG_CV_TINY));
-        } else if (mode == UG_AR_DEVICE) {
-            out[j] = num_dev(s[j], gamma32(D) * a[j] + 2.0 * (double)D * UG_DEV_ETA); /* D mul, D-1 add */
-        } else {
-            out[j] = (ug_num){s[j], 0.0, NULL};
+            out[j] = ug_cv_num(ug_cv_make(s[j], exact ? 0.0 : g_cert * a[j] + tiny));
         }
+    else if (mode == UG_AR_DEVICE)
+        for (size_t j = 0; j < w; j++) out[j] = num_dev(s[j], g_dev * a[j] + eta);
+    else
+        for (size_t j = 0; j < w; j++) out[j] = (ug_num){s[j], 0.0, NULL};
+}
+
+/* Whether NAIVE takes the fp32 lanes (naive_f32.h) for a tile of m rows: bf16 or fp16, and
+ * rows enough to repay copying each chunk of keys or values to fp32 once. */
+static int naive_f32(ug_ar *ar, size_t m)
+{
+    ug_dtype dt = ug_ar_get_naive_dt(ar);
+    return ug_ar_get_mode(ar) == UG_AR_NAIVE && (dt == UG_DT_BF16 || dt == UG_DT_FP16) && m >= 4;
+}
+
+/* The naive scores of the m rows against keys [0, w) of Kt on fp32 lanes: the chunk's keys
+ * copied once (ktf, D x KEY_CHUNK), each row's q (qf); a row or chunk whose values are not
+ * all the dtype's, or a block of keys that left the range, goes the double way, whose
+ * every key equals score_naive1. 0 when the chunk's keys are not the dtype's (nothing done). */
+static int scores_chunk_f32(ug_dtype dt, const double *Q, size_t ldq, size_t m, const double *Kt, size_t ldk, size_t D,
+                            size_t w, float *ktf, float *qf, double *s, ug_num *out, size_t ldo)
+{
+    unsigned char bad[KEY_CHUNK / 8 + 1];
+    for (size_t i = 0; i < D; i++)
+        if (!ug_nf_take(dt, Kt + i * ldk, w, ktf + i * KEY_CHUNK)) return 0;
+    for (size_t r = 0; r < m; r++) {
+        const double *q = Q + r * ldq;
+        if (!ug_nf_take(dt, q, D, qf)) {
+            scores_naive(dt, q, Kt, ldk, D, w, s);
+        } else {
+            ug_nf_scores(dt == UG_DT_BF16, qf, ktf, KEY_CHUNK, D, w, s, bad);
+            for (size_t j = 0; j < w; j++)
+                if (bad[j / 8]) s[j] = score_naive1(dt, q, Kt + j, ldk, D); /* out of range: in double */
+        }
+        for (size_t j = 0; j < w; j++) out[r * ldo + j] = (ug_num){s[j], 0.0, NULL};
     }
+    return 1;
 }
 
 void ug_dot_d_tile(ug_ar *ar, const double *Q, size_t ldq, size_t m, const double *Kt, size_t ldk, size_t D, size_t n,
@@ -237,16 +272,22 @@ void ug_dot_d_tile(ug_ar *ar, const double *Q, size_t ldq, size_t m, const doubl
             for (size_t j = 0; j < n; j++) out[r * ldo + j] = ug_dot_d(ar, Q + r * ldq, 1, Kt + j, ldk, D);
         return;
     }
+    int f32 = naive_f32(ar, m);
     double *sc = malloc(3 * KEY_CHUNK * sizeof *sc);
+    float *ktf = f32 ? malloc((KEY_CHUNK + 1) * D * sizeof *ktf) : NULL;
     unsigned char knarrow[KEY_CHUNK];
-    if (!sc) abort(); /* as the arithmetic's own pool: the oracle cannot go on without memory */
+    if (!sc || (f32 && !ktf)) abort(); /* as the arithmetic's own pool: the oracle cannot go on without memory */
     for (size_t j0 = 0; j0 < n; j0 += KEY_CHUNK) {
         size_t w = n - j0 < KEY_CHUNK ? n - j0 : KEY_CHUNK;
         int track = ug_ar_get_mode(ar) == UG_AR_CERT && D <= 64; /* only CERT's tracking asks */
+        if (f32 && scores_chunk_f32(ug_ar_get_naive_dt(ar), Q, ldq, m, Kt + j0, ldk, D, w, ktf, ktf + KEY_CHUNK * D, sc,
+                                    out + j0, ldo))
+            continue;
         for (size_t j = 0; track && j < w; j++) knarrow[j] = (unsigned char)all_narrow(Kt + j0 + j, ldk, D);
         for (size_t r = 0; r < m; r++) scores_row(ar, Q + r * ldq, Kt + j0, ldk, D, w, knarrow, sc, out + r * ldo + j0);
     }
     free(sc);
+    free(ktf);
 }
 
 /* ---- many rows times a weight's columns: ug_dot_d_cols for m rows at once --------------------- */
@@ -318,6 +359,7 @@ static void rows_chunk64(ug_ar *ar, const double *X, size_t ldx, size_t m, const
         if (mode == UG_AR_NAIVE) rows_naive(dt == UG_DT_BF16, X, ldx, m, B, ldb, i0, i1, s, bad);
         else rows_plain(X, ldx, m, B, ldb, i0, i1, s, a);
     }
+    double g_dev = gamma32(n); /* once, not per column */
     for (size_t r = 0; r < m; r++)
         for (size_t c = 0; c < 64; c++) {
             double v = s[r * 64 + c];
@@ -327,7 +369,7 @@ static void rows_chunk64(ug_ar *ar, const double *X, size_t ldx, size_t m, const
             } else if (mode == UG_AR_CERT) { /* ug_cv_dot_d past 64 terms: no exactness tracking */
                 out[r * ldo + c] = ug_cv_num(ug_cv_make(v, ug_cv_dot_err(n, a[r * 64 + c])));
             } else if (mode == UG_AR_DEVICE) {
-                out[r * ldo + c] = num_dev(v, gamma32(n) * a[r * 64 + c] + 2.0 * (double)n * UG_DEV_ETA);
+                out[r * ldo + c] = num_dev(v, g_dev * a[r * 64 + c] + 2.0 * (double)n * UG_DEV_ETA);
             } else {
                 out[r * ldo + c] = (ug_num){v, 0.0, NULL};
             }
@@ -419,15 +461,60 @@ TILE_CLONES static void cols_add(ug_ar_mode mode, ug_dtype dt, cols_acc *acc, co
         }
 }
 
+/* NAIVE bf16/fp16 weighted sums on fp32 lanes (naive_f32.h): a chunk of V's rows copied
+ * once (vf, KEY_CHUNK x ncols), each row's weights (xf). */
+typedef struct {
+    float *vf, *xf;
+    double *xd;
+} cols_f32;
+
+static int cols_f32_open(cols_f32 *f, size_t ncols)
+{
+    f->vf = malloc((KEY_CHUNK * ncols + KEY_CHUNK) * sizeof *f->vf + KEY_CHUNK * sizeof *f->xd);
+    if (!f->vf) return -1;
+    f->xf = f->vf + KEY_CHUNK * ncols;
+    f->xd = (double *)(void *)(f->xf + KEY_CHUNK); /* KEY_CHUNK is even: 8-byte aligned */
+    return 0;
+}
+
+/* Copies rows [i0, i0 + rows) of V to f->vf; 0 when one value is not the dtype's. */
+static int cols_f32_take_v(cols_f32 *f, ug_dtype dt, const double *V, size_t ldv, size_t i0, size_t rows, size_t ncols)
+{
+    for (size_t i = 0; i < rows; i++)
+        if (!ug_nf_take(dt, V + (i0 + i) * ldv, ncols, f->vf + i * ncols)) return 0;
+    return 1;
+}
+
+/* Terms [i0, i1) of one row's weights x added to its accumulators acc[0..nch) on fp32 lanes;
+ * a block of 8 columns that left the range, and the columns past the last whole block,
+ * the double way (cols_naive1, which every lane equals). 0 when a weight is not the
+ * dtype's (nothing done). */
+static int cols_f32_row(cols_f32 *f, ug_dtype dt, cols_acc *acc, const ug_num *x, const double *V, size_t ldv,
+                        size_t i0, size_t i1, size_t ncols)
+{
+    unsigned char bad[COL_CHUNK / 8];
+    for (size_t i = i0; i < i1; i++) f->xd[i - i0] = x[i].v;
+    if (!ug_nf_take(dt, f->xd, i1 - i0, f->xf)) return 0;
+    for (size_t c0 = 0, k = 0; c0 < ncols; c0 += COL_CHUNK, k++) {
+        size_t w = ncols - c0 < COL_CHUNK ? ncols - c0 : COL_CHUNK, w8 = w / 8 * 8;
+        ug_nf_cols(dt == UG_DT_BF16, acc[k].s, f->xf, f->vf + c0, ncols, i1 - i0, w8, bad);
+        for (size_t c = 0; c < w8; c += 8)
+            if (bad[c / 8]) cols_naive1(dt, &acc[k], x, V, ldv, i0, i1, c0, c, 8);
+        if (w8 < w) cols_naive1(dt, &acc[k], x, V, ldv, i0, i1, c0, w8, w - w8);
+    }
+    return 1;
+}
+
 /* The w numbers ug_dot_nd gives for the accumulated columns of n terms. */
 static void cols_out(ug_ar_mode mode, const cols_acc *acc, size_t n, size_t w, ug_num *out)
 {
+    double g_cert = ug_cv_gamma_n(n + 2), g_dev = gamma32(n); /* once, not per column */
     for (size_t c = 0; c < w; c++) {
         double s = acc->s[c], a = acc->a[c], e = acc->e[c];
         if (mode == UG_AR_CERT) /* ug_dot_nd's bound: exact zero products and exact inputs give an exact zero */
-            out[c] = ug_cv_num(ug_cv_make(s, a == 0.0 && e == 0.0 ? 0.0 : e + ug_cv_gamma_n(n + 2) * a + (double)n * UG_CV_TINY));
+            out[c] = ug_cv_num(ug_cv_make(s, a == 0.0 && e == 0.0 ? 0.0 : e + g_cert * a + (double)n * UG_CV_TINY));
         else if (mode == UG_AR_DEVICE)
-            out[c] = num_dev(s, e + gamma32(n) * a + 2.0 * (double)n * UG_DEV_ETA);
+            out[c] = num_dev(s, e + g_dev * a + 2.0 * (double)n * UG_DEV_ETA);
         else
             out[c] = (ug_num){s, 0.0, NULL};
     }
@@ -483,13 +570,20 @@ void ug_dot_nd_cols_tile(ug_ar *ar, const ug_num *X, size_t ldx, const size_t *n
         if ((skip[r] = (unsigned char)by_column(ar, X + r * ldx, n[r])))
             row_by_column(ar, X + r * ldx, n[r], V, ldv, ncols, out + r * ldo);
     }
-    for (size_t i0 = 0; i0 < nmax; i0 += KEY_CHUNK) /* a chunk of V's rows, for every row of the tile */
+    cols_f32 f = {0};
+    if (naive_f32(ar, m) && cols_f32_open(&f, ncols)) abort(); /* as the arithmetic's own pool */
+    for (size_t i0 = 0; i0 < nmax; i0 += KEY_CHUNK) { /* a chunk of V's rows, for every row of the tile */
+        int vf = f.vf && cols_f32_take_v(&f, dt, V, ldv, i0, nmax - i0 < KEY_CHUNK ? nmax - i0 : KEY_CHUNK, ncols);
         for (size_t r = 0; r < m; r++) {
             size_t i1 = i0 + KEY_CHUNK < n[r] ? i0 + KEY_CHUNK : n[r];
-            for (size_t k = 0; !skip[r] && i0 < i1 && k < nch; k++)
+            if (skip[r] || i0 >= i1) continue;
+            if (vf && cols_f32_row(&f, dt, &acc[r * nch], X + r * ldx, V, ldv, i0, i1, ncols)) continue;
+            for (size_t k = 0; k < nch; k++)
                 cols_add(mode, dt, &acc[r * nch + k], X + r * ldx, V, ldv, i0, i1, k * COL_CHUNK,
                          ncols - k * COL_CHUNK < COL_CHUNK ? ncols - k * COL_CHUNK : COL_CHUNK);
         }
+    }
+    free(f.vf);
     for (size_t r = 0; r < m; r++)
         for (size_t k = 0; !skip[r] && k < nch; k++)
             cols_out(mode, &acc[r * nch + k], n[r], ncols - k * COL_CHUNK < COL_CHUNK ? ncols - k * COL_CHUNK : COL_CHUNK,

@@ -1,0 +1,165 @@
+/* naive_f32.c — the naive bf16/fp16 tile loops on fp32 lanes (why they give the double
+ * loops' results: naive_f32.h). */
+#include "oracles/mp/naive_f32.h"
+
+#include <stdint.h>
+#include <string.h>
+
+/* Every vector-valued function here is static: the ABI note GCC gives on them concerns nobody. */
+#pragma GCC diagnostic ignored "-Wpsabi"
+typedef float tf8 __attribute__((vector_size(32)));
+typedef uint32_t tw8 __attribute__((vector_size(32)));
+typedef int32_t tx8 __attribute__((vector_size(32)));
+#define LD8(v, p) memcpy(&(v), (p), sizeof(v))
+#define ST8(p, v) memcpy((p), &(v), sizeof(v))
+
+/* As arith_tile.c: compiled for AVX2 and AVX-512 as well, picked at run time; 32-byte
+ * vectors only (gcc 12 scalarises 64-byte integer compares in a target_clones function). */
+#if defined(__x86_64__) && defined(__has_attribute) && !defined(__SANITIZE_ADDRESS__)
+#if __has_attribute(target_clones)
+#define NF_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#endif
+#endif
+#ifndef NF_CLONES
+#define NF_CLONES
+#endif
+
+typedef double td4 __attribute__((vector_size(32)));
+typedef int64_t tl4 __attribute__((vector_size(32)));
+typedef float tf4 __attribute__((vector_size(16)));
+typedef int32_t tx4 __attribute__((vector_size(16)));
+
+/* Whether fp32 g (bits u) is a value of the dtype that ug_nf_take admits; as a lane mask
+ * (-1 no): low the significand bits past the dtype's, [lo, hi) the magnitudes' bits. */
+#define TAKE_BAD(u, low, lo, hi) \
+    ((((u) & (low)) != 0) | (((u) & 0x7fffffff) >= (hi)) | ((((u) & 0x7fffffff) != 0) & (((u) & 0x7fffffff) < (lo))))
+
+NF_CLONES int ug_nf_take(ug_dtype dt, const double *x, size_t n, float *f)
+{
+    if (dt != UG_DT_BF16 && dt != UG_DT_FP16) return 0;
+    const int32_t low = dt == UG_DT_BF16 ? 0xffff : 0x1fff; /* fp32 significand bits past bf16's 7 or fp16's 10 */
+    /* bf16: a zero or 2^-63 <= |x| < 2^63, so that no product of two is an fp32 subnormal
+     * (one that underflowed to zero would pass the range test unseen); fp16: finite */
+    const int32_t lo = dt == UG_DT_BF16 ? 64 << 23 : 0, hi = dt == UG_DT_BF16 ? 190 << 23 : 0x7f800000;
+    tl4 inexact = {0};
+    tx4 bad = {0};
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) { /* four at a time (the loop below did not vectorise) */
+        td4 d;
+        memcpy(&d, x + i, sizeof d);
+        tf4 g = __builtin_convertvector(d, tf4);
+        inexact |= __builtin_convertvector(g, td4) != d; /* NaN too */
+        tx4 u = (tx4)g;
+        bad |= TAKE_BAD(u, low, lo, hi);
+        memcpy(f + i, &g, sizeof g);
+    }
+    int any = (inexact[0] | inexact[1] | inexact[2] | inexact[3] | bad[0] | bad[1] | bad[2] | bad[3]) != 0;
+    for (; i < n; i++) {
+        float g = (float)x[i];
+        int32_t u;
+        memcpy(&u, &g, sizeof u);
+        any |= ((double)g != x[i]) | TAKE_BAD(u, low, lo, hi);
+        f[i] = g;
+    }
+    return !any;
+}
+
+/* x rounded to bf16 (bf) or fp16 on its fp32 bits, round to nearest even: right where the
+ * result is normal in the format below its top binade, or a zero (arith_tile.c's round4
+ * on fp32 lanes); other lanes set *bad. */
+static inline __attribute__((always_inline)) tf8 round8f(int bf, tf8 x, tx8 *bad)
+{
+    const int shift = 23 - (bf ? 7 : 10);
+    const int32_t lo = 127 + (bf ? -126 : -14), span = bf ? 253 : 29; /* biased exponent in [lo, lo + span) */
+    tw8 u = (tw8)x;
+    tx8 d = (tx8)((u >> 23) & 0xffu) - lo;
+    *bad |= ~(((d >= 0) & (d < span)) | ((u << 1) == 0));
+    return (tf8)((u + ((((uint32_t)1 << (shift - 1)) - 1u) + ((u >> shift) & 1u))) & ~(((uint32_t)1 << shift) - 1u)); /* rounds: RNE */
+}
+
+static inline __attribute__((always_inline)) int any8(tx8 b)
+{
+    return (b[0] | b[1] | b[2] | b[3] | b[4] | b[5] | b[6] | b[7]) != 0;
+}
+
+static inline __attribute__((always_inline)) void store8(double *s, tf8 v)
+{
+    for (int l = 0; l < 8; l++) s[l] = (double)v[l]; /* exact */
+}
+
+static inline __attribute__((always_inline)) void scores_bits(int bf, const float *qf, const float *ktf, size_t ldf,
+                                                             size_t D, size_t w, double *s, unsigned char *bad)
+{
+    size_t j = 0;
+    for (; j + 16 <= w; j += 16) { /* two blocks side by side: independent chains */
+        tf8 s0 = {0}, s1 = {0}, k0, k1;
+        tx8 b0 = {0}, b1 = {0};
+        for (size_t i = 0; i < D; i++) {
+            LD8(k0, ktf + i * ldf + j), LD8(k1, ktf + i * ldf + j + 8);
+            s0 = round8f(bf, s0 + round8f(bf, qf[i] * k0, &b0), &b0); /* rounds: naive mul, naive add */
+            s1 = round8f(bf, s1 + round8f(bf, qf[i] * k1, &b1), &b1);
+        }
+        if (!(bad[j / 8] = (unsigned char)any8(b0))) store8(s + j, s0);
+        if (!(bad[j / 8 + 1] = (unsigned char)any8(b1))) store8(s + j + 8, s1);
+    }
+    for (; j + 8 <= w; j += 8) {
+        tf8 s0 = {0}, k0;
+        tx8 b0 = {0};
+        for (size_t i = 0; i < D; i++) {
+            LD8(k0, ktf + i * ldf + j);
+            s0 = round8f(bf, s0 + round8f(bf, qf[i] * k0, &b0), &b0);
+        }
+        if (!(bad[j / 8] = (unsigned char)any8(b0))) store8(s + j, s0);
+    }
+    if (j < w) bad[j / 8] = 1; /* the keys past the last whole block: the caller's */
+}
+
+NF_CLONES void ug_nf_scores(int bf, const float *qf, const float *ktf, size_t ldf, size_t D, size_t w, double *s,
+                            unsigned char *bad)
+{
+    if (bf) scores_bits(1, qf, ktf, ldf, D, w, s, bad);
+    else scores_bits(0, qf, ktf, ldf, D, w, s, bad);
+}
+
+/* The s[] of 8 columns c.. as fp32 lanes, and in b the lanes that are not values of the
+ * dtype (exact in fp32 is enough: every one is a rounded naive result, or NaN or inf,
+ * which fail here or at the first range test). */
+static inline __attribute__((always_inline)) tf8 load_sums(const double *s, tx8 *b)
+{
+    tf8 v;
+    for (int l = 0; l < 8; l++) v[l] = (float)s[l], (*b)[l] = (double)v[l] != s[l] ? -1 : 0;
+    return v;
+}
+
+static inline __attribute__((always_inline)) void cols_bits(int bf, double *s, const float *xf, const float *vf,
+                                                           size_t ldf, size_t n, size_t w8, unsigned char *bad)
+{
+    size_t c = 0;
+    for (; c + 16 <= w8; c += 16) { /* two blocks side by side: independent chains */
+        tx8 b0 = {0}, b1 = {0};
+        tf8 s0 = load_sums(s + c, &b0), s1 = load_sums(s + c + 8, &b1), v0, v1;
+        for (size_t i = 0; i < n; i++) {
+            LD8(v0, vf + i * ldf + c), LD8(v1, vf + i * ldf + c + 8);
+            s0 = round8f(bf, s0 + round8f(bf, xf[i] * v0, &b0), &b0); /* rounds: naive mul, naive add */
+            s1 = round8f(bf, s1 + round8f(bf, xf[i] * v1, &b1), &b1);
+        }
+        if (!(bad[c / 8] = (unsigned char)any8(b0))) store8(s + c, s0);
+        if (!(bad[c / 8 + 1] = (unsigned char)any8(b1))) store8(s + c + 8, s1);
+    }
+    for (; c < w8; c += 8) {
+        tx8 b0 = {0};
+        tf8 s0 = load_sums(s + c, &b0), v0;
+        for (size_t i = 0; i < n; i++) {
+            LD8(v0, vf + i * ldf + c);
+            s0 = round8f(bf, s0 + round8f(bf, xf[i] * v0, &b0), &b0); /* rounds: naive mul, naive add */
+        }
+        if (!(bad[c / 8] = (unsigned char)any8(b0))) store8(s + c, s0);
+    }
+}
+
+NF_CLONES void ug_nf_cols(int bf, double *s, const float *xf, const float *vf, size_t ldf, size_t n, size_t w8,
+                          unsigned char *bad)
+{
+    if (bf) cols_bits(1, s, xf, vf, ldf, n, w8, bad);
+    else cols_bits(0, s, xf, vf, ldf, n, w8, bad);
+}
