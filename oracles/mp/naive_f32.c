@@ -66,14 +66,16 @@ NF_CLONES int ug_nf_take(ug_dtype dt, const double *x, size_t n, float *f)
 
 /* x rounded to bf16 (bf) or fp16 on its fp32 bits, round to nearest even: right where the
  * result is normal in the format below its top binade, or a zero (arith_tile.c's round4
- * on fp32 lanes); other lanes set *bad. */
+ * on fp32 lanes); other lanes set *bad. The range test on the magnitude's bits a, in
+ * [lo, lo + span) binades: a + (2^31 - lo) wraps that interval to the bottom of the signed
+ * range, so one signed compare decides it (AVX2 has no unsigned one). */
 static inline __attribute__((always_inline)) tf8 round8f(int bf, tf8 x, tx8 *bad)
 {
     const int shift = 23 - (bf ? 7 : 10);
-    const int32_t lo = 127 + (bf ? -126 : -14), span = bf ? 253 : 29; /* biased exponent in [lo, lo + span) */
-    tw8 u = (tw8)x;
-    tx8 d = (tx8)((u >> 23) & 0xffu) - lo;
-    *bad |= ~(((d >= 0) & (d < span)) | ((u << 1) == 0));
+    const uint32_t lo = (uint32_t)(127 + (bf ? -126 : -14)) << 23, span = (uint32_t)(bf ? 253 : 29) << 23;
+    tw8 u = (tw8)x, a = u & 0x7fffffffu;
+    tx8 t = (tx8)(a + (0x80000000u - lo));
+    *bad |= ~((t < (int32_t)(0x80000000u + span)) | (a == 0));
     return (tf8)((u + ((((uint32_t)1 << (shift - 1)) - 1u) + ((u >> shift) & 1u))) & ~(((uint32_t)1 << shift) - 1u)); /* rounds: RNE */
 }
 
