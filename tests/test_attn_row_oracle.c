@@ -95,6 +95,8 @@ static void check_scores(ug_ar_mode mode, ug_dtype naive_dt, size_t m, size_t D,
     for (size_t i = 0; plain && i < m * D; i++) Q[i] = fabs(Q[i]) < 0x1p-10 ? 0.75 : Q[i];
     for (size_t i = 0; plain && i < D * ldk; i++) Kt[i] = fabs(Kt[i]) < 0x1p-10 ? -0.625 : Kt[i];
     if (narrow == 2 && n > 40) Q[D + 2] = 300.0, Kt[2 * ldk + 33] = -300.0, Kt[2 * ldk + 40] = 300.0;
+    if (narrow == 2 && n > 50 && D > 5) /* 1.5 x 43680 = 65520: fp16's top binade, a tie that rounds to inf */
+        Q[D + 5] = 1.5, Kt[5 * ldk + 50] = 43680.0;
     ug_dtype nd = narrow == 2 ? naive_dt : UG_DT_BF16;
     for (size_t i = 0; narrow && i < m * D; i++) Q[i] = ug_dtype_round(nd, Q[i]);
     for (size_t i = 0; narrow && i < D * ldk; i++) Kt[i] = ug_dtype_round(nd, Kt[i]);
@@ -130,6 +132,8 @@ static void check_cols_tile(ug_ar_mode mode, ug_dtype naive_dt, size_t ncols, in
         if (narrow) X[i] = ug_c(ar, ug_dtype_round(naive_dt, i % 97 == 5 ? 300.0 : fabs(s)));
     }
     for (size_t i = 0; narrow && i < ldx * ldv; i++) V[i] = ug_dtype_round(naive_dt, i % 89 == 7 ? -300.0 : V[i]);
+    if (narrow && ncols > 3) /* 1.5 x 43680 = 65520: fp16's top binade, a tie that rounds to inf */
+        X[10] = ug_c(ar, 1.5), V[10 * ldv + 3] = 43680.0;
     ug_dot_nd_cols_tile(ar, X, ldx, n, M, V, ldv, ncols, out, ncols);
     size_t differ = 0;
     for (size_t r = 0; r < M; r++)

@@ -23,17 +23,16 @@
 #include "oracles/mp/cert_block.h"
 #include "oracles/mp/cert_inline.h"
 #include "oracles/mp/naive_f32.h"
+#include "oracles/mp/tile_simd.h"
 
 #define KEY_CHUNK 128 /* keys whose K^T columns or V rows stay in cache across a tile's rows */
 #define COL_CHUNK 64  /* columns of one weighted-sum accumulator */
 
-/* Every vector-valued function here is static: the ABI note GCC gives on them concerns nobody. */
-#pragma GCC diagnostic ignored "-Wpsabi"
 typedef double tv4 __attribute__((vector_size(32)));
 typedef uint64_t tu4 __attribute__((vector_size(32)));
 typedef int64_t ti4 __attribute__((vector_size(32)));
-#define LD4(v, p) memcpy(&(v), (p), sizeof(v))
-#define ST4(p, v) memcpy((p), &(v), sizeof(v))
+#define LD4 UG_VLD
+#define ST4 UG_VST
 /* Eight lanes: one register in the x86-64-v4 clone, two in the avx2 one (the same
  * operations per lane either way), for the loops of products and sums only: gcc 12
  * scalarises the 64-byte vectors' integer compares in a target_clones function (round4's
@@ -41,16 +40,6 @@ typedef int64_t ti4 __attribute__((vector_size(32)));
 typedef double tv8 __attribute__((vector_size(64)));
 typedef uint64_t tu8 __attribute__((vector_size(64)));
 
-/* Compiled for AVX2 as well and picked at run time on x86-64 (as flash_attention_forward.c);
- * the same IEEE operations either way, so the same bits. */
-#if defined(__x86_64__) && defined(__has_attribute) && !defined(__SANITIZE_ADDRESS__)
-#if __has_attribute(target_clones)
-#define TILE_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
-#endif
-#endif
-#ifndef TILE_CLONES
-#define TILE_CLONES
-#endif
 
 static int is_mp(ug_ar_mode m) { return m == UG_AR_EXACT || m == UG_AR_MPFR_SEQ; }
 static double gamma32(size_t n) { return (double)n * UG_DEV_U / (1.0 - (double)n * UG_DEV_U); }
@@ -81,7 +70,7 @@ static inline __attribute__((always_inline)) int any4(ti4 b) { return (b[0] | b[
 /* ---- scores: ug_dot_d of one row q against keys j0.. of K^T ------------------------------------- */
 
 /* Value and magnitude sums (s, a) of w keys, 8 at a time: CERT without tracking, DEVICE, F64. */
-TILE_CLONES static void scores_plain(const double *q, const double *Kt, size_t ldk, size_t D, size_t w, double *s,
+UG_TILE_CLONES static void scores_plain(const double *q, const double *Kt, size_t ldk, size_t D, size_t w, double *s,
                                      double *a)
 {
     size_t j = 0;
@@ -127,7 +116,7 @@ TILE_CLONES static void scores_plain(const double *q, const double *Kt, size_t l
 
 /* scores_plain with CERT's exactness tracking (D <= 64): bad[j] nonzero where some step of
  * key j was inexact. */
-TILE_CLONES static void scores_tracked(const double *q, const double *Kt, size_t ldk, size_t D, size_t w, double *s,
+UG_TILE_CLONES static void scores_tracked(const double *q, const double *Kt, size_t ldk, size_t D, size_t w, double *s,
                                        double *a, int64_t *bad)
 {
     size_t j = 0;
@@ -185,7 +174,7 @@ static inline __attribute__((always_inline)) void scores_naive_bits(int bf, cons
     for (; j < w; j++) s[j] = score_naive1(dt, q, Kt + j, ldk, D);
 }
 
-TILE_CLONES static void scores_naive(ug_dtype dt, const double *q, const double *Kt, size_t ldk, size_t D, size_t w,
+UG_TILE_CLONES static void scores_naive(ug_dtype dt, const double *q, const double *Kt, size_t ldk, size_t D, size_t w,
                                      double *s)
 {
     if (dt == UG_DT_BF16) scores_naive_bits(1, q, Kt, ldk, D, w, s);
@@ -296,7 +285,7 @@ void ug_dot_d_tile(ug_ar *ar, const double *Q, size_t ldq, size_t m, const doubl
 
 /* The running sums (value s, magnitudes a) of rows r < m over 64 columns, terms i0..i1 added
  * left to right as ug_dot_d does: CERT untracked, DEVICE, F64. */
-TILE_CLONES static void rows_plain(const double *X, size_t ldx, size_t m, const double *B, size_t ldb, size_t i0,
+UG_TILE_CLONES static void rows_plain(const double *X, size_t ldx, size_t m, const double *B, size_t ldb, size_t i0,
                                    size_t i1, double *s, double *a)
 {
     for (size_t r = 0; r < m; r++)
@@ -335,7 +324,7 @@ static inline __attribute__((always_inline)) void rows_naive_bits(int bf, const 
         }
 }
 
-TILE_CLONES static void rows_naive(int bf, const double *X, size_t ldx, size_t m, const double *B, size_t ldb,
+UG_TILE_CLONES static void rows_naive(int bf, const double *X, size_t ldx, size_t m, const double *B, size_t ldb,
                                    size_t i0, size_t i1, double *s, int64_t *bad)
 {
     if (bf) rows_naive_bits(1, X, ldx, m, B, ldb, i0, i1, s, bad);
@@ -429,7 +418,7 @@ static inline __attribute__((always_inline)) void cols_naive_bits(int bf, cols_a
 /* Adds rows [i0, i1) of V's columns c0..c0+w (w <= COL_CHUNK) to acc: per block of 8
  * columns the sums stay in registers over the rows, and each column sees ug_dot_nd's
  * operations in its order. NAIVE keeps only the values (its result). */
-TILE_CLONES static void cols_add(ug_ar_mode mode, ug_dtype dt, cols_acc *acc, const ug_num *x, const double *V,
+UG_TILE_CLONES static void cols_add(ug_ar_mode mode, ug_dtype dt, cols_acc *acc, const ug_num *x, const double *V,
                                  size_t ldv, size_t i0, size_t i1, size_t c0, size_t w)
 {
     size_t c = 0;

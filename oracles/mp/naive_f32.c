@@ -5,24 +5,13 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Every vector-valued function here is static: the ABI note GCC gives on them concerns nobody. */
-#pragma GCC diagnostic ignored "-Wpsabi"
+#include "oracles/mp/tile_simd.h"
+
+/* 32-byte vectors only: gcc 12 scalarises 64-byte integer compares in a target_clones
+ * function (the range test below). */
 typedef float tf8 __attribute__((vector_size(32)));
 typedef uint32_t tw8 __attribute__((vector_size(32)));
 typedef int32_t tx8 __attribute__((vector_size(32)));
-#define LD8(v, p) memcpy(&(v), (p), sizeof(v))
-#define ST8(p, v) memcpy((p), &(v), sizeof(v))
-
-/* As arith_tile.c: compiled for AVX2 and AVX-512 as well, picked at run time; 32-byte
- * vectors only (gcc 12 scalarises 64-byte integer compares in a target_clones function). */
-#if defined(__x86_64__) && defined(__has_attribute) && !defined(__SANITIZE_ADDRESS__)
-#if __has_attribute(target_clones)
-#define NF_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
-#endif
-#endif
-#ifndef NF_CLONES
-#define NF_CLONES
-#endif
 
 typedef double td4 __attribute__((vector_size(32)));
 typedef int64_t tl4 __attribute__((vector_size(32)));
@@ -34,7 +23,7 @@ typedef int32_t tx4 __attribute__((vector_size(16)));
 #define TAKE_BAD(u, low, lo, hi) \
     ((((u) & (low)) != 0) | (((u) & 0x7fffffff) >= (hi)) | ((((u) & 0x7fffffff) != 0) & (((u) & 0x7fffffff) < (lo))))
 
-NF_CLONES int ug_nf_take(ug_dtype dt, const double *x, size_t n, float *f)
+UG_TILE_CLONES int ug_nf_take(ug_dtype dt, const double *x, size_t n, float *f)
 {
     if (dt != UG_DT_BF16 && dt != UG_DT_FP16) return 0;
     const int32_t low = dt == UG_DT_BF16 ? 0xffff : 0x1fff; /* fp32 significand bits past bf16's 7 or fp16's 10 */
@@ -89,43 +78,9 @@ static inline __attribute__((always_inline)) void store8(double *s, tf8 v)
     for (int l = 0; l < 8; l++) s[l] = (double)v[l]; /* exact */
 }
 
-static inline __attribute__((always_inline)) void scores_bits(int bf, const float *qf, const float *ktf, size_t ldf,
-                                                             size_t D, size_t w, double *s, unsigned char *bad)
-{
-    size_t j = 0;
-    for (; j + 16 <= w; j += 16) { /* two blocks side by side: independent chains */
-        tf8 s0 = {0}, s1 = {0}, k0, k1;
-        tx8 b0 = {0}, b1 = {0};
-        for (size_t i = 0; i < D; i++) {
-            LD8(k0, ktf + i * ldf + j), LD8(k1, ktf + i * ldf + j + 8);
-            s0 = round8f(bf, s0 + round8f(bf, qf[i] * k0, &b0), &b0); /* rounds: naive mul, naive add */
-            s1 = round8f(bf, s1 + round8f(bf, qf[i] * k1, &b1), &b1);
-        }
-        if (!(bad[j / 8] = (unsigned char)any8(b0))) store8(s + j, s0);
-        if (!(bad[j / 8 + 1] = (unsigned char)any8(b1))) store8(s + j + 8, s1);
-    }
-    for (; j + 8 <= w; j += 8) {
-        tf8 s0 = {0}, k0;
-        tx8 b0 = {0};
-        for (size_t i = 0; i < D; i++) {
-            LD8(k0, ktf + i * ldf + j);
-            s0 = round8f(bf, s0 + round8f(bf, qf[i] * k0, &b0), &b0);
-        }
-        if (!(bad[j / 8] = (unsigned char)any8(b0))) store8(s + j, s0);
-    }
-    if (j < w) bad[j / 8] = 1; /* the keys past the last whole block: the caller's */
-}
-
-NF_CLONES void ug_nf_scores(int bf, const float *qf, const float *ktf, size_t ldf, size_t D, size_t w, double *s,
-                            unsigned char *bad)
-{
-    if (bf) scores_bits(1, qf, ktf, ldf, D, w, s, bad);
-    else scores_bits(0, qf, ktf, ldf, D, w, s, bad);
-}
-
-/* The s[] of 8 columns c.. as fp32 lanes, and in b the lanes that are not values of the
- * dtype (exact in fp32 is enough: every one is a rounded naive result, or NaN or inf,
- * which fail here or at the first range test). */
+/* The s[] of 8 lanes as fp32, and in b the lanes that are not values of the dtype (exact in
+ * fp32 is enough: every one is a rounded naive result, or NaN or inf, which fail here or at
+ * the first range test). */
 static inline __attribute__((always_inline)) tf8 load_sums(const double *s, tx8 *b)
 {
     tf8 v;
@@ -133,35 +88,48 @@ static inline __attribute__((always_inline)) tf8 load_sums(const double *s, tx8 
     return v;
 }
 
-static inline __attribute__((always_inline)) void cols_bits(int bf, double *s, const float *xf, const float *vf,
-                                                           size_t ldf, size_t n, size_t w8, unsigned char *bad)
+/* The naive sums of lanes [0, w8) (w8 a multiple of 8) over terms i < n: s[c] = rnd(s[c] +
+ * rnd(x[i] * rows[i * ld + c])), left to right, from s[] (from_s) or from 0. 16 lanes at a
+ * time, two blocks side by side (independent chains), then 8. A block that left the range
+ * keeps its s[] and sets bad[c / 8]. */
+static inline __attribute__((always_inline)) void naive_lanes(int bf, const float *x, const float *rows, size_t ld,
+                                                             size_t n, size_t w8, int from_s, double *s,
+                                                             unsigned char *bad)
 {
-    size_t c = 0;
-    for (; c + 16 <= w8; c += 16) { /* two blocks side by side: independent chains */
+    for (size_t c = 0; c < w8;) {
+        int two = c + 16 <= w8;
         tx8 b0 = {0}, b1 = {0};
-        tf8 s0 = load_sums(s + c, &b0), s1 = load_sums(s + c + 8, &b1), v0, v1;
-        for (size_t i = 0; i < n; i++) {
-            LD8(v0, vf + i * ldf + c), LD8(v1, vf + i * ldf + c + 8);
-            s0 = round8f(bf, s0 + round8f(bf, xf[i] * v0, &b0), &b0); /* rounds: naive mul, naive add */
-            s1 = round8f(bf, s1 + round8f(bf, xf[i] * v1, &b1), &b1);
-        }
+        tf8 s0 = {0}, s1 = {0}, v0, v1;
+        if (from_s) s0 = load_sums(s + c, &b0), s1 = two ? load_sums(s + c + 8, &b1) : s1;
+        if (two)
+            for (size_t i = 0; i < n; i++) {
+                UG_VLD(v0, rows + i * ld + c), UG_VLD(v1, rows + i * ld + c + 8);
+                s0 = round8f(bf, s0 + round8f(bf, x[i] * v0, &b0), &b0); /* rounds: naive mul, naive add */
+                s1 = round8f(bf, s1 + round8f(bf, x[i] * v1, &b1), &b1);
+            }
+        else
+            for (size_t i = 0; i < n; i++) {
+                UG_VLD(v0, rows + i * ld + c);
+                s0 = round8f(bf, s0 + round8f(bf, x[i] * v0, &b0), &b0);
+            }
         if (!(bad[c / 8] = (unsigned char)any8(b0))) store8(s + c, s0);
-        if (!(bad[c / 8 + 1] = (unsigned char)any8(b1))) store8(s + c + 8, s1);
-    }
-    for (; c < w8; c += 8) {
-        tx8 b0 = {0};
-        tf8 s0 = load_sums(s + c, &b0), v0;
-        for (size_t i = 0; i < n; i++) {
-            LD8(v0, vf + i * ldf + c);
-            s0 = round8f(bf, s0 + round8f(bf, xf[i] * v0, &b0), &b0); /* rounds: naive mul, naive add */
-        }
-        if (!(bad[c / 8] = (unsigned char)any8(b0))) store8(s + c, s0);
+        if (two && !(bad[c / 8 + 1] = (unsigned char)any8(b1))) store8(s + c + 8, s1);
+        c += two ? 16 : 8;
     }
 }
 
-NF_CLONES void ug_nf_cols(int bf, double *s, const float *xf, const float *vf, size_t ldf, size_t n, size_t w8,
-                          unsigned char *bad)
+UG_TILE_CLONES void ug_nf_scores(int bf, const float *qf, const float *ktf, size_t ldf, size_t D, size_t w, double *s,
+                                 unsigned char *bad)
 {
-    if (bf) cols_bits(1, s, xf, vf, ldf, n, w8, bad);
-    else cols_bits(0, s, xf, vf, ldf, n, w8, bad);
+    size_t w8 = w / 8 * 8;
+    if (bf) naive_lanes(1, qf, ktf, ldf, D, w8, 0, s, bad);
+    else naive_lanes(0, qf, ktf, ldf, D, w8, 0, s, bad);
+    if (w8 < w) bad[w8 / 8] = 1; /* the keys past the last whole block: the caller's */
+}
+
+UG_TILE_CLONES void ug_nf_cols(int bf, double *s, const float *xf, const float *vf, size_t ldf, size_t n, size_t w8,
+                               unsigned char *bad)
+{
+    if (bf) naive_lanes(1, xf, vf, ldf, n, w8, 1, s, bad);
+    else naive_lanes(0, xf, vf, ldf, n, w8, 1, s, bad);
 }
