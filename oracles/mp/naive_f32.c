@@ -58,14 +58,20 @@ UG_TILE_CLONES int ug_nf_take(ug_dtype dt, const double *x, size_t n, float *f)
  * on fp32 lanes); other lanes set *bad. The range test on the magnitude's bits a, in
  * [lo, lo + span) binades: a + (2^31 - lo) wraps that interval to the bottom of the signed
  * range, so one signed compare decides it (AVX2 has no unsigned one). */
+#define NF_SHIFT(bf) (23 - ((bf) ? 7 : 10))
+#define NF_LO(bf) ((uint32_t)(127 + ((bf) ? -126 : -14)) << 23)
+#define NF_SPAN(bf) ((uint32_t)((bf) ? 253 : 29) << 23)
+/* The range test's failures and the rounded bits, of bits u with magnitude bits a, for a
+ * signed lane vector type TX (both widths below). */
+#define NF_BAD(TX, bf, a) ~(((TX)((a) + (0x80000000u - NF_LO(bf))) < (int32_t)(0x80000000u + NF_SPAN(bf))) | ((a) == 0))
+#define NF_ROUND(bf, u) \
+    (((u) + ((((uint32_t)1 << (NF_SHIFT(bf) - 1)) - 1u) + (((u) >> NF_SHIFT(bf)) & 1u))) & ~(((uint32_t)1 << NF_SHIFT(bf)) - 1u))
+
 static inline __attribute__((always_inline)) tf8 round8f(int bf, tf8 x, tx8 *bad)
 {
-    const int shift = 23 - (bf ? 7 : 10);
-    const uint32_t lo = (uint32_t)(127 + (bf ? -126 : -14)) << 23, span = (uint32_t)(bf ? 253 : 29) << 23;
     tw8 u = (tw8)x, a = u & 0x7fffffffu;
-    tx8 t = (tx8)(a + (0x80000000u - lo));
-    *bad |= ~((t < (int32_t)(0x80000000u + span)) | (a == 0));
-    return (tf8)((u + ((((uint32_t)1 << (shift - 1)) - 1u) + ((u >> shift) & 1u))) & ~(((uint32_t)1 << shift) - 1u)); /* rounds: RNE */
+    *bad |= NF_BAD(tx8, bf, a);
+    return (tf8)NF_ROUND(bf, u); /* rounds: RNE */
 }
 
 static inline __attribute__((always_inline)) int any8(tx8 b)
@@ -118,18 +124,88 @@ static inline __attribute__((always_inline)) void naive_lanes(int bf, const floa
     }
 }
 
-UG_TILE_CLONES void ug_nf_scores(int bf, const float *qf, const float *ktf, size_t ldf, size_t D, size_t w, double *s,
-                                 unsigned char *bad)
+UG_TILE_CLONES static void naive_lanes_8(int bf, const float *x, const float *rows, size_t ld, size_t n, size_t w8,
+                                         int from_s, double *s, unsigned char *bad)
+{
+    if (bf) naive_lanes(1, x, rows, ld, n, w8, from_s, s, bad);
+    else naive_lanes(0, x, rows, ld, n, w8, from_s, s, bad);
+}
+
+/* ---- 16 lanes a register, AVX-512 only ------------------------------------------------------
+ * A separate function with target("arch=x86-64-v4"), picked when the CPU has it: gcc 12
+ * scalarises the integer compares of 64-byte vectors inside a target_clones function, not
+ * in a function compiled for the target outright. The same operations per lane as above. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define NF_V4 __attribute__((target("arch=x86-64-v4")))
+typedef float tf16 __attribute__((vector_size(64)));
+typedef uint32_t tw16 __attribute__((vector_size(64)));
+typedef int32_t tx16 __attribute__((vector_size(64)));
+
+#define NF_ROUND16(bf, x, bad) \
+    __extension__({ \
+        tw16 u_ = (tw16)(x), a_ = u_ & 0x7fffffffu; \
+        (bad) |= NF_BAD(tx16, bf, a_); \
+        (tf16)NF_ROUND(bf, u_); /* rounds: RNE */ \
+    })
+
+/* naive_lanes for the lanes [0, c) of whole 32-lane blocks (two registers side by side);
+ * returns c, where the 8-lane loop goes on. */
+static inline __attribute__((always_inline)) NF_V4 size_t lanes_v4(int bf, const float *x, const float *rows,
+                                                                    size_t ld, size_t n, size_t w8, int from_s,
+                                                                    double *s, unsigned char *bad)
+{
+    size_t c = 0;
+    for (; c + 32 <= w8; c += 32) { /* named locals, not arrays: gcc kept arrays of two in memory */
+        tx16 b0 = {0}, b1 = {0};
+        tf16 s0 = {0}, s1 = {0}, v0, v1;
+        for (int l = 0; from_s && l < 16; l++) {
+            s0[l] = (float)s[c + l], b0[l] = (double)s0[l] != s[c + l] ? -1 : 0;
+            s1[l] = (float)s[c + 16 + l], b1[l] = (double)s1[l] != s[c + 16 + l] ? -1 : 0;
+        }
+        for (size_t i = 0; i < n; i++) {
+            UG_VLD(v0, rows + i * ld + c), UG_VLD(v1, rows + i * ld + c + 16);
+            s0 = NF_ROUND16(bf, s0 + NF_ROUND16(bf, x[i] * v0, b0), b0); /* rounds: naive mul, naive add */
+            s1 = NF_ROUND16(bf, s1 + NF_ROUND16(bf, x[i] * v1, b1), b1);
+        }
+        int any0 = 0, any1 = 0;
+        for (int l = 0; l < 16; l++) any0 |= b0[l], any1 |= b1[l];
+        bad[c / 8] = bad[c / 8 + 1] = (unsigned char)(any0 != 0);
+        bad[c / 8 + 2] = bad[c / 8 + 3] = (unsigned char)(any1 != 0);
+        for (int l = 0; l < 16; l++) { /* exact */
+            if (!any0) s[c + l] = (double)s0[l];
+            if (!any1) s[c + 16 + l] = (double)s1[l];
+        }
+    }
+    return c;
+}
+
+NF_V4 static size_t naive_lanes_v4(int bf, const float *x, const float *rows, size_t ld, size_t n, size_t w8,
+                                   int from_s, double *s, unsigned char *bad)
+{
+    return bf ? lanes_v4(1, x, rows, ld, n, w8, from_s, s, bad) : lanes_v4(0, x, rows, ld, n, w8, from_s, s, bad);
+}
+
+/* naive_lanes, the AVX-512 blocks first where the CPU has them. */
+static void naive_lanes_any(int bf, const float *x, const float *rows, size_t ld, size_t n, size_t w8, int from_s,
+                            double *s, unsigned char *bad)
+{
+    size_t c = __builtin_cpu_supports("x86-64-v4") ? naive_lanes_v4(bf, x, rows, ld, n, w8, from_s, s, bad) : 0;
+    naive_lanes_8(bf, x, rows + c, ld, n, w8 - c, from_s, s + c, bad + c / 8);
+}
+#else
+#define naive_lanes_any naive_lanes_8
+#endif
+
+void ug_nf_scores(int bf, const float *qf, const float *ktf, size_t ldf, size_t D, size_t w, double *s,
+                  unsigned char *bad)
 {
     size_t w8 = w / 8 * 8;
-    if (bf) naive_lanes(1, qf, ktf, ldf, D, w8, 0, s, bad);
-    else naive_lanes(0, qf, ktf, ldf, D, w8, 0, s, bad);
+    naive_lanes_any(bf, qf, ktf, ldf, D, w8, 0, s, bad);
     if (w8 < w) bad[w8 / 8] = 1; /* the keys past the last whole block: the caller's */
 }
 
-UG_TILE_CLONES void ug_nf_cols(int bf, double *s, const float *xf, const float *vf, size_t ldf, size_t n, size_t w8,
-                               unsigned char *bad)
+void ug_nf_cols(int bf, double *s, const float *xf, const float *vf, size_t ldf, size_t n, size_t w8,
+                unsigned char *bad)
 {
-    if (bf) naive_lanes(1, xf, vf, ldf, n, w8, 1, s, bad);
-    else naive_lanes(0, xf, vf, ldf, n, w8, 1, s, bad);
+    naive_lanes_any(bf, xf, vf, ldf, n, w8, 1, s, bad);
 }
