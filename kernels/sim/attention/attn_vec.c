@@ -13,6 +13,9 @@
  * note GCC gives for such values without AVX does not apply. */
 #pragma GCC diagnostic ignored "-Wpsabi"
 typedef float v8f __attribute__((vector_size(32)));
+/* 16 floats: one register in the x86-64-v4 clone, two in the AVX2 one (the score blocks:
+ * the same operations per lane either way). */
+typedef float v16f __attribute__((vector_size(64)));
 
 /* No clones under the sanitizers (the fuzz build): an ifunc resolver runs before they are
  * set up. */
@@ -26,7 +29,7 @@ typedef float v8f __attribute__((vector_size(32)));
 #endif
 #if defined(__x86_64__) && defined(__has_attribute) && !defined(UG_NO_TARGET_CLONES)
 #if __has_attribute(target_clones)
-#define UG_AV_CLONES __attribute__((target_clones("avx2", "default")))
+#define UG_AV_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #endif
 #endif
 #ifndef UG_AV_CLONES
@@ -45,6 +48,15 @@ UG_AV_INLINE void st8(float *p, v8f v) { memcpy(p, &v, sizeof v); }
 
 UG_AV_INLINE v8f splat(float x) { return (v8f){x, x, x, x, x, x, x, x}; }
 
+UG_AV_INLINE v16f ld16(const float *p)
+{
+    v16f v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+UG_AV_INLINE void st16(float *p, v16f v) { memcpy(p, &v, sizeof v); }
+
 UG_AV_CLONES void ug_av_stage_kt(const float *k, size_t ldk, size_t n, size_t D, float *kt, size_t ldt)
 {
     size_t w = ug_av_cols(n);
@@ -55,42 +67,28 @@ UG_AV_CLONES void ug_av_stage_kt(const float *k, size_t ldk, size_t n, size_t D,
     }
 }
 
-/* Scores of 4 rows x 16 keys: 8 independent fp32 accumulators, each summed in d order. */
+/* Scores of 4 rows x 16 keys: 4 independent 16-lane fp32 accumulators, each lane summed in
+ * d order. */
 UG_AV_INLINE void scores_4x16(const float *q, size_t ldq, const float *kt, size_t ldt, size_t D, float *s, size_t lds)
 {
     const float *q0 = q, *q1 = q + ldq, *q2 = q + 2 * ldq, *q3 = q + 3 * ldq;
-    v8f a00 = {0}, a01 = {0}, a10 = {0}, a11 = {0}, a20 = {0}, a21 = {0}, a30 = {0}, a31 = {0};
+    v16f a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
     for (size_t d = 0; d < D; d++) {
-        v8f k0 = ld8(kt + d * ldt), k1 = ld8(kt + d * ldt + 8), b;
-        b = splat(q0[d]);
-        a00 += b * k0; /* rounds: fp32 product, then fp32 add */
-        a01 += b * k1;
-        b = splat(q1[d]);
-        a10 += b * k0;
-        a11 += b * k1;
-        b = splat(q2[d]);
-        a20 += b * k0;
-        a21 += b * k1;
-        b = splat(q3[d]);
-        a30 += b * k0;
-        a31 += b * k1;
+        v16f k = ld16(kt + d * ldt);
+        a0 += q0[d] * k; /* rounds: fp32 product, then fp32 add */
+        a1 += q1[d] * k;
+        a2 += q2[d] * k;
+        a3 += q3[d] * k;
     }
-    st8(s, a00), st8(s + 8, a01);
-    st8(s + lds, a10), st8(s + lds + 8, a11);
-    st8(s + 2 * lds, a20), st8(s + 2 * lds + 8, a21);
-    st8(s + 3 * lds, a30), st8(s + 3 * lds + 8, a31);
+    st16(s, a0), st16(s + lds, a1), st16(s + 2 * lds, a2), st16(s + 3 * lds, a3);
 }
 
 /* Scores of 1 row x 16 keys (the rows left over by the 4-row blocks). */
 UG_AV_INLINE void scores_1x16(const float *q, const float *kt, size_t ldt, size_t D, float *s)
 {
-    v8f a0 = {0}, a1 = {0};
-    for (size_t d = 0; d < D; d++) {
-        v8f b = splat(q[d]);
-        a0 += b * ld8(kt + d * ldt); /* rounds: fp32 product, then fp32 add */
-        a1 += b * ld8(kt + d * ldt + 8);
-    }
-    st8(s, a0), st8(s + 8, a1);
+    v16f a0 = {0};
+    for (size_t d = 0; d < D; d++) a0 += q[d] * ld16(kt + d * ldt); /* rounds: fp32 product, then fp32 add */
+    st16(s, a0);
 }
 
 UG_AV_CLONES void ug_av_scores(const float *q, size_t ldq, size_t nr, const float *kt, size_t ldt, size_t ncols,
