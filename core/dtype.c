@@ -188,17 +188,28 @@ double ug_dtype_decode(ug_dtype dt, uint32_t bits)
     }
 }
 
+/* The exponent and the power of two on the bits where x, and the result, are normal doubles
+ * (frexp and ldexp were a tenth of the device bound's row passes); frexp and ldexp where not.
+ * The same values: tests/test_dtype.c compares both ways. */
 double ug_dtype_ulp(ug_dtype dt, double x)
 {
     const ug_dtype_info *in = &infos[dt];
     if (!in->is_float) return 1.0;
     int e = in->emin;
     if (x != 0.0 && isfinite(x)) {
-        int fe;
-        frexp(x, &fe);
-        if (fe - 1 > e) e = fe - 1;
+        uint64_t u;
+        memcpy(&u, &x, sizeof u);
+        int be = (int)((u >> 52) & 0x7ffu), fe1;
+        if (be) fe1 = be - 1023; /* frexp's exponent less one */
+        else frexp(x, &fe1), fe1--;
+        if (fe1 > e) e = fe1;
     }
-    return ldexp(1.0, e - in->mant_bits);
+    int k = e - in->mant_bits;
+    if (k < -1022 || k > 1023) return ldexp(1.0, k);
+    uint64_t p = (uint64_t)(k + 1023) << 52;
+    double r;
+    memcpy(&r, &p, sizeof r);
+    return r;
 }
 
 double ug_dtype_load(ug_dtype dt, const void *buf, size_t i)

@@ -178,8 +178,34 @@ static void known_values(void)
     CHECK(ug_dtype_load(UG_DT_BF16, buf, 1) == 3.140625, "bf16 store/load");
 }
 
+/* ug_dtype_ulp against frexp and ldexp (what it computed before it read the bits) for every
+ * dtype: random doubles of every exponent, double subnormals, zeros, infinities, NaN. */
+static void ulp_vs_frexp(void)
+{
+    int bad = 0, n = 0;
+    uint64_t r = 0x243f6a8885a308d3ULL;
+    for (int dt = 0; dt < UG_DT_COUNT; dt++)
+        for (int i = 0; i < 20000; i++, n++) {
+            r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+            uint64_t u = r;
+            if (i % 5 == 0) u &= 0x800fffffffffffffULL;                             /* double subnormal or zero */
+            if (i % 7 == 0) u = (u & ~(0x7ffULL << 52)) | ((uint64_t)(1023 - 40 + i % 80) << 52); /* near 1 */
+            double x;
+            memcpy(&x, &u, sizeof x);
+            if (i == 1) x = INFINITY;
+            if (i == 2) x = NAN;
+            if (i == 3) x = -0.0;
+            int e = ug_dtype_get_info((ug_dtype)dt)->emin, fe;
+            if (x != 0.0 && isfinite(x)) frexp(x, &fe), e = fe - 1 > e ? fe - 1 : e;
+            double want = ug_dtype_get_info((ug_dtype)dt)->is_float ? ldexp(1.0, e - ug_dtype_get_info((ug_dtype)dt)->mant_bits) : 1.0;
+            bad += ug_dtype_ulp((ug_dtype)dt, x) != want;
+        }
+    CHECK(bad == 0, "ug_dtype_ulp differs from frexp/ldexp on %d of %d values", bad, n);
+}
+
 int main(void)
 {
+    ulp_vs_frexp();
     round_trip_all(UG_DT_FP16, 16);
     round_trip_all(UG_DT_BF16, 16);
     round_trip_all(UG_DT_E4M3, 8);
