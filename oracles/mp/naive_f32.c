@@ -23,9 +23,8 @@ typedef int32_t tx4 __attribute__((vector_size(16)));
 #define TAKE_BAD(u, low, lo, hi) \
     ((((u) & (low)) != 0) | (((u) & 0x7fffffff) >= (hi)) | ((((u) & 0x7fffffff) != 0) & (((u) & 0x7fffffff) < (lo))))
 
-UG_TILE_CLONES int ug_nf_take(ug_dtype dt, const double *x, size_t n, float *f)
+UG_TILE_CLONES static int take(ug_dtype dt, const double *x, size_t n, float *f)
 {
-    if (dt != UG_DT_BF16 && dt != UG_DT_FP16) return 0;
     const int32_t low = dt == UG_DT_BF16 ? 0xffff : 0x1fff; /* fp32 significand bits past bf16's 7 or fp16's 10 */
     /* bf16: a zero or 2^-63 <= |x| < 2^63, so that no product of two is an fp32 subnormal
      * (one that underflowed to zero would pass the range test unseen); fp16: finite */
@@ -51,6 +50,11 @@ UG_TILE_CLONES int ug_nf_take(ug_dtype dt, const double *x, size_t n, float *f)
         f[i] = g;
     }
     return !any;
+}
+
+int ug_nf_take(ug_dtype dt, const double *x, size_t n, float *f)
+{
+    return (dt == UG_DT_BF16 || dt == UG_DT_FP16) && take(dt, x, n, f);
 }
 
 /* x rounded to bf16 (bf) or fp16 on its fp32 bits, round to nearest even: right where the

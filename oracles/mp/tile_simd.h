@@ -16,7 +16,16 @@
 #define UG_VLD(v, p) memcpy(&(v), (p), sizeof(v))
 #define UG_VST(p, v) memcpy((p), &(v), sizeof(v))
 
-#if defined(__x86_64__) && defined(__has_attribute) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) && !defined(UG_TILE_NO_CLONES) /* gcc's ASan */
+#define UG_TILE_NO_CLONES
+#endif
+#if defined(__has_feature) && !defined(UG_TILE_NO_CLONES) /* clang's (the libFuzzer build) */
+#if __has_feature(address_sanitizer)
+#define UG_TILE_NO_CLONES
+#endif
+#endif
+/* On static functions only: clang 14 emits no symbol for an exported target_clones one. */
+#if defined(__x86_64__) && defined(__has_attribute) && !defined(UG_TILE_NO_CLONES)
 #if __has_attribute(target_clones)
 #define UG_TILE_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #endif
