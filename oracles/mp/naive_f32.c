@@ -189,11 +189,24 @@ NF_V4 static size_t naive_lanes_v4(int bf, const float *x, const float *rows, si
     return bf ? lanes_v4(1, x, rows, ld, n, w8, from_s, s, bad) : lanes_v4(0, x, rows, ld, n, w8, from_s, s, bad);
 }
 
+/* Whether the CPU runs x86-64-v4 code, by its features (gcc 11 has the target but not the
+ * level name in __builtin_cpu_supports), once. */
+static int cpu_v4(void)
+{
+    static int has = -1;
+    if (has < 0)
+        has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+              __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+              __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
+    return has;
+}
+
 /* naive_lanes, the AVX-512 blocks first where the CPU has them. */
 static void naive_lanes_any(int bf, const float *x, const float *rows, size_t ld, size_t n, size_t w8, int from_s,
                             double *s, unsigned char *bad)
 {
-    size_t c = __builtin_cpu_supports("x86-64-v4") ? naive_lanes_v4(bf, x, rows, ld, n, w8, from_s, s, bad) : 0;
+    size_t c = cpu_v4() ? naive_lanes_v4(bf, x, rows, ld, n, w8, from_s, s, bad) : 0;
     naive_lanes_8(bf, x, rows + c, ld, n, w8 - c, from_s, s + c, bad + c / 8);
 }
 #else
