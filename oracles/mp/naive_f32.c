@@ -189,6 +189,8 @@ NF_V4 static size_t naive_lanes_v4(int bf, const float *x, const float *rows, si
     return bf ? lanes_v4(1, x, rows, ld, n, w8, from_s, s, bad) : lanes_v4(0, x, rows, ld, n, w8, from_s, s, bad);
 }
 
+int ug_nf_wide = 1;
+
 /* Whether the CPU runs x86-64-v4 code, by its features (gcc 11 has the target but not the
  * level name in __builtin_cpu_supports), once. */
 static int cpu_v4(void)
@@ -206,7 +208,7 @@ static int cpu_v4(void)
 static void naive_lanes_any(int bf, const float *x, const float *rows, size_t ld, size_t n, size_t w8, int from_s,
                             double *s, unsigned char *bad)
 {
-    size_t c = cpu_v4() ? naive_lanes_v4(bf, x, rows, ld, n, w8, from_s, s, bad) : 0;
+    size_t c = ug_nf_wide && cpu_v4() ? naive_lanes_v4(bf, x, rows, ld, n, w8, from_s, s, bad) : 0;
     naive_lanes_8(bf, x, rows + c, ld, n, w8 - c, from_s, s + c, bad + c / 8);
 }
 #else

@@ -37,4 +37,9 @@ void ug_nf_scores(int bf, const float *qf, const float *ktf, size_t ldf, size_t 
 void ug_nf_cols(int bf, double *s, const float *xf, const float *vf, size_t ldf, size_t n, size_t w8,
                 unsigned char *bad);
 
+/* 1 (the default): the loops above take whole 32-lane blocks 16 lanes a register where the
+ * CPU has AVX-512; 0: 8 lanes a register everywhere (tests/test_attn_row_oracle.c runs
+ * both, the same numbers). */
+extern int ug_nf_wide;
+
 #endif
