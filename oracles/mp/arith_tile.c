@@ -31,8 +31,6 @@
 typedef double tv4 __attribute__((vector_size(32)));
 typedef uint64_t tu4 __attribute__((vector_size(32)));
 typedef int64_t ti4 __attribute__((vector_size(32)));
-#define LD4 UG_VLD
-#define ST4 UG_VST
 /* Eight lanes: one register in the x86-64-v4 clone, two in the avx2 one (the same
  * operations per lane either way), for the loops of products and sums only: gcc 12
  * scalarises the 64-byte vectors' integer compares in a target_clones function (round4's
@@ -74,23 +72,23 @@ UG_TILE_CLONES static void scores_plain(const double *q, const double *Kt, size_
                                      double *a)
 {
     size_t j = 0;
-    for (; j + 16 <= w; j += 16) {
+    for (; j + 16 <= w; j += 16) { /* two independent chains; a shared loop with a flag measured slower */
         tv8 s0 = {0}, s1 = {0}, a0 = {0}, a1 = {0}, k0, k1;
         for (size_t i = 0; i < D; i++) {
-            LD4(k0, Kt + i * ldk + j), LD4(k1, Kt + i * ldk + j + 8);
+            UG_VLD(k0, Kt + i * ldk + j), UG_VLD(k1, Kt + i * ldk + j + 8);
             tv8 p0 = q[i] * k0, p1 = q[i] * k1;
             s0 += p0, s1 += p1, a0 += vabs8(p0), a1 += vabs8(p1);
         }
-        ST4(s + j, s0), ST4(s + j + 8, s1), ST4(a + j, a0), ST4(a + j + 8, a1);
+        UG_VST(s + j, s0), UG_VST(s + j + 8, s1), UG_VST(a + j, a0), UG_VST(a + j + 8, a1);
     }
     for (; j + 8 <= w; j += 8) {
         tv8 s0 = {0}, a0 = {0}, k0;
         for (size_t i = 0; i < D; i++) {
-            LD4(k0, Kt + i * ldk + j);
+            UG_VLD(k0, Kt + i * ldk + j);
             tv8 p0 = q[i] * k0;
             s0 += p0, a0 += vabs8(p0);
         }
-        ST4(s + j, s0), ST4(a + j, a0);
+        UG_VST(s + j, s0), UG_VST(a + j, a0);
     }
     for (; j < w; j++) {
         double sj = 0.0, aj = 0.0;
@@ -124,12 +122,12 @@ UG_TILE_CLONES static void scores_tracked(const double *q, const double *Kt, siz
         tv4 s0 = {0}, a0 = {0}, k0;
         ti4 b0 = {0};
         for (size_t i = 0; i < D; i++) {
-            LD4(k0, Kt + i * ldk + j);
+            UG_VLD(k0, Kt + i * ldk + j);
             tv4 p0 = q[i] * k0, t0 = s0 + p0;
             INEXACT4(b0, q[i], k0, p0, s0, t0);
             s0 = t0, a0 += vabs(p0);
         }
-        ST4(s + j, s0), ST4(a + j, a0), ST4(bad + j, b0);
+        UG_VST(s + j, s0), UG_VST(a + j, a0), UG_VST(bad + j, b0);
     }
     for (; j < w; j++) {
         double sj = 0.0, aj = 0.0, x, y;
@@ -164,11 +162,11 @@ static inline __attribute__((always_inline)) void scores_naive_bits(int bf, cons
         tv4 s0 = {0}, s1 = {0}, k0, k1;
         ti4 bad = {0};
         for (size_t i = 0; i < D; i++) {
-            LD4(k0, Kt + i * ldk + j), LD4(k1, Kt + i * ldk + j + 4);
+            UG_VLD(k0, Kt + i * ldk + j), UG_VLD(k1, Kt + i * ldk + j + 4);
             s0 = round4(bf, s0 + round4(bf, q[i] * k0, &bad), &bad); /* rounds: naive mul, naive add */
             s1 = round4(bf, s1 + round4(bf, q[i] * k1, &bad), &bad);
         }
-        ST4(s + j, s0), ST4(s + j + 4, s1);
+        UG_VST(s + j, s0), UG_VST(s + j + 4, s1);
         for (size_t l = 0; any4(bad) && l < 8; l++) s[j + l] = score_naive1(dt, q, Kt + j + l, ldk, D);
     }
     for (; j < w; j++) s[j] = score_naive1(dt, q, Kt + j, ldk, D);
@@ -291,14 +289,14 @@ UG_TILE_CLONES static void rows_plain(const double *X, size_t ldx, size_t m, con
     for (size_t r = 0; r < m; r++)
         for (size_t c = 0; c < 64; c += 8) {
             tv4 s0, s1, a0, a1, b0, b1;
-            LD4(s0, s + r * 64 + c), LD4(s1, s + r * 64 + c + 4), LD4(a0, a + r * 64 + c), LD4(a1, a + r * 64 + c + 4);
+            UG_VLD(s0, s + r * 64 + c), UG_VLD(s1, s + r * 64 + c + 4), UG_VLD(a0, a + r * 64 + c), UG_VLD(a1, a + r * 64 + c + 4);
             for (size_t i = i0; i < i1; i++) {
                 double x = X[r * ldx + i];
-                LD4(b0, B + i * ldb + c), LD4(b1, B + i * ldb + c + 4);
+                UG_VLD(b0, B + i * ldb + c), UG_VLD(b1, B + i * ldb + c + 4);
                 tv4 p0 = x * b0, p1 = x * b1;
                 s0 += p0, s1 += p1, a0 += vabs(p0), a1 += vabs(p1);
             }
-            ST4(s + r * 64 + c, s0), ST4(s + r * 64 + c + 4, s1), ST4(a + r * 64 + c, a0), ST4(a + r * 64 + c + 4, a1);
+            UG_VST(s + r * 64 + c, s0), UG_VST(s + r * 64 + c + 4, s1), UG_VST(a + r * 64 + c, a0), UG_VST(a + r * 64 + c + 4, a1);
         }
 }
 
@@ -312,14 +310,14 @@ static inline __attribute__((always_inline)) void rows_naive_bits(int bf, const 
         for (size_t c = 0; c < 64; c += 8) {
             tv4 s0, s1, b0, b1;
             ti4 bd = {0};
-            LD4(s0, s + r * 64 + c), LD4(s1, s + r * 64 + c + 4);
+            UG_VLD(s0, s + r * 64 + c), UG_VLD(s1, s + r * 64 + c + 4);
             for (size_t i = i0; i < i1; i++) {
                 double x = X[r * ldx + i];
-                LD4(b0, B + i * ldb + c), LD4(b1, B + i * ldb + c + 4);
+                UG_VLD(b0, B + i * ldb + c), UG_VLD(b1, B + i * ldb + c + 4);
                 s0 = round4(bf, s0 + round4(bf, x * b0, &bd), &bd); /* rounds: naive mul, naive add */
                 s1 = round4(bf, s1 + round4(bf, x * b1, &bd), &bd);
             }
-            ST4(s + r * 64 + c, s0), ST4(s + r * 64 + c + 4, s1);
+            UG_VST(s + r * 64 + c, s0), UG_VST(s + r * 64 + c + 4, s1);
             bad[r * 8 + c / 8] |= any4(bd);
         }
 }
@@ -404,15 +402,15 @@ static inline __attribute__((always_inline)) void cols_naive_bits(int bf, cols_a
 {
     tv4 s0, s1, v0, v1;
     ti4 bad = {0};
-    LD4(s0, acc->s + c), LD4(s1, acc->s + c + 4);
+    UG_VLD(s0, acc->s + c), UG_VLD(s1, acc->s + c + 4);
     for (size_t i = i0; i < i1; i++) {
         const double *row = V + i * ldv + c0 + c;
-        LD4(v0, row), LD4(v1, row + 4);
+        UG_VLD(v0, row), UG_VLD(v1, row + 4);
         s0 = round4(bf, s0 + round4(bf, x[i].v * v0, &bad), &bad); /* rounds: naive mul, naive add */
         s1 = round4(bf, s1 + round4(bf, x[i].v * v1, &bad), &bad);
     }
     if (any4(bad)) cols_naive1(bf ? UG_DT_BF16 : UG_DT_FP16, acc, x, V, ldv, i0, i1, c0, c, 8);
-    else ST4(acc->s + c, s0), ST4(acc->s + c + 4, s1);
+    else UG_VST(acc->s + c, s0), UG_VST(acc->s + c + 4, s1);
 }
 
 /* Adds rows [i0, i1) of V's columns c0..c0+w (w <= COL_CHUNK) to acc: per block of 8
@@ -430,14 +428,14 @@ UG_TILE_CLONES static void cols_add(ug_ar_mode mode, ug_dtype dt, cols_acc *acc,
             continue;
         }
         tv8 s0, a0, e0, v0;
-        LD4(s0, acc->s + c), LD4(a0, acc->a + c), LD4(e0, acc->e + c);
+        UG_VLD(s0, acc->s + c), UG_VLD(a0, acc->a + c), UG_VLD(e0, acc->e + c);
         for (size_t i = i0; i < i1; i++) {
             double xv = x[i].v, xe = x[i].e;
-            LD4(v0, V + i * ldv + c0 + c);
+            UG_VLD(v0, V + i * ldv + c0 + c);
             tv8 p0 = xv * v0;
             s0 += p0, a0 += vabs8(p0), e0 += xe * vabs8(v0);
         }
-        ST4(acc->s + c, s0), ST4(acc->a + c, a0), ST4(acc->e + c, e0);
+        UG_VST(acc->s + c, s0), UG_VST(acc->a + c, a0), UG_VST(acc->e + c, e0);
     }
     if (mode == UG_AR_NAIVE) {
         cols_naive1(dt, acc, x, V, ldv, i0, i1, c0, c, w - c);

@@ -26,9 +26,10 @@ typedef int32_t tx4 __attribute__((vector_size(16)));
 UG_TILE_CLONES static int take(ug_dtype dt, const double *x, size_t n, float *f)
 {
     const int32_t low = dt == UG_DT_BF16 ? 0xffff : 0x1fff; /* fp32 significand bits past bf16's 7 or fp16's 10 */
-    /* bf16: a zero or 2^-63 <= |x| < 2^63, so that no product of two is an fp32 subnormal
-     * (one that underflowed to zero would pass the range test unseen); fp16: finite */
-    const int32_t lo = dt == UG_DT_BF16 ? 64 << 23 : 0, hi = dt == UG_DT_BF16 ? 190 << 23 : 0x7f800000;
+    /* a zero or a magnitude in [2^-63, 2^63) for bf16, in [2^-24, 2^16) for fp16 (its own
+     * range), so that no product of two is an fp32 subnormal: one that underflowed to zero
+     * would pass the range test unseen */
+    const int32_t lo = dt == UG_DT_BF16 ? 64 << 23 : 103 << 23, hi = dt == UG_DT_BF16 ? 190 << 23 : 143 << 23;
     tl4 inexact = {0};
     tx4 bad = {0};
     size_t i = 0;

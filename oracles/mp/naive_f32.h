@@ -19,8 +19,9 @@
 #include "core/dtype.h"
 
 /* Copies x[0..n) to f and returns 1 when every one is a finite value of at most dt's
- * significand bits (dt bf16 or fp16), exactly an fp32, and for bf16 a zero or of magnitude
- * in [2^-63, 2^63) (no product of two underflows fp32); else 0 (f undefined). */
+ * significand bits (dt bf16 or fp16), exactly an fp32, and a zero or of magnitude in
+ * [2^-63, 2^63) for bf16, [2^-24, 2^16) for fp16 (no product of two underflows fp32);
+ * else 0 (f undefined). */
 int ug_nf_take(ug_dtype dt, const double *x, size_t n, float *f);
 
 /* The naive scores of row qf (D terms) against keys j < w of ktf (row i of the keys'
