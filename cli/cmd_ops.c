@@ -56,6 +56,8 @@ static void add_rules_and_variants(cJSON *o, const ug_op_def *d)
             cJSON_AddNumberToObject(r, "reference_rtol", d->outputs[i].reference_rtol);
             cJSON_AddNumberToObject(r, "reference_budget", d->outputs[i].reference_budget);
             cJSON_AddStringToObject(r, "reference_source", d->outputs[i].reference_source);
+            if (d->outputs[i].reference_golden)
+                cJSON_AddStringToObject(r, "reference_golden", d->outputs[i].reference_golden);
         }
         cJSON_AddItemToArray(outs, r);
     }
@@ -200,10 +202,14 @@ static int show(const char *name, int json, int mutants)
         const ug_output_rule *o = &d->outputs[i];
         printf("    %-8s %-14s pypto atol %g rtol %g budget %g\n", o->name, cmp_name(o->cmp), o->pypto_atol,
                o->pypto_rtol, o->pypto_budget);
-        if (o->has_reference)
+        if (o->has_reference) {
             printf("    %-8s %-14s reference atol %g rtol %g budget %g (%s)\n", "", "", o->reference_atol,
                    o->reference_rtol, o->reference_budget, o->reference_source);
-        else printf("    %-8s %-14s reference: none (no reference test judges this output)\n", "", "");
+            if (o->reference_golden) /* within the rule of the exact value or of this golden passes */
+                printf("    %-8s %-14s reference golden (an element passes within the rule of it or of the exact "
+                       "value): %s\n", "", "", o->reference_golden);
+        } else
+            printf("    %-8s %-14s reference: none (no reference test judges this output)\n", "", "");
     }
     printf("  kernel variants (--kernel-variant NAME):\n");
     for (int i = 0; ug_op_variants(d->op)[i].name; i++) printf("    %-18s %s\n", ug_op_variants(d->op)[i].name, ug_op_variants(d->op)[i].desc);

@@ -163,11 +163,21 @@ static int read_reference(reader *r, const cJSON *o, ug_output_rule *rule)
     return 0;
 }
 
+/* reference_golden: the reference test's own golden, said in words (core/ops.h); only beside
+ * a reference rule. */
+static int read_reference_golden(reader *r, const cJSON *o, ug_output_rule *rule)
+{
+    if (text(r, o, "reference_golden", 0, &rule->reference_golden)) return -1;
+    if (rule->reference_golden && !rule->has_reference)
+        return fail(r, "\"reference_golden\" needs a reference rule (reference_atol, reference_rtol)%s%s", "", "");
+    return 0;
+}
+
 static int read_output(reader *r, const cJSON *o, ug_output_rule *rule)
 {
     static const char *const keys[] = {"name", "of", "compare", "pypto_atol", "pypto_rtol", "pypto_budget", "source",
                                        "reference_atol", "reference_rtol", "reference_budget", "reference_source",
-                                       NULL};
+                                       "reference_golden", NULL};
     const char *cmp, *source;
     int c;
     if (known_keys(r, o, keys) || text(r, o, "name", 1, &rule->name) || text(r, o, "of", 0, &rule->of) ||
@@ -175,7 +185,7 @@ static int read_output(reader *r, const cJSON *o, ug_output_rule *rule)
         choice(r, cmp, ug_cmp_names, UG_CMP_COUNT, "compare", &c) ||
         number(r, o, "pypto_atol", 0, &rule->pypto_atol) || number(r, o, "pypto_rtol", 0, &rule->pypto_rtol) ||
         number(r, o, "pypto_budget", 0, &rule->pypto_budget) || text(r, o, "source", 0, &source) ||
-        read_reference(r, o, rule))
+        read_reference(r, o, rule) || read_reference_golden(r, o, rule))
         return -1;
     rule->cmp = (ug_cmp)c;
     return 0;
@@ -218,6 +228,13 @@ static const ug_tensor_decl *tensor_named(const ug_op_def *d, const char *name)
  * under a name no tensor has. */
 static int rules_match_outputs(reader *r, const ug_op_def *d)
 {
+    int goldens = 0;
+    for (int i = 0; i < d->n_outputs; i++) goldens += d->outputs[i].reference_golden != NULL;
+    if (goldens && !d->reference_golden)
+        return fail(r, "an output rule declares \"reference_golden\" but the op's oracle file computes none%s%s", "", "");
+    if (!goldens && d->reference_golden)
+        return fail(r, "the op's oracle file computes a reference golden but no output rule declares "
+                       "\"reference_golden\"%s%s", "", "");
     for (int i = 0; i < d->n_outputs; i++) {
         const ug_output_rule *o = &d->outputs[i];
         const ug_tensor_decl *t = tensor_named(d, o->of ? o->of : o->name);

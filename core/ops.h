@@ -48,6 +48,11 @@ typedef struct {
     int has_reference;
     double reference_atol, reference_rtol, reference_budget;
     const char *reference_source; /* "tests/ops/<path>.py::<function>: <rule as written>" */
+    /* NULL: the reference rule judges against g, the exact value rounded. Else the reference
+     * test's golden is not the exact value but its own evaluation with roundings of its own (P
+     * cast to bf16 before P.V, P quantised to e4m3 per key tile), which this text states, and
+     * `reference` judges against that golden (ug_op_def.reference_golden), as the test does. */
+    const char *reference_golden;
 } ug_output_rule;
 
 /* Geometry of an output for sampling: viewed as rows x cols (cols = last dim). The
@@ -127,6 +132,12 @@ typedef struct ug_op_def {
      * memory budget), as if near a tolerance: for an elementwise op judged by certified,
      * whose failures are isolated elements a sample misses (apply_adamw). */
     int check_all;
+    /* Set exactly when some output rule declares reference_golden: fills out[k] (NULL for the
+     * judged outputs without one) with that output's golden as the reference test forms it,
+     * per element of sel's output k, rounded to the output dtype as the test's golden tensor
+     * is (oracles/attention/reference_golden.h). Returns 0, or -1 with err set. */
+    int (*reference_golden)(const struct ug_case *c, const struct ug_selection *sel, double **out, char *err,
+                            size_t errlen);
 } ug_op_def;
 
 const char *ug_op_name(int op);

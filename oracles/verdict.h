@@ -77,6 +77,9 @@ typedef struct {
     const ug_metrics *m;
     const double *bound; /* the device bound B per element (certified); NULL: not evaluated */
     double cert_c;       /* c of the certified standard (0: UG_CERT_C) */
+    /* The reference test's own golden per element where the output's rule declares one
+     * (reference_golden, core/ops.h); NULL: the reference rule judges against g. */
+    const double *ref_golden;
 } ug_judged;
 
 /* c of the certified standard: covers the second-order terms the first-order device bound

@@ -115,7 +115,7 @@ static double *judge_output(const ug_case *c, int k, const ug_oracle_result *orc
         rule = &case_rule;
     }
     ug_judged j = {name, t->dtype, rule, c->def->bench_level, n, orc->sel.idx[k],
-                   a, gstar, orc->g[k], orc->bench[k], &or_->m, orc->bound[k], c->def->cert_c};
+                   a, gstar, orc->g[k], orc->bench[k], &or_->m, orc->bound[k], c->def->cert_c, orc->refg[k]};
     for (int s = 0; s < UG_STD_COUNT; s++)
         or_->verdict[s] = ug_standard_judge(s, &j, or_->thresholds[s], UG_THR_LEN);
     or_->margin = ug_tolerance_margin(&j);
@@ -245,6 +245,7 @@ static int write_reference_outputs(ug_case *c, int naive, char *err, size_t errl
     ug_oracle_opts_default(&o);
     o.sample = 0;
     o.naive = naive;
+    o.reference = 0;
     int changed = 1;
     for (int pass = 0; pass < UG_REF_PASSES && (changed || pass < 2); pass++) {
         ug_oracle_result r;

@@ -4,7 +4,11 @@
  * (assert_allclose), NA on an output without a reference rule, and the re-check margin
  * seeing a reference rule tighter than the pypto one. Then the declarations: the ops with a
  * reference test carry a reference rule with its source on every numeric output it judges;
- * a malformed reference key in a declaration is refused with the key named. */
+ * a malformed reference key in a declaration is refused with the key named. The test's own
+ * golden (reference_golden): an element within the rule of it or of the exact value passes,
+ * one outside both fails, a NaN golden leaves the exact value alone to judge, the margin
+ * takes the nearer; the ops that declare one compute one, and a declaration that says so
+ * without the function (or the reverse) is refused. */
 #include <math.h>
 #include <string.h>
 
@@ -14,7 +18,7 @@
 
 #define N_MAX 2048
 
-static double a_[N_MAX], g_[N_MAX];
+static double a_[N_MAX], g_[N_MAX], t_[N_MAX];
 static size_t idx_[N_MAX];
 
 static ug_vstate judge(const ug_output_rule *rule, size_t n, char *thr)
@@ -95,6 +99,53 @@ static void margin_sees_reference(void)
     CHECK(margin > UG_RECHECK_MARGIN && margin < 1, "margin %g: a sample near the reference edge is re-checked", margin);
 }
 
+/* The reference rule against the test's own golden t_ beside g_. */
+static ug_vstate judge_golden(const ug_output_rule *rule, size_t n, char *thr, double *margin)
+{
+    ug_metrics m;
+    for (size_t i = 0; i < n; i++) idx_[i] = i;
+    ug_metrics_compute(UG_DT_FP32, n, idx_, n, a_, g_, NULL, &m);
+    ug_judged j = {"y", UG_DT_FP32, rule, 0, n, idx_, a_, g_, g_, NULL, &m, NULL, 0, t_};
+    *margin = ug_tolerance_margin(&j);
+    return ug_standard_judge(UG_STD_REFERENCE, &j, thr, UG_THR_LEN);
+}
+
+static void test_golden(void)
+{
+    char thr[UG_THR_LEN];
+    double margin;
+    ug_output_rule r = rule_of(1e-4, 0, 0); /* every element within 1e-4 */
+    fill(4, 1.0);
+    for (int i = 0; i < 4; i++) t_[i] = 1.001; /* the test's golden rounds differently */
+    a_[1] = 1.001;                             /* the kernel makes the golden's rounding */
+    CHECK(judge_golden(&r, 4, thr, &margin) == UG_V_PASS && strstr(thr, "\"golden\":\"exact or test\""),
+          "within the rule of the test's golden: %s", thr);
+    CHECK(margin < 0.5, "the margin takes the nearer of the two goldens: %g", margin);
+    a_[2] = 1.0005; /* half way: outside both */
+    CHECK(judge_golden(&r, 4, thr, &margin) == UG_V_FAIL && strstr(thr, "\"failed\":1"), "outside both: %s", thr);
+    CHECK(margin > 1, "margin past 1 when outside both: %g", margin);
+    a_[2] = 1.0;
+    t_[1] = NAN; /* no golden here: the exact value alone judges */
+    CHECK(judge_golden(&r, 4, thr, &margin) == UG_V_FAIL, "a NaN golden leaves the exact value to judge: %s", thr);
+    t_[1] = 1.001;
+    char thr2[UG_THR_LEN];
+    CHECK(judge(&r, 4, thr2) == UG_V_FAIL && strstr(thr2, "\"golden\":\"exact\""),
+          "without the test's golden the same kernel fails against the exact value: %s", thr2);
+    /* the ops that declare one compute one (core/ops.c refuses the mismatch at load) */
+    int declared = 0;
+    for (int op = 0; op < UG_OP_COUNT; op++) {
+        const ug_op_def *d = ug_op_def_get(op);
+        for (int i = 0; d && i < d->n_outputs; i++)
+            if (d->outputs[i].reference_golden) {
+                declared++;
+                CHECK(d->reference_golden && d->outputs[i].has_reference, "%s.%s: golden declared and computed",
+                      ug_op_name(op), d->outputs[i].name);
+            }
+    }
+    CHECK(declared == 5, "%d outputs declare the test's golden (flash_attention_mha o, its gradient's dq dk dv, "
+                         "page_attention o)", declared);
+}
+
 static void declarations(void)
 {
     int with = 0;
@@ -151,6 +202,11 @@ static void strict_loading(void)
         {"\"reference_atol\": -1, \"reference_rtol\": 0, \"reference_source\": \"t\"", "reference_atol"},
         {"\"reference_atol\": 1, \"reference_rtol\": 0", "reference_source"},                  /* no source */
         {"\"reference_tol\": 1", "reference_tol"},                                              /* a typo */
+        {"\"reference_golden\": \"g\"", "needs a reference rule"},                               /* golden, no rule */
+        {"\"reference_atol\": 1, \"reference_rtol\": 0, \"reference_source\": \"t\", \"reference_golden\": \"g\"",
+         "computes none"}, /* declared, but no function */
+        {"\"reference_atol\": 1, \"reference_rtol\": 0, \"reference_source\": \"t\", \"reference_golden\": 3",
+         "reference_golden"}, /* not a text */
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char json[1024], err[512];
@@ -167,9 +223,30 @@ static void strict_loading(void)
     }
 }
 
+/* A golden function without a declaration that uses it is refused too. */
+static int no_golden(const ug_case *c, const struct ug_selection *sel, double **out, char *err, size_t errlen)
+{
+    (void)c, (void)sel, (void)out, (void)err, (void)errlen;
+    return 0;
+}
+
+static void golden_without_declaration(void)
+{
+    char err[512] = "";
+    ug_op_def d = {.reference_golden = no_golden};
+    const char *json = "{\"op\": \"attn_softmax\", \"summary\": \"s\", \"dtypes\": \"fp32\", \"semantics\": \"s\","
+                       " \"params\": [{\"name\": \"rows\", \"type\": \"int\", \"default\": \"1\"}],"
+                       " \"tensors\": [{\"name\": \"y\", \"role\": \"output\", \"dtype\": \"case\", \"shape\": \"rows\"}],"
+                       " \"outputs\": [{\"name\": \"y\", \"compare\": \"numeric\"}]}";
+    CHECK(ug_op_def_load(&d, "attn_softmax", json, err, sizeof err) != 0 && strstr(err, "no output rule declares"),
+          "a golden function no output declares is refused: %s", err);
+}
+
 int main(void)
 {
     strict_loading();
+    golden_without_declaration();
+    test_golden();
     element_edge();
     ratio_budget();
     without_reference();

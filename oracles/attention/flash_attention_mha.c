@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "oracles/attention/flash_attention_common.h"
+#include "oracles/attention/reference_golden.h"
 #include "oracles/verdict.h"
 
 /* Fills cu_seqlens_q/k. */
@@ -267,9 +268,9 @@ static double scratch(const ug_params *P)
     double D = (double)p.dim, tile = 8 * (D * (maxk + 8) + FA_TILE * D + maxk * D) + /* K^T, q rows, v rows */
                                      FA_TILE * (maxk + D) * UG_NUM_BYTES;              /* weights, o rows */
     return 4 * (2 * (double)p.tq * HD + 2 * (double)p.tk * HD + 3 * (double)p.tq * (double)p.heads) +
-           maxk * (UG_NUM_BYTES + 1 + 8) + (double)p.dim * UG_NUM_BYTES + tile;
+           maxk * (UG_NUM_BYTES + 1 + 8) + (double)p.dim * UG_NUM_BYTES + tile + ug_fa_reference_golden_scratch(P);
 }
 
 const ug_op_def ug_opdef_flash_attention_mha = {
     .op = UG_OP_FLASH_ATTENTION_MHA, .decl.check = ug_fa_check, .build = build, .oracle = oracle, .geometry = geometry,
-    .adjust_rule = adjust_rule, .scratch = scratch};
+    .adjust_rule = adjust_rule, .scratch = scratch, .reference_golden = ug_fa_reference_golden};

@@ -54,6 +54,7 @@
 
 #include "gen/case_memory.h"
 #include "oracles/attention/flash_attention_common.h"
+#include "oracles/attention/reference_golden.h"
 #include "oracles/mp/cert_block.h"
 #include "oracles/attention/flash_attention_forward.h"
 #include "oracles/verdict.h"
@@ -508,9 +509,10 @@ static double scratch(const ug_params *P)
            2 * maxq * maxk * UG_NUM_BYTES + (2 * ne + maxq + (double)p.dim) * UG_NUM_BYTES + 8 * maxq + maxk +
            4 * (4 * (double)p.tq * HD + 4 * (double)p.tk * HD + 2 * rows) + ug_fa_forward_scratch(P) +
            8 * (2 * (double)p.dim * (maxk + 8) + 2 * (maxk + maxq) * (double)p.dim) + /* tiles_alloc */
-           (2 * GR_TILE * maxk + GR_TILE * (double)p.dim + (GR_TILE + 1) * fmax(maxq, maxk)) * UG_NUM_BYTES;
+           (2 * GR_TILE * maxk + GR_TILE * (double)p.dim + (GR_TILE + 1) * fmax(maxq, maxk)) * UG_NUM_BYTES +
+           ug_fa_reference_golden_scratch(P);
 }
 
 const ug_op_def ug_opdef_flash_attention_mha_grad = {
     .op = UG_OP_FLASH_ATTENTION_MHA_GRAD, .primary = UG_STD_CERTIFIED, .decl.check = ug_fa_check, .build = build,
-    .oracle = oracle, .geometry = geometry, .scratch = scratch};
+    .oracle = oracle, .geometry = geometry, .scratch = scratch, .reference_golden = ug_fa_grad_reference_golden};

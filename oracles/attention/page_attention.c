@@ -224,6 +224,84 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
     g->col_tile = 64;
 }
 
+/* The reference golden of quant fp8 (core/ops.h reference_golden): test_page_attention_quant
+ * _fp8.py's pfa_flash_torch, our fp32 evaluation of what it computes for one query row over
+ * its n tokens. Per key tile of block_size tokens (the test's s2_tile: 128 = its block size,
+ * but 1024 at its 8192-token lengths): fp32 scores (the dequantised q.k, times the fp32
+ * scale), the tile max mt, e = exp(s - mt), the tile sum sl of e; e quantised to e4m3 with the
+ * scale 448/max e and P.V taken on the codes, times max/448; tiles combined online in fp32
+ * (max, exp(m_old - m_new) rescales); o = acc / sum, rounded to bf16 by the caller. 0, or -1
+ * when a value is not finite (no golden: the exact value judges). */
+static int fp8_golden_row(const pa_params *p, const double *qd, const double *kg, const double *vg, long n, float *s,
+                          float *acc, float *mm)
+{
+    size_t D = (size_t)p->dim;
+    float mu = -INFINITY, su = 0.0f;
+    for (long j0 = 0; j0 < n; j0 += p->bs) {
+        long nt = n - j0 < p->bs ? n - j0 : p->bs;
+        float mt = -INFINITY, sl = 0.0f, emax = 0.0f;
+        for (long j = 0; j < nt; j++) {
+            double dot = 0.0;
+            for (size_t d = 0; d < D; d++) dot += qd[d] * kg[(size_t)(j0 + j) * D + d];
+            s[j] = (float)dot * (float)p->scale; /* rounds: fp32 score, fp32 scale */
+            if (!isfinite(s[j])) return -1;
+            mt = fmaxf(mt, s[j]);
+        }
+        for (long j = 0; j < nt; j++) {
+            sl += s[j] = expf(s[j] - mt); /* rounds: fp32 */
+            emax = fmaxf(emax, s[j]);
+        }
+        float qs = 448.0f / emax, dq = 1.0f / qs; /* rounds: fp32 (emax is 1: exp(0)) */
+        for (long j = 0; j < nt; j++) s[j] = (float)ug_dtype_round(UG_DT_E4M3, s[j] * qs); /* rounds: fp32, e4m3 */
+        for (size_t d = 0; d < D; d++) {
+            double pv = 0.0;
+            for (long j = 0; j < nt; j++) pv += (double)s[j] * vg[(size_t)(j0 + j) * D + d];
+            mm[d] = (float)pv * dq; /* rounds: fp32 P.V on the codes, times max/448 */
+        }
+        float mn = fmaxf(mu, mt), t2 = j0 ? expf(mu - mn) : 0.0f, t4 = j0 ? expf(mt - mn) : 1.0f; /* rounds: fp32 */
+        su = t2 * su + t4 * sl;                                     /* rounds: fp32 */
+        for (size_t d = 0; d < D; d++) acc[d] = j0 ? acc[d] * t2 + mm[d] * t4 : mm[d]; /* rounds: fp32 */
+        mu = mn;
+    }
+    for (size_t d = 0; d < D; d++) acc[d] /= su; /* rounds: fp32 */
+    for (size_t d = 0; d < D; d++)
+        if (!isfinite(acc[d])) return -1;
+    return n > 0 ? 0 : -1;
+}
+
+static int reference_golden(const ug_case *c, const ug_selection *sel, double **out, char *err, size_t errlen)
+{
+    pa_params p;
+    read_params(c, &p);
+    pa_inputs in;
+    read_inputs(c, &in);
+    size_t D = (size_t)p.dim, maxctx = 1, pos = 0;
+    for (size_t i = 0; i < sel->n[0]; i++) out[0][i] = NAN; /* quant none: the test's golden is the exact value */
+    if (!in.qs) return 0;
+    for (long b = 0; b < p.batch; b++) maxctx = (size_t)p.ctx[b] > maxctx ? (size_t)p.ctx[b] : maxctx;
+    double *kg = malloc((2 * maxctx * D + D) * sizeof *kg);
+    float *s = malloc((maxctx + 2 * D) * sizeof *s);
+    if (!kg || !s) {
+        free(kg), free(s);
+        snprintf(err, errlen, "out of memory for the reference golden");
+        return -1;
+    }
+    double *vg = kg + maxctx * D, *qd = vg + maxctx * D;
+    while (pos < sel->n[0]) {
+        size_t r = sel->idx[0][pos] / D;
+        long tok = (long)r / p.hq, b = tok / p.sq, g = (long)r % p.hq / p.group;
+        long n = ug_gl_attn_mtp_end(p.ctx[b], p.sq, tok % p.sq);
+        gather_query(&p, &in, r, qd);
+        gather_tokens(&p, &in, b, g, n, kg, vg);
+        int ok = fp8_golden_row(&p, qd, kg, vg, n, s, s + maxctx, s + maxctx + D) == 0;
+        for (; pos < sel->n[0] && sel->idx[0][pos] / D == r; pos++)
+            out[0][pos] = ok ? ug_dtype_round(c->out[0].dtype, s[maxctx + sel->idx[0][pos] % D]) : NAN; /* rounds: bf16 */
+    }
+    free(kg);
+    free(s);
+    return 0;
+}
+
 /* Scratch for the case memory estimate: the sim kernel's fp32 copies of q, o, both caches
  * and the block table; the builder's block permutation; the oracle's keys and values of the
  * longest row gathered in fp64, with its row arrays. */
@@ -236,9 +314,10 @@ static double scratch(const ug_params *P)
     double nq = (double)n * (double)ug_p_int(P, "q_per_step") * (double)ug_p_int(P, "heads_q") * D,
            ncache = nb * (double)ug_p_int(P, "block_size") * (double)ug_p_int(P, "heads_kv") * D;
     return 4 * (2 * nq + 2 * ncache + (double)n * (double)ug_p_int(P, "max_blocks")) + 8 * nb +
-           8 * (2 * maxctx * D + maxctx + D) + maxctx * (UG_NUM_BYTES + 1);
+           8 * (2 * maxctx * D + maxctx + D) + maxctx * (UG_NUM_BYTES + 1) +
+           8 * (2 * maxctx * D + D) + 4 * (maxctx + 2 * D); /* the reference golden's */
 }
 
 const ug_op_def ug_opdef_page_attention = {
     .op = UG_OP_PAGE_ATTENTION, .primary = UG_STD_CERTIFIED, .decl.check = check, .build = build, .oracle = oracle,
-    .geometry = geometry, .scratch = scratch};
+    .geometry = geometry, .scratch = scratch, .reference_golden = reference_golden};

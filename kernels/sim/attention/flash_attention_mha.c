@@ -9,7 +9,10 @@
  * the running row max m and sum l in fp32 and rescales the fp32 output accumulator by
  * exp(m_old - m_new). l sums the fp32 probabilities; P is cast to the input dtype before
  * the P.V matmul (fp32 accumulation), as a cube unit takes its operands. At the end
- * o = acc * (1/l) is rounded once to the dtype and lse = m + ln(l) stays fp32; the running m and
+ * o = acc * (1/l) is rounded once to the dtype and lse = m + ln(l) stays fp32. A query tile
+ * whose keys all fit one key tile (64) casts the normalised weights P/l instead (fp32
+ * division, then the cast) and takes o = acc: the reference kernel's path for a row whose
+ * keys fit its one 320-key tile, which its test's golden follows. The running m and
  * l are also written as the optional softmax_max and softmax_sum (fp32). A row
  * that sees no key (causal, k shorter than q) gives o = 0 and lse = -inf. Special values as
  * the op's semantics state: the row max propagates NaN (a NaN score makes the row NaN),
@@ -61,7 +64,7 @@ typedef struct {
  * nvis keys are visible; m, l, acc its running max, sum and output accumulator; v the
  * tile's first value row (stride HD). */
 static void row_step(const fa_ctx *x, fa_work *w, const float *dots, long nk, long nvis, const float *v, float *m,
-                     float *l, float *acc)
+                     float *l, float *acc, int single)
 {
     size_t D = (size_t)x->dim, HD = (size_t)x->heads * D;
     float tm = -INFINITY, *s = w->s, *pr = w->pr;
@@ -75,12 +78,13 @@ static void row_step(const fa_ctx *x, fa_work *w, const float *dots, long nk, lo
     float ts = 0.0f;
     size_t n = 0;
     for (long c = 0; c < nk; c++) {
-        float p = s[c] == -INFINITY ? 0.0f : expf(s[c] - m_new); /* rounds: fp32 */
-        ts += p; /* rounds: fp32 */
-        pr[c] = ug_av_round_to(x->dt, p); /* rounds: P cast to the input dtype for P.V */
+        pr[c] = s[c] == -INFINITY ? 0.0f : expf(s[c] - m_new); /* rounds: fp32 */
+        ts += pr[c]; /* rounds: fp32 */
         if (s[c] != -INFINITY) w->live[n++] = (int)c; /* P.V skips keys scored -inf */
     }
     *l = *l * alpha + ts; /* rounds: fp32 */
+    for (long c = 0; c < nk; c++) /* rounds: P (single: P/l, fp32 division first) cast to the input dtype for P.V */
+        pr[c] = ug_av_round_to(x->dt, single ? pr[c] / *l : pr[c]);
     float acc_alpha = x->bug == MUT_NO_RESCALE && *m != -INFINITY ? 1.0f : alpha; /* bug: no rescale */
     ug_av_pv(acc, acc_alpha, pr, w->live, n, v, HD, D); /* rounds: fp32 P.V in key order, acc*alpha + P.V */
     *m = m_new;
@@ -95,9 +99,9 @@ static void row_max_sum(const fa_ctx *x, float m, float l, float *mo, float *lo)
 }
 
 /* The o and lse rows of a finished query row. */
-static void row_finish(const fa_ctx *x, float m, float l, const float *acc, float *o, float *lse)
+static void row_finish(const fa_ctx *x, float m, float l, const float *acc, float *o, float *lse, int single)
 {
-    float inv = l > 0.0f ? 1.0f / l : 0.0f; /* rounds: fp32 reciprocal */
+    float inv = l > 0.0f ? (single ? 1.0f : 1.0f / l) : 0.0f; /* rounds: fp32 reciprocal (single: P was normalised) */
     for (long d = 0; d < x->dim; d++) o[d] = acc[d] * inv; /* rounds: fp32 */
     if (l == 0.0f)
         *lse = -INFINITY;
@@ -123,6 +127,7 @@ static void query_tile(const fa_ctx *x, long q0, long lq, long k0, long lk, long
     }
     const float *qt = x->q + (size_t)(q0 + i0) * HD + (size_t)h * D;
     long kend = visible(x, i0 + nq - 1, lq, lk); /* causal: later key tiles are skipped */
+    int single = kend <= FA_BK;                   /* one key tile: P/l is cast, not P (the reference kernel's path) */
     for (long j0 = 0; j0 < kend; j0 += FA_BK) {
         long nk = kend - j0 < FA_BK ? kend - j0 : FA_BK;
         size_t kofs = (size_t)(k0 + j0) * HD + (size_t)h * D;
@@ -130,11 +135,11 @@ static void query_tile(const fa_ctx *x, long q0, long lq, long k0, long lk, long
         ug_av_scores(qt, HD, (size_t)nq, kt, FA_BK, ug_av_cols((size_t)nk), D, w->dots, FA_BK); /* rounds: fp32 acc */
         for (long r = 0; r < nq; r++)
             row_step(x, w, w->dots + r * FA_BK, nk, visible(x, i0 + r, lq, lk) - j0, x->v + kofs, &m[r], &l[r],
-                     w->acc + r * D);
+                     w->acc + r * D, single);
     }
     for (long r = 0; r < nq; r++) {
         size_t row = (size_t)(q0 + i0 + r) * (size_t)x->heads + (size_t)h;
-        row_finish(x, m[r], l[r], w->acc + r * D, o + row * D, lse + row);
+        row_finish(x, m[r], l[r], w->acc + r * D, o + row * D, lse + row, single);
         row_max_sum(x, m[r], l[r], mo + row, lo + row);
     }
 }

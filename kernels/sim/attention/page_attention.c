@@ -23,11 +23,16 @@
  * independent and every fp32 sum keeps its order, so the outputs are those of the
  * row-at-a-time loops, bit for bit (tests/test_kernel_digests.sh).
  *
- * quant fp8 (the reference's page_attention_quant_fp8): q is dequantised once (code *
- * q_scale in fp32), each cache slot as its block is read (code * key_scale of the slot,
- * code * value_scale of the sequence's channel, in fp32), and the rest is the same walk
- * except P: each row's P over a block (one key tile) is quantised to e4m3 with the
- * dynamic scale 448/max and dequantised before P.V, as the reference's kernel does. */
+ * quant fp8 (the reference's page_attention_quant_fp8): scores as the reference's kernel
+ * forms them, the fp32 dot product of the q and key codes times q_scale, times the slot's
+ * key_scale, times scale (where a code or scale of the chunk's rows or the block's keys is
+ * not finite, the dot product of the dequantised operands, code * scale in fp32, instead:
+ * the contract's per-element products decide the special values); values dequantised as
+ * the block is read (code * value_scale of the sequence's channel, fp32); and the rest is
+ * the same walk except P: each row's e = exp(s - tile max) over a block (one key tile) is
+ * quantised to e4m3 with the dynamic scale 448/max e and dequantised, then carried to the
+ * running max, before P.V, as the reference's kernel does (its codes bit for bit where the
+ * scores are, which its test's golden also makes). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -68,7 +73,11 @@ typedef struct {
     long len[PA_ROWS];        /* keys each row sees */
     size_t out[PA_ROWS];      /* each row's offset in q and o */
     float m[PA_ROWS], l[PA_ROWS];
-    float *q, *acc;           /* [PA_ROWS, D] the rows' q (gathered) and fp32 accumulators */
+    float *q, *acc;           /* [PA_ROWS, D] the rows' q (gathered; quant fp8 dequantised) and fp32 accumulators */
+    float *qc;                /* [PA_ROWS, D] quant fp8: the rows' q codes */
+    float qsc[PA_ROWS];       /* quant fp8: each row's q scale as applied to its code dot products */
+    int q_finite;             /* quant fp8: every code and scale of the chunk's rows is finite */
+    float *ksc;               /* [BS] quant fp8: the block's key scales */
     float *kb, *vb;           /* [BS, D] a block's keys and values of one kv head, in fp32 */
     float *kt, *dots;         /* [D, cols(BS)] a block's keys transposed; [PA_ROWS, cols(BS)] q.k */
     float *s, *pr;            /* [BS] one row's scores and rounded P */
@@ -77,27 +86,30 @@ typedef struct {
     float qscale_o[PA_ROWS];  /* mut_fp8_qscale_on_o: each row's q scale, applied to o */
 } pa_work;
 
-/* quant fp8: P of one row over one key tile quantised to e4m3 with the dynamic scale
- * 448/max (the reference kernel's symmetric per-token quantisation of P) and dequantised:
- * pr[c] = e4m3(p[c] * 448/max) * (max/448). Only the tile's live entries are read. */
-static void pa_p_fp8(float *pr, const int *live, size_t nl)
+/* quant fp8: P of one row over one key tile as the reference kernel forms it: e = exp(s -
+ * tm) against the tile's own max tm, quantised to e4m3 with the dynamic scale 448/max e (its
+ * symmetric per-token quantisation) and dequantised, then carried to the running max m by
+ * exp(tm - m): pr[c] = e4m3(e[c] * 448/max) * (max/448) * exp(tm - m). The codes are those
+ * of the reference's kernel and golden bit for bit when the scores are. Live entries only. */
+static void pa_p_fp8(float *pr, const float *s, const int *live, size_t nl, float tm, float m)
 {
-    float amax = 0.0f;
-    for (size_t i = 0; i < nl; i++) amax = fmaxf(amax, pr[live[i]]);
+    float amax = 0.0f, t4 = expf(tm - m); /* rounds: fp32 */
+    for (size_t i = 0; i < nl; i++) amax = fmaxf(amax, pr[live[i]] = expf(s[live[i]] - tm)); /* rounds: fp32 */
     if (amax == 0.0f) return;
     float qs = 448.0f / amax, dq = 1.0f / qs; /* rounds: fp32 */
     for (size_t i = 0; i < nl; i++)
-        pr[live[i]] = ug_sim_round_to(ULPGYM_E4M3, pr[live[i]] * qs) * dq; /* rounds: fp32, e4m3, fp32 */
+        pr[live[i]] = ug_sim_round_to(ULPGYM_E4M3, pr[live[i]] * qs) * dq * t4; /* rounds: fp32, e4m3, fp32, fp32 */
 }
 
 /* Online-softmax step of one row over the n keys of a block: dots its q.k, v the block's
  * first value row (rows slot apart), m, l, acc its running max, sum and accumulator. */
-static void pa_step(const pa_ctx *x, pa_work *w, const float *dots, long n, const float *v, size_t slot, float *m,
-                    float *l, float *acc)
+static void pa_step(const pa_ctx *x, pa_work *w, const float *dots, long n, const float *v, size_t slot, float qsc,
+                    const float *ksc, float *m, float *l, float *acc)
 {
     float tm = -INFINITY, *s = w->s, *pr = w->pr;
     for (long c = 0; c < n; c++) {
-        s[c] = dots[c] * x->scale; /* rounds: fp32 */
+        /* rounds: fp32; codes (ksc set): the code dot times q's scale, times the key's, times scale */
+        s[c] = ksc ? dots[c] * qsc * ksc[c] * x->scale : dots[c] * x->scale;
         tm = isnan(tm) || isnan(s[c]) ? NAN : fmaxf(tm, s[c]); /* NaN propagates */
     }
     float m_new = isnan(*m) || isnan(tm) ? NAN : fmaxf(*m, tm);
@@ -111,24 +123,31 @@ static void pa_step(const pa_ctx *x, pa_work *w, const float *dots, long n, cons
         pr[c] = x->ks ? p : ug_av_round_to(x->dt, p); /* rounds: P cast to the input dtype for P.V */
         if (s[c] != -INFINITY) w->live[nl++] = (int)c; /* P.V skips tokens scored -inf */
     }
-    if (x->ks) pa_p_fp8(pr, w->live, nl); /* quant fp8: P as e4m3 codes for P.V */
+    if (x->ks) pa_p_fp8(pr, s, w->live, nl, tm, m_new); /* quant fp8: P as e4m3 codes for P.V */
     *l = *l * alpha + ts; /* rounds: fp32 */
     ug_av_pv(acc, alpha, pr, w->live, nl, v, slot, (size_t)x->dim); /* rounds: fp32 P.V in token order, acc*alpha + P.V */
     *m = m_new;
 }
 
 /* Slot c of the block at base (kv head g's first slot) widened to fp32: D codes or values
- * into dst; with quant fp8 dequantised, dst[d] = code * scale (key_scale of the slot, or
- * the sequence's value_scale of channel d). */
-static void pa_load_slot(const pa_ctx *x, const ulpgym_tensor *t, size_t at, const float *scale, size_t sstride,
-                         float *dst)
+ * into dst; with quant fp8 (fp8) the codes, and with a scale dequantised, dst[d] = code *
+ * scale (key_scale of the slot, or the sequence's value_scale of channel d). */
+static void pa_load_slot(const pa_ctx *x, const ulpgym_tensor *t, size_t at, int fp8, const float *scale,
+                         size_t sstride, float *dst)
 {
     size_t D = (size_t)x->dim;
     ug_sim_load(t, at, D, dst); /* exact: a widening */
-    if (!scale) return;
-    if (x->bug == MUT_FP8_CODES_INT8) /* bug: the e4m3 bytes read as int8 integers */
+    if (fp8 && x->bug == MUT_FP8_CODES_INT8) /* bug: the e4m3 bytes read as int8 integers */
         for (size_t d = 0; d < D; d++) dst[d] = (float)((const int8_t *)t->data)[at + d];
-    for (size_t d = 0; d < D; d++) dst[d] *= scale[d * sstride]; /* rounds: fp32 */
+    for (size_t d = 0; scale && d < D; d++) dst[d] *= scale[d * sstride]; /* rounds: fp32 */
+}
+
+/* quant fp8: whether the n values at v are all finite (a NaN code, an inf or NaN scale). */
+static int pa_all_finite(const float *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(v[i])) return 0;
+    return 1;
 }
 
 /* Tokens of block i that a row seeing len tokens scores (0: the row has no block i). */
@@ -155,18 +174,27 @@ static void pa_chunk(const pa_ctx *x, pa_work *w, const float *table, long g, fl
         long phys = (long)table[i], nmax = 0;
         for (long r = 0; r < w->n; r++) nmax = pa_block_len(x, w->len[r], i) > nmax ? pa_block_len(x, w->len[r], i) : nmax;
         size_t base = ((size_t)phys * (size_t)x->bs * (size_t)x->hkv + (size_t)g) * D;
-        for (long c = 0; c < nmax; c++) { /* the block's slots of kv head g widened (and dequantised) to fp32 */
+        for (long c = 0; c < nmax; c++) { /* the block's slots of kv head g widened (values dequantised) to fp32 */
             size_t at = base + (size_t)c * slot;
-            float ks = 1.0f;
-            if (x->ks) ug_sim_load(x->ks, x->bug == MUT_FP8_KSCALE_PER_TENSOR ? 0 : at / D, 1, &ks); /* bug: key_scale[0] */
-            pa_load_slot(x, x->kc, at, x->ks ? &ks : NULL, 0, w->kb + (size_t)c * D);
-            pa_load_slot(x, x->vc, at, x->vs ? w->vscale : NULL, 1, w->vb + (size_t)c * D);
+            w->ksc[c] = 1.0f;
+            if (x->ks) ug_sim_load(x->ks, x->bug == MUT_FP8_KSCALE_PER_TENSOR ? 0 : at / D, 1, &w->ksc[c]); /* bug: [0] */
+            pa_load_slot(x, x->kc, at, x->ks != NULL, NULL, 0, w->kb + (size_t)c * D);
+            pa_load_slot(x, x->vc, at, x->ks != NULL, x->vs ? w->vscale : NULL, 1, w->vb + (size_t)c * D);
         }
+        /* quant fp8 as the reference's kernel scores: code dot products, then the scales; where a
+         * code or scale is not finite, dequantised operands (the contract's per-element products
+         * decide the special values there) */
+        int codes = x->ks && w->q_finite && pa_all_finite(w->kb, (size_t)nmax * D) && pa_all_finite(w->ksc, (size_t)nmax);
+        for (long c = 0; x->ks && !codes && c < nmax; c++)
+            for (size_t d = 0; d < D; d++) w->kb[(size_t)c * D + d] *= w->ksc[c]; /* rounds: fp32 */
         ug_av_stage_kt(w->kb, D, (size_t)nmax, D, w->kt, lds);
-        ug_av_scores(w->q, D, (size_t)w->n, w->kt, lds, ug_av_cols((size_t)nmax), D, w->dots, lds); /* rounds: fp32 acc */
+        ug_av_scores(codes ? w->qc : w->q, D, (size_t)w->n, w->kt, lds, ug_av_cols((size_t)nmax), D, w->dots,
+                     lds); /* rounds: fp32 acc */
         for (long r = 0; r < w->n; r++) {
             long n = pa_block_len(x, w->len[r], i);
-            if (n) pa_step(x, w, w->dots + (size_t)r * lds, n, w->vb, D, &w->m[r], &w->l[r], w->acc + (size_t)r * D);
+            if (n)
+                pa_step(x, w, w->dots + (size_t)r * lds, n, w->vb, D, w->qsc[r], codes ? w->ksc : NULL, &w->m[r],
+                        &w->l[r], w->acc + (size_t)r * D);
         }
     }
     for (long r = 0; r < w->n; r++) {
@@ -184,6 +212,7 @@ static void pa_group(const pa_ctx *x, pa_work *w, const float *qf, const float *
     size_t D = (size_t)x->dim;
     long group = x->hq / x->hkv;
     w->n = 0;
+    w->q_finite = 1;
     if (x->vs) { /* value_scale [B, Hkv, D]: this sequence's and kv head's channels */
         size_t vb = x->bug == MUT_FP8_VSCALE_SEQ0 ? 0 : b; /* bug: sequence 0's scales for every sequence */
         ug_sim_load(x->vs, (vb * (size_t)x->hkv + (size_t)g) * D, D, w->vscale);
@@ -199,9 +228,13 @@ static void pa_group(const pa_ctx *x, pa_work *w, const float *qf, const float *
             memcpy(w->q + (size_t)w->n * D, qf + row, D * sizeof *qf);
             float qs = qsf ? qsf[row / D] : 1.0f;
             if (x->bug == MUT_FP8_QSCALE_ON_O) w->qscale_o[w->n] = qs, qs = 1.0f;
-            if (qsf) /* quant fp8: the row's codes dequantised */
+            if (qsf) { /* quant fp8: the row's codes kept, and dequantised */
+                memcpy(w->qc + (size_t)w->n * D, qf + row, D * sizeof *qf);
+                w->qsc[w->n] = qs;
+                w->q_finite &= isfinite(qs) && pa_all_finite(qf + row, D);
                 for (size_t d = 0; d < D; d++) w->q[(size_t)w->n * D + d] *= qs; /* rounds: fp32 */
-            if (++w->n == PA_ROWS) pa_chunk(x, w, table, g, of), w->n = 0;
+            }
+            if (++w->n == PA_ROWS) pa_chunk(x, w, table, g, of), w->n = 0, w->q_finite = 1;
         }
     if (w->n) pa_chunk(x, w, table, g, of);
 }
@@ -233,7 +266,7 @@ static int pa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     size_t ntab = B * (size_t)x.table_stride;
     size_t lds = ug_av_cols((size_t)x.bs);
     size_t nqs = qs ? (size_t)q->shape[0] * (size_t)x.hq : 0;
-    float *buf = malloc((2 * nq + ntab + B + 2 * PA_ROWS * D + 2 * lds * D + (D + PA_ROWS) * lds + 2 * lds + D + nqs) *
+    float *buf = malloc((2 * nq + ntab + B + 3 * PA_ROWS * D + 2 * lds * D + (D + PA_ROWS) * lds + 3 * lds + D + nqs) *
                         sizeof *buf);
     int *live = malloc((size_t)x.bs * sizeof *live);
     if (!buf || !live) {
@@ -251,7 +284,9 @@ static int pa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     w.s = w.dots + PA_ROWS * lds;
     w.pr = w.s + lds;
     w.vscale = w.pr + lds;
-    float *qsf = qs ? w.vscale + D : NULL;
+    w.qc = w.vscale + D;
+    w.ksc = w.qc + PA_ROWS * D;
+    float *qsf = qs ? w.ksc + lds : NULL;
     if (qs) ug_sim_load(qs, 0, nqs, qsf);
     ug_sim_load(q, 0, nq, qf);
     ug_sim_load(bt, 0, ntab, tab);

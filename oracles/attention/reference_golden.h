@@ -1,0 +1,36 @@
+/* reference_golden.h — the reference tests' own goldens of flash_attention_mha and
+ * flash_attention_mha_grad (core/ops.h, ug_op_def.reference_golden).
+ *
+ * The reference suite's tests of these ops do not compare against the exact value: their
+ * golden is a torch evaluation in fp32 that makes the kernel's own casts (the forward: P/l
+ * cast to bf16 before P.V; the backward: P and dS cast to bf16 before the dV, dK and dQ
+ * products), and their tolerance (1e-4 + 2^-7|g|, every element for the backward) has no
+ * room for those casts' errors. The `reference` standard judges against that golden as the
+ * test does (an element within the rule of it or of the exact value passes). These are our
+ * own fp32 evaluations of what the tests compute: fp32 dot products (in any order: the
+ * tests' torch matmuls fix none), expf, the casts to the case dtype where the tests cast to
+ * bf16, and the golden rounded to the output dtype. A golden that comes out NaN or inf (a
+ * special-value case, a row that sees no key) says "no golden here": the exact value alone
+ * then judges. */
+#ifndef UG_ORACLE_REFERENCE_GOLDEN_H
+#define UG_ORACLE_REFERENCE_GOLDEN_H
+#include <stddef.h>
+
+#include "core/registry.h"
+#include "oracles/oracle.h"
+
+/* o of test_flash_attention_mha.py's attention_forward_golden: scores = fp32(q.k) * scale,
+ * m = max, p = exp(s - m), l = sum p, o = (bf16(p / l)) . v in fp32, rounded to the dtype;
+ * out[0] (o) only. */
+int ug_fa_reference_golden(const ug_case *c, const ug_selection *sel, double **out, char *err, size_t errlen);
+
+/* dq, dk, dv of test_flash_attention_mha_grad.py's attention_backward_golden: P = softmax
+ * of the fp32 scores, Delta = fp32 sum of o * do over d, dP = fp32 do.v, dS = bf16(P * (dP -
+ * Delta)), dV = bf16(P)^T do, dK = (dS^T q) * scale, dQ = (dS k) * scale, fp32 sums, each
+ * rounded to the dtype. */
+int ug_fa_grad_reference_golden(const ug_case *c, const ug_selection *sel, double **out, char *err, size_t errlen);
+
+/* Bytes the two goldens allocate for a case with params P, for the case memory estimate. */
+double ug_fa_reference_golden_scratch(const ug_params *P);
+
+#endif

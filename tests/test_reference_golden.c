@@ -1,0 +1,270 @@
+/* test_reference_golden.c — the reference tests' own goldens that the `reference` standard
+ * judges against (oracles/attention/reference_golden.c, page_attention.c's fp8 golden),
+ * checked against naive evaluations written here from the tests' formulas: element by
+ * element from the case's tensors, no grouping by (batch, head) block, no staging, no
+ * vector loops, no gathering helpers; the same fp32 operations in the same order, so the two
+ * must agree bit for bit. The cases have batch elements of different lengths, causal rows
+ * (some seeing no key), two heads or kv heads, MTP rows and several key tiles. Then: the
+ * golden is not the exact value under another name (the tests' casts move some elements by
+ * an output ulp or more), and on a reference test's own shape the correct sim kernel fails
+ * the reference rule against the exact value alone but passes it with the golden. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "op_check.h"
+#include "oracles/oracle.h"
+#include "oracles/verdict.h"
+#include "run/exec.h"
+
+#define NORMAL01(x) "\"" x "\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.1}"
+#define FA_SPEC(op, params)                                                                                            \
+    "{\"v\":1,\"op\":\"" op "\",\"dtype\":\"bf16\",\"seed\":11,\"params\":" params ",\"dist\":{" NORMAL01("q") "," \
+    NORMAL01("k") "," NORMAL01("v") "," NORMAL01("do") "}}"
+#define FA_PARAMS "{\"seqlens\":\"5:9,12:7,3\",\"heads\":2,\"head_dim\":20,\"causal\":1}"
+#define U448(x) "\"" x "\":{\"kind\":\"uniform\",\"lo\":-448,\"hi\":448}"
+#define USCALE(x) "\"" x "\":{\"kind\":\"uniform\",\"lo\":0.00215,\"hi\":0.00224}"
+#define PA_SPEC                                                                                                        \
+    "{\"v\":1,\"op\":\"page_attention\",\"dtype\":\"bf16\",\"seed\":5,\"params\":{\"context_lens\":\"40,17\","        \
+    "\"heads_kv\":2,\"group\":2,\"head_dim\":24,\"block_size\":8,\"q_per_step\":2,\"quant\":\"fp8\"},\"dist\":{"     \
+    U448("q") "," USCALE("q_scale") "," U448("key_cache") "," USCALE("key_scale") "," U448("value_cache") ","       \
+    USCALE("value_scale") "}}"
+
+static double in(const ug_case *c, const char *name, size_t i) { return ug_case_input(c, name)->values[i]; }
+static float rnd(ug_dtype dt, float x) { return (float)ug_dtype_round(dt, x); }
+
+/* ---- flash attention: the tests' softmax row, naively ---- */
+
+typedef struct {
+    long batch, heads, dim, cq[8], ck[8];
+    int causal;
+    float scale;
+} fa_shape;
+
+static void fa_shape_of(const ug_case *c, fa_shape *s)
+{
+    const ug_tensor *cq = ug_case_input(c, "cu_seqlens_q"), *ck = ug_case_input(c, "cu_seqlens_k");
+    s->batch = (long)cq->numel - 1, s->heads = ug_case_input(c, "q")->shape[1], s->dim = ug_case_input(c, "q")->shape[2];
+    for (long b = 0; b <= s->batch; b++) s->cq[b] = (long)cq->values[b], s->ck[b] = (long)ck->values[b];
+    s->causal = (int)ug_p_int(&c->params, "causal");
+    s->scale = (float)(1.0 / sqrt((double)s->dim)); /* the scale param's default, fp32 */
+}
+
+/* Query token t, head h: its batch element *b and keys [ck[b], ck[b] + n) it sees. */
+static long fa_keys(const fa_shape *s, long t, long *b)
+{
+    for (*b = 0; s->cq[*b + 1] <= t; (*b)++) {}
+    long lq = s->cq[*b + 1] - s->cq[*b], lk = s->ck[*b + 1] - s->ck[*b], i = t - s->cq[*b];
+    long n = s->causal ? i + 1 + lk - lq : lk;
+    return n < 0 ? 0 : n > lk ? lk : n;
+}
+
+/* The weights p_j / l of row (t, h) over its n keys, fp32 as torch.softmax; returns n. */
+static long fa_softmax(const ug_case *c, const fa_shape *s, long t, long h, float *w)
+{
+    long b, n = fa_keys(s, t, &b), HD = s->heads * s->dim;
+    float m = -INFINITY, l = 0.0f;
+    for (long j = 0; j < n; j++) {
+        float dot = 0.0f;
+        for (long d = 0; d < s->dim; d++)
+            dot += (float)in(c, "q", (size_t)(t * HD + h * s->dim + d)) * (float)in(c, "k", (size_t)((s->ck[b] + j) * HD + h * s->dim + d));
+        w[j] = dot * s->scale;
+        m = fmaxf(m, w[j]);
+    }
+    for (long j = 0; j < n; j++) l += w[j] = expf(w[j] - m);
+    for (long j = 0; j < n; j++) w[j] /= l;
+    return n;
+}
+
+/* The golden of judged output name under the reference standard, every element: r.refg. */
+static int golden_of(ug_case *c, ug_oracle_result *r)
+{
+    ug_oracle_opts o;
+    ug_oracle_opts_default(&o);
+    o.sample = 0;
+    o.naive = o.device_bound = 0;
+    char err[256] = "";
+    int rc = ug_oracle_run(c, &o, r, err, sizeof err);
+    CHECK(rc == 0, "oracle: %s", err);
+    return rc;
+}
+
+static void forward(void)
+{
+    ug_case c;
+    ug_oracle_result r;
+    if (opc_build_case(FA_SPEC("flash_attention_mha", FA_PARAMS), &c)) return;
+    if (golden_of(&c, &r)) return ug_case_free(&c);
+    fa_shape s;
+    fa_shape_of(&c, &s);
+    size_t D = (size_t)s.dim, HD = (size_t)(s.heads * s.dim), differ = 0, nan = 0, moved = 0;
+    float w[64];
+    CHECK(r.refg[0] && !r.refg[1], "o has the test's golden, lse none");
+    for (size_t i = 0; r.refg[0] && i < r.sel.n[0]; i++) {
+        size_t idx = r.sel.idx[0][i];
+        long t = (long)(idx / HD), h = (long)(idx / D % (size_t)s.heads), b, n = fa_softmax(&c, &s, t, h, w);
+        fa_keys(&s, t, &b);
+        float o = 0.0f;
+        for (long j = 0; j < n; j++)
+            o += rnd(UG_DT_BF16, w[j]) * (float)in(&c, "v", (size_t)(s.ck[b] + j) * HD + (size_t)h * D + idx % D);
+        double want = n ? ug_dtype_round(UG_DT_BF16, o) : NAN, got = r.refg[0][i];
+        differ += !(want == got || (isnan(want) && isnan(got)));
+        nan += isnan(got);
+        moved += want != r.g[0][i];
+    }
+    CHECK(r.sel.n[0] == c.out[0].numel && differ == 0, "forward golden: %zu of %zu elements differ from the naive one",
+          differ, r.sel.n[0]);
+    CHECK(nan == 5 * 2 * D, "rows that see no key have no golden (%zu NaN; 5 rows x 2 heads x D expected)", nan);
+    CHECK(moved > 0, "the bf16 cast of P/l moves %zu elements off the exact value's rounding", moved);
+    ug_oracle_result_free(&r);
+    ug_case_free(&c);
+}
+
+static void backward(void)
+{
+    ug_case c;
+    ug_oracle_result r;
+    if (opc_build_case(FA_SPEC("flash_attention_mha_grad", FA_PARAMS), &c)) return;
+    if (golden_of(&c, &r)) return ug_case_free(&c);
+    fa_shape s;
+    fa_shape_of(&c, &s);
+    size_t D = (size_t)s.dim, HD = (size_t)(s.heads * s.dim), differ = 0, checked = 0;
+    long tq = s.cq[s.batch];
+    /* per (row, head): P and dS over the row's keys */
+    float *P = malloc((size_t)(tq * s.heads) * 64 * sizeof *P), *dS = malloc((size_t)(tq * s.heads) * 64 * sizeof *dS);
+    for (long t = 0; t < tq; t++)
+        for (long h = 0; h < s.heads; h++) {
+            float *p = P + (t * s.heads + h) * 64, *ds = dS + (t * s.heads + h) * 64, delta = 0.0f;
+            long b, n = fa_softmax(&c, &s, t, h, p);
+            fa_keys(&s, t, &b);
+            for (size_t d = 0; d < D; d++)
+                delta += (float)in(&c, "o", (size_t)t * HD + (size_t)h * D + d) * (float)in(&c, "do", (size_t)t * HD + (size_t)h * D + d);
+            for (long j = 0; j < n; j++) {
+                float dp = 0.0f;
+                for (size_t d = 0; d < D; d++)
+                    dp += (float)in(&c, "do", (size_t)t * HD + (size_t)h * D + d) * (float)in(&c, "v", (size_t)(s.ck[b] + j) * HD + (size_t)h * D + d);
+                ds[j] = rnd(UG_DT_BF16, p[j] * (dp - delta));
+                p[j] = rnd(UG_DT_BF16, p[j]);
+            }
+        }
+    const char *names[3] = {"dq", "dk", "dv"};
+    for (int o = 0; o < 3; o++) {
+        int k = ug_case_judged_find(&c, names[o]);
+        CHECK(k >= 0 && r.refg[k], "%s has the test's golden", names[o]);
+        for (size_t i = 0; k >= 0 && r.refg[k] && i < r.sel.n[k]; i++) {
+            size_t idx = r.sel.idx[k][i], d = idx % D;
+            long tok = (long)(idx / HD), h = (long)(idx / D % (size_t)s.heads), b;
+            float acc = 0.0f;
+            if (o == 0) { /* dq: sum over the row's keys (15 of the 20 rows see one) */
+                long n = fa_keys(&s, tok, &b);
+                for (long j = 0; j < n; j++)
+                    acc += dS[(tok * s.heads + h) * 64 + j] * (float)in(&c, "k", (size_t)(s.ck[b] + j) * HD + (size_t)h * D + d);
+                if (!n) continue; /* no golden there */
+            } else { /* dk, dv: sum over the rows that see key tok, in row order */
+                for (b = 0; s.ck[b + 1] <= tok; b++) {}
+                for (long t = s.cq[b]; t < s.cq[b + 1]; t++) {
+                    long bb, n = fa_keys(&s, t, &bb);
+                    if (tok - s.ck[b] >= n) continue;
+                    const float *w = (o == 1 ? dS : P) + (t * s.heads + h) * 64;
+                    acc += w[tok - s.ck[b]] * (float)in(&c, o == 1 ? "q" : "do", (size_t)t * HD + (size_t)h * D + d);
+                }
+            }
+            double want = ug_dtype_round(UG_DT_BF16, o == 2 ? acc : acc * s.scale);
+            differ += want != r.refg[k][i];
+            checked++;
+        }
+    }
+    CHECK(checked == 15 * 40 + 2 * 19 * 40 && differ == 0, "backward golden: %zu of %zu elements differ from the naive one", differ, checked);
+    free(P), free(dS);
+    ug_oracle_result_free(&r);
+    ug_case_free(&c);
+}
+
+/* ---- page_attention quant fp8: pfa_flash_torch, naively ---- */
+
+static void paged_fp8(void)
+{
+    ug_case c;
+    ug_oracle_result r;
+    if (opc_build_case(PA_SPEC, &c)) return;
+    if (golden_of(&c, &r)) return ug_case_free(&c);
+    const long lens[2] = {40, 17}, hkv = 2, group = 2, hq = 4, D = 24, bs = 8, sq = 2;
+    const ug_tensor *bt = ug_case_input(&c, "block_tables");
+    float scale = (float)(1.0 / sqrt((double)D));
+    size_t differ = 0, tiles_max = 0;
+    for (size_t i = 0; i < r.sel.n[0]; i++) {
+        size_t idx = r.sel.idx[0][i];
+        long row = (long)idx / D, d = (long)idx % D, h = row % hq, tok = row / hq, b = tok / sq, g = h / group;
+        long n = lens[b] - sq + 1 + tok % sq; /* MTP: row i sees the tokens up to itself */
+        float mu = -INFINITY, su = 0.0f, acc = 0.0f;
+        for (long j0 = 0, tile = 0; j0 < n; j0 += bs, tile++) {
+            long nt = n - j0 < bs ? n - j0 : bs;
+            float s[8], mt = -INFINITY, sl = 0.0f, emax = 0.0f;
+            size_t slot[8];
+            for (long j = 0; j < nt; j++) {
+                long t = j0 + j, blk = (long)bt->values[b * bt->shape[1] + t / bs];
+                slot[j] = ((size_t)blk * (size_t)bs + (size_t)(t % bs)) * (size_t)hkv + (size_t)g;
+                double dot = 0.0; /* the dequantised operands: code * scale, exact in double */
+                for (long e = 0; e < D; e++)
+                    dot += in(&c, "q", (size_t)row * D + e) * in(&c, "q_scale", (size_t)row) *
+                           in(&c, "key_cache", slot[j] * D + e) * in(&c, "key_scale", slot[j]);
+                s[j] = (float)dot * scale;
+                mt = fmaxf(mt, s[j]);
+            }
+            for (long j = 0; j < nt; j++) sl += s[j] = expf(s[j] - mt), emax = fmaxf(emax, s[j]);
+            float qs = 448.0f / emax, dq = 1.0f / qs;
+            double pv = 0.0;
+            for (long j = 0; j < nt; j++)
+                pv += (double)(float)ug_dtype_round(UG_DT_E4M3, s[j] * qs) * in(&c, "value_cache", slot[j] * D + d) *
+                      in(&c, "value_scale", ((size_t)b * hkv + g) * D + d);
+            float mm = (float)pv * dq, mn = fmaxf(mu, mt);
+            float t2 = j0 ? expf(mu - mn) : 0.0f, t4 = j0 ? expf(mt - mn) : 1.0f;
+            su = t2 * su + t4 * sl;
+            acc = j0 ? acc * t2 + mm * t4 : mm;
+            mu = mn;
+            tiles_max = (size_t)tile + 1 > tiles_max ? (size_t)tile + 1 : tiles_max;
+        }
+        differ += ug_dtype_round(UG_DT_BF16, acc / su) != r.refg[0][i];
+    }
+    CHECK(r.sel.n[0] == c.out[0].numel && differ == 0, "fp8 golden: %zu of %zu elements differ from the naive one",
+          differ, r.sel.n[0]);
+    CHECK(tiles_max == 5, "rows span up to %zu key tiles (5 expected: 40 tokens, 8 a block)", tiles_max);
+    ug_oracle_result_free(&r);
+    ug_case_free(&c);
+}
+
+/* On test_flash_attention_mha.py::test_05's shape, the correct sim kernel fails the reference
+ * rule against the exact value alone (the bf16 cast of P/l in 32-key rows) and passes it with
+ * the test's golden, as that test's kernel passes against it. */
+static void why_the_golden(void)
+{
+    const char *spec = "{\"v\":1,\"op\":\"flash_attention_mha\",\"dtype\":\"bf16\",\"seed\":42,\"params\":{\"seqlens\":"
+                       "\"32,32,32,32,32,32,32,32\",\"heads\":8,\"head_dim\":64},\"dist\":{\"q\":{\"kind\":\"normal\","
+                       "\"mean\":0.5,\"std\":1},\"k\":{\"kind\":\"normal\",\"mean\":0.5,\"std\":1},\"v\":{\"kind\":"
+                       "\"normal\",\"mean\":0.5,\"std\":1}}}";
+    ug_result res;
+    ug_exec_detail d;
+    if (opc_run(spec, "sim", &res, &d) != 0) return;
+    CHECK(res.verdict[UG_STD_REFERENCE] == UG_V_PASS, "sim passes test_05's rule against its golden: %s",
+          res.out[0].thresholds[UG_STD_REFERENCE]);
+    ug_metrics m;
+    const ug_oracle_result *o = &d.oracle;
+    ug_metrics_compute(UG_DT_BF16, o->sel.n[0], o->sel.idx[0], d.c.out[0].numel, d.a[0], o->gstar[0], NULL, &m);
+    const ug_op_def *def = ug_op_def_get(UG_OP_FLASH_ATTENTION_MHA);
+    ug_judged j = {"o", UG_DT_BF16, &def->outputs[0], 0, o->sel.n[0], o->sel.idx[0], d.a[0], o->gstar[0], o->g[0],
+                   NULL, &m};
+    char thr[UG_THR_LEN];
+    CHECK(ug_standard_judge(UG_STD_REFERENCE, &j, thr, sizeof thr) == UG_V_FAIL,
+          "against the exact value alone the same output fails test_05's rule: %s", thr);
+    ug_exec_detail_free(&d);
+}
+
+int main(void)
+{
+    forward();
+    backward();
+    paged_fp8();
+    why_the_golden();
+    return check_done();
+}
