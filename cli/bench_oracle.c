@@ -72,7 +72,6 @@ static ug_oracle_opts bo_mode(ug_ar_mode mode, mpfr_prec_t prec, long sample)
     o.sample = (size_t)sample;
     o.naive = 0;
     o.device_bound = 0;
-    o.reference = 0;
     return o;
 }
 

@@ -135,7 +135,9 @@ typedef struct ug_op_def {
     /* Set exactly when some output rule declares reference_golden: fills out[k] (NULL for the
      * judged outputs without one) with that output's golden as the reference test forms it,
      * per element of sel's output k, rounded to the output dtype as the test's golden tensor
-     * is (oracles/attention/reference_golden.h). Returns 0, or -1 with err set. */
+     * is, NaN where it has none (oracles/attention/reference_golden.h). The judge
+     * (run/exec.c) asks for the elements outside the reference rule against g only.
+     * Returns 0, or -1 with err set. */
     int (*reference_golden)(const struct ug_case *c, const struct ug_selection *sel, double **out, char *err,
                             size_t errlen);
 } ug_op_def;

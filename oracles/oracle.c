@@ -16,7 +16,6 @@ void ug_oracle_opts_default(ug_oracle_opts *o)
     o->mode = UG_AR_CERT;
     o->naive = 1;
     o->device_bound = 1;
-    o->reference = 1;
 }
 
 double *ug_tload_all(const ug_tensor *t)
@@ -455,25 +454,6 @@ static int self_check(const ug_case *c, const ug_oracle_opts *o, ug_oracle_resul
     return rc;
 }
 
-/* The reference test's own golden of the outputs whose rule declares one (core/ops.h). */
-static int reference_golden(const ug_case *c, ug_oracle_result *r, char *err, size_t errlen)
-{
-    if (!c->def->reference_golden) return 0;
-    int any = 0;
-    for (int k = 0; k < r->sel.n_out; k++) {
-        const char *name = ug_case_judged_name(c, k);
-        for (int i = 0; name && i < c->def->n_outputs; i++)
-            if (c->def->outputs[i].reference_golden && strcmp(c->def->outputs[i].name, name) == 0) {
-                if (!(r->refg[k] = out_vals(r->sel.n[k]))) {
-                    snprintf(err, errlen, "out of memory for the reference golden");
-                    return -1;
-                }
-                any = 1;
-            }
-    }
-    return any ? c->def->reference_golden(c, &r->sel, r->refg, err, errlen) : 0;
-}
-
 /* The run on a selection r->sel already holds (ug_oracle_run hands its own over: at
  * --sample all a copy is 8 bytes of fresh memory per element, page faults included). */
 static int run_on_result_sel(const ug_case *c, const ug_oracle_opts *o, ug_oracle_result *r, char *err, size_t errlen)
@@ -505,7 +485,6 @@ static int run_on_result_sel(const ug_case *c, const ug_oracle_opts *o, ug_oracl
         for (int k = 0; k < sel->n_out; k++) free_vals(scratch[k], sel->n[k]);
     }
     if (!rc && o->device_bound) rc = device_bound(c, o, r, err, errlen);
-    if (!rc && o->reference) rc = reference_golden(c, r, err, errlen);
     if (!rc && o->self_check) rc = self_check(c, o, r, err, errlen);
     for (int k = 0; k < sel->n_out; k++) pool_put(unsure[k], sel->n[k]);
     if (rc) ug_oracle_result_free(r);
@@ -545,7 +524,6 @@ void ug_oracle_result_free(ug_oracle_result *r)
         if (r->bench_cold) cold_free(r->bench[k]); /* never written: not pooled (a pooled block is reused dirty) */
         else free_vals(r->bench[k], n);
         free_vals(r->bound[k], n);
-        free_vals(r->refg[k], n);
     }
     ug_selection_free(&r->sel);
     memset(r, 0, sizeof *r);

@@ -39,7 +39,6 @@ typedef struct {
     ug_ar_mode mode;    /* UG_AR_CERT (default) or, for benchmarks, EXACT / F64 */
     int naive;          /* also evaluate the naive benchmark arithmetic */
     int device_bound;   /* also evaluate UG_AR_DEVICE: the bound the certified standard uses */
-    int reference;      /* also form the reference test's own golden where an output declares one */
     int self_check;     /* re-evaluate a sample at prec and 2*prec */
 } ug_oracle_opts;
 
@@ -49,8 +48,6 @@ typedef struct {
     double *g[UG_MAX_TENSORS];     /* exact value rounded to the output dtype */
     double *bench[UG_MAX_TENSORS]; /* naive evaluation rounded to the output dtype */
     double *bound[UG_MAX_TENSORS]; /* device error bound (UG_AR_DEVICE); NULL unless asked */
-    double *refg[UG_MAX_TENSORS];  /* the reference test's own golden (ug_op_def.reference_golden) where the
-                                      output's rule declares one, else NULL: what `reference` judges against */
     unsigned long n_fallback;      /* elements the fast path handed to MPFR */
     unsigned long n_raised;        /* of those, rounded differently at prec and 2*prec: raised further */
     unsigned long n_unsettled;     /* of those, still rounded differently at UG_ORACLE_PREC_MAX */

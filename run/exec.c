@@ -84,9 +84,54 @@ static void judge_not_provided(const ug_tensor *t, const char *name, ug_output_r
     or_->not_provided = 1;
 }
 
+/* The reference test's own golden (ug_op_def.reference_golden) of the checked elements that
+ * fall outside their output's reference rule against g: only there can it change the
+ * verdict (an element passes within the rule of either), and it costs what the test's own
+ * evaluation does, so it is formed only there. refg[k] gets NaN elsewhere (no golden: g
+ * alone judges), and stays NULL for an output without one. 0, or -1 with err set. */
+static int reference_golden_where_outside(const ug_case *c, const ug_oracle_result *orc, double **refg, char *err,
+                                          size_t errlen)
+{
+    ug_selection sub = {.n_out = orc->sel.n_out};
+    size_t *pos[UG_MAX_TENSORS] = {0};
+    double *out[UG_MAX_TENSORS] = {0};
+    int rc = 0, any = 0;
+    for (int k = 0; c->def->reference_golden && !rc && k < orc->sel.n_out; k++) {
+        const ug_output_rule *rule = rule_for(c->def, ug_case_judged_name(c, k));
+        const ug_tensor *t = &c->out[ug_case_judged_tensor(c, k)];
+        size_t n = orc->sel.n[k], m = 0;
+        if (!rule || !rule->reference_golden || !ug_tensor_provided(t)) continue;
+        refg[k] = malloc((n ? n : 1) * sizeof *refg[k]);
+        sub.idx[k] = malloc((n ? n : 1) * sizeof *sub.idx[k]);
+        pos[k] = malloc((n ? n : 1) * sizeof *pos[k]);
+        out[k] = malloc((n ? n : 1) * sizeof *out[k]);
+        if (!refg[k] || !sub.idx[k] || !pos[k] || !out[k]) {
+            rc = -1;
+            break;
+        }
+        for (size_t i = 0; i < n; i++) {
+            double a = ug_tload(t, orc->sel.idx[k][i]), g = orc->g[k][i];
+            refg[k][i] = NAN;
+            if (isfinite(a) && isfinite(g) && fabs(a - g) > rule->reference_atol + rule->reference_rtol * fabs(g))
+                sub.idx[k][m] = orc->sel.idx[k][i], pos[k][m++] = i;
+        }
+        sub.n[k] = m;
+        any |= m > 0;
+    }
+    if (rc) snprintf(err, errlen, "out of memory for the reference golden");
+    else if (any) rc = c->def->reference_golden(c, &sub, out, err, errlen);
+    for (int k = 0; k < orc->sel.n_out; k++) {
+        for (size_t i = 0; !rc && i < sub.n[k]; i++) refg[k][pos[k][i]] = out[k][i];
+        free(sub.idx[k]), free(pos[k]), free(out[k]);
+    }
+    return rc ? -1 : 0;
+}
+
 /* Judges judged output k of c (a tensor or a view of one, registry.h) against oracle
- * values; fills r->out[k]; returns kernel values (NULL for an optional output not provided). */
-static double *judge_output(const ug_case *c, int k, const ug_oracle_result *orc, ug_output_result *or_)
+ * values (and refg, the reference test's own golden or NULL); fills r->out[k]; returns
+ * kernel values (NULL for an optional output not provided). */
+static double *judge_output(const ug_case *c, int k, const ug_oracle_result *orc, const double *refg,
+                            ug_output_result *or_)
 {
     const ug_tensor *t = &c->out[ug_case_judged_tensor(c, k)];
     const char *name = ug_case_judged_name(c, k);
@@ -115,7 +160,7 @@ static double *judge_output(const ug_case *c, int k, const ug_oracle_result *orc
         rule = &case_rule;
     }
     ug_judged j = {name, t->dtype, rule, c->def->bench_level, n, orc->sel.idx[k],
-                   a, gstar, orc->g[k], orc->bench[k], &or_->m, orc->bound[k], c->def->cert_c, orc->refg[k]};
+                   a, gstar, orc->g[k], orc->bench[k], &or_->m, orc->bound[k], c->def->cert_c, refg};
     for (int s = 0; s < UG_STD_COUNT; s++)
         or_->verdict[s] = ug_standard_judge(s, &j, or_->thresholds[s], UG_THR_LEN);
     or_->margin = ug_tolerance_margin(&j);
@@ -200,10 +245,19 @@ static int judge_once(ug_case *c, const ug_exec_opts *o, ug_result *r, ug_exec_d
     r->n_selfcheck = orc.n_checked_twice;
     r->n_selfcheck_mismatch = orc.n_mismatch;
     r->n_out = orc.sel.n_out;
+    double *refg[UG_MAX_TENSORS] = {0};
+    if (reference_golden_where_outside(c, &orc, refg, err, sizeof err)) {
+        r->outcome = UG_OUT_ERROR;
+        snprintf(r->message, sizeof r->message, "oracle: %s", err);
+        for (int k = 0; k < UG_MAX_TENSORS; k++) free(refg[k]);
+        ug_oracle_result_free(&orc);
+        return 0;
+    }
     for (int k = 0; k < r->n_out; k++) {
-        double *a = judge_output(c, k, &orc, &r->out[k]);
+        double *a = judge_output(c, k, &orc, refg[k], &r->out[k]);
         if (detail && a) detail->a[k] = a;
         else free(a);
+        free(refg[k]);
     }
     ug_verdict_combine_outputs(r);
     if (o->primary_set) r->primary = o->primary; /* also for callers that judge without ug_exec_case (check) */
@@ -245,7 +299,6 @@ static int write_reference_outputs(ug_case *c, int naive, char *err, size_t errl
     ug_oracle_opts_default(&o);
     o.sample = 0;
     o.naive = naive;
-    o.reference = 0;
     int changed = 1;
     for (int pass = 0; pass < UG_REF_PASSES && (changed || pass < 2); pass++) {
         ug_oracle_result r;

@@ -357,7 +357,6 @@ static long forward_engine(ug_case *c, double *const vals[5], ug_tensor *o, ug_t
     opts.sample = 0;
     opts.naive = 0;        /* only the exact values are wanted */
     opts.device_bound = 0;
-    opts.reference = 0;
     if (!rc && total) rc = ug_oracle_run_sel(&f, &opts, &sel, &r, err, errlen);
     if (!rc && total) {
         ug_tensor *dst[2] = {o, lse};

@@ -158,7 +158,7 @@ static double mean_abs_all(const ug_case *c, int out)
     ug_oracle_opts o;
     ug_oracle_opts_default(&o);
     o.mode = UG_AR_F64;
-    o.naive = o.device_bound = o.self_check = o.reference = 0;
+    o.naive = o.device_bound = o.self_check = 0;
     ug_oracle_result r;
     char err[128];
     double sum = 0.0;
