@@ -285,6 +285,10 @@ static void check_bad_params(void)
         {"{\"context_lens\":\"5\",\"heads_kv\":1,\"group\":1,\"head_dim\":8,\"quant\":\"int8\"}", "quant"},
         {"{\"context_lens\":\"5\",\"heads_kv\":1,\"group\":1,\"head_dim\":8,\"quant\":\"fp8\"}",
          "case dtype fp16"}, /* fp8 codes come with a bf16 o only */
+        {"{\"context_lens\":\"5\",\"heads_kv\":1,\"group\":1,\"head_dim\":8,\"block_size\":8,\"p_tile\":16}",
+         "p_tile"}, /* a P quantisation tile without quant fp8 */
+        {"{\"context_lens\":\"5\",\"heads_kv\":1,\"group\":1,\"head_dim\":8,\"block_size\":8,\"p_tile\":-8}",
+         "p_tile"},
     };
     OPC_EXPECT_REFUSED_EACH(SPEC(NORMAL, "%s"), bad);
     /* quant fp8 needs a distribution for each scale */

@@ -25,11 +25,11 @@
 #define FA_PARAMS "{\"seqlens\":\"5:9,12:7,3\",\"heads\":2,\"head_dim\":20,\"causal\":1}"
 #define U448(x) "\"" x "\":{\"kind\":\"uniform\",\"lo\":-448,\"hi\":448}"
 #define USCALE(x) "\"" x "\":{\"kind\":\"uniform\",\"lo\":0.00215,\"hi\":0.00224}"
-#define PA_SPEC                                                                                                        \
+#define PA_SPEC(p_tile)                                                                                                \
     "{\"v\":1,\"op\":\"page_attention\",\"dtype\":\"bf16\",\"seed\":5,\"params\":{\"context_lens\":\"40,17\","        \
-    "\"heads_kv\":2,\"group\":2,\"head_dim\":24,\"block_size\":8,\"q_per_step\":2,\"quant\":\"fp8\"},\"dist\":{"     \
-    U448("q") "," USCALE("q_scale") "," U448("key_cache") "," USCALE("key_scale") "," U448("value_cache") ","       \
-    USCALE("value_scale") "}}"
+    "\"heads_kv\":2,\"group\":2,\"head_dim\":24,\"block_size\":8,\"q_per_step\":2,\"quant\":\"fp8\"" p_tile "},"     \
+    "\"dist\":{" U448("q") "," USCALE("q_scale") "," U448("key_cache") "," USCALE("key_scale") "," U448("value_cache") \
+    "," USCALE("value_scale") "}}"
 
 static double in(const ug_case *c, const char *name, size_t i) { return ug_case_input(c, name)->values[i]; }
 static float rnd(ug_dtype dt, float x) { return (float)ug_dtype_round(dt, x); }
@@ -200,11 +200,12 @@ static void backward(void)
 
 /* ---- page_attention quant fp8: pfa_flash_torch, naively ---- */
 
-static void paged_fp8(void)
+/* tile: tokens per P quantisation tile (the p_tile param; 8 = one block), spec the case. */
+static void paged_fp8(const char *spec, long tile, size_t tiles_want)
 {
     ug_case c;
     ug_oracle_result r;
-    if (opc_build_case(PA_SPEC, &c)) return;
+    if (opc_build_case(spec, &c)) return;
     double *refg[UG_MAX_TENSORS] = {0};
     if (golden_of(&c, &r, refg)) return ug_case_free(&c);
     const long lens[2] = {40, 17}, hkv = 2, group = 2, hq = 4, D = 24, bs = 8, sq = 2;
@@ -216,10 +217,10 @@ static void paged_fp8(void)
         long row = (long)idx / D, d = (long)idx % D, h = row % hq, tok = row / hq, b = tok / sq, g = h / group;
         long n = lens[b] - sq + 1 + tok % sq; /* MTP: row i sees the tokens up to itself */
         float mu = -INFINITY, su = 0.0f, acc = 0.0f;
-        for (long j0 = 0, tile = 0; j0 < n; j0 += bs, tile++) {
-            long nt = n - j0 < bs ? n - j0 : bs;
-            float s[8], mt = -INFINITY, sl = 0.0f, emax = 0.0f;
-            size_t slot[8];
+        for (long j0 = 0, ti = 0; j0 < n; j0 += tile, ti++) {
+            long nt = n - j0 < tile ? n - j0 : tile;
+            float s[16], mt = -INFINITY, sl = 0.0f, emax = 0.0f;
+            size_t slot[16];
             for (long j = 0; j < nt; j++) {
                 long t = j0 + j, blk = (long)bt->values[b * bt->shape[1] + t / bs];
                 slot[j] = ((size_t)blk * (size_t)bs + (size_t)(t % bs)) * (size_t)hkv + (size_t)g;
@@ -241,13 +242,14 @@ static void paged_fp8(void)
             su = t2 * su + t4 * sl;
             acc = j0 ? acc * t2 + mm * t4 : mm;
             mu = mn;
-            tiles_max = (size_t)tile + 1 > tiles_max ? (size_t)tile + 1 : tiles_max;
+            tiles_max = (size_t)ti + 1 > tiles_max ? (size_t)ti + 1 : tiles_max;
         }
         differ += ug_dtype_round(UG_DT_BF16, acc / su) != refg[0][i];
     }
-    CHECK(r.sel.n[0] == c.out[0].numel && differ == 0, "fp8 golden: %zu of %zu elements differ from the naive one",
-          differ, r.sel.n[0]);
-    CHECK(tiles_max == 5, "rows span up to %zu key tiles (5 expected: 40 tokens, 8 a block)", tiles_max);
+    CHECK(r.sel.n[0] == c.out[0].numel && differ == 0, "fp8 golden, %ld-token tiles: %zu of %zu elements differ from "
+          "the naive one", tile, differ, r.sel.n[0]);
+    CHECK(tiles_max == tiles_want, "rows span up to %zu key tiles (%zu expected: 40 tokens, %ld a tile)", tiles_max,
+          tiles_want, tile);
     goldens_free(&r, refg);
     ug_case_free(&c);
 }
@@ -282,7 +284,8 @@ int main(void)
 {
     forward();
     backward();
-    paged_fp8();
+    paged_fp8(PA_SPEC(""), 8, 5);
+    paged_fp8(PA_SPEC(",\"p_tile\":16"), 16, 3);
     why_the_golden();
     return check_done();
 }

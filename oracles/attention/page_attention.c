@@ -55,6 +55,7 @@
 /* The params the oracle and the builder use, read from the case's parsed params. */
 typedef struct {
     long batch, hkv, group, hq, dim, bs, max_blocks, num_blocks, sq;
+    long p_tile; /* quant fp8: tokens per P quantisation tile (the param, 0 resolved to bs) */
     double scale; /* fp32 value; the sentinel 0 resolved to fp32(1/sqrt(D)) */
     const long *ctx;
 } pa_params;
@@ -71,6 +72,7 @@ static void read_params(const ug_case *c, pa_params *p)
     p->max_blocks = ug_p_int(P, "max_blocks");
     p->num_blocks = ug_p_int(P, "num_blocks");
     p->sq = ug_p_int(P, "q_per_step");
+    p->p_tile = ug_p_int(P, "p_tile") ? ug_p_int(P, "p_tile") : p->bs;
     p->scale = ug_p_num(P, "scale");
     if (p->scale == 0.0) p->scale = (float)(1.0 / sqrt((double)p->dim)); /* rounds: fp32 attribute */
 }
@@ -96,6 +98,12 @@ static int check(const ug_params *P, char *err, size_t errlen)
                      OP, b, ctx[b], sq);
             return -2;
         }
+    long pt = ug_p_int(P, "p_tile"), bs = ug_p_int(P, "block_size");
+    if (pt && (!ug_p_is(P, "quant", "fp8") || pt % bs)) {
+        snprintf(err, errlen, "%s: param p_tile = %ld must be 0 or, with quant fp8, a multiple of block_size = %ld", OP,
+                 pt, bs);
+        return -2;
+    }
     return 0;
 }
 
@@ -226,8 +234,8 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
 
 /* The reference golden of quant fp8 (core/ops.h reference_golden): test_page_attention_quant
  * _fp8.py's pfa_flash_torch, our fp32 evaluation of what it computes for one query row over
- * its n tokens. Per key tile of block_size tokens (the test's s2_tile: 128 = its block size,
- * but 1024 at its 8192-token lengths): fp32 scores (the dequantised q.k, times the fp32
+ * its n tokens. Per key tile of p_tile tokens (the test's s2_tile: 128 = its block size,
+ * but 1024 at its 8192-token lengths; the plan's cases say which): fp32 scores (the dequantised q.k, times the fp32
  * scale), the tile max mt, e = exp(s - mt), the tile sum sl of e; e quantised to e4m3 with the
  * scale 448/max e and P.V taken on the codes, times max/448; tiles combined online in fp32
  * (max, exp(m_old - m_new) rescales); o = acc / sum, rounded to bf16 by the caller. 0, or -1
@@ -237,8 +245,8 @@ static int fp8_golden_row(const pa_params *p, const double *qd, const double *kg
 {
     size_t D = (size_t)p->dim;
     float mu = -INFINITY, su = 0.0f;
-    for (long j0 = 0; j0 < n; j0 += p->bs) {
-        long nt = n - j0 < p->bs ? n - j0 : p->bs;
+    for (long j0 = 0; j0 < n; j0 += p->p_tile) {
+        long nt = n - j0 < p->p_tile ? n - j0 : p->p_tile;
         float mt = -INFINITY, sl = 0.0f, emax = 0.0f;
         for (long j = 0; j < nt; j++) {
             double dot = 0.0;
@@ -281,7 +289,7 @@ static int reference_golden(const ug_case *c, const ug_selection *sel, double **
     if (!in.qs) return 0;
     for (long b = 0; b < p.batch; b++) maxctx = (size_t)p.ctx[b] > maxctx ? (size_t)p.ctx[b] : maxctx;
     double *kg = malloc((2 * maxctx * D + D) * sizeof *kg);
-    float *s = malloc((maxctx + 2 * D) * sizeof *s);
+    float *s = malloc((maxctx + 2 * D) * sizeof *s); /* a tile's scores (at most maxctx), the row's acc and P.V */
     if (!kg || !s) {
         free(kg), free(s);
         snprintf(err, errlen, "out of memory for the reference golden");

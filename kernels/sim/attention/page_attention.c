@@ -7,7 +7,8 @@
  *
  * Device model: one (sequence, kv head) per core; the G query heads of the group are the
  * rows of a small tile; the kernel walks the sequence's blocks in order (one block = one
- * key tile, the last one partial), with fp32 scores times the fp32 scale, an online
+ * key tile, the last one partial; quant fp8 with p_tile: p_tile tokens, several blocks, a
+ * tile), with fp32 scores times the fp32 scale, an online
  * softmax (running max and sum in fp32, the accumulator rescaled by exp(m_old - m_new)),
  * and P cast to the input dtype for the P.V matmul (fp32 accumulation); o = acc * (1/l)
  * is rounded once to the dtype. The block table's row stride is its second dimension.
@@ -58,6 +59,7 @@ typedef enum {
 
 typedef struct {
     long hq, hkv, dim, bs, table_stride;
+    long tile; /* tokens per key tile: one block (bs), or p_tile with quant fp8 */
     float scale;
     int dt;
     const ulpgym_tensor *kc, *vc; /* the caches, widened a block at a time */
@@ -150,17 +152,20 @@ static int pa_all_finite(const float *v, size_t n)
     return 1;
 }
 
-/* Tokens of block i that a row seeing len tokens scores (0: the row has no block i). */
-static long pa_block_len(const pa_ctx *x, long len, long i)
+/* Tokens of key tile i (x->tile: one block, or p_tile blocks' worth with quant fp8) that a
+ * row seeing len tokens scores (0: the row has no tile i). */
+static long pa_tile_len(const pa_ctx *x, long len, long i)
 {
-    if (i >= (len + x->bs - 1) / x->bs) return 0;
-    if (x->bug == MUT_FULL_LAST_BLOCK) return x->bs; /* bug: the partial last block read as full */
-    return len - i * x->bs < x->bs ? len - i * x->bs : x->bs;
+    long T = x->tile;
+    if (i >= (len + T - 1) / T) return 0;
+    long n = len - i * T < T ? len - i * T : T;
+    if (x->bug == MUT_FULL_LAST_BLOCK) n = (n + x->bs - 1) / x->bs * x->bs; /* bug: the partial last block read as full */
+    return n;
 }
 
-/* The chunk's rows (kv head g, block table row table) over their sequence's blocks, in
- * order: per block its keys transposed once and q.k of every row (attn_vec.h), then each
- * row's online-softmax step; at the end o = acc * (1/l). */
+/* The chunk's rows (kv head g, block table row table) over their sequence's key tiles, in
+ * order: per tile its keys (read block by block through the table) transposed once and q.k
+ * of every row (attn_vec.h), then each row's online-softmax step; at the end o = acc * (1/l). */
 static void pa_chunk(const pa_ctx *x, pa_work *w, const float *table, long g, float *of)
 {
     size_t D = (size_t)x->dim, slot = (size_t)x->hkv * D; /* slot: distance between slots of one kv head */
@@ -169,13 +174,13 @@ static void pa_chunk(const pa_ctx *x, pa_work *w, const float *table, long g, fl
         w->m[r] = -INFINITY, w->l[r] = 0.0f, maxlen = w->len[r] > maxlen ? w->len[r] : maxlen;
         for (size_t d = 0; d < D; d++) w->acc[(size_t)r * D + d] = 0.0f;
     }
-    size_t lds = ug_av_cols((size_t)x->bs);
-    for (long i = 0; i < (maxlen + x->bs - 1) / x->bs; i++) {
-        long phys = (long)table[i], nmax = 0;
-        for (long r = 0; r < w->n; r++) nmax = pa_block_len(x, w->len[r], i) > nmax ? pa_block_len(x, w->len[r], i) : nmax;
-        size_t base = ((size_t)phys * (size_t)x->bs * (size_t)x->hkv + (size_t)g) * D;
-        for (long c = 0; c < nmax; c++) { /* the block's slots of kv head g widened (values dequantised) to fp32 */
-            size_t at = base + (size_t)c * slot;
+    size_t lds = ug_av_cols((size_t)x->tile);
+    for (long i = 0; i < (maxlen + x->tile - 1) / x->tile; i++) {
+        long nmax = 0;
+        for (long r = 0; r < w->n; r++) nmax = pa_tile_len(x, w->len[r], i) > nmax ? pa_tile_len(x, w->len[r], i) : nmax;
+        for (long c = 0; c < nmax; c++) { /* the tile's slots of kv head g widened (values dequantised) to fp32 */
+            long t = i * x->tile + c, phys = (long)table[t / x->bs];
+            size_t at = ((size_t)phys * (size_t)x->bs + (size_t)(t % x->bs)) * slot + (size_t)g * D;
             w->ksc[c] = 1.0f;
             if (x->ks) ug_sim_load(x->ks, x->bug == MUT_FP8_KSCALE_PER_TENSOR ? 0 : at / D, 1, &w->ksc[c]); /* bug: [0] */
             pa_load_slot(x, x->kc, at, x->ks != NULL, NULL, 0, w->kb + (size_t)c * D);
@@ -191,7 +196,7 @@ static void pa_chunk(const pa_ctx *x, pa_work *w, const float *table, long g, fl
         ug_av_scores(codes ? w->qc : w->q, D, (size_t)w->n, w->kt, lds, ug_av_cols((size_t)nmax), D, w->dots,
                      lds); /* rounds: fp32 acc */
         for (long r = 0; r < w->n; r++) {
-            long n = pa_block_len(x, w->len[r], i);
+            long n = pa_tile_len(x, w->len[r], i);
             if (n)
                 pa_step(x, w, w->dots + (size_t)r * lds, n, w->vb, D, w->qsc[r], codes ? w->ksc : NULL, &w->m[r],
                         &w->l[r], w->acc + (size_t)r * D);
@@ -260,15 +265,16 @@ static int pa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     if (!qs != !ks || !qs != !vs) return snprintf(err, errlen, "q_scale, key_scale and value_scale come together"), -2;
     double scale = ug_p_num(&p, "scale"); /* exact: an fp32 value; 0 is the 1/sqrt(D) sentinel */
     x.scale = scale == 0.0 ? (float)(1.0 / sqrt((double)x.dim)) : (float)scale; /* rounds: fp32 */
-    long sq = ug_p_int(&p, "q_per_step");
+    long sq = ug_p_int(&p, "q_per_step"), p_tile = ug_p_int(&p, "p_tile");
+    x.tile = ks && p_tile > 0 ? p_tile : x.bs; /* the op's check: a multiple of bs */
     ug_params_free(&p);
     size_t B = (size_t)cl->shape[0], D = (size_t)x.dim, nq = (size_t)q->shape[0] * (size_t)x.hq * D;
     size_t ntab = B * (size_t)x.table_stride;
-    size_t lds = ug_av_cols((size_t)x.bs);
+    size_t lds = ug_av_cols((size_t)x.tile);
     size_t nqs = qs ? (size_t)q->shape[0] * (size_t)x.hq : 0;
     float *buf = malloc((2 * nq + ntab + B + 3 * PA_ROWS * D + 2 * lds * D + (D + PA_ROWS) * lds + 3 * lds + D + nqs) *
                         sizeof *buf);
-    int *live = malloc((size_t)x.bs * sizeof *live);
+    int *live = malloc((size_t)x.tile * sizeof *live);
     if (!buf || !live) {
         free(buf);
         free(live);
