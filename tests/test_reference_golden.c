@@ -254,6 +254,64 @@ static void paged_fp8(const char *spec, long tile, size_t tiles_want)
     ug_case_free(&c);
 }
 
+/* ---- lightning_indexer_prolog_quant weights: _indexer_compute_weights, naively ---- */
+
+#define U1(x) "\"" x "\":{\"kind\":\"uniform\",\"lo\":-1,\"hi\":1}"
+#define RANDI8(x) "\"" x "\":{\"kind\":\"randint\",\"lo\":-128,\"hi\":127}"
+#define LIPQ_SPEC                                                                                                      \
+    "{\"v\":1,\"op\":\"lightning_indexer_prolog_quant\",\"dtype\":\"bf16\",\"seed\":3,\"params\":{\"tokens\":4,"          \
+    "\"hidden\":512,\"q_lora\":64,\"heads\":8,\"d\":32,\"rope\":16,\"blocks\":2,\"block_size\":8,\"tables\":"         \
+    "\"given\",\"hadamard\":\"given\"},\"dist\":{" U1("cos") "," U1("sin") "," U1("hadamard_q") "," U1("hadamard_k") \
+    ",\"ln_beta\":{\"kind\":\"const\",\"value\":0},\"ln_gamma\":{\"kind\":\"const\",\"value\":1}," RANDI8("q_norm") \
+    "," U1("q_norm_scale") "," U1("w_k") "," U1("w_proj") "," RANDI8("w_qb") "," U1("w_qb_scale") "," U1("x") "}}"
+
+/* The test's weights of token t, head h: fp32 x.W_proj, bf16, times 8^-1/2 and 32^-1/2 in fp32, fp16. */
+static double lipq_weight(const ug_case *c, size_t t, size_t h)
+{
+    double dot = 0.0;
+    for (size_t j = 0; j < 512; j++) dot += in(c, "x", t * 512 + j) * in(c, "w_proj", j * 8 + h);
+    float b = rnd(UG_DT_BF16, (float)dot);
+    return ug_dtype_round(UG_DT_FP16, b * (float)(1 / sqrt(8.0)) * (float)(1 / sqrt(32.0)));
+}
+
+/* The golden against the naive one; then a kernel that makes the test's bf16 cast (the sim
+ * kernel's weights replaced by the test's) passes `reference` with the golden, which the
+ * exact value alone would fail on most elements. */
+static void indexer_weights(void)
+{
+    ug_case c;
+    ug_oracle_result r;
+    if (opc_build_case(LIPQ_SPEC, &c)) return;
+    double *refg[UG_MAX_TENSORS] = {0};
+    if (golden_of(&c, &r, refg)) return ug_case_free(&c);
+    int k = ug_case_judged_find(&c, "weights");
+    size_t differ = 0;
+    CHECK(k >= 0 && refg[k] && r.sel.n[k] == 32, "weights has the test's golden on its 32 elements");
+    for (size_t i = 0; k >= 0 && refg[k] && i < r.sel.n[k]; i++)
+        differ += lipq_weight(&c, r.sel.idx[k][i] / 8, r.sel.idx[k][i] % 8) != refg[k][i];
+    CHECK(differ == 0, "weights golden: %zu of 32 elements differ from the naive one", differ);
+    goldens_free(&r, refg);
+    ug_case_free(&c);
+
+    ug_result res;
+    ug_exec_detail d;
+    if (opc_run(LIPQ_SPEC, "sim", &res, &d) != 0) return;
+    ug_tensor *w = &d.c.out[ug_case_judged_tensor(&d.c, ug_case_judged_find(&d.c, "weights"))];
+    for (size_t i = 0; i < w->numel; i++) ug_dtype_store(UG_DT_FP16, w->data, i, lipq_weight(&d.c, i / 8, i % 8));
+    ug_exec_opts o;
+    ug_exec_opts_default(&o);
+    o.oracle.sample = 0;
+    ug_result again;
+    CHECK(ug_exec_judge(&d.c, &o, &again, NULL) == 0, "judged again");
+    int kw = ug_case_judged_find(&d.c, "weights");
+    const char *thr = again.out[kw].thresholds[UG_STD_REFERENCE];
+    const char *fe = strstr(thr, "\"failed_exact\":");
+    CHECK(again.out[kw].verdict[UG_STD_REFERENCE] == UG_V_PASS && fe && atoi(fe + 15) > 16,
+          "weights with the test's bf16 cast pass reference with its golden, most would fail against the exact value: %s",
+          thr);
+    ug_exec_detail_free(&d);
+}
+
 /* On test_flash_attention_mha.py::test_05's shape, the correct sim kernel fails the reference
  * rule against the exact value alone (the bf16 cast of P/l in 32-key rows) and passes it with
  * the test's golden, as that test's kernel passes against it. */
@@ -286,6 +344,7 @@ int main(void)
     backward();
     paged_fp8(PA_SPEC(""), 8, 5);
     paged_fp8(PA_SPEC(",\"p_tile\":16"), 16, 3);
+    indexer_weights();
     why_the_golden();
     return check_done();
 }
