@@ -82,8 +82,43 @@ static inline long double sqa_ref(const ug_case *c, sqa_decode_fn decode, long h
     return gl_ref_softmax_pv(s, n, kv, 576, col);
 }
 
+/* The reference test's golden of row rh (reference_golden): the row's keys found through
+ * the block table by the test, fp32 scores (a double sum rounded once) times the fp32
+ * scale, the fp32 softmax, P/l cast to bf16, the fp32 P.V over the 512 values; o[512].
+ * Returns 0, or -1 where there is no golden (no key, a non-finite score or sum). */
+static inline int sqa_golden_row(const ug_case *c, sqa_decode_fn decode, long heads, long sq, long topk, long bs,
+                                 double scale, size_t rh, float *o)
+{
+    static float w[4096];
+    static double kv[4096 * 576];
+    const ug_tensor *qn = ug_case_input(c, "q_nope"), *qr = ug_case_input(c, "q_rope");
+    size_t r = rh / (size_t)heads, b = r / (size_t)sq, n = 0, mb = (size_t)ug_case_input(c, "block_table")->shape[1];
+    long vis = sqa_i(c, "seq_lens", 0, 0, b) - sq + 1 + (long)(r % (size_t)sq);
+    float m = -INFINITY, l = 0.0f;
+    for (long t = 0; t < (vis < topk ? vis : topk) && n < 4096; t++) {
+        long p = sqa_i(c, "topk_indices", r, (size_t)topk, (size_t)t);
+        if (p < 0) continue;
+        double *row = kv + n * 576, acc = 0;
+        decode(c, (size_t)(sqa_i(c, "block_table", b, mb, (size_t)(p / bs)) * bs + p % bs), row);
+        for (size_t e = 0; e < 512; e++) acc += qn->values[rh * 512 + e] * row[e];
+        for (size_t e = 0; e < 64; e++) acc += qr->values[rh * 64 + e] * row[512 + e];
+        w[n] = (float)acc * (float)scale;
+        if (!isfinite(w[n])) return -1;
+        m = fmaxf(m, w[n++]);
+    }
+    for (size_t j = 0; j < n; j++) l += w[j] = expf(w[j] - m);
+    if (!n || !isfinite(l)) return -1;
+    for (size_t e = 0; e < 512; e++) o[e] = 0.0f;
+    for (size_t j = 0; j < n; j++) {
+        float p = (float)ug_dtype_round(UG_DT_BF16, w[j] / l);
+        for (size_t e = 0; e < 512; e++) o[e] += p * (float)kv[j * 576 + e];
+    }
+    return 0;
+}
+
 /* Runs spec on the sim kernel (every element checked): PASS, a clean self-check, the
- * lists valid, and the oracle within 1e-12 of sqa_ref on every element. */
+ * lists valid, and the oracle within 1e-12 of sqa_ref on every element; the op's
+ * reference golden equal to sqa_golden_row's on every element. */
 static inline void sqa_differential(const char *spec, sqa_decode_fn decode, long batch, long heads, long sq,
                                     long topk, long bs, long nb, double scale)
 {
@@ -101,6 +136,23 @@ static inline void sqa_differential(const char *spec, sqa_decode_fn decode, long
     }
     CHECK(d.oracle.sel.n[0] == (size_t)(batch * sq * heads * 512) && worst < 1e-12,
           "oracle and the long-double reference differ by %g over %zu elements", worst, d.oracle.sel.n[0]);
+    double *golden[UG_MAX_TENSORS] = {0};
+    golden[0] = malloc(d.oracle.sel.n[0] * sizeof *golden[0]);
+    char err[256] = "";
+    CHECK(d.c.def->reference_golden && d.c.def->reference_golden(&d.c, &d.oracle.sel, golden, err, sizeof err) == 0,
+          "reference golden: %s", err);
+    size_t differ = 0, have = (size_t)-1;
+    int ok = 0;
+    static float o[512];
+    for (size_t k = 0; k < d.oracle.sel.n[0]; k++) {
+        size_t flat = d.oracle.sel.idx[0][k];
+        if (flat / 512 != have) have = flat / 512, ok = sqa_golden_row(&d.c, decode, heads, sq, topk, bs, scale, have, o) == 0;
+        double want = ok ? ug_dtype_round(UG_DT_BF16, o[flat % 512]) : NAN;
+        differ += !(want == golden[0][k] || (isnan(want) && isnan(golden[0][k])));
+    }
+    CHECK(differ == 0, "reference golden: %zu of %zu elements differ from the test's evaluation", differ,
+          d.oracle.sel.n[0]);
+    free(golden[0]);
     ug_exec_detail_free(&d);
 }
 

@@ -134,6 +134,27 @@ static void naive_k_w(const ug_exec_detail *d, size_t t, long slot)
     for (int i = 0; i < D; i++) near(d, O_KC, (size_t)slot * D + i, codes[i], 1, "k_cache");
 }
 
+/* The reference golden of weights (its test casts x.W_proj to bf16 before the scales) on
+ * every element, against the test's formula evaluated here. */
+static void test_weights_golden(ug_exec_detail *d)
+{
+    int k = ug_case_judged_find(&d->c, "weights");
+    double *out[UG_MAX_TENSORS] = {0};
+    char err[128] = "";
+    if (k < 0 || !(out[k] = malloc(d->oracle.sel.n[k] * sizeof *out[k]))) return;
+    CHECK(d->c.def->reference_golden(&d->c, &d->oracle.sel, out, err, sizeof err) == 0, "golden: %s", err);
+    size_t differ = 0;
+    for (size_t i = 0; i < d->oracle.sel.n[k]; i++) {
+        size_t t = d->oracle.sel.idx[k][i] / H, h = d->oracle.sel.idx[k][i] % H;
+        double dot = 0;
+        for (size_t j = 0; j < HID; j++) dot += in(d, "x")[t * HID + j] * in(d, "w_proj")[j * H + h];
+        float b = (float)ug_dtype_round(UG_DT_BF16, (float)dot);
+        differ += ug_dtype_round(UG_DT_FP16, b * (float)(1 / sqrt((double)H)) * (float)(1 / sqrt((double)D))) != out[k][i];
+    }
+    CHECK(d->oracle.sel.n[k] == T * H && differ == 0, "weights golden: %zu of %zu differ", differ, d->oracle.sel.n[k]);
+    free(out[k]);
+}
+
 /* The indexer half from the kernel's exported q_norm, and the MLA half against its twin. */
 static void test_differential(void)
 {
@@ -153,6 +174,7 @@ static void test_differential(void)
     for (size_t s = 0; s < 12; s++) /* the indexer cache has no input: unwritten slots hold 0 */
         CHECK(written[s] || (d.a[O_KS][s] == 0 && d.a[O_KC][s * D] == 0), "unwritten slot %zu not 0", s);
     test_mla_half_unchanged(&d);
+    test_weights_golden(&d);
     ug_exec_detail_free(&d);
 }
 

@@ -158,6 +158,22 @@ double ug_fa_reference_golden_scratch(const ug_params *P)
            3 * 16 * ((double)p.tq + 2 * (double)p.tk) * (double)p.heads * D + 16 * (double)p.batch * (double)p.heads;
 }
 
+int ug_golden_attn_row(const double *q, const double *k, size_t ldk, size_t dk, const double *v, size_t ldv, size_t dv,
+                       size_t n, float scale, ug_dtype p_dt, float *w, float *o)
+{
+    for (size_t j = 0; j < n; j++) {
+        double dot = 0.0; /* products of bf16 values are exact; the sum is an fp32 matmul's, near enough */
+        for (size_t d = 0; d < dk; d++) dot += q[d] * k[j * ldk + d];
+        w[j] = (float)dot; /* rounds: fp32 */
+    }
+    if (!n || softmax_row(w, n, scale)) return -1;
+    for (size_t j = 0; j < n; j++) w[j] = (float)ug_dtype_round(p_dt, w[j]); /* rounds: the test's cast of P/l */
+    for (size_t d = 0; d < dv; d++) o[d] = 0.0f;
+    for (size_t j = 0; j < n; j++)
+        for (size_t d = 0; d < dv; d++) o[d] += w[j] * (float)v[j * ldv + d]; /* rounds: fp32 (v exact in fp32) */
+    return 0;
+}
+
 /* ---- the forward: o ---- */
 
 int ug_fa_reference_golden(const ug_case *c, const ug_selection *sel, double **out, char *err, size_t errlen)

@@ -30,6 +30,14 @@ int ug_fa_reference_golden(const ug_case *c, const ug_selection *sel, double **o
  * rounded to the dtype. */
 int ug_fa_grad_reference_golden(const ug_case *c, const ug_selection *sel, double **out, char *err, size_t errlen);
 
+/* One attention row as the tests' goldens form it, for the ops that gather their own keys
+ * (the sparse attentions): fp32 scores q.k_j over dk values (any order) times the fp32
+ * scale, the softmax in fp32 (max, exp, sum, p/l), the weights cast to p_dt, then the fp32
+ * P.V: o[d] for d < dv. Key j at k + j*ldk, value j at v + j*ldv, exact doubles; w is
+ * scratch of n floats. 0, or -1 when n is 0 or a score or the sum is not finite. */
+int ug_golden_attn_row(const double *q, const double *k, size_t ldk, size_t dk, const double *v, size_t ldv, size_t dv,
+                       size_t n, float scale, ug_dtype p_dt, float *w, float *o);
+
 /* Bytes the two goldens allocate for a case with params P, for the case memory estimate. */
 double ug_fa_reference_golden_scratch(const ug_params *P);
 

@@ -11,6 +11,9 @@
  * the reference leaves them (never read: the count rule). */
 #include "oracles/attention/sparse_quant_attn.h"
 
+#include "oracles/attention/reference_golden.h"
+
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -217,13 +220,47 @@ int ug_sqa_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel, ug_sqa_d
     return rc;
 }
 
+int ug_sqa_reference_golden(const ug_case *c, const ug_selection *sel, double **out, ug_sqa_decode_fn decode,
+                            char *err, size_t errlen)
+{
+    if (!out[0]) return 0;
+    ug_sqa_params p;
+    ug_sqa_read_params(&c->params, &p);
+    const ug_tensor *qn = ug_case_input(c, "q_nope"), *qr = ug_case_input(c, "q_rope");
+    size_t pos = 0, have = (size_t)-1, have_row = (size_t)-1, n = 0, dk = (size_t)p.dk, lora = (size_t)p.lora,
+           rope = (size_t)p.rope;
+    double *kd = malloc(((size_t)p.topk + 1) * dk * sizeof *kd), *qd = kd ? kd + (size_t)p.topk * dk : NULL;
+    float *w = malloc(((size_t)p.topk + lora) * sizeof *w), *o = w ? w + p.topk : NULL;
+    int ok = 0;
+    if (!kd || !w) {
+        free(kd), free(w);
+        snprintf(err, errlen, "out of memory for the reference golden");
+        return -1;
+    }
+    for (; pos < sel->n[0]; pos++) {
+        size_t row = sel->idx[0][pos] / lora, r = row / (size_t)p.heads;
+        if (have != r) n = gather_keys(c, &p, r, decode, kd); /* a query row's heads share its keys */
+        have = r;
+        if (have_row != row) {
+            memcpy(qd, qn->values + row * lora, lora * sizeof *qd);
+            memcpy(qd + lora, qr->values + row * rope, rope * sizeof *qd);
+            ok = ug_golden_attn_row(qd, kd, dk, dk, kd, dk, lora, n, (float)p.scale, c->spec.dtype, w, o) == 0;
+            have_row = row;
+        }
+        out[0][pos] = ok ? ug_dtype_round(c->out[0].dtype, o[sel->idx[0][pos] % lora]) : NAN; /* rounds: bf16 */
+    }
+    free(kd);
+    free(w);
+    return 0;
+}
+
 double ug_sqa_scratch(const ug_params *P, double extra)
 {
     double topk = (double)ug_p_int(P, "topk"), dk = (double)ug_p_int(P, "dk"), b = (double)ug_p_int(P, "batch");
     double mb = (double)ug_p_int(P, "max_blocks"), ctx = (double)ug_p_int(P, "ctx");
     double heads = (double)ug_p_int(P, "heads");
     double builder = 8 * ((double)ug_p_int(P, "num_blocks") + b + b * mb + ctx) + 4 * topk;
-    double oracle = 8 * (topk + 1) * dk + 2 * topk * UG_NUM_BYTES;
+    double oracle = 8 * (topk + 1) * dk + 2 * topk * UG_NUM_BYTES + 4 * (topk + 512); /* + the reference golden's */
     double kernel = 4 * (topk * dk + heads * (dk + 512)) + 4 * (8 * heads + 2 * 128 + heads * 512 + (dk + heads) * 128);
     return builder + oracle + kernel + extra;
 }

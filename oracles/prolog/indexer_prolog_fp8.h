@@ -24,6 +24,13 @@ ug_lip_format ug_lip_format_of(ug_op op);
 int ug_lip8_build(ug_case *c, char *err, size_t errlen);
 int ug_lip8_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel);
 void ug_lip8_geometry(const ug_case *c, int out, ug_geom *g);
+/* The int8 indexer's reference golden of weights (core/ops.h reference_golden): its tests'
+ * _indexer_compute_weights, our fp32 evaluation of it: the fp32 product x.W_proj cast to
+ * bf16 (x's dtype) and back, times fp32(H^-1/2), times fp32(D^-1/2), cast to fp16, for the
+ * selected elements of judged output "weights" (none without out[k]). The params naming
+ * hidden, H and D differ between the ops that hold the indexer. */
+void ug_lip_weights_golden(const ug_case *c, const ug_selection *sel, double **out, const char *hidden,
+                           const char *heads, const char *d);
 
 /* Per-token oracle for a fused op (mla_indexer_prolog_quant) that holds these outputs among
  * its own: open with the format and the judged-output names (NULL: the op's own), call

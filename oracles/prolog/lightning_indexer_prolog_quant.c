@@ -13,8 +13,6 @@
  * scales within one fp16 ulp, weights at the silent default 1e-3 / 1e-3. The test's weights
  * golden casts x.W_proj to bf16 before the scales (its kernel's bf16 matmul output), which
  * this contract does not: `reference` judges weights against that golden too. */
-#include <math.h>
-
 #include "oracles/prolog/indexer_prolog_fp8.h"
 #include "oracles/verdict.h"
 
@@ -26,24 +24,11 @@ static double lipq_scratch(const ug_params *P)
     return ug_lip8_scratch(P) + ug_lip8_kernel_block_bytes(0, H, d, lora) - ug_lip8_kernel_block_bytes(0, H, d, 0);
 }
 
-/* The reference golden of weights (core/ops.h reference_golden): the test's
- * _indexer_compute_weights, our fp32 evaluation of it: the fp32 product x.W_proj, cast to
- * bf16 (x's dtype) and back, times fp32(H^-1/2), times fp32(D^-1/2), cast to fp16. */
+/* The reference golden of weights: the test's _indexer_compute_weights (indexer_prolog_fp8.h). */
 static int lipq_reference_golden(const ug_case *c, const ug_selection *sel, double **out, char *err, size_t errlen)
 {
     (void)err, (void)errlen;
-    int k = ug_case_judged_find(c, "weights");
-    if (k < 0 || !out[k]) return 0;
-    const ug_tensor *x = ug_case_input(c, "x"), *w = ug_case_input(c, "w_proj");
-    size_t hid = (size_t)ug_p_int(&c->params, "hidden"), H = (size_t)ug_p_int(&c->params, "heads");
-    float sh = (float)(1.0 / sqrt((double)H)), sd = (float)(1.0 / sqrt((double)ug_p_int(&c->params, "d")));
-    for (size_t i = 0; i < sel->n[k]; i++) {
-        size_t t = sel->idx[k][i] / H, h = sel->idx[k][i] % H;
-        double dot = 0.0; /* products of bf16 values are exact; the sum is the fp32 matmul's, near enough */
-        for (size_t j = 0; j < hid; j++) dot += x->values[t * hid + j] * w->values[j * H + h];
-        float b = (float)ug_dtype_round(UG_DT_BF16, (float)dot); /* rounds: fp32, then the test's bf16 cast */
-        out[k][i] = ug_dtype_round(UG_DT_FP16, b * sh * sd);     /* rounds: fp32 twice, then fp16 */
-    }
+    ug_lip_weights_golden(c, sel, out, "hidden", "heads", "d");
     return 0;
 }
 

@@ -76,6 +76,15 @@ static double scratch(const ug_params *P)
            2 * D * UG_NUM_BYTES + 8 * L + 4 * (L * H * D + L);
 }
 
+/* The reference golden of the indexer's weights: its test's golden casts x.W_proj to bf16
+ * before the scales, as lightning_indexer_prolog_quant's (indexer_prolog_fp8.h). */
+static int reference_golden(const ug_case *c, const ug_selection *sel, double **out, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    ug_lip_weights_golden(c, sel, out, "h", "idx_heads", "idx_d");
+    return 0;
+}
+
 const ug_op_def ug_opdef_mla_indexer_prolog_quant = {
     .op = UG_OP_MLA_INDEXER_PROLOG_QUANT, .decl.check = check, .build = ug_mlaq_build, .oracle = oracle,
-    .geometry = geometry, .scratch = scratch};
+    .geometry = geometry, .scratch = scratch, .reference_golden = reference_golden};
