@@ -83,6 +83,7 @@ static void naive_prolog(const naive_case *n, double eps, double **want)
         for (long j = 0; j < n->Lq; j++) {
             cq[j] = 0.0;
             for (long k = 0; k < n->h; k++) cq[j] += x[t * n->h + k] * wdq[k * n->Lq + j];
+            cq[j] = ug_dtype_round(UG_DT_BF16, cq[j]); /* the spec's bf16 q_a_proj */
             ss += cq[j] * cq[j];
         }
         double rs = 1.0 / sqrt(ss / (double)n->Lq + eps);

@@ -53,13 +53,15 @@ static void check_known_value(void)
     ug_exec_detail_free(&d);
 }
 
-/* Naive long-double x[t]·W_dq of the kept case into v[LQ]. */
+/* Naive long-double x[t]·W_dq of the kept case into v[LQ], rounded to bf16 (the spec's
+ * q_a_proj rounding: the sum of bf16 products is exact in long double at these sizes). */
 static void naive_xw(const ug_exec_detail *d, long t, long double *v)
 {
     for (long j = 0; j < LQ; j++) {
         v[j] = 0;
         for (long k = 0; k < H; k++)
             v[j] += (long double)opc_in(d, "x", (size_t)(t * H + k)) * opc_in(d, "w_dq", (size_t)(k * LQ + j));
+        v[j] = ug_dtype_round(UG_DT_BF16, (double)v[j]);
     }
 }
 

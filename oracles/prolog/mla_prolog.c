@@ -1,6 +1,6 @@
 /* mla_prolog.c — param checks, input builder and exact oracle of mla_prolog:
  * DeepSeek's MLA prolog (mla_prolog_quant without quantisation), bf16 throughout.
- *     c_q = bf16(RMSNorm(x·W_dq; γ_q, eps))
+ *     c_q = bf16(RMSNorm(bf16(x·W_dq); γ_q, eps))
  *     q   = bf16(c_q·W_uq), per head n: q_nope = q[n, :d_nope], q_rope = q[n, d_nope:]
  *     q_nope_abs[t,n,:] = q_nope·W_uk[n]             (-> kv_lora)
  *     q_rope[t,n,:]     = RoPE_half(q_rope; cos[t], sin[t])
@@ -15,8 +15,9 @@
  * (the same cos/sin tables: entry i and i+d/2 share angle i, and out_i, out_{i+d/2} are
  * the pair rotated by it); the default half is the layout above.
  *
- * Roundings that are part of the spec ("bf16 throughout", docs/OPERATORS.md): the three GEMM results
- * that the operator hands from stage to stage as bf16 tensors — c_q, q and kv — are
+ * Roundings that are part of the spec ("bf16 throughout", docs/OPERATORS.md): the results
+ * that the operator hands from stage to stage as bf16 tensors — x·W_dq (the reference's
+ * q_a_proj, cast to bf16 before the norm as its golden and kernel do), c_q, q and kv — are
  * rounded to bf16 (ug_round) before the next stage; the RMSNorm statistics and every
  * other step are exact; each output is correctly rounded once to bf16. Cache slots that
  * no token writes keep their input value exactly; slot -1 marks a padding token that
@@ -85,12 +86,14 @@ typedef struct {
     ug_num *cq, *q, *v; /* scratch: c_q [Lq], q of one head [dn+dr], GEMM outputs [max] */
 } mla_oracle;
 
-/* c_q of token t into m->cq: bf16(RMSNorm(x[t]·W_dq; γ_q)) (spec rounding); m->v[0..Lq) keeps
- * the RMSNorm before that rounding, the optional output q_norm (rounded once to bf16 there). */
+/* c_q of token t into m->cq: bf16(RMSNorm(bf16(x[t]·W_dq); γ_q)) (spec roundings); m->v[0..Lq)
+ * keeps the RMSNorm before the last rounding, the optional output q_norm (rounded once to
+ * bf16 there). */
 static void mla_cq(ug_ar *ar, mla_oracle *m, size_t t)
 {
     size_t h = (size_t)m->p.h, Lq = (size_t)m->p.Lq;
     ug_dot_d_cols(ar, m->x + t * h, m->wdq, Lq, h, Lq, m->v);
+    for (size_t j = 0; j < Lq; j++) m->v[j] = ug_round(ar, m->v[j], UG_DT_BF16); /* spec rounding: q_a_proj */
     ug_num rstd = ug_mla_rstd(ar, m->v, Lq, m->p.eps, m->cq);
     for (size_t j = 0; j < Lq; j++) {
         m->v[j] = ug_mul(ar, ug_mul(ar, m->v[j], rstd), ug_c(ar, m->gq[j]));

@@ -1,13 +1,13 @@
 /* mla_prolog.c — sim kernel and planted-bug mutants for mla_prolog (the MLA prolog of
  * DeepSeek without quantisation):
- *     c_q = RMSNorm(x·W_dq; γ_q)  -> bf16;   q = c_q·W_uq -> bf16, per head [nope | rope]
+ *     c_q = RMSNorm(bf16(x·W_dq); γ_q) -> bf16;   q = c_q·W_uq -> bf16, per head [nope | rope]
  *     q_nope_abs = q_nope·W_uk[head];        q_rope = RoPE_half(q_rope; cos, sin)
  *     kv = x·W_dkv -> bf16;  c_kv = RMSNorm(kv[:kv_lora]; γ_kv) -> kv_cache[slot]
  *     k_rope = RoPE_half(kv[kv_lora:]) -> kr_cache[slot]
  *
  * Device model: weights are staged once as fp32, transposed so every GEMM output is a
- * contiguous fp32 K-tiled reduction (ktile.h). The cube unit writes c_q, q and kv to
- * bf16 between stages; RMSNorm statistics are an fp32 K-tiled sum of squares, rstd =
+ * contiguous fp32 K-tiled reduction (ktile.h). The cube unit writes x·W_dq (as the
+ * reference's kernel does), c_q, q and kv to bf16 between stages; RMSNorm statistics are an fp32 K-tiled sum of squares, rstd =
  * 1/sqrt(ss/n + eps) in fp32, the norm is (v·rstd)·γ in fp32; RoPE is fp32 mul/mul/sub
  * per pair. Caches are copied from their inputs and each token's row is scattered to
  * slot_mapping[t] (slot -1: padding, not written); the scatter walks tokens in tiles of
@@ -69,7 +69,8 @@ static void mla_store_qnorm(mla_ctx *m, size_t t, mla_bug bug)
 /* The query path of token t: q_nope_abs and q_rope for every head, and c_q as q_norm. */
 static void mla_query(mla_ctx *m, size_t t, mla_bug bug)
 {
-    for (size_t j = 0; j < m->Lq; j++) m->cq[j] = ug_ktile_dot_f32(m->xr, m->wdq + j * m->h, m->h);
+    for (size_t j = 0; j < m->Lq; j++) /* rounds: fp32 dot, then bf16 (q_a_proj, the spec's) */
+        m->cq[j] = ug_sim_round_bf16(ug_ktile_dot_f32(m->xr, m->wdq + j * m->h, m->h));
     ug_mla_rmsnorm_bf16(m->cq, m->gq, m->Lq, m->eps, UG_MLA_NORM_OK);
     mla_store_qnorm(m, t, bug);
     for (size_t n = 0; n < m->N; n++) {
