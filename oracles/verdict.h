@@ -96,6 +96,12 @@ void ug_metrics_compute(ug_dtype dt, size_t n, const size_t *idx, size_t n_total
 double ug_tolerance_margin(const ug_judged *j);
 #define UG_RECHECK_MARGIN 0.5
 
+/* |a - g| / (reference_atol + reference_rtol*|g|) under output rule r's reference rule:
+ * above 1, element a is outside it against g; NaN where a or g is not finite (judged as a
+ * NaN/Inf mismatch). The judge (run/exec.c) asks it too, to find where a test's own golden
+ * is worth forming. */
+double ug_reference_ratio(const ug_output_rule *r, double a, double g);
+
 /* Applies standard s; writes the thresholds used as JSON into thr (thrlen bytes). */
 ug_vstate ug_standard_judge(int s, const ug_judged *j, char *thr, size_t thrlen);
 

@@ -112,8 +112,7 @@ static int reference_golden_where_outside(const ug_case *c, const ug_oracle_resu
         for (size_t i = 0; i < n; i++) {
             double a = ug_tload(t, orc->sel.idx[k][i]), g = orc->g[k][i];
             refg[k][i] = NAN;
-            if (isfinite(a) && isfinite(g) && fabs(a - g) > rule->reference_atol + rule->reference_rtol * fabs(g))
-                sub.idx[k][m] = orc->sel.idx[k][i], pos[k][m++] = i;
+            if (ug_reference_ratio(rule, a, g) > 1.0) sub.idx[k][m] = orc->sel.idx[k][i], pos[k][m++] = i;
         }
         sub.n[k] = m;
         any |= m > 0;
