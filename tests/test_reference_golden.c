@@ -1,5 +1,6 @@
 /* test_reference_golden.c — the reference tests' own goldens that the `reference` standard
- * judges against (oracles/attention/reference_golden.c, page_attention.c's fp8 golden),
+ * judges against (oracles/attention/reference_golden.c, page_attention.c's fp8 golden,
+ * glm_reference_golden.c),
  * checked against naive evaluations written here from the tests' formulas: element by
  * element from the case's tensors, no grouping by (batch, head) block, no staging, no
  * vector loops, no gathering helpers; the same fp32 operations in the same order, so the two
@@ -23,6 +24,8 @@
     "{\"v\":1,\"op\":\"" op "\",\"dtype\":\"bf16\",\"seed\":11,\"params\":" params ",\"dist\":{" NORMAL01("q") "," \
     NORMAL01("k") "," NORMAL01("v") "," NORMAL01("do") "}}"
 #define FA_PARAMS "{\"seqlens\":\"5:9,12:7,3\",\"heads\":2,\"head_dim\":20,\"causal\":1}"
+#define U1(x) "\"" x "\":{\"kind\":\"uniform\",\"lo\":-1,\"hi\":1}"
+#define RANDI8(x) "\"" x "\":{\"kind\":\"randint\",\"lo\":-128,\"hi\":127}"
 #define U448(x) "\"" x "\":{\"kind\":\"uniform\",\"lo\":-448,\"hi\":448}"
 #define USCALE(x) "\"" x "\":{\"kind\":\"uniform\",\"lo\":0.00215,\"hi\":0.00224}"
 #define PA_SPEC(p_tile)                                                                                                \
@@ -254,10 +257,97 @@ static void paged_fp8(const char *spec, long tile, size_t tiles_want)
     ug_case_free(&c);
 }
 
+/* ---- glm_attention_fusion o: attn_golden.py's ifa_flash_torch, naively ---- */
+
+#define GLMF_SPEC                                                                                                      \
+    "{\"v\":1,\"op\":\"glm_attention_fusion\",\"dtype\":\"bf16\",\"seed\":4,\"params\":{\"actual_seqs\":"      \
+    "\"40,17,64\",\"hidden\":64,\"q_heads\":4,\"kv_heads\":2,\"head_dim\":16,\"rotary_dim\":8,\"block_size\":4},\"dist\":{" U1("x") "," U1("residual") "," U1("norm_weight") ","     \
+    U1("norm_bias") "," U1("scale_reciprocal") "," U1("offset") ",\"qkv_weight\":{\"kind\":\"randint\",\"lo\":0,"    \
+    "\"hi\":127},\"quant_bias\":{\"kind\":\"randint\",\"lo\":0,\"hi\":127}," U1("deq_scale") "," U1("q_norm_weight") \
+    "," U1("q_norm_bias") "," U1("k_norm_weight") "," U1("k_norm_bias") "," U1("cos") "," U1("sin") ","          \
+    U1("key_cache") "," U1("value_cache") "}}"
+
+static const ug_tensor *out_of(const ug_case *c, const char *name)
+{
+    return &c->out[ug_case_judged_tensor(c, ug_case_judged_find(c, name))];
+}
+
+typedef struct {
+    const ug_tensor *q, *kc, *vc, *bt;
+} glmf_view;
+
+/* Element idx of o as the test's loop forms it, written out naively: key tiles of `tile`
+ * tokens, rows of lens[t] keys of blocks of 4 tokens, 4 q heads over 2 kv heads of 16. */
+static double glmf_naive(const glmf_view *v, const long *lens, size_t idx, long tile)
+{
+    const long hq = 4, group = 2, D = 16, bs = 4;
+    long row = (long)idx / D, t = row / hq, g = row % hq / group, n = lens[t];
+    float scale = (float)(1.0 / sqrt((double)D)), m = -INFINITY, l = 0.0f, acc = 0.0f;
+    for (long j0 = 0; j0 < n; j0 += tile) {
+        long nt = n - j0 < tile ? n - j0 : tile;
+        float s[64], mt = -INFINITY, sl = 0.0f;
+        size_t slot[64];
+        for (long j = 0; j < nt; j++) {
+            long blk = (long)ug_tload(v->bt, (size_t)(t * v->bt->shape[1] + (j0 + j) / bs));
+            slot[j] = ((size_t)(blk * bs + (j0 + j) % bs) * 2 + (size_t)g) * (size_t)D;
+            double dot = 0.0;
+            for (long e = 0; e < D; e++) dot += ug_tload(v->q, (size_t)(row * D + e)) * ug_tload(v->kc, slot[j] + (size_t)e);
+            s[j] = (float)dot * scale;
+            mt = fmaxf(mt, s[j]);
+        }
+        float mn = fmaxf(m, mt), u = j0 ? expf(m - mn) : 0.0f, pv = 0.0f;
+        for (long j = 0; j < nt; j++) {
+            float p = expf(s[j] - mn);
+            sl += p;
+            pv += rnd(UG_DT_BF16, p) * (float)ug_tload(v->vc, slot[j] + idx % (size_t)D);
+        }
+        l = l * u + sl;
+        acc = j0 ? acc * u + pv : pv;
+        m = mn;
+    }
+    return ug_dtype_round(UG_DT_BF16, acc / l);
+}
+
+/* The golden over the kernel's own q and written caches against the test's loop written out
+ * element by element: 16-key tiles (4 blocks of 4), rows of 40, 17 and 64 keys (3, 2 and 4
+ * tiles, the first two ending in a partial one). The check tells tilings apart: the same
+ * loop over one block (the sim kernel's tiles) or the whole row differs from it. */
+static void glm_fusion(void)
+{
+    ug_result res;
+    ug_exec_detail d;
+    if (opc_run(GLMF_SPEC, "sim", &res, &d) != 0) {
+        CHECK(0, "glm_attention_fusion case runs");
+        return;
+    }
+    ug_oracle_result r;
+    double *refg[UG_MAX_TENSORS] = {0};
+    if (golden_of(&d.c, &r, refg)) return ug_exec_detail_free(&d);
+    const long lens[3] = {40, 17, 64};
+    glmf_view v = {out_of(&d.c, "q"), out_of(&d.c, "key_cache_out"), out_of(&d.c, "value_cache_out"),
+                   ug_case_input(&d.c, "block_tables")};
+    int k = ug_case_judged_find(&d.c, "o");
+    size_t differ = 0, moved = 0, other_tile[2] = {0, 0};
+    CHECK(k >= 0 && refg[k] && r.sel.n[k] == 3 * 4 * 16, "o has the test's golden on its 192 elements");
+    for (size_t i = 0; k >= 0 && refg[k] && i < r.sel.n[k]; i++) {
+        size_t idx = r.sel.idx[k][i];
+        double want = glmf_naive(&v, lens, idx, 16);
+        differ += want != refg[k][i];
+        moved += want != r.g[k][i];
+        other_tile[0] += glmf_naive(&v, lens, idx, 4) != refg[k][i];
+        other_tile[1] += glmf_naive(&v, lens, idx, 64) != refg[k][i];
+    }
+    CHECK(differ == 0, "glm_attention_fusion golden: %zu of %zu elements differ from the naive one", differ,
+          r.sel.n[k]);
+    CHECK(moved > 0, "the bf16 cast of the unnormalised P moves %zu elements off the exact value's rounding", moved);
+    CHECK(other_tile[0] > 0 && other_tile[1] > 0, "4-key and 64-key tiles give another golden (%zu, %zu elements)",
+          other_tile[0], other_tile[1]);
+    goldens_free(&r, refg);
+    ug_exec_detail_free(&d);
+}
+
 /* ---- lightning_indexer_prolog_quant weights: _indexer_compute_weights, naively ---- */
 
-#define U1(x) "\"" x "\":{\"kind\":\"uniform\",\"lo\":-1,\"hi\":1}"
-#define RANDI8(x) "\"" x "\":{\"kind\":\"randint\",\"lo\":-128,\"hi\":127}"
 #define LIPQ_SPEC                                                                                                      \
     "{\"v\":1,\"op\":\"lightning_indexer_prolog_quant\",\"dtype\":\"bf16\",\"seed\":3,\"params\":{\"tokens\":4,"          \
     "\"hidden\":512,\"q_lora\":64,\"heads\":8,\"d\":32,\"rope\":16,\"blocks\":2,\"block_size\":8,\"tables\":"         \
@@ -295,7 +385,10 @@ static void indexer_weights(void)
 
     ug_result res;
     ug_exec_detail d;
-    if (opc_run(LIPQ_SPEC, "sim", &res, &d) != 0) return;
+    if (opc_run(LIPQ_SPEC, "sim", &res, &d) != 0) {
+        CHECK(0, "the indexer case runs");
+        return;
+    }
     ug_tensor *w = &d.c.out[ug_case_judged_tensor(&d.c, ug_case_judged_find(&d.c, "weights"))];
     for (size_t i = 0; i < w->numel; i++) ug_dtype_store(UG_DT_FP16, w->data, i, lipq_weight(&d.c, i / 8, i % 8));
     ug_exec_opts o;
@@ -323,7 +416,10 @@ static void why_the_golden(void)
                        "\"normal\",\"mean\":0.5,\"std\":1}}}";
     ug_result res;
     ug_exec_detail d;
-    if (opc_run(spec, "sim", &res, &d) != 0) return;
+    if (opc_run(spec, "sim", &res, &d) != 0) {
+        CHECK(0, "test_05's case runs");
+        return;
+    }
     CHECK(res.verdict[UG_STD_REFERENCE] == UG_V_PASS, "sim passes test_05's rule against its golden: %s",
           res.out[0].thresholds[UG_STD_REFERENCE]);
     ug_metrics m;
@@ -344,6 +440,7 @@ int main(void)
     backward();
     paged_fp8(PA_SPEC(""), 8, 5);
     paged_fp8(PA_SPEC(",\"p_tile\":16"), 16, 3);
+    glm_fusion();
     indexer_weights();
     why_the_golden();
     return check_done();

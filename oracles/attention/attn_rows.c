@@ -250,9 +250,7 @@ void ug_gl_attn_geometry(const ug_case *c, int out, ug_geom *g)
     ug_geom_last_dim(&c->out[out], (size_t)c->out[0].shape[1], 64, g);
 }
 
-/* Gathers the first n tokens of sequence b, kv head g: keys token-major into kg, values
- * column-major into vt (column d at vt + d*n), so each output column is one contiguous run. */
-static void paged_gather(const ug_gl_paged *p, long b, long g, long n, double *kg, double *vt)
+void ug_gl_paged_gather(const ug_gl_paged *p, long b, long g, long n, double *kg, double *vt)
 {
     size_t D = (size_t)p->dim;
     for (long t = 0; t < n; t++) {
@@ -282,7 +280,7 @@ int ug_gl_attn_paged_emit(ug_ar *ar, const ug_gl_paged *p, int out, const ug_sel
     while (pos < sel->n[out] && !rc) {
         size_t r = sel->idx[out][pos] / D, mark = ug_ar_mark(ar);
         long tok = (long)r / p->hq, b = tok / p->sq, g = (long)r % p->hq / (p->hq / p->hkv);
-        if (b != have_b || g != have_g) paged_gather(p, b, g, p->lens[b], kg, vg), have_b = b, have_g = g;
+        if (b != have_b || g != have_g) ug_gl_paged_gather(p, b, g, p->lens[b], kg, vg), have_b = b, have_g = g;
         for (size_t d = 0; d < D; d++) qr[d] = ug_tload(p->q, r * D + d);
         long n = ug_gl_attn_mtp_end(p->lens[b], p->sq, tok % p->sq); /* row i: its causal prefix */
         rc = ug_gl_attn_emit_query_cols(ar, qr, kg, D, D, (size_t)n, ug_c(ar, p->scale), vg, (size_t)p->lens[b], D,

@@ -1,5 +1,6 @@
-/* reference_golden.h — the reference tests' own goldens of flash_attention_mha and
- * flash_attention_mha_grad (core/ops.h, ug_op_def.reference_golden).
+/* reference_golden.h — the reference tests' own goldens of flash_attention_mha,
+ * flash_attention_mha_grad and glm_attention_fusion, and the attention row the sparse
+ * attentions' goldens share (core/ops.h, ug_op_def.reference_golden).
  *
  * The reference suite's tests of these ops do not compare against the exact value: their
  * golden is a torch evaluation in fp32 that makes the kernel's own casts (the forward: P/l
@@ -17,6 +18,7 @@
 #include <stddef.h>
 
 #include "core/registry.h"
+#include "oracles/attention/attn_rows.h"
 #include "oracles/oracle.h"
 
 /* o of test_flash_attention_mha.py's attention_forward_golden: scores = fp32(q.k) * scale,
@@ -38,7 +40,21 @@ int ug_fa_grad_reference_golden(const ug_case *c, const ug_selection *sel, doubl
 int ug_golden_attn_row(const double *q, const double *k, size_t ldk, size_t dk, const double *v, size_t ldv, size_t dv,
                        size_t n, float scale, ug_dtype p_dt, float *w, float *o);
 
-/* Bytes the two goldens allocate for a case with params P, for the case memory estimate. */
+/* o of glm_attention_fusion's test (glm_v4_5/utils/attn_golden.py, ifa_flash_torch, the
+ * attention over the caches its scatter wrote) for the selected elements of output out of
+ * paged attention p, into gold (one per selected element, rounded to odt; NaN where a row
+ * has no golden): fp32 scores q.k (any order) times the fp32 scale; per key tile of `tile`
+ * tokens (the test's s2_tile = 4 blocks) m_new = max(m, tile max), p = exp(s - m_new) in
+ * fp32, l = l*exp(m - m_new) + sum p (the unrounded p), acc = acc*exp(m - m_new) + bf16(p).v
+ * in fp32; o = acc / l. A partial last tile holds the row's remaining keys only (the test's
+ * golden would take the max over the whole tile's slots, garbage included; its kernel takes
+ * the valid ones). 0, or -1 out of memory with err set. */
+int ug_gl_paged_reference_golden(const ug_gl_paged *p, size_t tile, const ug_selection *sel, int out, ug_dtype odt,
+                                 double *gold, char *err, size_t errlen);
+/* Bytes that golden allocates for rows of at most maxlen keys of dim values. */
+double ug_gl_paged_reference_golden_scratch(long maxlen, long dim);
+
+/* Bytes the two flash goldens allocate for a case with params P, for the case memory estimate. */
 double ug_fa_reference_golden_scratch(const ug_params *P);
 
 #endif

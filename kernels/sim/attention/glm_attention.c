@@ -24,7 +24,7 @@
 
 static int ga_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
-    ug_glp_view g;
+    ug_glp_view g = {0}; /* tile_blocks 0: one block per key tile */
     const ulpgym_tensor *bt, *lens;
     const ulpgym_tensor **slots[] = {&g.q, &g.kc, &g.vc, &bt, &lens, &g.o};
     if (ug_sim_bind(call, "q key_cache value_cache block_tables actual_seqs o", slots, err, errlen)) return -2;

@@ -7,7 +7,8 @@
  * (ug_gpq_kernel: every token's device computation and exported stages) with a per-token
  * hook that scatters the token's bf16 k and v heads, as a device's prolog core writes
  * them to the cache once they are ready; the attention is glm_attention's device walk
- * (kernels/sim/attention/glm_paged.c) run on the output caches. The output caches start
+ * (kernels/sim/attention/glm_paged.c) run on the output caches, in key tiles of 4 blocks
+ * as the reference kernel's (its s2_tile of 512 tokens over blocks of 128). The output caches start
  * as a copy of the input caches (bits, garbage included), so slots no token writes keep
  * their input.
  *
@@ -97,7 +98,7 @@ static int fu_attend(const fu_ctx *f, float scale)
     ug_glp_view g = {f->q, f->kc_out, f->vc_out, f->o, f->bt->data, f->lens->data};
     g.batch = (long)f->lens->shape[0], g.hq = f->o->shape[1], g.dim = f->o->shape[2];
     g.nb = f->kc->shape[0], g.bs = f->kc->shape[1], g.hkv = f->kc->shape[2], g.width = f->bt->shape[1];
-    g.sq = 1, g.scale = scale;
+    g.sq = 1, g.scale = scale, g.tile_blocks = 4; /* the reference kernel's s2_tile: 4 blocks of 128 */
     if (f->bug == FU_STALE_CACHE) g.kc = f->kc, g.vc = f->vc; /* bug: the caches before the scatter */
     int32_t *short_lens = NULL;
     if (f->bug == FU_LEN_EXCL_NEW) { /* bug: the new token left out of its context */
@@ -129,7 +130,8 @@ static int fu_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 
 const ug_kernel_variant ug_variants_glm_attention_fusion[] = {
     {"sim", "glm_attention_pre_quant's device prolog, bf16 k/v scattered to slot_mapping of a copy of the caches, "
-            "glm_attention's paged walk (fp32 online softmax, bf16 P, fp32 P.V) on the updated caches",
+            "glm_attention's paged walk (fp32 online softmax, bf16 P, fp32 P.V) on the updated caches in key tiles "
+            "of 4 blocks (the reference kernel's s2_tile)",
      fu_kernel, 0, FU_OK},
     {"mut_slot_plus_one", "each token's k/v written one slot late (slot_mapping + 1)", fu_kernel, 0, FU_SLOT_PLUS_ONE},
     {"mut_k_before_rope", "the key cache gets k before RoPE (the qk_norm head)", fu_kernel, 0, FU_K_BEFORE_ROPE},

@@ -32,13 +32,19 @@ static void glp_gather(const ug_glp_view *g, const int32_t *row, long kvh, long 
     }
 }
 
+/* Keys per tile of the online softmax: tile_blocks cache blocks (at least one). */
+static size_t glp_tile(const ug_glp_view *g)
+{
+    return (size_t)(g->bs * (g->tile_blocks > 1 ? g->tile_blocks : 1));
+}
+
 /* Every query row and head of (sequence b, kv head kvh). */
 static void glp_group(const ug_glp_view *g, long b, long kvh, const int32_t *row, long len, ug_glp_bug bug,
                       float *kf, float *vf, float *qf, float *of, float *scratch)
 {
     long loaded = bug == UG_GLP_FULL_LAST_BLOCK ? (len + g->bs - 1) / g->bs * g->bs : len;
     glp_gather(g, row, kvh, loaded, kf, vf);
-    ug_gl_attn_cfg cfg = {(size_t)g->dim, (size_t)g->dim, (size_t)g->dim, (size_t)g->dim, (size_t)g->bs, g->scale,
+    ug_gl_attn_cfg cfg = {(size_t)g->dim, (size_t)g->dim, (size_t)g->dim, (size_t)g->dim, glp_tile(g), g->scale,
                           UG_GL_ATTN_P_BF16};
     if (bug == UG_GLP_PV_BF16) cfg.flags |= UG_GL_ATTN_BUG_PV_BF16;
     if (bug == UG_GLP_NO_SUM_RESCALE) cfg.flags |= UG_GL_ATTN_BUG_NO_SUM_RESCALE;
@@ -62,7 +68,7 @@ int ug_glp_run(const ug_glp_view *g, ug_glp_bug bug)
     if (bug == UG_GLP_TABLE_STRIDE) stride = (maxlen + g->bs - 1) / g->bs; /* bug: stride from the lengths */
     size_t D = (size_t)g->dim, span = (size_t)((maxlen + g->bs - 1) / g->bs * g->bs), nr = (size_t)(g->hq / g->hkv);
     float *kf = malloc((2 * span * D + 2 * nr * D) * sizeof *kf);
-    float *scratch = malloc(UG_GL_ATTN_ROWS_SCRATCH((size_t)g->bs, D, D, nr) * sizeof *scratch); /* a block of its own */
+    float *scratch = malloc(UG_GL_ATTN_ROWS_SCRATCH(glp_tile(g), D, D, nr) * sizeof *scratch); /* a block of its own */
     if (!kf || !scratch) {
         free(kf);
         free(scratch);
