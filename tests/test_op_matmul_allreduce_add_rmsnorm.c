@@ -2,8 +2,8 @@
  * the generic plan test: a hand-computed known value through kernel and oracle, the
  * oracle against an independent double evaluation of the same spec (bf16 partials, sum,
  * norm), the world-size tolerance rule, the bf16-partial model (with one rank the
- * reverse-order mutant is bit-identical to the kernel), special values as the semantics text
- * states them, and bad params. */
+ * reverse-order mutant is bit-identical to the kernel), reduce bf16 with the staged
+ * partials, special values as the semantics text states them, and bad params. */
 #include <math.h>
 #include <string.h>
 
@@ -155,12 +155,84 @@ static void one_rank_reduce(void)
     ug_exec_detail_free(&d2);
 }
 
+/* h of token t, column j from bf16 partials p (laid out [W, T, n]) as reduce bf16 declares
+ * it: a bf16 running sum in rank order, the residual added exactly, h rounded once. */
+static double h_naive(const double *p, const double *res, size_t T, size_t n, size_t W, size_t t, size_t j)
+{
+    double y = p[t * n + j];
+    for (size_t r = 1; r < W; r++) y = ug_dtype_round(UG_DT_BF16, y + p[(r * T + t) * n + j]);
+    return ug_dtype_round(UG_DT_BF16, y + res[t * n + j]);
+}
+
+/* Elements where the oracle's h (g_h, every element) is not h_naive of partials p. */
+static size_t h_differs(const double *g_h, const double *p, const double *res, size_t T, size_t n, size_t W)
+{
+    size_t differ = 0;
+    for (size_t t = 0; t < T; t++)
+        for (size_t j = 0; j < n; j++) differ += h_naive(p, res, T, n, W, t, j) != g_h[t * n + j];
+    return differ;
+}
+
+/* reduce bf16 and the staged partials: the oracle's h is the bf16 running sum of the
+ * kernel's own partials, bit for bit. Then the last rank's partial is moved by one bf16 ulp
+ * where that moves h (the residual is 0, so h is the reduced sum itself): it still passes,
+ * and the expected h follows it (staged: judged once, no cascade); moved by two it fails. */
+static void bf16_reduce_staged(void)
+{
+    const char *spec = "{\"v\":1,\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":5,\"params\":{\"tokens\":2,\"k\":64,"
+                       "\"n\":16,\"world\":4,\"reduce\":\"bf16\"},\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,"
+                       "\"std\":1},\"w\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.05},\"residual\":{\"kind\":"
+                       "\"const\",\"value\":0},\"gamma\":{\"kind\":\"normal\",\"mean\":1,\"std\":0.1}}}";
+    ug_result r;
+    ug_exec_detail d;
+    if (opc_run(spec, "sim", &r, &d) != 0 || !d.have_oracle) {
+        CHECK(0, "reduce bf16 case runs: %s", r.message);
+        return;
+    }
+    const size_t T = 2, n = 16, W = 4;
+    const double *res = ug_case_input(&d.c, "residual")->values;
+    CHECK(r.outcome == UG_OUT_PASS && r.out[2].verdict[UG_STD_PYPTO] == UG_V_PASS, "sim passes, partials given");
+    CHECK(h_differs(d.oracle.g[1], d.a[2], res, T, n, W) == 0, "h is the bf16 running sum of the kernel's partials");
+    double p[2 * 16 * 4];
+    memcpy(p, d.a[2], sizeof p);
+    size_t at = 0, t = 0, j = 0; /* the last rank's first partial whose one-ulp move moves h */
+    for (; t < T && !at; t++)
+        for (j = 0; j < n && !at; j++) {
+            size_t e = ((W - 1) * T + t) * n + j;
+            double h0 = h_naive(p, res, T, n, W, t, j);
+            p[e] += ug_dtype_ulp(UG_DT_BF16, p[e]);
+            if (h_naive(p, res, T, n, W, t, j) != h0) at = e;
+            p[e] = d.a[2][e];
+        }
+    CHECK(at > 0, "some partial's one-ulp move moves h");
+    for (int step = 1; step <= 2 && at; step++) {
+        double moved = d.a[2][at] + step * ug_dtype_ulp(UG_DT_BF16, d.a[2][at]); /* exact: bf16, same binade */
+        ug_dtype_store(UG_DT_BF16, d.c.out[2].data, at, moved);
+        ug_exec_opts o;
+        ug_exec_opts_default(&o);
+        o.oracle.sample = 0;
+        ug_result again;
+        ug_exec_detail d2;
+        memset(&d2, 0, sizeof d2);
+        CHECK(ug_exec_judge(&d.c, &o, &again, &d2) == 0 && d2.have_oracle, "judged again");
+        if (!d2.have_oracle) break;
+        CHECK((again.out[2].verdict[UG_STD_PYPTO] == UG_V_PASS) == (step == 1), "a partial %d bf16 ulp(s) off: %s",
+              step, again.out[2].thresholds[UG_STD_PYPTO]);
+        CHECK(d2.a[2][at] == moved && h_differs(d2.oracle.g[1], d2.a[2], res, T, n, W) == 0,
+              "the expected h follows the partial moved by %d ulp", step);
+        ug_oracle_result_free(&d2.oracle);
+        for (int k = 0; k < UG_MAX_TENSORS; k++) free(d2.a[k]);
+    }
+    ug_exec_detail_free(&d);
+}
+
 static void bad_params(void)
 {
     static const char *const bad[][2] = {{"\"tokens\":1,\"k\":8,\"n\":4,\"world\":3", "world"},
                                    {"\"tokens\":1,\"k\":6,\"n\":4,\"world\":4", "\"k\""},
                                    {"\"tokens\":1,\"k\":8,\"n\":4,\"world\":2,\"pattern\":\"zig\"", "pattern"},
-                                   {"\"tokens\":1,\"k\":8,\"n\":4,\"world\":2,\"eps\":-1", "eps"}};
+                                   {"\"tokens\":1,\"k\":8,\"n\":4,\"world\":2,\"eps\":-1", "eps"},
+                                   {"\"tokens\":1,\"k\":8,\"n\":4,\"world\":2,\"reduce\":\"fp16\"", "reduce"}};
     char fmt[1024]; /* the spec, params left as %s */
     snprintf(fmt, sizeof fmt, "{\"v\":1,\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":3,\"params\":{%%s},%s}", NORMAL);
     OPC_EXPECT_REFUSED_EACH(fmt, bad);
@@ -192,6 +264,7 @@ int main(void)
     differential();
     tolerance_rule();
     one_rank_reduce();
+    bf16_reduce_staged();
     special_values();
     bad_params();
     return check_done();

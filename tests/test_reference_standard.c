@@ -167,12 +167,14 @@ static void declarations(void)
         /* Outputs the reference test does not compare carry no reference rule: flash_attention_mha's lse (its test
          * judges L and M, which the op does not output), and the staged intermediates our fused ops export so a
          * legal flip cannot cascade (pre_quant's n/n_i8/qk_mm/qk_norm, the MoE router's logits and act, the shared
-         * expert's scales and activation, the fused prolog's q_norm codes and scale). Every other op judges all its
+         * expert's scales and activation, the fused prolog's q_norm codes and scale, the all-reduce's optional
+         * partials). Every other op judges all its
          * numeric outputs by the reference or none (mla_prolog all five: the non-quantised test's qNope, qRope, kv,
          * kr and qNorm). */
         int staged = op == UG_OP_FLASH_ATTENTION_MHA || op == UG_OP_GLM_ATTENTION_PRE_QUANT ||
                      op == UG_OP_GLM_ATTENTION_FUSION || op == UG_OP_GLM_MOE_FUSION ||
-                     op == UG_OP_MLA_INDEXER_PROLOG_QUANT || op == UG_OP_GLM_FFN_SHARED_EXPERT_QUANT;
+                     op == UG_OP_MLA_INDEXER_PROLOG_QUANT || op == UG_OP_GLM_FFN_SHARED_EXPERT_QUANT ||
+                     op == UG_OP_MATMUL_ALLREDUCE_ADD_RMSNORM;
         CHECK(ref == numeric || ref == 0 || (staged && ref > 0), "%s: reference rule on %d of %d numeric outputs",
               ug_op_name(op), ref, numeric);
         with += ref > 0;

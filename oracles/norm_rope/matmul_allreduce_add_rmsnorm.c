@@ -4,7 +4,8 @@
  *     out = h * gamma / sqrt(mean(h^2) + eps)
  * The rounding of each rank's partial to bf16 is part of the spec (it is what travels on
  * the wire), so the oracle rounds the exact dot product with ug_round and then sums the
- * bf16 partials and the residual exactly; everything after is exact until the outputs
+ * bf16 partials and the residual exactly (reduce bf16, the reference suite's all-reduce:
+ * the running sum of the partials rounded to bf16 after each rank, in rank order); everything after is exact until the outputs
  * (out normalises that exact h, not the stored bf16 h). Special values follow IEEE on this
  * formula (the op's semantics text).
  * Primary standard pypto with the reference suite's world-size rule
@@ -12,6 +13,9 @@
  * depends on the case's values, so adjust_rule (registry.h) sets both per case: atol from
  * the mean |g| over every element of the output (the oracle in plain double, not the
  * checked sample, so --sample does not move the threshold).
+ * Staging: where the kernel provides the optional partials, h and out are formed from its
+ * own bf16 partials (judged themselves against bf16 of the exact dots), so a legal one-ulp
+ * flip of a partial is judged once and does not cascade through a bf16 all-reduce.
  * params.pattern "cancel" makes the partials of rank pairs nearly cancel (odd rank r gets
  * x_{r-1} and w = -w_{r-1} + w_r/128; a world of 1 has no pair): the stress case where
  * the order and precision of the all-reduce matter. */
@@ -25,18 +29,22 @@
 
 #define CANCEL_DELTA (1.0 / 128.0)
 
+enum { O_OUT, O_H, O_PARTIALS }; /* the outputs, in declaration order */
+
 /* The params the oracle, the builder and adjust_rule use, read from the case's parsed params. */
 typedef struct {
     long tokens, k, n, world;
     double eps; /* fp32 value */
     int cancel;
+    int bf16_reduce; /* reduce bf16: the all-reduce's running sum rounded to bf16 after each rank */
 } mar_params;
 
 static void read_params(const ug_case *c, mar_params *p)
 {
     const ug_params *P = &c->params;
     *p = (mar_params){ug_p_int(P, "tokens"), ug_p_int(P, "k"),   ug_p_int(P, "n"),
-                      ug_p_int(P, "world"),  ug_p_num(P, "eps"), ug_p_is(P, "pattern", "cancel")};
+                      ug_p_int(P, "world"),  ug_p_num(P, "eps"), ug_p_is(P, "pattern", "cancel"),
+                      ug_p_is(P, "reduce", "bf16")};
 }
 
 static int check(const ug_params *P, char *err, size_t errlen)
@@ -81,17 +89,41 @@ static int build(ug_case *c, char *err, size_t errlen)
 static void row_h(ug_ar *ar, const mar_params *p, const ug_case *c, size_t t, ug_num *hrow, ug_num *dots)
 {
     const ug_tensor *x = ug_case_input(c, "x"), *w = ug_case_input(c, "w"), *res = ug_case_input(c, "residual");
+    const ug_tensor *given = &c->out[O_PARTIALS];
     size_t W = (size_t)p->world, T = (size_t)p->tokens, kk = (size_t)(p->k / p->world), n = (size_t)p->n;
-    for (size_t r = 0; r < W; r++)
-        ug_dot_d_cols(ar, x->values + (r * T + t) * kk, w->values + r * kk * n, n, kk, n, dots + r * n);
+    if (ug_tensor_provided(given)) { /* staged: the kernel's own bf16 partials */
+        for (size_t r = 0; r < W; r++)
+            for (size_t j = 0; j < n; j++) dots[r * n + j] = ug_c(ar, ug_tload(given, (r * T + t) * n + j));
+    } else {
+        for (size_t r = 0; r < W; r++)
+            ug_dot_d_cols(ar, x->values + (r * T + t) * kk, w->values + r * kk * n, n, kk, n, dots + r * n);
+    }
     for (size_t j = 0; j < n; j++) {
         /* spec: each rank's partial is rounded to bf16; the bf16 partials and the residual are
          * added one at a time: each addition is exact in double unless the exponents spread
          * far, so the certified bound stays zero and an h that sits exactly on a bf16 tie
-         * needs no MPFR fallback (ug_sum's bound would) */
+         * needs no MPFR fallback (ug_sum's bound would); reduce bf16 rounds each running sum */
         ug_num y = ug_round(ar, dots[j], UG_DT_BF16);
-        for (size_t r = 1; r < W; r++) y = ug_add(ar, y, ug_round(ar, dots[r * n + j], UG_DT_BF16)); /* rank order */
+        for (size_t r = 1; r < W; r++) { /* rank order */
+            y = ug_add(ar, y, ug_round(ar, dots[r * n + j], UG_DT_BF16));
+            if (p->bf16_reduce) y = ug_round(ar, y, UG_DT_BF16); /* spec: the bf16 all-reduce */
+        }
         hrow[j] = ug_add(ar, y, ug_c(ar, ug_tload(res, t * n + j)));
+    }
+}
+
+/* Output partials: bf16 of each rank's exact dot, for the selected elements (sorted, so a
+ * (rank, token) row's elements arrive together; its n dots computed once). */
+static void emit_partials(const ug_case *c, ug_ar *ar, const ug_selection *sel, const mar_params *p, ug_num *dots)
+{
+    const ug_tensor *x = ug_case_input(c, "x"), *w = ug_case_input(c, "w");
+    size_t T = (size_t)p->tokens, kk = (size_t)(p->k / p->world), n = (size_t)p->n;
+    for (size_t pos = 0; pos < sel->n[O_PARTIALS];) {
+        size_t row = sel->idx[O_PARTIALS][pos] / n, r = row / T, mark = ug_ar_mark(ar); /* row = r*T + t */
+        ug_dot_d_cols(ar, x->values + row * kk, w->values + r * kk * n, n, kk, n, dots);
+        for (; pos < sel->n[O_PARTIALS] && sel->idx[O_PARTIALS][pos] / n == row; pos++)
+            ug_ar_emit(ar, O_PARTIALS, pos, ug_round(ar, dots[sel->idx[O_PARTIALS][pos] % n], UG_DT_BF16));
+        ug_ar_release(ar, mark);
     }
 }
 
@@ -123,6 +155,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
         }
         ug_ar_release(ar, mark);
     }
+    if (!rc && sel->n_out > O_PARTIALS) emit_partials(c, ar, sel, &p, dots);
     free(hrow);
     free(sq);
     free(dots);
@@ -175,6 +208,7 @@ static double mean_abs_all(const ug_case *c, int out)
 static void adjust_rule(const ug_case *c, int out, const double *g, size_t n, ug_output_rule *rule)
 {
     (void)g, (void)n; /* the checked elements' values would make atol move with --sample */
+    if (out == O_PARTIALS) return; /* a stage: its declared one-ulp rule */
     rule->pypto_rtol = pypto_rtol(ug_p_int(&c->params, "world"));
     rule->pypto_atol = rule->pypto_rtol * mean_abs_all(c, out);
 }

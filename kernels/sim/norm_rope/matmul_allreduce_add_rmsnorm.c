@@ -6,9 +6,10 @@
  * Device model: each rank's cube unit walks its K/W slice in tiles of 128, summing each
  * tile's products in fp32 and adding the tile into an fp32 accumulator; the partial is
  * written to the communication buffer in bf16. The all-reduce adds the bf16 partials in
- * rank order in fp32; the vector unit adds the residual in fp32, stores h (bf16), and
+ * rank order in fp32 (reduce bf16: into a bf16 running sum, rounded after each rank); the vector unit adds the residual in fp32, stores h (bf16), and
  * normalises the fp32 h: sum of squares in 64 fp32 lanes with a pairwise lane tree,
- * rstd in fp32, outputs rounded once. The ranks run in-process one after another. */
+ * rstd in fp32, outputs rounded once. The ranks run in-process one after another. Each
+ * rank's bf16 partial is also written to the optional output partials where it is asked. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -33,13 +34,16 @@ static void rank_partial(const float *x, const float *w, size_t kk, size_t n_col
     for (size_t j = 0; j < n_cols; j++) part[j] = ug_sim_round_bf16(part[j]); /* rounds: bf16 wire */
 }
 
-/* y = all-reduce of the W bf16 partials parts[r*n + j]. */
-static void all_reduce(const float *parts, size_t world, size_t n, float *y, mar_bug bug)
+/* y = all-reduce of the W bf16 partials parts[r*n + j]: fp32 in rank order, or with
+ * bf16_acc a bf16 running sum in rank order (reduce bf16: the communication buffer is bf16). */
+static void all_reduce(const float *parts, size_t world, size_t n, float *y, int bf16_acc, mar_bug bug)
 {
     for (size_t j = 0; j < n; j++) {
         float acc = 0.0f;
         if (bug == MUT_REVERSE_BF16) { /* bug: reverse rank order, bf16 accumulator */
             for (size_t r = world; r-- > 0;) acc = ug_sim_round_bf16(acc + parts[r * n + j]);
+        } else if (bf16_acc) {
+            for (size_t r = 0; r < world; r++) acc = ug_sim_round_bf16(acc + parts[r * n + j]); /* rounds: bf16 */
         } else {
             for (size_t r = 0; r < world; r++) acc += parts[r * n + j]; /* rounds: fp32 */
         }
@@ -48,9 +52,10 @@ static void all_reduce(const float *parts, size_t world, size_t n, float *y, mar
 }
 
 typedef struct {
-    const ulpgym_tensor *x, *w, *res, *gamma, *out, *h;
+    const ulpgym_tensor *x, *w, *res, *gamma, *out, *h, *partials; /* partials: optional, or NULL */
     size_t world, t, kk, n;
     float eps;
+    int bf16_reduce; /* param reduce bf16 */
 } mar_io;
 
 static int open_io(const ulpgym_call *call, mar_io *io, char *err, size_t errlen)
@@ -58,9 +63,10 @@ static int open_io(const ulpgym_call *call, mar_io *io, char *err, size_t errlen
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
     io->eps = (float)ug_p_num(&p, "eps"); /* exact: an fp32 value */
+    io->bf16_reduce = ug_p_is(&p, "reduce", "bf16");
     ug_params_free(&p);
-    const ulpgym_tensor **slots[] = {&io->x, &io->w, &io->res, &io->gamma, &io->out, &io->h};
-    if (ug_sim_bind(call, "x w residual gamma out h", slots, err, errlen)) return -2;
+    const ulpgym_tensor **slots[] = {&io->x, &io->w, &io->res, &io->gamma, &io->out, &io->h, &io->partials};
+    if (ug_sim_bind(call, "x w residual gamma out h partials?", slots, err, errlen)) return -2;
     io->world = (size_t)io->x->shape[0];
     io->t = (size_t)io->x->shape[1];
     io->kk = (size_t)io->x->shape[2];
@@ -88,8 +94,9 @@ static int mar_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
         for (size_t r = 0; r < W; r++) {
             ug_sim_load(io.x, (r * io.t + t) * kk, kk, x);
             rank_partial(x, w + r * kk * n, kk, n, parts + r * n, tile);
+            if (io.partials) ug_sim_store(io.partials, (r * io.t + t) * n, n, parts + r * n); /* exact: bf16 values */
         }
-        all_reduce(parts, W, n, y, bug);
+        all_reduce(parts, W, n, y, io.bf16_reduce, (mar_bug)bug);
         ug_sim_load(io.res, t * n, n, res);
         int res_late = bug == MUT_RESIDUAL_AFTER_NORM; /* bug: residual added after the norm */
         for (size_t j = 0; j < n; j++) y[j] += res[j]; /* rounds: fp32 */
@@ -110,7 +117,8 @@ static int mar_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
 }
 
 const ug_kernel_variant ug_variants_matmul_allreduce_add_rmsnorm[] = {
-    {"sim", "per-rank fp32 matmul in K tiles of 128, bf16 partials, rank-order fp32 all-reduce, fp32 add+RMSNorm",
+    {"sim", "per-rank fp32 matmul in K tiles of 128, bf16 partials, rank-order fp32 all-reduce (reduce bf16: a bf16 "
+            "running sum), fp32 add+RMSNorm",
      mar_kernel, 0, MUT_NONE},
     {"mut_reverse_bf16_reduce",
      "partials reduced in reverse rank order into a bf16 accumulator: shows when partials cancel", mar_kernel, 0,
