@@ -11,7 +11,8 @@ default written in (params_json), case.dtype is the case dtype as a torch dtype.
 
 The same code is the fp32-upcast reference and the I/O-dtype one: only the dtype the
 tensors arrive in differs. Where a contract mandates an intermediate rounding
-(moe_grouped_gemm's bf16 activation, matmul_allreduce_add_rmsnorm's bf16 partials)
+(moe_grouped_gemm's bf16 activation, matmul_allreduce_add_rmsnorm's bf16 partials and,
+with reduce bf16, its running sums)
 the kernel rounds there in both modes (`mandated_round`); everything else stays in
 case.compute. fp32 attributes (scale, eps, lr, ...) are the JSON number rounded once to
 fp32 (`fp32_attr`).
@@ -266,8 +267,10 @@ def matmul_allreduce_add_rmsnorm(case, x, w, residual, gamma):
     reduced = partials[0]
     for rank_partial in partials[1:]:  # the all-reduce, in rank order
         reduced = reduced + rank_partial
+        if case.params.get("reduce") == "bf16":  # the reference suite's bf16 all-reduce
+            reduced = mandated_round(reduced, case.dtype)
     h = reduced + residual  # out normalises this h, not the stored bf16 one
-    return {"h": h, "out": h * rms_scale(h, fp32_attr(case.params["eps"])) * gamma}
+    return {"h": h, "out": h * rms_scale(h, fp32_attr(case.params["eps"])) * gamma, "partials": partials}
 
 
 # --- GLM -----------------------------------------------------------------------------
