@@ -3,8 +3,9 @@
 # standard on every exported case of every op they cover (the first 8 plan cases of each,
 # required cases first); a broken --impl module (softmax without the max subtraction,
 # tests/fixtures/torch_softmax_no_max.py) fails the large-logit case the reference passes;
-# ops an --impl lacks are SKIP with a reason; bad usage exits 2 with one line and writes
-# nothing. Needs a python3 with torch and numpy (Debian python3-torch; scripts/deps.sh
+# ops an --impl lacks are SKIP with a reason; a kernel making lightning_indexer_prolog_quant's
+# reference-test casts passes `reference` with that test's goldens; bad usage exits 2 with
+# one line and writes nothing. Needs a python3 with torch and numpy (Debian python3-torch; scripts/deps.sh
 # installs it with ULPGYM_WITH_TORCH=1); without one the test exits 77 (ctest: skipped).
 . "$(dirname "$0")/lib.sh"
 PY=
@@ -54,6 +55,21 @@ expect_eq "$(q "select count(*) from results join runs using (run_id) where plan
 
 # 4. the I/O-dtype references run (bf16/fp16 arithmetic; torch's missing CPU fp16 kernels are SKIP, never ERROR)
 expect_status 0 drive "$T/cases" "$T/io" --op attn_softmax --op apply_adamw
+
+# 6. a kernel that rounds where lightning_indexer_prolog_quant's reference test rounds (bf16
+# after its matmuls and vector stages: examples/replay/indexer_test_casts_torch.py) passes
+# `reference` on q_scale, k_scale and weights with the test's own goldens, each of which
+# the exact value alone would fail
+expect_status 0 ug export --plan "$ULPGYM_DATA/tests/fixtures/lipq_test_casts_plan.json" --dir "$T/lipq"
+expect_status 0 drive "$T/lipq" "$T/lipq_out" --impl "$REPLAY/indexer_test_casts_torch.py"
+expect_grep "^1 ran$" "$T/out"
+ug check --outputs "$T/lipq_out" --db "$DB" --run torch-test-casts >/dev/null 2>&1
+sel_ref="from verdicts join runs using (run_id) where plan_name = 'torch-test-casts' and standard = 'reference'"
+expect_eq "$(q "select verdict $sel_ref")" "PASS" "the test's casts pass reference against its goldens"
+for o in q_scale k_scale weights; do
+    fe=$(q "select json_extract(thresholds, '\$.$o.failed_exact') $sel_ref")
+    [ "${fe:-0}" -gt 0 ] && ok || bad "$o: the exact value alone fails none ($fe): the golden was not needed"
+done
 
 # 5. bad usage: one line, exit 2, nothing written
 expect_status 2 drive "$T/cases" "$T/none" --impl no_such_module_here

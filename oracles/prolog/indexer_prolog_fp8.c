@@ -650,20 +650,3 @@ void ug_lip8_geometry(const ug_case *c, int out, ug_geom *g)
     g->row_tile = 16;
     g->col_tile = 32; /* the MX block */
 }
-
-void ug_lip_weights_golden(const ug_case *c, const ug_selection *sel, double **out, const char *hidden,
-                           const char *heads, const char *d)
-{
-    int k = ug_case_judged_find(c, "weights");
-    if (k < 0 || !out[k]) return;
-    const ug_tensor *x = ug_case_input(c, "x"), *w = ug_case_input(c, "w_proj");
-    size_t hid = (size_t)ug_p_int(&c->params, hidden), H = (size_t)ug_p_int(&c->params, heads);
-    float sh = (float)(1.0 / sqrt((double)H)), sd = (float)(1.0 / sqrt((double)ug_p_int(&c->params, d)));
-    for (size_t i = 0; i < sel->n[k]; i++) {
-        size_t t = sel->idx[k][i] / H, h = sel->idx[k][i] % H;
-        double dot = 0.0; /* products of bf16 values are exact; the sum is the fp32 matmul's, near enough */
-        for (size_t j = 0; j < hid; j++) dot += x->values[t * hid + j] * w->values[j * H + h];
-        float b = (float)ug_dtype_round(UG_DT_BF16, (float)dot); /* rounds: fp32, then the test's bf16 cast */
-        out[k][i] = ug_dtype_round(UG_DT_FP16, b * sh * sd);     /* rounds: fp32 twice, then fp16 */
-    }
-}

@@ -31,6 +31,14 @@ void ug_lip8_geometry(const ug_case *c, int out, ug_geom *g);
  * hidden, H and D differ between the ops that hold the indexer. */
 void ug_lip_weights_golden(const ug_case *c, const ug_selection *sel, double **out, const char *hidden,
                            const char *heads, const char *d);
+/* The int8 indexer's reference goldens of q_scale and k_scale: its test's _indexer_compute_q
+ * and _indexer_compute_k, our fp32 evaluation (indexer_prolog_golden.c): q = bf16(fp32(int32
+ * dot) * q_norm_scale * w_qb_scale), k = bf16(LayerNorm(fp32 x.W_k)), each through RoPE in
+ * fp32 then bf16 and the dense Hadamard in fp32 then bf16, amax of that bf16 row, r =
+ * 127/amax and 1/r in fp32, fp16. Only for the test's pipeline (hadamard given, k_norm
+ * layernorm); elsewhere, at slots no token writes and where the scale is not finite, NaN
+ * (no golden). Fills the judged outputs "q_scale" and "k_scale" whose out[k] is set. */
+void ug_lip_scales_golden(const ug_case *c, const ug_selection *sel, double **out);
 
 /* Per-token oracle for a fused op (mla_indexer_prolog_quant) that holds these outputs among
  * its own: open with the format and the judged-output names (NULL: the op's own), call

@@ -10,9 +10,11 @@
  * fp16, the k cache [blocks, block_size, 1, D] scattered at a cache index. Its rules: codes
  * atol 1 on every element, scales and weights atol 2.5e-5 (q_scale budget 0.005).
  * Primary standard pypto: codes boundary-aware within 1 quantum (views 1/16 quantum),
- * scales within one fp16 ulp, weights at the silent default 1e-3 / 1e-3. The test's weights
- * golden casts x.W_proj to bf16 before the scales (its kernel's bf16 matmul output), which
- * this contract does not: `reference` judges weights against that golden too. */
+ * scales within one fp16 ulp, weights at the silent default 1e-3 / 1e-3. The test's goldens
+ * cast to bf16 where its kernel's matmuls and vector stages write bf16 (x.W_proj before the
+ * weights' scales; q after the dequantisation, RoPE and the Hadamard; k after the LayerNorm,
+ * RoPE and the Hadamard), which this contract does not: `reference` judges weights, q_scale
+ * and k_scale against those goldens too. */
 #include "oracles/prolog/indexer_prolog_fp8.h"
 #include "oracles/verdict.h"
 
@@ -24,11 +26,13 @@ static double lipq_scratch(const ug_params *P)
     return ug_lip8_scratch(P) + ug_lip8_kernel_block_bytes(0, H, d, lora) - ug_lip8_kernel_block_bytes(0, H, d, 0);
 }
 
-/* The reference golden of weights: the test's _indexer_compute_weights (indexer_prolog_fp8.h). */
+/* The reference goldens of weights, q_scale and k_scale: the test's _indexer_compute_weights,
+ * _q and _k (indexer_prolog_fp8.h). */
 static int lipq_reference_golden(const ug_case *c, const ug_selection *sel, double **out, char *err, size_t errlen)
 {
     (void)err, (void)errlen;
     ug_lip_weights_golden(c, sel, out, "hidden", "heads", "d");
+    ug_lip_scales_golden(c, sel, out);
     return 0;
 }
 
