@@ -108,6 +108,19 @@ static void goldens_free(ug_oracle_result *r, double **refg)
     ug_oracle_result_free(r);
 }
 
+/* Runs spec with the sim kernel (every element kept in d), then the exact values and the
+ * goldens over its outputs (golden_of). 0, or -1 after a failed CHECK (d then freed). */
+static int sim_with_goldens(const char *spec, ug_exec_detail *d, ug_oracle_result *r, double **refg)
+{
+    ug_result res;
+    if (opc_run(spec, "sim", &res, d) != 0) {
+        CHECK(0, "the case runs: %s", spec);
+        return -1;
+    }
+    if (golden_of(&d->c, r, refg)) return ug_exec_detail_free(d), -1;
+    return 0;
+}
+
 static void forward(void)
 {
     ug_case c;
@@ -314,15 +327,10 @@ static double glmf_naive(const glmf_view *v, const long *lens, size_t idx, long 
  * loop over one block (the sim kernel's tiles) or the whole row differs from it. */
 static void glm_fusion(void)
 {
-    ug_result res;
     ug_exec_detail d;
-    if (opc_run(GLMF_SPEC, "sim", &res, &d) != 0) {
-        CHECK(0, "glm_attention_fusion case runs");
-        return;
-    }
     ug_oracle_result r;
     double *refg[UG_MAX_TENSORS] = {0};
-    if (golden_of(&d.c, &r, refg)) return ug_exec_detail_free(&d);
+    if (sim_with_goldens(GLMF_SPEC, &d, &r, refg)) return;
     const long lens[3] = {40, 17, 64};
     glmf_view v = {out_of(&d.c, "q"), out_of(&d.c, "key_cache_out"), out_of(&d.c, "value_cache_out"),
                    ug_case_input(&d.c, "block_tables")};
@@ -464,15 +472,10 @@ static double lipq_k_scale(const ug_case *c, size_t t)
  * most would fail. */
 static void indexer_scales(void)
 {
-    ug_result res;
     ug_exec_detail d;
-    if (opc_run(LIPQ_SPEC, "sim", &res, &d) != 0) {
-        CHECK(0, "the indexer case runs");
-        return;
-    }
     ug_oracle_result r;
     double *refg[UG_MAX_TENSORS] = {0};
-    if (golden_of(&d.c, &r, refg)) return ug_exec_detail_free(&d);
+    if (sim_with_goldens(LIPQ_SPEC, &d, &r, refg)) return;
     int kq = ug_case_judged_find(&d.c, "q_scale"), kk = ug_case_judged_find(&d.c, "k_scale");
     const ug_tensor *slots = ug_case_input(&d.c, "slot_mapping");
     size_t differ = 0, none = 0;
