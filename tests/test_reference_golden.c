@@ -304,7 +304,8 @@ static double glmf_naive(const glmf_view *v, const long *lens, size_t idx, long 
             long blk = (long)ug_tload(v->bt, (size_t)(t * v->bt->shape[1] + (j0 + j) / bs));
             slot[j] = ((size_t)(blk * bs + (j0 + j) % bs) * 2 + (size_t)g) * (size_t)D;
             double dot = 0.0;
-            for (long e = 0; e < D; e++) dot += ug_tload(v->q, (size_t)(row * D + e)) * ug_tload(v->kc, slot[j] + (size_t)e);
+            for (long e = 0; e < D; e++)
+                dot += ug_tload(v->q, (size_t)(row * D + e)) * ug_tload(v->kc, slot[j] + (size_t)e);
             s[j] = (float)dot * scale;
             mt = fmaxf(mt, s[j]);
         }
@@ -441,7 +442,8 @@ static double lipq_q_scale(const ug_case *c, size_t t, size_t h)
     float v[32];
     for (size_t i = 0; i < 32; i++) {
         long dot = 0;
-        for (size_t l = 0; l < 64; l++) dot += (long)in(c, "q_norm", t * 64 + l) * (long)in(c, "w_qb", l * 256 + h * 32 + i);
+        for (size_t l = 0; l < 64; l++)
+            dot += (long)in(c, "q_norm", t * 64 + l) * (long)in(c, "w_qb", l * 256 + h * 32 + i);
         v[i] = rnd(UG_DT_BF16, (float)dot * (float)in(c, "q_norm_scale", t) * (float)in(c, "w_qb_scale", h * 32 + i));
     }
     return lipq_scale_of(c, t, v, "hadamard_q");
@@ -496,7 +498,8 @@ static void indexer_scales(void)
 
     ug_tensor *q = &d.c.out[ug_case_judged_tensor(&d.c, kq)], *k = &d.c.out[ug_case_judged_tensor(&d.c, kk)];
     for (size_t i = 0; i < 32; i++) ug_dtype_store(UG_DT_FP16, q->data, i, lipq_q_scale(&d.c, i / 8, i % 8));
-    for (size_t t = 0; t < 4; t++) ug_dtype_store(UG_DT_FP16, k->data, (size_t)ug_tload(slots, t), lipq_k_scale(&d.c, t));
+    for (size_t t = 0; t < 4; t++)
+        ug_dtype_store(UG_DT_FP16, k->data, (size_t)ug_tload(slots, t), lipq_k_scale(&d.c, t));
     ug_exec_opts o;
     ug_exec_opts_default(&o);
     o.oracle.sample = 0;

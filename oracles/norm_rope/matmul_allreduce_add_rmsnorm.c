@@ -5,8 +5,9 @@
  * The rounding of each rank's partial to bf16 is part of the spec (it is what travels on
  * the wire), so the oracle rounds the exact dot product with ug_round and then sums the
  * bf16 partials and the residual exactly (reduce bf16, the reference suite's all-reduce:
- * the running sum of the partials rounded to bf16 after each rank, in rank order); everything after is exact until the outputs
- * (out normalises that exact h, not the stored bf16 h). Special values follow IEEE on this
+ * the running sum of the partials rounded to bf16 after each rank, in rank order);
+ * everything after is exact until the outputs (out normalises that exact h, not the
+ * stored bf16 h). Special values follow IEEE on this
  * formula (the op's semantics text).
  * Primary standard pypto with the reference suite's world-size rule
  * rtol = min((1 + log2(W)/4) * 1.5, 3) * 2^-7 * sqrt(W), atol = rtol * mean|g|; atol

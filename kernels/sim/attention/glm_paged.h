@@ -6,8 +6,8 @@
  * loads each block's K/V slots (bf16, widened exactly to fp32) once, serving the G query
  * heads of the group and the S_q rows of the step from them; the tile loop is attn_tiles.h
  * with one block per key tile, or tile_blocks blocks: fp32 scores times the fp32 scale,
- * online softmax, P cast to bf16 before P.V, fp32 accumulation; o rounded once to bf16. Only the slots below a row's
- * end are used; -1 table entries are never followed. */
+ * online softmax, P cast to bf16 before P.V, fp32 accumulation; o rounded once to bf16.
+ * Only the slots below a row's end are used; -1 table entries are never followed. */
 #ifndef UG_SIM_GLM_PAGED_H
 #define UG_SIM_GLM_PAGED_H
 #include <stdint.h>
@@ -31,9 +31,9 @@ typedef struct {
     const ulpgym_tensor *q, *kc, *vc, *o;
     const int32_t *table, *lens;
     long batch, hq, hkv, dim, bs, nb, width, sq;
-    float scale;  /* the fp32 attribute */
-    long tile_blocks; /* cache blocks per key tile: 0 or 1 one (glm_attention's kernel), 4 the
-                       * fusion kernel's (its s2_tile of 512 tokens over blocks of 128) */
+    float scale;      /* the fp32 attribute */
+    long tile_blocks; /* cache blocks per key tile: 0 or 1 for one (glm_attention's kernel), 4
+                       * for the fusion kernel's (its s2_tile of 512 tokens over blocks of 128) */
 } ug_glp_view;
 
 /* Fills the sizes of g from its tensors q, kc and the table's width (g->q, g->kc set). */

@@ -6,7 +6,8 @@
  * Device model: each rank's cube unit walks its K/W slice in tiles of 128, summing each
  * tile's products in fp32 and adding the tile into an fp32 accumulator; the partial is
  * written to the communication buffer in bf16. The all-reduce adds the bf16 partials in
- * rank order in fp32 (reduce bf16: into a bf16 running sum, rounded after each rank); the vector unit adds the residual in fp32, stores h (bf16), and
+ * rank order in fp32 (reduce bf16: into a bf16 running sum, rounded after each rank);
+ * the vector unit adds the residual in fp32, stores h (bf16), and
  * normalises the fp32 h: sum of squares in 64 fp32 lanes with a pairwise lane tree,
  * rstd in fp32, outputs rounded once. The ranks run in-process one after another. Each
  * rank's bf16 partial is also written to the optional output partials where it is asked. */
