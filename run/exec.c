@@ -259,7 +259,7 @@ static int judge_once(ug_case *c, const ug_exec_opts *o, ug_result *r, ug_exec_d
         free(refg[k]);
     }
     ug_verdict_combine_outputs(r);
-    if (o->primary_set) r->primary = o->primary; /* also for callers that judge without ug_exec_case (check) */
+    r->primary = o->primary_set ? o->primary : c->def->primary; /* also for callers that judge without ug_exec_case */
     r->outcome = ug_verdict_decide_outcome(r);
     if (r->outcome != UG_OUT_PASS) describe_failure(r);
     if (detail) {

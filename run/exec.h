@@ -44,7 +44,8 @@ void ug_exec_opts_default(ug_exec_opts *o);
 int ug_exec_case(const char *spec_text, const ug_backend *b, const ug_exec_opts *o, ug_result *r,
                  ug_exec_detail *detail);
 void ug_exec_detail_free(ug_exec_detail *d);
-/* Judges kernel outputs already in c (filled by a kernel, a plugin or replayed files). */
+/* Judges kernel outputs already in c (filled by a kernel, a plugin or replayed files); sets
+ * r->primary (o's --primary, else the op's) as ug_exec_case does. */
 int ug_exec_judge(ug_case *c, const ug_exec_opts *o, ug_result *r, ug_exec_detail *detail);
 
 #endif
