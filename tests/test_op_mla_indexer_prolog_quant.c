@@ -4,12 +4,13 @@
  * an independent naive double evaluation that starts from the kernel's exported q_norm
  * codes and q_norm_scale (the staged fusion point: RoPE_half on the shared tables,
  * Walsh-Hadamard, LayerNorm with idx_eps, DynQuant, the shared slot_mapping, fp16 weights),
- * and bad params. */
+ * k_scale's reference golden with the test's dense Hadamards, and bad params. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "indexer_golden_naive.h"
 #include "op_check.h"
 #include "run/exec.h"
 
@@ -178,6 +179,59 @@ static void test_differential(void)
     ug_exec_detail_free(&d);
 }
 
+/* k_scale's reference golden (its test's _indexer_k_path, bf16 between the stages) with the
+ * test's dense Hadamards: against the naive evaluation (indexer_golden_naive.h) on every
+ * written slot, none on the others; then a kernel making the test's casts (the sim's
+ * k_scale replaced by the test's) passes `reference` there, where the exact value alone
+ * fails it. */
+static void test_k_scale_golden(void)
+{
+    const char *spec = "{\"op\":\"mla_indexer_prolog_quant\",\"dtype\":\"bf16\",\"seed\":11,\"params\":{" P_MLA
+                       ",\"idx_heads\":2,\"idx_d\":32,\"hadamard\":\"given\"},\"dist\":{" DIST_MLA DIST_IDX
+                       ",\"hadamard_q\":" UNIF("-1", "1") ",\"hadamard_k\":" UNIF("-1", "1") "}}";
+    ug_result r;
+    ug_exec_detail d;
+    if (opc_run(spec, "sim", &r, &d) != 0 || !d.have_oracle) {
+        CHECK(0, "hadamard given case runs: %s", r.message);
+        return;
+    }
+    int k = ug_case_judged_find(&d.c, "k_scale");
+    double *out[UG_MAX_TENSORS] = {0};
+    char err[128] = "";
+    size_t n = d.oracle.sel.n[k], differ = 0, none = 0, written = 0;
+    if (!(out[k] = malloc(n * sizeof *out[k]))) return ug_exec_detail_free(&d);
+    CHECK(d.c.def->reference_golden(&d.c, &d.oracle.sel, out, err, sizeof err) == 0, "golden: %s", err);
+    ign_case g = {&d.c, D, DR, HID, (float)1e-6, &d.c.out[O_QN8], &d.c.out[O_QNS]};
+    const double *slots = in(&d, "slot_mapping");
+    ug_tensor *ks = &d.c.out[ug_case_judged_tensor(&d.c, k)];
+    for (size_t i = 0; i < n; i++) {
+        long t = -1;
+        for (size_t u = 0; u < T; u++)
+            if (slots[u] == (double)d.oracle.sel.idx[k][i]) t = (long)u;
+        if (t < 0) {
+            none += isnan(out[k][i]);
+            continue;
+        }
+        double want = ign_k_scale(&g, (size_t)t);
+        differ += want != out[k][i], written++;
+        ug_dtype_store(UG_DT_FP16, ks->data, d.oracle.sel.idx[k][i], want); /* the test's cast kernel */
+    }
+    CHECK(n == 12 && written > 0 && differ == 0 && none == n - written,
+          "k_scale golden: %zu of %zu written slots differ from the naive one, %zu of %zu unwritten have none", differ,
+          written, none, n - written);
+    free(out[k]);
+    ug_exec_opts o;
+    ug_exec_opts_default(&o);
+    o.oracle.sample = 0;
+    ug_result again;
+    CHECK(ug_exec_judge(&d.c, &o, &again, NULL) == 0, "judged again");
+    const char *thr = again.out[k].thresholds[UG_STD_REFERENCE], *fe = strstr(thr, "\"failed_exact\":");
+    CHECK(again.out[k].verdict[UG_STD_REFERENCE] == UG_V_PASS && fe && atoi(fe + 15) > 0,
+          "k_scale with the test's casts passes reference with its golden, not against the exact value alone: %s",
+          thr);
+    ug_exec_detail_free(&d);
+}
+
 static void test_bad_params(void)
 {
     static const char *const bad[][2] = {
@@ -199,6 +253,7 @@ static void test_bad_params(void)
 int main(void)
 {
     test_differential();
+    test_k_scale_golden();
     test_bad_params();
     return check_done();
 }

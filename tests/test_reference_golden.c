@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "indexer_golden_naive.h"
 #include "op_check.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
@@ -414,60 +415,6 @@ static void indexer_weights(void)
     ug_exec_detail_free(&d);
 }
 
-/* The test's quant_int8 scale of a bf16 row v of token t (32 values, RoPE on the first 16
- * with given tables [T, 16]): single_rope in fp32, bf16; v.H in fp32, bf16; 1/(127/amax)
- * in fp32, fp16. */
-static double lipq_scale_of(const ug_case *c, size_t t, float *v, const char *had)
-{
-    float u[32], amax = 0.0f;
-    for (size_t i = 0; i < 8; i++) {
-        float a = v[i], b = v[i + 8];
-        v[i] = rnd(UG_DT_BF16, a * (float)in(c, "cos", t * 16 + i) - b * (float)in(c, "sin", t * 16 + i));
-        v[i + 8] = rnd(UG_DT_BF16, b * (float)in(c, "cos", t * 16 + i + 8) + a * (float)in(c, "sin", t * 16 + i + 8));
-    }
-    for (size_t j = 0; j < 32; j++) {
-        double dot = 0.0;
-        for (size_t i = 0; i < 32; i++) dot += (double)v[i] * in(c, had, i * 32 + j);
-        u[j] = rnd(UG_DT_BF16, (float)dot);
-        amax = fmaxf(amax, fabsf(u[j]));
-    }
-    float r = 127.0f / amax;
-    return ug_dtype_round(UG_DT_FP16, 1.0f / r);
-}
-
-/* _indexer_compute_q's scale of token t, head h: the int32 dot over 64 as fp32, times the two
- * fp32 scales, bf16, then lipq_scale_of. */
-static double lipq_q_scale(const ug_case *c, size_t t, size_t h)
-{
-    float v[32];
-    for (size_t i = 0; i < 32; i++) {
-        long dot = 0;
-        for (size_t l = 0; l < 64; l++)
-            dot += (long)in(c, "q_norm", t * 64 + l) * (long)in(c, "w_qb", l * 256 + h * 32 + i);
-        v[i] = rnd(UG_DT_BF16, (float)dot * (float)in(c, "q_norm_scale", t) * (float)in(c, "w_qb_scale", h * 32 + i));
-    }
-    return lipq_scale_of(c, t, v, "hadamard_q");
-}
-
-/* _indexer_compute_k's scale of token t: fp32 x.W_k over 512, layer_norm in fp32 (gamma 1,
- * beta 0 here, still applied), bf16, then lipq_scale_of. */
-static double lipq_k_scale(const ug_case *c, size_t t)
-{
-    float v[32];
-    double sum = 0.0, sq = 0.0;
-    for (size_t i = 0; i < 32; i++) {
-        double dot = 0.0;
-        for (size_t j = 0; j < 512; j++) dot += in(c, "x", t * 512 + j) * in(c, "w_k", j * 32 + i);
-        sum += v[i] = (float)dot;
-    }
-    float mean = (float)(sum / 32);
-    for (size_t i = 0; i < 32; i++) sq += (double)((v[i] - mean) * (v[i] - mean));
-    float den = sqrtf((float)(sq / 32) + (float)1e-6);
-    for (size_t i = 0; i < 32; i++)
-        v[i] = rnd(UG_DT_BF16, (v[i] - mean) / den * (float)in(c, "ln_gamma", i) + (float)in(c, "ln_beta", i));
-    return lipq_scale_of(c, t, v, "hadamard_k");
-}
-
 /* The scales' goldens against the naive ones (every q row; the 4 written k slots, the other
  * 12 none); then a kernel that makes the test's casts (the sim kernel's scales replaced by the
  * test's) passes `reference` on both with the goldens, where against the exact value alone
@@ -480,26 +427,27 @@ static void indexer_scales(void)
     if (sim_with_goldens(LIPQ_SPEC, &d, &r, refg)) return;
     int kq = ug_case_judged_find(&d.c, "q_scale"), kk = ug_case_judged_find(&d.c, "k_scale");
     const ug_tensor *slots = ug_case_input(&d.c, "slot_mapping");
+    ign_case g = {&d.c, 32, 16, 512, (float)1e-6, ug_case_input(&d.c, "q_norm"), ug_case_input(&d.c, "q_norm_scale")};
     size_t differ = 0, none = 0;
     CHECK(kq >= 0 && kk >= 0 && refg[kq] && refg[kk] && r.sel.n[kq] == 32 && r.sel.n[kk] == 16,
           "q_scale and k_scale have the test's goldens on all their elements");
     for (size_t i = 0; refg[kq] && i < r.sel.n[kq]; i++)
-        differ += lipq_q_scale(&d.c, r.sel.idx[kq][i] / 8, r.sel.idx[kq][i] % 8) != refg[kq][i];
+        differ += ign_q_scale(&g, r.sel.idx[kq][i] / 8, r.sel.idx[kq][i] % 8) != refg[kq][i];
     for (size_t i = 0; refg[kk] && i < r.sel.n[kk]; i++) {
         long t = -1;
         for (size_t u = 0; u < 4; u++)
             if ((size_t)ug_tload(slots, u) == r.sel.idx[kk][i]) t = (long)u;
         if (t < 0) none += isnan(refg[kk][i]);
-        else differ += lipq_k_scale(&d.c, (size_t)t) != refg[kk][i];
+        else differ += ign_k_scale(&g, (size_t)t) != refg[kk][i];
     }
     CHECK(differ == 0 && none == 12, "scale goldens: %zu of 36 differ from the naive ones; %zu of 12 unwritten slots "
           "have none", differ, none);
     goldens_free(&r, refg);
 
     ug_tensor *q = &d.c.out[ug_case_judged_tensor(&d.c, kq)], *k = &d.c.out[ug_case_judged_tensor(&d.c, kk)];
-    for (size_t i = 0; i < 32; i++) ug_dtype_store(UG_DT_FP16, q->data, i, lipq_q_scale(&d.c, i / 8, i % 8));
+    for (size_t i = 0; i < 32; i++) ug_dtype_store(UG_DT_FP16, q->data, i, ign_q_scale(&g, i / 8, i % 8));
     for (size_t t = 0; t < 4; t++)
-        ug_dtype_store(UG_DT_FP16, k->data, (size_t)ug_tload(slots, t), lipq_k_scale(&d.c, t));
+        ug_dtype_store(UG_DT_FP16, k->data, (size_t)ug_tload(slots, t), ign_k_scale(&g, t));
     ug_exec_opts o;
     ug_exec_opts_default(&o);
     o.oracle.sample = 0;

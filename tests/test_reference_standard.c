@@ -143,9 +143,9 @@ static void test_golden(void)
                       ug_op_name(op), d->outputs[i].name);
             }
     }
-    CHECK(declared == 12, "%d outputs declare the test's golden (flash_attention_mha o, its gradient's dq dk dv, "
+    CHECK(declared == 13, "%d outputs declare the test's golden (flash_attention_mha o, its gradient's dq dk dv, "
                           "page_attention o, lightning_indexer_prolog_quant weights q_scale k_scale, the sparse quant "
-                          "attentions' o, mla_indexer_prolog_quant weights, glm_attention_fusion o)", declared);
+                          "attentions' o, mla_indexer_prolog_quant weights k_scale, glm_attention_fusion o)", declared);
 }
 
 static void declarations(void)

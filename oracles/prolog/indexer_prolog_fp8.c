@@ -152,6 +152,8 @@ static int fill_slots(const lip_params *p, uint64_t seed, ug_tensor *slots)
     return 0;
 }
 
+void ug_lip_params_read(const ug_case *c, ug_lip_params *p) { read_params(c, p); }
+
 int ug_lip8_build(ug_case *c, char *err, size_t errlen)
 {
     lip_params p;

@@ -31,14 +31,6 @@ void ug_lip8_geometry(const ug_case *c, int out, ug_geom *g);
  * hidden, H and D differ between the ops that hold the indexer. */
 void ug_lip_weights_golden(const ug_case *c, const ug_selection *sel, double **out, const char *hidden,
                            const char *heads, const char *d);
-/* The int8 indexer's reference goldens of q_scale and k_scale: its test's _indexer_compute_q
- * and _indexer_compute_k, our fp32 evaluation (indexer_prolog_golden.c): q = bf16(fp32(int32
- * dot) * q_norm_scale * w_qb_scale), k = bf16(LayerNorm(fp32 x.W_k)), each through RoPE in
- * fp32 then bf16 and the dense Hadamard in fp32 then bf16, amax of that bf16 row, r =
- * 127/amax and 1/r in fp32, fp16. Only for the test's pipeline (hadamard given, k_norm
- * layernorm); elsewhere, at slots no token writes and where the scale is not finite, NaN
- * (no golden). Fills the judged outputs "q_scale" and "k_scale" whose out[k] is set. */
-void ug_lip_scales_golden(const ug_case *c, const ug_selection *sel, double **out);
 
 /* Per-token oracle for a fused op (mla_indexer_prolog_quant) that holds these outputs among
  * its own: open with the format and the judged-output names (NULL: the op's own), call
@@ -63,6 +55,21 @@ typedef struct {
     int given_tables;   /* tables given: cos/sin [T, R], column i+R/2 for the second half */
     int given_hadamard; /* hadamard given: dense hadamard_q / hadamard_k inputs */
 } ug_lip_params;
+/* The pipeline's params read from the case by their own names (tokens, hidden, heads, ...). */
+void ug_lip_params_read(const ug_case *c, ug_lip_params *p);
+
+/* The int8 indexer's reference goldens of q_scale and k_scale: its tests' _indexer_compute_q
+ * and _indexer_compute_k, our fp32 evaluation (indexer_prolog_golden.c): q = bf16(fp32(int32
+ * dot) * q_norm_scale * w_qb_scale), k = bf16(LayerNorm(fp32 x.W_k)), each through RoPE in
+ * fp32 then bf16 and the dense Hadamard in fp32 then bf16, amax of that bf16 row, r =
+ * 127/amax and 1/r in fp32, fp16. Only for the tests' pipeline (hadamard given, k_norm
+ * layernorm); elsewhere, at slots no token writes and where the scale is not finite, NaN
+ * (no golden). Fills the judged outputs "q_scale" and "k_scale" whose out[k] is set. p: the
+ * pipeline's params (NULL: read from the case by their own names); q_norm, q_norm_scale: a
+ * fused op's own outputs the q rows start from (the kernel's codes and scale, as its oracle
+ * stages them), NULL: the inputs of those names. */
+void ug_lip_scales_golden(const ug_case *c, const ug_selection *sel, double **out, const ug_lip_params *p,
+                          const ug_tensor *q_norm, const ug_tensor *q_norm_scale);
 
 /* ug_lip_open for a fused op whose param names differ: p (NULL: read by name as above) and,
  * int8, the q source q_norm [T, L] / q_norm_scale [T] taken from the caller's tensors (the

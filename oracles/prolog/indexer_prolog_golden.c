@@ -66,18 +66,18 @@ static double row_scale(const golden_row *g, size_t t, float *v, float *u)
     return isfinite(r) && isfinite(scale) ? ug_dtype_round(UG_DT_FP16, scale) : NAN; /* rounds: fp16 */
 }
 
-/* _indexer_compute_q's bf16 row of token t, head h: the int32 dot as fp32, times the token's
- * then the column's fp32 scale, cast to bf16. */
-static void q_row(const ug_case *c, size_t t, size_t h, size_t d, size_t lora, float *v)
+/* _indexer_compute_q's bf16 row of token t, head h: the int32 dot of the q_norm codes (qn
+ * [T, L]) with w_qb as fp32, times the token's scale (qns) then the column's, cast to bf16. */
+static void q_row(const ug_case *c, const ug_tensor *qn, const ug_tensor *qns, size_t t, size_t h, size_t d,
+                  float *v)
 {
-    const ug_tensor *qn = ug_case_input(c, "q_norm"), *qs = ug_case_input(c, "q_norm_scale");
     const ug_tensor *w = ug_case_input(c, "w_qb"), *ws = ug_case_input(c, "w_qb_scale");
-    size_t hd = (size_t)w->shape[1];
+    size_t hd = (size_t)w->shape[1], lora = (size_t)qn->shape[1];
     for (size_t i = 0; i < d; i++) {
         int64_t dot = 0; /* exact: the test's int32 matmul */
         for (size_t l = 0; l < lora; l++)
-            dot += (int64_t)qn->values[t * lora + l] * (int64_t)w->values[l * hd + h * d + i];
-        float q = (float)dot * (float)qs->values[t] * (float)ws->values[h * d + i]; /* rounds: fp32 each */
+            dot += (int64_t)ug_tload(qn, t * lora + l) * (int64_t)w->values[l * hd + h * d + i];
+        float q = (float)dot * (float)ug_tload(qns, t) * (float)ws->values[h * d + i]; /* rounds: fp32 each */
         v[i] = bf16(q);
     }
 }
@@ -105,36 +105,49 @@ static void k_row(const ug_case *c, size_t t, size_t d, size_t hid, float eps, f
         v[i] = bf16((v[i] - mean) / den * (float)gm->values[i] + (float)bt->values[i]); /* rounds: fp32, bf16 */
 }
 
-/* The slot token t writes, or -1 (a padding token). */
-static long slot_of(const ug_case *c, size_t t) { return (long)ug_tload(ug_case_input(c, "slot_mapping"), t); }
-
-void ug_lip_scales_golden(const ug_case *c, const ug_selection *sel, double **out)
+/* The token that writes slot s, or -1 (none: its 0 is exact). */
+static long writer_of(const ug_case *c, size_t tokens, size_t s)
 {
-    const ug_params *P = &c->params;
+    const ug_tensor *slots = ug_case_input(c, "slot_mapping");
+    for (size_t t = 0; t < tokens; t++)
+        if ((long)ug_tload(slots, t) == (long)s) return (long)t;
+    return -1;
+}
+
+/* NaN (no golden) for every selected element of judged output k, when the case asks for it. */
+static int clear_golden(const ug_selection *sel, double **out, int k)
+{
+    if (k < 0 || !out[k]) return 0;
+    for (size_t i = 0; i < sel->n[k]; i++) out[k][i] = NAN;
+    return 1;
+}
+
+void ug_lip_scales_golden(const ug_case *c, const ug_selection *sel, double **out, const ug_lip_params *p,
+                          const ug_tensor *q_norm, const ug_tensor *q_norm_scale)
+{
+    ug_lip_params own;
+    if (!p) ug_lip_params_read(c, &own), p = &own;
     int kq = ug_case_judged_find(c, "q_scale"), kk = ug_case_judged_find(c, "k_scale");
-    int want_q = kq >= 0 && out[kq], want_k = kk >= 0 && out[kk];
-    size_t d = (size_t)ug_p_int(P, "d"), H = (size_t)ug_p_int(P, "heads"), T = (size_t)ug_p_int(P, "tokens");
-    int has = ug_p_is(P, "hadamard", "given") && ug_p_is(P, "k_norm", "layernorm"); /* the test's pipeline */
-    for (int o = 0; o < 2; o++) /* no golden unless set below: the exact value judges */
-        if (o ? want_k : want_q)
-            for (size_t i = 0; i < sel->n[o ? kk : kq]; i++) out[o ? kk : kq][i] = NAN;
+    int want_q = clear_golden(sel, out, kq), want_k = clear_golden(sel, out, kk);
+    size_t d = (size_t)p->d, H = (size_t)p->heads;
     float *v = malloc(2 * d * sizeof *v);
-    if (!v || !has) return free(v);
-    golden_row g = {ug_case_input(c, "cos"), ug_case_input(c, "sin"), NULL, d, (size_t)ug_p_int(P, "rope") / 2, 0};
+    if (!v || !p->given_hadamard || p->rms) return free(v); /* the tests' pipeline only */
+    golden_row g = {ug_case_input(c, "cos"), ug_case_input(c, "sin"), NULL, d, (size_t)p->rope / 2, 0};
     g.width = (size_t)g.cs->shape[1];
     g.had = ug_case_input(c, "hadamard_q");
+    const ug_tensor *qn = q_norm ? q_norm : ug_case_input(c, "q_norm");
+    const ug_tensor *qns = q_norm_scale ? q_norm_scale : ug_case_input(c, "q_norm_scale");
     for (size_t i = 0; want_q && i < sel->n[kq]; i++) {
         size_t t = sel->idx[kq][i] / H, h = sel->idx[kq][i] % H;
-        q_row(c, t, h, d, (size_t)ug_p_int(P, "q_lora"), v);
+        q_row(c, qn, qns, t, h, d, v);
         out[kq][i] = row_scale(&g, t, v, v + d);
     }
     g.had = ug_case_input(c, "hadamard_k");
     for (size_t i = 0; want_k && i < sel->n[kk]; i++) {
-        size_t t = 0;
-        while (t < T && slot_of(c, t) != (long)sel->idx[kk][i]) t++;
-        if (t == T) continue; /* a slot no token writes: its 0 is exact */
-        k_row(c, t, d, (size_t)ug_p_int(P, "hidden"), (float)ug_p_num(P, "eps"), v);
-        out[kk][i] = row_scale(&g, t, v, v + d);
+        long t = writer_of(c, (size_t)p->tokens, sel->idx[kk][i]);
+        if (t < 0) continue;
+        k_row(c, (size_t)t, d, (size_t)p->hidden, (float)p->eps, v);
+        out[kk][i] = row_scale(&g, (size_t)t, v, v + d);
     }
     free(v);
 }

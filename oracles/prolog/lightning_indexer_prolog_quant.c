@@ -32,7 +32,7 @@ static int lipq_reference_golden(const ug_case *c, const ug_selection *sel, doub
 {
     (void)err, (void)errlen;
     ug_lip_weights_golden(c, sel, out, "hidden", "heads", "d");
-    ug_lip_scales_golden(c, sel, out);
+    ug_lip_scales_golden(c, sel, out, NULL, NULL, NULL);
     return 0;
 }
 

@@ -76,12 +76,16 @@ static double scratch(const ug_params *P)
            2 * D * UG_NUM_BYTES + 8 * L + 4 * (L * H * D + L);
 }
 
-/* The reference golden of the indexer's weights: its test's golden casts x.W_proj to bf16
- * before the scales, as lightning_indexer_prolog_quant's (indexer_prolog_fp8.h). */
+/* The reference goldens of the indexer's weights, q_scale and k_scale: its test's golden
+ * casts to bf16 between the stages, as lightning_indexer_prolog_quant's
+ * (indexer_prolog_fp8.h); its q rows start from the kernel's exported q_norm codes and
+ * scale, as the oracle's do. */
 static int reference_golden(const ug_case *c, const ug_selection *sel, double **out, char *err, size_t errlen)
 {
     (void)err, (void)errlen;
     ug_lip_weights_golden(c, sel, out, "h", "idx_heads", "idx_d");
+    ug_lip_params p = lip_params_of(&c->params);
+    ug_lip_scales_golden(c, sel, out, &p, &c->out[O_Q8], &c->out[O_QS]);
     return 0;
 }
 
