@@ -23,7 +23,10 @@ typedef struct {
 
 static inline float ign_bf16(float v) { return (float)ug_dtype_round(UG_DT_BF16, v); }
 /* Element i of input `name`, drawn or built, as an exact double. */
-static inline double ign_in(const ign_case *g, const char *name, size_t i) { return ug_tload(ug_case_input(g->c, name), i); }
+static inline double ign_in(const ign_case *g, const char *name, size_t i)
+{
+    return ug_tload(ug_case_input(g->c, name), i);
+}
 
 /* quant_int8's scale of the bf16 row v of token t: single_rope on the first R values in fp32,
  * bf16; v.H in fp32, bf16; 1/(127/amax) in fp32, fp16. v: d floats, overwritten. */
