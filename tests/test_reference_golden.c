@@ -109,6 +109,15 @@ static void goldens_free(ug_oracle_result *r, double **refg)
     ug_oracle_result_free(r);
 }
 
+/* Builds spec's case (no kernel run) and its exact values and goldens (golden_of). 0, or -1
+ * after a failed CHECK (c then freed). */
+static int built_with_goldens(const char *spec, ug_case *c, ug_oracle_result *r, double **refg)
+{
+    if (opc_build_case(spec, c)) return -1;
+    if (golden_of(c, r, refg)) return ug_case_free(c), -1;
+    return 0;
+}
+
 /* Runs spec with the sim kernel (every element kept in d), then the exact values and the
  * goldens over its outputs (golden_of). 0, or -1 after a failed CHECK (d then freed). */
 static int sim_with_goldens(const char *spec, ug_exec_detail *d, ug_oracle_result *r, double **refg)
@@ -126,9 +135,8 @@ static void forward(void)
 {
     ug_case c;
     ug_oracle_result r;
-    if (opc_build_case(FA_SPEC("flash_attention_mha", FA_PARAMS), &c)) return;
     double *refg[UG_MAX_TENSORS] = {0};
-    if (golden_of(&c, &r, refg)) return ug_case_free(&c);
+    if (built_with_goldens(FA_SPEC("flash_attention_mha", FA_PARAMS), &c, &r, refg)) return;
     fa_shape s;
     fa_shape_of(&c, &s);
     size_t D = (size_t)s.dim, HD = (size_t)(s.heads * s.dim), differ = 0, nan = 0, moved = 0;
@@ -158,9 +166,8 @@ static void backward(void)
 {
     ug_case c;
     ug_oracle_result r;
-    if (opc_build_case(FA_SPEC("flash_attention_mha_grad", FA_PARAMS), &c)) return;
     double *refg[UG_MAX_TENSORS] = {0};
-    if (golden_of(&c, &r, refg)) return ug_case_free(&c);
+    if (built_with_goldens(FA_SPEC("flash_attention_mha_grad", FA_PARAMS), &c, &r, refg)) return;
     fa_shape s;
     fa_shape_of(&c, &s);
     size_t D = (size_t)s.dim, HD = (size_t)(s.heads * s.dim), differ = 0, checked = 0;
@@ -222,9 +229,8 @@ static void paged_fp8(const char *spec, long tile, size_t tiles_want)
 {
     ug_case c;
     ug_oracle_result r;
-    if (opc_build_case(spec, &c)) return;
     double *refg[UG_MAX_TENSORS] = {0};
-    if (golden_of(&c, &r, refg)) return ug_case_free(&c);
+    if (built_with_goldens(spec, &c, &r, refg)) return;
     const long lens[2] = {40, 17}, hkv = 2, group = 2, hq = 4, D = 24, bs = 8, sq = 2;
     const ug_tensor *bt = ug_case_input(&c, "block_tables");
     float scale = (float)(1.0 / sqrt((double)D));
@@ -381,9 +387,8 @@ static void indexer_weights(void)
 {
     ug_case c;
     ug_oracle_result r;
-    if (opc_build_case(LIPQ_SPEC, &c)) return;
     double *refg[UG_MAX_TENSORS] = {0};
-    if (golden_of(&c, &r, refg)) return ug_case_free(&c);
+    if (built_with_goldens(LIPQ_SPEC, &c, &r, refg)) return;
     int k = ug_case_judged_find(&c, "weights");
     size_t differ = 0;
     CHECK(k >= 0 && refg[k] && r.sel.n[k] == 32, "weights has the test's golden on its 32 elements");
