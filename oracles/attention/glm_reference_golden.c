@@ -14,10 +14,10 @@
 #include "oracles/attention/reference_golden.h"
 
 /* One row as attn_golden.py's ifa_flash_torch forms it: scores s[0..n) (fp32, scaled),
- * tiles of `tile` keys combined online, unnormalised P cast to bf16 before P.V (v row-major,
- * D per key), its sum kept from the fp32 P; o[d] = acc / l in fp32. 0, or -1 when the sum
- * is not finite or 0 (no golden). */
-static int online_tiles_row(float *s, size_t n, size_t tile, const double *v, size_t D, float *o)
+ * tiles of `tile` keys combined online, unnormalised P cast to bf16 before P.V (values
+ * column-major: column d at vt + d*ldc), its sum kept from the fp32 P; o[d] = acc / l in
+ * fp32. 0, or -1 when the sum is not finite or 0 (no golden). */
+static int online_tiles_row(float *s, size_t n, size_t tile, const double *vt, size_t ldc, size_t D, float *o)
 {
     float m = -INFINITY, l = 0.0f;
     for (size_t j0 = 0; j0 < n; j0 += tile) {
@@ -33,7 +33,7 @@ static int online_tiles_row(float *s, size_t n, size_t tile, const double *v, si
         l = l * u + sl; /* rounds: fp32 (u is 0 on the first tile) */
         for (size_t d = 0; d < D; d++) {
             float pv = 0.0f;
-            for (size_t j = 0; j < nt; j++) pv += s[j0 + j] * (float)v[(j0 + j) * D + d]; /* rounds: fp32 */
+            for (size_t j = 0; j < nt; j++) pv += s[j0 + j] * (float)vt[d * ldc + j0 + j]; /* rounds: fp32 */
             o[d] = j0 ? o[d] * u + pv : pv;                                                 /* rounds: fp32 */
         }
         m = mn;
@@ -45,8 +45,8 @@ static int online_tiles_row(float *s, size_t n, size_t tile, const double *v, si
 
 /* A row's golden o[0..D) into o: fp32 scores q.k_j (the test's fp32 matmul of bf16 values)
  * times the fp32 scale, then the online tiles. w: n floats of scratch. */
-static int golden_row(const double *q, const double *kg, const double *vr, size_t D, size_t n, size_t tile,
-                      float scale, float *w, float *o)
+static int golden_row(const double *q, const double *kg, const double *vt, size_t ldc, size_t D, size_t n,
+                      size_t tile, float scale, float *w, float *o)
 {
     for (size_t j = 0; j < n; j++) {
         double dot = 0.0; /* products of bf16 values are exact; the sum is an fp32 matmul's, near enough */
@@ -54,12 +54,12 @@ static int golden_row(const double *q, const double *kg, const double *vr, size_
         w[j] = (float)dot * scale; /* rounds: fp32 score, fp32 scale */
         if (!isfinite(w[j])) return -1;
     }
-    return online_tiles_row(w, n, tile, vr, D, o);
+    return online_tiles_row(w, n, tile, vt, ldc, D, o);
 }
 
 double ug_gl_paged_reference_golden_scratch(long maxlen, long dim)
 {
-    return 8 * (3 * (double)maxlen + 1) * (double)dim + 4 * ((double)maxlen + (double)dim);
+    return 8 * (2 * (double)maxlen + 1) * (double)dim + 4 * ((double)maxlen + (double)dim);
 }
 
 int ug_gl_paged_reference_golden(const ug_gl_paged *p, size_t tile, const ug_selection *sel, int out, ug_dtype odt,
@@ -67,14 +67,14 @@ int ug_gl_paged_reference_golden(const ug_gl_paged *p, size_t tile, const ug_sel
 {
     size_t D = (size_t)p->dim, maxlen = 1;
     for (long b = 0; b < p->batch; b++) maxlen = (size_t)p->lens[b] > maxlen ? (size_t)p->lens[b] : maxlen;
-    double *kg = malloc((3 * maxlen + 1) * D * sizeof *kg);
+    double *kg = malloc((2 * maxlen + 1) * D * sizeof *kg);
     float *w = malloc((maxlen + D) * sizeof *w);
     if (!kg || !w) {
         free(kg), free(w);
         snprintf(err, errlen, "out of memory for the reference golden");
         return -1;
     }
-    double *vt = kg + maxlen * D, *vr = vt + maxlen * D, *qr = vr + maxlen * D;
+    double *vt = kg + maxlen * D, *qr = vt + maxlen * D;
     float *o = w + maxlen;
     long have_b = -1, have_g = -1; /* the (sequence, kv head) gathered: rows arrive sorted */
     size_t pos = 0;
@@ -82,14 +82,10 @@ int ug_gl_paged_reference_golden(const ug_gl_paged *p, size_t tile, const ug_sel
         size_t r = sel->idx[out][pos] / D;
         long tok = (long)r / p->hq, b = tok / p->sq, g = (long)r % p->hq / (p->hq / p->hkv);
         size_t len = (size_t)p->lens[b];
-        if (b != have_b || g != have_g) {
-            ug_gl_paged_gather(p, b, g, (long)len, kg, vt), have_b = b, have_g = g;
-            for (size_t j = 0; j < len; j++)
-                for (size_t d = 0; d < D; d++) vr[j * D + d] = vt[d * len + j]; /* exact: a copy */
-        }
+        if (b != have_b || g != have_g) ug_gl_paged_gather(p, b, g, (long)len, kg, vt), have_b = b, have_g = g;
         for (size_t d = 0; d < D; d++) qr[d] = ug_tload(p->q, r * D + d);
         long n = ug_gl_attn_mtp_end(p->lens[b], p->sq, tok % p->sq); /* row i: its causal prefix */
-        int ok = golden_row(qr, kg, vr, D, (size_t)n, tile, (float)p->scale, w, o) == 0;
+        int ok = golden_row(qr, kg, vt, len, D, (size_t)n, tile, (float)p->scale, w, o) == 0;
         for (; pos < sel->n[out] && sel->idx[out][pos] / D == r; pos++)
             gold[pos] = ok ? ug_dtype_round(odt, o[sel->idx[out][pos] % D]) : NAN; /* rounds: the output dtype */
     }

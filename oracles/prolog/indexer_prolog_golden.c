@@ -10,7 +10,6 @@
  * order). */
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "oracles/prolog/indexer_prolog_fp8.h"
 
