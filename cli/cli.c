@@ -115,23 +115,3 @@ int ug_cli_open_db(const char *path, int mode, ug_db **db)
     }
     return 0;
 }
-
-char *ug_cli_shell_quote(const char *s)
-{
-    size_t n = 3;
-    for (const char *c = s; *c; c++) n += *c == '\'' ? 4 : 1;
-    char *q = malloc(n), *w = q;
-    if (!q) return NULL;
-    *w++ = '\'';
-    for (const char *c = s; *c; c++) {
-        if (*c == '\'') {
-            memcpy(w, "'\\''", 4); /* close, escaped quote, reopen */
-            w += 4;
-        } else {
-            *w++ = *c;
-        }
-    }
-    *w++ = '\'';
-    *w = 0;
-    return q;
-}

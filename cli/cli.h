@@ -6,6 +6,7 @@
 #define UG_CLI_H
 #include <stdio.h>
 
+#include "core/paths.h" /* ug_shell_quote, ug_self_command */
 #include "core/registry.h"
 #include "db/store.h"
 
@@ -69,9 +70,6 @@ double ug_cli_case_timeout(const char *cmd, const char *value);
  * is refused listing its candidates. 0, or UG_EXIT_USAGE after printing why. */
 int ug_cli_find_case(ug_db *db, const char *plan_path, const char *prefix, char id[UG_ID_LEN + 1], char **spec,
                      int *from_plan);
-/* s as one POSIX shell word: in single quotes, each ' written as '\'' (malloc'd; NULL
- * without memory). */
-char *ug_cli_shell_quote(const char *s);
 /* Opens the database named by --db/$ULPGYM_DB/./ulpgym.db; prints the error itself. */
 int ug_cli_open_db(const char *path, int mode, ug_db **db);
 

@@ -41,7 +41,7 @@ static int print_unmatched(const char *plan_path, FILE *f)
 static void set_triage_args(ug_report *r, const char *db_path)
 {
     char abs[PATH_MAX];
-    char *db = ug_cli_shell_quote(realpath(db_path, abs) ? abs : db_path), *b = ug_cli_shell_quote(r->backend);
+    char *db = ug_shell_quote(realpath(db_path, abs) ? abs : db_path), *b = ug_shell_quote(r->backend);
     snprintf(r->triage_args, sizeof r->triage_args, " --db %s --backend %s", db ? db : db_path, b ? b : r->backend);
     free(db);
     free(b);

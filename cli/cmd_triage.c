@@ -85,7 +85,7 @@ static int compare_stored(ug_db *db, long run, const ug_result *r, FILE *f)
  * strings hold. malloc'd; NULL without memory. */
 static char *reproduce_line(const char *backend, int primary, const char *spec)
 {
-    char *b = ug_cli_shell_quote(backend), *s = ug_cli_shell_quote(spec), *line = NULL;
+    char *b = ug_shell_quote(backend), *s = ug_shell_quote(spec), *line = NULL;
     const char *std = primary >= 0 ? ug_standard_name(primary) : NULL;
     size_t n = (b ? strlen(b) : 0) + (s ? strlen(s) : 0) + 96;
     if (b && s && (line = malloc(n)))

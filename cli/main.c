@@ -28,7 +28,8 @@ const ug_command *ug_cli_find(const char *name)
 static void usage(FILE *f)
 {
     fprintf(f, "ulpgym — precision generalization fuzzing for AI-accelerator operators\n\n"
-               "usage: ulpgym COMMAND [options]   (ulpgym COMMAND -h for its options)\n\ncommands:\n");
+               "usage: ulpgym COMMAND [options]   (ulpgym COMMAND -h for its options)\n"
+               "       ulpgym --version           version, source revision, plugin ABI and library API\n\ncommands:\n");
     for (size_t i = 0; i < N_COMMANDS; i++)
         if (commands[i]) fprintf(f, "  %-10s %s\n", commands[i]->name, commands[i]->summary);
 }
@@ -43,6 +44,10 @@ int main(int argc, char **argv)
         }
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? UG_EXIT_USAGE : 0;
+    }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+        printf("%s\n", ug_version_line());
+        return 0;
     }
     const ug_command *c = ug_cli_find(argv[1]);
     if (!c) {

@@ -13,16 +13,7 @@
 #include "gen/dist.h"
 #include "gen/plan_grid.h"
 
-#ifndef UG_SOURCE_DIR
-#define UG_SOURCE_DIR "."
-#endif
 #define MAX_GRID 2000000
-
-const char *ug_data_dir(void)
-{
-    const char *d = getenv("ULPGYM_DATA");
-    return d && *d ? d : UG_SOURCE_DIR;
-}
 
 const char *ug_plan_default_path(void)
 {

@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/paths.h" /* ug_data_dir */
 #include "core/registry.h"
 
 typedef struct {
@@ -59,11 +60,8 @@ typedef struct {
 } ug_plan;
 
 /* Default plan: $ULPGYM_PLAN, else <data dir>/gen/plans/nightly.json, where the data dir
- * is $ULPGYM_DATA or the source tree the binary was built from. */
+ * is core/paths.h's ($ULPGYM_DATA, the installed share/ulpgym, or a build's source tree). */
 const char *ug_plan_default_path(void);
-/* The data tree (plans, op spaces, corpus/found, fuzz dictionaries): $ULPGYM_DATA, else the
- * source tree ulpgym was built from. */
-const char *ug_data_dir(void);
 /* Loads and expands a plan; -2 with a message naming the file and field on bad input.
  * seed_override >= 0 replaces the plan's seed (new inputs, new case IDs). path is a file,
  * or a plan name without '/' or ".json" that names <data dir>/gen/plans/<name>.json
