@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/fail_on.h"
 #include "core/canon.h"
 #include "cli/report_text.h"
 #include "run/exec.h"
@@ -11,8 +12,9 @@
 static int ug_cmd_case(int argc, char **argv)
 {
     const char *spec = NULL, *file = NULL, *backend = NULL, *sample = NULL, *primary = NULL, *mem = NULL,
-               *timeout = NULL;
+               *timeout = NULL, *fail_on = NULL;
     int json = 0;
+    ug_fail_on policy = UG_FAIL_ON_FAIL;
     for (int i = 1; i < argc; i++) {
         int m;
         if ((m = ug_cli_opt(argc, argv, &i, "--spec", &spec)) || (m = ug_cli_opt(argc, argv, &i, "--spec-file", &file)) ||
@@ -20,13 +22,15 @@ static int ug_cmd_case(int argc, char **argv)
             (m = ug_cli_opt(argc, argv, &i, "--sample", &sample)) ||
             (m = ug_cli_opt(argc, argv, &i, "--primary", &primary)) ||
             (m = ug_cli_opt(argc, argv, &i, "--case-memory", &mem)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--case-timeout", &timeout))) {
+            (m = ug_cli_opt(argc, argv, &i, "--case-timeout", &timeout)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--fail-on", &fail_on))) {
             if (m < 0) return UG_EXIT_USAGE;
         } else if (ug_cli_flag(argv, i, "--json")) json = 1;
         else return ug_cli_fail("case: unexpected argument \"%s\" (see ulpgym case -h)", argv[i]);
     }
     char err[1024];
     int std = -1;
+    if (ug_fail_on_parse("case", fail_on, &policy)) return UG_EXIT_USAGE;
     if (primary && ug_exec_parse_primary(primary, &std, err, sizeof err)) return ug_cli_fail("case: %s", err);
     if (ug_cli_case_memory(mem)) return UG_EXIT_USAGE;
     double limit = ug_cli_case_timeout("case", timeout);
@@ -55,14 +59,19 @@ static int ug_cmd_case(int argc, char **argv)
     if (rc) return ug_cli_fail("%s", r.message);
     if (json) ug_print_result_json(&r, stdout);
     else ug_print_result(&r, stdout);
-    return r.outcome == UG_OUT_PASS ? 0 : UG_EXIT_FOUND;
+    /* no database, so no earlier result: new is fail here */
+    return ug_fail_on_case(NULL, policy, &r, 0, NULL, err, sizeof err) ? UG_EXIT_FOUND : UG_EXIT_OK;
 }
 
 const ug_command ug_command_case = {
     "case", ug_cmd_case, "run one case from its spec JSON and print its verdict",
      "usage: ulpgym case (--spec JSON | --spec-file FILE) [--backend B] [--sample N|all] [--primary STD]\n"
-     "                   [--json] [--case-memory BYTES] [--case-timeout SECONDS]\n"
+     "                   [--json] [--case-memory BYTES] [--case-timeout SECONDS] [--fail-on never|fail|new]\n"
      "  Runs the kernel and the oracle on the case the spec describes (no database).\n"
      "  --backend sim | sim:VARIANT | plugin:PATH.so   (default sim)\n"
      "  --primary STD  decide the outcome by numeric standard STD, as `sweep --primary` does\n"
-     UG_CLI_CASE_MEMORY_HELP UG_CLI_CASE_TIMEOUT_HELP};
+     UG_CLI_CASE_MEMORY_HELP UG_CLI_CASE_TIMEOUT_HELP
+     UG_FAIL_ON_HELP("fail")
+     "                   (no database here, so new is the same as fail)\n"
+     "  Exit status: 0 the verdict passes --fail-on (default: PASS or SKIP); 1 it does not\n"
+     "  (FAIL, NONFINITE, ERROR, CRASH, TIMEOUT, SHAPE); 2 bad input (a spec or option refused).\n"};

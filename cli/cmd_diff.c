@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/fail_on.h"
 #include "db/query_history.h"
 
 typedef struct {
@@ -19,6 +20,10 @@ typedef struct {
     diff_counts per[UG_GROUP_COUNT];
     long pass_a, pass_b;                             /* outcome PASS, over the common cases */
     long cert_judged_a, cert_pass_a, cert_judged_b, cert_pass_b; /* certified PASS or FAIL; PASS */
+    long fails_b, new_fails_b; /* --fail-on: B neither PASS nor SKIP; of those, A PASS or SKIP */
+    const char *db_path;       /* for the triage lines: run B of this database, its backend */
+    long run_b;
+    char backend_b[600];
 } diff_state;
 
 /* Prints a case that changed between the runs and counts it under its group. */
@@ -41,9 +46,13 @@ static int diff_case(const ug_db_diff_row *row, void *ctx)
     d->cert_pass_a += cpa;
     d->cert_judged_b += cpb || cfb;
     d->cert_pass_b += cpb;
+    d->fails_b += ug_verdict_text_fails(vb);
+    d->new_fails_b += ug_verdict_text_fails(vb) && !ug_verdict_text_fails(va);
     if (pa && !pb) {
         per[g].new_fail++;
-        printf("  NEW FAIL  %s  %-30s %-5s %s -> %s  (ulpgym triage %s)\n", id, op, dt, va, vb, id);
+        char *line = ug_triage_line(id, d->db_path, d->run_b, d->backend_b);
+        printf("  NEW FAIL  %s  %-30s %-5s %s -> %s  (%s)\n", id, op, dt, va, vb, line ? line : id);
+        free(line);
     } else if (!pa && pb) {
         per[g].fixed++;
         printf("  FIXED     %s  %-30s %-5s %s -> %s\n", id, op, dt, va, vb);
@@ -82,16 +91,19 @@ static const char *decided_by(ug_db *db, long run, char *buf, size_t len)
 
 static int ug_cmd_diff(int argc, char **argv)
 {
-    const char *db_path = NULL, *factor_s = NULL, *runs[2] = {NULL, NULL};
+    const char *db_path = NULL, *factor_s = NULL, *runs[2] = {NULL, NULL}, *fail_on = NULL;
+    ug_fail_on policy = UG_FAIL_ON_NEW; /* diff is about change */
     int nruns = 0;
     for (int i = 1; i < argc; i++) {
         int m;
-        if ((m = ug_cli_opt(argc, argv, &i, "--db", &db_path)) || (m = ug_cli_opt(argc, argv, &i, "--factor", &factor_s))) {
+        if ((m = ug_cli_opt(argc, argv, &i, "--db", &db_path)) || (m = ug_cli_opt(argc, argv, &i, "--factor", &factor_s)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--fail-on", &fail_on))) {
             if (m < 0) return UG_EXIT_USAGE;
         } else if (argv[i][0] != '-' && nruns < 2) runs[nruns++] = argv[i];
         else return ug_cli_fail("diff: unexpected argument \"%s\" (see ulpgym diff -h)", argv[i]);
     }
     if (nruns != 2) return ug_cli_fail("diff: give two runs: ulpgym diff RUN_A RUN_B");
+    if (ug_fail_on_parse("diff", fail_on, &policy)) return UG_EXIT_USAGE;
     double factor = factor_s ? strtod(factor_s, NULL) : 4.0;
     if (!(factor > 1.0)) return ug_cli_fail("diff: --factor must be a number > 1");
     ug_db *db;
@@ -102,7 +114,9 @@ static int ug_cmd_diff(int argc, char **argv)
         ug_db_close(db);
         return ug_cli_fail("diff: %s", err);
     }
-    diff_state d = {.factor = factor};
+    diff_state d = {.factor = factor, .db_path = ug_db_default_path(db_path), .run_b = b};
+    ug_run_record rec_b;
+    if (ug_db_run_get(db, b, &rec_b, err, sizeof err) == 0) snprintf(d.backend_b, sizeof d.backend_b, "%s", rec_b.backend);
     diff_counts *per = d.per, all = {0};
     printf("diff run %ld -> run %ld (ulp factor %g)\n", a, b, factor);
     char da[64], dbs[64];
@@ -134,16 +148,21 @@ static int ug_cmd_diff(int argc, char **argv)
            rate(d.cert_pass_a, d.cert_judged_a, r3, sizeof r3), rate(d.cert_pass_b, d.cert_judged_b, r4, sizeof r4),
            d.cert_judged_a, d.cert_judged_b);
     ug_db_close(db);
-    return all.new_fail ? UG_EXIT_FOUND : 0;
+    long counted = policy == UG_FAIL_ON_NEW ? d.new_fails_b : policy == UG_FAIL_ON_FAIL ? d.fails_b : 0;
+    return counted ? UG_EXIT_FOUND : UG_EXIT_OK;
 }
 
 const ug_command ug_command_diff = {
     "diff", ug_cmd_diff, "compare two runs: new failures, fixed cases, moved errors, certified flips",
-    "usage: ulpgym diff RUN_A RUN_B [--factor F] [--db PATH]\n"
+    "usage: ulpgym diff RUN_A RUN_B [--factor F] [--fail-on never|fail|new] [--db PATH]\n"
     "  Over the cases both runs hold: NEW FAIL (passed in A, not in B), FIXED, and MOVED\n"
     "  (both pass but the max ulp error changed by more than F, default 4); beside them\n"
     "  CERT FAIL / CERT FIXED, cases whose certified verdict went PASS -> FAIL / FAIL -> PASS\n"
     "  (a case the certified standard did not judge in a run, NA or without verdicts, is no\n"
     "  flip). Last, the pass rate of both runs over the common cases, of the outcome and of\n"
     "  the certified standard (among the cases it judged). RUN is a number or \"latest\".\n"
-    "  Exit status 1 when B has new failures (of the outcome).\n"};
+    "  --fail-on P  new (default): exit status 1 when a common case fails in B (neither PASS nor\n"
+    "               SKIP) that passed or was skipped in A; fail: when any common case fails in B;\n"
+    "               never: not for verdicts\n"
+    "  Exit status: 0 --fail-on finds nothing, 1 it does, 2 bad input (no such run, not a\n"
+    "  ulpgym database).\n"};

@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/fail_on.h"
+#include "cli/failure_list.h"
 #include "oracles/oracle.h"
 #include "run/sweep.h"
 
@@ -42,7 +44,7 @@ static int ug_cmd_sweep(int argc, char **argv)
     const char *limit = NULL, *seed = NULL, *sample = NULL, *variant = NULL, *jobs = NULL, *shard = NULL, *mem = NULL;
     o.seed = -1;
     o.sample = UG_SAMPLE_DEFAULT;
-    const char *backend_opt = NULL;
+    const char *backend_opt = NULL, *top_s = NULL, *fail_on_s = NULL;
     for (int i = 1; i < argc; i++) {
         int m = ug_cli_filter_opt(&f, argc, argv, &i);
         if (m < 0) return UG_EXIT_USAGE;
@@ -52,7 +54,8 @@ static int ug_cmd_sweep(int argc, char **argv)
             (m = ug_cli_opt(argc, argv, &i, "--shard", &shard)) ||
             (m = ug_cli_opt(argc, argv, &i, "--cost-from", &o.cost_from)) ||
             (m = ug_cli_opt(argc, argv, &i, "--resume", &o.resume)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--case-memory", &mem))) {
+            (m = ug_cli_opt(argc, argv, &i, "--case-memory", &mem)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--top", &top_s)) || (m = ug_cli_opt(argc, argv, &i, "--fail-on", &fail_on_s))) {
             if (m < 0) return UG_EXIT_USAGE;
         } else if ((m = ug_cli_opt(argc, argv, &i, "--case-timeout", &v))) {
             if (m < 0 || parse_timeout(v, &o)) return UG_EXIT_USAGE;
@@ -76,6 +79,10 @@ static int ug_cmd_sweep(int argc, char **argv)
                            "--limit, --seed, --sample, --shard, --cost-from, --kernel-variant, --oracle-check and "
                            "--primary");
     if (o.cost_from && !shard) return ug_cli_fail("sweep: --cost-from deals the shards of --shard K/N; give --shard");
+    ug_fail_on policy = UG_FAIL_ON_FAIL;
+    long top = top_s ? ug_cli_long(top_s) : 5;
+    if (top < 0) return ug_cli_fail("sweep: --top takes a number of cases (0: none)");
+    if (ug_fail_on_parse("sweep", fail_on_s, &policy)) return UG_EXIT_USAGE;
     char serr[512];
     int primary_std;
     if (o.primary && ug_exec_parse_primary(o.primary, &primary_std, serr, sizeof serr))
@@ -111,15 +118,17 @@ static int ug_cmd_sweep(int argc, char **argv)
         return UG_EXIT_ENGINE;
     }
     ug_sweep_print_summary(&s, stdout);
+    if (top) ug_failures_summary(o.db_path, s.run_id, top, stdout); /* read back from the database, as `failures` */
+    fflush(stdout);
     if (s.oracle_unsettled) /* the oracle's values there are its best, not proven: say so where it is seen */
         fprintf(stderr, "ulpgym: warning: %lu oracle elements whose rounding still changed at %d bits (their values at "
                 "%d bits are used)\n", s.oracle_unsettled, UG_ORACLE_PREC_MAX, UG_ORACLE_PREC_MAX);
     if (s.selfcheck_mismatch) {
         fprintf(stderr, "ulpgym: oracle self-check found %lu roundings that change at twice the precision\n",
                 s.selfcheck_mismatch);
-        return UG_EXIT_FOUND;
+        return s.interrupted ? UG_EXIT_INTERRUPTED : UG_EXIT_FOUND;
     }
-    return s.interrupted ? 130 : 0;
+    return s.interrupted ? UG_EXIT_INTERRUPTED : ug_fail_on_run_exit("sweep", o.db_path, s.run_id, policy);
 }
 
 const ug_command ug_command_sweep = {
@@ -128,8 +137,9 @@ const ug_command ug_command_sweep = {
      "                    [--seed S] [--backend B] [--kernel-variant V] [--sample N|all]\n"
      "                    [--oracle-check] [-j N] [--case-timeout [OP=]SECONDS]... [--shard K/N [--cost-from DB]]\n"
      "                    [--primary STD] [--case-memory BYTES] [--quiet | --no-progress]\n"
+     "                    [--top N] [--fail-on never|fail|new]\n"
      "       ulpgym sweep --resume RUN_ID|latest [--db PATH] [-j N] [--case-timeout ...] [--case-memory BYTES]\n"
-     "                    [--backend plugin:PATH.so] [--quiet]\n"
+     "                    [--backend plugin:PATH.so] [--quiet] [--top N] [--fail-on never|fail|new]\n"
      "  --plan           a plan file, or a name: `--plan reference` is gen/plans/reference.json of\n"
      "                   the data tree (the reference suite's own cases); NAME:light leaves out\n"
      "                   the cases marked heavy (default: $ULPGYM_PLAN or the nightly plan)\n"
@@ -166,6 +176,13 @@ const ug_command ug_command_sweep = {
      "  --oracle-check   re-evaluate a sample at twice the oracle precision; any differing\n"
      "                   rounding is reported and makes the exit status 1\n"
      "  --db             database (default $ULPGYM_DB or ./ulpgym.db)\n"
-     "  Exit status: 0 the run is done (whatever its verdicts), 1 --oracle-check found a changed\n"
-     "  rounding, 2 bad input (nothing written), 3 the engine failed mid-run (disk full, file size\n"
-     "  limit: the run is marked failed, --resume runs the rest), 130 interrupted.\n"};
+     UG_FAILURES_TOP_HELP
+     "                   (`ulpgym failures --run R` lists them all)\n"
+     UG_FAIL_ON_HELP("fail")
+     "                   The run's cases are judged; new compares with the last earlier finished\n"
+     "                   run of the same plan hash, backend, --op/--group, --limit, --shard,\n"
+     "                   --sample and --primary (every failure is new without one)\n"
+     "  Exit status: 0 the run is done and --fail-on finds nothing; 1 --fail-on found failing\n"
+     "  cases (default: any case neither PASS nor SKIP), or --oracle-check found a changed rounding;\n"
+     "  2 bad input (nothing written); 3 the engine failed mid-run (disk full, file size limit:\n"
+     "  the run is marked failed, --resume runs the rest); 130 interrupted.\n"};

@@ -3,15 +3,20 @@
 # default nightly plan into ./ulpgym.db (or $ULPGYM_DB), print a summary and write
 # reports/latest.html and reports/latest.md.
 # Extra arguments go to `ulpgym sweep` (e.g. --group GreenLight, --kernel-variant ...).
+# The sweep runs with --fail-on never, so failing cases do not stop the reports; pass
+# --fail-on fail (or new) to have this script exit with the sweep's status 1 after them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/deps.sh
 ./scripts/build.sh >/dev/null
 db=${ULPGYM_DB:-./ulpgym.db}
-./build/ulpgym sweep --db "$db" "$@"
+status=0
+./build/ulpgym sweep --db "$db" --fail-on never "$@" || status=$?
+[ "$status" -le 1 ] || exit "$status" # 2 bad input, 3 engine failure, 130 interrupted: no reports
 echo
 ./build/ulpgym history --db "$db" --last 5
 mkdir -p reports
 ./build/ulpgym report --db "$db" --run latest --format html -o reports/latest.html
 ./build/ulpgym report --db "$db" --run latest --format md -o reports/latest.md
 echo "report: $(pwd)/reports/latest.html (markdown: reports/latest.md)"
+exit "$status"

@@ -24,17 +24,18 @@ expect_eq "$(sqlite3 "$db" 'select count(distinct standard) from verdicts where 
     "$(ug standards | grep -c '^  rule:')" "every standard stored"
 expect_eq "$(sqlite3 "$db" 'select count(*) from pass_rate where run_id=1 and pass_pct=100')" "3" "pass_rate view per dtype"
 
-# a mutant run, then triage of a case it fails: stored metrics reproduce exactly
-expect_status 0 ug sweep --op attn_softmax --kernel-variant mut_bf16_sum --db "$db" --quiet
+# a mutant run (exit 1: it has failing cases, --fail-on fail by default), then triage of a case it fails: stored
+# metrics reproduce exactly, and the case fails now (exit 1; 4 would be "not reproduced")
+expect_status 1 ug sweep --op attn_softmax --kernel-variant mut_bf16_sum --db "$db" --quiet
 fail_id=$(sqlite3 "$db" "select case_id from results where run_id=2 and verdict='FAIL' limit 1")
 [ -n "$fail_id" ] && ok || bad "the bf16-sum mutant failed no case"
-expect_status 0 ug triage "${fail_id:0:8}" --db "$db"
+expect_status 1 ug triage "${fail_id:0:8}" --db "$db"
 expect_grep 'reproduced exactly' "$T/out"
 expect_grep 'verdict FAIL' "$T/out"
 expect_grep 'backend sim:mut_bf16_sum' "$T/out"
-expect_grep "reproduce: ulpgym case --backend 'sim:mut_bf16_sum' --spec" "$T/out"
+expect_grep "reproduce: ([^ ]*/)?ulpgym case --backend 'sim:mut_bf16_sum' --spec" "$T/out"
 # the reproduction line itself works and fails the same way
-spec=$(sed -n "s/^reproduce: ulpgym case --backend 'sim:mut_bf16_sum' --spec '\(.*\)'$/\1/p" "$T/out")
+spec=$(sed -n "s/^reproduce: [^ ]*ulpgym case --backend 'sim:mut_bf16_sum' --spec '\(.*\)'$/\1/p" "$T/out")
 expect_status 1 ug case --backend sim:mut_bf16_sum --spec "$spec"
 expect_grep "case $fail_id .*verdict FAIL" "$T/out"
 expect_status 0 ug case --spec "$spec"
@@ -46,7 +47,7 @@ expect_grep "^ +2 .*sim:mut_bf16_sum" "$T/out"
 # --primary certified: every case of the run (and the run itself) records certified as the deciding standard, and
 # the outcome is the certified verdict (attn_softmax has numeric outputs only). The same mutant cases decided by
 # the op's own primary (pypto) pass more often: the figures differ.
-expect_status 0 ug sweep --op attn_softmax --kernel-variant mut_bf16_sum --limit 20 --db "$db" --quiet \
+expect_status 1 ug sweep --op attn_softmax --kernel-variant mut_bf16_sum --limit 20 --db "$db" --quiet \
     --primary certified
 expect_grep 'every outcome decided by the certified standard \(--primary\)' "$T/out"
 expect_eq "$(sqlite3 "$db" "select primary_standard, count(*) from results where run_id=3 group by 1")" "certified|20" \
@@ -65,10 +66,10 @@ n_cert=$(sqlite3 "$db" "select sum(verdict='PASS') from results where run_id=3")
 # triage follows the run's --primary, and its reproduction line carries it
 cert_id=$(sqlite3 "$db" "select a.case_id from results a join results b on b.case_id=a.case_id and b.run_id=2
                          where a.run_id=3 and a.verdict='FAIL' and b.verdict='PASS' limit 1")
-expect_status 0 ug triage "$cert_id" --db "$db" --run 3
+expect_status 1 ug triage "$cert_id" --db "$db" --run 3
 expect_grep 'reproduced exactly' "$T/out"
 expect_grep "verdict FAIL \(primary: certified\)" "$T/out"
-expect_grep "reproduce: ulpgym case --backend 'sim:mut_bf16_sum' --primary certified --spec" "$T/out"
+expect_grep "reproduce: ([^ ]*/)?ulpgym case --backend 'sim:mut_bf16_sum' --primary certified --spec" "$T/out"
 expect_status 0 ug triage "$cert_id" --db "$db" --run 2
 expect_grep "verdict PASS \(primary: pypto\)" "$T/out"
 # --resume keeps the run's own --primary and refuses another
@@ -78,7 +79,7 @@ expect_grep 'drop .*--primary' "$T/err"
 lost=$(sqlite3 "$db" "select case_id from results where run_id=3 limit 1")
 sqlite3 "$db" "delete from metrics where run_id=3 and case_id='$lost'; delete from verdicts where run_id=3 and case_id='$lost';
                delete from results where run_id=3 and case_id='$lost'; update runs set status='interrupted' where run_id=3"
-expect_status 0 ug sweep --resume 3 --db "$db" --quiet
+expect_status 0 ug sweep --resume 3 --db "$db" --quiet --fail-on never
 expect_eq "$(sqlite3 "$db" "select primary_standard, resumes, status from runs where run_id=3")" "certified|1|done" \
     "resume keeps --primary"
 expect_eq "$(sqlite3 "$db" "select count(*) from verdicts where run_id=3 and case_id='$lost' and standard='certified'")" 1 \

@@ -22,7 +22,7 @@ expect_eq "$(sqlite3 "$db" "select origin from cases where case_id='$id'")" "fuz
 # the plan alone cannot catch the tanh-overflow mutant; with the finding, the sweep does
 expect_status 0 ug sweep --op attn_softmax --kernel-variant mut_tanh_overflow --db "$db" --quiet --no-regressions
 expect_eq "$(sqlite3 "$db" "select count(*) from results where run_id=1 and verdict<>'PASS'")" "0" "plan misses the mutant"
-expect_status 0 ug sweep --op attn_softmax --kernel-variant mut_tanh_overflow --db "$db" --quiet
+expect_status 1 ug sweep --op attn_softmax --kernel-variant mut_tanh_overflow --db "$db" --quiet # the finding fails
 expect_eq "$(sqlite3 "$db" "select verdict from results where run_id=2 and case_id='$id'")" "NONFINITE" "finding fails"
 expect_status 0 ug sweep --op attn_softmax --db "$db" --quiet
 expect_eq "$(sqlite3 "$db" "select verdict from results where run_id=3 and case_id='$id'")" "PASS" "sim passes it"

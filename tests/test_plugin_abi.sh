@@ -18,16 +18,16 @@ expect_eq "$(q "select count(*) from results where run_id = 1 and verdict = 'SKI
 expect_eq "$(q "select count(*) from results where run_id = 1 and message like 'unsupported: stub: no kernel for %'")" 6 "SKIP keeps the plugin's reason"
 expect_eq "$(q "select backend from runs where run_id = 1")" "plugin:$STUB" "run records the plugin"
 
-# error -> ERROR with the message
-ULPGYM_STUB_MODE=error expect_status 0 ug sweep --no-regressions --db "$DB" --quiet --plan "$P" --limit 3 --backend "plugin:$STUB"
+# error -> ERROR with the message (a failing case: exit 1 under --fail-on fail; SKIP above is none)
+ULPGYM_STUB_MODE=error expect_status 1 ug sweep --no-regressions --db "$DB" --quiet --plan "$P" --limit 3 --backend "plugin:$STUB"
 expect_eq "$(q "select count(*) from results where run_id = 2 and verdict = 'ERROR' and message like 'kernel error -7: stub: device queue lost for %'")" 3 "error gives ERROR with message"
 
 # a positive status other than 1 is an error, not a pass
-ULPGYM_STUB_MODE=rc7 expect_status 0 ug sweep --no-regressions --db "$DB" --quiet --plan "$P" --limit 2 --backend "plugin:$STUB"
+ULPGYM_STUB_MODE=rc7 expect_status 1 ug sweep --no-regressions --db "$DB" --quiet --plan "$P" --limit 2 --backend "plugin:$STUB"
 expect_eq "$(q "select count(*) from results where run_id = 3 and verdict = 'ERROR' and message like '%returned 7, which ABI v1 does not define%'")" 2 "undefined status is ERROR"
 
 # an unterminated message is cut at the buffer, never overrun
-ULPGYM_STUB_MODE=noterm expect_status 0 ug sweep --no-regressions --db "$DB" --quiet --plan "$P" --limit 1 --backend "plugin:$STUB"
+ULPGYM_STUB_MODE=noterm expect_status 1 ug sweep --no-regressions --db "$DB" --quiet --plan "$P" --limit 1 --backend "plugin:$STUB"
 len=$(q "select length(message) from results where run_id = 4")
 if [ "$len" -gt 20 ] && [ "$len" -lt 600 ]; then ok; else bad "unterminated message length $len"; fi
 

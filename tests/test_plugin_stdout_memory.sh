@@ -42,8 +42,8 @@ expect_grep 'verdict CRASH' "$T/out"
 expect_grep 'signal 11 \(SIGSEGV\).*: out of memory \(an allocation failed under the address space cap.*256 MiB' "$T/out"
 expect_status 0 ug case --spec "$(spec 10)" --backend "$PLUGIN" --case-memory 4G
 expect_grep 'verdict PASS' "$T/out"
-expect_status 0 ug sweep --plan "$T/plan.json" --no-regressions --db "$T/m.db" --backend "$PLUGIN" --quiet -j2 \
-    --case-memory 256M
+expect_status 1 ug sweep --plan "$T/plan.json" --no-regressions --db "$T/m.db" --backend "$PLUGIN" --quiet -j2 \
+    --case-memory 256M # the CRASH is a failing case
 expect_eq "$(sqlite3 "$T/m.db" "SELECT group_concat(verdict, ' ') FROM (SELECT verdict FROM results ORDER BY verdict)")" \
     "CRASH PASS" "verdicts under 256M"
 expect_eq "$(sqlite3 "$T/m.db" "SELECT count(*) FROM results WHERE verdict = 'CRASH' AND message LIKE '%: out of memory (%'")" \

@@ -52,7 +52,7 @@ same_runs 1 4 "sim sweep vs sweep --backend replay:DIR"
 
 # 5. a mutant: failing verdicts match as well (runs 5 and 6)
 expect_status 0 ug export --op attn_softmax --limit 16 --dir "$T/mut"
-expect_status 0 ug sweep --no-regressions --db "$DB" --quiet --plan "$T/mut/plan.json" --kernel-variant mut_bf16_sum
+expect_status 1 ug sweep --no-regressions --db "$DB" --quiet --plan "$T/mut/plan.json" --kernel-variant mut_bf16_sum
 ULPGYM_PLUGIN_SIM_VARIANT=mut_bf16_sum expect_status 0 "$DRIVE" "$PLUG" "$T"/mut/*/
 expect_status 1 ug check --outputs "$T/mut" --db "$DB"
 same_runs 5 6 "mutant sweep vs mutant replay"
@@ -80,7 +80,7 @@ expect_grep "is case $id, not $other" "$T/err"
 # 7. the device declines or fails: SKIP / ERROR with its reason
 rm -f "$T"/one/outputs/*.npy
 echo "no bf16 kernel on this card" >"$T/one/outputs/unsupported.txt"
-expect_status 1 ug check "$id" --outputs "$T/one" --db "$DB" --run status
+expect_status 0 ug check "$id" --outputs "$T/one" --db "$DB" --run status # SKIP is no failure (--fail-on fail)
 expect_eq "$(q "select verdict || ': ' || message from results where case_id = '$id' and run_id = (select max(run_id) from runs)")" "SKIP: unsupported: no bf16 kernel on this card" "device SKIP"
 rm -f "$T/one/outputs/unsupported.txt"
 printf 'HBM ECC error\nmore detail\n' >"$T/one/outputs/error.txt"

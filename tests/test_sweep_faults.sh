@@ -22,8 +22,10 @@ fault_of() { case $1 in 9|15) echo segv ;; 11) echo abort ;; 12|18) echo hang ;;
     echo ']}'
 } >"$T/plan.json"
 
-expect_status 0 ug sweep --plan "$T/plan.json" --no-regressions --db "$DB" --backend "$PLUGIN" -j2 --case-timeout 2 --quiet
+# the sweep finishes; its crashed, hung and erring cases are failing cases (exit 1 under --fail-on fail), listed first
+expect_status 1 ug sweep --plan "$T/plan.json" --no-regressions --db "$DB" --backend "$PLUGIN" -j2 --case-timeout 2 --quiet
 expect_grep '^run 1: 12 cases' "$T/out"
+expect_grep '^ +1\. [0-9a-f]{16}  attn_softmax +[a-z0-9]+ +(CRASH|TIMEOUT|ERROR) ' "$T/out"
 expect_grep 'CRASH +3' "$T/out"
 expect_grep 'TIMEOUT +2' "$T/out"
 # every case has exactly the verdict its fault predicts
@@ -46,11 +48,12 @@ expect_eq "$(q "SELECT status, n_cases, n_pass, jobs FROM runs WHERE run_id = 1"
 
 # a per-op timeout overrides the general one
 expect_status 0 ug sweep --plan "$T/plan.json" --no-regressions --db "$DB" --backend "$PLUGIN" -j2 --case-timeout 600 \
-    --case-timeout attn_softmax=1 --quiet
+    --case-timeout attn_softmax=1 --quiet --fail-on never
 expect_eq "$(q "SELECT count(*) FROM results WHERE run_id = 2 AND verdict = 'TIMEOUT' AND message LIKE '%(limit 1 s)%'")" 2 \
     "per-op timeout"
 # -j1: a single replaced worker still gets through every case
-expect_status 0 ug sweep --plan "$T/plan.json" --no-regressions --db "$DB" --backend "$PLUGIN" -j1 --case-timeout 2 --quiet
+expect_status 0 ug sweep --plan "$T/plan.json" --no-regressions --db "$DB" --backend "$PLUGIN" -j1 --case-timeout 2 --quiet \
+    --fail-on never
 expect_eq "$(q "SELECT group_concat(verdict) FROM (SELECT verdict FROM results WHERE run_id = 3 ORDER BY case_id)")" \
     "$(q "SELECT group_concat(verdict) FROM (SELECT verdict FROM results WHERE run_id = 1 ORDER BY case_id)")" "-j1 = -j2"
 

@@ -4,7 +4,7 @@
 # verdicts, metrics, per-standard verdicts). Merges that cannot be right are refused and
 # leave the output database as it was.
 . "$(dirname "$0")/lib.sh"
-ARGS=(--op attn_softmax --kernel-variant mut_tail_tile --quiet --no-regressions) # a mutant: PASS and FAIL both occur
+ARGS=(--op attn_softmax --kernel-variant mut_tail_tile --quiet --no-regressions --fail-on never) # a mutant: PASS and FAIL both occur
 expect_status 0 ug sweep "${ARGS[@]}" --db "$T/whole.db" -j2
 for k in 1 2 3; do
     expect_status 0 ug sweep "${ARGS[@]}" --db "$T/shard$k.db" --shard $k/3 -j2

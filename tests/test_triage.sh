@@ -10,13 +10,14 @@ id=$(sqlite3 "$db" "select r.case_id from results r join cases c using(case_id) 
 [ -n "$id" ] && ok || bad "tail-tile mutant failed nothing"
 big=$(sqlite3 "$db" "select json_extract(spec_json,'\$.params.rows')*json_extract(spec_json,'\$.params.cols') from cases where case_id='$id'")
 
-expect_status 0 ug triage "$id" --db "$db" --run 1
+# the case fails now as it did: exit 1 (--fail-on fail; 4 would be "not reproduced")
+expect_status 1 ug triage "$id" --db "$db" --run 1
 expect_grep 'reproduced exactly' "$T/out"
 expect_grep 'ulp error histogram of y' "$T/out"
 expect_grep 'where the error of y clusters' "$T/out"
 expect_grep '^    \[[0-9]+,[0-9]+\]  kernel .*\(0x' "$T/out"   # worst elements with hex floats
 
-expect_status 0 ug triage "$id" --db "$db" --run 1 --shrink
+expect_status 1 ug triage "$id" --db "$db" --run 1 --shrink
 expect_grep '^shrink: [0-9]+ steps' "$T/out"
 new=$(awk '/^smallest failing case/{print $4}' "$T/out")
 spec=$(sed -n 's/^spec //p' "$T/out" | tail -1)
@@ -28,19 +29,19 @@ cols=$(echo "$spec" | python3 -c 'import json,sys; print(json.load(sys.stdin)["p
 expect_status 1 ug case --backend sim:mut_tail_tile --spec "$spec"     # still fails with the mutant
 expect_status 0 ug case --spec "$spec"                                 # and passes with the sim kernel
 expect_eq "$(sqlite3 "$db" "select origin from cases where case_id='$new'")" "manual" "shrunk case stored"
-expect_status 0 ug triage "${new:0:10}" --db "$db" --backend sim:mut_tail_tile
+expect_status 1 ug triage "${new:0:10}" --db "$db" --backend sim:mut_tail_tile
 
-expect_status 0 ug triage "$id" --db "$db" --run 1 --json
+expect_status 1 ug triage "$id" --db "$db" --run 1 --json
 python3 -c '
 import json,sys
 d=json.load(open(sys.argv[1]))
 assert d["verdict"]=="FAIL" and d["stored_metrics_reproduced"] is True, d["verdict"]
 o=d["outputs"][0]
 assert sum(o["ulp_histogram"].values())>0 and len(o["worst"])==5 and o["worst"][0]["ulp"]>=o["worst"][4]["ulp"]
-assert d["reproduce"].startswith("ulpgym case --backend \x27sim:mut_tail_tile\x27")' "$T/out" && ok || bad "triage --json"
+assert d["reproduce"].split(" ", 1)[0].endswith("ulpgym") and " case --backend \x27sim:mut_tail_tile\x27" in d["reproduce"]' "$T/out" && ok || bad "triage --json"
 # --dump: files an independent reader (plain Python, no numpy) loads; its max abs error
 # between the kernel's output and the exact values equals the one triage reports
-expect_status 0 ug triage "$id" --db "$db" --run 1 --dump "$T/dump"
+expect_status 1 ug triage "$id" --db "$db" --run 1 --dump "$T/dump"
 max_abs=$(ug triage "$id" --db "$db" --run 1 --json | python3 -c 'import json,sys; print(repr(json.load(sys.stdin)["outputs"][0]["max_abs"]))')
 python3 - "$T/dump" "$max_abs" <<'PY' && ok || bad "dump not readable or inconsistent"
 import ast, json, struct, sys
@@ -80,7 +81,7 @@ expect_grep "ambiguous in the database: 2 cases match \\(.*$id" "$T/err"
 expect_grep "$twin" "$T/err"
 expect_status 2 ug export "${id:0:10}" --db "$db" --dir "$T/exp"
 expect_grep "ambiguous in the database: 2 cases match" "$T/err"
-expect_status 0 ug triage "$id" --db "$db" --run 1    # the full ID still resolves
+expect_status 1 ug triage "$id" --db "$db" --run 1    # the full ID still resolves (and fails)
 
 # the reproduce line is shell-quoted: a spec string holding quotes and a command substitution
 # runs the case when pasted, and nothing else

@@ -26,7 +26,7 @@ id=$(sqlite3 "$db" "select case_id from results where verdict = 'CRASH'")
 [ -n "$id" ] && ok || bad "the sweep stored no CRASH"
 expect_status 2 timeout 60 "$UG_BIN" triage "$id" --db "$db" # a database never loads its plugin unasked
 expect_grep 'triage loads a plugin only when you name it' "$T/err"
-expect_status 0 timeout 60 "$UG_BIN" triage "$id" --db "$db" --backend "$SEGV"
+expect_status 1 timeout 60 "$UG_BIN" triage "$id" --db "$db" --backend "$SEGV" # CRASH now: a failing case
 expect_grep '^stored in run 1: CRASH: worker killed by signal 11 \(SIGSEGV\)' "$T/out"
 expect_grep '^now: CRASH: worker killed by signal 11 \(SIGSEGV\)' "$T/out"
 expect_grep 'the verdict is reproduced' "$T/out"
@@ -41,7 +41,7 @@ ug sweep --db "$db" --quiet -j 1 --plan <(echo "{\"name\":\"h\",\"version\":1,\"
     --backend "$FAULTY" --case-timeout 1 >/dev/null 2>&1
 hid=$(sqlite3 "$db" "select case_id from results where verdict = 'TIMEOUT'")
 [ -n "$hid" ] && ok || bad "the sweep stored no TIMEOUT"
-expect_status 0 timeout 60 "$UG_BIN" triage "$hid" --db "$db" --case-timeout 1 --backend "$FAULTY"
+expect_status 1 timeout 60 "$UG_BIN" triage "$hid" --db "$db" --case-timeout 1 --backend "$FAULTY" # TIMEOUT now
 expect_grep '^now: TIMEOUT: no result after 1\.[0-9] s \(limit 1 s\): worker killed' "$T/out"
 expect_grep '^the kernel hung: no outputs to check' "$T/out"
 finish
