@@ -63,28 +63,13 @@ static int write_index(const char *dir, const char *plan_path, const ug_plan *p)
     return write_json(dir, "index.json", j) || write_json(dir, "plan.json", pl) ? -2 : 0;
 }
 
-/* Keeps the first per_op cases of each op (plan order: required cases first). */
-static void keep_per_op(ug_plan *p, long per_op)
-{
-    size_t count[UG_OP_COUNT] = {0}, kept = 0;
-    for (size_t i = 0; i < p->n; i++) {
-        if (count[p->cases[i].op]++ < (size_t)per_op) p->cases[kept++] = p->cases[i];
-        else free(p->cases[i].spec), free(p->cases[i].source);
-    }
-    p->n = kept;
-}
-
 static int export_plan(const char *plan_path, const ug_cli_filter *f, long per_op, long limit, const char *dir)
 {
     ug_plan p;
     char err[1024];
     if (ug_plan_load_only(plan_path, -1, f->any_op ? f->ops : NULL, f->groups, &p, err, sizeof err))
         return ug_cli_fail("%s", err);
-    if (per_op > 0) keep_per_op(&p, per_op);
-    if (limit > 0 && p.n > (size_t)limit) {
-        for (size_t i = (size_t)limit; i < p.n; i++) free(p.cases[i].spec), free(p.cases[i].source);
-        p.n = (size_t)limit;
-    }
+    ug_plan_keep_first(&p, per_op, limit);
     int rc = p.n ? 0 : ug_cli_fail("export: the plan has no case for that selection");
     for (size_t i = 0; i < p.n && !rc; i++) {
         char sub[1100];
@@ -130,8 +115,10 @@ static int ug_cmd_export(int argc, char **argv)
     if (found) return UG_EXIT_USAGE;
     int rc = export_one(spec, dir);
     free(spec);
-    if (!rc) printf("exported case %s to %s; after the device writes %s/outputs/: ulpgym check %s --outputs %s\n", id,
-                    dir, dir, id, dir);
+    char *qdir = ug_shell_word(dir);
+    if (!rc) printf("exported case %s to %s; after the device writes %s/outputs/: %s check %s --outputs %s\n", id, dir,
+                    dir, ug_self_command(), id, qdir ? qdir : dir);
+    free(qdir);
     return rc;
 }
 

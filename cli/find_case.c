@@ -1,65 +1,10 @@
-/* find_case.c — one way every command turns a case ID or prefix into a case: the
- * database first, then a plan; an ambiguous prefix is refused with its candidates listed
- * (never one of them picked silently), in the database and in the plan alike. */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <strings.h>
-
+/* find_case.c — the commands' case lookup: run/find_case.c's, its refusal printed. */
 #include "cli/cli.h"
-#include "gen/plan.h"
-
-#define MAX_SHOWN 5
-
-/* Appends a candidate ID to the list text (at most MAX_SHOWN named, then "..."). */
-static void note_candidate(char *list, size_t len, int n, const char *id)
-{
-    size_t used = strlen(list);
-    if (n < MAX_SHOWN) snprintf(list + used, len - used, "%s%s", n ? ", " : "", id);
-    else if (n == MAX_SHOWN) snprintf(list + used, len - used, ", ...");
-}
-
-/* Matches in the plan at plan_path: the first into id/spec, all counted and listed. */
-static int plan_matches(const char *plan_path, const char *prefix, char id[UG_ID_LEN + 1], char **spec, char *list,
-                        size_t len, char *err, size_t errlen)
-{
-    ug_plan p;
-    if (ug_plan_load(plan_path, -1, &p, err, errlen)) return -1;
-    int found = 0;
-    for (size_t i = 0; i < p.n; i++)
-        if (strncasecmp(p.cases[i].id, prefix, strlen(prefix)) == 0) {
-            if (!found) {
-                snprintf(id, UG_ID_LEN + 1, "%s", p.cases[i].id);
-                *spec = strdup(p.cases[i].spec);
-            }
-            note_candidate(list, len, found++, p.cases[i].id);
-        }
-    ug_plan_free(&p);
-    return found;
-}
+#include "run/find_case.h"
 
 int ug_cli_find_case(ug_db *db, const char *plan_path, const char *prefix, char id[UG_ID_LEN + 1], char **spec,
                      int *from_plan)
 {
-    char err[1024] = "", list[160] = "";
-    *spec = NULL;
-    if (from_plan) *from_plan = 0;
-    if (!ug_case_id_prefix_ok(prefix)) return ug_cli_fail("\"%s\" is not a case ID (6 to 16 hex digits)", prefix);
-    int found = db ? ug_db_find_cases(db, prefix, id, spec, list, sizeof list, err, sizeof err) : 0;
-    if (found < 0) return ug_cli_fail("%s", err);
-    const char *where = "the database";
-    if (found == 0) {
-        where = "the plan";
-        if (!plan_path) plan_path = ug_plan_default_path();
-        found = plan_matches(plan_path, prefix, id, spec, list, sizeof list, err, sizeof err);
-        if (found < 0) return ug_cli_fail("case %s is not in the database, and the plan cannot be read: %s", prefix, err);
-        if (from_plan) *from_plan = found == 1;
-    }
-    if (found == 1 && *spec) return 0;
-    free(*spec);
-    *spec = NULL;
-    if (found > 1)
-        return ug_cli_fail("case ID prefix %s is ambiguous in %s: %d cases match (%s); give more digits", prefix, where,
-                           found, list);
-    return ug_cli_fail("unknown case ID %s (not in the database nor in the plan %s)", prefix, plan_path);
+    char msg[1400];
+    return ug_find_case(db, plan_path, prefix, id, spec, from_plan, msg, sizeof msg) ? ug_cli_fail("%s", msg) : 0;
 }

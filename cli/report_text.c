@@ -4,6 +4,8 @@
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 
+#include "run/result_json.h"
+
 void ug_fmt_value(double v, char *buf, size_t len) { snprintf(buf, len, "%.9g (%a)", v, v); }
 
 void ug_print_result(const ug_result *r, FILE *f)
@@ -43,38 +45,8 @@ void ug_print_result(const ug_result *r, FILE *f)
 
 void ug_print_result_json(const ug_result *r, FILE *f)
 {
-    cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "case_id", r->case_id);
-    cJSON_AddStringToObject(j, "op", ug_op_name(r->op));
-    cJSON_AddStringToObject(j, "dtype", ug_dtype_name(r->dtype));
-    cJSON_AddStringToObject(j, "verdict", ug_outcome_name(r->outcome));
-    cJSON_AddStringToObject(j, "primary_standard", ug_standard_name(r->primary));
-    cJSON_AddStringToObject(j, "message", r->message);
-    cJSON *orc = cJSON_AddObjectToObject(j, "oracle"); /* elements settled by MPFR; of them, raised / not settled */
-    cJSON_AddNumberToObject(orc, "by_mpfr", (double)r->n_fallback);
-    cJSON_AddNumberToObject(orc, "raised_precision", (double)r->n_raised);
-    cJSON_AddNumberToObject(orc, "unsettled", (double)r->n_unsettled);
-    cJSON *st = cJSON_AddObjectToObject(j, "standards");
-    for (int s = 0; s < UG_STD_COUNT; s++) cJSON_AddStringToObject(st, ug_standard_name(s), ug_vstate_name(r->verdict[s]));
-    cJSON *outs = cJSON_AddArrayToObject(j, "outputs");
-    for (int k = 0; k < r->n_out; k++) {
-        const ug_metrics *m = &r->out[k].m;
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "name", r->out[k].name);
-        cJSON_AddBoolToObject(o, "provided", !r->out[k].not_provided);
-        cJSON_AddNumberToObject(o, "n_checked", (double)m->n);
-        cJSON_AddNumberToObject(o, "max_abs", m->max_abs);
-        cJSON_AddNumberToObject(o, "max_rel", m->max_rel);
-        cJSON_AddNumberToObject(o, "max_ulp", m->max_ulp);
-        cJSON_AddNumberToObject(o, "mean_ulp", m->mean_ulp);
-        cJSON_AddNumberToObject(o, "mere", m->mere);
-        cJSON_AddNumberToObject(o, "mare", m->mare);
-        cJSON_AddNumberToObject(o, "rmse", m->rmse);
-        cJSON_AddNumberToObject(o, "eb", m->eb);
-        cJSON_AddNumberToObject(o, "nonfinite_mismatch", (double)m->n_nonfinite_mismatch);
-        cJSON_AddItemToArray(outs, o);
-    }
-    char *s = cJSON_Print(j);
+    cJSON *j = ug_result_json(r);
+    char *s = j ? cJSON_Print(j) : NULL;
     fprintf(f, "%s\n", s ? s : "{}");
     free(s);
     cJSON_Delete(j);

@@ -470,6 +470,11 @@ int ug_plan_load_only(const char *path, long long seed_override, const unsigned 
     int light;
     ug_plan_resolve(path, file, sizeof file, &light);
     cJSON *j = read_json(file, &hash, err, errlen);
+    if (!j && !ug_data_dir()[0]) { /* no installed share/ulpgym and no source tree: say where data comes from */
+        size_t n = strlen(err);
+        snprintf(err + n, errlen - n, " (no data folder found: install with `cmake --install`, or set ULPGYM_DATA "
+                                      "to the folder holding gen/plans)");
+    }
     if (!j) return -2;
     char *pathcopy = strdup(file);
     int rc = plan_from_json(j, file, pathcopy ? dirname(pathcopy) : ".", hash, seed_override, light, ops, groups, plan,
@@ -498,6 +503,17 @@ void ug_plan_filter(ug_plan *plan, const unsigned char *ops, unsigned groups)
         else free(c->spec), free(c->source);
     }
     plan->n = w;
+}
+
+void ug_plan_keep_first(ug_plan *p, long per_op, long limit)
+{
+    size_t count[UG_OP_COUNT] = {0}, kept = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        int keep = (per_op <= 0 || count[p->cases[i].op]++ < (size_t)per_op) && (limit <= 0 || kept < (size_t)limit);
+        if (keep) p->cases[kept++] = p->cases[i];
+        else free(p->cases[i].spec), free(p->cases[i].source);
+    }
+    p->n = kept;
 }
 
 void ug_plan_free(ug_plan *plan)

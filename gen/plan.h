@@ -78,6 +78,9 @@ int ug_plan_parse(const char *text, const char *dir, long long seed_override, ug
 /* Keeps only cases whose op is in ops (array indexed by ug_op, nonzero = keep; NULL =
  * any) and group in groups (bitmask; 0 = any). */
 void ug_plan_filter(ug_plan *plan, const unsigned char *ops, unsigned groups);
+/* Keeps the first per_op cases of each op (plan order: required cases first), then the
+ * first limit of those; 0 leaves either out. */
+void ug_plan_keep_first(ug_plan *plan, long per_op, long limit);
 void ug_plan_free(ug_plan *plan);
 /* Where ug_plan_load finds path (the name resolved, ":light" removed) into buf; *light
  * gets whether the suffix was there. */

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_layering.sh — the module layering holds in the code, not just in the docs:
-#   core → gen → kernels / oracles → db → run → reports / cli
+#   core → gen → kernels / oracles → db → run → reports / cli / api (libulpgym)
 # 1. no source file includes a header of a module above its own (kernels and oracles,
 #    peers, include neither of each other; cli may include reports, not the reverse);
 # 2. no object file of the core library calls a function defined in a module above its
@@ -11,14 +11,16 @@
 source "$(dirname "$0")/lib.sh"
 command -v nm >/dev/null && command -v python3 >/dev/null || { echo "nm or python3 missing: skipped"; exit 77; }
 OBJ="$(dirname "$UG_BIN")/CMakeFiles/ulpgym_core.dir"
-[ -d "$OBJ" ] || { echo "no object folder $OBJ: skipped"; exit 77; }
+LIBOBJ="$(dirname "$UG_BIN")/CMakeFiles/ulpgym_lib.dir" # the library's api/ objects, checked with the core's
+[ -d "$OBJ" ] && [ -d "$LIBOBJ" ] || { echo "no object folder $OBJ or $LIBOBJ: skipped"; exit 77; }
 SRC=${ULPGYM_DATA:?ULPGYM_DATA is set by ctest}
 
-python3 - "$SRC" "$OBJ" >"$T/report" 2>&1 <<'EOF'
+python3 - "$SRC" "$OBJ" "$LIBOBJ" >"$T/report" 2>&1 <<'EOF'
 import os, re, subprocess, sys
-src, obj = sys.argv[1], sys.argv[2]
-level = {"core": 0, "gen": 1, "kernels": 2, "oracles": 2, "db": 3, "run": 4, "reports": 5, "cli": 5}
-peers_apart = {("kernels", "oracles"), ("oracles", "kernels"), ("reports", "cli")}
+src, objdirs = sys.argv[1], sys.argv[2:]
+level = {"core": 0, "gen": 1, "kernels": 2, "oracles": 2, "db": 3, "run": 4, "reports": 5, "cli": 5, "api": 5}
+peers_apart = {("kernels", "oracles"), ("oracles", "kernels"), ("reports", "cli"),
+               ("api", "cli"), ("cli", "api"), ("api", "reports"), ("reports", "api")}
 def module(path): return path.split("/")[0]
 def allowed(a, b):
     ma, mb = module(a), module(b)
@@ -39,7 +41,7 @@ for mod in level:
                     print(f"include up: {rel}:{n} includes {m.group(1)}/"); bad += 1
 # 2. calls, from the objects
 defined, uses = {}, {}
-for root, _, files in os.walk(obj):
+for obj, root, files in ((d, r, fs) for d in objdirs for r, _, fs in os.walk(d)):
     for f in files:
         if not f.endswith(".c.o"): continue
         o = os.path.join(root, f)
