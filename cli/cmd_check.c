@@ -5,9 +5,11 @@
  * outputs are filled from the .npy files in D/outputs/ and ug_exec_judge() gives the very metrics and
  * verdicts a sweep would. Everything — the run row, cases, results — is written in one
  * transaction after every file has been read, so a missing or malformed file stops the
- * command with exit status 2 and leaves nothing in the database. --run NAME collects
+ * command with exit status 2 and leaves nothing in the database. Each result records the
+ * case folder its outputs came from, so `ulpgym triage ID` rejudges those very outputs. --run NAME collects
  * checks into one run (the latest replay run of that name, created on first use), so a
  * batch of cases checked one at a time reads as one run in `ulpgym history`. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -15,6 +17,8 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "cli/fail_on.h"
+#include "cli/failure_list.h"
 #include "cli/report_text.h"
 #include "db/query_case.h"
 #include "kernels/replay.h"
@@ -164,8 +168,11 @@ static int store_all(const char *db_path, const char *name, const char *root, co
              open_run(db, name, root, command, sample, primary, run_id, err, sizeof err);
     for (size_t i = 0; i < n && !rc; i++) {
         const char *origin = strstr(list[i].spec, "\"plan\":") ? "plan" : "manual";
+        char abs[PATH_MAX]; /* where triage finds these outputs again (absolute: from any folder) */
         rc = ug_db_put_case(db, list[i].id, list[i].spec, origin, err, sizeof err) ||
-             ug_db_put_result(db, *run_id, &list[i].r, err, sizeof err);
+             ug_db_put_result(db, *run_id, &list[i].r, err, sizeof err) ||
+             ug_db_set_outputs_dir(db, *run_id, list[i].id, realpath(list[i].dir, abs) ? abs : list[i].dir, err,
+                                   sizeof err);
     }
     if (!rc) rc = ug_db_run_finish(db, *run_id, "done", err, sizeof err) || ug_db_commit(db, err, sizeof err);
     if (rc) ug_db_rollback(db);
@@ -179,21 +186,53 @@ static void join_argv(int argc, char **argv, char *buf, size_t len)
     for (int i = 0; i < argc && n < len; i++) n += (size_t)snprintf(buf + n, len - n, " %s", argv[i]);
 }
 
+/* The exit status --fail-on gives the n cases just checked into run (stored in db_path). */
+static int check_status(const char *db_path, ug_fail_on policy, const checked *list, size_t n, long run)
+{
+    ug_db *db = NULL;
+    char err[512];
+    long counted = 0;
+    if (policy == UG_FAIL_ON_NEW && ug_db_open(ug_db_default_path(db_path), UG_DB_READONLY, &db, err, sizeof err)) {
+        ug_cli_fail("check: run %ld is stored, but cannot be read for --fail-on new: %s", run, err);
+        return UG_EXIT_ENGINE;
+    }
+    for (size_t i = 0; i < n && counted >= 0; i++) {
+        int c = ug_fail_on_case(db, policy, &list[i].r, run, "replay", err, sizeof err);
+        counted = c < 0 ? -1 : counted + c;
+    }
+    if (db) ug_db_close(db);
+    if (counted < 0) {
+        ug_cli_fail("check: run %ld is stored, but its earlier results cannot be read for --fail-on new: %s", run, err);
+        return UG_EXIT_ENGINE;
+    }
+    if (counted)
+        fprintf(stderr, "ulpgym: check: %ld case%s failing%s (--fail-on %s): exit status 1\n", counted,
+                counted == 1 ? "" : "s", policy == UG_FAIL_ON_NEW ? " that did not fail before" : "",
+                ug_fail_on_name(policy));
+    return counted ? UG_EXIT_FOUND : UG_EXIT_OK;
+}
+
 static int ug_cmd_check(int argc, char **argv)
 {
     const char *root = NULL, *name = NULL, *db = NULL, *sample = NULL, *prefix = NULL, *primary = NULL, *mem = NULL;
+    const char *top_s = NULL, *fail_on = NULL;
     int json = 0;
+    ug_fail_on policy = UG_FAIL_ON_FAIL;
     for (int i = 1; i < argc; i++) {
         int m;
         if ((m = ug_cli_opt(argc, argv, &i, "--outputs", &root)) || (m = ug_cli_opt(argc, argv, &i, "--run", &name)) ||
             (m = ug_cli_opt(argc, argv, &i, "--db", &db)) || (m = ug_cli_opt(argc, argv, &i, "--sample", &sample)) ||
             (m = ug_cli_opt(argc, argv, &i, "--primary", &primary)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--case-memory", &mem))) {
+            (m = ug_cli_opt(argc, argv, &i, "--case-memory", &mem)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--top", &top_s)) || (m = ug_cli_opt(argc, argv, &i, "--fail-on", &fail_on))) {
             if (m < 0) return UG_EXIT_USAGE;
         } else if (ug_cli_flag(argv, i, "--json")) json = 1;
         else if (argv[i][0] != '-' && !prefix) prefix = argv[i];
         else return ug_cli_fail("check: unexpected argument \"%s\" (see ulpgym check -h)", argv[i]);
     }
+    long top = top_s ? ug_cli_long(top_s) : 5;
+    if (top < 0) return ug_cli_fail("check: --top takes a number of cases (0: none)");
+    if (ug_fail_on_parse("check", fail_on, &policy)) return UG_EXIT_USAGE;
     if (!root || !*root) return ug_cli_fail("check: give the folder the device wrote with --outputs D");
     if (ug_cli_case_memory(mem)) return UG_EXIT_USAGE;
     if (prefix && !ug_case_id_prefix_ok(prefix)) return ug_cli_fail("check: \"%s\" is not a case ID (6 to 16 hex digits)", prefix);
@@ -225,15 +264,18 @@ static int ug_cmd_check(int argc, char **argv)
                     ug_outcome_name(r->outcome), r->message);
     }
     if (!rc && !json) printf("run %ld (replay): %zu case%s checked, %zu pass\n", run_id, n, n == 1 ? "" : "s", n_pass);
+    if (!rc && !json && top) ug_failures_summary(db, run_id, top, stdout); /* read back, as `failures` */
+    fflush(stdout);
+    int status = rc ? UG_EXIT_USAGE : check_status(db, policy, list, n, run_id);
     for (size_t i = 0; i < n; i++) free(list[i].spec);
     free(list);
-    return rc ? UG_EXIT_USAGE : n_pass == n ? UG_EXIT_OK : UG_EXIT_FOUND;
+    return status;
 }
 
 const ug_command ug_command_check = {
     "check", ug_cmd_check, "judge outputs a device wrote for exported cases; store them",
      "usage: ulpgym check [CASE_ID] --outputs D [--run NAME] [--db PATH] [--sample N|all] [--primary STD]\n"
-     "                    [--json] [--case-memory BYTES]\n"
+     "                    [--json] [--case-memory BYTES] [--top N] [--fail-on never|fail|new]\n"
      "  D is a folder written by `ulpgym export`: D/case.json plus D/outputs/<name>.npy\n"
      "  for each output (or outputs/unsupported.txt -> SKIP, outputs/error.txt -> ERROR),\n"
      "  or a plan export (D/index.json): every listed case, or the one CASE_ID names.\n"
@@ -243,5 +285,12 @@ const ug_command ug_command_check = {
      "  --primary STD decides every case by numeric standard STD, as `sweep --primary` does\n"
      "  (recorded with the run; --run NAME refuses a run decided another way).\n"
      "  A missing or malformed output file is an error (exit 2) and nothing is stored.\n"
-     "  Exit status: 0 every case passes, 1 some case does not.\n"
-     UG_CLI_CASE_MEMORY_HELP};
+     UG_CLI_CASE_MEMORY_HELP
+     UG_FAILURES_TOP_HELP
+     "                   of the run (`ulpgym failures --run R` lists them all; none with --json)\n"
+     UG_FAIL_ON_HELP("fail")
+     "                   The cases checked now are judged; new compares each with its latest\n"
+     "                   result in an earlier replay run decided by the same standard\n"
+     "  Exit status: 0 stored and --fail-on finds nothing; 1 --fail-on found failing cases\n"
+     "  (default: any case neither PASS nor SKIP); 2 bad input (nothing stored); 3 stored, but\n"
+     "  the database could not be read back for --fail-on new.\n"};

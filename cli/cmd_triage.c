@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "cli/fail_on.h"
 #include "cli/report_text.h"
 #include "gen/plan.h"
 #include "cli/triage_view.h"
@@ -32,6 +33,30 @@ static long stored_run(ug_db *db, const char *id, long run, char *backend, size_
             *primary = -1; /* a standard this build does not know: the op's own decides */
     }
     return run;
+}
+
+/* A replay run's case: its outputs are the files the run read (results.outputs_dir), judged
+ * again. Sets backend to "replay:DIR" and returns 1; 0 when the run is not a replay run
+ * (backend untouched); -1 after saying why when it is one but the folder is unknown or gone. */
+static int stored_outputs(ug_db *db, long run, const char *id, char *backend, size_t blen)
+{
+    if (run <= 0 || strncmp(backend, "replay", 6) != 0) return 0;
+    char dir[1100], err[512];
+    struct stat st;
+    int found = ug_db_get_outputs_dir(db, run, id, dir, sizeof dir, err, sizeof err);
+    if (found < 0) return ug_cli_fail("triage: %s", err), -1;
+    if (!found) {
+        ug_cli_fail("triage: run %ld judged outputs a device wrote and did not record their folder (an older "
+                    "ulpgym stored it); name it: --backend replay:DIR", run);
+        return -1;
+    }
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        ug_cli_fail("triage: run %ld read case %s's outputs from %s, which is gone; name where they are now: "
+                    "--backend replay:DIR", run, id, dir);
+        return -1;
+    }
+    snprintf(backend, blen, "replay:%s", dir);
+    return 1;
 }
 
 /* Says what run stored for the case and what happened now (verdict and message). 1 when
@@ -87,9 +112,10 @@ static char *reproduce_line(const char *backend, int primary, const char *spec)
 {
     char *b = ug_shell_quote(backend), *s = ug_shell_quote(spec), *line = NULL;
     const char *std = primary >= 0 ? ug_standard_name(primary) : NULL;
-    size_t n = (b ? strlen(b) : 0) + (s ? strlen(s) : 0) + 96;
+    size_t n = (b ? strlen(b) : 0) + (s ? strlen(s) : 0) + strlen(ug_self_command()) + 96;
     if (b && s && (line = malloc(n)))
-        snprintf(line, n, "ulpgym case --backend %s%s%s --spec %s", b, std ? " --primary " : "", std ? std : "", s);
+        snprintf(line, n, "%s case --backend %s%s%s --spec %s", ug_self_command(), b, std ? " --primary " : "",
+                 std ? std : "", s);
     free(b);
     free(s);
     return line;
@@ -201,18 +227,35 @@ static void print_json(const ug_result *r, const ug_exec_detail *d, int nworst, 
     cJSON_Delete(j);
 }
 
+/* The exit status --fail-on gives the case's verdict now (r), judged by backend against the results before run. */
+static int verdict_status(ug_db *db, ug_fail_on policy, const ug_result *r, long run, const char *backend)
+{
+    char err[512];
+    int counts = ug_fail_on_case(db, policy, r, run, backend, err, sizeof err);
+    if (counts < 0) {
+        ug_cli_fail("triage: %s", err);
+        return UG_EXIT_ENGINE;
+    }
+    if (counts)
+        fprintf(stderr, "ulpgym: triage: case %s is %s now (--fail-on %s): exit status 1\n", r->case_id,
+                ug_outcome_name(r->outcome), ug_fail_on_name(policy));
+    return counts ? UG_EXIT_FOUND : UG_EXIT_OK;
+}
+
 static int ug_cmd_triage(int argc, char **argv)
 {
     const char *db_path = NULL, *backend_opt = NULL, *worst = NULL, *id_arg = NULL, *run_opt = NULL, *dump_dir = NULL,
-               *mem = NULL, *timeout = NULL;
+               *mem = NULL, *timeout = NULL, *fail_on = NULL;
     int json = 0, do_shrink = 0;
+    ug_fail_on policy = UG_FAIL_ON_FAIL;
     for (int i = 1; i < argc; i++) {
         int m;
         if ((m = ug_cli_opt(argc, argv, &i, "--db", &db_path)) || (m = ug_cli_opt(argc, argv, &i, "--backend", &backend_opt)) ||
             (m = ug_cli_opt(argc, argv, &i, "--worst", &worst)) || (m = ug_cli_opt(argc, argv, &i, "--run", &run_opt)) ||
             (m = ug_cli_opt(argc, argv, &i, "--dump", &dump_dir)) ||
             (m = ug_cli_opt(argc, argv, &i, "--case-memory", &mem)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--case-timeout", &timeout))) {
+            (m = ug_cli_opt(argc, argv, &i, "--case-timeout", &timeout)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--fail-on", &fail_on))) {
             if (m < 0) return UG_EXIT_USAGE;
         } else if (ug_cli_flag(argv, i, "--json")) json = 1;
         else if (ug_cli_flag(argv, i, "--shrink")) do_shrink = 1;
@@ -220,6 +263,7 @@ static int ug_cmd_triage(int argc, char **argv)
         else return ug_cli_fail("triage: unexpected argument \"%s\" (see ulpgym triage -h)", argv[i]);
     }
     if (!id_arg) return ug_cli_fail("triage: give a case ID");
+    if (ug_fail_on_parse("triage", fail_on, &policy)) return UG_EXIT_USAGE;
     if (ug_cli_case_memory(mem)) return UG_EXIT_USAGE;
     double limit = ug_cli_case_timeout("triage", timeout);
     if (limit < 0) return UG_EXIT_USAGE;
@@ -228,7 +272,7 @@ static int ug_cmd_triage(int argc, char **argv)
     ug_db *db;
     if (ug_cli_open_db(db_path, do_shrink ? UG_DB_EXISTING : UG_DB_READONLY, &db)) /* --shrink stores its case */
         return UG_EXIT_USAGE;
-    char id[UG_ID_LEN + 1], backend_name[600] = "sim", err[1024];
+    char id[UG_ID_LEN + 1], backend_name[1200] = "sim", err[1024];
     char *spec = NULL;
     int from_plan, rc = 0, reproduced = -1;
     if (ug_cli_find_case(db, NULL, id_arg, id, &spec, &from_plan)) {
@@ -243,9 +287,15 @@ static int ug_cmd_triage(int argc, char **argv)
         return ug_cli_fail("triage: %s", from_plan ? "--run needs a case stored in the database" : err);
     }
     if (!from_plan) run = stored_run(db, id, run, backend_name, sizeof backend_name, &sample, &primary);
-    char stored_backend[600];
+    char stored_backend[1200];
     snprintf(stored_backend, sizeof stored_backend, "%s", backend_name);
-    if (backend_opt) snprintf(backend_name, sizeof backend_name, "%s", backend_opt);
+    int replayed = 0;
+    if (backend_opt && strcmp(backend_opt, "replay") != 0) snprintf(backend_name, sizeof backend_name, "%s", backend_opt);
+    else if ((replayed = stored_outputs(db, run, id, backend_name, sizeof backend_name)) < 0) {
+        free(spec);
+        ug_db_close(db);
+        return UG_EXIT_USAGE;
+    } else if (replayed) snprintf(stored_backend, sizeof stored_backend, "%s", backend_name);
     else if (ug_backend_names_code(backend_name)) { /* a database is data: its plugin path is not run unasked */
         free(spec);
         ug_db_close(db);
@@ -259,21 +309,21 @@ static int ug_cmd_triage(int argc, char **argv)
         return ug_cli_fail("%s", err);
     }
     if (!json)
-        printf("case %s%s\nspec %s\nbackend %s\n", id, from_plan ? " (from the default plan; not in the database)" : "",
-               spec, backend_name);
+        printf("case %s%s\nspec %s\nbackend %s%s\n", id, from_plan ? " (from the default plan; not in the database)" : "",
+               spec, backend_name, replayed ? " (the device outputs stored by the run, judged again: no kernel runs)" : "");
     ug_exec_opts o;
     ug_exec_opts_default(&o);
     o.primary_set = primary >= 0; /* decided as the run decided it */
     o.primary = primary;
     o.contain_s = limit; /* the kernel cannot take triage down with it (run/contain.h) */
     ug_result r;
-    char now_backend[600];
+    char now_backend[1200];
     ug_backend_describe(&b, now_backend, sizeof now_backend);
     if (run > 0 && !strcmp(now_backend, stored_backend)) { /* the run's own kernel and sample: results must match */
         o.oracle.sample = (size_t)sample;
         ug_exec_case(spec, &b, &o, &r, NULL);
         reproduced = compare_stored(db, run, &r, json ? stderr : stdout) == 0;
-        rc = reproduced ? 0 : UG_EXIT_FOUND;
+        rc = reproduced ? 0 : UG_EXIT_NOT_REPRODUCED;
     }
     o.oracle.sample = 0; /* every element */
     ug_exec_detail d;
@@ -297,6 +347,7 @@ static int ug_cmd_triage(int argc, char **argv)
         int src = shrink(db, spec, &b, primary, limit, backend_name, json);
         if (src) rc = src;
     }
+    if (!rc) rc = verdict_status(db, policy, &r, run, now_backend);
     ug_backend_close(&b);
     free(spec);
     ug_db_close(db);
@@ -306,11 +357,13 @@ static int ug_cmd_triage(int argc, char **argv)
 const ug_command ug_command_triage = {
     "triage", ug_cmd_triage, "rebuild a case from its ID, rerun it and explain the verdict",
      "usage: ulpgym triage CASE_ID [--db PATH] [--run ID] [--backend B] [--worst N] [--shrink] [--json]\n"
-     "                     [--dump DIR] [--case-memory BYTES] [--case-timeout SECONDS]\n"
+     "                     [--dump DIR] [--case-memory BYTES] [--case-timeout SECONDS] [--fail-on never|fail|new]\n"
      "  CASE_ID is 16 hex digits or a unique prefix of 6+ (looked up in the database, then\n"
      "  in the default plan). Reruns kernel and oracle with the backend and sample of run ID\n"
      "  (default: the latest run that holds the case; --backend overrides the backend)\n"
      "  and the standard that run decided by (its `sweep --primary`, else the op's own),\n"
+     "  (a replay run's case: the device outputs it read, from the folder it recorded, judged\n"
+     "  again; `--backend replay` says the same, `--backend replay:DIR` reads them from DIR)\n"
      "  and checks that the stored metrics are reproduced exactly; then checks every\n"
      "  element and prints metrics, the verdict per standard with its thresholds, the worst\n"
      "  elements (hex floats beside decimals, with the inputs feeding them), an ulp-error\n"
@@ -320,4 +373,11 @@ const ug_command ug_command_triage = {
      "  --shrink  search for the smallest shape of the same op/dtype/distribution that fails\n"
      "            the same way; prints (and stores) its new case ID\n"
      "  --json    the same as one JSON object, for tools\n"
-     UG_CLI_CASE_MEMORY_HELP UG_CLI_CASE_TIMEOUT_HELP};
+     UG_CLI_CASE_MEMORY_HELP UG_CLI_CASE_TIMEOUT_HELP
+     UG_FAIL_ON_HELP("fail")
+     "                   The case's verdict now is judged; new compares with its latest result\n"
+     "                   in a run before the one triaged, of the same backend kind and standard\n"
+     "  Exit status: 0 reproduced and --fail-on finds nothing; 1 the case fails now by --fail-on;\n"
+     "  4 the stored verdict or metrics are NOT reproduced (this comes first); 2 bad input\n"
+     "  (unknown case ID, no such run, a plugin not named, not a ulpgym database); 3 the database\n"
+     "  could not be read.\n"};

@@ -387,6 +387,14 @@ int ug_npy_read_file(const char *path, void **buf, ug_npy *out, char *err, size_
     return 0;
 }
 
+FILE *ug_file_create(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (fd >= 0 && !f) close(fd);
+    return f;
+}
+
 int ug_npy_write_file(const char *path, const char *descr, int ndim, const int64_t *shape, const void *data,
                       char *err, size_t errlen)
 {
@@ -411,9 +419,10 @@ int ug_npy_write_file(const char *path, const char *descr, int ndim, const int64
     hdr[hlen - 1] = '\n';
     unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xff),
                              (unsigned char)(hlen >> 8)};
-    FILE *f = fopen(path, "wb");
+    FILE *f = ug_file_create(path); /* never through a link */
     if (!f) {
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        snprintf(err, errlen, "cannot write %s: %s", path,
+                 errno == ELOOP ? "it is a symbolic link (ulpgym never writes through one)" : strerror(errno));
         return -1;
     }
     size_t bytes = numel * (size_t)itemsize;

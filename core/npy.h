@@ -13,6 +13,7 @@
 #define UG_NPY_H
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define UG_NPY_MAX_DIMS 8
 
@@ -46,6 +47,11 @@ int ug_npy_read_file(const char *path, void **buf, ug_npy *out, char *err, size_
  * the supported type strings; data holds prod(shape) elements. -1 on an I/O error. */
 int ug_npy_write_file(const char *path, const char *descr, int ndim, const int64_t *shape, const void *data,
                       char *err, size_t errlen);
+
+/* Opens path for writing ("wb"), created or truncated, never through a symbolic link: a link
+ * at path is refused (errno ELOOP), so a folder from another machine cannot redirect a write.
+ * Every file the replay bridge and the library write goes through it. NULL with errno set. */
+FILE *ug_file_create(const char *path);
 
 /* The .npy type string that stores elements of ulpgym dtype dt (enum ug_dtype /
  * enum ulpgym_dtype numbering) bit for bit, or NULL. */

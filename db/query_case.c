@@ -81,3 +81,32 @@ long ug_db_latest_replay_run(ug_db *db, const char *plan_name)
     sqlite3_finalize(st);
     return run;
 }
+
+int ug_db_get_outputs_dir(ug_db *db, long run_id, const char *case_id, char *dir, size_t len, char *err,
+                          size_t errlen)
+{
+    sqlite3_stmt *st;
+    if (ug_db_prepare(db, &st, "SELECT outputs_dir FROM results WHERE run_id = ? AND case_id = ?", err, errlen))
+        return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_text(st, 2, case_id, -1, SQLITE_TRANSIENT);
+    const unsigned char *d = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_text(st, 0) : NULL;
+    int found = d && *d;
+    if (found) snprintf(dir, len, "%s", (const char *)d);
+    sqlite3_finalize(st);
+    return found;
+}
+
+int ug_db_set_outputs_dir(ug_db *db, long run_id, const char *case_id, const char *dir, char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    if (ug_db_prepare(db, &st, "UPDATE results SET outputs_dir = ? WHERE run_id = ? AND case_id = ?", err, errlen))
+        return -1;
+    ug_db_bind_outside_text(st, 1, dir);
+    sqlite3_bind_int64(st, 2, run_id);
+    sqlite3_bind_text(st, 3, case_id, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(st) == SQLITE_DONE && sqlite3_changes(db->h) == 1 ? 0 : -1;
+    if (rc) snprintf(err, errlen, "database: cannot record the outputs folder of %s in run %ld", case_id, run_id);
+    sqlite3_finalize(st);
+    return rc;
+}

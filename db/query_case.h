@@ -31,6 +31,12 @@ int ug_db_get_metrics(ug_db *db, long run_id, const char *case_id, const char *o
  * database error (message in err). */
 int ug_db_get_verdict(ug_db *db, long run_id, const char *case_id, char *verdict, size_t vlen, char *message,
                       size_t mlen, char *err, size_t errlen);
+/* The folder a replayed result's outputs were read from (results.outputs_dir, migration 9)
+ * into dir: 1 found, 0 none recorded (another backend, or stored before), -1 a database
+ * error. ug_db_set_outputs_dir records it for a result just put (same transaction). */
+int ug_db_get_outputs_dir(ug_db *db, long run_id, const char *case_id, char *dir, size_t len, char *err,
+                          size_t errlen);
+int ug_db_set_outputs_dir(ug_db *db, long run_id, const char *case_id, const char *dir, char *err, size_t errlen);
 /* The latest run of backend "replay" named plan_name (`check --name`): its id, or 0. */
 long ug_db_latest_replay_run(ug_db *db, const char *plan_name);
 

@@ -88,6 +88,10 @@ static const char migration7_sql[] =
 static const char migration8_sql[] = "ALTER TABLE results ADD COLUMN oracle_raised INTEGER;"
                                      "ALTER TABLE results ADD COLUMN oracle_unsettled INTEGER;";
 
+/* Migration 9: where a replayed result's outputs are (`check`, the library's recorder): the absolute case
+ * folder (case.json + outputs/), so `triage` rejudges the device's stored outputs. NULL for other backends. */
+static const char migration9_sql[] = "ALTER TABLE results ADD COLUMN outputs_dir TEXT;";
+
 const char *ug_db_default_path(const char *explicit_path)
 {
     if (explicit_path && *explicit_path) return explicit_path;
@@ -187,7 +191,8 @@ static int migrate(ug_db *db, const char *path, int readonly, char *err, size_t 
     if ((v < 1 && exec(db, ug_schema_sql, err, errlen)) || (v < 2 && exec(db, migration2_sql, err, errlen)) ||
         (v < 3 && exec(db, migration3_sql, err, errlen)) || (v < 4 && exec(db, migration4_sql, err, errlen)) ||
         (v < 5 && exec(db, migration5_sql, err, errlen)) || (v < 6 && exec(db, migration6_sql, err, errlen)) ||
-        (v < 7 && exec(db, migration7_sql, err, errlen)) || (v < 8 && exec(db, migration8_sql, err, errlen))) {
+        (v < 7 && exec(db, migration7_sql, err, errlen)) || (v < 8 && exec(db, migration8_sql, err, errlen)) ||
+        (v < 9 && exec(db, migration9_sql, err, errlen))) {
         ug_db_rollback(db);
         return -1;
     }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/canon.h"
+#include "core/paths.h"
 #include "core/npy.h"
 
 static int mkdir_p(const char *dir, char *err, size_t errlen)
@@ -102,15 +103,16 @@ static int write_case_json(const ug_case *c, const char *dir, char *err, size_t 
                             "little-endian, C order; bf16 as uint16 bits, e4m3/e5m2/e8m0 as uint8 bits "
                             "(raw_bits true); a device that declines writes outputs/unsupported.txt, one that "
                             "fails writes outputs/error.txt, each with a one-line reason");
-    char check[600];
-    snprintf(check, sizeof check, "ulpgym check %s --outputs %s", c->spec.id, dir);
+    char check[1400], *qdir = ug_shell_word(dir);
+    snprintf(check, sizeof check, "%s check %s --outputs %s", ug_self_command(), c->spec.id, qdir ? qdir : dir);
+    free(qdir);
     cJSON_AddStringToObject(j, "check", check);
     cJSON_AddRawToObject(j, "spec", c->spec.canonical);
     char *text = cJSON_Print(j);
     cJSON_Delete(j);
     char path[1100];
     snprintf(path, sizeof path, "%s/case.json", dir);
-    FILE *f = text ? fopen(path, "wb") : NULL;
+    FILE *f = text ? ug_file_create(path) : NULL; /* never through a link */
     int ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
     if (f && fclose(f) != 0) ok = 0;
     free(text);
@@ -118,14 +120,14 @@ static int write_case_json(const ug_case *c, const char *dir, char *err, size_t 
     return ok ? 0 : -1;
 }
 
-int ug_replay_export(const ug_case *c, const char *dir, char *err, size_t errlen)
+/* Creates dir/outputs and removes what an earlier export or recording left there: the output
+ * files and the status files (a link is removed itself, never followed). */
+static int fresh_outputs(const ug_case *c, const char *dir, char *err, size_t errlen)
 {
     char sub[1100], path[1200];
-    snprintf(sub, sizeof sub, "%s/inputs", dir);
-    if (mkdir_p(sub, err, errlen)) return -1;
     snprintf(sub, sizeof sub, "%s/outputs", dir);
     if (mkdir_p(sub, err, errlen)) return -1;
-    for (int i = 0; i < c->n_out; i++) { /* stale outputs of an earlier export */
+    for (int i = 0; i < c->n_out; i++) {
         snprintf(path, sizeof path, "%s/outputs/%s.npy", dir, c->out[i].name);
         remove(path);
     }
@@ -133,11 +135,42 @@ int ug_replay_export(const ug_case *c, const char *dir, char *err, size_t errlen
     remove(path);
     snprintf(path, sizeof path, "%s/outputs/error.txt", dir);
     remove(path);
-    for (int i = 0; i < c->n_in; i++) {
-        const ug_tensor *t = &c->in[i];
-        snprintf(path, sizeof path, "%s/inputs/%s.npy", dir, t->name);
-        if (ug_npy_write_file(path, ug_npy_descr_of_dtype(t->dtype), t->ndim, t->shape, t->data, err, errlen))
+    return 0;
+}
+
+static int write_npy(const ug_tensor *t, const char *dir, const char *folder, char *err, size_t errlen)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s/%s.npy", dir, folder, t->name);
+    return ug_npy_write_file(path, ug_npy_descr_of_dtype(t->dtype), t->ndim, t->shape, t->data, err, errlen);
+}
+
+int ug_replay_export(const ug_case *c, const char *dir, char *err, size_t errlen)
+{
+    char sub[1100];
+    snprintf(sub, sizeof sub, "%s/inputs", dir);
+    if (mkdir_p(sub, err, errlen) || fresh_outputs(c, dir, err, errlen)) return -1;
+    for (int i = 0; i < c->n_in; i++)
+        if (write_npy(&c->in[i], dir, "inputs", err, errlen)) return -1;
+    return write_case_json(c, dir, err, errlen);
+}
+
+int ug_replay_keep_outputs(const ug_case *c, int status, const char *reason, const char *dir, char *err,
+                           size_t errlen)
+{
+    if (fresh_outputs(c, dir, err, errlen)) return -1;
+    for (int i = 0; i < c->n_out && !status; i++)
+        if (ug_tensor_provided(&c->out[i]) && write_npy(&c->out[i], dir, "outputs", err, errlen)) return -1;
+    if (status) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s/outputs/%s", dir, status > 0 ? "unsupported.txt" : "error.txt");
+        FILE *f = ug_file_create(path);
+        int ok = f && fprintf(f, "%s\n", reason ? reason : "") >= 0;
+        if (f && fclose(f) != 0) ok = 0;
+        if (!ok) {
+            snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
             return -1;
+        }
     }
     return write_case_json(c, dir, err, errlen);
 }

@@ -58,7 +58,7 @@ cp "${PLUGIN#plugin:}" "$T/other.so"
 expect_status 2 ug sweep --resume latest --db "$DB" -j2 --quiet --backend "plugin:$T/other.so"
 expect_grep 'you gave another' "$T/err"
 expect_eq "$(stored "$DB")" "$before" "refused resumes ran nothing"
-expect_status 0 ug sweep --resume latest --db "$DB" -j2 --quiet --backend "$PLUGIN"
+expect_status 0 ug sweep --resume latest --db "$DB" -j2 --quiet --backend "$PLUGIN" --fail-on never
 expect_grep "^run 1: $((N - before)) cases" "$T/out"
 expect_grep "resumed: $before of the run's $N cases were stored before, $N now" "$T/out"
 sqlite3 "$DB" "SELECT case_id FROM results WHERE run_id = 1 ORDER BY case_id" >"$T/got_ids"
@@ -75,7 +75,7 @@ expect_eq "$(sqlite3 "$DB" "SELECT finished_at, resumes FROM runs WHERE run_id =
 
 # the same verdicts as an uninterrupted run
 REF=$T/ref.db
-expect_status 0 ug sweep --plan "$T/plan.json" --no-regressions --db "$REF" --backend "$PLUGIN" -j2 --quiet
+expect_status 1 ug sweep --plan "$T/plan.json" --no-regressions --db "$REF" --backend "$PLUGIN" -j2 --quiet # faulty cases fail
 verdicts() { sqlite3 "$1" "SELECT case_id, verdict FROM results WHERE run_id = 1 ORDER BY case_id"; }
 expect_eq "$(verdicts "$DB" | md5sum)" "$(verdicts "$REF" | md5sum)" "resumed verdicts = uninterrupted verdicts"
 expect_eq "$(sqlite3 "$REF" "SELECT count(*) FROM results WHERE verdict = 'CRASH'")" 4 "crash cases in the slow plan"
@@ -94,7 +94,7 @@ expect_status 2 ug sweep --resume latest --db "$DB2" --backend "$PLUGIN"
 expect_grep 'plan .* changed since the run started' "$T/err"
 expect_eq "$(sqlite3 "$DB2" "SELECT status, resumes FROM runs WHERE run_id = 1")" "interrupted|0" "refused resume changed nothing"
 cp "$T/plan.orig" "$T/plan.json"
-expect_status 0 ug sweep --resume 1 --db "$DB2" -j1 --quiet --backend "$PLUGIN"
+expect_status 0 ug sweep --resume 1 --db "$DB2" -j1 --quiet --backend "$PLUGIN" --fail-on never
 expect_eq "$(verdicts "$DB2" | md5sum)" "$(verdicts "$REF" | md5sum)" "SIGTERM + resume = uninterrupted"
 # resume needs an existing database and run
 expect_status 2 ug sweep --resume latest --db "$T/none.db"
@@ -124,7 +124,7 @@ interrupt_midway "$DB3" TERM --primary certified
 expect_eq "$(cat "$T/bg.status")" 130 "exit status after SIGTERM (--primary)"
 before=$(stored "$DB3")
 if [ "$before" -ge 10 ] && [ "$before" -lt $N ]; then ok; else bad "--primary run stopped with $before of $N cases"; fi
-expect_status 0 ug sweep --resume latest --db "$DB3" -j2 --quiet --backend "$PLUGIN"
+expect_status 0 ug sweep --resume latest --db "$DB3" -j2 --quiet --backend "$PLUGIN" --fail-on never
 expect_grep 'every outcome decided by the certified standard' "$T/out"
 expect_eq "$(sqlite3 "$DB3" "SELECT primary_standard, status, n_cases, resumes FROM runs")" "certified|done|$N|1" \
     "run row after resuming a --primary run"
@@ -145,7 +145,7 @@ sqlite3 "$OLD" "PRAGMA user_version = 1; INSERT INTO runs(started_at, backend, p
     VALUES ('2026-01-01T00:00:00Z', 'sim', '$T/plan.json', 'x')"
 expect_status 2 ug sweep --resume latest --db "$OLD"
 expect_grep 'older ulpgym that did not record its sweep options' "$T/err"
-expect_eq "$(sqlite3 "$OLD" "PRAGMA user_version")" 8 "migrated to schema 8"
+expect_eq "$(sqlite3 "$OLD" "PRAGMA user_version")" 9 "migrated to schema 9"
 expect_eq "$(sqlite3 "$OLD" "SELECT status, resumes, jobs IS NULL, primary_standard IS NULL FROM runs")" \
     "running|0|1|1" "old run untouched (no --primary: each op's own)"
 expect_status 0 ug sweep --op attn_softmax --limit 3 --db "$OLD" -j1 --quiet
@@ -162,9 +162,10 @@ cp "$OLD" "$V3"
 sqlite3 "$V3" "ALTER TABLE runs DROP COLUMN primary_standard; ALTER TABLE runs DROP COLUMN backend_sha256;
     ALTER TABLE runs DROP COLUMN cost_from; ALTER TABLE runs DROP COLUMN cost_hash;
     ALTER TABLE results DROP COLUMN oracle_raised; ALTER TABLE results DROP COLUMN oracle_unsettled;
+    ALTER TABLE results DROP COLUMN outputs_dir;
     DROP TABLE bench_cases; DROP TABLE bench_scenes; DROP TABLE bench_runs; PRAGMA user_version = 3"
 expect_status 0 ug history --db "$V3"
-expect_eq "$(sqlite3 "$V3" "PRAGMA user_version")" 8 "schema 3 migrated to 8"
+expect_eq "$(sqlite3 "$V3" "PRAGMA user_version")" 9 "schema 3 migrated to 9"
 expect_eq "$(sqlite3 "$V3" "SELECT count(*) FROM sqlite_master WHERE name LIKE 'bench_%' AND type = 'table'")" 3 \
     "the kernel-timing tables added"
 expect_eq "$(sqlite3 "$V3" "SELECT count(*) FROM runs WHERE primary_standard IS NULL")" 3 "older runs: NULL (op's own)"
