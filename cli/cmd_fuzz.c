@@ -106,6 +106,11 @@ static int ensure_binary(const char *build, char *bin, size_t len)
             fprintf(stderr, "ulpgym fuzz: rebuilding %s failed (see %s); using it as is\n", bin, log);
         return 0;
     }
+    char lists[1100]; /* the target is built from the sources: an installed tree has none */
+    snprintf(lists, sizeof lists, "%s/CMakeLists.txt", ug_data_dir());
+    if (access(lists, R_OK) != 0)
+        return ug_cli_fail("fuzz: the libFuzzer target is built from ulpgym's sources, and %s has none (an installed "
+                           "tree); point ULPGYM_DATA at a source checkout", ug_data_dir()[0] ? ug_data_dir() : "no data folder");
     fprintf(stderr, "ulpgym fuzz: building the libFuzzer target in %s (log: %s) ...\n", build, log);
     setenv("CC", "clang", 1);
     char *conf[] = {"cmake", "-S", (char *)ug_data_dir(), "-B", (char *)build, "-DULPGYM_FUZZ=ON",
@@ -265,11 +270,13 @@ static void collect(const char *found, const char *out, const char *backend, con
                 snprintf(r->sig, sizeof r->sig, "%s", sig);
                 if (kernel) t->kernel++;
                 else t->contract++;
-                printf("%s finding %s (%ld hits) -> %s/%s\n  signature %s\n  %s: %s\n"
-                       "  triage: ulpgym triage %s --backend %s%s%s\n",
+                char *line = ug_triage_line(id, db_path, 0, NULL), *qb = ug_shell_word(backend);
+                printf("%s finding %s (%ld hits) -> %s/%s\n  signature %s\n  %s: %s\n  triage: %s --backend %s\n",
                        kernel ? "kernel" : "contract", id, hits, out, r->file, sig,
-                       kernel ? "sorted" : "the correct kernel or the oracle fails it too", why, id, backend,
-                       db_path ? " --db " : "", db_path ? db_path : "");
+                       kernel ? "sorted" : "the correct kernel or the oracle fails it too", why, line ? line : id,
+                       qb ? qb : backend);
+                free(line);
+                free(qb);
             }
         }
         free(spec);

@@ -35,18 +35,6 @@ static int print_unmatched(const char *plan_path, FILE *f)
     return 0;
 }
 
-/* What every format appends to `ulpgym triage ID`: the database (absolute) and the run's
- * backend, shell-quoted, so a line copied from a report reruns the case as the run did
- * (a plugin run's triage needs --backend: a database never loads code by itself). */
-static void set_triage_args(ug_report *r, const char *db_path)
-{
-    char abs[PATH_MAX];
-    char *db = ug_shell_quote(realpath(db_path, abs) ? abs : db_path), *b = ug_shell_quote(r->backend);
-    snprintf(r->triage_args, sizeof r->triage_args, " --db %s --backend %s", db ? db : db_path, b ? b : r->backend);
-    free(db);
-    free(b);
-}
-
 static int ug_cmd_report(int argc, char **argv)
 {
     const char *db_path = NULL, *run = "latest", *format = "md", *out = NULL, *top = NULL, *plan = NULL;
@@ -80,7 +68,7 @@ static int ug_cmd_report(int argc, char **argv)
         ug_db_close(db);
         return ug_cli_fail("report: %s", err);
     }
-    set_triage_args(&r, ug_db_default_path(db_path));
+    snprintf(r.db_path, sizeof r.db_path, "%s", ug_db_default_path(db_path));
     FILE *f = out ? fopen(out, "w") : stdout;
     int rc = 0;
     if (!f) rc = ug_cli_fail("report: cannot write %s", out);

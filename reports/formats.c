@@ -71,8 +71,10 @@ void ug_report_write_md(const ug_report *r, FILE *f)
             char ulp[32];
             if (x->has_max_ulp) snprintf(ulp, sizeof ulp, "%.3g", x->max_ulp);
             else snprintf(ulp, sizeof ulp, "—");
-            fprintf(f, "| %s | %s | %s | %s | %s | `ulpgym triage %s%s` |\n", x->case_id, ug_op_name(x->op), x->dtype,
-                    x->verdict, ulp, x->case_id, r->triage_args);
+            char *line = ug_report_triage_line(r, x->case_id);
+            fprintf(f, "| %s | %s | %s | %s | %s | `%s` |\n", x->case_id, ug_op_name(x->op), x->dtype, x->verdict, ulp,
+                    line ? line : "");
+            free(line);
         }
     }
     if (r->has_bench) {
@@ -198,9 +200,11 @@ static void junit_body(junit_state *js, const ug_db_case_row *row)
         ug_xml_escape(f, row->message);
         fputc('\n', f);
     }
-    fprintf(f, "triage: ulpgym triage %s", row->case_id);
-    ug_xml_escape(f, js->r->triage_args);
+    char *line = ug_report_triage_line(js->r, row->case_id);
+    fprintf(f, "triage: ");
+    ug_xml_escape(f, line ? line : "");
     fputc('\n', f);
+    free(line);
 }
 
 /* One <testcase>; opens the op's <testsuite> (closing the previous one) on a new op. */

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "reports/report.h"
+
+#include "core/paths.h"
 #include "db/query_report.h"
 
 const char *const ug_ulp_bucket_names[UG_ULP_BUCKETS] = {"<=0.5", "<=1", "<=2", "<=4", "<=16", "<=256", ">256",
@@ -169,4 +171,9 @@ void ug_report_free(ug_report *r)
     r->n_failures = 0;
     if (r->has_bench) ug_bench_table_free(&r->bench);
     r->has_bench = 0;
+}
+
+char *ug_report_triage_line(const ug_report *r, const char *case_id)
+{
+    return ug_triage_line(case_id, r->db_path, r->run_id, r->backend);
 }

@@ -5,6 +5,7 @@
  * (reports/bench_report.c). Element ids (summary, history, heatmap, histograms, failures,
  * kernel-timing) are stable: tests look for them. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "reports/bench_report.h"
 #include "reports/report.h"
@@ -198,9 +199,11 @@ static void write_failures(const ug_report *r, FILE *f)
         fprintf(f, "<tr class=\"failure\"><td><code>%s</code></td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>",
                 x->case_id, ug_op_name(x->op), x->dtype, x->verdict, ulp);
         ug_xml_escape(f, x->message);
-        fprintf(f, "</td><td><code>ulpgym triage %s", x->case_id);
-        ug_xml_escape(f, r->triage_args);
+        char *line = ug_report_triage_line(r, x->case_id);
+        fprintf(f, "</td><td><code>");
+        ug_xml_escape(f, line ? line : "");
         fprintf(f, "</code></td></tr>\n");
+        free(line);
     }
     fprintf(f, "</table></section>\n");
 }

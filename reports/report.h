@@ -30,12 +30,12 @@ typedef struct {
     int has_max_ulp; /* 0: no metric (CRASH, TIMEOUT, ERROR): shown as a dash */
 } ug_report_failure;
 
-typedef struct {
+typedef struct ug_report {
     long run_id;
     char started[32], finished[32], status[16], backend[600], plan[64], plan_hash[24], git_rev[24], host[64];
     char primary[32]; /* the run's `sweep --primary` standard; "" = each op's own primary decided */
-    char triage_args[1400]; /* appended to `ulpgym triage ID` in every format so a copied line runs as is:
-                               " --db '<absolute db>' --backend '<run backend>'" (shell-quoted; set by the CLI) */
+    char db_path[1100]; /* the database read (set by the CLI): every format's triage lines name it
+                           (core/paths.h ug_triage_line: quoted, absolute, the run pinned) */
     ug_tally total;
     ug_tally group[UG_GROUP_COUNT];
     ug_tally op[UG_OP_COUNT];
@@ -56,6 +56,10 @@ typedef struct {
     int has_bench;
     ug_bench_table bench;
 } ug_report;
+
+/* The paste-ready command that triages case_id as r's run judged it (malloc'd; NULL without
+ * memory): every format prints it. */
+char *ug_report_triage_line(const ug_report *r, const char *case_id);
 
 extern const char *const ug_ulp_bucket_names[UG_ULP_BUCKETS];
 

@@ -39,7 +39,7 @@ flip=$(sqlite3 "$db" "select case_id from results where run_id=3 order by case_i
 sqlite3 "$db" "insert into runs(run_id, started_at, status, plan_name, plan_hash, backend, git_rev)
                select 4, started_at, 'done', plan_name, plan_hash, backend, git_rev from runs where run_id=3;
                insert into results select 4, case_id, verdict, primary_standard, kernel_ms, oracle_ms, oracle_fallbacks, message,
-               oracle_raised, oracle_unsettled from results where run_id=3;
+               oracle_raised, oracle_unsettled, outputs_dir from results where run_id=3;
                update results set verdict='FAIL' where run_id=4 and case_id='$flip';"
 expect_status 0 ug history --db "$db"
 expect_grep "^  $flip .*3:PASS 4:FAIL|^  $flip .*4:FAIL 3:PASS" "$T/out"
@@ -56,7 +56,7 @@ for r in "5|'other-bytes'|git_rev" "6|backend_sha256|git_rev || '-dirty-0badc0de
     sqlite3 "$db5" "insert into runs(run_id, started_at, status, plan_name, plan_hash, backend, git_rev, backend_sha256)
                     select $id, started_at, 'done', plan_name, plan_hash, backend, $rev, $sha from runs where run_id=3;
                     insert into results select $id, case_id, verdict, primary_standard, kernel_ms, oracle_ms,
-                    oracle_fallbacks, message, oracle_raised, oracle_unsettled from results where run_id=3;
+                    oracle_fallbacks, message, oracle_raised, oracle_unsettled, outputs_dir from results where run_id=3;
                     update results set verdict='FAIL' where run_id=$id and case_id='$flip2';"
 done
 expect_status 0 ug history --db "$db5" --json
@@ -67,7 +67,12 @@ python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["runs"
 expect_status 0 ug report --db "$db" --run 2 --format md
 expect_grep "^\| GreenLight \| 1 \| $n \| $((n - n_fail)) \| $n_fail \| 0 \|" "$T/out"
 expect_grep '^\| GreenLight \| attn_softmax \|' "$T/out"
-expect_grep 'ulpgym triage [0-9a-f]{16} --db .* --backend' "$T/out"
+expect_grep 'ulpgym triage [0-9a-f]{16} --db [^ ]+ --run 2`' "$T/out"
+# a triage line copied from the report runs as printed: the run's own kernel (its backend is stored), metrics reproduced
+line=$(grep -o '`[^`]*ulpgym triage [^`]*`' "$T/out" | head -1 | tr -d '`')
+sh -c "$line" >"$T/pasted" 2>&1
+expect_grep 'reproduced exactly' "$T/pasted"
+expect_grep '^backend sim:mut_tail_tile' "$T/pasted"
 # json
 expect_status 0 ug report --db "$db" --run 2 --format json -o "$T/r.json"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); t=d["total"]; assert t["cases"]==int(sys.argv[2]) and t["failed"]==int(sys.argv[3]), t' \
@@ -78,7 +83,7 @@ expect_status 0 xmllint --noout --schema "$(dirname "$0")/fixtures/junit.xsd" "$
 expect_eq "$(grep -c '<testcase ' "$T/r.xml")" "$n" "one testcase per case"
 expect_eq "$(grep -c '<failure ' "$T/r.xml")" "$n_fail" "one failure per failing case"
 # GitLab shows the failure's body, not its message: the body holds the figures, thresholds and a
-# triage line that runs as is (database and backend named); test names carry dtype and shape
+# triage line that runs as is (database and run named); test names carry dtype and shape
 python3 - "$T/r.xml" "$db" <<'PY' && ok || bad "junit failure bodies / test names"
 import sys, xml.etree.ElementTree as ET
 root = ET.parse(sys.argv[1]).getroot()
@@ -89,7 +94,7 @@ for c, f in fails:
     name, body = c.get("name"), f.text or ""
     assert "=" in name and any(d in name for d in ("fp32", "fp16", "bf16")), name
     assert "FAIL by " in body and "output " in body and "elements checked" in body and "thresholds: {" in body, body
-    assert ("triage: ulpgym triage " + name.split()[0] + " --db ") in body and "--backend 'sim:mut_tail_tile'" in body, body
+    assert ("ulpgym triage " + name.split()[0] + " --db ") in body and " --run 2" in body, body
 PY
 # html: self-contained, renders in Chromium
 expect_status 0 ug report --db "$db" --run 2 --format html -o "$T/r.html"
@@ -119,7 +124,7 @@ else
         timeout 120 "$browser" $flags --window-size=$width,1000 --screenshot="$T/w$width.png" "file://$T/r.html" >/dev/null 2>&1
         [ "$(stat -c %s "$T/w$width.png" 2>/dev/null || echo 0)" -gt 20000 ] && ok || bad "no real screenshot at $width px"
     done
-    expect_grep 'ulpgym triage [0-9a-f]{16} --db .*--backend' "$T/dom.html"
+    expect_grep 'ulpgym triage [0-9a-f]{16} --db [^ ]+ --run 2' "$T/dom.html"
 fi
 # the histogram colours by outcome: the mutant's failing cases are red, an all-PASS run has no red
 grep -q 'class="bar notpass"' "$T/r.html" && ok || bad "no red bar in a run with failures"
