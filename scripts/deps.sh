@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # deps.sh — installs the Debian packages ulpgym needs, only those missing.
 # Build: cmake, a C compiler, MPFR/GMP, SQLite, cJSON. Fuzzing: clang + libFuzzer's runtime.
-# Tests: xmllint (JUnit schema), python3 with numpy (the numpy replay example); chromium (HTML report) when ULPGYM_WITH_BROWSER=1;
+# Tests: xmllint (JUnit schema), python3 with numpy (the numpy replay example), python3-venv, python3-pip and
+# python3-pytest (the Python package installed into a venv and its pytest plugin, tests/test_python_package.sh);
+# chromium (HTML report) when ULPGYM_WITH_BROWSER=1;
 # python3-torch (the torch replay driver, tests/test_replay_torch.sh; large) when ULPGYM_WITH_TORCH=1.
 set -euo pipefail
 pkgs=(cmake make gcc clang libclang-rt-14-dev libmpfr-dev libgmp-dev libsqlite3-dev libcjson-dev sqlite3 git
-      libxml2-utils python3 python3-numpy)
+      libxml2-utils python3 python3-numpy python3-venv python3-pip python3-pytest)
 [ "${ULPGYM_WITH_BROWSER:-0}" = 1 ] && pkgs+=(chromium)
 [ "${ULPGYM_WITH_TORCH:-0}" = 1 ] && pkgs+=(python3-torch)
 missing=()
