@@ -54,6 +54,11 @@ static float dev_exp(float x, softmax_bug bug)
     return bug == MUT_EXP_APPROX ? exp_poly4(x) : expf(x); /* rounds: fp32 exp (bug: relative error 4e-5) */
 }
 
+/* The larger of a and b with NaN sticky, as a device's max propagates it: fmaxf drops a NaN,
+ * which would read a row of NaN logits as fully masked and write zeros where the contract
+ * says NaN. */
+static float max_nan(float a, float b) { return isnan(a) || isnan(b) ? NAN : fmaxf(a, b); }
+
 /* Online max/sum over the row z[0..n). Bugs change how tiles are accumulated. */
 static void online_stats(const float *z, size_t n, softmax_bug bug, float *m_out, float *s_out)
 {
@@ -62,8 +67,8 @@ static void online_stats(const float *z, size_t n, softmax_bug bug, float *m_out
         size_t len = n - t < SOFTMAX_TILE ? n - t : SOFTMAX_TILE;
         if (bug == MUT_TAIL_TILE && t > 0 && len < SOFTMAX_TILE) break; /* bug: tail tile dropped */
         float tm = -INFINITY;
-        for (size_t j = 0; j < len; j++) tm = fmaxf(tm, z[t + j]);
-        float m_new = bug == MUT_NO_MAX_SUB ? 0.0f : fmaxf(m, tm);
+        for (size_t j = 0; j < len; j++) tm = max_nan(tm, z[t + j]);
+        float m_new = bug == MUT_NO_MAX_SUB ? 0.0f : max_nan(m, tm);
         if (bug == MUT_MAX_FIRST_TILE && t > 0) m_new = m; /* bug: the max of the first tile is kept for the row */
         /* bug: the running max starts at 0, not -inf, from the first live tile on (fully masked rows keep their
          * zeros): a row whose logits all lie below -88 underflows every exp(z - 0) to 0 and divides 0 by 0 */
