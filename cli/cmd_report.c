@@ -64,7 +64,7 @@ static int ug_cmd_report(int argc, char **argv)
     char err[512];
     long run_id;
     ug_report r;
-    if (ug_db_resolve_run(db, run, &run_id, err, sizeof err) || ug_report_gather(db, run_id, (int)ntop, &r, err, sizeof err)) {
+    if (ug_db_resolve_run(db, run, &run_id, err, sizeof err) || ug_report_gather(db, run_id, (int)ntop, UG_DRIFT_FACTOR_DEFAULT, &r, err, sizeof err)) {
         ug_db_close(db);
         return ug_cli_fail("report: %s", err);
     }

@@ -12,23 +12,6 @@
 #include "core/utf8.h"
 #include "oracles/figure.h"
 
-int ug_failure_id_ok(const char *s)
-{
-    size_t n = 0;
-    for (; s[n]; n++)
-        if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f'))) return 0;
-    return n == UG_ID_LEN;
-}
-
-/* s as valid UTF-8 (malloc'd; NULL without memory). */
-static char *clean_utf8(const char *s)
-{
-    size_t len = 4 * strlen(s) + 1;
-    char *c = malloc(len);
-    if (c) ug_utf8_sanitize(s, c, len);
-    return c;
-}
-
 /* Writes the escape of the character at c (UTF-8) into out when it must not reach a terminal
  * as it is (C0 and C1 controls, DEL, direction overrides and isolates): its bytes used, else 0. */
 static size_t escape_one(const unsigned char *c, char *out)
@@ -50,7 +33,7 @@ static size_t escape_one(const unsigned char *c, char *out)
 
 char *ug_failure_escape(const char *s)
 {
-    char *c = clean_utf8(s);
+    char *c = ug_failure_clean_utf8(s);
     char *out = c ? malloc(6 * strlen(c) + 1) : NULL, *w = out;
     for (const unsigned char *p = (const unsigned char *)c; out && *p;) {
         size_t used = escape_one(p, w);
@@ -71,95 +54,6 @@ static void print_escaped(FILE *f, const char *fmt, const char *s)
     char *e = ug_failure_escape(s);
     fprintf(f, fmt, e ? e : "?");
     free(e);
-}
-
-/* The thresholds object of standards list[0..m) in r: {standard: {output: {...}}}. */
-static cJSON *thresholds_of(const ug_result *r, const int *list, int m)
-{
-    cJSON *all = cJSON_CreateObject();
-    for (int i = 0; i < m; i++) {
-        cJSON *per = cJSON_AddObjectToObject(all, ug_standard_name(list[i]));
-        for (int k = 0; k < r->n_out && per; k++) {
-            char *name = clean_utf8(r->out[k].name), *thr = clean_utf8(r->out[k].thresholds[list[i]]);
-            cJSON *v = thr ? cJSON_Parse(thr) : NULL;
-            cJSON_AddItemToObject(per, name ? name : "?", v ? v : cJSON_CreateNull());
-            free(name);
-            free(thr);
-        }
-    }
-    return all;
-}
-
-typedef struct {
-    ug_failure_list *l;
-    int standard, with_thresholds;
-} read_ctx;
-
-static char *dup(const char *s) { return strdup(s ? s : ""); }
-
-static int keep_row(const ug_db_failure_row *row, void *vctx)
-{
-    read_ctx *ctx = vctx;
-    ug_failure_list *l = ctx->l;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 64;
-        ug_failure *v = realloc(l->v, cap * sizeof *v);
-        if (!v) return -1;
-        l->v = v;
-        l->cap = cap;
-    }
-    char figure[2048];
-    int list[UG_STD_COUNT], m = ctx->standard >= 0 ? 1 : ug_verdict_deciding(row->r, list);
-    if (ctx->standard >= 0) {
-        list[0] = ctx->standard;
-        ug_standard_figure(row->r, ctx->standard, figure, sizeof figure);
-    } else {
-        ug_verdict_figure(row->r, figure, sizeof figure);
-    }
-    ug_failure *x = &l->v[l->n++];
-    *x = (ug_failure){dup(row->case_id), dup(row->op), dup(row->dtype), dup(row->verdict), dup(figure),
-                      ug_verdict_severity(row->r, ctx->standard), cJSON_CreateArray(), NULL};
-    for (int i = 0; i < m; i++) cJSON_AddItemToArray(x->standards, cJSON_CreateString(ug_standard_name(list[i])));
-    if (ctx->with_thresholds) x->thresholds = thresholds_of(row->r, list, m);
-    if (isnan(x->severity)) x->severity = 0;
-    return x->case_id && x->op && x->dtype && x->verdict && x->figure ? 0 : -1;
-}
-
-/* Most severe first, then by case ID. */
-static int by_severity(const void *a, const void *b)
-{
-    const ug_failure *x = a, *y = b;
-    if (x->severity != y->severity) return x->severity > y->severity ? -1 : 1;
-    return strcmp(x->case_id, y->case_id);
-}
-
-int ug_failures_read(ug_db *db, const ug_db_failure_filter *f, int with_thresholds, ug_failure_list *l, char *err,
-                     size_t errlen)
-{
-    memset(l, 0, sizeof *l);
-    read_ctx ctx = {l, f->standard, with_thresholds};
-    if (errlen) err[0] = 0;
-    int rc = ug_db_failures(db, f, keep_row, &ctx, err, errlen);
-    if (rc && errlen && !err[0]) snprintf(err, errlen, "out of memory reading the failures");
-    if (rc) {
-        ug_failures_free(l);
-        return -1;
-    }
-    qsort(l->v, l->n, sizeof *l->v, by_severity);
-    return 0;
-}
-
-void ug_failures_free(ug_failure_list *l)
-{
-    for (size_t i = 0; i < l->n; i++) {
-        ug_failure *x = &l->v[i];
-        char *texts[] = {x->case_id, x->op, x->dtype, x->verdict, x->figure};
-        for (size_t k = 0; k < sizeof texts / sizeof *texts; k++) free(texts[k]);
-        cJSON_Delete(x->standards);
-        cJSON_Delete(x->thresholds);
-    }
-    free(l->v);
-    memset(l, 0, sizeof *l);
 }
 
 void ug_failures_print_text(const ug_failure_list *l, size_t top, const char *db_path, long run, const char *backend,
@@ -183,7 +77,7 @@ void ug_failures_print_text(const ug_failure_list *l, size_t top, const char *db
 
 static void add_clean(cJSON *o, const char *key, const char *s)
 {
-    char *c = clean_utf8(s);
+    char *c = ug_failure_clean_utf8(s);
     cJSON_AddStringToObject(o, key, c ? c : "");
     free(c);
 }

@@ -1,6 +1,6 @@
-/* failure_list.h — a run's failing cases ranked by severity, as `ulpgym failures` prints
- * them and `sweep` and `check` end their summaries with them: case ID, op, dtype, verdict,
- * the deciding figure (oracles/figure.h) and a paste-ready triage line.
+/* failure_list.h — a run's failing cases (reports/failures.h) printed as `ulpgym failures`
+ * prints them and `sweep` and `check` end their summaries with them: case ID, op, dtype,
+ * verdict, the deciding figure and a paste-ready triage line.
  *
  * What the database holds is data from wherever it was made: every string is printed
  * escaped (text: control and direction-override characters as \xNN / \uNNNN; JSON through
@@ -12,28 +12,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "db/query_failures.h"
-
-typedef struct {
-    char *case_id, *op, *dtype, *verdict, *figure; /* as stored (raw); figure built from what was stored */
-    double severity;
-    cJSON *standards;  /* names of the standards the figure reads (array) */
-    cJSON *thresholds; /* {standard: {output: thresholds}} of those standards; NULL unless asked */
-} ug_failure;
-
-typedef struct {
-    ug_failure *v;
-    size_t n, cap;
-} ug_failure_list;
-
-/* Reads the failures of filter f, most severe first (then by case ID); with_thresholds
- * keeps each one's thresholds for JSON. 0, or -1 with a message in err. */
-int ug_failures_read(ug_db *db, const ug_db_failure_filter *f, int with_thresholds, ug_failure_list *l, char *err,
-                     size_t errlen);
-void ug_failures_free(ug_failure_list *l);
-
-/* 1 when s is a case ID ulpgym makes: exactly 16 lowercase hex digits. */
-int ug_failure_id_ok(const char *s);
+#include "reports/failures.h"
 
 /* s for a terminal: valid UTF-8, every control character (C0, DEL, C1) and direction
  * override or isolate escaped as \xNN / \uNNNN. malloc'd; NULL without memory. */

@@ -5,6 +5,7 @@
  * and mapped to a harmless value in the parsed result. */
 #include "db/query_failures.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,8 @@ static void read_outputs(detail_stmts *d, ug_result *r)
         o->m.n_nonfinite_mismatch = bad > 0 ? (size_t)bad : 0;
         int dt = ug_dtype_parse(text(d->metrics, 3));
         o->dtype = dt >= 0 ? (ug_dtype)dt : r->dtype;
+        o->m.max_abs = sqlite3_column_double(d->metrics, 4); /* NULL (not provided) reads 0 */
+        o->m.max_ulp = sqlite3_column_double(d->metrics, 5);
     }
     sqlite3_reset(d->metrics);
 }
@@ -118,6 +121,7 @@ static void read_result(sqlite3_stmt *st, detail_stmts *d, ug_result *r)
     }
     read_outputs(d, r);
     read_verdicts(d, r);
+    r->used = sqlite3_column_type(st, 7) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 7);
 }
 
 static int walk_failures(ug_db *db, sqlite3_stmt *st, detail_stmts *d, ug_result *r,
@@ -145,10 +149,11 @@ int ug_db_failures(ug_db *db, const ug_db_failure_filter *f, int (*cb)(const ug_
     int rc = -1;
     if (!r) snprintf(err, errlen, "out of memory reading the failures");
     else if (!prepare_failures(db, f,
-                               "SELECT r.case_id, c.op, c.dtype, r.verdict, r.message, r.primary_standard, r.run_id",
+                               "SELECT r.case_id, c.op, c.dtype, r.verdict, r.message, r.primary_standard, r.run_id,"
+                               " r.used",
                                " ORDER BY r.case_id", &st, err, errlen) &&
              !ug_db_prepare(db, &d.metrics,
-                            "SELECT output, n_checked, nonfinite_mismatch, dtype FROM metrics"
+                            "SELECT output, n_checked, nonfinite_mismatch, dtype, max_abs, max_ulp FROM metrics"
                             " WHERE run_id = ? AND case_id = ? ORDER BY rowid", err, errlen) &&
              !ug_db_prepare(db, &d.verdicts,
                             "SELECT standard, verdict, thresholds FROM verdicts WHERE run_id = ? AND case_id = ?", err,

@@ -24,8 +24,9 @@ typedef struct {
 typedef struct {
     const char *case_id, *op, *dtype, *verdict, *message, *primary_standard; /* as stored ("" for NULL) */
     /* The stored result as far as it parses: outcome (ERROR for a verdict this build does not
-     * know), primary (-1 when unknown), the verdict per standard, per output its name, checked
-     * elements, NaN/Inf mismatches and each standard's thresholds (oracles/figure.h reads them). */
+     * know), primary (-1 when unknown), the verdict per standard, the headroom used (NaN when
+     * not stored), per output its name, checked elements, NaN/Inf mismatches, max abs and max
+     * ulp, and each standard's thresholds (oracles/figure.h reads them). */
     const ug_result *r;
 } ug_db_failure_row;
 

@@ -5,6 +5,7 @@
 
 #include "db/internal.h"
 
+#include <math.h>
 #include <stdio.h>
 
 static const char *text(sqlite3_stmt *st, int i) { return (const char *)sqlite3_column_text(st, i); }
@@ -33,6 +34,7 @@ int ug_db_report_results(ug_db *db, long run_id, int (*cb)(const ug_db_result_ro
                     "  WHERE m.run_id = r.run_id AND m.case_id = r.case_id),"
                     " (SELECT verdict FROM verdicts v WHERE v.run_id = r.run_id AND v.case_id = r.case_id"
                     "  AND v.standard = ?2)"
+                    " , r.used, r.case_id"
                     " FROM results r JOIN cases c ON c.case_id = r.case_id WHERE r.run_id = ?1",
                     run_id, &st, err, errlen))
         return -1;
@@ -42,30 +44,9 @@ int ug_db_report_results(ug_db *db, long run_id, int (*cb)(const ug_db_result_ro
         ug_db_result_row row = {text(st, 0), text(st, 1), text(st, 2), sqlite3_column_double(st, 3),
                                 sqlite3_column_double(st, 4), sqlite3_column_int(st, 5),
                                 sqlite3_column_type(st, 6) != SQLITE_NULL, sqlite3_column_double(st, 6),
-                                sqlite3_column_int64(st, 7), text(st, 8)};
-        rc = cb(&row, ctx);
-    }
-    sqlite3_finalize(st);
-    return rc;
-}
-
-int ug_db_report_failures(ug_db *db, long run_id, int max, int (*cb)(const ug_db_failure_row *row, void *ctx),
-                          void *ctx, char *err, size_t errlen)
-{
-    sqlite3_stmt *st;
-    if (prepare_run(db,
-                    "SELECT r.case_id, c.op, c.dtype, r.verdict, coalesce(r.message, ''),"
-                    " (SELECT max(max_ulp) FROM metrics m WHERE m.run_id = r.run_id AND m.case_id = r.case_id)"
-                    " AS u FROM results r JOIN cases c ON c.case_id = r.case_id"
-                    " WHERE r.run_id = ? AND r.verdict NOT IN ('PASS', 'SKIP')"
-                    " ORDER BY r.verdict IN ('FAIL', 'NONFINITE') DESC, coalesce(u, -1) DESC, r.case_id LIMIT ?",
-                    run_id, &st, err, errlen))
-        return -1;
-    sqlite3_bind_int(st, 2, max);
-    int rc = 0;
-    while (!rc && sqlite3_step(st) == SQLITE_ROW) {
-        ug_db_failure_row row = {text0(st, 0), text(st, 1), text0(st, 2), text0(st, 3), text0(st, 4),
-                                 sqlite3_column_double(st, 5), sqlite3_column_type(st, 5) != SQLITE_NULL};
+                                sqlite3_column_int64(st, 7), text(st, 8),
+                                sqlite3_column_type(st, 9) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 9),
+                                text0(st, 10)};
         rc = cb(&row, ctx);
     }
     sqlite3_finalize(st);
@@ -87,6 +68,28 @@ int ug_db_report_group_history(ug_db *db, long run_id, int (*cb)(const ug_db_gro
     while (!rc && sqlite3_step(st) == SQLITE_ROW) {
         ug_db_group_rate_row row = {(long)sqlite3_column_int64(st, 0), text(st, 1), sqlite3_column_double(st, 2),
                                     sqlite3_column_double(st, 3)};
+        rc = cb(&row, ctx);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int ug_db_report_op_history(ug_db *db, long run_id, int (*cb)(const ug_db_op_rate_row *row, void *ctx), void *ctx,
+                            char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    if (prepare_run(db,
+                    "SELECT r.run_id, u.started_at, c.op, sum(r.verdict = 'PASS'), sum(r.verdict <> 'SKIP')"
+                    " FROM results r JOIN cases c ON c.case_id = r.case_id JOIN runs u ON u.run_id = r.run_id"
+                    " WHERE r.run_id IN (SELECT run_id FROM runs WHERE run_id <= ?1"
+                    " AND backend IS (SELECT backend FROM runs WHERE run_id = ?1) ORDER BY run_id DESC LIMIT 64)"
+                    " GROUP BY r.run_id, c.op ORDER BY r.run_id",
+                    run_id, &st, err, errlen))
+        return -1;
+    int rc = 0;
+    while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+        ug_db_op_rate_row row = {(long)sqlite3_column_int64(st, 0), text0(st, 1), text0(st, 2),
+                                 sqlite3_column_double(st, 3), sqlite3_column_double(st, 4)};
         rc = cb(&row, ctx);
     }
     sqlite3_finalize(st);

@@ -19,25 +19,13 @@ typedef struct {
     long long nonfinite;              /* NaN/Inf mismatches summed over the outputs */
     const char *certified;            /* the case's certified verdict (PASS, FAIL, NA); NULL: none stored (SKIP,
                                        * ERROR, CRASH, TIMEOUT judge no output) */
+    double used;                      /* headroom used (results.used): NaN when not judged or not stored */
+    const char *case_id;
 } ug_db_result_row;
 
 /* Every result of run_id, in no particular order. */
 int ug_db_report_results(ug_db *db, long run_id, int (*cb)(const ug_db_result_row *row, void *ctx), void *ctx,
                          char *err, size_t errlen);
-
-/* A result that did not pass. Text is never NULL (missing reads as ""), but op may be. */
-typedef struct {
-    const char *case_id, *op, *dtype, *verdict, *message;
-    double max_ulp;  /* 0 when no output stored one */
-    int has_max_ulp; /* whether an output stored one (CRASH, TIMEOUT, ERROR store none) */
-} ug_db_failure_row;
-
-/* The first max results of run_id that neither passed nor were skipped (a SKIP is no
- * verdict, and a plugin declining a dtype must not push real failures out of the list):
- * FAIL and NONFINITE first, then the others (ERROR, CRASH, TIMEOUT); worst max ulp first
- * within each, then by case ID. */
-int ug_db_report_failures(ug_db *db, long run_id, int max, int (*cb)(const ug_db_failure_row *row, void *ctx),
-                          void *ctx, char *err, size_t errlen);
 
 /* Passes and cases not skipped per run and group over the 64 runs up to run_id of run_id's
  * backend (a mutant or plugin run never joins the sim runs' line), oldest run first. */
@@ -49,6 +37,17 @@ typedef struct {
 
 int ug_db_report_group_history(ug_db *db, long run_id, int (*cb)(const ug_db_group_rate_row *row, void *ctx),
                                void *ctx, char *err, size_t errlen);
+
+/* Passes and cases not skipped per run and op, over the same runs as the group history, with
+ * each run's start (UTC, ISO 8601). */
+typedef struct {
+    long run_id;
+    const char *started, *op;
+    double pass, cases;
+} ug_db_op_rate_row;
+
+int ug_db_report_op_history(ug_db *db, long run_id, int (*cb)(const ug_db_op_rate_row *row, void *ctx), void *ctx,
+                            char *err, size_t errlen);
 
 /* One case of a run for the JUnit report. */
 typedef struct {

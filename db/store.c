@@ -5,6 +5,7 @@
 #include "db/internal.h"
 #include "core/utf8.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +92,11 @@ static const char migration8_sql[] = "ALTER TABLE results ADD COLUMN oracle_rais
 /* Migration 9: where a replayed result's outputs are (`check`, the library's recorder): the absolute case
  * folder (case.json + outputs/), so `triage` rejudges the device's stored outputs. NULL for other backends. */
 static const char migration9_sql[] = "ALTER TABLE results ADD COLUMN outputs_dir TEXT;";
+
+/* Migration 10: the headroom a result used (ug_result.used, oracles/figure.h): of what its deciding standard
+ * allows, the share the case used (1 = at the limit; Inf for a NaN/Inf mismatch); NULL when no output was
+ * judged, and for results stored before. Reports bin, rank and compare by it. */
+static const char migration10_sql[] = "ALTER TABLE results ADD COLUMN used REAL;";
 
 const char *ug_db_default_path(const char *explicit_path)
 {
@@ -192,7 +198,7 @@ static int migrate(ug_db *db, const char *path, int readonly, char *err, size_t 
         (v < 3 && exec(db, migration3_sql, err, errlen)) || (v < 4 && exec(db, migration4_sql, err, errlen)) ||
         (v < 5 && exec(db, migration5_sql, err, errlen)) || (v < 6 && exec(db, migration6_sql, err, errlen)) ||
         (v < 7 && exec(db, migration7_sql, err, errlen)) || (v < 8 && exec(db, migration8_sql, err, errlen)) ||
-        (v < 9 && exec(db, migration9_sql, err, errlen))) {
+        (v < 9 && exec(db, migration9_sql, err, errlen)) || (v < 10 && exec(db, migration10_sql, err, errlen))) {
         ug_db_rollback(db);
         return -1;
     }
@@ -280,7 +286,7 @@ int ug_db_open(const char *path, int mode, ug_db **out, char *err, size_t errlen
     if (!rc)
         rc = ug_db_prepare(db, &db->put_result,
                      "INSERT OR REPLACE INTO results(run_id, case_id, verdict, primary_standard, kernel_ms, oracle_ms,"
-                     " oracle_fallbacks, message, oracle_raised, oracle_unsettled) VALUES (?,?,?,?,?,?,?,?,?,?)", err,
+                     " oracle_fallbacks, message, oracle_raised, oracle_unsettled, used) VALUES (?,?,?,?,?,?,?,?,?,?,?)", err,
                      errlen) ||
              ug_db_prepare(db, &db->put_metric,
                      "INSERT OR REPLACE INTO metrics VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", err,
@@ -494,6 +500,9 @@ int ug_db_put_result(ug_db *db, long run_id, const ug_result *r, char *err, size
     ug_db_bind_outside_text(st, 8, r->message);
     sqlite3_bind_int64(st, 9, (sqlite3_int64)r->n_raised);
     sqlite3_bind_int64(st, 10, (sqlite3_int64)r->n_unsettled);
+    int judged = r->n_out && (r->outcome == UG_OUT_PASS || r->outcome == UG_OUT_FAIL || r->outcome == UG_OUT_NONFINITE);
+    if (judged && !isnan(r->used)) sqlite3_bind_double(st, 11, r->used); /* +inf (a NaN/Inf mismatch) is stored as Inf */
+    else sqlite3_bind_null(st, 11);
     if (ug_db_step_done(db, st, err, errlen)) return -1;
     for (int k = 0; k < r->n_out; k++)
         if (put_metrics(db, run_id, r, &r->out[k], err, errlen)) return -1;

@@ -11,7 +11,7 @@
 
 #include "oracles/verdict.h"
 
-#define UG_DB_SCHEMA_VERSION 9
+#define UG_DB_SCHEMA_VERSION 10
 
 typedef struct ug_db ug_db;
 

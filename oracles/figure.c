@@ -323,6 +323,33 @@ double ug_verdict_severity(const ug_result *r, int standard)
     return worst > 0 ? worst : 1.0; /* a FAIL whose figures say nothing: at the edge */
 }
 
+/* The "used" figure of one output's thresholds text under standard s: NaN when absent. */
+static double output_used(const ug_output_result *o, int s)
+{
+    if (o->m.n_nonfinite_mismatch) return INFINITY;
+    cJSON *j = cJSON_Parse(o->thresholds[s]);
+    const cJSON *u = cJSON_GetObjectItemCaseSensitive(j, "used");
+    double v = cJSON_IsNumber(u) ? u->valuedouble : cJSON_IsNull(u) ? INFINITY : NAN; /* null: an infinite figure */
+    if (o->verdict[s] == UG_V_FAIL && isnan(v) && ug_standard_is_discrete(s)) v = INFINITY;
+    cJSON_Delete(j);
+    return v;
+}
+
+double ug_verdict_used(const ug_result *r)
+{
+    double worst = NAN;
+    if (r->outcome != UG_OUT_PASS && r->outcome != UG_OUT_FAIL && r->outcome != UG_OUT_NONFINITE) return NAN;
+    for (int k = 0; k < r->n_out && k < UG_MAX_TENSORS; k++) {
+        const ug_output_result *o = &r->out[k];
+        if (o->not_provided) continue;
+        double u = output_used(o, r->primary >= 0 && r->primary < UG_STD_COUNT ? r->primary : 0);
+        for (int s = 0; s < UG_STD_COUNT; s++) /* a discrete output's own compare decides it */
+            if (ug_standard_is_discrete(s) && o->verdict[s] == UG_V_FAIL) u = INFINITY;
+        if (!isnan(u)) worst = isnan(worst) ? u : fmax(worst, u);
+    }
+    return worst;
+}
+
 /* The output of r called name, added when r has none (NULL when r is full). */
 static ug_output_result *output_named(ug_result *r, const char *name)
 {

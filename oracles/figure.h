@@ -50,6 +50,11 @@ void ug_verdict_figure(const ug_result *r, char *buf, size_t len);
  * PASS and SKIP or a figure that says nothing. */
 double ug_verdict_severity(const ug_result *r, int standard);
 
+/* r's headroom used (ug_result.used): the largest "used" figure of its primary standard over
+ * its outputs (a discrete output's failing compare counts +inf); +inf for a NaN/Inf
+ * mismatch; NaN when no output was judged or none carries the figure. */
+double ug_verdict_used(const ug_result *r);
+
 /* Puts one standard's stored thresholds text ({"OUTPUT": {...}, ...}, as the verdicts
  * table holds it) into r->out[k].thresholds[standard], matching outputs by name and adding
  * those r lacks (n_out grows, up to UG_MAX_TENSORS). 0, or -1 when json is not an object

@@ -83,6 +83,16 @@ static double ulp_err(ug_dtype dt, double a, double gs)
     return fabs(a - gs) / ug_dtype_ulp(dt, gs);
 }
 
+/* Whether an element's error is measured in ulps: its exact value is at least the smallest
+ * normal of a float format. Below it (an exact 0 above all) one ulp is the subnormal spacing,
+ * 2^-133 in bf16, and a correct-looking error of 1e-4 would read 1e36 ulps: such elements
+ * are measured by their absolute error (max_abs) alone. */
+static int ulp_measured(ug_dtype dt, double gs)
+{
+    const ug_dtype_info *d = ug_dtype_get_info(dt);
+    return !d->is_float || fabs(gs) >= ldexp(1.0, d->emin);
+}
+
 static int both_nonfinite_same(double a, double gs)
 {
     if (isnan(gs)) return isnan(a);
@@ -98,7 +108,7 @@ void ug_metrics_compute(ug_dtype dt, size_t n, const size_t *idx, size_t n_total
     m->n_total = n_total;
     double sv, satol, sum_rel = 0, sum_sq = 0, sum_eb = 0, sum_ulp = 0, dot = 0, na = 0, ng = 0;
     double b_sum_rel = 0, b_sum_sq = 0;
-    size_t counted = 0;
+    size_t counted = 0, n_ulp = 0;
     ug_small_value(dt, &sv, &satol);
     for (size_t i = 0; i < n; i++) {
         double x = a[i], gs = gstar[i];
@@ -107,7 +117,8 @@ void ug_metrics_compute(ug_dtype dt, size_t n, const size_t *idx, size_t n_total
             continue;
         }
         counted++;
-        double ae = fabs(x - gs), re = rel_err(x, gs), ue = ulp_err(dt, x, gs);
+        double ae = fabs(x - gs), re = rel_err(x, gs), ue = ulp_measured(dt, gs) ? ulp_err(dt, x, gs) : 0.0;
+        n_ulp += ulp_measured(dt, gs);
         if (ae > m->max_abs || counted == 1) {
             m->max_abs = ae;
             m->max_abs_idx = idx[i];
@@ -147,7 +158,7 @@ void ug_metrics_compute(ug_dtype dt, size_t n, const size_t *idx, size_t n_total
         m->mare = m->max_rel;
         m->rmse = sqrt(sum_sq / (double)counted);
         m->eb = sum_eb / (double)counted;
-        m->mean_ulp = sum_ulp / (double)counted;
+        m->mean_ulp = n_ulp ? sum_ulp / (double)n_ulp : 0.0;
         m->b_mere = b_sum_rel / (double)counted;
         m->b_rmse = sqrt(b_sum_sq / (double)counted);
     }
@@ -206,6 +217,59 @@ static json_num jnum(double v, int digits)
     return r;
 }
 
+/* The (k+1)-th largest of v[0..n) (v is reordered), 0 when n <= k: Hoare's selection. */
+static double kth_largest(double *v, size_t n, size_t k)
+{
+    if (n <= k) return 0.0;
+    long lo = 0, hi = (long)n - 1, kk = (long)k;
+    while (lo < hi) {
+        double pivot = v[lo + (hi - lo) / 2];
+        long i = lo, j = hi;
+        while (i <= j) { /* descending: the larger values to the left */
+            while (v[i] > pivot) i++;
+            while (v[j] < pivot) j--;
+            if (i <= j) {
+                double t = v[i];
+                v[i++] = v[j];
+                v[j--] = t;
+            }
+        }
+        if (kk <= j) hi = j;
+        else if (kk >= i) lo = i;
+        else return v[kk]; /* between the two parts: equal to the pivot */
+    }
+    return v[kk];
+}
+
+/* How much of a budgeted per-element rule an output uses: the smallest factor the tolerance
+ * could shrink by before more than `allowed` elements fall outside it, i.e. the
+ * (allowed+1)-th largest ratio error / tolerance over the finite elements. The rule holds
+ * exactly when it is at most 1 (at most `allowed` ratios above 1), so it reads the same in
+ * a PASS (headroom: 0.3 uses a third) and a FAIL (2.5: the tolerance would have to be 2.5x).
+ * ratio(j, i, ctx) is element i's ratio, NaN for an element judged apart (NaN/Inf). */
+static double budget_used(const ug_judged *j, double (*ratio)(const ug_judged *, size_t, const void *),
+                          const void *ctx, size_t allowed)
+{
+    double *v = malloc((j->n ? j->n : 1) * sizeof *v);
+    if (!v) return NAN;
+    size_t m = 0;
+    for (size_t i = 0; i < j->n; i++) {
+        double r = ratio(j, i, ctx);
+        if (!isnan(r)) v[m++] = r;
+    }
+    double used = kth_largest(v, m, allowed);
+    free(v);
+    return used;
+}
+
+/* |a - g| / (atol + rtol*|g|), NaN where either is not finite; ctx: {atol, rtol}. */
+static double tol_ratio(const ug_judged *j, size_t i, const void *ctx)
+{
+    const double *t = ctx;
+    double a = j->a[i], g = j->g[i];
+    return isfinite(a) && isfinite(g) ? fabs(a - g) / (t[0] + t[1] * fabs(g)) : NAN;
+}
+
 /* The largest |a - g*| / (c*B + ulp(g)/2) over the finite checked elements (0 without a
  * bound); *violations gets how many exceed 1. */
 static double certified_worst(const ug_judged *j, size_t *violations)
@@ -232,8 +296,8 @@ static ug_vstate judge_certified(const ug_judged *j, char *thr, size_t len)
     }
     size_t bad;
     double worst = certified_worst(j, &bad);
-    snprintf(thr, len, "{\"c\":%g,\"fn_ulps\":%d,\"violations\":%zu,\"worst\":%s}",
-             j->cert_c > 0 ? j->cert_c : UG_CERT_C, UG_DEV_FN_ULPS, bad, jnum(worst, 4).s);
+    snprintf(thr, len, "{\"c\":%g,\"fn_ulps\":%d,\"violations\":%zu,\"worst\":%s,\"used\":%s}",
+             j->cert_c > 0 ? j->cert_c : UG_CERT_C, UG_DEV_FN_ULPS, bad, jnum(worst, 4).s, jnum(worst, 4).s);
     return bad ? UG_V_FAIL : UG_V_PASS;
 }
 
@@ -260,6 +324,12 @@ double ug_tolerance_margin(const ug_judged *j)
     return fmax(worst, certified_worst(j, NULL));
 }
 
+static double reference_ratio_of(const ug_judged *j, size_t i, const void *ctx)
+{
+    (void)ctx;
+    return reference_ratio(j, i);
+}
+
 /* The reference test's rule as written there: atol + rtol*|g| per element, a share of the
  * checked elements allowed outside (0: none, as assert_allclose). */
 static ug_vstate judge_reference(const ug_judged *j, char *thr, size_t len)
@@ -275,8 +345,10 @@ static ug_vstate judge_reference(const ug_judged *j, char *thr, size_t len)
         bad_exact += ug_reference_ratio(r, j->a[i], j->g[i]) > 1.0;
     }
     size_t allowed = (size_t)llround(r->reference_budget * (double)j->n);
-    int n = snprintf(thr, len, "{\"atol\":%.6g,\"rtol\":%.6g,\"budget\":%.6g,\"allowed\":%zu,\"failed\":%zu,\"golden\":",
-                     r->reference_atol, r->reference_rtol, r->reference_budget, allowed, bad);
+    double used = budget_used(j, reference_ratio_of, NULL, allowed);
+    int n = snprintf(thr, len, "{\"atol\":%.6g,\"rtol\":%.6g,\"budget\":%.6g,\"allowed\":%zu,\"failed\":%zu,"
+                     "\"used\":%s,\"golden\":", r->reference_atol, r->reference_rtol, r->reference_budget, allowed, bad,
+                     jnum(used, 4).s);
     if (n > 0 && (size_t)n < len) { /* with the test's golden: how many the exact value alone would fail */
         if (j->ref_golden)
             snprintf(thr + n, len - (size_t)n, "\"exact or test\",\"failed_exact\":%zu}", bad_exact);
@@ -291,8 +363,9 @@ static ug_vstate judge_pypto(const ug_judged *j, char *thr, size_t len)
     double atol = j->rule ? j->rule->pypto_atol : 1e-3, rtol = j->rule ? j->rule->pypto_rtol : 1e-3;
     double budget = j->rule ? j->rule->pypto_budget : 0.005;
     size_t bad = count_outside(j, atol, rtol), allowed = (size_t)llround(budget * (double)j->n);
-    snprintf(thr, len, "{\"atol\":%.6g,\"rtol\":%.6g,\"budget\":%.6g,\"allowed\":%zu,\"failed\":%zu}", atol, rtol,
-             budget, allowed, bad);
+    double tol[2] = {atol, rtol};
+    snprintf(thr, len, "{\"atol\":%.6g,\"rtol\":%.6g,\"budget\":%.6g,\"allowed\":%zu,\"failed\":%zu,\"used\":%s}",
+             atol, rtol, budget, allowed, bad, jnum(budget_used(j, tol_ratio, tol, allowed), 4).s);
     return bad <= allowed ? UG_V_PASS : UG_V_FAIL;
 }
 
@@ -306,7 +379,9 @@ static ug_vstate judge_allclose(const ug_judged *j, char *thr, size_t len)
     default: snprintf(thr, len, "{}"); return UG_V_NA;
     }
     size_t bad = count_outside(j, atol, rtol);
-    snprintf(thr, len, "{\"atol\":%.6g,\"rtol\":%.6g,\"failed\":%zu}", atol, rtol, bad);
+    double tol[2] = {atol, rtol};
+    snprintf(thr, len, "{\"atol\":%.6g,\"rtol\":%.6g,\"failed\":%zu,\"used\":%s}", atol, rtol, bad,
+             jnum(budget_used(j, tol_ratio, tol, 0), 4).s);
     return bad == 0 ? UG_V_PASS : UG_V_FAIL;
 }
 
@@ -352,8 +427,8 @@ static ug_vstate judge_dual(const ug_judged *j, char *thr, size_t len)
         bad += sv ? sv == 2 : rel_err(j->a[i], j->gstar[i]) > t;
     }
     double share = j->n ? (double)bad / (double)j->n : 0.0;
-    snprintf(thr, len, "{\"t\":%.6g,\"small_below\":%.6g,\"small_atol\":%.6g,\"share\":%s}", t, small, small_atol,
-             jnum(share, 6).s);
+    snprintf(thr, len, "{\"t\":%.6g,\"small_below\":%.6g,\"small_atol\":%.6g,\"share\":%s,\"used\":%s}", t, small,
+             small_atol, jnum(share, 6).s, jnum(share / t, 4).s);
     return share < t ? UG_V_PASS : UG_V_FAIL;
 }
 
@@ -374,8 +449,8 @@ static ug_vstate judge_mixed(const ug_judged *j, char *thr, size_t len)
         if (isfinite(a) && isfinite(g) && fabs(a - g) > fmax(floor_, 32.0 * ug_dtype_ulp(j->dt, g))) big++;
     }
     double matched = j->n ? 1.0 - (double)bad / (double)j->n : 1.0;
-    snprintf(thr, len, "{\"rtol\":%.6g,\"atol\":%.6g,\"floor\":%.6g,\"matched\":%s,\"over_max\":%zu}", rtol, atol,
-             floor_, jnum(matched, 6).s, big);
+    snprintf(thr, len, "{\"rtol\":%.6g,\"atol\":%.6g,\"floor\":%.6g,\"matched\":%s,\"over_max\":%zu,\"used\":%s}",
+             rtol, atol, floor_, jnum(matched, 6).s, big, jnum(big ? INFINITY : (1.0 - matched) / 0.01, 4).s);
     return matched >= 0.99 && big == 0 ? UG_V_PASS : UG_V_FAIL;
 }
 
@@ -408,8 +483,10 @@ static ug_vstate judge_mere_mare(const ug_judged *j, char *thr, size_t len)
         n++;
     }
     double mere = n ? sum / (double)n : 0.0;
+    double used = small_bad ? INFINITY : fmax(mere / t, mare / (10 * t));
     snprintf(thr, len, "{\"T\":%.6g,\"small_below\":%.6g,\"small_atol\":%.6g,\"mere\":%s,\"mare\":%s,"
-             "\"small_beyond_atol\":%zu}", t, small, small_atol, jnum(mere, 6).s, jnum(mare, 6).s, small_bad);
+             "\"small_beyond_atol\":%zu,\"used\":%s}", t, small, small_atol, jnum(mere, 6).s, jnum(mare, 6).s, small_bad,
+             jnum(used, 4).s);
     return mere < t && mare < 10 * t && small_bad == 0 ? UG_V_PASS : UG_V_FAIL;
 }
 
@@ -425,8 +502,9 @@ static ug_vstate judge_ulp(const ug_judged *j, char *thr, size_t len)
         if (isfinite(j->a[i]) && isfinite(j->gstar[i]) && ulp_err(j->dt, j->a[i], j->gstar[i]) > limit) bad++;
     double share = j->n ? (double)bad / (double)j->n : 0.0;
     int pass = j->dt == UG_DT_FP32 ? (j->m->mean_ulp < 64.0 || share < 0.05) : share < 0.001;
-    snprintf(thr, len, "{\"ulp_limit\":%g,\"share_above\":%s,\"mean_ulp\":%s}", limit, jnum(share, 6).s,
-             jnum(j->m->mean_ulp, 6).s);
+    double used = j->dt == UG_DT_FP32 ? fmin(j->m->mean_ulp / 64.0, share / 0.05) : share / 0.001;
+    snprintf(thr, len, "{\"ulp_limit\":%g,\"share_above\":%s,\"mean_ulp\":%s,\"used\":%s}", limit, jnum(share, 6).s,
+             jnum(j->m->mean_ulp, 6).s, jnum(used, 4).s);
     return pass ? UG_V_PASS : UG_V_FAIL;
 }
 

@@ -136,6 +136,11 @@ typedef struct {
     unsigned long n_raised;            /* of those, settled only above twice the working precision */
     unsigned long n_unsettled;         /* of those, not settled at UG_ORACLE_PREC_MAX bits */
     unsigned long n_selfcheck, n_selfcheck_mismatch;
+    /* Headroom used: of what the deciding standard allows, the share the case used, the largest
+     * over its outputs of that standard's "used" figure (1 = at the limit, above 1 fails: the
+     * thresholds JSON of pypto, reference, allclose, certified, ... carry it); +inf for a NaN/Inf
+     * mismatch, NaN when no output was judged (SKIP, ERROR, CRASH, ...). oracles/figure.h. */
+    double used;
     int n_out;
     ug_output_result out[UG_MAX_TENSORS];
 } ug_result;

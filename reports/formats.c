@@ -64,15 +64,13 @@ void ug_report_write_md(const ug_report *r, FILE *f)
             fprintf(f, "| %s | %s | %ld | %ld | %ld | %ld | %s | %s |\n", ug_group_name(ug_op_group(op)),
                     ug_op_name(op), r->op[op].cases, r->op[op].pass, r->op[op].fail, r->op[op].other,
                     pass_cell(&r->op[op], pass, sizeof pass), cert_cell(&r->op[op], cert, sizeof cert));
-    if (r->n_failures) {
-        fprintf(f, "\n## Top failures\n\n| case | op | dtype | verdict | max ulp | triage |\n|---|---|---|---|---:|---|\n");
-        for (int i = 0; i < r->n_failures; i++) {
-            const ug_report_failure *x = &r->failures[i];
-            char ulp[32];
-            if (x->has_max_ulp) snprintf(ulp, sizeof ulp, "%.3g", x->max_ulp);
-            else snprintf(ulp, sizeof ulp, "—");
-            char *line = ug_report_triage_line(r, x->case_id);
-            fprintf(f, "| %s | %s | %s | %s | %s | `%s` |\n", x->case_id, ug_op_name(x->op), x->dtype, x->verdict, ulp,
+    size_t shown = r->failures.n < (size_t)r->top ? r->failures.n : (size_t)r->top;
+    if (shown) {
+        fprintf(f, "\n## Top failures\n\n| case | op | dtype | verdict | what decided | triage |\n|---|---|---|---|---|---|\n");
+        for (size_t i = 0; i < shown; i++) {
+            const ug_failure *x = &r->failures.v[i];
+            char *line = ug_failure_id_ok(x->case_id) ? ug_report_triage_line(r, x->case_id) : NULL;
+            fprintf(f, "| %s | %s | %s | %s | %s | `%s` |\n", x->case_id, x->op, x->dtype, x->verdict, x->figure,
                     line ? line : "");
             free(line);
         }
@@ -130,15 +128,17 @@ void ug_report_write_json(const ug_report *r, FILE *f)
         cJSON_AddItemToObject(ops, ug_op_name(op), o);
     }
     cJSON *fails = cJSON_AddArrayToObject(j, "failures");
-    for (int i = 0; i < r->n_failures; i++) {
+    for (size_t i = 0; i < r->failures.n && i < (size_t)r->top; i++) {
+        const ug_failure *x = &r->failures.v[i];
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "case_id", r->failures[i].case_id);
-        cJSON_AddStringToObject(o, "op", ug_op_name(r->failures[i].op));
-        cJSON_AddStringToObject(o, "dtype", r->failures[i].dtype);
-        cJSON_AddStringToObject(o, "verdict", r->failures[i].verdict);
-        if (r->failures[i].has_max_ulp) cJSON_AddNumberToObject(o, "max_ulp", r->failures[i].max_ulp);
+        cJSON_AddStringToObject(o, "case_id", x->case_id);
+        cJSON_AddStringToObject(o, "op", x->op);
+        cJSON_AddStringToObject(o, "dtype", x->dtype);
+        cJSON_AddStringToObject(o, "verdict", x->verdict);
+        cJSON_AddStringToObject(o, "figure", x->figure);
+        if (x->has_metrics) cJSON_AddNumberToObject(o, "max_ulp", x->max_ulp);
         else cJSON_AddNullToObject(o, "max_ulp"); /* no metric: a crash, a timeout */
-        cJSON_AddStringToObject(o, "message", r->failures[i].message);
+        cJSON_AddStringToObject(o, "message", x->message);
         cJSON_AddItemToArray(fails, o);
     }
     char *s = cJSON_Print(j);

@@ -8,10 +8,23 @@
 #include "reports/report.h"
 
 #include "core/paths.h"
+#include "db/query_failures.h"
 #include "db/query_report.h"
 
 const char *const ug_ulp_bucket_names[UG_ULP_BUCKETS] = {"<=0.5", "<=1", "<=2", "<=4", "<=16", "<=256", ">256",
                                                          "NaN/Inf"};
+const char *const ug_used_bucket_names[UG_USED_BUCKETS] = {"<=0.1", "<=0.25", "<=0.5", "<=1", "<=2", "<=10", ">10",
+                                                           "NaN/Inf"};
+
+/* The headroom bin of a case's used figure: at most 1 passes its deciding standard. */
+static int used_bucket(double u)
+{
+    static const double edges[] = {0.1, 0.25, 0.5, 1, 2, 10};
+    if (!isfinite(u)) return 7;
+    for (int b = 0; b < 6; b++)
+        if (u <= edges[b]) return b;
+    return 6;
+}
 
 static int ulp_bucket(double u, int nonfinite)
 {
@@ -82,42 +95,112 @@ static int add_result(const ug_db_result_row *row, void *ctx)
         r->ulp_hist[op][b]++;
         r->ulp_hist_notpass[op][b] += strcmp(v, "PASS") != 0;
     }
+    if (!isnan(row->used)) { /* NaN: no output judged (SKIP, ERROR, CRASH) or stored before the figure */
+        int b = used_bucket(row->used);
+        r->used_hist[op][b]++;
+        r->used_hist_notpass[op][b] += strcmp(v, "PASS") != 0;
+        if (strcmp(v, "PASS") == 0 && row->used > r->closest_used[op] && row->case_id) {
+            r->closest_used[op] = row->used;
+            snprintf(r->closest_case[op], sizeof r->closest_case[op], "%s", row->case_id);
+        }
+    }
     return 0;
 }
 
-static int add_failure(const ug_db_failure_row *row, void *ctx)
+static int gather_failures(ug_db *db, ug_report *r, char *err, size_t errlen)
 {
-    ug_report *r = ctx;
-    ug_report_failure *f = &r->failures[r->n_failures++];
-    snprintf(f->case_id, sizeof f->case_id, "%s", row->case_id);
-    f->op = ug_op_find(row->op);
-    snprintf(f->dtype, sizeof f->dtype, "%s", row->dtype);
-    snprintf(f->verdict, sizeof f->verdict, "%s", row->verdict);
-    snprintf(f->message, sizeof f->message, "%s", row->message);
-    f->max_ulp = row->max_ulp;
-    f->has_max_ulp = row->has_max_ulp;
+    ug_db_failure_filter f = {.run = r->run_id, .standard = -1};
+    return ug_failures_read(db, &f, 0, &r->failures, err, errlen);
+}
+
+/* One change against the compared run, kept when it is one (db/query_compare.h). */
+typedef struct {
+    ug_report *r;
+    double factor;
+    size_t cap;
+} change_ctx;
+
+static int add_change(const ug_db_compare_row *row, void *vctx)
+{
+    change_ctx *x = vctx;
+    ug_report *r = x->r;
+    ug_change kind = ug_change_classify(row, x->factor);
+    r->n_change[kind]++;
+    if (kind == UG_CHANGE_NONE) return 0;
+    if (r->n_changes == x->cap) {
+        size_t cap = x->cap ? 2 * x->cap : 64;
+        ug_report_change *v = realloc(r->changes, cap * sizeof *v);
+        if (!v) return -1;
+        r->changes = v, x->cap = cap;
+    }
+    ug_report_change *c = &r->changes[r->n_changes++];
+    c->kind = kind;
+    c->op = ug_op_find(row->op);
+    c->used_a = row->used_a, c->used_b = row->used_b;
+    snprintf(c->case_id, sizeof c->case_id, "%s", row->case_id);
+    snprintf(c->dtype, sizeof c->dtype, "%s", row->dtype);
+    snprintf(c->verdict_a, sizeof c->verdict_a, "%s", row->verdict_a);
+    snprintf(c->verdict_b, sizeof c->verdict_b, "%s", row->verdict_b);
+    snprintf(c->message, sizeof c->message, "%s", row->message_b);
     return 0;
 }
 
-static int gather_failures(ug_db *db, ug_report *r, int max, char *err, size_t errlen)
+static int by_kind(const void *a, const void *b)
 {
-    r->failures = calloc((size_t)(max > 0 ? max : 1), sizeof *r->failures);
-    if (!r->failures) return 0;
-    return ug_db_report_failures(db, r->run_id, max, add_failure, r, err, errlen);
+    const ug_report_change *x = a, *y = b;
+    if (x->kind != y->kind) return x->kind < y->kind ? -1 : 1;
+    if (x->op != y->op) return x->op < y->op ? -1 : 1;
+    return strcmp(x->case_id, y->case_id);
+}
+
+/* What changed against the last like-for-like run, when there is one. */
+static int gather_changes(ug_db *db, ug_report *r, double factor, char *err, size_t errlen)
+{
+    long prev = ug_db_comparable_run(db, r->run_id, err, errlen);
+    if (prev <= 0) return prev < 0 ? -1 : 0;
+    r->compared_run = prev;
+    change_ctx x = {r, factor, 0};
+    if (ug_db_compare_runs(db, prev, r->run_id, add_change, &x, err, errlen)) {
+        if (!err[0]) snprintf(err, errlen, "out of memory reading the changes");
+        return -1;
+    }
+    qsort(r->changes, r->n_changes, sizeof *r->changes, by_kind);
+    return 0;
+}
+
+/* The history slot of run (a new one, every rate -1, when run is not the latest slot): its
+ * index, or -1 once 64 runs are held. */
+static int hist_slot(ug_report *r, long run)
+{
+    if (r->n_hist > 0 && r->hist_run[r->n_hist - 1] == run) return r->n_hist - 1;
+    if (r->n_hist == 64) return -1;
+    int h = r->n_hist++;
+    r->hist_run[h] = run;
+    for (int g = 0; g < UG_GROUP_COUNT; g++) r->hist_rate[h][g] = -1;
+    for (int op = 0; op < UG_OP_COUNT; op++) r->hist_op_rate[h][op] = -1;
+    return h;
 }
 
 /* Pass-rate history per group: one slot per run (at most 64), -1 where a group is absent. */
 static int add_history(const ug_db_group_rate_row *row, void *ctx)
 {
     ug_report *r = ctx;
-    if (r->n_hist == 0 || r->hist_run[r->n_hist - 1] != row->run_id) {
-        if (r->n_hist == 64) return 1;
-        r->hist_run[r->n_hist] = row->run_id;
-        for (int g = 0; g < UG_GROUP_COUNT; g++) r->hist_rate[r->n_hist][g] = -1;
-        r->n_hist++;
-    }
-    int g = ug_group_find(row->group);
-    if (g >= 0 && row->cases > 0) r->hist_rate[r->n_hist - 1][g] = 100.0 * row->pass / row->cases;
+    int h = hist_slot(r, row->run_id), g = ug_group_find(row->group);
+    if (h < 0) return 1;
+    if (g >= 0 && row->cases > 0) r->hist_rate[h][g] = 100.0 * row->pass / row->cases;
+    return 0;
+}
+
+/* The same per op, and each run's date; a run the group history did not hold is left out. */
+static int add_op_history(const ug_db_op_rate_row *row, void *ctx)
+{
+    ug_report *r = ctx;
+    int op = ug_op_find(row->op);
+    for (int h = 0; h < r->n_hist; h++)
+        if (r->hist_run[h] == row->run_id) {
+            snprintf(r->hist_started[h], sizeof r->hist_started[h], "%s", row->started);
+            if (op >= 0 && row->cases > 0) r->hist_op_rate[h][op] = 100.0 * row->pass / row->cases;
+        }
     return 0;
 }
 
@@ -151,14 +234,20 @@ static int gather_bench(ug_db *db, ug_report *r, char *err, size_t errlen)
     return rc;
 }
 
-int ug_report_gather(ug_db *db, long run_id, int max_failures, ug_report *r, char *err, size_t errlen)
+int ug_report_gather(ug_db *db, long run_id, int max_failures, double drift_factor, ug_report *r, char *err,
+                     size_t errlen)
 {
     memset(r, 0, sizeof *r);
     r->run_id = run_id;
+    r->top = max_failures;
+    for (int op = 0; op < UG_OP_COUNT; op++) r->closest_used[op] = -1;
+    if (errlen) err[0] = 0;
     int rc = gather_run(db, r, err, errlen);
     if (!rc) rc = ug_db_report_results(db, run_id, add_result, r, err, errlen);
-    if (!rc) rc = gather_failures(db, r, max_failures, err, errlen);
+    if (!rc) rc = gather_failures(db, r, err, errlen);
+    if (!rc) rc = gather_changes(db, r, drift_factor > 1 ? drift_factor : UG_DRIFT_FACTOR_DEFAULT, err, errlen);
     if (!rc && ug_db_report_group_history(db, run_id, add_history, r, err, errlen) < 0) rc = -1;
+    if (!rc && ug_db_report_op_history(db, run_id, add_op_history, r, err, errlen) < 0) rc = -1;
     if (!rc) rc = gather_bench(db, r, err, errlen);
     if (rc) ug_report_free(r);
     return rc;
@@ -166,9 +255,10 @@ int ug_report_gather(ug_db *db, long run_id, int max_failures, ug_report *r, cha
 
 void ug_report_free(ug_report *r)
 {
-    free(r->failures);
-    r->failures = NULL;
-    r->n_failures = 0;
+    ug_failures_free(&r->failures);
+    free(r->changes);
+    r->changes = NULL;
+    r->n_changes = 0;
     if (r->has_bench) ug_bench_table_free(&r->bench);
     r->has_bench = 0;
 }

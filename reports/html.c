@@ -185,21 +185,26 @@ static void write_histograms(const ug_report *r, FILE *f)
 static void write_failures(const ug_report *r, FILE *f)
 {
     fprintf(f, "<section id=\"failures\"><h2>Top failures</h2>\n");
-    if (!r->n_failures) {
+    size_t shown = r->failures.n < (size_t)r->top ? r->failures.n : (size_t)r->top;
+    if (!shown) {
         fprintf(f, "<p>No failures in this run.</p></section>\n");
         return;
     }
-    fprintf(f, "<table><tr><th>case</th><th>op</th><th>dtype</th><th>verdict</th><th>max ulp</th><th>why</th>"
+    fprintf(f, "<table><tr><th>case</th><th>op</th><th>dtype</th><th>verdict</th><th>what decided</th>"
                "<th>triage</th></tr>\n");
-    for (int i = 0; i < r->n_failures; i++) {
-        const ug_report_failure *x = &r->failures[i];
-        char ulp[32];
-        if (x->has_max_ulp) snprintf(ulp, sizeof ulp, "%.3g", x->max_ulp);
-        else snprintf(ulp, sizeof ulp, "—"); /* no metric: a crash, a timeout */
-        fprintf(f, "<tr class=\"failure\"><td><code>%s</code></td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>",
-                x->case_id, ug_op_name(x->op), x->dtype, x->verdict, ulp);
-        ug_xml_escape(f, x->message);
-        char *line = ug_report_triage_line(r, x->case_id);
+    for (size_t i = 0; i < shown; i++) {
+        const ug_failure *x = &r->failures.v[i];
+        fprintf(f, "<tr class=\"failure\"><td><code>");
+        ug_xml_escape(f, x->case_id);
+        fprintf(f, "</code></td><td>");
+        ug_xml_escape(f, x->op);
+        fprintf(f, "</td><td>");
+        ug_xml_escape(f, x->dtype);
+        fprintf(f, "</td><td>");
+        ug_xml_escape(f, x->verdict);
+        fprintf(f, "</td><td>");
+        ug_xml_escape(f, x->figure);
+        char *line = ug_failure_id_ok(x->case_id) ? ug_report_triage_line(r, x->case_id) : NULL;
         fprintf(f, "</td><td><code>");
         ug_xml_escape(f, line ? line : "");
         fprintf(f, "</code></td></tr>\n");

@@ -8,7 +8,9 @@
 
 #include "core/registry.h"
 #include "db/query_bench.h"
+#include "db/query_compare.h"
 #include "db/store.h"
+#include "reports/failures.h"
 
 #define UG_ULP_BUCKETS 8 /* max ulp error of a case: <=0.5 <=1 <=2 <=4 <=16 <=256 >256 non-finite */
 
@@ -20,16 +22,19 @@ typedef struct {
     long cert_judged, cert_pass;
 } ug_tally;
 
-typedef struct {
-    char case_id[UG_ID_LEN + 1];
-    int op;
-    char dtype[8];
-    char verdict[12];
-    char message[300];
-    double max_ulp;
-    int has_max_ulp; /* 0: no metric (CRASH, TIMEOUT, ERROR): shown as a dash */
-} ug_report_failure;
+/* Headroom used by a case (results.used: of what its deciding standard allows, the share it
+ * used; above 1 it fails): <=0.1 <=0.25 <=0.5 <=1 <=2 <=10 >10 NaN/Inf. */
+#define UG_USED_BUCKETS 8
 
+/* A case that changed against the compared run (db/query_compare.h). */
+typedef struct {
+    ug_change kind;
+    char case_id[UG_ID_LEN + 1]; /* as stored; validated before a command line is made of it */
+    int op;                      /* -1: an op this build does not know */
+    char dtype[8], verdict_a[12], verdict_b[12];
+    double used_a, used_b;       /* NaN when not judged */
+    char message[300];           /* run B's message */
+} ug_report_change;
 typedef struct ug_report {
     long run_id;
     char started[32], finished[32], status[16], backend[600], plan[64], plan_hash[24], git_rev[24], host[64];
@@ -40,17 +45,30 @@ typedef struct ug_report {
     ug_tally group[UG_GROUP_COUNT];
     ug_tally op[UG_OP_COUNT];
     ug_tally op_dtype[UG_OP_COUNT][UG_DT_COUNT];
-    long ulp_hist[UG_OP_COUNT][UG_ULP_BUCKETS];
+    long ulp_hist[UG_OP_COUNT][UG_ULP_BUCKETS];         /* secondary: the max ulp error of each case */
     long ulp_hist_notpass[UG_OP_COUNT][UG_ULP_BUCKETS]; /* of ulp_hist, the cases whose outcome is not PASS */
+    long used_hist[UG_OP_COUNT][UG_USED_BUCKETS];       /* the headroom each case used (what decides) */
+    long used_hist_notpass[UG_OP_COUNT][UG_USED_BUCKETS];
+    double closest_used[UG_OP_COUNT];                   /* the passing case nearest its limit: its used, -1 none */
+    char closest_case[UG_OP_COUNT][UG_ID_LEN + 1];
     long regressions; /* cases of origin fuzz (corpus/found/) among total */
     double seconds_kernel, seconds_oracle;
-    ug_report_failure *failures; /* worst first */
-    int n_failures;
-    /* pass-rate history per group over the runs up to this one with the same backend (oldest first;
-     * a mutant or plugin run is another line, never a sawtooth in this one); SKIP left out */
+    ug_failure_list failures; /* every failing case, most severe first (reports/failures.h) */
+    int top;                  /* how many of them the writers list */
+    /* Against the last like-for-like run (same plan hash, selection, backend, sample and standard:
+     * db/query_failures.h ug_db_comparable_run): 0 when there is none. changes: new failures, fixed,
+     * still failing and drift, in that order (by op and case ID within each) */
+    long compared_run;
+    long n_change[UG_CHANGE_COUNT];
+    ug_report_change *changes;
+    size_t n_changes;
+    /* pass-rate history per group and per op over the runs up to this one with the same backend (oldest
+     * first; a mutant or plugin run is another line, never a sawtooth in this one); SKIP left out */
     int n_hist;
     long hist_run[64];
-    double hist_rate[64][UG_GROUP_COUNT]; /* -1 where the run had no case of the group */
+    char hist_started[64][24];               /* each run's start, UTC ISO 8601 */
+    double hist_rate[64][UG_GROUP_COUNT];    /* -1 where the run had no case of the group */
+    double hist_op_rate[64][UG_OP_COUNT];    /* -1 where the run had no case of the op */
     /* the database's latest kernel-timing table (`bench kernels --backend B --baseline A`), shown by the HTML
      * and markdown reports; has_bench 0 when the database holds none */
     int has_bench;
@@ -62,6 +80,7 @@ typedef struct ug_report {
 char *ug_report_triage_line(const ug_report *r, const char *case_id);
 
 extern const char *const ug_ulp_bucket_names[UG_ULP_BUCKETS];
+extern const char *const ug_used_bucket_names[UG_USED_BUCKETS];
 
 /* Pass rates in percent: of the outcome among the cases not skipped (SKIP is no verdict on
  * the kernel: a plugin declining a dtype neither passes nor fails), -1 when every case was
@@ -73,8 +92,10 @@ const char *ug_tally_pass_cell(const ug_tally *t, const char *none, char *buf, s
 /* The certified pass rate as a table cell ("93.75 %"), or none when the standard judged no case. */
 const char *ug_tally_cert_cell(const ug_tally *t, const char *none, char *buf, size_t len);
 
-/* Gathers run run_id (keeps up to max_failures failures). -2 with a message if unknown. */
-int ug_report_gather(ug_db *db, long run_id, int max_failures, ug_report *r, char *err, size_t errlen);
+/* Gathers run run_id; its writers list the top max_failures failures (all are read). -2 with a
+ * message if unknown. drift_factor: see db/query_compare.h (UG_DRIFT_FACTOR_DEFAULT). */
+int ug_report_gather(ug_db *db, long run_id, int max_failures, double drift_factor, ug_report *r, char *err,
+                     size_t errlen);
 void ug_report_free(ug_report *r);
 
 void ug_report_write_md(const ug_report *r, FILE *f);

@@ -3,6 +3,7 @@
 #include "gen/case.h"
 #include "gen/case_memory.h"
 #include "run/contain.h"
+#include "oracles/figure.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -175,10 +176,12 @@ static void describe_failure(ug_result *r)
             snprintf(r->message, sizeof r->message, "%s: %zu NaN/Inf mismatches", o->name, o->m.n_nonfinite_mismatch);
             return;
         }
-        if (o->verdict[r->primary] == UG_V_FAIL) {
-            snprintf(r->message, sizeof r->message, "%s fails %s: max ulp %.4g at %zu, max abs %.4g, %s", o->name,
-                     ug_standard_name(r->primary), o->m.max_ulp, o->m.max_ulp_idx, o->m.max_abs,
-                     o->thresholds[r->primary]);
+        if (o->verdict[r->primary] == UG_V_FAIL) { /* what decided, in words, then the raw errors */
+            char figure[300];
+            if (!ug_figure_of_output(r->primary, o->name, o->thresholds[r->primary], o->m.n, figure, sizeof figure))
+                snprintf(figure, sizeof figure, "%s fails %s", o->name, ug_standard_name(r->primary));
+            snprintf(r->message, sizeof r->message, "%s under %s; max abs %.4g at %zu, max ulp %.4g", figure,
+                     ug_standard_name(r->primary), o->m.max_abs, o->m.max_abs_idx, o->m.max_ulp);
             return;
         }
     }
@@ -261,6 +264,7 @@ static int judge_once(ug_case *c, const ug_exec_opts *o, ug_result *r, ug_exec_d
     ug_verdict_combine_outputs(r);
     r->primary = o->primary_set ? o->primary : c->def->primary; /* also for callers that judge without ug_exec_case */
     r->outcome = ug_verdict_decide_outcome(r);
+    r->used = ug_verdict_used(r); /* the headroom figure reports rank and bin by */
     if (r->outcome != UG_OUT_PASS) describe_failure(r);
     if (detail) {
         detail->oracle = orc;

@@ -432,8 +432,59 @@ static void device_bound_contains_fp32(void)
 #define MOE_W(std) "{\"kind\":\"normal\",\"mean\":0,\"std\":" #std "}"
 #define MOE_U "{\"hi\":0.15,\"kind\":\"uniform\",\"lo\":-0.15}"
 
+/* The "used" figure of thresholds text thr (NAN when absent; null reads as +inf). */
+static double used_of(const char *thr)
+{
+    const char *u = strstr(thr, "\"used\":");
+    if (!u) return NAN;
+    return strncmp(u + 7, "null", 4) == 0 ? INFINITY : strtod(u + 7, NULL);
+}
+
+/* Judges as judge() does and returns the thresholds' "used" figure. */
+static double judge_used(int std, ug_dtype dt, const ug_output_rule *rule, size_t n, ug_vstate *v)
+{
+    static size_t idx[N_MAX];
+    for (size_t i = 0; i < n; i++) idx[i] = i;
+    ug_metrics m;
+    ug_metrics_compute(dt, n, idx, n, a_, g_, b_, &m);
+    ug_judged j = {"y", dt, rule, 0, n, idx, a_, g_, g_, b_, &m};
+    char thr[UG_THR_LEN];
+    *v = ug_standard_judge(std, &j, thr, sizeof thr);
+    return used_of(thr);
+}
+
+/* Headroom: a budgeted rule's "used" is the (allowed+1)-th largest error / tolerance, so it is
+ * at most 1 exactly when the rule holds; the ulp metrics leave out elements whose exact value
+ * is below the dtype's smallest normal (an exact 0 would read 1e36 bf16 ulps). */
+static void headroom_figures(void)
+{
+    ug_output_rule rule = {"y", UG_CMP_NUMERIC, 0.01, 0.01, 0.005}; /* tolerance at g = 1: 0.02 */
+    ug_vstate v;
+    fill(1000, 1.0);
+    a_[0] = 1.08, a_[1] = 1.06, a_[2] = 1.04, a_[3] = 1.03, a_[4] = 1.025, a_[5] = 1.01, a_[6] = 1.005;
+    double u = judge_used(UG_STD_PYPTO, UG_DT_FP32, &rule, 1000, &v); /* 5 allowed: the 6th largest, 0.01 / 0.02 */
+    CHECK(v == UG_V_PASS && fabs(u - 0.5) < 1e-3, "pypto used 0.5 with 5 of 1000 beyond: %g", u);
+    a_[5] = 1.05; /* ratios 4 3 2.5 2 1.5 1.25: the 6th is 1.25x out, and used says so */
+    u = judge_used(UG_STD_PYPTO, UG_DT_FP32, &rule, 1000, &v);
+    CHECK(v == UG_V_FAIL && fabs(u - 1.25) < 1e-3, "pypto used 1.25 when the 6th element is 1.25x out: %g", u);
+    fill(10, 1.0);
+    a_[3] = 1.0 + 0.5 * (1e-5 + 1.3e-6); /* allclose fp32: budget 0, the worst element's ratio */
+    u = judge_used(UG_STD_ALLCLOSE, UG_DT_FP32, NULL, 10, &v);
+    CHECK(v == UG_V_PASS && fabs(u - 0.5) < 1e-3, "allclose used = the worst ratio: %g", u);
+    fill(4, 0.0);
+    a_[0] = 0.5; /* an exact 0 in bf16: measured by its absolute error, not in ulps of 2^-133 */
+    g_[1] = 2.0, a_[1] = 2.0 + 0x1p-6; /* one bf16 ulp at 2 */
+    static size_t idx[4] = {0, 1, 2, 3};
+    ug_metrics m;
+    ug_metrics_compute(UG_DT_BF16, 4, idx, 4, a_, g_, NULL, &m);
+    CHECK(m.max_ulp == 1.0 && m.max_ulp_idx == 1, "max ulp skips the exact 0: %g at %zu", m.max_ulp, m.max_ulp_idx);
+    CHECK(m.max_abs == 0.5 && m.max_abs_idx == 0, "the exact 0 counts in max abs: %g", m.max_abs);
+    CHECK(m.mean_ulp == 1.0, "mean ulp over the ulp-measured elements only: %g", m.mean_ulp);
+}
+
 int main(void)
 {
+    headroom_figures();
     miscounted_emits_fail();
     standards_at_threshold();
     device_bound_contains_fp32();

@@ -39,7 +39,7 @@ flip=$(sqlite3 "$db" "select case_id from results where run_id=3 order by case_i
 sqlite3 "$db" "insert into runs(run_id, started_at, status, plan_name, plan_hash, backend, git_rev)
                select 4, started_at, 'done', plan_name, plan_hash, backend, git_rev from runs where run_id=3;
                insert into results select 4, case_id, verdict, primary_standard, kernel_ms, oracle_ms, oracle_fallbacks, message,
-               oracle_raised, oracle_unsettled, outputs_dir from results where run_id=3;
+               oracle_raised, oracle_unsettled, outputs_dir, used from results where run_id=3;
                update results set verdict='FAIL' where run_id=4 and case_id='$flip';"
 expect_status 0 ug history --db "$db"
 expect_grep "^  $flip .*3:PASS 4:FAIL|^  $flip .*4:FAIL 3:PASS" "$T/out"
@@ -56,7 +56,7 @@ for r in "5|'other-bytes'|git_rev" "6|backend_sha256|git_rev || '-dirty-0badc0de
     sqlite3 "$db5" "insert into runs(run_id, started_at, status, plan_name, plan_hash, backend, git_rev, backend_sha256)
                     select $id, started_at, 'done', plan_name, plan_hash, backend, $rev, $sha from runs where run_id=3;
                     insert into results select $id, case_id, verdict, primary_standard, kernel_ms, oracle_ms,
-                    oracle_fallbacks, message, oracle_raised, oracle_unsettled, outputs_dir from results where run_id=3;
+                    oracle_fallbacks, message, oracle_raised, oracle_unsettled, outputs_dir, used from results where run_id=3;
                     update results set verdict='FAIL' where run_id=$id and case_id='$flip2';"
 done
 expect_status 0 ug history --db "$db5" --json
@@ -228,7 +228,7 @@ expect_status 0 ug report --db "$sdb" --format md -o "$T/s.md"
 # 4 passes among the 5 cases not skipped: 80 %, not 4 of 9
 expect_grep '^\| GreenLight \| attn_softmax \| 9 \| 4 \| 0 \| 5 \| 80.00 % \|' "$T/s.md"
 expect_grep '4 SKIP, counted under other, are no verdict' "$T/s.md"
-expect_grep '^\| [0-9a-f]{16} \| attn_softmax \| fp32 \| CRASH \| — \|' "$T/s.md"   # no metric: a dash, not "0"
+expect_grep '^\| [0-9a-f]{16} \| attn_softmax \| fp32 \| CRASH \| worker killed by signal' "$T/s.md"   # its message decides
 if grep -q '| SKIP |' "$T/s.md"; then bad "SKIP listed among the failures"; else ok; fi
 expect_status 0 ug report --db "$sdb" --format html -o "$T/s.html"
 expect_grep 'fill="#cccccc"><title>attn_softmax fp16: 0/0 pass, 4 skipped' "$T/s.html"
