@@ -7,10 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <dirent.h>
+#include <errno.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "gen/plan.h"
+#include "core/npy.h"
 #include "kernels/replay.h"
 #include "gen/case.h"
 
@@ -32,11 +36,12 @@ static int write_json(const char *dir, const char *name, cJSON *j)
     char *text = cJSON_Print(j), path[1100];
     cJSON_Delete(j);
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = text ? fopen(path, "wb") : NULL;
+    FILE *f = text ? ug_file_create(path) : NULL; /* never through a link */
     int ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
     if (f && fclose(f) != 0) ok = 0;
     free(text);
-    return ok ? 0 : ug_cli_fail("export: cannot write %s", path);
+    return ok ? 0 : ug_cli_fail("export: cannot write %s: %s", path,
+                                errno == ELOOP ? "it is a symbolic link (ulpgym never writes through one)" : strerror(errno));
 }
 
 /* D/index.json lists the case folders; D/plan.json is a plan of exactly these cases
@@ -79,12 +84,34 @@ static int export_plan(const char *plan_path, const ug_cli_filter *f, long per_o
     if (!rc) rc = write_index(dir, plan_path, &p);
     if (!rc) printf("exported %zu cases to %s (index.json lists them, plan.json is their plan)\n", p.n, dir);
     ug_plan_free(&p);
-    return rc;
+    return rc ? UG_EXIT_USAGE : 0;
+}
+
+/* An export writes into an empty (or new) folder, or with --force into one holding anything
+ * (an earlier export): what it writes still never goes through a link. 0, or exit 2 after
+ * saying why. */
+static int target_ok(const char *dir, int force)
+{
+    struct stat st;
+    if (lstat(dir, &st) != 0) return 0; /* created by the export */
+    if (S_ISLNK(st.st_mode)) return ug_cli_fail("export: %s is a symbolic link; give the folder itself", dir);
+    if (!S_ISDIR(st.st_mode)) return ug_cli_fail("export: %s is not a folder", dir);
+    DIR *d = opendir(dir);
+    const struct dirent *e = NULL;
+    while (d && (e = readdir(d)) && (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))) {}
+    int empty = d && !e;
+    char first[256] = "";
+    if (e) snprintf(first, sizeof first, "%s", e->d_name);
+    if (d) closedir(d);
+    if (empty || force) return 0;
+    return ug_cli_fail("export: %s is not empty (it holds %s%s); give an empty folder, or --force to write over an "
+                       "earlier export there (never through a link)", dir, first[0] ? first : "files", first[0] ? ", ..." : "");
 }
 
 static int ug_cmd_export(int argc, char **argv)
 {
     const char *dir = NULL, *db = NULL, *plan = NULL, *limit = NULL, *per_op = NULL, *case_id = NULL, *mem = NULL;
+    int force = 0;
     ug_cli_filter f = {0};
     for (int i = 1; i < argc; i++) {
         int m = ug_cli_filter_opt(&f, argc, argv, &i);
@@ -95,10 +122,12 @@ static int ug_cmd_export(int argc, char **argv)
             (m = ug_cli_opt(argc, argv, &i, "--per-op", &per_op)) ||
             (m = ug_cli_opt(argc, argv, &i, "--case-memory", &mem))) {
             if (m < 0) return UG_EXIT_USAGE;
-        } else if (argv[i][0] != '-' && !case_id) case_id = argv[i];
+        } else if (ug_cli_flag(argv, i, "--force")) force = 1;
+        else if (argv[i][0] != '-' && !case_id) case_id = argv[i];
         else return ug_cli_fail("export: unexpected argument \"%s\" (see ulpgym export -h)", argv[i]);
     }
     if (!dir || !*dir) return ug_cli_fail("export: give the folder to write with --dir D");
+    if (target_ok(dir, force)) return UG_EXIT_USAGE;
     if (ug_cli_case_memory(mem)) return UG_EXIT_USAGE;
     long lim = limit ? ug_cli_long(limit) : 0, per = per_op ? ug_cli_long(per_op) : 0;
     if (lim < 0 || per < 0) return ug_cli_fail("export: --limit and --per-op take a number");
@@ -124,8 +153,10 @@ static int ug_cmd_export(int argc, char **argv)
 
 const ug_command ug_command_export = {
     "export", ug_cmd_export, "write a case's inputs as .npy for another device stack",
-     "usage: ulpgym export CASE_ID --dir D [--db PATH] [--plan FILE] [--case-memory BYTES]\n"
-     "       ulpgym export [--plan FILE] [--op OP]... [--group G]... [--per-op N] [--limit N] --dir D\n"
+     "usage: ulpgym export CASE_ID --dir D [--force] [--db PATH] [--plan FILE] [--case-memory BYTES]\n"
+     "       ulpgym export [--plan FILE] [--op OP]... [--group G]... [--per-op N] [--limit N] --dir D [--force]\n"
+     "  D must be empty or new; --force writes over an earlier export there. Nothing is ever\n"
+     "  written through a symbolic link (a link in D is refused, not followed).\n"
      "  Writes D/case.json (spec, tensor names, dtypes, shapes) and D/inputs/<name>.npy;\n"
      "  the device writes D/outputs/<name>.npy for each output (or outputs/unsupported.txt\n"
      "  or outputs/error.txt with a reason), then `ulpgym check CASE_ID --outputs D`.\n"

@@ -41,6 +41,19 @@ static int mkdir_p(const char *dir, char *err, size_t errlen)
     return 0;
 }
 
+/* dir and its missing parents, then dir itself a real folder: a link there (to another folder)
+ * is refused, so nothing the export writes lands outside it. */
+static int own_folder(const char *dir, char *err, size_t errlen)
+{
+    struct stat st;
+    if (mkdir_p(dir, err, errlen)) return -1;
+    if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s is a symbolic link or not a folder: ulpgym never writes through a link", dir);
+        return -1;
+    }
+    return 0;
+}
+
 static char *slurp(const char *path, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
@@ -116,7 +129,8 @@ static int write_case_json(const ug_case *c, const char *dir, char *err, size_t 
     int ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
     if (f && fclose(f) != 0) ok = 0;
     free(text);
-    if (!ok) snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+    if (!ok) snprintf(err, errlen, "cannot write %s: %s", path,
+                      errno == ELOOP ? "it is a symbolic link (ulpgym never writes through one)" : strerror(errno));
     return ok ? 0 : -1;
 }
 
@@ -126,7 +140,7 @@ static int fresh_outputs(const ug_case *c, const char *dir, char *err, size_t er
 {
     char sub[1100], path[1200];
     snprintf(sub, sizeof sub, "%s/outputs", dir);
-    if (mkdir_p(sub, err, errlen)) return -1;
+    if (own_folder(dir, err, errlen) || own_folder(sub, err, errlen)) return -1;
     for (int i = 0; i < c->n_out; i++) {
         snprintf(path, sizeof path, "%s/outputs/%s.npy", dir, c->out[i].name);
         remove(path);
@@ -149,7 +163,7 @@ int ug_replay_export(const ug_case *c, const char *dir, char *err, size_t errlen
 {
     char sub[1100];
     snprintf(sub, sizeof sub, "%s/inputs", dir);
-    if (mkdir_p(sub, err, errlen) || fresh_outputs(c, dir, err, errlen)) return -1;
+    if (own_folder(dir, err, errlen) || own_folder(sub, err, errlen) || fresh_outputs(c, dir, err, errlen)) return -1;
     for (int i = 0; i < c->n_in; i++)
         if (write_npy(&c->in[i], dir, "inputs", err, errlen)) return -1;
     return write_case_json(c, dir, err, errlen);

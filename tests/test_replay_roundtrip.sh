@@ -88,6 +88,6 @@ expect_status 1 ug check "$id" --outputs "$T/one" --db "$DB" --run status
 expect_eq "$(q "select verdict || ': ' || message from results where case_id = '$id' and run_id = (select max(run_id) from runs)")" "ERROR: device error: HBM ECC error" "device ERROR"
 
 # 8. re-exporting clears what a previous device run left
-expect_status 0 ug export "$id" --dir "$T/one"
+expect_status 0 ug export "$id" --dir "$T/one" --force # an earlier export there: written over with --force
 expect_eq "$(ls "$T/one/outputs" | wc -l)" 0 "stale outputs removed on export"
 finish

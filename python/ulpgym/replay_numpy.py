@@ -28,6 +28,8 @@ The two kernels below are plain fp32 numpy references of the operators ulpgym sh
 with; `ulpgym ops show OP --json` documents every op's tensors and params.
 """
 import json
+import os
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -124,37 +126,114 @@ def inplace_add_rmsnorm(params, x1, x2, gamma):
 
 KERNELS = {"attn_softmax": attn_softmax, "inplace_add_rmsnorm": inplace_add_rmsnorm}
 
+# --- files: an export folder may come from another machine. Tensors are found by their
+# name (inputs/<name>.npy, outputs/<name>.npy), never by a path case.json gives, and
+# nothing is written through a symbolic link. ---
+
+_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
+
+
+class CaseFolderError(Exception):
+    """A case folder that cannot be replayed; it is named and the other cases still run."""
+
+
+def tensor_name(t):
+    """A tensor entry's name, refused unless a plain identifier (no path can hide in it)."""
+    name = t.get("name") if isinstance(t, dict) else None
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise CaseFolderError(f"case.json names a tensor {name!r}: not a plain name")
+    return name
+
+
+def open_new(path, mode="wb"):
+    """path opened for writing, created or truncated, refused (OSError) when it is a link."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    return os.fdopen(fd, mode)
+
+
+def write_text(path, text):
+    with open_new(path, "w") as f:
+        f.write(text)
+
+
+def save_npy(path, array):
+    with open_new(path) as f:
+        np.save(f, np.ascontiguousarray(array))
+
+
+def outputs_folder(folder):
+    """folder/outputs, created; refused when it (or folder) is a link or not a folder."""
+    out = Path(folder) / "outputs"
+    for p in (Path(folder), out):
+        if p.is_symlink():
+            raise CaseFolderError(f"{p} is a symbolic link: nothing is written through one")
+    out.mkdir(exist_ok=True)
+    if not out.is_dir():
+        raise CaseFolderError(f"{out} is not a folder")
+    return out
+
+
+def read_case(folder):
+    """folder/case.json as a dict with op, params, inputs and outputs; CaseFolderError otherwise."""
+    path = Path(folder) / "case.json"
+    try:
+        spec = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise CaseFolderError(f"{path}: {exc}") from None
+    if not isinstance(spec, dict) or not all(isinstance(spec.get(k), t) for k, t in
+                                             (("op", str), ("params", dict), ("inputs", list), ("outputs", list))):
+        raise CaseFolderError(f"{path}: not a ulpgym case (op, params, inputs, outputs)")
+    return spec
+
 
 def run_case(folder):
-    spec = json.loads((folder / "case.json").read_text())
-    out_dir = folder / "outputs"
-    out_dir.mkdir(exist_ok=True)
+    spec = read_case(folder)
+    out_dir = outputs_folder(folder)
+    names = [tensor_name(t) for t in spec["inputs"] + spec["outputs"]]
+    for stale in [f"{n}.npy" for n in names] + ["unsupported.txt", "error.txt"]:
+        if (out_dir / stale).is_symlink() or (out_dir / stale).exists():
+            (out_dir / stale).unlink()
     kernel = KERNELS.get(spec["op"])
     if kernel is None:
-        (out_dir / "unsupported.txt").write_text(f"no numpy kernel for {spec['op']}\n")
+        write_text(out_dir / "unsupported.txt", f"no numpy kernel for {spec['op']}\n")
         return "SKIP"
     try:
-        inputs = {t["name"]: from_device(np.load(folder / t["file"]), t["dtype"]) for t in spec["inputs"]}
+        inputs = {tensor_name(t): from_device(np.load(Path(folder) / "inputs" / f"{tensor_name(t)}.npy"), t["dtype"])
+                  for t in spec["inputs"]}
         with np.errstate(all="ignore"):
             results = kernel(spec["params"], **inputs)
         for t in spec["outputs"]:
             arr = to_device(results[t["name"]], t["dtype"]).reshape(t["shape"])
-            np.save(folder / t["file"], np.ascontiguousarray(arr))
+            save_npy(out_dir / f"{tensor_name(t)}.npy", arr)
         return "ran"
     except Exception as exc:  # the case becomes ERROR with this reason
-        (out_dir / "error.txt").write_text(f"{type(exc).__name__}: {exc}\n")
+        write_text(out_dir / "error.txt", f"{type(exc).__name__}: {exc}\n")
         traceback.print_exc()
         return "ERROR"
 
 
-def case_folders(root):
+def index_entries(root):
+    """The case folders an export lists: [(dir name, error or None)]; ValueError when the
+    export itself cannot be read (one clear line, no traceback)."""
     root = Path(root)
     if (root / "case.json").exists():
-        return [root]
-    if not (root / "index.json").is_file():
+        return [(".", None)]
+    index_path = root / "index.json"
+    if not index_path.is_file():
         raise ValueError(f"{root} has neither case.json nor index.json (write it with `ulpgym export`)")
-    index = json.loads((root / "index.json").read_text())
-    return [root / c["dir"] for c in index["cases"]]
+    try:
+        index = json.loads(index_path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{index_path}: not valid JSON ({exc})") from None
+    cases = index.get("cases") if isinstance(index, dict) else None
+    if not isinstance(cases, list):
+        raise ValueError(f"{index_path}: no \"cases\" list")
+    entries = []
+    for i, c in enumerate(cases):
+        d = c.get("dir") if isinstance(c, dict) else None
+        plain = isinstance(d, str) and _NAME.fullmatch(d) is not None
+        entries.append((d if plain else f"cases[{i}]", None if plain else f"cases[{i}]: \"dir\" {d!r} is not a plain name"))
+    return entries
 
 
 def main(argv=None, prog="replay_numpy.py"):
@@ -165,16 +244,22 @@ def main(argv=None, prog="replay_numpy.py"):
         print(f"usage: {prog} EXPORT_DIR", file=sys.stderr)
         return 2
     try:
-        folders = case_folders(argv[0])
+        entries = index_entries(argv[0])
     except ValueError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
     counts = {}
-    for folder in folders:
-        status = run_case(folder)
+    for d, error in entries:
+        try:
+            if error:
+                raise CaseFolderError(error)
+            status = run_case(Path(argv[0]) / d)
+        except (CaseFolderError, OSError) as exc:  # this case is not replayed; the others are
+            print(f"{prog}: case {d}: {exc}", file=sys.stderr)
+            status = "refused"
         counts[status] = counts.get(status, 0) + 1
     print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
-    return 0
+    return 1 if counts.get("refused") else 0
 
 
 if __name__ == "__main__":

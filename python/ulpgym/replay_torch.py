@@ -35,7 +35,6 @@ import argparse
 import importlib
 import importlib.util
 import json
-import shutil
 import sys
 import traceback
 from pathlib import Path
@@ -43,6 +42,9 @@ from pathlib import Path
 import numpy as np
 
 import torch  # the entry points (ulpgym._cli) check for numpy and torch before importing this
+
+from .replay_numpy import (CaseFolderError, index_entries, open_new, outputs_folder, read_case, save_npy,
+                           tensor_name, write_text)
 
 # case.json dtype -> (torch dtype, numpy dtype of the stored array when raw bits travel)
 TORCH_DTYPES = {
@@ -97,7 +99,7 @@ def store_output(t, spec_out, path):
         array = t.view(torch.int16).numpy().view(unsigned)
     else:
         array = t.numpy()
-    np.save(path, np.ascontiguousarray(array))
+    save_npy(path, array)
 
 
 def unsupported_by_torch(exc):
@@ -107,34 +109,40 @@ def unsupported_by_torch(exc):
 
 def run_case(src, dst, kernels, impl_name, compute, device):
     """Replays one case folder src into dst; returns ran, SKIP or ERROR."""
-    spec = json.loads((src / "case.json").read_text())
-    out_dir = dst / "outputs"
+    spec = read_case(src)
+    for t in spec["inputs"] + spec["outputs"]:
+        tensor_name(t)  # plain names only: files are found by name, never by a path case.json gives
     if dst.resolve() != src.resolve():
+        if dst.is_symlink():
+            raise CaseFolderError(f"{dst} is a symbolic link: nothing is written through one")
         dst.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src / "case.json", dst / "case.json")
-    shutil.rmtree(out_dir, ignore_errors=True)  # no stale outputs from an earlier replay
-    out_dir.mkdir()
+        with open_new(dst / "case.json", "w") as f:
+            f.write((src / "case.json").read_text())
+    out_dir = outputs_folder(dst)
+    for stale in out_dir.iterdir():  # no stale outputs from an earlier replay (a link is removed, not followed)
+        stale.unlink()
     kernel = kernels.get(spec["op"])
     if kernel is None:
-        (out_dir / "unsupported.txt").write_text(f"no torch implementation of {spec['op']} in {impl_name}\n")
+        write_text(out_dir / "unsupported.txt", f"no torch implementation of {spec['op']} in {impl_name}\n")
         return "SKIP"
     try:
-        inputs = {t["name"]: load_input(src / t["file"], t["dtype"], compute, device) for t in spec["inputs"]}
+        inputs = {t["name"]: load_input(src / "inputs" / f"{t['name']}.npy", t["dtype"], compute, device)
+                  for t in spec["inputs"]}
         with torch.no_grad():
             results = kernel(Case(spec, compute, device), **inputs)
         for t in spec["outputs"]:
             if t.get("optional") and t["name"] not in results:
                 continue  # an optional output the reference does not compute: no file, judged NA
-            store_output(results[t["name"]], t, dst / t["file"])
+            store_output(results[t["name"]], t, out_dir / f"{t['name']}.npy")
         return "ran"
     except Exception as exc:  # the case becomes SKIP or ERROR with this reason, the replay goes on
         reason = f"{type(exc).__name__}: {exc}".splitlines()[0]
         for stale in out_dir.iterdir():
             stale.unlink()
         if unsupported_by_torch(exc):
-            (out_dir / "unsupported.txt").write_text(f"torch on {device}: {reason}\n")
+            write_text(out_dir / "unsupported.txt", f"torch on {device}: {reason}\n")
             return "SKIP"
-        (out_dir / "error.txt").write_text(reason + "\n")
+        write_text(out_dir / "error.txt", reason + "\n")
         where = traceback.extract_tb(exc.__traceback__)[-1]
         print(f"case {spec['case_id']} ({spec['op']}): ERROR {reason} ({Path(where.filename).name}:{where.lineno})",
               file=sys.stderr)
@@ -184,12 +192,24 @@ def select_cases(root, ops):
     """The index of an export (a lone case folder becomes a one-case index), only OP's cases
     when --op names some."""
     if (root / "case.json").is_file():
-        spec = json.loads((root / "case.json").read_text())
-        return {"cases": [{"case_id": spec["case_id"], "op": spec["op"], "dir": "."}]}
-    if not (root / "index.json").is_file():
-        raise UsageError(f"{root} has neither case.json nor index.json (write it with `ulpgym export`)")
+        try:
+            spec = read_case(root)
+        except CaseFolderError as exc:
+            raise UsageError(str(exc)) from None
+        return {"cases": [{"case_id": spec.get("case_id", ""), "op": spec["op"], "dir": "."}]}
+    try:
+        entries = index_entries(root)  # checks index.json: readable, a "cases" list
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     index = json.loads((root / "index.json").read_text())
-    index["cases"] = [c for c in index["cases"] if not ops or c["op"] in ops]
+    cases = []
+    for (d, error), c in zip(entries, index["cases"]):
+        op = c.get("op") if isinstance(c, dict) else None
+        if error is None and (not ops or op in ops):
+            cases.append({"case_id": c.get("case_id", ""), "op": op, "dir": d})
+        elif error is not None:
+            cases.append({"case_id": "", "op": op, "dir": d, "error": error})
+    index["cases"] = cases
     return index
 
 
@@ -218,17 +238,24 @@ def main(argv=None, prog="ulpgym-replay-torch", search=()):
     args.out_dir.mkdir(parents=True, exist_ok=True)
     in_place = args.out_dir.resolve() == args.export_dir.resolve()
     if not in_place and (args.export_dir / "index.json").is_file():  # the cases replayed here, for `ulpgym check`
-        (args.out_dir / "index.json").write_text(json.dumps(index, indent=1) + "\n")
+        good = dict(index, cases=[c for c in index["cases"] if "error" not in c])
+        write_text(args.out_dir / "index.json", json.dumps(good, indent=1) + "\n")
     compute = torch.float32 if args.upcast else None
     counts = {}
     for c in index["cases"]:
-        status = run_case(args.export_dir / c["dir"], args.out_dir / c["dir"], kernels, args.impl, compute, device)
+        try:
+            if "error" in c:
+                raise CaseFolderError(c["error"])
+            status = run_case(args.export_dir / c["dir"], args.out_dir / c["dir"], kernels, args.impl, compute, device)
+        except (CaseFolderError, OSError) as exc:  # this case is not replayed; the others are
+            print(f"{prog}: case {c['dir']}: {exc}", file=sys.stderr)
+            status = "refused"
         counts[status] = counts.get(status, 0) + 1
     print(", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no cases")
     missing = sorted({c["op"] for c in index["cases"]} - set(kernels))
     if missing:
         print(f"no implementation in {args.impl} (skipped): {', '.join(missing)}", file=sys.stderr)
-    return 1 if counts.get("ERROR") else 0
+    return 1 if counts.get("ERROR") or counts.get("refused") else 0
 
 
 if __name__ == "__main__":
