@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -109,33 +110,52 @@ static void live_remove(const ug_guard_buf *g)
 static struct {
     void *map;
     size_t map_len;
+    char what[48]; /* what it was (for a fault in it: a kernel writing into a freed buffer) */
+    unsigned long freed; /* when, in frees counted */
 } cache[CACHE_SLOTS];
 static size_t cache_total;
+static unsigned long cache_frees;
 
-/* The smallest cached mapping of at least len bytes and not much more (its extra bytes
- * become head canary, filled on every use); NULL if none. */
+/* A cached mapping is quarantined: inaccessible until it is handed out again, so a kernel
+ * that keeps writing through an old pointer after it returned (a device stream never
+ * synchronised) faults, named, instead of corrupting a later case's tensor. */
+static int quarantine(void *map, size_t len, int prot)
+{
+    return mprotect((unsigned char *)map + page_size(), len - 2 * page_size(), prot);
+}
+
+/* The cached mapping freed longest ago among those of at least len bytes and not much more
+ * (its extra bytes become head canary, filled on every use), and never one of the last
+ * QUARANTINE_FREES freed: the buffers of the last few cases stay inaccessible, so a kernel
+ * still writing into one after its case ended faults (named) instead of landing in the next
+ * case's tensor; NULL if none. */
+#define QUARANTINE_FREES 8
 static void *cache_take(size_t len, size_t *got)
 {
     int best = -1;
     for (int i = 0; i < CACHE_SLOTS; i++)
         if (cache[i].map && cache[i].map_len >= len && cache[i].map_len <= len + len / 4 + page_size() &&
-            (best < 0 || cache[i].map_len < cache[best].map_len))
+            cache_frees - cache[i].freed >= QUARANTINE_FREES && (best < 0 || cache[i].freed < cache[best].freed))
             best = i;
     if (best < 0) return NULL;
     void *map = cache[best].map;
     *got = cache[best].map_len;
+    if (quarantine(map, *got, PROT_READ | PROT_WRITE)) return NULL; /* left in the cache, unusable: rare */
     cache_total -= *got;
     cache[best].map = NULL;
     return map;
 }
 
-static int cache_put(void *map, size_t len)
+static int cache_put(void *map, size_t len, const char *what)
 {
     if (len > CACHE_BUF_MAX || cache_total + len > CACHE_TOTAL_MAX) return 0;
     for (int i = 0; i < CACHE_SLOTS; i++)
         if (!cache[i].map) {
-            cache[i].map = map;
+            if (quarantine(map, len, PROT_NONE)) return 0;
+            snprintf(cache[i].what, sizeof cache[i].what, "%s", what);
+            cache[i].freed = ++cache_frees;
             cache[i].map_len = len;
+            cache[i].map = map;
             cache_total += len;
             return 1;
         }
@@ -188,9 +208,12 @@ int ug_guard_alloc(ug_guard_buf *g, size_t bytes, const char *what)
 void ug_guard_free(ug_guard_buf *g)
 {
     if (g->map) {
+        char what[48] = "";
+        for (int i = 0; i < LIVE_MAX; i++)
+            if (live[i].map == (uintptr_t)g->map) snprintf(what, sizeof what, "%s", live[i].what);
         live_remove(g);
-        if (!cache_put(g->map, g->map_len)) {
-            UNPOISON(rw_start(g), rw_end(g)); /* the next mapping at these addresses starts clean */
+        UNPOISON(rw_start(g), rw_end(g)); /* quarantined or unmapped: no longer the sanitizer's to watch */
+        if (!cache_put(g->map, g->map_len, what)) {
             munmap(g->map, g->map_len);
         }
     }
@@ -263,9 +286,27 @@ static void append(char *buf, size_t len, size_t *at, const char *s)
     if (len) buf[*at < len ? *at : len - 1] = 0;
 }
 
+/* A fault in a quarantined cached buffer: a kernel still writing after it returned. */
+static int describe_freed(uintptr_t a, const char *access, char *buf, size_t len)
+{
+    for (int i = 0; i < CACHE_SLOTS; i++) {
+        uintptr_t map = (uintptr_t)cache[i].map;
+        if (!map || a < map || a >= map + cache[i].map_len) continue;
+        size_t at = 0;
+        append(buf, len, &at, access);
+        append(buf, len, &at, " into the freed ");
+        append(buf, len, &at, cache[i].what[0] ? cache[i].what : "buffer");
+        append(buf, len, &at, " of an earlier case (a kernel still writing after it returned: a missing device "
+                              "synchronisation?)");
+        return 1;
+    }
+    return 0;
+}
+
 int ug_guard_describe_fault(const void *addr, const char *access, char *buf, size_t len)
 {
     uintptr_t a = (uintptr_t)addr, page = page_size();
+    if (describe_freed(a, access, buf, len)) return 1;
     for (int i = 0; i < LIVE_MAX; i++) {
         uintptr_t map = live[i].map;
         if (!map || a < map || a >= map + live[i].map_len) continue;

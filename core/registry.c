@@ -89,6 +89,20 @@ int ug_tensor_provided(const ug_tensor *t)
     return 0;
 }
 
+size_t ug_tensor_unwritten(const ug_tensor *t)
+{
+    size_t w = (size_t)ug_dtype_size(t->dtype), n = 0;
+    uint32_t code = sentinel_code(t->dtype);
+    const unsigned char *p = t->data;
+    int per_element = t->dtype == UG_DT_FP32 || t->dtype == UG_DT_FP16 || t->dtype == UG_DT_BF16;
+    for (size_t i = 0; i < t->numel; i++) {
+        uint32_t v = 0;
+        for (size_t b = 0; b < w; b++) v |= (uint32_t)p[i * w + b] << (8 * b);
+        n += v == (w == 4 ? code : code & ((1u << (8 * w)) - 1));
+    }
+    return per_element || n == t->numel ? n : 0;
+}
+
 void ug_case_seal_inputs(ug_case *c)
 {
     for (int i = 0; i < c->n_in; i++) ug_guard_seal(&c->in[i].guard);

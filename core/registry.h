@@ -52,6 +52,10 @@ typedef struct ug_case {
 void ug_tensor_fill_sentinel(ug_tensor *t);
 /* 1 when t is not optional or some element differs from the sentinel; 0: not provided. */
 int ug_tensor_provided(const ug_tensor *t);
+/* Elements of t still holding the sentinel after a kernel ran: for fp32/fp16/bf16 each such
+ * element (a signalling NaN no arithmetic yields); for the other dtypes, whose sentinel byte
+ * is also a value, t's element count when every element is the sentinel, else 0. */
+size_t ug_tensor_unwritten(const ug_tensor *t);
 
 /* Frees everything a case owns (safe on a zeroed or partly built case). */
 void ug_case_free(ug_case *c);

@@ -36,7 +36,9 @@ static int alloc_declared(ug_case *c, char *err, size_t errlen)
             ug_tensor *t = ug_case_add_output(c, td->name, dt, ndim, shape, err, errlen);
             if (!t) return -2;
             t->optional = td->optional;
-            if (t->optional) ug_tensor_fill_sentinel(t); /* not provided until a kernel overwrites it */
+            /* every output starts as the sentinel, never zeros: an optional one left so was not provided,
+             * a required element left so was never written (run/exec.c says which) */
+            ug_tensor_fill_sentinel(t);
             continue;
         }
         int index = c->n_in;

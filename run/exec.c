@@ -318,14 +318,61 @@ static int write_reference_outputs(ug_case *c, int naive, char *err, size_t errl
  * input (err says which); below the range a plugin's own negative statuses reach in practice. */
 #define UG_EXEC_GUARD (-1002)
 
-/* Runs the kernel, then checks the case's guards (registry.h): in the process the kernel
- * ran in, so a contained kernel's inputs are checked where it could have changed them. */
-static int run_kernel_checked(const void *b, ug_case *c, char *err, size_t errlen)
+/* A plugin's outputs, digested when its call returned, looked at again after a short settle:
+ * a device kernel whose stream was not synchronised is still writing them (kernel_abi.h).
+ * Built-in kernels run no threads and are not waited for. */
+#define UG_SETTLE_NS 2000000L /* 2 ms */
+
+static void seal_outputs(ug_case *c)
 {
+    for (int k = 0; k < c->n_out; k++) ug_guard_seal(&c->out[k].guard);
+}
+
+/* The first output that changed since seal_outputs: its message in err, 1; else 0. */
+static int outputs_changed(const ug_case *c, const char *when, char *err, size_t errlen)
+{
+    for (int k = 0; k < c->n_out; k++)
+        if (ug_guard_changed(&c->out[k].guard)) {
+            snprintf(err, errlen, "output %s changed after the kernel returned (%s): a device write not waited for "
+                     "(missing stream synchronisation?)", c->out[k].name, when);
+            return 1;
+        }
+    return 0;
+}
+
+/* The first required output with elements the kernel never wrote (registry.h): 1 with err. */
+static int outputs_unwritten(const ug_case *c, char *err, size_t errlen)
+{
+    for (int k = 0; k < c->n_out; k++) {
+        size_t n = c->out[k].optional ? 0 : ug_tensor_unwritten(&c->out[k]);
+        if (n) {
+            snprintf(err, errlen, "output %s left unwritten (%zu of %zu elements): a kernel writes every element of "
+                     "every output", c->out[k].name, n, c->out[k].numel);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Runs the kernel, then checks the case's guards (registry.h) and its outputs: in the process
+ * the kernel ran in, so a contained kernel's tensors are checked where it could have changed
+ * them. A plugin's outputs are checked again after a settle for writes that land late. */
+static int run_kernel_checked(const void *vb, ug_case *c, char *err, size_t errlen)
+{
+    const ug_backend *b = vb;
     ug_case_seal_inputs(c);
     int rc = ug_backend_run(b, c, err, errlen);
     char damage[512];
-    if (!ug_case_guard_check(c, damage, sizeof damage)) return rc;
+    if (rc == 0 && b->kind == UG_BACKEND_PLUGIN) {
+        seal_outputs(c);
+        struct timespec settle = {0, UG_SETTLE_NS};
+        nanosleep(&settle, NULL);
+        if (outputs_changed(c, "within 2 ms", damage, sizeof damage)) rc = UG_EXEC_GUARD;
+    }
+    int damaged = rc == UG_EXEC_GUARD; /* a late write: its message is in damage already */
+    if (!damaged) damaged = ug_case_guard_check(c, damage, sizeof damage) > 0;
+    if (!damaged && rc == 0) damaged = outputs_unwritten(c, damage, sizeof damage);
+    if (!damaged) return rc;
     snprintf(err, errlen, "%s", damage);
     return UG_EXEC_GUARD;
 }
@@ -376,6 +423,11 @@ int ug_exec_case(const char *spec_text, const ug_backend *b, const ug_exec_opts 
         snprintf(r->message, sizeof r->message, "kernel error %d: %s", krc, err[0] ? err : "(no message)");
     } else {
         ug_exec_judge(c, o, r, detail);
+        char late[512]; /* a plugin still writing while its outputs were judged (sealed when it returned) */
+        if (b->kind == UG_BACKEND_PLUGIN && outputs_changed(c, "while they were judged", late, sizeof late)) {
+            r->outcome = UG_OUT_ERROR;
+            snprintf(r->message, sizeof r->message, "%s", late);
+        }
     }
     if (!detail) ug_case_free(c);
     return 0;

@@ -1,6 +1,7 @@
 /* test_guard.c — guarded buffers (core/guard.h) below the CLI: the layout (64-byte aligned
  * zeroed data, canaries of at least 64 bytes each side, PROT_NONE pages beyond them), which
- * writes the canaries catch, reuse of a freed buffer, the input digest, the fault report that
+ * writes the canaries catch, reuse of a freed buffer only after a quarantine (a write into it
+ * meanwhile is named as a late write), the input digest, the fault report that
  * names a buffer from an address in its guard page, a real write into a guard page dying of
  * SIGSEGV with that report in the shared note, and a built case's guard check messages. The
  * plugin-level checks (sweep, case) are test_plugin_guards.sh. */
@@ -68,8 +69,20 @@ static void reuse(void)
     unsigned char *d = a.data;
     memset(d - 64, 0xEE, 100003 + 128);
     ug_guard_free(&a);
-    CHECK(ug_guard_alloc(&b, 100000, "output again") == 0, "alloc again");
-    CHECK(b.map == map, "the freed mapping is reused");
+    char note[160];
+    CHECK(ug_guard_describe_fault(d + 10, "wrote", note, sizeof note) == 1 &&
+          strstr(note, "wrote into the freed input big of an earlier case"), "a write into it is named: %s", note);
+    CHECK(ug_guard_alloc(&b, 100000, "output soon") == 0 && b.map != map, "not handed out again at once");
+    ug_guard_free(&b);
+    ug_guard_buf other[8];
+    for (int i = 0; i < 8; i++) /* the next cases' buffers, freed after it */
+        CHECK(ug_guard_alloc(&other[i], 200 + 4096 * (size_t)i, "input other") == 0, "alloc other");
+    for (int i = 0; i < 8; i++) ug_guard_free(&other[i]);
+    ug_guard_buf older; /* layout() freed one of this size before it: the oldest fitting goes first */
+    CHECK(ug_guard_alloc(&older, 100000, "output older") == 0 && ug_guard_alloc(&b, 100000, "output again") == 0,
+          "alloc again");
+    CHECK(b.map == map || older.map == map, "the freed mapping is reused once 8 other buffers were freed after it");
+    ug_guard_free(&older);
     size_t zeros = 0;
     for (size_t i = 0; i < b.bytes; i++) zeros += ((unsigned char *)b.data)[i] == 0;
     CHECK(zeros == b.bytes, "reused data zeroed (%zu of %zu)", zeros, b.bytes);
@@ -117,9 +130,10 @@ static void fault_report(void)
     char small[12];
     CHECK(ug_guard_describe_fault(trail_page(&y), "wrote", small, sizeof small) == 1 &&
           strcmp(small, "wrote past ") == 0, "truncated, terminated: %s", small);
-    void *freed = trail_page(&x);
-    ug_guard_free(&x);
-    CHECK(ug_guard_describe_fault(freed, "wrote", buf, sizeof buf) == 0, "a freed buffer is forgotten");
+    void *freed = x.data;
+    ug_guard_free(&x); /* kept inaccessible for reuse: a write into it is a late write, named */
+    CHECK(ug_guard_describe_fault(freed, "wrote", buf, sizeof buf) == 1 &&
+          strncmp(buf, "wrote into the freed input x", 28) == 0, "a freed buffer in quarantine: %s", buf);
     ug_guard_free(&y);
 }
 

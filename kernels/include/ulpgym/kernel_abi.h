@@ -14,9 +14,18 @@
  *     a negative value on failure (the case is ERROR). Other positive values are errors.
  *   - err[0..errlen) takes a one-line reason for 1 or <0 (it is stored with the verdict);
  *     errlen is at least 256. Write a NUL-terminated string (snprintf).
- *   - ulpgym owns every buffer. Inputs are read-only. Outputs are preallocated with
- *     undefined contents and must be filled completely. An operator that works in place
- *     on a device (e.g. y written over x1) still gets separate output tensors here.
+ *   - ulpgym owns every buffer. Inputs are read-only. Outputs are preallocated and
+ *     arrive holding a signalling pattern (docs/PLUGINS.md, "Optional outputs": a
+ *     signalling NaN for fp32/fp16/bf16, the byte 0xA5 otherwise); every element of every
+ *     required output must be written: one left so is the case's ERROR "output y left
+ *     unwritten (N of M elements)". An operator that works in place on a device (e.g. y
+ *     written over x1) still gets separate output tensors here.
+ *   - ulpgym_run returns only when every write it started has landed: synchronise the
+ *     device stream and copy back before returning. The outputs are digested at the return
+ *     and looked at again after a 2 ms settle and after judging; a change is ERROR "output
+ *     y changed after the kernel returned". A pointer of an earlier call is never written
+ *     again: freed buffers stay inaccessible for a while, and a write there faults (CRASH
+ *     "... into the freed output y of an earlier case").
  *   - Every tensor's data is 64-byte aligned, with at least 64 canary bytes before and
  *     after it and an inaccessible page beyond those: a write outside an output or into
  *     an input is reported (ERROR), one that reaches the page faults (CRASH); reading up
