@@ -158,7 +158,12 @@ static void sequence_head(chunk_ws *w, const ug_delta_io *io, size_t h, size_t f
                           cgdr_bug bug)
 {
     size_t L = w->L, dv = io->dv, hk = ug_delta_io_qk_head(io, h);
-    if (bug == MUT_DROP_TAIL) end = first + (end - first) / L * L; /* bug: the partial chunk is dropped */
+    if (bug == MUT_DROP_TAIL) { /* bug: the partial chunk is dropped; its o rows keep the zeros the kernel */
+        size_t kept = first + (end - first) / L * L; /* initialised them to, its state is never taken in */
+        for (size_t i = 0; i < dv; i++) w->o[i] = 0.0f;
+        for (size_t t = kept; t < end; t++) ug_sim_store(io->o, (t * io->hv + h) * dv, dv, w->o);
+        end = kept;
+    }
     /* bug: the chunk is cut at the end of all tokens, not of its sequence, so a sequence's tail chunk takes in
      * the next sequence's first tokens (their o is rewritten when that sequence runs; the state is not) */
     size_t limit = bug == MUT_CHUNK_PAST_SEQ_END ? io->tokens : end;
@@ -207,7 +212,7 @@ const ug_kernel_variant ug_variants_chunked_gated_delta_rule[] = {
      cgdr_kernel, 0, MUT_NONE},
     {"mut_double_decay", "the state carried across a chunk border is decayed by e^{G_last} twice: only when T > L",
      cgdr_kernel, 0, MUT_DOUBLE_DECAY},
-    {"mut_drop_tail", "the last partial chunk is dropped when T is not a multiple of L (o tail unwritten, state short)",
+    {"mut_drop_tail", "the last partial chunk is dropped when T is not a multiple of L (o tail left at zero, state short)",
      cgdr_kernel, 0, MUT_DROP_TAIL},
     {"mut_diag_in_a", "A keeps its diagonal beta_r |k_r|^2 (tril, not strict tril) before the inverse", cgdr_kernel, 0,
      MUT_DIAG_IN_A},
