@@ -2,13 +2,19 @@
  * case. Keeps kernel findings (spec JSON files from `ulpgym fuzz --out DIR`, or raw fuzzer
  * inputs with --op) in the data dir's corpus/found/<op>/ and the database; refuses contract
  * findings (the correct sim kernel or the ideal backend fails them too), cases corpus/found
- * already holds, and files that are not valid case specs. */
+ * already holds, and files that are not valid case specs (an unknown key included) or that
+ * a sweep would refuse (gen/plan.h ug_plan_check_spec). Reads regular files only (a FIFO is
+ * never opened blocking) and follows no symbolic link out of the import folder; every
+ * refusal has its line on stderr. */
 #include <dirent.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
+#include "core/canon.h"
 #include "gen/fuzzspace.h"
 #include "run/found.h"
 
@@ -18,6 +24,7 @@ typedef struct {
     int kept, refused, skipped;
     struct stat *walked;  /* the folders entered so far (device and inode): a symlink loop is entered once */
     size_t n_walked;
+    char *root; /* the import folder, resolved: no symbolic link inside it is followed out of it */
 } importer;
 
 /* Records folder st as walked; 0 when it was already (a symlink loop or a second link to it). */
@@ -32,13 +39,28 @@ static int first_visit(importer *im, const struct stat *st)
     return 1;
 }
 
+/* A refusal: one line on stderr, counted (exit status 2). */
+static void refuse(importer *im, const char *path, const char *why)
+{
+    fprintf(stderr, "ulpgym: %s: %s\n", path, why);
+    im->refused++;
+}
+
+#define SPEC_FILE_MAX ((size_t)1 << 20) /* a spec or a raw fuzzer input is far smaller */
+
 static void import_file(importer *im, const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return;
-    static unsigned char buf[1 << 16];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
+    static unsigned char buf[SPEC_FILE_MAX + 1];
+    char rerr[1400];
+    size_t size, n = 0;
+    int fd = ug_regular_file_open(path, SPEC_FILE_MAX, &size, rerr, sizeof rerr); /* a FIFO is never opened blocking */
+    if (fd < 0) {
+        fprintf(stderr, "ulpgym: %s; not imported\n", rerr);
+        im->refused++;
+        return;
+    }
+    for (ssize_t got; n < size && (got = read(fd, buf + n, size - n)) > 0;) n += (size_t)got;
+    close(fd);
     buf[n] = 0;
     char *spec = NULL, id[UG_ID_LEN + 1], err[512];
     cJSON *j = cJSON_Parse((const char *)buf);
@@ -84,37 +106,86 @@ static void import_file(importer *im, const char *path)
     free(spec);
 }
 
-/* A named file is always tried; inside a folder, only *.json files (every file with --op),
- * and a contract/ folder of `ulpgym fuzz` findings is left out. */
-static void import_path(importer *im, const char *path, int named)
+/* Whether real (a resolved path) is root or inside it. */
+static int inside(const char *root, const char *real)
 {
-    struct stat st;
-    if (stat(path, &st) != 0) return;
-    if (!S_ISDIR(st.st_mode)) {
-        size_t n = strlen(path);
-        if (named || im->space || (n > 5 && strcmp(path + n - 5, ".json") == 0)) import_file(im, path);
-        return;
+    size_t n = strlen(root);
+    return strncmp(root, real, n) == 0 && (real[n] == 0 || real[n] == '/' || (n == 1 && root[0] == '/'));
+}
+
+/* A folder entry reached through a symlink: followed only when its target exists and lies
+ * inside the import folder; 0 to follow, else refused with a message. */
+static int link_allowed(importer *im, const char *path)
+{
+    char *real = realpath(path, NULL);
+    if (!real) refuse(im, path, "a dangling symbolic link (its target does not exist); not followed");
+    else if (!inside(im->root, real)) {
+        char why[1400];
+        snprintf(why, sizeof why, "a symbolic link that leads out of the import folder %s (to %s); not followed",
+                 im->root, real);
+        refuse(im, path, why);
     }
-    const char *base = strrchr(path, '/');
-    if (!named && strcmp(base ? base + 1 : path, "contract") == 0) {
-        printf("skipping %s: contract findings are not regression cases\n", path);
-        im->skipped++;
-        return;
-    }
-    if (!first_visit(im, &st)) {
-        printf("skipping %s: the same folder was walked already (a symlink loop or a second link)\n", path);
-        im->skipped++;
-        return;
-    }
+    int ok = real && inside(im->root, real);
+    free(real);
+    return ok ? 0 : -1;
+}
+
+static void import_path(importer *im, const char *path, int named);
+
+/* Every entry of folder path (hidden ones left out). */
+static void walk(importer *im, const char *path)
+{
     DIR *d = opendir(path);
-    struct dirent *e;
-    while (d && (e = readdir(d)))
+    if (!d) {
+        refuse(im, path, "cannot be read as a folder");
+        return;
+    }
+    for (struct dirent *e; (e = readdir(d));)
         if (e->d_name[0] != '.') {
             char sub[4096];
             snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
             import_path(im, sub, 0);
         }
-    if (d) closedir(d);
+    closedir(d);
+}
+
+/* Folder path (st its stat): walked once, unless it is a contract/ folder of `ulpgym fuzz`
+ * findings met inside the import folder. */
+static void enter_folder(importer *im, const char *path, int named, const struct stat *st)
+{
+    const char *base = strrchr(path, '/');
+    if (!named && strcmp(base ? base + 1 : path, "contract") == 0) {
+        printf("skipping %s: contract findings are not regression cases\n", path);
+        im->skipped++;
+    } else if (!first_visit(im, st)) {
+        printf("skipping %s: the same folder was walked already (a symlink loop or a second link)\n", path);
+        im->skipped++;
+    } else
+        walk(im, path);
+}
+
+/* A named file is always tried; inside a folder, only *.json files (every file with --op).
+ * Only regular files are read, and no symbolic link inside the folder leads out of it. */
+static void import_path(importer *im, const char *path, int named)
+{
+    struct stat st, lst;
+    size_t n = strlen(path);
+    if (lstat(path, &lst) != 0) {
+        refuse(im, path, "cannot be read");
+        return;
+    }
+    if (!named && S_ISLNK(lst.st_mode) && link_allowed(im, path)) return;
+    if (stat(path, &st) != 0) {
+        refuse(im, path, "a dangling symbolic link (its target does not exist)");
+        return;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        enter_folder(im, path, named, &st);
+        return;
+    }
+    if (!named && !im->space && !(n > 5 && strcmp(path + n - 5, ".json") == 0)) return;
+    if (S_ISREG(st.st_mode)) import_file(im, path);
+    else refuse(im, path, "not a regular file (a FIFO, socket or device); not read");
 }
 
 static int ug_cmd_corpus(int argc, char **argv)
@@ -129,6 +200,8 @@ static int ug_cmd_corpus(int argc, char **argv)
         else return ug_cli_fail("corpus: unexpected argument \"%s\" (see ulpgym corpus -h)", argv[i]);
     }
     struct stat st;
+    if (dir && lstat(dir, &st) == 0 && stat(dir, &st) != 0)
+        return ug_cli_fail("corpus import: %s is a dangling symbolic link (its target does not exist)", dir);
     if (!dir || stat(dir, &st) != 0) return ug_cli_fail("corpus import: no such file or folder %s", dir ? dir : "(none)");
     importer im = {0};
     ug_fuzz_space space;
@@ -139,12 +212,15 @@ static int ug_cmd_corpus(int argc, char **argv)
         if (ug_fuzz_space_load(op, &space, err, sizeof err)) return ug_cli_fail("corpus: %s", err);
         im.space = &space;
     }
-    if (ug_cli_open_db(db_path, 1, &im.db)) {
+    if (!(im.root = realpath(dir, NULL)) || ug_cli_open_db(db_path, 1, &im.db)) {
+        if (!im.root) ug_cli_fail("corpus import: %s cannot be resolved", dir);
+        free(im.root);
         if (im.space) ug_fuzz_space_free(im.space);
         return UG_EXIT_USAGE;
     }
     import_path(&im, dir, 1);
     free(im.walked);
+    free(im.root);
     ug_db_close(im.db);
     if (im.space) ug_fuzz_space_free(im.space);
     printf("%d cases kept as regression cases (origin fuzz), %d refused\n", im.kept, im.refused);
@@ -161,5 +237,7 @@ const ug_command ug_command_corpus = {
     "  every later sweep of the op runs it. Refused: files that are not valid case specs,\n"
     "  cases corpus/found already holds, and contract findings (rerun here: the correct sim\n"
     "  kernel or the ideal backend fails them too); a folder named contract/ is skipped, and a\n"
-    "  folder reached again through a symlink is walked once.\n"
+    "  folder reached again through a symlink is walked once. Only regular files are read (a\n"
+    "  FIFO or device is refused unread), and a symlink inside DIR that leads out of DIR, or\n"
+    "  nowhere, is refused, not followed; each refusal is one line on stderr.\n"
     "  Exit status 2 when anything was refused or nothing was kept.\n"};

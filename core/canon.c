@@ -2,10 +2,14 @@
 #include "core/canon.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 typedef struct {
     char *buf;
@@ -197,24 +201,55 @@ uint64_t ug_hash64_finish(uint64_t h)
     return h;
 }
 
+/* What kind of file st is, for a refusal ("a FIFO"). */
+static const char *file_kind(const struct stat *st)
+{
+    return S_ISDIR(st->st_mode)    ? "a folder"
+           : S_ISFIFO(st->st_mode) ? "a FIFO"
+           : S_ISCHR(st->st_mode)  ? "a character device"
+           : S_ISBLK(st->st_mode)  ? "a block device"
+           : S_ISSOCK(st->st_mode) ? "a socket"
+                                   : "not a plain file";
+}
+
+/* Opens path for reading only if it is a regular file of at most max bytes: O_NONBLOCK, so
+ * a FIFO without a writer does not block the open, then fstat before any read. -1 with a
+ * message otherwise; *size gets the file's size. */
+int ug_regular_file_open(const char *path, size_t max, size_t *size, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode) || (uintmax_t)st.st_size > max) {
+        if (!S_ISREG(st.st_mode))
+            snprintf(err, errlen, "%s: is %s, not a regular file: not read", path, file_kind(&st));
+        else
+            snprintf(err, errlen, "%s: %jd bytes, more than the %zu MiB a file read as text may have: not read", path,
+                     (intmax_t)st.st_size, max >> 20);
+        close(fd);
+        return -1;
+    }
+    *size = (size_t)st.st_size;
+    return fd;
+}
+
 char *ug_text_file_read(const char *path, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return NULL;
+    size_t size, n = 0;
+    int fd = ug_regular_file_open(path, UG_TEXT_FILE_MAX, &size, err, errlen);
+    if (fd < 0) return NULL;
+    char *buf = malloc(size + 1);
+    while (buf && n < size) { /* the size read at open: a file that grows is read to that size */
+        ssize_t got = read(fd, buf + n, size - n);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
+        n += (size_t)got;
     }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (n < cap - 1) break;
-        char *nb = realloc(buf, cap *= 2);
-        if (!nb) free(buf);
-        buf = nb;
-    }
-    fclose(f);
+    close(fd);
     if (!buf) snprintf(err, errlen, "%s: out of memory", path);
     else buf[n] = 0;
     return buf;

@@ -45,7 +45,14 @@ void ug_hash64_update_lanes(uint64_t *state, size_t lanes, const char *const *da
 /* Shortest "%.*g" text that round-trips x; buf needs 32 bytes. */
 void ug_format_double(double x, char *buf);
 /* A whole text file (a spec, plan or space JSON), NUL-terminated and malloc'd; NULL with a
- * message naming the path when it cannot be read. */
+ * message naming the path when it cannot be read. Only a regular file of at most
+ * UG_TEXT_FILE_MAX bytes is read: a FIFO, a device (/dev/zero) or a folder is refused at
+ * once, before any read, and so is a larger file. */
+#define UG_TEXT_FILE_MAX ((size_t)256 << 20) /* 256 MiB */
 char *ug_text_file_read(const char *path, char *err, size_t errlen);
+/* The open behind it: a read-only descriptor of path when it is a regular file of at most
+ * max bytes (*size its size; opened O_NONBLOCK, so a FIFO never blocks), else -1 with a
+ * message saying what it is. */
+int ug_regular_file_open(const char *path, size_t max, size_t *size, char *err, size_t errlen);
 
 #endif

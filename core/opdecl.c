@@ -417,7 +417,8 @@ static int derive(ug_params *p, char *err, size_t errlen)
     return 0;
 }
 
-int ug_params_parse(const ug_op_decl *d, const cJSON *params, ug_params *out, char *err, size_t errlen)
+/* ug_params_parse without the canonical text (out->json stays NULL). */
+static int params_read(const ug_op_decl *d, const cJSON *params, ug_params *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     out->decl = d;
@@ -439,14 +440,26 @@ int ug_params_parse(const ug_op_decl *d, const cJSON *params, ug_params *out, ch
     }
     if (derive(out, err, errlen)) goto fail;
     if (d->check && d->check(out, err, errlen)) goto fail;
-    out->json = ug_json_canonical(out->tree);
-    if (!out->json) goto oom;
     return 0;
 oom:
     snprintf(err, errlen, "out of memory");
 fail:
     ug_params_free(out);
     return -2;
+}
+
+int ug_params_parse(const ug_op_decl *d, const cJSON *params, ug_params *out, char *err, size_t errlen)
+{
+    if (params_read(d, params, out, err, errlen)) return -2;
+    if ((out->json = ug_json_canonical(out->tree)) != NULL) return 0;
+    snprintf(err, errlen, "out of memory");
+    ug_params_free(out);
+    return -2;
+}
+
+int ug_params_check(const ug_op_decl *d, const cJSON *params, ug_params *out, char *err, size_t errlen)
+{
+    return params_read(d, params, out, err, errlen);
 }
 
 int ug_params_parse_text(const ug_op_decl *d, const char *text, ug_params *out, char *err, size_t errlen)
@@ -567,7 +580,9 @@ int ug_decl_tensor_shape(const ug_params *p, const ug_tensor_decl *t, ug_dtype c
     for (const char *c = t->shape; c && *c;) {
         const char *comma = strchr(c, ',');
         char f[128];
-        snprintf(f, sizeof f, "%.*s", (int)(comma ? (size_t)(comma - c) : strlen(c)), c);
+        size_t flen = comma ? (size_t)(comma - c) : strlen(c);
+        if (flen >= sizeof f) flen = sizeof f - 1;
+        memcpy(f, c, flen), f[flen] = 0;
         if (*ndim >= 8) {
             snprintf(msg, sizeof msg, "more than 8 dimensions");
             goto bad;
@@ -585,6 +600,48 @@ int ug_decl_tensor_shape(const ug_params *p, const ug_tensor_decl *t, ug_dtype c
 bad:
     snprintf(err, errlen, "%s: tensor \"%s\": %s", p->decl->op, t->name, msg);
     return -2;
+}
+
+/* The declared drawn input named name, or NULL. */
+static const ug_tensor_decl *drawn_input(const ug_op_decl *d, const char *name)
+{
+    for (const ug_tensor_decl *t = d->tensors; t && t->name; t++)
+        if (t->role == UG_TENSOR_INPUT && strcmp(t->name, name) == 0) return t;
+    return NULL;
+}
+
+/* "x, y, z": the op's drawn inputs, for a message. */
+static void drawn_names(const ug_op_decl *d, char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    for (const ug_tensor_decl *t = d->tensors; t && t->name && n < len; t++)
+        if (t->role == UG_TENSOR_INPUT) n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "", t->name);
+}
+
+int ug_decl_check_tensors(const ug_params *p, ug_dtype case_dtype, const cJSON *dist, char *err, size_t errlen)
+{
+    const ug_op_decl *d = p->decl;
+    char names[256];
+    for (const cJSON *e = dist ? dist->child : NULL; e; e = e->next)
+        if (!e->string || !drawn_input(d, e->string)) {
+            drawn_names(d, names, sizeof names);
+            snprintf(err, errlen, "%s: \"dist\" names \"%.64s\", which is not one of its drawn inputs (%s)", d->op,
+                     e->string ? e->string : "", names);
+            return -2;
+        }
+    for (const ug_tensor_decl *t = d->tensors; t && t->name; t++) {
+        ug_dtype dt;
+        int ndim;
+        int64_t shape[8];
+        int rc = ug_decl_tensor_shape(p, t, case_dtype, &dt, &ndim, shape, err, errlen);
+        if (rc < 0) return rc;
+        if (rc == 0 && t->role == UG_TENSOR_INPUT && !cJSON_GetObjectItemCaseSensitive(dist, t->name)) {
+            snprintf(err, errlen, "%s: \"dist\" has no distribution for input \"%s\"", d->op, t->name);
+            return -2;
+        }
+    }
+    return 0;
 }
 
 /* ---- the declaration as JSON ---- */

@@ -120,6 +120,9 @@ typedef struct ug_params {
  * message names op, param and the allowed values); defaults are filled in. On success the
  * caller owns out (ug_params_free). */
 int ug_params_parse(const ug_op_decl *decl, const cJSON *params, ug_params *out, char *err, size_t errlen);
+/* The same checks without writing the canonical text (out->json is NULL): what a plan
+ * runs on every case it loads. Free out with ug_params_free on success. */
+int ug_params_check(const ug_op_decl *decl, const cJSON *params, ug_params *out, char *err, size_t errlen);
 /* Parses params JSON text (what a kernel receives) the same way. */
 int ug_params_parse_text(const ug_op_decl *decl, const char *text, ug_params *out, char *err, size_t errlen);
 void ug_params_free(ug_params *p);
@@ -142,6 +145,12 @@ int ug_decl_eval(const ug_params *p, const char *formula, double *out, char *err
  * case dtype and its shape. Returns 0 (present), 1 (absent: when is 0), -2 (error). */
 int ug_decl_tensor_shape(const ug_params *p, const ug_tensor_decl *t, ug_dtype case_dtype, ug_dtype *dt,
                          int *ndim, int64_t *shape, char *err, size_t errlen);
+/* Every declared tensor of the case checked before anything is built: each shape a
+ * non-negative integer per dimension, each drawn input present in the case given a
+ * distribution in dist, and every dist entry naming a drawn input the op declares (a
+ * built or output tensor, or a name the op lacks, is refused). 0, or -2 with a message
+ * naming the tensor (what ug_case_build would meet later, said when a plan loads). */
+int ug_decl_check_tensors(const ug_params *p, ug_dtype case_dtype, const cJSON *dist, char *err, size_t errlen);
 /* The tensor dtype a dtype rule gives for a case dtype; -1 when the rule has none. */
 int ug_decl_dtype_for(const char *rule, ug_dtype case_dtype);
 

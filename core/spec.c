@@ -9,6 +9,7 @@
 
 #include "core/canon.h"
 #include "core/registry.h"
+#include "core/utf8.h"
 
 void ug_spec_id_of(const char *canonical, char id[UG_ID_LEN + 1])
 {
@@ -24,19 +25,76 @@ int ug_case_id_prefix_ok(const char *s)
     return 1;
 }
 
-/* The first key or string value in j holding a control character (a pasted reproduce line
- * or a report must not carry one), NULL if none. */
-static const char *control_string(const cJSON *j)
+/* What is wrong with the first key or string value in j that is not plain text (a
+ * control character, which a pasted reproduce line or a report must not carry, or bytes
+ * that are not UTF-8, which make a JSON report invalid): NULL if none. */
+static const char *text_problem(const cJSON *j)
 {
     for (const cJSON *c = j ? j->child : NULL; c; c = c->next) {
-        const char *texts[2] = {c->string, cJSON_IsString(c) ? c->valuestring : NULL};
-        for (int k = 0; k < 2; k++)
-            for (const unsigned char *p = (const unsigned char *)texts[k]; p && *p; p++)
-                if (*p < 0x20 || *p == 0x7f) return texts[k];
-        const char *inner = control_string(c);
-        if (inner) return inner;
+        const char *bad = ug_utf8_plain_problem(c->string);
+        if (!bad && cJSON_IsString(c)) bad = ug_utf8_plain_problem(c->valuestring);
+        if (!bad) bad = text_problem(c);
+        if (bad) return bad;
     }
     return NULL;
+}
+
+static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* A key that appears twice in object j (cJSON keeps both; a lookup sees the first only). */
+static const char *duplicate_in(const cJSON *j)
+{
+    size_t n = 0, k = 0;
+    for (const cJSON *c = j->child; c; c = c->next) n++;
+    if (n < 2) return NULL;
+    if (n <= 16) { /* pairwise */
+        for (const cJSON *a = j->child; a; a = a->next)
+            for (const cJSON *b = a->next; b; b = b->next)
+                if (a->string && b->string && strcmp(a->string, b->string) == 0) return a->string;
+        return NULL;
+    }
+    const char **names = malloc(n * sizeof *names), *dup = NULL;
+    if (!names) return NULL;
+    for (const cJSON *c = j->child; c; c = c->next) names[k++] = c->string ? c->string : "";
+    qsort(names, n, sizeof *names, cmp_name);
+    for (k = 1; k < n && !dup; k++)
+        if (strcmp(names[k - 1], names[k]) == 0) dup = names[k];
+    free(names);
+    return dup;
+}
+
+const char *ug_json_duplicate_key(const cJSON *j, int deep)
+{
+    const char *dup = cJSON_IsObject(j) ? duplicate_in(j) : NULL;
+    for (const cJSON *c = j && deep ? j->child : NULL; c && !dup; c = c->next) dup = ug_json_duplicate_key(c, 1);
+    return dup;
+}
+
+/* The first top-level key of a spec that is none of its fields, or NULL. */
+static const char *unknown_field(const cJSON *json)
+{
+    static const char *const known[] = {"v", "op", "dtype", "params", "dist", "seed", "plan", "inject"};
+    for (const cJSON *c = json->child; c; c = c->next) {
+        size_t k = 0;
+        while (k < sizeof known / sizeof *known && strcmp(c->string, known[k])) k++;
+        if (k == sizeof known / sizeof *known) return c->string;
+    }
+    return NULL;
+}
+
+/* The checks of a spec's whole text: plain strings, no key twice, no unknown field. */
+static int check_texts(const cJSON *json, char *err, size_t errlen)
+{
+    const char *bad = text_problem(json), *dup = bad ? NULL : ug_json_duplicate_key(json, 1);
+    const char *unknown = bad || dup ? NULL : unknown_field(json);
+    char shown[128];
+    ug_utf8_sanitize(dup ? dup : unknown ? unknown : "", shown, sizeof shown); /* the spec's own text, printed safe */
+    if (bad) snprintf(err, errlen, "case spec: a key or string %s", bad);
+    else if (dup) snprintf(err, errlen, "case spec: key \"%s\" appears twice in one object", shown);
+    else if (unknown)
+        snprintf(err, errlen, "case spec: unknown field \"%s\" (a spec has v, op, dtype, params, dist, seed, plan "
+                 "and inject)", shown);
+    return bad || dup || unknown ? -2 : 0;
 }
 
 int ug_spec_from_json(cJSON *json, ug_spec *out, char *err, size_t errlen)
@@ -53,10 +111,7 @@ int ug_spec_from_json(cJSON *json, ug_spec *out, char *err, size_t errlen)
                  UG_SPEC_VERSION);
         goto fail;
     }
-    if (control_string(json)) {
-        snprintf(err, errlen, "case spec: a key or string holds a control character");
-        goto fail;
-    }
+    if (check_texts(json, err, errlen)) goto fail;
     const cJSON *op = cJSON_GetObjectItemCaseSensitive(json, "op");
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(json, "dtype");
     const cJSON *seed = cJSON_GetObjectItemCaseSensitive(json, "seed");

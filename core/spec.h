@@ -29,7 +29,9 @@ typedef struct {
 } ug_spec;
 
 /* Parses and validates text (op known and implemented, dtype known, params and dist
- * objects, integer seed). On error returns -2 and writes a sentence naming the field. */
+ * objects, integer seed; no field but v, op, dtype, params, dist, seed, plan and inject,
+ * no key twice, every key and string valid UTF-8 without control characters). On error
+ * returns -2 and writes a sentence naming the field. */
 int ug_spec_parse(const char *text, ug_spec *out, char *err, size_t errlen);
 /* Takes ownership of json (freed on error too). */
 int ug_spec_from_json(cJSON *json, ug_spec *out, char *err, size_t errlen);
@@ -38,6 +40,10 @@ void ug_spec_free(ug_spec *s);
  * so that "x\u0000y" and "x" would share an ID: specs and plans refuse it. Escapes are read
  * in order, so the escaped backslash of "\\u0000" (the six characters \u0000) is not one. */
 int ug_json_has_nul_escape(const char *text);
+/* A key that appears twice in object j (deep: in any object inside j too), or NULL:
+ * cJSON keeps both and a lookup sees the first, so a second "cases" or "params" would be
+ * silently ignored. Specs and plans refuse such text. */
+const char *ug_json_duplicate_key(const cJSON *j, int deep);
 /* The ID of canonical text. */
 void ug_spec_id_of(const char *canonical, char id[UG_ID_LEN + 1]);
 /* Checks a user-typed ID or prefix: 6..16 hex digits. */

@@ -1,4 +1,4 @@
-/* utf8.c — the sanitiser of utf8.h. */
+/* utf8.c — the sanitiser and the plain-text check of utf8.h. */
 #include "core/utf8.h"
 
 #include <stdio.h>
@@ -37,4 +37,16 @@ int ug_utf8_sanitize(const char *in, char *out, size_t outlen)
     }
     out[o] = 0;
     return changed;
+}
+
+const char *ug_utf8_plain_problem(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; p && *p;) {
+        if (*p < 0x20 || *p == 0x7f) return "holds a control character";
+        size_t n = char_len(p);
+        if (!n) return "is not valid UTF-8";
+        if (n == 2 && p[0] == 0xC2 && p[1] < 0xA0) return "holds a control character"; /* C1 */
+        p += n;
+    }
+    return NULL;
 }

@@ -12,5 +12,10 @@
  * overlong, surrogate or truncated sequences, and U+FFFE / U+FFFF. Returns 1 when it
  * changed or cut anything, else 0. */
 int ug_utf8_sanitize(const char *in, char *out, size_t outlen);
+/* What is wrong with s as a name or text that reaches the database and every report (a
+ * plan's name, a case's source or note, a spec's strings): NULL when it is valid UTF-8
+ * without control characters (C0, DEL, C1 U+0080..U+009F), else "holds a control
+ * character" or "is not valid UTF-8". Input is refused with it; nothing is rewritten. */
+const char *ug_utf8_plain_problem(const char *s);
 
 #endif

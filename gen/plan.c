@@ -4,12 +4,14 @@
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "core/canon.h"
+#include "core/utf8.h"
 #include "gen/dist.h"
 #include "gen/plan_grid.h"
 
@@ -22,6 +24,20 @@ const char *ug_plan_default_path(void)
     if (p && *p) return p;
     snprintf(buf, sizeof buf, "%s/gen/plans/nightly.json", ug_data_dir());
     return buf;
+}
+
+/* j, or NULL (j freed, err set) when one of its objects holds a key twice: cJSON keeps
+ * both and every lookup sees the first, so a second "cases" would be silently ignored. */
+static cJSON *no_duplicate_keys(cJSON *j, const char *path, char *err, size_t errlen)
+{
+    const char *top = ug_json_duplicate_key(j, 0), *dup = top ? top : ug_json_duplicate_key(j, 1);
+    if (!dup) return j;
+    char shown[128];
+    ug_utf8_sanitize(dup, shown, sizeof shown); /* a key is the file's text: printed safe */
+    snprintf(err, errlen, "%s: key \"%s\" appears twice in %s: write each key once", path, shown,
+             top ? "the top-level object" : "one object");
+    cJSON_Delete(j);
+    return NULL;
 }
 
 static cJSON *read_json(const char *path, uint64_t *hash, char *err, size_t errlen)
@@ -38,7 +54,7 @@ static cJSON *read_json(const char *path, uint64_t *hash, char *err, size_t errl
         snprintf(err, errlen, "%s: not valid JSON (near line %ld)", path, line);
     }
     free(text);
-    return j;
+    return no_duplicate_keys(j, path, err, errlen);
 }
 
 char *ug_plan_finish_spec(cJSON *spec, const char *plan_tag, uint64_t plan_seed)
@@ -55,14 +71,58 @@ char *ug_plan_finish_spec(cJSON *spec, const char *plan_tag, uint64_t plan_seed)
     return ug_json_canonical(spec);
 }
 
+/* A set of case IDs (as numbers): open addressing, linear probing, at most half full, so
+ * a plan of n cases checks its duplicates in O(n) (a scan per case made 40k cases take
+ * 26 s). */
+typedef struct {
+    uint64_t *slot; /* 0: empty (the ID 0 is kept in `zero`) */
+    size_t cap, n;
+    int zero;
+} id_set;
+
+static uint64_t id_value(const char *id) { return strtoull(id, NULL, 16); }
+
+static int id_set_has(const id_set *s, uint64_t k)
+{
+    if (k == 0) return s->zero;
+    if (!s->cap) return 0;
+    for (size_t i = ug_hash64(&k, sizeof k) & (s->cap - 1); s->slot[i]; i = (i + 1) & (s->cap - 1))
+        if (s->slot[i] == k) return 1;
+    return 0;
+}
+
+static void id_set_put(id_set *s, uint64_t k)
+{
+    size_t i = ug_hash64(&k, sizeof k) & (s->cap - 1);
+    while (s->slot[i] && s->slot[i] != k) i = (i + 1) & (s->cap - 1);
+    s->n += !s->slot[i];
+    s->slot[i] = k;
+}
+
+/* Adds k; 0, or -1 without memory. */
+static int id_set_add(id_set *s, uint64_t k)
+{
+    if (k == 0) return (s->zero = 1), 0;
+    if (2 * (s->n + 1) > s->cap) {
+        id_set grown = {calloc(s->cap ? 2 * s->cap : 1024, sizeof *grown.slot), s->cap ? 2 * s->cap : 1024, 0, s->zero};
+        if (!grown.slot) return -1;
+        for (size_t i = 0; i < s->cap; i++)
+            if (s->slot[i]) id_set_put(&grown, s->slot[i]);
+        free(s->slot);
+        *s = grown;
+    }
+    id_set_put(s, k);
+    return 0;
+}
+
 typedef struct {
     ug_plan *plan;
     size_t cap;
     char tag[96];
     uint64_t seed;
     int light; /* drop explicit cases marked "heavy" */
-    char (*dropped)[UG_ID_LEN + 1]; /* the IDs of the heavy cases light dropped: a case */
-    size_t n_dropped;               /* listed twice is refused in both selections */
+    id_set ids; /* every case ID taken so far, and those of the heavy cases light dropped (a case
+                   listed twice is refused in both selections): one lookup per case */
     const unsigned char *ops; /* the ops whose spaces are expanded (NULL: all) */
     unsigned groups;          /* and their groups (bitmask; 0: all) */
 } expander;
@@ -93,7 +153,66 @@ static int push_case(expander *x, char *text, int op, char *err, size_t errlen)
     c->spec = text;
     c->op = op;
     ug_spec_id_of(text, c->id);
+    if (id_set_add(&x->ids, id_value(c->id))) {
+        snprintf(err, errlen, "out of memory expanding the plan");
+        return -1;
+    }
     return 0;
+}
+
+/* Whether dtype is one of the comma-separated list. */
+static int dtype_listed(const char *list, const char *dtype)
+{
+    size_t n = strlen(dtype);
+    for (const char *c = list; c && *c;) {
+        size_t len = strcspn(c, ",");
+        if (len == n && strncmp(c, dtype, n) == 0) return 1;
+        c += len + (c[len] == ',');
+    }
+    return 0;
+}
+
+/* Every "dist" entry a valid distribution (gen/dist.h). */
+static int check_dists(const cJSON *dist, char *err, size_t errlen)
+{
+    char inner[300];
+    for (const cJSON *d = dist ? dist->child : NULL; d; d = d->next)
+        if (ug_dist_validate(d, inner, sizeof inner)) {
+            snprintf(err, errlen, "\"dist\" of input \"%.64s\": %s", d->string, inner);
+            return -2;
+        }
+    return 0;
+}
+
+int ug_plan_check_spec(const cJSON *spec, char *err, size_t errlen)
+{
+    const cJSON *op = cJSON_GetObjectItemCaseSensitive(spec, "op"), *dt = cJSON_GetObjectItemCaseSensitive(spec, "dtype");
+    const cJSON *dist = cJSON_GetObjectItemCaseSensitive(spec, "dist");
+    int opi = cJSON_IsString(op) ? ug_op_find(op->valuestring) : -1;
+    const ug_op_def *def = opi >= 0 ? ug_op_def_get(opi) : NULL;
+    if (!def || !cJSON_IsString(dt) || !cJSON_IsObject(dist)) {
+        snprintf(err, errlen, "not a case of an implemented op with a dtype and a \"dist\" object");
+        return -2;
+    }
+    if (!dtype_listed(def->dtypes, dt->valuestring) || ug_dtype_parse(dt->valuestring) < 0) {
+        snprintf(err, errlen, "%s: dtype \"%.32s\" is not one of its dtypes (%s)", ug_op_name(opi), dt->valuestring,
+                 def->dtypes);
+        return -2;
+    }
+    ug_params p;
+    if (ug_params_check(&def->decl, cJSON_GetObjectItemCaseSensitive(spec, "params"), &p, err, errlen)) return -2;
+    int rc = ug_decl_check_tensors(&p, (ug_dtype)ug_dtype_parse(dt->valuestring), dist, err, errlen);
+    ug_params_free(&p);
+    return rc ? rc : check_dists(dist, err, errlen);
+}
+
+/* ug_plan_check_spec with the message prefixed by where the case comes from. */
+static int check_case(const cJSON *spec, const char *where, char *err, size_t errlen)
+{
+    char inner[600];
+    int rc = ug_plan_check_spec(spec, inner, sizeof inner);
+    if (rc) snprintf(err, errlen, "%s: %s", where, inner);
+    return rc;
 }
 
 cJSON *ug_plan_entry_spec(const char *op, const cJSON *dists, const char *dtype, const cJSON *params,
@@ -124,12 +243,16 @@ cJSON *ug_plan_entry_spec(const char *op, const cJSON *dists, const char *dtype,
 }
 
 
-/* 1 when one of cases from..to-1 has this ID. */
-static int seen(const ug_plan *p, size_t from, size_t to, const char *id)
+/* Grid point k (its ID id) checked against the op's declaration (check_case). */
+static int grid_point_check(ug_grid *g, size_t k, const char *where, const char *id, char *err, size_t errlen)
 {
-    for (size_t i = from; i < to; i++)
-        if (strcmp(p->cases[i].id, id) == 0) return 1;
-    return 0;
+    char at[1400];
+    cJSON *spec = ug_grid_spec_json(g, k);
+    snprintf(at, sizeof at, "%s point %s", where, id);
+    int rc = spec ? check_case(spec, at, err, errlen) : -1;
+    if (!spec) snprintf(err, errlen, "out of memory expanding the plan");
+    cJSON_Delete(spec);
+    return rc;
 }
 
 static int expand_op(expander *x, const char *dir, const char *op, long quota, uint64_t *hash, char *err,
@@ -181,7 +304,8 @@ static int expand_op(expander *x, const char *dir, const char *op, long quota, u
             break;
         }
         cJSON *s = ug_plan_entry_spec(op, dists, dt->valuestring, pr, dn->valuestring, where, err, errlen);
-        if (!s) {
+        if (!s || check_case(s, where, err, errlen)) {
+            cJSON_Delete(s);
             rc = -2;
             break;
         }
@@ -190,7 +314,7 @@ static int expand_op(expander *x, const char *dir, const char *op, long quota, u
         char id[UG_ID_LEN + 1];
         if (text) ug_spec_id_of(text, id);
         if (!text) rc = -1;
-        else if (seen(x->plan, start, x->plan->n, id)) free(text);
+        else if (id_set_has(&x->ids, id_value(id))) free(text); /* required twice */
         else if (!(rc = push_case(x, text, opi, err, errlen))) x->plan->cases[x->plan->n - 1].required = 1;
     }
     if (!rc && (long)(x->plan->n - start) > quota) {
@@ -201,7 +325,6 @@ static int expand_op(expander *x, const char *dir, const char *op, long quota, u
         char where[1300];
         snprintf(where, sizeof where, "%s: grid", path);
         ug_grid g;
-        size_t required_end = x->plan->n;
         /* the quota's worth of smallest IDs in order, more only if some are skipped */
         size_t want = (size_t)quota + 16;
         rc = ug_grid_open(&g, op, dists, grid, x->tag, x->seed, MAX_GRID, want, where, err, errlen);
@@ -213,7 +336,8 @@ static int expand_op(expander *x, const char *dir, const char *op, long quota, u
             char id[UG_ID_LEN + 1];
             ug_grid_id(&g, k, id);
             if (k && g.pts[k].id == g.pts[k - 1].id) continue; /* two points with one text (a repeated value) */
-            if (seen(x->plan, start, required_end, id)) continue; /* a required case */
+            if (id_set_has(&x->ids, g.pts[k].id)) continue; /* a required case */
+            if ((rc = grid_point_check(&g, k, where, id, err, errlen))) break;
             char *text = ug_grid_spec(&g, k, err, errlen);
             rc = text ? push_case(x, text, opi, err, errlen) : -1;
         }
@@ -228,6 +352,22 @@ done:
     return rc;
 }
 
+/* Each string of items[0..n) (a NULL item or a non-string is skipped) must be plain text
+ * (core/utf8.h): what reaches the database and every report. -2 naming the field (where,
+ * then the entry's prefix and the item's key) otherwise. */
+static int plain_texts(const char *where, const char *entry, const cJSON *const *items, size_t n, char *err,
+                       size_t errlen)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *bad = cJSON_IsString(items[i]) ? ug_utf8_plain_problem(items[i]->valuestring) : NULL;
+        if (bad) {
+            snprintf(err, errlen, "%s: %s\"%s\" %s: write it as plain UTF-8 text", where, entry, items[i]->string, bad);
+            return -2;
+        }
+    }
+    return 0;
+}
+
 /* The keys an explicit case may carry besides its spec: "source" and "note" strings,
  * "heavy" a boolean. Checked, copied out and removed from c, so they never reach the
  * spec or its ID. */
@@ -239,28 +379,12 @@ static int case_extras(cJSON *c, char **source, int *heavy, const char *where, c
         snprintf(err, errlen, "%s: \"source\" and \"note\" must be non-empty strings, \"heavy\" true or false", where);
         return -2;
     }
+    if (plain_texts(where, "", (const cJSON *[]){src, note}, 2, err, errlen)) return -2;
     *heavy = cJSON_IsTrue(hv);
     *source = src ? strdup(src->valuestring) : NULL;
     cJSON_DeleteItemFromObjectCaseSensitive(c, "source");
     cJSON_DeleteItemFromObjectCaseSensitive(c, "heavy");
     cJSON_DeleteItemFromObjectCaseSensitive(c, "note");
-    return 0;
-}
-
-static int was_dropped(const expander *x, const char *id)
-{
-    for (size_t i = 0; i < x->n_dropped; i++)
-        if (strcmp(x->dropped[i], id) == 0) return 1;
-    return 0;
-}
-
-/* Notes a heavy case that light leaves out. 0, or -1 out of memory. */
-static int remember_dropped(expander *x, const char *id)
-{
-    char(*d)[UG_ID_LEN + 1] = realloc(x->dropped, (x->n_dropped + 1) * sizeof *d);
-    if (!d) return -1;
-    x->dropped = d;
-    snprintf(d[x->n_dropped++], UG_ID_LEN + 1, "%s", id);
     return 0;
 }
 
@@ -283,19 +407,20 @@ static int explicit_case(expander *x, const cJSON *c, const char *where, char *e
     if (!seed) cJSON_AddNumberToObject(dup, "seed", 0); /* finish_spec derives it */
     int rc = ug_spec_from_json(dup, &s, inner, sizeof inner);
     if (rc) snprintf(err, errlen, "%s: %s", where, inner);
+    else if ((rc = check_case(s.json, where, err, errlen))) ug_spec_free(&s);
     char *text = rc ? NULL : has_seed ? strdup(s.canonical) : ug_plan_finish_spec(raw, x->tag, x->seed);
     int op = rc ? -1 : s.op;
     if (!rc) ug_spec_free(&s);
     cJSON_Delete(raw);
     char id[UG_ID_LEN + 1];
     if (text) ug_spec_id_of(text, id);
-    if (text && (seen(x->plan, 0, x->plan->n, id) || was_dropped(x, id))) { /* counted twice, stored once */
+    if (text && id_set_has(&x->ids, id_value(id))) { /* counted twice, stored once */
         snprintf(err, errlen, "%s: case %s is listed twice (an explicit case, or one the op's space gives): a plan "
                  "lists each case once", where, id);
         rc = -2;
     }
     if (rc || (heavy && x->light)) {
-        int oom = !rc && text && remember_dropped(x, id);
+        int oom = !rc && text && id_set_add(&x->ids, id_value(id));
         free(text);
         free(source);
         return rc ? -2 : oom ? -1 : 0;
@@ -329,10 +454,13 @@ static int read_unmatched(ug_plan *plan, const cJSON *um, const char *path, char
     }
     for (const cJSON *e = um->child; e; e = e->next, i++) {
         const cJSON *src = cJSON_GetObjectItemCaseSensitive(e, "source"), *why = cJSON_GetObjectItemCaseSensitive(e, "why");
+        char entry[32];
+        snprintf(entry, sizeof entry, "unmatched[%d] ", i);
         if (!cJSON_IsString(src) || !cJSON_IsString(why) || cJSON_GetArraySize(e) != 2) {
             snprintf(err, errlen, "%s: unmatched[%d] needs exactly a string \"source\" and a string \"why\"", path, i);
             return -2;
         }
+        if (plain_texts(path, entry, (const cJSON *[]){src, why}, 2, err, errlen)) return -2;
         plan->unmatched[plan->n_unmatched].source = strdup(src->valuestring);
         plan->unmatched[plan->n_unmatched++].why = strdup(why->valuestring);
     }
@@ -351,14 +479,90 @@ static int read_deviations(ug_plan *plan, const cJSON *dv, const char *path, cha
     for (const cJSON *e = dv->child; e; e = e->next, i++) {
         const cJSON *src = cJSON_GetObjectItemCaseSensitive(e, "source"), *why = cJSON_GetObjectItemCaseSensitive(e, "why");
         const cJSON *std = cJSON_GetObjectItemCaseSensitive(e, "standard");
+        char entry[32];
+        snprintf(entry, sizeof entry, "deviations[%d] ", i);
         if (!cJSON_IsString(src) || !cJSON_IsString(why) || !cJSON_IsString(std) || cJSON_GetArraySize(e) != 3) {
             snprintf(err, errlen, "%s: deviations[%d] needs exactly strings \"source\", \"standard\" and \"why\"", path, i);
             return -2;
         }
+        if (plain_texts(path, entry, (const cJSON *[]){src, std, why}, 3, err, errlen)) return -2;
         ug_plan_deviation *d = &plan->deviations[plan->n_deviations++];
         d->source = strdup(src->valuestring), d->standard = strdup(std->valuestring), d->why = strdup(why->valuestring);
     }
     return 0;
+}
+
+/* The keys a plan may have: anything else (a typo such as "case") is refused. */
+static const char *unknown_plan_key(const cJSON *j)
+{
+    static const char *const known[] = {"name", "version", "seed", "about", "groups", "ops", "quotas_from_spaces",
+                                        "cases", "unmatched", "deviations"};
+    for (const cJSON *c = j->child; c; c = c->next) {
+        size_t k = 0;
+        while (k < sizeof known / sizeof *known && strcmp(c->string, known[k])) k++;
+        if (k == sizeof known / sizeof *known) return c->string;
+    }
+    return NULL;
+}
+
+/* "name": plain text (core/utf8.h) of 1 to 63 bytes: it tags every spec and is stored
+ * with every run. */
+static int plan_name(const cJSON *name, const char *path, ug_plan *plan, char *err, size_t errlen)
+{
+    const char *bad = cJSON_IsString(name) ? ug_utf8_plain_problem(name->valuestring) : "is not a string";
+    if (!bad && (!*name->valuestring || strlen(name->valuestring) >= sizeof plan->name)) bad = "is empty or longer than 63 bytes";
+    if (bad) return snprintf(err, errlen, "%s: \"name\" %s: a plan needs a plain name of 1 to 63 bytes", path, bad), -2;
+    snprintf(plan->name, sizeof plan->name, "%s", name->valuestring);
+    return 0;
+}
+
+/* "groups": the release report's case total per group, each a count from 0 to 10^9. */
+static int plan_groups(const cJSON *groups, const char *path, ug_plan *plan, char *err, size_t errlen)
+{
+    if (groups && !cJSON_IsObject(groups))
+        return snprintf(err, errlen, "%s: \"groups\" must be an object of case counts per group", path), -2;
+    for (const cJSON *g = groups ? groups->child : NULL; g; g = g->next) {
+        int gi = ug_group_find(g->string);
+        if (gi < 0 || !cJSON_IsNumber(g) || !(g->valuedouble >= 0 && g->valuedouble <= 1e9) ||
+            g->valuedouble != (double)(long)g->valuedouble) {
+            snprintf(err, errlen, "%s: groups: \"%.64s\" is not a group with a case count from 0 to 10^9", path, g->string);
+            return -2;
+        }
+        plan->group_target[gi] = (long)g->valuedouble;
+    }
+    return 0;
+}
+
+/* The plan's own fields, checked before any case: known keys only, "name" (plan_name),
+ * "version" 1 (the plan format this ulpgym reads), "seed" an integer in [0, 2^53) (the
+ * plan's seed: 0 when absent), "ops" an object or "cases" an array, "groups". */
+static int plan_header(const cJSON *j, const char *path, ug_plan *plan, uint64_t *seed, char *err, size_t errlen)
+{
+    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(j, "version"), *sd = cJSON_GetObjectItemCaseSensitive(j, "seed");
+    const cJSON *ops = cJSON_GetObjectItemCaseSensitive(j, "ops"), *cases = cJSON_GetObjectItemCaseSensitive(j, "cases");
+    const cJSON *qfs = cJSON_GetObjectItemCaseSensitive(j, "quotas_from_spaces");
+    const char *unknown = cJSON_IsObject(j) ? unknown_plan_key(j) : NULL;
+    char shown[80];
+    if (unknown)
+        return ug_utf8_sanitize(unknown, shown, sizeof shown),
+               snprintf(err, errlen, "%s: unknown key \"%s\" (a plan has name, version, seed, about, groups, ops, "
+                        "quotas_from_spaces, cases, unmatched and deviations)", path, shown), -2;
+    if (!cJSON_IsObject(j) || (ops && !cJSON_IsObject(ops)) || (cases && !cJSON_IsArray(cases)) || (!ops && !cases))
+        return snprintf(err, errlen, "%s: a plan needs string \"name\", number \"version\" and an object \"ops\" or "
+                        "an array \"cases\"", path), -2;
+    if (plan_name(cJSON_GetObjectItemCaseSensitive(j, "name"), path, plan, err, errlen)) return -2;
+    if (!cJSON_IsNumber(ver) || ver->valuedouble != UG_PLAN_VERSION)
+        return snprintf(err, errlen, "%s: \"version\" must be %d, the plan format this ulpgym reads (a newer ulpgym "
+                        "wrote it, or it is not a number)", path, UG_PLAN_VERSION), -2;
+    plan->version = UG_PLAN_VERSION;
+    if (sd && (!cJSON_IsNumber(sd) || !(sd->valuedouble >= 0 && sd->valuedouble < 0x1p53) ||
+               sd->valuedouble != floor(sd->valuedouble)))
+        return snprintf(err, errlen, "%s: \"seed\" must be an integer in [0, 2^53)", path), -2;
+    *seed = sd ? (uint64_t)sd->valuedouble : 0;
+    if (qfs && !cJSON_IsBool(qfs)) return snprintf(err, errlen, "%s: \"quotas_from_spaces\" must be true or false", path), -2;
+    if (cJSON_GetObjectItemCaseSensitive(j, "about") && !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(j, "about")))
+        return snprintf(err, errlen, "%s: \"about\" must be a string", path), -2;
+    return plan_groups(cJSON_GetObjectItemCaseSensitive(j, "groups"), path, plan, err, errlen);
 }
 
 /* Expands a parsed plan (j is consumed). path names it in messages; dir is where the
@@ -368,35 +572,16 @@ static int plan_from_json(cJSON *j, const char *path, const char *dir, uint64_t 
                           size_t errlen)
 {
     int rc = 0;
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "name"), *ver = cJSON_GetObjectItemCaseSensitive(j, "version");
-    const cJSON *seed = cJSON_GetObjectItemCaseSensitive(j, "seed"), *ops = cJSON_GetObjectItemCaseSensitive(j, "ops");
-    const cJSON *groups = cJSON_GetObjectItemCaseSensitive(j, "groups"), *cases = cJSON_GetObjectItemCaseSensitive(j, "cases");
-    if (!cJSON_IsString(name) || !cJSON_IsNumber(ver) || (ops && !cJSON_IsObject(ops)) ||
-        (cases && !cJSON_IsArray(cases)) || (!ops && !cases)) {
-        snprintf(err, errlen, "%s: a plan needs string \"name\", number \"version\" and an object \"ops\" or an array \"cases\"",
-                 path);
-        rc = -2;
-        goto done;
-    }
-    snprintf(plan->name, sizeof plan->name, "%s", name->valuestring);
-    plan->version = ver->valueint;
-    expander x = {.plan = plan, .seed = cJSON_IsNumber(seed) ? (uint64_t)seed->valuedouble : 0, .light = light,
-                  .ops = ops_sel, .groups = groups_sel};
+    const cJSON *ops = cJSON_GetObjectItemCaseSensitive(j, "ops"), *cases = cJSON_GetObjectItemCaseSensitive(j, "cases");
+    uint64_t seed = 0;
+    if ((rc = plan_header(j, path, plan, &seed, err, errlen))) goto done;
+    expander x = {.plan = plan, .seed = seed, .light = light, .ops = ops_sel, .groups = groups_sel};
     if (light) hash ^= 0x4C49474854ULL; /* "LIGHT": another selection, another plan hash */
     if (seed_override >= 0) {
         x.seed = (uint64_t)seed_override;
         hash ^= (uint64_t)seed_override * 0xD6E8FEB86659FD93ULL;
     }
     snprintf(x.tag, sizeof x.tag, "%s/%d", plan->name, plan->version);
-    for (const cJSON *g = groups ? groups->child : NULL; g; g = g->next) {
-        int gi = ug_group_find(g->string);
-        if (gi < 0 || !cJSON_IsNumber(g)) {
-            snprintf(err, errlen, "%s: groups: \"%s\" is not a group with a case count", path, g->string);
-            rc = -2;
-            goto done;
-        }
-        plan->group_target[gi] = (long)g->valuedouble;
-    }
     for (const cJSON *o = ops ? ops->child : NULL; o && !rc; o = o->next) {
         const cJSON *q = cJSON_GetObjectItemCaseSensitive(o, "cases");
         if (!cJSON_IsNumber(q) || q->valuedouble < 0 || q->valuedouble > 1e6) {
@@ -416,7 +601,7 @@ static int plan_from_json(cJSON *j, const char *path, const char *dir, uint64_t 
                 rc = expand_op(&x, dir, ug_op_name(op), -1, &hash, err, errlen);
         }
     if (!rc && cases) rc = explicit_cases(&x, cases, path, err, errlen);
-    free(x.dropped);
+    free(x.ids.slot);
     if (!rc) rc = read_unmatched(plan, cJSON_GetObjectItemCaseSensitive(j, "unmatched"), path, err, errlen);
     if (!rc) rc = read_deviations(plan, cJSON_GetObjectItemCaseSensitive(j, "deviations"), path, err, errlen);
     snprintf(plan->hash, sizeof plan->hash, "%016llx", (unsigned long long)hash);
@@ -469,6 +654,11 @@ int ug_plan_load_only(const char *path, long long seed_override, const unsigned 
     char file[1200];
     int light;
     ug_plan_resolve(path, file, sizeof file, &light);
+    const char *bad = ug_utf8_plain_problem(file);
+    if (bad) { /* the path is stored with every run and printed in every report */
+        snprintf(err, errlen, "plan path %s: rename the file or give it through a link with a plain name", bad);
+        return -2;
+    }
     cJSON *j = read_json(file, &hash, err, errlen);
     if (!j && !ug_data_dir()[0]) { /* no installed share/ulpgym and no source tree: say where data comes from */
         size_t n = strlen(err);
@@ -486,11 +676,13 @@ int ug_plan_load_only(const char *path, long long seed_override, const unsigned 
 int ug_plan_parse(const char *text, const char *dir, long long seed_override, ug_plan *plan, char *err, size_t errlen)
 {
     plan_init(plan);
-    cJSON *j = cJSON_Parse(text);
+    int nul = ug_json_has_nul_escape(text);
+    cJSON *j = nul ? NULL : cJSON_Parse(text);
     if (!j) {
-        snprintf(err, errlen, "plan: not valid JSON");
+        snprintf(err, errlen, nul ? "plan: holds a \\u0000 escape" : "plan: not valid JSON");
         return -2;
     }
+    if (!(j = no_duplicate_keys(j, "plan", err, errlen))) return -2;
     return plan_from_json(j, "plan", dir, ug_hash64(text, strlen(text)), seed_override, 0, NULL, 0, plan, err, errlen);
 }
 

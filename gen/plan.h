@@ -19,6 +19,7 @@
  * case keeps its ID and inputs as long as its spec is unchanged. */
 #ifndef UG_PLAN_H
 #define UG_PLAN_H
+#define UG_PLAN_VERSION 1 /* the plan format: a plan's "version" must be it */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -62,7 +63,11 @@ typedef struct {
 /* Default plan: $ULPGYM_PLAN, else <data dir>/gen/plans/nightly.json, where the data dir
  * is core/paths.h's ($ULPGYM_DATA, the installed share/ulpgym, or a build's source tree). */
 const char *ug_plan_default_path(void);
-/* Loads and expands a plan; -2 with a message naming the file and field on bad input.
+/* Loads and expands a plan; -2 with a message naming the file and field on bad input:
+ * a file that is not regular or over 256 MiB, a key twice, an unknown top-level key, a
+ * "version" other than UG_PLAN_VERSION, a "seed" not an integer in [0, 2^53), a name or
+ * text (source, note, unmatched, deviations) that is not plain UTF-8 (core/utf8.h), and
+ * any case that fails ug_plan_check_spec. Loading is linear in the cases.
  * seed_override >= 0 replaces the plan's seed (new inputs, new case IDs). path is a file,
  * or a plan name without '/' or ".json" that names <data dir>/gen/plans/<name>.json
  * (`--plan reference`); a ":light" suffix on either drops the explicit cases marked
@@ -89,6 +94,15 @@ void ug_plan_resolve(const char *path, char *buf, size_t len, int *light);
  * plan name resolved in the data dir, a relative file made absolute, ":light" kept), into
  * buf; path itself when the file cannot be found (loading it then says why). */
 void ug_plan_absolute(const char *path, char *buf, size_t len);
+/* Checks a case spec object against its op's declaration, as ug_case_build would meet it
+ * later: the op implemented, the dtype one of its dtypes, every param (type, range, the
+ * required ones, the op's own check: core/opdecl.h), every tensor's shape, each drawn input
+ * given a distribution and each "dist" entry a valid distribution of a drawn input the op
+ * declares. 0, or -2 with a message naming the param or input and what is allowed. Every
+ * case a plan yields is checked when it loads (explicit cases, a space's required entries
+ * and grid points; the regression cases of run/found.c), so a bad case is refused with
+ * exit 2 before anything runs instead of becoming an ERROR verdict. */
+int ug_plan_check_spec(const cJSON *spec, char *err, size_t errlen);
 /* Turns a spec object (without seed/plan) into a full canonical spec: adds plan tag and
  * the content-derived seed. Returns malloc'd text or NULL. */
 char *ug_plan_finish_spec(cJSON *spec, const char *plan_tag, uint64_t plan_seed);

@@ -360,6 +360,8 @@ int ug_grid_open(ug_grid *g, const char *op, const cJSON *dists, const cJSON *gr
     const cJSON *params = cJSON_GetObjectItemCaseSensitive(grid, "params");
     if (!cJSON_IsArray(dts) || !cJSON_IsArray(dnames) || !cJSON_IsObject(params))
         return snprintf(err, errlen, "%s: \"grid\" needs arrays \"dtype\", \"dist\" and an object \"params\"", where), -2;
+    g->dist_sets = dists;
+    g->dtypes = dts, g->dists = dnames, g->params = params, g->op = op;
     int rc = open_fixed_axes(g, dists, dts, dnames, where, err, errlen);
     if (!rc) rc = open_param_axes(g, params, where, err, errlen);
     if (rc) return rc;
@@ -394,6 +396,32 @@ char *ug_grid_spec(ug_grid *g, size_t k, char *err, size_t errlen)
         return NULL;
     }
     return strdup(g->buf);
+}
+
+/* Item i of array a (the grid's axes are short). */
+static const cJSON *nth(const cJSON *a, size_t i)
+{
+    const cJSON *c = a->child;
+    while (c && i--) c = c->next;
+    return c;
+}
+
+cJSON *ug_grid_spec_json(const ug_grid *g, size_t k)
+{
+    size_t pick[MAX_AXES];
+    decode(g, g->pts[k].point, pick);
+    cJSON *s = cJSON_CreateObject(), *params = cJSON_CreateObject();
+    const cJSON *dtype = nth(g->dtypes, pick[0]);
+    const cJSON *dset = cJSON_GetObjectItemCaseSensitive(g->dist_sets, nth(g->dists, pick[1])->valuestring);
+    int ok = s && params && cJSON_AddItemToObject(s, "params", params);
+    if (!ok) cJSON_Delete(params);
+    ok = ok && cJSON_AddStringToObject(s, "op", g->op) && cJSON_AddItemReferenceToObject(s, "dtype", (cJSON *)dtype) &&
+         cJSON_AddItemReferenceToObject(s, "dist", (cJSON *)dset);
+    size_t a = 0;
+    for (const cJSON *ax = g->params->child; ok && ax; ax = ax->next, a++)
+        ok = cJSON_AddItemReferenceToObject(params, ax->string, (cJSON *)nth(ax, pick[2 + a]));
+    if (!ok) cJSON_Delete(s);
+    return ok ? s : NULL;
 }
 
 void ug_grid_id(const ug_grid *g, size_t k, char id[UG_ID_LEN + 1])

@@ -18,6 +18,9 @@ typedef struct {
     /* canonical text of every fragment, made once */
     char **dtype_txt, **dist_txt, *op_txt, *tag_txt;
     char *key_txt[32], **value_txt[32];
+    /* the space's own items behind them (borrowed: the space outlives the grid) */
+    const cJSON *dtypes, *dists, *params, *dist_sets; /* grid axes dtype, dist, params; the space's "dists" */
+    const char *op;
     size_t order[32]; /* param axes in sorted key order */
     size_t size[34], n_axes, n_params;
     uint64_t seed;
@@ -38,6 +41,10 @@ int ug_grid_keep(ug_grid *g, size_t want);
 /* The canonical spec text (malloc'd) of the k-th point in ID order, checked against its
  * ID; NULL (err set) without memory or on a mismatch. */
 char *ug_grid_spec(ug_grid *g, size_t k, char *err, size_t errlen);
+/* The k-th point in ID order as a spec object (op, dtype, params, dist) whose items
+ * refer to the space's (no text written or parsed: what ug_plan_check_spec reads), NULL
+ * without memory; cJSON_Delete frees it and leaves the space's items alone. */
+cJSON *ug_grid_spec_json(const ug_grid *g, size_t k);
 /* The text of the k-th point's ID (16 hex digits). */
 void ug_grid_id(const ug_grid *g, size_t k, char id[UG_ID_LEN + 1]);
 void ug_grid_close(ug_grid *g);

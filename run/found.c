@@ -1,10 +1,12 @@
 /* found.c — fuzz findings: signatures, sorting, the findings folder and corpus/found (see found.h). */
 #include "run/found.h"
+#include "core/canon.h"
 #include "gen/case.h"
 #include "run/exec.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,50 +38,103 @@ static int mkdirs(const char *path)
     return mkdir(tmp, 0755) == 0 || errno == EEXIST ? 0 : -1;
 }
 
+/* Regression case file path: its spec when it is a regular file holding a spec that
+ * passes ug_plan_check_spec (the checks every plan case gets); -2 with err otherwise. */
+static int read_found(const char *path, ug_spec *s, char *err, size_t errlen)
+{
+    char inner[512];
+    char *text = ug_text_file_read(path, inner, sizeof inner); /* a FIFO or a device is refused unread */
+    int rc = text ? ug_spec_parse(text, s, inner, sizeof inner) : -2;
+    if (!rc && ug_plan_check_spec(s->json, inner, sizeof inner)) {
+        ug_spec_free(s);
+        rc = -2;
+    }
+    free(text);
+    if (rc) snprintf(err, errlen, "regression case %s: %s (fix or remove it; --no-regressions leaves them all out)",
+                     path, inner);
+    return rc;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Appends spec s as a regression case unless the plan has it (ids: the plan's own n_ids
+ * case IDs as numbers, sorted; the regression cases after them are few, scanned). 1 added,
+ * 0 not, -1 without memory. */
+static int append_found(ug_plan *plan, const ug_spec *s, const uint64_t *ids, size_t n_ids)
+{
+    uint64_t key = strtoull(s->id, NULL, 16);
+    if (n_ids && bsearch(&key, ids, n_ids, sizeof *ids, cmp_u64)) return 0;
+    for (size_t i = n_ids; i < plan->n; i++)
+        if (strcmp(plan->cases[i].id, s->id) == 0) return 0; /* two files of one case */
+    ug_plan_case *grown = realloc(plan->cases, (plan->n + 1) * sizeof *plan->cases);
+    if (grown) plan->cases = grown;
+    char *spec = grown ? strdup(s->canonical) : NULL;
+    if (!spec) return -1;
+    ug_plan_case *c = &plan->cases[plan->n++];
+    memset(c, 0, sizeof *c);
+    c->spec = spec;
+    snprintf(c->id, sizeof c->id, "%s", s->id);
+    c->op = s->op;
+    c->origin = "fuzz";
+    return 1;
+}
+
+/* The regression cases of one op's folder; the count added, or -2 (strict: err says which
+ * file) / -1 (no memory). */
+static long append_op(ug_plan *plan, int op, const uint64_t *ids, size_t n_ids, int strict, char *err, size_t errlen)
+{
+    char dir[1100];
+    snprintf(dir, sizeof dir, "%s/%s", ug_found_dir(), ug_op_name(op));
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    long added = 0;
+    while (d && (e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < 6 || strcmp(e->d_name + len - 5, ".json") != 0) continue;
+        char path[1400];
+        ug_spec s;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (read_found(path, &s, err, errlen)) {
+            if (strict) return closedir(d), -2;
+            continue; /* the library's lenient path: test_found reports unreadable findings */
+        }
+        int rc = s.op == op ? append_found(plan, &s, ids, n_ids) : 0;
+        ug_spec_free(&s);
+        if (rc < 0) return closedir(d), snprintf(err, errlen, "out of memory adding regression cases"), -1;
+        added += rc;
+    }
+    if (d) closedir(d);
+    return added;
+}
+
+long ug_found_append_checked(ug_plan *plan, const unsigned char *ops, unsigned groups, int strict, char *err,
+                             size_t errlen)
+{
+    unsigned char planned[UG_OP_COUNT] = {0}; /* the plan's own ops: regression cases follow them */
+    uint64_t *ids = malloc((plan->n ? plan->n : 1) * sizeof *ids);
+    if (!ids) return snprintf(err, errlen, "out of memory adding regression cases"), -1;
+    for (size_t i = 0; i < plan->n; i++) planned[plan->cases[i].op] = 1, ids[i] = strtoull(plan->cases[i].id, NULL, 16);
+    size_t n_ids = plan->n;
+    qsort(ids, n_ids, sizeof *ids, cmp_u64);
+    long added = 0;
+    for (int op = 0; op < UG_OP_COUNT && added >= 0; op++) {
+        if (!planned[op] || (ops && !ops[op]) || (groups && !(groups >> ug_op_group(op) & 1u))) continue;
+        long rc = append_op(plan, op, ids, n_ids, strict, err, errlen);
+        added = rc < 0 ? rc : added + rc;
+    }
+    free(ids);
+    return added;
+}
+
 size_t ug_found_append(ug_plan *plan, const unsigned char *ops, unsigned groups)
 {
-    size_t added = 0;
-    for (int op = 0; op < UG_OP_COUNT; op++) {
-        if (!ug_op_def_get(op) || (ops && !ops[op]) || (groups && !(groups >> ug_op_group(op) & 1u))) continue;
-        char dir[1100];
-        snprintf(dir, sizeof dir, "%s/%s", ug_found_dir(), ug_op_name(op));
-        DIR *d = opendir(dir);
-        struct dirent *e;
-        while (d && (e = readdir(d))) {
-            if (!strstr(e->d_name, ".json")) continue;
-            char path[1400], *text = NULL;
-            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-            FILE *f = fopen(path, "rb");
-            if (f) {
-                text = calloc(1, 1 << 16);
-                if (text && fread(text, 1, (1 << 16) - 1, f) == 0) text[0] = 0;
-                fclose(f);
-            }
-            ug_spec s;
-            char err[256];
-            if (!text || ug_spec_parse(text, &s, err, sizeof err)) {
-                free(text);
-                continue; /* test_found reports unreadable findings */
-            }
-            int dup = 0;
-            for (size_t i = 0; i < plan->n && !dup; i++) dup = strcmp(plan->cases[i].id, s.id) == 0;
-            ug_plan_case *grown = dup ? NULL : realloc(plan->cases, (plan->n + 1) * sizeof *plan->cases);
-            if (grown) {
-                plan->cases = grown;
-                ug_plan_case *c = &plan->cases[plan->n++];
-                memset(c, 0, sizeof *c);
-                c->spec = strdup(s.canonical);
-                snprintf(c->id, sizeof c->id, "%s", s.id);
-                c->op = s.op;
-                c->origin = "fuzz";
-                added++;
-            }
-            ug_spec_free(&s);
-            free(text);
-        }
-        if (d) closedir(d);
-    }
-    return added;
+    char err[64];
+    long n = ug_found_append_checked(plan, ops, groups, 0, err, sizeof err);
+    return n > 0 ? (size_t)n : 0;
 }
 
 int ug_found_store(const char *spec_text, ug_db *db, char id[UG_ID_LEN + 1], char *err, size_t errlen)
@@ -95,6 +150,11 @@ int ug_found_store_in(const char *root, const char *spec_text, ug_db *db, char i
     char inner[512];
     if (ug_spec_parse(spec_text, &s, inner, sizeof inner)) {
         snprintf(err, errlen, "not a case spec: %s", inner);
+        return -2;
+    }
+    if (ug_plan_check_spec(s.json, inner, sizeof inner)) { /* what every sweep checks it against */
+        snprintf(err, errlen, "case %s is refused: %s", s.id, inner);
+        ug_spec_free(&s);
         return -2;
     }
     snprintf(id, UG_ID_LEN + 1, "%s", s.id);

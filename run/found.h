@@ -18,9 +18,16 @@
 const char *ug_found_dir(void);
 /* Where `ulpgym fuzz` writes findings by default: $ULPGYM_FINDINGS, else ./ulpgym-found. */
 const char *ug_found_out_dir(void);
-/* Appends the regression cases of corpus/found/<op>/ for the ops that pass the filter
- * (ops NULL = all, groups 0 = all), origin "fuzz", skipping cases the plan already has.
- * Returns how many were added. */
+/* Appends the regression cases of corpus/found/<op>/ for the plan's own ops (those it
+ * has a case of: a plan of one op, or with no case, never brings other ops' regression
+ * cases) that pass the filter (ops NULL = all, groups 0 = all), origin "fuzz", skipping
+ * cases the plan already has. Each file must be a regular file holding a spec that passes
+ * ug_plan_check_spec (gen/plan.h); strict: the first that does not stops it, -2 with err
+ * naming the file (a sweep refuses to start); else such files are left out. Returns how
+ * many were added, or -1 without memory. */
+long ug_found_append_checked(ug_plan *plan, const unsigned char *ops, unsigned groups, int strict, char *err,
+                             size_t errlen);
+/* The lenient form (strict 0): how many were added. */
 size_t ug_found_append(ug_plan *plan, const unsigned char *ops, unsigned groups);
 /* Validates spec (it must build), writes it to corpus/found/<op>/<id>.json and, when db is
  * given, inserts it. id gets its case ID. -2 with a message on a bad spec. */

@@ -119,12 +119,27 @@ static int select_shard(ug_sweep_selection *x, ug_plan *plan, char *err, size_t 
     return 0;
 }
 
+/* A plan selection without a case is refused (nothing would run, and a nightly must not
+ * read it as a clean run); regression cases follow the plan's ops, so none are added. */
+static int empty_selection(const ug_sweep_selection *x, char *err, size_t errlen)
+{
+    char ops[512], groups[256];
+    ug_sweep_selection_names(x, 0, ops, sizeof ops);
+    ug_sweep_selection_names(x, 1, groups, sizeof groups);
+    snprintf(err, errlen, "%s has no case%s%s%s%s%s: nothing to sweep (regression cases come only with their op's "
+             "plan cases)", x->plan_path, ops[0] || groups[0] ? " for" : "", ops[0] ? " --op " : "", ops,
+             groups[0] ? " --group " : "", groups);
+    return -2;
+}
+
 int ug_sweep_selection_expand(ug_sweep_selection *x, ug_plan *plan, char *err, size_t errlen)
 {
     if (ug_plan_load_only(x->plan_path, x->seed_set ? x->seed : -1, x->any_op ? x->ops : NULL, x->groups, plan, err,
                           errlen))
         return -2;
-    if (!x->no_regressions) ug_found_append(plan, x->any_op ? x->ops : NULL, x->groups);
+    if (plan->n == 0) return empty_selection(x, err, errlen);
+    if (!x->no_regressions && ug_found_append_checked(plan, x->any_op ? x->ops : NULL, x->groups, 1, err, errlen) < 0)
+        return -2;
     if (x->limit > 0 && plan->n > (size_t)x->limit) {
         for (size_t i = (size_t)x->limit; i < plan->n; i++) free(plan->cases[i].spec), free(plan->cases[i].source);
         plan->n = (size_t)x->limit;

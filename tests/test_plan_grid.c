@@ -2,7 +2,9 @@
  * one: for every space in gen/ops, points spread over the grid (first, last and a seeded
  * spread in ID order) are built as cJSON specs and finished by ug_plan_finish_spec, and
  * their text must equal ug_grid_spec's byte for byte; every point's ID must be the hash of
- * that text; IDs come out sorted; and a bad grid is refused naming what is wrong. */
+ * that text; the object ug_grid_spec_json gives (what the plan checks against the op's
+ * declaration) finishes to that same text; IDs come out sorted; and a bad grid is refused
+ * naming what is wrong. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +67,13 @@ static void check_space(const char *path, const char *op)
         CHECK(fast && slow && strcmp(fast, slow) == 0, "%s point %zu:\n fast %s\n slow %s", op, g.pts[k].point,
               fast ? fast : err, slow ? slow : "(null)");
         CHECK(strcmp(id, want) == 0, "%s point %zu: ID %s, hash of its text %s", op, g.pts[k].point, want, id);
+        cJSON *checked = ug_grid_spec_json(&g, k), *copy = checked ? cJSON_Duplicate(checked, 1) : NULL;
+        char *finished = copy ? ug_plan_finish_spec(copy, TAG, SEED) : NULL;
+        CHECK(finished && slow && strcmp(finished, slow) == 0, "%s point %zu: the checked object is\n %s\n not\n %s", op,
+              g.pts[k].point, finished ? finished : "(null)", slow ? slow : "(null)");
+        free(finished);
+        cJSON_Delete(copy);
+        cJSON_Delete(checked);
         free(fast);
         free(slow);
     }

@@ -37,8 +37,8 @@ expect_status 0 timeout 60 "$UG_BIN" triage "$id" --db "$db" --backend sim
 expect_grep '^all elements:' "$T/out"
 
 # `triage` of a stored TIMEOUT with a short limit
-ug sweep --db "$db" --quiet -j 1 --plan <(echo "{\"name\":\"h\",\"version\":1,\"seed\":3,\"cases\":[$(spec 7 | sed 's/"v":1,//; s/,"seed":7//')]}") \
-    --backend "$FAULTY" --case-timeout 1 >/dev/null 2>&1
+echo "{\"name\":\"h\",\"version\":1,\"seed\":3,\"cases\":[$(spec 7 | sed 's/"v":1,//; s/,"seed":7//')]}" >"$T/h.json"
+ug sweep --db "$db" --quiet -j 1 --plan "$T/h.json" --backend "$FAULTY" --case-timeout 1 >/dev/null 2>&1
 hid=$(sqlite3 "$db" "select case_id from results where verdict = 'TIMEOUT'")
 [ -n "$hid" ] && ok || bad "the sweep stored no TIMEOUT"
 expect_status 1 timeout 60 "$UG_BIN" triage "$hid" --db "$db" --case-timeout 1 --backend "$FAULTY" # TIMEOUT now
