@@ -3,13 +3,16 @@
  * the certified standard's pass rate; then the flaky cases (verdict flipped between runs
  * of the same plan hash, code revision, backend and deciding standard: nothing but chance
  * changed) and the regressions (cases that passed in an earlier run and fail in a later
- * one under the same deciding standard, with the first run that failed). --json for tools. */
+ * one under the same deciding standard, with the first run that failed). --json for tools:
+ * each run row also carries what was run (plan, plan hash, status, git revision, times,
+ * backend, deciding standard, selection), every database string made valid UTF-8. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "db/query_history.h"
+#include "reports/failures.h" /* ug_failure_clean_utf8 */
 
 typedef struct {
     ug_db_history_filter f;
@@ -28,7 +31,42 @@ typedef struct {
     const history_opts *o;
     cJSON *arr; /* --json: the array rows go to; NULL: print */
     int n;      /* rows seen */
+    ug_db *db;  /* --json: each run's record is read from it */
 } history_out;
+
+/* key: s as valid UTF-8, or null for "" when empty_null. */
+static void add_text(cJSON *o, const char *key, const char *s, int empty_null)
+{
+    char *c = s && !(empty_null && !s[0]) ? ug_failure_clean_utf8(s) : NULL;
+    if (c) cJSON_AddStringToObject(o, key, c);
+    else cJSON_AddNullToObject(o, key);
+    free(c);
+}
+
+/* What run was, beside the row's started_at and backend: plan, plan hash, status, git
+ * revision, end, deciding standard and selection (run_record's fields; "" as null). */
+static void add_run_record(cJSON *e, ug_db *db, long run, const char *primary)
+{
+    ug_run_record rec;
+    char err[256];
+    if (ug_db_run_get(db, run, &rec, err, sizeof err)) memset(&rec, 0, sizeof rec); /* every field null */
+    add_text(e, "plan", rec.plan_name, 1);
+    add_text(e, "plan_path", rec.plan_path, 1);
+    add_text(e, "plan_hash", rec.plan_hash, 1);
+    add_text(e, "status", rec.status, 1);
+    add_text(e, "git_rev", rec.git_rev, 1);
+    add_text(e, "finished_at", rec.finished_at, 1);
+    add_text(e, "backend_sha256", rec.backend_sha256, 1);
+    add_text(e, "primary_standard", primary, 1); /* the rates query's, as before */
+    add_text(e, "host", rec.host, 1);
+    add_text(e, "op_filter", rec.op_filter, 1);
+    add_text(e, "group_filter", rec.group_filter, 1);
+    add_text(e, "shard", rec.shard, 1);
+    if (rec.limit > 0) cJSON_AddNumberToObject(e, "case_limit", (double)rec.limit);
+    else cJSON_AddNullToObject(e, "case_limit");
+    cJSON_AddNumberToObject(e, "sample", (double)rec.sample);
+    cJSON_AddBoolToObject(e, "merged", rec.merged);
+}
 
 static int print_rate(const ug_db_rate_row *row, void *ctx)
 {
@@ -40,9 +78,10 @@ static int print_rate(const ug_db_rate_row *row, void *ctx)
     if (out->arr) {
         cJSON *e = cJSON_CreateObject();
         cJSON_AddNumberToObject(e, "run_id", (double)row->run_id);
-        cJSON_AddStringToObject(e, "started_at", row->started_at);
-        cJSON_AddStringToObject(e, "backend", row->backend);
-        if (o->by) cJSON_AddStringToObject(e, o->by, row->key);
+        add_text(e, "started_at", row->started_at, 0);
+        add_text(e, "backend", row->backend, 0);
+        add_run_record(e, out->db, (long)row->run_id, row->primary);
+        if (o->by) add_text(e, o->by, row->key, 0);
         cJSON_AddNumberToObject(e, "cases", (double)row->n);
         cJSON_AddNumberToObject(e, "passed", (double)row->pass);
         cJSON_AddNumberToObject(e, "failed", (double)row->fail);
@@ -52,8 +91,6 @@ static int print_rate(const ug_db_rate_row *row, void *ctx)
         cJSON_AddNumberToObject(e, "certified_passed", (double)row->cert_pass);
         if (row->cert_judged) cJSON_AddNumberToObject(e, "pass_rate_certified", cert);
         else cJSON_AddNullToObject(e, "pass_rate_certified");
-        if (row->primary[0]) cJSON_AddStringToObject(e, "primary_standard", row->primary);
-        else cJSON_AddNullToObject(e, "primary_standard");
         cJSON_AddItemToArray(out->arr, e);
         return 0;
     }
@@ -67,7 +104,7 @@ static int print_rate(const ug_db_rate_row *row, void *ctx)
 
 static int print_rates(ug_db *db, const history_opts *o, cJSON *json)
 {
-    history_out out = {o, json ? cJSON_AddArrayToObject(json, "runs") : NULL, 0};
+    history_out out = {o, json ? cJSON_AddArrayToObject(json, "runs") : NULL, 0, db};
     if (!json)
         printf("%5s  %-20s %-11s %-22s %7s %7s %7s %7s %8s %8s  %s\n", "run", "started (UTC)", "status",
                o->by ? o->by : "", "cases", "pass", "fail", "other", "pass %", "cert %", "backend / plan");
@@ -88,15 +125,15 @@ static int print_case(const ug_db_history_case *c, void *ctx)
     cases_out *co = ctx;
     if (co->out.arr) {
         cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "case_id", c->case_id);
-        cJSON_AddStringToObject(e, "op", c->op);
-        cJSON_AddStringToObject(e, "dtype", c->dtype);
+        add_text(e, "case_id", c->case_id, 0);
+        add_text(e, "op", c->op, 0);
+        add_text(e, "dtype", c->dtype, 0);
         if (co->regress) {
             cJSON_AddNumberToObject(e, "first_failing_run", (double)c->first_failing_run);
-            cJSON_AddStringToObject(e, "verdict", c->verdict);
-            cJSON_AddStringToObject(e, "backend", c->backend);
+            add_text(e, "verdict", c->verdict, 0);
+            add_text(e, "backend", c->backend, 0);
         } else {
-            cJSON_AddStringToObject(e, "verdicts", c->verdicts);
+            add_text(e, "verdicts", c->verdicts, 0);
         }
         cJSON_AddItemToArray(co->out.arr, e);
     } else {
@@ -113,7 +150,8 @@ static int print_case(const ug_db_history_case *c, void *ctx)
 
 static int print_cases(ug_db *db, const history_opts *o, const char *title, cJSON *json, int regress)
 {
-    cases_out co = {{o, json ? cJSON_AddArrayToObject(json, regress ? "regressions" : "flaky") : NULL, 0}, title, regress};
+    cases_out co = {{o, json ? cJSON_AddArrayToObject(json, regress ? "regressions" : "flaky") : NULL, 0, db}, title,
+                    regress};
     char err[512];
     int rc = regress ? ug_db_history_regressions(db, &o->f, print_case, &co, err, sizeof err)
                      : ug_db_history_flaky(db, &o->f, print_case, &co, err, sizeof err);
@@ -174,7 +212,10 @@ const ug_command ug_command_history = {
     "  cases whose certified verdict is PASS among those it judged PASS or FAIL; NA cases and\n"
     "  cases with no verdict, i.e. SKIP, ERROR, CRASH, TIMEOUT, are left out; \"-\" when none\n"
     "  was judged), backend, plan. --json: pass_rate, pass_rate_certified (null when none was\n"
-    "  judged), certified_judged, certified_passed, primary_standard (null: each op's own).\n"
+    "  judged), certified_judged, certified_passed, and what the run was: plan, plan_path,\n"
+    "  plan_hash, status, git_rev, started_at, finished_at, backend, backend_sha256,\n"
+    "  primary_standard (null: each op's own), host, op_filter, group_filter, shard,\n"
+    "  case_limit, sample (0: every element), merged (null where the run did not record it).\n"
     "  Then flaky cases (verdict flipped between runs with the same plan hash, code revision,\n"
     "  backend and deciding standard) and regressions (passed in an earlier run of the same\n"
     "  backend and deciding standard, failed later: the first failing run).\n"};

@@ -2,9 +2,10 @@
  * (`ulpgym sweep --shard K/N`, e.g. the tasks of a Slurm job array) into one run of OUT.
  *
  * The work is in db/merge.c (ug_db_merge): it takes the latest run of each input, checks
- * that they are shards of one sweep (same plan hash, backend, sample, selection) and
- * copies cases, results, metrics and verdicts under one new run ID in a single
- * transaction, so a refused merge leaves OUT as it was. */
+ * that each file is sound (quick_check) and that they are shards of one sweep (same plan
+ * hash, backend, sample, selection) before OUT is opened, and copies cases, results,
+ * metrics and verdicts under one new run ID in a single transaction, so a refused merge
+ * leaves OUT as it was (not even an empty OUT where none was). */
 #include <string.h>
 #include <sys/stat.h>
 
@@ -42,14 +43,11 @@ static int ug_cmd_merge(int argc, char **argv)
             if (strcmp(inputs[i], inputs[j]) == 0 || same_file(inputs[i], inputs[j]))
                 return ug_cli_fail("merge: %s and %s are the same database", inputs[j], inputs[i]);
     }
-    ug_db *db;
-    if (ug_cli_open_db(out, 1, &db)) return UG_EXIT_USAGE;
     char command[4096], err[1024] = "";
     size_t len = (size_t)snprintf(command, sizeof command, "ulpgym");
     for (int i = 0; i < argc && len < sizeof command; i++) len += (size_t)snprintf(command + len, sizeof command - len, " %s", argv[i]);
     long run;
-    int rc = ug_db_merge(db, inputs, n, partial, command, &run, err, sizeof err);
-    ug_db_close(db);
+    int rc = ug_db_merge(out, inputs, n, partial, command, &run, err, sizeof err);
     if (rc == -2) return ug_cli_fail("%s", err);
     if (rc) {
         ug_cli_fail("merge failed: %s", err);
@@ -65,7 +63,9 @@ const ug_command ug_command_merge = {
     "  Takes the latest run of each IN.db (the shards of one sweep: same plan hash,\n"
     "  backend, sample and case selection; no case in two inputs) and stores them as one\n"
     "  new run of OUT.db (created if missing), with the shards, hosts and input files\n"
-    "  recorded in runs.shard, runs.host and runs.merged_from. All or nothing.\n"
+    "  recorded in runs.shard, runs.host and runs.merged_from. All or nothing: a\n"
+    "  refused merge leaves OUT.db as it was (or absent). A damaged input (quick_check\n"
+    "  fails) is refused, naming it.\n"
     "  Every shard K/N must be given (files compared by inode, so x.db and ./x.db are one)\n"
     "  --partial        merge the shards given even if some are missing; the run is\n"
     "                   marked partial\n"};

@@ -116,7 +116,10 @@ static int show(const char *name, int json, int mutants)
         printf("  status: planned — not implemented yet; see docs/OPERATORS.md for its math\n");
         return 0;
     }
+    char digest[17];
+    if (ug_op_contract_digest(op, digest)) snprintf(digest, sizeof digest, "?");
     printf("  %s\n  dtypes: %s\n  primary standard: %s\n", d->summary, d->dtypes, ug_standard_name(d->primary));
+    printf("  contract: %s (a plugin names it in ulpgym_implements; docs/PLUGINS.md)\n", digest);
     print_decl(d);
     printf("  outputs:\n");
     for (int i = 0; i < d->n_outputs; i++) {

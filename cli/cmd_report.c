@@ -1,12 +1,15 @@
-/* cmd_report.c — `ulpgym report`: one run as html, md, json or junit; with --unmatched, the
- * reference tests a plan has no case for and why (the plan file's "unmatched" list). */
+/* cmd_report.c — `ulpgym report`: one run as html, md, json, junit or csv (the format from
+ * --format, else from the -o file's extension); with --unmatched, the reference tests a
+ * plan has no case for and why (the plan file's "unmatched" list). */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli/cli.h"
 #include "gen/plan.h"
 #include "oracles/verdict.h"
+#include "reports/formats.h"
 #include "reports/report.h"
 
 /* Prints the plan's unmatched reference tests as a markdown section; 0, or exit 2. */
@@ -35,9 +38,77 @@ static int print_unmatched(const char *plan_path, FILE *f)
     return 0;
 }
 
+/* The report formats, by --format name and by the -o file's extension. */
+enum { FMT_MD, FMT_JSON, FMT_HTML, FMT_JUNIT, FMT_CSV, FMT_COUNT };
+static const char *const format_names[FMT_COUNT] = {"md", "json", "html", "junit", "csv"};
+
+static int format_named(const char *name)
+{
+    for (int k = 0; k < FMT_COUNT; k++)
+        if (strcmp(name, format_names[k]) == 0) return k;
+    return -1;
+}
+
+/* The format a file's extension names (.md .markdown .json .html .htm .xml .csv, any case); -1 for others. */
+static int format_of_path(const char *path)
+{
+    static const struct { const char *ext; int fmt; } exts[] = {
+        {".md", FMT_MD}, {".markdown", FMT_MD}, {".json", FMT_JSON}, {".html", FMT_HTML}, {".htm", FMT_HTML},
+        {".xml", FMT_JUNIT}, {".csv", FMT_CSV}};
+    const char *dot = path ? strrchr(path, '.') : NULL;
+    if (!dot || strchr(dot, '/')) return -1;
+    for (size_t k = 0; k < sizeof exts / sizeof *exts; k++)
+        if (strcasecmp(dot, exts[k].ext) == 0) return exts[k].fmt;
+    return -1;
+}
+
+/* The format asked for: --format, else the -o file's extension, else md. -1 after a message. */
+static int pick_format(const char *format, const char *out)
+{
+    int by_name = format ? format_named(format) : -1, by_ext = format_of_path(out);
+    if (format && by_name < 0) {
+        ug_cli_fail("report: --format must be html, md, json, junit or csv");
+        return -1;
+    }
+    if (format && by_ext >= 0 && by_ext != by_name) {
+        ug_cli_fail("report: --format %s does not match -o %s, whose extension means %s (leave --format out, or "
+                    "name the file to match)", format, out, format_names[by_ext]);
+        return -1;
+    }
+    return format ? by_name : by_ext >= 0 ? by_ext : FMT_MD;
+}
+
+/* --top N or all (every failure); -1 after a message. */
+static long pick_top(const char *top)
+{
+    if (!top) return 25;
+    if (strcmp(top, "all") == 0) return INT_MAX;
+    long n = ug_cli_long(top);
+    if (n < 0 || n > INT_MAX) ug_cli_fail("report: --top must be a number or all");
+    return n < 0 || n > INT_MAX ? -1 : n;
+}
+
+/* Writes run r in format fmt; 0, or an exit status after a message. */
+static int write_report(ug_db *db, ug_report *r, int fmt, FILE *f)
+{
+    char err[512];
+    ug_run_record run;
+    switch (fmt) {
+    case FMT_MD:
+        ug_report_write_md(r, f);
+        return strcmp(r->plan, "reference") == 0 && print_unmatched("reference", f) ? UG_EXIT_USAGE : 0;
+    case FMT_JSON:
+        ug_report_write_json_run(r, ug_db_run_get(db, r->run_id, &run, err, sizeof err) == 0 ? &run : NULL, f);
+        return 0;
+    case FMT_HTML: ug_report_write_html(r, f); return 0;
+    case FMT_JUNIT: return ug_report_write_junit(db, r, f, err, sizeof err) ? ug_cli_fail("report: %s", err) : 0;
+    default: return ug_report_write_csv(db, r, f, err, sizeof err) ? ug_cli_fail("report: %s", err) : 0;
+    }
+}
+
 static int ug_cmd_report(int argc, char **argv)
 {
-    const char *db_path = NULL, *run = "latest", *format = "md", *out = NULL, *top = NULL, *plan = NULL;
+    const char *db_path = NULL, *run = "latest", *format = NULL, *out = NULL, *top = NULL, *plan = NULL;
     int unmatched = 0;
     for (int i = 1; i < argc; i++) {
         int m;
@@ -54,11 +125,9 @@ static int ug_cmd_report(int argc, char **argv)
     }
     if (unmatched) return print_unmatched(plan ? plan : "reference", stdout) ? UG_EXIT_USAGE : 0;
     if (plan) return ug_cli_fail("report: --plan goes with --unmatched");
-    int fmt = strcmp(format, "md") == 0 ? 0 : strcmp(format, "json") == 0 ? 1 : strcmp(format, "html") == 0 ? 2
-            : strcmp(format, "junit") == 0 ? 3 : -1;
-    if (fmt < 0) return ug_cli_fail("report: --format must be html, md, json or junit");
-    long ntop = top ? ug_cli_long(top) : 25;
-    if (ntop < 0) return ug_cli_fail("report: --top must be a number");
+    int fmt = pick_format(format, out);
+    long ntop = pick_top(top);
+    if (fmt < 0 || ntop < 0) return UG_EXIT_USAGE;
     ug_db *db;
     if (ug_cli_open_db(db_path, UG_DB_READONLY, &db)) return UG_EXIT_USAGE;
     char err[512];
@@ -70,15 +139,7 @@ static int ug_cmd_report(int argc, char **argv)
     }
     snprintf(r.db_path, sizeof r.db_path, "%s", ug_db_default_path(db_path));
     FILE *f = out ? fopen(out, "w") : stdout;
-    int rc = 0;
-    if (!f) rc = ug_cli_fail("report: cannot write %s", out);
-    else if (fmt == 0) {
-        ug_report_write_md(&r, f);
-        if (strcmp(r.plan, "reference") == 0 && print_unmatched("reference", f)) rc = UG_EXIT_USAGE;
-    }
-    else if (fmt == 1) ug_report_write_json(&r, f);
-    else if (fmt == 2) ug_report_write_html(&r, f);
-    else if (ug_report_write_junit(db, &r, f, err, sizeof err)) rc = ug_cli_fail("report: %s", err);
+    int rc = f ? write_report(db, &r, fmt, f) : ug_cli_fail("report: cannot write %s", out);
     if (f && f != stdout && fclose(f) != 0) rc = ug_cli_fail("report: writing %s failed", out);
     ug_report_free(&r);
     ug_db_close(db);
@@ -86,14 +147,22 @@ static int ug_cmd_report(int argc, char **argv)
 }
 
 const ug_command ug_command_report = {
-    "report", ug_cmd_report, "write a run's report: html, markdown, json or junit",
-    "usage: ulpgym report [--run ID|latest] [--format html|md|json|junit] [-o FILE] [--top N] [--db PATH]\n"
+    "report", ug_cmd_report, "write a run's report: html, markdown, json, junit or csv",
+    "usage: ulpgym report [--run ID|latest] [--format html|md|json|junit|csv] [-o FILE] [--top N|all] [--db PATH]\n"
     "       ulpgym report --unmatched [--plan NAME|FILE]\n"
+    "  html, md, json and junit lead with what changed since the last like-for-like run (same\n"
+    "  plan hash, selection, backend, sample and standard): new failures, fixed, still failing,\n"
+    "  drift of headroom. docs/REPORTS.md describes each format, key and column.\n"
+    "  html   one self-contained file: the changes, summary, pass-rate history, op x dtype\n"
+    "         heatmap, headroom histograms, top failures with their triage blocks\n"
+    "  md     the changes, the release report's generalization table (group, operators,\n"
+    "         cases, pass rate), one row per operator with its passing case nearest the\n"
+    "         limit, top failures with their deciding figure, headroom and triage line\n"
+    "  json   the same for tools: \"format\": \"ulpgym-report/1\"\n"
+    "  junit  one testcase per case (\"fp32 rows=3 cols=257 [ID]\", classname group.op), for CI\n"
+    "  csv    one row per case x output with msprobe-style columns (Cosine, MaxAbsErr, MERE, ...)\n"
+    "  -o FILE    write to FILE; without --format its extension picks the format (.html .md\n"
+    "             .json .xml .csv); a --format that does not match it is an error\n"
+    "  --top N    failures listed (default 25; all: every one)\n"
     "  --unmatched  the reference tests the plan (default: reference) has no case for, and why;\n"
-    "               the md report of a run of the reference plan ends with the same list\n"
-    "  html   one self-contained file: summary, pass-rate history per group, op x dtype\n"
-    "         heatmap, per-op max-ulp histograms, top failures with triage commands\n"
-    "  md     the release report's generalization table (group, operators, cases, pass rate)\n"
-    "         and one row per operator\n"
-    "  json   the same figures for tools;  junit  one testcase per case, for CI servers\n"
-    "  --top  failures listed (default 25)\n"};
+    "               the md report of a run of the reference plan ends with the same list\n"};

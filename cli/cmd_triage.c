@@ -181,9 +181,7 @@ static void print_text(const ug_result *r, const ug_exec_detail *d, int nworst)
     ug_print_result(r, stdout);
     for (int k = 0; d->have_oracle && k < d->c.n_out; k++) {
         if (!d->a[k]) continue; /* an optional output not provided: nothing to rank */
-        ug_triage_print_worst(d, k, nworst, stdout);
-        ug_triage_print_histogram(d, k, stdout);
-        ug_triage_print_clusters(d, k, stdout);
+        ug_triage_print_output(r, d, k, nworst, stdout);
     }
 }
 
@@ -209,7 +207,7 @@ static void print_json(const ug_result *r, const ug_exec_detail *d, int nworst, 
             cJSON_AddItemToArray(outs, o);
             continue;
         }
-        cJSON *o = ug_triage_json(d, k, nworst);
+        cJSON *o = ug_triage_json(r, d, k, nworst);
         const ug_metrics *m = &r->out[k].m;
         cJSON_AddNumberToObject(o, "max_ulp", m->max_ulp);
         cJSON_AddNumberToObject(o, "mean_ulp", m->mean_ulp);
@@ -365,9 +363,14 @@ const ug_command ug_command_triage = {
      "  (a replay run's case: the device outputs it read, from the folder it recorded, judged\n"
      "  again; `--backend replay` says the same, `--backend replay:DIR` reads them from DIR)\n"
      "  and checks that the stored metrics are reproduced exactly; then checks every\n"
-     "  element and prints metrics, the verdict per standard with its thresholds, the worst\n"
-     "  elements (hex floats beside decimals, with the inputs feeding them), an ulp-error\n"
-     "  histogram, where the error clusters, and a command that reproduces the case.\n"
+     "  element and prints metrics, the verdict per standard with its thresholds, then per\n"
+     "  output the worst elements, a histogram and where the error clusters, each led by the\n"
+     "  element's error relative to what the deciding standard allows of it (pypto, reference,\n"
+     "  allclose: |a - g| / (atol + rtol*|g|) with the atol/rtol it applied; certified:\n"
+     "  |a - g*| / (c*B + ulp/2); other standards: pypto's; 1 = at the limit), ulps second (an\n"
+     "  element whose exact value is below the dtype's smallest normal, e.g. 0, is never\n"
+     "  measured in ulps: its absolute error stands), hex floats beside decimals with the\n"
+     "  inputs feeding them, and a command that reproduces the case.\n"
      "  --dump DIR  write case.json, inputs/, outputs/ (the kernel's) and exact/ (exact values,\n"
      "            fp64) as .npy files\n"
      "  --shrink  search for the smallest shape of the same op/dtype/distribution that fails\n"

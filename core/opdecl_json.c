@@ -7,7 +7,9 @@
  * what only C can say: the check, builder, oracle and geometry functions of the op's
  * oracle file. Loading is strict: an unknown key, a wrong type, an unknown role, compare
  * or param type, or an output rule without an output tensor is an error naming the key,
- * so a typo in a declaration never silently drops a field. */
+ * so a typo in a declaration never silently drops a field. A loaded definition's strings
+ * point into its parsed JSON, which is kept for the life of the process on a list that
+ * a global holds (so a leak checker sees it reachable, not leaked). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,6 +251,26 @@ static int rules_match_outputs(reader *r, const ug_op_def *d)
     return 0;
 }
 
+/* The parsed declarations that loaded definitions point into: reachable from this global
+ * for the life of the process (LeakSanitizer reported them as leaks when only interior
+ * pointers to their strings remained). Loading happens once, on first use (core/ops.c). */
+typedef struct kept_tree {
+    cJSON *tree;
+    struct kept_tree *next;
+} kept_tree;
+static kept_tree *kept_trees;
+
+/* Keeps tree on the list: 0, or -1 when out of memory. */
+static int keep_tree(cJSON *tree)
+{
+    kept_tree *k = malloc(sizeof *k);
+    if (!k) return -1;
+    k->tree = tree;
+    k->next = kept_trees;
+    kept_trees = k;
+    return 0;
+}
+
 /* Where the params and derived sizes come from: this file, or the file of the op named by
  * "params_from" (two ops over one input set, such as an attention and its gradient),
  * which must then leave both out. */
@@ -261,10 +283,17 @@ static int params_source(reader *r, const cJSON *root, const cJSON **src)
         return fail(r, "\"params_from\" %s leaves \"params\" and \"derived\" out%s", from, "");
     for (const ug_embedded_decl *e = ug_embedded_decls; e->op; e++)
         if (strcmp(e->op, from) == 0) {
-            *src = cJSON_Parse(e->json); /* kept, like root */
+            *src = cJSON_Parse(e->json); /* kept with root (ug_op_def_load) */
             return *src ? 0 : fail(r, "\"params_from\" %s is not valid JSON%s", from, "");
         }
     return fail(r, "\"params_from\": no declaration file %s.json%s", from, "");
+}
+
+/* Frees the trees of a declaration that did not load (src: the params_from file's, or root). */
+static void drop_trees(cJSON *root, const cJSON *src)
+{
+    if (src && src != root) cJSON_Delete((cJSON *)src);
+    cJSON_Delete(root);
 }
 
 int ug_op_def_load(ug_op_def *d, const char *op, const char *json, char *err, size_t errlen)
@@ -275,7 +304,7 @@ int ug_op_def_load(ug_op_def *d, const char *op, const char *json, char *err, si
     cJSON *root = cJSON_Parse(json); /* kept: the definition's strings point into it */
     if (!root) return fail(&r, "not valid JSON near \"%.40s\"%s", cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : "", "");
     const char *name;
-    const cJSON *src;
+    const cJSON *src = root;
     void *params, *derived, *tensors, *outputs;
     int n;
     err[0] = 0;
@@ -287,9 +316,14 @@ int ug_op_def_load(ug_op_def *d, const char *op, const char *json, char *err, si
         read_array(&r, src, "derived", 0, sizeof(ug_derived_decl), &derived, &n, each_derived) ||
         read_array(&r, root, "tensors", 1, sizeof(ug_tensor_decl), &tensors, &n, each_tensor) ||
         read_array(&r, root, "outputs", 1, sizeof(ug_output_rule), &outputs, &d->n_outputs, each_output))
-        return cJSON_Delete(root), -1;
+        return drop_trees(root, src), -1;
     d->decl.op = name;
     d->decl.params = params, d->decl.derived = derived, d->decl.tensors = tensors;
     d->outputs = outputs;
-    return rules_match_outputs(&r, d);
+    if (rules_match_outputs(&r, d)) return drop_trees(root, src), -1;
+    if (keep_tree(root) || (src != root && keep_tree((cJSON *)src))) {
+        snprintf(err, errlen, "declaration of %s: out of memory", op);
+        return -1; /* the trees stay allocated: d may point into them */
+    }
+    return 0;
 }

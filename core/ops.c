@@ -7,6 +7,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/canon.h"
+
 /* Weak references: an operator whose definition is not linked in reads as NULL. The
  * library is a CMake OBJECT library, so every object is linked and nothing is dropped. */
 #define UG_OP(E, name, group)                                                                                   \
@@ -116,3 +118,20 @@ const ug_op_decl *ug_op_decl_find(const char *name)
     return d && d->decl.params ? &d->decl : NULL;
 }
 
+
+int ug_op_contract_digest(int op, char out[17])
+{
+    out[0] = 0;
+    if (op < 0 || op >= UG_OP_COUNT || !ug_op_def_get(op)) return -1;
+    for (const ug_embedded_decl *e = ug_embedded_decls; e->op; e++) {
+        if (strcmp(e->op, ug_op_name(op)) != 0) continue;
+        cJSON *tree = cJSON_Parse(e->json); /* the build checked it parses (load_definitions) */
+        char *canon = tree ? ug_json_canonical(tree) : NULL;
+        cJSON_Delete(tree);
+        if (!canon) return -1;
+        snprintf(out, 17, "%016llx", (unsigned long long)ug_hash64(canon, strlen(canon)));
+        free(canon);
+        return 0;
+    }
+    return -1;
+}

@@ -162,6 +162,11 @@ extern const ug_embedded_decl ug_embedded_decls[];
 /* Reads declaration text json of op into d's declaration fields (core/opdecl_json.c).
  * 0, or -1 with a message naming the key. */
 int ug_op_def_load(ug_op_def *d, const char *op, const char *json, char *err, size_t errlen);
+/* The op's contract version: 16 hex digits, the hash of its declaration file's canonical
+ * JSON (oracles/<family>/<op>.json: params, defaults, tensors, rules, semantics), so any
+ * change of the contract, not of its file's layout, changes it. `ops show` prints it and a
+ * plugin may name the one it was written to (docs/PLUGINS.md). 0, or -1 (no such op). */
+int ug_op_contract_digest(int op, char out[17]);
 /* The declaration of op by name (a kernel's call->op); NULL if unknown or undeclared. */
 const ug_op_decl *ug_op_decl_find(const char *name);
 

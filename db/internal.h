@@ -15,6 +15,7 @@
 struct ug_db {
     sqlite3 *h;
     sqlite3_stmt *put_result, *put_metric, *put_verdict, *put_case;
+    char *path; /* as opened: messages name the database */
 };
 
 /* Opens path read-only for a reader. A write-protected file (no write bit, or not writable
@@ -23,11 +24,25 @@ struct ug_db {
  * again; otherwise plainly (a -wal may hold rows a crash left un-checkpointed). Returns
  * an SQLite result code. */
 int ug_db_sqlite_open_ro(const char *path, sqlite3 **h);
-/* Prepares sql on db's connection: 0, or -1 with "database: <sqlite's message>" in err. */
+/* Prepares sql on db's connection: 0, or -1 with "database: <sqlite's message>" in err
+ * (ug_db_damaged's message when the schema itself is damaged). */
 int ug_db_prepare(ug_db *db, sqlite3_stmt **st, const char *sql, char *err, size_t errlen);
 /* Steps a statement that returns no rows, then resets it and clears its bindings (so a
  * cached statement is ready again): 0 on SQLITE_DONE, else -1 with the message in err. */
 int ug_db_step_done(ug_db *db, sqlite3_stmt *st, char *err, size_t errlen);
+/* Steps a query that returns rows: 1 a row is ready, 0 done; -2 the database is damaged
+ * (SQLITE_CORRUPT, met at any row, not only the first), with ug_db_damaged's message in
+ * err; -1 another error, "database PATH: <SQLite's message>". Every query loops on it and
+ * passes a negative value up (the rows read so far are not the whole answer), so a damaged
+ * database never reads as a smaller clean one:
+ *     while ((s = ug_db_step_row(db, st, err, errlen)) == 1) { ... }
+ *     if (s < 0) return s; */
+int ug_db_step_row(ug_db *db, sqlite3_stmt *st, char *err, size_t errlen);
+/* "database PATH is damaged: run `sqlite3 PATH 'pragma integrity_check'` (why)" into err:
+ * the one wording of a damaged database (why: SQLite's message or quick_check's first line). */
+void ug_db_damaged(const char *path, const char *why, char *err, size_t errlen);
+/* Whether an SQLite result code says the file is damaged (SQLITE_CORRUPT, any extended form). */
+int ug_db_code_damaged(int code);
 /* Binds text from outside ulpgym (a kernel's or device's message, a command line, a host
  * name) as valid UTF-8, every other byte kept as \xNN (core/utf8.h): what is stored can be
  * written into every report format. NULL binds NULL. */

@@ -3,12 +3,15 @@
  * Kept apart from store.c because it is the one place that opens a second database and
  * copies rows between connections. Tables are copied column by column by name (so the
  * copy follows the schema, whatever migration added), inside one transaction of the
- * destination: a refused merge leaves it as it was. */
+ * destination. Every input is read and checked (quick_check, shards of one sweep) before
+ * the destination is opened, so a refused merge leaves it as it was: a database the merge
+ * created and then could not fill is removed again. */
 #include "db/merge.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "db/internal.h"
 
@@ -60,25 +63,36 @@ static int copy_rows(sqlite3 *src, sqlite3 *dst, const char *table, const char *
         }
         sqlite3_reset(ins);
     }
-    if (s != SQLITE_DONE) snprintf(err, errlen, "%s: %s", in_path, sqlite3_errmsg(src));
-    else rc = 0;
+    if (s == SQLITE_DONE) rc = 0;
+    else if (ug_db_code_damaged(s)) {
+        ug_db_damaged(in_path, sqlite3_errmsg(src), err, errlen);
+        rc = -2;
+    } else snprintf(err, errlen, "%s: %s", in_path, sqlite3_errmsg(src));
 done:
     sqlite3_finalize(q);
     sqlite3_finalize(ins);
     return rc;
 }
 
-/* Reads the latest run of the database at path (upgrading its schema like any command). */
+/* Reads the latest run of the database at path (upgrading its schema like any command),
+ * once quick_check has found the file sound: a damaged shard is refused, never merged as a
+ * smaller one. */
 static int merge_read_input(const char *path, ug_run_record *r, char *err, size_t errlen)
 {
     ug_db *in;
-    char inner[512];
+    char inner[1024];
     if (ug_db_open(path, UG_DB_READONLY, &in, inner, sizeof inner)) {
         snprintf(err, errlen, "merge: %s", inner);
         return -2;
     }
     long run;
-    int rc = ug_db_resolve_run(in, "latest", &run, inner, sizeof inner);
+    int rc = ug_db_quick_check(in, inner, sizeof inner);
+    if (rc) {
+        snprintf(err, errlen, "merge: %s", inner);
+        ug_db_close(in);
+        return -2;
+    }
+    rc = ug_db_resolve_run(in, "latest", &run, inner, sizeof inner);
     if (!rc) rc = ug_db_run_get(in, run, r, inner, sizeof inner);
     if (rc) snprintf(err, errlen, "merge: %s: %s", path, inner);
     ug_db_close(in);
@@ -218,11 +232,11 @@ static int merge_complete(const ug_run_record *recs, int n, int partial, char *e
     return -2;
 }
 
-int ug_db_merge(ug_db *db, const char *const *inputs, int n, int partial, const char *command, long *run_id,
-                char *err, size_t errlen)
+/* Reads and checks every input (recs[i] its latest run): 0 and the number of missing
+ * shards in *missing, or -2 naming what is wrong. */
+static int merge_inputs(const char *const *inputs, int n, int partial, ug_run_record *recs, int *missing, char *err,
+                        size_t errlen)
 {
-    ug_run_record *recs = calloc((size_t)(n > 0 ? n : 1), sizeof *recs);
-    if (!recs) return -1;
     int rc = 0;
     for (int i = 0; i < n && !rc; i++) {
         rc = merge_read_input(inputs[i], &recs[i], err, errlen);
@@ -232,9 +246,14 @@ int ug_db_merge(ug_db *db, const char *const *inputs, int n, int partial, const 
             rc = -2;
         }
     }
-    int missing = rc ? 0 : merge_complete(recs, n, partial, err, errlen);
-    if (missing < 0) rc = missing;
-    if (rc) goto done;
+    *missing = rc ? 0 : merge_complete(recs, n, partial, err, errlen);
+    return rc ? rc : *missing < 0 ? *missing : 0;
+}
+
+/* Copies the checked inputs into one new run of db, in one transaction. */
+static int merge_into(ug_db *db, const char *const *inputs, const ug_run_record *recs, int n, int missing,
+                      const char *command, long *run_id, char *err, size_t errlen)
+{
     const ug_run_record *r0 = &recs[0];
     ug_run_info info = {r0->plan_name, r0->plan_path, r0->plan_hash, r0->backend, NULL, command, r0->oracle_prec,
                         r0->sample, r0->seed_set, r0->seed, r0->op_filter[0] ? r0->op_filter : NULL,
@@ -242,13 +261,40 @@ int ug_db_merge(ug_db *db, const char *const *inputs, int n, int partial, const 
                         r0->no_regressions, r0->primary_standard[0] ? r0->primary_standard : NULL,
                         r0->backend_sha256[0] ? r0->backend_sha256 : NULL, r0->cost_from[0] ? r0->cost_from : NULL,
                         r0->cost_hash[0] ? r0->cost_hash : NULL};
+    int rc;
     if ((rc = ug_db_begin(db, err, errlen)) || (rc = ug_db_run_begin(db, &info, run_id, err, errlen))) goto undo;
     for (int i = 0; i < n && !rc; i++) rc = merge_copy_input(db, inputs[i], recs[i].run_id, *run_id, err, errlen);
     if (!rc) rc = merge_update_run(db, *run_id, recs, inputs, n, missing == 0, err, errlen);
     if (!rc) rc = ug_db_commit(db, err, errlen);
 undo:
     if (rc) ug_db_rollback(db);
-done:
+    return rc;
+}
+
+/* Removes the database file a failed merge created, with what SQLite kept beside it. */
+static void remove_created(const char *path)
+{
+    static const char *const tails[] = {"", "-wal", "-shm", "-journal"};
+    char name[4200];
+    for (size_t i = 0; i < sizeof tails / sizeof *tails; i++) {
+        snprintf(name, sizeof name, "%s%s", path, tails[i]);
+        unlink(name);
+    }
+}
+
+int ug_db_merge(const char *out_path, const char *const *inputs, int n, int partial, const char *command,
+                long *run_id, char *err, size_t errlen)
+{
+    ug_run_record *recs = calloc((size_t)(n > 0 ? n : 1), sizeof *recs);
+    if (!recs) return -1;
+    int missing = 0, existed = access(out_path, F_OK) == 0;
+    int rc = merge_inputs(inputs, n, partial, recs, &missing, err, errlen);
+    ug_db *db = NULL;
+    if (!rc && (rc = ug_db_open(out_path, UG_DB_CREATE, &db, err, errlen)) == 0) {
+        rc = merge_into(db, inputs, recs, n, missing, command, run_id, err, errlen);
+        ug_db_close(db);
+    }
+    if (rc && !existed && db) remove_created(out_path);
     free(recs);
     return rc;
 }

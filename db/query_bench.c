@@ -99,9 +99,9 @@ int ug_db_bench_latest(ug_db *db, long *bench_id, char *err, size_t errlen)
 {
     sqlite3_stmt *st;
     if (ug_db_prepare(db, &st, "SELECT coalesce(max(bench_id), 0) FROM bench_runs", err, errlen)) return -1;
-    int rc = sqlite3_step(st) == SQLITE_ROW ? 0 : -1;
-    if (rc) snprintf(err, errlen, "database: %s", sqlite3_errmsg(db->h));
-    else *bench_id = (long)sqlite3_column_int64(st, 0);
+    int s = ug_db_step_row(db, st, err, errlen), rc = s == 1 ? 0 : s < 0 ? s : -1;
+    if (s == 0) snprintf(err, errlen, "database: no answer looking for the latest bench");
+    if (!rc) *bench_id = (long)sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
     return rc;
 }
@@ -115,8 +115,8 @@ static int read_info(ug_db *db, long bench_id, ug_bench_info *in, char *err, siz
                       " WHERE bench_id = ?", err, errlen))
         return -1;
     sqlite3_bind_int64(st, 1, bench_id);
-    int s = sqlite3_step(st), rc = 0;
-    if (s == SQLITE_ROW) {
+    int s = ug_db_step_row(db, st, err, errlen), rc = s < 0 ? s : 0;
+    if (s == 1) {
         ug_db_col_text(st, 0, in->started, sizeof in->started);
         ug_db_col_text(st, 1, in->backend, sizeof in->backend);
         ug_db_col_text(st, 2, in->baseline, sizeof in->baseline);
@@ -130,13 +130,10 @@ static int read_info(ug_db *db, long bench_id, ug_bench_info *in, char *err, siz
         ug_db_col_text(st, 10, in->git_rev, sizeof in->git_rev);
         ug_db_col_text(st, 11, in->host, sizeof in->host);
         ug_db_col_text(st, 12, in->command, sizeof in->command);
-    } else if (s == SQLITE_DONE) {
+    } else if (s == 0) {
         snprintf(err, errlen, "no bench %ld in this database (`ulpgym bench kernels --backend B --baseline A` makes one)",
                  bench_id);
         rc = -2;
-    } else {
-        snprintf(err, errlen, "database: %s", sqlite3_errmsg(db->h));
-        rc = -1;
     }
     sqlite3_finalize(st);
     return rc;
@@ -153,7 +150,7 @@ static int read_scenes(ug_db *db, long bench_id, ug_bench_table *t, char *err, s
         return -1;
     sqlite3_bind_int64(st, 1, bench_id);
     int s, rc = 0;
-    while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
+    while (!rc && (s = ug_db_step_row(db, st, err, errlen)) == 1) {
         ug_bench_scene_row *rows = realloc(t->rows, (size_t)(t->n + 1) * sizeof *rows);
         if (!rows) {
             snprintf(err, errlen, "out of memory reading bench %ld", bench_id);
@@ -172,10 +169,7 @@ static int read_scenes(ug_db *db, long bench_id, ug_bench_table *t, char *err, s
         for (int k = 0; k < 10; k++) *figs[k] = col_ms(st, 4 + k);
         r->has_ratios = isfinite(r->kernel_ratio);
     }
-    if (!rc && s != SQLITE_DONE) {
-        snprintf(err, errlen, "database: %s", sqlite3_errmsg(db->h));
-        rc = -1;
-    }
+    if (!rc && s < 0) rc = s;
     sqlite3_finalize(st);
     return rc;
 }

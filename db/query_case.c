@@ -42,8 +42,8 @@ int ug_db_get_metrics(ug_db *db, long run_id, const char *case_id, const char *o
     sqlite3_bind_int64(st, 1, run_id);
     sqlite3_bind_text(st, 2, case_id, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 3, output, -1, SQLITE_TRANSIENT);
-    int found = sqlite3_step(st) == SQLITE_ROW;
-    for (int c = 0; found && c < UG_DB_MC_COUNT; c++) {
+    int found = ug_db_step_row(db, st, err, errlen);
+    for (int c = 0; found == 1 && c < UG_DB_MC_COUNT; c++) {
         row->v[c] = sqlite3_column_double(st, c);
         row->is_null[c] = sqlite3_column_type(st, c) == SQLITE_NULL;
     }
@@ -59,8 +59,8 @@ int ug_db_get_verdict(ug_db *db, long run_id, const char *case_id, char *verdict
         return -1;
     sqlite3_bind_int64(st, 1, run_id);
     sqlite3_bind_text(st, 2, case_id, -1, SQLITE_TRANSIENT);
-    int found = sqlite3_step(st) == SQLITE_ROW;
-    if (found) {
+    int found = ug_db_step_row(db, st, err, errlen);
+    if (found == 1) {
         const unsigned char *v = sqlite3_column_text(st, 0), *m = sqlite3_column_text(st, 1);
         snprintf(verdict, vlen, "%s", v ? (const char *)v : "");
         snprintf(message, mlen, "%s", m ? (const char *)m : "");
@@ -90,9 +90,10 @@ int ug_db_get_outputs_dir(ug_db *db, long run_id, const char *case_id, char *dir
         return -1;
     sqlite3_bind_int64(st, 1, run_id);
     sqlite3_bind_text(st, 2, case_id, -1, SQLITE_TRANSIENT);
-    const unsigned char *d = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_text(st, 0) : NULL;
-    int found = d && *d;
-    if (found) snprintf(dir, len, "%s", (const char *)d);
+    int found = ug_db_step_row(db, st, err, errlen);
+    const unsigned char *d = found == 1 ? sqlite3_column_text(st, 0) : NULL;
+    if (found == 1 && !(d && *d)) found = 0;
+    if (found == 1) snprintf(dir, len, "%s", (const char *)d);
     sqlite3_finalize(st);
     return found;
 }

@@ -40,16 +40,13 @@ int ug_db_compare_runs(ug_db *db, long a, long b, int (*cb)(const ug_db_compare_
     sqlite3_bind_int64(st, 2, b);
     sqlite3_bind_text(st, 3, "certified", -1, SQLITE_STATIC);
     int rc = 0, step;
-    while (!rc && (step = sqlite3_step(st)) == SQLITE_ROW) {
+    while (!rc && (step = ug_db_step_row(db, st, err, errlen)) == 1) {
         ug_db_compare_row row = {col_text(st, 0), col_text(st, 1), col_text(st, 2), col_text(st, 3), col_text(st, 4),
                                  col_text(st, 5), col_text(st, 6), col_real(st, 7), col_real(st, 8),
                                  col_real(st, 9), col_real(st, 10), col_text(st, 11), col_text(st, 12)};
         rc = cb(&row, ctx);
     }
-    if (!rc && step != SQLITE_DONE) {
-        snprintf(err, errlen, "database: %s", sqlite3_errmsg(db->h));
-        rc = -1;
-    }
+    if (!rc && step < 0) rc = step;
     sqlite3_finalize(st);
     return rc;
 }

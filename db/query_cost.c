@@ -19,15 +19,12 @@ int ug_db_case_times(ug_db *db, int (*cb)(const ug_db_case_time *row, void *ctx)
                       err, errlen))
         return -1;
     int rc = 0, s;
-    while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
+    while (!rc && (s = ug_db_step_row(db, st, err, errlen)) == 1) {
         ug_db_case_time row = {(const char *)sqlite3_column_text(st, 0), (const char *)sqlite3_column_text(st, 1),
                                (const char *)sqlite3_column_text(st, 2), sqlite3_column_double(st, 3)};
         rc = cb(&row, ctx);
     }
-    if (!rc && s != SQLITE_DONE) {
-        snprintf(err, errlen, "database: %s", sqlite3_errmsg(db->h));
-        rc = -1;
-    }
+    if (!rc && s < 0) rc = s;
     sqlite3_finalize(st);
     return rc;
 }

@@ -55,15 +55,19 @@ long ug_db_count_failures(ug_db *db, const ug_db_failure_filter *f, char *err, s
 {
     sqlite3_stmt *st;
     if (prepare_failures(db, f, "SELECT count(*)", "", &st, err, errlen)) return -1;
-    long n = sqlite3_step(st) == SQLITE_ROW ? (long)sqlite3_column_int64(st, 0) : -1;
-    if (n < 0) snprintf(err, errlen, "database: %s", sqlite3_errmsg(db->h));
+    int s = ug_db_step_row(db, st, err, errlen);
+    long n = s == 1 ? (long)sqlite3_column_int64(st, 0) : s < 0 ? s : -1;
+    if (!s) snprintf(err, errlen, "database: no count of the failures");
     sqlite3_finalize(st);
     return n;
 }
 
-/* The statements that read one case's outputs and verdicts. */
+/* The statements that read one case's outputs and verdicts, and where their errors go. */
 typedef struct {
     sqlite3_stmt *metrics, *verdicts;
+    ug_db *db;
+    char *err;
+    size_t errlen;
 } detail_stmts;
 
 static const char *text(sqlite3_stmt *st, int i)
@@ -72,10 +76,12 @@ static const char *text(sqlite3_stmt *st, int i)
     return t ? (const char *)t : "";
 }
 
-/* r's outputs from the metrics rows: name, checked elements, NaN/Inf mismatches. */
-static void read_outputs(detail_stmts *d, ug_result *r)
+/* r's outputs from the metrics rows: name, checked elements, NaN/Inf mismatches. 0, or
+ * ug_db_step_row's negative value. */
+static int read_outputs(detail_stmts *d, ug_result *r)
 {
-    while (sqlite3_step(d->metrics) == SQLITE_ROW && r->n_out < UG_MAX_TENSORS) {
+    int s;
+    while ((s = ug_db_step_row(d->db, d->metrics, d->err, d->errlen)) == 1 && r->n_out < UG_MAX_TENSORS) {
         ug_output_result *o = &r->out[r->n_out++];
         snprintf(o->name, sizeof o->name, "%s", text(d->metrics, 0));
         sqlite3_int64 n = sqlite3_column_int64(d->metrics, 1), bad = sqlite3_column_int64(d->metrics, 2);
@@ -87,23 +93,28 @@ static void read_outputs(detail_stmts *d, ug_result *r)
         o->m.max_ulp = sqlite3_column_double(d->metrics, 5);
     }
     sqlite3_reset(d->metrics);
+    return s < 0 ? s : 0;
 }
 
-/* r's verdict and thresholds per standard from the verdicts rows (unknown standards skipped). */
-static void read_verdicts(detail_stmts *d, ug_result *r)
+/* r's verdict and thresholds per standard from the verdicts rows (unknown standards
+ * skipped). 0, or ug_db_step_row's negative value. */
+static int read_verdicts(detail_stmts *d, ug_result *r)
 {
-    while (sqlite3_step(d->verdicts) == SQLITE_ROW) {
-        int s = ug_standard_find(text(d->verdicts, 0));
-        if (s < 0) continue;
+    int s;
+    while ((s = ug_db_step_row(d->db, d->verdicts, d->err, d->errlen)) == 1) {
+        int std = ug_standard_find(text(d->verdicts, 0));
+        if (std < 0) continue;
         const char *v = text(d->verdicts, 1);
-        r->verdict[s] = strcmp(v, "FAIL") == 0 ? UG_V_FAIL : strcmp(v, "PASS") == 0 ? UG_V_PASS : UG_V_NA;
-        ug_result_put_stored_thresholds(r, s, text(d->verdicts, 2)); /* malformed: no figures */
+        r->verdict[std] = strcmp(v, "FAIL") == 0 ? UG_V_FAIL : strcmp(v, "PASS") == 0 ? UG_V_PASS : UG_V_NA;
+        ug_result_put_stored_thresholds(r, std, text(d->verdicts, 2)); /* malformed: no figures */
     }
     sqlite3_reset(d->verdicts);
+    return s < 0 ? s : 0;
 }
 
-/* Fills r from the current row of st (case_id, op, dtype, verdict, message, primary_standard). */
-static void read_result(sqlite3_stmt *st, detail_stmts *d, ug_result *r)
+/* Fills r from the current row of st (case_id, op, dtype, verdict, message, primary_standard):
+ * 0, or ug_db_step_row's negative value from its outputs or verdicts. */
+static int read_result(sqlite3_stmt *st, detail_stmts *d, ug_result *r)
 {
     memset(r, 0, sizeof *r);
     snprintf(r->case_id, sizeof r->case_id, "%s", text(st, 0));
@@ -119,32 +130,28 @@ static void read_result(sqlite3_stmt *st, detail_stmts *d, ug_result *r)
         sqlite3_bind_int64(both[k], 1, sqlite3_column_int64(st, 6));
         sqlite3_bind_text(both[k], 2, text(st, 0), -1, SQLITE_TRANSIENT);
     }
-    read_outputs(d, r);
-    read_verdicts(d, r);
     r->used = sqlite3_column_type(st, 7) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 7);
+    int rc = read_outputs(d, r);
+    return rc ? rc : read_verdicts(d, r);
 }
 
 static int walk_failures(ug_db *db, sqlite3_stmt *st, detail_stmts *d, ug_result *r,
                          int (*cb)(const ug_db_failure_row *row, void *ctx), void *ctx, char *err, size_t errlen)
 {
     int rc = 0, s;
-    while (!rc && (s = sqlite3_step(st)) == SQLITE_ROW) {
-        read_result(st, d, r);
+    while (!rc && (s = ug_db_step_row(db, st, err, errlen)) == 1) {
+        if ((rc = read_result(st, d, r))) break;
         ug_db_failure_row row = {text(st, 0), text(st, 1), text(st, 2), text(st, 3), text(st, 4), text(st, 5), r};
         rc = cb(&row, ctx);
     }
-    if (!rc && s != SQLITE_DONE) {
-        snprintf(err, errlen, "database: %s", sqlite3_errmsg(db->h));
-        rc = -1;
-    }
-    return rc;
+    return rc ? rc : s < 0 ? s : 0;
 }
 
 int ug_db_failures(ug_db *db, const ug_db_failure_filter *f, int (*cb)(const ug_db_failure_row *row, void *ctx),
                    void *ctx, char *err, size_t errlen)
 {
     sqlite3_stmt *st = NULL;
-    detail_stmts d = {NULL, NULL};
+    detail_stmts d = {NULL, NULL, db, err, errlen};
     ug_result *r = malloc(sizeof *r);
     int rc = -1;
     if (!r) snprintf(err, errlen, "out of memory reading the failures");
@@ -178,9 +185,9 @@ long ug_db_comparable_run(ug_db *db, long run, char *err, size_t errlen)
                       err, errlen))
         return -1;
     sqlite3_bind_int64(st, 1, run);
-    int s = sqlite3_step(st);
-    long prev = s == SQLITE_ROW ? (long)sqlite3_column_int64(st, 0) : -1;
-    if (prev < 0) snprintf(err, errlen, "database: %s", sqlite3_errmsg(db->h));
+    int s = ug_db_step_row(db, st, err, errlen);
+    long prev = s == 1 ? (long)sqlite3_column_int64(st, 0) : s < 0 ? s : -1;
+    if (!s) snprintf(err, errlen, "database: no answer looking for the run before run %ld", run);
     sqlite3_finalize(st);
     return prev;
 }
@@ -200,12 +207,8 @@ int ug_db_previous_verdict(ug_db *db, const char *case_id, long before_run, cons
     sqlite3_bind_int64(st, 2, before_run);
     sqlite3_bind_text(st, 3, backend_kind, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 4, standard, -1, SQLITE_TRANSIENT);
-    int s = sqlite3_step(st), found = s == SQLITE_ROW;
-    if (found) snprintf(verdict, vlen, "%s", text(st, 0));
-    else if (s != SQLITE_DONE) {
-        snprintf(err, errlen, "database: %s", sqlite3_errmsg(db->h));
-        found = -1;
-    }
+    int found = ug_db_step_row(db, st, err, errlen);
+    if (found == 1) snprintf(verdict, vlen, "%s", text(st, 0));
     sqlite3_finalize(st);
     return found;
 }

@@ -1,5 +1,5 @@
-/* query_history.c — the queries behind `ulpgym history` and `ulpgym diff` (see
- * query_history.h).
+/* query_history.c — the queries behind `ulpgym history` (see query_history.h; `ulpgym
+ * diff` reads db/query_compare.c).
  *
  * The history filter becomes one SQL condition over c (cases) and ru (runs) shared by its
  * three queries: op and group names come from the registry (so they are known
@@ -75,8 +75,8 @@ int ug_db_history_rates(ug_db *db, const ug_db_history_filter *f, int (*cb)(cons
     if (prepare_filtered(db, fmt, f, &st, err, errlen)) return -1;
     sqlite3_bind_text(st, sqlite3_bind_parameter_index(st, ":certified"), ug_standard_name(UG_STD_CERTIFIED), -1,
                       SQLITE_STATIC);
-    int rc = 0;
-    while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+    int rc = 0, s = 0;
+    while (!rc && (s = ug_db_step_row(db, st, err, errlen)) == 1) {
         ug_db_rate_row row = {sqlite3_column_int64(st, 0), text(st, 1), text(st, 2), text(st, 3), text(st, 4),
                               text(st, 5), (long)sqlite3_column_int64(st, 6), (long)sqlite3_column_int64(st, 7),
                               sqlite3_column_int64(st, 8), sqlite3_column_int64(st, 9),
@@ -84,7 +84,7 @@ int ug_db_history_rates(ug_db *db, const ug_db_history_filter *f, int (*cb)(cons
         rc = cb(&row, ctx);
     }
     sqlite3_finalize(st);
-    return rc;
+    return rc ? rc : s < 0 ? s : 0;
 }
 
 /* Flaky: the same case under the same plan hash, source revision (a dirty tree's revision hashes its changes:
@@ -110,8 +110,8 @@ static int each_case(ug_db *db, const char *fmt, int regress, const ug_db_histor
 {
     sqlite3_stmt *st;
     if (prepare_filtered(db, fmt, f, &st, err, errlen)) return -1;
-    int rc = 0;
-    while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+    int rc = 0, s = 0;
+    while (!rc && (s = ug_db_step_row(db, st, err, errlen)) == 1) {
         ug_db_history_case c = {text(st, 0), text(st, 1), text(st, 2), NULL, 0, NULL, NULL};
         if (regress) {
             c.first_failing_run = sqlite3_column_int64(st, 3);
@@ -123,7 +123,7 @@ static int each_case(ug_db *db, const char *fmt, int regress, const ug_db_histor
         rc = cb(&c, ctx);
     }
     sqlite3_finalize(st);
-    return rc;
+    return rc ? rc : s < 0 ? s : 0;
 }
 
 int ug_db_history_flaky(ug_db *db, const ug_db_history_filter *f, int (*cb)(const ug_db_history_case *c, void *ctx),
@@ -136,32 +136,4 @@ int ug_db_history_regressions(ug_db *db, const ug_db_history_filter *f,
                               int (*cb)(const ug_db_history_case *c, void *ctx), void *ctx, char *err, size_t errlen)
 {
     return each_case(db, regress_sql, 1, f, cb, ctx, err, errlen);
-}
-
-static const char diff_sql[] =
-    "SELECT c.op_group, c.op, c.dtype, a.case_id, a.verdict, b.verdict,"
-    " (SELECT max(max_ulp) FROM metrics m WHERE m.run_id = a.run_id AND m.case_id = a.case_id),"
-    " (SELECT max(max_ulp) FROM metrics m WHERE m.run_id = b.run_id AND m.case_id = b.case_id),"
-    " coalesce(ca.verdict, ''), coalesce(cb.verdict, '')"
-    " FROM results a JOIN results b ON b.case_id = a.case_id AND b.run_id = ?2 JOIN cases c ON c.case_id = a.case_id"
-    " LEFT JOIN verdicts ca ON ca.run_id = a.run_id AND ca.case_id = a.case_id AND ca.standard = ?3"
-    " LEFT JOIN verdicts cb ON cb.run_id = b.run_id AND cb.case_id = b.case_id AND cb.standard = ?3"
-    " WHERE a.run_id = ?1 ORDER BY c.op_group, c.op, a.case_id";
-
-int ug_db_diff_runs(ug_db *db, long run_a, long run_b, int (*cb)(const ug_db_diff_row *row, void *ctx), void *ctx,
-                    char *err, size_t errlen)
-{
-    sqlite3_stmt *st;
-    if (ug_db_prepare(db, &st, diff_sql, err, errlen)) return -1;
-    sqlite3_bind_int64(st, 1, run_a);
-    sqlite3_bind_int64(st, 2, run_b);
-    sqlite3_bind_text(st, 3, ug_standard_name(UG_STD_CERTIFIED), -1, SQLITE_STATIC);
-    int rc = 0;
-    while (!rc && sqlite3_step(st) == SQLITE_ROW) {
-        ug_db_diff_row row = {text(st, 0), text(st, 1), text(st, 2), text(st, 3), text(st, 4), text(st, 5),
-                              sqlite3_column_double(st, 6), sqlite3_column_double(st, 7), text(st, 8), text(st, 9)};
-        rc = cb(&row, ctx);
-    }
-    sqlite3_finalize(st);
-    return rc;
 }

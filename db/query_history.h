@@ -1,7 +1,7 @@
 /* query_history.h — read-only queries across runs: pass rates per run, flaky cases,
- * regressions (`ulpgym history`) and the case-by-case comparison of two runs (`ulpgym
- * diff`). Rows come to a callback with text valid only during the call; a callback that
- * returns non-zero stops the iteration, and that value is returned. */
+ * regressions (`ulpgym history`; the case-by-case comparison of two runs behind `ulpgym
+ * diff` is db/query_compare.h). Rows come to a callback with text valid only during the
+ * call; a callback that returns non-zero stops the iteration, and that value is returned. */
 #ifndef UG_DB_QUERY_HISTORY_H
 #define UG_DB_QUERY_HISTORY_H
 #include <stddef.h>
@@ -54,18 +54,5 @@ int ug_db_history_flaky(ug_db *db, const ug_db_history_filter *f, int (*cb)(cons
  * oldest first). Fills first_failing_run, verdict and backend. */
 int ug_db_history_regressions(ug_db *db, const ug_db_history_filter *f,
                               int (*cb)(const ug_db_history_case *c, void *ctx), void *ctx, char *err, size_t errlen);
-
-/* A case both runs of a diff hold. max ulp: the largest over the case's outputs (0 when
- * it has none). certified_a/b: the case's certified verdict in each run (PASS, FAIL, NA;
- * "" when the run judged no output of it). */
-typedef struct {
-    const char *group, *op, *dtype, *case_id, *verdict_a, *verdict_b;
-    double max_ulp_a, max_ulp_b;
-    const char *certified_a, *certified_b;
-} ug_db_diff_row;
-
-/* Every case with a result in both run_a and run_b, by group, op and case ID. */
-int ug_db_diff_runs(ug_db *db, long run_a, long run_b, int (*cb)(const ug_db_diff_row *row, void *ctx), void *ctx,
-                    char *err, size_t errlen);
 
 #endif

@@ -39,8 +39,8 @@ int ug_db_report_results(ug_db *db, long run_id, int (*cb)(const ug_db_result_ro
                     run_id, &st, err, errlen))
         return -1;
     sqlite3_bind_text(st, 2, ug_standard_name(UG_STD_CERTIFIED), -1, SQLITE_STATIC);
-    int rc = 0;
-    while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+    int rc = 0, s = 0;
+    while (!rc && (s = ug_db_step_row(db, st, err, errlen)) == 1) {
         ug_db_result_row row = {text(st, 0), text(st, 1), text(st, 2), sqlite3_column_double(st, 3),
                                 sqlite3_column_double(st, 4), sqlite3_column_int(st, 5),
                                 sqlite3_column_type(st, 6) != SQLITE_NULL, sqlite3_column_double(st, 6),
@@ -50,7 +50,7 @@ int ug_db_report_results(ug_db *db, long run_id, int (*cb)(const ug_db_result_ro
         rc = cb(&row, ctx);
     }
     sqlite3_finalize(st);
-    return rc;
+    return rc ? rc : s < 0 ? s : 0;
 }
 
 int ug_db_report_group_history(ug_db *db, long run_id, int (*cb)(const ug_db_group_rate_row *row, void *ctx),
@@ -64,14 +64,14 @@ int ug_db_report_group_history(ug_db *db, long run_id, int (*cb)(const ug_db_gro
                     " GROUP BY run_id, op_group ORDER BY run_id",
                     run_id, &st, err, errlen))
         return -1;
-    int rc = 0;
-    while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+    int rc = 0, s = 0;
+    while (!rc && (s = ug_db_step_row(db, st, err, errlen)) == 1) {
         ug_db_group_rate_row row = {(long)sqlite3_column_int64(st, 0), text(st, 1), sqlite3_column_double(st, 2),
                                     sqlite3_column_double(st, 3)};
         rc = cb(&row, ctx);
     }
     sqlite3_finalize(st);
-    return rc;
+    return rc ? rc : s < 0 ? s : 0;
 }
 
 int ug_db_report_op_history(ug_db *db, long run_id, int (*cb)(const ug_db_op_rate_row *row, void *ctx), void *ctx,
@@ -86,14 +86,14 @@ int ug_db_report_op_history(ug_db *db, long run_id, int (*cb)(const ug_db_op_rat
                     " GROUP BY r.run_id, c.op ORDER BY r.run_id",
                     run_id, &st, err, errlen))
         return -1;
-    int rc = 0;
-    while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+    int rc = 0, s = 0;
+    while (!rc && (s = ug_db_step_row(db, st, err, errlen)) == 1) {
         ug_db_op_rate_row row = {(long)sqlite3_column_int64(st, 0), text0(st, 1), text0(st, 2),
                                  sqlite3_column_double(st, 3), sqlite3_column_double(st, 4)};
         rc = cb(&row, ctx);
     }
     sqlite3_finalize(st);
-    return rc;
+    return rc ? rc : s < 0 ? s : 0;
 }
 
 int ug_db_report_cases(ug_db *db, long run_id, int (*cb)(const ug_db_case_row *row, void *ctx), void *ctx, char *err,
@@ -107,14 +107,14 @@ int ug_db_report_cases(ug_db *db, long run_id, int (*cb)(const ug_db_case_row *r
                     " ORDER BY c.op_group, c.op, r.case_id",
                     run_id, &st, err, errlen))
         return -1;
-    int rc = 0;
-    while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+    int rc = 0, s = 0;
+    while (!rc && (s = ug_db_step_row(db, st, err, errlen)) == 1) {
         ug_db_case_row row = {text(st, 0), text(st, 1), text(st, 2), text(st, 3), text(st, 4), text(st, 5),
                               sqlite3_column_double(st, 6), text(st, 7), text0(st, 8)};
         rc = cb(&row, ctx);
     }
     sqlite3_finalize(st);
-    return rc;
+    return rc ? rc : s < 0 ? s : 0;
 }
 
 int ug_db_report_case_figures(ug_db *db, long run_id, const char *case_id, const char *standard,
@@ -136,13 +136,72 @@ int ug_db_report_case_figures(ug_db *db, long run_id, const char *case_id, const
                     run_id, &st, err, errlen))
         return -1;
     sqlite3_bind_text(st, 2, case_id, -1, SQLITE_TRANSIENT);
-    int rc = 0;
-    while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+    int rc = 0, s = 0;
+    while (!rc && (s = ug_db_step_row(db, st, err, errlen)) == 1) {
         ug_db_output_figures f = {text0(st, 0), (long)sqlite3_column_int64(st, 1), (long)sqlite3_column_int64(st, 2),
                                   (long)sqlite3_column_int64(st, 3), sqlite3_column_double(st, 4),
                                   sqlite3_column_double(st, 5), sqlite3_column_double(st, 6)};
         rc = cb(&f, ctx);
     }
+    sqlite3_finalize(st);
+    return rc ? rc : s < 0 ? s : 0;
+}
+
+/* Binds the discrete compares' names as parameters 2.. and notes them in row. */
+static void bind_discrete(sqlite3_stmt *st, ug_db_output_row *row)
+{
+    int k = 0;
+    for (int s = 0; s < UG_STD_COUNT && k < UG_DB_DISCRETE_STANDARDS; s++)
+        if (ug_standard_is_discrete(s)) {
+            row->discrete_standard[k] = s;
+            sqlite3_bind_text(st, 2 + k++, ug_standard_name(s), -1, SQLITE_STATIC);
+        }
+    for (; k < UG_DB_DISCRETE_STANDARDS; k++) row->discrete_standard[k] = -1;
+}
+
+static double real_or_nan(sqlite3_stmt *st, int i)
+{
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
+}
+
+static void fill_output_row(sqlite3_stmt *st, ug_db_output_row *row)
+{
+    row->case_id = text0(st, 0), row->group = text0(st, 1), row->op = text0(st, 2), row->dtype = text0(st, 3);
+    row->verdict = text0(st, 4), row->primary_standard = text0(st, 5), row->message = text0(st, 6);
+    row->spec_json = text0(st, 7), row->used = real_or_nan(st, 8);
+    row->output = text(st, 9), row->output_dtype = text0(st, 10);
+    row->n_checked = (long)sqlite3_column_int64(st, 11), row->n_total = (long)sqlite3_column_int64(st, 12);
+    row->nonfinite_mismatch = (long)sqlite3_column_int64(st, 13);
+    row->max_abs = real_or_nan(st, 14), row->max_rel = real_or_nan(st, 15), row->max_ulp = real_or_nan(st, 16);
+    row->cosine = real_or_nan(st, 17), row->mere = real_or_nan(st, 18), row->mare = real_or_nan(st, 19);
+    row->rmse = real_or_nan(st, 20), row->primary_thresholds = text0(st, 21);
+    for (int k = 0; k < UG_DB_DISCRETE_STANDARDS; k++) row->discrete_thresholds[k] = text0(st, 22 + k);
+}
+
+int ug_db_report_outputs(ug_db *db, long run_id, int (*cb)(const ug_db_output_row *row, void *ctx), void *ctx,
+                         char *err, size_t errlen)
+{
+#define THR(param) "(SELECT thresholds FROM verdicts v WHERE v.run_id = r.run_id AND v.case_id = r.case_id" \
+                   " AND v.standard = " param ")"
+    sqlite3_stmt *st;
+    if (prepare_run(db,
+                    "SELECT r.case_id, c.op_group, c.op, c.dtype, r.verdict, r.primary_standard, r.message, c.spec_json,"
+                    " r.used, m.output, m.dtype, m.n_checked, m.n_total, m.nonfinite_mismatch, m.max_abs, m.max_rel,"
+                    " m.max_ulp, m.cosine, m.mere, m.mare, m.rmse, " THR("r.primary_standard") ", " THR("?2") ", "
+                    THR("?3") ", " THR("?4") " FROM results r JOIN cases c ON c.case_id = r.case_id"
+                    " LEFT JOIN metrics m ON m.run_id = r.run_id AND m.case_id = r.case_id"
+                    " WHERE r.run_id = ?1 ORDER BY c.op_group, c.op, r.case_id, m.rowid",
+                    run_id, &st, err, errlen))
+        return -1;
+#undef THR
+    ug_db_output_row row;
+    bind_discrete(st, &row);
+    int rc = 0, s;
+    while (!rc && (s = ug_db_step_row(db, st, err, errlen)) == 1) {
+        fill_output_row(st, &row);
+        rc = cb(&row, ctx);
+    }
+    if (!rc && s < 0) rc = s;
     sqlite3_finalize(st);
     return rc;
 }

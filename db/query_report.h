@@ -1,5 +1,6 @@
 /* query_report.h — the read-only queries a run's report is gathered from
- * (reports/gather.c) and the JUnit writer's walk over every case (reports/formats.c).
+ * (reports/gather.c), the JUnit writer's walk over every case (reports/junit.c) and the
+ * CSV writer's over every output (reports/csv.c).
  * Rows come to a callback with text valid only during the call; a callback that returns
  * non-zero stops the iteration, and that value is returned. -1 is a database error with
  * a message in err. */
@@ -75,5 +76,29 @@ typedef struct {
 int ug_db_report_case_figures(ug_db *db, long run_id, const char *case_id, const char *standard,
                               int (*cb)(const ug_db_output_figures *f, void *ctx), void *ctx, char *thresholds,
                               size_t tlen, char *err, size_t errlen);
+
+/* One output of one case of a run, for the CSV report (reports/csv.c). Text is as stored,
+ * "" for NULL; numbers NaN where NULL. A case that stored no metrics (CRASH, ERROR, TIMEOUT,
+ * SKIP) comes once, with output NULL. */
+#define UG_DB_DISCRETE_STANDARDS 3 /* exact, boundary_aware, topk_set */
+typedef struct {
+    const char *case_id, *group, *op, *dtype, *verdict, *primary_standard, *message, *spec_json;
+    double used;                   /* results.used */
+    const char *output;            /* NULL: no metrics stored */
+    const char *output_dtype;
+    long n_checked, n_total, nonfinite_mismatch;
+    double max_abs, max_rel, max_ulp, cosine, mere, mare, rmse;
+    /* The case's stored thresholds ({"OUTPUT": {...}, ...}) under its deciding standard
+     * (results.primary_standard), then under each discrete compare in ug_standard order
+     * (discrete_standard[k] names it); "" where none is stored. */
+    const char *primary_thresholds;
+    int discrete_standard[UG_DB_DISCRETE_STANDARDS];
+    const char *discrete_thresholds[UG_DB_DISCRETE_STANDARDS];
+} ug_db_output_row;
+
+/* Every output of every result of run_id, by group, op, case ID and the order the outputs
+ * were stored in (their declaration's). */
+int ug_db_report_outputs(ug_db *db, long run_id, int (*cb)(const ug_db_output_row *row, void *ctx), void *ctx,
+                         char *err, size_t errlen);
 
 #endif

@@ -13,7 +13,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "core/build_rev.h"
+#include "core/ops.h"
 
 extern const char ug_schema_sql[];
 
@@ -98,6 +101,11 @@ static const char migration9_sql[] = "ALTER TABLE results ADD COLUMN outputs_dir
  * judged, and for results stored before. Reports bin, rank and compare by it. */
 static const char migration10_sql[] = "ALTER TABLE results ADD COLUMN used REAL;";
 
+/* Migration 11: the contract digest of every op as the run's ulpgym declared it ({"op": "16 hex", ...},
+ * core/ops.h ug_op_contract_digest): a plugin written to one contract can be told which runs judged it by
+ * another. NULL for runs stored before. */
+static const char migration11_sql[] = "ALTER TABLE runs ADD COLUMN contracts TEXT;";
+
 const char *ug_db_default_path(const char *explicit_path)
 {
     if (explicit_path && *explicit_path) return explicit_path;
@@ -113,13 +121,41 @@ void ug_db_now(char *buf, size_t len)
     strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+int ug_db_code_damaged(int code) { return (code & 0xff) == SQLITE_CORRUPT; }
+
+/* path as a shell word: bare when it holds only characters no shell treats specially, else in single quotes. */
+static void shell_word(const char *path, char *out, size_t len)
+{
+    if (path[0] && strspn(path, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789/._-+,=:@") == strlen(path)) {
+        snprintf(out, len, "%s", path);
+        return;
+    }
+    size_t n = 0;
+    out[n++] = '\'';
+    for (const char *c = path; *c && n + 6 < len; c++) { /* room for '\'' and the closing quote */
+        if (*c == '\'') n += (size_t)snprintf(out + n, len - n, "'\\''");
+        else out[n++] = *c;
+    }
+    out[n++] = '\'';
+    out[n] = 0;
+}
+
+void ug_db_damaged(const char *path, const char *why, char *err, size_t errlen)
+{
+    char word[4200];
+    shell_word(path ? path : "DB", word, sizeof word);
+    snprintf(err, errlen, "database %s is damaged: run `sqlite3 %s 'pragma integrity_check'` (%s)", path ? path : "",
+             word, why && *why ? why : "database disk image is malformed");
+}
+
 /* "database: <SQLite's message>", with the system's reason for a failed read or write
  * when there is one; a write cut short (what a full disk or `ulimit -f` gives) says so. */
 static void db_error(ug_db *db, const char *msg, char *err, size_t errlen)
 {
     int code = sqlite3_errcode(db->h) & 0xff, sys = sqlite3_system_errno(db->h); /* the primary code */
     const char *text = msg ? msg : sqlite3_errmsg(db->h);
-    if (sys && (code == SQLITE_IOERR || code == SQLITE_FULL || code == SQLITE_CANTOPEN))
+    if (ug_db_code_damaged(code)) ug_db_damaged(db->path, text, err, errlen);
+    else if (sys && (code == SQLITE_IOERR || code == SQLITE_FULL || code == SQLITE_CANTOPEN))
         snprintf(err, errlen, "database: %s (%s)", text, strerror(sys));
     else if (sqlite3_extended_errcode(db->h) == SQLITE_IOERR_WRITE)
         snprintf(err, errlen, "database: %s (a write was cut short: a full disk or a file size limit)", text);
@@ -164,21 +200,20 @@ static int table_count(ug_db *db)
 
 #define UG_DB_NEEDS_UPGRADE (-3)
 
-static int migrate(ug_db *db, const char *path, int readonly, char *err, size_t errlen)
+/* Whether a database at schema version v may be used as it is (0), must be migrated (1), or
+ * is refused (-2, or UG_DB_NEEDS_UPGRADE for an older schema a reader cannot upgrade). */
+static int schema_state(ug_db *db, const char *path, int v, int readonly, char *err, size_t errlen)
 {
-    int v = 0;
-    char why[256];
-    if (user_version(db, &v, why, sizeof why)) {
-        snprintf(err, errlen, "%s is not a ulpgym database (%s)", path, why);
-        return -2;
-    }
     if (v > UG_DB_SCHEMA_VERSION) {
         snprintf(err, errlen, "%s has schema version %d; this ulpgym knows up to %d: upgrade ulpgym", path, v,
                  UG_DB_SCHEMA_VERSION);
         return -2;
     }
-    int tables = v == 0 ? table_count(db) : 1;
-    if (v == 0 && tables != 0) {
+    if (v < 0) { /* no ulpgym ever wrote one */
+        snprintf(err, errlen, "%s is an SQLite database but not a ulpgym one (schema version %d)", path, v);
+        return -2;
+    }
+    if (v == 0 && table_count(db) != 0) {
         snprintf(err, errlen, "%s is an SQLite database but not a ulpgym one (it has other tables)", path);
         return -2;
     }
@@ -193,28 +228,63 @@ static int migrate(ug_db *db, const char *path, int readonly, char *err, size_t 
                  UG_DB_SCHEMA_VERSION);
         return UG_DB_NEEDS_UPGRADE;
     }
-    if (exec(db, "BEGIN IMMEDIATE", err, errlen)) return -1;
-    if ((v < 1 && exec(db, ug_schema_sql, err, errlen)) || (v < 2 && exec(db, migration2_sql, err, errlen)) ||
-        (v < 3 && exec(db, migration3_sql, err, errlen)) || (v < 4 && exec(db, migration4_sql, err, errlen)) ||
-        (v < 5 && exec(db, migration5_sql, err, errlen)) || (v < 6 && exec(db, migration6_sql, err, errlen)) ||
-        (v < 7 && exec(db, migration7_sql, err, errlen)) || (v < 8 && exec(db, migration8_sql, err, errlen)) ||
-        (v < 9 && exec(db, migration9_sql, err, errlen)) || (v < 10 && exec(db, migration10_sql, err, errlen))) {
-        ug_db_rollback(db);
-        return -1;
-    }
+    return 1;
+}
+
+/* Applies the schema steps after version v and sets user_version, inside the caller's transaction. */
+static int apply_migrations(ug_db *db, int v, char *err, size_t errlen)
+{
+    static const char *const steps[UG_DB_SCHEMA_VERSION] = {
+        ug_schema_sql, migration2_sql, migration3_sql, migration4_sql, migration5_sql,
+        migration6_sql, migration7_sql, migration8_sql, migration9_sql, migration10_sql, migration11_sql};
+    for (int i = v; i < UG_DB_SCHEMA_VERSION; i++)
+        if (exec(db, steps[i], err, errlen)) return -1;
     char sql[64];
     snprintf(sql, sizeof sql, "PRAGMA user_version = %d", UG_DB_SCHEMA_VERSION);
-    if (exec(db, sql, err, errlen) || exec(db, "COMMIT", err, errlen)) {
-        ug_db_rollback(db);
-        return -1;
+    return exec(db, sql, err, errlen);
+}
+
+/* Reads the schema version and judges it (schema_state) inside the transaction begin
+ * opens, so the version and the tables are read from one snapshot. */
+static int read_state(ug_db *db, const char *path, const char *begin, int readonly, int *v, char *err, size_t errlen)
+{
+    char why[256];
+    if (exec(db, begin, err, errlen)) return -1;
+    if (user_version(db, v, why, sizeof why)) {
+        snprintf(err, errlen, "%s is not a ulpgym database (%s)", path, why);
+        return -2;
     }
-    return 0;
+    return schema_state(db, path, *v, readonly, err, errlen);
+}
+
+/* Brings the database to the current schema (a reader only checks it). A writer reads the
+ * version again once the write lock is held (BEGIN IMMEDIATE), so two processes creating
+ * one new database at the same moment migrate it once: the second finds the first's
+ * schema and writes nothing. */
+static int migrate(ug_db *db, const char *path, int readonly, char *err, size_t errlen)
+{
+    int v = 0;
+    char why[256];
+    if (user_version(db, &v, why, sizeof why)) {
+        if (ug_db_code_damaged(sqlite3_errcode(db->h))) ug_db_damaged(path, why, err, errlen);
+        else snprintf(err, errlen, "%s is not a ulpgym database (%s)", path, why);
+        return -2;
+    }
+    if (v == UG_DB_SCHEMA_VERSION) return 0;
+    if (v > UG_DB_SCHEMA_VERSION || v < 0) return schema_state(db, path, v, readonly, err, errlen);
+    int state = read_state(db, path, readonly ? "BEGIN" : "BEGIN IMMEDIATE", readonly, &v, err, errlen);
+    if (state > 0 && apply_migrations(db, v, err, errlen)) state = -1;
+    if (state < 0 || exec(db, "COMMIT", err, errlen)) {
+        ug_db_rollback(db);
+        return state < 0 ? state : -1;
+    }
+    return state > 0 ? 0 : state;
 }
 
 int ug_db_prepare(ug_db *db, sqlite3_stmt **st, const char *sql, char *err, size_t errlen)
 {
     if (sqlite3_prepare_v2(db->h, sql, -1, st, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "database: %s", sqlite3_errmsg(db->h));
+        db_error(db, NULL, err, errlen);
         return -1;
     }
     return 0;
@@ -237,6 +307,14 @@ int ug_db_sqlite_open_ro(const char *path, sqlite3 **h)
     return rc;
 }
 
+/* The folder path lies in ("." for a bare name, "/" for a file at the root). */
+static void db_folder(const char *path, char *dir, size_t len)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, len, ".");
+    else snprintf(dir, len, "%.*s", (int)(slash - path) + (slash == path), path);
+}
+
 static int open_handle(ug_db *db, const char *path, int mode, char *err, size_t errlen)
 {
     int flags = SQLITE_OPEN_READWRITE | (mode == UG_DB_CREATE ? SQLITE_OPEN_CREATE : 0);
@@ -252,7 +330,30 @@ static int open_handle(ug_db *db, const char *path, int mode, char *err, size_t 
         sqlite3_free(uri);
     }
     if (rc == SQLITE_OK) return 0;
-    snprintf(err, errlen, "cannot open database %s: %s", path, db->h ? sqlite3_errmsg(db->h) : "out of memory");
+    char dir[4096];
+    db_folder(path, dir, sizeof dir);
+    if (mode == UG_DB_CREATE && access(path, F_OK) != 0 && access(dir, W_OK) != 0)
+        snprintf(err, errlen, "cannot create database %s: its folder %s may not be written by this user", path, dir);
+    else snprintf(err, errlen, "cannot open database %s: %s", path, db->h ? sqlite3_errmsg(db->h) : "out of memory");
+    return -2;
+}
+
+/* A writer refuses a database it cannot write, saying why, before any statement meets
+ * SQLite's "attempt to write a readonly database": the file is read-only (SQLite fell back
+ * to reading it), or its folder is, where SQLite must create the -wal and -shm beside it. */
+static int refuse_unwritable(ug_db *db, const char *path, char *err, size_t errlen)
+{
+    if (sqlite3_db_readonly(db->h, "main") == 1) {
+        snprintf(err, errlen, "database %s is read-only (this user may not write the file); give --db a writable "
+                 "database, or read it with history, report, failures or diff", path);
+        return -2;
+    }
+    char dir[4096], wal[4112];
+    db_folder(path, dir, sizeof dir);
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    if (access(dir, W_OK) == 0 || access(wal, W_OK) == 0) return 0;
+    snprintf(err, errlen, "database %s is read-only here: its folder %s may not be written by this user, and SQLite "
+             "writes %s-wal and -shm beside the database", path, dir, path);
     return -2;
 }
 
@@ -264,8 +365,12 @@ int ug_db_open(const char *path, int mode, ug_db **out, char *err, size_t errlen
         return -2;
     }
     ug_db *db = calloc(1, sizeof *db);
+    if (db && !(db->path = strdup(path))) {
+        free(db);
+        db = NULL;
+    }
     if (!db) return -1;
-    if (open_handle(db, path, mode, err, errlen)) {
+    if (open_handle(db, path, mode, err, errlen) || (mode != UG_DB_READONLY && refuse_unwritable(db, path, err, errlen))) {
         ug_db_close(db);
         return -2;
     }
@@ -311,12 +416,48 @@ void ug_db_close(ug_db *db)
     sqlite3_finalize(db->put_verdict);
     sqlite3_finalize(db->put_case);
     sqlite3_close(db->h);
+    free(db->path);
     free(db);
 }
 
 int ug_db_begin(ug_db *db, char *err, size_t errlen) { return exec(db, "BEGIN IMMEDIATE", err, errlen); }
 int ug_db_commit(ug_db *db, char *err, size_t errlen) { return exec(db, "COMMIT", err, errlen); }
 void ug_db_rollback(ug_db *db) { sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL); }
+
+int ug_db_step_row(ug_db *db, sqlite3_stmt *st, char *err, size_t errlen)
+{
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) return 1;
+    if (rc == SQLITE_DONE) return 0;
+    if (ug_db_code_damaged(rc)) {
+        ug_db_damaged(db->path, sqlite3_errmsg(db->h), err, errlen);
+        return -2;
+    }
+    snprintf(err, errlen, "database %s: %s", db->path, sqlite3_errmsg(db->h));
+    return -1;
+}
+
+int ug_db_quick_check(ug_db *db, char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    if (ug_db_prepare(db, &st, "PRAGMA quick_check", err, errlen))
+        return ug_db_code_damaged(sqlite3_errcode(db->h)) ? -2 : -1;
+    char first[512] = "";
+    long problems = 0;
+    int s;
+    while ((s = ug_db_step_row(db, st, err, errlen)) == 1) {
+        const unsigned char *line = sqlite3_column_text(st, 0);
+        if (line && strcmp((const char *)line, "ok") == 0) continue;
+        if (!problems++) snprintf(first, sizeof first, "%s", line ? (const char *)line : "?");
+    }
+    sqlite3_finalize(st);
+    if (s < 0) return s;
+    if (!problems) return 0;
+    char why[640];
+    snprintf(why, sizeof why, "quick_check: %s%s", first, problems > 1 ? ", ..." : "");
+    ug_db_damaged(db->path, why, err, errlen);
+    return -2;
+}
 
 int ug_db_step_done(ug_db *db, sqlite3_stmt *st, char *err, size_t errlen)
 {
@@ -339,14 +480,26 @@ void ug_db_bind_outside_text(sqlite3_stmt *st, int i, const char *s)
     free(clean);
 }
 
+/* {"op": "digest", ...} for every implemented op, in core/ops.def's order: runs.contracts. */
+static char *contracts_json(void)
+{
+    cJSON *o = cJSON_CreateObject();
+    char digest[17];
+    for (int op = 0; o && op < UG_OP_COUNT; op++)
+        if (ug_op_contract_digest(op, digest) == 0) cJSON_AddStringToObject(o, ug_op_name(op), digest);
+    char *text = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    return text;
+}
+
 int ug_db_run_begin(ug_db *db, const ug_run_info *in, long *run_id, char *err, size_t errlen)
 {
     sqlite3_stmt *st;
     if (ug_db_prepare(db, &st,
                 "INSERT INTO runs(started_at, plan_name, plan_path, plan_hash, backend, git_rev, host, cores, shard,"
                 " oracle_prec, sample, command, seed, op_filter, group_filter, case_limit, oracle_check, jobs,"
-                " no_regressions, primary_standard, backend_sha256, cost_from, cost_hash)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", err, errlen))
+                " no_regressions, primary_standard, backend_sha256, cost_from, cost_hash, contracts)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", err, errlen))
         return -1;
     char now[32], host[256] = "";
     ug_db_now(now, sizeof now);
@@ -374,8 +527,11 @@ int ug_db_run_begin(ug_db *db, const ug_run_info *in, long *run_id, char *err, s
     sqlite3_bind_text(st, 21, in->backend_sha256, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 22, in->cost_from, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 23, in->cost_hash, -1, SQLITE_TRANSIENT);
+    char *contracts = contracts_json();
+    sqlite3_bind_text(st, 24, contracts, -1, SQLITE_TRANSIENT); /* NULL (no memory) binds NULL */
     int rc = ug_db_step_done(db, st, err, errlen);
     sqlite3_finalize(st);
+    free(contracts);
     if (!rc) *run_id = (long)sqlite3_last_insert_rowid(db->h);
     return rc;
 }
@@ -526,8 +682,8 @@ int ug_db_find_cases(ug_db *db, const char *prefix, char id[UG_ID_LEN + 1], char
     if (ug_db_prepare(db, &st, "SELECT case_id, spec_json FROM cases WHERE case_id LIKE ? ORDER BY case_id", err, errlen))
         return -1;
     sqlite3_bind_text(st, 1, pattern, -1, SQLITE_TRANSIENT);
-    int found = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    int found = 0, step;
+    while ((step = ug_db_step_row(db, st, err, errlen)) == 1) {
         const char *cid = (const char *)sqlite3_column_text(st, 0);
         if (++found == 1) {
             snprintf(id, UG_ID_LEN + 1, "%s", cid);
@@ -538,6 +694,11 @@ int ug_db_find_cases(ug_db *db, const char *prefix, char id[UG_ID_LEN + 1], char
         else if (list && found == 6) snprintf(list + used, listlen - used, ", ...");
     }
     sqlite3_finalize(st);
+    if (step < 0) {
+        free(*spec);
+        *spec = NULL;
+        return step;
+    }
     if (found && !*spec) {
         snprintf(err, errlen, "out of memory reading case %s", id);
         return -1;
@@ -584,9 +745,10 @@ int ug_db_resolve_run(ug_db *db, const char *which, long *run_id, char *err, siz
         }
         sqlite3_bind_int64(st, 1, v);
     }
-    int rc = sqlite3_step(st);
-    *run_id = rc == SQLITE_ROW ? (long)sqlite3_column_int64(st, 0) : 0;
+    int rc = ug_db_step_row(db, st, err, errlen);
+    *run_id = rc == 1 ? (long)sqlite3_column_int64(st, 0) : 0;
     sqlite3_finalize(st);
+    if (rc < 0) return rc;
     if (*run_id <= 0) {
         snprintf(err, errlen, which && strcmp(which, "latest") ? "no run %s in the database" : "the database has no runs",
                  which);
@@ -613,9 +775,9 @@ int ug_db_run_get(ug_db *db, long run_id, ug_run_record *r, char *err, size_t er
                 err, errlen))
         return -1;
     sqlite3_bind_int64(st, 1, run_id);
-    int rc = sqlite3_step(st);
+    int rc = ug_db_step_row(db, st, err, errlen);
     memset(r, 0, sizeof *r);
-    if (rc == SQLITE_ROW) {
+    if (rc == 1) {
         r->run_id = run_id;
         int i = 0;
         ug_db_col_text(st, i++, r->status, sizeof r->status);
@@ -644,13 +806,11 @@ int ug_db_run_get(ug_db *db, long run_id, ug_run_record *r, char *err, size_t er
         ug_db_col_text(st, i++, r->backend_sha256, sizeof r->backend_sha256);
         ug_db_col_text(st, i++, r->cost_from, sizeof r->cost_from);
         ug_db_col_text(st, i++, r->cost_hash, sizeof r->cost_hash);
-    } else if (rc == SQLITE_DONE) {
+    } else if (rc == 0) {
         snprintf(err, errlen, "no run %ld in the database", run_id);
-    } else {
-        snprintf(err, errlen, "database: %s", sqlite3_errmsg(db->h));
     }
     sqlite3_finalize(st);
-    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -2 : -1;
+    return rc == 1 ? 0 : rc == 0 ? -2 : rc;
 }
 
 int ug_db_run_reopen(ug_db *db, long run_id, int jobs, char *err, size_t errlen)
@@ -676,7 +836,7 @@ int ug_db_result_ids(ug_db *db, long run_id, char (**ids)[UG_ID_LEN + 1], size_t
     sqlite3_bind_int64(st, 1, run_id);
     size_t cap = 0;
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = ug_db_step_row(db, st, err, errlen)) == 1) {
         if (*n == cap) {
             cap = cap ? cap * 2 : 1024;
             char(*grown)[UG_ID_LEN + 1] = realloc(*ids, cap * sizeof **ids);
@@ -686,12 +846,12 @@ int ug_db_result_ids(ug_db *db, long run_id, char (**ids)[UG_ID_LEN + 1], size_t
         ug_db_col_text(st, 0, (*ids)[(*n)++], UG_ID_LEN + 1);
     }
     sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) {
-        snprintf(err, errlen, "database: reading the results of run %ld failed", run_id);
+    if (rc != 0) {
+        if (rc == 1) snprintf(err, errlen, "out of memory reading the results of run %ld", run_id);
         free(*ids);
         *ids = NULL;
         *n = 0;
-        return -1;
+        return rc == 1 ? -1 : rc;
     }
     return 0;
 }

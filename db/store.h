@@ -11,7 +11,7 @@
 
 #include "oracles/verdict.h"
 
-#define UG_DB_SCHEMA_VERSION 10
+#define UG_DB_SCHEMA_VERSION 11
 
 typedef struct ug_db ug_db;
 
@@ -61,6 +61,12 @@ enum { UG_DB_EXISTING = 0, UG_DB_CREATE = 1, UG_DB_READONLY = 2 };
  * file that is not a ulpgym database is refused with a message; nothing is written to it. */
 int ug_db_open(const char *path, int mode, ug_db **out, char *err, size_t errlen);
 void ug_db_close(ug_db *db);
+
+/* PRAGMA quick_check of the whole file (every page read once; seconds for a large
+ * database): 0 sound; -2 damaged, err "database PATH is damaged: run `sqlite3 PATH
+ * 'pragma integrity_check'` (quick_check: <its first finding>)"; -1 another error. For
+ * `db check`, and for what takes another database in whole (merge's inputs, --cost-from). */
+int ug_db_quick_check(ug_db *db, char *err, size_t errlen);
 
 int ug_db_begin(ug_db *db, char *err, size_t errlen);
 int ug_db_commit(ug_db *db, char *err, size_t errlen);

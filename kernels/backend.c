@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/sha256.h"
+#include "kernels/plugin_decl.h"
 #include "kernels/replay.h"
 
 /* The plugin file's absolute path into b->path (a bare name means the file here, never
@@ -87,6 +88,8 @@ static int open_plugin(ug_backend *b, const char *path, char *err, size_t errlen
     }
     /* optional (still ABI v1): the plugin's own device clock, which `bench kernels` prefers to wall time */
     b->device_ms = (ulpgym_last_device_ms_fn)dlsym(b->dl, "ulpgym_last_device_ms");
+    /* optional (still ABI v1): which params and values its kernels implement (kernels/plugin_decl.h) */
+    b->implements = (ulpgym_implements_fn)dlsym(b->dl, "ulpgym_implements");
     int v = ver();
     if (v != ULPGYM_ABI_VERSION) {
         snprintf(err, errlen, "plugin %s speaks ABI v%d, this ulpgym speaks v%d: rebuild it against this "
@@ -154,6 +157,7 @@ void ug_backend_close(ug_backend *b)
     b->dl = NULL;
     b->run = NULL;
     b->device_ms = NULL;
+    b->implements = NULL;
 }
 
 void ug_backend_describe(const ug_backend *b, char *buf, size_t len)
@@ -178,6 +182,10 @@ int ug_backend_check_op(const ug_backend *b, int op, char *err, size_t errlen)
 static int run_plugin(const ug_backend *b, const ulpgym_call *call, char *err, size_t errlen)
 {
     if (errlen) err[0] = 0;
+    if (b->implements) { /* a case the plugin's declaration leaves out is SKIP, its kernel never called */
+        int d = ug_plugin_declines(b->implements(call->op), call->op, call->params_json, err, errlen);
+        if (d) return d > 0 ? ULPGYM_UNSUPPORTED : -2;
+    }
     int rc = b->run(call, err, errlen);
     if (errlen) err[errlen - 1] = 0;
     if (rc > 1) {

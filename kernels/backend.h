@@ -24,6 +24,7 @@ typedef struct {
     void *dl;              /* plugin: dlopen handle */
     ulpgym_run_fn run;     /* plugin: its ulpgym_run */
     ulpgym_last_device_ms_fn device_ms; /* plugin: its optional ulpgym_last_device_ms (kernel_abi.h); else NULL */
+    ulpgym_implements_fn implements;    /* plugin: its optional ulpgym_implements (kernel_abi.h); else NULL */
     char sha256[65];       /* plugin: SHA-256 of the file loaded (hex); "" otherwise */
 } ug_backend;
 

@@ -250,7 +250,7 @@ static int copy_selection(const ug_selection *src, ug_selection *dst)
         dst->n[o] = src->n[o];
         dst->idx[o] = malloc((src->n[o] ? src->n[o] : 1) * sizeof(size_t));
         if (!dst->idx[o]) return -1;
-        memcpy(dst->idx[o], src->idx[o], src->n[o] * sizeof(size_t));
+        if (src->n[o]) memcpy(dst->idx[o], src->idx[o], src->n[o] * sizeof(size_t)); /* an empty output may have no idx */
     }
     return 0;
 }

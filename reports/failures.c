@@ -104,7 +104,7 @@ int ug_failures_read(ug_db *db, const ug_db_failure_filter *f, int with_threshol
         ug_failures_free(l);
         return -1;
     }
-    qsort(l->v, l->n, sizeof *l->v, by_severity);
+    if (l->n) qsort(l->v, l->n, sizeof *l->v, by_severity);
     return 0;
 }
 

@@ -1,19 +1,81 @@
-/* formats.c — the markdown, JSON and JUnit writers of report.h. The markdown table is the
- * release report's generalization table (group, operators, cases, pass rate, and the
- * certified standard's pass rate beside it) followed by one row per operator, and last the
- * database's latest kernel-timing table where it holds one (written by bench_report.c, the
- * same writer as `bench kernels` prints); JUnit has one testcase per case so CI servers
- * list failures. */
-#include <cjson/cJSON.h>
+/* formats.c — the markdown writer of report.h. It leads with what changed since the last
+ * like-for-like run (new failures with their deciding figure and triage line, fixed, drift
+ * of headroom, still failing), then the release report's generalization table (group,
+ * operators, cases, pass rate, and the certified standard's pass rate beside it), one row
+ * per operator with its passing case nearest the limit, the top failures by severity with
+ * their headroom, and last the database's latest kernel-timing table where it holds one
+ * (bench_report.c). Every database string is escaped: a database may come from another
+ * machine. JSON is in json.c, JUnit in junit.c, CSV in csv.c. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "reports/bench_report.h"
+#include "reports/formats.h"
 #include "reports/report.h"
-#include "reports/xml.h"
-#include "db/query_report.h"
 
-/* The pass-rate cell of t: a dash when every case was skipped (no verdict to rate). */
+#define STILL_FAILING_SHOWN 5 /* still-failing cases listed; the rest are counted */
+
+/* s as markdown text in a table cell or a sentence: not UTF-8 bytes as \xNN, line breaks
+ * as spaces, other control bytes dropped, and every character markdown gives a meaning
+ * (| ` * _ [ ] < > ~ & \) backslash-escaped. */
+static void md_text(FILE *f, const char *s)
+{
+    char *clean = ug_failure_clean_utf8(s ? s : "");
+    for (const char *p = clean ? clean : ""; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c == '\n' || c == '\r' || c == '\t') fputc(' ', f);
+        else if (c < 0x20 || c == 0x7f) continue;
+        else if (strchr("|`*_[]<>~&\\", c)) fprintf(f, "\\%c", c);
+        else fputc(c, f);
+    }
+    free(clean);
+}
+
+/* s as a code span in a table cell: fenced by one backtick more than its longest run of
+ * backticks, | escaped (GFM tables split on it even in code), line breaks as spaces. */
+static void md_code(FILE *f, const char *s)
+{
+    char *clean = ug_failure_clean_utf8(s ? s : "");
+    const char *t = clean ? clean : "";
+    if (!*t) { /* an empty code span would read as stray backticks */
+        fputs("–", f);
+        free(clean);
+        return;
+    }
+    int run = 0, longest = 0;
+    for (const char *p = t; *p; p++) {
+        run = *p == '`' ? run + 1 : 0;
+        if (run > longest) longest = run;
+    }
+    int pad = longest > 0; /* a space keeps a backtick at either end apart from the fence */
+    for (int i = 0; i <= longest; i++) fputc('`', f);
+    if (pad) fputc(' ', f);
+    for (const char *p = t; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c == '\n' || c == '\r' || c == '\t') fputc(' ', f);
+        else if (c == '|') fputs("\\|", f);
+        else if (c >= 0x20 && c != 0x7f) fputc(c, f);
+    }
+    if (pad) fputc(' ', f);
+    for (int i = 0; i <= longest; i++) fputc('`', f);
+    free(clean);
+}
+
+/* A database's op or dtype name: as it is when this build knows it, else escaped. */
+static void md_name(FILE *f, const char *s)
+{
+    if (s && (ug_op_find(s) >= 0 || ug_dtype_parse(s) >= 0)) fputs(s, f);
+    else md_text(f, s);
+}
+
+/* The triage line of a case as a code span ("" for an ID that is not one ulpgym makes). */
+static void md_triage(FILE *f, const ug_report *r, const char *case_id)
+{
+    char *line = ug_failure_id_ok(case_id) ? ug_report_triage_line(r, case_id) : NULL;
+    if (line) md_code(f, line);
+    free(line);
+}
+
 static const char *pass_cell(const ug_tally *t, char *buf, size_t len) { return ug_tally_pass_cell(t, "—", buf, len); }
 
 static const char *cert_cell(const ug_tally *t, char *buf, size_t len) { return ug_tally_cert_cell(t, "–", buf, len); }
@@ -25,18 +87,146 @@ static int ops_in_group(const ug_report *r, int g)
     return n;
 }
 
-void ug_report_write_md(const ug_report *r, FILE *f)
+static const char *op_name(int op) { return op >= 0 ? ug_op_name(op) : "?"; }
+
+static void md_header(const ug_report *r, FILE *f)
+{
+    fprintf(f, "# ulpgym run %ld\n\nplan ", r->run_id);
+    md_code(f, r->plan);
+    fprintf(f, " (hash ");
+    md_text(f, r->plan_hash);
+    fprintf(f, "), backend ");
+    md_code(f, r->backend);
+    fprintf(f, ", build ");
+    md_text(f, r->git_rev);
+    fprintf(f, ", host ");
+    md_text(f, r->host);
+    fprintf(f, ", ");
+    md_text(f, r->started);
+    fprintf(f, " – ");
+    md_text(f, r->finished[0] ? r->finished : "…");
+    fprintf(f, " (");
+    md_text(f, r->status);
+    fprintf(f, ")\n\n");
+    if (r->primary[0]) {
+        fprintf(f, "Every case's outcome was decided by the `");
+        md_text(f, r->primary);
+        fprintf(f, "` standard (`sweep --primary ");
+        md_text(f, r->primary);
+        fprintf(f, "`), not by its op's own primary standard.\n\n");
+    }
+}
+
+/* "| case | op | dtype |" cells of a change. */
+static void change_cells(FILE *f, const ug_report_change *c)
+{
+    fputs("| ", f);
+    md_text(f, c->case_id);
+    fprintf(f, " | %s | ", op_name(c->op));
+    md_name(f, c->dtype);
+    fputs(" |", f);
+}
+
+static void new_failures_md(const ug_report *r, const ug_report_index *ix, const ug_report_change **v, size_t n, FILE *f)
+{
+    char u[32];
+    fprintf(f, "### New failures (%zu)\n\n| case | op | dtype | verdict | what decided | headroom used | triage |\n"
+               "|---|---|---|---|---|---:|---|\n", n);
+    for (size_t i = 0; i < n && i < (size_t)r->top; i++) {
+        const ug_failure *x = ug_report_index_failure(ix, v[i]->case_id);
+        change_cells(f, v[i]);
+        fputc(' ', f);
+        md_text(f, v[i]->verdict_b);
+        fputs(" | ", f);
+        md_text(f, x ? x->figure : v[i]->message);
+        fprintf(f, " | %s | ", ug_report_used_text(v[i]->used_b, "–", u));
+        md_triage(f, r, v[i]->case_id);
+        fputs(" |\n", f);
+    }
+    if (n > (size_t)r->top) fprintf(f, "\n… and %zu more (`--top all` lists every one).\n", n - (size_t)r->top);
+    fputc('\n', f);
+}
+
+static void fixed_md(const ug_report *r, const ug_report_change **v, size_t n, FILE *f)
+{
+    char u[32];
+    fprintf(f, "### Fixed (%zu)\n\n| case | op | dtype | was | headroom used now |\n|---|---|---|---|---:|\n", n);
+    for (size_t i = 0; i < n && i < (size_t)r->top; i++) {
+        change_cells(f, v[i]);
+        fputc(' ', f);
+        md_text(f, v[i]->verdict_a);
+        fprintf(f, " | %s |\n", ug_report_used_text(v[i]->used_b, "–", u));
+    }
+    if (n > (size_t)r->top) fprintf(f, "\n… and %zu more.\n", n - (size_t)r->top);
+    fputc('\n', f);
+}
+
+static void drift_md(const ug_report *r, const ug_report_change **v, size_t n, FILE *f)
+{
+    char a[32], b[32];
+    fprintf(f, "### Drift (%zu)\n\nPassing cases whose headroom used grew past a quarter of what their deciding "
+               "standard allows and by the drift factor since run %ld: nothing fails yet.\n\n"
+               "| case | op | dtype | headroom used then → now |\n|---|---|---|---|\n", n, r->compared_run);
+    for (size_t i = 0; i < n && i < (size_t)r->top; i++) {
+        change_cells(f, v[i]);
+        fprintf(f, " %s → %s |\n", ug_report_used_text(v[i]->used_a, "–", a), ug_report_used_text(v[i]->used_b, "–", b));
+    }
+    if (n > (size_t)r->top) fprintf(f, "\n… and %zu more.\n", n - (size_t)r->top);
+    fputc('\n', f);
+}
+
+static void still_failing_md(const ug_report *r, const ug_report_index *ix, const ug_report_change **v, size_t n, FILE *f)
+{
+    size_t shown = n < STILL_FAILING_SHOWN ? n : STILL_FAILING_SHOWN;
+    if (shown > (size_t)r->top) shown = (size_t)r->top;
+    fprintf(f, "### Still failing (%zu)\n\n", n);
+    if (shown) fprintf(f, "| case | op | dtype | verdict | what decided |\n|---|---|---|---|---|\n");
+    for (size_t i = 0; i < shown; i++) {
+        const ug_failure *x = ug_report_index_failure(ix, v[i]->case_id);
+        change_cells(f, v[i]);
+        fputc(' ', f);
+        md_text(f, v[i]->verdict_b);
+        fputs(" | ", f);
+        md_text(f, x ? x->figure : v[i]->message);
+        fputs(" |\n", f);
+    }
+    if (n > shown) fprintf(f, "\n… and %zu more (the top failures below, `ulpgym failures` for all).\n", n - shown);
+    fputc('\n', f);
+}
+
+/* The section the report leads with: what changed against the last like-for-like run. */
+static void changes_md(const ug_report *r, const ug_report_index *ix, FILE *f)
+{
+    if (!r->compared_run) {
+        fprintf(f, "## Since the last like-for-like run\n\nThere is no like-for-like run before this one (a finished "
+                   "run of the same plan hash, selection, backend, sample and standard): nothing to compare.\n\n");
+        return;
+    }
+    const long *k = r->n_change;
+    fprintf(f, "## Since run %ld (like for like)\n\nRun %ld is the last finished run of the same plan hash, selection, "
+               "backend, sample and standard. **%ld new failure%s**, %ld fixed, %ld still failing, %ld drifting; %ld "
+               "unchanged.\n\n",
+            r->compared_run, r->compared_run, k[UG_CHANGE_NEW_FAIL], k[UG_CHANGE_NEW_FAIL] == 1 ? "" : "s",
+            k[UG_CHANGE_FIXED], k[UG_CHANGE_STILL_FAILING], k[UG_CHANGE_DRIFT], k[UG_CHANGE_NONE]);
+    static const ug_change order[] = {UG_CHANGE_NEW_FAIL, UG_CHANGE_FIXED, UG_CHANGE_DRIFT, UG_CHANGE_STILL_FAILING};
+    for (size_t o = 0; o < sizeof order / sizeof *order; o++) {
+        size_t n;
+        const ug_report_change **v = ug_report_changes_of(r, ix, order[o], &n);
+        if (!n) continue;
+        if (order[o] == UG_CHANGE_NEW_FAIL) new_failures_md(r, ix, v, n, f);
+        else if (order[o] == UG_CHANGE_FIXED) fixed_md(r, v, n, f);
+        else if (order[o] == UG_CHANGE_DRIFT) drift_md(r, v, n, f);
+        else still_failing_md(r, ix, v, n, f);
+        free(v);
+    }
+}
+
+static void groups_md(const ug_report *r, FILE *f)
 {
     char cert[24], pass[24];
-    fprintf(f, "# ulpgym run %ld\n\n", r->run_id);
-    fprintf(f, "plan `%s` (hash %s), backend `%s`, build %s, host %s, %s – %s (%s)\n\n", r->plan, r->plan_hash,
-            r->backend, r->git_rev, r->host, r->started, r->finished[0] ? r->finished : "…", r->status);
-    if (r->primary[0])
-        fprintf(f, "Every case's outcome was decided by the `%s` standard (`sweep --primary %s`), not by its op's own "
-                   "primary standard.\n\n", r->primary, r->primary);
     fprintf(f, "## Generalization results\n\n"
-               "| group | operators | cases | passed | failed | other | pass rate | certified pass rate |\n");
-    fprintf(f, "|---|---:|---:|---:|---:|---:|---:|---:|\n");
+               "| group | operators | cases | passed | failed | other | pass rate | certified pass rate |\n"
+               "|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int g = 0; g < UG_GROUP_COUNT; g++)
         if (r->group[g].cases)
             fprintf(f, "| %s | %d | %ld | %ld | %ld | %ld | %s | %s |\n", ug_group_name((ug_group)g),
@@ -56,197 +246,68 @@ void ug_report_write_md(const ug_report *r, FILE *f)
     if (r->regressions)
         fprintf(f, "Cases include %ld regression cases found by fuzzing (corpus/found/, origin fuzz) beside the plan's.\n\n",
                 r->regressions);
-    fprintf(f, "## Per operator\n\n"
-               "| group | operator | cases | passed | failed | other | pass rate | certified pass rate |\n");
-    fprintf(f, "|---|---|---:|---:|---:|---:|---:|---:|\n");
-    for (int op = 0; op < UG_OP_COUNT; op++)
-        if (r->op[op].cases)
-            fprintf(f, "| %s | %s | %ld | %ld | %ld | %ld | %s | %s |\n", ug_group_name(ug_op_group(op)),
-                    ug_op_name(op), r->op[op].cases, r->op[op].pass, r->op[op].fail, r->op[op].other,
-                    pass_cell(&r->op[op], pass, sizeof pass), cert_cell(&r->op[op], cert, sizeof cert));
-    size_t shown = r->failures.n < (size_t)r->top ? r->failures.n : (size_t)r->top;
-    if (shown) {
-        fprintf(f, "\n## Top failures\n\n| case | op | dtype | verdict | what decided | triage |\n|---|---|---|---|---|---|\n");
-        for (size_t i = 0; i < shown; i++) {
-            const ug_failure *x = &r->failures.v[i];
-            char *line = ug_failure_id_ok(x->case_id) ? ug_report_triage_line(r, x->case_id) : NULL;
-            fprintf(f, "| %s | %s | %s | %s | %s | `%s` |\n", x->case_id, x->op, x->dtype, x->verdict, x->figure,
-                    line ? line : "");
-            free(line);
-        }
+}
+
+static void ops_md(const ug_report *r, FILE *f)
+{
+    char cert[24], pass[24], u[32];
+    fprintf(f, "## Per operator\n\n| group | operator | cases | passed | failed | other | pass rate | certified pass rate "
+               "| closest passing case (headroom used) |\n|---|---|---:|---:|---:|---:|---:|---:|---|\n");
+    for (int op = 0; op < UG_OP_COUNT; op++) {
+        if (!r->op[op].cases) continue;
+        fprintf(f, "| %s | %s | %ld | %ld | %ld | %ld | %s | %s | ", ug_group_name(ug_op_group(op)), ug_op_name(op),
+                r->op[op].cases, r->op[op].pass, r->op[op].fail, r->op[op].other,
+                pass_cell(&r->op[op], pass, sizeof pass), cert_cell(&r->op[op], cert, sizeof cert));
+        if (r->closest_used[op] >= 0) {
+            fprintf(f, "%s ", ug_report_used_text(r->closest_used[op], "–", u));
+            md_text(f, r->closest_case[op]);
+        } else fputs("–", f);
+        fputs(" |\n", f);
     }
+    fprintf(f, "\nHeadroom used: of what its deciding standard allows, the share a case used (at most 1 passes; "
+               "docs/STANDARDS.md). The closest passing case is the one nearest its limit.\n");
+}
+
+static void top_failures_md(const ug_report *r, const ug_report_index *ix, FILE *f)
+{
+    size_t shown = r->failures.n < (size_t)r->top ? r->failures.n : (size_t)r->top;
+    if (!shown) return;
+    char u[32];
+    fprintf(f, "\n## Top failures\n\n%zu of %zu failing cases, most severe first (by how far the deciding figure is "
+               "past its limit).\n\n| case | op | dtype | verdict | what decided | headroom used | triage |\n"
+               "|---|---|---|---|---|---:|---|\n", shown, r->failures.n);
+    for (size_t i = 0; i < shown; i++) {
+        const ug_failure *x = &r->failures.v[i];
+        const ug_report_change *c = ug_report_index_change(ix, x->case_id);
+        fputs("| ", f);
+        md_text(f, x->case_id);
+        fputs(" | ", f);
+        md_name(f, x->op);
+        fputs(" | ", f);
+        md_name(f, x->dtype);
+        fputs(" | ", f);
+        md_text(f, x->verdict);
+        fputs(" | ", f);
+        if (c && c->kind == UG_CHANGE_NEW_FAIL) fputs("**new** ", f);
+        md_text(f, x->figure);
+        fprintf(f, " | %s | ", ug_report_used_text(x->used, "–", u));
+        md_triage(f, r, x->case_id);
+        fputs(" |\n", f);
+    }
+}
+
+void ug_report_write_md(const ug_report *r, FILE *f)
+{
+    ug_report_index ix;
+    ug_report_index_build(r, &ix); /* without memory: empty, the tables then fall back to messages */
+    md_header(r, f);
+    changes_md(r, &ix, f);
+    groups_md(r, f);
+    ops_md(r, f);
+    top_failures_md(r, &ix, f);
     if (r->has_bench) {
         fputc('\n', f);
         ug_bench_write_md(&r->bench, f);
     }
-}
-
-static cJSON *tally_json(const ug_tally *t)
-{
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "cases", (double)t->cases);
-    cJSON_AddNumberToObject(o, "passed", (double)t->pass);
-    cJSON_AddNumberToObject(o, "failed", (double)t->fail);
-    cJSON_AddNumberToObject(o, "other", (double)t->other);
-    cJSON_AddNumberToObject(o, "skipped", (double)t->skip);
-    if (ug_tally_pass_rate(t) >= 0) cJSON_AddNumberToObject(o, "pass_rate", ug_tally_pass_rate(t));
-    else cJSON_AddNullToObject(o, "pass_rate"); /* every case skipped */
-    cJSON_AddNumberToObject(o, "certified_judged", (double)t->cert_judged);
-    cJSON_AddNumberToObject(o, "certified_passed", (double)t->cert_pass);
-    if (t->cert_judged) cJSON_AddNumberToObject(o, "pass_rate_certified", ug_tally_cert_rate(t));
-    else cJSON_AddNullToObject(o, "pass_rate_certified"); /* the certified standard judged no case */
-    return o;
-}
-
-void ug_report_write_json(const ug_report *r, FILE *f)
-{
-    cJSON *j = cJSON_CreateObject();
-    cJSON_AddNumberToObject(j, "run_id", (double)r->run_id);
-    cJSON_AddStringToObject(j, "started_at", r->started);
-    cJSON_AddStringToObject(j, "finished_at", r->finished);
-    cJSON_AddStringToObject(j, "status", r->status);
-    cJSON_AddStringToObject(j, "backend", r->backend);
-    cJSON_AddStringToObject(j, "plan", r->plan);
-    cJSON_AddStringToObject(j, "plan_hash", r->plan_hash);
-    cJSON_AddStringToObject(j, "git_rev", r->git_rev);
-    if (r->primary[0]) cJSON_AddStringToObject(j, "primary_standard", r->primary);
-    else cJSON_AddNullToObject(j, "primary_standard"); /* each op's own primary decided */
-    cJSON_AddItemToObject(j, "total", tally_json(&r->total));
-    cJSON_AddNumberToObject(j, "regression_cases", (double)r->regressions);
-    cJSON *groups = cJSON_AddObjectToObject(j, "groups");
-    for (int g = 0; g < UG_GROUP_COUNT; g++)
-        if (r->group[g].cases) cJSON_AddItemToObject(groups, ug_group_name((ug_group)g), tally_json(&r->group[g]));
-    cJSON *ops = cJSON_AddObjectToObject(j, "ops");
-    for (int op = 0; op < UG_OP_COUNT; op++) {
-        if (!r->op[op].cases) continue;
-        cJSON *o = tally_json(&r->op[op]);
-        cJSON *dts = cJSON_AddObjectToObject(o, "dtypes");
-        for (int dt = 0; dt < UG_DT_COUNT; dt++)
-            if (r->op_dtype[op][dt].cases) cJSON_AddItemToObject(dts, ug_dtype_name((ug_dtype)dt), tally_json(&r->op_dtype[op][dt]));
-        cJSON *h = cJSON_AddObjectToObject(o, "max_ulp_histogram");
-        for (int b = 0; b < UG_ULP_BUCKETS; b++) cJSON_AddNumberToObject(h, ug_ulp_bucket_names[b], (double)r->ulp_hist[op][b]);
-        cJSON_AddItemToObject(ops, ug_op_name(op), o);
-    }
-    cJSON *fails = cJSON_AddArrayToObject(j, "failures");
-    for (size_t i = 0; i < r->failures.n && i < (size_t)r->top; i++) {
-        const ug_failure *x = &r->failures.v[i];
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "case_id", x->case_id);
-        cJSON_AddStringToObject(o, "op", x->op);
-        cJSON_AddStringToObject(o, "dtype", x->dtype);
-        cJSON_AddStringToObject(o, "verdict", x->verdict);
-        cJSON_AddStringToObject(o, "figure", x->figure);
-        if (x->has_metrics) cJSON_AddNumberToObject(o, "max_ulp", x->max_ulp);
-        else cJSON_AddNullToObject(o, "max_ulp"); /* no metric: a crash, a timeout */
-        cJSON_AddStringToObject(o, "message", x->message);
-        cJSON_AddItemToArray(fails, o);
-    }
-    char *s = cJSON_Print(j);
-    fprintf(f, "%s\n", s ? s : "{}");
-    free(s);
-    cJSON_Delete(j);
-}
-
-typedef struct {
-    const ug_report *r;
-    FILE *f;
-    ug_db *db;
-    char current[64]; /* the op whose <testsuite> is open, "" before the first */
-} junit_state;
-
-/* The spec's params as "k=v k=v" (escaped), so a CI page names the shape, not only the ID. */
-static void junit_params(FILE *f, const char *spec_json)
-{
-    cJSON *j = cJSON_Parse(spec_json);
-    for (const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "params") ? cJSON_GetObjectItemCaseSensitive(j, "params")->child : NULL;
-         p; p = p->next) {
-        char *v = cJSON_IsString(p) ? NULL : cJSON_PrintUnformatted(p);
-        fputc(' ', f);
-        ug_xml_escape(f, p->string);
-        fputc('=', f);
-        ug_xml_escape(f, v ? v : p->valuestring);
-        free(v);
-    }
-    cJSON_Delete(j);
-}
-
-static int junit_output(const ug_db_output_figures *o, void *ctx)
-{
-    FILE *f = ctx;
-    fprintf(f, "output ");
-    ug_xml_escape(f, o->output);
-    fprintf(f, ": %ld of %ld elements checked, max abs err %.6g, max rel err %.6g, max ulp %.6g%s\n", o->n_checked,
-            o->n_total, o->max_abs, o->max_rel, o->max_ulp, o->nonfinite_mismatch ? ", NaN/Inf mismatches" : "");
-    return 0;
-}
-
-/* The body of a non-PASS testcase: what GitLab and Jenkins show (GitLab ignores the
- * message attribute): the verdict, each output's figures, the thresholds applied, the
- * message and the command that triages it. */
-static void junit_body(junit_state *js, const ug_db_case_row *row)
-{
-    FILE *f = js->f;
-    char thresholds[4096], err[256];
-    fprintf(f, "%s by %s (primary standard)\n", row->verdict, row->primary_standard);
-    ug_db_report_case_figures(js->db, js->r->run_id, row->case_id, row->primary_standard, junit_output, f, thresholds,
-                              sizeof thresholds, err, sizeof err);
-    if (thresholds[0]) {
-        fprintf(f, "thresholds: ");
-        ug_xml_escape(f, thresholds);
-        fputc('\n', f);
-    }
-    if (row->message[0]) {
-        fprintf(f, "message: ");
-        ug_xml_escape(f, row->message);
-        fputc('\n', f);
-    }
-    char *line = ug_report_triage_line(js->r, row->case_id);
-    fprintf(f, "triage: ");
-    ug_xml_escape(f, line ? line : "");
-    fputc('\n', f);
-    free(line);
-}
-
-/* One <testcase>; opens the op's <testsuite> (closing the previous one) on a new op. */
-static int junit_case(const ug_db_case_row *row, void *ctx)
-{
-    junit_state *js = ctx;
-    FILE *f = js->f;
-    const char *op = row->op, *verdict = row->verdict;
-    int opi = ug_op_find(op);
-    if (opi < 0) return 0;
-    if (strcmp(js->current, op) != 0) {
-        if (js->current[0]) fprintf(f, "  </testsuite>\n");
-        snprintf(js->current, sizeof js->current, "%s", op);
-        const ug_tally *t = &js->r->op[opi];
-        fprintf(f, "  <testsuite name=\"%s.%s\" tests=\"%ld\" failures=\"%ld\" errors=\"%ld\" skipped=\"%ld\">\n",
-                ug_group_name(ug_op_group(opi)), op, t->cases, t->fail, t->other - t->skip, t->skip);
-    }
-    fprintf(f, "    <testcase classname=\"%s.%s\" name=\"%s %s", ug_group_name(ug_op_group(opi)), op, row->case_id,
-            row->dtype);
-    junit_params(f, row->spec_json);
-    fprintf(f, "\" time=\"%.6f\"", row->ms / 1e3);
-    if (strcmp(verdict, "PASS") == 0) {
-        fprintf(f, "/>\n");
-        return 0;
-    }
-    const char *tag = strcmp(verdict, "FAIL") == 0 ? "failure" : strcmp(verdict, "SKIP") == 0 ? "skipped" : "error";
-    fprintf(f, ">\n      <%s type=\"%s\" message=\"", tag, verdict);
-    ug_xml_escape(f, row->message);
-    fprintf(f, "\">");
-    junit_body(js, row);
-    fprintf(f, "</%s>\n    </testcase>\n", tag);
-    return 0;
-}
-
-int ug_report_write_junit(ug_db *db, const ug_report *r, FILE *f, char *err, size_t errlen)
-{
-    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    fprintf(f, "<testsuites name=\"ulpgym run %ld\" tests=\"%ld\" failures=\"%ld\" errors=\"%ld\" time=\"%.3f\">\n",
-            r->run_id, r->total.cases, r->total.fail, r->total.other - r->total.skip, r->seconds_kernel + r->seconds_oracle);
-    junit_state js = {r, f, db, ""};
-    if (ug_db_report_cases(db, r->run_id, junit_case, &js, err, errlen)) return -1;
-    if (js.current[0]) fprintf(f, "  </testsuite>\n");
-    fprintf(f, "</testsuites>\n");
-    return 0;
+    ug_report_index_free(&ix);
 }

@@ -1,5 +1,8 @@
 /* gather.c — folds one run's rows from the database into a ug_report (see report.h); the
- * queries themselves are in db/query_report.c. */
+ * queries themselves are in db/query_report.c. Last, for the cases the HTML page lists (top
+ * failures, each op x dtype's, the changes, each op's closest pass), what their triage
+ * blocks show: verdict, deciding standard, message, spec, per output the figures and the
+ * deciding standard's thresholds. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,7 +167,7 @@ static int gather_changes(ug_db *db, ug_report *r, double factor, char *err, siz
         if (!err[0]) snprintf(err, errlen, "out of memory reading the changes");
         return -1;
     }
-    qsort(r->changes, r->n_changes, sizeof *r->changes, by_kind);
+    if (r->n_changes) qsort(r->changes, r->n_changes, sizeof *r->changes, by_kind);
     return 0;
 }
 
@@ -234,6 +237,216 @@ static int gather_bench(ug_db *db, ug_report *r, char *err, size_t errlen)
     return rc;
 }
 
+/* --- the cases the HTML page lists: each gets a triage block (report.h ug_report_detail) --- */
+
+typedef struct {
+    const char *id;
+    long i;
+} id_index; /* an index of a list by case ID, for bsearch */
+
+static int by_id(const void *a, const void *b) { return strcmp(((const id_index *)a)->id, ((const id_index *)b)->id); }
+
+static long index_find(const id_index *v, size_t n, const char *id)
+{
+    id_index key = {id, 0};
+    const id_index *hit = n ? bsearch(&key, v, n, sizeof *v, by_id) : NULL;
+    return hit ? hit->i : -1;
+}
+
+/* The failures and the changes indexed by case ID (malloc'd; NULL without memory). */
+static id_index *index_failures(const ug_report *r)
+{
+    id_index *v = malloc((r->failures.n + 1) * sizeof *v);
+    for (size_t i = 0; v && i < r->failures.n; i++) v[i] = (id_index){r->failures.v[i].case_id, (long)i};
+    if (v) qsort(v, r->failures.n, sizeof *v, by_id);
+    return v;
+}
+
+static id_index *index_changes(const ug_report *r)
+{
+    id_index *v = malloc((r->n_changes + 1) * sizeof *v);
+    for (size_t i = 0; v && i < r->n_changes; i++) v[i] = (id_index){r->changes[i].case_id, (long)i};
+    if (v) qsort(v, r->n_changes, sizeof *v, by_id);
+    return v;
+}
+
+/* Appends case id to the listed cases when it is a valid ID (duplicates are merged later). */
+static int listed_add(ug_report *r, size_t *cap, const char *id)
+{
+    if (!id || !ug_failure_id_ok(id)) return 0;
+    if (r->n_details == *cap) {
+        size_t c = *cap ? 2 * *cap : 64;
+        ug_report_detail *v = realloc(r->details, c * sizeof *v);
+        if (!v) return -1;
+        r->details = v, *cap = c;
+    }
+    ug_report_detail *d = &r->details[r->n_details++];
+    memset(d, 0, sizeof *d);
+    snprintf(d->case_id, sizeof d->case_id, "%s", id);
+    d->failure = d->change = -1;
+    return 0;
+}
+
+/* The failures the page lists: the top ones, and each op x dtype's first `top` (the heatmap's links). */
+static int listed_failures(ug_report *r, size_t *cap)
+{
+    long per_cell[UG_OP_COUNT][UG_DT_COUNT] = {{0}};
+    size_t top = (size_t)r->top;
+    for (size_t i = 0; i < r->failures.n; i++) {
+        const ug_failure *x = &r->failures.v[i];
+        int op = ug_op_find(x->op), dt = ug_dtype_parse(x->dtype);
+        int in_cell = op >= 0 && dt >= 0 && (size_t)per_cell[op][dt]++ < top;
+        if ((i < top || in_cell) && listed_add(r, cap, x->case_id)) return -1;
+    }
+    return 0;
+}
+
+/* The headroom a change is ranked by: NaN (not judged) above everything. */
+static double change_rank(const ug_report_change *c)
+{
+    double u = c->kind == UG_CHANGE_FIXED ? c->used_a : c->used_b;
+    return isnan(u) ? INFINITY : u;
+}
+
+typedef struct {
+    double rank;
+    const char *id;
+    size_t i;
+} ranked_change;
+
+static int by_rank(const void *a, const void *b)
+{
+    const ranked_change *x = a, *y = b;
+    if (x->rank != y->rank) return x->rank > y->rank ? -1 : 1;
+    return strcmp(x->id, y->id);
+}
+
+size_t ug_report_changes_ranked(const ug_report *r, ug_change kind, size_t *idx)
+{
+    size_t n = 0;
+    ranked_change *v = malloc((r->n_changes + 1) * sizeof *v);
+    for (size_t i = 0; v && i < r->n_changes; i++)
+        if (r->changes[i].kind == kind) v[n++] = (ranked_change){change_rank(&r->changes[i]), r->changes[i].case_id, i};
+    if (v) qsort(v, n, sizeof *v, by_rank);
+    for (size_t i = 0; i < n; i++) idx[i] = v[i].i;
+    free(v);
+    return n < (size_t)r->top ? n : (size_t)r->top;
+}
+
+/* The changes the page lists (ug_report_changes_ranked) and every op's closest passing case. */
+static int listed_others(ug_report *r, size_t *cap)
+{
+    size_t *idx = malloc((r->n_changes + 1) * sizeof *idx);
+    if (!idx) return -1;
+    for (int k = 0; k < UG_CHANGE_COUNT; k++) {
+        size_t n = k == UG_CHANGE_NONE ? 0 : ug_report_changes_ranked(r, (ug_change)k, idx);
+        for (size_t i = 0; i < n; i++)
+            if (listed_add(r, cap, r->changes[idx[i]].case_id)) {
+                free(idx);
+                return -1;
+            }
+    }
+    free(idx);
+    for (int op = 0; op < UG_OP_COUNT; op++)
+        if (r->closest_used[op] >= 0 && listed_add(r, cap, r->closest_case[op])) return -1;
+    return 0;
+}
+
+static int detail_by_id(const void *a, const void *b)
+{
+    return strcmp(((const ug_report_detail *)a)->case_id, ((const ug_report_detail *)b)->case_id);
+}
+
+/* Sorts the listed cases by ID, drops duplicates, and links each to its failure and change. */
+static int listed_index(ug_report *r)
+{
+    if (r->n_details) qsort(r->details, r->n_details, sizeof *r->details, detail_by_id);
+    size_t n = 0;
+    for (size_t i = 0; i < r->n_details; i++)
+        if (!n || strcmp(r->details[n - 1].case_id, r->details[i].case_id)) r->details[n++] = r->details[i];
+    r->n_details = n;
+    id_index *f = index_failures(r), *c = index_changes(r);
+    for (size_t i = 0; f && c && i < n; i++) {
+        r->details[i].failure = index_find(f, r->failures.n, r->details[i].case_id);
+        r->details[i].change = index_find(c, r->n_changes, r->details[i].case_id);
+    }
+    int rc = f && c ? 0 : -1;
+    free(f);
+    free(c);
+    return rc;
+}
+
+const ug_report_detail *ug_report_detail_find(const ug_report *r, const char *case_id)
+{
+    if (!case_id || !r->n_details || strlen(case_id) > UG_ID_LEN) return NULL;
+    ug_report_detail key;
+    snprintf(key.case_id, sizeof key.case_id, "%s", case_id);
+    return bsearch(&key, r->details, r->n_details, sizeof *r->details, detail_by_id);
+}
+
+/* text cleaned to valid UTF-8 (malloc'd); NULL when there is none or no memory. */
+static char *clean_or_null(const char *text) { return text ? ug_failure_clean_utf8(text) : NULL; }
+
+/* One case of the run: its verdict, deciding standard, message and spec when the page lists it. */
+static int detail_case(const ug_db_case_row *row, void *ctx)
+{
+    ug_report *r = ctx;
+    ug_report_detail *d = (ug_report_detail *)ug_report_detail_find(r, row->case_id);
+    if (!d || d->spec) return 0;
+    snprintf(d->verdict, sizeof d->verdict, "%s", row->verdict ? row->verdict : "");
+    snprintf(d->standard, sizeof d->standard, "%s", row->primary_standard ? row->primary_standard : "");
+    d->message = clean_or_null(row->message);
+    d->spec = clean_or_null(row->spec_json);
+    return d->spec || !row->spec_json ? 0 : -1;
+}
+
+/* One output's figures of a listed case. */
+static int detail_output(const ug_db_output_figures *o, void *ctx)
+{
+    ug_report_detail *d = ctx;
+    ug_report_output *v = realloc(d->out, (d->n_out + 1) * sizeof *v);
+    if (!v) return -1;
+    d->out = v;
+    ug_report_output *x = &v[d->n_out++];
+    char *name = clean_or_null(o->output);
+    snprintf(x->output, sizeof x->output, "%s", name ? name : "?");
+    free(name);
+    x->n_checked = o->n_checked, x->n_total = o->n_total, x->nonfinite = o->nonfinite_mismatch;
+    x->max_abs = o->max_abs, x->max_rel = o->max_rel, x->max_ulp = o->max_ulp;
+    return 0;
+}
+
+/* Per listed case its outputs' figures and the deciding standard's thresholds. */
+static int detail_figures(ug_db *db, ug_report *r, char *err, size_t errlen)
+{
+    const size_t tlen = 1 << 16;
+    char *thr = malloc(tlen);
+    int rc = thr ? 0 : -1;
+    for (size_t i = 0; !rc && i < r->n_details; i++) {
+        ug_report_detail *d = &r->details[i];
+        rc = ug_db_report_case_figures(db, r->run_id, d->case_id, d->standard, detail_output, d, thr, tlen, err,
+                                       errlen);
+        if (!rc && thr[0] && !(d->thresholds = ug_failure_clean_utf8(thr))) rc = -1;
+    }
+    free(thr);
+    if (rc && errlen && !err[0]) snprintf(err, errlen, "out of memory reading the listed cases");
+    return rc ? -1 : 0;
+}
+
+static int gather_details(ug_db *db, ug_report *r, char *err, size_t errlen)
+{
+    size_t cap = 0;
+    if (listed_failures(r, &cap) || listed_others(r, &cap) || listed_index(r)) {
+        snprintf(err, errlen, "out of memory listing the report's cases");
+        return -1;
+    }
+    if (ug_db_report_cases(db, r->run_id, detail_case, r, err, errlen)) {
+        if (!err[0]) snprintf(err, errlen, "out of memory reading the listed cases");
+        return -1;
+    }
+    return detail_figures(db, r, err, errlen);
+}
+
 int ug_report_gather(ug_db *db, long run_id, int max_failures, double drift_factor, ug_report *r, char *err,
                      size_t errlen)
 {
@@ -249,6 +462,7 @@ int ug_report_gather(ug_db *db, long run_id, int max_failures, double drift_fact
     if (!rc && ug_db_report_group_history(db, run_id, add_history, r, err, errlen) < 0) rc = -1;
     if (!rc && ug_db_report_op_history(db, run_id, add_op_history, r, err, errlen) < 0) rc = -1;
     if (!rc) rc = gather_bench(db, r, err, errlen);
+    if (!rc) rc = gather_details(db, r, err, errlen);
     if (rc) ug_report_free(r);
     return rc;
 }
@@ -261,6 +475,16 @@ void ug_report_free(ug_report *r)
     r->n_changes = 0;
     if (r->has_bench) ug_bench_table_free(&r->bench);
     r->has_bench = 0;
+    for (size_t i = 0; i < r->n_details; i++) {
+        ug_report_detail *d = &r->details[i];
+        free(d->message);
+        free(d->spec);
+        free(d->thresholds);
+        free(d->out);
+    }
+    free(r->details);
+    r->details = NULL;
+    r->n_details = 0;
 }
 
 char *ug_report_triage_line(const ug_report *r, const char *case_id)

@@ -35,6 +35,28 @@ typedef struct {
     double used_a, used_b;       /* NaN when not judged */
     char message[300];           /* run B's message */
 } ug_report_change;
+/* One judged output of a case the page lists (db/query_report.h ug_db_output_figures), kept. */
+typedef struct {
+    char output[64];              /* as stored, cleaned to valid UTF-8 */
+    long n_checked, n_total, nonfinite;
+    double max_abs, max_rel, max_ulp;
+} ug_report_output;
+
+/* A case the HTML page gives a triage block (listed among the top failures, an op x dtype's failures, the
+ * changes, or the passing case nearest its limit): what the database holds on it for this run. Strings are
+ * the database's, cleaned to valid UTF-8 (still to be escaped); NULL when not stored. */
+typedef struct {
+    char case_id[UG_ID_LEN + 1]; /* a valid ID (reports/failures.h ug_failure_id_ok): only those are listed */
+    char verdict[16];            /* this run's outcome, "" when the walk found no result */
+    char standard[32];           /* the deciding standard: results.primary_standard */
+    char *message, *spec;        /* the stored message; the case's canonical spec (the reproduce hint) */
+    char *thresholds;            /* the deciding standard's verdict JSON: {output: {thresholds, figures, used}} */
+    long failure;                /* its index in failures, -1 when it is not failing */
+    long change;                 /* its index in changes, -1 when unchanged or no compared run */
+    ug_report_output *out;
+    size_t n_out;
+} ug_report_detail;
+
 typedef struct ug_report {
     long run_id;
     char started[32], finished[32], status[16], backend[600], plan[64], plan_hash[24], git_rev[24], host[64];
@@ -73,11 +95,22 @@ typedef struct ug_report {
      * and markdown reports; has_bench 0 when the database holds none */
     int has_bench;
     ug_bench_table bench;
+    /* The cases the HTML page lists, sorted by case ID (ug_report_detail_find): the top failures, each op x
+     * dtype's first `top` failures, each change kind's (ug_report_changes_ranked) and every op's closest pass */
+    ug_report_detail *details;
+    size_t n_details;
 } ug_report;
 
 /* The paste-ready command that triages case_id as r's run judged it (malloc'd; NULL without
  * memory): every format prints it. */
 char *ug_report_triage_line(const ug_report *r, const char *case_id);
+
+/* The changes of `kind` a page lists, most severe first — new failures, still failing and drift by the headroom
+ * this run used, fixed by what the compared run used; a case not judged (a crash: NaN) first, then by case ID —
+ * at most r->top of them: their indices in changes into idx (room for n_changes); returns how many. */
+size_t ug_report_changes_ranked(const ug_report *r, ug_change kind, size_t *idx);
+/* The detail of case_id (NULL when the page does not list it: no triage block to link to). */
+const ug_report_detail *ug_report_detail_find(const ug_report *r, const char *case_id);
 
 extern const char *const ug_ulp_bucket_names[UG_ULP_BUCKETS];
 extern const char *const ug_used_bucket_names[UG_USED_BUCKETS];

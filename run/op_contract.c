@@ -80,6 +80,8 @@ cJSON *ug_op_contract_json(int op, int detail)
     cJSON_AddStringToObject(o, "summary", d->summary);
     cJSON_AddStringToObject(o, "dtypes", d->dtypes);
     cJSON_AddStringToObject(o, "primary_standard", ug_standard_name(d->primary));
+    char digest[17];
+    if (ug_op_contract_digest(op, digest) == 0) cJSON_AddStringToObject(o, "contract", digest);
     if (!detail) return o;
     return decl_json(d, o);
 }

@@ -155,13 +155,16 @@ static void fit_ratios(const measured_costs *m, double *scratch, double ratio_of
 
 static int cmp_id_case(const void *key, const void *elem) { return strcmp(key, ((const measured_case *)elem)->id); }
 
-/* Reads the measured times of the database at path (opened read-only) into m. 0, or -2 with a message. */
+/* Reads the measured times of the database at path (opened read-only, and refused when
+ * quick_check finds it damaged: a damaged file would deal by the times it still shows)
+ * into m. 0, or -2 with a message. */
 static int load_measured(const char *path, measured_costs *m, char *err, size_t errlen)
 {
     ug_db *db;
     char inner[768];
     memset(m, 0, sizeof *m);
-    if (ug_db_open(path, UG_DB_READONLY, &db, inner, sizeof inner)) {
+    if (ug_db_open(path, UG_DB_READONLY, &db, inner, sizeof inner) || ug_db_quick_check(db, inner, sizeof inner)) {
+        ug_db_close(db);
         snprintf(err, errlen, "%s", inner);
         return -2;
     }

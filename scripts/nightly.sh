@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# nightly.sh — the nightly job: build, sweep the default plan, write the report, diff the
-# run against the last finished run of the same plan (hash), case selection, backend and
-# deciding standard (like for like), and exit 1 when a case fails that did not fail
-# before (0: no new failures, 2: the job itself failed);
+# nightly.sh — the nightly job: build, sweep the default plan, compare the run like for like
+# (`ulpgym diff --like-for-like`: with the last finished run of the same plan hash, case
+# selection, backend, sample and deciding standard), write the run's reports (HTML, JUnit,
+# JSON, CSV) and the diff, and exit 1 when a case fails that did not fail before (0: no
+# new failures, 2: the job itself failed);
 # then the standards' self-check: the correct sim kernels over the whole plan at other
 # plan seeds must pass under each op's primary standard and under certified (3: a false
 # alarm, i.e. a tolerance or contract fitted to one seed's cases); then, when the script
@@ -10,30 +11,39 @@
 # (ULPGYM_PLAN_SHARE=full ctest -L plan; CI runs only their stratified share) (4: a mutant
 # escapes the full plan or the correct kernel fails a case).
 #
-# Drift before failure: cases that pass in both runs but whose max ulp error (or |error
-# balance|) grew by more than a factor (--drift-factor F, default 4) are listed, top movers
-# first, in drift.txt; with --gate drift they fail the night (5).
+# Drift before failure: cases that pass in both runs but now use at least a quarter of what
+# their deciding standard allows and more than a factor (--drift-factor F, default 4) times
+# what they used before (their headroom, results.used) are listed, largest growth first,
+# in drift.txt; with --gate drift they fail the night (5).
 #
 # Usage: scripts/nightly.sh [--gate drift] [--drift-factor F] [ulpgym sweep options...]
 #        (e.g. --group GreenLight -j 16)
 # Environment:
 #   ULPGYM_DB          results database (default ./ulpgym.db); history accumulates there
 #   ULPGYM_BIN         use this ulpgym binary and skip deps/build (CI, tests, clusters)
-#   ULPGYM_REPORT_DIR  where the report and new_failures.txt go (default
-#                      $ULPGYM_DATA/nightly-reports, else nightly-reports/ beside the database)
-#   ULPGYM_SEED_CHECK  plan seeds of the self-check (default "2 3 4"; empty: skip it)
+#   ULPGYM_REPORT_DIR  where the reports, the diff, new_failures.txt and drift.txt go
+#                      (default ./ulpgym-reports, in the source tree the script runs from)
+#   ULPGYM_SEED_CHECK  plan seeds of the self-check (default: three fresh seeds drawn from the
+#                      date, YYYYMMDD1..3, so no rule is fitted to a fixed set of seeds; they are
+#                      printed and kept in seed-check.txt; empty: skip it)
 #   ULPGYM_SEED_CHECK_ARGS  extra sweep options for the self-check (default: the whole plan)
 #   ULPGYM_MUTANT_CHECK  1 (default when this script builds) runs the full-plan mutant
 #                      check through ctest in build/; 0 skips it
+# Files written into the report folder (RUN is the run's ID):
+#   nightly-RUN.html, nightly-RUN.xml (JUnit), nightly-RUN.json, nightly-RUN.csv  the run's report
+#   diff.txt, diff.json    `ulpgym diff --like-for-like` as text and as JSON (ulpgym-diff/1)
+#   new_failures.txt       the new failures, tab-separated under a header (every failing case
+#                          when there is no run to compare with)
+#   drift.txt              the drifting cases, the same columns
 # "New failure": a case whose verdict now is neither PASS nor SKIP, and which either had
 # no result in the compared run or had PASS/SKIP there; "fixed" passes now and failed
 # there; "still failing" failed in both. The script says whether the code (git revision)
 # changed between the two runs; a run with no like-for-like predecessor says so and
-# counts every failure as new.
+# counts every failure as new. Needs bash and coreutils, sed, grep, awk; not the sqlite3 shell.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 db=${ULPGYM_DB:-$PWD/ulpgym.db}
-reports=${ULPGYM_REPORT_DIR:-${ULPGYM_DATA:-$(dirname "$db")}/nightly-reports}
+reports=${ULPGYM_REPORT_DIR:-$PWD/ulpgym-reports}
 die() { echo "nightly: $*" >&2; exit 2; }
 gate_drift=0 drift_factor=4 sweep_args=()
 while [ $# -gt 0 ]; do
@@ -53,7 +63,6 @@ else
     ./scripts/build.sh >/dev/null || die "build failed"
     bin=$PWD/build/ulpgym
 fi
-command -v sqlite3 >/dev/null || die "sqlite3 (the command-line shell) is needed for the diff (scripts/deps.sh installs it)"
 mkdir -p "$reports" || die "cannot create $reports"
 
 # --fail-on never: the failing cases are this script's to judge (new ones against the like-for-like run, below)
@@ -63,70 +72,67 @@ status=$?
 # 3 = an engine failure (disk full, file size limit: the run is marked failed), 130 = interrupted: the job failed
 [ $status -eq 0 ] || [ $status -eq 1 ] || die "sweep exited with status $status (an interrupted or failed run continues with: $bin sweep --db $db --resume latest)"
 
-q() { sqlite3 -batch "$db" "$@"; }
-run=$(q "SELECT max(run_id) FROM runs WHERE merged_from IS NULL")
-# like for like: the same plan (hash), selection, backend and deciding standard
-prev=$(q "SELECT max(p.run_id) FROM runs p, runs c WHERE c.run_id = $run AND p.run_id < $run AND p.status = 'done'
-          AND p.merged_from IS NULL AND p.plan_hash IS c.plan_hash AND p.backend IS c.backend
-          AND p.op_filter IS c.op_filter AND p.group_filter IS c.group_filter AND p.case_limit IS c.case_limit
-          AND p.shard IS c.shard AND p.sample IS c.sample AND p.primary_standard IS c.primary_standard")
+# The comparison: `ulpgym diff --like-for-like` (the latest run against its like-for-like predecessor).
+ud() { "$bin" diff --like-for-like "$@" --db "$db" --fail-on never --factor "$drift_factor"; }
+ud latest >"$reports/diff.txt" || die "ulpgym diff --like-for-like failed: $(head -c 300 "$reports/diff.txt")"
+run=$(sed -n 's/^like for like: run \([0-9][0-9]*\) .*/\1/p' "$reports/diff.txt")
+prev=$(sed -n 's/^like for like: run [0-9]* compared with run \([0-9][0-9]*\),.*/\1/p' "$reports/diff.txt")
+[ -n "$run" ] || die "ulpgym diff named no run: $(head -c 300 "$reports/diff.txt")"
+ud "$run" --json >"$reports/diff.json" || die "ulpgym diff --json failed"
 echo
 echo "nightly: run $run$([ -n "$prev" ] && echo ", compared with run $prev (same plan, selection and backend)" ||
     echo ", no earlier finished run of the same plan, selection and backend to compare with")"
 
-if "$bin" report -h >/dev/null 2>&1; then
-    "$bin" report --db "$db" --run "$run" --format html -o "$reports/nightly-$run.html" &&
-        echo "nightly: report $reports/nightly-$run.html"
-fi
+for fmt in html junit json csv; do
+    ext=$fmt
+    [ "$fmt" = junit ] && ext=xml
+    out=$reports/nightly-$run.$ext
+    if "$bin" report --db "$db" --run "$run" --format "$fmt" -o "$out" 2>"$reports/report.err"; then
+        echo "nightly: report $out"
+    else
+        echo "nightly: no $fmt report: $(head -n 1 "$reports/report.err")"
+    fi
+done
+rm -f "$reports/report.err"
 
-if [ -n "$prev" ]; then
-    q "SELECT CASE WHEN p.git_rev IS NOT c.git_rev THEN 'nightly: code changed: ' || p.git_rev || ' -> ' || c.git_rev END
-       FROM runs p, runs c WHERE p.run_id = ${prev} AND c.run_id = $run" | grep -v '^$'
-fi
-new_failures="
-SELECT r.case_id, c.op, c.dtype, coalesce(p.verdict, '(new case)') AS was, r.verdict AS now, r.message
-FROM results r JOIN cases c USING (case_id)
-LEFT JOIN results p ON p.case_id = r.case_id AND p.run_id = ${prev:-0}
-WHERE r.run_id = $run AND r.verdict NOT IN ('PASS', 'SKIP') AND coalesce(p.verdict, 'PASS') IN ('PASS', 'SKIP')
-ORDER BY c.op, r.case_id"
-q -header -separator '  ' "$new_failures" >"$reports/new_failures.txt"
-n_new=$(q "SELECT count(*) FROM ($new_failures)")
-n_fixed=0 n_still=0
-if [ -n "$prev" ]; then
-    n_fixed=$(q "SELECT count(*) FROM results r JOIN results p ON p.case_id = r.case_id AND p.run_id = $prev
-                 WHERE r.run_id = $run AND r.verdict = 'PASS' AND p.verdict NOT IN ('PASS', 'SKIP')")
-    n_still=$(q "SELECT count(*) FROM results r JOIN results p ON p.case_id = r.case_id AND p.run_id = $prev
-                 WHERE r.run_id = $run AND r.verdict NOT IN ('PASS', 'SKIP') AND p.verdict NOT IN ('PASS', 'SKIP')")
-fi
-totals=$(q "SELECT count(*) || ' cases: ' || sum(verdict = 'PASS') || ' pass, ' || sum(verdict NOT IN ('PASS', 'SKIP'))
-            || ' not passing, ' || sum(verdict = 'SKIP') || ' skipped' FROM results WHERE run_id = $run")
+sed -n 's/^  code changed: /nightly: code changed: /p' "$reports/diff.txt"
+# new failures: against the compared run, or every failing case when there is none
+ud "$run" --list "$([ -n "$prev" ] && echo new_failures || echo failing)" >"$reports/new_failures.txt" ||
+    die "ulpgym diff --list failed"
+rows() { echo $(($(wc -l <"$1") - 1)); }
+n_new=$(rows "$reports/new_failures.txt")
+counts=$(sed -n 's/^\([0-9]*\) new failures, \([0-9]*\) fixed, \([0-9]*\) still failing, \([0-9]*\) drift$/\2 \3/p' \
+    "$reports/diff.txt")
+read -r n_fixed n_still <<<"${counts:-0 0}"
 echo "nightly: $n_new new failures, $n_fixed fixed, $n_still still failing (list: $reports/new_failures.txt)"
-echo "nightly: run $run: $totals"
-[ "$n_new" -gt 0 ] && head -n 21 "$reports/new_failures.txt"
+echo "nightly: $(grep -m1 "^run $run: " "$reports/diff.txt")"
+if [ "$n_new" -gt 0 ] && [ -n "$prev" ]; then # the diff's section: figures and triage lines
+    sed -n '/^NEW FAILURES: [1-9]/,/^$/p' "$reports/diff.txt" | head -n 41
+elif [ "$n_new" -gt 0 ]; then
+    head -n 21 "$reports/new_failures.txt"
+fi
 
-# Drift: both runs pass the case, but an output's max ulp error or |error balance| grew by
-# more than the factor (floors 0.5 ulp and 1e-7, so noise at the rounding level never counts).
+# Drift: both runs pass the case, but its headroom used grew more than the factor (to at least 0.25).
 n_drift=0
 if [ -n "$prev" ]; then
-    drift_sql="
-    SELECT r.case_id, c.op, c.dtype, m.output, pm.max_ulp AS ulp_was, m.max_ulp AS ulp_now, pm.eb AS eb_was, m.eb AS eb_now
-    FROM results r JOIN results p ON p.case_id = r.case_id AND p.run_id = $prev
-    JOIN metrics m ON m.run_id = r.run_id AND m.case_id = r.case_id
-    JOIN metrics pm ON pm.run_id = p.run_id AND pm.case_id = p.case_id AND pm.output = m.output
-    JOIN cases c ON c.case_id = r.case_id
-    WHERE r.run_id = $run AND r.verdict = 'PASS' AND p.verdict = 'PASS'
-      AND (coalesce(m.max_ulp, 0) > $drift_factor * max(coalesce(pm.max_ulp, 0), 0.5)
-           OR abs(coalesce(m.eb, 0)) > $drift_factor * max(abs(coalesce(pm.eb, 0)), 1e-7))
-    ORDER BY coalesce(m.max_ulp, 0) / max(coalesce(pm.max_ulp, 0), 0.5) DESC, r.case_id"
-    q -header -separator '  ' "$drift_sql" >"$reports/drift.txt"
-    n_drift=$(q "SELECT count(DISTINCT case_id) FROM ($drift_sql)")
-    echo "nightly: drift: $n_drift passing cases whose error grew more than ${drift_factor}x (list: $reports/drift.txt)"
+    ud "$run" --list drift >"$reports/drift.txt" || die "ulpgym diff --list drift failed"
+    n_drift=$(rows "$reports/drift.txt")
+    echo "nightly: drift: $n_drift passing cases whose headroom used grew more than ${drift_factor}x (list: $reports/drift.txt)"
     [ "$n_drift" -gt 0 ] && head -n 11 "$reports/drift.txt"
 fi
+echo "nightly: the comparison: $reports/diff.txt (JSON: $reports/diff.json)"
 
 # The standards' self-check, in a scratch database of its own (the history stays clean).
+# How many cases of the latest run of database $1 `ulpgym failures` lists (options $2...).
+n_failing() {
+    local sdb=$1
+    shift
+    "$bin" failures --db "$sdb" "$@" | sed -n '1s/^run [0-9]* (backend .*): \([0-9][0-9]*\) case.*/\1/p'
+}
 false_alarms=0
-seeds=${ULPGYM_SEED_CHECK-2 3 4}
+today=$(date -u +%Y%m%d)
+seeds=${ULPGYM_SEED_CHECK-${today}1 ${today}2 ${today}3}
+[ -z "$seeds" ] || echo "nightly: self-check plan seeds: $seeds" | tee "$reports/seed-check.txt"
 for seed in $seeds; do
     sdb=$reports/seed-check-$seed.db
     rm -f "$sdb" "$sdb-wal" "$sdb-shm"
@@ -134,8 +140,9 @@ for seed in $seeds; do
     "$bin" sweep --db "$sdb" --seed "$seed" --backend sim --no-regressions --quiet --fail-on never --top 0 \
         ${ULPGYM_SEED_CHECK_ARGS:-} >/dev/null
     [ $? -le 1 ] || die "self-check sweep at seed $seed failed"
-    n=$(sqlite3 -batch "$sdb" "SELECT count(*) FROM results WHERE verdict != 'PASS'")
-    m=$(sqlite3 -batch "$sdb" "SELECT count(*) FROM verdicts WHERE standard = 'certified' AND verdict = 'FAIL'")
+    n=$(n_failing "$sdb")
+    m=$(n_failing "$sdb" --standard certified)
+    [ -n "$n" ] && [ -n "$m" ] || die "self-check at seed $seed: ulpgym failures could not be read"
     echo "nightly: self-check at plan seed $seed: $n cases fail their primary standard, $m fail certified ($sdb)"
     false_alarms=$((false_alarms + n + m))
 done

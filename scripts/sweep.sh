@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # sweep.sh — the main job on a fresh machine: install what is missing, build, sweep the
 # default nightly plan into ./ulpgym.db (or $ULPGYM_DB), print a summary and write
-# reports/latest.html and reports/latest.md.
+# ulpgym-reports/latest.html and ulpgym-reports/latest.md (or into $ULPGYM_REPORT_DIR): outside
+# the source's reports/ folder, which holds the report code.
 # Extra arguments go to `ulpgym sweep` (e.g. --group GreenLight, --kernel-variant ...).
 # The sweep runs with --fail-on never, so failing cases do not stop the reports; pass
 # --fail-on fail (or new) to have this script exit with the sweep's status 1 after them.
@@ -15,8 +16,9 @@ status=0
 [ "$status" -le 1 ] || exit "$status" # 2 bad input, 3 engine failure, 130 interrupted: no reports
 echo
 ./build/ulpgym history --db "$db" --last 5
-mkdir -p reports
-./build/ulpgym report --db "$db" --run latest --format html -o reports/latest.html
-./build/ulpgym report --db "$db" --run latest --format md -o reports/latest.md
-echo "report: $(pwd)/reports/latest.html (markdown: reports/latest.md)"
+out=${ULPGYM_REPORT_DIR:-ulpgym-reports}
+mkdir -p "$out"
+./build/ulpgym report --db "$db" --run latest --format html -o "$out/latest.html"
+./build/ulpgym report --db "$db" --run latest --format md -o "$out/latest.md"
+echo "report: $(cd "$out" && pwd)/latest.html (markdown: $out/latest.md)"
 exit "$status"

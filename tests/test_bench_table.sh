@@ -152,10 +152,11 @@ expect_eq "$(cut -d' ' -f1 "$T/out" | sort -u | wc -l)" 12 "ops with shipped sce
 cp "$T/n.db" "$T/old.db"
 q "$T/old.db" "DROP TABLE bench_cases; DROP TABLE bench_scenes; DROP TABLE bench_runs;
     ALTER TABLE results DROP COLUMN oracle_raised; ALTER TABLE results DROP COLUMN oracle_unsettled;
-    ALTER TABLE results DROP COLUMN outputs_dir; ALTER TABLE results DROP COLUMN used; PRAGMA user_version = 6"
+    ALTER TABLE results DROP COLUMN outputs_dir; ALTER TABLE results DROP COLUMN used;
+    ALTER TABLE runs DROP COLUMN contracts; PRAGMA user_version = 6"
 space "$T/d/gen/ops/attn_softmax.json" "$GOOD"
 expect_status 0 bench --backend sim --baseline sim --repeat 1 --warmup 0 --db "$T/old.db"
-expect_eq "$(q "$T/old.db" "PRAGMA user_version")" 10 "migrated schema version"
+expect_eq "$(q "$T/old.db" "PRAGMA user_version")" 11 "migrated schema version"
 expect_eq "$(q "$T/old.db" "SELECT count(*) FROM runs"),$(q "$T/old.db" "SELECT count(*) FROM bench_scenes")" "1,2" \
     "the old run kept, the bench stored"
 finish

@@ -3,7 +3,8 @@
 # the database read-only: they work on a database file and folder nobody may write (run
 # as an unprivileged user via setpriv when the test runs as root, since root writes
 # through chmod), they leave its bytes as they were, and an empty file stays 0 bytes and
-# is refused as not a ulpgym database (exit 2) instead of getting a schema written in.
+# is refused as not a ulpgym database (exit 2) instead of getting a schema written in; a
+# sweep into a database or folder it may not write is refused, saying it is read-only.
 . "$(dirname "$0")/lib.sh"
 db=$T/ro/r.db
 mkdir -p "$T/ro" "$T/w"
@@ -31,6 +32,22 @@ expect_status 0 as_reader "$UG_BIN" triage "$id" --db "$db" --run 1
 expect_grep 'reproduced exactly' "$T/out"
 expect_eq "$(md5sum <"$db")" "$sum" "the read-only database's bytes"
 expect_eq "$(ls "$T/ro")" "r.db" "nothing written beside the database"
+# a sweep into a database it may not write says it is read-only (exit 2), before it runs
+# anything, instead of "not a ulpgym database" or an engine failure (issue #36 item 14)
+SW=(sweep --no-regressions --quiet --op attn_softmax --limit 1 -j1)
+expect_status 2 as_reader "$UG_BIN" "${SW[@]}" --db "$db"
+expect_grep "database .*/ro/r\.db is read-only" "$T/err"
+expect_status 2 as_reader "$UG_BIN" "${SW[@]}" --db "$T/ro/new.db"
+expect_grep "cannot create database .*/ro/new\.db: its folder .*/ro may not be written" "$T/err"
+chmod 777 "$T/ro" # the folder writable, the file not
+expect_status 2 as_reader "$UG_BIN" "${SW[@]}" --db "$db"
+expect_grep "database .*/ro/r\.db is read-only \(this user may not write the file\)" "$T/err"
+rm -f "$T/ro/r.db-wal" "$T/ro/r.db-shm"
+chmod 666 "$db" && chmod 555 "$T/ro" # the file writable, its folder not (SQLite keeps -wal and -shm there)
+expect_status 2 as_reader "$UG_BIN" "${SW[@]}" --db "$db"
+expect_grep "read-only here: its folder .*/ro may not be written" "$T/err"
+expect_eq "$(md5sum <"$db")" "$sum" "the database's bytes after the refused sweeps"
+chmod 444 "$db"
 chmod 755 "$T/ro"
 
 # merge reads write-protected shard files in a writable folder (what a nightly's collected

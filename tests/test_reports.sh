@@ -2,7 +2,8 @@
 # test_reports.sh — history, diff and every report format on a database with three runs
 # (sim, a planted-bug mutant, sim again) plus a synthetic fourth run that flips one
 # verdict under the same plan, code and backend (a flaky case). The JUnit output is
-# validated against tests/fixtures/junit.xsd with xmllint; the HTML opens in headless
+# validated against the published Jenkins schemas (tests/fixtures/jenkins-*.xsd) with
+# xmllint; the HTML opens in headless
 # Chromium, whose DOM must hold the report's sections and whose screenshot must be real.
 # The certified pass rate beside the pass rate (history, diff, md/json/html reports) is
 # checked against the verdicts table on a mutant whose pypto and certified rates differ,
@@ -16,12 +17,17 @@ n=$(sqlite3 "$db" 'select count(*) from results where run_id=1')
 n_fail=$(sqlite3 "$db" "select count(*) from results where run_id=2 and verdict<>'PASS'")
 [ "$n_fail" -gt 0 ] && ok || bad "the tail-tile mutant failed nothing"
 
-# diff: run 1 -> 2 has exactly the mutant's failures as NEW FAIL; 2 -> 3 fixes them
+# diff: run 1 -> 2 has exactly the mutant's failures as new failures, grouped in one section
+# (ID, op, dtype, PASS -> verdict, figure, then a triage line); 2 -> 3 fixes them
 expect_status 1 ug diff 1 2 --db "$db"
-expect_eq "$(grep -c '^  NEW FAIL' "$T/out")" "$n_fail" "new failures 1->2"
-expect_grep "^total +$n +$n_fail +0 " "$T/out"
+expect_grep "^NEW FAILURES: $n_fail " "$T/out"
+expect_eq "$(grep -cE '^  [0-9a-f]{16}  attn_softmax +[a-z0-9]+ +PASS -> [A-Z]+  y: ' "$T/out")" "$n_fail" \
+    "new failures 1->2, each with its figure"
+expect_eq "$(grep -cE '^      .*ulpgym triage [0-9a-f]{16} --db .* --run 2' "$T/out")" "$n_fail" "a triage line each"
+expect_grep "^total +$n +$n +$n_fail +0 +0 " "$T/out"
 expect_status 0 ug diff 2 latest --db "$db"
-expect_eq "$(grep -c '^  FIXED' "$T/out")" "$n_fail" "fixed 2->3"
+expect_grep "^FIXED: $n_fail " "$T/out"
+expect_eq "$(grep -c ' -> PASS  was: ' "$T/out")" "$n_fail" "fixed 2->3, with the figure they failed by"
 expect_status 2 ug diff 1 99 --db "$db"
 expect_grep 'no run 99' "$T/err"
 
@@ -79,11 +85,11 @@ python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); t=d["total"]; asser
     "$T/r.json" "$n" "$n_fail" && ok || bad "report json totals"
 # junit: valid against the schema, one testcase per case, failures counted
 expect_status 0 ug report --db "$db" --run 2 --format junit -o "$T/r.xml"
-expect_status 0 xmllint --noout --schema "$(dirname "$0")/fixtures/junit.xsd" "$T/r.xml"
+for xsd in "$(dirname "$0")"/fixtures/jenkins-*.xsd; do expect_status 0 xmllint --noout --schema "$xsd" "$T/r.xml"; done
 expect_eq "$(grep -c '<testcase ' "$T/r.xml")" "$n" "one testcase per case"
 expect_eq "$(grep -c '<failure ' "$T/r.xml")" "$n_fail" "one failure per failing case"
 # GitLab shows the failure's body, not its message: the body holds the figures, thresholds and a
-# triage line that runs as is (database and run named); test names carry dtype and shape
+# triage line that runs as is (database and run named); test names carry dtype and shape and end with [ID]
 python3 - "$T/r.xml" "$db" <<'PY' && ok || bad "junit failure bodies / test names"
 import sys, xml.etree.ElementTree as ET
 root = ET.parse(sys.argv[1]).getroot()
@@ -94,7 +100,8 @@ for c, f in fails:
     name, body = c.get("name"), f.text or ""
     assert "=" in name and any(d in name for d in ("fp32", "fp16", "bf16")), name
     assert "FAIL by " in body and "output " in body and "elements checked" in body and "thresholds: {" in body, body
-    assert ("ulpgym triage " + name.split()[0] + " --db ") in body and " --run 2" in body, body
+    case_id = name.rsplit("[", 1)[1].rstrip("]")
+    assert ("ulpgym triage " + case_id + " --db ") in body and " --run 2" in body, body
 PY
 # html: self-contained, renders in Chromium
 expect_status 0 ug report --db "$db" --run 2 --format html -o "$T/r.html"
@@ -185,17 +192,17 @@ n_newfail=$(cq "select count(*) from results a join results b on b.case_id = a.c
                 where a.run_id = 1 and a.verdict = 'PASS' and b.verdict <> 'PASS'")
 expect_status "$([ "$n_newfail" -gt 0 ] && echo 1 || echo 0)" ug diff 1 2 --db "$cdb"
 expect_grep "outcomes decided by each op's own primary -> certified \(--primary\)" "$T/out"
-expect_eq "$(grep -c '^  NEW FAIL' "$T/out")" "$n_newfail" "diff: NEW FAIL under --primary certified"
-expect_grep "^total +20 +$n_newfail +0 +[0-9]+ +0 +0$" "$T/out"
+expect_eq "$(sed -n 's/^NEW FAILURES: \([0-9]*\).*/\1/p' "$T/out")" "$n_newfail" "diff: new failures under --primary certified"
+expect_grep "^total +20 +20 +$n_newfail +0 +[0-9]+ +[0-9]+ +0 +0$" "$T/out"
 expect_grep "^pass rate over the 20 common cases: $p1% -> $p2%; certified $c1% -> $c2% \(of 20 -> 20 judged\)$" "$T/out"
 # report md: the group, total and per-operator rows end with pass rate | certified pass rate
 expect_status 0 ug report --db "$cdb" --run 1 --format md
 expect_grep '^\| group \| operators \| cases \| passed \| failed \| other \| pass rate \| certified pass rate \|$' \
     "$T/out"
 expect_grep "^\| GreenLight \| 1 \| 20 \| .* \| $p1 % \| $c1 % \|$" "$T/out"
-expect_grep "^\| GreenLight \| attn_softmax \| 20 \| .* \| $p1 % \| $c1 % \|$" "$T/out"
+expect_grep "^\| GreenLight \| attn_softmax \| 20 \| .* \| $p1 % \| $c1 % \| [^|]* \|$" "$T/out"
 expect_status 0 ug report --db "$cdb" --run 2 --format md
-expect_grep "^\| GreenLight \| attn_softmax \| 20 \| .* \| $p2 % \| $c2 % \|$" "$T/out"
+expect_grep "^\| GreenLight \| attn_softmax \| 20 \| .* \| $p2 % \| $c2 % \| [^|]* \|$" "$T/out"
 expect_grep 'decided by the `certified` standard \(`sweep --primary certified`\)' "$T/out"
 # report json: every tally has pass_rate_certified; the run says which standard decided
 expect_status 0 ug report --db "$cdb" --run 1 --format json -o "$T/c1.json"

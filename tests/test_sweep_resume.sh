@@ -145,7 +145,7 @@ sqlite3 "$OLD" "PRAGMA user_version = 1; INSERT INTO runs(started_at, backend, p
     VALUES ('2026-01-01T00:00:00Z', 'sim', '$T/plan.json', 'x')"
 expect_status 2 ug sweep --resume latest --db "$OLD"
 expect_grep 'older ulpgym that did not record its sweep options' "$T/err"
-expect_eq "$(sqlite3 "$OLD" "PRAGMA user_version")" 10 "migrated to schema 10"
+expect_eq "$(sqlite3 "$OLD" "PRAGMA user_version")" 11 "migrated to schema 11"
 expect_eq "$(sqlite3 "$OLD" "SELECT status, resumes, jobs IS NULL, primary_standard IS NULL FROM runs")" \
     "running|0|1|1" "old run untouched (no --primary: each op's own)"
 expect_status 0 ug sweep --op attn_softmax --limit 3 --db "$OLD" -j1 --quiet
@@ -162,10 +162,10 @@ cp "$OLD" "$V3"
 sqlite3 "$V3" "ALTER TABLE runs DROP COLUMN primary_standard; ALTER TABLE runs DROP COLUMN backend_sha256;
     ALTER TABLE runs DROP COLUMN cost_from; ALTER TABLE runs DROP COLUMN cost_hash;
     ALTER TABLE results DROP COLUMN oracle_raised; ALTER TABLE results DROP COLUMN oracle_unsettled;
-    ALTER TABLE results DROP COLUMN outputs_dir; ALTER TABLE results DROP COLUMN used;
+    ALTER TABLE results DROP COLUMN outputs_dir; ALTER TABLE results DROP COLUMN used; ALTER TABLE runs DROP COLUMN contracts;
     DROP TABLE bench_cases; DROP TABLE bench_scenes; DROP TABLE bench_runs; PRAGMA user_version = 3"
 expect_status 0 ug history --db "$V3"
-expect_eq "$(sqlite3 "$V3" "PRAGMA user_version")" 10 "schema 3 migrated to 10"
+expect_eq "$(sqlite3 "$V3" "PRAGMA user_version")" 11 "schema 3 migrated to 11"
 expect_eq "$(sqlite3 "$V3" "SELECT count(*) FROM sqlite_master WHERE name LIKE 'bench_%' AND type = 'table'")" 3 \
     "the kernel-timing tables added"
 expect_eq "$(sqlite3 "$V3" "SELECT count(*) FROM runs WHERE primary_standard IS NULL")" 3 "older runs: NULL (op's own)"

@@ -64,6 +64,18 @@ expect_status 2 ug merge "$OUT"
 expect_status 2 ug merge
 expect_eq "$(dump_results "$OUT" | md5sum)" "$before" "refused merges changed nothing"
 expect_eq "$(sqlite3 "$OUT" "SELECT count(*) FROM runs")" 1 "no run added by refused merges"
+# a refused merge into a new path creates nothing there (OUT is left as it was: absent),
+# whether refused before OUT is opened (a shard missing, an input missing or not a
+# database) or while copying (the same cases in two inputs)
+NEW=$T/new.db
+expect_status 2 ug merge "$NEW" "$T/shard1.db" "$T/shard3.db"
+expect_grep "1 of 3 shards missing" "$T/err"
+expect_status 2 ug merge "$NEW" "$T/shard1.db" "$T/missing.db"
+expect_status 2 ug merge "$NEW" "$T/shard1.db" "$T/junk.db"
+sqlite3 "$T/whole.db" ".backup $T/whole_copy.db"
+expect_status 2 ug merge "$NEW" "$T/whole.db" "$T/whole_copy.db"
+expect_grep "already came from an earlier input" "$T/err"
+expect_eq "$(ls "$T" | grep -c '^new\.db')" 0 "files left at a refused merge's new OUT path"
 # --partial merges what is there and says so in the run's status
 expect_status 0 ug merge --partial "$T/part.db" "$T/shard1.db" "$T/shard3.db"
 expect_eq "$(sqlite3 "$T/part.db" "SELECT status FROM runs")" "partial" "a partial merge is marked partial"

@@ -389,11 +389,9 @@ static size_t q_heads(const ug_lip_ctx *k, const ug_selection *sel, size_t t)
         if (row_wanted(sel, &k->qo, t * H + h, d, ns)) k->heads[nh++] = h;
     if (!k->qn || !nh) return nh;
     size_t L = (size_t)k->qn->shape[1];
-    const double *a = k->qn->values + t * L;
-    if (k->qrow) { /* a kernel output: decoded */
-        for (size_t j = 0; j < L; j++) k->qrow[j] = ug_tload(k->qn, t * L + j);
-        a = k->qrow;
-    }
+    const double *a = k->qrow; /* a kernel output (no fp64 values): decoded */
+    if (a) for (size_t j = 0; j < L; j++) k->qrow[j] = ug_tload(k->qn, t * L + j);
+    else a = k->qn->values + t * L;
     if (k->blk_q) { /* the block's dots: every column */
         const int32_t *bq = k->bq + (t - k->blk0) * H * d;
         for (size_t w = 0; w < nh; w++)

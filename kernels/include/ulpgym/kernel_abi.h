@@ -50,6 +50,16 @@
  * --backend B --baseline A` takes it as the plugin's kernel-only time, else the wall time
  * around ulpgym_run. It must return a finite value >= 0 after a call that returned
  * ULPGYM_OK; a plugin without it is unchanged and loads as before (docs/PLUGINS.md).
+ * Also optional, still version 1: a plugin may export
+ *     const char *ulpgym_implements(const char *op);
+ * saying what its kernel for op implements, as JSON text it keeps alive (a static string):
+ *     {"contract": "<the 16 hex digits `ulpgym ops show OP` printed when it was written>",
+ *      "params": {"<param>": "any" | [<value>, ...], ...}}
+ * A case whose param is not listed there and differs from the op's default (a param added
+ * to the contract since), or whose value is not among the listed ones, is SKIP with the
+ * reason, before ulpgym_run is called: a kernel written to an older contract is not blamed
+ * for params it never knew. NULL: no declaration for op (every case runs, as without the
+ * export). A text that is not such an object makes the case ERROR with the reason.
  * Element encodings (enum ulpgym_dtype): fp32 IEEE binary32, fp16 IEEE binary16, bf16
  * the top half of binary32, e4m3/e5m2 OCP FP8 (E4M3FN: no inf, NaN S.1111.111), e8m0 OCP
  * MX scale 2^(b-127), int8/int32 two's complement; all little-endian.
@@ -114,11 +124,13 @@ typedef struct ulpgym_call {
 typedef int (*ulpgym_abi_version_fn)(void);
 typedef int (*ulpgym_run_fn)(const ulpgym_call *call, char *err, size_t errlen);
 typedef double (*ulpgym_last_device_ms_fn)(void); /* the optional device clock (above) */
+typedef const char *(*ulpgym_implements_fn)(const char *op); /* the optional declaration (above) */
 
 /* What a plugin defines (declared here so its definitions are checked against them). */
 ULPGYM_EXPORT int ulpgym_abi_version(void);
 ULPGYM_EXPORT int ulpgym_run(const ulpgym_call *call, char *err, size_t errlen);
 ULPGYM_EXPORT double ulpgym_last_device_ms(void); /* optional: define it only if the plugin measures device time */
+ULPGYM_EXPORT const char *ulpgym_implements(const char *op); /* optional: what the plugin's kernel for op implements */
 
 #ifdef __cplusplus
 }
