@@ -131,4 +131,11 @@ ug plan --op glm_gate --share 120 --count >"$T/share" 2>&1 && ok || bad "plan --
 expect_grep '^total 120$' "$T/share"
 expect_status 2 ug plan --op glm_gate --share 0 --count
 expect_grep 'share must be a positive' "$T/err"
+# the nightly plan holds the release report's totals: each group its target, 11,923 in all
+ug plan --count >"$T/count" 2>&1 && ok || bad "plan --count"
+for g in "DeepSeek 5863" "GLM 4163" "Operator 582" "GreenLight 1315"; do
+    set -- $g
+    expect_grep "^group $1 +$2 cases +\\(release target $2;" "$T/count"
+done
+expect_grep '^total 11923$' "$T/count"
 finish

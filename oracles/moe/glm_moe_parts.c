@@ -242,14 +242,25 @@ static int any_selected(const ug_selection *sel, int o, size_t lo, size_t hi)
     return b < e;
 }
 
-/* Emits the selected codes of row `row` (n values v): v/s, 0 in a zero or non-finite row. */
+/* The value code v/s is judged against: v/s itself, or where v/s is exactly halfway between two
+ * integers (sd, s's value, exact: a tie is representable in fp32, so a correct device's one
+ * division forms it exactly), the code RNE gives (the even one, saturated): a flip there is not
+ * legal (docs/STANDARDS.md "exact ties"). sd NaN: no tie is decided (s is the exact amax/127). */
+static ug_num code_value(ug_ar *ar, double v, ug_num s, double sd)
+{
+    double q = v / sd; /* rounds: double; exact when the remainder below is 0 */
+    if (isfinite(q) && fma(q, sd, -v) == 0.0 && q - floor(q) == 0.5) return ug_c(ar, ug_dtype_round(UG_DT_INT8, q));
+    return ug_div(ar, ug_c(ar, v), s);
+}
+
+/* Emits the selected codes of row `row` (n values v): v/s (code_value), 0 in a zero or non-finite row. */
 static void codes_emit(ug_ar *ar, const ug_selection *sel, int o, size_t row, const double *v, size_t n,
-                       int zero, ug_num s)
+                       int zero, ug_num s, double sd)
 {
     size_t b, e;
     ug_selection_range(sel, o, row * n, (row + 1) * n, &b, &e);
     for (; b < e; b++)
-        ug_ar_emit(ar, o, b, zero ? ug_c(ar, 0.0) : ug_div(ar, ug_c(ar, v[sel->idx[o][b] - row * n]), s));
+        ug_ar_emit(ar, o, b, zero ? ug_c(ar, 0.0) : code_value(ar, v[sel->idx[o][b] - row * n], s, sd));
 }
 
 /* DynQuant of one row v[0..n) (exact values: an input row or the kernel's exported a). The
@@ -272,8 +283,9 @@ static void quant_row(const ug_case *c, ug_ar *ar, const ug_selection *sel, cons
     int zero = !finite || amax == 0.0; /* the semantics: codes 0 */
     double sk = ug_tload(&c->out[q->scales], row); /* staged: the kernel's scale */
     ug_num own = zero ? exact : ug_round(ar, exact, UG_DT_FP32); /* rounds: the scale as exported */
-    codes_emit(ar, sel, q->codes, row, v, n, zero, sk > 0 && isfinite(sk) ? ug_c(ar, sk) : exact);
-    codes_emit(ar, sel, q->view, row, v, n, zero, own);
+    int sk_ok = sk > 0 && isfinite(sk);
+    codes_emit(ar, sel, q->codes, row, v, n, zero, sk_ok ? ug_c(ar, sk) : exact, sk_ok ? sk : NAN);
+    codes_emit(ar, sel, q->view, row, v, n, zero, own, zero ? NAN : ug_v(own)); /* own: an fp32 value, exact in double */
 }
 
 /* Column col of the [rows, cols] int8 weight t as a contiguous reduction (the strided walk

@@ -24,7 +24,7 @@
 
 enum { MUT_NONE = GMP_FFN_OK, MUT_SCALE_128 = GMP_FFN_SCALE_128, MUT_TRUNC = GMP_FFN_TRUNC,
        MUT_INT16_ACC = GMP_FFN_INT16_ACC, MUT_SILU_UP = GMP_FFN_SILU_UP, MUT_X127 = GMP_FFN_X127,
-       MUT_CLIP = GMP_FFN_CLIP };
+       MUT_CLIP = GMP_FFN_CLIP, MUT_HALF_AWAY = GMP_FFN_HALF_AWAY };
 
 static int ffn_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
@@ -55,6 +55,8 @@ const ug_kernel_variant ug_variants_glm_ffn_shared_expert_quant[] = {
     {"mut_clip_982",
      "DynQuant keeps a static calibration's clip ratio: scale = 0.982*amax/127 (1.8 % small), the top codes saturate",
      ffn_kernel, 0, MUT_CLIP},
+    {"mut_half_away", "the quantiser rounds v/scale half away from zero (roundf): codes differ only at exact ties",
+     ffn_kernel, 0, MUT_HALF_AWAY},
     {"mut_x127", "the quantiser forms v*127/amax: v*127 overflows fp32 for |v| > 2.7e36 (near-overflow inputs only)",
      ffn_kernel, 0, MUT_X127},
     {NULL, NULL, NULL},

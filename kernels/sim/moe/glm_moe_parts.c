@@ -147,7 +147,9 @@ static float dynquant_row(const float *v, size_t n, float *q, gmp_ffn_bug bug, f
     for (size_t i = 0; i < n; i++) {
         float y = bug == GMP_FFN_X127 ? v[i] * 127.0f / amax /* bug: v*127 overflows fp32 first */
                                       : v[i] / scale;          /* rounds: fp32 */
-        y = bug == GMP_FFN_TRUNC ? truncf(y) : rintf(y);       /* rounds: RNE to an integer (bug: toward zero) */
+        y = bug == GMP_FFN_TRUNC       ? truncf(y)            /* bug: toward zero */
+            : bug == GMP_FFN_HALF_AWAY ? roundf(y)            /* bug: a tie goes away from zero */
+                                       : rintf(y);            /* rounds: RNE to an integer */
         q[i] = fminf(fmaxf(y, -128.0f), 127.0f);                /* saturating int8 */
     }
     return scale;

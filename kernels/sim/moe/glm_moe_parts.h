@@ -62,7 +62,8 @@ typedef enum {
     GMP_FFN_SILU_UP,     /* silu on the up half */
     GMP_FFN_X127,        /* v*127/amax */
     GMP_FFN_CLIP,        /* static clip ratio on the scale */
-    GMP_FFN_TENSOR_SCALE /* x quantised with one scale for the whole tensor */
+    GMP_FFN_TENSOR_SCALE, /* x quantised with one scale for the whole tensor */
+    GMP_FFN_HALF_AWAY     /* codes rounded half away from zero (roundf), not half to even */
 } gmp_ffn_bug;
 
 typedef struct {
