@@ -2,8 +2,8 @@
 # test_bench_table.sh — `ulpgym bench kernels --backend B --baseline A`, the kernel-timing
 # table (cli/bench_table.c): a planted slowdown shows as its factor; the table is stored,
 # read back, printed and shown by the HTML and markdown reports; a plugin's own device
-# clock is used where it exports one (ratio exactly as computed) and wall time where it
-# does not; a case a backend declines, or whose kernel changes an input or writes outside
+# clock is used where it exports one (ratio exactly as computed) and the CPU clock (the
+# default; --clock wall on request) where it does not; a case a backend declines, or whose kernel changes an input or writes outside
 # an output (inputs are built once per case, so a round must not change them), is left out
 # and named (exit 1); bad options and bad "scenes" exit 2 with a message and store nothing;
 # an older database migrates. A few seconds: tiny cases, few repeats.
@@ -92,9 +92,12 @@ expect_grep 'left out: plugin:.*libdevtime_plugin.so failed: its ulpgym_last_dev
 expect_eq "$(q "$T/dev.db" "SELECT status, kernel_ratio IS NULL FROM bench_cases WHERE bench_id = 2")" "left out|1" "left-out case"
 expect_grep '^\| attn_softmax \| plan \| 0 \(1 left out\) \| – \|' "$T/out"
 
-# 4. a v1 plugin without the symbol still works: wall time around the call, plugin_sim against sim near 1
+# 4. a v1 plugin without the symbol still works: the CPU clock (the default) around the call, plugin_sim
+# against sim near 1; --clock wall times the same on elapsed time
 expect_status 0 bench --backend "plugin:$SIMPLUG" --baseline sim --repeat 3 --warmup 1 --db "$T/ps.db"
-expect_eq "$(q "$T/ps.db" "SELECT backend_clock, baseline_clock FROM bench_runs")" "wall|wall" "plugin_sim's clock"
+expect_eq "$(q "$T/ps.db" "SELECT backend_clock, baseline_clock FROM bench_runs")" "cpu|cpu" "plugin_sim's clock"
+expect_status 0 bench --backend "plugin:$SIMPLUG" --baseline sim --repeat 1 --warmup 0 --clock wall --db "$T/pw.db"
+expect_eq "$(q "$T/pw.db" "SELECT backend_clock, baseline_clock FROM bench_runs")" "wall|wall" "--clock wall"
 expect_eq "$(q "$T/ps.db" "SELECT count(*) FROM bench_scenes WHERE kernel_ratio BETWEEN 0.2 AND 5")" 2 \
     "plugin_sim / sim within [0.2, 5]"
 # a plugin that declines: left out, exit 1
