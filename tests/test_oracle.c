@@ -505,7 +505,7 @@ int main(void)
                        "\"seed\":6068937273124071}", 0);
     /* moe_grouped_gemm's activation a: outlier tokens make x·W1 cancel far below the bound
      * of a 1000-term sum, so its bf16 rounding was ambiguous and 3000 elements (3 whole
-     * rows) went to MPFR; the tracked retry settles them exactly (gmp_swiglu_bf16) */
+     * rows) went to MPFR; the tracked retry settles them exactly (gmoe_swiglu_bf16) */
     cert_matches_exact("{\"op\":\"moe_grouped_gemm\",\"dtype\":\"bf16\",\"params\":{\"experts\":3,\"groups\":"
                        "\"uniform\",\"h\":1000,\"inter\":96,\"tokens\":6},\"dist\":{\"w1\":" MOE_W(0.05) ",\"w2\":"
                        MOE_W(0.05) ",\"w3\":" MOE_W(0.05) ",\"x\":{\"kind\":\"outliers\",\"p\":0.01,\"scale\":50,"

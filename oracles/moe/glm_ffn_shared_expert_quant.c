@@ -18,21 +18,21 @@
  * hidden 5120, intermediate 192, b 1 and 2 tokens, x = randn*0.02 - 0.01 (bf16), weights
  * quantised per channel to int8 with bf16 scales; out judged by assert_allclose
  * rtol 2^-7 atol 1e-4 on every element (our rule for out and for a). Primary: pypto.
- * The stages are written once in glm_moe_parts.c (the fused MoE ops share them). */
-#include "oracles/moe/glm_moe_parts.h"
+ * The stages are written once in glm_moe_oracle_parts.c (the fused MoE ops share them). */
+#include "oracles/moe/glm_moe_oracle_parts.h"
 #include "oracles/oracle.h"
 
-/* Every stage is the shared-expert part's (glm_moe_parts.c), on this op's outputs. */
+/* Every stage is the shared-expert part's (glm_moe_oracle_parts.c), on this op's outputs. */
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
-    gmp_shared k;
-    if (gmp_shared_open(&k, c)) return -1;
+    gmoe_shared k;
+    if (gmoe_shared_open(&k, c)) return -1;
     int o_out = ug_case_judged_find(c, "out");
     for (size_t t = 0; t < k.T; t++) {
-        gmp_shared_front(&k, c, ar, sel, t);
-        gmp_shared_out_emit(&k, c, ar, sel, o_out, t);
+        gmoe_shared_front(&k, c, ar, sel, t);
+        gmoe_shared_out_emit(&k, c, ar, sel, o_out, t);
     }
-    gmp_shared_close(&k);
+    gmoe_shared_close(&k);
     return 0;
 }
 

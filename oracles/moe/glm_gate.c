@@ -22,16 +22,16 @@
  * none of the reference test's uniform [0,1) data. */
 #include <stdio.h>
 
-#include "oracles/moe/glm_moe_parts.h"
+#include "oracles/moe/glm_moe_oracle_parts.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
 
-/* Each selected logit: x[t]·W[e], one exact dot product (the gate part, glm_moe_parts.c). */
+/* Each selected logit: x[t]·W[e], one exact dot product (the gate part, glm_moe_oracle_parts.c). */
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     const ug_params *P = &c->params;
     size_t h = (size_t)ug_p_int(P, "hidden"), E = (size_t)ug_p_int(P, "experts");
-    gmp_gate_emit(ar, sel, 0, ug_case_input(c, "x")->values, ug_case_input(c, "w")->values, h, E);
+    gmoe_gate_emit(ar, sel, 0, ug_case_input(c, "x")->values, ug_case_input(c, "w")->values, h, E);
     return 0;
 }
 

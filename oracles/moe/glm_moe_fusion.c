@@ -21,62 +21,62 @@
  * shared expert stage by stage (glm_ffn_shared_expert_quant's rule); the routed act from
  * the kernel's ids, and out from the kernel's act, weights and ids. So a token whose
  * expert choice sits on a tie is judged against the exact value of the kernel's choice.
- * Every part is written once in glm_moe_parts.c. Primary: pypto. */
-#include "oracles/moe/glm_moe_parts.h"
+ * Every part is written once in glm_moe_oracle_parts.c. Primary: pypto. */
+#include "oracles/moe/glm_moe_oracle_parts.h"
 #include "oracles/oracle.h"
 
 #define OP "glm_moe_fusion"
 
-static int check(const ug_params *P, char *err, size_t errlen) { return gmp_router_check(P, OP, err, errlen); }
+static int check(const ug_params *P, char *err, size_t errlen) { return gmoe_router_check(P, OP, err, errlen); }
 
 /* Form routed: each token's act, then out from the kernel's act, weights and ids. */
 static int routed_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel, int o_out)
 {
-    gmp_routed r;
-    if (gmp_routed_open(&r, c)) return -1;
+    gmoe_routed r;
+    if (gmoe_routed_open(&r, c)) return -1;
     for (size_t t = 0; t < r.T; t++) {
-        gmp_routed_act_emit(&r, c, ar, sel, t);
+        gmoe_routed_act_emit(&r, c, ar, sel, t);
         size_t b, e;
         ug_selection_range(sel, o_out, t * r.h, (t + 1) * r.h, &b, &e);
         if (b == e) continue;
-        gmp_routed_token(&r, c, t);
+        gmoe_routed_token(&r, c, t);
         for (; b < e; b++) {
             size_t mark = ug_ar_mark(ar);
-            ug_ar_emit(ar, o_out, b, gmp_routed_out(&r, ar, sel->idx[o_out][b] - t * r.h));
+            ug_ar_emit(ar, o_out, b, gmoe_routed_out(&r, ar, sel->idx[o_out][b] - t * r.h));
             ug_ar_release(ar, mark);
         }
     }
-    gmp_routed_close(&r);
+    gmoe_routed_close(&r);
     return 0;
 }
 
 /* Form shared: glm_ffn_shared_expert_quant's four stages on x. */
 static int shared_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel, int o_out)
 {
-    gmp_shared k;
-    if (gmp_shared_open(&k, c)) return -1;
+    gmoe_shared k;
+    if (gmoe_shared_open(&k, c)) return -1;
     for (size_t t = 0; t < k.T; t++) {
-        gmp_shared_front(&k, c, ar, sel, t);
-        gmp_shared_out_emit(&k, c, ar, sel, o_out, t);
+        gmoe_shared_front(&k, c, ar, sel, t);
+        gmoe_shared_out_emit(&k, c, ar, sel, o_out, t);
     }
-    gmp_shared_close(&k);
+    gmoe_shared_close(&k);
     return 0;
 }
 
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
-    gmp_fused_route_emit(c, ar, sel);
+    gmoe_fused_route_emit(c, ar, sel);
     int o_out = ug_case_judged_find(c, "out");
     if (ug_p_is(&c->params, "form", "routed")) return routed_emit(c, ar, sel, o_out);
     return shared_emit(c, ar, sel, o_out);
 }
 
 /* Scratch for the case memory estimate: the gate and the part of the form
- * (gmp_fused_scratch). */
+ * (gmoe_fused_scratch). */
 static double scratch(const ug_params *P)
 {
     int routed = ug_p_is(P, "form", "routed");
-    return gmp_fused_scratch(P, routed, !routed);
+    return gmoe_fused_scratch(P, routed, !routed);
 }
 
 const ug_op_def ug_opdef_glm_moe_fusion = {

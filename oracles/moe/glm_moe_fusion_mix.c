@@ -16,51 +16,51 @@
  * Staged rule (docs/STANDARDS.md): logits exact; ids and weights from the kernel's
  * logits (tie rule); the shared stages from the kernel's x_i8/x_scale and a; act from the
  * kernel's ids; out from the kernel's act, weights, ids, a_i8 and a_scale. Every part is
- * written once in glm_moe_parts.c. Primary: pypto. */
-#include "oracles/moe/glm_moe_parts.h"
+ * written once in glm_moe_oracle_parts.c. Primary: pypto. */
+#include "oracles/moe/glm_moe_oracle_parts.h"
 #include "oracles/oracle.h"
 
 #define OP "glm_moe_fusion_mix"
 
-static int check(const ug_params *P, char *err, size_t errlen) { return gmp_router_check(P, OP, err, errlen); }
+static int check(const ug_params *P, char *err, size_t errlen) { return gmoe_router_check(P, OP, err, errlen); }
 
 /* Token t's selected out elements: the shared stage-4 value plus the routed sum. */
-static void out_emit(const gmp_shared *k, gmp_routed *r, const ug_case *c, ug_ar *ar, const ug_selection *sel,
+static void out_emit(const gmoe_shared *k, gmoe_routed *r, const ug_case *c, ug_ar *ar, const ug_selection *sel,
                      int o, size_t t)
 {
     size_t b, e;
     ug_selection_range(sel, o, t * r->h, (t + 1) * r->h, &b, &e);
     if (b == e) return;
-    gmp_routed_token(r, c, t);
-    ug_num sa = gmp_shared_down_row(k, c, ar, t);
+    gmoe_routed_token(r, c, t);
+    ug_num sa = gmoe_shared_down_row(k, c, ar, t);
     for (; b < e; b++) {
         size_t n = sel->idx[o][b] - t * r->h, mark = ug_ar_mark(ar);
-        ug_ar_emit(ar, o, b, ug_add(ar, gmp_shared_down(k, ar, sa, n), gmp_routed_out(r, ar, n)));
+        ug_ar_emit(ar, o, b, ug_add(ar, gmoe_shared_down(k, ar, sa, n), gmoe_routed_out(r, ar, n)));
         ug_ar_release(ar, mark);
     }
 }
 
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
-    gmp_fused_route_emit(c, ar, sel);
+    gmoe_fused_route_emit(c, ar, sel);
     int o_out = ug_case_judged_find(c, "out");
-    gmp_shared k;
-    gmp_routed r;
-    if (gmp_shared_open(&k, c)) return -1;
-    if (gmp_routed_open(&r, c)) return gmp_shared_close(&k), -1;
+    gmoe_shared k;
+    gmoe_routed r;
+    if (gmoe_shared_open(&k, c)) return -1;
+    if (gmoe_routed_open(&r, c)) return gmoe_shared_close(&k), -1;
     for (size_t t = 0; t < k.T; t++) {
-        gmp_shared_front(&k, c, ar, sel, t);
-        gmp_routed_act_emit(&r, c, ar, sel, t);
+        gmoe_shared_front(&k, c, ar, sel, t);
+        gmoe_routed_act_emit(&r, c, ar, sel, t);
         out_emit(&k, &r, c, ar, sel, o_out, t);
     }
-    gmp_routed_close(&r);
-    gmp_shared_close(&k);
+    gmoe_routed_close(&r);
+    gmoe_shared_close(&k);
     return 0;
 }
 
 /* Scratch for the case memory estimate: glm_moe_fusion's two forms together
- * (gmp_fused_scratch). */
-static double scratch(const ug_params *P) { return gmp_fused_scratch(P, 1, 1); }
+ * (gmoe_fused_scratch). */
+static double scratch(const ug_params *P) { return gmoe_fused_scratch(P, 1, 1); }
 
 const ug_op_def ug_opdef_glm_moe_fusion_mix = {
     .op = UG_OP_GLM_MOE_FUSION_MIX, .decl.check = check, .oracle = oracle, .scratch = scratch};

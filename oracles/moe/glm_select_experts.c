@@ -28,20 +28,20 @@
  * `topk_set`: the judge requires the kernel's ids to equal these emitted ids (only the
  * oracle holds the scores the set rule needs; docs/STANDARDS.md). The ideal backend's first pass
  * sees zero ids (illegal: duplicates) and writes the exact choice; its second pass
- * accepts it. The rule is written once in glm_moe_parts.c (the fused MoE ops share it). */
-#include "oracles/moe/glm_moe_parts.h"
+ * accepts it. The rule is written once in glm_moe_oracle_parts.c (the fused MoE ops share it). */
+#include "oracles/moe/glm_moe_oracle_parts.h"
 #include "oracles/oracle.h"
 
 #define OP "glm_select_experts"
 
-static int check(const ug_params *P, char *err, size_t errlen) { return gmp_router_check(P, OP, err, errlen); }
+static int check(const ug_params *P, char *err, size_t errlen) { return gmoe_router_check(P, OP, err, errlen); }
 
 /* The rule (file header) is the router part's, on the input logits. */
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
-    gmp_router p;
-    gmp_router_read(&c->params, &p);
-    gmp_router_emit(c, ar, sel, &p, ug_case_input(c, "router_logits"), 0, 1); /* 0 topk_weights, 1 topk_ids */
+    gmoe_router p;
+    gmoe_router_read(&c->params, &p);
+    gmoe_router_emit(c, ar, sel, &p, ug_case_input(c, "router_logits"), 0, 1); /* 0 topk_weights, 1 topk_ids */
     return 0;
 }
 

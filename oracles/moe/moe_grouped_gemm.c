@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "core/philox.h"
-#include "oracles/moe/glm_moe_parts.h"
+#include "oracles/moe/glm_moe_oracle_parts.h"
 #include "oracles/mp/cert_block.h"
 #include "oracles/mp/cert_inline.h"
 #include "oracles/oracle.h"
@@ -106,7 +106,7 @@ typedef struct {
 
 /* CERT: the bf16 activations a of row xr, g = x·W1_e and u = x·W3_e for every column i in
  * one row-major pass over W1_e and W3_e (ug_cv_dot_d_cols: ug_dot_d's steps per column),
- * then gmp_swiglu_bf16's rounding; an ambiguous a goes through gmp_swiglu_bf16 itself,
+ * then gmoe_swiglu_bf16's rounding; an ambiguous a goes through gmoe_swiglu_bf16 itself,
  * whose first attempt is this one and whose retry tracks the sums. */
 static void fast_activations(ug_ar *ar, moe_fast *f, const double *xr, const double *w1e, const double *w3e, size_t h,
                              size_t I, ug_num *a)
@@ -115,7 +115,7 @@ static void fast_activations(ug_ar *ar, moe_fast *f, const double *xr, const dou
     ug_cv_dot_d_cols(xr, 1, w3e, I, h, I, &f->acc, f->u);
     for (size_t i = 0; i < I; i++) {
         a[i] = ug_round(ar, ug_mul(ar, ug_silu(ar, ug_cv_num(f->g[i])), ug_cv_num(f->u[i])), UG_DT_BF16); /* rounds: bf16 a */
-        if (isinf(a[i].e)) a[i] = gmp_swiglu_bf16(ar, xr, w1e + i, w3e + i, I, h);
+        if (isinf(a[i].e)) a[i] = gmoe_swiglu_bf16(ar, xr, w1e + i, w3e + i, I, h);
     }
 }
 
@@ -150,7 +150,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
         const double *xr = x->values + r * h;
         if (sink) fast_activations(ar, &f, xr, w1 + e * hi, w3 + e * hi, h, I, a);
         else
-            for (size_t i = 0; i < I; i++) a[i] = gmp_swiglu_bf16(ar, xr, w1 + e * hi + i, w3 + e * hi + i, I, h); /* spec: a is bf16 */
+            for (size_t i = 0; i < I; i++) a[i] = gmoe_swiglu_bf16(ar, xr, w1 + e * hi + i, w3 + e * hi + i, I, h); /* spec: a is bf16 */
         if (sink && ug_sel_is_run(sel, 0, k, r * h, h)) {
             unsure += fast_row_out(sink, &f, a, w2 + e * hi, h, I, k);
             k += h, emitted += h;

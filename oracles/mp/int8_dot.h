@@ -2,7 +2,7 @@
  * in row order. The quantised prologs dequantise q as (codes . W_i8[:, col]) * scales for
  * the columns of the heads their selection reaches (lightning_indexer_prolog_quant's w_qb,
  * mla_prolog_quant's w_uq), and the int8 shared expert takes its GEMMs' dots, a token's
- * whole row in one pass or a dot down a transposed column (glm_moe_parts.c). Walking each
+ * whole row in one pass or a dot down a transposed column (oracles/moe/glm_moe_oracle_parts.c). Walking each
  * column down the weight strides a page a row and was most of those oracles' time; the
  * integers are the same in every arithmetic. */
 #ifndef UG_MP_INT8_DOT_H

@@ -17,27 +17,27 @@
  * largest codes saturate: consistent with the kernel's own scale, so only the scale rule
  * and the @oracle_scale views see it), and a quantiser that forms v*127 before dividing by
  * amax (overflows fp32 for |v| > 2.7e36: only the near-overflow inputs see it).
- * The pipeline itself is the shared part (glm_moe_parts.c), which the fused MoE ops run too. */
+ * The pipeline itself is the shared part (glm_moe_sim_parts.c), which the fused MoE ops run too. */
 #include "core/ops.h"
-#include "kernels/sim/moe/glm_moe_parts.h"
+#include "kernels/sim/moe/glm_moe_sim_parts.h"
 #include "kernels/sim/simlib.h"
 
-enum { MUT_NONE = GMP_FFN_OK, MUT_SCALE_128 = GMP_FFN_SCALE_128, MUT_TRUNC = GMP_FFN_TRUNC,
-       MUT_INT16_ACC = GMP_FFN_INT16_ACC, MUT_SILU_UP = GMP_FFN_SILU_UP, MUT_X127 = GMP_FFN_X127,
-       MUT_CLIP = GMP_FFN_CLIP, MUT_HALF_AWAY = GMP_FFN_HALF_AWAY };
+enum { MUT_NONE = GMOE_FFN_OK, MUT_SCALE_128 = GMOE_FFN_SCALE_128, MUT_TRUNC = GMOE_FFN_TRUNC,
+       MUT_INT16_ACC = GMOE_FFN_INT16_ACC, MUT_SILU_UP = GMOE_FFN_SILU_UP, MUT_X127 = GMOE_FFN_X127,
+       MUT_CLIP = GMOE_FFN_CLIP, MUT_HALF_AWAY = GMOE_FFN_HALF_AWAY };
 
 static int ffn_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
-    gmp_ffn k;
+    gmoe_ffn k;
     const ulpgym_tensor *out, **slots[] = {&out};
     if (ug_sim_bind(call, "out", slots, err, errlen)) return -2;
-    int rc = gmp_ffn_open(&k, call, (gmp_ffn_bug)bug, err, errlen);
+    int rc = gmoe_ffn_open(&k, call, (gmoe_ffn_bug)bug, err, errlen);
     if (rc) return rc;
     for (size_t t = 0; t < k.T; t++) {
-        gmp_ffn_token(&k, t, (gmp_ffn_bug)bug);
+        gmoe_ffn_token(&k, t, (gmoe_ffn_bug)bug);
         ug_sim_store(out, t * k.h, k.h, k.o); /* rounds: bf16 */
     }
-    gmp_ffn_close(&k);
+    gmoe_ffn_close(&k);
     return 0;
 }
 

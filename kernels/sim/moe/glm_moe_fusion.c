@@ -6,7 +6,7 @@
  * exactly and the cube reduces 128-deep K-tiles into an fp32 accumulator (ktile.h); the
  * fp32 logits are written out and feed the router part (fp32 sigmoid, e^x/(1+e^x) for
  * x < 0 so that a logit below -88 keeps its subnormal score, bias add, group
- * top-k, weights from s; glm_moe_parts.c). Form shared runs the shared-expert part
+ * top-k, weights from s; glm_moe_sim_parts.c). Form shared runs the shared-expert part
  * (DynQuant in fp32, exact int32 GEMMs, bf16 gu and a). Form routed groups the tokens by
  * expert: each chosen expert's bf16 weights are staged once, its tokens run the two
  * fp32-accumulated GEMMs with act = silu(g)*u written back as bf16 in between (exported),
@@ -25,38 +25,38 @@
 #include <stdlib.h>
 
 #include "core/ops.h"
-#include "kernels/sim/moe/glm_moe_parts.h"
+#include "kernels/sim/moe/glm_moe_sim_parts.h"
 #include "kernels/sim/simlib.h"
 
 /* Form shared: the shared-expert part's rows; form routed: the routed part added into the
  * zeroed accumulator. Stored as bf16. */
 static int mf_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
-    gmp_fused f;
-    int rc = gmp_fused_route(&f, call, bug, 1, err, errlen);
+    gmoe_fused f;
+    int rc = gmoe_fused_route(&f, call, bug, 1, err, errlen);
     if (!rc)
-        rc = f.routed ? gmp_routed_run(call, f.w, f.ids, (size_t)f.c.k, f.acc, gmp_mut_rt(bug), err, errlen)
-                      : gmp_ffn_run(call, gmp_mut_ffn(bug), f.acc, err, errlen);
+        rc = f.routed ? gmoe_routed_run(call, f.w, f.ids, (size_t)f.c.k, f.acc, gmoe_mut_rt(bug), err, errlen)
+                      : gmoe_ffn_run(call, gmoe_mut_ffn(bug), f.acc, err, errlen);
     if (!rc) ug_sim_store(f.out, 0, f.n_out, f.acc); /* rounds: bf16 */
-    gmp_fused_free(&f);
+    gmoe_fused_free(&f);
     return rc;
 }
 
 const ug_kernel_variant ug_variants_glm_moe_fusion[] = {
     {"sim", "fp32 K-tiled gate, fp32 router, int8 shared expert (form shared) or grouped bf16 SwiGLU experts with "
             "bf16 act and an fp32 weighted combine (form routed)",
-     mf_kernel, 0, GMP_MUT_NONE},
+     mf_kernel, 0, GMOE_MUT_NONE},
     {"mut_no_renorm", "the router's weights are not divided by their sum (renormalize ignored)", mf_kernel, 0,
-     GMP_MUT_NO_RENORM},
+     GMOE_MUT_NO_RENORM},
     {"mut_unbiased_choice", "experts chosen by the sigmoid score alone: the e_score_correction_bias is ignored",
-     mf_kernel, 0, GMP_MUT_UNBIASED},
+     mf_kernel, 0, GMOE_MUT_UNBIASED},
     {"mut_tensor_scale", "form shared: x quantised with one per-tensor scale (amax over all tokens), not per token",
-     mf_kernel, 0, GMP_MUT_TENSOR_SCALE},
+     mf_kernel, 0, GMOE_MUT_TENSOR_SCALE},
     {"mut_bf16_combine", "form routed: the weighted sum over the chosen experts is accumulated in bf16", mf_kernel, 0,
-     GMP_MUT_BF16_COMBINE},
+     GMOE_MUT_BF16_COMBINE},
     {"mut_drop_last", "form routed: the combine stops one slot early, the k-th expert never added", mf_kernel, 0,
-     GMP_MUT_DROP_LAST},
+     GMOE_MUT_DROP_LAST},
     {"mut_swiglu_swap", "form routed: silu applied to x*W3 (up) and multiplied by x*W1 (gate)", mf_kernel, 0,
-     GMP_MUT_SWIGLU_SWAP},
+     GMOE_MUT_SWIGLU_SWAP},
     {NULL, NULL, NULL},
 };

@@ -7,7 +7,7 @@
  * fp32 output row seeds the token's accumulator, then the routed part (tokens grouped by
  * expert, bf16 act written back between the GEMMs, per-slot fp32 down projections) adds
  * w_j * y_j slot by slot into the same fp32 accumulator; out rounded once to bf16. All
- * of it is glm_moe_parts.c, as glm_moe_fusion runs it.
+ * of it is glm_moe_sim_parts.c, as glm_moe_fusion runs it.
  *
  * Mutants (bugs a fused MoE-with-shared-expert kernel has had):
  *   mut_no_renorm       the router's weights never divided by their sum
@@ -18,38 +18,38 @@
  *   mut_shared_scaled   the routed scaling factor applied to the whole sum, shared expert
  *                       included (only routed_scaling_factor != 1) */
 #include "core/ops.h"
-#include "kernels/sim/moe/glm_moe_parts.h"
+#include "kernels/sim/moe/glm_moe_sim_parts.h"
 #include "kernels/sim/simlib.h"
 
 /* The shared expert's fp32 rows seed the accumulator; the routed part adds into it. */
 static int mix_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
-    gmp_fused f;
-    int rc = gmp_fused_route(&f, call, bug, 0, err, errlen);
-    if (!rc) rc = gmp_ffn_run(call, gmp_mut_ffn(bug), f.acc, err, errlen);
-    if (!rc && bug == GMP_MUT_SHARED_SCALED)
+    gmoe_fused f;
+    int rc = gmoe_fused_route(&f, call, bug, 0, err, errlen);
+    if (!rc) rc = gmoe_ffn_run(call, gmoe_mut_ffn(bug), f.acc, err, errlen);
+    if (!rc && bug == GMOE_MUT_SHARED_SCALED)
         for (size_t i = 0; i < f.n_out; i++) f.acc[i] *= f.c.rsf; /* rounds: fp32 (bug: the shared rows scaled) */
-    if (!rc) rc = gmp_routed_run(call, f.w, f.ids, (size_t)f.c.k, f.acc, gmp_mut_rt(bug), err, errlen);
+    if (!rc) rc = gmoe_routed_run(call, f.w, f.ids, (size_t)f.c.k, f.acc, gmoe_mut_rt(bug), err, errlen);
     if (!rc) ug_sim_store(f.out, 0, f.n_out, f.acc); /* rounds: bf16 */
-    gmp_fused_free(&f);
+    gmoe_fused_free(&f);
     return rc;
 }
 
 const ug_kernel_variant ug_variants_glm_moe_fusion_mix[] = {
     {"sim", "fp32 K-tiled gate and fp32 router; the int8 shared expert's fp32 row seeds one fp32 accumulator that "
             "the grouped bf16 SwiGLU experts (bf16 act) add into slot by slot; bf16 out",
-     mix_kernel, 0, GMP_MUT_NONE},
+     mix_kernel, 0, GMOE_MUT_NONE},
     {"mut_no_renorm", "the router's weights are not divided by their sum (renormalize ignored)", mix_kernel, 0,
-     GMP_MUT_NO_RENORM},
+     GMOE_MUT_NO_RENORM},
     {"mut_tensor_scale", "the shared expert quantises x with one per-tensor scale (amax over all tokens)", mix_kernel,
-     0, GMP_MUT_TENSOR_SCALE},
+     0, GMOE_MUT_TENSOR_SCALE},
     {"mut_bf16_combine", "the accumulator of the shared and weighted expert outputs is kept in bf16", mix_kernel, 0,
-     GMP_MUT_BF16_COMBINE},
+     GMOE_MUT_BF16_COMBINE},
     {"mut_drop_last", "the combine stops one slot early, the k-th routed expert never added", mix_kernel, 0,
-     GMP_MUT_DROP_LAST},
+     GMOE_MUT_DROP_LAST},
     {"mut_swiglu_swap", "routed experts: silu applied to x*W3 (up) and multiplied by x*W1 (gate)", mix_kernel, 0,
-     GMP_MUT_SWIGLU_SWAP},
+     GMOE_MUT_SWIGLU_SWAP},
     {"mut_shared_scaled", "the routed scaling factor also multiplies the shared expert's output", mix_kernel, 0,
-     GMP_MUT_SHARED_SCALED},
+     GMOE_MUT_SHARED_SCALED},
     {NULL, NULL, NULL},
 };

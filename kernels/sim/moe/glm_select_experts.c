@@ -17,15 +17,15 @@
  *                          whose b is negative (only biases that push b below 0)
  *   mut_scale_before_renorm the routed scaling factor applied before renormalisation, which
  *                          cancels it (only renormalize with a factor other than 1)
- * The router itself is the shared part (glm_moe_parts.c), which the fused MoE ops run too. */
+ * The router itself is the shared part (glm_moe_sim_parts.c), which the fused MoE ops run too. */
 #include <stdlib.h>
 
 #include "core/ops.h"
-#include "kernels/sim/moe/glm_moe_parts.h"
+#include "kernels/sim/moe/glm_moe_sim_parts.h"
 #include "kernels/sim/simlib.h"
 
-enum { MUT_NONE = GMP_SE_OK, MUT_BIAS_IN_WEIGHTS = GMP_SE_BIAS_IN_WEIGHTS, MUT_NO_GROUP_LIMIT = GMP_SE_NO_GROUP_LIMIT,
-       MUT_MASK_ZERO = GMP_SE_MASK_ZERO, MUT_SCALE_BEFORE_RENORM = GMP_SE_SCALE_BEFORE_RENORM };
+enum { MUT_NONE = GMOE_SE_OK, MUT_BIAS_IN_WEIGHTS = GMOE_SE_BIAS_IN_WEIGHTS, MUT_NO_GROUP_LIMIT = GMOE_SE_NO_GROUP_LIMIT,
+       MUT_MASK_ZERO = GMOE_SE_MASK_ZERO, MUT_SCALE_BEFORE_RENORM = GMOE_SE_SCALE_BEFORE_RENORM };
 
 static int se_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
@@ -34,13 +34,13 @@ static int se_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
         return -2;
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
-    gmp_se_cfg c;
-    gmp_se_cfg_read(&p, x->shape[1], w->shape[1], (gmp_se_bug)bug, &c);
+    gmoe_se_cfg c;
+    gmoe_se_cfg_read(&p, x->shape[1], w->shape[1], (gmoe_se_bug)bug, &c);
     ug_params_free(&p);
     size_t T = (size_t)x->shape[0], E = (size_t)c.E, K = (size_t)c.k;
-    gmp_se_work wk;
+    gmoe_se_work wk;
     float *buf = malloc((E * 2 + 2 * K) * sizeof *buf);
-    if (!buf || gmp_se_alloc(&c, &wk)) {
+    if (!buf || gmoe_se_alloc(&c, &wk)) {
         free(buf);
         return -1;
     }
@@ -48,12 +48,12 @@ static int se_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     ug_sim_load(bias, 0, E, bf);
     for (size_t t = 0; t < T; t++) {
         ug_sim_load(x, t * E, E, xr);
-        gmp_se_token(&c, xr, bf, wr, ir, &wk);
+        gmoe_se_token(&c, xr, bf, wr, ir, &wk);
         ug_sim_store(w, t * K, K, wr);
         ug_sim_store(ids, t * K, K, ir); /* exact: integers */
     }
     free(buf);
-    gmp_se_free(&wk);
+    gmoe_se_free(&wk);
     return 0;
 }
 

@@ -18,7 +18,7 @@
 
 #include "core/ops.h"
 #include "kernels/sim/ktile.h"
-#include "kernels/sim/moe/glm_moe_parts.h"
+#include "kernels/sim/moe/glm_moe_sim_parts.h"
 #include "kernels/sim/simlib.h"
 
 typedef enum { MUT_NONE, MUT_LAST_ROW, MUT_ZERO_SKIP, MUT_W13_SWAP } moe_bug;
@@ -43,7 +43,7 @@ static void moe_run_rows(moe_ctx *m, size_t begin, size_t end, moe_bug bug)
     size_t h = m->h, I = m->I;
     for (size_t r = begin; r < end; r++) {
         ug_sim_load(m->x, r * h, h, m->xr);
-        gmp_swiglu_row(m->xr, m->w1t, m->w3t, h, I, bug == MUT_W13_SWAP, m->a); /* rounds: fp32, bf16 a */
+        gmoe_swiglu_row(m->xr, m->w1t, m->w3t, h, I, bug == MUT_W13_SWAP, m->a); /* rounds: fp32, bf16 a */
         for (size_t j = 0; j < h; j++) m->o[j] = ug_ktile_dot_f32(m->a, m->w2t + j * I, I);
         ug_sim_store(m->out, r * h, h, m->o); /* rounds: bf16 */
     }

@@ -1,4 +1,4 @@
-/* glm_moe_parts.c — the exact GLM-4.5 MoE parts (glm_moe_parts.h): the router's staged
+/* glm_moe_oracle_parts.c — the exact GLM-4.5 MoE parts (glm_moe_oracle_parts.h): the router's staged
  * id/weight rule (moved here from glm_select_experts.c unchanged), the int8 shared
  * expert's four staged stages (moved from glm_ffn_shared_expert_quant.c unchanged, with
  * its outputs found by name so that a fused op can carry them among its own) and the
@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "oracles/moe/glm_moe_parts.h"
+#include "oracles/moe/glm_moe_oracle_parts.h"
 #include "oracles/mp/int8_dot.h"
 #include "oracles/verdict.h"
 
-void gmp_gate_emit(ug_ar *ar, const ug_selection *sel, int o, const double *x, const double *w, size_t h, size_t E)
+void gmoe_gate_emit(ug_ar *ar, const ug_selection *sel, int o, const double *x, const double *w, size_t h, size_t E)
 {
     for (size_t k = 0; k < sel->n[o];) {
         size_t t = sel->idx[o][k] / E, mark = ug_ar_mark(ar);
@@ -24,7 +24,7 @@ void gmp_gate_emit(ug_ar *ar, const ug_selection *sel, int o, const double *x, c
     }
 }
 
-void gmp_router_read(const ug_params *P, gmp_router *p)
+void gmoe_router_read(const ug_params *P, gmoe_router *p)
 {
     p->T = ug_p_int(P, "tokens");
     p->E = ug_p_int(P, "experts");
@@ -37,10 +37,10 @@ void gmp_router_read(const ug_params *P, gmp_router *p)
     p->rsf = ug_p_num(P, "routed_scaling_factor");
 }
 
-int gmp_router_check(const ug_params *P, const char *op, char *err, size_t errlen)
+int gmoe_router_check(const ug_params *P, const char *op, char *err, size_t errlen)
 {
-    gmp_router p;
-    gmp_router_read(P, &p);
+    gmoe_router p;
+    gmoe_router_read(P, &p);
     const char *why = NULL, *name = NULL;
     if (p.E % p.ng) name = "num_expert_group", why = "does not divide experts into equal groups";
     else if (p.tg > p.ng) name = "topk_group", why = "exceeds num_expert_group";
@@ -63,7 +63,7 @@ static int before(double a, long ia, double b, long ib)
 /* The n best of v over the candidates cand[0..nc), in rank order, into out. */
 static void top_n(const double *v, const long *cand, long nc, long n, long *out)
 {
-    unsigned char used[GMP_MAX_E] = {0};
+    unsigned char used[GMOE_MAX_E] = {0};
     for (long r = 0; r < n; r++) {
         long best = -1;
         for (long i = 0; i < nc; i++)
@@ -74,7 +74,7 @@ static void top_n(const double *v, const long *cand, long nc, long n, long *out)
 }
 
 /* A token's scores (logits lg) in double (the decision only): s, b, group scores G; returns d. */
-static double token_scores(const gmp_router *p, const double *lg, const double *bias, double *s, double *b, double *G)
+static double token_scores(const gmoe_router *p, const double *lg, const double *bias, double *s, double *b, double *G)
 {
     double amax = 0;
     for (long e = 0; e < p->E; e++) {
@@ -82,7 +82,7 @@ static double token_scores(const gmp_router *p, const double *lg, const double *
         b[e] = s[e] + bias[e];
         if (isfinite(b[e])) amax = fmax(amax, fabs(b[e]));
     }
-    long all[GMP_MAX_E], two[2];
+    long all[GMOE_MAX_E], two[2];
     for (long e = 0; e < p->E; e++) all[e] = e;
     for (long g = 0; g < p->ng; g++) {
         long n = p->top2 && p->per > 1 ? 2 : 1;
@@ -93,11 +93,11 @@ static double token_scores(const gmp_router *p, const double *lg, const double *
 }
 
 /* The exact choice: topk_group groups by G, then top_k of b over their experts. */
-static void exact_choice(const gmp_router *p, const double *b, const double *G, const unsigned char *keep_in,
+static void exact_choice(const gmoe_router *p, const double *b, const double *G, const unsigned char *keep_in,
                          long *ids)
 {
-    long groups[GMP_MAX_G] = {0}, kept[GMP_MAX_G] = {0}, cand[GMP_MAX_E], nc = 0;
-    unsigned char keep[GMP_MAX_G] = {0};
+    long groups[GMOE_MAX_G] = {0}, kept[GMOE_MAX_G] = {0}, cand[GMOE_MAX_E], nc = 0;
+    unsigned char keep[GMOE_MAX_G] = {0};
     if (keep_in) memcpy(keep, keep_in, (size_t)p->ng);
     else {
         for (long g = 0; g < p->ng; g++) groups[g] = g;
@@ -127,7 +127,7 @@ static int same_set(const long *a, const int *kid, long k)
 }
 
 /* 1 when the kernel's ids kid are a legal top-k under the tie rule (file header). */
-static int legal_ids(const gmp_router *p, const double *b, const double *G, double d, const int *kid, const long *ex)
+static int legal_ids(const gmoe_router *p, const double *b, const double *G, double d, const int *kid, const long *ex)
 {
     for (long j = 0; j < p->k; j++) {
         if (kid[j] < 0 || kid[j] >= p->E) return 0;
@@ -135,11 +135,11 @@ static int legal_ids(const gmp_router *p, const double *b, const double *G, doub
             if (kid[i] == kid[j]) return 0;
     }
     if (has_nan(b, p->E) || has_nan(G, p->ng)) return same_set(ex, kid, p->k);
-    long groups[GMP_MAX_G] = {0}, kept[GMP_MAX_G] = {0}, ns = 0, os[GMP_MAX_K];
+    long groups[GMOE_MAX_G] = {0}, kept[GMOE_MAX_G] = {0}, ns = 0, os[GMOE_MAX_K];
     for (long g = 0; g < p->ng; g++) groups[g] = g;
     top_n(G, groups, p->ng, p->tg, kept);
     double gk = G[kept[p->tg - 1]], dg = 3 * d;
-    unsigned char in[GMP_MAX_G] = {0};
+    unsigned char in[GMOE_MAX_G] = {0};
     for (long g = 0; g < p->ng; g++) /* groups clearly above the deciding one are kept by every kernel */
         if (G[g] > gk + dg) in[g] = 1, ns++;
     for (long j = 0; j < p->k; j++) {
@@ -161,28 +161,28 @@ static int legal_ids(const gmp_router *p, const double *b, const double *G, doub
         in[pick] = 1, ns++;
     }
     exact_choice(p, b, G, in, os);
-    double sc[GMP_MAX_E];
-    int oi[GMP_MAX_K];
+    double sc[GMOE_MAX_E];
+    int oi[GMOE_MAX_K];
     for (long e = 0; e < p->E; e++) sc[e] = b[e];
     for (long j = 0; j < p->k; j++) oi[j] = (int)os[j];
     return ug_topk_set_ok(kid, oi, (int)p->k, sc, (int)p->E, d);
 }
 
 /* The ids the oracle emits for token t (file header, staged rule). */
-static void token_ids(const gmp_router *p, const double *lg, const double *bias, const ug_tensor *ko, long t,
+static void token_ids(const gmoe_router *p, const double *lg, const double *bias, const ug_tensor *ko, long t,
                       long *emit)
 {
-    double s[GMP_MAX_E], b[GMP_MAX_E], G[GMP_MAX_G];
+    double s[GMOE_MAX_E], b[GMOE_MAX_E], G[GMOE_MAX_G];
     double d = token_scores(p, lg, bias, s, b, G);
-    long ex[GMP_MAX_K];
-    int kid[GMP_MAX_K];
+    long ex[GMOE_MAX_K];
+    int kid[GMOE_MAX_K];
     exact_choice(p, b, G, NULL, ex);
     for (long j = 0; j < p->k; j++) kid[j] = (int)ug_tload(ko, (size_t)(t * p->k + j));
     if (legal_ids(p, b, G, d, kid, ex)) {
         for (long j = 0; j < p->k; j++) emit[j] = kid[j];
         return;
     }
-    unsigned char taken[GMP_MAX_K] = {0};
+    unsigned char taken[GMOE_MAX_K] = {0};
     for (long j = 0; j < p->k; j++) { /* a kernel id in the exact set keeps its place */
         emit[j] = -1;
         for (long i = 0; i < p->k; i++)
@@ -196,19 +196,19 @@ static void token_ids(const gmp_router *p, const double *lg, const double *bias,
 }
 
 /* Token t's logits row as exact doubles. */
-static void logits_row(const gmp_router *p, const ug_tensor *logits, long t, double *lg)
+static void logits_row(const gmoe_router *p, const ug_tensor *logits, long t, double *lg)
 {
     for (long e = 0; e < p->E; e++) lg[e] = ug_tload(logits, (size_t)(t * p->E + e));
 }
 
-void gmp_router_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel, const gmp_router *p,
+void gmoe_router_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel, const gmoe_router *p,
                      const ug_tensor *logits, int o_w, int o_ids)
 {
     const double *bias = ug_case_input(c, "e_score_correction_bias")->values;
     const ug_tensor *ko = &c->out[o_ids];
-    long emit[GMP_MAX_K];
-    ug_num w[GMP_MAX_K];
-    double lg[GMP_MAX_E];
+    long emit[GMOE_MAX_K];
+    ug_num w[GMOE_MAX_K];
+    double lg[GMOE_MAX_E];
     int outs[2] = {o_w, o_ids};
     for (int q = 0; q < 2; q++) { /* 0 topk_weights, 1 topk_ids */
         int o = outs[q];
@@ -267,7 +267,7 @@ static void codes_emit(ug_ar *ar, const ug_selection *sel, int o, size_t row, co
  * scale is judged against the exact amax/127; the codes against v/scale_kernel and (view)
  * v/fp32(amax/127). A kernel scale that is not positive and finite is replaced by the exact
  * one for its codes (the scale compare reports it). */
-static void quant_row(const ug_case *c, ug_ar *ar, const ug_selection *sel, const gmp_quant_outs *q, const double *v,
+static void quant_row(const ug_case *c, ug_ar *ar, const ug_selection *sel, const gmoe_quant_outs *q, const double *v,
                       size_t n, size_t row)
 {
     double amax = 0.0;
@@ -292,18 +292,18 @@ static void quant_row(const ug_case *c, ug_ar *ar, const ug_selection *sel, cons
  * was 40 % of a production case's time): transposed into dst [cols][rows] on first use,
  * with the 64 columns of its block (ready[b]: block b done), read from t's int8 storage, so
  * a case pays for the columns its selection reaches, not for the whole weight. */
-#define GMP_TBLOCK 64
-static size_t gmp_blocks(size_t cols) { return (cols + GMP_TBLOCK - 1) / GMP_TBLOCK; }
+#define GMOE_TBLOCK 64
+static size_t gmoe_blocks(size_t cols) { return (cols + GMOE_TBLOCK - 1) / GMOE_TBLOCK; }
 
 static const int8_t *col_t(const ug_tensor *t, int8_t *dst, unsigned char *ready, size_t col)
 {
-    size_t rows = (size_t)t->shape[0], cols = (size_t)t->shape[1], b = col / GMP_TBLOCK;
+    size_t rows = (size_t)t->shape[0], cols = (size_t)t->shape[1], b = col / GMOE_TBLOCK;
     if (!ready[b]) {
-        size_t c0 = b * GMP_TBLOCK, w = cols - c0 < GMP_TBLOCK ? cols - c0 : GMP_TBLOCK;
+        size_t c0 = b * GMOE_TBLOCK, w = cols - c0 < GMOE_TBLOCK ? cols - c0 : GMOE_TBLOCK;
         const int8_t *src = t->data;
-        int8_t tile[GMP_TBLOCK][GMP_TBLOCK]; /* 64 rows at a time: each column written 64 bytes at once */
-        for (size_t r0 = 0; r0 < rows; r0 += GMP_TBLOCK) {
-            size_t hr = rows - r0 < GMP_TBLOCK ? rows - r0 : GMP_TBLOCK;
+        int8_t tile[GMOE_TBLOCK][GMOE_TBLOCK]; /* 64 rows at a time: each column written 64 bytes at once */
+        for (size_t r0 = 0; r0 < rows; r0 += GMOE_TBLOCK) {
+            size_t hr = rows - r0 < GMOE_TBLOCK ? rows - r0 : GMOE_TBLOCK;
             for (size_t r = 0; r < hr; r++)
                 for (size_t c = 0; c < w; c++) tile[c][r] = src[(r0 + r) * cols + c0 + c];
             for (size_t c = 0; c < w; c++) memcpy(dst + (c0 + c) * rows + r0, tile[c], hr);
@@ -326,7 +326,7 @@ static int whole_row(size_t sel, size_t cols) { return 16 * sel >= cols; }
 
 /* k->dots[col] = k->codes[0..n) . t[:, col] for every column of the [n, cols] int8 weight t,
  * in one pass over its rows (exact; int8_dot.h). */
-static void row_dots(const gmp_shared *k, const ug_tensor *t, size_t n, size_t cols)
+static void row_dots(const gmoe_shared *k, const ug_tensor *t, size_t n, size_t cols)
 {
     size_t col0 = 0;
     for (size_t j = 0; j < n; j++) k->row[j] = k->codes[j];
@@ -337,20 +337,20 @@ static void row_dots(const gmp_shared *k, const ug_tensor *t, size_t n, size_t c
  * scale sx, rounded to bf16. The int32 sum the specification makes exact (|sum| < 2^31 by
  * the hidden bound) is an exact constant in every arithmetic, so no bound is charged for it
  * (the same for down_of's). */
-static ug_num gu_of(const gmp_shared *k, ug_ar *ar, int64_t dot, ug_num sx, size_t col)
+static ug_num gu_of(const gmoe_shared *k, ug_ar *ar, int64_t dot, ug_num sx, size_t col)
 {
     ug_num v = ug_mul(ar, ug_mul(ar, ug_c(ar, (double)dot), ug_c(ar, ug_tload(k->s13, col))), sx);
     return ug_round(ar, v, UG_DT_BF16); /* rounds: the golden's bf16 matmul output */
 }
 
 /* The int dot of k->codes (h of them) with w13's column col, down its transpose. */
-static int64_t w13_dot(const gmp_shared *k, size_t col)
+static int64_t w13_dot(const gmoe_shared *k, size_t col)
 {
     return ug_int8_dot(k->codes, col_t(k->w13, k->w13t, k->ready, col), k->h);
 }
 
 /* Stage 2: the selected elements of a in row t, from the kernel's x_i8 and x_scale. */
-static void a_emit(const gmp_shared *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, size_t t)
+static void a_emit(const gmoe_shared *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, size_t t)
 {
     size_t b, e, I = k->I;
     ug_selection_range(sel, k->o_a, t * I, (t + 1) * I, &b, &e);
@@ -368,44 +368,44 @@ static void a_emit(const gmp_shared *k, const ug_case *c, ug_ar *ar, const ug_se
     }
 }
 
-ug_num gmp_shared_down_row(const gmp_shared *k, const ug_case *c, ug_ar *ar, size_t t)
+ug_num gmoe_shared_down_row(const gmoe_shared *k, const ug_case *c, ug_ar *ar, size_t t)
 {
     codes_row(c, k->aq.codes, t, k->I, k->codes);
     return ug_c(ar, ug_tload(&c->out[k->aq.scales], t));
 }
 
 /* (int dot) * w2_scale[j] * sa. */
-static ug_num down_of(const gmp_shared *k, ug_ar *ar, ug_num sa, size_t j, int64_t dot)
+static ug_num down_of(const gmoe_shared *k, ug_ar *ar, ug_num sa, size_t j, int64_t dot)
 {
     return ug_mul(ar, ug_mul(ar, ug_c(ar, (double)dot), ug_c(ar, ug_tload(k->s2, j))), sa);
 }
 
-ug_num gmp_shared_down(const gmp_shared *k, ug_ar *ar, ug_num sa, size_t j)
+ug_num gmoe_shared_down(const gmoe_shared *k, ug_ar *ar, ug_num sa, size_t j)
 {
-    return down_of(k, ar, sa, j, ug_int8_dot(k->codes, col_t(k->w2, k->w2t, k->ready + gmp_blocks(2 * k->I), j), k->I));
+    return down_of(k, ar, sa, j, ug_int8_dot(k->codes, col_t(k->w2, k->w2t, k->ready + gmoe_blocks(2 * k->I), j), k->I));
 }
 
-void gmp_shared_out_emit(const gmp_shared *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, int o,
+void gmoe_shared_out_emit(const gmoe_shared *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, int o,
                          size_t t)
 {
     size_t b, e, h = k->h;
     ug_selection_range(sel, o, t * h, (t + 1) * h, &b, &e);
     if (b == e) return;
-    ug_num sa = gmp_shared_down_row(k, c, ar, t);
+    ug_num sa = gmoe_shared_down_row(k, c, ar, t);
     int whole = whole_row(e - b, h);
     if (whole) row_dots(k, k->w2, k->I, h);
     for (; b < e; b++) {
         size_t j = sel->idx[o][b] - t * h, mark = ug_ar_mark(ar);
-        ug_ar_emit(ar, o, b, whole ? down_of(k, ar, sa, j, k->dots[j]) : gmp_shared_down(k, ar, sa, j));
+        ug_ar_emit(ar, o, b, whole ? down_of(k, ar, sa, j, k->dots[j]) : gmoe_shared_down(k, ar, sa, j));
         ug_ar_release(ar, mark);
     }
 }
 
 /* Stages 1 and 3 of token t: DynQuant of the input row and of the kernel's exported a. */
-static void quant_stages(const gmp_shared *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, size_t t)
+static void quant_stages(const gmoe_shared *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, size_t t)
 {
     double *row = k->row;
-    const gmp_quant_outs *q[2] = {&k->xq, &k->aq};
+    const gmoe_quant_outs *q[2] = {&k->xq, &k->aq};
     for (int s = 0; s < 2; s++) {
         size_t n = s ? k->I : k->h;
         if (!any_selected(sel, q[s]->codes, t * n, (t + 1) * n) && !any_selected(sel, q[s]->scales, t, t + 1) &&
@@ -419,16 +419,16 @@ static void quant_stages(const gmp_shared *k, const ug_case *c, ug_ar *ar, const
 }
 
 
-void gmp_shared_front(const gmp_shared *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, size_t t)
+void gmoe_shared_front(const gmoe_shared *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, size_t t)
 {
     quant_stages(k, c, ar, sel, t);
     a_emit(k, c, ar, sel, t);
 }
 
-int gmp_shared_open(gmp_shared *k, const ug_case *c)
+int gmoe_shared_open(gmoe_shared *k, const ug_case *c)
 {
     const ug_params *P = &c->params;
-    *k = (gmp_shared){(size_t)ug_p_int(P, "tokens"), (size_t)ug_p_int(P, "hidden"), (size_t)ug_p_int(P, "intermediate"),
+    *k = (gmoe_shared){(size_t)ug_p_int(P, "tokens"), (size_t)ug_p_int(P, "hidden"), (size_t)ug_p_int(P, "intermediate"),
                       ug_case_input(c, "x"), ug_case_input(c, "w13"), ug_case_input(c, "w13_scale"),
                       ug_case_input(c, "w2"), ug_case_input(c, "w2_scale"),
                       {ug_case_judged_find(c, "x_i8"), ug_case_judged_find(c, "x_scale"),
@@ -439,24 +439,24 @@ int gmp_shared_open(gmp_shared *k, const ug_case *c)
     size_t h = k->h, I = k->I;
     k->row = malloc((h > I ? h : I) * sizeof *k->row);
     k->w13t = malloc(3 * I * h + (h > I ? h : I));
-    k->ready = calloc(gmp_blocks(2 * I) + gmp_blocks(h), 1); /* w13's column blocks, then w2's */
+    k->ready = calloc(gmoe_blocks(2 * I) + gmoe_blocks(h), 1); /* w13's column blocks, then w2's */
     size_t nd = 2 * I > h ? 2 * I : h;
     k->acc = malloc(nd * sizeof *k->acc), k->dots = malloc(nd * sizeof *k->dots);
     if (!k->row || !k->w13t || !k->ready || !k->acc || !k->dots) {
-        gmp_shared_close(k);
+        gmoe_shared_close(k);
         return -1;
     }
     k->w2t = k->w13t + 2 * I * h, k->codes = k->w2t + I * h;
     return 0;
 }
 
-void gmp_shared_close(gmp_shared *k)
+void gmoe_shared_close(gmoe_shared *k)
 {
     free(k->row), free(k->w13t), free(k->ready), free(k->acc), free(k->dots);
     k->row = NULL, k->w13t = NULL, k->ready = NULL, k->acc = NULL, k->dots = NULL;
 }
 
-ug_num gmp_swiglu_bf16(ug_ar *ar, const double *x, const double *w1, const double *w3, size_t stride, size_t h)
+ug_num gmoe_swiglu_bf16(ug_ar *ar, const double *x, const double *w1, const double *w3, size_t stride, size_t h)
 {
     ug_num g = ug_dot_d(ar, x, 1, w1, stride, h), u = ug_dot_d(ar, x, 1, w3, stride, h);
     ug_num a = ug_round(ar, ug_mul(ar, ug_silu(ar, g), u), UG_DT_BF16); /* rounds: the spec's bf16 activation */
@@ -470,10 +470,10 @@ ug_num gmp_swiglu_bf16(ug_ar *ar, const double *x, const double *w1, const doubl
 
 /* ---- routed experts ---- */
 
-int gmp_routed_open(gmp_routed *r, const ug_case *c)
+int gmoe_routed_open(gmoe_routed *r, const ug_case *c)
 {
     const ug_params *P = &c->params;
-    *r = (gmp_routed){.T = (size_t)ug_p_int(P, "tokens"), .h = (size_t)ug_p_int(P, "hidden"),
+    *r = (gmoe_routed){.T = (size_t)ug_p_int(P, "tokens"), .h = (size_t)ug_p_int(P, "hidden"),
                       .E = (size_t)ug_p_int(P, "experts"), .k = (size_t)ug_p_int(P, "top_k"),
                       .I = (size_t)ug_p_int(P, "intermediate"), .x = ug_case_input(c, "x")->values,
                       .w1 = ug_case_input(c, "expert_w1")->values, .w3 = ug_case_input(c, "expert_w3")->values,
@@ -483,20 +483,20 @@ int gmp_routed_open(gmp_routed *r, const ug_case *c)
     return r->act ? 0 : -1;
 }
 
-void gmp_routed_close(gmp_routed *r)
+void gmoe_routed_close(gmoe_routed *r)
 {
     free(r->act);
     r->act = NULL;
 }
 
 /* The kernel's id of token t, slot j; -1 outside [0, E). */
-static long kernel_id(const gmp_routed *r, const ug_case *c, size_t t, size_t j)
+static long kernel_id(const gmoe_routed *r, const ug_case *c, size_t t, size_t j)
 {
     double v = ug_tload(&c->out[r->o_ids], t * r->k + j);
     return v >= 0 && v < (double)r->E ? (long)v : -1;
 }
 
-void gmp_routed_act_emit(const gmp_routed *r, const ug_case *c, ug_ar *ar, const ug_selection *sel, size_t t)
+void gmoe_routed_act_emit(const gmoe_routed *r, const ug_case *c, ug_ar *ar, const ug_selection *sel, size_t t)
 {
     size_t b, e, kI = r->k * r->I, hI = r->h * r->I;
     ug_selection_range(sel, r->o_act, t * kI, (t + 1) * kI, &b, &e);
@@ -505,13 +505,13 @@ void gmp_routed_act_emit(const gmp_routed *r, const ug_case *c, ug_ar *ar, const
         long id = kernel_id(r, c, t, j);
         ug_ar_emit(ar, r->o_act, b,
                    id < 0 ? ug_c(ar, NAN)
-                          : gmp_swiglu_bf16(ar, r->x + t * r->h, r->w1 + (size_t)id * hI + i,
+                          : gmoe_swiglu_bf16(ar, r->x + t * r->h, r->w1 + (size_t)id * hI + i,
                                             r->w3 + (size_t)id * hI + i, r->I, r->h));
         ug_ar_release(ar, mark);
     }
 }
 
-void gmp_routed_token(gmp_routed *r, const ug_case *c, size_t t)
+void gmoe_routed_token(gmoe_routed *r, const ug_case *c, size_t t)
 {
     for (size_t j = 0; j < r->k; j++) {
         r->ids[j] = kernel_id(r, c, t, j);
@@ -520,9 +520,9 @@ void gmp_routed_token(gmp_routed *r, const ug_case *c, size_t t)
     }
 }
 
-ug_num gmp_routed_out(const gmp_routed *r, ug_ar *ar, size_t n)
+ug_num gmoe_routed_out(const gmoe_routed *r, ug_ar *ar, size_t n)
 {
-    ug_num terms[GMP_MAX_K];
+    ug_num terms[GMOE_MAX_K];
     for (size_t j = 0; j < r->k; j++) {
         if (r->ids[j] < 0) return ug_c(ar, NAN);
         const double *w2 = r->w2 + (size_t)r->ids[j] * r->I * r->h + n;
@@ -533,18 +533,18 @@ ug_num gmp_routed_out(const gmp_routed *r, ug_ar *ar, size_t n)
 
 /* ---- the fused ops' front and scratch ---- */
 
-void gmp_fused_route_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel)
+void gmoe_fused_route_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
-    gmp_router p;
-    gmp_router_read(&c->params, &p);
+    gmoe_router p;
+    gmoe_router_read(&c->params, &p);
     int o_lg = ug_case_judged_find(c, "router_logits");
-    gmp_gate_emit(ar, sel, o_lg, ug_case_input(c, "x")->values, ug_case_input(c, "gate_w")->values,
+    gmoe_gate_emit(ar, sel, o_lg, ug_case_input(c, "x")->values, ug_case_input(c, "gate_w")->values,
                   (size_t)ug_p_int(&c->params, "hidden"), (size_t)p.E);
-    gmp_router_emit(c, ar, sel, &p, &c->out[o_lg], ug_case_judged_find(c, "topk_weights"),
+    gmoe_router_emit(c, ar, sel, &p, &c->out[o_lg], ug_case_judged_find(c, "topk_weights"),
                     ug_case_judged_find(c, "topk_ids")); /* staged: the kernel's logits */
 }
 
-double gmp_fused_scratch(const ug_params *P, int routed, int shared)
+double gmoe_fused_scratch(const ug_params *P, int routed, int shared)
 {
     double T = (double)ug_p_int(P, "tokens"), h = (double)ug_p_int(P, "hidden"), E = (double)ug_p_int(P, "experts"),
            k = (double)ug_p_int(P, "top_k"), I = (double)ug_p_int(P, "intermediate");

@@ -1,4 +1,4 @@
-/* glm_moe_parts.c — the device side of the GLM-4.5 MoE parts (glm_moe_parts.h): the
+/* glm_moe_sim_parts.c — the device side of the GLM-4.5 MoE parts (glm_moe_sim_parts.h): the
  * router (moved from glm_select_experts.c), the int8 shared expert (moved from
  * glm_ffn_shared_expert_quant.c; the output row is left to the caller, which stores it
  * or adds the routed experts to it), the routed SwiGLU row (moe_grouped_gemm's) and the
@@ -9,32 +9,32 @@
 
 #include "core/ops.h"
 #include "kernels/sim/ktile.h"
-#include "kernels/sim/moe/glm_moe_parts.h"
+#include "kernels/sim/moe/glm_moe_sim_parts.h"
 #include "kernels/sim/simlib.h"
 
 /* ---- router ---- */
 
-void gmp_se_cfg_read(const ug_params *p, long E, long k, gmp_se_bug bug, gmp_se_cfg *c)
+void gmoe_se_cfg_read(const ug_params *p, long E, long k, gmoe_se_bug bug, gmoe_se_cfg *c)
 {
-    *c = (gmp_se_cfg){.E = E, .k = k, .ng = ug_p_int(p, "num_expert_group"), .tg = ug_p_int(p, "topk_group"),
+    *c = (gmoe_se_cfg){.E = E, .k = k, .ng = ug_p_int(p, "num_expert_group"), .tg = ug_p_int(p, "topk_group"),
                       .top2 = ug_p_is(p, "group_score", "top2_sum"), .renorm = (int)ug_p_int(p, "renormalize"),
                       .rsf = (float)ug_p_num(p, "routed_scaling_factor"), /* exact: already an fp32 value */
                       .bug = bug};
     c->per = c->E / c->ng;
 }
 
-int gmp_se_alloc(const gmp_se_cfg *c, gmp_se_work *w)
+int gmoe_se_alloc(const gmoe_se_cfg *c, gmoe_se_work *w)
 {
     size_t E = (size_t)c->E, G = (size_t)c->ng;
     w->s = malloc((3 * E + G) * sizeof *w->s);
     w->idx = malloc((E + G) * sizeof *w->idx);
     w->used = malloc(E + G);
-    if (!w->s || !w->idx || !w->used) return gmp_se_free(w), -1;
+    if (!w->s || !w->idx || !w->used) return gmoe_se_free(w), -1;
     w->b = w->s + E, w->gs = w->b + E;
     return 0;
 }
 
-void gmp_se_free(gmp_se_work *w)
+void gmoe_se_free(gmoe_se_work *w)
 {
     free(w->s), free(w->idx), free(w->used);
     w->s = NULL, w->idx = NULL, w->used = NULL;
@@ -61,7 +61,7 @@ static void top_n(const float *v, long m, long n, long *out, unsigned char *used
 }
 
 /* Dropped groups' experts excluded from b (set to -inf; the mask-zero bug: 0). */
-static void group_mask(const gmp_se_cfg *c, float *b, float *gs, long *idx, unsigned char *used)
+static void group_mask(const gmoe_se_cfg *c, float *b, float *gs, long *idx, unsigned char *used)
 {
     for (long g = 0; g < c->ng; g++) {
         long two[2], n = c->top2 && c->per > 1 ? 2 : 1;
@@ -72,43 +72,43 @@ static void group_mask(const gmp_se_cfg *c, float *b, float *gs, long *idx, unsi
     for (long g = 0; g < c->ng; g++) used[c->E + g] = 0;
     for (long i = 0; i < c->tg; i++) used[c->E + idx[i]] = 1;
     for (long e = 0; e < c->E; e++)
-        if (!used[c->E + e / c->per]) b[e] = c->bug == GMP_SE_MASK_ZERO ? 0.0f : -INFINITY; /* bug: 0, not excluded */
+        if (!used[c->E + e / c->per]) b[e] = c->bug == GMOE_SE_MASK_ZERO ? 0.0f : -INFINITY; /* bug: 0, not excluded */
 }
 
-void gmp_se_token(const gmp_se_cfg *c, const float *x, const float *bias, float *w, float *ids, gmp_se_work *wk)
+void gmoe_se_token(const gmoe_se_cfg *c, const float *x, const float *bias, float *w, float *ids, gmoe_se_work *wk)
 {
     float *s = wk->s, *b = wk->b;
     for (long e = 0; e < c->E; e++) {
         float z = c->stable && x[e] < 0.0f ? expf(x[e]) : 1.0f; /* rounds: fp32 exp */
         s[e] = c->stable && x[e] < 0.0f ? z / (1.0f + z) : 1.0f / (1.0f + expf(-x[e])); /* rounds: fp32 exp, add, divide */
-        b[e] = c->bug == GMP_SE_UNBIASED ? s[e] : s[e] + bias[e]; /* rounds: fp32 (bug: bias left out) */
+        b[e] = c->bug == GMOE_SE_UNBIASED ? s[e] : s[e] + bias[e]; /* rounds: fp32 (bug: bias left out) */
     }
-    if (c->bug != GMP_SE_NO_GROUP_LIMIT && c->tg < c->ng) group_mask(c, b, wk->gs, wk->idx, wk->used);
+    if (c->bug != GMOE_SE_NO_GROUP_LIMIT && c->tg < c->ng) group_mask(c, b, wk->gs, wk->idx, wk->used);
     top_n(b, c->E, c->k, wk->idx, wk->used);
     float sum = 0.0f;
     for (long j = 0; j < c->k; j++) {
         long e = wk->idx[j];
         ids[j] = (float)e; /* exact: ids < 2^24 */
-        w[j] = c->bug == GMP_SE_BIAS_IN_WEIGHTS ? s[e] + bias[e] : s[e]; /* bug: biased score */
-        if (c->bug == GMP_SE_SCALE_BEFORE_RENORM) w[j] *= c->rsf; /* bug: scaled before the sum; rounds: fp32 */
+        w[j] = c->bug == GMOE_SE_BIAS_IN_WEIGHTS ? s[e] + bias[e] : s[e]; /* bug: biased score */
+        if (c->bug == GMOE_SE_SCALE_BEFORE_RENORM) w[j] *= c->rsf; /* bug: scaled before the sum; rounds: fp32 */
         sum += w[j]; /* rounds: fp32 */
     }
     for (long j = 0; j < c->k; j++) {
-        if (c->renorm && c->bug != GMP_SE_NO_RENORM) w[j] /= sum; /* rounds: fp32 (bug: skipped) */
-        if (c->bug != GMP_SE_SCALE_BEFORE_RENORM) w[j] *= c->rsf; /* rounds: fp32 */
+        if (c->renorm && c->bug != GMOE_SE_NO_RENORM) w[j] /= sum; /* rounds: fp32 (bug: skipped) */
+        if (c->bug != GMOE_SE_SCALE_BEFORE_RENORM) w[j] *= c->rsf; /* rounds: fp32 */
     }
 }
 
 /* The fused ops' gate: fp32 gate weight staged once, fp32 K-tiles (glm_gate's model). */
-int gmp_gate_router_run(const ulpgym_call *call, const gmp_se_cfg *c, float *w, float *ids, char *err, size_t errlen)
+int gmoe_gate_router_run(const ulpgym_call *call, const gmoe_se_cfg *c, float *w, float *ids, char *err, size_t errlen)
 {
     const ulpgym_tensor *x, *gw, *bias, *lg, *tw, *ti, **slots[] = {&x, &gw, &bias, &lg, &tw, &ti};
     if (ug_sim_bind(call, "x gate_w e_score_correction_bias router_logits topk_weights topk_ids", slots, err, errlen))
         return -2;
     size_t T = (size_t)x->shape[0], h = (size_t)x->shape[1], E = (size_t)c->E, K = (size_t)c->k;
-    gmp_se_work wk;
+    gmoe_se_work wk;
     float *wf = malloc((E * h + h + 2 * E) * sizeof *wf);
-    if (!wf || gmp_se_alloc(c, &wk)) return free(wf), -1;
+    if (!wf || gmoe_se_alloc(c, &wk)) return free(wf), -1;
     float *xr = wf + E * h, *o = xr + h, *bf = o + E;
     ug_sim_load(gw, 0, E * h, wf);
     ug_sim_load(bias, 0, E, bf);
@@ -116,12 +116,12 @@ int gmp_gate_router_run(const ulpgym_call *call, const gmp_se_cfg *c, float *w, 
         ug_sim_load(x, t * h, h, xr);
         for (size_t e = 0; e < E; e++) o[e] = ug_ktile_dot_f32(xr, wf + e * h, h); /* rounds: fp32 K-tiles */
         ug_sim_store(lg, t * E, E, o); /* exact: fp32 */
-        gmp_se_token(c, o, bf, w + t * K, ids + t * K, &wk);
+        gmoe_se_token(c, o, bf, w + t * K, ids + t * K, &wk);
         ug_sim_store(tw, t * K, K, w + t * K);
         ug_sim_store(ti, t * K, K, ids + t * K); /* exact: integers */
     }
     free(wf);
-    gmp_se_free(&wk);
+    gmoe_se_free(&wk);
     return 0;
 }
 
@@ -130,7 +130,7 @@ int gmp_gate_router_run(const ulpgym_call *call, const gmp_se_cfg *c, float *w, 
 /* DynQuant of v[0..n): codes into q (integers as fp32), returns the scale (0 for a zero
  * row, NaN for a row holding NaN or inf, whose codes are 0). amax_all >= 0: the amax to
  * use instead of the row's (the per-tensor-scale bug). */
-static float dynquant_row(const float *v, size_t n, float *q, gmp_ffn_bug bug, float amax_all)
+static float dynquant_row(const float *v, size_t n, float *q, gmoe_ffn_bug bug, float amax_all)
 {
     float amax = 0.0f;
     int finite = 1;
@@ -142,13 +142,13 @@ static float dynquant_row(const float *v, size_t n, float *q, gmp_ffn_bug bug, f
     for (size_t i = 0; i < n; i++) q[i] = 0.0f;
     if (!finite) return NAN;
     if (amax == 0.0f) return 0.0f;
-    float scale = amax / (bug == GMP_FFN_SCALE_128 ? 128.0f : 127.0f); /* rounds: fp32 (bug: 128 is not int8's max) */
-    if (bug == GMP_FFN_CLIP) scale *= 0.982f; /* bug: a static calibration's clip ratio on a dynamic scale */
+    float scale = amax / (bug == GMOE_FFN_SCALE_128 ? 128.0f : 127.0f); /* rounds: fp32 (bug: 128 is not int8's max) */
+    if (bug == GMOE_FFN_CLIP) scale *= 0.982f; /* bug: a static calibration's clip ratio on a dynamic scale */
     for (size_t i = 0; i < n; i++) {
-        float y = bug == GMP_FFN_X127 ? v[i] * 127.0f / amax /* bug: v*127 overflows fp32 first */
+        float y = bug == GMOE_FFN_X127 ? v[i] * 127.0f / amax /* bug: v*127 overflows fp32 first */
                                       : v[i] / scale;          /* rounds: fp32 */
-        y = bug == GMP_FFN_TRUNC       ? truncf(y)            /* bug: toward zero */
-            : bug == GMP_FFN_HALF_AWAY ? roundf(y)            /* bug: a tie goes away from zero */
+        y = bug == GMOE_FFN_TRUNC       ? truncf(y)            /* bug: toward zero */
+            : bug == GMOE_FFN_HALF_AWAY ? roundf(y)            /* bug: a tie goes away from zero */
                                        : rintf(y);            /* rounds: RNE to an integer */
         q[i] = fminf(fmaxf(y, -128.0f), 127.0f);                /* saturating int8 */
     }
@@ -156,7 +156,7 @@ static float dynquant_row(const float *v, size_t n, float *q, gmp_ffn_bug bug, f
 }
 
 /* sum_k a[k]*b[k] over int8 codes, as the cube accumulates it (bug: in int16, wrapping). */
-static int32_t int_dot(const int8_t *a, const int8_t *b, size_t n, gmp_ffn_bug bug)
+static int32_t int_dot(const int8_t *a, const int8_t *b, size_t n, gmoe_ffn_bug bug)
 {
     int32_t acc = 0;
     int16_t acc16 = 0;
@@ -165,7 +165,7 @@ static int32_t int_dot(const int8_t *a, const int8_t *b, size_t n, gmp_ffn_bug b
         acc += p;
         acc16 = (int16_t)(uint16_t)((uint16_t)acc16 + (uint16_t)p); /* the bug's two's-complement wrap */
     }
-    return bug == GMP_FFN_INT16_ACC ? acc16 : acc;
+    return bug == GMOE_FFN_INT16_ACC ? acc16 : acc;
 }
 
 /* An int8 [rows, cols] tensor transposed into [cols][rows] int8 codes (each output
@@ -182,11 +182,11 @@ static void to_codes(const float *q, size_t n, int8_t *dst)
     for (size_t i = 0; i < n; i++) dst[i] = (int8_t)q[i];
 }
 
-void gmp_ffn_token(gmp_ffn *k, size_t t, gmp_ffn_bug bug)
+void gmoe_ffn_token(gmoe_ffn *k, size_t t, gmoe_ffn_bug bug)
 {
     size_t h = k->h, I = k->I;
     ug_sim_load(k->x, t * h, h, k->xr);
-    float sx = dynquant_row(k->xr, h, k->q, bug, bug == GMP_FFN_TENSOR_SCALE ? k->x_amax : -1.0f);
+    float sx = dynquant_row(k->xr, h, k->q, bug, bug == GMOE_FFN_TENSOR_SCALE ? k->x_amax : -1.0f);
     ug_sim_store(k->x8, t * h, h, k->q);
     ug_sim_store(k->xs, t, 1, &sx);
     to_codes(k->q, h, k->xq8);
@@ -196,7 +196,7 @@ void gmp_ffn_token(gmp_ffn *k, size_t t, gmp_ffn_bug bug)
     }
     for (size_t i = 0; i < I; i++) {
         float g = k->gu[i], u = k->gu[I + i];
-        if (bug == GMP_FFN_SILU_UP) g = k->gu[I + i], u = k->gu[i]; /* bug: silu on the up half */
+        if (bug == GMOE_FFN_SILU_UP) g = k->gu[I + i], u = k->gu[i]; /* bug: silu on the up half */
         k->ar[i] = ug_sim_round_bf16(g / (1.0f + expf(-g)) * u); /* rounds: fp32 silu and product, bf16 */
     }
     ug_sim_store(k->a, t * I, I, k->ar); /* exact: already bf16 */
@@ -208,8 +208,8 @@ void gmp_ffn_token(gmp_ffn *k, size_t t, gmp_ffn_bug bug)
         k->o[j] = (float)int_dot(k->aq8, k->w2t + j * I, I, bug) * k->sw2[j] * sa;
 }
 
-/* k's buffers: int8 weights and code rows, fp32 scales and rows (freed by gmp_ffn_close). */
-static int ffn_alloc(gmp_ffn *k)
+/* k's buffers: int8 weights and code rows, fp32 scales and rows (freed by gmoe_ffn_close). */
+static int ffn_alloc(gmoe_ffn *k)
 {
     size_t h = k->h, I = k->I;
     k->w13t = malloc(3 * I * h + h + I);
@@ -222,7 +222,7 @@ static int ffn_alloc(gmp_ffn *k)
 }
 
 /* The amax of every finite element of x (the per-tensor-scale bug's). */
-static float tensor_amax(gmp_ffn *k)
+static float tensor_amax(gmoe_ffn *k)
 {
     float amax = 0.0f;
     for (size_t t = 0; t < k->T; t++) {
@@ -233,16 +233,16 @@ static float tensor_amax(gmp_ffn *k)
     return amax;
 }
 
-int gmp_ffn_open(gmp_ffn *k, const ulpgym_call *call, gmp_ffn_bug bug, char *err, size_t errlen)
+int gmoe_ffn_open(gmoe_ffn *k, const ulpgym_call *call, gmoe_ffn_bug bug, char *err, size_t errlen)
 {
-    *k = (gmp_ffn){0};
+    *k = (gmoe_ffn){0};
     const ulpgym_tensor **slots[] = {&k->x, &k->w13, &k->s13, &k->w2, &k->s2, &k->x8, &k->xs, &k->a, &k->a8, &k->as};
     if (ug_sim_bind(call, "x w13 w13_scale w2 w2_scale x_i8 x_scale a a_i8 a_scale", slots, err, errlen)) return -2;
     k->T = (size_t)k->x->shape[0], k->h = (size_t)k->x->shape[1], k->I = (size_t)k->w2->shape[0];
     float *stage = malloc(2 * k->I * k->h * sizeof *stage);
     if (!stage || ffn_alloc(k)) {
         free(stage);
-        gmp_ffn_close(k);
+        gmoe_ffn_close(k);
         return -1;
     }
     load_codes_t(k->w13, k->h, 2 * k->I, k->w13t, stage);
@@ -250,32 +250,32 @@ int gmp_ffn_open(gmp_ffn *k, const ulpgym_call *call, gmp_ffn_bug bug, char *err
     free(stage);
     ug_sim_load(k->s13, 0, 2 * k->I, k->sw13);
     ug_sim_load(k->s2, 0, k->h, k->sw2);
-    if (bug == GMP_FFN_TENSOR_SCALE) k->x_amax = tensor_amax(k);
+    if (bug == GMOE_FFN_TENSOR_SCALE) k->x_amax = tensor_amax(k);
     return 0;
 }
 
-void gmp_ffn_close(gmp_ffn *k)
+void gmoe_ffn_close(gmoe_ffn *k)
 {
     free(k->w13t), free(k->sw13);
     k->w13t = NULL, k->sw13 = NULL;
 }
 
-int gmp_ffn_run(const ulpgym_call *call, gmp_ffn_bug bug, float *rows, char *err, size_t errlen)
+int gmoe_ffn_run(const ulpgym_call *call, gmoe_ffn_bug bug, float *rows, char *err, size_t errlen)
 {
-    gmp_ffn k;
-    int rc = gmp_ffn_open(&k, call, bug, err, errlen);
+    gmoe_ffn k;
+    int rc = gmoe_ffn_open(&k, call, bug, err, errlen);
     if (rc) return rc;
     for (size_t t = 0; t < k.T; t++) {
-        gmp_ffn_token(&k, t, bug);
+        gmoe_ffn_token(&k, t, bug);
         memcpy(rows + t * k.h, k.o, k.h * sizeof *rows);
     }
-    gmp_ffn_close(&k);
+    gmoe_ffn_close(&k);
     return 0;
 }
 
 /* ---- routed SwiGLU row ---- */
 
-void gmp_swiglu_row(const float *x, const float *w1t, const float *w3t, size_t h, size_t I, int swap, float *a)
+void gmoe_swiglu_row(const float *x, const float *w1t, const float *w3t, size_t h, size_t I, int swap, float *a)
 {
     for (size_t i = 0; i < I; i++) {
         float g = ug_ktile_dot_f32(x, w1t + i * h, h);
@@ -296,9 +296,9 @@ typedef struct {
     const ulpgym_tensor *x, *w1, *w3, *w2, *act;
     size_t T, h, E, I, k;
     float *w1t, *w3t, *w2t, *stage, *xr, *a, *y; /* y [T*k][h]: each slot's down projection */
-} gmp_rt;
+} gmoe_rt;
 
-static int rt_alloc(gmp_rt *r)
+static int rt_alloc(gmoe_rt *r)
 {
     size_t hi = r->h * r->I > 0 ? r->h * r->I : 1;
     r->w1t = malloc(4 * hi * sizeof(float));
@@ -310,7 +310,7 @@ static int rt_alloc(gmp_rt *r)
 }
 
 /* Expert e over every (token, slot) that chose it. */
-static void rt_expert(gmp_rt *r, size_t e, const float *ids, gmp_rt_bug bug)
+static void rt_expert(gmoe_rt *r, size_t e, const float *ids, gmoe_rt_bug bug)
 {
     size_t h = r->h, I = r->I, hi = h * I, staged = 0;
     for (size_t ts = 0; ts < r->T * r->k; ts++) {
@@ -322,28 +322,28 @@ static void rt_expert(gmp_rt *r, size_t e, const float *ids, gmp_rt_bug bug)
             staged = 1;
         }
         ug_sim_load(r->x, ts / r->k * h, h, r->xr);
-        gmp_swiglu_row(r->xr, r->w1t, r->w3t, h, I, bug == GMP_RT_SWAP, r->a); /* rounds: fp32, bf16 act */
+        gmoe_swiglu_row(r->xr, r->w1t, r->w3t, h, I, bug == GMOE_RT_SWAP, r->a); /* rounds: fp32, bf16 act */
         ug_sim_store(r->act, ts * I, I, r->a); /* exact: already bf16 */
         for (size_t n = 0; n < h; n++) r->y[ts * h + n] = ug_ktile_dot_f32(r->a, r->w2t + n * I, I);
     }
 }
 
 /* acc[t,:] += w[t,j]*y[t,j,:], slot by slot in fp32 (bugs: bf16 running sum, last slot dropped). */
-static void rt_combine(const gmp_rt *r, const float *w, float *acc, gmp_rt_bug bug)
+static void rt_combine(const gmoe_rt *r, const float *w, float *acc, gmoe_rt_bug bug)
 {
-    size_t k = bug == GMP_RT_DROP_LAST && r->k > 1 ? r->k - 1 : r->k; /* bug: off by one */
+    size_t k = bug == GMOE_RT_DROP_LAST && r->k > 1 ? r->k - 1 : r->k; /* bug: off by one */
     for (size_t t = 0; t < r->T; t++)
         for (size_t j = 0; j < k; j++)
             for (size_t n = 0; n < r->h; n++) {
                 float v = acc[t * r->h + n] + w[t * r->k + j] * r->y[(t * r->k + j) * r->h + n]; /* rounds: fp32 */
-                acc[t * r->h + n] = bug == GMP_RT_BF16_ACC ? ug_sim_round_bf16(v) : v; /* bug: bf16 partials */
+                acc[t * r->h + n] = bug == GMOE_RT_BF16_ACC ? ug_sim_round_bf16(v) : v; /* bug: bf16 partials */
             }
 }
 
-int gmp_routed_run(const ulpgym_call *call, const float *w, const float *ids, size_t k, float *acc, gmp_rt_bug bug,
+int gmoe_routed_run(const ulpgym_call *call, const float *w, const float *ids, size_t k, float *acc, gmoe_rt_bug bug,
                    char *err, size_t errlen)
 {
-    gmp_rt r = {0};
+    gmoe_rt r = {0};
     const ulpgym_tensor **slots[] = {&r.x, &r.w1, &r.w3, &r.w2, &r.act};
     if (ug_sim_bind(call, "x expert_w1 expert_w3 expert_w2 act", slots, err, errlen)) return -2;
     r.T = (size_t)r.x->shape[0], r.h = (size_t)r.x->shape[1], r.E = (size_t)r.w1->shape[0];
@@ -359,29 +359,29 @@ int gmp_routed_run(const ulpgym_call *call, const float *w, const float *ids, si
 
 /* ---- the fused ops' front ---- */
 
-gmp_se_bug gmp_mut_se(int mut)
+gmoe_se_bug gmoe_mut_se(int mut)
 {
-    return mut == GMP_MUT_NO_RENORM ? GMP_SE_NO_RENORM : mut == GMP_MUT_UNBIASED ? GMP_SE_UNBIASED : GMP_SE_OK;
+    return mut == GMOE_MUT_NO_RENORM ? GMOE_SE_NO_RENORM : mut == GMOE_MUT_UNBIASED ? GMOE_SE_UNBIASED : GMOE_SE_OK;
 }
 
-gmp_ffn_bug gmp_mut_ffn(int mut) { return mut == GMP_MUT_TENSOR_SCALE ? GMP_FFN_TENSOR_SCALE : GMP_FFN_OK; }
+gmoe_ffn_bug gmoe_mut_ffn(int mut) { return mut == GMOE_MUT_TENSOR_SCALE ? GMOE_FFN_TENSOR_SCALE : GMOE_FFN_OK; }
 
-gmp_rt_bug gmp_mut_rt(int mut)
+gmoe_rt_bug gmoe_mut_rt(int mut)
 {
-    return mut == GMP_MUT_BF16_COMBINE ? GMP_RT_BF16_ACC
-           : mut == GMP_MUT_DROP_LAST  ? GMP_RT_DROP_LAST
-           : mut == GMP_MUT_SWIGLU_SWAP ? GMP_RT_SWAP
-                                        : GMP_RT_OK;
+    return mut == GMOE_MUT_BF16_COMBINE ? GMOE_RT_BF16_ACC
+           : mut == GMOE_MUT_DROP_LAST  ? GMOE_RT_DROP_LAST
+           : mut == GMOE_MUT_SWIGLU_SWAP ? GMOE_RT_SWAP
+                                        : GMOE_RT_OK;
 }
 
-int gmp_fused_route(gmp_fused *f, const ulpgym_call *call, int mut, int has_form, char *err, size_t errlen)
+int gmoe_fused_route(gmoe_fused *f, const ulpgym_call *call, int mut, int has_form, char *err, size_t errlen)
 {
-    *f = (gmp_fused){0};
+    *f = (gmoe_fused){0};
     const ulpgym_tensor **slots[] = {&f->out, &f->tw};
     if (ug_sim_bind(call, "out topk_weights", slots, err, errlen)) return -2;
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
-    gmp_se_cfg_read(&p, ug_p_int(&p, "experts"), f->tw->shape[1], gmp_mut_se(mut), &f->c);
+    gmoe_se_cfg_read(&p, ug_p_int(&p, "experts"), f->tw->shape[1], gmoe_mut_se(mut), &f->c);
     f->routed = has_form && ug_p_is(&p, "form", "routed");
     f->c.stable = 1; /* the fused kernels' sigmoid keeps subnormal scores of logits below -88 */
     ug_params_free(&p);
@@ -391,10 +391,10 @@ int gmp_fused_route(gmp_fused *f, const ulpgym_call *call, int mut, int has_form
     if (!f->w) return -1;
     f->ids = f->w + TK;
     f->acc = f->ids + TK;
-    return gmp_gate_router_run(call, &f->c, f->w, f->ids, err, errlen);
+    return gmoe_gate_router_run(call, &f->c, f->w, f->ids, err, errlen);
 }
 
-void gmp_fused_free(gmp_fused *f)
+void gmoe_fused_free(gmoe_fused *f)
 {
     free(f->w);
     f->w = f->ids = f->acc = NULL;
