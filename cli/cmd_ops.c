@@ -126,6 +126,7 @@ static int show(const char *name, int json, int mutants)
         const ug_output_rule *o = &d->outputs[i];
         printf("    %-8s %-14s pypto atol %g rtol %g budget %g\n", o->name, cmp_name(o->cmp), o->pypto_atol,
                o->pypto_rtol, o->pypto_budget);
+        if (o->source) printf("    %-8s %-14s why: %s\n", "", "", o->source);
         if (o->has_reference) {
             printf("    %-8s %-14s reference atol %g rtol %g budget %g (%s)\n", "", "", o->reference_atol,
                    o->reference_rtol, o->reference_budget, o->reference_source);

@@ -180,13 +180,13 @@ static int read_output(reader *r, const cJSON *o, ug_output_rule *rule)
     static const char *const keys[] = {"name", "of", "compare", "pypto_atol", "pypto_rtol", "pypto_budget", "source",
                                        "reference_atol", "reference_rtol", "reference_budget", "reference_source",
                                        "reference_golden", NULL};
-    const char *cmp, *source;
+    const char *cmp;
     int c;
     if (known_keys(r, o, keys) || text(r, o, "name", 1, &rule->name) || text(r, o, "of", 0, &rule->of) ||
         text(r, o, "compare", 1, &cmp) ||
         choice(r, cmp, ug_cmp_names, UG_CMP_COUNT, "compare", &c) ||
         number(r, o, "pypto_atol", 0, &rule->pypto_atol) || number(r, o, "pypto_rtol", 0, &rule->pypto_rtol) ||
-        number(r, o, "pypto_budget", 0, &rule->pypto_budget) || text(r, o, "source", 0, &source) ||
+        number(r, o, "pypto_budget", 0, &rule->pypto_budget) || text(r, o, "source", 0, &rule->source) ||
         read_reference(r, o, rule) || read_reference_golden(r, o, rule))
         return -1;
     rule->cmp = (ug_cmp)c;

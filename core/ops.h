@@ -38,6 +38,7 @@ typedef struct {
     ug_cmp cmp;
     double pypto_atol, pypto_rtol; /* docs/STANDARDS.md per-operator list */
     double pypto_budget;           /* share of elements allowed to fail (0.005 or 0) */
+    const char *source;            /* why the rule is what it is, and any part applied per case; NULL */
     /* NULL: the rule judges output tensor `name`. Else a view: a second judgement of output
      * tensor `of` against other exact values the oracle emits under `name` (quantised codes
      * against the oracle's own scale beside the kernel's: docs/STANDARDS.md "Views"). */

@@ -67,7 +67,7 @@ cp "$db" "$T/ro/v3.db" && chmod 644 "$T/ro/v3.db"
 sqlite3 "$T/ro/v3.db" "ALTER TABLE runs DROP COLUMN primary_standard; PRAGMA user_version = 3; PRAGMA journal_mode = DELETE" >/dev/null
 chmod 444 "$T/ro/v3.db" && chmod 555 "$T/ro"
 expect_status 2 as_reader "$UG_BIN" history --db "$T/ro/v3.db"
-expect_grep 'has schema version 3, older than this ulpgym.s 10, and cannot be upgraded here \(it is not writable\)' "$T/err"
+expect_grep 'has schema version 3, older than this ulpgym.s 11, and cannot be upgraded here \(it is not writable\)' "$T/err"
 chmod 755 "$T/ro"
 
 # an empty file is not a ulpgym database, and stays empty
