@@ -65,6 +65,8 @@ static void test_bad_params(void)
         {"{\"batch\":2,\"ctx\":100,\"seq_lens\":\"100,101\"}", "seq_lens"},
         {"{\"ctx\":10,\"rope\":128}", "rope"},
         {"{\"ctx\":10,\"scale\":-1}", "scale"},
+        {"{\"ctx\":10,\"scale\":5e-324}", "scale"}, /* positive in double, 0 in fp32 */
+        {"{\"ctx\":10,\"scale\":1e-46}", "scale"},  /* below 2^-149 */
     };
     OPC_EXPECT_REFUSED_EACH(SPEC("%s"), bad);
 }

@@ -76,6 +76,7 @@ static void test_bad_params(void)
         {"{\"ctx\":10,\"block_size\":0}", "block_size"},
         {"{\"ctx\":10,\"kv_lora\":256}", "kv_lora"},
         {"{\"ctx\":10,\"scale\":0}", "scale"},
+        {"{\"ctx\":10,\"scale\":5e-324}", "scale"}, /* positive in double, 0 in fp32 */
         {"{\"ctx\":10,\"pad\":\"head\"}", "pad"},
     };
     OPC_EXPECT_REFUSED_EACH(SPEC("%s"), bad);
