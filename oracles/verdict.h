@@ -157,8 +157,6 @@ ug_outcome ug_verdict_decide_outcome(const ug_result *r);
 /* Small-value threshold and atol of the benchmark standard (msprobe's values). */
 void ug_small_value(ug_dtype dt, double *threshold, double *atol);
 
-#endif
-
 /* Discrete compares (docs/STANDARDS.md). boundary_aware: code a may differ from the correctly
  * rounded code g by one quantum only where the exact pre-rounding value gstar lies
  * within budget of the rounding boundary between them. Returns 1 if legal. */
@@ -167,3 +165,5 @@ int ug_boundary_ok(double a, double g, double gstar, double quantum, double budg
  * exact scores tie within budget with the k-th largest exact score. scores[i] is the
  * exact score of candidate i (n candidates). Returns 1 if legal. */
 int ug_topk_set_ok(const int *kernel_idx, const int *oracle_idx, int k, const double *scores, int n, double budget);
+
+#endif
