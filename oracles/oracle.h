@@ -15,7 +15,6 @@
 #include <stddef.h>
 
 #include "core/registry.h"
-#include "gen/case.h"
 #include "oracles/mp/arith.h"
 
 /* Elements to check, per output: flat row-major indices, sorted, no repeats. */

@@ -9,6 +9,7 @@
 #define UG_OP_CHECK_H
 #include <string.h>
 
+#include "gen/case.h"
 #include "run/exec.h"
 
 
