@@ -92,7 +92,7 @@ static int print_mutant_scan(int op, FILE *f)
         fprintf(f, "    %-24s %4zu/%zu (%5.1f%%)  certified %4zu/%zu (%5.1f%%)%s", s[v].variant, s[v].caught, p.n,
                 p.n ? 100.0 * (double)s[v].caught / (double)p.n : 0.0, s[v].caught_certified, p.n,
                 p.n ? 100.0 * (double)s[v].caught_certified / (double)p.n : 0.0,
-                v == 0 ? "  <- the correct kernel: must be 0 and 0" : "");
+                v == 0 ? "  <- the correct kernel: must be 0 and 0" : s[v].legal ? "  <- legal: must be 0 and 0" : "");
         for (size_t k = 0; k < s[v].n_first; k++) fprintf(f, "%s%s", k ? " " : "  e.g. ", s[v].first[k]);
         if (s[v].beyond_plan) fprintf(f, "  (beyond the plan by design: see corpus/found/%s)", ug_op_name(op));
         fputc('\n', f);

@@ -135,3 +135,5 @@ int ug_op_contract_digest(int op, char out[17])
     }
     return -1;
 }
+
+int ug_variant_legal(const char *name) { return name && strncmp(name, "legal_", 6) == 0; }

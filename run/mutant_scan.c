@@ -57,6 +57,7 @@ static void scan_variant(const ug_plan *p, int v, const ug_kernel_variant *kv, c
     memset(s, 0, sizeof *s);
     s->variant = kv->name;
     s->beyond_plan = kv->beyond_plan;
+    s->legal = ug_variant_legal(kv->name);
     ug_backend b;
     char err[512], spec[96];
     snprintf(spec, sizeof spec, "sim:%s", kv->name);

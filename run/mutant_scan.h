@@ -21,6 +21,7 @@
 typedef struct {
     const char *variant; /* the variant's name (points into the op's static table) */
     int beyond_plan;     /* the variant's beyond_plan mark (registry.h) */
+    int legal;           /* a legal variant (ug_variant_legal): every catch is a false alarm */
     int unavailable;     /* the sim backend would not open it; message says why, counts are 0 */
     size_t n_cases;      /* cases run */
     size_t caught;       /* outcome FAIL or NONFINITE */

@@ -51,6 +51,7 @@ static void add_rules_and_variants(cJSON *o, const ug_op_def *d)
         cJSON *v = cJSON_CreateObject();
         cJSON_AddStringToObject(v, "name", kv[i].name);
         cJSON_AddStringToObject(v, "description", kv[i].desc);
+        cJSON_AddBoolToObject(v, "legal", i == 0 || ug_variant_legal(kv[i].name));
         cJSON_AddItemToArray(vars, v);
     }
 }

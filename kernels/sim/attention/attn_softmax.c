@@ -5,7 +5,10 @@
  * Device model: a vector core holds one row; x is widened to fp32, scaled and capped in
  * fp32, then an online softmax walks the row in tiles of 256 lanes (running max m and
  * running sum s, s rescaled by exp(m_old - m_new) at each tile), and the output is
- * exp(z - m) * (1/s) rounded once to the output dtype. */
+ * exp(z - m) * (1/s) rounded once to the output dtype.
+ * Legal variants (other correct kernels, which must pass every case: the false-alarm set):
+ * the online walk on 16-lane tiles; two passes (the max, then one sequential fp32 sum) with
+ * a division per element instead of the reciprocal; two passes with a pairwise sum. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -23,7 +26,10 @@ typedef enum {
     MUT_STORE_TRUNC,
     MUT_EXP_APPROX,
     MUT_MAX_FIRST_TILE,
-    MUT_MAX_INIT_ZERO
+    MUT_MAX_INIT_ZERO,
+    LEGAL_TILE16,   /* legal: online softmax on 16-lane tiles */
+    LEGAL_TWO_PASS, /* legal: max pass, then one sequential fp32 sum; y = e / s (a division) */
+    LEGAL_PAIRWISE  /* legal: max pass, then a pairwise fp32 sum of the exps */
 } softmax_bug;
 
 /* tanh the way a hand-written vector kernel might: (e^2u - 1)/(e^2u + 1) in fp32, which
@@ -63,9 +69,10 @@ static float max_nan(float a, float b) { return isnan(a) || isnan(b) ? NAN : fma
 static void online_stats(const float *z, size_t n, softmax_bug bug, float *m_out, float *s_out)
 {
     float m = -INFINITY, s = 0.0f;
-    for (size_t t = 0; t < n; t += SOFTMAX_TILE) {
-        size_t len = n - t < SOFTMAX_TILE ? n - t : SOFTMAX_TILE;
-        if (bug == MUT_TAIL_TILE && t > 0 && len < SOFTMAX_TILE) break; /* bug: tail tile dropped */
+    size_t tile = bug == LEGAL_TILE16 ? 16 : SOFTMAX_TILE;
+    for (size_t t = 0; t < n; t += tile) {
+        size_t len = n - t < tile ? n - t : tile;
+        if (bug == MUT_TAIL_TILE && t > 0 && len < tile) break; /* bug: tail tile dropped */
         float tm = -INFINITY;
         for (size_t j = 0; j < len; j++) tm = max_nan(tm, z[t + j]);
         float m_new = bug == MUT_NO_MAX_SUB ? 0.0f : max_nan(m, tm);
@@ -87,6 +94,27 @@ static void online_stats(const float *z, size_t n, softmax_bug bug, float *m_out
     *s_out = s;
 }
 
+/* The pairwise fp32 sum of e[0..n) (rounds: fp32 at every add). */
+static float pairwise_sum(const float *e, size_t n)
+{
+    if (n <= 2) return n == 0 ? 0.0f : n == 1 ? e[0] : e[0] + e[1];
+    return pairwise_sum(e, n / 2) + pairwise_sum(e + n / 2, n - n / 2);
+}
+
+/* Two passes over z[0..n): the row max (NaN sticky), then e[j] = exp(z - m) and their sum,
+ * sequential or pairwise. */
+static void two_pass_stats(const float *z, float *e, size_t n, softmax_bug how, float *m_out, float *s_out)
+{
+    float m = -INFINITY, s = 0.0f;
+    for (size_t j = 0; j < n; j++) m = max_nan(m, z[j]);
+    for (size_t j = 0; j < n && m != -INFINITY; j++) e[j] = expf(z[j] - m); /* rounds: fp32 difference and exp */
+    if (m != -INFINITY && how == LEGAL_PAIRWISE) s = pairwise_sum(e, n);
+    else
+        for (size_t j = 0; j < n && m != -INFINITY; j++) s += e[j]; /* rounds: fp32 */
+    *m_out = m;
+    *s_out = s;
+}
+
 static int softmax_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
     ug_params p;
@@ -96,7 +124,7 @@ static int softmax_kernel(const ulpgym_call *call, char *err, size_t errlen, int
     const ulpgym_tensor *x, *mask, *y, **slots[] = {&x, &mask, &y};
     if (ug_sim_bind(call, "x mask y", slots, err, errlen)) return -2;
     size_t rows = (size_t)x->shape[0], n = (size_t)x->shape[1];
-    float *z = malloc((n ? n : 1) * 2 * sizeof *z), *mk = z + (n ? n : 1);
+    float *z = malloc((n ? n : 1) * 3 * sizeof *z), *mk = z + (n ? n : 1), *e = mk + (n ? n : 1);
     if (!z) return -1;
     for (size_t r = 0; r < rows; r++) {
         ug_sim_load(x, r * n, n, z);
@@ -107,10 +135,15 @@ static int softmax_kernel(const ulpgym_call *call, char *err, size_t errlen, int
             z[j] = mk[j] == -INFINITY ? -INFINITY : v + mk[j]; /* rounds: fp32; masked stays -inf even for NaN x */
         }
         float m, s;
-        online_stats(z, n, bug, &m, &s);
-        float inv = m == -INFINITY ? 0.0f : 1.0f / s;     /* rounds: fp32 reciprocal */
-        for (size_t j = 0; j < n; j++)
-            z[j] = m == -INFINITY ? 0.0f : dev_exp(z[j] - m, bug) * inv; /* rounds: fp32 exp and product */
+        if (bug == LEGAL_TWO_PASS || bug == LEGAL_PAIRWISE) {
+            two_pass_stats(z, e, n, (softmax_bug)bug, &m, &s);
+            for (size_t j = 0; j < n; j++) z[j] = m == -INFINITY ? 0.0f : e[j] / s; /* rounds: fp32 division */
+        } else {
+            online_stats(z, n, bug, &m, &s);
+            float inv = m == -INFINITY ? 0.0f : 1.0f / s; /* rounds: fp32 reciprocal */
+            for (size_t j = 0; j < n; j++)
+                z[j] = m == -INFINITY ? 0.0f : dev_exp(z[j] - m, bug) * inv; /* rounds: fp32 exp and product */
+        }
         if (bug == MUT_STORE_TRUNC) /* bug: the bf16/fp16 store truncates toward zero (exact for fp32 outputs) */
             for (size_t j = 0; j < n; j++) z[j] = ug_sim_trunc_to(y->dtype, z[j]);
         ug_sim_store(y, r * n, n, z); /* rounds: RNE to the dtype (exact after the truncation of the bug) */
@@ -138,5 +171,10 @@ const ug_kernel_variant ug_variants_attn_softmax[] = {
     {"mut_max_init_zero",
      "running max initialised to 0 instead of -inf: a row of logits all below -88 underflows to 0/0 = NaN",
      softmax_kernel, 0, MUT_MAX_INIT_ZERO},
+    {"legal_tile16", "legal: the online softmax on 16-lane tiles", softmax_kernel, 0, LEGAL_TILE16},
+    {"legal_two_pass", "legal: the row max, then one sequential fp32 sum; y = exp(z - m) / s, a division",
+     softmax_kernel, 0, LEGAL_TWO_PASS},
+    {"legal_pairwise", "legal: the row max, then a pairwise fp32 sum of the exps; y = exp(z - m) / s", softmax_kernel,
+     0, LEGAL_PAIRWISE},
     {NULL, NULL, NULL},
 };

@@ -5,7 +5,9 @@
  * Device model: one row per vector core; x1, x2 widened to fp32 and added in fp32; the
  * sum of squares is accumulated in 64 fp32 lanes (lane l takes elements l, l+64, ...),
  * then the lanes are reduced pairwise; rstd = 1/sqrt(sum/H + eps) in fp32; outputs are
- * rounded once to their dtype. */
+ * rounded once to their dtype.
+ * Legal variants (other correct kernels: they must pass every case): the sum of squares in
+ * one sequential fp32 accumulator with fused multiply-adds; y as x_add * (rstd * gamma). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -14,7 +16,16 @@
 
 #define LANES 64
 
-typedef enum { MUT_NONE, MUT_BF16_SUM, MUT_EPS_OUTSIDE, MUT_TAIL_LANES, MUT_ADD_IN_DTYPE, MUT_PRESCALE } rms_bug;
+typedef enum {
+    MUT_NONE,
+    MUT_BF16_SUM,
+    MUT_EPS_OUTSIDE,
+    MUT_TAIL_LANES,
+    MUT_ADD_IN_DTYPE,
+    MUT_PRESCALE,
+    LEGAL_SEQ_FMA, /* legal: one sequential fp32 accumulator, fmaf(v, v, acc) */
+    LEGAL_REASSOC  /* legal: y = x_add * (rstd * gamma) */
+} rms_bug;
 
 /* rstd after pre-scaling by max|x| (a trick against overflow of the squares): exact in
  * exact arithmetic, but an all-zero row divides 0 by 0. */
@@ -32,6 +43,11 @@ static float lane_sumsq(const float *v, size_t n, rms_bug bug)
     if (bug == MUT_BF16_SUM) { /* bug: one scalar accumulator kept in bf16 */
         float acc = 0.0f;
         for (size_t i = 0; i < n; i++) acc = ug_sim_round_bf16(acc + v[i] * v[i]);
+        return acc;
+    }
+    if (bug == LEGAL_SEQ_FMA) {
+        float acc = 0.0f;
+        for (size_t i = 0; i < n; i++) acc = fmaf(v[i], v[i], acc); /* rounds: fp32, once per element */
         return acc;
     }
     size_t full = n / LANES * LANES;
@@ -61,7 +77,8 @@ static int rms_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
         float rs = bug == MUT_EPS_OUTSIDE ? 1.0f / (sqrtf(ms) + eps) : 1.0f / sqrtf(ms + eps);
         if (bug == MUT_PRESCALE) rs = prescaled_rstd(a, h, eps);
         ug_sim_store(rstd, r, 1, &rs);
-        for (size_t i = 0; i < h; i++) b[i] = a[i] * rs * g[i]; /* rounds: fp32, left to right */
+        for (size_t i = 0; i < h; i++) /* rounds: fp32, left to right (legal_reassoc: rstd * gamma first) */
+            b[i] = bug == LEGAL_REASSOC ? a[i] * (rs * g[i]) : a[i] * rs * g[i];
         ug_sim_store(y, r * h, h, b);
     }
     free(a);
@@ -79,5 +96,8 @@ const ug_kernel_variant ug_variants_inplace_add_rmsnorm[] = {
      rms_kernel, 1, MUT_ADD_IN_DTYPE},
     {"mut_prescale_zero_row", "rstd after pre-scaling by max|x|: an all-zero row gives 0/0 = NaN", rms_kernel, 1,
      MUT_PRESCALE},
+    {"legal_seq_fma", "legal: the sum of squares in one sequential fp32 accumulator with fused multiply-adds",
+     rms_kernel, 0, LEGAL_SEQ_FMA},
+    {"legal_reassoc", "legal: y = x_add * (rstd * gamma), rstd times gamma rounded first", rms_kernel, 0, LEGAL_REASSOC},
     {NULL, NULL, NULL},
 };
