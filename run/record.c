@@ -51,6 +51,8 @@ int ug_sweep_build_todo(ug_sweep_engine *e, long resume_run)
         if (!n_done || !bsearch(e->plan->cases[i].id, done, n_done, sizeof *done, cmp_id)) e->todo[e->n_todo++] = i;
     e->s->n_before = e->plan->n - e->n_todo;
     e->s->n_total = e->plan->n;
+    e->s->n_regression = 0;
+    for (size_t i = 0; i < e->plan->n; i++) e->s->n_regression += e->plan->cases[i].origin != NULL;
     free(done);
     return 0;
 }

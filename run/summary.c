@@ -42,6 +42,9 @@ void ug_sweep_print_summary(const ug_sweep_summary *s, FILE *f)
 {
     fprintf(f, "run %ld: %zu cases in %.1f s with %d workers%s\n", s->run_id, s->n_cases, s->seconds, s->jobs,
             s->interrupted ? " (interrupted: `ulpgym sweep --resume latest` runs the rest)" : "");
+    if (s->n_regression) /* the count reconciles with `plan --count`, which lists plan cases only */
+        fprintf(f, "  the run's %zu cases: %zu plan cases and %zu regression cases from corpus/found/ "
+                   "(--no-regressions leaves them out)\n", s->n_total, s->n_total - s->n_regression, s->n_regression);
     if (s->n_before)
         fprintf(f, "  resumed: %zu of the run's %zu cases were stored before, %zu now\n", s->n_before, s->n_total,
                 s->n_before + s->n_cases);

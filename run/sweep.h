@@ -51,6 +51,7 @@ typedef struct {
     long run_id;
     size_t n_cases, n_outcome[8];  /* this session's cases */
     size_t n_before, n_total;      /* resume: cases stored earlier; the run's case count */
+    size_t n_regression;           /* of n_total, the regression cases from corpus/found/ (origin fuzz) */
     size_t per_op_cases[UG_OP_COUNT], per_op_pass[UG_OP_COUNT];
     unsigned long selfcheck_elems, selfcheck_mismatch;
     unsigned long oracle_mpfr, oracle_raised, oracle_unsettled; /* exact fallback: elements, raised, not settled */

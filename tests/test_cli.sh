@@ -138,4 +138,9 @@ for g in "DeepSeek 5863" "GLM 4163" "Operator 582" "GreenLight 1315"; do
     expect_grep "^group $1 +$2 cases +\\(release target $2;" "$T/count"
 done
 expect_grep '^total 11923$' "$T/count"
+# a sweep's count line reconciles with plan --count: plan cases plus corpus/found/ regression cases
+n_plan=$(ug plan --op attn_softmax --count | sed -n 's/^total //p')
+n_found=$(ls "$ULPGYM_DATA/corpus/found/attn_softmax/"*.json | wc -l)
+expect_status 0 ug sweep --op attn_softmax --db "$T/count.db" --no-progress -j 2
+expect_grep "^  the run's $((n_plan + n_found)) cases: $n_plan plan cases and $n_found regression cases from corpus/found/" "$T/out"
 finish
