@@ -179,3 +179,10 @@ float ug_sim_sumsq_lanes(const float *v, size_t n)
         for (size_t l = 0; l < w; l++) lane[l] += lane[l + w]; /* rounds: fp32 */
     return lane[0];
 }
+
+float ug_sim_sumsq_seq_fma(const float *v, size_t n)
+{
+    float acc = 0.0f;
+    for (size_t i = 0; i < n; i++) acc = fmaf(v[i], v[i], acc); /* rounds: fp32, once per element */
+    return acc;
+}

@@ -40,6 +40,9 @@ void ug_sim_store(const ulpgym_tensor *t, size_t off, size_t n, const float *src
 /* Sum of squares of v[0..n) the way the norm kernels reduce a row: 64 fp32 lanes (element
  * i into lane i % 64), then a pairwise tree over the lanes (rounds: fp32 at every add). */
 float ug_sim_sumsq_lanes(const float *v, size_t n);
+/* The same sum in one sequential fp32 accumulator with fused multiply-adds (rounds: fp32,
+ * once per element): another legal order, for the norms' legal_seq_fma variants. */
+float ug_sim_sumsq_seq_fma(const float *v, size_t n);
 /* Rounds an fp32 value to bf16 / fp16 and back (rounds: RNE). */
 float ug_sim_round_bf16(float x);
 float ug_sim_round_fp16(float x);

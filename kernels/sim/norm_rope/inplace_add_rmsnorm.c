@@ -45,11 +45,7 @@ static float lane_sumsq(const float *v, size_t n, rms_bug bug)
         for (size_t i = 0; i < n; i++) acc = ug_sim_round_bf16(acc + v[i] * v[i]);
         return acc;
     }
-    if (bug == LEGAL_SEQ_FMA) {
-        float acc = 0.0f;
-        for (size_t i = 0; i < n; i++) acc = fmaf(v[i], v[i], acc); /* rounds: fp32, once per element */
-        return acc;
-    }
+    if (bug == LEGAL_SEQ_FMA) return ug_sim_sumsq_seq_fma(v, n);
     size_t full = n / LANES * LANES;
     return ug_sim_sumsq_lanes(v, bug == MUT_TAIL_LANES && full > 0 ? full : n); /* bug: tail block dropped */
 }

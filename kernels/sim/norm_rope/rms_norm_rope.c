@@ -8,7 +8,10 @@
  * accumulated in 64 fp32 lanes (lane l takes elements l, l+64, ...) and the lanes are
  * reduced pairwise; rstd = 1/sqrt(sum/D + eps) in fp32; the normed row stays in fp32
  * (the fused kernel never writes it out) and is rotated with fp32 products; each output
- * is rounded once to the output dtype. */
+ * is rounded once to the output dtype.
+ * Legal variants (other correct kernels: they must pass every case): the sum of squares in
+ * one sequential fp32 accumulator with fused multiply-adds; the rotation with one fused
+ * multiply-add per output (x*c -/+ y*s rounded once after the exact first product). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -16,7 +19,7 @@
 #include "kernels/sim/simlib.h"
 
 
-typedef enum { MUT_NONE, MUT_ROPE_BEFORE_NORM, MUT_EPS_OUTSIDE, MUT_INTERLEAVED } nr_bug;
+typedef enum { MUT_NONE, MUT_ROPE_BEFORE_NORM, MUT_EPS_OUTSIDE, MUT_INTERLEAVED, LEGAL_SEQ_FMA, LEGAL_FMA_ROTATE } nr_bug;
 
 /* In-place rotation of v[0..d) with one cos/sin row: NeoX pairs (i, i+D/2), or the
  * interleaved pairs (2i, 2i+1) of the MUT_INTERLEAVED bug. */
@@ -25,6 +28,11 @@ static void rotate(float *v, const float *c, const float *s, size_t d, nr_bug bu
     size_t half = d / 2;
     for (size_t i = 0; i < half; i++) {
         size_t a = bug == MUT_INTERLEAVED ? 2 * i : i, b = bug == MUT_INTERLEAVED ? 2 * i + 1 : i + half;
+        if (bug == LEGAL_FMA_ROTATE) {
+            tmp[a] = fmaf(v[a], c[i], -(v[b] * s[i])); /* rounds: fp32 mul, then one fused multiply-add */
+            tmp[b] = fmaf(v[b], c[i], v[a] * s[i]);
+            continue;
+        }
         tmp[a] = v[a] * c[i] - v[b] * s[i]; /* rounds: fp32 mul, mul, sub */
         tmp[b] = v[b] * c[i] + v[a] * s[i]; /* rounds: fp32 mul, mul, add */
     }
@@ -36,7 +44,7 @@ static void norm_rope_row(float *v, const float *g, const float *c, const float 
                           float *tmp)
 {
     if (bug == MUT_ROPE_BEFORE_NORM) rotate(v, c, s, d, bug, tmp); /* bug: rotary applied to the raw row */
-    float ms = ug_sim_sumsq_lanes(v, d) / (float)d;                           /* rounds: fp32 */
+    float ms = (bug == LEGAL_SEQ_FMA ? ug_sim_sumsq_seq_fma(v, d) : ug_sim_sumsq_lanes(v, d)) / (float)d; /* rounds: fp32 */
     float rs = bug == MUT_EPS_OUTSIDE ? 1.0f / (sqrtf(ms) + eps) : 1.0f / sqrtf(ms + eps); /* rounds: fp32 */
     for (size_t i = 0; i < d; i++) v[i] = v[i] * rs * g[i]; /* rounds: fp32, left to right */
     if (bug != MUT_ROPE_BEFORE_NORM) rotate(v, c, s, d, bug, tmp);
@@ -85,5 +93,9 @@ const ug_kernel_variant ug_variants_rms_norm_rope[] = {
      MUT_EPS_OUTSIDE},
     {"mut_interleaved_pairing", "rotates interleaved pairs (x_2i, x_2i+1) instead of (x_i, x_i+D/2)", nr_kernel, 0,
      MUT_INTERLEAVED},
+    {"legal_seq_fma", "legal: the sum of squares in one sequential fp32 accumulator with fused multiply-adds",
+     nr_kernel, 0, LEGAL_SEQ_FMA},
+    {"legal_fma_rotate", "legal: each rotated output as one fused multiply-add over the other fp32 product",
+     nr_kernel, 0, LEGAL_FMA_ROTATE},
     {NULL, NULL, NULL},
 };
