@@ -8,7 +8,9 @@
  * w *= decay; m' and v' with one fp32 multiply per product and fp32 adds;
  * denom = sqrt(v')/bc2_sqrt + eps; w' = w - step_size * (m'/denom); w' is rounded to
  * w's dtype, m' and v' stay fp32. A non-finite w therefore gives w*decay - ...: the
- * semantics the oracle states. */
+ * semantics the oracle states.
+ * Legal variant legal_fma: the moment updates and the step as fused multiply-adds over the
+ * other fp32 product (m' = fma(b1, m, (1-b1)*g), ..., w' = fma(-step_size, m'/denom, w*decay)). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -18,7 +20,7 @@
 
 #define ADAMW_CHUNK 1024
 
-typedef enum { MUT_NONE, MUT_NO_BIAS_CORRECTION, MUT_EPS_INSIDE_SQRT, MUT_L2_DECAY } adamw_bug;
+typedef enum { MUT_NONE, MUT_NO_BIAS_CORRECTION, MUT_EPS_INSIDE_SQRT, MUT_L2_DECAY, LEGAL_FMA } adamw_bug;
 
 typedef struct {
     float b1, b2, omb1, omb2, eps, wd, decay, step_size, bc2_sqrt;
@@ -51,14 +53,20 @@ static void adamw_elem(const adamw_scalars *s, adamw_bug bug, float g, float *w,
 {
     if (bug == MUT_L2_DECAY) g = g + s->wd * *w; /* bug: L2 penalty folded into the gradient */
     float wd = *w * s->decay;                      /* rounds: fp32 */
-    *m = s->b1 * *m + s->omb1 * g;                 /* rounds: fp32 mul, mul, add */
-    *v = s->b2 * *v + s->omb2 * (g * g);           /* rounds: fp32 mul, mul, mul, add */
+    if (bug == LEGAL_FMA) {
+        *m = fmaf(s->b1, *m, s->omb1 * g);         /* rounds: fp32 mul, one fused multiply-add */
+        *v = fmaf(s->b2, *v, s->omb2 * (g * g));   /* rounds: fp32 mul, mul, one fused multiply-add */
+    } else {
+        *m = s->b1 * *m + s->omb1 * g;             /* rounds: fp32 mul, mul, add */
+        *v = s->b2 * *v + s->omb2 * (g * g);       /* rounds: fp32 mul, mul, mul, add */
+    }
     float denom;
     if (bug == MUT_EPS_INSIDE_SQRT) /* bug: sqrt(v_hat + eps) instead of sqrt(v_hat) + eps */
         denom = sqrtf(*v / (s->bc2_sqrt * s->bc2_sqrt) + s->eps);
     else
         denom = sqrtf(*v) / s->bc2_sqrt + s->eps; /* rounds: fp32 sqrt, div, add */
-    *w = wd - s->step_size * (*m / denom);         /* rounds: fp32 div, mul, sub */
+    if (bug == LEGAL_FMA) *w = fmaf(-s->step_size, *m / denom, wd); /* rounds: fp32 div, one fused multiply-add */
+    else *w = wd - s->step_size * (*m / denom);    /* rounds: fp32 div, mul, sub */
 }
 
 static int adamw_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
@@ -98,5 +106,6 @@ const ug_kernel_variant ug_variants_apply_adamw[] = {
      0, MUT_EPS_INSIDE_SQRT},
     {"mut_l2_decay", "weight decay added to the gradient (Adam + L2) instead of decoupled", adamw_kernel, 0,
      MUT_L2_DECAY},
+    {"legal_fma", "legal: the moment updates and the step as fused multiply-adds", adamw_kernel, 0, LEGAL_FMA},
     {NULL, NULL, NULL},
 };
