@@ -10,6 +10,7 @@
  * Tables: position tables cos/sin [S, D/2] (2-D) serve both halves; given tables
  * [B, 1, cs_s, D] (4-D, params.tables given) give the even results columns 0..D/2-1 and
  * the odd ones D/2..D-1, one row per position or one row per batch (cs_s = 1). */
+#include <math.h>
 #include <stdlib.h>
 
 #include "core/ops.h"
@@ -17,7 +18,14 @@
 
 #define ROPE_SEQ_TILE 16
 
-typedef enum { MUT_NONE, MUT_HALF_PAIRING, MUT_LAYOUT_INTERLEAVED, MUT_TAIL_SIN_SIGN, MUT_TABLES_LO_ONLY } rope_bug;
+typedef enum {
+    MUT_NONE,
+    MUT_HALF_PAIRING,
+    MUT_LAYOUT_INTERLEAVED,
+    MUT_TAIL_SIN_SIGN,
+    MUT_TABLES_LO_ONLY,
+    LEGAL_FMA /* legal: each rotated value one fused multiply-add over the other fp32 product */
+} rope_bug;
 
 /* The cos/sin a row's even (lo) and odd (hi) results use: the same for position tables. */
 typedef struct {
@@ -34,8 +42,9 @@ static void rotate_row(const float *x, rope_row t, size_t d, rope_bug bug, int i
         float e = bug == MUT_HALF_PAIRING ? x[i] : x[2 * i];
         float o = bug == MUT_HALF_PAIRING ? x[half + i] : x[2 * i + 1];
         float s_lo = flip * t.s_lo[i], s_hi = flip * t.s_hi[i]; /* exact: a sign */
-        float ye = e * t.c_lo[i] - o * s_lo; /* rounds: fp32 mul, mul, sub */
-        float yo = o * t.c_hi[i] + e * s_hi; /* rounds: fp32 mul, mul, add */
+        float ye = bug == LEGAL_FMA ? fmaf(e, t.c_lo[i], -(o * s_lo)) /* rounds: fp32 mul, one fused multiply-add */
+                                    : e * t.c_lo[i] - o * s_lo;        /* rounds: fp32 mul, mul, sub */
+        float yo = bug == LEGAL_FMA ? fmaf(o, t.c_hi[i], e * s_hi) : o * t.c_hi[i] + e * s_hi; /* the same, add */
         if (bug == MUT_LAYOUT_INTERLEAVED) { /* bug: results written back in place (interleaved) */
             y[2 * i] = ye;
             y[2 * i + 1] = yo;
@@ -105,5 +114,7 @@ const ug_kernel_variant ug_variants_interleave_rope[] = {
      MUT_TAIL_SIN_SIGN},
     {"mut_tables_lo_only", "given cos/sin tables: the odd results also read the first half (assumes cat(freqs, freqs))",
      rope_kernel, 0, MUT_TABLES_LO_ONLY},
+    {"legal_fma", "legal: each rotated value one fused multiply-add over the other fp32 product", rope_kernel, 0,
+     LEGAL_FMA},
     {NULL, NULL, NULL},
 };
