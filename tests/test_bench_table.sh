@@ -35,11 +35,13 @@ PLAN="$T/d/gen/plans/t.json"
 bench() { ug bench kernels --plan "$PLAN" --op attn_softmax --db "$T/b.db" "$@"; }
 
 # 1. a planted 8x slowdown, on the CPU clock (robust to a loaded machine): kernel ratio near 8, end-to-end
-#    between 1 and the kernel ratio (both sides pay the same output read-back)
+#    between 1 and the kernel ratio (both sides pay the same output read-back), within 10 %: the two are
+#    medians of separate paired ratios, and where the read-back is small next to the kernel a loaded CI
+#    machine measured e2e 8.25 against kernel 8.12
 expect_status 0 bench --backend slow:8:sim --baseline sim --clock cpu --repeat 3 --warmup 1 --md "$T/a.md" --html "$T/a.html"
 cp "$T/out" "$T/stdout.md"
 expect_eq "$(q "$T/b.db" "SELECT count(*) FROM bench_scenes WHERE kernel_ratio BETWEEN 4 AND 16")" 2 "scenes with kernel ratio in [4, 16]"
-expect_eq "$(q "$T/b.db" "SELECT count(*) FROM bench_scenes WHERE e2e_ratio > 1 AND e2e_ratio < kernel_ratio")" 2 \
+expect_eq "$(q "$T/b.db" "SELECT count(*) FROM bench_scenes WHERE e2e_ratio > 1 AND e2e_ratio < 1.1 * kernel_ratio")" 2 \
     "scenes with end-to-end ratio between 1 and the kernel ratio"
 expect_eq "$(q "$T/b.db" "SELECT backend, baseline, backend_clock, host_clock, repeats, warmup FROM bench_runs")" \
     "slow:8:sim|sim|cpu|cpu|3|1" "the bench's row"
