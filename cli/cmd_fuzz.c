@@ -50,6 +50,7 @@ static int write_seeds(int op, const ug_fuzz_space *space, const char *dir)
 }
 
 static int count_found(const char *found);
+static double now_s(void);
 
 /* Starts argv with stdout and stderr appended to log; the child's pid, or -1. */
 static pid_t spawn_logged(char *const argv[], const char *log)
@@ -72,13 +73,20 @@ static int run_quiet(char *const argv[], const char *log)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+#define FUZZ_GRACE_S 60.0 /* after SIGINT or --time, the seconds libFuzzer gets to exit before SIGKILL */
+
 /* Runs argv with output to log; while it runs, stops it (SIGINT: libFuzzer exits cleanly)
- * once found/ holds max_findings signatures (0: never). */
-static int run_fuzzer(char *const argv[], const char *log, const char *found, long max_findings, int *stopped)
+ * once found/ holds max_findings signatures (0: never). A fuzzer still there FUZZ_GRACE_S
+ * after that, or after its `seconds` (-max_total_time), is killed (SIGKILL): libFuzzer
+ * interrupted while a slow unit ran has been seen to deadlock in its timeout handler,
+ * waiting on llvm-symbolizer (a test then hung until ctest's timeout), and `fuzz` must end. */
+static int run_fuzzer(char *const argv[], const char *log, const char *found, long max_findings, long seconds,
+                      int *stopped)
 {
     pid_t pid = spawn_logged(argv, log);
     if (pid < 0) return -1;
-    int st = 0;
+    int st = 0, killed = 0;
+    double deadline = now_s() + (double)seconds + FUZZ_GRACE_S;
     *stopped = 0;
     for (;;) {
         pid_t w = waitpid(pid, &st, WNOHANG);
@@ -87,6 +95,13 @@ static int run_fuzzer(char *const argv[], const char *log, const char *found, lo
         if (!*stopped && max_findings > 0 && count_found(found) >= max_findings) {
             kill(pid, SIGINT);
             *stopped = 1;
+            if (now_s() + FUZZ_GRACE_S < deadline) deadline = now_s() + FUZZ_GRACE_S;
+        }
+        if (!killed && now_s() > deadline) {
+            fprintf(stderr, "ulpgym fuzz: the fuzzer did not exit %.0f s after it was due to; killed (log: %s)\n",
+                    FUZZ_GRACE_S, log);
+            kill(pid, SIGKILL); /* what it started (llvm-symbolizer) reads EOF on its pipe and ends */
+            killed = 1;
         }
         struct timespec ts = {0, 200 * 1000 * 1000};
         nanosleep(&ts, NULL);
@@ -364,7 +379,7 @@ static int ug_cmd_fuzz(int argc, char **argv)
     char *args[] = {bin, max_time, prefix, dict, "-timeout=30", "-rss_limit_mb=4096", "-print_final_stats=1", corpus, NULL};
     double t0 = now_s();
     int stopped = 0;
-    int rc = run_fuzzer(args, log, found, max_findings, &stopped);
+    int rc = run_fuzzer(args, log, found, max_findings, seconds, &stopped);
     double took = now_s() - t0;
     tally t = {0};
     collect(found, out, backend_name, db_path, &t);
