@@ -1,6 +1,7 @@
 /* oracle.c — the oracle engine of oracle.h. */
 #include "oracles/oracle.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -527,4 +528,34 @@ void ug_oracle_result_free(ug_oracle_result *r)
     }
     ug_selection_free(&r->sel);
     memset(r, 0, sizeof *r);
+}
+
+void ug_oracle_output_scale(const ug_case *c, int out, double *mean_abs, double *max_abs)
+{
+    double sum = 0.0, max = 0.0;
+    size_t n = c->out[out].numel, finite = 0;
+    ug_selection sel = {.n_out = c->n_out};
+    sel.idx[out] = malloc((n ? n : 1) * sizeof(size_t));
+    if (sel.idx[out]) {
+        for (size_t i = 0; i < n; i++) sel.idx[out][i] = i;
+        sel.n[out] = n;
+        ug_oracle_opts o;
+        ug_oracle_opts_default(&o);
+        o.mode = UG_AR_F64;
+        o.naive = o.device_bound = o.self_check = 0;
+        ug_oracle_result r;
+        char err[128];
+        if (ug_oracle_run_sel(c, &o, &sel, &r, err, sizeof err) == 0) {
+            for (size_t i = 0; i < n; i++)
+                if (isfinite(r.g[out][i])) {
+                    double a = fabs(r.g[out][i]);
+                    sum += a, finite++;
+                    if (a > max) max = a;
+                }
+            ug_oracle_result_free(&r);
+        }
+        free(sel.idx[out]);
+    }
+    if (mean_abs) *mean_abs = finite ? sum / (double)finite : 0.0;
+    if (max_abs) *max_abs = finite ? max : 0.0;
 }

@@ -70,6 +70,12 @@ int ug_oracle_run(const ug_case *c, const ug_oracle_opts *o, ug_oracle_result *r
 int ug_oracle_run_sel(const ug_case *c, const ug_oracle_opts *o, const ug_selection *sel, ug_oracle_result *r,
                       char *err, size_t errlen);
 void ug_oracle_result_free(ug_oracle_result *r);
+/* The scale of output out over every one of its elements, from the oracle in plain double
+ * (UG_AR_F64) on the whole output: the mean and the largest |g| of its finite elements
+ * (either pointer may be NULL). A figure of the case alone, so a tolerance set from it
+ * (ug_op_def.adjust_rule) is the same at --sample 512 and --sample all. Both 0 when the
+ * evaluation fails or no element is finite (a tolerance built on them is then stricter). */
+void ug_oracle_output_scale(const ug_case *c, int out, double *mean_abs, double *max_abs);
 
 /* Geometry of an output viewed as (product of leading dims) x (last dim), with the
  * kernel's tiles along both: what most ops' geometry() needs. */

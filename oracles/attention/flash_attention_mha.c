@@ -15,8 +15,10 @@
  * (default 1/sqrt(D) rounded to fp32). The spec rounds nothing mid-way: the device's cast
  * of P to the input dtype is the kernel's approximation, not the math.
  *
- * Primary standard pypto: lse 2.5e-5 / 0.005 as docs/STANDARDS.md lists it; o rtol 2^-7 as
- * listed but atol 1e-3 instead of 1e-4. Why: a correct FA2 kernel casts P to the input
+ * Primary standard certified (docs/STANDARDS.md: the fixed atol below does not follow the
+ * size of v, and failed the correct kernel at plan seed 6 where v has outliers of scale 30;
+ * certified catches every mutant pypto does). The stored pypto rule: lse 2.5e-5 / 0.005 as
+ * docs/STANDARDS.md lists it; o rtol 2^-7 as listed but atol 1e-3 instead of 1e-4. Why: a correct FA2 kernel casts P to the input
  * dtype before P.V, which perturbs o by about u * sqrt(sum_j p_j^2 v_j^2) / l (u the
  * dtype's unit roundoff); for fp16 (u = 2^-11) that stays inside 1e-4, for bf16
  * (u = 2^-8) it does not where o is small through cancellation. Measured on the nightly
@@ -272,5 +274,5 @@ static double scratch(const ug_params *P)
 }
 
 const ug_op_def ug_opdef_flash_attention_mha = {
-    .op = UG_OP_FLASH_ATTENTION_MHA, .decl.check = ug_fa_check, .build = build, .oracle = oracle, .geometry = geometry,
+    .op = UG_OP_FLASH_ATTENTION_MHA, .primary = UG_STD_CERTIFIED, .decl.check = ug_fa_check, .build = build, .oracle = oracle, .geometry = geometry,
     .adjust_rule = adjust_rule, .scratch = scratch, .reference_golden = ug_fa_reference_golden};

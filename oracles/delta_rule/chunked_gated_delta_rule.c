@@ -9,9 +9,9 @@
  * are the recurrent definition shared with gated_delta_rule (delta_rule_ref.c), so a wrong
  * WY derivation, a chunk border or tail mistake cannot cancel out. Everything is fp32; q
  * and k are expected l2-normalised (the builder normalises them) and are used as given.
- * Primary standard pypto with atol 0 / rtol 1e-3 (docs/STANDARDS.md). Varlen (params.seqlens,
- * the reference's act_seq_len): sequences packed along the tokens, each from its own h0 rows
- * to its own ht rows; both the recurrence and the WY bound run each sequence on its own
+ * Primary standard pypto with rtol 1e-3 (docs/STANDARDS.md) and atol 2^-20 max|g|
+ * (adjust_rule). Varlen (params.seqlens, the reference's act_seq_len): sequences packed
+ * along the tokens, each from its own h0 rows to its own ht rows; both the recurrence and the WY bound run each sequence on its own
  * (ug_delta_check refuses lengths that are empty or do not sum to tokens).
  *
  * certified: the device bound B (UG_AR_DEVICE) is the chunked WY form's own
@@ -53,6 +53,22 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     return ug_delta_oracle(c, ar, sel);
 }
 
+/* pypto's atol, per case: 2^-20 of the output's largest |g| (about 8 fp32 ulps of it). The
+ * reference test's atol 0 holds against its own fp32 golden, not against the exact value:
+ * an element that cancels to near 0 keeps the absolute error of the O(max|g|) terms that
+ * cancelled, and with atol 0 the correct sim kernel failed 3 of 3,600 cases over plan seeds
+ * 1-40 (9b52e4f023d63f67 at seed 8: ht 2 elements at |g| ~ 5e-5, 1 allowed). With the floor
+ * its worst pypto headroom over those seeds is 0.28, and every mutant's catch count is
+ * unchanged (ops show --mutants). From the whole output (F64), so --sample does not move it. */
+#define ATOL_OF_MAX 0x1p-20
+static void adjust_rule(const ug_case *c, int out, const double *g, size_t n, ug_output_rule *rule)
+{
+    (void)g, (void)n; /* the checked elements' values would make atol move with --sample */
+    double max_abs;
+    ug_oracle_output_scale(c, out, NULL, &max_abs);
+    rule->pypto_atol = ATOL_OF_MAX * max_abs;
+}
+
 const ug_op_def ug_opdef_chunked_gated_delta_rule = {
     .op = UG_OP_CHUNKED_GATED_DELTA_RULE, .decl.check = check, .build = ug_delta_build, .oracle = oracle,
-    .geometry = geometry};
+    .geometry = geometry, .adjust_rule = adjust_rule};

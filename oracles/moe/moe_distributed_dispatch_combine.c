@@ -11,7 +11,8 @@
  * there is no staged value to continue from; the scale max|x|/127 itself is exact. On the
  * int8 wire a token row holding NaN or +-inf arrives as NaN (its scale is not finite);
  * otherwise special values follow IEEE on the formula (the op's semantics text). Primary
- * standard pypto, 1e-3 / 1e-3 (docs/STANDARDS.md is silent on this op).
+ * standard certified: the stored pypto 1e-3 / 1e-3 (docs/STANDARDS.md is silent on this op)
+ * with no element allowed on a small output failed the correct kernel at plan seed 6.
  * expert_ids are structural: k distinct experts per token from the case seed; routing
  * "hot" draws them from the first quarter of the experts only (at least k), so the high
  * experts, and often the last ranks, receive nothing. */
@@ -169,5 +170,5 @@ static double scratch(const ug_params *P)
 }
 
 const ug_op_def ug_opdef_moe_distributed_dispatch_combine = {
-    .op = UG_OP_MOE_DISTRIBUTED_DISPATCH_COMBINE, .decl.check = check, .build = build, .oracle = oracle,
+    .op = UG_OP_MOE_DISTRIBUTED_DISPATCH_COMBINE, .primary = UG_STD_CERTIFIED, .decl.check = check, .build = build, .oracle = oracle,
     .geometry = geometry, .scratch = scratch};
