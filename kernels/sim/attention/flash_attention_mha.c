@@ -22,7 +22,13 @@
  * Speed: each key tile is transposed once per (batch element, head) and its q.k computed for all 64 rows with the
  * vectorised loops of attn_vec.h (lanes = keys for q.k, = d for P.V), which keep every fp32
  * sum in its declared order: the outputs are those of the row-at-a-time loops, bit for
- * bit (tests/test_kernel_digests.sh). */
+ * bit (tests/test_kernel_digests.sh).
+ *
+ * Legal variants (other correct kernels, which must pass every case: the false-alarm set):
+ * 16-key tiles (a query tile whose keys fit 16 casts P/l, longer ones cast P); 320-key
+ * tiles, the reference kernel's (rows whose keys fit 320 cast the normalised P/l); two
+ * passes (one key tile holding the whole row: the row max first, then one pass of exp, sum
+ * and P.V, P cast unnormalised and o = acc * (1/l), as in the FA2 path). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -32,8 +38,20 @@
 
 #define FA_BQ 64
 #define FA_BK 64
+#define FA_BK_REF 320 /* legal_tile320: the reference kernel's key tile */
 
-typedef enum { MUT_NONE, MUT_LSE_LOG2, MUT_CAUSAL_TOPLEFT, MUT_NO_RESCALE, MUT_LSE_BF16, MUT_MAX_LOG2, MUT_SUM_RECIP } fa_bug;
+typedef enum {
+    MUT_NONE,
+    MUT_LSE_LOG2,
+    MUT_CAUSAL_TOPLEFT,
+    MUT_NO_RESCALE,
+    MUT_LSE_BF16,
+    MUT_MAX_LOG2,
+    MUT_SUM_RECIP,
+    LEGAL_TILE16,   /* legal: 16-key tiles */
+    LEGAL_TILE320,  /* legal: 320-key tiles, the reference kernel's */
+    LEGAL_TWO_PASS  /* legal: one key tile holds the whole row: max first, then exp, sum and P.V (P cast, FA2) */
+} fa_bug;
 
 typedef struct {
     long heads, dim, causal;
@@ -41,6 +59,7 @@ typedef struct {
     int dt; /* input dtype */
     const float *q, *k, *v;
     fa_bug bug;
+    long bk; /* keys per key tile: FA_BK, or a legal variant's (a multiple of UG_AV_COLS) */
 } fa_ctx;
 
 /* Keys query row i of an element with lq queries and lk keys may see (a prefix). */
@@ -54,10 +73,10 @@ static long visible(const fa_ctx *x, long i, long lq, long lk)
 /* Per-kernel scratch of the tile loop. */
 typedef struct {
     float *acc;  /* [FA_BQ, D] fp32 output accumulators of a query tile */
-    float *kt;   /* [cdiv(Lk, FA_BK), D, FA_BK] a (batch element, head)'s key tiles transposed (attn_vec.h) */
-    float *dots; /* [FA_BQ, FA_BK] q.k of the tile, unscaled */
-    float s[FA_BK], pr[FA_BK];
-    int live[FA_BK];
+    float *kt;   /* [cdiv(Lk, bk), D, bk] a (batch element, head)'s key tiles transposed (attn_vec.h) */
+    float *dots; /* [FA_BQ, bk] q.k of the tile, unscaled */
+    float *s, *pr; /* [bk] each */
+    int *live;     /* [bk] */
 } fa_work;
 
 /* Online-softmax step of one query row over one key tile: dots are its q.k, the first
@@ -126,15 +145,17 @@ static void query_tile(const fa_ctx *x, long q0, long lq, long k0, long lk, long
         for (size_t d = 0; d < D; d++) w->acc[r * D + d] = 0.0f;
     }
     const float *qt = x->q + (size_t)(q0 + i0) * HD + (size_t)h * D;
-    long kend = visible(x, i0 + nq - 1, lq, lk); /* causal: later key tiles are skipped */
-    int single = kend <= FA_BK;                   /* one key tile: P/l is cast, not P (the reference kernel's path) */
-    for (long j0 = 0; j0 < kend; j0 += FA_BK) {
-        long nk = kend - j0 < FA_BK ? kend - j0 : FA_BK;
+    long kend = visible(x, i0 + nq - 1, lq, lk), bk = x->bk; /* causal: later key tiles are skipped */
+    /* one key tile: P/l is cast, not P (the reference kernel's path); legal_two_pass keeps the FA2 cast of P */
+    int single = kend <= bk && x->bug != LEGAL_TWO_PASS;
+    for (long j0 = 0; j0 < kend; j0 += bk) {
+        long nk = kend - j0 < bk ? kend - j0 : bk;
         size_t kofs = (size_t)(k0 + j0) * HD + (size_t)h * D;
-        const float *kt = w->kt + (size_t)(j0 / FA_BK) * D * FA_BK;
-        ug_av_scores(qt, HD, (size_t)nq, kt, FA_BK, ug_av_cols((size_t)nk), D, w->dots, FA_BK); /* rounds: fp32 acc */
+        const float *kt = w->kt + (size_t)(j0 / bk) * D * (size_t)bk;
+        ug_av_scores(qt, HD, (size_t)nq, kt, (size_t)bk, ug_av_cols((size_t)nk), D, w->dots,
+                     (size_t)bk); /* rounds: fp32 acc */
         for (long r = 0; r < nq; r++)
-            row_step(x, w, w->dots + r * FA_BK, nk, visible(x, i0 + r, lq, lk) - j0, x->v + kofs, &m[r], &l[r],
+            row_step(x, w, w->dots + r * bk, nk, visible(x, i0 + r, lq, lk) - j0, x->v + kofs, &m[r], &l[r],
                      w->acc + r * D, single);
     }
     for (long r = 0; r < nq; r++) {
@@ -144,22 +165,29 @@ static void query_tile(const fa_ctx *x, long q0, long lq, long k0, long lk, long
     }
 }
 
-/* Columns of the staged key tiles: the longest key sequence, in whole FA_BK tiles. */
-static size_t kt_cols(const float *cuk, long batch)
+/* The longest key sequence, in keys. */
+static long longest_keys(const float *cuk, long batch)
 {
     long most = 0;
     for (long b = 0; b < batch; b++) most = (long)(cuk[b + 1] - cuk[b]) > most ? (long)(cuk[b + 1] - cuk[b]) : most;
-    return (size_t)(most + FA_BK - 1) / FA_BK * FA_BK;
+    return most;
+}
+
+/* Columns of the staged key tiles: the longest key sequence, in whole tiles of bk keys. */
+static size_t kt_cols(const float *cuk, long batch, long bk)
+{
+    return (size_t)(longest_keys(cuk, batch) + bk - 1) / (size_t)bk * (size_t)bk;
 }
 
 /* Every key tile of one (batch element, head) transposed once into kt, tile after tile. */
 static void stage_keys(const fa_ctx *x, long k0, long lk, long h, float *kt)
 {
     size_t D = (size_t)x->dim, HD = (size_t)x->heads * D;
-    for (long j0 = 0; j0 < lk; j0 += FA_BK) {
-        long nk = lk - j0 < FA_BK ? lk - j0 : FA_BK;
+    long bk = x->bk;
+    for (long j0 = 0; j0 < lk; j0 += bk) {
+        long nk = lk - j0 < bk ? lk - j0 : bk;
         ug_av_stage_kt(x->k + (size_t)(k0 + j0) * HD + (size_t)h * D, HD, (size_t)nk, D,
-                       kt + (size_t)(j0 / FA_BK) * D * FA_BK, FA_BK);
+                       kt + (size_t)(j0 / bk) * D * (size_t)bk, (size_t)bk);
     }
 }
 
@@ -178,16 +206,24 @@ static int fa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     size_t tq = (size_t)q->shape[0], tk = (size_t)k->shape[0], HD = (size_t)(x.heads * x.dim);
     long batch = cq->shape[0] - 1;
     float *cu = malloc(2 * (size_t)(batch + 1) * sizeof *cu), *buf = NULL;
+    int *live = NULL;
+    x.bk = FA_BK;
     if (cu) {
         ug_sim_load(cq, 0, (size_t)batch + 1, cu);
         ug_sim_load(ck, 0, (size_t)batch + 1, cu + batch + 1);
+        if (bug == LEGAL_TILE16 || bug == LEGAL_TILE320) x.bk = bug == LEGAL_TILE16 ? 16 : FA_BK_REF;
+        if (bug == LEGAL_TWO_PASS) x.bk = (long)ug_av_cols((size_t)longest_keys(cu + batch + 1, batch)); /* the row */
+        if (x.bk < 1) x.bk = UG_AV_COLS;
+        size_t bk = (size_t)x.bk;
         buf = malloc(((tq + 2 * tk) * HD + tq * HD + 3 * tq * (size_t)x.heads + FA_BQ * (size_t)x.dim +
-                      (size_t)x.dim * kt_cols(cu + batch + 1, batch) + FA_BQ * FA_BK) *
+                      (size_t)x.dim * kt_cols(cu + batch + 1, batch, x.bk) + FA_BQ * bk + 2 * bk) *
                      sizeof *buf);
+        live = malloc(bk * sizeof *live);
     }
-    if (!buf || !cu) {
+    if (!buf || !cu || !live) {
         free(buf);
         free(cu);
+        free(live);
         return -1;
     }
     float *qf = buf, *kf = qf + tq * HD, *vf = kf + tk * HD, *of = vf + tk * HD, *lf = of + tq * HD;
@@ -195,7 +231,10 @@ static int fa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     fa_work w;
     w.acc = lof + tq * (size_t)x.heads;
     w.kt = w.acc + FA_BQ * (size_t)x.dim;
-    w.dots = w.kt + (size_t)x.dim * kt_cols(cu + batch + 1, batch);
+    w.dots = w.kt + (size_t)x.dim * kt_cols(cu + batch + 1, batch, x.bk);
+    w.s = w.dots + FA_BQ * (size_t)x.bk;
+    w.pr = w.s + x.bk;
+    w.live = live;
     ug_sim_load(q, 0, tq * HD, qf);
     ug_sim_load(k, 0, tk * HD, kf);
     ug_sim_load(v, 0, tk * HD, vf);
@@ -217,6 +256,7 @@ static int fa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     if (sm) ug_sim_store(sm, 0, tq * (size_t)x.heads, lof);
     free(buf);
     free(cu);
+    free(live);
     return 0;
 }
 
@@ -236,5 +276,12 @@ const ug_kernel_variant ug_variants_flash_attention_mha[] = {
      fa_kernel, 0, MUT_MAX_LOG2},
     {"mut_sum_recip", "optional softmax_sum (L) written as 1/l, the reciprocal the kernel normalises o with",
      fa_kernel, 0, MUT_SUM_RECIP},
+    {"legal_tile16", "legal: 16-key tiles instead of 64 (only rows whose keys fit 16 cast the normalised P/l)",
+     fa_kernel, 0, LEGAL_TILE16},
+    {"legal_tile320", "legal: 320-key tiles, the reference kernel's (rows whose keys fit 320 cast P/l)", fa_kernel, 0,
+     LEGAL_TILE320},
+    {"legal_two_pass",
+     "legal: one key tile holding the whole row: the row max first, then exp, sum and P.V, P cast unnormalised (FA2)",
+     fa_kernel, 0, LEGAL_TWO_PASS},
     {NULL, NULL, NULL},
 };

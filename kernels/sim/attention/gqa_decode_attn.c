@@ -10,9 +10,14 @@
  * before P·V, fp32 accumulation, o rounded once to bf16 (attn_tiles.c, which also holds
  * the special-value rule). The scale is the fp32 param (default the fp32 value of
  * 1/sqrt(D)). The K/V rows a step needs are loaded once and serve all S_q rows, each
- * row's tiles starting at its own window's first key. */
+ * row's tiles starting at its own window's first key.
+ * Legal variants (other correct kernels, which must pass every case: the false-alarm set):
+ * the online softmax on 16-key tiles; two passes (one tile holding the row's whole window:
+ * its max first, then one pass of exp, sum and P·V, nothing rescaled); the window's keys
+ * walked last to first (every sum and the running max in reverse key order). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/ops.h"
 #include "kernels/sim/attention/attn_tiles.h"
@@ -26,7 +31,10 @@ typedef enum {
     MUT_PV_BF16,
     MUT_NO_SUM_RESCALE,
     MUT_KV_HEAD_MOD,
-    MUT_MTP_NO_OFFSET
+    MUT_MTP_NO_OFFSET,
+    LEGAL_TILE16,   /* legal: online softmax on 16-key tiles */
+    LEGAL_TWO_PASS, /* legal: one tile holds the whole window: max first, then exp, sum and P·V */
+    LEGAL_REVERSED  /* legal: the window's keys walked last to first */
 } gqa_bug;
 
 typedef struct {
@@ -72,17 +80,32 @@ static long window_start(const gqa_view *g, long end, gqa_bug bug)
     return start;
 }
 
+/* Keys per tile: GQA_TILE, or a legal variant's (two passes: the longest window, S keys). */
+static size_t gqa_tile(const gqa_view *g, gqa_bug bug)
+{
+    return bug == LEGAL_TILE16 ? 16 : bug == LEGAL_TWO_PASS ? (size_t)(g->s > 0 ? g->s : 1) : GQA_TILE;
+}
+
+/* legal_reversed: rows [0, n) of k and v (stride d) copied last to first into rk, rv. */
+static void reverse_rows(const float *k, const float *v, size_t n, size_t d, float *rk, float *rv)
+{
+    for (size_t j = 0; j < n; j++) {
+        memcpy(rk + j * d, k + (n - 1 - j) * d, d * sizeof *rk);
+        memcpy(rv + j * d, v + (n - 1 - j) * d, d * sizeof *rv);
+    }
+}
+
 /* Serves every query row and head of (b, kv head kvh) from one load of the keys the step
  * needs: [first row's window start, len); the heads of a query row together
- * (ug_gl_attn_rows). */
+ * (ug_gl_attn_rows). rk, rv: legal_reversed's reversed rows (S rows each). */
 static void gqa_group(const gqa_view *g, long b, long kvh, long len, gqa_bug bug, float *kf, float *vf, float *qf,
-                      float *of, float *scratch)
+                      float *of, float *scratch, float *rk, float *rv)
 {
     long first = window_start(g, bug == MUT_MTP_NO_OFFSET ? len : ug_gl_mtp_end(len, g->sq, 0), bug);
     size_t base = (size_t)((b * g->hkv + kvh) * g->s + first) * (size_t)g->d;
     ug_sim_load(g->k, base, (size_t)((len - first) * g->d), kf);
     ug_sim_load(g->v, base, (size_t)((len - first) * g->d), vf);
-    ug_gl_attn_cfg cfg = {(size_t)g->d, (size_t)g->d, (size_t)g->d, (size_t)g->d, GQA_TILE, g->scale,
+    ug_gl_attn_cfg cfg = {(size_t)g->d, (size_t)g->d, (size_t)g->d, (size_t)g->d, gqa_tile(g, bug), g->scale,
                           UG_GL_ATTN_P_BF16};
     if (bug == MUT_PV_BF16) cfg.flags |= UG_GL_ATTN_BUG_PV_BF16;
     if (bug == MUT_NO_SUM_RESCALE) cfg.flags |= UG_GL_ATTN_BUG_NO_SUM_RESCALE;
@@ -97,7 +120,11 @@ static void gqa_group(const gqa_view *g, long b, long kvh, long len, gqa_bug bug
             if (owner != kvh) continue;
             ug_sim_load(g->q, (size_t)((b * g->sq + i) * g->hq + h) * d, d, qf + nr++ * d);
         }
-        ug_gl_attn_rows(&cfg, qf, d, nr, kf + off, vf + off, (size_t)(end - start), of, d, scratch);
+        if (bug == LEGAL_REVERSED) { /* legal: the same keys, last to first */
+            reverse_rows(kf + off, vf + off, (size_t)(end - start), d, rk, rv);
+            ug_gl_attn_rows(&cfg, qf, d, nr, rk, rv, (size_t)(end - start), of, d, scratch);
+        } else
+            ug_gl_attn_rows(&cfg, qf, d, nr, kf + off, vf + off, (size_t)(end - start), of, d, scratch);
         nr = 0;
         for (long h = 0; h < g->hq; h++) {
             long owner = bug == MUT_KV_HEAD_MOD ? h % g->hkv : h / group;
@@ -114,14 +141,15 @@ static int gqa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     const int32_t *lens = g.lens->data;
     size_t d = (size_t)g.d, s = (size_t)g.s;
     size_t group = (size_t)(g.hq / g.hkv);
-    float *kf = malloc((2 * s * d + 2 * group * d) * sizeof *kf);
-    float *scratch = malloc(UG_GL_ATTN_ROWS_SCRATCH((size_t)GQA_TILE, d, d, group) * sizeof *scratch);
+    size_t nrev = bug == LEGAL_REVERSED ? 2 * s * d : 0; /* legal_reversed's reversed K and V rows */
+    float *kf = malloc((2 * s * d + 2 * group * d + nrev) * sizeof *kf);
+    float *scratch = malloc(UG_GL_ATTN_ROWS_SCRATCH(gqa_tile(&g, bug), d, d, group) * sizeof *scratch);
     if (!kf || !scratch) {
         free(kf);
         free(scratch);
         return -1;
     }
-    float *vf = kf + s * d, *qf = vf + s * d, *of = qf + group * d;
+    float *vf = kf + s * d, *qf = vf + s * d, *of = qf + group * d, *rk = of + group * d, *rv = rk + s * d;
     int rc = 0;
     for (long b = 0; b < g.b && !rc; b++) {
         long len = lens[b];
@@ -131,7 +159,7 @@ static int gqa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
             rc = -2;
             break;
         }
-        for (long kvh = 0; kvh < g.hkv; kvh++) gqa_group(&g, b, kvh, len, bug, kf, vf, qf, of, scratch);
+        for (long kvh = 0; kvh < g.hkv; kvh++) gqa_group(&g, b, kvh, len, bug, kf, vf, qf, of, scratch, rk, rv);
     }
     free(kf);
     free(scratch);
@@ -151,5 +179,11 @@ const ug_kernel_variant ug_variants_gqa_decode_attn[] = {
     {"mut_mtp_no_offset",
      "multi-token step without the causal offset: every query row sees all L_b keys (visible only when q_per_step > 1)",
      gqa_kernel, 0, MUT_MTP_NO_OFFSET},
+    {"legal_tile16", "legal: the online softmax on 16-key tiles instead of 128", gqa_kernel, 0, LEGAL_TILE16},
+    {"legal_two_pass",
+     "legal: two passes, one tile holding the whole window: the row max first, then exp, sum and P·V, no rescaling",
+     gqa_kernel, 0, LEGAL_TWO_PASS},
+    {"legal_reversed", "legal: the window's keys walked last to first (sums and running max in reverse key order)",
+     gqa_kernel, 0, LEGAL_REVERSED},
     {NULL, NULL, NULL},
 };

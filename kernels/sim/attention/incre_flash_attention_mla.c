@@ -13,10 +13,15 @@
  * (kv_lora + rope)^-1/2 held in fp32, online softmax, P kept in fp32
  * for P·V, fp32 accumulation, o rounded once to bf16. P stays fp32 because a bf16 P
  * (up to 2^-9 relative per weight) is more than the op's pypto 1e-4 / 2^-7 leaves on flat
- * rows: with it, 75 of the 90 plan cases fail against the exact oracle. */
+ * rows: with it, 75 of the 90 plan cases fail against the exact oracle.
+ * Legal variants (other correct kernels, which must pass every case: the false-alarm set):
+ * the online softmax on 16-key tiles; two passes (one tile holding all the row's keys: its
+ * max first, then one pass of exp, sum and P·V, nothing rescaled); the row's keys walked
+ * last to first (every sum and the running max in reverse key order). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/ops.h"
 #include "kernels/sim/attention/attn_tiles.h"
@@ -24,7 +29,16 @@
 
 #define MLA_TILE 128
 
-typedef enum { MUT_NONE, MUT_SCALE_512, MUT_DROP_PARTIAL_BLOCK, MUT_MTP_NO_OFFSET, MUT_SCALE_576 } mla_bug;
+typedef enum {
+    MUT_NONE,
+    MUT_SCALE_512,
+    MUT_DROP_PARTIAL_BLOCK,
+    MUT_MTP_NO_OFFSET,
+    MUT_SCALE_576,
+    LEGAL_TILE16,   /* legal: online softmax on 16-key tiles */
+    LEGAL_TWO_PASS, /* legal: one tile holds all the row's keys: max first, then exp, sum and P·V */
+    LEGAL_REVERSED  /* legal: the row's keys walked last to first */
+} mla_bug;
 
 typedef struct {
     const ulpgym_tensor *qn, *qr, *ckv, *kr, *table, *lens, *o;
@@ -83,11 +97,18 @@ static int mla_gather(const mla_view *m, long b, long g, long n, float *kf, char
     return 0;
 }
 
+/* Keys per tile: MLA_TILE, or a legal variant's (two passes: every cache slot, cap keys). */
+static size_t mla_tile(long cap, mla_bug bug)
+{
+    return bug == LEGAL_TILE16 ? 16 : bug == LEGAL_TWO_PASS ? (size_t)(cap > 0 ? cap : 1) : MLA_TILE;
+}
+
 /* Serves the query heads of kv head g of sequence b, every query row of the step, from
  * its n gathered keys: row i reads the first ug_gl_mtp_end(n, S_q, i) of them. The heads
- * of one query row share those keys and are computed together (ug_gl_attn_rows). */
+ * of one query row share those keys and are computed together (ug_gl_attn_rows).
+ * rk: legal_reversed's copy of a row's keys, last to first. */
 static void mla_heads(const mla_view *m, const ug_gl_attn_cfg *cfg, long b, long g, long n, const float *kf, float *qf,
-                      float *of, float *scratch, mla_bug bug)
+                      float *of, float *scratch, mla_bug bug, float *rk)
 {
     long group = m->hq / m->nkv;
     for (long i = 0; i < m->sq; i++) {
@@ -98,7 +119,12 @@ static void mla_heads(const mla_view *m, const ug_gl_attn_cfg *cfg, long b, long
         }
         long keys = bug == MUT_MTP_NO_OFFSET ? n : ug_gl_mtp_end(n, m->sq, i); /* bug: no causal offset */
         if (keys < 0) keys = 0; /* only mut_drop_partial_block cuts n below S_q */
-        ug_gl_attn_rows(cfg, qf, m->dk, (size_t)group, kf, kf, (size_t)keys, of, m->lora, scratch); /* V = c_kv part */
+        const float *kr = kf;
+        if (bug == LEGAL_REVERSED) { /* legal: the same keys, last to first */
+            for (long j = 0; j < keys; j++) memcpy(rk + j * m->dk, kf + (keys - 1 - j) * m->dk, m->dk * sizeof *rk);
+            kr = rk;
+        }
+        ug_gl_attn_rows(cfg, qf, m->dk, (size_t)group, kr, kr, (size_t)keys, of, m->lora, scratch); /* V = c_kv part */
         ug_sim_store(m->o, row0 * m->lora, (size_t)group * m->lora, of); /* rounds: bf16 output */
     }
 }
@@ -110,17 +136,18 @@ static int mla_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     const int32_t *lens = m.lens->data;
     long cap = m.maxb * m.bs;
     size_t group = (size_t)(m.hq / m.nkv);
-    float *kf = malloc(((size_t)cap * m.dk + group * (m.dk + m.lora)) * sizeof *kf);
-    float *scratch = malloc(UG_GL_ATTN_ROWS_SCRATCH((size_t)MLA_TILE, m.dk, m.lora, group) * sizeof *scratch);
+    size_t nrev = bug == LEGAL_REVERSED ? (size_t)cap * m.dk : 0; /* legal_reversed's reversed key rows */
+    float *kf = malloc(((size_t)cap * m.dk + group * (m.dk + m.lora) + nrev) * sizeof *kf);
+    float *scratch = malloc(UG_GL_ATTN_ROWS_SCRATCH(mla_tile(cap, bug), m.dk, m.lora, group) * sizeof *scratch);
     if (!kf || !scratch) {
         free(kf);
         free(scratch);
         return -1;
     }
-    float *qf = kf + (size_t)cap * m.dk, *of = qf + group * m.dk;
+    float *qf = kf + (size_t)cap * m.dk, *of = qf + group * m.dk, *rk = of + group * m.lora;
     /* bugs: mut_scale_512 leaves out the rope dims, mut_scale_576 hard-codes the production dims */
     double dk = bug == MUT_SCALE_512 ? m.lora : bug == MUT_SCALE_576 ? 576 : m.dk;
-    ug_gl_attn_cfg cfg = {m.dk, m.lora, m.dk, m.dk, MLA_TILE, (float)(1.0 / sqrt(dk)), 0};
+    ug_gl_attn_cfg cfg = {m.dk, m.lora, m.dk, m.dk, mla_tile(cap, bug), (float)(1.0 / sqrt(dk)), 0};
     int rc = 0;
     for (long b = 0; b < m.b && !rc; b++) {
         long len = lens[b];
@@ -133,7 +160,7 @@ static int mla_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
         if (bug == MUT_DROP_PARTIAL_BLOCK) len -= len % m.bs; /* bug: only whole blocks are read */
         for (long g = 0; g < m.nkv && !rc; g++) {
             rc = mla_gather(&m, b, g, len, kf, err, errlen);
-            if (!rc) mla_heads(&m, &cfg, b, g, len, kf, qf, of, scratch, (mla_bug)bug);
+            if (!rc) mla_heads(&m, &cfg, b, g, len, kf, qf, of, scratch, (mla_bug)bug, rk);
         }
     }
     free(kf);
@@ -157,5 +184,11 @@ const ug_kernel_variant ug_variants_incre_flash_attention_mla[] = {
     {"mut_scale_576",
      "softmax scale 576^-1/2, the production dims hard-coded, whatever kv_lora (visible only when kv_lora != 512)",
      mla_kernel, 0, MUT_SCALE_576},
+    {"legal_tile16", "legal: the online softmax on 16-key tiles instead of 128", mla_kernel, 0, LEGAL_TILE16},
+    {"legal_two_pass",
+     "legal: two passes, one tile holding all the row's keys: the row max first, then exp, sum and P·V, no rescaling",
+     mla_kernel, 0, LEGAL_TWO_PASS},
+    {"legal_reversed", "legal: the row's keys walked last to first (sums and running max in reverse key order)",
+     mla_kernel, 0, LEGAL_REVERSED},
     {NULL, NULL, NULL},
 };

@@ -15,7 +15,11 @@
  * Several sequences (actual_q_len / actual_kv_len passed, prefix sums): the core walks the
  * sequences as the reference kernel does, token t = Q[b-1] + i of sequence b reads only its
  * first e = min(w, topk) slots, w = kv_b - q_b + 1 + i its causal window, and refuses an
- * index outside -1 and the window's rows K[b-1]..K[b-1]+w-1. */
+ * index outside -1 and the window's rows K[b-1]..K[b-1]+w-1.
+ * Legal variants (other correct kernels, which must pass every case: the false-alarm set):
+ * the online softmax on 16-key blocks; two passes (one block holding all the token's keys:
+ * the row max first, then one pass of exp, sum and P·V, nothing rescaled); the gathered keys
+ * walked last to first (every sum and the running max in reverse slot order). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -33,7 +37,10 @@ typedef enum {
     MUT_MAX_UNSCALED,
     MUT_SUM_RECIP,
     MUT_SEQ_KV_OFFSET,
-    MUT_ALL_SLOTS
+    MUT_ALL_SLOTS,
+    LEGAL_TILE16,   /* legal: online softmax on 16-key blocks */
+    LEGAL_TWO_PASS, /* legal: one block holds all the token's keys: max first, then exp, sum and P·V */
+    LEGAL_REVERSED  /* legal: the gathered keys walked last to first */
 } sfa_bug;
 
 typedef struct {
@@ -135,6 +142,23 @@ static void sfa_store_max_sum(const sfa_view *v, long t, sfa_bug bug, float *mf,
     if (v->sm) ug_sim_store(v->sm, (size_t)(t * v->n), (size_t)v->n, lf);
 }
 
+/* Keys per block: SFA_BLOCK, or a legal variant's (two passes: every slot, topk keys). */
+static size_t sfa_block(const sfa_view *v, sfa_bug bug)
+{
+    return bug == LEGAL_TILE16 ? 16 : bug == LEGAL_TWO_PASS ? (size_t)(v->topk > 0 ? v->topk : 1) : SFA_BLOCK;
+}
+
+/* legal_reversed: rows [0, n) of kf (dk floats each) put last to first, in place. */
+static void reverse_rows(float *kf, long n, size_t dk)
+{
+    for (long a = 0, z = n - 1; a < z; a++, z--)
+        for (size_t d = 0; d < dk; d++) {
+            float t = kf[(size_t)a * dk + d];
+            kf[(size_t)a * dk + d] = kf[(size_t)z * dk + d];
+            kf[(size_t)z * dk + d] = t;
+        }
+}
+
 static int sfa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
     sfa_view v;
@@ -142,14 +166,14 @@ static int sfa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     size_t dk = (size_t)v.dk, dv = (size_t)v.dv;
     size_t nh = (size_t)v.n;
     float *kf = malloc(((size_t)v.topk * dk + nh * (dk + dv + 2)) * sizeof *kf);
-    float *scratch = malloc(UG_GL_ATTN_ROWS_SCRATCH((size_t)SFA_BLOCK, dk, dv, nh) * sizeof *scratch);
+    float *scratch = malloc(UG_GL_ATTN_ROWS_SCRATCH(sfa_block(&v, bug), dk, dv, nh) * sizeof *scratch);
     if (!kf || !scratch) {
         free(kf);
         free(scratch);
         return -1;
     }
     float *qf = kf + (size_t)v.topk * dk, *of = qf + nh * dk, *mf = of + nh * dv, *lf = mf + nh;
-    ug_gl_attn_cfg cfg = {dk, dv, dk, dk, SFA_BLOCK, v.scale, 0, mf, lf};
+    ug_gl_attn_cfg cfg = {dk, dv, dk, dk, sfa_block(&v, bug), v.scale, 0, mf, lf};
     if (bug == MUT_LOCAL_MAX) cfg.flags |= UG_GL_ATTN_BUG_LOCAL_MAX;
     if (bug == MUT_SCALE_AFTER) cfg.flags |= UG_GL_ATTN_BUG_SCALE_AFTER;
     int rc = 0;
@@ -162,6 +186,7 @@ static int sfa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
             rc = -2;
             break;
         }
+        if (bug == LEGAL_REVERSED) reverse_rows(kf, n, dk); /* legal: the same keys, last to first */
         ug_sim_load(v.q, (size_t)t * nh * dk, nh * dk, qf); /* the token's heads share its selected rows */
         ug_gl_attn_rows(&cfg, qf, dk, nh, kf, kf, (size_t)n, of, dv, scratch); /* V = first 512 dims of each row */
         ug_sim_store(v.o, (size_t)t * nh * dv, nh * dv, of);                  /* rounds: bf16 output */
@@ -197,5 +222,12 @@ const ug_kernel_variant ug_variants_sparse_flash_attention[] = {
      "shorter than topk also attends to the rows its unread slots name (the previous sequence's last row, as the "
      "reference leaves them)",
      sfa_kernel, 0, MUT_ALL_SLOTS},
+    {"legal_tile16", "legal: the online softmax on 16-key blocks instead of 64", sfa_kernel, 0, LEGAL_TILE16},
+    {"legal_two_pass",
+     "legal: two passes, one block holding all the token's keys: the row max first, then exp, sum and P·V, no "
+     "rescaling",
+     sfa_kernel, 0, LEGAL_TWO_PASS},
+    {"legal_reversed", "legal: the gathered keys walked last to first (sums and running max in reverse slot order)",
+     sfa_kernel, 0, LEGAL_REVERSED},
     {NULL, NULL, NULL},
 };
