@@ -25,7 +25,8 @@
 #                      (default ./ulpgym-reports, in the source tree the script runs from)
 #   ULPGYM_SEED_CHECK  plan seeds of the self-check (default: three fresh seeds drawn from the
 #                      date, YYYYMMDD1..3, so no rule is fitted to a fixed set of seeds; they are
-#                      printed and kept in seed-check.txt; empty: skip it)
+#                      printed and kept in seed-check.txt; empty: skip it); at each seed the
+#                      correct sim kernels and every op's legal variants (legal_*) are swept
 #   ULPGYM_SEED_CHECK_ARGS  extra sweep options for the self-check (default: the whole plan)
 #   ULPGYM_MUTANT_CHECK  1 (default when this script builds) runs the full-plan mutant
 #                      check through ctest in build/; 0 skips it
@@ -129,6 +130,17 @@ n_failing() {
     shift
     "$bin" failures --db "$sdb" "$@" | sed -n '1s/^run [0-9]* (backend .*): \([0-9][0-9]*\) case.*/\1/p'
 }
+# The legal kernel variants (`ops show OP`: legal_*) as OP:VARIANT, of the ops the self-check
+# sweeps (its --op options, else every op); none when its options pick a kernel themselves.
+legal_variants() {
+    local args=" ${ULPGYM_SEED_CHECK_ARGS:-} " ops op
+    case $args in *" --kernel-variant "* | *" --backend "*) return 0 ;; esac
+    ops=$(printf '%s\n' $args | awk 'prev == "--op" {print} {prev = $0}')
+    [ -n "$ops" ] || ops=$("$bin" ops | awk '$3 == "implemented" {print $2}')
+    for op in $ops; do
+        "$bin" ops show "$op" | awk -v op="$op" '$1 ~ /^legal_/ && NF > 1 {print op ":" $1}'
+    done
+}
 false_alarms=0
 today=$(date -u +%Y%m%d)
 seeds=${ULPGYM_SEED_CHECK-${today}1 ${today}2 ${today}3}
@@ -145,6 +157,17 @@ for seed in $seeds; do
     [ -n "$n" ] && [ -n "$m" ] || die "self-check at seed $seed: ulpgym failures could not be read"
     echo "nightly: self-check at plan seed $seed: $n cases fail their primary standard, $m fail certified ($sdb)"
     false_alarms=$((false_alarms + n + m))
+    for lv in $(legal_variants); do # OP:VARIANT, each a false-alarm test of its own
+        # shellcheck disable=SC2086 # the options are words
+        "$bin" sweep --db "$sdb" --seed "$seed" --op "${lv%%:*}" --backend "sim:${lv#*:}" --no-regressions \
+            --quiet --fail-on never --top 0 ${ULPGYM_SEED_CHECK_ARGS:-} >/dev/null
+        [ $? -le 1 ] || die "self-check sweep of ${lv#*:} at seed $seed failed"
+        n=$(n_failing "$sdb")
+        m=$(n_failing "$sdb" --standard certified)
+        [ -n "$n" ] && [ -n "$m" ] || die "self-check at seed $seed: ulpgym failures could not be read"
+        [ $((n + m)) -eq 0 ] || echo "nightly: self-check at plan seed $seed: the legal variant ${lv#*:} of ${lv%%:*}: $n cases fail their primary standard, $m fail certified"
+        false_alarms=$((false_alarms + n + m))
+    done
 done
 mutant_escapes=0
 if [ "${ULPGYM_MUTANT_CHECK:-$([ -z "${ULPGYM_BIN:-}" ] && echo 1 || echo 0)}" = 1 ]; then
