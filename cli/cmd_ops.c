@@ -12,6 +12,7 @@
 #include "oracles/verdict.h"
 #include "run/mutant_scan.h"
 #include "run/op_contract.h"
+#include "run/tightness.h"
 
 static const char *cmp_name(ug_cmp c) { return ug_cmp_name((int)c); }
 
@@ -105,10 +106,84 @@ static int print_mutant_scan(int op, FILE *f)
     return 0;
 }
 
-static int show(const char *name, int json, int mutants)
+/* One tightness cell as text: "0.412 (sim, CASE)", or why there is none. */
+static void tight_cell_text(const ug_tight_cell *c, char *buf, size_t len)
+{
+    if (isnan(c->worst)) snprintf(buf, len, "-");
+    else snprintf(buf, len, "%-9.3g %s %s", c->worst, c->case_id, c->variant);
+}
+
+static cJSON *tight_cell_json(const ug_tight_cell *c)
+{
+    cJSON *j = cJSON_CreateObject();
+    if (isnan(c->worst)) cJSON_AddNullToObject(j, "worst");
+    else cJSON_AddNumberToObject(j, "worst", isinf(c->worst) ? 1e308 : c->worst);
+    if (!isnan(c->worst)) {
+        cJSON_AddStringToObject(j, "case_id", c->case_id);
+        cJSON_AddStringToObject(j, "kernel", c->variant);
+    }
+    cJSON_AddNumberToObject(j, "judged", (double)c->n_judged);
+    return j;
+}
+
+static cJSON *tightness_json(const ug_tightness *t, long long seed)
+{
+    cJSON *j = cJSON_CreateObject(), *outs = cJSON_AddArrayToObject(j, "outputs");
+    cJSON_AddStringToObject(j, "op", ug_op_name(t->op));
+    cJSON_AddStringToObject(j, "primary", ug_standard_name(t->primary));
+    if (seed >= 0) cJSON_AddNumberToObject(j, "seed", (double)seed);
+    else cJSON_AddNullToObject(j, "seed");
+    cJSON_AddNumberToObject(j, "cases", (double)t->n_cases);
+    cJSON_AddNumberToObject(j, "legal_kernels", t->n_kernels);
+    cJSON_AddNumberToObject(j, "false_alarms", (double)t->false_alarms);
+    cJSON_AddNumberToObject(j, "not_judged", (double)t->not_judged);
+    for (int k = 0; k < t->n_out; k++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", t->out[k].name);
+        cJSON_AddBoolToObject(o, "numeric", t->out[k].numeric);
+        if (t->out[k].numeric) {
+            cJSON_AddItemToObject(o, "primary", tight_cell_json(&t->out[k].primary));
+            cJSON_AddItemToObject(o, "certified", tight_cell_json(&t->out[k].certified));
+        }
+        cJSON_AddItemToArray(outs, o);
+    }
+    return j;
+}
+
+/* `ops show OP --tightness`: per output, the worst share of its allowance a legal kernel
+ * used over the op's plan cases (run/tightness.h). */
+static int print_tightness(int op, long long seed, int json)
+{
+    ug_tightness t;
+    char err[512];
+    if (ug_tightness_scan(op, seed, &t, err, sizeof err)) return ug_cli_fail("%s", err);
+    if (json) return print_json(tightness_json(&t, seed));
+    printf("  tightness: the worst share of its allowance a legal kernel used (1 = at the limit; a bug\n"
+           "  whose error is below 1/tightness of the allowance can pass), over %zu plan cases x %d legal\n"
+           "  kernels (the correct one and the legal_* variants) at %s:\n",
+           t.n_cases, t.n_kernels, seed >= 0 ? "the --seed given" : "the plan's own seed");
+    printf("    %-12s %-44s %s\n", "output", ug_standard_name(t.primary), "certified");
+    printf("    %-12s %-44s %s\n", "", "worst     case             kernel", "worst     case             kernel");
+    for (int k = 0; k < t.n_out; k++) {
+        char a[96], b[96];
+        if (!t.out[k].numeric) {
+            printf("    %-12s discrete compare: an exact rule against the oracle\n", t.out[k].name);
+            continue;
+        }
+        tight_cell_text(&t.out[k].primary, a, sizeof a);
+        tight_cell_text(&t.out[k].certified, b, sizeof b);
+        printf("    %-12s %-44s %s\n", t.out[k].name, a, b);
+    }
+    printf("  false alarms (a legal kernel failing a case): %zu%s\n", t.false_alarms,
+           t.not_judged ? "; some cases not judged (ERROR/SKIP)" : "");
+    return t.false_alarms ? 1 : 0;
+}
+
+static int show(const char *name, int json, int mutants, int tightness, long long seed)
 {
     int op = ug_op_find(name);
     if (op < 0) return ug_cli_fail("unknown op \"%s\" (see `ulpgym ops`)", name);
+    if (tightness) return print_tightness(op, seed, json);
     if (json) return print_json(ug_op_contract_json(op, 1));
     const ug_op_def *d = ug_op_def_get(op);
     printf("%s  (%s)\n", ug_op_name(op), ug_group_name(ug_op_group(op)));
@@ -143,7 +218,8 @@ static int show(const char *name, int json, int mutants)
 
 static int ug_cmd_ops(int argc, char **argv)
 {
-    int json = 0, mutants = 0;
+    int json = 0, mutants = 0, tightness = 0;
+    long long seed = -1;
     ug_cli_filter f = {0};
     const char *show_op = NULL;
     for (int i = 1; i < argc; i++) {
@@ -152,10 +228,18 @@ static int ug_cmd_ops(int argc, char **argv)
         if (m) continue;
         if (ug_cli_flag(argv, i, "--json")) json = 1;
         else if (ug_cli_flag(argv, i, "--mutants")) mutants = 1;
+        else if (ug_cli_flag(argv, i, "--tightness")) tightness = 1;
+        else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
+            char *end;
+            seed = strtoll(argv[++i], &end, 10);
+            if (*end || end == argv[i] || seed < 0) return ug_cli_fail("ops: --seed wants a plan seed >= 0, not \"%s\"", argv[i]);
+        }
         else if (strcmp(argv[i], "show") == 0 && i + 1 < argc) show_op = argv[++i];
         else return ug_cli_fail("ops: unexpected argument \"%s\" (see ulpgym ops -h)", argv[i]);
     }
-    if (show_op) return show(show_op, json, mutants);
+    if ((tightness || seed >= 0) && !show_op) return ug_cli_fail("ops: --tightness and --seed go with `ops show OP`");
+    if (seed >= 0 && !tightness) return ug_cli_fail("ops: --seed goes with --tightness");
+    if (show_op) return show(show_op, json, mutants, tightness, seed);
     cJSON *arr = json ? cJSON_CreateArray() : NULL;
     if (!json) printf("%-11s %-38s %-12s %-16s %-10s %s\n", "group", "op", "status", "dtypes", "primary", "variants");
     for (int op = 0; op < UG_OP_COUNT; op++) {
@@ -177,7 +261,13 @@ const ug_command ug_command_ops = {
     "ops", ug_cmd_ops, "list the 34 operators, or show one",
      "usage: ulpgym ops [--group G] [--json]\n"
      "       ulpgym ops show OP [--json] [--mutants]\n"
+     "       ulpgym ops show OP --tightness [--seed S] [--json]\n"
      "  show: the math, dtypes, tensors and params (the plugin contract), output rules,\n"
      "  primary standard and kernel variants (mutants).\n"
      "  --mutants  also run the op's plan cases with every variant and report which catch\n"
-     "             each mutant (share and example case IDs)\n"};
+     "             each mutant (share and example case IDs)\n"
+     "  --tightness run the op's plan cases with the correct kernel and every legal variant\n"
+     "             (legal_*) and print per output the worst share of its allowance a legal\n"
+     "             kernel used, under the primary standard and under certified (1 = at the\n"
+     "             limit; docs/STANDARDS.md \"Tightness\"); exit 1 if a legal kernel fails a case\n"
+     "  --seed S   with --tightness: draw the plan's cases at plan seed S\n"};

@@ -58,6 +58,11 @@ static void scan_variant(const ug_plan *p, int v, const ug_kernel_variant *kv, c
     s->variant = kv->name;
     s->beyond_plan = kv->beyond_plan;
     s->legal = ug_variant_legal(kv->name);
+    if (v > 0 && !s->legal && o->legal_only) {
+        s->unavailable = 1;
+        snprintf(s->message, sizeof s->message, "not run: a mutant, and only the legal kernels were asked for");
+        return;
+    }
     ug_backend b;
     char err[512], spec[96];
     snprintf(spec, sizeof spec, "sim:%s", kv->name);

@@ -41,6 +41,7 @@ typedef void (*ug_scan_case_fn)(void *ctx, int v, const ug_plan_case *pc, const 
 
 typedef struct {
     int self_check_correct; /* run variant 0 (the correct kernel) with the oracle self check */
+    int legal_only;         /* run only the correct kernel and the legal variants (the others: unavailable) */
     ug_scan_case_fn on_case; /* optional */
     void *ctx;
 } ug_scan_opts;
