@@ -25,10 +25,10 @@
  * alone (gamma_H sum|T|) would fail them on near-ties. Each fp16 rounding costs 2^-11 of
  * the term relatively, plus 2^-25 absolute where the intermediate is subnormal in fp16,
  * scaled back by the remaining factors and the 2^11 prescale (2^-14 |ks w|, 2^-14 |w|,
- * 2^-14 for the kernel's chain, 2^-25 relu(D) |ks| for the golden's w*q_scale). Two scores
- * compared each carry their bound, so the row's tie budget is D_r = 2 max_s d_s
- * (ug_topk_set_ok compares each differing id with the k-th exact score: an id the kernel
- * took beats an exact member j only if s_id + d_id >= s_j - d_j >= kth - d_j).
+ * 2^-14 for the kernel's chain, 2^-25 relu(D) |ks| for the golden's w*q_scale). Each score
+ * carries its own bound, and a kernel's set is legal exactly when some device scores, each
+ * within its d_s, rank it a top-n: min over its ids of (s + d_s) >= max over the other
+ * positions of (s - d_s) (row_legal).
  *
  * Set rule and staging (docs/STANDARDS.md, glm_select_experts): the oracle reads the
  * kernel's topk_idx row. Positions 0..n-1 (n = min(k, E)) must hold distinct ids in
@@ -82,16 +82,16 @@ typedef struct {
     float *acc;       /* [Hp] dots of one position */
     double *c, *w1;   /* [H] w*q_scale (exact), 1 + |w| */
     double *score;    /* [maxE] exact score (a ranking key in a non-finite row) */
+    double *dev;      /* [maxE] d_s: how far a device's score may be from it (0 in a non-finite row) */
     long *order;      /* [maxE] positions best first */
     unsigned char *mark; /* [maxE] */
     int *kid, *oid;   /* [k] kernel ids, exact ids */
-    int *kx, *ox;     /* [k+1] the ids only one side has (row_legal) */
     long Hp;
 } li_work;
 
 static void work_free(li_work *w)
 {
-    free(w->qt), free(w->acc), free(w->c), free(w->score), free(w->order), free(w->mark), free(w->kid);
+    free(w->qt), free(w->acc), free(w->c), free(w->score), free(w->dev), free(w->order), free(w->mark), free(w->kid);
 }
 
 static int work_alloc(const li_params *p, long maxE, li_work *w)
@@ -102,14 +102,15 @@ static int work_alloc(const li_params *p, long maxE, li_work *w)
     w->acc = malloc((size_t)w->Hp * sizeof *w->acc);
     w->c = malloc((size_t)(2 * p->H) * sizeof *w->c);
     w->score = malloc((size_t)maxE * sizeof *w->score);
+    w->dev = malloc((size_t)maxE * sizeof *w->dev);
     w->order = malloc((size_t)maxE * sizeof *w->order);
     w->mark = malloc((size_t)maxE);
-    w->kid = malloc((size_t)(4 * p->k + 2) * sizeof *w->kid); /* kid, oid, and two lists of k+1 */
-    if (!w->qt || !w->acc || !w->c || !w->score || !w->order || !w->mark || !w->kid) {
+    w->kid = malloc((size_t)(2 * p->k) * sizeof *w->kid); /* kid, then oid */
+    if (!w->qt || !w->acc || !w->c || !w->score || !w->dev || !w->order || !w->mark || !w->kid) {
         work_free(w);
         return -1;
     }
-    w->w1 = w->c + p->H, w->oid = w->kid + p->k, w->kx = w->oid + p->k, w->ox = w->kx + p->k + 1;
+    w->w1 = w->c + p->H, w->oid = w->kid + p->k;
     return 0;
 }
 
@@ -158,10 +159,11 @@ LI_CLONES static void head_dots(const float *qt, long Hp, const int8_t *k, long 
     }
 }
 
-/* Exact scores of row r (sequence b) over its E causal positions into w->score; returns
- * the row's tie budget D_r, or -1 when a score is not finite (then w->score holds ranking
- * keys: NaN -> +inf, +inf -> DBL_MAX, -inf -> -DBL_MAX, and the budget is 0). */
-static double row_scores(const li_params *p, const ug_case *c, long r, long b, long E, li_work *w)
+/* Exact scores of row r (sequence b) over its E causal positions into w->score and each
+ * score's device bound d_s into w->dev. When a score is not finite, w->score holds ranking
+ * keys instead (NaN -> +inf, +inf -> DBL_MAX, -inf -> -DBL_MAX) and every d_s is 0: the
+ * row is then judged exactly. */
+static void row_scores(const li_params *p, const ug_case *c, long r, long b, long E, li_work *w)
 {
     const ug_tensor *q = ug_case_input(c, "query"), *qs = ug_case_input(c, "q_scale");
     const ug_tensor *wt = ug_case_input(c, "weights"), *kc = ug_case_input(c, "key_cache");
@@ -174,7 +176,7 @@ static double row_scores(const li_params *p, const ug_case *c, long r, long b, l
         w->c[h] = wv * qs->values[r * p->H + h]; /* exact: two 11-bit significands */
         w->w1[h] = 1 + fabs(wv);
     }
-    double rel = 4.01 * 0x1p-11 + (double)(p->H + 6) * 0x1p-24, dmax = 0;
+    double rel = 4.01 * 0x1p-11 + (double)(p->H + 6) * 0x1p-24;
     int finite = 1;
     for (long s = 0; s < E; s++) {
         long slot = (long)bt->values[b * p->mb + s / p->bs] * p->bs + s % p->bs;
@@ -190,15 +192,14 @@ static double row_scores(const li_params *p, const ug_case *c, long r, long b, l
         w->score[s] = kv * A;
         finite &= isfinite(w->score[s]);
         double as = fabs(kv) * sabs;
-        double d = 1.01 * (rel * as + 0x1p-14 * (1 + fabs(kv)) * sw + 0x1p-25 * fabs(kv) * sd) + 0x1p-45 * as;
-        dmax = d > dmax ? d : dmax;
+        w->dev[s] = 1.01 * (rel * as + 0x1p-14 * (1 + fabs(kv)) * sw + 0x1p-25 * fabs(kv) * sd) + 0x1p-45 * as;
     }
-    if (finite) return 2 * dmax;
+    if (finite) return;
     for (long s = 0; s < E; s++) {
         double v = w->score[s];
         w->score[s] = isnan(v) ? INFINITY : isinf(v) ? copysign(1.7976931348623157e308, v) : v;
+        w->dev[s] = 0;
     }
-    return -1;
 }
 
 /* qsort context: the row's scores (one oracle call at a time per thread). */
@@ -246,37 +247,33 @@ static void exact_top(long E, long n, li_work *w)
     for (long j = 0; j < n; j++) w->oid[j] = (int)w->order[j];
 }
 
-/* 1 when the kernel's row w->kid is legal: padding exact, ids distinct in [0, E), the set
- * a top-n under the tie budget. The ids the two sets share are left out of the shared
- * rule's lists (ug_topk_set_ok judges each differing id against the n-th exact score, so
- * the n-th stays in both lists when the kernel has it); marks: 1 exact, 2 kernel. */
-static int row_legal(const li_params *p, long E, long n, double budget, li_work *w)
+/* 1 when the kernel's row w->kid is legal: padding exact, ids distinct in [0, E), and the
+ * set a top-n of some device scores, each within its d_s of the exact score (file
+ * header): min over the kernel's ids of (s + d_s) >= max over the row's other positions of
+ * (s - d_s). Marks: 1 exact, 2 kernel. */
+static int row_legal(const li_params *p, long E, long n, li_work *w)
 {
     for (long j = n; j < p->k; j++)
         if (w->kid[j] != -1) return 0;
     memset(w->mark, 0, (size_t)E);
-    for (long j = 0; j < n; j++) w->mark[w->oid[j]] = 1;
     for (long j = 0; j < n; j++) {
         int id = w->kid[j];
-        if (id < 0 || id >= E || (w->mark[id] & 2)) return 0; /* out of range or a duplicate */
-        w->mark[id] |= 2;
+        if (id < 0 || id >= E || w->mark[id]) return 0; /* out of range or a duplicate */
+        w->mark[id] = 2;
     }
-    int *kx = w->kx, *ox = w->ox, m = 0, mo = 0;
-    for (long j = 0; j < n; j++) {
-        if (w->mark[w->kid[j]] == 2) kx[m++] = w->kid[j];
-        if (w->mark[w->oid[j]] == 1) ox[mo++] = w->oid[j];
+    double in_low = INFINITY, out_high = -INFINITY;
+    for (long s = 0; s < E; s++) {
+        if (w->mark[s]) in_low = fmin(in_low, w->score[s] + w->dev[s]);
+        else out_high = fmax(out_high, w->score[s] - w->dev[s]);
     }
-    if (!m) return 1; /* the exact set */
-    int kth = w->oid[n - 1];
-    if (w->mark[kth] == 3) kx[m] = ox[mo] = kth, m++;
-    return ug_topk_set_ok(kx, ox, m, w->score, (int)E, budget > 0 ? budget : 0);
+    return in_low >= out_high;
 }
 
 /* The ids the oracle emits for a row (file header): the kernel's where legal, else the
  * exact top-n with the kernel's members kept in place. Into w->kid. */
-static void row_emit(const li_params *p, long E, long n, double budget, li_work *w)
+static void row_emit(const li_params *p, long E, long n, li_work *w)
 {
-    if (row_legal(p, E, n, budget, w)) return;
+    if (row_legal(p, E, n, w)) return;
     memset(w->mark, 0, (size_t)E);
     for (long j = 0; j < n; j++) w->mark[w->oid[j]] = 1; /* 1: exact, not yet placed */
     int *out = malloc((size_t)p->k * sizeof *out);
@@ -311,10 +308,10 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     while (pos < sel->n[0]) {
         long r = (long)(sel->idx[0][pos] / K), b = r / p.sq;
         long E = ug_gl_attn_mtp_end(p.lens[b], p.sq, r % p.sq), n = E < p.k ? E : p.k;
-        double budget = row_scores(&p, c, r, b, E, &w);
+        row_scores(&p, c, r, b, E, &w);
         exact_top(E, n, &w);
         for (long j = 0; j < p.k; j++) w.kid[j] = (int)ug_tload(ko, (size_t)(r * p.k + j));
-        row_emit(&p, E, n, budget, &w);
+        row_emit(&p, E, n, &w);
         size_t mark = ug_ar_mark(ar);
         for (; pos < sel->n[0] && sel->idx[0][pos] / K == (size_t)r; pos++)
             ug_ar_emit(ar, 0, pos, ug_c(ar, (double)w.kid[sel->idx[0][pos] % K]));

@@ -31,7 +31,9 @@
 #include "kernels/sim/attention/attn_vec.h"
 #include "kernels/sim/simlib.h"
 
-typedef enum { MUT_NONE, MUT_NO_RELU, MUT_NO_K_SCALE, MUT_K_SCALE_LOGICAL, MUT_MTP_CAUSAL, MUT_STOP_K1 } li_bug;
+typedef enum {
+    MUT_NONE, MUT_NO_RELU, MUT_NO_K_SCALE, MUT_K_SCALE_LOGICAL, MUT_MTP_CAUSAL, MUT_STOP_K1, MUT_HEAD0_QSCALE
+} li_bug;
 
 typedef struct {
     const ulpgym_tensor *q, *qs, *kc, *ks, *w, *bt, *lens, *out;
@@ -89,8 +91,8 @@ static void li_block(const li_view *v, li_bufs *B, long phys, long blk, long p0,
         for (long c = 0; c < n && p0 + c < end[i]; c++) {
             float t = 0.0f;
             for (long h = 0; h < v->H; h++) {
-                size_t rh = (size_t)(i * v->H + h);
-                t += head_term(v, B->sc[rh * B->ldt + (size_t)c], B->qsf[rh], B->kscale[c], B->wf[rh]); /* rounds: fp32 */
+                size_t rh = (size_t)(i * v->H + h), rq = v->bug == MUT_HEAD0_QSCALE ? (size_t)(i * v->H) : rh;
+                t += head_term(v, B->sc[rh * B->ldt + (size_t)c], B->qsf[rq], B->kscale[c], B->wf[rh]); /* rounds: fp32 */
             }
             B->row[(size_t)i * (size_t)end[v->sq] + (size_t)(p0 + c)] = t;
         }
@@ -206,5 +208,7 @@ const ug_kernel_variant ug_variants_lightning_indexer_quant[] = {
     {"mut_mtp_causal", "MTP causal mask off by one: each row but the step's last sees one position too many",
      li_kernel, 0, MUT_MTP_CAUSAL},
     {"mut_stop_k1", "selection stops at k-1: the last slot of a full row stays -1", li_kernel, 0, MUT_STOP_K1},
+    {"mut_head0_qscale", "head 0's q_scale applied to every head of the row (a broadcast of the wrong scale)",
+     li_kernel, 0, MUT_HEAD0_QSCALE},
     {NULL, NULL, NULL},
 };
