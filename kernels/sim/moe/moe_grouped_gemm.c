@@ -10,7 +10,14 @@
  * as bf16 before the second GEMM, as the device's vector unit does between the two
  * cube passes; out is rounded once to bf16. The output is zero-filled first (rows of a
  * skipped expert would read zero). silu is g/(1 + exp(-g)): NaN at g = -inf, as the
- * op's semantics state. */
+ * op's semantics state.
+ *
+ * Legal variants (other correct kernels, which must pass every case: the false-alarm set;
+ * the contract rounds only a and out to bf16, every other value is fp32 in any order):
+ * every dot product (g, u and out) one sequential fp32 fmaf chain; every dot product in
+ * K-tiles of 64 summed sequentially in fp32, the tile partials added pairwise; every dot
+ * product one sequential fp32 sum from the last k to the first (glm_moe_sim_parts.c,
+ * gmoe_legal). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +28,24 @@
 #include "kernels/sim/moe/glm_moe_sim_parts.h"
 #include "kernels/sim/simlib.h"
 
-typedef enum { MUT_NONE, MUT_LAST_ROW, MUT_ZERO_SKIP, MUT_W13_SWAP } moe_bug;
+typedef enum {
+    MUT_NONE,
+    MUT_LAST_ROW,
+    MUT_ZERO_SKIP,
+    MUT_W13_SWAP,
+    LEGAL_SEQ_FMA,   /* legal: every dot product a sequential fmaf chain */
+    LEGAL_TILE64,    /* legal: K-tiles of 64, the tile partials added pairwise */
+    LEGAL_K_REVERSE  /* legal: every dot product a sequential fp32 sum, last k first */
+} moe_bug;
+
+/* A legal variant's order of the arithmetic (GMOE_LEGAL_NONE: the sim's and the mutants'). */
+static gmoe_legal moe_legal(moe_bug bug)
+{
+    return bug == LEGAL_SEQ_FMA ? GMOE_LEGAL_SEQ_FMA
+           : bug == LEGAL_TILE64 ? GMOE_LEGAL_TILE64
+           : bug == LEGAL_K_REVERSE ? GMOE_LEGAL_K_REVERSE
+                                     : GMOE_LEGAL_NONE;
+}
 
 typedef struct {
     const ulpgym_tensor *x, *w1, *w3, *w2, *gl, *out;
@@ -43,6 +67,12 @@ static void moe_run_rows(moe_ctx *m, size_t begin, size_t end, moe_bug bug)
     size_t h = m->h, I = m->I;
     for (size_t r = begin; r < end; r++) {
         ug_sim_load(m->x, r * h, h, m->xr);
+        if (bug >= LEGAL_SEQ_FMA) { /* legal: another order of the same fp32 arithmetic */
+            gmoe_swiglu_row_legal(m->xr, m->w1t, m->w3t, h, I, 0, moe_legal(bug), m->a); /* rounds: fp32, bf16 a */
+            for (size_t j = 0; j < h; j++) m->o[j] = gmoe_dot(moe_legal(bug), m->a, m->w2t + j * I, I);
+            ug_sim_store(m->out, r * h, h, m->o); /* rounds: bf16 */
+            continue;
+        }
         gmoe_swiglu_row(m->xr, m->w1t, m->w3t, h, I, bug == MUT_W13_SWAP, m->a); /* rounds: fp32, bf16 a */
         for (size_t j = 0; j < h; j++) m->o[j] = ug_ktile_dot_f32(m->a, m->w2t + j * I, I);
         ug_sim_store(m->out, r * h, h, m->o); /* rounds: bf16 */
@@ -122,5 +152,11 @@ const ug_kernel_variant ug_variants_moe_grouped_gemm[] = {
     {"mut_zero_skip", "skipping a zero-token expert also skips the expert after it (its rows stay zero)", moe_kernel, 0,
      MUT_ZERO_SKIP},
     {"mut_w13_swap", "gate and up weights swapped: silu(x*W3)*(x*W1)", moe_kernel, 0, MUT_W13_SWAP},
+    {"legal_seq_fma", "legal: every dot product (g, u and out) one sequential fp32 fmaf chain, no K-tiles", moe_kernel,
+     0, LEGAL_SEQ_FMA},
+    {"legal_tile64", "legal: every dot product in K-tiles of 64 summed sequentially in fp32, partials added pairwise",
+     moe_kernel, 0, LEGAL_TILE64},
+    {"legal_k_reverse", "legal: every dot product one sequential fp32 sum (mul, add) from the last k to the first",
+     moe_kernel, 0, LEGAL_K_REVERSE},
     {NULL, NULL, NULL},
 };

@@ -6,7 +6,14 @@
  * walked in tiles of 256 lanes; each lane starts from h_post * h_out (fp32 product) and
  * adds the N products h_res[k,n] * x[k] in stream order, one fp32 multiply and one fp32
  * add each (no fused multiply-add); the lane is rounded once to bf16. The tail tile
- * (D % 256 lanes) runs the same code with a shorter length. */
+ * (D % 256 lanes) runs the same code with a shorter length.
+ *
+ * Legal variants (other correct kernels, which must pass every case: the false-alarm set;
+ * the contract is the exact sum of the N + 1 products rounded once to bf16, so any fp32
+ * order of it is a correct device): each lane's N mixing terms by fused multiply-adds
+ * (fmaf) onto h_post * h_out; the mixing terms in reverse stream order (k = N-1 .. 0) from
+ * 0, h_post * h_out added last; a pairwise fp32 sum of the N + 1 products. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "core/ops.h"
@@ -14,7 +21,47 @@
 
 #define MHC_TILE 256
 
-typedef enum { MUT_NONE, MUT_RES_TRANSPOSED, MUT_BF16_ACC, MUT_TAIL_NO_MIX } mhc_bug;
+typedef enum {
+    MUT_NONE,
+    MUT_RES_TRANSPOSED,
+    MUT_BF16_ACC,
+    MUT_TAIL_NO_MIX,
+    LEGAL_FMA,      /* legal: acc = fmaf(h_res[k,n], x[k], acc) from acc = h_post * h_out */
+    LEGAL_REVERSE,  /* legal: the mixing terms k = N-1 .. 0 from 0, then h_post * h_out added */
+    LEGAL_PAIRWISE  /* legal: a pairwise fp32 sum of the N + 1 products */
+} mhc_bug;
+
+#define MHC_MAX_TERMS 17 /* N <= 16 streams, plus h_post * h_out */
+
+/* A pairwise (recursive halving) fp32 sum of v[0..n), n >= 1. */
+static float pairwise_sum(const float *v, size_t n)
+{
+    if (n == 1) return v[0];
+    size_t m = n / 2;
+    return pairwise_sum(v, m) + pairwise_sum(v + m, n - m); /* rounds: fp32 */
+}
+
+/* The legal variants' tile: the same exact sum in another fp32 order. */
+static void mix_tile_legal(const float *ho, const float *xs, size_t d, size_t len, const float *hres, float hpost,
+                           size_t nst, size_t n, mhc_bug how, float *acc)
+{
+    for (size_t j = 0; j < len; j++) {
+        if (how == LEGAL_FMA) {
+            float a = hpost * ho[j]; /* rounds: fp32 */
+            for (size_t k = 0; k < nst; k++) a = fmaf(hres[k * nst + n], xs[k * d + j], a); /* rounds: fp32, once */
+            acc[j] = a;
+        } else if (how == LEGAL_REVERSE) {
+            float a = 0.0f;
+            for (size_t k = nst; k-- > 0;) a = a + hres[k * nst + n] * xs[k * d + j]; /* rounds: fp32 mul, fp32 add */
+            acc[j] = a + hpost * ho[j];                                              /* rounds: fp32 mul, fp32 add */
+        } else {
+            float term[MHC_MAX_TERMS];
+            term[0] = hpost * ho[j]; /* rounds: fp32 */
+            for (size_t k = 0; k < nst; k++) term[k + 1] = hres[k * nst + n] * xs[k * d + j]; /* rounds: fp32 */
+            acc[j] = pairwise_sum(term, nst + 1);
+        }
+    }
+}
 
 /* One tile of one output stream: acc[0..len) for stream n of a token. xs holds the
  * token's N streams (row stride d), starting at the tile's first lane. */
@@ -51,6 +98,10 @@ static int mhc_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
             for (size_t j0 = 0; j0 < d; j0 += MHC_TILE) {
                 size_t len = d - j0 < MHC_TILE ? d - j0 : MHC_TILE;
                 int skip = bug == MUT_TAIL_NO_MIX && j0 >= full;
+                if (bug >= LEGAL_FMA) {
+                    mix_tile_legal(hov + j0, xs + j0, d, len, hres, hpost[n], nst, n, bug, acc + j0);
+                    continue;
+                }
                 mix_tile(hov + j0, xs + j0, d, len, hres, hpost[n], nst, n, skip, bug, acc + j0);
             }
             ug_sim_store(out, (t * nst + n) * d, d, acc); /* rounds: bf16 */
@@ -67,5 +118,11 @@ const ug_kernel_variant ug_variants_mhc_post[] = {
     {"mut_bf16_acc", "the lane accumulator is rounded to bf16 after every add", mhc_kernel, 0, MUT_BF16_ACC},
     {"mut_tail_no_mix", "the tail tile (D % 256 lanes) gets only h_post*h_out, no residual mix", mhc_kernel, 0,
      MUT_TAIL_NO_MIX},
+    {"legal_fma", "legal: the N mixing terms by fused multiply-adds (fmaf) onto h_post*h_out, stream order", mhc_kernel,
+     0, LEGAL_FMA},
+    {"legal_reverse", "legal: the mixing terms in reverse stream order from 0, then h_post*h_out added last",
+     mhc_kernel, 0, LEGAL_REVERSE},
+    {"legal_pairwise", "legal: a pairwise fp32 sum of the N+1 fp32 products (h_post*h_out first)", mhc_kernel, 0,
+     LEGAL_PAIRWISE},
     {NULL, NULL, NULL},
 };
