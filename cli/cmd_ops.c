@@ -86,14 +86,18 @@ static int print_mutant_scan(int op, FILE *f)
     int n;
     ug_variant_scan *s = ug_mutant_scan(op, &p, NULL, &n);
     fprintf(f, "  plan cases catching each kernel variant (%zu cases of the default plan), under the primary "
-               "standard (%s) and under certified:\n",
+               "standard (%s) and under certified, then of the cases whose outputs the variant changes (any bit\n"
+               "  differs from the correct kernel's) how many the primary standard catches:\n",
             p.n, ug_standard_name(ug_op_def_get(op)->primary));
     for (int v = 0; v < n; v++) {
         if (s[v].unavailable) continue;
-        fprintf(f, "    %-24s %4zu/%zu (%5.1f%%)  certified %4zu/%zu (%5.1f%%)%s", s[v].variant, s[v].caught, p.n,
+        fprintf(f, "    %-24s %4zu/%zu (%5.1f%%)  certified %4zu/%zu (%5.1f%%)", s[v].variant, s[v].caught, p.n,
                 p.n ? 100.0 * (double)s[v].caught / (double)p.n : 0.0, s[v].caught_certified, p.n,
-                p.n ? 100.0 * (double)s[v].caught_certified / (double)p.n : 0.0,
-                v == 0 ? "  <- the correct kernel: must be 0 and 0" : s[v].legal ? "  <- legal: must be 0 and 0" : "");
+                p.n ? 100.0 * (double)s[v].caught_certified / (double)p.n : 0.0);
+        if (v == 0) fprintf(f, "  <- the correct kernel: must be 0 and 0");
+        else if (s[v].legal) fprintf(f, "  <- legal: must be 0 and 0; changes %zu", s[v].changed);
+        else fprintf(f, "  changes %zu, caught %zu (%5.1f%%)", s[v].changed, s[v].caught_changed,
+                     s[v].changed ? 100.0 * (double)s[v].caught_changed / (double)s[v].changed : 0.0);
         for (size_t k = 0; k < s[v].n_first; k++) fprintf(f, "%s%s", k ? " " : "  e.g. ", s[v].first[k]);
         if (s[v].beyond_plan) fprintf(f, "  (beyond the plan by design: see corpus/found/%s)", ug_op_name(op));
         fputc('\n', f);

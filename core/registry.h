@@ -59,6 +59,9 @@ size_t ug_tensor_unwritten(const ug_tensor *t);
 
 /* Frees everything a case owns (safe on a zeroed or partly built case). */
 void ug_case_free(ug_case *c);
+/* FNV-1a 64 over the raw bytes of every output tensor, in declaration order: two kernels
+ * whose outputs differ in any bit (almost surely) differ here. */
+uint64_t ug_case_outputs_digest(const ug_case *c);
 /* Adds a tensor of the given dtype and shape, zeroed, in a guarded buffer (core/guard.h:
  * guard pages and canaries before and after its data). Returns it or NULL (err set).
  * Drawing inputs is gen/case.h's job. */

@@ -8,6 +8,7 @@
 #ifndef UG_VERDICT_H
 #define UG_VERDICT_H
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/registry.h"
 
@@ -132,6 +133,7 @@ typedef struct {
     ug_vstate verdict[UG_STD_COUNT];   /* per standard, over all outputs */
     char message[512];
     double kernel_ms, oracle_ms;
+    uint64_t out_digest;               /* ug_case_outputs_digest of the kernel's outputs (0: it did not return) */
     unsigned long n_fallback;          /* oracle elements settled by MPFR */
     unsigned long n_raised;            /* of those, settled only above twice the working precision */
     unsigned long n_unsettled;         /* of those, not settled at UG_ORACLE_PREC_MAX bits */

@@ -422,6 +422,7 @@ int ug_exec_case(const char *spec_text, const ug_backend *b, const ug_exec_opts 
         r->outcome = UG_OUT_ERROR;
         snprintf(r->message, sizeof r->message, "kernel error %d: %s", krc, err[0] ? err : "(no message)");
     } else {
+        r->out_digest = ug_case_outputs_digest(c);
         ug_exec_judge(c, o, r, detail);
         char late[512]; /* a plugin still writing while its outputs were judged (sealed when it returned) */
         if (b->kind == UG_BACKEND_PLUGIN && outputs_changed(c, "while they were judged", late, sizeof late)) {

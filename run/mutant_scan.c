@@ -2,6 +2,7 @@
  * each kernel variant and sorts the outcomes into catches, errors, skips and others. */
 #include "run/mutant_scan.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,8 +52,10 @@ static void tally(ug_variant_scan *s, const ug_result *r)
         snprintf(s->message, sizeof s->message, "case %s: %s %s", r->case_id, ug_outcome_name(r->outcome), r->message);
 }
 
+/* sim_digest[i]: the correct kernel's output digest on case i (0: it did not return),
+ * filled by variant 0 and read by the others to count the cases each one changes. */
 static void scan_variant(const ug_plan *p, int v, const ug_kernel_variant *kv, const ug_scan_opts *o,
-                         ug_variant_scan *s)
+                         ug_variant_scan *s, uint64_t *sim_digest)
 {
     memset(s, 0, sizeof *s);
     s->variant = kv->name;
@@ -78,6 +81,11 @@ static void scan_variant(const ug_plan *p, int v, const ug_kernel_variant *kv, c
         ug_result r;
         ug_exec_case(p->cases[i].spec, &b, &eo, &r, NULL);
         tally(s, &r);
+        if (sim_digest && v == 0) sim_digest[i] = r.out_digest;
+        else if (sim_digest && r.out_digest && sim_digest[i] && r.out_digest != sim_digest[i]) {
+            s->changed++;
+            s->caught_changed += r.outcome == UG_OUT_FAIL || r.outcome == UG_OUT_NONFINITE;
+        }
         if (o->on_case) o->on_case(o->ctx, v, &p->cases[i], &r);
     }
     ug_backend_close(&b);
@@ -94,7 +102,9 @@ ug_variant_scan *ug_mutant_scan(int op, const ug_plan *p, const ug_scan_opts *o,
     while (ug_op_variants(d->op)[nv].name) nv++;
     ug_variant_scan *s = calloc(nv ? (size_t)nv : 1, sizeof *s);
     if (!s) return NULL;
-    for (int v = 0; v < nv; v++) scan_variant(p, v, &ug_op_variants(d->op)[v], o, &s[v]);
+    uint64_t *sim_digest = calloc(p->n ? p->n : 1, sizeof *sim_digest); /* NULL: changes not counted */
+    for (int v = 0; v < nv; v++) scan_variant(p, v, &ug_op_variants(d->op)[v], o, &s[v], sim_digest);
+    free(sim_digest);
     *n = nv;
     return s;
 }

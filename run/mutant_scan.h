@@ -26,6 +26,8 @@ typedef struct {
     size_t n_cases;      /* cases run */
     size_t caught;       /* outcome FAIL or NONFINITE */
     size_t caught_certified; /* the same outcome decided with `certified` as the primary standard */
+    size_t changed;      /* cases whose outputs differ in some bit from the correct kernel's (variant 0: 0) */
+    size_t caught_changed; /* of those, caught: "fails in most of the cases where it changes the output" */
     size_t errors;       /* outcome ERROR: not a catch */
     size_t skips;        /* outcome SKIP: not a catch */
     size_t other;        /* any other outcome (SHAPE; CRASH and TIMEOUT only arise in the
