@@ -29,8 +29,10 @@ worst() {
     sqlite3 "$DB" "select printf('%.4g', max(json_extract(j.value, '$.used'))) from verdicts v, json_each(v.thresholds) j
                    where v.standard = '$1' and j.key = 'y'"
 }
-for std in pypto certified; do
-    key=$([ "$std" = certified ] && echo certified || echo primary)
+primary=$(jq_ '$.primary')
+expect_eq "$primary" "$(ug ops | awk -v op="$OP" '$2 == op {print $5}')" "the JSON names the op's primary standard"
+for key in primary certified; do
+    std=$([ "$key" = certified ] && echo certified || echo "$primary")
     expect_eq "$(sqlite3 :memory: "select printf('%.4g', $(jq_ "\$.outputs[0].$key.worst"))")" "$(worst "$std")" \
               "$std: the tightness figure is the sweep's worst stored headroom"
     w=$(jq_ "\$.outputs[0].$key.worst")

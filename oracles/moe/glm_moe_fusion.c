@@ -21,9 +21,11 @@
  * shared expert stage by stage (glm_ffn_shared_expert_quant's rule); the routed act from
  * the kernel's ids, and out from the kernel's act, weights and ids. So a token whose
  * expert choice sits on a tie is judged against the exact value of the kernel's choice.
- * Every part is written once in glm_moe_oracle_parts.c. Primary: pypto. */
+ * Every part is written once in glm_moe_oracle_parts.c. Primary: certified (its pypto
+ * pair failed a legal kernel whose fp32 sums cancel: docs/STANDARDS.md); pypto is stored. */
 #include "oracles/moe/glm_moe_oracle_parts.h"
 #include "oracles/oracle.h"
+#include "oracles/verdict.h"
 
 #define OP "glm_moe_fusion"
 
@@ -80,4 +82,4 @@ static double scratch(const ug_params *P)
 }
 
 const ug_op_def ug_opdef_glm_moe_fusion = {
-    .op = UG_OP_GLM_MOE_FUSION, .decl.check = check, .oracle = oracle, .scratch = scratch};
+    .op = UG_OP_GLM_MOE_FUSION, .primary = UG_STD_CERTIFIED, .decl.check = check, .oracle = oracle, .scratch = scratch};

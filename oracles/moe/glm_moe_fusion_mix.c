@@ -16,9 +16,11 @@
  * Staged rule (docs/STANDARDS.md): logits exact; ids and weights from the kernel's
  * logits (tie rule); the shared stages from the kernel's x_i8/x_scale and a; act from the
  * kernel's ids; out from the kernel's act, weights, ids, a_i8 and a_scale. Every part is
- * written once in glm_moe_oracle_parts.c. Primary: pypto. */
+ * written once in glm_moe_oracle_parts.c. Primary: certified (its pypto
+ * pair failed a legal kernel whose fp32 sums cancel: docs/STANDARDS.md); pypto is stored. */
 #include "oracles/moe/glm_moe_oracle_parts.h"
 #include "oracles/oracle.h"
+#include "oracles/verdict.h"
 
 #define OP "glm_moe_fusion_mix"
 
@@ -63,4 +65,4 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 static double scratch(const ug_params *P) { return gmoe_fused_scratch(P, 1, 1); }
 
 const ug_op_def ug_opdef_glm_moe_fusion_mix = {
-    .op = UG_OP_GLM_MOE_FUSION_MIX, .decl.check = check, .oracle = oracle, .scratch = scratch};
+    .op = UG_OP_GLM_MOE_FUSION_MIX, .primary = UG_STD_CERTIFIED, .decl.check = check, .oracle = oracle, .scratch = scratch};

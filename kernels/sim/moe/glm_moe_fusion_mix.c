@@ -24,11 +24,11 @@
  *   legal_seq_fma       gate logits and the routed GEMMs as sequential fmaf chains, the
  *                       combine acc = fmaf(w, y, acc) onto the shared row
  *   legal_tile64        gate logits and the routed GEMMs in K-tiles of 64 (sequential fp32
- *                       partials added pairwise), the slots added in reverse order; NOT in
- *                       the table: a false alarm (plan seed 7, case 0093ee3ef1d6e33d, x near
- *                       bf16's max: act[0,0,10] = -28.875 comes out -28.625, 2 bf16 ulps,
- *                       from g/u fp32 sums of cancelling terms; act's budget 0.005 allows 0
- *                       of its 32 elements, while certified passes)
+ *                       partials added pairwise), the slots added in reverse order (it
+ *                       failed the op's former deciding pypto rule at plan seed 7, case
+ *                       0093ee3ef1d6e33d: act[0,0,10] 2 bf16 ulps off from fp32 sums of
+ *                       cancelling terms, 0 of 32 elements allowed; certified, which decides
+ *                       now, passes it)
  *   legal_scales_first  the shared expert's int32 sums times (w_scale * x_scale), the two
  *                       fp32 scales multiplied first */
 #include "core/ops.h"
@@ -67,12 +67,10 @@ const ug_kernel_variant ug_variants_glm_moe_fusion_mix[] = {
      GMOE_MUT_SHARED_SCALED},
     {"legal_seq_fma", "legal: gate logits and routed GEMMs as sequential fp32 fmaf chains, the combine by fmaf",
      mix_kernel, 0, GMOE_LEGAL_MUT_SEQ_FMA},
-    /* legal_tile64 is kept out of the table: a false alarm of the pypto rule on act (plan seed 7,
-     * case 0093ee3ef1d6e33d: fp32 sums of cancelling terms from near-bf16-max x, certified PASS); see the header.
-     * {"legal_tile64",
-     * "legal: gate logits and routed GEMMs in K-tiles of 64 (partials added pairwise), the slots added in reverse "
-     * "order",
-     * mix_kernel, 0, GMOE_LEGAL_MUT_TILE64}, */
+    {"legal_tile64",
+     "legal: gate logits and routed GEMMs in K-tiles of 64 (partials added pairwise), the slots added in reverse "
+     "order",
+     mix_kernel, 0, GMOE_LEGAL_MUT_TILE64},
     {"legal_scales_first", "legal: the shared expert's int32 sums times the product of their two fp32 scales",
      mix_kernel, 0, GMOE_LEGAL_MUT_SCALES_FIRST},
     {NULL, NULL, NULL},
