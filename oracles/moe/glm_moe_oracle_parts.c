@@ -195,6 +195,17 @@ static void token_ids(const gmoe_router *p, const double *lg, const double *bias
     }
 }
 
+/* 1 when every chosen expert's s = sigmoid(logit) is below fp32's smallest normal 2^-126
+ * (every chosen logit below -126 ln 2; sigmoid(x) < e^x), -inf included: a device's fp32 s
+ * may then be subnormal or flushed to 0 for each, so its renormalised weights may be 0/0
+ * (the semantics). A NaN logit is not below it. */
+static int chosen_s_subnormal(const gmoe_router *p, const double *lg, const long *emit)
+{
+    for (long i = 0; i < p->k; i++)
+        if (!(lg[emit[i]] < -87.336544750553102)) return 0; /* -126 ln 2: no fp32 logit lies between */
+    return p->k > 0;
+}
+
 /* Token t's logits row as exact doubles. */
 static void logits_row(const gmoe_router *p, const ug_tensor *logits, long t, double *lg)
 {
@@ -224,8 +235,11 @@ void gmoe_router_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel, cons
                 if (q == 0) {
                     for (long i = 0; i < p->k; i++) w[i] = ug_sigmoid(ar, ug_c(ar, lg[emit[i]]));
                     ug_num total = ug_sum(ar, w, (size_t)p->k), rsf = ug_c(ar, p->rsf);
-                    for (long i = 0; i < p->k; i++)
-                        w[i] = ug_mul(ar, p->renorm ? ug_div(ar, w[i], total) : w[i], rsf);
+                    int may_be_0_over_0 = p->renorm && chosen_s_subnormal(p, lg, emit);
+                    for (long i = 0; i < p->k; i++) /* a kernel's NaN there is its 0/0: legal (the semantics) */
+                        w[i] = may_be_0_over_0 && o_w >= 0 && isnan(ug_tload(&c->out[o_w], (size_t)(t * p->k + i)))
+                                   ? ug_c(ar, NAN)
+                                   : ug_mul(ar, p->renorm ? ug_div(ar, w[i], total) : w[i], rsf);
                 }
                 have = t;
             }
