@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "gen/plan.h"
+#include "gen/plan_coverage.h"
 #include "gen/plan_share.h"
 #include "run/sweep.h"
 
@@ -55,6 +56,35 @@ static void list(const ug_plan *p)
         free(params);
         cJSON_Delete(j);
     }
+}
+
+/* --coverage: per op of the plan, each declared structural axis with the cases holding it
+ * and the rule's minimum (gen/plan_coverage.h). 1 when some axis falls short, -2 on a
+ * malformed axis, else 0. */
+static int coverage(const ug_plan *p)
+{
+    int short_axes = 0, undeclared = 0;
+    for (int op = 0; op < UG_OP_COUNT; op++) {
+        size_t n = 0;
+        for (size_t i = 0; i < p->n; i++) n += p->cases[i].op == op;
+        if (!n) continue;
+        ug_op_coverage c;
+        char err[512];
+        if (ug_plan_coverage(p, op, &c, err, sizeof err)) return ug_cli_fail("plan: %s", err);
+        if (!c.n_axes) {
+            undeclared++;
+            continue;
+        }
+        printf("%s: %zu cases; each axis needs %zu (at least %d, or %.0f%% of the op's cases)\n", ug_op_name(op),
+               c.n_cases, c.need, UG_COVERAGE_MIN, 100 * UG_COVERAGE_SHARE);
+        for (int a = 0; a < c.n_axes; a++) {
+            int ok = c.axes[a].n >= c.need;
+            short_axes += !ok;
+            printf("  %6zu  %-5s %s\n", c.axes[a].n, ok ? "ok" : "SHORT", c.axes[a].axis);
+        }
+    }
+    printf("%d short axes; %d ops declare no structural axes (gen/ops/OP.json \"coverage\")\n", short_axes, undeclared);
+    return short_axes ? 1 : 0;
 }
 
 /* max/mean of v[0..n): 1 for a perfect balance; 0 when everything is 0. */
@@ -118,7 +148,7 @@ static int ug_cmd_plan(int argc, char **argv)
 {
     const char *plan_path = NULL, *seed = NULL, *shard = NULL, *share = NULL, *cost_from = NULL, *stats = NULL,
                *measured = NULL;
-    int do_count = 0, do_list = 0, do_specs = 0;
+    int do_count = 0, do_list = 0, do_specs = 0, do_coverage = 0;
     ug_cli_filter f = {0};
     for (int i = 1; i < argc; i++) {
         int m = ug_cli_filter_opt(&f, argc, argv, &i);
@@ -134,10 +164,11 @@ static int ug_cmd_plan(int argc, char **argv)
         } else if (ug_cli_flag(argv, i, "--count")) do_count = 1;
         else if (ug_cli_flag(argv, i, "--list")) do_list = 1;
         else if (ug_cli_flag(argv, i, "--specs")) do_specs = 1;
+        else if (ug_cli_flag(argv, i, "--coverage")) do_coverage = 1;
         else return ug_cli_fail("plan: unexpected argument \"%s\" (see ulpgym plan -h)", argv[i]);
     }
-    if (!do_count && !do_list && !do_specs && !stats)
-        return ug_cli_fail("plan: give --count, --list, --specs or --shard-stats N");
+    if (!do_count && !do_list && !do_specs && !do_coverage && !stats)
+        return ug_cli_fail("plan: give --count, --list, --specs, --coverage or --shard-stats N");
     if (stats && (do_count || do_list || do_specs || shard))
         return ug_cli_fail("plan: --shard-stats N shows every shard; it takes neither --count, --list, --specs nor --shard");
     if (cost_from && !shard && !stats)
@@ -170,6 +201,7 @@ static int ug_cmd_plan(int argc, char **argv)
     if (!rc && do_count) count(&p);
     if (!rc && do_list) list(&p);
     if (!rc && do_specs) list_specs(&p);
+    if (!rc && do_coverage) rc = coverage(&p);
     ug_plan_free(&p);
     return rc;
 }
@@ -177,12 +209,15 @@ static int ug_cmd_plan(int argc, char **argv)
 const ug_command ug_command_plan = {
     "plan", ug_cmd_plan, "expand a plan: count or list its cases",
      "usage: ulpgym plan [--plan FILE|NAME[:light]] [--op OP]... [--group G]... [--seed S] [--shard K/N]\n"
-     "                   [--share N] [--cost-from DB] (--count | --list | --specs)\n"
+     "                   [--share N] [--cost-from DB] (--count | --list | --specs | --coverage)\n"
      "       ulpgym plan [--plan ...] [--op OP]... [--group G]... [--seed S] --shard-stats N [--cost-from DB]\n"
      "                   [--measured DB]\n"
      "  --count  cases per group and per op, then a last line `total N`\n"
      "  --list   one line per case: case ID, op, dtype, params (and the reference test an explicit\n"
      "           case reproduces, `<- source`, marked (heavy) when a :light plan drops it)\n"
+     "  --coverage  per op, each structural axis its space declares (gen/ops/OP.json \"coverage\")\n"
+     "           with the cases holding it; exit 1 when one holds fewer than 20 cases or 5 % of\n"
+     "           the op's cases, whichever is more (docs/SWEEP.md \"Structural coverage\")\n"
      "  --specs  one line per case: case ID, `heavy` or `-`, the case's spec JSON (what\n"
      "           `ulpgym case --spec` runs; scripts/bench_reference.sh reads it)\n"
      "  --plan   a file, or a name: `--plan reference` is gen/plans/reference.json of the data tree;\n"
