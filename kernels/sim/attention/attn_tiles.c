@@ -59,6 +59,7 @@ _Static_assert(sizeof(row_state) <= 8 * sizeof(float), "UG_GL_ATTN_ROWS_SCRATCH 
 static void row_begin(const ug_gl_attn_cfg *cfg, row_state *st, float *o, float *special)
 {
     st->m = -INFINITY, st->l = 0.0f, st->o = o, st->special = special;
+    if (cfg->flags & UG_GL_ATTN_BUG_MAX_ZERO) st->m = 0.0f; /* bug: running max initialised to 0 */
     memset(o, 0, cfg->dv * sizeof *o);
     memset(special, 0, cfg->dv * sizeof *special);
 }

@@ -17,6 +17,7 @@
 #define UG_GL_ATTN_BUG_NO_SUM_RESCALE 0x4u  /* bug: running sum not rescaled when the max grows */
 #define UG_GL_ATTN_BUG_LOCAL_MAX 0x8u       /* bug: each tile uses its own max; nothing rescaled */
 #define UG_GL_ATTN_BUG_SCALE_AFTER 0x10u    /* bug: softmax of unscaled scores, output times scale */
+#define UG_GL_ATTN_BUG_MAX_ZERO 0x20u       /* bug: the running max starts at 0, not -inf */
 
 typedef struct {
     size_t dk;       /* length of q·k */

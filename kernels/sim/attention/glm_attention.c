@@ -17,10 +17,52 @@
  *   mut_table_stride    block-table row stride cdiv(max(actual_seqs), BS) instead of the
  *                       table's width (only tables wider than the longest sequence needs,
  *                       as the reference's s2-sized table)
- *   mut_mtp_no_offset   multi-token step without the causal offset (only q_per_step > 1) */
+ *   mut_mtp_no_offset   multi-token step without the causal offset (only q_per_step > 1)
+ *   mut_kv_head_mod     query head h reads kv head h % heads_kv instead of h / (heads_q /
+ *                       heads_kv) (only heads_kv > 1 with heads_q > heads_kv); the shared
+ *                       walk is run on the query heads permuted so that each kv head's
+ *                       group holds the heads h % heads_kv maps to, and o permuted back */
+#include <stdlib.h>
+
 #include "core/ops.h"
 #include "kernels/sim/attention/glm_paged.h"
 #include "kernels/sim/simlib.h"
+
+/* mut_kv_head_mod's bug value: ga_kernel's own, past the shared ug_glp_bug values. */
+#define GA_KV_HEAD_MOD 100
+
+/* mut_kv_head_mod: q's heads permuted so that slot kvh*G + j of each row holds head j*Hkv + kvh
+ * (the heads h with h % Hkv == kvh), the correct walk run on that fp32 copy into an fp32 o,
+ * and o's heads permuted back and rounded once to bf16 (the walk's fp32 store is exact). */
+static int ga_kv_head_mod(ug_glp_view *g)
+{
+    const ulpgym_tensor *q = g->q, *o = g->o;
+    size_t rows = (size_t)q->shape[0], hq = (size_t)g->hq, hkv = (size_t)g->hkv, D = (size_t)g->dim;
+    size_t grp = hq / hkv, n = rows * hq * D;
+    float *qa = malloc((4 * n + 1) * sizeof *qa);
+    if (!qa) return -1;
+    float *qp = qa + n, *op = qp + n, *oa = op + n;
+    ug_sim_load(q, 0, n, qa); /* exact: a widening */
+    for (size_t r = 0; r < rows; r++)
+        for (size_t kvh = 0; kvh < hkv; kvh++)
+            for (size_t j = 0; j < grp; j++)
+                for (size_t d = 0; d < D; d++)
+                    qp[(r * hq + kvh * grp + j) * D + d] = qa[(r * hq + j * hkv + kvh) * D + d];
+    ulpgym_tensor tq = *q, to = *o;
+    tq.dtype = ULPGYM_FP32, tq.strides = NULL, tq.data = qp;
+    to.dtype = ULPGYM_FP32, to.strides = NULL, to.data = op;
+    g->q = &tq, g->o = &to;
+    int rc = ug_glp_run(g, UG_GLP_OK);
+    g->q = q, g->o = o;
+    for (size_t r = 0; r < rows; r++)
+        for (size_t kvh = 0; kvh < hkv; kvh++)
+            for (size_t j = 0; j < grp; j++)
+                for (size_t d = 0; d < D; d++)
+                    oa[(r * hq + j * hkv + kvh) * D + d] = op[(r * hq + kvh * grp + j) * D + d];
+    ug_sim_store(o, 0, n, oa); /* rounds: bf16 output, once */
+    free(qa);
+    return rc;
+}
 
 static int ga_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
@@ -35,6 +77,7 @@ static int ga_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     ug_params_free(&p);
     ug_glp_sizes(&g, (long)bt->shape[1]);
     g.table = bt->data, g.lens = lens->data, g.batch = (long)lens->shape[0];
+    if (bug == GA_KV_HEAD_MOD) return ga_kv_head_mod(&g); /* bug: kv head h % heads_kv */
     return ug_glp_run(&g, (ug_glp_bug)bug);
 }
 
@@ -50,5 +93,7 @@ const ug_kernel_variant ug_variants_glm_attention[] = {
      ga_kernel, 0, UG_GLP_TABLE_STRIDE},
     {"mut_mtp_no_offset", "multi-token step without the causal offset: every query row sees the whole context",
      ga_kernel, 0, UG_GLP_MTP_NO_OFFSET},
+    {"mut_kv_head_mod", "query head h reads kv head h % heads_kv instead of h / (heads_q / heads_kv)", ga_kernel, 0,
+     GA_KV_HEAD_MOD},
     {NULL, NULL, NULL},
 };

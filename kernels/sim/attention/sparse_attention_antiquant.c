@@ -4,7 +4,11 @@
  * keys | 4 fp32 group scales, dequantised to bf16 (code times fp32 scale, cast to bf16)
  * before the bf16 x bf16 -> fp32 matmuls. The gather, the tile loop and the shared mutants
  * are sparse_quant_rows.c's (shared with sparse_flash_attention_quant); this file decodes
- * a packed row and plants the layout bug. */
+ * a packed row and plants the layout bug.
+ *
+ * Mutants: mut_scale_offset (this file's), mut_scale_512, mut_pad_as_zero, mut_local_max,
+ * mut_running_max_zero (the online softmax's running max starts at 0, not -inf: rows whose
+ * scores all lie below about -88 underflow to zero weight) (sparse_quant_rows.c's). */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -69,5 +73,8 @@ const ug_kernel_variant ug_variants_sparse_attention_antiquant[] = {
      "online softmax without the rescale across 128-key tiles: each tile keeps its own max "
      "(visible only with more than 128 valid keys)",
      saq_kernel, 0, UG_SQK_BUG_LOCAL_MAX},
+    {"mut_running_max_zero",
+     "online softmax running max initialised to 0 instead of -inf: rows whose scores all lie below about -88 underflow",
+     saq_kernel, 0, UG_SQK_BUG_MAX_ZERO},
     {NULL, NULL, NULL},
 };

@@ -4,7 +4,11 @@
  * k_rope):
  *     K_p = [bf16(code·scale_g) ‖ k_rope_p],  V_p = bf16(code·scale_g),  o = softmax(scale·q·K)·V
  * The gather, the tile loop and the shared mutants are sparse_quant_rows.c's; this file
- * decodes a slot of the three-tensor cache and plants the decode bugs. */
+ * decodes a slot of the three-tensor cache and plants the decode bugs.
+ *
+ * Mutants: mut_one_scale, mut_rope_dequant (this file's), mut_scale_512, mut_pad_as_zero,
+ * mut_local_max, mut_mtp_len_off_by_one (each row of a q_per_step > 1 step sees vis + 1
+ * positions, capped at the context) (sparse_quant_rows.c's). */
 #include <stdint.h>
 
 #include "core/ops.h"
@@ -52,5 +56,8 @@ const ug_kernel_variant ug_variants_sparse_flash_attention_quant[] = {
      "online softmax without the rescale across 128-key tiles: each tile keeps its own max "
      "(visible only with more than 128 valid keys)",
      sfaq_kernel, 0, UG_SQK_BUG_LOCAL_MAX},
+    {"mut_mtp_len_off_by_one",
+     "multi-token step (q_per_step > 1): each query row sees vis + 1 positions (capped at the context), one too many",
+     sfaq_kernel, 0, UG_SQK_BUG_MTP_LEN_PLUS1},
     {NULL, NULL, NULL},
 };

@@ -70,7 +70,9 @@ static long gather_row(const ug_sqk *k, long r, float *kf, char *err, size_t err
         snprintf(err, errlen, "%s: seq_lens[%ld] = %ld outside %ld..%ld", k->op, b, len, k->sq, k->maxb * k->bs);
         return -2;
     }
-    long vis = ug_gl_mtp_end(len, k->sq, r % k->sq), cnt = vis < k->topk ? vis : k->topk, n = 0;
+    long vis = ug_gl_mtp_end(len, k->sq, r % k->sq);
+    if ((k->bugs & UG_SQK_BUG_MTP_LEN_PLUS1) && k->sq > 1 && vis < len) vis++; /* bug: one position too many */
+    long cnt = vis < k->topk ? vis : k->topk, n = 0;
     for (long s = 0; s < cnt; s++) {
         long pos = idx[s];
         if (pos == -1 && (k->bugs & UG_SQK_BUG_PAD_AS_ZERO)) pos = 0; /* bug: padding read as position 0 */
@@ -113,6 +115,7 @@ int ug_sqk_run(const ug_sqk *k, char *err, size_t errlen)
     float *qf = kf + (size_t)k->topk * dk, *of = qf + nh * dk;
     float scale = k->bugs & UG_SQK_BUG_SCALE_512 ? (float)(1.0 / sqrt((double)dv)) : k->scale; /* bug: 512^-1/2 */
     ug_gl_attn_cfg cfg = {dk, dv, dk, dk, SQK_TILE, scale, k->bugs & UG_SQK_BUG_LOCAL_MAX ? UG_GL_ATTN_BUG_LOCAL_MAX : 0};
+    if (k->bugs & UG_SQK_BUG_MAX_ZERO) cfg.flags |= UG_GL_ATTN_BUG_MAX_ZERO; /* bug: running max from 0 */
     int rc = 0;
     for (long r = 0; r < k->batch * k->sq && !rc; r++) {
         long n = gather_row(k, r, kf, err, errlen);

@@ -14,6 +14,8 @@
 #define UG_SQK_BUG_PAD_AS_ZERO 0x1u /* bug: a -1 slot read as position 0 */
 #define UG_SQK_BUG_LOCAL_MAX 0x2u   /* bug: online softmax without the rescale across key tiles */
 #define UG_SQK_BUG_SCALE_512 0x4u   /* bug: softmax scale 512^-1/2, ignoring the declared one */
+#define UG_SQK_BUG_MAX_ZERO 0x8u    /* bug: the online softmax's running max starts at 0, not -inf */
+#define UG_SQK_BUG_MTP_LEN_PLUS1 0x10u /* bug: an MTP row (S_q > 1) sees vis + 1 positions (capped at L_b) */
 
 typedef struct ug_sqk ug_sqk;
 

@@ -18,6 +18,10 @@
  * order, each from its own h0 rows, chunked from its own first token (its tail chunk its
  * length mod L), its final state stored to its own ht rows.
  *
+ * Mutants: mut_double_decay, mut_drop_tail, mut_diag_in_a, mut_state_across_seqs,
+ * mut_chunk_past_seq_end, mut_first_chunk_no_decay (the gate g read as 0 for every token of
+ * each sequence's first chunk: no decay there).
+ *
  * Legal variants (other correct kernels, which must pass every case: the false-alarm set;
  * the declared device model rounds every product and sum to fp32 and lets every reduction
  * run in any order, nothing narrower than fp32): legal_fma, every dot product and every
@@ -42,6 +46,7 @@ typedef enum {
     MUT_DIAG_IN_A,
     MUT_STATE_ACROSS_SEQS,
     MUT_CHUNK_PAST_SEQ_END,
+    MUT_FIRST_CHUNK_NO_DECAY, /* bug: g taken as 0 in each sequence's first chunk */
     LEGAL_FMA,     /* legal: every dot product and accumulation by fmaf, index order */
     LEGAL_LANES16, /* legal: every Dk dot product in 16 fp32 lanes, folded pairwise */
     LEGAL_REVERSE  /* legal: every dot product and accumulation in reverse index order */
@@ -211,7 +216,7 @@ static void chunk_step(chunk_ws *w, size_t n, float *S, cgdr_bug bug)
 }
 
 /* Loads chunk [t0, t0+n) of value head h (qk head hk) into w; q pre-scaled. */
-static void chunk_load(chunk_ws *w, const ug_delta_io *io, size_t h, size_t hk, size_t t0, size_t n)
+static void chunk_load(chunk_ws *w, const ug_delta_io *io, size_t h, size_t hk, size_t t0, size_t n, int no_decay)
 {
     size_t dk = io->dk, dv = io->dv;
     for (size_t r = 0; r < n; r++) {
@@ -223,6 +228,7 @@ static void chunk_load(chunk_ws *w, const ug_delta_io *io, size_t h, size_t hk, 
         ug_delta_io_qk_norm(io, w->K + r * dk, dk);
         ug_delta_io_load(io->v, th * dv, dv, w->V + r * dv);
         ug_delta_io_load(io->g, th, 1, &g);
+        if (no_decay) g = 0.0f; /* bug (mut_first_chunk_no_decay): the gate is not applied */
         ug_delta_io_load(io->beta, th, 1, w->beta + r);
         w->G[r] = r ? w->G[r - 1] + g : g; /* rounds: fp32 cumulative sum */
         for (size_t j = 0; j < dk; j++) w->Q[r * dk + j] *= io->scale; /* rounds: fp32 */
@@ -246,7 +252,7 @@ static void sequence_head(chunk_ws *w, const ug_delta_io *io, size_t h, size_t f
     size_t limit = bug == MUT_CHUNK_PAST_SEQ_END ? io->tokens : end;
     for (size_t t0 = first; t0 < end; t0 += L) {
         size_t n = limit - t0 < L ? limit - t0 : L; /* the tail chunk is explicit */
-        chunk_load(w, io, h, hk, t0, n);
+        chunk_load(w, io, h, hk, t0, n, bug == MUT_FIRST_CHUNK_NO_DECAY && t0 == first);
         chunk_step(w, n, S, bug);
         for (size_t r = 0; r < n; r++) ug_sim_store(io->o, ((t0 + r) * io->hv + h) * dv, dv, w->o + r * dv);
         if (bug == MUT_DOUBLE_DECAY && t0 + n < end) { /* bug: the carried state decayed again */
@@ -302,6 +308,8 @@ const ug_kernel_variant ug_variants_chunked_gated_delta_rule[] = {
      "varlen: a sequence's tail chunk runs on into the next sequence's tokens (chunks cut at the end of all tokens), "
      "so its final state is wrong: only when a sequence before the last is not a multiple of L",
      cgdr_kernel, 0, MUT_CHUNK_PAST_SEQ_END},
+    {"mut_first_chunk_no_decay", "in each sequence's first chunk the gate g is taken as 0: no decay for its tokens",
+     cgdr_kernel, 0, MUT_FIRST_CHUNK_NO_DECAY},
     {"legal_fma",
      "legal: every dot product and accumulation (substitution, Tinv application, o, state update) by fmaf, index order",
      cgdr_kernel, 0, LEGAL_FMA},

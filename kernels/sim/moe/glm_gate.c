@@ -10,6 +10,8 @@
  * The mutants are the bugs that matter to a router: the logits only feed a top-k, so a
  * bug that shifts every logit alike is harmless, while one that perturbs them per expert
  * (a rounded weight, a dropped K tail, a wrong weight row) reorders the experts.
+ * Mutants: mut_bf16_acc, mut_w_bf16, mut_k_tail, mut_expert_row, mut_tf32_matmul (both
+ * operands of every product rounded to tf32, RNE to 10 mantissa bits, as a tf32 cube pass).
  *
  * Legal variants (other correct kernels, which must pass every case: the false-alarm set;
  * the contract lets the kernel sum in any order in fp32, with nothing rounded narrower):
@@ -17,6 +19,7 @@
  * sequentially in fp32, the tile partials then added pairwise; a pairwise (recursive
  * halving) fp32 sum of the fp32 products. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "core/ops.h"
@@ -31,6 +34,7 @@ typedef enum {
     MUT_W_BF16,
     MUT_K_TAIL,
     MUT_EXPERT_ROW,
+    MUT_TF32_MATMUL, /* bug: x and W rounded to tf32 before the products */
     LEGAL_SEQ_FMA,  /* legal: acc = fmaf(x[k], w[k], acc), k in order */
     LEGAL_TILE64,   /* legal: K-tiles of 64 summed sequentially in fp32, the partials added pairwise */
     LEGAL_PAIRWISE  /* legal: pairwise fp32 sum of the fp32 products */
@@ -77,6 +81,18 @@ static float gate_dot_legal(const float *x, const float *w, size_t h, gate_bug h
     return pairwise_sum(part, nt);
 }
 
+/* fp32 rounded to tf32 (10 explicit mantissa bits, RNE on the fp32 pattern); inf and NaN pass. */
+static float round_tf32(float v)
+{
+    if (!isfinite(v)) return v;
+    union {
+        float f;
+        uint32_t u;
+    } b = {v};
+    b.u = (b.u + 0xFFFu + ((b.u >> 13) & 1u)) & ~0x1FFFu; /* rounds: tf32, RNE */
+    return b.f;
+}
+
 /* One logit: x·w over h, as the bug computes it. */
 static float gate_dot(const float *x, const float *w, size_t h, gate_bug bug)
 {
@@ -102,9 +118,13 @@ static int gate_kernel(const ulpgym_call *call, char *err, size_t errlen, int bu
     ug_sim_load(w, 0, E * h, wf);
     if (bug == MUT_W_BF16) /* bug: W cast to bf16 to feed a bf16 x bf16 cube pass */
         for (size_t i = 0; i < E * h; i++) wf[i] = ug_sim_round_bf16(wf[i]);
+    if (bug == MUT_TF32_MATMUL) /* bug: the cube pass reads W as tf32 */
+        for (size_t i = 0; i < E * h; i++) wf[i] = round_tf32(wf[i]);
     size_t tail = E % GATE_N_TILE && E > GATE_N_TILE ? E - E % GATE_N_TILE : E; /* first expert of a tail tile */
     for (size_t t = 0; t < T; t++) {
         ug_sim_load(x, t * h, h, xr);
+        if (bug == MUT_TF32_MATMUL) /* bug: the cube pass reads x as tf32 */
+            for (size_t k = 0; k < h; k++) xr[k] = round_tf32(xr[k]);
         for (size_t e = 0; e < E; e++) {
             size_t row = bug == MUT_EXPERT_ROW && e >= tail ? e - 1 : e; /* bug: tail tile's W base one row early */
             o[e] = gate_dot(xr, wf + row * h, h, bug);
@@ -128,6 +148,8 @@ const ug_kernel_variant ug_variants_glm_gate[] = {
      "the partial last expert tile (experts % 64, past the first tile) reads W one row early: "
      "two experts get the same logit",
      gate_kernel, 0, MUT_EXPERT_ROW},
+    {"mut_tf32_matmul", "both operands of every product rounded to tf32 (10 mantissa bits, RNE) before fp32 accumulation",
+     gate_kernel, 0, MUT_TF32_MATMUL},
     {"legal_seq_fma", "legal: one sequential fp32 fused multiply-add chain over K (fmaf), no K-tiles", gate_kernel, 0,
      LEGAL_SEQ_FMA},
     {"legal_tile64", "legal: K-tiles of 64 each summed sequentially in fp32, the tile partials added pairwise",

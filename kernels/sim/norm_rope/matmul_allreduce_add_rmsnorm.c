@@ -10,7 +10,10 @@
  * the vector unit adds the residual in fp32, stores h (bf16), and
  * normalises the fp32 h: sum of squares in 64 fp32 lanes with a pairwise lane tree,
  * rstd in fp32, outputs rounded once. The ranks run in-process one after another. Each
- * rank's bf16 partial is also written to the optional output partials where it is asked. */
+ * rank's bf16 partial is also written to the optional output partials where it is asked.
+ *
+ * Mutants: mut_reverse_bf16_reduce, mut_residual_after_norm, mut_eps_outside,
+ * mut_norm_stored_h (the norm reads the stored bf16 h instead of the fp32 sum). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -19,7 +22,7 @@
 
 #define K_TILE 128
 
-typedef enum { MUT_NONE, MUT_REVERSE_BF16, MUT_RESIDUAL_AFTER_NORM, MUT_EPS_OUTSIDE } mar_bug;
+typedef enum { MUT_NONE, MUT_REVERSE_BF16, MUT_RESIDUAL_AFTER_NORM, MUT_EPS_OUTSIDE, MUT_NORM_STORED_H } mar_bug;
 
 /* One rank's partial row: part[n] = sum_k x[k] w[k, n] over kk elements, fp32 per tile. */
 static void rank_partial(const float *x, const float *w, size_t kk, size_t n_cols, float *part, float *tile)
@@ -104,6 +107,8 @@ static int mar_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
         ug_sim_store(io.h, t * n, n, y);
         if (res_late)
             for (size_t j = 0; j < n; j++) y[j] -= res[j]; /* the norm sees the reduced y only */
+        if (bug == MUT_NORM_STORED_H) /* bug: the norm reads the stored bf16 h */
+            for (size_t j = 0; j < n; j++) y[j] = ug_sim_round_bf16(y[j]);
         float ms = ug_sim_sumsq_lanes(y, n) / (float)n; /* rounds: fp32 */
         float rs = bug == MUT_EPS_OUTSIDE ? 1.0f / (sqrtf(ms) + io.eps) : 1.0f / sqrtf(ms + io.eps);
         for (size_t j = 0; j < n; j++) {
@@ -128,5 +133,7 @@ const ug_kernel_variant ug_variants_matmul_allreduce_add_rmsnorm[] = {
      MUT_RESIDUAL_AFTER_NORM},
     {"mut_eps_outside", "rstd = 1/(sqrt(mean)+eps): eps outside the root, visible on small inputs", mar_kernel, 0,
      MUT_EPS_OUTSIDE},
+    {"mut_norm_stored_h", "RMSNorm computed from the bf16-rounded stored h instead of the fp32 sum h", mar_kernel, 0,
+     MUT_NORM_STORED_H},
     {NULL, NULL, NULL},
 };
