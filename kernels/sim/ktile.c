@@ -5,6 +5,8 @@
  * keeps every product and sum rounded to fp32 one at a time). */
 #include "kernels/sim/ktile.h"
 
+#include <math.h>
+
 #include "kernels/sim/simlib.h"
 
 float ug_ktile_dot_f32(const float *a, const float *b, size_t n)
@@ -34,4 +36,19 @@ void ug_ktile_load_transposed(const ulpgym_tensor *t, size_t off, size_t rows, s
 {
     ug_sim_load(t, off, rows * cols, stage);
     ug_ktile_transpose(stage, rows, cols, dst);
+}
+
+float ug_pairwise_sum_f32(const float *v, size_t n)
+{
+    if (n == 0) return 0.0f;
+    if (n == 1) return v[0];
+    size_t m = n / 2;
+    return ug_pairwise_sum_f32(v, m) + ug_pairwise_sum_f32(v + m, n - m); /* rounds: fp32 */
+}
+
+float ug_fma_dot_f32(const float *a, const float *b, size_t n)
+{
+    float acc = 0.0f;
+    for (size_t k = 0; k < n; k++) acc = fmaf(a[k], b[k], acc); /* rounds: fp32, one per FMA */
+    return acc;
 }

@@ -43,15 +43,6 @@ typedef enum {
 #define GATE_LEGAL_TILE 64
 #define GATE_LEGAL_MAX_TILES 256 /* hidden <= 16384 = 256 tiles of 64 */
 
-/* A pairwise (recursive halving) fp32 sum of v[0..n). */
-static float pairwise_sum(const float *v, size_t n)
-{
-    if (n == 0) return 0.0f;
-    if (n == 1) return v[0];
-    size_t m = n / 2;
-    return pairwise_sum(v, m) + pairwise_sum(v + m, n - m); /* rounds: fp32 */
-}
-
 /* A pairwise fp32 sum of the products x[k]*w[k], k in [0, n). */
 static float pairwise_dot(const float *x, const float *w, size_t n)
 {
@@ -65,11 +56,7 @@ static float pairwise_dot(const float *x, const float *w, size_t n)
 static float gate_dot_legal(const float *x, const float *w, size_t h, gate_bug how)
 {
     if (how == LEGAL_PAIRWISE) return pairwise_dot(x, w, h);
-    if (how == LEGAL_SEQ_FMA) {
-        float acc = 0.0f;
-        for (size_t k = 0; k < h; k++) acc = fmaf(x[k], w[k], acc); /* rounds: fp32 (one rounding per FMA) */
-        return acc;
-    }
+    if (how == LEGAL_SEQ_FMA) return ug_fma_dot_f32(x, w, h);
     float part[GATE_LEGAL_MAX_TILES + 1];
     size_t nt = 0;
     for (size_t t = 0; t < h; t += GATE_LEGAL_TILE) {
@@ -78,7 +65,7 @@ static float gate_dot_legal(const float *x, const float *w, size_t h, gate_bug h
         for (size_t k = 0; k < len; k++) s += x[t + k] * w[t + k]; /* rounds: fp32 mul, fp32 add */
         part[nt++] = s;
     }
-    return pairwise_sum(part, nt);
+    return ug_pairwise_sum_f32(part, nt);
 }
 
 /* fp32 rounded to tf32 (10 explicit mantissa bits, RNE on the fp32 pattern); inf and NaN pass. */

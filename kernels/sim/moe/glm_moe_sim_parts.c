@@ -18,15 +18,6 @@
 
 #define GMOE_LEGAL_TILE 64
 
-/* A pairwise (recursive halving) fp32 sum of v[0..n). */
-static float pairwise_sum(const float *v, size_t n)
-{
-    if (n == 0) return 0.0f;
-    if (n == 1) return v[0];
-    size_t m = n / 2;
-    return pairwise_sum(v, m) + pairwise_sum(v + m, n - m); /* rounds: fp32 */
-}
-
 /* K-tiles of 64, each summed sequentially in fp32, the tile partials added pairwise. */
 static float dot_tile64(const float *a, const float *b, size_t n)
 {
@@ -40,22 +31,18 @@ static float dot_tile64(const float *a, const float *b, size_t n)
             for (size_t k = 0; k < len; k++) s += a[t + k] * b[t + k]; /* rounds: fp32 mul, fp32 add */
             part[np++] = s;
         }
-        sum[ng++] = pairwise_sum(part, np);
+        sum[ng++] = ug_pairwise_sum_f32(part, np);
         if (ng == 64) { /* never for n <= 2^18; keeps the buffer bounded for any n */
-            sum[0] = pairwise_sum(sum, ng);
+            sum[0] = ug_pairwise_sum_f32(sum, ng);
             ng = 1;
         }
     }
-    return pairwise_sum(sum, ng);
+    return ug_pairwise_sum_f32(sum, ng);
 }
 
 float gmoe_dot(gmoe_legal how, const float *a, const float *b, size_t n)
 {
-    if (how == GMOE_LEGAL_SEQ_FMA) {
-        float acc = 0.0f;
-        for (size_t k = 0; k < n; k++) acc = fmaf(a[k], b[k], acc); /* rounds: fp32 (one rounding per FMA) */
-        return acc;
-    }
+    if (how == GMOE_LEGAL_SEQ_FMA) return ug_fma_dot_f32(a, b, n);
     if (how == GMOE_LEGAL_TILE64) return dot_tile64(a, b, n);
     if (how == GMOE_LEGAL_K_REVERSE) {
         float acc = 0.0f;
