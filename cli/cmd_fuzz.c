@@ -23,8 +23,11 @@
 #include "gen/plan.h"
 #include "run/found.h"
 
-/* Writes the plan's cases of op, encoded as fuzzer inputs, into dir; returns how many. */
-static int write_seeds(int op, const ug_fuzz_space *space, const char *dir)
+/* Writes the plan's cases of op, encoded as fuzzer inputs, into dir; returns how many.
+ * At most limit of them (0: all), spread evenly over the plan: libFuzzer runs every seed
+ * before it mutates one, and on the heavy ops (a few cases a second under ASan) a whole
+ * plan of seeds would use up a 60 s search. */
+static int write_seeds(int op, const ug_fuzz_space *space, const char *dir, size_t limit)
 {
     ug_plan p;
     char err[512];
@@ -34,7 +37,9 @@ static int write_seeds(int op, const ug_fuzz_space *space, const char *dir)
         return ug_cli_fail("fuzz: %s", err), -1;
     mkdir(dir, 0755);
     int n = 0;
-    for (size_t i = 0; i < p.n; i++) {
+    size_t take = limit && limit < p.n ? limit : p.n;
+    for (size_t k = 0; k < take; k++) {
+        size_t i = k * p.n / take;
         unsigned char buf[256];
         size_t len = ug_fuzz_encode(space, p.cases[i].spec, buf, sizeof buf);
         char path[1200];
@@ -306,7 +311,7 @@ static void collect(const char *found, const char *out, const char *backend, con
 static int ug_cmd_fuzz(int argc, char **argv)
 {
     const char *op_name = NULL, *time_s = NULL, *variant = NULL, *backend = NULL, *build = NULL, *seeds = NULL,
-               *db_path = NULL, *max_s = NULL, *out_opt = NULL;
+               *db_path = NULL, *max_s = NULL, *out_opt = NULL, *nseeds_s = NULL;
     int no_signal = 0;
     for (int i = 1; i < argc; i++) {
         int m;
@@ -315,6 +320,7 @@ static int ug_cmd_fuzz(int argc, char **argv)
             (m = ug_cli_opt(argc, argv, &i, "--backend", &backend)) ||
             (m = ug_cli_opt(argc, argv, &i, "--fuzz-build", &build)) ||
             (m = ug_cli_opt(argc, argv, &i, "--seed-corpus", &seeds)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--seeds", &nseeds_s)) ||
             (m = ug_cli_opt(argc, argv, &i, "--db", &db_path)) ||
             (m = ug_cli_opt(argc, argv, &i, "--max-findings", &max_s)) ||
             (m = ug_cli_opt(argc, argv, &i, "--out", &out_opt))) {
@@ -329,6 +335,9 @@ static int ug_cmd_fuzz(int argc, char **argv)
     if (seconds <= 0) return ug_cli_fail("fuzz: --time must be a positive number of seconds");
     long max_findings = max_s ? ug_cli_long(max_s) : 0;
     if (max_s && max_findings <= 0) return ug_cli_fail("fuzz: --max-findings must be a positive number");
+    long seed_limit = !nseeds_s ? 64 : strcmp(nseeds_s, "all") == 0 ? 0 : ug_cli_long(nseeds_s);
+    if (nseeds_s && strcmp(nseeds_s, "all") != 0 && seed_limit <= 0)
+        return ug_cli_fail("fuzz: --seeds must be a positive number or \"all\"");
     if (variant && backend) return ug_cli_fail("fuzz: give --kernel-variant or --backend, not both");
     const char *out = out_opt && *out_opt ? out_opt : ug_found_out_dir();
     if (variant && !ug_op_variant(ug_op_def_get(op), variant))
@@ -337,7 +346,7 @@ static int ug_cmd_fuzz(int argc, char **argv)
     char err[512];
     if (ug_fuzz_space_load(op, &space, err, sizeof err)) return ug_cli_fail("fuzz: %s", err);
     if (seeds) { /* only write the seed corpus */
-        int n = write_seeds(op, &space, seeds);
+        int n = write_seeds(op, &space, seeds, (size_t)seed_limit);
         ug_fuzz_space_free(&space);
         if (n < 0) return UG_EXIT_USAGE;
         printf("%d seed inputs written to %s\n", n, seeds);
@@ -359,7 +368,7 @@ static int ug_cmd_fuzz(int argc, char **argv)
     snprintf(max_time, sizeof max_time, "-max_total_time=%ld", seconds);
     snprintf(dict, sizeof dict, "-dict=%s/fuzz/fuzz_precision.dict", ug_data_dir());
     mkdir(found, 0755);
-    int nseeds = write_seeds(op, &space, corpus);
+    int nseeds = write_seeds(op, &space, corpus, (size_t)seed_limit);
     ug_fuzz_space_free(&space);
     setenv("ULPGYM_FUZZ_OP", op_name, 1);
     setenv("ULPGYM_FUZZ_FOUND", found, 1);
@@ -400,7 +409,7 @@ static int ug_cmd_fuzz(int argc, char **argv)
 const ug_command ug_command_fuzz = {
     "fuzz", ug_cmd_fuzz, "search beyond the plan with libFuzzer; sort and deduplicate what it finds",
     "usage: ulpgym fuzz OP [--time S] [--max-findings N] [--out DIR] [--kernel-variant V | --backend B]\n"
-    "                  [--no-signal] [--db PATH] [--fuzz-build DIR] [--seed-corpus DIR]\n"
+    "                  [--no-signal] [--db PATH] [--fuzz-build DIR] [--seeds N|all] [--seed-corpus DIR]\n"
     "  Runs fuzz/fuzz_precision (libFuzzer + ASan/UBSan, built on demand in build-fuzz/ with\n"
     "  clang) on OP for up to S seconds (default 60), seeded with the plan's cases and\n"
     "  fuzz/fuzz_precision.dict. Inputs decode to valid cases inside the op's space\n"
@@ -420,4 +429,7 @@ const ug_command ug_command_fuzz = {
     "  --max-findings N  stop after N distinct signatures (default: none, run for --time)\n"
     "  --out DIR         where findings go (default $ULPGYM_FINDINGS, else ./ulpgym-found)\n"
     "  --no-signal       switch off the error-magnitude coverage signal (for comparison)\n"
-    "  --seed-corpus DIR only write the plan's cases as fuzzer inputs into DIR\n"};
+    "  --seeds N|all     seed with N of the op's plan cases, spread over the plan (default 64;\n"
+    "                    libFuzzer runs every seed before it mutates, which on a heavy op\n"
+    "                    would take the whole --time), or all of them\n"
+    "  --seed-corpus DIR only write the plan's cases (as many as --seeds) as fuzzer inputs into DIR\n"};

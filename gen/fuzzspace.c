@@ -18,6 +18,42 @@ typedef struct {
 static unsigned rd8(reader *r) { return r->at < r->n ? r->p[r->at++] : 0u; }
 static unsigned rd16(reader *r) { return rd8(r) | rd8(r) << 8; }
 
+static const char *const specials[] = {"zero", "-zero", "max", "-max", "subnormal", "-subnormal", "inf", "-inf", "nan"};
+
+/* "fuzz_domain": {input: {"why": text, "specials": [names from specials[]], "generated":
+ * optional bool}}, every input one the space's distribution sets draw. */
+static int domain_check(const ug_fuzz_space *s, const char *path, char *err, size_t errlen)
+{
+    const cJSON *dom = cJSON_GetObjectItemCaseSensitive(s->space, "fuzz_domain");
+    const cJSON *set = cJSON_GetObjectItemCaseSensitive(s->space, "dists")->child;
+    if (!dom) return 0;
+    if (!cJSON_IsObject(dom)) {
+        snprintf(err, errlen, "%s: fuzz_domain must be an object", path);
+        return -1;
+    }
+    for (const cJSON *in = dom->child; in; in = in->next) {
+        const cJSON *list = cJSON_GetObjectItemCaseSensitive(in, "specials");
+        const cJSON *gen = cJSON_GetObjectItemCaseSensitive(in, "generated");
+        if (!set || !cJSON_GetObjectItemCaseSensitive(set, in->string) ||
+            !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(in, "why")) || !cJSON_IsArray(list) ||
+            (gen && !cJSON_IsBool(gen))) {
+            snprintf(err, errlen, "%s: fuzz_domain.%s needs to name a drawn input, with \"why\" and a \"specials\" list",
+                     path, in->string);
+            return -1;
+        }
+        for (const cJSON *v = list->child; v; v = v->next) {
+            size_t k = 0;
+            while (k < sizeof specials / sizeof *specials && !(cJSON_IsString(v) && strcmp(v->valuestring, specials[k]) == 0)) k++;
+            if (k == sizeof specials / sizeof *specials) {
+                snprintf(err, errlen, "%s: fuzz_domain.%s.specials: not a special value name (zero, -zero, max, -max, "
+                         "subnormal, -subnormal, inf, -inf, nan)", path, in->string);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
 int ug_fuzz_space_load(int op, ug_fuzz_space *s, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
@@ -32,6 +68,10 @@ int ug_fuzz_space_load(int op, ug_fuzz_space *s, char *err, size_t errlen)
     if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(g, "dtype")) ||
         !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(s->space, "dists"))) {
         snprintf(err, errlen, "%s: needs \"dists\" and a \"grid\" with a dtype list", path);
+        ug_fuzz_space_free(s);
+        return -2;
+    }
+    if (domain_check(s, path, err, errlen)) {
         ug_fuzz_space_free(s);
         return -2;
     }
@@ -82,6 +122,25 @@ static cJSON *gen_dist(unsigned kind, unsigned mag)
         cJSON_AddNumberToObject(d, "value", consts[mag % 10]);
     }
     return d;
+}
+
+/* The space's "fuzz_domain" entry of input, or NULL when the fuzzer may draw it freely.
+ * An input named there takes only the special values its "specials" list names, and keeps
+ * its distribution set's draw unless "generated" is true: the op's contract leaves the
+ * rest outside its device model (e.g. an fp16 scale at 65504 that overflows a device
+ * intermediate). */
+static const cJSON *domain_of(const ug_fuzz_space *s, const char *input)
+{
+    return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(s->space, "fuzz_domain"), input);
+}
+
+static int special_allowed(const cJSON *domain, const char *value)
+{
+    if (!domain) return 1;
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(domain, "specials");
+    for (const cJSON *v = list ? list->child : NULL; v; v = v->next)
+        if (cJSON_IsString(v) && strcmp(v->valuestring, value) == 0) return 1;
+    return 0;
 }
 
 static int all_integers(const cJSON *list, double *lo, double *hi)
@@ -170,8 +229,10 @@ char *ug_fuzz_decode(const ug_fuzz_space *s, const uint8_t *data, size_t size)
     for (const cJSON *in = set ? set->child : NULL; in; in = in->next) {
         if (dsel < 192) cJSON_AddItemToObject(dist, in->string, cJSON_Duplicate(in, 1));
         else {
-            unsigned kind = rd8(&r);
-            cJSON_AddItemToObject(dist, in->string, gen_dist(kind, rd8(&r) | (unsigned)rd8(&r) << 8));
+            unsigned kind = rd8(&r), mag = rd8(&r) | (unsigned)rd8(&r) << 8; /* read alike for every input */
+            const cJSON *dom = domain_of(s, in->string);
+            int drawn = !dom || cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(dom, "generated"));
+            cJSON_AddItemToObject(dist, in->string, drawn ? gen_dist(kind, mag) : cJSON_Duplicate(in, 1));
         }
     }
     cJSON_AddItemToObject(spec, "dist", dist);
@@ -188,20 +249,24 @@ char *ug_fuzz_decode(const ug_fuzz_space *s, const uint8_t *data, size_t size)
             cJSON_AddItemToObject(params, ax->string, cJSON_Duplicate(cJSON_GetArrayItem(ax, (int)(sel % (unsigned)n)), 1));
     }
     cJSON_AddItemToObject(spec, "params", params);
-    static const char *specials[] = {"zero", "-zero", "max", "-max", "subnormal", "-subnormal", "inf", "-inf", "nan"};
     unsigned ninj = rd8(&r) % 4;
     int nin = cJSON_GetArraySize(dist);
     if (ninj && nin) {
-        cJSON *inj = cJSON_AddArrayToObject(spec, "inject");
+        cJSON *inj = cJSON_CreateArray();
         for (unsigned k = 0; k < ninj; k++) {
             cJSON *e = cJSON_CreateObject();
             unsigned which = rd8(&r);
-            cJSON_AddStringToObject(e, "input", cJSON_GetArrayItem(dist, (int)((which >> 1) % (unsigned)nin))->string);
+            const char *input = cJSON_GetArrayItem(dist, (int)((which >> 1) % (unsigned)nin))->string;
+            cJSON_AddStringToObject(e, "input", input);
             if (which & 1u) cJSON_AddStringToObject(e, "i", "all"); /* the whole input */
             else cJSON_AddNumberToObject(e, "i", rd16(&r));
-            cJSON_AddStringToObject(e, "v", specials[rd8(&r) % 9]);
-            cJSON_AddItemToArray(inj, e);
+            const char *value = specials[rd8(&r) % 9];
+            cJSON_AddStringToObject(e, "v", value);
+            if (special_allowed(domain_of(s, input), value)) cJSON_AddItemToArray(inj, e);
+            else cJSON_Delete(e); /* outside the op's declared domain: dropped */
         }
+        if (cJSON_GetArraySize(inj)) cJSON_AddItemToObject(spec, "inject", inj);
+        else cJSON_Delete(inj);
     }
     uint32_t seed = (uint32_t)rd16(&r) | (uint32_t)rd16(&r) << 16;
     cJSON_AddNumberToObject(spec, "seed", seed);

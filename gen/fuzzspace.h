@@ -12,6 +12,10 @@
  *               whether the whole input takes the value (bit 0), else 2 bytes index;
  *               1 byte value (zero, -zero, max, -max, subnormal, -subnormal, inf, -inf, nan)
  *   seed        4 bytes
+ * An input the space's "fuzz_domain" names keeps its set's distribution (unless the entry
+ * says "generated": true), and an injection into it of a value not in its "specials" list
+ * is dropped: the op's contract declares those inputs outside its device model, so the
+ * fuzzer does not search there.
  * ug_fuzz_encode() writes bytes that decode to a given spec's shape, dtype and dist set:
  * the seed corpus is the plan's cases. */
 #ifndef UG_FUZZSPACE_H

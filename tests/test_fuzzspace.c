@@ -3,7 +3,11 @@
  * come out as strings the grid does not list, every integer in them within the grid's own
  * [smallest, largest], their separators those of a grid string, and with one entry fewer
  * or more than their template; grid strings still decode as themselves (ug_fuzz_encode),
- * and the decoded specs are valid cases most of the time. */
+ * and the decoded specs are valid cases most of the time. An op's "fuzz_domain" holds:
+ * lightning_indexer_quant's scales and weights keep their set's draw and take only the
+ * special values it lists (never +-max or +-inf), while its codes are drawn freely;
+ * glm_attention's q and keys get generated draws but never +-max; a malformed domain is
+ * refused with a message. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,9 +111,111 @@ static void check_op(const char *op, const char *param, int pairs)
     ug_fuzz_space_free(&s);
 }
 
+/* The decoded spec of byte string t (Philox bytes, as check_op's). */
+static cJSON *decoded(const ug_fuzz_space *s, int opi, int t)
+{
+    uint8_t bytes[64];
+    for (int b = 0; b < 64; b += 16) {
+        uint32_t w[4];
+        ug_rng_words(78, (uint32_t)opi, (uint32_t)t, (uint32_t)b, w);
+        memcpy(bytes + b, w, 16);
+    }
+    char *text = ug_fuzz_decode(s, bytes, sizeof bytes);
+    cJSON *spec = cJSON_Parse(text);
+    free(text);
+    return spec;
+}
+
+/* Whether dist (an input's distribution in a decoded spec) is one of the space's sets'. */
+static int from_a_set(const ug_fuzz_space *s, const char *input, const cJSON *dist)
+{
+    for (const cJSON *set = cJSON_GetObjectItemCaseSensitive(s->space, "dists")->child; set; set = set->next)
+        if (cJSON_Compare(cJSON_GetObjectItemCaseSensitive(set, input), dist, 1)) return 1;
+    return 0;
+}
+
+/* Over 4000 decoded specs of op: how many draw input from outside the sets, and how many
+ * inject value v ("max", ...) into it. */
+static void domain_counts(const char *op, const char *input, const char *v, int *generated, int *injected)
+{
+    ug_fuzz_space s;
+    char err[300];
+    int opi = ug_op_find(op);
+    *generated = *injected = 0;
+    CHECK(opi >= 0 && ug_fuzz_space_load(opi, &s, err, sizeof err) == 0, "%s: space: %s", op, err);
+    if (opi < 0) return;
+    for (int t = 0; t < 4000; t++) {
+        cJSON *spec = decoded(&s, opi, t);
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(spec, "dist"), input);
+        *generated += d && !from_a_set(&s, input, d);
+        for (const cJSON *e = cJSON_GetObjectItemCaseSensitive(spec, "inject") ? cJSON_GetObjectItemCaseSensitive(spec, "inject")->child : NULL; e; e = e->next)
+            *injected += strcmp(cJSON_GetObjectItemCaseSensitive(e, "input")->valuestring, input) == 0 &&
+                         strcmp(cJSON_GetObjectItemCaseSensitive(e, "v")->valuestring, v) == 0;
+        cJSON_Delete(spec);
+    }
+    ug_fuzz_space_free(&s);
+}
+
+static void check_domains(void)
+{
+    int gen, inj;
+    static const char *fixed[] = {"q_scale", "k_scale", "weights"};
+    for (int k = 0; k < 3; k++) {
+        domain_counts("lightning_indexer_quant", fixed[k], "max", &gen, &inj);
+        CHECK(gen == 0 && inj == 0, "lightning_indexer_quant.%s: %d generated draws, %d +max injections", fixed[k], gen, inj);
+        domain_counts("lightning_indexer_quant", fixed[k], "inf", &gen, &inj);
+        CHECK(inj == 0, "lightning_indexer_quant.%s: %d +inf injections", fixed[k], inj);
+        domain_counts("lightning_indexer_quant", fixed[k], "nan", &gen, &inj);
+        CHECK(inj > 0, "lightning_indexer_quant.%s: no NaN injection (the domain lists it)", fixed[k]);
+    }
+    domain_counts("lightning_indexer_quant", "query", "max", &gen, &inj);
+    CHECK(gen > 0 && inj > 0, "lightning_indexer_quant.query: free, yet %d generated draws, %d +max", gen, inj);
+    domain_counts("glm_attention", "q", "max", &gen, &inj);
+    CHECK(gen > 0 && inj == 0, "glm_attention.q: %d generated draws (want some), %d +max injections (want 0)", gen, inj);
+    domain_counts("glm_attention", "value_cache", "max", &gen, &inj);
+    CHECK(inj > 0, "glm_attention.value_cache: free, yet no +max injection");
+}
+
+/* A space whose fuzz_domain is malformed, in a data dir of its own: refused, with the reason. */
+static void check_bad_domain(const char *tmp)
+{
+    static const char *bad[][2] = {
+        {"{\"nosuch\": {\"why\": \"x\", \"specials\": []}}", "nosuch"},
+        {"{\"x\": {\"specials\": []}}", "why"},
+        {"{\"x\": {\"why\": \"w\", \"specials\": [\"huge\"]}}", "not a special value"},
+        {"{\"x\": {\"why\": \"w\", \"specials\": [], \"generated\": 1}}", "x"},
+        {"[1]", "must be an object"},
+    };
+    char dir[600], path[700];
+    snprintf(dir, sizeof dir, "%s/gen/ops", tmp);
+    char cmd[800];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+    CHECK(system(cmd) == 0, "mkdir %s", dir);
+    setenv("ULPGYM_DATA", tmp, 1);
+    int opi = ug_op_find("attn_softmax");
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        snprintf(path, sizeof path, "%s/attn_softmax.json", dir);
+        FILE *f = fopen(path, "w");
+        CHECK(f != NULL, "cannot write %s", path);
+        if (!f) return;
+        fprintf(f, "{\"grid\": {\"dtype\": [\"fp32\"]}, \"dists\": {\"a\": {\"x\": {\"kind\": \"const\", \"value\": 1}}},"
+                   " \"fuzz_domain\": %s}", bad[k][0]);
+        fclose(f);
+        ug_fuzz_space s;
+        char err[400] = "";
+        CHECK(ug_fuzz_space_load(opi, &s, err, sizeof err) == -2 && strstr(err, bad[k][1]),
+              "fuzz_domain %s: not refused with \"%s\": %s", bad[k][0], bad[k][1], err);
+    }
+    unsetenv("ULPGYM_DATA");
+}
+
 int main(void)
 {
     check_op("page_attention", "context_lens", 0);
     check_op("flash_attention_mha", "seqlens", 1);
+    check_domains();
+    const char *tmp = getenv("ULPGYM_TEST_TMP");
+    char own[64] = "/tmp/test_fuzzspace-XXXXXX";
+    check_bad_domain(tmp && *tmp ? tmp : mkdtemp(own));
     return check_done();
 }
