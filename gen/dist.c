@@ -20,14 +20,17 @@
 
 #include "core/philox.h"
 
-typedef enum { D_UNIFORM, D_NORMAL, D_WIDE, D_OUTLIERS, D_RANDINT, D_CONST, D_HALF_NORMAL } dist_kind;
+typedef enum { D_UNIFORM, D_NORMAL, D_WIDE, D_OUTLIERS, D_RANDINT, D_CONST, D_HALF_NORMAL, D_CHOICE } dist_kind;
 
+#define UG_CHOICE_MAX 16
 typedef struct {
     dist_kind kind;
     double a, b, c, d; /* meaning per kind, see parse() */
+    int nv;            /* choice: values[k] is drawn when u*total falls below cum[k] */
+    double values[UG_CHOICE_MAX], cum[UG_CHOICE_MAX];
 } dist_params;
 
-static const char *kind_names[] = {"uniform", "normal", "wide", "outliers", "randint", "const", "half_normal"};
+static const char *kind_names[] = {"uniform", "normal", "wide", "outliers", "randint", "const", "half_normal", "choice"};
 
 static int num(const cJSON *o, const char *k, double def, double *out, char *err, size_t errlen)
 {
@@ -48,6 +51,42 @@ static int num(const cJSON *o, const char *k, double def, double *out, char *err
     return 0;
 }
 
+/* "choice": "values" (1..16 finite numbers) and optional "p" (as many weights >= 0, not all
+ * 0; default equal): p->cum[k] = p[0] + ... + p[k], p->a the total. */
+static int parse_choice(const cJSON *dist, dist_params *p, char *err, size_t errlen)
+{
+    const cJSON *vals = cJSON_GetObjectItemCaseSensitive(dist, "values"), *w = cJSON_GetObjectItemCaseSensitive(dist, "p");
+    int n = cJSON_GetArraySize(vals);
+    if (!cJSON_IsArray(vals) || n < 1 || n > UG_CHOICE_MAX) {
+        snprintf(err, errlen, "distribution: choice needs \"values\", a list of 1 to %d numbers", UG_CHOICE_MAX);
+        return -2;
+    }
+    if (w && (!cJSON_IsArray(w) || cJSON_GetArraySize(w) != n)) {
+        snprintf(err, errlen, "distribution: choice \"p\" must list one weight per value");
+        return -2;
+    }
+    double total = 0;
+    for (int k = 0; k < n; k++) {
+        const cJSON *v = cJSON_GetArrayItem(vals, k), *pk = w ? cJSON_GetArrayItem(w, k) : NULL;
+        double weight = pk ? cJSON_GetNumberValue(pk) : 1.0;
+        if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || (pk && !cJSON_IsNumber(pk)) || !(weight >= 0) ||
+            !isfinite(weight)) {
+            snprintf(err, errlen, "distribution: choice values must be finite numbers and weights finite and >= 0");
+            return -2;
+        }
+        p->values[k] = v->valuedouble;
+        total += weight;
+        p->cum[k] = total;
+    }
+    if (!(total > 0)) {
+        snprintf(err, errlen, "distribution: choice weights must not all be 0");
+        return -2;
+    }
+    p->nv = n;
+    p->a = total;
+    return 0;
+}
+
 static int parse(const cJSON *dist, dist_params *p, char *err, size_t errlen)
 {
     memset(p, 0, sizeof *p);
@@ -60,7 +99,8 @@ static int parse(const cJSON *dist, dist_params *p, char *err, size_t errlen)
     for (int i = 0; i < (int)(sizeof kind_names / sizeof *kind_names); i++)
         if (strcmp(k->valuestring, kind_names[i]) == 0) kind = i;
     if (kind < 0) {
-        snprintf(err, errlen, "distribution: unknown kind \"%s\" (uniform, normal, wide, outliers, randint, const, half_normal)",
+        snprintf(err, errlen,
+                 "distribution: unknown kind \"%s\" (uniform, normal, wide, outliers, randint, const, half_normal, choice)",
                  k->valuestring);
         return -2;
     }
@@ -97,6 +137,8 @@ static int parse(const cJSON *dist, dist_params *p, char *err, size_t errlen)
     case D_CONST:
         rc = num(dist, "value", NAN, &p->a, err, errlen);
         break;
+    case D_CHOICE:
+        return parse_choice(dist, p, err, errlen);
     }
     return rc ? -2 : 0;
 }
@@ -140,6 +182,12 @@ static double draw(const dist_params *p, uint64_t seed, uint32_t tensor, uint64_
         return p->a + floor(span * ug_rng_unit(w[0], w[1]));
     }
     case D_CONST: return p->a;
+    case D_CHOICE: {
+        double u = p->a * ug_rng_unit(w[0], w[1]); /* in [0, total) */
+        int k = 0;
+        while (k < p->nv - 1 && !(u < p->cum[k])) k++;
+        return p->values[k];
+    }
     }
     return 0.0;
 }
@@ -242,7 +290,7 @@ ALWAYS_INLINE void values_block(const dist_params *p, uint64_t seed, uint32_t te
             out[j] = ug_rng_unit_inline(w[0][j], w[1][j]) < p->c ? x * p->d : x;
         }
         return;
-    default: /* wide, const: per element */
+    default: /* wide, const, choice: per element */
         for (int j = 0; j < BLOCK; j++) out[j] = draw(p, seed, tensor, i0 + (uint64_t)j);
     }
 }

@@ -11,6 +11,9 @@
  *   {"kind":"randint","lo":a,"hi":b}        integers uniform in [a,b] (torch.randint(a, b+1); int8:
  *                                           lo -128, hi 127)
  *   {"kind":"const","value":v}
+ *   {"kind":"choice","values":[v...],"p":[w...]}  one of up to 16 values, value k with
+ *                                           probability w_k / sum(w) (p optional: equal);
+ *                                           e.g. the reference's few-valued int8 codes
  * Element i of input t is a pure function of (seed, t, i); the double drawn is rounded
  * once (RNE) to the tensor's dtype. */
 #ifndef UG_DIST_H

@@ -1,6 +1,6 @@
 /* test_dist_reference.c — the distributions the reference suite (hicann/pypto-gym
  * tests/ops) draws its inputs from, as gen/dist.c gives them: uniform ±1, randn × 0.01 and
- * × 0.1 (normal), |randn| × s (half_normal) and int8 randint. Known values over a fixed
+ * × 0.1 (normal), |randn| × s (half_normal), int8 randint and few-valued codes (choice). Known values over a fixed
  * seed: moments and ranges of 2^16 draws, the half_normal as the folded normal element by
  * element, every int8 code reached, and pinned bits of the first draws so that a change to
  * any draw (and so to every reference case's inputs) fails here. Then the blocked fill
@@ -112,6 +112,44 @@ static void randint_int8(void)
     CHECK(fabs(m.mean + 0.5) < 1.0, "int8 randint mean %g (expected -0.5)", m.mean);
 }
 
+/* choice: only the listed values, each about as often as its weight asks (the reference's
+ * few-valued int8 codes: 70 % zeros); malformed lists refused. */
+static void choice(void)
+{
+    static double v[N];
+    static const double vals[] = {0, 42, -42, 127};
+    fill_moments("{\"kind\":\"choice\",\"values\":[0,42,-42,127],\"p\":[0.7,0.1,0.1,0.1]}", UG_DT_INT8, 42, v);
+    int count[4] = {0}, other = 0;
+    for (size_t i = 0; i < N; i++) {
+        int k = 0;
+        while (k < 4 && v[i] != vals[k]) k++;
+        if (k == 4) other++;
+        else count[k]++;
+    }
+    CHECK(other == 0, "choice: %d draws outside the listed values", other);
+    CHECK(fabs(count[0] / (double)N - 0.7) < 0.01 && fabs(count[3] / (double)N - 0.1) < 0.01,
+          "choice shares: 0 at %g (0.7), 127 at %g (0.1)", count[0] / (double)N, count[3] / (double)N);
+    fill_moments("{\"kind\":\"choice\",\"values\":[-1,1]}", UG_DT_FP32, 42, v);
+    int plus = 0;
+    for (size_t i = 0; i < N; i++) plus += v[i] == 1;
+    CHECK(fabs(plus / (double)N - 0.5) < 0.01, "choice with equal weights: +1 at %g", plus / (double)N);
+    static const char *bad[] = {
+        "{\"kind\":\"choice\"}",
+        "{\"kind\":\"choice\",\"values\":[]}",
+        "{\"kind\":\"choice\",\"values\":[1,2],\"p\":[1]}",
+        "{\"kind\":\"choice\",\"values\":[1,2],\"p\":[0,0]}",
+        "{\"kind\":\"choice\",\"values\":[1,2],\"p\":[1,-1]}",
+        "{\"kind\":\"choice\",\"values\":[1,\"x\"]}",
+        "{\"kind\":\"choice\",\"values\":[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]}",
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        char err[160];
+        cJSON *d = cJSON_Parse(bad[k]);
+        CHECK(ug_dist_validate(d, err, sizeof err) == -2 && strstr(err, "choice"), "%s not refused: %s", bad[k], err);
+        cJSON_Delete(d);
+    }
+}
+
 /* The first draws' fp32 bits (seed 42, tensor 2): any change to Philox, the normal or the
  * folding changes every reference case's inputs. */
 static void pinned_bits(void)
@@ -152,6 +190,7 @@ static void blocked_equals_scalar(const char *path)
         "{\"kind\":\"randint\",\"lo\":-128,\"hi\":127}",
         "{\"kind\":\"randint\",\"lo\":-70000,\"hi\":70000}",
         "{\"kind\":\"const\",\"value\":0.1}",
+        "{\"kind\":\"choice\",\"values\":[0,42,-64,85.5,-127],\"p\":[0.7,0.075,0.075,0.075,0.075]}",
     };
     enum { M = N + 5 };
     static unsigned char fast[M * 8], slow[M * 8];
@@ -180,6 +219,7 @@ int main(void)
     randn_scaled();
     half_normal();
     randint_int8();
+    choice();
     pinned_bits();
     static const char *paths[] = {"avx512", "avx2", "plain"};
     for (int k = 0; k < 3; k++) {

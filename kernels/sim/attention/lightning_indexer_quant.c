@@ -22,7 +22,10 @@
  *   mut_mtp_causal       MTP causal mask off by one: every row but the step's last sees
  *                        one position too many (only q_per_step > 1)
  *   mut_stop_k1          the selection stops at k-1: the last slot stays -1 (only rows
- *                        with at least topk positions) */
+ *                        with at least topk positions)
+ * Legal variants (the contract allows them; each must pass every case):
+ *   legal_ties_high      equal scores ranked by the higher position
+ *   legal_golden_chain   the reference golden's numerics (golden_score) */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +35,8 @@
 #include "kernels/sim/simlib.h"
 
 typedef enum {
-    MUT_NONE, MUT_NO_RELU, MUT_NO_K_SCALE, MUT_K_SCALE_LOGICAL, MUT_MTP_CAUSAL, MUT_STOP_K1, MUT_HEAD0_QSCALE
+    MUT_NONE, MUT_NO_RELU, MUT_NO_K_SCALE, MUT_K_SCALE_LOGICAL, MUT_MTP_CAUSAL, MUT_STOP_K1, MUT_HEAD0_QSCALE,
+    LEGAL_TIES_HIGH, LEGAL_GOLDEN_CHAIN
 } li_bug;
 
 typedef struct {
@@ -77,6 +81,21 @@ static float head_term(const li_view *v, float dot, float qs, float ks, float w)
     return ug_sim_round_fp16(x * w);                        /* rounds: fp16 */
 }
 
+/* legal_golden_chain: one row's score at key column c the reference golden's way: per head
+ * relu(dot)*2^-11 and w*q_scale each rounded to fp16, their product in fp32, the heads
+ * summed in fp32 from the last head down, k_scale applied once in fp32 after the sum. */
+static float golden_score(const li_view *v, const li_bufs *B, long i, long c)
+{
+    float t = 0.0f;
+    for (long h = v->H - 1; h >= 0; h--) {
+        size_t rh = (size_t)(i * v->H + h);
+        float dot = B->sc[rh * B->ldt + (size_t)c];
+        float x = ug_sim_round_fp16((dot > 0 ? dot : 0) * 0x1p-11f); /* rounds: fp16 */
+        t += x * ug_sim_round_fp16(B->wf[rh] * B->qsf[rh]);          /* rounds: fp16 w*q_scale, fp32 product and sum */
+    }
+    return t * B->kscale[c]; /* rounds: fp32 */
+}
+
 /* Scores of positions [p0, p0+n) of every row of the step (one block of the table). */
 static void li_block(const li_view *v, li_bufs *B, long phys, long blk, long p0, long n, const long *end)
 {
@@ -90,6 +109,10 @@ static void li_block(const li_view *v, li_bufs *B, long phys, long blk, long p0,
     for (long i = 0; i < v->sq; i++)
         for (long c = 0; c < n && p0 + c < end[i]; c++) {
             float t = 0.0f;
+            if (v->bug == LEGAL_GOLDEN_CHAIN) {
+                B->row[(size_t)i * (size_t)end[v->sq] + (size_t)(p0 + c)] = golden_score(v, B, i, c);
+                continue;
+            }
             for (long h = 0; h < v->H; h++) {
                 size_t rh = (size_t)(i * v->H + h), rq = v->bug == MUT_HEAD0_QSCALE ? (size_t)(i * v->H) : rh;
                 t += head_term(v, B->sc[rh * B->ldt + (size_t)c], B->qsf[rq], B->kscale[c], B->wf[rh]); /* rounds: fp32 */
@@ -98,20 +121,22 @@ static void li_block(const li_view *v, li_bufs *B, long phys, long blk, long p0,
         }
 }
 
-/* a ranks above b: NaN first, then larger, ties to the lower position. */
-static int above(const float *s, long a, long b)
+/* a ranks above b: NaN first, then larger, ties to the lower position (legal_ties_high:
+ * the higher, a order the set rule allows as well). */
+static int above(const float *s, long a, long b, int high)
 {
-    if (isnan(s[a]) || isnan(s[b])) return isnan(s[a]) && (!isnan(s[b]) || a < b);
-    return s[a] > s[b] || (s[a] == s[b] && a < b);
+    int first = high ? a > b : a < b;
+    if (isnan(s[a]) || isnan(s[b])) return isnan(s[a]) && (!isnan(s[b]) || first);
+    return s[a] > s[b] || (s[a] == s[b] && first);
 }
 
 /* Restores the min-heap (worst at the root) below node i of h[0..n). */
-static void sift(const float *s, long *h, long n, long i)
+static void sift(const float *s, long *h, long n, long i, int high)
 {
     for (;;) {
         long l = 2 * i + 1, r = l + 1, m = i;
-        if (l < n && above(s, h[m], h[l])) m = l;
-        if (r < n && above(s, h[m], h[r])) m = r;
+        if (l < n && above(s, h[m], h[l], high)) m = l;
+        if (r < n && above(s, h[m], h[r], high)) m = r;
         if (m == i) return;
         long t = h[i];
         h[i] = h[m], h[m] = t, i = m;
@@ -119,16 +144,16 @@ static void sift(const float *s, long *h, long n, long i)
 }
 
 /* The n best of s[0..E) into ids, best first; -1 up to k. */
-static void li_topk(const float *s, long E, long n, long k, long *h, float *ids)
+static void li_topk(const float *s, long E, long n, long k, long *h, float *ids, int high)
 {
     for (long j = 0; j < n; j++) h[j] = j;
-    for (long j = n / 2 - 1; j >= 0; j--) sift(s, h, n, j);
+    for (long j = n / 2 - 1; j >= 0; j--) sift(s, h, n, j, high);
     for (long p = n; p < E; p++)
-        if (n > 0 && above(s, p, h[0])) h[0] = p, sift(s, h, n, 0);
+        if (n > 0 && above(s, p, h[0], high)) h[0] = p, sift(s, h, n, 0, high);
     for (long m = n; m > 0; m--) { /* pop the worst to the back: best first */
         ids[m - 1] = (float)h[0];  /* exact: positions below 2^24 */
         h[0] = h[m - 1];
-        sift(s, h, m - 1, 0);
+        sift(s, h, m - 1, 0, high);
     }
     for (long j = n; j < k; j++) ids[j] = -1.0f;
 }
@@ -156,7 +181,7 @@ static void li_sequence(const li_view *v, li_bufs *B, long b, long len, long *en
     for (long i = 0; i < v->sq; i++) {
         long n = end[i] < v->k ? end[i] : v->k;
         if (v->bug == MUT_STOP_K1 && n == v->k) n--; /* bug: stops at k-1 */
-        li_topk(B->row + (size_t)i * (size_t)maxend, end[i], n, v->k, B->heap, B->ids);
+        li_topk(B->row + (size_t)i * (size_t)maxend, end[i], n, v->k, B->heap, B->ids, v->bug == LEGAL_TIES_HIGH);
         ug_sim_store(v->out, (size_t)((b * v->sq + i) * v->k), (size_t)v->k, B->ids); /* exact: integers */
     }
 }
@@ -210,5 +235,11 @@ const ug_kernel_variant ug_variants_lightning_indexer_quant[] = {
     {"mut_stop_k1", "selection stops at k-1: the last slot of a full row stays -1", li_kernel, 0, MUT_STOP_K1},
     {"mut_head0_qscale", "head 0's q_scale applied to every head of the row (a broadcast of the wrong scale)",
      li_kernel, 0, MUT_HEAD0_QSCALE},
+    {"legal_ties_high", "legal: equal scores ranked by the higher position (the set rule allows any tie order)", li_kernel,
+     0, LEGAL_TIES_HIGH},
+    {"legal_golden_chain",
+     "legal: the reference golden's numerics: relu(dot)*2^-11 and w*q_scale in fp16, the rest fp32, heads summed from the "
+     "last, k_scale after the sum",
+     li_kernel, 0, LEGAL_GOLDEN_CHAIN},
     {NULL, NULL, NULL},
 };
