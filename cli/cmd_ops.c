@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "gen/fuzzspace.h"
 #include "oracles/verdict.h"
 #include "run/mutant_scan.h"
 #include "run/op_contract.h"
@@ -33,6 +34,24 @@ static int print_json(cJSON *j)
 }
 
 /* The declaration as text: params (type, default, range), derived sizes, tensors. */
+/* The inputs the contract leaves outside its device model (gen/ops/OP.json fuzz_domain). */
+static void print_domain(const cJSON *dom)
+{
+    if (!cJSON_GetArraySize(dom)) return;
+    printf("  outside the device model (the fuzzer does not draw these; a verdict there says nothing about a kernel):\n");
+    for (const cJSON *e = dom->child; e; e = e->next) {
+        char ex[160] = "";
+        size_t n = 0;
+        for (const cJSON *v = cJSON_GetObjectItem(e, "excluded_specials")->child; v && n < sizeof ex; v = v->next)
+            n += (size_t)snprintf(ex + n, sizeof ex - n, "%s%s", n ? ", " : "", v->valuestring);
+        const char *input = cJSON_GetObjectItem(e, "input")->valuestring;
+        int gen = cJSON_IsTrue(cJSON_GetObjectItem(e, "generated_draws"));
+        printf("    %-14s %s%s: %s\n", strcmp(input, "*") == 0 ? "other inputs" : input, ex,
+               gen ? "" : n ? "; magnitudes beyond the space's own draws" : "magnitudes beyond the space's own draws",
+               cJSON_GetObjectItem(e, "why")->valuestring);
+    }
+}
+
 static void print_decl(const ug_op_def *d)
 {
     cJSON *j = ug_decl_json(&d->decl, d->dtypes);
@@ -66,8 +85,11 @@ static void print_decl(const ug_op_def *d)
             printf("           optional (judged when the kernel writes it, else NA: docs/PLUGINS.md): %s\n",
                    doc ? doc->valuestring : "");
     }
-    cJSON_Delete(j);
     if (d->semantics) printf("  semantics: %s\n", d->semantics);
+    cJSON_Delete(j);
+    cJSON *domain = ug_fuzz_domain_json(d->op);
+    print_domain(domain);
+    cJSON_Delete(domain);
 }
 
 /* `ops show OP --mutants`: per kernel variant, the share of the op's default-plan cases

@@ -130,8 +130,11 @@ int ug_case_build(ug_case *c, ug_spec *spec, char *err, size_t errlen)
         return -1;
     }
     int rc = alloc_declared(c, err, errlen);
-    if (!rc && c->def->build) rc = c->def->build(c, err, errlen);
+    /* Special values go into the drawn inputs before the builder derives anything from them
+     * (flash_attention_mha_grad's o and lse are the forward of q, k and v): a built tensor
+     * made from the inputs before the injection would disagree with them. */
     if (!rc) rc = ug_inject_apply(c, err, errlen);
+    if (!rc && c->def->build) rc = c->def->build(c, err, errlen);
     if (rc) return rc < 0 ? rc : -2;
     return decode_inputs(c, err, errlen);
 }

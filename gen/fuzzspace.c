@@ -21,7 +21,8 @@ static unsigned rd16(reader *r) { return rd8(r) | rd8(r) << 8; }
 static const char *const specials[] = {"zero", "-zero", "max", "-max", "subnormal", "-subnormal", "inf", "-inf", "nan"};
 
 /* "fuzz_domain": {input: {"why": text, "specials": [names from specials[]], "generated":
- * optional bool}}, every input one the space's distribution sets draw. */
+ * optional bool}}, every input one the space's distribution sets draw, or "*" for every
+ * input without an entry of its own. */
 static int domain_check(const ug_fuzz_space *s, const char *path, char *err, size_t errlen)
 {
     const cJSON *dom = cJSON_GetObjectItemCaseSensitive(s->space, "fuzz_domain");
@@ -34,7 +35,7 @@ static int domain_check(const ug_fuzz_space *s, const char *path, char *err, siz
     for (const cJSON *in = dom->child; in; in = in->next) {
         const cJSON *list = cJSON_GetObjectItemCaseSensitive(in, "specials");
         const cJSON *gen = cJSON_GetObjectItemCaseSensitive(in, "generated");
-        if (!set || !cJSON_GetObjectItemCaseSensitive(set, in->string) ||
+        if (!set || (strcmp(in->string, "*") != 0 && !cJSON_GetObjectItemCaseSensitive(set, in->string)) ||
             !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(in, "why")) || !cJSON_IsArray(list) ||
             (gen && !cJSON_IsBool(gen))) {
             snprintf(err, errlen, "%s: fuzz_domain.%s needs to name a drawn input, with \"why\" and a \"specials\" list",
@@ -131,7 +132,9 @@ static cJSON *gen_dist(unsigned kind, unsigned mag)
  * intermediate). */
 static const cJSON *domain_of(const ug_fuzz_space *s, const char *input)
 {
-    return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(s->space, "fuzz_domain"), input);
+    const cJSON *dom = cJSON_GetObjectItemCaseSensitive(s->space, "fuzz_domain");
+    const cJSON *own = cJSON_GetObjectItemCaseSensitive(dom, input);
+    return own ? own : cJSON_GetObjectItemCaseSensitive(dom, "*"); /* "*": every input without its own entry */
 }
 
 static int special_allowed(const cJSON *domain, const char *value)
@@ -141,6 +144,14 @@ static int special_allowed(const cJSON *domain, const char *value)
     for (const cJSON *v = list ? list->child : NULL; v; v = v->next)
         if (cJSON_IsString(v) && strcmp(v->valuestring, value) == 0) return 1;
     return 0;
+}
+
+/* A generated constant at fp16's max or beyond (65504, 3e38): the "max" special value in
+ * all but name, so a domain without "max" does not take it either. */
+static int near_max_const(const cJSON *d)
+{
+    return strcmp(cJSON_GetObjectItemCaseSensitive(d, "kind")->valuestring, "const") == 0 &&
+           fabs(cJSON_GetObjectItemCaseSensitive(d, "value")->valuedouble) >= 65504;
 }
 
 static int all_integers(const cJSON *list, double *lo, double *hi)
@@ -231,8 +242,14 @@ char *ug_fuzz_decode(const ug_fuzz_space *s, const uint8_t *data, size_t size)
         else {
             unsigned kind = rd8(&r), mag = rd8(&r) | (unsigned)rd8(&r) << 8; /* read alike for every input */
             const cJSON *dom = domain_of(s, in->string);
-            int drawn = !dom || cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(dom, "generated"));
-            cJSON_AddItemToObject(dist, in->string, drawn ? gen_dist(kind, mag) : cJSON_Duplicate(in, 1));
+            cJSON *g = gen_dist(kind, mag);
+            int drawn = !dom || (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(dom, "generated")) &&
+                                 (special_allowed(dom, "max") || !near_max_const(g)));
+            if (drawn) cJSON_AddItemToObject(dist, in->string, g);
+            else {
+                cJSON_Delete(g);
+                cJSON_AddItemToObject(dist, in->string, cJSON_Duplicate(in, 1));
+            }
         }
     }
     cJSON_AddItemToObject(spec, "dist", dist);
@@ -273,6 +290,27 @@ char *ug_fuzz_decode(const ug_fuzz_space *s, const uint8_t *data, size_t size)
     char *text = ug_json_canonical(spec);
     cJSON_Delete(spec);
     return text;
+}
+
+cJSON *ug_fuzz_domain_json(int op)
+{
+    ug_fuzz_space s;
+    char err[512];
+    if (ug_fuzz_space_load(op, &s, err, sizeof err)) return NULL;
+    const cJSON *dom = cJSON_GetObjectItemCaseSensitive(s.space, "fuzz_domain");
+    cJSON *out = cJSON_CreateArray();
+    for (const cJSON *in = dom ? dom->child : NULL; in; in = in->next) {
+        cJSON *e = cJSON_CreateObject(), *ex = cJSON_CreateArray();
+        cJSON_AddStringToObject(e, "input", in->string);
+        for (size_t k = 0; k < sizeof specials / sizeof *specials; k++)
+            if (!special_allowed(in, specials[k])) cJSON_AddItemToArray(ex, cJSON_CreateString(specials[k]));
+        cJSON_AddItemToObject(e, "excluded_specials", ex);
+        cJSON_AddBoolToObject(e, "generated_draws", cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(in, "generated")));
+        cJSON_AddStringToObject(e, "why", cJSON_GetObjectItemCaseSensitive(in, "why")->valuestring);
+        cJSON_AddItemToArray(out, e);
+    }
+    ug_fuzz_space_free(&s);
+    return out;
 }
 
 static int index_of(const cJSON *list, const cJSON *v)

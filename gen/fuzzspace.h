@@ -35,6 +35,10 @@ int ug_fuzz_space_load(int op, ug_fuzz_space *s, char *err, size_t errlen);
 void ug_fuzz_space_free(ug_fuzz_space *s);
 /* Decodes bytes into a canonical spec (malloc'd; NULL only when memory runs out). */
 char *ug_fuzz_decode(const ug_fuzz_space *s, const uint8_t *data, size_t size);
+/* The space's fuzz_domain as the contract shows it: [{"input" ("*": every other input),
+ * "excluded_specials": [...], "generated_draws": bool, "why"}], [] when it has none; NULL
+ * when the space cannot be read. */
+cJSON *ug_fuzz_domain_json(int op);
 /* Encodes spec's dtype, dist set and params; returns bytes written (<= cap). */
 size_t ug_fuzz_encode(const ug_fuzz_space *s, const char *spec, uint8_t *out, size_t cap);
 

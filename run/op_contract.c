@@ -2,6 +2,7 @@
 #include "run/op_contract.h"
 
 #include "core/ops.h"
+#include "gen/fuzzspace.h"
 #include "oracles/verdict.h"
 #include "ulpgym/kernel_abi.h"
 
@@ -65,6 +66,8 @@ static cJSON *decl_json(const ug_op_def *d, cJSON *o)
     cJSON_AddItemToObject(o, "derived", cJSON_DetachItemFromObject(decl, "derived"));
     cJSON_AddItemToObject(o, "tensors", cJSON_DetachItemFromObject(decl, "tensors"));
     cJSON_Delete(decl);
+    cJSON *domain = ug_fuzz_domain_json(d->op);
+    if (domain) cJSON_AddItemToObject(o, "outside_device_model", domain);
     cJSON_AddStringToObject(o, "formulas", UG_FORMULA_DOC);
     add_abi(o, "the case's params as canonical JSON text with every declared default written in");
     add_rules_and_variants(o, d);

@@ -6,7 +6,8 @@
  * and the decoded specs are valid cases most of the time. An op's "fuzz_domain" holds:
  * lightning_indexer_quant's scales and weights keep their set's draw and take only the
  * special values it lists (never +-max or +-inf), while its codes are drawn freely;
- * glm_attention's q and keys get generated draws but never +-max; a malformed domain is
+ * glm_attention's q and keys get generated draws but never +-max, nor does its value
+ * cache (the "*" entry); attn_softmax, with no domain, gets both; a malformed domain is
  * refused with a message. */
 #include <math.h>
 #include <stdlib.h>
@@ -136,8 +137,10 @@ static int from_a_set(const ug_fuzz_space *s, const char *input, const cJSON *di
 
 /* Over 4000 decoded specs of op: how many draw input from outside the sets, and how many
  * inject value v ("max", ...) into it. */
+static int near_max_consts; /* domain_counts: generated constants at 65504 or beyond */
 static void domain_counts(const char *op, const char *input, const char *v, int *generated, int *injected)
 {
+    near_max_consts = 0;
     ug_fuzz_space s;
     char err[300];
     int opi = ug_op_find(op);
@@ -148,6 +151,9 @@ static void domain_counts(const char *op, const char *input, const char *v, int 
         cJSON *spec = decoded(&s, opi, t);
         const cJSON *d = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(spec, "dist"), input);
         *generated += d && !from_a_set(&s, input, d);
+        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(d, "kind");
+        near_max_consts += d && !from_a_set(&s, input, d) && strcmp(kind->valuestring, "const") == 0 &&
+                           fabs(cJSON_GetObjectItemCaseSensitive(d, "value")->valuedouble) >= 65504;
         for (const cJSON *e = cJSON_GetObjectItemCaseSensitive(spec, "inject") ? cJSON_GetObjectItemCaseSensitive(spec, "inject")->child : NULL; e; e = e->next)
             *injected += strcmp(cJSON_GetObjectItemCaseSensitive(e, "input")->valuestring, input) == 0 &&
                          strcmp(cJSON_GetObjectItemCaseSensitive(e, "v")->valuestring, v) == 0;
@@ -171,9 +177,14 @@ static void check_domains(void)
     domain_counts("lightning_indexer_quant", "query", "max", &gen, &inj);
     CHECK(gen > 0 && inj > 0, "lightning_indexer_quant.query: free, yet %d generated draws, %d +max", gen, inj);
     domain_counts("glm_attention", "q", "max", &gen, &inj);
-    CHECK(gen > 0 && inj == 0, "glm_attention.q: %d generated draws (want some), %d +max injections (want 0)", gen, inj);
-    domain_counts("glm_attention", "value_cache", "max", &gen, &inj);
-    CHECK(inj > 0, "glm_attention.value_cache: free, yet no +max injection");
+    CHECK(gen > 0 && inj == 0 && near_max_consts == 0,
+          "glm_attention.q: %d generated draws (want some), %d +max injections, %d constants at 65504 or more (want 0)",
+          gen, inj, near_max_consts);
+    domain_counts("glm_attention", "value_cache", "max", &gen, &inj); /* under its "*" entry */
+    CHECK(gen > 0 && inj == 0, "glm_attention.value_cache (\"*\"): %d generated draws, %d +max injections", gen, inj);
+    domain_counts("attn_softmax", "x", "max", &gen, &inj); /* no domain: free */
+    CHECK(gen > 0 && inj > 0 && near_max_consts > 0, "attn_softmax.x: no domain, yet %d generated draws, %d +max, %d near-max constants",
+          gen, inj, near_max_consts);
 }
 
 /* A space whose fuzz_domain is malformed, in a data dir of its own: refused, with the reason. */
