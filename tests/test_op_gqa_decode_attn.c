@@ -58,7 +58,7 @@ static void test_window_one(void)
 
 static const char *SPEC_MTP_WINDOW1 =
     "{\"v\":1,\"op\":\"gqa_decode_attn\",\"dtype\":\"bf16\",\"seed\":12,\"plan\":\"test\","
-    "\"params\":{\"batch\":3,\"heads_kv\":2,\"group\":2,\"dim\":8,\"ctx\":20,\"seq_lens\":\"3,20,7\","
+    "\"params\":{\"batch\":3,\"heads_kv\":2,\"group\":2,\"dim\":8,\"ctx\":20,\"context_lens\":\"3,20,7\","
     "\"q_per_step\":3,\"window\":1}," DISTS(NORMAL, NORMAL) "}";
 
 /* v[b, h/group, L_b - S_q + i, d] for flat output index k of the MTP case (S_q 3, Hkv 2, group 2, S 20, D 8). */
@@ -78,7 +78,7 @@ static void test_mtp_visibility(void)
     CHECK(r.outcome == UG_OUT_PASS, "MTP window-1 case: %s %s", ug_outcome_name(r.outcome), r.message);
     const ug_tensor *lens = ug_case_input(&d.c, "seq_lens");
     CHECK(ug_tload(lens, 0) == 3 && ug_tload(lens, 1) == 20 && ug_tload(lens, 2) == 7,
-          "seq_lens not taken from the param");
+          "the seq_lens input not taken from the context_lens param");
     size_t bad_oracle = 0, bad_kernel = 0;
     for (size_t k = 0; k < d.oracle.sel.n[0]; k++) {
         double want = mtp_own_value(&d.c, d.oracle.sel.idx[0][k]);
@@ -184,10 +184,10 @@ static void test_bad_params(void)
     static const char *const bad[][2] = {
         {"\"group\":0,\"ctx\":8", "group"},
         {"\"ctx\":8,\"lens\":\"bogus\"", "lens"},
-        {"\"batch\":2,\"ctx\":8,\"seq_lens\":\"8\"", "seq_lens"},       /* one per sequence */
-        {"\"batch\":2,\"ctx\":8,\"seq_lens\":\"8,9\"", "seq_lens"},     /* over ctx */
-        {"\"ctx\":8,\"q_per_step\":2,\"seq_lens\":\"1\"", "seq_lens"}, /* under q_per_step */
-        {"\"ctx\":8,\"lens\":\"ragged\",\"seq_lens\":\"8\"", "seq_lens"},
+        {"\"batch\":2,\"ctx\":8,\"context_lens\":\"8\"", "context_lens"},       /* one per sequence */
+        {"\"batch\":2,\"ctx\":8,\"context_lens\":\"8,9\"", "context_lens"},     /* over ctx */
+        {"\"ctx\":8,\"q_per_step\":2,\"context_lens\":\"1\"", "context_lens"}, /* under q_per_step */
+        {"\"ctx\":8,\"lens\":\"ragged\",\"context_lens\":\"8\"", "context_lens"},
         {"\"ctx\":2,\"q_per_step\":3", "q_per_step"},
         {"\"ctx\":2,\"scale\":1e-50", "scale"}, /* 0 in fp32 */
     };

@@ -62,7 +62,7 @@ static void test_bad_params(void)
     static const char *const bad[][2] = {
         {"{\"ctx\":10,\"topk\":0}", "topk"},
         {"{\"batch\":2,\"ctx\":300,\"num_blocks\":5}", "num_blocks"},
-        {"{\"batch\":2,\"ctx\":100,\"seq_lens\":\"100,101\"}", "seq_lens"},
+        {"{\"batch\":2,\"ctx\":100,\"context_lens\":\"100,101\"}", "context_lens"},
         {"{\"ctx\":10,\"rope\":128}", "rope"},
         {"{\"ctx\":10,\"scale\":-1}", "scale"},
         {"{\"ctx\":10,\"scale\":5e-324}", "scale"}, /* positive in double, 0 in fp32 */

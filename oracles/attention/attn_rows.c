@@ -27,7 +27,7 @@ long ug_gl_attn_seq_len(uint64_t seed, const long *given, int ragged, long lo, l
 const long *ug_gl_attn_given_lens(const ug_params *P)
 {
     const long *v;
-    size_t n = ug_p_list(P, "seq_lens", &v);
+    size_t n = ug_p_list(P, "context_lens", &v);
     return n == 1 && v[0] == 0 ? NULL : v;
 }
 
@@ -35,24 +35,24 @@ int ug_gl_attn_check_lens(const ug_params *P, const char *op, char *err, size_t 
 {
     long batch = ug_p_int(P, "batch"), ctx = ug_p_int(P, "ctx"), sq = ug_p_int(P, "q_per_step");
     const long *v;
-    size_t n = ug_p_list(P, "seq_lens", &v);
+    size_t n = ug_p_list(P, "context_lens", &v);
     if (sq > ctx) {
         snprintf(err, errlen, "%s: param q_per_step %ld out of range (at most ctx = %ld)", op, sq, ctx);
         return -2;
     }
     if (!ug_gl_attn_given_lens(P)) return 0;
     if (ug_p_is(P, "lens", "ragged")) {
-        snprintf(err, errlen, "%s: param seq_lens lists the lengths; lens \"ragged\" cannot be given with it", op);
+        snprintf(err, errlen, "%s: param context_lens lists the lengths; lens \"ragged\" cannot be given with it", op);
         return -2;
     }
     if (n != (size_t)batch) {
-        snprintf(err, errlen, "%s: param seq_lens has %zu entries, batch is %ld (one length per sequence)", op, n,
+        snprintf(err, errlen, "%s: param context_lens has %zu entries, batch is %ld (one length per sequence)", op, n,
                  batch);
         return -2;
     }
     for (size_t b = 0; b < n; b++)
         if (v[b] < sq || v[b] > ctx) {
-            snprintf(err, errlen, "%s: param seq_lens[%zu] = %ld out of range (q_per_step..ctx = %ld..%ld)", op, b,
+            snprintf(err, errlen, "%s: param context_lens[%zu] = %ld out of range (q_per_step..ctx = %ld..%ld)", op, b,
                      v[b], sq, ctx);
             return -2;
         }

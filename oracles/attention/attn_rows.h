@@ -48,7 +48,7 @@ int ug_gl_attn_emit_query_cols(ug_ar *ar, const double *q, const double *k, size
                                ug_num scale, const double *vt, size_t ldc, size_t dv, ug_num *s, int out,
                                const ug_selection *sel, size_t *pos, size_t row);
 
-/* Live context length of sequence b of `batch`: given[b] when the op's seq_lens param
+/* Live context length of sequence b of `batch`: given[b] when the op's context_lens param
  * lists the lengths (given non-NULL); else ctx when not ragged; when ragged a seeded draw
  * in lo..ctx, with the last sequence at ctx so the longest context is always exercised.
  * lo is the query tokens per step (q_per_step), so every query row of an MTP step sees at
@@ -56,12 +56,12 @@ int ug_gl_attn_emit_query_cols(ug_ar *ar, const double *q, const double *k, size
  * lengths). Builders store it as the op's seq_lens input. */
 long ug_gl_attn_seq_len(uint64_t seed, const long *given, int ragged, long lo, long b, long batch, long ctx);
 
-/* The lengths listed by the decode ops' int-list param seq_lens, or NULL when it holds its
+/* The lengths listed by the decode ops' int-list param context_lens, or NULL when it holds its
  * default "0" (not given: an empty list cannot be written, and no length is 0). */
 const long *ug_gl_attn_given_lens(const ug_params *P);
 
-/* Checks the decode ops' shared params batch, ctx, lens, q_per_step and seq_lens: at most
- * ctx query tokens per step; a given seq_lens has batch entries, each in q_per_step..ctx
+/* Checks the decode ops' shared params batch, ctx, lens, q_per_step and context_lens: at most
+ * ctx query tokens per step; a given context_lens has batch entries, each in q_per_step..ctx
  * (a query row ends at key L_b - q_per_step + 1 + i, which must be >= 1), and is not
  * combined with lens "ragged" (the two would name one case twice). 0, or -2 with a message
  * naming op. */

@@ -13,7 +13,7 @@
  * so existing cases keep their exact expected values; any other scale is its fp32 value.
  * The kernel's bf16 cast of P is its own business (pypto 0.005 / 0.005 leaves room for
  * it). Sequence lengths are a structural int32 input built from the params (an explicit
- * "seq_lens" list, else "lens": "full" or "ragged" drawn from the seed); the caches hold
+ * "context_lens" list, else "lens": "full" or "ragged" drawn from the seed); the caches hold
  * `ctx` slots per sequence, of which L_b are live. Primary standard: pypto. */
 #include <math.h>
 #include <stdio.h>
@@ -50,7 +50,7 @@ static int check(const ug_params *P, char *err, size_t errlen)
     return ug_gl_attn_check_lens(P, "gqa_decode_attn", err, errlen);
 }
 
-/* Fills seq_lens from params.seq_lens, else params.lens. */
+/* Fills the seq_lens input from params.context_lens, else params.lens. */
 static int build(ug_case *c, char *err, size_t errlen)
 {
     (void)err, (void)errlen;

@@ -29,7 +29,7 @@
 typedef struct {
     long batch, heads, n_kv, block_size, ctx, kv_lora, rope, dk, max_blocks, q_per_step;
     int ragged;
-    const long *given; /* params.seq_lens when it lists the lengths, else NULL */
+    const long *given; /* params.context_lens when it lists the lengths, else NULL */
 } mla_params;
 
 static void read_params(const ug_case *c, mla_params *p)
@@ -79,7 +79,7 @@ static int mla_blocks(const mla_params *p, uint64_t seed, long *lens, long *tabl
     return 0;
 }
 
-/* Fills seq_lens and block_table from params.seq_lens or params.lens, and the seed. */
+/* Fills seq_lens and block_table from params.context_lens or params.lens, and the seed. */
 static int build(ug_case *c, char *err, size_t errlen)
 {
     (void)err, (void)errlen;

@@ -27,7 +27,7 @@ typedef struct {
     long batch, sq, heads, ctx, bs, topk, lora, rope, dk, group, groups, max_blocks, num_blocks;
     double scale; /* fp32 value */
     int ragged;
-    const long *given; /* params.seq_lens when it lists the lengths, else NULL */
+    const long *given; /* params.context_lens when it lists the lengths, else NULL */
     const char *pad, *pick;
 } ug_sqa_params;
 
