@@ -134,7 +134,19 @@ static int legal_ids(const gmoe_router *p, const double *b, const double *G, dou
         for (long i = 0; i < j; i++)
             if (kid[i] == kid[j]) return 0;
     }
-    if (has_nan(b, p->E) || has_nan(G, p->ng)) return same_set(ex, kid, p->k);
+    if (has_nan(b, p->E) || has_nan(G, p->ng)) {
+        /* NaN ranks above every number and NaNs tie with each other: NaN stands in as 2^1000,
+         * far above any finite score and its bound d, so the tie rule still decides among the
+         * finite scores (sigmoid rounds many of them to the same fp32 value). With an
+         * infinite score beside a NaN no finite stand-in ranks right: the set is exact. */
+        double bn[GMOE_MAX_E], Gn[GMOE_MAX_G];
+        for (long e = 0; e < p->E; e++) {
+            if (isinf(b[e])) return same_set(ex, kid, p->k);
+            bn[e] = isnan(b[e]) ? 0x1p1000 : b[e];
+        }
+        for (long g = 0; g < p->ng; g++) Gn[g] = isnan(G[g]) ? 0x1p1000 : G[g];
+        return legal_ids(p, bn, Gn, d, kid, ex);
+    }
     long groups[GMOE_MAX_G] = {0}, kept[GMOE_MAX_G] = {0}, ns = 0, os[GMOE_MAX_K];
     for (long g = 0; g < p->ng; g++) groups[g] = g;
     top_n(G, groups, p->ng, p->tg, kept);
