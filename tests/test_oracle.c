@@ -428,6 +428,29 @@ static void device_bound_contains_fp32(void)
     ug_ar_free(ex);
 }
 
+/* sigmoid and silu as a device forms them in fp32, x/(1 + expf(-x)): below -88.72 expf
+ * overflows and the device gives 0 where the exact values are up to 3e-39 and 2.6e-37 (a
+ * fuzz finding on glm_moe_fusion's a). The device bound must contain that 0, and every
+ * fp32 evaluation above the threshold, on both sides of it. */
+static void device_bound_exp_overflow(void)
+{
+    ug_ar *dv = ug_ar_new(UG_AR_DEVICE, 128, UG_DT_FP32), *ex = ug_ar_new(UG_AR_EXACT, 256, UG_DT_FP32);
+    int outside = 0, tried = 0;
+    for (double x = -103.0; x <= -80.0; x += 0.0625, tried++) {
+        float xf = (float)x;
+        double dev_silu = (double)(xf / (1.0f + expf(-xf))), dev_sig = (double)(1.0f / (1.0f + expf(-xf)));
+        ug_num bs = ug_silu(dv, ug_c(dv, x)), bg = ug_sigmoid(dv, ug_c(dv, x));
+        double es = mpfr_get_d(ug_silu(ex, ug_c(ex, x)).m, MPFR_RNDN), eg = mpfr_get_d(ug_sigmoid(ex, ug_c(ex, x)).m, MPFR_RNDN);
+        outside += !(fabs(dev_silu - es) <= bs.e) + !(fabs(dev_sig - eg) <= bg.e);
+        ug_ar_release(dv, 0);
+        ug_ar_release(ex, 0);
+    }
+    CHECK(outside == 0, "%d of %d fp32 sigmoid/silu evaluations near exp's overflow fall outside the device bound", outside,
+          2 * tried);
+    ug_ar_free(dv);
+    ug_ar_free(ex);
+}
+
 /* moe_grouped_gemm weight dists of the plan cases below: normal(0, std), uniform ±0.15. */
 #define MOE_W(std) "{\"kind\":\"normal\",\"mean\":0,\"std\":" #std "}"
 #define MOE_U "{\"hi\":0.15,\"kind\":\"uniform\",\"lo\":-0.15}"
@@ -484,6 +507,7 @@ static void headroom_figures(void)
 
 int main(void)
 {
+    device_bound_exp_overflow();
     headroom_figures();
     miscounted_emits_fail();
     standards_at_threshold();

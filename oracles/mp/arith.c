@@ -423,12 +423,20 @@ static int mpfr_silu(mpfr_ptr r, mpfr_srcptr x, mpfr_rnd_t rnd)
     return 0;
 }
 
+/* The device bound's allowance where a device forms sigmoid or silu as x/(1 + exp(-x)) in
+ * fp32 and exp(-x) overflows (x below -ln(FLT_MAX) = -88.72): it then gives 0 where the
+ * exact value v (below 3e-39 for sigmoid, 2.6e-37 for silu) is not. */
+static double exp_overflow_zero(ug_num a, double v)
+{
+    return a.v - a.e < -88.72283905206835 ? fabs(v) + a.e : 0.0;
+}
+
 ug_num ug_sigmoid(ug_ar *ar, ug_num a)
 {
     if (IS_MP(ar)) return exact1(ar, mpfr_sigmoid, a);
     double v = 1.0 / (1.0 + exp(-a.v));
     if (ar->mode == UG_AR_CERT) return num_cert(v, 0.25 * a.e + fabs(v) * 0x1p-49); /* |s'| <= 1/4 */
-    if (IS_DEV(ar)) return num_dev(v, 0.25 * a.e + (DEV_FN * fabs(v) + UG_DEV_ETA));
+    if (IS_DEV(ar)) return num_dev(v, 0.25 * a.e + (DEV_FN * fabs(v) + UG_DEV_ETA) + exp_overflow_zero(a, v));
     if (ar->mode == UG_AR_NAIVE) {
         double t = ug_dtype_round_fast(ar->naive_dt, exp(-a.v)); /* rounds: naive exp */
         t = ug_dtype_round_fast(ar->naive_dt, 1.0 + t);         /* rounds: naive add */
@@ -443,7 +451,7 @@ ug_num ug_silu(ug_ar *ar, ug_num a)
     if (ar->mode == UG_AR_NAIVE) return ug_mul(ar, a, ug_sigmoid(ar, a));
     double v = a.v / (1.0 + exp(-a.v));
     if (ar->mode == UG_AR_CERT) return num_cert(v, 1.1 * a.e + fabs(v) * 0x1p-49); /* |silu'| < 1.1 */
-    if (IS_DEV(ar)) return num_dev(v, 1.1 * a.e + (DEV_FN * fabs(v) + UG_DEV_ETA));
+    if (IS_DEV(ar)) return num_dev(v, 1.1 * a.e + (DEV_FN * fabs(v) + UG_DEV_ETA) + exp_overflow_zero(a, v));
     return num_plain(ar, v);
 }
 
