@@ -160,9 +160,9 @@ LI_CLONES static void head_dots(const float *qt, long Hp, const int8_t *k, long 
 }
 
 /* Exact scores of row r (sequence b) over its E causal positions into w->score and each
- * score's device bound d_s into w->dev. When a score is not finite, w->score holds ranking
- * keys instead (NaN -> +inf, +inf -> DBL_MAX, -inf -> -DBL_MAX) and every d_s is 0: the
- * row is then judged exactly. */
+ * score's device bound d_s into w->dev. A score that is not finite holds a ranking key
+ * instead (NaN -> +inf, +inf -> DBL_MAX, -inf -> -DBL_MAX) with d_s 0, so it ranks
+ * exactly (equal keys tie); the row's finite scores keep their bounds. */
 static void row_scores(const li_params *p, const ug_case *c, long r, long b, long E, li_work *w)
 {
     const ug_tensor *q = ug_case_input(c, "query"), *qs = ug_case_input(c, "q_scale");
@@ -197,7 +197,8 @@ static void row_scores(const li_params *p, const ug_case *c, long r, long b, lon
     if (finite) return;
     for (long s = 0; s < E; s++) {
         double v = w->score[s];
-        w->score[s] = isnan(v) ? INFINITY : isinf(v) ? copysign(1.7976931348623157e308, v) : v;
+        if (isfinite(v)) continue; /* a finite score keeps its bound: fp16 head terms still round */
+        w->score[s] = isnan(v) ? INFINITY : copysign(1.7976931348623157e308, v);
         w->dev[s] = 0;
     }
 }
