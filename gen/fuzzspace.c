@@ -154,6 +154,22 @@ static int near_max_const(const cJSON *d)
            fabs(cJSON_GetObjectItemCaseSensitive(d, "value")->valuedouble) >= 65504;
 }
 
+/* Whether a generated distribution may draw values of magnitude limit or more (a normal
+ * counted to 6 standard deviations): an fp16 input stores those as +-inf, so a domain
+ * without "inf" does not take it for an fp16 case. */
+static int may_reach(const cJSON *d, double limit)
+{
+    const char *k = cJSON_GetObjectItemCaseSensitive(d, "kind")->valuestring;
+    double (*num)(const cJSON *) = cJSON_GetNumberValue;
+    if (strcmp(k, "uniform") == 0)
+        return fmax(fabs(num(cJSON_GetObjectItemCaseSensitive(d, "lo"))), fabs(num(cJSON_GetObjectItemCaseSensitive(d, "hi")))) >= limit;
+    if (strcmp(k, "normal") == 0) return 6 * num(cJSON_GetObjectItemCaseSensitive(d, "std")) >= limit;
+    if (strcmp(k, "wide") == 0) return ldexp(1.0, (int)num(cJSON_GetObjectItemCaseSensitive(d, "hi_exp"))) >= limit;
+    if (strcmp(k, "outliers") == 0)
+        return 6 * num(cJSON_GetObjectItemCaseSensitive(d, "std")) * num(cJSON_GetObjectItemCaseSensitive(d, "scale")) >= limit;
+    return fabs(num(cJSON_GetObjectItemCaseSensitive(d, "value"))) >= limit; /* const */
+}
+
 static int all_integers(const cJSON *list, double *lo, double *hi)
 {
     *lo = INFINITY;
@@ -243,8 +259,10 @@ char *ug_fuzz_decode(const ug_fuzz_space *s, const uint8_t *data, size_t size)
             unsigned kind = rd8(&r), mag = rd8(&r) | (unsigned)rd8(&r) << 8; /* read alike for every input */
             const cJSON *dom = domain_of(s, in->string);
             cJSON *g = gen_dist(kind, mag);
+            int fp16 = cJSON_IsString(dt) && strcmp(dt->valuestring, "fp16") == 0;
             int drawn = !dom || (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(dom, "generated")) &&
-                                 (special_allowed(dom, "max") || !near_max_const(g)));
+                                 (special_allowed(dom, "max") || !near_max_const(g)) &&
+                                 (special_allowed(dom, "inf") || !fp16 || !may_reach(g, 65504)));
             if (drawn) cJSON_AddItemToObject(dist, in->string, g);
             else {
                 cJSON_Delete(g);
