@@ -170,6 +170,17 @@ static int may_reach(const cJSON *d, double limit)
     return fabs(num(cJSON_GetObjectItemCaseSensitive(d, "value"))) >= limit; /* const */
 }
 
+/* Whether an input under domain dom (NULL: none) may take the generated distribution g: the
+ * domain allows generated draws, and g reaches neither a "max" nor (fp16) an "inf" the
+ * domain leaves out. */
+static int generated_ok(const cJSON *dom, const cJSON *g, int fp16)
+{
+    if (!dom) return 1;
+    return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(dom, "generated")) &&
+           (special_allowed(dom, "max") || !near_max_const(g)) &&
+           (special_allowed(dom, "inf") || !fp16 || !may_reach(g, 65504));
+}
+
 static int all_integers(const cJSON *list, double *lo, double *hi)
 {
     *lo = INFINITY;
@@ -257,16 +268,12 @@ char *ug_fuzz_decode(const ug_fuzz_space *s, const uint8_t *data, size_t size)
         if (dsel < 192) cJSON_AddItemToObject(dist, in->string, cJSON_Duplicate(in, 1));
         else {
             unsigned kind = rd8(&r), mag = rd8(&r) | (unsigned)rd8(&r) << 8; /* read alike for every input */
-            const cJSON *dom = domain_of(s, in->string);
             cJSON *g = gen_dist(kind, mag);
-            int fp16 = cJSON_IsString(dt) && strcmp(dt->valuestring, "fp16") == 0;
-            int drawn = !dom || (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(dom, "generated")) &&
-                                 (special_allowed(dom, "max") || !near_max_const(g)) &&
-                                 (special_allowed(dom, "inf") || !fp16 || !may_reach(g, 65504)));
-            if (drawn) cJSON_AddItemToObject(dist, in->string, g);
+            if (generated_ok(domain_of(s, in->string), g, cJSON_IsString(dt) && strcmp(dt->valuestring, "fp16") == 0))
+                cJSON_AddItemToObject(dist, in->string, g);
             else {
                 cJSON_Delete(g);
-                cJSON_AddItemToObject(dist, in->string, cJSON_Duplicate(in, 1));
+                cJSON_AddItemToObject(dist, in->string, cJSON_Duplicate(in, 1)); /* the set's own draw */
             }
         }
     }
