@@ -8,6 +8,7 @@
 
 #include "core/canon.h"
 #include "core/registry.h"
+#include "gen/inject.h"
 #include "gen/plan.h"
 
 typedef struct {
@@ -18,9 +19,7 @@ typedef struct {
 static unsigned rd8(reader *r) { return r->at < r->n ? r->p[r->at++] : 0u; }
 static unsigned rd16(reader *r) { return rd8(r) | rd8(r) << 8; }
 
-static const char *const specials[] = {"zero", "-zero", "max", "-max", "subnormal", "-subnormal", "inf", "-inf", "nan"};
-
-/* "fuzz_domain": {input: {"why": text, "specials": [names from specials[]], "generated":
+/* "fuzz_domain": {input: {"why": text, "specials": [names from ug_special_names], "generated":
  * optional bool}}, every input one the space's distribution sets draw, or "*" for every
  * input without an entry of its own. */
 static int domain_check(const ug_fuzz_space *s, const char *path, char *err, size_t errlen)
@@ -43,9 +42,7 @@ static int domain_check(const ug_fuzz_space *s, const char *path, char *err, siz
             return -1;
         }
         for (const cJSON *v = list->child; v; v = v->next) {
-            size_t k = 0;
-            while (k < sizeof specials / sizeof *specials && !(cJSON_IsString(v) && strcmp(v->valuestring, specials[k]) == 0)) k++;
-            if (k == sizeof specials / sizeof *specials) {
+            if (!cJSON_IsString(v) || ug_special_index(v->valuestring) < 0) {
                 snprintf(err, errlen, "%s: fuzz_domain.%s.specials: not a special value name (zero, -zero, max, -max, "
                          "subnormal, -subnormal, inf, -inf, nan)", path, in->string);
                 return -1;
@@ -302,7 +299,7 @@ char *ug_fuzz_decode(const ug_fuzz_space *s, const uint8_t *data, size_t size)
             cJSON_AddStringToObject(e, "input", input);
             if (which & 1u) cJSON_AddStringToObject(e, "i", "all"); /* the whole input */
             else cJSON_AddNumberToObject(e, "i", rd16(&r));
-            const char *value = specials[rd8(&r) % 9];
+            const char *value = ug_special_names[rd8(&r) % UG_SPECIAL_COUNT];
             cJSON_AddStringToObject(e, "v", value);
             if (special_allowed(domain_of(s, input), value)) cJSON_AddItemToArray(inj, e);
             else cJSON_Delete(e); /* outside the op's declared domain: dropped */
@@ -327,8 +324,8 @@ cJSON *ug_fuzz_domain_json(int op)
     for (const cJSON *in = dom ? dom->child : NULL; in; in = in->next) {
         cJSON *e = cJSON_CreateObject(), *ex = cJSON_CreateArray();
         cJSON_AddStringToObject(e, "input", in->string);
-        for (size_t k = 0; k < sizeof specials / sizeof *specials; k++)
-            if (!special_allowed(in, specials[k])) cJSON_AddItemToArray(ex, cJSON_CreateString(specials[k]));
+        for (int k = 0; k < UG_SPECIAL_COUNT; k++)
+            if (!special_allowed(in, ug_special_names[k])) cJSON_AddItemToArray(ex, cJSON_CreateString(ug_special_names[k]));
         cJSON_AddItemToObject(e, "excluded_specials", ex);
         cJSON_AddBoolToObject(e, "generated_draws", cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(in, "generated")));
         cJSON_AddStringToObject(e, "why", cJSON_GetObjectItemCaseSensitive(in, "why")->valuestring);

@@ -5,18 +5,26 @@
 #include <stdio.h>
 #include <string.h>
 
+const char *const ug_special_names[UG_SPECIAL_COUNT] = {"zero", "-zero", "max", "-max", "subnormal", "-subnormal",
+                                                        "inf", "-inf", "nan"};
+
+int ug_special_index(const char *name)
+{
+    for (int k = 0; k < UG_SPECIAL_COUNT; k++)
+        if (strcmp(name, ug_special_names[k]) == 0) return k;
+    return -1;
+}
+
 static int special_value(const char *name, ug_dtype dt, double *out)
 {
     const ug_dtype_info *in = ug_dtype_get_info(dt);
     double tiny = in->is_float ? ldexp(1.0, in->emin - in->mant_bits) : 1.0;
-    static const char *names[] = {"zero", "-zero", "max", "-max", "subnormal", "-subnormal", "inf", "-inf", "nan"};
-    double values[] = {0.0, -0.0, in->max_finite, -in->max_finite, tiny, -tiny, INFINITY, -INFINITY, NAN};
-    for (size_t k = 0; k < sizeof names / sizeof *names; k++)
-        if (strcmp(name, names[k]) == 0) {
-            *out = values[k];
-            return 0;
-        }
-    return -1;
+    const double values[UG_SPECIAL_COUNT] = {0.0, -0.0, in->max_finite, -in->max_finite, tiny, -tiny,
+                                             INFINITY, -INFINITY, NAN};
+    int k = ug_special_index(name);
+    if (k < 0) return -1;
+    *out = values[k];
+    return 0;
 }
 
 int ug_inject_apply(ug_case *c, char *err, size_t errlen)

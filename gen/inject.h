@@ -12,6 +12,12 @@
 
 #include "core/registry.h"
 
+/* The special value names, in the order the fuzzer's byte layout indexes them
+ * (gen/fuzzspace.h), and the index of name among them (-1 if none). */
+#define UG_SPECIAL_COUNT 9
+extern const char *const ug_special_names[UG_SPECIAL_COUNT];
+int ug_special_index(const char *name);
+
 /* Applies c->spec's "inject" list (if any) to c's inputs; -2 with a message on bad input. */
 int ug_inject_apply(ug_case *c, char *err, size_t errlen);
 

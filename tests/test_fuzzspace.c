@@ -135,56 +135,65 @@ static int from_a_set(const ug_fuzz_space *s, const char *input, const cJSON *di
     return 0;
 }
 
-/* Over 4000 decoded specs of op: how many draw input from outside the sets, and how many
- * inject value v ("max", ...) into it. */
-static int near_max_consts; /* domain_counts: generated constants at 65504 or beyond */
-static void domain_counts(const char *op, const char *input, const char *v, int *generated, int *injected)
+/* Over 4000 decoded specs of an op, for one input: how many draw it from outside the
+ * space's sets, how many of those are constants at 65504 or beyond, and how many inject a
+ * given special value into it. */
+typedef struct {
+    int generated, near_max_consts, injected;
+} domain_counts_t;
+
+static domain_counts_t domain_counts(const char *op, const char *input, const char *v)
 {
-    near_max_consts = 0;
+    domain_counts_t n = {0, 0, 0};
     ug_fuzz_space s;
     char err[300];
     int opi = ug_op_find(op);
-    *generated = *injected = 0;
     CHECK(opi >= 0 && ug_fuzz_space_load(opi, &s, err, sizeof err) == 0, "%s: space: %s", op, err);
-    if (opi < 0) return;
+    if (opi < 0) return n;
     for (int t = 0; t < 4000; t++) {
         cJSON *spec = decoded(&s, opi, t);
         const cJSON *d = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(spec, "dist"), input);
-        *generated += d && !from_a_set(&s, input, d);
-        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(d, "kind");
-        near_max_consts += d && !from_a_set(&s, input, d) && strcmp(kind->valuestring, "const") == 0 &&
-                           fabs(cJSON_GetObjectItemCaseSensitive(d, "value")->valuedouble) >= 65504;
-        for (const cJSON *e = cJSON_GetObjectItemCaseSensitive(spec, "inject") ? cJSON_GetObjectItemCaseSensitive(spec, "inject")->child : NULL; e; e = e->next)
-            *injected += strcmp(cJSON_GetObjectItemCaseSensitive(e, "input")->valuestring, input) == 0 &&
-                         strcmp(cJSON_GetObjectItemCaseSensitive(e, "v")->valuestring, v) == 0;
+        if (d && !from_a_set(&s, input, d)) {
+            n.generated++;
+            n.near_max_consts += strcmp(cJSON_GetObjectItemCaseSensitive(d, "kind")->valuestring, "const") == 0 &&
+                                 fabs(cJSON_GetObjectItemCaseSensitive(d, "value")->valuedouble) >= 65504;
+        }
+        const cJSON *inj = cJSON_GetObjectItemCaseSensitive(spec, "inject");
+        for (const cJSON *e = inj ? inj->child : NULL; e; e = e->next)
+            n.injected += strcmp(cJSON_GetObjectItemCaseSensitive(e, "input")->valuestring, input) == 0 &&
+                          strcmp(cJSON_GetObjectItemCaseSensitive(e, "v")->valuestring, v) == 0;
         cJSON_Delete(spec);
     }
     ug_fuzz_space_free(&s);
+    return n;
 }
 
 static void check_domains(void)
 {
-    int gen, inj;
     static const char *fixed[] = {"q_scale", "k_scale", "weights"};
     for (int k = 0; k < 3; k++) {
-        domain_counts("lightning_indexer_quant", fixed[k], "max", &gen, &inj);
-        CHECK(gen == 0 && inj == 0, "lightning_indexer_quant.%s: %d generated draws, %d +max injections", fixed[k], gen, inj);
-        domain_counts("lightning_indexer_quant", fixed[k], "inf", &gen, &inj);
-        CHECK(inj == 0, "lightning_indexer_quant.%s: %d +inf injections", fixed[k], inj);
-        domain_counts("lightning_indexer_quant", fixed[k], "nan", &gen, &inj);
-        CHECK(inj > 0, "lightning_indexer_quant.%s: no NaN injection (the domain lists it)", fixed[k]);
+        domain_counts_t mx = domain_counts("lightning_indexer_quant", fixed[k], "max");
+        CHECK(mx.generated == 0 && mx.injected == 0, "lightning_indexer_quant.%s: %d generated draws, %d +max injections",
+              fixed[k], mx.generated, mx.injected);
+        domain_counts_t inf = domain_counts("lightning_indexer_quant", fixed[k], "inf");
+        CHECK(inf.injected == 0, "lightning_indexer_quant.%s: %d +inf injections", fixed[k], inf.injected);
+        domain_counts_t nan = domain_counts("lightning_indexer_quant", fixed[k], "nan");
+        CHECK(nan.injected > 0, "lightning_indexer_quant.%s: no NaN injection (the domain lists it)", fixed[k]);
     }
-    domain_counts("lightning_indexer_quant", "query", "max", &gen, &inj);
-    CHECK(gen > 0 && inj > 0, "lightning_indexer_quant.query: free, yet %d generated draws, %d +max", gen, inj);
-    domain_counts("glm_attention", "q", "max", &gen, &inj);
-    CHECK(gen > 0 && inj == 0 && near_max_consts == 0,
+    domain_counts_t n = domain_counts("lightning_indexer_quant", "query", "max");
+    CHECK(n.generated > 0 && n.injected > 0, "lightning_indexer_quant.query: free, yet %d generated draws, %d +max",
+          n.generated, n.injected);
+    n = domain_counts("glm_attention", "q", "max");
+    CHECK(n.generated > 0 && n.injected == 0 && n.near_max_consts == 0,
           "glm_attention.q: %d generated draws (want some), %d +max injections, %d constants at 65504 or more (want 0)",
-          gen, inj, near_max_consts);
-    domain_counts("glm_attention", "value_cache", "max", &gen, &inj); /* under its "*" entry */
-    CHECK(gen > 0 && inj == 0, "glm_attention.value_cache (\"*\"): %d generated draws, %d +max injections", gen, inj);
-    domain_counts("attn_softmax", "x", "max", &gen, &inj); /* no domain: free */
-    CHECK(gen > 0 && inj > 0 && near_max_consts > 0, "attn_softmax.x: no domain, yet %d generated draws, %d +max, %d near-max constants",
-          gen, inj, near_max_consts);
+          n.generated, n.injected, n.near_max_consts);
+    n = domain_counts("glm_attention", "value_cache", "max"); /* under its "*" entry */
+    CHECK(n.generated > 0 && n.injected == 0, "glm_attention.value_cache (\"*\"): %d generated draws, %d +max injections",
+          n.generated, n.injected);
+    n = domain_counts("attn_softmax", "x", "max"); /* no domain: free */
+    CHECK(n.generated > 0 && n.injected > 0 && n.near_max_consts > 0,
+          "attn_softmax.x: no domain, yet %d generated draws, %d +max, %d near-max constants", n.generated, n.injected,
+          n.near_max_consts);
 }
 
 /* A space whose fuzz_domain is malformed, in a data dir of its own: refused, with the reason. */
