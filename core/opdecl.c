@@ -121,6 +121,7 @@ static double list_function(evaluator *e, const char **c, const char *fn)
     for (size_t i = 0; i < n; i++) {
         double x = (double)vals[i * stride];
         if (strcmp(fn, "maxof") == 0) acc = i == 0 || x > acc ? x : acc;
+        else if (strcmp(fn, "minof") == 0) acc = i == 0 || x < acc ? x : acc;
         else acc += strcmp(fn, "sumcdiv") == 0 ? ceil(x / k) : x;
     }
     return acc;
@@ -146,7 +147,8 @@ static double enum_test(evaluator *e, const char **c)
 static double call(evaluator *e, const char **c, const char *fn)
 {
     if (!strcmp(fn, "is")) return enum_test(e, c);
-    if (!strcmp(fn, "len") || !strcmp(fn, "sum") || !strcmp(fn, "maxof") || !strcmp(fn, "sumcdiv"))
+    if (!strcmp(fn, "len") || !strcmp(fn, "sum") || !strcmp(fn, "maxof") || !strcmp(fn, "minof") ||
+        !strcmp(fn, "sumcdiv"))
         return list_function(e, c, fn);
     double a = expr(e, c), b = 0;
     int two = strcmp(fn, "sqrt") != 0;

@@ -12,7 +12,7 @@
  *   numbers, names, + - * /, unary -, parentheses, comparisons == != < <= > >= (1 or 0),
  *   cdiv(a,b) = ceil(a/b), fdiv(a,b) = floor(a/b), min(a,b), max(a,b), sqrt(x),
  *   is(E, choice) = 1 when enum param E has that choice, else 0,
- *   over an int-list param L: len(L), sum(L), maxof(L), sumcdiv(L,k) = sum of ceil(l/k);
+ *   over an int-list param L: len(L), sum(L), maxof(L), minof(L), sumcdiv(L,k) = sum of ceil(l/k);
  *   over a pair-list param P ("q:k,q:k", a lone "n" meaning n:n): P.q and P.k are its lists,
  *   len(P) the number of pairs.
  * A tensor dimension must come out a non-negative integer, or the case is refused. */

@@ -1,7 +1,7 @@
 /* plan_coverage.h — structural coverage of a plan: how many of an op's plan cases hold
  * each structural axis its space declares (gen/ops/<op>.json "coverage": [{"axis": what it
  * is, "when": a formula over the case's params and derived sizes (core/opdecl.h: names,
- * + - * /, min, max, cdiv, fdiv, len, sum, maxof, sumcdiv, is(P, choice), comparisons; a
+ * + - * /, min, max, cdiv, fdiv, len, sum, maxof, minof, sumcdiv, is(P, choice), comparisons; a
  * product of comparisons is an "and"), "dist": optional name of one of the space's
  * distribution sets}]). The rule (docs/SWEEP.md "Structural coverage"): every axis holds
  * at least UG_COVERAGE_MIN cases or UG_COVERAGE_SHARE of the op's plan cases, whichever is

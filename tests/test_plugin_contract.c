@@ -113,7 +113,9 @@ static void check_formulas(void)
     CHECK(ug_p_num(&p, "s") == ug_dtype_round(UG_DT_FP32, 1 / sqrt(3.0)), "fp32 attribute rounded once");
     CHECK(eval(&p, "2+3*4") == 14 && eval(&p, "(2+3)*4") == 20 && eval(&p, "-n+1") == -2, "precedence");
     CHECK(eval(&p, "fdiv(7,2)") == 3 && eval(&p, "cdiv(7,2)") == 4 && eval(&p, "min(n,2)") == 2, "integer functions");
-    CHECK(eval(&p, "len(lens)") == 2 && eval(&p, "maxof(lens)") == 7 && eval(&p, "sum(seq.k)") == 7, "list functions");
+    CHECK(eval(&p, "len(lens)") == 2 && eval(&p, "maxof(lens)") == 7 && eval(&p, "minof(lens)") == 5 &&
+              eval(&p, "sum(seq.k)") == 7 && eval(&p, "minof(seq.q)") == 2,
+          "list functions");
     CHECK(eval(&p, "n == 3") == 1 && eval(&p, "n < 3") == 0 && eval(&p, "n >= 3") == 1, "comparisons");
     CHECK(eval(&p, "is(mode, a)") == 1 && eval(&p, "is(mode, b)") == 0, "enum test");
     double v;
