@@ -59,8 +59,8 @@ static void list(const ug_plan *p)
 }
 
 /* --coverage: per op of the plan, each declared structural axis with the cases holding it
- * and the rule's minimum (gen/plan_coverage.h). 1 when some axis falls short, -2 on a
- * malformed axis, else 0. */
+ * and the rule's minimum (gen/plan_coverage.h). 1 when some axis falls short or some op
+ * declares none, -2 on a malformed axis, else 0. */
 static int coverage(const ug_plan *p)
 {
     int short_axes = 0, undeclared = 0;
@@ -73,6 +73,7 @@ static int coverage(const ug_plan *p)
         if (ug_plan_coverage(p, op, &c, err, sizeof err)) return ug_cli_fail("plan: %s", err);
         if (!c.n_axes) {
             undeclared++;
+            printf("%s: %zu cases; declares no structural axes\n", ug_op_name(op), c.n_cases);
             continue;
         }
         printf("%s: %zu cases; each axis needs %zu (at least %d, or %.0f%% of the op's cases)\n", ug_op_name(op),
@@ -84,7 +85,7 @@ static int coverage(const ug_plan *p)
         }
     }
     printf("%d short axes; %d ops declare no structural axes (gen/ops/OP.json \"coverage\")\n", short_axes, undeclared);
-    return short_axes ? 1 : 0;
+    return short_axes || undeclared ? 1 : 0;
 }
 
 /* max/mean of v[0..n): 1 for a perfect balance; 0 when everything is 0. */
@@ -217,7 +218,8 @@ const ug_command ug_command_plan = {
      "           case reproduces, `<- source`, marked (heavy) when a :light plan drops it)\n"
      "  --coverage  per op, each structural axis its space declares (gen/ops/OP.json \"coverage\")\n"
      "           with the cases holding it; exit 1 when one holds fewer than 20 cases or 5 % of\n"
-     "           the op's cases, whichever is more (docs/SWEEP.md \"Structural coverage\")\n"
+     "           the op's cases, whichever is more, or when an op of the plan declares no axis\n"
+     "           (docs/SWEEP.md \"Structural coverage\")\n"
      "  --specs  one line per case: case ID, `heavy` or `-`, the case's spec JSON (what\n"
      "           `ulpgym case --spec` runs; scripts/bench_reference.sh reads it)\n"
      "  --plan   a file, or a name: `--plan reference` is gen/plans/reference.json of the data tree;\n"
