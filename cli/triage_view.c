@@ -86,7 +86,11 @@ static double ratio_of(const scale *sc, const ug_exec_detail *d, int k, size_t i
     if (!isfinite(g)) g = gs; /* an exact value beyond the dtype's range: judged against itself */
     if (sc->kind == SCALE_CERT)
         return fabs(a - gs) / (sc->c * sc->bound[i] + 0.5 * ug_dtype_ulp(d->c.out[k].dtype, g));
-    if (sc->kind == SCALE_TOL) return fabs(a - g) / (sc->atol + sc->rtol * fabs(g));
+    if (sc->kind == SCALE_TOL) {
+        const double *b = d->oracle.bound[k];
+        g = b ? ug_tie_golden(d->c.out[k].dtype, a, g, gs, b[i]) : g; /* as the verdict: either neighbour at a tie */
+        return fabs(a - g) / (sc->atol + sc->rtol * fabs(g));
+    }
     return fabs(a - gs);
 }
 

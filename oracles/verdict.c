@@ -171,12 +171,28 @@ void ug_metrics_compute(ug_dtype dt, size_t n, const size_t *idx, size_t n_total
 
 static int is_std_float(ug_dtype dt) { return dt == UG_DT_FP32 || dt == UG_DT_FP16 || dt == UG_DT_BF16; }
 
-/* Counts elements (finite on both sides) with |a-g| > atol + rtol*|g|. */
+double ug_tie_golden(ug_dtype dt, double a, double g, double gstar, double bound)
+{
+    if (!(bound > 0) || !is_std_float(dt) || !isfinite(gstar) || !isfinite(g) || gstar == g || a == g) return g;
+    double other = 2 * gstar - g; /* the neighbour across g*, where g* is a tie (exact then: both lie within 2 ulp) */
+    if (a != other || ug_dtype_round(dt, other) != other) return g;
+    /* adjacent, and g* halfway: the points between each end and g* round to that end */
+    int tie = gstar - g == other - gstar && ug_dtype_round(dt, 0.5 * (g + gstar)) == g &&
+              ug_dtype_round(dt, 0.5 * (other + gstar)) == other;
+    return tie ? other : g;
+}
+
+static double golden(const ug_judged *j, size_t i)
+{
+    return j->bound ? ug_tie_golden(j->dt, j->a[i], j->g[i], j->gstar[i], j->bound[i]) : j->g[i];
+}
+
+/* Counts elements (finite on both sides) with |a-g| > atol + rtol*|g| (g: golden()). */
 static size_t count_outside(const ug_judged *j, double atol, double rtol)
 {
     size_t bad = 0;
     for (size_t i = 0; i < j->n; i++) {
-        double a = j->a[i], g = j->g[i];
+        double a = j->a[i], g = golden(j, i);
         if (!isfinite(a) || !isfinite(g)) continue; /* judged as NaN/Inf mismatch */
         if (fabs(a - g) > atol + rtol * fabs(g)) bad++;
     }
@@ -194,7 +210,7 @@ double ug_reference_ratio(const ug_output_rule *r, double a, double g)
  * the rule of either passes; a NaN golden is none). NaN where a or g is not finite. */
 static double reference_ratio(const ug_judged *j, size_t i)
 {
-    double q = ug_reference_ratio(j->rule, j->a[i], j->g[i]);
+    double q = ug_reference_ratio(j->rule, j->a[i], golden(j, i));
     if (j->ref_golden && isfinite(q)) {
         double qt = ug_reference_ratio(j->rule, j->a[i], j->ref_golden[i]);
         q = qt < q ? qt : q; /* NaN qt: not taken */
@@ -266,7 +282,7 @@ static double budget_used(const ug_judged *j, double (*ratio)(const ug_judged *,
 static double tol_ratio(const ug_judged *j, size_t i, const void *ctx)
 {
     const double *t = ctx;
-    double a = j->a[i], g = j->g[i];
+    double a = j->a[i], g = golden(j, i);
     return isfinite(a) && isfinite(g) ? fabs(a - g) / (t[0] + t[1] * fabs(g)) : NAN;
 }
 
@@ -311,7 +327,7 @@ double ug_tolerance_margin(const ug_judged *j)
     if (j->m->n_nonfinite_mismatch) return INFINITY;
     double atol = j->rule ? j->rule->pypto_atol : 1e-3, rtol = j->rule ? j->rule->pypto_rtol : 1e-3, worst = 0.0;
     for (size_t i = 0; i < j->n; i++) {
-        double a = j->a[i], g = j->g[i];
+        double a = j->a[i], g = golden(j, i);
         if (!isfinite(a) || !isfinite(g)) continue;
         double r = fabs(a - g) / (atol + rtol * fabs(g));
         worst = r > worst ? r : worst;
@@ -342,7 +358,7 @@ static ug_vstate judge_reference(const ug_judged *j, char *thr, size_t len)
     size_t bad = 0, bad_exact = 0;
     for (size_t i = 0; i < j->n; i++) {
         bad += reference_ratio(j, i) > 1.0; /* NaN: not counted */
-        bad_exact += ug_reference_ratio(r, j->a[i], j->g[i]) > 1.0;
+        bad_exact += ug_reference_ratio(r, j->a[i], golden(j, i)) > 1.0;
     }
     size_t allowed = (size_t)llround(r->reference_budget * (double)j->n);
     double used = budget_used(j, reference_ratio_of, NULL, allowed);

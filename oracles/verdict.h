@@ -97,6 +97,15 @@ void ug_metrics_compute(ug_dtype dt, size_t n, const size_t *idx, size_t n_total
 double ug_tolerance_margin(const ug_judged *j);
 #define UG_RECHECK_MARGIN 0.5
 
+/* The golden of an element for the tolerance standards (pypto, reference, allclose,
+ * mixed_tolerance): g, the exact value correctly rounded (RNE), except at an exact tie:
+ * where g* lies halfway between g and its neighbour in the output's dtype and the element's
+ * device bound is positive, a legal device's result lies a rounding error off the tie, so
+ * either neighbour is a correct rounding of it, and the golden is the one the kernel (a) gave.
+ * An element computed exactly before its one rounding (device bound 0: a cast, an exact
+ * sum) keeps RNE's even neighbour (docs/STANDARDS.md "Exact ties"). */
+double ug_tie_golden(ug_dtype dt, double a, double g, double gstar, double bound);
+
 /* |a - g| / (reference_atol + reference_rtol*|g|) under output rule r's reference rule:
  * above 1, element a is outside it against g; NaN where a or g is not finite (judged as a
  * NaN/Inf mismatch). The judge (run/exec.c) asks it too, to find where a test's own golden

@@ -33,6 +33,46 @@ static ug_vstate judge(int std, ug_dtype dt, const ug_output_rule *rule, size_t 
 
 static double a_[N_MAX], g_[N_MAX], b_[N_MAX];
 
+/* pypto (atol 1e-4, rtol 5e-3, no budget) on one bf16 element whose exact value (in double)
+ * is the tie 0x1.07p-1 between 0x1.08p-1 (RNE's even neighbour) and 0x1.06p-1: 1 ulp is 1.5x
+ * what pypto allows there. With a positive device bound either neighbour is a legal device's
+ * rounding; with bound 0 (the value computed exactly before its one rounding) only RNE's.
+ * g is the correct rounding of the exact value, which may lie a hair off the double tie
+ * (the real case: exact weights 1 - 1e-40, a device's 1 exactly, g 0x1.06p-1). */
+static ug_vstate tie_verdict_g(double a, double gstar, double g, double bound)
+{
+    static const size_t idx[1] = {0};
+    double bench = g;
+    ug_output_rule rule = {"y", UG_CMP_NUMERIC, 1e-4, 5e-3, 0};
+    ug_metrics m;
+    ug_metrics_compute(UG_DT_BF16, 1, idx, 1, &a, &gstar, &bench, &m);
+    ug_judged j = {"y", UG_DT_BF16, &rule, 0, 1, idx, &a, &gstar, &g, &bench, &m, &bound};
+    char thr[UG_THR_LEN];
+    return ug_standard_judge(UG_STD_PYPTO, &j, thr, sizeof thr);
+}
+
+static ug_vstate tie_verdict(double a, double gstar, double bound)
+{
+    return tie_verdict_g(a, gstar, ug_dtype_round(UG_DT_BF16, gstar), bound);
+}
+
+static void exact_ties_either_neighbour(void)
+{
+    CHECK(ug_dtype_round(UG_DT_BF16, 0x1.07p-1) == 0x1.08p-1, "the tie rounds to the even neighbour");
+    CHECK(tie_verdict(0x1.08p-1, 0x1.07p-1, 1e-6) == UG_V_PASS, "tie: RNE's neighbour passes");
+    CHECK(tie_verdict(0x1.06p-1, 0x1.07p-1, 1e-6) == UG_V_PASS, "tie, bound > 0: the other neighbour passes");
+    CHECK(tie_verdict(0x1.06p-1, 0x1.07p-1, 0) == UG_V_FAIL, "tie, bound 0: only the even neighbour");
+    CHECK(tie_verdict(0x1.04p-1, 0x1.07p-1, 1e-6) == UG_V_FAIL, "tie: a value beyond the other neighbour fails");
+    CHECK(tie_verdict_g(0x1.08p-1, 0x1.07p-1, 0x1.06p-1, 1e-6) == UG_V_PASS &&
+              tie_verdict_g(0x1.08p-1, 0x1.07p-1, 0x1.06p-1, 0) == UG_V_FAIL,
+          "exact value a hair below the double tie (g the odd neighbour): the even one passes only with a bound");
+    CHECK(tie_verdict(0x1.06p-1, 0x1.0702p-1, 1e-6) == UG_V_FAIL && tie_verdict(0x1.08p-1, 0x1.06fep-1, 1e-6) == UG_V_FAIL,
+          "near a tie but not on it: only g");
+    CHECK(ug_tie_golden(UG_DT_BF16, 0x1.06p-1, 0x1.08p-1, 0x1.07p-1, 1e-6) == 0x1.06p-1 &&
+              ug_tie_golden(UG_DT_FP32, 1.0, 1.0, 1.0, 1e-6) == 1.0,
+          "ug_tie_golden");
+}
+
 static void fill(size_t n, double g)
 {
     for (size_t i = 0; i < n; i++) a_[i] = g_[i] = b_[i] = g;
@@ -511,6 +551,7 @@ int main(void)
     headroom_figures();
     miscounted_emits_fail();
     standards_at_threshold();
+    exact_ties_either_neighbour();
     device_bound_contains_fp32();
     discrete_compares();
     cert_intervals_contain_exact();
