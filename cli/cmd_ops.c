@@ -40,10 +40,14 @@ static void print_domain(const cJSON *dom)
     if (!cJSON_GetArraySize(dom)) return;
     printf("  outside the device model (the fuzzer does not draw these; a verdict there says nothing about a kernel):\n");
     for (const cJSON *e = dom->child; e; e = e->next) {
-        char ex[160] = "";
+        char ex[240] = "";
         size_t n = 0;
         for (const cJSON *v = cJSON_GetObjectItem(e, "excluded_specials")->child; v && n < sizeof ex; v = v->next)
             n += (size_t)snprintf(ex + n, sizeof ex - n, "%s%s", n ? ", " : "", v->valuestring);
+        const cJSON *whole = cJSON_GetObjectItem(e, "excluded_whole")->child;
+        for (const cJSON *v = whole; v && n < sizeof ex; v = v->next)
+            n += (size_t)snprintf(ex + n, sizeof ex - n, "%s%s%s", n ? ", " : "", v == whole ? "the whole input at " : "",
+                                  v->valuestring);
         const char *input = cJSON_GetObjectItem(e, "input")->valuestring;
         int gen = cJSON_IsTrue(cJSON_GetObjectItem(e, "generated_draws"));
         printf("    %-14s %s%s: %s\n", strcmp(input, "*") == 0 ? "other inputs" : input, ex,

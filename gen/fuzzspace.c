@@ -19,9 +19,28 @@ typedef struct {
 static unsigned rd8(reader *r) { return r->at < r->n ? r->p[r->at++] : 0u; }
 static unsigned rd16(reader *r) { return rd8(r) | rd8(r) << 8; }
 
-/* "fuzz_domain": {input: {"why": text, "specials": [names from ug_special_names], "generated":
- * optional bool}}, every input one the space's distribution sets draw, or "*" for every
- * input without an entry of its own. */
+static int special_allowed(const cJSON *domain, const char *value, int whole);
+
+/* list is an array of special value names, each also in within's "specials" (within NULL: any). */
+static int names_check(const cJSON *list, const cJSON *within, const char *path, const char *input, const char *key,
+                       char *err, size_t errlen)
+{
+    for (const cJSON *v = cJSON_IsArray(list) ? list->child : NULL; v; v = v->next)
+        if (!cJSON_IsString(v) || ug_special_index(v->valuestring) < 0 ||
+            (within && !special_allowed(within, v->valuestring, 0))) {
+            snprintf(err, errlen, "%s: fuzz_domain.%s.%s: not a special value name (zero, -zero, max, -max, subnormal, "
+                     "-subnormal, inf, -inf, nan)%s", path, input, key, within ? " of its \"specials\"" : "");
+            return -1;
+        }
+    if (cJSON_IsArray(list)) return 0;
+    snprintf(err, errlen, "%s: fuzz_domain.%s.%s must be a list", path, input, key);
+    return -1;
+}
+
+/* "fuzz_domain": {input: {"why": text, "specials": [names from ug_special_names], "whole":
+ * optional [those of the specials a whole input may take], "generated": optional bool}},
+ * every input one the space's distribution sets draw, or "*" for every input without an
+ * entry of its own. */
 static int domain_check(const ug_fuzz_space *s, const char *path, char *err, size_t errlen)
 {
     const cJSON *dom = cJSON_GetObjectItemCaseSensitive(s->space, "fuzz_domain");
@@ -34,6 +53,10 @@ static int domain_check(const ug_fuzz_space *s, const char *path, char *err, siz
     for (const cJSON *in = dom->child; in; in = in->next) {
         const cJSON *list = cJSON_GetObjectItemCaseSensitive(in, "specials");
         const cJSON *gen = cJSON_GetObjectItemCaseSensitive(in, "generated");
+        if (cJSON_GetObjectItemCaseSensitive(dom, in->string) != in) { /* the first entry would win silently */
+            snprintf(err, errlen, "%s: fuzz_domain names %s twice", path, in->string);
+            return -1;
+        }
         if (!set || (strcmp(in->string, "*") != 0 && !cJSON_GetObjectItemCaseSensitive(set, in->string)) ||
             !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(in, "why")) || !cJSON_IsArray(list) ||
             (gen && !cJSON_IsBool(gen))) {
@@ -41,13 +64,9 @@ static int domain_check(const ug_fuzz_space *s, const char *path, char *err, siz
                      path, in->string);
             return -1;
         }
-        for (const cJSON *v = list->child; v; v = v->next) {
-            if (!cJSON_IsString(v) || ug_special_index(v->valuestring) < 0) {
-                snprintf(err, errlen, "%s: fuzz_domain.%s.specials: not a special value name (zero, -zero, max, -max, "
-                         "subnormal, -subnormal, inf, -inf, nan)", path, in->string);
-                return -1;
-            }
-        }
+        if (names_check(list, NULL, path, in->string, "specials", err, errlen)) return -1;
+        const cJSON *whole = cJSON_GetObjectItemCaseSensitive(in, "whole");
+        if (whole && names_check(whole, in, path, in->string, "whole", err, errlen)) return -1;
     }
     return 0;
 }
@@ -134,10 +153,14 @@ static const cJSON *domain_of(const ug_fuzz_space *s, const char *input)
     return own ? own : cJSON_GetObjectItemCaseSensitive(dom, "*"); /* "*": every input without its own entry */
 }
 
-static int special_allowed(const cJSON *domain, const char *value)
+/* Whether an injection of value (into one element, or with whole into every element) stays
+ * inside domain: its "specials" list names value, and for a whole input so does its "whole"
+ * list where it has one (a value harmless in one element may not be in all: every score 0). */
+static int special_allowed(const cJSON *domain, const char *value, int whole)
 {
     if (!domain) return 1;
-    const cJSON *list = cJSON_GetObjectItemCaseSensitive(domain, "specials");
+    const cJSON *wl = cJSON_GetObjectItemCaseSensitive(domain, "whole"); /* a subset of "specials" (domain_check) */
+    const cJSON *list = whole && wl ? wl : cJSON_GetObjectItemCaseSensitive(domain, "specials");
     for (const cJSON *v = list ? list->child : NULL; v; v = v->next)
         if (cJSON_IsString(v) && strcmp(v->valuestring, value) == 0) return 1;
     return 0;
@@ -174,8 +197,8 @@ static int generated_ok(const cJSON *dom, const cJSON *g, int fp16)
 {
     if (!dom) return 1;
     return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(dom, "generated")) &&
-           (special_allowed(dom, "max") || !near_max_const(g)) &&
-           (special_allowed(dom, "inf") || !fp16 || !may_reach(g, 65504));
+           (special_allowed(dom, "max", 0) || !near_max_const(g)) &&
+           (special_allowed(dom, "inf", 0) || !fp16 || !may_reach(g, 65504));
 }
 
 static int all_integers(const cJSON *list, double *lo, double *hi)
@@ -259,7 +282,10 @@ char *ug_fuzz_decode(const ug_fuzz_space *s, const uint8_t *data, size_t size)
     cJSON_AddStringToObject(spec, "dtype", cJSON_IsString(dt) ? dt->valuestring : "fp32");
     unsigned dsel = rd8(&r);
     int nsets = cJSON_GetArraySize(dists);
-    const cJSON *set = cJSON_GetArrayItem(dists, (int)(dsel % (unsigned)(nsets ? nsets : 1)));
+    /* a named set, or with generated draws the space's first (plain) set, whose draw an input
+     * keeps where its generated one is refused: a stress set's draw (x near the max, paired
+     * with tiny weights) would meet generated partners it was not built for */
+    const cJSON *set = cJSON_GetArrayItem(dists, dsel < 192 ? (int)(dsel % (unsigned)(nsets ? nsets : 1)) : 0);
     cJSON *dist = cJSON_CreateObject();
     for (const cJSON *in = set ? set->child : NULL; in; in = in->next) {
         if (dsel < 192) cJSON_AddItemToObject(dist, in->string, cJSON_Duplicate(in, 1));
@@ -301,7 +327,7 @@ char *ug_fuzz_decode(const ug_fuzz_space *s, const uint8_t *data, size_t size)
             else cJSON_AddNumberToObject(e, "i", rd16(&r));
             const char *value = ug_special_names[rd8(&r) % UG_SPECIAL_COUNT];
             cJSON_AddStringToObject(e, "v", value);
-            if (special_allowed(domain_of(s, input), value)) cJSON_AddItemToArray(inj, e);
+            if (special_allowed(domain_of(s, input), value, which & 1u)) cJSON_AddItemToArray(inj, e);
             else cJSON_Delete(e); /* outside the op's declared domain: dropped */
         }
         if (cJSON_GetArraySize(inj)) cJSON_AddItemToObject(spec, "inject", inj);
@@ -322,11 +348,15 @@ cJSON *ug_fuzz_domain_json(int op)
     const cJSON *dom = cJSON_GetObjectItemCaseSensitive(s.space, "fuzz_domain");
     cJSON *out = cJSON_CreateArray();
     for (const cJSON *in = dom ? dom->child : NULL; in; in = in->next) {
-        cJSON *e = cJSON_CreateObject(), *ex = cJSON_CreateArray();
+        cJSON *e = cJSON_CreateObject(), *ex = cJSON_CreateArray(), *exw = cJSON_CreateArray();
         cJSON_AddStringToObject(e, "input", in->string);
-        for (int k = 0; k < UG_SPECIAL_COUNT; k++)
-            if (!special_allowed(in, ug_special_names[k])) cJSON_AddItemToArray(ex, cJSON_CreateString(ug_special_names[k]));
+        for (int k = 0; k < UG_SPECIAL_COUNT; k++) {
+            const char *v = ug_special_names[k];
+            if (!special_allowed(in, v, 0)) cJSON_AddItemToArray(ex, cJSON_CreateString(v));
+            else if (!special_allowed(in, v, 1)) cJSON_AddItemToArray(exw, cJSON_CreateString(v));
+        }
         cJSON_AddItemToObject(e, "excluded_specials", ex);
+        cJSON_AddItemToObject(e, "excluded_whole", exw); /* allowed in one element, not in all */
         cJSON_AddBoolToObject(e, "generated_draws", cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(in, "generated")));
         cJSON_AddStringToObject(e, "why", cJSON_GetObjectItemCaseSensitive(in, "why")->valuestring);
         cJSON_AddItemToArray(out, e);

@@ -12,10 +12,12 @@
  *               whether the whole input takes the value (bit 0), else 2 bytes index;
  *               1 byte value (zero, -zero, max, -max, subnormal, -subnormal, inf, -inf, nan)
  *   seed        4 bytes
- * An input the space's "fuzz_domain" names keeps its set's distribution (unless the entry
- * says "generated": true), and an injection into it of a value not in its "specials" list
- * is dropped: the op's contract declares those inputs outside its device model, so the
- * fuzzer does not search there.
+ * With generated draws, an input whose generated draw its domain refuses keeps the space's
+ * first (plain) set's draw. An input the space's "fuzz_domain" names keeps its set's
+ * distribution (unless the entry says "generated": true), and an injection into it of a
+ * value not in its "specials" list (for a whole input, not in its "whole" list where it
+ * has one) is dropped: the op's contract declares those inputs outside its device model, so
+ * the fuzzer does not search there.
  * ug_fuzz_encode() writes bytes that decode to a given spec's shape, dtype and dist set:
  * the seed corpus is the plan's cases. */
 #ifndef UG_FUZZSPACE_H
@@ -36,8 +38,9 @@ void ug_fuzz_space_free(ug_fuzz_space *s);
 /* Decodes bytes into a canonical spec (malloc'd; NULL only when memory runs out). */
 char *ug_fuzz_decode(const ug_fuzz_space *s, const uint8_t *data, size_t size);
 /* The space's fuzz_domain as the contract shows it: [{"input" ("*": every other input),
- * "excluded_specials": [...], "generated_draws": bool, "why"}], [] when it has none; NULL
- * when the space cannot be read. */
+ * "excluded_specials": [...], "excluded_whole": [specials allowed in one element but not in
+ * every element], "generated_draws": bool, "why"}], [] when it has none; NULL when the
+ * space cannot be read. */
 cJSON *ug_fuzz_domain_json(int op);
 /* Encodes spec's dtype, dist set and params; returns bytes written (<= cap). */
 size_t ug_fuzz_encode(const ug_fuzz_space *s, const char *spec, uint8_t *out, size_t cap);

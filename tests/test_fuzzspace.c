@@ -7,7 +7,8 @@
  * lightning_indexer_quant's scales and weights keep their set's draw and take only the
  * special values it lists (never +-max or +-inf), while its codes are drawn freely;
  * glm_attention's q and keys get generated draws but never +-max, nor does its value
- * cache (the "*" entry); attn_softmax, with no domain, gets both; a malformed domain is
+ * cache (the "*" entry), and zeros in single elements of q but never in all of it (its
+ * "whole" list); attn_softmax, with no domain, gets all of these; a malformed domain is
  * refused with a message. */
 #include <math.h>
 #include <stdlib.h>
@@ -139,12 +140,12 @@ static int from_a_set(const ug_fuzz_space *s, const char *input, const cJSON *di
  * space's sets, how many of those are constants at 65504 or beyond, and how many inject a
  * given special value into it. */
 typedef struct {
-    int generated, near_max_consts, injected;
+    int generated, near_max_consts, injected, injected_whole; /* injected: one element or all */
 } domain_counts_t;
 
 static domain_counts_t domain_counts(const char *op, const char *input, const char *v)
 {
-    domain_counts_t n = {0, 0, 0};
+    domain_counts_t n = {0, 0, 0, 0};
     ug_fuzz_space s;
     char err[300];
     int opi = ug_op_find(op);
@@ -159,9 +160,12 @@ static domain_counts_t domain_counts(const char *op, const char *input, const ch
                                  fabs(cJSON_GetObjectItemCaseSensitive(d, "value")->valuedouble) >= 65504;
         }
         const cJSON *inj = cJSON_GetObjectItemCaseSensitive(spec, "inject");
-        for (const cJSON *e = inj ? inj->child : NULL; e; e = e->next)
-            n.injected += strcmp(cJSON_GetObjectItemCaseSensitive(e, "input")->valuestring, input) == 0 &&
-                          strcmp(cJSON_GetObjectItemCaseSensitive(e, "v")->valuestring, v) == 0;
+        for (const cJSON *e = inj ? inj->child : NULL; e; e = e->next) {
+            int hit = strcmp(cJSON_GetObjectItemCaseSensitive(e, "input")->valuestring, input) == 0 &&
+                      strcmp(cJSON_GetObjectItemCaseSensitive(e, "v")->valuestring, v) == 0;
+            n.injected += hit;
+            n.injected_whole += hit && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(e, "i"));
+        }
         cJSON_Delete(spec);
     }
     ug_fuzz_space_free(&s);
@@ -190,6 +194,13 @@ static void check_domains(void)
     n = domain_counts("glm_attention", "value_cache", "max"); /* under its "*" entry */
     CHECK(n.generated > 0 && n.injected == 0, "glm_attention.value_cache (\"*\"): %d generated draws, %d +max injections",
           n.generated, n.injected);
+    n = domain_counts("glm_attention", "q", "zero"); /* "whole" leaves zero out: every score 0 */
+    CHECK(n.injected > 0 && n.injected_whole == 0, "glm_attention.q: %d zero injections (want some), %d into the whole q",
+          n.injected, n.injected_whole);
+    n = domain_counts("glm_attention", "q", "nan"); /* "whole" keeps NaN */
+    CHECK(n.injected_whole > 0, "glm_attention.q: no NaN into the whole q (its \"whole\" list names it)");
+    n = domain_counts("attn_softmax", "x", "zero");
+    CHECK(n.injected_whole > 0, "attn_softmax.x: no domain, yet no zero into the whole x");
     n = domain_counts("attn_softmax", "x", "max"); /* no domain: free */
     CHECK(n.generated > 0 && n.injected > 0 && n.near_max_consts > 0,
           "attn_softmax.x: no domain, yet %d generated draws, %d +max, %d near-max constants", n.generated, n.injected,
@@ -205,6 +216,9 @@ static void check_bad_domain(const char *tmp)
         {"{\"x\": {\"why\": \"w\", \"specials\": [\"huge\"]}}", "not a special value"},
         {"{\"x\": {\"why\": \"w\", \"specials\": [], \"generated\": 1}}", "x"},
         {"[1]", "must be an object"},
+        {"{\"x\": {\"why\": \"w\", \"specials\": [\"nan\"], \"whole\": [\"zero\"]}}", "of its \"specials\""},
+        {"{\"x\": {\"why\": \"w\", \"specials\": [\"nan\"], \"whole\": \"nan\"}}", "must be a list"},
+        {"{\"x\": {\"why\": \"w\", \"specials\": []}, \"x\": {\"why\": \"v\", \"specials\": []}}", "names x twice"},
     };
     char dir[600], path[700];
     snprintf(dir, sizeof dir, "%s/gen/ops", tmp);
