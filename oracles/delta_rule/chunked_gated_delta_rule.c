@@ -23,6 +23,7 @@
  * |a - g*| / (c B + ulp/2) of the correct sim kernel, every element of the 90 plan cases:
  * 0.138 / 0.119 / 0.139 / 0.130 at plan seeds 1-4 (c = 2); 0.076 on the reference plan's
  * six cases (aligned_gqa was 2.73 at c = 8). The mutants stay caught (ops show --mutants). */
+#include <math.h>
 #include <stdio.h>
 
 #include "oracles/delta_rule/delta_rule_ref.h"
@@ -59,14 +60,18 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
  * cancelled, and with atol 0 the correct sim kernel failed 3 of 3,600 cases over plan seeds
  * 1-40 (9b52e4f023d63f67 at seed 8: ht 2 elements at |g| ~ 5e-5, 1 allowed). With the floor
  * its worst pypto headroom over those seeds is 0.28, and every mutant's catch count is
- * unchanged (ops show --mutants). From the whole output (F64), so --sample does not move it. */
+ * unchanged (ops show --mutants). From the whole output (F64), so --sample does not move it.
+ * At least one quantum of the output's subnormal range (fp32 2^-149): an output whose
+ * every element is that small rounds onto a grid of that spacing, so a legal kernel that
+ * differs from g at all is a quantum off (a fuzz case with h0 subnormal, beta and v zero
+ * gave atol 4e-51, and the oracle's own rounded output could not have passed it). */
 #define ATOL_OF_MAX 0x1p-20
 static void adjust_rule(const ug_case *c, int out, const double *g, size_t n, ug_output_rule *rule)
 {
     (void)g, (void)n; /* the checked elements' values would make atol move with --sample */
     double max_abs;
     ug_oracle_output_scale(c, out, NULL, &max_abs);
-    rule->pypto_atol = ATOL_OF_MAX * max_abs;
+    rule->pypto_atol = fmax(ATOL_OF_MAX * max_abs, ug_dtype_ulp(c->out[out].dtype, 0.0));
 }
 
 const ug_op_def ug_opdef_chunked_gated_delta_rule = {
