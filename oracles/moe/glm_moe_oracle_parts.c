@@ -116,15 +116,8 @@ static int has_nan(const double *v, long n)
     return 0;
 }
 
-static int same_set(const long *a, const int *kid, long k)
-{
-    for (long i = 0; i < k; i++) {
-        int found = 0;
-        for (long j = 0; j < k; j++) found |= a[i] == kid[j];
-        if (!found) return 0;
-    }
-    return 1;
-}
+/* A score's finite stand-in beside a NaN (legal_ids): NaN 2^1000, +-inf +-2^999. */
+static double stand_in(double x) { return isnan(x) ? 0x1p1000 : isinf(x) ? copysign(0x1p999, x) : x; }
 
 /* 1 when the kernel's ids kid are a legal top-k under the tie rule (file header). */
 static int legal_ids(const gmoe_router *p, const double *b, const double *G, double d, const int *kid, const long *ex)
@@ -136,15 +129,12 @@ static int legal_ids(const gmoe_router *p, const double *b, const double *G, dou
     }
     if (has_nan(b, p->E) || has_nan(G, p->ng)) {
         /* NaN ranks above every number and NaNs tie with each other: NaN stands in as 2^1000,
-         * far above any finite score and its bound d, so the tie rule still decides among the
-         * finite scores (sigmoid rounds many of them to the same fp32 value). With an
-         * infinite score beside a NaN no finite stand-in ranks right: the set is exact. */
+         * +-inf as +-2^999, far beyond any finite score and its bound d, so the order is
+         * torch.topk's (NaN > +inf > finite > -inf), equal infinities tie, and the tie rule
+         * still decides among the finite scores (sigmoid rounds many to one fp32 value). */
         double bn[GMOE_MAX_E], Gn[GMOE_MAX_G];
-        for (long e = 0; e < p->E; e++) {
-            if (isinf(b[e])) return same_set(ex, kid, p->k);
-            bn[e] = isnan(b[e]) ? 0x1p1000 : b[e];
-        }
-        for (long g = 0; g < p->ng; g++) Gn[g] = isnan(G[g]) ? 0x1p1000 : G[g];
+        for (long e = 0; e < p->E; e++) bn[e] = stand_in(b[e]);
+        for (long g = 0; g < p->ng; g++) Gn[g] = stand_in(G[g]);
         return legal_ids(p, bn, Gn, d, kid, ex);
     }
     long groups[GMOE_MAX_G] = {0}, kept[GMOE_MAX_G] = {0}, ns = 0, os[GMOE_MAX_K];
