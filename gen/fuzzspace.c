@@ -174,6 +174,16 @@ static int near_max_const(const cJSON *d)
            fabs(cJSON_GetObjectItemCaseSensitive(d, "value")->valuedouble) >= 65504;
 }
 
+/* A generated constant of 1e-30 (every element the same tiny value): chained through two
+ * or three products it leaves fp32's range where the exact value does not, as a whole
+ * input of subnormals does, so a domain whose whole input may not be subnormal does not
+ * take it either. */
+static int tiny_const(const cJSON *d)
+{
+    double v = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(d, "value"));
+    return strcmp(cJSON_GetObjectItemCaseSensitive(d, "kind")->valuestring, "const") == 0 && v != 0 && fabs(v) < 0x1p-60;
+}
+
 /* Whether a generated distribution may draw values of magnitude limit or more (a normal
  * counted to 6 standard deviations): an fp16 input stores those as +-inf, so a domain
  * without "inf" does not take it for an fp16 case. */
@@ -192,12 +202,13 @@ static int may_reach(const cJSON *d, double limit)
 
 /* Whether an input under domain dom (NULL: none) may take the generated distribution g: the
  * domain allows generated draws, and g reaches neither a "max" nor (fp16) an "inf" the
- * domain leaves out. */
+ * domain leaves out, nor is a tiny constant where a whole subnormal input is left out. */
 static int generated_ok(const cJSON *dom, const cJSON *g, int fp16)
 {
     if (!dom) return 1;
     return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(dom, "generated")) &&
            (special_allowed(dom, "max", 0) || !near_max_const(g)) &&
+           (special_allowed(dom, "subnormal", 1) || !tiny_const(g)) &&
            (special_allowed(dom, "inf", 0) || !fp16 || !may_reach(g, 65504));
 }
 

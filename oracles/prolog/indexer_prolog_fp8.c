@@ -335,6 +335,7 @@ static void quant_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel, ug_
             ug_ar_emit(ar, q->scales, sb, i8 ? ug_round(ar, exact, UG_DT_FP16) : exact);
         int zero = ug_v(amax) == 0.0;
         ug_num own = ug_round(ar, exact, mx ? UG_DT_E8M0 : UG_DT_FP32); /* rounds: the quantiser's scale */
+        if (!zero && ug_v(own) == 0.0) own = exact; /* amax below 2^-150 of the divisor: fp32 holds no scale */
         ug_num s = kernel_scale_usable(fmt, sk) ? ug_c(ar, sk) : mx ? own : exact;
         codes_emit(ar, sel, q->codes, base, lo, hi, v, zero, s);
         codes_emit(ar, sel, q->view, base, lo, hi, v, zero, own);
