@@ -18,12 +18,14 @@ q() { sqlite3 "$1" "$2"; }
 # A data tree of its own: attn_softmax's space with two small scenes, and a plan that reads it.
 mkdir -p "$T/d/gen/ops" "$T/d/gen/plans"
 echo '{"name": "t", "version": 1, "seed": 1, "ops": {"attn_softmax": {"cases": 21}}}' >"$T/d/gen/plans/t.json"
-# space FILE SCENES_JSON: attn_softmax's space with "scenes" set to SCENES_JSON
+# space FILE SCENES_JSON: attn_softmax's space with "scenes" set to SCENES_JSON (and its first
+# 21 required cases only, so the plan's quota of 21 holds them as the space grows)
 space() {
     python3 - "$ULPGYM_DATA/gen/ops/attn_softmax.json" "$1" "$2" <<'EOF'
 import json, sys
 d = json.load(open(sys.argv[1]))
 d["scenes"] = json.loads(sys.argv[3])
+d["required"] = d["required"][:21]
 json.dump(d, open(sys.argv[2], "w"))
 EOF
 }

@@ -6,9 +6,11 @@
 # dealt by different costs, and a missing, junk or same-as-output DB is exit 2 with a message.
 . "$(dirname "$0")/lib.sh"
 command -v sqlite3 >/dev/null || { echo "sqlite3 missing: skipped"; exit 77; }
-# a plan of 40 small cases of its own (the nightly plan takes seconds to expand)
+# a plan of 40 small cases of its own (the nightly plan takes seconds to expand), from
+# attn_softmax's space with its first 20 required cases (the rest grid points)
 mkdir -p "$T/plans" "$T/ops"
-cp "$ULPGYM_DATA/gen/ops/attn_softmax.json" "$T/ops/"
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); d["required"] = d["required"][:20]; json.dump(d, open(sys.argv[2], "w"))' \
+    "$ULPGYM_DATA/gen/ops/attn_softmax.json" "$T/ops/attn_softmax.json"
 echo '{"name":"shardcost","version":1,"ops":{"attn_softmax":{"cases":40}}}' >"$T/plans/p.json"
 OP=(--plan "$T/plans/p.json")
 SW=("${OP[@]}" --no-regressions --quiet -j2)
