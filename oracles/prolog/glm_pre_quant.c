@@ -52,9 +52,14 @@ static int exact_sum(double p, double o, double *sum)
 
 ug_num ug_gpq_add_norm_den(ug_ar *ar, const double *a, const double *b, double *r, size_t n, double eps)
 {
-    int exact = 1;
-    for (size_t i = 0; i < n; i++) exact &= exact_sum(a[i], b[i], &r[i]);
-    if (exact) return ug_gpq_norm_den(ar, r, n, eps);
+    int exact = 1, finite = 1;
+    for (size_t i = 0; i < n; i++) {
+        exact &= exact_sum(a[i], b[i], &r[i]);
+        finite &= isfinite(r[i]) != 0;
+    }
+    /* an inf or NaN in r decides the sum of squares by IEEE on r itself (the semantics: inf
+     * makes it inf); the expansion below would meet inf*b + -inf as NaN */
+    if (exact || !finite) return ug_gpq_norm_den(ar, r, n, eps);
     /* bf16 exponents more than 53 binades apart: sum a^2 + 2 a.b + b^2 of exact terms */
     ug_num ss = ug_add(ar, ug_add(ar, ug_dot_d(ar, a, 1, a, 1, n), ug_mul(ar, ug_c(ar, 2.0), ug_dot_d(ar, a, 1, b, 1, n))),
                        ug_dot_d(ar, b, 1, b, 1, n));
