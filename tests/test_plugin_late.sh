@@ -46,9 +46,16 @@ for k in 1 2 3; do
     [ "$(caught "$T/late$k.txt")" -ge 1 ] && ok || bad "late writes caught in run $k: $(caught "$T/late$k.txt") of 6"
     grep -q '^FAIL' "$T/late$k.txt" && bad "a FAIL on values changed late (run $k)" || ok
 done
-sweep canary "$T/canary.db" >"$T/canary.txt"
-[ "$(caught "$T/canary.txt")" -ge 1 ] && ok || bad "canaries flipped late, caught: $(caught "$T/canary.txt") of 6"
-expect_grep '^ERROR wrote after output y' "$T/canary.txt"
+# A canary flipped within the settle is ERROR "wrote after output y"; under load every flip of a
+# run may land after its case ended (CRASH naming the freed output, as CI once saw: 6 of 6), so
+# up to five runs are tried for the ERROR form; every run must catch its flips and never FAIL.
+for k in 1 2 3 4 5; do
+    sweep canary "$T/canary$k.db" >"$T/canary$k.txt"
+    [ "$(caught "$T/canary$k.txt")" -ge 1 ] && ok || bad "canaries flipped late, caught: $(caught "$T/canary$k.txt") of 6"
+    grep -q '^FAIL' "$T/canary$k.txt" && bad "a FAIL on a canary flipped late (run $k)" || ok
+    grep -q '^ERROR wrote after output y' "$T/canary$k.txt" && break
+done
+expect_grep '^ERROR wrote after output y' "$T/canary$k.txt"
 sweep keep "$T/keep.db" >"$T/keep.txt"
 grep -q '^FAIL' "$T/keep.txt" && bad "a FAIL under a stray writer: $(grep '^FAIL' "$T/keep.txt" | head -1)" || ok
 [ "$(caught "$T/keep.txt")" -ge 1 ] && ok || bad "a kernel writing through an old pointer went unnoticed: $(cat "$T/keep.txt")"
