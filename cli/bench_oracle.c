@@ -1,6 +1,6 @@
 /* bench_oracle.c — `ulpgym bench oracle`: each selected plan case's oracle timed as the
  * engine (certified double with MPFR fallback: the exact values), plain float64 and naive
- * MPFR, per op and overall, on the default sample or every element (--sample all); with
+ * MPFR, per op and overall, on a sample of 512 elements an output (default) or every element (--sample all); with
  * --digest the bits of every value the oracle hands the judge, per case (the guard of
  * oracle speed work: a faster oracle must print the same digests).
  *
@@ -171,7 +171,7 @@ int ug_bench_oracle(int argc, char **argv)
 {
     const char *plan_path = NULL, *limit = NULL, *sample = NULL, *repeat = NULL;
     ug_cli_filter f = {0};
-    bo_opts o = {30, UG_SAMPLE_DEFAULT, 1, 0, 1};
+    bo_opts o = {30, UG_SAMPLE_PARTIAL, 1, 0, 1};
     for (int i = 2; i < argc; i++) {
         int m = ug_cli_filter_opt(&f, argc, argv, &i);
         if (m < 0) return UG_EXIT_USAGE;

@@ -60,7 +60,7 @@ static int bench_sweep(int argc, char **argv)
     ug_cli_filter f = {0};
     const char *limit = NULL, *jobs = NULL, *repeat = NULL;
     o.seed = -1;
-    o.sample = UG_SAMPLE_DEFAULT;
+    o.sample = UG_SAMPLE_DEFAULT; /* what a sweep pays: every element */
     o.quiet = 1;
     o.command = "ulpgym bench sweep";
     for (int i = 2; i < argc; i++) {
@@ -188,7 +188,7 @@ const ug_command ug_command_bench = {
      "  oracle: evaluates the oracle of the first N (default 30) plan cases of each selected\n"
      "  op three ways: the engine (certified double with MPFR fallback: the exact values),\n"
      "  plain float64, and naive MPFR (every operation at 256 bits; --no-mpfr skips it), on\n"
-     "  the default sample or every element (--sample all); prints per op and overall the\n"
+     "  512 elements an output (default) or every element (--sample all); prints per op and overall the\n"
      "  CPU ms of each (the fastest of R runs, default 1), engine/float64, MPFR/engine, the\n"
      "  elements settled by MPFR and the sweep's whole oracle (engine + naive values +\n"
      "  device bound). --digest prints instead per case: ID, op, the FNV-1a-64 of the bits of\n"

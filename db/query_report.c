@@ -28,14 +28,14 @@ int ug_db_report_results(ug_db *db, long run_id, int (*cb)(const ug_db_result_ro
 {
     sqlite3_stmt *st;
     if (prepare_run(db,
-                    "SELECT c.op, c.dtype, r.verdict, r.kernel_ms, r.oracle_ms, c.origin = 'fuzz',"
-                    " (SELECT max(max_ulp) FROM metrics m WHERE m.run_id = r.run_id AND m.case_id = r.case_id),"
-                    " (SELECT sum(nonfinite_mismatch) FROM metrics m"
-                    "  WHERE m.run_id = r.run_id AND m.case_id = r.case_id),"
+                    "SELECT c.op, c.dtype, r.verdict, r.kernel_ms, r.oracle_ms, c.origin = 'fuzz', m.ulp, m.nonfinite,"
                     " (SELECT verdict FROM verdicts v WHERE v.run_id = r.run_id AND v.case_id = r.case_id"
                     "  AND v.standard = ?2)"
-                    " , r.used, r.case_id"
-                    " FROM results r JOIN cases c ON c.case_id = r.case_id WHERE r.run_id = ?1",
+                    " , r.used, r.case_id, coalesce(m.checked, 0), coalesce(m.total, 0)"
+                    " FROM results r JOIN cases c ON c.case_id = r.case_id"
+                    " LEFT JOIN (SELECT case_id, max(max_ulp) AS ulp, sum(nonfinite_mismatch) AS nonfinite,"
+                    "  sum(n_checked) AS checked, sum(n_total) AS total FROM metrics WHERE run_id = ?1 GROUP BY case_id)"
+                    " m ON m.case_id = r.case_id WHERE r.run_id = ?1",
                     run_id, &st, err, errlen))
         return -1;
     sqlite3_bind_text(st, 2, ug_standard_name(UG_STD_CERTIFIED), -1, SQLITE_STATIC);
@@ -46,7 +46,7 @@ int ug_db_report_results(ug_db *db, long run_id, int (*cb)(const ug_db_result_ro
                                 sqlite3_column_type(st, 6) != SQLITE_NULL, sqlite3_column_double(st, 6),
                                 sqlite3_column_int64(st, 7), text(st, 8),
                                 sqlite3_column_type(st, 9) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 9),
-                                text0(st, 10)};
+                                text0(st, 10), sqlite3_column_int64(st, 11), sqlite3_column_int64(st, 12)};
         rc = cb(&row, ctx);
     }
     sqlite3_finalize(st);

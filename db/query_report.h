@@ -22,6 +22,7 @@ typedef struct {
                                        * ERROR, CRASH, TIMEOUT judge no output) */
     double used;                      /* headroom used (results.used): NaN when not judged or not stored */
     const char *case_id;
+    long long n_checked, n_total;     /* output elements judged, and held, summed over the outputs */
 } ug_db_result_row;
 
 /* Every result of run_id, in no particular order. */

@@ -243,6 +243,8 @@ static void groups_md(const ug_report *r, FILE *f)
                "out.\n\n",
             r->primary[0] ? "the run's `--primary` standard" : "each op's primary standard", r->total.skip,
             r->total.cert_judged);
+    fprintf(f, "Judged: %lld of %lld output elements (every element by default; `--sample N` or a case over the "
+               "case memory budget judges a sample).\n\n", r->elems_judged, r->elems_total);
     if (r->regressions)
         fprintf(f, "Cases include %ld regression cases found by fuzzing (corpus/found/, origin fuzz) beside the plan's.\n\n",
                 r->regressions);

@@ -93,6 +93,8 @@ static int add_result(const ug_db_result_row *row, void *ctx)
     r->seconds_kernel += row->kernel_ms / 1e3;
     r->seconds_oracle += row->oracle_ms / 1e3;
     r->regressions += row->fuzz;
+    r->elems_judged += row->n_checked;
+    r->elems_total += row->n_total;
     if (row->has_max_ulp || row->nonfinite > 0) {
         int b = ulp_bucket(row->max_ulp, row->nonfinite > 0);
         r->ulp_hist[op][b]++;

@@ -59,6 +59,7 @@ static void write_head(const ug_report *r, FILE *f)
         ug_xml_escape_clean(f, parts[i][1]);
     }
     fprintf(f, "; kernel %.1f s, oracle %.1f s", r->seconds_kernel, r->seconds_oracle);
+    fprintf(f, "; judged %lld of %lld output elements", r->elems_judged, r->elems_total);
     if (r->primary[0]) {
         fprintf(f, "; every outcome decided by <b>");
         ug_xml_escape_clean(f, r->primary);

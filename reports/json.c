@@ -210,6 +210,9 @@ void ug_report_write_json_run(const ug_report *r, const ug_run_record *run, FILE
     cJSON *secs = cJSON_AddObjectToObject(j, "seconds");
     add_num(secs, "kernel", r->seconds_kernel);
     add_num(secs, "oracle", r->seconds_oracle);
+    cJSON *elems = cJSON_AddObjectToObject(j, "elements"); /* what the verdicts rest on */
+    cJSON_AddNumberToObject(elems, "judged", (double)r->elems_judged);
+    cJSON_AddNumberToObject(elems, "total", (double)r->elems_total);
     cJSON *groups = cJSON_AddObjectToObject(j, "groups");
     for (int g = 0; g < UG_GROUP_COUNT; g++)
         if (r->group[g].cases) cJSON_AddItemToObject(groups, ug_group_name((ug_group)g), tally_json(&r->group[g]));

@@ -75,6 +75,7 @@ typedef struct ug_report {
     char closest_case[UG_OP_COUNT][UG_ID_LEN + 1];
     long regressions; /* cases of origin fuzz (corpus/found/) among total */
     double seconds_kernel, seconds_oracle;
+    long long elems_judged, elems_total; /* output elements the verdicts rest on, of all the outputs hold */
     ug_failure_list failures; /* every failing case, most severe first (reports/failures.h) */
     int top;                  /* how many of them the writers list */
     /* Against the last like-for-like run (same plan hash, selection, backend, sample and standard:

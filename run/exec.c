@@ -187,6 +187,15 @@ static void describe_failure(ug_result *r)
     }
 }
 
+/* Whether judging case c on every element fits the case memory budget. */
+static int full_check_fits(const ug_case *c)
+{
+    ug_case_memory m;
+    char err[256];
+    return ug_case_memory_estimate(c->def, &c->params, c->spec.dtype, &m, err, sizeof err) == 0 &&
+           ug_case_memory_full_check_fits(&m);
+}
+
 /* Exact verdicts near the budget: a case judged on a sample whose checked elements come
  * within UG_RECHECK_MARGIN of an output's per-element tolerance (or miss it, or differ in a
  * code or a NaN/Inf) is judged again on every element, so its verdict is the one
@@ -201,17 +210,19 @@ static int needs_recheck(const ug_case *c, const ug_exec_opts *o, const ug_resul
     for (int k = 0; k < r->n_out; k++)
         if (r->out[k].m.n < c->out[ug_case_judged_tensor(c, k)].numel && r->out[k].margin > UG_RECHECK_MARGIN)
             near = 1;
-    if (!near) return 0;
-    ug_case_memory m;
-    char err[256];
-    return ug_case_memory_estimate(c->def, &c->params, c->spec.dtype, &m, err, sizeof err) == 0 &&
-           ug_case_memory_full_check_fits(&m);
+    return near && full_check_fits(c);
 }
 
 static int judge_once(ug_case *c, const ug_exec_opts *o, ug_result *r, ug_exec_detail *detail);
 
-int ug_exec_judge(ug_case *c, const ug_exec_opts *o, ug_result *r, ug_exec_detail *detail)
+/* Every element (sample 0) where that fits the case memory budget; a case too large for it
+ * is judged on UG_SAMPLE_PARTIAL elements an output (its metrics show n_checked < n_total)
+ * and, near a tolerance, not judged again (needs_recheck). */
+int ug_exec_judge(ug_case *c, const ug_exec_opts *o_in, ug_result *r, ug_exec_detail *detail)
 {
+    ug_exec_opts fit = *o_in;
+    const ug_exec_opts *o = &fit;
+    if (!fit.selection && fit.oracle.sample == 0 && !full_check_fits(c)) fit.oracle.sample = UG_SAMPLE_PARTIAL;
     int rc = judge_once(c, o, r, detail);
     if (rc || r->outcome == UG_OUT_ERROR || !needs_recheck(c, o, r)) return rc;
     if (detail) { /* the first judgement's values give way to the full one's */

@@ -16,6 +16,13 @@ void ug_sweep_summary_count(ug_sweep_summary *s, int op, const ug_result *r)
     s->oracle_mpfr += r->n_fallback;
     s->oracle_raised += r->n_raised;
     s->oracle_unsettled += r->n_unsettled;
+    int sampled = 0;
+    for (int k = 0; k < r->n_out; k++) {
+        s->elems_judged += r->out[k].m.n;
+        s->elems_total += r->out[k].m.n_total;
+        sampled |= r->out[k].m.n < r->out[k].m.n_total;
+    }
+    s->n_sampled += (size_t)sampled;
     s->compute_s += (r->kernel_ms + r->oracle_ms) / 1e3;
 }
 
@@ -57,6 +64,10 @@ void ug_sweep_print_summary(const ug_sweep_summary *s, FILE *f)
         if (s->per_op_cases[op])
             fprintf(f, "  %-38s %5zu/%-5zu pass (%.1f%%)\n", ug_op_name(op), s->per_op_pass[op], s->per_op_cases[op],
                     100.0 * (double)s->per_op_pass[op] / (double)s->per_op_cases[op]);
+    if (s->elems_total) /* how much of the outputs the verdicts rest on */
+        fprintf(f, "  judged %llu of %llu output elements (%.3g%%); %zu of the cases on a sample (--sample N, or every "
+                   "element over the case memory budget)\n", s->elems_judged, s->elems_total,
+                100.0 * (double)s->elems_judged / (double)s->elems_total, s->n_sampled);
     if (s->oracle_raised) /* Ziv's strategy (docs/STANDARDS.md): shown only when it acted */
         fprintf(f, "  oracle: %lu elements settled by MPFR, %lu of them at raised precision, %lu not settled at %d "
                    "bits\n", s->oracle_mpfr, s->oracle_raised, s->oracle_unsettled, UG_ORACLE_PREC_MAX);

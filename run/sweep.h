@@ -55,6 +55,8 @@ typedef struct {
     size_t per_op_cases[UG_OP_COUNT], per_op_pass[UG_OP_COUNT];
     unsigned long selfcheck_elems, selfcheck_mismatch;
     unsigned long oracle_mpfr, oracle_raised, oracle_unsettled; /* exact fallback: elements, raised, not settled */
+    unsigned long long elems_judged, elems_total; /* output elements judged, of all the judged outputs hold */
+    size_t n_sampled;              /* cases judged on a sample (--sample N, or over the case memory budget) */
     double seconds;
     double parent_cpu_s;           /* CPU time of the parent (dispatch + database) */
     double compute_s;              /* the cases' kernel + oracle time, summed over the workers */

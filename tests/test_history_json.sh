@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 command -v python3 >/dev/null || { echo "skipped: no python3"; exit 77; }
 db=$T/h.db
-expect_status 0 ug sweep --op attn_softmax --limit 6 --db "$db" --quiet
+expect_status 0 ug sweep --op attn_softmax --limit 6 --sample 512 --db "$db" --quiet
 expect_status 0 ug sweep --op attn_softmax --limit 4 --primary certified --sample all --db "$db" --quiet
 rev=$(ug --version | sed -n 's/.*(git \([^,]*\),.*/\1/p')
 [ -n "$rev" ] && ok || bad "no git revision in --version"

@@ -61,7 +61,7 @@ bad, con = sys.argv[2], sqlite3.connect(sys.argv[3])
 assert d["format"] == "ulpgym-report/1" and d["run_id"] == 2, d["format"]
 run = con.execute("select plan_hash, backend, git_rev, host, started_at from runs where run_id = 2").fetchone()
 assert (d["plan_hash"], d["backend"], d["git_rev"], d["host"], d["started_at"]) == run, run
-assert d["options"]["sample"] == 512 and d["options"]["seed"] is None and d["options"]["no_regressions"] is True
+assert d["options"]["sample"] == 0 and d["options"]["seed"] is None and d["options"]["no_regressions"] is True
 c = d["changes"]
 assert c["compared_run"] == 1 and c["counts"]["new_failures"] == 1 and c["counts"]["unchanged"] == 2, c["counts"]
 nf = c["new_failures"][0]

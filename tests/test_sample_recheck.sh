@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# test_sample_recheck.sh — verdicts near the budget are exact: a case judged on the default
-# sample (512 elements per output) whose checked elements come within half of an output's
+# test_sample_recheck.sh — sampled verdicts near the budget are exact: a case judged on a
+# sample (--sample 512, as a case over the case memory budget is) whose checked elements come within half of an output's
 # tolerance (or beyond it, or differ in a code or a NaN/Inf) is re-checked on every element
 # (run/exec.c), so its verdict is the one `--sample all` gives and its metrics say so
 # (n_checked = n_total). Shown on the first 3 plan cases of every op (its required cases:

@@ -302,7 +302,7 @@ class Case:
               recorder: Any = None) -> Verdict:
         """Judges outputs (see set_outputs; None: those already set) exactly as a sweep judges a
         kernel's: the same metrics, standards and outcome. sample: N or "all" elements checked
-        per output (default 512); primary: the numeric standard deciding the outcome (default
+        per output (default every one); primary: the numeric standard deciding the outcome (default
         the op's own). With a recorder (or self.recorder) the case is stored in its run and
         verdict.triage is the paste-ready triage command."""
         recorder = recorder if recorder is not None else self.recorder

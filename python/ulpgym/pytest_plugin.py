@@ -49,7 +49,7 @@ def pytest_addoption(parser: Any) -> None:
     g.addoption("--ulpgym-db", default=None,
                 help="the database the session's run is recorded into (default: results.db in pytest's cache)")
     g.addoption("--ulpgym-run", default="pytest", help="the recorded run's name (default pytest)")
-    g.addoption("--ulpgym-sample", default=None, help="elements checked per output: N or all (default 512)")
+    g.addoption("--ulpgym-sample", default=None, help="elements checked per output: N or all (default all)")
     g.addoption("--ulpgym-primary", default=None, help="the standard deciding each outcome (default: the op's own)")
 
 

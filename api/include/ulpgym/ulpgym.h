@@ -101,7 +101,7 @@ int ulpgym_case_set_output(ulpgym_case *c, int k, const void *data, size_t nbyte
 int ulpgym_case_set_status(ulpgym_case *c, int unsupported, const char *reason, char **err);
 /* Judges the outputs set, exactly as a sweep judges a kernel's (the same metrics, standards
  * and outcome). opts_json (NULL: defaults) may hold "sample": N or "all" (elements checked per
- * output, default 512, a case near a tolerance re-checked on every element) and "primary": a
+ * output, default every one; a sampled case near a tolerance is re-checked on every element) and "primary": a
  * numeric standard deciding the outcome instead of the op's own (as `sweep --primary`).
  * Returns the verdict: {"case_id","op","dtype","verdict","primary_standard","message",
  * "figure" (what decided it, one line), "standards":{name: PASS|FAIL|NA},
@@ -121,7 +121,7 @@ typedef struct ulpgym_recorder ulpgym_recorder;
  *              (case.json + outputs/<name>.npy), so `ulpgym triage ID` rejudges them later;
  *              default DB_DIR/<db file name>-outputs/run-<run id>
  *   "primary"  the standard that decided the cases (recorded with the run; default: each op's own)
- *   "sample"   the sample the judgements used (recorded; default 512; 0 = all)
+ *   "sample"   the sample the judgements used (recorded; default 0 = all)
  *   "command"  the command line to record (default "python")
  * NULL with a message when the database cannot be opened or is not a ulpgym database. */
 ulpgym_recorder *ulpgym_recorder_open(const char *opts_json, char **err);
