@@ -61,6 +61,7 @@ typedef struct {
     size_t T, S;
     ug_mlaq_qouts qo, ko;
     ug_num *row, *sq; /* [max(Lq, Lkv+dr)], [max(Lq, Lkv)] */
+    unsigned char *settled; /* [max(Lq, Lkv)]: the row's values every correct device holds (the tie rule) */
     double *codes;    /* one token's kernel codes [Lq] */
     size_t *heads, *col0; /* [N]: a token's heads with a selected q element, their first w_uq columns */
     int32_t *acc;     /* [N*(dn+dr)]: the int dots' partial sums */
@@ -109,8 +110,10 @@ static void token_quant(mlaq_ctx *k, const ug_case *c, ug_ar *ar, const ug_selec
     size_t Lq = k->in.Lq;
     if (!quant_wanted(k, sel, t)) return;
     size_t mark = ug_ar_mark(ar);
-    ug_mlaq_cq(ar, &k->in, t, k->bq ? k->bdq + (t - k->blk0) * Lq : NULL, k->row, k->sq);
-    ug_mlaq_quant_emit(c, ar, sel, &k->qo, k->row, Lq, t * Lq, t);
+    const ug_mlaq_in *m = &k->in;
+    ug_mlaq_cq(ar, m, t, k->bq ? k->bdq + (t - k->blk0) * Lq : NULL, k->row, k->sq, k->settled);
+    ug_mlaq_tie tie = {k->settled, m->x + t * m->h, m->wdq, m->h, Lq, Lq};
+    ug_mlaq_quant_emit(c, ar, sel, &k->qo, k->row, Lq, t * Lq, t, &tie);
     ug_ar_release(ar, mark);
 }
 
@@ -237,12 +240,13 @@ static void slot_written(mlaq_ctx *k, const ug_case *c, ug_ar *ar, const ug_sele
 {
     const ug_mlaq_in *m = &k->in;
     size_t Lkv = m->Lkv, g = m->group, G = Lkv / g, dr = m->dr, b, e, mark = ug_ar_mark(ar);
-    ug_mlaq_kv(ar, m, t, k->bkv ? k->bdkv + (t - k->blk0) * (Lkv + dr) : NULL, k->row, k->sq);
+    ug_mlaq_kv(ar, m, t, k->bkv ? k->bdkv + (t - k->blk0) * (Lkv + dr) : NULL, k->row, k->sq, k->settled);
     for (size_t gi = 0; gi < G; gi++) {
         size_t base = s * Lkv + gi * g;
+        ug_mlaq_tie tie = {k->settled + gi * g, m->x + t * m->h, m->wdkv, m->h, Lkv + dr, Lkv};
         if (any_sel(sel, O_KC, base, base + g) || any_sel(sel, O_KS, s * G + gi, s * G + gi + 1) ||
             any_sel(sel, k->ko.view, base, base + g))
-            ug_mlaq_quant_emit(c, ar, sel, &k->ko, k->row + gi * g, g, base, s * G + gi);
+            ug_mlaq_quant_emit(c, ar, sel, &k->ko, k->row + gi * g, g, base, s * G + gi, &tie);
     }
     ug_mlaq_sel_range(sel, O_KR, s * dr, (s + 1) * dr, &b, &e);
     for (; b < e; b++)
@@ -323,6 +327,7 @@ int ug_mlaq_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     size_t nrow = k.in.Lq > k.in.Lkv + k.in.dr ? k.in.Lq : k.in.Lkv + k.in.dr;
     if (k.in.dn + k.in.dr > nrow) nrow = k.in.dn + k.in.dr;
     k.row = malloc(2 * nrow * sizeof *k.row);
+    k.settled = malloc(nrow);
     k.codes = malloc(k.in.Lq * sizeof *k.codes);
     size_t nq = k.in.N * (k.in.dn + k.in.dr);
     k.heads = malloc(2 * k.in.N * sizeof *k.heads), k.acc = malloc(nq * sizeof *k.acc), k.dot = malloc(nq * sizeof *k.dot);
@@ -338,7 +343,7 @@ int ug_mlaq_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     k.brow = k.bterms ? k.bterms + TOKEN_BLOCK : NULL;
     k.bwant = malloc(TOKEN_BLOCK * k.in.N);
     k.blkn = 0, k.bqry = 0;
-    int rc = k.row && k.codes && k.heads && k.acc && k.dot && writer && want && k.bdq && k.bterms && k.bwant ? 0 : -1;
+    int rc = k.row && k.settled && k.codes && k.heads && k.acc && k.dot && writer && want && k.bdq && k.bterms && k.bwant ? 0 : -1;
     if (!rc) {
         k.col0 = k.heads + k.in.N;
         k.sq = k.row + nrow;
@@ -358,7 +363,7 @@ int ug_mlaq_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
         }
         untouched_slots(&k, c, ar, sel, writer, want);
     }
-    free(k.row), free(k.codes), free(k.heads), free(k.acc), free(k.dot), free(writer), free(want), free(k.bdq);
+    free(k.row), free(k.settled), free(k.codes), free(k.heads), free(k.acc), free(k.dot), free(writer), free(want), free(k.bdq);
     free(k.bterms), free(k.bwant);
     return rc;
 }

@@ -4,6 +4,7 @@
  * q_b_proj are cast to bf16, the scales are fp32; they are spec roundings (ug_round). */
 #include "oracles/prolog/mla_prolog_quant_core.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -24,42 +25,107 @@ void ug_mlaq_sel_range(const ug_selection *sel, int o, size_t lo, size_t hi, siz
     while (*e < sel->n[o] && sel->idx[o][*e] < hi) (*e)++;
 }
 
-/* v[0..n) <- bf16(v*rstd(v)*gamma): the golden's rms_norm on a bf16 row, cast to bf16. */
-static void rmsnorm_bf16(ug_ar *ar, ug_num *v, size_t n, const double *gamma, double eps, ug_num *sq)
+/* Whether every correct device rounds x to the same bf16 as the exact value does: x lies
+ * further than rel*|x| from a bf16 rounding midpoint (then x*(1 +- rel) round alike). */
+static int bf16_settled(double x, double rel)
 {
-    ug_num rstd = ug_mla_rstd(ar, v, n, eps, sq);
-    for (size_t j = 0; j < n; j++) /* rounds: the golden's bf16 norm output */
-        v[j] = ug_round(ar, ug_mul(ar, ug_mul(ar, v[j], rstd), ug_c(ar, gamma[j])), UG_DT_BF16);
+    double r = ug_dtype_round(UG_DT_BF16, x);
+    return isfinite(x) && ug_dtype_round(UG_DT_BF16, x * (1 + rel)) == r && ug_dtype_round(UG_DT_BF16, x * (1 - rel)) == r;
 }
 
-void ug_mlaq_cq(ug_ar *ar, const ug_mlaq_in *m, size_t t, const ug_num *dots, ug_num *cq, ug_num *sq)
+/* v[0..n) <- bf16(v*rstd(v)*gamma): the golden's rms_norm on a bf16 row, cast to bf16;
+ * settled[j] (when given): whether every correct device holds the same bf16 there, given the
+ * same row v. A device's value before that rounding is off by at most about (n/2 + 19)*2^-24
+ * relative (its fp32 sum of squares gamma_n/2 through the root, rsqrt within 4 ulps, eps
+ * and two products); (n + 32)*2^-24 leaves a margin of two. */
+static void rmsnorm_bf16(ug_ar *ar, ug_num *v, size_t n, const double *gamma, double eps, ug_num *sq,
+                         unsigned char *settled)
+{
+    ug_num rstd = ug_mla_rstd(ar, v, n, eps, sq);
+    double rel = ((double)n + 32.0) * 0x1p-24;
+    for (size_t j = 0; j < n; j++) {
+        ug_num pre = ug_mul(ar, ug_mul(ar, v[j], rstd), ug_c(ar, gamma[j]));
+        if (settled) settled[j] = (unsigned char)bf16_settled(ug_v(pre), rel);
+        v[j] = ug_round(ar, pre, UG_DT_BF16); /* rounds: the golden's bf16 norm output */
+    }
+}
+
+void ug_mlaq_cq(ug_ar *ar, const ug_mlaq_in *m, size_t t, const ug_num *dots, ug_num *cq, ug_num *sq,
+                unsigned char *settled)
 {
     if (dots) memcpy(cq, dots, m->Lq * sizeof *cq);
     else ug_dot_d_cols(ar, m->x + t * m->h, m->wdq, m->Lq, m->h, m->Lq, cq);
     for (size_t j = 0; j < m->Lq; j++) cq[j] = ug_round(ar, cq[j], UG_DT_BF16); /* rounds: the golden's bf16 q_a_proj */
-    rmsnorm_bf16(ar, cq, m->Lq, m->gq, m->eps, sq);
+    rmsnorm_bf16(ar, cq, m->Lq, m->gq, m->eps, sq, settled);
 }
 
-void ug_mlaq_kv(ug_ar *ar, const ug_mlaq_in *m, size_t t, const ug_num *dots, ug_num *kv, ug_num *sq)
+void ug_mlaq_kv(ug_ar *ar, const ug_mlaq_in *m, size_t t, const ug_num *dots, ug_num *kv, ug_num *sq,
+                unsigned char *settled)
 {
     size_t w = m->Lkv + m->dr;
     if (dots) memcpy(kv, dots, w * sizeof *kv);
     else ug_dot_d_cols(ar, m->x + t * m->h, m->wdkv, w, m->h, w, kv);
     for (size_t j = 0; j < w; j++) kv[j] = ug_round(ar, kv[j], UG_DT_BF16); /* rounds: the golden's bf16 kv_a_proj */
-    rmsnorm_bf16(ar, kv, m->Lkv, m->gkv, m->eps, sq);
+    rmsnorm_bf16(ar, kv, m->Lkv, m->gkv, m->eps, sq, settled);
 }
 
-/* Emits output o's selected codes among flat indices base + [0, n): v/s, 0 when zero. */
+/* Whether x.w[:, j] is formed exactly by an fp32 sum in any order, blocking or FMA for every
+ * column j in [0, ncols) of w [h, ld]: each product x_i*w_ij is exact in double (bf16 inputs)
+ * and every partial sum is a multiple of the finest product bit 2^m below 2^(m+24), hence
+ * an fp32 number. */
+static int row_sums_exact(const double *x, const double *w, size_t h, size_t ld, size_t ncols)
+{
+    for (size_t j = 0; j < ncols; j++) {
+        double mag = 0;
+        int fine = INT_MAX;
+        for (size_t i = 0; i < h; i++) {
+            double p = x[i] * w[i * ld + j]; /* exact: two bf16 values */
+            if (p == 0) continue;
+            if (!isfinite(p)) return 0;
+            int e;
+            double f = frexp(p, &e); /* the lowest set bit of p: its exponent e - 53 + trailing zeros */
+            long long mant = (long long)ldexp(fabs(f), 53);
+            int low = e - 53;
+            while (!(mant & 1)) mant >>= 1, low++;
+            fine = low < fine ? low : fine;
+            mag += fabs(p);
+        }
+        /* fp32 holds every multiple of 2^fine below 2^(fine+24) when fine >= -149 (its finest
+         * subnormal bit) and the sum stays below 2^127 */
+        if (mag != 0 && (fine < -149 || !(mag < ldexp(1.0, fine + 24)) || !(mag < 0x1p127))) return 0;
+    }
+    return 1;
+}
+
+/* The code value element i of a row is judged against: v/s, or where v/s is exactly k + 1/2
+ * and every correct device holds the same v (t->settled[i], and the row's a = x.W all exact
+ * sums: row_sums_exact, taken once per row into *exact), the code RNE gives (the even one,
+ * saturated): a correct device's fp32 division forms that tie exactly, so a flip there is not
+ * legal (docs/STANDARDS.md "Exact ties"). sd: s's value; NaN: no tie is decided. */
+static ug_num code_value(ug_ar *ar, double v, ug_num s, double sd, const ug_mlaq_tie *t, size_t i, int *exact)
+{
+    double q = v / sd; /* rounds: double; exact when the remainder below is 0 */
+    if (t && t->settled[i] && isfinite(q) && fma(q, sd, -v) == 0.0 && q - floor(q) == 0.5) {
+        if (*exact < 0) *exact = row_sums_exact(t->x, t->w, t->h, t->ld, t->ncols);
+        if (*exact) return ug_c(ar, ug_dtype_round(UG_DT_INT8, q));
+    }
+    return ug_div(ar, ug_c(ar, v), s);
+}
+
+/* Emits output o's selected codes among flat indices base + [0, n): v/s (code_value), 0 when zero. */
 static void codes_emit(ug_ar *ar, const ug_selection *sel, int o, size_t base, size_t n, const ug_num *v, int zero,
-                       ug_num s)
+                       ug_num s, double sd, const ug_mlaq_tie *t, int *exact)
 {
     size_t b, e;
     ug_mlaq_sel_range(sel, o, base, base + n, &b, &e);
-    for (; b < e; b++) ug_ar_emit(ar, o, b, zero ? ug_c(ar, 0.0) : ug_div(ar, v[sel->idx[o][b] - base], s));
+    for (; b < e; b++) {
+        size_t i = sel->idx[o][b] - base;
+        ug_ar_emit(ar, o, b, zero ? ug_c(ar, 0.0) : code_value(ar, ug_v(v[i]), s, sd, t, i, exact));
+    }
 }
 
 void ug_mlaq_quant_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel, const ug_mlaq_qouts *q,
-                        const ug_num *v, size_t n, size_t code_base, size_t scale_idx)
+                        const ug_num *v, size_t n, size_t code_base, size_t scale_idx, const ug_mlaq_tie *tie)
 {
     int finite = 1;
     ug_num amax = ug_c(ar, 0.0);
@@ -74,8 +140,10 @@ void ug_mlaq_quant_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel, co
     int zero = !finite || ug_v(amax) == 0.0; /* the semantics: codes 0 */
     double sk = ug_tload(&c->out[q->scales], scale_idx); /* staged: the kernel's scale */
     ug_num own = zero ? exact : ug_round(ar, exact, UG_DT_FP32); /* rounds: the scale as exported */
-    codes_emit(ar, sel, q->codes, code_base, n, v, zero, sk > 0 && isfinite(sk) ? ug_c(ar, sk) : exact);
-    codes_emit(ar, sel, q->view, code_base, n, v, zero, own);
+    int sk_ok = sk > 0 && isfinite(sk), sums_exact = -1; /* -1: not yet known */
+    codes_emit(ar, sel, q->codes, code_base, n, v, zero, sk_ok ? ug_c(ar, sk) : exact, sk_ok ? sk : NAN, tie,
+               &sums_exact);
+    codes_emit(ar, sel, q->view, code_base, n, v, zero, own, zero ? NAN : ug_v(own), tie, &sums_exact);
 }
 
 void ug_mlaq_q_dots(const ug_mlaq_in *m, const double *codes, const size_t *heads, size_t ng, size_t *col0,

@@ -50,21 +50,35 @@ typedef struct {
 void ug_mlaq_sel_range(const ug_selection *sel, int o, size_t lo, size_t hi, size_t *b, size_t *e);
 
 /* c_q of token t into cq[Lq] (bf16 values, exact in between); sq: scratch of Lq numbers.
- * dots: x[t].W_dq already taken (ug_dot_d_rows, plain arithmetics), or NULL. */
-void ug_mlaq_cq(ug_ar *ar, const ug_mlaq_in *m, size_t t, const ug_num *dots, ug_num *cq, ug_num *sq);
+ * dots: x[t].W_dq already taken (ug_dot_d_rows, plain arithmetics), or NULL. settled
+ * (Lq flags, or NULL): where every correct device rounds c_q to the same bf16, given its
+ * row of bf16(x.W_dq) (the tie rule of ug_mlaq_quant_emit). */
+void ug_mlaq_cq(ug_ar *ar, const ug_mlaq_in *m, size_t t, const ug_num *dots, ug_num *cq, ug_num *sq,
+                unsigned char *settled);
 
 /* kv of token t into kv[Lkv+dr]: kv[:Lkv] = c_kv (bf16 RMSNorm of bf16 kv), kv[Lkv:] = the
  * bf16 k_rope part before RoPE; sq: scratch of Lkv numbers. dots: x[t].W_dkv already taken,
- * or NULL. */
-void ug_mlaq_kv(ug_ar *ar, const ug_mlaq_in *m, size_t t, const ug_num *dots, ug_num *kv, ug_num *sq);
+ * or NULL. settled: Lkv flags as ug_mlaq_cq's, or NULL. */
+void ug_mlaq_kv(ug_ar *ar, const ug_mlaq_in *m, size_t t, const ug_num *dots, ug_num *kv, ug_num *sq,
+                unsigned char *settled);
+
+/* What decides an exact tie of a row's codes: settled flags of the n values (ug_mlaq_cq /
+ * ug_mlaq_kv, offset to the row) and the RMS row's projection x[t] . w[:, 0..ncols) (w [h, ld]),
+ * whose sums must be exact in fp32 for every device to hold the same values. */
+typedef struct {
+    const unsigned char *settled;
+    const double *x, *w;
+    size_t h, ld, ncols;
+} ug_mlaq_tie;
 
 /* DynQuant of v[0..n), whose codes sit at flat indices code_base + [0, n) of q->codes and
  * q->view and whose scale sits at scale_idx of q->scales: emits the selected scale (exact
  * amax/127; NaN for a row with NaN/inf), codes v/scale_kernel (0 for a zero or non-finite
  * row; the exact scale where the kernel's is not positive and finite) and view codes
- * v/fp32(amax/127). */
+ * v/fp32(amax/127). Where v/scale is exactly k + 1/2 and tie (NULL: never) says every
+ * correct device holds that v, the code judged is the even one (no legal flip). */
 void ug_mlaq_quant_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel, const ug_mlaq_qouts *q,
-                        const ug_num *v, size_t n, size_t code_base, size_t scale_idx);
+                        const ug_num *v, size_t n, size_t code_base, size_t scale_idx, const ug_mlaq_tie *tie);
 
 /* The int dots sum_j codes[j]*w_uq[j, n*(dn+dr) + c] of the ng heads n = heads[g] into
  * dot[g*(dn+dr) + c], from the kernel's codes of the token (Lq doubles), in one row-order

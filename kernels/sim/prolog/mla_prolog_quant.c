@@ -20,7 +20,15 @@
 #include "kernels/sim/prolog/mla_prolog_quant_core.h"
 #include "kernels/sim/simlib.h"
 
-typedef enum { MUT_NONE, MUT_SCALE_TENSOR, MUT_GROUP_HALF, MUT_ROPE_SWAP, MUT_EPS_OUTSIDE, MUT_SLOT_BLOCK } mlaq_bug;
+typedef enum {
+    MUT_NONE,
+    MUT_SCALE_TENSOR,
+    MUT_GROUP_HALF,
+    MUT_ROPE_SWAP,
+    MUT_EPS_OUTSIDE,
+    MUT_SLOT_BLOCK,
+    MUT_HALF_AWAY
+} mlaq_bug;
 
 typedef struct {
     size_t T, S, bs, G;
@@ -115,7 +123,7 @@ static void query_quant(mlaq_ctx *k)
     for (size_t t = 0; t < k->T; t++) {
         float amax = ug_mlaq_k_amax(k->cq + t * Lq, Lq, &fin);
         if (k->bug == MUT_SCALE_TENSOR) amax = amax_all, fin = fin_all; /* bug: one scale for every token */
-        float s = ug_mlaq_k_quant(k->cq + t * Lq, Lq, amax, fin, k->codes);
+        float s = ug_mlaq_k_quant(k->cq + t * Lq, Lq, amax, fin, k->codes, k->kb.half_away);
         ug_sim_store(k->q_norm, t * Lq, Lq, k->codes); /* exact: integers */
         ug_sim_store(k->q_scale, t, 1, &s);             /* exact: fp32 */
     }
@@ -187,7 +195,7 @@ int ug_mlaq_k_run(const ulpgym_call *call, char *err, size_t errlen, int bug)
     if (rc) return rc;
     k.bug = (mlaq_bug)bug;
     k.kb = (ug_mlaq_k_bugs){bug == MUT_EPS_OUTSIDE ? UG_MLA_NORM_EPS_OUTSIDE : UG_MLA_NORM_OK, bug == MUT_ROPE_SWAP,
-                            bug == MUT_GROUP_HALF};
+                            bug == MUT_GROUP_HALF, bug == MUT_HALF_AWAY};
     if (ug_mlaq_k_load(&k.w, k.w_dq, k.g_q, k.w_uq, k.s_uq, k.w_uk, k.w_dkv, k.g_kv) || mlaq_alloc(&k)) {
         ug_mlaq_k_free(&k.w);
         return -1;
@@ -216,5 +224,7 @@ const ug_kernel_variant ug_variants_mla_prolog_quant[] = {
     {"mut_eps_outside", "both RMSNorms add eps outside the root: 1/sqrt(mean) + eps", ug_mlaq_k_run, 0, MUT_EPS_OUTSIDE},
     {"mut_slot_next_block", "each token's cache rows are written one block too far (slot + block_size)", ug_mlaq_k_run, 0,
      MUT_SLOT_BLOCK},
+    {"mut_half_away", "codes round a value exactly halfway between two codes away from zero (roundf), not to even",
+     ug_mlaq_k_run, 0, MUT_HALF_AWAY},
     {NULL, NULL, NULL},
 };

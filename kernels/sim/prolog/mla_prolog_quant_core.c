@@ -83,14 +83,15 @@ float ug_mlaq_k_amax(const float *v, size_t n, int *finite)
     return amax;
 }
 
-float ug_mlaq_k_quant(const float *v, size_t n, float amax, int finite, float *q)
+float ug_mlaq_k_quant(const float *v, size_t n, float amax, int finite, float *q, int half_away)
 {
     for (size_t i = 0; i < n; i++) q[i] = 0.0f;
     if (!finite) return NAN;
     if (amax == 0.0f) return 0.0f;
     float scale = amax / 127.0f; /* rounds: fp32 */
     for (size_t i = 0; i < n; i++) {
-        float y = rintf(v[i] / scale);           /* rounds: fp32 quotient, RNE to an integer */
+        float y = half_away ? roundf(v[i] / scale) /* bug: a tie goes away from zero */
+                            : rintf(v[i] / scale); /* rounds: fp32 quotient, RNE to an integer */
         q[i] = fminf(fmaxf(y, -128.0f), 127.0f); /* saturating int8 */
     }
     return scale;
@@ -126,7 +127,7 @@ void ug_mlaq_k_key(const ug_mlaq_k_w *w, const float *x, const float *cs, const 
         int finite, fin_all;
         float amax = ug_mlaq_k_amax(kvbuf + gi * g, bug->half_group ? (g + 1) / 2 : g, &finite); /* bug: half */
         ug_mlaq_k_amax(kvbuf + gi * g, g, &fin_all);
-        scales[gi] = ug_mlaq_k_quant(kvbuf + gi * g, g, amax, finite && fin_all, codes + gi * g);
+        scales[gi] = ug_mlaq_k_quant(kvbuf + gi * g, g, amax, finite && fin_all, codes + gi * g, bug->half_away);
     }
     for (size_t i = 0; i < w->dr; i++) kr[i] = kvbuf[w->Lkv + i];
     ug_mla_rope(kr, cs, sn, w->dr, w->rope_inter ^ bug->rope_swap, 0);

@@ -24,6 +24,7 @@ typedef struct {
     ug_mla_norm_bug norm; /* both RMSNorms */
     int rope_swap;        /* RoPE pairs the other way (half <-> interleaved) */
     int half_group;       /* the c_kv group amax taken over its first half only */
+    int half_away;        /* codes rounded half away from zero (roundf) instead of to even */
 } ug_mlaq_k_bugs;
 
 /* The staged weights of one prolog (fp32 transposed: each output column a contiguous
@@ -53,8 +54,8 @@ void ug_mlaq_k_cq_rows(const ug_mlaq_k_w *w, const float *X, size_t m, float *CQ
 float ug_mlaq_k_amax(const float *v, size_t n, int *finite);
 
 /* DynQuant of v[0..n) with the given amax: codes (integers as fp32) into q, returns the
- * scale (0 for amax 0, NaN when !finite). */
-float ug_mlaq_k_quant(const float *v, size_t n, float amax, int finite, float *q);
+ * scale (0 for amax 0, NaN when !finite); half_away: the mutant's roundf for rintf. */
+float ug_mlaq_k_quant(const float *v, size_t n, float amax, int finite, float *q, int half_away);
 
 /* q_nope_abs and q_rope of head n for m tokens: token r's exact int32 dots codes.w_uq (all
  * N*dq columns, ug_i8_gemm) at dots + r*ldd, its scale scales[r] and cos/sin rows at cs/sn +
