@@ -15,7 +15,8 @@
  * q_norm_scale are the MLA golden's quantised rms_norm_out and its scale; MLA eps 1e-5
  * (both norms), indexer LayerNorm eps 1e-6 with gamma/beta, dense given Hadamards; the
  * check compares qNope, qRope, kv, kr, kScaleCache, q_int8 (atol 2), q_scale, k_int8,
- * k_scale and weights (the declaration's reference_* fields). Primary: pypto. */
+ * k_scale and weights (the declaration's reference_* fields). Primary: certified, as
+ * mla_prolog_quant's (its MLA half's kr_cache rule; certified catches every mutant pypto does). */
 #include <stdio.h>
 
 #include "oracles/oracle.h"
@@ -90,5 +91,5 @@ static int reference_golden(const ug_case *c, const ug_selection *sel, double **
 }
 
 const ug_op_def ug_opdef_mla_indexer_prolog_quant = {
-    .op = UG_OP_MLA_INDEXER_PROLOG_QUANT, .decl.check = check, .build = ug_mlaq_build, .oracle = oracle,
+    .op = UG_OP_MLA_INDEXER_PROLOG_QUANT, .primary = UG_STD_CERTIFIED, .decl.check = check, .build = ug_mlaq_build, .oracle = oracle,
     .geometry = geometry, .scratch = scratch, .reference_golden = reference_golden};

@@ -17,7 +17,10 @@
  * declaration's reference_* fields. Staged rule (docs/STANDARDS.md): the query path after
  * the quantisation continues from the kernel's q_norm and q_norm_scale; codes are judged
  * against the value over the kernel's scale (consistency) and over the oracle's own fp32
- * scale (views). Primary: pypto. */
+ * scale (views). Primary: certified (docs/STANDARDS.md "Which rule carries each op's
+ * precision claim"): a correct kernel's legal bf16 flip of kv moves a kr_cache value past
+ * pypto's 1e-3 rule, which allows no failure in an 80-element cache (plan seed 141421, case
+ * 00219dfde5ebefb2), where certified passes; certified catches every mutant pypto does. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -414,5 +417,5 @@ double ug_mlaq_scratch(const ug_params *P)
 }
 
 const ug_op_def ug_opdef_mla_prolog_quant = {
-    .op = UG_OP_MLA_PROLOG_QUANT, .decl.check = ug_mlaq_check, .build = ug_mlaq_build, .oracle = ug_mlaq_oracle,
+    .op = UG_OP_MLA_PROLOG_QUANT, .primary = UG_STD_CERTIFIED, .decl.check = ug_mlaq_check, .build = ug_mlaq_build, .oracle = ug_mlaq_oracle,
     .geometry = ug_mlaq_geometry, .scratch = ug_mlaq_scratch};
