@@ -44,45 +44,45 @@ expect_status 0 ug case --spec "$spec"
 expect_status 0 ug history --db "$db"
 expect_grep "^ +2 .*sim:mut_bf16_sum" "$T/out"
 
-# --primary certified: every case of the run (and the run itself) records certified as the deciding standard, and
-# the outcome is the certified verdict (attn_softmax has numeric outputs only). The same mutant cases decided by
-# the op's own primary (pypto) pass more often: the figures differ.
+# --primary pypto: every case of the run (and the run itself) records pypto as the deciding standard, and the
+# outcome is the pypto verdict (attn_softmax has numeric outputs only). The same mutant cases decided by the op's
+# own primary (certified) fail more often: the figures differ.
 expect_status 1 ug sweep --op attn_softmax --kernel-variant mut_bf16_sum --limit 20 --db "$db" --quiet \
-    --primary certified
-expect_grep 'every outcome decided by the certified standard \(--primary\)' "$T/out"
-expect_eq "$(sqlite3 "$db" "select primary_standard, count(*) from results where run_id=3 group by 1")" "certified|20" \
-    "--primary certified stored as every case's primary_standard"
-expect_eq "$(sqlite3 "$db" "select primary_standard from runs where run_id=3")" "certified" "--primary kept on the run"
+    --primary pypto
+expect_grep 'every outcome decided by the pypto standard \(--primary\)' "$T/out"
+expect_eq "$(sqlite3 "$db" "select primary_standard, count(*) from results where run_id=3 group by 1")" "pypto|20" \
+    "--primary pypto stored as every case's primary_standard"
+expect_eq "$(sqlite3 "$db" "select primary_standard from runs where run_id=3")" "pypto" "--primary kept on the run"
 expect_eq "$(sqlite3 "$db" "select count(*) from results r join verdicts v using (run_id, case_id)
-                            where r.run_id=3 and v.standard='certified' and r.verdict<>v.verdict")" "0" \
-    "outcome = certified verdict"
+                            where r.run_id=3 and v.standard='pypto' and r.verdict<>v.verdict")" "0" \
+    "outcome = pypto verdict"
 expect_eq "$(sqlite3 "$db" "select primary_standard is null, (select group_concat(distinct primary_standard)
-                            from results where run_id=1) from runs where run_id=1")" "1|pypto" \
+                            from results where run_id=1) from runs where run_id=1")" "1|certified" \
     "a plain sweep: NULL on the run, the op's own primary on its cases"
 n_own=$(sqlite3 "$db" "select sum(b.verdict='PASS') from results a join results b on b.case_id=a.case_id and b.run_id=2
                        where a.run_id=3")
-n_cert=$(sqlite3 "$db" "select sum(verdict='PASS') from results where run_id=3")
-[ "$n_own" -gt "$n_cert" ] && ok || bad "the mutant's cases pass pypto ($n_own) no more often than certified ($n_cert)"
+n_pypto=$(sqlite3 "$db" "select sum(verdict='PASS') from results where run_id=3")
+[ "$n_pypto" -gt "$n_own" ] && ok || bad "the mutant's cases pass pypto ($n_pypto) no more often than certified ($n_own)"
 # triage follows the run's --primary, and its reproduction line carries it
-cert_id=$(sqlite3 "$db" "select a.case_id from results a join results b on b.case_id=a.case_id and b.run_id=2
-                         where a.run_id=3 and a.verdict='FAIL' and b.verdict='PASS' limit 1")
-expect_status 1 ug triage "$cert_id" --db "$db" --run 3
+own_id=$(sqlite3 "$db" "select a.case_id from results a join results b on b.case_id=a.case_id and b.run_id=2
+                        where a.run_id=3 and a.verdict='PASS' and b.verdict='FAIL' limit 1")
+expect_status 0 ug triage "$own_id" --db "$db" --run 3
 expect_grep 'reproduced exactly' "$T/out"
-expect_grep "verdict FAIL \(primary: certified\)" "$T/out"
-expect_grep "reproduce: ([^ ]*/)?ulpgym case --backend 'sim:mut_bf16_sum' --primary certified --spec" "$T/out"
-expect_status 0 ug triage "$cert_id" --db "$db" --run 2
 expect_grep "verdict PASS \(primary: pypto\)" "$T/out"
+expect_grep "reproduce: ([^ ]*/)?ulpgym case --backend 'sim:mut_bf16_sum' --primary pypto --spec" "$T/out"
+expect_status 1 ug triage "$own_id" --db "$db" --run 2
+expect_grep "verdict FAIL \(primary: certified\)" "$T/out"
 # --resume keeps the run's own --primary and refuses another
-expect_status 2 ug sweep --resume 3 --primary pypto --db "$db"
+expect_status 2 ug sweep --resume 3 --primary certified --db "$db"
 expect_grep 'drop .*--primary' "$T/err"
 # (run 3 interrupted: one case lost; a finished run is not resumable)
 lost=$(sqlite3 "$db" "select case_id from results where run_id=3 limit 1")
 sqlite3 "$db" "delete from metrics where run_id=3 and case_id='$lost'; delete from verdicts where run_id=3 and case_id='$lost';
                delete from results where run_id=3 and case_id='$lost'; update runs set status='interrupted' where run_id=3"
 expect_status 0 ug sweep --resume 3 --db "$db" --quiet --fail-on never
-expect_eq "$(sqlite3 "$db" "select primary_standard, resumes, status from runs where run_id=3")" "certified|1|done" \
+expect_eq "$(sqlite3 "$db" "select primary_standard, resumes, status from runs where run_id=3")" "pypto|1|done" \
     "resume keeps --primary"
-expect_eq "$(sqlite3 "$db" "select count(*) from verdicts where run_id=3 and case_id='$lost' and standard='certified'")" 1 \
+expect_eq "$(sqlite3 "$db" "select count(*) from verdicts where run_id=3 and case_id='$lost' and standard='pypto'")" 1 \
     "the resumed case judged again"
 
 rows_before=$(sqlite3 "$db" 'select (select count(*) from runs)||"/"||(select count(*) from results)')

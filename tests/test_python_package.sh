@@ -66,7 +66,7 @@ expect_grep "done +20 +20 +0 .*replay / numpy-kernels" "$T/out"
 ULPGYM_EXAMPLE_BUG=1 expect_status 1 "$VPY" -m pytest -q -o cache_dir="$T/cache" "$EX" "${SEL[@]}"
 cp "$T/out" "$T/bug.txt"
 expect_grep "^[0-9]+ failed, [0-9]+ passed" "$T/bug.txt"
-expect_grep "^case [0-9a-f]{16} (attn_softmax|rms_norm_rope) (bf16|fp16|fp32) FAIL under pypto: .+" "$T/bug.txt"
+expect_grep "^case [0-9a-f]{16} (attn_softmax|rms_norm_rope) (bf16|fp16|fp32) FAIL under certified: .+" "$T/bug.txt"
 expect_grep "^triage: .*ulpgym triage [0-9a-f]{16} --db $T/cache/.*results.db" "$T/bug.txt"
 expect_eq "$(grep -c '^case .* FAIL under ' "$T/bug.txt")" "$(grep -c '^triage: .* triage ' "$T/bug.txt")" \
     "a triage line per failure"

@@ -14,7 +14,8 @@
  * The kernel's bf16 cast of P is its own business (pypto 0.005 / 0.005 leaves room for
  * it). Sequence lengths are a structural int32 input built from the params (an explicit
  * "context_lens" list, else "lens": "full" or "ragged" drawn from the seed); the caches hold
- * `ctx` slots per sequence, of which L_b are live. Primary standard: pypto. */
+ * `ctx` slots per sequence, of which L_b are live. Primary standard: certified (docs/STANDARDS.md);
+ * pypto stays stored. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,5 +103,5 @@ static double scratch(const ug_params *P)
 }
 
 const ug_op_def ug_opdef_gqa_decode_attn = {
-    .op = UG_OP_GQA_DECODE_ATTN, .decl.check = check, .build = build, .oracle = oracle,
+    .op = UG_OP_GQA_DECODE_ATTN, .primary = UG_STD_CERTIFIED, .decl.check = check, .build = build, .oracle = oracle,
     .geometry = ug_gl_attn_geometry, .scratch = scratch};

@@ -17,10 +17,11 @@
  * Reference suite: hicann/pypto-gym tests/ops/glm_v4_5/test_glm_ffn_shared_expert_quant.py:
  * hidden 5120, intermediate 192, b 1 and 2 tokens, x = randn*0.02 - 0.01 (bf16), weights
  * quantised per channel to int8 with bf16 scales; out judged by assert_allclose
- * rtol 2^-7 atol 1e-4 on every element (our rule for out and for a). Primary: pypto.
+ * rtol 2^-7 atol 1e-4 on every element (our rule for out and for a), stored; primary: certified.
  * The stages are written once in glm_moe_oracle_parts.c (the fused MoE ops share them). */
 #include "oracles/moe/glm_moe_oracle_parts.h"
 #include "oracles/oracle.h"
+#include "oracles/verdict.h"
 
 /* Every stage is the shared-expert part's (glm_moe_oracle_parts.c), on this op's outputs. */
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
@@ -46,4 +47,4 @@ static double scratch(const ug_params *P)
 }
 
 const ug_op_def ug_opdef_glm_ffn_shared_expert_quant = {
-    .op = UG_OP_GLM_FFN_SHARED_EXPERT_QUANT, .oracle = oracle, .scratch = scratch};
+    .op = UG_OP_GLM_FFN_SHARED_EXPERT_QUANT, .primary = UG_STD_CERTIFIED, .oracle = oracle, .scratch = scratch};

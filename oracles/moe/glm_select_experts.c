@@ -31,6 +31,7 @@
  * accepts it. The rule is written once in glm_moe_oracle_parts.c (the fused MoE ops share it). */
 #include "oracles/moe/glm_moe_oracle_parts.h"
 #include "oracles/oracle.h"
+#include "oracles/verdict.h"
 
 #define OP "glm_select_experts"
 
@@ -59,6 +60,7 @@ static double scratch(const ug_params *P)
 }
 
 const ug_op_def ug_opdef_glm_select_experts = {.op = UG_OP_GLM_SELECT_EXPERTS,
+                                              .primary = UG_STD_CERTIFIED,
                                               .decl.check = check,
                                               .oracle = oracle,
                                               .geometry = geometry,

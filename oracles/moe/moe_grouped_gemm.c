@@ -16,7 +16,7 @@
  * carry double-precision bounds, so a rounding of a is ambiguous (sent to MPFR) only
  * when a lies within ~1e-15 relative of a bf16 tie.
  * Special values follow the op's semantics text (IEEE on this formula).
- * Primary standard: pypto (docs/STANDARDS.md: moe grouped GEMM 8e-3 / 8e-3). The group_list
+ * Primary standard: certified; pypto (docs/STANDARDS.md: moe grouped GEMM 8e-3 / 8e-3) stays stored. The group_list
  * is structural (built from the seed by params.groups), never drawn from a dist. */
 #include <math.h>
 #include <stdio.h>
@@ -185,4 +185,5 @@ static double scratch(const ug_params *P)
 }
 
 const ug_op_def ug_opdef_moe_grouped_gemm = {
-    .op = UG_OP_MOE_GROUPED_GEMM, .build = build, .oracle = oracle, .geometry = geometry, .scratch = scratch};
+    .op = UG_OP_MOE_GROUPED_GEMM, .primary = UG_STD_CERTIFIED, .build = build, .oracle = oracle, .geometry = geometry,
+    .scratch = scratch};

@@ -166,4 +166,5 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
 static double scratch(const ug_params *P) { return (12 + 8 * SS_ROWS) * (double)ug_p_int(P, "h"); }
 
 const ug_op_def ug_opdef_inplace_add_rmsnorm = {
-    .op = UG_OP_INPLACE_ADD_RMSNORM, .oracle = oracle, .geometry = geometry, .scratch = scratch};
+    .op = UG_OP_INPLACE_ADD_RMSNORM, .primary = UG_STD_CERTIFIED, .oracle = oracle, .geometry = geometry,
+    .scratch = scratch};

@@ -11,7 +11,7 @@
  * (broadcast over the sequence). The oracle reads the stored values either way. Each
  * output is a two-term dot product of exact values: ug_dot_d sums it exactly and the
  * only rounding is the output's; special values follow IEEE rules through it (the semantics
- * text). Primary standard pypto, 1e-4 / 2^-7 (docs/STANDARDS.md). */
+ * text). Primary standard: certified (docs/STANDARDS.md); pypto's 1e-4 / 2^-7 stays stored. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -152,4 +152,5 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
 /* fp16 and bf16 only: a case of another dtype has no dtype for x and is refused. */
 
 const ug_op_def ug_opdef_interleave_rope = {
-    .op = UG_OP_INTERLEAVE_ROPE, .decl.check = check, .build = build, .oracle = oracle, .geometry = geometry};
+    .op = UG_OP_INTERLEAVE_ROPE, .primary = UG_STD_CERTIFIED, .decl.check = check, .build = build, .oracle = oracle,
+    .geometry = geometry};

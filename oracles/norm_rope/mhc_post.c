@@ -9,7 +9,8 @@
  * (mp/cert_inline.h: ug_dot_d's value and bound, no interpreter call per element), and a
  * row selected whole (every row at --sample all) goes through the column form of it
  * (cert_block.h's ug_cv_dot_d_cols: the same value and bound per element, vectorised over the
- * row) and the block emit. Primary standard pypto, 1e-4 / 2^-7 (docs/STANDARDS.md). */
+ * row) and the block emit. Primary standard: certified (docs/STANDARDS.md); pypto's 1e-4 / 2^-7
+ * stays stored. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,4 +109,5 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
 
 /* bf16 only: a case of another dtype has no dtype for x and is refused. */
 
-const ug_op_def ug_opdef_mhc_post = {.op = UG_OP_MHC_POST, .oracle = oracle, .geometry = geometry};
+const ug_op_def ug_opdef_mhc_post = {
+    .op = UG_OP_MHC_POST, .primary = UG_STD_CERTIFIED, .oracle = oracle, .geometry = geometry};

@@ -11,7 +11,8 @@
  * values and bounds as ug_mul and ug_dot_d, no interpreter call per element; the row's
  * rstd stays one engine evaluation). Special values follow IEEE rules through these formulas (the semantics text).
  *
- * Standard: pypto 1e-3 / 1e-3 (docs/STANDARDS.md "rms_norm_rope (fp16)") for both dtypes,
+ * Primary standard: certified (docs/STANDARDS.md "Which rule carries each op's precision claim").
+ * Stored beside it: pypto 1e-3 / 1e-3 (docs/STANDARDS.md "rms_norm_rope (fp16)") for both dtypes,
  * with the default failure budget 0.005. For fp16 one output ulp (<= 2^-10 |g|) is always
  * within rtol, so a correct kernel fails no element; for bf16 one ulp is up to 2^-7 |g|,
  * so an element whose rounding a correct fp32 kernel legitimately flips fails the element
@@ -129,4 +130,5 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
 }
 
 const ug_op_def ug_opdef_rms_norm_rope = {
-    .op = UG_OP_RMS_NORM_ROPE, .decl.check = check, .build = build, .oracle = oracle, .geometry = geometry};
+    .op = UG_OP_RMS_NORM_ROPE, .primary = UG_STD_CERTIFIED, .decl.check = check, .build = build, .oracle = oracle,
+    .geometry = geometry};

@@ -51,7 +51,7 @@ def test_params_have_defaults_and_outputs_are_declared():
     (y,) = c.outputs
     assert (y.name, y.dtype, y.optional) == ("y", c.dtype, False)
     assert y.shape == (c.params["rows"], c.params["cols"])
-    assert c.contract["op"] == "attn_softmax" and c.primary_standard == "pypto"
+    assert c.contract["op"] == "attn_softmax" and c.primary_standard == "certified"
     with pytest.raises(KeyError, match="no output 'z'"):
         c.output("z")
 

@@ -46,7 +46,7 @@ def test_a_failure_shows_the_verdict_and_the_triage_line(pytester, plugin_args, 
     result = run(pytester, plugin_args, body,
                  "--ulpgym-op", "attn_softmax", "--ulpgym-limit", "1", "--ulpgym-db", str(db))
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["case 1d87e89092494289 attn_softmax fp32 FAIL under pypto: *",
+    result.stdout.fnmatch_lines(["case 1d87e89092494289 attn_softmax fp32 FAIL under certified: *",
                                  f"triage: *ulpgym triage 1d87e89092494289 --db {db}*"])
     assert "VerdictFailure" not in result.stdout.str()  # the text, not a traceback
 

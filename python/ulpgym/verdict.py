@@ -70,7 +70,7 @@ class Verdict:
         return "; ".join(shown) or "-"
 
     def line(self) -> str:
-        """One line: "case ID op dtype FAIL under pypto: FIGURE"."""
+        """One line: "case ID op dtype FAIL under STANDARD: FIGURE" (the deciding standard)."""
         return (f"case {self.case_id} {self.op} {self.dtype} {self.outcome} under "
                 f"{self.primary_standard or '-'}: {self.what_decided()}")
 

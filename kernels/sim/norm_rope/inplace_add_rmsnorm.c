@@ -88,8 +88,10 @@ const ug_kernel_variant ug_variants_inplace_add_rmsnorm[] = {
      MUT_EPS_OUTSIDE},
     {"mut_tail_lanes", "the last partial block of 64 is left out of the sum of squares when H % 64 != 0", rms_kernel, 0,
      MUT_TAIL_LANES},
-    {"mut_add_in_dtype", "x1 + x2 kept in the storage dtype: fp16 overflows to inf once |x1 + x2| > 65504 (2^16)",
-     rms_kernel, 1, MUT_ADD_IN_DTYPE},
+    {"mut_add_in_dtype",
+     "x1 + x2 kept in the storage dtype: y and rstd from the rounded sum, and fp16 overflows to inf once "
+     "|x1 + x2| > 65504 (2^16)",
+     rms_kernel, 0, MUT_ADD_IN_DTYPE},
     {"mut_prescale_zero_row", "rstd after pre-scaling by max|x|: an all-zero row gives 0/0 = NaN", rms_kernel, 1,
      MUT_PRESCALE},
     {"legal_seq_fma", "legal: the sum of squares in one sequential fp32 accumulator with fused multiply-adds",
