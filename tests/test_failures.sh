@@ -10,7 +10,8 @@ command -v sqlite3 >/dev/null && command -v python3 >/dev/null || { echo "sqlite
 db="$T/f.db"
 
 # --- the summary of a mutant sweep ---
-expect_status 1 ug sweep --op attn_softmax --kernel-variant mut_bf16_sum --db "$db" --quiet --no-regressions
+# (decided by pypto, whose figures rank by failed / (allowed + 1); attn_softmax's own primary is certified)
+expect_status 1 ug sweep --op attn_softmax --kernel-variant mut_bf16_sum --db "$db" --quiet --no-regressions --primary pypto
 cp "$T/out" "$T/summary"
 n_fail=$(sqlite3 "$db" "select count(*) from results where run_id=1 and verdict not in ('PASS','SKIP')")
 [ "$n_fail" -gt 5 ] && ok || bad "the bf16-sum mutant fails only $n_fail cases: the test proves nothing"
@@ -33,9 +34,11 @@ expect_grep 'reproduced exactly' "$T/out"
 expect_grep 'verdict FAIL' "$T/out"
 
 # --top 0: no list; --top 2: two rows and the rest counted
-expect_status 1 ug sweep --op attn_softmax --kernel-variant mut_bf16_sum --db "$db" --quiet --no-regressions --top 0
+expect_status 1 ug sweep --op attn_softmax --kernel-variant mut_bf16_sum --db "$db" --quiet --no-regressions --top 0 \
+    --primary pypto
 if grep -q 'failing cases' "$T/out"; then bad "--top 0 still lists failures"; else ok; fi
-expect_status 1 ug sweep --op attn_softmax --kernel-variant mut_bf16_sum --db "$db" --quiet --no-regressions --top 2
+expect_status 1 ug sweep --op attn_softmax --kernel-variant mut_bf16_sum --db "$db" --quiet --no-regressions --top 2 \
+    --primary pypto
 expect_eq "$(grep -cE ' triage [0-9a-f]{16} ' "$T/out")" 2 "--top 2"
 expect_grep "^  \($((n_fail - 2)) more: " "$T/out"
 expect_status 2 ug sweep --op attn_softmax --db "$db" --top -1

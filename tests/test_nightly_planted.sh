@@ -76,7 +76,7 @@ assert d["counts"]["new_failures"] == len(want) and d["counts"]["fixed"] == 0 an
 assert d["fixed"] == [] and d["still_failing"] == [], d
 for x in d["new_failures"]:
     assert x["op"] == "attn_softmax" and x["verdict_a"] == "PASS" and x["verdict_b"] != "PASS", x
-    assert x["figure"].startswith("y: ") and "allowed" in x["figure"], x
+    assert x["figure"].startswith("y: ") and "outside the certified bound" in x["figure"], x
     assert (" triage " + x["case_id"] + " --db ") in x["triage"] and " --run 2" in x["triage"], x
     assert "--backend" in x["triage"], x   # a plugin run: triage loads it only when named
     assert x["used_b"] is None or x["used_b"] > 1, x

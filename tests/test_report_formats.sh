@@ -44,7 +44,7 @@ expect_eq "$(grep -m1 -n '^## ' "$T/r.md" | cut -d: -f2-)" "## Since run 1 (like
 expect_grep '\*\*1 new failure\*\*, 0 fixed, 0 still failing, 0 drifting; 2 unchanged' "$T/r.md"
 row=$(sed -n '/^### New failures/,$p' "$T/r.md" | grep -m1 -E '^\| [0-9a-f]{16} ')
 case "$row" in
-"| $bad_id | attn_softmax | fp32 | FAIL | y: "*" checked elements beyond atol "*" | "*" | \`"*"ulpgym triage $bad_id --db "*" --run 2 --backend "*"\` |") ok ;;
+"| $bad_id | attn_softmax | fp32 | FAIL | y: "*" checked elements outside the certified bound "*" | "*" | \`"*"ulpgym triage $bad_id --db "*" --run 2 --backend "*"\` |") ok ;;
 *) bad "md new-failure row: $row" ;;
 esac
 expect_grep "^\| $bad_id \| attn_softmax \| fp32 \| FAIL \| \*\*new\*\* y: " "$T/r.md"
@@ -94,7 +94,7 @@ suite = root.find("testsuite")
 assert suite.get("name") == "GreenLight.attn_softmax" and suite.get("hostname") == host, suite.attrib
 assert suite.get("timestamp") == started.rstrip("Z"), suite.get("timestamp")
 props = {p.get("name"): p.get("value") for p in suite.find("properties")}
-want = {"plan": plan, "plan_hash": plan_hash, "backend": backend, "git_rev": rev, "standard": "pypto", "like_for_like_run": "1"}
+want = {"plan": plan, "plan_hash": plan_hash, "backend": backend, "git_rev": rev, "standard": "certified", "like_for_like_run": "1"}
 assert all(props.get(k) == v for k, v in want.items()) and "seed" not in props, props
 cases = list(root.iter("testcase"))
 first = cases[0]
@@ -199,7 +199,7 @@ PY
 }
 expect_status 0 ug report --db "$db" -o "$T/r.csv"
 csv_check "$db" 2 "$T/r.csv" && ok || bad "csv rows against the database (run 2)"
-expect_grep "^$bad_id,attn_softmax,GreenLight,fp32,y,fp32,\"\[3, 400\]\",.*,FAIL,pypto,[0-9.]+,FAIL," "$T/r.csv"
+expect_grep "^$bad_id,attn_softmax,GreenLight,fp32,y,fp32,\"\[3, 400\]\",.*,FAIL,certified,[0-9.]+,FAIL," "$T/r.csv"
 expect_status 0 ug report --db "$db2" -o "$T/e.csv"
 csv_check "$db2" 1 "$T/e.csv" && ok || bad "csv rows against the database (two outputs)"
 expect_grep '^[0-9a-f]{16},flash_attention_mha,.*,o,fp16,"\[820, 1, 8\]",' "$T/e.csv"

@@ -105,7 +105,7 @@ check(any(h == f"#case-{new}" and "failures" in inside for h, inside in p.hrefs)
 # the triage block: its deciding figure, thresholds, the triage line, the reproduce line
 block = " ".join(p.text.get(f"case-{new}", "").split())
 check(p.ids.get(f"case-{new}") == "article", "no triage block for the new failure")
-for want in (f"triage {new} --db ", " --run 2", "What decided: y: ", "elements beyond", "pypto: thresholds",
+for want in (f"triage {new} --db ", " --run 2", "What decided: y: ", "outside the certified bound", "certified: thresholds",
              "used ", "case --backend ", "--spec "):
     check(want in block, f"the triage block lacks {want!r}: {block[:300]}")
 # the trend keeps 100 % and 80 % apart; one sparkline per op

@@ -6,7 +6,8 @@
 # xmllint; the HTML opens in headless
 # Chromium, whose DOM must hold the report's sections and whose screenshot must be real.
 # The certified pass rate beside the pass rate (history, diff, md/json/html reports) is
-# checked against the verdicts table on a mutant whose pypto and certified rates differ,
+# checked against the verdicts table on a mutant whose pypto and certified rates differ
+# (glm_gate's mut_bf16_acc),
 # swept once as usual and once with `--primary certified`.
 . "$(dirname "$0")/lib.sh"
 db="$T/r.db"
@@ -153,9 +154,10 @@ assert t["pass_rate_certified"] is None and t["certified_judged"] == 0, t' "$T/r
     bad "report json of a run without verdicts: pass_rate_certified null"
 
 # --- the certified pass rate beside the pass rate, against the verdicts table ---
+# (glm_gate: an op pypto decides, whose bf16-accumulator mutant certified fails more often)
 cdb="$T/c.db"
-ug sweep --op attn_softmax --kernel-variant mut_bf16_sum --limit 20 --db "$cdb" --quiet >/dev/null
-ug sweep --op attn_softmax --kernel-variant mut_bf16_sum --limit 20 --db "$cdb" --quiet --primary certified >/dev/null
+ug sweep --op glm_gate --kernel-variant mut_bf16_acc --limit 20 --db "$cdb" --quiet >/dev/null
+ug sweep --op glm_gate --kernel-variant mut_bf16_acc --limit 20 --db "$cdb" --quiet --primary certified >/dev/null
 cq() { sqlite3 "$cdb" "$1"; }
 # what the reports must show, straight from the tables: the outcome's pass rate, and the certified verdict's over
 # the cases it judged (PASS or FAIL; NA and cases without verdicts left out)
@@ -165,7 +167,7 @@ cert_rate() {
         where run_id = $1 and standard = 'certified' and verdict in ('PASS', 'FAIL')"
 }
 p1=$(outcome_rate 1) c1=$(cert_rate 1) p2=$(outcome_rate 2) c2=$(cert_rate 2)
-[ "$p1" != "$c1" ] && ok || bad "mut_bf16_sum: pypto and certified pass rates agree ($p1 %), the test proves nothing"
+[ "$p1" != "$c1" ] && ok || bad "mut_bf16_acc: pypto and certified pass rates agree ($p1 %), the test proves nothing"
 expect_eq "$p2" "$c1" "--primary certified: the outcome's pass rate is the certified one"
 expect_eq "$c2" "$c1" "certified verdicts do not depend on the deciding standard"
 expect_eq "$(cq "select count(*) from verdicts
@@ -176,7 +178,7 @@ expect_status 0 ug history --db "$cdb"
 expect_grep "^ +pass % +cert % +backend / plan$|pass % +cert % +backend / plan$" "$T/out"
 expect_eq "$(awk '$1 == 1 {print $8, $9}' "$T/out")" "$p1% $c1%" "history run 1: pass % and cert %"
 expect_eq "$(awk '$1 == 2 {print $8, $9}' "$T/out")" "$p2% $c2%" "history run 2: pass % and cert %"
-expect_grep "^ +2 .* sim:mut_bf16_sum / [^ ]+ --primary certified$" "$T/out"
+expect_grep "^ +2 .* sim:mut_bf16_acc / [^ ]+ --primary certified$" "$T/out"
 # the two runs decide by different standards: their differing verdicts are neither flaky nor regressions
 expect_grep 'flaky cases .*: none' "$T/out"
 expect_grep 'regressions .*: none' "$T/out"
@@ -199,16 +201,16 @@ expect_grep "^pass rate over the 20 common cases: $p1% -> $p2%; certified $c1% -
 expect_status 0 ug report --db "$cdb" --run 1 --format md
 expect_grep '^\| group \| operators \| cases \| passed \| failed \| other \| pass rate \| certified pass rate \|$' \
     "$T/out"
-expect_grep "^\| GreenLight \| 1 \| 20 \| .* \| $p1 % \| $c1 % \|$" "$T/out"
-expect_grep "^\| GreenLight \| attn_softmax \| 20 \| .* \| $p1 % \| $c1 % \| [^|]* \|$" "$T/out"
+expect_grep "^\| GLM \| 1 \| 20 \| .* \| $p1 % \| $c1 % \|$" "$T/out"
+expect_grep "^\| GLM \| glm_gate \| 20 \| .* \| $p1 % \| $c1 % \| [^|]* \|$" "$T/out"
 expect_status 0 ug report --db "$cdb" --run 2 --format md
-expect_grep "^\| GreenLight \| attn_softmax \| 20 \| .* \| $p2 % \| $c2 % \| [^|]* \|$" "$T/out"
+expect_grep "^\| GLM \| glm_gate \| 20 \| .* \| $p2 % \| $c2 % \| [^|]* \|$" "$T/out"
 expect_grep 'decided by the `certified` standard \(`sweep --primary certified`\)' "$T/out"
 # report json: every tally has pass_rate_certified; the run says which standard decided
 expect_status 0 ug report --db "$cdb" --run 1 --format json -o "$T/c1.json"
 python3 -c 'import json,sys
 d = json.load(open(sys.argv[1]))
-for t in (d["total"], d["groups"]["GreenLight"], d["ops"]["attn_softmax"]):
+for t in (d["total"], d["groups"]["GLM"], d["ops"]["glm_gate"]):
     assert "%.2f" % t["pass_rate_certified"] == sys.argv[2] and "%.2f" % t["pass_rate"] == sys.argv[3], t
     assert t["certified_judged"] == 20, t
 assert d["primary_standard"] is None' "$T/c1.json" "$c1" "$p1" && ok || bad "report json: pass_rate_certified"
