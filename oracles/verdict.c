@@ -171,6 +171,14 @@ void ug_metrics_compute(ug_dtype dt, size_t n, const size_t *idx, size_t n_total
 
 static int is_std_float(ug_dtype dt) { return dt == UG_DT_FP32 || dt == UG_DT_FP16 || dt == UG_DT_BF16; }
 
+int ug_int8_exact_tie(double v, double sd, double *code)
+{
+    double q = v / sd; /* rounds: double; exact when the remainder below is 0 */
+    if (!(isfinite(q) && fma(q, sd, -v) == 0.0 && q - floor(q) == 0.5)) return 0;
+    *code = ug_dtype_round(UG_DT_INT8, q);
+    return 1;
+}
+
 double ug_tie_golden(ug_dtype dt, double a, double g, double gstar, double bound)
 {
     if (!(bound > 0) || !is_std_float(dt) || !isfinite(gstar) || !isfinite(g) || gstar == g || a == g) return g;

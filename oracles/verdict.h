@@ -106,6 +106,12 @@ double ug_tolerance_margin(const ug_judged *j);
  * sum) keeps RNE's even neighbour (docs/STANDARDS.md "Exact ties"). */
 double ug_tie_golden(ug_dtype dt, double a, double g, double gstar, double bound);
 
+/* A quantised code's exact tie: 1 where v/sd is exactly k + 1/2 (a device's one fp32 division
+ * forms such a tie exactly), with *code the int8 code RNE gives it (the even one, saturated);
+ * 0 elsewhere, and always for sd NaN (a scale not known exactly). The caller decides whether
+ * every correct device holds v (docs/STANDARDS.md "Exact ties of quantised codes"). */
+int ug_int8_exact_tie(double v, double sd, double *code);
+
 /* |a - g| / (reference_atol + reference_rtol*|g|) under output rule r's reference rule:
  * above 1, element a is outside it against g; NaN where a or g is not finite (judged as a
  * NaN/Inf mismatch). The judge (run/exec.c) asks it too, to find where a test's own golden

@@ -264,9 +264,8 @@ static int any_selected(const ug_selection *sel, int o, size_t lo, size_t hi)
  * legal (docs/STANDARDS.md "exact ties"). sd NaN: no tie is decided (s is the exact amax/127). */
 static ug_num code_value(ug_ar *ar, double v, ug_num s, double sd)
 {
-    double q = v / sd; /* rounds: double; exact when the remainder below is 0 */
-    if (isfinite(q) && fma(q, sd, -v) == 0.0 && q - floor(q) == 0.5) return ug_c(ar, ug_dtype_round(UG_DT_INT8, q));
-    return ug_div(ar, ug_c(ar, v), s);
+    double code;
+    return ug_int8_exact_tie(v, sd, &code) ? ug_c(ar, code) : ug_div(ar, ug_c(ar, v), s);
 }
 
 /* Emits the selected codes of row `row` (n values v): v/s (code_value), 0 in a zero or non-finite row. */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "oracles/mp/int8_dot.h"
+#include "oracles/verdict.h"
 
 void ug_mlaq_sel_range(const ug_selection *sel, int o, size_t lo, size_t hi, size_t *b, size_t *e)
 {
@@ -104,10 +105,10 @@ static int row_sums_exact(const double *x, const double *w, size_t h, size_t ld,
  * legal (docs/STANDARDS.md "Exact ties"). sd: s's value; NaN: no tie is decided. */
 static ug_num code_value(ug_ar *ar, double v, ug_num s, double sd, const ug_mlaq_tie *t, size_t i, int *exact)
 {
-    double q = v / sd; /* rounds: double; exact when the remainder below is 0 */
-    if (t && t->settled[i] && isfinite(q) && fma(q, sd, -v) == 0.0 && q - floor(q) == 0.5) {
+    double code;
+    if (t && t->settled[i] && ug_int8_exact_tie(v, sd, &code)) {
         if (*exact < 0) *exact = row_sums_exact(t->x, t->w, t->h, t->ld, t->ncols);
-        if (*exact) return ug_c(ar, ug_dtype_round(UG_DT_INT8, q));
+        if (*exact) return ug_c(ar, code);
     }
     return ug_div(ar, ug_c(ar, v), s);
 }
