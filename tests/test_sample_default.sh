@@ -5,6 +5,7 @@
 # N an output (all of a case re-checked near a tolerance, where that fits the budget); a case whose every-element check would not fit the case memory budget is
 # judged on 512 an output (UG_SAMPLE_PARTIAL) instead of being refused or exhausting memory.
 source "$(dirname "$0")/lib.sh"
+command -v sqlite3 >/dev/null && command -v python3 >/dev/null || { echo "sqlite3 or python3 missing: skipped"; exit 77; }
 # two interleave_rope cases: 4,194,304 output elements (96 B each for the full check: 384 MiB)
 # and 256 elements
 cat >"$T/plan.json" <<'EOF'
