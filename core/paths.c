@@ -22,7 +22,7 @@
 #ifndef UG_VERSION
 #define UG_VERSION "0"
 #endif
-#define UG_API_VERSION_TEXT "1" /* ULPGYM_API_VERSION of api/include/ulpgym/ulpgym.h */
+#define UG_API_VERSION_TEXT "1" /* ULPGYM_API_VERSION of include/ulpgym/ulpgym.h */
 
 static int is_file(const char *path)
 {

@@ -1,4 +1,4 @@
-/* test_api.c — libulpgym.so through its public header alone (api/include/ulpgym/ulpgym.h), as a
+/* test_api.c — libulpgym.so through its public header alone (include/ulpgym/ulpgym.h), as a
  * program outside ulpgym uses it: plan listing and its refusals, a case by ID prefix, the
  * engine's element conversions on known bits, a case's tensors and the refusal of outputs that
  * are not of their dtype, judging (FAIL, SKIP) and the recorder's run, files and triage line. */

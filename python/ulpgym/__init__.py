@@ -1,6 +1,6 @@
 """ulpgym: precision fuzzing of AI-accelerator operators against an MPFR oracle, from Python.
 
-A ctypes binding of the engine's C library (libulpgym.so; api/include/ulpgym/ulpgym.h):
+A ctypes binding of the engine's C library (libulpgym.so; include/ulpgym/ulpgym.h):
 list a plan's cases, build each case's inputs bit for bit in this process, hand in the
 outputs your kernel (numpy, torch, torch_npu, ...) computed, and get the verdict under
 every standard, optionally recorded as a ulpgym run (`history`, `triage`). docs/PYTHON.md.

@@ -1,4 +1,4 @@
-"""The ctypes binding of libulpgym.so (api/include/ulpgym/ulpgym.h, API version 1).
+"""The ctypes binding of libulpgym.so (include/ulpgym/ulpgym.h, API version 1).
 
 The library is found (_locate.find_library) and loaded on first use, never at import, so
 `import ulpgym` works without it and the first call that needs it raises
