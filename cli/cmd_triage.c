@@ -15,6 +15,7 @@
 #include "db/query_case.h"
 #include "kernels/replay.h"
 #include "run/exec.h"
+#include "run/result_json.h"
 #include "run/shrink.h"
 
 /* The backend, sample and --primary standard (-1: each op's own) of run (0: the latest run that stored a result for
@@ -208,12 +209,7 @@ static void print_json(const ug_result *r, const ug_exec_detail *d, int nworst, 
             continue;
         }
         cJSON *o = ug_triage_json(r, d, k, nworst);
-        const ug_metrics *m = &r->out[k].m;
-        cJSON_AddNumberToObject(o, "max_ulp", m->max_ulp);
-        cJSON_AddNumberToObject(o, "mean_ulp", m->mean_ulp);
-        cJSON_AddNumberToObject(o, "max_abs", m->max_abs);
-        cJSON_AddNumberToObject(o, "mere", m->mere);
-        cJSON_AddNumberToObject(o, "mare", m->mare);
+        ug_result_metrics_json(o, &r->out[k]);
         cJSON_AddItemToArray(outs, o);
     }
     char *cmd = reproduce_line(backend, primary, spec);

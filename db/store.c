@@ -357,6 +357,23 @@ static int refuse_unwritable(ug_db *db, const char *path, char *err, size_t errl
     return -2;
 }
 
+/* The metrics insert, its columns named from the one list of metric fields (verdict.h). */
+static int prepare_put_metric(ug_db *db, char *err, size_t errlen)
+{
+    char sql[1024];
+    size_t n = (size_t)snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO metrics(run_id, case_id, output, dtype");
+    for (int f = 0; f < ug_metric_nfields && n < sizeof sql; f++)
+        n += (size_t)snprintf(sql + n, sizeof sql - n, ", %s", ug_metric_fields[f].name);
+    for (int f = -4; f < ug_metric_nfields && n < sizeof sql; f++)
+        n += (size_t)snprintf(sql + n, sizeof sql - n, "%s", f == -4 ? ") VALUES (?" : ",?");
+    if (n + 2 >= sizeof sql) {
+        snprintf(err, errlen, "internal: the metrics insert does not fit its buffer");
+        return -1;
+    }
+    snprintf(sql + n, sizeof sql - n, ")");
+    return ug_db_prepare(db, &db->put_metric, sql, err, errlen);
+}
+
 int ug_db_open(const char *path, int mode, ug_db **out, char *err, size_t errlen)
 {
     *out = NULL;
@@ -393,9 +410,7 @@ int ug_db_open(const char *path, int mode, ug_db **out, char *err, size_t errlen
                      "INSERT OR REPLACE INTO results(run_id, case_id, verdict, primary_standard, kernel_ms, oracle_ms,"
                      " oracle_fallbacks, message, oracle_raised, oracle_unsettled, used) VALUES (?,?,?,?,?,?,?,?,?,?,?)", err,
                      errlen) ||
-             ug_db_prepare(db, &db->put_metric,
-                     "INSERT OR REPLACE INTO metrics VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", err,
-                     errlen) ||
+             prepare_put_metric(db, err, errlen) ||
              ug_db_prepare(db, &db->put_verdict, "INSERT OR REPLACE INTO verdicts VALUES (?,?,?,?,?)", err, errlen) ||
              ug_db_prepare(db, &db->put_case,
                      "INSERT OR IGNORE INTO cases(case_id, op, op_group, dtype, spec_json, origin, first_seen)"
@@ -581,45 +596,26 @@ int ug_db_put_case(ug_db *db, const char *case_id, const char *spec_json, const 
     return ug_db_step_done(db, st, err, errlen);
 }
 
-static void bind_real(sqlite3_stmt *st, int i, double v) { sqlite3_bind_double(st, i, v); } /* NaN: NULL */
-
-/* A worst element's index; NULL for an optional output not provided (no element checked). */
-static void bind_index(sqlite3_stmt *st, int i, const ug_output_result *o, size_t idx)
+/* A metric field of output o (verdict.h's ug_metric_fields, the table's column order): a
+ * figure NaN is NULL, and so is a worst element's index where no element was checked (an
+ * optional output not provided). */
+static void bind_metric(sqlite3_stmt *st, int i, const ug_output_result *o, const ug_metric_field *f)
 {
-    if (o->not_provided) sqlite3_bind_null(st, i);
-    else sqlite3_bind_int64(st, i, (sqlite3_int64)idx);
+    double v = ug_metric_value(&o->m, f);
+    if (f->kind == UG_MF_REAL) sqlite3_bind_double(st, i, v); /* NaN: NULL */
+    else if (f->kind == UG_MF_INDEX && o->not_provided) sqlite3_bind_null(st, i);
+    else sqlite3_bind_int64(st, i, (sqlite3_int64)v);
 }
 
 static int put_metrics(ug_db *db, long run_id, const ug_result *r, const ug_output_result *o, char *err, size_t errlen)
 {
     sqlite3_stmt *st = db->put_metric;
-    const ug_metrics *m = &o->m;
     int i = 1;
     sqlite3_bind_int64(st, i++, run_id);
     sqlite3_bind_text(st, i++, r->case_id, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, i++, o->name, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, i++, ug_dtype_name(o->dtype), -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, i++, (sqlite3_int64)m->n);
-    sqlite3_bind_int64(st, i++, (sqlite3_int64)m->n_total);
-    sqlite3_bind_int64(st, i++, (sqlite3_int64)m->n_nonfinite_mismatch);
-    bind_real(st, i++, m->max_abs);
-    bind_index(st, i++, o, m->max_abs_idx);
-    bind_real(st, i++, m->max_rel);
-    bind_index(st, i++, o, m->max_rel_idx);
-    bind_real(st, i++, m->max_ulp);
-    bind_index(st, i++, o, m->max_ulp_idx);
-    bind_real(st, i++, m->mean_ulp);
-    bind_real(st, i++, m->mere);
-    bind_real(st, i++, m->mare);
-    bind_real(st, i++, m->rmse);
-    bind_real(st, i++, m->eb);
-    bind_real(st, i++, m->small_err_ratio);
-    bind_real(st, i++, m->cosine);
-    bind_real(st, i++, m->b_max_abs);
-    bind_real(st, i++, m->b_mere);
-    bind_real(st, i++, m->b_mare);
-    bind_real(st, i++, m->b_rmse);
-    bind_real(st, i++, m->b_small_err_ratio);
+    for (int f = 0; f < ug_metric_nfields; f++) bind_metric(st, i++, o, &ug_metric_fields[f]);
     return ug_db_step_done(db, st, err, errlen);
 }
 
@@ -650,8 +646,8 @@ int ug_db_put_result(ug_db *db, long run_id, const ug_result *r, char *err, size
     sqlite3_bind_text(st, 2, r->case_id, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 3, ug_outcome_name(r->outcome), -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 4, ug_standard_name(r->primary), -1, SQLITE_STATIC);
-    bind_real(st, 5, r->kernel_ms);
-    bind_real(st, 6, r->oracle_ms);
+    sqlite3_bind_double(st, 5, r->kernel_ms); /* NaN: NULL */
+    sqlite3_bind_double(st, 6, r->oracle_ms);
     sqlite3_bind_int64(st, 7, (sqlite3_int64)r->n_fallback);
     ug_db_bind_outside_text(st, 8, r->message);
     sqlite3_bind_int64(st, 9, (sqlite3_int64)r->n_raised);

@@ -3,6 +3,7 @@
 #include "oracles/verdict.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,47 @@ int ug_standard_find(const char *name)
     for (int i = 0; name && i < UG_STD_COUNT; i++)
         if (strcmp(std_table[i].name, name) == 0) return i;
     return -1;
+}
+
+#define UG_MF(field, name, kind) {name, offsetof(ug_metrics, field), kind}
+const ug_metric_field ug_metric_fields[] = {
+    UG_MF(n, "n_checked", UG_MF_COUNT),
+    UG_MF(n_total, "n_total", UG_MF_COUNT),
+    UG_MF(n_nonfinite_mismatch, "nonfinite_mismatch", UG_MF_COUNT),
+    UG_MF(max_abs, "max_abs", UG_MF_REAL),
+    UG_MF(max_abs_idx, "max_abs_index", UG_MF_INDEX),
+    UG_MF(max_rel, "max_rel", UG_MF_REAL),
+    UG_MF(max_rel_idx, "max_rel_index", UG_MF_INDEX),
+    UG_MF(max_ulp, "max_ulp", UG_MF_REAL),
+    UG_MF(max_ulp_idx, "max_ulp_index", UG_MF_INDEX),
+    UG_MF(mean_ulp, "mean_ulp", UG_MF_REAL),
+    UG_MF(mere, "mere", UG_MF_REAL),
+    UG_MF(mare, "mare", UG_MF_REAL),
+    UG_MF(rmse, "rmse", UG_MF_REAL),
+    UG_MF(eb, "eb", UG_MF_REAL),
+    UG_MF(small_err_ratio, "small_err_ratio", UG_MF_REAL),
+    UG_MF(cosine, "cosine", UG_MF_REAL),
+    UG_MF(b_max_abs, "bench_max_abs", UG_MF_REAL),
+    UG_MF(b_mere, "bench_mere", UG_MF_REAL),
+    UG_MF(b_mare, "bench_mare", UG_MF_REAL),
+    UG_MF(b_rmse, "bench_rmse", UG_MF_REAL),
+    UG_MF(b_small_err_ratio, "bench_small_err_ratio", UG_MF_REAL),
+};
+#undef UG_MF
+const int ug_metric_nfields = (int)(sizeof ug_metric_fields / sizeof *ug_metric_fields);
+
+double ug_metric_value(const ug_metrics *m, const ug_metric_field *f)
+{
+    const char *p = (const char *)m + f->offset;
+    return f->kind == UG_MF_REAL ? *(const double *)p : (double)*(const size_t *)p;
+}
+
+void ug_metrics_none(ug_metrics *m, size_t total)
+{
+    memset(m, 0, sizeof *m);
+    m->n_total = total;
+    for (int i = 0; i < ug_metric_nfields; i++)
+        if (ug_metric_fields[i].kind == UG_MF_REAL) *(double *)((char *)m + ug_metric_fields[i].offset) = NAN;
 }
 
 const char *ug_vstate_name(ug_vstate v) { return v == UG_V_PASS ? "PASS" : v == UG_V_FAIL ? "FAIL" : "NA"; }

@@ -66,6 +66,26 @@ typedef struct {
     size_t b_n_small_err;
 } ug_metrics;
 
+/* The stored metric fields, listed once (verdict.c): in the metrics table's column order after
+ * (run_id, case_id, output, dtype), each named as its column and as its key in a judged case's
+ * JSON. The store, the result JSON and an output the kernel did not provide iterate this list. */
+typedef enum {
+    UG_MF_COUNT, /* a count of elements (size_t) */
+    UG_MF_REAL,  /* a figure (double); NaN where nothing was measured, stored as NULL */
+    UG_MF_INDEX  /* a flat element index (size_t); none where no element was checked */
+} ug_metric_kind;
+typedef struct {
+    const char *name;
+    size_t offset; /* offsetof(ug_metrics, the field) */
+    ug_metric_kind kind;
+} ug_metric_field;
+extern const ug_metric_field ug_metric_fields[];
+extern const int ug_metric_nfields;
+/* Field f of m, as a double. */
+double ug_metric_value(const ug_metrics *m, const ug_metric_field *f);
+/* m for an output with no element checked: every count and index 0, every figure NaN, n_total total. */
+void ug_metrics_none(ug_metrics *m, size_t total);
+
 /* What a standard judges: one output's values and metrics. */
 typedef struct {
     const char *name;
@@ -114,7 +134,7 @@ int ug_int8_exact_tie(double v, double sd, double *code);
 
 /* |a - g| / (reference_atol + reference_rtol*|g|) under output rule r's reference rule:
  * above 1, element a is outside it against g; NaN where a or g is not finite (judged as a
- * NaN/Inf mismatch). The judge (run/exec.c) asks it too, to find where a test's own golden
+ * NaN/Inf mismatch). The judge (oracles/judge.c) asks it too, to find where a test's own golden
  * is worth forming. */
 double ug_reference_ratio(const ug_output_rule *r, double a, double g);
 
@@ -126,7 +146,7 @@ ug_vstate ug_standard_judge(int s, const ug_judged *j, char *thr, size_t thrlen)
 /* A judged case, as the store keeps it: per output the metrics, each standard's verdict
  * and the thresholds it applied (JSON text), then the case's verdict per standard and its
  * outcome. Plain data (no pointers), so a sweep worker can ship it through a pipe and the
- * store can write it without knowing how it was computed (run/exec.c fills it). */
+ * store can write it without knowing how it was computed (oracles/judge.c fills it). */
 typedef struct {
     char name[32];
     ug_dtype dtype;

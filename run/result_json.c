@@ -1,22 +1,13 @@
 /* result_json.c — a judged case as JSON (see result_json.h). */
 #include "run/result_json.h"
 
-static void add_metrics(cJSON *o, const ug_metrics *m)
+void ug_result_metrics_json(cJSON *j, const ug_output_result *o)
 {
-    cJSON_AddNumberToObject(o, "n_checked", (double)m->n);
-    cJSON_AddNumberToObject(o, "n_total", (double)m->n_total);
-    cJSON_AddNumberToObject(o, "max_abs", m->max_abs);
-    cJSON_AddNumberToObject(o, "max_abs_index", (double)m->max_abs_idx);
-    cJSON_AddNumberToObject(o, "max_rel", m->max_rel);
-    cJSON_AddNumberToObject(o, "max_ulp", m->max_ulp);
-    cJSON_AddNumberToObject(o, "max_ulp_index", (double)m->max_ulp_idx);
-    cJSON_AddNumberToObject(o, "mean_ulp", m->mean_ulp);
-    cJSON_AddNumberToObject(o, "mere", m->mere);
-    cJSON_AddNumberToObject(o, "mare", m->mare);
-    cJSON_AddNumberToObject(o, "rmse", m->rmse);
-    cJSON_AddNumberToObject(o, "eb", m->eb);
-    cJSON_AddNumberToObject(o, "cosine", m->cosine);
-    cJSON_AddNumberToObject(o, "nonfinite_mismatch", (double)m->n_nonfinite_mismatch);
+    for (int i = 0; i < ug_metric_nfields; i++) {
+        const ug_metric_field *f = &ug_metric_fields[i];
+        if (f->kind == UG_MF_INDEX && o->not_provided) cJSON_AddNullToObject(j, f->name);
+        else cJSON_AddNumberToObject(j, f->name, ug_metric_value(&o->m, f));
+    }
 }
 
 /* The standards that judged output o, each with its verdict and the thresholds it applied. */
@@ -57,7 +48,7 @@ cJSON *ug_result_json(const ug_result *r)
         cJSON_AddStringToObject(o, "name", r->out[k].name);
         cJSON_AddStringToObject(o, "dtype", ug_dtype_name(r->out[k].dtype));
         cJSON_AddBoolToObject(o, "provided", !r->out[k].not_provided);
-        add_metrics(o, &r->out[k].m);
+        ug_result_metrics_json(o, &r->out[k]);
         add_output_standards(o, &r->out[k]);
         cJSON_AddItemToArray(outs, o);
     }

@@ -4,7 +4,9 @@
 # both NA, stored as n_checked 0 and {"provided":false}; the same plugin writing them is
 # judged on them; a replay folder without their files is checked PASS with the same rows
 # and `check` says "not provided", while a missing required file is still refused (exit 2);
-# export marks them optional and `ops show` lists them as optional.
+# export marks them optional and `ops show` lists them as optional. The metric fields are one
+# list: `case --json` shows every column of the metrics table under its name, with the figures
+# the store wrote (null where an output was not provided).
 . "$(dirname "$0")/lib.sh"
 EX=$(dirname "$UG_BIN")/examples
 PLUG=$EX/libulpgym_plugin_sim.so
@@ -60,4 +62,33 @@ expect_status 0 ug ops show flash_attention_mha
 expect_grep "optional \(judged when the kernel writes it.*row max m = max_j s_tj" "$T/out"
 expect_status 0 ug ops show flash_attention_mha --json
 expect_grep '"optional":[[:space:]]*true' "$T/out"
+# 5. the metric fields, one list for the store and the JSON: every column of the metrics table is
+# a key of each output in `case --json`, holding the stored figure (run 1, where M and L were not
+# provided: null figures and indices, n_checked 0)
+if command -v python3 >/dev/null; then
+    id1=$(q "select case_id from results where run_id = 1 order by case_id limit 1")
+    spec1=$(q "select spec_json from cases where case_id = '$id1'")
+    ULPGYM_DROP_OUTPUTS="softmax_max softmax_sum" expect_status 0 ug case --backend "plugin:$DROP" --spec "$spec1" --json
+    cp "$T/out" "$T/case.json"
+    python3 - "$DB" "$id1" "$T/case.json" <<'PY' && ok || bad "case --json metric fields against the stored row"
+import json, math, sqlite3, sys
+db, cid, path = sys.argv[1:]
+con = sqlite3.connect(db)
+cols = [r[1] for r in con.execute("pragma table_info(metrics)")][4:]
+outs = {o["name"]: o for o in json.load(open(path))["outputs"]}
+assert len(cols) >= 21 and len(outs) == 4, (cols, list(outs))
+for name, o in outs.items():
+    row = con.execute("select " + ", ".join(cols) + " from metrics where run_id = 1 and case_id = ? and output = ?",
+                      (cid, name)).fetchone()
+    assert row, name
+    for c, v in zip(cols, row):
+        assert c in o, f"{name}: column {c} missing from the JSON"
+        j = o[c]
+        same = (v is None and j is None) or (v is not None and j is not None and math.isclose(v, j, rel_tol=1e-12))
+        assert same, f"{name}.{c}: stored {v}, JSON {j}"
+    if name.startswith("softmax_"):
+        assert o["provided"] is False and o["n_checked"] == 0 and o["max_abs"] is None and o["max_ulp_index"] is None, o
+print("metric fields:", len(cols), "columns, every one in the JSON of", len(outs), "outputs")
+PY
+fi
 finish
