@@ -65,6 +65,7 @@ static void skip_ws(const char **c)
 
 static double expr(evaluator *e, const char **c);
 static int in_choices(const char *choices, const char *s);
+static int choice_index(const char *choices, const char *s);
 
 /* A list operand: NAME or NAME.q / NAME.k of a pair list. Fills vals/n/stride. */
 static int list_operand(evaluator *e, const char **c, int bare_pairs_ok, const long **vals, size_t *n, size_t *stride)
@@ -315,17 +316,21 @@ static int range_error(const ug_op_decl *d, const ug_param_decl *pd, double x, c
     return -2;
 }
 
-static int in_choices(const char *choices, const char *s)
+/* The position of s in choices ("a|b|c"), or -1. */
+static int choice_index(const char *choices, const char *s)
 {
     size_t n = strlen(s);
-    for (const char *c = choices; c && *c;) {
+    int k = 0;
+    for (const char *c = choices; c && *c; k++) {
         const char *bar = strchr(c, '|');
         size_t len = bar ? (size_t)(bar - c) : strlen(c);
-        if (len == n && strncmp(c, s, n) == 0) return 1;
+        if (len == n && strncmp(c, s, n) == 0) return k;
         c = bar ? bar + 1 : c + len;
     }
-    return 0;
+    return -1;
 }
+
+static int in_choices(const char *choices, const char *s) { return choice_index(choices, s) >= 0; }
 
 /* The JSON item for pd: the given one, or its default made into an item of tree. */
 static const cJSON *item_or_default(ug_params *p, int i, const cJSON *given, char *err, size_t errlen)
@@ -419,6 +424,38 @@ static int derive(ug_params *p, char *err, size_t errlen)
     return 0;
 }
 
+/* The op's typed params (ug_typed_layouts, generated from the same declaration) from the
+ * validated values: the one place they are written. */
+static void fill_typed(ug_params *p)
+{
+    p->layout = NULL;
+    for (const ug_typed_layout *l = ug_typed_layouts; l->op && !p->layout; l++)
+        if (strcmp(l->op, p->decl->op) == 0) p->layout = l;
+    for (const ug_typed_field *f = p->layout ? p->layout->fields : NULL; f && f->name; f++) {
+        unsigned char *at = p->typed + f->offset;
+        int i = param_index(p->decl, p->n, f->name, strlen(f->name));
+        if (f->kind == UG_TF_DERIVED) {
+            int k = derived_index(p, f->name, strlen(f->name));
+            long v = k >= 0 ? (long)p->derived[k] : 0;
+            memcpy(at, &v, sizeof v);
+        } else if (i < 0) {
+            die(p, f->name, "typed param"); /* the generated layout and the declaration disagree */
+        } else if (f->kind == UG_TF_INT) {
+            long v = (long)p->v[i].num;
+            memcpy(at, &v, sizeof v);
+        } else if (f->kind == UG_TF_REAL) {
+            memcpy(at, &p->v[i].num, sizeof p->v[i].num);
+        } else if (f->kind == UG_TF_LIST) {
+            ug_plist l = {p->v[i].list, p->v[i].n};
+            memcpy(at, &l, sizeof l);
+        } else { /* ENUM: the choice's index in the declared list, and its text */
+            int choice = choice_index(p->decl->params[i].choices, p->v[i].str);
+            memcpy(at, &choice, sizeof choice);
+            memcpy(p->typed + f->offset_name, &p->v[i].str, sizeof p->v[i].str);
+        }
+    }
+}
+
 /* ug_params_parse without the canonical text (out->json stays NULL). */
 static int params_read(const ug_op_decl *d, const cJSON *params, ug_params *out, char *err, size_t errlen)
 {
@@ -441,6 +478,7 @@ static int params_read(const ug_op_decl *d, const cJSON *params, ug_params *out,
         out->n = i + 1;
     }
     if (derive(out, err, errlen)) goto fail;
+    fill_typed(out);
     if (d->check && d->check(out, err, errlen)) goto fail;
     return 0;
 oom:
@@ -539,6 +577,12 @@ size_t ug_p_list(const ug_params *p, const char *name, const long **vals)
 }
 
 int ug_p_has(const ug_params *p, const char *name) { return find_param(p, name) >= 0; }
+
+const void *ug_params_typed(const ug_params *p, const char *op)
+{
+    if (!p->layout || strcmp(p->layout->op, op) != 0) die(p, op, "typed params of op");
+    return p->typed;
+}
 
 /* ---- tensors ---- */
 

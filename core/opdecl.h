@@ -95,6 +95,38 @@ typedef struct {
 #define UG_MAX_PARAMS 32
 #define UG_MAX_DERIVED 16
 
+/* Typed params. Each op's declaration also gives a C struct, `ug_<op>_params` (generated
+ * at configure time by cmake/op_params.cmake into op_params.h): a field per declared param
+ * (int: long; fp32 and number: double; enum: the choice as `ug_<op>_<param>` with values
+ * UG_<OP>_<PARAM>_<CHOICE>, and its text as <param>_name; lists: ug_plist) and per derived
+ * size (long). Parsing fills it once, after the values are validated and the derived
+ * sizes computed; `UG_P(op, p)->heads` reads it, so a misspelt param or choice fails the
+ * build instead of aborting at run time. Code shared by ops whose params differ reads by
+ * name (ug_p_int and friends, below). */
+typedef struct {
+    const long *v; /* owned by the ug_params; pair lists hold q0,k0,q1,k1,... */
+    size_t n;      /* elements (pairs for a pair list) */
+} ug_plist;
+/* *vals = l.v; returns l.n (the shape of ug_p_list). */
+static inline size_t ug_plist_get(ug_plist l, const long **vals)
+{
+    *vals = l.v;
+    return l.n;
+}
+typedef enum { UG_TF_INT, UG_TF_REAL, UG_TF_ENUM, UG_TF_LIST, UG_TF_DERIVED } ug_typed_kind;
+typedef struct {
+    const char *name;      /* the declared param or derived size */
+    ug_typed_kind kind;
+    size_t offset;         /* of the field in the op's struct */
+    size_t offset_name;    /* ENUM: of its <param>_name */
+} ug_typed_field;
+typedef struct {
+    const char *op;
+    const ug_typed_field *fields; /* ends with a NULL name */
+} ug_typed_layout;
+extern const ug_typed_layout ug_typed_layouts[]; /* op_params.c (generated); ends with a NULL op */
+#define UG_TYPED_PARAMS_BYTES 1024
+
 typedef struct {
     double num;     /* INT, F32 (already rounded to fp32), NUM */
     const char *str; /* ENUM: borrowed from the params' JSON */
@@ -113,6 +145,8 @@ typedef struct ug_params {
     double derived[UG_MAX_DERIVED];
     char *json; /* owned canonical text */
     cJSON *tree; /* owned: the params object with defaults; strings point into it */
+    const ug_typed_layout *layout; /* the op's typed params; NULL: an op without one */
+    _Alignas(8) unsigned char typed[UG_TYPED_PARAMS_BYTES]; /* its ug_<op>_params, filled by the parse */
 } ug_params;
 
 /* Parses and validates params (a JSON object) against decl: unknown keys, wrong types,
@@ -137,6 +171,9 @@ int ug_p_is(const ug_params *p, const char *name, const char *choice); /* ENUM =
 size_t ug_p_list(const ug_params *p, const char *name, const long **vals);
 /* Whether the op declares a param of that name (code shared by ops whose params differ). */
 int ug_p_has(const ug_params *p, const char *name);
+/* The typed params (op_params.h's UG_P) of p, which must have been parsed for op: a
+ * different op is a programming error and aborts with a message. */
+const void *ug_params_typed(const ug_params *p, const char *op);
 
 /* Evaluates formula over p (params and derived sizes). 0, or -2 with a message. */
 int ug_decl_eval(const ug_params *p, const char *formula, double *out, char *err, size_t errlen);

@@ -23,6 +23,7 @@
 #include "oracles/mp/cert_inline.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
+#include "op_params.h"
 
 /* The params the oracle and the builder use, read from the case's parsed params. */
 typedef struct {
@@ -34,8 +35,9 @@ typedef struct {
 static void read_params(const ug_case *c, softmax_params *p)
 {
     const ug_params *P = &c->params;
-    *p = (softmax_params){ug_p_int(P, "rows"), ug_p_int(P, "cols"), ug_p_num(P, "scale"), ug_p_num(P, "cap"),
-                          ug_p_str(P, "mask")};
+    const ug_attn_softmax_params *params = UG_P(attn_softmax, P);
+    *p = (softmax_params){params->rows, params->cols, params->scale, params->cap,
+                          params->mask_name};
 }
 
 static int masked(const softmax_params *p, uint64_t seed, long r, long j)
@@ -334,7 +336,7 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
 
 /* Scratch for the case memory estimate: one row's arrays in the oracle (z, e, live) and in
  * the sim kernel. */
-static double scratch(const ug_params *P) { return (double)ug_p_int(P, "cols") * (2 * UG_NUM_BYTES + 1 + 8); }
+static double scratch(const ug_params *P) { return (double)UG_P(attn_softmax, P)->cols * (2 * UG_NUM_BYTES + 1 + 8); }
 
 const ug_op_def ug_opdef_attn_softmax = {
     .op = UG_OP_ATTN_SOFTMAX, .primary = UG_STD_CERTIFIED, .build = build, .oracle = oracle, .geometry = geometry,

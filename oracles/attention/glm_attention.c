@@ -29,6 +29,7 @@
 #include "oracles/attention/attn_rows.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
+#include "op_params.h"
 
 #define OP "glm_attention"
 #define GA_MAX_BATCH 64
@@ -41,15 +42,16 @@ typedef struct {
 
 static void read_params(const ug_params *P, ga_params *p)
 {
-    p->batch = (long)ug_p_list(P, "actual_seqs", &p->lens);
-    p->hkv = ug_p_int(P, "heads_kv");
-    p->hq = ug_p_int(P, "heads_q");
-    p->dim = ug_p_int(P, "head_dim");
-    p->bs = ug_p_int(P, "block_size");
-    p->mb = ug_p_int(P, "max_blocks_per_seq");
-    p->nb = ug_p_int(P, "num_blocks");
-    p->sq = ug_p_int(P, "q_per_step");
-    p->scale = ug_p_num(P, "scale");
+    const ug_glm_attention_params *params = UG_P(glm_attention, P);
+    p->batch = (long)ug_plist_get(params->actual_seqs, &p->lens);
+    p->hkv = params->heads_kv;
+    p->hq = params->heads_q;
+    p->dim = params->head_dim;
+    p->bs = params->block_size;
+    p->mb = params->max_blocks_per_seq;
+    p->nb = params->num_blocks;
+    p->sq = params->q_per_step;
+    p->scale = params->scale;
 }
 
 /* What ranges cannot say: heads divide, and the paged checks shared with

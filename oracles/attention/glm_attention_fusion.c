@@ -43,6 +43,7 @@
 #include "oracles/oracle.h"
 #include "oracles/prolog/glm_pre_quant.h"
 #include "oracles/verdict.h"
+#include "op_params.h"
 
 #define OP "glm_attention_fusion"
 #define FU_MAX_BATCH 64
@@ -52,7 +53,7 @@ enum { O_Q, O_K, O_V, O_PROLOG = 8, O_KC = 8, O_VC, O_O };
 /* 0 for the default "-1" (each token's own slot), else the listed slots in *v. */
 static size_t given_slots(const ug_params *P, const long **v)
 {
-    size_t n = ug_p_list(P, "slot_mapping", v);
+    size_t n = ug_plist_get(UG_P(glm_attention_fusion, P)->slot_mapping, v);
     return n == 1 && (*v)[0] == -1 ? 0 : n;
 }
 
@@ -60,8 +61,9 @@ static size_t given_slots(const ug_params *P, const long **v)
 static int check_slots(const ug_params *P, char *err, size_t errlen)
 {
     const long *v;
-    size_t n = given_slots(P, &v), T = (size_t)ug_p_int(P, "tokens");
-    long pool = ug_p_int(P, "num_blocks") * ug_p_int(P, "block_size");
+    const ug_glm_attention_fusion_params *params = UG_P(glm_attention_fusion, P);
+    size_t n = given_slots(P, &v), T = (size_t)params->tokens;
+    long pool = params->num_blocks * params->block_size;
     if (!n) return 0;
     if (n != T)
         return snprintf(err, errlen, "%s: param slot_mapping has %zu entries, tokens (len(actual_seqs)) is %zu", OP,
@@ -83,7 +85,8 @@ static int check_slots(const ug_params *P, char *err, size_t errlen)
 static int check(const ug_params *P, char *err, size_t errlen)
 {
     const long *lens;
-    long batch = (long)ug_p_list(P, "actual_seqs", &lens), hq = ug_p_int(P, "q_heads"), hkv = ug_p_int(P, "kv_heads");
+    const ug_glm_attention_fusion_params *params = UG_P(glm_attention_fusion, P);
+    long batch = (long)ug_plist_get(params->actual_seqs, &lens), hq = params->q_heads, hkv = params->kv_heads;
     int rc = ug_gpq_check(P, OP, err, errlen);
     if (rc) return rc;
     if (batch > FU_MAX_BATCH)
@@ -102,8 +105,9 @@ static int build(ug_case *c, char *err, size_t errlen)
     int rc = ug_gl_attn_build_paged(c, err, errlen);
     if (rc) return rc;
     const long *lens, *given;
-    size_t T = ug_p_list(&c->params, "actual_seqs", &lens), n = given_slots(&c->params, &given);
-    long bs = ug_p_int(&c->params, "block_size"), mb = ug_p_int(&c->params, "max_blocks_per_seq");
+    const ug_glm_attention_fusion_params *params = UG_P(glm_attention_fusion, &c->params);
+    size_t T = ug_plist_get(params->actual_seqs, &lens), n = given_slots(&c->params, &given);
+    long bs = params->block_size, mb = params->max_blocks_per_seq;
     const ug_tensor *bt = ug_case_input(c, "block_tables");
     ug_tensor *sm = ug_case_input_mut(c, "slot_mapping");
     for (size_t t = 0; t < T; t++) {
@@ -138,11 +142,11 @@ static void cache_stage(const ug_case *c, ug_ar *ar, const ug_selection *sel, in
 /* The attention's view: the kernel's own q and the caches it wrote. */
 static ug_gl_paged attention_view(const ug_case *c)
 {
-    const ug_params *P = &c->params;
+    const ug_glm_attention_fusion_params *params = UG_P(glm_attention_fusion, &c->params);
     ug_gl_paged g = {&c->out[O_Q], &c->out[O_KC], &c->out[O_VC], ug_case_input(c, "block_tables"), NULL, 0,
-                     ug_p_int(P, "q_heads"), ug_p_int(P, "kv_heads"), ug_p_int(P, "head_dim"),
-                     ug_p_int(P, "block_size"), ug_p_int(P, "max_blocks_per_seq"), 1, ug_p_num(P, "scale")};
-    g.batch = (long)ug_p_list(P, "actual_seqs", &g.lens);
+                     params->q_heads, params->kv_heads, params->head_dim,
+                     params->block_size, params->max_blocks_per_seq, 1, params->scale};
+    g.batch = (long)ug_plist_get(params->actual_seqs, &g.lens);
     return g;
 }
 
@@ -179,7 +183,7 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
         ug_geom_last_dim(t, (size_t)t->shape[1], 64, g);
         return;
     }
-    size_t R = (size_t)ug_p_int(&c->params, "rotary_dim");
+    size_t R = (size_t)UG_P(glm_attention_fusion, &c->params)->rotary_dim;
     g->rows = (size_t)(t->shape[0] * t->shape[1]), g->cols = (size_t)(t->shape[2] * t->shape[3]);
     g->row_tile = (size_t)t->shape[1], g->col_tile = R / 2;
     const ug_tensor *sm = ug_case_input(c, "slot_mapping");
@@ -200,12 +204,13 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
 static double scratch(const ug_params *P)
 {
     const long *lens;
-    long batch = (long)ug_p_list(P, "actual_seqs", &lens), bs = ug_p_int(P, "block_size");
-    double maxlen = 1, D = (double)ug_p_int(P, "head_dim"), hq = (double)ug_p_int(P, "q_heads");
+    const ug_glm_attention_fusion_params *params = UG_P(glm_attention_fusion, P);
+    long batch = (long)ug_plist_get(params->actual_seqs, &lens), bs = params->block_size;
+    double maxlen = 1, D = (double)params->head_dim, hq = (double)params->q_heads;
     for (long b = 0; b < batch; b++) maxlen = (double)lens[b] > maxlen ? (double)lens[b] : maxlen;
     double span = ((double)((long)maxlen + bs - 1) / (double)bs) * (double)bs;
     return ug_gpq_scratch(P) + 4 * (2 * span * D + 2 * hq * D + (hq + 2) * D * (double)bs + 8 * hq + 4 * (double)bs) +
-           8 * (double)ug_p_int(P, "num_blocks") + 8 * (2 * maxlen + 1) * D + 2 * maxlen * UG_NUM_BYTES + 9 * maxlen +
+           8 * (double)params->num_blocks + 8 * (2 * maxlen + 1) * D + 2 * maxlen * UG_NUM_BYTES + 9 * maxlen +
            ug_gl_paged_reference_golden_scratch((long)maxlen, (long)D);
 }
 

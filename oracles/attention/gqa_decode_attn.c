@@ -24,6 +24,7 @@
 #include "oracles/attention/attn_rows.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
+#include "op_params.h"
 
 /* The params the builder and the oracle use, read from the case's parsed params. */
 typedef struct {
@@ -35,16 +36,17 @@ typedef struct {
 static void read_params(const ug_case *c, gqa_params *p)
 {
     const ug_params *P = &c->params;
-    *p = (gqa_params){ug_p_int(P, "batch"), ug_p_int(P, "heads_kv"), ug_p_int(P, "group"), ug_p_int(P, "dim"),
-                      ug_p_int(P, "ctx"),   ug_p_int(P, "window"),   ug_p_int(P, "q_per_step"),
-                      ug_p_is(P, "lens", "ragged"), ug_p_num(P, "scale")};
+    const ug_gqa_decode_attn_params *params = UG_P(gqa_decode_attn, P);
+    *p = (gqa_params){params->batch, params->heads_kv, params->group, params->dim,
+                      params->ctx,   params->window,   params->q_per_step,
+                      (params->lens == UG_GQA_DECODE_ATTN_LENS_RAGGED), params->scale};
 }
 
 /* Lengths (shared with incre_flash_attention_mla) and a scale still positive in fp32 (size
  * is the case memory budget's). */
 static int check(const ug_params *P, char *err, size_t errlen)
 {
-    if (!(ug_p_num(P, "scale") > 0)) {
+    if (!(UG_P(gqa_decode_attn, P)->scale > 0)) {
         snprintf(err, errlen, "gqa_decode_attn: param scale (positive after rounding to fp32) out of range");
         return -2;
     }
@@ -98,8 +100,9 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
  * the sim kernel; the oracle's score arrays. */
 static double scratch(const ug_params *P)
 {
-    double ctx = (double)ug_p_int(P, "ctx");
-    return 8 * ctx * (double)ug_p_int(P, "dim") + 2 * ctx * UG_NUM_BYTES;
+    const ug_gqa_decode_attn_params *params = UG_P(gqa_decode_attn, P);
+    double ctx = (double)params->ctx;
+    return 8 * ctx * (double)params->dim + 2 * ctx * UG_NUM_BYTES;
 }
 
 const ug_op_def ug_opdef_gqa_decode_attn = {

@@ -24,6 +24,7 @@
 #include "oracles/attention/attn_rows.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
+#include "op_params.h"
 
 /* The params the builder and the oracle use, read from the case's parsed params. */
 typedef struct {
@@ -35,9 +36,10 @@ typedef struct {
 static void read_params(const ug_case *c, mla_params *p)
 {
     const ug_params *P = &c->params;
-    *p = (mla_params){ug_p_int(P, "batch"),   ug_p_int(P, "heads"), ug_p_int(P, "n_kv"), ug_p_int(P, "block_size"),
-                      ug_p_int(P, "ctx"),     ug_p_int(P, "kv_lora"), ug_p_int(P, "rope"), ug_p_int(P, "dk"),
-                      ug_p_int(P, "max_blocks"), ug_p_int(P, "q_per_step"), ug_p_is(P, "lens", "ragged"),
+    const ug_incre_flash_attention_mla_params *params = UG_P(incre_flash_attention_mla, P);
+    *p = (mla_params){params->batch,   params->heads, params->n_kv, params->block_size,
+                      params->ctx,     params->kv_lora, params->rope, params->dk,
+                      params->max_blocks, params->q_per_step, (params->lens == UG_INCRE_FLASH_ATTENTION_MLA_LENS_RAGGED),
                       ug_gl_attn_given_lens(P)};
 }
 
@@ -45,7 +47,8 @@ static void read_params(const ug_case *c, mla_params *p)
  * budget's). */
 static int check(const ug_params *P, char *err, size_t errlen)
 {
-    if (ug_p_int(P, "heads") % ug_p_int(P, "n_kv")) {
+    const ug_incre_flash_attention_mla_params *params = UG_P(incre_flash_attention_mla, P);
+    if (params->heads % params->n_kv) {
         snprintf(err, errlen, "incre_flash_attention_mla: param heads (a multiple of n_kv) out of range");
         return -2;
     }
@@ -145,9 +148,10 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
  * score arrays. */
 static double scratch(const ug_params *P)
 {
-    double ctx = (double)ug_p_int(P, "ctx"), dk = (double)ug_p_int(P, "dk"), b = (double)ug_p_int(P, "batch"),
-           mb = (double)ug_p_int(P, "max_blocks");
-    return 4 * mb * (double)ug_p_int(P, "block_size") * dk + 8 * ((double)ug_p_int(P, "num_blocks") + b + b * mb) +
+    const ug_incre_flash_attention_mla_params *params = UG_P(incre_flash_attention_mla, P);
+    double ctx = (double)params->ctx, dk = (double)params->dk, b = (double)params->batch,
+           mb = (double)params->max_blocks;
+    return 4 * mb * (double)params->block_size * dk + 8 * ((double)params->num_blocks + b + b * mb) +
            8 * (ctx + 1) * dk + 2 * ctx * UG_NUM_BYTES;
 }
 

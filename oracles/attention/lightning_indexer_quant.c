@@ -53,6 +53,7 @@
 #include "oracles/attention/attn_rows.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
+#include "op_params.h"
 
 #define OP "lightning_indexer_quant"
 
@@ -63,13 +64,14 @@ typedef struct {
 
 static void read_params(const ug_params *P, li_params *p)
 {
-    p->batch = (long)ug_p_list(P, "actual_seqs", &p->lens);
-    p->sq = ug_p_int(P, "q_per_step");
-    p->H = ug_p_int(P, "heads");
-    p->Dh = ug_p_int(P, "head_dim");
-    p->k = ug_p_int(P, "topk");
-    p->bs = ug_p_int(P, "block_size");
-    p->mb = ug_p_int(P, "max_blocks_per_seq");
+    const ug_lightning_indexer_quant_params *params = UG_P(lightning_indexer_quant, P);
+    p->batch = (long)ug_plist_get(params->actual_seqs, &p->lens);
+    p->sq = params->q_per_step;
+    p->H = params->heads;
+    p->Dh = params->head_dim;
+    p->k = params->topk;
+    p->bs = params->block_size;
+    p->mb = params->max_blocks_per_seq;
 }
 
 /* The paged checks (pool, table, lengths >= q_per_step); the ranges do the rest (topk >= 1,
@@ -332,7 +334,7 @@ static double scratch(const ug_params *P)
 {
     li_params p;
     read_params(P, &p);
-    double maxE = 1, nb = (double)ug_p_int(P, "num_blocks");
+    double maxE = 1, nb = (double)UG_P(lightning_indexer_quant, P)->num_blocks;
     for (long b = 0; b < p.batch; b++) maxE = (double)p.lens[b] > maxE ? (double)p.lens[b] : maxE;
     double HD = (double)(p.H + 8) * (double)p.Dh, S = (double)p.sq, bs = (double)p.bs + 16;
     double kernel = 4 * (S * HD + 3 * bs * (double)p.Dh + S * (double)p.H * bs + S * maxE + 4 * S * (double)p.H) +

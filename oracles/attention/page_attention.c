@@ -48,6 +48,7 @@
 #include "oracles/attention/flash_attention_common.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
+#include "op_params.h"
 
 #define OP "page_attention"
 #define PA_MAX_BATCH 256
@@ -63,43 +64,45 @@ typedef struct {
 static void read_params(const ug_case *c, pa_params *p)
 {
     const ug_params *P = &c->params;
-    p->batch = (long)ug_p_list(P, "context_lens", &p->ctx);
-    p->hkv = ug_p_int(P, "heads_kv");
-    p->group = ug_p_int(P, "group");
-    p->hq = ug_p_int(P, "heads_q");
-    p->dim = ug_p_int(P, "head_dim");
-    p->bs = ug_p_int(P, "block_size");
-    p->max_blocks = ug_p_int(P, "max_blocks");
-    p->num_blocks = ug_p_int(P, "num_blocks");
-    p->sq = ug_p_int(P, "q_per_step");
-    p->p_tile = ug_p_int(P, "p_tile") ? ug_p_int(P, "p_tile") : p->bs;
-    p->scale = ug_p_num(P, "scale");
+    const ug_page_attention_params *params = UG_P(page_attention, P);
+    p->batch = (long)ug_plist_get(params->context_lens, &p->ctx);
+    p->hkv = params->heads_kv;
+    p->group = params->group;
+    p->hq = params->heads_q;
+    p->dim = params->head_dim;
+    p->bs = params->block_size;
+    p->max_blocks = params->max_blocks;
+    p->num_blocks = params->num_blocks;
+    p->sq = params->q_per_step;
+    p->p_tile = params->p_tile ? params->p_tile : p->bs;
+    p->scale = params->scale;
     if (p->scale == 0.0) p->scale = (float)(1.0 / sqrt((double)p->dim)); /* rounds: fp32 attribute */
 }
 
 static int check(const ug_params *P, char *err, size_t errlen)
 {
-    if (ug_p_int(P, "batch") > PA_MAX_BATCH) {
+    const ug_page_attention_params *params = UG_P(page_attention, P);
+    if (params->batch > PA_MAX_BATCH) {
         snprintf(err, errlen, "%s: param \"context_lens\" has %ld entries, at most %d allowed", OP,
-                 ug_p_int(P, "batch"), PA_MAX_BATCH);
+                 params->batch, PA_MAX_BATCH);
         return -2;
     }
-    if (ug_p_int(P, "num_blocks") > (1L << 24)) { /* block ids are int32; the sim kernel loads them as fp32 */
+    if (params->num_blocks > (1L << 24)) { /* block ids are int32; the sim kernel loads them as fp32 */
         snprintf(err, errlen, "%s: the cache needs %ld blocks, at most 2^24 allowed (block ids exact in fp32)", OP,
-                 ug_p_int(P, "num_blocks"));
+                 params->num_blocks);
         return -2;
     }
     const long *ctx; /* every MTP query row sees at least one token: E = L_b - S_q + 1 + i >= 1 */
-    size_t n = ug_p_list(P, "context_lens", &ctx);
-    long sq = ug_p_int(P, "q_per_step");
+    size_t n = ug_plist_get(params->context_lens, &ctx);
+    long sq = params->q_per_step;
     for (size_t b = 0; b < n; b++)
         if (ctx[b] < sq) {
             snprintf(err, errlen, "%s: param context_lens[%zu] = %ld below q_per_step = %ld (each row needs a token)",
                      OP, b, ctx[b], sq);
             return -2;
         }
-    long pt = ug_p_int(P, "p_tile"), bs = ug_p_int(P, "block_size");
-    if (pt && (!ug_p_is(P, "quant", "fp8") || pt % bs)) {
+    long pt = params->p_tile, bs = params->block_size;
+    if (pt && (params->quant != UG_PAGE_ATTENTION_QUANT_FP8 || pt % bs)) {
         snprintf(err, errlen, "%s: param p_tile = %ld must be 0 or, with quant fp8, a multiple of block_size = %ld", OP,
                  pt, bs);
         return -2;
@@ -150,7 +153,7 @@ typedef struct {
 
 static void read_inputs(const ug_case *c, pa_inputs *in)
 {
-    int fp8 = ug_p_is(&c->params, "quant", "fp8");
+    int fp8 = (UG_P(page_attention, &c->params)->quant == UG_PAGE_ATTENTION_QUANT_FP8);
     in->q = ug_case_input(c, "q"), in->kc = ug_case_input(c, "key_cache"), in->vc = ug_case_input(c, "value_cache");
     in->bt = ug_case_input(c, "block_tables");
     in->qs = fp8 ? ug_case_input(c, "q_scale") : NULL;
@@ -317,12 +320,13 @@ static int reference_golden(const ug_case *c, const ug_selection *sel, double **
 static double scratch(const ug_params *P)
 {
     const long *ctx;
-    size_t n = ug_p_list(P, "context_lens", &ctx);
-    double maxctx = 1, D = (double)ug_p_int(P, "head_dim"), nb = (double)ug_p_int(P, "num_blocks");
+    const ug_page_attention_params *params = UG_P(page_attention, P);
+    size_t n = ug_plist_get(params->context_lens, &ctx);
+    double maxctx = 1, D = (double)params->head_dim, nb = (double)params->num_blocks;
     for (size_t b = 0; b < n; b++) maxctx = (double)ctx[b] > maxctx ? (double)ctx[b] : maxctx;
-    double nq = (double)n * (double)ug_p_int(P, "q_per_step") * (double)ug_p_int(P, "heads_q") * D,
-           ncache = nb * (double)ug_p_int(P, "block_size") * (double)ug_p_int(P, "heads_kv") * D;
-    return 4 * (2 * nq + 2 * ncache + (double)n * (double)ug_p_int(P, "max_blocks")) + 8 * nb +
+    double nq = (double)n * (double)params->q_per_step * (double)params->heads_q * D,
+           ncache = nb * (double)params->block_size * (double)params->heads_kv * D;
+    return 4 * (2 * nq + 2 * ncache + (double)n * (double)params->max_blocks) + 8 * nb +
            8 * (2 * maxctx * D + maxctx + D) + maxctx * (UG_NUM_BYTES + 1) +
            8 * (2 * maxctx * D + D) + 4 * (maxctx + 2 * D); /* the reference golden's */
 }

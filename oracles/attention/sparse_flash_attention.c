@@ -30,6 +30,7 @@
 #include "oracles/attention/attn_rows.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
+#include "op_params.h"
 
 /* The params the builder and the oracle use, read from the case's parsed params. */
 typedef struct {
@@ -43,15 +44,16 @@ typedef struct {
 /* The sequences params.seqlens lists: their count (0 for the default "0"), *seq the pairs. */
 static size_t read_seqlens(const ug_params *P, const long **seq)
 {
-    size_t n = ug_p_list(P, "seqlens", seq);
+    size_t n = ug_plist_get(UG_P(sparse_flash_attention, P)->seqlens, seq);
     return n == 1 && (*seq)[0] == 0 && (*seq)[1] == 0 ? 0 : n;
 }
 
 static void read_params(const ug_case *c, sfa_params *p)
 {
     const ug_params *P = &c->params;
-    *p = (sfa_params){ug_p_int(P, "tokens"), ug_p_int(P, "heads"), ug_p_int(P, "kv_len"), ug_p_int(P, "topk"),
-                      ug_p_int(P, "dk"),     ug_p_int(P, "kv_lora"), ug_p_num(P, "scale"), ug_p_str(P, "pad")};
+    const ug_sparse_flash_attention_params *params = UG_P(sparse_flash_attention, P);
+    *p = (sfa_params){params->tokens, params->heads, params->kv_len, params->topk,
+                      params->dk,     params->kv_lora, params->scale, params->pad_name};
     p->nseq = read_seqlens(P, &p->seq);
 }
 
@@ -86,9 +88,10 @@ static int check_seqlens(const ug_params *P, char *err, size_t errlen)
         }
         sq += seq[2 * b], sk += seq[2 * b + 1];
     }
-    if (n && (sq != ug_p_int(P, "tokens") || sk != ug_p_int(P, "kv_len"))) {
+    const ug_sparse_flash_attention_params *params = UG_P(sparse_flash_attention, P);
+    if (n && (sq != params->tokens || sk != params->kv_len)) {
         snprintf(err, errlen, "sparse_flash_attention: param seqlens sums to %ld:%ld, tokens:kv_len is %ld:%ld", sq,
-                 sk, ug_p_int(P, "tokens"), ug_p_int(P, "kv_len"));
+                 sk, params->tokens, params->kv_len);
         return -2;
     }
     return 0;
@@ -97,7 +100,8 @@ static int check_seqlens(const ug_params *P, char *err, size_t errlen)
 /* topk within kv_len, seqlens consistent (size is the case memory budget's). */
 static int check(const ug_params *P, char *err, size_t errlen)
 {
-    if (ug_p_int(P, "topk") > ug_p_int(P, "kv_len")) {
+    const ug_sparse_flash_attention_params *params = UG_P(sparse_flash_attention, P);
+    if (params->topk > params->kv_len) {
         snprintf(err, errlen, "sparse_flash_attention: param topk (1..kv_len) out of range");
         return -2;
     }
@@ -224,9 +228,10 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
  * row in fp64 and its score arrays. */
 static double scratch(const ug_params *P)
 {
-    double topk = (double)ug_p_int(P, "topk");
-    return 8 * (double)ug_p_int(P, "kv_len") + 12 * topk * (double)ug_p_int(P, "dk") + 2 * topk * UG_NUM_BYTES +
-           8 * (double)ug_p_int(P, "heads");
+    const ug_sparse_flash_attention_params *params = UG_P(sparse_flash_attention, P);
+    double topk = (double)params->topk;
+    return 8 * (double)params->kv_len + 12 * topk * (double)params->dk + 2 * topk * UG_NUM_BYTES +
+           8 * (double)params->heads;
 }
 
 const ug_op_def ug_opdef_sparse_flash_attention = {

@@ -29,10 +29,11 @@
 #include "oracles/delta_rule/delta_rule_ref.h"
 #include "oracles/delta_rule/delta_rule_wy.h"
 #include "oracles/verdict.h"
+#include "op_params.h"
 
 static int check(const ug_params *P, char *err, size_t errlen)
 {
-    long chunk = ug_p_int(P, "chunk");
+    long chunk = UG_P(chunked_gated_delta_rule, P)->chunk;
     if (chunk != 32 && chunk != 64 && chunk != 128) {
         snprintf(err, errlen, "chunked_gated_delta_rule: param \"chunk\" must be 32, 64 or 128");
         return -2;
@@ -43,7 +44,7 @@ static int check(const ug_params *P, char *err, size_t errlen)
 static void geometry(const ug_case *c, int out, ug_geom *g)
 {
     /* chunk borders and the tail chunk are row-tile edges */
-    ug_delta_geometry(c, out, g, (size_t)ug_p_int(&c->params, "chunk"), 32);
+    ug_delta_geometry(c, out, g, (size_t)UG_P(chunked_gated_delta_rule, &c->params)->chunk, 32);
 }
 
 /* The values (EXACT, CERT, and the benchmark's NAIVE) come from the recurrence; the device

@@ -22,6 +22,7 @@
 #include "oracles/moe/glm_moe_oracle_parts.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
+#include "op_params.h"
 
 /* Every stage is the shared-expert part's (glm_moe_oracle_parts.c), on this op's outputs. */
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
@@ -42,7 +43,8 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
  * the oracle's int8 transposes (3Ih) and one row of doubles. */
 static double scratch(const ug_params *P)
 {
-    double h = (double)ug_p_int(P, "hidden"), I = (double)ug_p_int(P, "intermediate");
+    const ug_glm_ffn_shared_expert_quant_params *params = UG_P(glm_ffn_shared_expert_quant, P);
+    double h = (double)params->hidden, I = (double)params->intermediate;
     return 14 * h * I + 4 * (6 * I + 4 * h) + 2 * (h + I) + 8 * (h + I);
 }
 

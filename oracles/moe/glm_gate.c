@@ -25,12 +25,14 @@
 #include "oracles/moe/glm_moe_oracle_parts.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
+#include "op_params.h"
 
 /* Each selected logit: x[t]·W[e], one exact dot product (the gate part, glm_moe_oracle_parts.c). */
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     const ug_params *P = &c->params;
-    size_t h = (size_t)ug_p_int(P, "hidden"), E = (size_t)ug_p_int(P, "experts");
+    const ug_glm_gate_params *params = UG_P(glm_gate, P);
+    size_t h = (size_t)params->hidden, E = (size_t)params->experts;
     gmoe_gate_emit(ar, sel, 0, ug_case_input(c, "x")->values, ug_case_input(c, "w")->values, h, E);
     return 0;
 }
@@ -39,7 +41,8 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 /* Scratch for the case memory estimate: the sim kernel's fp32 copy of w and one row. */
 static double scratch(const ug_params *P)
 {
-    double h = (double)ug_p_int(P, "hidden"), e = (double)ug_p_int(P, "experts");
+    const ug_glm_gate_params *params = UG_P(glm_gate, P);
+    double h = (double)params->hidden, e = (double)params->experts;
     return 4 * (e * h + h + e);
 }
 

@@ -26,6 +26,7 @@
 #include "oracles/moe/glm_moe_oracle_parts.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
+#include "op_params.h"
 
 #define OP "glm_moe_fusion"
 
@@ -69,7 +70,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     gmoe_fused_route_emit(c, ar, sel);
     int o_out = ug_case_judged_find(c, "out");
-    if (ug_p_is(&c->params, "form", "routed")) return routed_emit(c, ar, sel, o_out);
+    if (UG_P(glm_moe_fusion, &c->params)->form == UG_GLM_MOE_FUSION_FORM_ROUTED) return routed_emit(c, ar, sel, o_out);
     return shared_emit(c, ar, sel, o_out);
 }
 
@@ -77,7 +78,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
  * (gmoe_fused_scratch). */
 static double scratch(const ug_params *P)
 {
-    int routed = ug_p_is(P, "form", "routed");
+    int routed = (UG_P(glm_moe_fusion, P)->form == UG_GLM_MOE_FUSION_FORM_ROUTED);
     return gmoe_fused_scratch(P, routed, !routed);
 }
 

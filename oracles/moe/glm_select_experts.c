@@ -32,6 +32,7 @@
 #include "oracles/moe/glm_moe_oracle_parts.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
+#include "op_params.h"
 
 #define OP "glm_select_experts"
 
@@ -55,7 +56,8 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
  * the bias, and its per-token rows. */
 static double scratch(const ug_params *P)
 {
-    double T = (double)ug_p_int(P, "tokens"), E = (double)ug_p_int(P, "experts");
+    const ug_glm_select_experts_params *params = UG_P(glm_select_experts, P);
+    double T = (double)params->tokens, E = (double)params->experts;
     return 4 * (T * E + 4 * E);
 }
 

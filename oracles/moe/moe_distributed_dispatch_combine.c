@@ -24,6 +24,7 @@
 #include "core/philox.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
+#include "op_params.h"
 
 /* The params the oracle and the builder use, read from the case's parsed params. */
 typedef struct {
@@ -33,15 +34,16 @@ typedef struct {
 
 static void read_params(const ug_case *c, moe_params *p)
 {
-    const ug_params *P = &c->params;
-    *p = (moe_params){ug_p_int(P, "tokens"), ug_p_int(P, "hidden"),          ug_p_int(P, "experts"),
-                      ug_p_int(P, "topk"),   ug_p_int(P, "world"),           ug_p_is(P, "wire", "int8"),
-                      ug_p_is(P, "routing", "hot")};
+    const ug_moe_distributed_dispatch_combine_params *params = UG_P(moe_distributed_dispatch_combine, &c->params);
+    *p = (moe_params){params->tokens, params->hidden, params->experts, params->topk, params->world,
+                      params->wire == UG_MOE_DISTRIBUTED_DISPATCH_COMBINE_WIRE_INT8,
+                      params->routing == UG_MOE_DISTRIBUTED_DISPATCH_COMBINE_ROUTING_HOT};
 }
 
 static int check(const ug_params *P, char *err, size_t errlen)
 {
-    long experts = ug_p_int(P, "experts"), topk = ug_p_int(P, "topk"), world = ug_p_int(P, "world");
+    const ug_moe_distributed_dispatch_combine_params *params = UG_P(moe_distributed_dispatch_combine, P);
+    long experts = params->experts, topk = params->topk, world = params->world;
     const char *msg = NULL;
     if (world != 1 && world != 2 && world != 4 && world != 8) msg = "param \"world\" must be 1, 2, 4 or 8";
     else if (experts < world) msg = "param \"experts\" must be in [world, 4096]";
@@ -165,8 +167,9 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
  * x per routed slot) and their ranks. */
 static double scratch(const ug_params *P)
 {
-    double slots = (double)ug_p_int(P, "tokens") * (double)ug_p_int(P, "topk");
-    return 4 * slots * (double)ug_p_int(P, "hidden") + 12 * slots;
+    const ug_moe_distributed_dispatch_combine_params *params = UG_P(moe_distributed_dispatch_combine, P);
+    double slots = (double)params->tokens * (double)params->topk;
+    return 4 * slots * (double)params->hidden + 12 * slots;
 }
 
 const ug_op_def ug_opdef_moe_distributed_dispatch_combine = {

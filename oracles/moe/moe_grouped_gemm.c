@@ -29,6 +29,7 @@
 #include "oracles/mp/cert_inline.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
+#include "op_params.h"
 
 #define MOE_RNG_GROUPS 0x67726f75u /* "grou": the stream that assigns tokens to experts */
 
@@ -41,8 +42,9 @@ typedef struct {
 static void read_params(const ug_case *c, moe_params *p)
 {
     const ug_params *P = &c->params;
-    *p = (moe_params){ug_p_int(P, "tokens"), ug_p_int(P, "experts"), ug_p_int(P, "h"), ug_p_int(P, "inter"),
-                      ug_p_str(P, "groups")};
+    const ug_moe_grouped_gemm_params *params = UG_P(moe_grouped_gemm, P);
+    *p = (moe_params){params->tokens, params->experts, params->h, params->inter,
+                      params->groups_name};
 }
 
 /* Token counts per expert (they sum to T):
@@ -180,8 +182,9 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
  * h x inter arrays) and its row buffers; the oracle's row arrays. */
 static double scratch(const ug_params *P)
 {
-    double h = (double)ug_p_int(P, "h"), inter = (double)ug_p_int(P, "inter");
-    return 16 * h * inter + 4 * (2 * h + inter) + inter * UG_NUM_BYTES + 16 * (double)ug_p_int(P, "experts");
+    const ug_moe_grouped_gemm_params *params = UG_P(moe_grouped_gemm, P);
+    double h = (double)params->h, inter = (double)params->inter;
+    return 16 * h * inter + 4 * (2 * h + inter) + inter * UG_NUM_BYTES + 16 * (double)params->experts;
 }
 
 const ug_op_def ug_opdef_moe_grouped_gemm = {

@@ -13,6 +13,7 @@
 #include "oracles/mp/cert_inline.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
+#include "op_params.h"
 
 /* Output indices: 0 y, 1 x_add, 2 rstd (order of the declaration). */
 static int row_selected(const ug_selection *sel, size_t r, size_t h, size_t *pos)
@@ -115,10 +116,11 @@ static void group_sumsq(const ug_tensor *x1, const ug_tensor *x2, size_t h, size
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     int fast = ug_ar_get_mode(ar) == UG_AR_CERT;
-    long rows = ug_p_int(&c->params, "rows");
-    double eps = ug_p_num(&c->params, "eps"); /* the fp32 value */
+    const ug_inplace_add_rmsnorm_params *params = UG_P(inplace_add_rmsnorm, &c->params);
+    long rows = params->rows;
+    double eps = params->eps; /* the fp32 value */
     const ug_tensor *x1 = ug_case_input(c, "x1"), *x2 = ug_case_input(c, "x2"), *gm = ug_case_input(c, "gamma");
-    size_t h = (size_t)ug_p_int(&c->params, "h"), pos[3] = {0, 0, 0}, group = SIZE_MAX;
+    size_t h = (size_t)params->h, pos[3] = {0, 0, 0}, group = SIZE_MAX;
     int grouped = fast && h > 64 && x1->values && x2->values;
     double *xa4 = malloc((grouped ? SS_ROWS : 1) * h * sizeof *xa4), *xa = xa4;
     ug_num ss4[SS_ROWS];
@@ -163,7 +165,7 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
 
 /* Scratch for the case memory estimate: one row in the sim kernel (3 fp32 arrays) and a
  * group of SS_ROWS rows in the oracle (fp64). */
-static double scratch(const ug_params *P) { return (12 + 8 * SS_ROWS) * (double)ug_p_int(P, "h"); }
+static double scratch(const ug_params *P) { return (12 + 8 * SS_ROWS) * (double)UG_P(inplace_add_rmsnorm, P)->h; }
 
 const ug_op_def ug_opdef_inplace_add_rmsnorm = {
     .op = UG_OP_INPLACE_ADD_RMSNORM, .primary = UG_STD_CERTIFIED, .oracle = oracle, .geometry = geometry,

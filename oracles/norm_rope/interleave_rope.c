@@ -20,15 +20,20 @@
 #include "oracles/norm_rope/rope_table.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
+#include "op_params.h"
 
-static int given_tables(const ug_params *P) { return ug_p_is(P, "tables", "given"); }
+static int given_tables(const ug_params *P)
+{
+    return UG_P(interleave_rope, P)->tables == UG_INTERLEAVE_ROPE_TABLES_GIVEN;
+}
 
 /* What ranges cannot say: d even, base strictly inside (1, 1e12); given tables have S
  * rows or one broadcast row. */
 static int check(const ug_params *P, char *err, size_t errlen)
 {
     if (ug_rope_check(P, "interleave_rope", err, errlen)) return -2;
-    long cs = ug_p_int(P, "cs_s"), seq = ug_p_int(P, "s");
+    const ug_interleave_rope_params *params = UG_P(interleave_rope, P);
+    long cs = params->cs_s, seq = params->s;
     if (given_tables(P) && cs != 1 && cs != seq) {
         snprintf(err, errlen, "interleave_rope: param \"cs_s\" must be 1 or s (%ld), got %ld", seq, cs);
         return -2;
@@ -41,12 +46,13 @@ static int build(ug_case *c, char *err, size_t errlen)
 {
     (void)err, (void)errlen;
     if (given_tables(&c->params)) return 0;
-    long seq = ug_p_int(&c->params, "s"), pos0 = ug_p_int(&c->params, "pos0");
+    const ug_interleave_rope_params *params = UG_P(interleave_rope, &c->params);
+    long seq = params->s, pos0 = params->pos0;
     long *pos = malloc((size_t)seq * sizeof *pos);
     if (!pos) return -1;
     for (long i = 0; i < seq; i++) pos[i] = pos0 + i;
     ug_rope_fill_table(ug_case_input_mut(c, "cos"), ug_case_input_mut(c, "sin"), pos, (size_t)seq,
-                       (size_t)ug_p_int(&c->params, "d") / 2, ug_p_num(&c->params, "base"));
+                       (size_t)params->d / 2, params->base);
     free(pos);
     return 0;
 }
@@ -59,8 +65,9 @@ typedef struct {
 
 static rope_layout read_layout(const ug_params *P)
 {
-    size_t d = (size_t)ug_p_int(P, "d");
-    return (rope_layout){d, d / 2, (size_t)ug_p_int(P, "cs_s"), given_tables(P)};
+    const ug_interleave_rope_params *params = UG_P(interleave_rope, P);
+    size_t d = (size_t)params->d;
+    return (rope_layout){d, d / 2, (size_t)params->cs_s, given_tables(P)};
 }
 
 /* Index into cos/sin of output column j (pair j mod D/2) at batch b, position s: position
@@ -114,8 +121,9 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     const ug_tensor *x = ug_case_input(c, "x"), *ct = ug_case_input(c, "cos"), *st = ug_case_input(c, "sin");
     ug_ar_sink *sink = ug_ar_cert_sink(ar, 0);
     rope_layout L = read_layout(&c->params);
-    size_t d = L.d, half = L.half, seq = (size_t)ug_p_int(&c->params, "s");
-    size_t bs = (size_t)ug_p_int(&c->params, "n") * seq; /* rows per batch */
+    const ug_interleave_rope_params *params = UG_P(interleave_rope, &c->params);
+    size_t d = L.d, half = L.half, seq = (size_t)params->s;
+    size_t bs = (size_t)params->n * seq; /* rows per batch */
     unsigned long unsure = 0, emitted = 0;
     double a[2], w[2], *buf = sink && d == 2 * half ? malloc((6 * half + 2 * d) * sizeof *buf) : NULL;
     for (size_t k = 0; k < sel->n[0];) {

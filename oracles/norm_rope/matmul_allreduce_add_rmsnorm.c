@@ -28,6 +28,7 @@
 
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
+#include "op_params.h"
 
 #define CANCEL_DELTA (1.0 / 128.0)
 
@@ -44,14 +45,16 @@ typedef struct {
 static void read_params(const ug_case *c, mar_params *p)
 {
     const ug_params *P = &c->params;
-    *p = (mar_params){ug_p_int(P, "tokens"), ug_p_int(P, "k"),   ug_p_int(P, "n"),
-                      ug_p_int(P, "world"),  ug_p_num(P, "eps"), ug_p_is(P, "pattern", "cancel"),
-                      ug_p_is(P, "reduce", "bf16")};
+    const ug_matmul_allreduce_add_rmsnorm_params *params = UG_P(matmul_allreduce_add_rmsnorm, P);
+    *p = (mar_params){params->tokens, params->k,   params->n,
+                      params->world,  params->eps, (params->pattern == UG_MATMUL_ALLREDUCE_ADD_RMSNORM_PATTERN_CANCEL),
+                      (params->reduce == UG_MATMUL_ALLREDUCE_ADD_RMSNORM_REDUCE_BF16)};
 }
 
 static int check(const ug_params *P, char *err, size_t errlen)
 {
-    long k = ug_p_int(P, "k"), world = ug_p_int(P, "world");
+    const ug_matmul_allreduce_add_rmsnorm_params *params = UG_P(matmul_allreduce_add_rmsnorm, P);
+    long k = params->k, world = params->world;
     const char *msg = NULL;
     if (world != 1 && world != 2 && world != 4 && world != 8) msg = "param \"world\" must be 1, 2, 4 or 8";
     else if (k < world || k % world) msg = "param \"k\" must be a positive multiple of world";
@@ -183,7 +186,7 @@ static void adjust_rule(const ug_case *c, int out, const double *g, size_t n, ug
 {
     (void)g, (void)n; /* the checked elements' values would make atol move with --sample */
     if (out == O_PARTIALS) return; /* a stage: its declared one-ulp rule */
-    rule->pypto_rtol = pypto_rtol(ug_p_int(&c->params, "world"));
+    rule->pypto_rtol = pypto_rtol(UG_P(matmul_allreduce_add_rmsnorm, &c->params)->world);
     double mean_abs;
     ug_oracle_output_scale(c, out, &mean_abs, NULL);
     rule->pypto_atol = rule->pypto_rtol * mean_abs;
@@ -193,7 +196,8 @@ static void adjust_rule(const ug_case *c, int out, const double *g, size_t n, ug
  * buffers; the oracle's row arrays and the ranks' dots of a token. */
 static double scratch(const ug_params *P)
 {
-    double k = (double)ug_p_int(P, "k"), n = (double)ug_p_int(P, "n"), w = (double)ug_p_int(P, "world");
+    const ug_matmul_allreduce_add_rmsnorm_params *params = UG_P(matmul_allreduce_add_rmsnorm, P);
+    double k = (double)params->k, n = (double)params->n, w = (double)params->world;
     return 4 * (k * n + (w + 5) * n + k / w) + (2 + w) * n * UG_NUM_BYTES;
 }
 

@@ -19,6 +19,7 @@
 #include "oracles/mp/cert_inline.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
+#include "op_params.h"
 
 #define MHC_MAX_STREAMS 16
 
@@ -66,7 +67,8 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     int fast = ug_ar_get_mode(ar) == UG_AR_CERT && ug_ar_cert_sink(ar, 0);
     const ug_tensor *x = ug_case_input(c, "x"), *ho = ug_case_input(c, "h_out");
     const ug_tensor *hr = ug_case_input(c, "h_res"), *hp = ug_case_input(c, "h_post");
-    size_t nst = (size_t)ug_p_int(&c->params, "n"), d = (size_t)ug_p_int(&c->params, "d");
+    const ug_mhc_post_params *params = UG_P(mhc_post, &c->params);
+    size_t nst = (size_t)params->n, d = (size_t)params->d;
     mhc_rows w = {0};
     if (fast && rows_open(&w, nst, d)) {
         rows_close(&w);

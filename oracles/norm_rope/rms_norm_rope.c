@@ -27,6 +27,7 @@
 #include "oracles/norm_rope/rope_table.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
+#include "op_params.h"
 
 /* What ranges cannot say: d even, base strictly inside (1, 1e12). */
 static int check(const ug_params *P, char *err, size_t errlen)
@@ -38,7 +39,8 @@ static int check(const ug_params *P, char *err, size_t errlen)
 static int build(ug_case *c, char *err, size_t errlen)
 {
     (void)err, (void)errlen;
-    long tok = ug_p_int(&c->params, "t"), max_pos = ug_p_int(&c->params, "max_pos");
+    const ug_rms_norm_rope_params *params = UG_P(rms_norm_rope, &c->params);
+    long tok = params->t, max_pos = params->max_pos;
     long *pos = malloc((size_t)tok * sizeof *pos);
     if (!pos) return -1;
     for (long i = 0; i < tok; i++) {
@@ -47,7 +49,7 @@ static int build(ug_case *c, char *err, size_t errlen)
         pos[i] = (long)(w[0] % (uint32_t)max_pos);
     }
     ug_rope_fill_table(ug_case_input_mut(c, "cos"), ug_case_input_mut(c, "sin"), pos, (size_t)tok,
-                       (size_t)ug_p_int(&c->params, "d") / 2, ug_p_num(&c->params, "base"));
+                       (size_t)params->d / 2, params->base);
     free(pos);
     return 0;
 }
@@ -70,10 +72,11 @@ static int oracle_tensor(const ug_case *c, ug_ar *ar, const ug_selection *sel, i
                          const ug_tensor *gm)
 {
     const ug_tensor *ct = ug_case_input(c, "cos"), *st = ug_case_input(c, "sin");
-    double eps = ug_p_num(&c->params, "eps"); /* the fp32 value */
+    const ug_rms_norm_rope_params *params = UG_P(rms_norm_rope, &c->params);
+    double eps = params->eps; /* the fp32 value */
     ug_ar_sink *sink = ug_ar_cert_sink(ar, o); /* CERT: the inline path */
     unsigned long unsure = 0;
-    size_t d = (size_t)ug_p_int(&c->params, "d"), half = d / 2, heads = (size_t)x->shape[1];
+    size_t d = (size_t)params->d, half = d / 2, heads = (size_t)x->shape[1];
     double *xr = malloc((d * 6 + half) * sizeof *xr), *xg = xr + d, *yv = xg + d, *ye = yv + d; /* yv, ye: a whole row's values, bounds */
     double *w = ye + d; /* whole_row's scratch */
     int tables = ct->values && st->values;

@@ -27,6 +27,7 @@
 #include "oracles/mp/cert_inline.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
+#include "op_params.h"
 
 /* The params the oracle uses, read from the case's parsed params. */
 typedef struct {
@@ -37,8 +38,9 @@ typedef struct {
 static void read_params(const ug_case *c, adamw_params *p)
 {
     const ug_params *P = &c->params;
-    *p = (adamw_params){ug_p_int(P, "step"),  ug_p_num(P, "lr"),  ug_p_num(P, "beta1"),
-                        ug_p_num(P, "beta2"), ug_p_num(P, "eps"), ug_p_num(P, "weight_decay")};
+    const ug_apply_adamw_params *params = UG_P(apply_adamw, P);
+    *p = (adamw_params){params->step,  params->lr,  params->beta1,
+                        params->beta2, params->eps, params->weight_decay};
 }
 
 /* Stores v as |v| (exact): second moments are never negative. */

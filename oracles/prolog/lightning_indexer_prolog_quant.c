@@ -17,12 +17,14 @@
  * and k_scale against those goldens too. */
 #include "oracles/prolog/indexer_prolog_fp8.h"
 #include "oracles/verdict.h"
+#include "op_params.h"
 
 /* The shared scratch plus the sim kernel's packed w_qb and the block's q_norm rows and int32
  * dots. */
 static double lipq_scratch(const ug_params *P)
 {
-    double lora = (double)ug_p_int(P, "q_lora"), H = (double)ug_p_int(P, "heads"), d = (double)ug_p_int(P, "d");
+    const ug_lightning_indexer_prolog_quant_params *params = UG_P(lightning_indexer_prolog_quant, P);
+    double lora = (double)params->q_lora, H = (double)params->heads, d = (double)params->d;
     return ug_lip8_scratch(P) + ug_lip8_kernel_block_bytes(0, H, d, lora) - ug_lip8_kernel_block_bytes(0, H, d, 0);
 }
 

@@ -23,6 +23,7 @@
 #include "oracles/prolog/indexer_prolog_fp8.h"
 #include "oracles/prolog/mla_prolog_quant_core.h"
 #include "oracles/verdict.h"
+#include "op_params.h"
 
 enum { O_Q8 = 2, O_QS = 3, N_MLA_OUT = 7 };
 
@@ -30,7 +31,8 @@ static int check(const ug_params *P, char *err, size_t errlen)
 {
     int rc = ug_mlaq_check(P, err, errlen);
     if (rc) return rc;
-    long D = ug_p_int(P, "idx_d"), dr = ug_p_int(P, "d_rope");
+    const ug_mla_indexer_prolog_quant_params *params = UG_P(mla_indexer_prolog_quant, P);
+    long D = params->idx_d, dr = params->d_rope;
     if (D != 32 && D != 64 && D != 128)
         return snprintf(err, errlen, "mla_indexer_prolog_quant: param \"idx_d\" = %ld must be 32, 64 or 128", D), -2;
     if (dr > D)
@@ -42,9 +44,11 @@ static int check(const ug_params *P, char *err, size_t errlen)
 /* This op's params as the indexer pipeline's. */
 static ug_lip_params lip_params_of(const ug_params *P)
 {
-    return (ug_lip_params){ug_p_int(P, "tokens"), ug_p_int(P, "h"), ug_p_int(P, "idx_heads"), ug_p_int(P, "idx_d"),
-                           ug_p_int(P, "d_rope"), ug_p_int(P, "blocks"), ug_p_int(P, "block_size"), 0, 0,
-                           ug_p_num(P, "idx_eps"), 10000.0, 0, 1, ug_p_is(P, "hadamard", "given")};
+    const ug_mla_indexer_prolog_quant_params *typed = UG_P(mla_indexer_prolog_quant, P);
+    return (ug_lip_params){typed->tokens, typed->h, typed->idx_heads, typed->idx_d,
+                           typed->d_rope, typed->blocks, typed->block_size, 0, 0,
+                           typed->idx_eps, 10000.0, 0, 1,
+                           typed->hadamard == UG_MLA_INDEXER_PROLOG_QUANT_HADAMARD_GIVEN};
 }
 
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
@@ -71,8 +75,9 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
  * of numbers, the q_norm row), and the fp32 w_qb and c_q row of the q-from-c_q mutant. */
 static double scratch(const ug_params *P)
 {
-    double h = (double)ug_p_int(P, "h"), H = (double)ug_p_int(P, "idx_heads"), D = (double)ug_p_int(P, "idx_d"),
-           L = (double)ug_p_int(P, "q_lora"), S = (double)ug_p_int(P, "blocks") * (double)ug_p_int(P, "block_size");
+    const ug_mla_indexer_prolog_quant_params *params = UG_P(mla_indexer_prolog_quant, P);
+    double h = (double)params->h, H = (double)params->idx_heads, D = (double)params->idx_d,
+           L = (double)params->q_lora, S = (double)params->blocks * (double)params->block_size;
     return ug_mlaq_scratch(P) + 4 * (h * (D + H) + 8 * D + 2 * H) + ug_lip8_kernel_block_bytes(h, H, D, L) + 12 * S +
            2 * D * UG_NUM_BYTES + 8 * L + 4 * (L * H * D + L);
 }

@@ -37,6 +37,7 @@
 #include "oracles/oracle.h"
 #include "oracles/prolog/mla_common.h"
 #include "oracles/verdict.h"
+#include "op_params.h"
 
 /* The params the oracle and the builder use, read from the case's parsed params. */
 typedef struct {
@@ -49,19 +50,21 @@ typedef struct {
 static void read_params(const ug_case *c, mla_params *p)
 {
     const ug_params *P = &c->params;
-    *p = (mla_params){ug_p_int(P, "tokens"),     ug_p_int(P, "h"),      ug_p_int(P, "q_lora"),
-                      ug_p_int(P, "heads"),      ug_p_int(P, "kv_lora"), ug_p_int(P, "d_nope"),
-                      ug_p_int(P, "d_rope"),     ug_p_int(P, "block_size"), ug_p_int(P, "blocks"),
-                      ug_p_num(P, "eps"),        ug_p_str(P, "slots"),
-                      !strcmp(ug_p_str(P, "rope_layout"), "interleaved_to_half")};
+    const ug_mla_prolog_params *params = UG_P(mla_prolog, P);
+    *p = (mla_params){params->tokens,     params->h,      params->q_lora,
+                      params->heads,      params->kv_lora, params->d_nope,
+                      params->d_rope,     params->block_size, params->blocks,
+                      params->eps,        params->slots_name,
+                      !strcmp(params->rope_layout_name, "interleaved_to_half")};
 }
 
 /* What ranges cannot say: an even d_rope, a cache with a slot per token (size is the case
  * memory budget's). */
 static int check(const ug_params *P, char *err, size_t errlen)
 {
-    long T = ug_p_int(P, "tokens"), dr = ug_p_int(P, "d_rope"), bs = ug_p_int(P, "block_size"),
-         nb = ug_p_int(P, "blocks"), need = (T + bs - 1) / bs;
+    const ug_mla_prolog_params *params = UG_P(mla_prolog, P);
+    long T = params->tokens, dr = params->d_rope, bs = params->block_size,
+         nb = params->blocks, need = (T + bs - 1) / bs;
     if (dr % 2) return snprintf(err, errlen, "mla_prolog: param \"d_rope\" must be even"), -2;
     if (nb < need)
         return snprintf(err, errlen, "mla_prolog: param \"blocks\" = %ld must be >= ceil(tokens/block_size) = %ld", nb,
@@ -260,11 +263,12 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
  * inverse slot map. */
 static double scratch(const ug_params *P)
 {
-    double h = (double)ug_p_int(P, "h"), Lq = (double)ug_p_int(P, "q_lora"), N = (double)ug_p_int(P, "heads"),
-           Lkv = (double)ug_p_int(P, "kv_lora"), dn = (double)ug_p_int(P, "d_nope"), dr = (double)ug_p_int(P, "d_rope");
+    const ug_mla_prolog_params *params = UG_P(mla_prolog, P);
+    double h = (double)params->h, Lq = (double)params->q_lora, N = (double)params->heads,
+           Lkv = (double)params->kv_lora, dn = (double)params->d_nope, dr = (double)params->d_rope;
     double wdq = h * Lq, wuq = N * (dn + dr) * Lq, wuk = N * Lkv * dn, wdkv = h * (Lkv + dr);
     return 4 * (wdq + wuq + wuk + wdkv + fmax(fmax(wdq, wuq), fmax(wuk, wdkv)) + 2 * h + 4 * (Lq + Lkv + dr)) +
-           16 * (double)ug_p_int(P, "blocks") * (double)ug_p_int(P, "block_size");
+           16 * (double)params->blocks * (double)params->block_size;
 }
 
 const ug_op_def ug_opdef_mla_prolog = {

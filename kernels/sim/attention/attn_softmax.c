@@ -14,6 +14,7 @@
 
 #include "core/ops.h"
 #include "kernels/sim/simlib.h"
+#include "op_params.h"
 
 #define SOFTMAX_TILE 256
 
@@ -119,7 +120,8 @@ static int softmax_kernel(const ulpgym_call *call, char *err, size_t errlen, int
 {
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
-    float scale = (float)ug_p_num(&p, "scale"), cap = (float)ug_p_num(&p, "cap"); /* exact: fp32 values */
+    const ug_attn_softmax_params *params = UG_P(attn_softmax, &p);
+    float scale = (float)params->scale, cap = (float)params->cap; /* exact: fp32 values */
     ug_params_free(&p);
     const ulpgym_tensor *x, *mask, *y, **slots[] = {&x, &mask, &y};
     if (ug_sim_bind(call, "x mask y", slots, err, errlen)) return -2;

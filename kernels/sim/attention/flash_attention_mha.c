@@ -35,6 +35,7 @@
 #include "core/ops.h"
 #include "kernels/sim/attention/attn_vec.h"
 #include "kernels/sim/simlib.h"
+#include "op_params.h"
 
 #define FA_BQ 64
 #define FA_BK 64
@@ -199,8 +200,9 @@ static int fa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
         return -2;
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
-    fa_ctx x = {.heads = q->shape[1], .dim = q->shape[2], .causal = ug_p_int(&p, "causal"), .dt = q->dtype, .bug = bug};
-    double scale = ug_p_num(&p, "scale"); /* exact: an fp32 value; 0 is the 1/sqrt(D) sentinel */
+    const ug_flash_attention_mha_params *params = UG_P(flash_attention_mha, &p);
+    fa_ctx x = {.heads = q->shape[1], .dim = q->shape[2], .causal = params->causal, .dt = q->dtype, .bug = bug};
+    double scale = params->scale; /* exact: an fp32 value; 0 is the 1/sqrt(D) sentinel */
     x.scale = scale == 0.0 ? (float)(1.0 / sqrt((double)x.dim)) : (float)scale; /* rounds: fp32 */
     ug_params_free(&p);
     size_t tq = (size_t)q->shape[0], tk = (size_t)k->shape[0], HD = (size_t)(x.heads * x.dim);

@@ -24,6 +24,7 @@
 #include "core/ops.h"
 #include "kernels/sim/attention/attn_vec.h"
 #include "kernels/sim/simlib.h"
+#include "op_params.h"
 
 #define FB_BQ 64
 #define FB_BK 64
@@ -132,10 +133,10 @@ static int fb_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
     fb_ctx x = {.heads = in[0]->shape[1],
                 .dim = in[0]->shape[2],
-                .causal = ug_p_int(&p, "causal"),
+                .causal = UG_P(flash_attention_mha_grad, &p)->causal,
                 .dt = in[0]->dtype,
                 .bug = bug};
-    double scale = ug_p_num(&p, "scale"); /* exact: an fp32 value; 0 is the 1/sqrt(D) sentinel */
+    double scale = UG_P(flash_attention_mha_grad, &p)->scale; /* exact: an fp32 value; 0 is the 1/sqrt(D) sentinel */
     x.scale = scale == 0.0 ? (float)(1.0 / sqrt((double)x.dim)) : (float)scale; /* rounds: fp32 */
     ug_params_free(&p);
     size_t tq = (size_t)in[0]->shape[0], tk = (size_t)in[1]->shape[0], H = (size_t)x.heads, D = (size_t)x.dim;

@@ -27,6 +27,7 @@
 #include "core/ops.h"
 #include "kernels/sim/attention/glm_paged.h"
 #include "kernels/sim/simlib.h"
+#include "op_params.h"
 
 /* mut_kv_head_mod's bug value: ga_kernel's own, past the shared ug_glp_bug values. */
 #define GA_KV_HEAD_MOD 100
@@ -72,8 +73,9 @@ static int ga_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     if (ug_sim_bind(call, "q key_cache value_cache block_tables actual_seqs o", slots, err, errlen)) return -2;
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
-    g.scale = (float)ug_p_num(&p, "scale"); /* exact: already an fp32 value */
-    g.sq = ug_p_int(&p, "q_per_step");
+    const ug_glm_attention_params *params = UG_P(glm_attention, &p);
+    g.scale = (float)params->scale; /* exact: already an fp32 value */
+    g.sq = params->q_per_step;
     ug_params_free(&p);
     ug_glp_sizes(&g, (long)bt->shape[1]);
     g.table = bt->data, g.lens = lens->data, g.batch = (long)lens->shape[0];

@@ -29,6 +29,7 @@
 #include "kernels/sim/attention/glm_paged.h"
 #include "kernels/sim/prolog/glm_pre_quant.h"
 #include "kernels/sim/simlib.h"
+#include "op_params.h"
 
 typedef enum {
     FU_OK,
@@ -87,7 +88,7 @@ static int fu_bind(const ulpgym_call *call, fu_ctx *f, float *scale, char *err, 
         return -2;
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
-    *scale = (float)ug_p_num(&p, "scale"); /* exact: already an fp32 value */
+    *scale = (float)UG_P(glm_attention_fusion, &p)->scale; /* exact: already an fp32 value */
     ug_params_free(&p);
     return 0;
 }

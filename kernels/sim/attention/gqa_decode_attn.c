@@ -22,6 +22,7 @@
 #include "core/ops.h"
 #include "kernels/sim/attention/attn_tiles.h"
 #include "kernels/sim/simlib.h"
+#include "op_params.h"
 
 #define GQA_TILE 128
 
@@ -55,8 +56,9 @@ static int gqa_open(const ulpgym_call *call, gqa_view *g, char *err, size_t errl
 {
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
-    g->window = ug_p_int(&p, "window"), g->sq = ug_p_int(&p, "q_per_step");
-    g->scale = (float)ug_p_num(&p, "scale"); /* already an fp32 value */
+    const ug_gqa_decode_attn_params *params = UG_P(gqa_decode_attn, &p);
+    g->window = params->window, g->sq = params->q_per_step;
+    g->scale = (float)params->scale; /* already an fp32 value */
     ug_params_free(&p);
     const ulpgym_tensor **slots[] = {&g->q, &g->k, &g->v, &g->lens, &g->o};
     if (ug_sim_bind(call, "q k v seq_lens o", slots, err, errlen)) return -2;

@@ -26,6 +26,7 @@
 #include "core/ops.h"
 #include "kernels/sim/attention/attn_tiles.h"
 #include "kernels/sim/simlib.h"
+#include "op_params.h"
 
 #define MLA_TILE 128
 
@@ -58,8 +59,9 @@ static int mla_open(const ulpgym_call *call, mla_view *m, char *err, size_t errl
 {
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
-    m->lora = ug_p_int(&p, "kv_lora"), m->rope = ug_p_int(&p, "rope"), m->dk = m->lora + m->rope;
-    m->sq = ug_p_int(&p, "q_per_step");
+    const ug_incre_flash_attention_mla_params *params = UG_P(incre_flash_attention_mla, &p);
+    m->lora = params->kv_lora, m->rope = params->rope, m->dk = m->lora + m->rope;
+    m->sq = params->q_per_step;
     ug_params_free(&p);
     const ulpgym_tensor **slots[] = {&m->qn, &m->qr, &m->ckv, &m->kr, &m->table, &m->lens, &m->o};
     if (ug_sim_bind(call, "q_nope q_rope c_kv k_rope block_table seq_lens o", slots, err, errlen)) return -2;

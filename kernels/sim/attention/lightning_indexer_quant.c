@@ -33,6 +33,7 @@
 #include "core/ops.h"
 #include "kernels/sim/attention/attn_vec.h"
 #include "kernels/sim/simlib.h"
+#include "op_params.h"
 
 typedef enum {
     MUT_NONE, MUT_NO_RELU, MUT_NO_K_SCALE, MUT_K_SCALE_LOGICAL, MUT_MTP_CAUSAL, MUT_STOP_K1, MUT_HEAD0_QSCALE,
@@ -63,7 +64,7 @@ static int li_open(const ulpgym_call *call, li_view *v, int bug, char *err, size
         return -2;
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
-    v->sq = ug_p_int(&p, "q_per_step");
+    v->sq = UG_P(lightning_indexer_quant, &p)->q_per_step;
     ug_params_free(&p);
     v->H = v->q->shape[1], v->Dh = v->q->shape[2], v->bs = v->kc->shape[1], v->mb = v->bt->shape[1];
     v->k = v->out->shape[2];

@@ -44,6 +44,7 @@
 #include "kernels/sim/attention/attn_tiles.h"
 #include "kernels/sim/attention/attn_vec.h"
 #include "kernels/sim/simlib.h"
+#include "op_params.h"
 
 typedef enum {
     MUT_NONE,
@@ -263,9 +264,10 @@ static int pa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
                 .vs = vs,
                 .bug = bug};
     if (!qs != !ks || !qs != !vs) return snprintf(err, errlen, "q_scale, key_scale and value_scale come together"), -2;
-    double scale = ug_p_num(&p, "scale"); /* exact: an fp32 value; 0 is the 1/sqrt(D) sentinel */
+    const ug_page_attention_params *params = UG_P(page_attention, &p);
+    double scale = params->scale; /* exact: an fp32 value; 0 is the 1/sqrt(D) sentinel */
     x.scale = scale == 0.0 ? (float)(1.0 / sqrt((double)x.dim)) : (float)scale; /* rounds: fp32 */
-    long sq = ug_p_int(&p, "q_per_step"), p_tile = ug_p_int(&p, "p_tile");
+    long sq = params->q_per_step, p_tile = params->p_tile;
     x.tile = ks && p_tile > 0 ? p_tile : x.bs; /* the op's check: a multiple of bs */
     ug_params_free(&p);
     size_t B = (size_t)cl->shape[0], D = (size_t)x.dim, nq = (size_t)q->shape[0] * (size_t)x.hq * D;

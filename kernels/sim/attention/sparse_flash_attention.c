@@ -26,6 +26,7 @@
 #include "core/ops.h"
 #include "kernels/sim/attention/attn_tiles.h"
 #include "kernels/sim/simlib.h"
+#include "op_params.h"
 
 #define SFA_BLOCK 64
 
@@ -61,8 +62,9 @@ static int sfa_open(const ulpgym_call *call, sfa_view *v, char *err, size_t errl
 {
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
-    v->scale = (float)ug_p_num(&p, "scale"); /* exact: an fp32 value */
-    v->dv = ug_p_int(&p, "kv_lora"), v->dk = v->dv + ug_p_int(&p, "rope");
+    const ug_sparse_flash_attention_params *params = UG_P(sparse_flash_attention, &p);
+    v->scale = (float)params->scale; /* exact: an fp32 value */
+    v->dv = params->kv_lora, v->dk = v->dv + params->rope;
     ug_params_free(&p);
     const ulpgym_tensor **slots[] = {&v->q, &v->kv, &v->idx, &v->o, &v->mx, &v->sm, &v->aq, &v->ak};
     if (ug_sim_bind(call, "q kv indices o softmax_max? softmax_sum? actual_q_len? actual_kv_len?", slots, err, errlen))

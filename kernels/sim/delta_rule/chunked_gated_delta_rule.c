@@ -38,6 +38,7 @@
 #include "core/ops.h"
 #include "kernels/sim/delta_rule/delta_rule_io.h"
 #include "kernels/sim/simlib.h"
+#include "op_params.h"
 
 typedef enum {
     MUT_NONE,
@@ -266,7 +267,7 @@ static int cgdr_kernel(const ulpgym_call *call, char *err, size_t errlen, int bu
 {
     ug_delta_io io;
     if (ug_delta_io_open(&io, call, err, errlen)) return -2;
-    long chunk = ug_p_int(&io.params, "chunk"); /* 32, 64 or 128: the declaration checks it */
+    long chunk = UG_P(chunked_gated_delta_rule, &io.params)->chunk; /* 32, 64 or 128: the declaration checks it */
     size_t L = (size_t)chunk, dk = io.dk, dv = io.dv, state = dv * dk;
     chunk_ws w;
     float *S = malloc((state > 0 ? state : 1) * sizeof *S);

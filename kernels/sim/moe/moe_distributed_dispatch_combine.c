@@ -16,6 +16,7 @@
 
 #include "core/ops.h"
 #include "kernels/sim/simlib.h"
+#include "op_params.h"
 
 typedef enum { MUT_NONE, MUT_LAST_RANK_COUNT, MUT_WEIGHT_TWICE, MUT_SCALE_128 } moe_bug;
 
@@ -29,8 +30,9 @@ static int open_io(const ulpgym_call *call, moe_io *io, char *err, size_t errlen
 {
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
-    io->world = (size_t)ug_p_int(&p, "world");
-    io->int8_wire = ug_p_is(&p, "wire", "int8");
+    const ug_moe_distributed_dispatch_combine_params *params = UG_P(moe_distributed_dispatch_combine, &p);
+    io->world = (size_t)params->world;
+    io->int8_wire = (params->wire == UG_MOE_DISTRIBUTED_DISPATCH_COMBINE_WIRE_INT8);
     ug_params_free(&p);
     const ulpgym_tensor **slots[] = {&io->x,   &io->ids,    &io->wts,  &io->escale,
                                      &io->out, &io->rcount, &io->roff, &io->ecount};

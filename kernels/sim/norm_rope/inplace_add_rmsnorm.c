@@ -13,6 +13,7 @@
 
 #include "core/ops.h"
 #include "kernels/sim/simlib.h"
+#include "op_params.h"
 
 #define LANES 64
 
@@ -54,7 +55,7 @@ static int rms_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
 {
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
-    float eps = (float)ug_p_num(&p, "eps"); /* exact: an fp32 value */
+    float eps = (float)UG_P(inplace_add_rmsnorm, &p)->eps; /* exact: an fp32 value */
     ug_params_free(&p);
     const ulpgym_tensor *x1, *x2, *gamma, *y, *xa, *rstd, **slots[] = {&x1, &x2, &gamma, &y, &xa, &rstd};
     if (ug_sim_bind(call, "x1 x2 gamma y x_add rstd", slots, err, errlen)) return -2;

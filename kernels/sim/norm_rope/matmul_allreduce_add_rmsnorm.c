@@ -19,6 +19,7 @@
 
 #include "core/ops.h"
 #include "kernels/sim/simlib.h"
+#include "op_params.h"
 
 #define K_TILE 128
 
@@ -66,8 +67,9 @@ static int open_io(const ulpgym_call *call, mar_io *io, char *err, size_t errlen
 {
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
-    io->eps = (float)ug_p_num(&p, "eps"); /* exact: an fp32 value */
-    io->bf16_reduce = ug_p_is(&p, "reduce", "bf16");
+    const ug_matmul_allreduce_add_rmsnorm_params *params = UG_P(matmul_allreduce_add_rmsnorm, &p);
+    io->eps = (float)params->eps; /* exact: an fp32 value */
+    io->bf16_reduce = (params->reduce == UG_MATMUL_ALLREDUCE_ADD_RMSNORM_REDUCE_BF16);
     ug_params_free(&p);
     const ulpgym_tensor **slots[] = {&io->x, &io->w, &io->res, &io->gamma, &io->out, &io->h, &io->partials};
     if (ug_sim_bind(call, "x w residual gamma out h partials?", slots, err, errlen)) return -2;

@@ -17,6 +17,7 @@
 
 #include "core/ops.h"
 #include "kernels/sim/simlib.h"
+#include "op_params.h"
 
 
 typedef enum { MUT_NONE, MUT_ROPE_BEFORE_NORM, MUT_EPS_OUTSIDE, MUT_INTERLEAVED, LEGAL_SEQ_FMA, LEGAL_FMA_ROTATE } nr_bug;
@@ -77,7 +78,7 @@ static int nr_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
-    float eps = (float)ug_p_num(&p, "eps"); /* exact: an fp32 value */
+    float eps = (float)UG_P(rms_norm_rope, &p)->eps; /* exact: an fp32 value */
     ug_params_free(&p);
     const ulpgym_tensor *q, *k, *gq, *gk, *ct, *st, *qo, *ko, **slots[] = {&q, &k, &gq, &gk, &ct, &st, &qo, &ko};
     if (ug_sim_bind(call, "q k gamma_q gamma_k cos sin q_out k_out", slots, err, errlen)) return -2;

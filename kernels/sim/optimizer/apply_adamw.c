@@ -17,6 +17,7 @@
 #include "core/ops.h"
 #include "core/registry.h"
 #include "kernels/sim/simlib.h"
+#include "op_params.h"
 
 #define ADAMW_CHUNK 1024
 
@@ -29,15 +30,16 @@ typedef struct {
 /* Host-side scalars: computed in double, handed to the device as fp32. */
 static void host_scalars(const ug_params *p, adamw_bug bug, adamw_scalars *s)
 {
-    float lr = (float)ug_p_num(p, "lr"), b1 = (float)ug_p_num(p, "beta1"); /* exact: fp32 values */
-    float b2 = (float)ug_p_num(p, "beta2");
-    double t = (double)ug_p_int(p, "step");
+    const ug_apply_adamw_params *params = UG_P(apply_adamw, p);
+    float lr = (float)params->lr, b1 = (float)params->beta1; /* exact: fp32 values */
+    float b2 = (float)params->beta2;
+    double t = (double)params->step;
     s->b1 = b1;
     s->b2 = b2;
     s->omb1 = 1.0f - b1; /* rounds: fp32 (exact for b in [0.5, 1]) */
     s->omb2 = 1.0f - b2;
-    s->eps = (float)ug_p_num(p, "eps");
-    s->wd = (float)ug_p_num(p, "weight_decay");
+    s->eps = (float)params->eps;
+    s->wd = (float)params->weight_decay;
     s->decay = bug == MUT_L2_DECAY ? 1.0f : (float)(1.0 - (double)lr * s->wd); /* rounds: fp32 scalar */
     if (bug == MUT_NO_BIAS_CORRECTION) { /* bug: moments used without bias correction */
         s->step_size = lr;

@@ -22,6 +22,7 @@
 #include "kernels/sim/prolog/indexer_prolog_sim.h"
 #include "kernels/sim/prolog/mla_prolog_quant_core.h"
 #include "kernels/sim/simlib.h"
+#include "op_params.h"
 
 typedef enum { MIP_NONE, MIP_Q_FROM_CQ, MIP_EPS_SHARED, MIP_K_RMSNORM, MIP_PAD_WRAPS } mip_bug;
 
@@ -46,10 +47,11 @@ static int cq_open(mip_cq *m, const ulpgym_call *call, const ug_params *p, char 
     if (ug_sim_bind(call, "x w_dq gamma_q w_uq w_uq_scale w_uk w_dkv gamma_kv w_qb w_qb_scale", slots, err, errlen))
         return -2;
     ug_mlaq_k_w *w = &m->w;
-    w->h = (size_t)ug_p_int(p, "h"), w->Lq = (size_t)ug_p_int(p, "q_lora"), w->N = (size_t)ug_p_int(p, "heads");
-    w->Lkv = (size_t)ug_p_int(p, "kv_lora"), w->dn = (size_t)ug_p_int(p, "d_nope"), w->dr = (size_t)ug_p_int(p, "d_rope");
-    w->dq = w->dn + w->dr, w->group = (size_t)ug_p_int(p, "kv_group"), w->eps = (float)ug_p_num(p, "eps");
-    m->hd = (size_t)(ug_p_int(p, "idx_heads") * ug_p_int(p, "idx_d"));
+    const ug_mla_indexer_prolog_quant_params *params = UG_P(mla_indexer_prolog_quant, p);
+    w->h = (size_t)params->h, w->Lq = (size_t)params->q_lora, w->N = (size_t)params->heads;
+    w->Lkv = (size_t)params->kv_lora, w->dn = (size_t)params->d_nope, w->dr = (size_t)params->d_rope;
+    w->dq = w->dn + w->dr, w->group = (size_t)params->kv_group, w->eps = (float)params->eps;
+    m->hd = (size_t)(params->idx_heads * params->idx_d);
     m->wq = malloc(w->Lq * m->hd * sizeof *m->wq), m->cq = malloc(w->Lq * sizeof *m->cq);
     m->xr = malloc(w->h * sizeof *m->xr), m->q = malloc(m->hd * sizeof *m->q), m->s = malloc(m->hd * sizeof *m->s);
     if (ug_mlaq_k_load(w, wdq, gq, wuq, wuqs, wuk, wdkv, gkv) || !m->wq || !m->cq || !m->xr || !m->q || !m->s) return -1;

@@ -25,6 +25,7 @@
 #include "core/ops.h"
 #include "kernels/sim/prolog/mla_common.h"
 #include "kernels/sim/simlib.h"
+#include "op_params.h"
 
 #define MLA_TOKEN_TILE 16
 #define MLA_MAX_ROPE UG_MLA_MAX_ROPE
@@ -141,8 +142,9 @@ static int mla_bind(mla_ctx *m, const ulpgym_call *call, char *err, size_t errle
 {
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
-    m->eps = (float)ug_p_num(&p, "eps"); /* exact: an fp32 value */
-    m->rope_inter = !strcmp(ug_p_str(&p, "rope_layout"), "interleaved_to_half");
+    const ug_mla_prolog_params *params = UG_P(mla_prolog, &p);
+    m->eps = (float)params->eps; /* exact: an fp32 value */
+    m->rope_inter = !strcmp(params->rope_layout_name, "interleaved_to_half");
     ug_params_free(&p);
     const ulpgym_tensor **slots[] = {&m->x,          &m->w_dq,   &m->g_q,      &m->w_uq,    &m->w_uk,  &m->w_dkv,
                                      &m->g_kv,       &m->cos,    &m->sin,      &m->slot,    &m->kv_in, &m->kr_in,
