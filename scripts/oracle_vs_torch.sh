@@ -2,7 +2,10 @@
 # oracle_vs_torch.sh — ulpgym's exact oracle against a torch float64 golden on the same plan
 # cases, one core, every element (--sample all): per op the engine's CPU ms (exact values),
 # the sweep's whole oracle (engine + naive values + device bound), torch-f64 ms and the
-# ratios (docs/PERFORMANCE.md, "Oracle speed").
+# ratios, each beside the GFLOP/s of torch's BLAS on a 1024x1024 float64 matmul, then the
+# ratios summed and their geometric mean; the BLAS in use is named, and a warning says when
+# it is the unoptimised reference BLAS (Debian's torch without libopenblas0-pthread)
+# (docs/PERFORMANCE.md, "Against a torch float64 golden").
 #
 #   scripts/oracle_vs_torch.sh [--per-op N] [--repeat R] [--op OP]...
 #

@@ -14,10 +14,16 @@ ulpgym_torch_refs (or --impl) runs under torch.no_grad with torch.set_num_thread
 time is the CPU time (time.process_time) of the kernel call alone, the fastest of R runs,
 after one untimed warm-up run per op. Ops without a torch reference are listed as such.
 Prints per op: cases, torch-f64 ms and, with --ulpgym, the engine and sweep-oracle ms of the
-bench table and their ratios to torch. Exit 0; 2 bad usage; 77 torch is not installed.
+bench table and their ratios to torch, each beside the GFLOP/s torch's BLAS gives a 1024x1024
+float64 matmul on the same thread (the yardstick's own speed: a ratio against the reference
+BLAS, which Debian's torch links unless OpenBLAS is installed, flatters ulpgym about 13x on
+GEMM-shaped ops), then the ratios summed over the ops and their geometric mean. The BLAS
+library in use is named from the process's mapped libraries. Exit 0; 2 bad usage; 77 torch
+is not installed.
 """
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -54,6 +60,42 @@ def time_case(kernel, case_dir, repeat):
             t = time.process_time() - t0
             best = t if best is None or t < best else best
     return spec["op"], best
+
+
+def blas_in_use():
+    """Which BLAS torch's float64 matmul calls: the kind (openblas, mkl, blis, reference:
+    netlib's, Debian's libblas3; or linked into torch, as pip wheels carry MKL) and the
+    resolved paths of the BLAS libraries this process mapped. Debian's torch calls
+    libblas.so.3, which the alternatives system points at OpenBLAS when it is installed."""
+    torch.ones(8, 8, dtype=torch.float64) @ torch.ones(8, 8, dtype=torch.float64)  # maps it
+    libs, blas = set(), None
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            path = line.split()[-1]
+            name = Path(path).name.lower()
+            if any(k in name for k in ("blas", "mkl", "blis")):
+                resolved = str(Path(path).resolve())
+                libs.add(resolved)
+                if name.startswith("libblas.so"):
+                    blas = resolved.lower()
+    text = blas or " ".join(sorted(libs)).lower()
+    kind = ("openblas" if "openblas" in text else "mkl" if "mkl" in text else "blis" if "blis" in text
+            else "reference" if "blas" in text else "linked into torch")
+    return kind, sorted(libs)
+
+
+def matmul_gflops(repeat, n=1024):
+    """GFLOP/s of an n x n float64 matmul on this thread: 2n^3 flops over the fastest CPU time."""
+    a = torch.rand(n, n, dtype=torch.float64)
+    b = torch.rand(n, n, dtype=torch.float64)
+    a @ b  # warm-up
+    best = None
+    for _ in range(max(repeat, 1)):
+        t0 = time.process_time()
+        a @ b
+        t = time.process_time() - t0
+        best = t if best is None or t < best else best
+    return 2.0 * n ** 3 / max(best, 1e-9) / 1e9
 
 
 def read_bench(path):
@@ -96,7 +138,12 @@ def main(argv):
         totals[op] = totals.get(op, 0.0) + seconds
         counts[op] = counts.get(op, 0) + 1
     bench = read_bench(args.ulpgym) if args.ulpgym else {}
-    print(f"{'op':36} {'cases':>5} {'torch f64 ms':>12} {'engine ms':>10} {'eng/torch':>9} {'sweep ms':>10} {'sweep/torch':>11}")
+    kind, libs = blas_in_use()
+    gflops = matmul_gflops(args.repeat)
+    print(f"{'op':36} {'cases':>5} {'torch f64 ms':>12} {'engine ms':>10} {'eng/torch':>9} {'sweep ms':>10} "
+          f"{'sweep/torch':>11} {'BLAS GFLOP/s':>12}")
+    sums = [0.0, 0.0, 0.0]  # torch, engine, sweep ms over the ops with all three
+    logs, n_ratio = [0.0, 0.0], 0
     for op in sorted(counts):
         if op not in totals:
             print(f"{op:36} {counts[op]:5}  no torch reference")
@@ -105,11 +152,25 @@ def main(argv):
         line = f"{op:36} {counts[op]:5} {ms:12.2f}"
         if op in bench:
             n, eng, sweep = bench[op]
+            line += f" {eng:10.2f} {eng / ms:9.2f} {sweep:10.2f} {sweep / ms:11.2f} {gflops:12.1f}"
             if n != counts[op]:
                 line += f"  (bench timed {n} cases)"
-            line += f" {eng:10.2f} {eng / ms:9.2f} {sweep:10.2f} {sweep / ms:11.2f}"
+            if ms > 0 and eng > 0 and sweep > 0:
+                sums = [sums[0] + ms, sums[1] + eng, sums[2] + sweep]
+                logs = [logs[0] + math.log(eng / ms), logs[1] + math.log(sweep / ms)]
+                n_ratio += 1
         print(line)
+    if n_ratio:
+        print(f"{'summed over ' + str(n_ratio) + ' ops':42} {sums[0]:12.2f} {sums[1]:10.2f} {sums[1] / sums[0]:9.2f} "
+              f"{sums[2]:10.2f} {sums[2] / sums[0]:11.2f} {gflops:12.1f}")
+        print(f"{'geometric mean of the ratios':42} {'':12} {'':10} {math.exp(logs[0] / n_ratio):9.2f} "
+              f"{'':10} {math.exp(logs[1] / n_ratio):11.2f} {gflops:12.1f}")
     print(f"torch {torch.__version__}, 1 thread, CPU time of the reference call, the fastest of {args.repeat} runs")
+    print(f"BLAS: {kind} ({', '.join(libs) or 'no BLAS library mapped'}); a 1024x1024 float64 matmul at "
+          f"{gflops:.1f} GFLOP/s on this thread")
+    if kind == "reference" or gflops < 10:
+        print(f"warning: torch's BLAS ({kind}, {gflops:.1f} GFLOP/s) is an unoptimised yardstick: the ratios above "
+              "flatter ulpgym. Install OpenBLAS (Debian: apt-get install libopenblas0-pthread) and run again.")
     return 0
 
 
