@@ -232,7 +232,11 @@ static int show(const char *name, int json, int mutants, int tightness, long lon
         printf("    %-8s %-14s pypto atol %g rtol %g budget %g\n", o->name, cmp_name(o->cmp), o->pypto_atol,
                o->pypto_rtol, o->pypto_budget);
         if (o->source) printf("    %-8s %-14s why: %s\n", "", "", o->source);
-        if (o->has_reference) {
+        if (o->has_reference && o->reference_group > 0) { /* a topk output's id compare (core/ops.h) */
+            printf("    %-8s %-14s reference: groups of %ld ids, at most %ld golden ids missing a group (%s)\n", "", "",
+                   o->reference_group, (long)((double)o->reference_group * o->reference_atol), o->reference_source);
+            printf("    %-8s %-14s reference golden (the ids compared): %s\n", "", "", o->reference_golden);
+        } else if (o->has_reference) {
             printf("    %-8s %-14s reference atol %g rtol %g budget %g (%s)\n", "", "", o->reference_atol,
                    o->reference_rtol, o->reference_budget, o->reference_source);
             if (o->reference_golden) /* within the rule of the exact value or of this golden passes */

@@ -169,9 +169,15 @@ static int read_reference(reader *r, const cJSON *o, ug_output_rule *rule)
  * a reference rule. */
 static int read_reference_golden(reader *r, const cJSON *o, ug_output_rule *rule)
 {
-    if (text(r, o, "reference_golden", 0, &rule->reference_golden)) return -1;
+    double group = 0;
+    if (text(r, o, "reference_golden", 0, &rule->reference_golden) || number(r, o, "reference_group", 0, &group))
+        return -1;
     if (rule->reference_golden && !rule->has_reference)
         return fail(r, "\"reference_golden\" needs a reference rule (reference_atol, reference_rtol)%s%s", "", "");
+    if (group != 0 && (!rule->reference_golden || !(group >= 1 && group <= 1e9 && group == (double)(long)group)))
+        return fail(r, "\"reference_group\" is a whole number of ids from 1, beside a reference rule with a "
+                       "\"reference_golden\"%s%s", "", "");
+    rule->reference_group = (long)group;
     return 0;
 }
 
@@ -179,7 +185,7 @@ static int read_output(reader *r, const cJSON *o, ug_output_rule *rule)
 {
     static const char *const keys[] = {"name", "of", "compare", "pypto_atol", "pypto_rtol", "pypto_budget", "source",
                                        "reference_atol", "reference_rtol", "reference_budget", "reference_source",
-                                       "reference_golden", NULL};
+                                       "reference_golden", "reference_group", NULL};
     const char *cmp;
     int c;
     if (known_keys(r, o, keys) || text(r, o, "name", 1, &rule->name) || text(r, o, "of", 0, &rule->of) ||
@@ -190,6 +196,8 @@ static int read_output(reader *r, const cJSON *o, ug_output_rule *rule)
         read_reference(r, o, rule) || read_reference_golden(r, o, rule))
         return -1;
     rule->cmp = (ug_cmp)c;
+    if ((rule->reference_group > 0) != (rule->cmp == UG_CMP_TOPK && rule->has_reference))
+        return fail(r, "a topk_set output's reference rule is a \"reference_group\" compare, and only it is%s%s", "", "");
     return 0;
 }
 

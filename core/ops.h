@@ -54,6 +54,13 @@ typedef struct {
      * cast to bf16 before P.V, P quantised to e4m3 per key tile), which this text states, and
      * `reference` judges against that golden (ug_op_def.reference_golden), as the test does. */
     const char *reference_golden;
+    /* A topk_set output's reference rule, where its test judges ids (topk_idx_compare): 0
+     * none. Else the kernel's ids and the test's golden ids (reference_golden: the exact
+     * top-n in the golden's order), flattened, are cut into groups of reference_group
+     * consecutive elements; in each group, the golden ids at the positions where the two
+     * differ that are missing from the kernel's ids at those positions are counted, and a
+     * group counting more than floor(reference_group * reference_atol) fails. */
+    long reference_group;
 } ug_output_rule;
 
 /* Geometry of an output for sampling: viewed as rows x cols (cols = last dim). The

@@ -82,6 +82,17 @@ static void read_tolerance(int s, const cJSON *o, size_t n, reading *g)
     else say(g, " (%.0f allowed)", allowed);
 }
 
+/* reference on ids (the test's topk_idx_compare): groups with more golden ids missing than allowed. */
+static void read_id_groups(const cJSON *o, reading *g)
+{
+    double group, allowed, worst, failed;
+    if (!num(o, "group", &group) || !num(o, "allowed", &allowed) || !num(o, "worst_group", &worst) ||
+        !num(o, "failed", &failed) || !(failed > 0))
+        return;
+    part(g, count_severity(worst, allowed));
+    say(g, "%.0f groups of %.0f ids with more than %.0f golden ids missing (worst %.0f)", failed, group, allowed, worst);
+}
+
 static void read_certified(const cJSON *o, size_t n, reading *g)
 {
     double violations, worst = 0;
@@ -206,7 +217,11 @@ static void read_figures(int s, const cJSON *o, size_t n, reading *g)
     }
     if (read_discrete(o, n, g)) return;
     switch (s) {
-    case UG_STD_PYPTO: case UG_STD_REFERENCE: case UG_STD_ALLCLOSE: read_tolerance(s, o, n, g); break;
+    case UG_STD_REFERENCE:
+        if (cJSON_GetObjectItemCaseSensitive(o, "group")) read_id_groups(o, g);
+        else read_tolerance(s, o, n, g);
+        break;
+    case UG_STD_PYPTO: case UG_STD_ALLCLOSE: read_tolerance(s, o, n, g); break;
     case UG_STD_CERTIFIED: read_certified(o, n, g); break;
     case UG_STD_DUAL_THOUSANDTH: read_dual(o, g); break;
     case UG_STD_MIXED_TOLERANCE: read_mixed(o, g); break;

@@ -72,7 +72,8 @@ static int reference_golden_where_outside(const ug_case *c, const ug_oracle_resu
         for (size_t i = 0; i < n; i++) {
             double a = ug_tload(t, orc->sel.idx[k][i]), g = orc->g[k][i];
             refg[k][i] = NAN;
-            if (ug_reference_ratio(rule, a, g) > 1.0) sub.idx[k][m] = orc->sel.idx[k][i], pos[k][m++] = i;
+            if (rule->reference_group > 0 || ug_reference_ratio(rule, a, g) > 1.0) /* ids: every one compared */
+                sub.idx[k][m] = orc->sel.idx[k][i], pos[k][m++] = i;
         }
         sub.n[k] = m;
         any |= m > 0;

@@ -424,6 +424,52 @@ static ug_vstate judge_reference(const ug_judged *j, char *thr, size_t len)
     return bad <= allowed ? UG_V_PASS : UG_V_FAIL;
 }
 
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* The golden ids of one group at the positions where kernel and golden differ (exp, m of
+ * them) that are missing from the kernel's ids at those positions (act, sorted here). */
+static size_t ids_missing(const double *exp, double *act, size_t m)
+{
+    qsort(act, m, sizeof *act, cmp_double);
+    size_t missing = 0;
+    for (size_t k = 0; k < m; k++) missing += bsearch(&exp[k], act, m, sizeof *act, cmp_double) == NULL;
+    return missing;
+}
+
+/* reference on a topk_set output whose test judges ids (core/ops.h reference_group: the
+ * reference suite's topk_idx_compare): the checked ids in groups of G consecutive flat
+ * positions against the test's golden ids (j->ref_golden), at most floor(G * atol) golden
+ * ids missing per group. The golden's order matters only across a group's edge. */
+static ug_vstate judge_reference_topk(const ug_judged *j, char *thr, size_t len)
+{
+    const ug_output_rule *r = j->rule;
+    size_t G = (size_t)r->reference_group, allowed = (size_t)((double)G * r->reference_atol); /* Python's int() */
+    double *act = malloc((j->n ? j->n : 1) * sizeof *act), *exp = malloc((j->n ? j->n : 1) * sizeof *exp);
+    if (!j->ref_golden || !act || !exp) {
+        free(act), free(exp);
+        snprintf(thr, len, "{\"note\":\"%s\"}", j->ref_golden ? "out of memory" : "no golden ids");
+        return UG_V_NA;
+    }
+    size_t worst = 0, failed = 0;
+    for (size_t i = 0; i < j->n;) {
+        size_t group = j->idx[i] / G, m = 0;
+        for (; i < j->n && j->idx[i] / G == group; i++)
+            if (j->a[i] != j->ref_golden[i]) act[m] = j->a[i], exp[m] = j->ref_golden[i], m++;
+        size_t missing = ids_missing(exp, act, m);
+        worst = missing > worst ? missing : worst;
+        failed += missing > allowed;
+    }
+    free(act), free(exp);
+    double used = allowed ? (double)worst / (double)allowed : worst ? INFINITY : 0.0;
+    snprintf(thr, len, "{\"rule\":\"topk_idx_compare\",\"group\":%zu,\"allowed\":%zu,\"worst_group\":%zu,"
+             "\"failed\":%zu,\"used\":%s,\"golden\":\"test\"}", G, allowed, worst, failed, jnum(used, 4).s);
+    return failed ? UG_V_FAIL : UG_V_PASS;
+}
+
 static ug_vstate judge_pypto(const ug_judged *j, char *thr, size_t len)
 {
     double atol = j->rule ? j->rule->pypto_atol : 1e-3, rtol = j->rule ? j->rule->pypto_rtol : 1e-3;
@@ -697,6 +743,8 @@ ug_vstate ug_standard_judge(int s, const ug_judged *j, char *thr, size_t thrlen)
     int discrete = j->rule && j->rule->cmp != UG_CMP_NUMERIC;
     if (discrete && s == UG_STD_CERTIFIED) /* certified holds a discrete output to its discrete rule */
         s = discrete_standard(j->rule->cmp);
+    if (s == UG_STD_REFERENCE && discrete && j->rule->reference_group > 0) /* the test's own id compare */
+        return judge_reference_topk(j, thr, thrlen);
     if (discrete != ug_standard_is_discrete(s)) {
         snprintf(thr, thrlen, "{}");
         return UG_V_NA;

@@ -43,6 +43,8 @@ static void add_rules_and_variants(cJSON *o, const ug_op_def *d)
             cJSON_AddStringToObject(r, "reference_source", d->outputs[i].reference_source);
             if (d->outputs[i].reference_golden)
                 cJSON_AddStringToObject(r, "reference_golden", d->outputs[i].reference_golden);
+            if (d->outputs[i].reference_group > 0)
+                cJSON_AddNumberToObject(r, "reference_group", (double)d->outputs[i].reference_group);
         }
         cJSON_AddItemToArray(outs, r);
     }

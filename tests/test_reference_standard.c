@@ -8,7 +8,11 @@
  * golden (reference_golden): an element within the rule of it or of the exact value passes,
  * one outside both fails, a NaN golden leaves the exact value alone to judge, the margin
  * takes the nearer; the ops that declare one compute one, and a declaration that says so
- * without the function (or the reverse) is refused. */
+ * without the function (or the reverse) is refused. A topk_set output's id compare
+ * (reference_group: the test's topk_idx_compare) on hand-built ids: groups of 4 with one
+ * miss allowed, a reordered group passing, two golden ids missing from one group failing
+ * while the same two misses split across groups pass, golden ids that only moved across a
+ * group's edge counting as missing, and the thresholds saying so. */
 #include <math.h>
 #include <string.h>
 
@@ -143,9 +147,10 @@ static void test_golden(void)
                       ug_op_name(op), d->outputs[i].name);
             }
     }
-    CHECK(declared == 13, "%d outputs declare the test's golden (flash_attention_mha o, its gradient's dq dk dv, "
+    CHECK(declared == 14, "%d outputs declare the test's golden (flash_attention_mha o, its gradient's dq dk dv, "
                           "page_attention o, lightning_indexer_prolog_quant weights q_scale k_scale, the sparse quant "
-                          "attentions' o, mla_indexer_prolog_quant weights k_scale, glm_attention_fusion o)", declared);
+                          "attentions' o, mla_indexer_prolog_quant weights k_scale, glm_attention_fusion o, "
+                          "lightning_indexer_quant topk_idx: its ids)", declared);
 }
 
 static void declarations(void)
@@ -246,6 +251,44 @@ static void golden_without_declaration(void)
           "a golden function no output declares is refused: %s", err);
 }
 
+/* The test's topk_idx_compare on a topk_set output: groups of 4 ids, int(4 * 0.25) = 1 miss
+ * allowed per group. a_ the kernel's ids, t_ the golden's (the op's reference golden). */
+static ug_vstate judge_ids(size_t n, const double *kernel, const double *golden, char *thr)
+{
+    ug_output_rule r = {"ids", UG_CMP_TOPK, 0, 0, 0};
+    r.has_reference = 1, r.reference_atol = 0.25, r.reference_group = 4;
+    r.reference_source = "test", r.reference_golden = "the test's top-k";
+    ug_metrics m;
+    for (size_t i = 0; i < n; i++) idx_[i] = i, a_[i] = kernel[i], t_[i] = golden[i];
+    ug_metrics_compute(UG_DT_INT32, n, idx_, n, a_, a_, NULL, &m);
+    ug_judged j = {"ids", UG_DT_INT32, &r, 0, n, idx_, a_, a_, a_, NULL, &m, NULL, 0, t_};
+    return ug_standard_judge(UG_STD_REFERENCE, &j, thr, UG_THR_LEN);
+}
+
+static void id_groups(void)
+{
+    char thr[UG_THR_LEN];
+    const double gold[8] = {7, 3, 9, 1, 4, 8, 2, -1};
+    const double same_set[8] = {1, 9, 3, 7, 2, 8, 4, -1}; /* each group reordered */
+    CHECK(judge_ids(8, same_set, gold, thr) == UG_V_PASS && strstr(thr, "\"worst_group\":0"), "reordered: %s", thr);
+    const double one_miss[8] = {7, 3, 9, 5, 4, 8, 2, -1}; /* 1 replaced by 5: one golden id missing */
+    CHECK(judge_ids(8, one_miss, gold, thr) == UG_V_PASS && strstr(thr, "\"allowed\":1"), "one miss: %s", thr);
+    const double two_miss[8] = {7, 3, 6, 5, 4, 8, 2, -1}; /* 9 and 1 missing from group 0 */
+    CHECK(judge_ids(8, two_miss, gold, thr) == UG_V_FAIL && strstr(thr, "\"worst_group\":2") &&
+              strstr(thr, "\"failed\":1"), "two misses in one group: %s", thr);
+    const double split[8] = {7, 3, 9, 5, 4, 8, 6, -1}; /* one miss in each group */
+    CHECK(judge_ids(8, split, gold, thr) == UG_V_PASS, "one miss per group: %s", thr);
+    const double across[8] = {4, 3, 9, 1, 7, 8, 2, -1}; /* 7 and 4 swapped across the edge: both missing */
+    CHECK(judge_ids(8, across, gold, thr) == UG_V_PASS && strstr(thr, "\"worst_group\":1"), "across: %s", thr);
+    const double pad[8] = {7, 3, 9, 1, 4, 8, -1, 2}; /* a -1 moved: 2 and -1 each present in group 1 */
+    CHECK(judge_ids(8, pad, gold, thr) == UG_V_PASS && strstr(thr, "\"worst_group\":0"), "padding moved: %s", thr);
+    const double dup[8] = {7, 7, 9, 7, 4, 8, 2, -1}; /* 3 and 1 missing (a duplicate does not stand in) */
+    CHECK(judge_ids(8, dup, gold, thr) == UG_V_FAIL && strstr(thr, "\"worst_group\":2"), "duplicates: %s", thr);
+    const ug_op_def *li = ug_op_def_get(UG_OP_LIGHTNING_INDEXER_QUANT); /* the declared rule: the test's figures */
+    CHECK(li && li->n_outputs == 1 && li->outputs[0].reference_group == 2048 && li->outputs[0].reference_atol == 5e-4,
+          "lightning_indexer_quant topk_idx: groups of 2048 ids, int(2048 * 5e-4) = 1 miss each");
+}
+
 int main(void)
 {
     strict_loading();
@@ -256,5 +299,6 @@ int main(void)
     without_reference();
     margin_sees_reference();
     declarations();
+    id_groups();
     return check_done();
 }

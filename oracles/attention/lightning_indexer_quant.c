@@ -324,6 +324,32 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     return 0;
 }
 
+/* The reference test's golden ids (reference_golden, core/ops.h): torch.topk of its scores,
+ * sorted largest first; here the exact top-n, best first (ties to the lower position, an
+ * order torch does not promise), -1 past n, for each selected element. */
+static int reference_golden(const ug_case *c, const ug_selection *sel, double **out, char *err, size_t errlen)
+{
+    li_params p;
+    read_params(&c->params, &p);
+    long maxE = 1;
+    for (long b = 0; b < p.batch; b++) maxE = p.lens[b] > maxE ? p.lens[b] : maxE;
+    li_work w;
+    if (work_alloc(&p, maxE, &w)) return snprintf(err, errlen, "out of memory for the reference golden"), -1;
+    size_t pos = 0, K = (size_t)p.k;
+    while (pos < sel->n[0]) {
+        long r = (long)(sel->idx[0][pos] / K), b = r / p.sq;
+        long E = ug_gl_attn_mtp_end(p.lens[b], p.sq, r % p.sq), n = E < p.k ? E : p.k;
+        row_scores(&p, c, r, b, E, &w);
+        exact_top(E, n, &w);
+        for (; pos < sel->n[0] && sel->idx[0][pos] / K == (size_t)r; pos++) {
+            long j = (long)(sel->idx[0][pos] % K);
+            out[0][pos] = j < n ? (double)w.oid[j] : -1.0;
+        }
+    }
+    work_free(&w);
+    return 0;
+}
+
 /* rows x topk, 128-column tiles (the kernel's write granularity). */
 static void geometry(const ug_case *c, int out, ug_geom *g) { ug_geom_last_dim(&c->out[out], 1, 128, g); }
 
@@ -346,6 +372,7 @@ const ug_op_def ug_opdef_lightning_indexer_quant = {.op = UG_OP_LIGHTNING_INDEXE
                                                     .decl.check = check,
                                                     .build = ug_gl_attn_build_paged,
                                                     .oracle = oracle,
+                                                    .reference_golden = reference_golden,
                                                     .geometry = geometry,
                                                     .scratch = scratch,
                                                     .check_all = 1};

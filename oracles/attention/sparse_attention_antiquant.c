@@ -11,7 +11,7 @@
  * oracle loop are sparse_quant_attn.c's (shared with sparse_flash_attention_quant); this
  * file packs the drawn components into the cache row (build) and decodes a row back
  * (the oracle reads the bytes the kernel reads).
- * Primary standard certified (2026-12-05), as sparse_flash_attention_quant's and for the
+ * Primary standard certified, as sparse_flash_attention_quant's and for the
  * same reason: the pypto rule fails a kernel that casts P/l to bf16 before P.V as the
  * reference's kernel and test golden do (a kernel built to that golden on the reference
  * plan's light case 45ef48947cd8256f: 23386 of 524288 outside, 2621 allowed), which the

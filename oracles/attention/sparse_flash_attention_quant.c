@@ -12,7 +12,7 @@
  * min(L_b - S_q + 1 + i, topk), scale 576^-1/2, compare 1e-4 / 5e-3. Everything shared with
  * sparse_attention_antiquant (params, builder, oracle loop) is in sparse_quant_attn.c;
  * this file only decodes a cache slot.
- * Primary standard certified (2026-12-05): the pypto rule, the test's own 1e-4 / 5e-3 with
+ * Primary standard certified: the pypto rule, the test's own 1e-4 / 5e-3 with
  * budget 0.005, fails a kernel that casts P/l to bf16 before P.V as the reference's kernel
  * and its test's golden do (a kernel built to that golden, on the reference plan's light
  * case 646f690286a38ec4: 23266 of 524288 o elements outside, 2621 allowed), which the
