@@ -298,21 +298,35 @@ static void row_emit(const li_params *p, long E, long n, li_work *w)
     free(out);
 }
 
+/* The case's params, and work arrays sized for its longest context: 0, or -1 out of memory. */
+static int open_rows(const ug_case *c, li_params *p, li_work *w)
+{
+    read_params(&c->params, p);
+    long maxE = 1;
+    for (long b = 0; b < p->batch; b++) maxE = p->lens[b] > maxE ? p->lens[b] : maxE;
+    return work_alloc(p, maxE, w);
+}
+
+/* Query row r: its context *E, *n = min(topk, E), its exact scores and exact top-n (w->oid). */
+static void exact_row(const ug_case *c, const li_params *p, long r, long *E, long *n, li_work *w)
+{
+    long b = r / p->sq;
+    *E = ug_gl_attn_mtp_end(p->lens[b], p->sq, r % p->sq);
+    *n = *E < p->k ? *E : p->k;
+    row_scores(p, c, r, b, *E, w);
+    exact_top(*E, *n, w);
+}
+
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     li_params p;
-    read_params(&c->params, &p);
-    long maxE = 1;
-    for (long b = 0; b < p.batch; b++) maxE = p.lens[b] > maxE ? p.lens[b] : maxE;
     li_work w;
-    if (work_alloc(&p, maxE, &w)) return -1;
+    if (open_rows(c, &p, &w)) return -1;
     const ug_tensor *ko = ug_case_output(c, "topk_idx");
     size_t pos = 0, K = (size_t)p.k;
     while (pos < sel->n[0]) {
-        long r = (long)(sel->idx[0][pos] / K), b = r / p.sq;
-        long E = ug_gl_attn_mtp_end(p.lens[b], p.sq, r % p.sq), n = E < p.k ? E : p.k;
-        row_scores(&p, c, r, b, E, &w);
-        exact_top(E, n, &w);
+        long r = (long)(sel->idx[0][pos] / K), E, n;
+        exact_row(c, &p, r, &E, &n, &w);
         for (long j = 0; j < p.k; j++) w.kid[j] = (int)ug_tload(ko, (size_t)(r * p.k + j));
         row_emit(&p, E, n, &w);
         size_t mark = ug_ar_mark(ar);
@@ -330,17 +344,12 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 static int reference_golden(const ug_case *c, const ug_selection *sel, double **out, char *err, size_t errlen)
 {
     li_params p;
-    read_params(&c->params, &p);
-    long maxE = 1;
-    for (long b = 0; b < p.batch; b++) maxE = p.lens[b] > maxE ? p.lens[b] : maxE;
     li_work w;
-    if (work_alloc(&p, maxE, &w)) return snprintf(err, errlen, "out of memory for the reference golden"), -1;
+    if (open_rows(c, &p, &w)) return snprintf(err, errlen, "out of memory for the reference golden"), -1;
     size_t pos = 0, K = (size_t)p.k;
     while (pos < sel->n[0]) {
-        long r = (long)(sel->idx[0][pos] / K), b = r / p.sq;
-        long E = ug_gl_attn_mtp_end(p.lens[b], p.sq, r % p.sq), n = E < p.k ? E : p.k;
-        row_scores(&p, c, r, b, E, &w);
-        exact_top(E, n, &w);
+        long r = (long)(sel->idx[0][pos] / K), E, n;
+        exact_row(c, &p, r, &E, &n, &w);
         for (; pos < sel->n[0] && sel->idx[0][pos] / K == (size_t)r; pos++) {
             long j = (long)(sel->idx[0][pos] % K);
             out[0][pos] = j < n ? (double)w.oid[j] : -1.0;
