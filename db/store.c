@@ -357,20 +357,29 @@ static int refuse_unwritable(ug_db *db, const char *path, char *err, size_t errl
     return -2;
 }
 
+/* Appends text to sql (cap bytes, *n used), never past its end: *n then reaches cap. */
+static void sql_append(char *sql, size_t cap, size_t *n, const char *text)
+{
+    if (*n < cap) *n += (size_t)snprintf(sql + *n, cap - *n, "%s", text);
+}
+
 /* The metrics insert, its columns named from the one list of metric fields (verdict.h). */
 static int prepare_put_metric(ug_db *db, char *err, size_t errlen)
 {
     char sql[1024];
-    size_t n = (size_t)snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO metrics(run_id, case_id, output, dtype");
-    for (int f = 0; f < ug_metric_nfields && n < sizeof sql; f++)
-        n += (size_t)snprintf(sql + n, sizeof sql - n, ", %s", ug_metric_fields[f].name);
-    for (int f = -4; f < ug_metric_nfields && n < sizeof sql; f++)
-        n += (size_t)snprintf(sql + n, sizeof sql - n, "%s", f == -4 ? ") VALUES (?" : ",?");
-    if (n + 2 >= sizeof sql) {
+    size_t n = 0;
+    sql_append(sql, sizeof sql, &n, "INSERT OR REPLACE INTO metrics(run_id, case_id, output, dtype");
+    for (int f = 0; f < ug_metric_nfields; f++) {
+        sql_append(sql, sizeof sql, &n, ", ");
+        sql_append(sql, sizeof sql, &n, ug_metric_fields[f].name);
+    }
+    sql_append(sql, sizeof sql, &n, ") VALUES (?,?,?,?"); /* run_id, case_id, output, dtype */
+    for (int f = 0; f < ug_metric_nfields; f++) sql_append(sql, sizeof sql, &n, ",?");
+    sql_append(sql, sizeof sql, &n, ")");
+    if (n >= sizeof sql) {
         snprintf(err, errlen, "internal: the metrics insert does not fit its buffer");
         return -1;
     }
-    snprintf(sql + n, sizeof sql - n, ")");
     return ug_db_prepare(db, &db->put_metric, sql, err, errlen);
 }
 

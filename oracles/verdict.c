@@ -34,7 +34,9 @@ static const struct {
                           "element fails if |a-g| > reference_atol + reference_rtol*|g|; output passes if failures <= "
                           "round(reference_budget*N) (budget 0: every element); where the test's golden makes "
                           "roundings of its own (the rule's reference_golden) an element passes within the rule of "
-                          "either g or that golden; NA where the op has no reference test"},
+                          "either g or that golden; ids its test judges by groups (reference_group: the test's "
+                          "topk_idx_compare) fail a group missing more than floor(group*reference_atol) of the golden's; "
+                          "NA where the op has no reference test"},
     [UG_STD_EXACT] = {"exact", "discrete outputs", "bitwise equal"},
     [UG_STD_BOUNDARY_AWARE] = {"boundary_aware", "discrete outputs (docs/STANDARDS.md)",
                                "codes equal, or one quantum apart where the exact value is within budget of the "
