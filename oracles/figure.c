@@ -90,7 +90,8 @@ static void read_id_groups(const cJSON *o, reading *g)
         !num(o, "failed", &failed) || !(failed > 0))
         return;
     part(g, count_severity(worst, allowed));
-    say(g, "%.0f groups of %.0f ids with more than %.0f golden ids missing (worst %.0f)", failed, group, allowed, worst);
+    say(g, "%.0f group%s of %.0f ids missing more than %.0f of the golden's ids (worst %.0f)", failed,
+        failed == 1 ? "" : "s", group, allowed, worst);
 }
 
 static void read_certified(const cJSON *o, size_t n, reading *g)

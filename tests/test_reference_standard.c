@@ -18,6 +18,7 @@
 
 #include "check.h"
 #include "core/ops.h"
+#include "oracles/figure.h"
 #include "oracles/verdict.h"
 
 #define N_MAX 2048
@@ -284,6 +285,10 @@ static void id_groups(void)
     CHECK(judge_ids(8, pad, gold, thr) == UG_V_PASS && strstr(thr, "\"worst_group\":0"), "padding moved: %s", thr);
     const double dup[8] = {7, 7, 9, 7, 4, 8, 2, -1}; /* 3 and 1 missing (a duplicate does not stand in) */
     CHECK(judge_ids(8, dup, gold, thr) == UG_V_FAIL && strstr(thr, "\"worst_group\":2"), "duplicates: %s", thr);
+    char figure[300]; /* its deciding figure in words (oracles/figure.c) */
+    CHECK(ug_figure_of_output(UG_STD_REFERENCE, "ids", thr, 8, figure, sizeof figure) &&
+              strstr(figure, "ids: 1 group of 4 ids missing more than 1 of the golden's ids (worst 2)"),
+          "figure: %s", figure);
     const ug_op_def *li = ug_op_def_get(UG_OP_LIGHTNING_INDEXER_QUANT); /* the declared rule: the test's figures */
     CHECK(li && li->n_outputs == 1 && li->outputs[0].reference_group == 2048 && li->outputs[0].reference_atol == 5e-4,
           "lightning_indexer_quant topk_idx: groups of 2048 ids, int(2048 * 5e-4) = 1 miss each");
