@@ -10,6 +10,7 @@
  * also pays: the naive benchmark values and the certified standard's device bound. */
 #include "cli/bench_oracle.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,17 +81,22 @@ static ug_oracle_opts bo_mode(ug_ar_mode mode, mpfr_prec_t prec, long sample)
  * output dtype, naive values, device bounds). A certified element's nearest double is the
  * fast path's value, within its bound of the exact one; an element settled by MPFR gets
  * MPFR's, so a fast path that settles more elements may change the gstar digest (by an
- * ulp of a double, within the bound) but never the other. */
+ * ulp of a double, within the bound) but never the other. Every NaN is hashed as one
+ * NaN: the standards judge a NaN by its class, and its sign and payload are whichever
+ * operand's the compiler put first in an IEEE operation (a + b and b + a), not the oracle's. */
 static uint64_t bo_digest(const ug_oracle_result *r, int gstar)
 {
     uint64_t h = 14695981039346656037ull;
     for (int k = 0; k < r->sel.n_out; k++) {
         const double *arrays[3] = {r->g[k], r->bench[k], r->bound[k]}, *exact[1] = {r->gstar[k]};
         const double *const *list = gstar ? exact : arrays;
-        for (int a = 0; a < (gstar ? 1 : 3); a++) {
-            const unsigned char *b = (const unsigned char *)list[a];
-            for (size_t i = 0; b && i < r->sel.n[k] * sizeof(double); i++) h = (h ^ b[i]) * 1099511628211ull;
-        }
+        for (int a = 0; a < (gstar ? 1 : 3); a++)
+            for (size_t i = 0; list[a] && i < r->sel.n[k]; i++) {
+                double x = isnan(list[a][i]) ? NAN : list[a][i];
+                unsigned char b[sizeof x];
+                memcpy(b, &x, sizeof x);
+                for (size_t j = 0; j < sizeof x; j++) h = (h ^ b[j]) * 1099511628211ull;
+            }
     }
     return h;
 }

@@ -11,6 +11,7 @@
  * rounding (UG_DEV_U |v|, functions DEV_FN |v|, plus UG_DEV_ETA for a result in fp32's
  * subnormal range) to the propagated operand bounds. */
 #include "oracles/mp/arith.h"
+#include "oracles/mp/arith_inline.h"
 #include "oracles/mp/cert_block.h"
 #include "oracles/mp/cert_inline.h"
 #include "oracles/mp/exact_dot.h"
@@ -28,7 +29,6 @@
 #define INFLATE UG_CV_INFLATE
 #define IS_MP(ar) ((ar)->mode == UG_AR_EXACT || (ar)->mode == UG_AR_MPFR_SEQ)
 #define IS_DEV(ar) ((ar)->mode == UG_AR_DEVICE)
-#define DEV_FN (UG_DEV_FN_ULPS * 2.0 * UG_DEV_U) /* relative: ulp(x) <= 2^-23 |x| in fp32 */
 
 struct ug_ar {
     ug_ar_mode mode;
@@ -133,13 +133,6 @@ static ug_num num_exact(mpfr_ptr m)
  * exact values at a rounding tie of the output dtype need no MPFR fallback. */
 static ug_num num_cert(double v, double e) { return ug_cv_num(ug_cv_make(v, e)); }
 
-/* A DEVICE number: a bound that is NaN (inf - inf) means nothing is known. */
-static ug_num num_dev(double v, double e)
-{
-    ug_num r = {v, isnan(e) ? INFINITY : e, NULL};
-    return r;
-}
-
 static double gamma32(size_t n) { return (double)n * UG_DEV_U / (1.0 - (double)n * UG_DEV_U); }
 
 static ug_num num_plain(const ug_ar *ar, double v)
@@ -156,7 +149,7 @@ ug_num ug_c(ug_ar *ar, double x)
         return num_exact(m);
     }
     if (ar->mode == UG_AR_CERT) return num_cert(x, 0.0);
-    if (IS_DEV(ar)) return num_dev(x, 0.0); /* inputs are exact */
+    if (IS_DEV(ar)) return ugx_num_dev(x, 0.0); /* inputs are exact */
     return num_plain(ar, x);
 }
 
@@ -179,161 +172,65 @@ static ug_num exact2(ug_ar *ar, mpfr_fn2 f, ug_num a, ug_num b)
     return num_exact(m);
 }
 
+/* The plain arithmetics' primitives are arith_inline.h's bodies (one copy, which an op's
+ * formula inlines with a constant mode); MPFR's are here. */
 ug_num ug_add(ug_ar *ar, ug_num a, ug_num b)
 {
-    if (IS_MP(ar)) return exact2(ar, mpfr_add, a, b);
-    double v = a.v + b.v;
-    if (ar->mode == UG_AR_CERT)
-        return num_cert(v, a.e + b.e + (isfinite(v) ? fabs(ug_cv_two_sum_err(a.v, b.v, v)) : INFINITY));
-    if (IS_DEV(ar)) return num_dev(v, a.e + b.e + (UG_DEV_U * fabs(v) + UG_DEV_ETA));
-    return num_plain(ar, v);
-}
-
-/* The plain arithmetics' bodies of ug_sub, ug_mul, ug_max and ug_exp with the mode a
- * parameter: the primitives call them, and ug_softmax_row inlines them with a constant mode. */
-#define AI __attribute__((always_inline))
-static inline AI ug_num plain_p(ug_ar_mode mode, ug_dtype ndt, double v)
-{
-    return (ug_num){mode == UG_AR_NAIVE ? ug_dtype_round_fast(ndt, v) : v, 0.0, NULL};
-}
-
-static inline AI ug_num sub_p(ug_ar_mode mode, ug_dtype ndt, ug_num a, ug_num b)
-{
-    double v = a.v - b.v;
-    if (mode == UG_AR_CERT)
-        return num_cert(v, a.e + b.e + (isfinite(v) ? fabs(ug_cv_two_sum_err(a.v, -b.v, v)) : INFINITY));
-    if (mode == UG_AR_DEVICE) return num_dev(v, a.e + b.e + (UG_DEV_U * fabs(v) + UG_DEV_ETA));
-    return plain_p(mode, ndt, v);
-}
-
-static inline AI ug_num mul_p(ug_ar_mode mode, ug_dtype ndt, ug_num a, ug_num b)
-{
-    double v = a.v * b.v;
-    if (mode == UG_AR_CERT)
-        return num_cert(v, fabs(a.v) * b.e + fabs(b.v) * a.e + a.e * b.e +
-                               (isfinite(v) ? ug_cv_two_prod_err(a.v, b.v, v) : INFINITY));
-    if (mode == UG_AR_DEVICE)
-        return num_dev(v, fabs(a.v) * b.e + fabs(b.v) * a.e + a.e * b.e + (UG_DEV_U * fabs(v) + UG_DEV_ETA));
-    return plain_p(mode, ndt, v);
-}
-
-static inline AI ug_num max_p(ug_ar_mode mode, ug_num a, ug_num b)
-{
-    if (mode == UG_AR_CERT || mode == UG_AR_DEVICE) return ug_cv_num(ug_cv_max(ug_cv_of(a), ug_cv_of(b))); /* exact on a device */
-    return a.v >= b.v ? a : b;
-}
-
-static inline AI ug_num exp_p(ug_ar_mode mode, ug_dtype ndt, ug_num a)
-{
-    if (mode == UG_AR_CERT) return ug_cv_num(ug_cv_exp(ug_cv_of(a)));
-    double v = exp(a.v);
-    if (mode == UG_AR_DEVICE) return num_dev(v, ug_cv_exp_spread(v, a.e) + (DEV_FN * fabs(v) + UG_DEV_ETA));
-    return plain_p(mode, ndt, v);
+    return IS_MP(ar) ? exact2(ar, mpfr_add, a, b) : ugx_add(ugx_of(ar), a, b);
 }
 
 ug_num ug_sub(ug_ar *ar, ug_num a, ug_num b)
 {
-    return IS_MP(ar) ? exact2(ar, mpfr_sub, a, b) : sub_p(ar->mode, ar->naive_dt, a, b);
+    return IS_MP(ar) ? exact2(ar, mpfr_sub, a, b) : ugx_sub(ugx_of(ar), a, b);
 }
 
 ug_num ug_mul(ug_ar *ar, ug_num a, ug_num b)
 {
-    return IS_MP(ar) ? exact2(ar, mpfr_mul, a, b) : mul_p(ar->mode, ar->naive_dt, a, b);
-}
-
-static inline AI ug_num div_p(ug_ar_mode mode, ug_dtype ndt, ug_num a, ug_num b)
-{
-    double v = a.v / b.v;
-    if (mode == UG_AR_CERT || mode == UG_AR_DEVICE) {
-        double ab = fabs(b.v);
-        double e = ab > b.e ? (fabs(a.v) * b.e + ab * a.e) / (ab * (ab - b.e)) : INFINITY;
-        return mode == UG_AR_DEVICE ? num_dev(v, e + (UG_DEV_U * fabs(v) + UG_DEV_ETA)) : num_cert(v, e + fabs(v) * U52);
-    }
-    return plain_p(mode, ndt, v);
+    return IS_MP(ar) ? exact2(ar, mpfr_mul, a, b) : ugx_mul(ugx_of(ar), a, b);
 }
 
 ug_num ug_div(ug_ar *ar, ug_num a, ug_num b)
 {
-    return IS_MP(ar) ? exact2(ar, mpfr_div, a, b) : div_p(ar->mode, ar->naive_dt, a, b);
+    return IS_MP(ar) ? exact2(ar, mpfr_div, a, b) : ugx_div(ugx_of(ar), a, b);
 }
 
-/* ug_dev_round's body (a no-op but in DEVICE). */
-static inline AI ug_num dev_round_p(ug_ar_mode mode, ug_num x, ug_dtype dt)
-{
-    if (mode == UG_AR_DEVICE) x.e += 0.5 * ug_dtype_ulp(dt, fabs(x.v) + x.e);
-    return x;
-}
-
-/* ug_div_row and ug_mul_diff_row in plain arithmetic `mode` (a constant where inlined);
- * diff: out[j] = (x[j] * (a[j] - b)), else out[j] = x[j] / b; then dt's device rounding. */
-static inline AI void row_op_p(ug_ar_mode mode, ug_dtype ndt, int diff, const ug_num *x, const ug_num *a, ug_num b,
-                               size_t n, ug_dtype dt, ug_num *out)
+/* ug_div_row and ug_mul_diff_row's loop: diff: out[j] = (x[j] * (a[j] - b)), else out[j] =
+ * x[j] / b; then dt's device rounding. */
+UG_AI void row_op_x(ug_arx A, int diff, const ug_num *x, const ug_num *a, ug_num b, size_t n, ug_dtype dt, ug_num *out)
 {
     for (size_t j = 0; j < n; j++)
-        out[j] = dev_round_p(mode, diff ? mul_p(mode, ndt, x[j], sub_p(mode, ndt, a[j], b)) : div_p(mode, ndt, x[j], b), dt);
-}
-
-/* Both row operations: the plain arithmetics inlined per mode, MPFR through the primitives. */
-static void row_op(ug_ar *ar, int diff, const ug_num *x, const ug_num *a, ug_num b, size_t n, ug_dtype dt, ug_num *out)
-{
-    ug_dtype ndt = ar->naive_dt;
-    switch (ar->mode) {
-    case UG_AR_CERT: row_op_p(UG_AR_CERT, ndt, diff, x, a, b, n, dt, out); return;
-    case UG_AR_DEVICE: row_op_p(UG_AR_DEVICE, ndt, diff, x, a, b, n, dt, out); return;
-    case UG_AR_NAIVE: row_op_p(UG_AR_NAIVE, ndt, diff, x, a, b, n, dt, out); return;
-    case UG_AR_F64: row_op_p(UG_AR_F64, ndt, diff, x, a, b, n, dt, out); return;
-    default: break;
-    }
-    for (size_t j = 0; j < n; j++)
-        out[j] = ug_dev_round(ar, diff ? ug_mul(ar, x[j], ug_sub(ar, a[j], b)) : ug_div(ar, x[j], b), dt);
+        out[j] = ugx_dev_round(A, diff ? ugx_mul(A, x[j], ugx_sub(A, a[j], b)) : ugx_div(A, x[j], b), dt);
 }
 
 void ug_div_row(ug_ar *ar, const ug_num *x, ug_num d, size_t n, ug_dtype dt, ug_num *out)
 {
-    row_op(ar, 0, x, NULL, d, n, dt, out);
+    UG_ARX_SPECIALISE(ar, row_op_x, 0, x, NULL, d, n, dt, out);
 }
 
 void ug_mul_diff_row(ug_ar *ar, const ug_num *x, const ug_num *a, ug_num b, size_t n, ug_dtype dt, ug_num *out)
 {
-    row_op(ar, 1, x, a, b, n, dt, out);
+    UG_ARX_SPECIALISE(ar, row_op_x, 1, x, a, b, n, dt, out);
 }
 
 ug_num ug_neg(ug_ar *ar, ug_num a)
 {
-    if (IS_MP(ar)) return exact1(ar, mpfr_neg, a);
-    a.v = -a.v; /* exact */
-    return a;
+    return IS_MP(ar) ? exact1(ar, mpfr_neg, a) : ugx_neg(ugx_of(ar), a);
 }
 
 ug_num ug_max(ug_ar *ar, ug_num a, ug_num b)
 {
     if (IS_MP(ar)) return mpfr_greaterequal_p(a.m, b.m) ? a : b;
-    return max_p(ar->mode, a, b);
+    return ugx_max(ugx_of(ar), a, b);
 }
 
 ug_num ug_sqrt(ug_ar *ar, ug_num a)
 {
-    if (IS_MP(ar)) return exact1(ar, mpfr_sqrt, a);
-    double v = sqrt(a.v);
-    if (ar->mode == UG_AR_CERT || IS_DEV(ar)) {
-        double e = a.v > a.e ? a.e / sqrt(a.v) : sqrt(fmax(a.v, 0.0) + a.e);
-        return IS_DEV(ar) ? num_dev(v, e + (UG_DEV_U * fabs(v) + UG_DEV_ETA)) : num_cert(v, e + fabs(v) * U52);
-    }
-    return num_plain(ar, v);
+    return IS_MP(ar) ? exact1(ar, mpfr_sqrt, a) : ugx_sqrt(ugx_of(ar), a);
 }
 
 ug_num ug_rsqrt(ug_ar *ar, ug_num a)
 {
-    if (IS_MP(ar)) return exact1(ar, mpfr_rec_sqrt, a);
-    if (ar->mode == UG_AR_CERT) return ug_cv_num(ug_cv_rsqrt(ug_cv_of(a)));
-    double s = sqrt(a.v), v = 1.0 / s;
-    if (IS_DEV(ar)) {
-        double lo = a.v - a.e;
-        double e = lo > 0 ? 0.5 * a.e / (lo * sqrt(lo)) : INFINITY;
-        return num_dev(v, e + (DEV_FN * fabs(v) + UG_DEV_ETA));
-    }
-    if (ar->mode == UG_AR_NAIVE) s = ug_dtype_round_fast(ar->naive_dt, s); /* rounds: naive sqrt */
-    return num_plain(ar, 1.0 / s);
+    return IS_MP(ar) ? exact1(ar, mpfr_rec_sqrt, a) : ugx_rsqrt(ugx_of(ar), a);
 }
 
 ug_num ug_recip(ug_ar *ar, ug_num a)
@@ -343,39 +240,24 @@ ug_num ug_recip(ug_ar *ar, ug_num a)
 
 ug_num ug_exp(ug_ar *ar, ug_num a)
 {
-    return IS_MP(ar) ? exact1(ar, mpfr_exp, a) : exp_p(ar->mode, ar->naive_dt, a);
+    return IS_MP(ar) ? exact1(ar, mpfr_exp, a) : ugx_exp(ugx_of(ar), a);
 }
 
-/* ug_softmax_row in plain arithmetic `mode` (a constant where it is inlined). */
-static inline AI void softmax_row_p(ug_ar_mode mode, ug_ar *ar, ug_num *e, size_t n, ug_num sc, ug_dtype p_dt,
-                                    ug_num *m, ug_num *total)
+/* ug_softmax_row's loop, in every arithmetic (a constant mode where specialised). */
+UG_AI void softmax_row_x(ug_arx A, ug_num *e, size_t n, ug_num sc, ug_dtype p_dt, ug_num *m, ug_num *total)
 {
-    ug_dtype ndt = ar->naive_dt;
     for (size_t j = 0; j < n; j++) {
-        e[j] = mul_p(mode, ndt, e[j], sc);
-        *m = j ? max_p(mode, *m, e[j]) : e[0];
+        e[j] = ugx_mul(A, e[j], sc);
+        *m = j ? ugx_max(A, *m, e[j]) : e[0];
     }
-    for (size_t j = 0; j < n; j++) e[j] = exp_p(mode, ndt, sub_p(mode, ndt, e[j], *m));
-    *total = ug_sum(ar, e, n);
-    for (size_t j = 0; mode == UG_AR_DEVICE && j < n; j++) e[j] = dev_round_p(mode, e[j], p_dt);
+    for (size_t j = 0; j < n; j++) e[j] = ugx_exp(A, ugx_sub(A, e[j], *m));
+    *total = ug_sum(A.ar, e, n);
+    for (size_t j = 0; A.mode == UG_AR_DEVICE && j < n; j++) e[j] = ugx_dev_round(A, e[j], p_dt);
 }
 
 void ug_softmax_row(ug_ar *ar, ug_num *e, size_t n, double scale, ug_dtype p_dt, ug_num *m, ug_num *total)
 {
-    ug_num sc = ug_c(ar, scale);
-    switch (ar->mode) {
-    case UG_AR_CERT: softmax_row_p(UG_AR_CERT, ar, e, n, sc, p_dt, m, total); return;
-    case UG_AR_DEVICE: softmax_row_p(UG_AR_DEVICE, ar, e, n, sc, p_dt, m, total); return;
-    case UG_AR_NAIVE: softmax_row_p(UG_AR_NAIVE, ar, e, n, sc, p_dt, m, total); return;
-    case UG_AR_F64: softmax_row_p(UG_AR_F64, ar, e, n, sc, p_dt, m, total); return;
-    default: break;
-    }
-    for (size_t j = 0; j < n; j++) { /* MPFR: the primitives one by one, in the same order */
-        e[j] = ug_mul(ar, e[j], sc);
-        *m = j ? ug_max(ar, *m, e[j]) : e[0];
-    }
-    for (size_t j = 0; j < n; j++) e[j] = ug_exp(ar, ug_sub(ar, e[j], *m));
-    *total = ug_sum(ar, e, n);
+    UG_ARX_SPECIALISE(ar, softmax_row_x, e, n, ug_c(ar, scale), p_dt, m, total);
 }
 
 ug_num ug_log(ug_ar *ar, ug_num a)
@@ -385,17 +267,8 @@ ug_num ug_log(ug_ar *ar, ug_num a)
     if (ar->mode == UG_AR_CERT || IS_DEV(ar)) {
         double lo = a.v - a.e;
         double e = lo > 0 ? a.e / lo : INFINITY;
-        return IS_DEV(ar) ? num_dev(v, e + (DEV_FN * fabs(v) + UG_DEV_ETA)) : num_cert(v, e + fabs(v) * U51);
+        return IS_DEV(ar) ? ugx_num_dev(v, e + (UG_DEV_FN * fabs(v) + UG_DEV_ETA)) : num_cert(v, e + fabs(v) * U51);
     }
-    return num_plain(ar, v);
-}
-
-ug_num ug_tanh(ug_ar *ar, ug_num a)
-{
-    if (IS_MP(ar)) return exact1(ar, mpfr_tanh, a);
-    if (ar->mode == UG_AR_CERT) return ug_cv_num(ug_cv_tanh(ug_cv_of(a)));
-    double v = tanh(a.v);
-    if (IS_DEV(ar)) return num_dev(v, a.e + (DEV_FN * fabs(v) + UG_DEV_ETA));
     return num_plain(ar, v);
 }
 
@@ -431,47 +304,57 @@ static double exp_overflow_zero(ug_num a, double v)
     return a.v - a.e < -88.72283905206835 ? fabs(v) + a.e : 0.0;
 }
 
-ug_num ug_sigmoid(ug_ar *ar, ug_num a)
+static double sigmoid_d(double x) { return 1.0 / (1.0 + exp(-x)); }
+static double silu_d(double x) { return x / (1.0 + exp(-x)); }
+
+/* The elementwise functions past exp and log, one row each: MPFR's function, libm's (or
+ * the formula in double), a Lipschitz constant of the function (CERT and DEVICE carry an
+ * operand's bound e over as lip * e), CERT's charge for the double value (relative: 1 ulp
+ * of libm charged twice, 2^-51; 2^-49 for the three operations of the sigmoid forms), and
+ * whether a device's exp(-x) can overflow to a 0 result (exp_overflow_zero). */
+typedef struct {
+    mpfr_fn1 mp;
+    double (*d)(double);
+    double lip, cert_rel;
+    int overflow_zero;
+} special_fn;
+
+enum { FN_TANH, FN_SIGMOID, FN_SILU, FN_SIN, FN_COS };
+static const special_fn special[] = {
+    [FN_TANH] = {mpfr_tanh, tanh, 1.0, U51, 0},           /* |tanh'| <= 1 */
+    [FN_SIGMOID] = {mpfr_sigmoid, sigmoid_d, 0.25, 0x1p-49, 1}, /* |s'| <= 1/4 */
+    [FN_SILU] = {mpfr_silu, silu_d, 1.1, 0x1p-49, 1},     /* |silu'| < 1.1 */
+    [FN_SIN] = {mpfr_sin, sin, 1.0, U51, 0},
+    [FN_COS] = {mpfr_cos, cos, 1.0, U51, 0},
+};
+
+/* NAIVE's sigmoid: exp, the addition and the division each rounded to the naive dtype. */
+static double naive_sigmoid(const ug_ar *ar, double x)
 {
-    if (IS_MP(ar)) return exact1(ar, mpfr_sigmoid, a);
-    double v = 1.0 / (1.0 + exp(-a.v));
-    if (ar->mode == UG_AR_CERT) return num_cert(v, 0.25 * a.e + fabs(v) * 0x1p-49); /* |s'| <= 1/4 */
-    if (IS_DEV(ar)) return num_dev(v, 0.25 * a.e + (DEV_FN * fabs(v) + UG_DEV_ETA) + exp_overflow_zero(a, v));
-    if (ar->mode == UG_AR_NAIVE) {
-        double t = ug_dtype_round_fast(ar->naive_dt, exp(-a.v)); /* rounds: naive exp */
-        t = ug_dtype_round_fast(ar->naive_dt, 1.0 + t);         /* rounds: naive add */
-        v = 1.0 / t;
-    }
+    double t = ug_dtype_round_fast(ar->naive_dt, exp(-x)); /* rounds: naive exp */
+    t = ug_dtype_round_fast(ar->naive_dt, 1.0 + t);        /* rounds: naive add */
+    return 1.0 / t;                                        /* rounded by num_plain */
+}
+
+static ug_num apply_special(ug_ar *ar, int which, ug_num a)
+{
+    const special_fn *f = &special[which];
+    if (IS_MP(ar)) return exact1(ar, f->mp, a);
+    if (ar->mode == UG_AR_NAIVE && which == FN_SILU) return ug_mul(ar, a, ug_sigmoid(ar, a));
+    if (ar->mode == UG_AR_NAIVE && which == FN_SIGMOID) return num_plain(ar, naive_sigmoid(ar, a.v));
+    double v = f->d(a.v);
+    if (ar->mode == UG_AR_CERT) return num_cert(v, f->lip * a.e + fabs(v) * f->cert_rel);
+    if (IS_DEV(ar))
+        return ugx_num_dev(v, f->lip * a.e + (UG_DEV_FN * fabs(v) + UG_DEV_ETA) +
+                                  (f->overflow_zero ? exp_overflow_zero(a, v) : 0.0));
     return num_plain(ar, v);
 }
 
-ug_num ug_silu(ug_ar *ar, ug_num a)
-{
-    if (IS_MP(ar)) return exact1(ar, mpfr_silu, a);
-    if (ar->mode == UG_AR_NAIVE) return ug_mul(ar, a, ug_sigmoid(ar, a));
-    double v = a.v / (1.0 + exp(-a.v));
-    if (ar->mode == UG_AR_CERT) return num_cert(v, 1.1 * a.e + fabs(v) * 0x1p-49); /* |silu'| < 1.1 */
-    if (IS_DEV(ar)) return num_dev(v, 1.1 * a.e + (DEV_FN * fabs(v) + UG_DEV_ETA) + exp_overflow_zero(a, v));
-    return num_plain(ar, v);
-}
-
-ug_num ug_sin(ug_ar *ar, ug_num a)
-{
-    if (IS_MP(ar)) return exact1(ar, mpfr_sin, a);
-    if (ar->mode == UG_AR_CERT) return ug_cv_num(ug_cv_sin(ug_cv_of(a)));
-    double v = sin(a.v);
-    if (IS_DEV(ar)) return num_dev(v, a.e + (DEV_FN * fabs(v) + UG_DEV_ETA));
-    return num_plain(ar, v);
-}
-
-ug_num ug_cos(ug_ar *ar, ug_num a)
-{
-    if (IS_MP(ar)) return exact1(ar, mpfr_cos, a);
-    if (ar->mode == UG_AR_CERT) return ug_cv_num(ug_cv_cos(ug_cv_of(a)));
-    double v = cos(a.v);
-    if (IS_DEV(ar)) return num_dev(v, a.e + (DEV_FN * fabs(v) + UG_DEV_ETA));
-    return num_plain(ar, v);
-}
+ug_num ug_tanh(ug_ar *ar, ug_num a) { return apply_special(ar, FN_TANH, a); }
+ug_num ug_sigmoid(ug_ar *ar, ug_num a) { return apply_special(ar, FN_SIGMOID, a); }
+ug_num ug_silu(ug_ar *ar, ug_num a) { return apply_special(ar, FN_SILU, a); }
+ug_num ug_sin(ug_ar *ar, ug_num a) { return apply_special(ar, FN_SIN, a); }
+ug_num ug_cos(ug_ar *ar, ug_num a) { return apply_special(ar, FN_COS, a); }
 
 ug_num ug_round(ug_ar *ar, ug_num x, ug_dtype dt)
 {
@@ -489,13 +372,13 @@ ug_num ug_round(ug_ar *ar, ug_num x, ug_dtype dt)
     }
     if (IS_DEV(ar)) { /* the device rounds its own value: a code away at most across a boundary */
         double lo = ug_dtype_round_fast(dt, x.v - x.e), hi = ug_dtype_round_fast(dt, x.v + x.e);
-        return num_dev(r, isfinite(x.e) ? fmax(hi - r, r - lo) : INFINITY);
+        return ugx_num_dev(r, isfinite(x.e) ? fmax(hi - r, r - lo) : INFINITY);
     }
     ug_num u = {r, 0.0, NULL};
     return u;
 }
 
-ug_num ug_dev_round(ug_ar *ar, ug_num x, ug_dtype dt) { return dev_round_p(ar->mode, x, dt); }
+ug_num ug_dev_round(ug_ar *ar, ug_num x, ug_dtype dt) { return ugx_dev_round(ugx_of(ar), x, dt); }
 
 
 /* UG_AR_MPFR_SEQ reductions: one rounded MPFR operation per term. */
@@ -539,7 +422,7 @@ ug_num ug_sum(ug_ar *ar, const ug_num *xs, size_t n)
         abs_sum += fabs(xs[i].v);
         e += xs[i].e;
     }
-    if (IS_DEV(ar)) return num_dev(s, e + gamma32(n > 0 ? n - 1 : 0) * abs_sum + (double)n * UG_DEV_ETA);
+    if (IS_DEV(ar)) return ugx_num_dev(s, e + gamma32(n > 0 ? n - 1 : 0) * abs_sum + (double)n * UG_DEV_ETA);
     ug_num r = {s, 0.0, NULL};
     return r;
 }
@@ -591,7 +474,7 @@ ug_num ug_dot_d(ug_ar *ar, const double *a, size_t sa, const double *b, size_t s
         }
         abs_sum += fabs(p);
     }
-    if (IS_DEV(ar)) return num_dev(s, gamma32(n) * abs_sum + 2.0 * (double)n * UG_DEV_ETA); /* n mul, n-1 add */
+    if (IS_DEV(ar)) return ugx_num_dev(s, gamma32(n) * abs_sum + 2.0 * (double)n * UG_DEV_ETA); /* n mul, n-1 add */
     ug_num r = {s, 0.0, NULL};
     return r;
 }
@@ -633,7 +516,7 @@ ug_num ug_dot_nd(ug_ar *ar, const ug_num *x, const double *b, size_t sb, size_t 
         abs_sum += fabs(p);
         e += x[i].e * fabs(b[i * sb]);
     }
-    if (IS_DEV(ar)) return num_dev(s, e + gamma32(n) * abs_sum + 2.0 * (double)n * UG_DEV_ETA);
+    if (IS_DEV(ar)) return ugx_num_dev(s, e + gamma32(n) * abs_sum + 2.0 * (double)n * UG_DEV_ETA);
     ug_num r = {s, 0.0, NULL};
     return r;
 }
@@ -714,6 +597,25 @@ void ug_ar_emit(ug_ar *ar, int out, size_t k, ug_num x)
     }
 }
 
+void ug_ar_emit_block(ug_ar *ar, int out, size_t k0, const double *v, const double *e, size_t n)
+{
+    if (out < 0 || out >= ar->nsinks) return;
+    ug_ar_sink *s = &ar->sinks[out];
+    switch (ar->mode) {
+    case UG_AR_CERT: ug_ar_tally(ar, n, ug_cv_put_block(s, k0, v, e, n)); return;
+    case UG_AR_DEVICE: memcpy(s->bound + k0, e, n * sizeof *e); break;
+    case UG_AR_NAIVE:
+    case UG_AR_F64:
+        for (size_t i = 0; i < n; i++) {
+            s->gstar[k0 + i] = v[i];
+            s->g[k0 + i] = ug_dtype_round_fast(s->dt, v[i]); /* rounds: the output's dtype */
+        }
+        break;
+    default: abort(); /* the MPFR arithmetics emit one number at a time */
+    }
+    ar->emitted += n;
+}
+
 /* The 64-column loop below (dot_d_cols64) is also compiled for AVX2 and picked at run time, as
  * lightning_indexer_quant's head dots are: lanes are columns, each column's own IEEE
  * operations in its own order (no contraction: -ffp-contract=off), so every instruction
@@ -774,7 +676,7 @@ static void dot_d_cols_chunk(ug_ar *ar, const double *a, const double *B, size_t
         if (ar->mode == UG_AR_CERT) /* ug_cv_dot_d past 64 terms: no exactness tracking */
             out[c] = num_cert(s[c], ug_cv_dot_err(n, abs_sum[c]));
         else if (IS_DEV(ar))
-            out[c] = num_dev(s[c], gamma32(n) * abs_sum[c] + 2.0 * (double)n * UG_DEV_ETA);
+            out[c] = ugx_num_dev(s[c], gamma32(n) * abs_sum[c] + 2.0 * (double)n * UG_DEV_ETA);
         else
             out[c] = (ug_num){s[c], 0.0, NULL};
     }

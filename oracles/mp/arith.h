@@ -72,6 +72,10 @@ void ug_ar_release(ug_ar *ar, size_t mark);
 
 /* Emits value x for element k of output out's selection. */
 void ug_ar_emit(ug_ar *ar, int out, size_t k, ug_num x);
+/* ug_ar_emit of elements k0 .. k0+n-1 of output out's selection, element i with value v[i]
+ * and bound e[i] (a plain arithmetic's number {v[i], e[i]}): an op's block loop hands
+ * over a block at a time. Not for the MPFR arithmetics (their numbers are not doubles). */
+void ug_ar_emit_block(ug_ar *ar, int out, size_t k0, const double *v, const double *e, size_t n);
 /* In CERT, output out's sink, for an inline emit (cert_inline.h's ug_cv_put) that then
  * adds its counts with ug_ar_tally; NULL in any other mode or for an unknown output. */
 ug_ar_sink *ug_ar_cert_sink(ug_ar *ar, int out);

@@ -23,8 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "oracles/mp/cert_block.h"
-#include "oracles/mp/cert_inline.h"
+#include "oracles/mp/arith_inline.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
 #include "op_params.h"
@@ -65,29 +64,40 @@ static ug_num pow_int(ug_ar *ar, ug_num b, long t)
 }
 
 typedef struct {
+    adamw_params p;
     const ug_tensor *w, *g, *m, *v;
     ug_num omb1, omb2; /* 1 - b1, 1 - b2 */
     ug_num bc1, bc2;   /* 1 - b1^t, 1 - b2^t */
 } adamw_ctx;
 
-static ug_num moment1(ug_ar *ar, const adamw_params *p, const adamw_ctx *x, size_t i)
+/* The formula, written once (mp/arith_inline.h): every arithmetic evaluates these three
+ * functions, the engine choosing which (exact, certified, device bound, naive, f64). */
+UG_AI ug_num moment1(ug_arx A, const adamw_ctx *x, double m, double g)
 {
-    return ug_add(ar, ug_mul(ar, ug_c(ar, p->beta1), ug_c(ar, ug_tload(x->m, i))),
-                  ug_mul(ar, x->omb1, ug_c(ar, ug_tload(x->g, i))));
+    return ugx_add(A, ugx_mul(A, ugx_c(A, x->p.beta1), ugx_c(A, m)), ugx_mul(A, x->omb1, ugx_c(A, g)));
 }
 
-static ug_num moment2(ug_ar *ar, const adamw_params *p, const adamw_ctx *x, size_t i)
+UG_AI ug_num moment2(ug_arx A, const adamw_ctx *x, double v, double g)
 {
-    double g = ug_tload(x->g, i);
-    return ug_add(ar, ug_mul(ar, ug_c(ar, p->beta2), ug_c(ar, ug_tload(x->v, i))),
-                  ug_mul(ar, x->omb2, ug_c(ar, g * g))); /* g*g: exact in double (<= 48 bits) */
+    return ugx_add(A, ugx_mul(A, ugx_c(A, x->p.beta2), ugx_c(A, v)),
+                   ugx_mul(A, x->omb2, ugx_c(A, g * g))); /* g*g: exact in double (<= 48 bits) */
+}
+
+/* w' from the moments m1 = m', m2 = v' of the same element (w finite). */
+UG_AI ug_num weight_of(ug_arx A, const adamw_ctx *x, double w, ug_num m1, ug_num m2)
+{
+    ug_num mh = ugx_div(A, m1, x->bc1), vh = ugx_div(A, m2, x->bc2), wn = ugx_c(A, w);
+    ug_num upd = ugx_add(A, ugx_div(A, mh, ugx_add(A, ugx_sqrt(A, vh), ugx_c(A, x->p.eps))),
+                         ugx_mul(A, ugx_c(A, x->p.wd), wn));
+    return ugx_sub(A, wn, ugx_mul(A, ugx_c(A, x->p.lr), upd));
 }
 
 /* w' for a non-finite w, by the decoupled form w*(1 - lr*wd) - lr*m^/(sqrt(v^) + eps) in
  * double: the result is +-inf or NaN and only its class matters, which double gets right
  * (no double overflow: |m^| < 2^153, g^2 < 2^257; 1 - lr*wd has the exact sign). */
-static double nonfinite_weight(const adamw_params *p, const adamw_ctx *x, size_t i)
+static double nonfinite_weight(const adamw_ctx *x, size_t i)
 {
+    const adamw_params *p = &x->p;
     double w = ug_tload(x->w, i), g = ug_tload(x->g, i), t = (double)p->step;
     double m1 = p->beta1 * ug_tload(x->m, i) + (1 - p->beta1) * g;
     double v1 = p->beta2 * ug_tload(x->v, i) + (1 - p->beta2) * g * g;
@@ -95,55 +105,35 @@ static double nonfinite_weight(const adamw_params *p, const adamw_ctx *x, size_t
     return w * (1 - p->lr * p->wd) - p->lr * u;
 }
 
-static ug_num new_weight(ug_ar *ar, const adamw_params *p, const adamw_ctx *x, size_t i)
+/* Element i of output o (0 w', 1 m', 2 v'). */
+UG_AI ug_num element(ug_arx A, const adamw_ctx *x, int o, size_t i)
 {
-    if (!isfinite(ug_tload(x->w, i))) return ug_c(ar, nonfinite_weight(p, x, i));
-    ug_num mh = ug_div(ar, moment1(ar, p, x, i), x->bc1), vh = ug_div(ar, moment2(ar, p, x, i), x->bc2);
-    ug_num w = ug_c(ar, ug_tload(x->w, i));
-    ug_num upd = ug_add(ar, ug_div(ar, mh, ug_add(ar, ug_sqrt(ar, vh), ug_c(ar, p->eps))), ug_mul(ar, ug_c(ar, p->wd), w));
-    return ug_sub(ar, w, ug_mul(ar, ug_c(ar, p->lr), upd));
+    double g = ug_tload(x->g, i), m = ug_tload(x->m, i), v = ug_tload(x->v, i), w = ug_tload(x->w, i);
+    if (o == 1) return moment1(A, x, m, g);
+    if (o == 2) return moment2(A, x, v, g);
+    if (!isfinite(w)) return ugx_c(A, nonfinite_weight(x, i));
+    return weight_of(A, x, w, moment1(A, x, m, g), moment2(A, x, v, g));
 }
 
-/* The fast path (UG_AR_CERT): the same formulas as moment1, moment2 and new_weight, in the
- * same order, in the inline certified arithmetic (mp/cert_inline.h): the same values and
- * bounds without the interpreter; what the bound leaves undecided the engine re-evaluates
- * through the functions above in EXACT. */
-typedef struct {
-    double b1, b2, eps, wd, lr;
-    ug_cv omb1, omb2, bc1, bc2;
-} adamw_fast;
-
-static inline __attribute__((always_inline)) ug_cv fast_moment1(const adamw_fast *f, double m, double g)
+/* The selected elements one at a time (a sample, and the MPFR arithmetics). */
+UG_AI void elements(ug_arx A, const adamw_ctx *x, const ug_selection *sel)
 {
-    return ug_cv_add(ug_cv_mul(ug_cv_c(f->b1), ug_cv_c(m)), ug_cv_mul(f->omb1, ug_cv_c(g)));
-}
-
-static inline __attribute__((always_inline)) ug_cv fast_moment2(const adamw_fast *f, double v, double g)
-{
-    return ug_cv_add(ug_cv_mul(ug_cv_c(f->b2), ug_cv_c(v)), ug_cv_mul(f->omb2, ug_cv_c(g * g)));
-}
-
-/* w' from the moments m1 = m', m2 = v' (fast_moment1, fast_moment2 of the same element). */
-static inline __attribute__((always_inline)) ug_cv fast_weight_of(const adamw_fast *f, double w, ug_cv m1, ug_cv m2)
-{
-    ug_cv mh = ug_cv_div(m1, f->bc1), vh = ug_cv_div(m2, f->bc2);
-    ug_cv upd = ug_cv_add(ug_cv_div(mh, ug_cv_add(ug_cv_sqrt(vh), ug_cv_c(f->eps))), ug_cv_mul(ug_cv_c(f->wd), ug_cv_c(w)));
-    return ug_cv_sub(ug_cv_c(w), ug_cv_mul(ug_cv_c(f->lr), upd));
-}
-
-static ug_cv fast_weight(const adamw_fast *f, double w, double g, double m, double v)
-{
-    return fast_weight_of(f, w, fast_moment1(f, m, g), fast_moment2(f, v, g));
+    size_t mark = ugx_mark(A);
+    for (int o = 0; o < 3; o++)
+        for (size_t k = 0; k < sel->n[o]; k++) {
+            ugx_emit(A, o, k, element(A, x, o, sel->idx[o][k]));
+            ugx_release(A, mark);
+        }
 }
 
 /* Every element of all three outputs (check_all, --sample all) goes through blocks of
  * ADAMW_BLOCK elements: adamw_block computes m', v' (once each) and w' from them into
- * value and bound arrays, then emitted a block at a time (ug_cv_put_block). The same formulas in the same
- * order as the per-output loops, so the same values and bounds (digests equal). Why
- * blocks: the formulas choose between values, never code paths (cert_inline.h), so a
- * fixed-length loop of them vectorises; this file is compiled with -fno-math-errno and
+ * value and bound arrays, emitted a block at a time. The same functions as element(), so
+ * the same numbers (digests equal). Why blocks: the formula chooses between values, never
+ * code paths (cert_inline.h), so a fixed-length loop of it vectorises in each plain
+ * arithmetic (UG_ARX_CLONES); this file is compiled with -fno-math-errno and
  * -fno-trapping-math (CMakeLists.txt: sqrt inline, both sides of a choice evaluated),
- * which change no IEEE result, and adamw_block has an AVX2 clone picked at load time. */
+ * which change no IEEE result. */
 #define ADAMW_BLOCK 256
 
 typedef struct {
@@ -152,19 +142,22 @@ typedef struct {
 
 /* rounds: none here (the outputs' roundings are the emit's). A non-finite w gets a
  * meaningless w' that the caller replaces. */
-__attribute__((target_clones("avx512f", "avx2", "default"))) static void
-adamw_block(const adamw_fast *fp, const double *restrict g, const double *restrict w, const double *restrict m,
-            const double *restrict v, adamw_out *restrict o)
+UG_AI void adamw_block(ug_arx A, const adamw_ctx *xp, const double *restrict g, const double *restrict w,
+                       const double *restrict m, const double *restrict v, adamw_out *restrict o)
 {
-    const adamw_fast f = *fp; /* a local copy: no store below can change it */
+    const adamw_ctx x = *xp; /* a local copy: no store below can change it */
     for (int i = 0; i < ADAMW_BLOCK; i++) {
-        ug_cv m1 = fast_moment1(&f, m[i], g[i]), m2 = fast_moment2(&f, v[i], g[i]);
-        ug_cv y = fast_weight_of(&f, w[i], m1, m2);
+        ug_num m1 = moment1(A, &x, m[i], g[i]), m2 = moment2(A, &x, v[i], g[i]);
+        ug_num y = weight_of(A, &x, w[i], m1, m2);
         o->v[0][i] = y.v, o->e[0][i] = y.e;
         o->v[1][i] = m1.v, o->e[1][i] = m1.e;
         o->v[2][i] = m2.v, o->e[2][i] = m2.e;
     }
 }
+UG_ARX_CLONES(adamw_block,
+              (const adamw_ctx *xp, const double *restrict g, const double *restrict w, const double *restrict m,
+               const double *restrict v, adamw_out *restrict o),
+              (xp, g, w, m, v, o))
 
 /* Elements [i0, i0 + len) of the four inputs into padded blocks (len < ADAMW_BLOCK: the
  * tail; zeros after it), the whole blocks handed over in place otherwise. */
@@ -180,22 +173,24 @@ static void adamw_inputs(const adamw_ctx *x, size_t i0, size_t len, double pad[4
     }
 }
 
-static unsigned long fast_all(const adamw_params *p, const adamw_ctx *x, const adamw_fast *f, ug_ar_sink *const s[3],
-                              size_t n)
+/* All n elements of the three outputs by blocks; -1 (nothing emitted) in the MPFR arithmetics. */
+static int blocks_all(ug_ar *ar, const adamw_ctx *x, size_t n)
 {
-    unsigned long unsure = 0;
     adamw_out o;
     double pad[4][ADAMW_BLOCK];
     for (size_t i0 = 0; i0 < n; i0 += ADAMW_BLOCK) {
         size_t len = n - i0 < ADAMW_BLOCK ? n - i0 : ADAMW_BLOCK;
         const double *in[4];
         adamw_inputs(x, i0, len, pad, in);
-        adamw_block(f, in[0], in[1], in[2], in[3], &o);
+        if (adamw_block_plain(ar, x, in[0], in[1], in[2], in[3], &o)) return -1;
         for (size_t i = 0; i < len; i++)
-            if (!isfinite(in[1][i])) o.v[0][i] = nonfinite_weight(p, x, i0 + i), o.e[0][i] = 0.0; /* ug_cv_c */
-        for (int k = 0; k < 3; k++) unsure += ug_cv_put_block(s[k], i0, o.v[k], o.e[k], len);
+            if (!isfinite(in[1][i])) { /* element()'s non-finite w */
+                ug_num r = ug_c(ar, nonfinite_weight(x, i0 + i));
+                o.v[0][i] = r.v, o.e[0][i] = r.e;
+            }
+        for (int k = 0; k < 3; k++) ug_ar_emit_block(ar, k, i0, o.v[k], o.e[k], len);
     }
-    return unsure;
+    return 0;
 }
 
 /* Whether sel is every element of each of the three outputs, in order. */
@@ -207,53 +202,22 @@ static int selects_all(const adamw_ctx *x, const ug_selection *sel)
     return 1;
 }
 
-static void oracle_fast(ug_ar *ar, const adamw_params *p, const adamw_ctx *x, const ug_selection *sel)
-{
-    const adamw_fast f = {p->beta1,        p->beta2,        p->eps,          p->wd,          p->lr,
-                          ug_cv_of(x->omb1), ug_cv_of(x->omb2), ug_cv_of(x->bc1), ug_cv_of(x->bc2)};
-    ug_ar_sink *const s[3] = {ug_ar_cert_sink(ar, 0), ug_ar_cert_sink(ar, 1), ug_ar_cert_sink(ar, 2)};
-    if (s[0] && s[1] && s[2] && selects_all(x, sel) && x->g->values && x->w->values && x->m->values && x->v->values) {
-        ug_ar_tally(ar, 3 * sel->n[0], fast_all(p, x, &f, s, sel->n[0]));
-        return;
-    }
-    for (int o = 0; o < 3; o++)
-        for (size_t k = 0; k < sel->n[o]; k++) {
-            size_t i = sel->idx[o][k];
-            double g = ug_tload(x->g, i), w, r;
-            ug_cv y;
-            if (o == 1) y = fast_moment1(&f, ug_tload(x->m, i), g);
-            else if (o == 2) y = fast_moment2(&f, ug_tload(x->v, i), g);
-            else if (isfinite(w = ug_tload(x->w, i))) y = fast_weight(&f, w, g, ug_tload(x->m, i), ug_tload(x->v, i));
-            else r = nonfinite_weight(p, x, i), y = ug_cv_c(r);
-            ug_cv_emit(ar, o, k, y);
-        }
-}
-
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
-    adamw_params p;
-    read_params(c, &p);
     adamw_ctx x;
+    read_params(c, &x.p);
     x.w = ug_case_input(c, "w");
     x.g = ug_case_input(c, "g");
     x.m = ug_case_input(c, "m");
     x.v = ug_case_input(c, "v");
     ug_num one = ug_c(ar, 1.0);
-    x.omb1 = ug_sub(ar, one, ug_c(ar, p.beta1)); /* exact: 1 - fp32(b1), not fp32(1 - b1) */
-    x.omb2 = ug_sub(ar, one, ug_c(ar, p.beta2));
-    x.bc1 = ug_sub(ar, one, pow_int(ar, ug_c(ar, p.beta1), p.step));
-    x.bc2 = ug_sub(ar, one, pow_int(ar, ug_c(ar, p.beta2), p.step));
-    if (ug_ar_get_mode(ar) == UG_AR_CERT) {
-        oracle_fast(ar, &p, &x, sel);
-        return 0;
-    }
-    size_t mark = ug_ar_mark(ar);
-    for (int o = 0; o < 3; o++)
-        for (size_t k = 0; k < sel->n[o]; k++) {
-            size_t i = sel->idx[o][k];
-            ug_ar_emit(ar, o, k, o == 0 ? new_weight(ar, &p, &x, i) : o == 1 ? moment1(ar, &p, &x, i) : moment2(ar, &p, &x, i));
-            ug_ar_release(ar, mark);
-        }
+    x.omb1 = ug_sub(ar, one, ug_c(ar, x.p.beta1)); /* exact: 1 - fp32(b1), not fp32(1 - b1) */
+    x.omb2 = ug_sub(ar, one, ug_c(ar, x.p.beta2));
+    x.bc1 = ug_sub(ar, one, pow_int(ar, ug_c(ar, x.p.beta1), x.p.step));
+    x.bc2 = ug_sub(ar, one, pow_int(ar, ug_c(ar, x.p.beta2), x.p.step));
+    int whole = selects_all(&x, sel) && x.g->values && x.w->values && x.m->values && x.v->values;
+    if (whole && !blocks_all(ar, &x, sel->n[0])) return 0;
+    UG_ARX_SPECIALISE(ar, elements, &x, sel);
     return 0;
 }
 

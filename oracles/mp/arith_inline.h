@@ -1,0 +1,231 @@
+/* arith_inline.h — arith.h's primitives as inline functions of an arithmetic whose mode is
+ * a compile-time constant: how an operator's formula, written once, runs at fast-path speed
+ * in every arithmetic.
+ *
+ * An op writes its formula once, as `static inline UG_AI` functions of a `ug_arx` (the
+ * engine and its mode) calling ugx_add, ugx_mul, ... . The engine calls that formula
+ * through UG_ARX_SPECIALISE (or an op's block loop through UG_ARX_CLONES), which builds
+ * the ug_arx with the mode a constant in each branch: the compiler then keeps only that
+ * mode's arithmetic in each copy (CERT's value and bound, DEVICE's bound, NAIVE's rounded
+ * value, F64's value) and inlines it into the op's loop, which vectorises where the
+ * formula does; EXACT and MPFR_SEQ go through arith.c's MPFR primitives. So the op never
+ * asks which arithmetic it is in, and there is no second copy of its formula to drift.
+ *
+ * Every function here is the arith.c primitive of the same name, number for number: arith.c
+ * calls these bodies for its plain arithmetics (one copy), and CERT's are cert_inline.h's
+ * (the bounds are documented there and in arith.c's header). */
+#ifndef UG_ARITH_INLINE_H
+#define UG_ARITH_INLINE_H
+#include <math.h>
+
+#include "oracles/mp/arith.h"
+#include "oracles/mp/cert_inline.h"
+
+#define UG_AI static inline __attribute__((always_inline))
+
+/* An arithmetic as a formula sees it: the engine (for MPFR and the output sinks), its mode
+ * (a constant in the copies UG_ARX_SPECIALISE makes) and the dtype NAIVE rounds to. */
+typedef struct {
+    ug_ar *ar;
+    ug_ar_mode mode;
+    ug_dtype ndt;
+} ug_arx;
+
+/* A run-time ug_arx, for code that needs no constant mode (one call, not a loop). */
+static inline ug_arx ugx_of(ug_ar *ar) { return (ug_arx){ar, ug_ar_get_mode(ar), ug_ar_get_naive_dt(ar)}; }
+
+UG_AI int ugx_is_mp(ug_arx A) { return A.mode == UG_AR_EXACT || A.mode == UG_AR_MPFR_SEQ; }
+
+/* The relative error DEVICE charges an elementary function: UG_DEV_FN_ULPS fp32 ulps. */
+#define UG_DEV_FN (UG_DEV_FN_ULPS * 2.0 * UG_DEV_U)
+
+/* A DEVICE number: a bound that is NaN (inf - inf) means nothing is known. */
+UG_AI ug_num ugx_num_dev(double v, double e) { return (ug_num){v, isnan(e) ? INFINITY : e, NULL}; }
+/* DEVICE's charge for rounding v to fp32. */
+UG_AI double ugx_dev_rounding(double v) { return UG_DEV_U * fabs(v) + UG_DEV_ETA; }
+/* NAIVE's and F64's number: v, rounded to the naive dtype in NAIVE. */
+UG_AI ug_num ugx_plain(ug_arx A, double v)
+{
+    return (ug_num){A.mode == UG_AR_NAIVE ? ug_dtype_round_fast(A.ndt, v) : v, 0.0, NULL}; /* rounds: naive */
+}
+
+UG_AI ug_num ugx_c(ug_arx A, double x)
+{
+    if (ugx_is_mp(A)) return ug_c(A.ar, x);
+    if (A.mode == UG_AR_CERT || A.mode == UG_AR_DEVICE) return (ug_num){x, 0.0, NULL}; /* inputs are exact */
+    return ugx_plain(A, x);
+}
+
+UG_AI ug_num ugx_add(ug_arx A, ug_num a, ug_num b)
+{
+    if (ugx_is_mp(A)) return ug_add(A.ar, a, b);
+    if (A.mode == UG_AR_CERT) return ug_cv_num(ug_cv_add(ug_cv_of(a), ug_cv_of(b)));
+    double v = a.v + b.v;
+    if (A.mode == UG_AR_DEVICE) return ugx_num_dev(v, a.e + b.e + ugx_dev_rounding(v));
+    return ugx_plain(A, v);
+}
+
+UG_AI ug_num ugx_sub(ug_arx A, ug_num a, ug_num b)
+{
+    if (ugx_is_mp(A)) return ug_sub(A.ar, a, b);
+    if (A.mode == UG_AR_CERT) return ug_cv_num(ug_cv_sub(ug_cv_of(a), ug_cv_of(b)));
+    double v = a.v - b.v;
+    if (A.mode == UG_AR_DEVICE) return ugx_num_dev(v, a.e + b.e + ugx_dev_rounding(v));
+    return ugx_plain(A, v);
+}
+
+UG_AI ug_num ugx_mul(ug_arx A, ug_num a, ug_num b)
+{
+    if (ugx_is_mp(A)) return ug_mul(A.ar, a, b);
+    if (A.mode == UG_AR_CERT) return ug_cv_num(ug_cv_mul(ug_cv_of(a), ug_cv_of(b)));
+    double v = a.v * b.v;
+    if (A.mode == UG_AR_DEVICE)
+        return ugx_num_dev(v, fabs(a.v) * b.e + fabs(b.v) * a.e + a.e * b.e + ugx_dev_rounding(v));
+    return ugx_plain(A, v);
+}
+
+UG_AI ug_num ugx_div(ug_arx A, ug_num a, ug_num b)
+{
+    if (ugx_is_mp(A)) return ug_div(A.ar, a, b);
+    if (A.mode == UG_AR_CERT) return ug_cv_num(ug_cv_div(ug_cv_of(a), ug_cv_of(b)));
+    double v = a.v / b.v;
+    if (A.mode == UG_AR_DEVICE) {
+        double ab = fabs(b.v);
+        double e = ab > b.e ? (fabs(a.v) * b.e + ab * a.e) / (ab * (ab - b.e)) : INFINITY;
+        return ugx_num_dev(v, e + ugx_dev_rounding(v));
+    }
+    return ugx_plain(A, v);
+}
+
+UG_AI ug_num ugx_neg(ug_arx A, ug_num a)
+{
+    if (ugx_is_mp(A)) return ug_neg(A.ar, a);
+    a.v = -a.v; /* exact */
+    return a;
+}
+
+/* max is exact on a device too: CERT's rule (the larger value, the larger bound). */
+UG_AI ug_num ugx_max(ug_arx A, ug_num a, ug_num b)
+{
+    if (ugx_is_mp(A)) return ug_max(A.ar, a, b);
+    if (A.mode == UG_AR_CERT || A.mode == UG_AR_DEVICE) return ug_cv_num(ug_cv_max(ug_cv_of(a), ug_cv_of(b)));
+    return a.v >= b.v ? a : b;
+}
+
+UG_AI ug_num ugx_sqrt(ug_arx A, ug_num a)
+{
+    if (ugx_is_mp(A)) return ug_sqrt(A.ar, a);
+    if (A.mode == UG_AR_CERT) return ug_cv_num(ug_cv_sqrt(ug_cv_of(a)));
+    double v = sqrt(a.v);
+    if (A.mode == UG_AR_DEVICE) {
+        double e = a.v > a.e ? a.e / v : sqrt((a.v > 0.0 ? a.v : 0.0) + a.e);
+        return ugx_num_dev(v, e + ugx_dev_rounding(v));
+    }
+    return ugx_plain(A, v);
+}
+
+UG_AI ug_num ugx_rsqrt(ug_arx A, ug_num a)
+{
+    if (ugx_is_mp(A)) return ug_rsqrt(A.ar, a);
+    if (A.mode == UG_AR_CERT) return ug_cv_num(ug_cv_rsqrt(ug_cv_of(a)));
+    double s = sqrt(a.v), v = 1.0 / s;
+    if (A.mode == UG_AR_DEVICE) {
+        double lo = a.v - a.e;
+        double e = lo > 0 ? 0.5 * a.e / (lo * sqrt(lo)) : INFINITY;
+        return ugx_num_dev(v, e + (UG_DEV_FN * fabs(v) + UG_DEV_ETA));
+    }
+    if (A.mode == UG_AR_NAIVE) s = ug_dtype_round_fast(A.ndt, s); /* rounds: naive sqrt */
+    return ugx_plain(A, 1.0 / s);
+}
+
+UG_AI ug_num ugx_exp(ug_arx A, ug_num a)
+{
+    if (ugx_is_mp(A)) return ug_exp(A.ar, a);
+    if (A.mode == UG_AR_CERT) return ug_cv_num(ug_cv_exp(ug_cv_of(a)));
+    double v = exp(a.v);
+    if (A.mode == UG_AR_DEVICE) return ugx_num_dev(v, ug_cv_exp_spread(v, a.e) + (UG_DEV_FN * fabs(v) + UG_DEV_ETA));
+    return ugx_plain(A, v);
+}
+
+/* ug_dev_round: half an ulp of dt on DEVICE's bound, x unchanged elsewhere. */
+UG_AI ug_num ugx_dev_round(ug_arx A, ug_num x, ug_dtype dt)
+{
+    if (A.mode == UG_AR_DEVICE) x.e += 0.5 * ug_dtype_ulp(dt, fabs(x.v) + x.e);
+    return x;
+}
+
+/* The functions arith.c keeps out of line (no loop here needs them inline). */
+UG_AI ug_num ugx_log(ug_arx A, ug_num a) { return ug_log(A.ar, a); }
+UG_AI ug_num ugx_tanh(ug_arx A, ug_num a) { return ug_tanh(A.ar, a); }
+UG_AI ug_num ugx_sigmoid(ug_arx A, ug_num a) { return ug_sigmoid(A.ar, a); }
+UG_AI ug_num ugx_silu(ug_arx A, ug_num a) { return ug_silu(A.ar, a); }
+UG_AI ug_num ugx_sin(ug_arx A, ug_num a) { return ug_sin(A.ar, a); }
+UG_AI ug_num ugx_cos(ug_arx A, ug_num a) { return ug_cos(A.ar, a); }
+UG_AI ug_num ugx_round(ug_arx A, ug_num x, ug_dtype dt) { return ug_round(A.ar, x, dt); }
+UG_AI ug_num ugx_sum(ug_arx A, const ug_num *xs, size_t n) { return ug_sum(A.ar, xs, n); }
+
+/* Element k of output out's selection (ug_ar_emit), and the engine's number arena: a
+ * formula that emits element by element releases what each element made (a no-op but in
+ * the MPFR arithmetics, whose numbers live in the arena). */
+UG_AI void ugx_emit(ug_arx A, int out, size_t k, ug_num x) { ug_ar_emit(A.ar, out, k, x); }
+UG_AI size_t ugx_mark(ug_arx A) { return ugx_is_mp(A) ? ug_ar_mark(A.ar) : 0; }
+UG_AI void ugx_release(ug_arx A, size_t mark)
+{
+    if (ugx_is_mp(A)) ug_ar_release(A.ar, mark);
+}
+
+/* fn(A, ...) with A's mode a constant in each branch: one copy of fn (a `static inline
+ * UG_AI` function of a ug_arx) per arithmetic. The engine's business, not the op's: the op
+ * hands over its formula and its arguments. */
+#define UG_ARX_SPECIALISE(ar, fn, ...)                                                                                \
+    do {                                                                                                              \
+        ug_ar *ugx_ar_ = (ar);                                                                                        \
+        ug_dtype ugx_nd_ = ug_ar_get_naive_dt(ugx_ar_);                                                               \
+        switch (ug_ar_get_mode(ugx_ar_)) {                                                                            \
+        case UG_AR_CERT: fn((ug_arx){ugx_ar_, UG_AR_CERT, ugx_nd_}, __VA_ARGS__); break;                              \
+        case UG_AR_DEVICE: fn((ug_arx){ugx_ar_, UG_AR_DEVICE, ugx_nd_}, __VA_ARGS__); break;                          \
+        case UG_AR_NAIVE: fn((ug_arx){ugx_ar_, UG_AR_NAIVE, ugx_nd_}, __VA_ARGS__); break;                            \
+        case UG_AR_F64: fn((ug_arx){ugx_ar_, UG_AR_F64, ugx_nd_}, __VA_ARGS__); break;                                \
+        case UG_AR_EXACT: fn((ug_arx){ugx_ar_, UG_AR_EXACT, ugx_nd_}, __VA_ARGS__); break;                            \
+        case UG_AR_MPFR_SEQ: fn((ug_arx){ugx_ar_, UG_AR_MPFR_SEQ, ugx_nd_}, __VA_ARGS__); break;                      \
+        }                                                                                                             \
+    } while (0)
+
+/* An op's block loop (a UG_AI function `fn(ug_arx A, PARAMS)` whose lanes are elements)
+ * compiled once per plain arithmetic, each copy also for AVX-512 and AVX2 and picked at
+ * load time (no contraction, -ffp-contract=off: every instruction set gives the same
+ * bits), and `int fn_plain(ug_ar *ar, PARAMS)` calling the copy of ar's mode: 0 when it
+ * ran, -1 in the MPFR arithmetics (whose numbers live in the arena, one element at a
+ * time). PARAMS and ARGS are the parameter list and the names to pass, in parentheses. No
+ * clones under the sanitizers, whose set-up an ifunc resolver would precede. */
+#if defined(__x86_64__) && defined(__has_attribute) && !defined(__SANITIZE_ADDRESS__)
+#if __has_attribute(target_clones)
+#define UG_ARX_TARGET_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+#endif
+#ifndef UG_ARX_TARGET_CLONES
+#define UG_ARX_TARGET_CLONES
+#endif
+#define UG_ARX_EXPAND(...) __VA_ARGS__
+#define UG_ARX_CLONE_ONE(fn, M, PARAMS, ARGS)                                                                        \
+    UG_ARX_TARGET_CLONES static void fn##_##M(ug_ar *ar, UG_ARX_EXPAND PARAMS)                                       \
+    {                                                                                                                 \
+        fn((ug_arx){ar, UG_AR_##M, ug_ar_get_naive_dt(ar)}, UG_ARX_EXPAND ARGS);                                      \
+    }
+#define UG_ARX_CLONES(fn, PARAMS, ARGS)                                                                              \
+    UG_ARX_CLONE_ONE(fn, CERT, PARAMS, ARGS)                                                                          \
+    UG_ARX_CLONE_ONE(fn, DEVICE, PARAMS, ARGS)                                                                        \
+    UG_ARX_CLONE_ONE(fn, NAIVE, PARAMS, ARGS)                                                                         \
+    UG_ARX_CLONE_ONE(fn, F64, PARAMS, ARGS)                                                                           \
+    static int fn##_plain(ug_ar *ar, UG_ARX_EXPAND PARAMS)                                                            \
+    {                                                                                                                 \
+        switch (ug_ar_get_mode(ar)) {                                                                                 \
+        case UG_AR_CERT: fn##_CERT(ar, UG_ARX_EXPAND ARGS); return 0;                                                 \
+        case UG_AR_DEVICE: fn##_DEVICE(ar, UG_ARX_EXPAND ARGS); return 0;                                             \
+        case UG_AR_NAIVE: fn##_NAIVE(ar, UG_ARX_EXPAND ARGS); return 0;                                               \
+        case UG_AR_F64: fn##_F64(ar, UG_ARX_EXPAND ARGS); return 0;                                                   \
+        default: return -1;                                                                                           \
+        }                                                                                                             \
+    }
+
+#endif
