@@ -124,6 +124,11 @@ typedef struct ug_op_def {
     /* Evaluates the reference for the selected elements in arithmetic ar, emitting each
      * with ug_ar_emit(). Written once; the arithmetic decides exact / naive / double. */
     int (*oracle)(const struct ug_case *c, struct ug_ar *ar, const struct ug_selection *sel);
+    /* Optional (NULL: oracle). The device bound (UG_AR_DEVICE) evaluated on the order a
+     * device computes in, where that is not an evaluation order of the formula (the chunked
+     * WY form of chunked_gated_delta_rule beside its recurrence): the certified standard
+     * bounds what a device running that algorithm may compute. The values come from oracle. */
+    int (*device_oracle)(const struct ug_case *c, struct ug_ar *ar, const struct ug_selection *sel);
     void (*geometry)(const struct ug_case *c, int out, ug_geom *g);
     /* Optional (NULL: the static rule applies). Adjusts output out's rule for this case
      * before it is judged, for tolerances that depend on the case: a param (a world size)
@@ -145,7 +150,7 @@ typedef struct ug_op_def {
      * judged outputs without one) with that output's golden as the reference test forms it,
      * per element of sel's output k, rounded to the output dtype as the test's golden tensor
      * is, NaN where it has none (oracles/attention/reference_golden.h). The judge
-     * (run/exec.c) asks for the elements outside the reference rule against g only.
+     * (oracles/judge.c) asks for the elements outside the reference rule against g only.
      * Returns 0, or -1 with err set. */
     int (*reference_golden)(const struct ug_case *c, const struct ug_selection *sel, double **out, char *err,
                             size_t errlen);

@@ -275,7 +275,9 @@ static int evaluate(const ug_case *c, const ug_selection *sel, ug_ar_mode mode, 
         sinks[o].bound = bound ? bound[o] : NULL;
     }
     ug_ar_set_sink(ar, sinks, sel->n_out);
-    int rc = c->def->oracle(c, ar, sel);
+    int (*fn)(const ug_case *, ug_ar *, const ug_selection *) = c->def->oracle;
+    if (mode == UG_AR_DEVICE && c->def->device_oracle) fn = c->def->device_oracle; /* the device's own order */
+    int rc = fn(c, ar, sel);
     unsigned long emitted, n_unsure;
     size_t want = 0;
     ug_ar_counts(ar, &emitted, &n_unsure);

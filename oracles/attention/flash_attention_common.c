@@ -71,7 +71,7 @@ long ug_fa_batch_of(const ug_fa_params *p, long t)
     return b;
 }
 
-/* The device's error on a weight p of the fp8 form (UG_AR_DEVICE only): p quantised to e4m3
+/* The device's error on a weight p of the fp8 form (the device bound only, ug_dev_err): p quantised to e4m3
  * per row and key tile with the scale 448/max over the tile (max <= 1 in units of the
  * row's weights, whose max is 1): half an e4m3 ulp is at most 2^-4 |p| in the normal range
  * and the subnormal step 2^-10 (times max/448 <= 1/448) below it, whatever the tiling;
@@ -79,17 +79,7 @@ long ug_fa_batch_of(const ug_fa_params *p, long t)
  * dequantisation (a relative error on the product p v, counted on p). */
 static ug_num fp8_p_round(ug_ar *ar, ug_num p)
 {
-    if (ug_ar_get_mode(ar) == UG_AR_DEVICE) p.e += (0x1p-4 + 5 * UG_DEV_U) * (fabs(p.v) + p.e) + 0x1p-10 / 448;
-    return p;
-}
-
-/* sum_i |q_i k_i|: what one fp32 rounding of each dequantised q_i and k_i can move q.k by,
- * per unit roundoff and operand. */
-static double abs_dot(const double *q, const double *k, size_t d)
-{
-    double s = 0;
-    for (size_t i = 0; i < d; i++) s += fabs(q[i] * k[i]);
-    return s;
+    return ug_dev_err(ar, p, 0x1p-4 + 5 * UG_DEV_U, 0x1p-10 / 448);
 }
 
 /* The weights of ug_attn_weights from the scores of the live keys in e: e_j = exp(s_j - m),
@@ -119,7 +109,6 @@ void ug_attn_weights_of_dots(ug_ar *ar, ug_num *e, long n, double scale, ug_dtyp
 static long attn_weights(ug_ar *ar, const double *qr, const double *k, size_t kstride, long n, size_t d, double scale,
                          ug_dtype p_dt, int fp8, ug_num *e, unsigned char *live, ug_num *m, ug_num *total)
 {
-    int dev_operands = fp8 && ug_ar_get_mode(ar) == UG_AR_DEVICE; /* the dequantisation roundings of q and k */
     long n_live = 0;
     for (long j = 0; j < n; j++) { /* the class of each score, in double (finite inputs stay finite here) */
         const double *kr = k + (size_t)j * kstride;
@@ -135,7 +124,8 @@ static long attn_weights(ug_ar *ar, const double *qr, const double *k, size_t ks
     for (long j = 0; j < n; j++) {
         if (!live[j]) continue;
         e[j] = ug_mul(ar, ug_dot_d(ar, qr, 1, k + (size_t)j * kstride, 1, d), sc); /* the score, exp taken below */
-        if (dev_operands) e[j].e += 2 * UG_DEV_U * scale * abs_dot(qr, k + (size_t)j * kstride, d);
+        if (fp8) /* the device's dequantisation roundings of q and k: one fp32 rounding each */
+            e[j] = ug_dev_err_dot(ar, e[j], qr, k + (size_t)j * kstride, d, 2 * UG_DEV_U * scale);
     }
     weights_of_scores(ar, e, live, n, p_dt, fp8, m, total);
     return n;

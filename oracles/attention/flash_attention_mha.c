@@ -230,8 +230,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     x.col = malloc(maxk * sizeof *x.col);
     x.o_row = malloc(D * sizeof *x.o_row);
     int rc = x.e && x.live && x.col && x.o_row ? 0 : -1;
-    ug_ar_mode mode = ug_ar_get_mode(ar);
-    int plain = ug_fa_tiles && mode != UG_AR_EXACT && mode != UG_AR_MPFR_SEQ;
+    int plain = ug_fa_tiles && ug_ar_plain(ar); /* tiles hold a block of numbers: doubles only */
     for (long b = 0; !rc && b < x.p.batch; b++)
         for (long h = 0; !rc && h < x.p.heads; h++) {
             if (plain && ug_fa_group_finite(&x.p, x.q, x.k, x.v, NULL, b, h)) rc = group_tiled(ar, &x, b, h);

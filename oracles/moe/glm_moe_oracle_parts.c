@@ -475,10 +475,11 @@ ug_num gmoe_swiglu_bf16(ug_ar *ar, const double *x, const double *w1, const doub
 {
     ug_num g = ug_dot_d(ar, x, 1, w1, stride, h), u = ug_dot_d(ar, x, 1, w3, stride, h);
     ug_num a = ug_round(ar, ug_mul(ar, ug_silu(ar, g), u), UG_DT_BF16); /* rounds: the spec's bf16 activation */
-    if (ug_ar_get_mode(ar) != UG_AR_CERT || !isinf(a.e)) return a;
-    /* CERT left the rounding ambiguous, which would send the token's whole output row to
-     * MPFR: mostly g or u cancelling (|g| far below the bound of a long sum). Bf16 products
-     * usually sum exactly in double, and then the tracked sums settle it. */
+    if (!isinf(a.e)) return a;
+    /* The bound left the rounding ambiguous (certified arithmetic), which would send the
+     * token's whole output row to MPFR: mostly g or u cancelling (|g| far below the bound of
+     * a long sum). Bf16 products usually sum exactly in double, and then the tracked sums
+     * settle it (in the other arithmetics the tracked dot is the same dot: the same number). */
     g = ug_dot_d_tracked(ar, x, 1, w1, stride, h), u = ug_dot_d_tracked(ar, x, 1, w3, stride, h);
     return ug_round(ar, ug_mul(ar, ug_silu(ar, g), u), UG_DT_BF16); /* rounds: the spec's bf16 activation */
 }

@@ -380,6 +380,23 @@ ug_num ug_round(ug_ar *ar, ug_num x, ug_dtype dt)
 
 ug_num ug_dev_round(ug_ar *ar, ug_num x, ug_dtype dt) { return ugx_dev_round(ugx_of(ar), x, dt); }
 
+ug_num ug_dev_err(ug_ar *ar, ug_num x, double rel, double abs)
+{
+    if (IS_DEV(ar)) x.e += (rel != 0.0 ? rel * (fabs(x.v) + x.e) : 0.0) + abs;
+    return x;
+}
+
+ug_num ug_dev_err_dot(ug_ar *ar, ug_num x, const double *a, const double *b, size_t n, double rel)
+{
+    if (!IS_DEV(ar)) return x;
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += fabs(a[i] * b[i]);
+    x.e += rel * s;
+    return x;
+}
+
+int ug_ar_plain(const ug_ar *ar) { return !IS_MP(ar); }
+
 
 /* UG_AR_MPFR_SEQ reductions: one rounded MPFR operation per term. */
 static ug_num seq_sum(ug_ar *ar, const ug_num *xs, const double *a, size_t sa, const double *b, size_t sb, size_t n)

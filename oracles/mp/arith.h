@@ -108,6 +108,19 @@ ug_num ug_round(ug_ar *ar, ug_num x, ug_dtype dt);
  * bf16 intermediate write): x unchanged in every arithmetic but UG_AR_DEVICE, where the
  * bound grows by half an ulp of dt. The exact reference never rounds here. */
 ug_num ug_dev_round(ug_ar *ar, ug_num x, ug_dtype dt);
+/* Other errors the op's semantics let a device make, seen (like ug_dev_round) by the device
+ * bound only, x unchanged in every other arithmetic. ug_dev_err: a relative error rel on x
+ * (of its value and bound) plus an absolute one abs, e.g. a quantisation of x to fp8 and
+ * back. ug_dev_err_dot, for x computed from the dot product of a and b (n terms): the
+ * device rounds each operand first (a dequantised value to fp32), which moves the dot by
+ * at most rel * sum |a_i b_i| (rel: the roundings per term, and any factor x carries). */
+ug_num ug_dev_err(ug_ar *ar, ug_num x, double rel, double abs);
+ug_num ug_dev_err_dot(ug_ar *ar, ug_num x, const double *a, const double *b, size_t n, double rel);
+/* 1 in the arithmetics whose numbers are doubles (CERT, DEVICE, NAIVE, F64), 0 in the MPFR
+ * ones, whose numbers live in the arena and are released row by row. Where an op may hold
+ * many numbers at once (a tile of scores, a block of tokens' x.W) or use the block forms
+ * (ug_dot_d_rows, ug_ar_emit_block); the values are the same either way. */
+int ug_ar_plain(const ug_ar *ar);
 /* A softmax row's numerators from its n >= 1 dots (all finite): e[j] <- ug_dev_round(ug_exp(
  * ug_sub(ug_mul(e[j], ug_c(scale)), *m)), p_dt) with *m the ug_max of the scaled e[j] in
  * order and *total the ug_sum of the exponentials: those primitives' numbers bit for bit,

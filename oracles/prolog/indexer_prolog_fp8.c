@@ -585,9 +585,8 @@ static void token_block(ug_lip_ctx *k, ug_ar *ar, const ug_selection *sel, size_
     if (k->blkn && t >= k->blk0 && t < k->blk0 + k->blkn) return;
     size_t d = (size_t)k->p.d, H = (size_t)k->p.heads, hid = (size_t)k->p.hidden, T = (size_t)k->p.tokens;
     size_t ns = k->fmt == UG_LIP_MX ? d / MX_BLOCK : 1, m = T - t < TOKEN_BLOCK ? T - t : TOKEN_BLOCK;
-    ug_ar_mode mode = ug_ar_get_mode(ar);
     k->blk0 = t, k->blkn = m, k->blk_x = k->blk_q = 0;
-    if (mode == UG_AR_EXACT || mode == UG_AR_MPFR_SEQ) return;
+    if (!ug_ar_plain(ar)) return;
     size_t want_x = 0, want_q = 0;
     for (size_t r = t; r < t + m; r++) {
         size_t b = 0, e = 0, nh = 0;

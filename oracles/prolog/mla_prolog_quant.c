@@ -294,9 +294,8 @@ static void token_block(mlaq_ctx *k, ug_ar *ar, const ug_selection *sel, const d
     if (k->blkn && t >= k->blk0 && t < k->blk0 + k->blkn) return;
     const ug_mlaq_in *m = &k->in;
     size_t n = k->T - t < TOKEN_BLOCK ? k->T - t : TOKEN_BLOCK, wq = 0, wkv = 0, w = m->Lkv + m->dr;
-    ug_ar_mode mode = ug_ar_get_mode(ar);
     k->blk0 = t, k->blkn = n, k->bq = k->bkv = 0;
-    if (mode == UG_AR_EXACT || mode == UG_AR_MPFR_SEQ) return;
+    if (!ug_ar_plain(ar)) return;
     for (size_t r = t; r < t + n; r++) {
         wq += quant_wanted(k, sel, r);
         wkv += slot[r] >= 0 && want[(size_t)slot[r]];
@@ -309,10 +308,9 @@ static void token_block(mlaq_ctx *k, ug_ar *ar, const ug_selection *sel, const d
 /* The block's queries together when at least half its (token, head) rows are wanted. */
 static void block_queries(mlaq_ctx *k, const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
-    ug_ar_mode mode = ug_ar_get_mode(ar);
     size_t wanted = 0;
     k->bqry = 0;
-    if (mode == UG_AR_EXACT || mode == UG_AR_MPFR_SEQ) return;
+    if (!ug_ar_plain(ar)) return;
     for (size_t r = 0; r < k->blkn; r++) wanted += query_heads(k, sel, k->blk0 + r);
     if (wanted * 2 < k->blkn * k->in.N) return;
     block_query(k, c, ar, sel);
