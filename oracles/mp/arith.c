@@ -12,6 +12,7 @@
  * subnormal range) to the propagated operand bounds. */
 #include "oracles/mp/arith.h"
 #include "oracles/mp/arith_inline.h"
+#include "oracles/mp/arith_private.h"
 #include "oracles/mp/cert_block.h"
 #include "oracles/mp/cert_inline.h"
 #include "oracles/mp/exact_dot.h"
@@ -30,19 +31,6 @@
 #define IS_MP(ar) ((ar)->mode == UG_AR_EXACT || (ar)->mode == UG_AR_MPFR_SEQ)
 #define IS_DEV(ar) ((ar)->mode == UG_AR_DEVICE)
 
-struct ug_ar {
-    ug_ar_mode mode;
-    mpfr_prec_t prec;
-    ug_dtype naive_dt;
-    mpfr_t **blocks; /* pool: blocks of POOL_BLOCK numbers, never moved */
-    size_t nblocks, used, inited;
-    mpfr_ptr *ptrs;  /* scratch for mpfr_sum */
-    mpfr_t *prods;   /* scratch products, 128 bits: exact for two doubles */
-    size_t scratch_cap, prods_inited;
-    ug_ar_sink *sinks;
-    int nsinks;
-    unsigned long emitted, unsure;
-};
 
 ug_ar *ug_ar_new(ug_ar_mode mode, mpfr_prec_t prec, ug_dtype naive_dt)
 {

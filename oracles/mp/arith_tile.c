@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "oracles/mp/arith.h"
+#include "oracles/mp/arith_private.h"
 #include "oracles/mp/cert_block.h"
 #include "oracles/mp/cert_inline.h"
 #include "oracles/mp/naive_f32.h"
@@ -194,7 +195,7 @@ static int all_narrow(const double *x, size_t sx, size_t n)
 static void scores_row(ug_ar *ar, const double *q, const double *Kt, size_t ldk, size_t D, size_t w,
                        const unsigned char *knarrow, double *sc, ug_num *out)
 {
-    ug_ar_mode mode = ug_ar_get_mode(ar);
+    ug_ar_mode mode = ar->mode;
     double *s = sc, *a = sc + w;
     int64_t *bad = (int64_t *)(sc + 2 * w);
     if (mode == UG_AR_NAIVE) {
@@ -224,7 +225,7 @@ static void scores_row(ug_ar *ar, const double *q, const double *Kt, size_t ldk,
 static int naive_f32(ug_ar *ar, size_t m)
 {
     ug_dtype dt = ug_ar_get_naive_dt(ar);
-    return ug_ar_get_mode(ar) == UG_AR_NAIVE && (dt == UG_DT_BF16 || dt == UG_DT_FP16) && m >= 4;
+    return ar->mode == UG_AR_NAIVE && (dt == UG_DT_BF16 || dt == UG_DT_FP16) && m >= 4;
 }
 
 /* The naive scores of the m rows against keys [0, w) of Kt on fp32 lanes: the chunk's keys
@@ -254,7 +255,7 @@ static int scores_chunk_f32(ug_dtype dt, const double *Q, size_t ldq, size_t m, 
 void ug_dot_d_tile(ug_ar *ar, const double *Q, size_t ldq, size_t m, const double *Kt, size_t ldk, size_t D, size_t n,
                    ug_num *out, size_t ldo)
 {
-    if (is_mp(ug_ar_get_mode(ar))) {
+    if (is_mp(ar->mode)) {
         for (size_t r = 0; r < m; r++)
             for (size_t j = 0; j < n; j++) out[r * ldo + j] = ug_dot_d(ar, Q + r * ldq, 1, Kt + j, ldk, D);
         return;
@@ -266,7 +267,7 @@ void ug_dot_d_tile(ug_ar *ar, const double *Q, size_t ldq, size_t m, const doubl
     if (!sc || (f32 && !ktf)) abort(); /* as the arithmetic's own pool: the oracle cannot go on without memory */
     for (size_t j0 = 0; j0 < n; j0 += KEY_CHUNK) {
         size_t w = n - j0 < KEY_CHUNK ? n - j0 : KEY_CHUNK;
-        int track = ug_ar_get_mode(ar) == UG_AR_CERT && D <= 64; /* only CERT's tracking asks */
+        int track = ar->mode == UG_AR_CERT && D <= 64; /* only CERT's tracking asks */
         if (f32 && scores_chunk_f32(ug_ar_get_naive_dt(ar), Q, ldq, m, Kt + j0, ldk, D, w, ktf, ktf + KEY_CHUNK * D, sc,
                                     out + j0, ldo))
             continue;
@@ -335,7 +336,7 @@ UG_TILE_CLONES static void rows_naive(int bf, const double *X, size_t ldx, size_
 static void rows_chunk64(ug_ar *ar, const double *X, size_t ldx, size_t m, const double *B, size_t ldb, size_t n,
                          double *sc, ug_num *out, size_t ldo)
 {
-    ug_ar_mode mode = ug_ar_get_mode(ar);
+    ug_ar_mode mode = ar->mode;
     ug_dtype dt = ug_ar_get_naive_dt(ar);
     double *s = sc, *a = sc + 64 * m;
     int64_t *bad = (int64_t *)(sc + 128 * m);
@@ -366,7 +367,7 @@ static void rows_chunk64(ug_ar *ar, const double *X, size_t ldx, size_t m, const
 void ug_dot_d_rows(ug_ar *ar, const double *X, size_t ldx, size_t m, const double *B, size_t ldb, size_t n,
                    size_t ncols, ug_num *out, size_t ldo)
 {
-    ug_ar_mode mode = ug_ar_get_mode(ar);
+    ug_ar_mode mode = ar->mode;
     ug_dtype dt = ug_ar_get_naive_dt(ar);
     int blocked = !is_mp(mode) && n > 64 && (mode != UG_AR_NAIVE || dt == UG_DT_BF16 || dt == UG_DT_FP16);
     size_t c0 = 0;
@@ -519,7 +520,7 @@ static int all_exact(const ug_num *x, size_t n)
 /* Whether row weights x of n terms go column by column through ug_dot_nd. */
 static int by_column(ug_ar *ar, const ug_num *x, size_t n)
 {
-    ug_ar_mode mode = ug_ar_get_mode(ar);
+    ug_ar_mode mode = ar->mode;
     return is_mp(mode) || (mode == UG_AR_CERT && all_exact(x, n));
 }
 
@@ -529,7 +530,7 @@ static int by_column(ug_ar *ar, const ug_num *x, size_t n)
 static void row_by_column(ug_ar *ar, const ug_num *x, size_t n, const double *V, size_t ldv, size_t ncols, ug_num *out)
 {
     ug_cv_cols_work w = {0};
-    if (!is_mp(ug_ar_get_mode(ar)) && ug_cv_cols_open(&w, ncols) == 0) {
+    if (!is_mp(ar->mode) && ug_cv_cols_open(&w, ncols) == 0) {
         ug_cv_dot_nd_cols(x, V, ldv, n, ncols, &w.acc, w.out);
         for (size_t c = 0; c < ncols; c++) out[c] = ug_cv_num(w.out[c]);
     } else {
@@ -546,7 +547,7 @@ void ug_dot_nd_cols(ug_ar *ar, const ug_num *x, const double *V, size_t ldv, siz
 void ug_dot_nd_cols_tile(ug_ar *ar, const ug_num *X, size_t ldx, const size_t *n, size_t m, const double *V, size_t ldv,
                          size_t ncols, ug_num *out, size_t ldo)
 {
-    ug_ar_mode mode = ug_ar_get_mode(ar);
+    ug_ar_mode mode = ar->mode;
     ug_dtype dt = ug_ar_get_naive_dt(ar);
     size_t nch = (ncols + COL_CHUNK - 1) / COL_CHUNK, nmax = 0;
     cols_acc *acc = calloc(m * nch != 0 ? m * nch : 1, sizeof *acc);
