@@ -38,12 +38,13 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 }
 
 /* No builder, and the default geometry: tokens x experts, 16-token by 64-expert tiles (the kernel's). */
-/* Scratch for the case memory estimate: the sim kernel's fp32 copy of w and one row. */
+/* Scratch for the case memory estimate: the sim kernel's fp32 copy of w and one row, and
+ * the oracle's W^T in fp64 (gmoe_gate_emit's blocked pass). */
 static double scratch(const ug_params *P)
 {
     const ug_glm_gate_params *params = UG_P(glm_gate, P);
     double h = (double)params->hidden, e = (double)params->experts;
-    return 4 * (e * h + h + e);
+    return 4 * (e * h + h + e) + 8 * e * h;
 }
 
 const ug_op_def ug_opdef_glm_gate = {.op = UG_OP_GLM_GATE, .oracle = oracle, .scratch = scratch};
