@@ -7,20 +7,20 @@
  * aligned, "padding" with a per-row valid length and every third row fully masked);
  * masked entries are -inf and contribute exactly zero, so the oracle skips them. A fully
  * masked row's output is defined as zeros; special values follow the op's semantics text
- * (classify_row). In CERT the per-entry arithmetic (logit, exp(z - max), the quotient)
- * goes through the inline certified arithmetic (mp/cert_inline.h: the engine's values and
- * bounds, no interpreter call per entry); the row's sum stays one engine call (ug_sum). A
- * row selected whole with cap 0 (every row at --sample all) takes fast_row: the same values
- * with the logits, their max, z - max and the quotients in vectorised loops over arrays
- * (this file is built with -fno-math-errno -fno-trapping-math: CMakeLists.txt). */
+ * (classify_row). The formula is written once, on arith_inline.h's primitives, and every
+ * arithmetic runs it (one copy per arithmetic, UG_ARX_SPECIALISE): the logits, their max,
+ * exp(z - max), the row's sum (one engine call, ugx_sum) and the quotients. A row selected
+ * whole (every row at --sample all) takes its quotients over arrays and the block emit
+ * (emit_row), and with cap 0 also its logits, their max and z - max (the row pass,
+ * row_exps_lanes): the same numbers, in loops the compiler vectorises, in every plain
+ * arithmetic (this file is built with -fno-math-errno -fno-trapping-math: CMakeLists.txt). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/philox.h"
-#include "oracles/mp/cert_block.h"
-#include "oracles/mp/cert_inline.h"
+#include "oracles/mp/arith_inline.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
 #include "op_params.h"
@@ -65,22 +65,24 @@ static int build(ug_case *c, char *err, size_t errlen)
     return 0;
 }
 
-/* z_j before the mask, cap*tanh(x*scale/cap), in the inline certified arithmetic (CERT). */
-static ug_cv fast_scaled(const softmax_params *p, double x)
-{
-    ug_cv zc = ug_cv_mul(ug_cv_c(x), ug_cv_c(p->scale));
-    return p->cap > 0 ? ug_cv_mul(ug_cv_c(p->cap), ug_cv_tanh(ug_cv_div(zc, ug_cv_c(p->cap)))) : zc;
-}
+/* The formula, written once (mp/arith_inline.h): every arithmetic evaluates these functions,
+ * the engine choosing which (exact, certified, device bound, naive, f64). */
 
-/* z_j in the arithmetic (the scalar path): cap*tanh(x*scale/cap) + mask (mask finite here). */
-static ug_num logit(ug_ar *ar, const softmax_params *p, double x, double mask)
+/* x*scale: the logit before the cap and the mask. rounds: the product. */
+UG_AI ug_num scaled(ug_arx A, double x, double scale) { return ugx_mul(A, ugx_c(A, x), ugx_c(A, scale)); }
+
+/* z + mask (the mask finite here; a zero adds nothing). rounds: the sum. */
+UG_AI ug_num plus_mask(ug_arx A, ug_num z, double mask) { return mask == 0.0 ? z : ugx_add(A, z, ugx_c(A, mask)); }
+
+/* z_j: cap*tanh(x*scale/cap) + mask, x*scale + mask with cap 0. rounds: each primitive. */
+UG_AI ug_num logit(ug_arx A, const softmax_params *p, double x, double mask)
 {
-    ug_num z = ug_mul(ar, ug_c(ar, x), ug_c(ar, p->scale));
+    ug_num z = scaled(A, x, p->scale);
     if (p->cap > 0) {
-        ug_num capn = ug_c(ar, p->cap);
-        z = ug_mul(ar, capn, ug_tanh(ar, ug_div(ar, z, capn)));
+        ug_num capn = ugx_c(A, p->cap);
+        z = ugx_mul(A, capn, ugx_tanh(A, ugx_div(A, z, capn)));
     }
-    return mask == 0.0 ? z : ug_add(ar, z, ug_c(ar, mask));
+    return plus_mask(A, z, mask);
 }
 
 /* Special values, as the contract states: an entry is live unless masked or its logit is
@@ -100,52 +102,55 @@ static int classify_row(const softmax_params *p, const ug_tensor *x, const ug_te
     return nan_row;
 }
 
-/* CERT: classify_row and the live logits (logit's fast formula) with their max in one
- * pass: before the mask, the fast logit's value is classify_row's z (the same double
- * operations), so the class of each entry comes from it. Returns 1 when row r is NaN;
- * else z[j] for the live j, their max *m and count *n_live, as the scalar loop gives them. */
-static int fast_logits(const softmax_params *p, const ug_tensor *x, const ug_tensor *mask, size_t r, size_t n,
-                       unsigned char *live, ug_num *z, ug_num *m, size_t *n_live)
+/* The oracle's state: the case, and one row's arrays (n numbers each in z and e). z is
+ * allocated by the first row that goes entry by entry: the row pass holds no logits, and
+ * without z's allocation malloc keeps the row's pages between evaluations instead of
+ * handing them back and faulting them in again (engine 7.5 -> 5.2 ms on 16 cases). */
+typedef struct {
+    softmax_params p;
+    const ug_tensor *x, *mask;
+    size_t n;
+    ug_num *z, *e;
+    unsigned char *live;
+} softmax_ctx;
+
+/* Row r's exponentials exp(z_j - max) into c->e, packed over its live entries, one entry at
+ * a time: the logits (logit) and their max by ugx_max in order, then the exponentials.
+ * Returns -1 when the row is NaN (classify_row), -3 out of memory, else the live count,
+ * with *total their sum (ugx_sum; 0 when none is live). rounds: z - max, exp, the sum. */
+UG_AI long row_exps(ug_arx A, softmax_ctx *c, size_t r, ug_num *total)
 {
-    int nan_row = 0;
-    ug_cv mx = {0.0, 0.0};
+    size_t n = c->n, n_live = 0, pos = 0;
+    if (!c->z && !(c->z = malloc(n * sizeof *c->z))) return -3;
+    if (classify_row(&c->p, c->x, c->mask, r, n, c->live)) return -1;
+    ug_num m = {0};
     for (size_t j = 0; j < n; j++) {
-        double mk = ug_tload(mask, r * n + j);
-        ug_cv zc = fast_scaled(p, ug_tload(x, r * n + j));
-        live[j] = mk != -INFINITY && zc.v != -INFINITY;
-        nan_row |= live[j] && (isnan(zc.v) || zc.v == INFINITY);
-        if (!live[j]) continue;
-        ug_cv zj = mk == 0.0 ? zc : ug_cv_add(zc, ug_cv_c(mk));
-        z[j] = ug_cv_num(zj);
-        mx = !(*n_live)++ ? zj : ug_cv_max(mx, zj);
+        if (!c->live[j]) continue;
+        c->z[j] = logit(A, &c->p, ug_tload(c->x, r * n + j), ug_tload(c->mask, r * n + j));
+        m = !n_live++ ? c->z[j] : ugx_max(A, m, c->z[j]);
     }
-    *m = ug_cv_num(mx);
-    return nan_row;
+    for (size_t j = 0; j < n; j++)
+        if (c->live[j]) c->e[pos++] = ugx_exp(A, ugx_sub(A, c->z[j], m));
+    *total = n_live ? ugx_sum(A, c->e, n_live) : ugx_c(A, 0.0);
+    return (long)n_live;
 }
 
-/* CERT, a row selected whole from position k: e_j / total per live entry, 0 where masked,
- * through the block emit (the values of the per-element loop below); the unsure count. */
-static unsigned long emit_row(const ug_ar_sink *sink, size_t k, size_t n, const unsigned char *live, const ug_num *e,
-                              ug_num total)
-{
-    unsigned long unsure = 0;
-    ug_cv t = ug_cv_of(total);
-    double qv[256], qe[256]; /* 256 entries' quotients, emitted a block at a time */
-    for (size_t j0 = 0, pos = 0; j0 < n; j0 += 256) {
-        size_t len = n - j0 < 256 ? n - j0 : 256;
-        for (size_t j = j0; j < j0 + len; j++) {
-            ug_cv q = live[j] ? ug_cv_div(ug_cv_of(e[pos++]), t) : ug_cv_c(0.0);
-            qv[j - j0] = q.v, qe[j - j0] = q.e;
-        }
-        unsure += ug_cv_put_block(sink, k + j0, qv, qe, len);
-    }
-    return unsure;
-}
+/* The row pass (cap 0, row r selected whole, the inputs as arrays): row_exps' numbers, with
+ * the classification, the logits, their max and z - max in loops over arrays that the
+ * compiler vectorises (this file is built with -fno-math-errno -fno-trapping-math:
+ * CMakeLists.txt; no IEEE result changes), in every plain arithmetic (UG_ARX_CLONES); exp
+ * stays libm's, one call per live entry. The logits go SM_BLOCK at a time through buffers
+ * on the stack, computed twice (for their max, then for z - max) rather than held for the
+ * whole row: touching more of a row's memory (its page faults) costs more than the
+ * logits. Why the row pass: perf put a third of the op's
+ * engine time in the scalar per-entry loops (the logit's product error, the max chain
+ * with a libm fmax call per entry, the quotient), and the device bound's and naive
+ * values' loops went through the engine's out-of-line primitives entry by entry. */
+#define SM_BLOCK 256
 
-/* CERT, cap 0, a row selected whole: fast_logits' classification over arrays: live[j]
- * (the mask is not -inf and neither is x*scale, fast_scaled's value for cap 0); *nan_row
- * whether a live logit is NaN or +inf; returns how many are live. A loop the compiler
- * vectorises (the same comparisons on the same values as fast_logits). */
+/* classify_row for cap 0 over arrays (the same comparisons on the same values): live[j]
+ * (the mask is not -inf and neither is x*scale); *nan_row whether a live logit is NaN or
+ * +inf; returns how many are live. */
 __attribute__((target_clones("avx512f", "avx2", "default"))) static size_t
 live_lanes(const double *restrict x, const double *restrict mk, double scale, size_t n, unsigned char *restrict live,
            int *nan_row)
@@ -153,7 +158,7 @@ live_lanes(const double *restrict x, const double *restrict mk, double scale, si
     size_t n_live = 0;
     int nan = 0;
     for (size_t j = 0; j < n; j++) {
-        double z = x[j] * scale; /* fast_scaled's value: ug_cv_mul's v */
+        double z = x[j] * scale; /* classify_row's z, cap 0 */
         int l = (mk[j] != -INFINITY) & (z != -INFINITY);
         nan |= l & ((z != z) | (z == INFINITY));
         live[j] = (unsigned char)l;
@@ -163,30 +168,36 @@ live_lanes(const double *restrict x, const double *restrict mk, double scale, si
     return n_live;
 }
 
-/* CERT, cap 0: fast_logits' logits over arrays, zv, ze of every entry (meaningless where
- * not live), in a loop the compiler vectorises: both sides of the mask's choice computed,
- * the chosen one the value the branch gave. The same operations on the same values. */
-__attribute__((target_clones("avx512f", "avx2", "default"))) static void
-logit_lanes(const double *restrict x, const double *restrict mk, double scale, size_t n, double *restrict zv,
-            double *restrict ze)
+/* logit (cap 0) of n entries into zv, ze (meaningless where not live): both sides of the
+ * mask's choice computed, the chosen one the value the branch gave. rounds: the product,
+ * the mask's sum (logit's). */
+UG_AI void logit_lanes(ug_arx A, const double *restrict x, const double *restrict mk, double scale, size_t n,
+                       double *restrict zv, double *restrict ze)
 {
     for (size_t j = 0; j < n; j++) {
-        ug_cv zc = ug_cv_mul(ug_cv_c(x[j]), ug_cv_c(scale)); /* fast_scaled, cap 0 */
-        ug_cv za = ug_cv_add(zc, ug_cv_c(mk[j])), z = mk[j] == 0.0 ? zc : za;
+        ug_num z = plus_mask(A, scaled(A, x[j], scale), mk[j]);
         zv[j] = z.v, ze[j] = z.e;
     }
 }
+UG_ARX_CLONES(logit_lanes,
+              (const double *restrict x, const double *restrict mk, double scale, size_t n, double *restrict zv,
+               double *restrict ze),
+              (x, mk, scale, n, zv, ze))
 
-/* The live logits' max as fast_logits' ug_cv_max chain gives it, in eight interleaved
- * chains the compiler vectorises (x > a ? x : a is the hardware max): the bound is the
- * largest live bound (fmax over non-NaN bounds, which are never -0: ug_cv_make gives +0; so
- * in any order), the value the largest live value (live values are finite: fast_logits
- * sends a NaN or +inf row away and -inf is not live). The chain keeps the first of equal
- * values, so only the sign of a zero maximum can differ, and no value depends on it: the
- * max is only subtracted (z - (+0) and z - (-0) differ only for z = -0, giving -0 and +0,
- * whose exp is 1 either way with the same bound: TwoSum's error and the bounds are the same). */
-__attribute__((target_clones("avx512f", "avx2", "default"))) static ug_cv
-max_lanes(const double *restrict zv, const double *restrict ze, const unsigned char *restrict live, size_t n)
+/* *m (start: {-inf, 0}) raised to the max of the live logits among n, so that over a row's
+ * blocks it ends as row_exps' ugx_max chain gives it: eight interleaved chains (x > a ? x :
+ * a is the hardware max). In every plain arithmetic ugx_max keeps the larger value (the
+ * first of equal ones) and the larger bound (CERT and DEVICE: fmax; NAIVE and F64: every
+ * bound is 0), so the chain's bound is the largest live bound (bounds are never NaN nor
+ * -0: in any order) and its value the largest live value. Only the sign of a zero maximum
+ * can differ, and no value depends on it: the max is only subtracted (z - (+0) and z -
+ * (-0) differ only for z = -0, giving -0 and +0, whose exp is 1 either way with the same
+ * bound). A NaN live logit (NAIVE only: the scale rounded to inf, times x = 0) may make the
+ * chain's choice differ, but then its exp, the row's sum and every live quotient are NaN
+ * whichever max is subtracted. */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+max_lanes(const double *restrict zv, const double *restrict ze, const unsigned char *restrict live, size_t n,
+          ug_num *m)
 {
     double a[8], b[8];
     for (int k = 0; k < 8; k++) a[k] = -INFINITY, b[k] = 0.0; /* below any live value; bounds are >= 0 */
@@ -200,133 +211,146 @@ max_lanes(const double *restrict zv, const double *restrict ze, const unsigned c
         double z = live[j0 + k] ? zv[j0 + k] : -INFINITY, e = live[j0 + k] ? ze[j0 + k] : 0.0;
         a[k] = z > a[k] ? z : a[k], b[k] = e > b[k] ? e : b[k];
     }
-    ug_cv m = {a[0], b[0]};
-    for (int k = 1; k < 8; k++) m.v = a[k] > m.v ? a[k] : m.v, m.e = b[k] > m.e ? b[k] : m.e;
-    return m;
+    for (int k = 0; k < 8; k++) m->v = a[k] > m->v ? a[k] : m->v, m->e = b[k] > m->e ? b[k] : m->e;
 }
 
-/* zv[j], ze[j] -= the max (ug_cv_sub, fast_row's z - max) on every entry of a row, over arrays. */
-__attribute__((target_clones("avx512f", "avx2", "default"))) static void
-sub_lanes(double *restrict zv, double *restrict ze, ug_cv m, size_t n)
+/* zv[j], ze[j] -= m (row_exps' z - max) on n entries, over arrays. rounds: the difference. */
+UG_AI void sub_lanes(ug_arx A, double *restrict zv, double *restrict ze, ug_num m, size_t n)
 {
     for (size_t j = 0; j < n; j++) {
-        ug_cv d = ug_cv_sub((ug_cv){zv[j], ze[j]}, m);
+        ug_num d = ugx_sub(A, (ug_num){zv[j], ze[j], NULL}, m);
         zv[j] = d.v, ze[j] = d.e;
     }
 }
+UG_ARX_CLONES(sub_lanes, (double *restrict zv, double *restrict ze, ug_num m, size_t n), (zv, ze, m, n))
 
-/* CERT, cap 0, row r of x (xr) and mask (mr) selected whole from position k: the values of
- * fast_logits, the exp loop, ug_sum and emit_row, with the logits, their max, z - max and
- * the quotients over arrays (live_lanes, logit_lanes, max_lanes, sub_lanes, ug_cv_div_row:
- * vectorised; exp stays libm's, one call per live entry) and the row's sum by ug_cv_sum
- * (ug_sum's CERT formula). zbuf and ebuf hold 3n doubles each (the n numbers of z and e).
- * Returns 1 when the row is NaN (nothing emitted), else 0 with the unsure count added to
- * *unsure. Why: perf put a third of the op's engine time in the scalar per-entry loops (the
- * logit's product error, the max chain with a libm fmax call per entry, the quotient). */
-static int fast_row(const softmax_params *p, const double *xr, const double *mr, size_t n, const ug_ar_sink *sink,
-                    size_t k, double *zbuf, double *ebuf, unsigned char *live, unsigned long *unsure)
+/* The live logits' max over row r's blocks (max_lanes) into *m: 0, or -1 in the MPFR
+ * arithmetics (the row pass does not run). */
+static int row_max(ug_ar *ar, const softmax_ctx *c, const double *xr, const double *mr, ug_num *m)
 {
-    double *zv = zbuf, *ze = zbuf + n, *ev = ebuf, *ee = ebuf + n;
-    int nan_row;
-    size_t n_live = live_lanes(xr, mr, p->scale, n, live, &nan_row);
-    if (nan_row) return 1;
-    logit_lanes(xr, mr, p->scale, n, zv, ze);
-    if (n_live) sub_lanes(zv, ze, max_lanes(zv, ze, live, n), n); /* z - max (meaningless where not live) */
-    for (size_t j = 0, pos = 0; j < n; j++) { /* exp(z - max), packed over the live entries */
-        if (!live[j]) continue;
-        ug_cv x = ug_cv_exp((ug_cv){zv[j], ze[j]});
-        ev[pos] = x.v, ee[pos++] = x.e;
-    }
-    ug_cv t = n_live ? ug_cv_sum(ev, ee, 1, n_live) : ug_cv_c(0.0);
-    ug_cv_div_row(ev, ee, t, n_live, zv, ze); /* the quotients, packed: the logits are spent */
-    if (n_live == n) { /* nothing masked: packed is the row */
-        *unsure += ug_cv_put_block(sink, k, zv, ze, n);
-        return 0;
-    }
-    double qv[256], qe[256]; /* emit_row's blocks: 0 where masked */
-    for (size_t j0 = 0, pos = 0; j0 < n; j0 += 256) {
-        size_t len = n - j0 < 256 ? n - j0 : 256;
-        for (size_t j = j0; j < j0 + len; j++) {
-            int l = live[j];
-            qv[j - j0] = l ? zv[pos] : 0.0, qe[j - j0] = l ? ze[pos] : 0.0; /* ug_cv_c(0.0) */
-            pos += (size_t)l;
-        }
-        *unsure += ug_cv_put_block(sink, k + j0, qv, qe, len);
+    double zv[SM_BLOCK], ze[SM_BLOCK];
+    *m = (ug_num){-INFINITY, 0.0, NULL};
+    for (size_t j0 = 0; j0 < c->n; j0 += SM_BLOCK) {
+        size_t len = c->n - j0 < SM_BLOCK ? c->n - j0 : SM_BLOCK;
+        if (logit_lanes_plain(ar, xr + j0, mr + j0, c->p.scale, len, zv, ze)) return -1;
+        max_lanes(zv, ze, c->live + j0, len, m);
     }
     return 0;
+}
+
+/* row_exps for row r by the row pass. Returns row_exps' result, or -2 when the row pass
+ * does not run (row_max). */
+UG_AI long row_exps_lanes(ug_arx A, const softmax_ctx *c, size_t r, ug_num *total)
+{
+    size_t n = c->n, pos = 0;
+    const double *xr = c->x->values + r * n, *mr = c->mask->values + r * n;
+    double zv[SM_BLOCK], ze[SM_BLOCK];
+    int nan_row;
+    size_t n_live = live_lanes(xr, mr, c->p.scale, n, c->live, &nan_row);
+    ug_num m;
+    if (nan_row) return -1;
+    if (n_live && row_max(A.ar, c, xr, mr, &m)) return -2;
+    for (size_t j0 = 0; n_live && j0 < n; j0 += SM_BLOCK) {
+        size_t len = n - j0 < SM_BLOCK ? n - j0 : SM_BLOCK;
+        logit_lanes_plain(A.ar, xr + j0, mr + j0, c->p.scale, len, zv, ze);
+        sub_lanes_plain(A.ar, zv, ze, m, len); /* z - max (meaningless where not live) */
+        for (size_t j = 0; j < len; j++) /* exp(z - max), packed over the live entries */
+            if (c->live[j0 + j]) c->e[pos++] = ugx_exp(A, (ug_num){zv[j], ze[j], NULL});
+    }
+    *total = n_live ? ugx_sum(A, c->e, n_live) : ugx_c(A, 0.0);
+    return (long)n_live;
+}
+
+/* A row of n entries selected whole from position k, e packed over its live entries: e_j /
+ * t per live entry, 0 where masked, SM_BLOCK entries at a time: the quotients over arrays,
+ * then the block emit (ug_ar_emit_block). rounds: the quotient. */
+UG_AI void emit_row(ug_arx A, const unsigned char *restrict live, const ug_num *restrict e, ug_num t, size_t n,
+                    size_t k)
+{
+    double qv[SM_BLOCK], qe[SM_BLOCK], v[SM_BLOCK], ve[SM_BLOCK];
+    ug_num zero = ugx_c(A, 0.0);
+    for (size_t j0 = 0, pos = 0; j0 < n; j0 += SM_BLOCK) {
+        size_t len = n - j0 < SM_BLOCK ? n - j0 : SM_BLOCK, cnt = 0;
+        for (size_t j = 0; j < len; j++) cnt += live[j0 + j];
+        for (size_t i = 0; i < cnt; i++) { /* the block's live quotients, packed */
+            ug_num q = ugx_div(A, e[pos + i], t);
+            qv[i] = q.v, qe[i] = q.e;
+        }
+        pos += cnt;
+        if (cnt == len) { /* nothing masked: packed is the block */
+            ug_ar_emit_block(A.ar, 0, k + j0, qv, qe, len);
+            continue;
+        }
+        for (size_t j = 0, p = 0; j < len; j++) {
+            int l = live[j0 + j];
+            v[j] = l ? qv[p] : zero.v, ve[j] = l ? qe[p] : zero.e;
+            p += (size_t)l;
+        }
+        ug_ar_emit_block(A.ar, 0, k + j0, v, ve, len);
+    }
+}
+UG_ARX_CLONES(emit_row,
+              (const unsigned char *restrict live, const ug_num *restrict e, ug_num t, size_t n, size_t k),
+              (live, e, t, n, k))
+
+/* Row r's selected elements from position *k on (past them on return), n_live and total
+ * from row_exps (or its row pass): e_j / total per live entry, 0 where masked; a row
+ * selected whole (every row at --sample all) through emit_row in the plain arithmetics,
+ * else one element at a time. */
+UG_AI void row_emit(ug_arx A, const softmax_ctx *c, const ug_selection *sel, size_t r, ug_num total, size_t *k)
+{
+    size_t n = c->n;
+    if (ug_sel_is_run(sel, 0, *k, r * n, n) && !emit_row_plain(A.ar, c->live, c->e, total, n, *k)) {
+        *k += n;
+        return;
+    }
+    /* e[] is packed over live entries: walk the row again to map j -> position */
+    for (size_t j = 0, pos = 0; j < n && *k < sel->n[0] && sel->idx[0][*k] / n == r; j++) {
+        if (sel->idx[0][*k] % n == j) {
+            ugx_emit(A, 0, *k, c->live[j] ? ugx_div(A, c->e[pos], total) : ugx_c(A, 0.0));
+            ++*k;
+        }
+        pos += c->live[j];
+    }
+}
+
+/* Every selected row: its exponentials by the row pass where it applies (cap 0, the row
+ * selected whole), else entry by entry; then its quotients. A NaN row emits NaN. */
+UG_AI void rows(ug_arx A, softmax_ctx *c, const ug_selection *sel, int *rc)
+{
+    size_t n = c->n;
+    int lanes = !(c->p.cap > 0) && c->x->values && c->mask->values;
+    for (size_t k = 0; k < sel->n[0];) {
+        size_t r = sel->idx[0][k] / n, mark = ugx_mark(A);
+        ug_num total;
+        long n_live = lanes && ug_sel_is_run(sel, 0, k, r * n, n) ? row_exps_lanes(A, c, r, &total) : -2;
+        if (n_live == -2) n_live = row_exps(A, c, r, &total);
+        if (n_live == -3) {
+            *rc = -1;
+            return;
+        }
+        if (n_live < 0) /* a NaN row */
+            for (; k < sel->n[0] && sel->idx[0][k] / n == r; k++) ugx_emit(A, 0, k, ugx_c(A, NAN));
+        else
+            row_emit(A, c, sel, r, total, &k);
+        ugx_release(A, mark);
+    }
 }
 
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
-    softmax_params p;
-    read_params(c, &p);
-    const ug_tensor *x = ug_case_input(c, "x"), *mask = ug_case_input(c, "mask");
-    size_t n = (size_t)p.cols;
-    int fast = ug_ar_get_mode(ar) == UG_AR_CERT;
-    ug_ar_sink *sink = ug_ar_cert_sink(ar, 0);
-    unsigned long unsure = 0, emitted = 0;
-    ug_num *z = malloc(n * sizeof *z), *e = malloc(n * sizeof *e);
-    unsigned char *live = malloc(n);
-    if (!z || !e || !live) {
-        free(z);
-        free(e);
-        free(live);
-        return -1;
-    }
-    for (size_t k = 0; k < sel->n[0];) {
-        size_t r = sel->idx[0][k] / n, mark = ug_ar_mark(ar), n_live = 0;
-        ug_num m = {0};
-        if (fast && sink && !(p.cap > 0) && x->values && mask->values && ug_sel_is_run(sel, 0, k, r * n, n)) {
-            /* the whole row, over arrays (z and e's memory as doubles: 3n each) */
-            if (!fast_row(&p, x->values + r * n, mask->values + r * n, n, sink, k, (double *)z, (double *)e, live,
-                          &unsure)) {
-                emitted += n, k += n;
-                continue;
-            }
-            for (; k < sel->n[0] && sel->idx[0][k] / n == r; k++) ug_ar_emit(ar, 0, k, ug_c(ar, NAN));
-            ug_ar_release(ar, mark);
-            continue;
-        }
-        if (fast ? fast_logits(&p, x, mask, r, n, live, z, &m, &n_live) : classify_row(&p, x, mask, r, n, live)) {
-            for (; k < sel->n[0] && sel->idx[0][k] / n == r; k++) ug_ar_emit(ar, 0, k, ug_c(ar, NAN));
-            continue;
-        }
-        for (size_t j = 0; !fast && j < n; j++) {
-            if (!live[j]) continue;
-            z[j] = logit(ar, &p, ug_tload(x, r * n + j), ug_tload(mask, r * n + j));
-            m = !n_live++ ? z[j] : ug_max(ar, m, z[j]);
-        }
-        size_t live_pos = 0;
-        for (size_t j = 0; j < n; j++) {
-            if (!live[j]) continue;
-            e[live_pos++] = fast ? ug_cv_num(ug_cv_exp(ug_cv_sub(ug_cv_of(z[j]), ug_cv_of(m))))
-                                 : ug_exp(ar, ug_sub(ar, z[j], m));
-        }
-        ug_num total = n_live ? ug_sum(ar, e, n_live) : ug_c(ar, 0.0);
-        if (sink && ug_sel_is_run(sel, 0, k, r * n, n)) { /* the whole row (--sample all): no division per element */
-            unsure += emit_row(sink, k, n, live, e, total);
-            emitted += n, k += n;
-            ug_ar_release(ar, mark);
-            continue;
-        }
-        /* e[] is packed over live entries: walk the row again to map j -> position */
-        for (size_t j = 0, pos = 0; j < n && k < sel->n[0] && sel->idx[0][k] / n == r; j++) {
-            if (sel->idx[0][k] % n == j) {
-                if (fast && live[j])
-                    ug_cv_emit(ar, 0, k, ug_cv_div(ug_cv_of(e[pos]), ug_cv_of(total)));
-                else
-                    ug_ar_emit(ar, 0, k, live[j] ? ug_div(ar, e[pos], total) : ug_c(ar, 0.0));
-                k++;
-            }
-            pos += live[j];
-        }
-        ug_ar_release(ar, mark);
-    }
-    ug_ar_tally(ar, emitted, unsure);
-    free(z);
-    free(e);
-    free(live);
-    return 0;
+    softmax_ctx x;
+    read_params(c, &x.p);
+    x.x = ug_case_input(c, "x"), x.mask = ug_case_input(c, "mask");
+    x.n = (size_t)x.p.cols;
+    x.z = NULL, x.e = malloc(x.n * sizeof *x.e);
+    x.live = malloc(x.n);
+    int rc = x.e && x.live ? 0 : -1;
+    if (!rc) UG_ARX_SPECIALISE(ar, rows, &x, sel, &rc);
+    free(x.z);
+    free(x.e);
+    free(x.live);
+    return rc;
 }
 
 static void geometry(const ug_case *c, int out, ug_geom *g)

@@ -55,7 +55,7 @@
 #include "gen/case_memory.h"
 #include "oracles/attention/flash_attention_common.h"
 #include "oracles/attention/reference_golden.h"
-#include "oracles/mp/cert_block.h"
+#include "oracles/mp/arith_inline.h"
 #include "oracles/attention/flash_attention_forward.h"
 #include "oracles/verdict.h"
 
@@ -319,27 +319,26 @@ static const double *gathered(const grad_group *g, const grad_tiles *T, int o, c
     return (o == 0 ? T->kg : o == 1 ? T->qg : T->dg) + (size_t)(rows - base) / HD * D;
 }
 
-/* CERT: row k of a batch, every one of its D elements selected (selection positions b ..
- * b + D - 1, element d at b + d), through the block emit: the values of the loop in
- * group_emit_tiled (o 2: the sum; else ug_mul by the scale, whose CERT formula is
- * ug_cv_mul; ug_ar_emit's CERT rule is ug_cv_put's), 256 at a time. Why: ug_ar_emit and
- * ug_mul per element were an eighth of the op's engine time at --sample all. */
-static void emit_row_block(ug_ar *ar, const ug_ar_sink *sink, int o, size_t b, const ug_num *row, size_t D,
-                           double scale)
+/* Row k of a batch, every one of its D elements selected (selection positions b .. b + D - 1,
+ * element d at b + d), emitted GR_EMIT elements at a time (ug_ar_emit_block): the values of
+ * the per-element loop in group_emit_tiled (o 2: the sum; else times the scale), the same
+ * formula in every plain arithmetic (UG_ARX_CLONES). Why: ug_ar_emit and ug_mul per
+ * element were an eighth of the op's engine time at --sample all. */
+#define GR_EMIT 256
+UG_AI void emit_row_block(ug_arx A, int o, size_t b, const ug_num *row, size_t D, double scale)
 {
-    double v[256], e[256];
-    unsigned long unsure = 0;
-    for (size_t d0 = 0; d0 < D; d0 += 256) {
-        size_t len = D - d0 < 256 ? D - d0 : 256;
+    double v[GR_EMIT], e[GR_EMIT];
+    ug_num sc = ugx_c(A, scale);
+    for (size_t d0 = 0; d0 < D; d0 += GR_EMIT) {
+        size_t len = D - d0 < GR_EMIT ? D - d0 : GR_EMIT;
         for (size_t d = 0; d < len; d++) {
-            ug_cv x = ug_cv_of(row[d0 + d]);
-            if (o != 2) x = ug_cv_mul(x, ug_cv_c(scale));
+            ug_num x = o == 2 ? row[d0 + d] : ugx_mul(A, row[d0 + d], sc); /* rounds: the product */
             v[d] = x.v, e[d] = x.e;
         }
-        unsure += ug_cv_put_block(sink, b + d0, v, e, len);
+        ug_ar_emit_block(A.ar, o, b + d0, v, e, len);
     }
-    ug_ar_tally(ar, D, unsure);
 }
+UG_ARX_CLONES(emit_row_block, (int o, size_t b, const ug_num *row, size_t D, double scale), (o, b, row, D, scale))
 
 /* group_emit for a plain arithmetic: the rows most of which are selected go GR_TILE at a
  * time through ug_dot_nd_cols_tile (rows that weigh the same rows of q, dO or k, with their
@@ -352,7 +351,6 @@ static void group_emit_tiled(ug_ar *ar, const grad_group *g, const ug_selection 
     long t0 = o == 0 ? p->cu_q[g->b] : p->cu_k[g->b], len = o == 0 ? g->lq : g->lk;
     const double *rows = NULL;
     ug_num sc = ug_c(ar, p->scale);
-    const ug_ar_sink *sink = ug_ar_cert_sink(ar, o); /* CERT: whole rows through the block emit */
     for (long r = 0; r <= len; r++) {
         const double *rr = NULL;
         size_t nr = 0, br = 0, er = 0;
@@ -367,10 +365,8 @@ static void group_emit_tiled(ug_ar *ar, const grad_group *g, const ug_selection 
         if (m && (r == len || (whole && (rr != rows || m == GR_TILE)))) { /* the batch so far, at once */
             ug_dot_nd_cols_tile(ar, T->x, T->ldx, n, m, gathered(g, T, o, rows), D, D, T->o, D);
             for (size_t k = 0; k < m; k++) {
-                if (sink && e[k] - b[k] == D) { /* the whole row */
-                    emit_row_block(ar, sink, o, b[k], T->o + k * D, D, p->scale);
-                    continue;
-                }
+                if (e[k] - b[k] == D && !emit_row_block_plain(ar, o, b[k], T->o + k * D, D, p->scale))
+                    continue; /* the whole row, a block at a time */
                 for (size_t i = b[k]; i < e[k]; i++) {
                     ug_num val = T->o[k * D + sel->idx[o][i] % D];
                     ug_ar_emit(ar, o, i, o == 2 ? val : ug_mul(ar, val, sc));
@@ -445,9 +441,8 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     g.need = malloc((size_t)maxq);
     size_t ne = (size_t)(maxk > p.dim ? maxk : p.dim);
     ug_num *e = malloc((2 * ne + (size_t)maxq + (size_t)p.dim) * sizeof *e); /* e, dp, col, a row of D */
-    ug_ar_mode mode = ug_ar_get_mode(ar);
     grad_tiles T = {0};
-    int plain = ug_fa_tiles && mode != UG_AR_EXACT && mode != UG_AR_MPFR_SEQ, rc = g.P && g.dS && g.n && g.live && g.need && e ? 0 : -1;
+    int plain = ug_fa_tiles && ug_ar_plain(ar), rc = g.P && g.dS && g.n && g.live && g.need && e ? 0 : -1;
     if (plain && !rc && tiles_alloc(&T, &p, (size_t)maxq, (size_t)maxk)) rc = -1;
     for (long b = 0; !rc && b < p.batch; b++)
         for (long h = 0; h < p.heads; h++) {

@@ -11,12 +11,17 @@
  * Certified bounds. Componentwise interval propagation through this recurrence wraps:
  * |I - beta k k^T| has spectral radius 1 + beta, so the bound would grow like (1+beta)^T
  * even though the true error does not (||a (I - beta k k^T)||_2 <= 1 for a <= 1 and
- * beta ||k||^2 <= 2). In CERT the step is therefore evaluated on the previous row taken as
- * exact, which gives the step's own rounding bound rho_j per component (from the arith
- * primitives themselves), and the row's error is carried as one 2-norm bound:
+ * beta ||k||^2 <= 2). The certified arithmetic therefore evaluates the step on the previous
+ * row taken as exact, which gives the step's own rounding bound rho_j per component (from
+ * the arith primitives themselves), and carries the row's error as one 2-norm bound:
  *   E_t = ||M_t||_2 E_{t-1} + ||rho||_2,  ||M_t||_2 = a_t max(1, |1 - beta_t ||k_t||^2|),
- * which bounds every component. This is the one place the code looks at the mode; every
- * other arithmetic evaluates the same step as written.
+ * which bounds every component. The op computes E_t; the arithmetic decides whether it
+ * carries it (mp/arith_inline.h's ugx_rec_in, ugx_rec_set: the certified one does; every
+ * other arithmetic evaluates the same step with its numbers as they are).
+ *
+ * The step is written once, on arith_inline.h's primitives: the engine runs one copy of the
+ * row evolution per arithmetic (UG_ARX_SPECIALISE), the plain ones inline, so the device
+ * bound and the naive values cost about what the certified values do.
  *
  * qk_norm = l2 (the reference suite's use_qk_l2norm_in_kernel, eps 1e-6 inside the sqrt):
  * k^ = r_k k with r_k = 1/sqrt(||k||^2 + eps), and likewise q. The step is evaluated as
@@ -29,7 +34,7 @@
  * a state row is then (sequence, head, value row), evolved over its own sequence's tokens
  * only, so nothing is carried from one sequence to the next. */
 #include "oracles/delta_rule/delta_rule_ref.h"
-#include "oracles/mp/cert_inline.h"
+#include "oracles/mp/arith_inline.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -114,7 +119,7 @@ int ug_delta_build(ug_case *c, char *err, size_t errlen)
 
 /* Upper bound of ||M||_2 = a max(1, |1 - beta ||k||^2|) for a step (a's own bound included);
  * r2 is an upper bound of r_k^2 (1 when k is used as given). */
-static double step_norm_bound(ug_num a, double beta, const double *k, size_t dk, double r2)
+UG_AI double step_norm_bound(ug_num a, double beta, const double *k, size_t dk, double r2)
 {
     double kk = 0.0;
     for (size_t j = 0; j < dk; j++) kk += k[j] * k[j];
@@ -123,40 +128,35 @@ static double step_norm_bound(ug_num a, double beta, const double *k, size_t dk,
     double w = fabs(beta) * kk * (1.0 + 0x1p-50);            /* upward */
     double f = w - 1.0 > 1.0 ? (w - 1.0) * (1.0 + 0x1p-50) : 1.0;
     if (beta < 0) f = (1.0 + w) * (1.0 + 0x1p-50);           /* |1 + |beta| kk| */
-    return (fabs(ug_v(a)) + a.e) * f * (1.0 + 0x1p-50);
+    return (fabs(a.v) + a.e) * f * (1.0 + 0x1p-50);
 }
 
-/* One step of a row in place: s <- a s + beta (v - a s.k) k, with k scaled by *rk when
- * rk is given (qk_norm l2). nxt receives the new row (dk numbers). *E is the row's 2-norm
- * error bound in CERT (see the file header). */
-static void row_step(ug_ar *ar, const ug_num *s, ug_num *nxt, ug_num *tmp, const double *k, const ug_num *rk,
-                     size_t dk, double g, double beta, double v, double *E)
+/* The row's 2-norm bound after a step: ||M||_2 E + ||rho||_2 with rho the new row's own
+ * bounds (the step on the previous row taken as exact), rounded upward; +inf past double. */
+UG_AI double step_error(const ug_num *nxt, size_t dk, double norm, double E)
 {
-    int cert = ug_ar_get_mode(ar) == UG_AR_CERT;
-    const ug_num *in = s;
-    if (cert) { /* the previous row taken as exact: the primitives then bound this step alone */
-        for (size_t j = 0; j < dk; j++) tmp[j] = (ug_num){ug_v(s[j]), 0.0, NULL};
-        in = tmp;
-    }
-    ug_num a = ug_exp(ar, ug_c(ar, g));
-    ug_num sk = ug_dot_nd(ar, in, k, 1, dk);
-    if (rk) sk = ug_mul(ar, sk, *rk);
-    ug_num c = ug_mul(ar, ug_c(ar, beta), ug_sub(ar, ug_c(ar, v), ug_mul(ar, a, sk)));
-    if (rk) c = ug_mul(ar, c, *rk);
-    if (!cert) {
-        for (size_t j = 0; j < dk; j++) nxt[j] = ug_add(ar, ug_mul(ar, a, in[j]), ug_mul(ar, c, ug_c(ar, k[j])));
-        return;
-    }
-    ug_cv ac = ug_cv_of(a), cc = ug_cv_of(c); /* the same line in the inline CERT arithmetic: no call per operation */
-    for (size_t j = 0; j < dk; j++)
-        nxt[j] = ug_cv_num(ug_cv_add(ug_cv_mul(ac, ug_cv_of(in[j])), ug_cv_mul(cc, ug_cv_c(k[j]))));
     double rho2 = 0.0;
     for (size_t j = 0; j < dk; j++) rho2 += nxt[j].e * nxt[j].e;
-    double r2 = rk ? (fabs(ug_v(*rk)) + rk->e) * (fabs(ug_v(*rk)) + rk->e) : 1.0;
-    double e = (step_norm_bound(a, beta, k, dk, r2) * *E + sqrt(rho2) * (1.0 + 0x1p-50)) * (1.0 + 0x1p-48);
-    if (!isfinite(e)) e = INFINITY;
-    for (size_t j = 0; j < dk; j++) nxt[j].e = e;
-    *E = e;
+    double e = (norm * E + sqrt(rho2) * (1.0 + 0x1p-50)) * (1.0 + 0x1p-48);
+    return isfinite(e) ? e : INFINITY;
+}
+
+/* One step of a row: nxt <- a s + beta (v - a s.k) k, with k scaled by *rk when rk is
+ * given (qk_norm l2), on the previous row s as the recurrence reads it (ugx_rec_in, into
+ * in: dk numbers). Returns the new row's carried 2-norm bound from E, the previous row's
+ * (ugx_rec_set: the certified arithmetic's; see the file header). */
+UG_AI double row_step(ug_arx A, const ug_num *s, ug_num *nxt, ug_num *in, const double *k, const ug_num *rk,
+                      size_t dk, double g, double beta, double v, double E)
+{
+    for (size_t j = 0; j < dk; j++) in[j] = ugx_rec_in(A, s[j]);
+    ug_num a = ugx_exp(A, ugx_c(A, g));
+    ug_num sk = ug_dot_nd(A.ar, in, k, 1, dk);
+    if (rk) sk = ugx_mul(A, sk, *rk);
+    ug_num c = ugx_mul(A, ugx_c(A, beta), ugx_sub(A, ugx_c(A, v), ugx_mul(A, a, sk)));
+    if (rk) c = ugx_mul(A, c, *rk);
+    for (size_t j = 0; j < dk; j++) nxt[j] = ugx_add(A, ugx_mul(A, a, in[j]), ugx_mul(A, c, ugx_c(A, k[j])));
+    double r2 = rk ? (fabs(rk->v) + rk->e) * (fabs(rk->v) + rk->e) : 1.0;
+    return ugx_rec_set(A, nxt, dk, step_error(nxt, dk, step_norm_bound(a, beta, k, dk, r2), E));
 }
 
 /* First position in sel's output o whose index is >= idx. */
@@ -202,81 +202,125 @@ static int all_finite(const double *x, size_t n)
     return 1;
 }
 
+/* The inputs and params a row's evolution reads. */
+typedef struct {
+    const ug_delta_params *p;
+    const ug_tensor *q, *k, *v, *g, *beta, *h0;
+    ug_num one;
+    double *ve; /* 2 dk doubles: a row's values and bounds, for a block emit */
+} delta_ctx;
+
+/* o[t, h, i] of state row s (token t's, after its step) at selection position pos, with q
+ * at tq: scale r_q s.q (NaN where q is not finite). */
+UG_AI void emit_o(ug_arx A, const delta_ctx *x, const ug_num *s, const double *tq, size_t pos)
+{
+    size_t dk = (size_t)x->p->dk;
+    if (!all_finite(tq, dk)) {
+        ugx_emit(A, 0, pos, ugx_c(A, NAN));
+        return;
+    }
+    ug_num sq = ug_dot_nd(A.ar, s, tq, 1, dk);
+    if (x->p->qk_l2) sq = ugx_mul(A, sq, ug_delta_l2_recip(A.ar, tq, dk, x->p->qk_eps));
+    ugx_emit(A, 0, pos, ugx_mul(A, sq, ugx_c(A, x->p->scale)));
+}
+
+/* Row r's selected ht elements from its final state s: a row selected whole in one block
+ * in the plain arithmetics (ug_ar_emit_block: ug_ar_emit's numbers), else one at a time. */
+UG_AI void emit_ht(ug_arx A, const delta_ctx *x, const ug_selection *sel, size_t r, const ug_num *s, int nan_row)
+{
+    size_t dk = (size_t)x->p->dk, pos = lower_bound(sel, 1, r * dk);
+    if (!nan_row && ug_ar_plain(A.ar) && ug_sel_is_run(sel, 1, pos, r * dk, dk)) {
+        for (size_t j = 0; j < dk; j++) x->ve[j] = s[j].v, x->ve[dk + j] = s[j].e;
+        ug_ar_emit_block(A.ar, 1, pos, x->ve, x->ve + dk, dk);
+        return;
+    }
+    for (; pos < sel->n[1] && sel->idx[1][pos] / dk == r; pos++)
+        ugx_emit(A, 1, pos, nan_row ? ugx_c(A, NAN) : s[sel->idx[1][pos] % dk]);
+}
+
 /* Evolves state row r = (b, h, i) of the sequence of tokens [first, end) to token last,
  * emitting its selected o and ht elements. Special values (UG_DELTA_SEMANTICS): once a
  * non-finite input the row depends on has been read, the row is NaN from that token on; o
  * is also NaN where q is non-finite. */
-static void evolve_row(const ug_case *c, ug_ar *ar, const ug_selection *sel, const ug_delta_params *p, size_t r,
-                       long first, long end, long last, ug_num one, ug_num *s, ug_num *nxt, ug_num *tmp)
+UG_AI void evolve_row(ug_arx A, const delta_ctx *x, const ug_selection *sel, size_t r, long first, long end, long last,
+                      ug_num *s, ug_num *nxt, ug_num *tmp)
 {
-    const ug_tensor *q = ug_case_input(c, "q"), *k = ug_case_input(c, "k"), *v = ug_case_input(c, "v"),
-                    *g = ug_case_input(c, "g"), *beta = ug_case_input(c, "beta"), *h0 = ug_case_input(c, "h0");
+    const ug_delta_params *p = x->p;
     size_t hv = (size_t)p->hv, dv = (size_t)p->dv, dk = (size_t)p->dk, hqk = (size_t)p->hqk;
-    size_t h = r / dv % hv, i = r % dv, hk = h / (hv / hqk);
-    size_t mark = ug_ar_mark(ar);
-    int cert = ug_ar_get_mode(ar) == UG_AR_CERT;
-    int nan_row = !all_finite(h0->values + r * dk, dk);
-    for (size_t j = 0; j < dk; j++) s[j] = ug_c(ar, h0->values[r * dk + j]);
+    size_t h = r / dv % hv, i = r % dv, hk = h / (hv / hqk), mark = ugx_mark(A);
+    int nan_row = !all_finite(x->h0->values + r * dk, dk);
+    for (size_t j = 0; j < dk; j++) s[j] = ugx_c(A, x->h0->values[r * dk + j]);
     double E = 0.0;
     for (long t = first; t <= last; t++) {
         size_t tk = ((size_t)t * hqk + hk) * dk, th = (size_t)t * hv + h;
-        nan_row |= !all_finite(k->values + tk, dk) || !isfinite(g->values[th]) || !isfinite(beta->values[th]) ||
-                   !isfinite(v->values[th * dv + i]);
+        const double *kt = x->k->values + tk;
+        nan_row |= !all_finite(kt, dk) || !isfinite(x->g->values[th]) || !isfinite(x->beta->values[th]) ||
+                   !isfinite(x->v->values[th * dv + i]);
         long pos = ug_selection_find(sel, 0, th * dv + i);
         if (nan_row) { /* the row is NaN for good: nothing left to evolve */
-            if (pos >= 0) ug_ar_emit(ar, 0, (size_t)pos, ug_c(ar, NAN));
+            if (pos >= 0) ugx_emit(A, 0, (size_t)pos, ugx_c(A, NAN));
             continue;
         }
-        ug_num rk = p->qk_l2 ? ug_delta_l2_recip(ar, k->values + tk, dk, p->qk_eps) : (ug_num){0};
-        row_step(ar, s, nxt, tmp, k->values + tk, p->qk_l2 ? &rk : NULL, dk, g->values[th], beta->values[th],
-                 v->values[th * dv + i], &E);
-        if (pos >= 0 && !all_finite(q->values + tk, dk)) {
-            ug_ar_emit(ar, 0, (size_t)pos, ug_c(ar, NAN));
-        } else if (pos >= 0) {
-            ug_num sq = ug_dot_nd(ar, nxt, q->values + tk, 1, dk);
-            if (p->qk_l2) sq = ug_mul(ar, sq, ug_delta_l2_recip(ar, q->values + tk, dk, p->qk_eps));
-            ug_ar_emit(ar, 0, (size_t)pos, ug_mul(ar, sq, ug_c(ar, p->scale)));
-        }
+        ug_num rk = p->qk_l2 ? ug_delta_l2_recip(A.ar, kt, dk, p->qk_eps) : (ug_num){0};
+        E = row_step(A, s, nxt, tmp, kt, p->qk_l2 ? &rk : NULL, dk, x->g->values[th], x->beta->values[th],
+                     x->v->values[th * dv + i], E);
+        if (pos >= 0) emit_o(A, x, nxt, x->q->values + tk, (size_t)pos);
         /* keep the pool flat: the new row moves down into the old row's slots (the copies
-         * are written below the first slot they read) */
-        ug_ar_release(ar, mark);
-        for (size_t j = 0; cert && j < dk; j++) s[j] = nxt[j]; /* CERT numbers hold no pool slot */
-        for (size_t j = 0; !cert && j < dk; j++) {
+         * are written below the first slot they read; in the plain arithmetics the same
+         * numbers, with their bounds) */
+        ugx_release(A, mark);
+        for (size_t j = 0; j < dk; j++) {
             double e = nxt[j].e;
-            s[j] = ug_mul(ar, nxt[j], one); /* exact: times one */
+            s[j] = ugx_mul(A, nxt[j], x->one); /* exact: times one */
             s[j].e = e;
         }
     }
-    if (last == end - 1)
-        for (size_t pos = lower_bound(sel, 1, r * dk); pos < sel->n[1] && sel->idx[1][pos] / dk == r; pos++)
-            ug_ar_emit(ar, 1, pos, nan_row ? ug_c(ar, NAN) : s[sel->idx[1][pos] % dk]);
-    ug_ar_release(ar, mark);
+    if (last == end - 1) emit_ht(A, x, sel, r, s, nan_row);
+    ugx_release(A, mark);
+}
+
+/* The state rows the selection needs (need[r] >= 0), each evolved over its sequence. */
+UG_AI void evolve_rows(ug_arx A, const delta_ctx *x, const ug_selection *sel, const long *need, ug_num *s)
+{
+    size_t per_seq = (size_t)(x->p->hv * x->p->dv), rows = x->p->seqs * per_seq, dk = (size_t)x->p->dk;
+    long first = 0;
+    for (size_t r = 0; r < rows; r++) {
+        long end = first + ug_delta_seq_len(x->p, r / per_seq);
+        if (need[r] >= 0) evolve_row(A, x, sel, r, first, end, need[r], s, s + dk, s + 2 * dk);
+        if ((r + 1) % per_seq == 0) first = end; /* the next sequence's rows */
+    }
 }
 
 int ug_delta_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     ug_delta_params p;
     ug_delta_read_params(&c->params, &p);
-    size_t per_seq = (size_t)(p.hv * p.dv), rows = p.seqs * per_seq, dk = (size_t)p.dk;
+    size_t rows = p.seqs * (size_t)(p.hv * p.dv), dk = (size_t)p.dk;
     long *need = malloc(rows * sizeof *need);
     ug_num *s = malloc(3 * dk * sizeof *s);
-    if (!need || !s) {
+    double *ve = malloc(2 * dk * sizeof *ve);
+    if (!need || !s || !ve) {
         free(need);
         free(s);
+        free(ve);
         return -1;
     }
     ug_delta_rows_needed(sel, &p, need);
     size_t mark = ug_ar_mark(ar);
-    ug_num one = ug_c(ar, 1.0);
-    long first = 0;
-    for (size_t r = 0; r < rows; r++) {
-        long end = first + ug_delta_seq_len(&p, r / per_seq);
-        if (need[r] >= 0) evolve_row(c, ar, sel, &p, r, first, end, need[r], one, s, s + dk, s + 2 * dk);
-        if ((r + 1) % per_seq == 0) first = end; /* the next sequence's rows */
-    }
+    delta_ctx x = {&p,
+                   ug_case_input(c, "q"),
+                   ug_case_input(c, "k"),
+                   ug_case_input(c, "v"),
+                   ug_case_input(c, "g"),
+                   ug_case_input(c, "beta"),
+                   ug_case_input(c, "h0"),
+                   ug_c(ar, 1.0),
+                   ve};
+    UG_ARX_SPECIALISE(ar, evolve_rows, &x, sel, need, s);
     ug_ar_release(ar, mark);
     free(need);
     free(s);
+    free(ve);
     return 0;
 }
 

@@ -15,6 +15,9 @@
  * exact; out is correctly rounded once to bf16. The certified path stays cheap: g and u
  * carry double-precision bounds, so a rounding of a is ambiguous (sent to MPFR) only
  * when a lies within ~1e-15 relative of a bf16 tie.
+ * The formula is written once, on the engine's primitives, and every arithmetic runs it;
+ * the dots of a token row go through the engine's row forms (ug_dot_d_rows, ug_dot_nd_cols:
+ * ug_dot_d's and ug_dot_nd's numbers per column, in one pass over a weight's rows).
  * Special values follow the op's semantics text (IEEE on this formula).
  * Primary standard: certified; pypto (docs/STANDARDS.md: moe grouped GEMM 8e-3 / 8e-3) stays stored. The group_list
  * is structural (built from the seed by params.groups), never drawn from a dist. */
@@ -25,8 +28,6 @@
 
 #include "core/philox.h"
 #include "oracles/moe/glm_moe_oracle_parts.h"
-#include "oracles/mp/cert_block.h"
-#include "oracles/mp/cert_inline.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
 #include "op_params.h"
@@ -100,36 +101,35 @@ static size_t moe_expert_of(const ug_tensor *gl, size_t E, size_t r)
     return E - 1; /* unreachable: build() makes the counts sum to T */
 }
 
-/* Scratch of the CERT row pass: per-column sums and results, max(h, I) columns. */
-typedef struct {
-    ug_cv_cols acc;
-    ug_cv *g, *u, *out;
-} moe_fast;
-
-/* CERT: the bf16 activations a of row xr, g = x·W1_e and u = x·W3_e for every column i in
- * one row-major pass over W1_e and W3_e (ug_cv_dot_d_cols: ug_dot_d's steps per column),
- * then gmoe_swiglu_bf16's rounding; an ambiguous a goes through gmoe_swiglu_bf16 itself,
+/* The bf16 activations a of row xr: g = x·W1_e and u = x·W3_e for every column i in one
+ * row-major pass over W1_e and W3_e each (ug_dot_d_rows of one row: ug_dot_d's numbers per
+ * column, the plain arithmetics' loops vectorised), then gmoe_swiglu_bf16's rounding; an a
+ * the bound left ambiguous (certified arithmetic) goes through gmoe_swiglu_bf16 itself,
  * whose first attempt is this one and whose retry tracks the sums. */
-static void fast_activations(ug_ar *ar, moe_fast *f, const double *xr, const double *w1e, const double *w3e, size_t h,
-                             size_t I, ug_num *a)
+static void activations(ug_ar *ar, const double *xr, const double *w1e, const double *w3e, size_t h, size_t I,
+                        ug_num *g, ug_num *u, ug_num *a)
 {
-    ug_cv_dot_d_cols(xr, 1, w1e, I, h, I, &f->acc, f->g);
-    ug_cv_dot_d_cols(xr, 1, w3e, I, h, I, &f->acc, f->u);
+    ug_dot_d_rows(ar, xr, h, 1, w1e, I, h, I, g, I);
+    ug_dot_d_rows(ar, xr, h, 1, w3e, I, h, I, u, I);
     for (size_t i = 0; i < I; i++) {
-        a[i] = ug_round(ar, ug_mul(ar, ug_silu(ar, ug_cv_num(f->g[i])), ug_cv_num(f->u[i])), UG_DT_BF16); /* rounds: bf16 a */
+        a[i] = ug_round(ar, ug_mul(ar, ug_silu(ar, g[i]), u[i]), UG_DT_BF16); /* rounds: the spec's bf16 a */
         if (isinf(a[i].e)) a[i] = gmoe_swiglu_bf16(ar, xr, w1e + i, w3e + i, I, h);
     }
 }
 
-/* CERT, a row selected whole from position k: out = a·W2_e for every column in one pass
- * over W2_e's rows (ug_cv_dot_nd_cols: ug_dot_nd's steps per column), emitted inline. */
-static unsigned long fast_row_out(const ug_ar_sink *sink, moe_fast *f, const ug_num *a, const double *w2e, size_t h,
-                                  size_t I, size_t k)
+/* Emits the selected elements of token row r (expert e) from position *k: a row selected
+ * whole as a·W2_e for every column in one pass over W2_e's rows (ug_dot_nd_cols: ug_dot_nd's
+ * numbers per column), single elements as their column's ug_dot_nd. */
+static void row_out(ug_ar *ar, const ug_selection *sel, const ug_num *a, const double *w2e, size_t h, size_t I,
+                    size_t r, ug_num *out, size_t *k)
 {
-    unsigned long unsure = 0;
-    ug_cv_dot_nd_cols(a, w2e, h, I, h, &f->acc, f->out);
-    for (size_t j = 0; j < h; j++) unsure += ug_cv_put(sink, k + j, f->out[j]);
-    return unsure;
+    if (ug_sel_is_run(sel, 0, *k, r * h, h)) {
+        ug_dot_nd_cols(ar, a, w2e, h, I, h, out);
+        for (size_t j = 0; j < h; j++) ug_ar_emit(ar, 0, *k + j, out[j]);
+        *k += h;
+    }
+    for (; *k < sel->n[0] && sel->idx[0][*k] / h == r; ++*k)
+        ug_ar_emit(ar, 0, *k, ug_dot_nd(ar, a, w2e + sel->idx[0][*k] % h, h, I)); /* a·W2_e column j */
 }
 
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
@@ -139,34 +139,18 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     const ug_tensor *x = ug_case_input(c, "x"), *gl = ug_case_input(c, "group_list");
     const double *w1 = ug_case_input(c, "w1")->values, *w3 = ug_case_input(c, "w3")->values,
                  *w2 = ug_case_input(c, "w2")->values;
-    size_t h = (size_t)p.h, I = (size_t)p.I, hi = h * I, wide = h > I ? h : I;
-    ug_ar_sink *sink = ug_ar_cert_sink(ar, 0);
-    unsigned long unsure = 0, emitted = 0;
-    ug_num *a = malloc(I * sizeof *a);
-    double *sums = malloc(3 * wide * sizeof *sums);
-    moe_fast f = {{sums, sums + wide, sums + 2 * wide, malloc(wide * sizeof(int64_t))}, malloc(wide * sizeof *f.g),
-                  malloc(wide * sizeof *f.u), malloc(wide * sizeof *f.out)};
-    int rc = a && sums && f.acc.exact && f.g && f.u && f.out ? 0 : -1;
-    for (size_t k = 0; !rc && k < sel->n[0];) {
+    size_t h = (size_t)p.h, I = (size_t)p.I, hi = h * I;
+    ug_num *nums = malloc((3 * I + h) * sizeof *nums); /* g, u, a (I each), a row's out (h) */
+    if (!nums) return -1;
+    ug_num *g = nums, *u = nums + I, *a = nums + 2 * I, *out = nums + 3 * I;
+    for (size_t k = 0; k < sel->n[0];) {
         size_t r = sel->idx[0][k] / h, e = moe_expert_of(gl, (size_t)p.E, r), mark = ug_ar_mark(ar);
-        const double *xr = x->values + r * h;
-        if (sink) fast_activations(ar, &f, xr, w1 + e * hi, w3 + e * hi, h, I, a);
-        else
-            for (size_t i = 0; i < I; i++) a[i] = gmoe_swiglu_bf16(ar, xr, w1 + e * hi + i, w3 + e * hi + i, I, h); /* spec: a is bf16 */
-        if (sink && ug_sel_is_run(sel, 0, k, r * h, h)) {
-            unsure += fast_row_out(sink, &f, a, w2 + e * hi, h, I, k);
-            k += h, emitted += h;
-        }
-        for (; k < sel->n[0] && sel->idx[0][k] / h == r; k++) {
-            size_t j = sel->idx[0][k] % h;
-            ug_ar_emit(ar, 0, k, ug_dot_nd(ar, a, w2 + e * hi + j, h, I)); /* a·W2_e column j */
-        }
+        activations(ar, x->values + r * h, w1 + e * hi, w3 + e * hi, h, I, g, u, a);
+        row_out(ar, sel, a, w2 + e * hi, h, I, r, out, &k);
         ug_ar_release(ar, mark);
     }
-    ug_ar_tally(ar, emitted, unsure);
-    free(a);
-    free(sums), free(f.acc.exact), free(f.g), free(f.u), free(f.out);
-    return rc;
+    free(nums);
+    return 0;
 }
 
 static void geometry(const ug_case *c, int out, ug_geom *g)

@@ -732,6 +732,10 @@ void ug_dot_d_cols(ug_ar *ar, const double *a, const double *B, size_t ldb, size
         for (size_t c = 0; c < ncols; c++) out[c] = ug_dot_d(ar, a, 1, B + c, ldb, n);
         return;
     }
-    for (size_t c0 = 0; c0 < ncols; c0 += 64)
-        dot_d_cols_chunk(ar, a, B, ldb, n, c0, ncols - c0 < 64 ? ncols - c0 : 64, out + c0);
+    size_t c0 = 0;
+    if (ar->mode == UG_AR_NAIVE && n > 64 && (ar->naive_dt == UG_DT_BF16 || ar->naive_dt == UG_DT_FP16)) {
+        c0 = ncols / 64 * 64; /* whole chunks of 64: the naive sums on fp32 lanes (ug_dot_d_rows, one row) */
+        if (c0) ug_dot_d_rows(ar, a, n, 1, B, ldb, n, c0, out, c0);
+    }
+    for (; c0 < ncols; c0 += 64) dot_d_cols_chunk(ar, a, B, ldb, n, c0, ncols - c0 < 64 ? ncols - c0 : 64, out + c0);
 }

@@ -228,4 +228,126 @@ UG_AI void ugx_release(ug_arx A, size_t mark)
         }                                                                                                             \
     }
 
+/* --- added for oracles/norm_rope (inplace_add_rmsnorm, mhc_post, rms_norm_rope, interleave_rope) --- */
+/* ug_dot_d of exact doubles (arith.c) as inline steps, so that an op's row or column loop
+ * keeps each lane's sum in ug_dot_d's operations and order, in every plain arithmetic. */
+
+/* DEVICE's gamma_n for fp32 (arith.c's gamma32): n u / (1 - n u), u = 2^-24. */
+UG_AI double ugx_gamma32(size_t n) { return (double)n * UG_DEV_U / (1.0 - (double)n * UG_DEV_U); }
+
+/* Whether CERT's ug_dot_d tracks the exactness of an n-term sum (ug_cv_dot_d: n <= 64). */
+UG_AI int64_t ugx_dot_tracked(size_t n) { return n <= 64; }
+
+/* The running sum s + p of ug_dot_d in a plain arithmetic (p = x*y of exact doubles):
+ * NAIVE rounds the product and the sum, the others add in double. */
+UG_AI double ugx_dot_sum(ug_arx A, double s, double p)
+{
+    if (A.mode != UG_AR_NAIVE) return s + p;
+    return ug_dtype_round_fast(A.ndt, s + ug_dtype_round_fast(A.ndt, p)); /* rounds: naive mul, naive add */
+}
+
+/* One term x*y of ug_dot_d in a plain arithmetic: *s and *abs_sum (the sum of the terms'
+ * magnitudes, which NAIVE's number does not use) updated, and in CERT *exact &= the term's
+ * exactness (ug_cv_term_exact: the flag ug_cv_dot_step keeps, without its branch); exact
+ * NULL: not tracked. */
+UG_AI void ugx_dot_step(ug_arx A, double x, double y, double *s, double *abs_sum, int64_t *exact)
+{
+    double p = x * y, t = ugx_dot_sum(A, *s, p);
+    if (A.mode == UG_AR_CERT && exact) *exact &= ug_cv_term_exact(x, y, *s, p, t);
+    *s = t;
+    *abs_sum += fabs(p);
+}
+
+/* ug_dot_d's number from its running sums over n terms (exact: CERT's tracked flag). */
+UG_AI ug_num ugx_dot_end(ug_arx A, double s, double abs_sum, size_t n, int64_t exact)
+{
+    if (A.mode == UG_AR_CERT) return ug_cv_num(ug_cv_make(s, exact ? 0.0 : ug_cv_dot_err(n, abs_sum)));
+    if (A.mode == UG_AR_DEVICE) /* n mul, n-1 add */
+        return ugx_num_dev(s, ugx_gamma32(n) * abs_sum + 2.0 * (double)n * UG_DEV_ETA);
+    return (ug_num){s, 0.0, NULL};
+}
+
+/* ug_dot_d(A.ar, a, sa, b, sb, n), number for number. */
+UG_AI ug_num ugx_dot_d(ug_arx A, const double *a, size_t sa, const double *b, size_t sb, size_t n)
+{
+    if (ugx_is_mp(A)) return ug_dot_d(A.ar, a, sa, b, sb, n);
+    if (A.mode == UG_AR_CERT) return ug_cv_num(ug_cv_dot_d(a, sa, b, sb, n, 0));
+    double s = 0.0, abs_sum = 0.0;
+    for (size_t i = 0; i < n; i++) ugx_dot_step(A, a[i * sa], b[i * sb], &s, &abs_sum, NULL);
+    return ugx_dot_end(A, s, abs_sum, n, 0);
+}
+
+/* ug_dot_d of the two terms a0*b0 + a1*b1, number for number, without a branch in CERT (so
+ * that a loop of it vectorises): a rotary pair. */
+UG_AI ug_num ugx_dot2(ug_arx A, double a0, double a1, double b0, double b1)
+{
+    if (ugx_is_mp(A)) {
+        const double a[2] = {a0, a1}, b[2] = {b0, b1};
+        return ug_dot_d(A.ar, a, 1, b, 1, 2);
+    }
+    double s = 0.0, abs_sum = 0.0;
+    int64_t exact = 1;
+    ugx_dot_step(A, a0, b0, &s, &abs_sum, &exact);
+    ugx_dot_step(A, a1, b1, &s, &abs_sum, &exact);
+    return ugx_dot_end(A, s, abs_sum, 2, exact);
+}
+
+/* --- added for oracles/delta_rule/delta_rule_ref.c --- */
+/* A recurrence whose row error the certified arithmetic carries as one norm bound rather
+ * than per component: a linear step s <- M s + b, through which componentwise intervals
+ * wrap (they grow with the norm of |M|, not of M). The op bounds the norm, the arithmetic
+ * decides whether to carry it: CERT does; the others carry their numbers as the primitives
+ * make them (DEVICE's bound per component). ugx_rec_in: a component of the previous row as
+ * the step reads it, in CERT its value alone (bound 0: the primitives then bound the step's
+ * own roundings), x itself elsewhere. ugx_rec_set: in CERT every component of the new row
+ * gets the op's norm bound e (the previous row's times the step's norm, plus its own
+ * roundings) and e is returned; elsewhere the row stays as it is and 0 is returned. */
+UG_AI ug_num ugx_rec_in(ug_arx A, ug_num x)
+{
+    if (A.mode == UG_AR_CERT) x.e = 0.0;
+    return x;
+}
+
+UG_AI double ugx_rec_set(ug_arx A, ug_num *row, size_t n, double e)
+{
+    if (A.mode != UG_AR_CERT) return 0.0;
+    for (size_t j = 0; j < n; j++) row[j].e = e;
+    return e;
+}
+
+/* --- added for oracles/norm_rope (inplace_add_rmsnorm, rms_norm_rope): sums of squares --- */
+/* out[k] = ug_dot_d(A.ar, r[k], 1, r[k], 1, n) for UGX_SQ_ROWS rows side by side: each row's
+ * own left-to-right sum, the rows' chains of dependent additions interleaved (one row's is
+ * latency-bound). Every term x*x is >= 0 or NaN, so the sum of the terms' magnitudes is the
+ * sum itself, bit for bit (the same additions of the same terms): not summed twice. */
+#define UGX_SQ_ROWS 4
+
+UG_AI void ugx_sumsq_rows(ug_arx A, const double *const r[UGX_SQ_ROWS], size_t n, ug_num out[UGX_SQ_ROWS])
+{
+    if (ugx_is_mp(A)) {
+        for (int k = 0; k < UGX_SQ_ROWS; k++) out[k] = ug_dot_d(A.ar, r[k], 1, r[k], 1, n);
+        return;
+    }
+    const double *r0 = r[0], *r1 = r[1], *r2 = r[2], *r3 = r[3];
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0, dead = 0.0; /* four chains in registers; dead: unread */
+    int64_t tracked = A.mode == UG_AR_CERT && ugx_dot_tracked(n);
+    int64_t e0 = tracked, e1 = tracked, e2 = tracked, e3 = tracked;
+    if (tracked) /* CERT, short rows: each term's exactness too (ug_cv_dot_d) */
+        for (size_t i = 0; i < n; i++) {
+            ugx_dot_step(A, r0[i], r0[i], &s0, &dead, &e0);
+            ugx_dot_step(A, r1[i], r1[i], &s1, &dead, &e1);
+            ugx_dot_step(A, r2[i], r2[i], &s2, &dead, &e2);
+            ugx_dot_step(A, r3[i], r3[i], &s3, &dead, &e3);
+        }
+    else
+        for (size_t i = 0; i < n; i++) { /* rounds: as ug_dot_d, each row left to right */
+            s0 = ugx_dot_sum(A, s0, r0[i] * r0[i]);
+            s1 = ugx_dot_sum(A, s1, r1[i] * r1[i]);
+            s2 = ugx_dot_sum(A, s2, r2[i] * r2[i]);
+            s3 = ugx_dot_sum(A, s3, r3[i] * r3[i]);
+        }
+    out[0] = ugx_dot_end(A, s0, s0, n, e0), out[1] = ugx_dot_end(A, s1, s1, n, e1);
+    out[2] = ugx_dot_end(A, s2, s2, n, e2), out[3] = ugx_dot_end(A, s3, s3, n, e3);
+}
+
 #endif
