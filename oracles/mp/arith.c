@@ -121,7 +121,7 @@ static ug_num num_exact(mpfr_ptr m)
  * exact values at a rounding tie of the output dtype need no MPFR fallback. */
 static ug_num num_cert(double v, double e) { return ug_cv_num(ug_cv_make(v, e)); }
 
-static double gamma32(size_t n) { return (double)n * UG_DEV_U / (1.0 - (double)n * UG_DEV_U); }
+
 
 static ug_num num_plain(const ug_ar *ar, double v)
 {
@@ -427,7 +427,7 @@ ug_num ug_sum(ug_ar *ar, const ug_num *xs, size_t n)
         abs_sum += fabs(xs[i].v);
         e += xs[i].e;
     }
-    if (IS_DEV(ar)) return ugx_num_dev(s, e + gamma32(n > 0 ? n - 1 : 0) * abs_sum + (double)n * UG_DEV_ETA);
+    if (IS_DEV(ar)) return ugx_num_dev(s, e + ugx_gamma32(n > 0 ? n - 1 : 0) * abs_sum + (double)n * UG_DEV_ETA);
     ug_num r = {s, 0.0, NULL};
     return r;
 }
@@ -468,20 +468,7 @@ ug_num ug_dot_d(ug_ar *ar, const double *a, size_t sa, const double *b, size_t s
         if (ug_exact_dot(m, a, sa, b, sb, n) != 0) dot_d_mpfr(ar, m, a, sa, b, sb, n); /* an inf or a NaN */
         return num_exact(m);
     }
-    double s = 0.0, abs_sum = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        double p = a[i * sa] * b[i * sb];
-        if (ar->mode == UG_AR_NAIVE) {
-            p = ug_dtype_round_fast(ar->naive_dt, p);                       /* rounds: naive mul */
-            s = ug_dtype_round_fast(ar->naive_dt, s + p);                   /* rounds: naive add */
-        } else {
-            s += p;
-        }
-        abs_sum += fabs(p);
-    }
-    if (IS_DEV(ar)) return ugx_num_dev(s, gamma32(n) * abs_sum + 2.0 * (double)n * UG_DEV_ETA); /* n mul, n-1 add */
-    ug_num r = {s, 0.0, NULL};
-    return r;
+    return ugx_dot_d(ugx_of(ar), a, sa, b, sb, n); /* the plain arithmetics: arith_inline.h's loop */
 }
 
 ug_num ug_dot_d_tracked(ug_ar *ar, const double *a, size_t sa, const double *b, size_t sb, size_t n)
@@ -521,7 +508,7 @@ ug_num ug_dot_nd(ug_ar *ar, const ug_num *x, const double *b, size_t sb, size_t 
         abs_sum += fabs(p);
         e += x[i].e * fabs(b[i * sb]);
     }
-    if (IS_DEV(ar)) return ugx_num_dev(s, e + gamma32(n) * abs_sum + 2.0 * (double)n * UG_DEV_ETA);
+    if (IS_DEV(ar)) return ugx_num_dev(s, e + ugx_gamma32(n) * abs_sum + 2.0 * (double)n * UG_DEV_ETA);
     ug_num r = {s, 0.0, NULL};
     return r;
 }
@@ -681,7 +668,7 @@ static void dot_d_cols_chunk(ug_ar *ar, const double *a, const double *B, size_t
         if (ar->mode == UG_AR_CERT) /* ug_cv_dot_d past 64 terms: no exactness tracking */
             out[c] = num_cert(s[c], ug_cv_dot_err(n, abs_sum[c]));
         else if (IS_DEV(ar))
-            out[c] = ugx_num_dev(s[c], gamma32(n) * abs_sum[c] + 2.0 * (double)n * UG_DEV_ETA);
+            out[c] = ugx_num_dev(s[c], ugx_gamma32(n) * abs_sum[c] + 2.0 * (double)n * UG_DEV_ETA);
         else
             out[c] = (ug_num){s[c], 0.0, NULL};
     }

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "oracles/mp/arith.h"
+#include "oracles/mp/arith_inline.h"
 #include "oracles/mp/arith_private.h"
 #include "oracles/mp/cert_block.h"
 #include "oracles/mp/cert_inline.h"
@@ -41,8 +42,6 @@ typedef uint64_t tu8 __attribute__((vector_size(64)));
 
 
 static int is_mp(ug_ar_mode m) { return m == UG_AR_EXACT || m == UG_AR_MPFR_SEQ; }
-static double gamma32(size_t n) { return (double)n * UG_DEV_U / (1.0 - (double)n * UG_DEV_U); }
-static ug_num num_dev(double v, double e) { return (ug_num){v, isnan(e) ? INFINITY : e, NULL}; }
 /* |x| of four lanes (a macro, not a function: clang refuses a 256-bit vector argument in
  * the non-AVX clones, inline or not) */
 #define vabs(x) ((tv4)((tu4)(x) & (tu4){~(1ull << 63), ~(1ull << 63), ~(1ull << 63), ~(1ull << 63)}))
@@ -207,7 +206,7 @@ static void scores_row(ug_ar *ar, const double *q, const double *Kt, size_t ldk,
     if (track) scores_tracked(q, Kt, ldk, D, w, s, a, bad);
     else scores_plain(q, Kt, ldk, D, w, s, a);
     /* the bounds' factors, once (a division each: per key they were the loop's cost) */
-    double g_cert = ug_cv_gamma_n(D + 2), g_dev = gamma32(D), tiny = (double)D * UG_CV_TINY;
+    double g_cert = ug_cv_gamma_n(D + 2), g_dev = ugx_gamma32(D), tiny = (double)D * UG_CV_TINY;
     double eta = 2.0 * (double)D * UG_DEV_ETA; /* D mul, D-1 add */
     if (mode == UG_AR_CERT)
         for (size_t j = 0; j < w; j++) {
@@ -215,7 +214,7 @@ static void scores_row(ug_ar *ar, const double *q, const double *Kt, size_t ldk,
             out[j] = ug_cv_num(ug_cv_make(s[j], exact ? 0.0 : g_cert * a[j] + tiny));
         }
     else if (mode == UG_AR_DEVICE)
-        for (size_t j = 0; j < w; j++) out[j] = num_dev(s[j], g_dev * a[j] + eta);
+        for (size_t j = 0; j < w; j++) out[j] = ugx_num_dev(s[j], g_dev * a[j] + eta);
     else
         for (size_t j = 0; j < w; j++) out[j] = (ug_num){s[j], 0.0, NULL};
 }
@@ -347,7 +346,7 @@ static void rows_chunk64(ug_ar *ar, const double *X, size_t ldx, size_t m, const
         if (mode == UG_AR_NAIVE) rows_naive(dt == UG_DT_BF16, X, ldx, m, B, ldb, i0, i1, s, bad);
         else rows_plain(X, ldx, m, B, ldb, i0, i1, s, a);
     }
-    double g_dev = gamma32(n); /* once, not per column */
+    double g_dev = ugx_gamma32(n); /* once, not per column */
     for (size_t r = 0; r < m; r++)
         for (size_t c = 0; c < 64; c++) {
             double v = s[r * 64 + c];
@@ -357,7 +356,7 @@ static void rows_chunk64(ug_ar *ar, const double *X, size_t ldx, size_t m, const
             } else if (mode == UG_AR_CERT) { /* ug_cv_dot_d past 64 terms: no exactness tracking */
                 out[r * ldo + c] = ug_cv_num(ug_cv_make(v, ug_cv_dot_err(n, a[r * 64 + c])));
             } else if (mode == UG_AR_DEVICE) {
-                out[r * ldo + c] = num_dev(v, g_dev * a[r * 64 + c] + 2.0 * (double)n * UG_DEV_ETA);
+                out[r * ldo + c] = ugx_num_dev(v, g_dev * a[r * 64 + c] + 2.0 * (double)n * UG_DEV_ETA);
             } else {
                 out[r * ldo + c] = (ug_num){v, 0.0, NULL};
             }
@@ -496,13 +495,13 @@ static int cols_f32_row(cols_f32 *f, ug_dtype dt, cols_acc *acc, const ug_num *x
 /* The w numbers ug_dot_nd gives for the accumulated columns of n terms. */
 static void cols_out(ug_ar_mode mode, const cols_acc *acc, size_t n, size_t w, ug_num *out)
 {
-    double g_cert = ug_cv_gamma_n(n + 2), g_dev = gamma32(n); /* once, not per column */
+    double g_cert = ug_cv_gamma_n(n + 2), g_dev = ugx_gamma32(n); /* once, not per column */
     for (size_t c = 0; c < w; c++) {
         double s = acc->s[c], a = acc->a[c], e = acc->e[c];
         if (mode == UG_AR_CERT) /* ug_dot_nd's bound: exact zero products and exact inputs give an exact zero */
             out[c] = ug_cv_num(ug_cv_make(s, a == 0.0 && e == 0.0 ? 0.0 : e + g_cert * a + (double)n * UG_CV_TINY));
         else if (mode == UG_AR_DEVICE)
-            out[c] = num_dev(s, e + g_dev * a + 2.0 * (double)n * UG_DEV_ETA);
+            out[c] = ugx_num_dev(s, e + g_dev * a + 2.0 * (double)n * UG_DEV_ETA);
         else
             out[c] = (ug_num){s, 0.0, NULL};
     }
