@@ -30,6 +30,8 @@
 #define INFLATE UG_CV_INFLATE
 #define IS_MP(ar) ((ar)->mode == UG_AR_EXACT || (ar)->mode == UG_AR_MPFR_SEQ)
 #define IS_DEV(ar) ((ar)->mode == UG_AR_DEVICE)
+/* ugx_of inside this file, inline: the arithmetic as arith_inline.h's primitives take it. */
+#define ARX(ar) ((ug_arx){(ar), (ar)->mode, (ar)->naive_dt})
 
 
 ug_ar *ug_ar_new(ug_ar_mode mode, mpfr_prec_t prec, ug_dtype naive_dt)
@@ -54,8 +56,7 @@ void ug_ar_free(ug_ar *ar)
     free(ar);
 }
 
-ug_ar_mode ug_ar_get_mode(const ug_ar *ar) { return ar->mode; }
-ug_dtype ug_ar_get_naive_dt(const ug_ar *ar) { return ar->naive_dt; }
+ug_arx ugx_of(ug_ar *ar) { return ARX(ar); }
 mpfr_prec_t ug_ar_get_prec(const ug_ar *ar) { return ar->prec; }
 void ug_ar_set_sink(ug_ar *ar, ug_ar_sink *sinks, int n)
 {
@@ -164,22 +165,22 @@ static ug_num exact2(ug_ar *ar, mpfr_fn2 f, ug_num a, ug_num b)
  * formula inlines with a constant mode); MPFR's are here. */
 ug_num ug_add(ug_ar *ar, ug_num a, ug_num b)
 {
-    return IS_MP(ar) ? exact2(ar, mpfr_add, a, b) : ugx_add(ugx_of(ar), a, b);
+    return IS_MP(ar) ? exact2(ar, mpfr_add, a, b) : ugx_add(ARX(ar), a, b);
 }
 
 ug_num ug_sub(ug_ar *ar, ug_num a, ug_num b)
 {
-    return IS_MP(ar) ? exact2(ar, mpfr_sub, a, b) : ugx_sub(ugx_of(ar), a, b);
+    return IS_MP(ar) ? exact2(ar, mpfr_sub, a, b) : ugx_sub(ARX(ar), a, b);
 }
 
 ug_num ug_mul(ug_ar *ar, ug_num a, ug_num b)
 {
-    return IS_MP(ar) ? exact2(ar, mpfr_mul, a, b) : ugx_mul(ugx_of(ar), a, b);
+    return IS_MP(ar) ? exact2(ar, mpfr_mul, a, b) : ugx_mul(ARX(ar), a, b);
 }
 
 ug_num ug_div(ug_ar *ar, ug_num a, ug_num b)
 {
-    return IS_MP(ar) ? exact2(ar, mpfr_div, a, b) : ugx_div(ugx_of(ar), a, b);
+    return IS_MP(ar) ? exact2(ar, mpfr_div, a, b) : ugx_div(ARX(ar), a, b);
 }
 
 /* ug_div_row and ug_mul_diff_row's loop: diff: out[j] = (x[j] * (a[j] - b)), else out[j] =
@@ -202,23 +203,23 @@ void ug_mul_diff_row(ug_ar *ar, const ug_num *x, const ug_num *a, ug_num b, size
 
 ug_num ug_neg(ug_ar *ar, ug_num a)
 {
-    return IS_MP(ar) ? exact1(ar, mpfr_neg, a) : ugx_neg(ugx_of(ar), a);
+    return IS_MP(ar) ? exact1(ar, mpfr_neg, a) : ugx_neg(ARX(ar), a);
 }
 
 ug_num ug_max(ug_ar *ar, ug_num a, ug_num b)
 {
     if (IS_MP(ar)) return mpfr_greaterequal_p(a.m, b.m) ? a : b;
-    return ugx_max(ugx_of(ar), a, b);
+    return ugx_max(ARX(ar), a, b);
 }
 
 ug_num ug_sqrt(ug_ar *ar, ug_num a)
 {
-    return IS_MP(ar) ? exact1(ar, mpfr_sqrt, a) : ugx_sqrt(ugx_of(ar), a);
+    return IS_MP(ar) ? exact1(ar, mpfr_sqrt, a) : ugx_sqrt(ARX(ar), a);
 }
 
 ug_num ug_rsqrt(ug_ar *ar, ug_num a)
 {
-    return IS_MP(ar) ? exact1(ar, mpfr_rec_sqrt, a) : ugx_rsqrt(ugx_of(ar), a);
+    return IS_MP(ar) ? exact1(ar, mpfr_rec_sqrt, a) : ugx_rsqrt(ARX(ar), a);
 }
 
 ug_num ug_recip(ug_ar *ar, ug_num a)
@@ -228,7 +229,7 @@ ug_num ug_recip(ug_ar *ar, ug_num a)
 
 ug_num ug_exp(ug_ar *ar, ug_num a)
 {
-    return IS_MP(ar) ? exact1(ar, mpfr_exp, a) : ugx_exp(ugx_of(ar), a);
+    return IS_MP(ar) ? exact1(ar, mpfr_exp, a) : ugx_exp(ARX(ar), a);
 }
 
 /* ug_softmax_row's loop, in every arithmetic (a constant mode where specialised). */
@@ -366,7 +367,7 @@ ug_num ug_round(ug_ar *ar, ug_num x, ug_dtype dt)
     return u;
 }
 
-ug_num ug_dev_round(ug_ar *ar, ug_num x, ug_dtype dt) { return ugx_dev_round(ugx_of(ar), x, dt); }
+ug_num ug_dev_round(ug_ar *ar, ug_num x, ug_dtype dt) { return ugx_dev_round(ARX(ar), x, dt); }
 
 ug_num ug_dev_err(ug_ar *ar, ug_num x, double rel, double abs)
 {
@@ -468,7 +469,7 @@ ug_num ug_dot_d(ug_ar *ar, const double *a, size_t sa, const double *b, size_t s
         if (ug_exact_dot(m, a, sa, b, sb, n) != 0) dot_d_mpfr(ar, m, a, sa, b, sb, n); /* an inf or a NaN */
         return num_exact(m);
     }
-    return ugx_dot_d(ugx_of(ar), a, sa, b, sb, n); /* the plain arithmetics: arith_inline.h's loop */
+    return ugx_dot_d(ARX(ar), a, sa, b, sb, n); /* the plain arithmetics: arith_inline.h's loop */
 }
 
 ug_num ug_dot_d_tracked(ug_ar *ar, const double *a, size_t sa, const double *b, size_t sb, size_t n)
@@ -708,7 +709,7 @@ static int cert_short_cols(const double *a, const double *B, size_t ldb, size_t 
     return ok;
 }
 
-void ug_dot_d_cols(ug_ar *ar, const double *a, const double *B, size_t ldb, size_t n, size_t ncols, ug_num *out)
+void ug_dot_d_cols_each(ug_ar *ar, const double *a, const double *B, size_t ldb, size_t n, size_t ncols, ug_num *out)
 {
     if (ar->mode == UG_AR_EXACT) {
         dot_d_cols_exact(ar, a, B, ldb, n, ncols, out);
@@ -719,10 +720,6 @@ void ug_dot_d_cols(ug_ar *ar, const double *a, const double *B, size_t ldb, size
         for (size_t c = 0; c < ncols; c++) out[c] = ug_dot_d(ar, a, 1, B + c, ldb, n);
         return;
     }
-    size_t c0 = 0;
-    if (ar->mode == UG_AR_NAIVE && n > 64 && (ar->naive_dt == UG_DT_BF16 || ar->naive_dt == UG_DT_FP16)) {
-        c0 = ncols / 64 * 64; /* whole chunks of 64: the naive sums on fp32 lanes (ug_dot_d_rows, one row) */
-        if (c0) ug_dot_d_rows(ar, a, n, 1, B, ldb, n, c0, out, c0);
-    }
-    for (; c0 < ncols; c0 += 64) dot_d_cols_chunk(ar, a, B, ldb, n, c0, ncols - c0 < 64 ? ncols - c0 : 64, out + c0);
+    for (size_t c0 = 0; c0 < ncols; c0 += 64)
+        dot_d_cols_chunk(ar, a, B, ldb, n, c0, ncols - c0 < 64 ? ncols - c0 : 64, out + c0);
 }

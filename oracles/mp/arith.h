@@ -63,8 +63,6 @@ typedef struct ug_ar ug_ar;
 
 ug_ar *ug_ar_new(ug_ar_mode mode, mpfr_prec_t prec, ug_dtype naive_dt);
 void ug_ar_free(ug_ar *ar);
-ug_ar_mode ug_ar_get_mode(const ug_ar *ar);
-ug_dtype ug_ar_get_naive_dt(const ug_ar *ar); /* the dtype UG_AR_NAIVE rounds to */
 mpfr_prec_t ug_ar_get_prec(const ug_ar *ar);
 void ug_ar_set_sink(ug_ar *ar, ug_ar_sink *sinks, int n);
 size_t ug_ar_mark(const ug_ar *ar);

@@ -31,8 +31,9 @@ typedef struct {
     ug_dtype ndt;
 } ug_arx;
 
-/* A run-time ug_arx, for code that needs no constant mode (one call, not a loop). */
-static inline ug_arx ugx_of(ug_ar *ar) { return (ug_arx){ar, ug_ar_get_mode(ar), ug_ar_get_naive_dt(ar)}; }
+/* ar as a ug_arx (its mode a run-time value): what the specialisers below switch on. The
+ * engine's, not an op's: an op that read the mode would be writing a second formula. */
+ug_arx ugx_of(ug_ar *ar);
 
 UG_AI int ugx_is_mp(ug_arx A) { return A.mode == UG_AR_EXACT || A.mode == UG_AR_MPFR_SEQ; }
 
@@ -179,9 +180,10 @@ UG_AI void ugx_release(ug_arx A, size_t mark)
  * hands over its formula and its arguments. */
 #define UG_ARX_SPECIALISE(ar, fn, ...)                                                                                \
     do {                                                                                                              \
-        ug_ar *ugx_ar_ = (ar);                                                                                        \
-        ug_dtype ugx_nd_ = ug_ar_get_naive_dt(ugx_ar_);                                                               \
-        switch (ug_ar_get_mode(ugx_ar_)) {                                                                            \
+        ug_arx ugx_x_ = ugx_of(ar);                                                                                   \
+        ug_ar *ugx_ar_ = ugx_x_.ar;                                                                                   \
+        ug_dtype ugx_nd_ = ugx_x_.ndt;                                                                                \
+        switch (ugx_x_.mode) {                                                                                        \
         case UG_AR_CERT: fn((ug_arx){ugx_ar_, UG_AR_CERT, ugx_nd_}, __VA_ARGS__); break;                              \
         case UG_AR_DEVICE: fn((ug_arx){ugx_ar_, UG_AR_DEVICE, ugx_nd_}, __VA_ARGS__); break;                          \
         case UG_AR_NAIVE: fn((ug_arx){ugx_ar_, UG_AR_NAIVE, ugx_nd_}, __VA_ARGS__); break;                            \
@@ -210,7 +212,7 @@ UG_AI void ugx_release(ug_arx A, size_t mark)
 #define UG_ARX_CLONE_ONE(fn, M, PARAMS, ARGS)                                                                        \
     UG_ARX_TARGET_CLONES static void fn##_##M(ug_ar *ar, UG_ARX_EXPAND PARAMS)                                       \
     {                                                                                                                 \
-        fn((ug_arx){ar, UG_AR_##M, ug_ar_get_naive_dt(ar)}, UG_ARX_EXPAND ARGS);                                      \
+        fn((ug_arx){ar, UG_AR_##M, ugx_of(ar).ndt}, UG_ARX_EXPAND ARGS);                                             \
     }
 #define UG_ARX_CLONES(fn, PARAMS, ARGS)                                                                              \
     UG_ARX_CLONE_ONE(fn, CERT, PARAMS, ARGS)                                                                          \
@@ -219,7 +221,7 @@ UG_AI void ugx_release(ug_arx A, size_t mark)
     UG_ARX_CLONE_ONE(fn, F64, PARAMS, ARGS)                                                                           \
     static int fn##_plain(ug_ar *ar, UG_ARX_EXPAND PARAMS)                                                            \
     {                                                                                                                 \
-        switch (ug_ar_get_mode(ar)) {                                                                                 \
+        switch (ugx_of(ar).mode) {                                                                                    \
         case UG_AR_CERT: fn##_CERT(ar, UG_ARX_EXPAND ARGS); return 0;                                                 \
         case UG_AR_DEVICE: fn##_DEVICE(ar, UG_ARX_EXPAND ARGS); return 0;                                             \
         case UG_AR_NAIVE: fn##_NAIVE(ar, UG_ARX_EXPAND ARGS); return 0;                                               \

@@ -23,4 +23,9 @@ struct ug_ar {
     unsigned long emitted, unsure;
 };
 
+/* ug_dot_d_cols chunk by chunk of 64 columns (arith.c): every arithmetic, each column's own
+ * operations in ug_dot_d's order. arith_tile.c's ug_dot_d_cols sends the naive bf16/fp16
+ * sums past 64 terms to the rows' vector form and the rest here. */
+void ug_dot_d_cols_each(ug_ar *ar, const double *a, const double *B, size_t ldb, size_t n, size_t ncols, ug_num *out);
+
 #endif

@@ -198,7 +198,7 @@ static void scores_row(ug_ar *ar, const double *q, const double *Kt, size_t ldk,
     double *s = sc, *a = sc + w;
     int64_t *bad = (int64_t *)(sc + 2 * w);
     if (mode == UG_AR_NAIVE) {
-        scores_naive(ug_ar_get_naive_dt(ar), q, Kt, ldk, D, w, s);
+        scores_naive(ar->naive_dt, q, Kt, ldk, D, w, s);
         for (size_t j = 0; j < w; j++) out[j] = (ug_num){s[j], 0.0, NULL};
         return;
     }
@@ -223,7 +223,7 @@ static void scores_row(ug_ar *ar, const double *q, const double *Kt, size_t ldk,
  * rows enough to repay copying each chunk of keys or values to fp32 once. */
 static int naive_f32(ug_ar *ar, size_t m)
 {
-    ug_dtype dt = ug_ar_get_naive_dt(ar);
+    ug_dtype dt = ar->naive_dt;
     return ar->mode == UG_AR_NAIVE && (dt == UG_DT_BF16 || dt == UG_DT_FP16) && m >= 4;
 }
 
@@ -267,7 +267,7 @@ void ug_dot_d_tile(ug_ar *ar, const double *Q, size_t ldq, size_t m, const doubl
     for (size_t j0 = 0; j0 < n; j0 += KEY_CHUNK) {
         size_t w = n - j0 < KEY_CHUNK ? n - j0 : KEY_CHUNK;
         int track = ar->mode == UG_AR_CERT && D <= 64; /* only CERT's tracking asks */
-        if (f32 && scores_chunk_f32(ug_ar_get_naive_dt(ar), Q, ldq, m, Kt + j0, ldk, D, w, ktf, ktf + KEY_CHUNK * D, sc,
+        if (f32 && scores_chunk_f32(ar->naive_dt, Q, ldq, m, Kt + j0, ldk, D, w, ktf, ktf + KEY_CHUNK * D, sc,
                                     out + j0, ldo))
             continue;
         for (size_t j = 0; track && j < w; j++) knarrow[j] = (unsigned char)all_narrow(Kt + j0 + j, ldk, D);
@@ -336,7 +336,7 @@ static void rows_chunk64(ug_ar *ar, const double *X, size_t ldx, size_t m, const
                          double *sc, ug_num *out, size_t ldo)
 {
     ug_ar_mode mode = ar->mode;
-    ug_dtype dt = ug_ar_get_naive_dt(ar);
+    ug_dtype dt = ar->naive_dt;
     double *s = sc, *a = sc + 64 * m;
     int64_t *bad = (int64_t *)(sc + 128 * m);
     memset(sc, 0, 128 * m * sizeof *sc);
@@ -367,7 +367,7 @@ void ug_dot_d_rows(ug_ar *ar, const double *X, size_t ldx, size_t m, const doubl
                    size_t ncols, ug_num *out, size_t ldo)
 {
     ug_ar_mode mode = ar->mode;
-    ug_dtype dt = ug_ar_get_naive_dt(ar);
+    ug_dtype dt = ar->naive_dt;
     int blocked = !is_mp(mode) && n > 64 && (mode != UG_AR_NAIVE || dt == UG_DT_BF16 || dt == UG_DT_FP16);
     size_t c0 = 0;
     double *sc = blocked ? malloc((136 * m + 1) * sizeof *sc) : NULL;
@@ -375,7 +375,18 @@ void ug_dot_d_rows(ug_ar *ar, const double *X, size_t ldx, size_t m, const doubl
     for (; blocked && c0 + 64 <= ncols; c0 += 64) rows_chunk64(ar, X, ldx, m, B + c0, ldb, n, sc, out + c0, ldo);
     free(sc);
     if (c0 < ncols) /* the rest (or every column: MPFR, CERT's tracked short sums, other naive dtypes) */
-        for (size_t r = 0; r < m; r++) ug_dot_d_cols(ar, X + r * ldx, B + c0, ldb, n, ncols - c0, out + r * ldo + c0);
+        for (size_t r = 0; r < m; r++)
+            ug_dot_d_cols_each(ar, X + r * ldx, B + c0, ldb, n, ncols - c0, out + r * ldo + c0);
+}
+
+void ug_dot_d_cols(ug_ar *ar, const double *a, const double *B, size_t ldb, size_t n, size_t ncols, ug_num *out)
+{
+    size_t c0 = 0;
+    if (ar->mode == UG_AR_NAIVE && n > 64 && (ar->naive_dt == UG_DT_BF16 || ar->naive_dt == UG_DT_FP16)) {
+        c0 = ncols / 64 * 64; /* whole chunks of 64: the naive sums on fp32 lanes (ug_dot_d_rows, one row) */
+        if (c0) ug_dot_d_rows(ar, a, n, 1, B, ldb, n, c0, out, c0);
+    }
+    if (c0 < ncols) ug_dot_d_cols_each(ar, a, B + c0, ldb, n, ncols - c0, out + c0);
 }
 
 /* ---- weighted sums: ug_dot_nd of one row's weights against the columns of V ------------------- */
@@ -547,7 +558,7 @@ void ug_dot_nd_cols_tile(ug_ar *ar, const ug_num *X, size_t ldx, const size_t *n
                          size_t ncols, ug_num *out, size_t ldo)
 {
     ug_ar_mode mode = ar->mode;
-    ug_dtype dt = ug_ar_get_naive_dt(ar);
+    ug_dtype dt = ar->naive_dt;
     size_t nch = (ncols + COL_CHUNK - 1) / COL_CHUNK, nmax = 0;
     cols_acc *acc = calloc(m * nch != 0 ? m * nch : 1, sizeof *acc);
     unsigned char *skip = calloc(m ? m : 1, 1);

@@ -9,8 +9,7 @@
  * other dtypes) takes ug_cv_put itself. The same decisions and values as ug_cv_put, bit for
  * bit. Built with -fno-math-errno -fno-trapping-math (CMakeLists.txt: both sides of a
  * choice evaluated; no IEEE result changes); the block loop has an AVX2 clone. The column
- * dot products, two-term dot products and a row's quotients by one number (ug_cv_div_row)
- * below are the same kind of loop: cert_inline.h's formulas over arrays. */
+ * dot products below are the same kind of loop: cert_inline.h's formulas over arrays. */
 #include "oracles/mp/cert_block.h"
 
 #include <math.h>
@@ -219,64 +218,4 @@ void ug_cv_dot_nd_cols(const ug_num *x, const double *B, size_t ldb, size_t n, s
         ug_cv_acc acc = {a->s[c], a->abs_sum[c], a->e[c], (int)a->exact[c]};
         out[c] = ug_cv_dot_nd_end(&acc, n);
     }
-}
-
-/* ---- two-term dot products ---- */
-
-__attribute__((target_clones("avx512f", "avx2", "default"))) static void
-dot2_lanes(const double *restrict a0, const double *restrict a1, const double *restrict b0, const double *restrict b1,
-           size_t n, double *restrict v, double *restrict e)
-{
-    for (size_t i = 0; i < n; i++) {
-        double p0 = a0[i] * b0[i], t0 = 0.0 + p0; /* ug_cv_dot_d's first step from s = 0 (0 + -0 is +0) */
-        int64_t exact = ug_cv_term_exact(a0[i], b0[i], 0.0, p0, t0);
-        double p1 = a1[i] * b1[i], t1 = t0 + p1, abs_sum = 0.0 + fabs(p0);
-        exact &= ug_cv_term_exact(a1[i], b1[i], t0, p1, t1);
-        abs_sum += fabs(p1);
-        ug_cv r = ug_cv_make(t1, exact ? 0.0 : ug_cv_gamma_n(4) * abs_sum + 2.0 * UG_CV_TINY);
-        v[i] = r.v, e[i] = r.e;
-    }
-}
-
-void ug_cv_dot2(const double *a0, const double *a1, const double *b0, const double *b1, size_t n, double *v, double *e)
-{
-    dot2_lanes(a0, a1, b0, b1, n, v, e);
-}
-
-/* ---- a row divided by one number ---- */
-
-__attribute__((target_clones("avx512f", "avx2", "default"))) static void
-div_lanes(const double *restrict v, const double *restrict e, double dv, double de, size_t n, double *restrict qv,
-          double *restrict qe)
-{
-    ug_cv d = {dv, de};
-    for (size_t i = 0; i < n; i++) {
-        ug_cv q = ug_cv_div((ug_cv){v[i], e[i]}, d);
-        qv[i] = q.v, qe[i] = q.e;
-    }
-}
-
-void ug_cv_div_row(const double *v, const double *e, ug_cv d, size_t n, double *qv, double *qe)
-{
-    div_lanes(v, e, d.v, d.e, n, qv, qe);
-}
-
-/* ---- a row multiplied by one number ---- */
-
-/* Lanes of ug_cv_mul(a, {v[i], e[i]}) with the product error by FMA (ug_cv_mul_fma: the same
- * bits), in the clones that have it (the default one calls libm's fma). */
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) static void
-scale_lanes(const double *restrict v, const double *restrict e, double av, double ae, size_t n, double *restrict pv,
-            double *restrict pe)
-{
-    ug_cv a = {av, ae};
-    for (size_t i = 0; i < n; i++) {
-        ug_cv p = ug_cv_mul_fma(a, (ug_cv){v[i], e[i]});
-        pv[i] = p.v, pe[i] = p.e;
-    }
-}
-
-void ug_cv_scale_row(ug_cv a, const double *v, const double *e, size_t n, double *pv, double *pe)
-{
-    scale_lanes(v, e, a.v, a.e, n, pv, pe);
 }

@@ -1,6 +1,5 @@
-/* cert_block.h — the CERT emit over a block of elements, dot products of many columns at
- * once and a row divided or multiplied by one number, in loops the compiler vectorises
- * (cert_block.c says why). */
+/* cert_block.h — the engine's CERT emit over a block of elements and dot products of many
+ * columns at once, in loops the compiler vectorises (cert_block.c says why). */
 #ifndef UG_CERT_BLOCK_H
 #define UG_CERT_BLOCK_H
 #include <stddef.h>
@@ -39,14 +38,5 @@ void ug_cv_dot_d_cols(const double *x, size_t sx, const double *B, size_t ldb, s
 /* out[c] = ug_dot_nd(ar, x, B + c, ldb, n) in CERT (cert_inline.h's ug_cv_dot_nd_step and
  * _end) for the ncols columns of B, in one pass over B's rows. */
 void ug_cv_dot_nd_cols(const ug_num *x, const double *B, size_t ldb, size_t n, size_t ncols, ug_cv_cols *a, ug_cv *out);
-/* v[i], e[i] = ug_cv_dot_d({a0[i], a1[i]}, 1, {b0[i], b1[i]}, 1, 2, 0) for i < n (its value
- * and bound, exactness tracked), over arrays. */
-void ug_cv_dot2(const double *a0, const double *a1, const double *b0, const double *b1, size_t n, double *v, double *e);
-/* qv[i], qe[i] = ug_cv_div({v[i], e[i]}, d) for i < n (its value and bound), over arrays;
- * qv, qe do not overlap v, e. */
-void ug_cv_div_row(const double *v, const double *e, ug_cv d, size_t n, double *qv, double *qe);
-/* pv[i], pe[i] = ug_cv_mul(a, {v[i], e[i]}) for i < n (its value and bound, a first), over
- * arrays; pv, pe do not overlap v, e. */
-void ug_cv_scale_row(ug_cv a, const double *v, const double *e, size_t n, double *pv, double *pe);
 
 #endif

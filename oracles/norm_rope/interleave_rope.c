@@ -11,12 +11,14 @@
  * (broadcast over the sequence). The oracle reads the stored values either way. Each
  * output is a two-term dot product of exact values: ug_dot_d sums it exactly and the
  * only rounding is the output's; special values follow IEEE rules through it (the semantics
- * text). Primary standard: certified (docs/STANDARDS.md); pypto's 1e-4 / 2^-7 stays stored. */
+ * text). The formula is written once, on mp/arith_inline.h's ugx_dot2, and every arithmetic
+ * runs it: a row selected whole through a vectorised row loop in the plain ones (certified,
+ * device bound, naive, f64), anything else element by element. Primary standard: certified
+ * (docs/STANDARDS.md); pypto's 1e-4 / 2^-7 stays stored. */
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "oracles/mp/cert_block.h"
-#include "oracles/mp/cert_inline.h"
+#include "oracles/mp/arith_inline.h"
 #include "oracles/norm_rope/rope_table.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
@@ -79,72 +81,118 @@ static size_t table_index(const rope_layout *L, size_t b, size_t s, size_t j)
     return (b * L->cs + (L->cs == 1 ? 0 : s)) * L->d + j;
 }
 
-/* Output element (row, j)'s two terms: a·w, the first half e*c + o*(-s), the second half
- * o*c + e*s (negation exact). */
-static void rope_terms(const ug_tensor *x, const ug_tensor *ct, const ug_tensor *st, size_t d, size_t half, size_t row,
-                       size_t j, size_t t, double a[2], double w[2])
+/* The formula, written once (mp/arith_inline.h): output (row, j)'s two-term dot product,
+ * the first half e*c + o*(-s), the second half o*c + e*s (negation exact); every
+ * arithmetic evaluates it, the engine choosing which. */
+UG_AI ug_num rope_first(ug_arx A, double e, double o, double c, double s) { return ugx_dot2(A, e, o, c, -s); }
+UG_AI ug_num rope_second(ug_arx A, double e, double o, double c, double s) { return ugx_dot2(A, o, e, c, s); }
+
+/* The case's tensors and layout, read once. */
+typedef struct {
+    const ug_tensor *x, *ct, *st;
+    rope_layout L;
+    size_t seq, bs; /* positions; rows per batch */
+} rope_ctx;
+
+/* A row's deinterleaved x and its table entries (c1, s1 for the first half, c2, s2 for the
+ * second), then its values and bounds. */
+typedef struct {
+    double *ev, *od, *c1, *s1, *c2, *s2, *v, *e;
+} rope_row;
+
+static int row_open(rope_row *w, size_t half)
 {
-    size_t i = j < half ? j : j - half;
-    double e = ug_tload(x, row * d + 2 * i), o = ug_tload(x, row * d + 2 * i + 1);
-    double cs = ug_tload(ct, t), sn = ug_tload(st, t);
-    a[0] = j < half ? e : o, a[1] = j < half ? o : e;
-    w[0] = cs, w[1] = j < half ? -sn : sn;
+    double *b = malloc(10 * half * sizeof *b); /* 6 D/2 inputs, 2 D outputs */
+    *w = (rope_row){NULL};
+    if (!b) return -1;
+    *w = (rope_row){b, b + half, b + 2 * half, b + 3 * half, b + 4 * half, b + 5 * half, b + 6 * half, b + 8 * half};
+    return 0;
 }
 
-/* CERT, row `row` (batch b, position s) selected whole from position k: its first half
- * e*c + o*(-s) and second half o*c + e*s (rope_terms' pairs, in that order) for every
- * column by ug_cv_dot2 over the row's deinterleaved x and its table entries, then emitted
- * as a block. buf: 6 D/2 + 2 D doubles. Returns the unsure count. */
-static unsigned long fast_row(const ug_ar_sink *sink, size_t k, const ug_tensor *x, const ug_tensor *ct,
-                              const ug_tensor *st, const rope_layout *L, size_t row, size_t b, size_t s, double *buf)
+/* Row `row` into w's inputs: table_index of column i is t1 + i, of column half + i t2 + i
+ * (a row of either table layout is contiguous). */
+static void row_load(rope_row *w, const rope_ctx *x, size_t row)
 {
-    size_t d = L->d, half = L->half;
-    double *ev = buf, *od = ev + half, *c1 = od + half, *ns1 = c1 + half, *c2 = ns1 + half, *s2 = c2 + half;
-    double *v = s2 + half, *e = v + d;
+    const rope_layout *L = &x->L;
+    size_t half = L->half, b = row / x->bs, s = row % x->seq;
+    size_t t1 = table_index(L, b, s, 0), t2 = table_index(L, b, s, half);
+    const double *xv = x->x->values ? x->x->values + row * L->d : NULL;
     for (size_t i = 0; i < half; i++) {
-        size_t t1 = table_index(L, b, s, i), t2 = table_index(L, b, s, half + i);
-        ev[i] = ug_tload(x, row * d + 2 * i), od[i] = ug_tload(x, row * d + 2 * i + 1);
-        c1[i] = ug_tload(ct, t1), ns1[i] = -ug_tload(st, t1); /* negation exact */
-        c2[i] = ug_tload(ct, t2), s2[i] = ug_tload(st, t2);
+        w->ev[i] = xv ? xv[2 * i] : ug_tload(x->x, row * L->d + 2 * i);
+        w->od[i] = xv ? xv[2 * i + 1] : ug_tload(x->x, row * L->d + 2 * i + 1);
     }
-    ug_cv_dot2(ev, od, c1, ns1, half, v, e);
-    ug_cv_dot2(od, ev, c2, s2, half, v + half, e + half);
-    return ug_cv_put_block(sink, k, v, e, d);
+    for (size_t i = 0; i < half; i++) {
+        w->c1[i] = ug_tload(x->ct, t1 + i), w->s1[i] = ug_tload(x->st, t1 + i);
+        w->c2[i] = ug_tload(x->ct, t2 + i), w->s2[i] = ug_tload(x->st, t2 + i);
+    }
 }
 
-/* In CERT the two-term dot product goes through the inline certified arithmetic
- * (mp/cert_inline.h: ug_dot_d's value and bound, no interpreter call per element); a row
- * selected whole (every row at --sample all) is emitted by one loop over its columns, its
- * batch and position found once. */
+/* A row's outputs from its loaded inputs, every column at once: a loop the compiler
+ * vectorises in the plain arithmetics (UG_ARX_CLONES): ugx_dot2 chooses between values, not
+ * code paths (cert_inline.h), and this file is compiled with -fno-math-errno
+ * -fno-trapping-math (CMakeLists.txt), which change no IEEE result. */
+UG_AI void row_values(ug_arx A, const rope_row *w, size_t half)
+{
+    const double *restrict ev = w->ev, *restrict od = w->od;
+    const double *restrict c1 = w->c1, *restrict s1 = w->s1, *restrict c2 = w->c2, *restrict s2 = w->s2;
+    double *restrict v = w->v, *restrict e = w->e;
+    for (size_t i = 0; i < half; i++) {
+        ug_num y = rope_first(A, ev[i], od[i], c1[i], s1[i]);
+        v[i] = y.v, e[i] = y.e;
+    }
+    for (size_t i = 0; i < half; i++) {
+        ug_num y = rope_second(A, ev[i], od[i], c2[i], s2[i]);
+        v[half + i] = y.v, e[half + i] = y.e;
+    }
+}
+UG_ARX_CLONES(row_values, (const rope_row *w, size_t half), (w, half))
+
+/* Output element (row, j). */
+UG_AI ug_num element(ug_arx A, const rope_ctx *x, size_t row, size_t j)
+{
+    const rope_layout *L = &x->L;
+    size_t half = L->half, i = j < half ? j : j - half, t = table_index(L, row / x->bs, row % x->seq, j);
+    double e = ug_tload(x->x, row * L->d + 2 * i), o = ug_tload(x->x, row * L->d + 2 * i + 1);
+    double c = ug_tload(x->ct, t), sn = ug_tload(x->st, t);
+    return j < half ? rope_first(A, e, o, c, sn) : rope_second(A, e, o, c, sn);
+}
+
+/* Positions *k .. of the selection that lie in *k's row, one element at a time (a sample,
+ * and the MPFR arithmetics); *k moves past them. */
+UG_AI void row_elements(ug_arx A, const rope_ctx *x, const ug_selection *sel, size_t *k)
+{
+    size_t d = x->L.d, row = sel->idx[0][*k] / d, mark = ugx_mark(A);
+    for (; *k < sel->n[0] && sel->idx[0][*k] / d == row; ++*k) {
+        ugx_emit(A, 0, *k, element(A, x, row, sel->idx[0][*k] % d));
+        ugx_release(A, mark);
+    }
+}
+
+/* A row selected whole (every row at --sample all) is computed by row_values and emitted as
+ * a block, its batch and position found once; any other row (and every row in the MPFR
+ * arithmetics, where row_values_plain declines) one element at a time. */
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
-    const ug_tensor *x = ug_case_input(c, "x"), *ct = ug_case_input(c, "cos"), *st = ug_case_input(c, "sin");
-    ug_ar_sink *sink = ug_ar_cert_sink(ar, 0);
-    rope_layout L = read_layout(&c->params);
+    rope_ctx x = {ug_case_input(c, "x"), ug_case_input(c, "cos"), ug_case_input(c, "sin"), read_layout(&c->params)};
     const ug_interleave_rope_params *params = UG_P(interleave_rope, &c->params);
-    size_t d = L.d, half = L.half, seq = (size_t)params->s;
-    size_t bs = (size_t)params->n * seq; /* rows per batch */
-    unsigned long unsure = 0, emitted = 0;
-    double a[2], w[2], *buf = sink && d == 2 * half ? malloc((6 * half + 2 * d) * sizeof *buf) : NULL;
+    x.seq = (size_t)params->s, x.bs = (size_t)params->n * x.seq; /* rows per batch */
+    size_t d = x.L.d;
+    rope_row w;
+    int rows = row_open(&w, x.L.half) == 0 && d == 2 * x.L.half;
     for (size_t k = 0; k < sel->n[0];) {
-        size_t idx = sel->idx[0][k], row = idx / d, s = row % seq;
-        if (buf && ug_sel_is_run(sel, 0, k, row * d, d)) {
-            unsure += fast_row(sink, k, x, ct, st, &L, row, row / bs, s, buf);
-            emitted += d, k += d;
-            continue;
+        size_t row = sel->idx[0][k] / d;
+        if (rows && ug_sel_is_run(sel, 0, k, row * d, d)) {
+            row_load(&w, &x, row);
+            rows = row_values_plain(ar, &w, x.L.half) == 0;
+            if (rows) {
+                ug_ar_emit_block(ar, 0, k, w.v, w.e, d); /* rounds: the output dtype, at the emit */
+                k += d;
+                continue;
+            }
         }
-        size_t j = idx % d;
-        rope_terms(x, ct, st, d, half, row, j, table_index(&L, row / bs, s, j), a, w);
-        if (sink) {
-            ug_cv_emit(ar, 0, k++, ug_cv_dot_d(a, 1, w, 1, 2, 0));
-            continue;
-        }
-        size_t mark = ug_ar_mark(ar);
-        ug_ar_emit(ar, 0, k++, ug_dot_d(ar, a, 1, w, 1, 2));
-        ug_ar_release(ar, mark);
+        UG_ARX_SPECIALISE(ar, row_elements, &x, sel, &k);
     }
-    ug_ar_tally(ar, emitted, unsure);
-    free(buf);
+    free(w.ev);
     return 0;
 }
 

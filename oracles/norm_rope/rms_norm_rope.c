@@ -7,9 +7,11 @@
  * different sequences) with theta = pos * base^(-2i/D) (rope_table.h). The spec rounds
  * only at the outputs: the oracle rotates the exact normed row. x*gamma*cos is exact in
  * double (at most 33 significant bits), so each output is rstd times an exact two-term
- * dot product (in CERT through the inline certified arithmetic, mp/cert_inline.h: the same
- * values and bounds as ug_mul and ug_dot_d, no interpreter call per element; the row's
- * rstd stays one engine evaluation). Special values follow IEEE rules through these formulas (the semantics text).
+ * dot product. That formula is written once, on mp/arith_inline.h's ugx_mul and ugx_dot2,
+ * and every arithmetic runs it: a row selected whole through a vectorised row loop in the
+ * plain ones (certified, device bound, naive, f64), anything else element by element; the
+ * row's rstd is one engine evaluation. Special values follow IEEE rules through these
+ * formulas (the semantics text).
  *
  * Primary standard: certified (docs/STANDARDS.md "Which rule carries each op's precision claim").
  * Stored beside it: pypto 1e-3 / 1e-3 (docs/STANDARDS.md "rms_norm_rope (fp16)") for both dtypes,
@@ -22,8 +24,7 @@
 #include <stdlib.h>
 
 #include "core/philox.h"
-#include "oracles/mp/cert_block.h"
-#include "oracles/mp/cert_inline.h"
+#include "oracles/mp/arith_inline.h"
 #include "oracles/norm_rope/rope_table.h"
 #include "oracles/oracle.h"
 #include "oracles/verdict.h"
@@ -54,64 +55,139 @@ static int build(ug_case *c, char *err, size_t errlen)
     return 0;
 }
 
-/* CERT, a row selected whole, tables held as doubles: every y_j of the row at once, into yv, ye
- * (the element loop's values and bounds: ug_cv_dot2 is its two-term ug_cv_dot_d, lane by lane,
- * and ug_cv_scale_row its ug_cv_mul by rstd). w: half + 2*d doubles of scratch. */
-static void whole_row(const double *xg, size_t half, const double *cs, const double *sn, ug_num rstd, double *w,
-                      double *yv, double *ye)
+/* The formula, written once (mp/arith_inline.h): output j of a row is rstd times the
+ * two-term dot product xg_i*c - xg_{i+h}*s (j = i < D/2) or xg_i*s + xg_{i+h}*c (j = i + D/2),
+ * negation exact; every arithmetic evaluates it, the engine choosing which. */
+UG_AI ug_num rope_first(ug_arx A, ug_num rstd, double x0, double x1, double c, double s)
 {
-    double *nsn = w, *dv = w + half, *de = dv + 2 * half;
-    for (size_t i = 0; i < half; i++) nsn[i] = -sn[i]; /* exact */
-    ug_cv_dot2(xg, xg + half, cs, nsn, half, dv, de);               /* j < D/2: xg_i*c - xg_{i+h}*s */
-    ug_cv_dot2(xg, xg + half, sn, cs, half, dv + half, de + half); /* j >= D/2: xg_i*s + xg_{i+h}*c */
-    ug_cv_scale_row(ug_cv_of(rstd), dv, de, 2 * half, yv, ye);
+    return ugx_mul(A, rstd, ugx_dot2(A, x0, x1, c, -s));
 }
 
-/* Emits the selected elements of output o (x [T,H,D], its gamma) row by row. */
+UG_AI ug_num rope_second(ug_arx A, ug_num rstd, double x0, double x1, double c, double s)
+{
+    return ugx_mul(A, rstd, ugx_dot2(A, x0, x1, s, c));
+}
+
+/* One head row being evaluated: x and x*gamma (exact: <= 22 significant bits), the token's
+ * tables, rstd, and (a row selected whole) its values and bounds. */
+typedef struct {
+    const double *xg, *cs, *sn;
+    ug_num rstd;
+    size_t half;
+    double *v, *e;
+} rope_row;
+
+/* Every output of the row at once, into r->v, r->e: a loop the compiler vectorises in the
+ * plain arithmetics (UG_ARX_CLONES): ugx_dot2 and the certified product choose between
+ * values, not code paths (cert_inline.h), and this file is compiled with -fno-math-errno
+ * -fno-trapping-math (CMakeLists.txt), which change no IEEE result. */
+UG_AI void row_values(ug_arx A, const rope_row *r)
+{
+    const double *restrict xg = r->xg, *restrict cs = r->cs, *restrict sn = r->sn;
+    double *restrict v = r->v, *restrict e = r->e;
+    size_t half = r->half;
+    ug_num rstd = r->rstd;
+    for (size_t i = 0; i < half; i++) {
+        ug_num y = rope_first(A, rstd, xg[i], xg[i + half], cs[i], sn[i]);
+        v[i] = y.v, e[i] = y.e;
+    }
+    for (size_t i = 0; i < half; i++) {
+        ug_num y = rope_second(A, rstd, xg[i], xg[i + half], cs[i], sn[i]);
+        v[half + i] = y.v, e[half + i] = y.e;
+    }
+}
+UG_ARX_CLONES(row_values, (const rope_row *r), (r))
+
+/* Positions *k .. of output o's selection that lie in row `row`, one element at a time (a
+ * sample, and the MPFR arithmetics); *k moves past them. */
+UG_AI void row_elements(ug_arx A, const rope_row *r, const ug_selection *sel, int o, size_t row, size_t *k)
+{
+    size_t d = 2 * r->half;
+    for (; *k < sel->n[o] && sel->idx[o][*k] / d == row; ++*k) {
+        size_t j = sel->idx[o][*k] % d, i = j < r->half ? j : j - r->half;
+        double x0 = r->xg[i], x1 = r->xg[i + r->half];
+        ugx_emit(A, o, *k, j < r->half ? rope_first(A, r->rstd, x0, x1, r->cs[i], r->sn[i])
+                                       : rope_second(A, r->rstd, x0, x1, r->cs[i], r->sn[i]));
+    }
+}
+
+/* A token's cos or sin row: the held doubles, else loaded into buf. */
+static const double *table_row(const ug_tensor *t, size_t tok, size_t half, double *buf)
+{
+    if (t->values) return t->values + tok * half;
+    for (size_t i = 0; i < half; i++) buf[i] = ug_tload(t, tok * half + i);
+    return buf;
+}
+
+/* The sums of squares of UGX_SQ_ROWS head rows x4 (row k at x4 + k*d) side by side. */
+UG_AI void group_sumsq(ug_arx A, const double *x4, size_t d, ug_num *ss)
+{
+    const double *r[UGX_SQ_ROWS] = {x4, x4 + d, x4 + 2 * d, x4 + 3 * d};
+    ugx_sumsq_rows(A, r, d, ss);
+}
+UG_ARX_CLONES(group_sumsq, (const double *x4, size_t d, ug_num *ss), (x4, d, ss))
+
+/* Head rows of x and their sums of squares, UGX_SQ_ROWS rows (a group) at a time in the plain
+ * arithmetics; one row at a time in the MPFR ones (group_sumsq_plain declines). */
+typedef struct {
+    const ug_tensor *x;
+    size_t d, rows, group; /* group: the one x4 and ss hold, SIZE_MAX none */
+    int grouped;
+    double *x4; /* UGX_SQ_ROWS rows: the group's, or row 0 the row's */
+    ug_num ss[UGX_SQ_ROWS];
+} sq_rows;
+
+/* Row `row` of x (its doubles, returned) and its sum of squares *ss. */
+static const double *row_sumsq(ug_ar *ar, sq_rows *q, size_t row, ug_num *ss)
+{
+    size_t d = q->d, g = row / UGX_SQ_ROWS, k = row % UGX_SQ_ROWS;
+    if (q->grouped && q->group != g) {
+        size_t n = (q->rows - g * UGX_SQ_ROWS < UGX_SQ_ROWS ? q->rows - g * UGX_SQ_ROWS : UGX_SQ_ROWS) * d;
+        for (size_t i = 0; i < UGX_SQ_ROWS * d; i++) q->x4[i] = i < n ? ug_tload(q->x, g * UGX_SQ_ROWS * d + i) : 0.0;
+        q->grouped = group_sumsq_plain(ar, q->x4, d, q->ss) == 0;
+        q->group = q->grouped ? g : SIZE_MAX;
+    }
+    if (q->grouped) {
+        *ss = q->ss[k];
+        return q->x4 + k * d;
+    }
+    for (size_t i = 0; i < d; i++) q->x4[i] = ug_tload(q->x, row * d + i);
+    *ss = ug_dot_d(ar, q->x4, 1, q->x4, 1, d);
+    return q->x4;
+}
+
+/* Emits the selected elements of output o (x [T,H,D], its gamma) row by row: a row selected
+ * whole (every row at --sample all) by row_values and one block emit, any other row (and
+ * every row in the MPFR arithmetics, where row_values_plain declines) element by element. */
 static int oracle_tensor(const ug_case *c, ug_ar *ar, const ug_selection *sel, int o, const ug_tensor *x,
                          const ug_tensor *gm)
 {
     const ug_tensor *ct = ug_case_input(c, "cos"), *st = ug_case_input(c, "sin");
     const ug_rms_norm_rope_params *params = UG_P(rms_norm_rope, &c->params);
     double eps = params->eps; /* the fp32 value */
-    ug_ar_sink *sink = ug_ar_cert_sink(ar, o); /* CERT: the inline path */
-    unsigned long unsure = 0;
     size_t d = (size_t)params->d, half = d / 2, heads = (size_t)x->shape[1];
-    double *xr = malloc((d * 6 + half) * sizeof *xr), *xg = xr + d, *yv = xg + d, *ye = yv + d; /* yv, ye: a whole row's values, bounds */
-    double *w = ye + d; /* whole_row's scratch */
-    int tables = ct->values && st->values;
-    if (!xr) return -1;
+    double *xg = malloc((d * (4 + UGX_SQ_ROWS)) * sizeof *xg); /* xg, two tables, v, e, x4 */
+    if (!xg) return -1;
+    double *cb = xg + d, *sb = cb + half, *v = sb + half, *e = v + d;
+    rope_row r = {xg, NULL, NULL, {0}, half, v, e};
+    sq_rows q = {x, d, x->numel / d, SIZE_MAX, 1, e + d, {{0}}};
+    int rows = d == 2 * half;
     for (size_t k = 0; k < sel->n[o];) {
         size_t row = sel->idx[o][k] / d, tok = row / heads, mark = ug_ar_mark(ar);
-        for (size_t i = 0; i < d; i++) {
-            xr[i] = ug_tload(x, row * d + i);
-            xg[i] = xr[i] * ug_tload(gm, i); /* exact: <= 22 significant bits */
+        ug_num ss;
+        const double *xr = row_sumsq(ar, &q, row, &ss);
+        for (size_t i = 0; i < d; i++) xg[i] = xr[i] * ug_tload(gm, i); /* exact: <= 22 significant bits */
+        r.rstd = ug_rsqrt(ar, ug_add(ar, ug_div(ar, ss, ug_c(ar, (double)d)), ug_c(ar, eps)));
+        r.cs = table_row(ct, tok, half, cb), r.sn = table_row(st, tok, half, sb);
+        if (rows && ug_sel_is_run(sel, o, k, row * d, d) && (rows = row_values_plain(ar, &r) == 0)) {
+            ug_ar_emit_block(ar, o, k, r.v, r.e, d); /* rounds: the output dtype, at the emit */
+            k += d;
+        } else {
+            UG_ARX_SPECIALISE(ar, row_elements, &r, sel, o, row, &k);
         }
-        ug_num ms = ug_div(ar, ug_dot_d(ar, xr, 1, xr, 1, d), ug_c(ar, (double)d));
-        ug_num rstd = ug_rsqrt(ar, ug_add(ar, ms, ug_c(ar, eps)));
-        size_t end = sink && ug_sel_is_run(sel, o, k, row * d, d) ? k + d : 0; /* a whole row: no division per element */
-        if (end && tables) {
-            whole_row(xg, half, ct->values + tok * half, st->values + tok * half, rstd, w, yv, ye);
-            k = end;
-        }
-        ug_cv y;
-        for (; end ? k < end : k < sel->n[o] && sel->idx[o][k] / d == row; k++) {
-            size_t j = end ? k + d - end : sel->idx[o][k] % d, i = j < half ? j : j - half;
-            double cs = ug_tload(ct, tok * half + i), sn = ug_tload(st, tok * half + i);
-            /* j < D/2: xg_i*c - xg_{i+h}*s;  j >= D/2: xg_i*s + xg_{i+h}*c (negation exact) */
-            double w[2] = {j < half ? cs : sn, j < half ? -sn : cs};
-            if (sink) y = ug_cv_mul(ug_cv_of(rstd), ug_cv_dot_d(xg + i, half, w, 1, 2, 0));
-            if (end) yv[j] = y.v, ye[j] = y.e; /* emitted with the row below */
-            else if (sink)
-                unsure += ug_cv_put(sink, k, y);
-            else
-                ug_ar_emit(ar, o, k, ug_mul(ar, rstd, ug_dot_d(ar, xg + i, half, w, 1, 2)));
-        }
-        if (end) unsure += ug_cv_put_block(sink, end - d, yv, ye, d);
         ug_ar_release(ar, mark);
     }
-    free(xr);
-    if (sink) ug_ar_tally(ar, sel->n[o], unsure);
+    free(xg);
     return 0;
 }
 
