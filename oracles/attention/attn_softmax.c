@@ -102,15 +102,15 @@ static int classify_row(const softmax_params *p, const ug_tensor *x, const ug_te
     return nan_row;
 }
 
-/* The oracle's state: the case, and one row's arrays (n numbers each in z and e). z is
- * allocated by the first row that goes entry by entry: the row pass holds no logits, and
- * without z's allocation malloc keeps the row's pages between evaluations instead of
- * handing them back and faulting them in again (engine 7.5 -> 5.2 ms on 16 cases). */
+/* The oracle's state: the case, and one row's arrays (n numbers each in z and e, n values
+ * and bounds in zv and ze). z is allocated by the first row that goes entry by entry (the
+ * row pass holds its logits in zv, ze). */
 typedef struct {
     softmax_params p;
     const ug_tensor *x, *mask;
     size_t n;
     ug_num *z, *e;
+    double *zv, *ze; /* the row pass's logits, values and bounds */
     unsigned char *live;
 } softmax_ctx;
 
@@ -139,14 +139,11 @@ UG_AI long row_exps(ug_arx A, softmax_ctx *c, size_t r, ug_num *total)
  * the classification, the logits, their max and z - max in loops over arrays that the
  * compiler vectorises (this file is built with -fno-math-errno -fno-trapping-math:
  * CMakeLists.txt; no IEEE result changes), in every plain arithmetic (UG_ARX_CLONES); exp
- * stays libm's, one call per live entry. The logits go SM_BLOCK at a time through buffers
- * on the stack, computed twice (for their max, then for z - max) rather than held for the
- * whole row: touching more of a row's memory (its page faults) costs more than the
- * logits. Why the row pass: perf put a third of the op's
+ * stays libm's, one call per live entry. Why the row pass: perf put a third of the op's
  * engine time in the scalar per-entry loops (the logit's product error, the max chain
  * with a libm fmax call per entry, the quotient), and the device bound's and naive
  * values' loops went through the engine's out-of-line primitives entry by entry. */
-#define SM_BLOCK 256
+#define SM_BLOCK 256 /* the quotients' block (emit_row) */
 
 /* classify_row for cap 0 over arrays (the same comparisons on the same values): live[j]
  * (the mask is not -inf and neither is x*scale); *nan_row whether a live logit is NaN or
@@ -224,38 +221,23 @@ UG_AI void sub_lanes(ug_arx A, double *restrict zv, double *restrict ze, ug_num 
 }
 UG_ARX_CLONES(sub_lanes, (double *restrict zv, double *restrict ze, ug_num m, size_t n), (zv, ze, m, n))
 
-/* The live logits' max over row r's blocks (max_lanes) into *m: 0, or -1 in the MPFR
- * arithmetics (the row pass does not run). */
-static int row_max(ug_ar *ar, const softmax_ctx *c, const double *xr, const double *mr, ug_num *m)
-{
-    double zv[SM_BLOCK], ze[SM_BLOCK];
-    *m = (ug_num){-INFINITY, 0.0, NULL};
-    for (size_t j0 = 0; j0 < c->n; j0 += SM_BLOCK) {
-        size_t len = c->n - j0 < SM_BLOCK ? c->n - j0 : SM_BLOCK;
-        if (logit_lanes_plain(ar, xr + j0, mr + j0, c->p.scale, len, zv, ze)) return -1;
-        max_lanes(zv, ze, c->live + j0, len, m);
-    }
-    return 0;
-}
-
-/* row_exps for row r by the row pass. Returns row_exps' result, or -2 when the row pass
- * does not run (row_max). */
+/* row_exps for row r by the row pass: the row's logits once into c->zv, c->ze, their max,
+ * z - max, then exp per live entry. Returns row_exps' result, or -2 when the row pass does
+ * not run (the MPFR arithmetics). */
 UG_AI long row_exps_lanes(ug_arx A, const softmax_ctx *c, size_t r, ug_num *total)
 {
     size_t n = c->n, pos = 0;
     const double *xr = c->x->values + r * n, *mr = c->mask->values + r * n;
-    double zv[SM_BLOCK], ze[SM_BLOCK];
     int nan_row;
     size_t n_live = live_lanes(xr, mr, c->p.scale, n, c->live, &nan_row);
-    ug_num m;
+    ug_num m = {-INFINITY, 0.0, NULL};
     if (nan_row) return -1;
-    if (n_live && row_max(A.ar, c, xr, mr, &m)) return -2;
-    for (size_t j0 = 0; n_live && j0 < n; j0 += SM_BLOCK) {
-        size_t len = n - j0 < SM_BLOCK ? n - j0 : SM_BLOCK;
-        logit_lanes_plain(A.ar, xr + j0, mr + j0, c->p.scale, len, zv, ze);
-        sub_lanes_plain(A.ar, zv, ze, m, len); /* z - max (meaningless where not live) */
-        for (size_t j = 0; j < len; j++) /* exp(z - max), packed over the live entries */
-            if (c->live[j0 + j]) c->e[pos++] = ugx_exp(A, (ug_num){zv[j], ze[j], NULL});
+    if (n_live) {
+        if (logit_lanes_plain(A.ar, xr, mr, c->p.scale, n, c->zv, c->ze)) return -2;
+        max_lanes(c->zv, c->ze, c->live, n, &m);
+        sub_lanes_plain(A.ar, c->zv, c->ze, m, n); /* z - max (meaningless where not live) */
+        for (size_t j = 0; j < n; j++) /* exp(z - max), packed over the live entries */
+            if (c->live[j]) c->e[pos++] = ugx_exp(A, (ug_num){c->zv[j], c->ze[j], NULL});
     }
     *total = n_live ? ugx_sum(A, c->e, n_live) : ugx_c(A, 0.0);
     return (long)n_live;
@@ -344,11 +326,13 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     x.x = ug_case_input(c, "x"), x.mask = ug_case_input(c, "mask");
     x.n = (size_t)x.p.cols;
     x.z = NULL, x.e = malloc(x.n * sizeof *x.e);
+    x.zv = malloc(2 * x.n * sizeof *x.zv), x.ze = x.zv ? x.zv + x.n : NULL;
     x.live = malloc(x.n);
-    int rc = x.e && x.live ? 0 : -1;
+    int rc = x.e && x.live && x.zv ? 0 : -1;
     if (!rc) UG_ARX_SPECIALISE(ar, rows, &x, sel, &rc);
     free(x.z);
     free(x.e);
+    free(x.zv);
     free(x.live);
     return rc;
 }
