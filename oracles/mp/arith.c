@@ -640,6 +640,18 @@ AR_CLONES static void dot_d_cols64(const double *restrict a, const double *restr
     }
 }
 
+/* NAIVE fp32's sums for 64 columns: every product and partial sum rounded to fp32 by the
+ * hardware conversion (ug_dtype_round_fast's fp32 case, bit for bit), vectorised as above. */
+AR_CLONES static void dot_d_cols64_naive_f32(const double *restrict a, const double *restrict B, size_t ldb, size_t n,
+                                             double *restrict s)
+{
+    for (size_t i = 0; i < n; i++) {
+        const double *restrict row = B + i * ldb;
+        double av = a[i];
+        for (size_t c = 0; c < 64; c++) s[c] = (double)(float)(s[c] + (double)(float)(av * row[c])); /* rounds: naive */
+    }
+}
+
 /* ug_dot_d_cols, plain arithmetics (CERT past 64 terms, F64, NAIVE, DEVICE), for columns
  * [c0, c0 + w) of B, w <= 64: ug_dot_d's loop with its two running sums kept per column,
  * rows outermost (one contiguous pass over B's rows); each column sees the operations of
@@ -648,7 +660,9 @@ static void dot_d_cols_chunk(ug_ar *ar, const double *a, const double *B, size_t
                              ug_num *out)
 {
     double s[64] = {0}, abs_sum[64] = {0};
-    if (ar->mode == UG_AR_NAIVE) {
+    if (ar->mode == UG_AR_NAIVE && ar->naive_dt == UG_DT_FP32 && w == 64) {
+        dot_d_cols64_naive_f32(a, B + c0, ldb, n, s); /* its number ignores abs_sum */
+    } else if (ar->mode == UG_AR_NAIVE) {
         for (size_t i = 0; i < n; i++)
             for (size_t c = 0; c < w; c++) {
                 double p = ug_dtype_round_fast(ar->naive_dt, a[i] * B[i * ldb + c0 + c]); /* rounds: naive mul */
@@ -657,13 +671,22 @@ static void dot_d_cols_chunk(ug_ar *ar, const double *a, const double *B, size_t
             }
     } else if (w == 64) {
         dot_d_cols64(a, B + c0, ldb, n, s, abs_sum);
-    } else {
-        for (size_t i = 0; i < n; i++)
-            for (size_t c = 0; c < w; c++) {
-                double p = a[i] * B[i * ldb + c0 + c];
+    } else { /* fewer than 64 columns: 8 at a time (a constant trip count the vectoriser takes), then the rest */
+        for (size_t i = 0; i < n; i++) {
+            const double *row = B + i * ldb + c0;
+            size_t c = 0;
+            for (; c + 8 <= w; c += 8)
+                for (size_t k = c; k < c + 8; k++) {
+                    double p = a[i] * row[k];
+                    s[k] += p;
+                    abs_sum[k] += fabs(p);
+                }
+            for (; c < w; c++) {
+                double p = a[i] * row[c];
                 s[c] += p;
                 abs_sum[c] += fabs(p);
             }
+        }
     }
     for (size_t c = 0; c < w; c++) {
         if (ar->mode == UG_AR_CERT) /* ug_cv_dot_d past 64 terms: no exactness tracking */
