@@ -3,7 +3,8 @@
 # arithmetic it runs in or keeps a second, hand-certified copy of its formula
 # (docs/ADDING_AN_OPERATOR.md "The oracle"). In the code (comments aside) of every file of
 # oracles/<family>/ (the operators; oracles/mp/ is the engine):
-#   - no ug_ar_get_mode, no ug_ar_cert_sink, no UG_AR_<mode> constant;
+#   - no ug_ar_get_mode, no ug_ar_cert_sink, no UG_AR_<mode> constant, no look at a
+#     ug_arx's mode (ugx_of, ugx_is_mp, .mode: the specialisers' own);
 #   - no ug_cv_ pair arithmetic and no include of cert_inline.h, cert_block.h or
 #     arith_private.h (the engine's own: fast paths are arith_inline.h's specialisations);
 # and `grep -l ug_ar_get_mode oracles/*/*.c` finds nothing (the engine's files read their
@@ -16,6 +17,7 @@ cat >"$T/check.py" <<'EOF'
 import os, re, sys
 root = sys.argv[1]
 banned = re.compile(r'\bug_ar_get_mode\b|\bug_ar_cert_sink\b|\bUG_AR_(EXACT|CERT|NAIVE|F64|MPFR_SEQ|DEVICE)\b|\bug_cv_\w+'
+                    r'|\bugx_of\b|\bugx_is_mp\b|\.mode\b'
                     r'|#\s*include\s+"oracles/mp/(cert_inline|cert_block|arith_private)\.h"')
 def code(text):  # comments blanked, line numbers kept
     text = re.sub(r'/\*.*?\*/', lambda m: re.sub(r'[^\n]', ' ', m.group(0)), text, flags=re.S)

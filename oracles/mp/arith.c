@@ -469,7 +469,10 @@ ug_num ug_dot_d(ug_ar *ar, const double *a, size_t sa, const double *b, size_t s
         if (ug_exact_dot(m, a, sa, b, sb, n) != 0) dot_d_mpfr(ar, m, a, sa, b, sb, n); /* an inf or a NaN */
         return num_exact(m);
     }
-    return ugx_dot_d(ARX(ar), a, sa, b, sb, n); /* the plain arithmetics: arith_inline.h's loop */
+    /* the plain arithmetics: arith_inline.h's loop, its mode a constant (no test per term) */
+    if (ar->mode == UG_AR_NAIVE) return ugx_dot_d((ug_arx){ar, UG_AR_NAIVE, ar->naive_dt}, a, sa, b, sb, n);
+    if (IS_DEV(ar)) return ugx_dot_d((ug_arx){ar, UG_AR_DEVICE, ar->naive_dt}, a, sa, b, sb, n);
+    return ugx_dot_d((ug_arx){ar, UG_AR_F64, ar->naive_dt}, a, sa, b, sb, n);
 }
 
 ug_num ug_dot_d_tracked(ug_ar *ar, const double *a, size_t sa, const double *b, size_t sb, size_t n)

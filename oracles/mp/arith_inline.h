@@ -230,7 +230,7 @@ UG_AI void ugx_release(ug_arx A, size_t mark)
         }                                                                                                             \
     }
 
-/* --- added for oracles/norm_rope (inplace_add_rmsnorm, mhc_post, rms_norm_rope, interleave_rope) --- */
+/* ---- dot products of exact doubles, inline ---- */
 /* ug_dot_d of exact doubles (arith.c) as inline steps, so that an op's row or column loop
  * keeps each lane's sum in ug_dot_d's operations and order, in every plain arithmetic. */
 
@@ -294,7 +294,7 @@ UG_AI ug_num ugx_dot2(ug_arx A, double a0, double a1, double b0, double b1)
     return ugx_dot_end(A, s, abs_sum, 2, exact);
 }
 
-/* --- added for oracles/delta_rule/delta_rule_ref.c --- */
+/* ---- recurrences whose row error the certified arithmetic carries as a norm ---- */
 /* A recurrence whose row error the certified arithmetic carries as one norm bound rather
  * than per component: a linear step s <- M s + b, through which componentwise intervals
  * wrap (they grow with the norm of |M|, not of M). The op bounds the norm, the arithmetic
@@ -317,7 +317,7 @@ UG_AI double ugx_rec_set(ug_arx A, ug_num *row, size_t n, double e)
     return e;
 }
 
-/* --- added for oracles/norm_rope (inplace_add_rmsnorm, rms_norm_rope): sums of squares --- */
+/* ---- sums of squares of several rows at once ---- */
 /* out[k] = ug_dot_d(A.ar, r[k], 1, r[k], 1, n) for UGX_SQ_ROWS rows side by side: each row's
  * own left-to-right sum, the rows' chains of dependent additions interleaved (one row's is
  * latency-bound). Every term x*x is >= 0 or NaN, so the sum of the terms' magnitudes is the
