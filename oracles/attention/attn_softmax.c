@@ -11,7 +11,7 @@
  * arithmetic runs it (one copy per arithmetic, UG_ARX_SPECIALISE): the logits, their max,
  * exp(z - max), the row's sum (one engine call, ugx_sum) and the quotients. A row selected
  * whole (every row at --sample all) takes its quotients over arrays and the block emit
- * (emit_row), and with cap 0 also its logits, their max and z - max (the row pass,
+ * (softmax_emit_row), and with cap 0 also its logits, their max and z - max (the row pass,
  * row_exps_lanes): the same numbers, in loops the compiler vectorises, in every plain
  * arithmetic (this file is built with -fno-math-errno -fno-trapping-math: CMakeLists.txt). */
 #include <math.h>
@@ -143,7 +143,7 @@ UG_AI long row_exps(ug_arx A, softmax_ctx *c, size_t r, ug_num *total)
  * engine time in the scalar per-entry loops (the logit's product error, the max chain
  * with a libm fmax call per entry, the quotient), and the device bound's and naive
  * values' loops went through the engine's out-of-line primitives entry by entry. */
-#define SM_BLOCK 256 /* the quotients' block (emit_row) */
+#define SM_BLOCK 256 /* the quotients' block (softmax_emit_row) */
 
 /* classify_row for cap 0 over arrays (the same comparisons on the same values): live[j]
  * (the mask is not -inf and neither is x*scale); *nan_row whether a live logit is NaN or
@@ -168,7 +168,7 @@ live_lanes(const double *restrict x, const double *restrict mk, double scale, si
 /* logit (cap 0) of n entries into zv, ze (meaningless where not live): both sides of the
  * mask's choice computed, the chosen one the value the branch gave. rounds: the product,
  * the mask's sum (logit's). */
-UG_AI void logit_lanes(ug_arx A, const double *restrict x, const double *restrict mk, double scale, size_t n,
+UG_AI void softmax_logit_lanes(ug_arx A, const double *restrict x, const double *restrict mk, double scale, size_t n,
                        double *restrict zv, double *restrict ze)
 {
     for (size_t j = 0; j < n; j++) {
@@ -176,7 +176,7 @@ UG_AI void logit_lanes(ug_arx A, const double *restrict x, const double *restric
         zv[j] = z.v, ze[j] = z.e;
     }
 }
-UG_ARX_CLONES(logit_lanes,
+UG_ARX_CLONES(softmax_logit_lanes,
               (const double *restrict x, const double *restrict mk, double scale, size_t n, double *restrict zv,
                double *restrict ze),
               (x, mk, scale, n, zv, ze))
@@ -212,14 +212,14 @@ max_lanes(const double *restrict zv, const double *restrict ze, const unsigned c
 }
 
 /* zv[j], ze[j] -= m (row_exps' z - max) on n entries, over arrays. rounds: the difference. */
-UG_AI void sub_lanes(ug_arx A, double *restrict zv, double *restrict ze, ug_num m, size_t n)
+UG_AI void softmax_sub_lanes(ug_arx A, double *restrict zv, double *restrict ze, ug_num m, size_t n)
 {
     for (size_t j = 0; j < n; j++) {
         ug_num d = ugx_sub(A, (ug_num){zv[j], ze[j], NULL}, m);
         zv[j] = d.v, ze[j] = d.e;
     }
 }
-UG_ARX_CLONES(sub_lanes, (double *restrict zv, double *restrict ze, ug_num m, size_t n), (zv, ze, m, n))
+UG_ARX_CLONES(softmax_sub_lanes, (double *restrict zv, double *restrict ze, ug_num m, size_t n), (zv, ze, m, n))
 
 /* row_exps for row r by the row pass: the row's logits once into c->zv, c->ze, their max,
  * z - max, then exp per live entry. Returns row_exps' result, or -2 when the row pass does
@@ -233,9 +233,9 @@ UG_AI long row_exps_lanes(ug_arx A, const softmax_ctx *c, size_t r, ug_num *tota
     ug_num m = {-INFINITY, 0.0, NULL};
     if (nan_row) return -1;
     if (n_live) {
-        if (logit_lanes_plain(A.ar, xr, mr, c->p.scale, n, c->zv, c->ze)) return -2;
+        if (softmax_logit_lanes_plain(A.ar, xr, mr, c->p.scale, n, c->zv, c->ze)) return -2;
         max_lanes(c->zv, c->ze, c->live, n, &m);
-        sub_lanes_plain(A.ar, c->zv, c->ze, m, n); /* z - max (meaningless where not live) */
+        softmax_sub_lanes_plain(A.ar, c->zv, c->ze, m, n); /* z - max (meaningless where not live) */
         for (size_t j = 0; j < n; j++) /* exp(z - max), packed over the live entries */
             if (c->live[j]) c->e[pos++] = ugx_exp(A, (ug_num){c->zv[j], c->ze[j], NULL});
     }
@@ -246,7 +246,7 @@ UG_AI long row_exps_lanes(ug_arx A, const softmax_ctx *c, size_t r, ug_num *tota
 /* A row of n entries selected whole from position k, e packed over its live entries: e_j /
  * t per live entry, 0 where masked, SM_BLOCK entries at a time: the quotients over arrays,
  * then the block emit (ug_ar_emit_block). rounds: the quotient. */
-UG_AI void emit_row(ug_arx A, const unsigned char *restrict live, const ug_num *restrict e, ug_num t, size_t n,
+UG_AI void softmax_emit_row(ug_arx A, const unsigned char *restrict live, const ug_num *restrict e, ug_num t, size_t n,
                     size_t k)
 {
     double qv[SM_BLOCK], qe[SM_BLOCK], v[SM_BLOCK], ve[SM_BLOCK];
@@ -271,18 +271,18 @@ UG_AI void emit_row(ug_arx A, const unsigned char *restrict live, const ug_num *
         ug_ar_emit_block(A.ar, 0, k + j0, v, ve, len);
     }
 }
-UG_ARX_CLONES(emit_row,
+UG_ARX_CLONES(softmax_emit_row,
               (const unsigned char *restrict live, const ug_num *restrict e, ug_num t, size_t n, size_t k),
               (live, e, t, n, k))
 
 /* Row r's selected elements from position *k on (past them on return), n_live and total
  * from row_exps (or its row pass): e_j / total per live entry, 0 where masked; a row
- * selected whole (every row at --sample all) through emit_row in the plain arithmetics,
+ * selected whole (every row at --sample all) through softmax_emit_row in the plain arithmetics,
  * else one element at a time. */
 UG_AI void row_emit(ug_arx A, const softmax_ctx *c, const ug_selection *sel, size_t r, ug_num total, size_t *k)
 {
     size_t n = c->n;
-    if (ug_sel_is_run(sel, 0, *k, r * n, n) && !emit_row_plain(A.ar, c->live, c->e, total, n, *k)) {
+    if (ug_sel_is_run(sel, 0, *k, r * n, n) && !softmax_emit_row_plain(A.ar, c->live, c->e, total, n, *k)) {
         *k += n;
         return;
     }

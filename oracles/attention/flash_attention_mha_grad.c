@@ -325,7 +325,7 @@ static const double *gathered(const grad_group *g, const grad_tiles *T, int o, c
  * formula in every plain arithmetic (UG_ARX_CLONES). Why: ug_ar_emit and ug_mul per
  * element were an eighth of the op's engine time at --sample all. */
 #define GR_EMIT 256
-UG_AI void emit_row_block(ug_arx A, int o, size_t b, const ug_num *row, size_t D, double scale)
+UG_AI void grad_emit_row_block(ug_arx A, int o, size_t b, const ug_num *row, size_t D, double scale)
 {
     double v[GR_EMIT], e[GR_EMIT];
     ug_num sc = ugx_c(A, scale);
@@ -338,7 +338,7 @@ UG_AI void emit_row_block(ug_arx A, int o, size_t b, const ug_num *row, size_t D
         ug_ar_emit_block(A.ar, o, b + d0, v, e, len);
     }
 }
-UG_ARX_CLONES(emit_row_block, (int o, size_t b, const ug_num *row, size_t D, double scale), (o, b, row, D, scale))
+UG_ARX_CLONES(grad_emit_row_block, (int o, size_t b, const ug_num *row, size_t D, double scale), (o, b, row, D, scale))
 
 /* group_emit for a plain arithmetic: the rows most of which are selected go GR_TILE at a
  * time through ug_dot_nd_cols_tile (rows that weigh the same rows of q, dO or k, with their
@@ -365,7 +365,7 @@ static void group_emit_tiled(ug_ar *ar, const grad_group *g, const ug_selection 
         if (m && (r == len || (whole && (rr != rows || m == GR_TILE)))) { /* the batch so far, at once */
             ug_dot_nd_cols_tile(ar, T->x, T->ldx, n, m, gathered(g, T, o, rows), D, D, T->o, D);
             for (size_t k = 0; k < m; k++) {
-                if (e[k] - b[k] == D && !emit_row_block_plain(ar, o, b[k], T->o + k * D, D, p->scale))
+                if (e[k] - b[k] == D && !grad_emit_row_block_plain(ar, o, b[k], T->o + k * D, D, p->scale))
                     continue; /* the whole row, a block at a time */
                 for (size_t i = b[k]; i < e[k]; i++) {
                     ug_num val = T->o[k * D + sel->idx[o][i] % D];

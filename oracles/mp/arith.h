@@ -25,7 +25,9 @@
  *   UG_AR_MPFR_SEQ  EXACT with reductions done one MPFR multiply-add at a time: the
  *                "naive MPFR" baseline of `ulpgym bench oracle`.
  * Numbers live until ug_ar_release() of an earlier mark; EXACT numbers point into a
- * pool of mpfr_t that never moves. */
+ * pool of mpfr_t that never moves. An op never asks which arithmetic it runs in: its hot
+ * loops are written on arith_inline.h's inline forms, which the engine specialises per
+ * arithmetic (tests/test_one_formula.sh). */
 #ifndef UG_ARITH_H
 #define UG_ARITH_H
 #include <stddef.h>

@@ -198,9 +198,18 @@ UG_AI void ugx_release(ug_arx A, size_t mark)
  * load time (no contraction, -ffp-contract=off: every instruction set gives the same
  * bits), and `int fn_plain(ug_ar *ar, PARAMS)` calling the copy of ar's mode: 0 when it
  * ran, -1 in the MPFR arithmetics (whose numbers live in the arena, one element at a
- * time). PARAMS and ARGS are the parameter list and the names to pass, in parentheses. No
- * clones under the sanitizers, whose set-up an ifunc resolver would precede. */
-#if defined(__x86_64__) && defined(__has_attribute) && !defined(__SANITIZE_ADDRESS__)
+ * time). PARAMS and ARGS are the parameter list and the names to pass, in parentheses. fn
+ * must be a name no other file gives a clone (prefix it with the op's): clang emits each
+ * clone's ifunc resolver as a global symbol, static or not, and two files' `row_values`
+ * fail the link (tests/test_one_formula.sh checks the names). No clones under the
+ * sanitizers, whose set-up an ifunc resolver would precede, nor with UG_NO_TARGET_CLONES
+ * (the UBSan build's, as kernels/sim/attention/attn_vec.c). */
+#if defined(__has_feature) && !defined(UG_NO_TARGET_CLONES) /* clang's spelling of the sanitizer test */
+#if __has_feature(address_sanitizer)
+#define UG_NO_TARGET_CLONES
+#endif
+#endif
+#if defined(__x86_64__) && defined(__has_attribute) && !defined(__SANITIZE_ADDRESS__) && !defined(UG_NO_TARGET_CLONES)
 #if __has_attribute(target_clones)
 #define UG_ARX_TARGET_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif

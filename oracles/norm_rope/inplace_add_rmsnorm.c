@@ -48,7 +48,7 @@ typedef struct {
     double v[2][IAR_BLOCK], e[2][IAR_BLOCK]; /* y, then x_add: values, bounds */
 } iar_out;
 
-UG_AI void row_block(ug_arx A, const double *restrict xa, const double *restrict gm, const double *restrict x1,
+UG_AI void iarn_row_block(ug_arx A, const double *restrict xa, const double *restrict gm, const double *restrict x1,
                      const double *restrict x2, const ug_num *rsp, size_t len, iar_out *restrict o)
 {
     ug_num rs = *rsp;
@@ -57,13 +57,13 @@ UG_AI void row_block(ug_arx A, const double *restrict xa, const double *restrict
         o->v[0][i] = y.v, o->e[0][i] = y.e, o->v[1][i] = xs.v, o->e[1][i] = xs.e;
     }
 }
-UG_ARX_CLONES(row_block,
+UG_ARX_CLONES(iarn_row_block,
               (const double *restrict xa, const double *restrict gm, const double *restrict x1,
                const double *restrict x2, const ug_num *rsp, size_t len, iar_out *restrict o),
               (xa, gm, x1, x2, rsp, len, o))
 
 /* A row selected whole in y and x_add (every row at --sample all), inputs held as doubles, in
- * a plain arithmetic: both computed by row_block and emitted by blocks, and rstd; 0 (nothing
+ * a plain arithmetic: both computed by iarn_row_block and emitted by blocks, and rstd; 0 (nothing
  * emitted) for any other row, and in the MPFR arithmetics. */
 static int whole_row(ug_ar *ar, const ug_selection *sel, size_t *pos, size_t r, size_t h, const double *xa,
                      ug_num rstd, const ug_tensor *x1, const ug_tensor *x2, const ug_tensor *gm)
@@ -74,7 +74,7 @@ static int whole_row(ug_ar *ar, const ug_selection *sel, size_t *pos, size_t r, 
     iar_out o;
     for (size_t i0 = 0; i0 < h; i0 += IAR_BLOCK) {
         size_t len = h - i0 < IAR_BLOCK ? h - i0 : IAR_BLOCK;
-        if (row_block_plain(ar, xa + i0, gm->values + i0, x1->values + r * h + i0, x2->values + r * h + i0, &rstd,
+        if (iarn_row_block_plain(ar, xa + i0, gm->values + i0, x1->values + r * h + i0, x2->values + r * h + i0, &rstd,
                             len, &o))
             return 0;
         ug_ar_emit_block(ar, 0, pos[0] + i0, o.v[0], o.e[0], len); /* rounds: the output dtype, at the emit */
@@ -109,9 +109,9 @@ UG_AI void row_elements(ug_arx A, const iar_ctx *x, const ug_selection *sel, siz
 
 /* Inputs held as doubles: x_add (exact) of the UGX_SQ_ROWS rows of group g0.. into
  * xa4 (row k at xa4 + k*h; rows past the last are zeros) and ug_dot_d(xa, xa) of each into
- * ss, the rows' sums side by side (ugx_sumsq_rows); group_sumsq_plain declines (-1) in the
+ * ss, the rows' sums side by side (ugx_sumsq_rows); iarn_group_sumsq_plain declines (-1) in the
  * MPFR arithmetics. */
-UG_AI void group_sumsq(ug_arx A, const double *restrict a, const double *restrict b, size_t h, size_t nrows,
+UG_AI void iarn_group_sumsq(ug_arx A, const double *restrict a, const double *restrict b, size_t h, size_t nrows,
                        double *restrict xa4, ug_num *ss)
 {
     size_t n = nrows * h;
@@ -120,7 +120,7 @@ UG_AI void group_sumsq(ug_arx A, const double *restrict a, const double *restric
     const double *r[UGX_SQ_ROWS] = {xa4, xa4 + h, xa4 + 2 * h, xa4 + 3 * h};
     ugx_sumsq_rows(A, r, h, ss);
 }
-UG_ARX_CLONES(group_sumsq,
+UG_ARX_CLONES(iarn_group_sumsq,
               (const double *restrict a, const double *restrict b, size_t h, size_t nrows, double *restrict xa4,
                ug_num *ss),
               (a, b, h, nrows, xa4, ss))
@@ -133,7 +133,7 @@ static const double *row_sumsq(ug_ar *ar, const iar_ctx *x, size_t rows, size_t 
     size_t h = x->h, g = r / UGX_SQ_ROWS;
     if (*grouped && *group != g) {
         size_t g0 = g * UGX_SQ_ROWS, n = rows - g0 < UGX_SQ_ROWS ? rows - g0 : UGX_SQ_ROWS;
-        *grouped = group_sumsq_plain(ar, x->x1->values + g0 * h, x->x2->values + g0 * h, h, n, xa4, ss4) == 0;
+        *grouped = iarn_group_sumsq_plain(ar, x->x1->values + g0 * h, x->x2->values + g0 * h, h, n, xa4, ss4) == 0;
         *group = *grouped ? g : SIZE_MAX;
     }
     if (*grouped) {

@@ -131,7 +131,7 @@ static void row_load(rope_row *w, const rope_ctx *x, size_t row)
  * vectorises in the plain arithmetics (UG_ARX_CLONES): ugx_dot2 chooses between values, not
  * code paths (cert_inline.h), and this file is compiled with -fno-math-errno
  * -fno-trapping-math (CMakeLists.txt), which change no IEEE result. */
-UG_AI void row_values(ug_arx A, const rope_row *w, size_t half)
+UG_AI void rope_row_values(ug_arx A, const rope_row *w, size_t half)
 {
     const double *restrict ev = w->ev, *restrict od = w->od;
     const double *restrict c1 = w->c1, *restrict s1 = w->s1, *restrict c2 = w->c2, *restrict s2 = w->s2;
@@ -145,7 +145,7 @@ UG_AI void row_values(ug_arx A, const rope_row *w, size_t half)
         v[half + i] = y.v, e[half + i] = y.e;
     }
 }
-UG_ARX_CLONES(row_values, (const rope_row *w, size_t half), (w, half))
+UG_ARX_CLONES(rope_row_values, (const rope_row *w, size_t half), (w, half))
 
 /* Output element (row, j). */
 UG_AI ug_num element(ug_arx A, const rope_ctx *x, size_t row, size_t j)
@@ -168,9 +168,9 @@ UG_AI void row_elements(ug_arx A, const rope_ctx *x, const ug_selection *sel, si
     }
 }
 
-/* A row selected whole (every row at --sample all) is computed by row_values and emitted as
+/* A row selected whole (every row at --sample all) is computed by rope_row_values and emitted as
  * a block, its batch and position found once; any other row (and every row in the MPFR
- * arithmetics, where row_values_plain declines) one element at a time. */
+ * arithmetics, where rope_row_values_plain declines) one element at a time. */
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     rope_ctx x = {ug_case_input(c, "x"), ug_case_input(c, "cos"), ug_case_input(c, "sin"), read_layout(&c->params)};
@@ -183,7 +183,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
         size_t row = sel->idx[0][k] / d;
         if (rows && ug_sel_is_run(sel, 0, k, row * d, d)) {
             row_load(&w, &x, row);
-            rows = row_values_plain(ar, &w, x.L.half) == 0;
+            rows = rope_row_values_plain(ar, &w, x.L.half) == 0;
             if (rows) {
                 ug_ar_emit_block(ar, 0, k, w.v, w.e, d); /* rounds: the output dtype, at the emit */
                 k += d;

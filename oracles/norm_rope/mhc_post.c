@@ -62,7 +62,7 @@ static int rows_open(mhc_rows *w, size_t nst, size_t d)
  * certified steps choose between values, not code paths (cert_inline.h), and this file is
  * compiled with -fno-math-errno -fno-trapping-math (CMakeLists.txt), which change no IEEE
  * result. */
-UG_AI void row_values(ug_arx A, const double *coef, size_t n, const mhc_rows *wp, size_t d)
+UG_AI void mhcp_row_values(ug_arx A, const double *coef, size_t n, const mhc_rows *wp, size_t d)
 {
     const mhc_rows w = *wp; /* a local copy: no store below can change it */
     double *restrict s = w.s, *restrict abs_sum = w.abs_sum;
@@ -79,7 +79,7 @@ UG_AI void row_values(ug_arx A, const double *coef, size_t n, const mhc_rows *wp
         w.v[j] = y.v, w.e[j] = y.e;
     }
 }
-UG_ARX_CLONES(row_values, (const double *coef, size_t n, const mhc_rows *wp, size_t d), (coef, n, wp, d))
+UG_ARX_CLONES(mhcp_row_values, (const double *coef, size_t n, const mhc_rows *wp, size_t d), (coef, n, wp, d))
 
 /* Token t's terms into w->B (once per token). */
 static void load_terms(const mhc_ctx *m, mhc_rows *w, size_t t)
@@ -108,8 +108,8 @@ UG_AI void row_elements(ug_arx A, const mhc_ctx *m, const double *coef, const ug
     ugx_release(A, mark);
 }
 
-/* Row by row: a row selected whole (every row at --sample all) by row_values and one block
- * emit, any other row (and every row in the MPFR arithmetics, where row_values_plain
+/* Row by row: a row selected whole (every row at --sample all) by mhcp_row_values and one block
+ * emit, any other row (and every row in the MPFR arithmetics, where mhcp_row_values_plain
  * declines) element by element. */
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
@@ -126,7 +126,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
         for (size_t s = 0; s < nst; s++) coef[1 + s] = ug_tload(hr, (t * nst + s) * nst + n);
         if (rows && ug_sel_is_run(sel, 0, k, row * d, d)) {
             load_terms(&m, &w, t);
-            rows = row_values_plain(ar, coef, nst + 1, &w, d) == 0;
+            rows = mhcp_row_values_plain(ar, coef, nst + 1, &w, d) == 0;
             if (rows) {
                 ug_ar_emit_block(ar, 0, k, w.v, w.e, d); /* rounds: bf16, at the emit */
                 k += d;

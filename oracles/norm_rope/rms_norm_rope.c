@@ -81,7 +81,7 @@ typedef struct {
  * plain arithmetics (UG_ARX_CLONES): ugx_dot2 and the certified product choose between
  * values, not code paths (cert_inline.h), and this file is compiled with -fno-math-errno
  * -fno-trapping-math (CMakeLists.txt), which change no IEEE result. */
-UG_AI void row_values(ug_arx A, const rope_row *r)
+UG_AI void rmsr_row_values(ug_arx A, const rope_row *r)
 {
     const double *restrict xg = r->xg, *restrict cs = r->cs, *restrict sn = r->sn;
     double *restrict v = r->v, *restrict e = r->e;
@@ -96,7 +96,7 @@ UG_AI void row_values(ug_arx A, const rope_row *r)
         v[half + i] = y.v, e[half + i] = y.e;
     }
 }
-UG_ARX_CLONES(row_values, (const rope_row *r), (r))
+UG_ARX_CLONES(rmsr_row_values, (const rope_row *r), (r))
 
 /* Positions *k .. of output o's selection that lie in row `row`, one element at a time (a
  * sample, and the MPFR arithmetics); *k moves past them. */
@@ -120,15 +120,15 @@ static const double *table_row(const ug_tensor *t, size_t tok, size_t half, doub
 }
 
 /* The sums of squares of UGX_SQ_ROWS head rows x4 (row k at x4 + k*d) side by side. */
-UG_AI void group_sumsq(ug_arx A, const double *x4, size_t d, ug_num *ss)
+UG_AI void rmsr_group_sumsq(ug_arx A, const double *x4, size_t d, ug_num *ss)
 {
     const double *r[UGX_SQ_ROWS] = {x4, x4 + d, x4 + 2 * d, x4 + 3 * d};
     ugx_sumsq_rows(A, r, d, ss);
 }
-UG_ARX_CLONES(group_sumsq, (const double *x4, size_t d, ug_num *ss), (x4, d, ss))
+UG_ARX_CLONES(rmsr_group_sumsq, (const double *x4, size_t d, ug_num *ss), (x4, d, ss))
 
 /* Head rows of x and their sums of squares, UGX_SQ_ROWS rows (a group) at a time in the plain
- * arithmetics; one row at a time in the MPFR ones (group_sumsq_plain declines). */
+ * arithmetics; one row at a time in the MPFR ones (rmsr_group_sumsq_plain declines). */
 typedef struct {
     const ug_tensor *x;
     size_t d, rows, group; /* group: the one x4 and ss hold, SIZE_MAX none */
@@ -144,7 +144,7 @@ static const double *row_sumsq(ug_ar *ar, sq_rows *q, size_t row, ug_num *ss)
     if (q->grouped && q->group != g) {
         size_t n = (q->rows - g * UGX_SQ_ROWS < UGX_SQ_ROWS ? q->rows - g * UGX_SQ_ROWS : UGX_SQ_ROWS) * d;
         for (size_t i = 0; i < UGX_SQ_ROWS * d; i++) q->x4[i] = i < n ? ug_tload(q->x, g * UGX_SQ_ROWS * d + i) : 0.0;
-        q->grouped = group_sumsq_plain(ar, q->x4, d, q->ss) == 0;
+        q->grouped = rmsr_group_sumsq_plain(ar, q->x4, d, q->ss) == 0;
         q->group = q->grouped ? g : SIZE_MAX;
     }
     if (q->grouped) {
@@ -157,8 +157,8 @@ static const double *row_sumsq(ug_ar *ar, sq_rows *q, size_t row, ug_num *ss)
 }
 
 /* Emits the selected elements of output o (x [T,H,D], its gamma) row by row: a row selected
- * whole (every row at --sample all) by row_values and one block emit, any other row (and
- * every row in the MPFR arithmetics, where row_values_plain declines) element by element. */
+ * whole (every row at --sample all) by rmsr_row_values and one block emit, any other row (and
+ * every row in the MPFR arithmetics, where rmsr_row_values_plain declines) element by element. */
 static int oracle_tensor(const ug_case *c, ug_ar *ar, const ug_selection *sel, int o, const ug_tensor *x,
                          const ug_tensor *gm)
 {
@@ -179,7 +179,7 @@ static int oracle_tensor(const ug_case *c, ug_ar *ar, const ug_selection *sel, i
         for (size_t i = 0; i < d; i++) xg[i] = xr[i] * ug_tload(gm, i); /* exact: <= 22 significant bits */
         r.rstd = ug_rsqrt(ar, ug_add(ar, ug_div(ar, ss, ug_c(ar, (double)d)), ug_c(ar, eps)));
         r.cs = table_row(ct, tok, half, cb), r.sn = table_row(st, tok, half, sb);
-        if (rows && ug_sel_is_run(sel, o, k, row * d, d) && (rows = row_values_plain(ar, &r) == 0)) {
+        if (rows && ug_sel_is_run(sel, o, k, row * d, d) && (rows = rmsr_row_values_plain(ar, &r) == 0)) {
             ug_ar_emit_block(ar, o, k, r.v, r.e, d); /* rounds: the output dtype, at the emit */
             k += d;
         } else {
