@@ -2,7 +2,8 @@
  * test_op_incre_flash_attention_mla, test_op_sparse_flash_attention): run one spec on a
  * sim variant with every output element checked and the case kept (op_check.h's opc_run),
  * and an independent long-double softmax(s)·V that the tests compare the oracle against; the
- * block-table check the paged ops share. Bad params: op_check.h's opc_expect_refused.
+ * block-table check the paged ops share, and the bad params of the two GLM attention ops.
+ * Bad params: op_check.h's opc_expect_refused.
  *
  * Static inline functions in a header so each test program stays one file, shares no
  * state and takes only what it uses. */
@@ -53,5 +54,22 @@ static inline long double gl_ref_softmax_pv(const long double *s, size_t n, cons
     }
     return num / den;
 }
+
+/* The bad params of test_op_glm_attention(_fusion): each row of bad ({params, needle}) in place
+ * of the one %s of spec_fmt refused naming needle, and 65 sequences, one over the batch limit,
+ * refused naming actual_seqs (params `head`, other params each ending in a comma or "", and
+ * the 65 lengths). */
+static inline void gl_expect_bad_params(const char *spec_fmt, const char *head, const char *const bad[][2],
+                                        size_t n_bad)
+{
+    opc_expect_refused_each(spec_fmt, bad, n_bad);
+    char many[600], spec[2048];
+    int n = snprintf(many, sizeof many, "{%s\"actual_seqs\":\"1", head);
+    for (int i = 1; i < 65; i++) n += snprintf(many + n, sizeof many - (size_t)n, ",1");
+    snprintf(many + n, sizeof many - (size_t)n, "\"}");
+    snprintf(spec, sizeof spec, spec_fmt, many);
+    opc_expect_refused(spec, "actual_seqs");
+}
+#define GL_EXPECT_BAD_PARAMS(spec_fmt, head, bad) gl_expect_bad_params(spec_fmt, head, bad, sizeof bad / sizeof bad[0])
 
 #endif

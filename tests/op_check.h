@@ -1,7 +1,9 @@
 /* op_check.h — helpers shared by the per-operator tests (tests/test_op_<op>.c): run one
- * case spec end to end with every element checked and keep its tensors, read them back,
- * judge them again after an edit, and assert that a bad spec, or each of a table of bad
- * params, is refused with a message naming what is wrong.
+ * case spec end to end with every element checked and keep its tensors (opc_sim_passes:
+ * and assert the sim kernel passes it), read them back, judge them again after an edit or
+ * with optional outputs withheld, assert that mutants fail (on one output alone) and the
+ * ideal backend passes, and that a bad spec, or each of a table of bad params, is refused
+ * with a message naming what is wrong.
  *
  * Per-op tests then only hold what is specific to their op: the independent naive
  * evaluation, the hand-computed values and the invariants. Include after check.h. */
@@ -9,6 +11,7 @@
 #define UG_OP_CHECK_H
 #include <string.h>
 
+#include "core/registry.h"
 #include "gen/case.h"
 #include "run/exec.h"
 
@@ -64,6 +67,31 @@ static inline int opc_run(const char *spec, const char *variant, ug_result *r, u
     return rc;
 }
 
+/* Runs spec with the sim kernel, every element checked and the case kept, and CHECKs that it
+ * PASSes ("what: outcome message" otherwise); r may be NULL. Returns d->have_oracle: 1 when
+ * d holds the oracle's result to look into (free d with ug_exec_detail_free), else 0. r and d
+ * are zeroed first, so a backend that does not open leaves nothing to free. */
+static inline int opc_sim_passes(const char *spec, const char *what, ug_result *r, ug_exec_detail *d)
+{
+    ug_result own;
+    if (!r) r = &own;
+    memset(r, 0, sizeof *r);
+    memset(d, 0, sizeof *d);
+    CHECK(opc_run(spec, "sim", r, d) == 0 && r->outcome == UG_OUT_PASS, "%s: %s %s", what,
+          ug_outcome_name(r->outcome), r->message);
+    return d->have_oracle;
+}
+
+/* opc_sim_passes (r not kept) on spec_fmt with its one %s replaced by arg; the case is named
+ * "what [arg]". */
+static inline int opc_sim_passes_fmt(const char *spec_fmt, const char *arg, const char *what, ug_exec_detail *d)
+{
+    char spec[8192], name[256];
+    snprintf(spec, sizeof spec, spec_fmt, arg);
+    snprintf(name, sizeof name, "%s [%s]", what, arg);
+    return opc_sim_passes(spec, name, NULL, d);
+}
+
 /* Element i of input `name` / of output o of a kept case, as an exact double. */
 static inline double opc_in(const ug_exec_detail *d, const char *name, size_t i)
 {
@@ -105,6 +133,16 @@ static inline void opc_expect_judged_pass(const ug_result *r, const char *name, 
           "%s: %s must PASS pypto, certified and reference", what, name);
 }
 
+/* opc_sim_passes, then each output of names (NULL-ended) judged PASS as opc_expect_judged_pass
+ * does. Returns d->have_oracle. */
+static inline int opc_sim_passes_judged(const char *spec, const char *what, const char *const *names, ug_result *r,
+                                        ug_exec_detail *d)
+{
+    if (!opc_sim_passes(spec, what, r, d)) return 0;
+    for (; *names; names++) opc_expect_judged_pass(r, *names, "sim");
+    return 1;
+}
+
 /* Sim variant `variant` on spec FAILs, with output `bad` failing pypto, certified and
  * reference, and every other output passing pypto (or NA): a mutant of one output is caught
  * there and nowhere else. */
@@ -122,6 +160,16 @@ static inline void opc_expect_only_output_fails(const char *spec, const char *va
             CHECK(r.out[k].verdict[UG_STD_PYPTO] != UG_V_FAIL, "%s: %s must still pass", variant, r.out[k].name);
 }
 
+/* Each sim variant of variants (NULL-ended) FAILs spec ("variant: outcome" otherwise). */
+static inline void opc_expect_mutants_fail(const char *spec, const char *const *variants)
+{
+    for (; *variants; variants++) {
+        ug_result r;
+        CHECK(opc_run(spec, *variants, &r, NULL) == 0 && r.outcome == UG_OUT_FAIL, "%s: %s", *variants,
+              ug_outcome_name(r.outcome));
+    }
+}
+
 /* The ideal backend passes spec, and each output of names (NULL-ended) as opc_expect_judged_pass. */
 static inline void opc_expect_ideal_passes(const char *spec, const char *const *names)
 {
@@ -136,6 +184,18 @@ static inline void opc_expect_ideal_passes(const char *spec, const char *const *
     ug_backend_close(&b);
     for (; *names; names++) opc_expect_judged_pass(&r, *names, "ideal");
 }
+
+/* The optional-output checks of a case: each row {variant, output} of mutants caught on that
+ * output alone (opc_expect_only_output_fails), then the ideal backend passing spec with each
+ * output of names (NULL-ended) judged (opc_expect_ideal_passes). */
+static inline void opc_expect_output_mutants_and_ideal(const char *spec, const char *const mutants[][2], size_t n,
+                                                       const char *const *names)
+{
+    for (size_t i = 0; i < n; i++) opc_expect_only_output_fails(spec, mutants[i][0], mutants[i][1]);
+    opc_expect_ideal_passes(spec, names);
+}
+#define OPC_EXPECT_OUTPUT_MUTANTS_AND_IDEAL(spec, mutants, names)                                                      \
+    opc_expect_output_mutants_and_ideal(spec, mutants, sizeof mutants / sizeof mutants[0], names)
 
 /* The result of judging the (edited) outputs of a kept case d->c again, every element. */
 static inline void opc_rejudge_result(ug_exec_detail *d, ug_result *r)
@@ -153,6 +213,29 @@ static inline ug_outcome opc_rejudge(ug_exec_detail *d)
     ug_result r;
     opc_rejudge_result(d, &r);
     return r.outcome;
+}
+
+/* Output k of the rejudged result np was not provided: NA under every standard, with the
+ * threshold {"provided":false} ("what not provided: standard is verdict threshold" otherwise). */
+static inline void opc_expect_not_provided(const ug_result *np, int k, const char *what)
+{
+    const ug_output_result *o = &np->out[k];
+    for (int s = 0; s < UG_STD_COUNT; s++)
+        CHECK(o->not_provided && o->verdict[s] == UG_V_NA && strcmp(o->thresholds[s], "{\"provided\":false}") == 0,
+              "%s not provided: %s is %s %s", what, ug_standard_name(s), ug_vstate_name(o->verdict[s]),
+              o->thresholds[s]);
+}
+
+/* Outputs first..last of the kept case d withheld (sentinel-filled) and the case judged again
+ * into np; output `other` keeps under every standard the verdict it had in r. */
+static inline void opc_withhold_outputs(ug_exec_detail *d, const ug_result *r, int first, int last, const char *other,
+                                        ug_result *np)
+{
+    for (int k = first; k <= last; k++) ug_tensor_fill_sentinel(&d->c.out[k]);
+    opc_rejudge_result(d, np);
+    for (int s = 0; s < UG_STD_COUNT; s++)
+        CHECK(opc_out_verdict(np, other, s) == opc_out_verdict(r, other, s), "%s's %s verdict changed", other,
+              ug_standard_name(s));
 }
 
 /* A spec the op must refuse: ug_exec_case() < 0 (a bad spec; its outcome ERROR), and a

@@ -21,6 +21,15 @@ typedef struct {
     double mean, meansq, lo, hi;
 } moments;
 
+/* Value v (one of N) added into m. */
+static void moments_add(moments *m, double v)
+{
+    m->mean += v / N;
+    m->meansq += v * v / N;
+    m->lo = fmin(m->lo, v);
+    m->hi = fmax(m->hi, v);
+}
+
 static moments fill_moments(const char *json, ug_dtype dt, uint64_t seed, double *vals)
 {
     cJSON *d = cJSON_Parse(json);
@@ -31,10 +40,7 @@ static moments fill_moments(const char *json, ug_dtype dt, uint64_t seed, double
     for (size_t i = 0; i < N; i++) {
         double v = ug_dtype_load(dt, buf, i);
         if (vals) vals[i] = v;
-        m.mean += v / N;
-        m.meansq += v * v / N;
-        m.lo = fmin(m.lo, v);
-        m.hi = fmax(m.hi, v);
+        moments_add(&m, v);
     }
     cJSON_Delete(d);
     return m;
@@ -48,10 +54,7 @@ static moments value_moments(const char *json, uint64_t seed, double *vals)
     for (uint64_t i = 0; i < N; i++) {
         double v = ug_dist_value(d, seed, 2, i);
         vals[i] = v;
-        m.mean += v / N;
-        m.meansq += v * v / N;
-        m.lo = fmin(m.lo, v);
-        m.hi = fmax(m.hi, v);
+        moments_add(&m, v);
     }
     cJSON_Delete(d);
     return m;

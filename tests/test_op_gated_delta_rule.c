@@ -23,13 +23,20 @@ static void spec(char *buf, size_t n, const char *dtype, const char *params, con
              params, dists, 4242);
 }
 
-static void test_differential(void)
+/* Runs the bf16 case of params and dists on the sim kernel, its case kept in d, and CHECKs
+ * that it ran ("run: message" otherwise). */
+static void run_bf16_sim(const char *params, const char *dists, ug_result *r, ug_exec_detail *d)
 {
     char s[2048];
-    spec(s, sizeof s, "bf16", "\"tokens\":5,\"hv\":4,\"hqk\":2,\"dk\":8,\"dv\":6", NORMAL_DISTS);
+    spec(s, sizeof s, "bf16", params, dists);
+    CHECK(delta_run(s, "sim", r, d) == 0, "run: %s", r->message);
+}
+
+static void test_differential(void)
+{
     ug_result r;
     ug_exec_detail d;
-    CHECK(delta_run(s, "sim", &r, &d) == 0, "run: %s", r.message);
+    run_bf16_sim("\"tokens\":5,\"hv\":4,\"hqk\":2,\"dk\":8,\"dv\":6", NORMAL_DISTS, &r, &d);
     CHECK(r.outcome == UG_OUT_PASS, "sim kernel: %s %s", ug_outcome_name(r.outcome), r.message);
     if (d.have_oracle) delta_check_oracle(&d, (float)(1.0 / sqrt(8.0)), 1e-9);
     ug_exec_detail_free(&d);
@@ -38,11 +45,9 @@ static void test_differential(void)
 /* g = 0, beta = 1: S_T = S_{T-1}(I - k k^T) + v k^T, so S_T k = v ||k||^2 + S_{T-1}k (1 - ||k||^2). */
 static void test_write_invariant(void)
 {
-    char s[2048];
-    spec(s, sizeof s, "bf16", "\"tokens\":3,\"hv\":2,\"hqk\":1,\"dk\":16,\"dv\":4", WRITE_DISTS);
     ug_result r;
     ug_exec_detail d;
-    CHECK(delta_run(s, "sim", &r, &d) == 0, "run: %s", r.message);
+    run_bf16_sim("\"tokens\":3,\"hv\":2,\"hqk\":1,\"dk\":16,\"dv\":4", WRITE_DISTS, &r, &d);
     if (!d.have_oracle) return;
     const ug_case *c = &d.c;
     const double *k = ug_case_input(c, "k")->values + 2 * 16, *v = ug_case_input(c, "v")->values + 2 * 2 * 4;

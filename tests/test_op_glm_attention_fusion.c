@@ -103,9 +103,7 @@ static void check_default_slots(void)
     ug_result r;
     ug_exec_detail d;
     static const long own[B] = {-1, -1, -1, -1, -1};
-    CHECK(opc_run(SPEC(DIST, PARAMS "}"), "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "sim: %s %s",
-          ug_outcome_name(r.outcome), r.message);
-    if (!d.have_oracle) return;
+    if (!opc_sim_passes(SPEC(DIST, PARAMS "}"), "sim", &r, &d)) return;
     check_caches(&d, own);
     check_attention(&d);
     check_one_token(&d);
@@ -124,11 +122,8 @@ static void check_default_slots(void)
 static void check_explicit_slots(void)
 {
     static const long want[B] = {3, 95, 40, 0, 20};
-    ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(SPEC(DIST, PARAMS ",\"slot_mapping\":\"3,95,40,0,20\"}"), "sim", &r, &d) == 0 &&
-              r.outcome == UG_OUT_PASS,
-          "explicit slots: %s %s", ug_outcome_name(r.outcome), r.message);
+    opc_sim_passes(SPEC(DIST, PARAMS ",\"slot_mapping\":\"3,95,40,0,20\"}"), "explicit slots", NULL, &d);
     if (!d.have_oracle) return;
     CHECK(ug_case_input(&d.c, "key_cache")->shape[0] == 12, "pool of %ld blocks, expected 12",
           (long)ug_case_input(&d.c, "key_cache")->shape[0]);
@@ -150,13 +145,7 @@ static void check_bad_params(void)
         {"{\"actual_seqs\":\"5\",\"rotary_dim\":63,\"hidden\":16}", "rotary_dim"},
         {"{\"actual_seqs\":\"0\",\"hidden\":16}", "actual_seqs"},
     };
-    OPC_EXPECT_REFUSED_EACH(SPEC(DIST, "%s"), bad);
-    char many[600] = "{\"hidden\":16,\"actual_seqs\":\"1"; /* 65 sequences: one over the limit */
-    for (int i = 1; i < 65; i++) strcat(many, ",1");
-    strcat(many, "\"}");
-    char spec[1800];
-    snprintf(spec, sizeof spec, SPEC(DIST, "%s"), many);
-    opc_expect_refused(spec, "actual_seqs");
+    GL_EXPECT_BAD_PARAMS(SPEC(DIST, "%s"), "\"hidden\":16,", bad);
 }
 
 int main(void)

@@ -46,10 +46,8 @@ static void test_known_value(void)
                        C("norm_bias", 0) "," C("scale_reciprocal", 2.5) "," C("offset", 0) "," C("qkv_weight", 1) ","
                        C("quant_bias", 1) "," C("deq_scale", 0.25) "," C("q_norm_weight", 1) "," C("q_norm_bias", 0)
                        "," C("k_norm_weight", 1) "," C("k_norm_bias", 0) "," C("cos", 0.5) "," C("sin", 0.25) "}}";
-    ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "known value: %s %s",
-          ug_outcome_name(r.outcome), r.message);
+    opc_sim_passes(spec, "known value", NULL, &d);
     for (size_t i = 0; i < 2; i++) {
         CHECK(opc_out(&d, O_RES, i) == 2 && opc_out(&d, O_N, i) == 1 && opc_out(&d, O_N8, i) == 2, "stage 1 [%zu]", i);
         CHECK(opc_out(&d, O_QKMM, i) == 1.25 && opc_out(&d, O_V, i) == 1.25 && opc_out(&d, O_QKN, i) == 1,
@@ -60,12 +58,7 @@ static void test_known_value(void)
           "rope: q %g %g k %g %g", opc_out(&d, O_Q, 0), opc_out(&d, O_Q, 1), opc_out(&d, O_K, 0), opc_out(&d, O_K, 1));
     if (d.have_oracle) CHECK(d.oracle.gstar[O_N8][0] == 2.0, "the tie is decided to the even code");
     ug_exec_detail_free(&d);
-    const char *mut[] = {"mut_half_away", "mut_bias_after_deq"};
-    for (int m = 0; m < 2; m++) {
-        CHECK(opc_run(spec, mut[m], &r, &d) == 0 && r.outcome == UG_OUT_FAIL, "%s: %s", mut[m],
-              ug_outcome_name(r.outcome));
-        ug_exec_detail_free(&d);
-    }
+    opc_expect_mutants_fail(spec, (const char *const[]){"mut_half_away", "mut_bias_after_deq", NULL});
 }
 
 /* sqrt(sum v^2/n + eps) in long double. */
@@ -124,10 +117,8 @@ static void test_differential(void)
     const char *spec = "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":42,"
                        "\"params\":{\"tokens\":5,\"hidden\":40,\"q_heads\":2,\"kv_heads\":1,\"head_dim\":16,"
                        "\"rotary_dim\":8},\"dist\":{" XR_NORMAL REST_DISTS "}}";
-    ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "differential case: %s", r.message);
-    if (!d.have_oracle) return;
+    if (!opc_sim_passes(spec, "differential case", NULL, &d)) return;
     size_t bad = 0;
     for (size_t t = 0; t < s.T; t++) bad += diff_token(&d, &s, t);
     CHECK(d.oracle.sel.n[O_N] == s.T * s.H && d.oracle.sel.n[O_Q] == s.T * s.Nq * s.D, "every element checked");
@@ -190,11 +181,8 @@ static void test_zero_and_nan_rows(void)
                        "{\"input\":\"residual\",\"i\":12,\"v\":0},{\"input\":\"residual\",\"i\":13,\"v\":0},"
                        "{\"input\":\"residual\",\"i\":14,\"v\":0},{\"input\":\"residual\",\"i\":15,\"v\":0},"
                        "{\"input\":\"x\",\"i\":17,\"v\":\"nan\"}]}";
-    ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "zero/NaN rows: %s %s",
-          ug_outcome_name(r.outcome), r.message);
-    if (!d.have_oracle) return;
+    if (!opc_sim_passes(spec, "zero/NaN rows", NULL, &d)) return;
     for (size_t i = 0; i < H; i++) {
         CHECK(opc_out(&d, O_N, H + i) == opc_in(&d, "norm_bias", i) && d.oracle.gstar[O_N][H + i] == opc_in(&d, "norm_bias", i),
               "zero row: n = bias at %zu", i);

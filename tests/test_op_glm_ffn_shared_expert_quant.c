@@ -10,16 +10,10 @@
 #include "check.h"
 #include "core/dtype.h"
 #include "op_check.h"
+#include "glm_moe_check.h"
 
 #define OP "glm_ffn_shared_expert_quant"
 enum { O_OUT, O_X8, O_XS, O_A, O_A8, O_AS, O_X8V, O_A8V };
-
-#define W_DISTS                                                                                                        \
-    "\"w13\":{\"kind\":\"randint\",\"lo\":-127,\"hi\":127},\"w13_scale\":{\"kind\":\"uniform\",\"lo\":0.0005,"      \
-    "\"hi\":0.0009},\"w2\":{\"kind\":\"randint\",\"lo\":-127,\"hi\":127},\"w2_scale\":{\"kind\":\"uniform\","       \
-    "\"lo\":0.0005,\"hi\":0.0009}"
-
-static double bf16(double v) { return ug_dtype_round(UG_DT_BF16, v); }
 
 /* x = [127, 64]: amax 127, scale exactly 1, codes [127, 64]. w13 = [[1, -1], [1, 1]] with
  * scales 2^-7: g = 191/128, u = -63/128 (both exact in bf16). a = bf16(silu(g)*u) < 0,
@@ -33,17 +27,16 @@ static void test_known_value(void)
                        "\"w13_scale\":{\"kind\":\"const\",\"value\":0.0078125},\"w2\":{\"kind\":\"const\",\"value\":1},"
                        "\"w2_scale\":{\"kind\":\"const\",\"value\":1}},"
                        "\"inject\":[{\"input\":\"x\",\"i\":1,\"v\":64},{\"input\":\"w13\",\"i\":1,\"v\":-1}]}";
-    double g = 191.0 / 128.0, u = -63.0 / 128.0, a = bf16(g / (1.0 + exp(-g)) * u);
+    double g = 191.0 / 128.0, u = -63.0 / 128.0, a = gmc_bf16(g / (1.0 + exp(-g)) * u);
     ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "known value: %s %s",
-          ug_outcome_name(r.outcome), r.message);
+    opc_sim_passes(spec, "known value", &r, &d);
     CHECK(opc_out(&d, O_XS, 0) == 1.0 && opc_out(&d, O_X8, 0) == 127 && opc_out(&d, O_X8, 1) == 64,
           "x stage: scale %g codes %g %g", opc_out(&d, O_XS, 0), opc_out(&d, O_X8, 0), opc_out(&d, O_X8, 1));
     CHECK(opc_out(&d, O_A, 0) == a && opc_out(&d, O_A8, 0) == -127, "a = %.9g (want %.9g), code %g",
           opc_out(&d, O_A, 0), a, opc_out(&d, O_A8, 0));
     CHECK(opc_out(&d, O_AS, 0) == (double)(float)(-a / 127.0), "a_scale %.9g", opc_out(&d, O_AS, 0));
-    double out = bf16(-127.0 * (double)(float)(-a / 127.0));
+    double out = gmc_bf16(-127.0 * (double)(float)(-a / 127.0));
     CHECK(opc_out(&d, O_OUT, 0) == out && opc_out(&d, O_OUT, 1) == out, "out %.9g %.9g, want %.9g",
           opc_out(&d, O_OUT, 0), opc_out(&d, O_OUT, 1), out);
     if (d.have_oracle)
@@ -65,9 +58,9 @@ static double naive_a(const ug_exec_detail *d, size_t t, size_t i, size_t h, siz
         for (size_t k = 0; k < h; k++)
             acc += (long long)opc_out(d, O_X8, t * h + k) * (long long)opc_in(d, "w13", k * 2 * I + col);
         long double v = (long double)acc * opc_in(d, "w13_scale", col) * opc_out(d, O_XS, t); /* exact: 63 bits */
-        gu[half] = bf16((double)v);
+        gu[half] = gmc_bf16((double)v);
     }
-    return bf16(gu[0] / (1.0 + exp(-gu[0])) * gu[1]);
+    return gmc_bf16(gu[0] / (1.0 + exp(-gu[0])) * gu[1]);
 }
 
 static double naive_out(const ug_exec_detail *d, size_t t, size_t j, size_t h, size_t I)
@@ -86,11 +79,9 @@ static void test_differential(void)
     const size_t T = 9, h = 200, I = 40;
     const char *spec = "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":42,"
                        "\"params\":{\"tokens\":9,\"hidden\":200,\"intermediate\":40},"
-                       "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}," W_DISTS "}}";
-    ug_result r;
+                       "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}," GMC_SHARED_DISTS "}}";
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "differential case: %s", r.message);
-    if (!d.have_oracle) return;
+    if (!opc_sim_passes(spec, "differential case", NULL, &d)) return;
     size_t bad = 0;
     for (size_t t = 0; t < T; t++) {
         double amax = 0.0;
@@ -114,7 +105,7 @@ static void test_scale_off(void)
 {
     const char *spec = "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":3,"
                        "\"params\":{\"tokens\":4,\"hidden\":128,\"intermediate\":64},"
-                       "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}," W_DISTS "}}";
+                       "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}," GMC_SHARED_DISTS "}}";
     for (int v = 0; v < 2; v++) {
         ug_result r;
         ug_exec_detail d;
@@ -139,15 +130,12 @@ static void test_zero_and_nan_rows(void)
     const size_t h = 4, I = 3;
     const char *spec = "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":7,"
                        "\"params\":{\"tokens\":3,\"hidden\":4,\"intermediate\":3},"
-                       "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}," W_DISTS "},"
+                       "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}," GMC_SHARED_DISTS "},"
                        "\"inject\":[{\"input\":\"x\",\"i\":4,\"v\":0},{\"input\":\"x\",\"i\":5,\"v\":0},"
                        "{\"input\":\"x\",\"i\":6,\"v\":0},{\"input\":\"x\",\"i\":7,\"v\":0},"
                        "{\"input\":\"x\",\"i\":9,\"v\":\"nan\"}]}";
-    ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "zero/NaN rows: %s %s",
-          ug_outcome_name(r.outcome), r.message);
-    if (!d.have_oracle) return;
+    if (!opc_sim_passes(spec, "zero/NaN rows", NULL, &d)) return;
     CHECK(d.oracle.gstar[O_XS][1] == 0.0 && opc_out(&d, O_XS, 1) == 0.0, "zero row scale");
     CHECK(d.oracle.gstar[O_AS][1] == 0.0 && opc_out(&d, O_AS, 1) == 0.0, "zero row a_scale");
     for (size_t k = 0; k < h; k++) {
@@ -172,10 +160,10 @@ static void test_bad_params(void)
         {"\"experts\":8", "experts"},
     };
     OPC_EXPECT_REFUSED_EACH("{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":1,\"params\":{%s},"
-                            "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}," W_DISTS "}}",
+                            "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}," GMC_SHARED_DISTS "}}",
                             bad);
     opc_expect_refused("{\"op\":\"" OP "\",\"dtype\":\"fp16\",\"seed\":1,\"params\":{\"hidden\":8},"
-                       "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}," W_DISTS "}}",
+                       "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}," GMC_SHARED_DISTS "}}",
                        "dtype");
 }
 

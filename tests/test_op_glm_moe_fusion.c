@@ -22,12 +22,7 @@ enum { O_X8 = 4, O_XS };
 #define EXPERT_DISTS                                                                                                   \
     "\"expert_w1\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.05},\"expert_w3\":{\"kind\":\"normal\",\"mean\":0,"     \
     "\"std\":0.05},\"expert_w2\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.05}"
-#define SHARED_DISTS                                                                                                   \
-    "\"w13\":{\"kind\":\"randint\",\"lo\":-127,\"hi\":127},\"w13_scale\":{\"kind\":\"uniform\",\"lo\":0.0005,"      \
-    "\"hi\":0.0009},\"w2\":{\"kind\":\"randint\",\"lo\":-127,\"hi\":127},\"w2_scale\":{\"kind\":\"uniform\","       \
-    "\"lo\":0.0005,\"hi\":0.0009}"
 
-static double bf16(double v) { return ug_dtype_round(UG_DT_BF16, v); }
 static void set_out(ug_case *c, int o, size_t i, double v) { ug_dtype_store(c->out[o].dtype, c->out[o].data, i, v); }
 
 /* x = [1, 1], W_gate 0 (s = 1/2 for both experts), bias [0, 1/2]: b = 1/2, 1, id 1, weight
@@ -44,23 +39,13 @@ static void test_known_values(void)
                        "\"expert_w1\":{\"kind\":\"const\",\"value\":1},\"expert_w3\":{\"kind\":\"const\",\"value\":0.5},"
                        "\"expert_w2\":{\"kind\":\"const\",\"value\":1}},"
                        "\"inject\":[{\"input\":\"e_score_correction_bias\",\"i\":1,\"v\":0.5}]}";
-    double act = bf16(2.0 / (1.0 + exp(-2.0)));
-    ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "known values: %s %s",
-          ug_outcome_name(r.outcome), r.message);
+    opc_sim_passes(spec, "known values", NULL, &d);
     CHECK(opc_out(&d, O_IDS, 0) == 1 && opc_out(&d, O_W, 0) == 1.0 && opc_out(&d, O_LG, 0) == 0.0,
           "router: id %g weight %g logit %g", opc_out(&d, O_IDS, 0), opc_out(&d, O_W, 0), opc_out(&d, O_LG, 0));
-    CHECK(opc_out(&d, O_ACT, 0) == act && opc_out(&d, O_OUT, 0) == act && opc_out(&d, O_OUT, 1) == act,
-          "act %.9g out %.9g %.9g, want %.9g", opc_out(&d, O_ACT, 0), opc_out(&d, O_OUT, 0), opc_out(&d, O_OUT, 1),
-          act);
+    gmc_expect_known_act(&d);
     ug_exec_detail_free(&d);
-    const char *bad[] = {"mut_swiglu_swap", "mut_unbiased_choice"};
-    for (int i = 0; i < 2; i++) {
-        CHECK(opc_run(spec, bad[i], &r, &d) == 0 && r.outcome == UG_OUT_FAIL, "%s: %s", bad[i],
-              ug_outcome_name(r.outcome));
-        ug_exec_detail_free(&d);
-    }
+    opc_expect_mutants_fail(spec, (const char *const[]){"mut_swiglu_swap", "mut_unbiased_choice", NULL});
 }
 
 /* Every oracle value of a 5-token routed case against a naive evaluation. */
@@ -73,10 +58,8 @@ static void test_differential(void)
                        "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},"
                        "\"gate_w\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.3},"
                        "\"e_score_correction_bias\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.05}," EXPERT_DISTS "}}";
-    ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "differential case: %s", r.message);
-    if (!d.have_oracle) return;
+    if (!opc_sim_passes(spec, "differential case", NULL, &d)) return;
     double worst = 0;
     size_t bad = 0;
     for (size_t t = 0; t < T; t++) {
@@ -93,19 +76,12 @@ static void test_differential(void)
             size_t id = (size_t)opc_out(&d, O_IDS, t * K + j), above = 0;
             for (size_t e = 0; e < E; e++) above += b[e] > b[id];
             bad += above >= K || d.oracle.gstar[O_IDS][t * K + j] != (double)id; /* the kernel's id is a top-3 */
-            worst = fmax(worst, fabs(d.oracle.gstar[O_W][t * K + j] - (double)(s[id] / sum * 2.5L)));
-            for (size_t i = 0; i < I; i++)
-                bad += d.oracle.gstar[O_ACT][(t * K + j) * I + i] != gmc_naive_act(&d, t, j, i, H, K, I);
+            gmc_check_slot(&d, t, j, s[id] / sum * 2.5L, H, K, I, &worst, &bad);
         }
-        for (size_t n = 0; n < H; n++) {
-            long double o = gmc_naive_routed(&d, t, n, H, K, I);
-            worst = fmax(worst, fabs(d.oracle.gstar[O_OUT][t * H + n] - (double)o) / fmax(1e-30, fabsl(o)));
-        }
+        for (size_t n = 0; n < H; n++)
+            worst = fmax(worst, gmc_out_distance(&d, t, n, H, gmc_naive_routed(&d, t, n, H, K, I)));
     }
-    CHECK(d.oracle.sel.n[O_OUT] == T * H && d.oracle.sel.n[O_ACT] == T * K * I, "every element checked");
-    CHECK(bad == 0, "%zu ids or act values differ from the naive evaluation", bad);
-    CHECK(worst < 1e-12, "logits, weights or out differ from the naive evaluation by %g (relative)", worst);
-    ug_exec_detail_free(&d);
+    gmc_expect_naive_agrees(&d, T * H, T * K * I, bad, "ids or act values", worst, "logits, weights or out");
 }
 
 /* Form shared, W_gate and bias constant: every expert and group tied. The sim takes the
@@ -117,11 +93,10 @@ static void test_ties(void)
                        "\"params\":{\"tokens\":2,\"hidden\":16,\"experts\":16,\"top_k\":2,\"num_expert_group\":4,"
                        "\"topk_group\":1,\"intermediate\":8},"
                        "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"gate_w\":{\"kind\":\"const\","
-                       "\"value\":0.25},\"e_score_correction_bias\":{\"kind\":\"const\",\"value\":0.5}," SHARED_DISTS "}}";
-    ug_result r;
+                       "\"value\":0.25},\"e_score_correction_bias\":{\"kind\":\"const\",\"value\":0.5},"
+                       GMC_SHARED_DISTS "}}";
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "ties: %s %s", ug_outcome_name(r.outcome),
-          r.message);
+    opc_sim_passes(spec, "ties", NULL, &d);
     if (!d.have_case) return;
     CHECK(opc_out(&d, O_IDS, 0) == 0 && opc_out(&d, O_IDS, 1) == 1, "sim ids %g %g", opc_out(&d, O_IDS, 0),
           opc_out(&d, O_IDS, 1));
@@ -139,11 +114,9 @@ static void test_zero_rows(void)
                        "\"params\":{\"tokens\":3,\"hidden\":32,\"experts\":16,\"top_k\":4,\"intermediate\":8},"
                        "\"dist\":{\"x\":{\"kind\":\"const\",\"value\":0},\"gate_w\":{\"kind\":\"normal\",\"mean\":0,"
                        "\"std\":0.03},\"e_score_correction_bias\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.05},"
-                       SHARED_DISTS "}}";
-    ug_result r;
+                       GMC_SHARED_DISTS "}}";
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "zero rows: %s %s",
-          ug_outcome_name(r.outcome), r.message);
+    opc_sim_passes(spec, "zero rows", NULL, &d);
     int bad = 0;
     for (size_t t = 0; t < 3 && d.have_case; t++) {
         bad += opc_out(&d, O_XS, t) != 0.0;
@@ -156,17 +129,14 @@ static void test_zero_rows(void)
 static void test_bad_params(void)
 {
     static const char *const bad[][2] = {
-        {"{\"experts\":16,\"num_expert_group\":3}", "num_expert_group"},
-        {"{\"experts\":16,\"num_expert_group\":4,\"topk_group\":5}", "topk_group"},
-        {"{\"experts\":4,\"top_k\":8}", "top_k"},
-        {"{\"experts\":16,\"num_expert_group\":8,\"topk_group\":1,\"top_k\":4}", "top_k"},
+        GMC_BAD_ROUTER_PARAMS,
         {"{\"form\":\"dense\"}", "form"},
         {"{\"intermediate\":0}", "intermediate"},
     };
     OPC_EXPECT_REFUSED_EACH("{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":1,\"params\":%s,"
                             "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},"
                             "\"gate_w\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.03},"
-                            "\"e_score_correction_bias\":{\"kind\":\"const\",\"value\":0}," SHARED_DISTS "}}",
+                            "\"e_score_correction_bias\":{\"kind\":\"const\",\"value\":0}," GMC_SHARED_DISTS "}}",
                             bad);
 }
 

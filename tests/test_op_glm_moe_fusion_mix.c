@@ -19,18 +19,12 @@
 #define OP "glm_moe_fusion_mix"
 enum { O_OUT, O_LG, O_W, O_IDS, O_ACT, O_X8, O_XS, O_A, O_A8, O_AS };
 
-#define SHARED_DISTS                                                                                                   \
-    "\"w13\":{\"kind\":\"randint\",\"lo\":-127,\"hi\":127},\"w13_scale\":{\"kind\":\"uniform\",\"lo\":0.0005,"      \
-    "\"hi\":0.0009},\"w2\":{\"kind\":\"randint\",\"lo\":-127,\"hi\":127},\"w2_scale\":{\"kind\":\"uniform\","       \
-    "\"lo\":0.0005,\"hi\":0.0009}"
 #define ROUTED_DISTS                                                                                                   \
     "\"expert_w1\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.05},\"expert_w3\":{\"kind\":\"normal\",\"mean\":0,"     \
     "\"std\":0.05},\"expert_w2\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.05}"
 #define ROUTER_DISTS                                                                                                   \
     "\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"gate_w\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.3},"      \
     "\"e_score_correction_bias\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.05}"
-
-static double bf16(double v) { return ug_dtype_round(UG_DT_BF16, v); }
 
 static void test_known_values(void)
 {
@@ -43,20 +37,16 @@ static void test_known_values(void)
                        "\"w13_scale\":{\"kind\":\"const\",\"value\":0.001},\"w2\":{\"kind\":\"const\",\"value\":1},"
                        "\"w2_scale\":{\"kind\":\"const\",\"value\":0.001}},"
                        "\"inject\":[{\"input\":\"e_score_correction_bias\",\"i\":1,\"v\":0.5}]}";
-    double act = bf16(2.0 / (1.0 + exp(-2.0)));
     ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "known values: %s %s",
-          ug_outcome_name(r.outcome), r.message);
+    opc_sim_passes(spec, "known values", &r, &d);
     CHECK(opc_out(&d, O_IDS, 0) == 1 && opc_out(&d, O_W, 0) == 1.0, "router: id %g weight %g", opc_out(&d, O_IDS, 0),
           opc_out(&d, O_W, 0));
     CHECK(opc_out(&d, O_XS, 0) == (double)(float)(1.0 / 127) && opc_out(&d, O_X8, 0) == 127 && opc_out(&d, O_A, 0) == 0 &&
               opc_out(&d, O_AS, 0) == 0,
           "shared stages: x_scale %g code %g a %g a_scale %g", opc_out(&d, O_XS, 0), opc_out(&d, O_X8, 0),
           opc_out(&d, O_A, 0), opc_out(&d, O_AS, 0));
-    CHECK(opc_out(&d, O_ACT, 0) == act && opc_out(&d, O_OUT, 0) == act && opc_out(&d, O_OUT, 1) == act,
-          "act %.9g out %.9g %.9g, want %.9g", opc_out(&d, O_ACT, 0), opc_out(&d, O_OUT, 0), opc_out(&d, O_OUT, 1),
-          act);
+    gmc_expect_known_act(&d);
     ug_exec_detail_free(&d);
     CHECK(opc_run(spec, "mut_swiglu_swap", &r, &d) == 0 && r.outcome == UG_OUT_FAIL, "swap: %s",
           ug_outcome_name(r.outcome));
@@ -79,31 +69,19 @@ static void test_differential(void)
     const char *spec = "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":42,"
                        "\"params\":{\"tokens\":4,\"hidden\":48,\"experts\":8,\"top_k\":3,\"intermediate\":6,"
                        "\"routed_scaling_factor\":2.5},"
-                       "\"dist\":{" ROUTER_DISTS "," ROUTED_DISTS "," SHARED_DISTS "}}";
-    ug_result r;
+                       "\"dist\":{" ROUTER_DISTS "," ROUTED_DISTS "," GMC_SHARED_DISTS "}}";
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "differential case: %s", r.message);
-    if (!d.have_oracle) return;
+    if (!opc_sim_passes(spec, "differential case", NULL, &d)) return;
     double worst = 0;
     size_t bad = 0;
     for (size_t t = 0; t < T; t++) {
         long double s[K], sum = 0;
         for (size_t j = 0; j < K; j++)
             sum += s[j] = gmc_sigm(opc_out(&d, O_LG, t * E + (size_t)opc_out(&d, O_IDS, t * K + j)));
-        for (size_t j = 0; j < K; j++) {
-            worst = fmax(worst, fabs(d.oracle.gstar[O_W][t * K + j] - (double)(s[j] / sum * 2.5L)));
-            for (size_t i = 0; i < I; i++)
-                bad += d.oracle.gstar[O_ACT][(t * K + j) * I + i] != gmc_naive_act(&d, t, j, i, H, K, I);
-        }
-        for (size_t n = 0; n < H; n++) {
-            long double o = naive_out(&d, t, n);
-            worst = fmax(worst, fabs(d.oracle.gstar[O_OUT][t * H + n] - (double)o) / fmax(1e-30, fabsl(o)));
-        }
+        for (size_t j = 0; j < K; j++) gmc_check_slot(&d, t, j, s[j] / sum * 2.5L, H, K, I, &worst, &bad);
+        for (size_t n = 0; n < H; n++) worst = fmax(worst, gmc_out_distance(&d, t, n, H, naive_out(&d, t, n)));
     }
-    CHECK(d.oracle.sel.n[O_OUT] == T * H && d.oracle.sel.n[O_ACT] == T * K * I, "every element checked");
-    CHECK(bad == 0, "%zu act values differ from the naive evaluation", bad);
-    CHECK(worst < 1e-12, "weights or out differ from the naive evaluation by %g (relative)", worst);
-    ug_exec_detail_free(&d);
+    gmc_expect_naive_agrees(&d, T * H, T * K * I, bad, "act values", worst, "weights or out");
 }
 
 /* The shared expert is never scaled by routed_scaling_factor. */
@@ -111,7 +89,8 @@ static void test_shared_unscaled(void)
 {
     const char *fmt = "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":7,"
                       "\"params\":{\"tokens\":2,\"hidden\":32,\"experts\":8,\"top_k\":2,\"intermediate\":8,"
-                      "\"routed_scaling_factor\":%s},\"dist\":{" ROUTER_DISTS "," ROUTED_DISTS "," SHARED_DISTS "}}";
+                      "\"routed_scaling_factor\":%s},"
+                      "\"dist\":{" ROUTER_DISTS "," ROUTED_DISTS "," GMC_SHARED_DISTS "}}";
     const char *rsf[2] = {"2.5", "1"};
     ug_outcome want[2] = {UG_OUT_FAIL, UG_OUT_PASS};
     for (int i = 0; i < 2; i++) {
@@ -128,15 +107,12 @@ static void test_shared_unscaled(void)
 static void test_bad_params(void)
 {
     static const char *const bad[][2] = {
-        {"{\"experts\":16,\"num_expert_group\":3}", "num_expert_group"},
-        {"{\"experts\":16,\"num_expert_group\":4,\"topk_group\":5}", "topk_group"},
-        {"{\"experts\":4,\"top_k\":8}", "top_k"},
-        {"{\"experts\":16,\"num_expert_group\":8,\"topk_group\":1,\"top_k\":4}", "top_k"},
+        GMC_BAD_ROUTER_PARAMS,
         {"{\"form\":\"routed\"}", "form"},
         {"{\"hidden\":200000}", "hidden"},
     };
     OPC_EXPECT_REFUSED_EACH("{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":1,\"params\":%s,\"dist\":{" ROUTER_DISTS
-                            "," ROUTED_DISTS "," SHARED_DISTS "}}",
+                            "," ROUTED_DISTS "," GMC_SHARED_DISTS "}}",
                             bad);
 }
 

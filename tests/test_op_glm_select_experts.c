@@ -40,8 +40,7 @@ static void test_known_values(void)
                             "{\"input\":\"e_score_correction_bias\",\"i\":3,\"v\":0.25}]");
     ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "known values: %s %s",
-          ug_outcome_name(r.outcome), r.message);
+    opc_sim_passes(spec, "known values", &r, &d);
     if (d.have_oracle) {
         CHECK(get_id(&d.c, 0) == 3 && get_id(&d.c, 1) == 2, "ids %d %d, want 3 2", get_id(&d.c, 0), get_id(&d.c, 1));
         float w0 = (float)(2.0 / 3), w1 = (float)(1.0 / 3); /* the kernel rounds the quotient, then the product */
@@ -68,9 +67,8 @@ static void test_expert_tie(void)
                             ",\"inject\":[{\"input\":\"router_logits\",\"i\":11,\"v\":\"inf\"},"
                             "{\"input\":\"e_score_correction_bias\",\"i\":3,\"v\":1},"
                             "{\"input\":\"e_score_correction_bias\",\"i\":7,\"v\":0.5}]");
-    ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "tie case: %s", r.message);
+    opc_sim_passes(spec, "tie case", NULL, &d);
     if (!d.have_case) return;
     CHECK(get_id(&d.c, 0) == 3 && get_id(&d.c, 1) == 7, "sim ids %d %d, want 3 7", get_id(&d.c, 0), get_id(&d.c, 1));
     set_id(&d.c, 1, 11); /* the other tied expert, weights still those of {3, 7} */
@@ -95,9 +93,8 @@ static void test_group_tie(void)
                             ZERO,
                             ",\"inject\":[{\"input\":\"e_score_correction_bias\",\"i\":2,\"v\":0.25},"
                             "{\"input\":\"e_score_correction_bias\",\"i\":5,\"v\":0.25}]");
-    ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "group tie: %s", r.message);
+    opc_sim_passes(spec, "group tie", NULL, &d);
     if (!d.have_case) return;
     int a = get_id(&d.c, 0), b = get_id(&d.c, 1);
     CHECK((a == 2 && b == 3), "sim ids %d %d, want 2 3", a, b);
@@ -121,10 +118,8 @@ static void test_near_tie(void)
                  i ? "," : "", i, 20 + i / 8.0);
     strcat(inj, "]");
     snprintf(spec, sizeof spec, SPEC("4", "{\"tokens\":1,\"experts\":16}", ZERO, "%s"), inj);
-    ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "near tie: %s %s",
-          ug_outcome_name(r.outcome), r.message);
+    opc_sim_passes(spec, "near tie", NULL, &d);
     if (d.have_case) CHECK(get_id(&d.c, 0) == 0, "sim's first id %d, expected 0 (fp32 tie)", get_id(&d.c, 0));
     ug_exec_detail_free(&d);
 }
@@ -136,10 +131,8 @@ static void test_differential(void)
                             "{\"tokens\":12,\"num_expert_group\":8,\"topk_group\":3,\"group_score\":\"top2_sum\","
                             "\"routed_scaling_factor\":2.5}",
                             NORMAL, "");
-    ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "differential: %s", r.message);
-    if (!d.have_oracle) return;
+    if (!opc_sim_passes(spec, "differential", NULL, &d)) return;
     int bad_id = 0;
     double worst = 0;
     for (int t = 0; t < 12; t++) {

@@ -49,11 +49,8 @@ static void known_value(void)
              "\"value\":0.25},\"x\":%s,\"w_k\":{\"kind\":\"const\",\"value\":0.1},\"ln_gamma\":%s,"
              "\"ln_beta\":{\"kind\":\"const\",\"value\":0.5},\"w_proj\":{\"kind\":\"const\",\"value\":0.25}}}",
              one, one, one, one);
-    ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "known value: %s %s",
-          ug_outcome_name(r.outcome), r.message);
-    if (!d.have_oracle) return;
+    if (!opc_sim_passes(spec, "known value", NULL, &d)) return;
     double qs = ug_dtype_round(UG_DT_FP16, sqrt(128.0) * 0.5 / 127.0); /* q = 4*0.5*0.25 = 0.5 */
     for (size_t h = 0; h < 2; h++) {
         for (size_t i = 0; i < 128; i++) {
@@ -109,10 +106,8 @@ static void differential(void)
     make_normal(spec, sizeof spec,
                 "\"tokens\":3,\"hidden\":4,\"q_lora\":24,\"heads\":2,\"d\":64,\"rope\":32,\"pos\":7,\"blocks\":1,"
                 "\"block_size\":4");
-    ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "differential: %s", r.message);
-    if (!d.have_oracle) return;
+    if (!opc_sim_passes(spec, "differential", NULL, &d)) return;
     for (size_t row = 0; row < 6; row++) {
         double u[64], amax = 0;
         naive_q_row(&d, row / 2, row % 2, 2, 64, 24, 32, u);

@@ -38,11 +38,8 @@ static void known_value(void)
     /* x and w_k constant: x.W_k is a constant row, LayerNorm gives beta = 0.5 everywhere */
     make_spec_wk(spec, sizeof spec, "\"tokens\":1,\"hidden\":8,\"heads\":2,\"d\":128,\"blocks\":1,\"block_size\":2",
                  "{\"kind\":\"const\",\"value\":1}", "{\"kind\":\"const\",\"value\":0.1}");
-    ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "known value: %s %s", ug_outcome_name(r.outcome),
-          r.message);
-    if (!d.have_oracle) return;
+    if (!opc_sim_passes(spec, "known value", NULL, &d)) return;
     for (size_t h = 0; h < 2; h++) {
         for (size_t i = 0; i < 128; i++) {
             double want = i == 0 ? 448.0 : 0.0;
@@ -75,10 +72,8 @@ static void hadamard_matrix_differential(void)
     make_spec(spec, sizeof spec,
               "\"tokens\":3,\"hidden\":4,\"heads\":2,\"d\":64,\"rope\":32,\"pos\":7,\"blocks\":1,\"block_size\":4",
               "{\"kind\":\"normal\",\"mean\":0,\"std\":1}");
-    ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "differential: %s", r.message);
-    if (!d.have_oracle) return;
+    if (!opc_sim_passes(spec, "differential", NULL, &d)) return;
     const ug_tensor *q = ug_case_input(&d.c, "q"), *cs = ug_case_input(&d.c, "cos"), *sn = ug_case_input(&d.c, "sin");
     for (size_t row = 0; row < 6; row++) {
         size_t t = row / 2;
@@ -106,14 +101,11 @@ static void slots_and_padding(void)
     char spec[1024];
     make_spec(spec, sizeof spec, "\"tokens\":6,\"hidden\":16,\"heads\":1,\"d\":32,\"blocks\":2,\"block_size\":5,\"pad\":2",
               "{\"kind\":\"normal\",\"mean\":0,\"std\":1}");
-    ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "slots: %s", r.message);
-    if (!d.have_oracle) return;
-    const ug_tensor *sl = ug_case_input(&d.c, "slot_mapping");
+    if (!opc_sim_passes(spec, "slots", NULL, &d)) return;
     int used[10] = {0};
     for (size_t t = 0; t < 6; t++) {
-        long s = (long)ug_tload(sl, t);
+        long s = (long)opc_in(&d, "slot_mapping", t);
         if (t >= 4) {
             CHECK(s == -1, "pad token %zu has slot %ld", t, s);
             continue;
@@ -191,7 +183,7 @@ static void dense_hadamard(void)
              ones, ones, "{\"kind\":\"normal\",\"mean\":0,\"std\":0.1}", ones, zero, ones, ones, zero, ones, ones);
     ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "dense ones: %s", r.message);
+    opc_sim_passes(spec, "dense ones", &r, &d);
     for (size_t i = 0; d.have_oracle && i < 2 * 2 * 64; i++)
         CHECK(d.oracle.g[0][i] == 448.0 && d.a[0][i] == 448.0, "q_fp8[%zu] oracle %g kernel %g", i, d.oracle.g[0][i],
               d.a[0][i]);
@@ -208,7 +200,7 @@ static void dense_hadamard(void)
              "{\"kind\":\"normal\",\"mean\":0,\"std\":1}", "{\"kind\":\"uniform\",\"lo\":-1,\"hi\":1}",
              "{\"kind\":\"uniform\",\"lo\":-1,\"hi\":1}", ones, zero, ones, "{\"kind\":\"uniform\",\"lo\":-1,\"hi\":1}",
              "{\"kind\":\"uniform\",\"lo\":-1,\"hi\":1}");
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "dense random: %s", r.message);
+    opc_sim_passes(spec, "dense random", &r, &d);
     ug_exec_detail_free(&d);
     CHECK(opc_run(spec, "mut_hadamard_transposed", &r, &d) == 0 && r.outcome == UG_OUT_FAIL, "transposed must fail: %s",
           ug_outcome_name(r.outcome));

@@ -34,9 +34,8 @@ static void test_set_rule(void)
 {
     const char *spec = SPEC("1", "{\"actual_seqs\":\"40\",\"heads\":2,\"head_dim\":8,\"topk\":8,\"block_size\":16}",
                             ZEROQ);
-    ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "all-tied: %s", r.message);
+    opc_sim_passes(spec, "all-tied", NULL, &d);
     if (!d.have_case) return;
     for (int j = 0; j < 8; j++) CHECK(get_id(&d.c, (size_t)j) == j, "tie order: id %d at %d", get_id(&d.c, (size_t)j), j);
     for (int j = 0; j < 8; j++) set_id(&d.c, (size_t)j, 39 - 3 * j); /* other positions, another order */
@@ -54,9 +53,8 @@ static void test_set_rule(void)
 static void test_short_context(void)
 {
     const char *spec = SPEC("2", "{\"actual_seqs\":\"3\",\"heads\":4,\"head_dim\":16,\"topk\":5}", REF);
-    ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "short context: %s", r.message);
+    opc_sim_passes(spec, "short context", NULL, &d);
     if (!d.have_case) return;
     int seen = 0;
     for (int j = 0; j < 3; j++) seen |= 1 << get_id(&d.c, (size_t)j);
@@ -96,10 +94,8 @@ static void test_differential(void)
                             "{\"actual_seqs\":\"40,70\",\"q_per_step\":2,\"heads\":3,\"head_dim\":8,\"topk\":16,"
                             "\"block_size\":16}",
                             REF);
-    ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "differential: %s", r.message);
-    if (!d.have_oracle) return;
+    if (!opc_sim_passes(spec, "differential", NULL, &d)) return;
     long lens[2] = {40, 70}, mb = 5, bad = 0;
     long double s[70];
     for (long row = 0; row < 4; row++) {
@@ -132,15 +128,12 @@ static void test_mtp_mutant(void)
 {
     const char *spec = SPEC("4", "{\"actual_seqs\":\"10\",\"q_per_step\":2,\"heads\":2,\"head_dim\":8,\"topk\":16}",
                             REF);
-    ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "mtp sim: %s", r.message);
+    opc_sim_passes(spec, "mtp sim", NULL, &d);
     if (d.have_case) CHECK(get_id(&d.c, 8) != -1 && get_id(&d.c, 9) == -1 && get_id(&d.c, 16 + 9) != -1 && get_id(&d.c, 16 + 10) == -1,
                            "row 0 must list 9 positions, row 1 ten");
     ug_exec_detail_free(&d);
-    CHECK(opc_run(spec, "mut_mtp_causal", &r, &d) == 0 && r.outcome == UG_OUT_FAIL, "mtp mutant: %s",
-          ug_outcome_name(r.outcome));
-    ug_exec_detail_free(&d);
+    opc_expect_mutants_fail(spec, (const char *const[]){"mut_mtp_causal", NULL});
 }
 
 static void test_bad_params(void)

@@ -27,10 +27,8 @@ static void known_value(void)
                        "\"params\":{\"tokens\":2,\"k\":4,\"n\":3,\"world\":2},"
                        "\"dist\":{\"x\":{\"kind\":\"const\",\"value\":1},\"w\":{\"kind\":\"const\",\"value\":0.5},"
                        "\"residual\":{\"kind\":\"const\",\"value\":0.25},\"gamma\":{\"kind\":\"const\",\"value\":2}}}";
-    ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "known value: %s %s",
-          ug_outcome_name(r.outcome), r.message);
+    opc_sim_passes(spec, "known value", NULL, &d);
     if (d.have_oracle) {
         for (size_t i = 0; i < 6; i++) {
             CHECK(d.oracle.g[0][i] == 2.0 && d.a[0][i] == 2.0, "out[%zu]: oracle %g kernel %g, want 2", i,
@@ -51,10 +49,8 @@ static void differential(void)
     snprintf(spec, sizeof spec,
              "{\"v\":1,\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":7,"
              "\"params\":{\"tokens\":3,\"k\":96,\"n\":40,\"world\":4},%s}", NORMAL);
-    ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "differential: %s", r.message);
-    if (!d.have_oracle) return;
+    if (!opc_sim_passes(spec, "differential", NULL, &d)) return;
     const ug_case *c = &d.c;
     const double *x = ug_case_input(c, "x")->values, *w = ug_case_input(c, "w")->values;
     const double *res = ug_case_input(c, "residual")->values, *gm = ug_case_input(c, "gamma")->values;
@@ -247,10 +243,9 @@ static void special_values(void)
              "{\"v\":1,\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":3,\"params\":{\"tokens\":2,\"k\":8,\"n\":4,"
              "\"world\":2},%s,\"inject\":[{\"input\":\"residual\",\"i\":2,\"v\":\"inf\"}]}",
              NORMAL);
-    ug_result r;
     ug_exec_detail d;
     memset(&d, 0, sizeof d);
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "residual inf: %s", r.message);
+    opc_sim_passes(spec, "residual inf", NULL, &d);
     if (d.have_oracle)
         CHECK(isnan(d.oracle.g[0][2]) && d.oracle.g[0][1] == 0 && d.oracle.g[1][2] == INFINITY &&
                   isfinite(d.oracle.g[0][4]),

@@ -27,6 +27,13 @@
     ",\"kv_cache_in\":" NORMAL("1") ",\"kr_cache_in\":" NORMAL("1") "}"
 /* clang-format on */
 
+/* The differential case; its %s: ROPE_INTERLEAVED, or nothing for the default layout. */
+#define DIFF_SPEC_FMT \
+    "{\"op\":\"mla_prolog\",\"dtype\":\"bf16\",\"seed\":11,\"params\":{\"tokens\":7,\"h\":24," \
+    "\"q_lora\":20,\"heads\":3,\"kv_lora\":40,\"d_nope\":12,\"d_rope\":8,\"block_size\":4," \
+    "\"blocks\":3,\"slots\":\"padded\"%s}," DIST_RANDOM "}"
+#define ROPE_INTERLEAVED ",\"rope_layout\":\"interleaved_to_half\""
+
 /* x = 1, W_dq = 2: c_q = bf16(2/sqrt(4+eps)) = 1; q = 0.5 per column; q_nope_abs = 0.5*0.25
  * = 0.125 exactly. kv = 2 -> c_kv* = 2/sqrt(4+eps) = 0.99999988 (bf16 1). Slot 0 of 2
  * is written, slot 1 keeps the cache input 7 / -3. */
@@ -36,10 +43,8 @@ static void test_known_value(void)
         "{\"op\":\"mla_prolog\",\"dtype\":\"bf16\",\"seed\":5,\"params\":{\"tokens\":1,\"h\":1,"
         "\"q_lora\":1,\"heads\":1,\"kv_lora\":1,\"d_nope\":1,\"d_rope\":2,\"block_size\":1,\"blocks\":2,"
         "\"slots\":\"append\"}," DIST_BODY("{\"kind\":\"const\",\"value\":1}", "{\"kind\":\"const\",\"value\":2}") "}";
-    ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "known-value case: %s", r.message);
-    if (!d.have_oracle) return;
+    if (!opc_sim_passes(spec, "known-value case", NULL, &d)) return;
     double eps = (float)1e-6, ckv = 2.0 / sqrt(4.0 + eps);
     const double *slot = ug_case_input(&d.c, "slot_mapping")->values;
     size_t w = (size_t)slot[0], u = 1 - w;
@@ -122,17 +127,8 @@ static void naive_prolog(const naive_case *n, double eps, double **want)
 /* Both RoPE layouts: the default half and the reference suite's interleaved_to_half. */
 static void test_differential(int inter)
 {
-    char spec[2048];
-    snprintf(spec, sizeof spec,
-             "{\"op\":\"mla_prolog\",\"dtype\":\"bf16\",\"seed\":11,\"params\":{\"tokens\":7,\"h\":24,"
-             "\"q_lora\":20,\"heads\":3,\"kv_lora\":40,\"d_nope\":12,\"d_rope\":8,\"block_size\":4,"
-             "\"blocks\":3,\"slots\":\"padded\"%s}," DIST_RANDOM "}",
-             inter ? ",\"rope_layout\":\"interleaved_to_half\"" : "");
-    ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "differential case (inter %d): %s", inter,
-          r.message);
-    if (!d.have_oracle) return;
+    if (!opc_sim_passes_fmt(DIFF_SPEC_FMT, inter ? ROPE_INTERLEAVED : "", "differential case", &d)) return;
     naive_case n = {7, 24, 20, 3, 40, 12, 8, 12, &d.c, inter};
     double *want[4];
     for (int o = 0; o < 4; o++) want[o] = calloc(d.c.out[o].numel, sizeof(double));
@@ -198,8 +194,7 @@ static void test_bad_params(void)
 int main(void)
 {
     test_known_value();
-    test_differential(0);
-    test_differential(1);
+    for (int variant = 0; variant < 2; variant++) test_differential(variant);
     test_slots();
     test_bad_params();
     return check_done();

@@ -33,6 +33,13 @@ enum { O_QN, O_QR, O_Q8, O_QS, O_KC, O_KS, O_KR, O_Q8V, O_KCV };
     ",\"kv_scale_in\":{\"kind\":\"uniform\",\"lo\":0.001,\"hi\":0.01},\"kr_cache_in\":" NORMAL("1") "}"
 /* clang-format on */
 
+/* The differential case; its %s: ROPE_INTERLEAVED, or nothing for the default layout. */
+#define DIFF_SPEC_FMT \
+    "{\"op\":\"mla_prolog_quant\",\"dtype\":\"bf16\",\"seed\":11,\"params\":{\"tokens\":7,\"h\":24," \
+    "\"q_lora\":20,\"heads\":3,\"kv_lora\":40,\"kv_group\":8,\"d_nope\":12,\"d_rope\":8,\"block_size\":4," \
+    "\"blocks\":3,\"slots\":\"padded\"%s}," DIST_RANDOM "}"
+#define ROPE_INTERLEAVED ",\"rope_layout\":\"interleaved_to_half\""
+
 /* x = 1, W_dq = 2 (h = q_lora = 1): c_q = bf16(2/sqrt(4+eps)) = 1, code 127, scale* 1/127;
  * q = bf16(127*fp32(1/127)*1*0.5) = 0.5, q_nope_abs = 0.5*0.25 = 0.125 (exact from the
  * kernel's codes and scale). kv = 2 -> c_kv = 1 -> code 127. Slot 0 or 1 of 2 is written,
@@ -42,10 +49,8 @@ static void test_known_value(void)
     const char *spec = "{\"op\":\"mla_prolog_quant\",\"dtype\":\"bf16\",\"seed\":5,\"params\":{\"tokens\":1,\"h\":1,"
                        "\"q_lora\":1,\"heads\":1,\"kv_lora\":1,\"kv_group\":1,\"d_nope\":1,\"d_rope\":2,"
                        "\"block_size\":1,\"blocks\":2,\"slots\":\"append\"}," DIST_CONST "}";
-    ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "known-value case: %s", r.message);
-    if (!d.have_oracle) return;
+    if (!opc_sim_passes(spec, "known-value case", NULL, &d)) return;
     const double *slot = ug_case_input(&d.c, "slot_mapping")->values;
     size_t w = (size_t)slot[0], u = 1 - w;
     CHECK(d.a[O_Q8][0] == 127 && d.oracle.g[O_Q8][0] == 127, "q_norm = %g (oracle %g), want 127", d.a[O_Q8][0],
@@ -147,17 +152,8 @@ static void naive_prolog(const naive_case *n, const double *const *k, double eps
  * the naive codes, its scales within 2^-7 (a legal bf16 flip of the largest element). */
 static void test_differential(int inter)
 {
-    char spec[2048];
-    snprintf(spec, sizeof spec,
-             "{\"op\":\"mla_prolog_quant\",\"dtype\":\"bf16\",\"seed\":11,\"params\":{\"tokens\":7,\"h\":24,"
-             "\"q_lora\":20,\"heads\":3,\"kv_lora\":40,\"kv_group\":8,\"d_nope\":12,\"d_rope\":8,\"block_size\":4,"
-             "\"blocks\":3,\"slots\":\"padded\"%s}," DIST_RANDOM "}",
-             inter ? ",\"rope_layout\":\"interleaved_to_half\"" : "");
-    ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "differential case (inter %d): %s", inter,
-          r.message);
-    if (!d.have_oracle) return;
+    if (!opc_sim_passes_fmt(DIFF_SPEC_FMT, inter ? ROPE_INTERLEAVED : "", "differential case", &d)) return;
     naive_case n = {7, 24, 20, 3, 40, 12, 8, 8, 12, inter, &d};
     double *want[7];
     for (int o = 0; o < 7; o++) want[o] = calloc(d.c.out[o].numel, sizeof(double));
@@ -191,10 +187,8 @@ static void test_edges_and_zeros(void)
                        ",\"w_uq\":" RANDINT ",\"w_uq_scale\":" CONST("0.001") ",\"w_uk\":" NORMAL("0.2")
                        ",\"w_dkv\":" NORMAL("0.1") ",\"gamma_kv\":" NORMAL("1") ",\"kv_cache_in\":" RANDINT
                        ",\"kv_scale_in\":" CONST("0.25") ",\"kr_cache_in\":" NORMAL("1") "}}";
-    ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "edges/zeros case: %s", r.message);
-    if (!d.have_oracle) return;
+    if (!opc_sim_passes(spec, "edges/zeros case", NULL, &d)) return;
     const double *s = ug_case_input(&d.c, "slot_mapping")->values;
     CHECK((long)s[0] % 4 == 3, "edges: slot[0] = %g is not the last slot of a block", s[0]);
     for (int t = 1; t < 6; t++) CHECK(s[t] == s[t - 1] + 1, "edges: slot[%d] = %g after %g", t, s[t], s[t - 1]);
@@ -227,8 +221,7 @@ static void test_bad_params(void)
 int main(void)
 {
     test_known_value();
-    test_differential(0);
-    test_differential(1);
+    for (int variant = 0; variant < 2; variant++) test_differential(variant);
     test_edges_and_zeros();
     test_bad_params();
     return check_done();

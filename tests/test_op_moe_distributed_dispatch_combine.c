@@ -22,6 +22,14 @@ static void make_spec(char *buf, size_t len, const char *params, const char *xdi
              params, xdist);
 }
 
+/* opc_sim_passes on the case of params and x's dist (make_spec), r not kept. */
+static int sim_passes(const char *params, const char *xdist, const char *what, ug_exec_detail *d)
+{
+    char spec[1024];
+    make_spec(spec, sizeof spec, params, xdist);
+    return opc_sim_passes(spec, what, NULL, d);
+}
+
 /* x = 2, w = 0.5, scale 3, k = 2: out = 2 * (0.5 * 3 * 2) = 6 on both wires. */
 static void known_value(void)
 {
@@ -82,19 +90,15 @@ static void layout_invariants(const char *routing)
 /* int8 wire: oracle against a double DynQuant (s = amax/127, q = rne(127x/amax)). */
 static void int8_differential(void)
 {
-    char spec[1024];
-    make_spec(spec, sizeof spec, "\"tokens\":4,\"hidden\":50,\"experts\":8,\"topk\":1,\"world\":4,\"wire\":\"int8\"",
-              "{\"kind\":\"normal\",\"mean\":0,\"std\":1}");
-    ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "int8: %s", r.message);
-    if (!d.have_oracle) return;
-    const ug_tensor *x = ug_case_input(&d.c, "x");
+    if (!sim_passes("\"tokens\":4,\"hidden\":50,\"experts\":8,\"topk\":1,\"world\":4,\"wire\":\"int8\"",
+                    "{\"kind\":\"normal\",\"mean\":0,\"std\":1}", "int8", &d))
+        return;
     for (size_t t = 0; t < 4; t++) {
         double amax = 0;
-        for (size_t j = 0; j < 50; j++) amax = fmax(amax, fabs(ug_tload(x, t * 50 + j)));
+        for (size_t j = 0; j < 50; j++) amax = fmax(amax, fabs(opc_in(&d, "x", t * 50 + j)));
         for (size_t j = 0; j < 50; j++) {
-            double q = rint(127.0 * ug_tload(x, t * 50 + j) / amax);
+            double q = rint(127.0 * opc_in(&d, "x", t * 50 + j) / amax);
             double want = ug_dtype_round(UG_DT_BF16, 1.5 * q * amax / 127.0);
             double g = d.oracle.g[0][t * 50 + j];
             CHECK(fabs(g - want) <= ug_dtype_ulp(UG_DT_BF16, want), "out[%zu,%zu] oracle %a double %a", t, j, g, want);

@@ -44,11 +44,8 @@ static void check_tables(const ug_case *c)
 
 static void check_against_naive(void)
 {
-    ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(SPEC(NORMAL, PARAMS), "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "ragged GQA case: %s %s",
-          ug_outcome_name(r.outcome), r.message);
-    if (!d.have_oracle) return;
+    if (!opc_sim_passes(SPEC(NORMAL, PARAMS), "ragged GQA case", NULL, &d)) return;
     check_tables(&d.c);
     const ug_tensor *bt = ug_case_input(&d.c, "block_tables");
     const double *q = ug_case_input(&d.c, "q")->values, *k = ug_case_input(&d.c, "key_cache")->values;
@@ -77,14 +74,12 @@ static void check_against_naive(void)
 
 static void check_zero_keys(void)
 {
-    ug_result r;
     ug_exec_detail d;
     const char *spec =
         SPEC("{\"q\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"key_cache\":{\"kind\":\"const\",\"value\":0},"
              "\"value_cache\":{\"kind\":\"randint\",\"lo\":-4,\"hi\":4}}",
              PARAMS);
-    CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "zero-key case: %s", r.message);
-    if (!d.have_oracle) return;
+    if (!opc_sim_passes(spec, "zero-key case", NULL, &d)) return;
     const ug_tensor *bt = ug_case_input(&d.c, "block_tables");
     const double *v = ug_case_input(&d.c, "value_cache")->values;
     int bad = 0;
@@ -102,6 +97,42 @@ static void check_zero_keys(void)
     ug_exec_detail_free(&d);
 }
 
+/* Opens sim variant `kernel` into be and runs spec there with every element checked and the
+ * case kept in d, to plant values in: 1, or 0 after a failed CHECK (be closed again). */
+static int run_planted(ug_backend *be, const char *kernel, const char *spec, const char *what, ug_result *r,
+                       ug_exec_detail *d)
+{
+    if (opc_open(be, kernel)) {
+        CHECK(0, "no %s backend", kernel);
+        return 0;
+    }
+    CHECK(opc_exec(be, spec, 0, r, d) == 0 && d->have_case, "%s did not run: %s", what, r->message);
+    if (!d->have_case) ug_backend_close(be);
+    return d->have_case;
+}
+
+/* Runs the kernel of be again on the planted case d->c and judges it, every element, into r
+ * and j (free with free_planted). */
+static void rerun_planted(const ug_backend *be, const char *kernel, ug_exec_detail *d, ug_result *r, ug_exec_detail *j)
+{
+    char err[256];
+    ug_exec_opts o;
+    ug_exec_opts_default(&o);
+    o.oracle.sample = 0;
+    o.keep = 1;
+    memset(j, 0, sizeof *j);
+    CHECK(ug_backend_run(be, &d->c, err, sizeof err) == 0, "kernel %s: %s", kernel, err);
+    CHECK(ug_exec_judge(&d->c, &o, r, j) == 0 && j->have_oracle, "judging the planted case: %s", r->message);
+}
+
+static void free_planted(ug_exec_detail *j, ug_exec_detail *d, ug_backend *be)
+{
+    if (j->have_oracle) ug_oracle_result_free(&j->oracle);
+    for (int t = 0; t < UG_MAX_TENSORS; t++) free(j->a[t]);
+    ug_exec_detail_free(d);
+    ug_backend_close(be);
+}
+
 /* MTP, q_per_step 2: keys all zero (uniform weights), values 1 except a huge one planted at
  * each sequence's last token after the build. Row 1 of a sequence (the last) averages all
  * L_b tokens, so it holds (huge + L_b - 1) / L_b; row 0 sees the first L_b - 1 tokens only,
@@ -114,26 +145,12 @@ static void check_mtp_offset(void)
                             "\"value\":0},\"value_cache\":{\"kind\":\"const\",\"value\":1}}",
                             "{\"context_lens\":\"5,17,2,40\",\"heads_kv\":2,\"group\":4,\"head_dim\":16,"
                             "\"block_size\":8,\"q_per_step\":2}");
-    const char *kernels[] = {"sim", "sim:mut_mtp_no_offset"};
+    const char *kernels[] = {"sim", "mut_mtp_no_offset"};
     for (int v = 0; v < 2; v++) {
         ug_backend be;
-        char err[256];
         ug_result r;
         ug_exec_detail d, j;
-        memset(&j, 0, sizeof j);
-        ug_exec_opts o;
-        ug_exec_opts_default(&o);
-        o.oracle.sample = 0;
-        o.keep = 1;
-        if (ug_backend_open(&be, kernels[v], err, sizeof err)) {
-            CHECK(0, "sim backend: %s", err);
-            return;
-        }
-        CHECK(ug_exec_case(spec, &be, &o, &r, &d) == 0 && d.have_case, "MTP case did not run: %s", r.message);
-        if (!d.have_case) {
-            ug_backend_close(&be);
-            return;
-        }
+        if (!run_planted(&be, kernels[v], spec, "MTP case", &r, &d)) return;
         CHECK(d.c.out[0].shape[0] == 2 * B, "o has %ld rows, expected batch*q_per_step = %d",
               (long)d.c.out[0].shape[0], 2 * B);
         const ug_tensor *bt = ug_case_input(&d.c, "block_tables");
@@ -146,8 +163,7 @@ static void check_mtp_offset(void)
                     vc->values[at] = huge;
                     ug_dtype_store(vc->dtype, vc->data, at, huge);
                 }
-        CHECK(ug_backend_run(&be, &d.c, err, sizeof err) == 0, "kernel %s: %s", kernels[v], err);
-        CHECK(ug_exec_judge(&d.c, &o, &r, &j) == 0 && j.have_oracle, "judging the planted case: %s", r.message);
+        rerun_planted(&be, kernels[v], &d, &r, &j);
         int bad_oracle = 0, bad_kernel = 0, leaked = 0;
         for (long b = 0; b < B && j.have_oracle; b++)
             for (long i = 0; i < 2; i++)
@@ -169,10 +185,7 @@ static void check_mtp_offset(void)
                   "mut_mtp_no_offset: %d of %d row-0 outputs hold the last token, outcome %s", leaked, B * HQ * D,
                   ug_outcome_name(r.outcome));
         }
-        if (j.have_oracle) ug_oracle_result_free(&j.oracle);
-        for (int t = 0; t < UG_MAX_TENSORS; t++) free(j.a[t]);
-        ug_exec_detail_free(&d);
-        ug_backend_close(&be);
+        free_planted(&j, &d, &be);
     }
 }
 
@@ -209,20 +222,7 @@ static void check_fp8_known_value(void)
     ug_backend be;
     ug_result r;
     ug_exec_detail d, j;
-    memset(&j, 0, sizeof j);
-    ug_exec_opts o;
-    ug_exec_opts_default(&o);
-    o.oracle.sample = 0;
-    o.keep = 1;
-    if (opc_open(&be, "sim")) {
-        CHECK(0, "no sim backend");
-        return;
-    }
-    CHECK(ug_exec_case(spec, &be, &o, &r, &d) == 0 && d.have_case, "fp8 case did not run: %s", r.message);
-    if (!d.have_case) {
-        ug_backend_close(&be);
-        return;
-    }
+    if (!run_planted(&be, "sim", spec, "fp8 case", &r, &d)) return;
     CHECK(ug_case_input(&d.c, "q")->dtype == UG_DT_E4M3 && ug_case_input(&d.c, "value_scale")->dtype == UG_DT_FP32,
           "quant fp8: q is %s, value_scale %s; expected e4m3 codes and fp32 scales",
           ug_dtype_name(ug_case_input(&d.c, "q")->dtype), ug_dtype_name(ug_case_input(&d.c, "value_scale")->dtype));
@@ -236,9 +236,7 @@ static void check_fp8_known_value(void)
         for (int e = 0; e < 2; e++) plant(&d.c, "value_cache", slot * 2 + (size_t)e, vc[t][e]);
     }
     plant(&d.c, "value_scale", 0, 0.25), plant(&d.c, "value_scale", 1, 0.5);
-    char err[256];
-    CHECK(ug_backend_run(&be, &d.c, err, sizeof err) == 0, "sim kernel: %s", err);
-    CHECK(ug_exec_judge(&d.c, &o, &r, &j) == 0 && j.have_oracle, "judging the planted case: %s", r.message);
+    rerun_planted(&be, "sim", &d, &r, &j);
     double rr = exp(0.5), want[2] = {(1 + 2 * rr) / (1 + rr), (-1 + 3 * rr) / (1 + rr)};
     double l = exp(-0.5) + 1, dev[2] = {(4.0 / 7 * 1 + 2) / l, (4.0 / 7 * -1 + 3) / l}; /* the quantised P by hand */
     for (int e = 0; e < 2 && j.have_oracle; e++) {
@@ -248,10 +246,7 @@ static void check_fp8_known_value(void)
               j.a[0][e], dev[e]);
     }
     CHECK(r.outcome == UG_OUT_PASS, "sim kernel on the planted fp8 case: %s %s", ug_outcome_name(r.outcome), r.message);
-    if (j.have_oracle) ug_oracle_result_free(&j.oracle);
-    for (int t = 0; t < UG_MAX_TENSORS; t++) free(j.a[t]);
-    ug_exec_detail_free(&d);
-    ug_backend_close(&be);
+    free_planted(&j, &d, &be);
 }
 
 /* quant fp8 with per-token key scales over 0.0001..0.02, three sequences: the correct

@@ -97,6 +97,14 @@ static void test_norm_invariant(void)
     ug_exec_detail_free(&d);
 }
 
+/* Params the op must refuse in a bf16 case, each with what the message names. */
+static const char *const BAD_PARAMS[][2] = {
+    {"\"t\":1,\"hq\":1,\"hk\":1,\"d\":127", "\"d\""},
+    {"\"t\":1,\"hq\":1,\"hk\":0", "\"hk\""},
+    {"\"t\":1,\"hq\":1,\"hk\":1,\"eps\":-1", "\"eps\""},
+    {"\"t\":1,\"hq\":1,\"hk\":1,\"max_pos\":0", "\"max_pos\""},
+};
+
 int main(void)
 {
     test_known_value(SPEC("bf16", "\"t\":3,\"hq\":2,\"hk\":1,\"d\":16,\"eps\":0", DIST_CONST));
@@ -104,10 +112,7 @@ int main(void)
     test_naive(SPEC("bf16", "\"t\":4,\"hq\":3,\"hk\":2", DIST_NORMAL), (float)1e-6);
     test_naive(SPEC("fp16", "\"t\":3,\"hq\":2,\"hk\":1,\"d\":66,\"eps\":1e-5", DIST_NORMAL), (float)1e-5);
     test_norm_invariant();
-    opc_expect_refused(SPEC("bf16", "\"t\":1,\"hq\":1,\"hk\":1,\"d\":127", DIST_NORMAL), "\"d\"");
-    opc_expect_refused(SPEC("bf16", "\"t\":1,\"hq\":1,\"hk\":0", DIST_NORMAL), "\"hk\"");
-    opc_expect_refused(SPEC("bf16", "\"t\":1,\"hq\":1,\"hk\":1,\"eps\":-1", DIST_NORMAL), "\"eps\"");
-    opc_expect_refused(SPEC("bf16", "\"t\":1,\"hq\":1,\"hk\":1,\"max_pos\":0", DIST_NORMAL), "\"max_pos\"");
+    OPC_EXPECT_REFUSED_EACH(SPEC("bf16", "%s", DIST_NORMAL), BAD_PARAMS);
     opc_expect_refused(SPEC("fp32", "\"t\":1,\"hq\":1,\"hk\":1", DIST_NORMAL), "dtype");
     return check_done();
 }

@@ -18,17 +18,25 @@
 
 #define N_MAX 4096
 
-/* Judges a (kernel) against g* == g (exact values on the dtype grid) and bench. */
-static ug_vstate judge(int std, ug_dtype dt, const ug_output_rule *rule, size_t n, const double *a, const double *g,
-                       const double *bench)
+/* Judges a (kernel) against g* == g (exact values on the dtype grid) and bench; the
+ * thresholds into thr[UG_THR_LEN]. */
+static ug_vstate judge_thr(int std, ug_dtype dt, const ug_output_rule *rule, size_t n, const double *a, const double *g,
+                           const double *bench, char *thr)
 {
     static size_t idx[N_MAX];
     for (size_t i = 0; i < n; i++) idx[i] = i;
     ug_metrics m;
     ug_metrics_compute(dt, n, idx, n, a, g, bench, &m);
     ug_judged j = {"y", dt, rule, 0, n, idx, a, g, g, bench, &m};
+    return ug_standard_judge(std, &j, thr, UG_THR_LEN);
+}
+
+/* The same, the thresholds dropped. */
+static ug_vstate judge(int std, ug_dtype dt, const ug_output_rule *rule, size_t n, const double *a, const double *g,
+                       const double *bench)
+{
     char thr[UG_THR_LEN];
-    return ug_standard_judge(std, &j, thr, sizeof thr);
+    return judge_thr(std, dt, rule, n, a, g, bench, thr);
 }
 
 static double a_[N_MAX], g_[N_MAX], b_[N_MAX];
@@ -506,13 +514,8 @@ static double used_of(const char *thr)
 /* Judges as judge() does and returns the thresholds' "used" figure. */
 static double judge_used(int std, ug_dtype dt, const ug_output_rule *rule, size_t n, ug_vstate *v)
 {
-    static size_t idx[N_MAX];
-    for (size_t i = 0; i < n; i++) idx[i] = i;
-    ug_metrics m;
-    ug_metrics_compute(dt, n, idx, n, a_, g_, b_, &m);
-    ug_judged j = {"y", dt, rule, 0, n, idx, a_, g_, g_, b_, &m};
     char thr[UG_THR_LEN];
-    *v = ug_standard_judge(std, &j, thr, sizeof thr);
+    *v = judge_thr(std, dt, rule, n, a_, g_, b_, thr);
     return used_of(thr);
 }
 

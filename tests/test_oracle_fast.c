@@ -124,6 +124,19 @@ static void apply_adamw(void)
                        0);
 }
 
+/* The specials case of op in bf16 and in fp16 (spec_fmt's one %s: the dtype), each as
+ * fast_matches_exact(what, spec, 0) with what "op dtype specials". */
+static void specials_match_in_bf16_fp16(const char *op, const char *spec_fmt)
+{
+    static const char *const dts[2] = {"bf16", "fp16"};
+    char spec[4096], what[64];
+    for (int d = 0; d < 2; d++) {
+        snprintf(spec, sizeof spec, spec_fmt, dts[d]);
+        snprintf(what, sizeof what, "%s %s specials", op, dts[d]);
+        fast_matches_exact(what, spec, 0);
+    }
+}
+
 /* One row of h = 5 whose sums x1 + x2 are (259, 1, 2, 187, 475)/256: their mean square is
  * exactly 1, so with eps = 2^-60 the double rstd is 1 and y = 259/256 (gamma 1) sits on the
  * bf16 tie between 1 + 2^-7 and 1 + 2^-6, while the exact y is just below it. */
@@ -141,18 +154,12 @@ static void inplace_add_rmsnorm(void)
                        "\"x2\":{\"kind\":\"const\",\"value\":0},\"gamma\":{\"kind\":\"const\",\"value\":1}},"
                        "\"seed\":1,\"inject\":[" RMSNORM_TIE "]}",
                        1);
-    const char *dts[2] = {"bf16", "fp16"};
-    char spec[4096], what[64];
-    for (int d = 0; d < 2; d++) {
-        snprintf(spec, sizeof spec,
-                 "{\"op\":\"inplace_add_rmsnorm\",\"dtype\":\"%s\",\"params\":{\"rows\":6,\"h\":300},"
-                 "\"dist\":{\"x1\":{\"kind\":\"wide\",\"lo_exp\":-30,\"hi_exp\":10},\"x2\":{\"kind\":"
-                 "\"normal\",\"mean\":0,\"std\":1},\"gamma\":{\"kind\":\"normal\",\"mean\":0,\"std\":2}},"
-                 "\"seed\":5,\"inject\":[" SPECIALS("x1") "," SPECIALS("x2") "]}",
-                 dts[d]);
-        snprintf(what, sizeof what, "inplace_add_rmsnorm %s specials", dts[d]);
-        fast_matches_exact(what, spec, 0);
-    }
+    specials_match_in_bf16_fp16(
+        "inplace_add_rmsnorm",
+        "{\"op\":\"inplace_add_rmsnorm\",\"dtype\":\"%s\",\"params\":{\"rows\":6,\"h\":300},"
+        "\"dist\":{\"x1\":{\"kind\":\"wide\",\"lo_exp\":-30,\"hi_exp\":10},\"x2\":{\"kind\":"
+        "\"normal\",\"mean\":0,\"std\":1},\"gamma\":{\"kind\":\"normal\",\"mean\":0,\"std\":2}},"
+        "\"seed\":5,\"inject\":[" SPECIALS("x1") "," SPECIALS("x2") "]}");
 }
 
 /* y[s=1, 0] = x[16] cos[16] - x[17] sin[16] = (87/64)(3/4) + 2^-60 = 261/256 + 2^-60: the
@@ -221,19 +228,13 @@ static void rms_norm_rope(void)
                        "\"kind\":\"normal\",\"mean\":0,\"std\":1},\"gamma_q\":{\"kind\":\"const\",\"value\":1},"
                        "\"gamma_k\":{\"kind\":\"const\",\"value\":1}},\"seed\":1,\"inject\":[" RMS_ROPE_TIE "]}",
                        1);
-    const char *dts[2] = {"bf16", "fp16"};
-    char spec[4096], what[64];
-    for (int d = 0; d < 2; d++) {
-        snprintf(spec, sizeof spec,
-                 "{\"op\":\"rms_norm_rope\",\"dtype\":\"%s\",\"params\":{\"t\":3,\"hq\":2,\"hk\":1,\"d\":32},"
-                 "\"dist\":{\"q\":{\"kind\":\"wide\",\"lo_exp\":-20,\"hi_exp\":10},\"k\":{\"kind\":\"normal\","
-                 "\"mean\":0,\"std\":1},\"gamma_q\":{\"kind\":\"normal\",\"mean\":0,\"std\":2},\"gamma_k\":{"
-                 "\"kind\":\"normal\",\"mean\":1,\"std\":0.5}},\"seed\":6,\"inject\":[" SPECIALS("q") ","
-                 SPECIALS("k") "]}",
-                 dts[d]);
-        snprintf(what, sizeof what, "rms_norm_rope %s specials", dts[d]);
-        fast_matches_exact(what, spec, 0);
-    }
+    specials_match_in_bf16_fp16(
+        "rms_norm_rope",
+        "{\"op\":\"rms_norm_rope\",\"dtype\":\"%s\",\"params\":{\"t\":3,\"hq\":2,\"hk\":1,\"d\":32},"
+        "\"dist\":{\"q\":{\"kind\":\"wide\",\"lo_exp\":-20,\"hi_exp\":10},\"k\":{\"kind\":\"normal\","
+        "\"mean\":0,\"std\":1},\"gamma_q\":{\"kind\":\"normal\",\"mean\":0,\"std\":2},\"gamma_k\":{"
+        "\"kind\":\"normal\",\"mean\":1,\"std\":0.5}},\"seed\":6,\"inject\":[" SPECIALS("q") ","
+        SPECIALS("k") "]}");
 }
 
 /* Masked and capped rows with special, huge and tiny logits (exp of a nonzero value is never
