@@ -554,16 +554,6 @@ double ug_mp_round(mpfr_srcptr x, ug_dtype dt)
 
 int ug_cert_round(ug_dtype dt, double v, double e, double *g) { return ug_cv_round(dt, v, e, g); }
 
-ug_ar_sink *ug_ar_cert_sink(ug_ar *ar, int out)
-{
-    return ar->mode == UG_AR_CERT && out >= 0 && out < ar->nsinks ? &ar->sinks[out] : NULL;
-}
-
-void ug_ar_tally(ug_ar *ar, unsigned long emitted, unsigned long unsure)
-{
-    ar->emitted += emitted;
-    ar->unsure += unsure;
-}
 
 void ug_ar_emit(ug_ar *ar, int out, size_t k, ug_num x)
 {
@@ -598,7 +588,7 @@ void ug_ar_emit_block(ug_ar *ar, int out, size_t k0, const double *v, const doub
     if (out < 0 || out >= ar->nsinks) return;
     ug_ar_sink *s = &ar->sinks[out];
     switch (ar->mode) {
-    case UG_AR_CERT: ug_ar_tally(ar, n, ug_cv_put_block(s, k0, v, e, n)); return;
+    case UG_AR_CERT: ar->unsure += ug_cv_put_block(s, k0, v, e, n); break;
     case UG_AR_DEVICE: memcpy(s->bound + k0, e, n * sizeof *e); break;
     case UG_AR_NAIVE:
     case UG_AR_F64:

@@ -76,10 +76,6 @@ void ug_ar_emit(ug_ar *ar, int out, size_t k, ug_num x);
  * and bound e[i] (a plain arithmetic's number {v[i], e[i]}): an op's block loop hands
  * over a block at a time. Not for the MPFR arithmetics (their numbers are not doubles). */
 void ug_ar_emit_block(ug_ar *ar, int out, size_t k0, const double *v, const double *e, size_t n);
-/* In CERT, output out's sink, for an inline emit (cert_inline.h's ug_cv_put) that then
- * adds its counts with ug_ar_tally; NULL in any other mode or for an unknown output. */
-ug_ar_sink *ug_ar_cert_sink(ug_ar *ar, int out);
-void ug_ar_tally(ug_ar *ar, unsigned long emitted, unsigned long unsure);
 
 ug_num ug_c(ug_ar *ar, double x); /* an exact input value or constant */
 double ug_v(ug_num x);            /* approximate value, for control flow only */

@@ -330,9 +330,8 @@ static inline int ug_cv_round(ug_dtype dt, double v, double e, double *g)
     return sure;
 }
 
-/* ug_ar_emit's CERT branch on a sink taken once per output (ug_ar_cert_sink): element k
- * gets x's rounding and value; returns 1 when k is left unsure (the caller adds its
- * counts with ug_ar_tally). */
+/* ug_ar_emit's CERT rule on output sink s: element k gets x's rounding and value; returns
+ * 1 when k is left unsure (ug_cv_put_block's elements outside its vector lanes). */
 static inline int ug_cv_put(const ug_ar_sink *s, size_t k, ug_cv x)
 {
     int sure = ug_cv_round(s->dt, x.v, x.e, &s->g[k]);
