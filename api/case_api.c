@@ -18,7 +18,8 @@ ulpgym_case *ulpgym_case_open(const char *spec_json, char **err)
 {
     char msg[1024];
     if (!spec_json) return api_fail(err, "give a spec (JSON text)"), NULL;
-    if (ug_case_memory_configure(NULL, msg, sizeof msg)) return api_fail(err, "%s", msg), NULL; /* $ULPGYM_CASE_MEMORY */
+    if (ug_case_memory_configure(NULL, msg, sizeof msg))
+        return api_fail(err, "%s", msg), NULL; /* $ULPGYM_CASE_MEMORY */
     ug_spec spec;
     if (ug_spec_parse(spec_json, &spec, msg, sizeof msg)) return api_fail(err, "%s", msg), NULL;
     ulpgym_case *h = calloc(1, sizeof *h);
@@ -96,9 +97,11 @@ static int store_f64(ug_tensor *t, const double *v, char **err)
 {
     for (size_t i = 0; i < t->numel; i++)
         if (!of_dtype(t->dtype, v[i]))
-            return api_fail(err, "output %s: element %zu is %.17g, which is not a %s value (%.17g is the nearest): "
-                            "round on the device, or pass the %s bits", t->name, i, v[i], ug_dtype_name(t->dtype),
-                            ug_dtype_round(t->dtype, v[i]), ug_dtype_name(t->dtype));
+            return api_fail(err,
+                            "output %s: element %zu is %.17g, which is not a %s value (%.17g is the nearest): "
+                            "round on the device, or pass the %s bits",
+                            t->name, i, v[i], ug_dtype_name(t->dtype), ug_dtype_round(t->dtype, v[i]),
+                            ug_dtype_name(t->dtype));
     for (size_t i = 0; i < t->numel; i++) ug_dtype_store(t->dtype, t->data, i, v[i]); /* exact: checked above */
     return 0;
 }
@@ -109,7 +112,8 @@ int ulpgym_case_set_output(ulpgym_case *h, int k, const void *data, size_t nbyte
     ug_tensor *t = &h->c.out[k];
     size_t native = t->numel * (size_t)ug_dtype_size(t->dtype), f64 = t->numel * sizeof(double);
     size_t want = encoding == ULPGYM_ENC_F64 ? f64 : native;
-    if (encoding != ULPGYM_ENC_NATIVE && encoding != ULPGYM_ENC_F64) return api_fail(err, "unknown encoding %d", encoding);
+    if (encoding != ULPGYM_ENC_NATIVE && encoding != ULPGYM_ENC_F64)
+        return api_fail(err, "unknown encoding %d", encoding);
     if (nbytes != want || (!data && want))
         return api_fail(err, "output %s: %zu bytes given, %zu expected (%zu %s elements%s)", t->name, nbytes, want,
                         t->numel, encoding == ULPGYM_ENC_F64 ? "float64" : ug_npy_descr_of_dtype(t->dtype),
@@ -143,9 +147,12 @@ static int judge_opts(ulpgym_case *h, const char *opts_json, ug_exec_opts *o, ch
     ug_exec_opts_default(o);
     int rc = 0;
     char msg[512];
-    if (cJSON_IsString(s) && strcmp(s->valuestring, "all") == 0) o->oracle.sample = 0;
-    else if (cJSON_IsNumber(s) && s->valuedouble >= 1 && s->valuedouble <= 1e12) o->oracle.sample = (size_t)s->valuedouble;
-    else if (s && !cJSON_IsNull(s)) rc = api_fail(err, "\"sample\" takes a count >= 1 or \"all\"");
+    if (cJSON_IsString(s) && strcmp(s->valuestring, "all") == 0)
+        o->oracle.sample = 0;
+    else if (cJSON_IsNumber(s) && s->valuedouble >= 1 && s->valuedouble <= 1e12)
+        o->oracle.sample = (size_t)s->valuedouble;
+    else if (s && !cJSON_IsNull(s))
+        rc = api_fail(err, "\"sample\" takes a count >= 1 or \"all\"");
     h->primary[0] = 0;
     if (!rc && cJSON_IsString(p)) {
         if (ug_exec_parse_primary(p->valuestring, &o->primary, msg, sizeof msg)) rc = api_fail(err, "%s", msg);
@@ -182,7 +189,8 @@ char *ulpgym_case_judge(ulpgym_case *h, const char *opts_json, char **err)
     r->primary = o.primary_set ? o.primary : h->c.def->primary;
     if (h->status) { /* as a replayed device's unsupported.txt / error.txt */
         r->outcome = h->status > 0 ? UG_OUT_SKIP : UG_OUT_ERROR;
-        snprintf(r->message, sizeof r->message, "%s: %.470s", h->status > 0 ? "unsupported" : "device error", h->reason);
+        snprintf(r->message, sizeof r->message, "%s: %.470s", h->status > 0 ? "unsupported" : "device error",
+                 h->reason);
     } else if (ug_exec_judge(&h->c, &o, r, NULL)) {
         return api_fail(err, "case %s cannot be judged: %s", r->case_id, r->message), NULL;
     }

@@ -16,9 +16,9 @@ struct ulpgym_case {
     unsigned char set[UG_MAX_TENSORS]; /* output k was set by ulpgym_case_set_output */
     int status;                        /* ulpgym_case_set_status: 1 unsupported, -1 error, 0 none */
     char reason[480];
-    int judged;                        /* r holds a judgement of the present outputs */
-    long sample;                       /* the judgement's sample (0 = all) */
-    char primary[32];                  /* its --primary standard; "" = the op's own */
+    int judged;       /* r holds a judgement of the present outputs */
+    long sample;      /* the judgement's sample (0 = all) */
+    char primary[32]; /* its --primary standard; "" = the op's own */
     ug_result r;
 };
 

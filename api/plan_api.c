@@ -72,7 +72,8 @@ static int mark_names(const cJSON *names, const char *what, int (*find)(const ch
     for (; e; e = one ? NULL : e->next) {
         int k = cJSON_IsString(e) ? find(e->valuestring) : -1;
         if (k < 0)
-            return api_fail(err, "unknown %s \"%s\" (see `ulpgym ops`)", what, cJSON_IsString(e) ? e->valuestring : "?");
+            return api_fail(err, "unknown %s \"%s\" (see `ulpgym ops`)", what,
+                            cJSON_IsString(e) ? e->valuestring : "?");
         mark[k] = 1;
     }
     return 0;
@@ -131,10 +132,11 @@ char *ulpgym_plan_cases(const char *query_json, char **err)
     const cJSON *plan = cJSON_GetObjectItemCaseSensitive(q, "plan"), *opl = cJSON_GetObjectItemCaseSensitive(q, "ops");
     const cJSON *grl = cJSON_GetObjectItemCaseSensitive(q, "groups");
     long long limit, per_op, seed;
-    int bad = (plan && !cJSON_IsNull(plan) && !cJSON_IsString(plan) && api_fail(err, "\"plan\" takes a name or a path")) ||
-              mark_names(opl, "op", ug_op_find, ops, err) || mark_names(grl, "group", ug_group_find, groups, err) ||
-              int_key(q, "limit", 0, &limit, err) || int_key(q, "per_op", 0, &per_op, err) ||
-              int_key(q, "seed", -1, &seed, err);
+    int bad =
+        (plan && !cJSON_IsNull(plan) && !cJSON_IsString(plan) && api_fail(err, "\"plan\" takes a name or a path")) ||
+        mark_names(opl, "op", ug_op_find, ops, err) || mark_names(grl, "group", ug_group_find, groups, err) ||
+        int_key(q, "limit", 0, &limit, err) || int_key(q, "per_op", 0, &per_op, err) ||
+        int_key(q, "seed", -1, &seed, err);
     unsigned gmask = 0;
     for (int g = 0; g < UG_GROUP_COUNT; g++) gmask |= (unsigned)groups[g] << g;
     const char *path = cJSON_IsString(plan) ? plan->valuestring : ug_plan_default_path();

@@ -29,7 +29,8 @@ static int make_folder(const char *dir, char **err)
 {
     char path[PATH_MAX + 64];
     struct stat st;
-    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) return api_fail(err, "folder name too long: %s", dir);
+    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path)
+        return api_fail(err, "folder name too long: %s", dir);
     for (char *p = path + 1; *p; p++)
         if (*p == '/') {
             *p = 0;
@@ -46,24 +47,31 @@ static int make_folder(const char *dir, char **err)
 static int outputs_folder(ulpgym_recorder *rec, const cJSON *asked, char **err)
 {
     char dir[PATH_MAX + 64];
-    if (cJSON_IsString(asked) && asked->valuestring[0]) snprintf(dir, sizeof dir, "%s", asked->valuestring);
-    else snprintf(dir, sizeof dir, "%s-outputs/run-%ld", rec->db_path, rec->run);
-    return make_folder(dir, err) || !realpath(dir, rec->outputs) ? api_fail(err, "cannot use %s as the outputs folder", dir)
-                                                                 : 0;
+    if (cJSON_IsString(asked) && asked->valuestring[0])
+        snprintf(dir, sizeof dir, "%s", asked->valuestring);
+    else
+        snprintf(dir, sizeof dir, "%s-outputs/run-%ld", rec->db_path, rec->run);
+    return make_folder(dir, err) || !realpath(dir, rec->outputs)
+               ? api_fail(err, "cannot use %s as the outputs folder", dir)
+               : 0;
 }
 
 /* Starts the run of opts q in rec->db (one committed transaction). */
 static int begin_run(ulpgym_recorder *rec, const cJSON *q, char **err)
 {
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(q, "name"), *cmd = cJSON_GetObjectItemCaseSensitive(q, "command");
-    const cJSON *prim = cJSON_GetObjectItemCaseSensitive(q, "primary"), *samp = cJSON_GetObjectItemCaseSensitive(q, "sample");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(q, "name"),
+                *cmd = cJSON_GetObjectItemCaseSensitive(q, "command");
+    const cJSON *prim = cJSON_GetObjectItemCaseSensitive(q, "primary"),
+                *samp = cJSON_GetObjectItemCaseSensitive(q, "sample");
     long sample = cJSON_IsNumber(samp) ? (long)samp->valuedouble : UG_SAMPLE_DEFAULT;
     char msg[1024];
     if (cJSON_IsString(prim) && ug_standard_find(prim->valuestring) < 0)
         return api_fail(err, "unknown standard \"%s\" (see `ulpgym standards`)", prim->valuestring);
     ug_run_info info = {.plan_name = cJSON_IsString(name) && name->valuestring[0] ? name->valuestring : "python",
-                        .plan_path = "python", .backend = "replay",
-                        .command = cJSON_IsString(cmd) ? cmd->valuestring : "python", .oracle_prec = UG_ORACLE_PREC,
+                        .plan_path = "python",
+                        .backend = "replay",
+                        .command = cJSON_IsString(cmd) ? cmd->valuestring : "python",
+                        .oracle_prec = UG_ORACLE_PREC,
                         .sample = sample < 0 ? UG_SAMPLE_DEFAULT : sample,
                         .primary_standard = cJSON_IsString(prim) ? prim->valuestring : NULL};
     if (ug_db_begin(rec->db, msg, sizeof msg) || ug_db_run_begin(rec->db, &info, &rec->run, msg, sizeof msg) ||

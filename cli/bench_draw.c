@@ -55,7 +55,8 @@ int ug_bench_draw(int argc, char **argv)
         int m;
         if ((m = ug_cli_opt(argc, argv, &i, "--n", &n_arg)) || (m = ug_cli_opt(argc, argv, &i, "--repeat", &rep_arg))) {
             if (m < 0) return UG_EXIT_USAGE;
-        } else return ug_cli_fail("bench draw: unexpected argument \"%s\"", argv[i]);
+        } else
+            return ug_cli_fail("bench draw: unexpected argument \"%s\"", argv[i]);
     }
     long n = n_arg ? ug_cli_long(n_arg) : 1 << 22, reps = rep_arg ? ug_cli_long(rep_arg) : 3;
     if (n < 1 || reps < 1) return ug_cli_fail("bench draw: --n and --repeat take positive numbers");
@@ -66,13 +67,15 @@ int ug_bench_draw(int argc, char **argv)
         return ug_cli_fail("bench draw: out of memory");
     }
     int rc = 0;
-    printf("%-58s %-5s %12s %12s %8s %s\n", "distribution", "dtype", "scalar ns/el", "blocked ns/el", "speed-up", "same bytes");
+    printf("%-58s %-5s %12s %12s %8s %s\n", "distribution", "dtype", "scalar ns/el", "blocked ns/el", "speed-up",
+           "same bytes");
     for (size_t k = 0; k < sizeof rows / sizeof *rows && !rc; k++) {
         cJSON *d = cJSON_Parse(rows[k].dist);
         double s = time_fill(ug_dist_fill_scalar, d, rows[k].dt, a, (size_t)n, reps);
         double f = time_fill(ug_dist_fill, d, rows[k].dt, b, (size_t)n, reps);
         cJSON_Delete(d);
-        if (s < 0 || f < 0) rc = ug_cli_fail("bench draw: %s: fill failed", rows[k].dist);
+        if (s < 0 || f < 0)
+            rc = ug_cli_fail("bench draw: %s: fill failed", rows[k].dist);
         else {
             int same = memcmp(a, b, (size_t)n * (size_t)ug_dtype_size(rows[k].dt)) == 0;
             printf("%-58s %-5s %12.2f %12.2f %8.2f %s\n", rows[k].dist, ug_dtype_name(rows[k].dt), s, f, s / f,

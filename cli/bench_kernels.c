@@ -109,7 +109,8 @@ static double bk_decode_flops(const ug_case *c, const char *op)
         return 2 * ((double)q->shape[2] + dv) * (double)q->shape[1] * bk_sparse_pairs(c);
     }
     if (!strcmp(op, "gqa_decode_attn"))
-        return 4 * (double)q->shape[2] * (double)q->shape[1] * bk_decode_pairs(c, "seq_lens", ug_p_int(&c->params, "window"));
+        return 4 * (double)q->shape[2] * (double)q->shape[1] *
+               bk_decode_pairs(c, "seq_lens", ug_p_int(&c->params, "window"));
     return 0;
 }
 
@@ -168,7 +169,8 @@ static int bk_case(const char *text, const char *id, const bk_opts *o)
     if (o->variant && !strcmp(o->variant, "all")) {
         for (const ug_kernel_variant *v = ug_op_variants(c.spec.op); v && v->name; v++)
             rc |= bk_run_variant(&c, id, v->name, o);
-    } else rc = bk_run_variant(&c, id, o->variant ? o->variant : "sim", o);
+    } else
+        rc = bk_run_variant(&c, id, o->variant ? o->variant : "sim", o);
     ug_case_free(&c);
     return rc;
 }
@@ -193,15 +195,19 @@ int ug_bench_kernels(int argc, char **argv)
         int m = ug_cli_filter_opt(&f, argc, argv, &i);
         if (m < 0) return UG_EXIT_USAGE;
         if (m) continue;
-        if (ug_cli_flag(argv, i, "--digest")) o.digest = 1;
-        else if (ug_cli_flag(argv, i, "--no-time")) o.timing = 0;
-        else if ((m = ug_cli_opt(argc, argv, &i, "--plan", &plan_path)) || (m = ug_cli_opt(argc, argv, &i, "--limit", &limit)) ||
+        if (ug_cli_flag(argv, i, "--digest"))
+            o.digest = 1;
+        else if (ug_cli_flag(argv, i, "--no-time"))
+            o.timing = 0;
+        else if ((m = ug_cli_opt(argc, argv, &i, "--plan", &plan_path)) ||
+                 (m = ug_cli_opt(argc, argv, &i, "--limit", &limit)) ||
                  (m = ug_cli_opt(argc, argv, &i, "--kernel-variant", &o.variant)) ||
                  (m = ug_cli_opt(argc, argv, &i, "--spec-file", &spec_file)) ||
                  (m = ug_cli_opt(argc, argv, &i, "--case-memory", &mem)) ||
                  (m = ug_cli_opt(argc, argv, &i, "--share", &share))) {
             if (m < 0) return UG_EXIT_USAGE;
-        } else return ug_cli_fail("bench kernels: unexpected argument \"%s\"", argv[i]);
+        } else
+            return ug_cli_fail("bench kernels: unexpected argument \"%s\"", argv[i]);
     }
     if (ug_cli_case_memory(mem)) return UG_EXIT_USAGE;
     if (spec_file) return bk_spec_file(spec_file, &o);

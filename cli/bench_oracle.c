@@ -24,17 +24,17 @@
 /* One op's sums over its timed cases. */
 typedef struct {
     long cases;
-    size_t elements;                          /* selected output elements */
+    size_t elements;                         /* selected output elements */
     double engine_s, f64_s, mpfr_s, sweep_s; /* CPU seconds */
-    unsigned long by_mpfr;                    /* elements the engine settled in MPFR */
+    unsigned long by_mpfr;                   /* elements the engine settled in MPFR */
 } bo_row;
 
 typedef struct {
-    long per_op;  /* cases per op */
-    long sample;  /* elements per output, 0 = all */
-    int mpfr;     /* time the naive MPFR column */
-    int digest;   /* print digests instead of timing */
-    long reps;    /* runs per case and arithmetic; the fastest counts */
+    long per_op; /* cases per op */
+    long sample; /* elements per output, 0 = all */
+    int mpfr;    /* time the naive MPFR column */
+    int digest;  /* print digests instead of timing */
+    long reps;   /* runs per case and arithmetic; the fastest counts */
 } bo_opts;
 
 static double bo_cpu_s(void)
@@ -56,8 +56,10 @@ static double bo_time(const ug_case *c, const ug_oracle_opts *o, long reps, ug_o
         int rc = ug_oracle_run(c, o, &r, err, sizeof err);
         double t = bo_cpu_s() - t0;
         if (rc) return -1;
-        if (keep && i == reps - 1) *keep = r;
-        else ug_oracle_result_free(&r);
+        if (keep && i == reps - 1)
+            *keep = r;
+        else
+            ug_oracle_result_free(&r);
         if (best < 0 || t < best) best = t;
     }
     return best;
@@ -124,7 +126,8 @@ static int bo_case(const ug_plan_case *pc, const bo_opts *o, bo_row *row)
             ug_oracle_result_free(&r);
         }
     } else {
-        ug_oracle_opts eng = bo_mode(UG_AR_CERT, UG_ORACLE_PREC, o->sample), f64 = bo_mode(UG_AR_F64, UG_ORACLE_PREC, o->sample),
+        ug_oracle_opts eng = bo_mode(UG_AR_CERT, UG_ORACLE_PREC, o->sample),
+                       f64 = bo_mode(UG_AR_F64, UG_ORACLE_PREC, o->sample),
                        mp = bo_mode(UG_AR_MPFR_SEQ, 256, o->sample);
         double a = bo_time(&c, &eng, o->reps, &r), b = bo_time(&c, &f64, o->reps, NULL),
                m = o->mpfr ? bo_time(&c, &mp, o->reps, NULL) : 0, w = bo_time(&c, &full, o->reps, NULL);
@@ -138,8 +141,10 @@ static int bo_case(const ug_plan_case *pc, const bo_opts *o, bo_row *row)
             ug_oracle_result_free(&r);
         }
     }
-    if (rc) fprintf(stderr, "ulpgym: bench oracle: case %s skipped: its oracle failed\n", pc->id);
-    else row->cases++;
+    if (rc)
+        fprintf(stderr, "ulpgym: bench oracle: case %s skipped: its oracle failed\n", pc->id);
+    else
+        row->cases++;
     ug_case_free(&c);
     return rc ? -1 : 0;
 }
@@ -147,11 +152,15 @@ static int bo_case(const ug_plan_case *pc, const bo_opts *o, bo_row *row)
 static void bo_print_row(const char *name, const bo_row *r, int mpfr)
 {
     printf("%-36s %5ld %9zu %11.2f %11.2f", name, r->cases, r->elements, r->engine_s * 1e3, r->f64_s * 1e3);
-    if (mpfr) printf(" %11.2f", r->mpfr_s * 1e3);
-    else printf(" %11s", "-");
+    if (mpfr)
+        printf(" %11.2f", r->mpfr_s * 1e3);
+    else
+        printf(" %11s", "-");
     printf(" %10.2f", r->f64_s > 0 ? r->engine_s / r->f64_s : 0.0);
-    if (mpfr) printf(" %11.1f", r->engine_s > 0 ? r->mpfr_s / r->engine_s : 0.0);
-    else printf(" %11s", "-");
+    if (mpfr)
+        printf(" %11.1f", r->engine_s > 0 ? r->mpfr_s / r->engine_s : 0.0);
+    else
+        printf(" %11s", "-");
     printf(" %9lu %11.2f\n", r->by_mpfr, r->sweep_s * 1e3);
 }
 
@@ -169,8 +178,10 @@ static void bo_print_table(const bo_row *rows, const unsigned char *selected, co
     }
     bo_print_row("all", &all, o->mpfr);
     printf("CPU ms, the fastest of %ld evaluation%s per case; ", o->reps, o->reps > 1 ? "s" : "");
-    if (o->sample) printf("sample %ld elements per output\n", o->sample);
-    else printf("every element (--sample all)\n");
+    if (o->sample)
+        printf("sample %ld elements per output\n", o->sample);
+    else
+        printf("every element (--sample all)\n");
 }
 
 int ug_bench_oracle(int argc, char **argv)
@@ -182,17 +193,22 @@ int ug_bench_oracle(int argc, char **argv)
         int m = ug_cli_filter_opt(&f, argc, argv, &i);
         if (m < 0) return UG_EXIT_USAGE;
         if (m) continue;
-        if (ug_cli_flag(argv, i, "--no-mpfr")) o.mpfr = 0;
-        else if (ug_cli_flag(argv, i, "--digest")) o.digest = 1;
-        else if ((m = ug_cli_opt(argc, argv, &i, "--plan", &plan_path)) || (m = ug_cli_opt(argc, argv, &i, "--limit", &limit)) ||
+        if (ug_cli_flag(argv, i, "--no-mpfr"))
+            o.mpfr = 0;
+        else if (ug_cli_flag(argv, i, "--digest"))
+            o.digest = 1;
+        else if ((m = ug_cli_opt(argc, argv, &i, "--plan", &plan_path)) ||
+                 (m = ug_cli_opt(argc, argv, &i, "--limit", &limit)) ||
                  (m = ug_cli_opt(argc, argv, &i, "--sample", &sample)) ||
                  (m = ug_cli_opt(argc, argv, &i, "--repeat", &repeat))) {
             if (m < 0) return UG_EXIT_USAGE;
-        } else return ug_cli_fail("bench oracle: unexpected argument \"%s\"", argv[i]);
+        } else
+            return ug_cli_fail("bench oracle: unexpected argument \"%s\"", argv[i]);
     }
     if (limit && (o.per_op = ug_cli_long(limit)) <= 0)
         return ug_cli_fail("bench oracle: --limit must be a positive number (cases per op)");
-    if (repeat && (o.reps = ug_cli_long(repeat)) <= 0) return ug_cli_fail("bench oracle: --repeat must be a positive number");
+    if (repeat && (o.reps = ug_cli_long(repeat)) <= 0)
+        return ug_cli_fail("bench oracle: --repeat must be a positive number");
     if (sample && (o.sample = ug_cli_sample(sample)) < 0)
         return ug_cli_fail("bench oracle: --sample takes a positive number of elements per output, or all");
     ug_plan p;

@@ -129,8 +129,10 @@ static int side_open(bt_side *s, const char *spec, const char *host_clock, char 
         char *end;
         long n = strtol(spec + 5, &end, 10);
         if (end == spec + 5 || *end != ':' || n < 2 || n > BT_SLOW_MAX) {
-            snprintf(err, errlen, "backend \"%s\": write slow:N:BACKEND, N from 2 to %d (every kernel call run N "
-                     "times)", spec, BT_SLOW_MAX);
+            snprintf(err, errlen,
+                     "backend \"%s\": write slow:N:BACKEND, N from 2 to %d (every kernel call run N "
+                     "times)",
+                     spec, BT_SLOW_MAX);
             return -2;
         }
         s->runs = (int)n;
@@ -138,15 +140,19 @@ static int side_open(bt_side *s, const char *spec, const char *host_clock, char 
     }
     if (ug_backend_open(&s->be, inner, err, errlen)) return -2;
     if (s->be.kind != UG_BACKEND_SIM && s->be.kind != UG_BACKEND_PLUGIN) {
-        snprintf(err, errlen, "backend \"%s\" runs no kernel to time (use sim, sim:VARIANT, plugin:PATH or "
-                 "slow:N:one of them)", spec);
+        snprintf(err, errlen,
+                 "backend \"%s\" runs no kernel to time (use sim, sim:VARIANT, plugin:PATH or "
+                 "slow:N:one of them)",
+                 spec);
         ug_backend_close(&s->be);
         return -2;
     }
     char desc[560];
     ug_backend_describe(&s->be, desc, sizeof desc);
-    if (s->runs > 1) snprintf(s->name, sizeof s->name, "slow:%d:%s", s->runs, desc);
-    else snprintf(s->name, sizeof s->name, "%s", desc);
+    if (s->runs > 1)
+        snprintf(s->name, sizeof s->name, "slow:%d:%s", s->runs, desc);
+    else
+        snprintf(s->name, sizeof s->name, "%s", desc);
     snprintf(s->clock, sizeof s->clock, "%s", s->be.device_ms ? "device" : host_clock);
     return 0;
 }
@@ -183,8 +189,10 @@ static int run_kernel(const bt_side *s, ug_case *c, bt_clock clock, double *ms, 
 static void fresh_outputs(ug_case *c)
 {
     for (int k = 0; k < c->n_out; k++) {
-        if (c->out[k].optional) ug_tensor_fill_sentinel(&c->out[k]);
-        else memset(c->out[k].data, 0, c->out[k].numel * ug_dtype_size(c->out[k].dtype));
+        if (c->out[k].optional)
+            ug_tensor_fill_sentinel(&c->out[k]);
+        else
+            memset(c->out[k].data, 0, c->out[k].numel * ug_dtype_size(c->out[k].dtype));
     }
 }
 
@@ -291,8 +299,10 @@ static int time_case(const bt_bench *bb, const char *spec, bt_case *bc, char *er
     ug_spec sp;
     ug_case c;
     memset(&c, 0, sizeof c);
-    if (!sa || !sb || !scratch) rc = -2, snprintf(err, errlen, "out of memory");
-    else if (ug_spec_parse(spec, &sp, err, errlen) || ug_case_build(&c, &sp, err, errlen)) rc = -2;
+    if (!sa || !sb || !scratch)
+        rc = -2, snprintf(err, errlen, "out of memory");
+    else if (ug_spec_parse(spec, &sp, err, errlen) || ug_case_build(&c, &sp, err, errlen))
+        rc = -2;
     else {
         drop_decoded_inputs(&c);
         ug_case_seal_inputs(&c);
@@ -315,15 +325,15 @@ static void scene_row(const char *op, const char *scene, const bt_case *cs, int 
     snprintf(r->op, sizeof r->op, "%s", op);
     snprintf(r->scene, sizeof r->scene, "%s", scene);
     double *v = calloc((size_t)n + 1, sizeof *v);
-    double *fig[6] = {&r->kernel_ratio, &r->e2e_ratio, &r->base_kernel_ms, &r->test_kernel_ms, &r->base_e2e_ms,
-                      &r->test_e2e_ms};
+    double *fig[6] = {&r->kernel_ratio,   &r->e2e_ratio,   &r->base_kernel_ms,
+                      &r->test_kernel_ms, &r->base_e2e_ms, &r->test_e2e_ms};
     for (int f = 0; f < 6; f++) {
         int k = 0;
         for (int i = 0; v && i < n; i++) {
             const ug_bench_case_row *c = &cs[i].row;
             if (!c->timed) continue;
-            double x[6] = {c->kernel_ratio, c->e2e_ratio, c->base_kernel[0], c->test_kernel[0], c->base_e2e[0],
-                           c->test_e2e[0]};
+            double x[6] = {c->kernel_ratio,   c->e2e_ratio,   c->base_kernel[0],
+                           c->test_kernel[0], c->base_e2e[0], c->test_e2e[0]};
             v[k++] = x[f];
         }
         *fig[f] = ug_bench_geomean(v, k);
@@ -365,13 +375,15 @@ static int time_scene(const bt_bench *bb, int op, const ug_scene *sc, bt_results
     bt_case *cs = res->cases + res->n_cases;
     for (size_t i = 0; i < sc->n; i++) {
         memset(&cs[i], 0, sizeof cs[i]);
-        cs[i].row = (ug_bench_case_row){.op = ug_op_name(op), .scene = sc->name, .case_id = sc->ids[i],
-                                        .spec_json = sc->specs[i]};
+        cs[i].row = (ug_bench_case_row){
+            .op = ug_op_name(op), .scene = sc->name, .case_id = sc->ids[i], .spec_json = sc->specs[i]};
         char why[400];
         int rc = time_case(bb, sc->specs[i], &cs[i], why, sizeof why);
-        if (rc == -2) return snprintf(err, errlen, "%s scene %s, case %s: %s", ug_op_name(op), sc->name, sc->ids[i], why), -2;
-        if (rc) fprintf(stderr, "ulpgym: bench kernels: %s scene %s, case %s left out: %s\n", ug_op_name(op), sc->name,
-                        sc->ids[i], cs[i].message);
+        if (rc == -2)
+            return snprintf(err, errlen, "%s scene %s, case %s: %s", ug_op_name(op), sc->name, sc->ids[i], why), -2;
+        if (rc)
+            fprintf(stderr, "ulpgym: bench kernels: %s scene %s, case %s left out: %s\n", ug_op_name(op), sc->name,
+                    sc->ids[i], cs[i].message);
         res->left_out += rc != 0;
     }
     res->n_cases += sc->n;
@@ -420,7 +432,8 @@ static int load_scene_sets(const bt_opts *o, ug_scene_set **out, int *n, char *e
     for (int op = 0; op < UG_OP_COUNT; op++) {
         if (!op_selected(o, op)) continue;
         if (!ug_op_def_get(op)) {
-            if (o->filter.any_op) return snprintf(err, errlen, "op %s is not implemented in this build", ug_op_name(op)), -2;
+            if (o->filter.any_op)
+                return snprintf(err, errlen, "op %s is not implemented in this build", ug_op_name(op)), -2;
             continue;
         }
         char space[1500];
@@ -432,8 +445,11 @@ static int load_scene_sets(const bt_opts *o, ug_scene_set **out, int *n, char *e
         if (!set->n && plan_scene(plan_path, op, o->limit ? ug_cli_long(o->limit) : 4, set, err, errlen)) return -2;
         (*n)++;
     }
-    if (!*n) return snprintf(err, errlen, "no op selected has scenes (gen/ops/<op>.json \"scenes\"); name ops with --op "
-                             "to time their plan cases"), -2;
+    if (!*n)
+        return snprintf(err, errlen,
+                        "no op selected has scenes (gen/ops/<op>.json \"scenes\"); name ops with --op "
+                        "to time their plan cases"),
+               -2;
     return 0;
 }
 
@@ -485,7 +501,8 @@ static int print_table(ug_db *db, long bench_id, const bt_opts *o)
 {
     ug_bench_table t;
     char err[512];
-    if (ug_db_bench_get(db, bench_id, &t, err, sizeof err)) return ug_cli_fail("bench kernels: %s", err), UG_EXIT_ENGINE;
+    if (ug_db_bench_get(db, bench_id, &t, err, sizeof err))
+        return ug_cli_fail("bench kernels: %s", err), UG_EXIT_ENGINE;
     ug_bench_write_md(&t, stdout);
     int rc = 0;
     const char *paths[2] = {o->md, o->html};
@@ -514,20 +531,24 @@ static int parse_opts(int argc, char **argv, bt_opts *o)
         int m = ug_cli_filter_opt(&o->filter, argc, argv, &i);
         if (m < 0) return -1;
         if (m) continue;
-        if (ug_cli_flag(argv, i, "--scenes")) o->list = 1;
+        if (ug_cli_flag(argv, i, "--scenes"))
+            o->list = 1;
         else if ((m = ug_cli_opt(argc, argv, &i, "--backend", &o->backend)) ||
                  (m = ug_cli_opt(argc, argv, &i, "--baseline", &o->baseline)) ||
                  (m = ug_cli_opt(argc, argv, &i, "--repeat", &o->repeat)) ||
                  (m = ug_cli_opt(argc, argv, &i, "--warmup", &o->warmup)) ||
                  (m = ug_cli_opt(argc, argv, &i, "--clock", &o->clock)) ||
                  (m = ug_cli_opt(argc, argv, &i, "--limit", &o->limit)) ||
-                 (m = ug_cli_opt(argc, argv, &i, "--plan", &o->plan)) || (m = ug_cli_opt(argc, argv, &i, "--db", &o->db)) ||
-                 (m = ug_cli_opt(argc, argv, &i, "--md", &o->md)) || (m = ug_cli_opt(argc, argv, &i, "--html", &o->html)) ||
+                 (m = ug_cli_opt(argc, argv, &i, "--plan", &o->plan)) ||
+                 (m = ug_cli_opt(argc, argv, &i, "--db", &o->db)) || (m = ug_cli_opt(argc, argv, &i, "--md", &o->md)) ||
+                 (m = ug_cli_opt(argc, argv, &i, "--html", &o->html)) ||
                  (m = ug_cli_opt(argc, argv, &i, "--case-memory", &o->mem))) {
             if (m < 0) return -1;
         } else
-            return ug_cli_fail("bench kernels: unexpected argument \"%s\" with --backend/--baseline (see ulpgym bench -h)",
-                               argv[i]), -1;
+            return ug_cli_fail(
+                       "bench kernels: unexpected argument \"%s\" with --backend/--baseline (see ulpgym bench -h)",
+                       argv[i]),
+                   -1;
     }
     return 0;
 }
@@ -537,7 +558,8 @@ static int check_opts(const bt_opts *o, bt_bench *bb)
 {
     if (!o->list && (!o->backend || !o->baseline))
         return ug_cli_fail("bench kernels: the timing table needs both --backend B (the kernel timed) and --baseline A "
-                           "(what it is compared with)"), -1;
+                           "(what it is compared with)"),
+               -1;
     bb->repeat = o->repeat ? (int)ug_cli_long(o->repeat) : 5;
     bb->warmup = o->warmup ? (int)ug_cli_long(o->warmup) : 1;
     if (bb->repeat < 1 || bb->repeat > BT_REPEAT_MAX || (o->repeat && ug_cli_long(o->repeat) > BT_REPEAT_MAX))
@@ -558,7 +580,8 @@ static int open_sides(const bt_opts *o, bt_bench *bb, const ug_scene_set *sets, 
 {
     char err[1024];
     const char *host = bb->clock == BT_WALL ? "wall" : "cpu";
-    if (side_open(&bb->a, o->baseline, host, err, sizeof err)) return ug_cli_fail("bench kernels: --baseline: %s", err), -1;
+    if (side_open(&bb->a, o->baseline, host, err, sizeof err))
+        return ug_cli_fail("bench kernels: --baseline: %s", err), -1;
     if (side_open(&bb->b, o->backend, host, err, sizeof err)) {
         ug_backend_close(&bb->a.be);
         return ug_cli_fail("bench kernels: --backend: %s", err), -1;
@@ -614,8 +637,10 @@ int ug_bench_kernel_table(int argc, char **argv)
         free_scene_sets(sets, n);
         return ug_cli_fail("bench kernels: %s", err);
     }
-    if (o.list) list_scenes(sets, n);
-    else if (open_sides(&o, &bb, sets, n)) rc = UG_EXIT_USAGE;
+    if (o.list)
+        list_scenes(sets, n);
+    else if (open_sides(&o, &bb, sets, n))
+        rc = UG_EXIT_USAGE;
     else {
         char command[1024];
         command_line(argc, argv, command, sizeof command);

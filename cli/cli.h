@@ -49,7 +49,7 @@ int ug_cli_filter_opt(ug_cli_filter *f, int argc, char **argv, int *i);
  * Returns 0, or UG_EXIT_USAGE after printing why the value does not parse. */
 int ug_cli_case_memory(const char *value);
 /* Its line in a command's -h text. */
-#define UG_CLI_CASE_MEMORY_HELP                                                                                       \
+#define UG_CLI_CASE_MEMORY_HELP                                                                                        \
     "  --case-memory    refuse a case whose memory estimate (tensors, fp64 input copies, kernel\n"                     \
     "                   and oracle scratch) exceeds BYTES (suffix K, M, G or T, powers of 1024);\n"                    \
     "                   default $ULPGYM_CASE_MEMORY, else half the physical memory (per sweep worker);\n"              \
@@ -60,8 +60,8 @@ int ug_cli_case_memory(const char *value);
  * a contained process (run/contain.h) with this limit, default UG_SWEEP_TIMEOUT_DEFAULT
  * (value NULL). Returns the seconds, or -1 after printing why the value does not parse. */
 double ug_cli_case_timeout(const char *cmd, const char *value);
-#define UG_CLI_CASE_TIMEOUT_HELP                                                                                      \
-    "  --case-timeout   seconds the kernel may take (default 300); it runs in a contained process,\n"                 \
+#define UG_CLI_CASE_TIMEOUT_HELP                                                                                       \
+    "  --case-timeout   seconds the kernel may take (default 300); it runs in a contained process,\n"                  \
     "                   so a crash or hang is reported as CRASH / TIMEOUT, as a sweep records it\n"
 
 /* The case a case ID or unique prefix (6+ hex digits, any case) names: looked up in db

@@ -17,7 +17,8 @@ static int ug_cmd_case(int argc, char **argv)
     ug_fail_on policy = UG_FAIL_ON_FAIL;
     for (int i = 1; i < argc; i++) {
         int m;
-        if ((m = ug_cli_opt(argc, argv, &i, "--spec", &spec)) || (m = ug_cli_opt(argc, argv, &i, "--spec-file", &file)) ||
+        if ((m = ug_cli_opt(argc, argv, &i, "--spec", &spec)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--spec-file", &file)) ||
             (m = ug_cli_opt(argc, argv, &i, "--backend", &backend)) ||
             (m = ug_cli_opt(argc, argv, &i, "--sample", &sample)) ||
             (m = ug_cli_opt(argc, argv, &i, "--primary", &primary)) ||
@@ -25,8 +26,10 @@ static int ug_cmd_case(int argc, char **argv)
             (m = ug_cli_opt(argc, argv, &i, "--case-timeout", &timeout)) ||
             (m = ug_cli_opt(argc, argv, &i, "--fail-on", &fail_on))) {
             if (m < 0) return UG_EXIT_USAGE;
-        } else if (ug_cli_flag(argv, i, "--json")) json = 1;
-        else return ug_cli_fail("case: unexpected argument \"%s\" (see ulpgym case -h)", argv[i]);
+        } else if (ug_cli_flag(argv, i, "--json"))
+            json = 1;
+        else
+            return ug_cli_fail("case: unexpected argument \"%s\" (see ulpgym case -h)", argv[i]);
     }
     char err[1024];
     int std = -1;
@@ -57,21 +60,22 @@ static int ug_cmd_case(int argc, char **argv)
     free(text);
     ug_backend_close(&b);
     if (rc) return ug_cli_fail("%s", r.message);
-    if (json) ug_print_result_json(&r, stdout);
-    else ug_print_result(&r, stdout);
+    if (json)
+        ug_print_result_json(&r, stdout);
+    else
+        ug_print_result(&r, stdout);
     /* no database, so no earlier result: new is fail here */
     return ug_fail_on_case(NULL, policy, &r, 0, NULL, err, sizeof err) ? UG_EXIT_FOUND : UG_EXIT_OK;
 }
 
 const ug_command ug_command_case = {
     "case", ug_cmd_case, "run one case from its spec JSON and print its verdict",
-     "usage: ulpgym case (--spec JSON | --spec-file FILE) [--backend B] [--sample N|all] [--primary STD]\n"
-     "                   [--json] [--case-memory BYTES] [--case-timeout SECONDS] [--fail-on never|fail|new]\n"
-     "  Runs the kernel and the oracle on the case the spec describes (no database).\n"
-     "  --backend sim | sim:VARIANT | plugin:PATH.so   (default sim)\n"
-     "  --primary STD  decide the outcome by numeric standard STD, as `sweep --primary` does\n"
-     UG_CLI_CASE_MEMORY_HELP UG_CLI_CASE_TIMEOUT_HELP
-     UG_FAIL_ON_HELP("fail")
-     "                   (no database here, so new is the same as fail)\n"
-     "  Exit status: 0 the verdict passes --fail-on (default: PASS or SKIP); 1 it does not\n"
-     "  (FAIL, NONFINITE, ERROR, CRASH, TIMEOUT, SHAPE); 2 bad input (a spec or option refused).\n"};
+    "usage: ulpgym case (--spec JSON | --spec-file FILE) [--backend B] [--sample N|all] [--primary STD]\n"
+    "                   [--json] [--case-memory BYTES] [--case-timeout SECONDS] [--fail-on never|fail|new]\n"
+    "  Runs the kernel and the oracle on the case the spec describes (no database).\n"
+    "  --backend sim | sim:VARIANT | plugin:PATH.so   (default sim)\n"
+    "  --primary STD  decide the outcome by numeric standard STD, as `sweep --primary` does\n" UG_CLI_CASE_MEMORY_HELP
+        UG_CLI_CASE_TIMEOUT_HELP UG_FAIL_ON_HELP(
+            "fail") "                   (no database here, so new is the same as fail)\n"
+                    "  Exit status: 0 the verdict passes --fail-on (default: PASS or SKIP); 1 it does not\n"
+                    "  (FAIL, NONFINITE, ERROR, CRASH, TIMEOUT, SHAPE); 2 bad input (a spec or option refused).\n"};

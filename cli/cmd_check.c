@@ -77,7 +77,8 @@ static checked *list_cases(const char *root, const char *prefix, size_t *n)
     checked *list = cJSON_IsArray(cases) ? calloc((size_t)cJSON_GetArraySize(cases) + 1, sizeof *list) : NULL;
     if (!list) ug_cli_fail("check: %s is not a valid index (\"cases\" array)", path);
     for (const cJSON *e = list ? cases->child : NULL; e; e = e->next) {
-        const cJSON *d = cJSON_GetObjectItemCaseSensitive(e, "dir"), *id = cJSON_GetObjectItemCaseSensitive(e, "case_id");
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(e, "dir"),
+                    *id = cJSON_GetObjectItemCaseSensitive(e, "case_id");
         if (!cJSON_IsString(d) || !cJSON_IsString(id) || strchr(d->valuestring, '/')) {
             ug_cli_fail("check: %s: every case needs \"case_id\" and a plain \"dir\" name", path);
             free(list);
@@ -145,15 +146,19 @@ static int open_run(ug_db *db, const char *name, const char *root, const char *c
         ug_run_record rec;
         if (*run_id > 0 && ug_db_run_get(db, *run_id, &rec, err, errlen)) return -1;
         if (*run_id > 0 && strcmp(rec.primary_standard, primary ? primary : "") != 0) {
-            snprintf(err, errlen, "run %ld (\"%s\") decides cases by %s%s; check them with the same --primary",
-                     *run_id, name, rec.primary_standard[0] ? "--primary " : "each op's own primary standard",
+            snprintf(err, errlen, "run %ld (\"%s\") decides cases by %s%s; check them with the same --primary", *run_id,
+                     name, rec.primary_standard[0] ? "--primary " : "each op's own primary standard",
                      rec.primary_standard);
             return -1;
         }
         if (*run_id > 0) return 0;
     }
-    ug_run_info info = {.plan_name = name ? name : "replay", .plan_path = root, .backend = "replay",
-                        .command = command, .oracle_prec = UG_ORACLE_PREC, .sample = sample,
+    ug_run_info info = {.plan_name = name ? name : "replay",
+                        .plan_path = root,
+                        .backend = "replay",
+                        .command = command,
+                        .oracle_prec = UG_ORACLE_PREC,
+                        .sample = sample,
                         .primary_standard = primary};
     return ug_db_run_begin(db, &info, run_id, err, errlen);
 }
@@ -164,8 +169,8 @@ static int store_all(const char *db_path, const char *name, const char *root, co
     ug_db *db;
     char err[1024];
     if (ug_cli_open_db(db_path, 1, &db)) return UG_EXIT_USAGE;
-    int rc = ug_db_begin(db, err, sizeof err) ||
-             open_run(db, name, root, command, sample, primary, run_id, err, sizeof err);
+    int rc =
+        ug_db_begin(db, err, sizeof err) || open_run(db, name, root, command, sample, primary, run_id, err, sizeof err);
     for (size_t i = 0; i < n && !rc; i++) {
         const char *origin = strstr(list[i].spec, "\"plan\":") ? "plan" : "manual";
         char abs[PATH_MAX]; /* where triage finds these outputs again (absolute: from any folder) */
@@ -224,18 +229,23 @@ static int ug_cmd_check(int argc, char **argv)
             (m = ug_cli_opt(argc, argv, &i, "--db", &db)) || (m = ug_cli_opt(argc, argv, &i, "--sample", &sample)) ||
             (m = ug_cli_opt(argc, argv, &i, "--primary", &primary)) ||
             (m = ug_cli_opt(argc, argv, &i, "--case-memory", &mem)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--top", &top_s)) || (m = ug_cli_opt(argc, argv, &i, "--fail-on", &fail_on))) {
+            (m = ug_cli_opt(argc, argv, &i, "--top", &top_s)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--fail-on", &fail_on))) {
             if (m < 0) return UG_EXIT_USAGE;
-        } else if (ug_cli_flag(argv, i, "--json")) json = 1;
-        else if (argv[i][0] != '-' && !prefix) prefix = argv[i];
-        else return ug_cli_fail("check: unexpected argument \"%s\" (see ulpgym check -h)", argv[i]);
+        } else if (ug_cli_flag(argv, i, "--json"))
+            json = 1;
+        else if (argv[i][0] != '-' && !prefix)
+            prefix = argv[i];
+        else
+            return ug_cli_fail("check: unexpected argument \"%s\" (see ulpgym check -h)", argv[i]);
     }
     long top = top_s ? ug_cli_long(top_s) : 5;
     if (top < 0) return ug_cli_fail("check: --top takes a number of cases (0: none)");
     if (ug_fail_on_parse("check", fail_on, &policy)) return UG_EXIT_USAGE;
     if (!root || !*root) return ug_cli_fail("check: give the folder the device wrote with --outputs D");
     if (ug_cli_case_memory(mem)) return UG_EXIT_USAGE;
-    if (prefix && !ug_case_id_prefix_ok(prefix)) return ug_cli_fail("check: \"%s\" is not a case ID (6 to 16 hex digits)", prefix);
+    if (prefix && !ug_case_id_prefix_ok(prefix))
+        return ug_cli_fail("check: \"%s\" is not a case ID (6 to 16 hex digits)", prefix);
     if (name && !*name) return ug_cli_fail("check: --run needs a name");
     ug_exec_opts o;
     ug_exec_opts_default(&o);
@@ -258,10 +268,13 @@ static int ug_cmd_check(int argc, char **argv)
     for (size_t i = 0; i < n && !rc; i++) {
         const ug_result *r = &list[i].r;
         n_pass += r->outcome == UG_OUT_PASS;
-        if (n == 1 && json) ug_print_result_json(r, stdout);
-        else if (n == 1) ug_print_result(r, stdout);
-        else printf("%s  %-28s %-5s %-9s %s\n", r->case_id, ug_op_name(r->op), ug_dtype_name(r->dtype),
-                    ug_outcome_name(r->outcome), r->message);
+        if (n == 1 && json)
+            ug_print_result_json(r, stdout);
+        else if (n == 1)
+            ug_print_result(r, stdout);
+        else
+            printf("%s  %-28s %-5s %-9s %s\n", r->case_id, ug_op_name(r->op), ug_dtype_name(r->dtype),
+                   ug_outcome_name(r->outcome), r->message);
     }
     if (!rc && !json) printf("run %ld (replay): %zu case%s checked, %zu pass\n", run_id, n, n == 1 ? "" : "s", n_pass);
     if (!rc && !json && top) ug_failures_summary(db, run_id, top, stdout); /* read back, as `failures` */
@@ -274,23 +287,21 @@ static int ug_cmd_check(int argc, char **argv)
 
 const ug_command ug_command_check = {
     "check", ug_cmd_check, "judge outputs a device wrote for exported cases; store them",
-     "usage: ulpgym check [CASE_ID] --outputs D [--run NAME] [--db PATH] [--sample N|all] [--primary STD]\n"
-     "                    [--json] [--case-memory BYTES] [--top N] [--fail-on never|fail|new]\n"
-     "  D is a folder written by `ulpgym export`: D/case.json plus D/outputs/<name>.npy\n"
-     "  for each output (or outputs/unsupported.txt -> SKIP, outputs/error.txt -> ERROR),\n"
-     "  or a plan export (D/index.json): every listed case, or the one CASE_ID names.\n"
-     "  The case is rebuilt from its spec and judged exactly as a sweep judges it; results\n"
-     "  go to a run with backend \"replay\". --run NAME adds to the latest replay run of\n"
-     "  that name (created on first use) instead of starting a new run.\n"
-     "  --primary STD decides every case by numeric standard STD, as `sweep --primary` does\n"
-     "  (recorded with the run; --run NAME refuses a run decided another way).\n"
-     "  A missing or malformed output file is an error (exit 2) and nothing is stored.\n"
-     UG_CLI_CASE_MEMORY_HELP
-     UG_FAILURES_TOP_HELP
-     "                   of the run (`ulpgym failures --run R` lists them all; none with --json)\n"
-     UG_FAIL_ON_HELP("fail")
-     "                   The cases checked now are judged; new compares each with its latest\n"
-     "                   result in an earlier replay run decided by the same standard\n"
-     "  Exit status: 0 stored and --fail-on finds nothing; 1 --fail-on found failing cases\n"
-     "  (default: any case neither PASS nor SKIP); 2 bad input (nothing stored); 3 stored, but\n"
-     "  the database could not be read back for --fail-on new.\n"};
+    "usage: ulpgym check [CASE_ID] --outputs D [--run NAME] [--db PATH] [--sample N|all] [--primary STD]\n"
+    "                    [--json] [--case-memory BYTES] [--top N] [--fail-on never|fail|new]\n"
+    "  D is a folder written by `ulpgym export`: D/case.json plus D/outputs/<name>.npy\n"
+    "  for each output (or outputs/unsupported.txt -> SKIP, outputs/error.txt -> ERROR),\n"
+    "  or a plan export (D/index.json): every listed case, or the one CASE_ID names.\n"
+    "  The case is rebuilt from its spec and judged exactly as a sweep judges it; results\n"
+    "  go to a run with backend \"replay\". --run NAME adds to the latest replay run of\n"
+    "  that name (created on first use) instead of starting a new run.\n"
+    "  --primary STD decides every case by numeric standard STD, as `sweep --primary` does\n"
+    "  (recorded with the run; --run NAME refuses a run decided another way).\n"
+    "  A missing or malformed output file is an error (exit 2) and nothing is stored.\n" UG_CLI_CASE_MEMORY_HELP
+        UG_FAILURES_TOP_HELP
+    "                   of the run (`ulpgym failures --run R` lists them all; none with --json)\n" UG_FAIL_ON_HELP(
+        "fail") "                   The cases checked now are judged; new compares each with its latest\n"
+                "                   result in an earlier replay run decided by the same standard\n"
+                "  Exit status: 0 stored and --fail-on finds nothing; 1 --fail-on found failing cases\n"
+                "  (default: any case neither PASS nor SKIP); 2 bad input (nothing stored); 3 stored, but\n"
+                "  the database could not be read back for --fail-on new.\n"};

@@ -22,7 +22,7 @@ typedef struct {
     ug_db *db;
     ug_fuzz_space *space; /* --op: raw inputs decode in this op's space */
     int kept, refused, skipped;
-    struct stat *walked;  /* the folders entered so far (device and inode): a symlink loop is entered once */
+    struct stat *walked; /* the folders entered so far (device and inode): a symlink loop is entered once */
     size_t n_walked;
     char *root; /* the import folder, resolved: no symbolic link inside it is followed out of it */
 } importer;
@@ -64,8 +64,10 @@ static void import_file(importer *im, const char *path)
     buf[n] = 0;
     char *spec = NULL, id[UG_ID_LEN + 1], err[512];
     cJSON *j = cJSON_Parse((const char *)buf);
-    if (cJSON_IsObject(j)) spec = strdup((const char *)buf);
-    else if (im->space) spec = ug_fuzz_decode(im->space, buf, n);
+    if (cJSON_IsObject(j))
+        spec = strdup((const char *)buf);
+    else if (im->space)
+        spec = ug_fuzz_decode(im->space, buf, n);
     cJSON_Delete(j);
     if (!spec) {
         fprintf(stderr, "ulpgym: %s: not a case spec (give --op OP for raw fuzzer inputs)\n", path);
@@ -118,7 +120,8 @@ static int inside(const char *root, const char *real)
 static int link_allowed(importer *im, const char *path)
 {
     char *real = realpath(path, NULL);
-    if (!real) refuse(im, path, "a dangling symbolic link (its target does not exist); not followed");
+    if (!real)
+        refuse(im, path, "a dangling symbolic link (its target does not exist); not followed");
     else if (!inside(im->root, real)) {
         char why[1400];
         snprintf(why, sizeof why, "a symbolic link that leads out of the import folder %s (to %s); not followed",
@@ -184,8 +187,10 @@ static void import_path(importer *im, const char *path, int named)
         return;
     }
     if (!named && !im->space && !(n > 5 && strcmp(path + n - 5, ".json") == 0)) return;
-    if (S_ISREG(st.st_mode)) import_file(im, path);
-    else refuse(im, path, "not a regular file (a FIFO, socket or device); not read");
+    if (S_ISREG(st.st_mode))
+        import_file(im, path);
+    else
+        refuse(im, path, "not a regular file (a FIFO, socket or device); not read");
 }
 
 static int ug_cmd_corpus(int argc, char **argv)
@@ -196,13 +201,16 @@ static int ug_cmd_corpus(int argc, char **argv)
         int m;
         if ((m = ug_cli_opt(argc, argv, &i, "--db", &db_path)) || (m = ug_cli_opt(argc, argv, &i, "--op", &op_name))) {
             if (m < 0) return UG_EXIT_USAGE;
-        } else if (argv[i][0] != '-' && !dir) dir = argv[i];
-        else return ug_cli_fail("corpus: unexpected argument \"%s\" (see ulpgym corpus -h)", argv[i]);
+        } else if (argv[i][0] != '-' && !dir)
+            dir = argv[i];
+        else
+            return ug_cli_fail("corpus: unexpected argument \"%s\" (see ulpgym corpus -h)", argv[i]);
     }
     struct stat st;
     if (dir && lstat(dir, &st) == 0 && stat(dir, &st) != 0)
         return ug_cli_fail("corpus import: %s is a dangling symbolic link (its target does not exist)", dir);
-    if (!dir || stat(dir, &st) != 0) return ug_cli_fail("corpus import: no such file or folder %s", dir ? dir : "(none)");
+    if (!dir || stat(dir, &st) != 0)
+        return ug_cli_fail("corpus import: no such file or folder %s", dir ? dir : "(none)");
     importer im = {0};
     ug_fuzz_space space;
     char err[512];

@@ -17,7 +17,7 @@
 #include "db/query_compare.h"
 #include "reports/failures.h"
 
-#define DIFF_STILL_SHOWN 5 /* text: the first few still failing cases */
+#define DIFF_STILL_SHOWN 5                /* text: the first few still failing cases */
 #define DIFF_LIST_FAILING UG_CHANGE_COUNT /* --list failing: every failing case of run B */
 
 typedef struct {
@@ -48,7 +48,7 @@ typedef struct {
     diff_counts per[UG_GROUP_COUNT], all;
     long pass_a, pass_b, cert_judged_a, cert_pass_a, cert_judged_b, cert_pass_b; /* over the common cases */
     long pass_all_b, fail_all_b, skip_all_b;                                     /* over every case of B */
-    ug_failure_list fail_a, fail_b; /* the deciding figures */
+    ug_failure_list fail_a, fail_b;                                              /* the deciding figures */
     int oom;
 } diff_state;
 
@@ -67,8 +67,18 @@ static int keep(diff_state *d, const ug_db_compare_row *row, ug_change c, int ce
         d->cap = cap;
     }
     diff_item *x = &d->v[d->n++];
-    *x = (diff_item){dup(row->case_id), dup(row->op), dup(row->dtype), dup(row->verdict_a), dup(row->verdict_b), NULL,
-                     row->used_a, row->used_b, 0.0, c, cert, fails(row->verdict_b)};
+    *x = (diff_item){dup(row->case_id),
+                     dup(row->op),
+                     dup(row->dtype),
+                     dup(row->verdict_a),
+                     dup(row->verdict_b),
+                     NULL,
+                     row->used_a,
+                     row->used_b,
+                     0.0,
+                     c,
+                     cert,
+                     fails(row->verdict_b)};
     return x->case_id && x->op && x->dtype && x->verdict_a && x->verdict_b ? 0 : -1;
 }
 
@@ -89,8 +99,10 @@ static int on_row(const ug_db_compare_row *row, void *ctx)
     diff_state *d = ctx;
     int g = ug_group_find(row->group), common = row->verdict_a[0] != 0;
     ug_change c = d->a ? ug_change_classify(row, d->factor) : UG_CHANGE_NONE;
-    int cert = !common ? 0 : !strcmp(row->certified_a, "PASS") && !strcmp(row->certified_b, "FAIL") ? 1
-               : !strcmp(row->certified_a, "FAIL") && !strcmp(row->certified_b, "PASS")           ? -1 : 0;
+    int cert = !common                                                                  ? 0
+               : !strcmp(row->certified_a, "PASS") && !strcmp(row->certified_b, "FAIL") ? 1
+               : !strcmp(row->certified_a, "FAIL") && !strcmp(row->certified_b, "PASS") ? -1
+                                                                                        : 0;
     d->pass_all_b += strcmp(row->verdict_b, "PASS") == 0;
     d->fail_all_b += fails(row->verdict_b);
     d->skip_all_b += strcmp(row->verdict_b, "SKIP") == 0;
@@ -178,8 +190,10 @@ static void pr(const char *fmt, const char *s)
 
 static const char *num(double v, char *buf, size_t len)
 {
-    if (isfinite(v)) snprintf(buf, len, "%.3g", v);
-    else snprintf(buf, len, isnan(v) ? "-" : "inf");
+    if (isfinite(v))
+        snprintf(buf, len, "%.3g", v);
+    else
+        snprintf(buf, len, isnan(v) ? "-" : "inf");
     return buf;
 }
 
@@ -196,8 +210,11 @@ static void print_head(const diff_item *x)
 static void print_triage(const diff_state *d, const diff_item *x)
 {
     char *line = ug_failure_id_ok(x->case_id) ? ug_triage_line(x->case_id, d->db_path, d->b, d->rec_b.backend) : NULL;
-    if (line) printf("      %s\n", line);
-    else printf("      (no triage line: %s)\n", ug_failure_id_ok(x->case_id) ? "out of memory" : "the case ID is not 16 hex digits");
+    if (line)
+        printf("      %s\n", line);
+    else
+        printf("      (no triage line: %s)\n",
+               ug_failure_id_ok(x->case_id) ? "out of memory" : "the case ID is not 16 hex digits");
     free(line);
 }
 
@@ -210,8 +227,10 @@ static void print_item(const diff_state *d, const diff_item *x)
                num(growth(x), u3, sizeof u3));
     else if (x->change == UG_CHANGE_DRIFT)
         printf(" used %s -> %s\n", num(x->used_a, u1, sizeof u1), num(x->used_b, u2, sizeof u2));
-    else if (x->change == UG_CHANGE_FIXED) pr(" was: %s\n", x->figure ? x->figure : "");
-    else pr(" %s\n", x->figure ? x->figure : "");
+    else if (x->change == UG_CHANGE_FIXED)
+        pr(" was: %s\n", x->figure ? x->figure : "");
+    else
+        pr(" %s\n", x->figure ? x->figure : "");
     if (x->change == UG_CHANGE_NEW_FAIL) print_triage(d, x);
 }
 
@@ -221,12 +240,14 @@ static const char *const section_name[UG_CHANGE_COUNT] = {"", "NEW FAILURES", "F
 static void print_section_note(const diff_state *d, ug_change c, size_t n, size_t shown)
 {
     if (!n) return;
-    if (c == UG_CHANGE_NEW_FAIL) printf(" (failing now; passed, skipped or absent in run %ld), most severe first", d->a);
+    if (c == UG_CHANGE_NEW_FAIL)
+        printf(" (failing now; passed, skipped or absent in run %ld), most severe first", d->a);
     if (c == UG_CHANGE_FIXED) printf(" (passing now, failing in run %ld)", d->a);
     if (c == UG_CHANGE_STILL_FAILING) printf(" (in both runs), %s%zu most severe", shown < n ? "the " : "", shown);
     if (c == UG_CHANGE_DRIFT)
         printf(" (passing in both; the headroom used grew more than %gx, to at least %g of what the deciding "
-               "standard allows)", d->factor, UG_DRIFT_FLOOR);
+               "standard allows)",
+               d->factor, UG_DRIFT_FLOOR);
 }
 
 static void print_section(const diff_state *d, ug_change c)
@@ -278,8 +299,10 @@ static void print_group_row(const char *name, const diff_counts *p)
 /* "12.50%", or "-" when nothing was counted. */
 static const char *rate(long pass, long n, char *buf, size_t len)
 {
-    if (n) snprintf(buf, len, "%.2f%%", 100.0 * (double)pass / (double)n);
-    else snprintf(buf, len, "-");
+    if (n)
+        snprintf(buf, len, "%.2f%%", 100.0 * (double)pass / (double)n);
+    else
+        snprintf(buf, len, "-");
     return buf;
 }
 
@@ -300,8 +323,10 @@ static void print_table(const diff_state *d)
 /* The standard that decided a run's cases: its `sweep --primary`, else each op's own. */
 static const char *decided_by(const ug_run_record *rec, char *buf, size_t len)
 {
-    if (rec->primary_standard[0]) snprintf(buf, len, "%s (--primary)", rec->primary_standard);
-    else snprintf(buf, len, "each op's own primary");
+    if (rec->primary_standard[0])
+        snprintf(buf, len, "%s (--primary)", rec->primary_standard);
+    else
+        snprintf(buf, len, "each op's own primary");
     return buf;
 }
 
@@ -310,7 +335,8 @@ static const char like_rule[] = "plan hash, backend, selection, sample and decid
 static void print_header(const diff_state *d)
 {
     if (d->like && !d->a)
-        printf("like for like: run %ld has no earlier finished run of the same %s: nothing to compare\n", d->b, like_rule);
+        printf("like for like: run %ld has no earlier finished run of the same %s: nothing to compare\n", d->b,
+               like_rule);
     if (d->like && d->a)
         printf("like for like: run %ld compared with run %ld, the last earlier finished run of the same %s\n", d->b,
                d->a, like_rule);
@@ -323,7 +349,8 @@ static void print_header(const diff_state *d)
         if (strcmp(d->rec_a.git_rev, d->rec_b.git_rev) != 0) {
             pr("  code changed: %s -> ", d->rec_a.git_rev);
             pr("%s\n", d->rec_b.git_rev);
-        } else pr("  same code: %s\n", d->rec_b.git_rev);
+        } else
+            pr("  same code: %s\n", d->rec_b.git_rev);
     }
     printf("run %ld: %ld cases: %ld pass, %ld not passing, %ld skipped\n", d->b, d->all.cases, d->pass_all_b,
            d->fail_all_b, d->skip_all_b);
@@ -370,15 +397,19 @@ static void print_list(const diff_state *d)
 static void add_clean(cJSON *o, const char *key, const char *s)
 {
     char *c = s ? ug_failure_clean_utf8(s) : NULL;
-    if (c) cJSON_AddStringToObject(o, key, c);
-    else cJSON_AddNullToObject(o, key);
+    if (c)
+        cJSON_AddStringToObject(o, key, c);
+    else
+        cJSON_AddNullToObject(o, key);
     free(c);
 }
 
 static void add_num(cJSON *o, const char *key, double v)
 {
-    if (isfinite(v)) cJSON_AddNumberToObject(o, key, v);
-    else cJSON_AddNullToObject(o, key);
+    if (isfinite(v))
+        cJSON_AddNumberToObject(o, key, v);
+    else
+        cJSON_AddNullToObject(o, key);
 }
 
 static cJSON *item_json(const diff_state *d, const diff_item *x)
@@ -459,8 +490,10 @@ static void add_head(cJSON *j, const diff_state *d)
 {
     cJSON_AddStringToObject(j, "format", "ulpgym-diff/1");
     cJSON_AddNumberToObject(j, "run", (double)d->b);
-    if (d->a) cJSON_AddNumberToObject(j, "compared_run", (double)d->a);
-    else cJSON_AddNullToObject(j, "compared_run");
+    if (d->a)
+        cJSON_AddNumberToObject(j, "compared_run", (double)d->a);
+    else
+        cJSON_AddNullToObject(j, "compared_run");
     cJSON_AddBoolToObject(j, "like_for_like", d->like);
     cJSON_AddNumberToObject(j, "drift_factor", d->factor);
     cJSON *g = cJSON_AddObjectToObject(j, "git_rev");
@@ -494,8 +527,7 @@ static int parse_list(diff_state *d)
     if (strcmp(d->list_s, "failing") == 0) d->list = DIFF_LIST_FAILING;
     for (int c = UG_CHANGE_NEW_FAIL; c < UG_CHANGE_COUNT; c++)
         if (strcmp(d->list_s, ug_change_key((ug_change)c)) == 0) d->list = c;
-    if (d->list < 0)
-        return ug_cli_fail("diff: --list takes new_failures, fixed, still_failing, drift or failing");
+    if (d->list < 0) return ug_cli_fail("diff: --list takes new_failures, fixed, still_failing, drift or failing");
     return 0;
 }
 
@@ -508,10 +540,14 @@ static int parse(int argc, char **argv, diff_state *d)
             (m = ug_cli_opt(argc, argv, &i, "--fail-on", &d->fail_on_s)) ||
             (m = ug_cli_opt(argc, argv, &i, "--list", &d->list_s))) {
             if (m < 0) return UG_EXIT_USAGE;
-        } else if (ug_cli_flag(argv, i, "--json")) d->json = 1;
-        else if (ug_cli_flag(argv, i, "--like-for-like")) d->like = 1;
-        else if (argv[i][0] != '-' && d->nruns < 2) d->runs[d->nruns++] = argv[i];
-        else return ug_cli_fail("diff: unexpected argument \"%s\" (see ulpgym diff -h)", argv[i]);
+        } else if (ug_cli_flag(argv, i, "--json"))
+            d->json = 1;
+        else if (ug_cli_flag(argv, i, "--like-for-like"))
+            d->like = 1;
+        else if (argv[i][0] != '-' && d->nruns < 2)
+            d->runs[d->nruns++] = argv[i];
+        else
+            return ug_cli_fail("diff: unexpected argument \"%s\" (see ulpgym diff -h)", argv[i]);
     }
     if (d->like ? d->nruns > 1 : d->nruns != 2)
         return ug_cli_fail("diff: give two runs (ulpgym diff RUN_A RUN_B) or --like-for-like [RUN]");
@@ -527,8 +563,7 @@ static int parse(int argc, char **argv, diff_state *d)
 /* Finds runs a and b (--like-for-like: b is RUN or the latest, a its comparable run, 0 when none). */
 static int resolve(ug_db *db, diff_state *d, char *err, size_t errlen)
 {
-    if (ug_db_resolve_run(db, d->like ? (d->nruns ? d->runs[0] : "latest") : d->runs[1], &d->b, err, errlen))
-        return -1;
+    if (ug_db_resolve_run(db, d->like ? (d->nruns ? d->runs[0] : "latest") : d->runs[1], &d->b, err, errlen)) return -1;
     if (d->like) {
         d->a = ug_db_comparable_run(db, d->b, err, errlen);
         if (d->a < 0) return -1;
@@ -568,8 +603,9 @@ static void free_state(diff_state *d)
 
 static int exit_status(const diff_state *d)
 {
-    long counted = d->policy == UG_FAIL_ON_NEW ? d->all.n[UG_CHANGE_NEW_FAIL]
-                   : d->policy == UG_FAIL_ON_FAIL ? d->fail_all_b : 0;
+    long counted = d->policy == UG_FAIL_ON_NEW    ? d->all.n[UG_CHANGE_NEW_FAIL]
+                   : d->policy == UG_FAIL_ON_FAIL ? d->fail_all_b
+                                                  : 0;
     return counted ? UG_EXIT_FOUND : UG_EXIT_OK;
 }
 
@@ -589,9 +625,12 @@ static int ug_cmd_diff(int argc, char **argv)
         rc = UG_EXIT_ENGINE;
     }
     if (!rc) {
-        if (d->json) print_json(d);
-        else if (d->list >= 0) print_list(d);
-        else print_text(d);
+        if (d->json)
+            print_json(d);
+        else if (d->list >= 0)
+            print_list(d);
+        else
+            print_text(d);
         rc = exit_status(d);
     }
     if (db) ug_db_close(db);

@@ -40,8 +40,10 @@ static int write_json(const char *dir, const char *name, cJSON *j)
     int ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
     if (f && fclose(f) != 0) ok = 0;
     free(text);
-    return ok ? 0 : ug_cli_fail("export: cannot write %s: %s", path,
-                                errno == ELOOP ? "it is a symbolic link (ulpgym never writes through one)" : strerror(errno));
+    return ok ? 0
+              : ug_cli_fail("export: cannot write %s: %s", path,
+                            errno == ELOOP ? "it is a symbolic link (ulpgym never writes through one)"
+                                           : strerror(errno));
 }
 
 /* D/index.json lists the case folders; D/plan.json is a plan of exactly these cases
@@ -105,7 +107,8 @@ static int target_ok(const char *dir, int force)
     if (d) closedir(d);
     if (empty || force) return 0;
     return ug_cli_fail("export: %s is not empty (it holds %s%s); give an empty folder, or --force to write over an "
-                       "earlier export there (never through a link)", dir, first[0] ? first : "files", first[0] ? ", ..." : "");
+                       "earlier export there (never through a link)",
+                       dir, first[0] ? first : "files", first[0] ? ", ..." : "");
 }
 
 static int ug_cmd_export(int argc, char **argv)
@@ -122,9 +125,12 @@ static int ug_cmd_export(int argc, char **argv)
             (m = ug_cli_opt(argc, argv, &i, "--per-op", &per_op)) ||
             (m = ug_cli_opt(argc, argv, &i, "--case-memory", &mem))) {
             if (m < 0) return UG_EXIT_USAGE;
-        } else if (ug_cli_flag(argv, i, "--force")) force = 1;
-        else if (argv[i][0] != '-' && !case_id) case_id = argv[i];
-        else return ug_cli_fail("export: unexpected argument \"%s\" (see ulpgym export -h)", argv[i]);
+        } else if (ug_cli_flag(argv, i, "--force"))
+            force = 1;
+        else if (argv[i][0] != '-' && !case_id)
+            case_id = argv[i];
+        else
+            return ug_cli_fail("export: unexpected argument \"%s\" (see ulpgym export -h)", argv[i]);
     }
     if (!dir || !*dir) return ug_cli_fail("export: give the folder to write with --dir D");
     if (target_ok(dir, force)) return UG_EXIT_USAGE;
@@ -133,8 +139,9 @@ static int ug_cmd_export(int argc, char **argv)
     if (lim < 0 || per < 0) return ug_cli_fail("export: --limit and --per-op take a number");
     const char *plan_path = plan ? plan : ug_plan_default_path();
     if (!case_id) return export_plan(plan_path, &f, per, lim, dir);
-    if (f.any_op || f.groups || limit || per_op) return ug_cli_fail("export: --op, --group, --per-op and --limit select plan cases; "
-                                                         "with a CASE_ID leave them out");
+    if (f.any_op || f.groups || limit || per_op)
+        return ug_cli_fail("export: --op, --group, --per-op and --limit select plan cases; "
+                           "with a CASE_ID leave them out");
     char id[UG_ID_LEN + 1], *spec;
     ug_db *store = NULL;
     const char *db_file = ug_db_default_path(db);
@@ -145,26 +152,26 @@ static int ug_cmd_export(int argc, char **argv)
     int rc = export_one(spec, dir);
     free(spec);
     char *qdir = ug_shell_word(dir);
-    if (!rc) printf("exported case %s to %s; after the device writes %s/outputs/: %s check %s --outputs %s\n", id, dir,
-                    dir, ug_self_command(), id, qdir ? qdir : dir);
+    if (!rc)
+        printf("exported case %s to %s; after the device writes %s/outputs/: %s check %s --outputs %s\n", id, dir, dir,
+               ug_self_command(), id, qdir ? qdir : dir);
     free(qdir);
     return rc;
 }
 
 const ug_command ug_command_export = {
     "export", ug_cmd_export, "write a case's inputs as .npy for another device stack",
-     "usage: ulpgym export CASE_ID --dir D [--force] [--db PATH] [--plan FILE] [--case-memory BYTES]\n"
-     "       ulpgym export [--plan FILE] [--op OP]... [--group G]... [--per-op N] [--limit N] --dir D [--force]\n"
-     "  D must be empty or new; --force writes over an earlier export there. Nothing is ever\n"
-     "  written through a symbolic link (a link in D is refused, not followed).\n"
-     "  Writes D/case.json (spec, tensor names, dtypes, shapes) and D/inputs/<name>.npy;\n"
-     "  the device writes D/outputs/<name>.npy for each output (or outputs/unsupported.txt\n"
-     "  or outputs/error.txt with a reason), then `ulpgym check CASE_ID --outputs D`.\n"
-     "  bf16 travels as uint16 bits ('<u2'), e4m3/e5m2/e8m0 as uint8 bits ('|u1').\n"
-     "  CASE_ID (6+ hex digits) is looked up in the database, then in the plan.\n"
-     "  Without CASE_ID: every selected plan case into D/<case_id>/, listed in D/index.json\n"
-     "  (judge them all with `ulpgym check --outputs D`); D/plan.json is a plan of exactly\n"
-     "  those cases (`ulpgym sweep --plan D/plan.json` gives the sim reference).\n"
-     "  --per-op N keeps the first N cases of each op (required cases come first).\n"
-     "  See docs/PLUGINS.md.\n"
-     UG_CLI_CASE_MEMORY_HELP};
+    "usage: ulpgym export CASE_ID --dir D [--force] [--db PATH] [--plan FILE] [--case-memory BYTES]\n"
+    "       ulpgym export [--plan FILE] [--op OP]... [--group G]... [--per-op N] [--limit N] --dir D [--force]\n"
+    "  D must be empty or new; --force writes over an earlier export there. Nothing is ever\n"
+    "  written through a symbolic link (a link in D is refused, not followed).\n"
+    "  Writes D/case.json (spec, tensor names, dtypes, shapes) and D/inputs/<name>.npy;\n"
+    "  the device writes D/outputs/<name>.npy for each output (or outputs/unsupported.txt\n"
+    "  or outputs/error.txt with a reason), then `ulpgym check CASE_ID --outputs D`.\n"
+    "  bf16 travels as uint16 bits ('<u2'), e4m3/e5m2/e8m0 as uint8 bits ('|u1').\n"
+    "  CASE_ID (6+ hex digits) is looked up in the database, then in the plan.\n"
+    "  Without CASE_ID: every selected plan case into D/<case_id>/, listed in D/index.json\n"
+    "  (judge them all with `ulpgym check --outputs D`); D/plan.json is a plan of exactly\n"
+    "  those cases (`ulpgym sweep --plan D/plan.json` gives the sim reference).\n"
+    "  --per-op N keeps the first N cases of each op (required cases come first).\n"
+    "  See docs/PLUGINS.md.\n" UG_CLI_CASE_MEMORY_HELP};

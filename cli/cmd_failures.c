@@ -47,9 +47,10 @@ static void print_header(const failures_opts *o, long run, const ug_run_record *
 {
     char *backend = ug_failure_escape(rec->backend);
     printf("run %ld (backend %s): %zu case%s ", run, backend ? backend : "?", n, n == 1 ? "" : "s");
-    if (o->standard >= 0) printf("whose stored %s verdict is FAIL, most severe by its figures first\n",
-                                 ug_standard_name(o->standard));
-    else printf("failing (outcome neither PASS nor SKIP), most severe first\n");
+    if (o->standard >= 0)
+        printf("whose stored %s verdict is FAIL, most severe by its figures first\n", ug_standard_name(o->standard));
+    else
+        printf("failing (outcome neither PASS nor SKIP), most severe first\n");
     free(backend);
 }
 

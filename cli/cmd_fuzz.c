@@ -130,11 +130,13 @@ static int ensure_binary(const char *build, char *bin, size_t len)
     snprintf(lists, sizeof lists, "%s/CMakeLists.txt", ug_data_dir());
     if (access(lists, R_OK) != 0)
         return ug_cli_fail("fuzz: the libFuzzer target is built from ulpgym's sources, and %s has none (an installed "
-                           "tree); point ULPGYM_DATA at a source checkout", ug_data_dir()[0] ? ug_data_dir() : "no data folder");
+                           "tree); point ULPGYM_DATA at a source checkout",
+                           ug_data_dir()[0] ? ug_data_dir() : "no data folder");
     fprintf(stderr, "ulpgym fuzz: building the libFuzzer target in %s (log: %s) ...\n", build, log);
     setenv("CC", "clang", 1);
-    char *conf[] = {"cmake", "-S", (char *)ug_data_dir(), "-B", (char *)build, "-DULPGYM_FUZZ=ON",
-                    "-DCMAKE_BUILD_TYPE=Release", NULL};
+    char *conf[] = {
+        "cmake", "-S", (char *)ug_data_dir(), "-B", (char *)build, "-DULPGYM_FUZZ=ON", "-DCMAKE_BUILD_TYPE=Release",
+        NULL};
     if (run_quiet(conf, log) != 0 || run_quiet(make, log) != 0 || access(bin, X_OK) != 0)
         return ug_cli_fail("fuzz: building the fuzz target failed; see %s (needs clang and libclang-rt-14-dev)", log);
     return 0;
@@ -288,8 +290,10 @@ static void collect(const char *found, const char *out, const char *backend, con
                     ug_spec_free(&s);
                 }
                 snprintf(r->sig, sizeof r->sig, "%s", sig);
-                if (kernel) t->kernel++;
-                else t->contract++;
+                if (kernel)
+                    t->kernel++;
+                else
+                    t->contract++;
                 char *line = ug_triage_line(id, db_path, 0, NULL), *qb = ug_shell_word(backend);
                 printf("%s finding %s (%ld hits) -> %s/%s\n  signature %s\n  %s: %s\n  triage: %s --backend %s\n",
                        kernel ? "kernel" : "contract", id, hits, out, r->file, sig,
@@ -325,9 +329,12 @@ static int ug_cmd_fuzz(int argc, char **argv)
             (m = ug_cli_opt(argc, argv, &i, "--max-findings", &max_s)) ||
             (m = ug_cli_opt(argc, argv, &i, "--out", &out_opt))) {
             if (m < 0) return UG_EXIT_USAGE;
-        } else if (ug_cli_flag(argv, i, "--no-signal")) no_signal = 1;
-        else if (argv[i][0] != '-' && !op_name) op_name = argv[i];
-        else return ug_cli_fail("fuzz: unexpected argument \"%s\" (see ulpgym fuzz -h)", argv[i]);
+        } else if (ug_cli_flag(argv, i, "--no-signal"))
+            no_signal = 1;
+        else if (argv[i][0] != '-' && !op_name)
+            op_name = argv[i];
+        else
+            return ug_cli_fail("fuzz: unexpected argument \"%s\" (see ulpgym fuzz -h)", argv[i]);
     }
     int op = op_name ? ug_op_find(op_name) : -1;
     if (op < 0 || !ug_op_def_get(op)) return ug_cli_fail("fuzz: give an implemented op (see `ulpgym ops`)");
@@ -377,15 +384,21 @@ static int ug_cmd_fuzz(int argc, char **argv)
     if (no_signal) setenv("ULPGYM_FUZZ_NO_SIGNAL", "1", 1);
     setenv("ULPGYM_FUZZ_KEEP_GOING", "1", 1);
     char backend_name[600];
-    snprintf(backend_name, sizeof backend_name, "%s%s", backend ? "" : variant ? "sim:" : "sim",
-             backend ? backend : variant ? variant : "");
+    snprintf(backend_name, sizeof backend_name, "%s%s",
+             backend   ? ""
+             : variant ? "sim:"
+                       : "sim",
+             backend   ? backend
+             : variant ? variant
+                       : "");
     char max_desc[64] = "";
     if (max_findings) snprintf(max_desc, sizeof max_desc, " or %ld distinct findings", max_findings);
     printf("fuzzing %s with %s for up to %ld s%s (%d seeds from the plan, error-magnitude signal %s); findings -> %s;"
            " log %s\n",
            op_name, backend_name, seconds, max_desc, nseeds, no_signal ? "off" : "on", out, log);
     fflush(stdout);
-    char *args[] = {bin, max_time, prefix, dict, "-timeout=30", "-rss_limit_mb=4096", "-print_final_stats=1", corpus, NULL};
+    char *args[] = {bin,    max_time, prefix, dict, "-timeout=30", "-rss_limit_mb=4096", "-print_final_stats=1",
+                    corpus, NULL};
     double t0 = now_s();
     int stopped = 0;
     int rc = run_fuzzer(args, log, found, max_findings, seconds, &stopped);

@@ -23,8 +23,11 @@ typedef struct {
 /* --by NAME as the query's key; UG_DB_BY_NONE for none or an unknown name (refused). */
 static ug_db_history_by by_key(const char *by)
 {
-    return !by ? UG_DB_BY_NONE : strcmp(by, "group") == 0 ? UG_DB_BY_GROUP : strcmp(by, "op") == 0 ? UG_DB_BY_OP
-                      : strcmp(by, "dtype") == 0 ? UG_DB_BY_DTYPE : UG_DB_BY_NONE;
+    return !by                        ? UG_DB_BY_NONE
+           : strcmp(by, "group") == 0 ? UG_DB_BY_GROUP
+           : strcmp(by, "op") == 0    ? UG_DB_BY_OP
+           : strcmp(by, "dtype") == 0 ? UG_DB_BY_DTYPE
+                                      : UG_DB_BY_NONE;
 }
 
 typedef struct {
@@ -38,8 +41,10 @@ typedef struct {
 static void add_text(cJSON *o, const char *key, const char *s, int empty_null)
 {
     char *c = s && !(empty_null && !s[0]) ? ug_failure_clean_utf8(s) : NULL;
-    if (c) cJSON_AddStringToObject(o, key, c);
-    else cJSON_AddNullToObject(o, key);
+    if (c)
+        cJSON_AddStringToObject(o, key, c);
+    else
+        cJSON_AddNullToObject(o, key);
     free(c);
 }
 
@@ -62,8 +67,10 @@ static void add_run_record(cJSON *e, ug_db *db, long run, const char *primary)
     add_text(e, "op_filter", rec.op_filter, 1);
     add_text(e, "group_filter", rec.group_filter, 1);
     add_text(e, "shard", rec.shard, 1);
-    if (rec.limit > 0) cJSON_AddNumberToObject(e, "case_limit", (double)rec.limit);
-    else cJSON_AddNullToObject(e, "case_limit");
+    if (rec.limit > 0)
+        cJSON_AddNumberToObject(e, "case_limit", (double)rec.limit);
+    else
+        cJSON_AddNullToObject(e, "case_limit");
     cJSON_AddNumberToObject(e, "sample", (double)rec.sample);
     cJSON_AddBoolToObject(e, "merged", rec.merged);
 }
@@ -89,8 +96,10 @@ static int print_rate(const ug_db_rate_row *row, void *ctx)
         cJSON_AddNumberToObject(e, "pass_rate", rate);
         cJSON_AddNumberToObject(e, "certified_judged", (double)row->cert_judged);
         cJSON_AddNumberToObject(e, "certified_passed", (double)row->cert_pass);
-        if (row->cert_judged) cJSON_AddNumberToObject(e, "pass_rate_certified", cert);
-        else cJSON_AddNullToObject(e, "pass_rate_certified");
+        if (row->cert_judged)
+            cJSON_AddNumberToObject(e, "pass_rate_certified", cert);
+        else
+            cJSON_AddNullToObject(e, "pass_rate_certified");
         cJSON_AddItemToArray(out->arr, e);
         return 0;
     }
@@ -150,8 +159,8 @@ static int print_case(const ug_db_history_case *c, void *ctx)
 
 static int print_cases(ug_db *db, const history_opts *o, const char *title, cJSON *json, int regress)
 {
-    cases_out co = {{o, json ? cJSON_AddArrayToObject(json, regress ? "regressions" : "flaky") : NULL, 0, db}, title,
-                    regress};
+    cases_out co = {
+        {o, json ? cJSON_AddArrayToObject(json, regress ? "regressions" : "flaky") : NULL, 0, db}, title, regress};
     char err[512];
     int rc = regress ? ug_db_history_regressions(db, &o->f, print_case, &co, err, sizeof err)
                      : ug_db_history_flaky(db, &o->f, print_case, &co, err, sizeof err);
@@ -172,8 +181,10 @@ static int ug_cmd_history(int argc, char **argv)
         if ((m = ug_cli_opt(argc, argv, &i, "--db", &db_path)) || (m = ug_cli_opt(argc, argv, &i, "--last", &last)) ||
             (m = ug_cli_opt(argc, argv, &i, "--since", &since)) || (m = ug_cli_opt(argc, argv, &i, "--by", &o.by))) {
             if (m < 0) return UG_EXIT_USAGE;
-        } else if (ug_cli_flag(argv, i, "--json")) o.json = 1;
-        else return ug_cli_fail("history: unexpected argument \"%s\" (see ulpgym history -h)", argv[i]);
+        } else if (ug_cli_flag(argv, i, "--json"))
+            o.json = 1;
+        else
+            return ug_cli_fail("history: unexpected argument \"%s\" (see ulpgym history -h)", argv[i]);
     }
     if (last && (o.f.last = ug_cli_long(last)) <= 0) return ug_cli_fail("history: --last must be a positive number");
     if (o.by && !(o.f.by = by_key(o.by))) return ug_cli_fail("history: --by takes group, op or dtype");

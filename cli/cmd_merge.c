@@ -31,11 +31,15 @@ static int ug_cmd_merge(int argc, char **argv)
             continue;
         }
         if (argv[i][0] == '-') return ug_cli_fail("merge: unexpected option \"%s\" (see ulpgym merge -h)", argv[i]);
-        if (!out) out = argv[i];
-        else if (n < (int)(sizeof inputs / sizeof *inputs)) inputs[n++] = argv[i];
-        else return ug_cli_fail("merge: more than %zu input databases", sizeof inputs / sizeof *inputs);
+        if (!out)
+            out = argv[i];
+        else if (n < (int)(sizeof inputs / sizeof *inputs))
+            inputs[n++] = argv[i];
+        else
+            return ug_cli_fail("merge: more than %zu input databases", sizeof inputs / sizeof *inputs);
     }
-    if (!out || n == 0) return ug_cli_fail("merge: give the output database and at least one input: ulpgym merge OUT.db IN.db...");
+    if (!out || n == 0)
+        return ug_cli_fail("merge: give the output database and at least one input: ulpgym merge OUT.db IN.db...");
     for (int i = 0; i < n; i++) {
         if (strcmp(inputs[i], out) == 0 || same_file(inputs[i], out))
             return ug_cli_fail("merge: %s is both the output and an input (%s)", out, inputs[i]);
@@ -45,7 +49,8 @@ static int ug_cmd_merge(int argc, char **argv)
     }
     char command[4096], err[1024] = "";
     size_t len = (size_t)snprintf(command, sizeof command, "ulpgym");
-    for (int i = 0; i < argc && len < sizeof command; i++) len += (size_t)snprintf(command + len, sizeof command - len, " %s", argv[i]);
+    for (int i = 0; i < argc && len < sizeof command; i++)
+        len += (size_t)snprintf(command + len, sizeof command - len, " %s", argv[i]);
     long run;
     int rc = ug_db_merge(out, inputs, n, partial, command, &run, err, sizeof err);
     if (rc == -2) return ug_cli_fail("%s", err);

@@ -38,7 +38,8 @@ static int print_json(cJSON *j)
 static void print_domain(const cJSON *dom)
 {
     if (!cJSON_GetArraySize(dom)) return;
-    printf("  outside the device model (the fuzzer does not draw these; a verdict there says nothing about a kernel):\n");
+    printf(
+        "  outside the device model (the fuzzer does not draw these; a verdict there says nothing about a kernel):\n");
     for (const cJSON *e = dom->child; e; e = e->next) {
         char ex[240] = "";
         size_t n = 0;
@@ -46,12 +47,14 @@ static void print_domain(const cJSON *dom)
             n += (size_t)snprintf(ex + n, sizeof ex - n, "%s%s", n ? ", " : "", v->valuestring);
         const cJSON *whole = cJSON_GetObjectItem(e, "excluded_whole")->child;
         for (const cJSON *v = whole; v && n < sizeof ex; v = v->next)
-            n += (size_t)snprintf(ex + n, sizeof ex - n, "%s%s%s", n ? ", " : "", v == whole ? "the whole input at " : "",
-                                  v->valuestring);
+            n += (size_t)snprintf(ex + n, sizeof ex - n, "%s%s%s", n ? ", " : "",
+                                  v == whole ? "the whole input at " : "", v->valuestring);
         const char *input = cJSON_GetObjectItem(e, "input")->valuestring;
         int gen = cJSON_IsTrue(cJSON_GetObjectItem(e, "generated_draws"));
         printf("    %-14s %s%s: %s\n", strcmp(input, "*") == 0 ? "other inputs" : input, ex,
-               gen ? "" : n ? "; magnitudes beyond the space's own draws" : "magnitudes beyond the space's own draws",
+               gen ? ""
+               : n ? "; magnitudes beyond the space's own draws"
+                   : "magnitudes beyond the space's own draws",
                cJSON_GetObjectItem(e, "why")->valuestring);
     }
 }
@@ -64,9 +67,11 @@ static void print_decl(const ug_op_def *d)
         const cJSON *def = cJSON_GetObjectItem(p, "default"), *ch = cJSON_GetObjectItem(p, "choices");
         const cJSON *lo = cJSON_GetObjectItem(p, "min"), *hi = cJSON_GetObjectItem(p, "max");
         char range[96] = "";
-        if (ch) snprintf(range, sizeof range, " in %s", ch->valuestring);
-        else if (lo || hi) snprintf(range, sizeof range, " in [%.17g, %.17g]", lo ? lo->valuedouble : -INFINITY,
-                                    hi ? hi->valuedouble : INFINITY);
+        if (ch)
+            snprintf(range, sizeof range, " in %s", ch->valuestring);
+        else if (lo || hi)
+            snprintf(range, sizeof range, " in [%.17g, %.17g]", lo ? lo->valuedouble : -INFINITY,
+                     hi ? hi->valuedouble : INFINITY);
         printf("    %-12s %-9s default %s%s: %s\n", cJSON_GetObjectItem(p, "name")->valuestring,
                cJSON_GetObjectItem(p, "type")->valuestring, def ? def->valuestring : "(required)", range,
                cJSON_GetObjectItem(p, "doc") ? cJSON_GetObjectItem(p, "doc")->valuestring : "");
@@ -78,13 +83,15 @@ static void print_decl(const ug_op_def *d)
         char shape[256] = "[", dts[128] = "";
         size_t n = 1, m = 0;
         for (const cJSON *x = cJSON_GetObjectItem(t, "shape")->child; x && n < sizeof shape; x = x->next)
-            n += (size_t)snprintf(shape + n, sizeof shape - n, "%s%s", x->prev && x != cJSON_GetObjectItem(t, "shape")->child ? ", " : "", x->valuestring);
+            n += (size_t)snprintf(shape + n, sizeof shape - n, "%s%s",
+                                  x->prev && x != cJSON_GetObjectItem(t, "shape")->child ? ", " : "", x->valuestring);
         if (n < sizeof shape) snprintf(shape + n, sizeof shape - n, "]");
         for (const cJSON *x = cJSON_GetObjectItem(t, "dtype")->child; x && m < sizeof dts; x = x->next)
             m += (size_t)snprintf(dts + m, sizeof dts - m, "%s%s->%s", m ? " " : "", x->string, x->valuestring);
         const cJSON *when = cJSON_GetObjectItem(t, "when"), *doc = cJSON_GetObjectItem(t, "doc");
         printf("    %-6s %-14s %-34s %s%s%s\n", cJSON_GetObjectItem(t, "role")->valuestring,
-               cJSON_GetObjectItem(t, "name")->valuestring, shape, dts, when ? "  when " : "", when ? when->valuestring : "");
+               cJSON_GetObjectItem(t, "name")->valuestring, shape, dts, when ? "  when " : "",
+               when ? when->valuestring : "");
         if (cJSON_IsTrue(cJSON_GetObjectItem(t, "optional"))) /* its math and rounding: the contract of an extra */
             printf("           optional (judged when the kernel writes it, else NA: docs/PLUGINS.md): %s\n",
                    doc ? doc->valuestring : "");
@@ -111,19 +118,23 @@ static int print_mutant_scan(int op, FILE *f)
     }
     int n;
     ug_variant_scan *s = ug_mutant_scan(op, &p, NULL, &n);
-    fprintf(f, "  plan cases catching each kernel variant (%zu cases of the default plan), under the primary "
-               "standard (%s) and under certified, then of the cases whose outputs the variant changes (any bit\n"
-               "  differs from the correct kernel's) how many the primary standard catches:\n",
+    fprintf(f,
+            "  plan cases catching each kernel variant (%zu cases of the default plan), under the primary "
+            "standard (%s) and under certified, then of the cases whose outputs the variant changes (any bit\n"
+            "  differs from the correct kernel's) how many the primary standard catches:\n",
             p.n, ug_standard_name(ug_op_def_get(op)->primary));
     for (int v = 0; v < n; v++) {
         if (s[v].unavailable) continue;
         fprintf(f, "    %-24s %4zu/%zu (%5.1f%%)  certified %4zu/%zu (%5.1f%%)", s[v].variant, s[v].caught, p.n,
                 p.n ? 100.0 * (double)s[v].caught / (double)p.n : 0.0, s[v].caught_certified, p.n,
                 p.n ? 100.0 * (double)s[v].caught_certified / (double)p.n : 0.0);
-        if (v == 0) fprintf(f, "  <- the correct kernel: must be 0 and 0");
-        else if (s[v].legal) fprintf(f, "  <- legal: must be 0 and 0; changes %zu", s[v].changed);
-        else fprintf(f, "  changes %zu, caught %zu (%5.1f%%)", s[v].changed, s[v].caught_changed,
-                     s[v].changed ? 100.0 * (double)s[v].caught_changed / (double)s[v].changed : 0.0);
+        if (v == 0)
+            fprintf(f, "  <- the correct kernel: must be 0 and 0");
+        else if (s[v].legal)
+            fprintf(f, "  <- legal: must be 0 and 0; changes %zu", s[v].changed);
+        else
+            fprintf(f, "  changes %zu, caught %zu (%5.1f%%)", s[v].changed, s[v].caught_changed,
+                    s[v].changed ? 100.0 * (double)s[v].caught_changed / (double)s[v].changed : 0.0);
         for (size_t k = 0; k < s[v].n_first; k++) fprintf(f, "%s%s", k ? " " : "  e.g. ", s[v].first[k]);
         if (s[v].beyond_plan) fprintf(f, "  (beyond the plan by design: see corpus/found/%s)", ug_op_name(op));
         fputc('\n', f);
@@ -139,15 +150,19 @@ static int print_mutant_scan(int op, FILE *f)
 /* One tightness cell as text: "0.412 (sim, CASE)", or why there is none. */
 static void tight_cell_text(const ug_tight_cell *c, char *buf, size_t len)
 {
-    if (isnan(c->worst)) snprintf(buf, len, "-");
-    else snprintf(buf, len, "%-9.3g %s %s", c->worst, c->case_id, c->variant);
+    if (isnan(c->worst))
+        snprintf(buf, len, "-");
+    else
+        snprintf(buf, len, "%-9.3g %s %s", c->worst, c->case_id, c->variant);
 }
 
 static cJSON *tight_cell_json(const ug_tight_cell *c)
 {
     cJSON *j = cJSON_CreateObject();
-    if (isnan(c->worst)) cJSON_AddNullToObject(j, "worst");
-    else cJSON_AddNumberToObject(j, "worst", isinf(c->worst) ? 1e308 : c->worst);
+    if (isnan(c->worst))
+        cJSON_AddNullToObject(j, "worst");
+    else
+        cJSON_AddNumberToObject(j, "worst", isinf(c->worst) ? 1e308 : c->worst);
     if (!isnan(c->worst)) {
         cJSON_AddStringToObject(j, "case_id", c->case_id);
         cJSON_AddStringToObject(j, "kernel", c->variant);
@@ -161,8 +176,10 @@ static cJSON *tightness_json(const ug_tightness *t, long long seed)
     cJSON *j = cJSON_CreateObject(), *outs = cJSON_AddArrayToObject(j, "outputs");
     cJSON_AddStringToObject(j, "op", ug_op_name(t->op));
     cJSON_AddStringToObject(j, "primary", ug_standard_name(t->primary));
-    if (seed >= 0) cJSON_AddNumberToObject(j, "seed", (double)seed);
-    else cJSON_AddNullToObject(j, "seed");
+    if (seed >= 0)
+        cJSON_AddNumberToObject(j, "seed", (double)seed);
+    else
+        cJSON_AddNullToObject(j, "seed");
     cJSON_AddNumberToObject(j, "cases", (double)t->n_cases);
     cJSON_AddNumberToObject(j, "legal_kernels", t->n_kernels);
     cJSON_AddNumberToObject(j, "false_alarms", (double)t->false_alarms);
@@ -241,12 +258,14 @@ static int show(const char *name, int json, int mutants, int tightness, long lon
                    o->reference_rtol, o->reference_budget, o->reference_source);
             if (o->reference_golden) /* within the rule of the exact value or of this golden passes */
                 printf("    %-8s %-14s reference golden (an element passes within the rule of it or of the exact "
-                       "value): %s\n", "", "", o->reference_golden);
+                       "value): %s\n",
+                       "", "", o->reference_golden);
         } else
             printf("    %-8s %-14s reference: none (no reference test judges this output)\n", "", "");
     }
     printf("  kernel variants (--kernel-variant NAME):\n");
-    for (int i = 0; ug_op_variants(d->op)[i].name; i++) printf("    %-18s %s\n", ug_op_variants(d->op)[i].name, ug_op_variants(d->op)[i].desc);
+    for (int i = 0; ug_op_variants(d->op)[i].name; i++)
+        printf("    %-18s %s\n", ug_op_variants(d->op)[i].name, ug_op_variants(d->op)[i].desc);
     return mutants && print_mutant_scan(op, stdout) ? UG_EXIT_USAGE : 0;
 }
 
@@ -260,16 +279,21 @@ static int ug_cmd_ops(int argc, char **argv)
         int m = ug_cli_filter_opt(&f, argc, argv, &i);
         if (m < 0) return UG_EXIT_USAGE;
         if (m) continue;
-        if (ug_cli_flag(argv, i, "--json")) json = 1;
-        else if (ug_cli_flag(argv, i, "--mutants")) mutants = 1;
-        else if (ug_cli_flag(argv, i, "--tightness")) tightness = 1;
+        if (ug_cli_flag(argv, i, "--json"))
+            json = 1;
+        else if (ug_cli_flag(argv, i, "--mutants"))
+            mutants = 1;
+        else if (ug_cli_flag(argv, i, "--tightness"))
+            tightness = 1;
         else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
             char *end;
             seed = strtoll(argv[++i], &end, 10);
-            if (*end || end == argv[i] || seed < 0) return ug_cli_fail("ops: --seed wants a plan seed >= 0, not \"%s\"", argv[i]);
-        }
-        else if (strcmp(argv[i], "show") == 0 && i + 1 < argc) show_op = argv[++i];
-        else return ug_cli_fail("ops: unexpected argument \"%s\" (see ulpgym ops -h)", argv[i]);
+            if (*end || end == argv[i] || seed < 0)
+                return ug_cli_fail("ops: --seed wants a plan seed >= 0, not \"%s\"", argv[i]);
+        } else if (strcmp(argv[i], "show") == 0 && i + 1 < argc)
+            show_op = argv[++i];
+        else
+            return ug_cli_fail("ops: unexpected argument \"%s\" (see ulpgym ops -h)", argv[i]);
     }
     if ((tightness || seed >= 0) && !show_op) return ug_cli_fail("ops: --tightness and --seed go with `ops show OP`");
     if (seed >= 0 && !tightness) return ug_cli_fail("ops: --seed goes with --tightness");
@@ -293,15 +317,15 @@ static int ug_cmd_ops(int argc, char **argv)
 
 const ug_command ug_command_ops = {
     "ops", ug_cmd_ops, "list the 34 operators, or show one",
-     "usage: ulpgym ops [--group G] [--json]\n"
-     "       ulpgym ops show OP [--json] [--mutants]\n"
-     "       ulpgym ops show OP --tightness [--seed S] [--json]\n"
-     "  show: the math, dtypes, tensors and params (the plugin contract), output rules,\n"
-     "  primary standard and kernel variants (mutants).\n"
-     "  --mutants  also run the op's plan cases with every variant and report which catch\n"
-     "             each mutant (share and example case IDs)\n"
-     "  --tightness run the op's plan cases with the correct kernel and every legal variant\n"
-     "             (legal_*) and print per output the worst share of its allowance a legal\n"
-     "             kernel used, under the primary standard and under certified (1 = at the\n"
-     "             limit; docs/STANDARDS.md \"Tightness\"); exit 1 if a legal kernel fails a case\n"
-     "  --seed S   with --tightness: draw the plan's cases at plan seed S\n"};
+    "usage: ulpgym ops [--group G] [--json]\n"
+    "       ulpgym ops show OP [--json] [--mutants]\n"
+    "       ulpgym ops show OP --tightness [--seed S] [--json]\n"
+    "  show: the math, dtypes, tensors and params (the plugin contract), output rules,\n"
+    "  primary standard and kernel variants (mutants).\n"
+    "  --mutants  also run the op's plan cases with every variant and report which catch\n"
+    "             each mutant (share and example case IDs)\n"
+    "  --tightness run the op's plan cases with the correct kernel and every legal variant\n"
+    "             (legal_*) and print per output the worst share of its allowance a legal\n"
+    "             kernel used, under the primary standard and under certified (1 = at the\n"
+    "             limit; docs/STANDARDS.md \"Tightness\"); exit 1 if a legal kernel fails a case\n"
+    "  --seed S   with --tightness: draw the plan's cases at plan seed S\n"};

@@ -29,8 +29,11 @@ static void count(const ug_plan *p)
         printf("\n");
         for (int op = 0; op < UG_OP_COUNT; op++) {
             if ((int)ug_op_group(op) != g) continue;
-            if (per_op[op]) printf("  %-38s %6zu\n", ug_op_name(op), per_op[op]);
-            else if (p->skipped[op]) printf("  %-38s %6s  (%ld planned; not implemented in this build)\n", ug_op_name(op), "-", p->skipped[op]);
+            if (per_op[op])
+                printf("  %-38s %6zu\n", ug_op_name(op), per_op[op]);
+            else if (p->skipped[op])
+                printf("  %-38s %6s  (%ld planned; not implemented in this build)\n", ug_op_name(op), "-",
+                       p->skipped[op]);
         }
     }
     printf("total %zu\n", p->n);
@@ -49,8 +52,8 @@ static void list(const ug_plan *p)
         cJSON *j = cJSON_Parse(p->cases[i].spec);
         const cJSON *dt = cJSON_GetObjectItemCaseSensitive(j, "dtype");
         char *params = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(j, "params"));
-        printf("%s  %-30s %-5s %s", p->cases[i].id, ug_op_name(p->cases[i].op), cJSON_IsString(dt) ? dt->valuestring : "?",
-               params ? params : "");
+        printf("%s  %-30s %-5s %s", p->cases[i].id, ug_op_name(p->cases[i].op),
+               cJSON_IsString(dt) ? dt->valuestring : "?", params ? params : "");
         if (p->cases[i].source) printf("  <- %s%s", p->cases[i].source, p->cases[i].heavy ? " (heavy)" : "");
         printf("\n");
         free(params);
@@ -109,7 +112,8 @@ static int shard_stats(const ug_plan *p, int n, const char *cost_from, const cha
     double *est = calloc((size_t)n, sizeof *est), *meas = calloc((size_t)n, sizeof *meas);
     size_t *cases = calloc((size_t)n, sizeof *cases), unmeasured = 0;
     int rc = 0;
-    if ((measured_db && !ms) || !est || !meas || !cases) rc = ug_cli_fail("plan: out of memory");
+    if ((measured_db && !ms) || !est || !meas || !cases)
+        rc = ug_cli_fail("plan: out of memory");
     else if (measured_db && ug_shard_measured_times(p, measured_db, ms, err, sizeof err))
         rc = ug_cli_fail("plan: --measured: %s", err);
     if (!rc) {
@@ -133,8 +137,10 @@ static int shard_stats(const ug_plan *p, int n, const char *cost_from, const cha
         printf("\n");
         if (cost_from)
             printf("estimate: %zu of %zu cases measured in %s, the rest by their op's measured/estimated ratio over "
-                   "its %zu measured cases\n", c.n_measured, p->n, cost_from, c.n_db);
-        else printf("estimate: the bytes each case touches, from its op's declaration\n");
+                   "its %zu measured cases\n",
+                   c.n_measured, p->n, cost_from, c.n_db);
+        else
+            printf("estimate: the bytes each case touches, from its op's declaration\n");
         if (ms) printf("measured: %s, %zu of %zu cases (the rest count 0)\n", measured_db, p->n - unmeasured, p->n);
     }
     ug_shard_costs_free(&c);
@@ -155,23 +161,29 @@ static int ug_cmd_plan(int argc, char **argv)
         int m = ug_cli_filter_opt(&f, argc, argv, &i);
         if (m < 0) return UG_EXIT_USAGE;
         if (m) continue;
-        if ((m = ug_cli_opt(argc, argv, &i, "--plan", &plan_path)) || (m = ug_cli_opt(argc, argv, &i, "--seed", &seed)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--shard", &shard)) ||
+        if ((m = ug_cli_opt(argc, argv, &i, "--plan", &plan_path)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--seed", &seed)) || (m = ug_cli_opt(argc, argv, &i, "--shard", &shard)) ||
             (m = ug_cli_opt(argc, argv, &i, "--share", &share)) ||
             (m = ug_cli_opt(argc, argv, &i, "--cost-from", &cost_from)) ||
             (m = ug_cli_opt(argc, argv, &i, "--shard-stats", &stats)) ||
             (m = ug_cli_opt(argc, argv, &i, "--measured", &measured))) {
             if (m < 0) return UG_EXIT_USAGE;
-        } else if (ug_cli_flag(argv, i, "--count")) do_count = 1;
-        else if (ug_cli_flag(argv, i, "--list")) do_list = 1;
-        else if (ug_cli_flag(argv, i, "--specs")) do_specs = 1;
-        else if (ug_cli_flag(argv, i, "--coverage")) do_coverage = 1;
-        else return ug_cli_fail("plan: unexpected argument \"%s\" (see ulpgym plan -h)", argv[i]);
+        } else if (ug_cli_flag(argv, i, "--count"))
+            do_count = 1;
+        else if (ug_cli_flag(argv, i, "--list"))
+            do_list = 1;
+        else if (ug_cli_flag(argv, i, "--specs"))
+            do_specs = 1;
+        else if (ug_cli_flag(argv, i, "--coverage"))
+            do_coverage = 1;
+        else
+            return ug_cli_fail("plan: unexpected argument \"%s\" (see ulpgym plan -h)", argv[i]);
     }
     if (!do_count && !do_list && !do_specs && !do_coverage && !stats)
         return ug_cli_fail("plan: give --count, --list, --specs, --coverage or --shard-stats N");
     if (stats && (do_count || do_list || do_specs || shard))
-        return ug_cli_fail("plan: --shard-stats N shows every shard; it takes neither --count, --list, --specs nor --shard");
+        return ug_cli_fail(
+            "plan: --shard-stats N shows every shard; it takes neither --count, --list, --specs nor --shard");
     if (cost_from && !shard && !stats)
         return ug_cli_fail("plan: --cost-from deals the shards of --shard or --shard-stats");
     if (measured && !stats) return ug_cli_fail("plan: --measured goes with --shard-stats");
@@ -195,8 +207,10 @@ static int ug_cmd_plan(int argc, char **argv)
     int rc = 0;
     if (shard_n) { /* the cases `sweep --shard` would run */
         ug_shard_costs c;
-        if (ug_shard_costs_compute(&p, cost_from, &c, err, sizeof err)) rc = ug_cli_fail("plan: %s", err);
-        else ug_sweep_shard_select(&p, shard_k, shard_n, &c), ug_shard_costs_free(&c);
+        if (ug_shard_costs_compute(&p, cost_from, &c, err, sizeof err))
+            rc = ug_cli_fail("plan: %s", err);
+        else
+            ug_sweep_shard_select(&p, shard_k, shard_n, &c), ug_shard_costs_free(&c);
     }
     if (!rc && stats) rc = shard_stats(&p, (int)n_stats, cost_from, measured);
     if (!rc && do_count) count(&p);
@@ -209,27 +223,27 @@ static int ug_cmd_plan(int argc, char **argv)
 
 const ug_command ug_command_plan = {
     "plan", ug_cmd_plan, "expand a plan: count or list its cases",
-     "usage: ulpgym plan [--plan FILE|NAME[:light]] [--op OP]... [--group G]... [--seed S] [--shard K/N]\n"
-     "                   [--share N] [--cost-from DB] (--count | --list | --specs | --coverage)\n"
-     "       ulpgym plan [--plan ...] [--op OP]... [--group G]... [--seed S] --shard-stats N [--cost-from DB]\n"
-     "                   [--measured DB]\n"
-     "  --count  cases per group and per op, then a last line `total N`\n"
-     "  --list   one line per case: case ID, op, dtype, params (and the reference test an explicit\n"
-     "           case reproduces, `<- source`, marked (heavy) when a :light plan drops it)\n"
-     "  --coverage  per op, each structural axis its space declares (gen/ops/OP.json \"coverage\")\n"
-     "           with the cases holding it; exit 1 when one holds fewer than 20 cases or 5 % of\n"
-     "           the op's cases, whichever is more, or when an op of the plan declares no axis\n"
-     "           (docs/SWEEP.md \"Structural coverage\")\n"
-     "  --specs  one line per case: case ID, `heavy` or `-`, the case's spec JSON (what\n"
-     "           `ulpgym case --spec` runs; scripts/bench_reference.sh reads it)\n"
-     "  --plan   a file, or a name: `--plan reference` is gen/plans/reference.json of the data tree;\n"
-     "           NAME:light leaves out the cases marked heavy\n"
-     "  --shard  only the cases `sweep --shard K/N` runs (balanced by estimated cost, or with\n"
-     "           --cost-from DB by the times measured in DB, as `sweep --cost-from` deals them)\n"
-     "  --shard-stats N  per shard of N: its cases, estimated cost (ms with --cost-from, else MB\n"
-     "           touched) and, with --measured DB, the sum of its cases' kernel + oracle ms in DB's\n"
-     "           latest results; last the slowest shard over the mean (1.000 = perfect balance)\n"
-     "  --share  only the stratified share of N cases per op the per-op tests run in CI (every\n"
-     "           required case, every dtype and distribution set, each param's extremes, then\n"
-     "           evenly spaced cases; docs/SWEEP.md \"The CI share\")\n"
-     "  default plan: $ULPGYM_PLAN or gen/plans/nightly.json\n"};
+    "usage: ulpgym plan [--plan FILE|NAME[:light]] [--op OP]... [--group G]... [--seed S] [--shard K/N]\n"
+    "                   [--share N] [--cost-from DB] (--count | --list | --specs | --coverage)\n"
+    "       ulpgym plan [--plan ...] [--op OP]... [--group G]... [--seed S] --shard-stats N [--cost-from DB]\n"
+    "                   [--measured DB]\n"
+    "  --count  cases per group and per op, then a last line `total N`\n"
+    "  --list   one line per case: case ID, op, dtype, params (and the reference test an explicit\n"
+    "           case reproduces, `<- source`, marked (heavy) when a :light plan drops it)\n"
+    "  --coverage  per op, each structural axis its space declares (gen/ops/OP.json \"coverage\")\n"
+    "           with the cases holding it; exit 1 when one holds fewer than 20 cases or 5 % of\n"
+    "           the op's cases, whichever is more, or when an op of the plan declares no axis\n"
+    "           (docs/SWEEP.md \"Structural coverage\")\n"
+    "  --specs  one line per case: case ID, `heavy` or `-`, the case's spec JSON (what\n"
+    "           `ulpgym case --spec` runs; scripts/bench_reference.sh reads it)\n"
+    "  --plan   a file, or a name: `--plan reference` is gen/plans/reference.json of the data tree;\n"
+    "           NAME:light leaves out the cases marked heavy\n"
+    "  --shard  only the cases `sweep --shard K/N` runs (balanced by estimated cost, or with\n"
+    "           --cost-from DB by the times measured in DB, as `sweep --cost-from` deals them)\n"
+    "  --shard-stats N  per shard of N: its cases, estimated cost (ms with --cost-from, else MB\n"
+    "           touched) and, with --measured DB, the sum of its cases' kernel + oracle ms in DB's\n"
+    "           latest results; last the slowest shard over the mean (1.000 = perfect balance)\n"
+    "  --share  only the stratified share of N cases per op the per-op tests run in CI (every\n"
+    "           required case, every dtype and distribution set, each param's extremes, then\n"
+    "           evenly spaced cases; docs/SWEEP.md \"The CI share\")\n"
+    "  default plan: $ULPGYM_PLAN or gen/plans/nightly.json\n"};

@@ -52,9 +52,11 @@ static int format_named(const char *name)
 /* The format a file's extension names (.md .markdown .json .html .htm .xml .csv, any case); -1 for others. */
 static int format_of_path(const char *path)
 {
-    static const struct { const char *ext; int fmt; } exts[] = {
-        {".md", FMT_MD}, {".markdown", FMT_MD}, {".json", FMT_JSON}, {".html", FMT_HTML}, {".htm", FMT_HTML},
-        {".xml", FMT_JUNIT}, {".csv", FMT_CSV}};
+    static const struct {
+        const char *ext;
+        int fmt;
+    } exts[] = {{".md", FMT_MD},    {".markdown", FMT_MD}, {".json", FMT_JSON}, {".html", FMT_HTML},
+                {".htm", FMT_HTML}, {".xml", FMT_JUNIT},   {".csv", FMT_CSV}};
     const char *dot = path ? strrchr(path, '.') : NULL;
     if (!dot || strchr(dot, '/')) return -1;
     for (size_t k = 0; k < sizeof exts / sizeof *exts; k++)
@@ -72,7 +74,8 @@ static int pick_format(const char *format, const char *out)
     }
     if (format && by_ext >= 0 && by_ext != by_name) {
         ug_cli_fail("report: --format %s does not match -o %s, whose extension means %s (leave --format out, or "
-                    "name the file to match)", format, out, format_names[by_ext]);
+                    "name the file to match)",
+                    format, out, format_names[by_ext]);
         return -1;
     }
     return format ? by_name : by_ext >= 0 ? by_ext : FMT_MD;
@@ -121,7 +124,8 @@ static int ug_cmd_report(int argc, char **argv)
             (m = ug_cli_opt(argc, argv, &i, "--format", &format)) || (m = ug_cli_opt(argc, argv, &i, "-o", &out)) ||
             (m = ug_cli_opt(argc, argv, &i, "--top", &top))) {
             if (m < 0) return UG_EXIT_USAGE;
-        } else return ug_cli_fail("report: unexpected argument \"%s\" (see ulpgym report -h)", argv[i]);
+        } else
+            return ug_cli_fail("report: unexpected argument \"%s\" (see ulpgym report -h)", argv[i]);
     }
     if (unmatched) return print_unmatched(plan ? plan : "reference", stdout) ? UG_EXIT_USAGE : 0;
     if (plan) return ug_cli_fail("report: --plan goes with --unmatched");
@@ -133,7 +137,8 @@ static int ug_cmd_report(int argc, char **argv)
     char err[512];
     long run_id;
     ug_report r;
-    if (ug_db_resolve_run(db, run, &run_id, err, sizeof err) || ug_report_gather(db, run_id, (int)ntop, UG_DRIFT_FACTOR_DEFAULT, &r, err, sizeof err)) {
+    if (ug_db_resolve_run(db, run, &run_id, err, sizeof err) ||
+        ug_report_gather(db, run_id, (int)ntop, UG_DRIFT_FACTOR_DEFAULT, &r, err, sizeof err)) {
         ug_db_close(db);
         return ug_cli_fail("report: %s", err);
     }

@@ -33,5 +33,4 @@ static int ug_cmd_standards(int argc, char **argv)
 }
 
 const ug_command ug_command_standards = {
-    "standards", ug_cmd_standards, "list the precision standards and their thresholds",
-     "usage: ulpgym standards\n"};
+    "standards", ug_cmd_standards, "list the precision standards and their thresholds", "usage: ulpgym standards\n"};

@@ -55,23 +55,30 @@ static int ug_cmd_sweep(int argc, char **argv)
             (m = ug_cli_opt(argc, argv, &i, "--cost-from", &o.cost_from)) ||
             (m = ug_cli_opt(argc, argv, &i, "--resume", &o.resume)) ||
             (m = ug_cli_opt(argc, argv, &i, "--case-memory", &mem)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--top", &top_s)) || (m = ug_cli_opt(argc, argv, &i, "--fail-on", &fail_on_s))) {
+            (m = ug_cli_opt(argc, argv, &i, "--top", &top_s)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--fail-on", &fail_on_s))) {
             if (m < 0) return UG_EXIT_USAGE;
         } else if ((m = ug_cli_opt(argc, argv, &i, "--case-timeout", &v))) {
             if (m < 0 || parse_timeout(v, &o)) return UG_EXIT_USAGE;
         } else if (strncmp(argv[i], "-j", 2) == 0 && argv[i][2]) {
             jobs = argv[i] + 2; /* -j4 */
-        } else if ((m = ug_cli_opt(argc, argv, &i, "--plan", &o.plan_path)) || (m = ug_cli_opt(argc, argv, &i, "--db", &o.db_path)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--limit", &limit)) || (m = ug_cli_opt(argc, argv, &i, "--seed", &seed)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--backend", &backend_opt)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--kernel-variant", &variant)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--sample", &sample)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--primary", &o.primary))) {
+        } else if ((m = ug_cli_opt(argc, argv, &i, "--plan", &o.plan_path)) ||
+                   (m = ug_cli_opt(argc, argv, &i, "--db", &o.db_path)) ||
+                   (m = ug_cli_opt(argc, argv, &i, "--limit", &limit)) ||
+                   (m = ug_cli_opt(argc, argv, &i, "--seed", &seed)) ||
+                   (m = ug_cli_opt(argc, argv, &i, "--backend", &backend_opt)) ||
+                   (m = ug_cli_opt(argc, argv, &i, "--kernel-variant", &variant)) ||
+                   (m = ug_cli_opt(argc, argv, &i, "--sample", &sample)) ||
+                   (m = ug_cli_opt(argc, argv, &i, "--primary", &o.primary))) {
             if (m < 0) return UG_EXIT_USAGE;
-        } else if (ug_cli_flag(argv, i, "--oracle-check")) o.oracle_check = 1;
-        else if (ug_cli_flag(argv, i, "--quiet") || ug_cli_flag(argv, i, "--no-progress")) o.quiet = 1;
-        else if (ug_cli_flag(argv, i, "--no-regressions")) o.no_regressions = 1;
-        else return ug_cli_fail("sweep: unexpected argument \"%s\" (see ulpgym sweep -h)", argv[i]);
+        } else if (ug_cli_flag(argv, i, "--oracle-check"))
+            o.oracle_check = 1;
+        else if (ug_cli_flag(argv, i, "--quiet") || ug_cli_flag(argv, i, "--no-progress"))
+            o.quiet = 1;
+        else if (ug_cli_flag(argv, i, "--no-regressions"))
+            o.no_regressions = 1;
+        else
+            return ug_cli_fail("sweep: unexpected argument \"%s\" (see ulpgym sweep -h)", argv[i]);
     }
     if (o.resume && (o.plan_path || limit || seed || sample || variant || shard || f.any_op || f.groups ||
                      o.oracle_check || o.primary || o.cost_from))
@@ -96,7 +103,8 @@ static int ug_cmd_sweep(int argc, char **argv)
         return ug_cli_fail("sweep: %s", serr);
     if (limit && (o.limit = ug_cli_long(limit)) < 0) return ug_cli_fail("sweep: --limit must be a number");
     if (seed && (o.seed = ug_cli_long(seed)) < 0) return ug_cli_fail("sweep: --seed must be a non-negative integer");
-    if (sample && (o.sample = ug_cli_sample(sample)) < 0) return ug_cli_fail("sweep: --sample takes a count or \"all\"");
+    if (sample && (o.sample = ug_cli_sample(sample)) < 0)
+        return ug_cli_fail("sweep: --sample takes a count or \"all\"");
     char backend[300];
     if (variant) {
         if (o.backend && strncmp(o.backend, "sim", 3) != 0)
@@ -121,8 +129,10 @@ static int ug_cmd_sweep(int argc, char **argv)
     if (top) ug_failures_summary(o.db_path, s.run_id, top, stdout); /* read back from the database, as `failures` */
     fflush(stdout);
     if (s.oracle_unsettled) /* the oracle's values there are its best, not proven: say so where it is seen */
-        fprintf(stderr, "ulpgym: warning: %lu oracle elements whose rounding still changed at %d bits (their values at "
-                "%d bits are used)\n", s.oracle_unsettled, UG_ORACLE_PREC_MAX, UG_ORACLE_PREC_MAX);
+        fprintf(stderr,
+                "ulpgym: warning: %lu oracle elements whose rounding still changed at %d bits (their values at "
+                "%d bits are used)\n",
+                s.oracle_unsettled, UG_ORACLE_PREC_MAX, UG_ORACLE_PREC_MAX);
     if (s.selfcheck_mismatch) {
         fprintf(stderr, "ulpgym: oracle self-check found %lu roundings that change at twice the precision\n",
                 s.selfcheck_mismatch);
@@ -133,57 +143,54 @@ static int ug_cmd_sweep(int argc, char **argv)
 
 const ug_command ug_command_sweep = {
     "sweep", ug_cmd_sweep, "run a plan's cases and store every verdict",
-     "usage: ulpgym sweep [--plan FILE|NAME[:light]] [--op OP]... [--group G]... [--limit N] [--db PATH]\n"
-     "                    [--seed S] [--backend B] [--kernel-variant V] [--sample N|all]\n"
-     "                    [--oracle-check] [-j N] [--case-timeout [OP=]SECONDS]... [--shard K/N [--cost-from DB]]\n"
-     "                    [--primary STD] [--case-memory BYTES] [--quiet | --no-progress]\n"
-     "                    [--top N] [--fail-on never|fail|new]\n"
-     "       ulpgym sweep --resume RUN_ID|latest [--db PATH] [-j N] [--case-timeout ...] [--case-memory BYTES]\n"
-     "                    [--backend plugin:PATH.so] [--quiet] [--top N] [--fail-on never|fail|new]\n"
-     "  --plan           a plan file, or a name: `--plan reference` is gen/plans/reference.json of\n"
-     "                   the data tree (the reference suite's own cases); NAME:light leaves out\n"
-     "                   the cases marked heavy (default: $ULPGYM_PLAN or the nightly plan)\n"
-     "  -j, --jobs       worker processes (default: all cores); a worker that crashes or\n"
-     "                   hangs costs one case (CRASH / TIMEOUT) and is replaced; a kernel that\n"
-     "                   writes outside an output or changes an input is ERROR (`wrote after\n"
-     "                   output y`, `modified input x`), or CRASH naming the tensor when it runs\n"
-     "                   into a guard page (docs/SWEEP.md)\n"
-     "  --case-timeout   seconds a case may take (default 300); OP=SECONDS for one op\n"
-     UG_CLI_CASE_MEMORY_HELP
-     "                   (a refused case is an ERROR naming the bytes it needs)\n"
-     "  --shard K/N      run slice K of N (balanced by estimated cost); join the shard\n"
-     "                   databases with `ulpgym merge`\n"
-     "  --cost-from DB   balance the shards by the kernel + oracle time each case took in its\n"
-     "                   latest result in DB (read-only); a case DB lacks is estimated, scaled by\n"
-     "                   its op's measured/estimated ratio. Give every shard the same DB file\n"
-     "                   (unchanged while they run; a resume checks): each deals the whole plan\n"
-     "                   itself (`ulpgym plan --shard-stats N --cost-from DB` shows the deal)\n"
-     "  --resume         run the cases of run RUN_ID (or the latest run) that have no\n"
-     "                   result yet, with that run's plan, selection, backend, sample and --primary;\n"
-     "                   a plugin run resumes only with --backend naming the same plugin file\n"
-     "                   (a database never runs code by itself) with unchanged bytes (SHA-256)\n"
-     "  --primary STD    decide every case's outcome by numeric standard STD (e.g. certified,\n"
-     "                   pypto; see `ulpgym standards`) instead of each op's own primary;\n"
-     "                   discrete compares still decide discrete outputs. Recorded with the run\n"
-     "  --quiet, --no-progress  no progress line (the summary is still printed)\n"
-     "  --no-regressions leave out the fuzzer's findings (corpus/found/), which every sweep\n"
-     "                   of their ops runs by default as regression cases (origin fuzz)\n"
-     "  --backend        sim (default), sim:VARIANT or plugin:PATH.so (also $ULPGYM_BACKEND);\n"
-     "                   ideal: the oracle's own correctly rounded outputs (must pass every\n"
-     "                   standard: the standards' self-check), naive: its same-dtype naive evaluation\n"
-     "  --kernel-variant run a sim mutant, e.g. mut_bf16_sum (see `ulpgym ops show OP`)\n"
-     "  --sample         output elements checked per output (default all: every one, where\n"
-     "                   that fits the case memory budget; 512 where it does not)\n"
-     "  --oracle-check   re-evaluate a sample at twice the oracle precision; any differing\n"
-     "                   rounding is reported and makes the exit status 1\n"
-     "  --db             database (default $ULPGYM_DB or ./ulpgym.db)\n"
-     UG_FAILURES_TOP_HELP
-     "                   (`ulpgym failures --run R` lists them all)\n"
-     UG_FAIL_ON_HELP("fail")
-     "                   The run's cases are judged; new compares with the last earlier finished\n"
-     "                   run of the same plan hash, backend, --op/--group, --limit, --shard,\n"
-     "                   --sample and --primary (every failure is new without one)\n"
-     "  Exit status: 0 the run is done and --fail-on finds nothing; 1 --fail-on found failing\n"
-     "  cases (default: any case neither PASS nor SKIP), or --oracle-check found a changed rounding;\n"
-     "  2 bad input (nothing written); 3 the engine failed mid-run (disk full, file size limit:\n"
-     "  the run is marked failed, --resume runs the rest); 130 interrupted.\n"};
+    "usage: ulpgym sweep [--plan FILE|NAME[:light]] [--op OP]... [--group G]... [--limit N] [--db PATH]\n"
+    "                    [--seed S] [--backend B] [--kernel-variant V] [--sample N|all]\n"
+    "                    [--oracle-check] [-j N] [--case-timeout [OP=]SECONDS]... [--shard K/N [--cost-from DB]]\n"
+    "                    [--primary STD] [--case-memory BYTES] [--quiet | --no-progress]\n"
+    "                    [--top N] [--fail-on never|fail|new]\n"
+    "       ulpgym sweep --resume RUN_ID|latest [--db PATH] [-j N] [--case-timeout ...] [--case-memory BYTES]\n"
+    "                    [--backend plugin:PATH.so] [--quiet] [--top N] [--fail-on never|fail|new]\n"
+    "  --plan           a plan file, or a name: `--plan reference` is gen/plans/reference.json of\n"
+    "                   the data tree (the reference suite's own cases); NAME:light leaves out\n"
+    "                   the cases marked heavy (default: $ULPGYM_PLAN or the nightly plan)\n"
+    "  -j, --jobs       worker processes (default: all cores); a worker that crashes or\n"
+    "                   hangs costs one case (CRASH / TIMEOUT) and is replaced; a kernel that\n"
+    "                   writes outside an output or changes an input is ERROR (`wrote after\n"
+    "                   output y`, `modified input x`), or CRASH naming the tensor when it runs\n"
+    "                   into a guard page (docs/SWEEP.md)\n"
+    "  --case-timeout   seconds a case may take (default 300); OP=SECONDS for one op\n" UG_CLI_CASE_MEMORY_HELP
+    "                   (a refused case is an ERROR naming the bytes it needs)\n"
+    "  --shard K/N      run slice K of N (balanced by estimated cost); join the shard\n"
+    "                   databases with `ulpgym merge`\n"
+    "  --cost-from DB   balance the shards by the kernel + oracle time each case took in its\n"
+    "                   latest result in DB (read-only); a case DB lacks is estimated, scaled by\n"
+    "                   its op's measured/estimated ratio. Give every shard the same DB file\n"
+    "                   (unchanged while they run; a resume checks): each deals the whole plan\n"
+    "                   itself (`ulpgym plan --shard-stats N --cost-from DB` shows the deal)\n"
+    "  --resume         run the cases of run RUN_ID (or the latest run) that have no\n"
+    "                   result yet, with that run's plan, selection, backend, sample and --primary;\n"
+    "                   a plugin run resumes only with --backend naming the same plugin file\n"
+    "                   (a database never runs code by itself) with unchanged bytes (SHA-256)\n"
+    "  --primary STD    decide every case's outcome by numeric standard STD (e.g. certified,\n"
+    "                   pypto; see `ulpgym standards`) instead of each op's own primary;\n"
+    "                   discrete compares still decide discrete outputs. Recorded with the run\n"
+    "  --quiet, --no-progress  no progress line (the summary is still printed)\n"
+    "  --no-regressions leave out the fuzzer's findings (corpus/found/), which every sweep\n"
+    "                   of their ops runs by default as regression cases (origin fuzz)\n"
+    "  --backend        sim (default), sim:VARIANT or plugin:PATH.so (also $ULPGYM_BACKEND);\n"
+    "                   ideal: the oracle's own correctly rounded outputs (must pass every\n"
+    "                   standard: the standards' self-check), naive: its same-dtype naive evaluation\n"
+    "  --kernel-variant run a sim mutant, e.g. mut_bf16_sum (see `ulpgym ops show OP`)\n"
+    "  --sample         output elements checked per output (default all: every one, where\n"
+    "                   that fits the case memory budget; 512 where it does not)\n"
+    "  --oracle-check   re-evaluate a sample at twice the oracle precision; any differing\n"
+    "                   rounding is reported and makes the exit status 1\n"
+    "  --db             database (default $ULPGYM_DB or ./ulpgym.db)\n" UG_FAILURES_TOP_HELP
+    "                   (`ulpgym failures --run R` lists them all)\n" UG_FAIL_ON_HELP(
+        "fail") "                   The run's cases are judged; new compares with the last earlier finished\n"
+                "                   run of the same plan hash, backend, --op/--group, --limit, --shard,\n"
+                "                   --sample and --primary (every failure is new without one)\n"
+                "  Exit status: 0 the run is done and --fail-on finds nothing; 1 --fail-on found failing\n"
+                "  cases (default: any case neither PASS nor SKIP), or --oracle-check found a changed rounding;\n"
+                "  2 bad input (nothing written); 3 the engine failed mid-run (disk full, file size limit:\n"
+                "  the run is marked failed, --resume runs the rest); 130 interrupted.\n"};

@@ -48,12 +48,14 @@ static int stored_outputs(ug_db *db, long run, const char *id, char *backend, si
     if (found < 0) return ug_cli_fail("triage: %s", err), -1;
     if (!found) {
         ug_cli_fail("triage: run %ld judged outputs a device wrote and did not record their folder (an older "
-                    "ulpgym stored it); name it: --backend replay:DIR", run);
+                    "ulpgym stored it); name it: --backend replay:DIR",
+                    run);
         return -1;
     }
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
         ug_cli_fail("triage: run %ld read case %s's outputs from %s, which is gone; name where they are now: "
-                    "--backend replay:DIR", run, id, dir);
+                    "--backend replay:DIR",
+                    run, id, dir);
         return -1;
     }
     snprintf(backend, blen, "replay:%s", dir);
@@ -68,8 +70,10 @@ static int compare_verdict(ug_db *db, long run, const ug_result *r, FILE *f)
     int have = ug_db_get_verdict(db, run, r->case_id, verdict, sizeof verdict, msg, sizeof msg, err, sizeof err);
     if (have < 0) return -1;
     const char *now = ug_outcome_name(r->outcome);
-    if (have) fprintf(f, "stored in run %ld: %s%s%s\n", run, verdict, msg[0] ? ": " : "", msg);
-    else fprintf(f, "stored in run %ld: no result for this case\n", run);
+    if (have)
+        fprintf(f, "stored in run %ld: %s%s%s\n", run, verdict, msg[0] ? ": " : "", msg);
+    else
+        fprintf(f, "stored in run %ld: no result for this case\n", run);
     fprintf(f, "now: %s%s%s\n", now, r->message[0] ? ": " : "", r->message);
     return have && strcmp(verdict, now) != 0;
 }
@@ -100,8 +104,9 @@ static int compare_stored(ug_db *db, long run, const ug_result *r, FILE *f)
     if (compared)
         fprintf(f, "stored metrics of run %ld: %d values compared, %s\n", run, compared,
                 diffs ? "NOT reproduced" : "reproduced exactly");
-    else fprintf(f, "stored metrics of run %ld: none to compare; the verdict is %s\n", run,
-                 diffs ? "NOT reproduced" : "reproduced");
+    else
+        fprintf(f, "stored metrics of run %ld: none to compare; the verdict is %s\n", run,
+                diffs ? "NOT reproduced" : "reproduced");
     return diffs;
 }
 
@@ -128,7 +133,8 @@ static int shrink(ug_db *db, const char *spec, const ug_backend *b, int primary,
 {
     ug_shrink_result sr;
     char err[512];
-    if (ug_shrink_case(spec, b, primary, contain_s, &sr, err, sizeof err)) return ug_cli_fail("triage --shrink: %s", err);
+    if (ug_shrink_case(spec, b, primary, contain_s, &sr, err, sizeof err))
+        return ug_cli_fail("triage --shrink: %s", err);
     if (ug_db_put_case(db, sr.id, sr.spec, "manual", err, sizeof err)) fprintf(stderr, "ulpgym: %s\n", err);
     if (json) {
         printf("{\"shrunk_case_id\":\"%s\",\"input_elements\":%zu,\"start_input_elements\":%zu,\"spec\":%s}\n", sr.id,
@@ -177,8 +183,10 @@ static int kernel_died(const ug_result *r) { return r->outcome == UG_OUT_CRASH |
 
 static void print_text(const ug_result *r, const ug_exec_detail *d, int nworst)
 {
-    if (kernel_died(r)) printf("\nthe kernel %s: no outputs to check\n", r->outcome == UG_OUT_CRASH ? "crashed" : "hung");
-    else printf("\nall elements:\n");
+    if (kernel_died(r))
+        printf("\nthe kernel %s: no outputs to check\n", r->outcome == UG_OUT_CRASH ? "crashed" : "hung");
+    else
+        printf("\nall elements:\n");
     ug_print_result(r, stdout);
     for (int k = 0; d->have_oracle && k < d->c.n_out; k++) {
         if (!d->a[k]) continue; /* an optional output not provided: nothing to rank */
@@ -198,7 +206,8 @@ static void print_json(const ug_result *r, const ug_exec_detail *d, int nworst, 
     cJSON_AddStringToObject(j, "message", r->message);
     if (reproduced >= 0) cJSON_AddBoolToObject(j, "stored_metrics_reproduced", reproduced);
     cJSON *st = cJSON_AddObjectToObject(j, "standards");
-    for (int s = 0; s < UG_STD_COUNT; s++) cJSON_AddStringToObject(st, ug_standard_name(s), ug_vstate_name(r->verdict[s]));
+    for (int s = 0; s < UG_STD_COUNT; s++)
+        cJSON_AddStringToObject(st, ug_standard_name(s), ug_vstate_name(r->verdict[s]));
     cJSON *outs = cJSON_AddArrayToObject(j, "outputs");
     for (int k = 0; d->have_oracle && k < d->c.n_out; k++) {
         if (r->out[k].not_provided) {
@@ -244,17 +253,23 @@ static int ug_cmd_triage(int argc, char **argv)
     ug_fail_on policy = UG_FAIL_ON_FAIL;
     for (int i = 1; i < argc; i++) {
         int m;
-        if ((m = ug_cli_opt(argc, argv, &i, "--db", &db_path)) || (m = ug_cli_opt(argc, argv, &i, "--backend", &backend_opt)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--worst", &worst)) || (m = ug_cli_opt(argc, argv, &i, "--run", &run_opt)) ||
+        if ((m = ug_cli_opt(argc, argv, &i, "--db", &db_path)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--backend", &backend_opt)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--worst", &worst)) ||
+            (m = ug_cli_opt(argc, argv, &i, "--run", &run_opt)) ||
             (m = ug_cli_opt(argc, argv, &i, "--dump", &dump_dir)) ||
             (m = ug_cli_opt(argc, argv, &i, "--case-memory", &mem)) ||
             (m = ug_cli_opt(argc, argv, &i, "--case-timeout", &timeout)) ||
             (m = ug_cli_opt(argc, argv, &i, "--fail-on", &fail_on))) {
             if (m < 0) return UG_EXIT_USAGE;
-        } else if (ug_cli_flag(argv, i, "--json")) json = 1;
-        else if (ug_cli_flag(argv, i, "--shrink")) do_shrink = 1;
-        else if (argv[i][0] != '-' && !id_arg) id_arg = argv[i];
-        else return ug_cli_fail("triage: unexpected argument \"%s\" (see ulpgym triage -h)", argv[i]);
+        } else if (ug_cli_flag(argv, i, "--json"))
+            json = 1;
+        else if (ug_cli_flag(argv, i, "--shrink"))
+            do_shrink = 1;
+        else if (argv[i][0] != '-' && !id_arg)
+            id_arg = argv[i];
+        else
+            return ug_cli_fail("triage: unexpected argument \"%s\" (see ulpgym triage -h)", argv[i]);
     }
     if (!id_arg) return ug_cli_fail("triage: give a case ID");
     if (ug_fail_on_parse("triage", fail_on, &policy)) return UG_EXIT_USAGE;
@@ -284,17 +299,20 @@ static int ug_cmd_triage(int argc, char **argv)
     char stored_backend[1200];
     snprintf(stored_backend, sizeof stored_backend, "%s", backend_name);
     int replayed = 0;
-    if (backend_opt && strcmp(backend_opt, "replay") != 0) snprintf(backend_name, sizeof backend_name, "%s", backend_opt);
+    if (backend_opt && strcmp(backend_opt, "replay") != 0)
+        snprintf(backend_name, sizeof backend_name, "%s", backend_opt);
     else if ((replayed = stored_outputs(db, run, id, backend_name, sizeof backend_name)) < 0) {
         free(spec);
         ug_db_close(db);
         return UG_EXIT_USAGE;
-    } else if (replayed) snprintf(stored_backend, sizeof stored_backend, "%s", backend_name);
+    } else if (replayed)
+        snprintf(stored_backend, sizeof stored_backend, "%s", backend_name);
     else if (ug_backend_names_code(backend_name)) { /* a database is data: its plugin path is not run unasked */
         free(spec);
         ug_db_close(db);
         return ug_cli_fail("triage: run %ld used %s; triage loads a plugin only when you name it: add --backend %s "
-                           "(or --backend sim for the built-in kernel)", run, backend_name, backend_name);
+                           "(or --backend sim for the built-in kernel)",
+                           run, backend_name, backend_name);
     }
     ug_backend b;
     if (ug_backend_open(&b, backend_name, err, sizeof err)) {
@@ -303,8 +321,9 @@ static int ug_cmd_triage(int argc, char **argv)
         return ug_cli_fail("%s", err);
     }
     if (!json)
-        printf("case %s%s\nspec %s\nbackend %s%s\n", id, from_plan ? " (from the default plan; not in the database)" : "",
-               spec, backend_name, replayed ? " (the device outputs stored by the run, judged again: no kernel runs)" : "");
+        printf("case %s%s\nspec %s\nbackend %s%s\n", id,
+               from_plan ? " (from the default plan; not in the database)" : "", spec, backend_name,
+               replayed ? " (the device outputs stored by the run, judged again: no kernel runs)" : "");
     ug_exec_opts o;
     ug_exec_opts_default(&o);
     o.primary_set = primary >= 0; /* decided as the run decided it */
@@ -323,8 +342,10 @@ static int ug_cmd_triage(int argc, char **argv)
     ug_exec_detail d;
     if (reproduced == 1 && kernel_died(&r)) /* no outputs to look at: not run a second time */
         memset(&d, 0, sizeof d);
-    else ug_exec_case(spec, &b, &o, &r, &d);
-    if (json && !do_shrink) print_json(&r, &d, (int)nworst, spec, backend_name, primary, reproduced);
+    else
+        ug_exec_case(spec, &b, &o, &r, &d);
+    if (json && !do_shrink)
+        print_json(&r, &d, (int)nworst, spec, backend_name, primary, reproduced);
     else if (!json) {
         print_text(&r, &d, (int)nworst);
         char *line = reproduce_line(backend_name, primary, spec);
@@ -333,8 +354,10 @@ static int ug_cmd_triage(int argc, char **argv)
     }
     if (dump_dir && d.have_oracle) {
         int drc = dump(&d, dump_dir);
-        if (drc) rc = drc;
-        else if (!json) printf("dumped inputs, kernel outputs and exact values as .npy to %s\n", dump_dir);
+        if (drc)
+            rc = drc;
+        else if (!json)
+            printf("dumped inputs, kernel outputs and exact values as .npy to %s\n", dump_dir);
     }
     ug_exec_detail_free(&d);
     if (do_shrink) {
@@ -350,33 +373,32 @@ static int ug_cmd_triage(int argc, char **argv)
 
 const ug_command ug_command_triage = {
     "triage", ug_cmd_triage, "rebuild a case from its ID, rerun it and explain the verdict",
-     "usage: ulpgym triage CASE_ID [--db PATH] [--run ID] [--backend B] [--worst N] [--shrink] [--json]\n"
-     "                     [--dump DIR] [--case-memory BYTES] [--case-timeout SECONDS] [--fail-on never|fail|new]\n"
-     "  CASE_ID is 16 hex digits or a unique prefix of 6+ (looked up in the database, then\n"
-     "  in the default plan). Reruns kernel and oracle with the backend and sample of run ID\n"
-     "  (default: the latest run that holds the case; --backend overrides the backend)\n"
-     "  and the standard that run decided by (its `sweep --primary`, else the op's own),\n"
-     "  (a replay run's case: the device outputs it read, from the folder it recorded, judged\n"
-     "  again; `--backend replay` says the same, `--backend replay:DIR` reads them from DIR)\n"
-     "  and checks that the stored metrics are reproduced exactly; then checks every\n"
-     "  element and prints metrics, the verdict per standard with its thresholds, then per\n"
-     "  output the worst elements, a histogram and where the error clusters, each led by the\n"
-     "  element's error relative to what the deciding standard allows of it (pypto, reference,\n"
-     "  allclose: |a - g| / (atol + rtol*|g|) with the atol/rtol it applied; certified:\n"
-     "  |a - g*| / (c*B + ulp/2); other standards: pypto's; 1 = at the limit), ulps second (an\n"
-     "  element whose exact value is below the dtype's smallest normal, e.g. 0, is never\n"
-     "  measured in ulps: its absolute error stands), hex floats beside decimals with the\n"
-     "  inputs feeding them, and a command that reproduces the case.\n"
-     "  --dump DIR  write case.json, inputs/, outputs/ (the kernel's) and exact/ (exact values,\n"
-     "            fp64) as .npy files\n"
-     "  --shrink  search for the smallest shape of the same op/dtype/distribution that fails\n"
-     "            the same way; prints (and stores) its new case ID\n"
-     "  --json    the same as one JSON object, for tools\n"
-     UG_CLI_CASE_MEMORY_HELP UG_CLI_CASE_TIMEOUT_HELP
-     UG_FAIL_ON_HELP("fail")
-     "                   The case's verdict now is judged; new compares with its latest result\n"
-     "                   in a run before the one triaged, of the same backend kind and standard\n"
-     "  Exit status: 0 reproduced and --fail-on finds nothing; 1 the case fails now by --fail-on;\n"
-     "  4 the stored verdict or metrics are NOT reproduced (this comes first); 2 bad input\n"
-     "  (unknown case ID, no such run, a plugin not named, not a ulpgym database); 3 the database\n"
-     "  could not be read.\n"};
+    "usage: ulpgym triage CASE_ID [--db PATH] [--run ID] [--backend B] [--worst N] [--shrink] [--json]\n"
+    "                     [--dump DIR] [--case-memory BYTES] [--case-timeout SECONDS] [--fail-on never|fail|new]\n"
+    "  CASE_ID is 16 hex digits or a unique prefix of 6+ (looked up in the database, then\n"
+    "  in the default plan). Reruns kernel and oracle with the backend and sample of run ID\n"
+    "  (default: the latest run that holds the case; --backend overrides the backend)\n"
+    "  and the standard that run decided by (its `sweep --primary`, else the op's own),\n"
+    "  (a replay run's case: the device outputs it read, from the folder it recorded, judged\n"
+    "  again; `--backend replay` says the same, `--backend replay:DIR` reads them from DIR)\n"
+    "  and checks that the stored metrics are reproduced exactly; then checks every\n"
+    "  element and prints metrics, the verdict per standard with its thresholds, then per\n"
+    "  output the worst elements, a histogram and where the error clusters, each led by the\n"
+    "  element's error relative to what the deciding standard allows of it (pypto, reference,\n"
+    "  allclose: |a - g| / (atol + rtol*|g|) with the atol/rtol it applied; certified:\n"
+    "  |a - g*| / (c*B + ulp/2); other standards: pypto's; 1 = at the limit), ulps second (an\n"
+    "  element whose exact value is below the dtype's smallest normal, e.g. 0, is never\n"
+    "  measured in ulps: its absolute error stands), hex floats beside decimals with the\n"
+    "  inputs feeding them, and a command that reproduces the case.\n"
+    "  --dump DIR  write case.json, inputs/, outputs/ (the kernel's) and exact/ (exact values,\n"
+    "            fp64) as .npy files\n"
+    "  --shrink  search for the smallest shape of the same op/dtype/distribution that fails\n"
+    "            the same way; prints (and stores) its new case ID\n"
+    "  --json    the same as one JSON object, for tools\n" UG_CLI_CASE_MEMORY_HELP UG_CLI_CASE_TIMEOUT_HELP
+        UG_FAIL_ON_HELP(
+            "fail") "                   The case's verdict now is judged; new compares with its latest result\n"
+                    "                   in a run before the one triaged, of the same backend kind and standard\n"
+                    "  Exit status: 0 reproduced and --fail-on finds nothing; 1 the case fails now by --fail-on;\n"
+                    "  4 the stored verdict or metrics are NOT reproduced (this comes first); 2 bad input\n"
+                    "  (unknown case ID, no such run, a plugin not named, not a ulpgym database); 3 the database\n"
+                    "  could not be read.\n"};

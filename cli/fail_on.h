@@ -44,7 +44,7 @@ int ug_fail_on_case(ug_db *db, ug_fail_on p, const ug_result *r, long before_run
 
 #define UG_FAIL_ON_HELP(dflt)                                                                                          \
     "  --fail-on P      when to exit 1 (default " dflt "): fail, a case's outcome is neither PASS\n"                   \
-    "                   nor SKIP; new, only a failing case that did not fail in the previous\n"                      \
+    "                   nor SKIP; new, only a failing case that did not fail in the previous\n"                        \
     "                   comparable result; never, not for verdicts\n"
 
 #endif

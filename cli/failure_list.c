@@ -23,8 +23,8 @@ static size_t escape_one(const unsigned char *c, char *out)
     } else if (c[0] == 0xc2 && c[1] >= 0x80 && c[1] <= 0x9f) {
         sprintf(out, "\\u%04x", c[1]);
         used = 2;
-    } else if (c[0] == 0xe2 && ((c[1] == 0x80 && c[2] >= 0xaa && c[2] <= 0xae) ||
-                                (c[1] == 0x81 && c[2] >= 0xa6 && c[2] <= 0xa9))) {
+    } else if (c[0] == 0xe2 &&
+               ((c[1] == 0x80 && c[2] >= 0xaa && c[2] <= 0xae) || (c[1] == 0x81 && c[2] >= 0xa6 && c[2] <= 0xa9))) {
         sprintf(out, "\\u%04x", 0x2000 | ((c[1] & 0x3f) << 6) | (c[2] & 0x3f));
         used = 3;
     }
@@ -68,9 +68,12 @@ void ug_failures_print_text(const ug_failure_list *l, size_t top, const char *db
         print_escaped(f, "%-9s ", x->verdict);
         print_escaped(f, "%s\n", x->figure);
         char *line = ug_failure_id_ok(x->case_id) ? ug_triage_line(x->case_id, db_path, run, backend) : NULL;
-        if (line) fprintf(f, "      %s\n", line);
-        else if (ug_failure_id_ok(x->case_id)) fprintf(f, "      (no triage line: out of memory)\n");
-        else fprintf(f, "      (row %zu: the case ID is not 16 hex digits; no triage line)\n", i + 1);
+        if (line)
+            fprintf(f, "      %s\n", line);
+        else if (ug_failure_id_ok(x->case_id))
+            fprintf(f, "      (no triage line: out of memory)\n");
+        else
+            fprintf(f, "      (row %zu: the case ID is not 16 hex digits; no triage line)\n", i + 1);
         free(line);
     }
 }
@@ -91,13 +94,17 @@ static cJSON *row_json(const ug_failure *x, size_t rank, const char *db_path, lo
     add_clean(o, "dtype", x->dtype);
     add_clean(o, "verdict", x->verdict);
     add_clean(o, "figure", x->figure);
-    if (isfinite(x->severity)) cJSON_AddNumberToObject(o, "severity", x->severity);
-    else cJSON_AddStringToObject(o, "severity", "inf");
+    if (isfinite(x->severity))
+        cJSON_AddNumberToObject(o, "severity", x->severity);
+    else
+        cJSON_AddStringToObject(o, "severity", "inf");
     cJSON_AddItemToObject(o, "standards", cJSON_Duplicate(x->standards, 1));
     cJSON_AddItemToObject(o, "thresholds", x->thresholds ? cJSON_Duplicate(x->thresholds, 1) : cJSON_CreateNull());
     char *line = ug_failure_id_ok(x->case_id) ? ug_triage_line(x->case_id, db_path, run, backend) : NULL;
-    if (line) cJSON_AddStringToObject(o, "triage", line);
-    else cJSON_AddNullToObject(o, "triage");
+    if (line)
+        cJSON_AddStringToObject(o, "triage", line);
+    else
+        cJSON_AddNullToObject(o, "triage");
     if (!ug_failure_id_ok(x->case_id)) cJSON_AddStringToObject(o, "refused", "the case ID is not 16 hex digits");
     free(line);
     return o;
@@ -107,7 +114,8 @@ void ug_failures_print_json(const ug_failure_list *l, size_t top, const char *db
                             FILE *f)
 {
     cJSON *a = cJSON_CreateArray();
-    for (size_t i = 0; i < l->n && i < top; i++) cJSON_AddItemToArray(a, row_json(&l->v[i], i + 1, db_path, run, backend));
+    for (size_t i = 0; i < l->n && i < top; i++)
+        cJSON_AddItemToArray(a, row_json(&l->v[i], i + 1, db_path, run, backend));
     char *s = cJSON_Print(a);
     fprintf(f, "%s\n", s ? s : "[]");
     free(s);

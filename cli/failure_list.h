@@ -32,7 +32,7 @@ void ug_failures_print_json(const ug_failure_list *l, size_t top, const char *db
 int ug_failures_summary(const char *db_path, long run, long top, FILE *f);
 
 #define UG_FAILURES_TOP_HELP                                                                                           \
-    "  --top N          end the summary with the N most severe failing cases (default 5; 0: none):\n"                 \
+    "  --top N          end the summary with the N most severe failing cases (default 5; 0: none):\n"                  \
     "                   ID, op, dtype, the figure that decided, a paste-ready triage line\n"
 
 #endif

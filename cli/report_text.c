@@ -25,15 +25,18 @@ void ug_print_result(const ug_result *r, FILE *f)
         const ug_output_result *o = &r->out[k];
         const ug_metrics *m = &o->m;
         if (o->not_provided) {
-            fprintf(f, "  output %s (%s): not provided (optional output the kernel left unwritten): NA under every "
-                       "standard\n", o->name, ug_dtype_name(o->dtype));
+            fprintf(f,
+                    "  output %s (%s): not provided (optional output the kernel left unwritten): NA under every "
+                    "standard\n",
+                    o->name, ug_dtype_name(o->dtype));
             continue;
         }
-        fprintf(f, "  output %s (%s): %zu of %zu elements checked\n", o->name, ug_dtype_name(o->dtype), m->n, m->n_total);
+        fprintf(f, "  output %s (%s): %zu of %zu elements checked\n", o->name, ug_dtype_name(o->dtype), m->n,
+                m->n_total);
         fprintf(f, "    max abs %.4g @%zu  max rel %.4g @%zu  max ulp %.4g @%zu  mean ulp %.4g\n", m->max_abs,
                 m->max_abs_idx, m->max_rel, m->max_rel_idx, m->max_ulp, m->max_ulp_idx, m->mean_ulp);
-        fprintf(f, "    MERE %.4g  MARE %.4g  RMSE %.4g  EB %.4g  small-value err %.4g  cosine %.9f\n", m->mere, m->mare,
-                m->rmse, m->eb, m->small_err_ratio, m->cosine);
+        fprintf(f, "    MERE %.4g  MARE %.4g  RMSE %.4g  EB %.4g  small-value err %.4g  cosine %.9f\n", m->mere,
+                m->mare, m->rmse, m->eb, m->small_err_ratio, m->cosine);
         fprintf(f, "    naive benchmark: max abs %.4g  MERE %.4g  MARE %.4g  RMSE %.4g\n", m->b_max_abs, m->b_mere,
                 m->b_mare, m->b_rmse);
         if (m->n_nonfinite_mismatch) fprintf(f, "    NaN/Inf mismatches: %zu\n", m->n_nonfinite_mismatch);

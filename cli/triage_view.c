@@ -17,10 +17,10 @@ typedef enum { SCALE_ABS, SCALE_TOL, SCALE_CERT } scale_kind;
 
 typedef struct {
     scale_kind kind;
-    int standard;       /* whose allowance (-1: none, absolute error only) */
+    int standard; /* whose allowance (-1: none, absolute error only) */
     double atol, rtol, c;
     const double *bound; /* SCALE_CERT: B per checked element */
-    char rule[200];     /* how the ratio is formed, in words */
+    char rule[200];      /* how the ratio is formed, in words */
 } scale;
 
 /* r's output result named like d's output k, or NULL. */
@@ -50,8 +50,11 @@ static int tolerance_of(const ug_output_result *o, int s, scale *sc)
     if (!(atol >= 0) || !(rtol >= 0) || !(atol + rtol > 0)) return 0;
     *sc = (scale){SCALE_TOL, s, atol, rtol, 0, NULL, ""};
     snprintf(sc->rule, sizeof sc->rule, "|a - g| / (atol %.3g + rtol %.3g * |g|), %s's per-element tolerance%s", atol,
-             rtol, ug_standard_name(s), strcmp(golden, "exact or test") == 0 ? " against the exact value (the "
-             "reference test's own golden, which the standard also accepts, may allow more)" : "");
+             rtol, ug_standard_name(s),
+             strcmp(golden, "exact or test") == 0
+                 ? " against the exact value (the "
+                   "reference test's own golden, which the standard also accepts, may allow more)"
+                 : "");
     return 1;
 }
 
@@ -84,8 +87,7 @@ static double ratio_of(const scale *sc, const ug_exec_detail *d, int k, size_t i
     if (isnan(a) && isnan(gs)) return 0;
     if (!isfinite(a) || !isfinite(gs)) return a == gs ? 0 : INFINITY;
     if (!isfinite(g)) g = gs; /* an exact value beyond the dtype's range: judged against itself */
-    if (sc->kind == SCALE_CERT)
-        return fabs(a - gs) / (sc->c * sc->bound[i] + 0.5 * ug_dtype_ulp(d->c.out[k].dtype, g));
+    if (sc->kind == SCALE_CERT) return fabs(a - gs) / (sc->c * sc->bound[i] + 0.5 * ug_dtype_ulp(d->c.out[k].dtype, g));
     if (sc->kind == SCALE_TOL) {
         const double *b = d->oracle.bound[k];
         g = b ? ug_tie_golden(d->c.out[k].dtype, a, g, gs, b[i]) : g; /* as the verdict: either neighbour at a tie */
@@ -140,23 +142,28 @@ static void coord_text(const ug_tensor *t, size_t idx, char *buf, size_t len)
 {
     size_t c[ULPGYM_MAX_DIMS], n = (size_t)snprintf(buf, len, "[");
     unravel(t, idx, c);
-    for (int dd = 0; dd < t->ndim && n < len; dd++) n += (size_t)snprintf(buf + n, len - n, "%s%zu", dd ? "," : "", c[dd]);
+    for (int dd = 0; dd < t->ndim && n < len; dd++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%zu", dd ? "," : "", c[dd]);
     if (n < len) snprintf(buf + n, len - n, "]");
 }
 
 /* "2.19x" or "4.2e-05 abs" (the ratio as the yardstick reads). */
 static void ratio_text(const scale *sc, double q, char *buf, size_t len)
 {
-    if (sc->kind == SCALE_ABS) snprintf(buf, len, "abs err %.3g", q);
-    else snprintf(buf, len, "%.3gx allowed", q);
+    if (sc->kind == SCALE_ABS)
+        snprintf(buf, len, "abs err %.3g", q);
+    else
+        snprintf(buf, len, "%.3gx allowed", q);
 }
 
 /* "|err| 2.2e-04, 230 ulp" or "|err| 5e-04, not in ulps (exact value below the smallest normal)" */
 static void secondary_text(const ug_exec_detail *d, int k, size_t i, char *buf, size_t len)
 {
     double err = fabs(d->a[k][i] - d->oracle.gstar[k][i]), u = ulp_of(d, k, i);
-    if (isnan(u)) snprintf(buf, len, "|err| %.3g, not in ulps (exact value below the smallest normal)", err);
-    else snprintf(buf, len, "|err| %.3g, %.3g ulp", err, u);
+    if (isnan(u))
+        snprintf(buf, len, "|err| %.3g, not in ulps (exact value below the smallest normal)", err);
+    else
+        snprintf(buf, len, "|err| %.3g, %.3g ulp", err, u);
 }
 
 /* --- worst elements ------------------------------------------------------------------------ */
@@ -209,7 +216,8 @@ static void bucket(double v, const double *edges, int nb, long *counts, long *sk
         (*skipped)++;
         return;
     }
-    if (isinf(v)) b = nb - 1;
+    if (isinf(v))
+        b = nb - 1;
     else
         while (v > edges[b]) b++;
     counts[b]++;
@@ -235,8 +243,9 @@ static void print_histograms(const scale *sc, const ug_exec_detail *d, int k, FI
     if (sc->kind == SCALE_ABS)
         fprintf(f, "  error of %s (%zu elements): no per-element allowance applies\n", d->c.out[k].name,
                 d->oracle.sel.n[k]);
-    else fprintf(f, "  error of %s relative to what %s allows (%zu elements; 1 = at the limit):\n", d->c.out[k].name,
-                 ug_standard_name(sc->standard), d->oracle.sel.n[k]);
+    else
+        fprintf(f, "  error of %s relative to what %s allows (%zu elements; 1 = at the limit):\n", d->c.out[k].name,
+                ug_standard_name(sc->standard), d->oracle.sel.n[k]);
     for (int b = 0; sc->kind != SCALE_ABS && b < N_RATIO; b++) {
         char bar[41];
         int w = (int)(40.0 * (double)rc[b] / (double)peak + 0.5);
@@ -346,9 +355,12 @@ void ug_triage_print_output(const ug_result *r, const ug_exec_detail *d, int k, 
 
 static void add_num(cJSON *o, const char *key, double v)
 {
-    if (isfinite(v)) cJSON_AddNumberToObject(o, key, v);
-    else if (isinf(v)) cJSON_AddStringToObject(o, key, "inf");
-    else cJSON_AddNullToObject(o, key);
+    if (isfinite(v))
+        cJSON_AddNumberToObject(o, key, v);
+    else if (isinf(v))
+        cJSON_AddStringToObject(o, key, "inf");
+    else
+        cJSON_AddNullToObject(o, key);
 }
 
 static cJSON *element_json(const scale *sc, const ug_exec_detail *d, int k, const ranked *e)
@@ -376,7 +388,8 @@ static void add_histograms(cJSON *o, const scale *sc, const ug_exec_detail *d, i
     long rc[N_RATIO], uc[N_ULP], below;
     histograms(sc, d, k, rc, uc, &below);
     cJSON *h = cJSON_AddObjectToObject(o, "histogram");
-    for (int b = 0; sc->kind != SCALE_ABS && b < N_RATIO; b++) cJSON_AddNumberToObject(h, ratio_names[b], (double)rc[b]);
+    for (int b = 0; sc->kind != SCALE_ABS && b < N_RATIO; b++)
+        cJSON_AddNumberToObject(h, ratio_names[b], (double)rc[b]);
     h = cJSON_AddObjectToObject(o, "ulp_histogram");
     for (int b = 0; b < N_ULP; b++) cJSON_AddNumberToObject(h, ulp_names[b], (double)uc[b]);
     cJSON_AddNumberToObject(o, "not_in_ulps", (double)below);
@@ -405,8 +418,10 @@ cJSON *ug_triage_json(const ug_result *r, const ug_exec_detail *d, int k, int nw
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "output", d->c.out[k].name);
     cJSON *y = cJSON_AddObjectToObject(o, "yardstick");
-    if (sc.standard >= 0) cJSON_AddStringToObject(y, "standard", ug_standard_name(sc.standard));
-    else cJSON_AddNullToObject(y, "standard");
+    if (sc.standard >= 0)
+        cJSON_AddStringToObject(y, "standard", ug_standard_name(sc.standard));
+    else
+        cJSON_AddNullToObject(y, "standard");
     cJSON_AddStringToObject(y, "rule", sc.rule);
     add_histograms(o, &sc, d, k);
     cJSON *w = cJSON_AddArrayToObject(o, "worst");

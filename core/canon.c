@@ -180,7 +180,8 @@ void ug_hash64_update_lanes(uint64_t *state, size_t lanes, const char *const *da
         most = len[l] > most ? len[l] : most;
         least = len[l] < least ? len[l] : least;
     }
-    if (lanes == 8) lanes8_common(state, data, least);
+    if (lanes == 8)
+        lanes8_common(state, data, least);
     else
         for (size_t i = 0; i < least; i++) /* every lane has byte i */
             for (size_t l = 0; l < lanes; l++) state[l] = (state[l] ^ (unsigned char)data[l][i]) * FNV_PRIME;
@@ -189,7 +190,10 @@ void ug_hash64_update_lanes(uint64_t *state, size_t lanes, const char *const *da
             if (i < len[l]) state[l] = (state[l] ^ (unsigned char)data[l][i]) * FNV_PRIME;
 }
 
-uint64_t ug_hash64(const void *data, size_t len) { return ug_hash64_finish(ug_hash64_update(UG_HASH64_INIT, data, len)); }
+uint64_t ug_hash64(const void *data, size_t len)
+{
+    return ug_hash64_finish(ug_hash64_update(UG_HASH64_INIT, data, len));
+}
 
 uint64_t ug_hash64_finish(uint64_t h)
 {
@@ -250,7 +254,9 @@ char *ug_text_file_read(const char *path, char *err, size_t errlen)
         n += (size_t)got;
     }
     close(fd);
-    if (!buf) snprintf(err, errlen, "%s: out of memory", path);
-    else buf[n] = 0;
+    if (!buf)
+        snprintf(err, errlen, "%s: out of memory", path);
+    else
+        buf[n] = 0;
     return buf;
 }

@@ -61,8 +61,7 @@ double ug_dtype_round(ug_dtype dt, double x)
 {
     const ug_dtype_info *in = &infos[dt];
     switch (dt) {
-    case UG_DT_FP32:
-        return (double)(float)x; /* rounds: hardware RNE to binary32, inf on overflow */
+    case UG_DT_FP32: return (double)(float)x; /* rounds: hardware RNE to binary32, inf on overflow */
     case UG_DT_FP16:
     case UG_DT_BF16:
     case UG_DT_E5M2:
@@ -70,8 +69,7 @@ double ug_dtype_round(ug_dtype dt, double x)
         if (isnan(x)) return x;
         if (isinf(x)) return dt == UG_DT_E4M3 ? copysign(in->max_finite, x) : x;
         double r = round_binary(x, in->mant_bits, in->emin);
-        if (fabs(r) > in->max_finite)
-            return dt == UG_DT_E4M3 ? copysign(in->max_finite, x) : copysign(INFINITY, x);
+        if (fabs(r) > in->max_finite) return dt == UG_DT_E4M3 ? copysign(in->max_finite, x) : copysign(INFINITY, x);
         return r;
     }
     case UG_DT_E8M0: {
@@ -90,8 +88,7 @@ double ug_dtype_round(ug_dtype dt, double x)
         double r = nearbyint(x); /* rounds: RNE */
         return r < lo ? lo : r > in->max_finite ? in->max_finite : r;
     }
-    default:
-        return NAN;
+    default: return NAN;
     }
 }
 
@@ -200,8 +197,10 @@ double ug_dtype_ulp(ug_dtype dt, double x)
         uint64_t u;
         memcpy(&u, &x, sizeof u);
         int be = (int)((u >> 52) & 0x7ffu), fe1;
-        if (be) fe1 = be - 1023; /* frexp's exponent less one */
-        else frexp(x, &fe1), fe1--;
+        if (be)
+            fe1 = be - 1023; /* frexp's exponent less one */
+        else
+            frexp(x, &fe1), fe1--;
         if (fe1 > e) e = fe1;
     }
     int k = e - in->mant_bits;
@@ -218,7 +217,12 @@ double ug_dtype_load(ug_dtype dt, const void *buf, size_t i)
     uint32_t b = 0;
     switch (infos[dt].size) {
     case 1: b = p[0]; break;
-    case 2: { uint16_t v; memcpy(&v, p, 2); b = v; break; }
+    case 2: {
+        uint16_t v;
+        memcpy(&v, p, 2);
+        b = v;
+        break;
+    }
     default: memcpy(&b, p, 4); break;
     }
     return ug_dtype_decode(dt, b);
@@ -230,7 +234,11 @@ void ug_dtype_store(ug_dtype dt, void *buf, size_t i, double x)
     uint32_t b = ug_dtype_encode(dt, x);
     switch (infos[dt].size) {
     case 1: p[0] = (unsigned char)b; break;
-    case 2: { uint16_t v = (uint16_t)b; memcpy(p, &v, 2); break; }
+    case 2: {
+        uint16_t v = (uint16_t)b;
+        memcpy(p, &v, 2);
+        break;
+    }
     default: memcpy(p, &b, 4); break;
     }
 }

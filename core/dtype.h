@@ -37,12 +37,12 @@ typedef enum {
 } ug_dtype;
 
 typedef struct {
-    const char *name;   /* "bf16" */
-    int size;           /* bytes per element */
-    int is_float;       /* 1 for the binary floating formats (not e8m0) */
-    int mant_bits;      /* stored mantissa bits (fp16 10, bf16 7, fp32 23, e4m3 3, e5m2 2) */
-    int emin;           /* minimum normal exponent */
-    double max_finite;  /* largest finite value */
+    const char *name;  /* "bf16" */
+    int size;          /* bytes per element */
+    int is_float;      /* 1 for the binary floating formats (not e8m0) */
+    int mant_bits;     /* stored mantissa bits (fp16 10, bf16 7, fp32 23, e4m3 3, e5m2 2) */
+    int emin;          /* minimum normal exponent */
+    double max_finite; /* largest finite value */
 } ug_dtype_info;
 
 const ug_dtype_info *ug_dtype_get_info(ug_dtype dt);

@@ -110,7 +110,7 @@ static void live_remove(const ug_guard_buf *g)
 static struct {
     void *map;
     size_t map_len;
-    char what[48]; /* what it was (for a fault in it: a kernel writing into a freed buffer) */
+    char what[48];       /* what it was (for a fault in it: a kernel writing into a freed buffer) */
     unsigned long freed; /* when, in frees counted */
 } cache[CACHE_SLOTS];
 static size_t cache_total;
@@ -195,8 +195,8 @@ int ug_guard_alloc(ug_guard_buf *g, size_t bytes, const char *what)
     g->map_len = len;
     g->bytes = bytes;
     g->data = rw_end(g) - UG_GUARD_SLACK - body; /* rw_end is page aligned, so data is UG_GUARD_ALIGN aligned */
-    UNPOISON(rw_start(g), rw_end(g)); /* a reused buffer's canaries were poisoned */
-    if (reused) memset(g->data, 0, bytes); /* a fresh mapping is zeroed already */
+    UNPOISON(rw_start(g), rw_end(g));            /* a reused buffer's canaries were poisoned */
+    if (reused) memset(g->data, 0, bytes);       /* a fresh mapping is zeroed already */
     canary_fill(g, rw_start(g), g->data);
     canary_fill(g, (unsigned char *)g->data + bytes, rw_end(g));
     POISON(rw_start(g), g->data);
@@ -213,9 +213,7 @@ void ug_guard_free(ug_guard_buf *g)
             if (live[i].map == (uintptr_t)g->map) snprintf(what, sizeof what, "%s", live[i].what);
         live_remove(g);
         UNPOISON(rw_start(g), rw_end(g)); /* quarantined or unmapped: no longer the sanitizer's to watch */
-        if (!cache_put(g->map, g->map_len, what)) {
-            munmap(g->map, g->map_len);
-        }
+        if (!cache_put(g->map, g->map_len, what)) { munmap(g->map, g->map_len); }
     }
     memset(g, 0, sizeof *g);
 }
@@ -296,8 +294,9 @@ static int describe_freed(uintptr_t a, const char *access, char *buf, size_t len
         append(buf, len, &at, access);
         append(buf, len, &at, " into the freed ");
         append(buf, len, &at, cache[i].what[0] ? cache[i].what : "buffer");
-        append(buf, len, &at, " of an earlier case (a kernel still writing after it returned: a missing device "
-                              "synchronisation?)");
+        append(buf, len, &at,
+               " of an earlier case (a kernel still writing after it returned: a missing device "
+               "synchronisation?)");
         return 1;
     }
     return 0;

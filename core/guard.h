@@ -21,11 +21,11 @@
 #define UG_GUARD_SLACK 64 /* canary bytes at least, before and after the data */
 
 typedef struct {
-    void *map;      /* the whole mapping, guard pages included; NULL when none */
+    void *map; /* the whole mapping, guard pages included; NULL when none */
     size_t map_len;
-    void *data;     /* bytes of zeros at allocation, UG_GUARD_ALIGN aligned */
+    void *data; /* bytes of zeros at allocation, UG_GUARD_ALIGN aligned */
     size_t bytes;
-    uint64_t sum;   /* ug_guard_seal's digest of the data */
+    uint64_t sum; /* ug_guard_seal's digest of the data */
     int sealed;
 } ug_guard_buf;
 

@@ -99,8 +99,10 @@ __attribute__((target("avx2"))) static void gemm_avx2(const int32_t *Ap, size_t 
         for (size_t i = 0; i < m; i += 4) {
             size_t r = m - i < 4 ? m - i : 4;
             __m256i acc[4][2];
-            if (r == 4) strip_rows_avx2(Ap + i * B->pairs, B->pairs, 4, bs, acc); /* a constant count: unrolled */
-            else strip_rows_avx2(Ap + i * B->pairs, B->pairs, r, bs, acc);
+            if (r == 4)
+                strip_rows_avx2(Ap + i * B->pairs, B->pairs, 4, bs, acc); /* a constant count: unrolled */
+            else
+                strip_rows_avx2(Ap + i * B->pairs, B->pairs, r, bs, acc);
             for (size_t q = 0; q < r; q++) {
                 int32_t sum[STRIP];
                 _mm256_storeu_si256((__m256i *)sum, acc[q][0]);
@@ -131,8 +133,7 @@ void ug_i8_gemm(const int8_t *A, size_t lda, size_t m, const ug_i8_packed *B, in
     gemm(A, lda, m, B, C, ldc, Ap, 1);
 }
 
-void ug_i8_gemm_plain(const int8_t *A, size_t lda, size_t m, const ug_i8_packed *B, int32_t *C, size_t ldc,
-                      int32_t *Ap)
+void ug_i8_gemm_plain(const int8_t *A, size_t lda, size_t m, const ug_i8_packed *B, int32_t *C, size_t ldc, int32_t *Ap)
 {
     gemm(A, lda, m, B, C, ldc, Ap, 0);
 }

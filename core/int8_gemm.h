@@ -35,8 +35,7 @@ void ug_i8_packed_free(ug_i8_packed *pk);
 
 /* C[i*ldc + j] = sum_{k<L} A[i*lda + k] * B[k][j] for rows i < m and every column j < n,
  * exact. scratch: m * B->pairs int32 (the rows' codes in pairs). */
-void ug_i8_gemm(const int8_t *A, size_t lda, size_t m, const ug_i8_packed *B, int32_t *C, size_t ldc,
-                int32_t *scratch);
+void ug_i8_gemm(const int8_t *A, size_t lda, size_t m, const ug_i8_packed *B, int32_t *C, size_t ldc, int32_t *scratch);
 /* ug_i8_gemm without SIMD: the path of CPUs without AVX2, callable anywhere so that tests
  * compare both. */
 void ug_i8_gemm_plain(const int8_t *A, size_t lda, size_t m, const ug_i8_packed *B, int32_t *C, size_t ldc,

@@ -189,8 +189,10 @@ static int parse_dict(hdr_reader *r, ug_npy *o)
             return -2;
         }
         skip_ws(r);
-        if (r->p < r->end && *r->p == ',') r->p++;
-        else break;
+        if (r->p < r->end && *r->p == ',')
+            r->p++;
+        else
+            break;
     }
     if (expect_char(r, '}', "at the end of the header dict")) return -2;
     skip_ws(r);
@@ -200,7 +202,9 @@ static int parse_dict(hdr_reader *r, ug_npy *o)
     }
     if (!seen_descr || !seen_fortran || !seen_shape) {
         snprintf(r->err, r->errlen, "malformed .npy header: missing '%s'",
-                 !seen_descr ? "descr" : !seen_fortran ? "fortran_order" : "shape");
+                 !seen_descr     ? "descr"
+                 : !seen_fortran ? "fortran_order"
+                                 : "shape");
         return -2;
     }
     return 0;
@@ -308,8 +312,11 @@ static int open_regular(const char *path, struct stat *st, char *err, size_t err
     }
     if (fstat(fd, st) || !S_ISREG(st->st_mode)) {
         snprintf(err, errlen, "%s is not a regular file (%s); write the array to a file", path,
-                 S_ISCHR(st->st_mode) ? "a character device" : S_ISFIFO(st->st_mode) ? "a FIFO"
-                 : S_ISDIR(st->st_mode) ? "a folder" : S_ISBLK(st->st_mode) ? "a block device" : "not a plain file");
+                 S_ISCHR(st->st_mode)    ? "a character device"
+                 : S_ISFIFO(st->st_mode) ? "a FIFO"
+                 : S_ISDIR(st->st_mode)  ? "a folder"
+                 : S_ISBLK(st->st_mode)  ? "a block device"
+                                         : "not a plain file");
         close(fd);
         return -1;
     }
@@ -334,8 +341,10 @@ static int read_header(int fd, off_t size, ug_npy *out, char *err, size_t errlen
     }
     unsigned char *h = malloc(prefix + hlen);
     int rc = !h || lseek(fd, 0, SEEK_SET) != 0 || read_exact(fd, h, prefix + hlen) ? -1 : 0;
-    if (rc) snprintf(err, errlen, "cannot read its header: %s", h ? strerror(errno) : "out of memory");
-    else rc = parse_header(h, prefix, hlen, out, err, errlen);
+    if (rc)
+        snprintf(err, errlen, "cannot read its header: %s", h ? strerror(errno) : "out of memory");
+    else
+        rc = parse_header(h, prefix, hlen, out, err, errlen);
     free(h);
     return rc ? -2 : check_data_len(out, (size_t)size - prefix - hlen, err, errlen);
 }
@@ -395,8 +404,8 @@ FILE *ug_file_create(const char *path)
     return f;
 }
 
-int ug_npy_write_file(const char *path, const char *descr, int ndim, const int64_t *shape, const void *data,
-                      char *err, size_t errlen)
+int ug_npy_write_file(const char *path, const char *descr, int ndim, const int64_t *shape, const void *data, char *err,
+                      size_t errlen)
 {
     int itemsize = 0;
     for (size_t i = 0; i < sizeof npy_types / sizeof *npy_types; i++)
@@ -417,8 +426,8 @@ int ug_npy_write_file(const char *path, const char *descr, int ndim, const int64
     size_t hlen = total - 10;
     memset(hdr + h, ' ', hlen - (size_t)h - 1);
     hdr[hlen - 1] = '\n';
-    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xff),
-                             (unsigned char)(hlen >> 8)};
+    unsigned char pre[10] = {
+        0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xff), (unsigned char)(hlen >> 8)};
     FILE *f = ug_file_create(path); /* never through a link */
     if (!f) {
         snprintf(err, errlen, "cannot write %s: %s", path,

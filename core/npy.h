@@ -18,13 +18,13 @@
 #define UG_NPY_MAX_DIMS 8
 
 typedef struct {
-    char descr[8];                   /* normalised: "<f4", "<f2", "<u2", "|u1", "|i1", "<i4", "<f8" */
-    int itemsize;                    /* bytes per element */
-    int ndim;                        /* 0 for a scalar array */
+    char descr[8]; /* normalised: "<f4", "<f2", "<u2", "|u1", "|i1", "<i4", "<f8" */
+    int itemsize;  /* bytes per element */
+    int ndim;      /* 0 for a scalar array */
     int64_t shape[UG_NPY_MAX_DIMS];
     size_t numel;
-    const void *data;                /* points into the parsed buffer */
-    size_t data_len;                 /* numel * itemsize */
+    const void *data; /* points into the parsed buffer */
+    size_t data_len;  /* numel * itemsize */
 } ug_npy;
 
 /* Parses a whole .npy file held in buf[0..len). 0 ok (out->data points into buf), -2
@@ -45,8 +45,8 @@ int ug_npy_read_file(const char *path, void **buf, ug_npy *out, char *err, size_
 
 /* Writes a C-order array (format 1.0, header padded to 64 bytes). descr must be one of
  * the supported type strings; data holds prod(shape) elements. -1 on an I/O error. */
-int ug_npy_write_file(const char *path, const char *descr, int ndim, const int64_t *shape, const void *data,
-                      char *err, size_t errlen);
+int ug_npy_write_file(const char *path, const char *descr, int ndim, const int64_t *shape, const void *data, char *err,
+                      size_t errlen);
 
 /* Opens path for writing ("wb"), created or truncated, never through a symbolic link: a link
  * at path is refused (errno ELOOP), so a folder from another machine cannot redirect a write.

@@ -83,7 +83,8 @@ static int list_operand(evaluator *e, const char **c, int bare_pairs_ok, const l
     if (t == UG_PARAM_PAIR_LIST && bare_pairs_ok && **c != '.') {
         *stride = 2; /* len(P): the number of pairs */
     } else if (t == UG_PARAM_PAIR_LIST) {
-        if (**c != '.' || ((*c)[1] != 'q' && (*c)[1] != 'k')) return fail(e, "a pair list is read as NAME.q or NAME.k"), -1;
+        if (**c != '.' || ((*c)[1] != 'q' && (*c)[1] != 'k'))
+            return fail(e, "a pair list is read as NAME.q or NAME.k"), -1;
         *vals = v->list + ((*c)[1] == 'k');
         *stride = 2;
         *c += 2;
@@ -121,9 +122,12 @@ static double list_function(evaluator *e, const char **c, const char *fn)
     if (strcmp(fn, "len") == 0) return (double)n;
     for (size_t i = 0; i < n; i++) {
         double x = (double)vals[i * stride];
-        if (strcmp(fn, "maxof") == 0) acc = i == 0 || x > acc ? x : acc;
-        else if (strcmp(fn, "minof") == 0) acc = i == 0 || x < acc ? x : acc;
-        else acc += strcmp(fn, "sumcdiv") == 0 ? ceil(x / k) : x;
+        if (strcmp(fn, "maxof") == 0)
+            acc = i == 0 || x > acc ? x : acc;
+        else if (strcmp(fn, "minof") == 0)
+            acc = i == 0 || x < acc ? x : acc;
+        else
+            acc += strcmp(fn, "sumcdiv") == 0 ? ceil(x / k) : x;
     }
     return acc;
 }
@@ -218,12 +222,14 @@ static double term(evaluator *e, const char **c)
     double v = atom(e, c);
     for (;;) {
         skip_ws(c);
-        if (**c == '*') (*c)++, v *= atom(e, c);
+        if (**c == '*')
+            (*c)++, v *= atom(e, c);
         else if (**c == '/') {
             (*c)++;
             double d = atom(e, c);
             v = d == 0 ? fail(e, "division by zero") : v / d;
-        } else return v;
+        } else
+            return v;
     }
 }
 
@@ -232,9 +238,12 @@ static double sum_terms(evaluator *e, const char **c)
     double v = term(e, c);
     for (;;) {
         skip_ws(c);
-        if (**c == '+') (*c)++, v += term(e, c);
-        else if (**c == '-') (*c)++, v -= term(e, c);
-        else return v;
+        if (**c == '+')
+            (*c)++, v += term(e, c);
+        else if (**c == '-')
+            (*c)++, v -= term(e, c);
+        else
+            return v;
     }
 }
 
@@ -290,11 +299,15 @@ static int parse_list(const char *s, int pairs, ug_param_value *v)
             if (!b) goto bad;
             a = b;
         }
-        if (pairs) a[2 * n] = x, a[2 * n + 1] = y;
-        else a[n] = x;
+        if (pairs)
+            a[2 * n] = x, a[2 * n + 1] = y;
+        else
+            a[n] = x;
         n++;
-        if (*c == ',') c++;
-        else if (*c) goto bad;
+        if (*c == ',')
+            c++;
+        else if (*c)
+            goto bad;
     }
     if (n == 0) goto bad;
     v->list = a;
@@ -380,7 +393,8 @@ static int read_value(ug_params *p, int i, const cJSON *it, char *err, size_t er
             return -2;
         }
         for (size_t k = 0; k < v->n * (pairs ? 2 : 1); k++)
-            if (v->list[k] < pd->min || v->list[k] > pd->max) return range_error(d, pd, (double)v->list[k], err, errlen);
+            if (v->list[k] < pd->min || v->list[k] > pd->max)
+                return range_error(d, pd, (double)v->list[k], err, errlen);
         return 0;
     }
     if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble)) {
@@ -526,10 +540,7 @@ void ug_params_free(ug_params *p)
 
 /* ---- typed reads ---- */
 
-static int find_param(const ug_params *p, const char *name)
-{
-    return param_index(p->decl, p->n, name, strlen(name));
-}
+static int find_param(const ug_params *p, const char *name) { return param_index(p->decl, p->n, name, strlen(name)); }
 
 long ug_p_int(const ug_params *p, const char *name)
 {
@@ -635,8 +646,8 @@ int ug_decl_tensor_shape(const ug_params *p, const ug_tensor_decl *t, ug_dtype c
         }
         if (ug_decl_eval(p, f, &x, msg, sizeof msg)) goto bad;
         if (x < 0 || x != floor(x) || x > 0x1p53) {
-            snprintf(err, errlen, "%s: tensor \"%s\" dimension %d (%s) is %g, not a size", p->decl->op, t->name,
-                     *ndim, f, x);
+            snprintf(err, errlen, "%s: tensor \"%s\" dimension %d (%s) is %g, not a size", p->decl->op, t->name, *ndim,
+                     f, x);
             return -2;
         }
         shape[(*ndim)++] = (int64_t)x;
@@ -697,9 +708,12 @@ static cJSON *param_json(const ug_param_decl *pd)
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "name", pd->name);
     cJSON_AddStringToObject(o, "type", ug_param_type_name(pd->type));
-    if (pd->def) cJSON_AddStringToObject(o, "default", pd->def);
-    else cJSON_AddBoolToObject(o, "required", 1);
-    if (pd->type == UG_PARAM_ENUM) cJSON_AddStringToObject(o, "choices", pd->choices);
+    if (pd->def)
+        cJSON_AddStringToObject(o, "default", pd->def);
+    else
+        cJSON_AddBoolToObject(o, "required", 1);
+    if (pd->type == UG_PARAM_ENUM)
+        cJSON_AddStringToObject(o, "choices", pd->choices);
     else {
         if (pd->min > -UG_DECL_INF) cJSON_AddNumberToObject(o, "min", pd->min);
         if (pd->max < UG_DECL_INF) cJSON_AddNumberToObject(o, "max", pd->max);

@@ -115,10 +115,10 @@ static inline size_t ug_plist_get(ug_plist l, const long **vals)
 }
 typedef enum { UG_TF_INT, UG_TF_REAL, UG_TF_ENUM, UG_TF_LIST, UG_TF_DERIVED } ug_typed_kind;
 typedef struct {
-    const char *name;      /* the declared param or derived size */
+    const char *name; /* the declared param or derived size */
     ug_typed_kind kind;
-    size_t offset;         /* of the field in the op's struct */
-    size_t offset_name;    /* ENUM: of its <param>_name */
+    size_t offset;      /* of the field in the op's struct */
+    size_t offset_name; /* ENUM: of its <param>_name */
 } ug_typed_field;
 typedef struct {
     const char *op;
@@ -128,10 +128,10 @@ extern const ug_typed_layout ug_typed_layouts[]; /* op_params.c (generated); end
 #define UG_TYPED_PARAMS_BYTES 1024
 
 typedef struct {
-    double num;     /* INT, F32 (already rounded to fp32), NUM */
+    double num;      /* INT, F32 (already rounded to fp32), NUM */
     const char *str; /* ENUM: borrowed from the params' JSON */
-    long *list;     /* lists: owned; pair lists hold q0,k0,q1,k1,... */
-    size_t n;       /* list length (pairs for a pair list) */
+    long *list;      /* lists: owned; pair lists hold q0,k0,q1,k1,... */
+    size_t n;        /* list length (pairs for a pair list) */
 } ug_param_value;
 
 /* A case's parsed params: every declared param with its value (given or default), the
@@ -143,8 +143,8 @@ typedef struct ug_params {
     ug_param_value v[UG_MAX_PARAMS];
     int n_derived;
     double derived[UG_MAX_DERIVED];
-    char *json; /* owned canonical text */
-    cJSON *tree; /* owned: the params object with defaults; strings point into it */
+    char *json;                    /* owned canonical text */
+    cJSON *tree;                   /* owned: the params object with defaults; strings point into it */
     const ug_typed_layout *layout; /* the op's typed params; NULL: an op without one */
     _Alignas(8) unsigned char typed[UG_TYPED_PARAMS_BYTES]; /* its ug_<op>_params, filled by the parse */
 } ug_params;
@@ -163,9 +163,9 @@ void ug_params_free(ug_params *p);
 
 /* Typed reads of a declared param or derived size. Reading a name the declaration does
  * not have, or with the wrong type, is a programming error: it aborts with a message. */
-long ug_p_int(const ug_params *p, const char *name);     /* INT, or a derived size */
-double ug_p_num(const ug_params *p, const char *name);   /* F32 (fp32 value), NUM or INT */
-const char *ug_p_str(const ug_params *p, const char *name); /* ENUM */
+long ug_p_int(const ug_params *p, const char *name);                   /* INT, or a derived size */
+double ug_p_num(const ug_params *p, const char *name);                 /* F32 (fp32 value), NUM or INT */
+const char *ug_p_str(const ug_params *p, const char *name);            /* ENUM */
 int ug_p_is(const ug_params *p, const char *name, const char *choice); /* ENUM == choice */
 /* A list param: its length; *vals gets the values (pairs: q0,k0,q1,k1,...). */
 size_t ug_p_list(const ug_params *p, const char *name, const long **vals);
@@ -180,8 +180,8 @@ int ug_decl_eval(const ug_params *p, const char *formula, double *out, char *err
 
 /* Tensor i of the declaration for this case: whether it exists (when), its dtype for the
  * case dtype and its shape. Returns 0 (present), 1 (absent: when is 0), -2 (error). */
-int ug_decl_tensor_shape(const ug_params *p, const ug_tensor_decl *t, ug_dtype case_dtype, ug_dtype *dt,
-                         int *ndim, int64_t *shape, char *err, size_t errlen);
+int ug_decl_tensor_shape(const ug_params *p, const ug_tensor_decl *t, ug_dtype case_dtype, ug_dtype *dt, int *ndim,
+                         int64_t *shape, char *err, size_t errlen);
 /* Every declared tensor of the case checked before anything is built: each shape a
  * non-negative integer per dimension, each drawn input present in the case given a
  * distribution in dist, and every dist entry naming a drawn input the op declares (a

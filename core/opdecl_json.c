@@ -151,7 +151,8 @@ static int read_reference(reader *r, const cJSON *o, ug_output_rule *rule)
     int any = 0;
     for (int i = 0; i < 4; i++) any |= cJSON_GetObjectItemCaseSensitive(o, keys[i]) != NULL;
     if (!any) return 0;
-    if (!cJSON_GetObjectItemCaseSensitive(o, "reference_atol") || !cJSON_GetObjectItemCaseSensitive(o, "reference_rtol"))
+    if (!cJSON_GetObjectItemCaseSensitive(o, "reference_atol") ||
+        !cJSON_GetObjectItemCaseSensitive(o, "reference_rtol"))
         return fail(r, "a reference rule needs \"reference_atol\" and \"reference_rtol\"%s%s", "", "");
     if (number(r, o, "reference_atol", 0, &rule->reference_atol) ||
         number(r, o, "reference_rtol", 0, &rule->reference_rtol) ||
@@ -175,29 +176,42 @@ static int read_reference_golden(reader *r, const cJSON *o, ug_output_rule *rule
     if (rule->reference_golden && !rule->has_reference)
         return fail(r, "\"reference_golden\" needs a reference rule (reference_atol, reference_rtol)%s%s", "", "");
     if (group != 0 && (!rule->reference_golden || !(group >= 1 && group <= 1e9 && group == (double)(long)group)))
-        return fail(r, "\"reference_group\" is a whole number of ids from 1, beside a reference rule with a "
-                       "\"reference_golden\"%s%s", "", "");
+        return fail(r,
+                    "\"reference_group\" is a whole number of ids from 1, beside a reference rule with a "
+                    "\"reference_golden\"%s%s",
+                    "", "");
     rule->reference_group = (long)group;
     return 0;
 }
 
 static int read_output(reader *r, const cJSON *o, ug_output_rule *rule)
 {
-    static const char *const keys[] = {"name", "of", "compare", "pypto_atol", "pypto_rtol", "pypto_budget", "source",
-                                       "reference_atol", "reference_rtol", "reference_budget", "reference_source",
-                                       "reference_golden", "reference_group", NULL};
+    static const char *const keys[] = {"name",
+                                       "of",
+                                       "compare",
+                                       "pypto_atol",
+                                       "pypto_rtol",
+                                       "pypto_budget",
+                                       "source",
+                                       "reference_atol",
+                                       "reference_rtol",
+                                       "reference_budget",
+                                       "reference_source",
+                                       "reference_golden",
+                                       "reference_group",
+                                       NULL};
     const char *cmp;
     int c;
     if (known_keys(r, o, keys) || text(r, o, "name", 1, &rule->name) || text(r, o, "of", 0, &rule->of) ||
-        text(r, o, "compare", 1, &cmp) ||
-        choice(r, cmp, ug_cmp_names, UG_CMP_COUNT, "compare", &c) ||
+        text(r, o, "compare", 1, &cmp) || choice(r, cmp, ug_cmp_names, UG_CMP_COUNT, "compare", &c) ||
         number(r, o, "pypto_atol", 0, &rule->pypto_atol) || number(r, o, "pypto_rtol", 0, &rule->pypto_rtol) ||
         number(r, o, "pypto_budget", 0, &rule->pypto_budget) || text(r, o, "source", 0, &rule->source) ||
         read_reference(r, o, rule) || read_reference_golden(r, o, rule))
         return -1;
     rule->cmp = (ug_cmp)c;
     if ((rule->reference_group > 0) != (rule->cmp == UG_CMP_TOPK && rule->has_reference))
-        return fail(r, "a topk_set output's reference rule is a \"reference_group\" compare, and only it is%s%s", "", "");
+        return fail(r, "a topk_set output's reference rule is a \"reference_group\" compare, and only it is%s%s", "",
+                    "");
     return 0;
 }
 
@@ -241,10 +255,13 @@ static int rules_match_outputs(reader *r, const ug_op_def *d)
     int goldens = 0;
     for (int i = 0; i < d->n_outputs; i++) goldens += d->outputs[i].reference_golden != NULL;
     if (goldens && !d->reference_golden)
-        return fail(r, "an output rule declares \"reference_golden\" but the op's oracle file computes none%s%s", "", "");
+        return fail(r, "an output rule declares \"reference_golden\" but the op's oracle file computes none%s%s", "",
+                    "");
     if (!goldens && d->reference_golden)
-        return fail(r, "the op's oracle file computes a reference golden but no output rule declares "
-                       "\"reference_golden\"%s%s", "", "");
+        return fail(r,
+                    "the op's oracle file computes a reference golden but no output rule declares "
+                    "\"reference_golden\"%s%s",
+                    "", "");
     for (int i = 0; i < d->n_outputs; i++) {
         const ug_output_rule *o = &d->outputs[i];
         const ug_tensor_decl *t = tensor_named(d, o->of ? o->of : o->name);
@@ -306,8 +323,8 @@ static void drop_trees(cJSON *root, const cJSON *src)
 
 int ug_op_def_load(ug_op_def *d, const char *op, const char *json, char *err, size_t errlen)
 {
-    static const char *const keys[] = {"op",      "summary", "dtypes",  "semantics", "params", "params_from",
-                                       "derived", "tensors", "outputs", NULL};
+    static const char *const keys[] = {"op",          "summary", "dtypes",  "semantics", "params",
+                                       "params_from", "derived", "tensors", "outputs",   NULL};
     reader r = {op, "top level", err, errlen};
     cJSON *root = cJSON_Parse(json); /* kept: the definition's strings point into it */
     if (!root) return fail(&r, "not valid JSON near \"%.40s\"%s", cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : "", "");

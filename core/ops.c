@@ -11,8 +11,8 @@
 
 /* Weak references: an operator whose definition is not linked in reads as NULL. The
  * library is a CMake OBJECT library, so every object is linked and nothing is dropped. */
-#define UG_OP(E, name, group)                                                                                   \
-    extern const ug_op_def ug_opdef_##name __attribute__((weak));                                              \
+#define UG_OP(E, name, group)                                                                                          \
+    extern const ug_op_def ug_opdef_##name __attribute__((weak));                                                      \
     extern const ug_kernel_variant ug_variants_##name[] __attribute__((weak));
 #include "core/ops.def"
 #undef UG_OP
@@ -117,7 +117,6 @@ const ug_op_decl *ug_op_decl_find(const char *name)
     const ug_op_def *d = ug_op_def_get(ug_op_find(name));
     return d && d->decl.params ? &d->decl : NULL;
 }
-
 
 int ug_op_contract_digest(int op, char out[17])
 {

@@ -158,10 +158,10 @@ typedef struct ug_op_def {
 
 const char *ug_op_name(int op);
 ug_group ug_op_group(int op);
-int ug_op_find(const char *name);          /* -1 if unknown */
-const ug_op_def *ug_op_def_get(int op);    /* NULL if not implemented (linked in) */
+int ug_op_find(const char *name);       /* -1 if unknown */
+const ug_op_def *ug_op_def_get(int op); /* NULL if not implemented (linked in) */
 const char *ug_group_name(ug_group g);
-int ug_group_find(const char *name);       /* case-insensitive; -1 if unknown */
+int ug_group_find(const char *name); /* case-insensitive; -1 if unknown */
 /* The op's kernel variants (the sim kernel first, then its mutants; NULL-name ended),
  * from kernels/sim/<family>/<op>.c; NULL when the op has none linked in. */
 const ug_kernel_variant *ug_op_variants(int op);
@@ -187,6 +187,5 @@ int ug_op_def_load(ug_op_def *d, const char *op, const char *json, char *err, si
 int ug_op_contract_digest(int op, char out[17]);
 /* The declaration of op by name (a kernel's call->op); NULL if unknown or undeclared. */
 const ug_op_decl *ug_op_decl_find(const char *name);
-
 
 #endif

@@ -166,7 +166,8 @@ char *ug_triage_line(const char *case_id, const char *db_path, long run, const c
     char *qid = ug_shell_word(case_id), *qdb = db ? ug_shell_word(db) : NULL;
     char *qb = backend && strncmp(backend, "plugin:", 7) == 0 ? ug_shell_word(backend) : NULL;
     if (run > 0) snprintf(runs, sizeof runs, " --run %ld", run);
-    size_t n = strlen(ug_self_command()) + (qid ? strlen(qid) : 0) + (qdb ? strlen(qdb) : 0) + (qb ? strlen(qb) : 0) + 80;
+    size_t n =
+        strlen(ug_self_command()) + (qid ? strlen(qid) : 0) + (qdb ? strlen(qdb) : 0) + (qb ? strlen(qb) : 0) + 80;
     char *line = qid && (!db || qdb) ? malloc(n) : NULL;
     if (line)
         snprintf(line, n, "%s triage %s%s%s%s%s%s", ug_self_command(), qid, qdb ? " --db " : "", qdb ? qdb : "", runs,
@@ -181,7 +182,8 @@ char *ug_shell_word(const char *s)
 {
     int plain = *s != 0; /* safe characters paste as they are; anything else is quoted */
     for (const char *c = s; *c && plain; c++)
-        plain = (*c && strchr("/._-+,:@%=", *c)) || (*c >= '0' && *c <= '9') || ((*c | 0x20) >= 'a' && (*c | 0x20) <= 'z');
+        plain =
+            (*c && strchr("/._-+,:@%=", *c)) || (*c >= '0' && *c <= '9') || ((*c | 0x20) >= 'a' && (*c | 0x20) <= 'z');
     return plain ? strdup(s) : ug_shell_quote(s);
 }
 

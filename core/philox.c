@@ -13,7 +13,10 @@ void ug_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out
         k0 += UG_PHILOX_W0;
         k1 += UG_PHILOX_W1;
     }
-    out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+    out[0] = c0;
+    out[1] = c1;
+    out[2] = c2;
+    out[3] = c3;
 }
 
 void ug_rng_words(uint64_t seed, uint32_t tensor, uint64_t elem, uint32_t draw, uint32_t out[4])
@@ -23,15 +26,12 @@ void ug_rng_words(uint64_t seed, uint32_t tensor, uint64_t elem, uint32_t draw, 
     ug_philox4x32_10(ctr, key, out);
 }
 
-double ug_rng_unit(uint32_t hi, uint32_t lo)
-{
-    return ug_rng_unit_inline(hi, lo);
-}
+double ug_rng_unit(uint32_t hi, uint32_t lo) { return ug_rng_unit_inline(hi, lo); }
 
 double ug_det_log(double x)
 {
     int k;
-    double f = frexp(x, &k); /* exact; f in [1/2, 1) */
+    double f = frexp(x, &k);          /* exact; f in [1/2, 1) */
     if (f < 0.70710678118654752440) { /* into [sqrt(1/2), sqrt(2)): exact */
         f *= 2.0;
         k -= 1;
@@ -39,7 +39,4 @@ double ug_det_log(double x)
     return ug_det_log_reduced(f, k);
 }
 
-void ug_det_sincos2pi(double u, double *s, double *c)
-{
-    ug_det_sincos2pi_inline(u, s, c);
-}
+void ug_det_sincos2pi(double u, double *s, double *c) { ug_det_sincos2pi_inline(u, s, c); }

@@ -19,7 +19,7 @@ void ug_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out
 #define UG_PHILOX_W1 0xBB67AE85u
 /* One Philox4x32 round on the counter words c0..c3 (lvalues) under the round's key k0, k1:
  * ug_philox4x32_10 and the blocked generator of gen/dist.c share it. */
-#define UG_PHILOX_ROUND(c0, c1, c2, c3, k0, k1)                                                                       \
+#define UG_PHILOX_ROUND(c0, c1, c2, c3, k0, k1)                                                                        \
     do {                                                                                                               \
         uint64_t p0_ = (uint64_t)UG_PHILOX_M0 * (c0), p1_ = (uint64_t)UG_PHILOX_M1 * (c2);                             \
         uint32_t n0_ = (uint32_t)(p1_ >> 32) ^ (c1) ^ (k0), n2_ = (uint32_t)(p0_ >> 32) ^ (c3) ^ (k1);                 \

@@ -7,7 +7,6 @@
 #include <string.h>
 #include <strings.h>
 
-
 static ug_tensor *add_tensor(ug_tensor *t, int *count, const char *role, const char *name, ug_dtype dt, int ndim,
                              const int64_t *shape, char *err, size_t errlen)
 {
@@ -52,8 +51,8 @@ ug_tensor *ug_case_alloc_input(ug_case *c, const char *name, ug_dtype dt, int nd
     return add_tensor(c->in, &c->n_in, "input", name, dt, ndim, shape, err, errlen);
 }
 
-ug_tensor *ug_case_add_output(ug_case *c, const char *name, ug_dtype dt, int ndim, const int64_t *shape,
-                              char *err, size_t errlen)
+ug_tensor *ug_case_add_output(ug_case *c, const char *name, ug_dtype dt, int ndim, const int64_t *shape, char *err,
+                              size_t errlen)
 {
     return add_tensor(c->out, &c->n_out, "output", name, dt, ndim, shape, err, errlen);
 }

@@ -23,10 +23,10 @@ typedef struct {
     int ndim;
     int64_t shape[ULPGYM_MAX_DIMS];
     size_t numel;
-    void *data; /* numel * ug_dtype_size(dtype) bytes, owned by the case: guard.data */
+    void *data;         /* numel * ug_dtype_size(dtype) bytes, owned by the case: guard.data */
     ug_guard_buf guard; /* the mapping data lives in, with its guard pages and canaries (core/guard.h) */
-    double *values; /* inputs: the decoded values, filled once after build (oracle reads) */
-    int optional;   /* outputs: declared optional (core/opdecl.h); allocated full of the sentinel */
+    double *values;     /* inputs: the decoded values, filled once after build (oracle reads) */
+    int optional;       /* outputs: declared optional (core/opdecl.h); allocated full of the sentinel */
 } ug_tensor;
 
 struct ug_op_def;
@@ -67,8 +67,8 @@ uint64_t ug_case_outputs_digest(const ug_case *c);
  * Drawing inputs is gen/case.h's job. */
 ug_tensor *ug_case_alloc_input(ug_case *c, const char *name, ug_dtype dt, int ndim, const int64_t *shape, char *err,
                                size_t errlen);
-ug_tensor *ug_case_add_output(ug_case *c, const char *name, ug_dtype dt, int ndim, const int64_t *shape,
-                              char *err, size_t errlen);
+ug_tensor *ug_case_add_output(ug_case *c, const char *name, ug_dtype dt, int ndim, const int64_t *shape, char *err,
+                              size_t errlen);
 const ug_tensor *ug_case_input(const ug_case *c, const char *name);
 ug_tensor *ug_case_input_mut(ug_case *c, const char *name); /* for builders */
 const ug_tensor *ug_case_output(const ug_case *c, const char *name);

@@ -89,11 +89,15 @@ static int check_texts(const cJSON *json, char *err, size_t errlen)
     const char *unknown = bad || dup ? NULL : unknown_field(json);
     char shown[128];
     ug_utf8_sanitize(dup ? dup : unknown ? unknown : "", shown, sizeof shown); /* the spec's own text, printed safe */
-    if (bad) snprintf(err, errlen, "case spec: a key or string %s", bad);
-    else if (dup) snprintf(err, errlen, "case spec: key \"%s\" appears twice in one object", shown);
+    if (bad)
+        snprintf(err, errlen, "case spec: a key or string %s", bad);
+    else if (dup)
+        snprintf(err, errlen, "case spec: key \"%s\" appears twice in one object", shown);
     else if (unknown)
-        snprintf(err, errlen, "case spec: unknown field \"%s\" (a spec has v, op, dtype, params, dist, seed, plan "
-                 "and inject)", shown);
+        snprintf(err, errlen,
+                 "case spec: unknown field \"%s\" (a spec has v, op, dtype, params, dist, seed, plan "
+                 "and inject)",
+                 shown);
     return bad || dup || unknown ? -2 : 0;
 }
 
@@ -179,8 +183,8 @@ int ug_spec_parse(const char *text, ug_spec *out, char *err, size_t errlen)
     cJSON *json = nul ? NULL : cJSON_ParseWithOpts(text, NULL, 1);
     if (!json) {
         memset(out, 0, sizeof *out);
-        snprintf(err, errlen, nul ? "case spec holds a \\u0000 escape"
-                                  : "case spec is not valid JSON (or has bytes after its end)");
+        snprintf(err, errlen,
+                 nul ? "case spec holds a \\u0000 escape" : "case spec is not valid JSON (or has bytes after its end)");
         return -2;
     }
     return ug_spec_from_json(json, out, err, errlen);
@@ -221,8 +225,7 @@ int ug_param_int(const cJSON *params, const char *key, long def, long *out, char
     return 0;
 }
 
-int ug_param_str(const cJSON *params, const char *key, const char *def, const char **out, char *err,
-                 size_t errlen)
+int ug_param_str(const cJSON *params, const char *key, const char *def, const char **out, char *err, size_t errlen)
 {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(params, key);
     if (!it) {

@@ -18,13 +18,13 @@
 #define UG_ID_LEN 16
 
 typedef struct {
-    cJSON *json;          /* owned */
-    char *canonical;      /* owned canonical text */
+    cJSON *json;     /* owned */
+    char *canonical; /* owned canonical text */
     char id[UG_ID_LEN + 1];
-    int op;               /* ug_op */
+    int op; /* ug_op */
     ug_dtype dtype;
-    const cJSON *params;  /* borrowed from json */
-    const cJSON *dist;    /* borrowed: input name -> distribution object */
+    const cJSON *params; /* borrowed from json */
+    const cJSON *dist;   /* borrowed: input name -> distribution object */
     uint64_t seed;
 } ug_spec;
 
@@ -53,7 +53,6 @@ int ug_case_id_prefix_ok(const char *s);
  * (-2, message names the key). */
 int ug_param_int(const cJSON *params, const char *key, long def, long *out, char *err, size_t errlen);
 int ug_param_num(const cJSON *params, const char *key, double def, double *out, char *err, size_t errlen);
-int ug_param_str(const cJSON *params, const char *key, const char *def, const char **out, char *err,
-                 size_t errlen);
+int ug_param_str(const cJSON *params, const char *key, const char *def, const char **out, char *err, size_t errlen);
 
 #endif

@@ -30,8 +30,10 @@ int ug_utf8_sanitize(const char *in, char *out, size_t outlen)
         size_t n = char_len(s);
         size_t need = n ? n : 4;
         if (o + need >= outlen) return (out[o] = 0), 1;
-        if (n) memcpy(out + o, s, n);
-        else snprintf(out + o, 5, "\\x%02x", *s), changed = 1;
+        if (n)
+            memcpy(out + o, s, n);
+        else
+            snprintf(out + o, 5, "\\x%02x", *s), changed = 1;
         o += need;
         s += n ? n : 1;
     }

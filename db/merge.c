@@ -37,7 +37,8 @@ static int copy_rows(sqlite3 *src, sqlite3 *dst, const char *table, const char *
         if (strcmp(name, "case_id") == 0) case_col = i;
         n += (size_t)snprintf(sql + n, sizeof sql - n, "%s\"%s\"", i ? "," : "", name);
     }
-    for (int i = 0; i < nc && n < sizeof sql; i++) n += (size_t)snprintf(sql + n, sizeof sql - n, "%s", i ? ",?" : ") VALUES (?");
+    for (int i = 0; i < nc && n < sizeof sql; i++)
+        n += (size_t)snprintf(sql + n, sizeof sql - n, "%s", i ? ",?" : ") VALUES (?");
     if (n < sizeof sql) snprintf(sql + n, sizeof sql - n, ")");
     if (sqlite3_prepare_v2(dst, sql, -1, &ins, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "%s: table %s does not match this database: %s", in_path, table, sqlite3_errmsg(dst));
@@ -47,8 +48,10 @@ static int copy_rows(sqlite3 *src, sqlite3 *dst, const char *table, const char *
     int s;
     while ((s = sqlite3_step(q)) == SQLITE_ROW) {
         for (int i = 0; i < nc; i++) {
-            if (i == run_col) sqlite3_bind_int64(ins, i + 1, new_run);
-            else sqlite3_bind_value(ins, i + 1, sqlite3_column_value(q, i));
+            if (i == run_col)
+                sqlite3_bind_int64(ins, i + 1, new_run);
+            else
+                sqlite3_bind_value(ins, i + 1, sqlite3_column_value(q, i));
         }
         int w = sqlite3_step(ins);
         if (w == SQLITE_CONSTRAINT) {
@@ -63,11 +66,13 @@ static int copy_rows(sqlite3 *src, sqlite3 *dst, const char *table, const char *
         }
         sqlite3_reset(ins);
     }
-    if (s == SQLITE_DONE) rc = 0;
+    if (s == SQLITE_DONE)
+        rc = 0;
     else if (ug_db_code_damaged(s)) {
         ug_db_damaged(in_path, sqlite3_errmsg(src), err, errlen);
         rc = -2;
-    } else snprintf(err, errlen, "%s: %s", in_path, sqlite3_errmsg(src));
+    } else
+        snprintf(err, errlen, "%s: %s", in_path, sqlite3_errmsg(src));
 done:
     sqlite3_finalize(q);
     sqlite3_finalize(ins);
@@ -102,20 +107,20 @@ static int merge_read_input(const char *path, ug_run_record *r, char *err, size_
 static int merge_check(const ug_run_record *a, const char *pa, const ug_run_record *b, const char *pb, char *err,
                        size_t errlen)
 {
-    const char *what = strcmp(a->plan_hash, b->plan_hash) ? "plan hash"
-                       : strcmp(a->backend, b->backend) ? "backend"
-                       : strcmp(a->backend_sha256, b->backend_sha256) ? "plugin file contents (SHA-256)"
-                       : a->sample != b->sample          ? "sample"
-                       : a->oracle_prec != b->oracle_prec ? "oracle precision"
-                       : strcmp(a->op_filter, b->op_filter) || strcmp(a->group_filter, b->group_filter) ||
-                               a->limit != b->limit
-                           ? "case selection (--op/--group/--limit)"
-                       : strcmp(a->primary_standard, b->primary_standard) ? "deciding standard (--primary)"
-                       : strcmp(a->cost_hash, b->cost_hash) ? "the costs their shards were dealt by (--cost-from)"
-                                                            : NULL;
+    const char *what =
+        strcmp(a->plan_hash, b->plan_hash)             ? "plan hash"
+        : strcmp(a->backend, b->backend)               ? "backend"
+        : strcmp(a->backend_sha256, b->backend_sha256) ? "plugin file contents (SHA-256)"
+        : a->sample != b->sample                       ? "sample"
+        : a->oracle_prec != b->oracle_prec             ? "oracle precision"
+        : strcmp(a->op_filter, b->op_filter) || strcmp(a->group_filter, b->group_filter) || a->limit != b->limit
+            ? "case selection (--op/--group/--limit)"
+        : strcmp(a->primary_standard, b->primary_standard) ? "deciding standard (--primary)"
+        : strcmp(a->cost_hash, b->cost_hash)               ? "the costs their shards were dealt by (--cost-from)"
+                                                           : NULL;
     if (what) {
-        snprintf(err, errlen, "merge: %s (run %ld) and %s (run %ld) differ in %s: not shards of one sweep", pa, a->run_id,
-                 pb, b->run_id, what);
+        snprintf(err, errlen, "merge: %s (run %ld) and %s (run %ld) differ in %s: not shards of one sweep", pa,
+                 a->run_id, pb, b->run_id, what);
         return -2;
     }
     if (a->shard[0] && strcmp(a->shard, b->shard) == 0) {
@@ -139,8 +144,8 @@ static int append(char **s, size_t *len, const char *sep, const char *text)
 }
 
 /* The merged run's metadata: earliest start, latest end, hosts, cores, sources. */
-static int merge_update_run(ug_db *db, long run_id, const ug_run_record *recs, const char *const *inputs, int n, int complete,
-                            char *err, size_t errlen)
+static int merge_update_run(ug_db *db, long run_id, const ug_run_record *recs, const char *const *inputs, int n,
+                            int complete, char *err, size_t errlen)
 {
     char *hosts = NULL, *from = NULL, *shards = NULL, *revs = NULL;
     size_t lh = 0, lf = 0, ls = 0, lr = 0;
@@ -160,9 +165,11 @@ static int merge_update_run(ug_db *db, long run_id, const ug_run_record *recs, c
     }
     if (ug_db_run_finish(db, run_id, done && complete ? "done" : "partial", err, errlen)) goto done;
     sqlite3_stmt *st;
-    if (ug_db_prepare(db, &st,
-                "UPDATE runs SET started_at = ?2, finished_at = ?3, host = ?4, cores = ?5, git_rev = ?6, shard = ?7,"
-                " merged_from = ?8 WHERE run_id = ?1", err, errlen))
+    if (ug_db_prepare(
+            db, &st,
+            "UPDATE runs SET started_at = ?2, finished_at = ?3, host = ?4, cores = ?5, git_rev = ?6, shard = ?7,"
+            " merged_from = ?8 WHERE run_id = ?1",
+            err, errlen))
         goto done;
     sqlite3_bind_int64(st, 1, run_id);
     sqlite3_bind_text(st, 2, start, -1, SQLITE_TRANSIENT);
@@ -194,12 +201,15 @@ static int merge_copy_input(ug_db *db, const char *path, long old_run, long new_
     int rc = copy_rows(src, db->h, "cases",
                        "SELECT * FROM cases WHERE case_id IN (SELECT case_id FROM results WHERE run_id = ?1)", old_run,
                        new_run, "INSERT OR IGNORE", path, err, errlen);
-    if (!rc) rc = copy_rows(src, db->h, "results", "SELECT * FROM results WHERE run_id = ?1", old_run, new_run,
-                            "INSERT", path, err, errlen);
-    if (!rc) rc = copy_rows(src, db->h, "metrics", "SELECT * FROM metrics WHERE run_id = ?1", old_run, new_run,
-                            "INSERT", path, err, errlen);
-    if (!rc) rc = copy_rows(src, db->h, "verdicts", "SELECT * FROM verdicts WHERE run_id = ?1", old_run, new_run,
-                            "INSERT", path, err, errlen);
+    if (!rc)
+        rc = copy_rows(src, db->h, "results", "SELECT * FROM results WHERE run_id = ?1", old_run, new_run, "INSERT",
+                       path, err, errlen);
+    if (!rc)
+        rc = copy_rows(src, db->h, "metrics", "SELECT * FROM metrics WHERE run_id = ?1", old_run, new_run, "INSERT",
+                       path, err, errlen);
+    if (!rc)
+        rc = copy_rows(src, db->h, "verdicts", "SELECT * FROM verdicts WHERE run_id = ?1", old_run, new_run, "INSERT",
+                       path, err, errlen);
     sqlite3_close(src);
     return rc;
 }
@@ -227,8 +237,10 @@ static int merge_complete(const ug_run_record *recs, int n, int partial, char *e
         if (!seen[k] && n_missing++ < 8 && len < sizeof missing)
             len += (size_t)snprintf(missing + len, sizeof missing - len, "%s%d/%d", len ? ", " : "", k, total);
     if (!n_missing || partial) return n_missing;
-    snprintf(err, errlen, "merge: %d of %d shards missing (%s%s); give every shard database, or --partial to merge "
-             "what is there (the run is then marked partial)", n_missing, total, missing, n_missing > 8 ? ", ..." : "");
+    snprintf(err, errlen,
+             "merge: %d of %d shards missing (%s%s); give every shard database, or --partial to merge "
+             "what is there (the run is then marked partial)",
+             n_missing, total, missing, n_missing > 8 ? ", ..." : "");
     return -2;
 }
 
@@ -255,11 +267,25 @@ static int merge_into(ug_db *db, const char *const *inputs, const ug_run_record 
                       const char *command, long *run_id, char *err, size_t errlen)
 {
     const ug_run_record *r0 = &recs[0];
-    ug_run_info info = {r0->plan_name, r0->plan_path, r0->plan_hash, r0->backend, NULL, command, r0->oracle_prec,
-                        r0->sample, r0->seed_set, r0->seed, r0->op_filter[0] ? r0->op_filter : NULL,
-                        r0->group_filter[0] ? r0->group_filter : NULL, r0->limit, r0->oracle_check, 0,
-                        r0->no_regressions, r0->primary_standard[0] ? r0->primary_standard : NULL,
-                        r0->backend_sha256[0] ? r0->backend_sha256 : NULL, r0->cost_from[0] ? r0->cost_from : NULL,
+    ug_run_info info = {r0->plan_name,
+                        r0->plan_path,
+                        r0->plan_hash,
+                        r0->backend,
+                        NULL,
+                        command,
+                        r0->oracle_prec,
+                        r0->sample,
+                        r0->seed_set,
+                        r0->seed,
+                        r0->op_filter[0] ? r0->op_filter : NULL,
+                        r0->group_filter[0] ? r0->group_filter : NULL,
+                        r0->limit,
+                        r0->oracle_check,
+                        0,
+                        r0->no_regressions,
+                        r0->primary_standard[0] ? r0->primary_standard : NULL,
+                        r0->backend_sha256[0] ? r0->backend_sha256 : NULL,
+                        r0->cost_from[0] ? r0->cost_from : NULL,
                         r0->cost_hash[0] ? r0->cost_hash : NULL};
     int rc;
     if ((rc = ug_db_begin(db, err, errlen)) || (rc = ug_db_run_begin(db, &info, run_id, err, errlen))) goto undo;
@@ -282,8 +308,8 @@ static void remove_created(const char *path)
     }
 }
 
-int ug_db_merge(const char *out_path, const char *const *inputs, int n, int partial, const char *command,
-                long *run_id, char *err, size_t errlen)
+int ug_db_merge(const char *out_path, const char *const *inputs, int n, int partial, const char *command, long *run_id,
+                char *err, size_t errlen)
 {
     ug_run_record *recs = calloc((size_t)(n > 0 ? n : 1), sizeof *recs);
     if (!recs) return -1;

@@ -13,8 +13,10 @@
 
 static void bind_ms(sqlite3_stmt *st, int i, double x)
 {
-    if (isfinite(x)) sqlite3_bind_double(st, i, x);
-    else sqlite3_bind_null(st, i);
+    if (isfinite(x))
+        sqlite3_bind_double(st, i, x);
+    else
+        sqlite3_bind_null(st, i);
 }
 
 static double col_ms(sqlite3_stmt *st, int i)
@@ -28,7 +30,8 @@ int ug_db_bench_begin(ug_db *db, const ug_bench_info *in, long *bench_id, char *
     if (ug_db_prepare(db, &st,
                       "INSERT INTO bench_runs(started_at, backend, baseline, backend_sha256, baseline_sha256,"
                       " backend_clock, baseline_clock, host_clock, repeats, warmup, git_rev, host, command)"
-                      " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", err, errlen))
+                      " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                      err, errlen))
         return -1;
     char now[32], host[256] = "";
     ug_db_now(now, sizeof now);
@@ -75,8 +78,7 @@ int ug_db_bench_put_case(ug_db *db, long bench_id, const ug_bench_case_row *r, c
     return rc;
 }
 
-int ug_db_bench_put_scene(ug_db *db, long bench_id, int position, const ug_bench_scene_row *r, char *err,
-                          size_t errlen)
+int ug_db_bench_put_scene(ug_db *db, long bench_id, int position, const ug_bench_scene_row *r, char *err, size_t errlen)
 {
     sqlite3_stmt *st;
     if (ug_db_prepare(db, &st, "INSERT INTO bench_scenes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", err, errlen))
@@ -87,8 +89,8 @@ int ug_db_bench_put_scene(ug_db *db, long bench_id, int position, const ug_bench
     sqlite3_bind_text(st, 4, r->scene, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int(st, 5, r->n_cases);
     sqlite3_bind_int(st, 6, r->n_left_out);
-    const double figs[10] = {r->kernel_ratio, r->kernel_min, r->kernel_max, r->e2e_ratio, r->e2e_min,
-                             r->e2e_max, r->base_kernel_ms, r->test_kernel_ms, r->base_e2e_ms, r->test_e2e_ms};
+    const double figs[10] = {r->kernel_ratio, r->kernel_min,     r->kernel_max,     r->e2e_ratio,   r->e2e_min,
+                             r->e2e_max,      r->base_kernel_ms, r->test_kernel_ms, r->base_e2e_ms, r->test_e2e_ms};
     for (int k = 0; k < 10; k++) bind_ms(st, 7 + k, r->has_ratios ? figs[k] : NAN);
     int rc = ug_db_step_done(db, st, err, errlen);
     sqlite3_finalize(st);
@@ -112,7 +114,8 @@ static int read_info(ug_db *db, long bench_id, ug_bench_info *in, char *err, siz
     if (ug_db_prepare(db, &st,
                       "SELECT started_at, backend, baseline, backend_sha256, baseline_sha256, backend_clock,"
                       " baseline_clock, host_clock, repeats, warmup, git_rev, host, command FROM bench_runs"
-                      " WHERE bench_id = ?", err, errlen))
+                      " WHERE bench_id = ?",
+                      err, errlen))
         return -1;
     sqlite3_bind_int64(st, 1, bench_id);
     int s = ug_db_step_row(db, st, err, errlen), rc = s < 0 ? s : 0;
@@ -131,8 +134,8 @@ static int read_info(ug_db *db, long bench_id, ug_bench_info *in, char *err, siz
         ug_db_col_text(st, 11, in->host, sizeof in->host);
         ug_db_col_text(st, 12, in->command, sizeof in->command);
     } else if (s == 0) {
-        snprintf(err, errlen, "no bench %ld in this database (`ulpgym bench kernels --backend B --baseline A` makes one)",
-                 bench_id);
+        snprintf(err, errlen,
+                 "no bench %ld in this database (`ulpgym bench kernels --backend B --baseline A` makes one)", bench_id);
         rc = -2;
     }
     sqlite3_finalize(st);
@@ -164,8 +167,8 @@ static int read_scenes(ug_db *db, long bench_id, ug_bench_table *t, char *err, s
         ug_db_col_text(st, 1, r->scene, sizeof r->scene);
         r->n_cases = sqlite3_column_int(st, 2);
         r->n_left_out = sqlite3_column_int(st, 3);
-        double *figs[10] = {&r->kernel_ratio, &r->kernel_min, &r->kernel_max, &r->e2e_ratio, &r->e2e_min,
-                            &r->e2e_max, &r->base_kernel_ms, &r->test_kernel_ms, &r->base_e2e_ms, &r->test_e2e_ms};
+        double *figs[10] = {&r->kernel_ratio, &r->kernel_min,     &r->kernel_max,     &r->e2e_ratio,   &r->e2e_min,
+                            &r->e2e_max,      &r->base_kernel_ms, &r->test_kernel_ms, &r->base_e2e_ms, &r->test_e2e_ms};
         for (int k = 0; k < 10; k++) *figs[k] = col_ms(st, 4 + k);
         r->has_ratios = isfinite(r->kernel_ratio);
     }

@@ -20,7 +20,7 @@ typedef struct {
 /* One case of a scene: medians (and min, max) over the repeats, per side and clock. */
 typedef struct {
     const char *op, *scene, *case_id, *spec_json;
-    int timed;           /* 0: left out (message says why); the figures are then not stored */
+    int timed; /* 0: left out (message says why); the figures are then not stored */
     const char *message;
     double base_kernel[3], test_kernel[3], base_e2e[3], test_e2e[3]; /* median, min, max, ms */
     double kernel_ratio, e2e_ratio; /* median of the repeats' paired ratios test / base */

@@ -8,8 +8,8 @@
 #include "db/internal.h"
 
 static const char *const metric_columns[UG_DB_MC_COUNT] = {
-    "n_checked", "max_abs", "max_rel", "max_ulp", "mean_ulp", "mere", "mare", "rmse", "eb", "small_err_ratio",
-    "cosine", "bench_mare", "max_ulp_index"};
+    "n_checked", "max_abs", "max_rel",         "max_ulp", "mean_ulp",   "mere",         "mare",
+    "rmse",      "eb",      "small_err_ratio", "cosine",  "bench_mare", "max_ulp_index"};
 
 const char *ug_db_metric_column(int c) { return c >= 0 && c < UG_DB_MC_COUNT ? metric_columns[c] : "?"; }
 
@@ -30,12 +30,13 @@ void ug_db_metric_values(const ug_metrics *m, double v[UG_DB_MC_COUNT])
     v[UG_DB_MC_MAX_ULP_INDEX] = (double)m->max_ulp_idx;
 }
 
-int ug_db_get_metrics(ug_db *db, long run_id, const char *case_id, const char *output, ug_db_metric_row *row,
-                      char *err, size_t errlen)
+int ug_db_get_metrics(ug_db *db, long run_id, const char *case_id, const char *output, ug_db_metric_row *row, char *err,
+                      size_t errlen)
 {
     char sql[512];
     size_t n = (size_t)snprintf(sql, sizeof sql, "SELECT ");
-    for (int c = 0; c < UG_DB_MC_COUNT; c++) n += (size_t)snprintf(sql + n, sizeof sql - n, "%s%s", c ? ", " : "", metric_columns[c]);
+    for (int c = 0; c < UG_DB_MC_COUNT; c++)
+        n += (size_t)snprintf(sql + n, sizeof sql - n, "%s%s", c ? ", " : "", metric_columns[c]);
     snprintf(sql + n, sizeof sql - n, " FROM metrics WHERE run_id = ? AND case_id = ? AND output = ?");
     sqlite3_stmt *st;
     if (ug_db_prepare(db, &st, sql, err, errlen)) return -1;
@@ -82,8 +83,7 @@ long ug_db_latest_replay_run(ug_db *db, const char *plan_name)
     return run;
 }
 
-int ug_db_get_outputs_dir(ug_db *db, long run_id, const char *case_id, char *dir, size_t len, char *err,
-                          size_t errlen)
+int ug_db_get_outputs_dir(ug_db *db, long run_id, const char *case_id, char *dir, size_t len, char *err, size_t errlen)
 {
     sqlite3_stmt *st;
     if (ug_db_prepare(db, &st, "SELECT outputs_dir FROM results WHERE run_id = ? AND case_id = ?", err, errlen))

@@ -9,9 +9,20 @@
 
 /* The metrics triage compares, as columns of the metrics table. */
 enum {
-    UG_DB_MC_N_CHECKED, UG_DB_MC_MAX_ABS, UG_DB_MC_MAX_REL, UG_DB_MC_MAX_ULP, UG_DB_MC_MEAN_ULP, UG_DB_MC_MERE,
-    UG_DB_MC_MARE, UG_DB_MC_RMSE, UG_DB_MC_EB, UG_DB_MC_SMALL_ERR_RATIO, UG_DB_MC_COSINE, UG_DB_MC_BENCH_MARE,
-    UG_DB_MC_MAX_ULP_INDEX, UG_DB_MC_COUNT
+    UG_DB_MC_N_CHECKED,
+    UG_DB_MC_MAX_ABS,
+    UG_DB_MC_MAX_REL,
+    UG_DB_MC_MAX_ULP,
+    UG_DB_MC_MEAN_ULP,
+    UG_DB_MC_MERE,
+    UG_DB_MC_MARE,
+    UG_DB_MC_RMSE,
+    UG_DB_MC_EB,
+    UG_DB_MC_SMALL_ERR_RATIO,
+    UG_DB_MC_COSINE,
+    UG_DB_MC_BENCH_MARE,
+    UG_DB_MC_MAX_ULP_INDEX,
+    UG_DB_MC_COUNT
 };
 
 typedef struct {
@@ -25,8 +36,8 @@ const char *ug_db_metric_column(int c);
 void ug_db_metric_values(const ug_metrics *m, double v[UG_DB_MC_COUNT]);
 /* Reads the stored metrics of (run_id, case_id, output): 1 found, 0 no such row, -1 a
  * database error (message in err). */
-int ug_db_get_metrics(ug_db *db, long run_id, const char *case_id, const char *output, ug_db_metric_row *row,
-                      char *err, size_t errlen);
+int ug_db_get_metrics(ug_db *db, long run_id, const char *case_id, const char *output, ug_db_metric_row *row, char *err,
+                      size_t errlen);
 /* The stored verdict and message of (run_id, case_id): 1 found, 0 no such row, -1 a
  * database error (message in err). */
 int ug_db_get_verdict(ug_db *db, long run_id, const char *case_id, char *verdict, size_t vlen, char *message,
@@ -34,8 +45,7 @@ int ug_db_get_verdict(ug_db *db, long run_id, const char *case_id, char *verdict
 /* The folder a replayed result's outputs were read from (results.outputs_dir, migration 9)
  * into dir: 1 found, 0 none recorded (another backend, or stored before), -1 a database
  * error. ug_db_set_outputs_dir records it for a result just put (same transaction). */
-int ug_db_get_outputs_dir(ug_db *db, long run_id, const char *case_id, char *dir, size_t len, char *err,
-                          size_t errlen);
+int ug_db_get_outputs_dir(ug_db *db, long run_id, const char *case_id, char *dir, size_t len, char *err, size_t errlen);
 int ug_db_set_outputs_dir(ug_db *db, long run_id, const char *case_id, const char *dir, char *err, size_t errlen);
 /* The latest run of backend "replay" named plan_name (`check --name`): its id, or 0. */
 long ug_db_latest_replay_run(ug_db *db, const char *plan_name);

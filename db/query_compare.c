@@ -41,9 +41,9 @@ int ug_db_compare_runs(ug_db *db, long a, long b, int (*cb)(const ug_db_compare_
     sqlite3_bind_text(st, 3, "certified", -1, SQLITE_STATIC);
     int rc = 0, step;
     while (!rc && (step = ug_db_step_row(db, st, err, errlen)) == 1) {
-        ug_db_compare_row row = {col_text(st, 0), col_text(st, 1), col_text(st, 2), col_text(st, 3), col_text(st, 4),
-                                 col_text(st, 5), col_text(st, 6), col_real(st, 7), col_real(st, 8),
-                                 col_real(st, 9), col_real(st, 10), col_text(st, 11), col_text(st, 12)};
+        ug_db_compare_row row = {col_text(st, 0),  col_text(st, 1),  col_text(st, 2), col_text(st, 3), col_text(st, 4),
+                                 col_text(st, 5),  col_text(st, 6),  col_real(st, 7), col_real(st, 8), col_real(st, 9),
+                                 col_real(st, 10), col_text(st, 11), col_text(st, 12)};
         rc = cb(&row, ctx);
     }
     if (!rc && step < 0) rc = step;
@@ -59,7 +59,8 @@ ug_change ug_change_classify(const ug_db_compare_row *row, double drift_factor)
     if (fails(row->verdict_b)) return fails(row->verdict_a) ? UG_CHANGE_STILL_FAILING : UG_CHANGE_NEW_FAIL;
     if (strcmp(row->verdict_b, "PASS") != 0) return UG_CHANGE_NONE;
     if (fails(row->verdict_a)) return UG_CHANGE_FIXED;
-    if (strcmp(row->verdict_a, "PASS") == 0 && row->used_b >= UG_DRIFT_FLOOR && row->used_b > drift_factor * row->used_a)
+    if (strcmp(row->verdict_a, "PASS") == 0 && row->used_b >= UG_DRIFT_FLOOR &&
+        row->used_b > drift_factor * row->used_a)
         return UG_CHANGE_DRIFT; /* NaN on either side: no comparison, no drift */
     return UG_CHANGE_NONE;
 }

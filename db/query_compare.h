@@ -17,15 +17,21 @@
 #define UG_DRIFT_FACTOR_DEFAULT 4.0
 #define UG_DRIFT_FLOOR 0.25 /* a passing case drifts only once it uses a quarter of its allowance */
 
-typedef enum { UG_CHANGE_NONE, UG_CHANGE_NEW_FAIL, UG_CHANGE_FIXED, UG_CHANGE_STILL_FAILING, UG_CHANGE_DRIFT } ug_change;
+typedef enum {
+    UG_CHANGE_NONE,
+    UG_CHANGE_NEW_FAIL,
+    UG_CHANGE_FIXED,
+    UG_CHANGE_STILL_FAILING,
+    UG_CHANGE_DRIFT
+} ug_change;
 #define UG_CHANGE_COUNT 5
 
 typedef struct {
     const char *group, *op, *dtype, *case_id;
-    const char *verdict_a;          /* "" when A has no result for the case */
+    const char *verdict_a; /* "" when A has no result for the case */
     const char *verdict_b, *message_b;
-    double used_a, used_b;          /* headroom used (results.used); NaN when not judged or not stored */
-    double max_ulp_a, max_ulp_b;    /* the largest over the case's outputs; NaN when none */
+    double used_a, used_b;                 /* headroom used (results.used); NaN when not judged or not stored */
+    double max_ulp_a, max_ulp_b;           /* the largest over the case's outputs; NaN when none */
     const char *certified_a, *certified_b; /* the certified verdict: PASS, FAIL, NA; "" when none stored */
 } ug_db_compare_row;
 

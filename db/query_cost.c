@@ -7,8 +7,7 @@
 
 #include <stdio.h>
 
-int ug_db_case_times(ug_db *db, int (*cb)(const ug_db_case_time *row, void *ctx), void *ctx, char *err,
-                     size_t errlen)
+int ug_db_case_times(ug_db *db, int (*cb)(const ug_db_case_time *row, void *ctx), void *ctx, char *err, size_t errlen)
 {
     sqlite3_stmt *st;
     if (ug_db_prepare(db, &st,

@@ -16,7 +16,6 @@ typedef struct {
  * oracle milliseconds of its latest such result (highest run ID), in case ID order. Rows come to cb with text
  * valid only during the call; a callback that returns non-zero stops the iteration, and that value is returned.
  * 0, or -1 with a message in err. */
-int ug_db_case_times(ug_db *db, int (*cb)(const ug_db_case_time *row, void *ctx), void *ctx, char *err,
-                     size_t errlen);
+int ug_db_case_times(ug_db *db, int (*cb)(const ug_db_case_time *row, void *ctx), void *ctx, char *err, size_t errlen);
 
 #endif

@@ -17,15 +17,15 @@
  * compared run, ?4... the selected ops' names). */
 static void failure_where(const ug_db_failure_filter *f, char *sql, size_t len)
 {
-    size_t n = (size_t)snprintf(sql, len, " FROM results r LEFT JOIN cases c ON c.case_id = r.case_id WHERE r.run_id = ?1");
+    size_t n =
+        (size_t)snprintf(sql, len, " FROM results r LEFT JOIN cases c ON c.case_id = r.case_id WHERE r.run_id = ?1");
     const char *fails = f->standard < 0 ? " AND r.verdict NOT IN ('PASS', 'SKIP')"
                                         : " AND EXISTS (SELECT 1 FROM verdicts v WHERE v.run_id = r.run_id AND"
                                           " v.case_id = r.case_id AND v.standard = ?2 AND v.verdict = 'FAIL')";
-    const char *is_new = f->standard < 0
-                             ? " AND coalesce((SELECT p.verdict FROM results p WHERE p.run_id = ?3 AND"
-                               " p.case_id = r.case_id), 'PASS') IN ('PASS', 'SKIP')"
-                             : " AND NOT EXISTS (SELECT 1 FROM verdicts v WHERE v.run_id = ?3 AND"
-                               " v.case_id = r.case_id AND v.standard = ?2 AND v.verdict = 'FAIL')";
+    const char *is_new = f->standard < 0 ? " AND coalesce((SELECT p.verdict FROM results p WHERE p.run_id = ?3 AND"
+                                           " p.case_id = r.case_id), 'PASS') IN ('PASS', 'SKIP')"
+                                         : " AND NOT EXISTS (SELECT 1 FROM verdicts v WHERE v.run_id = ?3 AND"
+                                           " v.case_id = r.case_id AND v.standard = ?2 AND v.verdict = 'FAIL')";
     n += (size_t)snprintf(sql + n, len - n, "%s%s", fails, f->compare_run > 0 ? is_new : "");
     int first = 1;
     for (int op = 0; f->ops && op < UG_OP_COUNT && n < len; op++) {
@@ -154,14 +154,16 @@ int ug_db_failures(ug_db *db, const ug_db_failure_filter *f, int (*cb)(const ug_
     detail_stmts d = {NULL, NULL, db, err, errlen};
     ug_result *r = malloc(sizeof *r);
     int rc = -1;
-    if (!r) snprintf(err, errlen, "out of memory reading the failures");
+    if (!r)
+        snprintf(err, errlen, "out of memory reading the failures");
     else if (!prepare_failures(db, f,
                                "SELECT r.case_id, c.op, c.dtype, r.verdict, r.message, r.primary_standard, r.run_id,"
                                " r.used",
                                " ORDER BY r.case_id", &st, err, errlen) &&
              !ug_db_prepare(db, &d.metrics,
                             "SELECT output, n_checked, nonfinite_mismatch, dtype, max_abs, max_ulp FROM metrics"
-                            " WHERE run_id = ? AND case_id = ? ORDER BY rowid", err, errlen) &&
+                            " WHERE run_id = ? AND case_id = ? ORDER BY rowid",
+                            err, errlen) &&
              !ug_db_prepare(db, &d.verdicts,
                             "SELECT standard, verdict, thresholds FROM verdicts WHERE run_id = ? AND case_id = ?", err,
                             errlen))

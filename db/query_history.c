@@ -55,8 +55,10 @@ static const char *text(sqlite3_stmt *st, int i) { return (const char *)sqlite3_
 int ug_db_history_rates(ug_db *db, const ug_db_history_filter *f, int (*cb)(const ug_db_rate_row *row, void *ctx),
                         void *ctx, char *err, size_t errlen)
 {
-    const char *col = f->by == UG_DB_BY_GROUP ? "c.op_group" : f->by == UG_DB_BY_OP ? "c.op"
-                      : f->by == UG_DB_BY_DTYPE ? "c.dtype" : NULL;
+    const char *col = f->by == UG_DB_BY_GROUP   ? "c.op_group"
+                      : f->by == UG_DB_BY_OP    ? "c.op"
+                      : f->by == UG_DB_BY_DTYPE ? "c.dtype"
+                                                : NULL;
     char fmt[2048];
     /* %%s stays for prepare_filtered's condition. cv: the case's certified verdict (none for a case that was not
      * judged: SKIP, ERROR, CRASH, TIMEOUT), found by the verdicts primary key. */
@@ -77,10 +79,19 @@ int ug_db_history_rates(ug_db *db, const ug_db_history_filter *f, int (*cb)(cons
                       SQLITE_STATIC);
     int rc = 0, s = 0;
     while (!rc && (s = ug_db_step_row(db, st, err, errlen)) == 1) {
-        ug_db_rate_row row = {sqlite3_column_int64(st, 0), text(st, 1), text(st, 2), text(st, 3), text(st, 4),
-                              text(st, 5), (long)sqlite3_column_int64(st, 6), (long)sqlite3_column_int64(st, 7),
-                              sqlite3_column_int64(st, 8), sqlite3_column_int64(st, 9),
-                              (long)sqlite3_column_int64(st, 10), (long)sqlite3_column_int64(st, 11), text(st, 12)};
+        ug_db_rate_row row = {sqlite3_column_int64(st, 0),
+                              text(st, 1),
+                              text(st, 2),
+                              text(st, 3),
+                              text(st, 4),
+                              text(st, 5),
+                              (long)sqlite3_column_int64(st, 6),
+                              (long)sqlite3_column_int64(st, 7),
+                              sqlite3_column_int64(st, 8),
+                              sqlite3_column_int64(st, 9),
+                              (long)sqlite3_column_int64(st, 10),
+                              (long)sqlite3_column_int64(st, 11),
+                              text(st, 12)};
         rc = cb(&row, ctx);
     }
     sqlite3_finalize(st);

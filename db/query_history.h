@@ -22,7 +22,7 @@ typedef struct {
 typedef struct {
     long long run_id;
     const char *started_at, *status, *backend, *plan_name; /* plan_name "-" when none */
-    const char *key;  /* the group, op or dtype of the row; "" with UG_DB_BY_NONE */
+    const char *key; /* the group, op or dtype of the row; "" with UG_DB_BY_NONE */
     long n, pass;
     long long fail, other; /* other: every verdict but PASS and FAIL */
     /* The certified standard's verdicts of the row's cases: judged counts the cases whose certified verdict is PASS
@@ -35,8 +35,8 @@ typedef struct {
 /* A case the flaky or regression query found. */
 typedef struct {
     const char *case_id, *op, *dtype;
-    const char *verdicts;        /* flaky: "RUN:VERDICT ..." over the runs that disagree */
-    long long first_failing_run; /* regressions: the first failing run after a passing one */
+    const char *verdicts;          /* flaky: "RUN:VERDICT ..." over the runs that disagree */
+    long long first_failing_run;   /* regressions: the first failing run after a passing one */
     const char *verdict, *backend; /* regressions: that run's verdict and backend */
 } ug_db_history_case;
 

@@ -27,34 +27,43 @@ int ug_db_report_results(ug_db *db, long run_id, int (*cb)(const ug_db_result_ro
                          char *err, size_t errlen)
 {
     sqlite3_stmt *st;
-    if (prepare_run(db,
-                    "SELECT c.op, c.dtype, r.verdict, r.kernel_ms, r.oracle_ms, c.origin = 'fuzz', m.ulp, m.nonfinite,"
-                    " (SELECT verdict FROM verdicts v WHERE v.run_id = r.run_id AND v.case_id = r.case_id"
-                    "  AND v.standard = ?2)"
-                    " , r.used, r.case_id, coalesce(m.checked, 0), coalesce(m.total, 0)"
-                    " FROM results r JOIN cases c ON c.case_id = r.case_id"
-                    " LEFT JOIN (SELECT case_id, max(max_ulp) AS ulp, sum(nonfinite_mismatch) AS nonfinite,"
-                    "  sum(n_checked) AS checked, sum(n_total) AS total FROM metrics WHERE run_id = ?1 GROUP BY case_id)"
-                    " m ON m.case_id = r.case_id WHERE r.run_id = ?1",
-                    run_id, &st, err, errlen))
+    if (prepare_run(
+            db,
+            "SELECT c.op, c.dtype, r.verdict, r.kernel_ms, r.oracle_ms, c.origin = 'fuzz', m.ulp, m.nonfinite,"
+            " (SELECT verdict FROM verdicts v WHERE v.run_id = r.run_id AND v.case_id = r.case_id"
+            "  AND v.standard = ?2)"
+            " , r.used, r.case_id, coalesce(m.checked, 0), coalesce(m.total, 0)"
+            " FROM results r JOIN cases c ON c.case_id = r.case_id"
+            " LEFT JOIN (SELECT case_id, max(max_ulp) AS ulp, sum(nonfinite_mismatch) AS nonfinite,"
+            "  sum(n_checked) AS checked, sum(n_total) AS total FROM metrics WHERE run_id = ?1 GROUP BY case_id)"
+            " m ON m.case_id = r.case_id WHERE r.run_id = ?1",
+            run_id, &st, err, errlen))
         return -1;
     sqlite3_bind_text(st, 2, ug_standard_name(UG_STD_CERTIFIED), -1, SQLITE_STATIC);
     int rc = 0, s = 0;
     while (!rc && (s = ug_db_step_row(db, st, err, errlen)) == 1) {
-        ug_db_result_row row = {text(st, 0), text(st, 1), text(st, 2), sqlite3_column_double(st, 3),
-                                sqlite3_column_double(st, 4), sqlite3_column_int(st, 5),
-                                sqlite3_column_type(st, 6) != SQLITE_NULL, sqlite3_column_double(st, 6),
-                                sqlite3_column_int64(st, 7), text(st, 8),
+        ug_db_result_row row = {text(st, 0),
+                                text(st, 1),
+                                text(st, 2),
+                                sqlite3_column_double(st, 3),
+                                sqlite3_column_double(st, 4),
+                                sqlite3_column_int(st, 5),
+                                sqlite3_column_type(st, 6) != SQLITE_NULL,
+                                sqlite3_column_double(st, 6),
+                                sqlite3_column_int64(st, 7),
+                                text(st, 8),
                                 sqlite3_column_type(st, 9) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 9),
-                                text0(st, 10), sqlite3_column_int64(st, 11), sqlite3_column_int64(st, 12)};
+                                text0(st, 10),
+                                sqlite3_column_int64(st, 11),
+                                sqlite3_column_int64(st, 12)};
         rc = cb(&row, ctx);
     }
     sqlite3_finalize(st);
     return rc ? rc : s < 0 ? s : 0;
 }
 
-int ug_db_report_group_history(ug_db *db, long run_id, int (*cb)(const ug_db_group_rate_row *row, void *ctx),
-                               void *ctx, char *err, size_t errlen)
+int ug_db_report_group_history(ug_db *db, long run_id, int (*cb)(const ug_db_group_rate_row *row, void *ctx), void *ctx,
+                               char *err, size_t errlen)
 {
     sqlite3_stmt *st;
     if (prepare_run(db,
@@ -109,8 +118,9 @@ int ug_db_report_cases(ug_db *db, long run_id, int (*cb)(const ug_db_case_row *r
         return -1;
     int rc = 0, s = 0;
     while (!rc && (s = ug_db_step_row(db, st, err, errlen)) == 1) {
-        ug_db_case_row row = {text(st, 0), text(st, 1), text(st, 2), text(st, 3), text(st, 4), text(st, 5),
-                              sqlite3_column_double(st, 6), text(st, 7), text0(st, 8)};
+        ug_db_case_row row = {
+            text(st, 0), text(st, 1), text(st, 2), text(st, 3), text(st, 4), text(st, 5), sqlite3_column_double(st, 6),
+            text(st, 7), text0(st, 8)};
         rc = cb(&row, ctx);
     }
     sqlite3_finalize(st);
@@ -138,9 +148,13 @@ int ug_db_report_case_figures(ug_db *db, long run_id, const char *case_id, const
     sqlite3_bind_text(st, 2, case_id, -1, SQLITE_TRANSIENT);
     int rc = 0, s = 0;
     while (!rc && (s = ug_db_step_row(db, st, err, errlen)) == 1) {
-        ug_db_output_figures f = {text0(st, 0), (long)sqlite3_column_int64(st, 1), (long)sqlite3_column_int64(st, 2),
-                                  (long)sqlite3_column_int64(st, 3), sqlite3_column_double(st, 4),
-                                  sqlite3_column_double(st, 5), sqlite3_column_double(st, 6)};
+        ug_db_output_figures f = {text0(st, 0),
+                                  (long)sqlite3_column_int64(st, 1),
+                                  (long)sqlite3_column_int64(st, 2),
+                                  (long)sqlite3_column_int64(st, 3),
+                                  sqlite3_column_double(st, 4),
+                                  sqlite3_column_double(st, 5),
+                                  sqlite3_column_double(st, 6)};
         rc = cb(&f, ctx);
     }
     sqlite3_finalize(st);
@@ -181,17 +195,19 @@ static void fill_output_row(sqlite3_stmt *st, ug_db_output_row *row)
 int ug_db_report_outputs(ug_db *db, long run_id, int (*cb)(const ug_db_output_row *row, void *ctx), void *ctx,
                          char *err, size_t errlen)
 {
-#define THR(param) "(SELECT thresholds FROM verdicts v WHERE v.run_id = r.run_id AND v.case_id = r.case_id" \
-                   " AND v.standard = " param ")"
+#define THR(param)                                                                                                     \
+    "(SELECT thresholds FROM verdicts v WHERE v.run_id = r.run_id AND v.case_id = r.case_id"                           \
+    " AND v.standard = " param ")"
     sqlite3_stmt *st;
-    if (prepare_run(db,
-                    "SELECT r.case_id, c.op_group, c.op, c.dtype, r.verdict, r.primary_standard, r.message, c.spec_json,"
-                    " r.used, m.output, m.dtype, m.n_checked, m.n_total, m.nonfinite_mismatch, m.max_abs, m.max_rel,"
-                    " m.max_ulp, m.cosine, m.mere, m.mare, m.rmse, " THR("r.primary_standard") ", " THR("?2") ", "
-                    THR("?3") ", " THR("?4") " FROM results r JOIN cases c ON c.case_id = r.case_id"
-                    " LEFT JOIN metrics m ON m.run_id = r.run_id AND m.case_id = r.case_id"
-                    " WHERE r.run_id = ?1 ORDER BY c.op_group, c.op, r.case_id, m.rowid",
-                    run_id, &st, err, errlen))
+    if (prepare_run(
+            db,
+            "SELECT r.case_id, c.op_group, c.op, c.dtype, r.verdict, r.primary_standard, r.message, c.spec_json,"
+            " r.used, m.output, m.dtype, m.n_checked, m.n_total, m.nonfinite_mismatch, m.max_abs, m.max_rel,"
+            " m.max_ulp, m.cosine, m.mere, m.mare, m.rmse, " THR("r.primary_standard") ", " THR("?2") ", " THR(
+                "?3") ", " THR("?4") " FROM results r JOIN cases c ON c.case_id = r.case_id"
+                                     " LEFT JOIN metrics m ON m.run_id = r.run_id AND m.case_id = r.case_id"
+                                     " WHERE r.run_id = ?1 ORDER BY c.op_group, c.op, r.case_id, m.rowid",
+            run_id, &st, err, errlen))
         return -1;
 #undef THR
     ug_db_output_row row;

@@ -22,7 +22,7 @@ typedef struct {
                                        * ERROR, CRASH, TIMEOUT judge no output) */
     double used;                      /* headroom used (results.used): NaN when not judged or not stored */
     const char *case_id;
-    long long n_checked, n_total;     /* output elements judged, and held, summed over the outputs */
+    long long n_checked, n_total; /* output elements judged, and held, summed over the outputs */
 } ug_db_result_row;
 
 /* Every result of run_id, in no particular order. */
@@ -37,8 +37,8 @@ typedef struct {
     double pass, cases;
 } ug_db_group_rate_row;
 
-int ug_db_report_group_history(ug_db *db, long run_id, int (*cb)(const ug_db_group_rate_row *row, void *ctx),
-                               void *ctx, char *err, size_t errlen);
+int ug_db_report_group_history(ug_db *db, long run_id, int (*cb)(const ug_db_group_rate_row *row, void *ctx), void *ctx,
+                               char *err, size_t errlen);
 
 /* Passes and cases not skipped per run and op, over the same runs as the group history, with
  * each run's start (UTC, ISO 8601). */
@@ -54,10 +54,10 @@ int ug_db_report_op_history(ug_db *db, long run_id, int (*cb)(const ug_db_op_rat
 /* One case of a run for the JUnit report. */
 typedef struct {
     const char *group, *op, *dtype, *case_id, *verdict;
-    const char *message;          /* "" when none */
-    double ms;                    /* kernel + oracle milliseconds */
+    const char *message; /* "" when none */
+    double ms;           /* kernel + oracle milliseconds */
     const char *primary_standard;
-    const char *spec_json;        /* the case's canonical spec */
+    const char *spec_json; /* the case's canonical spec */
 } ug_db_case_row;
 
 /* Every result of run_id by group, op and case ID. */
@@ -84,8 +84,8 @@ int ug_db_report_case_figures(ug_db *db, long run_id, const char *case_id, const
 #define UG_DB_DISCRETE_STANDARDS 3 /* exact, boundary_aware, topk_set */
 typedef struct {
     const char *case_id, *group, *op, *dtype, *verdict, *primary_standard, *message, *spec_json;
-    double used;                   /* results.used */
-    const char *output;            /* NULL: no metrics stored */
+    double used;        /* results.used */
+    const char *output; /* NULL: no metrics stored */
     const char *output_dtype;
     long n_checked, n_total, nonfinite_mismatch;
     double max_abs, max_rel, max_ulp, cosine, mere, mare, rmse;

@@ -23,14 +23,14 @@ extern const char ug_schema_sql[];
 /* Migration 2: what `sweep --resume` needs to rebuild a run's case list, and where a
  * merged run came from. */
 static const char migration2_sql[] =
-    "ALTER TABLE runs ADD COLUMN seed INTEGER;"          /* plan seed override, NULL = the plan's */
-    "ALTER TABLE runs ADD COLUMN op_filter TEXT;"        /* --op names, comma-separated, NULL = all */
-    "ALTER TABLE runs ADD COLUMN group_filter TEXT;"     /* --group names, NULL = all */
-    "ALTER TABLE runs ADD COLUMN case_limit INTEGER;"    /* --limit, 0 = all */
+    "ALTER TABLE runs ADD COLUMN seed INTEGER;"       /* plan seed override, NULL = the plan's */
+    "ALTER TABLE runs ADD COLUMN op_filter TEXT;"     /* --op names, comma-separated, NULL = all */
+    "ALTER TABLE runs ADD COLUMN group_filter TEXT;"  /* --group names, NULL = all */
+    "ALTER TABLE runs ADD COLUMN case_limit INTEGER;" /* --limit, 0 = all */
     "ALTER TABLE runs ADD COLUMN oracle_check INTEGER NOT NULL DEFAULT 0;"
-    "ALTER TABLE runs ADD COLUMN jobs INTEGER;"          /* worker processes (of the last session) */
+    "ALTER TABLE runs ADD COLUMN jobs INTEGER;" /* worker processes (of the last session) */
     "ALTER TABLE runs ADD COLUMN resumes INTEGER NOT NULL DEFAULT 0;"
-    "ALTER TABLE runs ADD COLUMN merged_from TEXT;";     /* `ulpgym merge`: input databases and runs */
+    "ALTER TABLE runs ADD COLUMN merged_from TEXT;"; /* `ulpgym merge`: input databases and runs */
 
 /* Migration 3: whether the run left out the fuzz findings (corpus/found/), for resume. */
 static const char migration3_sql[] = "ALTER TABLE runs ADD COLUMN no_regressions INTEGER NOT NULL DEFAULT 0;";
@@ -53,37 +53,37 @@ static const char migration6_sql[] = "ALTER TABLE runs ADD COLUMN cost_from TEXT
 static const char migration7_sql[] =
     "CREATE TABLE bench_runs ("
     " bench_id INTEGER PRIMARY KEY,"
-    " started_at TEXT NOT NULL,"             /* UTC, ISO 8601 */
-    " backend TEXT NOT NULL,"                /* B, the kernel timed */
-    " baseline TEXT NOT NULL,"               /* A, what B is compared with */
+    " started_at TEXT NOT NULL,"                  /* UTC, ISO 8601 */
+    " backend TEXT NOT NULL,"                     /* B, the kernel timed */
+    " baseline TEXT NOT NULL,"                    /* A, what B is compared with */
     " backend_sha256 TEXT, baseline_sha256 TEXT," /* plugins: SHA-256 of the .so loaded */
-    " backend_clock TEXT NOT NULL,"          /* B's kernel-only clock: device (the plugin's own), wall or cpu */
+    " backend_clock TEXT NOT NULL,"               /* B's kernel-only clock: device (the plugin's own), wall or cpu */
     " baseline_clock TEXT NOT NULL,"
-    " host_clock TEXT NOT NULL,"             /* wall or cpu: the end-to-end clock (and kernel-only without device) */
+    " host_clock TEXT NOT NULL," /* wall or cpu: the end-to-end clock (and kernel-only without device) */
     " repeats INTEGER NOT NULL, warmup INTEGER NOT NULL,"
     " git_rev TEXT, host TEXT, command TEXT);"
     "CREATE TABLE bench_scenes ("
     " bench_id INTEGER NOT NULL REFERENCES bench_runs(bench_id),"
-    " position INTEGER NOT NULL,"            /* order in the table */
+    " position INTEGER NOT NULL," /* order in the table */
     " op TEXT NOT NULL, scene TEXT NOT NULL,"
-    " n_cases INTEGER NOT NULL,"             /* cases timed */
-    " n_left_out INTEGER NOT NULL,"          /* cases a backend declined or failed */
+    " n_cases INTEGER NOT NULL,"                                        /* cases timed */
+    " n_left_out INTEGER NOT NULL,"                                     /* cases a backend declined or failed */
     " kernel_ratio REAL, kernel_ratio_min REAL, kernel_ratio_max REAL," /* geometric mean, min, max of case ratios */
     " e2e_ratio REAL, e2e_ratio_min REAL, e2e_ratio_max REAL,"
-    " baseline_kernel_ms REAL, backend_kernel_ms REAL,"  /* geometric means of the case medians */
+    " baseline_kernel_ms REAL, backend_kernel_ms REAL," /* geometric means of the case medians */
     " baseline_e2e_ms REAL, backend_e2e_ms REAL,"
     " PRIMARY KEY (bench_id, op, scene));"
     "CREATE TABLE bench_cases ("
     " bench_id INTEGER NOT NULL REFERENCES bench_runs(bench_id),"
     " op TEXT NOT NULL, scene TEXT NOT NULL, case_id TEXT NOT NULL,"
-    " spec_json TEXT NOT NULL,"              /* rebuilds the case: scene cases need not be in `cases` */
-    " status TEXT NOT NULL,"                 /* timed | left out */
-    " message TEXT,"                         /* why a case was left out */
+    " spec_json TEXT NOT NULL," /* rebuilds the case: scene cases need not be in `cases` */
+    " status TEXT NOT NULL,"    /* timed | left out */
+    " message TEXT,"            /* why a case was left out */
     " baseline_kernel_ms REAL, baseline_kernel_min REAL, baseline_kernel_max REAL," /* median, min, max of repeats */
     " backend_kernel_ms REAL, backend_kernel_min REAL, backend_kernel_max REAL,"
     " baseline_e2e_ms REAL, baseline_e2e_min REAL, baseline_e2e_max REAL,"
     " backend_e2e_ms REAL, backend_e2e_min REAL, backend_e2e_max REAL,"
-    " kernel_ratio REAL, e2e_ratio REAL,"    /* median of the repeats' paired ratios B / A */
+    " kernel_ratio REAL, e2e_ratio REAL," /* median of the repeats' paired ratios B / A */
     " PRIMARY KEY (bench_id, op, scene, case_id));";
 
 /* Migration 8: the exact fallback's raised precision (Ziv's strategy, docs/STANDARDS.md): of a case's
@@ -126,15 +126,18 @@ int ug_db_code_damaged(int code) { return (code & 0xff) == SQLITE_CORRUPT; }
 /* path as a shell word: bare when it holds only characters no shell treats specially, else in single quotes. */
 static void shell_word(const char *path, char *out, size_t len)
 {
-    if (path[0] && strspn(path, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789/._-+,=:@") == strlen(path)) {
+    if (path[0] &&
+        strspn(path, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789/._-+,=:@") == strlen(path)) {
         snprintf(out, len, "%s", path);
         return;
     }
     size_t n = 0;
     out[n++] = '\'';
     for (const char *c = path; *c && n + 6 < len; c++) { /* room for '\'' and the closing quote */
-        if (*c == '\'') n += (size_t)snprintf(out + n, len - n, "'\\''");
-        else out[n++] = *c;
+        if (*c == '\'')
+            n += (size_t)snprintf(out + n, len - n, "'\\''");
+        else
+            out[n++] = *c;
     }
     out[n++] = '\'';
     out[n] = 0;
@@ -154,12 +157,14 @@ static void db_error(ug_db *db, const char *msg, char *err, size_t errlen)
 {
     int code = sqlite3_errcode(db->h) & 0xff, sys = sqlite3_system_errno(db->h); /* the primary code */
     const char *text = msg ? msg : sqlite3_errmsg(db->h);
-    if (ug_db_code_damaged(code)) ug_db_damaged(db->path, text, err, errlen);
+    if (ug_db_code_damaged(code))
+        ug_db_damaged(db->path, text, err, errlen);
     else if (sys && (code == SQLITE_IOERR || code == SQLITE_FULL || code == SQLITE_CANTOPEN))
         snprintf(err, errlen, "database: %s (%s)", text, strerror(sys));
     else if (sqlite3_extended_errcode(db->h) == SQLITE_IOERR_WRITE)
         snprintf(err, errlen, "database: %s (a write was cut short: a full disk or a file size limit)", text);
-    else snprintf(err, errlen, "database: %s", text);
+    else
+        snprintf(err, errlen, "database: %s", text);
 }
 
 static int exec(ug_db *db, const char *sql, char *err, size_t errlen)
@@ -181,8 +186,10 @@ static int user_version(ug_db *db, int *v, char *err, size_t errlen)
         return -1;
     }
     int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) *v = sqlite3_column_int(st, 0);
-    else snprintf(err, errlen, "%s", sqlite3_errmsg(db->h));
+    if (rc == SQLITE_ROW)
+        *v = sqlite3_column_int(st, 0);
+    else
+        snprintf(err, errlen, "%s", sqlite3_errmsg(db->h));
     sqlite3_finalize(st);
     return rc == SQLITE_ROW ? 0 : -1;
 }
@@ -223,9 +230,10 @@ static int schema_state(ug_db *db, const char *path, int v, int readonly, char *
         return -2;
     }
     if (readonly) { /* an older ulpgym's database: ug_db_open upgrades it where it may write */
-        snprintf(err, errlen, "%s has schema version %d, older than this ulpgym's %d, and cannot be upgraded here "
-                 "(it is not writable): upgrade it once where it is (any ulpgym command that opens it)", path, v,
-                 UG_DB_SCHEMA_VERSION);
+        snprintf(err, errlen,
+                 "%s has schema version %d, older than this ulpgym's %d, and cannot be upgraded here "
+                 "(it is not writable): upgrade it once where it is (any ulpgym command that opens it)",
+                 path, v, UG_DB_SCHEMA_VERSION);
         return UG_DB_NEEDS_UPGRADE;
     }
     return 1;
@@ -235,8 +243,8 @@ static int schema_state(ug_db *db, const char *path, int v, int readonly, char *
 static int apply_migrations(ug_db *db, int v, char *err, size_t errlen)
 {
     static const char *const steps[UG_DB_SCHEMA_VERSION] = {
-        ug_schema_sql, migration2_sql, migration3_sql, migration4_sql, migration5_sql,
-        migration6_sql, migration7_sql, migration8_sql, migration9_sql, migration10_sql, migration11_sql};
+        ug_schema_sql,  migration2_sql, migration3_sql, migration4_sql,  migration5_sql, migration6_sql,
+        migration7_sql, migration8_sql, migration9_sql, migration10_sql, migration11_sql};
     for (int i = v; i < UG_DB_SCHEMA_VERSION; i++)
         if (exec(db, steps[i], err, errlen)) return -1;
     char sql[64];
@@ -266,8 +274,10 @@ static int migrate(ug_db *db, const char *path, int readonly, char *err, size_t 
     int v = 0;
     char why[256];
     if (user_version(db, &v, why, sizeof why)) {
-        if (ug_db_code_damaged(sqlite3_errcode(db->h))) ug_db_damaged(path, why, err, errlen);
-        else snprintf(err, errlen, "%s is not a ulpgym database (%s)", path, why);
+        if (ug_db_code_damaged(sqlite3_errcode(db->h)))
+            ug_db_damaged(path, why, err, errlen);
+        else
+            snprintf(err, errlen, "%s is not a ulpgym database (%s)", path, why);
         return -2;
     }
     if (v == UG_DB_SCHEMA_VERSION) return 0;
@@ -298,8 +308,8 @@ int ug_db_sqlite_open_ro(const char *path, sqlite3 **h)
 {
     char wal[4096];
     struct stat st; /* write-protected: no write bit (root passes access(W_OK) on any file) */
-    int sealed = (access(path, W_OK) != 0 || (stat(path, &st) == 0 && !(st.st_mode & 0222))) && snprintf(wal, sizeof wal, "%s-wal", path) < (int)sizeof wal &&
-                 access(wal, F_OK) != 0;
+    int sealed = (access(path, W_OK) != 0 || (stat(path, &st) == 0 && !(st.st_mode & 0222))) &&
+                 snprintf(wal, sizeof wal, "%s-wal", path) < (int)sizeof wal && access(wal, F_OK) != 0;
     if (!sealed) return sqlite3_open_v2(path, h, SQLITE_OPEN_READONLY, NULL);
     char *uri = sqlite3_mprintf("file:%s?immutable=1", path); /* characters a URI needs escaping: rare in paths */
     int rc = uri ? sqlite3_open_v2(uri, h, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL) : SQLITE_NOMEM;
@@ -311,8 +321,10 @@ int ug_db_sqlite_open_ro(const char *path, sqlite3 **h)
 static void db_folder(const char *path, char *dir, size_t len)
 {
     const char *slash = strrchr(path, '/');
-    if (!slash) snprintf(dir, len, ".");
-    else snprintf(dir, len, "%.*s", (int)(slash - path) + (slash == path), path);
+    if (!slash)
+        snprintf(dir, len, ".");
+    else
+        snprintf(dir, len, "%.*s", (int)(slash - path) + (slash == path), path);
 }
 
 static int open_handle(ug_db *db, const char *path, int mode, char *err, size_t errlen)
@@ -322,7 +334,8 @@ static int open_handle(ug_db *db, const char *path, int mode, char *err, size_t 
     int v;
     char why[256];
     int code = rc == SQLITE_OK && mode == UG_DB_READONLY && user_version(db, &v, why, sizeof why)
-                   ? sqlite3_errcode(db->h) & 0xff : SQLITE_OK;
+                   ? sqlite3_errcode(db->h) & 0xff
+                   : SQLITE_OK;
     if (code == SQLITE_CANTOPEN || code == SQLITE_READONLY) { /* a WAL database whose -shm cannot be made */
         sqlite3_close(db->h);
         char *uri = sqlite3_mprintf("file:%s?immutable=1", path);
@@ -334,7 +347,8 @@ static int open_handle(ug_db *db, const char *path, int mode, char *err, size_t 
     db_folder(path, dir, sizeof dir);
     if (mode == UG_DB_CREATE && access(path, F_OK) != 0 && access(dir, W_OK) != 0)
         snprintf(err, errlen, "cannot create database %s: its folder %s may not be written by this user", path, dir);
-    else snprintf(err, errlen, "cannot open database %s: %s", path, db->h ? sqlite3_errmsg(db->h) : "out of memory");
+    else
+        snprintf(err, errlen, "cannot open database %s: %s", path, db->h ? sqlite3_errmsg(db->h) : "out of memory");
     return -2;
 }
 
@@ -344,16 +358,20 @@ static int open_handle(ug_db *db, const char *path, int mode, char *err, size_t 
 static int refuse_unwritable(ug_db *db, const char *path, char *err, size_t errlen)
 {
     if (sqlite3_db_readonly(db->h, "main") == 1) {
-        snprintf(err, errlen, "database %s is read-only (this user may not write the file); give --db a writable "
-                 "database, or read it with history, report, failures or diff", path);
+        snprintf(err, errlen,
+                 "database %s is read-only (this user may not write the file); give --db a writable "
+                 "database, or read it with history, report, failures or diff",
+                 path);
         return -2;
     }
     char dir[4096], wal[4112];
     db_folder(path, dir, sizeof dir);
     snprintf(wal, sizeof wal, "%s-wal", path);
     if (access(dir, W_OK) == 0 || access(wal, W_OK) == 0) return 0;
-    snprintf(err, errlen, "database %s is read-only here: its folder %s may not be written by this user, and SQLite "
-             "writes %s-wal and -shm beside the database", path, dir, path);
+    snprintf(err, errlen,
+             "database %s is read-only here: its folder %s may not be written by this user, and SQLite "
+             "writes %s-wal and -shm beside the database",
+             path, dir, path);
     return -2;
 }
 
@@ -396,7 +414,8 @@ int ug_db_open(const char *path, int mode, ug_db **out, char *err, size_t errlen
         db = NULL;
     }
     if (!db) return -1;
-    if (open_handle(db, path, mode, err, errlen) || (mode != UG_DB_READONLY && refuse_unwritable(db, path, err, errlen))) {
+    if (open_handle(db, path, mode, err, errlen) ||
+        (mode != UG_DB_READONLY && refuse_unwritable(db, path, err, errlen))) {
         ug_db_close(db);
         return -2;
     }
@@ -415,15 +434,17 @@ int ug_db_open(const char *path, int mode, ug_db **out, char *err, size_t errlen
         }
     }
     if (!rc)
-        rc = ug_db_prepare(db, &db->put_result,
-                     "INSERT OR REPLACE INTO results(run_id, case_id, verdict, primary_standard, kernel_ms, oracle_ms,"
-                     " oracle_fallbacks, message, oracle_raised, oracle_unsettled, used) VALUES (?,?,?,?,?,?,?,?,?,?,?)", err,
-                     errlen) ||
+        rc = ug_db_prepare(
+                 db, &db->put_result,
+                 "INSERT OR REPLACE INTO results(run_id, case_id, verdict, primary_standard, kernel_ms, oracle_ms,"
+                 " oracle_fallbacks, message, oracle_raised, oracle_unsettled, used) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                 err, errlen) ||
              prepare_put_metric(db, err, errlen) ||
              ug_db_prepare(db, &db->put_verdict, "INSERT OR REPLACE INTO verdicts VALUES (?,?,?,?,?)", err, errlen) ||
              ug_db_prepare(db, &db->put_case,
-                     "INSERT OR IGNORE INTO cases(case_id, op, op_group, dtype, spec_json, origin, first_seen)"
-                     " VALUES (?,?,?,?,?,?,?)", err, errlen);
+                           "INSERT OR IGNORE INTO cases(case_id, op, op_group, dtype, spec_json, origin, first_seen)"
+                           " VALUES (?,?,?,?,?,?,?)",
+                           err, errlen);
     if (rc) {
         ug_db_close(db);
         return rc == -1 || rc == UG_DB_NEEDS_UPGRADE ? -2 : rc;
@@ -519,11 +540,13 @@ static char *contracts_json(void)
 int ug_db_run_begin(ug_db *db, const ug_run_info *in, long *run_id, char *err, size_t errlen)
 {
     sqlite3_stmt *st;
-    if (ug_db_prepare(db, &st,
-                "INSERT INTO runs(started_at, plan_name, plan_path, plan_hash, backend, git_rev, host, cores, shard,"
-                " oracle_prec, sample, command, seed, op_filter, group_filter, case_limit, oracle_check, jobs,"
-                " no_regressions, primary_standard, backend_sha256, cost_from, cost_hash, contracts)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", err, errlen))
+    if (ug_db_prepare(
+            db, &st,
+            "INSERT INTO runs(started_at, plan_name, plan_path, plan_hash, backend, git_rev, host, cores, shard,"
+            " oracle_prec, sample, command, seed, op_filter, group_filter, case_limit, oracle_check, jobs,"
+            " no_regressions, primary_standard, backend_sha256, cost_from, cost_hash, contracts)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            err, errlen))
         return -1;
     char now[32], host[256] = "";
     ug_db_now(now, sizeof now);
@@ -564,13 +587,14 @@ int ug_db_run_finish(ug_db *db, long run_id, const char *status, char *err, size
 {
     sqlite3_stmt *st;
     if (ug_db_prepare(db, &st,
-                "UPDATE runs SET status = ?1,"
-                " finished_at = CASE WHEN ?1 = 'running' THEN NULL ELSE ?2 END,"
-                " n_cases = (SELECT count(*) FROM results WHERE run_id = ?3),"
-                " n_pass = (SELECT count(*) FROM results WHERE run_id = ?3 AND verdict = 'PASS'),"
-                " n_fail = (SELECT count(*) FROM results WHERE run_id = ?3 AND verdict = 'FAIL'),"
-                " n_other = (SELECT count(*) FROM results WHERE run_id = ?3 AND verdict NOT IN ('PASS','FAIL'))"
-                " WHERE run_id = ?3", err, errlen))
+                      "UPDATE runs SET status = ?1,"
+                      " finished_at = CASE WHEN ?1 = 'running' THEN NULL ELSE ?2 END,"
+                      " n_cases = (SELECT count(*) FROM results WHERE run_id = ?3),"
+                      " n_pass = (SELECT count(*) FROM results WHERE run_id = ?3 AND verdict = 'PASS'),"
+                      " n_fail = (SELECT count(*) FROM results WHERE run_id = ?3 AND verdict = 'FAIL'),"
+                      " n_other = (SELECT count(*) FROM results WHERE run_id = ?3 AND verdict NOT IN ('PASS','FAIL'))"
+                      " WHERE run_id = ?3",
+                      err, errlen))
         return -1;
     char now[32];
     ug_db_now(now, sizeof now);
@@ -582,8 +606,7 @@ int ug_db_run_finish(ug_db *db, long run_id, const char *status, char *err, size
     return rc;
 }
 
-int ug_db_put_case(ug_db *db, const char *case_id, const char *spec_json, const char *origin, char *err,
-                   size_t errlen)
+int ug_db_put_case(ug_db *db, const char *case_id, const char *spec_json, const char *origin, char *err, size_t errlen)
 {
     ug_spec s;
     char inner[256];
@@ -611,9 +634,12 @@ int ug_db_put_case(ug_db *db, const char *case_id, const char *spec_json, const 
 static void bind_metric(sqlite3_stmt *st, int i, const ug_output_result *o, const ug_metric_field *f)
 {
     double v = ug_metric_value(&o->m, f);
-    if (f->kind == UG_MF_REAL) sqlite3_bind_double(st, i, v); /* NaN: NULL */
-    else if (f->kind == UG_MF_INDEX && o->not_provided) sqlite3_bind_null(st, i);
-    else sqlite3_bind_int64(st, i, (sqlite3_int64)v);
+    if (f->kind == UG_MF_REAL)
+        sqlite3_bind_double(st, i, v); /* NaN: NULL */
+    else if (f->kind == UG_MF_INDEX && o->not_provided)
+        sqlite3_bind_null(st, i);
+    else
+        sqlite3_bind_int64(st, i, (sqlite3_int64)v);
 }
 
 static int put_metrics(ug_db *db, long run_id, const ug_result *r, const ug_output_result *o, char *err, size_t errlen)
@@ -662,8 +688,10 @@ int ug_db_put_result(ug_db *db, long run_id, const ug_result *r, char *err, size
     sqlite3_bind_int64(st, 9, (sqlite3_int64)r->n_raised);
     sqlite3_bind_int64(st, 10, (sqlite3_int64)r->n_unsettled);
     int judged = r->n_out && (r->outcome == UG_OUT_PASS || r->outcome == UG_OUT_FAIL || r->outcome == UG_OUT_NONFINITE);
-    if (judged && !isnan(r->used)) sqlite3_bind_double(st, 11, r->used); /* +inf (a NaN/Inf mismatch) is stored as Inf */
-    else sqlite3_bind_null(st, 11);
+    if (judged && !isnan(r->used))
+        sqlite3_bind_double(st, 11, r->used); /* +inf (a NaN/Inf mismatch) is stored as Inf */
+    else
+        sqlite3_bind_null(st, 11);
     if (ug_db_step_done(db, st, err, errlen)) return -1;
     for (int k = 0; k < r->n_out; k++)
         if (put_metrics(db, run_id, r, &r->out[k], err, errlen)) return -1;
@@ -681,10 +709,12 @@ int ug_db_find_cases(ug_db *db, const char *prefix, char id[UG_ID_LEN + 1], char
     }
     char lower[UG_ID_LEN + 1], pattern[UG_ID_LEN + 2];
     size_t n = strlen(prefix);
-    for (size_t i = 0; i <= n; i++) lower[i] = (char)(prefix[i] >= 'A' && prefix[i] <= 'F' ? prefix[i] + 32 : prefix[i]);
+    for (size_t i = 0; i <= n; i++)
+        lower[i] = (char)(prefix[i] >= 'A' && prefix[i] <= 'F' ? prefix[i] + 32 : prefix[i]);
     snprintf(pattern, sizeof pattern, "%s%%", lower);
     sqlite3_stmt *st;
-    if (ug_db_prepare(db, &st, "SELECT case_id, spec_json FROM cases WHERE case_id LIKE ? ORDER BY case_id", err, errlen))
+    if (ug_db_prepare(db, &st, "SELECT case_id, spec_json FROM cases WHERE case_id LIKE ? ORDER BY case_id", err,
+                      errlen))
         return -1;
     sqlite3_bind_text(st, 1, pattern, -1, SQLITE_TRANSIENT);
     int found = 0, step;
@@ -695,8 +725,10 @@ int ug_db_find_cases(ug_db *db, const char *prefix, char id[UG_ID_LEN + 1], char
             *spec = strdup((const char *)sqlite3_column_text(st, 1));
         }
         size_t used = list ? strlen(list) : 0;
-        if (list && found <= 5) snprintf(list + used, listlen - used, "%s%s", found > 1 ? ", " : "", cid);
-        else if (list && found == 6) snprintf(list + used, listlen - used, ", ...");
+        if (list && found <= 5)
+            snprintf(list + used, listlen - used, "%s%s", found > 1 ? ", " : "", cid);
+        else if (list && found == 6)
+            snprintf(list + used, listlen - used, ", ...");
     }
     sqlite3_finalize(st);
     if (step < 0) {
@@ -755,8 +787,8 @@ int ug_db_resolve_run(ug_db *db, const char *which, long *run_id, char *err, siz
     sqlite3_finalize(st);
     if (rc < 0) return rc;
     if (*run_id <= 0) {
-        snprintf(err, errlen, which && strcmp(which, "latest") ? "no run %s in the database" : "the database has no runs",
-                 which);
+        snprintf(err, errlen,
+                 which && strcmp(which, "latest") ? "no run %s in the database" : "the database has no runs", which);
         return -2;
     }
     return 0;
@@ -771,13 +803,14 @@ void ug_db_col_text(sqlite3_stmt *st, int i, char *buf, size_t len)
 int ug_db_run_get(ug_db *db, long run_id, ug_run_record *r, char *err, size_t errlen)
 {
     sqlite3_stmt *st;
-    if (ug_db_prepare(db, &st,
-                "SELECT status, plan_name, plan_path, plan_hash, backend, shard, op_filter, group_filter, started_at,"
-                " finished_at, host, git_rev, seed, oracle_check, oracle_prec, cores, merged_from IS NOT NULL,"
-                " case_limit, sample, jobs IS NOT NULL, no_regressions, primary_standard, backend_sha256, cost_from,"
-                " cost_hash FROM runs"
-                " WHERE run_id = ?",
-                err, errlen))
+    if (ug_db_prepare(
+            db, &st,
+            "SELECT status, plan_name, plan_path, plan_hash, backend, shard, op_filter, group_filter, started_at,"
+            " finished_at, host, git_rev, seed, oracle_check, oracle_prec, cores, merged_from IS NOT NULL,"
+            " case_limit, sample, jobs IS NOT NULL, no_regressions, primary_standard, backend_sha256, cost_from,"
+            " cost_hash FROM runs"
+            " WHERE run_id = ?",
+            err, errlen))
         return -1;
     sqlite3_bind_int64(st, 1, run_id);
     int rc = ug_db_step_row(db, st, err, errlen);
@@ -822,8 +855,9 @@ int ug_db_run_reopen(ug_db *db, long run_id, int jobs, char *err, size_t errlen)
 {
     sqlite3_stmt *st;
     if (ug_db_prepare(db, &st,
-                "UPDATE runs SET status = 'running', finished_at = NULL, resumes = resumes + 1, jobs = ?2"
-                " WHERE run_id = ?1", err, errlen))
+                      "UPDATE runs SET status = 'running', finished_at = NULL, resumes = resumes + 1, jobs = ?2"
+                      " WHERE run_id = ?1",
+                      err, errlen))
         return -1;
     sqlite3_bind_int64(st, 1, run_id);
     sqlite3_bind_int(st, 2, jobs);

@@ -20,13 +20,13 @@ typedef struct {
     int oracle_prec;
     long sample;
     /* What a sweep needs to reproduce its case list on resume (schema 2). */
-    int seed_set;             /* seed overrides the plan's own */
+    int seed_set; /* seed overrides the plan's own */
     long long seed;
     const char *op_filter;    /* comma-separated op names, NULL = all */
     const char *group_filter; /* comma-separated group names, NULL = all */
     long limit;               /* 0 = all */
     int oracle_check, jobs;
-    int no_regressions;       /* the run left out corpus/found/ (schema 3) */
+    int no_regressions;           /* the run left out corpus/found/ (schema 3) */
     const char *primary_standard; /* `sweep --primary`: the standard deciding every case; NULL = each op's own (4) */
     const char *backend_sha256;   /* plugin: SHA-256 of the .so loaded; NULL otherwise (5) */
     const char *cost_from;        /* `--shard K/N --cost-from DB`: DB's absolute path; NULL otherwise (6) */
@@ -41,9 +41,9 @@ typedef struct {
     int seed_set, oracle_check, oracle_prec, cores, merged;
     int has_options; /* the sweep options were recorded (a sweep under schema 2) */
     int no_regressions;
-    char primary_standard[32]; /* the run's --primary standard; "" = each op's own primary */
-    char backend_sha256[65];   /* plugin: SHA-256 of the .so the run loaded; "" otherwise */
-    char cost_from[1024];      /* the database --cost-from named; "" = shards dealt by estimates */
+    char primary_standard[32];     /* the run's --primary standard; "" = each op's own primary */
+    char backend_sha256[65];       /* plugin: SHA-256 of the .so the run loaded; "" otherwise */
+    char cost_from[1024];          /* the database --cost-from named; "" = shards dealt by estimates */
     char cost_hash[UG_ID_LEN + 1]; /* the fingerprint of the costs the shard was dealt by; "" = none */
     long long seed;
     long limit, sample;
@@ -83,8 +83,7 @@ int ug_db_run_reopen(ug_db *db, long run_id, int jobs, char *err, size_t errlen)
 /* The case IDs that already have a result in run_id, sorted (malloc'd; *n of them). */
 int ug_db_result_ids(ug_db *db, long run_id, char (**ids)[UG_ID_LEN + 1], size_t *n, char *err, size_t errlen);
 /* Inserts the case if new (origin "plan", "fuzz" or "manual"). */
-int ug_db_put_case(ug_db *db, const char *case_id, const char *spec_json, const char *origin, char *err,
-                   size_t errlen);
+int ug_db_put_case(ug_db *db, const char *case_id, const char *spec_json, const char *origin, char *err, size_t errlen);
 /* Inserts (or replaces) a result with its metrics and verdicts. */
 int ug_db_put_result(ug_db *db, long run_id, const ug_result *r, char *err, size_t errlen);
 

@@ -20,7 +20,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
     if (ug_db_open(path, 0, &db, err, sizeof err) == 0) {
         long run;
         ug_report r;
-        if (ug_db_resolve_run(db, "latest", &run, err, sizeof err) == 0 && ug_report_gather(db, run, 10, UG_DRIFT_FACTOR_DEFAULT, &r, err, sizeof err) == 0) {
+        if (ug_db_resolve_run(db, "latest", &run, err, sizeof err) == 0 &&
+            ug_report_gather(db, run, 10, UG_DRIFT_FACTOR_DEFAULT, &r, err, sizeof err) == 0) {
             FILE *null = fopen("/dev/null", "w");
             if (null) {
                 ug_report_write_md(&r, null);

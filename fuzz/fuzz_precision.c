@@ -54,7 +54,8 @@ static int setup(void)
     snprintf(backend_name, sizeof backend_name, "%s", b && *b ? b : variant && *variant ? spec : "sim");
     const char *kg = getenv("ULPGYM_FUZZ_KEEP_GOING");
     keep_going = kg && *kg == '1';
-    if (ug_fuzz_space_load(opi, &space, err, sizeof err) || ug_backend_open(&backend, b && *b ? b : spec, err, sizeof err)) {
+    if (ug_fuzz_space_load(opi, &space, err, sizeof err) ||
+        ug_backend_open(&backend, b && *b ? b : spec, err, sizeof err)) {
         fprintf(stderr, "fuzz_precision: %s\n", err);
         return -1;
     }
@@ -142,7 +143,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
             ug_exec_case(spec, &reference, &o, &ref, NULL);
             finding = ref.outcome == UG_OUT_PASS;
         }
-        if (finding && keep_going) record_hit(spec, &r);
+        if (finding && keep_going)
+            record_hit(spec, &r);
         else if (finding) {
             report_finding(spec, &r);
             free(spec);

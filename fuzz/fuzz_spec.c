@@ -33,8 +33,10 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
     ug_plan p;
     const char *dir = "/nonexistent/ulpgym/plans";
     err[0] = 0;
-    if (ug_plan_parse(text, dir, -1, &p, err, sizeof err) == 0) ug_plan_free(&p);
-    else if (!err[0]) abort();
+    if (ug_plan_parse(text, dir, -1, &p, err, sizeof err) == 0)
+        ug_plan_free(&p);
+    else if (!err[0])
+        abort();
     free(text);
     return 0;
 }

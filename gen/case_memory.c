@@ -35,8 +35,7 @@ int ug_case_memory_estimate(const ug_op_def *def, const ug_params *p, ug_dtype d
         if (rc == 1) continue;
         if (rc) return -2;
         double n = 1;
-        for (int i = 0; i < ndim; i++)
-            n *= (double)shape[i];
+        for (int i = 0; i < ndim; i++) n *= (double)shape[i];
         tensors += n * ug_dtype_size(tdt) + (double)ug_guard_overhead(); /* its guarded buffer (core/guard.h) */
         if (td->role == UG_TENSOR_OUTPUT) {
             out_elems += n;

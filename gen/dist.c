@@ -30,7 +30,8 @@ typedef struct {
     double values[UG_CHOICE_MAX], cum[UG_CHOICE_MAX];
 } dist_params;
 
-static const char *kind_names[] = {"uniform", "normal", "wide", "outliers", "randint", "const", "half_normal", "choice"};
+static const char *kind_names[] = {"uniform", "normal", "wide",        "outliers",
+                                   "randint", "const",  "half_normal", "choice"};
 
 static int num(const cJSON *o, const char *k, double def, double *out, char *err, size_t errlen)
 {
@@ -55,7 +56,8 @@ static int num(const cJSON *o, const char *k, double def, double *out, char *err
  * 0; default equal): p->cum[k] = p[0] + ... + p[k], p->a the total. */
 static int parse_choice(const cJSON *dist, dist_params *p, char *err, size_t errlen)
 {
-    const cJSON *vals = cJSON_GetObjectItemCaseSensitive(dist, "values"), *w = cJSON_GetObjectItemCaseSensitive(dist, "p");
+    const cJSON *vals = cJSON_GetObjectItemCaseSensitive(dist, "values"),
+                *w = cJSON_GetObjectItemCaseSensitive(dist, "p");
     int n = cJSON_GetArraySize(vals);
     if (!cJSON_IsArray(vals) || n < 1 || n > UG_CHOICE_MAX) {
         snprintf(err, errlen, "distribution: choice needs \"values\", a list of 1 to %d numbers", UG_CHOICE_MAX);
@@ -99,9 +101,10 @@ static int parse(const cJSON *dist, dist_params *p, char *err, size_t errlen)
     for (int i = 0; i < (int)(sizeof kind_names / sizeof *kind_names); i++)
         if (strcmp(k->valuestring, kind_names[i]) == 0) kind = i;
     if (kind < 0) {
-        snprintf(err, errlen,
-                 "distribution: unknown kind \"%s\" (uniform, normal, wide, outliers, randint, const, half_normal, choice)",
-                 k->valuestring);
+        snprintf(
+            err, errlen,
+            "distribution: unknown kind \"%s\" (uniform, normal, wide, outliers, randint, const, half_normal, choice)",
+            k->valuestring);
         return -2;
     }
     p->kind = (dist_kind)kind;
@@ -134,11 +137,8 @@ static int parse(const cJSON *dist, dist_params *p, char *err, size_t errlen)
         rc = num(dist, "std", 1, &p->b, err, errlen) || num(dist, "p", 0.01, &p->c, err, errlen) ||
              num(dist, "scale", 100, &p->d, err, errlen);
         break;
-    case D_CONST:
-        rc = num(dist, "value", NAN, &p->a, err, errlen);
-        break;
-    case D_CHOICE:
-        return parse_choice(dist, p, err, errlen);
+    case D_CONST: rc = num(dist, "value", NAN, &p->a, err, errlen); break;
+    case D_CHOICE: return parse_choice(dist, p, err, errlen);
     }
     return rc ? -2 : 0;
 }
@@ -200,8 +200,8 @@ double ug_dist_value(const cJSON *dist, uint64_t seed, uint32_t tensor, uint64_t
     return draw(&p, seed, tensor, i);
 }
 
-int ug_dist_fill_scalar(const cJSON *dist, uint64_t seed, uint32_t tensor, ug_dtype dt, void *data, size_t n,
-                        char *err, size_t errlen)
+int ug_dist_fill_scalar(const cJSON *dist, uint64_t seed, uint32_t tensor, ug_dtype dt, void *data, size_t n, char *err,
+                        size_t errlen)
 {
     dist_params p;
     if (parse(dist, &p, err, errlen)) return -2;
@@ -270,7 +270,8 @@ ALWAYS_INLINE void values_block(const dist_params *p, uint64_t seed, uint32_t te
         return;
     case D_RANDINT:
         words_block(seed, tensor, i0, 0, w);
-        for (int j = 0; j < BLOCK; j++) out[j] = p->a + floor((p->b - p->a + 1.0) * ug_rng_unit_inline(w[0][j], w[1][j]));
+        for (int j = 0; j < BLOCK; j++)
+            out[j] = p->a + floor((p->b - p->a + 1.0) * ug_rng_unit_inline(w[0][j], w[1][j]));
         return;
     case D_NORMAL:
     case D_HALF_NORMAL:
@@ -319,14 +320,17 @@ static void store_block(ug_dtype dt, void *data, size_t i0, const double *v, siz
         }
         double r = ug_dtype_round_fast(dt, x); /* rounds: to dt (exact to float after) */
         if (dt == UG_DT_FP16) {
-            if (!(h = fp16_normal_bits(r))) ug_dtype_store(dt, data, i0 + j, x);
-            else memcpy((char *)data + 2 * (i0 + j), &h, 2);
+            if (!(h = fp16_normal_bits(r)))
+                ug_dtype_store(dt, data, i0 + j, x);
+            else
+                memcpy((char *)data + 2 * (i0 + j), &h, 2);
             continue;
         }
         float f = (float)r;
         uint32_t u;
         memcpy(&u, &f, sizeof u);
-        if (dt == UG_DT_FP32) memcpy((char *)data + 4 * (i0 + j), &u, 4);
+        if (dt == UG_DT_FP32)
+            memcpy((char *)data + 4 * (i0 + j), &u, 4);
         else {
             h = (uint16_t)(u >> 16);
             memcpy((char *)data + 2 * (i0 + j), &h, 2);
@@ -344,9 +348,8 @@ ALWAYS_INLINE void fill_blocks(const dist_params *p, uint64_t seed, uint32_t ten
 }
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-__attribute__((target("avx512f,avx512dq,avx512vl"))) static void fill_blocks_avx512(const dist_params *p, uint64_t seed,
-                                                                                    uint32_t tensor, ug_dtype dt,
-                                                                                    void *data, size_t n)
+__attribute__((target("avx512f,avx512dq,avx512vl"))) static void
+fill_blocks_avx512(const dist_params *p, uint64_t seed, uint32_t tensor, ug_dtype dt, void *data, size_t n)
 {
     fill_blocks(p, seed, tensor, dt, data, n);
 }
@@ -377,15 +380,17 @@ const char *ug_dist_fill_path(void)
     return "plain";
 }
 
-int ug_dist_fill(const cJSON *dist, uint64_t seed, uint32_t tensor, ug_dtype dt, void *data, size_t n,
-                 char *err, size_t errlen)
+int ug_dist_fill(const cJSON *dist, uint64_t seed, uint32_t tensor, ug_dtype dt, void *data, size_t n, char *err,
+                 size_t errlen)
 {
     dist_params p;
     if (parse(dist, &p, err, errlen)) return -2;
     const char *path = ug_dist_fill_path();
 #ifdef HAVE_X86_PATHS
-    if (strcmp(path, "avx512") == 0) fill_blocks_avx512(&p, seed, tensor, dt, data, n);
-    else if (strcmp(path, "avx2") == 0) fill_blocks_avx2(&p, seed, tensor, dt, data, n);
+    if (strcmp(path, "avx512") == 0)
+        fill_blocks_avx512(&p, seed, tensor, dt, data, n);
+    else if (strcmp(path, "avx2") == 0)
+        fill_blocks_avx2(&p, seed, tensor, dt, data, n);
     else
 #endif
         fill_blocks_plain(&p, seed, tensor, dt, data, n);

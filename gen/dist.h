@@ -31,14 +31,14 @@ int ug_dist_validate(const cJSON *dist, char *err, size_t errlen);
 double ug_dist_value(const cJSON *dist, uint64_t seed, uint32_t tensor, uint64_t i);
 /* Fills n elements of data (dtype dt) with elements 0..n-1, a block of elements at a time,
  * vectorised by the widest path the CPU has (ug_dist_fill_path). */
-int ug_dist_fill(const cJSON *dist, uint64_t seed, uint32_t tensor, ug_dtype dt, void *data, size_t n,
-                 char *err, size_t errlen);
+int ug_dist_fill(const cJSON *dist, uint64_t seed, uint32_t tensor, ug_dtype dt, void *data, size_t n, char *err,
+                 size_t errlen);
 /* "avx512", "avx2" or "plain": the path ug_dist_fill takes on this CPU, at most the one
  * $ULPGYM_DRAW_PATH names ("avx2", "plain"; the tests run each). Every path gives the same bits. */
 const char *ug_dist_fill_path(void);
 /* The same bits element by element (ug_dist_value rounded by ug_dtype_store): the
  * definition the blocked fill is tested and timed against. */
-int ug_dist_fill_scalar(const cJSON *dist, uint64_t seed, uint32_t tensor, ug_dtype dt, void *data, size_t n,
-                        char *err, size_t errlen);
+int ug_dist_fill_scalar(const cJSON *dist, uint64_t seed, uint32_t tensor, ug_dtype dt, void *data, size_t n, char *err,
+                        size_t errlen);
 
 #endif

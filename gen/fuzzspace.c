@@ -28,8 +28,10 @@ static int names_check(const cJSON *list, const cJSON *within, const char *path,
     for (const cJSON *v = cJSON_IsArray(list) ? list->child : NULL; v; v = v->next)
         if (!cJSON_IsString(v) || ug_special_index(v->valuestring) < 0 ||
             (within && !special_allowed(within, v->valuestring, 0))) {
-            snprintf(err, errlen, "%s: fuzz_domain.%s.%s: not a special value name (zero, -zero, max, -max, subnormal, "
-                     "-subnormal, inf, -inf, nan)%s", path, input, key, within ? " of its \"specials\"" : "");
+            snprintf(err, errlen,
+                     "%s: fuzz_domain.%s.%s: not a special value name (zero, -zero, max, -max, subnormal, "
+                     "-subnormal, inf, -inf, nan)%s",
+                     path, input, key, within ? " of its \"specials\"" : "");
             return -1;
         }
     if (cJSON_IsArray(list)) return 0;
@@ -60,8 +62,9 @@ static int domain_check(const ug_fuzz_space *s, const char *path, char *err, siz
         if (!set || (strcmp(in->string, "*") != 0 && !cJSON_GetObjectItemCaseSensitive(set, in->string)) ||
             !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(in, "why")) || !cJSON_IsArray(list) ||
             (gen && !cJSON_IsBool(gen))) {
-            snprintf(err, errlen, "%s: fuzz_domain.%s needs to name a drawn input, with \"why\" and a \"specials\" list",
-                     path, in->string);
+            snprintf(err, errlen,
+                     "%s: fuzz_domain.%s needs to name a drawn input, with \"why\" and a \"specials\" list", path,
+                     in->string);
             return -1;
         }
         if (names_check(list, NULL, path, in->string, "specials", err, errlen)) return -1;
@@ -134,9 +137,7 @@ static cJSON *gen_dist(unsigned kind, unsigned mag)
         cJSON_AddNumberToObject(d, "p", (double)(mag % 50) / 1000.0);
         cJSON_AddNumberToObject(d, "scale", ldexp(1.0, (int)(mag % 16)));
         break;
-    default:
-        cJSON_AddStringToObject(d, "kind", "const");
-        cJSON_AddNumberToObject(d, "value", consts[mag % 10]);
+    default: cJSON_AddStringToObject(d, "kind", "const"); cJSON_AddNumberToObject(d, "value", consts[mag % 10]);
     }
     return d;
 }
@@ -181,7 +182,8 @@ static int near_max_const(const cJSON *d)
 static int tiny_const(const cJSON *d)
 {
     double v = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(d, "value"));
-    return strcmp(cJSON_GetObjectItemCaseSensitive(d, "kind")->valuestring, "const") == 0 && v != 0 && fabs(v) < 0x1p-60;
+    return strcmp(cJSON_GetObjectItemCaseSensitive(d, "kind")->valuestring, "const") == 0 && v != 0 &&
+           fabs(v) < 0x1p-60;
 }
 
 /* Whether a generated distribution may draw values of magnitude limit or more (a normal
@@ -192,11 +194,14 @@ static int may_reach(const cJSON *d, double limit)
     const char *k = cJSON_GetObjectItemCaseSensitive(d, "kind")->valuestring;
     double (*num)(const cJSON *) = cJSON_GetNumberValue;
     if (strcmp(k, "uniform") == 0)
-        return fmax(fabs(num(cJSON_GetObjectItemCaseSensitive(d, "lo"))), fabs(num(cJSON_GetObjectItemCaseSensitive(d, "hi")))) >= limit;
+        return fmax(fabs(num(cJSON_GetObjectItemCaseSensitive(d, "lo"))),
+                    fabs(num(cJSON_GetObjectItemCaseSensitive(d, "hi")))) >= limit;
     if (strcmp(k, "normal") == 0) return 6 * num(cJSON_GetObjectItemCaseSensitive(d, "std")) >= limit;
     if (strcmp(k, "wide") == 0) return ldexp(1.0, (int)num(cJSON_GetObjectItemCaseSensitive(d, "hi_exp"))) >= limit;
     if (strcmp(k, "outliers") == 0)
-        return 6 * num(cJSON_GetObjectItemCaseSensitive(d, "std")) * num(cJSON_GetObjectItemCaseSensitive(d, "scale")) >= limit;
+        return 6 * num(cJSON_GetObjectItemCaseSensitive(d, "std")) *
+                   num(cJSON_GetObjectItemCaseSensitive(d, "scale")) >=
+               limit;
     return fabs(num(cJSON_GetObjectItemCaseSensitive(d, "value"))) >= limit; /* const */
 }
 
@@ -231,7 +236,8 @@ static int all_int_lists(const cJSON *axis, double *lo, double *hi)
     *lo = INFINITY;
     *hi = -INFINITY;
     for (const cJSON *v = axis->child; v; v = v->next) {
-        if (!cJSON_IsString(v) || !v->valuestring[0] || strspn(v->valuestring, "0123456789,:") != strlen(v->valuestring))
+        if (!cJSON_IsString(v) || !v->valuestring[0] ||
+            strspn(v->valuestring, "0123456789,:") != strlen(v->valuestring))
             return 0;
         for (const char *p = v->valuestring; *p;) {
             char *end;
@@ -256,7 +262,8 @@ static cJSON *gen_int_list(const cJSON *axis, double lo, double hi, reader *r)
     snprintf(entries, sizeof entries, "%s", tpl);
     char *last = strrchr(entries, ',');
     unsigned shape = rd8(r) % 4;
-    if (shape == 0 && last) *last = '\0'; /* one entry fewer */
+    if (shape == 0 && last)
+        *last = '\0';      /* one entry fewer */
     else if (shape == 1) { /* one entry more: the last one again */
         const char *tail = last ? last + 1 : entries;
         size_t n = strlen(entries), t = strlen(tail);
@@ -299,7 +306,8 @@ char *ug_fuzz_decode(const ug_fuzz_space *s, const uint8_t *data, size_t size)
     const cJSON *set = cJSON_GetArrayItem(dists, dsel < 192 ? (int)(dsel % (unsigned)(nsets ? nsets : 1)) : 0);
     cJSON *dist = cJSON_CreateObject();
     for (const cJSON *in = set ? set->child : NULL; in; in = in->next) {
-        if (dsel < 192) cJSON_AddItemToObject(dist, in->string, cJSON_Duplicate(in, 1));
+        if (dsel < 192)
+            cJSON_AddItemToObject(dist, in->string, cJSON_Duplicate(in, 1));
         else {
             unsigned kind = rd8(&r), mag = rd8(&r) | (unsigned)rd8(&r) << 8; /* read alike for every input */
             cJSON *g = gen_dist(kind, mag);
@@ -322,7 +330,8 @@ char *ug_fuzz_decode(const ug_fuzz_space *s, const uint8_t *data, size_t size)
         else if (sel >= 160 && all_int_lists(ax, &lo, &hi))
             cJSON_AddItemToObject(params, ax->string, gen_int_list(ax, lo, hi, &r));
         else
-            cJSON_AddItemToObject(params, ax->string, cJSON_Duplicate(cJSON_GetArrayItem(ax, (int)(sel % (unsigned)n)), 1));
+            cJSON_AddItemToObject(params, ax->string,
+                                  cJSON_Duplicate(cJSON_GetArrayItem(ax, (int)(sel % (unsigned)n)), 1));
     }
     cJSON_AddItemToObject(spec, "params", params);
     unsigned ninj = rd8(&r) % 4;
@@ -334,15 +343,21 @@ char *ug_fuzz_decode(const ug_fuzz_space *s, const uint8_t *data, size_t size)
             unsigned which = rd8(&r);
             const char *input = cJSON_GetArrayItem(dist, (int)((which >> 1) % (unsigned)nin))->string;
             cJSON_AddStringToObject(e, "input", input);
-            if (which & 1u) cJSON_AddStringToObject(e, "i", "all"); /* the whole input */
-            else cJSON_AddNumberToObject(e, "i", rd16(&r));
+            if (which & 1u)
+                cJSON_AddStringToObject(e, "i", "all"); /* the whole input */
+            else
+                cJSON_AddNumberToObject(e, "i", rd16(&r));
             const char *value = ug_special_names[rd8(&r) % UG_SPECIAL_COUNT];
             cJSON_AddStringToObject(e, "v", value);
-            if (special_allowed(domain_of(s, input), value, which & 1u)) cJSON_AddItemToArray(inj, e);
-            else cJSON_Delete(e); /* outside the op's declared domain: dropped */
+            if (special_allowed(domain_of(s, input), value, which & 1u))
+                cJSON_AddItemToArray(inj, e);
+            else
+                cJSON_Delete(e); /* outside the op's declared domain: dropped */
         }
-        if (cJSON_GetArraySize(inj)) cJSON_AddItemToObject(spec, "inject", inj);
-        else cJSON_Delete(inj);
+        if (cJSON_GetArraySize(inj))
+            cJSON_AddItemToObject(spec, "inject", inj);
+        else
+            cJSON_Delete(inj);
     }
     uint32_t seed = (uint32_t)rd16(&r) | (uint32_t)rd16(&r) << 16;
     cJSON_AddNumberToObject(spec, "seed", seed);
@@ -363,8 +378,10 @@ cJSON *ug_fuzz_domain_json(int op)
         cJSON_AddStringToObject(e, "input", in->string);
         for (int k = 0; k < UG_SPECIAL_COUNT; k++) {
             const char *v = ug_special_names[k];
-            if (!special_allowed(in, v, 0)) cJSON_AddItemToArray(ex, cJSON_CreateString(v));
-            else if (!special_allowed(in, v, 1)) cJSON_AddItemToArray(exw, cJSON_CreateString(v));
+            if (!special_allowed(in, v, 0))
+                cJSON_AddItemToArray(ex, cJSON_CreateString(v));
+            else if (!special_allowed(in, v, 1))
+                cJSON_AddItemToArray(exw, cJSON_CreateString(v));
         }
         cJSON_AddItemToObject(e, "excluded_specials", ex);
         cJSON_AddItemToObject(e, "excluded_whole", exw); /* allowed in one element, not in all */
@@ -404,13 +421,15 @@ size_t ug_fuzz_encode(const ug_fuzz_space *s, const char *spec_text, uint8_t *ou
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(params, ax->string);
         int i = v ? index_of(ax, v) : 0;
         double lo, hi;
-        if (i >= 0 && i < 160) out[n++] = (uint8_t)i;
+        if (i >= 0 && i < 160)
+            out[n++] = (uint8_t)i;
         else if (all_integers(ax, &lo, &hi) && cJSON_IsNumber(v)) {
             unsigned off = (unsigned)(fmin(fmax(v->valuedouble, lo), hi) - lo);
             out[n++] = 160;
             out[n++] = (uint8_t)off;
             out[n++] = (uint8_t)(off >> 8);
-        } else out[n++] = 0;
+        } else
+            out[n++] = 0;
     }
     out[n++] = 0; /* no injections */
     uint32_t seed = (uint32_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(spec, "seed"));

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *const ug_special_names[UG_SPECIAL_COUNT] = {"zero", "-zero", "max", "-max", "subnormal", "-subnormal",
-                                                        "inf", "-inf", "nan"};
+const char *const ug_special_names[UG_SPECIAL_COUNT] = {"zero",       "-zero", "max",  "-max", "subnormal",
+                                                        "-subnormal", "inf",   "-inf", "nan"};
 
 int ug_special_index(const char *name)
 {
@@ -19,8 +19,8 @@ static int special_value(const char *name, ug_dtype dt, double *out)
 {
     const ug_dtype_info *in = ug_dtype_get_info(dt);
     double tiny = in->is_float ? ldexp(1.0, in->emin - in->mant_bits) : 1.0;
-    const double values[UG_SPECIAL_COUNT] = {0.0, -0.0, in->max_finite, -in->max_finite, tiny, -tiny,
-                                             INFINITY, -INFINITY, NAN};
+    const double values[UG_SPECIAL_COUNT] = {0.0,       -0.0, in->max_finite, -in->max_finite, tiny, -tiny, INFINITY,
+                                             -INFINITY, NAN};
     int k = ug_special_index(name);
     if (k < 0) return -1;
     *out = values[k];
@@ -52,9 +52,11 @@ int ug_inject_apply(ug_case *c, char *err, size_t errlen)
             return -2;
         }
         double value;
-        if (cJSON_IsNumber(v)) value = v->valuedouble;
+        if (cJSON_IsNumber(v))
+            value = v->valuedouble;
         else if (!cJSON_IsString(v) || special_value(v->valuestring, t->dtype, &value)) {
-            snprintf(err, errlen, "case spec: inject[%d] \"v\" must be a number or zero|max|subnormal|inf|nan (with -)", k);
+            snprintf(err, errlen, "case spec: inject[%d] \"v\" must be a number or zero|max|subnormal|inf|nan (with -)",
+                     k);
             return -2;
         }
         if (all)

@@ -47,7 +47,8 @@ static cJSON *read_json(const char *path, uint64_t *hash, char *err, size_t errl
     *hash = ug_hash64(text, strlen(text)) ^ (*hash * 0x9E3779B97F4A7C15ULL);
     const char *end = NULL;
     cJSON *j = ug_json_has_nul_escape(text) ? NULL : cJSON_ParseWithOpts(text, &end, 1);
-    if (!j && ug_json_has_nul_escape(text)) snprintf(err, errlen, "%s: holds a \\u0000 escape", path);
+    if (!j && ug_json_has_nul_escape(text))
+        snprintf(err, errlen, "%s: holds a \\u0000 escape", path);
     else if (!j) {
         long line = 1;
         for (const char *q = text; end && q < end; q++) line += *q == '\n';
@@ -120,8 +121,8 @@ typedef struct {
     size_t cap;
     char tag[96];
     uint64_t seed;
-    int light; /* drop explicit cases marked "heavy" */
-    id_set ids; /* every case ID taken so far, and those of the heavy cases light dropped (a case
+    int light;                /* drop explicit cases marked "heavy" */
+    id_set ids;               /* every case ID taken so far, and those of the heavy cases light dropped (a case
                    listed twice is refused in both selections): one lookup per case */
     const unsigned char *ops; /* the ops whose spaces are expanded (NULL: all) */
     unsigned groups;          /* and their groups (bitmask; 0: all) */
@@ -186,7 +187,8 @@ static int check_dists(const cJSON *dist, char *err, size_t errlen)
 
 int ug_plan_check_spec(const cJSON *spec, char *err, size_t errlen)
 {
-    const cJSON *op = cJSON_GetObjectItemCaseSensitive(spec, "op"), *dt = cJSON_GetObjectItemCaseSensitive(spec, "dtype");
+    const cJSON *op = cJSON_GetObjectItemCaseSensitive(spec, "op"),
+                *dt = cJSON_GetObjectItemCaseSensitive(spec, "dtype");
     const cJSON *dist = cJSON_GetObjectItemCaseSensitive(spec, "dist");
     int opi = cJSON_IsString(op) ? ug_op_find(op->valuestring) : -1;
     const ug_op_def *def = opi >= 0 ? ug_op_def_get(opi) : NULL;
@@ -242,7 +244,6 @@ cJSON *ug_plan_entry_spec(const char *op, const cJSON *dists, const char *dtype,
     return s;
 }
 
-
 /* Grid point k (its ID id) checked against the op's declaration (check_case). */
 static int grid_point_check(ug_grid *g, size_t k, const char *where, const char *id, char *err, size_t errlen)
 {
@@ -255,8 +256,7 @@ static int grid_point_check(ug_grid *g, size_t k, const char *where, const char 
     return rc;
 }
 
-static int expand_op(expander *x, const char *dir, const char *op, long quota, uint64_t *hash, char *err,
-                     size_t errlen)
+static int expand_op(expander *x, const char *dir, const char *op, long quota, uint64_t *hash, char *err, size_t errlen)
 {
     int opi = ug_op_find(op);
     if (opi < 0) {
@@ -275,8 +275,10 @@ static int expand_op(expander *x, const char *dir, const char *op, long quota, u
     if (quota < 0) { /* the plan takes the op's quota from its space */
         const cJSON *q = cJSON_GetObjectItemCaseSensitive(space, "nightly_cases");
         if (!cJSON_IsNumber(q) || q->valuedouble < 0 || q->valuedouble > 1e6) {
-            snprintf(err, errlen, "%s: needs a number \"nightly_cases\" from 0 to 1000000 (the plan takes the "
-                     "op's quota from its space)", path);
+            snprintf(err, errlen,
+                     "%s: needs a number \"nightly_cases\" from 0 to 1000000 (the plan takes the "
+                     "op's quota from its space)",
+                     path);
             cJSON_Delete(space);
             return -2;
         }
@@ -294,7 +296,8 @@ static int expand_op(expander *x, const char *dir, const char *op, long quota, u
     }
     int i = 0;
     for (const cJSON *e = req ? req->child : NULL; e && !rc; e = e->next, i++) {
-        const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype"), *dn = cJSON_GetObjectItemCaseSensitive(e, "dist");
+        const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype"),
+                    *dn = cJSON_GetObjectItemCaseSensitive(e, "dist");
         const cJSON *pr = cJSON_GetObjectItemCaseSensitive(e, "params");
         char where[1300];
         snprintf(where, sizeof where, "%s: required[%d]", path, i);
@@ -313,9 +316,12 @@ static int expand_op(expander *x, const char *dir, const char *op, long quota, u
         cJSON_Delete(s);
         char id[UG_ID_LEN + 1];
         if (text) ug_spec_id_of(text, id);
-        if (!text) rc = -1;
-        else if (id_set_has(&x->ids, id_value(id))) free(text); /* required twice */
-        else if (!(rc = push_case(x, text, opi, err, errlen))) x->plan->cases[x->plan->n - 1].required = 1;
+        if (!text)
+            rc = -1;
+        else if (id_set_has(&x->ids, id_value(id)))
+            free(text); /* required twice */
+        else if (!(rc = push_case(x, text, opi, err, errlen)))
+            x->plan->cases[x->plan->n - 1].required = 1;
     }
     if (!rc && (long)(x->plan->n - start) > quota) {
         snprintf(err, errlen, "%s: %zu required cases exceed the plan's quota of %ld", path, x->plan->n - start, quota);
@@ -336,7 +342,7 @@ static int expand_op(expander *x, const char *dir, const char *op, long quota, u
             char id[UG_ID_LEN + 1];
             ug_grid_id(&g, k, id);
             if (k && g.pts[k].id == g.pts[k - 1].id) continue; /* two points with one text (a repeated value) */
-            if (id_set_has(&x->ids, g.pts[k].id)) continue; /* a required case */
+            if (id_set_has(&x->ids, g.pts[k].id)) continue;    /* a required case */
             if ((rc = grid_point_check(&g, k, where, id, err, errlen))) break;
             char *text = ug_grid_spec(&g, k, err, errlen);
             rc = text ? push_case(x, text, opi, err, errlen) : -1;
@@ -344,7 +350,8 @@ static int expand_op(expander *x, const char *dir, const char *op, long quota, u
         ug_grid_close(&g);
     }
     if (!rc && (long)(x->plan->n - start) < quota) {
-        snprintf(err, errlen, "%s: space yields %zu distinct cases, plan asks for %ld", path, x->plan->n - start, quota);
+        snprintf(err, errlen, "%s: space yields %zu distinct cases, plan asks for %ld", path, x->plan->n - start,
+                 quota);
         rc = -2;
     }
 done:
@@ -373,9 +380,11 @@ static int plain_texts(const char *where, const char *entry, const cJSON *const 
  * spec or its ID. */
 static int case_extras(cJSON *c, char **source, int *heavy, const char *where, char *err, size_t errlen)
 {
-    const cJSON *src = cJSON_GetObjectItemCaseSensitive(c, "source"), *hv = cJSON_GetObjectItemCaseSensitive(c, "heavy");
+    const cJSON *src = cJSON_GetObjectItemCaseSensitive(c, "source"),
+                *hv = cJSON_GetObjectItemCaseSensitive(c, "heavy");
     const cJSON *note = cJSON_GetObjectItemCaseSensitive(c, "note");
-    if ((src && (!cJSON_IsString(src) || !*src->valuestring)) || (hv && !cJSON_IsBool(hv)) || (note && !cJSON_IsString(note))) {
+    if ((src && (!cJSON_IsString(src) || !*src->valuestring)) || (hv && !cJSON_IsBool(hv)) ||
+        (note && !cJSON_IsString(note))) {
         snprintf(err, errlen, "%s: \"source\" and \"note\" must be non-empty strings, \"heavy\" true or false", where);
         return -2;
     }
@@ -406,8 +415,10 @@ static int explicit_case(expander *x, const cJSON *c, const char *where, char *e
     int has_seed = seed != NULL;
     if (!seed) cJSON_AddNumberToObject(dup, "seed", 0); /* finish_spec derives it */
     int rc = ug_spec_from_json(dup, &s, inner, sizeof inner);
-    if (rc) snprintf(err, errlen, "%s: %s", where, inner);
-    else if ((rc = check_case(s.json, where, err, errlen))) ug_spec_free(&s);
+    if (rc)
+        snprintf(err, errlen, "%s: %s", where, inner);
+    else if ((rc = check_case(s.json, where, err, errlen)))
+        ug_spec_free(&s);
     char *text = rc ? NULL : has_seed ? strdup(s.canonical) : ug_plan_finish_spec(raw, x->tag, x->seed);
     int op = rc ? -1 : s.op;
     if (!rc) ug_spec_free(&s);
@@ -415,8 +426,10 @@ static int explicit_case(expander *x, const cJSON *c, const char *where, char *e
     char id[UG_ID_LEN + 1];
     if (text) ug_spec_id_of(text, id);
     if (text && id_set_has(&x->ids, id_value(id))) { /* counted twice, stored once */
-        snprintf(err, errlen, "%s: case %s is listed twice (an explicit case, or one the op's space gives): a plan "
-                 "lists each case once", where, id);
+        snprintf(err, errlen,
+                 "%s: case %s is listed twice (an explicit case, or one the op's space gives): a plan "
+                 "lists each case once",
+                 where, id);
         rc = -2;
     }
     if (rc || (heavy && x->light)) {
@@ -453,7 +466,8 @@ static int read_unmatched(ug_plan *plan, const cJSON *um, const char *path, char
         return -2;
     }
     for (const cJSON *e = um->child; e; e = e->next, i++) {
-        const cJSON *src = cJSON_GetObjectItemCaseSensitive(e, "source"), *why = cJSON_GetObjectItemCaseSensitive(e, "why");
+        const cJSON *src = cJSON_GetObjectItemCaseSensitive(e, "source"),
+                    *why = cJSON_GetObjectItemCaseSensitive(e, "why");
         char entry[32];
         snprintf(entry, sizeof entry, "unmatched[%d] ", i);
         if (!cJSON_IsString(src) || !cJSON_IsString(why) || cJSON_GetArraySize(e) != 2) {
@@ -477,12 +491,14 @@ static int read_deviations(ug_plan *plan, const cJSON *dv, const char *path, cha
         return -2;
     }
     for (const cJSON *e = dv->child; e; e = e->next, i++) {
-        const cJSON *src = cJSON_GetObjectItemCaseSensitive(e, "source"), *why = cJSON_GetObjectItemCaseSensitive(e, "why");
+        const cJSON *src = cJSON_GetObjectItemCaseSensitive(e, "source"),
+                    *why = cJSON_GetObjectItemCaseSensitive(e, "why");
         const cJSON *std = cJSON_GetObjectItemCaseSensitive(e, "standard");
         char entry[32];
         snprintf(entry, sizeof entry, "deviations[%d] ", i);
         if (!cJSON_IsString(src) || !cJSON_IsString(why) || !cJSON_IsString(std) || cJSON_GetArraySize(e) != 3) {
-            snprintf(err, errlen, "%s: deviations[%d] needs exactly strings \"source\", \"standard\" and \"why\"", path, i);
+            snprintf(err, errlen, "%s: deviations[%d] needs exactly strings \"source\", \"standard\" and \"why\"", path,
+                     i);
             return -2;
         }
         if (plain_texts(path, entry, (const cJSON *[]){src, std, why}, 3, err, errlen)) return -2;
@@ -495,8 +511,8 @@ static int read_deviations(ug_plan *plan, const cJSON *dv, const char *path, cha
 /* The keys a plan may have: anything else (a typo such as "case") is refused. */
 static const char *unknown_plan_key(const cJSON *j)
 {
-    static const char *const known[] = {"name", "version", "seed", "about", "groups", "ops", "quotas_from_spaces",
-                                        "cases", "unmatched", "deviations"};
+    static const char *const known[] = {
+        "name", "version", "seed", "about", "groups", "ops", "quotas_from_spaces", "cases", "unmatched", "deviations"};
     for (const cJSON *c = j->child; c; c = c->next) {
         size_t k = 0;
         while (k < sizeof known / sizeof *known && strcmp(c->string, known[k])) k++;
@@ -510,7 +526,8 @@ static const char *unknown_plan_key(const cJSON *j)
 static int plan_name(const cJSON *name, const char *path, ug_plan *plan, char *err, size_t errlen)
 {
     const char *bad = cJSON_IsString(name) ? ug_utf8_plain_problem(name->valuestring) : "is not a string";
-    if (!bad && (!*name->valuestring || strlen(name->valuestring) >= sizeof plan->name)) bad = "is empty or longer than 63 bytes";
+    if (!bad && (!*name->valuestring || strlen(name->valuestring) >= sizeof plan->name))
+        bad = "is empty or longer than 63 bytes";
     if (bad) return snprintf(err, errlen, "%s: \"name\" %s: a plan needs a plain name of 1 to 63 bytes", path, bad), -2;
     snprintf(plan->name, sizeof plan->name, "%s", name->valuestring);
     return 0;
@@ -525,7 +542,8 @@ static int plan_groups(const cJSON *groups, const char *path, ug_plan *plan, cha
         int gi = ug_group_find(g->string);
         if (gi < 0 || !cJSON_IsNumber(g) || !(g->valuedouble >= 0 && g->valuedouble <= 1e9) ||
             g->valuedouble != (double)(long)g->valuedouble) {
-            snprintf(err, errlen, "%s: groups: \"%.64s\" is not a group with a case count from 0 to 10^9", path, g->string);
+            snprintf(err, errlen, "%s: groups: \"%.64s\" is not a group with a case count from 0 to 10^9", path,
+                     g->string);
             return -2;
         }
         plan->group_target[gi] = (long)g->valuedouble;
@@ -538,28 +556,40 @@ static int plan_groups(const cJSON *groups, const char *path, ug_plan *plan, cha
  * plan's seed: 0 when absent), "ops" an object or "cases" an array, "groups". */
 static int plan_header(const cJSON *j, const char *path, ug_plan *plan, uint64_t *seed, char *err, size_t errlen)
 {
-    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(j, "version"), *sd = cJSON_GetObjectItemCaseSensitive(j, "seed");
-    const cJSON *ops = cJSON_GetObjectItemCaseSensitive(j, "ops"), *cases = cJSON_GetObjectItemCaseSensitive(j, "cases");
+    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(j, "version"),
+                *sd = cJSON_GetObjectItemCaseSensitive(j, "seed");
+    const cJSON *ops = cJSON_GetObjectItemCaseSensitive(j, "ops"),
+                *cases = cJSON_GetObjectItemCaseSensitive(j, "cases");
     const cJSON *qfs = cJSON_GetObjectItemCaseSensitive(j, "quotas_from_spaces");
     const char *unknown = cJSON_IsObject(j) ? unknown_plan_key(j) : NULL;
     char shown[80];
     if (unknown)
         return ug_utf8_sanitize(unknown, shown, sizeof shown),
-               snprintf(err, errlen, "%s: unknown key \"%s\" (a plan has name, version, seed, about, groups, ops, "
-                        "quotas_from_spaces, cases, unmatched and deviations)", path, shown), -2;
+               snprintf(err, errlen,
+                        "%s: unknown key \"%s\" (a plan has name, version, seed, about, groups, ops, "
+                        "quotas_from_spaces, cases, unmatched and deviations)",
+                        path, shown),
+               -2;
     if (!cJSON_IsObject(j) || (ops && !cJSON_IsObject(ops)) || (cases && !cJSON_IsArray(cases)) || (!ops && !cases))
-        return snprintf(err, errlen, "%s: a plan needs string \"name\", number \"version\" and an object \"ops\" or "
-                        "an array \"cases\"", path), -2;
+        return snprintf(err, errlen,
+                        "%s: a plan needs string \"name\", number \"version\" and an object \"ops\" or "
+                        "an array \"cases\"",
+                        path),
+               -2;
     if (plan_name(cJSON_GetObjectItemCaseSensitive(j, "name"), path, plan, err, errlen)) return -2;
     if (!cJSON_IsNumber(ver) || ver->valuedouble != UG_PLAN_VERSION)
-        return snprintf(err, errlen, "%s: \"version\" must be %d, the plan format this ulpgym reads (a newer ulpgym "
-                        "wrote it, or it is not a number)", path, UG_PLAN_VERSION), -2;
+        return snprintf(err, errlen,
+                        "%s: \"version\" must be %d, the plan format this ulpgym reads (a newer ulpgym "
+                        "wrote it, or it is not a number)",
+                        path, UG_PLAN_VERSION),
+               -2;
     plan->version = UG_PLAN_VERSION;
     if (sd && (!cJSON_IsNumber(sd) || !(sd->valuedouble >= 0 && sd->valuedouble < 0x1p53) ||
                sd->valuedouble != floor(sd->valuedouble)))
         return snprintf(err, errlen, "%s: \"seed\" must be an integer in [0, 2^53)", path), -2;
     *seed = sd ? (uint64_t)sd->valuedouble : 0;
-    if (qfs && !cJSON_IsBool(qfs)) return snprintf(err, errlen, "%s: \"quotas_from_spaces\" must be true or false", path), -2;
+    if (qfs && !cJSON_IsBool(qfs))
+        return snprintf(err, errlen, "%s: \"quotas_from_spaces\" must be true or false", path), -2;
     if (cJSON_GetObjectItemCaseSensitive(j, "about") && !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(j, "about")))
         return snprintf(err, errlen, "%s: \"about\" must be a string", path), -2;
     return plan_groups(cJSON_GetObjectItemCaseSensitive(j, "groups"), path, plan, err, errlen);
@@ -572,7 +602,8 @@ static int plan_from_json(cJSON *j, const char *path, const char *dir, uint64_t 
                           size_t errlen)
 {
     int rc = 0;
-    const cJSON *ops = cJSON_GetObjectItemCaseSensitive(j, "ops"), *cases = cJSON_GetObjectItemCaseSensitive(j, "cases");
+    const cJSON *ops = cJSON_GetObjectItemCaseSensitive(j, "ops"),
+                *cases = cJSON_GetObjectItemCaseSensitive(j, "cases");
     uint64_t seed = 0;
     if ((rc = plan_header(j, path, plan, &seed, err, errlen))) goto done;
     expander x = {.plan = plan, .seed = seed, .light = light, .ops = ops_sel, .groups = groups_sel};
@@ -662,8 +693,9 @@ int ug_plan_load_only(const char *path, long long seed_override, const unsigned 
     cJSON *j = read_json(file, &hash, err, errlen);
     if (!j && !ug_data_dir()[0]) { /* no installed share/ulpgym and no source tree: say where data comes from */
         size_t n = strlen(err);
-        snprintf(err + n, errlen - n, " (no data folder found: install with `cmake --install`, or set ULPGYM_DATA "
-                                      "to the folder holding gen/plans)");
+        snprintf(err + n, errlen - n,
+                 " (no data folder found: install with `cmake --install`, or set ULPGYM_DATA "
+                 "to the folder holding gen/plans)");
     }
     if (!j) return -2;
     char *pathcopy = strdup(file);
@@ -691,8 +723,10 @@ void ug_plan_filter(ug_plan *plan, const unsigned char *ops, unsigned groups)
     size_t w = 0;
     for (size_t i = 0; i < plan->n; i++) {
         ug_plan_case *c = &plan->cases[i];
-        if (op_wanted(ops, groups, c->op)) plan->cases[w++] = *c;
-        else free(c->spec), free(c->source);
+        if (op_wanted(ops, groups, c->op))
+            plan->cases[w++] = *c;
+        else
+            free(c->spec), free(c->source);
     }
     plan->n = w;
 }
@@ -702,8 +736,10 @@ void ug_plan_keep_first(ug_plan *p, long per_op, long limit)
     size_t count[UG_OP_COUNT] = {0}, kept = 0;
     for (size_t i = 0; i < p->n; i++) {
         int keep = (per_op <= 0 || count[p->cases[i].op]++ < (size_t)per_op) && (limit <= 0 || kept < (size_t)limit);
-        if (keep) p->cases[kept++] = p->cases[i];
-        else free(p->cases[i].spec), free(p->cases[i].source);
+        if (keep)
+            p->cases[kept++] = p->cases[i];
+        else
+            free(p->cases[i].spec), free(p->cases[i].source);
     }
     p->n = kept;
 }

@@ -49,9 +49,9 @@ typedef struct {
 typedef struct {
     char name[64];
     int version;
-    char hash[UG_ID_LEN + 1];        /* hash of the plan file and every space it read */
+    char hash[UG_ID_LEN + 1];          /* hash of the plan file and every space it read */
     long group_target[UG_GROUP_COUNT]; /* the plan's declared group totals (-1 if none) */
-    long skipped[UG_OP_COUNT];      /* quota of ops the plan names but this build lacks */
+    long skipped[UG_OP_COUNT];         /* quota of ops the plan names but this build lacks */
     ug_plan_case *cases;
     size_t n;
     ug_plan_unmatched *unmatched;

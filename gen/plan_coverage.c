@@ -14,8 +14,8 @@
 #include "core/paths.h"
 
 typedef struct {
-    const char *when;    /* formula */
-    const cJSON *dist;   /* the named distribution set, or NULL */
+    const char *when;  /* formula */
+    const cJSON *dist; /* the named distribution set, or NULL */
 } axis_test;
 
 /* 1 when case spec text holds the axis, 0 when not, -2 with a message. */
@@ -26,11 +26,14 @@ static int holds(const ug_op_def *d, const char *spec, const axis_test *t, char 
     int rc = 1;
     if (t->dist && !cJSON_Compare(cJSON_GetObjectItemCaseSensitive(j, "dist"), t->dist, 1)) rc = 0;
     ug_params P;
-    if (rc == 1 && ug_params_parse(&d->decl, cJSON_GetObjectItemCaseSensitive(j, "params"), &P, err, errlen)) rc = -2;
+    if (rc == 1 && ug_params_parse(&d->decl, cJSON_GetObjectItemCaseSensitive(j, "params"), &P, err, errlen))
+        rc = -2;
     else if (rc == 1) {
         double v;
-        if (ug_decl_eval(&P, t->when, &v, err, errlen)) rc = -2;
-        else rc = v != 0;
+        if (ug_decl_eval(&P, t->when, &v, err, errlen))
+            rc = -2;
+        else
+            rc = v != 0;
         ug_params_free(&P);
     }
     cJSON_Delete(j);
@@ -52,18 +55,22 @@ static int read_axes(int op, cJSON **space, ug_op_coverage *out, axis_test *test
     if (!cov) return 0;
     if (!cJSON_IsArray(cov) || cJSON_GetArraySize(cov) > UG_COVERAGE_MAX_AXES)
         return snprintf(err, errlen, "%s: \"coverage\" must be an array of at most %d axes", path,
-                        UG_COVERAGE_MAX_AXES), -2;
+                        UG_COVERAGE_MAX_AXES),
+               -2;
     for (const cJSON *a = cov->child; a; a = a->next) {
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(a, "axis"), *when = cJSON_GetObjectItemCaseSensitive(a, "when");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(a, "axis"),
+                    *when = cJSON_GetObjectItemCaseSensitive(a, "when");
         const cJSON *dn = cJSON_GetObjectItemCaseSensitive(a, "dist");
         if (!cJSON_IsString(name) || !cJSON_IsString(when) || (dn && !cJSON_IsString(dn)))
             return snprintf(err, errlen, "%s: coverage[%d] needs strings \"axis\" and \"when\" (and \"dist\" if given)",
-                            path, out->n_axes), -2;
+                            path, out->n_axes),
+                   -2;
         axis_test *t = &tests[out->n_axes];
         t->when = when->valuestring;
         t->dist = dn ? cJSON_GetObjectItemCaseSensitive(dists, dn->valuestring) : NULL;
         if (dn && !t->dist)
-            return snprintf(err, errlen, "%s: coverage[%d]: no dist set \"%.60s\"", path, out->n_axes, dn->valuestring), -2;
+            return snprintf(err, errlen, "%s: coverage[%d]: no dist set \"%.60s\"", path, out->n_axes, dn->valuestring),
+                   -2;
         snprintf(out->axes[out->n_axes++].axis, sizeof out->axes[0].axis, "%s", name->valuestring);
     }
     return 0;
@@ -90,7 +97,8 @@ int ug_plan_coverage(const ug_plan *p, int op, ug_op_coverage *out, char *err, s
                 snprintf(err, errlen, "%s: coverage axis \"%.80s\" on case %s: %s", ug_op_name(op), out->axes[a].axis,
                          p->cases[i].id, why);
                 rc = -2;
-            } else out->axes[a].n += (size_t)h;
+            } else
+                out->axes[a].n += (size_t)h;
         }
     cJSON_Delete(space);
     return rc;

@@ -18,8 +18,8 @@
 #define UG_COVERAGE_MAX_AXES 16
 
 typedef struct {
-    char axis[160];  /* what the axis is, from the space */
-    size_t n;        /* the op's plan cases that hold it */
+    char axis[160]; /* what the axis is, from the space */
+    size_t n;       /* the op's plan cases that hold it */
 } ug_coverage_axis;
 
 typedef struct {

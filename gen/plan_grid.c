@@ -85,8 +85,7 @@ static int write_spec(ug_grid *g, size_t k, long long seed)
              puts_(g, g->dtype_txt[pick[0]]) | puts_(g, ",\"op\":") | puts_(g, g->op_txt) | puts_(g, ",\"params\":{");
     for (size_t s = 0; s < g->n_params; s++) {
         size_t a = g->order[s]; /* the params in sorted key order */
-        rc |= puts_(g, s ? "," : "") | puts_(g, g->key_txt[a]) | puts_(g, ":") |
-              puts_(g, g->value_txt[a][pick[2 + a]]);
+        rc |= puts_(g, s ? "," : "") | puts_(g, g->key_txt[a]) | puts_(g, ":") | puts_(g, g->value_txt[a][pick[2 + a]]);
     }
     rc |= puts_(g, "},\"plan\":") | puts_(g, g->tag_txt);
     if (seed >= 0) {
@@ -188,7 +187,8 @@ static void finish_batch(ug_grid *g, const endings *e, id_batch *b)
         len[l] = format_u53(seed, num[l]), text[l] = num[l];
     }
     ug_hash64_update_lanes(b->h, b->n, text, len); /* the digits, the lanes side by side */
-    for (size_t l = 0; l < b->n; l++) heap_offer(g, ug_hash64_finish(ug_hash64_jump_apply(&e->vend, b->h[l])), b->point[l]);
+    for (size_t l = 0; l < b->n; l++)
+        heap_offer(g, ug_hash64_finish(ug_hash64_jump_apply(&e->vend, b->h[l])), b->point[l]);
     b->n = 0;
 }
 
@@ -246,9 +246,7 @@ static int all_ids(ug_grid *g, fragment **frag)
             memset(pick, 0, sizeof pick);
             state[0] = prefix_state(g, i, j);
             for (size_t from = 0;;) { /* from: the first param whose value changed */
-                for (size_t s = from; s < np; s++) {
-                    state[s + 1] = ug_hash64_jump_apply(&frag[s][pick[s]], state[s]);
-                }
+                for (size_t s = from; s < np; s++) { state[s + 1] = ug_hash64_jump_apply(&frag[s][pick[s]], state[s]); }
                 size_t k = i + j * stride[1];
                 for (size_t s = 0; s < np; s++) k += pick[s] * stride[2 + g->order[s]];
                 b.h[b.n] = state[np], b.point[b.n++] = k;
@@ -311,7 +309,8 @@ static int open_fixed_axes(ug_grid *g, const cJSON *dists, const cJSON *dts, con
             if (ug_dist_validate(d, err, errlen)) {
                 char inner[256];
                 snprintf(inner, sizeof inner, "%s", err);
-                snprintf(err, errlen, "%s: dist set \"%s\", input \"%s\": %s", where, dn->valuestring, d->string, inner);
+                snprintf(err, errlen, "%s: dist set \"%s\", input \"%s\": %s", where, dn->valuestring, d->string,
+                         inner);
                 return -2;
             }
         if (!(g->dist_txt[i] = ug_json_canonical(dset))) return -1;
@@ -336,7 +335,8 @@ static int open_param_axes(ug_grid *g, const cJSON *params, const char *where, c
         size_t v = 0;
         for (const cJSON *val = ax->child; val; val = val->next, v++)
             if (!(g->value_txt[a][v] = ug_json_canonical(val)))
-                return snprintf(err, errlen, "%s: grid param \"%s\" holds a value JSON cannot carry", where, ax->string),
+                return snprintf(err, errlen, "%s: grid param \"%s\" holds a value JSON cannot carry", where,
+                                ax->string),
                        -2;
         keys[a] = ax->string;
     }
@@ -359,7 +359,8 @@ int ug_grid_open(ug_grid *g, const char *op, const cJSON *dists, const cJSON *gr
     const cJSON *dnames = cJSON_GetObjectItemCaseSensitive(grid, "dist");
     const cJSON *params = cJSON_GetObjectItemCaseSensitive(grid, "params");
     if (!cJSON_IsArray(dts) || !cJSON_IsArray(dnames) || !cJSON_IsObject(params))
-        return snprintf(err, errlen, "%s: \"grid\" needs arrays \"dtype\", \"dist\" and an object \"params\"", where), -2;
+        return snprintf(err, errlen, "%s: \"grid\" needs arrays \"dtype\", \"dist\" and an object \"params\"", where),
+               -2;
     g->dist_sets = dists;
     g->dtypes = dts, g->dists = dnames, g->params = params, g->op = op;
     int rc = open_fixed_axes(g, dists, dts, dnames, where, err, errlen);
@@ -376,10 +377,7 @@ int ug_grid_open(ug_grid *g, const char *op, const cJSON *dists, const cJSON *gr
     return 0;
 }
 
-int ug_grid_keep(ug_grid *g, size_t want)
-{
-    return want <= g->n ? 0 : keep_smallest(g, want);
-}
+int ug_grid_keep(ug_grid *g, size_t want) { return want <= g->n ? 0 : keep_smallest(g, want); }
 
 char *ug_grid_spec(ug_grid *g, size_t k, char *err, size_t errlen)
 {

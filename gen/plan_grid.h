@@ -24,9 +24,9 @@ typedef struct {
     size_t order[32]; /* param axes in sorted key order */
     size_t size[34], n_axes, n_params;
     uint64_t seed;
-    ug_grid_point *pts; /* the kept points (the smallest IDs), in ID order */
+    ug_grid_point *pts;    /* the kept points (the smallest IDs), in ID order */
     size_t n, keep, total; /* kept, kept at most, points in the grid */
-    char *buf; /* scratch: the text of the point last written */
+    char *buf;             /* scratch: the text of the point last written */
     size_t len, cap;
 } ug_grid;
 

@@ -79,8 +79,10 @@ static size_t text_values(share_case *c, size_t n, const char *name)
         if (!k) continue;
         size_t j = 0;
         while (j < n_seen && strcmp(seen[j], k)) j++;
-        if (j < n_seen) free(k);
-        else seen[n_seen++] = k;
+        if (j < n_seen)
+            free(k);
+        else
+            seen[n_seen++] = k;
     }
     for (size_t j = 0; j < n_seen; j++) free(seen[j]);
     return n_seen;

@@ -55,7 +55,8 @@ static int scene_add_spec(ug_scene *s, char *text, const char *where, char *err,
     ug_spec_id_of(text, id);
     for (size_t i = 0; i < s->n; i++)
         if (strcmp(s->ids[i], id) == 0) {
-            snprintf(err, errlen, "%s: the same case as cases[%zu] (case %s): a scene lists each case once", where, i, id);
+            snprintf(err, errlen, "%s: the same case as cases[%zu] (case %s): a scene lists each case once", where, i,
+                     id);
             free(text);
             return -2;
         }
@@ -114,19 +115,24 @@ static int scene_entry(ug_scene_set *set, const char *op, const cJSON *dists, co
 {
     static const char *const keys[] = {"name", "about", "cases", NULL};
     const char *bad = NULL;
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name"), *about = cJSON_GetObjectItemCaseSensitive(e, "about");
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name"),
+                *about = cJSON_GetObjectItemCaseSensitive(e, "about");
     const cJSON *cases = cJSON_GetObjectItemCaseSensitive(e, "cases");
     int n = cJSON_GetArraySize(cases);
     if (!cJSON_IsObject(e) || !only_keys(e, keys, &bad) || !cJSON_IsString(name) || (about && !cJSON_IsString(about)) ||
         !cJSON_IsArray(cases) || n < 1 || n > UG_SCENE_CASES_MAX) {
-        snprintf(err, errlen, "%s: needs a string \"name\", an array \"cases\" of 1 to %d cases and optionally a string "
-                 "\"about\"%s%s%s", where, UG_SCENE_CASES_MAX, bad ? " (unknown key \"" : "", bad ? bad : "",
-                 bad ? "\")" : "");
+        snprintf(err, errlen,
+                 "%s: needs a string \"name\", an array \"cases\" of 1 to %d cases and optionally a string "
+                 "\"about\"%s%s%s",
+                 where, UG_SCENE_CASES_MAX, bad ? " (unknown key \"" : "", bad ? bad : "", bad ? "\")" : "");
         return -2;
     }
-    if (!name_ok(name->valuestring) || strcmp(name->valuestring, "plan") == 0 || strcmp(name->valuestring, "mean") == 0) {
-        snprintf(err, errlen, "%s: scene name \"%s\" must be 1 to %d of a-z, 0-9 and _, starting with a letter, and not "
-                 "\"plan\" or \"mean\" (the names the table gives)", where, name->valuestring, UG_SCENE_NAME_LEN);
+    if (!name_ok(name->valuestring) || strcmp(name->valuestring, "plan") == 0 ||
+        strcmp(name->valuestring, "mean") == 0) {
+        snprintf(err, errlen,
+                 "%s: scene name \"%s\" must be 1 to %d of a-z, 0-9 and _, starting with a letter, and not "
+                 "\"plan\" or \"mean\" (the names the table gives)",
+                 where, name->valuestring, UG_SCENE_NAME_LEN);
         return -2;
     }
     for (size_t i = 0; i < set->n; i++)

@@ -82,7 +82,9 @@ static int open_plugin(ug_backend *b, const char *path, char *err, size_t errlen
     b->run = (ulpgym_run_fn)dlsym(b->dl, "ulpgym_run");
     if (!ver || !b->run) {
         snprintf(err, errlen, "plugin %s does not export %s (see docs/PLUGINS.md)", b->path,
-                 !ver && !b->run ? "ulpgym_abi_version and ulpgym_run" : !ver ? "ulpgym_abi_version" : "ulpgym_run");
+                 !ver && !b->run ? "ulpgym_abi_version and ulpgym_run"
+                 : !ver          ? "ulpgym_abi_version"
+                                 : "ulpgym_run");
         ug_backend_close(b);
         return -2;
     }
@@ -92,8 +94,10 @@ static int open_plugin(ug_backend *b, const char *path, char *err, size_t errlen
     b->implements = (ulpgym_implements_fn)dlsym(b->dl, "ulpgym_implements");
     int v = ver();
     if (v != ULPGYM_ABI_VERSION) {
-        snprintf(err, errlen, "plugin %s speaks ABI v%d, this ulpgym speaks v%d: rebuild it against this "
-                 "ulpgym's kernel_abi.h", b->path, v, ULPGYM_ABI_VERSION);
+        snprintf(err, errlen,
+                 "plugin %s speaks ABI v%d, this ulpgym speaks v%d: rebuild it against this "
+                 "ulpgym's kernel_abi.h",
+                 b->path, v, ULPGYM_ABI_VERSION);
         ug_backend_close(b);
         return -2;
     }
@@ -139,11 +143,13 @@ int ug_backend_open(ug_backend *b, const char *spec, char *err, size_t errlen)
         return 0;
     }
     if (strcmp(spec, "replay") == 0) {
-        snprintf(err, errlen, "backend replay needs the folder the outputs are in: replay:DIR "
+        snprintf(err, errlen,
+                 "backend replay needs the folder the outputs are in: replay:DIR "
                  "(or judge one case with `ulpgym check CASE_ID --outputs DIR`)");
         return -2;
     }
-    snprintf(err, errlen, "unknown backend \"%s\" (use sim, sim:VARIANT, plugin:PATH.so, replay:DIR, ideal or naive)", spec);
+    snprintf(err, errlen, "unknown backend \"%s\" (use sim, sim:VARIANT, plugin:PATH.so, replay:DIR, ideal or naive)",
+             spec);
     return -2;
 }
 
@@ -162,12 +168,16 @@ void ug_backend_close(ug_backend *b)
 
 void ug_backend_describe(const ug_backend *b, char *buf, size_t len)
 {
-    if (b->kind == UG_BACKEND_PLUGIN) snprintf(buf, len, "plugin:%s", b->path);
-    else if (b->kind == UG_BACKEND_REPLAY) snprintf(buf, len, "replay:%s", b->path);
+    if (b->kind == UG_BACKEND_PLUGIN)
+        snprintf(buf, len, "plugin:%s", b->path);
+    else if (b->kind == UG_BACKEND_REPLAY)
+        snprintf(buf, len, "replay:%s", b->path);
     else if (b->kind == UG_BACKEND_IDEAL || b->kind == UG_BACKEND_NAIVE)
         snprintf(buf, len, "%s", b->kind == UG_BACKEND_IDEAL ? "ideal" : "naive");
-    else if (strcmp(b->variant, "sim") == 0) snprintf(buf, len, "sim");
-    else snprintf(buf, len, "sim:%s", b->variant);
+    else if (strcmp(b->variant, "sim") == 0)
+        snprintf(buf, len, "sim");
+    else
+        snprintf(buf, len, "sim:%s", b->variant);
 }
 
 int ug_backend_check_op(const ug_backend *b, int op, char *err, size_t errlen)
@@ -219,8 +229,8 @@ int ug_backend_run(const ug_backend *b, ug_case *c, char *err, size_t errlen)
     }
     const ug_kernel_variant *v = ug_op_variant(c->def, b->variant);
     if (!v) {
-        snprintf(err, errlen, "op %s has no kernel variant \"%s\" (see `ulpgym ops show %s`)",
-                 ug_op_name(c->spec.op), b->variant, ug_op_name(c->spec.op));
+        snprintf(err, errlen, "op %s has no kernel variant \"%s\" (see `ulpgym ops show %s`)", ug_op_name(c->spec.op),
+                 b->variant, ug_op_name(c->spec.op));
         return -2;
     }
     return v->fn(&call, err, errlen, v->bug);

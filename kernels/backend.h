@@ -15,17 +15,23 @@
  * values, or its naive same-dtype evaluation, written by run/exec.c (the layer that may
  * call the oracle). IDEAL is the standards' self-check: it must pass every case under
  * every standard. */
-typedef enum { UG_BACKEND_SIM, UG_BACKEND_PLUGIN, UG_BACKEND_REPLAY, UG_BACKEND_IDEAL, UG_BACKEND_NAIVE } ug_backend_kind;
+typedef enum {
+    UG_BACKEND_SIM,
+    UG_BACKEND_PLUGIN,
+    UG_BACKEND_REPLAY,
+    UG_BACKEND_IDEAL,
+    UG_BACKEND_NAIVE
+} ug_backend_kind;
 
 typedef struct {
     ug_backend_kind kind;
-    char variant[64];      /* sim: variant name ("sim" = correct kernel) */
-    char path[512];        /* plugin: path of the .so; replay: the export folder */
-    void *dl;              /* plugin: dlopen handle */
-    ulpgym_run_fn run;     /* plugin: its ulpgym_run */
+    char variant[64];                   /* sim: variant name ("sim" = correct kernel) */
+    char path[512];                     /* plugin: path of the .so; replay: the export folder */
+    void *dl;                           /* plugin: dlopen handle */
+    ulpgym_run_fn run;                  /* plugin: its ulpgym_run */
     ulpgym_last_device_ms_fn device_ms; /* plugin: its optional ulpgym_last_device_ms (kernel_abi.h); else NULL */
     ulpgym_implements_fn implements;    /* plugin: its optional ulpgym_implements (kernel_abi.h); else NULL */
-    char sha256[65];       /* plugin: SHA-256 of the file loaded (hex); "" otherwise */
+    char sha256[65];                    /* plugin: SHA-256 of the file loaded (hex); "" otherwise */
 } ug_backend;
 
 /* Parses "sim", "sim:VARIANT", "plugin:PATH" (opening the plugin and checking its ABI

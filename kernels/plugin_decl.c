@@ -68,16 +68,19 @@ static int param_declines(const cJSON *listed, const char *op, const cJSON *para
             out = 1;
         }
     } else if (listed) {
-        snprintf(err, errlen, "the plugin's ulpgym_implements(\"%s\") lists param %s as neither \"any\" nor an "
-                 "array of values (docs/PLUGINS.md)", op, p->string);
+        snprintf(err, errlen,
+                 "the plugin's ulpgym_implements(\"%s\") lists param %s as neither \"any\" nor an "
+                 "array of values (docs/PLUGINS.md)",
+                 op, p->string);
         out = -1;
     } else {
         cJSON *def = default_of(op, params, p->string);
         if (!def || !cJSON_Compare(def, p, 1)) {
             char *dv = def ? cJSON_PrintUnformatted(def) : NULL;
-            snprintf(err, errlen, "the plugin declares no param %s for %s (written to an older contract?); this case "
-                     "has %s = %.80s, the default is %.80s%s", p->string, op, p->string, v ? v : "?",
-                     dv ? dv : "none", note);
+            snprintf(err, errlen,
+                     "the plugin declares no param %s for %s (written to an older contract?); this case "
+                     "has %s = %.80s, the default is %.80s%s",
+                     p->string, op, p->string, v ? v : "?", dv ? dv : "none", note);
             free(dv);
             out = 1;
         }
@@ -94,8 +97,10 @@ int ug_plugin_declines(const char *decl, const char *op, const char *params_json
     const cJSON *listed = cJSON_GetObjectItemCaseSensitive(d, "params");
     int out = 0;
     if (!cJSON_IsObject(d) || (listed && !cJSON_IsObject(listed))) {
-        snprintf(err, errlen, "the plugin's ulpgym_implements(\"%s\") is not a JSON object with an object \"params\" "
-                 "(docs/PLUGINS.md)", op);
+        snprintf(err, errlen,
+                 "the plugin's ulpgym_implements(\"%s\") is not a JSON object with an object \"params\" "
+                 "(docs/PLUGINS.md)",
+                 op);
         out = -1;
     } else if (cJSON_IsObject(params)) {
         char note[120];

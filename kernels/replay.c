@@ -129,8 +129,9 @@ static int write_case_json(const ug_case *c, const char *dir, char *err, size_t 
     int ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
     if (f && fclose(f) != 0) ok = 0;
     free(text);
-    if (!ok) snprintf(err, errlen, "cannot write %s: %s", path,
-                      errno == ELOOP ? "it is a symbolic link (ulpgym never writes through one)" : strerror(errno));
+    if (!ok)
+        snprintf(err, errlen, "cannot write %s: %s", path,
+                 errno == ELOOP ? "it is a symbolic link (ulpgym never writes through one)" : strerror(errno));
     return ok ? 0 : -1;
 }
 
@@ -169,8 +170,7 @@ int ug_replay_export(const ug_case *c, const char *dir, char *err, size_t errlen
     return write_case_json(c, dir, err, errlen);
 }
 
-int ug_replay_keep_outputs(const ug_case *c, int status, const char *reason, const char *dir, char *err,
-                           size_t errlen)
+int ug_replay_keep_outputs(const ug_case *c, int status, const char *reason, const char *dir, char *err, size_t errlen)
 {
     if (fresh_outputs(c, dir, err, errlen)) return -1;
     for (int i = 0; i < c->n_out && !status; i++)
@@ -202,7 +202,8 @@ int ug_replay_read_spec(const char *dir, char **spec_text, char id[UG_ID_LEN + 1
     const cJSON *cid = cJSON_GetObjectItemCaseSensitive(j, "case_id");
     const cJSON *spec = cJSON_GetObjectItemCaseSensitive(j, "spec");
     int rc = -2;
-    if (!j) snprintf(err, errlen, "%s is not valid JSON", path);
+    if (!j)
+        snprintf(err, errlen, "%s is not valid JSON", path);
     else if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, UG_REPLAY_FORMAT) != 0)
         snprintf(err, errlen, "%s: \"format\" is not \"%s\" (write it with `ulpgym export`)", path, UG_REPLAY_FORMAT);
     else if (!cJSON_IsString(cid) || !cJSON_IsObject(spec))
@@ -211,7 +212,8 @@ int ug_replay_read_spec(const char *dir, char **spec_text, char id[UG_ID_LEN + 1
         ug_spec parsed;
         char inner[512];
         cJSON *copy = cJSON_Duplicate(spec, 1); /* canonicalised from the parsed values, not reprinted */
-        if (!copy) snprintf(err, errlen, "out of memory");
+        if (!copy)
+            snprintf(err, errlen, "out of memory");
         else if (ug_spec_from_json(copy, &parsed, inner, sizeof inner))
             snprintf(err, errlen, "%s: \"spec\": %s", path, inner);
         else {
@@ -274,7 +276,8 @@ static int load_one(ug_tensor *t, const char *path, char *err, size_t errlen)
                  ug_dtype_name(t->dtype), want, want[1] == 'u' ? " (raw bits)" : "");
     else if (!same_shape)
         snprintf(err, errlen, "%s: shape %s, but output \"%s\" has shape %s", path, gs, t->name, ws);
-    else return ug_npy_read_data(path, fd, t->data, a.data_len, err, errlen);
+    else
+        return ug_npy_read_data(path, fd, t->data, a.data_len, err, errlen);
     close(fd);
     return -2;
 }
@@ -296,8 +299,10 @@ int ug_replay_load_outputs(ug_case *c, const char *dir, char *err, size_t errlen
         snprintf(path, sizeof path, "%s/outputs/%s.npy", dir, c->out[i].name);
         if (!file_exists(path) && c->out[i].optional) continue; /* not provided: its buffer keeps the sentinel */
         if (!file_exists(path)) {
-            snprintf(err, errlen, "missing output file %s (the device writes one .npy per output listed in "
-                                  "%s/case.json that is not marked optional)", path, dir);
+            snprintf(err, errlen,
+                     "missing output file %s (the device writes one .npy per output listed in "
+                     "%s/case.json that is not marked optional)",
+                     path, dir);
             return -2;
         }
         if (load_one(&c->out[i], path, err, errlen)) return -2;
@@ -319,8 +324,8 @@ int ug_replay_case_dir(const char *root, const char *id, char *out, size_t outle
     }
     snprintf(path, sizeof path, "%s/%s/case.json", root, id);
     if (!file_exists(path)) {
-        snprintf(err, errlen, "no exported case %s under %s (expected %s/case.json or %s/%s/case.json)", id, root,
-                 root, root, id);
+        snprintf(err, errlen, "no exported case %s under %s (expected %s/case.json or %s/%s/case.json)", id, root, root,
+                 root, id);
         return -2;
     }
     snprintf(out, outlen, "%s/%s", root, id);

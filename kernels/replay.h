@@ -29,8 +29,7 @@ int ug_replay_export(const ug_case *c, const char *dir, char *err, size_t errlen
  * or outputs/unsupported.txt (status 1) / error.txt (status -1) holding reason; no inputs
  * (they regenerate from the spec). Stale output files are removed first; nothing is
  * written through a link. -1 on an I/O error. */
-int ug_replay_keep_outputs(const ug_case *c, int status, const char *reason, const char *dir, char *err,
-                           size_t errlen);
+int ug_replay_keep_outputs(const ug_case *c, int status, const char *reason, const char *dir, char *err, size_t errlen);
 
 /* Reads dir/case.json: the spec as text (malloc'd) and the recorded case ID, after
  * checking that the spec still hashes to that ID. -2 with a message naming the file. */

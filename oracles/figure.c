@@ -58,8 +58,10 @@ static int num(const cJSON *o, const char *key, double *v)
 /* "N of M checked elements" (M left out when unknown). */
 static void count_of(reading *g, double n, size_t n_checked, const char *what)
 {
-    if (n_checked) say(g, "%.0f of %zu checked %s", n, n_checked, what);
-    else say(g, "%.0f %s", n, what);
+    if (n_checked)
+        say(g, "%.0f of %zu checked %s", n, n_checked, what);
+    else
+        say(g, "%.0f %s", n, what);
 }
 
 /* A count allowed up to `allowed`: severity failed / (allowed + 1), 1 at the first failing count. */
@@ -78,8 +80,10 @@ static void read_tolerance(int s, const cJSON *o, size_t n, reading *g)
     const cJSON *golden = cJSON_GetObjectItemCaseSensitive(o, "golden");
     if (cJSON_IsString(golden) && strcmp(golden->valuestring, "exact or test") == 0)
         say(g, " of both the exact value and the test's golden");
-    if (s == UG_STD_ALLCLOSE) say(g, " (none allowed)");
-    else say(g, " (%.0f allowed)", allowed);
+    if (s == UG_STD_ALLCLOSE)
+        say(g, " (none allowed)");
+    else
+        say(g, " (%.0f allowed)", allowed);
 }
 
 /* reference on ids (the test's topk_idx_compare): groups with more golden ids missing than allowed. */
@@ -197,7 +201,8 @@ static int read_discrete(const cJSON *o, size_t n, reading *g)
     if (!num(o, "differ", &v)) return 0;
     if (v > 0) {
         part(g, v);
-        if (cJSON_GetObjectItemCaseSensitive(o, "rule")) say(g, "%.0f indices outside the top-k set up to ties", v);
+        if (cJSON_GetObjectItemCaseSensitive(o, "rule"))
+            say(g, "%.0f indices outside the top-k set up to ties", v);
         else {
             count_of(g, v, n, "codes");
             say(g, " differ (bitwise compare)");
@@ -219,10 +224,13 @@ static void read_figures(int s, const cJSON *o, size_t n, reading *g)
     if (read_discrete(o, n, g)) return;
     switch (s) {
     case UG_STD_REFERENCE:
-        if (cJSON_GetObjectItemCaseSensitive(o, "group")) read_id_groups(o, g);
-        else read_tolerance(s, o, n, g);
+        if (cJSON_GetObjectItemCaseSensitive(o, "group"))
+            read_id_groups(o, g);
+        else
+            read_tolerance(s, o, n, g);
         break;
-    case UG_STD_PYPTO: case UG_STD_ALLCLOSE: read_tolerance(s, o, n, g); break;
+    case UG_STD_PYPTO:
+    case UG_STD_ALLCLOSE: read_tolerance(s, o, n, g); break;
     case UG_STD_CERTIFIED: read_certified(o, n, g); break;
     case UG_STD_DUAL_THOUSANDTH: read_dual(o, g); break;
     case UG_STD_MIXED_TOLERANCE: read_mixed(o, g); break;

@@ -78,8 +78,10 @@ static int reference_golden_where_outside(const ug_case *c, const ug_oracle_resu
         sub.n[k] = m;
         any |= m > 0;
     }
-    if (rc) snprintf(err, errlen, "out of memory for the reference golden");
-    else if (any) rc = c->def->reference_golden(c, &sub, out, err, errlen);
+    if (rc)
+        snprintf(err, errlen, "out of memory for the reference golden");
+    else if (any)
+        rc = c->def->reference_golden(c, &sub, out, err, errlen);
     for (int k = 0; k < orc->sel.n_out; k++) {
         for (size_t i = 0; !rc && i < sub.n[k]; i++) refg[k][pos[k][i]] = out[k][i];
         free(sub.idx[k]), free(pos[k]), free(out[k]);
@@ -119,10 +121,10 @@ static double *judge_output(const ug_case *c, int k, const ug_oracle_result *orc
         c->def->adjust_rule(c, k, orc->g[k], n, &case_rule);
         rule = &case_rule;
     }
-    ug_judged j = {name, t->dtype, rule, c->def->bench_level, n, orc->sel.idx[k],
-                   a, gstar, orc->g[k], orc->bench[k], &or_->m, orc->bound[k], c->def->cert_c, refg};
-    for (int s = 0; s < UG_STD_COUNT; s++)
-        or_->verdict[s] = ug_standard_judge(s, &j, or_->thresholds[s], UG_THR_LEN);
+    ug_judged j = {
+        name,          t->dtype, rule,          c->def->bench_level, n,   orc->sel.idx[k], a, gstar, orc->g[k],
+        orc->bench[k], &or_->m,  orc->bound[k], c->def->cert_c,      refg};
+    for (int s = 0; s < UG_STD_COUNT; s++) or_->verdict[s] = ug_standard_judge(s, &j, or_->thresholds[s], UG_THR_LEN);
     or_->margin = ug_tolerance_margin(&j);
     free(gstar);
     return a;
@@ -163,8 +165,10 @@ int ug_judge_case(const ug_case *c, const ug_oracle_result *orc, int primary, ug
     r->n_out = orc->sel.n_out;
     for (int k = 0; k < r->n_out; k++) {
         double *a = judge_output(c, k, orc, refg[k], &r->out[k]);
-        if (kernel_values) kernel_values[k] = a;
-        else free(a);
+        if (kernel_values)
+            kernel_values[k] = a;
+        else
+            free(a);
         free(refg[k]);
     }
     ug_verdict_combine_outputs(r);

@@ -85,8 +85,10 @@ static double *cold_zeros(size_t n)
 {
     size_t bytes = ((n ? n : 1) + COLD_HEAD) * sizeof(double);
     double *p = NULL;
-    if (bytes < COLD_MMAP) p = calloc(1, bytes);
-    else if ((p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED) p = NULL;
+    if (bytes < COLD_MMAP)
+        p = calloc(1, bytes);
+    else if ((p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED)
+        p = NULL;
     if (!p) return NULL;
     memcpy(p, &bytes, sizeof bytes);
     return p + COLD_HEAD;
@@ -98,8 +100,10 @@ static void cold_free(double *z)
     double *p = z - COLD_HEAD;
     size_t bytes;
     memcpy(&bytes, p, sizeof bytes);
-    if (bytes < COLD_MMAP) free(p);
-    else munmap(p, bytes);
+    if (bytes < COLD_MMAP)
+        free(p);
+    else
+        munmap(p, bytes);
 }
 
 void ug_geom_last_dim(const ug_tensor *t, size_t row_tile, size_t col_tile, ug_geom *g)
@@ -158,11 +162,14 @@ static int select_output(const ug_case *c, int o, size_t sample, size_t **idx_ou
         return 0;
     }
     ug_geom g = {0};
-    if (c->def->geometry) c->def->geometry(c, o, &g);
-    else default_geometry(c, o, &g);
+    if (c->def->geometry)
+        c->def->geometry(c, o, &g);
+    else
+        default_geometry(c, o, &g);
     if (g.rows * g.cols != t->numel) g = (ug_geom){0}, default_geometry(c, o, &g);
     size_t rows[24 + UG_GEOM_HOT], cols[64], nr = 0, nc = 0;
-    for (size_t i = 0; i < g.n_hot; i++) set_add(rows, &nr, UG_GEOM_HOT, g.hot[i], g.rows); /* the op's hot rows first */
+    for (size_t i = 0; i < g.n_hot; i++)
+        set_add(rows, &nr, UG_GEOM_HOT, g.hot[i], g.rows); /* the op's hot rows first */
     axis_points(rows, &nr, nr + 12, g.rows, g.row_tile);
     size_t want_rows = sample / 32 < 16 ? (sample / 32 ? sample / 32 : 1) : 16;
     want_rows += g.n_hot;
@@ -199,11 +206,13 @@ int ug_selection_build(const ug_case *c, size_t sample, ug_selection *sel)
     sel->n_out = ug_case_n_judged(c);
     for (int o = 0; o < sel->n_out; o++) {
         int t = ug_case_judged_tensor(c, o), rc = 0;
-        if (o < c->n_out) rc = select_output(c, o, sample, &sel->idx[o], &sel->n[o]);
+        if (o < c->n_out)
+            rc = select_output(c, o, sample, &sel->idx[o], &sel->n[o]);
         else if ((sel->idx[o] = malloc((sel->n[t] ? sel->n[t] : 1) * sizeof(size_t))) != NULL) {
             memcpy(sel->idx[o], sel->idx[t], sel->n[t] * sizeof(size_t));
             sel->n[o] = sel->n[t];
-        } else rc = -1;
+        } else
+            rc = -1;
         if (rc) {
             ug_selection_free(sel);
             return -1;
@@ -223,8 +232,10 @@ long ug_selection_find(const ug_selection *sel, int o, size_t idx)
     size_t lo = 0, hi = sel->n[o];
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (sel->idx[o][mid] < idx) lo = mid + 1;
-        else hi = mid;
+        if (sel->idx[o][mid] < idx)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo < sel->n[o] && sel->idx[o][lo] == idx ? (long)lo : -1;
 }
@@ -236,8 +247,10 @@ void ug_selection_range(const ug_selection *sel, int o, size_t lo, size_t hi, si
     size_t l = 0, r = sel->n[o];
     while (l < r) {
         size_t m = (l + r) / 2;
-        if (sel->idx[o][m] < lo) l = m + 1;
-        else r = m;
+        if (sel->idx[o][m] < lo)
+            l = m + 1;
+        else
+            r = m;
     }
     *b = *e = l;
     while (*e < sel->n[o] && sel->idx[o][*e] < hi) (*e)++;
@@ -251,7 +264,8 @@ static int copy_selection(const ug_selection *src, ug_selection *dst)
         dst->n[o] = src->n[o];
         dst->idx[o] = malloc((src->n[o] ? src->n[o] : 1) * sizeof(size_t));
         if (!dst->idx[o]) return -1;
-        if (src->n[o]) memcpy(dst->idx[o], src->idx[o], src->n[o] * sizeof(size_t)); /* an empty output may have no idx */
+        if (src->n[o])
+            memcpy(dst->idx[o], src->idx[o], src->n[o] * sizeof(size_t)); /* an empty output may have no idx */
     }
     return 0;
 }
@@ -283,15 +297,16 @@ static int evaluate(const ug_case *c, const ug_selection *sel, ug_ar_mode mode, 
     ug_ar_counts(ar, &emitted, &n_unsure);
     for (int o = 0; o < sel->n_out; o++) want += sel->n[o];
     ug_ar_free(ar);
-    if (rc) snprintf(err, errlen, "oracle of %s failed (%d)", ug_op_name(c->spec.op), rc);
+    if (rc)
+        snprintf(err, errlen, "oracle of %s failed (%d)", ug_op_name(c->spec.op), rc);
     else if (emitted != want) { /* the arrays are not zeroed (out_vals): an element left out would be garbage */
-        snprintf(err, errlen, "oracle of %s emitted %lu values for its %zu selected elements (a bug: each is emitted once)",
+        snprintf(err, errlen,
+                 "oracle of %s emitted %lu values for its %zu selected elements (a bug: each is emitted once)",
                  ug_op_name(c->spec.op), emitted, want);
         rc = -1;
     }
     return rc;
 }
-
 
 /* Ziv's strategy for the exact fallback (docs/STANDARDS.md): the unsure elements are
  * evaluated at prec and 2*prec; those whose rounding (g to the dtype, or g* to double)
@@ -329,8 +344,10 @@ static size_t count_nonzero(const unsigned char *u, size_t n)
 {
     size_t c = 0;
     for (size_t i = 0; i < n; i++) {
-        if (i + 8 <= n && eight_zero(u + i)) i += 7;
-        else c += u[i] != 0;
+        if (i + 8 <= n && eight_zero(u + i))
+            i += 7;
+        else
+            c += u[i] != 0;
     }
     return c;
 }
@@ -350,8 +367,10 @@ static int ziv_init(ziv_set *z, const ug_oracle_result *r, unsigned char **unsur
         for (int s = 0; s < 2; s++) z->gs[s][k] = out_vals(n), z->g[s][k] = out_vals(n);
         if (!z->sub.idx[k] || !z->pos[k] || !z->gs[0][k] || !z->g[0][k] || !z->gs[1][k] || !z->g[1][k]) return -1;
         for (size_t i = 0; i < r->sel.n[k]; i++) {
-            if (i + 8 <= r->sel.n[k] && eight_zero(unsure[k] + i)) i += 7; /* eight sure elements */
-            else if (unsure[k][i]) z->pos[k][z->sub.n[k]] = i, z->sub.idx[k][z->sub.n[k]++] = r->sel.idx[k][i];
+            if (i + 8 <= r->sel.n[k] && eight_zero(unsure[k] + i))
+                i += 7; /* eight sure elements */
+            else if (unsure[k][i])
+                z->pos[k][z->sub.n[k]] = i, z->sub.idx[k][z->sub.n[k]++] = r->sel.idx[k][i];
         }
         *total += (long)z->sub.n[k];
     }
@@ -473,12 +492,15 @@ static int run_on_result_sel(const ug_case *c, const ug_oracle_opts *o, ug_oracl
     }
     r->bench_cold = !o->naive;
     if (rc) snprintf(err, errlen, "out of memory for the oracle");
-    if (!rc) rc = evaluate(c, &r->sel, o->mode, o->prec, r->gstar, r->g, o->mode == UG_AR_CERT ? unsure : NULL, NULL,
-                           err, errlen);
+    if (!rc)
+        rc = evaluate(c, &r->sel, o->mode, o->prec, r->gstar, r->g, o->mode == UG_AR_CERT ? unsure : NULL, NULL, err,
+                      errlen);
     if (!rc && o->mode == UG_AR_CERT) {
         long n = exact_fallback(c, o, r, unsure, err, errlen);
-        if (n < 0) rc = (int)n;
-        else r->n_fallback = (unsigned long)n;
+        if (n < 0)
+            rc = (int)n;
+        else
+            r->n_fallback = (unsigned long)n;
     }
     if (!rc && o->naive) {
         double *scratch[UG_MAX_TENSORS] = {0};
@@ -524,8 +546,10 @@ void ug_oracle_result_free(ug_oracle_result *r)
         size_t n = k < r->sel.n_out ? r->sel.n[k] : 0; /* the arrays' length (0: free them) */
         free_vals(r->gstar[k], n);
         free_vals(r->g[k], n);
-        if (r->bench_cold) cold_free(r->bench[k]); /* never written: not pooled (a pooled block is reused dirty) */
-        else free_vals(r->bench[k], n);
+        if (r->bench_cold)
+            cold_free(r->bench[k]); /* never written: not pooled (a pooled block is reused dirty) */
+        else
+            free_vals(r->bench[k], n);
         free_vals(r->bound[k], n);
     }
     ug_selection_free(&r->sel);

@@ -24,7 +24,7 @@ typedef struct ug_selection {
     size_t *idx[UG_MAX_TENSORS];
 } ug_selection;
 
-#define UG_ORACLE_PREC 128      /* default working precision, bits */
+#define UG_ORACLE_PREC 128 /* default working precision, bits */
 /* The exact fallback raises an element's precision (doubling from the working precision)
  * while its rounding still changes, up to this many bits (or twice the working precision
  * if that is more); an element whose rounding changes at the last doubling is counted in
@@ -38,12 +38,12 @@ typedef struct ug_selection {
 #define UG_SAMPLE_PARTIAL 512
 
 typedef struct {
-    size_t sample;      /* elements per output; 0 = all */
-    mpfr_prec_t prec;   /* working precision of EXACT */
-    ug_ar_mode mode;    /* UG_AR_CERT (default) or, for benchmarks, EXACT / F64 */
-    int naive;          /* also evaluate the naive benchmark arithmetic */
-    int device_bound;   /* also evaluate UG_AR_DEVICE: the bound the certified standard uses */
-    int self_check;     /* re-evaluate a sample at prec and 2*prec */
+    size_t sample;    /* elements per output; 0 = all */
+    mpfr_prec_t prec; /* working precision of EXACT */
+    ug_ar_mode mode;  /* UG_AR_CERT (default) or, for benchmarks, EXACT / F64 */
+    int naive;        /* also evaluate the naive benchmark arithmetic */
+    int device_bound; /* also evaluate UG_AR_DEVICE: the bound the certified standard uses */
+    int self_check;   /* re-evaluate a sample at prec and 2*prec */
 } ug_oracle_opts;
 
 typedef struct {

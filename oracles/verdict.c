@@ -30,13 +30,14 @@ static const struct {
                           "every element within c*B + ulp(g)/2 of the exact value, B the first-order error bound of a "
                           "device computing the op in fp32 (any summation order, functions within 4 ulps, the op's "
                           "declared intermediate roundings), c = 2"},
-    [UG_STD_REFERENCE] = {"reference", "the reference suite's own test of the op (each output rule's reference_source)",
-                          "element fails if |a-g| > reference_atol + reference_rtol*|g|; output passes if failures <= "
-                          "round(reference_budget*N) (budget 0: every element); where the test's golden makes "
-                          "roundings of its own (the rule's reference_golden) an element passes within the rule of "
-                          "either g or that golden; ids its test judges by groups (reference_group: the test's "
-                          "topk_idx_compare) fail a group missing more than floor(group*reference_atol) of the golden's; "
-                          "NA where the op has no reference test"},
+    [UG_STD_REFERENCE] =
+        {"reference", "the reference suite's own test of the op (each output rule's reference_source)",
+         "element fails if |a-g| > reference_atol + reference_rtol*|g|; output passes if failures <= "
+         "round(reference_budget*N) (budget 0: every element); where the test's golden makes "
+         "roundings of its own (the rule's reference_golden) an element passes within the rule of "
+         "either g or that golden; ids its test judges by groups (reference_group: the test's "
+         "topk_idx_compare) fail a group missing more than floor(group*reference_atol) of the golden's; "
+         "NA where the op has no reference test"},
     [UG_STD_EXACT] = {"exact", "discrete outputs", "bitwise equal"},
     [UG_STD_BOUNDARY_AWARE] = {"boundary_aware", "discrete outputs (docs/STANDARDS.md)",
                                "codes equal, or one quantum apart where the exact value is within budget of the "
@@ -55,7 +56,10 @@ int ug_standard_find(const char *name)
     return -1;
 }
 
-#define UG_MF(field, name, kind) {name, offsetof(ug_metrics, field), kind}
+#define UG_MF(field, name, kind)                                                                                       \
+    {                                                                                                                  \
+        name, offsetof(ug_metrics, field), kind                                                                        \
+    }
 const ug_metric_field ug_metric_fields[] = {
     UG_MF(n, "n_checked", UG_MF_COUNT),
     UG_MF(n_total, "n_total", UG_MF_COUNT),
@@ -122,10 +126,7 @@ void ug_small_value(ug_dtype dt, double *threshold, double *atol)
 static double rel_err(double a, double gs) { return fabs(a - gs) / (fabs(gs) + 1e-7); }
 
 /* ULP error in dtype dt: |a-g*| * 2^(-e+m), e = max(floor(log2|g*|), emin). */
-static double ulp_err(ug_dtype dt, double a, double gs)
-{
-    return fabs(a - gs) / ug_dtype_ulp(dt, gs);
-}
+static double ulp_err(ug_dtype dt, double a, double gs) { return fabs(a - gs) / ug_dtype_ulp(dt, gs); }
 
 /* Whether an element's error is measured in ulps: its exact value is at least the smallest
  * normal of a float format. Below it (an exact 0 above all) one ulp is the subnormal spacing,
@@ -144,8 +145,8 @@ static int both_nonfinite_same(double a, double gs)
     return 0;
 }
 
-void ug_metrics_compute(ug_dtype dt, size_t n, const size_t *idx, size_t n_total, const double *a,
-                        const double *gstar, const double *bench, ug_metrics *m)
+void ug_metrics_compute(ug_dtype dt, size_t n, const size_t *idx, size_t n_total, const double *a, const double *gstar,
+                        const double *bench, ug_metrics *m)
 {
     memset(m, 0, sizeof *m);
     m->n = n;
@@ -280,8 +281,10 @@ typedef struct {
 static json_num jnum(double v, int digits)
 {
     json_num r;
-    if (isfinite(v)) snprintf(r.s, sizeof r.s, "%.*g", digits, v);
-    else snprintf(r.s, sizeof r.s, "null");
+    if (isfinite(v))
+        snprintf(r.s, sizeof r.s, "%.*g", digits, v);
+    else
+        snprintf(r.s, sizeof r.s, "null");
     return r;
 }
 
@@ -302,9 +305,12 @@ static double kth_largest(double *v, size_t n, size_t k)
                 v[j--] = t;
             }
         }
-        if (kk <= j) hi = j;
-        else if (kk >= i) lo = i;
-        else return v[kk]; /* between the two parts: equal to the pivot */
+        if (kk <= j)
+            hi = j;
+        else if (kk >= i)
+            lo = i;
+        else
+            return v[kk]; /* between the two parts: equal to the pivot */
     }
     return v[kk];
 }
@@ -315,8 +321,8 @@ static double kth_largest(double *v, size_t n, size_t k)
  * exactly when it is at most 1 (at most `allowed` ratios above 1), so it reads the same in
  * a PASS (headroom: 0.3 uses a third) and a FAIL (2.5: the tolerance would have to be 2.5x).
  * ratio(j, i, ctx) is element i's ratio, NaN for an element judged apart (NaN/Inf). */
-static double budget_used(const ug_judged *j, double (*ratio)(const ug_judged *, size_t, const void *),
-                          const void *ctx, size_t allowed)
+static double budget_used(const ug_judged *j, double (*ratio)(const ug_judged *, size_t, const void *), const void *ctx,
+                          size_t allowed)
 {
     double *v = malloc((j->n ? j->n : 1) * sizeof *v);
     if (!v) return NAN;
@@ -414,9 +420,10 @@ static ug_vstate judge_reference(const ug_judged *j, char *thr, size_t len)
     }
     size_t allowed = (size_t)llround(r->reference_budget * (double)j->n);
     double used = budget_used(j, reference_ratio_of, NULL, allowed);
-    int n = snprintf(thr, len, "{\"atol\":%.6g,\"rtol\":%.6g,\"budget\":%.6g,\"allowed\":%zu,\"failed\":%zu,"
-                     "\"used\":%s,\"golden\":", r->reference_atol, r->reference_rtol, r->reference_budget, allowed, bad,
-                     jnum(used, 4).s);
+    int n = snprintf(thr, len,
+                     "{\"atol\":%.6g,\"rtol\":%.6g,\"budget\":%.6g,\"allowed\":%zu,\"failed\":%zu,"
+                     "\"used\":%s,\"golden\":",
+                     r->reference_atol, r->reference_rtol, r->reference_budget, allowed, bad, jnum(used, 4).s);
     if (n > 0 && (size_t)n < len) { /* with the test's golden: how many the exact value alone would fail */
         if (j->ref_golden)
             snprintf(thr + n, len - (size_t)n, "\"exact or test\",\"failed_exact\":%zu}", bad_exact);
@@ -467,8 +474,10 @@ static ug_vstate judge_reference_topk(const ug_judged *j, char *thr, size_t len)
     }
     free(act), free(exp);
     double used = allowed ? (double)worst / (double)allowed : worst ? INFINITY : 0.0;
-    snprintf(thr, len, "{\"rule\":\"topk_idx_compare\",\"group\":%zu,\"allowed\":%zu,\"worst_group\":%zu,"
-             "\"failed\":%zu,\"used\":%s,\"golden\":\"test\"}", G, allowed, worst, failed, jnum(used, 4).s);
+    snprintf(thr, len,
+             "{\"rule\":\"topk_idx_compare\",\"group\":%zu,\"allowed\":%zu,\"worst_group\":%zu,"
+             "\"failed\":%zu,\"used\":%s,\"golden\":\"test\"}",
+             G, allowed, worst, failed, jnum(used, 4).s);
     return failed ? UG_V_FAIL : UG_V_PASS;
 }
 
@@ -478,8 +487,8 @@ static ug_vstate judge_pypto(const ug_judged *j, char *thr, size_t len)
     double budget = j->rule ? j->rule->pypto_budget : 0.005;
     size_t bad = count_outside(j, atol, rtol), allowed = (size_t)llround(budget * (double)j->n);
     double tol[2] = {atol, rtol};
-    snprintf(thr, len, "{\"atol\":%.6g,\"rtol\":%.6g,\"budget\":%.6g,\"allowed\":%zu,\"failed\":%zu,\"used\":%s}",
-             atol, rtol, budget, allowed, bad, jnum(budget_used(j, tol_ratio, tol, allowed), 4).s);
+    snprintf(thr, len, "{\"atol\":%.6g,\"rtol\":%.6g,\"budget\":%.6g,\"allowed\":%zu,\"failed\":%zu,\"used\":%s}", atol,
+             rtol, budget, allowed, bad, jnum(budget_used(j, tol_ratio, tol, allowed), 4).s);
     return bad <= allowed ? UG_V_PASS : UG_V_FAIL;
 }
 
@@ -550,11 +559,31 @@ static ug_vstate judge_mixed(const ug_judged *j, char *thr, size_t len)
 {
     double rtol, atol, floor_;
     switch (j->dt) { /* rtol / atol / floor */
-    case UG_DT_FP16: rtol = 0x1p-9; atol = 0x1p-9; floor_ = 0.1; break;
-    case UG_DT_BF16: rtol = 0x1p-6; atol = 0x1p-6; floor_ = 1.0; break;
-    case UG_DT_FP32: rtol = 0x1p-10; atol = 0x1p-16; floor_ = 1e-2; break;
-    case UG_DT_E4M3: rtol = 0x1p-2; atol = 0x1p-4; floor_ = 1.0; break;
-    case UG_DT_E5M2: rtol = 0x1p-1; atol = 0x1p-3; floor_ = 0.1; break;
+    case UG_DT_FP16:
+        rtol = 0x1p-9;
+        atol = 0x1p-9;
+        floor_ = 0.1;
+        break;
+    case UG_DT_BF16:
+        rtol = 0x1p-6;
+        atol = 0x1p-6;
+        floor_ = 1.0;
+        break;
+    case UG_DT_FP32:
+        rtol = 0x1p-10;
+        atol = 0x1p-16;
+        floor_ = 1e-2;
+        break;
+    case UG_DT_E4M3:
+        rtol = 0x1p-2;
+        atol = 0x1p-4;
+        floor_ = 1.0;
+        break;
+    case UG_DT_E5M2:
+        rtol = 0x1p-1;
+        atol = 0x1p-3;
+        floor_ = 0.1;
+        break;
     default: snprintf(thr, len, "{}"); return UG_V_NA;
     }
     size_t bad = count_outside(j, atol, rtol), big = 0;
@@ -563,8 +592,8 @@ static ug_vstate judge_mixed(const ug_judged *j, char *thr, size_t len)
         if (isfinite(a) && isfinite(g) && fabs(a - g) > fmax(floor_, 32.0 * ug_dtype_ulp(j->dt, g))) big++;
     }
     double matched = j->n ? 1.0 - (double)bad / (double)j->n : 1.0;
-    snprintf(thr, len, "{\"rtol\":%.6g,\"atol\":%.6g,\"floor\":%.6g,\"matched\":%s,\"over_max\":%zu,\"used\":%s}",
-             rtol, atol, floor_, jnum(matched, 6).s, big, jnum(big ? INFINITY : (1.0 - matched) / 0.01, 4).s);
+    snprintf(thr, len, "{\"rtol\":%.6g,\"atol\":%.6g,\"floor\":%.6g,\"matched\":%s,\"over_max\":%zu,\"used\":%s}", rtol,
+             atol, floor_, jnum(matched, 6).s, big, jnum(big ? INFINITY : (1.0 - matched) / 0.01, 4).s);
     return matched >= 0.99 && big == 0 ? UG_V_PASS : UG_V_FAIL;
 }
 
@@ -598,9 +627,10 @@ static ug_vstate judge_mere_mare(const ug_judged *j, char *thr, size_t len)
     }
     double mere = n ? sum / (double)n : 0.0;
     double used = small_bad ? INFINITY : fmax(mere / t, mare / (10 * t));
-    snprintf(thr, len, "{\"T\":%.6g,\"small_below\":%.6g,\"small_atol\":%.6g,\"mere\":%s,\"mare\":%s,"
-             "\"small_beyond_atol\":%zu,\"used\":%s}", t, small, small_atol, jnum(mere, 6).s, jnum(mare, 6).s, small_bad,
-             jnum(used, 4).s);
+    snprintf(thr, len,
+             "{\"T\":%.6g,\"small_below\":%.6g,\"small_atol\":%.6g,\"mere\":%s,\"mare\":%s,"
+             "\"small_beyond_atol\":%zu,\"used\":%s}",
+             t, small, small_atol, jnum(mere, 6).s, jnum(mare, 6).s, small_bad, jnum(used, 4).s);
     return mere < t && mare < 10 * t && small_bad == 0 ? UG_V_PASS : UG_V_FAIL;
 }
 
@@ -685,12 +715,14 @@ static ug_vstate judge_boundary(const ug_judged *j, char *thr, size_t len)
         if (isnan(j->a[i]) && isnan(j->g[i])) continue; /* a NaN the contract expects is a match */
         double q = ug_dtype_get_info(j->dt)->is_float ? ug_dtype_ulp(j->dt, j->g[i]) : 1.0;
         if (j->a[i] != j->g[i]) {
-            if (ug_boundary_ok(j->a[i], j->g[i], j->gstar[i], q, budget * q + rel * fabs(j->gstar[i]))) flips++;
-            else bad++;
+            if (ug_boundary_ok(j->a[i], j->g[i], j->gstar[i], q, budget * q + rel * fabs(j->gstar[i])))
+                flips++;
+            else
+                bad++;
         }
     }
-    snprintf(thr, len, "{\"budget_quanta\":%.6g,\"budget_rel\":%.6g,\"legal_flips\":%zu,\"illegal\":%zu}", budget,
-             rel, flips, bad);
+    snprintf(thr, len, "{\"budget_quanta\":%.6g,\"budget_rel\":%.6g,\"legal_flips\":%zu,\"illegal\":%zu}", budget, rel,
+             flips, bad);
     return bad ? UG_V_FAIL : UG_V_PASS;
 }
 
@@ -785,8 +817,10 @@ void ug_verdict_combine_outputs(ug_result *r)
     for (int s = 0; s < UG_STD_COUNT; s++) {
         ug_vstate v = UG_V_NA;
         for (int k = 0; k < r->n_out; k++) {
-            if (r->out[k].verdict[s] == UG_V_FAIL) v = UG_V_FAIL;
-            else if (r->out[k].verdict[s] == UG_V_PASS && v == UG_V_NA) v = UG_V_PASS;
+            if (r->out[k].verdict[s] == UG_V_FAIL)
+                v = UG_V_FAIL;
+            else if (r->out[k].verdict[s] == UG_V_PASS && v == UG_V_NA)
+                v = UG_V_PASS;
         }
         r->verdict[s] = v;
     }

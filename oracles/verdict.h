@@ -35,7 +35,7 @@ typedef enum {
     UG_OUT_PASS,
     UG_OUT_FAIL,
     UG_OUT_SKIP,
-    UG_OUT_ERROR,    /* the kernel returned an error */
+    UG_OUT_ERROR, /* the kernel returned an error */
     UG_OUT_CRASH,
     UG_OUT_TIMEOUT,
     UG_OUT_SHAPE,    /* shape or dtype mismatch */
@@ -54,9 +54,9 @@ const char *ug_outcome_name(ug_outcome o);
 int ug_outcome_find(const char *name);
 
 typedef struct {
-    size_t n;                     /* elements checked */
-    size_t n_total;               /* elements in the output */
-    size_t n_nonfinite_mismatch;  /* NaN/Inf where g* has none, or the reverse */
+    size_t n;                    /* elements checked */
+    size_t n_total;              /* elements in the output */
+    size_t n_nonfinite_mismatch; /* NaN/Inf where g* has none, or the reverse */
     double max_abs, max_rel, max_ulp, mean_ulp;
     size_t max_abs_idx, max_rel_idx, max_ulp_idx; /* flat indices into the output */
     double mere, mare, rmse, eb, small_err_ratio, cosine;
@@ -107,8 +107,8 @@ typedef struct {
  * leaves out (docs/STANDARDS.md). */
 #define UG_CERT_C 2.0
 
-void ug_metrics_compute(ug_dtype dt, size_t n, const size_t *idx, size_t n_total, const double *a,
-                        const double *gstar, const double *bench, ug_metrics *m);
+void ug_metrics_compute(ug_dtype dt, size_t n, const size_t *idx, size_t n_total, const double *a, const double *gstar,
+                        const double *bench, ug_metrics *m);
 /* How near the checked elements come to the per-element rules of output j: the largest
  * |a - g| / (atol + rtol*|g|) under its pypto tolerances, or |a - g*| / (c*B + ulp(g)/2)
  * of the certified standard (1 = on the edge); +inf for a
@@ -164,14 +164,14 @@ typedef struct {
     int op;
     ug_dtype dtype;
     ug_outcome outcome;
-    int primary;                       /* ug_standard */
-    ug_vstate verdict[UG_STD_COUNT];   /* per standard, over all outputs */
+    int primary;                     /* ug_standard */
+    ug_vstate verdict[UG_STD_COUNT]; /* per standard, over all outputs */
     char message[512];
     double kernel_ms, oracle_ms;
-    uint64_t out_digest;               /* ug_case_outputs_digest of the kernel's outputs (0: it did not return) */
-    unsigned long n_fallback;          /* oracle elements settled by MPFR */
-    unsigned long n_raised;            /* of those, settled only above twice the working precision */
-    unsigned long n_unsettled;         /* of those, not settled at UG_ORACLE_PREC_MAX bits */
+    uint64_t out_digest;       /* ug_case_outputs_digest of the kernel's outputs (0: it did not return) */
+    unsigned long n_fallback;  /* oracle elements settled by MPFR */
+    unsigned long n_raised;    /* of those, settled only above twice the working precision */
+    unsigned long n_unsettled; /* of those, not settled at UG_ORACLE_PREC_MAX bits */
     unsigned long n_selfcheck, n_selfcheck_mismatch;
     /* Headroom used: of what the deciding standard allows, the share the case used, the largest
      * over its outputs of that standard's "used" figure (1 = at the limit, above 1 fails: the

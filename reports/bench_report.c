@@ -58,9 +58,9 @@ static table_line *table_lines(const ug_bench_table *t, int *n)
         const char *op = t->rows[i].op;
         for (; i < t->n && strcmp(t->rows[i].op, op) == 0; i++) {
             const ug_bench_scene_row *r = &t->rows[i];
-            ls[k++] = (table_line){LINE_SCENE, r->op, r->scene, r->n_cases, r->n_left_out, r->kernel_ratio,
-                                   r->kernel_min, r->kernel_max, r->e2e_ratio, r->e2e_min, r->e2e_max,
-                                   r->base_kernel_ms, r->test_kernel_ms};
+            ls[k++] = (table_line){
+                LINE_SCENE,    r->op,        r->scene,   r->n_cases, r->n_left_out,     r->kernel_ratio,  r->kernel_min,
+                r->kernel_max, r->e2e_ratio, r->e2e_min, r->e2e_max, r->base_kernel_ms, r->test_kernel_ms};
         }
         op_means[n_ops++] = ls[k] = mean_line(LINE_OP_MEAN, op, ls, first, k);
         k++;
@@ -74,30 +74,38 @@ static table_line *table_lines(const ug_bench_table *t, int *n)
 /* "1.023" or the dash for NaN. */
 static const char *fmt_ratio(double x, char *buf, size_t len)
 {
-    if (isfinite(x)) snprintf(buf, len, "%.3f", x);
-    else snprintf(buf, len, "–");
+    if (isfinite(x))
+        snprintf(buf, len, "%.3f", x);
+    else
+        snprintf(buf, len, "–");
     return buf;
 }
 
 /* "0.98–1.05" for a scene, "" for a mean line or a scene with no case timed. */
 static const char *fmt_range(const table_line *l, double lo, double hi, char *buf, size_t len)
 {
-    if (l->kind == LINE_SCENE && isfinite(lo)) snprintf(buf, len, "%.3f–%.3f", lo, hi);
-    else buf[0] = 0;
+    if (l->kind == LINE_SCENE && isfinite(lo))
+        snprintf(buf, len, "%.3f–%.3f", lo, hi);
+    else
+        buf[0] = 0;
     return buf;
 }
 
 static const char *fmt_ms(double x, char *buf, size_t len)
 {
-    if (isfinite(x)) snprintf(buf, len, "%.4g", x);
-    else buf[0] = 0;
+    if (isfinite(x))
+        snprintf(buf, len, "%.4g", x);
+    else
+        buf[0] = 0;
     return buf;
 }
 
 static const char *fmt_cases(const table_line *l, char *buf, size_t len)
 {
-    if (l->n_left_out) snprintf(buf, len, "%d (%d left out)", l->n_cases, l->n_left_out);
-    else snprintf(buf, len, "%d", l->n_cases);
+    if (l->n_left_out)
+        snprintf(buf, len, "%d (%d left out)", l->n_cases, l->n_left_out);
+    else
+        snprintf(buf, len, "%d", l->n_cases);
     return buf;
 }
 
@@ -105,8 +113,10 @@ static const char *fmt_cases(const table_line *l, char *buf, size_t len)
 static void put_code(FILE *f, const char *s, int html)
 {
     fputs(html ? "<code>" : "`", f);
-    if (html) ug_xml_escape(f, s);
-    else fputs(s, f);
+    if (html)
+        ug_xml_escape(f, s);
+    else
+        fputs(s, f);
     fputs(html ? "</code>" : "`", f);
 }
 
@@ -118,16 +128,19 @@ static void write_preamble(const ug_bench_table *t, FILE *f, int html)
     put_code(f, in->backend, html);
     fprintf(f, " (kernel-only clock: %s) against A = ", in->backend_clock);
     put_code(f, in->baseline, html);
-    fprintf(f, " (kernel-only clock: %s); end-to-end clock: %s; %d repeats after %d warm-up, A and B interleaved; "
-               "bench %ld, %s, build %s.\n",
+    fprintf(f,
+            " (kernel-only clock: %s); end-to-end clock: %s; %d repeats after %d warm-up, A and B interleaved; "
+            "bench %ld, %s, build %s.\n",
             in->baseline_clock, in->host_clock, in->repeats, in->warmup, t->bench_id, in->started, in->git_rev);
-    fprintf(f, "%sRatio = B's time / A's time (above 1: B is slower). Kernel: the kernel call alone (a plugin's own "
-               "device time where it reports one). End-to-end: the call through the backend's entry (a plugin's "
-               "host-side conversions and copies included), then reading every output byte back; the inputs are "
-               "built once per case, untimed. Per case the median of the repeats' paired ratios; per scene the geometric mean over its cases "
-               "(their min–max beside it); mean: the geometric mean of the op's scenes, and last of the ops' means. "
-               "A and B ms: geometric means of the cases' median kernel times.\n",
-            html ? "</p><p>" : "\n");
+    fprintf(
+        f,
+        "%sRatio = B's time / A's time (above 1: B is slower). Kernel: the kernel call alone (a plugin's own "
+        "device time where it reports one). End-to-end: the call through the backend's entry (a plugin's "
+        "host-side conversions and copies included), then reading every output byte back; the inputs are "
+        "built once per case, untimed. Per case the median of the repeats' paired ratios; per scene the geometric mean over its cases "
+        "(their min–max beside it); mean: the geometric mean of the op's scenes, and last of the ops' means. "
+        "A and B ms: geometric means of the cases' median kernel times.\n",
+        html ? "</p><p>" : "\n");
 }
 
 void ug_bench_write_md(const ug_bench_table *t, FILE *f)
@@ -167,10 +180,10 @@ void ug_bench_write_html_section(const ug_bench_table *t, FILE *f)
         fprintf(f, "</td><td>");
         ug_xml_escape(f, l->scene);
         fprintf(f, "</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
-                fmt_cases(l, c, sizeof c),
-                fmt_ratio(l->kernel, k, sizeof k), fmt_range(l, l->kernel_min, l->kernel_max, kr, sizeof kr),
-                fmt_ratio(l->e2e, e, sizeof e), fmt_range(l, l->e2e_min, l->e2e_max, er, sizeof er),
-                fmt_ms(l->base_ms, a, sizeof a), fmt_ms(l->test_ms, b, sizeof b));
+                fmt_cases(l, c, sizeof c), fmt_ratio(l->kernel, k, sizeof k),
+                fmt_range(l, l->kernel_min, l->kernel_max, kr, sizeof kr), fmt_ratio(l->e2e, e, sizeof e),
+                fmt_range(l, l->e2e_min, l->e2e_max, er, sizeof er), fmt_ms(l->base_ms, a, sizeof a),
+                fmt_ms(l->test_ms, b, sizeof b));
     }
     fprintf(f, "</table></section>\n");
     free(ls);
@@ -178,11 +191,12 @@ void ug_bench_write_html_section(const ug_bench_table *t, FILE *f)
 
 void ug_bench_write_html_page(const ug_bench_table *t, FILE *f)
 {
-    fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>ulpgym bench %ld</title>\n"
-               "<style>body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse}"
-               "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
-               "td:first-child,th:first-child,td:nth-child(2){text-align:left}tr.total{font-weight:bold}"
-               "code{font-size:12px}</style></head><body>\n",
+    fprintf(f,
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>ulpgym bench %ld</title>\n"
+            "<style>body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse}"
+            "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
+            "td:first-child,th:first-child,td:nth-child(2){text-align:left}tr.total{font-weight:bold}"
+            "code{font-size:12px}</style></head><body>\n",
             t->bench_id);
     ug_bench_write_html_section(t, f);
     fprintf(f, "</body></html>\n");

@@ -18,9 +18,9 @@
 #include "reports/report.h"
 
 static const char *const columns[] = {
-    "Case ID", "API Name", "Group", "Dtype", "Output", "DEVICE Dtype", "Shape", "Params", "Verdict", "Standard",
-    "Headroom Used", "Status", "MaxAbsErr", "MaxRelativeErr", "MaxUlpErr", "Cosine", "MERE", "MARE", "RMSE",
-    "Checked", "Total", "Message"};
+    "Case ID", "API Name", "Group",         "Dtype",   "Output",    "DEVICE Dtype",   "Shape",     "Params",
+    "Verdict", "Standard", "Headroom Used", "Status",  "MaxAbsErr", "MaxRelativeErr", "MaxUlpErr", "Cosine",
+    "MERE",    "MARE",     "RMSE",          "Checked", "Total",     "Message"};
 
 /* The case whose params were parsed last: its outputs' shapes come from its declaration. */
 typedef struct {

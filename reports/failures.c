@@ -34,7 +34,8 @@ static cJSON *thresholds_of(const ug_result *r, const int *list, int m)
     for (int i = 0; i < m; i++) {
         cJSON *per = cJSON_AddObjectToObject(all, ug_standard_name(list[i]));
         for (int k = 0; k < r->n_out && per; k++) {
-            char *name = ug_failure_clean_utf8(r->out[k].name), *thr = ug_failure_clean_utf8(r->out[k].thresholds[list[i]]);
+            char *name = ug_failure_clean_utf8(r->out[k].name),
+                 *thr = ug_failure_clean_utf8(r->out[k].thresholds[list[i]]);
             cJSON *v = thr ? cJSON_Parse(thr) : NULL;
             cJSON_AddItemToObject(per, name ? name : "?", v ? v : cJSON_CreateNull());
             free(name);
@@ -71,9 +72,19 @@ static int keep_row(const ug_db_failure_row *row, void *vctx)
         ug_verdict_figure(row->r, figure, sizeof figure);
     }
     ug_failure *x = &l->v[l->n++];
-    *x = (ug_failure){dup(row->case_id), dup(row->op), dup(row->dtype), dup(row->verdict), dup(figure),
-                      dup(row->message), ug_verdict_severity(row->r, ctx->standard), row->r->used, 0.0, 0.0,
-                      row->r->n_out > 0, cJSON_CreateArray(), NULL};
+    *x = (ug_failure){dup(row->case_id),
+                      dup(row->op),
+                      dup(row->dtype),
+                      dup(row->verdict),
+                      dup(figure),
+                      dup(row->message),
+                      ug_verdict_severity(row->r, ctx->standard),
+                      row->r->used,
+                      0.0,
+                      0.0,
+                      row->r->n_out > 0,
+                      cJSON_CreateArray(),
+                      NULL};
     for (int k = 0; k < row->r->n_out; k++) {
         x->max_abs = fmax(x->max_abs, row->r->out[k].m.max_abs);
         x->max_ulp = fmax(x->max_ulp, row->r->out[k].m.max_ulp);

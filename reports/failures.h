@@ -15,13 +15,13 @@
 
 typedef struct {
     char *case_id, *op, *dtype, *verdict, *figure; /* as stored (raw); figure built from what was stored */
-    char *message;                                /* the stored message, raw */
+    char *message;                                 /* the stored message, raw */
     double severity;
-    double used;                                  /* headroom used (results.used), NaN when not stored */
-    double max_abs, max_ulp;                      /* the largest over the outputs: secondary figures */
-    int has_metrics;                              /* 0: no output was judged (CRASH, ERROR, TIMEOUT) */
-    cJSON *standards;  /* names of the standards the figure reads (array) */
-    cJSON *thresholds; /* {standard: {output: thresholds}} of those standards; NULL unless asked */
+    double used;             /* headroom used (results.used), NaN when not stored */
+    double max_abs, max_ulp; /* the largest over the outputs: secondary figures */
+    int has_metrics;         /* 0: no output was judged (CRASH, ERROR, TIMEOUT) */
+    cJSON *standards;        /* names of the standards the figure reads (array) */
+    cJSON *thresholds;       /* {standard: {output: thresholds}} of those standards; NULL unless asked */
 } ug_failure;
 
 typedef struct {

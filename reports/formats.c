@@ -23,10 +23,14 @@ static void md_text(FILE *f, const char *s)
     char *clean = ug_failure_clean_utf8(s ? s : "");
     for (const char *p = clean ? clean : ""; *p; p++) {
         unsigned char c = (unsigned char)*p;
-        if (c == '\n' || c == '\r' || c == '\t') fputc(' ', f);
-        else if (c < 0x20 || c == 0x7f) continue;
-        else if (strchr("|`*_[]<>~&\\", c)) fprintf(f, "\\%c", c);
-        else fputc(c, f);
+        if (c == '\n' || c == '\r' || c == '\t')
+            fputc(' ', f);
+        else if (c < 0x20 || c == 0x7f)
+            continue;
+        else if (strchr("|`*_[]<>~&\\", c))
+            fprintf(f, "\\%c", c);
+        else
+            fputc(c, f);
     }
     free(clean);
 }
@@ -52,9 +56,12 @@ static void md_code(FILE *f, const char *s)
     if (pad) fputc(' ', f);
     for (const char *p = t; *p; p++) {
         unsigned char c = (unsigned char)*p;
-        if (c == '\n' || c == '\r' || c == '\t') fputc(' ', f);
-        else if (c == '|') fputs("\\|", f);
-        else if (c >= 0x20 && c != 0x7f) fputc(c, f);
+        if (c == '\n' || c == '\r' || c == '\t')
+            fputc(' ', f);
+        else if (c == '|')
+            fputs("\\|", f);
+        else if (c >= 0x20 && c != 0x7f)
+            fputc(c, f);
     }
     if (pad) fputc(' ', f);
     for (int i = 0; i <= longest; i++) fputc('`', f);
@@ -64,8 +71,10 @@ static void md_code(FILE *f, const char *s)
 /* A database's op or dtype name: as it is when this build knows it, else escaped. */
 static void md_name(FILE *f, const char *s)
 {
-    if (s && (ug_op_find(s) >= 0 || ug_dtype_parse(s) >= 0)) fputs(s, f);
-    else md_text(f, s);
+    if (s && (ug_op_find(s) >= 0 || ug_dtype_parse(s) >= 0))
+        fputs(s, f);
+    else
+        md_text(f, s);
 }
 
 /* The triage line of a case as a code span ("" for an ID that is not one ulpgym makes). */
@@ -127,11 +136,14 @@ static void change_cells(FILE *f, const ug_report_change *c)
     fputs(" |", f);
 }
 
-static void new_failures_md(const ug_report *r, const ug_report_index *ix, const ug_report_change **v, size_t n, FILE *f)
+static void new_failures_md(const ug_report *r, const ug_report_index *ix, const ug_report_change **v, size_t n,
+                            FILE *f)
 {
     char u[32];
-    fprintf(f, "### New failures (%zu)\n\n| case | op | dtype | verdict | what decided | headroom used | triage |\n"
-               "|---|---|---|---|---|---:|---|\n", n);
+    fprintf(f,
+            "### New failures (%zu)\n\n| case | op | dtype | verdict | what decided | headroom used | triage |\n"
+            "|---|---|---|---|---|---:|---|\n",
+            n);
     for (size_t i = 0; i < n && i < (size_t)r->top; i++) {
         const ug_failure *x = ug_report_index_failure(ix, v[i]->case_id);
         change_cells(f, v[i]);
@@ -164,18 +176,22 @@ static void fixed_md(const ug_report *r, const ug_report_change **v, size_t n, F
 static void drift_md(const ug_report *r, const ug_report_change **v, size_t n, FILE *f)
 {
     char a[32], b[32];
-    fprintf(f, "### Drift (%zu)\n\nPassing cases whose headroom used grew past a quarter of what their deciding "
-               "standard allows and by the drift factor since run %ld: nothing fails yet.\n\n"
-               "| case | op | dtype | headroom used then → now |\n|---|---|---|---|\n", n, r->compared_run);
+    fprintf(f,
+            "### Drift (%zu)\n\nPassing cases whose headroom used grew past a quarter of what their deciding "
+            "standard allows and by the drift factor since run %ld: nothing fails yet.\n\n"
+            "| case | op | dtype | headroom used then → now |\n|---|---|---|---|\n",
+            n, r->compared_run);
     for (size_t i = 0; i < n && i < (size_t)r->top; i++) {
         change_cells(f, v[i]);
-        fprintf(f, " %s → %s |\n", ug_report_used_text(v[i]->used_a, "–", a), ug_report_used_text(v[i]->used_b, "–", b));
+        fprintf(f, " %s → %s |\n", ug_report_used_text(v[i]->used_a, "–", a),
+                ug_report_used_text(v[i]->used_b, "–", b));
     }
     if (n > (size_t)r->top) fprintf(f, "\n… and %zu more.\n", n - (size_t)r->top);
     fputc('\n', f);
 }
 
-static void still_failing_md(const ug_report *r, const ug_report_index *ix, const ug_report_change **v, size_t n, FILE *f)
+static void still_failing_md(const ug_report *r, const ug_report_index *ix, const ug_report_change **v, size_t n,
+                             FILE *f)
 {
     size_t shown = n < STILL_FAILING_SHOWN ? n : STILL_FAILING_SHOWN;
     if (shown > (size_t)r->top) shown = (size_t)r->top;
@@ -203,9 +219,10 @@ static void changes_md(const ug_report *r, const ug_report_index *ix, FILE *f)
         return;
     }
     const long *k = r->n_change;
-    fprintf(f, "## Since run %ld (like for like)\n\nRun %ld is the last finished run of the same plan hash, selection, "
-               "backend, sample and standard. **%ld new failure%s**, %ld fixed, %ld still failing, %ld drifting; %ld "
-               "unchanged.\n\n",
+    fprintf(f,
+            "## Since run %ld (like for like)\n\nRun %ld is the last finished run of the same plan hash, selection, "
+            "backend, sample and standard. **%ld new failure%s**, %ld fixed, %ld still failing, %ld drifting; %ld "
+            "unchanged.\n\n",
             r->compared_run, r->compared_run, k[UG_CHANGE_NEW_FAIL], k[UG_CHANGE_NEW_FAIL] == 1 ? "" : "s",
             k[UG_CHANGE_FIXED], k[UG_CHANGE_STILL_FAILING], k[UG_CHANGE_DRIFT], k[UG_CHANGE_NONE]);
     static const ug_change order[] = {UG_CHANGE_NEW_FAIL, UG_CHANGE_FIXED, UG_CHANGE_DRIFT, UG_CHANGE_STILL_FAILING};
@@ -213,10 +230,14 @@ static void changes_md(const ug_report *r, const ug_report_index *ix, FILE *f)
         size_t n;
         const ug_report_change **v = ug_report_changes_of(r, ix, order[o], &n);
         if (!n) continue;
-        if (order[o] == UG_CHANGE_NEW_FAIL) new_failures_md(r, ix, v, n, f);
-        else if (order[o] == UG_CHANGE_FIXED) fixed_md(r, v, n, f);
-        else if (order[o] == UG_CHANGE_DRIFT) drift_md(r, v, n, f);
-        else still_failing_md(r, ix, v, n, f);
+        if (order[o] == UG_CHANGE_NEW_FAIL)
+            new_failures_md(r, ix, v, n, f);
+        else if (order[o] == UG_CHANGE_FIXED)
+            fixed_md(r, v, n, f);
+        else if (order[o] == UG_CHANGE_DRIFT)
+            drift_md(r, v, n, f);
+        else
+            still_failing_md(r, ix, v, n, f);
         free(v);
     }
 }
@@ -235,26 +256,33 @@ static void groups_md(const ug_report *r, FILE *f)
     int nops = 0;
     for (int op = 0; op < UG_OP_COUNT; op++) nops += r->op[op].cases > 0;
     fprintf(f, "| **total** | %d | %ld | %ld | %ld | %ld | %s | %s |\n\n", nops, r->total.cases, r->total.pass,
-            r->total.fail, r->total.other, pass_cell(&r->total, pass, sizeof pass), cert_cell(&r->total, cert, sizeof cert));
-    fprintf(f, "Pass rate: cases whose outcome is PASS, decided by %s, among the cases not skipped (%ld SKIP, counted "
-               "under other, are no verdict and left out of the denominator; — where every case was skipped). "
-               "Certified pass rate: cases whose `certified` verdict is PASS among the %ld it judged (PASS or FAIL); "
-               "NA cases (no numeric output) and cases without verdicts (SKIP, ERROR, CRASH, TIMEOUT) are left "
-               "out.\n\n",
+            r->total.fail, r->total.other, pass_cell(&r->total, pass, sizeof pass),
+            cert_cell(&r->total, cert, sizeof cert));
+    fprintf(f,
+            "Pass rate: cases whose outcome is PASS, decided by %s, among the cases not skipped (%ld SKIP, counted "
+            "under other, are no verdict and left out of the denominator; — where every case was skipped). "
+            "Certified pass rate: cases whose `certified` verdict is PASS among the %ld it judged (PASS or FAIL); "
+            "NA cases (no numeric output) and cases without verdicts (SKIP, ERROR, CRASH, TIMEOUT) are left "
+            "out.\n\n",
             r->primary[0] ? "the run's `--primary` standard" : "each op's primary standard", r->total.skip,
             r->total.cert_judged);
-    fprintf(f, "Judged: %lld of %lld output elements (every element by default; `--sample N` or a case over the "
-               "case memory budget judges a sample).\n\n", r->elems_judged, r->elems_total);
+    fprintf(f,
+            "Judged: %lld of %lld output elements (every element by default; `--sample N` or a case over the "
+            "case memory budget judges a sample).\n\n",
+            r->elems_judged, r->elems_total);
     if (r->regressions)
-        fprintf(f, "Cases include %ld regression cases found by fuzzing (corpus/found/, origin fuzz) beside the plan's.\n\n",
-                r->regressions);
+        fprintf(
+            f,
+            "Cases include %ld regression cases found by fuzzing (corpus/found/, origin fuzz) beside the plan's.\n\n",
+            r->regressions);
 }
 
 static void ops_md(const ug_report *r, FILE *f)
 {
     char cert[24], pass[24], u[32];
-    fprintf(f, "## Per operator\n\n| group | operator | cases | passed | failed | other | pass rate | certified pass rate "
-               "| closest passing case (headroom used) |\n|---|---|---:|---:|---:|---:|---:|---:|---|\n");
+    fprintf(f,
+            "## Per operator\n\n| group | operator | cases | passed | failed | other | pass rate | certified pass rate "
+            "| closest passing case (headroom used) |\n|---|---|---:|---:|---:|---:|---:|---:|---|\n");
     for (int op = 0; op < UG_OP_COUNT; op++) {
         if (!r->op[op].cases) continue;
         fprintf(f, "| %s | %s | %ld | %ld | %ld | %ld | %s | %s | ", ug_group_name(ug_op_group(op)), ug_op_name(op),
@@ -263,7 +291,8 @@ static void ops_md(const ug_report *r, FILE *f)
         if (r->closest_used[op] >= 0) {
             fprintf(f, "%s ", ug_report_used_text(r->closest_used[op], "–", u));
             md_text(f, r->closest_case[op]);
-        } else fputs("–", f);
+        } else
+            fputs("–", f);
         fputs(" |\n", f);
     }
     fprintf(f, "\nHeadroom used: of what its deciding standard allows, the share a case used (at most 1 passes; "
@@ -275,9 +304,11 @@ static void top_failures_md(const ug_report *r, const ug_report_index *ix, FILE 
     size_t shown = r->failures.n < (size_t)r->top ? r->failures.n : (size_t)r->top;
     if (!shown) return;
     char u[32];
-    fprintf(f, "\n## Top failures\n\n%zu of %zu failing cases, most severe first (by how far the deciding figure is "
-               "past its limit).\n\n| case | op | dtype | verdict | what decided | headroom used | triage |\n"
-               "|---|---|---|---|---|---:|---|\n", shown, r->failures.n);
+    fprintf(f,
+            "\n## Top failures\n\n%zu of %zu failing cases, most severe first (by how far the deciding figure is "
+            "past its limit).\n\n| case | op | dtype | verdict | what decided | headroom used | triage |\n"
+            "|---|---|---|---|---|---:|---|\n",
+            shown, r->failures.n);
     for (size_t i = 0; i < shown; i++) {
         const ug_failure *x = &r->failures.v[i];
         const ug_report_change *c = ug_report_index_change(ix, x->case_id);

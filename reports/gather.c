@@ -14,10 +14,10 @@
 #include "db/query_failures.h"
 #include "db/query_report.h"
 
-const char *const ug_ulp_bucket_names[UG_ULP_BUCKETS] = {"<=0.5", "<=1", "<=2", "<=4", "<=16", "<=256", ">256",
-                                                         "NaN/Inf"};
-const char *const ug_used_bucket_names[UG_USED_BUCKETS] = {"<=0.1", "<=0.25", "<=0.5", "<=1", "<=2", "<=10", ">10",
-                                                           "NaN/Inf"};
+const char *const ug_ulp_bucket_names[UG_ULP_BUCKETS] = {"<=0.5", "<=1",   "<=2",  "<=4",
+                                                         "<=16",  "<=256", ">256", "NaN/Inf"};
+const char *const ug_used_bucket_names[UG_USED_BUCKETS] = {"<=0.1", "<=0.25", "<=0.5", "<=1",
+                                                           "<=2",   "<=10",   ">10",   "NaN/Inf"};
 
 /* The headroom bin of a case's used figure: at most 1 passes its deciding standard. */
 static int used_bucket(double u)
@@ -47,8 +47,10 @@ double ug_tally_pass_rate(const ug_tally *t)
 const char *ug_tally_pass_cell(const ug_tally *t, const char *none, char *buf, size_t len)
 {
     double p = ug_tally_pass_rate(t);
-    if (p < 0) snprintf(buf, len, "%s", none);
-    else snprintf(buf, len, "%.2f %%", p);
+    if (p < 0)
+        snprintf(buf, len, "%s", none);
+    else
+        snprintf(buf, len, "%.2f %%", p);
     return buf;
 }
 
@@ -60,8 +62,10 @@ double ug_tally_cert_rate(const ug_tally *t)
 const char *ug_tally_cert_cell(const ug_tally *t, const char *none, char *buf, size_t len)
 {
     double c = ug_tally_cert_rate(t);
-    if (c < 0) snprintf(buf, len, "%s", none);
-    else snprintf(buf, len, "%.2f %%", c);
+    if (c < 0)
+        snprintf(buf, len, "%s", none);
+    else
+        snprintf(buf, len, "%.2f %%", c);
     return buf;
 }
 
@@ -72,9 +76,12 @@ static void tally_add(ug_tally *t, const char *verdict, const char *certified)
         t->cert_judged++;
         t->cert_pass += certified[0] == 'P';
     }
-    if (strcmp(verdict, "PASS") == 0) t->pass++;
-    else if (strcmp(verdict, "FAIL") == 0) t->fail++;
-    else t->other++;
+    if (strcmp(verdict, "PASS") == 0)
+        t->pass++;
+    else if (strcmp(verdict, "FAIL") == 0)
+        t->fail++;
+    else
+        t->other++;
     if (strcmp(verdict, "SKIP") == 0) t->skip++;
 }
 
@@ -426,8 +433,8 @@ static int detail_figures(ug_db *db, ug_report *r, char *err, size_t errlen)
     int rc = thr ? 0 : -1;
     for (size_t i = 0; !rc && i < r->n_details; i++) {
         ug_report_detail *d = &r->details[i];
-        rc = ug_db_report_case_figures(db, r->run_id, d->case_id, d->standard, detail_output, d, thr, tlen, err,
-                                       errlen);
+        rc =
+            ug_db_report_case_figures(db, r->run_id, d->case_id, d->standard, detail_output, d, thr, tlen, err, errlen);
         if (!rc && thr[0] && !(d->thresholds = ug_failure_clean_utf8(thr))) rc = -1;
     }
     free(thr);

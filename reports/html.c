@@ -45,14 +45,16 @@ static const char *const css =
 
 static void write_head(const ug_report *r, FILE *f)
 {
-    fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-               "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>ulpgym run %ld</title>\n"
-               "<style>%s</style></head><body>\n",
+    fprintf(f,
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>ulpgym run %ld</title>\n"
+            "<style>%s</style></head><body>\n",
             r->run_id, css);
     /* every text from the database escaped, made valid UTF-8 first: a database may come from elsewhere */
-    const char *parts[][2] = {{"plan <b>", r->plan},     {"</b> (hash ", r->plan_hash}, {"), backend <b>", r->backend},
-                              {"</b>, build ", r->git_rev}, {", host ", r->host},       {", ", r->started},
-                              {" &ndash; ", r->finished},   {", status ", r->status}};
+    const char *parts[][2] = {{"plan <b>", r->plan},          {"</b> (hash ", r->plan_hash},
+                              {"), backend <b>", r->backend}, {"</b>, build ", r->git_rev},
+                              {", host ", r->host},           {", ", r->started},
+                              {" &ndash; ", r->finished},     {", status ", r->status}};
     fprintf(f, "<h1>ulpgym run %ld</h1>\n<p id=\"meta\">", r->run_id);
     for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
         fputs(parts[i][0], f);
@@ -70,9 +72,10 @@ static void write_head(const ug_report *r, FILE *f)
 
 static void write_nav(const ug_report *r, FILE *f)
 {
-    fprintf(f, "<nav><a href=\"#changes\">Changes</a><a href=\"#summary\">Summary</a><a href=\"#history\">Trend</a>"
-               "<a href=\"#heatmap\">Heatmap</a><a href=\"#ops\">Operators</a><a href=\"#histograms\">Headroom</a>"
-               "<a href=\"#failures\">Failures</a>%s%s</nav>\n",
+    fprintf(f,
+            "<nav><a href=\"#changes\">Changes</a><a href=\"#summary\">Summary</a><a href=\"#history\">Trend</a>"
+            "<a href=\"#heatmap\">Heatmap</a><a href=\"#ops\">Operators</a><a href=\"#histograms\">Headroom</a>"
+            "<a href=\"#failures\">Failures</a>%s%s</nav>\n",
             r->n_details ? "<a href=\"#triage\">Triage</a>" : "",
             r->has_bench ? "<a href=\"#kernel-timing\">Kernel timing</a>" : "");
 }
@@ -84,19 +87,23 @@ static void write_summary(const ug_report *r, FILE *f)
                "<th>passed</th><th>failed</th><th>other</th><th>pass rate</th><th>certified pass rate</th></tr>\n");
     for (int g = 0; g < UG_GROUP_COUNT; g++)
         if (r->group[g].cases)
-            fprintf(f, "<tr><td>%s</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%s</td><td>%s</td>"
-                       "</tr>\n",
-                    ug_group_name((ug_group)g), r->group[g].cases, r->group[g].pass, r->group[g].fail, r->group[g].other,
-                    pass_cell(&r->group[g], pass, sizeof pass), cert_cell(&r->group[g], cert, sizeof cert));
-    fprintf(f, "<tr class=\"total\"><td>total</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%s</td>"
-               "<td>%s</td></tr></table></div>\n",
+            fprintf(f,
+                    "<tr><td>%s</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%s</td><td>%s</td>"
+                    "</tr>\n",
+                    ug_group_name((ug_group)g), r->group[g].cases, r->group[g].pass, r->group[g].fail,
+                    r->group[g].other, pass_cell(&r->group[g], pass, sizeof pass),
+                    cert_cell(&r->group[g], cert, sizeof cert));
+    fprintf(f,
+            "<tr class=\"total\"><td>total</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%ld</td><td>%s</td>"
+            "<td>%s</td></tr></table></div>\n",
             r->total.cases, r->total.pass, r->total.fail, r->total.other, pass_cell(&r->total, pass, sizeof pass),
             cert_cell(&r->total, cert, sizeof cert));
-    fprintf(f, "<p>Pass rate: cases whose outcome is PASS, decided by %s, among the cases not skipped (%ld SKIP, "
-               "counted under other, are no verdict and left out of the denominator; — where every case was "
-               "skipped). Certified pass rate: cases whose <code>certified</code> verdict is PASS among the %ld it "
-               "judged (PASS or FAIL); NA cases and cases without verdicts (SKIP, ERROR, CRASH, TIMEOUT) are left "
-               "out.</p>\n",
+    fprintf(f,
+            "<p>Pass rate: cases whose outcome is PASS, decided by %s, among the cases not skipped (%ld SKIP, "
+            "counted under other, are no verdict and left out of the denominator; — where every case was "
+            "skipped). Certified pass rate: cases whose <code>certified</code> verdict is PASS among the %ld it "
+            "judged (PASS or FAIL); NA cases and cases without verdicts (SKIP, ERROR, CRASH, TIMEOUT) are left "
+            "out.</p>\n",
             r->primary[0] ? "the run's <code>--primary</code> standard" : "each op's primary standard", r->total.skip,
             r->total.cert_judged);
     if (r->regressions)
@@ -109,8 +116,9 @@ static void op_row(const ug_report *r, int op, FILE *f)
 {
     char cert[24], pass[24], used[32];
     const ug_tally *t = &r->op[op];
-    fprintf(f, "<tr><td class=\"nw\"><a href=\"#hist-%s\">%s</a></td><td class=\"nw l\">%s</td><td>%ld</td><td>%ld</td>"
-               "<td>%ld</td><td>%ld</td><td>%s</td><td>%s</td><td>",
+    fprintf(f,
+            "<tr><td class=\"nw\"><a href=\"#hist-%s\">%s</a></td><td class=\"nw l\">%s</td><td>%ld</td><td>%ld</td>"
+            "<td>%ld</td><td>%ld</td><td>%s</td><td>%s</td><td>",
             ug_op_name(op), ug_op_name(op), ug_group_name(ug_op_group(op)), t->cases, t->pass, t->fail, t->other,
             pass_cell(t, pass, sizeof pass), cert_cell(t, cert, sizeof cert));
     ug_html_write_sparkline(r, op, f);
@@ -118,7 +126,8 @@ static void op_row(const ug_report *r, int op, FILE *f)
     if (r->closest_used[op] >= 0) {
         fprintf(f, "%s ", ug_html_used(r->closest_used[op], used, sizeof used));
         ug_html_case_link(f, r, r->closest_case[op]);
-    } else fprintf(f, "&ndash;");
+    } else
+        fprintf(f, "&ndash;");
     fprintf(f, "</td></tr>\n");
 }
 

@@ -62,7 +62,8 @@ static void change_row(const ug_report *r, const ug_report_change *c, FILE *f)
 static void more_hint(const ug_report *r, long more, FILE *f)
 {
     char *db = r->db_path[0] ? ug_shell_word(r->db_path) : NULL;
-    fprintf(f, "<p class=\"more\">%ld more: <code>%s diff %ld %ld", more, ug_self_command(), r->compared_run, r->run_id);
+    fprintf(f, "<p class=\"more\">%ld more: <code>%s diff %ld %ld", more, ug_self_command(), r->compared_run,
+            r->run_id);
     if (db) {
         fprintf(f, " --db ");
         ug_xml_escape_clean(f, db);
@@ -77,10 +78,11 @@ static void change_list(const ug_report *r, ug_change k, FILE *f)
         fprintf(f, "<p class=\"none\" id=\"chg-%s\">%s: none.</p>\n", ug_change_key(k), kind_title(k));
         return;
     }
-    fprintf(f, "<h3 id=\"chg-%s\">%s (%ld)</h3>\n<p>Most severe first: by the headroom %s used.</p>\n", ug_change_key(k),
-            kind_title(k), r->n_change[k], k == UG_CHANGE_FIXED ? "the compared run" : "this run");
-    fprintf(f, "<div class=\"scroll\"><table class=\"changes\"><tr><th>case</th><th>op</th><th>dtype</th>"
-               "<th>run %ld &rarr; %ld</th><th>headroom used</th><th>message (run %ld)</th></tr>\n",
+    fprintf(f, "<h3 id=\"chg-%s\">%s (%ld)</h3>\n<p>Most severe first: by the headroom %s used.</p>\n",
+            ug_change_key(k), kind_title(k), r->n_change[k], k == UG_CHANGE_FIXED ? "the compared run" : "this run");
+    fprintf(f,
+            "<div class=\"scroll\"><table class=\"changes\"><tr><th>case</th><th>op</th><th>dtype</th>"
+            "<th>run %ld &rarr; %ld</th><th>headroom used</th><th>message (run %ld)</th></tr>\n",
             r->compared_run, r->run_id, r->run_id);
     size_t *idx = malloc((r->n_changes + 1) * sizeof *idx);
     size_t shown = idx ? ug_report_changes_ranked(r, k, idx) : 0;
@@ -103,9 +105,10 @@ void ug_html_write_changes(const ug_report *r, FILE *f)
     fprintf(f, "<section id=\"changes\"><h2>Since run %ld (like for like)</h2>\n<p>Against run %ld%s", r->compared_run,
             r->compared_run, date[0] ? " (" : "");
     ug_xml_escape_clean(f, date);
-    fprintf(f, "%s, the last run of the same plan hash, selection, backend, sample and deciding standard. Drift: a "
-               "passing case that now uses over %.2g of what its standard allows and more than %.0f times what it "
-               "used.</p>\n<ul class=\"counts\">",
+    fprintf(f,
+            "%s, the last run of the same plan hash, selection, backend, sample and deciding standard. Drift: a "
+            "passing case that now uses over %.2g of what its standard allows and more than %.0f times what it "
+            "used.</p>\n<ul class=\"counts\">",
             date[0] ? " UTC)" : "", UG_DRIFT_FLOOR, UG_DRIFT_FACTOR_DEFAULT);
     for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
         fprintf(f, "<li class=\"%s%s\"><a href=\"#chg-%s\"><b>%ld</b> %s</a></li>", ug_change_key(kinds[i]),

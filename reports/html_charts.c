@@ -32,8 +32,9 @@ static void trend_axis(FILE *f, int y0)
     static const char *const names[] = {"100%", "99.99%", "99.9%", "99%", "90%", "0%"};
     for (int t = 0; t < 6; t++) {
         double y = y0 + TR_PH * (1 - ug_html_trend_pos(ticks[t]));
-        fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/><text x=\"%d\" y=\"%.1f\" "
-                   "font-size=\"11\" text-anchor=\"end\">%s</text>\n",
+        fprintf(f,
+                "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/><text x=\"%d\" y=\"%.1f\" "
+                "font-size=\"11\" text-anchor=\"end\">%s</text>\n",
                 TR_X0, TR_X0 + TR_PW, y, y, t == 0 ? "#9c9" : "#e4e4e4", TR_X0 - 4, y + 3, names[t]);
     }
 }
@@ -55,9 +56,9 @@ static void trend_panel(const ug_report *r, int g, int y0, FILE *f)
     fprintf(f, "\"/>\n");
     for (int i = 0; i < r->n_hist; i++) /* a dot per run: a group with one run has no line */
         if (r->hist_rate[i][g] >= 0) {
-            fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>run %ld %s: %.2f%% (",
-                    trend_x(r, i), y0 + TR_PH * (1 - ug_html_trend_pos(r->hist_rate[i][g])), group_color[g],
-                    r->hist_run[i], name, r->hist_rate[i][g]);
+            fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>run %ld %s: %.2f%% (", trend_x(r, i),
+                    y0 + TR_PH * (1 - ug_html_trend_pos(r->hist_rate[i][g])), group_color[g], r->hist_run[i], name,
+                    r->hist_rate[i][g]);
             ug_xml_escape_clean(f, r->hist_started[i]);
             fprintf(f, ")</title></circle>\n");
         }
@@ -74,8 +75,9 @@ static void trend_x_labels(const ug_report *r, int y, FILE *f)
         if (!last && (i % step || r->n_hist - 1 - i < step)) continue; /* the last run is always named */
         char date[24];
         ug_html_short_date(r->hist_started[i], date, sizeof date);
-        fprintf(f, "<text x=\"%.1f\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\">run %ld</text>"
-                   "<text x=\"%.1f\" y=\"%d\" font-size=\"11\" fill=\"#666\" text-anchor=\"middle\">",
+        fprintf(f,
+                "<text x=\"%.1f\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\">run %ld</text>"
+                "<text x=\"%.1f\" y=\"%d\" font-size=\"11\" fill=\"#666\" text-anchor=\"middle\">",
                 trend_x(r, i), y + 14, r->hist_run[i], trend_x(r, i), y + 28);
         ug_xml_escape_clean(f, date);
         fprintf(f, "</text>\n");
@@ -106,9 +108,10 @@ static double spark_y(double p) { return 2 + (SP_H - 4) * (1 - ug_html_trend_pos
 
 void ug_html_write_sparkline(const ug_report *r, int op, FILE *f)
 {
-    fprintf(f, "<svg class=\"spark\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-               "viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"%s pass rate by run\">"
-               "<line x1=\"0\" x2=\"%d\" y1=\"2\" y2=\"2\" stroke=\"#9c9\"/>",
+    fprintf(f,
+            "<svg class=\"spark\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+            "viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"%s pass rate by run\">"
+            "<line x1=\"0\" x2=\"%d\" y1=\"2\" y2=\"2\" stroke=\"#9c9\"/>",
             SP_W, SP_H, SP_W, SP_H, ug_op_name(op), SP_W);
     int n = 0;
     for (int i = 0; i < r->n_hist; i++) n += r->hist_op_rate[i][op] >= 0;
@@ -131,8 +134,10 @@ void ug_html_write_sparkline(const ug_report *r, int op, FILE *f)
 static void cell_label(double rate, char *buf, size_t len)
 {
     double scale = rate >= 10 ? 10 : 100;
-    if (rate >= 100) snprintf(buf, len, "100%%");
-    else snprintf(buf, len, rate >= 10 ? "%.1f%%" : "%.2f%%", floor(rate * scale) / scale);
+    if (rate >= 100)
+        snprintf(buf, len, "100%%");
+    else
+        snprintf(buf, len, rate >= 10 ? "%.1f%%" : "%.2f%%", floor(rate * scale) / scale);
 }
 
 enum { HM_CW = 80, HM_RH = 22, HM_TOP = 22 }; /* heatmap: cell width, row height, header */
@@ -146,12 +151,14 @@ static void heatmap_cell(const ug_report *r, int op, int dt, size_t listed, int 
     if (rate >= 0) { /* any failure leaves the green: the colour follows the trend's zoomed axis */
         ug_html_heat_color(100 * ug_html_trend_pos(rate), color, sizeof color);
         cell_label(rate, label, sizeof label);
-    } else snprintf(color, sizeof color, "#cccccc"), snprintf(label, sizeof label, "skip"); /* no verdict: grey */
+    } else
+        snprintf(color, sizeof color, "#cccccc"), snprintf(label, sizeof label, "skip"); /* no verdict: grey */
     int link = t->cases - t->pass - t->skip > 0 && listed > 0;
     const char *opn = ug_op_name(op), *dtn = ug_dtype_name((ug_dtype)dt);
     if (link) fprintf(f, "<a href=\"#fail-%s-%s\">", opn, dtn);
-    fprintf(f, "<rect class=\"cell\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"%s>"
-               "<title>%s %s: %ld/%ld pass, %ld skipped; certified %ld/%ld%s</title></rect>",
+    fprintf(f,
+            "<rect class=\"cell\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"%s>"
+            "<title>%s %s: %ld/%ld pass, %ld skipped; certified %ld/%ld%s</title></rect>",
             x + 1, y + 1, CW - 2, RH - 2, color, link ? " stroke=\"#222\"" : "", opn, dtn, t->pass, t->cases - t->skip,
             t->skip, t->cert_pass, t->cert_judged, link ? " (follow the link for its failures)" : "");
     fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"11\" text-anchor=\"middle\"%s>%s</text>%s\n", x + CW / 2, y + 15,

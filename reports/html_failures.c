@@ -38,9 +38,10 @@ static void top_failures(const ug_report *r, FILE *f)
         fprintf(f, "<p>%s</p></section>\n", r->failures.n ? "None listed (--top 0)." : "No failures in this run.");
         return;
     }
-    fprintf(f, "<p>%zu of %zu failing cases, most severe first: ranked by the share of its allowance each used "
-               "(scale-free, never raw ulps). A case ID leads to its triage block.</p>\n<div class=\"scroll\">"
-               "<table class=\"fails\"><tr><th>#</th>%s</tr>\n",
+    fprintf(f,
+            "<p>%zu of %zu failing cases, most severe first: ranked by the share of its allowance each used "
+            "(scale-free, never raw ulps). A case ID leads to its triage block.</p>\n<div class=\"scroll\">"
+            "<table class=\"fails\"><tr><th>#</th>%s</tr>\n",
             shown, r->failures.n, failure_head);
     for (size_t i = 0; i < shown; i++) {
         fprintf(f, "<tr class=\"failure\"><td>%zu</td>", i + 1);
@@ -54,8 +55,8 @@ static void top_failures(const ug_report *r, FILE *f)
 static void cell_more(const ug_report *r, int op, long more, FILE *f)
 {
     char *db = r->db_path[0] ? ug_shell_word(r->db_path) : NULL;
-    fprintf(f, "<p class=\"more\">%ld more: <code>%s failures --run %ld --op %s", more, ug_self_command(),
-            r->run_id, ug_op_name(op));
+    fprintf(f, "<p class=\"more\">%ld more: <code>%s failures --run %ld --op %s", more, ug_self_command(), r->run_id,
+            ug_op_name(op));
     if (db) {
         fprintf(f, " --db ");
         ug_xml_escape_clean(f, db);
@@ -70,8 +71,9 @@ static void cell_list(const ug_report *r, int op, int dt, size_t listed, const i
     long failing = t->cases - t->pass - t->skip;
     size_t n = 0;
     if (failing <= 0 || !listed) return;
-    fprintf(f, "<h3 id=\"fail-%s-%s\">%s &times; %s: %ld failing of %ld cases</h3>\n<div class=\"scroll\">"
-               "<table class=\"fails\"><tr>%s</tr>\n",
+    fprintf(f,
+            "<h3 id=\"fail-%s-%s\">%s &times; %s: %ld failing of %ld cases</h3>\n<div class=\"scroll\">"
+            "<table class=\"fails\"><tr>%s</tr>\n",
             ug_op_name(op), ug_dtype_name((ug_dtype)dt), ug_op_name(op), ug_dtype_name((ug_dtype)dt), failing, t->cases,
             failure_head);
     for (size_t i = 0; i < r->failures.n && n < listed; i++) {

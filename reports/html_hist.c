@@ -8,11 +8,11 @@
 #include "reports/html_parts.h"
 
 typedef struct {
-    const long *all, *bad;     /* per bin: every case, the cases not PASS */
+    const long *all, *bad; /* per bin: every case, the cases not PASS */
     int bins;
-    const char *const *names;  /* bin labels */
-    const char *unit, *xaxis;  /* in titles; the x axis' name */
-    int limit_after;           /* the bin after which the limit line goes, -1 none */
+    const char *const *names; /* bin labels */
+    const char *unit, *xaxis; /* in titles; the x axis' name */
+    int limit_after;          /* the bin after which the limit line goes, -1 none */
 } hist_spec;
 
 static void hist_bar(const hist_spec *s, int b, long peak, FILE *f)
@@ -21,12 +21,14 @@ static void hist_bar(const hist_spec *s, int b, long peak, FILE *f)
     long n = s->all[b], bad = s->bad[b];
     double h_all = (double)BH * (double)n / (double)peak, h_bad = (double)BH * (double)bad / (double)peak;
     int x = X0 + BW * b;
-    fprintf(f, "<rect class=\"bar pass\" x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%.1f\" fill=\"#4878a8\">"
-               "<title>%s %s: %ld cases, %ld PASS</title></rect>\n",
+    fprintf(f,
+            "<rect class=\"bar pass\" x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%.1f\" fill=\"#4878a8\">"
+            "<title>%s %s: %ld cases, %ld PASS</title></rect>\n",
             x + 2, TOP + BH - h_all, BW - 4, h_all - h_bad, s->names[b], s->unit, n, n - bad);
     if (bad)
-        fprintf(f, "<rect class=\"bar notpass\" x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%.1f\" fill=\"#d62728\">"
-                   "<title>%s %s: %ld cases not PASS</title></rect>\n",
+        fprintf(f,
+                "<rect class=\"bar notpass\" x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%.1f\" fill=\"#d62728\">"
+                "<title>%s %s: %ld cases not PASS</title></rect>\n",
                 x + 2, TOP + BH - h_bad, BW - 4, h_bad, s->names[b], s->unit, bad);
     if (n)
         fprintf(f, "<text class=\"count\" x=\"%d\" y=\"%.1f\" font-size=\"8\" text-anchor=\"middle\">%ld</text>\n",
@@ -42,13 +44,15 @@ static void hist_svg(const hist_spec *s, const char *label, FILE *f)
     long peak = 1;
     for (int b = 0; b < s->bins; b++) peak = s->all[b] > peak ? s->all[b] : peak;
     ug_html_svg_open(f, X0 + BW * s->bins + 6, TOP + BH + 40, label);
-    fprintf(f, "<text x=\"10\" y=\"%d\" font-size=\"9\" transform=\"rotate(-90 10 %d)\" text-anchor=\"middle\">cases"
-               "</text><line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"#888\"/>\n",
+    fprintf(f,
+            "<text x=\"10\" y=\"%d\" font-size=\"9\" transform=\"rotate(-90 10 %d)\" text-anchor=\"middle\">cases"
+            "</text><line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"#888\"/>\n",
             TOP + BH / 2, TOP + BH / 2, X0, X0 + BW * s->bins, TOP + BH, TOP + BH);
     for (int b = 0; b < s->bins; b++) hist_bar(s, b, peak, f);
     if (s->limit_after >= 0)
-        fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"#d62728\" stroke-dasharray=\"3,2\"/>"
-                   "<text x=\"%d\" y=\"%d\" font-size=\"8\" fill=\"#d62728\">limit</text>\n",
+        fprintf(f,
+                "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"#d62728\" stroke-dasharray=\"3,2\"/>"
+                "<text x=\"%d\" y=\"%d\" font-size=\"8\" fill=\"#d62728\">limit</text>\n",
                 X0 + BW * (s->limit_after + 1), X0 + BW * (s->limit_after + 1), TOP - 6, TOP + BH,
                 X0 + BW * (s->limit_after + 1) + 2, TOP - 2);
     fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"9\" text-anchor=\"middle\">%s</text>\n", X0 + BW * s->bins / 2,
@@ -65,8 +69,13 @@ static long sum(const long *v, int n)
 
 static void headroom_figure(const ug_report *r, int op, FILE *f)
 {
-    hist_spec s = {r->used_hist[op], r->used_hist_notpass[op], UG_USED_BUCKETS, ug_used_bucket_names, "used",
-                   "headroom used (1 = the limit)", 3};
+    hist_spec s = {r->used_hist[op],
+                   r->used_hist_notpass[op],
+                   UG_USED_BUCKETS,
+                   ug_used_bucket_names,
+                   "used",
+                   "headroom used (1 = the limit)",
+                   3};
     char label[128], used[32];
     snprintf(label, sizeof label, "%s headroom histogram", ug_op_name(op));
     fprintf(f, "<figure id=\"hist-%s\" aria-labelledby=\"cap-hist-%s\">", ug_op_name(op), ug_op_name(op));
@@ -82,8 +91,13 @@ static void headroom_figure(const ug_report *r, int op, FILE *f)
 
 static void ulp_figure(const ug_report *r, int op, FILE *f)
 {
-    hist_spec s = {r->ulp_hist[op], r->ulp_hist_notpass[op], UG_ULP_BUCKETS, ug_ulp_bucket_names, "ulp",
-                   "max ulp error of the case", -1};
+    hist_spec s = {r->ulp_hist[op],
+                   r->ulp_hist_notpass[op],
+                   UG_ULP_BUCKETS,
+                   ug_ulp_bucket_names,
+                   "ulp",
+                   "max ulp error of the case",
+                   -1};
     char label[128];
     snprintf(label, sizeof label, "%s max ulp histogram", ug_op_name(op));
     fprintf(f, "<figure aria-labelledby=\"cap-ulp-%s\">", ug_op_name(op));

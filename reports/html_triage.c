@@ -45,7 +45,8 @@ static void block_head(const ug_report *r, const ug_report_detail *d, FILE *f)
     fprintf(f, "</span> <span class=\"verdict\">");
     ug_xml_escape_clean(f, d->verdict[0] ? d->verdict : "?");
     fprintf(f, "</span></h3>\n<p class=\"why\"><b>What decided:</b> ");
-    if (x) ug_xml_escape_clean(f, x->figure);
+    if (x)
+        ug_xml_escape_clean(f, x->figure);
     else {
         char used[32];
         fprintf(f, "passes ");
@@ -86,12 +87,15 @@ static void output_row(const ug_report_output *o, const cJSON *thr, FILE *f)
 {
     fprintf(f, "<tr><td class=\"nw l\">");
     ug_xml_escape_clean(f, o->output);
-    fprintf(f, "</td><td class=\"nw\">%ld of %ld</td><td class=\"nw\">%.4g</td><td class=\"nw\">%.4g</td>"
-               "<td class=\"nw\">%.4g</td><td>%ld</td><td class=\"fig\">",
+    fprintf(f,
+            "</td><td class=\"nw\">%ld of %ld</td><td class=\"nw\">%.4g</td><td class=\"nw\">%.4g</td>"
+            "<td class=\"nw\">%.4g</td><td>%ld</td><td class=\"fig\">",
             o->n_checked, o->n_total, o->max_abs, o->max_rel, o->max_ulp, o->nonfinite);
     const cJSON *t = thr ? cJSON_GetObjectItemCaseSensitive(thr, o->output) : NULL;
-    if (cJSON_IsObject(t)) threshold_pairs(t, f);
-    else fprintf(f, "&ndash;");
+    if (cJSON_IsObject(t))
+        threshold_pairs(t, f);
+    else
+        fprintf(f, "&ndash;");
     fprintf(f, "</td></tr>\n");
 }
 
@@ -121,7 +125,7 @@ static char *reproduce_line(const ug_report *r, const ug_report_detail *d)
 {
     if (!d->spec || !d->spec[0]) return NULL;
     int replay = strncmp(r->backend, "replay", 6) == 0; /* a device's outputs: the built-in kernel stands in */
-    int primary = ug_standard_find(r->primary);           /* a name ulpgym knows, or none */
+    int primary = ug_standard_find(r->primary);         /* a name ulpgym knows, or none */
     const char *std = primary >= 0 ? ug_standard_name(primary) : "";
     char *b = ug_shell_quote(replay ? "sim" : r->backend), *s = ug_shell_quote(d->spec), *line = NULL;
     size_t n = (b ? strlen(b) : 0) + (s ? strlen(s) : 0) + strlen(ug_self_command()) + strlen(std) + 64;

@@ -11,7 +11,8 @@
 void ug_html_case_link(FILE *f, const ug_report *r, const char *case_id)
 {
     const ug_report_detail *d = ug_report_detail_find(r, case_id);
-    if (d) fprintf(f, "<a href=\"#case-%s\"><code>%s</code></a>", d->case_id, d->case_id);
+    if (d)
+        fprintf(f, "<a href=\"#case-%s\"><code>%s</code></a>", d->case_id, d->case_id);
     else {
         fprintf(f, "<code>");
         ug_xml_escape_clean(f, case_id);
@@ -31,9 +32,12 @@ void ug_html_cell_counts(const ug_report *r, size_t listed[UG_OP_COUNT][UG_DT_CO
 
 const char *ug_html_used(double used, char *buf, size_t len)
 {
-    if (isnan(used) || used < 0) snprintf(buf, len, "&ndash;");
-    else if (isinf(used)) snprintf(buf, len, "inf");
-    else snprintf(buf, len, used < 10 ? "%.3g" : "%.4g", used);
+    if (isnan(used) || used < 0)
+        snprintf(buf, len, "&ndash;");
+    else if (isinf(used))
+        snprintf(buf, len, "inf");
+    else
+        snprintf(buf, len, used < 10 ? "%.3g" : "%.4g", used);
     return buf;
 }
 
@@ -51,13 +55,15 @@ void ug_html_short_date(const char *iso, char *buf, size_t len)
     /* 2026-12-06T09:32:11Z -> 12-06 09:32 */
     if (iso && strlen(iso) >= 16 && iso[4] == '-' && iso[10] == 'T')
         snprintf(buf, len, "%.5s %.5s", iso + 5, iso + 11);
-    else snprintf(buf, len, "%s", "");
+    else
+        snprintf(buf, len, "%s", "");
 }
 
 void ug_html_svg_open(FILE *f, int w, int h, const char *label)
 {
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" "
-               "aria-label=\"",
+    fprintf(f,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" "
+            "aria-label=\"",
             w, h, w, h);
     ug_xml_escape(f, label);
     fprintf(f, "\">\n");

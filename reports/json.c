@@ -26,15 +26,19 @@ static void add_str(cJSON *o, const char *key, const char *s)
 /* s, or null when it is empty. */
 static void add_str_or_null(cJSON *o, const char *key, const char *s)
 {
-    if (s && *s) add_str(o, key, s);
-    else cJSON_AddNullToObject(o, key);
+    if (s && *s)
+        add_str(o, key, s);
+    else
+        cJSON_AddNullToObject(o, key);
 }
 
 /* x, or null when it is not finite (NaN: not judged; inf: a NaN/Inf mismatch). */
 static void add_num(cJSON *o, const char *key, double x)
 {
-    if (isfinite(x)) cJSON_AddNumberToObject(o, key, x);
-    else cJSON_AddNullToObject(o, key);
+    if (isfinite(x))
+        cJSON_AddNumberToObject(o, key, x);
+    else
+        cJSON_AddNullToObject(o, key);
 }
 
 static void add_triage(cJSON *o, const ug_report *r, const char *case_id)
@@ -52,12 +56,16 @@ static cJSON *tally_json(const ug_tally *t)
     cJSON_AddNumberToObject(o, "failed", (double)t->fail);
     cJSON_AddNumberToObject(o, "other", (double)t->other);
     cJSON_AddNumberToObject(o, "skipped", (double)t->skip);
-    if (ug_tally_pass_rate(t) >= 0) cJSON_AddNumberToObject(o, "pass_rate", ug_tally_pass_rate(t));
-    else cJSON_AddNullToObject(o, "pass_rate"); /* every case skipped */
+    if (ug_tally_pass_rate(t) >= 0)
+        cJSON_AddNumberToObject(o, "pass_rate", ug_tally_pass_rate(t));
+    else
+        cJSON_AddNullToObject(o, "pass_rate"); /* every case skipped */
     cJSON_AddNumberToObject(o, "certified_judged", (double)t->cert_judged);
     cJSON_AddNumberToObject(o, "certified_passed", (double)t->cert_pass);
-    if (t->cert_judged) cJSON_AddNumberToObject(o, "pass_rate_certified", ug_tally_cert_rate(t));
-    else cJSON_AddNullToObject(o, "pass_rate_certified"); /* the certified standard judged no case */
+    if (t->cert_judged)
+        cJSON_AddNumberToObject(o, "pass_rate_certified", ug_tally_cert_rate(t));
+    else
+        cJSON_AddNullToObject(o, "pass_rate_certified"); /* the certified standard judged no case */
     return o;
 }
 
@@ -76,7 +84,7 @@ static void run_json(cJSON *j, const ug_report *r, const ug_run_record *run)
     add_str(j, "backend", r->backend);
     add_str(j, "git_rev", run ? run->git_rev : r->git_rev);
     add_str(j, "host", run ? run->host : r->host);
-    add_str_or_null(j, "primary_standard", r->primary); /* null: each op's own primary decided */
+    add_str_or_null(j, "primary_standard", r->primary);            /* null: each op's own primary decided */
     char *abs = r->db_path[0] ? realpath(r->db_path, NULL) : NULL; /* as triage lines name it */
     add_str_or_null(j, "database", abs ? abs : r->db_path);
     free(abs);
@@ -87,16 +95,24 @@ static void options_json(cJSON *j, const ug_run_record *run)
 {
     cJSON *o = cJSON_AddObjectToObject(j, "options");
     int known = run && run->has_options;
-    if (known && run->seed_set) cJSON_AddNumberToObject(o, "seed", (double)run->seed);
-    else cJSON_AddNullToObject(o, "seed");
-    if (run) cJSON_AddNumberToObject(o, "sample", (double)run->sample);
-    else cJSON_AddNullToObject(o, "sample");
-    if (run) cJSON_AddNumberToObject(o, "oracle_precision", run->oracle_prec);
-    else cJSON_AddNullToObject(o, "oracle_precision");
+    if (known && run->seed_set)
+        cJSON_AddNumberToObject(o, "seed", (double)run->seed);
+    else
+        cJSON_AddNullToObject(o, "seed");
+    if (run)
+        cJSON_AddNumberToObject(o, "sample", (double)run->sample);
+    else
+        cJSON_AddNullToObject(o, "sample");
+    if (run)
+        cJSON_AddNumberToObject(o, "oracle_precision", run->oracle_prec);
+    else
+        cJSON_AddNullToObject(o, "oracle_precision");
     add_str_or_null(o, "ops", known ? run->op_filter : NULL);
     add_str_or_null(o, "groups", known ? run->group_filter : NULL);
-    if (known && run->limit > 0) cJSON_AddNumberToObject(o, "limit", (double)run->limit);
-    else cJSON_AddNullToObject(o, "limit");
+    if (known && run->limit > 0)
+        cJSON_AddNumberToObject(o, "limit", (double)run->limit);
+    else
+        cJSON_AddNullToObject(o, "limit");
     add_str_or_null(o, "shard", run ? run->shard : NULL);
     add_str_or_null(o, "plan_path", run ? run->plan_path : NULL);
     add_str_or_null(o, "backend_sha256", run ? run->backend_sha256 : NULL);
@@ -124,7 +140,8 @@ static cJSON *op_json(const ug_report *r, int op)
     cJSON_AddStringToObject(o, "group", ug_group_name(ug_op_group(op)));
     cJSON *dts = cJSON_AddObjectToObject(o, "dtypes");
     for (int dt = 0; dt < UG_DT_COUNT; dt++)
-        if (r->op_dtype[op][dt].cases) cJSON_AddItemToObject(dts, ug_dtype_name((ug_dtype)dt), tally_json(&r->op_dtype[op][dt]));
+        if (r->op_dtype[op][dt].cases)
+            cJSON_AddItemToObject(dts, ug_dtype_name((ug_dtype)dt), tally_json(&r->op_dtype[op][dt]));
     cJSON_AddItemToObject(o, "used_histogram", hist_json(r->used_hist[op], ug_used_bucket_names, UG_USED_BUCKETS));
     cJSON_AddItemToObject(o, "used_histogram_not_pass",
                           hist_json(r->used_hist_notpass[op], ug_used_bucket_names, UG_USED_BUCKETS));
@@ -135,7 +152,8 @@ static cJSON *op_json(const ug_report *r, int op)
         cJSON *c = cJSON_AddObjectToObject(o, "closest_to_limit");
         add_str(c, "case_id", r->closest_case[op]);
         add_num(c, "used", r->closest_used[op]);
-    } else cJSON_AddNullToObject(o, "closest_to_limit"); /* no passing case was judged */
+    } else
+        cJSON_AddNullToObject(o, "closest_to_limit"); /* no passing case was judged */
     return o;
 }
 
@@ -151,8 +169,10 @@ static cJSON *change_json(const ug_report *r, const ug_report_index *ix, const u
     add_num(o, "used_before", c->used_a);
     add_num(o, "used", c->used_b);
     add_str_or_null(o, "figure", x ? x->figure : NULL);
-    if (x) add_num(o, "severity", x->severity);
-    else cJSON_AddNullToObject(o, "severity");
+    if (x)
+        add_num(o, "severity", x->severity);
+    else
+        cJSON_AddNullToObject(o, "severity");
     add_str(o, "message", c->message);
     add_triage(o, r, c->case_id);
     return o;
@@ -161,12 +181,16 @@ static cJSON *change_json(const ug_report *r, const ug_report_index *ix, const u
 static void changes_json(cJSON *j, const ug_report *r, const ug_report_index *ix)
 {
     cJSON *o = cJSON_AddObjectToObject(j, "changes");
-    if (r->compared_run) cJSON_AddNumberToObject(o, "compared_run", (double)r->compared_run);
-    else cJSON_AddNullToObject(o, "compared_run"); /* no like-for-like run before this one */
-    cJSON_AddStringToObject(o, "rule", "the last finished run before this one of the same plan hash, selection (ops, "
-                                       "groups, limit, shard), backend, sample and deciding standard");
+    if (r->compared_run)
+        cJSON_AddNumberToObject(o, "compared_run", (double)r->compared_run);
+    else
+        cJSON_AddNullToObject(o, "compared_run"); /* no like-for-like run before this one */
+    cJSON_AddStringToObject(o, "rule",
+                            "the last finished run before this one of the same plan hash, selection (ops, "
+                            "groups, limit, shard), backend, sample and deciding standard");
     cJSON *counts = cJSON_AddObjectToObject(o, "counts");
-    for (int k = 0; k < UG_CHANGE_COUNT; k++) cJSON_AddNumberToObject(counts, ug_change_key((ug_change)k), (double)r->n_change[k]);
+    for (int k = 0; k < UG_CHANGE_COUNT; k++)
+        cJSON_AddNumberToObject(counts, ug_change_key((ug_change)k), (double)r->n_change[k]);
     static const ug_change order[] = {UG_CHANGE_NEW_FAIL, UG_CHANGE_FIXED, UG_CHANGE_STILL_FAILING, UG_CHANGE_DRIFT};
     for (size_t i = 0; i < sizeof order / sizeof *order; i++) {
         size_t n;

@@ -188,8 +188,10 @@ static void flush_suite(junit_state *js)
     char suite[96], stamp[32];
     snprintf(suite, sizeof suite, "%s.%s", ug_group_name(ug_op_group(js->op)), ug_op_name(js->op));
     snprintf(stamp, sizeof stamp, "%.19s", r->started); /* ISO 8601 in UTC, without the Z as Ant writes it */
-    fprintf(f, "  <testsuite name=\"%s\" tests=\"%zu\" failures=\"%ld\" errors=\"%ld\" skipped=\"%ld\" time=\"%.3f\" "
-               "timestamp=\"", suite, js->n, fail, err, skip, secs);
+    fprintf(f,
+            "  <testsuite name=\"%s\" tests=\"%zu\" failures=\"%ld\" errors=\"%ld\" skipped=\"%ld\" time=\"%.3f\" "
+            "timestamp=\"",
+            suite, js->n, fail, err, skip, secs);
     ug_xml_escape_clean(f, stamp);
     fprintf(f, "\" hostname=\"");
     const char *host = js->run ? js->run->host : r->host;
@@ -218,8 +220,9 @@ static int junit_row(const ug_db_case_row *row, void *ctx)
         js->v = v, js->cap = cap;
     }
     const ug_report_change *ch = ug_report_index_change(&js->ix, row->case_id);
-    junit_case c = {dup(row->case_id), dup(row->dtype), dup(row->verdict), dup(row->message),
-                    dup(row->primary_standard), dup(row->spec_json), row->ms, ch && ch->kind == UG_CHANGE_NEW_FAIL};
+    junit_case c = {
+        dup(row->case_id),          dup(row->dtype),     dup(row->verdict), dup(row->message),
+        dup(row->primary_standard), dup(row->spec_json), row->ms,           ch && ch->kind == UG_CHANGE_NEW_FAIL};
     js->v[js->n++] = c;
     if (!c.case_id || !c.dtype || !c.verdict || !c.message || !c.standard || !c.spec_json) return js->oom = 1;
     return 0;
@@ -235,7 +238,8 @@ int ug_report_write_junit(ug_db *db, const ug_report *r, FILE *f, char *err, siz
         if (r->changes[i].kind == UG_CHANGE_NEW_FAIL && r->changes[i].op >= 0) js.has_new[r->changes[i].op] = 1;
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     fprintf(f, "<testsuites name=\"ulpgym run %ld\" tests=\"%ld\" failures=\"%ld\" errors=\"%ld\" time=\"%.3f\">\n",
-            r->run_id, r->total.cases, r->total.fail, r->total.other - r->total.skip, r->seconds_kernel + r->seconds_oracle);
+            r->run_id, r->total.cases, r->total.fail, r->total.other - r->total.skip,
+            r->seconds_kernel + r->seconds_oracle);
     int rc = 0;
     for (js.pass = 1; js.pass >= 0 && !rc; js.pass--) { /* the ops with a new failure, then the others */
         rc = ug_db_report_cases(db, r->run_id, junit_row, &js, err, errlen);

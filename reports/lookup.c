@@ -87,7 +87,8 @@ static int by_order(const void *a, const void *b)
     int c = 0;
     if (x->kind == UG_CHANGE_NEW_FAIL || x->kind == UG_CHANGE_STILL_FAILING)
         c = larger_first(change_severity(x), change_severity(y));
-    else if (x->kind == UG_CHANGE_DRIFT) c = larger_first(x->used_b, y->used_b);
+    else if (x->kind == UG_CHANGE_DRIFT)
+        c = larger_first(x->used_b, y->used_b);
     return c ? c : by_op_id(x, y);
 }
 
@@ -119,9 +120,12 @@ const char *ug_report_num(double x, char buf[32])
 
 const char *ug_report_used_text(double used, const char *none, char buf[32])
 {
-    if (isnan(used)) snprintf(buf, 32, "%s", none);
-    else if (isinf(used)) snprintf(buf, 32, "∞");
-    else snprintf(buf, 32, "%.3g", used);
+    if (isnan(used))
+        snprintf(buf, 32, "%s", none);
+    else if (isinf(used))
+        snprintf(buf, 32, "∞");
+    else
+        snprintf(buf, 32, "%.3g", used);
     return buf;
 }
 
@@ -171,9 +175,12 @@ static void param_text(const cJSON *p, char *out, size_t len)
         count = (size_t)cJSON_GetArraySize(p);
     } else
         for (const char *q = v; *q; q++) count += *q == ',';
-    if (count > 1 || !cJSON_IsString(p)) abbreviate(items, count, out, len);
-    else if (vl > 24) snprintf(out, len, "%.20s…", v);
-    else snprintf(out, len, "%s", v);
+    if (count > 1 || !cJSON_IsString(p))
+        abbreviate(items, count, out, len);
+    else if (vl > 24)
+        snprintf(out, len, "%.20s…", v);
+    else
+        snprintf(out, len, "%s", v);
     free(v);
 }
 
@@ -204,7 +211,8 @@ void ug_report_case_name(const char *dtype, const char *spec_json, const char *c
     buf[0] = 0;
     put(&b, dtype && *dtype ? dtype : "?", READABLE);
     cJSON *spec = cJSON_Parse(spec_json ? spec_json : "");
-    const cJSON *params = cJSON_GetObjectItemCaseSensitive(spec, "params"), *op = cJSON_GetObjectItemCaseSensitive(spec, "op");
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(spec, "params"),
+                *op = cJSON_GetObjectItemCaseSensitive(spec, "op");
     const ug_op_def *def = cJSON_IsString(op) ? ug_op_def_get(ug_op_find(op->valuestring)) : NULL;
     const ug_op_decl *decl = def ? &def->decl : NULL;
     int fits = cJSON_IsObject(params);

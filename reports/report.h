@@ -32,12 +32,12 @@ typedef struct {
     char case_id[UG_ID_LEN + 1]; /* as stored; validated before a command line is made of it */
     int op;                      /* -1: an op this build does not know */
     char dtype[8], verdict_a[12], verdict_b[12];
-    double used_a, used_b;       /* NaN when not judged */
-    char message[300];           /* run B's message */
+    double used_a, used_b; /* NaN when not judged */
+    char message[300];     /* run B's message */
 } ug_report_change;
 /* One judged output of a case the page lists (db/query_report.h ug_db_output_figures), kept. */
 typedef struct {
-    char output[64];              /* as stored, cleaned to valid UTF-8 */
+    char output[64]; /* as stored, cleaned to valid UTF-8 */
     long n_checked, n_total, nonfinite;
     double max_abs, max_rel, max_ulp;
 } ug_report_output;
@@ -60,7 +60,7 @@ typedef struct {
 typedef struct ug_report {
     long run_id;
     char started[32], finished[32], status[16], backend[600], plan[64], plan_hash[24], git_rev[24], host[64];
-    char primary[32]; /* the run's `sweep --primary` standard; "" = each op's own primary decided */
+    char primary[32];   /* the run's `sweep --primary` standard; "" = each op's own primary decided */
     char db_path[1100]; /* the database read (set by the CLI): every format's triage lines name it
                            (core/paths.h ug_triage_line: quoted, absolute, the run pinned) */
     ug_tally total;
@@ -71,13 +71,13 @@ typedef struct ug_report {
     long ulp_hist_notpass[UG_OP_COUNT][UG_ULP_BUCKETS]; /* of ulp_hist, the cases whose outcome is not PASS */
     long used_hist[UG_OP_COUNT][UG_USED_BUCKETS];       /* the headroom each case used (what decides) */
     long used_hist_notpass[UG_OP_COUNT][UG_USED_BUCKETS];
-    double closest_used[UG_OP_COUNT];                   /* the passing case nearest its limit: its used, -1 none */
+    double closest_used[UG_OP_COUNT]; /* the passing case nearest its limit: its used, -1 none */
     char closest_case[UG_OP_COUNT][UG_ID_LEN + 1];
     long regressions; /* cases of origin fuzz (corpus/found/) among total */
     double seconds_kernel, seconds_oracle;
     long long elems_judged, elems_total; /* output elements the verdicts rest on, of all the outputs hold */
-    ug_failure_list failures; /* every failing case, most severe first (reports/failures.h) */
-    int top;                  /* how many of them the writers list */
+    ug_failure_list failures;            /* every failing case, most severe first (reports/failures.h) */
+    int top;                             /* how many of them the writers list */
     /* Against the last like-for-like run (same plan hash, selection, backend, sample and standard:
      * db/query_failures.h ug_db_comparable_run): 0 when there is none. changes: new failures, fixed,
      * still failing and drift, in that order (by op and case ID within each) */
@@ -89,9 +89,9 @@ typedef struct ug_report {
      * first; a mutant or plugin run is another line, never a sawtooth in this one); SKIP left out */
     int n_hist;
     long hist_run[64];
-    char hist_started[64][24];               /* each run's start, UTC ISO 8601 */
-    double hist_rate[64][UG_GROUP_COUNT];    /* -1 where the run had no case of the group */
-    double hist_op_rate[64][UG_OP_COUNT];    /* -1 where the run had no case of the op */
+    char hist_started[64][24];            /* each run's start, UTC ISO 8601 */
+    double hist_rate[64][UG_GROUP_COUNT]; /* -1 where the run had no case of the group */
+    double hist_op_rate[64][UG_OP_COUNT]; /* -1 where the run had no case of the op */
     /* the database's latest kernel-timing table (`bench kernels --backend B --baseline A`), shown by the HTML
      * and markdown reports; has_bench 0 when the database holds none */
     int has_bench;

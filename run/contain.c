@@ -152,8 +152,7 @@ static const char *signal_name(int sig)
         const char *name;
     } names[] = {{SIGSEGV, "SIGSEGV"}, {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},
                  {SIGILL, "SIGILL"},   {SIGKILL, "SIGKILL"}, {SIGTERM, "SIGTERM"}, {SIGTRAP, "SIGTRAP"},
-                 {SIGSYS, "SIGSYS"},   {SIGPIPE, "SIGPIPE"}, {SIGXCPU, "SIGXCPU"},
-                 {SIGXFSZ, "SIGXFSZ"}};
+                 {SIGSYS, "SIGSYS"},   {SIGPIPE, "SIGPIPE"}, {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"}};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (names[i].sig == sig) return names[i].name;
     return "a signal";
@@ -174,9 +173,11 @@ void ug_contain_crash_message(int status, double ms, const char *note, int oom, 
     if (WIFSIGNALED(status))
         n = snprintf(buf, len, "%sworker killed by signal %d (%s) after %.0f ms", cause, WTERMSIG(status),
                      signal_name(WTERMSIG(status)), ms);
-    else n = snprintf(buf, len, "%sworker exited with status %d after %.0f ms", cause, WEXITSTATUS(status), ms);
+    else
+        n = snprintf(buf, len, "%sworker exited with status %d after %.0f ms", cause, WEXITSTATUS(status), ms);
     if (oom && n >= 0 && (size_t)n < len)
-        snprintf(buf + n, len - (size_t)n, ": out of memory (an allocation failed under the address space cap: the "
+        snprintf(buf + n, len - (size_t)n,
+                 ": out of memory (an allocation failed under the address space cap: the "
                  "process's own size + 1.25 x the case memory budget of %.0f MiB; --case-memory raises it)",
                  (double)ug_case_memory_budget() / 1048576.0);
 }
@@ -210,8 +211,10 @@ static void copy_outputs(ug_case *c, kernel_reply *rep, int to_reply)
     unsigned char *p = (unsigned char *)(rep + 1);
     for (int k = 0; k < c->n_out; k++) {
         size_t n = output_bytes(&c->out[k]);
-        if (to_reply) memcpy(p, c->out[k].data, n);
-        else memcpy(c->out[k].data, p, n);
+        if (to_reply)
+            memcpy(p, c->out[k].data, n);
+        else
+            memcpy(c->out[k].data, p, n);
         p += n;
     }
 }
@@ -253,15 +256,19 @@ int ug_contain_kernel(ug_contain_run_fn run, const void *ctx, ug_case *c, double
     pid_t parent = getpid(), pid = fork();
     if (pid == 0) kernel_child(run, ctx, c, rep, parent);
     int rc = -1, status = 0;
-    if (pid < 0) snprintf(err, errlen, "cannot start the kernel's process: %s", strerror(errno));
+    if (pid < 0)
+        snprintf(err, errlen, "cannot start the kernel's process: %s", strerror(errno));
     else {
         ug_contain_adopt(pid);
         int ended = wait_limited(pid, t0, limit_s, &status);
         ug_contain_kill_group(pid); /* whatever it forked goes with it */
-        if (!ended) while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+        if (!ended)
+            while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
         double ms = now_ms() - t0;
-        if (!ended) ug_contain_timeout_message(ms, limit_s, err, errlen), rc = UG_CONTAIN_TIMEOUT;
-        else if (!rep->done) ug_contain_crash_message(status, ms, rep->note, rep->oom, err, errlen), rc = UG_CONTAIN_CRASH;
+        if (!ended)
+            ug_contain_timeout_message(ms, limit_s, err, errlen), rc = UG_CONTAIN_TIMEOUT;
+        else if (!rep->done)
+            ug_contain_crash_message(status, ms, rep->note, rep->oom, err, errlen), rc = UG_CONTAIN_CRASH;
         else {
             rc = rep->rc;
             snprintf(err, errlen, "%s", rep->err);

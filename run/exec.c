@@ -39,9 +39,12 @@ int ug_exec_parse_primary(const char *name, int *std, char *err, size_t errlen)
         if (!ug_standard_is_discrete(k))
             n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", n ? ", " : "", ug_standard_name(k));
     if (s >= 0)
-        snprintf(err, errlen, "--primary: %s is a discrete compare, which judges discrete outputs only and already "
-                 "decides every case it applies to; give a numeric standard: %s", name, names);
-    else snprintf(err, errlen, "--primary: unknown standard \"%s\"; give a numeric standard: %s", name, names);
+        snprintf(err, errlen,
+                 "--primary: %s is a discrete compare, which judges discrete outputs only and already "
+                 "decides every case it applies to; give a numeric standard: %s",
+                 name, names);
+    else
+        snprintf(err, errlen, "--primary: unknown standard \"%s\"; give a numeric standard: %s", name, names);
     return -2;
 }
 
@@ -66,8 +69,7 @@ static int needs_recheck(const ug_case *c, const ug_exec_opts *o, const ug_resul
     if (o->selection || o->oracle.sample == 0) return 0;
     int near = c->def->check_all;
     for (int k = 0; k < r->n_out; k++)
-        if (r->out[k].m.n < c->out[ug_case_judged_tensor(c, k)].numel && r->out[k].margin > UG_RECHECK_MARGIN)
-            near = 1;
+        if (r->out[k].m.n < c->out[ug_case_judged_tensor(c, k)].numel && r->out[k].margin > UG_RECHECK_MARGIN) near = 1;
     return near && full_check_fits(c);
 }
 
@@ -184,8 +186,10 @@ static int outputs_changed(const ug_case *c, const char *when, char *err, size_t
 {
     for (int k = 0; k < c->n_out; k++)
         if (ug_guard_changed(&c->out[k].guard)) {
-            snprintf(err, errlen, "output %s changed after the kernel returned (%s): a device write not waited for "
-                     "(missing stream synchronisation?)", c->out[k].name, when);
+            snprintf(err, errlen,
+                     "output %s changed after the kernel returned (%s): a device write not waited for "
+                     "(missing stream synchronisation?)",
+                     c->out[k].name, when);
             return 1;
         }
     return 0;
@@ -197,8 +201,10 @@ static int outputs_unwritten(const ug_case *c, char *err, size_t errlen)
     for (int k = 0; k < c->n_out; k++) {
         size_t n = c->out[k].optional ? 0 : ug_tensor_unwritten(&c->out[k]);
         if (n) {
-            snprintf(err, errlen, "output %s left unwritten (%zu of %zu elements): a kernel writes every element of "
-                     "every output", c->out[k].name, n, c->out[k].numel);
+            snprintf(err, errlen,
+                     "output %s left unwritten (%zu of %zu elements): a kernel writes every element of "
+                     "every output",
+                     c->out[k].name, n, c->out[k].numel);
             return 1;
         }
     }

@@ -17,8 +17,10 @@
 static void note_candidate(char *list, size_t len, int n, const char *id)
 {
     size_t used = strlen(list);
-    if (n < MAX_SHOWN) snprintf(list + used, len - used, "%s%s", n ? ", " : "", id);
-    else if (n == MAX_SHOWN) snprintf(list + used, len - used, ", ...");
+    if (n < MAX_SHOWN)
+        snprintf(list + used, len - used, "%s%s", n ? ", " : "", id);
+    else if (n == MAX_SHOWN)
+        snprintf(list + used, len - used, ", ...");
 }
 
 /* Matches in the plan at plan_path: the first into id/spec, all counted and listed. */
@@ -72,6 +74,7 @@ int ug_find_case(ug_db *db, const char *plan_path, const char *prefix, char id[U
     if (found > 1)
         snprintf(msg, msglen, "case ID prefix %s is ambiguous in %s: %d cases match (%s); give more digits", prefix,
                  where, found, list);
-    else snprintf(msg, msglen, "unknown case ID %s (not in the database nor in the plan %s)", prefix, plan_path);
+    else
+        snprintf(msg, msglen, "unknown case ID %s (not in the database nor in the plan %s)", prefix, plan_path);
     return -2;
 }

@@ -50,8 +50,9 @@ static int read_found(const char *path, ug_spec *s, char *err, size_t errlen)
         rc = -2;
     }
     free(text);
-    if (rc) snprintf(err, errlen, "regression case %s: %s (fix or remove it; --no-regressions leaves them all out)",
-                     path, inner);
+    if (rc)
+        snprintf(err, errlen, "regression case %s: %s (fix or remove it; --no-regressions leaves them all out)", path,
+                 inner);
     return rc;
 }
 

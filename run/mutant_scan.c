@@ -31,22 +31,15 @@ static void tally(ug_variant_scan *s, const ug_result *r)
                         : r->outcome;
     s->caught_certified += oc == UG_OUT_FAIL || oc == UG_OUT_NONFINITE;
     switch (r->outcome) {
-    case UG_OUT_PASS:
-        return;
+    case UG_OUT_PASS: return;
     case UG_OUT_FAIL:
     case UG_OUT_NONFINITE:
         if (s->n_first < UG_SCAN_FIRST) snprintf(s->first[s->n_first++], sizeof s->first[0], "%s", r->case_id);
         s->caught++;
         return;
-    case UG_OUT_ERROR:
-        s->errors++;
-        break;
-    case UG_OUT_SKIP:
-        s->skips++;
-        break;
-    default:
-        s->other++;
-        break;
+    case UG_OUT_ERROR: s->errors++; break;
+    case UG_OUT_SKIP: s->skips++; break;
+    default: s->other++; break;
     }
     if (!s->message[0])
         snprintf(s->message, sizeof s->message, "case %s: %s %s", r->case_id, ug_outcome_name(r->outcome), r->message);
@@ -81,7 +74,8 @@ static void scan_variant(const ug_plan *p, int v, const ug_kernel_variant *kv, c
         ug_result r;
         ug_exec_case(p->cases[i].spec, &b, &eo, &r, NULL);
         tally(s, &r);
-        if (sim_digest && v == 0) sim_digest[i] = r.out_digest;
+        if (sim_digest && v == 0)
+            sim_digest[i] = r.out_digest;
         else if (sim_digest && r.out_digest && sim_digest[i] && r.out_digest != sim_digest[i]) {
             s->changed++;
             s->caught_changed += r.outcome == UG_OUT_FAIL || r.outcome == UG_OUT_NONFINITE;

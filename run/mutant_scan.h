@@ -19,31 +19,31 @@
 
 /* One variant's scan. */
 typedef struct {
-    const char *variant; /* the variant's name (points into the op's static table) */
-    int beyond_plan;     /* the variant's beyond_plan mark (registry.h) */
-    int legal;           /* a legal variant (ug_variant_legal): every catch is a false alarm */
-    int unavailable;     /* the sim backend would not open it; message says why, counts are 0 */
-    size_t n_cases;      /* cases run */
-    size_t caught;       /* outcome FAIL or NONFINITE */
-    size_t caught_certified; /* the same outcome decided with `certified` as the primary standard */
-    size_t changed;      /* cases whose outputs differ in some bit from the correct kernel's (variant 0: 0) */
-    size_t caught_changed; /* of those, caught: "fails in most of the cases where it changes the output" */
-    size_t errors;       /* outcome ERROR: not a catch */
-    size_t skips;        /* outcome SKIP: not a catch */
-    size_t other;        /* any other outcome (SHAPE; CRASH and TIMEOUT only arise in the
+    const char *variant;         /* the variant's name (points into the op's static table) */
+    int beyond_plan;             /* the variant's beyond_plan mark (registry.h) */
+    int legal;                   /* a legal variant (ug_variant_legal): every catch is a false alarm */
+    int unavailable;             /* the sim backend would not open it; message says why, counts are 0 */
+    size_t n_cases;              /* cases run */
+    size_t caught;               /* outcome FAIL or NONFINITE */
+    size_t caught_certified;     /* the same outcome decided with `certified` as the primary standard */
+    size_t changed;              /* cases whose outputs differ in some bit from the correct kernel's (variant 0: 0) */
+    size_t caught_changed;       /* of those, caught: "fails in most of the cases where it changes the output" */
+    size_t errors;               /* outcome ERROR: not a catch */
+    size_t skips;                /* outcome SKIP: not a catch */
+    size_t other;                /* any other outcome (SHAPE; CRASH and TIMEOUT only arise in the
                             sweep's worker processes, never in-process): not a catch */
     size_t selfcheck_mismatches; /* cases whose oracle self check saw a rounding change */
     size_t n_first;
     char first[UG_SCAN_FIRST][UG_ID_LEN + 1]; /* the first catching case IDs, plan order */
-    char message[640]; /* unavailable: why; else the first ERROR/SKIP/other case and message */
+    char message[640];                        /* unavailable: why; else the first ERROR/SKIP/other case and message */
 } ug_variant_scan;
 
 /* Called with every case result of every variant (v indexes the op's variants). */
 typedef void (*ug_scan_case_fn)(void *ctx, int v, const ug_plan_case *pc, const ug_result *r);
 
 typedef struct {
-    int self_check_correct; /* run variant 0 (the correct kernel) with the oracle self check */
-    int legal_only;         /* run only the correct kernel and the legal variants (the others: unavailable) */
+    int self_check_correct;  /* run variant 0 (the correct kernel) with the oracle self check */
+    int legal_only;          /* run only the correct kernel and the legal variants (the others: unavailable) */
     ug_scan_case_fn on_case; /* optional */
     void *ctx;
 } ug_scan_opts;

@@ -8,10 +8,10 @@
 
 const char *ug_cmp_name(int c) { return (unsigned)c < UG_CMP_COUNT ? ug_cmp_names[c] : "?"; }
 
-#define UG_FORMULA_DOC                                                                                         \
-    "defaults, derived sizes, shapes and 'when' are formulas over the params: numbers, names, + - * /, "       \
+#define UG_FORMULA_DOC                                                                                                                     \
+    "defaults, derived sizes, shapes and 'when' are formulas over the params: numbers, names, + - * /, "                                   \
     "unary -, ( ), == != < <= > >= (1 or 0), cdiv(a,b)=ceil(a/b), fdiv(a,b)=floor(a/b), min, max, sqrt, is(E,choice) for an enum E; over " \
-    "an int_list L: len(L), sum(L), maxof(L), minof(L), sumcdiv(L,k)=sum of ceil(l/k); a pair_list P ('q:k,...', a lone " \
+    "an int_list L: len(L), sum(L), maxof(L), minof(L), sumcdiv(L,k)=sum of ceil(l/k); a pair_list P ('q:k,...', a lone "                  \
     "n = n:n) is read as P.q and P.k. An fp32 param is rounded once to fp32 (RNE) before use."
 
 static void add_abi(cJSON *o, const char *params_json)

@@ -57,7 +57,8 @@ int ug_sweep_build_todo(ug_sweep_engine *e, long resume_run)
     return 0;
 }
 
-int ug_sweep_open_run(ug_sweep_engine *e, const ug_sweep_selection *x, const ug_plan *plan, long resume_run, const char *plan_hash_then)
+int ug_sweep_open_run(ug_sweep_engine *e, const ug_sweep_selection *x, const ug_plan *plan, long resume_run,
+                      const char *plan_hash_then)
 {
     const ug_sweep_opts *o = e->o;
     if (resume_run) {
@@ -74,15 +75,31 @@ int ug_sweep_open_run(ug_sweep_engine *e, const ug_sweep_selection *x, const ug_
     ug_backend_describe(e->b, backend_name, sizeof backend_name);
     ug_sweep_selection_names(x, 0, ops, sizeof ops);
     ug_sweep_selection_names(x, 1, groups, sizeof groups);
-    ug_run_info info = {plan->name, x->plan_path, plan->hash, backend_name, x->shard[0] ? x->shard : NULL,
-                        o->command, UG_ORACLE_PREC, x->sample, x->seed_set, x->seed, ops[0] ? ops : NULL,
-                        groups[0] ? groups : NULL, x->limit, x->oracle_check, e->nw, x->no_regressions,
-                        x->primary >= 0 ? ug_standard_name(x->primary) : NULL, e->b->sha256[0] ? e->b->sha256 : NULL,
-                        x->cost_from[0] ? x->cost_from : NULL, x->cost_hash[0] ? x->cost_hash : NULL};
+    ug_run_info info = {plan->name,
+                        x->plan_path,
+                        plan->hash,
+                        backend_name,
+                        x->shard[0] ? x->shard : NULL,
+                        o->command,
+                        UG_ORACLE_PREC,
+                        x->sample,
+                        x->seed_set,
+                        x->seed,
+                        ops[0] ? ops : NULL,
+                        groups[0] ? groups : NULL,
+                        x->limit,
+                        x->oracle_check,
+                        e->nw,
+                        x->no_regressions,
+                        x->primary >= 0 ? ug_standard_name(x->primary) : NULL,
+                        e->b->sha256[0] ? e->b->sha256 : NULL,
+                        x->cost_from[0] ? x->cost_from : NULL,
+                        x->cost_hash[0] ? x->cost_hash : NULL};
     return ug_db_run_begin(e->db, &info, &e->run_id, e->err, e->errlen);
 }
 
-int ug_sweep_resume_target(ug_db *db, const char *which, ug_sweep_selection *x, long *run, char *hash, char *err, size_t errlen)
+int ug_sweep_resume_target(ug_db *db, const char *which, ug_sweep_selection *x, long *run, char *hash, char *err,
+                           size_t errlen)
 {
     ug_run_record rec;
     if (ug_db_resolve_run(db, which, run, err, errlen) || ug_db_run_get(db, *run, &rec, err, errlen)) return -2;
@@ -98,7 +115,8 @@ int ug_sweep_resume_target(ug_db *db, const char *which, ug_sweep_selection *x, 
         return -2;
     }
     if (!rec.has_options) {
-        snprintf(err, errlen, "run %ld was made by an older ulpgym that did not record its sweep options; it cannot be resumed",
+        snprintf(err, errlen,
+                 "run %ld was made by an older ulpgym that did not record its sweep options; it cannot be resumed",
                  *run);
         return -2;
     }

@@ -5,8 +5,10 @@ void ug_result_metrics_json(cJSON *j, const ug_output_result *o)
 {
     for (int i = 0; i < ug_metric_nfields; i++) {
         const ug_metric_field *f = &ug_metric_fields[i];
-        if (f->kind == UG_MF_INDEX && o->not_provided) cJSON_AddNullToObject(j, f->name);
-        else cJSON_AddNumberToObject(j, f->name, ug_metric_value(&o->m, f));
+        if (f->kind == UG_MF_INDEX && o->not_provided)
+            cJSON_AddNullToObject(j, f->name);
+        else
+            cJSON_AddNumberToObject(j, f->name, ug_metric_value(&o->m, f));
     }
 }
 

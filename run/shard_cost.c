@@ -302,8 +302,10 @@ void ug_sweep_shard_select(ug_plan *plan, int k, int n, const ug_shard_costs *co
     int *shard = ug_shard_assign(plan, costs ? costs->cost : own.cost, n);
     size_t w = 0;
     for (size_t i = 0; i < plan->n; i++) {
-        if (shard[i] == k - 1) plan->cases[w++] = plan->cases[i];
-        else free(plan->cases[i].spec), free(plan->cases[i].source);
+        if (shard[i] == k - 1)
+            plan->cases[w++] = plan->cases[i];
+        else
+            free(plan->cases[i].spec), free(plan->cases[i].source);
     }
     plan->n = w;
     free(shard);

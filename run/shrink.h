@@ -12,12 +12,12 @@
 #include "run/exec.h"
 
 typedef struct {
-    char *spec;             /* malloc'd canonical spec of the smallest failing case */
+    char *spec; /* malloc'd canonical spec of the smallest failing case */
     char id[UG_ID_LEN + 1];
-    size_t input_elems;     /* total input elements of that case */
-    size_t start_elems;     /* ... and of the case we started from */
-    int steps;              /* accepted shrink steps */
-    int tried;              /* candidates evaluated */
+    size_t input_elems; /* total input elements of that case */
+    size_t start_elems; /* ... and of the case we started from */
+    int steps;          /* accepted shrink steps */
+    int tried;          /* candidates evaluated */
 } ug_shrink_result;
 
 /* Returns 0 (out->spec may equal the start when nothing smaller fails), -2 if the start

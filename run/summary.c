@@ -50,8 +50,10 @@ void ug_sweep_print_summary(const ug_sweep_summary *s, FILE *f)
     fprintf(f, "run %ld: %zu cases in %.1f s with %d workers%s\n", s->run_id, s->n_cases, s->seconds, s->jobs,
             s->interrupted ? " (interrupted: `ulpgym sweep --resume latest` runs the rest)" : "");
     if (s->n_regression) /* the count reconciles with `plan --count`, which lists plan cases only */
-        fprintf(f, "  the run's %zu cases: %zu plan cases and %zu regression cases from corpus/found/ "
-                   "(--no-regressions leaves them out)\n", s->n_total, s->n_total - s->n_regression, s->n_regression);
+        fprintf(f,
+                "  the run's %zu cases: %zu plan cases and %zu regression cases from corpus/found/ "
+                "(--no-regressions leaves them out)\n",
+                s->n_total, s->n_total - s->n_regression, s->n_regression);
     if (s->n_before)
         fprintf(f, "  resumed: %zu of the run's %zu cases were stored before, %zu now\n", s->n_before, s->n_total,
                 s->n_before + s->n_cases);
@@ -65,12 +67,16 @@ void ug_sweep_print_summary(const ug_sweep_summary *s, FILE *f)
             fprintf(f, "  %-38s %5zu/%-5zu pass (%.1f%%)\n", ug_op_name(op), s->per_op_pass[op], s->per_op_cases[op],
                     100.0 * (double)s->per_op_pass[op] / (double)s->per_op_cases[op]);
     if (s->elems_total) /* how much of the outputs the verdicts rest on */
-        fprintf(f, "  judged %llu of %llu output elements (%.3g%%); %zu of the cases on a sample (--sample N, or every "
-                   "element over the case memory budget)\n", s->elems_judged, s->elems_total,
-                100.0 * (double)s->elems_judged / (double)s->elems_total, s->n_sampled);
+        fprintf(f,
+                "  judged %llu of %llu output elements (%.3g%%); %zu of the cases on a sample (--sample N, or every "
+                "element over the case memory budget)\n",
+                s->elems_judged, s->elems_total, 100.0 * (double)s->elems_judged / (double)s->elems_total,
+                s->n_sampled);
     if (s->oracle_raised) /* Ziv's strategy (docs/STANDARDS.md): shown only when it acted */
-        fprintf(f, "  oracle: %lu elements settled by MPFR, %lu of them at raised precision, %lu not settled at %d "
-                   "bits\n", s->oracle_mpfr, s->oracle_raised, s->oracle_unsettled, UG_ORACLE_PREC_MAX);
+        fprintf(f,
+                "  oracle: %lu elements settled by MPFR, %lu of them at raised precision, %lu not settled at %d "
+                "bits\n",
+                s->oracle_mpfr, s->oracle_raised, s->oracle_unsettled, UG_ORACLE_PREC_MAX);
     if (s->selfcheck_elems)
         fprintf(f, "  oracle self-check: %lu elements re-evaluated at twice the precision, %lu differ\n",
                 s->selfcheck_elems, s->selfcheck_mismatch);

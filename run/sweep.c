@@ -30,7 +30,6 @@ static double cpu_s(void)
     return (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
-
 /* The cost database must not be the one the sweep writes: its own results would change the costs, and a
  * resume would deal the shard anew. */
 static int cost_from_apart(const ug_sweep_selection *x, const char *db_path, char *err, size_t errlen)
@@ -38,8 +37,10 @@ static int cost_from_apart(const ug_sweep_selection *x, const char *db_path, cha
     struct stat a, b;
     if (!x->cost_from[0] || stat(x->cost_from, &a) || stat(db_path, &b) || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
         return 0;
-    snprintf(err, errlen, "--cost-from %s is the database this sweep writes: its own results would change the "
-             "shard's cases on resume; give the costs of an earlier run's database (or a copy)", x->cost_from);
+    snprintf(err, errlen,
+             "--cost-from %s is the database this sweep writes: its own results would change the "
+             "shard's cases on resume; give the costs of an earlier run's database (or a copy)",
+             x->cost_from);
     return -2;
 }
 
@@ -69,19 +70,27 @@ static int finish_run(ug_sweep_engine *e, int rc)
 {
     const ug_sweep_summary *s = e->s;
     char ferr[256];
-    int marked = ug_db_run_finish(e->db, s->run_id, rc ? "failed" : s->interrupted ? "interrupted" : "done", ferr,
-                                  sizeof ferr) == 0;
+    int marked = ug_db_run_finish(e->db, s->run_id,
+                                  rc               ? "failed"
+                                  : s->interrupted ? "interrupted"
+                                                   : "done",
+                                  ferr, sizeof ferr) == 0;
     size_t n = strlen(e->err);
     if (rc && marked)
-        snprintf(e->err + n, e->errlen - n, "; run %ld marked failed, the results stored before it kept: fix the cause "
-                 "and `ulpgym sweep --resume %ld` runs the rest", s->run_id, s->run_id);
+        snprintf(e->err + n, e->errlen - n,
+                 "; run %ld marked failed, the results stored before it kept: fix the cause "
+                 "and `ulpgym sweep --resume %ld` runs the rest",
+                 s->run_id, s->run_id);
     else if (rc)
-        snprintf(e->err + n, e->errlen - n, "; run %ld could not be marked failed either (%s) and reads running: fix "
-                 "the cause and `ulpgym sweep --resume %ld` runs the rest", s->run_id, ferr, s->run_id);
+        snprintf(e->err + n, e->errlen - n,
+                 "; run %ld could not be marked failed either (%s) and reads running: fix "
+                 "the cause and `ulpgym sweep --resume %ld` runs the rest",
+                 s->run_id, ferr, s->run_id);
     else if (!marked)
-        snprintf(e->err, e->errlen, "run %ld could not be marked %s (%s) and reads running: fix the cause and "
-                 "`ulpgym sweep --resume %ld` finishes it", s->run_id, s->interrupted ? "interrupted" : "done", ferr,
-                 s->run_id);
+        snprintf(e->err, e->errlen,
+                 "run %ld could not be marked %s (%s) and reads running: fix the cause and "
+                 "`ulpgym sweep --resume %ld` finishes it",
+                 s->run_id, s->interrupted ? "interrupted" : "done", ferr, s->run_id);
     return rc ? rc : marked ? 0 : -1;
 }
 
@@ -115,8 +124,10 @@ int ug_sweep_run(const ug_sweep_opts *o, ug_sweep_summary *s, char *err, size_t 
     if (!rc) rc = ug_backend_open(&b, x.backend, err, errlen);
     have_backend = !rc;
     if (!rc && o->resume && x.backend_sha256[0] && strcmp(x.backend_sha256, b.sha256)) {
-        snprintf(err, errlen, "%s changed since the run started (SHA-256 %.12s…, now %.12s…): its results would mix two "
-                 "kernels; start a new sweep", b.path, x.backend_sha256, b.sha256);
+        snprintf(err, errlen,
+                 "%s changed since the run started (SHA-256 %.12s…, now %.12s…): its results would mix two "
+                 "kernels; start a new sweep",
+                 b.path, x.backend_sha256, b.sha256);
         rc = -2;
     }
     for (size_t i = 0; !rc && i < plan.n; i++) rc = ug_backend_check_op(&b, plan.cases[i].op, err, errlen);
@@ -160,12 +171,11 @@ int ug_sweep_run(const ug_sweep_opts *o, ug_sweep_summary *s, char *err, size_t 
     sigaction(SIGPIPE, &old_pipe, NULL);
     sigaction(SIGXFSZ, &old_xfsz, NULL);
     rc = finish_run(&e, rc);
-done:
-    {
-        struct rusage ru;
-        getrusage(RUSAGE_SELF, &ru);
-        s->parent_rss_kb = ru.ru_maxrss;
-    }
+done : {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    s->parent_rss_kb = ru.ru_maxrss;
+}
     free(e.todo);
     ug_db_close(e.db);
     if (have_backend) ug_backend_close(&b);

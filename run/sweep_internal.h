@@ -28,8 +28,8 @@ typedef struct {
     unsigned groups;
     long limit, sample;
     int oracle_check, shard_k, shard_n;
-    int no_regressions; /* leave out corpus/found/ (recorded, so a resume does the same) */
-    int primary;        /* ug_standard deciding every case (--primary, recorded); -1: each op's own */
+    int no_regressions;            /* leave out corpus/found/ (recorded, so a resume does the same) */
+    int primary;                   /* ug_standard deciding every case (--primary, recorded); -1: each op's own */
     char cost_from[1024];          /* --cost-from: the cost database's absolute path; "" = estimates */
     char cost_hash[UG_ID_LEN + 1]; /* the fingerprint of the costs the shard is dealt by (recorded; resume checks) */
 } ug_sweep_selection;
@@ -43,7 +43,7 @@ typedef struct {
     const ug_backend *b;
     ug_exec_opts eo;
     size_t *todo, n_todo, next; /* plan indices still to run, and the next to dispatch */
-    struct ug_sweep_worker *w; /* workers.c */
+    struct ug_sweep_worker *w;  /* workers.c */
     int nw;
     pid_t parent;
     ug_db *db;

@@ -50,7 +50,9 @@ void ug_sweep_selection_names(const ug_sweep_selection *x, int groups, char *buf
     int count = groups ? UG_GROUP_COUNT : UG_OP_COUNT;
     for (int i = 0; i < count && n < len; i++) {
         int on = groups ? (int)(x->groups >> i & 1u) : x->any_op && x->ops[i];
-        if (on) n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? "," : "", groups ? ug_group_name((ug_group)i) : ug_op_name(i));
+        if (on)
+            n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? "," : "",
+                                  groups ? ug_group_name((ug_group)i) : ug_op_name(i));
     }
 }
 
@@ -108,8 +110,10 @@ static int select_shard(ug_sweep_selection *x, ug_plan *plan, char *err, size_t 
     ug_shard_costs costs;
     if (ug_shard_costs_compute(plan, x->cost_from[0] ? x->cost_from : NULL, &costs, err, errlen)) return -2;
     if (x->cost_from[0] && x->cost_hash[0] && strcmp(x->cost_hash, costs.hash) != 0) {
-        snprintf(err, errlen, "the shard was dealt by the costs in %s, which changed since the run started (cost hash "
-                 "%s, now %s): it would run other cases; start a new sweep", x->cost_from, x->cost_hash, costs.hash);
+        snprintf(err, errlen,
+                 "the shard was dealt by the costs in %s, which changed since the run started (cost hash "
+                 "%s, now %s): it would run other cases; start a new sweep",
+                 x->cost_from, x->cost_hash, costs.hash);
         ug_shard_costs_free(&costs);
         return -2;
     }
@@ -126,9 +130,11 @@ static int empty_selection(const ug_sweep_selection *x, char *err, size_t errlen
     char ops[512], groups[256];
     ug_sweep_selection_names(x, 0, ops, sizeof ops);
     ug_sweep_selection_names(x, 1, groups, sizeof groups);
-    snprintf(err, errlen, "%s has no case%s%s%s%s%s: nothing to sweep (regression cases come only with their op's "
-             "plan cases)", x->plan_path, ops[0] || groups[0] ? " for" : "", ops[0] ? " --op " : "", ops,
-             groups[0] ? " --group " : "", groups);
+    snprintf(err, errlen,
+             "%s has no case%s%s%s%s%s: nothing to sweep (regression cases come only with their op's "
+             "plan cases)",
+             x->plan_path, ops[0] || groups[0] ? " for" : "", ops[0] ? " --op " : "", ops, groups[0] ? " --group " : "",
+             groups);
     return -2;
 }
 

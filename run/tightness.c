@@ -37,7 +37,8 @@ static void on_case(void *ctx, int v, const ug_plan_case *pc, const ug_result *r
     ug_tightness *t = ctx;
     (void)pc;
     const char *variant = ug_op_variants(t->op)[v].name;
-    if (r->outcome == UG_OUT_FAIL || r->outcome == UG_OUT_NONFINITE) t->false_alarms++;
+    if (r->outcome == UG_OUT_FAIL || r->outcome == UG_OUT_NONFINITE)
+        t->false_alarms++;
     else if (r->outcome != UG_OUT_PASS) {
         t->not_judged++;
         return;

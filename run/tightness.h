@@ -17,26 +17,26 @@
 
 /* The tightness of one output under one standard: the worst used figure and where. */
 typedef struct {
-    double worst;                  /* largest "used" over legal kernels and cases; NaN: never judged */
-    char case_id[UG_ID_LEN + 1];   /* the case that reached it */
-    const char *variant;           /* the legal kernel that reached it (static name) */
-    size_t n_judged;               /* case x kernel pairs whose figure was read */
+    double worst;                /* largest "used" over legal kernels and cases; NaN: never judged */
+    char case_id[UG_ID_LEN + 1]; /* the case that reached it */
+    const char *variant;         /* the legal kernel that reached it (static name) */
+    size_t n_judged;             /* case x kernel pairs whose figure was read */
 } ug_tight_cell;
 
 typedef struct {
     char name[32];
-    int numeric;              /* 0: a discrete compare (exact, boundary_aware, topk_set) */
-    ug_tight_cell primary;    /* under the op's primary standard */
-    ug_tight_cell certified;  /* under certified */
+    int numeric;             /* 0: a discrete compare (exact, boundary_aware, topk_set) */
+    ug_tight_cell primary;   /* under the op's primary standard */
+    ug_tight_cell certified; /* under certified */
 } ug_tight_output;
 
 typedef struct {
     int op;
-    int primary;                       /* ug_standard */
-    size_t n_cases;                    /* plan cases */
-    int n_kernels;                     /* the correct kernel + legal variants run */
-    size_t false_alarms;               /* case x kernel pairs that FAIL/NONFINITE: must be 0 */
-    size_t not_judged;                 /* ERROR / SKIP / other outcomes */
+    int primary;         /* ug_standard */
+    size_t n_cases;      /* plan cases */
+    int n_kernels;       /* the correct kernel + legal variants run */
+    size_t false_alarms; /* case x kernel pairs that FAIL/NONFINITE: must be 0 */
+    size_t not_judged;   /* ERROR / SKIP / other outcomes */
     int n_out;
     ug_tight_output out[UG_MAX_TENSORS];
 } ug_tightness;

@@ -32,11 +32,11 @@ struct ug_sweep_worker {
     int task_fd, res_fd; /* parent ends: write case indices, read results */
     long busy;           /* plan index of the case it holds, -1 idle */
     double started;
-    int reaped, status;  /* the parent already waited for it (it died holding no EOF): its wait status */
-    volatile int *oom;   /* in a page shared with the worker: it died of a failed allocation (run/contain.h) */
-    size_t got;          /* bytes of the current message read so far */
-    unsigned char *buf;  /* 4-byte length + ug_result */
-    char *note;          /* shared with the worker: what a guard page fault says (ug_contain_watch_faults) */
+    int reaped, status; /* the parent already waited for it (it died holding no EOF): its wait status */
+    volatile int *oom;  /* in a page shared with the worker: it died of a failed allocation (run/contain.h) */
+    size_t got;         /* bytes of the current message read so far */
+    unsigned char *buf; /* 4-byte length + ug_result */
+    char *note;         /* shared with the worker: what a guard page fault says (ug_contain_watch_faults) */
 };
 typedef struct ug_sweep_worker ug_sweep_worker;
 
@@ -77,7 +77,7 @@ static _Noreturn void worker_main(const ug_sweep_engine *e, int task_fd, int res
         note[0] = 0; /* a note is about this case's kernel only */
         errno = 0;   /* an ENOMEM from here on is this case's */
         ug_exec_case(e->plan->cases[idx].spec, e->b, &e->eo, &r, NULL);
-        fflush(NULL); /* what the kernel printed, to stderr, before the worker may _exit */
+        fflush(NULL);                  /* what the kernel printed, to stderr, before the worker may _exit */
         ug_contain_kill_descendants(); /* what the kernel forked ends with its case */
         uint32_t len = (uint32_t)result_bytes(&r);
         if (io_full(res_fd, &len, sizeof len, 1) || io_full(res_fd, &r, len, 1)) _exit(3);
@@ -188,8 +188,10 @@ static int worker_died(ug_sweep_engine *e, int i, const char *why)
     int rc = 0;
     if (idx >= 0) {
         char msg[256];
-        if (why) snprintf(msg, sizeof msg, "worker %s after %.0f ms", why, ms);
-        else ug_contain_crash_message(st, ms, w->note, *w->oom, msg, sizeof msg);
+        if (why)
+            snprintf(msg, sizeof msg, "worker %s after %.0f ms", why, ms);
+        else
+            ug_contain_crash_message(st, ms, w->note, *w->oom, msg, sizeof msg);
         static ug_result r;
         result_synth(e, &e->plan->cases[idx], UG_OUT_CRASH, ms, msg, &r);
         rc = ug_sweep_record_result(e, (size_t)idx, &r);
@@ -219,7 +221,8 @@ static int worker_read(ug_sweep_engine *e, int i)
         if (!want) {
             uint32_t len;
             memcpy(&len, w->buf, 4);
-            if (len < offsetof(ug_result, out) || len > sizeof(ug_result)) return worker_died(e, i, "sent a garbled result");
+            if (len < offsetof(ug_result, out) || len > sizeof(ug_result))
+                return worker_died(e, i, "sent a garbled result");
             want = 4 + len - w->got;
         }
         if (!want) break;
@@ -344,8 +347,10 @@ int ug_sweep_workers_run(ug_sweep_engine *e)
         if (e->w[i].note) munmap(e->w[i].note, NOTE_MAX);
     }
     if (e->in_tx) {
-        if (rc) ug_db_rollback(e->db);
-        else rc = ug_sweep_commit(e);
+        if (rc)
+            ug_db_rollback(e->db);
+        else
+            rc = ug_sweep_commit(e);
     }
     free(e->w);
     e->w = NULL;

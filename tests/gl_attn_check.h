@@ -17,7 +17,6 @@
 #include "op_check.h" /* opc_run: a spec on a sim variant, every element checked */
 #include "run/exec.h"
 
-
 /* A paged cache's block table [B, mb] (test_op_page_attention, test_op_glm_attention):
  * sequence b of len[b] tokens owns its first ceil(len/bs) entries, distinct blocks of the
  * pool of nb; the entries past them hold pad; some sequence's blocks are out of order (the

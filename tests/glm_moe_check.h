@@ -15,17 +15,19 @@
 enum { GMC_OUT, GMC_LG, GMC_W, GMC_IDS, GMC_ACT };
 
 #define GMC_SHARED_DISTS                                                                                               \
-    "\"w13\":{\"kind\":\"randint\",\"lo\":-127,\"hi\":127},\"w13_scale\":{\"kind\":\"uniform\",\"lo\":0.0005,"      \
-    "\"hi\":0.0009},\"w2\":{\"kind\":\"randint\",\"lo\":-127,\"hi\":127},\"w2_scale\":{\"kind\":\"uniform\","       \
+    "\"w13\":{\"kind\":\"randint\",\"lo\":-127,\"hi\":127},\"w13_scale\":{\"kind\":\"uniform\",\"lo\":0.0005,"         \
+    "\"hi\":0.0009},\"w2\":{\"kind\":\"randint\",\"lo\":-127,\"hi\":127},\"w2_scale\":{\"kind\":\"uniform\","          \
     "\"lo\":0.0005,\"hi\":0.0009}"
 
 /* The router params both fused ops refuse, as rows {params, the param named} of a table of
  * bad params (OPC_EXPECT_REFUSED_EACH). */
 #define GMC_BAD_ROUTER_PARAMS                                                                                          \
     {"{\"experts\":16,\"num_expert_group\":3}", "num_expert_group"},                                                   \
-    {"{\"experts\":16,\"num_expert_group\":4,\"topk_group\":5}", "topk_group"},                                        \
-    {"{\"experts\":4,\"top_k\":8}", "top_k"},                                                                          \
-    {"{\"experts\":16,\"num_expert_group\":8,\"topk_group\":1,\"top_k\":4}", "top_k"}
+        {"{\"experts\":16,\"num_expert_group\":4,\"topk_group\":5}", "topk_group"},                                    \
+        {"{\"experts\":4,\"top_k\":8}", "top_k"},                                                                      \
+    {                                                                                                                  \
+        "{\"experts\":16,\"num_expert_group\":8,\"topk_group\":1,\"top_k\":4}", "top_k"                                \
+    }
 
 static inline double gmc_bf16(double v) { return ug_dtype_round(UG_DT_BF16, v); }
 

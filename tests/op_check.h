@@ -15,7 +15,6 @@
 #include "gen/case.h"
 #include "run/exec.h"
 
-
 /* Parses and builds the case of spec_text into *c: 0, or -1 after a failed CHECK naming
  * the spec and why (the caller then has nothing to free). */
 static inline int opc_build_case(const char *spec_text, ug_case *c)
@@ -77,8 +76,8 @@ static inline int opc_sim_passes(const char *spec, const char *what, ug_result *
     if (!r) r = &own;
     memset(r, 0, sizeof *r);
     memset(d, 0, sizeof *d);
-    CHECK(opc_run(spec, "sim", r, d) == 0 && r->outcome == UG_OUT_PASS, "%s: %s %s", what,
-          ug_outcome_name(r->outcome), r->message);
+    CHECK(opc_run(spec, "sim", r, d) == 0 && r->outcome == UG_OUT_PASS, "%s: %s %s", what, ug_outcome_name(r->outcome),
+          r->message);
     return d->have_oracle;
 }
 

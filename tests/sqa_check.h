@@ -119,8 +119,8 @@ static inline int sqa_golden_row(const ug_case *c, sqa_decode_fn decode, long he
 /* Runs spec on the sim kernel (every element checked): PASS, a clean self-check, the
  * lists valid, and the oracle within 1e-12 of sqa_ref on every element; the op's
  * reference golden equal to sqa_golden_row's on every element. */
-static inline void sqa_differential(const char *spec, sqa_decode_fn decode, long batch, long heads, long sq,
-                                    long topk, long bs, long nb, double scale)
+static inline void sqa_differential(const char *spec, sqa_decode_fn decode, long batch, long heads, long sq, long topk,
+                                    long bs, long nb, double scale)
 {
     ug_result r;
     ug_exec_detail d;
@@ -146,7 +146,8 @@ static inline void sqa_differential(const char *spec, sqa_decode_fn decode, long
     static float o[512];
     for (size_t k = 0; k < d.oracle.sel.n[0]; k++) {
         size_t flat = d.oracle.sel.idx[0][k];
-        if (flat / 512 != have) have = flat / 512, ok = sqa_golden_row(&d.c, decode, heads, sq, topk, bs, scale, have, o) == 0;
+        if (flat / 512 != have)
+            have = flat / 512, ok = sqa_golden_row(&d.c, decode, heads, sq, topk, bs, scale, have, o) == 0;
         double want = ok ? ug_dtype_round(UG_DT_BF16, o[flat % 512]) : NAN;
         differ += !(want == golden[0][k] || (isnan(want) && isnan(golden[0][k])));
     }

@@ -49,7 +49,8 @@ static int is_id(const char *s)
 static void test_plan(cJSON **first_spec)
 {
     char *err = NULL;
-    cJSON *j = answer(ulpgym_plan_cases("{\"ops\":[\"attn_softmax\",\"rms_norm_rope\"],\"per_op\":3}", &err), err, "plan");
+    cJSON *j =
+        answer(ulpgym_plan_cases("{\"ops\":[\"attn_softmax\",\"rms_norm_rope\"],\"per_op\":3}", &err), err, "plan");
     cJSON *cases = cJSON_GetObjectItem(j, "cases");
     CHECK(cJSON_GetArraySize(cases) == 6, "3 cases of each of 2 ops: %d", cJSON_GetArraySize(cases));
     int per[2] = {0, 0};
@@ -60,7 +61,8 @@ static void test_plan(cJSON **first_spec)
         CHECK(cJSON_IsObject(cJSON_GetObjectItem(c, "params")), "params as an object");
     }
     CHECK(per[0] == 3 && per[1] == 3, "per op: %d %d", per[0], per[1]);
-    CHECK(strcmp(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "plan"), "name")->valuestring, "nightly") == 0, "plan name");
+    CHECK(strcmp(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "plan"), "name")->valuestring, "nightly") == 0,
+          "plan name");
     *first_spec = cJSON_Duplicate(cases->child, 1);
     cJSON_Delete(j);
     REFUSED(ulpgym_plan_cases("{\"ops\":[\"no_such_op\"]}", &err), "unknown op", "unknown op");
@@ -90,7 +92,8 @@ static void test_conversions(void)
     uint16_t bits[3];
     char *err = NULL;
     CHECK(ulpgym_encode("bf16", v, 3, bits, &err) == 0, "encode bf16");
-    CHECK(bits[0] == 0x3f80 && bits[1] == 0x3f80 && bits[2] == 0x3f82, "bf16 bits %04x %04x %04x", bits[0], bits[1], bits[2]);
+    CHECK(bits[0] == 0x3f80 && bits[1] == 0x3f80 && bits[2] == 0x3f82, "bf16 bits %04x %04x %04x", bits[0], bits[1],
+          bits[2]);
     CHECK(ulpgym_decode("bf16", bits, 3, back, &err) == 0 && back[2] == 1.015625, "decode bf16: %.17g", back[2]);
     double big = 500;
     uint8_t e4;

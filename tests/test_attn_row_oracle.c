@@ -26,7 +26,6 @@
 #include "op_check.h"
 #include "oracles/oracle.h"
 
-
 /* A value of about unit size with a random sign, or (one in eight) a tiny one that the
  * naive dtypes round to a subnormal or zero, or (one in sixteen) zero. */
 static double draw(uint32_t seed, uint32_t i)
@@ -106,7 +105,13 @@ static void check_scores(ug_ar_mode mode, ug_dtype naive_dt, size_t m, size_t D,
     ug_dot_d_tile(ar, Q, D, m, Kt, ldk, D, n, out, n);
     size_t differ = dot_d_differ(ar, mode, out, n, m, n, Q, D, Kt, ldk, D);
     CHECK(differ == 0, "mode %d naive %s, %zu rows x %zu keys, D %zu%s%s: %zu scores differ from ug_dot_d", (int)mode,
-          ug_dtype_name(naive_dt), m, n, D, narrow == 2 ? ", dtype inputs" : narrow ? ", bf16 inputs" : "", special > 0 ? ", specials" : plain ? ", no zeros" : "",
+          ug_dtype_name(naive_dt), m, n, D,
+          narrow == 2 ? ", dtype inputs"
+          : narrow    ? ", bf16 inputs"
+                      : "",
+          special > 0 ? ", specials"
+          : plain     ? ", no zeros"
+                      : "",
           differ);
     free(Q), free(Kt), free(out);
     ug_ar_free(ar);
@@ -251,9 +256,9 @@ static void compare_tiles(const ug_case *c, const ug_selection *sel, const char 
             int same = same_bits(r[0].gstar[k][i], r[1].gstar[k][i]) && same_bits(r[0].g[k][i], r[1].g[k][i]) &&
                        same_bits(r[0].bench[k][i], r[1].bench[k][i]) && same_bits(r[0].bound[k][i], r[1].bound[k][i]);
             if (!same && differ++ < 3)
-                fprintf(stderr, "%s: output %d element %zu: tiles %a %a %a %a, rows %a %a %a %a\n", what, k, sel->idx[k][i],
-                        r[0].gstar[k][i], r[0].g[k][i], r[0].bench[k][i], r[0].bound[k][i], r[1].gstar[k][i],
-                        r[1].g[k][i], r[1].bench[k][i], r[1].bound[k][i]);
+                fprintf(stderr, "%s: output %d element %zu: tiles %a %a %a %a, rows %a %a %a %a\n", what, k,
+                        sel->idx[k][i], r[0].gstar[k][i], r[0].g[k][i], r[0].bench[k][i], r[0].bound[k][i],
+                        r[1].gstar[k][i], r[1].g[k][i], r[1].bench[k][i], r[1].bound[k][i]);
         }
     CHECK(differ == 0 && compared > 0, "%s: %zu of %zu elements differ between the tile and row paths", what, differ,
           compared);

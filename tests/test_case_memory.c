@@ -24,8 +24,7 @@
 static const char *repeat(long n, int count, char *buf, size_t len)
 {
     size_t at = 0;
-    for (int i = 0; i < count && at < len; i++)
-        at += (size_t)snprintf(buf + at, len - at, "%s%ld", i ? "," : "", n);
+    for (int i = 0; i < count && at < len; i++) at += (size_t)snprintf(buf + at, len - at, "%s%ld", i ? "," : "", n);
     return buf;
 }
 

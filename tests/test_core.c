@@ -33,7 +33,8 @@ static void philox_kat(void)
 
 static void canonical_json(void)
 {
-    cJSON *j = cJSON_Parse("{ \"b\": [1, 2.5, -0.0, 1e300, 0.1], \"a\": {\"z\": \"q\\\"\", \"y\": true}, \"c\": null }");
+    cJSON *j =
+        cJSON_Parse("{ \"b\": [1, 2.5, -0.0, 1e300, 0.1], \"a\": {\"z\": \"q\\\"\", \"y\": true}, \"c\": null }");
     char *s = ug_json_canonical(j);
     CHECK(s && strcmp(s, "{\"a\":{\"y\":true,\"z\":\"q\\\"\"},\"b\":[1,2.5,0,1e+300,0.1],\"c\":null}") == 0,
           "canonical form: %s", s ? s : "(null)");
@@ -56,7 +57,8 @@ static void hash_jump(void)
     unsigned char text[41];
     int bad = 0;
     for (size_t len = 0; len <= 40; len++) {
-        for (size_t i = 0; i < len; i++) x = x * 6364136223846793005ULL + 1442695040888963407ULL, text[i] = (unsigned char)(x >> 56);
+        for (size_t i = 0; i < len; i++)
+            x = x * 6364136223846793005ULL + 1442695040888963407ULL, text[i] = (unsigned char)(x >> 56);
         static ug_hash64_jump j;
         ug_hash64_jump_make(&j, text, len);
         for (uint64_t r = 0; r < 512; r++) {
@@ -83,8 +85,9 @@ static void pinned_ids(void)
     CHECK(ug_spec_parse(spec, &s, err, sizeof err) == 0, "spec: %s", err);
     CHECK(strcmp(s.id, "8ea4eb7688e9e9c2") == 0, "pinned case ID changed: %s", s.id);
     /* key order and spacing do not matter */
-    const char *same = "{\"seed\":42, \"plan\":\"t/1\", \"v\":1, \"dtype\":\"bf16\", \"op\":\"attn_softmax\","
-                       " \"dist\":{\"x\":{\"std\":1,\"mean\":0,\"kind\":\"normal\"}}, \"params\":{\"cols\":5,\"rows\":2}}";
+    const char *same =
+        "{\"seed\":42, \"plan\":\"t/1\", \"v\":1, \"dtype\":\"bf16\", \"op\":\"attn_softmax\","
+        " \"dist\":{\"x\":{\"std\":1,\"mean\":0,\"kind\":\"normal\"}}, \"params\":{\"cols\":5,\"rows\":2}}";
     ug_spec t;
     CHECK(ug_spec_parse(same, &t, err, sizeof err) == 0 && strcmp(s.id, t.id) == 0, "ID depends on key order");
     ug_spec_free(&t);
@@ -154,8 +157,9 @@ static void spec_errors(void)
     ug_spec s;
     ug_case c;
     char err[256];
-    ug_spec_parse("{\"op\":\"attn_softmax\",\"dtype\":\"bf16\",\"params\":{\"rows\":1,\"cols\":2},\"dist\":{},\"seed\":1}",
-                  &s, err, sizeof err);
+    ug_spec_parse(
+        "{\"op\":\"attn_softmax\",\"dtype\":\"bf16\",\"params\":{\"rows\":1,\"cols\":2},\"dist\":{},\"seed\":1}", &s,
+        err, sizeof err);
     CHECK(ug_case_build(&c, &s, err, sizeof err) != 0 && strstr(err, "\"x\""), "missing dist: %s", err);
     ug_case_free(&c);
 }
@@ -177,7 +181,8 @@ static void plan_selection(const ug_plan *all)
         ug_plan_filter(&filtered, gi ? NULL : ops, groups[gi]);
         int same = part.n == filtered.n && part.n > 0 && part.n < all->n && strcmp(part.hash, all->hash) == 0;
         for (size_t i = 0; same && i < part.n; i++)
-            same = strcmp(part.cases[i].id, filtered.cases[i].id) == 0 && strcmp(part.cases[i].spec, filtered.cases[i].spec) == 0;
+            same = strcmp(part.cases[i].id, filtered.cases[i].id) == 0 &&
+                   strcmp(part.cases[i].spec, filtered.cases[i].spec) == 0;
         CHECK(same, "selection %d: %zu cases (hash %s) vs %zu filtered (hash %s)", gi, part.n, part.hash, filtered.n,
               all->hash);
         ug_plan_free(&part);
@@ -194,7 +199,8 @@ static void plan_errors(void)
     fputs("{\"name\":\"x\",\"version\":1,\"ops\":{\"attn_softmax\":{\"cases\":5}", f); /* truncated */
     fclose(f);
     ug_plan p;
-    CHECK(ug_plan_load(path, -1, &p, err, sizeof err) == -2 && strstr(err, "not valid JSON"), "truncated plan: %s", err);
+    CHECK(ug_plan_load(path, -1, &p, err, sizeof err) == -2 && strstr(err, "not valid JSON"), "truncated plan: %s",
+          err);
     f = fopen(path, "w");
     fputs("{\"name\":\"x\",\"version\":1,\"ops\":{\"no_such_op\":{\"cases\":5}}}", f);
     fclose(f);
@@ -221,11 +227,12 @@ static void plan_errors(void)
  * (so the block boundary falls inside updates); then a file. */
 static void sha256_kat(void)
 {
-    static const struct { const char *msg, *hex; } kat[] = {
-        {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
-        {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
-        {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
-         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"}};
+    static const struct {
+        const char *msg, *hex;
+    } kat[] = {{"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+               {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+               {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+                "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"}};
     char out[65];
     for (size_t i = 0; i < sizeof kat / sizeof *kat; i++) {
         ug_sha256 s;

@@ -76,7 +76,8 @@ static void randn_scaled(void)
         snprintf(json, sizeof json, "{\"kind\":\"normal\",\"mean\":0,\"std\":%g}", s);
         moments m = fill_moments(json, UG_DT_FP32, 42, NULL);
         CHECK(fabs(m.mean) < 0.02 * s && fabs(m.meansq / (s * s) - 1) < 0.02, "randn x %g: %g %g", s, m.mean, m.meansq);
-        CHECK(m.hi > 3.5 * s && m.lo < -3.5 * s && m.hi < 6 * s && m.lo > -6 * s, "randn x %g tails [%g, %g]", s, m.lo, m.hi);
+        CHECK(m.hi > 3.5 * s && m.lo < -3.5 * s && m.hi < 6 * s && m.lo > -6 * s, "randn x %g tails [%g, %g]", s, m.lo,
+              m.hi);
     }
 }
 
@@ -90,8 +91,8 @@ static void half_normal(void)
     for (size_t i = 0; i < N; i++) folded &= h[i] == fabs(n[i]);
     CHECK(folded, "half_normal is not |normal| element by element");
     CHECK(mh.lo >= 0, "half_normal below 0: %g", mh.lo);
-    CHECK(fabs(mh.mean / s - sqrt(2 / M_PI)) < 0.01 && fabs(mh.meansq / (s * s) - 1) < 0.02, "half_normal moments %g %g",
-          mh.mean / s, mh.meansq / (s * s));
+    CHECK(fabs(mh.mean / s - sqrt(2 / M_PI)) < 0.01 && fabs(mh.meansq / (s * s) - 1) < 0.02,
+          "half_normal moments %g %g", mh.mean / s, mh.meansq / (s * s));
     moments shifted = value_moments("{\"kind\":\"half_normal\",\"mean\":1,\"std\":0.5}", 42, n);
     CHECK(shifted.lo >= 1 && fabs(shifted.mean - (1 + 0.5 * sqrt(2 / M_PI))) < 0.01, "loc %g %g", shifted.lo,
           shifted.mean);
@@ -126,8 +127,10 @@ static void choice(void)
     for (size_t i = 0; i < N; i++) {
         int k = 0;
         while (k < 4 && v[i] != vals[k]) k++;
-        if (k == 4) other++;
-        else count[k]++;
+        if (k == 4)
+            other++;
+        else
+            count[k]++;
     }
     CHECK(other == 0, "choice: %d draws outside the listed values", other);
     CHECK(fabs(count[0] / (double)N - 0.7) < 0.01 && fabs(count[3] / (double)N - 0.1) < 0.01,
@@ -227,8 +230,10 @@ int main(void)
     static const char *paths[] = {"avx512", "avx2", "plain"};
     for (int k = 0; k < 3; k++) {
         setenv("ULPGYM_DRAW_PATH", paths[k], 1);
-        if (strcmp(ug_dist_fill_path(), paths[k]) == 0) blocked_equals_scalar(paths[k]);
-        else printf("draw path %s: not on this CPU (%s instead), skipped\n", paths[k], ug_dist_fill_path());
+        if (strcmp(ug_dist_fill_path(), paths[k]) == 0)
+            blocked_equals_scalar(paths[k]);
+        else
+            printf("draw path %s: not on this CPU (%s instead), skipped\n", paths[k], ug_dist_fill_path());
     }
     return check_done();
 }

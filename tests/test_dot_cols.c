@@ -30,7 +30,6 @@
 #include "oracles/mp/arith.h"
 #include "oracles/mp/int8_dot.h"
 
-
 /* A bf16 value of about unit size with a random sign, or (one in eight) a tiny one the
  * naive dtypes round to a subnormal or zero, or (one in sixteen) zero. */
 static double draw(uint32_t seed, uint32_t i)
@@ -248,7 +247,8 @@ static void check_i8_gemm(void)
     check_gemm(2, UG_I8_GEMM_MAX_L, 17, 1); /* 131071 * 2^14 = 2^31 - 2^14: int32 holds it */
     ug_i8_packed pk;
     int8_t one = 1;
-    CHECK(ug_i8_pack(&one, 1, UG_I8_GEMM_MAX_L + 1, 1, &pk) == -1 && !pk.p, "ug_i8_pack accepts L past the int32 bound");
+    CHECK(ug_i8_pack(&one, 1, UG_I8_GEMM_MAX_L + 1, 1, &pk) == -1 && !pk.p,
+          "ug_i8_pack accepts L past the int32 bound");
 }
 
 int main(void)

@@ -65,7 +65,9 @@ static void random_vs_mpfr(ug_dtype dt)
         /* the inline fast path of the oracles' hot loops must agree bit for bit */
         double fast = ug_dtype_round_fast(dt, x);
         if (!(fast == got && signbit(fast) == signbit(got)) && !(isnan(fast) && isnan(got))) {
-            if (bad++ < 3) fprintf(stderr, "%s: x=%a ug_dtype_round_fast %a, ug_dtype_round %a\n", ug_dtype_name(dt), x, fast, got);
+            if (bad++ < 3)
+                fprintf(stderr, "%s: x=%a ug_dtype_round_fast %a, ug_dtype_round %a\n", ug_dtype_name(dt), x, fast,
+                        got);
         }
         /* the oracle's MPFR rounding must agree too */
         mpfr_t xm;
@@ -116,7 +118,8 @@ static unsigned compare_nonieee(ug_dtype dt, double x, double (*ref)(double))
     mpfr_set_d(xm, x, MPFR_RNDN);
     double viamp = ug_mp_round(xm, dt);
     mpfr_clear(xm);
-    int ok = (isnan(want) ? isnan(got) && isnan(viamp) : got == want && viamp == want && !signbit(got) == !signbit(want));
+    int ok =
+        (isnan(want) ? isnan(got) && isnan(viamp) : got == want && viamp == want && !signbit(got) == !signbit(want));
     if (!ok) fprintf(stderr, "%s: x=%a reference %a ours %a oracle %a\n", ug_dtype_name(dt), x, want, got, viamp);
     return !ok;
 }
@@ -138,7 +141,8 @@ static void nonieee_vs_mpfr(void)
         uint32_t w[4];
         ug_rng_words(777, 0, i, 0, w);
         bad += compare_nonieee(UG_DT_INT8, (ug_rng_unit(w[0], w[1]) - 0.5) * 400.0, int8_reference);
-        bad += compare_nonieee(UG_DT_E8M0, ldexp(1.0 + ug_rng_unit(w[2], w[3]), (int)(w[0] % 300) - 150), e8m0_reference);
+        bad +=
+            compare_nonieee(UG_DT_E8M0, ldexp(1.0 + ug_rng_unit(w[2], w[3]), (int)(w[0] % 300) - 150), e8m0_reference);
     }
     double specials[] = {0.0, -0.0, -1.0, INFINITY, -INFINITY, NAN, 0x1p-1074, 0x1.fffffffffffffp1023};
     for (int i = 0; i < 8; i++, n += 2)
@@ -153,10 +157,12 @@ static void known_values(void)
     CHECK(ug_dtype_round(UG_DT_BF16, 1.0 + 3 * 0x1p-8) == 1.0 + 0x1p-6, "bf16 tie rounds to even (up)");
     CHECK(ug_dtype_round(UG_DT_FP16, 65520.0) == INFINITY, "fp16 overflow at max + half ulp");
     CHECK(ug_dtype_round(UG_DT_FP16, 65519.99) == 65504.0, "fp16 below the overflow tie");
-    CHECK(ug_dtype_round_fast(UG_DT_FP16, 65520.0) == INFINITY && ug_dtype_round_fast(UG_DT_BF16, -0x1.ffp127) == -INFINITY,
+    CHECK(ug_dtype_round_fast(UG_DT_FP16, 65520.0) == INFINITY &&
+              ug_dtype_round_fast(UG_DT_BF16, -0x1.ffp127) == -INFINITY,
           "the fast rounding overflows as ug_dtype_round does");
-    CHECK(ug_dtype_round_fast(UG_DT_FP16, 0x1.8p-25) == 0x1p-24 && ug_dtype_round_fast(UG_DT_BF16, 1.0 + 0x1p-8) == 1.0 &&
-              isnan(ug_dtype_round_fast(UG_DT_BF16, NAN)) && ug_dtype_round_fast(UG_DT_FP32, 1.0 + 0x1p-24) == 1.0,
+    CHECK(ug_dtype_round_fast(UG_DT_FP16, 0x1.8p-25) == 0x1p-24 &&
+              ug_dtype_round_fast(UG_DT_BF16, 1.0 + 0x1p-8) == 1.0 && isnan(ug_dtype_round_fast(UG_DT_BF16, NAN)) &&
+              ug_dtype_round_fast(UG_DT_FP32, 1.0 + 0x1p-24) == 1.0,
           "the fast rounding: subnormal, tie to even, NaN, fp32");
     CHECK(ug_dtype_round(UG_DT_FP16, 0x1p-25) == 0.0, "fp16 half of the smallest subnormal ties to 0");
     CHECK(ug_dtype_round(UG_DT_FP16, 0x1.8p-25) == 0x1p-24, "fp16 rounds up to the smallest subnormal");
@@ -188,7 +194,7 @@ static void ulp_vs_frexp(void)
         for (int i = 0; i < 20000; i++, n++) {
             r = r * 6364136223846793005ULL + 1442695040888963407ULL;
             uint64_t u = r;
-            if (i % 5 == 0) u &= 0x800fffffffffffffULL;                             /* double subnormal or zero */
+            if (i % 5 == 0) u &= 0x800fffffffffffffULL; /* double subnormal or zero */
             if (i % 7 == 0) u = (u & ~(0x7ffULL << 52)) | ((uint64_t)(1023 - 40 + i % 80) << 52); /* near 1 */
             double x;
             memcpy(&x, &u, sizeof x);
@@ -197,7 +203,9 @@ static void ulp_vs_frexp(void)
             if (i == 3) x = -0.0;
             int e = ug_dtype_get_info((ug_dtype)dt)->emin, fe;
             if (x != 0.0 && isfinite(x)) frexp(x, &fe), e = fe - 1 > e ? fe - 1 : e;
-            double want = ug_dtype_get_info((ug_dtype)dt)->is_float ? ldexp(1.0, e - ug_dtype_get_info((ug_dtype)dt)->mant_bits) : 1.0;
+            double want = ug_dtype_get_info((ug_dtype)dt)->is_float
+                              ? ldexp(1.0, e - ug_dtype_get_info((ug_dtype)dt)->mant_bits)
+                              : 1.0;
             bad += ug_dtype_ulp((ug_dtype)dt, x) != want;
         }
     CHECK(bad == 0, "ug_dtype_ulp differs from frexp/ldexp on %d of %d values", bad, n);

@@ -96,8 +96,8 @@ static void check_dot(const char *what, const double *a, size_t sa, const double
         ref_dot(ref, a, sa, b, sb, n);
         for (size_t j = 0; j < sizeof blocks / sizeof blocks[0]; j++) {
             mpfr_set_ui(got, 12345, MPFR_RNDN);
-            int rc = blocks[j] ? ug_exact_dot_blocked(got, a, sa, b, sb, n, blocks[j])
-                               : ug_exact_dot(got, a, sa, b, sb, n);
+            int rc =
+                blocks[j] ? ug_exact_dot_blocked(got, a, sa, b, sb, n, blocks[j]) : ug_exact_dot(got, a, sa, b, sb, n);
             CHECK(rc == (special ? -1 : 0), "%s: n %zu, %ld bits, block %zu: returned %d", what, n, (long)prec,
                   blocks[j], rc);
             if (rc == 0)
@@ -188,7 +188,7 @@ static void check_range(void)
     for (size_t i = 0; i < n; i++) a[i] = draw(53, -1074, -1000), b[i] = draw(53, -1074, 40);
     check_dot("subnormal inputs", a, 1, b, 1, n);
     for (size_t i = 0; i < n; i++) {
-        a[i] = draw(53, -482, -478), b[i] = draw(53, -482, -478); /* products about 2^-960 */
+        a[i] = draw(53, -482, -478), b[i] = draw(53, -482, -478);        /* products about 2^-960 */
         if (i % 2) a[i] = draw(53, 498, 502), b[i] = draw(53, 498, 502); /* about 2^1000 */
     }
     check_dot("products near 2^-960 and 2^1000", a, 1, b, 1, n);
@@ -198,8 +198,13 @@ static void check_range(void)
     }
     check_dot("subnormal lo parts", a, 1, b, 1, 64);
     check_dot("a subnormal lo part", a, 1, b, 1, 1);
-    double ext[][2] = {{DBL_MAX, DBL_MAX}, {-DBL_MAX, DBL_MAX}, {0x1p-1074, 0x1p-1074}, {DBL_MAX, -DBL_MAX},
-                       {0x1p-1074, -0x1p-1074}, {0x1p-1074, 0x1p-1074}, {0x1p-1022, 0x1.fffffffffffffp-1023}};
+    double ext[][2] = {{DBL_MAX, DBL_MAX},
+                       {-DBL_MAX, DBL_MAX},
+                       {0x1p-1074, 0x1p-1074},
+                       {DBL_MAX, -DBL_MAX},
+                       {0x1p-1074, -0x1p-1074},
+                       {0x1p-1074, 0x1p-1074},
+                       {0x1p-1022, 0x1.fffffffffffffp-1023}};
     double ea[8], eb[8];
     for (size_t i = 0; i < 7; i++) ea[i] = ext[i][0], eb[i] = ext[i][1];
     for (size_t m = 1; m <= 7; m++) check_dot("the extreme products", ea, 1, eb, 1, m);
@@ -223,7 +228,7 @@ static void check_zeros(void)
         check_dot("zero products, the first three", a, 1, b, 1, 3);
     }
     double na[] = {-0.0, 0.0, 5.0, -5.0}, nb[] = {1.0, -1.0, 2.0, 2.0};
-    check_dot("all -0", na, 1, nb, 1, 2);          /* -0*1, 0*-1: both -0 */
+    check_dot("all -0", na, 1, nb, 1, 2); /* -0*1, 0*-1: both -0 */
     check_dot("a single -0", na, 1, nb, 1, 1);
     check_dot("-0 products and cancelling terms", na, 1, nb, 1, 4);
     check_dot("cancelling terms only", na + 2, 1, nb + 2, 1, 2);
@@ -262,8 +267,8 @@ static void check_ties(void)
         for (int up = 0; up < 2; up++)
             for (int sgn = -1; sgn <= 1; sgn += 2)
                 for (int brk = -1; brk <= 1; brk++) {
-                    double a[5] = {sgn * 1.0, sgn * ldexp(1.0, -p), up ? sgn * ldexp(1.0, 1 - p) : 0.0,
-                                   brk * 0x1p-1000, 0.0};
+                    double a[5] = {sgn * 1.0, sgn * ldexp(1.0, -p), up ? sgn * ldexp(1.0, 1 - p) : 0.0, brk * 0x1p-1000,
+                                   0.0};
                     double b[5] = {1.0, 1.0, 1.0, 0x1p-1000, 1.0};
                     check_dot("a tie at the working precision", a, 1, b, 1, 5);
                     /* the same tie spread over random terms that sum to it exactly */
@@ -329,10 +334,10 @@ static void check_cols(void)
                     ref_dot(ref, a, 1, B + c, ldb, n);
                     CHECK(rc[c] == (special ? -1 : 0), "cols: %zu of %zu, n %zu: returned %d", c, ncols, n, rc[c]);
                     if (rc[c] == 0)
-                        CHECK(same_mp(got[c], ref), "cols: column %zu of %zu, n %zu, %ld bits: %.17g vs %.17g", c, ncols,
-                              n, (long)prec, mpfr_get_d(got[c], MPFR_RNDN), mpfr_get_d(ref, MPFR_RNDN));
-                    CHECK(same_mp(out[c].m, ref), "ug_dot_d_cols EXACT: column %zu of %zu, n %zu, %ld bits", c, ncols, n,
-                          (long)prec);
+                        CHECK(same_mp(got[c], ref), "cols: column %zu of %zu, n %zu, %ld bits: %.17g vs %.17g", c,
+                              ncols, n, (long)prec, mpfr_get_d(got[c], MPFR_RNDN), mpfr_get_d(ref, MPFR_RNDN));
+                    CHECK(same_mp(out[c].m, ref), "ug_dot_d_cols EXACT: column %zu of %zu, n %zu, %ld bits", c, ncols,
+                          n, (long)prec);
                     ncompared++;
                 }
                 for (size_t c = 0; c < ncols; c++) mpfr_clear(got[c]);

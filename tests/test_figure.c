@@ -13,10 +13,7 @@
 static char buf[2048];
 
 /* The phrase of one output, and whether it fails. */
-static int fig(int s, const char *json, size_t n)
-{
-    return ug_figure_of_output(s, "y", json, n, buf, sizeof buf);
-}
+static int fig(int s, const char *json, size_t n) { return ug_figure_of_output(s, "y", json, n, buf, sizeof buf); }
 
 #define EXPECT_PHRASE(s, json, n, want)                                                                                \
     do {                                                                                                               \
@@ -33,8 +30,8 @@ static int fig(int s, const char *json, size_t n)
 
 static void test_tolerance_standards(void)
 {
-    EXPECT_PHRASE(UG_STD_PYPTO, "{\"atol\":0.0001,\"rtol\":0.0078125,\"budget\":0.005,\"allowed\":5,\"failed\":566}", 4096,
-                  "y: 566 of 4096 checked elements beyond atol 0.0001 + rtol 0.0078 * |g| (5 allowed)");
+    EXPECT_PHRASE(UG_STD_PYPTO, "{\"atol\":0.0001,\"rtol\":0.0078125,\"budget\":0.005,\"allowed\":5,\"failed\":566}",
+                  4096, "y: 566 of 4096 checked elements beyond atol 0.0001 + rtol 0.0078 * |g| (5 allowed)");
     EXPECT_PASS(UG_STD_PYPTO, "{\"atol\":0.0001,\"rtol\":0.0078125,\"budget\":0.005,\"allowed\":5,\"failed\":5}");
     EXPECT_PHRASE(UG_STD_PYPTO, "{\"atol\":0.001,\"rtol\":0.001,\"budget\":0,\"allowed\":0,\"failed\":3}", 0,
                   "y: 3 elements beyond atol 0.001 + rtol 0.001 * |g| (0 allowed)");
@@ -58,7 +55,8 @@ static void test_certified(void)
     EXPECT_PASS(UG_STD_CERTIFIED, "{}");
     /* a worst that was not finite is stored as null: the figure still fails, most severe */
     CHECK(fig(UG_STD_CERTIFIED, "{\"c\":2,\"fn_ulps\":4,\"violations\":1,\"worst\":null}", 8) == 1, "null worst");
-    CHECK(isinf(ug_figure_severity_of_output(UG_STD_CERTIFIED, "{\"violations\":1,\"worst\":null}")), "null worst: inf");
+    CHECK(isinf(ug_figure_severity_of_output(UG_STD_CERTIFIED, "{\"violations\":1,\"worst\":null}")),
+          "null worst: inf");
     /* certified holds a discrete output to its own compare, whose keys it stores */
     EXPECT_PHRASE(UG_STD_CERTIFIED, "{\"differ\":7}", 64, "y: 7 of 64 checked codes differ (bitwise compare)");
 }
@@ -69,15 +67,17 @@ static void test_relative_standards(void)
                   "{\"t\":0.004,\"small_below\":0.00390625,\"small_atol\":1.52588e-05,\"share\":0.989216}", 1020,
                   "y: 98.9% of checked elements with relative error above 0.004 (limit 0.4%)");
     EXPECT_PASS(UG_STD_DUAL_THOUSANDTH, "{\"t\":0.004,\"small_below\":0.0039,\"small_atol\":1.5e-05,\"share\":0.001}");
-    EXPECT_PHRASE(UG_STD_MIXED_TOLERANCE, "{\"rtol\":0.015625,\"atol\":0.015625,\"floor\":1,\"matched\":0.9,\"over_max\":2}",
-                  100,
+    EXPECT_PHRASE(UG_STD_MIXED_TOLERANCE,
+                  "{\"rtol\":0.015625,\"atol\":0.015625,\"floor\":1,\"matched\":0.9,\"over_max\":2}", 100,
                   "y: 90% of checked elements within atol 0.016 + rtol 0.016 * |g| (needs 99%), 2 elements beyond "
                   "max(1, 32 ulp)");
-    EXPECT_PASS(UG_STD_MIXED_TOLERANCE, "{\"rtol\":0.015625,\"atol\":0.015625,\"floor\":1,\"matched\":1,\"over_max\":0}");
-    EXPECT_PHRASE(UG_STD_MERE_MARE,
-                  "{\"T\":0.0078125,\"small_below\":0.0039,\"small_atol\":1.5e-05,\"mere\":0.0584094,\"mare\":0.0679821,"
-                  "\"small_beyond_atol\":688}",
-                  1020, "y: MERE 0.0584 (limit 0.00781), 688 small values beyond their atol");
+    EXPECT_PASS(UG_STD_MIXED_TOLERANCE,
+                "{\"rtol\":0.015625,\"atol\":0.015625,\"floor\":1,\"matched\":1,\"over_max\":0}");
+    EXPECT_PHRASE(
+        UG_STD_MERE_MARE,
+        "{\"T\":0.0078125,\"small_below\":0.0039,\"small_atol\":1.5e-05,\"mere\":0.0584094,\"mare\":0.0679821,"
+        "\"small_beyond_atol\":688}",
+        1020, "y: MERE 0.0584 (limit 0.00781), 688 small values beyond their atol");
     EXPECT_PHRASE(UG_STD_ULP, "{\"ulp_limit\":1,\"share_above\":1,\"mean_ulp\":10.6043}", 1020,
                   "y: 100% of checked elements above 1 ulp (limit 0.1%)");
     EXPECT_PASS(UG_STD_ULP, "{\"ulp_limit\":32,\"share_above\":0.5,\"mean_ulp\":10}"); /* fp32: the mean is within */
@@ -108,8 +108,15 @@ static void test_discrete_and_nonfinite(void)
 
 static void test_malformed(void)
 {
-    const char *bad[] = {"{", "[]", "null", "", "3", "{\"atol\":\"x\",\"rtol\":1,\"allowed\":0,\"failed\":9}",
-                         "{\"allowed\":0,\"failed\":9}", "{\"y\":{\"failed\":9}}", "{\"atol\":1e999,"};
+    const char *bad[] = {"{",
+                         "[]",
+                         "null",
+                         "",
+                         "3",
+                         "{\"atol\":\"x\",\"rtol\":1,\"allowed\":0,\"failed\":9}",
+                         "{\"allowed\":0,\"failed\":9}",
+                         "{\"y\":{\"failed\":9}}",
+                         "{\"atol\":1e999,"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         for (int s = 0; s < UG_STD_COUNT; s++) EXPECT_PASS(s, bad[i]);
     CHECK(ug_figure_of_output(UG_STD_PYPTO, "y", NULL, 0, buf, sizeof buf) == 0 && !buf[0], "NULL thresholds");
@@ -142,7 +149,8 @@ static ug_result *two_outputs(void)
     }
     snprintf(r->out[0].thresholds[UG_STD_PYPTO], UG_THR_LEN,
              "{\"atol\":0.0001,\"rtol\":0.0078125,\"budget\":0.005,\"allowed\":20,\"failed\":566}");
-    snprintf(r->out[0].thresholds[UG_STD_CERTIFIED], UG_THR_LEN, "{\"c\":2,\"fn_ulps\":4,\"violations\":9,\"worst\":3.4}");
+    snprintf(r->out[0].thresholds[UG_STD_CERTIFIED], UG_THR_LEN,
+             "{\"c\":2,\"fn_ulps\":4,\"violations\":9,\"worst\":3.4}");
     snprintf(r->out[1].thresholds[UG_STD_EXACT], UG_THR_LEN, "{\"differ\":3}");
     r->verdict[UG_STD_PYPTO] = r->verdict[UG_STD_CERTIFIED] = r->verdict[UG_STD_EXACT] = UG_V_FAIL;
     r->outcome = UG_OUT_FAIL;
@@ -157,16 +165,19 @@ static void test_case_figure(void)
                       "idx: 3 of 64 checked codes differ (bitwise compare)") == 0,
           "primary and discrete joined: \"%s\"", buf);
     int list[UG_STD_COUNT];
-    CHECK(ug_verdict_deciding(r, list) == 2 && list[0] == UG_STD_PYPTO && list[1] == UG_STD_EXACT, "deciding standards");
+    CHECK(ug_verdict_deciding(r, list) == 2 && list[0] == UG_STD_PYPTO && list[1] == UG_STD_EXACT,
+          "deciding standards");
     CHECK(fabs(ug_verdict_severity(r, -1) - 566.0 / 21) < 1e-9, "severity: failed / (allowed + 1): %g",
           ug_verdict_severity(r, -1));
     CHECK(fabs(ug_verdict_severity(r, UG_STD_CERTIFIED) - 3.4) < 1e-12, "severity under certified: the worst ratio");
     ug_standard_figure(r, UG_STD_CERTIFIED, buf, sizeof buf);
-    CHECK(strcmp(buf, "y: 9 of 4096 checked elements outside the certified bound (worst 3.4 x)") == 0, "under certified");
+    CHECK(strcmp(buf, "y: 9 of 4096 checked elements outside the certified bound (worst 3.4 x)") == 0,
+          "under certified");
     r->primary = UG_STD_CERTIFIED; /* `--primary certified` decided */
     r->verdict[UG_STD_EXACT] = UG_V_PASS;
     ug_verdict_figure(r, buf, sizeof buf);
-    CHECK(strcmp(buf, "y: 9 of 4096 checked elements outside the certified bound (worst 3.4 x)") == 0, "--primary: %s", buf);
+    CHECK(strcmp(buf, "y: 9 of 4096 checked elements outside the certified bound (worst 3.4 x)") == 0, "--primary: %s",
+          buf);
     snprintf(r->out[0].thresholds[UG_STD_CERTIFIED], UG_THR_LEN, "{\"c\":2,\"vio"); /* cut: no figure */
     ug_verdict_figure(r, buf, sizeof buf);
     CHECK(strcmp(buf, "fails certified") == 0, "a FAIL whose figures say nothing: \"%s\"", buf);
@@ -179,7 +190,8 @@ static void test_case_figure(void)
     r->outcome = UG_OUT_NONFINITE;
     r->out[0].m.n_nonfinite_mismatch = 4;
     ug_verdict_figure(r, buf, sizeof buf);
-    CHECK(strcmp(buf, "y: 4 NaN/Inf mismatches (not finite where the exact value is, or the reverse)") == 0, "NONFINITE");
+    CHECK(strcmp(buf, "y: 4 NaN/Inf mismatches (not finite where the exact value is, or the reverse)") == 0,
+          "NONFINITE");
     for (int s = 0; s < UG_STD_COUNT; s++) /* as judged: every standard stores the mismatch */
         snprintf(r->out[0].thresholds[s], UG_THR_LEN, "{\"nonfinite_mismatch\":4}");
     ug_verdict_figure(r, buf, sizeof buf);

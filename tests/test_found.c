@@ -137,8 +137,9 @@ int main(void)
         if (dh) closedir(dh);
         for (int v = 0; ug_op_variants(d->op)[v].name && v < 32; v++)
             if (ug_op_variants(d->op)[v].beyond_plan)
-                CHECK(caught[v], "no finding in %s catches beyond-plan mutant %s (run `ulpgym fuzz %s --kernel-variant %s`)",
-                      dir, ug_op_variants(d->op)[v].name, ug_op_name(op), ug_op_variants(d->op)[v].name);
+                CHECK(caught[v],
+                      "no finding in %s catches beyond-plan mutant %s (run `ulpgym fuzz %s --kernel-variant %s`)", dir,
+                      ug_op_variants(d->op)[v].name, ug_op_name(op), ug_op_variants(d->op)[v].name);
         if (nfound || nbeyond) printf("%s: %d findings, %d beyond-plan mutants\n", ug_op_name(op), nfound, nbeyond);
     }
     CHECK(sorted, "no finding to test the sorting with");

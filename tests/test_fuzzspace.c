@@ -177,8 +177,9 @@ static void check_domains(void)
     static const char *fixed[] = {"q_scale", "k_scale", "weights"};
     for (int k = 0; k < 3; k++) {
         domain_counts_t mx = domain_counts("lightning_indexer_quant", fixed[k], "max");
-        CHECK(mx.generated == 0 && mx.injected == 0, "lightning_indexer_quant.%s: %d generated draws, %d +max injections",
-              fixed[k], mx.generated, mx.injected);
+        CHECK(mx.generated == 0 && mx.injected == 0,
+              "lightning_indexer_quant.%s: %d generated draws, %d +max injections", fixed[k], mx.generated,
+              mx.injected);
         domain_counts_t inf = domain_counts("lightning_indexer_quant", fixed[k], "inf");
         CHECK(inf.injected == 0, "lightning_indexer_quant.%s: %d +inf injections", fixed[k], inf.injected);
         domain_counts_t nan = domain_counts("lightning_indexer_quant", fixed[k], "nan");
@@ -192,11 +193,11 @@ static void check_domains(void)
           "glm_attention.q: %d generated draws (want some), %d +max injections, %d constants at 65504 or more (want 0)",
           n.generated, n.injected, n.near_max_consts);
     n = domain_counts("glm_attention", "value_cache", "max"); /* under its "*" entry */
-    CHECK(n.generated > 0 && n.injected == 0, "glm_attention.value_cache (\"*\"): %d generated draws, %d +max injections",
-          n.generated, n.injected);
+    CHECK(n.generated > 0 && n.injected == 0,
+          "glm_attention.value_cache (\"*\"): %d generated draws, %d +max injections", n.generated, n.injected);
     n = domain_counts("glm_attention", "q", "zero"); /* "whole" leaves zero out: every score 0 */
-    CHECK(n.injected > 0 && n.injected_whole == 0, "glm_attention.q: %d zero injections (want some), %d into the whole q",
-          n.injected, n.injected_whole);
+    CHECK(n.injected > 0 && n.injected_whole == 0,
+          "glm_attention.q: %d zero injections (want some), %d into the whole q", n.injected, n.injected_whole);
     n = domain_counts("glm_attention", "q", "nan"); /* "whole" keeps NaN */
     CHECK(n.injected_whole > 0, "glm_attention.q: no NaN into the whole q (its \"whole\" list names it)");
     n = domain_counts("attn_softmax", "x", "zero");
@@ -232,8 +233,10 @@ static void check_bad_domain(const char *tmp)
         FILE *f = fopen(path, "w");
         CHECK(f != NULL, "cannot write %s", path);
         if (!f) return;
-        fprintf(f, "{\"grid\": {\"dtype\": [\"fp32\"]}, \"dists\": {\"a\": {\"x\": {\"kind\": \"const\", \"value\": 1}}},"
-                   " \"fuzz_domain\": %s}", bad[k][0]);
+        fprintf(f,
+                "{\"grid\": {\"dtype\": [\"fp32\"]}, \"dists\": {\"a\": {\"x\": {\"kind\": \"const\", \"value\": 1}}},"
+                " \"fuzz_domain\": %s}",
+                bad[k][0]);
         fclose(f);
         ug_fuzz_space s;
         char err[400] = "";

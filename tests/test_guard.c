@@ -63,15 +63,18 @@ static void reuse(void)
 {
     ug_guard_buf a, b;
     CHECK(ug_guard_alloc(&a, 100003, "input big") == 0, "alloc");
-    CHECK(a.map_len - 2 * page() - a.bytes <= ug_guard_overhead(), "a fresh buffer's overhead %zu is within the "
-          "estimate %zu", a.map_len - 2 * page() - a.bytes, ug_guard_overhead());
+    CHECK(a.map_len - 2 * page() - a.bytes <= ug_guard_overhead(),
+          "a fresh buffer's overhead %zu is within the "
+          "estimate %zu",
+          a.map_len - 2 * page() - a.bytes, ug_guard_overhead());
     void *map = a.map;
     unsigned char *d = a.data;
     memset(d - 64, 0xEE, 100003 + 128);
     ug_guard_free(&a);
     char note[160];
     CHECK(ug_guard_describe_fault(d + 10, "wrote", note, sizeof note) == 1 &&
-          strstr(note, "wrote into the freed input big of an earlier case"), "a write into it is named: %s", note);
+              strstr(note, "wrote into the freed input big of an earlier case"),
+          "a write into it is named: %s", note);
     CHECK(ug_guard_alloc(&b, 100000, "output soon") == 0 && b.map != map, "not handed out again at once");
     ug_guard_free(&b);
     ug_guard_buf other[8];
@@ -89,7 +92,8 @@ static void reuse(void)
     CHECK(ug_guard_canaries(&b) == 0, "reused canaries whole");
     char buf[64];
     CHECK(ug_guard_describe_fault(trail_page(&b), "wrote", buf, sizeof buf) == 1 &&
-          strcmp(buf, "wrote past the end of output again") == 0, "reused buffer named anew: %s", buf);
+              strcmp(buf, "wrote past the end of output again") == 0,
+          "reused buffer named anew: %s", buf);
     ug_guard_free(&b);
 }
 
@@ -129,11 +133,13 @@ static void fault_report(void)
     CHECK(strcmp(buf, "untouched") == 0, "buf untouched without a report: %s", buf);
     char small[12];
     CHECK(ug_guard_describe_fault(trail_page(&y), "wrote", small, sizeof small) == 1 &&
-          strcmp(small, "wrote past ") == 0, "truncated, terminated: %s", small);
+              strcmp(small, "wrote past ") == 0,
+          "truncated, terminated: %s", small);
     void *freed = x.data;
     ug_guard_free(&x); /* kept inaccessible for reuse: a write into it is a late write, named */
     CHECK(ug_guard_describe_fault(freed, "wrote", buf, sizeof buf) == 1 &&
-          strncmp(buf, "wrote into the freed input x", 28) == 0, "a freed buffer in quarantine: %s", buf);
+              strncmp(buf, "wrote into the freed input x", 28) == 0,
+          "a freed buffer in quarantine: %s", buf);
     ug_guard_free(&y);
 }
 
@@ -210,7 +216,7 @@ int main(void)
     reuse();
     digest();
     fault_report();
-    real_fault(40, 4L << 20, "wrote past the end of output y");      /* 4 MB from the end, forward */
+    real_fault(40, 4L << 20, "wrote past the end of output y");             /* 4 MB from the end, forward */
     real_fault(-1, 2 * (long)page(), "wrote before the start of output y"); /* down from the start */
     case_check();
     return check_done();

@@ -9,7 +9,8 @@
 #include "check.h"
 #include "op_check.h"
 
-#define SPEC(dt, params, dist) "{\"op\":\"apply_adamw\",\"dtype\":\"" dt "\",\"params\":{" params "},\"dist\":" dist ",\"seed\":4}"
+#define SPEC(dt, params, dist)                                                                                         \
+    "{\"op\":\"apply_adamw\",\"dtype\":\"" dt "\",\"params\":{" params "},\"dist\":" dist ",\"seed\":4}"
 #define DIST_TRAIN                                                                                                     \
     "{\"w\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.5},\"g\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.1},"          \
     "\"m\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.05},\"v\":{\"kind\":\"uniform\",\"lo\":0,\"hi\":0.02}}"
@@ -70,8 +71,8 @@ static void test_naive(const char *spec, double lr, double b1, double b2, double
         const double want[3] = {w1, m1, v1};
         for (int o = 0; o < 3; o++) {
             double gs = d.oracle.gstar[o][e], a = opc_out(&d, o, e);
-            CHECK(fabs(gs - want[o]) <= 1e-12 * fabs(want[o]) + 1e-14 * fabs(w), "%s g*[%zu] %a vs %a",
-                  d.c.out[o].name, e, gs, want[o]);
+            CHECK(fabs(gs - want[o]) <= 1e-12 * fabs(want[o]) + 1e-14 * fabs(w), "%s g*[%zu] %a vs %a", d.c.out[o].name,
+                  e, gs, want[o]);
             CHECK(fabs(a - want[o]) <= ug_dtype_ulp(d.c.out[o].dtype, want[o]) + 1e-6 * (fabs(w) + lr),
                   "%s kernel [%zu] %a vs %a", d.c.out[o].name, e, a, want[o]);
         }
@@ -95,18 +96,16 @@ static void test_special(void)
         ug_exec_detail d;
         CHECK(opc_run(spec, "sim", &r, &d) == 0, "run");
         CHECK(r.outcome == UG_OUT_PASS, "%s: %s", inj[k], r.message);
-        if (k == 0) CHECK(d.oracle.g[0][3] == INFINITY && opc_out(&d, 0, 3) == INFINITY, "w = inf: w' = %a", opc_out(&d, 0, 3));
+        if (k == 0)
+            CHECK(d.oracle.g[0][3] == INFINITY && opc_out(&d, 0, 3) == INFINITY, "w = inf: w' = %a", opc_out(&d, 0, 3));
         ug_exec_detail_free(&d);
     }
 }
 
 /* Params the op must refuse in a bf16 case, each with what the message names. */
 static const char *const BAD_PARAMS[][2] = {
-    {"\"beta1\":1", "\"beta1\""},
-    {"\"eps\":0", "\"eps\""},
-    {"\"step\":0", "\"step\""},
-    {"\"lr\":-1", "\"lr\""},
-    {"\"step\":1.5", "\"step\""},
+    {"\"beta1\":1", "\"beta1\""}, {"\"eps\":0", "\"eps\""},     {"\"step\":0", "\"step\""},
+    {"\"lr\":-1", "\"lr\""},      {"\"step\":1.5", "\"step\""},
 };
 
 int main(void)
@@ -118,9 +117,9 @@ int main(void)
     /* fp32 attributes: the test's double formula uses the same fp32 values */
     test_naive(SPEC("fp32", "\"rows\":4,\"cols\":50,\"lr\":0.01,\"step\":7", DIST_TRAIN), (float)0.01, (float)0.9,
                (float)0.999, (float)1e-8, (float)0.01, 7);
-    test_naive(SPEC("bf16", "\"rows\":3,\"cols\":40,\"lr\":0.1,\"beta2\":0.95,\"weight_decay\":0.1,\"step\":2",
-                    DIST_TINY),
-               (float)0.1, (float)0.9, (float)0.95, (float)1e-8, (float)0.1, 2);
+    test_naive(
+        SPEC("bf16", "\"rows\":3,\"cols\":40,\"lr\":0.1,\"beta2\":0.95,\"weight_decay\":0.1,\"step\":2", DIST_TINY),
+        (float)0.1, (float)0.9, (float)0.95, (float)1e-8, (float)0.1, 2);
     OPC_EXPECT_REFUSED_EACH(SPEC("bf16", "%s", DIST_TRAIN), BAD_PARAMS);
     opc_expect_refused(SPEC("fp16", "\"rows\":2", DIST_TRAIN), "dtype");
     return check_done();

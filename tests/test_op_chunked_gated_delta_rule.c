@@ -109,8 +109,8 @@ static void expect_wy_equals_recurrence(long tokens, long chunk, const char *dim
     ug_ar *ar = ug_ar_new(UG_AR_F64, 64, UG_DT_FP32);
     ug_ar_sink sinks[2];
     for (int k = 0; k < 2; k++)
-        sinks[k] = (ug_ar_sink){UG_DT_FP32, calloc(sel->n[k], sizeof(double)), calloc(sel->n[k], sizeof(double)),
-                                NULL, NULL};
+        sinks[k] =
+            (ug_ar_sink){UG_DT_FP32, calloc(sel->n[k], sizeof(double)), calloc(sel->n[k], sizeof(double)), NULL, NULL};
     ug_ar_set_sink(ar, sinks, 2);
     CHECK(ug_delta_wy_oracle(&d.c, ar, sel) == 0, "WY evaluation failed");
     for (int k = 0; k < 2; k++) {
@@ -187,8 +187,8 @@ static void test_first_sequence_is_its_prefix(void)
     spec(alone, sizeof alone, "fp32", 45, 32, "\"hv\":2,\"hqk\":1,\"dk\":8,\"dv\":4");
     ug_result rp, ra;
     ug_exec_detail dp, da;
-    CHECK(delta_run(packed, "sim", &rp, &dp) == 0 && delta_run(alone, "sim", &ra, &da) == 0, "run: %s %s",
-          rp.message, ra.message);
+    CHECK(delta_run(packed, "sim", &rp, &dp) == 0 && delta_run(alone, "sim", &ra, &da) == 0, "run: %s %s", rp.message,
+          ra.message);
     for (int k = 0; k < 2; k++) {
         size_t n = da.c.out[k].numel, diff_kernel = 0, diff_oracle = 0; /* o rows 0..44, ht blocks 0..1: prefixes */
         for (size_t i = 0; i < n; i++) {
@@ -197,8 +197,10 @@ static void test_first_sequence_is_its_prefix(void)
         }
         CHECK(n < dp.c.out[k].numel && dp.oracle.sel.n[k] == dp.c.out[k].numel && da.oracle.sel.n[k] == n,
               "output %d: selections not the whole outputs", k);
-        CHECK(diff_kernel == 0 && diff_oracle == 0, "output %d: sequence 0 differs from its own case in %zu kernel, "
-              "%zu oracle elements of %zu", k, diff_kernel, diff_oracle, n);
+        CHECK(diff_kernel == 0 && diff_oracle == 0,
+              "output %d: sequence 0 differs from its own case in %zu kernel, "
+              "%zu oracle elements of %zu",
+              k, diff_kernel, diff_oracle, n);
     }
     ug_exec_detail_free(&dp);
     ug_exec_detail_free(&da);

@@ -11,7 +11,6 @@
 #include "fa_mha_check.h"
 #include "run/exec.h"
 
-
 /* Naive double forward of one row: o[0..D) and lse; returns the visible key count. */
 static long naive_row(const ug_case *c, const long *cq, const long *ck, long nb, int causal, double scale, long t,
                       long h, double *o, double *lse)

@@ -27,8 +27,8 @@ static const long cq[NB + 1] = {0, 5, 12, 17}, ck[NB + 1] = {0, 9, 12, 14}; /* "
 static void check_against_naive(void)
 {
     ug_exec_detail d;
-    opc_sim_passes(SPEC("{\"seqlens\":\"5:9,7:3,5:2\",\"heads\":2,\"head_dim\":8,\"causal\":1}"),
-                   "ragged causal case", NULL, &d);
+    opc_sim_passes(SPEC("{\"seqlens\":\"5:9,7:3,5:2\",\"heads\":2,\"head_dim\":8,\"causal\":1}"), "ragged causal case",
+                   NULL, &d);
     if (!d.have_oracle) return;
     const double *q = ug_case_input(&d.c, "q")->values, *k = ug_case_input(&d.c, "k")->values;
     const double *v = ug_case_input(&d.c, "v")->values, *dout = ug_case_input(&d.c, "do")->values;
@@ -103,14 +103,15 @@ static void check_fast_forward(const char *spec_text, size_t max_engine)
     if (fast) {
         memcpy(fast, o->data, ob), memcpy(fast + ob, lse->data, lb);
         CHECK(ug_fa_forward_exact(&c, o, lse, UG_FA_FORWARD_FAST, &n_fast, err, sizeof err) == 0, "fast: %s", err);
-        CHECK(memcmp(fast, o->data, ob) == 0 && memcmp(fast + ob, lse->data, lb) == 0, "the fast path is not repeatable");
-        CHECK(ug_fa_forward_exact(&c, o, lse, UG_FA_FORWARD_ENGINE, &n_engine, err, sizeof err) == 0, "engine: %s", err);
+        CHECK(memcmp(fast, o->data, ob) == 0 && memcmp(fast + ob, lse->data, lb) == 0,
+              "the fast path is not repeatable");
+        CHECK(ug_fa_forward_exact(&c, o, lse, UG_FA_FORWARD_ENGINE, &n_engine, err, sizeof err) == 0, "engine: %s",
+              err);
         for (int t = 0; t < 2; t++) {
             const ug_tensor *x = t ? lse : o;
             size_t es = ug_dtype_size(x->dtype);
             for (size_t i = 0; i < x->numel; i++)
-                if (memcmp(fast + (t ? ob : 0) + i * es, (const unsigned char *)x->data + i * es, es) != 0 &&
-                    !differ++)
+                if (memcmp(fast + (t ? ob : 0) + i * es, (const unsigned char *)x->data + i * es, es) != 0 && !differ++)
                     first = t ? o->numel + i : i;
         }
     }
@@ -126,7 +127,7 @@ static void check_fast_forward(const char *spec_text, size_t max_engine)
 }
 
 #define FWD_SPEC(dtype, params, q, k, v)                                                                               \
-    "{\"v\":1,\"op\":\"flash_attention_mha_grad\",\"dtype\":\"" dtype "\",\"seed\":5,\"params\":" params                \
+    "{\"v\":1,\"op\":\"flash_attention_mha_grad\",\"dtype\":\"" dtype "\",\"seed\":5,\"params\":" params               \
     ",\"dist\":{\"q\":" q ",\"k\":" k ",\"v\":" v ",\"do\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}}}"
 #define N1 "{\"kind\":\"normal\",\"mean\":0,\"std\":1}"
 
@@ -138,7 +139,8 @@ static void check_fast_forward_cases(void)
     check_fast_forward(FWD_SPEC("bf16", "{\"seqlens\":\"70,33:130\",\"heads\":3,\"head_dim\":12}", N1, N1, N1), 4);
     /* large logits (a peaked softmax, weights underflowing), causal cross lengths */
     check_fast_forward(FWD_SPEC("bf16", "{\"seqlens\":\"130:70,9:300\",\"heads\":2,\"head_dim\":64,\"causal\":1}",
-                                "{\"kind\":\"normal\",\"mean\":0,\"std\":6}", "{\"kind\":\"normal\",\"mean\":0,\"std\":6}",
+                                "{\"kind\":\"normal\",\"mean\":0,\"std\":6}",
+                                "{\"kind\":\"normal\",\"mean\":0,\"std\":6}",
                                 "{\"kind\":\"wide\",\"lo_exp\":-20,\"hi_exp\":20}"),
                        16);
     /* v all zero: every o is an exact zero, whose sign the engine decides */

@@ -96,8 +96,8 @@ static void test_special_values(void)
              "{\"op\":\"gated_delta_rule\",\"dtype\":\"bf16\",\"params\":{\"tokens\":3,\"hv\":2,\"hqk\":1,\"dk\":8,"
              "\"dv\":4},%s,\"inject\":[{\"input\":\"v\",\"i\":14,\"v\":\"inf\"}],\"seed\":4242,\"v\":1}",
              NORMAL_DISTS);
-    CHECK(delta_run(s, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "inf in v: %s %s",
-          ug_outcome_name(r.outcome), r.message);
+    CHECK(delta_run(s, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "inf in v: %s %s", ug_outcome_name(r.outcome),
+          r.message);
     if (!d.have_oracle) return;
     for (size_t k = 0; k < d.oracle.sel.n[0]; k++) { /* o[t, h, i] at index (t*2 + h)*4 + i */
         size_t idx = d.oracle.sel.idx[0][k], t = idx / 8, h = idx / 4 % 2, i = idx % 4;

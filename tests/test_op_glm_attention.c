@@ -12,7 +12,8 @@
 #include "gl_attn_check.h"
 #include "op_check.h"
 
-#define SPEC(dist, params) "{\"v\":1,\"op\":\"glm_attention\",\"dtype\":\"bf16\",\"seed\":7,\"params\":" params ",\"dist\":" dist "}"
+#define SPEC(dist, params)                                                                                             \
+    "{\"v\":1,\"op\":\"glm_attention\",\"dtype\":\"bf16\",\"seed\":7,\"params\":" params ",\"dist\":" dist "}"
 #define UNIFORM                                                                                                        \
     "{\"q\":{\"kind\":\"uniform\",\"lo\":-1,\"hi\":1},\"key_cache\":{\"kind\":\"uniform\",\"lo\":-1,\"hi\":1},"        \
     "\"value_cache\":{\"kind\":\"uniform\",\"lo\":-1,\"hi\":1}}"
@@ -56,7 +57,8 @@ static void check_differential(void)
             double vg[17 * D];
             for (long t = 0; t < lens[b]; t++) {
                 long double dot = 0;
-                for (long e = 0; e < D; e++) dot += (long double)q[(b * HQ + h) * D + e] * k[slot_of(bt, b, t) + (size_t)e];
+                for (long e = 0; e < D; e++)
+                    dot += (long double)q[(b * HQ + h) * D + e] * k[slot_of(bt, b, t) + (size_t)e];
                 s[t] = dot * scale;
                 memcpy(vg + t * D, v + slot_of(bt, b, t), D * sizeof *vg);
             }
@@ -102,7 +104,7 @@ static void check_known_values(void)
                 size_t i = (size_t)((b * HQ + h) * D + e);
                 bad += d.oracle.gstar[0][i] != mean && fabs(d.oracle.gstar[0][i] - mean) > 1e-15;
                 bad += fabs(opc_out(&d, 0, i) - mean) > 0x1p-8 * fabs(mean); /* one bf16 rounding */
-                if (b == 0) bad += opc_out(&d, 0, i) != mean; /* one token: its value row, exactly */
+                if (b == 0) bad += opc_out(&d, 0, i) != mean;                /* one token: its value row, exactly */
             }
     CHECK(bad == 0, "%d outputs differ from the mean of the context's values", bad);
     ug_exec_detail_free(&d);

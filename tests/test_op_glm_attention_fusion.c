@@ -16,13 +16,18 @@
     "{\"v\":1,\"op\":\"glm_attention_fusion\",\"dtype\":\"bf16\",\"seed\":11,\"params\":" params ",\"dist\":" dist "}"
 #define NRM(m, s) "{\"kind\":\"normal\",\"mean\":" #m ",\"std\":" #s "}"
 #define UNI(lo, hi) "{\"kind\":\"uniform\",\"lo\":" #lo ",\"hi\":" #hi "}"
-#define DIST                                                                                                           \
-    "{\"x\":" NRM(0, 1) ",\"residual\":" NRM(0, 1) ",\"norm_weight\":" UNI(0.5, 1.5) ",\"norm_bias\":" NRM(0, 0.1)    \
-    ",\"scale_reciprocal\":" UNI(16, 48) ",\"offset\":" UNI(-2, 2)                                                     \
-    ",\"qkv_weight\":{\"kind\":\"randint\",\"lo\":-128,\"hi\":127},\"quant_bias\":{\"kind\":\"randint\",\"lo\":-2000,"  \
-    "\"hi\":2000},\"deq_scale\":" UNI(1e-05, 3e-05) ",\"q_norm_weight\":" UNI(0.5, 1.5) ",\"q_norm_bias\":" NRM(0, 0.1) \
-    ",\"k_norm_weight\":" UNI(0.5, 1.5) ",\"k_norm_bias\":" NRM(0, 0.1) ",\"cos\":" UNI(-1, 1) ",\"sin\":" UNI(-1, 1)  \
-    ",\"key_cache\":" NRM(0, 1) ",\"value_cache\":" NRM(0, 1) "}"
+#define DIST                                                                                                                                                                \
+    "{\"x\":" NRM(0, 1) ",\"residual\":" NRM(0, 1) ",\"norm_weight\":" UNI(0.5, 1.5) ",\"norm_bias\":" NRM(0, 0.1) ",\"scale_reciprocal\":" UNI(16, 48) ",\"offset\":" UNI( \
+        -2,                                                                                                                                                                 \
+        2) ",\"qkv_weight\":{\"kind\":\"randint\",\"lo\":-128,\"hi\":127},\"quant_bias\":{\"kind\":\"randint\",\"lo\":-2000,"                                               \
+           "\"hi\":2000},\"deq_scale\":" UNI(1e-05, 3e-05) ",\"q_norm_weight\":" UNI(0.5, 1.5) ",\"q_norm_bias\":" NRM(0, 0.1) ",\"k_norm_weight\":" UNI(                   \
+               0.5,                                                                                                                                                         \
+               1.5) ",\"k_norm_bias\":" NRM(0,                                                                                                                              \
+                                            0.1) ",\"cos\":" UNI(-1,                                                                                                        \
+                                                                 1) ",\"sin\":" UNI(-1,                                                                                     \
+                                                                                    1) ",\"key_cache\":" NRM(0,                                                             \
+                                                                                                             1) ",\"value_cache\":" NRM(0,                                  \
+                                                                                                                                        1) "}"
 /* 4:2 heads of 16 (rotary 8), block 8: lengths one short of, on and one past block edges,
  * a one-token context; a table 4 wide */
 #define PARAMS                                                                                                         \

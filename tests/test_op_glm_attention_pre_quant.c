@@ -17,18 +17,19 @@
 enum { O_Q, O_K, O_V, O_RES, O_N, O_N8, O_QKMM, O_QKN };
 
 #define NORM_DISTS                                                                                                     \
-    "\"norm_weight\":{\"kind\":\"uniform\",\"lo\":0.5,\"hi\":1.5},\"norm_bias\":{\"kind\":\"normal\",\"mean\":0,"  \
-    "\"std\":0.1},\"scale_reciprocal\":{\"kind\":\"uniform\",\"lo\":16,\"hi\":48},\"offset\":{\"kind\":\"uniform\"," \
+    "\"norm_weight\":{\"kind\":\"uniform\",\"lo\":0.5,\"hi\":1.5},\"norm_bias\":{\"kind\":\"normal\",\"mean\":0,"      \
+    "\"std\":0.1},\"scale_reciprocal\":{\"kind\":\"uniform\",\"lo\":16,\"hi\":48},\"offset\":{\"kind\":\"uniform\","   \
     "\"lo\":-2,\"hi\":2},"
 #define GEMM_DISTS                                                                                                     \
-    "\"qkv_weight\":{\"kind\":\"randint\",\"lo\":-128,\"hi\":127},\"quant_bias\":{\"kind\":"                         \
-    "\"randint\",\"lo\":-2000,\"hi\":2000},\"deq_scale\":{\"kind\":\"uniform\",\"lo\":0.00001,\"hi\":0.00003},"       \
-    "\"q_norm_weight\":{\"kind\":\"uniform\",\"lo\":0.5,\"hi\":1.5},\"q_norm_bias\":{\"kind\":\"normal\",\"mean\":0," \
-    "\"std\":0.1},\"k_norm_weight\":{\"kind\":\"uniform\",\"lo\":0.5,\"hi\":1.5},\"k_norm_bias\":{\"kind\":"         \
-    "\"normal\",\"mean\":0,\"std\":0.1},\"cos\":{\"kind\":\"uniform\",\"lo\":-1,\"hi\":1},\"sin\":{\"kind\":"         \
+    "\"qkv_weight\":{\"kind\":\"randint\",\"lo\":-128,\"hi\":127},\"quant_bias\":{\"kind\":"                           \
+    "\"randint\",\"lo\":-2000,\"hi\":2000},\"deq_scale\":{\"kind\":\"uniform\",\"lo\":0.00001,\"hi\":0.00003},"        \
+    "\"q_norm_weight\":{\"kind\":\"uniform\",\"lo\":0.5,\"hi\":1.5},\"q_norm_bias\":{\"kind\":\"normal\",\"mean\":0,"  \
+    "\"std\":0.1},\"k_norm_weight\":{\"kind\":\"uniform\",\"lo\":0.5,\"hi\":1.5},\"k_norm_bias\":{\"kind\":"           \
+    "\"normal\",\"mean\":0,\"std\":0.1},\"cos\":{\"kind\":\"uniform\",\"lo\":-1,\"hi\":1},\"sin\":{\"kind\":"          \
     "\"uniform\",\"lo\":-1,\"hi\":1}"
 #define REST_DISTS NORM_DISTS GEMM_DISTS
-#define XR_NORMAL "\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"residual\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},"
+#define XR_NORMAL                                                                                                      \
+    "\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"residual\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},"
 #define C(name, v) "\"" name "\":{\"kind\":\"const\",\"value\":" #v "}"
 
 static double bf16(double v) { return ug_dtype_round(UG_DT_BF16, v); }
@@ -40,12 +41,22 @@ static double bf16(double v) { return ug_dtype_round(UG_DT_BF16, v); }
  * 0.25: [0.5 - 0.25, 0.5 + 0.25] = [0.25, 0.75]. */
 static void test_known_value(void)
 {
-    const char *spec = "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":1,"
-                       "\"params\":{\"tokens\":1,\"hidden\":2,\"q_heads\":1,\"kv_heads\":1,\"head_dim\":2,"
-                       "\"rotary_dim\":2},\"dist\":{" C("x", 1) "," C("residual", 1) "," C("norm_weight", 1) ","
-                       C("norm_bias", 0) "," C("scale_reciprocal", 2.5) "," C("offset", 0) "," C("qkv_weight", 1) ","
-                       C("quant_bias", 1) "," C("deq_scale", 0.25) "," C("q_norm_weight", 1) "," C("q_norm_bias", 0)
-                       "," C("k_norm_weight", 1) "," C("k_norm_bias", 0) "," C("cos", 0.5) "," C("sin", 0.25) "}}";
+    const char *spec =
+        "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":1,"
+        "\"params\":{\"tokens\":1,\"hidden\":2,\"q_heads\":1,\"kv_heads\":1,\"head_dim\":2,"
+        "\"rotary_dim\":2},\"dist\":{" C("x", 1) "," C("residual", 1) "," C("norm_weight", 1) "," C("norm_bias", 0) "," C(
+            "scale_reciprocal",
+            2.5) "," C("offset",
+                       0) "," C("qkv_weight",
+                                1) "," C("quant_bias",
+                                         1) "," C("deq_scale",
+                                                  0.25) "," C("q_norm_weight",
+                                                              1) "," C("q_norm_bias",
+                                                                       0) "," C("k_norm_weight",
+                                                                                1) "," C("k_norm_bias",
+                                                                                         0) "," C("cos",
+                                                                                                  0.5) "," C("sin",
+                                                                                                             0.25) "}}";
     ug_exec_detail d;
     opc_sim_passes(spec, "known value", NULL, &d);
     for (size_t i = 0; i < 2; i++) {
@@ -89,8 +100,10 @@ static size_t diff_token(const ug_exec_detail *d, const dims *s, size_t t)
     }
     for (size_t c = 0; c < cols; c++) {
         long long acc = 0;
-        for (size_t k = 0; k < H; k++) acc += (long long)opc_out(d, O_N8, t * H + k) * opc_in(d, "qkv_weight", k * cols + c);
-        double mm = bf16((double)((long double)(acc + (long long)opc_in(d, "quant_bias", c)) * opc_in(d, "deq_scale", c)));
+        for (size_t k = 0; k < H; k++)
+            acc += (long long)opc_out(d, O_N8, t * H + k) * opc_in(d, "qkv_weight", k * cols + c);
+        double mm =
+            bf16((double)((long double)(acc + (long long)opc_in(d, "quant_bias", c)) * opc_in(d, "deq_scale", c)));
         bad += c < qk ? d->oracle.g[O_QKMM][t * qk + c] != mm : d->oracle.g[O_V][t * s->Nk * D + c - qk] != mm;
     }
     for (size_t h = 0; h < s->Nq + s->Nk; h++) {
@@ -98,12 +111,15 @@ static size_t diff_token(const ug_exec_detail *d, const dims *s, size_t t)
         for (size_t i = 0; i < D; i++) head[i] = opc_out(d, O_QKMM, t * qk + h * D + i);
         long double hd = den_ld(head, D, s->eps);
         for (size_t i = 0; i < D; i++)
-            bad += d->oracle.g[O_QKN][t * qk + h * D + i] != bf16((double)(head[i] / hd * opc_in(d, w, i) + opc_in(d, b, i)));
+            bad += d->oracle.g[O_QKN][t * qk + h * D + i] !=
+                   bf16((double)(head[i] / hd * opc_in(d, w, i) + opc_in(d, b, i)));
         for (size_t i = 0; i < D; i++) head[i] = opc_out(d, O_QKN, t * qk + h * D + i);
         for (size_t i = 0; i < D; i++) {
             size_t hr = s->R / 2, j = i < hr ? i : i - hr;
             long double c = opc_in(d, "cos", t * hr + j), sn = opc_in(d, "sin", t * hr + j);
-            long double o = i >= s->R ? head[i] : i < hr ? head[i] * c - head[i + hr] * sn : head[i] * c + head[i - hr] * sn;
+            long double o = i >= s->R ? head[i]
+                            : i < hr  ? head[i] * c - head[i + hr] * sn
+                                      : head[i] * c + head[i - hr] * sn;
             size_t at = h < s->Nq ? t * s->Nq * D + h * D + i : t * s->Nk * D + (h - s->Nq) * D + i;
             bad += d->oracle.g[h < s->Nq ? O_Q : O_K][at] != bf16((double)o);
         }
@@ -150,11 +166,14 @@ static void test_rules(void)
  * fails on the codes. */
 static void test_ties(void)
 {
-    const char *buf = "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":5,"
-                      "\"params\":{\"tokens\":2,\"hidden\":64,\"q_heads\":1,\"kv_heads\":1,\"head_dim\":32,"
-                      "\"rotary_dim\":16},\"dist\":{" XR_NORMAL C("norm_weight", 0)
-                      ",\"norm_bias\":{\"kind\":\"randint\",\"lo\":-300,\"hi\":300}," C("scale_reciprocal", 1) ","
-                      C("offset", 0.5) "," GEMM_DISTS "}}";
+    const char *buf =
+        "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":5,"
+        "\"params\":{\"tokens\":2,\"hidden\":64,\"q_heads\":1,\"kv_heads\":1,\"head_dim\":32,"
+        "\"rotary_dim\":16},\"dist\":{" XR_NORMAL C(
+            "norm_weight",
+            0) ",\"norm_bias\":{\"kind\":\"randint\",\"lo\":-300,\"hi\":300}," C("scale_reciprocal",
+                                                                                 1) "," C("offset", 0.5) "," GEMM_DISTS
+                                                                                                         "}}";
     for (int v = 0; v < 2; v++) {
         ug_result r;
         ug_exec_detail d;
@@ -170,21 +189,23 @@ static void test_ties(void)
 static void test_zero_and_nan_rows(void)
 {
     const size_t H = 8;
-    const char *spec = "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":7,"
-                       "\"params\":{\"tokens\":3,\"hidden\":8,\"q_heads\":1,\"kv_heads\":1,\"head_dim\":4,"
-                       "\"rotary_dim\":2},\"dist\":{" XR_NORMAL REST_DISTS "},\"inject\":["
-                       "{\"input\":\"x\",\"i\":8,\"v\":0},{\"input\":\"x\",\"i\":9,\"v\":0},{\"input\":\"x\",\"i\":10,\"v\":0},"
-                       "{\"input\":\"x\",\"i\":11,\"v\":0},{\"input\":\"x\",\"i\":12,\"v\":0},{\"input\":\"x\",\"i\":13,\"v\":0},"
-                       "{\"input\":\"x\",\"i\":14,\"v\":0},{\"input\":\"x\",\"i\":15,\"v\":0},"
-                       "{\"input\":\"residual\",\"i\":8,\"v\":0},{\"input\":\"residual\",\"i\":9,\"v\":0},"
-                       "{\"input\":\"residual\",\"i\":10,\"v\":0},{\"input\":\"residual\",\"i\":11,\"v\":0},"
-                       "{\"input\":\"residual\",\"i\":12,\"v\":0},{\"input\":\"residual\",\"i\":13,\"v\":0},"
-                       "{\"input\":\"residual\",\"i\":14,\"v\":0},{\"input\":\"residual\",\"i\":15,\"v\":0},"
-                       "{\"input\":\"x\",\"i\":17,\"v\":\"nan\"}]}";
+    const char *spec =
+        "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":7,"
+        "\"params\":{\"tokens\":3,\"hidden\":8,\"q_heads\":1,\"kv_heads\":1,\"head_dim\":4,"
+        "\"rotary_dim\":2},\"dist\":{" XR_NORMAL REST_DISTS "},\"inject\":["
+        "{\"input\":\"x\",\"i\":8,\"v\":0},{\"input\":\"x\",\"i\":9,\"v\":0},{\"input\":\"x\",\"i\":10,\"v\":0},"
+        "{\"input\":\"x\",\"i\":11,\"v\":0},{\"input\":\"x\",\"i\":12,\"v\":0},{\"input\":\"x\",\"i\":13,\"v\":0},"
+        "{\"input\":\"x\",\"i\":14,\"v\":0},{\"input\":\"x\",\"i\":15,\"v\":0},"
+        "{\"input\":\"residual\",\"i\":8,\"v\":0},{\"input\":\"residual\",\"i\":9,\"v\":0},"
+        "{\"input\":\"residual\",\"i\":10,\"v\":0},{\"input\":\"residual\",\"i\":11,\"v\":0},"
+        "{\"input\":\"residual\",\"i\":12,\"v\":0},{\"input\":\"residual\",\"i\":13,\"v\":0},"
+        "{\"input\":\"residual\",\"i\":14,\"v\":0},{\"input\":\"residual\",\"i\":15,\"v\":0},"
+        "{\"input\":\"x\",\"i\":17,\"v\":\"nan\"}]}";
     ug_exec_detail d;
     if (!opc_sim_passes(spec, "zero/NaN rows", NULL, &d)) return;
     for (size_t i = 0; i < H; i++) {
-        CHECK(opc_out(&d, O_N, H + i) == opc_in(&d, "norm_bias", i) && d.oracle.gstar[O_N][H + i] == opc_in(&d, "norm_bias", i),
+        CHECK(opc_out(&d, O_N, H + i) == opc_in(&d, "norm_bias", i) &&
+                  d.oracle.gstar[O_N][H + i] == opc_in(&d, "norm_bias", i),
               "zero row: n = bias at %zu", i);
         CHECK(isnan(opc_out(&d, O_N, 2 * H + i)) && opc_out(&d, O_N8, 2 * H + i) == 0, "NaN row at %zu", i);
         CHECK(d.oracle.gstar[O_N8][2 * H + i] == 0.0, "NaN row: oracle code 0 at %zu", i);

@@ -66,7 +66,8 @@ static double naive_a(const ug_exec_detail *d, size_t t, size_t i, size_t h, siz
 static double naive_out(const ug_exec_detail *d, size_t t, size_t j, size_t h, size_t I)
 {
     long long acc = 0;
-    for (size_t i = 0; i < I; i++) acc += (long long)opc_out(d, O_A8, t * I + i) * (long long)opc_in(d, "w2", i * h + j);
+    for (size_t i = 0; i < I; i++)
+        acc += (long long)opc_out(d, O_A8, t * I + i) * (long long)opc_in(d, "w2", i * h + j);
     return (double)((long double)acc * opc_in(d, "w2_scale", j) * opc_out(d, O_AS, t));
 }
 

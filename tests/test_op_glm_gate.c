@@ -28,8 +28,7 @@ static void test_known_value(void)
         ug_exec_detail d;
         memset(&d, 0, sizeof d);
         CHECK(opc_run(spec, variants[v], &r, &d) == 0, "known value (%s): %s", variants[v], r.message);
-        CHECK(r.outcome == UG_OUT_PASS, "known value (%s): %s %s", variants[v], ug_outcome_name(r.outcome),
-              r.message);
+        CHECK(r.outcome == UG_OUT_PASS, "known value (%s): %s %s", variants[v], ug_outcome_name(r.outcome), r.message);
         if (d.have_oracle) {
             CHECK(d.oracle.gstar[0][1] == 3.0 * (double)0.1f, "g* = %a, want 3 * fp32(0.1)", d.oracle.gstar[0][1]);
             CHECK(opc_out(&d, 0, 1) == want[v], "%s logit = %a, want %a", variants[v], opc_out(&d, 0, 1), want[v]);
@@ -66,9 +65,10 @@ static void test_differential(void)
  * is NaN in every row. The sim kernel meets both (PASS). */
 static void test_special(void)
 {
-    const char *spec = "{\"op\":\"glm_gate\",\"dtype\":\"bf16\",\"seed\":5,"
-                       "\"params\":{\"tokens\":4,\"hidden\":16,\"experts\":8}," DIST_NORMAL
-                       ",\"inject\":[{\"input\":\"x\",\"i\":5,\"v\":\"inf\"},{\"input\":\"w\",\"i\":50,\"v\":\"nan\"}]}";
+    const char *spec =
+        "{\"op\":\"glm_gate\",\"dtype\":\"bf16\",\"seed\":5,"
+        "\"params\":{\"tokens\":4,\"hidden\":16,\"experts\":8}," DIST_NORMAL
+        ",\"inject\":[{\"input\":\"x\",\"i\":5,\"v\":\"inf\"},{\"input\":\"w\",\"i\":50,\"v\":\"nan\"}]}";
     ug_exec_detail d;
     memset(&d, 0, sizeof d);
     opc_sim_passes(spec, "special values", NULL, &d);

@@ -20,7 +20,7 @@ enum { O_OUT, O_LG, O_W, O_IDS, O_ACT }; /* form routed; form shared: x_i8 x_sca
 enum { O_X8 = 4, O_XS };
 
 #define EXPERT_DISTS                                                                                                   \
-    "\"expert_w1\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.05},\"expert_w3\":{\"kind\":\"normal\",\"mean\":0,"     \
+    "\"expert_w1\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.05},\"expert_w3\":{\"kind\":\"normal\",\"mean\":0,"       \
     "\"std\":0.05},\"expert_w2\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.05}"
 
 static void set_out(ug_case *c, int o, size_t i, double v) { ug_dtype_store(c->out[o].dtype, c->out[o].data, i, v); }
@@ -31,14 +31,15 @@ static void set_out(ug_case *c, int o, size_t i, double v) { ug_dtype_store(c->o
  * lower index of the tied s, expert 0, whose b is 1/2 lower: outside the tie rule. */
 static void test_known_values(void)
 {
-    const char *spec = "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":1,"
-                       "\"params\":{\"form\":\"routed\",\"tokens\":1,\"hidden\":2,\"experts\":2,\"top_k\":1,"
-                       "\"intermediate\":1},"
-                       "\"dist\":{\"x\":{\"kind\":\"const\",\"value\":1},\"gate_w\":{\"kind\":\"const\",\"value\":0},"
-                       "\"e_score_correction_bias\":{\"kind\":\"const\",\"value\":0},"
-                       "\"expert_w1\":{\"kind\":\"const\",\"value\":1},\"expert_w3\":{\"kind\":\"const\",\"value\":0.5},"
-                       "\"expert_w2\":{\"kind\":\"const\",\"value\":1}},"
-                       "\"inject\":[{\"input\":\"e_score_correction_bias\",\"i\":1,\"v\":0.5}]}";
+    const char *spec =
+        "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":1,"
+        "\"params\":{\"form\":\"routed\",\"tokens\":1,\"hidden\":2,\"experts\":2,\"top_k\":1,"
+        "\"intermediate\":1},"
+        "\"dist\":{\"x\":{\"kind\":\"const\",\"value\":1},\"gate_w\":{\"kind\":\"const\",\"value\":0},"
+        "\"e_score_correction_bias\":{\"kind\":\"const\",\"value\":0},"
+        "\"expert_w1\":{\"kind\":\"const\",\"value\":1},\"expert_w3\":{\"kind\":\"const\",\"value\":0.5},"
+        "\"expert_w2\":{\"kind\":\"const\",\"value\":1}},"
+        "\"inject\":[{\"input\":\"e_score_correction_bias\",\"i\":1,\"v\":0.5}]}";
     ug_exec_detail d;
     opc_sim_passes(spec, "known values", NULL, &d);
     CHECK(opc_out(&d, O_IDS, 0) == 1 && opc_out(&d, O_W, 0) == 1.0 && opc_out(&d, O_LG, 0) == 0.0,
@@ -66,7 +67,8 @@ static void test_differential(void)
         long double s[E], b[E], sum = 0;
         for (size_t e = 0; e < E; e++) {
             long double lg = 0;
-            for (size_t n = 0; n < H; n++) lg += (long double)opc_in(&d, "x", t * H + n) * opc_in(&d, "gate_w", e * H + n);
+            for (size_t n = 0; n < H; n++)
+                lg += (long double)opc_in(&d, "x", t * H + n) * opc_in(&d, "gate_w", e * H + n);
             worst = fmax(worst, fabs(d.oracle.gstar[O_LG][t * E + e] - (double)lg) / fmax(1e-30, fabs((double)lg)));
             s[e] = gmc_sigm(opc_out(&d, O_LG, t * E + e)); /* staged: the kernel's logits */
             b[e] = s[e] + opc_in(&d, "e_score_correction_bias", e);
@@ -89,12 +91,12 @@ static void test_differential(void)
  * (weights 1/k as before) pass; an id from a second group (topk_group 1) fails. */
 static void test_ties(void)
 {
-    const char *spec = "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":3,"
-                       "\"params\":{\"tokens\":2,\"hidden\":16,\"experts\":16,\"top_k\":2,\"num_expert_group\":4,"
-                       "\"topk_group\":1,\"intermediate\":8},"
-                       "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"gate_w\":{\"kind\":\"const\","
-                       "\"value\":0.25},\"e_score_correction_bias\":{\"kind\":\"const\",\"value\":0.5},"
-                       GMC_SHARED_DISTS "}}";
+    const char *spec =
+        "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":3,"
+        "\"params\":{\"tokens\":2,\"hidden\":16,\"experts\":16,\"top_k\":2,\"num_expert_group\":4,"
+        "\"topk_group\":1,\"intermediate\":8},"
+        "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"gate_w\":{\"kind\":\"const\","
+        "\"value\":0.25},\"e_score_correction_bias\":{\"kind\":\"const\",\"value\":0.5}," GMC_SHARED_DISTS "}}";
     ug_exec_detail d;
     opc_sim_passes(spec, "ties", NULL, &d);
     if (!d.have_case) return;
@@ -110,17 +112,19 @@ static void test_ties(void)
 /* Form shared, x = 0: every x_scale 0, every code 0, out 0 (no division by the zero amax). */
 static void test_zero_rows(void)
 {
-    const char *spec = "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":4,"
-                       "\"params\":{\"tokens\":3,\"hidden\":32,\"experts\":16,\"top_k\":4,\"intermediate\":8},"
-                       "\"dist\":{\"x\":{\"kind\":\"const\",\"value\":0},\"gate_w\":{\"kind\":\"normal\",\"mean\":0,"
-                       "\"std\":0.03},\"e_score_correction_bias\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.05},"
-                       GMC_SHARED_DISTS "}}";
+    const char *spec =
+        "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":4,"
+        "\"params\":{\"tokens\":3,\"hidden\":32,\"experts\":16,\"top_k\":4,\"intermediate\":8},"
+        "\"dist\":{\"x\":{\"kind\":\"const\",\"value\":0},\"gate_w\":{\"kind\":\"normal\",\"mean\":0,"
+        "\"std\":0.03},\"e_score_correction_bias\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.05}," GMC_SHARED_DISTS
+        "}}";
     ug_exec_detail d;
     opc_sim_passes(spec, "zero rows", NULL, &d);
     int bad = 0;
     for (size_t t = 0; t < 3 && d.have_case; t++) {
         bad += opc_out(&d, O_XS, t) != 0.0;
-        for (size_t n = 0; n < 32; n++) bad += opc_out(&d, O_X8, t * 32 + n) != 0.0 || opc_out(&d, O_OUT, t * 32 + n) != 0.0;
+        for (size_t n = 0; n < 32; n++)
+            bad += opc_out(&d, O_X8, t * 32 + n) != 0.0 || opc_out(&d, O_OUT, t * 32 + n) != 0.0;
     }
     CHECK(bad == 0, "%d scales, codes or outputs of zero rows are not 0", bad);
     ug_exec_detail_free(&d);

@@ -20,30 +20,31 @@
 enum { O_OUT, O_LG, O_W, O_IDS, O_ACT, O_X8, O_XS, O_A, O_A8, O_AS };
 
 #define ROUTED_DISTS                                                                                                   \
-    "\"expert_w1\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.05},\"expert_w3\":{\"kind\":\"normal\",\"mean\":0,"     \
+    "\"expert_w1\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.05},\"expert_w3\":{\"kind\":\"normal\",\"mean\":0,"       \
     "\"std\":0.05},\"expert_w2\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.05}"
 #define ROUTER_DISTS                                                                                                   \
-    "\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"gate_w\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.3},"      \
+    "\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"gate_w\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.3},"        \
     "\"e_score_correction_bias\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.05}"
 
 static void test_known_values(void)
 {
-    const char *spec = "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":1,"
-                       "\"params\":{\"tokens\":1,\"hidden\":2,\"experts\":2,\"top_k\":1,\"intermediate\":1},"
-                       "\"dist\":{\"x\":{\"kind\":\"const\",\"value\":1},\"gate_w\":{\"kind\":\"const\",\"value\":0},"
-                       "\"e_score_correction_bias\":{\"kind\":\"const\",\"value\":0},"
-                       "\"expert_w1\":{\"kind\":\"const\",\"value\":1},\"expert_w3\":{\"kind\":\"const\",\"value\":0.5},"
-                       "\"expert_w2\":{\"kind\":\"const\",\"value\":1},\"w13\":{\"kind\":\"const\",\"value\":0},"
-                       "\"w13_scale\":{\"kind\":\"const\",\"value\":0.001},\"w2\":{\"kind\":\"const\",\"value\":1},"
-                       "\"w2_scale\":{\"kind\":\"const\",\"value\":0.001}},"
-                       "\"inject\":[{\"input\":\"e_score_correction_bias\",\"i\":1,\"v\":0.5}]}";
+    const char *spec =
+        "{\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":1,"
+        "\"params\":{\"tokens\":1,\"hidden\":2,\"experts\":2,\"top_k\":1,\"intermediate\":1},"
+        "\"dist\":{\"x\":{\"kind\":\"const\",\"value\":1},\"gate_w\":{\"kind\":\"const\",\"value\":0},"
+        "\"e_score_correction_bias\":{\"kind\":\"const\",\"value\":0},"
+        "\"expert_w1\":{\"kind\":\"const\",\"value\":1},\"expert_w3\":{\"kind\":\"const\",\"value\":0.5},"
+        "\"expert_w2\":{\"kind\":\"const\",\"value\":1},\"w13\":{\"kind\":\"const\",\"value\":0},"
+        "\"w13_scale\":{\"kind\":\"const\",\"value\":0.001},\"w2\":{\"kind\":\"const\",\"value\":1},"
+        "\"w2_scale\":{\"kind\":\"const\",\"value\":0.001}},"
+        "\"inject\":[{\"input\":\"e_score_correction_bias\",\"i\":1,\"v\":0.5}]}";
     ug_result r;
     ug_exec_detail d;
     opc_sim_passes(spec, "known values", &r, &d);
     CHECK(opc_out(&d, O_IDS, 0) == 1 && opc_out(&d, O_W, 0) == 1.0, "router: id %g weight %g", opc_out(&d, O_IDS, 0),
           opc_out(&d, O_W, 0));
-    CHECK(opc_out(&d, O_XS, 0) == (double)(float)(1.0 / 127) && opc_out(&d, O_X8, 0) == 127 && opc_out(&d, O_A, 0) == 0 &&
-              opc_out(&d, O_AS, 0) == 0,
+    CHECK(opc_out(&d, O_XS, 0) == (double)(float)(1.0 / 127) && opc_out(&d, O_X8, 0) == 127 &&
+              opc_out(&d, O_A, 0) == 0 && opc_out(&d, O_AS, 0) == 0,
           "shared stages: x_scale %g code %g a %g a_scale %g", opc_out(&d, O_XS, 0), opc_out(&d, O_X8, 0),
           opc_out(&d, O_A, 0), opc_out(&d, O_AS, 0));
     gmc_expect_known_act(&d);
@@ -59,7 +60,8 @@ enum { T = 4, H = 48, E = 8, K = 3, I = 6 };
 static long double naive_out(const ug_exec_detail *d, size_t t, size_t n)
 {
     long long acc = 0;
-    for (size_t i = 0; i < I; i++) acc += (long long)opc_out(d, O_A8, t * I + i) * (long long)opc_in(d, "w2", i * H + n);
+    for (size_t i = 0; i < I; i++)
+        acc += (long long)opc_out(d, O_A8, t * I + i) * (long long)opc_in(d, "w2", i * H + n);
     long double o = (long double)acc * opc_in(d, "w2_scale", n) * opc_out(d, O_AS, t);
     return o + gmc_naive_routed(d, t, n, H, K, I);
 }

@@ -17,12 +17,13 @@
 #include "check.h"
 #include "op_check.h"
 
-#define SPEC(n, params, dist, inject)                                                                                   \
-    "{\"v\":1,\"op\":\"glm_select_experts\",\"dtype\":\"fp32\",\"seed\":" n ",\"params\":" params ",\"dist\":" dist     \
-    inject "}"
-#define ZERO "{\"router_logits\":{\"kind\":\"const\",\"value\":0},\"e_score_correction_bias\":{\"kind\":\"const\",\"value\":0}}"
+#define SPEC(n, params, dist, inject)                                                                                  \
+    "{\"v\":1,\"op\":\"glm_select_experts\",\"dtype\":\"fp32\",\"seed\":" n ",\"params\":" params                      \
+    ",\"dist\":" dist inject "}"
+#define ZERO                                                                                                           \
+    "{\"router_logits\":{\"kind\":\"const\",\"value\":0},\"e_score_correction_bias\":{\"kind\":\"const\",\"value\":0}}"
 #define NORMAL                                                                                                         \
-    "{\"router_logits\":{\"kind\":\"normal\",\"mean\":0,\"std\":2},\"e_score_correction_bias\":{\"kind\":\"normal\","   \
+    "{\"router_logits\":{\"kind\":\"normal\",\"mean\":0,\"std\":2},\"e_score_correction_bias\":{\"kind\":\"normal\","  \
     "\"mean\":0,\"std\":0.5}}"
 
 static void set_id(ug_case *c, size_t i, int id) { ug_dtype_store(UG_DT_INT32, c->out[1].data, i, (double)id); }
@@ -89,10 +90,10 @@ static void test_expert_tie(void)
  * group 1 ({2, 3}); group 2 ({4, 5}) is as correct; group 0 is not. */
 static void test_group_tie(void)
 {
-    const char *spec = SPEC("3", "{\"tokens\":1,\"experts\":8,\"top_k\":2,\"num_expert_group\":4,\"topk_group\":1}",
-                            ZERO,
-                            ",\"inject\":[{\"input\":\"e_score_correction_bias\",\"i\":2,\"v\":0.25},"
-                            "{\"input\":\"e_score_correction_bias\",\"i\":5,\"v\":0.25}]");
+    const char *spec =
+        SPEC("3", "{\"tokens\":1,\"experts\":8,\"top_k\":2,\"num_expert_group\":4,\"topk_group\":1}", ZERO,
+             ",\"inject\":[{\"input\":\"e_score_correction_bias\",\"i\":2,\"v\":0.25},"
+             "{\"input\":\"e_score_correction_bias\",\"i\":5,\"v\":0.25}]");
     ug_exec_detail d;
     opc_sim_passes(spec, "group tie", NULL, &d);
     if (!d.have_case) return;
@@ -144,8 +145,10 @@ static void test_differential(void)
         for (int g = 0; g < 8; g++) { /* the two largest of the group */
             double m1 = -INFINITY, m2 = -INFINITY;
             for (int e = g * 20; e < g * 20 + 20; e++)
-                if (b[e] > m1) m2 = m1, m1 = b[e];
-                else if (b[e] > m2) m2 = b[e];
+                if (b[e] > m1)
+                    m2 = m1, m1 = b[e];
+                else if (b[e] > m2)
+                    m2 = b[e];
             gs[g] = m1 + m2;
         }
         int kept[8] = {0};

@@ -12,15 +12,14 @@
  *  - bad params are refused with a message naming them. */
 #include "gl_attn_check.h"
 
-#define DISTS(qk, v)                                                                                                   \
-    "\"dist\":{\"q\":" qk ",\"k\":" qk ",\"v\":" v "}"
+#define DISTS(qk, v) "\"dist\":{\"q\":" qk ",\"k\":" qk ",\"v\":" v "}"
 #define NORMAL "{\"kind\":\"normal\",\"mean\":0,\"std\":1}"
 #define PEAKED "{\"kind\":\"normal\",\"mean\":0,\"std\":2}"
 
 static const char *SPEC_WINDOW1 =
     "{\"v\":1,\"op\":\"gqa_decode_attn\",\"dtype\":\"bf16\",\"seed\":11,\"plan\":\"test\","
-    "\"params\":{\"batch\":3,\"heads_kv\":2,\"group\":4,\"dim\":16,\"ctx\":40,\"lens\":\"ragged\",\"window\":1},"
-    DISTS(NORMAL, NORMAL) "}";
+    "\"params\":{\"batch\":3,\"heads_kv\":2,\"group\":4,\"dim\":16,\"ctx\":40,\"lens\":\"ragged\",\"window\":1}," DISTS(
+        NORMAL, NORMAL) "}";
 
 /* v[b, h/group, L_b-1, d] for flat output index i. */
 static double last_value(const ug_case *c, size_t i, long hkv, long group, long ctx, long dim)
@@ -101,8 +100,8 @@ static void test_mtp_visibility(void)
 static void test_scale_one(void)
 {
     const char *spec = "{\"v\":1,\"op\":\"gqa_decode_attn\",\"dtype\":\"bf16\",\"seed\":4,\"plan\":\"test\","
-                       "\"params\":{\"batch\":2,\"heads_kv\":1,\"group\":2,\"dim\":16,\"ctx\":50,\"scale\":1.0},"
-                       DISTS(NORMAL, NORMAL) "}";
+                       "\"params\":{\"batch\":2,\"heads_kv\":1,\"group\":2,\"dim\":16,\"ctx\":50,\"scale\":1.0}," DISTS(
+                           NORMAL, NORMAL) "}";
     ug_result r;
     ug_exec_detail d;
     CHECK(opc_run(spec, "sim", &r, &d) == 0, "scale-1 case did not run: %s", r.message);
@@ -130,8 +129,8 @@ static void test_scale_one(void)
 static void test_constant_values(void)
 {
     const char *spec = "{\"v\":1,\"op\":\"gqa_decode_attn\",\"dtype\":\"bf16\",\"seed\":5,\"plan\":\"test\","
-                       "\"params\":{\"batch\":2,\"heads_kv\":1,\"group\":2,\"dim\":8,\"ctx\":300},"
-                       DISTS(PEAKED, "{\"kind\":\"const\",\"value\":0.75}") "}";
+                       "\"params\":{\"batch\":2,\"heads_kv\":1,\"group\":2,\"dim\":8,\"ctx\":300}," DISTS(
+                           PEAKED, "{\"kind\":\"const\",\"value\":0.75}") "}";
     ug_result r;
     ug_exec_detail d;
     CHECK(opc_run(spec, "sim", &r, &d) == 0, "constant-v case did not run: %s", r.message);
@@ -168,7 +167,8 @@ static void test_differential(void)
         size_t base = (size_t)(((b * hkv + h / group) * ctx + start) * dim);
         for (long j = 0; j < len - start; j++) {
             long double acc = 0;
-            for (long e = 0; e < dim; e++) acc += (long double)q->values[row * dim + e] * kt->values[base + j * dim + e];
+            for (long e = 0; e < dim; e++)
+                acc += (long double)q->values[row * dim + e] * kt->values[base + j * dim + e];
             s[j] = acc / sqrtl((long double)dim);
         }
         long double ref = gl_ref_softmax_pv(s, (size_t)(len - start), v->values + base, (size_t)dim, (size_t)col);
@@ -184,8 +184,8 @@ static void test_bad_params(void)
     static const char *const bad[][2] = {
         {"\"group\":0,\"ctx\":8", "group"},
         {"\"ctx\":8,\"lens\":\"bogus\"", "lens"},
-        {"\"batch\":2,\"ctx\":8,\"context_lens\":\"8\"", "context_lens"},       /* one per sequence */
-        {"\"batch\":2,\"ctx\":8,\"context_lens\":\"8,9\"", "context_lens"},     /* over ctx */
+        {"\"batch\":2,\"ctx\":8,\"context_lens\":\"8\"", "context_lens"},      /* one per sequence */
+        {"\"batch\":2,\"ctx\":8,\"context_lens\":\"8,9\"", "context_lens"},    /* over ctx */
         {"\"ctx\":8,\"q_per_step\":2,\"context_lens\":\"1\"", "context_lens"}, /* under q_per_step */
         {"\"ctx\":8,\"lens\":\"ragged\",\"context_lens\":\"8\"", "context_lens"},
         {"\"ctx\":2,\"q_per_step\":3", "q_per_step"},

@@ -13,18 +13,20 @@
 #include "gl_attn_check.h"
 
 #define N01 "{\"kind\":\"normal\",\"mean\":0,\"std\":1}"
-#define SPEC(params, ckv)                                                                                              \
+#define SPEC(params, ckv)                                                                                               \
     "{\"v\":1,\"op\":\"incre_flash_attention_mla\",\"dtype\":\"bf16\",\"seed\":21,\"plan\":\"test\",\"params\":" params \
     ",\"dist\":{\"q_nope\":" N01 ",\"q_rope\":" N01 ",\"c_kv\":" ckv ",\"k_rope\":" N01 "}}"
 
-static const char *SPEC_RAGGED = SPEC("{\"batch\":4,\"heads\":4,\"n_kv\":2,\"block_size\":8,\"ctx\":45,\"lens\":\"ragged\"}", N01);
+static const char *SPEC_RAGGED =
+    SPEC("{\"batch\":4,\"heads\":4,\"n_kv\":2,\"block_size\":8,\"ctx\":45,\"lens\":\"ragged\"}", N01);
 static const char *SPEC_RAGGED_128 =
     SPEC("{\"batch\":4,\"heads\":4,\"n_kv\":2,\"block_size\":8,\"ctx\":45,\"lens\":\"ragged\",\"kv_lora\":128}", N01);
 
 static void test_block_table(const ug_case *c)
 {
     const ug_tensor *tt = ug_case_input(c, "block_table"), *lens = ug_case_input(c, "seq_lens");
-    long nb = (long)ug_case_input(c, "c_kv")->shape[0], bs = 8, maxb = (long)tt->shape[1], live = 0, in_order = 1, top = -1;
+    long nb = (long)ug_case_input(c, "c_kv")->shape[0], bs = 8, maxb = (long)tt->shape[1], live = 0, in_order = 1,
+         top = -1;
     unsigned char used[64] = {0};
     CHECK(maxb == 6 && nb < 64, "table has %ld entries per sequence (want 6), %ld blocks", maxb, nb);
     for (long b = 0; b < 4; b++) {
@@ -43,8 +45,8 @@ static void test_block_table(const ug_case *c)
         }
     }
     CHECK(nb == 4 * 6 + 1, "%ld physical blocks: want batch*MB + 1 = 25", nb);
-    CHECK(top <= live && nb > live, "blocks in use reach %ld for %ld live ones: want them among the first live + 1", top,
-          live);
+    CHECK(top <= live && nb > live, "blocks in use reach %ld for %ld live ones: want them among the first live + 1",
+          top, live);
     CHECK(!in_order, "blocks were handed out in order: the cache is not shuffled");
 }
 

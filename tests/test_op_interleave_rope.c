@@ -57,8 +57,8 @@ static void check_values(const ug_exec_detail *d, size_t rows, tables t, size_t 
             size_t at[2] = {r * dd + i, r * dd + half + i};
             for (int k = 0; k < 2; k++) {
                 double gs = d->oracle.gstar[0][at[k]], y = opc_out(d, 0, at[k]);
-                CHECK(fabs(gs - want[k]) <= 1e-15 * (fabs(e * c) + fabs(o * s)) + 1e-300, "g*[%zu] %a vs %a", at[k],
-                      gs, want[k]);
+                CHECK(fabs(gs - want[k]) <= 1e-15 * (fabs(e * c) + fabs(o * s)) + 1e-300, "g*[%zu] %a vs %a", at[k], gs,
+                      want[k]);
                 CHECK(fabs(y - want[k]) <= ug_dtype_ulp(dt, want[k]), "kernel y[%zu] %a vs %a", at[k], y, want[k]);
             }
             if (t.cs) continue; /* given tables need not be a rotation */
@@ -96,7 +96,7 @@ static void test_values(const char *spec, long pos0, size_t rows, size_t seq, si
 }
 
 #define GIVEN_SPEC(params, cos, sin)                                                                                   \
-    "{\"op\":\"interleave_rope\",\"dtype\":\"bf16\",\"params\":{\"tables\":\"given\"," params "},"                      \
+    "{\"op\":\"interleave_rope\",\"dtype\":\"bf16\",\"params\":{\"tables\":\"given\"," params "},"                     \
     "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"cos\":" cos ",\"sin\":" sin "},\"seed\":7}"
 #define UNIT "{\"kind\":\"uniform\",\"lo\":-1,\"hi\":1}"
 
@@ -145,8 +145,8 @@ static void test_d2_layouts_coincide(void)
     CHECK(opc_run(spec, "mut_layout_interleaved", &r, &d) == 0, "run");
     CHECK(r.outcome == UG_OUT_PASS, "D=2 interleaved layout: %s", r.message);
     ug_exec_detail_free(&d);
-    CHECK(opc_run(SPEC("fp16", "\"b\":3,\"n\":2,\"s\":5,\"d\":4,\"pos0\":3", "5"), "mut_layout_interleaved", &r,
-                  &d) == 0,
+    CHECK(opc_run(SPEC("fp16", "\"b\":3,\"n\":2,\"s\":5,\"d\":4,\"pos0\":3", "5"), "mut_layout_interleaved", &r, &d) ==
+              0,
           "run");
     CHECK(r.outcome == UG_OUT_FAIL, "D=4 interleaved layout must fail: %s", ug_outcome_name(r.outcome));
     ug_exec_detail_free(&d);
@@ -156,8 +156,7 @@ int main(void)
 {
     test_position_zero_is_a_permutation();
     test_values(SPEC("bf16", "\"b\":2,\"n\":3,\"s\":17,\"pos0\":5", "1"), 5, 2 * 3 * 17, 17, 64, 10000);
-    test_values(SPEC("fp16", "\"b\":1,\"n\":2,\"s\":3,\"d\":6,\"pos0\":70000,\"base\":500", "2"), 70000, 6, 3, 6,
-                500);
+    test_values(SPEC("fp16", "\"b\":1,\"n\":2,\"s\":3,\"d\":6,\"pos0\":70000,\"base\":500", "2"), 70000, 6, 3, 6, 500);
     test_d2_layouts_coincide();
     test_given_tables();
     opc_expect_refused(GIVEN_SPEC("\"b\":1,\"n\":1,\"s\":4,\"cs_s\":2", UNIT, UNIT), "\"cs_s\"");

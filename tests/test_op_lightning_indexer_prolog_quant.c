@@ -35,7 +35,8 @@ static void make_spec(char *buf, size_t len, const char *params, const char *qn,
 static void make_normal(char *buf, size_t len, const char *params)
 {
     make_spec(buf, len, params, RANDINT, "{\"kind\":\"uniform\",\"lo\":0.005,\"hi\":0.05}",
-              "{\"kind\":\"uniform\",\"lo\":0.0002,\"hi\":0.002}", NORMAL, "{\"kind\":\"normal\",\"mean\":0,\"std\":0.1}");
+              "{\"kind\":\"uniform\",\"lo\":0.0002,\"hi\":0.002}", NORMAL,
+              "{\"kind\":\"normal\",\"mean\":0,\"std\":0.1}");
 }
 
 static void known_value(void)
@@ -58,8 +59,8 @@ static void known_value(void)
             CHECK(d.oracle.g[O_Q][h * 128 + i] == want && d.a[O_Q][h * 128 + i] == want,
                   "q_i8[%zu,%zu] oracle %g kernel %g", h, i, d.oracle.g[O_Q][h * 128 + i], d.a[O_Q][h * 128 + i]);
         }
-        CHECK(d.oracle.gstar[O_QS][h] == qs && d.a[O_QS][h] == qs, "q_scale[%zu] oracle %.17g kernel %.9g want %.9g",
-              h, d.oracle.gstar[O_QS][h], d.a[O_QS][h], qs);
+        CHECK(d.oracle.gstar[O_QS][h] == qs && d.a[O_QS][h] == qs, "q_scale[%zu] oracle %.17g kernel %.9g want %.9g", h,
+              d.oracle.gstar[O_QS][h], d.a[O_QS][h], qs);
         CHECK(d.oracle.g[O_W][h] == 0.125 && d.a[O_W][h] == 0.125, "weights[%zu] %g %g", h, d.oracle.g[O_W][h],
               d.a[O_W][h]);
     }
@@ -79,8 +80,7 @@ static void known_value(void)
 }
 
 /* The exact q row (t, h) in double: dequantised, RoPE'd, explicit +-1 Hadamard / sqrt(D). */
-static void naive_q_row(const ug_exec_detail *d, size_t t, size_t h, size_t H, size_t D, size_t L, size_t R,
-                        double *u)
+static void naive_q_row(const ug_exec_detail *d, size_t t, size_t h, size_t H, size_t D, size_t L, size_t R, double *u)
 {
     double v[64];
     for (size_t i = 0; i < D; i++) {

@@ -43,12 +43,12 @@ static void known_value(void)
     for (size_t h = 0; h < 2; h++) {
         for (size_t i = 0; i < 128; i++) {
             double want = i == 0 ? 448.0 : 0.0;
-            CHECK(d.oracle.g[0][h * 128 + i] == want && d.a[0][h * 128 + i] == want, "q_fp8[%zu,%zu] oracle %g kernel %g",
-                  h, i, d.oracle.g[0][h * 128 + i], d.a[0][h * 128 + i]);
+            CHECK(d.oracle.g[0][h * 128 + i] == want && d.a[0][h * 128 + i] == want,
+                  "q_fp8[%zu,%zu] oracle %g kernel %g", h, i, d.oracle.g[0][h * 128 + i], d.a[0][h * 128 + i]);
         }
         double s = sqrt(128.0) / 448.0;
-        CHECK(fabs(d.oracle.gstar[1][h] - s) < 1e-15 && fabs(d.a[1][h] - s) < 1e-7, "q_scale[%zu] oracle %.17g kernel %.9g", h,
-              d.oracle.gstar[1][h], d.a[1][h]);
+        CHECK(fabs(d.oracle.gstar[1][h] - s) < 1e-15 && fabs(d.a[1][h] - s) < 1e-7,
+              "q_scale[%zu] oracle %.17g kernel %.9g", h, d.oracle.gstar[1][h], d.a[1][h]);
         /* weights = 8 * 0.25 / sqrt(2*128) = 0.125 */
         CHECK(d.oracle.g[4][h] == 0.125 && d.a[4][h] == 0.125, "weights[%zu] %g %g", h, d.oracle.g[4][h], d.a[4][h]);
     }
@@ -90,8 +90,8 @@ static void hadamard_matrix_differential(void)
             for (size_t j = 0; j < 64; j++) acc += __builtin_popcount((unsigned)(i & j)) % 2 ? -v[j] : v[j];
             amax = fmax(amax, fabs(acc) / 8.0);
         }
-        CHECK(fabs(d.oracle.gstar[1][row] - amax / 448.0) <= 1e-12 * amax, "q_scale[%zu] oracle %.17g matrix %.17g", row,
-              d.oracle.gstar[1][row], amax / 448.0);
+        CHECK(fabs(d.oracle.gstar[1][row] - amax / 448.0) <= 1e-12 * amax, "q_scale[%zu] oracle %.17g matrix %.17g",
+              row, d.oracle.gstar[1][row], amax / 448.0);
     }
     ug_exec_detail_free(&d);
 }
@@ -99,7 +99,8 @@ static void hadamard_matrix_differential(void)
 static void slots_and_padding(void)
 {
     char spec[1024];
-    make_spec(spec, sizeof spec, "\"tokens\":6,\"hidden\":16,\"heads\":1,\"d\":32,\"blocks\":2,\"block_size\":5,\"pad\":2",
+    make_spec(spec, sizeof spec,
+              "\"tokens\":6,\"hidden\":16,\"heads\":1,\"d\":32,\"blocks\":2,\"block_size\":5,\"pad\":2",
               "{\"kind\":\"normal\",\"mean\":0,\"std\":1}");
     ug_exec_detail d;
     if (!opc_sim_passes(spec, "slots", NULL, &d)) return;
@@ -138,11 +139,12 @@ static void many_heads(void)
 
 static void bad_params(void)
 {
-    static const char *const bad[][2] = {{"\"tokens\":2,\"hidden\":4,\"heads\":1,\"d\":48", "\"d\""},
-                                   {"\"tokens\":2,\"hidden\":4,\"heads\":1,\"d\":32,\"rope\":6", "rope"},
-                                   {"\"tokens\":2,\"hidden\":4,\"heads\":1,\"d\":32,\"pad\":3", "pad"},
-                                   {"\"tokens\":20,\"hidden\":4,\"heads\":1,\"d\":32,\"blocks\":1,\"block_size\":4", "slots"},
-                                   {"\"tokens\":2,\"hidden\":4,\"heads\":0,\"d\":32", "heads"}};
+    static const char *const bad[][2] = {
+        {"\"tokens\":2,\"hidden\":4,\"heads\":1,\"d\":48", "\"d\""},
+        {"\"tokens\":2,\"hidden\":4,\"heads\":1,\"d\":32,\"rope\":6", "rope"},
+        {"\"tokens\":2,\"hidden\":4,\"heads\":1,\"d\":32,\"pad\":3", "pad"},
+        {"\"tokens\":20,\"hidden\":4,\"heads\":1,\"d\":32,\"blocks\":1,\"block_size\":4", "slots"},
+        {"\"tokens\":2,\"hidden\":4,\"heads\":0,\"d\":32", "heads"}};
     char fmt[1024];
     make_spec(fmt, sizeof fmt, "%s", "{\"kind\":\"normal\",\"mean\":0,\"std\":1}"); /* the spec, params left as %s */
     OPC_EXPECT_REFUSED_EACH(fmt, bad);
@@ -175,12 +177,13 @@ static void dense_hadamard(void)
 {
     static const char *ones = "{\"kind\":\"const\",\"value\":1}", *zero = "{\"kind\":\"const\",\"value\":0}";
     char spec[2048];
-    snprintf(spec, sizeof spec,
-             "{\"v\":1,\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":4,\"params\":{\"tokens\":2,\"hidden\":8,\"heads\":2,"
-             "\"d\":64,\"blocks\":1,\"block_size\":4,\"tables\":\"given\",\"hadamard\":\"given\",\"k_norm\":\"rmsnorm\"},\"dist\":{\"q\":%s,"
-             "\"x\":%s,\"w_k\":%s,\"ln_gamma\":%s,\"ln_beta\":%s,\"w_proj\":%s,\"cos\":%s,\"sin\":%s,"
-             "\"hadamard_q\":%s,\"hadamard_k\":%s}}",
-             ones, ones, "{\"kind\":\"normal\",\"mean\":0,\"std\":0.1}", ones, zero, ones, ones, zero, ones, ones);
+    snprintf(
+        spec, sizeof spec,
+        "{\"v\":1,\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":4,\"params\":{\"tokens\":2,\"hidden\":8,\"heads\":2,"
+        "\"d\":64,\"blocks\":1,\"block_size\":4,\"tables\":\"given\",\"hadamard\":\"given\",\"k_norm\":\"rmsnorm\"},\"dist\":{\"q\":%s,"
+        "\"x\":%s,\"w_k\":%s,\"ln_gamma\":%s,\"ln_beta\":%s,\"w_proj\":%s,\"cos\":%s,\"sin\":%s,"
+        "\"hadamard_q\":%s,\"hadamard_k\":%s}}",
+        ones, ones, "{\"kind\":\"normal\",\"mean\":0,\"std\":0.1}", ones, zero, ones, ones, zero, ones, ones);
     ug_result r;
     ug_exec_detail d;
     opc_sim_passes(spec, "dense ones", &r, &d);
@@ -194,7 +197,8 @@ static void dense_hadamard(void)
      * leave a k row whose exact amax is 0 and whose fp32 value is rounding noise) */
     /* random matrices: H^T is another transform */
     snprintf(spec, sizeof spec,
-             "{\"v\":1,\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":4,\"params\":{\"tokens\":2,\"hidden\":8,\"heads\":2,"
+             "{\"v\":1,\"op\":\"" OP
+             "\",\"dtype\":\"bf16\",\"seed\":4,\"params\":{\"tokens\":2,\"hidden\":8,\"heads\":2,"
              "\"d\":64,\"blocks\":1,\"block_size\":4,\"hadamard\":\"given\"},\"dist\":{\"q\":%s,"
              "\"x\":%s,\"w_k\":%s,\"ln_gamma\":%s,\"ln_beta\":%s,\"w_proj\":%s,\"hadamard_q\":%s,\"hadamard_k\":%s}}",
              "{\"kind\":\"normal\",\"mean\":0,\"std\":1}", "{\"kind\":\"uniform\",\"lo\":-1,\"hi\":1}",

@@ -47,8 +47,10 @@ static void known_value(void)
         }
     for (size_t b = 0; b < 4; b++) {
         double wq = b ? 0x1p-127 : 0x1p-5, wk = b ? 0x1p-127 : 0x1p-6;
-        CHECK(d.oracle.g[1][b] == wq && d.a[1][b] == wq, "q_scale[%zu] oracle %a kernel %a", b, d.oracle.g[1][b], d.a[1][b]);
-        CHECK(d.oracle.g[3][b] == wk && d.a[3][b] == wk, "k_scale[%zu] oracle %a kernel %a", b, d.oracle.g[3][b], d.a[3][b]);
+        CHECK(d.oracle.g[1][b] == wq && d.a[1][b] == wq, "q_scale[%zu] oracle %a kernel %a", b, d.oracle.g[1][b],
+              d.a[1][b]);
+        CHECK(d.oracle.g[3][b] == wk && d.a[3][b] == wk, "k_scale[%zu] oracle %a kernel %a", b, d.oracle.g[3][b],
+              d.a[3][b]);
     }
     ug_exec_detail_free(&d);
 }
@@ -58,8 +60,9 @@ static void known_value(void)
 static void differential_and_saturation(void)
 {
     char spec[1024];
-    make_spec(spec, sizeof spec, "\"tokens\":4,\"hidden\":4,\"heads\":4,\"d\":128,\"pos\":3,\"blocks\":1,\"block_size\":4",
-              NORMAL, "{\"kind\":\"normal\",\"mean\":0,\"std\":0.1}");
+    make_spec(spec, sizeof spec,
+              "\"tokens\":4,\"hidden\":4,\"heads\":4,\"d\":128,\"pos\":3,\"blocks\":1,\"block_size\":4", NORMAL,
+              "{\"kind\":\"normal\",\"mean\":0,\"std\":0.1}");
     ug_exec_detail d;
     if (!opc_sim_passes(spec, "differential", NULL, &d)) return;
     const ug_tensor *q = ug_case_input(&d.c, "q"), *cs = ug_case_input(&d.c, "cos"), *sn = ug_case_input(&d.c, "sin");
@@ -106,8 +109,8 @@ static void differential_and_saturation(void)
 static void bad_params(void)
 {
     static const char *const bad[][2] = {{"\"tokens\":2,\"hidden\":4,\"heads\":1,\"d\":16", "\"d\""},
-                                   {"\"tokens\":2,\"hidden\":4,\"heads\":1,\"d\":32,\"rope\":64", "rope"},
-                                   {"\"tokens\":2,\"hidden\":4,\"heads\":1,\"d\":32,\"eps\":-1", "eps"}};
+                                         {"\"tokens\":2,\"hidden\":4,\"heads\":1,\"d\":32,\"rope\":64", "rope"},
+                                         {"\"tokens\":2,\"hidden\":4,\"heads\":1,\"d\":32,\"eps\":-1", "eps"}};
     char fmt[1024];
     make_spec(fmt, sizeof fmt, "%s", NORMAL, NORMAL); /* the spec, params left as %s */
     OPC_EXPECT_REFUSED_EACH(fmt, bad);

@@ -17,7 +17,7 @@
 #include "op_check.h"
 
 #define SPEC(seed, params, dist)                                                                                       \
-    "{\"v\":1,\"op\":\"lightning_indexer_quant\",\"dtype\":\"fp16\",\"seed\":" seed ",\"params\":" params             \
+    "{\"v\":1,\"op\":\"lightning_indexer_quant\",\"dtype\":\"fp16\",\"seed\":" seed ",\"params\":" params              \
     ",\"dist\":" dist "}"
 #define DIST(qlo, qhi)                                                                                                 \
     "{\"query\":{\"kind\":\"randint\",\"lo\":" qlo ",\"hi\":" qhi "},\"q_scale\":{\"kind\":\"uniform\",\"lo\":0.005,"  \
@@ -32,12 +32,13 @@ static void set_id(ug_case *c, size_t i, int id) { ug_dtype_store(UG_DT_INT32, c
 /* One sequence of 40 tokens, top-8, all-zero queries: every score is 0. */
 static void test_set_rule(void)
 {
-    const char *spec = SPEC("1", "{\"actual_seqs\":\"40\",\"heads\":2,\"head_dim\":8,\"topk\":8,\"block_size\":16}",
-                            ZEROQ);
+    const char *spec =
+        SPEC("1", "{\"actual_seqs\":\"40\",\"heads\":2,\"head_dim\":8,\"topk\":8,\"block_size\":16}", ZEROQ);
     ug_exec_detail d;
     opc_sim_passes(spec, "all-tied", NULL, &d);
     if (!d.have_case) return;
-    for (int j = 0; j < 8; j++) CHECK(get_id(&d.c, (size_t)j) == j, "tie order: id %d at %d", get_id(&d.c, (size_t)j), j);
+    for (int j = 0; j < 8; j++)
+        CHECK(get_id(&d.c, (size_t)j) == j, "tie order: id %d at %d", get_id(&d.c, (size_t)j), j);
     for (int j = 0; j < 8; j++) set_id(&d.c, (size_t)j, 39 - 3 * j); /* other positions, another order */
     CHECK(opc_rejudge(&d) == UG_OUT_PASS, "another all-tied set failed");
     set_id(&d.c, 1, 39);
@@ -70,7 +71,8 @@ static void test_short_context(void)
 }
 
 /* Naive scores of row r (sequence b, causal end E) in long double, through the table. */
-static void naive_row(const ug_exec_detail *d, long r, long b, long E, long H, long Dh, long bs, long mb, long double *s)
+static void naive_row(const ug_exec_detail *d, long r, long b, long E, long H, long Dh, long bs, long mb,
+                      long double *s)
 {
     for (long p = 0; p < E; p++) {
         long blk = (long)opc_in(d, "block_tables", (size_t)(b * mb + p / bs)), slot = blk * bs + p % bs;
@@ -126,12 +128,14 @@ static void test_differential(void)
 
 static void test_mtp_mutant(void)
 {
-    const char *spec = SPEC("4", "{\"actual_seqs\":\"10\",\"q_per_step\":2,\"heads\":2,\"head_dim\":8,\"topk\":16}",
-                            REF);
+    const char *spec =
+        SPEC("4", "{\"actual_seqs\":\"10\",\"q_per_step\":2,\"heads\":2,\"head_dim\":8,\"topk\":16}", REF);
     ug_exec_detail d;
     opc_sim_passes(spec, "mtp sim", NULL, &d);
-    if (d.have_case) CHECK(get_id(&d.c, 8) != -1 && get_id(&d.c, 9) == -1 && get_id(&d.c, 16 + 9) != -1 && get_id(&d.c, 16 + 10) == -1,
-                           "row 0 must list 9 positions, row 1 ten");
+    if (d.have_case)
+        CHECK(get_id(&d.c, 8) != -1 && get_id(&d.c, 9) == -1 && get_id(&d.c, 16 + 9) != -1 &&
+                  get_id(&d.c, 16 + 10) == -1,
+              "row 0 must list 9 positions, row 1 ten");
     ug_exec_detail_free(&d);
     opc_expect_mutants_fail(spec, (const char *const[]){"mut_mtp_causal", NULL});
 }

@@ -48,7 +48,8 @@ static void differential(void)
     char spec[1024];
     snprintf(spec, sizeof spec,
              "{\"v\":1,\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":7,"
-             "\"params\":{\"tokens\":3,\"k\":96,\"n\":40,\"world\":4},%s}", NORMAL);
+             "\"params\":{\"tokens\":3,\"k\":96,\"n\":40,\"world\":4},%s}",
+             NORMAL);
     ug_exec_detail d;
     if (!opc_sim_passes(spec, "differential", NULL, &d)) return;
     const ug_case *c = &d.c;
@@ -70,10 +71,10 @@ static void differential(void)
         double rstd = 1.0 / sqrt(ss / (double)n + (double)(float)1e-6);
         for (size_t j = 0; j < n; j++, off++) {
             double o = ug_dtype_round(UG_DT_BF16, h[j] * rstd * gm[j]), hh = ug_dtype_round(UG_DT_BF16, h[j]);
-            CHECK(fabs(d.oracle.g[0][off] - o) <= ug_dtype_ulp(UG_DT_BF16, o), "out[%zu,%zu] oracle %a double %a", t,
-                  j, d.oracle.g[0][off], o);
-            CHECK(fabs(d.oracle.g[1][off] - hh) <= ug_dtype_ulp(UG_DT_BF16, hh), "h[%zu,%zu] oracle %a double %a", t,
-                  j, d.oracle.g[1][off], hh);
+            CHECK(fabs(d.oracle.g[0][off] - o) <= ug_dtype_ulp(UG_DT_BF16, o), "out[%zu,%zu] oracle %a double %a", t, j,
+                  d.oracle.g[0][off], o);
+            CHECK(fabs(d.oracle.g[1][off] - hh) <= ug_dtype_ulp(UG_DT_BF16, hh), "h[%zu,%zu] oracle %a double %a", t, j,
+                  d.oracle.g[1][off], hh);
         }
     }
     ug_exec_detail_free(&d);
@@ -110,7 +111,8 @@ static void tolerance_rule(void)
         char spec[1024];
         snprintf(spec, sizeof spec,
                  "{\"v\":1,\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":3,"
-                 "\"params\":{\"tokens\":1,\"k\":8,\"n\":4,\"world\":%ld},%s}", worlds[i], NORMAL);
+                 "\"params\":{\"tokens\":1,\"k\":8,\"n\":4,\"world\":%ld},%s}",
+                 worlds[i], NORMAL);
         ug_spec s;
         ug_case c;
         char err[256];
@@ -138,7 +140,8 @@ static void one_rank_reduce(void)
     char spec[1024];
     snprintf(spec, sizeof spec,
              "{\"v\":1,\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":11,"
-             "\"params\":{\"tokens\":2,\"k\":200,\"n\":33,\"world\":1},%s}", NORMAL);
+             "\"params\":{\"tokens\":2,\"k\":200,\"n\":33,\"world\":1},%s}",
+             NORMAL);
     ug_result r1, r2;
     ug_exec_detail d1, d2;
     CHECK(opc_run(spec, "sim", &r1, &d1) == 0 && opc_run(spec, "mut_reverse_bf16_reduce", &r2, &d2) == 0,
@@ -225,10 +228,10 @@ static void bf16_reduce_staged(void)
 static void bad_params(void)
 {
     static const char *const bad[][2] = {{"\"tokens\":1,\"k\":8,\"n\":4,\"world\":3", "world"},
-                                   {"\"tokens\":1,\"k\":6,\"n\":4,\"world\":4", "\"k\""},
-                                   {"\"tokens\":1,\"k\":8,\"n\":4,\"world\":2,\"pattern\":\"zig\"", "pattern"},
-                                   {"\"tokens\":1,\"k\":8,\"n\":4,\"world\":2,\"eps\":-1", "eps"},
-                                   {"\"tokens\":1,\"k\":8,\"n\":4,\"world\":2,\"reduce\":\"fp16\"", "reduce"}};
+                                         {"\"tokens\":1,\"k\":6,\"n\":4,\"world\":4", "\"k\""},
+                                         {"\"tokens\":1,\"k\":8,\"n\":4,\"world\":2,\"pattern\":\"zig\"", "pattern"},
+                                         {"\"tokens\":1,\"k\":8,\"n\":4,\"world\":2,\"eps\":-1", "eps"},
+                                         {"\"tokens\":1,\"k\":8,\"n\":4,\"world\":2,\"reduce\":\"fp16\"", "reduce"}};
     char fmt[1024]; /* the spec, params left as %s */
     snprintf(fmt, sizeof fmt, "{\"v\":1,\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":3,\"params\":{%%s},%s}", NORMAL);
     OPC_EXPECT_REFUSED_EACH(fmt, bad);

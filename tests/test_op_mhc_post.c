@@ -8,7 +8,8 @@
 #include "check.h"
 #include "op_check.h"
 
-#define SPEC(params, dist) "{\"op\":\"mhc_post\",\"dtype\":\"bf16\",\"params\":{" params "},\"dist\":" dist ",\"seed\":9}"
+#define SPEC(params, dist)                                                                                             \
+    "{\"op\":\"mhc_post\",\"dtype\":\"bf16\",\"params\":{" params "},\"dist\":" dist ",\"seed\":9}"
 #define CONST4(x, ho, hr, hp)                                                                                          \
     "{\"x\":{\"kind\":\"const\",\"value\":" x "},\"h_out\":{\"kind\":\"const\",\"value\":" ho "},"                     \
     "\"h_res\":{\"kind\":\"const\",\"value\":" hr "},\"h_post\":{\"kind\":\"const\",\"value\":" hp "}}"

@@ -43,8 +43,8 @@ static const double *in(const ug_exec_detail *d, const char *name) { return ug_c
 /* The MLA outputs of the fused op equal mla_prolog_quant's on the same seed, bit for bit. */
 static void test_mla_half_unchanged(const ug_exec_detail *f)
 {
-    const char *spec = "{\"op\":\"mla_prolog_quant\",\"dtype\":\"bf16\",\"seed\":11,\"params\":{" P_MLA
-                       "},\"dist\":{" DIST_MLA "}}";
+    const char *spec =
+        "{\"op\":\"mla_prolog_quant\",\"dtype\":\"bf16\",\"seed\":11,\"params\":{" P_MLA "},\"dist\":{" DIST_MLA "}}";
     ug_exec_detail d;
     if (!opc_sim_passes(spec, "mla_prolog_quant twin", NULL, &d)) return;
     for (int o = 0; o < N_MLA; o++) {
@@ -148,7 +148,8 @@ static void test_weights_golden(ug_exec_detail *d)
         double dot = 0;
         for (size_t j = 0; j < HID; j++) dot += in(d, "x")[t * HID + j] * in(d, "w_proj")[j * H + h];
         float b = (float)ug_dtype_round(UG_DT_BF16, (float)dot);
-        differ += ug_dtype_round(UG_DT_FP16, b * (float)(1 / sqrt((double)H)) * (float)(1 / sqrt((double)D))) != out[k][i];
+        differ +=
+            ug_dtype_round(UG_DT_FP16, b * (float)(1 / sqrt((double)H)) * (float)(1 / sqrt((double)D))) != out[k][i];
     }
     CHECK(d->oracle.sel.n[k] == T * H && differ == 0, "weights golden: %zu of %zu differ", differ, d->oracle.sel.n[k]);
     free(out[k]);
@@ -223,8 +224,7 @@ static void test_k_scale_golden(void)
     CHECK(ug_exec_judge(&d.c, &o, &again, NULL) == 0, "judged again");
     const char *thr = again.out[k].thresholds[UG_STD_REFERENCE], *fe = strstr(thr, "\"failed_exact\":");
     CHECK(again.out[k].verdict[UG_STD_REFERENCE] == UG_V_PASS && fe && atoi(fe + 15) > 0,
-          "k_scale with the test's casts passes reference with its golden, not against the exact value alone: %s",
-          thr);
+          "k_scale with the test's casts passes reference with its golden, not against the exact value alone: %s", thr);
     ug_exec_detail_free(&d);
 }
 

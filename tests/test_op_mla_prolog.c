@@ -28,9 +28,9 @@
 /* clang-format on */
 
 /* The differential case; its %s: ROPE_INTERLEAVED, or nothing for the default layout. */
-#define DIFF_SPEC_FMT \
-    "{\"op\":\"mla_prolog\",\"dtype\":\"bf16\",\"seed\":11,\"params\":{\"tokens\":7,\"h\":24," \
-    "\"q_lora\":20,\"heads\":3,\"kv_lora\":40,\"d_nope\":12,\"d_rope\":8,\"block_size\":4," \
+#define DIFF_SPEC_FMT                                                                                                  \
+    "{\"op\":\"mla_prolog\",\"dtype\":\"bf16\",\"seed\":11,\"params\":{\"tokens\":7,\"h\":24,"                         \
+    "\"q_lora\":20,\"heads\":3,\"kv_lora\":40,\"d_nope\":12,\"d_rope\":8,\"block_size\":4,"                            \
     "\"blocks\":3,\"slots\":\"padded\"%s}," DIST_RANDOM "}"
 #define ROPE_INTERLEAVED ",\"rope_layout\":\"interleaved_to_half\""
 
@@ -186,8 +186,7 @@ static void test_bad_params(void)
         {"\"tokens\":2,\"eps\":-1", "eps"},
         {"\"tokens\":2,\"heads\":\"many\"", "heads"},
     };
-    OPC_EXPECT_REFUSED_EACH("{\"op\":\"mla_prolog\",\"dtype\":\"bf16\",\"seed\":1,\"params\":{%s},"
-                            DIST_RANDOM "}",
+    OPC_EXPECT_REFUSED_EACH("{\"op\":\"mla_prolog\",\"dtype\":\"bf16\",\"seed\":1,\"params\":{%s}," DIST_RANDOM "}",
                             bad);
 }
 

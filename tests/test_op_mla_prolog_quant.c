@@ -34,9 +34,9 @@ enum { O_QN, O_QR, O_Q8, O_QS, O_KC, O_KS, O_KR, O_Q8V, O_KCV };
 /* clang-format on */
 
 /* The differential case; its %s: ROPE_INTERLEAVED, or nothing for the default layout. */
-#define DIFF_SPEC_FMT \
-    "{\"op\":\"mla_prolog_quant\",\"dtype\":\"bf16\",\"seed\":11,\"params\":{\"tokens\":7,\"h\":24," \
-    "\"q_lora\":20,\"heads\":3,\"kv_lora\":40,\"kv_group\":8,\"d_nope\":12,\"d_rope\":8,\"block_size\":4," \
+#define DIFF_SPEC_FMT                                                                                                  \
+    "{\"op\":\"mla_prolog_quant\",\"dtype\":\"bf16\",\"seed\":11,\"params\":{\"tokens\":7,\"h\":24,"                   \
+    "\"q_lora\":20,\"heads\":3,\"kv_lora\":40,\"kv_group\":8,\"d_nope\":12,\"d_rope\":8,\"block_size\":4,"             \
     "\"blocks\":3,\"slots\":\"padded\"%s}," DIST_RANDOM "}"
 #define ROPE_INTERLEAVED ",\"rope_layout\":\"interleaved_to_half\""
 
@@ -60,8 +60,8 @@ static void test_known_value(void)
     CHECK(d.oracle.gstar[O_QN][0] == 0.125 && d.a[O_QN][0] == 0.125, "q_nope_abs = %g (oracle %g), want 0.125",
           d.a[O_QN][0], d.oracle.gstar[O_QN][0]);
     CHECK(d.oracle.g[O_KC][w] == 127 && d.a[O_KC][w] == 127, "kv_cache[%zu] = %g, want 127", w, d.a[O_KC][w]);
-    CHECK(d.oracle.gstar[O_KC][u] == 7 && d.a[O_KC][u] == 7 && d.oracle.gstar[O_KS][u] == 0.5 &&
-              d.a[O_KS][u] == 0.5 && d.oracle.gstar[O_KR][2 * u] == -3 && d.a[O_KR][2 * u + 1] == -3,
+    CHECK(d.oracle.gstar[O_KC][u] == 7 && d.a[O_KC][u] == 7 && d.oracle.gstar[O_KS][u] == 0.5 && d.a[O_KS][u] == 0.5 &&
+              d.oracle.gstar[O_KR][2 * u] == -3 && d.a[O_KR][2 * u + 1] == -3,
           "untouched slot %zu changed", u);
     ug_exec_detail_free(&d);
 }
@@ -128,7 +128,8 @@ static void naive_prolog(const naive_case *n, const double *const *k, double eps
                 want[O_QN][(t * n->N + hd) * n->Lkv + l] = s;
             }
             for (long i = 0; i < n->dr; i++)
-                want[O_QR][(t * n->N + hd) * n->dr + i] = rope(q + n->dn, cs + t * n->dr, sn + t * n->dr, n->dr, i, n->inter);
+                want[O_QR][(t * n->N + hd) * n->dr + i] =
+                    rope(q + n->dn, cs + t * n->dr, sn + t * n->dr, n->dr, i, n->inter);
         }
         for (long j = 0; j < W; j++) {
             double s = 0.0;
@@ -140,8 +141,7 @@ static void naive_prolog(const naive_case *n, const double *const *k, double eps
         long s = (long)slot[t];
         for (long gi = 0; gi < G; gi++) {
             want[O_KS][s * G + gi] = amax_of(kv + gi * n->g, n->g) / 127;
-            for (long j = gi * n->g; j < (gi + 1) * n->g; j++)
-                want[O_KC][s * n->Lkv + j] = kv[j] / k[O_KS][s * G + gi];
+            for (long j = gi * n->g; j < (gi + 1) * n->g; j++) want[O_KC][s * n->Lkv + j] = kv[j] / k[O_KS][s * G + gi];
         }
         for (long i = 0; i < n->dr; i++)
             want[O_KR][s * n->dr + i] = rope(kv + n->Lkv, cs + t * n->dr, sn + t * n->dr, n->dr, i, n->inter);
@@ -165,7 +165,7 @@ static void test_differential(int inter)
         for (size_t i = 0; i < d.oracle.sel.n[o]; i++) {
             double w = want[o][d.oracle.sel.idx[o][i]], g = d.oracle.gstar[o][i], a = d.a[o][i];
             bad += fabs(g - w) > 1e-9 * (fabs(w) + 1e-3);
-            if (o == O_Q8 || o == O_KC) kbad += fabs(a - w) > 1.0;       /* within one code */
+            if (o == O_Q8 || o == O_KC) kbad += fabs(a - w) > 1.0;        /* within one code */
             if (o == O_QS || o == O_KS) kbad += fabs(a - w) > 0x1p-7 * w; /* one bf16 flip */
         }
         CHECK(bad == 0, "output %s (inter %d): %zu elements differ from the naive evaluation", d.c.out[o].name, inter,
@@ -180,20 +180,24 @@ static void test_differential(int inter)
 /* edges: contiguous from the last slot of a block; zero x: every scale 0, every code 0. */
 static void test_edges_and_zeros(void)
 {
-    const char *spec = "{\"op\":\"mla_prolog_quant\",\"dtype\":\"bf16\",\"seed\":3,\"params\":{\"tokens\":6,\"h\":8,"
-                       "\"q_lora\":8,\"heads\":1,\"kv_lora\":16,\"kv_group\":8,\"d_nope\":4,\"d_rope\":4,"
-                       "\"block_size\":4,\"blocks\":4,\"slots\":\"edges\"},"
-                       "\"dist\":{\"x\":" CONST("0") ",\"w_dq\":" NORMAL("0.1") ",\"gamma_q\":" NORMAL("1")
-                       ",\"w_uq\":" RANDINT ",\"w_uq_scale\":" CONST("0.001") ",\"w_uk\":" NORMAL("0.2")
-                       ",\"w_dkv\":" NORMAL("0.1") ",\"gamma_kv\":" NORMAL("1") ",\"kv_cache_in\":" RANDINT
-                       ",\"kv_scale_in\":" CONST("0.25") ",\"kr_cache_in\":" NORMAL("1") "}}";
+    const char *spec =
+        "{\"op\":\"mla_prolog_quant\",\"dtype\":\"bf16\",\"seed\":3,\"params\":{\"tokens\":6,\"h\":8,"
+        "\"q_lora\":8,\"heads\":1,\"kv_lora\":16,\"kv_group\":8,\"d_nope\":4,\"d_rope\":4,"
+        "\"block_size\":4,\"blocks\":4,\"slots\":\"edges\"},"
+        "\"dist\":{\"x\":" CONST("0") ",\"w_dq\":" NORMAL("0.1") ",\"gamma_q\":" NORMAL(
+            "1") ",\"w_uq\":" RANDINT
+                 ",\"w_uq_scale\":" CONST("0.001") ",\"w_uk\":" NORMAL("0.2") ",\"w_dkv\":" NORMAL(
+                     "0.1") ",\"gamma_kv\":" NORMAL("1") ",\"kv_cache_in\":" RANDINT
+                                                         ",\"kv_scale_in\":" CONST("0.25") ",\"kr_cache_in\":" NORMAL(
+                                                             "1") "}}";
     ug_exec_detail d;
     if (!opc_sim_passes(spec, "edges/zeros case", NULL, &d)) return;
     const double *s = ug_case_input(&d.c, "slot_mapping")->values;
     CHECK((long)s[0] % 4 == 3, "edges: slot[0] = %g is not the last slot of a block", s[0]);
     for (int t = 1; t < 6; t++) CHECK(s[t] == s[t - 1] + 1, "edges: slot[%d] = %g after %g", t, s[t], s[t - 1]);
     for (int t = 0; t < 6; t++) CHECK(d.a[O_QS][t] == 0, "zero x: q_norm_scale[%d] = %g", t, d.a[O_QS][t]);
-    for (size_t i = 0; i < d.oracle.sel.n[O_Q8]; i++) CHECK(d.a[O_Q8][i] == 0, "zero x: q_norm[%zu] = %g", i, d.a[O_Q8][i]);
+    for (size_t i = 0; i < d.oracle.sel.n[O_Q8]; i++)
+        CHECK(d.a[O_Q8][i] == 0, "zero x: q_norm[%zu] = %g", i, d.a[O_Q8][i]);
     for (int t = 0; t < 6; t++)
         for (int g = 0; g < 2; g++)
             CHECK(d.a[O_KS][(size_t)s[t] * 2 + g] == 0, "zero x: kv_scale of slot %g = %g", s[t],
@@ -213,9 +217,8 @@ static void test_bad_params(void)
         {"\"slots\":\"sorted\"", "slots"},
         {"\"eps\":-1", "eps"},
     };
-    OPC_EXPECT_REFUSED_EACH("{\"op\":\"mla_prolog_quant\",\"dtype\":\"bf16\",\"seed\":1,\"params\":{%s},"
-                            DIST_RANDOM "}",
-                            bad);
+    OPC_EXPECT_REFUSED_EACH(
+        "{\"op\":\"mla_prolog_quant\",\"dtype\":\"bf16\",\"seed\":1,\"params\":{%s}," DIST_RANDOM "}", bad);
 }
 
 int main(void)

@@ -41,7 +41,8 @@ static void known_value(void)
                   "{\"kind\":\"const\",\"value\":2}");
         ug_result r;
         ug_exec_detail d;
-        CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "known value wire %d: %s", wire, r.message);
+        CHECK(opc_run(spec, "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS, "known value wire %d: %s", wire,
+              r.message);
         for (size_t i = 0; d.have_oracle && i < 15; i++)
             CHECK(d.oracle.g[0][i] == 6.0 && d.a[0][i] == 6.0, "out[%zu] oracle %g kernel %g, want 6", i,
                   d.oracle.g[0][i], d.a[0][i]);
@@ -76,7 +77,8 @@ static void layout_invariants(const char *routing)
           d.oracle.g[1][0], d.oracle.g[1][1], rank[0], rank[1]);
     CHECK(d.oracle.g[2][0] == 0 && d.oracle.g[2][1] == rank[0], "rank_offsets %g %g", d.oracle.g[2][0],
           d.oracle.g[2][1]);
-    for (int e = 0; e < 7; e++) CHECK(d.oracle.g[3][e] == exp_[e], "expert_counts[%d] %g want %ld", e, d.oracle.g[3][e], exp_[e]);
+    for (int e = 0; e < 7; e++)
+        CHECK(d.oracle.g[3][e] == exp_[e], "expert_counts[%d] %g want %ld", e, d.oracle.g[3][e], exp_[e]);
     if (strcmp(routing, "hot") == 0) /* ids from the first max(k, E/4) = 3 experts: rank 1 gets nothing */
         CHECK(rank[1] == 0 && exp_[6] == 0, "hot routing reached rank 1 (%ld copies)", rank[1]);
     ug_exec_detail_free(&d);
@@ -109,11 +111,12 @@ static void int8_differential(void)
 
 static void bad_params(void)
 {
-    static const char *const bad[][2] = {{"\"tokens\":1,\"hidden\":4,\"experts\":16,\"topk\":9,\"world\":2", "topk"},
-                                   {"\"tokens\":1,\"hidden\":4,\"experts\":16,\"topk\":2,\"world\":3", "world"},
-                                   {"\"tokens\":1,\"hidden\":4,\"experts\":2,\"topk\":1,\"world\":4", "experts"},
-                                   {"\"tokens\":1,\"hidden\":4,\"experts\":8,\"topk\":1,\"world\":4,\"wire\":\"fp8\"", "wire"},
-                                   {"\"tokens\":0,\"hidden\":4,\"experts\":8,\"topk\":1,\"world\":4", "tokens"}};
+    static const char *const bad[][2] = {
+        {"\"tokens\":1,\"hidden\":4,\"experts\":16,\"topk\":9,\"world\":2", "topk"},
+        {"\"tokens\":1,\"hidden\":4,\"experts\":16,\"topk\":2,\"world\":3", "world"},
+        {"\"tokens\":1,\"hidden\":4,\"experts\":2,\"topk\":1,\"world\":4", "experts"},
+        {"\"tokens\":1,\"hidden\":4,\"experts\":8,\"topk\":1,\"world\":4,\"wire\":\"fp8\"", "wire"},
+        {"\"tokens\":0,\"hidden\":4,\"experts\":8,\"topk\":1,\"world\":4", "tokens"}};
     char fmt[1024];
     make_spec(fmt, sizeof fmt, "%s", "{\"kind\":\"normal\",\"mean\":0,\"std\":1}"); /* the spec, params left as %s */
     OPC_EXPECT_REFUSED_EACH(fmt, bad);

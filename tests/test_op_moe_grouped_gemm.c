@@ -142,13 +142,12 @@ static void test_bad_params(void)
         {"\"tokens\":4,\"experts\":256,\"h\":8192,\"inter\":4096", "bytes of memory"},
     };
     ug_case_memory_set_budget((uint64_t)1 << 30); /* refused on any machine, allocated on none */
-    OPC_EXPECT_REFUSED_EACH("{\"op\":\"moe_grouped_gemm\",\"dtype\":\"bf16\",\"seed\":1,\"params\":{%s},"
-                            DIST_NORMAL "}",
-                            bad);
+    OPC_EXPECT_REFUSED_EACH(
+        "{\"op\":\"moe_grouped_gemm\",\"dtype\":\"bf16\",\"seed\":1,\"params\":{%s}," DIST_NORMAL "}", bad);
     ug_case_memory_set_budget(0);
-    opc_expect_refused("{\"op\":\"moe_grouped_gemm\",\"dtype\":\"fp16\",\"seed\":1,\"params\":{\"tokens\":1},"
-                       DIST_NORMAL "}",
-                       "dtype");
+    opc_expect_refused(
+        "{\"op\":\"moe_grouped_gemm\",\"dtype\":\"fp16\",\"seed\":1,\"params\":{\"tokens\":1}," DIST_NORMAL "}",
+        "dtype");
 }
 
 int main(void)

@@ -151,8 +151,8 @@ static void check_mtp_offset(void)
         ug_result r;
         ug_exec_detail d, j;
         if (!run_planted(&be, kernels[v], spec, "MTP case", &r, &d)) return;
-        CHECK(d.c.out[0].shape[0] == 2 * B, "o has %ld rows, expected batch*q_per_step = %d",
-              (long)d.c.out[0].shape[0], 2 * B);
+        CHECK(d.c.out[0].shape[0] == 2 * B, "o has %ld rows, expected batch*q_per_step = %d", (long)d.c.out[0].shape[0],
+              2 * B);
         const ug_tensor *bt = ug_case_input(&d.c, "block_tables");
         ug_tensor *vc = ug_case_input_mut(&d.c, "value_cache");
         const double huge = 1024.0; /* exact in fp16 */
@@ -190,11 +190,11 @@ static void check_mtp_offset(void)
 }
 
 #define FP8_SPEC(params)                                                                                               \
-    "{\"v\":1,\"op\":\"page_attention\",\"dtype\":\"bf16\",\"seed\":9,\"params\":" params ",\"dist\":{"                 \
-    "\"q\":{\"kind\":\"normal\",\"mean\":0,\"std\":150},\"q_scale\":{\"kind\":\"uniform\",\"lo\":0.0005,\"hi\":0.01},"  \
-    "\"key_cache\":{\"kind\":\"normal\",\"mean\":0,\"std\":150},"                                                   \
-    "\"key_scale\":{\"kind\":\"uniform\",\"lo\":0.0001,\"hi\":0.02},"                                               \
-    "\"value_cache\":{\"kind\":\"normal\",\"mean\":0,\"std\":150},"                                                 \
+    "{\"v\":1,\"op\":\"page_attention\",\"dtype\":\"bf16\",\"seed\":9,\"params\":" params ",\"dist\":{"                \
+    "\"q\":{\"kind\":\"normal\",\"mean\":0,\"std\":150},\"q_scale\":{\"kind\":\"uniform\",\"lo\":0.0005,\"hi\":0.01}," \
+    "\"key_cache\":{\"kind\":\"normal\",\"mean\":0,\"std\":150},"                                                      \
+    "\"key_scale\":{\"kind\":\"uniform\",\"lo\":0.0001,\"hi\":0.02},"                                                  \
+    "\"value_cache\":{\"kind\":\"normal\",\"mean\":0,\"std\":150},"                                                    \
     "\"value_scale\":{\"kind\":\"uniform\",\"lo\":0.0005,\"hi\":0.05}}}"
 
 /* Sets element i of input `name` of a kept case to x (exact in its dtype), value and bits. */
@@ -282,8 +282,7 @@ static void check_bad_params(void)
          "case dtype fp16"}, /* fp8 codes come with a bf16 o only */
         {"{\"context_lens\":\"5\",\"heads_kv\":1,\"group\":1,\"head_dim\":8,\"block_size\":8,\"p_tile\":16}",
          "p_tile"}, /* a P quantisation tile without quant fp8 */
-        {"{\"context_lens\":\"5\",\"heads_kv\":1,\"group\":1,\"head_dim\":8,\"block_size\":8,\"p_tile\":-8}",
-         "p_tile"},
+        {"{\"context_lens\":\"5\",\"heads_kv\":1,\"group\":1,\"head_dim\":8,\"block_size\":8,\"p_tile\":-8}", "p_tile"},
     };
     OPC_EXPECT_REFUSED_EACH(SPEC(NORMAL, "%s"), bad);
     /* quant fp8 needs a distribution for each scale */

@@ -14,7 +14,8 @@
 #define DIST_CONST                                                                                                     \
     "{\"q\":{\"kind\":\"const\",\"value\":2},\"k\":{\"kind\":\"const\",\"value\":-2},"                                 \
     "\"gamma_q\":{\"kind\":\"const\",\"value\":1},\"gamma_k\":{\"kind\":\"const\",\"value\":1}}"
-#define SPEC(dt, params, dist) "{\"op\":\"rms_norm_rope\",\"dtype\":\"" dt "\",\"params\":{" params "},\"dist\":" dist ",\"seed\":3}"
+#define SPEC(dt, params, dist)                                                                                         \
+    "{\"op\":\"rms_norm_rope\",\"dtype\":\"" dt "\",\"params\":{" params "},\"dist\":" dist ",\"seed\":3}"
 
 static const char *XN[2] = {"q", "k"}, *GN[2] = {"gamma_q", "gamma_k"};
 
@@ -78,9 +79,10 @@ static void test_known_value(const char *dt_spec)
 /* gamma = 1: the rotation keeps each row's mean square at ms/(ms+eps) ~ 1. */
 static void test_norm_invariant(void)
 {
-    const char *spec = SPEC("fp16", "\"t\":5,\"hq\":3,\"hk\":2,\"max_pos\":100000",
-                            "{\"q\":{\"kind\":\"normal\",\"mean\":0,\"std\":7},\"k\":{\"kind\":\"uniform\",\"lo\":-1,\"hi\":1},"
-                            "\"gamma_q\":{\"kind\":\"const\",\"value\":1},\"gamma_k\":{\"kind\":\"const\",\"value\":1}}");
+    const char *spec =
+        SPEC("fp16", "\"t\":5,\"hq\":3,\"hk\":2,\"max_pos\":100000",
+             "{\"q\":{\"kind\":\"normal\",\"mean\":0,\"std\":7},\"k\":{\"kind\":\"uniform\",\"lo\":-1,\"hi\":1},"
+             "\"gamma_q\":{\"kind\":\"const\",\"value\":1},\"gamma_k\":{\"kind\":\"const\",\"value\":1}}");
     ug_result r;
     ug_exec_detail d;
     CHECK(opc_run(spec, "sim", &r, &d) == 0, "run");

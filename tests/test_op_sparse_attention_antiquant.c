@@ -17,7 +17,7 @@
 #define CODES "{\"kind\":\"randint\",\"lo\":-128,\"hi\":127}"
 #define SC "{\"kind\":\"uniform\",\"lo\":0.004,\"hi\":0.02}"
 #define SPEC(params)                                                                                                   \
-    "{\"v\":1,\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":12,\"plan\":\"test\",\"params\":" params                  \
+    "{\"v\":1,\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":12,\"plan\":\"test\",\"params\":" params                   \
     ",\"dist\":{\"q_nope\":" U1 ",\"q_rope\":" U1 ",\"kv_nope\":" CODES ",\"kv_scales\":" SC ",\"kv_rope\":" U1 "}}"
 
 /* The test's decode of a slot from the drawn components: bf16(fp32(code*scale)), rope. */
@@ -26,7 +26,8 @@ static void decode(const ug_case *c, size_t slot, double *row)
     const ug_tensor *k = ug_case_input(c, "kv_nope"), *s = ug_case_input(c, "kv_scales");
     const ug_tensor *r = ug_case_input(c, "kv_rope");
     for (size_t d = 0; d < 512; d++)
-        row[d] = ug_dtype_round(UG_DT_BF16, ug_dtype_round(UG_DT_FP32, k->values[slot * 512 + d] * s->values[slot * 4 + d / 128]));
+        row[d] = ug_dtype_round(UG_DT_BF16,
+                                ug_dtype_round(UG_DT_FP32, k->values[slot * 512 + d] * s->values[slot * 4 + d / 128]));
     for (size_t d = 0; d < 64; d++) row[512 + d] = r->values[slot * 64 + d];
 }
 

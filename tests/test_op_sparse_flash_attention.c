@@ -15,7 +15,7 @@
 
 #define N01 "{\"kind\":\"normal\",\"mean\":0,\"std\":1}"
 #define SPEC(params)                                                                                                   \
-    "{\"v\":1,\"op\":\"sparse_flash_attention\",\"dtype\":\"bf16\",\"seed\":9,\"plan\":\"test\",\"params\":" params   \
+    "{\"v\":1,\"op\":\"sparse_flash_attention\",\"dtype\":\"bf16\",\"seed\":9,\"plan\":\"test\",\"params\":" params    \
     ",\"dist\":{\"q\":" N01 ",\"kv\":" N01 "}}"
 
 /* Checks token lists; returns how many -1 sit before a valid entry (scattered padding). */
@@ -76,7 +76,8 @@ static double differential(const ug_exec_detail *d, long heads, long topk, const
             long j = (long)ug_tload(it, t * (size_t)topk + i);
             if (j < 0) continue;
             long double acc = 0;
-            for (size_t e = 0; e < 576; e++) acc += (long double)q->values[row * 576 + e] * kv->values[(size_t)j * 576 + e];
+            for (size_t e = 0; e < 576; e++)
+                acc += (long double)q->values[row * 576 + e] * kv->values[(size_t)j * 576 + e];
             s[n] = acc * (long double)scale;
             memcpy(v + n++ * 576, kv->values + (size_t)j * 576, 576 * sizeof *v);
         }
@@ -90,7 +91,7 @@ static void test_padded_differential(void)
     ug_result r;
     ug_exec_detail d;
     CHECK(opc_run(SPEC("{\"tokens\":4,\"heads\":2,\"kv_len\":300,\"topk\":150,\"pad\":\"scattered\",\"scale\":0.1}"),
-                 "sim", &r, &d) == 0,
+                  "sim", &r, &d) == 0,
           "did not run: %s", r.message);
     CHECK(r.outcome == UG_OUT_PASS && r.n_selfcheck_mismatch == 0, "padded case: %s %s", ug_outcome_name(r.outcome),
           r.message);
@@ -137,8 +138,9 @@ static void test_packed(void)
     long e[9];
     ug_result r;
     ug_exec_detail d;
-    CHECK(opc_run(SPEC("{\"tokens\":9,\"heads\":4,\"kv_len\":130,\"topk\":32,\"seqlens\":\"3:40,4:20,2:70\"}"),
-                  "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS,
+    CHECK(opc_run(SPEC("{\"tokens\":9,\"heads\":4,\"kv_len\":130,\"topk\":32,\"seqlens\":\"3:40,4:20,2:70\"}"), "sim",
+                  &r, &d) == 0 &&
+              r.outcome == UG_OUT_PASS,
           "packed case: %s %s", ug_outcome_name(r.outcome), r.message);
     check_packed(&d.c, seq, 3, 32, e);
     double worst = differential(&d, 4, 32, e, 1.0f / 24);
@@ -146,7 +148,8 @@ static void test_packed(void)
     ug_exec_detail_free(&d);
     CHECK(opc_run(SPEC("{\"tokens\":6,\"heads\":2,\"kv_len\":200,\"topk\":64,\"seqlens\":\"1:1,3:3,2:196\","
                        "\"pad\":\"tail\"}"),
-                  "sim", &r, &d) == 0 && r.outcome == UG_OUT_PASS,
+                  "sim", &r, &d) == 0 &&
+              r.outcome == UG_OUT_PASS,
           "packed tail case: %s %s", ug_outcome_name(r.outcome), r.message);
     check_packed(&d.c, tail, 3, 64, e);
     ug_exec_detail_free(&d);
@@ -161,11 +164,13 @@ static void test_seq_mutants(void)
     ug_exec_detail d;
     for (int m = 0; m < 2; m++) {
         CHECK(opc_run(SPEC("{\"tokens\":9,\"heads\":4,\"kv_len\":130,\"topk\":32,\"seqlens\":\"3:40,4:20,2:70\"}"),
-                      mutants[m], &r, &d) == 0 && r.outcome == UG_OUT_FAIL,
+                      mutants[m], &r, &d) == 0 &&
+                  r.outcome == UG_OUT_FAIL,
               "%s went unnoticed in a later sequence: %s", mutants[m], ug_outcome_name(r.outcome));
         ug_exec_detail_free(&d);
-        CHECK(opc_run(SPEC("{\"tokens\":2,\"heads\":2,\"kv_len\":20,\"topk\":20,\"seqlens\":\"2:20\"}"),
-                      mutants[m], &r, &d) == 0 && r.outcome == UG_OUT_PASS,
+        CHECK(opc_run(SPEC("{\"tokens\":2,\"heads\":2,\"kv_len\":20,\"topk\":20,\"seqlens\":\"2:20\"}"), mutants[m], &r,
+                      &d) == 0 &&
+                  r.outcome == UG_OUT_PASS,
               "in a first sequence %s is the correct kernel, yet: %s %s", mutants[m], ug_outcome_name(r.outcome),
               r.message);
         ug_exec_detail_free(&d);
@@ -177,7 +182,7 @@ static void test_padding_mutant(void)
     ug_result r;
     ug_exec_detail d;
     CHECK(opc_run(SPEC("{\"tokens\":6,\"heads\":2,\"kv_len\":100,\"topk\":40,\"pad\":\"tail\"}"), "mut_pad_as_zero", &r,
-                 &d) == 0,
+                  &d) == 0,
           "did not run: %s", r.message);
     check_indices(&d.c, 6, 40, 100, 1);
     CHECK(r.outcome == UG_OUT_FAIL, "reading -1 as row 0 went unnoticed: %s", ug_outcome_name(r.outcome));

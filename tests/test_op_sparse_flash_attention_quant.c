@@ -18,8 +18,8 @@
 #define U1 "{\"kind\":\"uniform\",\"lo\":-1,\"hi\":1}"
 #define CODES "{\"kind\":\"randint\",\"lo\":-128,\"hi\":127}"
 #define SC "{\"kind\":\"uniform\",\"lo\":0.004,\"hi\":0.02}"
-#define SPEC_D(params, scale)                                                                                         \
-    "{\"v\":1,\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":11,\"plan\":\"test\",\"params\":" params                  \
+#define SPEC_D(params, scale)                                                                                          \
+    "{\"v\":1,\"op\":\"" OP "\",\"dtype\":\"bf16\",\"seed\":11,\"plan\":\"test\",\"params\":" params                   \
     ",\"dist\":{\"q_nope\":" U1 ",\"q_rope\":" U1 ",\"kv_i8\":" CODES ",\"kv_scale\":" scale ",\"k_rope\":" U1 "}}"
 #define SPEC(params) SPEC_D(params, SC)
 
@@ -28,7 +28,8 @@ static void decode(const ug_case *c, size_t slot, double *row)
 {
     const ug_tensor *k = ug_case_input(c, "kv_i8"), *s = ug_case_input(c, "kv_scale"), *r = ug_case_input(c, "k_rope");
     for (size_t d = 0; d < 512; d++)
-        row[d] = ug_dtype_round(UG_DT_BF16, ug_dtype_round(UG_DT_FP32, k->values[slot * 512 + d] * s->values[slot * 4 + d / 128]));
+        row[d] = ug_dtype_round(UG_DT_BF16,
+                                ug_dtype_round(UG_DT_FP32, k->values[slot * 512 + d] * s->values[slot * 4 + d / 128]));
     for (size_t d = 0; d < 64; d++) row[512 + d] = r->values[slot * 64 + d];
 }
 
@@ -45,7 +46,8 @@ static void test_dequant(void)
                 off += !(got == want || (isnan(got) && isnan(want)));
                 n++;
             }
-    off += !isnan(ug_sqa_dequant(0, INFINITY)) + !isnan(ug_sqa_dequant(5, NAN)) + (ug_sqa_dequant(-3, INFINITY) != -INFINITY);
+    off += !isnan(ug_sqa_dequant(0, INFINITY)) + !isnan(ug_sqa_dequant(5, NAN)) +
+           (ug_sqa_dequant(-3, INFINITY) != -INFINITY);
     CHECK(off == 0, "fast dequantisation differs from ug_dtype_round on %zu of %zu pairs", off, n);
 }
 

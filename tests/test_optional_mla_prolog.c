@@ -26,21 +26,26 @@
 #define LQ 64
 #define U(lo, hi) "{\"kind\":\"uniform\",\"lo\":" #lo ",\"hi\":" #hi "}"
 /* the reference test's scales: x, gamma U(-1,1), weights U(-0.1,0.1) */
-#define REF_CASE                                                                                                       \
-    "{\"op\":\"mla_prolog\",\"dtype\":\"bf16\",\"seed\":3,\"params\":{\"tokens\":20,\"h\":256,\"q_lora\":64,"         \
-    "\"heads\":2,\"kv_lora\":32,\"d_nope\":16,\"d_rope\":8,\"eps\":1e-5,\"slots\":\"padded\","                        \
-    "\"rope_layout\":\"interleaved_to_half\"},\"dist\":{\"x\":" U(-1, 1) ",\"w_dq\":" U(-0.1, 0.1) ",\"gamma_q\":"   \
-    U(-1, 1) ",\"w_uq\":" U(-0.1, 0.1) ",\"w_uk\":" U(-0.1, 0.1) ",\"w_dkv\":" U(-0.1, 0.1) ",\"gamma_kv\":"        \
-    U(-1, 1) ",\"kv_cache_in\":" U(-1, 1) ",\"kr_cache_in\":" U(-1, 1) "}}"
+#define REF_CASE                                                                                                                            \
+    "{\"op\":\"mla_prolog\",\"dtype\":\"bf16\",\"seed\":3,\"params\":{\"tokens\":20,\"h\":256,\"q_lora\":64,"                               \
+    "\"heads\":2,\"kv_lora\":32,\"d_nope\":16,\"d_rope\":8,\"eps\":1e-5,\"slots\":\"padded\","                                              \
+    "\"rope_layout\":\"interleaved_to_half\"},\"dist\":{\"x\":" U(-1, 1) ",\"w_dq\":" U(-0.1, 0.1) ",\"gamma_q\":" U(-1, 1) ",\"w_uq\":" U( \
+        -0.1,                                                                                                                               \
+        0.1) ",\"w_uk\":" U(-0.1,                                                                                                           \
+                            0.1) ",\"w_dkv\":" U(-0.1,                                                                                      \
+                                                 0.1) ",\"gamma_kv\":" U(-1,                                                                \
+                                                                         1) ",\"kv_cache_in\":" U(-1,                                       \
+                                                                                                  1) ",\"kr_cache_in\":" U(-1,              \
+                                                                                                                           1) "}}"
 
 static void check_known_value(void)
 {
-    const char *spec = "{\"op\":\"mla_prolog\",\"dtype\":\"bf16\",\"seed\":5,\"params\":{\"tokens\":3,\"h\":4,"
-                       "\"q_lora\":8,\"heads\":1,\"kv_lora\":4,\"d_nope\":2,\"d_rope\":2},\"dist\":{"
-                       "\"x\":{\"kind\":\"const\",\"value\":1},\"w_dq\":{\"kind\":\"const\",\"value\":2},"
-                       "\"gamma_q\":{\"kind\":\"const\",\"value\":0.5},\"w_uq\":" U(-1, 1) ",\"w_uk\":" U(-1, 1)
-                       ",\"w_dkv\":" U(-1, 1) ",\"gamma_kv\":" U(-1, 1) ",\"kv_cache_in\":" U(-1, 1)
-                       ",\"kr_cache_in\":" U(-1, 1) "}}";
+    const char *spec =
+        "{\"op\":\"mla_prolog\",\"dtype\":\"bf16\",\"seed\":5,\"params\":{\"tokens\":3,\"h\":4,"
+        "\"q_lora\":8,\"heads\":1,\"kv_lora\":4,\"d_nope\":2,\"d_rope\":2},\"dist\":{"
+        "\"x\":{\"kind\":\"const\",\"value\":1},\"w_dq\":{\"kind\":\"const\",\"value\":2},"
+        "\"gamma_q\":{\"kind\":\"const\",\"value\":0.5},\"w_uq\":" U(-1, 1) ",\"w_uk\":" U(-1, 1) ",\"w_dkv\":" U(
+            -1, 1) ",\"gamma_kv\":" U(-1, 1) ",\"kv_cache_in\":" U(-1, 1) ",\"kr_cache_in\":" U(-1, 1) "}}";
     ug_result r;
     ug_exec_detail d;
     if (!opc_sim_passes(spec, "known value", &r, &d)) return;
@@ -155,13 +160,14 @@ static void check_reference_case(void)
     ug_exec_detail_free(&d);
 }
 
-
 /* At the reference test's scale its rules catch the op's planted cache and RoPE mutants: each fails `reference` on
  * the output it breaks (kr_cache and q_rope for the flipped sin, kv_cache for the scatter and the bf16 norm). */
 static void check_reference_mutants(void)
 {
-    static const char *const cases[][2] = {{"mut_rope_sin_sign", "q_rope"},  {"mut_rope_sin_sign", "kr_cache"},
-                                           {"mut_slot_off_by_one", "kv_cache"}, {"mut_slot_off_by_one", "kr_cache"},
+    static const char *const cases[][2] = {{"mut_rope_sin_sign", "q_rope"},
+                                           {"mut_rope_sin_sign", "kr_cache"},
+                                           {"mut_slot_off_by_one", "kv_cache"},
+                                           {"mut_slot_off_by_one", "kr_cache"},
                                            {"mut_kv_norm_bf16", "kv_cache"}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         ug_result r;

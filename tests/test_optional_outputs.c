@@ -71,7 +71,8 @@ static long naive_max_sum(const ug_case *c, long t, long h, double *m, double *l
     *m = -INFINITY, *l = 0;
     for (long j = 0; j < n; j++) {
         double dot = 0;
-        for (long dd = 0; dd < D; dd++) dot += q->values[(t * H + h) * D + dd] * k->values[((ck[b] + j) * H + h) * D + dd];
+        for (long dd = 0; dd < D; dd++)
+            dot += q->values[(t * H + h) * D + dd] * k->values[((ck[b] + j) * H + h) * D + dd];
         s[j] = dot * scale;
         *m = fmax(*m, s[j]);
     }
@@ -124,7 +125,6 @@ static void check_ragged_and_not_provided(void)
 
 /* A mutant of M or L fails on that output alone. */
 
-
 static void check_declaration(void)
 {
     static const char *const bad[][2] = {
@@ -135,10 +135,11 @@ static void check_declaration(void)
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char json[1024], err[512] = "";
-        snprintf(json, sizeof json,
-                 "{\"op\": \"t\", \"summary\": \"s\", \"dtypes\": \"fp32\", \"semantics\": \"s\", \"params\": [{\"name\": \"n\", \"type\": "
-                 "\"int\"}], \"tensors\": [%s], \"outputs\": []}",
-                 bad[i][0]);
+        snprintf(
+            json, sizeof json,
+            "{\"op\": \"t\", \"summary\": \"s\", \"dtypes\": \"fp32\", \"semantics\": \"s\", \"params\": [{\"name\": \"n\", \"type\": "
+            "\"int\"}], \"tensors\": [%s], \"outputs\": []}",
+            bad[i][0]);
         ug_op_def d;
         memset(&d, 0, sizeof d);
         CHECK(ug_op_def_load(&d, "t", json, err, sizeof err) != 0 && strstr(err, bad[i][1]),

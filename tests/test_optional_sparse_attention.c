@@ -13,11 +13,12 @@
 #include "gl_attn_check.h"
 
 #define SPEC(params, dist, extra)                                                                                      \
-    "{\"v\":1,\"op\":\"sparse_flash_attention\",\"dtype\":\"bf16\",\"seed\":11,\"params\":" params ",\"dist\":" dist  \
-    extra "}"
+    "{\"v\":1,\"op\":\"sparse_flash_attention\",\"dtype\":\"bf16\",\"seed\":11,\"params\":" params                     \
+    ",\"dist\":" dist extra "}"
 #define U11 "{\"kind\":\"uniform\",\"lo\":-1,\"hi\":1}"
 #define PADDED                                                                                                         \
-    SPEC("{\"tokens\":4,\"heads\":3,\"kv_len\":400,\"topk\":300,\"pad\":\"scattered\"}", "{\"q\":" U11 ",\"kv\":" U11 "}", "")
+    SPEC("{\"tokens\":4,\"heads\":3,\"kv_len\":400,\"topk\":300,\"pad\":\"scattered\"}",                               \
+         "{\"q\":" U11 ",\"kv\":" U11 "}", "")
 static const char *const ML_OUTPUTS[] = {"softmax_max", "softmax_sum", NULL}; /* the optional M and L */
 #define OUT_MAX 1
 #define OUT_SUM 2
@@ -39,8 +40,8 @@ static void check_known_values(void)
     if (!opc_sim_passes(spec, "q = 0", NULL, &d)) return;
     for (long row = 0; row < 6; row++) {
         double keys = (double)valid_keys(&d.c, row / 2, 150);
-        CHECK(d.oracle.gstar[OUT_MAX][row] == 0.0 && d.a[OUT_MAX][row] == 0.0, "M[%ld]: oracle %g kernel %g, expected 0",
-              row, d.oracle.gstar[OUT_MAX][row], d.a[OUT_MAX][row]);
+        CHECK(d.oracle.gstar[OUT_MAX][row] == 0.0 && d.a[OUT_MAX][row] == 0.0,
+              "M[%ld]: oracle %g kernel %g, expected 0", row, d.oracle.gstar[OUT_MAX][row], d.a[OUT_MAX][row]);
         CHECK(d.oracle.gstar[OUT_SUM][row] == keys && d.a[OUT_SUM][row] == keys,
               "L[%ld]: oracle %g kernel %g, expected %g (the valid keys)", row, d.oracle.gstar[OUT_SUM][row],
               d.a[OUT_SUM][row], keys);
@@ -118,10 +119,11 @@ static void check_padded_not_provided_and_wrong(void)
 static void check_special_rows(void)
 {
     ug_exec_detail d;
-    const char *spec = SPEC("{\"tokens\":2,\"heads\":4,\"kv_len\":100,\"topk\":80}",
-                            "{\"q\":" U11 ",\"kv\":{\"kind\":\"uniform\",\"lo\":0.5,\"hi\":1}}",
-                            ",\"inject\":[{\"input\":\"q\",\"i\":3,\"v\":\"nan\"},{\"input\":\"q\",\"i\":577,\"v\":\"inf\"},"
-                            "{\"input\":\"q\",\"i\":1153,\"v\":\"-inf\"}]");
+    const char *spec =
+        SPEC("{\"tokens\":2,\"heads\":4,\"kv_len\":100,\"topk\":80}",
+             "{\"q\":" U11 ",\"kv\":{\"kind\":\"uniform\",\"lo\":0.5,\"hi\":1}}",
+             ",\"inject\":[{\"input\":\"q\",\"i\":3,\"v\":\"nan\"},{\"input\":\"q\",\"i\":577,\"v\":\"inf\"},"
+             "{\"input\":\"q\",\"i\":1153,\"v\":\"-inf\"}]");
     if (!opc_sim_passes(spec, "special rows", NULL, &d)) return;
     static const double want_max[3] = {NAN, NAN, -INFINITY}, want_sum[3] = {NAN, NAN, 0.0};
     for (int row = 0; row < 3; row++) {
@@ -135,8 +137,6 @@ static void check_special_rows(void)
     CHECK(isfinite(d.oracle.gstar[OUT_MAX][3]) && d.oracle.gstar[OUT_SUM][3] >= 1.0, "row 3 stays finite");
     ug_exec_detail_free(&d);
 }
-
-
 
 /* The mutants of the optional outputs, each {variant, the one output it fails}. */
 static const char *const OUTPUT_MUTANTS[][2] = {{"mut_max_unscaled", "softmax_max"}, {"mut_sum_recip", "softmax_sum"}};

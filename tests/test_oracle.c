@@ -74,7 +74,8 @@ static void exact_ties_either_neighbour(void)
     CHECK(tie_verdict_g(0x1.08p-1, 0x1.07p-1, 0x1.06p-1, 1e-6) == UG_V_PASS &&
               tie_verdict_g(0x1.08p-1, 0x1.07p-1, 0x1.06p-1, 0) == UG_V_FAIL,
           "exact value a hair below the double tie (g the odd neighbour): the even one passes only with a bound");
-    CHECK(tie_verdict(0x1.06p-1, 0x1.0702p-1, 1e-6) == UG_V_FAIL && tie_verdict(0x1.08p-1, 0x1.06fep-1, 1e-6) == UG_V_FAIL,
+    CHECK(tie_verdict(0x1.06p-1, 0x1.0702p-1, 1e-6) == UG_V_FAIL &&
+              tie_verdict(0x1.08p-1, 0x1.06fep-1, 1e-6) == UG_V_FAIL,
           "near a tie but not on it: only g");
     CHECK(ug_tie_golden(UG_DT_BF16, 0x1.06p-1, 0x1.08p-1, 0x1.07p-1, 1e-6) == 0x1.06p-1 &&
               ug_tie_golden(UG_DT_FP32, 1.0, 1.0, 1.0, 1e-6) == 1.0,
@@ -178,7 +179,8 @@ static void discrete_compares(void)
     char thr[UG_THR_LEN];
     CHECK(ug_standard_judge(UG_STD_BOUNDARY_AWARE, &j, thr, sizeof thr) == UG_V_PASS, "boundary_aware legal: %s", thr);
     CHECK(ug_standard_judge(UG_STD_PYPTO, &j, thr, sizeof thr) == UG_V_NA, "numeric standards skip discrete outputs");
-    CHECK(ug_standard_judge(UG_STD_CERTIFIED, &j, thr, sizeof thr) == UG_V_PASS, "certified takes the discrete verdict");
+    CHECK(ug_standard_judge(UG_STD_CERTIFIED, &j, thr, sizeof thr) == UG_V_PASS,
+          "certified takes the discrete verdict");
     gs[0] = 2.7;
     CHECK(ug_standard_judge(UG_STD_BOUNDARY_AWARE, &j, thr, sizeof thr) == UG_V_FAIL, "boundary_aware illegal");
     CHECK(ug_standard_judge(UG_STD_CERTIFIED, &j, thr, sizeof thr) == UG_V_FAIL, "certified fails an illegal code");
@@ -224,8 +226,10 @@ static void cert_matches_exact(const char *spec, long max_mpfr)
         for (size_t i = 0; i < fast.sel.n[k]; i++, n++)
             differ += !(fast.g[k][i] == exact.g[k][i] || (isnan(fast.g[k][i]) && isnan(exact.g[k][i])));
     CHECK(differ == 0 && n > 0, "certified fast path differs from MPFR on %zu of %zu elements", differ, n);
-    CHECK(max_mpfr < 0 || fast.n_fallback <= (unsigned long)max_mpfr, "%lu of %zu elements settled by MPFR, at most %ld "
-          "expected: %s", fast.n_fallback, n, max_mpfr, spec);
+    CHECK(max_mpfr < 0 || fast.n_fallback <= (unsigned long)max_mpfr,
+          "%lu of %zu elements settled by MPFR, at most %ld "
+          "expected: %s",
+          fast.n_fallback, n, max_mpfr, spec);
     ug_oracle_result_free(&fast);
     ug_oracle_result_free(&exact);
     ug_case_free(&c);
@@ -269,9 +273,10 @@ static void miscounted_emits_fail(void)
     ug_spec s;
     ug_case c;
     char err[256];
-    const char *spec = "{\"op\":\"inplace_add_rmsnorm\",\"dtype\":\"bf16\",\"params\":{\"rows\":2,\"h\":70},"
-                       "\"dist\":{\"x1\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"x2\":{\"kind\":\"normal\",\"mean\":0,"
-                       "\"std\":1},\"gamma\":{\"kind\":\"normal\",\"mean\":1,\"std\":0.1}},\"seed\":5}";
+    const char *spec =
+        "{\"op\":\"inplace_add_rmsnorm\",\"dtype\":\"bf16\",\"params\":{\"rows\":2,\"h\":70},"
+        "\"dist\":{\"x1\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"x2\":{\"kind\":\"normal\",\"mean\":0,"
+        "\"std\":1},\"gamma\":{\"kind\":\"normal\",\"mean\":1,\"std\":0.1}},\"seed\":5}";
     CHECK(ug_spec_parse(spec, &s, err, sizeof err) == 0 && ug_case_build(&c, &s, err, sizeof err) == 0, "%s", err);
     ug_op_def def = *c.def;
     const ug_op_def *own = c.def;
@@ -488,13 +493,14 @@ static void device_bound_exp_overflow(void)
         float xf = (float)x;
         double dev_silu = (double)(xf / (1.0f + expf(-xf))), dev_sig = (double)(1.0f / (1.0f + expf(-xf)));
         ug_num bs = ug_silu(dv, ug_c(dv, x)), bg = ug_sigmoid(dv, ug_c(dv, x));
-        double es = mpfr_get_d(ug_silu(ex, ug_c(ex, x)).m, MPFR_RNDN), eg = mpfr_get_d(ug_sigmoid(ex, ug_c(ex, x)).m, MPFR_RNDN);
+        double es = mpfr_get_d(ug_silu(ex, ug_c(ex, x)).m, MPFR_RNDN),
+               eg = mpfr_get_d(ug_sigmoid(ex, ug_c(ex, x)).m, MPFR_RNDN);
         outside += !(fabs(dev_silu - es) <= bs.e) + !(fabs(dev_sig - eg) <= bg.e);
         ug_ar_release(dv, 0);
         ug_ar_release(ex, 0);
     }
-    CHECK(outside == 0, "%d of %d fp32 sigmoid/silu evaluations near exp's overflow fall outside the device bound", outside,
-          2 * tried);
+    CHECK(outside == 0, "%d of %d fp32 sigmoid/silu evaluations near exp's overflow fall outside the device bound",
+          outside, 2 * tried);
     ug_ar_free(dv);
     ug_ar_free(ex);
 }
@@ -538,7 +544,7 @@ static void headroom_figures(void)
     u = judge_used(UG_STD_ALLCLOSE, UG_DT_FP32, NULL, 10, &v);
     CHECK(v == UG_V_PASS && fabs(u - 0.5) < 1e-3, "allclose used = the worst ratio: %g", u);
     fill(4, 0.0);
-    a_[0] = 0.5; /* an exact 0 in bf16: measured by its absolute error, not in ulps of 2^-133 */
+    a_[0] = 0.5;                       /* an exact 0 in bf16: measured by its absolute error, not in ulps of 2^-133 */
     g_[1] = 2.0, a_[1] = 2.0 + 0x1p-6; /* one bf16 ulp at 2 */
     static size_t idx[4] = {0, 1, 2, 3};
     ug_metrics m;
@@ -558,31 +564,40 @@ int main(void)
     device_bound_contains_fp32();
     discrete_compares();
     cert_intervals_contain_exact();
-    cert_matches_exact("{\"op\":\"attn_softmax\",\"dtype\":\"bf16\",\"params\":{\"rows\":5,\"cols\":300,\"cap\":30,"
-                       "\"mask\":\"padding\"},\"dist\":{\"x\":{\"kind\":\"wide\",\"lo_exp\":-10,\"hi_exp\":6}},\"seed\":3}", -1);
+    cert_matches_exact(
+        "{\"op\":\"attn_softmax\",\"dtype\":\"bf16\",\"params\":{\"rows\":5,\"cols\":300,\"cap\":30,"
+        "\"mask\":\"padding\"},\"dist\":{\"x\":{\"kind\":\"wide\",\"lo_exp\":-10,\"hi_exp\":6}},\"seed\":3}",
+        -1);
     cert_matches_exact("{\"op\":\"attn_softmax\",\"dtype\":\"fp32\",\"params\":{\"rows\":3,\"cols\":257,"
-                       "\"mask\":\"causal\"},\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":40}},\"seed\":4}", -1);
-    cert_matches_exact("{\"op\":\"inplace_add_rmsnorm\",\"dtype\":\"fp16\",\"params\":{\"rows\":3,\"h\":129},"
-                       "\"dist\":{\"x1\":{\"kind\":\"outliers\",\"std\":1,\"p\":0.05,\"scale\":100},\"x2\":{\"kind\":"
-                       "\"normal\",\"mean\":0,\"std\":1},\"gamma\":{\"kind\":\"normal\",\"mean\":1,\"std\":0.1}},\"seed\":6}", -1);
+                       "\"mask\":\"causal\"},\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":40}},\"seed\":4}",
+                       -1);
+    cert_matches_exact(
+        "{\"op\":\"inplace_add_rmsnorm\",\"dtype\":\"fp16\",\"params\":{\"rows\":3,\"h\":129},"
+        "\"dist\":{\"x1\":{\"kind\":\"outliers\",\"std\":1,\"p\":0.05,\"scale\":100},\"x2\":{\"kind\":"
+        "\"normal\",\"mean\":0,\"std\":1},\"gamma\":{\"kind\":\"normal\",\"mean\":1,\"std\":0.1}},\"seed\":6}",
+        -1);
     /* a 32768-term softmax denominator: bounded by gamma_n * sum it left 5 fp32 outputs
      * within its (n ulps) error of a rounding boundary, each costing MPFR a whole row of
      * exps; bounded by its own TwoSum errors (cert_sum) none */
     cert_matches_exact("{\"op\":\"attn_softmax\",\"dtype\":\"fp32\",\"params\":{\"cols\":32768,\"rows\":2,"
                        "\"scale\":0.08838834764831845},\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}},"
-                       "\"seed\":6068937273124071}", 0);
+                       "\"seed\":6068937273124071}",
+                       0);
     /* moe_grouped_gemm's activation a: outlier tokens make x·W1 cancel far below the bound
      * of a 1000-term sum, so its bf16 rounding was ambiguous and 3000 elements (3 whole
      * rows) went to MPFR; the tracked retry settles them exactly (gmoe_swiglu_bf16) */
-    cert_matches_exact("{\"op\":\"moe_grouped_gemm\",\"dtype\":\"bf16\",\"params\":{\"experts\":3,\"groups\":"
-                       "\"uniform\",\"h\":1000,\"inter\":96,\"tokens\":6},\"dist\":{\"w1\":" MOE_W(0.05) ",\"w2\":"
-                       MOE_W(0.05) ",\"w3\":" MOE_W(0.05) ",\"x\":{\"kind\":\"outliers\",\"p\":0.01,\"scale\":50,"
-                       "\"std\":1}},\"seed\":7002257713398038}", 0);
+    cert_matches_exact(
+        "{\"op\":\"moe_grouped_gemm\",\"dtype\":\"bf16\",\"params\":{\"experts\":3,\"groups\":"
+        "\"uniform\",\"h\":1000,\"inter\":96,\"tokens\":6},\"dist\":{\"w1\":" MOE_W(0.05) ",\"w2\":" MOE_W(
+            0.05) ",\"w3\":" MOE_W(0.05) ",\"x\":{\"kind\":\"outliers\",\"p\":0.01,\"scale\":50,"
+                                         "\"std\":1}},\"seed\":7002257713398038}",
+        0);
     /* and its down projection: a bf16 a times bf16 W2 over inter = 1 sums exactly onto bf16
      * ties (15 elements went to MPFR); the exactness-tracking dot product settles them */
     cert_matches_exact("{\"op\":\"moe_grouped_gemm\",\"dtype\":\"bf16\",\"params\":{\"experts\":2,\"groups\":"
                        "\"uniform\",\"h\":385,\"inter\":1,\"tokens\":3},\"dist\":{\"w1\":" MOE_U ",\"w2\":" MOE_U
-                       ",\"w3\":" MOE_U ",\"x\":{\"hi\":1,\"kind\":\"uniform\",\"lo\":-1}},\"seed\":7989093447264917}", 0);
+                       ",\"w3\":" MOE_U ",\"x\":{\"hi\":1,\"kind\":\"uniform\",\"lo\":-1}},\"seed\":7989093447264917}",
+                       0);
     exact_vs_naive();
     fp32_attributes_rounded_once();
     return check_done();

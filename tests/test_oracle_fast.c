@@ -19,7 +19,8 @@ static int same_bits(double a, double b) { return memcmp(&a, &b, sizeof a) == 0;
 /* The row and block paths an op takes on whole rows (every element selected) against its
  * element path: every other element alone (no whole row left) must get the same certified
  * value, bit for bit, and the same rounding as in the run on every element (all). */
-static void scattered_matches_all(const char *what, const ug_case *c, const ug_oracle_opts *o, const ug_oracle_result *all)
+static void scattered_matches_all(const char *what, const ug_case *c, const ug_oracle_opts *o,
+                                  const ug_oracle_result *all)
 {
     ug_selection sel = {.n_out = all->sel.n_out};
     for (int k = 0; k < sel.n_out; k++) {
@@ -35,8 +36,8 @@ static void scattered_matches_all(const char *what, const ug_case *c, const ug_o
             size_t i = 2 * j + 1; /* its position in all */
             int same = same_bits(part.gstar[k][j], all->gstar[k][i]) && same_bits(part.g[k][j], all->g[k][i]);
             if (!same && differ < 5)
-                fprintf(stderr, "%s: output %d element %zu: scattered %a / %a, all %a / %a\n", what, k,
-                        sel.idx[k][j], part.gstar[k][j], part.g[k][j], all->gstar[k][i], all->g[k][i]);
+                fprintf(stderr, "%s: output %d element %zu: scattered %a / %a, all %a / %a\n", what, k, sel.idx[k][j],
+                        part.gstar[k][j], part.g[k][j], all->gstar[k][i], all->g[k][i]);
             differ += !same;
         }
     CHECK(differ == 0, "%s: the element path differs from the whole-row path on %zu elements", what, differ);
@@ -95,7 +96,7 @@ static void fast_matches_exact(const char *what, const char *spec, unsigned long
  * 1 + 2^-24 + 2^-70, just above an fp32 tie; the double sum is the tie itself, which RNE
  * would round down. Elements 8.. of every input hold it (v' and w' are then ordinary). */
 #define ADAMW_TIE                                                                                                      \
-    "{\"input\":\"m\",\"i\":9,\"v\":1.0000001192092896},{\"input\":\"g\",\"i\":9,\"v\":1.1920930376163597e-07},"   \
+    "{\"input\":\"m\",\"i\":9,\"v\":1.0000001192092896},{\"input\":\"g\",\"i\":9,\"v\":1.1920930376163597e-07},"       \
     "{\"input\":\"m\",\"i\":10,\"v\":1.0000001192092896},{\"input\":\"g\",\"i\":10,\"v\":1.1920930376163597e-07}"
 
 static void apply_adamw(void)
@@ -108,8 +109,8 @@ static void apply_adamw(void)
     for (int d = 0; d < 2; d++) {
         snprintf(spec, sizeof spec,
                  "{\"op\":\"apply_adamw\",\"dtype\":\"%s\",\"params\":{\"rows\":3,\"cols\":700,\"step\":3,"
-                 "\"beta1\":0.9999999403953552,\"lr\":0.001},\"dist\":%s,\"seed\":11,\"inject\":["
-                 SPECIALS("w") "," SPECIALS("g") "," SPECIALS("m") "," SPECIALS("v") "," ADAMW_TIE "]}",
+                 "\"beta1\":0.9999999403953552,\"lr\":0.001},\"dist\":%s,\"seed\":11,\"inject\":[" SPECIALS(
+                     "w") "," SPECIALS("g") "," SPECIALS("m") "," SPECIALS("v") "," ADAMW_TIE "]}",
                  dts[d], dist);
         char what[64];
         snprintf(what, sizeof what, "apply_adamw %s specials and ties", dts[d]);
@@ -141,9 +142,9 @@ static void specials_match_in_bf16_fp16(const char *op, const char *spec_fmt)
  * exactly 1, so with eps = 2^-60 the double rstd is 1 and y = 259/256 (gamma 1) sits on the
  * bf16 tie between 1 + 2^-7 and 1 + 2^-6, while the exact y is just below it. */
 #define RMSNORM_TIE                                                                                                    \
-    "{\"input\":\"x1\",\"i\":0,\"v\":1},{\"input\":\"x2\",\"i\":0,\"v\":0.01171875},"                       \
-    "{\"input\":\"x1\",\"i\":1,\"v\":0.00390625},{\"input\":\"x1\",\"i\":2,\"v\":0.0078125},"             \
-    "{\"input\":\"x1\",\"i\":3,\"v\":0.73046875},{\"input\":\"x1\",\"i\":4,\"v\":1.8515625},"             \
+    "{\"input\":\"x1\",\"i\":0,\"v\":1},{\"input\":\"x2\",\"i\":0,\"v\":0.01171875},"                                  \
+    "{\"input\":\"x1\",\"i\":1,\"v\":0.00390625},{\"input\":\"x1\",\"i\":2,\"v\":0.0078125},"                          \
+    "{\"input\":\"x1\",\"i\":3,\"v\":0.73046875},{\"input\":\"x1\",\"i\":4,\"v\":1.8515625},"                          \
     "{\"input\":\"x2\",\"i\":4,\"v\":0.00390625}"
 
 static void inplace_add_rmsnorm(void)
@@ -155,11 +156,10 @@ static void inplace_add_rmsnorm(void)
                        "\"seed\":1,\"inject\":[" RMSNORM_TIE "]}",
                        1);
     specials_match_in_bf16_fp16(
-        "inplace_add_rmsnorm",
-        "{\"op\":\"inplace_add_rmsnorm\",\"dtype\":\"%s\",\"params\":{\"rows\":6,\"h\":300},"
-        "\"dist\":{\"x1\":{\"kind\":\"wide\",\"lo_exp\":-30,\"hi_exp\":10},\"x2\":{\"kind\":"
-        "\"normal\",\"mean\":0,\"std\":1},\"gamma\":{\"kind\":\"normal\",\"mean\":0,\"std\":2}},"
-        "\"seed\":5,\"inject\":[" SPECIALS("x1") "," SPECIALS("x2") "]}");
+        "inplace_add_rmsnorm", "{\"op\":\"inplace_add_rmsnorm\",\"dtype\":\"%s\",\"params\":{\"rows\":6,\"h\":300},"
+                               "\"dist\":{\"x1\":{\"kind\":\"wide\",\"lo_exp\":-30,\"hi_exp\":10},\"x2\":{\"kind\":"
+                               "\"normal\",\"mean\":0,\"std\":1},\"gamma\":{\"kind\":\"normal\",\"mean\":0,\"std\":2}},"
+                               "\"seed\":5,\"inject\":[" SPECIALS("x1") "," SPECIALS("x2") "]}");
 }
 
 /* y[s=1, 0] = x[16] cos[16] - x[17] sin[16] = (87/64)(3/4) + 2^-60 = 261/256 + 2^-60: the
@@ -168,7 +168,7 @@ static void inplace_add_rmsnorm(void)
  * The tiny term is 2^-60, not smaller: EXACT sums at its working precision (128 bits), so
  * a term more than ~128 bits below the tie would be lost there too. */
 #define ROPE_TIE                                                                                                       \
-    "{\"input\":\"x\",\"i\":16,\"v\":1.359375},{\"input\":\"x\",\"i\":17,\"v\":9.313225746154785e-10},"        \
+    "{\"input\":\"x\",\"i\":16,\"v\":1.359375},{\"input\":\"x\",\"i\":17,\"v\":9.313225746154785e-10},"                \
     "{\"input\":\"cos\",\"i\":16,\"v\":0.75},{\"input\":\"sin\",\"i\":16,\"v\":-9.313225746154785e-10}"
 
 static void interleave_rope(void)
@@ -190,7 +190,7 @@ static void interleave_rope(void)
 /* out[0] = h_post h_out + h_res x = (87/64)(3/4) + 2^-30 2^-30 = 261/256 + 2^-60 (the
  * other streams' h_res are 0): the double sum is the bf16 tie 261/256, as in ROPE_TIE. */
 #define MHC_TIE                                                                                                        \
-    "{\"input\":\"h_post\",\"i\":0,\"v\":1.359375},{\"input\":\"h_out\",\"i\":0,\"v\":0.75},"                  \
+    "{\"input\":\"h_post\",\"i\":0,\"v\":1.359375},{\"input\":\"h_out\",\"i\":0,\"v\":0.75},"                          \
     "{\"input\":\"h_res\",\"i\":0,\"v\":9.313225746154785e-10},{\"input\":\"x\",\"i\":0,\"v\":9.313225746154785e-10}"
 
 static void mhc_post(void)
@@ -205,8 +205,8 @@ static void mhc_post(void)
                        "{\"op\":\"mhc_post\",\"dtype\":\"bf16\",\"params\":{\"t\":3,\"n\":4,\"d\":40},\"dist\":{"
                        "\"x\":{\"kind\":\"wide\",\"lo_exp\":-30,\"hi_exp\":10},\"h_out\":{\"kind\":\"normal\","
                        "\"mean\":0,\"std\":1},\"h_res\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"h_post\":{"
-                       "\"kind\":\"normal\",\"mean\":0,\"std\":1}},\"seed\":4,\"inject\":[" SPECIALS("x") ","
-                       SPECIALS("h_out") "," SPECIALS("h_res") "," SPECIALS("h_post") "]}",
+                       "\"kind\":\"normal\",\"mean\":0,\"std\":1}},\"seed\":4,\"inject\":[" SPECIALS("x") "," SPECIALS(
+                           "h_out") "," SPECIALS("h_res") "," SPECIALS("h_post") "]}",
                        0);
 }
 
@@ -215,26 +215,26 @@ static void mhc_post(void)
  * max_pos 1 (position 0: cos 1, sin 0): y[0] = 259/256 rstd, whose double is the bf16 tie
  * 259/256 (RNE: up, to 260/256) and whose exact value rounds down. */
 #define RMS_ROPE_TIE                                                                                                   \
-    "{\"input\":\"q\",\"i\":0,\"v\":1.75},{\"input\":\"q\",\"i\":1,\"v\":0.75},"                               \
-    "{\"input\":\"q\",\"i\":2,\"v\":0.5},{\"input\":\"q\",\"i\":3,\"v\":0.25},"                                \
-    "{\"input\":\"q\",\"i\":4,\"v\":0.25},{\"input\":\"q\",\"i\":5,\"v\":2},"                                  \
+    "{\"input\":\"q\",\"i\":0,\"v\":1.75},{\"input\":\"q\",\"i\":1,\"v\":0.75},"                                       \
+    "{\"input\":\"q\",\"i\":2,\"v\":0.5},{\"input\":\"q\",\"i\":3,\"v\":0.25},"                                        \
+    "{\"input\":\"q\",\"i\":4,\"v\":0.25},{\"input\":\"q\",\"i\":5,\"v\":2},"                                          \
     "{\"input\":\"gamma_q\",\"i\":0,\"v\":0.578125}"
 
 static void rms_norm_rope(void)
 {
-    fast_matches_exact("rms_norm_rope tie",
-                       "{\"op\":\"rms_norm_rope\",\"dtype\":\"bf16\",\"params\":{\"t\":1,\"hq\":1,\"hk\":1,\"d\":8,"
-                       "\"max_pos\":1,\"eps\":8.673617379884035e-19},\"dist\":{\"q\":{\"kind\":\"const\",\"value\":0},\"k\":{"
-                       "\"kind\":\"normal\",\"mean\":0,\"std\":1},\"gamma_q\":{\"kind\":\"const\",\"value\":1},"
-                       "\"gamma_k\":{\"kind\":\"const\",\"value\":1}},\"seed\":1,\"inject\":[" RMS_ROPE_TIE "]}",
-                       1);
+    fast_matches_exact(
+        "rms_norm_rope tie",
+        "{\"op\":\"rms_norm_rope\",\"dtype\":\"bf16\",\"params\":{\"t\":1,\"hq\":1,\"hk\":1,\"d\":8,"
+        "\"max_pos\":1,\"eps\":8.673617379884035e-19},\"dist\":{\"q\":{\"kind\":\"const\",\"value\":0},\"k\":{"
+        "\"kind\":\"normal\",\"mean\":0,\"std\":1},\"gamma_q\":{\"kind\":\"const\",\"value\":1},"
+        "\"gamma_k\":{\"kind\":\"const\",\"value\":1}},\"seed\":1,\"inject\":[" RMS_ROPE_TIE "]}",
+        1);
     specials_match_in_bf16_fp16(
         "rms_norm_rope",
         "{\"op\":\"rms_norm_rope\",\"dtype\":\"%s\",\"params\":{\"t\":3,\"hq\":2,\"hk\":1,\"d\":32},"
         "\"dist\":{\"q\":{\"kind\":\"wide\",\"lo_exp\":-20,\"hi_exp\":10},\"k\":{\"kind\":\"normal\","
         "\"mean\":0,\"std\":1},\"gamma_q\":{\"kind\":\"normal\",\"mean\":0,\"std\":2},\"gamma_k\":{"
-        "\"kind\":\"normal\",\"mean\":1,\"std\":0.5}},\"seed\":6,\"inject\":[" SPECIALS("q") ","
-        SPECIALS("k") "]}");
+        "\"kind\":\"normal\",\"mean\":1,\"std\":0.5}},\"seed\":6,\"inject\":[" SPECIALS("q") "," SPECIALS("k") "]}");
 }
 
 /* Masked and capped rows with special, huge and tiny logits (exp of a nonzero value is never
@@ -259,12 +259,13 @@ static void attn_softmax(void)
  * by column (column_special). Both against MPFR and the element path. */
 static void gqa_decode_attn(void)
 {
-    fast_matches_exact("gqa_decode_attn",
-                       "{\"op\":\"gqa_decode_attn\",\"dtype\":\"bf16\",\"params\":{\"batch\":2,\"ctx\":70,\"dim\":64,"
-                       "\"group\":2,\"heads_kv\":2},\"dist\":{\"q\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"k\":{"
-                       "\"kind\":\"normal\",\"mean\":0,\"std\":1},\"v\":{\"kind\":\"wide\",\"lo_exp\":-20,\"hi_exp\":4}},"
-                       "\"seed\":9,\"inject\":[" SPECIALS("v") "]}",
-                       0);
+    fast_matches_exact(
+        "gqa_decode_attn",
+        "{\"op\":\"gqa_decode_attn\",\"dtype\":\"bf16\",\"params\":{\"batch\":2,\"ctx\":70,\"dim\":64,"
+        "\"group\":2,\"heads_kv\":2},\"dist\":{\"q\":{\"kind\":\"normal\",\"mean\":0,\"std\":1},\"k\":{"
+        "\"kind\":\"normal\",\"mean\":0,\"std\":1},\"v\":{\"kind\":\"wide\",\"lo_exp\":-20,\"hi_exp\":4}},"
+        "\"seed\":9,\"inject\":[" SPECIALS("v") "]}",
+        0);
 }
 
 int main(void)

@@ -69,8 +69,8 @@ static void check_space(const char *path, const char *op)
         CHECK(strcmp(id, want) == 0, "%s point %zu: ID %s, hash of its text %s", op, g.pts[k].point, want, id);
         cJSON *checked = ug_grid_spec_json(&g, k), *copy = checked ? cJSON_Duplicate(checked, 1) : NULL;
         char *finished = copy ? ug_plan_finish_spec(copy, TAG, SEED) : NULL;
-        CHECK(finished && slow && strcmp(finished, slow) == 0, "%s point %zu: the checked object is\n %s\n not\n %s", op,
-              g.pts[k].point, finished ? finished : "(null)", slow ? slow : "(null)");
+        CHECK(finished && slow && strcmp(finished, slow) == 0, "%s point %zu: the checked object is\n %s\n not\n %s",
+              op, g.pts[k].point, finished ? finished : "(null)", slow ? slow : "(null)");
         free(finished);
         cJSON_Delete(copy);
         cJSON_Delete(checked);
@@ -98,7 +98,8 @@ static void bad_grids(void)
         ug_grid g;
         char err[512] = "";
         int rc = ug_grid_open(&g, "attn_softmax", dists, grid, TAG, SEED, 32, SIZE_MAX, "space", err, sizeof err);
-        CHECK(rc == -2 && strstr(err, cases[i][1]), "bad grid %zu: rc %d \"%s\" should say %s", i, rc, err, cases[i][1]);
+        CHECK(rc == -2 && strstr(err, cases[i][1]), "bad grid %zu: rc %d \"%s\" should say %s", i, rc, err,
+              cases[i][1]);
         ug_grid_close(&g);
         cJSON_Delete(grid);
     }

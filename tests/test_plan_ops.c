@@ -70,9 +70,10 @@ static void check_pins(const char *op, outcome_lines *o)
                 if (diffs++ < 10) printf("  pinned \"%s\", now \"%s\"\n", buf, i < o->n ? o->line[i] : "(none)");
             }
         }
-        CHECK(diffs == 0 && i == o->n, "%s: %zu non-PASS outcomes differ from %s (%zu pinned, %zu now); after an "
-              "intended change rerun with ULPGYM_WRITE_PINS=1 and review the diff", op, diffs + (i < o->n ? o->n - i : 0),
-              path, i, o->n);
+        CHECK(diffs == 0 && i == o->n,
+              "%s: %zu non-PASS outcomes differ from %s (%zu pinned, %zu now); after an "
+              "intended change rerun with ULPGYM_WRITE_PINS=1 and review the diff",
+              op, diffs + (i < o->n ? o->n - i : 0), path, i, o->n);
     }
     fclose(f);
 }
@@ -111,8 +112,8 @@ static void check_mutant(const char *op, const ug_variant_scan *s, size_t n_case
         CHECK(not_caught == 0, "mutant %s of %s: %zu plan cases ERROR/SKIP (%s)", s->variant, op, not_caught,
               s->message);
     } else if (s->caught == 0 && s->caught_certified == 0 && not_caught) {
-        CHECK(0, "mutant %s of %s is caught by no plan case, only made %zu ERROR, %zu SKIP, %zu other (%s)",
-              s->variant, op, s->errors, s->skips, s->other, s->message);
+        CHECK(0, "mutant %s of %s is caught by no plan case, only made %zu ERROR, %zu SKIP, %zu other (%s)", s->variant,
+              op, s->errors, s->skips, s->other, s->message);
     } else {
         CHECK(s->caught > 0 || s->caught_certified > 0,
               "mutant %s of %s is caught by no plan case under the primary standard or certified", s->variant, op);
@@ -121,7 +122,8 @@ static void check_mutant(const char *op, const ug_variant_scan *s, size_t n_case
            s->caught, n_cases, 100.0 * (double)s->caught / (double)n_cases, s->caught_certified,
            100.0 * (double)s->caught_certified / (double)n_cases, s->n_first ? ", first " : "",
            s->n_first ? s->first[0] : "");
-    if (not_caught) printf("    not counted as caught: %zu ERROR, %zu SKIP, %zu other\n", s->errors, s->skips, s->other);
+    if (not_caught)
+        printf("    not counted as caught: %zu ERROR, %zu SKIP, %zu other\n", s->errors, s->skips, s->other);
     if (s->beyond_plan) printf("    (beyond the plan by design: found by fuzzing, see corpus/found/%s)\n", op);
 }
 
@@ -145,7 +147,8 @@ int main(int argc, char **argv)
     if (share < 0) return check_done();
     CHECK(ug_plan_stratify(&p, (size_t)share, err, sizeof err) == 0, "plan share: %s", err);
     if (p.n < n_plan)
-        printf("%s: the CI share, %zu of its %zu plan cases (ULPGYM_PLAN_SHARE=full runs them all)\n", argv[1], p.n, n_plan);
+        printf("%s: the CI share, %zu of its %zu plan cases (ULPGYM_PLAN_SHARE=full runs them all)\n", argv[1], p.n,
+               n_plan);
     if (p.n == 0) return check_done();
     outcome_lines lines = {.variants = ug_op_variants(op)};
     ug_scan_opts o = {.self_check_correct = 1, .on_case = check_correct_case, .ctx = &lines};
@@ -163,13 +166,16 @@ int main(int argc, char **argv)
     for (int v = 1; v < n; v++) {
         CHECK(!s[v].unavailable, "variant %s of %s: %s", s[v].variant, argv[1], s[v].message);
         if (s[v].unavailable) continue;
-        if (s[v].legal) check_legal(argv[1], &s[v], p.n);
-        else check_mutant(argv[1], &s[v], p.n), mutants++;
+        if (s[v].legal)
+            check_legal(argv[1], &s[v], p.n);
+        else
+            check_mutant(argv[1], &s[v], p.n), mutants++;
     }
     CHECK(mutants >= 2, "%s has %d mutants; at least two are required", argv[1], mutants);
     if (share == 0 && p.n > UG_SHARE_PER_OP)
         printf("%s: pins not compared: they pin the CI share of %d cases per op\n", argv[1], UG_SHARE_PER_OP);
-    else check_pins(argv[1], &lines);
+    else
+        check_pins(argv[1], &lines);
     free(lines.line);
     free(s);
     ug_plan_free(&p);

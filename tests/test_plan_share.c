@@ -30,8 +30,10 @@ static void add_text(coverage *cv, const cJSON *v)
     char *t = cJSON_PrintUnformatted(v);
     for (size_t i = 0; i < cv->n_text; i++)
         if (!strcmp(cv->text[i], t)) return free(t);
-    if (cv->n_text < 256) cv->text[cv->n_text++] = t;
-    else free(t);
+    if (cv->n_text < 256)
+        cv->text[cv->n_text++] = t;
+    else
+        free(t);
 }
 
 static void add_param(coverage *cv, const cJSON *v)
@@ -148,8 +150,10 @@ int main(void)
         size_t n_full = count_op(&full, op), n_share = count_op(&share, op), n_required = 0;
         if (!n_full) continue;
         for (size_t i = 0; i < full.n; i++) n_required += full.cases[i].op == op && full.cases[i].required;
-        if (n_full <= PER_OP) CHECK(n_share == n_full, "%s: %zu cases, all kept", ug_op_name(op), n_full);
-        else CHECK(n_share >= PER_OP && n_share < n_full, "%s: share %zu of %zu", ug_op_name(op), n_share, n_full);
+        if (n_full <= PER_OP)
+            CHECK(n_share == n_full, "%s: %zu cases, all kept", ug_op_name(op), n_full);
+        else
+            CHECK(n_share >= PER_OP && n_share < n_full, "%s: share %zu of %zu", ug_op_name(op), n_share, n_full);
         CHECK(n_share <= PER_OP || n_share <= n_required + 64, "%s: share %zu too big (%zu required)", ug_op_name(op),
               n_share, n_required);
         cut += n_share < n_full;

@@ -44,8 +44,8 @@ static void check_case(const ug_case *c)
             CHECK(x->shape[k] == shape[k], "case %s tensor %s dim %d: declared %lld, case has %lld", c->spec.id,
                   t->name, k, (long long)shape[k], (long long)x->shape[k]);
     }
-    CHECK(in == c->n_in && out == c->n_out, "case %s: %d+%d tensors, the declaration names %d+%d", c->spec.id,
-          c->n_in, c->n_out, in, out);
+    CHECK(in == c->n_in && out == c->n_out, "case %s: %d+%d tensors, the declaration names %d+%d", c->spec.id, c->n_in,
+          c->n_out, in, out);
     ug_params_free(&p);
 }
 
@@ -107,7 +107,8 @@ static void check_formulas(void)
     char err[512];
     ug_params p;
     CHECK(ug_params_parse_text(&t_decl, "{}", &p, err, sizeof err) == 0, "%s", err);
-    CHECK(strcmp(p.json, "{\"k\":3,\"lens\":\"5,7\",\"mode\":\"a\",\"n\":3,\"s\":0.5773502691896258,\"seq\":\"2:3,4\"}") == 0,
+    CHECK(strcmp(p.json,
+                 "{\"k\":3,\"lens\":\"5,7\",\"mode\":\"a\",\"n\":3,\"s\":0.5773502691896258,\"seq\":\"2:3,4\"}") == 0,
           "defaults written in: %s", p.json);
     CHECK(ug_p_int(&p, "k") == 3 && ug_p_int(&p, "blocks") == 4 && ug_p_int(&p, "tq") == 6, "derived values");
     CHECK(ug_p_num(&p, "s") == ug_dtype_round(UG_DT_FP32, 1 / sqrt(3.0)), "fp32 attribute rounded once");
@@ -128,8 +129,7 @@ static void check_formulas(void)
     ug_dtype dt;
     int ndim;
     int64_t shape[8];
-    CHECK(ug_decl_tensor_shape(&p, &t_tensors[1], UG_DT_BF16, &dt, &ndim, shape, err, sizeof err) == 1,
-          "when: absent");
+    CHECK(ug_decl_tensor_shape(&p, &t_tensors[1], UG_DT_BF16, &dt, &ndim, shape, err, sizeof err) == 1, "when: absent");
     ug_params_free(&p);
     CHECK(ug_params_parse_text(&t_decl, "{\"n\":5,\"mode\":\"b\"}", &p, err, sizeof err) == 0, "%s", err);
     CHECK(ug_decl_tensor_shape(&p, &t_tensors[1], UG_DT_BF16, &dt, &ndim, shape, err, sizeof err) == 0 &&
@@ -178,8 +178,8 @@ static void check_bad_params(void)
  * field, and each kind of malformed file is refused with a message naming what is wrong. */
 #define T_DECL_HEAD "{\"op\":\"t_op\",\"summary\":\"s\",\"dtypes\":\"fp32\",\"semantics\":[\"One.\",\"Two.\"],"
 #define T_DECL_PARAMS "\"params\":[{\"name\":\"n\",\"type\":\"int\",\"default\":\"4\",\"min\":1}],"
-#define T_DECL_TENSORS \
-    "\"tensors\":[{\"name\":\"x\",\"role\":\"input\",\"dtype\":\"case\",\"shape\":\"n\"},"                       \
+#define T_DECL_TENSORS                                                                                                 \
+    "\"tensors\":[{\"name\":\"x\",\"role\":\"input\",\"dtype\":\"case\",\"shape\":\"n\"},"                             \
     "{\"name\":\"y\",\"role\":\"output\",\"dtype\":\"case\",\"shape\":\"n, 2\"}],"
 #define T_DECL_OUTPUTS "\"outputs\":[{\"name\":\"y\",\"compare\":\"boundary_aware\",\"pypto_atol\":1}]}"
 
@@ -213,25 +213,26 @@ static void check_declaration_loader(void)
     expect_load_refused(T_DECL_HEAD "\"parms\":[]," T_DECL_TENSORS T_DECL_OUTPUTS, "parms");
     expect_load_refused(T_DECL_HEAD "\"params\":[{\"name\":\"n\",\"type\":\"integer\"}]," T_DECL_TENSORS T_DECL_OUTPUTS,
                         "integer");
-    expect_load_refused(T_DECL_HEAD "\"params\":[{\"name\":\"n\",\"type\":\"int\",\"max\":\"9\"}]," T_DECL_TENSORS
-                                    T_DECL_OUTPUTS,
+    expect_load_refused(T_DECL_HEAD
+                        "\"params\":[{\"name\":\"n\",\"type\":\"int\",\"max\":\"9\"}]," T_DECL_TENSORS T_DECL_OUTPUTS,
                         "params[0]");
     expect_load_refused(T_DECL_HEAD "\"params\":[{\"name\":\"m\",\"type\":\"enum\"}]," T_DECL_TENSORS T_DECL_OUTPUTS,
                         "choices");
-    expect_load_refused(T_DECL_HEAD T_DECL_PARAMS
-                        "\"tensors\":[{\"name\":\"y\",\"role\":\"scratch\",\"dtype\":\"case\",\"shape\":\"n\"}],"
-                        T_DECL_OUTPUTS,
-                        "scratch");
+    expect_load_refused(
+        T_DECL_HEAD T_DECL_PARAMS
+        "\"tensors\":[{\"name\":\"y\",\"role\":\"scratch\",\"dtype\":\"case\",\"shape\":\"n\"}]," T_DECL_OUTPUTS,
+        "scratch");
     expect_load_refused(T_DECL_HEAD T_DECL_PARAMS T_DECL_TENSORS
                         "\"outputs\":[{\"name\":\"x\",\"compare\":\"numeric\"}]}",
                         "names no tensor of role output");
-    expect_load_refused(T_DECL_HEAD T_DECL_PARAMS T_DECL_TENSORS "\"outputs\":[{\"name\":\"y\",\"compare\":\"close\"}]}",
-                        "close");
+    expect_load_refused(
+        T_DECL_HEAD T_DECL_PARAMS T_DECL_TENSORS "\"outputs\":[{\"name\":\"y\",\"compare\":\"close\"}]}", "close");
     expect_load_refused(T_DECL_HEAD "\"params_from\":\"no_such_op\"," T_DECL_TENSORS T_DECL_OUTPUTS, "no_such_op");
     /* views: "of" names an output tensor, and the view's own name is no tensor's */
     CHECK(ug_op_def_load(&d, "t_op",
-                         T_DECL_HEAD T_DECL_PARAMS T_DECL_TENSORS "\"outputs\":[{\"name\":\"y\",\"compare\":\"numeric\"},"
-                                                                  "{\"name\":\"y@own\",\"of\":\"y\",\"compare\":\"numeric\"}]}",
+                         T_DECL_HEAD T_DECL_PARAMS T_DECL_TENSORS
+                         "\"outputs\":[{\"name\":\"y\",\"compare\":\"numeric\"},"
+                         "{\"name\":\"y@own\",\"of\":\"y\",\"compare\":\"numeric\"}]}",
                          err, sizeof err) == 0 &&
               d.n_outputs == 2 && !d.outputs[0].of && d.outputs[1].of && strcmp(d.outputs[1].of, "y") == 0,
           "a view loads: %s", err);

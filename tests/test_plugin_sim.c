@@ -89,8 +89,8 @@ static size_t compare_variant(const ug_plan *p, int op, const char *variant, con
     ug_backend sim, ref;
     char err[512], spec[96];
     snprintf(spec, sizeof spec, "sim:%s", variant);
-    CHECK(ug_backend_open(&sim, spec, err, sizeof err) == 0 && ug_backend_open(&ref, "sim", err, sizeof err) == 0,
-          "%s", err);
+    CHECK(ug_backend_open(&sim, spec, err, sizeof err) == 0 && ug_backend_open(&ref, "sim", err, sizeof err) == 0, "%s",
+          err);
     setenv("ULPGYM_PLUGIN_SIM_VARIANT", variant, 1);
     ug_exec_opts o;
     ug_exec_opts_default(&o);

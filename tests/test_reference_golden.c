@@ -22,18 +22,18 @@
 
 #define NORMAL01(x) "\"" x "\":{\"kind\":\"normal\",\"mean\":0,\"std\":0.1}"
 #define FA_SPEC(op, params)                                                                                            \
-    "{\"v\":1,\"op\":\"" op "\",\"dtype\":\"bf16\",\"seed\":11,\"params\":" params ",\"dist\":{" NORMAL01("q") "," \
-    NORMAL01("k") "," NORMAL01("v") "," NORMAL01("do") "}}"
+    "{\"v\":1,\"op\":\"" op "\",\"dtype\":\"bf16\",\"seed\":11,\"params\":" params                                     \
+    ",\"dist\":{" NORMAL01("q") "," NORMAL01("k") "," NORMAL01("v") "," NORMAL01("do") "}}"
 #define FA_PARAMS "{\"seqlens\":\"5:9,12:7,3\",\"heads\":2,\"head_dim\":20,\"causal\":1}"
 #define U1(x) "\"" x "\":{\"kind\":\"uniform\",\"lo\":-1,\"hi\":1}"
 #define RANDI8(x) "\"" x "\":{\"kind\":\"randint\",\"lo\":-128,\"hi\":127}"
 #define U448(x) "\"" x "\":{\"kind\":\"uniform\",\"lo\":-448,\"hi\":448}"
 #define USCALE(x) "\"" x "\":{\"kind\":\"uniform\",\"lo\":0.00215,\"hi\":0.00224}"
 #define PA_SPEC(p_tile)                                                                                                \
-    "{\"v\":1,\"op\":\"page_attention\",\"dtype\":\"bf16\",\"seed\":5,\"params\":{\"context_lens\":\"40,17\","        \
-    "\"heads_kv\":2,\"group\":2,\"head_dim\":24,\"block_size\":8,\"q_per_step\":2,\"quant\":\"fp8\"" p_tile "},"     \
-    "\"dist\":{" U448("q") "," USCALE("q_scale") "," U448("key_cache") "," USCALE("key_scale") "," U448("value_cache") \
-    "," USCALE("value_scale") "}}"
+    "{\"v\":1,\"op\":\"page_attention\",\"dtype\":\"bf16\",\"seed\":5,\"params\":{\"context_lens\":\"40,17\","         \
+    "\"heads_kv\":2,\"group\":2,\"head_dim\":24,\"block_size\":8,\"q_per_step\":2,\"quant\":\"fp8\"" p_tile "},"       \
+    "\"dist\":{" U448("q") "," USCALE("q_scale") "," U448("key_cache") "," USCALE("key_scale") "," U448(               \
+        "value_cache") "," USCALE("value_scale") "}}"
 
 static double in(const ug_case *c, const char *name, size_t i) { return ug_case_input(c, name)->values[i]; }
 static float rnd(ug_dtype dt, float x) { return (float)ug_dtype_round(dt, x); }
@@ -49,7 +49,8 @@ typedef struct {
 static void fa_shape_of(const ug_case *c, fa_shape *s)
 {
     const ug_tensor *cq = ug_case_input(c, "cu_seqlens_q"), *ck = ug_case_input(c, "cu_seqlens_k");
-    s->batch = (long)cq->numel - 1, s->heads = ug_case_input(c, "q")->shape[1], s->dim = ug_case_input(c, "q")->shape[2];
+    s->batch = (long)cq->numel - 1, s->heads = ug_case_input(c, "q")->shape[1],
+    s->dim = ug_case_input(c, "q")->shape[2];
     for (long b = 0; b <= s->batch; b++) s->cq[b] = (long)cq->values[b], s->ck[b] = (long)ck->values[b];
     s->causal = (int)ug_p_int(&c->params, "causal");
     s->scale = (float)(1.0 / sqrt((double)s->dim)); /* the scale param's default, fp32 */
@@ -72,7 +73,8 @@ static long fa_softmax(const ug_case *c, const fa_shape *s, long t, long h, floa
     for (long j = 0; j < n; j++) {
         float dot = 0.0f;
         for (long d = 0; d < s->dim; d++)
-            dot += (float)in(c, "q", (size_t)(t * HD + h * s->dim + d)) * (float)in(c, "k", (size_t)((s->ck[b] + j) * HD + h * s->dim + d));
+            dot += (float)in(c, "q", (size_t)(t * HD + h * s->dim + d)) *
+                   (float)in(c, "k", (size_t)((s->ck[b] + j) * HD + h * s->dim + d));
         w[j] = dot * s->scale;
         m = fmaxf(m, w[j]);
     }
@@ -180,11 +182,13 @@ static void backward(void)
             long b, n = fa_softmax(&c, &s, t, h, p);
             fa_keys(&s, t, &b);
             for (size_t d = 0; d < D; d++)
-                delta += (float)in(&c, "o", (size_t)t * HD + (size_t)h * D + d) * (float)in(&c, "do", (size_t)t * HD + (size_t)h * D + d);
+                delta += (float)in(&c, "o", (size_t)t * HD + (size_t)h * D + d) *
+                         (float)in(&c, "do", (size_t)t * HD + (size_t)h * D + d);
             for (long j = 0; j < n; j++) {
                 float dp = 0.0f;
                 for (size_t d = 0; d < D; d++)
-                    dp += (float)in(&c, "do", (size_t)t * HD + (size_t)h * D + d) * (float)in(&c, "v", (size_t)(s.ck[b] + j) * HD + (size_t)h * D + d);
+                    dp += (float)in(&c, "do", (size_t)t * HD + (size_t)h * D + d) *
+                          (float)in(&c, "v", (size_t)(s.ck[b] + j) * HD + (size_t)h * D + d);
                 ds[j] = rnd(UG_DT_BF16, p[j] * (dp - delta));
                 p[j] = rnd(UG_DT_BF16, p[j]);
             }
@@ -200,9 +204,10 @@ static void backward(void)
             if (o == 0) { /* dq: sum over the row's keys (15 of the 20 rows see one) */
                 long n = fa_keys(&s, tok, &b);
                 for (long j = 0; j < n; j++)
-                    acc += dS[(tok * s.heads + h) * 64 + j] * (float)in(&c, "k", (size_t)(s.ck[b] + j) * HD + (size_t)h * D + d);
+                    acc += dS[(tok * s.heads + h) * 64 + j] *
+                           (float)in(&c, "k", (size_t)(s.ck[b] + j) * HD + (size_t)h * D + d);
                 if (!n) continue; /* no golden there */
-            } else { /* dk, dv: sum over the rows that see key tok, in row order */
+            } else {              /* dk, dv: sum over the rows that see key tok, in row order */
                 for (b = 0; s.ck[b + 1] <= tok; b++) {}
                 for (long t = s.cq[b]; t < s.cq[b + 1]; t++) {
                     long bb, n = fa_keys(&s, t, &bb);
@@ -216,7 +221,8 @@ static void backward(void)
             checked++;
         }
     }
-    CHECK(checked == 15 * 40 + 2 * 19 * 40 && differ == 0, "backward golden: %zu of %zu elements differ from the naive one", differ, checked);
+    CHECK(checked == 15 * 40 + 2 * 19 * 40 && differ == 0,
+          "backward golden: %zu of %zu elements differ from the naive one", differ, checked);
     free(P), free(dS);
     goldens_free(&r, refg);
     ug_case_free(&c);
@@ -269,8 +275,10 @@ static void paged_fp8(const char *spec, long tile, size_t tiles_want)
         }
         differ += ug_dtype_round(UG_DT_BF16, acc / su) != refg[0][i];
     }
-    CHECK(r.sel.n[0] == c.out[0].numel && differ == 0, "fp8 golden, %ld-token tiles: %zu of %zu elements differ from "
-          "the naive one", tile, differ, r.sel.n[0]);
+    CHECK(r.sel.n[0] == c.out[0].numel && differ == 0,
+          "fp8 golden, %ld-token tiles: %zu of %zu elements differ from "
+          "the naive one",
+          tile, differ, r.sel.n[0]);
     CHECK(tiles_max == tiles_want, "rows span up to %zu key tiles (%zu expected: 40 tokens, %ld a tile)", tiles_max,
           tiles_want, tile);
     goldens_free(&r, refg);
@@ -279,13 +287,12 @@ static void paged_fp8(const char *spec, long tile, size_t tiles_want)
 
 /* ---- glm_attention_fusion o: attn_golden.py's ifa_flash_torch, naively ---- */
 
-#define GLMF_SPEC                                                                                                      \
-    "{\"v\":1,\"op\":\"glm_attention_fusion\",\"dtype\":\"bf16\",\"seed\":4,\"params\":{\"actual_seqs\":"      \
-    "\"40,17,64\",\"hidden\":64,\"q_heads\":4,\"kv_heads\":2,\"head_dim\":16,\"rotary_dim\":8,\"block_size\":4},\"dist\":{" U1("x") "," U1("residual") "," U1("norm_weight") ","     \
-    U1("norm_bias") "," U1("scale_reciprocal") "," U1("offset") ",\"qkv_weight\":{\"kind\":\"randint\",\"lo\":0,"    \
-    "\"hi\":127},\"quant_bias\":{\"kind\":\"randint\",\"lo\":0,\"hi\":127}," U1("deq_scale") "," U1("q_norm_weight") \
-    "," U1("q_norm_bias") "," U1("k_norm_weight") "," U1("k_norm_bias") "," U1("cos") "," U1("sin") ","          \
-    U1("key_cache") "," U1("value_cache") "}}"
+#define GLMF_SPEC                                                                                                                                                                                                                   \
+    "{\"v\":1,\"op\":\"glm_attention_fusion\",\"dtype\":\"bf16\",\"seed\":4,\"params\":{\"actual_seqs\":"                                                                                                                           \
+    "\"40,17,64\",\"hidden\":64,\"q_heads\":4,\"kv_heads\":2,\"head_dim\":16,\"rotary_dim\":8,\"block_size\":4},\"dist\":{" U1("x") "," U1("residual") "," U1("norm_weight") "," U1("norm_bias") "," U1("scale_reciprocal") "," U1( \
+        "offset") ",\"qkv_weight\":{\"kind\":\"randint\",\"lo\":0,"                                                                                                                                                                 \
+                  "\"hi\":127},\"quant_bias\":{\"kind\":\"randint\",\"lo\":0,\"hi\":127}," U1("deq_scale") "," U1("q_norm_weight") "," U1(                                                                                          \
+                      "q_norm_bias") "," U1("k_norm_weight") "," U1("k_norm_bias") "," U1("cos") "," U1("sin") "," U1("key_cache") "," U1("value_cache") "}}"
 
 static const ug_tensor *out_of(const ug_case *c, const char *name)
 {
@@ -364,12 +371,11 @@ static void glm_fusion(void)
 
 /* ---- lightning_indexer_prolog_quant weights: _indexer_compute_weights, naively ---- */
 
-#define LIPQ_SPEC                                                                                                      \
-    "{\"v\":1,\"op\":\"lightning_indexer_prolog_quant\",\"dtype\":\"bf16\",\"seed\":3,\"params\":{\"tokens\":4,"          \
-    "\"hidden\":512,\"q_lora\":64,\"heads\":8,\"d\":32,\"rope\":16,\"blocks\":2,\"block_size\":8,\"tables\":"         \
-    "\"given\",\"hadamard\":\"given\"},\"dist\":{" U1("cos") "," U1("sin") "," U1("hadamard_q") "," U1("hadamard_k") \
-    ",\"ln_beta\":{\"kind\":\"const\",\"value\":0},\"ln_gamma\":{\"kind\":\"const\",\"value\":1}," RANDI8("q_norm") \
-    "," U1("q_norm_scale") "," U1("w_k") "," U1("w_proj") "," RANDI8("w_qb") "," U1("w_qb_scale") "," U1("x") "}}"
+#define LIPQ_SPEC                                                                                                                                                                                                           \
+    "{\"v\":1,\"op\":\"lightning_indexer_prolog_quant\",\"dtype\":\"bf16\",\"seed\":3,\"params\":{\"tokens\":4,"                                                                                                            \
+    "\"hidden\":512,\"q_lora\":64,\"heads\":8,\"d\":32,\"rope\":16,\"blocks\":2,\"block_size\":8,\"tables\":"                                                                                                               \
+    "\"given\",\"hadamard\":\"given\"},\"dist\":{" U1("cos") "," U1("sin") "," U1("hadamard_q") "," U1("hadamard_k") ",\"ln_beta\":{\"kind\":\"const\",\"value\":0},\"ln_gamma\":{\"kind\":\"const\",\"value\":1}," RANDI8( \
+        "q_norm") "," U1("q_norm_scale") "," U1("w_k") "," U1("w_proj") "," RANDI8("w_qb") "," U1("w_qb_scale") "," U1("x") "}}"
 
 /* The test's weights of token t, head h: fp32 x.W_proj, bf16, times 8^-1/2 and 32^-1/2 in fp32, fp16. */
 static double lipq_weight(const ug_case *c, size_t t, size_t h)
@@ -414,9 +420,10 @@ static void indexer_weights(void)
     int kw = ug_case_judged_find(&d.c, "weights");
     const char *thr = again.out[kw].thresholds[UG_STD_REFERENCE];
     const char *fe = strstr(thr, "\"failed_exact\":");
-    CHECK(again.out[kw].verdict[UG_STD_REFERENCE] == UG_V_PASS && fe && atoi(fe + 15) > 16,
-          "weights with the test's bf16 cast pass reference with its golden, most would fail against the exact value: %s",
-          thr);
+    CHECK(
+        again.out[kw].verdict[UG_STD_REFERENCE] == UG_V_PASS && fe && atoi(fe + 15) > 16,
+        "weights with the test's bf16 cast pass reference with its golden, most would fail against the exact value: %s",
+        thr);
     ug_exec_detail_free(&d);
 }
 
@@ -442,17 +449,20 @@ static void indexer_scales(void)
         long t = -1;
         for (size_t u = 0; u < 4; u++)
             if ((size_t)ug_tload(slots, u) == r.sel.idx[kk][i]) t = (long)u;
-        if (t < 0) none += isnan(refg[kk][i]);
-        else differ += ign_k_scale(&g, (size_t)t) != refg[kk][i];
+        if (t < 0)
+            none += isnan(refg[kk][i]);
+        else
+            differ += ign_k_scale(&g, (size_t)t) != refg[kk][i];
     }
-    CHECK(differ == 0 && none == 12, "scale goldens: %zu of 36 differ from the naive ones; %zu of 12 unwritten slots "
-          "have none", differ, none);
+    CHECK(differ == 0 && none == 12,
+          "scale goldens: %zu of 36 differ from the naive ones; %zu of 12 unwritten slots "
+          "have none",
+          differ, none);
     goldens_free(&r, refg);
 
     ug_tensor *q = &d.c.out[ug_case_judged_tensor(&d.c, kq)], *k = &d.c.out[ug_case_judged_tensor(&d.c, kk)];
     for (size_t i = 0; i < 32; i++) ug_dtype_store(UG_DT_FP16, q->data, i, ign_q_scale(&g, i / 8, i % 8));
-    for (size_t t = 0; t < 4; t++)
-        ug_dtype_store(UG_DT_FP16, k->data, (size_t)ug_tload(slots, t), ign_k_scale(&g, t));
+    for (size_t t = 0; t < 4; t++) ug_dtype_store(UG_DT_FP16, k->data, (size_t)ug_tload(slots, t), ign_k_scale(&g, t));
     ug_exec_opts o;
     ug_exec_opts_default(&o);
     o.oracle.sample = 0;
@@ -489,8 +499,8 @@ static void why_the_golden(void)
     const ug_oracle_result *o = &d.oracle;
     ug_metrics_compute(UG_DT_BF16, o->sel.n[0], o->sel.idx[0], d.c.out[0].numel, d.a[0], o->gstar[0], NULL, &m);
     const ug_op_def *def = ug_op_def_get(UG_OP_FLASH_ATTENTION_MHA);
-    ug_judged j = {"o", UG_DT_BF16, &def->outputs[0], 0, o->sel.n[0], o->sel.idx[0], d.a[0], o->gstar[0], o->g[0],
-                   NULL, &m};
+    ug_judged j = {"o",    UG_DT_BF16,  &def->outputs[0], 0,    o->sel.n[0], o->sel.idx[0],
+                   d.a[0], o->gstar[0], o->g[0],          NULL, &m};
     char thr[UG_THR_LEN];
     CHECK(ug_standard_judge(UG_STD_REFERENCE, &j, thr, sizeof thr) == UG_V_FAIL,
           "against the exact value alone the same output fails test_05's rule: %s", thr);

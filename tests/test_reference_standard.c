@@ -52,7 +52,7 @@ static void element_edge(void)
 {
     char thr[UG_THR_LEN];
     ug_output_rule r = rule_of(1e-4, 0x1p-7, 0); /* AdamW's assert_allclose: every element */
-    fill(4, 2.0);                               /* limit 1e-4 + 2/128 = 0.0157250 */
+    fill(4, 2.0);                                /* limit 1e-4 + 2/128 = 0.0157250 */
     a_[2] = 2.0 + 0.0157;
     CHECK(judge(&r, 4, thr) == UG_V_PASS, "just inside atol + rtol*|g|: %s", thr);
     a_[2] = 2.0 + 0.01575;
@@ -101,7 +101,8 @@ static void margin_sees_reference(void)
     ug_metrics_compute(UG_DT_FP32, 4, idx_, 4, a_, g_, NULL, &m);
     ug_judged j = {"y", UG_DT_FP32, &r, 0, 4, idx_, a_, g_, g_, NULL, &m};
     double margin = ug_tolerance_margin(&j);
-    CHECK(margin > UG_RECHECK_MARGIN && margin < 1, "margin %g: a sample near the reference edge is re-checked", margin);
+    CHECK(margin > UG_RECHECK_MARGIN && margin < 1, "margin %g: a sample near the reference edge is re-checked",
+          margin);
 }
 
 /* The reference rule against the test's own golden t_ beside g_. */
@@ -123,8 +124,8 @@ static void test_golden(void)
     fill(4, 1.0);
     for (int i = 0; i < 4; i++) t_[i] = 1.001; /* the test's golden rounds differently */
     a_[1] = 1.001;                             /* the kernel makes the golden's rounding */
-    CHECK(judge_golden(&r, 4, thr, &margin) == UG_V_PASS &&
-              strstr(thr, "\"failed\":0,\"used\":") && strstr(thr, "\"golden\":\"exact or test\",\"failed_exact\":1}"),
+    CHECK(judge_golden(&r, 4, thr, &margin) == UG_V_PASS && strstr(thr, "\"failed\":0,\"used\":") &&
+              strstr(thr, "\"golden\":\"exact or test\",\"failed_exact\":1}"),
           "within the rule of the test's golden (the exact value alone fails one): %s", thr);
     CHECK(margin < 0.5, "the margin takes the nearer of the two goldens: %g", margin);
     a_[2] = 1.0005; /* half way: outside both */
@@ -148,10 +149,12 @@ static void test_golden(void)
                       ug_op_name(op), d->outputs[i].name);
             }
     }
-    CHECK(declared == 14, "%d outputs declare the test's golden (flash_attention_mha o, its gradient's dq dk dv, "
-                          "page_attention o, lightning_indexer_prolog_quant weights q_scale k_scale, the sparse quant "
-                          "attentions' o, mla_indexer_prolog_quant weights k_scale, glm_attention_fusion o, "
-                          "lightning_indexer_quant topk_idx: its ids)", declared);
+    CHECK(declared == 14,
+          "%d outputs declare the test's golden (flash_attention_mha o, its gradient's dq dk dv, "
+          "page_attention o, lightning_indexer_prolog_quant weights q_scale k_scale, the sparse quant "
+          "attentions' o, mla_indexer_prolog_quant weights k_scale, glm_attention_fusion o, "
+          "lightning_indexer_quant topk_idx: its ids)",
+          declared);
 }
 
 static void declarations(void)
@@ -196,23 +199,24 @@ static void declarations(void)
         int cache = !strcmp(o->name, "kv_cache") || !strcmp(o->name, "kr_cache");
         int q = !strcmp(o->name, "q_nope_abs") || !strcmp(o->name, "q_rope");
         if (!cache && !q) continue;
-        CHECK(o->has_reference && o->reference_atol == (cache ? 1e-4 : 0.005) && o->reference_rtol == 0x1p-7 &&
-                  o->reference_budget == (cache ? 0 : 0.005),
-              "mla_prolog %s: the non-quantised test's compare (qNope/qRope 0.005 / 2^-7 / 0.005, kv/kr 1e-4 / 2^-7 / 0)",
-              o->name);
+        CHECK(
+            o->has_reference && o->reference_atol == (cache ? 1e-4 : 0.005) && o->reference_rtol == 0x1p-7 &&
+                o->reference_budget == (cache ? 0 : 0.005),
+            "mla_prolog %s: the non-quantised test's compare (qNope/qRope 0.005 / 2^-7 / 0.005, kv/kr 1e-4 / 2^-7 / 0)",
+            o->name);
     }
 }
 
 static void strict_loading(void)
 {
     static const char *const bad[][2] = {
-        {"\"reference_atol\": 1e-4", "reference_rtol"},                                       /* half a rule */
+        {"\"reference_atol\": 1e-4", "reference_rtol"}, /* half a rule */
         {"\"reference_atol\": 1e-4, \"reference_rtol\": 0, \"reference_source\": \"t\", \"reference_budget\": 2",
-         "reference_budget"},                                                                   /* not a share */
+         "reference_budget"}, /* not a share */
         {"\"reference_atol\": -1, \"reference_rtol\": 0, \"reference_source\": \"t\"", "reference_atol"},
-        {"\"reference_atol\": 1, \"reference_rtol\": 0", "reference_source"},                  /* no source */
-        {"\"reference_tol\": 1", "reference_tol"},                                              /* a typo */
-        {"\"reference_golden\": \"g\"", "needs a reference rule"},                               /* golden, no rule */
+        {"\"reference_atol\": 1, \"reference_rtol\": 0", "reference_source"}, /* no source */
+        {"\"reference_tol\": 1", "reference_tol"},                            /* a typo */
+        {"\"reference_golden\": \"g\"", "needs a reference rule"},            /* golden, no rule */
         {"\"reference_atol\": 1, \"reference_rtol\": 0, \"reference_source\": \"t\", \"reference_golden\": \"g\"",
          "computes none"}, /* declared, but no function */
         {"\"reference_atol\": 1, \"reference_rtol\": 0, \"reference_source\": \"t\", \"reference_golden\": 3",
@@ -244,10 +248,11 @@ static void golden_without_declaration(void)
 {
     char err[512] = "";
     ug_op_def d = {.reference_golden = no_golden};
-    const char *json = "{\"op\": \"attn_softmax\", \"summary\": \"s\", \"dtypes\": \"fp32\", \"semantics\": \"s\","
-                       " \"params\": [{\"name\": \"rows\", \"type\": \"int\", \"default\": \"1\"}],"
-                       " \"tensors\": [{\"name\": \"y\", \"role\": \"output\", \"dtype\": \"case\", \"shape\": \"rows\"}],"
-                       " \"outputs\": [{\"name\": \"y\", \"compare\": \"numeric\"}]}";
+    const char *json =
+        "{\"op\": \"attn_softmax\", \"summary\": \"s\", \"dtypes\": \"fp32\", \"semantics\": \"s\","
+        " \"params\": [{\"name\": \"rows\", \"type\": \"int\", \"default\": \"1\"}],"
+        " \"tensors\": [{\"name\": \"y\", \"role\": \"output\", \"dtype\": \"case\", \"shape\": \"rows\"}],"
+        " \"outputs\": [{\"name\": \"y\", \"compare\": \"numeric\"}]}";
     CHECK(ug_op_def_load(&d, "attn_softmax", json, err, sizeof err) != 0 && strstr(err, "no output rule declares"),
           "a golden function no output declares is refused: %s", err);
 }
@@ -276,7 +281,8 @@ static void id_groups(void)
     CHECK(judge_ids(8, one_miss, gold, thr) == UG_V_PASS && strstr(thr, "\"allowed\":1"), "one miss: %s", thr);
     const double two_miss[8] = {7, 3, 6, 5, 4, 8, 2, -1}; /* 9 and 1 missing from group 0 */
     CHECK(judge_ids(8, two_miss, gold, thr) == UG_V_FAIL && strstr(thr, "\"worst_group\":2") &&
-              strstr(thr, "\"failed\":1"), "two misses in one group: %s", thr);
+              strstr(thr, "\"failed\":1"),
+          "two misses in one group: %s", thr);
     const double split[8] = {7, 3, 9, 5, 4, 8, 6, -1}; /* one miss in each group */
     CHECK(judge_ids(8, split, gold, thr) == UG_V_PASS, "one miss per group: %s", thr);
     const double across[8] = {4, 3, 9, 1, 7, 8, 2, -1}; /* 7 and 4 swapped across the edge: both missing */

@@ -83,7 +83,8 @@ static void check_parse(void)
     const char *bad[] = {"0/3", "4/3", "3", "/3", "1/", "a/b", "1/3x", "-1/3", "", "2/0"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         err[0] = 0;
-        CHECK(ug_sweep_parse_shard(bad[i], &k, &n, err, sizeof err) == -2 && strstr(err, "K/N"), "\"%s\" accepted", bad[i]);
+        CHECK(ug_sweep_parse_shard(bad[i], &k, &n, err, sizeof err) == -2 && strstr(err, "K/N"), "\"%s\" accepted",
+              bad[i]);
     }
 }
 
@@ -93,8 +94,9 @@ static void check_cost(void)
     CHECK(ug_sweep_case_cost("{\"params\":{\"mask\":\"causal\"}}") == 1, "no shape: cost 1");
     CHECK(ug_sweep_case_cost("not json") == 1, "junk: cost 1");
     /* a real op: the bytes of its tensors (declaration), where a position param weighs nothing */
-#define ROPE(params) "{\"v\":1,\"op\":\"interleave_rope\",\"dtype\":\"bf16\",\"seed\":1,\"params\":{" params "}," \
-                     "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}}}"
+#define ROPE(params)                                                                                                   \
+    "{\"v\":1,\"op\":\"interleave_rope\",\"dtype\":\"bf16\",\"seed\":1,\"params\":{" params "},"                       \
+    "\"dist\":{\"x\":{\"kind\":\"normal\",\"mean\":0,\"std\":1}}}"
     double near = ug_sweep_case_cost(ROPE("\"b\":2,\"n\":4,\"s\":64,\"pos0\":1"));
     double far = ug_sweep_case_cost(ROPE("\"b\":2,\"n\":4,\"s\":64,\"pos0\":16000000"));
     double big = ug_sweep_case_cost(ROPE("\"b\":2,\"n\":8,\"s\":64,\"pos0\":1"));

@@ -28,7 +28,7 @@ static const int dtype_sizes[] = {4, 2, 2, 1, 1, 1, 1, 4};
 typedef struct {
     char name[64];
     int64_t shape[ULPGYM_MAX_DIMS];
-    void *data;  /* inputs: the file's bytes (data points inside); outputs: malloc'd */
+    void *data; /* inputs: the file's bytes (data points inside); outputs: malloc'd */
     void *file;
 } slot;
 
@@ -164,8 +164,8 @@ static int run_case(ulpgym_run_fn run, const char *dir)
         return 2;
     }
     const cJSON *op = cJSON_GetObjectItem(rc.json, "op");
-    ulpgym_call call = {ULPGYM_ABI_VERSION, cJSON_IsString(op) ? op->valuestring : "", rc.params,
-                        rc.n_in, rc.vin, rc.n_out, rc.vout};
+    ulpgym_call call = {
+        ULPGYM_ABI_VERSION, cJSON_IsString(op) ? op->valuestring : "", rc.params, rc.n_in, rc.vin, rc.n_out, rc.vout};
     int krc = run(&call, err, sizeof err);
     err[sizeof err - 1] = 0;
     if (krc == ULPGYM_OK) {

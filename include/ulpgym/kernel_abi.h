@@ -103,8 +103,8 @@ enum ulpgym_dtype {
 };
 
 typedef struct ulpgym_tensor {
-    const char *name;       /* as listed by `ulpgym ops show OP` */
-    int32_t dtype;          /* enum ulpgym_dtype */
+    const char *name; /* as listed by `ulpgym ops show OP` */
+    int32_t dtype;    /* enum ulpgym_dtype */
     int32_t ndim;
     const int64_t *shape;   /* ndim entries */
     const int64_t *strides; /* NULL: contiguous row-major; else ndim entries, in elements */
@@ -112,9 +112,9 @@ typedef struct ulpgym_tensor {
 } ulpgym_tensor;
 
 typedef struct ulpgym_call {
-    int32_t abi_version;        /* ULPGYM_ABI_VERSION of the caller */
-    const char *op;             /* operator name, e.g. "attn_softmax" */
-    const char *params_json;    /* the case's params object as JSON text */
+    int32_t abi_version;     /* ULPGYM_ABI_VERSION of the caller */
+    const char *op;          /* operator name, e.g. "attn_softmax" */
+    const char *params_json; /* the case's params object as JSON text */
     int32_t n_inputs;
     const ulpgym_tensor *inputs;
     int32_t n_outputs;
@@ -123,7 +123,7 @@ typedef struct ulpgym_call {
 
 typedef int (*ulpgym_abi_version_fn)(void);
 typedef int (*ulpgym_run_fn)(const ulpgym_call *call, char *err, size_t errlen);
-typedef double (*ulpgym_last_device_ms_fn)(void); /* the optional device clock (above) */
+typedef double (*ulpgym_last_device_ms_fn)(void);            /* the optional device clock (above) */
 typedef const char *(*ulpgym_implements_fn)(const char *op); /* the optional declaration (above) */
 
 /* What a plugin defines (declared here so its definitions are checked against them). */

@@ -77,7 +77,8 @@ static int rank_declared(const ug_op_decl *d, const ulpgym_tensor *v, const char
     size_t n = 0;
     for (const ug_tensor_decl *t = declared_tensor(d, name, len, NULL); t; t = declared_tensor(d, name, len, t)) {
         if (declared_rank(t) == v->ndim) return 1;
-        n += (size_t)snprintf(want + n, n < sizeof want ? sizeof want - n : 0, "%s%d", n ? " or " : "", declared_rank(t));
+        n += (size_t)snprintf(want + n, n < sizeof want ? sizeof want - n : 0, "%s%d", n ? " or " : "",
+                              declared_rank(t));
     }
     snprintf(err, errlen, "tensor %s has %d dims, expected %s", v->name, v->ndim, want);
     return 0;
@@ -139,7 +140,7 @@ void ug_sim_load(const ulpgym_tensor *t, size_t off, size_t n, float *dst)
         uint16_t b;
         if (bf || hf) memcpy(&b, h + i, sizeof b);
         if ((bf && !widen_bf16(b, &dst[i])) || (hf && !widen_fp16(b, &dst[i]))) continue; /* exact */
-        dst[i] = (float)ug_dtype_load((ug_dtype)t->dtype, t->data, off + i); /* exact */
+        dst[i] = (float)ug_dtype_load((ug_dtype)t->dtype, t->data, off + i);              /* exact */
     }
 }
 

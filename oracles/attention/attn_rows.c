@@ -66,14 +66,18 @@ int ug_gl_attn_check_paged(const ug_params *P, const char *op, char *err, size_t
     long mb = ug_p_int(P, "max_blocks_per_seq"), nb = ug_p_int(P, "num_blocks"), sq = ug_p_int(P, "q_per_step");
     long needed = ug_p_int(P, "blocks_needed");
     if (nb < needed) {
-        snprintf(err, errlen, "%s: param num_blocks = %ld but the sequences need %ld blocks: the block table would "
-                 "point past the cache", op, nb, needed);
+        snprintf(err, errlen,
+                 "%s: param num_blocks = %ld but the sequences need %ld blocks: the block table would "
+                 "point past the cache",
+                 op, nb, needed);
         return -2;
     }
     for (long b = 0; b < batch; b++) {
         if (lens[b] > mb * bs) {
-            snprintf(err, errlen, "%s: param actual_seqs[%ld] = %ld is longer than the table allows "
-                     "(max_blocks_per_seq %ld * block_size %ld)", op, b, lens[b], mb, bs);
+            snprintf(err, errlen,
+                     "%s: param actual_seqs[%ld] = %ld is longer than the table allows "
+                     "(max_blocks_per_seq %ld * block_size %ld)",
+                     op, b, lens[b], mb, bs);
             return -2;
         }
         if (lens[b] < sq) {
@@ -283,8 +287,8 @@ int ug_gl_attn_paged_emit(ug_ar *ar, const ug_gl_paged *p, int out, const ug_sel
         if (b != have_b || g != have_g) ug_gl_paged_gather(p, b, g, p->lens[b], kg, vg), have_b = b, have_g = g;
         for (size_t d = 0; d < D; d++) qr[d] = ug_tload(p->q, r * D + d);
         long n = ug_gl_attn_mtp_end(p->lens[b], p->sq, tok % p->sq); /* row i: its causal prefix */
-        rc = ug_gl_attn_emit_query_cols(ar, qr, kg, D, D, (size_t)n, ug_c(ar, p->scale), vg, (size_t)p->lens[b], D,
-                                        s, out, sel, &pos, r);
+        rc = ug_gl_attn_emit_query_cols(ar, qr, kg, D, D, (size_t)n, ug_c(ar, p->scale), vg, (size_t)p->lens[b], D, s,
+                                        out, sel, &pos, r);
         ug_ar_release(ar, mark);
     }
     free(kg);

@@ -105,9 +105,6 @@ void ug_gl_paged_gather(const ug_gl_paged *p, long b, long g, long n, double *kg
 /* Multi-token prediction: query row i (0-based) of the q_per_step rows of a sequence with
  * len live keys sees keys [.., len - q_per_step + 1 + i): the last row sees every key,
  * each earlier row one fewer (causal among the step's own tokens). */
-static inline long ug_gl_attn_mtp_end(long len, long q_per_step, long i)
-{
-    return len - q_per_step + 1 + i;
-}
+static inline long ug_gl_attn_mtp_end(long len, long q_per_step, long i) { return len - q_per_step + 1 + i; }
 
 #endif

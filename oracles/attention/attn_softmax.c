@@ -36,8 +36,7 @@ static void read_params(const ug_case *c, softmax_params *p)
 {
     const ug_params *P = &c->params;
     const ug_attn_softmax_params *params = UG_P(attn_softmax, P);
-    *p = (softmax_params){params->rows, params->cols, params->scale, params->cap,
-                          params->mask_name};
+    *p = (softmax_params){params->rows, params->cols, params->scale, params->cap, params->mask_name};
 }
 
 static int masked(const softmax_params *p, uint64_t seed, long r, long j)
@@ -169,7 +168,7 @@ live_lanes(const double *restrict x, const double *restrict mk, double scale, si
  * mask's choice computed, the chosen one the value the branch gave. rounds: the product,
  * the mask's sum (logit's). */
 UG_AI void softmax_logit_lanes(ug_arx A, const double *restrict x, const double *restrict mk, double scale, size_t n,
-                       double *restrict zv, double *restrict ze)
+                               double *restrict zv, double *restrict ze)
 {
     for (size_t j = 0; j < n; j++) {
         ug_num z = plus_mask(A, scaled(A, x[j], scale), mk[j]);
@@ -193,8 +192,7 @@ UG_ARX_CLONES(softmax_logit_lanes,
  * chain's choice differ, but then its exp, the row's sum and every live quotient are NaN
  * whichever max is subtracted. */
 __attribute__((target_clones("avx512f", "avx2", "default"))) static void
-max_lanes(const double *restrict zv, const double *restrict ze, const unsigned char *restrict live, size_t n,
-          ug_num *m)
+max_lanes(const double *restrict zv, const double *restrict ze, const unsigned char *restrict live, size_t n, ug_num *m)
 {
     double a[8], b[8];
     for (int k = 0; k < 8; k++) a[k] = -INFINITY, b[k] = 0.0; /* below any live value; bounds are >= 0 */
@@ -236,7 +234,7 @@ UG_AI long row_exps_lanes(ug_arx A, const softmax_ctx *c, size_t r, ug_num *tota
         if (softmax_logit_lanes_plain(A.ar, xr, mr, c->p.scale, n, c->zv, c->ze)) return -2;
         max_lanes(c->zv, c->ze, c->live, n, &m);
         softmax_sub_lanes_plain(A.ar, c->zv, c->ze, m, n); /* z - max (meaningless where not live) */
-        for (size_t j = 0; j < n; j++) /* exp(z - max), packed over the live entries */
+        for (size_t j = 0; j < n; j++)                     /* exp(z - max), packed over the live entries */
             if (c->live[j]) c->e[pos++] = ugx_exp(A, (ug_num){c->zv[j], c->ze[j], NULL});
     }
     *total = n_live ? ugx_sum(A, c->e, n_live) : ugx_c(A, 0.0);
@@ -247,7 +245,7 @@ UG_AI long row_exps_lanes(ug_arx A, const softmax_ctx *c, size_t r, ug_num *tota
  * t per live entry, 0 where masked, SM_BLOCK entries at a time: the quotients over arrays,
  * then the block emit (ug_ar_emit_block). rounds: the quotient. */
 UG_AI void softmax_emit_row(ug_arx A, const unsigned char *restrict live, const ug_num *restrict e, ug_num t, size_t n,
-                    size_t k)
+                            size_t k)
 {
     double qv[SM_BLOCK], qe[SM_BLOCK], v[SM_BLOCK], ve[SM_BLOCK];
     ug_num zero = ugx_c(A, 0.0);
@@ -346,6 +344,9 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
  * the sim kernel. */
 static double scratch(const ug_params *P) { return (double)UG_P(attn_softmax, P)->cols * (2 * UG_NUM_BYTES + 1 + 8); }
 
-const ug_op_def ug_opdef_attn_softmax = {
-    .op = UG_OP_ATTN_SOFTMAX, .primary = UG_STD_CERTIFIED, .build = build, .oracle = oracle, .geometry = geometry,
-    .scratch = scratch};
+const ug_op_def ug_opdef_attn_softmax = {.op = UG_OP_ATTN_SOFTMAX,
+                                         .primary = UG_STD_CERTIFIED,
+                                         .build = build,
+                                         .oracle = oracle,
+                                         .geometry = geometry,
+                                         .scratch = scratch};

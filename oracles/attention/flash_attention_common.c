@@ -77,10 +77,7 @@ long ug_fa_batch_of(const ug_fa_params *p, long t)
  * and the subnormal step 2^-10 (times max/448 <= 1/448) below it, whatever the tiling;
  * plus five fp32 roundings: p * 448/max, 448/max, its reciprocal, code * max/448, and V's
  * dequantisation (a relative error on the product p v, counted on p). */
-static ug_num fp8_p_round(ug_ar *ar, ug_num p)
-{
-    return ug_dev_err(ar, p, 0x1p-4 + 5 * UG_DEV_U, 0x1p-10 / 448);
-}
+static ug_num fp8_p_round(ug_ar *ar, ug_num p) { return ug_dev_err(ar, p, 0x1p-4 + 5 * UG_DEV_U, 0x1p-10 / 448); }
 
 /* The weights of ug_attn_weights from the scores of the live keys in e: e_j = exp(s_j - m),
  * m the max of the scores, *total their sum, then the device's rounding of P (p_dt, or the
@@ -234,5 +231,6 @@ void ug_fa_group_transpose(const ug_fa_params *p, const double *x, long b, long 
 void ug_fa_gather_rows(const ug_fa_params *p, const double *x, long t0, long n, long h, double *out)
 {
     size_t D = (size_t)p->dim, HD = (size_t)p->heads * D;
-    for (long i = 0; i < n; i++) memcpy(out + (size_t)i * D, x + (size_t)(t0 + i) * HD + (size_t)h * D, D * sizeof *out);
+    for (long i = 0; i < n; i++)
+        memcpy(out + (size_t)i * D, x + (size_t)(t0 + i) * HD + (size_t)h * D, D * sizeof *out);
 }

@@ -101,23 +101,23 @@ static double gamma_n(long n) { return (double)n * 0x1p-53 / (1.0 - (double)n * 
 
 typedef struct {
     const ug_fa_params *p;
-    const double *q, *k, *v;  /* the whole decoded tensors */
-    ug_tensor *o, *lse;       /* where kept values go */
-    unsigned char *unsure_o;  /* [Tq*H*D] 1: the engine decides */
-    unsigned char *unsure_l;  /* [Tq*H] */
-    double *kt;               /* [D][lk] the element's keys of head h, transposed */
-    double *w;                /* [ROW_TILE][lk] scores, then weights */
-    double *num;              /* [ROW_TILE][D] sum_j w_j v_jd */
-    double *vmax;             /* [D] max_j |v_jd| over the element's keys */
-    double *absn;             /* [D] sum_j w_j |v_jd| of one row, when needed */
-    double kmax;              /* max_j |k_j| (2-norm, inflated) */
+    const double *q, *k, *v; /* the whole decoded tensors */
+    ug_tensor *o, *lse;      /* where kept values go */
+    unsigned char *unsure_o; /* [Tq*H*D] 1: the engine decides */
+    unsigned char *unsure_l; /* [Tq*H] */
+    double *kt;              /* [D][lk] the element's keys of head h, transposed */
+    double *w;               /* [ROW_TILE][lk] scores, then weights */
+    double *num;             /* [ROW_TILE][D] sum_j w_j v_jd */
+    double *vmax;            /* [D] max_j |v_jd| over the element's keys */
+    double *absn;            /* [D] sum_j w_j |v_jd| of one row, when needed */
+    double kmax;             /* max_j |k_j| (2-norm, inflated) */
     long b, h, lq, lk;
 } fwd_work;
 
 /* What a row keeps between its weights and its outputs. */
 typedef struct {
-    long n;              /* visible keys; 0: o = 0, lse = -inf */
-    int bad;             /* a non-finite q or bound: the engine decides the row */
+    long n;                  /* visible keys; 0: o = 0, lse = -inf */
+    int bad;                 /* a non-finite q or bound: the engine decides the row */
     double m, T, eps, alpha; /* shift, sum of weights, weight error eps' w + alpha' */
 } fwd_row;
 
@@ -141,8 +141,10 @@ static void row_unsure(fwd_work *w, size_t r)
 static void keep_or_defer(ug_tensor *t, size_t i, double v, double e, unsigned char *unsure)
 {
     double g;
-    if (ug_cert_round(t->dtype, v, e, &g) && g != 0.0) ug_dtype_store(t->dtype, t->data, i, g);
-    else unsure[i] = 1;
+    if (ug_cert_round(t->dtype, v, e, &g) && g != 0.0)
+        ug_dtype_store(t->dtype, t->data, i, g);
+    else
+        unsure[i] = 1;
 }
 
 /* Scores -> weights of row i (local) held in wr[0..n), zeros up to nmax; fills *row. */
@@ -204,8 +206,8 @@ static void row_finish(fwd_work *w, long i, const double *wr, const double *nr, 
         return;
     }
     double n = (double)row->n, g = gamma_n(row->n), T = row->T;
-    double rel = (g + row->eps) / (1 - g) * INFLATE;           /* (gamma + eps') per unit of sum w |v| */
-    double eT = rel * T + n * row->alpha;                      /* |T - exact T| */
+    double rel = (g + row->eps) / (1 - g) * INFLATE; /* (gamma + eps') per unit of sum w |v| */
+    double eT = rel * T + n * row->alpha;            /* |T - exact T| */
     double Tlo = (T - eT) / INFLATE;
     if (!(Tlo > 0)) {
         row_unsure(w, r);
@@ -249,8 +251,10 @@ static void tile_fast(fwd_work *w, long i0, long i1, fwd_row *rows)
         memset(row, 0, sizeof *row);
         row->n = ug_fa_visible(p, w->b, i);
         row->bad = !all_finite(q0 + (i - i0) * HD, D);
-        if (row->bad || row->n == 0) memset(wr, 0, (size_t)nmax * sizeof *wr);
-        else row_weights(w, i, wr, nmax, row);
+        if (row->bad || row->n == 0)
+            memset(wr, 0, (size_t)nmax * sizeof *wr);
+        else
+            row_weights(w, i, wr, nmax, row);
     }
     if (nmax > 0) gemm_acc(M, D, nmax, w->w, w->lk, v0, HD, w->num, D); /* sum_j w_j v_j */
     for (long i = i0; i < i1; i++) row_finish(w, i, w->w + (i - i0) * w->lk, w->num + (i - i0) * D, &rows[i - i0]);
@@ -355,13 +359,14 @@ static long forward_engine(ug_case *c, double *const vals[5], ug_tensor *o, ug_t
     ug_oracle_opts opts;
     ug_oracle_opts_default(&opts);
     opts.sample = 0;
-    opts.naive = 0;        /* only the exact values are wanted */
+    opts.naive = 0; /* only the exact values are wanted */
     opts.device_bound = 0;
     if (!rc && total) rc = ug_oracle_run_sel(&f, &opts, &sel, &r, err, errlen);
     if (!rc && total) {
         ug_tensor *dst[2] = {o, lse};
         for (int k = 0; k < 2; k++) /* exact: g is rounded to the tensor's dtype */
-            for (size_t i = 0; i < r.sel.n[k]; i++) ug_dtype_store(dst[k]->dtype, dst[k]->data, r.sel.idx[k][i], r.g[k][i]);
+            for (size_t i = 0; i < r.sel.n[k]; i++)
+                ug_dtype_store(dst[k]->dtype, dst[k]->data, r.sel.idx[k][i], r.g[k][i]);
         ug_oracle_result_free(&r);
     }
     ug_selection_free(&sel);
@@ -369,8 +374,8 @@ static long forward_engine(ug_case *c, double *const vals[5], ug_tensor *o, ug_t
     return rc ? -1 : total;
 }
 
-int ug_fa_forward_exact(ug_case *c, ug_tensor *o, ug_tensor *lse, ug_fa_forward_path path, size_t *n_engine,
-                        char *err, size_t errlen)
+int ug_fa_forward_exact(ug_case *c, ug_tensor *o, ug_tensor *lse, ug_fa_forward_path path, size_t *n_engine, char *err,
+                        size_t errlen)
 {
     ug_fa_params p;
     ug_fa_read(&c->params, &p);

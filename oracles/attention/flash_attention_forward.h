@@ -20,8 +20,8 @@ typedef enum { UG_FA_FORWARD_FAST, UG_FA_FORWARD_ENGINE } ug_fa_forward_path;
  * forward of c's q, k, v, cu_seqlens and params (flash_attention_mha's definition: o = 0 and
  * lse = -inf on a row that sees no key). *n_engine (may be NULL) gets how many elements the
  * engine evaluated. 0, or -1 with a message in err. */
-int ug_fa_forward_exact(ug_case *c, ug_tensor *o, ug_tensor *lse, ug_fa_forward_path path, size_t *n_engine,
-                        char *err, size_t errlen);
+int ug_fa_forward_exact(ug_case *c, ug_tensor *o, ug_tensor *lse, ug_fa_forward_path path, size_t *n_engine, char *err,
+                        size_t errlen);
 
 /* Bytes of the fast path's scratch beyond the engine path's (case memory estimates). */
 double ug_fa_forward_scratch(const ug_params *P);

@@ -76,9 +76,9 @@ typedef struct {
     const ug_selection *sel;
     ug_fa_params p;
     const double *q, *k, *v;
-    ug_num *e, *o_row;     /* a row's weights [maxk], its o [D] */
-    unsigned char *live;   /* [maxk] */
-    double *col;           /* [maxk] */
+    ug_num *e, *o_row;   /* a row's weights [maxk], its o [D] */
+    unsigned char *live; /* [maxk] */
+    double *col;         /* [maxk] */
 } fwd_ctx;
 
 /* Emits the selected elements of row r = t*H + h: o from the weights e (n keys, or the
@@ -94,7 +94,7 @@ static void emit_row(ug_ar *ar, fwd_ctx *x, size_t r, long n, const ug_num *e, c
     ug_selection_range(sel, 0, r * D, (r + 1) * D, &b0, &e0);
     for (size_t k = b0; k < e0; k++) {
         size_t d = sel->idx[0][k] % D;
-        ug_num val = o_row ? o_row[d]
+        ug_num val = o_row   ? o_row[d]
                      : n > 0 ? ug_attn_weighted_v(ar, e, live, v0 + d, H * D, n, total, x->col)
                              : ug_c(ar, n ? NAN : 0.0);
         ug_ar_emit(ar, 0, k, val);
@@ -172,9 +172,12 @@ static void tile_rows(ug_ar *ar, fwd_ctx *x, fwd_tile *w, long b, long h, size_t
     ug_dot_d_tile(ar, w->qt, D, m, w->kt, ug_fa_kt_ld((long)lk), D, nmax, w->w, lk);
     for (size_t i = 0; i < m; i++) { /* weights; rows not mostly selected emitted element by element now */
         size_t r = (size_t)w->rows[i] * H + (size_t)h;
-        if (w->n[i]) ug_attn_weights_of_dots(ar, w->w + i * lk, (long)w->n[i], p->scale, x->c->spec.dtype, &m_[i], &tot[i]);
-        if (w->n[i] && ug_attn_row_dense(x->sel, 0, r, D, &b0, &e0)) wr[nw] = i, nwr[nw++] = w->n[i];
-        else emit_row(ar, x, r, (long)w->n[i], w->w + i * lk, x->live, m_[i], tot[i], NULL);
+        if (w->n[i])
+            ug_attn_weights_of_dots(ar, w->w + i * lk, (long)w->n[i], p->scale, x->c->spec.dtype, &m_[i], &tot[i]);
+        if (w->n[i] && ug_attn_row_dense(x->sel, 0, r, D, &b0, &e0))
+            wr[nw] = i, nwr[nw++] = w->n[i];
+        else
+            emit_row(ar, x, r, (long)w->n[i], w->w + i * lk, x->live, m_[i], tot[i], NULL);
     }
     for (size_t k = 0; k < nw; k++) /* the whole rows' weights, contiguous for the tile product */
         if (k != wr[k]) memcpy(w->w + k * lk, w->w + wr[k] * lk, nwr[k] * sizeof *w->w);
@@ -233,8 +236,10 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     int plain = ug_fa_tiles && ug_ar_plain(ar); /* tiles hold a block of numbers: doubles only */
     for (long b = 0; !rc && b < x.p.batch; b++)
         for (long h = 0; !rc && h < x.p.heads; h++) {
-            if (plain && ug_fa_group_finite(&x.p, x.q, x.k, x.v, NULL, b, h)) rc = group_tiled(ar, &x, b, h);
-            else group_single(ar, &x, b, h);
+            if (plain && ug_fa_group_finite(&x.p, x.q, x.k, x.v, NULL, b, h))
+                rc = group_tiled(ar, &x, b, h);
+            else
+                group_single(ar, &x, b, h);
         }
     free(x.e), free(x.live), free(x.col), free(x.o_row);
     return rc;
@@ -267,11 +272,17 @@ static double scratch(const ug_params *P)
     double maxk = 1, HD = (double)p.heads * (double)p.dim;
     for (long b = 0; b < p.batch; b++) maxk = (double)p.lk[b] > maxk ? (double)p.lk[b] : maxk;
     double D = (double)p.dim, tile = 8 * (D * (maxk + 8) + FA_TILE * D + maxk * D) + /* K^T, q rows, v rows */
-                                     FA_TILE * (maxk + D) * UG_NUM_BYTES;              /* weights, o rows */
+                                     FA_TILE * (maxk + D) * UG_NUM_BYTES;            /* weights, o rows */
     return 4 * (2 * (double)p.tq * HD + 2 * (double)p.tk * HD + 3 * (double)p.tq * (double)p.heads) +
            maxk * (UG_NUM_BYTES + 1 + 8) + (double)p.dim * UG_NUM_BYTES + tile + ug_fa_reference_golden_scratch(P);
 }
 
-const ug_op_def ug_opdef_flash_attention_mha = {
-    .op = UG_OP_FLASH_ATTENTION_MHA, .primary = UG_STD_CERTIFIED, .decl.check = ug_fa_check, .build = build, .oracle = oracle, .geometry = geometry,
-    .adjust_rule = adjust_rule, .scratch = scratch, .reference_golden = ug_fa_reference_golden};
+const ug_op_def ug_opdef_flash_attention_mha = {.op = UG_OP_FLASH_ATTENTION_MHA,
+                                                .primary = UG_STD_CERTIFIED,
+                                                .decl.check = ug_fa_check,
+                                                .build = build,
+                                                .oracle = oracle,
+                                                .geometry = geometry,
+                                                .adjust_rule = adjust_rule,
+                                                .scratch = scratch,
+                                                .reference_golden = ug_fa_reference_golden};

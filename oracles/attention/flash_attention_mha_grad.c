@@ -75,9 +75,9 @@ typedef struct {
     const ug_fa_params *p;
     const double *q, *k, *v, *dout;
     long b, h, lq, lk;
-    ug_dtype dt; /* the case dtype: what a device stores P, dS and O in */
-    ug_num *P, *dS; /* [lq x lk], entries j >= n[i] are 0 */
-    long *n; /* visible keys per row */
+    ug_dtype dt;         /* the case dtype: what a device stores P, dS and O in */
+    ug_num *P, *dS;      /* [lq x lk], entries j >= n[i] are 0 */
+    long *n;             /* visible keys per row */
     unsigned char *live; /* scratch: the row's live keys */
     unsigned char *need; /* group_eval: rows whose P and dS the selection reads (group_needs) */
 } grad_group;
@@ -87,7 +87,7 @@ typedef struct {
 /* Scratch of the tile path: the group's K^T and V^T, a tile's scores, dP and O rows, and a
  * tile's weights and results in group_emit_tiled. */
 typedef struct {
-    double *kt, *vt;         /* K^T, V^T: ld ug_fa_kt_ld(lk) */
+    double *kt, *vt;           /* K^T, V^T: ld ug_fa_kt_ld(lk) */
     double *kg, *vg, *qg, *dg; /* the group's k, v, q, dO rows, contiguous (ld D) */
     ug_num *s, *dp, *o, *x;
     size_t ldx;
@@ -132,8 +132,10 @@ static void group_needs(grad_group *g, const ug_selection *sel)
             size_t idx = sel->idx[o][k];
             long t = (long)(idx / (H * D)), h = (long)(idx / D % H);
             if (h != g->h || t < t0 || t >= t0 + len) continue;
-            if (o) all = 1;
-            else g->need[t - t0] = 1;
+            if (o)
+                all = 1;
+            else
+                g->need[t - t0] = 1;
         }
     }
     if (all) memset(g->need, 1, (size_t)g->lq);
@@ -314,8 +316,8 @@ static const double *gathered(const grad_group *g, const grad_tiles *T, int o, c
 {
     const ug_fa_params *p = g->p;
     size_t D = (size_t)p->dim, HD = (size_t)p->heads * D, h0 = (size_t)g->h * D;
-    const double *base = o == 0 ? g->k + (size_t)p->cu_k[g->b] * HD + h0
-                         : (o == 1 ? g->q : g->dout) + (size_t)p->cu_q[g->b] * HD + h0;
+    const double *base =
+        o == 0 ? g->k + (size_t)p->cu_k[g->b] * HD + h0 : (o == 1 ? g->q : g->dout) + (size_t)p->cu_q[g->b] * HD + h0;
     return (o == 0 ? T->kg : o == 1 ? T->qg : T->dg) + (size_t)(rows - base) / HD * D;
 }
 
@@ -343,8 +345,8 @@ UG_ARX_CLONES(grad_emit_row_block, (int o, size_t b, const ug_num *row, size_t D
 /* group_emit for a plain arithmetic: the rows most of which are selected go GR_TILE at a
  * time through ug_dot_nd_cols_tile (rows that weigh the same rows of q, dO or k, with their
  * weights copied into T->x), the others as in group_emit. The same numbers. */
-static void group_emit_tiled(ug_ar *ar, const grad_group *g, const ug_selection *sel, int o, grad_tiles *T,
-                             ug_num *col, ug_num *row_vals)
+static void group_emit_tiled(ug_ar *ar, const grad_group *g, const ug_selection *sel, int o, grad_tiles *T, ug_num *col,
+                             ug_num *row_vals)
 {
     const ug_fa_params *p = g->p;
     size_t D = (size_t)p->dim, H = (size_t)p->heads, n[GR_TILE], b[GR_TILE], e[GR_TILE], m = 0;
@@ -508,6 +510,11 @@ static double scratch(const ug_params *P)
            ug_fa_reference_golden_scratch(P);
 }
 
-const ug_op_def ug_opdef_flash_attention_mha_grad = {
-    .op = UG_OP_FLASH_ATTENTION_MHA_GRAD, .primary = UG_STD_CERTIFIED, .decl.check = ug_fa_check, .build = build,
-    .oracle = oracle, .geometry = geometry, .scratch = scratch, .reference_golden = ug_fa_grad_reference_golden};
+const ug_op_def ug_opdef_flash_attention_mha_grad = {.op = UG_OP_FLASH_ATTENTION_MHA_GRAD,
+                                                     .primary = UG_STD_CERTIFIED,
+                                                     .decl.check = ug_fa_check,
+                                                     .build = build,
+                                                     .oracle = oracle,
+                                                     .geometry = geometry,
+                                                     .scratch = scratch,
+                                                     .reference_golden = ug_fa_grad_reference_golden};

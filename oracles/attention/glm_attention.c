@@ -79,8 +79,18 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     ga_params p;
     read_params(&c->params, &p);
-    ug_gl_paged g = {ug_case_input(c, "q"), ug_case_input(c, "key_cache"), ug_case_input(c, "value_cache"),
-                     ug_case_input(c, "block_tables"), p.lens, p.batch, p.hq, p.hkv, p.dim, p.bs, p.mb, p.sq,
+    ug_gl_paged g = {ug_case_input(c, "q"),
+                     ug_case_input(c, "key_cache"),
+                     ug_case_input(c, "value_cache"),
+                     ug_case_input(c, "block_tables"),
+                     p.lens,
+                     p.batch,
+                     p.hq,
+                     p.hkv,
+                     p.dim,
+                     p.bs,
+                     p.mb,
+                     p.sq,
                      p.scale};
     return ug_gl_attn_paged_emit(ar, &g, 0, sel);
 }
@@ -94,15 +104,16 @@ static double scratch(const ug_params *P)
     read_params(P, &p);
     double maxlen = 1, D = (double)p.dim;
     for (long b = 0; b < p.batch; b++) maxlen = (double)p.lens[b] > maxlen ? (double)p.lens[b] : maxlen;
-    double nq = (double)p.batch * (double)p.sq * (double)p.hq * D, ncache = (double)p.nb * (double)p.bs * (double)p.hkv * D;
+    double nq = (double)p.batch * (double)p.sq * (double)p.hq * D,
+           ncache = (double)p.nb * (double)p.bs * (double)p.hkv * D;
     return 4 * (2 * nq + 2 * ncache + (double)p.batch * (double)p.mb + 2 * maxlen * D) + 8 * (double)p.nb +
            16 * maxlen * D + 2 * maxlen * UG_NUM_BYTES + 9 * maxlen;
 }
 
 const ug_op_def ug_opdef_glm_attention = {.op = UG_OP_GLM_ATTENTION,
-                                         .primary = UG_STD_CERTIFIED,
-                                         .decl.check = check,
-                                         .build = build,
-                                         .oracle = oracle,
-                                         .geometry = ug_gl_attn_geometry,
-                                         .scratch = scratch};
+                                          .primary = UG_STD_CERTIFIED,
+                                          .decl.check = check,
+                                          .build = build,
+                                          .oracle = oracle,
+                                          .geometry = ug_gl_attn_geometry,
+                                          .scratch = scratch};

@@ -66,16 +66,23 @@ static int check_slots(const ug_params *P, char *err, size_t errlen)
     long pool = params->num_blocks * params->block_size;
     if (!n) return 0;
     if (n != T)
-        return snprintf(err, errlen, "%s: param slot_mapping has %zu entries, tokens (len(actual_seqs)) is %zu", OP,
-                        n, T), -2;
+        return snprintf(err, errlen, "%s: param slot_mapping has %zu entries, tokens (len(actual_seqs)) is %zu", OP, n,
+                        T),
+               -2;
     for (size_t t = 0; t < n; t++) {
         if (v[t] < 0 || v[t] >= pool)
-            return snprintf(err, errlen, "%s: param slot_mapping[%zu] = %ld is outside the cache (0..%ld = "
-                            "num_blocks*block_size - 1)", OP, t, v[t], pool - 1), -2;
+            return snprintf(err, errlen,
+                            "%s: param slot_mapping[%zu] = %ld is outside the cache (0..%ld = "
+                            "num_blocks*block_size - 1)",
+                            OP, t, v[t], pool - 1),
+                   -2;
         for (size_t u = 0; u < t; u++)
             if (v[u] == v[t])
-                return snprintf(err, errlen, "%s: param slot_mapping[%zu] = slot_mapping[%zu] = %ld: two tokens "
-                                "collide on one cache slot", OP, u, t, v[t]), -2;
+                return snprintf(err, errlen,
+                                "%s: param slot_mapping[%zu] = slot_mapping[%zu] = %ld: two tokens "
+                                "collide on one cache slot",
+                                OP, u, t, v[t]),
+                       -2;
     }
     return 0;
 }
@@ -91,7 +98,8 @@ static int check(const ug_params *P, char *err, size_t errlen)
     if (rc) return rc;
     if (batch > FU_MAX_BATCH)
         return snprintf(err, errlen, "%s: param actual_seqs has %ld entries, at most %d allowed", OP, batch,
-                        FU_MAX_BATCH), -2;
+                        FU_MAX_BATCH),
+               -2;
     if (hq % hkv)
         return snprintf(err, errlen, "%s: param q_heads = %ld is not a multiple of kv_heads = %ld", OP, hq, hkv), -2;
     if ((rc = ug_gl_attn_check_paged(P, OP, err, errlen))) return rc;
@@ -111,7 +119,8 @@ static int build(ug_case *c, char *err, size_t errlen)
     const ug_tensor *bt = ug_case_input(c, "block_tables");
     ug_tensor *sm = ug_case_input_mut(c, "slot_mapping");
     for (size_t t = 0; t < T; t++) {
-        long last = lens[t] - 1, blk = (long)ug_dtype_load(bt->dtype, bt->data, (size_t)t * (size_t)mb + (size_t)(last / bs));
+        long last = lens[t] - 1,
+             blk = (long)ug_dtype_load(bt->dtype, bt->data, (size_t)t * (size_t)mb + (size_t)(last / bs));
         ug_dtype_store(UG_DT_INT32, sm->data, t, n ? (double)given[t] : (double)(blk * bs + last % bs)); /* exact */
     }
     return 0;
@@ -143,9 +152,19 @@ static void cache_stage(const ug_case *c, ug_ar *ar, const ug_selection *sel, in
 static ug_gl_paged attention_view(const ug_case *c)
 {
     const ug_glm_attention_fusion_params *params = UG_P(glm_attention_fusion, &c->params);
-    ug_gl_paged g = {&c->out[O_Q], &c->out[O_KC], &c->out[O_VC], ug_case_input(c, "block_tables"), NULL, 0,
-                     params->q_heads, params->kv_heads, params->head_dim,
-                     params->block_size, params->max_blocks_per_seq, 1, params->scale};
+    ug_gl_paged g = {&c->out[O_Q],
+                     &c->out[O_KC],
+                     &c->out[O_VC],
+                     ug_case_input(c, "block_tables"),
+                     NULL,
+                     0,
+                     params->q_heads,
+                     params->kv_heads,
+                     params->head_dim,
+                     params->block_size,
+                     params->max_blocks_per_seq,
+                     1,
+                     params->scale};
     g.batch = (long)ug_plist_get(params->actual_seqs, &g.lens);
     return g;
 }

@@ -26,15 +26,15 @@ static int online_tiles_row(float *s, size_t n, size_t tile, const double *vt, s
         for (size_t j = 0; j < nt; j++) mt = fmaxf(mt, s[j0 + j]);
         float mn = fmaxf(m, mt), u = j0 ? expf(m - mn) : 0.0f, sl = 0.0f; /* rounds: fp32 */
         for (size_t j = 0; j < nt; j++) {
-            float p = expf(s[j0 + j] - mn);                 /* rounds: fp32 */
-            sl += p;                                        /* rounds: fp32, the unrounded p */
+            float p = expf(s[j0 + j] - mn);                   /* rounds: fp32 */
+            sl += p;                                          /* rounds: fp32, the unrounded p */
             s[j0 + j] = (float)ug_dtype_round(UG_DT_BF16, p); /* rounds: the test's cast of P */
         }
         l = l * u + sl; /* rounds: fp32 (u is 0 on the first tile) */
         for (size_t d = 0; d < D; d++) {
             float pv = 0.0f;
             for (size_t j = 0; j < nt; j++) pv += s[j0 + j] * (float)vt[d * ldc + j0 + j]; /* rounds: fp32 */
-            o[d] = j0 ? o[d] * u + pv : pv;                                                 /* rounds: fp32 */
+            o[d] = j0 ? o[d] * u + pv : pv;                                                /* rounds: fp32 */
         }
         m = mn;
     }
@@ -45,8 +45,8 @@ static int online_tiles_row(float *s, size_t n, size_t tile, const double *vt, s
 
 /* A row's golden o[0..D) into o: fp32 scores q.k_j (the test's fp32 matmul of bf16 values)
  * times the fp32 scale, then the online tiles. w: n floats of scratch. */
-static int golden_row(const double *q, const double *kg, const double *vt, size_t ldc, size_t D, size_t n,
-                      size_t tile, float scale, float *w, float *o)
+static int golden_row(const double *q, const double *kg, const double *vt, size_t ldc, size_t D, size_t n, size_t tile,
+                      float scale, float *w, float *o)
 {
     for (size_t j = 0; j < n; j++) {
         double dot = 0.0; /* products of bf16 values are exact; the sum is an fp32 matmul's, near enough */

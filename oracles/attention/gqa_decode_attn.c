@@ -37,9 +37,10 @@ static void read_params(const ug_case *c, gqa_params *p)
 {
     const ug_params *P = &c->params;
     const ug_gqa_decode_attn_params *params = UG_P(gqa_decode_attn, P);
-    *p = (gqa_params){params->batch, params->heads_kv, params->group, params->dim,
-                      params->ctx,   params->window,   params->q_per_step,
-                      (params->lens == UG_GQA_DECODE_ATTN_LENS_RAGGED), params->scale};
+    *p = (gqa_params){
+        params->batch, params->heads_kv, params->group,      params->dim,
+        params->ctx,   params->window,   params->q_per_step, (params->lens == UG_GQA_DECODE_ATTN_LENS_RAGGED),
+        params->scale};
 }
 
 /* Lengths (shared with incre_flash_attention_mla) and a scale still positive in fp32 (size
@@ -105,6 +106,10 @@ static double scratch(const ug_params *P)
     return 8 * ctx * (double)params->dim + 2 * ctx * UG_NUM_BYTES;
 }
 
-const ug_op_def ug_opdef_gqa_decode_attn = {
-    .op = UG_OP_GQA_DECODE_ATTN, .primary = UG_STD_CERTIFIED, .decl.check = check, .build = build, .oracle = oracle,
-    .geometry = ug_gl_attn_geometry, .scratch = scratch};
+const ug_op_def ug_opdef_gqa_decode_attn = {.op = UG_OP_GQA_DECODE_ATTN,
+                                            .primary = UG_STD_CERTIFIED,
+                                            .decl.check = check,
+                                            .build = build,
+                                            .oracle = oracle,
+                                            .geometry = ug_gl_attn_geometry,
+                                            .scratch = scratch};

@@ -37,9 +37,17 @@ static void read_params(const ug_case *c, mla_params *p)
 {
     const ug_params *P = &c->params;
     const ug_incre_flash_attention_mla_params *params = UG_P(incre_flash_attention_mla, P);
-    *p = (mla_params){params->batch,   params->heads, params->n_kv, params->block_size,
-                      params->ctx,     params->kv_lora, params->rope, params->dk,
-                      params->max_blocks, params->q_per_step, (params->lens == UG_INCRE_FLASH_ATTENTION_MLA_LENS_RAGGED),
+    *p = (mla_params){params->batch,
+                      params->heads,
+                      params->n_kv,
+                      params->block_size,
+                      params->ctx,
+                      params->kv_lora,
+                      params->rope,
+                      params->dk,
+                      params->max_blocks,
+                      params->q_per_step,
+                      (params->lens == UG_INCRE_FLASH_ATTENTION_MLA_LENS_RAGGED),
                       ug_gl_attn_given_lens(P)};
 }
 
@@ -76,8 +84,7 @@ static int mla_blocks(const mla_params *p, uint64_t seed, long *lens, long *tabl
     }
     long next = 0;
     for (long b = 0; b < p->batch; b++)
-        for (long i = 0; i < maxb; i++)
-            table[b * maxb + i] = i * p->block_size < lens[b] ? perm[next++] : -1;
+        for (long i = 0; i < maxb; i++) table[b * maxb + i] = i * p->block_size < lens[b] ? perm[next++] : -1;
     free(perm);
     return 0;
 }
@@ -94,7 +101,8 @@ static int build(ug_case *c, char *err, size_t errlen)
         return -1;
     }
     ug_tensor *tt = ug_case_input_mut(c, "block_table"), *lt = ug_case_input_mut(c, "seq_lens");
-    for (long i = 0; i < p.batch * p.max_blocks; i++) ug_dtype_store(UG_DT_INT32, tt->data, (size_t)i, (double)table[i]);
+    for (long i = 0; i < p.batch * p.max_blocks; i++)
+        ug_dtype_store(UG_DT_INT32, tt->data, (size_t)i, (double)table[i]);
     for (long b = 0; b < p.batch; b++) ug_dtype_store(UG_DT_INT32, lt->data, (size_t)b, (double)lens[b]);
     free(lens);
     return 0;
@@ -155,6 +163,9 @@ static double scratch(const ug_params *P)
            8 * (ctx + 1) * dk + 2 * ctx * UG_NUM_BYTES;
 }
 
-const ug_op_def ug_opdef_incre_flash_attention_mla = {
-    .op = UG_OP_INCRE_FLASH_ATTENTION_MLA, .decl.check = check, .build = build, .oracle = oracle,
-    .geometry = ug_gl_attn_geometry, .scratch = scratch};
+const ug_op_def ug_opdef_incre_flash_attention_mla = {.op = UG_OP_INCRE_FLASH_ATTENTION_MLA,
+                                                      .decl.check = check,
+                                                      .build = build,
+                                                      .oracle = oracle,
+                                                      .geometry = ug_gl_attn_geometry,
+                                                      .scratch = scratch};

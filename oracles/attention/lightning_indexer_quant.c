@@ -80,14 +80,14 @@ static int check(const ug_params *P, char *err, size_t errlen) { return ug_gl_at
 
 /* One row's work arrays, sized for the longest context of the case. */
 typedef struct {
-    float *qt;        /* [Dh][Hp] query codes transposed, heads padded to a multiple of 8 */
-    float *acc;       /* [Hp] dots of one position */
-    double *c, *w1;   /* [H] w*q_scale (exact), 1 + |w| */
-    double *score;    /* [maxE] exact score (a ranking key in a non-finite row) */
-    double *dev;      /* [maxE] d_s: how far a device's score may be from it (0 in a non-finite row) */
-    long *order;      /* [maxE] positions best first */
+    float *qt;           /* [Dh][Hp] query codes transposed, heads padded to a multiple of 8 */
+    float *acc;          /* [Hp] dots of one position */
+    double *c, *w1;      /* [H] w*q_scale (exact), 1 + |w| */
+    double *score;       /* [maxE] exact score (a ranking key in a non-finite row) */
+    double *dev;         /* [maxE] d_s: how far a device's score may be from it (0 in a non-finite row) */
+    long *order;         /* [maxE] positions best first */
     unsigned char *mark; /* [maxE] */
-    int *kid, *oid;   /* [k] kernel ids, exact ids */
+    int *kid, *oid;      /* [k] kernel ids, exact ids */
     long Hp;
 } li_work;
 
@@ -233,9 +233,12 @@ static void select_best(const double *s, long *o, long n, long m)
             while (before(s, pv, o[j])) j--;
             if (i <= j) t = o[i], o[i] = o[j], o[j] = t, i++, j--;
         }
-        if (m <= j + 1) hi = j;
-        else if (m >= i) lo = i;
-        else return; /* o[j+1..i) equal the pivot: the boundary falls inside them */
+        if (m <= j + 1)
+            hi = j;
+        else if (m >= i)
+            lo = i;
+        else
+            return; /* o[j+1..i) equal the pivot: the boundary falls inside them */
     }
 }
 
@@ -266,8 +269,10 @@ static int row_legal(const li_params *p, long E, long n, li_work *w)
     }
     double in_low = INFINITY, out_high = -INFINITY;
     for (long s = 0; s < E; s++) {
-        if (w->mark[s]) in_low = fmin(in_low, w->score[s] + w->dev[s]);
-        else out_high = fmax(out_high, w->score[s] - w->dev[s]);
+        if (w->mark[s])
+            in_low = fmin(in_low, w->score[s] + w->dev[s]);
+        else
+            out_high = fmax(out_high, w->score[s] - w->dev[s]);
     }
     return in_low >= out_high;
 }
@@ -372,8 +377,8 @@ static double scratch(const ug_params *P)
     double maxE = 1, nb = (double)UG_P(lightning_indexer_quant, P)->num_blocks;
     for (long b = 0; b < p.batch; b++) maxE = (double)p.lens[b] > maxE ? (double)p.lens[b] : maxE;
     double HD = (double)(p.H + 8) * (double)p.Dh, S = (double)p.sq, bs = (double)p.bs + 16;
-    double kernel = 4 * (S * HD + 3 * bs * (double)p.Dh + S * (double)p.H * bs + S * maxE + 4 * S * (double)p.H) +
-                    12 * (double)p.k;
+    double kernel =
+        4 * (S * HD + 3 * bs * (double)p.Dh + S * (double)p.H * bs + S * maxE + 4 * S * (double)p.H) + 12 * (double)p.k;
     return kernel + 8 * nb + 17 * maxE + 8 * HD + 8 * (double)p.k;
 }
 

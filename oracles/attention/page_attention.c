@@ -56,7 +56,7 @@
 /* The params the oracle and the builder use, read from the case's parsed params. */
 typedef struct {
     long batch, hkv, group, hq, dim, bs, max_blocks, num_blocks, sq;
-    long p_tile; /* quant fp8: tokens per P quantisation tile (the param, 0 resolved to bs) */
+    long p_tile;  /* quant fp8: tokens per P quantisation tile (the param, 0 resolved to bs) */
     double scale; /* fp32 value; the sentinel 0 resolved to fp32(1/sqrt(D)) */
     const long *ctx;
 } pa_params;
@@ -83,8 +83,8 @@ static int check(const ug_params *P, char *err, size_t errlen)
 {
     const ug_page_attention_params *params = UG_P(page_attention, P);
     if (params->batch > PA_MAX_BATCH) {
-        snprintf(err, errlen, "%s: param \"context_lens\" has %ld entries, at most %d allowed", OP,
-                 params->batch, PA_MAX_BATCH);
+        snprintf(err, errlen, "%s: param \"context_lens\" has %ld entries, at most %d allowed", OP, params->batch,
+                 PA_MAX_BATCH);
         return -2;
     }
     if (params->num_blocks > (1L << 24)) { /* block ids are int32; the sim kernel loads them as fp32 */
@@ -196,7 +196,8 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     for (long b = 0; b < p.batch; b++) maxctx = (size_t)p.ctx[b] > maxctx ? (size_t)p.ctx[b] : maxctx;
     ug_num *e = malloc(maxctx * sizeof *e);
     unsigned char *live = malloc(maxctx);
-    double *kg = malloc((2 * maxctx * D + maxctx + D) * sizeof *kg); /* the row's keys and values gathered token-major */
+    double *kg =
+        malloc((2 * maxctx * D + maxctx + D) * sizeof *kg); /* the row's keys and values gathered token-major */
     if (!e || !live || !kg) {
         free(e), free(live), free(kg);
         return -1;
@@ -270,8 +271,8 @@ static int fp8_golden_row(const pa_params *p, const double *qd, const double *kg
             mm[d] = (float)pv * dq; /* rounds: fp32 P.V on the codes, times max/448 */
         }
         float mn = fmaxf(mu, mt), t2 = j0 ? expf(mu - mn) : 0.0f, t4 = j0 ? expf(mt - mn) : 1.0f; /* rounds: fp32 */
-        su = t2 * su + t4 * sl;                                     /* rounds: fp32 */
-        for (size_t d = 0; d < D; d++) acc[d] = j0 ? acc[d] * t2 + mm[d] * t4 : mm[d]; /* rounds: fp32 */
+        su = t2 * su + t4 * sl;                                                                   /* rounds: fp32 */
+        for (size_t d = 0; d < D; d++) acc[d] = j0 ? acc[d] * t2 + mm[d] * t4 : mm[d];            /* rounds: fp32 */
         mu = mn;
     }
     for (size_t d = 0; d < D; d++) acc[d] /= su; /* rounds: fp32 */
@@ -307,7 +308,8 @@ static int reference_golden(const ug_case *c, const ug_selection *sel, double **
         gather_tokens(&p, &in, b, g, n, kg, vg);
         int ok = fp8_golden_row(&p, qd, kg, vg, n, s, s + maxctx, s + maxctx + D) == 0;
         for (; pos < sel->n[0] && sel->idx[0][pos] / D == r; pos++)
-            out[0][pos] = ok ? ug_dtype_round(c->out[0].dtype, s[maxctx + sel->idx[0][pos] % D]) : NAN; /* rounds: bf16 */
+            out[0][pos] =
+                ok ? ug_dtype_round(c->out[0].dtype, s[maxctx + sel->idx[0][pos] % D]) : NAN; /* rounds: bf16 */
     }
     free(kg);
     free(s);
@@ -327,10 +329,15 @@ static double scratch(const ug_params *P)
     double nq = (double)n * (double)params->q_per_step * (double)params->heads_q * D,
            ncache = nb * (double)params->block_size * (double)params->heads_kv * D;
     return 4 * (2 * nq + 2 * ncache + (double)n * (double)params->max_blocks) + 8 * nb +
-           8 * (2 * maxctx * D + maxctx + D) + maxctx * (UG_NUM_BYTES + 1) +
-           8 * (2 * maxctx * D + D) + 4 * (maxctx + 2 * D); /* the reference golden's */
+           8 * (2 * maxctx * D + maxctx + D) + maxctx * (UG_NUM_BYTES + 1) + 8 * (2 * maxctx * D + D) +
+           4 * (maxctx + 2 * D); /* the reference golden's */
 }
 
-const ug_op_def ug_opdef_page_attention = {
-    .op = UG_OP_PAGE_ATTENTION, .primary = UG_STD_CERTIFIED, .decl.check = check, .build = build, .oracle = oracle,
-    .geometry = geometry, .scratch = scratch, .reference_golden = reference_golden};
+const ug_op_def ug_opdef_page_attention = {.op = UG_OP_PAGE_ATTENTION,
+                                           .primary = UG_STD_CERTIFIED,
+                                           .decl.check = check,
+                                           .build = build,
+                                           .oracle = oracle,
+                                           .geometry = geometry,
+                                           .scratch = scratch,
+                                           .reference_golden = reference_golden};

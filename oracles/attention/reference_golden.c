@@ -95,8 +95,10 @@ static long batch_of(const long *cu, long batch, long t)
     long lo = 0, hi = batch - 1;
     while (lo < hi) {
         long mid = (lo + hi + 1) / 2;
-        if (cu[mid] <= t) lo = mid;
-        else hi = mid - 1;
+        if (cu[mid] <= t)
+            lo = mid;
+        else
+            hi = mid - 1;
     }
     return lo;
 }
@@ -246,8 +248,9 @@ static int grad_block(const ug_fa_params *p, long b, ug_dtype dt, grad_work *w, 
             for (size_t d = 0; d < D; d++) delta += o_row[d] * do_row[d]; /* rounds: fp32 */
             dots_t(do_row, w->vt, lk, D, n, w->dp);
             for (size_t j = 0; j < n; j++) {
-                w->ds[j] = (float)ug_dtype_round(dt, w->s[j] * (w->dp[j] - delta)); /* rounds: fp32, then the bf16 cast */
-                w->s[j] = (float)ug_dtype_round(dt, w->s[j]);                       /* rounds: P's bf16 cast */
+                w->ds[j] =
+                    (float)ug_dtype_round(dt, w->s[j] * (w->dp[j] - delta)); /* rounds: fp32, then the bf16 cast */
+                w->s[j] = (float)ug_dtype_round(dt, w->s[j]);                /* rounds: P's bf16 cast */
             }
             outer_acc(w->dk, w->ds, qi_row, n, D);
             outer_acc(w->dv, w->s, do_row, n, D);

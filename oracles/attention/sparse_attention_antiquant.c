@@ -63,7 +63,8 @@ static void decode(const ug_case *c, const ug_sqa_params *p, size_t slot, double
     size_t lora = (size_t)p->lora, rope = (size_t)p->rope, w = lora + 2 * rope + 4 * (size_t)p->groups;
     const unsigned char *b = (const unsigned char *)ug_case_input(c, "kv_cache")->data + slot * w;
     double sc[16];
-    for (size_t g = 0; g < (size_t)p->groups; g++) sc[g] = ug_dtype_decode(UG_DT_FP32, le(b + lora + 2 * rope + 4 * g, 4));
+    for (size_t g = 0; g < (size_t)p->groups; g++)
+        sc[g] = ug_dtype_decode(UG_DT_FP32, le(b + lora + 2 * rope + 4 * g, 4));
     for (size_t d = 0; d < lora; d++) row[d] = ug_sqa_dequant((double)(int8_t)b[d], sc[d / (size_t)p->group]);
     for (size_t d = 0; d < rope; d++) row[lora + d] = ug_dtype_decode(UG_DT_BF16, le(b + lora + 2 * d, 2));
 }
@@ -78,6 +79,11 @@ static int reference_golden(const ug_case *c, const ug_selection *sel, double **
 /* The shared scratch; the packed cache is a declared tensor. */
 static double scratch(const ug_params *P) { return ug_sqa_scratch(P, 0); }
 
-const ug_op_def ug_opdef_sparse_attention_antiquant = {
-    .op = UG_OP_SPARSE_ATTENTION_ANTIQUANT, .primary = UG_STD_CERTIFIED, .decl.check = check, .build = build, .oracle = oracle,
-    .geometry = ug_gl_attn_geometry, .scratch = scratch, .reference_golden = reference_golden};
+const ug_op_def ug_opdef_sparse_attention_antiquant = {.op = UG_OP_SPARSE_ATTENTION_ANTIQUANT,
+                                                       .primary = UG_STD_CERTIFIED,
+                                                       .decl.check = check,
+                                                       .build = build,
+                                                       .oracle = oracle,
+                                                       .geometry = ug_gl_attn_geometry,
+                                                       .scratch = scratch,
+                                                       .reference_golden = reference_golden};

@@ -52,8 +52,8 @@ static void read_params(const ug_case *c, sfa_params *p)
 {
     const ug_params *P = &c->params;
     const ug_sparse_flash_attention_params *params = UG_P(sparse_flash_attention, P);
-    *p = (sfa_params){params->tokens, params->heads, params->kv_len, params->topk,
-                      params->dk,     params->kv_lora, params->scale, params->pad_name};
+    *p = (sfa_params){params->tokens, params->heads,   params->kv_len, params->topk,
+                      params->dk,     params->kv_lora, params->scale,  params->pad_name};
     p->nseq = read_seqlens(P, &p->seq);
 }
 
@@ -82,16 +82,18 @@ static int check_seqlens(const ug_params *P, char *err, size_t errlen)
     long sq = 0, sk = 0;
     for (size_t b = 0; b < n; b++) {
         if (seq[2 * b] < 1 || seq[2 * b + 1] < seq[2 * b]) {
-            snprintf(err, errlen, "sparse_flash_attention: param seqlens entry %zu (%ld:%ld) out of range: each "
-                     "sequence needs 1 <= q_b <= kv_b", b, seq[2 * b], seq[2 * b + 1]);
+            snprintf(err, errlen,
+                     "sparse_flash_attention: param seqlens entry %zu (%ld:%ld) out of range: each "
+                     "sequence needs 1 <= q_b <= kv_b",
+                     b, seq[2 * b], seq[2 * b + 1]);
             return -2;
         }
         sq += seq[2 * b], sk += seq[2 * b + 1];
     }
     const ug_sparse_flash_attention_params *params = UG_P(sparse_flash_attention, P);
     if (n && (sq != params->tokens || sk != params->kv_len)) {
-        snprintf(err, errlen, "sparse_flash_attention: param seqlens sums to %ld:%ld, tokens:kv_len is %ld:%ld", sq,
-                 sk, params->tokens, params->kv_len);
+        snprintf(err, errlen, "sparse_flash_attention: param seqlens sums to %ld:%ld, tokens:kv_len is %ld:%ld", sq, sk,
+                 params->tokens, params->kv_len);
         return -2;
     }
     return 0;
@@ -204,8 +206,8 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
         have = t;
         size_t mark = ug_ar_mark(ar);
         ug_num max_sum[2];
-        rc = ug_gl_attn_emit_query_max_sum(ar, q->values + row * dk, kd, dk, dk, n, ug_c(ar, p.scale), kd, dk, dv, s,
-                                           0, sel, &pos[0], row, max_sum);
+        rc = ug_gl_attn_emit_query_max_sum(ar, q->values + row * dk, kd, dk, dk, n, ug_c(ar, p.scale), kd, dk, dv, s, 0,
+                                           sel, &pos[0], row, max_sum);
         if (!rc && want_max) ug_ar_emit(ar, 1, pos[1]++, max_sum[0]);
         if (!rc && want_sum) ug_ar_emit(ar, 2, pos[2]++, max_sum[1]);
         ug_ar_release(ar, mark);
@@ -219,8 +221,10 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
  * heads are one kernel row (its core computes them together). */
 static void geometry(const ug_case *c, int out, ug_geom *g)
 {
-    if (out == 0) ug_gl_attn_geometry(c, out, g);
-    else ug_geom_last_dim(&c->out[out], 1, 64, g);
+    if (out == 0)
+        ug_gl_attn_geometry(c, out, g);
+    else
+        ug_geom_last_dim(&c->out[out], 1, 64, g);
 }
 
 /* Scratch for the case memory estimate: the sim kernel's fp32 keys of one row and its row
@@ -234,6 +238,9 @@ static double scratch(const ug_params *P)
            8 * (double)params->heads;
 }
 
-const ug_op_def ug_opdef_sparse_flash_attention = {
-    .op = UG_OP_SPARSE_FLASH_ATTENTION, .decl.check = check, .build = build, .oracle = oracle,
-    .geometry = geometry, .scratch = scratch};
+const ug_op_def ug_opdef_sparse_flash_attention = {.op = UG_OP_SPARSE_FLASH_ATTENTION,
+                                                   .decl.check = check,
+                                                   .build = build,
+                                                   .oracle = oracle,
+                                                   .geometry = geometry,
+                                                   .scratch = scratch};

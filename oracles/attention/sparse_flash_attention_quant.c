@@ -50,6 +50,11 @@ static int reference_golden(const ug_case *c, const ug_selection *sel, double **
 
 static double scratch(const ug_params *P) { return ug_sqa_scratch(P, 0); }
 
-const ug_op_def ug_opdef_sparse_flash_attention_quant = {
-    .op = UG_OP_SPARSE_FLASH_ATTENTION_QUANT, .primary = UG_STD_CERTIFIED, .decl.check = check, .build = ug_sqa_build, .oracle = oracle,
-    .geometry = ug_gl_attn_geometry, .scratch = scratch, .reference_golden = reference_golden};
+const ug_op_def ug_opdef_sparse_flash_attention_quant = {.op = UG_OP_SPARSE_FLASH_ATTENTION_QUANT,
+                                                         .primary = UG_STD_CERTIFIED,
+                                                         .decl.check = check,
+                                                         .build = ug_sqa_build,
+                                                         .oracle = oracle,
+                                                         .geometry = ug_gl_attn_geometry,
+                                                         .scratch = scratch,
+                                                         .reference_golden = reference_golden};

@@ -220,8 +220,8 @@ int ug_sqa_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel, ug_sqa_d
     return rc;
 }
 
-int ug_sqa_reference_golden(const ug_case *c, const ug_selection *sel, double **out, ug_sqa_decode_fn decode,
-                            char *err, size_t errlen)
+int ug_sqa_reference_golden(const ug_case *c, const ug_selection *sel, double **out, ug_sqa_decode_fn decode, char *err,
+                            size_t errlen)
 {
     if (!out[0]) return 0;
     ug_sqa_params p;

@@ -54,8 +54,8 @@ int ug_sqa_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel, ug_sqa_d
 /* The reference golden of o (core/ops.h reference_golden) for both ops: their tests'
  * golden casts the softmax weights P/l to bf16 before P.V, over the same decoded keys
  * (reference_golden.h, ug_golden_attn_row); out[0] only. */
-int ug_sqa_reference_golden(const ug_case *c, const ug_selection *sel, double **out, ug_sqa_decode_fn decode,
-                            char *err, size_t errlen);
+int ug_sqa_reference_golden(const ug_case *c, const ug_selection *sel, double **out, ug_sqa_decode_fn decode, char *err,
+                            size_t errlen);
 
 /* Scratch of the case memory estimate shared by both ops (builder, oracle, sim kernel);
  * extra is the op's own. */

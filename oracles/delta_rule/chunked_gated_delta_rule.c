@@ -47,7 +47,6 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
     ug_delta_geometry(c, out, g, (size_t)UG_P(chunked_gated_delta_rule, &c->params)->chunk, 32);
 }
 
-
 /* pypto's atol, per case: 2^-20 of the output's largest |g| (about 8 fp32 ulps of it). The
  * reference test's atol 0 holds against its own fp32 golden, not against the exact value:
  * an element that cancels to near 0 keeps the absolute error of the O(max|g|) terms that
@@ -69,6 +68,11 @@ static void adjust_rule(const ug_case *c, int out, const double *g, size_t n, ug
 }
 
 const ug_op_def ug_opdef_chunked_gated_delta_rule = {
-    .op = UG_OP_CHUNKED_GATED_DELTA_RULE, .decl.check = check, .build = ug_delta_build,
+    .op = UG_OP_CHUNKED_GATED_DELTA_RULE,
+    .decl.check = check,
+    .build = ug_delta_build,
     /* the values from the recurrence; the device bound from the chunked WY form the device runs (delta_rule_wy.c) */
-    .oracle = ug_delta_oracle, .device_oracle = ug_delta_wy_oracle, .geometry = geometry, .adjust_rule = adjust_rule};
+    .oracle = ug_delta_oracle,
+    .device_oracle = ug_delta_wy_oracle,
+    .geometry = geometry,
+    .adjust_rule = adjust_rule};

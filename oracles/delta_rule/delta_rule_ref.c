@@ -43,13 +43,22 @@
 
 void ug_delta_read_params(const ug_params *P, ug_delta_params *p)
 {
-    *p = (ug_delta_params){ug_p_int(P, "tokens"), ug_p_int(P, "hv"),  ug_p_int(P, "hqk"),
-                           ug_p_int(P, "dk"),     ug_p_int(P, "dv"),  ug_p_num(P, "scale"),
-                           !strcmp(ug_p_str(P, "qk_norm"), "l2"),    ug_p_num(P, "qk_eps"), 1, NULL};
+    *p = (ug_delta_params){ug_p_int(P, "tokens"),
+                           ug_p_int(P, "hv"),
+                           ug_p_int(P, "hqk"),
+                           ug_p_int(P, "dk"),
+                           ug_p_int(P, "dv"),
+                           ug_p_num(P, "scale"),
+                           !strcmp(ug_p_str(P, "qk_norm"), "l2"),
+                           ug_p_num(P, "qk_eps"),
+                           1,
+                           NULL};
     if (!ug_p_has(P, "seqlens")) return;
     size_t n = ug_p_list(P, "seqlens", &p->seqlens);
-    if (n == 1 && p->seqlens[0] == 0) p->seqlens = NULL; /* the default "0": one sequence of all tokens */
-    else p->seqs = n;
+    if (n == 1 && p->seqlens[0] == 0)
+        p->seqlens = NULL; /* the default "0": one sequence of all tokens */
+    else
+        p->seqs = n;
 }
 
 long ug_delta_seq_len(const ug_delta_params *p, size_t b) { return p->seqlens ? p->seqlens[b] : p->tokens; }
@@ -60,15 +69,19 @@ static int check_seqlens(const ug_params *P, const ug_delta_params *p, char *err
     long sum = 0;
     for (size_t b = 0; b < p->seqs; b++) {
         if (p->seqlens[b] < 1) {
-            snprintf(err, errlen, "%s: param \"seqlens\" entry %zu is %ld: every sequence needs at least 1 token "
-                     "(\"0\" alone means one sequence of all tokens)", P->decl->op, b, p->seqlens[b]);
+            snprintf(err, errlen,
+                     "%s: param \"seqlens\" entry %zu is %ld: every sequence needs at least 1 token "
+                     "(\"0\" alone means one sequence of all tokens)",
+                     P->decl->op, b, p->seqlens[b]);
             return -2;
         }
         sum += p->seqlens[b];
     }
     if (sum != p->tokens) {
-        snprintf(err, errlen, "%s: param \"seqlens\" sums to %ld tokens, \"tokens\" is %ld (the sequences are "
-                 "packed along the tokens)", P->decl->op, sum, p->tokens);
+        snprintf(err, errlen,
+                 "%s: param \"seqlens\" sums to %ld tokens, \"tokens\" is %ld (the sequences are "
+                 "packed along the tokens)",
+                 P->decl->op, sum, p->tokens);
         return -2;
     }
     return 0;
@@ -123,11 +136,11 @@ UG_AI double step_norm_bound(ug_num a, double beta, const double *k, size_t dk, 
 {
     double kk = 0.0;
     for (size_t j = 0; j < dk; j++) kk += k[j] * k[j];
-    kk *= 1.0 + (double)(dk + 2) * 0x1p-52;                   /* upward: dk roundings */
-    if (r2 != 1.0) kk *= r2 * (1.0 + 0x1p-51);                /* upward; given q/k keep the old bound */
-    double w = fabs(beta) * kk * (1.0 + 0x1p-50);            /* upward */
+    kk *= 1.0 + (double)(dk + 2) * 0x1p-52;       /* upward: dk roundings */
+    if (r2 != 1.0) kk *= r2 * (1.0 + 0x1p-51);    /* upward; given q/k keep the old bound */
+    double w = fabs(beta) * kk * (1.0 + 0x1p-50); /* upward */
     double f = w - 1.0 > 1.0 ? (w - 1.0) * (1.0 + 0x1p-50) : 1.0;
-    if (beta < 0) f = (1.0 + w) * (1.0 + 0x1p-50);           /* |1 + |beta| kk| */
+    if (beta < 0) f = (1.0 + w) * (1.0 + 0x1p-50); /* |1 + |beta| kk| */
     return (fabs(a.v) + a.e) * f * (1.0 + 0x1p-50);
 }
 
@@ -145,8 +158,8 @@ UG_AI double step_error(const ug_num *nxt, size_t dk, double norm, double E)
  * given (qk_norm l2), on the previous row s as the recurrence reads it (ugx_rec_in, into
  * in: dk numbers). Returns the new row's carried 2-norm bound from E, the previous row's
  * (ugx_rec_set: the certified arithmetic's; see the file header). */
-UG_AI double row_step(ug_arx A, const ug_num *s, ug_num *nxt, ug_num *in, const double *k, const ug_num *rk,
-                      size_t dk, double g, double beta, double v, double E)
+UG_AI double row_step(ug_arx A, const ug_num *s, ug_num *nxt, ug_num *in, const double *k, const ug_num *rk, size_t dk,
+                      double g, double beta, double v, double E)
 {
     for (size_t j = 0; j < dk; j++) in[j] = ugx_rec_in(A, s[j]);
     ug_num a = ugx_exp(A, ugx_c(A, g));
@@ -165,8 +178,10 @@ static size_t lower_bound(const ug_selection *sel, int o, size_t idx)
     size_t lo = 0, hi = sel->n[o];
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (sel->idx[o][mid] < idx) lo = mid + 1;
-        else hi = mid;
+        if (sel->idx[o][mid] < idx)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo;
 }
@@ -176,7 +191,7 @@ void ug_delta_rows_needed(const ug_selection *sel, const ug_delta_params *p, lon
     size_t hv = (size_t)p->hv, dv = (size_t)p->dv, dk = (size_t)p->dk, per_seq = hv * dv;
     for (size_t r = 0; r < p->seqs * per_seq; r++) need[r] = -1;
     size_t b = 0;
-    long end = ug_delta_seq_len(p, 0); /* one past sequence b's last token */
+    long end = ug_delta_seq_len(p, 0);       /* one past sequence b's last token */
     for (size_t k = 0; k < sel->n[0]; k++) { /* o[t, h, i], t ascending: state row (b*hv + h)*dv + i */
         size_t idx = sel->idx[0][k], t = idx / per_seq, r = b * per_seq + idx % per_seq;
         while ((long)t >= end) end += ug_delta_seq_len(p, ++b), r += per_seq;

@@ -16,27 +16,27 @@
 
 /* What both ops' contracts say about special values and rounding. */
 #define UG_DELTA_SEMANTICS                                                                                             \
-    "Per value head h (qk head h/(Hv/Hqk)) and value row i, in exact arithmetic on the given input values: "          \
+    "Per value head h (qk head h/(Hv/Hqk)) and value row i, in exact arithmetic on the given input values: "           \
     "s_t = e^{g_t} s_{t-1} + beta_t (v_t[i] - e^{g_t} s_{t-1}.k_t) k_t from s_{-1} = h0[h,i,:] "                       \
     "(= e^g S (I - beta k k^T) + beta v k^T), o_t[h,i] = scale * s_t.q_t, ht[h,i,:] = s_{T-1}; "                       \
-    "only o and ht are rounded, once, to their dtypes; scale is the fp32 attribute. With qk_norm = given q and k "    \
+    "only o and ht are rounded, once, to their dtypes; scale is the fp32 attribute. With qk_norm = given q and k "     \
     "are used as given (the builder l2-normalises the drawn rows; nothing normalises them again); with qk_norm = "     \
-    "l2 the op first replaces each Dk row x of q and k by x/sqrt(||x||^2 + qk_eps), exact. g and beta may be any "    \
-    "finite values; beta < 0 or g > 0 lets the state grow geometrically. Special values: a NaN or +-inf "            \
-    "input makes NaN every output element that depends on it, and only those: o[t,h,i] and ht[h,i,:] depend on "     \
-    "h0[h,i,:], v[<=t,h,i], k[<=t,hk,:], g[<=t,h], beta[<=t,h], and o[t,h,i] also on q[t,hk,:] (an infinity has "   \
-    "no consistent sign once the rank-one erase mixes it; the kernels treat a non-finite load as NaN). Subnormals "  \
-    "are ordinary values. Finite inputs give the exact value, which may round to +-inf in o's dtype; huge finite "    \
-    "inputs (+-max, g far outside [-1,0]) can overflow a kernel's fp32 intermediates (e^g, S*k, S*q), and the "       \
+    "l2 the op first replaces each Dk row x of q and k by x/sqrt(||x||^2 + qk_eps), exact. g and beta may be any "     \
+    "finite values; beta < 0 or g > 0 lets the state grow geometrically. Special values: a NaN or +-inf "              \
+    "input makes NaN every output element that depends on it, and only those: o[t,h,i] and ht[h,i,:] depend on "       \
+    "h0[h,i,:], v[<=t,h,i], k[<=t,hk,:], g[<=t,h], beta[<=t,h], and o[t,h,i] also on q[t,hk,:] (an infinity has "      \
+    "no consistent sign once the rank-one erase mixes it; the kernels treat a non-finite load as NaN). Subnormals "    \
+    "are ordinary values. Finite inputs give the exact value, which may round to +-inf in o's dtype; huge finite "     \
+    "inputs (+-max, g far outside [-1,0]) can overflow a kernel's fp32 intermediates (e^g, S*k, S*q), and the "        \
     "oracle still expects the exact value there."
 
 /* The params the oracle and builder use, read from the case's parsed params. */
 typedef struct {
     long tokens, hv, hqk, dk, dv;
-    double scale;  /* fp32 value */
-    int qk_l2;     /* params.qk_norm == l2: the op normalises q and k itself */
-    double qk_eps; /* fp32 value of params.qk_eps (inside the sqrt of that norm) */
-    size_t seqs;        /* sequences packed along the tokens (params.seqlens; 1 without it) */
+    double scale;        /* fp32 value */
+    int qk_l2;           /* params.qk_norm == l2: the op normalises q and k itself */
+    double qk_eps;       /* fp32 value of params.qk_eps (inside the sqrt of that norm) */
+    size_t seqs;         /* sequences packed along the tokens (params.seqlens; 1 without it) */
     const long *seqlens; /* their lengths, borrowed from the params; NULL: one sequence of all tokens */
 } ug_delta_params;
 

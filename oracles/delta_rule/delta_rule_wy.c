@@ -50,11 +50,11 @@ typedef struct {
     ug_delta_params p;
     size_t L, dk, dv;
     ug_num one;
-    ug_num *G, *eG, *B, *BV, *U;  /* L each: G_r, e^{G_r}, beta_r; beta_c v_c[i], U_c[i] of one row */
-    ug_num *Q, *K, *BK, *W, *KD;  /* L x Dk: Q_r, k^_r, beta_r e^{G_r} k^_r, W_r, D[n-1][r] k^_r */
-    ug_num *D, *A, *T, *P;        /* L x L, lower triangle */
-    ug_num *terms;                /* one reduction's terms: max(L, Dk) + 2 */
-    ug_num *S;                    /* Dv x Dk: the head's carried state rows */
+    ug_num *G, *eG, *B, *BV, *U; /* L each: G_r, e^{G_r}, beta_r; beta_c v_c[i], U_c[i] of one row */
+    ug_num *Q, *K, *BK, *W, *KD; /* L x Dk: Q_r, k^_r, beta_r e^{G_r} k^_r, W_r, D[n-1][r] k^_r */
+    ug_num *D, *A, *T, *P;       /* L x L, lower triangle */
+    ug_num *terms;               /* one reduction's terms: max(L, Dk) + 2 */
+    ug_num *S;                   /* Dv x Dk: the head's carried state rows */
 } wy_ws;
 
 static int ws_alloc(wy_ws *w, const ug_case *c, ug_ar *ar)
@@ -161,8 +161,7 @@ static void chunk_keys(wy_ws *w, ug_ar *ar, size_t n)
 
 /* Carries state row s (= row i of head h) through chunk [t0, t0+n), emitting its selected
  * o elements. */
-static void carry_row(wy_ws *w, ug_ar *ar, const ug_selection *sel, size_t h, size_t i, size_t t0, size_t n,
-                      ug_num *s)
+static void carry_row(wy_ws *w, ug_ar *ar, const ug_selection *sel, size_t h, size_t i, size_t t0, size_t n, ug_num *s)
 {
     size_t L = w->L, dk = w->dk, dv = w->dv, hv = (size_t)w->p.hv;
     ug_num *terms = w->terms;

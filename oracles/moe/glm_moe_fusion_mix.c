@@ -27,8 +27,8 @@
 static int check(const ug_params *P, char *err, size_t errlen) { return gmoe_router_check(P, OP, err, errlen); }
 
 /* Token t's selected out elements: the shared stage-4 value plus the routed sum. */
-static void out_emit(const gmoe_shared *k, gmoe_routed *r, const ug_case *c, ug_ar *ar, const ug_selection *sel,
-                     int o, size_t t)
+static void out_emit(const gmoe_shared *k, gmoe_routed *r, const ug_case *c, ug_ar *ar, const ug_selection *sel, int o,
+                     size_t t)
 {
     size_t b, e;
     ug_selection_range(sel, o, t * r->h, (t + 1) * r->h, &b, &e);
@@ -64,5 +64,8 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
  * (gmoe_fused_scratch). */
 static double scratch(const ug_params *P) { return gmoe_fused_scratch(P, 1, 1); }
 
-const ug_op_def ug_opdef_glm_moe_fusion_mix = {
-    .op = UG_OP_GLM_MOE_FUSION_MIX, .primary = UG_STD_CERTIFIED, .decl.check = check, .oracle = oracle, .scratch = scratch};
+const ug_op_def ug_opdef_glm_moe_fusion_mix = {.op = UG_OP_GLM_MOE_FUSION_MIX,
+                                               .primary = UG_STD_CERTIFIED,
+                                               .decl.check = check,
+                                               .oracle = oracle,
+                                               .scratch = scratch};

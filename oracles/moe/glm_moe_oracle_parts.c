@@ -21,8 +21,7 @@
  * naive bf16 sums most: 4.5x the certified pass). Only where the numbers are doubles and
  * the selection is dense (--sample all); -1 when not taken (or out of memory). */
 #define GATE_TOKENS 32
-static int gate_blocked(ug_ar *ar, const ug_selection *sel, int o, const double *x, const double *w, size_t h,
-                        size_t E)
+static int gate_blocked(ug_ar *ar, const ug_selection *sel, int o, const double *x, const double *w, size_t h, size_t E)
 {
     size_t n = sel->n[o], T = n ? sel->idx[o][n - 1] / E + 1 : 0;
     if (!ug_ar_plain(ar) || n == 0 || n * 2 < T * E || E < 64 || h <= 64) return -1; /* the rows' blocked form: */
@@ -73,10 +72,14 @@ int gmoe_router_check(const ug_params *P, const char *op, char *err, size_t errl
     gmoe_router p;
     gmoe_router_read(P, &p);
     const char *why = NULL, *name = NULL;
-    if (p.E % p.ng) name = "num_expert_group", why = "does not divide experts into equal groups";
-    else if (p.tg > p.ng) name = "topk_group", why = "exceeds num_expert_group";
-    else if (p.k > p.E) name = "top_k", why = "exceeds experts";
-    else if (p.k > p.tg * p.per) name = "top_k", why = "exceeds the experts of topk_group groups";
+    if (p.E % p.ng)
+        name = "num_expert_group", why = "does not divide experts into equal groups";
+    else if (p.tg > p.ng)
+        name = "topk_group", why = "exceeds num_expert_group";
+    else if (p.k > p.E)
+        name = "top_k", why = "exceeds experts";
+    else if (p.k > p.tg * p.per)
+        name = "top_k", why = "exceeds the experts of topk_group groups";
     if (!name) return 0;
     snprintf(err, errlen, "%s: param %s %s (experts %ld, top_k %ld, num_expert_group %ld, topk_group %ld)", op, name,
              why, p.E, p.k, p.ng, p.tg);
@@ -129,7 +132,8 @@ static void exact_choice(const gmoe_router *p, const double *b, const double *G,
 {
     long groups[GMOE_MAX_G] = {0}, kept[GMOE_MAX_G] = {0}, cand[GMOE_MAX_E], nc = 0;
     unsigned char keep[GMOE_MAX_G] = {0};
-    if (keep_in) memcpy(keep, keep_in, (size_t)p->ng);
+    if (keep_in)
+        memcpy(keep, keep_in, (size_t)p->ng);
     else {
         for (long g = 0; g < p->ng; g++) groups[g] = g;
         top_n(G, groups, p->ng, p->tg, kept);
@@ -246,7 +250,7 @@ static void logits_row(const gmoe_router *p, const ug_tensor *logits, long t, do
 }
 
 void gmoe_router_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel, const gmoe_router *p,
-                     const ug_tensor *logits, int o_w, int o_ids)
+                      const ug_tensor *logits, int o_w, int o_ids)
 {
     const double *bias = ug_case_input(c, "e_score_correction_bias")->values;
     const ug_tensor *ko = &c->out[o_ids];
@@ -300,13 +304,12 @@ static ug_num code_value(ug_ar *ar, double v, ug_num s, double sd)
 }
 
 /* Emits the selected codes of row `row` (n values v): v/s (code_value), 0 in a zero or non-finite row. */
-static void codes_emit(ug_ar *ar, const ug_selection *sel, int o, size_t row, const double *v, size_t n,
-                       int zero, ug_num s, double sd)
+static void codes_emit(ug_ar *ar, const ug_selection *sel, int o, size_t row, const double *v, size_t n, int zero,
+                       ug_num s, double sd)
 {
     size_t b, e;
     ug_selection_range(sel, o, row * n, (row + 1) * n, &b, &e);
-    for (; b < e; b++)
-        ug_ar_emit(ar, o, b, zero ? ug_c(ar, 0.0) : code_value(ar, v[sel->idx[o][b] - row * n], s, sd));
+    for (; b < e; b++) ug_ar_emit(ar, o, b, zero ? ug_c(ar, 0.0) : code_value(ar, v[sel->idx[o][b] - row * n], s, sd));
 }
 
 /* DynQuant of one row v[0..n) (exact values: an input row or the kernel's exported a). The
@@ -319,19 +322,22 @@ static void quant_row(const ug_case *c, ug_ar *ar, const ug_selection *sel, cons
     double amax = 0.0;
     int finite = 1;
     for (size_t i = 0; i < n; i++) {
-        if (!isfinite(v[i])) finite = 0;
-        else if (fabs(v[i]) > amax) amax = fabs(v[i]); /* exact */
+        if (!isfinite(v[i]))
+            finite = 0;
+        else if (fabs(v[i]) > amax)
+            amax = fabs(v[i]); /* exact */
     }
     size_t b, e;
     ug_selection_range(sel, q->scales, row, row + 1, &b, &e);
     ug_num exact = finite ? ug_div(ar, ug_c(ar, amax), ug_c(ar, 127.0)) : ug_c(ar, NAN);
     if (b < e) ug_ar_emit(ar, q->scales, b, exact);
-    int zero = !finite || amax == 0.0; /* the semantics: codes 0 */
-    double sk = ug_tload(&c->out[q->scales], row); /* staged: the kernel's scale */
+    int zero = !finite || amax == 0.0;                           /* the semantics: codes 0 */
+    double sk = ug_tload(&c->out[q->scales], row);               /* staged: the kernel's scale */
     ug_num own = zero ? exact : ug_round(ar, exact, UG_DT_FP32); /* rounds: the scale as exported */
     int sk_ok = sk > 0 && isfinite(sk);
     codes_emit(ar, sel, q->codes, row, v, n, zero, sk_ok ? ug_c(ar, sk) : exact, sk_ok ? sk : NAN);
-    codes_emit(ar, sel, q->view, row, v, n, zero, own, zero ? NAN : ug_v(own)); /* own: an fp32 value, exact in double */
+    codes_emit(ar, sel, q->view, row, v, n, zero, own,
+               zero ? NAN : ug_v(own)); /* own: an fp32 value, exact in double */
 }
 
 /* Column col of the [rows, cols] int8 weight t as a contiguous reduction (the strided walk
@@ -428,11 +434,11 @@ static ug_num down_of(const gmoe_shared *k, ug_ar *ar, ug_num sa, size_t j, int6
 
 ug_num gmoe_shared_down(const gmoe_shared *k, ug_ar *ar, ug_num sa, size_t j)
 {
-    return down_of(k, ar, sa, j, ug_int8_dot(k->codes, col_t(k->w2, k->w2t, k->ready + gmoe_blocks(2 * k->I), j), k->I));
+    return down_of(k, ar, sa, j,
+                   ug_int8_dot(k->codes, col_t(k->w2, k->w2t, k->ready + gmoe_blocks(2 * k->I), j), k->I));
 }
 
-void gmoe_shared_out_emit(const gmoe_shared *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, int o,
-                         size_t t)
+void gmoe_shared_out_emit(const gmoe_shared *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, int o, size_t t)
 {
     size_t b, e, h = k->h;
     ug_selection_range(sel, o, t * h, (t + 1) * h, &b, &e);
@@ -464,7 +470,6 @@ static void quant_stages(const gmoe_shared *k, const ug_case *c, ug_ar *ar, cons
     }
 }
 
-
 void gmoe_shared_front(const gmoe_shared *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, size_t t)
 {
     quant_stages(k, c, ar, sel, t);
@@ -474,14 +479,19 @@ void gmoe_shared_front(const gmoe_shared *k, const ug_case *c, ug_ar *ar, const 
 int gmoe_shared_open(gmoe_shared *k, const ug_case *c)
 {
     const ug_params *P = &c->params;
-    *k = (gmoe_shared){(size_t)ug_p_int(P, "tokens"), (size_t)ug_p_int(P, "hidden"), (size_t)ug_p_int(P, "intermediate"),
-                      ug_case_input(c, "x"), ug_case_input(c, "w13"), ug_case_input(c, "w13_scale"),
-                      ug_case_input(c, "w2"), ug_case_input(c, "w2_scale"),
-                      {ug_case_judged_find(c, "x_i8"), ug_case_judged_find(c, "x_scale"),
-                       ug_case_judged_find(c, "x_i8@oracle_scale")},
-                      {ug_case_judged_find(c, "a_i8"), ug_case_judged_find(c, "a_scale"),
-                       ug_case_judged_find(c, "a_i8@oracle_scale")},
-                      ug_case_judged_find(c, "a")};
+    *k = (gmoe_shared){(size_t)ug_p_int(P, "tokens"),
+                       (size_t)ug_p_int(P, "hidden"),
+                       (size_t)ug_p_int(P, "intermediate"),
+                       ug_case_input(c, "x"),
+                       ug_case_input(c, "w13"),
+                       ug_case_input(c, "w13_scale"),
+                       ug_case_input(c, "w2"),
+                       ug_case_input(c, "w2_scale"),
+                       {ug_case_judged_find(c, "x_i8"), ug_case_judged_find(c, "x_scale"),
+                        ug_case_judged_find(c, "x_i8@oracle_scale")},
+                       {ug_case_judged_find(c, "a_i8"), ug_case_judged_find(c, "a_scale"),
+                        ug_case_judged_find(c, "a_i8@oracle_scale")},
+                       ug_case_judged_find(c, "a")};
     size_t h = k->h, I = k->I;
     k->row = malloc((h > I ? h : I) * sizeof *k->row);
     k->w13t = malloc(3 * I * h + (h > I ? h : I));
@@ -520,12 +530,18 @@ ug_num gmoe_swiglu_bf16(ug_ar *ar, const double *x, const double *w1, const doub
 int gmoe_routed_open(gmoe_routed *r, const ug_case *c)
 {
     const ug_params *P = &c->params;
-    *r = (gmoe_routed){.T = (size_t)ug_p_int(P, "tokens"), .h = (size_t)ug_p_int(P, "hidden"),
-                      .E = (size_t)ug_p_int(P, "experts"), .k = (size_t)ug_p_int(P, "top_k"),
-                      .I = (size_t)ug_p_int(P, "intermediate"), .x = ug_case_input(c, "x")->values,
-                      .w1 = ug_case_input(c, "expert_w1")->values, .w3 = ug_case_input(c, "expert_w3")->values,
-                      .w2 = ug_case_input(c, "expert_w2")->values, .o_act = ug_case_judged_find(c, "act"),
-                      .o_w = ug_case_judged_find(c, "topk_weights"), .o_ids = ug_case_judged_find(c, "topk_ids")};
+    *r = (gmoe_routed){.T = (size_t)ug_p_int(P, "tokens"),
+                       .h = (size_t)ug_p_int(P, "hidden"),
+                       .E = (size_t)ug_p_int(P, "experts"),
+                       .k = (size_t)ug_p_int(P, "top_k"),
+                       .I = (size_t)ug_p_int(P, "intermediate"),
+                       .x = ug_case_input(c, "x")->values,
+                       .w1 = ug_case_input(c, "expert_w1")->values,
+                       .w3 = ug_case_input(c, "expert_w3")->values,
+                       .w2 = ug_case_input(c, "expert_w2")->values,
+                       .o_act = ug_case_judged_find(c, "act"),
+                       .o_w = ug_case_judged_find(c, "topk_weights"),
+                       .o_ids = ug_case_judged_find(c, "topk_ids")};
     r->act = malloc(r->k * r->I * sizeof *r->act);
     return r->act ? 0 : -1;
 }
@@ -553,7 +569,7 @@ void gmoe_routed_act_emit(const gmoe_routed *r, const ug_case *c, ug_ar *ar, con
         ug_ar_emit(ar, r->o_act, b,
                    id < 0 ? ug_c(ar, NAN)
                           : gmoe_swiglu_bf16(ar, r->x + t * r->h, r->w1 + (size_t)id * hI + i,
-                                            r->w3 + (size_t)id * hI + i, r->I, r->h));
+                                             r->w3 + (size_t)id * hI + i, r->I, r->h));
         ug_ar_release(ar, mark);
     }
 }
@@ -586,9 +602,9 @@ void gmoe_fused_route_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     gmoe_router_read(&c->params, &p);
     int o_lg = ug_case_judged_find(c, "router_logits");
     gmoe_gate_emit(ar, sel, o_lg, ug_case_input(c, "x")->values, ug_case_input(c, "gate_w")->values,
-                  (size_t)ug_p_int(&c->params, "hidden"), (size_t)p.E);
+                   (size_t)ug_p_int(&c->params, "hidden"), (size_t)p.E);
     gmoe_router_emit(c, ar, sel, &p, &c->out[o_lg], ug_case_judged_find(c, "topk_weights"),
-                    ug_case_judged_find(c, "topk_ids")); /* staged: the kernel's logits */
+                     ug_case_judged_find(c, "topk_ids")); /* staged: the kernel's logits */
 }
 
 double gmoe_fused_scratch(const ug_params *P, int routed, int shared)

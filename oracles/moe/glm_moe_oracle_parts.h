@@ -38,7 +38,7 @@ int gmoe_router_check(const ug_params *P, const char *op, char *err, size_t errl
  * the logits tensor (an input, or the kernel's exported logits: staged), the
  * e_score_correction_bias input and the kernel's ids (c->out[o_ids]). */
 void gmoe_router_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel, const gmoe_router *p,
-                     const ug_tensor *logits, int o_w, int o_ids);
+                      const ug_tensor *logits, int o_w, int o_ids);
 
 /* ---- int8 shared expert (DynQuant, int8 GEMMs, bf16 SwiGLU), staged ---- */
 
@@ -70,8 +70,7 @@ ug_num gmoe_shared_down_row(const gmoe_shared *k, const ug_case *c, ug_ar *ar, s
 /* (a_i8 . W2[:, j]) * w2_scale[j] * sa, exact, unrounded (after gmoe_shared_down_row). */
 ug_num gmoe_shared_down(const gmoe_shared *k, ug_ar *ar, ug_num sa, size_t j);
 /* The selected elements of output o in row t (h wide): the exact stage-4 value. */
-void gmoe_shared_out_emit(const gmoe_shared *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, int o,
-                         size_t t);
+void gmoe_shared_out_emit(const gmoe_shared *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, int o, size_t t);
 
 /* ---- routed SwiGLU expert ---- */
 

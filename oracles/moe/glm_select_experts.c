@@ -62,8 +62,8 @@ static double scratch(const ug_params *P)
 }
 
 const ug_op_def ug_opdef_glm_select_experts = {.op = UG_OP_GLM_SELECT_EXPERTS,
-                                              .primary = UG_STD_CERTIFIED,
-                                              .decl.check = check,
-                                              .oracle = oracle,
-                                              .geometry = geometry,
-                                              .scratch = scratch};
+                                               .primary = UG_STD_CERTIFIED,
+                                               .decl.check = check,
+                                               .oracle = oracle,
+                                               .geometry = geometry,
+                                               .scratch = scratch};

@@ -35,7 +35,11 @@ typedef struct {
 static void read_params(const ug_case *c, moe_params *p)
 {
     const ug_moe_distributed_dispatch_combine_params *params = UG_P(moe_distributed_dispatch_combine, &c->params);
-    *p = (moe_params){params->tokens, params->hidden, params->experts, params->topk, params->world,
+    *p = (moe_params){params->tokens,
+                      params->hidden,
+                      params->experts,
+                      params->topk,
+                      params->world,
                       params->wire == UG_MOE_DISTRIBUTED_DISPATCH_COMBINE_WIRE_INT8,
                       params->routing == UG_MOE_DISTRIBUTED_DISPATCH_COMBINE_ROUTING_HOT};
 }
@@ -45,9 +49,12 @@ static int check(const ug_params *P, char *err, size_t errlen)
     const ug_moe_distributed_dispatch_combine_params *params = UG_P(moe_distributed_dispatch_combine, P);
     long experts = params->experts, topk = params->topk, world = params->world;
     const char *msg = NULL;
-    if (world != 1 && world != 2 && world != 4 && world != 8) msg = "param \"world\" must be 1, 2, 4 or 8";
-    else if (experts < world) msg = "param \"experts\" must be in [world, 4096]";
-    else if (topk > experts) msg = "param \"topk\" must be in [1, min(8, experts)]";
+    if (world != 1 && world != 2 && world != 4 && world != 8)
+        msg = "param \"world\" must be 1, 2, 4 or 8";
+    else if (experts < world)
+        msg = "param \"experts\" must be in [world, 4096]";
+    else if (topk > experts)
+        msg = "param \"topk\" must be in [1, min(8, experts)]";
     if (!msg) return 0;
     snprintf(err, errlen, "moe_distributed_dispatch_combine: %s", msg);
     return -2;
@@ -116,8 +123,8 @@ static ug_num arrived(ug_ar *ar, double x, double amax, int int8_wire)
     if (!int8_wire) return ug_c(ar, x);
     if (amax == 0.0) return ug_c(ar, 0.0);
     /* x/s = 127x/amax with one rounding, so an exact tie stays a tie at every precision */
-    ug_num code = ug_div(ar, ug_c(ar, x * 127.0), ug_c(ar, amax)); /* x*127: exact (bf16 times 7 bits) */
-    ug_num q = ug_round(ar, code, UG_DT_INT8);                      /* spec: int8 wire code */
+    ug_num code = ug_div(ar, ug_c(ar, x * 127.0), ug_c(ar, amax));     /* x*127: exact (bf16 times 7 bits) */
+    ug_num q = ug_round(ar, code, UG_DT_INT8);                         /* spec: int8 wire code */
     return ug_div(ar, ug_mul(ar, q, ug_c(ar, amax)), ug_c(ar, 127.0)); /* q*s, s = amax/127 exact */
 }
 
@@ -172,6 +179,10 @@ static double scratch(const ug_params *P)
     return 4 * slots * (double)params->hidden + 12 * slots;
 }
 
-const ug_op_def ug_opdef_moe_distributed_dispatch_combine = {
-    .op = UG_OP_MOE_DISTRIBUTED_DISPATCH_COMBINE, .primary = UG_STD_CERTIFIED, .decl.check = check, .build = build, .oracle = oracle,
-    .geometry = geometry, .scratch = scratch};
+const ug_op_def ug_opdef_moe_distributed_dispatch_combine = {.op = UG_OP_MOE_DISTRIBUTED_DISPATCH_COMBINE,
+                                                             .primary = UG_STD_CERTIFIED,
+                                                             .decl.check = check,
+                                                             .build = build,
+                                                             .oracle = oracle,
+                                                             .geometry = geometry,
+                                                             .scratch = scratch};

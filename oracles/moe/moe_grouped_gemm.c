@@ -44,8 +44,7 @@ static void read_params(const ug_case *c, moe_params *p)
 {
     const ug_params *P = &c->params;
     const ug_moe_grouped_gemm_params *params = UG_P(moe_grouped_gemm, P);
-    *p = (moe_params){params->tokens, params->experts, params->h, params->inter,
-                      params->groups_name};
+    *p = (moe_params){params->tokens, params->experts, params->h, params->inter, params->groups_name};
 }
 
 /* Token counts per expert (they sum to T):
@@ -171,6 +170,9 @@ static double scratch(const ug_params *P)
     return 16 * h * inter + 4 * (2 * h + inter) + inter * UG_NUM_BYTES + 16 * (double)params->experts;
 }
 
-const ug_op_def ug_opdef_moe_grouped_gemm = {
-    .op = UG_OP_MOE_GROUPED_GEMM, .primary = UG_STD_CERTIFIED, .build = build, .oracle = oracle, .geometry = geometry,
-    .scratch = scratch};
+const ug_op_def ug_opdef_moe_grouped_gemm = {.op = UG_OP_MOE_GROUPED_GEMM,
+                                             .primary = UG_STD_CERTIFIED,
+                                             .build = build,
+                                             .oracle = oracle,
+                                             .geometry = geometry,
+                                             .scratch = scratch};

@@ -33,7 +33,6 @@
 /* ugx_of inside this file, inline: the arithmetic as arith_inline.h's primitives take it. */
 #define ARX(ar) ((ug_arx){(ar), (ar)->mode, (ar)->naive_dt})
 
-
 ug_ar *ug_ar_new(ug_ar_mode mode, mpfr_prec_t prec, ug_dtype naive_dt)
 {
     ug_ar *ar = calloc(1, sizeof *ar);
@@ -122,8 +121,6 @@ static ug_num num_exact(mpfr_ptr m)
  * exact values at a rounding tie of the output dtype need no MPFR fallback. */
 static ug_num num_cert(double v, double e) { return ug_cv_num(ug_cv_make(v, e)); }
 
-
-
 static ug_num num_plain(const ug_ar *ar, double v)
 {
     ug_num r = {ar->mode == UG_AR_NAIVE ? ug_dtype_round_fast(ar->naive_dt, v) : v, 0.0, NULL};
@@ -163,25 +160,13 @@ static ug_num exact2(ug_ar *ar, mpfr_fn2 f, ug_num a, ug_num b)
 
 /* The plain arithmetics' primitives are arith_inline.h's bodies (one copy, which an op's
  * formula inlines with a constant mode); MPFR's are here. */
-ug_num ug_add(ug_ar *ar, ug_num a, ug_num b)
-{
-    return IS_MP(ar) ? exact2(ar, mpfr_add, a, b) : ugx_add(ARX(ar), a, b);
-}
+ug_num ug_add(ug_ar *ar, ug_num a, ug_num b) { return IS_MP(ar) ? exact2(ar, mpfr_add, a, b) : ugx_add(ARX(ar), a, b); }
 
-ug_num ug_sub(ug_ar *ar, ug_num a, ug_num b)
-{
-    return IS_MP(ar) ? exact2(ar, mpfr_sub, a, b) : ugx_sub(ARX(ar), a, b);
-}
+ug_num ug_sub(ug_ar *ar, ug_num a, ug_num b) { return IS_MP(ar) ? exact2(ar, mpfr_sub, a, b) : ugx_sub(ARX(ar), a, b); }
 
-ug_num ug_mul(ug_ar *ar, ug_num a, ug_num b)
-{
-    return IS_MP(ar) ? exact2(ar, mpfr_mul, a, b) : ugx_mul(ARX(ar), a, b);
-}
+ug_num ug_mul(ug_ar *ar, ug_num a, ug_num b) { return IS_MP(ar) ? exact2(ar, mpfr_mul, a, b) : ugx_mul(ARX(ar), a, b); }
 
-ug_num ug_div(ug_ar *ar, ug_num a, ug_num b)
-{
-    return IS_MP(ar) ? exact2(ar, mpfr_div, a, b) : ugx_div(ARX(ar), a, b);
-}
+ug_num ug_div(ug_ar *ar, ug_num a, ug_num b) { return IS_MP(ar) ? exact2(ar, mpfr_div, a, b) : ugx_div(ARX(ar), a, b); }
 
 /* ug_div_row and ug_mul_diff_row's loop: diff: out[j] = (x[j] * (a[j] - b)), else out[j] =
  * x[j] / b; then dt's device rounding. */
@@ -201,10 +186,7 @@ void ug_mul_diff_row(ug_ar *ar, const ug_num *x, const ug_num *a, ug_num b, size
     UG_ARX_SPECIALISE(ar, row_op_x, 1, x, a, b, n, dt, out);
 }
 
-ug_num ug_neg(ug_ar *ar, ug_num a)
-{
-    return IS_MP(ar) ? exact1(ar, mpfr_neg, a) : ugx_neg(ARX(ar), a);
-}
+ug_num ug_neg(ug_ar *ar, ug_num a) { return IS_MP(ar) ? exact1(ar, mpfr_neg, a) : ugx_neg(ARX(ar), a); }
 
 ug_num ug_max(ug_ar *ar, ug_num a, ug_num b)
 {
@@ -212,25 +194,13 @@ ug_num ug_max(ug_ar *ar, ug_num a, ug_num b)
     return ugx_max(ARX(ar), a, b);
 }
 
-ug_num ug_sqrt(ug_ar *ar, ug_num a)
-{
-    return IS_MP(ar) ? exact1(ar, mpfr_sqrt, a) : ugx_sqrt(ARX(ar), a);
-}
+ug_num ug_sqrt(ug_ar *ar, ug_num a) { return IS_MP(ar) ? exact1(ar, mpfr_sqrt, a) : ugx_sqrt(ARX(ar), a); }
 
-ug_num ug_rsqrt(ug_ar *ar, ug_num a)
-{
-    return IS_MP(ar) ? exact1(ar, mpfr_rec_sqrt, a) : ugx_rsqrt(ARX(ar), a);
-}
+ug_num ug_rsqrt(ug_ar *ar, ug_num a) { return IS_MP(ar) ? exact1(ar, mpfr_rec_sqrt, a) : ugx_rsqrt(ARX(ar), a); }
 
-ug_num ug_recip(ug_ar *ar, ug_num a)
-{
-    return ug_div(ar, ug_c(ar, 1.0), a);
-}
+ug_num ug_recip(ug_ar *ar, ug_num a) { return ug_div(ar, ug_c(ar, 1.0), a); }
 
-ug_num ug_exp(ug_ar *ar, ug_num a)
-{
-    return IS_MP(ar) ? exact1(ar, mpfr_exp, a) : ugx_exp(ARX(ar), a);
-}
+ug_num ug_exp(ug_ar *ar, ug_num a) { return IS_MP(ar) ? exact1(ar, mpfr_exp, a) : ugx_exp(ARX(ar), a); }
 
 /* ug_softmax_row's loop, in every arithmetic (a constant mode where specialised). */
 UG_AI void softmax_row_x(ug_arx A, ug_num *e, size_t n, ug_num sc, ug_dtype p_dt, ug_num *m, ug_num *total)
@@ -288,10 +258,7 @@ static int mpfr_silu(mpfr_ptr r, mpfr_srcptr x, mpfr_rnd_t rnd)
 /* The device bound's allowance where a device forms sigmoid or silu as x/(1 + exp(-x)) in
  * fp32 and exp(-x) overflows (x below -ln(FLT_MAX) = -88.72): it then gives 0 where the
  * exact value v (below 3e-39 for sigmoid, 2.6e-37 for silu) is not. */
-static double exp_overflow_zero(ug_num a, double v)
-{
-    return a.v - a.e < -88.72283905206835 ? fabs(v) + a.e : 0.0;
-}
+static double exp_overflow_zero(ug_num a, double v) { return a.v - a.e < -88.72283905206835 ? fabs(v) + a.e : 0.0; }
 
 static double sigmoid_d(double x) { return 1.0 / (1.0 + exp(-x)); }
 static double silu_d(double x) { return x / (1.0 + exp(-x)); }
@@ -310,9 +277,9 @@ typedef struct {
 
 enum { FN_TANH, FN_SIGMOID, FN_SILU, FN_SIN, FN_COS };
 static const special_fn special[] = {
-    [FN_TANH] = {mpfr_tanh, tanh, 1.0, U51, 0},           /* |tanh'| <= 1 */
+    [FN_TANH] = {mpfr_tanh, tanh, 1.0, U51, 0},                 /* |tanh'| <= 1 */
     [FN_SIGMOID] = {mpfr_sigmoid, sigmoid_d, 0.25, 0x1p-49, 1}, /* |s'| <= 1/4 */
-    [FN_SILU] = {mpfr_silu, silu_d, 1.1, 0x1p-49, 1},     /* |silu'| < 1.1 */
+    [FN_SILU] = {mpfr_silu, silu_d, 1.1, 0x1p-49, 1},           /* |silu'| < 1.1 */
     [FN_SIN] = {mpfr_sin, sin, 1.0, U51, 0},
     [FN_COS] = {mpfr_cos, cos, 1.0, U51, 0},
 };
@@ -386,15 +353,16 @@ ug_num ug_dev_err_dot(ug_ar *ar, ug_num x, const double *a, const double *b, siz
 
 int ug_ar_plain(const ug_ar *ar) { return !IS_MP(ar); }
 
-
 /* UG_AR_MPFR_SEQ reductions: one rounded MPFR operation per term. */
 static ug_num seq_sum(ug_ar *ar, const ug_num *xs, const double *a, size_t sa, const double *b, size_t sb, size_t n)
 {
     mpfr_ptr acc = pool_get(ar), t = pool_get(ar);
     mpfr_set_zero(acc, 1);
     for (size_t i = 0; i < n; i++) {
-        if (xs) mpfr_set(t, xs[i].m, MPFR_RNDN);
-        else mpfr_set_d(t, a[i * sa], MPFR_RNDN);
+        if (xs)
+            mpfr_set(t, xs[i].m, MPFR_RNDN);
+        else
+            mpfr_set_d(t, a[i * sa], MPFR_RNDN);
         if (b) mpfr_mul_d(t, t, b[i * sb], MPFR_RNDN); /* rounds: working precision */
         mpfr_add(acc, acc, t, MPFR_RNDN);              /* rounds: working precision */
     }
@@ -453,7 +421,7 @@ static void dot_d_mpfr(ug_ar *ar, mpfr_ptr m, const double *a, size_t sa, const 
 {
     prods_init(ar, n ? n : 1);
     for (size_t i = 0; i < n; i++) {
-        mpfr_set_d(ar->prods[i], a[i * sa], MPFR_RNDN);              /* exact */
+        mpfr_set_d(ar->prods[i], a[i * sa], MPFR_RNDN);               /* exact */
         mpfr_mul_d(ar->prods[i], ar->prods[i], b[i * sb], MPFR_RNDN); /* exact: 106 <= 128 bits */
         ar->ptrs[i] = ar->prods[i];
     }
@@ -533,7 +501,7 @@ double ug_mp_round(mpfr_srcptr x, ug_dtype dt)
         if (dt == UG_DT_E8M0) return ug_dtype_round_fast(dt, mpfr_get_d(x, MPFR_RNDZ)); /* floor log2 kept */
         mpfr_t t;
         mpfr_init2(t, mpfr_get_prec(x) > 64 ? mpfr_get_prec(x) : 64);
-        mpfr_rint(t, x, MPFR_RNDN); /* rounds: RNE to an integer */
+        mpfr_rint(t, x, MPFR_RNDN);                                   /* rounds: RNE to an integer */
         double r = ug_dtype_round_fast(dt, mpfr_get_d(t, MPFR_RNDN)); /* saturates */
         mpfr_clear(t);
         return r;
@@ -543,17 +511,15 @@ double ug_mp_round(mpfr_srcptr x, ug_dtype dt)
     if (binade > 1100) return ug_dtype_round_fast(dt, mpfr_sgn(x) > 0 ? INFINITY : -INFINITY);
     mpfr_t t;
     mpfr_init2(t, mpfr_get_prec(x));
-    mpfr_mul_2si(t, x, in->mant_bits - binade, MPFR_RNDN); /* exact: power of two */
-    mpfr_rint(t, t, MPFR_RNDN);                            /* rounds: RNE to the dtype's grid */
+    mpfr_mul_2si(t, x, in->mant_bits - binade, MPFR_RNDN);                   /* exact: power of two */
+    mpfr_rint(t, t, MPFR_RNDN);                                              /* rounds: RNE to the dtype's grid */
     double r = ldexp(mpfr_get_d(t, MPFR_RNDN), (int)binade - in->mant_bits); /* exact */
     mpfr_clear(t);
-    if (fabs(r) > in->max_finite)
-        r = dt == UG_DT_E4M3 ? copysign(in->max_finite, r) : copysign(INFINITY, r);
+    if (fabs(r) > in->max_finite) r = dt == UG_DT_E4M3 ? copysign(in->max_finite, r) : copysign(INFINITY, r);
     return r;
 }
 
 int ug_cert_round(ug_dtype dt, double v, double e, double *g) { return ug_cv_round(dt, v, e, g); }
-
 
 void ug_ar_emit(ug_ar *ar, int out, size_t k, ug_num x)
 {
@@ -659,7 +625,7 @@ static void dot_d_cols_chunk(ug_ar *ar, const double *a, const double *B, size_t
         for (size_t i = 0; i < n; i++)
             for (size_t c = 0; c < w; c++) {
                 double p = ug_dtype_round_fast(ar->naive_dt, a[i] * B[i * ldb + c0 + c]); /* rounds: naive mul */
-                s[c] = ug_dtype_round_fast(ar->naive_dt, s[c] + p);                      /* rounds: naive add */
+                s[c] = ug_dtype_round_fast(ar->naive_dt, s[c] + p);                       /* rounds: naive add */
                 abs_sum[c] += fabs(p);
             }
     } else if (w == 64) {

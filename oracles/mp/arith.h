@@ -54,9 +54,9 @@ typedef struct {
 /* Where emitted values go: one entry per output tensor, arrays indexed by the
  * element's position in that output's selection. */
 typedef struct {
-    ug_dtype dt;          /* the output's dtype: emitted values are rounded to it */
-    double *gstar;        /* exact value, nearest double */
-    double *g;            /* exact value correctly rounded to dt */
+    ug_dtype dt;           /* the output's dtype: emitted values are rounded to it */
+    double *gstar;         /* exact value, nearest double */
+    double *g;             /* exact value correctly rounded to dt */
     unsigned char *unsure; /* CERT only: 1 where the interval straddles a rounding boundary */
     double *bound;         /* DEVICE only, and then the only array written: each element's bound e */
 } ug_ar_sink;

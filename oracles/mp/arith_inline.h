@@ -178,19 +178,19 @@ UG_AI void ugx_release(ug_arx A, size_t mark)
 /* fn(A, ...) with A's mode a constant in each branch: one copy of fn (a `static inline
  * UG_AI` function of a ug_arx) per arithmetic. The engine's business, not the op's: the op
  * hands over its formula and its arguments. */
-#define UG_ARX_SPECIALISE(ar, fn, ...)                                                                                \
-    do {                                                                                                              \
-        ug_arx ugx_x_ = ugx_of(ar);                                                                                   \
-        ug_ar *ugx_ar_ = ugx_x_.ar;                                                                                   \
-        ug_dtype ugx_nd_ = ugx_x_.ndt;                                                                                \
-        switch (ugx_x_.mode) {                                                                                        \
-        case UG_AR_CERT: fn((ug_arx){ugx_ar_, UG_AR_CERT, ugx_nd_}, __VA_ARGS__); break;                              \
-        case UG_AR_DEVICE: fn((ug_arx){ugx_ar_, UG_AR_DEVICE, ugx_nd_}, __VA_ARGS__); break;                          \
-        case UG_AR_NAIVE: fn((ug_arx){ugx_ar_, UG_AR_NAIVE, ugx_nd_}, __VA_ARGS__); break;                            \
-        case UG_AR_F64: fn((ug_arx){ugx_ar_, UG_AR_F64, ugx_nd_}, __VA_ARGS__); break;                                \
-        case UG_AR_EXACT: fn((ug_arx){ugx_ar_, UG_AR_EXACT, ugx_nd_}, __VA_ARGS__); break;                            \
-        case UG_AR_MPFR_SEQ: fn((ug_arx){ugx_ar_, UG_AR_MPFR_SEQ, ugx_nd_}, __VA_ARGS__); break;                      \
-        }                                                                                                             \
+#define UG_ARX_SPECIALISE(ar, fn, ...)                                                                                 \
+    do {                                                                                                               \
+        ug_arx ugx_x_ = ugx_of(ar);                                                                                    \
+        ug_ar *ugx_ar_ = ugx_x_.ar;                                                                                    \
+        ug_dtype ugx_nd_ = ugx_x_.ndt;                                                                                 \
+        switch (ugx_x_.mode) {                                                                                         \
+        case UG_AR_CERT: fn((ug_arx){ugx_ar_, UG_AR_CERT, ugx_nd_}, __VA_ARGS__); break;                               \
+        case UG_AR_DEVICE: fn((ug_arx){ugx_ar_, UG_AR_DEVICE, ugx_nd_}, __VA_ARGS__); break;                           \
+        case UG_AR_NAIVE: fn((ug_arx){ugx_ar_, UG_AR_NAIVE, ugx_nd_}, __VA_ARGS__); break;                             \
+        case UG_AR_F64: fn((ug_arx){ugx_ar_, UG_AR_F64, ugx_nd_}, __VA_ARGS__); break;                                 \
+        case UG_AR_EXACT: fn((ug_arx){ugx_ar_, UG_AR_EXACT, ugx_nd_}, __VA_ARGS__); break;                             \
+        case UG_AR_MPFR_SEQ: fn((ug_arx){ugx_ar_, UG_AR_MPFR_SEQ, ugx_nd_}, __VA_ARGS__); break;                       \
+        }                                                                                                              \
     } while (0)
 
 /* An op's block loop (a UG_AI function `fn(ug_arx A, PARAMS)` whose lanes are elements)
@@ -218,25 +218,25 @@ UG_AI void ugx_release(ug_arx A, size_t mark)
 #define UG_ARX_TARGET_CLONES
 #endif
 #define UG_ARX_EXPAND(...) __VA_ARGS__
-#define UG_ARX_CLONE_ONE(fn, M, PARAMS, ARGS)                                                                        \
-    UG_ARX_TARGET_CLONES static void fn##_##M(ug_ar *ar, UG_ARX_EXPAND PARAMS)                                       \
-    {                                                                                                                 \
-        fn((ug_arx){ar, UG_AR_##M, ugx_of(ar).ndt}, UG_ARX_EXPAND ARGS);                                             \
+#define UG_ARX_CLONE_ONE(fn, M, PARAMS, ARGS)                                                                          \
+    UG_ARX_TARGET_CLONES static void fn##_##M(ug_ar *ar, UG_ARX_EXPAND PARAMS)                                         \
+    {                                                                                                                  \
+        fn((ug_arx){ar, UG_AR_##M, ugx_of(ar).ndt}, UG_ARX_EXPAND ARGS);                                               \
     }
-#define UG_ARX_CLONES(fn, PARAMS, ARGS)                                                                              \
-    UG_ARX_CLONE_ONE(fn, CERT, PARAMS, ARGS)                                                                          \
-    UG_ARX_CLONE_ONE(fn, DEVICE, PARAMS, ARGS)                                                                        \
-    UG_ARX_CLONE_ONE(fn, NAIVE, PARAMS, ARGS)                                                                         \
-    UG_ARX_CLONE_ONE(fn, F64, PARAMS, ARGS)                                                                           \
-    static int fn##_plain(ug_ar *ar, UG_ARX_EXPAND PARAMS)                                                            \
-    {                                                                                                                 \
-        switch (ugx_of(ar).mode) {                                                                                    \
-        case UG_AR_CERT: fn##_CERT(ar, UG_ARX_EXPAND ARGS); return 0;                                                 \
-        case UG_AR_DEVICE: fn##_DEVICE(ar, UG_ARX_EXPAND ARGS); return 0;                                             \
-        case UG_AR_NAIVE: fn##_NAIVE(ar, UG_ARX_EXPAND ARGS); return 0;                                               \
-        case UG_AR_F64: fn##_F64(ar, UG_ARX_EXPAND ARGS); return 0;                                                   \
-        default: return -1;                                                                                           \
-        }                                                                                                             \
+#define UG_ARX_CLONES(fn, PARAMS, ARGS)                                                                                \
+    UG_ARX_CLONE_ONE(fn, CERT, PARAMS, ARGS)                                                                           \
+    UG_ARX_CLONE_ONE(fn, DEVICE, PARAMS, ARGS)                                                                         \
+    UG_ARX_CLONE_ONE(fn, NAIVE, PARAMS, ARGS)                                                                          \
+    UG_ARX_CLONE_ONE(fn, F64, PARAMS, ARGS)                                                                            \
+    static int fn##_plain(ug_ar *ar, UG_ARX_EXPAND PARAMS)                                                             \
+    {                                                                                                                  \
+        switch (ugx_of(ar).mode) {                                                                                     \
+        case UG_AR_CERT: fn##_CERT(ar, UG_ARX_EXPAND ARGS); return 0;                                                  \
+        case UG_AR_DEVICE: fn##_DEVICE(ar, UG_ARX_EXPAND ARGS); return 0;                                              \
+        case UG_AR_NAIVE: fn##_NAIVE(ar, UG_ARX_EXPAND ARGS); return 0;                                                \
+        case UG_AR_F64: fn##_F64(ar, UG_ARX_EXPAND ARGS); return 0;                                                    \
+        default: return -1;                                                                                            \
+        }                                                                                                              \
     }
 
 /* ---- dot products of exact doubles, inline ---- */

@@ -15,8 +15,8 @@ struct ug_ar {
     ug_dtype naive_dt;
     mpfr_t **blocks; /* pool: blocks of POOL_BLOCK numbers, never moved */
     size_t nblocks, used, inited;
-    mpfr_ptr *ptrs;  /* scratch for mpfr_sum */
-    mpfr_t *prods;   /* scratch products, 128 bits: exact for two doubles */
+    mpfr_ptr *ptrs; /* scratch for mpfr_sum */
+    mpfr_t *prods;  /* scratch products, 128 bits: exact for two doubles */
     size_t scratch_cap, prods_inited;
     ug_ar_sink *sinks;
     int nsinks;

@@ -40,7 +40,6 @@ typedef int64_t ti4 __attribute__((vector_size(32)));
 typedef double tv8 __attribute__((vector_size(64)));
 typedef uint64_t tu8 __attribute__((vector_size(64)));
 
-
 static int is_mp(ug_ar_mode m) { return m == UG_AR_EXACT || m == UG_AR_MPFR_SEQ; }
 /* |x| of four lanes (a macro, not a function: clang refuses a 256-bit vector argument in
  * the non-AVX clones, inline or not) */
@@ -58,7 +57,8 @@ static inline __attribute__((always_inline)) tv4 round4(int bf, tv4 x, ti4 *bad)
     const uint64_t lo = (uint64_t)(1023 + (bf ? -126 : -14)), span = bf ? 253 : 29; /* e in [emin, emax) */
     tu4 u = (tu4)x;
     *bad |= ~((((u >> 52) & 0x7ffu) - lo < span) | ((u << 1) == 0)); /* a zero keeps its bits, as there */
-    return (tv4)((u + ((((uint64_t)1 << (shift - 1)) - 1u) + ((u >> shift) & 1u))) & ~(((uint64_t)1 << shift) - 1u)); /* rounds: RNE */
+    return (tv4)((u + ((((uint64_t)1 << (shift - 1)) - 1u) + ((u >> shift) & 1u))) &
+                 ~(((uint64_t)1 << shift) - 1u)); /* rounds: RNE */
 }
 
 static inline __attribute__((always_inline)) int any4(ti4 b) { return (b[0] | b[1] | b[2] | b[3]) != 0; }
@@ -69,7 +69,7 @@ static inline __attribute__((always_inline)) int any4(ti4 b) { return (b[0] | b[
 
 /* Value and magnitude sums (s, a) of w keys, 8 at a time: CERT without tracking, DEVICE, F64. */
 UG_TILE_CLONES static void scores_plain(const double *q, const double *Kt, size_t ldk, size_t D, size_t w, double *s,
-                                     double *a)
+                                        double *a)
 {
     size_t j = 0;
     for (; j + 16 <= w; j += 16) { /* two independent chains; a shared loop with a flag measured slower */
@@ -105,17 +105,17 @@ UG_TILE_CLONES static void scores_plain(const double *q, const double *Kt, size_
  * not finite or not exact. */
 /* A statement macro (clang refuses 256-bit vector arguments in the non-AVX clones):
  * bad |= the test for the step x*y = p, t = s + p. */
-#define INEXACT4(bad, x, y, p, s, t)                                                                    \
-    do {                                                                                                \
-        tv4 bb_ = (t) - (s), err_ = ((s) - ((t) - bb_)) + ((p) - bb_), ap_ = vabs(p);                   \
-        (bad) |= (err_ != 0.0) | ~(vabs(t) <= 0x1.fffffffffffffp1023);                                  \
-        if ((x) != 0.0) (bad) |= ~(((y) == 0.0) | ((ap_ >= 0x1p-960) & (ap_ <= 0x1p960)));             \
+#define INEXACT4(bad, x, y, p, s, t)                                                                                   \
+    do {                                                                                                               \
+        tv4 bb_ = (t) - (s), err_ = ((s) - ((t)-bb_)) + ((p)-bb_), ap_ = vabs(p);                                      \
+        (bad) |= (err_ != 0.0) | ~(vabs(t) <= 0x1.fffffffffffffp1023);                                                 \
+        if ((x) != 0.0) (bad) |= ~(((y) == 0.0) | ((ap_ >= 0x1p-960) & (ap_ <= 0x1p960)));                             \
     } while (0)
 
 /* scores_plain with CERT's exactness tracking (D <= 64): bad[j] nonzero where some step of
  * key j was inexact. */
 UG_TILE_CLONES static void scores_tracked(const double *q, const double *Kt, size_t ldk, size_t D, size_t w, double *s,
-                                       double *a, int64_t *bad)
+                                          double *a, int64_t *bad)
 {
     size_t j = 0;
     for (; j + 4 <= w; j += 4) {
@@ -147,14 +147,15 @@ UG_TILE_CLONES static void scores_tracked(const double *q, const double *Kt, siz
 static double score_naive1(ug_dtype dt, const double *q, const double *kc, size_t ldk, size_t D)
 {
     double s = 0.0;
-    for (size_t i = 0; i < D; i++) s = ug_dtype_round_fast(dt, s + ug_dtype_round_fast(dt, q[i] * kc[i * ldk])); /* rounds: naive */
+    for (size_t i = 0; i < D; i++)
+        s = ug_dtype_round_fast(dt, s + ug_dtype_round_fast(dt, q[i] * kc[i * ldk])); /* rounds: naive */
     return s;
 }
 
 /* NAIVE for bf16 (bf) or fp16, 8 keys at a time on the bits; a block that leaves the bits'
  * range anywhere is redone key by key. */
 static inline __attribute__((always_inline)) void scores_naive_bits(int bf, const double *q, const double *Kt,
-                                                                     size_t ldk, size_t D, size_t w, double *s)
+                                                                    size_t ldk, size_t D, size_t w, double *s)
 {
     ug_dtype dt = bf ? UG_DT_BF16 : UG_DT_FP16;
     size_t j = 0;
@@ -173,10 +174,12 @@ static inline __attribute__((always_inline)) void scores_naive_bits(int bf, cons
 }
 
 UG_TILE_CLONES static void scores_naive(ug_dtype dt, const double *q, const double *Kt, size_t ldk, size_t D, size_t w,
-                                     double *s)
+                                        double *s)
 {
-    if (dt == UG_DT_BF16) scores_naive_bits(1, q, Kt, ldk, D, w, s);
-    else if (dt == UG_DT_FP16) scores_naive_bits(0, q, Kt, ldk, D, w, s);
+    if (dt == UG_DT_BF16)
+        scores_naive_bits(1, q, Kt, ldk, D, w, s);
+    else if (dt == UG_DT_FP16)
+        scores_naive_bits(0, q, Kt, ldk, D, w, s);
     else
         for (size_t j = 0; j < w; j++) s[j] = score_naive1(dt, q, Kt + j, ldk, D);
 }
@@ -203,8 +206,10 @@ static void scores_row(ug_ar *ar, const double *q, const double *Kt, size_t ldk,
         return;
     }
     int track = mode == UG_AR_CERT && D <= 64, qn = track && all_narrow(q, 1, D);
-    if (track) scores_tracked(q, Kt, ldk, D, w, s, a, bad);
-    else scores_plain(q, Kt, ldk, D, w, s, a);
+    if (track)
+        scores_tracked(q, Kt, ldk, D, w, s, a, bad);
+    else
+        scores_plain(q, Kt, ldk, D, w, s, a);
     /* the bounds' factors, once (a division each: per key they were the loop's cost) */
     double g_cert = ug_cv_gamma_n(D + 2), g_dev = ugx_gamma32(D), tiny = (double)D * UG_CV_TINY;
     double eta = 2.0 * (double)D * UG_DEV_ETA; /* D mul, D-1 add */
@@ -267,8 +272,8 @@ void ug_dot_d_tile(ug_ar *ar, const double *Q, size_t ldq, size_t m, const doubl
     for (size_t j0 = 0; j0 < n; j0 += KEY_CHUNK) {
         size_t w = n - j0 < KEY_CHUNK ? n - j0 : KEY_CHUNK;
         int track = ar->mode == UG_AR_CERT && D <= 64; /* only CERT's tracking asks */
-        if (f32 && scores_chunk_f32(ar->naive_dt, Q, ldq, m, Kt + j0, ldk, D, w, ktf, ktf + KEY_CHUNK * D, sc,
-                                    out + j0, ldo))
+        if (f32 &&
+            scores_chunk_f32(ar->naive_dt, Q, ldq, m, Kt + j0, ldk, D, w, ktf, ktf + KEY_CHUNK * D, sc, out + j0, ldo))
             continue;
         for (size_t j = 0; track && j < w; j++) knarrow[j] = (unsigned char)all_narrow(Kt + j0 + j, ldk, D);
         for (size_t r = 0; r < m; r++) scores_row(ar, Q + r * ldq, Kt + j0, ldk, D, w, knarrow, sc, out + r * ldo + j0);
@@ -284,27 +289,29 @@ void ug_dot_d_tile(ug_ar *ar, const double *Q, size_t ldq, size_t m, const doubl
 /* The running sums (value s, magnitudes a) of rows r < m over 64 columns, terms i0..i1 added
  * left to right as ug_dot_d does: CERT untracked, DEVICE, F64. */
 UG_TILE_CLONES static void rows_plain(const double *X, size_t ldx, size_t m, const double *B, size_t ldb, size_t i0,
-                                   size_t i1, double *s, double *a)
+                                      size_t i1, double *s, double *a)
 {
     for (size_t r = 0; r < m; r++)
         for (size_t c = 0; c < 64; c += 8) {
             tv4 s0, s1, a0, a1, b0, b1;
-            UG_VLD(s0, s + r * 64 + c), UG_VLD(s1, s + r * 64 + c + 4), UG_VLD(a0, a + r * 64 + c), UG_VLD(a1, a + r * 64 + c + 4);
+            UG_VLD(s0, s + r * 64 + c), UG_VLD(s1, s + r * 64 + c + 4), UG_VLD(a0, a + r * 64 + c),
+                UG_VLD(a1, a + r * 64 + c + 4);
             for (size_t i = i0; i < i1; i++) {
                 double x = X[r * ldx + i];
                 UG_VLD(b0, B + i * ldb + c), UG_VLD(b1, B + i * ldb + c + 4);
                 tv4 p0 = x * b0, p1 = x * b1;
                 s0 += p0, s1 += p1, a0 += vabs(p0), a1 += vabs(p1);
             }
-            UG_VST(s + r * 64 + c, s0), UG_VST(s + r * 64 + c + 4, s1), UG_VST(a + r * 64 + c, a0), UG_VST(a + r * 64 + c + 4, a1);
+            UG_VST(s + r * 64 + c, s0), UG_VST(s + r * 64 + c + 4, s1), UG_VST(a + r * 64 + c, a0),
+                UG_VST(a + r * 64 + c + 4, a1);
         }
 }
 
 /* NAIVE for bf16 (bf) or fp16: every product and partial sum rounded on the bits; bad[r*8 + c/8]
  * is set where a lane left the bits' range (the caller redoes those columns). */
 static inline __attribute__((always_inline)) void rows_naive_bits(int bf, const double *X, size_t ldx, size_t m,
-                                                                   const double *B, size_t ldb, size_t i0, size_t i1,
-                                                                   double *s, int64_t *bad)
+                                                                  const double *B, size_t ldb, size_t i0, size_t i1,
+                                                                  double *s, int64_t *bad)
 {
     for (size_t r = 0; r < m; r++)
         for (size_t c = 0; c < 64; c += 8) {
@@ -323,10 +330,12 @@ static inline __attribute__((always_inline)) void rows_naive_bits(int bf, const 
 }
 
 UG_TILE_CLONES static void rows_naive(int bf, const double *X, size_t ldx, size_t m, const double *B, size_t ldb,
-                                   size_t i0, size_t i1, double *s, int64_t *bad)
+                                      size_t i0, size_t i1, double *s, int64_t *bad)
 {
-    if (bf) rows_naive_bits(1, X, ldx, m, B, ldb, i0, i1, s, bad);
-    else rows_naive_bits(0, X, ldx, m, B, ldb, i0, i1, s, bad);
+    if (bf)
+        rows_naive_bits(1, X, ldx, m, B, ldb, i0, i1, s, bad);
+    else
+        rows_naive_bits(0, X, ldx, m, B, ldb, i0, i1, s, bad);
 }
 
 /* Columns [c0, c0 + 64) of B for the m rows: sums over ROW_TERMS terms at a time, so each
@@ -343,8 +352,10 @@ static void rows_chunk64(ug_ar *ar, const double *X, size_t ldx, size_t m, const
     memset(bad, 0, 8 * m * sizeof *bad);
     for (size_t i0 = 0; i0 < n; i0 += ROW_TERMS) {
         size_t i1 = n - i0 < ROW_TERMS ? n : i0 + ROW_TERMS;
-        if (mode == UG_AR_NAIVE) rows_naive(dt == UG_DT_BF16, X, ldx, m, B, ldb, i0, i1, s, bad);
-        else rows_plain(X, ldx, m, B, ldb, i0, i1, s, a);
+        if (mode == UG_AR_NAIVE)
+            rows_naive(dt == UG_DT_BF16, X, ldx, m, B, ldb, i0, i1, s, bad);
+        else
+            rows_plain(X, ldx, m, B, ldb, i0, i1, s, a);
     }
     double g_dev = ugx_gamma32(n); /* once, not per column */
     for (size_t r = 0; r < m; r++)
@@ -402,14 +413,15 @@ static void cols_naive1(ug_dtype dt, cols_acc *acc, const ug_num *x, const doubl
 {
     for (size_t k = c; k < c + nc; k++)
         for (size_t i = i0; i < i1; i++)
-            acc->s[k] = ug_dtype_round_fast(dt, acc->s[k] + ug_dtype_round_fast(dt, x[i].v * V[i * ldv + c0 + k])); /* rounds: naive */
+            acc->s[k] = ug_dtype_round_fast(
+                dt, acc->s[k] + ug_dtype_round_fast(dt, x[i].v * V[i * ldv + c0 + k])); /* rounds: naive */
 }
 
 /* NAIVE sums of the 8 columns c0+c.. for bf16 (bf) or fp16 on the bits; a block that leaves
  * the bits' range is redone column by column from where it started. */
 static inline __attribute__((always_inline)) void cols_naive_bits(int bf, cols_acc *acc, const ug_num *x,
-                                                                   const double *V, size_t ldv, size_t i0, size_t i1,
-                                                                   size_t c0, size_t c)
+                                                                  const double *V, size_t ldv, size_t i0, size_t i1,
+                                                                  size_t c0, size_t c)
 {
     tv4 s0, s1, v0, v1;
     ti4 bad = {0};
@@ -420,22 +432,27 @@ static inline __attribute__((always_inline)) void cols_naive_bits(int bf, cols_a
         s0 = round4(bf, s0 + round4(bf, x[i].v * v0, &bad), &bad); /* rounds: naive mul, naive add */
         s1 = round4(bf, s1 + round4(bf, x[i].v * v1, &bad), &bad);
     }
-    if (any4(bad)) cols_naive1(bf ? UG_DT_BF16 : UG_DT_FP16, acc, x, V, ldv, i0, i1, c0, c, 8);
-    else UG_VST(acc->s + c, s0), UG_VST(acc->s + c + 4, s1);
+    if (any4(bad))
+        cols_naive1(bf ? UG_DT_BF16 : UG_DT_FP16, acc, x, V, ldv, i0, i1, c0, c, 8);
+    else
+        UG_VST(acc->s + c, s0), UG_VST(acc->s + c + 4, s1);
 }
 
 /* Adds rows [i0, i1) of V's columns c0..c0+w (w <= COL_CHUNK) to acc: per block of 8
  * columns the sums stay in registers over the rows, and each column sees ug_dot_nd's
  * operations in its order. NAIVE keeps only the values (its result). */
 UG_TILE_CLONES static void cols_add(ug_ar_mode mode, ug_dtype dt, cols_acc *acc, const ug_num *x, const double *V,
-                                 size_t ldv, size_t i0, size_t i1, size_t c0, size_t w)
+                                    size_t ldv, size_t i0, size_t i1, size_t c0, size_t w)
 {
     size_t c = 0;
     for (; c + 8 <= w; c += 8) {
         if (mode == UG_AR_NAIVE) {
-            if (dt == UG_DT_BF16) cols_naive_bits(1, acc, x, V, ldv, i0, i1, c0, c);
-            else if (dt == UG_DT_FP16) cols_naive_bits(0, acc, x, V, ldv, i0, i1, c0, c);
-            else cols_naive1(dt, acc, x, V, ldv, i0, i1, c0, c, 8);
+            if (dt == UG_DT_BF16)
+                cols_naive_bits(1, acc, x, V, ldv, i0, i1, c0, c);
+            else if (dt == UG_DT_FP16)
+                cols_naive_bits(0, acc, x, V, ldv, i0, i1, c0, c);
+            else
+                cols_naive1(dt, acc, x, V, ldv, i0, i1, c0, c, 8);
             continue;
         }
         tv8 s0, a0, e0, v0;
@@ -570,7 +587,7 @@ void ug_dot_nd_cols_tile(ug_ar *ar, const ug_num *X, size_t ldx, const size_t *n
     }
     cols_f32 f = {0};
     if (naive_f32(ar, m) && cols_f32_open(&f, ncols)) abort(); /* as the arithmetic's own pool */
-    for (size_t i0 = 0; i0 < nmax; i0 += KEY_CHUNK) { /* a chunk of V's rows, for every row of the tile */
+    for (size_t i0 = 0; i0 < nmax; i0 += KEY_CHUNK) {          /* a chunk of V's rows, for every row of the tile */
         int vf = f.vf && cols_f32_take_v(&f, dt, V, ldv, i0, nmax - i0 < KEY_CHUNK ? nmax - i0 : KEY_CHUNK, ncols);
         for (size_t r = 0; r < m; r++) {
             size_t i1 = i0 + KEY_CHUNK < n[r] ? i0 + KEY_CHUNK : n[r];
@@ -584,7 +601,8 @@ void ug_dot_nd_cols_tile(ug_ar *ar, const ug_num *X, size_t ldx, const size_t *n
     free(f.vf);
     for (size_t r = 0; r < m; r++)
         for (size_t k = 0; !skip[r] && k < nch; k++)
-            cols_out(mode, &acc[r * nch + k], n[r], ncols - k * COL_CHUNK < COL_CHUNK ? ncols - k * COL_CHUNK : COL_CHUNK,
+            cols_out(mode, &acc[r * nch + k], n[r],
+                     ncols - k * COL_CHUNK < COL_CHUNK ? ncols - k * COL_CHUNK : COL_CHUNK,
                      out + r * ldo + k * COL_CHUNK);
     free(acc);
     free(skip);

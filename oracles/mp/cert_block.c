@@ -19,7 +19,7 @@
 
 #include "oracles/mp/cert_inline.h"
 
-#define BLK 64 /* lanes per vector pass: a row shorter than a block pads less */
+#define BLK 64  /* lanes per vector pass: a row shorter than a block pads less */
 #define SHORT 8 /* a tail this short goes through ug_cv_put itself */
 
 /* ug_cv_next_down without branches (the same result for every x). */
@@ -60,8 +60,8 @@ round_block(const double *restrict v, const double *restrict e, int mant, int em
 {
     for (int i = 0; i < BLK; i++) {
         int64_t ok_v, ok_lo, ok_hi;
-        double near = round_lane(v[i], mant, emin, emax, &ok_v);                  /* rounds: the output's dtype */
-        double lo = round_lane(next_down(v[i] - e[i]), mant, emin, emax, &ok_lo);  /* rounds: interval end */
+        double near = round_lane(v[i], mant, emin, emax, &ok_v);                      /* rounds: the output's dtype */
+        double lo = round_lane(next_down(v[i] - e[i]), mant, emin, emax, &ok_lo);     /* rounds: interval end */
         double hi = round_lane(-next_down(-(v[i] + e[i])), mant, emin, emax, &ok_hi); /* rounds: interval end */
         int64_t exact = e[i] == 0.0;
         int64_t s = ug_cv_finite(v[i]) & ug_cv_finite(e[i]) & (lo == hi);
@@ -106,9 +106,10 @@ static int all_zero(const double *e)
 /* round_block's flags on BLK lanes: uz[i] = un[i] as bytes, *any_slow whether a lane is slow;
  * returns how many lanes are unsure and not slow. A loop of its own: with the doubles' lanes
  * the byte stores and these sums kept round_block from vectorising. */
-__attribute__((target_clones("avx512f", "avx2", "default"))) static int64_t
-flags_block(const int64_t *restrict un, const int64_t *restrict slow, unsigned char *restrict uz,
-            int64_t *restrict any_slow)
+__attribute__((target_clones("avx512f", "avx2", "default"))) static int64_t flags_block(const int64_t *restrict un,
+                                                                                        const int64_t *restrict slow,
+                                                                                        unsigned char *restrict uz,
+                                                                                        int64_t *restrict any_slow)
 {
     int64_t n = 0, any = 0;
     for (int i = 0; i < BLK; i++) {
@@ -136,14 +137,16 @@ unsigned long ug_cv_put_block(const ug_ar_sink *s, size_t k0, const double *v, c
             continue;
         }
         int whole = len == BLK; /* then the lanes go straight to the sink */
-        if (!whole) { /* the tail, padded with exact zeros */
+        if (!whole) {           /* the tail, padded with exact zeros */
             memset(pv, 0, sizeof pv), memset(pe, 0, sizeof pe);
             memcpy(pv, bv, len * sizeof *pv), memcpy(pe, be, len * sizeof *pe);
             bv = pv, be = pe;
         }
         int64_t any_slow;
-        if (all_zero(be)) round_exact_block(bv, mant, emin, emax, whole ? s->g + k : g, whole ? s->gstar + k : gs, un, slow);
-        else round_block(bv, be, mant, emin, emax, whole ? s->g + k : g, whole ? s->gstar + k : gs, un, slow);
+        if (all_zero(be))
+            round_exact_block(bv, mant, emin, emax, whole ? s->g + k : g, whole ? s->gstar + k : gs, un, slow);
+        else
+            round_block(bv, be, mant, emin, emax, whole ? s->g + k : g, whole ? s->gstar + k : gs, un, slow);
         unsure += (unsigned long)flags_block(un, slow, whole && s->unsure ? s->unsure + k : uz, &any_slow);
         if (!whole) {
             memcpy(s->g + k, g, len * sizeof *g), memcpy(s->gstar + k, gs, len * sizeof *gs);

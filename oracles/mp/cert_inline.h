@@ -170,7 +170,10 @@ static inline ug_cv ug_cv_rsqrt(ug_cv a)
 
 /* The error exp(a.v) carries from a's bound ae: |exp(x) - exp(a.v)| <= exp(a.v) expm1(ae)
  * for |x - a.v| <= ae, padded for the libm value v and expm1 (the DEVICE bound uses it too). */
-static inline double ug_cv_exp_spread(double v, double ae) { return ae > 0 ? fabs(v) * (1.0 + UG_CV_U51) * expm1(ae) : 0.0; }
+static inline double ug_cv_exp_spread(double v, double ae)
+{
+    return ae > 0 ? fabs(v) * (1.0 + UG_CV_U51) * expm1(ae) : 0.0;
+}
 
 static inline ug_cv ug_cv_exp(ug_cv a)
 {
@@ -203,7 +206,10 @@ static inline double ug_cv_gamma_n(size_t n) { return (double)n * 0x1p-53 / (1.0
 /* The bound on the rounding error of an n-term dot product summed left to right (products
  * of exact doubles), abs_sum the sum of its products' magnitudes: gamma_{n+2} abs_sum, plus
  * n TINY for underflow. The CERT dots past 64 terms and their row and column forms use it. */
-static inline double ug_cv_dot_err(size_t n, double abs_sum) { return ug_cv_gamma_n(n + 2) * abs_sum + (double)n * UG_CV_TINY; }
+static inline double ug_cv_dot_err(size_t n, double abs_sum)
+{
+    return ug_cv_gamma_n(n + 2) * abs_sum + (double)n * UG_CV_TINY;
+}
 
 /* x has at most 26 significant bits, so a product of two such values is exact. */
 static inline int ug_cv_narrow(double x)
@@ -219,8 +225,9 @@ static inline int ug_cv_narrow(double x)
  * cert_block.c's column forms apply the same test to every term. */
 static inline int ug_cv_term_exact(double x, double y, double s, double p, double t)
 {
-    return ug_cv_narrow(x) & ug_cv_narrow(y) & ((x == 0.0) | (y == 0.0) | ((fabs(p) >= 0x1p-960) & (fabs(p) <= 0x1p960))) &
-           ug_cv_finite(t) & (ug_cv_two_sum_err(s, p, t) == 0.0);
+    return ug_cv_narrow(x) & ug_cv_narrow(y) &
+           ((x == 0.0) | (y == 0.0) | ((fabs(p) >= 0x1p-960) & (fabs(p) <= 0x1p960))) & ug_cv_finite(t) &
+           (ug_cv_two_sum_err(s, p, t) == 0.0);
 }
 
 static inline void ug_cv_dot_step(double x, double y, double *s, double *abs_sum, int *exact)
@@ -316,7 +323,7 @@ static inline double ug_cv_next_up(double x) { return -ug_cv_next_down(-x); }
  * output (dt fixed) pays no call per element. */
 static inline int ug_cv_round(ug_dtype dt, double v, double e, double *g)
 {
-    if (e == 0.0) { /* exact */
+    if (e == 0.0) {                      /* exact */
         *g = ug_dtype_round_fast(dt, v); /* rounds: the output's dtype */
         return !isnan(v);
     }

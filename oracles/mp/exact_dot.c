@@ -39,8 +39,8 @@
 #define XD_FRAC ((((uint64_t)1) << 52) - 1)
 #define XD_HOT_LO 63u   /* biased exponent of 2^-960 */
 #define XD_HOT_HI 2022u /* biased exponent of [2^999, 2^1000) */
-#define XD_AHEAD 8 /* rows ug_exact_dot_cols prefetches ahead */
-#define XD_COLS 16 /* columns per pass of ug_exact_dot_cols: 16 accumulators, 18 KiB */
+#define XD_AHEAD 8      /* rows ug_exact_dot_cols prefetches ahead */
+#define XD_COLS 16      /* columns per pass of ug_exact_dot_cols: 16 accumulators, 18 KiB */
 
 _Static_assert(((int64_t)-5 >> 1) == -3, "the carries need an arithmetic (flooring) right shift");
 
@@ -119,9 +119,9 @@ static unsigned add_product(int64_t *d, uint64_t ua, uint64_t ub, int *kmin, int
     if (special || p == 0) return special;
     unsigned e = ea + eb - 2, s = e & 31u;
     int k = (int)(e >> 5);
-    xd_u128 q = p << s;                                  /* bits 0..127 of p * 2^s */
+    xd_u128 q = p << s; /* bits 0..127 of p * 2^s */
     uint64_t q0 = (uint64_t)q, q1 = (uint64_t)(q >> 64);
-    uint64_t q2 = (uint64_t)((p >> 1) >> (127 - s));     /* bits 128..136 */
+    uint64_t q2 = (uint64_t)((p >> 1) >> (127 - s)); /* bits 128..136 */
     int64_t neg = -(int64_t)((ua ^ ub) >> 63);
     add_digit(&d[k], q0 & XD_MASK, neg);
     add_digit(&d[k + 1], q0 >> 32, neg);
@@ -143,8 +143,8 @@ static inline unsigned add_term(int64_t *d, double x, double y, int *kmin, int *
     double hi = x * y; /* rounded; lo below is its exact error */
     uint64_t uh = bits_of(hi);
     if (((unsigned)(uh >> 52) & 0x7ffu) - XD_HOT_LO > XD_HOT_HI - XD_HOT_LO) /* not 2^-960 <= |hi| < 2^1000 */
-        return add_product(d, bits_of(x), bits_of(y), kmin, kmax);      /* a zero, tiny, huge, inf, NaN */
-    double lo = fma(x, y, -hi); /* exact: x*y - hi is a double here */
+        return add_product(d, bits_of(x), bits_of(y), kmin, kmax);           /* a zero, tiny, huge, inf, NaN */
+    double lo = fma(x, y, -hi);                                              /* exact: x*y - hi is a double here */
     int k = add_double(d, uh);
     if (lo != 0.0) add_double(d, bits_of(lo));
     *kmin = k < *kmin ? k : *kmin;
@@ -229,8 +229,10 @@ static int zero_sign(const double *a, size_t sa, const double *b, size_t sb, siz
     for (size_t i = 0; i < n; i++) {
         uint64_t ua = bits_of(a[i * sa]), ub = bits_of(b[i * sb]);
         if ((ua << 1) != 0 && (ub << 1) != 0) return 1; /* a nonzero product */
-        if ((ua ^ ub) >> 63) neg = 1;
-        else pos = 1;
+        if ((ua ^ ub) >> 63)
+            neg = 1;
+        else
+            pos = 1;
     }
     return neg && !pos ? -1 : 1;
 }
@@ -260,7 +262,7 @@ static void round_digits(mpfr_ptr out, int64_t *d, int lo, int hi)
     }
     while (nl > 0 && limbs[nl - 1] == 0) nl--;
     mpz_t z;
-    mpz_roinit_n(z, limbs, neg ? -nl : nl); /* no allocation: a read-only view of limbs */
+    mpz_roinit_n(z, limbs, neg ? -nl : nl);                           /* no allocation: a read-only view of limbs */
     mpfr_set_z_2exp(out, z, (mpfr_exp_t)32 * lo - XD_LSB, MPFR_RNDN); /* the one rounding */
 }
 
@@ -268,12 +270,13 @@ static void round_digits(mpfr_ptr out, int64_t *d, int lo, int hi)
 static void acc_round(xd_acc *x, mpfr_ptr out, const double *a, size_t sa, const double *b, size_t sb, size_t n)
 {
     carry_balanced(x->d, &x->r);
-    if (x->r.lo > x->r.hi) mpfr_set_zero(out, zero_sign(a, sa, b, sb, n)); /* the exact sum is 0 */
-    else round_digits(out, x->d, x->r.lo, x->r.hi);
+    if (x->r.lo > x->r.hi)
+        mpfr_set_zero(out, zero_sign(a, sa, b, sb, n)); /* the exact sum is 0 */
+    else
+        round_digits(out, x->d, x->r.lo, x->r.hi);
 }
 
-int ug_exact_dot_blocked(mpfr_ptr out, const double *a, size_t sa, const double *b, size_t sb, size_t n,
-                         size_t block)
+int ug_exact_dot_blocked(mpfr_ptr out, const double *a, size_t sa, const double *b, size_t sb, size_t n, size_t block)
 {
     if (block == 0 || block > XD_BLOCK) block = XD_BLOCK;
     xd_acc x;
@@ -281,7 +284,7 @@ int ug_exact_dot_blocked(mpfr_ptr out, const double *a, size_t sa, const double 
     for (size_t i = 0; i < n; i += block) {
         size_t m = n - i < block ? n - i : block;
         add_terms(&x, a + i * sa, sa, b + i * sb, sb, m);
-        if (x.special) return -1;                  /* an inf or a NaN */
+        if (x.special) return -1;                 /* an inf or a NaN */
         if (i + m < n) carry_balanced(x.d, &x.r); /* the chunks' headroom: XD_BLOCK terms */
     }
     acc_round(&x, out, a, sa, b, sb, n);
@@ -309,8 +312,7 @@ void ug_exact_dot_cols(mpfr_ptr const *out, const double *a, const double *B, si
 }
 #else
 /* No 128-bit integer or an unusual GMP limb: every dot takes the caller's MPFR path. */
-int ug_exact_dot_blocked(mpfr_ptr out, const double *a, size_t sa, const double *b, size_t sb, size_t n,
-                         size_t block)
+int ug_exact_dot_blocked(mpfr_ptr out, const double *a, size_t sa, const double *b, size_t sb, size_t n, size_t block)
 {
     (void)out, (void)a, (void)sa, (void)b, (void)sb, (void)n, (void)block;
     return -1;

@@ -26,6 +26,5 @@ void ug_exact_dot_cols(mpfr_ptr const *out, const double *a, const double *B, si
 
 /* ug_exact_dot with a carry pass every `block` terms instead of every 2^30 (the most the
  * accumulator's chunks absorb): for tests of the carry passes. block >= 1. */
-int ug_exact_dot_blocked(mpfr_ptr out, const double *a, size_t sa, const double *b, size_t sb, size_t n,
-                         size_t block);
+int ug_exact_dot_blocked(mpfr_ptr out, const double *a, size_t sa, const double *b, size_t sb, size_t n, size_t block);
 #endif

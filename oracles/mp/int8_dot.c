@@ -51,7 +51,10 @@ I8_CLONES static void col_dots(const double *a, const int8_t *B, size_t ldb, siz
         memset(acc, 0, n * sizeof *acc);
         for (size_t j = j0; j < j1; j++) {
             int32_t aj = (int32_t)a[j], ak = j + 1 < j1 ? (int32_t)a[j + 1] : 0;
-            if (!aj && !ak) { j++; continue; }
+            if (!aj && !ak) {
+                j++;
+                continue;
+            }
             if (!ak || !aj) { /* one row: the other is zero */
                 size_t r = aj ? j : j + 1;
                 for (size_t g = 0; g < ng; g++) axpy_i8(aj ? aj : ak, B + r * ldb + col0[g], 0, NULL, w, acc + g * w);

@@ -20,8 +20,8 @@ typedef int32_t tx4 __attribute__((vector_size(16)));
 
 /* Whether fp32 g (bits u) is a value of the dtype that ug_nf_take admits; as a lane mask
  * (-1 no): low the significand bits past the dtype's, [lo, hi) the magnitudes' bits. */
-#define TAKE_BAD(u, low, lo, hi) \
-    ((((u) & (low)) != 0) | (((u) & 0x7fffffff) >= (hi)) | ((((u) & 0x7fffffff) != 0) & (((u) & 0x7fffffff) < (lo))))
+#define TAKE_BAD(u, low, lo, hi)                                                                                       \
+    ((((u) & (low)) != 0) | (((u)&0x7fffffff) >= (hi)) | ((((u)&0x7fffffff) != 0) & (((u)&0x7fffffff) < (lo))))
 
 UG_TILE_CLONES static int take(ug_dtype dt, const double *x, size_t n, float *f)
 {
@@ -69,8 +69,9 @@ int ug_nf_take(ug_dtype dt, const double *x, size_t n, float *f)
 /* The range test's failures and the rounded bits, of bits u with magnitude bits a, for a
  * signed lane vector type TX (both widths below). */
 #define NF_BAD(TX, bf, a) ~(((TX)((a) + (0x80000000u - NF_LO(bf))) < (int32_t)(0x80000000u + NF_SPAN(bf))) | ((a) == 0))
-#define NF_ROUND(bf, u) \
-    (((u) + ((((uint32_t)1 << (NF_SHIFT(bf) - 1)) - 1u) + (((u) >> NF_SHIFT(bf)) & 1u))) & ~(((uint32_t)1 << NF_SHIFT(bf)) - 1u))
+#define NF_ROUND(bf, u)                                                                                                \
+    (((u) + ((((uint32_t)1 << (NF_SHIFT(bf) - 1)) - 1u) + (((u) >> NF_SHIFT(bf)) & 1u))) &                             \
+     ~(((uint32_t)1 << NF_SHIFT(bf)) - 1u))
 
 static inline __attribute__((always_inline)) tf8 round8f(int bf, tf8 x, tx8 *bad)
 {
@@ -104,8 +105,8 @@ static inline __attribute__((always_inline)) tf8 load_sums(const double *s, tx8 
  * time, two blocks side by side (independent chains), then 8. A block that left the range
  * keeps its s[] and sets bad[c / 8]. */
 static inline __attribute__((always_inline)) void naive_lanes(int bf, const float *x, const float *rows, size_t ld,
-                                                             size_t n, size_t w8, int from_s, double *s,
-                                                             unsigned char *bad)
+                                                              size_t n, size_t w8, int from_s, double *s,
+                                                              unsigned char *bad)
 {
     for (size_t c = 0; c < w8;) {
         int two = c + 16 <= w8;
@@ -132,8 +133,10 @@ static inline __attribute__((always_inline)) void naive_lanes(int bf, const floa
 UG_TILE_CLONES static void naive_lanes_8(int bf, const float *x, const float *rows, size_t ld, size_t n, size_t w8,
                                          int from_s, double *s, unsigned char *bad)
 {
-    if (bf) naive_lanes(1, x, rows, ld, n, w8, from_s, s, bad);
-    else naive_lanes(0, x, rows, ld, n, w8, from_s, s, bad);
+    if (bf)
+        naive_lanes(1, x, rows, ld, n, w8, from_s, s, bad);
+    else
+        naive_lanes(0, x, rows, ld, n, w8, from_s, s, bad);
 }
 
 /* ---- 16 lanes a register, AVX-512 only ------------------------------------------------------
@@ -146,18 +149,18 @@ typedef float tf16 __attribute__((vector_size(64)));
 typedef uint32_t tw16 __attribute__((vector_size(64)));
 typedef int32_t tx16 __attribute__((vector_size(64)));
 
-#define NF_ROUND16(bf, x, bad) \
-    __extension__({ \
-        tw16 u_ = (tw16)(x), a_ = u_ & 0x7fffffffu; \
-        (bad) |= NF_BAD(tx16, bf, a_); \
-        (tf16)NF_ROUND(bf, u_); /* rounds: RNE */ \
+#define NF_ROUND16(bf, x, bad)                                                                                         \
+    __extension__({                                                                                                    \
+        tw16 u_ = (tw16)(x), a_ = u_ & 0x7fffffffu;                                                                    \
+        (bad) |= NF_BAD(tx16, bf, a_);                                                                                 \
+        (tf16) NF_ROUND(bf, u_); /* rounds: RNE */                                                                     \
     })
 
 /* naive_lanes for the lanes [0, c) of whole 32-lane blocks (two registers side by side);
  * returns c, where the 8-lane loop goes on. */
-static inline __attribute__((always_inline)) NF_V4 size_t lanes_v4(int bf, const float *x, const float *rows,
-                                                                    size_t ld, size_t n, size_t w8, int from_s,
-                                                                    double *s, unsigned char *bad)
+static inline __attribute__((always_inline)) NF_V4 size_t lanes_v4(int bf, const float *x, const float *rows, size_t ld,
+                                                                   size_t n, size_t w8, int from_s, double *s,
+                                                                   unsigned char *bad)
 {
     size_t c = 0;
     for (; c + 32 <= w8; c += 32) { /* named locals, not arrays: gcc kept arrays of two in memory */

@@ -49,7 +49,7 @@ typedef struct {
 } iar_out;
 
 UG_AI void iarn_row_block(ug_arx A, const double *restrict xa, const double *restrict gm, const double *restrict x1,
-                     const double *restrict x2, const ug_num *rsp, size_t len, iar_out *restrict o)
+                          const double *restrict x2, const ug_num *rsp, size_t len, iar_out *restrict o)
 {
     ug_num rs = *rsp;
     for (size_t i = 0; i < len; i++) {
@@ -65,8 +65,8 @@ UG_ARX_CLONES(iarn_row_block,
 /* A row selected whole in y and x_add (every row at --sample all), inputs held as doubles, in
  * a plain arithmetic: both computed by iarn_row_block and emitted by blocks, and rstd; 0 (nothing
  * emitted) for any other row, and in the MPFR arithmetics. */
-static int whole_row(ug_ar *ar, const ug_selection *sel, size_t *pos, size_t r, size_t h, const double *xa,
-                     ug_num rstd, const ug_tensor *x1, const ug_tensor *x2, const ug_tensor *gm)
+static int whole_row(ug_ar *ar, const ug_selection *sel, size_t *pos, size_t r, size_t h, const double *xa, ug_num rstd,
+                     const ug_tensor *x1, const ug_tensor *x2, const ug_tensor *gm)
 {
     if (!x1->values || !x2->values || !gm->values || !ug_sel_is_run(sel, 0, pos[0], r * h, h) ||
         !ug_sel_is_run(sel, 1, pos[1], r * h, h))
@@ -75,7 +75,7 @@ static int whole_row(ug_ar *ar, const ug_selection *sel, size_t *pos, size_t r, 
     for (size_t i0 = 0; i0 < h; i0 += IAR_BLOCK) {
         size_t len = h - i0 < IAR_BLOCK ? h - i0 : IAR_BLOCK;
         if (iarn_row_block_plain(ar, xa + i0, gm->values + i0, x1->values + r * h + i0, x2->values + r * h + i0, &rstd,
-                            len, &o))
+                                 len, &o))
             return 0;
         ug_ar_emit_block(ar, 0, pos[0] + i0, o.v[0], o.e[0], len); /* rounds: the output dtype, at the emit */
         ug_ar_emit_block(ar, 1, pos[1] + i0, o.v[1], o.e[1], len);
@@ -112,7 +112,7 @@ UG_AI void row_elements(ug_arx A, const iar_ctx *x, const ug_selection *sel, siz
  * ss, the rows' sums side by side (ugx_sumsq_rows); iarn_group_sumsq_plain declines (-1) in the
  * MPFR arithmetics. */
 UG_AI void iarn_group_sumsq(ug_arx A, const double *restrict a, const double *restrict b, size_t h, size_t nrows,
-                       double *restrict xa4, ug_num *ss)
+                            double *restrict xa4, ug_num *ss)
 {
     size_t n = nrows * h;
     for (size_t i = 0; i < n; i++) xa4[i] = a[i] + b[i];
@@ -181,6 +181,8 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
  * group of UGX_SQ_ROWS rows in the oracle (fp64). */
 static double scratch(const ug_params *P) { return (12 + 8 * UGX_SQ_ROWS) * (double)UG_P(inplace_add_rmsnorm, P)->h; }
 
-const ug_op_def ug_opdef_inplace_add_rmsnorm = {
-    .op = UG_OP_INPLACE_ADD_RMSNORM, .primary = UG_STD_CERTIFIED, .oracle = oracle, .geometry = geometry,
-    .scratch = scratch};
+const ug_op_def ug_opdef_inplace_add_rmsnorm = {.op = UG_OP_INPLACE_ADD_RMSNORM,
+                                                .primary = UG_STD_CERTIFIED,
+                                                .oracle = oracle,
+                                                .geometry = geometry,
+                                                .scratch = scratch};

@@ -201,12 +201,15 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
     const ug_tensor *t = &c->out[out];
     g->cols = (size_t)t->shape[3];
     g->rows = t->numel / g->cols;
-    g->row_tile = 16;         /* the kernel's tile of positions */
+    g->row_tile = 16;          /* the kernel's tile of positions */
     g->col_tile = g->cols / 2; /* the even/odd half boundary */
 }
 
 /* fp16 and bf16 only: a case of another dtype has no dtype for x and is refused. */
 
-const ug_op_def ug_opdef_interleave_rope = {
-    .op = UG_OP_INTERLEAVE_ROPE, .primary = UG_STD_CERTIFIED, .decl.check = check, .build = build, .oracle = oracle,
-    .geometry = geometry};
+const ug_op_def ug_opdef_interleave_rope = {.op = UG_OP_INTERLEAVE_ROPE,
+                                            .primary = UG_STD_CERTIFIED,
+                                            .decl.check = check,
+                                            .build = build,
+                                            .oracle = oracle,
+                                            .geometry = geometry};

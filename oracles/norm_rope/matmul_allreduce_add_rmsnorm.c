@@ -46,8 +46,12 @@ static void read_params(const ug_case *c, mar_params *p)
 {
     const ug_params *P = &c->params;
     const ug_matmul_allreduce_add_rmsnorm_params *params = UG_P(matmul_allreduce_add_rmsnorm, P);
-    *p = (mar_params){params->tokens, params->k,   params->n,
-                      params->world,  params->eps, (params->pattern == UG_MATMUL_ALLREDUCE_ADD_RMSNORM_PATTERN_CANCEL),
+    *p = (mar_params){params->tokens,
+                      params->k,
+                      params->n,
+                      params->world,
+                      params->eps,
+                      (params->pattern == UG_MATMUL_ALLREDUCE_ADD_RMSNORM_PATTERN_CANCEL),
                       (params->reduce == UG_MATMUL_ALLREDUCE_ADD_RMSNORM_REDUCE_BF16)};
 }
 
@@ -56,8 +60,10 @@ static int check(const ug_params *P, char *err, size_t errlen)
     const ug_matmul_allreduce_add_rmsnorm_params *params = UG_P(matmul_allreduce_add_rmsnorm, P);
     long k = params->k, world = params->world;
     const char *msg = NULL;
-    if (world != 1 && world != 2 && world != 4 && world != 8) msg = "param \"world\" must be 1, 2, 4 or 8";
-    else if (k < world || k % world) msg = "param \"k\" must be a positive multiple of world";
+    if (world != 1 && world != 2 && world != 4 && world != 8)
+        msg = "param \"world\" must be 1, 2, 4 or 8";
+    else if (k < world || k % world)
+        msg = "param \"k\" must be a positive multiple of world";
     if (!msg) return 0;
     snprintf(err, errlen, "matmul_allreduce_add_rmsnorm: %s", msg);
     return -2;
@@ -184,7 +190,7 @@ static double pypto_rtol(long world)
 
 static void adjust_rule(const ug_case *c, int out, const double *g, size_t n, ug_output_rule *rule)
 {
-    (void)g, (void)n; /* the checked elements' values would make atol move with --sample */
+    (void)g, (void)n;              /* the checked elements' values would make atol move with --sample */
     if (out == O_PARTIALS) return; /* a stage: its declared one-ulp rule */
     rule->pypto_rtol = pypto_rtol(UG_P(matmul_allreduce_add_rmsnorm, &c->params)->world);
     double mean_abs;
@@ -201,6 +207,11 @@ static double scratch(const ug_params *P)
     return 4 * (k * n + (w + 5) * n + k / w) + (2 + w) * n * UG_NUM_BYTES;
 }
 
-const ug_op_def ug_opdef_matmul_allreduce_add_rmsnorm = {
-    .op = UG_OP_MATMUL_ALLREDUCE_ADD_RMSNORM, .primary = UG_STD_CERTIFIED, .decl.check = check, .build = build, .oracle = oracle,
-    .geometry = geometry, .adjust_rule = adjust_rule, .scratch = scratch};
+const ug_op_def ug_opdef_matmul_allreduce_add_rmsnorm = {.op = UG_OP_MATMUL_ALLREDUCE_ADD_RMSNORM,
+                                                         .primary = UG_STD_CERTIFIED,
+                                                         .decl.check = check,
+                                                         .build = build,
+                                                         .oracle = oracle,
+                                                         .geometry = geometry,
+                                                         .adjust_rule = adjust_rule,
+                                                         .scratch = scratch};

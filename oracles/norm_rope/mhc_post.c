@@ -94,8 +94,8 @@ static void load_terms(const mhc_ctx *m, mhc_rows *w, size_t t)
 
 /* Positions *k .. of the selection in row `row` (token t), one element at a time (a sample,
  * and the MPFR arithmetics); *k moves past them. */
-UG_AI void row_elements(ug_arx A, const mhc_ctx *m, const double *coef, const ug_selection *sel, size_t row,
-                        size_t t, size_t *k)
+UG_AI void row_elements(ug_arx A, const mhc_ctx *m, const double *coef, const ug_selection *sel, size_t row, size_t t,
+                        size_t *k)
 {
     size_t mark = ugx_mark(A), nst = m->nst, d = m->d;
     double val[MHC_MAX_STREAMS + 1];

@@ -106,8 +106,9 @@ UG_AI void row_elements(ug_arx A, const rope_row *r, const ug_selection *sel, in
     for (; *k < sel->n[o] && sel->idx[o][*k] / d == row; ++*k) {
         size_t j = sel->idx[o][*k] % d, i = j < r->half ? j : j - r->half;
         double x0 = r->xg[i], x1 = r->xg[i + r->half];
-        ugx_emit(A, o, *k, j < r->half ? rope_first(A, r->rstd, x0, x1, r->cs[i], r->sn[i])
-                                       : rope_second(A, r->rstd, x0, x1, r->cs[i], r->sn[i]));
+        ugx_emit(A, o, *k,
+                 j < r->half ? rope_first(A, r->rstd, x0, x1, r->cs[i], r->sn[i])
+                             : rope_second(A, r->rstd, x0, x1, r->cs[i], r->sn[i]));
     }
 }
 
@@ -208,6 +209,9 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
     g->col_tile = g->cols / 2;         /* the rotary half boundary */
 }
 
-const ug_op_def ug_opdef_rms_norm_rope = {
-    .op = UG_OP_RMS_NORM_ROPE, .primary = UG_STD_CERTIFIED, .decl.check = check, .build = build, .oracle = oracle,
-    .geometry = geometry};
+const ug_op_def ug_opdef_rms_norm_rope = {.op = UG_OP_RMS_NORM_ROPE,
+                                          .primary = UG_STD_CERTIFIED,
+                                          .decl.check = check,
+                                          .build = build,
+                                          .oracle = oracle,
+                                          .geometry = geometry};

@@ -15,8 +15,8 @@
 double ug_rope_det_exp(double x)
 {
     const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10; /* fdlibm split */
-    double k = floor(x / 0.69314718055994530942 + 0.5); /* exact: an integer */
-    double r = (x - k * ln2_hi) - k * ln2_lo;           /* |r| <= ln2/2 (+tiny) */
+    double k = floor(x / 0.69314718055994530942 + 0.5);                                    /* exact: an integer */
+    double r = (x - k * ln2_hi) - k * ln2_lo;                                              /* |r| <= ln2/2 (+tiny) */
     double term = 1.0, sum = 1.0;
     for (int n = 1; n < 24; n++) {
         term *= r / n;

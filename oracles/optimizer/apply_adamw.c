@@ -38,8 +38,7 @@ static void read_params(const ug_case *c, adamw_params *p)
 {
     const ug_params *P = &c->params;
     const ug_apply_adamw_params *params = UG_P(apply_adamw, P);
-    *p = (adamw_params){params->step,  params->lr,  params->beta1,
-                        params->beta2, params->eps, params->weight_decay};
+    *p = (adamw_params){params->step, params->lr, params->beta1, params->beta2, params->eps, params->weight_decay};
 }
 
 /* Stores v as |v| (exact): second moments are never negative. */
@@ -87,8 +86,8 @@ UG_AI ug_num moment2(ug_arx A, const adamw_ctx *x, double v, double g)
 UG_AI ug_num weight_of(ug_arx A, const adamw_ctx *x, double w, ug_num m1, ug_num m2)
 {
     ug_num mh = ugx_div(A, m1, x->bc1), vh = ugx_div(A, m2, x->bc2), wn = ugx_c(A, w);
-    ug_num upd = ugx_add(A, ugx_div(A, mh, ugx_add(A, ugx_sqrt(A, vh), ugx_c(A, x->p.eps))),
-                         ugx_mul(A, ugx_c(A, x->p.wd), wn));
+    ug_num upd =
+        ugx_add(A, ugx_div(A, mh, ugx_add(A, ugx_sqrt(A, vh), ugx_c(A, x->p.eps))), ugx_mul(A, ugx_c(A, x->p.wd), wn));
     return ugx_sub(A, wn, ugx_mul(A, ugx_c(A, x->p.lr), upd));
 }
 
@@ -226,5 +225,9 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
     ug_geom_last_dim(&c->out[out], 16, 1024, g); /* the kernel's chunk: edges only matter for tails */
 }
 
-const ug_op_def ug_opdef_apply_adamw = {
-    .op = UG_OP_APPLY_ADAMW, .primary = UG_STD_CERTIFIED, .check_all = 1, .build = build, .oracle = oracle, .geometry = geometry};
+const ug_op_def ug_opdef_apply_adamw = {.op = UG_OP_APPLY_ADAMW,
+                                        .primary = UG_STD_CERTIFIED,
+                                        .check_all = 1,
+                                        .build = build,
+                                        .oracle = oracle,
+                                        .geometry = geometry};

@@ -14,8 +14,8 @@
 
 ug_gpq_dims ug_gpq_dims_read(const ug_params *P)
 {
-    ug_gpq_dims d = {(size_t)ug_p_int(P, "hidden"),   (size_t)ug_p_int(P, "q_heads"),
-                     (size_t)ug_p_int(P, "kv_heads"), (size_t)ug_p_int(P, "head_dim"),
+    ug_gpq_dims d = {(size_t)ug_p_int(P, "hidden"),     (size_t)ug_p_int(P, "q_heads"),
+                     (size_t)ug_p_int(P, "kv_heads"),   (size_t)ug_p_int(P, "head_dim"),
                      (size_t)ug_p_int(P, "rotary_dim"), ug_p_num(P, "eps")};
     return d;
 }
@@ -26,8 +26,7 @@ int ug_gpq_check(const ug_params *P, const char *op, char *err, size_t errlen)
 {
     long D = ug_p_int(P, "head_dim"), R = ug_p_int(P, "rotary_dim");
     if (R % 2) return snprintf(err, errlen, "%s: param \"rotary_dim\" = %ld must be even", op, R), -2;
-    if (R > D)
-        return snprintf(err, errlen, "%s: param \"rotary_dim\" = %ld must be <= head_dim = %ld", op, R, D), -2;
+    if (R > D) return snprintf(err, errlen, "%s: param \"rotary_dim\" = %ld must be <= head_dim = %ld", op, R, D), -2;
     return 0;
 }
 
@@ -61,8 +60,9 @@ ug_num ug_gpq_add_norm_den(ug_ar *ar, const double *a, const double *b, double *
      * makes it inf); the expansion below would meet inf*b + -inf as NaN */
     if (exact || !finite) return ug_gpq_norm_den(ar, r, n, eps);
     /* bf16 exponents more than 53 binades apart: sum a^2 + 2 a.b + b^2 of exact terms */
-    ug_num ss = ug_add(ar, ug_add(ar, ug_dot_d(ar, a, 1, a, 1, n), ug_mul(ar, ug_c(ar, 2.0), ug_dot_d(ar, a, 1, b, 1, n))),
-                       ug_dot_d(ar, b, 1, b, 1, n));
+    ug_num ss =
+        ug_add(ar, ug_add(ar, ug_dot_d(ar, a, 1, a, 1, n), ug_mul(ar, ug_c(ar, 2.0), ug_dot_d(ar, a, 1, b, 1, n))),
+               ug_dot_d(ar, b, 1, b, 1, n));
     return ug_sqrt(ar, ug_add(ar, ug_div(ar, ss, ug_c(ar, (double)n)), ug_c(ar, eps)));
 }
 
@@ -70,7 +70,7 @@ ug_num ug_gpq_code_value(ug_ar *ar, double n, double s, double o)
 {
     double p = n * s, v; /* exact: two bf16 significands, the double range holds the product */
     int exact = exact_sum(p, o, &v);
-    if (!isfinite(v)) return ug_c(ar, ug_dtype_round(UG_DT_INT8, v)); /* saturates; NaN -> 0 */
+    if (!isfinite(v)) return ug_c(ar, ug_dtype_round(UG_DT_INT8, v));                 /* saturates; NaN -> 0 */
     if (exact && v - floor(v) == 0.5) return ug_c(ar, ug_dtype_round(UG_DT_INT8, v)); /* a tie: RNE to even */
     return ug_add(ar, ug_mul(ar, ug_c(ar, n), ug_c(ar, s)), ug_c(ar, o));
 }
@@ -120,12 +120,11 @@ typedef struct {
     ug_gpq_dims d;
     size_t T, cols, qk; /* GEMM columns; q and k columns */
     const ug_tensor *x, *res, *nw, *nb, *sr, *off, *qb, *deq, *cos, *sin, *hw[2], *hb[2];
-    const int8_t *w8;   /* W [H, cols], the case's int8 codes */
-    int8_t *codes;      /* one token's kernel codes */
-    int32_t *acc;       /* one token's integer sums, every column (dense selections) */
-    double *r, *head;   /* one row of r (H); one head (D) */
+    const int8_t *w8; /* W [H, cols], the case's int8 codes */
+    int8_t *codes;    /* one token's kernel codes */
+    int32_t *acc;     /* one token's integer sums, every column (dense selections) */
+    double *r, *head; /* one row of r (H); one head (D) */
 } pq_ctx;
-
 
 /* residual_res and n of token t. */
 static void norm_stage(const pq_ctx *k, ug_ar *ar, const ug_selection *sel, size_t t)

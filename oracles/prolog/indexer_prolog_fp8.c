@@ -54,11 +54,19 @@ typedef ug_lip_params lip_params;
 static void read_params(const ug_case *c, lip_params *p)
 {
     const ug_params *P = &c->params;
-    *p = (lip_params){ug_p_int(P, "tokens"), ug_p_int(P, "hidden"),     ug_p_int(P, "heads"),
-                      ug_p_int(P, "d"),      ug_p_int(P, "rope"),       ug_p_int(P, "blocks"),
-                      ug_p_int(P, "block_size"), ug_p_int(P, "pad"),    ug_p_int(P, "pos"),
-                      ug_p_num(P, "eps"),    ug_p_num(P, "rope_base"),
-                      !strcmp(ug_p_str(P, "k_norm"), "rmsnorm"), ug_p_is(P, "tables", "given"),
+    *p = (lip_params){ug_p_int(P, "tokens"),
+                      ug_p_int(P, "hidden"),
+                      ug_p_int(P, "heads"),
+                      ug_p_int(P, "d"),
+                      ug_p_int(P, "rope"),
+                      ug_p_int(P, "blocks"),
+                      ug_p_int(P, "block_size"),
+                      ug_p_int(P, "pad"),
+                      ug_p_int(P, "pos"),
+                      ug_p_num(P, "eps"),
+                      ug_p_num(P, "rope_base"),
+                      !strcmp(ug_p_str(P, "k_norm"), "rmsnorm"),
+                      ug_p_is(P, "tables", "given"),
                       ug_p_is(P, "hadamard", "given")};
 }
 
@@ -79,13 +87,18 @@ int ug_lip8_check(const ug_params *P, char *err, size_t errlen)
          blocks = ug_p_int(P, "blocks"), block_size = ug_p_int(P, "block_size"), pad = ug_p_int(P, "pad");
     double base = ug_p_num(P, "rope_base");
     const char *bad = NULL;
-    if (d != 32 && d != 64 && d != 128) bad = "\"d\" must be 32, 64 or 128";
-    else if (!is_pow2(rope) || rope > d) bad = "\"rope\" must be a power of two in [2, d]";
+    if (d != 32 && d != 64 && d != 128)
+        bad = "\"d\" must be 32, 64 or 128";
+    else if (!is_pow2(rope) || rope > d)
+        bad = "\"rope\" must be a power of two in [2, d]";
     else if (blocks * block_size > (1L << 24)) /* slot ids are int32; the sim kernel loads them as fp32 */
         bad = "\"blocks\"*\"block_size\" must be <= 2^24 (slot ids exact in fp32)";
-    else if (pad > tokens) bad = "\"pad\" must be in [0, tokens]";
-    else if (tokens - pad > blocks * block_size) bad = "the cache (\"blocks\"*\"block_size\") holds fewer slots than tokens";
-    else if (!(base > 1 && base < 1e9)) bad = "\"rope_base\" must be in (1, 1e9)";
+    else if (pad > tokens)
+        bad = "\"pad\" must be in [0, tokens]";
+    else if (tokens - pad > blocks * block_size)
+        bad = "the cache (\"blocks\"*\"block_size\") holds fewer slots than tokens";
+    else if (!(base > 1 && base < 1e9))
+        bad = "\"rope_base\" must be in (1, 1e9)";
     if (!bad) return 0;
     snprintf(err, errlen, "%s: %s", P->decl->op, bad);
     return -2;
@@ -93,7 +106,7 @@ int ug_lip8_check(const ug_params *P, char *err, size_t errlen)
 
 double ug_lip8_kernel_block_bytes(double hid, double H, double D, double L)
 {
-    double tb = 32, n = D > H ? D : H; /* the sim kernel's TOKEN_BLOCK */
+    double tb = 32, n = D > H ? D : H;                  /* the sim kernel's TOKEN_BLOCK */
     double x = 4 * tb * (hid + H + D + n) + 12 * H * D; /* and the token's q rows, their transform and its tile */
     if (L == 0) return x;
     return x + 3 * L * H * D + tb * (L + 4 * H * D + 4 * (L / 2 + 1)); /* packed int16 w_qb + its int8 load */
@@ -106,8 +119,8 @@ double ug_lip8_scratch(const ug_params *P)
 {
     double hid = (double)ug_p_int(P, "hidden"), heads = (double)ug_p_int(P, "heads"), d = (double)ug_p_int(P, "d"),
            slots = (double)ug_p_int(P, "blocks") * (double)ug_p_int(P, "block_size");
-    return 4 * (hid * (d + heads) + 5 * d + 2 * heads + d) + ug_lip8_kernel_block_bytes(hid, heads, d, 0) +
-           12 * slots + 2 * d * UG_NUM_BYTES;
+    return 4 * (hid * (d + heads) + 5 * d + 2 * heads + d) + ug_lip8_kernel_block_bytes(hid, heads, d, 0) + 12 * slots +
+           2 * d * UG_NUM_BYTES;
 }
 
 /* cos/sin of (pos+t)*base^(-2i/R): base^(-2/R) by log2(R/2) square roots, powers by
@@ -121,7 +134,7 @@ static void fill_rope(const lip_params *p, ug_tensor *cs, ug_tensor *sn)
         double f = 1.0;
         for (size_t i = 0; i < half; i++, f *= ratio) {
             double u = (double)(p->pos + t) * f / 6.283185307179586, s = 0.0, c = 1.0;
-            if (u != floor(u)) ug_det_sincos2pi(u - floor(u), &s, &c); /* angle 0: exactly (0, 1) */
+            if (u != floor(u)) ug_det_sincos2pi(u - floor(u), &s, &c);    /* angle 0: exactly (0, 1) */
             ug_dtype_store(cs->dtype, cs->data, (size_t)t * half + i, c); /* rounds: bf16 table */
             ug_dtype_store(sn->dtype, sn->data, (size_t)t * half + i, s);
         }
@@ -173,8 +186,10 @@ static void sel_range(const ug_selection *sel, int o, size_t lo, size_t hi, size
     size_t l = 0, h = sel->n[o];
     while (l < h) {
         size_t m = (l + h) / 2;
-        if (sel->idx[o][m] < lo) l = m + 1;
-        else h = m;
+        if (sel->idx[o][m] < lo)
+            l = m + 1;
+        else
+            h = m;
     }
     *b = *e = l;
     while (*e < sel->n[o] && sel->idx[o][*e] < hi) (*e)++;
@@ -197,7 +212,7 @@ static const ug_tensor *dense_hadamard(const ug_case *c, const lip_params *p, co
 /* u = v.H (u[j] = sum_i v[i] H[i,j]), exact: the given dense transform, not normalised. */
 static void dense_transform(ug_ar *ar, ug_num *v, size_t d, const ug_tensor *h)
 {
-    ug_num *u = v + d; /* the caller's row buffer holds 2d numbers */
+    ug_num *u = v + d;                            /* the caller's row buffer holds 2d numbers */
     ug_dot_nd_cols(ar, v, h->values, d, d, d, u); /* ug_dot_nd per column, one pass over h's rows */
     for (size_t j = 0; j < d; j++) v[j] = u[j];
 }
@@ -267,8 +282,8 @@ static int judged(const ug_selection *sel, int o) { return o >= 0 && o < sel->n_
 
 /* Emits output o's selected codes among flat indices base + [lo, hi): v/s (NaN when s is
  * NaN, a block with a NaN or inf; 0 in an all-zero block). */
-static void codes_emit(ug_ar *ar, const ug_selection *sel, int o, size_t base, size_t lo, size_t hi,
-                       const ug_num *v, int zero, ug_num s)
+static void codes_emit(ug_ar *ar, const ug_selection *sel, int o, size_t base, size_t lo, size_t hi, const ug_num *v,
+                       int zero, ug_num s)
 {
     if (!judged(sel, o)) return;
     size_t b, e;
@@ -359,11 +374,11 @@ struct ug_lip_ctx {
     int32_t *qacc;     /* int8: the dots' int32 partial sums */
     /* the token block (plain arithmetics): tokens [blk0, blk0 + blkn) */
     size_t blk0, blkn;
-    int blk_x, blk_q;  /* its x.W taken (kd, wd) / its int8 q dots taken (bq) */
-    ug_num *kd, *wd;   /* x.W_k [TB*d], x.W_proj [TB*H] */
-    int8_t *ba;        /* int8: the block's q_norm codes [TB*L] */
-    int32_t *bq, *bp;  /* int8: their dots with every w_qb column [TB*H*d]; ug_i8_gemm's scratch */
-    ug_i8_packed wqp;  /* int8: w_qb packed, on first use */
+    int blk_x, blk_q; /* its x.W taken (kd, wd) / its int8 q dots taken (bq) */
+    ug_num *kd, *wd;  /* x.W_k [TB*d], x.W_proj [TB*H] */
+    int8_t *ba;       /* int8: the block's q_norm codes [TB*L] */
+    int32_t *bq, *bp; /* int8: their dots with every w_qb column [TB*H*d]; ug_i8_gemm's scratch */
+    ug_i8_packed wqp; /* int8: w_qb packed, on first use */
 };
 
 #define TOKEN_BLOCK 32
@@ -391,8 +406,10 @@ static size_t q_heads(const ug_lip_ctx *k, const ug_selection *sel, size_t t)
     if (!k->qn || !nh) return nh;
     size_t L = (size_t)k->qn->shape[1];
     const double *a = k->qrow; /* a kernel output (no fp64 values): decoded */
-    if (a) for (size_t j = 0; j < L; j++) k->qrow[j] = ug_tload(k->qn, t * L + j);
-    else a = k->qn->values + t * L;
+    if (a)
+        for (size_t j = 0; j < L; j++) k->qrow[j] = ug_tload(k->qn, t * L + j);
+    else
+        a = k->qn->values + t * L;
     if (k->blk_q) { /* the block's dots: every column */
         const int32_t *bq = k->bq + (t - k->blk0) * H * d;
         for (size_t w = 0; w < nh; w++)
@@ -448,8 +465,10 @@ static void k_row(const ug_lip_ctx *k, const ug_case *c, ug_ar *ar, const ug_sel
     ug_num *v = k->v, *sq = k->v + d; /* sq: the transform's scratch, free until then */
     if (!row_wanted(sel, &k->ko, slot, d, ns)) return;
     size_t mark = ug_ar_mark(ar);
-    if (k->blk_x) memcpy(v, k->kd + (t - k->blk0) * d, d * sizeof *v);
-    else ug_dot_d_cols(ar, k->x->values + t * hid, k->wk->values, d, hid, d, v);
+    if (k->blk_x)
+        memcpy(v, k->kd + (t - k->blk0) * d, d * sizeof *v);
+    else
+        ug_dot_d_cols(ar, k->x->values + t * hid, k->wk->values, d, hid, d, v);
     ug_num dn = ug_c(ar, (double)d);
     if (!k->p.rms) {
         ug_num mean = ug_div(ar, ug_sum(ar, v, d), dn);
@@ -485,10 +504,10 @@ static void empty_slots(const ug_lip_ctx *k, ug_ar *ar, const ug_selection *sel)
 /* The output names of each format (the fp8 and MX ops share theirs). */
 static const ug_lip_names *own_names(ug_lip_format fmt)
 {
-    static const ug_lip_names f8 = {"q_fp8", "q_scale", "k_cache", "k_scale", "weights",
-                                    "q_fp8@oracle_scale", "k_cache@oracle_scale"};
-    static const ug_lip_names i8 = {"q_i8", "q_scale", "k_cache", "k_scale", "weights",
-                                    "q_i8@oracle_scale", "k_cache@oracle_scale"};
+    static const ug_lip_names f8 = {
+        "q_fp8", "q_scale", "k_cache", "k_scale", "weights", "q_fp8@oracle_scale", "k_cache@oracle_scale"};
+    static const ug_lip_names i8 = {
+        "q_i8", "q_scale", "k_cache", "k_scale", "weights", "q_i8@oracle_scale", "k_cache@oracle_scale"};
     return fmt == UG_LIP_INT8 ? &i8 : &f8;
 }
 
@@ -497,8 +516,7 @@ static void bind_inputs(ug_lip_ctx *k, const ug_case *c)
     k->x = ug_case_input(c, "x"), k->wk = ug_case_input(c, "w_k");
     k->gm = ug_case_input(c, "ln_gamma"), k->bt = ug_case_input(c, "ln_beta"), k->wp = ug_case_input(c, "w_proj");
     k->slots = ug_case_input(c, "slot_mapping");
-    k->rt = (rope_tables){ug_case_input(c, "cos"), ug_case_input(c, "sin"), (size_t)k->p.rope / 2,
-                          k->p.given_tables};
+    k->rt = (rope_tables){ug_case_input(c, "cos"), ug_case_input(c, "sin"), (size_t)k->p.rope / 2, k->p.given_tables};
     k->hq = dense_hadamard(c, &k->p, "hadamard_q"), k->hk = dense_hadamard(c, &k->p, "hadamard_k");
     if (k->fmt == UG_LIP_INT8) {
         k->q = NULL;
@@ -520,8 +538,10 @@ ug_lip_ctx *ug_lip_open_ex(const ug_case *c, ug_lip_format fmt, const ug_lip_nam
 {
     ug_lip_ctx *k = calloc(1, sizeof *k);
     if (!k) return NULL;
-    if (p) k->p = *p;
-    else read_params(c, &k->p);
+    if (p)
+        k->p = *p;
+    else
+        read_params(c, &k->p);
     k->fmt = fmt;
     if (!names) names = own_names(fmt);
     bind_inputs(k, c);
@@ -571,7 +591,8 @@ static int block_q(ug_lip_ctx *k)
     if (!k->wqp.p && ug_i8_pack(k->wqb->data, n, L, n, &k->wqp)) return -1;
     for (size_t r = 0; r < k->blkn; r++)
         for (size_t j = 0; j < L; j++) /* codes in [-128, 127]: exact */
-            k->ba[r * L + j] = (int8_t)(k->qrow ? ug_tload(k->qn, (k->blk0 + r) * L + j) : k->qn->values[(k->blk0 + r) * L + j]);
+            k->ba[r * L + j] =
+                (int8_t)(k->qrow ? ug_tload(k->qn, (k->blk0 + r) * L + j) : k->qn->values[(k->blk0 + r) * L + j]);
     ug_i8_gemm(k->ba, L, k->blkn, &k->wqp, k->bq, n, k->bp);
     return 0;
 }

@@ -84,12 +84,12 @@ void ug_lip_close(ug_lip_ctx *k, ug_ar *ar, const ug_selection *sel);
 #define UG_LIP8_SEMANTICS(SCALE)                                                                                       \
     "Exact arithmetic on the bf16 inputs and the fp32 value of eps up to the quantisation: RoPE_half with the bf16 "   \
     "cos/sin tables, LayerNorm (mean, variance, 1/sqrt(var + eps)) and the normalised Hadamard H_D v / sqrt(D) are "   \
-    "not rounded (k_norm rmsnorm: v/sqrt(mean(v^2) + eps)*gamma, no mean, beta unread). " SCALE                     \
-    " Codes are e4m3(v/scale), RNE, saturating to +-448; an all-zero block has codes 0. A "                           \
-    "quantisation block holding a NaN or +-inf value (a NaN or inf input reaches every element of its row through "  \
-    "the Hadamard; an inf in x or a LayerNorm weight poisons the whole k row) has a NaN scale and NaN codes. "        \
-    "weights = (x.W_proj)/sqrt(H*D), rounded once to bf16; IEEE special values propagate through it. A padding "      \
-    "token (slot -1) writes nothing. Finite inputs never overflow before the quantisation in the oracle: with "       \
-    "bf16-max q or huge x the exact Hadamard and LayerNorm stay finite, so a kernel whose fp32 butterfly, GEMM or "   \
+    "not rounded (k_norm rmsnorm: v/sqrt(mean(v^2) + eps)*gamma, no mean, beta unread). " SCALE                        \
+    " Codes are e4m3(v/scale), RNE, saturating to +-448; an all-zero block has codes 0. A "                            \
+    "quantisation block holding a NaN or +-inf value (a NaN or inf input reaches every element of its row through "    \
+    "the Hadamard; an inf in x or a LayerNorm weight poisons the whole k row) has a NaN scale and NaN codes. "         \
+    "weights = (x.W_proj)/sqrt(H*D), rounded once to bf16; IEEE special values propagate through it. A padding "       \
+    "token (slot -1) writes nothing. Finite inputs never overflow before the quantisation in the oracle: with "        \
+    "bf16-max q or huge x the exact Hadamard and LayerNorm stay finite, so a kernel whose fp32 butterfly, GEMM or "    \
     "variance overflows fails there."
 #endif

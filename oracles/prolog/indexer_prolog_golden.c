@@ -51,7 +51,7 @@ static double row_scale(const golden_row *g, size_t t, float *v, float *u)
         float a = v[i], b = v[i + h];
         float c = (float)ug_tload(g->cs, lo), s = (float)ug_tload(g->sn, lo);
         float ch = (float)ug_tload(g->cs, hi), sh = (float)ug_tload(g->sn, hi);
-        v[i] = bf16(a * c + -b * s);     /* rounds: fp32 products and sum, then bf16 */
+        v[i] = bf16(a * c + -b * s);      /* rounds: fp32 products and sum, then bf16 */
         v[i + h] = bf16(b * ch + a * sh); /* rounds: fp32, then bf16 */
     }
     float amax = 0.0f;
@@ -61,14 +61,13 @@ static double row_scale(const golden_row *g, size_t t, float *v, float *u)
         u[j] = bf16((float)dot); /* rounds: fp32 matmul, then bf16 */
         amax = fmaxf(amax, fabsf(u[j]));
     }
-    float r = 127.0f / amax, scale = 1.0f / r; /* rounds: fp32 */
+    float r = 127.0f / amax, scale = 1.0f / r;                                       /* rounds: fp32 */
     return isfinite(r) && isfinite(scale) ? ug_dtype_round(UG_DT_FP16, scale) : NAN; /* rounds: fp16 */
 }
 
 /* _indexer_compute_q's bf16 row of token t, head h: the int32 dot of the q_norm codes (qn
  * [T, L]) with w_qb as fp32, times the token's scale (qns) then the column's, cast to bf16. */
-static void q_row(const ug_case *c, const ug_tensor *qn, const ug_tensor *qns, size_t t, size_t h, size_t d,
-                  float *v)
+static void q_row(const ug_case *c, const ug_tensor *qn, const ug_tensor *qns, size_t t, size_t h, size_t d, float *v)
 {
     const ug_tensor *w = ug_case_input(c, "w_qb"), *ws = ug_case_input(c, "w_qb_scale");
     size_t hd = (size_t)w->shape[1], lora = (size_t)qn->shape[1];

@@ -38,7 +38,10 @@ static int lipq_reference_golden(const ug_case *c, const ug_selection *sel, doub
     return 0;
 }
 
-const ug_op_def ug_opdef_lightning_indexer_prolog_quant = {
-    .op = UG_OP_LIGHTNING_INDEXER_PROLOG_QUANT, .decl.check = ug_lip8_check, .build = ug_lip8_build,
-    .oracle = ug_lip8_oracle, .geometry = ug_lip8_geometry, .scratch = lipq_scratch,
-    .reference_golden = lipq_reference_golden};
+const ug_op_def ug_opdef_lightning_indexer_prolog_quant = {.op = UG_OP_LIGHTNING_INDEXER_PROLOG_QUANT,
+                                                           .decl.check = ug_lip8_check,
+                                                           .build = ug_lip8_build,
+                                                           .oracle = ug_lip8_oracle,
+                                                           .geometry = ug_lip8_geometry,
+                                                           .scratch = lipq_scratch,
+                                                           .reference_golden = lipq_reference_golden};

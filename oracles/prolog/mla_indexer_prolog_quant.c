@@ -36,8 +36,11 @@ static int check(const ug_params *P, char *err, size_t errlen)
     if (D != 32 && D != 64 && D != 128)
         return snprintf(err, errlen, "mla_indexer_prolog_quant: param \"idx_d\" = %ld must be 32, 64 or 128", D), -2;
     if (dr > D)
-        return snprintf(err, errlen, "mla_indexer_prolog_quant: param \"d_rope\" = %ld must be <= \"idx_d\" = %ld (the "
-                                     "indexer rotates the first d_rope dims of its rows)", dr, D), -2;
+        return snprintf(err, errlen,
+                        "mla_indexer_prolog_quant: param \"d_rope\" = %ld must be <= \"idx_d\" = %ld (the "
+                        "indexer rotates the first d_rope dims of its rows)",
+                        dr, D),
+               -2;
     return 0;
 }
 
@@ -45,9 +48,19 @@ static int check(const ug_params *P, char *err, size_t errlen)
 static ug_lip_params lip_params_of(const ug_params *P)
 {
     const ug_mla_indexer_prolog_quant_params *typed = UG_P(mla_indexer_prolog_quant, P);
-    return (ug_lip_params){typed->tokens, typed->h, typed->idx_heads, typed->idx_d,
-                           typed->d_rope, typed->blocks, typed->block_size, 0, 0,
-                           typed->idx_eps, 10000.0, 0, 1,
+    return (ug_lip_params){typed->tokens,
+                           typed->h,
+                           typed->idx_heads,
+                           typed->idx_d,
+                           typed->d_rope,
+                           typed->blocks,
+                           typed->block_size,
+                           0,
+                           0,
+                           typed->idx_eps,
+                           10000.0,
+                           0,
+                           1,
                            typed->hadamard == UG_MLA_INDEXER_PROLOG_QUANT_HADAMARD_GIVEN};
 }
 
@@ -66,8 +79,10 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 
 static void geometry(const ug_case *c, int out, ug_geom *g)
 {
-    if (out < N_MLA_OUT) ug_mlaq_geometry(c, out, g);
-    else ug_lip8_geometry(c, out, g);
+    if (out < N_MLA_OUT)
+        ug_mlaq_geometry(c, out, g);
+    else
+        ug_lip8_geometry(c, out, g);
 }
 
 /* The MLA half's scratch, the indexer kernel's (fp32 w_k and w_proj, row buffers, its token
@@ -76,8 +91,8 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
 static double scratch(const ug_params *P)
 {
     const ug_mla_indexer_prolog_quant_params *params = UG_P(mla_indexer_prolog_quant, P);
-    double h = (double)params->h, H = (double)params->idx_heads, D = (double)params->idx_d,
-           L = (double)params->q_lora, S = (double)params->blocks * (double)params->block_size;
+    double h = (double)params->h, H = (double)params->idx_heads, D = (double)params->idx_d, L = (double)params->q_lora,
+           S = (double)params->blocks * (double)params->block_size;
     return ug_mlaq_scratch(P) + 4 * (h * (D + H) + 8 * D + 2 * H) + ug_lip8_kernel_block_bytes(h, H, D, L) + 12 * S +
            2 * D * UG_NUM_BYTES + 8 * L + 4 * (L * H * D + L);
 }
@@ -95,6 +110,11 @@ static int reference_golden(const ug_case *c, const ug_selection *sel, double **
     return 0;
 }
 
-const ug_op_def ug_opdef_mla_indexer_prolog_quant = {
-    .op = UG_OP_MLA_INDEXER_PROLOG_QUANT, .primary = UG_STD_CERTIFIED, .decl.check = check, .build = ug_mlaq_build, .oracle = oracle,
-    .geometry = geometry, .scratch = scratch, .reference_golden = reference_golden};
+const ug_op_def ug_opdef_mla_indexer_prolog_quant = {.op = UG_OP_MLA_INDEXER_PROLOG_QUANT,
+                                                     .primary = UG_STD_CERTIFIED,
+                                                     .decl.check = check,
+                                                     .build = ug_mlaq_build,
+                                                     .oracle = oracle,
+                                                     .geometry = geometry,
+                                                     .scratch = scratch,
+                                                     .reference_golden = reference_golden};

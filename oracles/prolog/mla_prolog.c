@@ -51,11 +51,10 @@ static void read_params(const ug_case *c, mla_params *p)
 {
     const ug_params *P = &c->params;
     const ug_mla_prolog_params *params = UG_P(mla_prolog, P);
-    *p = (mla_params){params->tokens,     params->h,      params->q_lora,
-                      params->heads,      params->kv_lora, params->d_nope,
-                      params->d_rope,     params->block_size, params->blocks,
-                      params->eps,        params->slots_name,
-                      !strcmp(params->rope_layout_name, "interleaved_to_half")};
+    *p = (mla_params){params->tokens, params->h,          params->q_lora,
+                      params->heads,  params->kv_lora,    params->d_nope,
+                      params->d_rope, params->block_size, params->blocks,
+                      params->eps,    params->slots_name, !strcmp(params->rope_layout_name, "interleaved_to_half")};
 }
 
 /* What ranges cannot say: an even d_rope, a cache with a slot per token (size is the case
@@ -63,8 +62,8 @@ static void read_params(const ug_case *c, mla_params *p)
 static int check(const ug_params *P, char *err, size_t errlen)
 {
     const ug_mla_prolog_params *params = UG_P(mla_prolog, P);
-    long T = params->tokens, dr = params->d_rope, bs = params->block_size,
-         nb = params->blocks, need = (T + bs - 1) / bs;
+    long T = params->tokens, dr = params->d_rope, bs = params->block_size, nb = params->blocks,
+         need = (T + bs - 1) / bs;
     if (dr % 2) return snprintf(err, errlen, "mla_prolog: param \"d_rope\" must be even"), -2;
     if (nb < need)
         return snprintf(err, errlen, "mla_prolog: param \"blocks\" = %ld must be >= ceil(tokens/block_size) = %ld", nb,
@@ -141,7 +140,7 @@ static void mla_emit_query(ug_ar *ar, mla_oracle *m, const ug_selection *sel)
             for (; k1 < sel->n[1] && sel->idx[1][k1] / dr == row; k1++)
                 ug_ar_emit(ar, 1, k1,
                            ug_mla_rope_at(ar, m->q + dn, m->cs + t * dr, m->sn + t * dr, dr, sel->idx[1][k1] % dr,
-                                       m->p.rope_inter));
+                                          m->p.rope_inter));
             ug_ar_release(ar, mark_n);
         }
         ug_ar_release(ar, mark);
@@ -182,7 +181,7 @@ static void mla_emit_cache(ug_ar *ar, mla_oracle *m, const ug_selection *sel, co
             ug_ar_emit(ar, 3, k3,
                        t < 0 ? ug_c(ar, m->kr_in[s * dr + i])
                              : ug_mla_rope_at(ar, m->v + Lkv, m->cs + (size_t)t * dr, m->sn + (size_t)t * dr, dr, i,
-                                           m->p.rope_inter));
+                                              m->p.rope_inter));
         }
         ug_ar_release(ar, mark);
     }
@@ -264,13 +263,17 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
 static double scratch(const ug_params *P)
 {
     const ug_mla_prolog_params *params = UG_P(mla_prolog, P);
-    double h = (double)params->h, Lq = (double)params->q_lora, N = (double)params->heads,
-           Lkv = (double)params->kv_lora, dn = (double)params->d_nope, dr = (double)params->d_rope;
+    double h = (double)params->h, Lq = (double)params->q_lora, N = (double)params->heads, Lkv = (double)params->kv_lora,
+           dn = (double)params->d_nope, dr = (double)params->d_rope;
     double wdq = h * Lq, wuq = N * (dn + dr) * Lq, wuk = N * Lkv * dn, wdkv = h * (Lkv + dr);
     return 4 * (wdq + wuq + wuk + wdkv + fmax(fmax(wdq, wuq), fmax(wuk, wdkv)) + 2 * h + 4 * (Lq + Lkv + dr)) +
            16 * (double)params->blocks * (double)params->block_size;
 }
 
-const ug_op_def ug_opdef_mla_prolog = {
-    .op = UG_OP_MLA_PROLOG, .primary = UG_STD_CERTIFIED, .decl.check = check, .build = build, .oracle = oracle,
-    .geometry = geometry, .scratch = scratch};
+const ug_op_def ug_opdef_mla_prolog = {.op = UG_OP_MLA_PROLOG,
+                                       .primary = UG_STD_CERTIFIED,
+                                       .decl.check = check,
+                                       .build = build,
+                                       .oracle = oracle,
+                                       .geometry = geometry,
+                                       .scratch = scratch};

@@ -38,8 +38,10 @@ int ug_mlaq_check(const ug_params *P, char *err, size_t errlen)
          nb = ug_p_int(P, "blocks"), Lkv = ug_p_int(P, "kv_lora"), g = ug_p_int(P, "kv_group");
     char msg[160];
     msg[0] = 0;
-    if (dr % 2) snprintf(msg, sizeof msg, "param \"d_rope\" = %ld must be even", dr);
-    else if (Lkv % g) snprintf(msg, sizeof msg, "param \"kv_lora\" = %ld must be a multiple of \"kv_group\" = %ld", Lkv, g);
+    if (dr % 2)
+        snprintf(msg, sizeof msg, "param \"d_rope\" = %ld must be even", dr);
+    else if (Lkv % g)
+        snprintf(msg, sizeof msg, "param \"kv_lora\" = %ld must be a multiple of \"kv_group\" = %ld", Lkv, g);
     else if (nb < (T + bs - 1) / bs)
         snprintf(msg, sizeof msg, "param \"blocks\" = %ld must be >= ceil(tokens/block_size) = %ld (a slot per token)",
                  nb, (T + bs - 1) / bs);
@@ -63,12 +65,12 @@ typedef struct {
     ug_mlaq_in in;
     size_t T, S;
     ug_mlaq_qouts qo, ko;
-    ug_num *row, *sq; /* [max(Lq, Lkv+dr)], [max(Lq, Lkv)] */
+    ug_num *row, *sq;       /* [max(Lq, Lkv+dr)], [max(Lq, Lkv)] */
     unsigned char *settled; /* [max(Lq, Lkv)]: the row's values every correct device holds (the tie rule) */
-    double *codes;    /* one token's kernel codes [Lq] */
-    size_t *heads, *col0; /* [N]: a token's heads with a selected q element, their first w_uq columns */
-    int32_t *acc;     /* [N*(dn+dr)]: the int dots' partial sums */
-    int64_t *dot;     /* [N*(dn+dr)]: the int dots of those heads */
+    double *codes;          /* one token's kernel codes [Lq] */
+    size_t *heads, *col0;   /* [N]: a token's heads with a selected q element, their first w_uq columns */
+    int32_t *acc;           /* [N*(dn+dr)]: the int dots' partial sums */
+    int64_t *dot;           /* [N*(dn+dr)]: the int dots of those heads */
     /* the token block (plain arithmetics): tokens [blk0, blk0 + blkn), their x.W_dq and
      * x.W_dkv taken together (bq, bkv) when most of the block wants them */
     size_t blk0, blkn;
@@ -76,9 +78,10 @@ typedef struct {
     int bq, bkv;
     /* the block's queries taken head by head (plain arithmetics, most of the block wanted) */
     int bqry;
-    ug_num *bqr, *bx, *bout; /* q_b rows [TOKEN_BLOCK][N][dn+dr]; a head's whole rows [TOKEN_BLOCK][dn]; their q_nope_abs */
-    size_t *bterms, *brow;   /* [TOKEN_BLOCK]: dn each; the block rows of those whole rows */
-    unsigned char *bwant;    /* [TOKEN_BLOCK][N]: the (token, head) rows with a selected element */
+    ug_num *bqr, *bx,
+        *bout; /* q_b rows [TOKEN_BLOCK][N][dn+dr]; a head's whole rows [TOKEN_BLOCK][dn]; their q_nope_abs */
+    size_t *bterms, *brow; /* [TOKEN_BLOCK]: dn each; the block rows of those whole rows */
+    unsigned char *bwant;  /* [TOKEN_BLOCK][N]: the (token, head) rows with a selected element */
 } mlaq_ctx;
 
 #define TOKEN_BLOCK 16 /* tokens whose x rows share each pass over W_dq and W_dkv */
@@ -86,9 +89,14 @@ typedef struct {
 static void read_in(const ug_case *c, ug_mlaq_in *m)
 {
     const ug_params *P = &c->params;
-    *m = (ug_mlaq_in){(size_t)ug_p_int(P, "h"),       (size_t)ug_p_int(P, "q_lora"), (size_t)ug_p_int(P, "heads"),
-                      (size_t)ug_p_int(P, "kv_lora"), (size_t)ug_p_int(P, "d_nope"), (size_t)ug_p_int(P, "d_rope"),
-                      (size_t)ug_p_int(P, "kv_group"), ug_p_num(P, "eps"),
+    *m = (ug_mlaq_in){(size_t)ug_p_int(P, "h"),
+                      (size_t)ug_p_int(P, "q_lora"),
+                      (size_t)ug_p_int(P, "heads"),
+                      (size_t)ug_p_int(P, "kv_lora"),
+                      (size_t)ug_p_int(P, "d_nope"),
+                      (size_t)ug_p_int(P, "d_rope"),
+                      (size_t)ug_p_int(P, "kv_group"),
+                      ug_p_num(P, "eps"),
                       ug_p_is(P, "rope_layout", "interleaved_to_half")};
     m->x = ug_case_input(c, "x")->values, m->wdq = ug_case_input(c, "w_dq")->values;
     m->gq = ug_case_input(c, "gamma_q")->values, m->wuq = ug_case_input(c, "w_uq")->values;
@@ -265,7 +273,8 @@ static void mark_slots(const mlaq_ctx *k, const ug_selection *sel, unsigned char
     const int os[4] = {O_KC, k->ko.view, O_KS, O_KR};
     const size_t w[4] = {k->in.Lkv, k->in.Lkv, k->in.Lkv / k->in.group, k->in.dr};
     for (int i = 0; i < 4; i++)
-        for (size_t j = 0; os[i] >= 0 && os[i] < sel->n_out && j < sel->n[os[i]]; j++) want[sel->idx[os[i]][j] / w[i]] = 1;
+        for (size_t j = 0; os[i] >= 0 && os[i] < sel->n_out && j < sel->n[os[i]]; j++)
+            want[sel->idx[os[i]][j] / w[i]] = 1;
 }
 
 /* The cache slots no token writes: their selected elements as the inputs. */
@@ -288,8 +297,8 @@ static int quant_wanted(const mlaq_ctx *k, const ug_selection *sel, size_t t)
  * together when at least half want their q_norm, x.W_dkv when at least half write a wanted
  * slot; only in the plain arithmetics (MPFR numbers live in the arena, row by row). The
  * numbers are ug_dot_d_cols' for each token, bit for bit (ug_dot_d_rows). */
-static void token_block(mlaq_ctx *k, ug_ar *ar, const ug_selection *sel, const double *slot,
-                        const unsigned char *want, size_t t)
+static void token_block(mlaq_ctx *k, ug_ar *ar, const ug_selection *sel, const double *slot, const unsigned char *want,
+                        size_t t)
 {
     if (k->blkn && t >= k->blk0 && t < k->blk0 + k->blkn) return;
     const ug_mlaq_in *m = &k->in;
@@ -331,7 +340,8 @@ int ug_mlaq_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     k.settled = malloc(nrow);
     k.codes = malloc(k.in.Lq * sizeof *k.codes);
     size_t nq = k.in.N * (k.in.dn + k.in.dr);
-    k.heads = malloc(2 * k.in.N * sizeof *k.heads), k.acc = malloc(nq * sizeof *k.acc), k.dot = malloc(nq * sizeof *k.dot);
+    k.heads = malloc(2 * k.in.N * sizeof *k.heads), k.acc = malloc(nq * sizeof *k.acc),
+    k.dot = malloc(nq * sizeof *k.dot);
     long *writer = malloc(k.S * sizeof *writer);
     unsigned char *want = calloc(k.S, 1);
     size_t nb = TOKEN_BLOCK * (k.in.Lq + k.in.Lkv + k.in.dr + nq + k.in.dn + k.in.Lkv);
@@ -344,7 +354,10 @@ int ug_mlaq_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     k.brow = k.bterms ? k.bterms + TOKEN_BLOCK : NULL;
     k.bwant = malloc(TOKEN_BLOCK * k.in.N);
     k.blkn = 0, k.bqry = 0;
-    int rc = k.row && k.settled && k.codes && k.heads && k.acc && k.dot && writer && want && k.bdq && k.bterms && k.bwant ? 0 : -1;
+    int rc =
+        k.row && k.settled && k.codes && k.heads && k.acc && k.dot && writer && want && k.bdq && k.bterms && k.bwant
+            ? 0
+            : -1;
     if (!rc) {
         k.col0 = k.heads + k.in.N;
         k.sq = k.row + nrow;
@@ -364,7 +377,8 @@ int ug_mlaq_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
         }
         untouched_slots(&k, c, ar, sel, writer, want);
     }
-    free(k.row), free(k.settled), free(k.codes), free(k.heads), free(k.acc), free(k.dot), free(writer), free(want), free(k.bdq);
+    free(k.row), free(k.settled), free(k.codes), free(k.heads), free(k.acc), free(k.dot), free(writer), free(want),
+        free(k.bdq);
     free(k.bterms), free(k.bwant);
     return rc;
 }
@@ -414,6 +428,10 @@ double ug_mlaq_scratch(const ug_params *P)
            4 * (double)ug_p_int(P, "tokens") * Lq + 8 * Lq; /* the kernel's c_q of every token, the oracle's codes */
 }
 
-const ug_op_def ug_opdef_mla_prolog_quant = {
-    .op = UG_OP_MLA_PROLOG_QUANT, .primary = UG_STD_CERTIFIED, .decl.check = ug_mlaq_check, .build = ug_mlaq_build, .oracle = ug_mlaq_oracle,
-    .geometry = ug_mlaq_geometry, .scratch = ug_mlaq_scratch};
+const ug_op_def ug_opdef_mla_prolog_quant = {.op = UG_OP_MLA_PROLOG_QUANT,
+                                             .primary = UG_STD_CERTIFIED,
+                                             .decl.check = ug_mlaq_check,
+                                             .build = ug_mlaq_build,
+                                             .oracle = ug_mlaq_oracle,
+                                             .geometry = ug_mlaq_geometry,
+                                             .scratch = ug_mlaq_scratch};

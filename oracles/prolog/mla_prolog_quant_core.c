@@ -19,8 +19,10 @@ void ug_mlaq_sel_range(const ug_selection *sel, int o, size_t lo, size_t hi, siz
     size_t l = 0, r = sel->n[o];
     while (l < r) {
         size_t mid = (l + r) / 2;
-        if (sel->idx[o][mid] < lo) l = mid + 1;
-        else r = mid;
+        if (sel->idx[o][mid] < lo)
+            l = mid + 1;
+        else
+            r = mid;
     }
     *b = *e = l;
     while (*e < sel->n[o] && sel->idx[o][*e] < hi) (*e)++;
@@ -31,7 +33,8 @@ void ug_mlaq_sel_range(const ug_selection *sel, int o, size_t lo, size_t hi, siz
 static int bf16_settled(double x, double rel)
 {
     double r = ug_dtype_round(UG_DT_BF16, x);
-    return isfinite(x) && ug_dtype_round(UG_DT_BF16, x * (1 + rel)) == r && ug_dtype_round(UG_DT_BF16, x * (1 - rel)) == r;
+    return isfinite(x) && ug_dtype_round(UG_DT_BF16, x * (1 + rel)) == r &&
+           ug_dtype_round(UG_DT_BF16, x * (1 - rel)) == r;
 }
 
 /* v[0..n) <- bf16(v*rstd(v)*gamma): the golden's rms_norm on a bf16 row, cast to bf16;
@@ -54,8 +57,10 @@ static void rmsnorm_bf16(ug_ar *ar, ug_num *v, size_t n, const double *gamma, do
 void ug_mlaq_cq(ug_ar *ar, const ug_mlaq_in *m, size_t t, const ug_num *dots, ug_num *cq, ug_num *sq,
                 unsigned char *settled)
 {
-    if (dots) memcpy(cq, dots, m->Lq * sizeof *cq);
-    else ug_dot_d_cols(ar, m->x + t * m->h, m->wdq, m->Lq, m->h, m->Lq, cq);
+    if (dots)
+        memcpy(cq, dots, m->Lq * sizeof *cq);
+    else
+        ug_dot_d_cols(ar, m->x + t * m->h, m->wdq, m->Lq, m->h, m->Lq, cq);
     for (size_t j = 0; j < m->Lq; j++) cq[j] = ug_round(ar, cq[j], UG_DT_BF16); /* rounds: the golden's bf16 q_a_proj */
     rmsnorm_bf16(ar, cq, m->Lq, m->gq, m->eps, sq, settled);
 }
@@ -64,8 +69,10 @@ void ug_mlaq_kv(ug_ar *ar, const ug_mlaq_in *m, size_t t, const ug_num *dots, ug
                 unsigned char *settled)
 {
     size_t w = m->Lkv + m->dr;
-    if (dots) memcpy(kv, dots, w * sizeof *kv);
-    else ug_dot_d_cols(ar, m->x + t * m->h, m->wdkv, w, m->h, w, kv);
+    if (dots)
+        memcpy(kv, dots, w * sizeof *kv);
+    else
+        ug_dot_d_cols(ar, m->x + t * m->h, m->wdkv, w, m->h, w, kv);
     for (size_t j = 0; j < w; j++) kv[j] = ug_round(ar, kv[j], UG_DT_BF16); /* rounds: the golden's bf16 kv_a_proj */
     rmsnorm_bf16(ar, kv, m->Lkv, m->gkv, m->eps, sq, settled);
 }
@@ -125,23 +132,25 @@ static void codes_emit(ug_ar *ar, const ug_selection *sel, int o, size_t base, s
     }
 }
 
-void ug_mlaq_quant_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel, const ug_mlaq_qouts *q,
-                        const ug_num *v, size_t n, size_t code_base, size_t scale_idx, const ug_mlaq_tie *tie)
+void ug_mlaq_quant_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel, const ug_mlaq_qouts *q, const ug_num *v,
+                        size_t n, size_t code_base, size_t scale_idx, const ug_mlaq_tie *tie)
 {
     int finite = 1;
     ug_num amax = ug_c(ar, 0.0);
     for (size_t i = 0; i < n; i++) {
-        if (!isfinite(ug_v(v[i]))) finite = 0; /* the class of a value does not depend on rounding */
-        else amax = ug_max(ar, amax, ug_max(ar, v[i], ug_neg(ar, v[i])));
+        if (!isfinite(ug_v(v[i])))
+            finite = 0; /* the class of a value does not depend on rounding */
+        else
+            amax = ug_max(ar, amax, ug_max(ar, v[i], ug_neg(ar, v[i])));
     }
     size_t sb, se;
     ug_mlaq_sel_range(sel, q->scales, scale_idx, scale_idx + 1, &sb, &se);
     ug_num exact = finite ? ug_div(ar, amax, ug_c(ar, 127.0)) : ug_c(ar, NAN);
     if (sb < se) ug_ar_emit(ar, q->scales, sb, exact);
-    int zero = !finite || ug_v(amax) == 0.0; /* the semantics: codes 0 */
-    double sk = ug_tload(&c->out[q->scales], scale_idx); /* staged: the kernel's scale */
+    int zero = !finite || ug_v(amax) == 0.0;                     /* the semantics: codes 0 */
+    double sk = ug_tload(&c->out[q->scales], scale_idx);         /* staged: the kernel's scale */
     ug_num own = zero ? exact : ug_round(ar, exact, UG_DT_FP32); /* rounds: the scale as exported */
-    int sk_ok = sk > 0 && isfinite(sk), sums_exact = -1; /* -1: not yet known */
+    int sk_ok = sk > 0 && isfinite(sk), sums_exact = -1;         /* -1: not yet known */
     codes_emit(ar, sel, q->codes, code_base, n, v, zero, sk_ok ? ug_c(ar, sk) : exact, sk_ok ? sk : NAN, tie,
                &sums_exact);
     codes_emit(ar, sel, q->view, code_base, n, v, zero, own, zero ? NAN : ug_v(own), tie, &sums_exact);

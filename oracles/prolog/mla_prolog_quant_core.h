@@ -77,8 +77,8 @@ typedef struct {
  * row; the exact scale where the kernel's is not positive and finite) and view codes
  * v/fp32(amax/127). Where v/scale is exactly k + 1/2 and tie (NULL: never) says every
  * correct device holds that v, the code judged is the even one (no legal flip). */
-void ug_mlaq_quant_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel, const ug_mlaq_qouts *q,
-                        const ug_num *v, size_t n, size_t code_base, size_t scale_idx, const ug_mlaq_tie *tie);
+void ug_mlaq_quant_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel, const ug_mlaq_qouts *q, const ug_num *v,
+                        size_t n, size_t code_base, size_t scale_idx, const ug_mlaq_tie *tie);
 
 /* The int dots sum_j codes[j]*w_uq[j, n*(dn+dr) + c] of the ng heads n = heads[g] into
  * dot[g*(dn+dr) + c], from the kernel's codes of the token (Lq doubles), in one row-order

@@ -49,8 +49,8 @@ static float tanh_by_exp(float u)
 static float exp_poly4(float x)
 {
     if (!(x > -104.0f && x < 89.0f)) return expf(x); /* NaN, and the ranges where exp is 0 or inf */
-    float k = rintf(x * 1.44269504f);                 /* rounds: fp32 product, then to an integer */
-    float r = x - k * 0.693147182f;                   /* rounds: fp32 product and difference */
+    float k = rintf(x * 1.44269504f);                /* rounds: fp32 product, then to an integer */
+    float r = x - k * 0.693147182f;                  /* rounds: fp32 product and difference */
     float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6.0f + r * (1.0f / 24.0f)))); /* rounds: fp32 Horner */
     return ldexpf(p, (int)k); /* exact, but for subnormal results (rounds: to the fp32 subnormal grid) */
 }
@@ -84,7 +84,7 @@ static void online_stats(const float *z, size_t n, softmax_bug bug, float *m_out
         if (m_new == -INFINITY) continue; /* everything so far is masked */
         float ts = 0.0f;
         for (size_t j = 0; j < len; j++) {
-            ts += dev_exp(z[t + j] - m_new, bug); /* rounds: fp32 exp and add */
+            ts += dev_exp(z[t + j] - m_new, bug);                /* rounds: fp32 exp and add */
             if (bug == MUT_BF16_SUM) ts = ug_sim_round_bf16(ts); /* bug: bf16 accumulator */
         }
         s = (m == -INFINITY ? 0.0f : s * dev_exp(m - m_new, bug)) + ts; /* rounds: fp32 rescale */
@@ -109,7 +109,8 @@ static void two_pass_stats(const float *z, float *e, size_t n, softmax_bug how, 
     float m = -INFINITY, s = 0.0f;
     for (size_t j = 0; j < n; j++) m = max_nan(m, z[j]);
     for (size_t j = 0; j < n && m != -INFINITY; j++) e[j] = expf(z[j] - m); /* rounds: fp32 difference and exp */
-    if (m != -INFINITY && how == LEGAL_PAIRWISE) s = pairwise_sum(e, n);
+    if (m != -INFINITY && how == LEGAL_PAIRWISE)
+        s = pairwise_sum(e, n);
     else
         for (size_t j = 0; j < n && m != -INFINITY; j++) s += e[j]; /* rounds: fp32 */
     *m_out = m;
@@ -132,8 +133,9 @@ static int softmax_kernel(const ulpgym_call *call, char *err, size_t errlen, int
         ug_sim_load(x, r * n, n, z);
         ug_sim_load(mask, r * n, n, mk);
         for (size_t j = 0; j < n; j++) {
-            float v = z[j] * scale;                       /* rounds: fp32 */
-            if (cap > 0.0f) v = cap * (bug == MUT_TANH_OVERFLOW ? tanh_by_exp(v / cap) : tanhf(v / cap)); /* rounds: fp32 */
+            float v = z[j] * scale; /* rounds: fp32 */
+            if (cap > 0.0f)
+                v = cap * (bug == MUT_TANH_OVERFLOW ? tanh_by_exp(v / cap) : tanhf(v / cap)); /* rounds: fp32 */
             z[j] = mk[j] == -INFINITY ? -INFINITY : v + mk[j]; /* rounds: fp32; masked stays -inf even for NaN x */
         }
         float m, s;

@@ -42,7 +42,8 @@ static void tile_pv(const ug_gl_attn_cfg *cfg, const float *s, const float *raw,
         for (size_t j = 0; j < n; j++) {
             const float *vj = vt + j * cfg->ldv;
             for (size_t d = 0; live[j] && d < cfg->dv && (bf16_acc || vbad[j0 + j]); d++) {
-                if (bf16_acc) acc[d] = ug_sim_round_bf16(acc[d] + p[j] * vj[d]); /* bug: bf16 accumulator (rounds: fp32, bf16) */
+                if (bf16_acc)
+                    acc[d] = ug_sim_round_bf16(acc[d] + p[j] * vj[d]); /* bug: bf16 accumulator (rounds: fp32, bf16) */
                 if (!isfinite(vj[d])) special[d] = special[d] == 0.0f || special[d] == vj[d] ? vj[d] : NAN;
             }
         }
@@ -82,15 +83,15 @@ static void row_tile(const ug_gl_attn_cfg *cfg, row_state *st, float *s, float *
 {
     float m_new = cfg->flags & UG_GL_ATTN_BUG_LOCAL_MAX ? tm : fmaxf(st->m, tm);
     float alpha = st->m == -INFINITY ? 0.0f : expf(st->m - m_new); /* rounds: fp32 exp */
-    if (cfg->flags & UG_GL_ATTN_BUG_LOCAL_MAX) alpha = 1.0f; /* bug: earlier tiles keep their own max */
+    if (cfg->flags & UG_GL_ATTN_BUG_LOCAL_MAX) alpha = 1.0f;       /* bug: earlier tiles keep their own max */
     float ts = 0.0f;
     memcpy(raw, s, len * sizeof *raw);
     for (size_t j = 0; j < len; j++) {
         s[j] = raw[j] == -INFINITY ? 0.0f : expf(raw[j] - m_new); /* rounds: fp32 sub and exp */
-        ts += s[j];                                                /* rounds: fp32 */
+        ts += s[j];                                               /* rounds: fp32 */
     }
     st->l = (cfg->flags & UG_GL_ATTN_BUG_NO_SUM_RESCALE ? st->l : st->l * alpha) + ts; /* rounds: fp32 */
-    for (size_t d = 0; d < cfg->dv; d++) st->o[d] *= alpha; /* rounds: fp32 */
+    for (size_t d = 0; d < cfg->dv; d++) st->o[d] *= alpha;                            /* rounds: fp32 */
     tile_pv(cfg, s, raw, v, len, st->o, st->special, vbad);
     st->m = m_new;
 }
@@ -101,7 +102,7 @@ static void row_end(const ug_gl_attn_cfg *cfg, const row_state *st)
     for (size_t d = 0; d < cfg->dv; d++) {
         o[d] = l == 0.0f ? 0.0f : o[d] / l; /* rounds: fp32 div; no live key: zeros */
         if (st->special[d] != 0.0f && !isnan(l) && l != 0.0f) o[d] = st->special[d]; /* a non-finite live value */
-        if (cfg->flags & UG_GL_ATTN_BUG_SCALE_AFTER) o[d] *= cfg->scale; /* bug: scale after softmax */
+        if (cfg->flags & UG_GL_ATTN_BUG_SCALE_AFTER) o[d] *= cfg->scale;             /* bug: scale after softmax */
     }
 }
 
@@ -120,7 +121,8 @@ void ug_gl_attn_rows(const ug_gl_attn_cfg *cfg, const float *q, size_t ldq, size
 {
     size_t w = ug_av_cols(cfg->tile);
     row_state *st = (row_state *)(void *)scratch; /* first: malloc alignment; 8 floats a row hold it */
-    float *s = scratch + 8 * nr, *raw = s + w, *special = raw + w, *kt = special + nr * cfg->dv, *dots = kt + cfg->dk * w;
+    float *s = scratch + 8 * nr, *raw = s + w, *special = raw + w, *kt = special + nr * cfg->dv,
+          *dots = kt + cfg->dk * w;
     unsigned char *vbad = (unsigned char *)(dots + nr * w);
     for (size_t r = 0; r < nr; r++) row_begin(cfg, &st[r], o + r * ldo, special + r * cfg->dv);
     for (size_t t = 0; t < n; t += cfg->tile) {

@@ -12,12 +12,12 @@
 #include <stddef.h>
 
 /* Device choices and planted bugs of the tile loop (bit flags). */
-#define UG_GL_ATTN_P_BF16 0x1u              /* P cast to bf16 before P·V (a device choice, not a bug) */
-#define UG_GL_ATTN_BUG_PV_BF16 0x2u         /* bug: the P·V accumulator is kept in bf16 */
-#define UG_GL_ATTN_BUG_NO_SUM_RESCALE 0x4u  /* bug: running sum not rescaled when the max grows */
-#define UG_GL_ATTN_BUG_LOCAL_MAX 0x8u       /* bug: each tile uses its own max; nothing rescaled */
-#define UG_GL_ATTN_BUG_SCALE_AFTER 0x10u    /* bug: softmax of unscaled scores, output times scale */
-#define UG_GL_ATTN_BUG_MAX_ZERO 0x20u       /* bug: the running max starts at 0, not -inf */
+#define UG_GL_ATTN_P_BF16 0x1u             /* P cast to bf16 before P·V (a device choice, not a bug) */
+#define UG_GL_ATTN_BUG_PV_BF16 0x2u        /* bug: the P·V accumulator is kept in bf16 */
+#define UG_GL_ATTN_BUG_NO_SUM_RESCALE 0x4u /* bug: running sum not rescaled when the max grows */
+#define UG_GL_ATTN_BUG_LOCAL_MAX 0x8u      /* bug: each tile uses its own max; nothing rescaled */
+#define UG_GL_ATTN_BUG_SCALE_AFTER 0x10u   /* bug: softmax of unscaled scores, output times scale */
+#define UG_GL_ATTN_BUG_MAX_ZERO 0x20u      /* bug: the running max starts at 0, not -inf */
 
 typedef struct {
     size_t dk;       /* length of q·k */
@@ -42,7 +42,7 @@ typedef struct {
  * UG_GL_ATTN_ROWS_SCRATCH(tile, dk, dv, nr) floats and starts with the rows' state, so it
  * must be aligned as malloc aligns (a block of its own). */
 #define UG_GL_ATTN_COLS(tile) (((tile) + 15) / 16 * 16)
-#define UG_GL_ATTN_ROWS_SCRATCH(tile, dk, dv, nr)                                                                     \
+#define UG_GL_ATTN_ROWS_SCRATCH(tile, dk, dv, nr)                                                                      \
     (8 * (nr) + 2 * UG_GL_ATTN_COLS(tile) + (nr) * (dv) + ((dk) + (nr)) * UG_GL_ATTN_COLS(tile) + (tile) / 4 + 1)
 void ug_gl_attn_rows(const ug_gl_attn_cfg *cfg, const float *q, size_t ldq, size_t nr, const float *k, const float *v,
                      size_t n, float *o, size_t ldo, float *scratch);
@@ -50,9 +50,6 @@ void ug_gl_attn_rows(const ug_gl_attn_cfg *cfg, const float *q, size_t ldq, size
 /* Multi-token prediction (decode kernels' q_per_step = sq): query row i of a step over a
  * sequence of len keys is the token at position len - sq + i, so it sees the keys before
  * len - sq + 1 + i (the last row all len, each earlier row one fewer). */
-static inline long ug_gl_mtp_end(long len, long sq, long i)
-{
-    return len - sq + 1 + i;
-}
+static inline long ug_gl_mtp_end(long len, long sq, long i) { return len - sq + 1 + i; }
 
 #endif

@@ -96,7 +96,8 @@ UG_AV_CLONES void ug_av_scores(const float *q, size_t ldq, size_t nr, const floa
 {
     size_t r = 0;
     for (; r + 4 <= nr; r += 4)
-        for (size_t c = 0; c < ncols; c += UG_AV_COLS) scores_4x16(q + r * ldq, ldq, kt + c, ldt, D, s + r * lds + c, lds);
+        for (size_t c = 0; c < ncols; c += UG_AV_COLS)
+            scores_4x16(q + r * ldq, ldq, kt + c, ldt, D, s + r * lds + c, lds);
     for (; r < nr; r++)
         for (size_t c = 0; c < ncols; c += UG_AV_COLS) scores_1x16(q + r * ldq, kt + c, ldt, D, s + r * lds + c);
 }

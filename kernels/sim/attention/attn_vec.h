@@ -42,8 +42,7 @@ void ug_av_scores(const float *q, size_t ldq, size_t nr, const float *kt, size_t
  * live[i] (live NULL: c_i = i): the sum in fp32 in i order from +0.0f, then one multiply
  * and one add (rounds: fp32 each). alpha = 1 is an exact identity (x*1 = x), so it also
  * serves a plain acc += sum. */
-void ug_av_pv(float *acc, float alpha, const float *p, const int *live, size_t n, const float *v, size_t ldv,
-              size_t D);
+void ug_av_pv(float *acc, float alpha, const float *p, const int *live, size_t n, const float *v, size_t ldv, size_t D);
 
 /* For r = 0, 1, ..., nr-1 in order, and every c < nc[r]: acc[c*D + d] += w[r*ldw + c] *
  * x[r*ldx + d], d < D (rounds: fp32 multiply and add, one row after the other): the

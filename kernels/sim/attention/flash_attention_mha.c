@@ -49,9 +49,9 @@ typedef enum {
     MUT_LSE_BF16,
     MUT_MAX_LOG2,
     MUT_SUM_RECIP,
-    LEGAL_TILE16,   /* legal: 16-key tiles */
-    LEGAL_TILE320,  /* legal: 320-key tiles, the reference kernel's */
-    LEGAL_TWO_PASS  /* legal: one key tile holds the whole row: max first, then exp, sum and P.V (P cast, FA2) */
+    LEGAL_TILE16,  /* legal: 16-key tiles */
+    LEGAL_TILE320, /* legal: 320-key tiles, the reference kernel's */
+    LEGAL_TWO_PASS /* legal: one key tile holds the whole row: max first, then exp, sum and P.V (P cast, FA2) */
 } fa_bug;
 
 typedef struct {
@@ -73,9 +73,9 @@ static long visible(const fa_ctx *x, long i, long lq, long lk)
 
 /* Per-kernel scratch of the tile loop. */
 typedef struct {
-    float *acc;  /* [FA_BQ, D] fp32 output accumulators of a query tile */
-    float *kt;   /* [cdiv(Lk, bk), D, bk] a (batch element, head)'s key tiles transposed (attn_vec.h) */
-    float *dots; /* [FA_BQ, bk] q.k of the tile, unscaled */
+    float *acc;    /* [FA_BQ, D] fp32 output accumulators of a query tile */
+    float *kt;     /* [cdiv(Lk, bk), D, bk] a (batch element, head)'s key tiles transposed (attn_vec.h) */
+    float *dots;   /* [FA_BQ, bk] q.k of the tile, unscaled */
     float *s, *pr; /* [bk] each */
     int *live;     /* [bk] */
 } fa_work;
@@ -89,20 +89,20 @@ static void row_step(const fa_ctx *x, fa_work *w, const float *dots, long nk, lo
     size_t D = (size_t)x->dim, HD = (size_t)x->heads * D;
     float tm = -INFINITY, *s = w->s, *pr = w->pr;
     for (long c = 0; c < nk; c++) {
-        s[c] = c < nvis ? dots[c] * x->scale : -INFINITY; /* rounds: fp32 */
+        s[c] = c < nvis ? dots[c] * x->scale : -INFINITY;      /* rounds: fp32 */
         tm = isnan(tm) || isnan(s[c]) ? NAN : fmaxf(tm, s[c]); /* NaN propagates */
     }
     float m_new = isnan(*m) || isnan(tm) ? NAN : fmaxf(*m, tm);
-    if (m_new == -INFINITY) return; /* nothing visible yet */
+    if (m_new == -INFINITY) return;                          /* nothing visible yet */
     float alpha = *m == -INFINITY ? 0.0f : expf(*m - m_new); /* rounds: fp32 */
     float ts = 0.0f;
     size_t n = 0;
     for (long c = 0; c < nk; c++) {
         pr[c] = s[c] == -INFINITY ? 0.0f : expf(s[c] - m_new); /* rounds: fp32 */
-        ts += pr[c]; /* rounds: fp32 */
-        if (s[c] != -INFINITY) w->live[n++] = (int)c; /* P.V skips keys scored -inf */
+        ts += pr[c];                                           /* rounds: fp32 */
+        if (s[c] != -INFINITY) w->live[n++] = (int)c;          /* P.V skips keys scored -inf */
     }
-    *l = *l * alpha + ts; /* rounds: fp32 */
+    *l = *l * alpha + ts;         /* rounds: fp32 */
     for (long c = 0; c < nk; c++) /* rounds: P (single: P/l, fp32 division first) cast to the input dtype for P.V */
         pr[c] = ug_av_round_to(x->dt, single ? pr[c] / *l : pr[c]);
     float acc_alpha = x->bug == MUT_NO_RESCALE && *m != -INFINITY ? 1.0f : alpha; /* bug: no rescale */
@@ -114,7 +114,7 @@ static void row_step(const fa_ctx *x, fa_work *w, const float *dots, long nk, lo
  * running m and l as the online softmax left them, in fp32. */
 static void row_max_sum(const fa_ctx *x, float m, float l, float *mo, float *lo)
 {
-    *mo = x->bug == MUT_MAX_LOG2 ? m * (float)M_LOG2E : m; /* bug: max in an exp2 softmax's log2 domain */
+    *mo = x->bug == MUT_MAX_LOG2 ? m * (float)M_LOG2E : m;          /* bug: max in an exp2 softmax's log2 domain */
     *lo = x->bug != MUT_SUM_RECIP ? l : l > 0.0f ? 1.0f / l : 0.0f; /* bug: the reciprocal o is normalised with */
 }
 
@@ -122,13 +122,13 @@ static void row_max_sum(const fa_ctx *x, float m, float l, float *mo, float *lo)
 static void row_finish(const fa_ctx *x, float m, float l, const float *acc, float *o, float *lse, int single)
 {
     float inv = l > 0.0f ? (single ? 1.0f : 1.0f / l) : 0.0f; /* rounds: fp32 reciprocal (single: P was normalised) */
-    for (long d = 0; d < x->dim; d++) o[d] = acc[d] * inv; /* rounds: fp32 */
+    for (long d = 0; d < x->dim; d++) o[d] = acc[d] * inv;    /* rounds: fp32 */
     if (l == 0.0f)
         *lse = -INFINITY;
     else if (x->bug == MUT_LSE_LOG2)
         *lse = m * (float)M_LOG2E + log2f(l); /* bug: log2 domain kept */
     else
-        *lse = m + logf(l); /* rounds: fp32 */
+        *lse = m + logf(l);                                     /* rounds: fp32 */
     if (x->bug == MUT_LSE_BF16) *lse = ug_sim_round_bf16(*lse); /* bug: lse kept in bf16 (rounds: RNE) */
 }
 
@@ -276,8 +276,8 @@ const ug_kernel_variant ug_variants_flash_attention_mha[] = {
      fa_kernel, 0, MUT_LSE_BF16},
     {"mut_max_log2", "optional softmax_max (M) written in the log2 domain of an exp2-based softmax (m*log2 e)",
      fa_kernel, 0, MUT_MAX_LOG2},
-    {"mut_sum_recip", "optional softmax_sum (L) written as 1/l, the reciprocal the kernel normalises o with",
-     fa_kernel, 0, MUT_SUM_RECIP},
+    {"mut_sum_recip", "optional softmax_sum (L) written as 1/l, the reciprocal the kernel normalises o with", fa_kernel,
+     0, MUT_SUM_RECIP},
     {"legal_tile16", "legal: 16-key tiles instead of 64 (only rows whose keys fit 16 cast the normalised P/l)",
      fa_kernel, 0, LEGAL_TILE16},
     {"legal_tile320", "legal: 320-key tiles, the reference kernel's (rows whose keys fit 320 cast P/l)", fa_kernel, 0,

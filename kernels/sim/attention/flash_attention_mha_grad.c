@@ -61,10 +61,10 @@ static float dot(const float *a, const float *b, size_t n)
 
 /* Per-kernel scratch of the key-tile loop. */
 typedef struct {
-    float *kt, *vt;   /* [D, FB_BK] the key tile's K and V transposed (attn_vec.h) */
-    float *sd, *pd;   /* [FB_BQ, FB_BK] q.k and dO.v of a query tile, unscaled */
-    float *pr, *ds;   /* [FB_BQ, FB_BK] P and dS of a query tile, in the input dtype */
-    long nc[FB_BQ];   /* keys of the tile each row of the query tile sees (0: none) */
+    float *kt, *vt; /* [D, FB_BK] the key tile's K and V transposed (attn_vec.h) */
+    float *sd, *pd; /* [FB_BQ, FB_BK] q.k and dO.v of a query tile, unscaled */
+    float *pr, *ds; /* [FB_BQ, FB_BK] P and dS of a query tile, in the input dtype */
+    long nc[FB_BQ]; /* keys of the tile each row of the query tile sees (0: none) */
 } fb_work;
 
 /* P and dS of query row i (lse/delta row lrow) over key tile [j0, j0+nk), from its q.k
@@ -81,7 +81,7 @@ static long row_p_ds(const fb_ctx *x, long i, long lq, long lk, long j0, long nk
             p = expf(sd[c] * x->scale - lse); /* rounds: fp32 score, fp32 sub and exp */
             dp = pd[c];
         }
-        pr[c] = ug_av_round_to(x->dt, p); /* rounds: P to the input dtype */
+        pr[c] = ug_av_round_to(x->dt, p);                /* rounds: P to the input dtype */
         ds[c] = ug_av_round_to(x->dt, p * (dp - delta)); /* rounds: fp32, then dS to the dtype */
     }
     return vis - j0 < nk ? vis - j0 : nk;
@@ -94,8 +94,10 @@ static void query_tile(const fb_ctx *x, fb_work *w, long q0, long i0, long nr, l
                        long nk, size_t kofs, float *dk, float *dv)
 {
     size_t D = (size_t)x->dim, HD = (size_t)x->heads * D, q0ofs = (size_t)(q0 + i0) * HD + (size_t)h * D;
-    ug_av_scores(x->q + q0ofs, HD, (size_t)nr, w->kt, FB_BK, ug_av_cols((size_t)nk), D, w->sd, FB_BK); /* rounds: fp32 acc */
-    ug_av_scores(x->dout + q0ofs, HD, (size_t)nr, w->vt, FB_BK, ug_av_cols((size_t)nk), D, w->pd, FB_BK); /* rounds: fp32 acc */
+    ug_av_scores(x->q + q0ofs, HD, (size_t)nr, w->kt, FB_BK, ug_av_cols((size_t)nk), D, w->sd,
+                 FB_BK); /* rounds: fp32 acc */
+    ug_av_scores(x->dout + q0ofs, HD, (size_t)nr, w->vt, FB_BK, ug_av_cols((size_t)nk), D, w->pd,
+                 FB_BK); /* rounds: fp32 acc */
     for (long r = 0; r < nr; r++) {
         size_t lrow = (size_t)(q0 + i0 + r) * (size_t)x->heads + (size_t)h, o = (size_t)r * FB_BK;
         w->nc[r] = row_p_ds(x, i0 + r, lq, lk, j0, nk, lrow, w->sd + o, w->pd + o, w->pr + o, w->ds + o);
@@ -103,7 +105,7 @@ static void query_tile(const fb_ctx *x, fb_work *w, long q0, long i0, long nr, l
             ug_av_pv(x->dq + q0ofs + (size_t)r * HD, 1.0f, w->ds + o, NULL, (size_t)w->nc[r], x->k + kofs, HD, D);
     }
     ug_av_outer_rows(dv, (size_t)nk, w->pr, FB_BK, w->nc, (size_t)nr, x->dout + q0ofs, HD, D); /* rounds: fp32 acc */
-    ug_av_outer_rows(dk, (size_t)nk, w->ds, FB_BK, w->nc, (size_t)nr, x->q + q0ofs, HD, D);   /* rounds: fp32 acc */
+    ug_av_outer_rows(dk, (size_t)nk, w->ds, FB_BK, w->nc, (size_t)nr, x->q + q0ofs, HD, D);    /* rounds: fp32 acc */
 }
 
 /* Key tile [j0, j0+nk) of an element (query offset q0, key offset k0), head h: accumulates
@@ -142,8 +144,8 @@ static int fb_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     size_t tq = (size_t)in[0]->shape[0], tk = (size_t)in[1]->shape[0], H = (size_t)x.heads, D = (size_t)x.dim;
     long batch = in[5]->shape[0] - 1;
     size_t nq = tq * H * D, nk = tk * H * D;
-    float *buf =
-        malloc((4 * nq + 4 * nk + 2 * tq * H + 2 * (size_t)(batch + 1) + 4 * FB_BK * D + 4 * FB_BQ * FB_BK) * sizeof *buf);
+    float *buf = malloc((4 * nq + 4 * nk + 2 * tq * H + 2 * (size_t)(batch + 1) + 4 * FB_BK * D + 4 * FB_BQ * FB_BK) *
+                        sizeof *buf);
     if (!buf) return -1;
     float *qf = buf, *of = qf + nq, *dof = of + nq, *dqf = dof + nq, *kf = dqf + nq, *vf = kf + nk, *dkf = vf + nk;
     float *dvf = dkf + nk, *lf = dvf + nk, *delta = lf + tq * H, *cu = delta + tq * H;
@@ -178,7 +180,7 @@ static int fb_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
                     for (size_t d = 0; d < D; d++) {
                         size_t at = ((size_t)(k0 + j0 + c) * H + (size_t)h) * D + d;
                         float sk = x.bug == MUT_DK_NO_SCALE ? 1.0f : x.scale; /* bug: dK misses the scale */
-                        dkf[at] = dkt[(size_t)c * D + d] * sk; /* rounds: fp32 */
+                        dkf[at] = dkt[(size_t)c * D + d] * sk;                /* rounds: fp32 */
                         dvf[at] = dvt[(size_t)c * D + d];
                     }
             }

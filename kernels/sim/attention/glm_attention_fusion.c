@@ -65,7 +65,7 @@ static void fu_scatter(void *ctx, const ug_gpq_dev *m, const ug_gpq_tok *tk, siz
     float slot_f;
     ug_sim_load(f->slots, t, 1, &slot_f); /* exact: slots < 2^24 */
     size_t slot = (size_t)slot_f;
-    if (f->bug == FU_SLOT_PLUS_ONE) slot = (slot + 1) % f->pool; /* bug: one slot late */
+    if (f->bug == FU_SLOT_PLUS_ONE) slot = (slot + 1) % f->pool;              /* bug: one slot late */
     const float *k = f->bug == FU_K_BEFORE_ROPE ? tk->qkn + qs : tk->qk + qs; /* bug: k before RoPE */
     const float *v = tk->mm + qk;
     if (f->bug == FU_V_TRUNC) {
@@ -74,7 +74,7 @@ static void fu_scatter(void *ctx, const ug_gpq_dev *m, const ug_gpq_tok *tk, siz
         v = f->row;
     }
     for (size_t h = 0; h < m->Nk; h++) {
-        size_t src = f->bug == FU_KV_HEAD0 ? 0 : h * D; /* bug: head 0 into every head */
+        size_t src = f->bug == FU_KV_HEAD0 ? 0 : h * D;         /* bug: head 0 into every head */
         ug_sim_store(f->kc_out, slot * kv + h * D, D, k + src); /* exact: bf16 values */
         ug_sim_store(f->vc_out, slot * kv + h * D, D, v + src);
     }
@@ -83,7 +83,8 @@ static void fu_scatter(void *ctx, const ug_gpq_dev *m, const ug_gpq_tok *tk, siz
 static int fu_bind(const ulpgym_call *call, fu_ctx *f, float *scale, char *err, size_t errlen)
 {
     const ulpgym_tensor **slots[] = {&f->kc, &f->vc, &f->bt, &f->lens, &f->slots, &f->kc_out, &f->vc_out, &f->o, &f->q};
-    if (ug_sim_bind(call, "key_cache value_cache block_tables actual_seqs slot_mapping key_cache_out value_cache_out o q",
+    if (ug_sim_bind(call,
+                    "key_cache value_cache block_tables actual_seqs slot_mapping key_cache_out value_cache_out o q",
                     slots, err, errlen))
         return -2;
     ug_params p;
@@ -99,7 +100,7 @@ static int fu_attend(const fu_ctx *f, float scale)
     ug_glp_view g = {f->q, f->kc_out, f->vc_out, f->o, f->bt->data, f->lens->data};
     g.batch = (long)f->lens->shape[0], g.hq = f->o->shape[1], g.dim = f->o->shape[2];
     g.nb = f->kc->shape[0], g.bs = f->kc->shape[1], g.hkv = f->kc->shape[2], g.width = f->bt->shape[1];
-    g.sq = 1, g.scale = scale, g.tile_blocks = 4; /* the reference kernel's s2_tile: 4 blocks of 128 */
+    g.sq = 1, g.scale = scale, g.tile_blocks = 4;             /* the reference kernel's s2_tile: 4 blocks of 128 */
     if (f->bug == FU_STALE_CACHE) g.kc = f->kc, g.vc = f->vc; /* bug: the caches before the scatter */
     int32_t *short_lens = NULL;
     if (f->bug == FU_LEN_EXCL_NEW) { /* bug: the new token left out of its context */
@@ -130,9 +131,10 @@ static int fu_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 }
 
 const ug_kernel_variant ug_variants_glm_attention_fusion[] = {
-    {"sim", "glm_attention_pre_quant's device prolog, bf16 k/v scattered to slot_mapping of a copy of the caches, "
-            "glm_attention's paged walk (fp32 online softmax, bf16 P, fp32 P.V) on the updated caches in key tiles "
-            "of 4 blocks (the reference kernel's s2_tile)",
+    {"sim",
+     "glm_attention_pre_quant's device prolog, bf16 k/v scattered to slot_mapping of a copy of the caches, "
+     "glm_attention's paged walk (fp32 online softmax, bf16 P, fp32 P.V) on the updated caches in key tiles "
+     "of 4 blocks (the reference kernel's s2_tile)",
      fu_kernel, 0, FU_OK},
     {"mut_slot_plus_one", "each token's k/v written one slot late (slot_mapping + 1)", fu_kernel, 0, FU_SLOT_PLUS_ONE},
     {"mut_k_before_rope", "the key cache gets k before RoPE (the qk_norm head)", fu_kernel, 0, FU_K_BEFORE_ROPE},

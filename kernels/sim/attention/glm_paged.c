@@ -33,26 +33,23 @@ static void glp_gather(const ug_glp_view *g, const int32_t *row, long kvh, long 
 }
 
 /* Keys per tile of the online softmax: tile_blocks cache blocks (at least one). */
-static size_t glp_tile(const ug_glp_view *g)
-{
-    return (size_t)(g->bs * (g->tile_blocks > 1 ? g->tile_blocks : 1));
-}
+static size_t glp_tile(const ug_glp_view *g) { return (size_t)(g->bs * (g->tile_blocks > 1 ? g->tile_blocks : 1)); }
 
 /* Every query row and head of (sequence b, kv head kvh). */
-static void glp_group(const ug_glp_view *g, long b, long kvh, const int32_t *row, long len, ug_glp_bug bug,
-                      float *kf, float *vf, float *qf, float *of, float *scratch)
+static void glp_group(const ug_glp_view *g, long b, long kvh, const int32_t *row, long len, ug_glp_bug bug, float *kf,
+                      float *vf, float *qf, float *of, float *scratch)
 {
     long loaded = bug == UG_GLP_FULL_LAST_BLOCK ? (len + g->bs - 1) / g->bs * g->bs : len;
     glp_gather(g, row, kvh, loaded, kf, vf);
-    ug_gl_attn_cfg cfg = {(size_t)g->dim, (size_t)g->dim, (size_t)g->dim, (size_t)g->dim, glp_tile(g), g->scale,
-                          UG_GL_ATTN_P_BF16};
+    ug_gl_attn_cfg cfg = {(size_t)g->dim, (size_t)g->dim, (size_t)g->dim,   (size_t)g->dim,
+                          glp_tile(g),    g->scale,       UG_GL_ATTN_P_BF16};
     if (bug == UG_GLP_PV_BF16) cfg.flags |= UG_GL_ATTN_BUG_PV_BF16;
     if (bug == UG_GLP_NO_SUM_RESCALE) cfg.flags |= UG_GL_ATTN_BUG_NO_SUM_RESCALE;
     long group = g->hq / g->hkv;
     size_t D = (size_t)g->dim, nr = (size_t)group;
     for (long i = 0; i < g->sq; i++) {
         long end = bug == UG_GLP_MTP_NO_OFFSET ? len : ug_gl_mtp_end(len, g->sq, i); /* bug: no causal offset */
-        if (bug == UG_GLP_FULL_LAST_BLOCK) end = (end + g->bs - 1) / g->bs * g->bs; /* bug: last block read whole */
+        if (bug == UG_GLP_FULL_LAST_BLOCK) end = (end + g->bs - 1) / g->bs * g->bs;  /* bug: last block read whole */
         /* the query heads of this kv head are adjacent rows sharing its keys: computed together */
         size_t at = (size_t)((b * g->sq + i) * g->hq + kvh * group) * D;
         ug_sim_load(g->q, at, nr * D, qf);

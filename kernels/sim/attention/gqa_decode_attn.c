@@ -67,8 +67,9 @@ static int gqa_open(const ulpgym_call *call, gqa_view *g, char *err, size_t errl
     int64_t kv[4] = {g->b, g->hkv, g->s, g->d}, bl[1] = {g->b}, qs[3] = {g->b * g->sq, g->hq, g->d};
     if (!same_dims(g->q, qs, 3) || !same_dims(g->k, kv, 4) || !same_dims(g->v, kv, 4) || !same_dims(g->lens, bl, 1) ||
         !same_dims(g->o, qs, 3) || g->hkv < 1 || g->hq % g->hkv || g->lens->dtype != ULPGYM_INT32) {
-        snprintf(err, errlen, "gqa_decode_attn: tensor shapes disagree (q [B*q_per_step,Hq,D], k/v [B,Hkv,S,D], "
-                              "Hq %% Hkv == 0)");
+        snprintf(err, errlen,
+                 "gqa_decode_attn: tensor shapes disagree (q [B*q_per_step,Hq,D], k/v [B,Hkv,S,D], "
+                 "Hq %% Hkv == 0)");
         return -2;
     }
     return 0;
@@ -107,8 +108,8 @@ static void gqa_group(const gqa_view *g, long b, long kvh, long len, gqa_bug bug
     size_t base = (size_t)((b * g->hkv + kvh) * g->s + first) * (size_t)g->d;
     ug_sim_load(g->k, base, (size_t)((len - first) * g->d), kf);
     ug_sim_load(g->v, base, (size_t)((len - first) * g->d), vf);
-    ug_gl_attn_cfg cfg = {(size_t)g->d, (size_t)g->d, (size_t)g->d, (size_t)g->d, gqa_tile(g, bug), g->scale,
-                          UG_GL_ATTN_P_BF16};
+    ug_gl_attn_cfg cfg = {(size_t)g->d,     (size_t)g->d, (size_t)g->d,     (size_t)g->d,
+                          gqa_tile(g, bug), g->scale,     UG_GL_ATTN_P_BF16};
     if (bug == MUT_PV_BF16) cfg.flags |= UG_GL_ATTN_BUG_PV_BF16;
     if (bug == MUT_NO_SUM_RESCALE) cfg.flags |= UG_GL_ATTN_BUG_NO_SUM_RESCALE;
     long group = g->hq / g->hkv;

@@ -73,9 +73,10 @@ static int mla_open(const ulpgym_call *call, mla_view *m, char *err, size_t errl
     if (!dims_are(m->qn, 3, qn) || !dims_are(m->qr, 3, qr) || !dims_are(m->ckv, 4, ck) || !dims_are(m->kr, 4, kr) ||
         !dims_are(m->o, 3, qn) || m->table->shape[0] != m->b || m->lens->shape[0] != m->b || m->nkv < 1 ||
         m->hq % m->nkv || m->table->dtype != ULPGYM_INT32 || m->lens->dtype != ULPGYM_INT32) {
-        snprintf(err, errlen, "incre_flash_attention_mla: tensor shapes disagree (q_nope [B*S_q,Hq,kv_lora], "
-                              "q_rope [B*S_q,Hq,rope], c_kv [NB,BS,n_kv,kv_lora], k_rope [NB,BS,n_kv,rope], "
-                              "block_table [B,MB], Hq %% n_kv == 0)");
+        snprintf(err, errlen,
+                 "incre_flash_attention_mla: tensor shapes disagree (q_nope [B*S_q,Hq,kv_lora], "
+                 "q_rope [B*S_q,Hq,rope], c_kv [NB,BS,n_kv,kv_lora], k_rope [NB,BS,n_kv,rope], "
+                 "block_table [B,MB], Hq %% n_kv == 0)");
         return -2;
     }
     return 0;

@@ -36,8 +36,15 @@
 #include "op_params.h"
 
 typedef enum {
-    MUT_NONE, MUT_NO_RELU, MUT_NO_K_SCALE, MUT_K_SCALE_LOGICAL, MUT_MTP_CAUSAL, MUT_STOP_K1, MUT_HEAD0_QSCALE,
-    LEGAL_TIES_HIGH, LEGAL_GOLDEN_CHAIN
+    MUT_NONE,
+    MUT_NO_RELU,
+    MUT_NO_K_SCALE,
+    MUT_K_SCALE_LOGICAL,
+    MUT_MTP_CAUSAL,
+    MUT_STOP_K1,
+    MUT_HEAD0_QSCALE,
+    LEGAL_TIES_HIGH,
+    LEGAL_GOLDEN_CHAIN
 } li_bug;
 
 typedef struct {
@@ -75,11 +82,11 @@ static int li_open(const ulpgym_call *call, li_view *v, int bug, char *err, size
 /* One head term, the reference kernel's fp16 chain; dot is an exact integer. */
 static float head_term(const li_view *v, float dot, float qs, float ks, float w)
 {
-    if (v->bug != MUT_NO_RELU && dot < 0) dot = 0;          /* relu (bug: dropped) */
-    float x = ug_sim_round_fp16(dot * 0x1p-11f);            /* rounds: fp16 (the prescale itself is exact) */
-    x = ug_sim_round_fp16(x * qs);                          /* rounds: fp32 product, then fp16 */
+    if (v->bug != MUT_NO_RELU && dot < 0) dot = 0;               /* relu (bug: dropped) */
+    float x = ug_sim_round_fp16(dot * 0x1p-11f);                 /* rounds: fp16 (the prescale itself is exact) */
+    x = ug_sim_round_fp16(x * qs);                               /* rounds: fp32 product, then fp16 */
     if (v->bug != MUT_NO_K_SCALE) x = ug_sim_round_fp16(x * ks); /* rounds: fp16 (bug: k_scale skipped) */
-    return ug_sim_round_fp16(x * w);                        /* rounds: fp16 */
+    return ug_sim_round_fp16(x * w);                             /* rounds: fp16 */
 }
 
 /* legal_golden_chain: one row's score at key column c the reference golden's way: per head
@@ -116,7 +123,8 @@ static void li_block(const li_view *v, li_bufs *B, long phys, long blk, long p0,
             }
             for (long h = 0; h < v->H; h++) {
                 size_t rh = (size_t)(i * v->H + h), rq = v->bug == MUT_HEAD0_QSCALE ? (size_t)(i * v->H) : rh;
-                t += head_term(v, B->sc[rh * B->ldt + (size_t)c], B->qsf[rq], B->kscale[c], B->wf[rh]); /* rounds: fp32 */
+                t += head_term(v, B->sc[rh * B->ldt + (size_t)c], B->qsf[rq], B->kscale[c],
+                               B->wf[rh]); /* rounds: fp32 */
             }
             B->row[(size_t)i * (size_t)end[v->sq] + (size_t)(p0 + c)] = t;
         }
@@ -187,10 +195,7 @@ static void li_sequence(const li_view *v, li_bufs *B, long b, long len, long *en
     }
 }
 
-static void li_free(li_bufs *B)
-{
-    free(B->qf), free(B->kf), free(B->row), free(B->heap);
-}
+static void li_free(li_bufs *B) { free(B->qf), free(B->kf), free(B->row), free(B->heap); }
 
 static int li_alloc(const li_view *v, long maxlen, li_bufs *B)
 {
@@ -231,13 +236,13 @@ const ug_kernel_variant ug_variants_lightning_indexer_quant[] = {
     {"mut_no_k_scale", "k_scale never applied to the head terms", li_kernel, 0, MUT_NO_K_SCALE},
     {"mut_k_scale_logical", "k_scale read at the logical block s/block_size instead of the table's physical block",
      li_kernel, 0, MUT_K_SCALE_LOGICAL},
-    {"mut_mtp_causal", "MTP causal mask off by one: each row but the step's last sees one position too many",
-     li_kernel, 0, MUT_MTP_CAUSAL},
+    {"mut_mtp_causal", "MTP causal mask off by one: each row but the step's last sees one position too many", li_kernel,
+     0, MUT_MTP_CAUSAL},
     {"mut_stop_k1", "selection stops at k-1: the last slot of a full row stays -1", li_kernel, 0, MUT_STOP_K1},
     {"mut_head0_qscale", "head 0's q_scale applied to every head of the row (a broadcast of the wrong scale)",
      li_kernel, 0, MUT_HEAD0_QSCALE},
-    {"legal_ties_high", "legal: equal scores ranked by the higher position (the set rule allows any tie order)", li_kernel,
-     0, LEGAL_TIES_HIGH},
+    {"legal_ties_high", "legal: equal scores ranked by the higher position (the set rule allows any tie order)",
+     li_kernel, 0, LEGAL_TIES_HIGH},
     {"legal_golden_chain",
      "legal: the reference golden's numerics: relu(dot)*2^-11 and w*q_scale in fp16, the rest fp32, heads summed from the "
      "last, k_scale after the sum",

@@ -72,21 +72,21 @@ typedef struct {
 
 /* Per-kernel scratch: one chunk of query rows that share a sequence and a kv head. */
 typedef struct {
-    long n;                   /* rows in the chunk */
-    long len[PA_ROWS];        /* keys each row sees */
-    size_t out[PA_ROWS];      /* each row's offset in q and o */
+    long n;              /* rows in the chunk */
+    long len[PA_ROWS];   /* keys each row sees */
+    size_t out[PA_ROWS]; /* each row's offset in q and o */
     float m[PA_ROWS], l[PA_ROWS];
-    float *q, *acc;           /* [PA_ROWS, D] the rows' q (gathered; quant fp8 dequantised) and fp32 accumulators */
-    float *qc;                /* [PA_ROWS, D] quant fp8: the rows' q codes */
-    float qsc[PA_ROWS];       /* quant fp8: each row's q scale as applied to its code dot products */
-    int q_finite;             /* quant fp8: every code and scale of the chunk's rows is finite */
-    float *ksc;               /* [BS] quant fp8: the block's key scales */
-    float *kb, *vb;           /* [BS, D] a block's keys and values of one kv head, in fp32 */
-    float *kt, *dots;         /* [D, cols(BS)] a block's keys transposed; [PA_ROWS, cols(BS)] q.k */
-    float *s, *pr;            /* [BS] one row's scores and rounded P */
-    int *live;                /* [BS] one row's keys with a weight */
-    float *vscale;            /* [D] quant fp8: value_scale of the chunk's sequence and kv head */
-    float qscale_o[PA_ROWS];  /* mut_fp8_qscale_on_o: each row's q scale, applied to o */
+    float *q, *acc;          /* [PA_ROWS, D] the rows' q (gathered; quant fp8 dequantised) and fp32 accumulators */
+    float *qc;               /* [PA_ROWS, D] quant fp8: the rows' q codes */
+    float qsc[PA_ROWS];      /* quant fp8: each row's q scale as applied to its code dot products */
+    int q_finite;            /* quant fp8: every code and scale of the chunk's rows is finite */
+    float *ksc;              /* [BS] quant fp8: the block's key scales */
+    float *kb, *vb;          /* [BS, D] a block's keys and values of one kv head, in fp32 */
+    float *kt, *dots;        /* [D, cols(BS)] a block's keys transposed; [PA_ROWS, cols(BS)] q.k */
+    float *s, *pr;           /* [BS] one row's scores and rounded P */
+    int *live;               /* [BS] one row's keys with a weight */
+    float *vscale;           /* [D] quant fp8: value_scale of the chunk's sequence and kv head */
+    float qscale_o[PA_ROWS]; /* mut_fp8_qscale_on_o: each row's q scale, applied to o */
 } pa_work;
 
 /* quant fp8: P of one row over one key tile as the reference kernel forms it: e = exp(s -
@@ -96,7 +96,7 @@ typedef struct {
  * of the reference's kernel and golden bit for bit when the scores are. Live entries only. */
 static void pa_p_fp8(float *pr, const float *s, const int *live, size_t nl, float tm, float m)
 {
-    float amax = 0.0f, t4 = expf(tm - m); /* rounds: fp32 */
+    float amax = 0.0f, t4 = expf(tm - m);                                                    /* rounds: fp32 */
     for (size_t i = 0; i < nl; i++) amax = fmaxf(amax, pr[live[i]] = expf(s[live[i]] - tm)); /* rounds: fp32 */
     if (amax == 0.0f) return;
     float qs = 448.0f / amax, dq = 1.0f / qs; /* rounds: fp32 */
@@ -116,19 +116,20 @@ static void pa_step(const pa_ctx *x, pa_work *w, const float *dots, long n, cons
         tm = isnan(tm) || isnan(s[c]) ? NAN : fmaxf(tm, s[c]); /* NaN propagates */
     }
     float m_new = isnan(*m) || isnan(tm) ? NAN : fmaxf(*m, tm);
-    if (m_new == -INFINITY) return; /* no weighted token yet */
+    if (m_new == -INFINITY) return;                          /* no weighted token yet */
     float alpha = *m == -INFINITY ? 0.0f : expf(*m - m_new); /* rounds: fp32 */
     float ts = 0.0f;
     size_t nl = 0;
     for (long c = 0; c < n; c++) {
         float p = s[c] == -INFINITY ? 0.0f : expf(s[c] - m_new); /* rounds: fp32 */
-        ts += p; /* rounds: fp32 */
-        pr[c] = x->ks ? p : ug_av_round_to(x->dt, p); /* rounds: P cast to the input dtype for P.V */
-        if (s[c] != -INFINITY) w->live[nl++] = (int)c; /* P.V skips tokens scored -inf */
+        ts += p;                                                 /* rounds: fp32 */
+        pr[c] = x->ks ? p : ug_av_round_to(x->dt, p);            /* rounds: P cast to the input dtype for P.V */
+        if (s[c] != -INFINITY) w->live[nl++] = (int)c;           /* P.V skips tokens scored -inf */
     }
     if (x->ks) pa_p_fp8(pr, s, w->live, nl, tm, m_new); /* quant fp8: P as e4m3 codes for P.V */
-    *l = *l * alpha + ts; /* rounds: fp32 */
-    ug_av_pv(acc, alpha, pr, w->live, nl, v, slot, (size_t)x->dim); /* rounds: fp32 P.V in token order, acc*alpha + P.V */
+    *l = *l * alpha + ts;                               /* rounds: fp32 */
+    ug_av_pv(acc, alpha, pr, w->live, nl, v, slot,
+             (size_t)x->dim); /* rounds: fp32 P.V in token order, acc*alpha + P.V */
     *m = m_new;
 }
 
@@ -139,7 +140,7 @@ static void pa_load_slot(const pa_ctx *x, const ulpgym_tensor *t, size_t at, int
                          size_t sstride, float *dst)
 {
     size_t D = (size_t)x->dim;
-    ug_sim_load(t, at, D, dst); /* exact: a widening */
+    ug_sim_load(t, at, D, dst);              /* exact: a widening */
     if (fp8 && x->bug == MUT_FP8_CODES_INT8) /* bug: the e4m3 bytes read as int8 integers */
         for (size_t d = 0; d < D; d++) dst[d] = (float)((const int8_t *)t->data)[at + d];
     for (size_t d = 0; scale && d < D; d++) dst[d] *= scale[d * sstride]; /* rounds: fp32 */
@@ -160,7 +161,8 @@ static long pa_tile_len(const pa_ctx *x, long len, long i)
     long T = x->tile;
     if (i >= (len + T - 1) / T) return 0;
     long n = len - i * T < T ? len - i * T : T;
-    if (x->bug == MUT_FULL_LAST_BLOCK) n = (n + x->bs - 1) / x->bs * x->bs; /* bug: the partial last block read as full */
+    if (x->bug == MUT_FULL_LAST_BLOCK)
+        n = (n + x->bs - 1) / x->bs * x->bs; /* bug: the partial last block read as full */
     return n;
 }
 
@@ -178,19 +180,22 @@ static void pa_chunk(const pa_ctx *x, pa_work *w, const float *table, long g, fl
     size_t lds = ug_av_cols((size_t)x->tile);
     for (long i = 0; i < (maxlen + x->tile - 1) / x->tile; i++) {
         long nmax = 0;
-        for (long r = 0; r < w->n; r++) nmax = pa_tile_len(x, w->len[r], i) > nmax ? pa_tile_len(x, w->len[r], i) : nmax;
+        for (long r = 0; r < w->n; r++)
+            nmax = pa_tile_len(x, w->len[r], i) > nmax ? pa_tile_len(x, w->len[r], i) : nmax;
         for (long c = 0; c < nmax; c++) { /* the tile's slots of kv head g widened (values dequantised) to fp32 */
             long t = i * x->tile + c, phys = (long)table[t / x->bs];
             size_t at = ((size_t)phys * (size_t)x->bs + (size_t)(t % x->bs)) * slot + (size_t)g * D;
             w->ksc[c] = 1.0f;
-            if (x->ks) ug_sim_load(x->ks, x->bug == MUT_FP8_KSCALE_PER_TENSOR ? 0 : at / D, 1, &w->ksc[c]); /* bug: [0] */
+            if (x->ks)
+                ug_sim_load(x->ks, x->bug == MUT_FP8_KSCALE_PER_TENSOR ? 0 : at / D, 1, &w->ksc[c]); /* bug: [0] */
             pa_load_slot(x, x->kc, at, x->ks != NULL, NULL, 0, w->kb + (size_t)c * D);
             pa_load_slot(x, x->vc, at, x->ks != NULL, x->vs ? w->vscale : NULL, 1, w->vb + (size_t)c * D);
         }
         /* quant fp8 as the reference's kernel scores: code dot products, then the scales; where a
          * code or scale is not finite, dequantised operands (the contract's per-element products
          * decide the special values there) */
-        int codes = x->ks && w->q_finite && pa_all_finite(w->kb, (size_t)nmax * D) && pa_all_finite(w->ksc, (size_t)nmax);
+        int codes =
+            x->ks && w->q_finite && pa_all_finite(w->kb, (size_t)nmax * D) && pa_all_finite(w->ksc, (size_t)nmax);
         for (long c = 0; x->ks && !codes && c < nmax; c++)
             for (size_t d = 0; d < D; d++) w->kb[(size_t)c * D + d] *= w->ksc[c]; /* rounds: fp32 */
         ug_av_stage_kt(w->kb, D, (size_t)nmax, D, w->kt, lds);
@@ -204,7 +209,7 @@ static void pa_chunk(const pa_ctx *x, pa_work *w, const float *table, long g, fl
         }
     }
     for (long r = 0; r < w->n; r++) {
-        float inv = w->l[r] == 0.0f ? 0.0f : 1.0f / w->l[r]; /* rounds: fp32 reciprocal */
+        float inv = w->l[r] == 0.0f ? 0.0f : 1.0f / w->l[r];      /* rounds: fp32 reciprocal */
         if (x->bug == MUT_FP8_QSCALE_ON_O) inv *= w->qscale_o[r]; /* bug: q's scale applied to o, not the scores */
         for (size_t d = 0; d < D; d++) of[w->out[r] + d] = w->acc[(size_t)r * D + d] * inv; /* rounds: fp32 */
     }
@@ -227,7 +232,7 @@ static void pa_group(const pa_ctx *x, pa_work *w, const float *qf, const float *
         for (long h = 0; h < x->hq; h++) {
             long gh = x->bug == MUT_KV_HEAD_MAP ? h % x->hkv : h / group; /* bug: heads interleaved over kv heads */
             if (gh != g) continue;
-            long len = ug_gl_mtp_end(ctx, sq, i); /* MTP row i: the tokens up to itself */
+            long len = ug_gl_mtp_end(ctx, sq, i);       /* MTP row i: the tokens up to itself */
             if (x->bug == MUT_MTP_NO_OFFSET) len = ctx; /* bug: no causal offset, the whole context */
             size_t row = ((b * (size_t)sq + (size_t)i) * (size_t)x->hq + (size_t)h) * D;
             w->len[w->n] = len, w->out[w->n] = row;
@@ -304,7 +309,8 @@ static int pa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     for (size_t b = 0; b < B; b++) maxctx = (long)ctx[b] > maxctx ? (long)ctx[b] : maxctx;
     if (bug == MUT_TABLE_STRIDE) stride = maxctx / x.bs; /* bug: floor(max_ctx / block_size), not the ceiling */
     for (size_t b = 0; b < B; b++)
-        for (long g = 0; g < x.hkv; g++) pa_group(&x, &w, qf, qsf, tab + b * (size_t)stride, (long)ctx[b], sq, b, g, of);
+        for (long g = 0; g < x.hkv; g++)
+            pa_group(&x, &w, qf, qsf, tab + b * (size_t)stride, (long)ctx[b], sq, b, g, of);
     ug_sim_store(o, 0, nq, of);
     free(buf);
     free(live);
@@ -323,8 +329,9 @@ const ug_kernel_variant ug_variants_page_attention[] = {
     {"mut_mtp_no_offset",
      "multi-token step without the causal offset: every query row sees the whole context (shows when q_per_step > 1)",
      pa_kernel, 0, MUT_MTP_NO_OFFSET},
-    {"mut_fp8_kscale_per_tensor", "quant fp8: key_scale[0] for every key, as if the scale were per tensor, not per token",
-     pa_kernel, 0, MUT_FP8_KSCALE_PER_TENSOR},
+    {"mut_fp8_kscale_per_tensor",
+     "quant fp8: key_scale[0] for every key, as if the scale were per tensor, not per token", pa_kernel, 0,
+     MUT_FP8_KSCALE_PER_TENSOR},
     {"mut_fp8_codes_int8", "quant fp8: the e4m3 bytes of the caches read as int8 integers, then scaled", pa_kernel, 0,
      MUT_FP8_CODES_INT8},
     {"mut_fp8_qscale_on_o", "quant fp8: q_scale applied to o after the softmax instead of to the scores", pa_kernel, 0,

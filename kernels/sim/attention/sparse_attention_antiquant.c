@@ -40,7 +40,7 @@ static void decode(const ug_sqk *k, size_t slot, float *row)
     size_t w = lora + 2 * rope + 4 * ng, soff = k->bugs & MUT_SCALE_OFFSET ? lora + rope : lora + 2 * rope;
     const unsigned char *b = (const unsigned char *)k->cache[0]->data + slot * w;
     float sc[16];
-    for (size_t g = 0; g < ng; g++) sc[g] = from_bits(le(b + soff + 4 * g, 4)); /* exact: fp32 bits */
+    for (size_t g = 0; g < ng; g++) sc[g] = from_bits(le(b + soff + 4 * g, 4));                 /* exact: fp32 bits */
     for (size_t d = 0; d < lora; d++) row[d] = ug_sqk_dequant((float)(int8_t)b[d], sc[d / gs]); /* rounds: fp32, bf16 */
     for (size_t d = 0; d < rope; d++) row[lora + d] = from_bits(le(b + lora + 2 * d, 2) << 16); /* exact: bf16 bits */
 }
@@ -50,8 +50,10 @@ static int saq_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     ug_sqk k;
     if (ug_sqk_open(call, "sparse_attention_antiquant", "kv_cache", &k, err, errlen)) return -2;
     if (k.cache[0]->shape[2] != k.lora + 2 * k.rope + 4 * k.groups) {
-        snprintf(err, errlen, "sparse_attention_antiquant: kv_cache rows are %ld bytes, not kv_lora + 2*rope + "
-                              "4*groups = %ld", (long)k.cache[0]->shape[2], k.lora + 2 * k.rope + 4 * k.groups);
+        snprintf(err, errlen,
+                 "sparse_attention_antiquant: kv_cache rows are %ld bytes, not kv_lora + 2*rope + "
+                 "4*groups = %ld",
+                 (long)k.cache[0]->shape[2], k.lora + 2 * k.rope + 4 * k.groups);
         return -2;
     }
     k.bugs = (unsigned)bug, k.decode = decode;
@@ -63,8 +65,9 @@ const ug_kernel_variant ug_variants_sparse_attention_antiquant[] = {
      "device-style store-8-compute-16 sparse MLA attention: per-row gather of packed int8 rows through the block "
      "table, dequant to bf16, 128-key tiles, online softmax",
      saq_kernel, 0, 0},
-    {"mut_scale_offset", "group scales read from byte kv_lora + rope instead of kv_lora + 2*rope (inside the rope keys)",
-     saq_kernel, 0, MUT_SCALE_OFFSET},
+    {"mut_scale_offset",
+     "group scales read from byte kv_lora + rope instead of kv_lora + 2*rope (inside the rope keys)", saq_kernel, 0,
+     MUT_SCALE_OFFSET},
     {"mut_scale_512", "softmax scale 512^-1/2 (the rope dims left out) instead of the declared scale", saq_kernel, 0,
      UG_SQK_BUG_SCALE_512},
     {"mut_pad_as_zero", "-1 padding read as position 0 (visible only where a row has padding)", saq_kernel, 0,

@@ -71,15 +71,15 @@ static int sfa_open(const ulpgym_call *call, sfa_view *v, char *err, size_t errl
         return -2;
     v->t = v->q->shape[0], v->n = v->q->shape[1], v->s = v->kv->shape[0], v->topk = v->idx->shape[1];
     if (v->q->shape[2] != v->dk || v->kv->shape[1] != v->dk || v->idx->shape[0] != v->t ||
-        v->idx->dtype != ULPGYM_INT32 || v->o->shape[0] != v->t || v->o->shape[1] != v->n ||
-        v->o->shape[2] != v->dv) {
-        snprintf(err, errlen, "sparse_flash_attention: tensor shapes disagree (q [T,N,576], kv [S,576], "
-                              "indices [T,topk] int32, o [T,N,512])");
+        v->idx->dtype != ULPGYM_INT32 || v->o->shape[0] != v->t || v->o->shape[1] != v->n || v->o->shape[2] != v->dv) {
+        snprintf(err, errlen,
+                 "sparse_flash_attention: tensor shapes disagree (q [T,N,576], kv [S,576], "
+                 "indices [T,topk] int32, o [T,N,512])");
         return -2;
     }
-    if ((v->aq != NULL) != (v->ak != NULL) || (v->aq && (v->aq->ndim != 1 || v->ak->ndim != 1 ||
-                                                      v->aq->shape[0] != v->ak->shape[0] ||
-                                                      v->aq->dtype != ULPGYM_INT32 || v->ak->dtype != ULPGYM_INT32))) {
+    if ((v->aq != NULL) != (v->ak != NULL) ||
+        (v->aq && (v->aq->ndim != 1 || v->ak->ndim != 1 || v->aq->shape[0] != v->ak->shape[0] ||
+                   v->aq->dtype != ULPGYM_INT32 || v->ak->dtype != ULPGYM_INT32))) {
         snprintf(err, errlen, "sparse_flash_attention: actual_q_len and actual_kv_len go together, int32 [batch] each");
         return -2;
     }
@@ -97,8 +97,10 @@ static int sfa_window(const sfa_view *v, long t, sfa_win *w, char *err, size_t e
     while (b < nb && t >= aq[b]) b++;
     long q0 = b ? aq[b - 1] : 0, k0 = b ? ak[b - 1] : 0;
     if (b == nb || ak[b] > v->s || ak[b] <= k0) {
-        snprintf(err, errlen, "sparse_flash_attention: actual_q_len / actual_kv_len give token %ld no sequence "
-                 "inside q [%ld] and kv [%ld]", t, v->t, v->s);
+        snprintf(err, errlen,
+                 "sparse_flash_attention: actual_q_len / actual_kv_len give token %ld no sequence "
+                 "inside q [%ld] and kv [%ld]",
+                 t, v->t, v->s);
         return -2;
     }
     w->off = k0, w->w = (ak[b] - k0) - (aq[b] - q0) + 1 + (t - q0);
@@ -113,7 +115,7 @@ static long sfa_gather(const sfa_view *v, long t, sfa_win win, sfa_bug bug, floa
     const int32_t *idx = (const int32_t *)v->idx->data + t * v->topk;
     long n = 0;
     if (bug == MUT_SEQ_KV_OFFSET && win.w <= v->topk && v->aq) { /* bug: the short window read from kv row 0, */
-        for (n = 0; n < win.w; n++)                                /* not from its sequence's first row */
+        for (n = 0; n < win.w; n++)                              /* not from its sequence's first row */
             ug_sim_load(v->kv, (size_t)(n * v->dk), (size_t)v->dk, kf + (size_t)(n * v->dk));
         return n;
     }
@@ -123,8 +125,8 @@ static long sfa_gather(const sfa_view *v, long t, sfa_win win, sfa_bug bug, floa
         if (pad_bug) j = 0; /* bug: padding read as row 0 (even outside the token's window) */
         if (j == -1) continue;
         if (!pad_bug && bug != MUT_ALL_SLOTS && (j < win.off || j >= win.off + win.w)) {
-            snprintf(err, errlen, "sparse_flash_attention: indices[%ld][%ld] = %ld outside -1 and rows %ld..%ld", t,
-                     i, j, win.off, win.off + win.w - 1);
+            snprintf(err, errlen, "sparse_flash_attention: indices[%ld][%ld] = %ld outside -1 and rows %ld..%ld", t, i,
+                     j, win.off, win.off + win.w - 1);
             return -2;
         }
         ug_sim_load(v->kv, (size_t)(j * v->dk), (size_t)v->dk, kf + (size_t)(n++ * v->dk));
@@ -191,7 +193,7 @@ static int sfa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
         if (bug == LEGAL_REVERSED) reverse_rows(kf, n, dk); /* legal: the same keys, last to first */
         ug_sim_load(v.q, (size_t)t * nh * dk, nh * dk, qf); /* the token's heads share its selected rows */
         ug_gl_attn_rows(&cfg, qf, dk, nh, kf, kf, (size_t)n, of, dv, scratch); /* V = first 512 dims of each row */
-        ug_sim_store(v.o, (size_t)t * nh * dv, nh * dv, of);                  /* rounds: bf16 output */
+        ug_sim_store(v.o, (size_t)t * nh * dv, nh * dv, of);                   /* rounds: bf16 output */
         sfa_store_max_sum(&v, t, (sfa_bug)bug, mf, lf);
     }
     free(kf);

@@ -22,8 +22,8 @@ static void decode(const ug_sqk *k, size_t slot, float *row)
 {
     size_t lora = (size_t)k->lora, rope = (size_t)k->rope, ng = (size_t)k->groups, gs = lora / ng;
     float sc[16];
-    ug_sim_load(k->cache[0], slot * lora, lora, row);   /* exact: int8 codes widened */
-    ug_sim_load(k->cache[1], slot * ng, ng, sc);        /* exact: fp32 scales */
+    ug_sim_load(k->cache[0], slot * lora, lora, row);        /* exact: int8 codes widened */
+    ug_sim_load(k->cache[1], slot * ng, ng, sc);             /* exact: fp32 scales */
     ug_sim_load(k->cache[2], slot * rope, rope, row + lora); /* exact: bf16 widened */
     for (size_t d = 0; d < lora; d++)
         row[d] = ug_sqk_dequant(row[d], sc[k->bugs & MUT_ONE_SCALE ? 0 : d / gs]); /* rounds: fp32, bf16 */

@@ -37,8 +37,7 @@ static int read_params(const ulpgym_call *call, ug_sqk *k, char *err, size_t err
     return 0;
 }
 
-int ug_sqk_open(const ulpgym_call *call, const char *op, const char *cache_names, ug_sqk *k, char *err,
-                size_t errlen)
+int ug_sqk_open(const ulpgym_call *call, const char *op, const char *cache_names, ug_sqk *k, char *err, size_t errlen)
 {
     k->op = op;
     if (read_params(call, k, err, errlen)) return -2;
@@ -54,8 +53,10 @@ int ug_sqk_open(const ulpgym_call *call, const char *op, const char *cache_names
         k->o->shape[1] != k->heads || k->o->shape[2] != k->lora || k->idx->shape[0] != rows ||
         k->idx->shape[1] != k->topk || k->table->shape[0] != k->batch || k->idx->dtype != ULPGYM_INT32 ||
         k->table->dtype != ULPGYM_INT32 || k->lens->dtype != ULPGYM_INT32) {
-        snprintf(err, errlen, "%s: tensor shapes disagree (q_nope [B*S_q,N,512], q_rope [B*S_q,N,64], "
-                              "topk_indices [B*S_q,topk] int32, block_table [B,MB] int32, o [B*S_q,N,512])", op);
+        snprintf(err, errlen,
+                 "%s: tensor shapes disagree (q_nope [B*S_q,N,512], q_rope [B*S_q,N,64], "
+                 "topk_indices [B*S_q,topk] int32, block_table [B,MB] int32, o [B*S_q,N,512])",
+                 op);
         return -2;
     }
     return 0;
@@ -114,7 +115,8 @@ int ug_sqk_run(const ug_sqk *k, char *err, size_t errlen)
     }
     float *qf = kf + (size_t)k->topk * dk, *of = qf + nh * dk;
     float scale = k->bugs & UG_SQK_BUG_SCALE_512 ? (float)(1.0 / sqrt((double)dv)) : k->scale; /* bug: 512^-1/2 */
-    ug_gl_attn_cfg cfg = {dk, dv, dk, dk, SQK_TILE, scale, k->bugs & UG_SQK_BUG_LOCAL_MAX ? UG_GL_ATTN_BUG_LOCAL_MAX : 0};
+    ug_gl_attn_cfg cfg = {
+        dk, dv, dk, dk, SQK_TILE, scale, k->bugs & UG_SQK_BUG_LOCAL_MAX ? UG_GL_ATTN_BUG_LOCAL_MAX : 0};
     if (k->bugs & UG_SQK_BUG_MAX_ZERO) cfg.flags |= UG_GL_ATTN_BUG_MAX_ZERO; /* bug: running max from 0 */
     int rc = 0;
     for (long r = 0; r < k->batch * k->sq && !rc; r++) {
@@ -125,7 +127,7 @@ int ug_sqk_run(const ug_sqk *k, char *err, size_t errlen)
         }
         load_q(k, r, qf);
         ug_gl_attn_rows(&cfg, qf, dk, nh, kf, kf, (size_t)n, of, dv, scratch); /* V = the dequantised part */
-        ug_sim_store(k->o, (size_t)r * nh * dv, nh * dv, of);                 /* rounds: bf16 output */
+        ug_sim_store(k->o, (size_t)r * nh * dv, nh * dv, of);                  /* rounds: bf16 output */
     }
     free(kf);
     free(scratch);

@@ -11,10 +11,10 @@
 #include "kernels/sim/simlib.h"
 
 /* Planted bugs of the shared body (bit flags; the ops add their decode bugs above 0x100). */
-#define UG_SQK_BUG_PAD_AS_ZERO 0x1u /* bug: a -1 slot read as position 0 */
-#define UG_SQK_BUG_LOCAL_MAX 0x2u   /* bug: online softmax without the rescale across key tiles */
-#define UG_SQK_BUG_SCALE_512 0x4u   /* bug: softmax scale 512^-1/2, ignoring the declared one */
-#define UG_SQK_BUG_MAX_ZERO 0x8u    /* bug: the online softmax's running max starts at 0, not -inf */
+#define UG_SQK_BUG_PAD_AS_ZERO 0x1u    /* bug: a -1 slot read as position 0 */
+#define UG_SQK_BUG_LOCAL_MAX 0x2u      /* bug: online softmax without the rescale across key tiles */
+#define UG_SQK_BUG_SCALE_512 0x4u      /* bug: softmax scale 512^-1/2, ignoring the declared one */
+#define UG_SQK_BUG_MAX_ZERO 0x8u       /* bug: the online softmax's running max starts at 0, not -inf */
 #define UG_SQK_BUG_MTP_LEN_PLUS1 0x10u /* bug: an MTP row (S_q > 1) sees vis + 1 positions (capped at L_b) */
 
 typedef struct ug_sqk ug_sqk;
@@ -34,8 +34,7 @@ struct ug_sqk {
 
 /* Binds the shared tensors and the op's cache tensors (space-separated names, at most 3;
  * the first's shape leads with [NB, BS]) and reads the params. 0, or -2 with a message. */
-int ug_sqk_open(const ulpgym_call *call, const char *op, const char *cache_names, ug_sqk *k, char *err,
-                size_t errlen);
+int ug_sqk_open(const ulpgym_call *call, const char *op, const char *cache_names, ug_sqk *k, char *err, size_t errlen);
 
 /* Computes o for every query row. 0, -1 out of memory, -2 on a bad index, table entry or
  * length (message in err). */

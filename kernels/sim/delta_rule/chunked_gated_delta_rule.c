@@ -48,9 +48,9 @@ typedef enum {
     MUT_STATE_ACROSS_SEQS,
     MUT_CHUNK_PAST_SEQ_END,
     MUT_FIRST_CHUNK_NO_DECAY, /* bug: g taken as 0 in each sequence's first chunk */
-    LEGAL_FMA,     /* legal: every dot product and accumulation by fmaf, index order */
-    LEGAL_LANES16, /* legal: every Dk dot product in 16 fp32 lanes, folded pairwise */
-    LEGAL_REVERSE  /* legal: every dot product and accumulation in reverse index order */
+    LEGAL_FMA,                /* legal: every dot product and accumulation by fmaf, index order */
+    LEGAL_LANES16,            /* legal: every Dk dot product in 16 fp32 lanes, folded pairwise */
+    LEGAL_REVERSE             /* legal: every dot product and accumulation in reverse index order */
 } cgdr_bug;
 
 #define CGDR_LANES 16
@@ -149,7 +149,7 @@ static void wy_inverse(chunk_ws *w, size_t n, cgdr_bug bug)
                 }
             } else
                 for (size_t m = c; m < r; m++) s -= w->A[r * L + m] * w->Tinv[m * L + c]; /* rounds: fp32 */
-            w->Tinv[r * L + c] = s / (1.0f + w->A[r * L + r]);                        /* exact unless bug */
+            w->Tinv[r * L + c] = s / (1.0f + w->A[r * L + r]);                            /* exact unless bug */
         }
 }
 
@@ -188,7 +188,7 @@ static void chunk_step(chunk_ws *w, size_t n, float *S, cgdr_bug bug)
     for (size_t r = 0; r < n; r++)
         for (size_t i = 0; i < dv; i++) {
             float s = expf(w->G[r]) * dotv(w->how, w->Q + r * dk, S + i * dk, dk); /* rounds: fp32 */
-            if (w->how == LEGAL_FMA) /* legal: fmaf */
+            if (w->how == LEGAL_FMA)                                               /* legal: fmaf */
                 for (size_t c = 0; c <= r; c++) s = mac(w->how, s, w->P[r * L + c], w->U[c * dv + i]);
             else if (w->how == LEGAL_REVERSE) { /* legal: c from r down to 0, the state term added last */
                 float t = 0.0f;
@@ -204,12 +204,12 @@ static void chunk_step(chunk_ws *w, size_t n, float *S, cgdr_bug bug)
     for (size_t i = 0; i < dv; i++)
         for (size_t j = 0; j < dk; j++) {
             float s = gl * S[i * dk + j]; /* rounds: fp32 */
-            if (w->how == LEGAL_FMA) /* legal: fmaf */
+            if (w->how == LEGAL_FMA)      /* legal: fmaf */
                 for (size_t c = 0; c < n; c++) s = mac(w->how, s, w->U[c * dv + i], w->Kd[c * dk + j]);
             else if (w->how == LEGAL_REVERSE) { /* legal: c from n-1 down to 0, the decayed state added last */
                 float t = 0.0f;
                 for (size_t c = n; c-- > 0;) t += w->U[c * dv + i] * w->Kd[c * dk + j]; /* rounds: fp32 */
-                s = t + s;                                                           /* rounds: fp32 */
+                s = t + s;                                                              /* rounds: fp32 */
             } else
                 for (size_t c = 0; c < n; c++) s += w->U[c * dv + i] * w->Kd[c * dk + j]; /* rounds: fp32 */
             S[i * dk + j] = s;
@@ -231,7 +231,7 @@ static void chunk_load(chunk_ws *w, const ug_delta_io *io, size_t h, size_t hk, 
         ug_delta_io_load(io->g, th, 1, &g);
         if (no_decay) g = 0.0f; /* bug (mut_first_chunk_no_decay): the gate is not applied */
         ug_delta_io_load(io->beta, th, 1, w->beta + r);
-        w->G[r] = r ? w->G[r - 1] + g : g; /* rounds: fp32 cumulative sum */
+        w->G[r] = r ? w->G[r - 1] + g : g;                             /* rounds: fp32 cumulative sum */
         for (size_t j = 0; j < dk; j++) w->Q[r * dk + j] *= io->scale; /* rounds: fp32 */
     }
 }
@@ -297,8 +297,9 @@ const ug_kernel_variant ug_variants_chunked_gated_delta_rule[] = {
      cgdr_kernel, 0, MUT_NONE},
     {"mut_double_decay", "the state carried across a chunk border is decayed by e^{G_last} twice: only when T > L",
      cgdr_kernel, 0, MUT_DOUBLE_DECAY},
-    {"mut_drop_tail", "the last partial chunk is dropped when T is not a multiple of L (o tail left at zero, state short)",
-     cgdr_kernel, 0, MUT_DROP_TAIL},
+    {"mut_drop_tail",
+     "the last partial chunk is dropped when T is not a multiple of L (o tail left at zero, state short)", cgdr_kernel,
+     0, MUT_DROP_TAIL},
     {"mut_diag_in_a", "A keeps its diagonal beta_r |k_r|^2 (tril, not strict tril) before the inverse", cgdr_kernel, 0,
      MUT_DIAG_IN_A},
     {"mut_state_across_seqs",

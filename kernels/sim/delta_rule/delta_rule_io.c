@@ -30,8 +30,10 @@ int ug_delta_io_open(ug_delta_io *io, const ulpgym_call *call, char *err, size_t
     io->seqs = 1, io->seqlens = NULL;
     if (ug_p_has(P, "seqlens")) { /* the default "0": one sequence of all tokens */
         size_t n = ug_p_list(P, "seqlens", &io->seqlens);
-        if (n == 1 && io->seqlens[0] == 0) io->seqlens = NULL;
-        else io->seqs = n;
+        if (n == 1 && io->seqlens[0] == 0)
+            io->seqlens = NULL;
+        else
+            io->seqs = n;
     }
     const ulpgym_tensor **slots[] = {&io->q, &io->k, &io->v, &io->g, &io->beta, &io->h0, &io->o, &io->ht};
     if (ug_sim_bind(call, "q k v g beta h0 o ht", slots, err, errlen)) {
@@ -43,8 +45,9 @@ int ug_delta_io_open(ug_delta_io *io, const ulpgym_call *call, char *err, size_t
         !same3(io->h0, io->seqs * io->hv, io->dv, io->dk) || !same3(io->ht, io->seqs * io->hv, io->dv, io->dk) ||
         (size_t)io->g->shape[0] != io->tokens || (size_t)io->g->shape[1] != io->hv ||
         (size_t)io->beta->shape[0] != io->tokens || (size_t)io->beta->shape[1] != io->hv) {
-        snprintf(err, errlen, "gated delta rule: tensor shapes disagree with the params (need q,k [T,Hqk,Dk], "
-                              "v,o [T,Hv,Dv], g,beta [T,Hv], h0,ht [B*Hv,Dv,Dk])");
+        snprintf(err, errlen,
+                 "gated delta rule: tensor shapes disagree with the params (need q,k [T,Hqk,Dk], "
+                 "v,o [T,Hv,Dv], g,beta [T,Hv], h0,ht [B*Hv,Dv,Dk])");
         ug_params_free(&io->params);
         return -2;
     }

@@ -12,12 +12,12 @@
 typedef struct {
     const ulpgym_tensor *q, *k, *v, *g, *beta, *h0, *o, *ht;
     size_t tokens, hv, hqk, dk, dv;
-    float scale;  /* params.scale (fp32; default Dk^-1/2) */
-    int qk_l2;    /* params.qk_norm == l2: the kernel normalises q and k rows itself */
-    float qk_eps; /* params.qk_eps (fp32), inside the sqrt of that norm */
+    float scale;         /* params.scale (fp32; default Dk^-1/2) */
+    int qk_l2;           /* params.qk_norm == l2: the kernel normalises q and k rows itself */
+    float qk_eps;        /* params.qk_eps (fp32), inside the sqrt of that norm */
     size_t seqs;         /* sequences packed along the tokens: params.seqlens where the op has it, else 1 */
     const long *seqlens; /* their lengths (borrowed from params); NULL: one sequence of all tokens */
-    ug_params params; /* the call's parsed params (an op's own ones: chunk) */
+    ug_params params;    /* the call's parsed params (an op's own ones: chunk) */
 } ug_delta_io;
 
 /* Parses the params, finds the tensors and checks their shapes against the params; -2

@@ -22,9 +22,16 @@
 #include "kernels/sim/moe/glm_moe_sim_parts.h"
 #include "kernels/sim/simlib.h"
 
-enum { MUT_NONE = GMOE_FFN_OK, MUT_SCALE_128 = GMOE_FFN_SCALE_128, MUT_TRUNC = GMOE_FFN_TRUNC,
-       MUT_INT16_ACC = GMOE_FFN_INT16_ACC, MUT_SILU_UP = GMOE_FFN_SILU_UP, MUT_X127 = GMOE_FFN_X127,
-       MUT_CLIP = GMOE_FFN_CLIP, MUT_HALF_AWAY = GMOE_FFN_HALF_AWAY };
+enum {
+    MUT_NONE = GMOE_FFN_OK,
+    MUT_SCALE_128 = GMOE_FFN_SCALE_128,
+    MUT_TRUNC = GMOE_FFN_TRUNC,
+    MUT_INT16_ACC = GMOE_FFN_INT16_ACC,
+    MUT_SILU_UP = GMOE_FFN_SILU_UP,
+    MUT_X127 = GMOE_FFN_X127,
+    MUT_CLIP = GMOE_FFN_CLIP,
+    MUT_HALF_AWAY = GMOE_FFN_HALF_AWAY
+};
 
 static int ffn_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
@@ -44,14 +51,13 @@ static int ffn_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
 const ug_kernel_variant ug_variants_glm_ffn_shared_expert_quant[] = {
     {"sim", "exact int32 GEMMs, fp32 dequant and SwiGLU, gu and a written as bf16, fp32 amax/127 quantisers",
      ffn_kernel, 0, MUT_NONE},
-    {"mut_scale_128", "DynQuant divides amax by 128 instead of 127 (scales 0.8 % small, codes rescaled)", ffn_kernel,
-     0, MUT_SCALE_128},
+    {"mut_scale_128", "DynQuant divides amax by 128 instead of 127 (scales 0.8 % small, codes rescaled)", ffn_kernel, 0,
+     MUT_SCALE_128},
     {"mut_trunc", "the quantiser truncates v/scale toward zero instead of rounding to nearest even", ffn_kernel, 0,
      MUT_TRUNC},
     {"mut_int16_acc", "the int8 GEMMs accumulate in a wrapping int16 register instead of int32", ffn_kernel, 0,
      MUT_INT16_ACC},
-    {"mut_silu_up", "SwiGLU applies silu to the up half and multiplies by the gate half", ffn_kernel, 0,
-     MUT_SILU_UP},
+    {"mut_silu_up", "SwiGLU applies silu to the up half and multiplies by the gate half", ffn_kernel, 0, MUT_SILU_UP},
     {"mut_clip_982",
      "DynQuant keeps a static calibration's clip ratio: scale = 0.982*amax/127 (1.8 % small), the top codes saturate",
      ffn_kernel, 0, MUT_CLIP},

@@ -35,9 +35,9 @@ typedef enum {
     MUT_K_TAIL,
     MUT_EXPERT_ROW,
     MUT_TF32_MATMUL, /* bug: x and W rounded to tf32 before the products */
-    LEGAL_SEQ_FMA,  /* legal: acc = fmaf(x[k], w[k], acc), k in order */
-    LEGAL_TILE64,   /* legal: K-tiles of 64 summed sequentially in fp32, the partials added pairwise */
-    LEGAL_PAIRWISE  /* legal: pairwise fp32 sum of the fp32 products */
+    LEGAL_SEQ_FMA,   /* legal: acc = fmaf(x[k], w[k], acc), k in order */
+    LEGAL_TILE64,    /* legal: K-tiles of 64 summed sequentially in fp32, the partials added pairwise */
+    LEGAL_PAIRWISE   /* legal: pairwise fp32 sum of the fp32 products */
 } gate_bug;
 
 #define GATE_LEGAL_TILE 64
@@ -135,8 +135,9 @@ const ug_kernel_variant ug_variants_glm_gate[] = {
      "the partial last expert tile (experts % 64, past the first tile) reads W one row early: "
      "two experts get the same logit",
      gate_kernel, 0, MUT_EXPERT_ROW},
-    {"mut_tf32_matmul", "both operands of every product rounded to tf32 (10 mantissa bits, RNE) before fp32 accumulation",
-     gate_kernel, 0, MUT_TF32_MATMUL},
+    {"mut_tf32_matmul",
+     "both operands of every product rounded to tf32 (10 mantissa bits, RNE) before fp32 accumulation", gate_kernel, 0,
+     MUT_TF32_MATMUL},
     {"legal_seq_fma", "legal: one sequential fp32 fused multiply-add chain over K (fmaf), no K-tiles", gate_kernel, 0,
      LEGAL_SEQ_FMA},
     {"legal_tile64", "legal: K-tiles of 64 each summed sequentially in fp32, the tile partials added pairwise",

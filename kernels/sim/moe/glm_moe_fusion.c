@@ -56,8 +56,9 @@ static int mf_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 }
 
 const ug_kernel_variant ug_variants_glm_moe_fusion[] = {
-    {"sim", "fp32 K-tiled gate, fp32 router, int8 shared expert (form shared) or grouped bf16 SwiGLU experts with "
-            "bf16 act and an fp32 weighted combine (form routed)",
+    {"sim",
+     "fp32 K-tiled gate, fp32 router, int8 shared expert (form shared) or grouped bf16 SwiGLU experts with "
+     "bf16 act and an fp32 weighted combine (form routed)",
      mf_kernel, 0, GMOE_MUT_NONE},
     {"mut_no_renorm", "the router's weights are not divided by their sum (renormalize ignored)", mf_kernel, 0,
      GMOE_MUT_NO_RENORM},
@@ -77,7 +78,7 @@ const ug_kernel_variant ug_variants_glm_moe_fusion[] = {
      "legal: gate logits and routed GEMMs in K-tiles of 64 (partials added pairwise), the combine in reverse slot "
      "order",
      mf_kernel, 0, GMOE_LEGAL_MUT_TILE64},
-    {"legal_scales_first", "legal: form shared: each int32 sum times the product of its two fp32 scales", mf_kernel,
-     0, GMOE_LEGAL_MUT_SCALES_FIRST},
+    {"legal_scales_first", "legal: form shared: each int32 sum times the product of its two fp32 scales", mf_kernel, 0,
+     GMOE_LEGAL_MUT_SCALES_FIRST},
     {NULL, NULL, NULL},
 };

@@ -50,8 +50,9 @@ static int mix_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
 }
 
 const ug_kernel_variant ug_variants_glm_moe_fusion_mix[] = {
-    {"sim", "fp32 K-tiled gate and fp32 router; the int8 shared expert's fp32 row seeds one fp32 accumulator that "
-            "the grouped bf16 SwiGLU experts (bf16 act) add into slot by slot; bf16 out",
+    {"sim",
+     "fp32 K-tiled gate and fp32 router; the int8 shared expert's fp32 row seeds one fp32 accumulator that "
+     "the grouped bf16 SwiGLU experts (bf16 act) add into slot by slot; bf16 out",
      mix_kernel, 0, GMOE_MUT_NONE},
     {"mut_no_renorm", "the router's weights are not divided by their sum (renormalize ignored)", mix_kernel, 0,
      GMOE_MUT_NO_RENORM},

@@ -56,10 +56,14 @@ float gmoe_dot(gmoe_legal how, const float *a, const float *b, size_t n)
 
 void gmoe_se_cfg_read(const ug_params *p, long E, long k, gmoe_se_bug bug, gmoe_se_cfg *c)
 {
-    *c = (gmoe_se_cfg){.E = E, .k = k, .ng = ug_p_int(p, "num_expert_group"), .tg = ug_p_int(p, "topk_group"),
-                      .top2 = ug_p_is(p, "group_score", "top2_sum"), .renorm = (int)ug_p_int(p, "renormalize"),
-                      .rsf = (float)ug_p_num(p, "routed_scaling_factor"), /* exact: already an fp32 value */
-                      .bug = bug};
+    *c = (gmoe_se_cfg){.E = E,
+                       .k = k,
+                       .ng = ug_p_int(p, "num_expert_group"),
+                       .tg = ug_p_int(p, "topk_group"),
+                       .top2 = ug_p_is(p, "group_score", "top2_sum"),
+                       .renorm = (int)ug_p_int(p, "renormalize"),
+                       .rsf = (float)ug_p_num(p, "routed_scaling_factor"), /* exact: already an fp32 value */
+                       .bug = bug};
     c->per = c->E / c->ng;
 }
 
@@ -120,7 +124,8 @@ void gmoe_se_token(const gmoe_se_cfg *c, const float *x, const float *bias, floa
     float *s = wk->s, *b = wk->b;
     for (long e = 0; e < c->E; e++) {
         float z = c->stable && x[e] < 0.0f ? expf(x[e]) : 1.0f; /* rounds: fp32 exp */
-        s[e] = c->stable && x[e] < 0.0f ? z / (1.0f + z) : 1.0f / (1.0f + expf(-x[e])); /* rounds: fp32 exp, add, divide */
+        s[e] =
+            c->stable && x[e] < 0.0f ? z / (1.0f + z) : 1.0f / (1.0f + expf(-x[e])); /* rounds: fp32 exp, add, divide */
         b[e] = c->bug == GMOE_SE_UNBIASED ? s[e] : s[e] + bias[e]; /* rounds: fp32 (bug: bias left out) */
     }
     if (c->bug != GMOE_SE_NO_GROUP_LIMIT && c->tg < c->ng) group_mask(c, b, wk->gs, wk->idx, wk->used);
@@ -128,10 +133,10 @@ void gmoe_se_token(const gmoe_se_cfg *c, const float *x, const float *bias, floa
     float sum = 0.0f;
     for (long j = 0; j < c->k; j++) {
         long e = wk->idx[j];
-        ids[j] = (float)e; /* exact: ids < 2^24 */
+        ids[j] = (float)e;                                                /* exact: ids < 2^24 */
         w[j] = c->bug == GMOE_SE_BIAS_IN_WEIGHTS ? s[e] + bias[e] : s[e]; /* bug: biased score */
-        if (c->bug == GMOE_SE_SCALE_BEFORE_RENORM) w[j] *= c->rsf; /* bug: scaled before the sum; rounds: fp32 */
-        sum += w[j]; /* rounds: fp32 */
+        if (c->bug == GMOE_SE_SCALE_BEFORE_RENORM) w[j] *= c->rsf;        /* bug: scaled before the sum; rounds: fp32 */
+        sum += w[j];                                                      /* rounds: fp32 */
     }
     for (long j = 0; j < c->k; j++) {
         if (c->renorm && c->bug != GMOE_SE_NO_RENORM) w[j] /= sum; /* rounds: fp32 (bug: skipped) */
@@ -155,7 +160,7 @@ int gmoe_gate_router_run(const ulpgym_call *call, const gmoe_se_cfg *c, float *w
     for (size_t t = 0; t < T; t++) {
         ug_sim_load(x, t * h, h, xr);
         for (size_t e = 0; e < E; e++) o[e] = gmoe_dot(c->legal, xr, wf + e * h, h); /* rounds: fp32 K-tiles */
-        ug_sim_store(lg, t * E, E, o); /* exact: fp32 */
+        ug_sim_store(lg, t * E, E, o);                                               /* exact: fp32 */
         gmoe_se_token(c, o, bf, w + t * K, ids + t * K, &wk);
         ug_sim_store(tw, t * K, K, w + t * K);
         ug_sim_store(ti, t * K, K, ids + t * K); /* exact: integers */
@@ -175,8 +180,10 @@ static float dynquant_row(const float *v, size_t n, float *q, gmoe_ffn_bug bug, 
     float amax = 0.0f;
     int finite = 1;
     for (size_t i = 0; i < n; i++) {
-        if (!isfinite(v[i])) finite = 0;
-        else amax = fmaxf(amax, fabsf(v[i])); /* exact */
+        if (!isfinite(v[i]))
+            finite = 0;
+        else
+            amax = fmaxf(amax, fabsf(v[i])); /* exact */
     }
     if (amax_all >= 0.0f) amax = amax_all; /* bug: one scale for every token */
     for (size_t i = 0; i < n; i++) q[i] = 0.0f;
@@ -186,11 +193,11 @@ static float dynquant_row(const float *v, size_t n, float *q, gmoe_ffn_bug bug, 
     if (bug == GMOE_FFN_CLIP) scale *= 0.982f; /* bug: a static calibration's clip ratio on a dynamic scale */
     for (size_t i = 0; i < n; i++) {
         float y = bug == GMOE_FFN_X127 ? v[i] * 127.0f / amax /* bug: v*127 overflows fp32 first */
-                                      : v[i] / scale;          /* rounds: fp32 */
-        y = bug == GMOE_FFN_TRUNC       ? truncf(y)            /* bug: toward zero */
-            : bug == GMOE_FFN_HALF_AWAY ? roundf(y)            /* bug: a tie goes away from zero */
-                                       : rintf(y);            /* rounds: RNE to an integer */
-        q[i] = fminf(fmaxf(y, -128.0f), 127.0f);                /* saturating int8 */
+                                       : v[i] / scale;        /* rounds: fp32 */
+        y = bug == GMOE_FFN_TRUNC       ? truncf(y)           /* bug: toward zero */
+            : bug == GMOE_FFN_HALF_AWAY ? roundf(y)           /* bug: a tie goes away from zero */
+                                        : rintf(y);           /* rounds: RNE to an integer */
+        q[i] = fminf(fmaxf(y, -128.0f), 127.0f);              /* saturating int8 */
     }
     return scale;
 }
@@ -230,7 +237,7 @@ void gmoe_ffn_token(gmoe_ffn *k, size_t t, gmoe_ffn_bug bug)
     ug_sim_store(k->x8, t * h, h, k->q);
     ug_sim_store(k->xs, t, 1, &sx);
     to_codes(k->q, h, k->xq8);
-    for (size_t c = 0; c < 2 * I; c++) { /* rounds: int32 -> fp32, two fp32 products, bf16 */
+    for (size_t c = 0; c < 2 * I; c++) {          /* rounds: int32 -> fp32, two fp32 products, bf16 */
         if (bug == GMOE_FFN_LEGAL_SCALES_FIRST) { /* legal: the scales' product first */
             k->gu[c] = ug_sim_round_bf16((float)int_dot(k->xq8, k->w13t + c * h, h, bug) * (k->sw13[c] * sx));
             continue;
@@ -241,7 +248,7 @@ void gmoe_ffn_token(gmoe_ffn *k, size_t t, gmoe_ffn_bug bug)
     for (size_t i = 0; i < I; i++) {
         float g = k->gu[i], u = k->gu[I + i];
         if (bug == GMOE_FFN_SILU_UP) g = k->gu[I + i], u = k->gu[i]; /* bug: silu on the up half */
-        k->ar[i] = ug_sim_round_bf16(g / (1.0f + expf(-g)) * u); /* rounds: fp32 silu and product, bf16 */
+        k->ar[i] = ug_sim_round_bf16(g / (1.0f + expf(-g)) * u);     /* rounds: fp32 silu and product, bf16 */
     }
     ug_sim_store(k->a, t * I, I, k->ar); /* exact: already bf16 */
     float sa = dynquant_row(k->ar, I, k->q, bug, -1.0f);
@@ -363,8 +370,9 @@ static int rt_alloc(gmoe_rt *r)
 /* The legal variant's order of a routed-part bug code (GMOE_LEGAL_NONE: the sim's). */
 static gmoe_legal rt_legal(gmoe_rt_bug bug)
 {
-    return bug == GMOE_RT_LEGAL_SEQ_FMA ? GMOE_LEGAL_SEQ_FMA : bug == GMOE_RT_LEGAL_TILE64 ? GMOE_LEGAL_TILE64
-                                                                                           : GMOE_LEGAL_NONE;
+    return bug == GMOE_RT_LEGAL_SEQ_FMA  ? GMOE_LEGAL_SEQ_FMA
+           : bug == GMOE_RT_LEGAL_TILE64 ? GMOE_LEGAL_TILE64
+                                         : GMOE_LEGAL_NONE;
 }
 
 /* Expert e over every (token, slot) that chose it. */
@@ -381,7 +389,7 @@ static void rt_expert(gmoe_rt *r, size_t e, const float *ids, gmoe_rt_bug bug)
         }
         ug_sim_load(r->x, ts / r->k * h, h, r->xr);
         gmoe_swiglu_row_legal(r->xr, r->w1t, r->w3t, h, I, bug == GMOE_RT_SWAP, rt_legal(bug),
-                              r->a); /* rounds: fp32, bf16 act */
+                              r->a);           /* rounds: fp32, bf16 act */
         ug_sim_store(r->act, ts * I, I, r->a); /* exact: already bf16 */
         for (size_t n = 0; n < h; n++) r->y[ts * h + n] = gmoe_dot(rt_legal(bug), r->a, r->w2t + n * I, I);
     }
@@ -400,7 +408,7 @@ static void rt_combine(const gmoe_rt *r, const float *w, float *acc, gmoe_rt_bug
                 float *a = acc + t * r->h;
                 for (size_t n = 0; n < r->h; n++)
                     a[n] = bug == GMOE_RT_LEGAL_SEQ_FMA ? fmaf(wj, y[n], a[n]) /* rounds: fp32, once */
-                                                        : a[n] + wj * y[n];     /* rounds: fp32 mul, add */
+                                                        : a[n] + wj * y[n];    /* rounds: fp32 mul, add */
             }
         return;
     }
@@ -413,7 +421,7 @@ static void rt_combine(const gmoe_rt *r, const float *w, float *acc, gmoe_rt_bug
 }
 
 int gmoe_routed_run(const ulpgym_call *call, const float *w, const float *ids, size_t k, float *acc, gmoe_rt_bug bug,
-                   char *err, size_t errlen)
+                    char *err, size_t errlen)
 {
     gmoe_rt r = {0};
     const ulpgym_tensor **slots[] = {&r.x, &r.w1, &r.w3, &r.w2, &r.act};
@@ -445,9 +453,9 @@ gmoe_ffn_bug gmoe_mut_ffn(int mut)
 
 gmoe_rt_bug gmoe_mut_rt(int mut)
 {
-    return mut == GMOE_MUT_BF16_COMBINE  ? GMOE_RT_BF16_ACC
-           : mut == GMOE_MUT_DROP_LAST   ? GMOE_RT_DROP_LAST
-           : mut == GMOE_MUT_SWIGLU_SWAP ? GMOE_RT_SWAP
+    return mut == GMOE_MUT_BF16_COMBINE    ? GMOE_RT_BF16_ACC
+           : mut == GMOE_MUT_DROP_LAST     ? GMOE_RT_DROP_LAST
+           : mut == GMOE_MUT_SWIGLU_SWAP   ? GMOE_RT_SWAP
            : mut == GMOE_LEGAL_MUT_SEQ_FMA ? GMOE_RT_LEGAL_SEQ_FMA
            : mut == GMOE_LEGAL_MUT_TILE64  ? GMOE_RT_LEGAL_TILE64
                                            : GMOE_RT_OK;
@@ -455,8 +463,9 @@ gmoe_rt_bug gmoe_mut_rt(int mut)
 
 gmoe_legal gmoe_mut_legal(int mut)
 {
-    return mut == GMOE_LEGAL_MUT_SEQ_FMA ? GMOE_LEGAL_SEQ_FMA : mut == GMOE_LEGAL_MUT_TILE64 ? GMOE_LEGAL_TILE64
-                                                                                         : GMOE_LEGAL_NONE;
+    return mut == GMOE_LEGAL_MUT_SEQ_FMA  ? GMOE_LEGAL_SEQ_FMA
+           : mut == GMOE_LEGAL_MUT_TILE64 ? GMOE_LEGAL_TILE64
+                                          : GMOE_LEGAL_NONE;
 }
 
 int gmoe_fused_route(gmoe_fused *f, const ulpgym_call *call, int mut, int has_form, char *err, size_t errlen)
@@ -468,7 +477,7 @@ int gmoe_fused_route(gmoe_fused *f, const ulpgym_call *call, int mut, int has_fo
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
     gmoe_se_cfg_read(&p, ug_p_int(&p, "experts"), f->tw->shape[1], gmoe_mut_se(mut), &f->c);
     f->routed = has_form && ug_p_is(&p, "form", "routed");
-    f->c.stable = 1; /* the fused kernels' sigmoid keeps subnormal scores of logits below -88 */
+    f->c.stable = 1;                  /* the fused kernels' sigmoid keeps subnormal scores of logits below -88 */
     f->c.legal = gmoe_mut_legal(mut); /* the legal variants' gate order (GMOE_LEGAL_NONE: the sim's) */
     ug_params_free(&p);
     size_t TK = (size_t)f->tw->shape[0] * (size_t)f->tw->shape[1];

@@ -20,10 +20,10 @@
  * glm_moe_fusion_mix): GMOE_LEGAL_NONE is the sim kernels' arithmetic, unchanged. */
 typedef enum {
     GMOE_LEGAL_NONE,
-    GMOE_LEGAL_SEQ_FMA,    /* every fp32 dot product one sequential fmaf chain; the routed combine by fmaf */
-    GMOE_LEGAL_TILE64,     /* every fp32 dot product in K-tiles of 64 (each summed sequentially in fp32, the
+    GMOE_LEGAL_SEQ_FMA,     /* every fp32 dot product one sequential fmaf chain; the routed combine by fmaf */
+    GMOE_LEGAL_TILE64,      /* every fp32 dot product in K-tiles of 64 (each summed sequentially in fp32, the
                             * partials added pairwise); the routed combine in reverse slot order */
-    GMOE_LEGAL_K_REVERSE,  /* every fp32 dot product one sequential fp32 sum from the last k to the first */
+    GMOE_LEGAL_K_REVERSE,   /* every fp32 dot product one sequential fp32 sum from the last k to the first */
     GMOE_LEGAL_SCALES_FIRST /* the int8 shared expert: the two fp32 scales multiplied first, then the int32 sum */
 } gmoe_legal;
 
@@ -48,7 +48,7 @@ typedef struct {
     int top2, renorm;
     float rsf;
     gmoe_se_bug bug;
-    int stable; /* sigmoid as e^x/(1+e^x) for x < 0 (the fused ops' device): no exp overflow to a 0 score */
+    int stable;       /* sigmoid as e^x/(1+e^x) for x < 0 (the fused ops' device): no exp overflow to a 0 score */
     gmoe_legal legal; /* the fused ops' gate logits: gmoe_dot's order (GMOE_LEGAL_NONE: the sim's K-tiles) */
 } gmoe_se_cfg;
 
@@ -75,14 +75,14 @@ int gmoe_gate_router_run(const ulpgym_call *call, const gmoe_se_cfg *c, float *w
 
 typedef enum {
     GMOE_FFN_OK,
-    GMOE_FFN_SCALE_128,   /* amax/128 */
-    GMOE_FFN_TRUNC,       /* codes truncated */
-    GMOE_FFN_INT16_ACC,   /* int16 accumulator */
-    GMOE_FFN_SILU_UP,     /* silu on the up half */
-    GMOE_FFN_X127,        /* v*127/amax */
-    GMOE_FFN_CLIP,        /* static clip ratio on the scale */
-    GMOE_FFN_TENSOR_SCALE, /* x quantised with one scale for the whole tensor */
-    GMOE_FFN_HALF_AWAY,    /* codes rounded half away from zero (roundf), not half to even */
+    GMOE_FFN_SCALE_128,         /* amax/128 */
+    GMOE_FFN_TRUNC,             /* codes truncated */
+    GMOE_FFN_INT16_ACC,         /* int16 accumulator */
+    GMOE_FFN_SILU_UP,           /* silu on the up half */
+    GMOE_FFN_X127,              /* v*127/amax */
+    GMOE_FFN_CLIP,              /* static clip ratio on the scale */
+    GMOE_FFN_TENSOR_SCALE,      /* x quantised with one scale for the whole tensor */
+    GMOE_FFN_HALF_AWAY,         /* codes rounded half away from zero (roundf), not half to even */
     GMOE_FFN_LEGAL_SCALES_FIRST /* legal: the two fp32 scales multiplied first, then the int32 sum */
 } gmoe_ffn_bug;
 
@@ -119,9 +119,9 @@ void gmoe_swiglu_row_legal(const float *x, const float *w1t, const float *w3t, s
 
 typedef enum {
     GMOE_RT_OK,
-    GMOE_RT_BF16_ACC,  /* the combine's running sum kept in bf16 */
-    GMOE_RT_DROP_LAST, /* the combine stops at slot k-2: the last expert never added */
-    GMOE_RT_SWAP,      /* gate and up projections swapped */
+    GMOE_RT_BF16_ACC,      /* the combine's running sum kept in bf16 */
+    GMOE_RT_DROP_LAST,     /* the combine stops at slot k-2: the last expert never added */
+    GMOE_RT_SWAP,          /* gate and up projections swapped */
     GMOE_RT_LEGAL_SEQ_FMA, /* legal: GMOE_LEGAL_SEQ_FMA's GEMMs and combine */
     GMOE_RT_LEGAL_TILE64   /* legal: GMOE_LEGAL_TILE64's GEMMs and combine */
 } gmoe_rt_bug;
@@ -131,7 +131,7 @@ typedef enum {
  * act (stored) and the slot's fp32 down projection; then per token, slot by slot,
  * acc[t,:] += w[t,j] * y[t,j,:] in fp32 (acc [T,h] holds the start value). 0, -1, -2. */
 int gmoe_routed_run(const ulpgym_call *call, const float *w, const float *ids, size_t k, float *acc, gmoe_rt_bug bug,
-                   char *err, size_t errlen);
+                    char *err, size_t errlen);
 
 /* ---- the fused ops' front (glm_moe_fusion, glm_moe_fusion_mix) ---- */
 
@@ -139,13 +139,13 @@ int gmoe_routed_run(const ulpgym_call *call, const float *w, const float *ids, s
  * codes here (a variant's bug number is one of these). */
 typedef enum {
     GMOE_MUT_NONE,
-    GMOE_MUT_NO_RENORM,     /* router: weights never divided by their sum */
-    GMOE_MUT_UNBIASED,      /* router: experts chosen by s, the bias ignored (glm_moe_fusion) */
-    GMOE_MUT_TENSOR_SCALE,  /* shared expert: one per-tensor scale for x */
-    GMOE_MUT_BF16_COMBINE,  /* routed: the combine's accumulator kept in bf16 */
-    GMOE_MUT_DROP_LAST,     /* routed: the combine stops one slot early */
-    GMOE_MUT_SWIGLU_SWAP,   /* routed: gate and up projections swapped */
-    GMOE_MUT_SHARED_SCALED, /* the routed scaling factor applied to the shared expert too (glm_moe_fusion_mix) */
+    GMOE_MUT_NO_RENORM,         /* router: weights never divided by their sum */
+    GMOE_MUT_UNBIASED,          /* router: experts chosen by s, the bias ignored (glm_moe_fusion) */
+    GMOE_MUT_TENSOR_SCALE,      /* shared expert: one per-tensor scale for x */
+    GMOE_MUT_BF16_COMBINE,      /* routed: the combine's accumulator kept in bf16 */
+    GMOE_MUT_DROP_LAST,         /* routed: the combine stops one slot early */
+    GMOE_MUT_SWIGLU_SWAP,       /* routed: gate and up projections swapped */
+    GMOE_MUT_SHARED_SCALED,     /* the routed scaling factor applied to the shared expert too (glm_moe_fusion_mix) */
     GMOE_LEGAL_MUT_SEQ_FMA,     /* legal: gate, routed GEMMs and combine by fmaf chains */
     GMOE_LEGAL_MUT_TILE64,      /* legal: gate and routed GEMMs in K-tiles of 64, the combine in reverse slot order */
     GMOE_LEGAL_MUT_SCALES_FIRST /* legal: the shared expert multiplies its two scales first */
@@ -158,7 +158,7 @@ gmoe_legal gmoe_mut_legal(int mut); /* the gate's dot-product order */
 
 typedef struct {
     const ulpgym_tensor *out, *tw; /* out [T,h], topk_weights [T,k] */
-    gmoe_se_cfg c;                  /* the router's configuration (stable sigmoid) */
+    gmoe_se_cfg c;                 /* the router's configuration (stable sigmoid) */
     int routed;                    /* has_form and params form is "routed" */
     size_t n_out;                  /* elements of out */
     float *w, *ids, *acc;          /* the router's weights and ids [T,k]; acc [T,h] fp32, zeroed */

@@ -24,14 +24,18 @@
 #include "kernels/sim/moe/glm_moe_sim_parts.h"
 #include "kernels/sim/simlib.h"
 
-enum { MUT_NONE = GMOE_SE_OK, MUT_BIAS_IN_WEIGHTS = GMOE_SE_BIAS_IN_WEIGHTS, MUT_NO_GROUP_LIMIT = GMOE_SE_NO_GROUP_LIMIT,
-       MUT_MASK_ZERO = GMOE_SE_MASK_ZERO, MUT_SCALE_BEFORE_RENORM = GMOE_SE_SCALE_BEFORE_RENORM };
+enum {
+    MUT_NONE = GMOE_SE_OK,
+    MUT_BIAS_IN_WEIGHTS = GMOE_SE_BIAS_IN_WEIGHTS,
+    MUT_NO_GROUP_LIMIT = GMOE_SE_NO_GROUP_LIMIT,
+    MUT_MASK_ZERO = GMOE_SE_MASK_ZERO,
+    MUT_SCALE_BEFORE_RENORM = GMOE_SE_SCALE_BEFORE_RENORM
+};
 
 static int se_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
     const ulpgym_tensor *x, *bias, *w, *ids, **slots[] = {&x, &bias, &w, &ids};
-    if (ug_sim_bind(call, "router_logits e_score_correction_bias topk_weights topk_ids", slots, err, errlen))
-        return -2;
+    if (ug_sim_bind(call, "router_logits e_score_correction_bias topk_weights topk_ids", slots, err, errlen)) return -2;
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
     gmoe_se_cfg c;

@@ -118,8 +118,8 @@ static int moe_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
         ug_sim_load(io.wts, t * K, K, wt);
         for (size_t j = 0; j < h; j++) acc[j] = 0.0f;
         for (size_t s = 0; s < K; s++) {
-            if (slot_rank[t * K + s] < 0) continue; /* a copy nobody received */
-            float w = bug == MUT_WEIGHT_TWICE ? wt[s] * wt[s] : wt[s]; /* bug: weight applied twice */
+            if (slot_rank[t * K + s] < 0) continue;                                 /* a copy nobody received */
+            float w = bug == MUT_WEIGHT_TWICE ? wt[s] * wt[s] : wt[s];              /* bug: weight applied twice */
             for (size_t j = 0; j < h; j++) acc[j] += w * rows[(t * K + s) * h + j]; /* rounds: fp32 */
         }
         ug_sim_store(io.out, t * h, h, acc);

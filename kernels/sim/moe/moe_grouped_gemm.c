@@ -33,18 +33,18 @@ typedef enum {
     MUT_LAST_ROW,
     MUT_ZERO_SKIP,
     MUT_W13_SWAP,
-    LEGAL_SEQ_FMA,   /* legal: every dot product a sequential fmaf chain */
-    LEGAL_TILE64,    /* legal: K-tiles of 64, the tile partials added pairwise */
-    LEGAL_K_REVERSE  /* legal: every dot product a sequential fp32 sum, last k first */
+    LEGAL_SEQ_FMA,  /* legal: every dot product a sequential fmaf chain */
+    LEGAL_TILE64,   /* legal: K-tiles of 64, the tile partials added pairwise */
+    LEGAL_K_REVERSE /* legal: every dot product a sequential fp32 sum, last k first */
 } moe_bug;
 
 /* A legal variant's order of the arithmetic (GMOE_LEGAL_NONE: the sim's and the mutants'). */
 static gmoe_legal moe_legal(moe_bug bug)
 {
-    return bug == LEGAL_SEQ_FMA ? GMOE_LEGAL_SEQ_FMA
-           : bug == LEGAL_TILE64 ? GMOE_LEGAL_TILE64
+    return bug == LEGAL_SEQ_FMA     ? GMOE_LEGAL_SEQ_FMA
+           : bug == LEGAL_TILE64    ? GMOE_LEGAL_TILE64
            : bug == LEGAL_K_REVERSE ? GMOE_LEGAL_K_REVERSE
-                                     : GMOE_LEGAL_NONE;
+                                    : GMOE_LEGAL_NONE;
 }
 
 typedef struct {

@@ -97,6 +97,7 @@ const ug_kernel_variant ug_variants_inplace_add_rmsnorm[] = {
      MUT_PRESCALE},
     {"legal_seq_fma", "legal: the sum of squares in one sequential fp32 accumulator with fused multiply-adds",
      rms_kernel, 0, LEGAL_SEQ_FMA},
-    {"legal_reassoc", "legal: y = x_add * (rstd * gamma), rstd times gamma rounded first", rms_kernel, 0, LEGAL_REASSOC},
+    {"legal_reassoc", "legal: y = x_add * (rstd * gamma), rstd times gamma rounded first", rms_kernel, 0,
+     LEGAL_REASSOC},
     {NULL, NULL, NULL},
 };

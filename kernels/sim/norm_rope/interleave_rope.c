@@ -41,9 +41,9 @@ static void rotate_row(const float *x, rope_row t, size_t d, rope_bug bug, int i
         /* bug MUT_HALF_PAIRING: NeoX pairs (x_i, x_{i+D/2}) instead of (x_2i, x_2i+1) */
         float e = bug == MUT_HALF_PAIRING ? x[i] : x[2 * i];
         float o = bug == MUT_HALF_PAIRING ? x[half + i] : x[2 * i + 1];
-        float s_lo = flip * t.s_lo[i], s_hi = flip * t.s_hi[i]; /* exact: a sign */
+        float s_lo = flip * t.s_lo[i], s_hi = flip * t.s_hi[i];       /* exact: a sign */
         float ye = bug == LEGAL_FMA ? fmaf(e, t.c_lo[i], -(o * s_lo)) /* rounds: fp32 mul, one fused multiply-add */
-                                    : e * t.c_lo[i] - o * s_lo;        /* rounds: fp32 mul, mul, sub */
+                                    : e * t.c_lo[i] - o * s_lo;       /* rounds: fp32 mul, mul, sub */
         float yo = bug == LEGAL_FMA ? fmaf(o, t.c_hi[i], e * s_hi) : o * t.c_hi[i] + e * s_hi; /* the same, add */
         if (bug == MUT_LAYOUT_INTERLEAVED) { /* bug: results written back in place (interleaved) */
             y[2 * i] = ye;

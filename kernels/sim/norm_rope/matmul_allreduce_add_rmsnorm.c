@@ -34,7 +34,7 @@ static void rank_partial(const float *x, const float *w, size_t kk, size_t n_col
         for (size_t j = 0; j < n_cols; j++) tile[j] = 0.0f;
         for (size_t k = k0; k < k0 + len; k++)
             for (size_t j = 0; j < n_cols; j++) tile[j] += x[k] * w[k * n_cols + j]; /* rounds: fp32 */
-        for (size_t j = 0; j < n_cols; j++) part[j] += tile[j]; /* rounds: fp32 */
+        for (size_t j = 0; j < n_cols; j++) part[j] += tile[j];                      /* rounds: fp32 */
     }
     for (size_t j = 0; j < n_cols; j++) part[j] = ug_sim_round_bf16(part[j]); /* rounds: bf16 wire */
 }
@@ -109,7 +109,7 @@ static int mar_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
         ug_sim_store(io.h, t * n, n, y);
         if (res_late)
             for (size_t j = 0; j < n; j++) y[j] -= res[j]; /* the norm sees the reduced y only */
-        if (bug == MUT_NORM_STORED_H) /* bug: the norm reads the stored bf16 h */
+        if (bug == MUT_NORM_STORED_H)                      /* bug: the norm reads the stored bf16 h */
             for (size_t j = 0; j < n; j++) y[j] = ug_sim_round_bf16(y[j]);
         float ms = ug_sim_sumsq_lanes(y, n) / (float)n; /* rounds: fp32 */
         float rs = bug == MUT_EPS_OUTSIDE ? 1.0f / (sqrtf(ms) + io.eps) : 1.0f / sqrtf(ms + io.eps);
@@ -125,8 +125,9 @@ static int mar_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
 }
 
 const ug_kernel_variant ug_variants_matmul_allreduce_add_rmsnorm[] = {
-    {"sim", "per-rank fp32 matmul in K tiles of 128, bf16 partials, rank-order fp32 all-reduce (reduce bf16: a bf16 "
-            "running sum), fp32 add+RMSNorm",
+    {"sim",
+     "per-rank fp32 matmul in K tiles of 128, bf16 partials, rank-order fp32 all-reduce (reduce bf16: a bf16 "
+     "running sum), fp32 add+RMSNorm",
      mar_kernel, 0, MUT_NONE},
     {"mut_reverse_bf16_reduce",
      "partials reduced in reverse rank order into a bf16 accumulator: shows when partials cancel", mar_kernel, 0,

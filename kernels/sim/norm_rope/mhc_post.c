@@ -26,9 +26,9 @@ typedef enum {
     MUT_RES_TRANSPOSED,
     MUT_BF16_ACC,
     MUT_TAIL_NO_MIX,
-    LEGAL_FMA,      /* legal: acc = fmaf(h_res[k,n], x[k], acc) from acc = h_post * h_out */
-    LEGAL_REVERSE,  /* legal: the mixing terms k = N-1 .. 0 from 0, then h_post * h_out added */
-    LEGAL_PAIRWISE  /* legal: a pairwise fp32 sum of the N + 1 products */
+    LEGAL_FMA,     /* legal: acc = fmaf(h_res[k,n], x[k], acc) from acc = h_post * h_out */
+    LEGAL_REVERSE, /* legal: the mixing terms k = N-1 .. 0 from 0, then h_post * h_out added */
+    LEGAL_PAIRWISE /* legal: a pairwise fp32 sum of the N + 1 products */
 } mhc_bug;
 
 #define MHC_MAX_TERMS 17 /* N <= 16 streams, plus h_post * h_out */
@@ -47,16 +47,16 @@ static void mix_tile_legal(const float *ho, const float *xs, size_t d, size_t le
 {
     for (size_t j = 0; j < len; j++) {
         if (how == LEGAL_FMA) {
-            float a = hpost * ho[j]; /* rounds: fp32 */
+            float a = hpost * ho[j];                                                        /* rounds: fp32 */
             for (size_t k = 0; k < nst; k++) a = fmaf(hres[k * nst + n], xs[k * d + j], a); /* rounds: fp32, once */
             acc[j] = a;
         } else if (how == LEGAL_REVERSE) {
             float a = 0.0f;
             for (size_t k = nst; k-- > 0;) a = a + hres[k * nst + n] * xs[k * d + j]; /* rounds: fp32 mul, fp32 add */
-            acc[j] = a + hpost * ho[j];                                              /* rounds: fp32 mul, fp32 add */
+            acc[j] = a + hpost * ho[j];                                               /* rounds: fp32 mul, fp32 add */
         } else {
             float term[MHC_MAX_TERMS];
-            term[0] = hpost * ho[j]; /* rounds: fp32 */
+            term[0] = hpost * ho[j];                                                          /* rounds: fp32 */
             for (size_t k = 0; k < nst; k++) term[k + 1] = hres[k * nst + n] * xs[k * d + j]; /* rounds: fp32 */
             acc[j] = pairwise_sum(term, nst + 1);
         }
@@ -65,8 +65,8 @@ static void mix_tile_legal(const float *ho, const float *xs, size_t d, size_t le
 
 /* One tile of one output stream: acc[0..len) for stream n of a token. xs holds the
  * token's N streams (row stride d), starting at the tile's first lane. */
-static void mix_tile(const float *ho, const float *xs, size_t d, size_t len, const float *hres, float hpost,
-                     size_t nst, size_t n, int skip_mix, mhc_bug bug, float *acc)
+static void mix_tile(const float *ho, const float *xs, size_t d, size_t len, const float *hres, float hpost, size_t nst,
+                     size_t n, int skip_mix, mhc_bug bug, float *acc)
 {
     for (size_t j = 0; j < len; j++) acc[j] = hpost * ho[j]; /* rounds: fp32 */
     if (skip_mix) return; /* bug MUT_TAIL_NO_MIX: the tail tile never gets the residual mix */
@@ -74,7 +74,7 @@ static void mix_tile(const float *ho, const float *xs, size_t d, size_t len, con
         /* bug MUT_RES_TRANSPOSED reads h_res[n,k] for h_res[k,n] */
         float w = bug == MUT_RES_TRANSPOSED ? hres[n * nst + k] : hres[k * nst + n];
         for (size_t j = 0; j < len; j++) {
-            acc[j] = acc[j] + w * xs[k * d + j]; /* rounds: fp32 mul, fp32 add */
+            acc[j] = acc[j] + w * xs[k * d + j];                         /* rounds: fp32 mul, fp32 add */
             if (bug == MUT_BF16_ACC) acc[j] = ug_sim_round_bf16(acc[j]); /* bug: bf16 accumulator */
         }
     }

@@ -19,8 +19,14 @@
 #include "kernels/sim/simlib.h"
 #include "op_params.h"
 
-
-typedef enum { MUT_NONE, MUT_ROPE_BEFORE_NORM, MUT_EPS_OUTSIDE, MUT_INTERLEAVED, LEGAL_SEQ_FMA, LEGAL_FMA_ROTATE } nr_bug;
+typedef enum {
+    MUT_NONE,
+    MUT_ROPE_BEFORE_NORM,
+    MUT_EPS_OUTSIDE,
+    MUT_INTERLEAVED,
+    LEGAL_SEQ_FMA,
+    LEGAL_FMA_ROTATE
+} nr_bug;
 
 /* In-place rotation of v[0..d) with one cos/sin row: NeoX pairs (i, i+D/2), or the
  * interleaved pairs (2i, 2i+1) of the MUT_INTERLEAVED bug. */
@@ -45,8 +51,9 @@ static void norm_rope_row(float *v, const float *g, const float *c, const float 
                           float *tmp)
 {
     if (bug == MUT_ROPE_BEFORE_NORM) rotate(v, c, s, d, bug, tmp); /* bug: rotary applied to the raw row */
-    float ms = (bug == LEGAL_SEQ_FMA ? ug_sim_sumsq_seq_fma(v, d) : ug_sim_sumsq_lanes(v, d)) / (float)d; /* rounds: fp32 */
-    float rs = bug == MUT_EPS_OUTSIDE ? 1.0f / (sqrtf(ms) + eps) : 1.0f / sqrtf(ms + eps); /* rounds: fp32 */
+    float ms =
+        (bug == LEGAL_SEQ_FMA ? ug_sim_sumsq_seq_fma(v, d) : ug_sim_sumsq_lanes(v, d)) / (float)d; /* rounds: fp32 */
+    float rs = bug == MUT_EPS_OUTSIDE ? 1.0f / (sqrtf(ms) + eps) : 1.0f / sqrtf(ms + eps);         /* rounds: fp32 */
     for (size_t i = 0; i < d; i++) v[i] = v[i] * rs * g[i]; /* rounds: fp32, left to right */
     if (bug != MUT_ROPE_BEFORE_NORM) rotate(v, c, s, d, bug, tmp);
 }
@@ -96,7 +103,7 @@ const ug_kernel_variant ug_variants_rms_norm_rope[] = {
      MUT_INTERLEAVED},
     {"legal_seq_fma", "legal: the sum of squares in one sequential fp32 accumulator with fused multiply-adds",
      nr_kernel, 0, LEGAL_SEQ_FMA},
-    {"legal_fma_rotate", "legal: each rotated output as one fused multiply-add over the other fp32 product",
-     nr_kernel, 0, LEGAL_FMA_ROTATE},
+    {"legal_fma_rotate", "legal: each rotated output as one fused multiply-add over the other fp32 product", nr_kernel,
+     0, LEGAL_FMA_ROTATE},
     {NULL, NULL, NULL},
 };

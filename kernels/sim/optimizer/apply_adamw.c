@@ -54,21 +54,23 @@ static void host_scalars(const ug_params *p, adamw_bug bug, adamw_scalars *s)
 static void adamw_elem(const adamw_scalars *s, adamw_bug bug, float g, float *w, float *m, float *v)
 {
     if (bug == MUT_L2_DECAY) g = g + s->wd * *w; /* bug: L2 penalty folded into the gradient */
-    float wd = *w * s->decay;                      /* rounds: fp32 */
+    float wd = *w * s->decay;                    /* rounds: fp32 */
     if (bug == LEGAL_FMA) {
-        *m = fmaf(s->b1, *m, s->omb1 * g);         /* rounds: fp32 mul, one fused multiply-add */
-        *v = fmaf(s->b2, *v, s->omb2 * (g * g));   /* rounds: fp32 mul, mul, one fused multiply-add */
+        *m = fmaf(s->b1, *m, s->omb1 * g);       /* rounds: fp32 mul, one fused multiply-add */
+        *v = fmaf(s->b2, *v, s->omb2 * (g * g)); /* rounds: fp32 mul, mul, one fused multiply-add */
     } else {
-        *m = s->b1 * *m + s->omb1 * g;             /* rounds: fp32 mul, mul, add */
-        *v = s->b2 * *v + s->omb2 * (g * g);       /* rounds: fp32 mul, mul, mul, add */
+        *m = s->b1 * *m + s->omb1 * g;       /* rounds: fp32 mul, mul, add */
+        *v = s->b2 * *v + s->omb2 * (g * g); /* rounds: fp32 mul, mul, mul, add */
     }
     float denom;
     if (bug == MUT_EPS_INSIDE_SQRT) /* bug: sqrt(v_hat + eps) instead of sqrt(v_hat) + eps */
         denom = sqrtf(*v / (s->bc2_sqrt * s->bc2_sqrt) + s->eps);
     else
         denom = sqrtf(*v) / s->bc2_sqrt + s->eps; /* rounds: fp32 sqrt, div, add */
-    if (bug == LEGAL_FMA) *w = fmaf(-s->step_size, *m / denom, wd); /* rounds: fp32 div, one fused multiply-add */
-    else *w = wd - s->step_size * (*m / denom);    /* rounds: fp32 div, mul, sub */
+    if (bug == LEGAL_FMA)
+        *w = fmaf(-s->step_size, *m / denom, wd); /* rounds: fp32 div, one fused multiply-add */
+    else
+        *w = wd - s->step_size * (*m / denom); /* rounds: fp32 div, mul, sub */
 }
 
 static int adamw_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)

@@ -20,14 +20,14 @@ static float norm_den(const float *v, size_t n, float eps, float *scratch, ug_gp
     int k = 0;
     if (bug != UG_GPQ_SUMSQ_OVERFLOW && isfinite(amax) && amax > GPQ_PRESCALE_ABOVE) frexpf(amax, &k);
     if (k == 0) return sqrtf(ug_sim_sumsq_lanes(v, n) / (float)n + eps); /* rounds: fp32 */
-    for (size_t i = 0; i < n; i++) scratch[i] = ldexpf(v[i], -k);    /* exact: a power of two */
-    float ss = ug_sim_sumsq_lanes(scratch, n);                          /* rounds: fp32 */
-    return ldexpf(sqrtf(ss / (float)n + ldexpf(eps, -2 * k)), k); /* rounds: fp32 (eps*4^-k may underflow) */
+    for (size_t i = 0; i < n; i++) scratch[i] = ldexpf(v[i], -k);        /* exact: a power of two */
+    float ss = ug_sim_sumsq_lanes(scratch, n);                           /* rounds: fp32 */
+    return ldexpf(sqrtf(ss / (float)n + ldexpf(eps, -2 * k)), k);        /* rounds: fp32 (eps*4^-k may underflow) */
 }
 
 /* out = bf16(v/den*g + b) over n values (b NULL: the no-bias bug). */
-static void norm_bias(const float *v, size_t n, const float *g, const float *b, float eps, float *scratch,
-                      float *out, ug_gpq_bug bug)
+static void norm_bias(const float *v, size_t n, const float *g, const float *b, float eps, float *scratch, float *out,
+                      ug_gpq_bug bug)
 {
     float den = norm_den(v, n, eps, scratch, bug);
     for (size_t i = 0; i < n; i++)
@@ -44,8 +44,10 @@ static void quantise(const float *n, const float *s, const float *o, size_t H, i
             continue;
         }
         float q = bug == UG_GPQ_HALF_AWAY ? roundf(v) : rintf(v); /* rounds: RNE to an integer */
-        if (bug == UG_GPQ_WRAP && fabsf(q) < 0x1p31f) code[i] = (int8_t)(uint8_t)(uint32_t)(int32_t)q; /* bug */
-        else code[i] = (int8_t)fminf(fmaxf(q, -128.0f), 127.0f);                                   /* saturating */
+        if (bug == UG_GPQ_WRAP && fabsf(q) < 0x1p31f)
+            code[i] = (int8_t)(uint8_t)(uint32_t)(int32_t)q; /* bug */
+        else
+            code[i] = (int8_t)fminf(fmaxf(q, -128.0f), 127.0f); /* saturating */
     }
 }
 
@@ -64,9 +66,10 @@ static void gemm_row(const ug_gpq_dev *m, const int8_t *code, float *mm, ug_gpq_
             for (size_t c = 0; c < cols; c++) acc[c] += a * w[c]; /* exact */
     }
     for (size_t c = 0; c < cols; c++)
-        mm[c] = bug == UG_GPQ_BIAS_AFTER_DEQ ? ug_sim_round_bf16((float)acc[c] * m->deq[c] + (float)m->qb[c]) /* bug */
-                                             : ug_sim_round_bf16((float)((int64_t)acc[c] + m->qb[c]) *
-                                                                 m->deq[c]); /* rounds: int -> fp32, fp32 product, bf16 */
+        mm[c] = bug == UG_GPQ_BIAS_AFTER_DEQ
+                    ? ug_sim_round_bf16((float)acc[c] * m->deq[c] + (float)m->qb[c]) /* bug */
+                    : ug_sim_round_bf16((float)((int64_t)acc[c] + m->qb[c]) *
+                                        m->deq[c]); /* rounds: int -> fp32, fp32 product, bf16 */
 }
 
 /* RoPE_half on x[0, R) in place, bf16 (bug: the interleaved pairs). */
@@ -157,8 +160,7 @@ static int pq_bind(const ulpgym_call *call, ug_gpq_io *io, ug_gpq_dev *m, char *
     ug_params_free(&p);
     const ulpgym_tensor **slots[] = {&io->x, &io->res, &io->cos, &io->sin, &io->q,    &io->k,
                                      &io->v, &io->rr,  &io->n,   &io->n8,  &io->qkmm, &io->qkn};
-    return ug_sim_bind(call, "x residual cos sin q k v residual_res n n_i8 qk_mm qk_norm", slots, err, errlen) ? -2
-                                                                                                              : 0;
+    return ug_sim_bind(call, "x residual cos sin q k v residual_res n n_i8 qk_mm qk_norm", slots, err, errlen) ? -2 : 0;
 }
 
 /* Stores token t's exported values (rounds: bf16 stores of values already bf16, exact;
@@ -167,7 +169,7 @@ static void pq_store(const ug_gpq_io *io, const ug_gpq_dev *m, const ug_gpq_tok 
 {
     size_t H = m->H, qs = m->Nq * m->D, kv = m->Nk * m->D, qk = qs + kv;
     for (size_t i = 0; i < H; i++) codes[i] = tk->code[i]; /* exact */
-    ug_sim_store(io->rr, t * H, H, tk->r);                  /* rounds: bf16 */
+    ug_sim_store(io->rr, t * H, H, tk->r);                 /* rounds: bf16 */
     ug_sim_store(io->n, t * H, H, tk->n);
     ug_sim_store(io->n8, t * H, H, codes);
     ug_sim_store(io->qkmm, t * qk, qk, tk->mm);
@@ -202,4 +204,3 @@ int ug_gpq_kernel(const ulpgym_call *call, char *err, size_t errlen, ug_gpq_bug 
     ug_gpq_dev_free(&m);
     return rc;
 }
-

@@ -39,9 +39,9 @@ typedef struct {
     size_t H, Nq, Nk, D, R, cols; /* cols = (Nq + 2 Nk)*D */
     float eps;
     float *nw, *nb, *sr, *off, *deq, *hw[2], *hb[2]; /* fp32 copies; hw/hb [0] q heads, [1] k heads */
-    int32_t *qb, *acc; /* bias; the GEMM's int32 accumulators, one per column */
-    const int8_t *w;   /* W [H, cols] in the call's tensor */
-    float *scratch; /* max(H, D) floats for the pre-scaled squares */
+    int32_t *qb, *acc;                               /* bias; the GEMM's int32 accumulators, one per column */
+    const int8_t *w;                                 /* W [H, cols] in the call's tensor */
+    float *scratch;                                  /* max(H, D) floats for the pre-scaled squares */
 } ug_gpq_dev;
 
 /* One token's values, each as the kernel exports it (bf16 or int8 values held in fp32/int8). */

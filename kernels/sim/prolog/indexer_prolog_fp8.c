@@ -56,8 +56,8 @@ static int bind_io(const ulpgym_call *call, lip8_format fmt, lip_io *io, char *e
 {
     /* q_scale and k_scale have one dim more under MX (a scale per 32-block) than under fp8 (one per row); each op
      * declares its own rank, so binding by the call's op checks what one lookup for both formats had to leave open. */
-    const ulpgym_tensor **common[] = {&io->x,  &io->wk, &io->gamma, &io->beta, &io->wproj, &io->cos, &io->sin,
-                                      &io->slots, &io->qs, &io->kc, &io->ks, &io->wts, &io->hq, &io->hk};
+    const ulpgym_tensor **common[] = {&io->x,     &io->wk, &io->gamma, &io->beta, &io->wproj, &io->cos, &io->sin,
+                                      &io->slots, &io->qs, &io->kc,    &io->ks,   &io->wts,   &io->hq,  &io->hk};
     const char *names = "x w_k ln_gamma ln_beta w_proj cos sin slot_mapping q_scale k_cache k_scale weights "
                         "hadamard_q? hadamard_k?";
     if (ug_sim_bind(call, names, common, err, errlen)) return -2;
@@ -145,8 +145,8 @@ static void butterfly(float *v, size_t d, lip8_bug bug)
                 v[j + len] = a - b;
             }
     if (bug == LIP8_BUG_HADAMARD_UNNORMALISED) return; /* bug: 1/sqrt(D) left out */
-    float inv = 1.0f / sqrtf((float)d); /* rounds: fp32 constant */
-    for (size_t i = 0; i < d; i++) v[i] *= inv; /* rounds: fp32 */
+    float inv = 1.0f / sqrtf((float)d);                /* rounds: fp32 constant */
+    for (size_t i = 0; i < d; i++) v[i] *= inv;        /* rounds: fp32 */
 }
 
 /* e4m3 conversion the way the device does it: saturating (bug: overflow becomes NaN). */
@@ -167,9 +167,9 @@ static void quantise_int8(const float *v, size_t d, float amax, lip8_bug bug, fl
     }
     float r = (bug == LIP8_BUG_SCALE_128 ? 128.0f : 127.0f) / amax; /* rounds: fp32 (bug: 128) */
     for (size_t i = 0; i < d; i++) {
-        float y = v[i] * r;                                                 /* rounds: fp32 */
-        y = bug == LIP8_BUG_TRUNC ? truncf(y) : nearbyintf(y);              /* rounds: RNE (bug: toward zero) */
-        codes[i] = y > 127.0f ? 127.0f : y < -128.0f ? -128.0f : y;         /* saturating int8 */
+        float y = v[i] * r;                                         /* rounds: fp32 */
+        y = bug == LIP8_BUG_TRUNC ? truncf(y) : nearbyintf(y);      /* rounds: RNE (bug: toward zero) */
+        codes[i] = y > 127.0f ? 127.0f : y < -128.0f ? -128.0f : y; /* saturating int8 */
     }
     *scale = 1.0f / r; /* rounds: fp32, then fp16 at the store */
 }
@@ -208,7 +208,6 @@ void lip_sim_quantise(const float *v, size_t d, lip8_format fmt, lip8_bug bug, f
     }
 }
 
-
 /* AVX2 where the CPU has it: lanes are output columns, each its own fp32 multiplies and adds
  * in its own order, no contraction (-ffp-contract=off), so the bits are SSE2's. */
 #if defined(__x86_64__) && defined(__has_attribute) && !defined(__SANITIZE_ADDRESS__)
@@ -223,8 +222,8 @@ void lip_sim_quantise(const float *v, size_t d, lip8_format fmt, lip8_bug bug, f
 /* out[i*ldo + j] = sum_k A[i*lda + k] * b[k*ld + j] for rows i < m and j < n: fp32, each
  * output summed from 0 in K tiles of 128 (a tile's partial sum from 0 in k order, then added
  * to the output), each row of b read once for the m rows. tile: m*n floats. */
-KERNEL_CLONES static void tiled_gemm_rows(const float *A, size_t lda, size_t m, const float *b, size_t kk, size_t n, size_t ld,
-                            float *out, size_t ldo, float *tile)
+KERNEL_CLONES static void tiled_gemm_rows(const float *A, size_t lda, size_t m, const float *b, size_t kk, size_t n,
+                                          size_t ld, float *out, size_t ldo, float *tile)
 {
     for (size_t i = 0; i < m; i++)
         for (size_t j = 0; j < n; j++) out[i * ldo + j] = 0.0f;
@@ -257,7 +256,7 @@ static void layer_norm(float *v, size_t d, const float *g, const float *b, float
     mean /= (float)d;
     for (size_t i = 0; i < d; i++) var += (v[i] - mean) * (v[i] - mean); /* rounds: fp32 */
     float rstd = 1.0f / sqrtf(var / (float)d + eps);                     /* rounds: fp32 */
-    for (size_t i = 0; i < d; i++) /* rounds: fp32 (bug: beta left out) */
+    for (size_t i = 0; i < d; i++)                                       /* rounds: fp32 (bug: beta left out) */
         v[i] = bug == LIP8_BUG_LN_NO_BETA ? (v[i] - mean) * rstd * g[i] : (v[i] - mean) * rstd * g[i] + b[i];
 }
 
@@ -312,14 +311,15 @@ static int buf_alloc(const lip_io *io, lip_buf *b)
     b->wp = malloc((io->hid * io->heads + 1) * sizeof(float));
     b->xb = malloc((TOKEN_BLOCK * (io->hid + io->heads + d + n) + 1) * sizeof(float));
     b->v = malloc((5 * d + 2 * n + 2 * io->cs_w + 2) * sizeof(float)); /* v and tile hold d or H values */
-    b->hq = io->hq ? malloc((2 * d * d + d) * sizeof(float)) : NULL;    /* both dense transforms and u */
+    b->hq = io->hq ? malloc((2 * d * d + d) * sizeof(float)) : NULL;   /* both dense transforms and u */
     b->hu = io->hq ? malloc((2 * io->heads * d + 1) * sizeof(float)) : NULL;
     b->qf = malloc((io->heads * d + 1) * sizeof *b->qf);
     if (!b->wk || !b->wp || !b->xb || !b->v || (io->hq && (!b->hq || !b->hu)) || !b->qf || buf_alloc_int8(io, b)) {
         buf_free(b);
         return -1;
     }
-    b->wtb = b->xb + TOKEN_BLOCK * io->hid, b->kb = b->wtb + TOKEN_BLOCK * io->heads, b->tileb = b->kb + TOKEN_BLOCK * d;
+    b->wtb = b->xb + TOKEN_BLOCK * io->hid, b->kb = b->wtb + TOKEN_BLOCK * io->heads,
+    b->tileb = b->kb + TOKEN_BLOCK * d;
     b->codes = b->v + n, b->scales = b->codes + d, b->g = b->scales + d, b->b = b->g + d, b->zero = b->b + d;
     b->cs = b->zero + d, b->sn = b->cs + io->cs_w, b->tile = b->sn + io->cs_w;
     if (b->hq) b->hk = b->hq + d * d, b->u = b->hk + d * d;
@@ -478,9 +478,12 @@ static void q_path(lip_sim *s, size_t t, const float *q)
     lip_buf *b = &s->b;
     size_t d = io->d, H = io->heads, ns = s->fmt == LIP8_MX ? d / MX_BLOCK : 1;
     float *rows = b->qf;
-    if (io->qn && q) memcpy(rows, q, H * d * sizeof *rows); /* the caller's q (a fused op's hook) */
-    else if (io->qn) dequant_q(s, t);
-    else ug_sim_load(io->q, t * H * d, H * d, rows);
+    if (io->qn && q)
+        memcpy(rows, q, H * d * sizeof *rows); /* the caller's q (a fused op's hook) */
+    else if (io->qn)
+        dequant_q(s, t);
+    else
+        ug_sim_load(io->q, t * H * d, H * d, rows);
     for (size_t h = 0; h < H; h++) rope(rows + h * d, &s->rq);
     if (s->rq.h) { /* u = v.H for the token's H rows at once: each row's sums those of tiled_gemv */
         tiled_gemm_rows(rows, d, H, s->rq.h, d, d, d, b->hu, d, b->hu + H * d);
@@ -515,14 +518,16 @@ void lip_sim_token_q(lip_sim *s, size_t t, const float *q)
     ug_sim_load(io->sin, t * w, w, b->sn);
     token_block(s, t);
     q_path(s, t, q);
-    const float *wt = b->wtb + (t - s->blk0) * H; /* x.W_proj */
+    const float *wt = b->wtb + (t - s->blk0) * H;            /* x.W_proj */
     for (size_t h = 0; h < H; h++) b->v[h] = wt[h] * s->cst; /* rounds: fp32 */
     ug_sim_store(io->wts, t * H, H, b->v);
     long slot = k_slot(s, t);
-    if (slot < 0) return; /* padding token: no cache write */
+    if (slot < 0) return;                                      /* padding token: no cache write */
     memcpy(b->v, b->kb + (t - s->blk0) * d, d * sizeof *b->v); /* x.W_k */
-    if (io->rms) rms_norm(b->v, d, b->g, io->eps);
-    else layer_norm(b->v, d, b->g, b->b, io->eps, s->bug);
+    if (io->rms)
+        rms_norm(b->v, d, b->g, io->eps);
+    else
+        layer_norm(b->v, d, b->g, b->b, io->eps, s->bug);
     rope_hadamard(b->v, d, &s->rk, s->bug);
     lip_sim_quantise(b->v, d, s->fmt, s->bug, b->codes, b->scales);
     store_slot(io, s->fmt, (size_t)slot, b->codes, b->scales);
@@ -582,8 +587,9 @@ const ug_kernel_variant ug_variants_lightning_indexer_prolog_quant_mxfp8[] = {
 
 /* The int8 op (the reference suite's lightning_indexer_prolog_quant): one fp16 scale per row. */
 const ug_kernel_variant ug_variants_lightning_indexer_prolog_quant[] = {
-    {"sim", "int32 q_norm.w_qb dequantised in fp32, fp32 RoPE + butterfly Hadamard, fp32 LayerNorm, per-row int8 "
-            "codes rne(v*127/amax), fp16 scale",
+    {"sim",
+     "int32 q_norm.w_qb dequantised in fp32, fp32 RoPE + butterfly Hadamard, fp32 LayerNorm, per-row int8 "
+     "codes rne(v*127/amax), fp16 scale",
      lip8_kernel, 0, LIP8_BUG_NONE},
     {"mut_scale_128", "row scale amax/128 (r = 128/amax, codes saturate at 127): scales 0.8 % small", lip8_kernel, 0,
      LIP8_BUG_SCALE_128},
@@ -595,8 +601,8 @@ const ug_kernel_variant ug_variants_lightning_indexer_prolog_quant[] = {
      lip8_kernel, 0, LIP8_BUG_LN_NO_BETA},
     {"mut_weights_no_heads", "weights scaled by 1/sqrt(D) only, the n^-1/2 factor left out (invisible at one head)",
      lip8_kernel, 0, LIP8_BUG_WEIGHTS_NO_HEADS},
-    {"mut_slot_off_by_one", "the k row written one slot past slot_mapping's, wrapping at the cache end", lip8_kernel,
-     0, LIP8_BUG_SLOT_OFF_BY_ONE},
+    {"mut_slot_off_by_one", "the k row written one slot past slot_mapping's, wrapping at the cache end", lip8_kernel, 0,
+     LIP8_BUG_SLOT_OFF_BY_ONE},
     {"mut_pad_slot_wraps", "a padding token's slot -1 indexes the cache from the end and overwrites its last slot",
      lip8_kernel, 0, LIP8_BUG_PAD_SLOT_WRAPS},
     {NULL, NULL, NULL},

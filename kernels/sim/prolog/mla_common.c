@@ -14,7 +14,7 @@ void ug_mla_rmsnorm_bf16(float *v, const float *gamma, size_t n, float eps, ug_m
     } else {
         ss = ug_ktile_dot_f32(v, v, n);
     }
-    float rstd = bug == UG_MLA_NORM_EPS_OUTSIDE ? 1.0f / sqrtf(ss / (float)n) + eps /* bug: eps outside the root */
+    float rstd = bug == UG_MLA_NORM_EPS_OUTSIDE ? 1.0f / sqrtf(ss / (float)n) + eps  /* bug: eps outside the root */
                                                 : 1.0f / sqrtf(ss / (float)n + eps); /* rounds: fp32 */
     for (size_t i = 0; i < n; i++) v[i] = ug_sim_round_bf16(v[i] * rstd * gamma[i]); /* rounds: fp32, bf16 */
 }
@@ -26,8 +26,8 @@ void ug_mla_rope(float *v, const float *c, const float *s, size_t d, int inter, 
     for (size_t i = 0; i < half; i++) {
         size_t a = inter ? 2 * i : i, b = inter ? 2 * i + 1 : i + half;
         float sa = sin_neg ? -s[i] : s[i], sb = sin_neg ? -s[i + half] : s[i + half]; /* exact: sign */
-        out[i] = v[a] * c[i] - v[b] * sa;               /* rounds: fp32 mul, mul, sub */
-        out[i + half] = v[b] * c[i + half] + v[a] * sb; /* rounds: fp32 mul, mul, add */
+        out[i] = v[a] * c[i] - v[b] * sa;                                             /* rounds: fp32 mul, mul, sub */
+        out[i + half] = v[b] * c[i + half] + v[a] * sb;                               /* rounds: fp32 mul, mul, add */
     }
     for (size_t i = 0; i < d; i++) v[i] = out[i];
 }

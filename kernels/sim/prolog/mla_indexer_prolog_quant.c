@@ -54,7 +54,8 @@ static int cq_open(mip_cq *m, const ulpgym_call *call, const ug_params *p, char 
     m->hd = (size_t)(params->idx_heads * params->idx_d);
     m->wq = malloc(w->Lq * m->hd * sizeof *m->wq), m->cq = malloc(w->Lq * sizeof *m->cq);
     m->xr = malloc(w->h * sizeof *m->xr), m->q = malloc(m->hd * sizeof *m->q), m->s = malloc(m->hd * sizeof *m->s);
-    if (ug_mlaq_k_load(w, wdq, gq, wuq, wuqs, wuk, wdkv, gkv) || !m->wq || !m->cq || !m->xr || !m->q || !m->s) return -1;
+    if (ug_mlaq_k_load(w, wdq, gq, wuq, wuqs, wuk, wdkv, gkv) || !m->wq || !m->cq || !m->xr || !m->q || !m->s)
+        return -1;
     ug_sim_load(m->wqb, 0, w->Lq * m->hd, m->wq); /* exact: int8 in fp32 */
     ug_sim_load(m->wqs, 0, m->hd, m->s);
     return 0;
@@ -78,7 +79,7 @@ static const float *cq_query(mip_cq *m, size_t t)
 static int indexer_half(const ulpgym_call *call, const ug_params *p, mip_bug bug, char *err, size_t errlen)
 {
     float eps = (float)ug_p_num(p, bug == MIP_EPS_SHARED ? "eps" : "idx_eps"); /* exact: fp32 values (bug: MLA's) */
-    lip_sim_opts o = {eps, bug == MIP_K_RMSNORM, 1};                          /* bug: the MLA's RMSNorm */
+    lip_sim_opts o = {eps, bug == MIP_K_RMSNORM, 1};                           /* bug: the MLA's RMSNorm */
     int status;
     lip_sim *s = lip_sim_open_ex(call, LIP8_INT8, bug == MIP_PAD_WRAPS ? LIP8_BUG_PAD_SLOT_WRAPS : LIP8_BUG_NONE, &o,
                                  err, errlen, &status);
@@ -104,20 +105,25 @@ static int mip_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
 }
 
 const ug_kernel_variant ug_variants_mla_indexer_prolog_quant[] = {
-    {"sim", "mla_prolog_quant's kernel, then the int8 indexer prolog's with its q from the stored q_norm codes and "
-            "scale, its own LayerNorm eps and the shared cos/sin and slots",
+    {"sim",
+     "mla_prolog_quant's kernel, then the int8 indexer prolog's with its q from the stored q_norm codes and "
+     "scale, its own LayerNorm eps and the shared cos/sin and slots",
      mip_kernel, 0, MIP_NONE},
-    {"mut_idx_q_from_cq", "the indexer's q from c_q before quantisation (c_q.w_qb * w_qb_scale), not from the q_norm "
-                          "codes and q_norm_scale the MLA half exports",
+    {"mut_idx_q_from_cq",
+     "the indexer's q from c_q before quantisation (c_q.w_qb * w_qb_scale), not from the q_norm "
+     "codes and q_norm_scale the MLA half exports",
      mip_kernel, 0, MIP_Q_FROM_CQ},
-    {"mut_idx_eps_shared", "the indexer's LayerNorm uses the MLA's RMSNorm eps (1e-5) instead of idx_eps (1e-6): one "
-                           "epsilon for both halves, visible where the k row's variance is small",
+    {"mut_idx_eps_shared",
+     "the indexer's LayerNorm uses the MLA's RMSNorm eps (1e-5) instead of idx_eps (1e-6): one "
+     "epsilon for both halves, visible where the k row's variance is small",
      mip_kernel, 0, MIP_EPS_SHARED},
-    {"mut_idx_k_rmsnorm", "the indexer's k normalised with the MLA's RMSNorm (no mean subtraction, no beta) instead of "
-                          "its LayerNorm",
+    {"mut_idx_k_rmsnorm",
+     "the indexer's k normalised with the MLA's RMSNorm (no mean subtraction, no beta) instead of "
+     "its LayerNorm",
      mip_kernel, 0, MIP_K_RMSNORM},
-    {"mut_idx_pad_slot_wraps", "a padding token (slot -1), skipped by the MLA half, is written by the indexer half into "
-                               "its cache's last slot",
+    {"mut_idx_pad_slot_wraps",
+     "a padding token (slot -1), skipped by the MLA half, is written by the indexer half into "
+     "its cache's last slot",
      mip_kernel, 0, MIP_PAD_WRAPS},
     {NULL, NULL, NULL},
 };

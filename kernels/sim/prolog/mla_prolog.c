@@ -46,7 +46,7 @@ typedef struct {
     int rope_inter; /* params.rope_layout == interleaved_to_half */
     const ulpgym_tensor *x, *w_dq, *g_q, *w_uq, *w_uk, *w_dkv, *g_kv, *cos, *sin, *slot, *kv_in, *kr_in;
     const ulpgym_tensor *q_nope_abs, *q_rope, *kv_cache, *kr_cache;
-    const ulpgym_tensor *q_norm; /* the optional q_norm (or NULL) */
+    const ulpgym_tensor *q_norm;   /* the optional q_norm (or NULL) */
     float *wdq, *wuq, *wuk, *wdkv; /* transposed fp32 weights */
     float *gq, *gkv, *xr, *cq, *q, *kv, *o, *cs, *sn;
     float *qn, *ones; /* [Lq] each: what a q_norm mutant writes instead of c_q, and unit weights */
@@ -146,8 +146,8 @@ static int mla_bind(mla_ctx *m, const ulpgym_call *call, char *err, size_t errle
     m->eps = (float)params->eps; /* exact: an fp32 value */
     m->rope_inter = !strcmp(params->rope_layout_name, "interleaved_to_half");
     ug_params_free(&p);
-    const ulpgym_tensor **slots[] = {&m->x,          &m->w_dq,   &m->g_q,      &m->w_uq,    &m->w_uk,  &m->w_dkv,
-                                     &m->g_kv,       &m->cos,    &m->sin,      &m->slot,    &m->kv_in, &m->kr_in,
+    const ulpgym_tensor **slots[] = {&m->x,          &m->w_dq,   &m->g_q,      &m->w_uq,     &m->w_uk,  &m->w_dkv,
+                                     &m->g_kv,       &m->cos,    &m->sin,      &m->slot,     &m->kv_in, &m->kr_in,
                                      &m->q_nope_abs, &m->q_rope, &m->kv_cache, &m->kr_cache, &m->q_norm};
     if (ug_sim_bind(call,
                     "x w_dq gamma_q w_uq w_uk w_dkv gamma_kv cos sin slot_mapping kv_cache_in kr_cache_in "

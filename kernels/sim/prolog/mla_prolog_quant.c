@@ -54,11 +54,10 @@ static int mlaq_bind(mlaq_ctx *k, const ulpgym_call *call, char *err, size_t err
     k->w.rope_inter = ug_p_is(&p, "rope_layout", "interleaved_to_half");
     k->w.group = (size_t)ug_p_int(&p, "kv_group");
     ug_params_free(&p);
-    const ulpgym_tensor **slots[] = {&k->x,       &k->w_dq,   &k->g_q,       &k->w_uq,       &k->s_uq,
-                                     &k->w_uk,    &k->w_dkv,  &k->g_kv,      &k->cos,        &k->sin,
-                                     &k->slot,    &k->kv_in,  &k->ks_in,     &k->kr_in,      &k->q_nope_abs,
-                                     &k->q_rope,  &k->q_norm, &k->q_scale,   &k->kv_cache,   &k->kv_scale,
-                                     &k->kr_cache};
+    const ulpgym_tensor **slots[] = {&k->x,        &k->w_dq,     &k->g_q,        &k->w_uq,   &k->s_uq,   &k->w_uk,
+                                     &k->w_dkv,    &k->g_kv,     &k->cos,        &k->sin,    &k->slot,   &k->kv_in,
+                                     &k->ks_in,    &k->kr_in,    &k->q_nope_abs, &k->q_rope, &k->q_norm, &k->q_scale,
+                                     &k->kv_cache, &k->kv_scale, &k->kr_cache};
     if (ug_sim_bind(call,
                     "x w_dq gamma_q w_uq w_uq_scale w_uk w_dkv gamma_kv cos sin slot_mapping kv_cache_in kv_scale_in "
                     "kr_cache_in q_nope_abs q_rope q_norm q_norm_scale kv_cache kv_scale kr_cache",
@@ -125,7 +124,7 @@ static void query_quant(mlaq_ctx *k)
         if (k->bug == MUT_SCALE_TENSOR) amax = amax_all, fin = fin_all; /* bug: one scale for every token */
         float s = ug_mlaq_k_quant(k->cq + t * Lq, Lq, amax, fin, k->codes, k->kb.half_away);
         ug_sim_store(k->q_norm, t * Lq, Lq, k->codes); /* exact: integers */
-        ug_sim_store(k->q_scale, t, 1, &s);             /* exact: fp32 */
+        ug_sim_store(k->q_scale, t, 1, &s);            /* exact: fp32 */
     }
 }
 
@@ -148,7 +147,7 @@ static void query_block(mlaq_ctx *k, size_t t, size_t m)
         for (size_t n = 0; n < w->N; n++) {
             size_t row = (t + r) * w->N + n;
             ug_sim_store(k->q_nope_abs, row * w->Lkv, w->Lkv, k->bo + (n * m + r) * w->Lkv); /* rounds: bf16 */
-            ug_sim_store(k->q_rope, row * w->dr, w->dr, k->br + (n * m + r) * w->dr);         /* rounds: bf16 */
+            ug_sim_store(k->q_rope, row * w->dr, w->dr, k->br + (n * m + r) * w->dr);        /* rounds: bf16 */
         }
 }
 
@@ -219,11 +218,12 @@ const ug_kernel_variant ug_variants_mla_prolog_quant[] = {
      ug_mlaq_k_run, 0, MUT_SCALE_TENSOR},
     {"mut_kv_group_64", "each c_kv group's scale comes from the amax of its first half (64 of 128): the rest saturate",
      ug_mlaq_k_run, 0, MUT_GROUP_HALF},
-    {"mut_rope_interleaved", "RoPE pairs (2i, 2i+1) where the layout says (i, i+d/2), and the reverse", ug_mlaq_k_run, 0,
-     MUT_ROPE_SWAP},
-    {"mut_eps_outside", "both RMSNorms add eps outside the root: 1/sqrt(mean) + eps", ug_mlaq_k_run, 0, MUT_EPS_OUTSIDE},
-    {"mut_slot_next_block", "each token's cache rows are written one block too far (slot + block_size)", ug_mlaq_k_run, 0,
-     MUT_SLOT_BLOCK},
+    {"mut_rope_interleaved", "RoPE pairs (2i, 2i+1) where the layout says (i, i+d/2), and the reverse", ug_mlaq_k_run,
+     0, MUT_ROPE_SWAP},
+    {"mut_eps_outside", "both RMSNorms add eps outside the root: 1/sqrt(mean) + eps", ug_mlaq_k_run, 0,
+     MUT_EPS_OUTSIDE},
+    {"mut_slot_next_block", "each token's cache rows are written one block too far (slot + block_size)", ug_mlaq_k_run,
+     0, MUT_SLOT_BLOCK},
     {"mut_half_away", "codes round a value exactly halfway between two codes away from zero (roundf), not to even",
      ug_mlaq_k_run, 0, MUT_HALF_AWAY},
     {NULL, NULL, NULL},

@@ -68,7 +68,8 @@ void ug_mlaq_k_cq(const ug_mlaq_k_w *w, const float *x, float *cq, const ug_mlaq
 void ug_mlaq_k_cq_rows(const ug_mlaq_k_w *w, const float *X, size_t m, float *CQ, const ug_mlaq_k_bugs *bug)
 {
     for (size_t j = 0; j < w->Lq; j++) /* rounds: fp32 K-tiled dot, bf16 q_a_proj */
-        for (size_t r = 0; r < m; r++) CQ[r * w->Lq + j] = ug_sim_round_bf16(ug_ktile_dot_f32(X + r * w->h, w->wdq + j * w->h, w->h));
+        for (size_t r = 0; r < m; r++)
+            CQ[r * w->Lq + j] = ug_sim_round_bf16(ug_ktile_dot_f32(X + r * w->h, w->wdq + j * w->h, w->h));
     for (size_t r = 0; r < m; r++) ug_mla_rmsnorm_bf16(CQ + r * w->Lq, w->gq, w->Lq, w->eps, bug->norm);
 }
 
@@ -77,8 +78,10 @@ float ug_mlaq_k_amax(const float *v, size_t n, int *finite)
     float amax = 0.0f;
     *finite = 1;
     for (size_t i = 0; i < n; i++) {
-        if (!isfinite(v[i])) *finite = 0;
-        else amax = fmaxf(amax, fabsf(v[i])); /* exact */
+        if (!isfinite(v[i]))
+            *finite = 0;
+        else
+            amax = fmaxf(amax, fabsf(v[i])); /* exact */
     }
     return amax;
 }
@@ -92,7 +95,7 @@ float ug_mlaq_k_quant(const float *v, size_t n, float amax, int finite, float *q
     for (size_t i = 0; i < n; i++) {
         float y = half_away ? roundf(v[i] / scale) /* bug: a tie goes away from zero */
                             : rintf(v[i] / scale); /* rounds: fp32 quotient, RNE to an integer */
-        q[i] = fminf(fmaxf(y, -128.0f), 127.0f); /* saturating int8 */
+        q[i] = fminf(fmaxf(y, -128.0f), 127.0f);   /* saturating int8 */
     }
     return scale;
 }
@@ -106,7 +109,8 @@ void ug_mlaq_k_query_head_rows(const ug_mlaq_k_w *w, const int32_t *dots, size_t
             size_t col = n * w->dq + c;
             qbuf[r * w->dq + c] = ug_sim_round_bf16((float)dots[r * ldd + col] * scales[r] * w->wuq_s[col]);
         }
-    for (size_t l = 0; l < w->Lkv; l++) /* rounds: fp32 K-tiled dot (stored as bf16 by the caller); W_uk's row read once */
+    for (size_t l = 0; l < w->Lkv;
+         l++) /* rounds: fp32 K-tiled dot (stored as bf16 by the caller); W_uk's row read once */
         for (size_t r = 0; r < m; r++)
             nope[r * w->Lkv + l] = ug_ktile_dot_f32(qbuf + r * w->dq, w->wuk + (n * w->Lkv + l) * w->dn, w->dn);
     for (size_t r = 0; r < m; r++) {
@@ -116,8 +120,8 @@ void ug_mlaq_k_query_head_rows(const ug_mlaq_k_w *w, const int32_t *dots, size_t
     }
 }
 
-void ug_mlaq_k_key(const ug_mlaq_k_w *w, const float *x, const float *cs, const float *sn, float *codes,
-                   float *scales, float *kr, float *kvbuf, const ug_mlaq_k_bugs *bug)
+void ug_mlaq_k_key(const ug_mlaq_k_w *w, const float *x, const float *cs, const float *sn, float *codes, float *scales,
+                   float *kr, float *kvbuf, const ug_mlaq_k_bugs *bug)
 {
     size_t kw = w->Lkv + w->dr, g = w->group;
     for (size_t j = 0; j < kw; j++) /* rounds: fp32 K-tiled dot, bf16 kv_a_proj */

@@ -66,8 +66,8 @@ void ug_mlaq_k_query_head_rows(const ug_mlaq_k_w *w, const int32_t *dots, size_t
 
 /* The key row of one token: kv codes[Lkv] (fp32 integers), group scales[Lkv/group] and the
  * rope-cache row kr[dr] (fp32, to be stored as bf16); kvbuf is scratch of Lkv+dr floats. */
-void ug_mlaq_k_key(const ug_mlaq_k_w *w, const float *x, const float *cs, const float *sn, float *codes,
-                   float *scales, float *kr, float *kvbuf, const ug_mlaq_k_bugs *bug);
+void ug_mlaq_k_key(const ug_mlaq_k_w *w, const float *x, const float *cs, const float *sn, float *codes, float *scales,
+                   float *kr, float *kvbuf, const ug_mlaq_k_bugs *bug);
 
 /* mla_prolog_quant's whole kernel (mla_prolog_quant.c) on any call holding its tensors and
  * params under the same names (a fused op's superset); bug: its variant code, 0 correct. */
