@@ -24,6 +24,7 @@
  * where o is small (a long context of uniform values averages V towards 0, below the
  * 1e-4 floor's reach), measured in docs/OPERATORS.md. The device bound passes every
  * correct-kernel case and fails the mutants. */
+#include <math.h>
 #include <stdio.h>
 
 #include "oracles/attention/attn_rows.h"
@@ -34,39 +35,20 @@
 #define OP "glm_attention"
 #define GA_MAX_BATCH 64
 
-typedef struct {
-    long batch, hkv, hq, dim, bs, mb, nb, sq;
-    double scale; /* the fp32 value of the scale attribute */
-    const long *lens;
-} ga_params;
-
-static void read_params(const ug_params *P, ga_params *p)
-{
-    const ug_glm_attention_params *params = UG_P(glm_attention, P);
-    p->batch = (long)ug_plist_get(params->actual_seqs, &p->lens);
-    p->hkv = params->heads_kv;
-    p->hq = params->heads_q;
-    p->dim = params->head_dim;
-    p->bs = params->block_size;
-    p->mb = params->max_blocks_per_seq;
-    p->nb = params->num_blocks;
-    p->sq = params->q_per_step;
-    p->scale = params->scale;
-}
-
 /* What ranges cannot say: heads divide, and the paged checks shared with
  * lightning_indexer_quant (the pool and the table hold every sequence, each query row sees
  * a token: ug_gl_attn_check_paged). */
 static int check(const ug_params *P, char *err, size_t errlen)
 {
-    ga_params p;
-    read_params(P, &p);
-    if (p.batch > GA_MAX_BATCH) {
-        snprintf(err, errlen, "%s: param actual_seqs has %ld entries, at most %d allowed", OP, p.batch, GA_MAX_BATCH);
+    const ug_glm_attention_params *p = UG_P(glm_attention, P);
+    if (p->actual_seqs.n > GA_MAX_BATCH) {
+        snprintf(err, errlen, "%s: param actual_seqs has %zu entries, at most %d allowed", OP, p->actual_seqs.n,
+                 GA_MAX_BATCH);
         return -2;
     }
-    if (p.hq % p.hkv) {
-        snprintf(err, errlen, "%s: param heads_q = %ld is not a multiple of heads_kv = %ld", OP, p.hq, p.hkv);
+    if (p->heads_q % p->heads_kv) {
+        snprintf(err, errlen, "%s: param heads_q = %ld is not a multiple of heads_kv = %ld", OP, p->heads_q,
+                 p->heads_kv);
         return -2;
     }
     return ug_gl_attn_check_paged(P, OP, err, errlen);
@@ -77,21 +59,20 @@ static int build(ug_case *c, char *err, size_t errlen) { return ug_gl_attn_build
 
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
-    ga_params p;
-    read_params(&c->params, &p);
+    const ug_glm_attention_params *p = UG_P(glm_attention, &c->params);
     ug_gl_paged g = {ug_case_input(c, "q"),
                      ug_case_input(c, "key_cache"),
                      ug_case_input(c, "value_cache"),
                      ug_case_input(c, "block_tables"),
-                     p.lens,
-                     p.batch,
-                     p.hq,
-                     p.hkv,
-                     p.dim,
-                     p.bs,
-                     p.mb,
-                     p.sq,
-                     p.scale};
+                     p->actual_seqs.v,
+                     p->batch,
+                     p->heads_q,
+                     p->heads_kv,
+                     p->head_dim,
+                     p->block_size,
+                     p->max_blocks_per_seq,
+                     p->q_per_step,
+                     p->scale};
     return ug_gl_attn_paged_emit(ar, &g, 0, sel);
 }
 
@@ -100,14 +81,13 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
  * oracle's gathered keys and values in fp64 and its scores. */
 static double scratch(const ug_params *P)
 {
-    ga_params p;
-    read_params(P, &p);
-    double maxlen = 1, D = (double)p.dim;
-    for (long b = 0; b < p.batch; b++) maxlen = (double)p.lens[b] > maxlen ? (double)p.lens[b] : maxlen;
-    double nq = (double)p.batch * (double)p.sq * (double)p.hq * D,
-           ncache = (double)p.nb * (double)p.bs * (double)p.hkv * D;
-    return 4 * (2 * nq + 2 * ncache + (double)p.batch * (double)p.mb + 2 * maxlen * D) + 8 * (double)p.nb +
-           16 * maxlen * D + 2 * maxlen * UG_NUM_BYTES + 9 * maxlen;
+    const ug_glm_attention_params *p = UG_P(glm_attention, P);
+    double maxlen = 1, D = (double)p->head_dim;
+    for (long b = 0; b < p->batch; b++) maxlen = fmax(maxlen, (double)p->actual_seqs.v[b]);
+    double nq = (double)p->batch * (double)p->q_per_step * (double)p->heads_q * D,
+           ncache = (double)p->num_blocks * (double)p->block_size * (double)p->heads_kv * D;
+    return 4 * (2 * nq + 2 * ncache + (double)p->batch * (double)p->max_blocks_per_seq + 2 * maxlen * D) +
+           8 * (double)p->num_blocks + 16 * maxlen * D + 2 * maxlen * UG_NUM_BYTES + 9 * maxlen;
 }
 
 const ug_op_def ug_opdef_glm_attention = {.op = UG_OP_GLM_ATTENTION,

@@ -57,22 +57,7 @@
 
 #define OP "lightning_indexer_quant"
 
-typedef struct {
-    long batch, sq, H, Dh, k, bs, mb;
-    const long *lens;
-} li_params;
-
-static void read_params(const ug_params *P, li_params *p)
-{
-    const ug_lightning_indexer_quant_params *params = UG_P(lightning_indexer_quant, P);
-    p->batch = (long)ug_plist_get(params->actual_seqs, &p->lens);
-    p->sq = params->q_per_step;
-    p->H = params->heads;
-    p->Dh = params->head_dim;
-    p->k = params->topk;
-    p->bs = params->block_size;
-    p->mb = params->max_blocks_per_seq;
-}
+typedef ug_lightning_indexer_quant_params li_params; /* the typed params (op_params.h) */
 
 /* The paged checks (pool, table, lengths >= q_per_step); the ranges do the rest (topk >= 1,
  * head_dim <= 1024 keeps the fp32 dot exact). */
@@ -99,20 +84,20 @@ static void work_free(li_work *w)
 static int work_alloc(const li_params *p, long maxE, li_work *w)
 {
     memset(w, 0, sizeof *w);
-    w->Hp = (p->H + 7) / 8 * 8;
-    w->qt = malloc((size_t)(p->Dh * w->Hp) * sizeof *w->qt);
+    w->Hp = (p->heads + 7) / 8 * 8;
+    w->qt = malloc((size_t)(p->head_dim * w->Hp) * sizeof *w->qt);
     w->acc = malloc((size_t)w->Hp * sizeof *w->acc);
-    w->c = malloc((size_t)(2 * p->H) * sizeof *w->c);
+    w->c = malloc((size_t)(2 * p->heads) * sizeof *w->c);
     w->score = malloc((size_t)maxE * sizeof *w->score);
     w->dev = malloc((size_t)maxE * sizeof *w->dev);
     w->order = malloc((size_t)maxE * sizeof *w->order);
     w->mark = malloc((size_t)maxE);
-    w->kid = malloc((size_t)(2 * p->k) * sizeof *w->kid); /* kid, then oid */
+    w->kid = malloc((size_t)(2 * p->topk) * sizeof *w->kid); /* kid, then oid */
     if (!w->qt || !w->acc || !w->c || !w->score || !w->dev || !w->order || !w->mark || !w->kid) {
         work_free(w);
         return -1;
     }
-    w->w1 = w->c + p->H, w->oid = w->kid + p->k;
+    w->w1 = w->c + p->heads, w->oid = w->kid + p->topk;
     return 0;
 }
 
@@ -171,20 +156,21 @@ static void row_scores(const li_params *p, const ug_case *c, long r, long b, lon
     const ug_tensor *wt = ug_case_input(c, "weights"), *kc = ug_case_input(c, "key_cache");
     const ug_tensor *ks = ug_case_input(c, "k_scale"), *bt = ug_case_input(c, "block_tables");
     const int8_t *codes = kc->data; /* int8 storage: the exact codes */
-    memset(w->qt, 0, (size_t)(p->Dh * w->Hp) * sizeof *w->qt);
-    for (long h = 0; h < p->H; h++) {
-        for (long d = 0; d < p->Dh; d++) w->qt[d * w->Hp + h] = (float)q->values[(r * p->H + h) * p->Dh + d];
-        double wv = wt->values[r * p->H + h];
-        w->c[h] = wv * qs->values[r * p->H + h]; /* exact: two 11-bit significands */
+    memset(w->qt, 0, (size_t)(p->head_dim * w->Hp) * sizeof *w->qt);
+    for (long h = 0; h < p->heads; h++) {
+        for (long d = 0; d < p->head_dim; d++)
+            w->qt[d * w->Hp + h] = (float)q->values[(r * p->heads + h) * p->head_dim + d];
+        double wv = wt->values[r * p->heads + h];
+        w->c[h] = wv * qs->values[r * p->heads + h]; /* exact: two 11-bit significands */
         w->w1[h] = 1 + fabs(wv);
     }
-    double rel = 4.01 * 0x1p-11 + (double)(p->H + 6) * 0x1p-24;
+    double rel = 4.01 * 0x1p-11 + (double)(p->heads + 6) * 0x1p-24;
     int finite = 1;
     for (long s = 0; s < E; s++) {
-        long slot = (long)bt->values[b * p->mb + s / p->bs] * p->bs + s % p->bs;
-        head_dots(w->qt, w->Hp, codes + slot * p->Dh, p->Dh, w->acc);
+        long slot = (long)bt->values[b * p->max_blocks_per_seq + s / p->block_size] * p->block_size + s % p->block_size;
+        head_dots(w->qt, w->Hp, codes + slot * p->head_dim, p->head_dim, w->acc);
         double A = 0, sabs = 0, sw = 0, sd = 0, kv = ks->values[slot];
-        for (long h = 0; h < p->H; h++) {
+        for (long h = 0; h < p->heads; h++) {
             double D = w->acc[h] > 0 ? w->acc[h] : 0; /* relu on the exact integer dot */
             A += w->c[h] * D;
             sabs += fabs(w->c[h]) * D;
@@ -259,7 +245,7 @@ static void exact_top(long E, long n, li_work *w)
  * (s - d_s). Marks: 1 exact, 2 kernel. */
 static int row_legal(const li_params *p, long E, long n, li_work *w)
 {
-    for (long j = n; j < p->k; j++)
+    for (long j = n; j < p->topk; j++)
         if (w->kid[j] != -1) return 0;
     memset(w->mark, 0, (size_t)E);
     for (long j = 0; j < n; j++) {
@@ -284,12 +270,12 @@ static void row_emit(const li_params *p, long E, long n, li_work *w)
     if (row_legal(p, E, n, w)) return;
     memset(w->mark, 0, (size_t)E);
     for (long j = 0; j < n; j++) w->mark[w->oid[j]] = 1; /* 1: exact, not yet placed */
-    int *out = malloc((size_t)p->k * sizeof *out);
+    int *out = malloc((size_t)p->topk * sizeof *out);
     if (!out) { /* unreachable in practice; the exact order is still a correct emission */
-        for (long j = 0; j < p->k; j++) w->kid[j] = j < n ? w->oid[j] : -1;
+        for (long j = 0; j < p->topk; j++) w->kid[j] = j < n ? w->oid[j] : -1;
         return;
     }
-    for (long j = 0; j < p->k; j++) {
+    for (long j = 0; j < p->topk; j++) {
         int id = w->kid[j];
         out[j] = -1;
         if (j < n && id >= 0 && id < E && w->mark[id] == 1) out[j] = id, w->mark[id] = 2;
@@ -299,41 +285,41 @@ static void row_emit(const li_params *p, long E, long n, li_work *w)
         while (w->mark[w->oid[i]] == 2) i++;
         out[j] = w->oid[i], w->mark[w->oid[i]] = 2;
     }
-    memcpy(w->kid, out, (size_t)p->k * sizeof *out);
+    memcpy(w->kid, out, (size_t)p->topk * sizeof *out);
     free(out);
 }
 
-/* The case's params, and work arrays sized for its longest context: 0, or -1 out of memory. */
-static int open_rows(const ug_case *c, li_params *p, li_work *w)
+/* The case's typed params, and work arrays sized for its longest context: 0, or -1 out of memory. */
+static int open_rows(const ug_case *c, const li_params **pp, li_work *w)
 {
-    read_params(&c->params, p);
+    const li_params *p = *pp = UG_P(lightning_indexer_quant, &c->params);
     long maxE = 1;
-    for (long b = 0; b < p->batch; b++) maxE = p->lens[b] > maxE ? p->lens[b] : maxE;
+    for (long b = 0; b < p->batch; b++) maxE = p->actual_seqs.v[b] > maxE ? p->actual_seqs.v[b] : maxE;
     return work_alloc(p, maxE, w);
 }
 
 /* Query row r: its context *E, *n = min(topk, E), its exact scores and exact top-n (w->oid). */
 static void exact_row(const ug_case *c, const li_params *p, long r, long *E, long *n, li_work *w)
 {
-    long b = r / p->sq;
-    *E = ug_gl_attn_mtp_end(p->lens[b], p->sq, r % p->sq);
-    *n = *E < p->k ? *E : p->k;
+    long b = r / p->q_per_step;
+    *E = ug_gl_attn_mtp_end(p->actual_seqs.v[b], p->q_per_step, r % p->q_per_step);
+    *n = *E < p->topk ? *E : p->topk;
     row_scores(p, c, r, b, *E, w);
     exact_top(*E, *n, w);
 }
 
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
-    li_params p;
+    const li_params *p;
     li_work w;
     if (open_rows(c, &p, &w)) return -1;
     const ug_tensor *ko = ug_case_output(c, "topk_idx");
-    size_t pos = 0, K = (size_t)p.k;
+    size_t pos = 0, K = (size_t)p->topk;
     while (pos < sel->n[0]) {
         long r = (long)(sel->idx[0][pos] / K), E, n;
-        exact_row(c, &p, r, &E, &n, &w);
-        for (long j = 0; j < p.k; j++) w.kid[j] = (int)ug_tload(ko, (size_t)(r * p.k + j));
-        row_emit(&p, E, n, &w);
+        exact_row(c, p, r, &E, &n, &w);
+        for (long j = 0; j < p->topk; j++) w.kid[j] = (int)ug_tload(ko, (size_t)(r * p->topk + j));
+        row_emit(p, E, n, &w);
         size_t mark = ug_ar_mark(ar);
         for (; pos < sel->n[0] && sel->idx[0][pos] / K == (size_t)r; pos++)
             ug_ar_emit(ar, 0, pos, ug_c(ar, (double)w.kid[sel->idx[0][pos] % K]));
@@ -348,13 +334,13 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
  * order torch does not promise), -1 past n, for each selected element. */
 static int reference_golden(const ug_case *c, const ug_selection *sel, double **out, char *err, size_t errlen)
 {
-    li_params p;
+    const li_params *p;
     li_work w;
     if (open_rows(c, &p, &w)) return snprintf(err, errlen, "out of memory for the reference golden"), -1;
-    size_t pos = 0, K = (size_t)p.k;
+    size_t pos = 0, K = (size_t)p->topk;
     while (pos < sel->n[0]) {
         long r = (long)(sel->idx[0][pos] / K), E, n;
-        exact_row(c, &p, r, &E, &n, &w);
+        exact_row(c, p, r, &E, &n, &w);
         for (; pos < sel->n[0] && sel->idx[0][pos] / K == (size_t)r; pos++) {
             long j = (long)(sel->idx[0][pos] % K);
             out[0][pos] = j < n ? (double)w.oid[j] : -1.0;
@@ -372,14 +358,15 @@ static void geometry(const ug_case *c, int out, ug_geom *g) { ug_geom_last_dim(&
  * top-k heap; the builder's permutation; the oracle's row arrays (score, order, mark). */
 static double scratch(const ug_params *P)
 {
-    li_params p;
-    read_params(P, &p);
-    double maxE = 1, nb = (double)UG_P(lightning_indexer_quant, P)->num_blocks;
-    for (long b = 0; b < p.batch; b++) maxE = (double)p.lens[b] > maxE ? (double)p.lens[b] : maxE;
-    double HD = (double)(p.H + 8) * (double)p.Dh, S = (double)p.sq, bs = (double)p.bs + 16;
+    const li_params *p = UG_P(lightning_indexer_quant, P);
+    double maxE = 1, nb = (double)p->num_blocks;
+    for (long b = 0; b < p->batch; b++) maxE = (double)p->actual_seqs.v[b] > maxE ? (double)p->actual_seqs.v[b] : maxE;
+    double HD = (double)(p->heads + 8) * (double)p->head_dim, S = (double)p->q_per_step,
+           bs = (double)p->block_size + 16;
     double kernel =
-        4 * (S * HD + 3 * bs * (double)p.Dh + S * (double)p.H * bs + S * maxE + 4 * S * (double)p.H) + 12 * (double)p.k;
-    return kernel + 8 * nb + 17 * maxE + 8 * HD + 8 * (double)p.k;
+        4 * (S * HD + 3 * bs * (double)p->head_dim + S * (double)p->heads * bs + S * maxE + 4 * S * (double)p->heads) +
+        12 * (double)p->topk;
+    return kernel + 8 * nb + 17 * maxE + 8 * HD + 8 * (double)p->topk;
 }
 
 const ug_op_def ug_opdef_lightning_indexer_quant = {.op = UG_OP_LIGHTNING_INDEXER_QUANT,
