@@ -187,3 +187,22 @@ float ug_sim_sumsq_seq_fma(const float *v, size_t n)
     for (size_t i = 0; i < n; i++) acc = fmaf(v[i], v[i], acc); /* rounds: fp32, once per element */
     return acc;
 }
+
+float ug_sim_fn_ulps(float r, float arg, int ulps)
+{
+    if (ulps <= 0 || r == 0.0f || !isfinite(r)) return r;
+    uint32_t h;
+    memcpy(&h, &arg, sizeof h);
+    h ^= h >> 16; /* a 32-bit integer hash (lowbias32): neighbouring arguments go either way */
+    h *= 0x7feb352dU;
+    h ^= h >> 15;
+    h *= 0x846ca68bU;
+    h ^= h >> 16;
+    float to = h & 1u ? copysignf(INFINITY, r) : copysignf(0.0f, r); /* away from zero, or toward it */
+    for (int i = 0; i < ulps; i++) {
+        float n = nextafterf(r, to); /* exact: the neighbouring fp32 value */
+        if (n == 0.0f || isinf(n)) break;
+        r = n;
+    }
+    return r;
+}

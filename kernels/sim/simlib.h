@@ -53,4 +53,21 @@ float ug_sim_round_to(int dt, float x);
  * For planted bugs only; a correct kernel stores with ug_sim_store. */
 float ug_sim_trunc_to(int dt, float x);
 
+/* What the legal_fn_ulps variants move each elementary function by: UG_DEV_FN_ULPS - 1
+ * (oracles/mp/arith.h: the certified standard's device model allows 4 fp32 ulps; one is left
+ * for libm's own error and the roundings of the function's formula, e.g. sigmoid's add and
+ * divide after its exp). Kept here, not read from the oracle: the kernels do not see it. */
+#define UG_SIM_FN_ULPS 3
+/* A device's approximate elementary function (exp, log, rsqrt, sigmoid, silu, ...), for the
+ * legal_fn_ulps variants: f's fp32 value r as libm gives it (within about 1/2 ulp of the
+ * correctly rounded one) moved by `ulps` fp32 ulps, up or down in magnitude as a hash of the
+ * argument's bits decides, so that a kernel's errors do not all go one way. Device kernels
+ * use approximate functions (outside checkers' legal kernels used ones within 3 ulps of
+ * libm); every op whose kernel calls this states in its contract (`ulpgym ops show OP`) or
+ * through docs/STANDARDS.md's device model that its functions may be off by up to 4 fp32
+ * ulps, and the certified bound charges each one that (UG_DEV_FN_ULPS). Never moved past the
+ * largest finite value or onto zero (the walk stops there); 0, +-inf and NaN results are
+ * returned as they are. ulps <= 0: r unchanged (rounds: none; exact steps of one ulp). */
+float ug_sim_fn_ulps(float r, float arg, int ulps);
+
 #endif
