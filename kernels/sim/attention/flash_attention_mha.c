@@ -28,7 +28,9 @@
  * 16-key tiles (a query tile whose keys fit 16 casts P/l, longer ones cast P); 320-key
  * tiles, the reference kernel's (rows whose keys fit 320 cast the normalised P/l); two
  * passes (one key tile holding the whole row: the row max first, then one pass of exp, sum
- * and P.V, P cast unnormalised and o = acc * (1/l), as in the FA2 path). */
+ * and P.V, P cast unnormalised and o = acc * (1/l), as in the FA2 path); approximate functions
+ * (legal_fn_ulps: every exp, the rescale's included, and the log of lse moved by 3 fp32 ulps
+ * off libm's, ug_sim_fn_ulps; the contract allows exp and log within 4 ulps). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -49,9 +51,10 @@ typedef enum {
     MUT_LSE_BF16,
     MUT_MAX_LOG2,
     MUT_SUM_RECIP,
-    LEGAL_TILE16,  /* legal: 16-key tiles */
-    LEGAL_TILE320, /* legal: 320-key tiles, the reference kernel's */
-    LEGAL_TWO_PASS /* legal: one key tile holds the whole row: max first, then exp, sum and P.V (P cast, FA2) */
+    LEGAL_TILE16,   /* legal: 16-key tiles */
+    LEGAL_TILE320,  /* legal: 320-key tiles, the reference kernel's */
+    LEGAL_TWO_PASS, /* legal: one key tile holds the whole row: max first, then exp, sum and P.V (P cast, FA2) */
+    LEGAL_FN_ULPS   /* legal: exp and log UG_SIM_FN_ULPS fp32 ulps off libm's */
 } fa_bug;
 
 typedef struct {
@@ -60,7 +63,8 @@ typedef struct {
     int dt; /* input dtype */
     const float *q, *k, *v;
     fa_bug bug;
-    long bk; /* keys per key tile: FA_BK, or a legal variant's (a multiple of UG_AV_COLS) */
+    long bk;     /* keys per key tile: FA_BK, or a legal variant's (a multiple of UG_AV_COLS) */
+    int fn_ulps; /* ulps every exp and log is moved by (ug_sim_fn_ulps): 0, or legal_fn_ulps' */
 } fa_ctx;
 
 /* Keys query row i of an element with lq queries and lk keys may see (a prefix). */
@@ -93,14 +97,16 @@ static void row_step(const fa_ctx *x, fa_work *w, const float *dots, long nk, lo
         tm = isnan(tm) || isnan(s[c]) ? NAN : fmaxf(tm, s[c]); /* NaN propagates */
     }
     float m_new = isnan(*m) || isnan(tm) ? NAN : fmaxf(*m, tm);
-    if (m_new == -INFINITY) return;                          /* nothing visible yet */
-    float alpha = *m == -INFINITY ? 0.0f : expf(*m - m_new); /* rounds: fp32 */
+    if (m_new == -INFINITY) return; /* nothing visible yet */
+    float za = *m - m_new;          /* rounds: fp32 (-inf when nothing was visible before) */
+    float alpha = *m == -INFINITY ? 0.0f : ug_sim_fn_ulps(expf(za), za, x->fn_ulps); /* rounds: fp32 exp */
     float ts = 0.0f;
     size_t n = 0;
     for (long c = 0; c < nk; c++) {
-        pr[c] = s[c] == -INFINITY ? 0.0f : expf(s[c] - m_new); /* rounds: fp32 */
-        ts += pr[c];                                           /* rounds: fp32 */
-        if (s[c] != -INFINITY) w->live[n++] = (int)c;          /* P.V skips keys scored -inf */
+        float z = s[c] - m_new;                                                    /* rounds: fp32 */
+        pr[c] = s[c] == -INFINITY ? 0.0f : ug_sim_fn_ulps(expf(z), z, x->fn_ulps); /* rounds: fp32 exp */
+        ts += pr[c];                                                               /* rounds: fp32 */
+        if (s[c] != -INFINITY) w->live[n++] = (int)c;                              /* P.V skips keys scored -inf */
     }
     *l = *l * alpha + ts;         /* rounds: fp32 */
     for (long c = 0; c < nk; c++) /* rounds: P (single: P/l, fp32 division first) cast to the input dtype for P.V */
@@ -128,7 +134,7 @@ static void row_finish(const fa_ctx *x, float m, float l, const float *acc, floa
     else if (x->bug == MUT_LSE_LOG2)
         *lse = m * (float)M_LOG2E + log2f(l); /* bug: log2 domain kept */
     else
-        *lse = m + logf(l);                                     /* rounds: fp32 */
+        *lse = m + ug_sim_fn_ulps(logf(l), l, x->fn_ulps);      /* rounds: fp32 */
     if (x->bug == MUT_LSE_BF16) *lse = ug_sim_round_bf16(*lse); /* bug: lse kept in bf16 (rounds: RNE) */
 }
 
@@ -201,7 +207,12 @@ static int fa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
     const ug_flash_attention_mha_params *params = UG_P(flash_attention_mha, &p);
-    fa_ctx x = {.heads = q->shape[1], .dim = q->shape[2], .causal = params->causal, .dt = q->dtype, .bug = bug};
+    fa_ctx x = {.heads = q->shape[1],
+                .dim = q->shape[2],
+                .causal = params->causal,
+                .dt = q->dtype,
+                .bug = bug,
+                .fn_ulps = bug == LEGAL_FN_ULPS ? UG_SIM_FN_ULPS : 0};
     double scale = params->scale; /* exact: an fp32 value; 0 is the 1/sqrt(D) sentinel */
     x.scale = scale == 0.0 ? (float)(1.0 / sqrt((double)x.dim)) : (float)scale; /* rounds: fp32 */
     ug_params_free(&p);
@@ -285,5 +296,9 @@ const ug_kernel_variant ug_variants_flash_attention_mha[] = {
     {"legal_two_pass",
      "legal: one key tile holding the whole row: the row max first, then exp, sum and P.V, P cast unnormalised (FA2)",
      fa_kernel, 0, LEGAL_TWO_PASS},
+    {"legal_fn_ulps",
+     "legal: every exp (the rescale's too) and the log of lse 3 fp32 ulps off libm's (either way, by the argument's "
+     "bits)",
+     fa_kernel, 0, LEGAL_FN_ULPS},
     {NULL, NULL, NULL},
 };

@@ -17,7 +17,11 @@
  * Speed: K and V of a key tile are transposed once, q.k and dO.v of 64 query rows at a
  * time come from the vectorised loops of attn_vec.h, and the dK/dV/dQ updates run across
  * d; the query rows still update dK, dV and dQ one after another in row order, so every
- * fp32 sum keeps the order of the row-at-a-time loops (tests/test_kernel_digests.sh). */
+ * fp32 sum keeps the order of the row-at-a-time loops (tests/test_kernel_digests.sh).
+ *
+ * Legal variant (another correct kernel, which must pass every case): legal_fn_ulps, the exp
+ * of P moved by 3 fp32 ulps off libm's (ug_sim_fn_ulps; the certified device model charges
+ * exp 4 ulps, docs/STANDARDS.md). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -29,7 +33,13 @@
 #define FB_BQ 64
 #define FB_BK 64
 
-typedef enum { MUT_NONE, MUT_DK_NO_SCALE, MUT_CAUSAL_STRICT, MUT_TAIL_TILE } fb_bug;
+typedef enum {
+    MUT_NONE,
+    MUT_DK_NO_SCALE,
+    MUT_CAUSAL_STRICT,
+    MUT_TAIL_TILE,
+    LEGAL_FN_ULPS /* legal: the exp of P UG_SIM_FN_ULPS fp32 ulps off libm's */
+} fb_bug;
 
 typedef struct {
     long heads, dim, causal;
@@ -38,6 +48,7 @@ typedef struct {
     const float *q, *k, *v, *dout, *lse, *delta;
     float *dq; /* fp32 accumulators [Tq,H,D] */
     fb_bug bug;
+    int fn_ulps; /* ulps the exp of P is moved by (ug_sim_fn_ulps): 0, or legal_fn_ulps' */
 } fb_ctx;
 
 /* Keys (a prefix) that local query i of an element with lq queries and lk keys sees. */
@@ -78,7 +89,8 @@ static long row_p_ds(const fb_ctx *x, long i, long lq, long lk, long j0, long nk
     for (long c = 0; c < nk; c++) {
         float p = 0.0f, dp = 0.0f;
         if (j0 + c < vis) {
-            p = expf(sd[c] * x->scale - lse); /* rounds: fp32 score, fp32 sub and exp */
+            float z = sd[c] * x->scale - lse;           /* rounds: fp32 score, fp32 sub */
+            p = ug_sim_fn_ulps(expf(z), z, x->fn_ulps); /* rounds: fp32 exp (legal_fn_ulps: a device's) */
             dp = pd[c];
         }
         pr[c] = ug_av_round_to(x->dt, p);                /* rounds: P to the input dtype */
@@ -137,7 +149,8 @@ static int fb_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
                 .dim = in[0]->shape[2],
                 .causal = UG_P(flash_attention_mha_grad, &p)->causal,
                 .dt = in[0]->dtype,
-                .bug = bug};
+                .bug = bug,
+                .fn_ulps = bug == LEGAL_FN_ULPS ? UG_SIM_FN_ULPS : 0};
     double scale = UG_P(flash_attention_mha_grad, &p)->scale; /* exact: an fp32 value; 0 is the 1/sqrt(D) sentinel */
     x.scale = scale == 0.0 ? (float)(1.0 / sqrt((double)x.dim)) : (float)scale; /* rounds: fp32 */
     ug_params_free(&p);
@@ -201,5 +214,7 @@ const ug_kernel_variant ug_variants_flash_attention_mha_grad[] = {
      MUT_CAUSAL_STRICT},
     {"mut_tail_key_tile", "a short last key tile (Lk % 64 != 0, Lk > 64) is skipped: its dK/dV stay 0, dQ misses it",
      fb_kernel, 0, MUT_TAIL_TILE},
+    {"legal_fn_ulps", "legal: the exp of P 3 fp32 ulps off libm's (either way, by the argument's bits)", fb_kernel, 0,
+     LEGAL_FN_ULPS},
     {NULL, NULL, NULL},
 };

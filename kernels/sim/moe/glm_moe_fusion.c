@@ -34,7 +34,10 @@
  *                       00d379bef86434e9: out[15,8] = -5.277 sums terms up to 1e6, 1.51x the
  *                       budget-0 pair; certified, which decides now, passes it at 0.996)
  *   legal_scales_first  form shared: the int32 sums times (w_scale * x_scale), the two fp32
- *                       scales multiplied first */
+ *                       scales multiplied first
+ *   legal_fn_ulps       the router's sigmoid and the shared or routed experts' silu each
+ *                       moved by 3 fp32 ulps off libm's formula (ug_sim_fn_ulps: the
+ *                       contract allows sigmoid/silu/exp within 4 ulps) */
 #include <stdlib.h>
 
 #include "core/ops.h"
@@ -80,5 +83,9 @@ const ug_kernel_variant ug_variants_glm_moe_fusion[] = {
      mf_kernel, 0, GMOE_LEGAL_MUT_TILE64},
     {"legal_scales_first", "legal: form shared: each int32 sum times the product of its two fp32 scales", mf_kernel, 0,
      GMOE_LEGAL_MUT_SCALES_FIRST},
+    {"legal_fn_ulps",
+     "legal: the router's sigmoid and the experts' silu 3 fp32 ulps off libm's formulas (either way, by the "
+     "argument's bits)",
+     mf_kernel, 0, GMOE_LEGAL_MUT_FN_ULPS},
     {NULL, NULL, NULL},
 };

@@ -30,7 +30,10 @@
  *                       cancelling terms, 0 of 32 elements allowed; certified, which decides
  *                       now, passes it)
  *   legal_scales_first  the shared expert's int32 sums times (w_scale * x_scale), the two
- *                       fp32 scales multiplied first */
+ *                       fp32 scales multiplied first
+ *   legal_fn_ulps       the router's sigmoid and the shared and routed experts' silu each
+ *                       moved by 3 fp32 ulps off libm's formula (ug_sim_fn_ulps: the
+ *                       contract allows sigmoid/silu/exp within 4 ulps) */
 #include "core/ops.h"
 #include "kernels/sim/moe/glm_moe_sim_parts.h"
 #include "kernels/sim/simlib.h"
@@ -74,5 +77,9 @@ const ug_kernel_variant ug_variants_glm_moe_fusion_mix[] = {
      mix_kernel, 0, GMOE_LEGAL_MUT_TILE64},
     {"legal_scales_first", "legal: the shared expert's int32 sums times the product of their two fp32 scales",
      mix_kernel, 0, GMOE_LEGAL_MUT_SCALES_FIRST},
+    {"legal_fn_ulps",
+     "legal: the router's sigmoid and the experts' silu 3 fp32 ulps off libm's formulas (either way, by the "
+     "argument's bits)",
+     mix_kernel, 0, GMOE_LEGAL_MUT_FN_ULPS},
     {NULL, NULL, NULL},
 };

@@ -4,7 +4,9 @@
  * or adds the routed experts to it), the routed SwiGLU row (moe_grouped_gemm's) and the
  * fused ops' front (moved from glm_moe_fusion.c and glm_moe_fusion_mix.c), and the
  * legal variants' other orders of the same fp32 arithmetic (gmoe_legal; GMOE_LEGAL_NONE
- * runs the sim kernels' code unchanged). */
+ * runs the sim kernels' code unchanged) and their approximate sigmoid and silu (legal_fn_ulps:
+ * each result moved by 3 fp32 ulps, ug_sim_fn_ulps; the contracts' device model allows
+ * sigmoid and silu within 4 ulps, and the certified bound charges each as one function). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +128,7 @@ void gmoe_se_token(const gmoe_se_cfg *c, const float *x, const float *bias, floa
         float z = c->stable && x[e] < 0.0f ? expf(x[e]) : 1.0f; /* rounds: fp32 exp */
         s[e] =
             c->stable && x[e] < 0.0f ? z / (1.0f + z) : 1.0f / (1.0f + expf(-x[e])); /* rounds: fp32 exp, add, divide */
+        s[e] = ug_sim_fn_ulps(s[e], x[e], c->fn_ulps); /* legal_fn_ulps: a device's sigmoid (else unchanged) */
         b[e] = c->bug == GMOE_SE_UNBIASED ? s[e] : s[e] + bias[e]; /* rounds: fp32 (bug: bias left out) */
     }
     if (c->bug != GMOE_SE_NO_GROUP_LIMIT && c->tg < c->ng) group_mask(c, b, wk->gs, wk->idx, wk->used);
@@ -247,8 +250,10 @@ void gmoe_ffn_token(gmoe_ffn *k, size_t t, gmoe_ffn_bug bug)
     }
     for (size_t i = 0; i < I; i++) {
         float g = k->gu[i], u = k->gu[I + i];
-        if (bug == GMOE_FFN_SILU_UP) g = k->gu[I + i], u = k->gu[i]; /* bug: silu on the up half */
-        k->ar[i] = ug_sim_round_bf16(g / (1.0f + expf(-g)) * u);     /* rounds: fp32 silu and product, bf16 */
+        if (bug == GMOE_FFN_SILU_UP) g = k->gu[I + i], u = k->gu[i];                 /* bug: silu on the up half */
+        float s = g / (1.0f + expf(-g));                                             /* rounds: fp32 silu */
+        if (bug == GMOE_FFN_LEGAL_FN_ULPS) s = ug_sim_fn_ulps(s, g, UG_SIM_FN_ULPS); /* legal: a device's silu */
+        k->ar[i] = ug_sim_round_bf16(s * u);                                         /* rounds: fp32 product, bf16 */
     }
     ug_sim_store(k->a, t * I, I, k->ar); /* exact: already bf16 */
     float sa = dynquant_row(k->ar, I, k->q, bug, -1.0f);
@@ -343,7 +348,8 @@ void gmoe_swiglu_row_legal(const float *x, const float *w1t, const float *w3t, s
             g = u;
             u = t;
         }
-        float s = g / (1.0f + expf(-g)); /* rounds: fp32 silu */
+        float s = g / (1.0f + expf(-g));                                         /* rounds: fp32 silu */
+        if (how == GMOE_LEGAL_FN_ULPS) s = ug_sim_fn_ulps(s, g, UG_SIM_FN_ULPS); /* legal: a device's silu */
         a[i] = ug_sim_round_bf16(s * u); /* rounds: fp32 mul, then bf16 write-back */
     }
 }
@@ -370,9 +376,10 @@ static int rt_alloc(gmoe_rt *r)
 /* The legal variant's order of a routed-part bug code (GMOE_LEGAL_NONE: the sim's). */
 static gmoe_legal rt_legal(gmoe_rt_bug bug)
 {
-    return bug == GMOE_RT_LEGAL_SEQ_FMA  ? GMOE_LEGAL_SEQ_FMA
-           : bug == GMOE_RT_LEGAL_TILE64 ? GMOE_LEGAL_TILE64
-                                         : GMOE_LEGAL_NONE;
+    return bug == GMOE_RT_LEGAL_SEQ_FMA   ? GMOE_LEGAL_SEQ_FMA
+           : bug == GMOE_RT_LEGAL_TILE64  ? GMOE_LEGAL_TILE64
+           : bug == GMOE_RT_LEGAL_FN_ULPS ? GMOE_LEGAL_FN_ULPS
+                                          : GMOE_LEGAL_NONE;
 }
 
 /* Expert e over every (token, slot) that chose it. */
@@ -448,6 +455,7 @@ gmoe_ffn_bug gmoe_mut_ffn(int mut)
 {
     return mut == GMOE_MUT_TENSOR_SCALE         ? GMOE_FFN_TENSOR_SCALE
            : mut == GMOE_LEGAL_MUT_SCALES_FIRST ? GMOE_FFN_LEGAL_SCALES_FIRST
+           : mut == GMOE_LEGAL_MUT_FN_ULPS      ? GMOE_FFN_LEGAL_FN_ULPS
                                                 : GMOE_FFN_OK;
 }
 
@@ -458,14 +466,16 @@ gmoe_rt_bug gmoe_mut_rt(int mut)
            : mut == GMOE_MUT_SWIGLU_SWAP   ? GMOE_RT_SWAP
            : mut == GMOE_LEGAL_MUT_SEQ_FMA ? GMOE_RT_LEGAL_SEQ_FMA
            : mut == GMOE_LEGAL_MUT_TILE64  ? GMOE_RT_LEGAL_TILE64
+           : mut == GMOE_LEGAL_MUT_FN_ULPS ? GMOE_RT_LEGAL_FN_ULPS
                                            : GMOE_RT_OK;
 }
 
 gmoe_legal gmoe_mut_legal(int mut)
 {
-    return mut == GMOE_LEGAL_MUT_SEQ_FMA  ? GMOE_LEGAL_SEQ_FMA
-           : mut == GMOE_LEGAL_MUT_TILE64 ? GMOE_LEGAL_TILE64
-                                          : GMOE_LEGAL_NONE;
+    return mut == GMOE_LEGAL_MUT_SEQ_FMA   ? GMOE_LEGAL_SEQ_FMA
+           : mut == GMOE_LEGAL_MUT_TILE64  ? GMOE_LEGAL_TILE64
+           : mut == GMOE_LEGAL_MUT_FN_ULPS ? GMOE_LEGAL_FN_ULPS
+                                           : GMOE_LEGAL_NONE;
 }
 
 int gmoe_fused_route(gmoe_fused *f, const ulpgym_call *call, int mut, int has_form, char *err, size_t errlen)
@@ -479,6 +489,7 @@ int gmoe_fused_route(gmoe_fused *f, const ulpgym_call *call, int mut, int has_fo
     f->routed = has_form && ug_p_is(&p, "form", "routed");
     f->c.stable = 1;                  /* the fused kernels' sigmoid keeps subnormal scores of logits below -88 */
     f->c.legal = gmoe_mut_legal(mut); /* the legal variants' gate order (GMOE_LEGAL_NONE: the sim's) */
+    f->c.fn_ulps = mut == GMOE_LEGAL_MUT_FN_ULPS ? UG_SIM_FN_ULPS : 0; /* legal_fn_ulps: a device's sigmoid */
     ug_params_free(&p);
     size_t TK = (size_t)f->tw->shape[0] * (size_t)f->tw->shape[1];
     f->n_out = (size_t)f->out->shape[0] * (size_t)f->out->shape[1];

@@ -14,17 +14,18 @@
 #include "core/opdecl.h"
 #include "ulpgym/kernel_abi.h"
 
-/* ---- legal variants: other correct orders of the same fp32 arithmetic ---- */
+/* ---- legal variants: other correct orders of the same fp32 arithmetic, or approximate functions ---- */
 
 /* The legal variants of the ops made of these parts (moe_grouped_gemm, glm_moe_fusion,
  * glm_moe_fusion_mix): GMOE_LEGAL_NONE is the sim kernels' arithmetic, unchanged. */
 typedef enum {
     GMOE_LEGAL_NONE,
-    GMOE_LEGAL_SEQ_FMA,     /* every fp32 dot product one sequential fmaf chain; the routed combine by fmaf */
-    GMOE_LEGAL_TILE64,      /* every fp32 dot product in K-tiles of 64 (each summed sequentially in fp32, the
-                            * partials added pairwise); the routed combine in reverse slot order */
-    GMOE_LEGAL_K_REVERSE,   /* every fp32 dot product one sequential fp32 sum from the last k to the first */
-    GMOE_LEGAL_SCALES_FIRST /* the int8 shared expert: the two fp32 scales multiplied first, then the int32 sum */
+    GMOE_LEGAL_SEQ_FMA,      /* every fp32 dot product one sequential fmaf chain; the routed combine by fmaf */
+    GMOE_LEGAL_TILE64,       /* every fp32 dot product in K-tiles of 64 (each summed sequentially in fp32, the
+                             * partials added pairwise); the routed combine in reverse slot order */
+    GMOE_LEGAL_K_REVERSE,    /* every fp32 dot product one sequential fp32 sum from the last k to the first */
+    GMOE_LEGAL_SCALES_FIRST, /* the int8 shared expert: the two fp32 scales multiplied first, then the int32 sum */
+    GMOE_LEGAL_FN_ULPS       /* the sim's dot products; the routed SwiGLU's silu UG_SIM_FN_ULPS ulps off (simlib.h) */
 } gmoe_legal;
 
 /* sum_k a[k]*b[k], k < n, in fp32: ug_ktile_dot_f32 for GMOE_LEGAL_NONE (and every mode that
@@ -50,6 +51,7 @@ typedef struct {
     gmoe_se_bug bug;
     int stable;       /* sigmoid as e^x/(1+e^x) for x < 0 (the fused ops' device): no exp overflow to a 0 score */
     gmoe_legal legal; /* the fused ops' gate logits: gmoe_dot's order (GMOE_LEGAL_NONE: the sim's K-tiles) */
+    int fn_ulps;      /* ulps each sigmoid is moved by (ug_sim_fn_ulps): 0, or the legal_fn_ulps variants' */
 } gmoe_se_cfg;
 
 /* Per-token scratch of the router (gmoe_se_alloc / gmoe_se_free). */
@@ -75,15 +77,16 @@ int gmoe_gate_router_run(const ulpgym_call *call, const gmoe_se_cfg *c, float *w
 
 typedef enum {
     GMOE_FFN_OK,
-    GMOE_FFN_SCALE_128,         /* amax/128 */
-    GMOE_FFN_TRUNC,             /* codes truncated */
-    GMOE_FFN_INT16_ACC,         /* int16 accumulator */
-    GMOE_FFN_SILU_UP,           /* silu on the up half */
-    GMOE_FFN_X127,              /* v*127/amax */
-    GMOE_FFN_CLIP,              /* static clip ratio on the scale */
-    GMOE_FFN_TENSOR_SCALE,      /* x quantised with one scale for the whole tensor */
-    GMOE_FFN_HALF_AWAY,         /* codes rounded half away from zero (roundf), not half to even */
-    GMOE_FFN_LEGAL_SCALES_FIRST /* legal: the two fp32 scales multiplied first, then the int32 sum */
+    GMOE_FFN_SCALE_128,          /* amax/128 */
+    GMOE_FFN_TRUNC,              /* codes truncated */
+    GMOE_FFN_INT16_ACC,          /* int16 accumulator */
+    GMOE_FFN_SILU_UP,            /* silu on the up half */
+    GMOE_FFN_X127,               /* v*127/amax */
+    GMOE_FFN_CLIP,               /* static clip ratio on the scale */
+    GMOE_FFN_TENSOR_SCALE,       /* x quantised with one scale for the whole tensor */
+    GMOE_FFN_HALF_AWAY,          /* codes rounded half away from zero (roundf), not half to even */
+    GMOE_FFN_LEGAL_SCALES_FIRST, /* legal: the two fp32 scales multiplied first, then the int32 sum */
+    GMOE_FFN_LEGAL_FN_ULPS       /* legal: silu UG_SIM_FN_ULPS fp32 ulps off libm's formula (ug_sim_fn_ulps) */
 } gmoe_ffn_bug;
 
 typedef struct {
@@ -111,7 +114,7 @@ int gmoe_ffn_run(const ulpgym_call *call, gmoe_ffn_bug bug, float *rows, char *e
  * and up exchanged (a planted bug). */
 void gmoe_swiglu_row(const float *x, const float *w1t, const float *w3t, size_t h, size_t I, int swap, float *a);
 /* The same row as a legal variant computes it: g and u by gmoe_dot(how) (GMOE_LEGAL_NONE:
- * gmoe_swiglu_row). */
+ * gmoe_swiglu_row); GMOE_LEGAL_FN_ULPS: silu moved by UG_SIM_FN_ULPS ulps (ug_sim_fn_ulps). */
 void gmoe_swiglu_row_legal(const float *x, const float *w1t, const float *w3t, size_t h, size_t I, int swap,
                            gmoe_legal how, float *a);
 
@@ -123,7 +126,8 @@ typedef enum {
     GMOE_RT_DROP_LAST,     /* the combine stops at slot k-2: the last expert never added */
     GMOE_RT_SWAP,          /* gate and up projections swapped */
     GMOE_RT_LEGAL_SEQ_FMA, /* legal: GMOE_LEGAL_SEQ_FMA's GEMMs and combine */
-    GMOE_RT_LEGAL_TILE64   /* legal: GMOE_LEGAL_TILE64's GEMMs and combine */
+    GMOE_RT_LEGAL_TILE64,  /* legal: GMOE_LEGAL_TILE64's GEMMs and combine */
+    GMOE_RT_LEGAL_FN_ULPS  /* legal: the sim's GEMMs and combine, silu UG_SIM_FN_ULPS ulps off */
 } gmoe_rt_bug;
 
 /* Binds x expert_w1 expert_w3 expert_w2 act. For every expert chosen by some token (w,
@@ -139,16 +143,17 @@ int gmoe_routed_run(const ulpgym_call *call, const float *w, const float *ids, s
  * codes here (a variant's bug number is one of these). */
 typedef enum {
     GMOE_MUT_NONE,
-    GMOE_MUT_NO_RENORM,         /* router: weights never divided by their sum */
-    GMOE_MUT_UNBIASED,          /* router: experts chosen by s, the bias ignored (glm_moe_fusion) */
-    GMOE_MUT_TENSOR_SCALE,      /* shared expert: one per-tensor scale for x */
-    GMOE_MUT_BF16_COMBINE,      /* routed: the combine's accumulator kept in bf16 */
-    GMOE_MUT_DROP_LAST,         /* routed: the combine stops one slot early */
-    GMOE_MUT_SWIGLU_SWAP,       /* routed: gate and up projections swapped */
-    GMOE_MUT_SHARED_SCALED,     /* the routed scaling factor applied to the shared expert too (glm_moe_fusion_mix) */
-    GMOE_LEGAL_MUT_SEQ_FMA,     /* legal: gate, routed GEMMs and combine by fmaf chains */
-    GMOE_LEGAL_MUT_TILE64,      /* legal: gate and routed GEMMs in K-tiles of 64, the combine in reverse slot order */
-    GMOE_LEGAL_MUT_SCALES_FIRST /* legal: the shared expert multiplies its two scales first */
+    GMOE_MUT_NO_RENORM,          /* router: weights never divided by their sum */
+    GMOE_MUT_UNBIASED,           /* router: experts chosen by s, the bias ignored (glm_moe_fusion) */
+    GMOE_MUT_TENSOR_SCALE,       /* shared expert: one per-tensor scale for x */
+    GMOE_MUT_BF16_COMBINE,       /* routed: the combine's accumulator kept in bf16 */
+    GMOE_MUT_DROP_LAST,          /* routed: the combine stops one slot early */
+    GMOE_MUT_SWIGLU_SWAP,        /* routed: gate and up projections swapped */
+    GMOE_MUT_SHARED_SCALED,      /* the routed scaling factor applied to the shared expert too (glm_moe_fusion_mix) */
+    GMOE_LEGAL_MUT_SEQ_FMA,      /* legal: gate, routed GEMMs and combine by fmaf chains */
+    GMOE_LEGAL_MUT_TILE64,       /* legal: gate and routed GEMMs in K-tiles of 64, the combine in reverse slot order */
+    GMOE_LEGAL_MUT_SCALES_FIRST, /* legal: the shared expert multiplies its two scales first */
+    GMOE_LEGAL_MUT_FN_ULPS       /* legal: the router's sigmoid and both experts' silu UG_SIM_FN_ULPS ulps off */
 } gmoe_mut;
 
 gmoe_se_bug gmoe_mut_se(int mut);

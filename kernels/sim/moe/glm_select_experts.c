@@ -17,6 +17,9 @@
  *                          whose b is negative (only biases that push b below 0)
  *   mut_scale_before_renorm the routed scaling factor applied before renormalisation, which
  *                          cancels it (only renormalize with a factor other than 1)
+ * Legal variant (another correct kernel, which must pass every case): legal_fn_ulps, each
+ * sigmoid moved by 3 fp32 ulps off libm's formula (ug_sim_fn_ulps: the contract's device
+ * model allows an fp32 sigmoid within 4 ulps, and its tie rule is sized for that).
  * The router itself is the shared part (glm_moe_sim_parts.c), which the fused MoE ops run too. */
 #include <stdlib.h>
 
@@ -29,7 +32,8 @@ enum {
     MUT_BIAS_IN_WEIGHTS = GMOE_SE_BIAS_IN_WEIGHTS,
     MUT_NO_GROUP_LIMIT = GMOE_SE_NO_GROUP_LIMIT,
     MUT_MASK_ZERO = GMOE_SE_MASK_ZERO,
-    MUT_SCALE_BEFORE_RENORM = GMOE_SE_SCALE_BEFORE_RENORM
+    MUT_SCALE_BEFORE_RENORM = GMOE_SE_SCALE_BEFORE_RENORM,
+    LEGAL_FN_ULPS = 100 /* legal: the router's code (GMOE_SE_OK) with each sigmoid UG_SIM_FN_ULPS ulps off */
 };
 
 static int se_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
@@ -39,7 +43,8 @@ static int se_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
     gmoe_se_cfg c;
-    gmoe_se_cfg_read(&p, x->shape[1], w->shape[1], (gmoe_se_bug)bug, &c);
+    gmoe_se_cfg_read(&p, x->shape[1], w->shape[1], bug == LEGAL_FN_ULPS ? GMOE_SE_OK : (gmoe_se_bug)bug, &c);
+    c.fn_ulps = bug == LEGAL_FN_ULPS ? UG_SIM_FN_ULPS : 0; /* legal: a device's sigmoid */
     ug_params_free(&p);
     size_t T = (size_t)x->shape[0], E = (size_t)c.E, K = (size_t)c.k;
     gmoe_se_work wk;
@@ -71,5 +76,7 @@ const ug_kernel_variant ug_variants_glm_select_experts[] = {
      se_kernel, 0, MUT_MASK_ZERO},
     {"mut_scale_before_renorm", "routed scaling applied before renormalisation, which cancels it", se_kernel, 0,
      MUT_SCALE_BEFORE_RENORM},
+    {"legal_fn_ulps", "legal: each sigmoid 3 fp32 ulps off libm's 1/(1+expf(-x)) (either way, by the argument's bits)",
+     se_kernel, 0, LEGAL_FN_ULPS},
     {NULL, NULL, NULL},
 };

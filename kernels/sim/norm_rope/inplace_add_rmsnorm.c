@@ -7,7 +7,9 @@
  * then the lanes are reduced pairwise; rstd = 1/sqrt(sum/H + eps) in fp32; outputs are
  * rounded once to their dtype.
  * Legal variants (other correct kernels: they must pass every case): the sum of squares in
- * one sequential fp32 accumulator with fused multiply-adds; y as x_add * (rstd * gamma). */
+ * one sequential fp32 accumulator with fused multiply-adds; y as x_add * (rstd * gamma); rstd
+ * from an rsqrt off by 3 fp32 ulps (legal_fn_ulps, ug_sim_fn_ulps: the certified device model
+ * charges rsqrt as one function within 4 ulps, oracles/norm_rope/inplace_add_rmsnorm.c). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -25,7 +27,8 @@ typedef enum {
     MUT_ADD_IN_DTYPE,
     MUT_PRESCALE,
     LEGAL_SEQ_FMA, /* legal: one sequential fp32 accumulator, fmaf(v, v, acc) */
-    LEGAL_REASSOC  /* legal: y = x_add * (rstd * gamma) */
+    LEGAL_REASSOC, /* legal: y = x_add * (rstd * gamma) */
+    LEGAL_FN_ULPS  /* legal: rstd = 1/sqrtf(...) moved by UG_SIM_FN_ULPS ulps, an approximate rsqrt */
 } rms_bug;
 
 /* rstd after pre-scaling by max|x| (a trick against overflow of the squares): exact in
@@ -73,6 +76,7 @@ static int rms_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
         float ms = lane_sumsq(a, h, bug) / (float)h; /* rounds: fp32 */
         float rs = bug == MUT_EPS_OUTSIDE ? 1.0f / (sqrtf(ms) + eps) : 1.0f / sqrtf(ms + eps);
         if (bug == MUT_PRESCALE) rs = prescaled_rstd(a, h, eps);
+        if (bug == LEGAL_FN_ULPS) rs = ug_sim_fn_ulps(rs, ms + eps, UG_SIM_FN_ULPS); /* rounds: a device rsqrt */
         ug_sim_store(rstd, r, 1, &rs);
         for (size_t i = 0; i < h; i++) /* rounds: fp32, left to right (legal_reassoc: rstd * gamma first) */
             b[i] = bug == LEGAL_REASSOC ? a[i] * (rs * g[i]) : a[i] * rs * g[i];
@@ -99,5 +103,7 @@ const ug_kernel_variant ug_variants_inplace_add_rmsnorm[] = {
      rms_kernel, 0, LEGAL_SEQ_FMA},
     {"legal_reassoc", "legal: y = x_add * (rstd * gamma), rstd times gamma rounded first", rms_kernel, 0,
      LEGAL_REASSOC},
+    {"legal_fn_ulps", "legal: rstd from an rsqrt 3 fp32 ulps off libm's 1/sqrtf (either way, by the argument's bits)",
+     rms_kernel, 0, LEGAL_FN_ULPS},
     {NULL, NULL, NULL},
 };
