@@ -1,6 +1,7 @@
 /* simlib.c — see simlib.h. */
 #include "kernels/sim/simlib.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -190,7 +191,7 @@ float ug_sim_sumsq_seq_fma(const float *v, size_t n)
 
 float ug_sim_fn_ulps(float r, float arg, int ulps)
 {
-    if (ulps <= 0 || r == 0.0f || !isfinite(r)) return r;
+    if (ulps <= 0 || !(fabsf(r) >= FLT_MIN) || !isfinite(r)) return r; /* 0, subnormal, inf, NaN: as they are */
     uint32_t h;
     memcpy(&h, &arg, sizeof h);
     h ^= h >> 16; /* a 32-bit integer hash (lowbias32): neighbouring arguments go either way */
@@ -201,7 +202,7 @@ float ug_sim_fn_ulps(float r, float arg, int ulps)
     float to = h & 1u ? copysignf(INFINITY, r) : copysignf(0.0f, r); /* away from zero, or toward it */
     for (int i = 0; i < ulps; i++) {
         float n = nextafterf(r, to); /* exact: the neighbouring fp32 value */
-        if (n == 0.0f || isinf(n)) break;
+        if (!(fabsf(n) >= FLT_MIN) || isinf(n)) break;
         r = n;
     }
     return r;

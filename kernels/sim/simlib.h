@@ -66,8 +66,10 @@ float ug_sim_trunc_to(int dt, float x);
  * libm); every op whose kernel calls this states in its contract (`ulpgym ops show OP`) or
  * through docs/STANDARDS.md's device model that its functions may be off by up to 4 fp32
  * ulps, and the certified bound charges each one that (UG_DEV_FN_ULPS). Never moved past the
- * largest finite value or onto zero (the walk stops there); 0, +-inf and NaN results are
- * returned as they are. ulps <= 0: r unchanged (rounds: none; exact steps of one ulp). */
+ * largest finite value or below the smallest normal one (the walk stops there); 0, subnormal,
+ * +-inf and NaN results are returned as they are: the bound charges a function 4 ulps of its
+ * value's magnitude (4 * 2^-23 * |v|, plus 2^-150), less than one ulp of a subnormal result.
+ * ulps <= 0: r unchanged (rounds: none; exact steps of one ulp). */
 float ug_sim_fn_ulps(float r, float arg, int ulps);
 
 #endif
