@@ -180,6 +180,12 @@ void ug_attn_weighted_v_cols(ug_ar *ar, const ug_num *e, const unsigned char *li
         for (size_t c = 0; c < ncols; c++) out[c] = ug_attn_weighted_v(ar, e, live, v0 + c, stride, n, total, col);
         return;
     }
+    ug_attn_weighted_v_cols_plain(ar, e, v0, stride, n, ncols, total, out);
+}
+
+void ug_attn_weighted_v_cols_plain(ug_ar *ar, const ug_num *e, const double *v0, size_t stride, long n, size_t ncols,
+                                   ug_num total, ug_num *out)
+{
     ug_dot_nd_cols(ar, e, v0, stride, (size_t)n, ncols, out);
     for (size_t c = 0; c < ncols; c++) out[c] = ug_div(ar, out[c], total);
 }

@@ -86,6 +86,10 @@ ug_num ug_attn_weighted_v(ug_ar *ar, const ug_num *e, const unsigned char *live,
  * live and every value finite; column by column otherwise. col as for ug_attn_weighted_v. */
 void ug_attn_weighted_v_cols(ug_ar *ar, const ug_num *e, const unsigned char *live, const double *v0, size_t stride,
                              long n, size_t ncols, ug_num total, double *col, ug_num *out);
+/* The same where the caller knows every key live and every value finite (so no column
+ * needs ug_attn_weighted_v's special values): ug_dot_nd_cols and the division. */
+void ug_attn_weighted_v_cols_plain(ug_ar *ar, const ug_num *e, const double *v0, size_t stride, long n, size_t ncols,
+                                   ug_num total, ug_num *out);
 
 /* Positions [*b, *e) of output o's selected elements in row r of ncols (flat indices
  * r*ncols ..), and whether they are most of the row: then the oracles evaluate the whole

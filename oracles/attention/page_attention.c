@@ -170,9 +170,13 @@ static void gather_query(const pa_params *p, const pa_inputs *in, size_t r, doub
 
 /* The first n tokens of sequence b, kv head g, token-major into kg and vg, dequantised
  * with quant fp8 (key_scale per slot and kv head, value_scale per sequence, kv head and
- * channel). */
-static void gather_tokens(const pa_params *p, const pa_inputs *in, long b, long g, long n, double *kg, double *vg)
+ * channel); with kt also the keys transposed (element d of token t at kt[d*ldt + t]).
+ * Returns PA_KEYS_FINITE | PA_VALUES_FINITE where every key (value) element is. */
+enum { PA_KEYS_FINITE = 1, PA_VALUES_FINITE = 2 };
+static int gather_tokens(const pa_params *p, const pa_inputs *in, long b, long g, long n, double *kg, double *vg,
+                         double *kt, size_t ldt)
 {
+    int kfin = 1, vfin = 1;
     size_t D = (size_t)p->dim;
     const double *vs = in->vs ? in->vs->values + ((size_t)b * (size_t)p->hkv + (size_t)g) * D : NULL;
     for (long t = 0; t < n; t++) {
@@ -182,8 +186,35 @@ static void gather_tokens(const pa_params *p, const pa_inputs *in, long b, long 
         for (size_t d = 0; d < D; d++) { /* exact: code * fp32 scale, or the stored value times 1 */
             kg[(size_t)t * D + d] = in->kc->values[at + d] * ks;
             vg[(size_t)t * D + d] = in->vc->values[at + d] * (vs ? vs[d] : 1.0);
+            kfin &= isfinite(kg[(size_t)t * D + d]);
+            vfin &= isfinite(vg[(size_t)t * D + d]);
         }
     }
+    for (long t0 = 0; kt && t0 < n; t0 += 8) /* transposed 8 tokens at a time: reads stay in 8 rows */
+        for (size_t d = 0; d < D; d++)
+            for (long t = t0; t < n && t < t0 + 8; t++) kt[d * ldt + (size_t)t] = kg[(size_t)t * D + d];
+    return (kfin ? PA_KEYS_FINITE : 0) | (vfin ? PA_VALUES_FINITE : 0);
+}
+
+/* Row r's weights (ug_attn_weights over its n keys: w > 0 live keys, 0 none, -1 a NaN or
+ * +inf score): with quant none, q and the keys finite (every score finite and every key
+ * live: bf16/fp16 products cannot overflow a double), the scores in one pass over the keys
+ * held transposed (ug_dot_d_tile is ug_dot_d per key, bit for bit) and the weights of those
+ * dots; otherwise key by key. */
+static long row_weights(ug_ar *ar, const ug_case *c, const pa_params *p, const double *qd, const double *kg,
+                        const double *kt, size_t ldt, int finite, long n, ug_num *e, unsigned char *live, ug_num *m,
+                        ug_num *total)
+{
+    size_t D = (size_t)p->dim;
+    int fast = kt && (finite & PA_KEYS_FINITE) && n > 0 && isfinite(p->scale);
+    for (size_t d = 0; d < D && fast; d++) fast = isfinite(qd[d]);
+    if (!fast)
+        return kt ? ug_attn_weights(ar, qd, kg, D, n, D, p->scale, c->spec.dtype, e, live, m, total)
+                  : ug_attn_weights_fp8(ar, qd, kg, D, n, D, p->scale, e, live, m, total);
+    ug_dot_d_tile(ar, qd, D, 1, kt, ldt, D, (size_t)n, e, (size_t)n);
+    ug_attn_weights_of_dots(ar, e, n, p->scale, c->spec.dtype, m, total);
+    memset(live, 1, (size_t)n);
+    return n;
 }
 
 static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
@@ -196,31 +227,43 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     for (long b = 0; b < p.batch; b++) maxctx = (size_t)p.ctx[b] > maxctx ? (size_t)p.ctx[b] : maxctx;
     ug_num *e = malloc(maxctx * sizeof *e);
     unsigned char *live = malloc(maxctx);
-    double *kg =
-        malloc((2 * maxctx * D + maxctx + D) * sizeof *kg); /* the row's keys and values gathered token-major */
-    if (!e || !live || !kg) {
-        free(e), free(live), free(kg);
+    size_t ldt = ug_fa_kt_ld((long)maxctx); /* quant none: the keys also transposed (kt), for row_weights */
+    double *kg = malloc((2 * maxctx * D + maxctx + D + (in.qs ? 0 : D * ldt)) *
+                        sizeof *kg);           /* the row's keys and values gathered token-major */
+    ug_num *o_row = malloc(D * sizeof *o_row); /* a whole row's outputs */
+    if (!e || !live || !kg || !o_row) {
+        free(e), free(live), free(kg), free(o_row);
         return -1;
     }
-    double *vg = kg + maxctx * D, *col = vg + maxctx * D, *qd = col + maxctx;
+    double *vg = kg + maxctx * D, *col = vg + maxctx * D, *qd = col + maxctx, *kt = in.qs ? NULL : qd + D;
     size_t pos = 0, base = ug_ar_mark(ar);
+    long have_b = -1, have_g = -1; /* the (sequence, kv head) gathered: rows arrive sorted, a group's heads in turn */
+    int finite = 0;                /* of the gathered tokens: PA_KEYS_FINITE, PA_VALUES_FINITE */
     while (pos < sel->n[0]) {
-        size_t r = sel->idx[0][pos] / D, mark = ug_ar_mark(ar);
+        size_t r = sel->idx[0][pos] / D, mark = ug_ar_mark(ar), rb, re;
         long tok = (long)r / p.hq, b = tok / p.sq, g = (long)r % p.hq / p.group;
         long n = ug_gl_attn_mtp_end(p.ctx[b], p.sq, tok % p.sq); /* MTP row i: its causal prefix */
         gather_query(&p, &in, r, qd);
-        gather_tokens(&p, &in, b, g, n, kg, vg);
+        if (b != have_b || g != have_g)
+            finite = gather_tokens(&p, &in, b, g, p.ctx[b], kg, vg, kt, ldt), have_b = b, have_g = g;
         ug_num m, total;
-        long w = in.qs ? ug_attn_weights_fp8(ar, qd, kg, D, n, D, p.scale, e, live, &m, &total)
-                       : ug_attn_weights(ar, qd, kg, D, n, D, p.scale, c->spec.dtype, e, live, &m, &total);
+        long w = row_weights(ar, c, &p, qd, kg, kt, ldt, finite, n, e, live, &m, &total);
+        int whole = w > 0 && ug_attn_row_dense(sel, 0, r, D, &rb, &re); /* most of the row: one pass over V */
+        if (whole && w == n && (finite & PA_VALUES_FINITE))             /* every key live, every value finite */
+            ug_attn_weighted_v_cols_plain(ar, e, vg, D, n, D, total, o_row);
+        else if (whole)
+            ug_attn_weighted_v_cols(ar, e, live, vg, D, n, D, total, col, o_row);
         for (; pos < sel->n[0] && sel->idx[0][pos] / D == r; pos++) {
             size_t d = sel->idx[0][pos] % D;
             ug_ar_emit(ar, 0, pos,
-                       w > 0 ? ug_attn_weighted_v(ar, e, live, vg + d, D, n, total, col) : ug_c(ar, w ? NAN : 0.0));
+                       whole   ? o_row[d]
+                       : w > 0 ? ug_attn_weighted_v(ar, e, live, vg + d, D, n, total, col)
+                               : ug_c(ar, w ? NAN : 0.0));
         }
         ug_ar_release(ar, mark);
     }
     ug_ar_release(ar, base);
+    free(o_row);
     free(e);
     free(live);
     free(kg);
@@ -305,7 +348,7 @@ static int reference_golden(const ug_case *c, const ug_selection *sel, double **
         long tok = (long)r / p.hq, b = tok / p.sq, g = (long)r % p.hq / p.group;
         long n = ug_gl_attn_mtp_end(p.ctx[b], p.sq, tok % p.sq);
         gather_query(&p, &in, r, qd);
-        gather_tokens(&p, &in, b, g, n, kg, vg);
+        gather_tokens(&p, &in, b, g, n, kg, vg, NULL, 0);
         int ok = fp8_golden_row(&p, qd, kg, vg, n, s, s + maxctx, s + maxctx + D) == 0;
         for (; pos < sel->n[0] && sel->idx[0][pos] / D == r; pos++)
             out[0][pos] =
