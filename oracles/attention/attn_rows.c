@@ -254,7 +254,7 @@ void ug_gl_attn_geometry(const ug_case *c, int out, ug_geom *g)
     ug_geom_last_dim(&c->out[out], (size_t)c->out[0].shape[1], 64, g);
 }
 
-void ug_gl_paged_gather(const ug_gl_paged *p, long b, long g, long n, double *kg, double *vt)
+void ug_gl_paged_gather(const ug_gl_paged *p, long b, long g, long n, double *kg, double *v, size_t ldv, size_t ldc)
 {
     size_t D = (size_t)p->dim;
     for (long t = 0; t < n; t++) {
@@ -262,7 +262,7 @@ void ug_gl_paged_gather(const ug_gl_paged *p, long b, long g, long n, double *kg
         size_t at = (((size_t)phys * (size_t)p->bs + (size_t)(t % p->bs)) * (size_t)p->hkv + (size_t)g) * D;
         for (size_t d = 0; d < D; d++) {
             kg[(size_t)t * D + d] = ug_tload(p->kc, at + d);
-            vt[d * (size_t)n + (size_t)t] = ug_tload(p->vc, at + d);
+            v[(size_t)t * ldv + d * ldc] = ug_tload(p->vc, at + d);
         }
     }
 }
@@ -284,11 +284,10 @@ int ug_gl_attn_paged_emit(ug_ar *ar, const ug_gl_paged *p, int out, const ug_sel
     while (pos < sel->n[out] && !rc) {
         size_t r = sel->idx[out][pos] / D, mark = ug_ar_mark(ar);
         long tok = (long)r / p->hq, b = tok / p->sq, g = (long)r % p->hq / (p->hq / p->hkv);
-        if (b != have_b || g != have_g) ug_gl_paged_gather(p, b, g, p->lens[b], kg, vg), have_b = b, have_g = g;
+        if (b != have_b || g != have_g) ug_gl_paged_gather(p, b, g, p->lens[b], kg, vg, D, 1), have_b = b, have_g = g;
         for (size_t d = 0; d < D; d++) qr[d] = ug_tload(p->q, r * D + d);
         long n = ug_gl_attn_mtp_end(p->lens[b], p->sq, tok % p->sq); /* row i: its causal prefix */
-        rc = ug_gl_attn_emit_query_cols(ar, qr, kg, D, D, (size_t)n, ug_c(ar, p->scale), vg, (size_t)p->lens[b], D, s,
-                                        out, sel, &pos, r);
+        rc = ug_gl_attn_emit_query(ar, qr, kg, D, D, (size_t)n, ug_c(ar, p->scale), vg, D, D, s, out, sel, &pos, r);
         ug_ar_release(ar, mark);
     }
     free(kg);

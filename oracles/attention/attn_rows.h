@@ -98,9 +98,10 @@ typedef struct {
 int ug_gl_attn_paged_emit(ug_ar *ar, const ug_gl_paged *p, int out, const ug_selection *sel);
 
 /* Gathers the first n tokens of sequence b, kv head g of p's caches: keys token-major into
- * kg (n*dim), values column-major into vt (column d at vt + d*n), so each output column is
- * one contiguous run. Exact: the case's values as doubles. */
-void ug_gl_paged_gather(const ug_gl_paged *p, long b, long g, long n, double *kg, double *vt);
+ * kg (n*dim), values with element (token t, column d) at v[t*ldv + d*ldc]: token-major
+ * (ldv dim, ldc 1: a dense row's sums in one pass over the rows) or column-major (ldv 1,
+ * ldc n: each output column one contiguous run). Exact: the case's values as doubles. */
+void ug_gl_paged_gather(const ug_gl_paged *p, long b, long g, long n, double *kg, double *v, size_t ldv, size_t ldc);
 
 /* Multi-token prediction: query row i (0-based) of the q_per_step rows of a sequence with
  * len live keys sees keys [.., len - q_per_step + 1 + i): the last row sees every key,

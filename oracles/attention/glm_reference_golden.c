@@ -82,7 +82,7 @@ int ug_gl_paged_reference_golden(const ug_gl_paged *p, size_t tile, const ug_sel
         size_t r = sel->idx[out][pos] / D;
         long tok = (long)r / p->hq, b = tok / p->sq, g = (long)r % p->hq / (p->hq / p->hkv);
         size_t len = (size_t)p->lens[b];
-        if (b != have_b || g != have_g) ug_gl_paged_gather(p, b, g, (long)len, kg, vt), have_b = b, have_g = g;
+        if (b != have_b || g != have_g) ug_gl_paged_gather(p, b, g, (long)len, kg, vt, 1, len), have_b = b, have_g = g;
         for (size_t d = 0; d < D; d++) qr[d] = ug_tload(p->q, r * D + d);
         long n = ug_gl_attn_mtp_end(p->lens[b], p->sq, tok % p->sq); /* row i: its causal prefix */
         int ok = golden_row(qr, kg, vt, len, D, (size_t)n, tile, (float)p->scale, w, o) == 0;
