@@ -169,9 +169,8 @@ static int row_sums(ug_ar *ar, const ug_num *e, const double *v, size_t ldv, siz
     return 1;
 }
 
-/* The row's emission with value element (key j, column d) at v[j*ldv + d*ldc]: ldc = 1 for
- * key-major values (ug_gl_attn_emit_query), ldv = 1 for column-major ones
- * (ug_gl_attn_emit_query_cols). The same operations in the same order either way. */
+/* The row's emission with value element (key j, column d) at v[j*ldv + d*ldc] (the public
+ * forms pass key-major values, ldc = 1, which a dense row sums in one pass: row_sums). */
 static int emit_query(ug_ar *ar, const double *q, const double *k, size_t ldk, size_t dk, size_t n, ug_num scale,
                       const double *v, size_t ldv, size_t ldc, size_t dv, ug_num *s, int out, const ug_selection *sel,
                       size_t *pos, size_t row, ug_num *max_sum)
@@ -240,13 +239,6 @@ int ug_gl_attn_emit_query_max_sum(ug_ar *ar, const double *q, const double *k, s
                                   const ug_selection *sel, size_t *pos, size_t row, ug_num max_sum[2])
 {
     return emit_query(ar, q, k, ldk, dk, n, scale, v, ldv, 1, dv, s, out, sel, pos, row, max_sum);
-}
-
-int ug_gl_attn_emit_query_cols(ug_ar *ar, const double *q, const double *k, size_t ldk, size_t dk, size_t n,
-                               ug_num scale, const double *vt, size_t ldc, size_t dv, ug_num *s, int out,
-                               const ug_selection *sel, size_t *pos, size_t row)
-{
-    return emit_query(ar, q, k, ldk, dk, n, scale, vt, 1, ldc, dv, s, out, sel, pos, row, NULL);
 }
 
 void ug_gl_attn_geometry(const ug_case *c, int out, ug_geom *g)

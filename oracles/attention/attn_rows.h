@@ -41,13 +41,6 @@ int ug_gl_attn_emit_query_max_sum(ug_ar *ar, const double *q, const double *k, s
                                   ug_num scale, const double *v, size_t ldv, size_t dv, ug_num *s, int out,
                                   const ug_selection *sel, size_t *pos, size_t row, ug_num max_sum[2]);
 
-/* The same with the values column-major: value element (key j, column d) at vt[d*ldc + j]
- * (ldc >= n), so each output column reads its n values contiguously (long contexts stay in
- * cache). The same operations in the same order as ug_gl_attn_emit_query. */
-int ug_gl_attn_emit_query_cols(ug_ar *ar, const double *q, const double *k, size_t ldk, size_t dk, size_t n,
-                               ug_num scale, const double *vt, size_t ldc, size_t dv, ug_num *s, int out,
-                               const ug_selection *sel, size_t *pos, size_t row);
-
 /* Live context length of sequence b of `batch`: given[b] when the op's context_lens param
  * lists the lengths (given non-NULL); else ctx when not ragged; when ragged a seeded draw
  * in lo..ctx, with the last sequence at ctx so the longest context is always exercised.
@@ -94,7 +87,7 @@ typedef struct {
 } ug_gl_paged;
 
 /* Emits every selected element of output out (o [batch*sq, hq, dim]) with the shared
- * exact row (ug_gl_attn_emit_query_cols). 0, or -1 out of memory. */
+ * exact row (ug_gl_attn_emit_query, values token-major). 0, or -1 out of memory. */
 int ug_gl_attn_paged_emit(ug_ar *ar, const ug_gl_paged *p, int out, const ug_selection *sel);
 
 /* Gathers the first n tokens of sequence b, kv head g of p's caches: keys token-major into
