@@ -18,14 +18,14 @@
  * ug_dot_d_rows on W^T (transposed once), whose numbers are ug_dot_d's per logit bit for bit
  * in every arithmetic, but as vector loops over 64 experts with each chunk of W^T serving
  * the block's tokens from cache, where one dot per logit is a latency-bound chain (the
- * naive bf16 sums most: 4.5x the certified pass). Only where the numbers are doubles and
+ * naive bf16 sums most: 4.5x the certified pass; fewer than 64 experts or 65 terms take
+ * ug_dot_d_rows' column forms, still vector loops). Only where the numbers are doubles and
  * the selection is dense (--sample all); -1 when not taken (or out of memory). */
 #define GATE_TOKENS 32
 static int gate_blocked(ug_ar *ar, const ug_selection *sel, int o, const double *x, const double *w, size_t h, size_t E)
 {
     size_t n = sel->n[o], T = n ? sel->idx[o][n - 1] / E + 1 : 0;
-    if (!ug_ar_plain(ar) || n == 0 || n * 2 < T * E || E < 64 || h <= 64) return -1; /* the rows' blocked form: */
-    /* 64 experts a chunk and sums past 64 terms (arith_tile.c); else the columns one by one */
+    if (!ug_ar_plain(ar) || n == 0 || n * 2 < T * E) return -1;
     double *wt = malloc(h * E * sizeof *wt);
     ug_num *out = malloc(GATE_TOKENS * E * sizeof *out);
     if (!wt || !out) {

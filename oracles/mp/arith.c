@@ -620,7 +620,16 @@ static void dot_d_cols_chunk(ug_ar *ar, const double *a, const double *B, size_t
 {
     double s[64] = {0}, abs_sum[64] = {0};
     if (ar->mode == UG_AR_NAIVE && ar->naive_dt == UG_DT_FP32 && w == 64) {
-        dot_d_cols64_naive_f32(a, B + c0, ldb, n, s); /* its number ignores abs_sum */
+        dot_d_cols64_naive_f32(a, B + c0, ldb, n, s);                   /* its number ignores abs_sum */
+    } else if (ar->mode == UG_AR_NAIVE && ar->naive_dt == UG_DT_FP32) { /* fewer columns: 8 at a time, as below */
+        for (size_t i = 0; i < n; i++) {
+            const double *row = B + i * ldb + c0;
+            size_t c = 0;
+            for (; c + 8 <= w; c += 8)
+                for (size_t k = c; k < c + 8; k++)
+                    s[k] = (double)(float)(s[k] + (double)(float)(a[i] * row[k])); /* rounds: naive, as above */
+            for (; c < w; c++) s[c] = (double)(float)(s[c] + (double)(float)(a[i] * row[c]));
+        }
     } else if (ar->mode == UG_AR_NAIVE) {
         for (size_t i = 0; i < n; i++)
             for (size_t c = 0; c < w; c++) {

@@ -374,6 +374,26 @@ static void rows_chunk64(ug_ar *ar, const double *X, size_t ldx, size_t m, const
         }
 }
 
+/* NAIVE bf16/fp16's last columns [c0, ncols), fewer than 64: copied beside zero columns into
+ * one chunk of 64 (lanes are columns, so each keeps its numbers; a padded lane is dropped),
+ * where column by column they would take ug_dot_d_cols_each's scalar rounding loop. Returns
+ * ncols, or c0 when there is no memory for the copy (the caller goes column by column). */
+static size_t naive_tail(ug_ar *ar, const double *X, size_t ldx, size_t m, const double *B, size_t ldb, size_t n,
+                         size_t c0, size_t ncols, double *sc, ug_num *out, size_t ldo)
+{
+    size_t w = ncols - c0;
+    double *bp = calloc(n * 64, sizeof *bp);
+    ug_num *op = malloc(m * 64 * sizeof *op);
+    if (bp && op) {
+        for (size_t i = 0; i < n; i++) memcpy(bp + i * 64, B + i * ldb + c0, w * sizeof *bp);
+        rows_chunk64(ar, X, ldx, m, bp, 64, n, sc, op, 64);
+        for (size_t r = 0; r < m; r++) memcpy(out + r * ldo + c0, op + r * 64, w * sizeof *op);
+        c0 = ncols;
+    }
+    free(bp), free(op);
+    return c0;
+}
+
 void ug_dot_d_rows(ug_ar *ar, const double *X, size_t ldx, size_t m, const double *B, size_t ldb, size_t n,
                    size_t ncols, ug_num *out, size_t ldo)
 {
@@ -384,6 +404,8 @@ void ug_dot_d_rows(ug_ar *ar, const double *X, size_t ldx, size_t m, const doubl
     double *sc = blocked ? malloc((136 * m + 1) * sizeof *sc) : NULL;
     if (blocked && !sc) abort(); /* as the arithmetic's own pool: the oracle cannot go on without memory */
     for (; blocked && c0 + 64 <= ncols; c0 += 64) rows_chunk64(ar, X, ldx, m, B + c0, ldb, n, sc, out + c0, ldo);
+    if (blocked && mode == UG_AR_NAIVE && c0 < ncols)
+        c0 = naive_tail(ar, X, ldx, m, B, ldb, n, c0, ncols, sc, out, ldo);
     free(sc);
     if (c0 < ncols) /* the rest (or every column: MPFR, CERT's tracked short sums, other naive dtypes) */
         for (size_t r = 0; r < m; r++)
@@ -394,8 +416,8 @@ void ug_dot_d_cols(ug_ar *ar, const double *a, const double *B, size_t ldb, size
 {
     size_t c0 = 0;
     if (ar->mode == UG_AR_NAIVE && n > 64 && (ar->naive_dt == UG_DT_BF16 || ar->naive_dt == UG_DT_FP16)) {
-        c0 = ncols / 64 * 64; /* whole chunks of 64: the naive sums on fp32 lanes (ug_dot_d_rows, one row) */
-        if (c0) ug_dot_d_rows(ar, a, n, 1, B, ldb, n, c0, out, c0);
+        c0 = ncols; /* the naive sums on fp32 lanes, 64 columns at a time (ug_dot_d_rows, one row) */
+        ug_dot_d_rows(ar, a, n, 1, B, ldb, n, ncols, out, ncols);
     }
     if (c0 < ncols) ug_dot_d_cols_each(ar, a, B + c0, ldb, n, ncols - c0, out + c0);
 }
