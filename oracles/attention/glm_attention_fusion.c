@@ -126,26 +126,48 @@ static int build(ug_case *c, char *err, size_t errlen)
     return 0;
 }
 
-/* The token that writes slot s, or -1 (slot_mapping's entries are distinct). */
-static long writer(const ug_tensor *sm, size_t s)
+/* writer[s]: the token that writes slot s, or -1, for the nslots slots (slot_mapping's
+ * entries are distinct and within the pool: the builder's). NULL out of memory. */
+static long *writers(const ug_tensor *sm, size_t nslots)
 {
-    for (size_t t = 0; t < sm->numel; t++)
-        if ((size_t)ug_tload(sm, t) == s) return (long)t;
-    return -1;
+    long *w = malloc((nslots ? nslots : 1) * sizeof *w);
+    if (!w) return NULL;
+    for (size_t s = 0; s < nslots; s++) w[s] = -1;
+    for (size_t t = sm->numel; t-- > 0;) { /* backwards: a slot named twice keeps its first token */
+        size_t s = (size_t)ug_tload(sm, t);
+        if (s < nslots) w[s] = (long)t;
+    }
+    return w;
 }
 
-/* Output o (a cache): the kernel's own k (v) row at a written slot, else the input bits. */
-static void cache_stage(const ug_case *c, ug_ar *ar, const ug_selection *sel, int o)
+/* Output o (a cache): the kernel's own k (v) row at a written slot, else the input bits;
+ * where the numbers are doubles, handed over CACHE_BLOCK at a time (ug_ar_emit_block: the
+ * same numbers as ug_ar_emit of each). -1 out of memory. */
+#define CACHE_BLOCK 256
+static int cache_stage(const ug_case *c, ug_ar *ar, const ug_selection *sel, int o)
 {
     const ug_tensor *in = ug_case_input(c, o == O_KC ? "key_cache" : "value_cache");
     const ug_tensor *sm = ug_case_input(c, "slot_mapping"), *kv = &c->out[o == O_KC ? O_K : O_V];
-    size_t row = (size_t)kv->shape[1], have = (size_t)-1;
-    long t = -1;
-    for (size_t k = 0; k < sel->n[o]; k++) { /* sorted: a slot's elements arrive together */
-        size_t e = sel->idx[o][k];
-        if (e / row != have) have = e / row, t = writer(sm, have);
-        ug_ar_emit(ar, o, k, ug_c(ar, t >= 0 ? ug_tload(kv, (size_t)t * row + e % row) : ug_tload(in, e)));
+    size_t row = (size_t)kv->shape[1], nb = 0, k0 = 0;
+    long *writer = writers(sm, in->numel / row);
+    if (!writer) return -1;
+    int plain = ug_ar_plain(ar);
+    double v[CACHE_BLOCK], e[CACHE_BLOCK];
+    for (size_t k = 0; k < sel->n[o]; k++) {
+        size_t i = sel->idx[o][k];
+        long t = writer[i / row];
+        ug_num x = ug_c(ar, t >= 0 ? ug_tload(kv, (size_t)t * row + i % row) : ug_tload(in, i));
+        if (!plain) {
+            ug_ar_emit(ar, o, k, x);
+            continue;
+        }
+        if (!nb) k0 = k;
+        v[nb] = x.v, e[nb++] = x.e;
+        if (nb == CACHE_BLOCK) ug_ar_emit_block(ar, o, k0, v, e, nb), nb = 0;
     }
+    if (nb) ug_ar_emit_block(ar, o, k0, v, e, nb);
+    free(writer);
+    return 0;
 }
 
 /* The attention's view: the kernel's own q and the caches it wrote. */
@@ -173,8 +195,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 {
     int rc = ug_gpq_oracle(c, ar, sel);
     if (rc) return rc;
-    cache_stage(c, ar, sel, O_KC);
-    cache_stage(c, ar, sel, O_VC);
+    if (cache_stage(c, ar, sel, O_KC) || cache_stage(c, ar, sel, O_VC)) return -1;
     ug_gl_paged g = attention_view(c);
     return ug_gl_attn_paged_emit(ar, &g, O_O, sel);
 }
