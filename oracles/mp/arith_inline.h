@@ -243,8 +243,18 @@ UG_AI void ugx_release(ug_arx A, size_t mark)
 /* ug_dot_d of exact doubles (arith.c) as inline steps, so that an op's row or column loop
  * keeps each lane's sum in ug_dot_d's operations and order, in every plain arithmetic. */
 
-/* DEVICE's gamma_n for fp32 (arith.c's gamma32): n u / (1 - n u), u = 2^-24. */
-UG_AI double ugx_gamma32(size_t n) { return (double)n * UG_DEV_U / (1.0 - (double)n * UG_DEV_U); }
+/* DEVICE's gamma_n for fp32 (arith.c's gamma32): n u / (1 - n u), u = 2^-24. Built with
+ * -DUG_PROB_LAMBDA=L (an experiment, never the default): min(gamma_n, L sqrt(n) u), Higham and
+ * Mary's probabilistic bound, to measure what it would tighten (docs/STANDARDS.md
+ * "Tightness"); it is not sound for a kernel whose roundings all go one way. */
+UG_AI double ugx_gamma32(size_t n)
+{
+    double g = (double)n * UG_DEV_U / (1.0 - (double)n * UG_DEV_U);
+#ifdef UG_PROB_LAMBDA
+    g = fmin(g, UG_PROB_LAMBDA * sqrt((double)n) * UG_DEV_U);
+#endif
+    return g;
+}
 
 /* Whether CERT's ug_dot_d tracks the exactness of an n-term sum (ug_cv_dot_d: n <= 64). */
 UG_AI int64_t ugx_dot_tracked(size_t n) { return n <= 64; }
