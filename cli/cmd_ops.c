@@ -260,7 +260,9 @@ static int show(const char *name, int json, int mutants, int tightness, long lon
                 printf("    %-8s %-14s reference golden (an element passes within the rule of it or of the exact "
                        "value): %s\n",
                        "", "", o->reference_golden);
-        } else
+        } else if (o->reference_unjudged)
+            printf("    %-8s %-14s reference: not judged: %s\n", "", "", o->reference_unjudged);
+        else
             printf("    %-8s %-14s reference: none (no reference test judges this output)\n", "", "");
     }
     printf("  kernel variants (--kernel-variant NAME):\n");

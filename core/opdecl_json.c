@@ -199,6 +199,7 @@ static int read_output(reader *r, const cJSON *o, ug_output_rule *rule)
                                        "reference_source",
                                        "reference_golden",
                                        "reference_group",
+                                       "reference_unjudged",
                                        NULL};
     const char *cmp;
     int c;
@@ -206,8 +207,11 @@ static int read_output(reader *r, const cJSON *o, ug_output_rule *rule)
         text(r, o, "compare", 1, &cmp) || choice(r, cmp, ug_cmp_names, UG_CMP_COUNT, "compare", &c) ||
         number(r, o, "pypto_atol", 0, &rule->pypto_atol) || number(r, o, "pypto_rtol", 0, &rule->pypto_rtol) ||
         number(r, o, "pypto_budget", 0, &rule->pypto_budget) || text(r, o, "source", 0, &rule->source) ||
-        read_reference(r, o, rule) || read_reference_golden(r, o, rule))
+        read_reference(r, o, rule) || read_reference_golden(r, o, rule) ||
+        text(r, o, "reference_unjudged", 0, &rule->reference_unjudged))
         return -1;
+    if (rule->reference_unjudged && rule->has_reference)
+        return fail(r, "\"reference_unjudged\" says why an output has no reference rule: not beside one%s%s", "", "");
     rule->cmp = (ug_cmp)c;
     if ((rule->reference_group > 0) != (rule->cmp == UG_CMP_TOPK && rule->has_reference))
         return fail(r, "a topk_set output's reference rule is a \"reference_group\" compare, and only it is%s%s", "",

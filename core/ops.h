@@ -61,6 +61,10 @@ typedef struct {
      * differ that are missing from the kernel's ids at those positions are counted, and a
      * group counting more than floor(reference_group * reference_atol) fails. */
     long reference_group;
+    /* No reference rule, though the reference test compares this output: why ulpgym does not
+     * apply that compare (e.g. an order of ids the test's golden does not fix), said by `ops
+     * show`; NULL where no reference test judges the output. */
+    const char *reference_unjudged;
 } ug_output_rule;
 
 /* Geometry of an output for sampling: viewed as rows x cols (cols = last dim). The

@@ -36,6 +36,8 @@ static void add_rules_and_variants(cJSON *o, const ug_op_def *d)
         cJSON_AddNumberToObject(r, "pypto_rtol", d->outputs[i].pypto_rtol);
         cJSON_AddNumberToObject(r, "pypto_budget", d->outputs[i].pypto_budget);
         if (d->outputs[i].source) cJSON_AddStringToObject(r, "source", d->outputs[i].source);
+        if (d->outputs[i].reference_unjudged)
+            cJSON_AddStringToObject(r, "reference_unjudged", d->outputs[i].reference_unjudged);
         if (d->outputs[i].has_reference) {
             cJSON_AddNumberToObject(r, "reference_atol", d->outputs[i].reference_atol);
             cJSON_AddNumberToObject(r, "reference_rtol", d->outputs[i].reference_rtol);

@@ -221,6 +221,9 @@ static void strict_loading(void)
          "computes none"}, /* declared, but no function */
         {"\"reference_atol\": 1, \"reference_rtol\": 0, \"reference_source\": \"t\", \"reference_golden\": 3",
          "reference_golden"}, /* not a text */
+        {"\"reference_atol\": 1, \"reference_rtol\": 0, \"reference_source\": \"t\", \"reference_unjudged\": \"w\"",
+         "reference_unjudged"},                              /* a rule and a reason for none */
+        {"\"reference_unjudged\": 1", "reference_unjudged"}, /* not a text */
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char json[1024], err[512];
@@ -300,6 +303,24 @@ static void id_groups(void)
           "lightning_indexer_quant topk_idx: groups of 2048 ids, int(2048 * 5e-4) = 1 miss each");
 }
 
+/* The GLM routers' ids: their tests compare ids position by position against an order torch
+ * does not fix, so the declarations say why no reference rule applies, and `ops show` (via
+ * the contract) says it instead of "no reference test judges this output". */
+static void unjudged_ids(void)
+{
+    const int ops[] = {UG_OP_GLM_SELECT_EXPERTS, UG_OP_GLM_MOE_FUSION};
+    for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) {
+        const ug_op_def *d = ug_op_def_get(ops[k]);
+        const ug_output_rule *ids = NULL;
+        for (int i = 0; d && i < d->n_outputs; i++)
+            if (strcmp(d->outputs[i].name, "topk_ids") == 0) ids = &d->outputs[i];
+        CHECK(ids && !ids->has_reference && ids->reference_unjudged &&
+                  strstr(ids->reference_unjudged, "tests/ops/glm_v4_5/") &&
+                  strstr(ids->reference_unjudged, "assert_allclose(topk_ids"),
+              "%s topk_ids: why no reference rule, naming the test's compare", ug_op_name(ops[k]));
+    }
+}
+
 int main(void)
 {
     strict_loading();
@@ -311,5 +332,6 @@ int main(void)
     margin_sees_reference();
     declarations();
     id_groups();
+    unjudged_ids();
     return check_done();
 }
