@@ -7,8 +7,10 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Under AddressSanitizer (the fuzz build) the canaries are also poisoned, so a sim kernel's
@@ -112,6 +114,7 @@ static struct {
     size_t map_len;
     char what[48];       /* what it was (for a fault in it: a kernel writing into a freed buffer) */
     unsigned long freed; /* when, in frees counted */
+    double freed_ms;     /* and on the monotonic clock */
 } cache[CACHE_SLOTS];
 static size_t cache_total;
 static unsigned long cache_frees;
@@ -130,12 +133,23 @@ static int quarantine(void *map, size_t len, int prot)
  * still writing into one after its case ended faults (named) instead of landing in the next
  * case's tensor; NULL if none. */
 #define QUARANTINE_FREES 8
+static double quarantine_ms; /* ug_guard_quarantine_ms: also this long since its free */
+
+void ug_guard_quarantine_ms(double ms) { quarantine_ms = ms; }
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
 static void *cache_take(size_t len, size_t *got)
 {
     int best = -1;
     for (int i = 0; i < CACHE_SLOTS; i++)
         if (cache[i].map && cache[i].map_len >= len && cache[i].map_len <= len + len / 4 + page_size() &&
-            cache_frees - cache[i].freed >= QUARANTINE_FREES && (best < 0 || cache[i].freed < cache[best].freed))
+            cache_frees - cache[i].freed >= QUARANTINE_FREES && (best < 0 || cache[i].freed < cache[best].freed) &&
+            (quarantine_ms <= 0 || now_ms() - cache[i].freed_ms >= quarantine_ms))
             best = i;
     if (best < 0) return NULL;
     void *map = cache[best].map;
@@ -154,6 +168,7 @@ static int cache_put(void *map, size_t len, const char *what)
             if (quarantine(map, len, PROT_NONE)) return 0;
             snprintf(cache[i].what, sizeof cache[i].what, "%s", what);
             cache[i].freed = ++cache_frees;
+            cache[i].freed_ms = quarantine_ms > 0 ? now_ms() : 0.0;
             cache[i].map_len = len;
             cache[i].map = map;
             cache_total += len;
@@ -276,6 +291,19 @@ void ug_guard_seal(ug_guard_buf *g)
 }
 
 int ug_guard_changed(const ug_guard_buf *g) { return g->sealed && digest(g->data, g->bytes) != g->sum; }
+
+void *ug_guard_snapshot(ug_guard_buf *g)
+{
+    void *copy = g->map ? malloc(g->bytes ? g->bytes : 1) : NULL;
+    if (!copy) {
+        ug_guard_seal(g);
+        return NULL;
+    }
+    memcpy(copy, g->data, g->bytes);
+    g->sum = digest(copy, g->bytes); /* the copy's: a write landing during the memcpy is a change */
+    g->sealed = 1;
+    return copy;
+}
 
 /* Appends s to buf[*at..len) (truncating, always terminated); async-signal-safe. */
 static void append(char *buf, size_t len, size_t *at, const char *s)

@@ -35,6 +35,10 @@ typedef struct {
  * freed by one thread, never while a kernel runs. */
 int ug_guard_alloc(ug_guard_buf *g, size_t bytes, const char *what);
 void ug_guard_free(ug_guard_buf *g); /* safe on a zeroed buffer; keeps up to 16 MiB for reuse */
+/* A freed buffer is handed out again only after the next 8 frees and, once this is set above
+ * 0, ms milliseconds: meanwhile it stays inaccessible, so a thread of a plugin still writing
+ * through an old pointer faults (named) instead of landing in a later case's tensor. */
+void ug_guard_quarantine_ms(double ms);
 /* The most resident bytes a freshly mapped buffer costs beyond its data (canaries, rounding
  * to a page), for the case memory estimate; the guard pages themselves are never resident.
  * A reused buffer may be a little larger: the excess comes out of the 16 MiB kept. */
@@ -48,6 +52,10 @@ int ug_guard_canaries(const ug_guard_buf *g);
  * data differs from it now (0 for a buffer never sealed). */
 void ug_guard_seal(ug_guard_buf *g);
 int ug_guard_changed(const ug_guard_buf *g);
+/* A malloc'd copy of the data, and the seal of that copy: the data as it was, which a later
+ * write into the buffer cannot change, while ug_guard_changed still watches the buffer for
+ * one. NULL (and the buffer sealed as it stands) without memory. */
+void *ug_guard_snapshot(ug_guard_buf *g);
 
 /* For a fault handler (async-signal-safe: no locks, no allocation, no stdio): when addr
  * lies in a guard page of a live buffer, writes "wrote past the end of output y" (access

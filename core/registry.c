@@ -211,7 +211,10 @@ void ug_case_free(ug_case *c)
         ug_guard_free(&c->in[i].guard);
         free(c->in[i].values);
     }
-    for (int i = 0; i < c->n_out; i++) ug_guard_free(&c->out[i].guard);
+    for (int i = 0; i < c->n_out; i++) {
+        if (c->out[i].data != c->out[i].guard.data) free(c->out[i].data); /* a snapshot (ug_guard_snapshot) */
+        ug_guard_free(&c->out[i].guard);
+    }
     free(c->params_json);
     ug_params_free(&c->params);
     ug_spec_free(&c->spec);

@@ -23,7 +23,8 @@ typedef struct {
     int ndim;
     int64_t shape[ULPGYM_MAX_DIMS];
     size_t numel;
-    void *data;         /* numel * ug_dtype_size(dtype) bytes, owned by the case: guard.data */
+    void *data;         /* numel * ug_dtype_size(dtype) bytes, owned by the case: guard.data, or for a
+                           plugin's output after its call its snapshot (ug_guard_snapshot) */
     ug_guard_buf guard; /* the mapping data lives in, with its guard pages and canaries (core/guard.h) */
     double *values;     /* inputs: the decoded values, filled once after build (oracle reads) */
     int optional;       /* outputs: declared optional (core/opdecl.h); allocated full of the sentinel */

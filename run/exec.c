@@ -175,10 +175,19 @@ static int write_reference_outputs(ug_case *c, int naive, char *err, size_t errl
  * a device kernel whose stream was not synchronised is still writing them (kernel_abi.h).
  * Built-in kernels run no threads and are not waited for. */
 #define UG_SETTLE_NS 2000000L /* 2 ms */
+/* How long a plugin's freed buffers stay inaccessible (ug_guard_quarantine_ms): a write a
+ * device stream lands later than this is not told from the next case's own. */
+#define UG_PLUGIN_QUARANTINE_MS 1000.0
 
+/* Each output's values as the call returned them, judged and reported from a copy
+ * (ug_guard_snapshot) while the buffer stays watched: a stray write, whenever it lands, can
+ * change no verdict, only be reported (outputs_changed). */
 static void seal_outputs(ug_case *c)
 {
-    for (int k = 0; k < c->n_out; k++) ug_guard_seal(&c->out[k].guard);
+    for (int k = 0; k < c->n_out; k++) {
+        void *copy = ug_guard_snapshot(&c->out[k].guard);
+        if (copy) c->out[k].data = copy;
+    }
 }
 
 /* The first output that changed since seal_outputs: its message in err, 1; else 0. */
@@ -218,6 +227,7 @@ static int run_kernel_checked(const void *vb, ug_case *c, char *err, size_t errl
 {
     const ug_backend *b = vb;
     ug_case_seal_inputs(c);
+    if (b->kind == UG_BACKEND_PLUGIN) ug_guard_quarantine_ms(UG_PLUGIN_QUARANTINE_MS);
     int rc = ug_backend_run(b, c, err, errlen);
     char damage[512];
     if (rc == 0 && b->kind == UG_BACKEND_PLUGIN) {
