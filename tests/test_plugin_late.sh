@@ -2,7 +2,7 @@
 # test_plugin_late.sh — outputs a kernel never writes, or writes after it returned (issue #36,
 # items 6 and 7), through tests/fixtures/late_plugin.c forwarding to the sample plugin: every
 # output starts as the sentinel, so a kernel that writes nothing (or half of an output) is
-# ERROR "left unwritten" instead of passing on zeros; a write 0.5 ms after the return, or a
+# ERROR "left unwritten" instead of passing on zeros; a write 1 ms after the return, or a
 # canary flipped 1 ms after it, is ERROR (or, landing after its case ended, a CRASH naming the
 # freed output) and never a FAIL on changed values, run after run; a thread that keeps writing
 # through an old pointer is caught, never a silent FAIL. The correct forward passes every case.
