@@ -37,4 +37,22 @@ expect_same_results() {
     if cmp -s "$T/results_1.txt" "$T/results_2.txt"; then ok
     else bad "$3: $(diff "$T/results_1.txt" "$T/results_2.txt" | head -5)"; fi
 }
+# expect_page_fits BROWSER HTML WIDTH...: headless BROWSER lays the page out no wider than
+# its window at each WIDTH (long lines must wrap) and renders a real screenshot
+# ($T/fit_WIDTH.png); measured on a copy of the page with a script that writes its scroll
+# width (the reports themselves have no script).
+expect_page_fits() {
+    local browser=$1 html=$2 width sw iw
+    local flags="--headless --no-sandbox --disable-gpu --user-data-dir=$T/chrome"
+    shift 2
+    sed 's|</body>|<script>document.body.insertAdjacentHTML("beforeend", "<div id=\\"measure\\">" + document.documentElement.scrollWidth + " " + window.innerWidth + "</div>")</script></body>|' \
+        "$html" >"$T/measure.html"
+    for width in "$@"; do
+        timeout 120 "$browser" $flags --window-size=$width,1000 --dump-dom "file://$T/measure.html" >"$T/m.html" 2>/dev/null
+        read -r sw iw < <(sed -n 's/.*<div id="measure">\([0-9]*\) \([0-9]*\)<.*/\1 \2/p' "$T/m.html")
+        [ -n "${sw:-}" ] && [ "$sw" -le "$iw" ] && ok || bad "at $width px the page is ${sw:-?} px wide (window ${iw:-?})"
+        timeout 120 "$browser" $flags --window-size=$width,2400 --screenshot="$T/fit_$width.png" "file://$html" >/dev/null 2>&1
+        [ "$(stat -c %s "$T/fit_$width.png" 2>/dev/null || echo 0)" -gt 20000 ] && ok || bad "no real screenshot at $width px"
+    done
+}
 finish() { echo "$passed passed, $failed failed"; [ "$failed" = 0 ]; }
