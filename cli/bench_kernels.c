@@ -191,6 +191,13 @@ int ug_bench_kernels(int argc, char **argv)
     if (ug_bench_kernel_table_wanted(argc, argv)) return ug_bench_kernel_table(argc, argv);
     bk_opts o = {NULL, 0, 1};
     ug_cli_filter f = {0};
+    const ug_cli_valopt value_opts[] = {{"--plan", &plan_path},
+                                        {"--limit", &limit},
+                                        {"--kernel-variant", &o.variant},
+                                        {"--spec-file", &spec_file},
+                                        {"--case-memory", &mem},
+                                        {"--share", &share},
+                                        {NULL, NULL}};
     for (int i = 2; i < argc; i++) {
         int m = ug_cli_filter_opt(&f, argc, argv, &i);
         if (m < 0) return UG_EXIT_USAGE;
@@ -199,12 +206,7 @@ int ug_bench_kernels(int argc, char **argv)
             o.digest = 1;
         else if (ug_cli_flag(argv, i, "--no-time"))
             o.timing = 0;
-        else if ((m = ug_cli_opt(argc, argv, &i, "--plan", &plan_path)) ||
-                 (m = ug_cli_opt(argc, argv, &i, "--limit", &limit)) ||
-                 (m = ug_cli_opt(argc, argv, &i, "--kernel-variant", &o.variant)) ||
-                 (m = ug_cli_opt(argc, argv, &i, "--spec-file", &spec_file)) ||
-                 (m = ug_cli_opt(argc, argv, &i, "--case-memory", &mem)) ||
-                 (m = ug_cli_opt(argc, argv, &i, "--share", &share))) {
+        else if ((m = ug_cli_opts(argc, argv, &i, value_opts))) {
             if (m < 0) return UG_EXIT_USAGE;
         } else
             return ug_cli_fail("bench kernels: unexpected argument \"%s\"", argv[i]);

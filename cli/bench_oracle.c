@@ -189,6 +189,8 @@ int ug_bench_oracle(int argc, char **argv)
     const char *plan_path = NULL, *limit = NULL, *sample = NULL, *repeat = NULL;
     ug_cli_filter f = {0};
     bo_opts o = {30, UG_SAMPLE_PARTIAL, 1, 0, 1};
+    const ug_cli_valopt value_opts[] = {
+        {"--plan", &plan_path}, {"--limit", &limit}, {"--sample", &sample}, {"--repeat", &repeat}, {NULL, NULL}};
     for (int i = 2; i < argc; i++) {
         int m = ug_cli_filter_opt(&f, argc, argv, &i);
         if (m < 0) return UG_EXIT_USAGE;
@@ -197,10 +199,7 @@ int ug_bench_oracle(int argc, char **argv)
             o.mpfr = 0;
         else if (ug_cli_flag(argv, i, "--digest"))
             o.digest = 1;
-        else if ((m = ug_cli_opt(argc, argv, &i, "--plan", &plan_path)) ||
-                 (m = ug_cli_opt(argc, argv, &i, "--limit", &limit)) ||
-                 (m = ug_cli_opt(argc, argv, &i, "--sample", &sample)) ||
-                 (m = ug_cli_opt(argc, argv, &i, "--repeat", &repeat))) {
+        else if ((m = ug_cli_opts(argc, argv, &i, value_opts))) {
             if (m < 0) return UG_EXIT_USAGE;
         } else
             return ug_cli_fail("bench oracle: unexpected argument \"%s\"", argv[i]);

@@ -527,22 +527,17 @@ int ug_bench_kernel_table_wanted(int argc, char **argv)
 
 static int parse_opts(int argc, char **argv, bt_opts *o)
 {
+    const ug_cli_valopt value_opts[] = {
+        {"--backend", &o->backend}, {"--baseline", &o->baseline}, {"--repeat", &o->repeat},   {"--warmup", &o->warmup},
+        {"--clock", &o->clock},     {"--limit", &o->limit},       {"--plan", &o->plan},       {"--db", &o->db},
+        {"--md", &o->md},           {"--html", &o->html},         {"--case-memory", &o->mem}, {NULL, NULL}};
     for (int i = 2; i < argc; i++) {
         int m = ug_cli_filter_opt(&o->filter, argc, argv, &i);
         if (m < 0) return -1;
         if (m) continue;
         if (ug_cli_flag(argv, i, "--scenes"))
             o->list = 1;
-        else if ((m = ug_cli_opt(argc, argv, &i, "--backend", &o->backend)) ||
-                 (m = ug_cli_opt(argc, argv, &i, "--baseline", &o->baseline)) ||
-                 (m = ug_cli_opt(argc, argv, &i, "--repeat", &o->repeat)) ||
-                 (m = ug_cli_opt(argc, argv, &i, "--warmup", &o->warmup)) ||
-                 (m = ug_cli_opt(argc, argv, &i, "--clock", &o->clock)) ||
-                 (m = ug_cli_opt(argc, argv, &i, "--limit", &o->limit)) ||
-                 (m = ug_cli_opt(argc, argv, &i, "--plan", &o->plan)) ||
-                 (m = ug_cli_opt(argc, argv, &i, "--db", &o->db)) || (m = ug_cli_opt(argc, argv, &i, "--md", &o->md)) ||
-                 (m = ug_cli_opt(argc, argv, &i, "--html", &o->html)) ||
-                 (m = ug_cli_opt(argc, argv, &i, "--case-memory", &o->mem))) {
+        else if ((m = ug_cli_opts(argc, argv, &i, value_opts))) {
             if (m < 0) return -1;
         } else
             return ug_cli_fail(

@@ -35,6 +35,15 @@ int ug_cli_opt(int argc, char **argv, int *i, const char *opt, const char **val)
     return 1;
 }
 
+int ug_cli_opts(int argc, char **argv, int *i, const ug_cli_valopt *opts)
+{
+    for (; opts->opt; opts++) {
+        int m = ug_cli_opt(argc, argv, i, opts->opt, opts->val);
+        if (m) return m;
+    }
+    return 0;
+}
+
 int ug_cli_flag(char **argv, int i, const char *flag) { return strcmp(argv[i], flag) == 0; }
 
 long ug_cli_long(const char *s)

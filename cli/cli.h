@@ -27,6 +27,14 @@ int ug_cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* If argv[*i] is opt, takes its value (argv[*i+1] or the part after '=') into *val and
  * advances *i. Returns 1 on a match, 0 otherwise, -1 when the value is missing. */
 int ug_cli_opt(int argc, char **argv, int *i, const char *opt, const char **val);
+/* A command's value options as a table: each name and where its value goes, ended by
+ * {NULL, NULL}. ug_cli_opts tries ug_cli_opt with each in turn: 1 on a match, 0 none, -1
+ * when the value is missing. */
+typedef struct {
+    const char *opt;
+    const char **val;
+} ug_cli_valopt;
+int ug_cli_opts(int argc, char **argv, int *i, const ug_cli_valopt *opts);
 int ug_cli_flag(char **argv, int i, const char *flag);
 /* Parses a non-negative integer option value; -1 on junk. */
 long ug_cli_long(const char *s);

@@ -65,14 +65,13 @@ static int bench_sweep(int argc, char **argv)
     o.sample = UG_SAMPLE_DEFAULT; /* what a sweep pays: every element */
     o.quiet = 1;
     o.command = "ulpgym bench sweep";
+    const ug_cli_valopt value_opts[] = {{"--plan", &o.plan_path},  {"--limit", &limit},   {"-j", &jobs},
+                                        {"--backend", &o.backend}, {"--repeat", &repeat}, {NULL, NULL}};
     for (int i = 2; i < argc; i++) {
         int m = ug_cli_filter_opt(&f, argc, argv, &i);
         if (m < 0) return UG_EXIT_USAGE;
         if (m) continue;
-        if ((m = ug_cli_opt(argc, argv, &i, "--plan", &o.plan_path)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--limit", &limit)) || (m = ug_cli_opt(argc, argv, &i, "-j", &jobs)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--backend", &o.backend)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--repeat", &repeat))) {
+        if ((m = ug_cli_opts(argc, argv, &i, value_opts))) {
             if (m < 0) return UG_EXIT_USAGE;
         } else
             return ug_cli_fail("bench: unexpected argument \"%s\"", argv[i]);

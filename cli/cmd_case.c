@@ -15,16 +15,18 @@ static int ug_cmd_case(int argc, char **argv)
                *timeout = NULL, *fail_on = NULL;
     int json = 0;
     ug_fail_on policy = UG_FAIL_ON_FAIL;
+    const ug_cli_valopt value_opts[] = {{"--spec", &spec},
+                                        {"--spec-file", &file},
+                                        {"--backend", &backend},
+                                        {"--sample", &sample},
+                                        {"--primary", &primary},
+                                        {"--case-memory", &mem},
+                                        {"--case-timeout", &timeout},
+                                        {"--fail-on", &fail_on},
+                                        {NULL, NULL}};
     for (int i = 1; i < argc; i++) {
         int m;
-        if ((m = ug_cli_opt(argc, argv, &i, "--spec", &spec)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--spec-file", &file)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--backend", &backend)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--sample", &sample)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--primary", &primary)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--case-memory", &mem)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--case-timeout", &timeout)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--fail-on", &fail_on))) {
+        if ((m = ug_cli_opts(argc, argv, &i, value_opts))) {
             if (m < 0) return UG_EXIT_USAGE;
         } else if (ug_cli_flag(argv, i, "--json"))
             json = 1;

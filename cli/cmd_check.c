@@ -223,14 +223,12 @@ static int ug_cmd_check(int argc, char **argv)
     const char *top_s = NULL, *fail_on = NULL;
     int json = 0;
     ug_fail_on policy = UG_FAIL_ON_FAIL;
+    const ug_cli_valopt value_opts[] = {{"--outputs", &root},  {"--run", &name},        {"--db", &db},
+                                        {"--sample", &sample}, {"--primary", &primary}, {"--case-memory", &mem},
+                                        {"--top", &top_s},     {"--fail-on", &fail_on}, {NULL, NULL}};
     for (int i = 1; i < argc; i++) {
         int m;
-        if ((m = ug_cli_opt(argc, argv, &i, "--outputs", &root)) || (m = ug_cli_opt(argc, argv, &i, "--run", &name)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--db", &db)) || (m = ug_cli_opt(argc, argv, &i, "--sample", &sample)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--primary", &primary)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--case-memory", &mem)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--top", &top_s)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--fail-on", &fail_on))) {
+        if ((m = ug_cli_opts(argc, argv, &i, value_opts))) {
             if (m < 0) return UG_EXIT_USAGE;
         } else if (ug_cli_flag(argv, i, "--json"))
             json = 1;

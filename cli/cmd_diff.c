@@ -533,12 +533,14 @@ static int parse_list(diff_state *d)
 
 static int parse(int argc, char **argv, diff_state *d)
 {
+    const ug_cli_valopt value_opts[] = {{"--db", &d->db_arg},
+                                        {"--factor", &d->factor_s},
+                                        {"--fail-on", &d->fail_on_s},
+                                        {"--list", &d->list_s},
+                                        {NULL, NULL}};
     for (int i = 1; i < argc; i++) {
         int m;
-        if ((m = ug_cli_opt(argc, argv, &i, "--db", &d->db_arg)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--factor", &d->factor_s)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--fail-on", &d->fail_on_s)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--list", &d->list_s))) {
+        if ((m = ug_cli_opts(argc, argv, &i, value_opts))) {
             if (m < 0) return UG_EXIT_USAGE;
         } else if (ug_cli_flag(argv, i, "--json"))
             d->json = 1;

@@ -116,14 +116,14 @@ static int ug_cmd_export(int argc, char **argv)
     const char *dir = NULL, *db = NULL, *plan = NULL, *limit = NULL, *per_op = NULL, *case_id = NULL, *mem = NULL;
     int force = 0;
     ug_cli_filter f = {0};
+    const ug_cli_valopt value_opts[] = {{"--dir", &dir},     {"--db", &db},         {"--plan", &plan},
+                                        {"--limit", &limit}, {"--per-op", &per_op}, {"--case-memory", &mem},
+                                        {NULL, NULL}};
     for (int i = 1; i < argc; i++) {
         int m = ug_cli_filter_opt(&f, argc, argv, &i);
         if (m < 0) return UG_EXIT_USAGE;
         if (m) continue;
-        if ((m = ug_cli_opt(argc, argv, &i, "--dir", &dir)) || (m = ug_cli_opt(argc, argv, &i, "--db", &db)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--plan", &plan)) || (m = ug_cli_opt(argc, argv, &i, "--limit", &limit)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--per-op", &per_op)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--case-memory", &mem))) {
+        if ((m = ug_cli_opts(argc, argv, &i, value_opts))) {
             if (m < 0) return UG_EXIT_USAGE;
         } else if (ug_cli_flag(argv, i, "--force"))
             force = 1;

@@ -317,17 +317,14 @@ static int ug_cmd_fuzz(int argc, char **argv)
     const char *op_name = NULL, *time_s = NULL, *variant = NULL, *backend = NULL, *build = NULL, *seeds = NULL,
                *db_path = NULL, *max_s = NULL, *out_opt = NULL, *nseeds_s = NULL;
     int no_signal = 0;
+    const ug_cli_valopt value_opts[] = {{"--time", &time_s},       {"--kernel-variant", &variant},
+                                        {"--backend", &backend},   {"--fuzz-build", &build},
+                                        {"--seed-corpus", &seeds}, {"--seeds", &nseeds_s},
+                                        {"--db", &db_path},        {"--max-findings", &max_s},
+                                        {"--out", &out_opt},       {NULL, NULL}};
     for (int i = 1; i < argc; i++) {
         int m;
-        if ((m = ug_cli_opt(argc, argv, &i, "--time", &time_s)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--kernel-variant", &variant)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--backend", &backend)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--fuzz-build", &build)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--seed-corpus", &seeds)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--seeds", &nseeds_s)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--db", &db_path)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--max-findings", &max_s)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--out", &out_opt))) {
+        if ((m = ug_cli_opts(argc, argv, &i, value_opts))) {
             if (m < 0) return UG_EXIT_USAGE;
         } else if (ug_cli_flag(argv, i, "--no-signal"))
             no_signal = 1;

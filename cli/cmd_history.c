@@ -174,12 +174,13 @@ static int ug_cmd_history(int argc, char **argv)
     const char *db_path = NULL, *last = NULL, *since = NULL;
     history_opts o = {{NULL, 0, NULL, 20, UG_DB_BY_NONE}, NULL, 0};
     ug_cli_filter f = {0};
+    const ug_cli_valopt value_opts[] = {
+        {"--db", &db_path}, {"--last", &last}, {"--since", &since}, {"--by", &o.by}, {NULL, NULL}};
     for (int i = 1; i < argc; i++) {
         int m = ug_cli_filter_opt(&f, argc, argv, &i);
         if (m < 0) return UG_EXIT_USAGE;
         if (m) continue;
-        if ((m = ug_cli_opt(argc, argv, &i, "--db", &db_path)) || (m = ug_cli_opt(argc, argv, &i, "--last", &last)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--since", &since)) || (m = ug_cli_opt(argc, argv, &i, "--by", &o.by))) {
+        if ((m = ug_cli_opts(argc, argv, &i, value_opts))) {
             if (m < 0) return UG_EXIT_USAGE;
         } else if (ug_cli_flag(argv, i, "--json"))
             o.json = 1;

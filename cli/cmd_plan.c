@@ -157,16 +157,14 @@ static int ug_cmd_plan(int argc, char **argv)
                *measured = NULL;
     int do_count = 0, do_list = 0, do_specs = 0, do_coverage = 0;
     ug_cli_filter f = {0};
+    const ug_cli_valopt value_opts[] = {
+        {"--plan", &plan_path},      {"--seed", &seed},         {"--shard", &shard},       {"--share", &share},
+        {"--cost-from", &cost_from}, {"--shard-stats", &stats}, {"--measured", &measured}, {NULL, NULL}};
     for (int i = 1; i < argc; i++) {
         int m = ug_cli_filter_opt(&f, argc, argv, &i);
         if (m < 0) return UG_EXIT_USAGE;
         if (m) continue;
-        if ((m = ug_cli_opt(argc, argv, &i, "--plan", &plan_path)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--seed", &seed)) || (m = ug_cli_opt(argc, argv, &i, "--shard", &shard)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--share", &share)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--cost-from", &cost_from)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--shard-stats", &stats)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--measured", &measured))) {
+        if ((m = ug_cli_opts(argc, argv, &i, value_opts))) {
             if (m < 0) return UG_EXIT_USAGE;
         } else if (ug_cli_flag(argv, i, "--count"))
             do_count = 1;

@@ -113,16 +113,15 @@ static int ug_cmd_report(int argc, char **argv)
 {
     const char *db_path = NULL, *run = "latest", *format = NULL, *out = NULL, *top = NULL, *plan = NULL;
     int unmatched = 0;
+    const ug_cli_valopt value_opts[] = {{"--db", &db_path}, {"--run", &run}, {"--plan", &plan}, {"--format", &format},
+                                        {"-o", &out},       {"--top", &top}, {NULL, NULL}};
     for (int i = 1; i < argc; i++) {
         int m;
         if (ug_cli_flag(argv, i, "--unmatched")) {
             unmatched = 1;
             continue;
         }
-        if ((m = ug_cli_opt(argc, argv, &i, "--db", &db_path)) || (m = ug_cli_opt(argc, argv, &i, "--run", &run)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--plan", &plan)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--format", &format)) || (m = ug_cli_opt(argc, argv, &i, "-o", &out)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--top", &top))) {
+        if ((m = ug_cli_opts(argc, argv, &i, value_opts))) {
             if (m < 0) return UG_EXIT_USAGE;
         } else
             return ug_cli_fail("report: unexpected argument \"%s\" (see ulpgym report -h)", argv[i]);

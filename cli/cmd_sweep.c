@@ -45,32 +45,34 @@ static int ug_cmd_sweep(int argc, char **argv)
     o.seed = -1;
     o.sample = UG_SAMPLE_DEFAULT;
     const char *backend_opt = NULL, *top_s = NULL, *fail_on_s = NULL;
+    const ug_cli_valopt value_opts[] = {{"-j", &jobs},
+                                        {"--jobs", &jobs},
+                                        {"--shard", &shard},
+                                        {"--cost-from", &o.cost_from},
+                                        {"--resume", &o.resume},
+                                        {"--case-memory", &mem},
+                                        {"--top", &top_s},
+                                        {"--fail-on", &fail_on_s},
+                                        {"--plan", &o.plan_path},
+                                        {"--db", &o.db_path},
+                                        {"--limit", &limit},
+                                        {"--seed", &seed},
+                                        {"--backend", &backend_opt},
+                                        {"--kernel-variant", &variant},
+                                        {"--sample", &sample},
+                                        {"--primary", &o.primary},
+                                        {NULL, NULL}};
     for (int i = 1; i < argc; i++) {
         int m = ug_cli_filter_opt(&f, argc, argv, &i);
         if (m < 0) return UG_EXIT_USAGE;
         if (m) continue;
         const char *v;
-        if ((m = ug_cli_opt(argc, argv, &i, "-j", &jobs)) || (m = ug_cli_opt(argc, argv, &i, "--jobs", &jobs)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--shard", &shard)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--cost-from", &o.cost_from)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--resume", &o.resume)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--case-memory", &mem)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--top", &top_s)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--fail-on", &fail_on_s))) {
+        if ((m = ug_cli_opts(argc, argv, &i, value_opts))) {
             if (m < 0) return UG_EXIT_USAGE;
         } else if ((m = ug_cli_opt(argc, argv, &i, "--case-timeout", &v))) {
             if (m < 0 || parse_timeout(v, &o)) return UG_EXIT_USAGE;
         } else if (strncmp(argv[i], "-j", 2) == 0 && argv[i][2]) {
             jobs = argv[i] + 2; /* -j4 */
-        } else if ((m = ug_cli_opt(argc, argv, &i, "--plan", &o.plan_path)) ||
-                   (m = ug_cli_opt(argc, argv, &i, "--db", &o.db_path)) ||
-                   (m = ug_cli_opt(argc, argv, &i, "--limit", &limit)) ||
-                   (m = ug_cli_opt(argc, argv, &i, "--seed", &seed)) ||
-                   (m = ug_cli_opt(argc, argv, &i, "--backend", &backend_opt)) ||
-                   (m = ug_cli_opt(argc, argv, &i, "--kernel-variant", &variant)) ||
-                   (m = ug_cli_opt(argc, argv, &i, "--sample", &sample)) ||
-                   (m = ug_cli_opt(argc, argv, &i, "--primary", &o.primary))) {
-            if (m < 0) return UG_EXIT_USAGE;
         } else if (ug_cli_flag(argv, i, "--oracle-check"))
             o.oracle_check = 1;
         else if (ug_cli_flag(argv, i, "--quiet") || ug_cli_flag(argv, i, "--no-progress"))

@@ -251,16 +251,13 @@ static int ug_cmd_triage(int argc, char **argv)
                *mem = NULL, *timeout = NULL, *fail_on = NULL;
     int json = 0, do_shrink = 0;
     ug_fail_on policy = UG_FAIL_ON_FAIL;
+    const ug_cli_valopt value_opts[] = {
+        {"--db", &db_path},           {"--backend", &backend_opt}, {"--worst", &worst},
+        {"--run", &run_opt},          {"--dump", &dump_dir},       {"--case-memory", &mem},
+        {"--case-timeout", &timeout}, {"--fail-on", &fail_on},     {NULL, NULL}};
     for (int i = 1; i < argc; i++) {
         int m;
-        if ((m = ug_cli_opt(argc, argv, &i, "--db", &db_path)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--backend", &backend_opt)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--worst", &worst)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--run", &run_opt)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--dump", &dump_dir)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--case-memory", &mem)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--case-timeout", &timeout)) ||
-            (m = ug_cli_opt(argc, argv, &i, "--fail-on", &fail_on))) {
+        if ((m = ug_cli_opts(argc, argv, &i, value_opts))) {
             if (m < 0) return UG_EXIT_USAGE;
         } else if (ug_cli_flag(argv, i, "--json"))
             json = 1;
