@@ -227,7 +227,7 @@ void ug_selection_free(ug_selection *sel)
     memset(sel, 0, sizeof *sel);
 }
 
-long ug_selection_find(const ug_selection *sel, int o, size_t idx)
+size_t ug_selection_lower_bound(const ug_selection *sel, int o, size_t idx)
 {
     size_t lo = 0, hi = sel->n[o];
     while (lo < hi) {
@@ -237,6 +237,12 @@ long ug_selection_find(const ug_selection *sel, int o, size_t idx)
         else
             hi = mid;
     }
+    return lo;
+}
+
+long ug_selection_find(const ug_selection *sel, int o, size_t idx)
+{
+    size_t lo = ug_selection_lower_bound(sel, o, idx);
     return lo < sel->n[o] && sel->idx[o][lo] == idx ? (long)lo : -1;
 }
 
@@ -244,15 +250,7 @@ void ug_selection_range(const ug_selection *sel, int o, size_t lo, size_t hi, si
 {
     *b = *e = 0;
     if (o < 0 || o >= sel->n_out) return;
-    size_t l = 0, r = sel->n[o];
-    while (l < r) {
-        size_t m = (l + r) / 2;
-        if (sel->idx[o][m] < lo)
-            l = m + 1;
-        else
-            r = m;
-    }
-    *b = *e = l;
+    *b = *e = ug_selection_lower_bound(sel, o, lo);
     while (*e < sel->n[o] && sel->idx[o][*e] < hi) (*e)++;
 }
 

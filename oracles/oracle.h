@@ -64,6 +64,9 @@ void ug_oracle_opts_default(ug_oracle_opts *o);
 /* Builds the default selection of a case's outputs (sample elements each, 0 = all). */
 int ug_selection_build(const ug_case *c, size_t sample, ug_selection *sel);
 void ug_selection_free(ug_selection *sel);
+/* The first position in output o's selection (sorted flat indices) whose index is >= idx
+ * (sel->n[o] when none is). */
+size_t ug_selection_lower_bound(const ug_selection *sel, int o, size_t idx);
 /* Position of flat index idx in output o's selection, or -1. */
 long ug_selection_find(const ug_selection *sel, int o, size_t idx);
 /* Positions [*b, *e) in output o's selection of the elements with flat index in [lo, hi)

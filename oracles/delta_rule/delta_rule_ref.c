@@ -172,20 +172,6 @@ UG_AI double row_step(ug_arx A, const ug_num *s, ug_num *nxt, ug_num *in, const 
     return ugx_rec_set(A, nxt, dk, step_error(nxt, dk, step_norm_bound(a, beta, k, dk, r2), E));
 }
 
-/* First position in sel's output o whose index is >= idx. */
-static size_t lower_bound(const ug_selection *sel, int o, size_t idx)
-{
-    size_t lo = 0, hi = sel->n[o];
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (sel->idx[o][mid] < idx)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 void ug_delta_rows_needed(const ug_selection *sel, const ug_delta_params *p, long *need)
 {
     size_t hv = (size_t)p->hv, dv = (size_t)p->dv, dk = (size_t)p->dk, per_seq = hv * dv;
@@ -243,7 +229,7 @@ UG_AI void emit_o(ug_arx A, const delta_ctx *x, const ug_num *s, const double *t
  * in the plain arithmetics (ug_ar_emit_block: ug_ar_emit's numbers), else one at a time. */
 UG_AI void emit_ht(ug_arx A, const delta_ctx *x, const ug_selection *sel, size_t r, const ug_num *s, int nan_row)
 {
-    size_t dk = (size_t)x->p->dk, pos = lower_bound(sel, 1, r * dk);
+    size_t dk = (size_t)x->p->dk, pos = ug_selection_lower_bound(sel, 1, r * dk);
     if (!nan_row && ug_ar_plain(A.ar) && ug_sel_is_run(sel, 1, pos, r * dk, dk)) {
         for (size_t j = 0; j < dk; j++) x->ve[j] = s[j].v, x->ve[dk + j] = s[j].e;
         ug_ar_emit_block(A.ar, 1, pos, x->ve, x->ve + dk, dk);

@@ -180,21 +180,6 @@ int ug_lip8_build(ug_case *c, char *err, size_t errlen)
     return 0;
 }
 
-/* Positions [*b, *e) of output o's selected elements with flat index in [lo, hi). */
-static void sel_range(const ug_selection *sel, int o, size_t lo, size_t hi, size_t *b, size_t *e)
-{
-    size_t l = 0, h = sel->n[o];
-    while (l < h) {
-        size_t m = (l + h) / 2;
-        if (sel->idx[o][m] < lo)
-            l = m + 1;
-        else
-            h = m;
-    }
-    *b = *e = l;
-    while (*e < sel->n[o] && sel->idx[o][*e] < hi) (*e)++;
-}
-
 /* The RoPE tables of a case: position tables [T, R/2] serve both halves of the rotation;
  * given tables [T, R] (params.tables given) keep one column per rotated element. */
 typedef struct {
@@ -287,7 +272,7 @@ static void codes_emit(ug_ar *ar, const ug_selection *sel, int o, size_t base, s
 {
     if (!judged(sel, o)) return;
     size_t b, e;
-    sel_range(sel, o, base + lo, base + hi, &b, &e);
+    ug_selection_range(sel, o, base + lo, base + hi, &b, &e);
     for (; b < e; b++) {
         size_t j = sel->idx[o][b] - base;
         ug_ar_emit(ar, o, b, isnan(ug_v(s)) ? s : zero ? ug_c(ar, 0.0) : ug_div(ar, v[j], s));
@@ -302,7 +287,7 @@ static int row_wanted(const ug_selection *sel, const quant_outs *q, size_t row, 
     for (int i = 0; i < 3; i++) {
         if (!judged(sel, os[i])) continue;
         size_t w = os[i] == q->scales ? ns : d;
-        sel_range(sel, os[i], row * w, (row + 1) * w, &b, &e);
+        ug_selection_range(sel, os[i], row * w, (row + 1) * w, &b, &e);
         if (b < e) return 1;
     }
     return 0;
@@ -335,7 +320,7 @@ static void quant_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel, ug_
     size_t block = mx ? MX_BLOCK : d, ns = d / block, sb, se;
     for (size_t blk = 0; blk < ns; blk++) {
         size_t lo = blk * block, hi = lo + block, base = row * d;
-        sel_range(sel, q->scales, row * ns + blk, row * ns + blk + 1, &sb, &se);
+        ug_selection_range(sel, q->scales, row * ns + blk, row * ns + blk + 1, &sb, &se);
         if (!block_finite(v + lo, block)) { /* the semantics: a NaN block (int8 codes 0: no NaN code) */
             ug_num code = ug_c(ar, i8 ? 0.0 : NAN);
             if (sb < se) ug_ar_emit(ar, q->scales, sb, ug_c(ar, NAN));
@@ -440,7 +425,7 @@ static void weights_row(const ug_lip_ctx *k, ug_ar *ar, const ug_selection *sel,
     size_t H = (size_t)k->p.heads, hid = (size_t)k->p.hidden, b, e;
     int o = k->wo;
     if (!judged(sel, o)) return;
-    sel_range(sel, o, t * H, (t + 1) * H, &b, &e);
+    ug_selection_range(sel, o, t * H, (t + 1) * H, &b, &e);
     if (b == e) return;
     size_t mark = ug_ar_mark(ar);
     ug_num cst = ug_rsqrt(ar, ug_c(ar, (double)(H * (size_t)k->p.d)));
@@ -612,7 +597,7 @@ static void token_block(ug_lip_ctx *k, ug_ar *ar, const ug_selection *sel, size_
     for (size_t r = t; r < t + m; r++) {
         size_t b = 0, e = 0, nh = 0;
         long slot = (long)ug_tload(k->slots, r);
-        if (judged(sel, k->wo)) sel_range(sel, k->wo, r * H, (r + 1) * H, &b, &e);
+        if (judged(sel, k->wo)) ug_selection_range(sel, k->wo, r * H, (r + 1) * H, &b, &e);
         want_x += e > b || (slot >= 0 && row_wanted(sel, &k->ko, (size_t)slot, d, ns));
         for (size_t h = 0; k->qn && h < H; h++) nh += row_wanted(sel, &k->qo, r * H + h, d, ns);
         want_q += nh * 4 >= H;

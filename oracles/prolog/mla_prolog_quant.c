@@ -109,7 +109,7 @@ static void read_in(const ug_case *c, ug_mlaq_in *m)
 static int any_sel(const ug_selection *sel, int o, size_t lo, size_t hi)
 {
     size_t b, e;
-    ug_mlaq_sel_range(sel, o, lo, hi, &b, &e);
+    ug_selection_range(sel, o, lo, hi, &b, &e);
     return b < e;
 }
 
@@ -157,8 +157,8 @@ static void emit_query_row(const mlaq_ctx *k, ug_ar *ar, const ug_selection *sel
 {
     const ug_mlaq_in *m = &k->in;
     size_t Lkv = m->Lkv, dr = m->dr, row = t * m->N + n, b0, e0, b1, e1;
-    ug_mlaq_sel_range(sel, O_QN, row * Lkv, (row + 1) * Lkv, &b0, &e0);
-    ug_mlaq_sel_range(sel, O_QR, row * dr, (row + 1) * dr, &b1, &e1);
+    ug_selection_range(sel, O_QN, row * Lkv, (row + 1) * Lkv, &b0, &e0);
+    ug_selection_range(sel, O_QR, row * dr, (row + 1) * dr, &b1, &e1);
     for (; b0 < e0; b0++) {
         size_t l = sel->idx[O_QN][b0] - row * Lkv;
         ug_ar_emit(ar, O_QN, b0, nope ? nope[l] : ug_mlaq_nope_abs_at(ar, m, q, n, l));
@@ -174,7 +174,7 @@ static void emit_query_row(const mlaq_ctx *k, ug_ar *ar, const ug_selection *sel
 static int nope_whole(const mlaq_ctx *k, const ug_selection *sel, size_t row)
 {
     size_t Lkv = k->in.Lkv, b, e;
-    ug_mlaq_sel_range(sel, O_QN, row * Lkv, (row + 1) * Lkv, &b, &e);
+    ug_selection_range(sel, O_QN, row * Lkv, (row + 1) * Lkv, &b, &e);
     return (e - b) * 4 >= Lkv;
 }
 
@@ -241,7 +241,7 @@ static void slot_untouched(mlaq_ctx *k, const ug_case *c, ug_ar *ar, const ug_se
                                ug_case_input(c, "kv_scale_in"), ug_case_input(c, "kr_cache_in")};
     const size_t w[4] = {Lkv, Lkv, G, dr};
     for (int i = 0; i < 4; i++) {
-        ug_mlaq_sel_range(sel, os[i], s * w[i], (s + 1) * w[i], &b, &e);
+        ug_selection_range(sel, os[i], s * w[i], (s + 1) * w[i], &b, &e);
         for (; b < e; b++) ug_ar_emit(ar, os[i], b, ug_c(ar, src[i]->values[sel->idx[os[i]][b]]));
     }
 }
@@ -259,7 +259,7 @@ static void slot_written(mlaq_ctx *k, const ug_case *c, ug_ar *ar, const ug_sele
             any_sel(sel, k->ko.view, base, base + g))
             ug_mlaq_quant_emit(c, ar, sel, &k->ko, k->row + gi * g, g, base, s * G + gi, &tie);
     }
-    ug_mlaq_sel_range(sel, O_KR, s * dr, (s + 1) * dr, &b, &e);
+    ug_selection_range(sel, O_KR, s * dr, (s + 1) * dr, &b, &e);
     for (; b < e; b++)
         ug_ar_emit(ar, O_KR, b,
                    ug_mla_rope_at(ar, k->row + Lkv, m->cs + t * dr, m->sn + t * dr, dr, sel->idx[O_KR][b] - s * dr,

@@ -12,22 +12,6 @@
 #include "oracles/mp/int8_dot.h"
 #include "oracles/verdict.h"
 
-void ug_mlaq_sel_range(const ug_selection *sel, int o, size_t lo, size_t hi, size_t *b, size_t *e)
-{
-    *b = *e = 0;
-    if (o < 0 || o >= sel->n_out) return;
-    size_t l = 0, r = sel->n[o];
-    while (l < r) {
-        size_t mid = (l + r) / 2;
-        if (sel->idx[o][mid] < lo)
-            l = mid + 1;
-        else
-            r = mid;
-    }
-    *b = *e = l;
-    while (*e < sel->n[o] && sel->idx[o][*e] < hi) (*e)++;
-}
-
 /* Whether every correct device rounds x to the same bf16 as the exact value does: x lies
  * further than rel*|x| from a bf16 rounding midpoint (then x*(1 +- rel) round alike). */
 static int bf16_settled(double x, double rel)
@@ -125,7 +109,7 @@ static void codes_emit(ug_ar *ar, const ug_selection *sel, int o, size_t base, s
                        ug_num s, double sd, const ug_mlaq_tie *t, int *exact)
 {
     size_t b, e;
-    ug_mlaq_sel_range(sel, o, base, base + n, &b, &e);
+    ug_selection_range(sel, o, base, base + n, &b, &e);
     for (; b < e; b++) {
         size_t i = sel->idx[o][b] - base;
         ug_ar_emit(ar, o, b, zero ? ug_c(ar, 0.0) : code_value(ar, ug_v(v[i]), s, sd, t, i, exact));
@@ -144,7 +128,7 @@ void ug_mlaq_quant_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel, co
             amax = ug_max(ar, amax, ug_max(ar, v[i], ug_neg(ar, v[i])));
     }
     size_t sb, se;
-    ug_mlaq_sel_range(sel, q->scales, scale_idx, scale_idx + 1, &sb, &se);
+    ug_selection_range(sel, q->scales, scale_idx, scale_idx + 1, &sb, &se);
     ug_num exact = finite ? ug_div(ar, amax, ug_c(ar, 127.0)) : ug_c(ar, NAN);
     if (sb < se) ug_ar_emit(ar, q->scales, sb, exact);
     int zero = !finite || ug_v(amax) == 0.0;                     /* the semantics: codes 0 */

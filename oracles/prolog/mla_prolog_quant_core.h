@@ -45,10 +45,6 @@ typedef struct {
     int codes, scales, view;
 } ug_mlaq_qouts;
 
-/* Positions [*b, *e) of output o's selected elements with flat index in [lo, hi) (empty
- * when o is -1 or not in the selection). */
-void ug_mlaq_sel_range(const ug_selection *sel, int o, size_t lo, size_t hi, size_t *b, size_t *e);
-
 /* c_q of token t into cq[Lq] (bf16 values, exact in between); sq: scratch of Lq numbers.
  * dots: x[t].W_dq already taken (ug_dot_d_rows, plain arithmetics), or NULL. settled
  * (Lq flags, or NULL): where every correct device rounds c_q to the same bf16, given its
