@@ -555,37 +555,24 @@ static ug_vstate judge_dual(const ug_judged *j, char *thr, size_t len)
     return share < t ? UG_V_PASS : UG_V_FAIL;
 }
 
+/* judge_mixed's thresholds per output dtype. */
+static const struct {
+    ug_dtype dt;
+    double rtol, atol, floor_;
+} mixed_thresholds[] = {
+    {UG_DT_FP16, 0x1p-9, 0x1p-9, 0.1}, {UG_DT_BF16, 0x1p-6, 0x1p-6, 1.0}, {UG_DT_FP32, 0x1p-10, 0x1p-16, 1e-2},
+    {UG_DT_E4M3, 0x1p-2, 0x1p-4, 1.0}, {UG_DT_E5M2, 0x1p-1, 0x1p-3, 0.1},
+};
+
 static ug_vstate judge_mixed(const ug_judged *j, char *thr, size_t len)
 {
-    double rtol, atol, floor_;
-    switch (j->dt) { /* rtol / atol / floor */
-    case UG_DT_FP16:
-        rtol = 0x1p-9;
-        atol = 0x1p-9;
-        floor_ = 0.1;
-        break;
-    case UG_DT_BF16:
-        rtol = 0x1p-6;
-        atol = 0x1p-6;
-        floor_ = 1.0;
-        break;
-    case UG_DT_FP32:
-        rtol = 0x1p-10;
-        atol = 0x1p-16;
-        floor_ = 1e-2;
-        break;
-    case UG_DT_E4M3:
-        rtol = 0x1p-2;
-        atol = 0x1p-4;
-        floor_ = 1.0;
-        break;
-    case UG_DT_E5M2:
-        rtol = 0x1p-1;
-        atol = 0x1p-3;
-        floor_ = 0.1;
-        break;
-    default: snprintf(thr, len, "{}"); return UG_V_NA;
+    size_t k = 0, nk = sizeof mixed_thresholds / sizeof mixed_thresholds[0];
+    while (k < nk && mixed_thresholds[k].dt != j->dt) k++;
+    if (k == nk) {
+        snprintf(thr, len, "{}");
+        return UG_V_NA;
     }
+    double rtol = mixed_thresholds[k].rtol, atol = mixed_thresholds[k].atol, floor_ = mixed_thresholds[k].floor_;
     size_t bad = count_outside(j, atol, rtol), big = 0;
     for (size_t i = 0; i < j->n; i++) {
         double a = j->a[i], g = j->g[i];
