@@ -13,17 +13,65 @@
  * rank's bf16 partial is also written to the optional output partials where it is asked.
  *
  * Mutants: mut_reverse_bf16_reduce, mut_residual_after_norm, mut_eps_outside,
- * mut_norm_stored_h (the norm reads the stored bf16 h instead of the fp32 sum). */
+ * mut_norm_stored_h (the norm reads the stored bf16 h instead of the fp32 sum).
+ *
+ * Legal variants (other correct kernels, which must pass every case: the false-alarm set;
+ * the contract fixes the bf16 partials and, with reduce bf16, the rank order of the bf16
+ * running sum, and leaves the order of every fp32 sum free; the certified device model
+ * allows an rsqrt within 4 fp32 ulps): legal_seq_fma sums each rank's K slice and the
+ * norm's squares in one sequential fmaf chain each; legal_tile64_tree sums K-tiles of 64
+ * each sequentially in fp32, adds the tile partials pairwise, and (reduce fp32) adds the
+ * ranks' partials as a pairwise tree, as a recursive-halving all-reduce does;
+ * legal_fn_ulps takes rstd from an rsqrt 3 fp32 ulps off libm's 1/sqrtf (ug_sim_fn_ulps). */
 #include <math.h>
 #include <stdlib.h>
 
 #include "core/ops.h"
+#include "kernels/sim/ktile.h"
 #include "kernels/sim/simlib.h"
 #include "op_params.h"
 
 #define K_TILE 128
+#define LEGAL_K_TILE 64 /* legal_tile64_tree's K-tile */
 
-typedef enum { MUT_NONE, MUT_REVERSE_BF16, MUT_RESIDUAL_AFTER_NORM, MUT_EPS_OUTSIDE, MUT_NORM_STORED_H } mar_bug;
+typedef enum {
+    MUT_NONE,
+    MUT_REVERSE_BF16,
+    MUT_RESIDUAL_AFTER_NORM,
+    MUT_EPS_OUTSIDE,
+    MUT_NORM_STORED_H,
+    LEGAL_SEQ_FMA,     /* legal: part = fmaf(x[k], w[k], part), k in order; the squares by fmaf too */
+    LEGAL_TILE64_TREE, /* legal: K-tiles of 64, tile partials pairwise; reduce fp32: ranks as a pairwise tree */
+    LEGAL_FN_ULPS      /* legal: rstd from an rsqrt UG_SIM_FN_ULPS fp32 ulps off libm's 1/sqrtf */
+} mar_bug;
+
+/* legal_seq_fma's partial row: one sequential fmaf chain per column over the rank's kk. */
+static void rank_partial_fma(const float *x, const float *w, size_t kk, size_t n_cols, float *part)
+{
+    for (size_t j = 0; j < n_cols; j++) part[j] = 0.0f;
+    for (size_t k = 0; k < kk; k++)
+        for (size_t j = 0; j < n_cols; j++) part[j] = fmaf(x[k], w[k * n_cols + j], part[j]); /* rounds: fp32, once */
+    for (size_t j = 0; j < n_cols; j++) part[j] = ug_sim_round_bf16(part[j]);                 /* rounds: bf16 wire */
+}
+
+/* legal_tile64_tree's partial row: each K-tile of 64 summed sequentially in fp32 into
+ * tiles[t*n_cols + j], then column j's tile partials added pairwise (col: nt floats). */
+static void rank_partial_tile64(const float *x, const float *w, size_t kk, size_t n_cols, float *part, float *tiles,
+                                float *col)
+{
+    size_t nt = 0;
+    for (size_t k0 = 0; k0 < kk; k0 += LEGAL_K_TILE, nt++) {
+        size_t len = kk - k0 < LEGAL_K_TILE ? kk - k0 : LEGAL_K_TILE; /* tail tile handled explicitly */
+        float *tile = tiles + nt * n_cols;
+        for (size_t j = 0; j < n_cols; j++) tile[j] = 0.0f;
+        for (size_t k = k0; k < k0 + len; k++)
+            for (size_t j = 0; j < n_cols; j++) tile[j] += x[k] * w[k * n_cols + j]; /* rounds: fp32 mul, add */
+    }
+    for (size_t j = 0; j < n_cols; j++) {
+        for (size_t t = 0; t < nt; t++) col[t] = tiles[t * n_cols + j];
+        part[j] = ug_sim_round_bf16(ug_pairwise_sum_f32(col, nt)); /* rounds: fp32 adds, then bf16 wire */
+    }
+}
 
 /* One rank's partial row: part[n] = sum_k x[k] w[k, n] over kk elements, fp32 per tile. */
 static void rank_partial(const float *x, const float *w, size_t kk, size_t n_cols, float *part, float *tile)
@@ -49,6 +97,10 @@ static void all_reduce(const float *parts, size_t world, size_t n, float *y, int
             for (size_t r = world; r-- > 0;) acc = ug_sim_round_bf16(acc + parts[r * n + j]);
         } else if (bf16_acc) {
             for (size_t r = 0; r < world; r++) acc = ug_sim_round_bf16(acc + parts[r * n + j]); /* rounds: bf16 */
+        } else if (bug == LEGAL_TILE64_TREE) { /* legal: (p0+p1)+(p2+p3)... a recursive-halving all-reduce */
+            float lv[8];
+            for (size_t r = 0; r < world; r++) lv[r] = parts[r * n + j];
+            acc = ug_pairwise_sum_f32(lv, world); /* rounds: fp32 at every add */
         } else {
             for (size_t r = 0; r < world; r++) acc += parts[r * n + j]; /* rounds: fp32 */
         }
@@ -94,12 +146,24 @@ static int mar_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     }
     float *parts = buf, *y = parts + W * n, *res = y + n, *g = res + n, *tile = g + n, *o = tile + n;
     float *x = o + n;
+    float *tiles = NULL; /* legal_tile64_tree: the tile partials of a row, and one column of them */
+    size_t nt = (kk + LEGAL_K_TILE - 1) / LEGAL_K_TILE;
+    if (bug == LEGAL_TILE64_TREE && !(tiles = malloc((nt * n + nt + 1) * sizeof *tiles))) {
+        free(w);
+        free(buf);
+        return -1;
+    }
     ug_sim_load(io.w, 0, W * kk * n, w);
     ug_sim_load(io.gamma, 0, n, g);
     for (size_t t = 0; t < io.t; t++) {
         for (size_t r = 0; r < W; r++) {
             ug_sim_load(io.x, (r * io.t + t) * kk, kk, x);
-            rank_partial(x, w + r * kk * n, kk, n, parts + r * n, tile);
+            if (bug == LEGAL_SEQ_FMA)
+                rank_partial_fma(x, w + r * kk * n, kk, n, parts + r * n);
+            else if (bug == LEGAL_TILE64_TREE)
+                rank_partial_tile64(x, w + r * kk * n, kk, n, parts + r * n, tiles, tiles + nt * n);
+            else
+                rank_partial(x, w + r * kk * n, kk, n, parts + r * n, tile);
             if (io.partials) ug_sim_store(io.partials, (r * io.t + t) * n, n, parts + r * n); /* exact: bf16 values */
         }
         all_reduce(parts, W, n, y, io.bf16_reduce, (mar_bug)bug);
@@ -111,8 +175,10 @@ static int mar_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
             for (size_t j = 0; j < n; j++) y[j] -= res[j]; /* the norm sees the reduced y only */
         if (bug == MUT_NORM_STORED_H)                      /* bug: the norm reads the stored bf16 h */
             for (size_t j = 0; j < n; j++) y[j] = ug_sim_round_bf16(y[j]);
-        float ms = ug_sim_sumsq_lanes(y, n) / (float)n; /* rounds: fp32 */
+        float ss = bug == LEGAL_SEQ_FMA ? ug_sim_sumsq_seq_fma(y, n) : ug_sim_sumsq_lanes(y, n); /* rounds: fp32 */
+        float ms = ss / (float)n;                                                                /* rounds: fp32 */
         float rs = bug == MUT_EPS_OUTSIDE ? 1.0f / (sqrtf(ms) + io.eps) : 1.0f / sqrtf(ms + io.eps);
+        if (bug == LEGAL_FN_ULPS) rs = ug_sim_fn_ulps(rs, ms + io.eps, UG_SIM_FN_ULPS); /* rounds: a device rsqrt */
         for (size_t j = 0; j < n; j++) {
             o[j] = y[j] * rs * g[j]; /* rounds: fp32, left to right */
             if (res_late) o[j] += res[j];
@@ -121,6 +187,7 @@ static int mar_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     }
     free(w);
     free(buf);
+    free(tiles);
     return 0;
 }
 
@@ -138,5 +205,14 @@ const ug_kernel_variant ug_variants_matmul_allreduce_add_rmsnorm[] = {
      MUT_EPS_OUTSIDE},
     {"mut_norm_stored_h", "RMSNorm computed from the bf16-rounded stored h instead of the fp32 sum h", mar_kernel, 0,
      MUT_NORM_STORED_H},
+    {"legal_seq_fma",
+     "legal: each rank's K slice and the norm's sum of squares as one sequential fp32 fused multiply-add chain (fmaf)",
+     mar_kernel, 0, LEGAL_SEQ_FMA},
+    {"legal_tile64_tree",
+     "legal: K-tiles of 64 summed sequentially in fp32, the tile partials added pairwise; reduce fp32: the ranks' "
+     "partials added as a pairwise tree (reduce bf16 keeps the declared rank order)",
+     mar_kernel, 0, LEGAL_TILE64_TREE},
+    {"legal_fn_ulps", "legal: rstd from an rsqrt 3 fp32 ulps off libm's 1/sqrtf (either way, by the argument's bits)",
+     mar_kernel, 0, LEGAL_FN_ULPS},
     {NULL, NULL, NULL},
 };
