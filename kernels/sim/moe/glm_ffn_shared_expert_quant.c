@@ -17,6 +17,14 @@
  * largest codes saturate: consistent with the kernel's own scale, so only the scale rule
  * and the @oracle_scale views see it), and a quantiser that forms v*127 before dividing by
  * amax (overflows fp32 for |v| > 2.7e36: only the near-overflow inputs see it).
+ *
+ * Legal variants (other correct kernels, which must pass every case: the false-alarm set;
+ * the int32 GEMMs are exact, so no order of theirs matters; the contract leaves the order
+ * of the dequantisation's two fp32 products free and, through the certified device model,
+ * allows a silu within 4 fp32 ulps): legal_scales_first multiplies the two fp32 scales
+ * first, then the int32 sum (both GEMMs); legal_fn_ulps moves each silu 3 fp32 ulps off
+ * libm's formula (ug_sim_fn_ulps). Both are the shared part's (GMOE_FFN_LEGAL_*), as the
+ * fused MoE ops run them.
  * The pipeline itself is the shared part (glm_moe_sim_parts.c), which the fused MoE ops run too. */
 #include "core/ops.h"
 #include "kernels/sim/moe/glm_moe_sim_parts.h"
@@ -30,7 +38,9 @@ enum {
     MUT_SILU_UP = GMOE_FFN_SILU_UP,
     MUT_X127 = GMOE_FFN_X127,
     MUT_CLIP = GMOE_FFN_CLIP,
-    MUT_HALF_AWAY = GMOE_FFN_HALF_AWAY
+    MUT_HALF_AWAY = GMOE_FFN_HALF_AWAY,
+    LEGAL_SCALES_FIRST = GMOE_FFN_LEGAL_SCALES_FIRST, /* legal: (s_w * s_tok) first, then times the int32 sum */
+    LEGAL_FN_ULPS = GMOE_FFN_LEGAL_FN_ULPS            /* legal: silu UG_SIM_FN_ULPS fp32 ulps off */
 };
 
 static int ffn_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
@@ -65,5 +75,11 @@ const ug_kernel_variant ug_variants_glm_ffn_shared_expert_quant[] = {
      ffn_kernel, 0, MUT_HALF_AWAY},
     {"mut_x127", "the quantiser forms v*127/amax: v*127 overflows fp32 for |v| > 2.7e36 (near-overflow inputs only)",
      ffn_kernel, 0, MUT_X127},
+    {"legal_scales_first",
+     "legal: both GEMMs' dequantisation multiplies the two fp32 scales first, then the fp32 int32 sum (another order "
+     "of the same two fp32 products)",
+     ffn_kernel, 0, LEGAL_SCALES_FIRST},
+    {"legal_fn_ulps", "legal: each silu 3 fp32 ulps off libm's g/(1+expf(-g)) (either way, by the argument's bits)",
+     ffn_kernel, 0, LEGAL_FN_ULPS},
     {NULL, NULL, NULL},
 };
