@@ -10,7 +10,15 @@
  * dequantises q*scale in fp32. The stand-in expert multiplies by its fp32 scale; results
  * return in fp32 and the source rank sums w_k*y_k over the slots in fp32, storing bf16.
  * On the int8 wire a row holding NaN or +-inf is sent as NaN (its scale is not finite),
- * as the op's semantics state. */
+ * as the op's semantics state.
+ *
+ * Legal variants (other correct kernels, which must pass every case: the false-alarm set;
+ * the contract rounds only the int8 wire's codes, so the combine's fp32 sum may run in
+ * any order and the fp32 products w*scale*x' in either order): legal_rank_order adds a
+ * token's copies in the order they come back, rank by rank (the receive buffer's order),
+ * not slot by slot; legal_fma_reversed adds them last slot first, each by one fused
+ * multiply-add; legal_weight_at_expert applies the routing weight on the expert's rank,
+ * y = (w*scale_e)*x', and the source rank adds the weighted copies in slot order. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -18,7 +26,28 @@
 #include "kernels/sim/simlib.h"
 #include "op_params.h"
 
-typedef enum { MUT_NONE, MUT_LAST_RANK_COUNT, MUT_WEIGHT_TWICE, MUT_SCALE_128 } moe_bug;
+typedef enum {
+    MUT_NONE,
+    MUT_LAST_RANK_COUNT,
+    MUT_WEIGHT_TWICE,
+    MUT_SCALE_128,
+    LEGAL_RANK_ORDER,      /* legal: the combine adds a token's copies rank by rank (slot order within a rank) */
+    LEGAL_FMA_REVERSED,    /* legal: acc = fmaf(w, y, acc), the last slot first */
+    LEGAL_WEIGHT_AT_EXPERT /* legal: y = (w*scale_e)*x' on the expert's rank; the combine adds y in slot order */
+} moe_bug;
+
+/* The combine's order of token t's K slots into ord[0..K): slot order, or (legal variants)
+ * rank by rank, or last slot first. */
+static void combine_order(const long *slot_rank, size_t K, moe_bug bug, size_t *ord)
+{
+    for (size_t s = 0; s < K; s++) ord[s] = bug == LEGAL_FMA_REVERSED ? K - 1 - s : s;
+    if (bug != LEGAL_RANK_ORDER) return;
+    for (size_t i = 1; i < K; i++) /* stable insertion sort by owning rank (K <= 8) */
+        for (size_t j = i; j > 0 && slot_rank[ord[j - 1]] > slot_rank[ord[j]]; j--) {
+            size_t tmp = ord[j];
+            ord[j] = ord[j - 1], ord[j - 1] = tmp;
+        }
+}
 
 typedef struct {
     const ulpgym_tensor *x, *ids, *wts, *escale, *out, *rcount, *roff, *ecount;
@@ -98,6 +127,7 @@ static int moe_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     ug_sim_load(io.escale, 0, E, es);
     ug_sim_load(io.ids, 0, T * K, ids);
     float *ecount = calloc(E + 1, sizeof *ecount);
+    float *wt = malloc((T * K + 1) * sizeof *wt); /* the routing weights [T,K] */
     /* dispatch: count the copies per rank, then lay them out rank by rank */
     for (size_t i = 0; i < T * K; i++) {
         slot_rank[i] = owner((size_t)ids[i], E, W, bug);
@@ -105,22 +135,38 @@ static int moe_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
         if (ecount && slot_rank[i] >= 0) ecount[(size_t)ids[i]] += 1.0f;
     }
     for (size_t r = 1; r < W; r++) roff[r] = roff[r - 1] + rcount[r - 1];
-    for (size_t t = 0; t < T; t++) {
+    if (wt) ug_sim_load(io.wts, 0, T * K, wt);
+    for (size_t t = 0; wt && t < T; t++) {
         ug_sim_load(io.x, t * h, h, xt);
         wire(xt, h, io.int8_wire, bug, xw);
-        for (size_t s = 0; s < K; s++) /* each received copy through its expert, fp32 back */
-            for (size_t j = 0; j < h; j++)
-                rows[(t * K + s) * h + j] = es[(size_t)ids[t * K + s]] * xw[j]; /* rounds: fp32 */
+        for (size_t s = 0; s < K; s++) { /* each received copy through its expert, fp32 back */
+            float *y = rows + (t * K + s) * h, e = es[(size_t)ids[t * K + s]];
+            if (bug == LEGAL_WEIGHT_AT_EXPERT) {                  /* legal: the weight folded into the expert's scale */
+                float we = wt[t * K + s] * e;                     /* rounds: fp32 */
+                for (size_t j = 0; j < h; j++) y[j] = we * xw[j]; /* rounds: fp32 */
+                continue;
+            }
+            for (size_t j = 0; j < h; j++) y[j] = e * xw[j]; /* rounds: fp32 */
+        }
     }
-    /* combine on the source rank: sum over the slots in order */
-    float *wt = malloc((K + 1) * sizeof *wt);
+    /* combine on the source rank: sum over the slots in order (legal variants: their order) */
+    size_t ord[8];
     for (size_t t = 0; wt && t < T; t++) {
-        ug_sim_load(io.wts, t * K, K, wt);
+        const float *w_t = wt + t * K;
         for (size_t j = 0; j < h; j++) acc[j] = 0.0f;
-        for (size_t s = 0; s < K; s++) {
-            if (slot_rank[t * K + s] < 0) continue;                                 /* a copy nobody received */
-            float w = bug == MUT_WEIGHT_TWICE ? wt[s] * wt[s] : wt[s];              /* bug: weight applied twice */
-            for (size_t j = 0; j < h; j++) acc[j] += w * rows[(t * K + s) * h + j]; /* rounds: fp32 */
+        combine_order(slot_rank + t * K, K, (moe_bug)bug, ord);
+        for (size_t i = 0; i < K; i++) {
+            size_t s = ord[i];
+            const float *y = rows + (t * K + s) * h;
+            if (slot_rank[t * K + s] < 0) continue;            /* a copy nobody received */
+            if (bug == LEGAL_WEIGHT_AT_EXPERT) {               /* legal: already weighted on the expert's rank */
+                for (size_t j = 0; j < h; j++) acc[j] += y[j]; /* rounds: fp32 */
+            } else if (bug == LEGAL_FMA_REVERSED) {
+                for (size_t j = 0; j < h; j++) acc[j] = fmaf(w_t[s], y[j], acc[j]); /* rounds: fp32, once */
+            } else {
+                float w = bug == MUT_WEIGHT_TWICE ? w_t[s] * w_t[s] : w_t[s]; /* bug: weight applied twice */
+                for (size_t j = 0; j < h; j++) acc[j] += w * y[j];            /* rounds: fp32 */
+            }
         }
         ug_sim_store(io.out, t * h, h, acc);
     }
@@ -143,5 +189,14 @@ const ug_kernel_variant ug_variants_moe_distributed_dispatch_combine[] = {
     {"mut_weight_twice", "the routing weight is applied at the expert and again in the combine", moe_kernel, 0,
      MUT_WEIGHT_TWICE},
     {"mut_int8_scale_128", "int8 wire scale = amax/128 instead of amax/127", moe_kernel, 0, MUT_SCALE_128},
+    {"legal_rank_order",
+     "legal: the combine adds a token's copies in the order they come back, rank by rank (slot order within a rank)",
+     moe_kernel, 0, LEGAL_RANK_ORDER},
+    {"legal_fma_reversed", "legal: the combine adds the copies last slot first, each w*y by one fused multiply-add",
+     moe_kernel, 0, LEGAL_FMA_REVERSED},
+    {"legal_weight_at_expert",
+     "legal: the routing weight applied on the expert's rank, y = (w*scale_e)*x' in fp32; the combine adds the "
+     "weighted copies in slot order",
+     moe_kernel, 0, LEGAL_WEIGHT_AT_EXPERT},
     {NULL, NULL, NULL},
 };
