@@ -27,7 +27,7 @@ int ug_delta_io_open(ug_delta_io *io, const ulpgym_call *call, char *err, size_t
     io->scale = (float)ug_p_num(P, "scale"); /* exact: an fp32 value */
     io->qk_l2 = !strcmp(ug_p_str(P, "qk_norm"), "l2");
     io->qk_eps = (float)ug_p_num(P, "qk_eps"); /* exact: an fp32 value */
-    io->seqs = 1, io->seqlens = NULL;
+    io->seqs = 1, io->seqlens = NULL, io->fn_ulps = 0;
     if (ug_p_has(P, "seqlens")) { /* the default "0": one sequence of all tokens */
         size_t n = ug_p_list(P, "seqlens", &io->seqlens);
         if (n == 1 && io->seqlens[0] == 0)
@@ -74,7 +74,8 @@ void ug_delta_io_qk_norm(const ug_delta_io *io, float *x, size_t n)
 {
     if (!io->qk_l2) return;
     float ss = 0.0f;
-    for (size_t j = 0; j < n; j++) ss += x[j] * x[j]; /* rounds: fp32 mul and add */
-    float r = 1.0f / sqrtf(ss + io->qk_eps);          /* rounds: fp32 add, sqrt, div (rsqrt) */
-    for (size_t j = 0; j < n; j++) x[j] *= r;         /* rounds: fp32 */
+    for (size_t j = 0; j < n; j++) ss += x[j] * x[j];    /* rounds: fp32 mul and add */
+    float r = 1.0f / sqrtf(ss + io->qk_eps);             /* rounds: fp32 add, sqrt, div (rsqrt) */
+    r = ug_sim_fn_ulps(r, ss + io->qk_eps, io->fn_ulps); /* legal_fn_ulps: a device's rsqrt (0: r as is) */
+    for (size_t j = 0; j < n; j++) x[j] *= r;            /* rounds: fp32 */
 }

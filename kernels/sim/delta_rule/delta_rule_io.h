@@ -18,6 +18,7 @@ typedef struct {
     size_t seqs;         /* sequences packed along the tokens: params.seqlens where the op has it, else 1 */
     const long *seqlens; /* their lengths (borrowed from params); NULL: one sequence of all tokens */
     ug_params params;    /* the call's parsed params (an op's own ones: chunk) */
+    int fn_ulps;         /* ulps the qk_norm rsqrt is moved by (ug_sim_fn_ulps): 0 (open's), or a legal_fn_ulps' */
 } ug_delta_io;
 
 /* Parses the params, finds the tensors and checks their shapes against the params; -2
@@ -29,7 +30,8 @@ size_t ug_delta_io_seq_len(const ug_delta_io *io, size_t b);
 /* The qk head a value head reads: h / (Hv/Hqk). */
 size_t ug_delta_io_qk_head(const ug_delta_io *io, size_t h);
 /* qk_norm l2: x[0..n) <- x * 1/sqrt(sum x^2 + qk_eps), fp32 sum of squares in index
- * order and an fp32 rsqrt; nothing with qk_norm given. */
+ * order and an fp32 rsqrt (moved by io->fn_ulps ulps where a legal variant sets it);
+ * nothing with qk_norm given. */
 void ug_delta_io_qk_norm(const ug_delta_io *io, float *x, size_t n);
 /* Loads n elements from offset off of t into fp32 (exact widening); a NaN or +-inf loads
  * as NaN, so it poisons exactly what depends on it (the contract's special-value rule). */

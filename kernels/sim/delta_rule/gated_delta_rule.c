@@ -8,7 +8,16 @@
  * value row the fp32 product S k is subtracted from v, scaled by beta and added back as a
  * rank-one update, and o = S q is summed in fp32 and rounded once to the output dtype.
  * The final state is written in fp32. With qk_norm l2 the loaded q and k rows are first
- * normalised in fp32 (ug_delta_io_qk_norm), before q is scaled. */
+ * normalised in fp32 (ug_delta_io_qk_norm), before q is scaled.
+ *
+ * Legal variants (other correct kernels, which must pass every case: the false-alarm set;
+ * the declared device model rounds every product and sum to fp32, lets every dot product
+ * run in any order, fused multiply-adds included, and allows exp and rsqrt within 4 fp32
+ * ulps): legal_fma, the S k and S q dot products as fmaf chains in index order and the
+ * rank-one update row += u k as one fmaf an element; legal_lanes16, the S k and S q dot
+ * products in 16 fp32 lanes folded by a pairwise tree (a vector unit's reduction);
+ * legal_fn_ulps, the decay e^g and, with qk_norm l2, the norm's rsqrt each 3 fp32 ulps off
+ * libm's (ug_sim_fn_ulps). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -16,11 +25,34 @@
 #include "kernels/sim/delta_rule/delta_rule_io.h"
 #include "kernels/sim/simlib.h"
 
-typedef enum { MUT_NONE, MUT_DECAY_AFTER, MUT_BETA_V_ONLY, MUT_QK_HEAD } gdr_bug;
+typedef enum {
+    MUT_NONE,
+    MUT_DECAY_AFTER,
+    MUT_BETA_V_ONLY,
+    MUT_QK_HEAD,
+    LEGAL_FMA,     /* legal: the dot products and the rank-one update by fmaf, index order */
+    LEGAL_LANES16, /* legal: the dot products in 16 fp32 lanes, folded pairwise */
+    LEGAL_FN_ULPS  /* legal: e^g and the qk_norm rsqrt 3 fp32 ulps off libm's */
+} gdr_bug;
 
-static float dot32(const float *a, const float *b, size_t n)
+#define GDR_LANES 16
+
+/* a.b over n as the variant reduces it: the sim's fp32 sum in index order, an fmaf chain,
+ * or 16 lanes folded pairwise. */
+static float dot32(gdr_bug how, const float *a, const float *b, size_t n)
 {
     float s = 0.0f;
+    if (how == LEGAL_FMA) {
+        for (size_t j = 0; j < n; j++) s = fmaf(a[j], b[j], s); /* rounds: fp32, once a term */
+        return s;
+    }
+    if (how == LEGAL_LANES16) {
+        float lane[GDR_LANES] = {0};
+        for (size_t j = 0; j < n; j++) lane[j % GDR_LANES] += a[j] * b[j]; /* rounds: fp32 mul and add */
+        for (size_t w = GDR_LANES / 2; w > 0; w /= 2)
+            for (size_t l = 0; l < w; l++) lane[l] += lane[l + w]; /* rounds: fp32 */
+        return lane[0];
+    }
     for (size_t j = 0; j < n; j++) s += a[j] * b[j]; /* rounds: fp32 mul and add */
     return s;
 }
@@ -37,12 +69,15 @@ static void token_step(float *S, const float *q, const float *k, const float *v,
     if (bug != MUT_DECAY_AFTER) scale32(S, dv * dk, a);
     for (size_t i = 0; i < dv; i++) {
         float *row = S + i * dk;
-        float kv = dot32(row, k, dk);
+        float kv = dot32(bug, row, k, dk);
         float u = bug == MUT_BETA_V_ONLY ? beta * v[i] - kv : beta * (v[i] - kv); /* rounds: fp32 */
-        for (size_t j = 0; j < dk; j++) row[j] += u * k[j];                       /* rounds: fp32 */
+        if (bug == LEGAL_FMA)
+            for (size_t j = 0; j < dk; j++) row[j] = fmaf(u, k[j], row[j]); /* rounds: fp32, once (legal) */
+        else
+            for (size_t j = 0; j < dk; j++) row[j] += u * k[j]; /* rounds: fp32 */
     }
     if (bug == MUT_DECAY_AFTER) scale32(S, dv * dk, a); /* bug: decays the update too */
-    for (size_t i = 0; i < dv; i++) o[i] = dot32(S + i * dk, q, dk);
+    for (size_t i = 0; i < dv; i++) o[i] = dot32(bug, S + i * dk, q, dk);
 }
 
 static int gdr_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
@@ -56,6 +91,8 @@ static int gdr_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
         return -1;
     }
     float *q = S + dv * dk, *k = q + dk, *v = k + dk, *o = v + dv;
+    int fn_ulps = bug == LEGAL_FN_ULPS ? UG_SIM_FN_ULPS : 0; /* legal: a device's exp and rsqrt */
+    io.fn_ulps = fn_ulps;                                    /* ug_delta_io_qk_norm's rsqrt */
     for (size_t h = 0; h < io.hv; h++) {
         size_t hk = bug == MUT_QK_HEAD ? h % io.hqk : ug_delta_io_qk_head(&io, h); /* bug: interleaved heads */
         ug_delta_io_load(io.h0, h * dv * dk, dv * dk, S);
@@ -70,7 +107,8 @@ static int gdr_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
             ug_delta_io_load(io.g, th, 1, &g);
             ug_delta_io_load(io.beta, th, 1, &beta);
             scale32(q, dk, io.scale);
-            token_step(S, q, k, v, expf(g) /* rounds: fp32 exp */, beta, dv, dk, bug, o);
+            float a = ug_sim_fn_ulps(expf(g), g, fn_ulps); /* rounds: fp32 exp (legal_fn_ulps: a device's) */
+            token_step(S, q, k, v, a, beta, dv, dk, bug, o);
             ug_sim_store(io.o, th * dv, dv, o); /* rounds: to o's dtype */
         }
         ug_sim_store(io.ht, h * dv * dk, dv * dk, S);
@@ -88,5 +126,12 @@ const ug_kernel_variant ug_variants_gated_delta_rule[] = {
      MUT_BETA_V_ONLY},
     {"mut_qk_head", "value head h reads qk head h % Hqk instead of h / (Hv/Hqk): wrong only when Hqk > 1 and Hv > Hqk",
      gdr_kernel, 0, MUT_QK_HEAD},
+    {"legal_fma", "legal: the S*k and S*q dot products as fmaf chains and the rank-one update by fmaf, index order",
+     gdr_kernel, 0, LEGAL_FMA},
+    {"legal_lanes16", "legal: the S*k and S*q dot products in 16 fp32 lanes folded by a pairwise tree", gdr_kernel, 0,
+     LEGAL_LANES16},
+    {"legal_fn_ulps",
+     "legal: e^g and (qk_norm l2) the norm's rsqrt each 3 fp32 ulps off libm's (either way, by the argument's bits)",
+     gdr_kernel, 0, LEGAL_FN_ULPS},
     {NULL, NULL, NULL},
 };
