@@ -8,7 +8,8 @@
  *
  * Mutants: mut_scale_offset (this file's), mut_scale_512, mut_pad_as_zero, mut_local_max,
  * mut_running_max_zero (the online softmax's running max starts at 0, not -inf: rows whose
- * scores all lie below about -88 underflow to zero weight) (sparse_quant_rows.c's). */
+ * scores all lie below about -88 underflow to zero weight) (sparse_quant_rows.c's).
+ * Legal variants (sparse_quant_rows.c's): legal_tile16, legal_reversed, legal_p_bf16. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -79,5 +80,11 @@ const ug_kernel_variant ug_variants_sparse_attention_antiquant[] = {
     {"mut_running_max_zero",
      "online softmax running max initialised to 0 instead of -inf: rows whose scores all lie below about -88 underflow",
      saq_kernel, 0, UG_SQK_BUG_MAX_ZERO},
+    {"legal_tile16", "legal: the online softmax on 16-key tiles instead of 128", saq_kernel, 0, UG_SQK_LEGAL_TILE16},
+    {"legal_reversed", "legal: the gathered keys walked last to first (sums and running max in reverse slot order)",
+     saq_kernel, 0, UG_SQK_LEGAL_REVERSED},
+    {"legal_p_bf16",
+     "legal: each weight exp(s - m) cast to bf16 before P·V, the sum l kept in fp32 (the semantics allow a bf16 P)",
+     saq_kernel, 0, UG_SQK_LEGAL_P_BF16},
     {NULL, NULL, NULL},
 };

@@ -8,7 +8,8 @@
  *
  * Mutants: mut_one_scale, mut_rope_dequant (this file's), mut_scale_512, mut_pad_as_zero,
  * mut_local_max, mut_mtp_len_off_by_one (each row of a q_per_step > 1 step sees vis + 1
- * positions, capped at the context) (sparse_quant_rows.c's). */
+ * positions, capped at the context) (sparse_quant_rows.c's).
+ * Legal variants (sparse_quant_rows.c's): legal_tile16, legal_reversed, legal_p_bf16. */
 #include <stdint.h>
 
 #include "core/ops.h"
@@ -59,5 +60,11 @@ const ug_kernel_variant ug_variants_sparse_flash_attention_quant[] = {
     {"mut_mtp_len_off_by_one",
      "multi-token step (q_per_step > 1): each query row sees vis + 1 positions (capped at the context), one too many",
      sfaq_kernel, 0, UG_SQK_BUG_MTP_LEN_PLUS1},
+    {"legal_tile16", "legal: the online softmax on 16-key tiles instead of 128", sfaq_kernel, 0, UG_SQK_LEGAL_TILE16},
+    {"legal_reversed", "legal: the gathered keys walked last to first (sums and running max in reverse slot order)",
+     sfaq_kernel, 0, UG_SQK_LEGAL_REVERSED},
+    {"legal_p_bf16",
+     "legal: each weight exp(s - m) cast to bf16 before P·V, the sum l kept in fp32 (the semantics allow a bf16 P)",
+     sfaq_kernel, 0, UG_SQK_LEGAL_P_BF16},
     {NULL, NULL, NULL},
 };

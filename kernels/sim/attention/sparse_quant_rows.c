@@ -7,7 +7,14 @@
  * as the cube reads bf16; rope bf16 widened exactly), packing the valid keys; then all
  * heads of the row go through the keys in 128-key tiles (ug_gl_attn_rows: one fp32 dot
  * over 576 dims, online softmax, P kept in fp32 for P·V, fp32 accumulation) and o is
- * rounded once to bf16. */
+ * rounded once to bf16.
+ *
+ * Legal variants (other correct kernels, which must pass every case: the false-alarm set;
+ * the semantics leave the summation order free and let a device cast P to bf16 before P·V):
+ * legal_tile16, the online softmax on 16-key tiles (every row past 16 keys rescaled);
+ * legal_reversed, the gathered keys walked last to first (every sum and the running max in
+ * reverse slot order); legal_p_bf16, each weight exp(s - m) cast to bf16 before P·V, the
+ * sum l kept in fp32 (the reference kernel's bf16 P). */
 #include "kernels/sim/attention/sparse_quant_rows.h"
 
 #include <math.h>
@@ -93,6 +100,17 @@ static long gather_row(const ug_sqk *k, long r, float *kf, char *err, size_t err
     return n;
 }
 
+/* legal_reversed: rows [0, n) of kf (dk floats each) put last to first, in place. */
+static void reverse_rows(float *kf, long n, size_t dk)
+{
+    for (long a = 0, z = n - 1; a < z; a++, z--)
+        for (size_t d = 0; d < dk; d++) {
+            float t = kf[(size_t)a * dk + d];
+            kf[(size_t)a * dk + d] = kf[(size_t)z * dk + d];
+            kf[(size_t)z * dk + d] = t;
+        }
+}
+
 /* Loads the heads of query row r as [q_nope ‖ q_rope] rows of dk. */
 static void load_q(const ug_sqk *k, long r, float *qf)
 {
@@ -106,8 +124,9 @@ static void load_q(const ug_sqk *k, long r, float *qf)
 int ug_sqk_run(const ug_sqk *k, char *err, size_t errlen)
 {
     size_t dk = (size_t)k->dk, dv = (size_t)k->lora, nh = (size_t)k->heads;
+    size_t tile = k->bugs & UG_SQK_LEGAL_TILE16 ? 16 : SQK_TILE; /* legal: 16-key tiles */
     float *kf = malloc(((size_t)k->topk * dk + nh * (dk + dv)) * sizeof *kf);
-    float *scratch = malloc(UG_GL_ATTN_ROWS_SCRATCH((size_t)SQK_TILE, dk, dv, nh) * sizeof *scratch);
+    float *scratch = malloc(UG_GL_ATTN_ROWS_SCRATCH(tile, dk, dv, nh) * sizeof *scratch);
     if (!kf || !scratch) {
         free(kf);
         free(scratch);
@@ -115,9 +134,9 @@ int ug_sqk_run(const ug_sqk *k, char *err, size_t errlen)
     }
     float *qf = kf + (size_t)k->topk * dk, *of = qf + nh * dk;
     float scale = k->bugs & UG_SQK_BUG_SCALE_512 ? (float)(1.0 / sqrt((double)dv)) : k->scale; /* bug: 512^-1/2 */
-    ug_gl_attn_cfg cfg = {
-        dk, dv, dk, dk, SQK_TILE, scale, k->bugs & UG_SQK_BUG_LOCAL_MAX ? UG_GL_ATTN_BUG_LOCAL_MAX : 0};
+    ug_gl_attn_cfg cfg = {dk, dv, dk, dk, tile, scale, k->bugs & UG_SQK_BUG_LOCAL_MAX ? UG_GL_ATTN_BUG_LOCAL_MAX : 0};
     if (k->bugs & UG_SQK_BUG_MAX_ZERO) cfg.flags |= UG_GL_ATTN_BUG_MAX_ZERO; /* bug: running max from 0 */
+    if (k->bugs & UG_SQK_LEGAL_P_BF16) cfg.flags |= UG_GL_ATTN_P_BF16;       /* legal: rounds: bf16 P before P·V */
     int rc = 0;
     for (long r = 0; r < k->batch * k->sq && !rc; r++) {
         long n = gather_row(k, r, kf, err, errlen);
@@ -125,6 +144,7 @@ int ug_sqk_run(const ug_sqk *k, char *err, size_t errlen)
             rc = -2;
             break;
         }
+        if (k->bugs & UG_SQK_LEGAL_REVERSED) reverse_rows(kf, n, dk); /* legal: the same keys, last to first */
         load_q(k, r, qf);
         ug_gl_attn_rows(&cfg, qf, dk, nh, kf, kf, (size_t)n, of, dv, scratch); /* V = the dequantised part */
         ug_sim_store(k->o, (size_t)r * nh * dv, nh * dv, of);                  /* rounds: bf16 output */

@@ -10,12 +10,16 @@
 
 #include "kernels/sim/simlib.h"
 
-/* Planted bugs of the shared body (bit flags; the ops add their decode bugs above 0x100). */
+/* Planted bugs of the shared body (bit flags; the ops add their decode bugs from 0x100 up). */
 #define UG_SQK_BUG_PAD_AS_ZERO 0x1u    /* bug: a -1 slot read as position 0 */
 #define UG_SQK_BUG_LOCAL_MAX 0x2u      /* bug: online softmax without the rescale across key tiles */
 #define UG_SQK_BUG_SCALE_512 0x4u      /* bug: softmax scale 512^-1/2, ignoring the declared one */
 #define UG_SQK_BUG_MAX_ZERO 0x8u       /* bug: the online softmax's running max starts at 0, not -inf */
 #define UG_SQK_BUG_MTP_LEN_PLUS1 0x10u /* bug: an MTP row (S_q > 1) sees vis + 1 positions (capped at L_b) */
+/* Legal variants of the shared body (other correct kernels, the false-alarm set; same flags word). */
+#define UG_SQK_LEGAL_TILE16 0x20u   /* legal: the online softmax on 16-key tiles instead of 128 */
+#define UG_SQK_LEGAL_REVERSED 0x40u /* legal: the gathered keys walked last to first */
+#define UG_SQK_LEGAL_P_BF16 0x80u   /* legal: the weights P cast to bf16 before P·V (the semantics allow it) */
 
 typedef struct ug_sqk ug_sqk;
 
