@@ -10,7 +10,10 @@
  * its value row is skipped; a live key's non-finite value is recorded per column and
  * replaces that column at the end (an underflowed weight times inf would give NaN).
  * Several rows sharing the keys run tile by tile together: the tile's keys are transposed
- * and scored for all of them at once (attn_vec.h), then each row takes its own step. */
+ * and scored for all of them at once (attn_vec.h), then each row takes its own step.
+ * Legal variants (attn_tiles.h flags): every exp moved by UG_SIM_FN_ULPS fp32 ulps
+ * (FN_ULPS); a two-pass softmax (TWO_PASS: the tiles scored once for each row's max, then
+ * walked as above with the running max starting there, so alpha is exp(0) = 1). */
 #include <math.h>
 #include <string.h>
 
@@ -82,13 +85,16 @@ static void row_tile(const ug_gl_attn_cfg *cfg, row_state *st, float *s, float *
                      size_t len, const unsigned char *vbad)
 {
     float m_new = cfg->flags & UG_GL_ATTN_BUG_LOCAL_MAX ? tm : fmaxf(st->m, tm);
-    float alpha = st->m == -INFINITY ? 0.0f : expf(st->m - m_new); /* rounds: fp32 exp */
-    if (cfg->flags & UG_GL_ATTN_BUG_LOCAL_MAX) alpha = 1.0f;       /* bug: earlier tiles keep their own max */
+    int fn = cfg->flags & UG_GL_ATTN_FN_ULPS ? UG_SIM_FN_ULPS : 0; /* legal_fn_ulps: each exp fn ulps off */
+    float za = st->m - m_new;                                      /* rounds: fp32 sub */
+    float alpha = st->m == -INFINITY ? 0.0f : ug_sim_fn_ulps(expf(za), za, fn); /* rounds: fp32 exp */
+    if (cfg->flags & UG_GL_ATTN_BUG_LOCAL_MAX) alpha = 1.0f; /* bug: earlier tiles keep their own max */
     float ts = 0.0f;
     memcpy(raw, s, len * sizeof *raw);
     for (size_t j = 0; j < len; j++) {
-        s[j] = raw[j] == -INFINITY ? 0.0f : expf(raw[j] - m_new); /* rounds: fp32 sub and exp */
-        ts += s[j];                                               /* rounds: fp32 */
+        float z = raw[j] - m_new;                                           /* rounds: fp32 sub */
+        s[j] = raw[j] == -INFINITY ? 0.0f : ug_sim_fn_ulps(expf(z), z, fn); /* rounds: fp32 exp */
+        ts += s[j];                                                         /* rounds: fp32 */
     }
     st->l = (cfg->flags & UG_GL_ATTN_BUG_NO_SUM_RESCALE ? st->l : st->l * alpha) + ts; /* rounds: fp32 */
     for (size_t d = 0; d < cfg->dv; d++) st->o[d] *= alpha;                            /* rounds: fp32 */
@@ -125,20 +131,28 @@ void ug_gl_attn_rows(const ug_gl_attn_cfg *cfg, const float *q, size_t ldq, size
           *dots = kt + cfg->dk * w;
     unsigned char *vbad = (unsigned char *)(dots + nr * w);
     for (size_t r = 0; r < nr; r++) row_begin(cfg, &st[r], o + r * ldo, special + r * cfg->dv);
-    for (size_t t = 0; t < n; t += cfg->tile) {
-        size_t len = n - t < cfg->tile ? n - t : cfg->tile;
-        ug_av_stage_kt(k + t * cfg->ldk, cfg->ldk, len, cfg->dk, kt, w);
-        ug_av_scores(q, ldq, nr, kt, w, ug_av_cols(len), cfg->dk, dots, w); /* rounds: fp32 acc, in d order */
-        tile_vbad(cfg, v + t * cfg->ldv, len, vbad);
-        for (size_t r = 0; r < nr; r++) {
-            float tm = -INFINITY;
-            for (size_t j = 0; j < len; j++) {
-                float d = dots[r * w + j];
-                s[j] = cfg->flags & UG_GL_ATTN_BUG_SCALE_AFTER ? d : d * cfg->scale; /* rounds: fp32 */
-                tm = fmaxf(tm, s[j]);
+    int two_pass = (cfg->flags & UG_GL_ATTN_TWO_PASS) != 0;
+    for (int pass = !two_pass; pass < 2; pass++) { /* pass 0 (two-pass only): the rows' max over all keys */
+        for (size_t t = 0; t < n; t += cfg->tile) {
+            size_t len = n - t < cfg->tile ? n - t : cfg->tile;
+            ug_av_stage_kt(k + t * cfg->ldk, cfg->ldk, len, cfg->dk, kt, w);
+            ug_av_scores(q, ldq, nr, kt, w, ug_av_cols(len), cfg->dk, dots, w); /* rounds: fp32 acc, in d order */
+            if (pass) tile_vbad(cfg, v + t * cfg->ldv, len, vbad);
+            for (size_t r = 0; r < nr; r++) {
+                float tm = -INFINITY;
+                for (size_t j = 0; j < len; j++) {
+                    float d = dots[r * w + j];
+                    s[j] = cfg->flags & UG_GL_ATTN_BUG_SCALE_AFTER ? d : d * cfg->scale; /* rounds: fp32 */
+                    tm = fmaxf(tm, s[j]);
+                }
+                if (pass)
+                    row_tile(cfg, &st[r], s, raw, tm, v + t * cfg->ldv, len, vbad);
+                else
+                    st[r].m = fmaxf(st[r].m, tm); /* NaN scores skipped: they still make the row NaN in pass 1 */
             }
-            row_tile(cfg, &st[r], s, raw, tm, v + t * cfg->ldv, len, vbad);
         }
+        for (size_t r = 0; !pass && r < nr; r++)
+            if (isinf(st[r].m)) st[r].m = -INFINITY; /* +inf score (a NaN row) or no live key: the one-pass walk */
     }
     for (size_t r = 0; r < nr; r++) row_end(cfg, &st[r]);
     rows_max_sum(cfg, st, nr);

@@ -21,7 +21,14 @@
  *   mut_kv_head_mod     query head h reads kv head h % heads_kv instead of h / (heads_q /
  *                       heads_kv) (only heads_kv > 1 with heads_q > heads_kv); the shared
  *                       walk is run on the query heads permuted so that each kv head's
- *                       group holds the heads h % heads_kv maps to, and o permuted back */
+ *                       group holds the heads h % heads_kv maps to, and o permuted back
+ *
+ * Legal variants (other correct devices, the false-alarm set; glm_paged.h):
+ *   legal_tile16        key tiles of 16 keys instead of one block (P rounded against
+ *                       other running maxima)
+ *   legal_two_pass      each row's max over all its keys first, then the weights against
+ *                       it (no rescaling)
+ *   legal_fn_ulps       every exp UG_SIM_FN_ULPS fp32 ulps off libm's (ug_sim_fn_ulps) */
 #include <stdlib.h>
 
 #include "core/ops.h"
@@ -29,8 +36,12 @@
 #include "kernels/sim/simlib.h"
 #include "op_params.h"
 
-/* mut_kv_head_mod's bug value: ga_kernel's own, past the shared ug_glp_bug values. */
+/* mut_kv_head_mod's bug value and the legal variants': ga_kernel's own, past the shared
+ * ug_glp_bug values. */
 #define GA_KV_HEAD_MOD 100
+#define GA_LEGAL_TILE16 101   /* key tiles of 16 keys instead of one block */
+#define GA_LEGAL_TWO_PASS 102 /* two-pass softmax: each row's max first, no rescaling */
+#define GA_LEGAL_FN_ULPS 103  /* every exp UG_SIM_FN_ULPS fp32 ulps off libm's */
 
 /* mut_kv_head_mod: q's heads permuted so that slot kvh*G + j of each row holds head j*Hkv + kvh
  * (the heads h with h % Hkv == kvh), the correct walk run on that fp32 copy into an fp32 o,
@@ -80,7 +91,10 @@ static int ga_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     ug_glp_sizes(&g, (long)bt->shape[1]);
     g.table = bt->data, g.lens = lens->data, g.batch = (long)lens->shape[0];
     if (bug == GA_KV_HEAD_MOD) return ga_kv_head_mod(&g); /* bug: kv head h % heads_kv */
-    return ug_glp_run(&g, (ug_glp_bug)bug);
+    if (bug == GA_LEGAL_TILE16) g.tile_keys = 16;         /* legal: 16-key tiles */
+    if (bug == GA_LEGAL_TWO_PASS) g.legal = UG_GLP_LEGAL_TWO_PASS;
+    if (bug == GA_LEGAL_FN_ULPS) g.legal = UG_GLP_LEGAL_FN_ULPS;
+    return ug_glp_run(&g, bug > GA_KV_HEAD_MOD ? UG_GLP_OK : (ug_glp_bug)bug);
 }
 
 const ug_kernel_variant ug_variants_glm_attention[] = {
@@ -97,5 +111,12 @@ const ug_kernel_variant ug_variants_glm_attention[] = {
      ga_kernel, 0, UG_GLP_MTP_NO_OFFSET},
     {"mut_kv_head_mod", "query head h reads kv head h % heads_kv instead of h / (heads_q / heads_kv)", ga_kernel, 0,
      GA_KV_HEAD_MOD},
+    {"legal_tile16", "legal: key tiles of 16 keys for the online softmax instead of one cache block", ga_kernel, 0,
+     GA_LEGAL_TILE16},
+    {"legal_two_pass",
+     "legal: two-pass softmax: each row's max over all its keys first, then every weight exp(s - max), no rescaling",
+     ga_kernel, 0, GA_LEGAL_TWO_PASS},
+    {"legal_fn_ulps", "legal: every exp of the softmax 3 fp32 ulps off libm's (the contract allows 4)", ga_kernel, 0,
+     GA_LEGAL_FN_ULPS},
     {NULL, NULL, NULL},
 };

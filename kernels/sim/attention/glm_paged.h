@@ -7,7 +7,9 @@
  * heads of the group and the S_q rows of the step from them; the tile loop is attn_tiles.h
  * with one block per key tile, or tile_blocks blocks: fp32 scores times the fp32 scale,
  * online softmax, P cast to bf16 before P.V, fp32 accumulation; o rounded once to bf16.
- * Only the slots below a row's end are used; -1 table entries are never followed. */
+ * Only the slots below a row's end are used; -1 table entries are never followed.
+ * Legal variants (the view's tile_keys and legal): another key-tile size, a row's keys in
+ * reverse order, a two-pass softmax, exp within UG_SIM_FN_ULPS fp32 ulps of libm's. */
 #ifndef UG_SIM_GLM_PAGED_H
 #define UG_SIM_GLM_PAGED_H
 #include <stdint.h>
@@ -34,7 +36,15 @@ typedef struct {
     float scale;      /* the fp32 attribute */
     long tile_blocks; /* cache blocks per key tile: 0 or 1 for one (glm_attention's kernel), 4
                        * for the fusion kernel's (its s2_tile of 512 tokens over blocks of 128) */
+    /* Legal variants (other correct devices; all 0 for the kernels' own walk): */
+    long tile_keys; /* > 0: keys per key tile, whatever the block size (overrides tile_blocks) */
+    unsigned legal; /* UG_GLP_LEGAL_* */
 } ug_glp_view;
+
+/* ug_glp_view.legal: a legal variant's device choices (bit flags). */
+#define UG_GLP_LEGAL_REVERSED 0x1u /* each row's keys walked last to first (tiles from its last key) */
+#define UG_GLP_LEGAL_TWO_PASS 0x2u /* two-pass softmax (attn_tiles.h UG_GL_ATTN_TWO_PASS) */
+#define UG_GLP_LEGAL_FN_ULPS 0x4u  /* every exp UG_SIM_FN_ULPS fp32 ulps off libm's (UG_GL_ATTN_FN_ULPS) */
 
 /* Fills the sizes of g from its tensors q, kc and the table's width (g->q, g->kc set). */
 void ug_glp_sizes(ug_glp_view *g, long width);
