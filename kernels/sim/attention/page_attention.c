@@ -33,7 +33,15 @@
  * the same walk except P: each row's e = exp(s - tile max) over a block (one key tile) is
  * quantised to e4m3 with the dynamic scale 448/max e and dequantised, then carried to the
  * running max, before P.V, as the reference's kernel does (its codes bit for bit where the
- * scores are, which its test's golden also makes). */
+ * scores are, which its test's golden also makes).
+ *
+ * Legal variants (other correct devices, the false-alarm set):
+ *   legal_two_pass  the key tiles scored once first for each row's max, then walked with the
+ *                   running max starting there (every weight against the row's max)
+ *   legal_reversed  each row's keys last to first, the key tiles counted from its last key
+ *                   (the rows of a chunk then come from one MTP step: they see as many keys)
+ *   legal_fn_ulps   every exp (the weights', alpha, quant fp8's tile exps) UG_SIM_FN_ULPS
+ *                   fp32 ulps off libm's (ug_sim_fn_ulps) */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -55,7 +63,10 @@ typedef enum {
     MUT_FP8_KSCALE_PER_TENSOR,
     MUT_FP8_CODES_INT8,
     MUT_FP8_QSCALE_ON_O,
-    MUT_FP8_VSCALE_SEQ0
+    MUT_FP8_VSCALE_SEQ0,
+    LEGAL_TWO_PASS, /* legal: two-pass softmax, each row's max over all its keys first */
+    LEGAL_REVERSED, /* legal: each row's keys walked last to first */
+    LEGAL_FN_ULPS   /* legal: every exp UG_SIM_FN_ULPS fp32 ulps off libm's */
 } pa_bug;
 
 typedef struct {
@@ -66,6 +77,7 @@ typedef struct {
     const ulpgym_tensor *kc, *vc; /* the caches, widened a block at a time */
     const ulpgym_tensor *ks, *vs; /* quant fp8: key_scale, value_scale (else NULL) */
     pa_bug bug;
+    int fn; /* ulps every exp is moved by (ug_sim_fn_ulps): 0, or legal_fn_ulps' */
 } pa_ctx;
 
 #define PA_ROWS 64 /* query rows of one kv head scored together */
@@ -94,14 +106,30 @@ typedef struct {
  * symmetric per-token quantisation) and dequantised, then carried to the running max m by
  * exp(tm - m): pr[c] = e4m3(e[c] * 448/max) * (max/448) * exp(tm - m). The codes are those
  * of the reference's kernel and golden bit for bit when the scores are. Live entries only. */
-static void pa_p_fp8(float *pr, const float *s, const int *live, size_t nl, float tm, float m)
+static void pa_p_fp8(float *pr, const float *s, const int *live, size_t nl, float tm, float m, int fn)
 {
-    float amax = 0.0f, t4 = expf(tm - m);                                                    /* rounds: fp32 */
-    for (size_t i = 0; i < nl; i++) amax = fmaxf(amax, pr[live[i]] = expf(s[live[i]] - tm)); /* rounds: fp32 */
+    float amax = 0.0f, z4 = tm - m, t4 = ug_sim_fn_ulps(expf(z4), z4, fn); /* rounds: fp32 sub, exp */
+    for (size_t i = 0; i < nl; i++) {
+        float z = s[live[i]] - tm;                                        /* rounds: fp32 */
+        amax = fmaxf(amax, pr[live[i]] = ug_sim_fn_ulps(expf(z), z, fn)); /* rounds: fp32 exp */
+    }
     if (amax == 0.0f) return;
     float qs = 448.0f / amax, dq = 1.0f / qs; /* rounds: fp32 */
     for (size_t i = 0; i < nl; i++)
         pr[live[i]] = ug_sim_round_to(ULPGYM_E4M3, pr[live[i]] * qs) * dq * t4; /* rounds: fp32, e4m3, fp32, fp32 */
+}
+
+/* A row's n scores s of a key tile from its q.k dots (with ksc, the code dot products'), and
+ * their max (NaN if one is NaN). */
+static float pa_scores(const pa_ctx *x, const float *dots, long n, float qsc, const float *ksc, float *s)
+{
+    float tm = -INFINITY;
+    for (long c = 0; c < n; c++) {
+        /* rounds: fp32; codes (ksc set): the code dot times q's scale, times the key's, times scale */
+        s[c] = ksc ? dots[c] * qsc * ksc[c] * x->scale : dots[c] * x->scale;
+        tm = isnan(tm) || isnan(s[c]) ? NAN : fmaxf(tm, s[c]); /* NaN propagates */
+    }
+    return tm;
 }
 
 /* Online-softmax step of one row over the n keys of a block: dots its q.k, v the block's
@@ -109,25 +137,22 @@ static void pa_p_fp8(float *pr, const float *s, const int *live, size_t nl, floa
 static void pa_step(const pa_ctx *x, pa_work *w, const float *dots, long n, const float *v, size_t slot, float qsc,
                     const float *ksc, float *m, float *l, float *acc)
 {
-    float tm = -INFINITY, *s = w->s, *pr = w->pr;
-    for (long c = 0; c < n; c++) {
-        /* rounds: fp32; codes (ksc set): the code dot times q's scale, times the key's, times scale */
-        s[c] = ksc ? dots[c] * qsc * ksc[c] * x->scale : dots[c] * x->scale;
-        tm = isnan(tm) || isnan(s[c]) ? NAN : fmaxf(tm, s[c]); /* NaN propagates */
-    }
+    float *s = w->s, *pr = w->pr, tm = pa_scores(x, dots, n, qsc, ksc, s);
     float m_new = isnan(*m) || isnan(tm) ? NAN : fmaxf(*m, tm);
-    if (m_new == -INFINITY) return;                          /* no weighted token yet */
-    float alpha = *m == -INFINITY ? 0.0f : expf(*m - m_new); /* rounds: fp32 */
+    if (m_new == -INFINITY) return;                                             /* no weighted token yet */
+    float za = *m - m_new;                                                      /* rounds: fp32 */
+    float alpha = *m == -INFINITY ? 0.0f : ug_sim_fn_ulps(expf(za), za, x->fn); /* rounds: fp32 exp */
     float ts = 0.0f;
     size_t nl = 0;
     for (long c = 0; c < n; c++) {
-        float p = s[c] == -INFINITY ? 0.0f : expf(s[c] - m_new); /* rounds: fp32 */
-        ts += p;                                                 /* rounds: fp32 */
-        pr[c] = x->ks ? p : ug_av_round_to(x->dt, p);            /* rounds: P cast to the input dtype for P.V */
-        if (s[c] != -INFINITY) w->live[nl++] = (int)c;           /* P.V skips tokens scored -inf */
+        float z = s[c] - m_new;                                                 /* rounds: fp32 */
+        float p = s[c] == -INFINITY ? 0.0f : ug_sim_fn_ulps(expf(z), z, x->fn); /* rounds: fp32 exp */
+        ts += p;                                                                /* rounds: fp32 */
+        pr[c] = x->ks ? p : ug_av_round_to(x->dt, p);  /* rounds: P cast to the input dtype for P.V */
+        if (s[c] != -INFINITY) w->live[nl++] = (int)c; /* P.V skips tokens scored -inf */
     }
-    if (x->ks) pa_p_fp8(pr, s, w->live, nl, tm, m_new); /* quant fp8: P as e4m3 codes for P.V */
-    *l = *l * alpha + ts;                               /* rounds: fp32 */
+    if (x->ks) pa_p_fp8(pr, s, w->live, nl, tm, m_new, x->fn); /* quant fp8: P as e4m3 codes for P.V */
+    *l = *l * alpha + ts;                                      /* rounds: fp32 */
     ug_av_pv(acc, alpha, pr, w->live, nl, v, slot,
              (size_t)x->dim); /* rounds: fp32 P.V in token order, acc*alpha + P.V */
     *m = m_new;
@@ -166,41 +191,72 @@ static long pa_tile_len(const pa_ctx *x, long len, long i)
     return n;
 }
 
-/* The chunk's rows (kv head g, block table row table) over their sequence's key tiles, in
- * order: per tile its keys (read block by block through the table) transposed once and q.k
- * of every row (attn_vec.h), then each row's online-softmax step; at the end o = acc * (1/l). */
-static void pa_chunk(const pa_ctx *x, pa_work *w, const float *table, long g, float *of)
+/* Key tile i of the chunk's rows (kv head g, block table row table): its nmax keys (read
+ * block by block through the table; legal_reversed: the rows' keys counted from their last,
+ * every row of the chunk seeing the same len) widened to fp32, transposed once and q.k of
+ * every row into w->dots (attn_vec.h). Returns whether the dots are of the codes (quant fp8). */
+static int pa_tile_dots(const pa_ctx *x, pa_work *w, const float *table, long g, long i, long nmax)
 {
     size_t D = (size_t)x->dim, slot = (size_t)x->hkv * D; /* slot: distance between slots of one kv head */
+    size_t lds = ug_av_cols((size_t)x->tile);
+    for (long c = 0; c < nmax; c++) { /* the tile's slots of kv head g widened (values dequantised) to fp32 */
+        long t = i * x->tile + c;
+        if (x->bug == LEGAL_REVERSED) t = w->len[0] - 1 - t; /* legal: keys last to first */
+        long phys = (long)table[t / x->bs];
+        size_t at = ((size_t)phys * (size_t)x->bs + (size_t)(t % x->bs)) * slot + (size_t)g * D;
+        w->ksc[c] = 1.0f;
+        if (x->ks) ug_sim_load(x->ks, x->bug == MUT_FP8_KSCALE_PER_TENSOR ? 0 : at / D, 1, &w->ksc[c]); /* bug: [0] */
+        pa_load_slot(x, x->kc, at, x->ks != NULL, NULL, 0, w->kb + (size_t)c * D);
+        pa_load_slot(x, x->vc, at, x->ks != NULL, x->vs ? w->vscale : NULL, 1, w->vb + (size_t)c * D);
+    }
+    /* quant fp8 as the reference's kernel scores: code dot products, then the scales; where a
+     * code or scale is not finite, dequantised operands (the contract's per-element products
+     * decide the special values there) */
+    int codes = x->ks && w->q_finite && pa_all_finite(w->kb, (size_t)nmax * D) && pa_all_finite(w->ksc, (size_t)nmax);
+    for (long c = 0; x->ks && !codes && c < nmax; c++)
+        for (size_t d = 0; d < D; d++) w->kb[(size_t)c * D + d] *= w->ksc[c]; /* rounds: fp32 */
+    ug_av_stage_kt(w->kb, D, (size_t)nmax, D, w->kt, lds);
+    ug_av_scores(codes ? w->qc : w->q, D, (size_t)w->n, w->kt, lds, ug_av_cols((size_t)nmax), D, w->dots,
+                 lds); /* rounds: fp32 acc */
+    return codes;
+}
+
+/* The keys of tile i that the chunk's longest row scores. */
+static long pa_tile_nmax(const pa_ctx *x, const pa_work *w, long i)
+{
+    long nmax = 0;
+    for (long r = 0; r < w->n; r++) nmax = pa_tile_len(x, w->len[r], i) > nmax ? pa_tile_len(x, w->len[r], i) : nmax;
+    return nmax;
+}
+
+/* The chunk's rows (kv head g, block table row table) over their sequence's key tiles, in
+ * order: per tile its keys scored for every row (pa_tile_dots), then each row's
+ * online-softmax step; at the end o = acc * (1/l). legal_two_pass scores the tiles once
+ * before, for each row's max over all its keys, and starts the running max there (every
+ * alpha is then exp(0) = 1: nothing is rescaled). */
+static void pa_chunk(const pa_ctx *x, pa_work *w, const float *table, long g, float *of)
+{
+    size_t D = (size_t)x->dim;
     long maxlen = 0;
     for (long r = 0; r < w->n; r++) {
         w->m[r] = -INFINITY, w->l[r] = 0.0f, maxlen = w->len[r] > maxlen ? w->len[r] : maxlen;
         for (size_t d = 0; d < D; d++) w->acc[(size_t)r * D + d] = 0.0f;
     }
     size_t lds = ug_av_cols((size_t)x->tile);
-    for (long i = 0; i < (maxlen + x->tile - 1) / x->tile; i++) {
-        long nmax = 0;
-        for (long r = 0; r < w->n; r++)
-            nmax = pa_tile_len(x, w->len[r], i) > nmax ? pa_tile_len(x, w->len[r], i) : nmax;
-        for (long c = 0; c < nmax; c++) { /* the tile's slots of kv head g widened (values dequantised) to fp32 */
-            long t = i * x->tile + c, phys = (long)table[t / x->bs];
-            size_t at = ((size_t)phys * (size_t)x->bs + (size_t)(t % x->bs)) * slot + (size_t)g * D;
-            w->ksc[c] = 1.0f;
-            if (x->ks)
-                ug_sim_load(x->ks, x->bug == MUT_FP8_KSCALE_PER_TENSOR ? 0 : at / D, 1, &w->ksc[c]); /* bug: [0] */
-            pa_load_slot(x, x->kc, at, x->ks != NULL, NULL, 0, w->kb + (size_t)c * D);
-            pa_load_slot(x, x->vc, at, x->ks != NULL, x->vs ? w->vscale : NULL, 1, w->vb + (size_t)c * D);
+    long ntiles = (maxlen + x->tile - 1) / x->tile;
+    for (long i = 0; x->bug == LEGAL_TWO_PASS && i < ntiles; i++) { /* legal: pass 1, the rows' max */
+        int codes = pa_tile_dots(x, w, table, g, i, pa_tile_nmax(x, w, i));
+        for (long r = 0; r < w->n; r++) {
+            long n = pa_tile_len(x, w->len[r], i);
+            float tm =
+                n ? pa_scores(x, w->dots + (size_t)r * lds, n, w->qsc[r], codes ? w->ksc : NULL, w->s) : -INFINITY;
+            w->m[r] = isnan(w->m[r]) || isnan(tm) ? NAN : fmaxf(w->m[r], tm); /* NaN propagates */
         }
-        /* quant fp8 as the reference's kernel scores: code dot products, then the scales; where a
-         * code or scale is not finite, dequantised operands (the contract's per-element products
-         * decide the special values there) */
-        int codes =
-            x->ks && w->q_finite && pa_all_finite(w->kb, (size_t)nmax * D) && pa_all_finite(w->ksc, (size_t)nmax);
-        for (long c = 0; x->ks && !codes && c < nmax; c++)
-            for (size_t d = 0; d < D; d++) w->kb[(size_t)c * D + d] *= w->ksc[c]; /* rounds: fp32 */
-        ug_av_stage_kt(w->kb, D, (size_t)nmax, D, w->kt, lds);
-        ug_av_scores(codes ? w->qc : w->q, D, (size_t)w->n, w->kt, lds, ug_av_cols((size_t)nmax), D, w->dots,
-                     lds); /* rounds: fp32 acc */
+    }
+    for (long r = 0; r < w->n; r++)
+        if (!isfinite(w->m[r])) w->m[r] = -INFINITY; /* NaN, +inf or no weighted key: the one-pass walk */
+    for (long i = 0; i < ntiles; i++) {
+        int codes = pa_tile_dots(x, w, table, g, i, pa_tile_nmax(x, w, i));
         for (long r = 0; r < w->n; r++) {
             long n = pa_tile_len(x, w->len[r], i);
             if (n)
@@ -228,7 +284,7 @@ static void pa_group(const pa_ctx *x, pa_work *w, const float *qf, const float *
         size_t vb = x->bug == MUT_FP8_VSCALE_SEQ0 ? 0 : b; /* bug: sequence 0's scales for every sequence */
         ug_sim_load(x->vs, (vb * (size_t)x->hkv + (size_t)g) * D, D, w->vscale);
     }
-    for (long i = 0; i < sq; i++)
+    for (long i = 0; i < sq; i++) {
         for (long h = 0; h < x->hq; h++) {
             long gh = x->bug == MUT_KV_HEAD_MAP ? h % x->hkv : h / group; /* bug: heads interleaved over kv heads */
             if (gh != g) continue;
@@ -247,6 +303,9 @@ static void pa_group(const pa_ctx *x, pa_work *w, const float *qf, const float *
             }
             if (++w->n == PA_ROWS) pa_chunk(x, w, table, g, of), w->n = 0, w->q_finite = 1;
         }
+        if (x->bug == LEGAL_REVERSED && w->n) /* a chunk's rows share their keys' count: reversed alike */
+            pa_chunk(x, w, table, g, of), w->n = 0, w->q_finite = 1;
+    }
     if (w->n) pa_chunk(x, w, table, g, of);
 }
 
@@ -267,7 +326,8 @@ static int pa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
                 .dt = q->dtype,
                 .ks = ks,
                 .vs = vs,
-                .bug = bug};
+                .bug = bug,
+                .fn = bug == LEGAL_FN_ULPS ? UG_SIM_FN_ULPS : 0};
     if (!qs != !ks || !qs != !vs) return snprintf(err, errlen, "q_scale, key_scale and value_scale come together"), -2;
     const ug_page_attention_params *params = UG_P(page_attention, &p);
     double scale = params->scale; /* exact: an fp32 value; 0 is the 1/sqrt(D) sentinel */
@@ -338,5 +398,11 @@ const ug_kernel_variant ug_variants_page_attention[] = {
      MUT_FP8_QSCALE_ON_O},
     {"mut_fp8_vscale_seq0", "quant fp8: value_scale of sequence 0 for every sequence (per channel, batch ignored)",
      pa_kernel, 0, MUT_FP8_VSCALE_SEQ0},
+    {"legal_two_pass",
+     "legal: two-pass softmax: each row's max over all its keys first, then every weight exp(s - max), no rescaling",
+     pa_kernel, 0, LEGAL_TWO_PASS},
+    {"legal_reversed", "legal: each row's keys walked last to first (key tiles counted from its last key)", pa_kernel,
+     0, LEGAL_REVERSED},
+    {"legal_fn_ulps", "legal: every exp 3 fp32 ulps off libm's (the contract allows 4)", pa_kernel, 0, LEGAL_FN_ULPS},
     {NULL, NULL, NULL},
 };
