@@ -21,7 +21,13 @@
  *                      kv_heads > 1
  *   mut_stale_cache    attention reads the caches as they were before the scatter: only
  *                      where a token's slot lies inside a context (the decode default)
- *   mut_len_excl_new   attention over actual_seqs - 1 tokens, the new token left out */
+ *   mut_len_excl_new   attention over actual_seqs - 1 tokens, the new token left out
+ *
+ * Legal variants (other correct devices, the false-alarm set; the walk's, glm_paged.h):
+ *   legal_tile16       the attention in key tiles of 16 keys instead of 4 blocks
+ *   legal_reversed     each row's keys walked last to first
+ *   legal_fn_ulps      every exp of the attention UG_SIM_FN_ULPS fp32 ulps off libm's (the
+ *                      prolog's only function is sqrt, an IEEE operation) */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -38,7 +44,10 @@ typedef enum {
     FU_V_TRUNC,
     FU_KV_HEAD0,
     FU_STALE_CACHE,
-    FU_LEN_EXCL_NEW
+    FU_LEN_EXCL_NEW,
+    FU_LEGAL_TILE16,   /* legal: key tiles of 16 keys instead of 4 blocks */
+    FU_LEGAL_REVERSED, /* legal: each row's keys last to first */
+    FU_LEGAL_FN_ULPS   /* legal: every exp of the attention UG_SIM_FN_ULPS fp32 ulps off libm's */
 } fu_bug;
 
 typedef struct {
@@ -102,6 +111,9 @@ static int fu_attend(const fu_ctx *f, float scale)
     g.nb = f->kc->shape[0], g.bs = f->kc->shape[1], g.hkv = f->kc->shape[2], g.width = f->bt->shape[1];
     g.sq = 1, g.scale = scale, g.tile_blocks = 4;             /* the reference kernel's s2_tile: 4 blocks of 128 */
     if (f->bug == FU_STALE_CACHE) g.kc = f->kc, g.vc = f->vc; /* bug: the caches before the scatter */
+    if (f->bug == FU_LEGAL_TILE16) g.tile_keys = 16;          /* legal: 16-key tiles */
+    if (f->bug == FU_LEGAL_REVERSED) g.legal = UG_GLP_LEGAL_REVERSED;
+    if (f->bug == FU_LEGAL_FN_ULPS) g.legal = UG_GLP_LEGAL_FN_ULPS;
     int32_t *short_lens = NULL;
     if (f->bug == FU_LEN_EXCL_NEW) { /* bug: the new token left out of its context */
         if (!(short_lens = malloc((size_t)g.batch * sizeof *short_lens))) return -1;
@@ -146,5 +158,13 @@ const ug_kernel_variant ug_variants_glm_attention_fusion[] = {
      0, FU_STALE_CACHE},
     {"mut_len_excl_new", "attention over actual_seqs - 1 tokens: the new token left out of its context", fu_kernel, 0,
      FU_LEN_EXCL_NEW},
+    {"legal_tile16", "legal: the attention's online softmax in key tiles of 16 keys instead of 4 cache blocks",
+     fu_kernel, 0, FU_LEGAL_TILE16},
+    {"legal_reversed", "legal: the attention walks each row's keys last to first (key tiles from the new token back)",
+     fu_kernel, 0, FU_LEGAL_REVERSED},
+    {"legal_fn_ulps",
+     "legal: every exp of the attention 3 fp32 ulps off libm's (the contract allows 4; the prolog has no function "
+     "but an IEEE sqrt)",
+     fu_kernel, 0, FU_LEGAL_FN_ULPS},
     {NULL, NULL, NULL},
 };
