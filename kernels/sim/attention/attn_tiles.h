@@ -25,13 +25,6 @@
  * is rescaled (alpha = exp(0) = 1, exact). */
 #define UG_GL_ATTN_FN_ULPS 0x40u
 #define UG_GL_ATTN_TWO_PASS 0x80u
-#define UG_GL_ATTN_BUG_SCALE_AFTER 0x10u /* bug: softmax of unscaled scores, output times scale */
-#define UG_GL_ATTN_BUG_MAX_ZERO 0x20u    /* bug: the running max starts at 0, not -inf */
-/* Legal variants of the loop (other correct devices, for the kernels' legal_* variants): */
-#define UG_GL_ATTN_FN_ULPS 0x40u /* every exp UG_SIM_FN_ULPS fp32 ulps off libm's (ug_sim_fn_ulps) */
-#define UG_GL_ATTN_TWO_PASS                                                                                            \
-    0x80u /* two passes: each row's max over all n keys first (the same fp32 scores), then the tiles walked with it: \
-           * every weight exp(s - m) against the row's final max, nothing rescaled */
 
 typedef struct {
     size_t dk;       /* length of q·k */
