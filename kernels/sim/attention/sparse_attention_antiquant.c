@@ -9,7 +9,8 @@
  * Mutants: mut_scale_offset (this file's), mut_scale_512, mut_pad_as_zero, mut_local_max,
  * mut_running_max_zero (the online softmax's running max starts at 0, not -inf: rows whose
  * scores all lie below about -88 underflow to zero weight) (sparse_quant_rows.c's).
- * Legal variants (sparse_quant_rows.c's): legal_tile16, legal_reversed, legal_p_bf16. */
+ * Legal variants (sparse_quant_rows.c's): legal_tile16, legal_reversed, legal_p_bf16,
+ * legal_fn_ulps. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -86,5 +87,7 @@ const ug_kernel_variant ug_variants_sparse_attention_antiquant[] = {
     {"legal_p_bf16",
      "legal: each weight exp(s - m) cast to bf16 before P·V, the sum l kept in fp32 (the semantics allow a bf16 P)",
      saq_kernel, 0, UG_SQK_LEGAL_P_BF16},
+    {"legal_fn_ulps", "legal: every exp (the weights and the online rescale) 3 fp32 ulps off libm's (ug_sim_fn_ulps)",
+     saq_kernel, 0, UG_SQK_LEGAL_FN_ULPS},
     {NULL, NULL, NULL},
 };

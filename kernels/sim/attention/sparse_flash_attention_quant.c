@@ -9,7 +9,8 @@
  * Mutants: mut_one_scale, mut_rope_dequant (this file's), mut_scale_512, mut_pad_as_zero,
  * mut_local_max, mut_mtp_len_off_by_one (each row of a q_per_step > 1 step sees vis + 1
  * positions, capped at the context) (sparse_quant_rows.c's).
- * Legal variants (sparse_quant_rows.c's): legal_tile16, legal_reversed, legal_p_bf16. */
+ * Legal variants (sparse_quant_rows.c's): legal_tile16, legal_reversed, legal_p_bf16,
+ * legal_fn_ulps. */
 #include <stdint.h>
 
 #include "core/ops.h"
@@ -66,5 +67,7 @@ const ug_kernel_variant ug_variants_sparse_flash_attention_quant[] = {
     {"legal_p_bf16",
      "legal: each weight exp(s - m) cast to bf16 before P·V, the sum l kept in fp32 (the semantics allow a bf16 P)",
      sfaq_kernel, 0, UG_SQK_LEGAL_P_BF16},
+    {"legal_fn_ulps", "legal: every exp (the weights and the online rescale) 3 fp32 ulps off libm's (ug_sim_fn_ulps)",
+     sfaq_kernel, 0, UG_SQK_LEGAL_FN_ULPS},
     {NULL, NULL, NULL},
 };

@@ -14,7 +14,8 @@
  * legal_tile16, the online softmax on 16-key tiles (every row past 16 keys rescaled);
  * legal_reversed, the gathered keys walked last to first (every sum and the running max in
  * reverse slot order); legal_p_bf16, each weight exp(s - m) cast to bf16 before P·V, the
- * sum l kept in fp32 (the reference kernel's bf16 P). */
+ * sum l kept in fp32 (the reference kernel's bf16 P); legal_fn_ulps, every exp (weights and
+ * rescale factors) UG_SIM_FN_ULPS fp32 ulps off libm's (ug_sim_fn_ulps). */
 #include "kernels/sim/attention/sparse_quant_rows.h"
 
 #include <math.h>
@@ -137,6 +138,7 @@ int ug_sqk_run(const ug_sqk *k, char *err, size_t errlen)
     ug_gl_attn_cfg cfg = {dk, dv, dk, dk, tile, scale, k->bugs & UG_SQK_BUG_LOCAL_MAX ? UG_GL_ATTN_BUG_LOCAL_MAX : 0};
     if (k->bugs & UG_SQK_BUG_MAX_ZERO) cfg.flags |= UG_GL_ATTN_BUG_MAX_ZERO; /* bug: running max from 0 */
     if (k->bugs & UG_SQK_LEGAL_P_BF16) cfg.flags |= UG_GL_ATTN_P_BF16;       /* legal: rounds: bf16 P before P·V */
+    if (k->bugs & UG_SQK_LEGAL_FN_ULPS) cfg.flags |= UG_GL_ATTN_FN_ULPS;     /* legal: each exp 3 fp32 ulps off */
     int rc = 0;
     for (long r = 0; r < k->batch * k->sq && !rc; r++) {
         long n = gather_row(k, r, kf, err, errlen);

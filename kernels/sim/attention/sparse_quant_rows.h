@@ -17,9 +17,10 @@
 #define UG_SQK_BUG_MAX_ZERO 0x8u       /* bug: the online softmax's running max starts at 0, not -inf */
 #define UG_SQK_BUG_MTP_LEN_PLUS1 0x10u /* bug: an MTP row (S_q > 1) sees vis + 1 positions (capped at L_b) */
 /* Legal variants of the shared body (other correct kernels, the false-alarm set; same flags word). */
-#define UG_SQK_LEGAL_TILE16 0x20u   /* legal: the online softmax on 16-key tiles instead of 128 */
-#define UG_SQK_LEGAL_REVERSED 0x40u /* legal: the gathered keys walked last to first */
-#define UG_SQK_LEGAL_P_BF16 0x80u   /* legal: the weights P cast to bf16 before P·V (the semantics allow it) */
+#define UG_SQK_LEGAL_TILE16 0x20u     /* legal: the online softmax on 16-key tiles instead of 128 */
+#define UG_SQK_LEGAL_REVERSED 0x40u   /* legal: the gathered keys walked last to first */
+#define UG_SQK_LEGAL_P_BF16 0x80u     /* legal: the weights P cast to bf16 before P·V (the semantics allow it) */
+#define UG_SQK_LEGAL_FN_ULPS 0x10000u /* legal: every exp UG_SIM_FN_ULPS fp32 ulps off (above the ops' decode bugs) */
 
 typedef struct ug_sqk ug_sqk;
 
