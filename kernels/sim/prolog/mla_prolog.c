@@ -15,7 +15,13 @@
  * interleaved_to_half rotates the pairs (2i, 2i+1) and writes them to (i, i + d/2), the
  * layout of the reference suite's DeepSeek-V3.2 prolog; the default half pairs (i, i + d/2).
  * Where the caller passes the optional q_norm (the reference test's qNorm), each token's bf16
- * c_q is stored there as it is, the very values its q GEMM reads. */
+ * c_q is stored there as it is, the very values its q GEMM reads.
+ *
+ * Legal variants (other correct kernels, prolog_legal.h): every fp32 GEMM dot and RMSNorm
+ * sum of squares as one sequential fmaf chain (legal_seq_fma) or in K-tiles of 64 with the
+ * partials summed pairwise (legal_tile64): the contract's sums are exact, the certified
+ * device model's in any order; and rstd from an rsqrt 3 fp32 ulps off (legal_fn_ulps: the
+ * model charges rsqrt as one function within 4 ulps). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +30,7 @@
 #include "kernels/sim/ktile.h"
 #include "core/ops.h"
 #include "kernels/sim/prolog/mla_common.h"
+#include "kernels/sim/prolog/prolog_legal.h"
 #include "kernels/sim/simlib.h"
 #include "op_params.h"
 
@@ -37,13 +44,17 @@ typedef enum {
     MUT_TAIL_TOKENS,
     MUT_KV_NORM_BF16,
     MUT_QNORM_NO_GAMMA,
-    MUT_QNORM_PRENORM
+    MUT_QNORM_PRENORM,
+    LEGAL_SEQ_FMA, /* legal: every fp32 GEMM dot and sum of squares one sequential fmaf chain */
+    LEGAL_TILE64,  /* legal: K-tiles of 64 summed sequentially in fp32, the tile partials added pairwise */
+    LEGAL_FN_ULPS  /* legal: both RMSNorms' rstd from an rsqrt 3 fp32 ulps off 1/sqrtf */
 } mla_bug;
 
 typedef struct {
     size_t T, h, Lq, N, Lkv, dn, dr, dq, S; /* dq = dn + dr per head; S = cache slots */
     float eps;
-    int rope_inter; /* params.rope_layout == interleaved_to_half */
+    int rope_inter;        /* params.rope_layout == interleaved_to_half */
+    ug_prolog_legal legal; /* a legal variant's numerics (UG_PL_NONE: the sim kernel's) */
     const ulpgym_tensor *x, *w_dq, *g_q, *w_uq, *w_uk, *w_dkv, *g_kv, *cos, *sin, *slot, *kv_in, *kr_in;
     const ulpgym_tensor *q_nope_abs, *q_rope, *kv_cache, *kr_cache;
     const ulpgym_tensor *q_norm;   /* the optional q_norm (or NULL) */
@@ -61,7 +72,7 @@ static void mla_store_qnorm(mla_ctx *m, size_t t, mla_bug bug)
     if (bug == MUT_QNORM_NO_GAMMA || bug == MUT_QNORM_PRENORM) {
         for (size_t j = 0; j < m->Lq; j++) m->qn[j] = ug_ktile_dot_f32(m->xr, m->wdq + j * m->h, m->h);
         /* bug (no gamma): the norm with unit weights; bug (pre-norm): x·W_dq before the norm */
-        if (bug == MUT_QNORM_NO_GAMMA) ug_mla_rmsnorm_bf16(m->qn, m->ones, m->Lq, m->eps, UG_MLA_NORM_OK);
+        if (bug == MUT_QNORM_NO_GAMMA) ug_mla_rmsnorm_bf16(m->qn, m->ones, m->Lq, m->eps, UG_MLA_NORM_OK, UG_PL_NONE);
         out = m->qn;
     }
     ug_sim_store(m->q_norm, t * m->Lq, m->Lq, out); /* rounds: bf16 (exact for c_q) */
@@ -71,13 +82,14 @@ static void mla_store_qnorm(mla_ctx *m, size_t t, mla_bug bug)
 static void mla_query(mla_ctx *m, size_t t, mla_bug bug)
 {
     for (size_t j = 0; j < m->Lq; j++) /* rounds: fp32 dot, then bf16 (q_a_proj, the spec's) */
-        m->cq[j] = ug_sim_round_bf16(ug_ktile_dot_f32(m->xr, m->wdq + j * m->h, m->h));
-    ug_mla_rmsnorm_bf16(m->cq, m->gq, m->Lq, m->eps, UG_MLA_NORM_OK);
+        m->cq[j] = ug_sim_round_bf16(ug_pl_dot(m->xr, m->wdq + j * m->h, m->h, m->legal));
+    ug_mla_rmsnorm_bf16(m->cq, m->gq, m->Lq, m->eps, UG_MLA_NORM_OK, m->legal);
     mla_store_qnorm(m, t, bug);
     for (size_t n = 0; n < m->N; n++) {
         for (size_t c = 0; c < m->dq; c++)
-            m->q[c] = ug_sim_round_bf16(ug_ktile_dot_f32(m->cq, m->wuq + (n * m->dq + c) * m->Lq, m->Lq));
-        for (size_t l = 0; l < m->Lkv; l++) m->o[l] = ug_ktile_dot_f32(m->q, m->wuk + (n * m->Lkv + l) * m->dn, m->dn);
+            m->q[c] = ug_sim_round_bf16(ug_pl_dot(m->cq, m->wuq + (n * m->dq + c) * m->Lq, m->Lq, m->legal));
+        for (size_t l = 0; l < m->Lkv; l++) /* rounds: fp32 dot (stored as bf16 below) */
+            m->o[l] = ug_pl_dot(m->q, m->wuk + (n * m->Lkv + l) * m->dn, m->dn, m->legal);
         ug_sim_store(m->q_nope_abs, (t * m->N + n) * m->Lkv, m->Lkv, m->o); /* rounds: bf16 */
         ug_mla_rope(m->q + m->dn, m->cs, m->sn, m->dr, m->rope_inter, bug == MUT_ROPE_SIN_SIGN);
         ug_sim_store(m->q_rope, (t * m->N + n) * m->dr, m->dr, m->q + m->dn); /* rounds: bf16 */
@@ -88,8 +100,10 @@ static void mla_query(mla_ctx *m, size_t t, mla_bug bug)
 static void mla_key(mla_ctx *m, size_t t, long slot, mla_bug bug)
 {
     size_t w = m->Lkv + m->dr;
-    for (size_t j = 0; j < w; j++) m->kv[j] = ug_sim_round_bf16(ug_ktile_dot_f32(m->xr, m->wdkv + j * m->h, m->h));
-    ug_mla_rmsnorm_bf16(m->kv, m->gkv, m->Lkv, m->eps, bug == MUT_KV_NORM_BF16 ? UG_MLA_NORM_BF16_SUM : UG_MLA_NORM_OK);
+    for (size_t j = 0; j < w; j++) /* rounds: fp32 dot, then bf16 (kv_a_proj) */
+        m->kv[j] = ug_sim_round_bf16(ug_pl_dot(m->xr, m->wdkv + j * m->h, m->h, m->legal));
+    ug_mla_rmsnorm_bf16(m->kv, m->gkv, m->Lkv, m->eps, bug == MUT_KV_NORM_BF16 ? UG_MLA_NORM_BF16_SUM : UG_MLA_NORM_OK,
+                        m->legal);
     ug_mla_rope(m->kv + m->Lkv, m->cs, m->sn, m->dr, m->rope_inter, bug == MUT_ROPE_SIN_SIGN);
     if (slot < 0) return;            /* padding token */
     if (bug == MUT_SLOT_OFF) slot++; /* bug: slot = block*bs + offset + 1 */
@@ -185,6 +199,7 @@ static int mla_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     mla_ctx m = {0};
     int rc = mla_bind(&m, call, err, errlen);
     if (rc) return rc;
+    m.legal = bug >= LEGAL_SEQ_FMA ? (ug_prolog_legal)(UG_PL_SEQ_FMA + (bug - LEGAL_SEQ_FMA)) : UG_PL_NONE;
     if (mla_alloc(&m)) return -1;
     mla_copy_cache(m.kv_in, m.kv_cache, m.S, m.Lkv, m.o);
     mla_copy_cache(m.kr_in, m.kr_cache, m.S, m.dr, m.o);
@@ -224,5 +239,11 @@ const ug_kernel_variant ug_variants_mla_prolog[] = {
      mla_kernel, 0, MUT_QNORM_NO_GAMMA},
     {"mut_qnorm_prenorm", "optional q_norm written as bf16(x·W_dq), the value before the RMSNorm", mla_kernel, 0,
      MUT_QNORM_PRENORM},
+    {"legal_seq_fma", "legal: every fp32 GEMM dot and RMSNorm sum of squares one sequential fmaf chain, no K-tiles",
+     mla_kernel, 0, LEGAL_SEQ_FMA},
+    {"legal_tile64", "legal: GEMM dots and sums of squares in K-tiles of 64 summed in fp32, the partials pairwise",
+     mla_kernel, 0, LEGAL_TILE64},
+    {"legal_fn_ulps", "legal: both RMSNorms' rstd from an rsqrt 3 fp32 ulps off 1/sqrtf (either way, by the argument)",
+     mla_kernel, 0, LEGAL_FN_ULPS},
     {NULL, NULL, NULL},
 };

@@ -10,7 +10,12 @@
  * of per token (only cases with several tokens see it), the c_kv group amax over 64 of 128
  * elements (the rest saturate), RoPE pairing swapped (interleaved for half and back), eps
  * added outside the RMSNorm root (tiny activations: the scales), and the scatter one block
- * too far (slot + block_size, dropped past the cache). */
+ * too far (slot + block_size, dropped past the cache).
+ *
+ * Legal variants (prolog_legal.h): every fp32 dot (x.W_dq, x.W_dkv, q.W_uk) and RMSNorm sum
+ * of squares as one sequential fmaf chain (legal_seq_fma) or in K-tiles of 64 with the
+ * partials summed pairwise (legal_tile64), and the RMSNorms' rstd from an rsqrt 3 fp32 ulps
+ * off (legal_fn_ulps): the certified device model's sums in any order, rsqrt within 4 ulps. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +32,10 @@ typedef enum {
     MUT_ROPE_SWAP,
     MUT_EPS_OUTSIDE,
     MUT_SLOT_BLOCK,
-    MUT_HALF_AWAY
+    MUT_HALF_AWAY,
+    LEGAL_SEQ_FMA, /* legal: every fp32 dot and sum of squares one sequential fmaf chain */
+    LEGAL_TILE64,  /* legal: K-tiles of 64 summed sequentially in fp32, the tile partials added pairwise */
+    LEGAL_FN_ULPS  /* legal: both RMSNorms' rstd from an rsqrt 3 fp32 ulps off 1/sqrtf */
 } mlaq_bug;
 
 typedef struct {
@@ -189,12 +197,20 @@ static int key_token(mlaq_ctx *k, size_t t, char *err, size_t errlen)
 
 int ug_mlaq_k_run(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
+    if (bug >= LEGAL_SEQ_FMA) /* a legal variant: the correct kernel with other numerics */
+        return ug_mlaq_k_run_legal(call, err, errlen, MUT_NONE,
+                                   (ug_prolog_legal)(UG_PL_SEQ_FMA + (bug - LEGAL_SEQ_FMA)));
+    return ug_mlaq_k_run_legal(call, err, errlen, bug, UG_PL_NONE);
+}
+
+int ug_mlaq_k_run_legal(const ulpgym_call *call, char *err, size_t errlen, int bug, ug_prolog_legal legal)
+{
     mlaq_ctx k = {0};
     int rc = mlaq_bind(&k, call, err, errlen);
     if (rc) return rc;
     k.bug = (mlaq_bug)bug;
     k.kb = (ug_mlaq_k_bugs){bug == MUT_EPS_OUTSIDE ? UG_MLA_NORM_EPS_OUTSIDE : UG_MLA_NORM_OK, bug == MUT_ROPE_SWAP,
-                            bug == MUT_GROUP_HALF, bug == MUT_HALF_AWAY};
+                            bug == MUT_GROUP_HALF, bug == MUT_HALF_AWAY, legal};
     if (ug_mlaq_k_load(&k.w, k.w_dq, k.g_q, k.w_uq, k.s_uq, k.w_uk, k.w_dkv, k.g_kv) || mlaq_alloc(&k)) {
         ug_mlaq_k_free(&k.w);
         return -1;
@@ -226,5 +242,11 @@ const ug_kernel_variant ug_variants_mla_prolog_quant[] = {
      0, MUT_SLOT_BLOCK},
     {"mut_half_away", "codes round a value exactly halfway between two codes away from zero (roundf), not to even",
      ug_mlaq_k_run, 0, MUT_HALF_AWAY},
+    {"legal_seq_fma", "legal: every fp32 GEMM dot and RMSNorm sum of squares one sequential fmaf chain, no K-tiles",
+     ug_mlaq_k_run, 0, LEGAL_SEQ_FMA},
+    {"legal_tile64", "legal: fp32 GEMM dots and sums of squares in K-tiles of 64, the tile partials summed pairwise",
+     ug_mlaq_k_run, 0, LEGAL_TILE64},
+    {"legal_fn_ulps", "legal: both RMSNorms' rstd from an rsqrt 3 fp32 ulps off 1/sqrtf (either way, by the argument)",
+     ug_mlaq_k_run, 0, LEGAL_FN_ULPS},
     {NULL, NULL, NULL},
 };

@@ -67,10 +67,10 @@ void ug_mlaq_k_cq(const ug_mlaq_k_w *w, const float *x, float *cq, const ug_mlaq
 
 void ug_mlaq_k_cq_rows(const ug_mlaq_k_w *w, const float *X, size_t m, float *CQ, const ug_mlaq_k_bugs *bug)
 {
-    for (size_t j = 0; j < w->Lq; j++) /* rounds: fp32 K-tiled dot, bf16 q_a_proj */
+    for (size_t j = 0; j < w->Lq; j++) /* rounds: fp32 K-tiled dot (legal: another order), bf16 q_a_proj */
         for (size_t r = 0; r < m; r++)
-            CQ[r * w->Lq + j] = ug_sim_round_bf16(ug_ktile_dot_f32(X + r * w->h, w->wdq + j * w->h, w->h));
-    for (size_t r = 0; r < m; r++) ug_mla_rmsnorm_bf16(CQ + r * w->Lq, w->gq, w->Lq, w->eps, bug->norm);
+            CQ[r * w->Lq + j] = ug_sim_round_bf16(ug_pl_dot(X + r * w->h, w->wdq + j * w->h, w->h, bug->legal));
+    for (size_t r = 0; r < m; r++) ug_mla_rmsnorm_bf16(CQ + r * w->Lq, w->gq, w->Lq, w->eps, bug->norm, bug->legal);
 }
 
 float ug_mlaq_k_amax(const float *v, size_t n, int *finite)
@@ -112,7 +112,7 @@ void ug_mlaq_k_query_head_rows(const ug_mlaq_k_w *w, const int32_t *dots, size_t
     for (size_t l = 0; l < w->Lkv;
          l++) /* rounds: fp32 K-tiled dot (stored as bf16 by the caller); W_uk's row read once */
         for (size_t r = 0; r < m; r++)
-            nope[r * w->Lkv + l] = ug_ktile_dot_f32(qbuf + r * w->dq, w->wuk + (n * w->Lkv + l) * w->dn, w->dn);
+            nope[r * w->Lkv + l] = ug_pl_dot(qbuf + r * w->dq, w->wuk + (n * w->Lkv + l) * w->dn, w->dn, bug->legal);
     for (size_t r = 0; r < m; r++) {
         float *ro = rope + r * w->dr;
         for (size_t i = 0; i < w->dr; i++) ro[i] = qbuf[r * w->dq + w->dn + i];
@@ -124,9 +124,9 @@ void ug_mlaq_k_key(const ug_mlaq_k_w *w, const float *x, const float *cs, const 
                    float *kr, float *kvbuf, const ug_mlaq_k_bugs *bug)
 {
     size_t kw = w->Lkv + w->dr, g = w->group;
-    for (size_t j = 0; j < kw; j++) /* rounds: fp32 K-tiled dot, bf16 kv_a_proj */
-        kvbuf[j] = ug_sim_round_bf16(ug_ktile_dot_f32(x, w->wdkv + j * w->h, w->h));
-    ug_mla_rmsnorm_bf16(kvbuf, w->gkv, w->Lkv, w->eps, bug->norm);
+    for (size_t j = 0; j < kw; j++) /* rounds: fp32 K-tiled dot (legal: another order), bf16 kv_a_proj */
+        kvbuf[j] = ug_sim_round_bf16(ug_pl_dot(x, w->wdkv + j * w->h, w->h, bug->legal));
+    ug_mla_rmsnorm_bf16(kvbuf, w->gkv, w->Lkv, w->eps, bug->norm, bug->legal);
     for (size_t gi = 0; gi < w->Lkv / g; gi++) {
         int finite, fin_all;
         float amax = ug_mlaq_k_amax(kvbuf + gi * g, bug->half_group ? (g + 1) / 2 : g, &finite); /* bug: half */

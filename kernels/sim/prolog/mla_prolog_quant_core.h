@@ -9,7 +9,8 @@
  * scale = amax/127 in fp32, codes rne(v/scale) in fp32 saturated to int8 (zero row: scale 0,
  * codes 0; a row with NaN/inf: scale NaN, codes 0); the int8 x int8 GEMM an exact int32
  * sum, converted to fp32 and scaled by the token's then the channel's scale in fp32; RoPE in
- * fp32 (mla_common.h). */
+ * fp32 (mla_common.h). The legal variants (prolog_legal.h) change the order of every fp32
+ * dot and sum of squares or the RMSNorms' rsqrt; the int32 sum is exact in any order. */
 #ifndef UG_SIM_MLA_PROLOG_QUANT_CORE_H
 #define UG_SIM_MLA_PROLOG_QUANT_CORE_H
 #include <stddef.h>
@@ -18,13 +19,16 @@
 #include "core/int8_gemm.h"
 #include "ulpgym/kernel_abi.h"
 #include "kernels/sim/prolog/mla_common.h"
+#include "kernels/sim/prolog/prolog_legal.h"
 
-/* Planted bugs the stages can make (all 0: the correct device). */
+/* Planted bugs the stages can make, and a legal variant's numerics (all 0: the correct
+ * device, the sim kernel's numerics). */
 typedef struct {
-    ug_mla_norm_bug norm; /* both RMSNorms */
-    int rope_swap;        /* RoPE pairs the other way (half <-> interleaved) */
-    int half_group;       /* the c_kv group amax taken over its first half only */
-    int half_away;        /* codes rounded half away from zero (roundf) instead of to even */
+    ug_mla_norm_bug norm;  /* both RMSNorms */
+    int rope_swap;         /* RoPE pairs the other way (half <-> interleaved) */
+    int half_group;        /* the c_kv group amax taken over its first half only */
+    int half_away;         /* codes rounded half away from zero (roundf) instead of to even */
+    ug_prolog_legal legal; /* not a bug: the fp32 dots' and sums of squares' order, the rsqrt (prolog_legal.h) */
 } ug_mlaq_k_bugs;
 
 /* The staged weights of one prolog (fp32 transposed: each output column a contiguous
@@ -72,4 +76,7 @@ void ug_mlaq_k_key(const ug_mlaq_k_w *w, const float *x, const float *cs, const 
 /* mla_prolog_quant's whole kernel (mla_prolog_quant.c) on any call holding its tensors and
  * params under the same names (a fused op's superset); bug: its variant code, 0 correct. */
 int ug_mlaq_k_run(const ulpgym_call *call, char *err, size_t errlen, int bug);
+/* The same with legal, a legal variant's numerics, for a fused op's own legal variants (bug
+ * 0, legal UG_PL_NONE: ug_mlaq_k_run's correct kernel). */
+int ug_mlaq_k_run_legal(const ulpgym_call *call, char *err, size_t errlen, int bug, ug_prolog_legal legal);
 #endif
