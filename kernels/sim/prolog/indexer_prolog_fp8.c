@@ -26,7 +26,14 @@
  * reference's form: r = 127/amax (fp32), code = rne(v*r) (fp32 product, saturating to
  * int8), scale = 1/r in fp32 stored fp16; an all-zero row gets scale 0 and codes 0. A block
  * holding NaN or +-inf gets a NaN scale and NaN codes (int8: codes 0; the op's semantics).
- * Per-token entry points for a fused op: indexer_prolog_sim.h. */
+ * Per-token entry points for a fused op: indexer_prolog_sim.h.
+ * Legal variants (prolog_legal.h; the certified device model's sums in any order, rsqrt
+ * within 4 ulps): every fp32 GEMM dot (x.W_k, x.W_proj, a given dense Hadamard) and the k
+ * norm's sums (mean, squared deviations or squares) as one sequential chain, fmaf for the
+ * products (legal_seq_fma), or in K-tiles of 64 summed in fp32 with the partials added
+ * pairwise (legal_tile64); the k norm's rstd from an rsqrt 3 fp32 ulps off (legal_fn_ulps).
+ * The fp32 constants 1/sqrt(D) and 1/sqrt(H*D) stay as they are (host constants), and the
+ * butterfly keeps its fixed order (its adds are not a reduction a device may reorder). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +43,7 @@
 #include "core/int8_gemm.h"
 #include "core/ops.h"
 #include "kernels/sim/prolog/indexer_prolog_sim.h"
+#include "kernels/sim/prolog/prolog_legal.h"
 #include "kernels/sim/simlib.h"
 
 #define K_TILE 128
@@ -104,10 +112,15 @@ typedef struct {
     size_t half;
     const float *h;
     float *u, *tile;
+    ug_prolog_legal legal; /* a legal variant's order of the dense transform's sums (UG_PL_NONE: the sim's) */
+    float *col;            /* its scratch: a column of h */
 } lip_rot;
 
 /* out[j] = sum_k a[k] * b[k*ld + j] for j < n, fp32 per K tile of 128. */
 static void tiled_gemv(const float *a, const float *b, size_t kk, size_t n, size_t ld, float *out, float *tile);
+/* out[i*ldo + j] = sum_k A[i*lda + k] * b[k*ld + j], each in a legal variant's order. */
+static void legal_gemm_rows(ug_prolog_legal legal, float *col, const float *A, size_t lda, size_t m, const float *b,
+                            size_t kk, size_t n, size_t ld, float *out, size_t ldo);
 
 /* RoPE_half on v[0..2*half) with this token's cos/sin. */
 static void rope(float *v, const lip_rot *r)
@@ -127,7 +140,10 @@ static void rope_hadamard(float *v, size_t d, const lip_rot *r, lip8_bug bug)
 {
     rope(v, r);
     if (r->h) { /* the given dense transform, u = v.H (bug: H^T loaded by the caller) */
-        tiled_gemv(v, r->h, d, d, d, r->u, r->tile);
+        if (r->legal == UG_PL_SEQ_FMA || r->legal == UG_PL_TILE64)
+            legal_gemm_rows(r->legal, r->col, v, d, 1, r->h, d, d, d, r->u, d);
+        else
+            tiled_gemv(v, r->h, d, d, d, r->u, r->tile);
         for (size_t j = 0; j < d; j++) v[j] = r->u[j];
         return;
     }
@@ -249,25 +265,57 @@ static void tiled_gemv(const float *a, const float *b, size_t kk, size_t n, size
     tiled_gemm_rows(a, kk, 1, b, kk, n, ld, out, n, tile);
 }
 
+/* legal_gemm_rows: each output a ug_pl_dot of A's row and b's column j (gathered in col, kk
+ * floats, exact), b read column by column. */
+static void legal_gemm_rows(ug_prolog_legal legal, float *col, const float *A, size_t lda, size_t m, const float *b,
+                            size_t kk, size_t n, size_t ld, float *out, size_t ldo)
+{
+    for (size_t j = 0; j < n; j++) {
+        for (size_t k = 0; k < kk; k++) col[k] = b[k * ld + j]; /* exact */
+        for (size_t i = 0; i < m; i++)
+            out[i * ldo + j] = ug_pl_dot(A + i * lda, col, kk, legal); /* rounds: fp32, the variant's order */
+    }
+}
+
+/* The LayerNorm of a legal variant that reorders the sums: v - mean formed once (the same
+ * fp32 difference the sim forms twice), its squares summed in the variant's order. */
+static void layer_norm_legal(float *v, size_t d, const float *g, const float *b, float eps, ug_prolog_legal legal)
+{
+    float mean = ug_pl_sum(v, d, legal) / (float)d;        /* rounds: fp32 sum in the variant's order, fp32 div */
+    for (size_t i = 0; i < d; i++) v[i] -= mean;           /* rounds: fp32 */
+    float ms = ug_pl_dot(v, v, d, legal) / (float)d + eps; /* rounds: fp32 */
+    float rstd = 1.0f / sqrtf(ms);                         /* rounds: fp32 */
+    for (size_t i = 0; i < d; i++) v[i] = v[i] * rstd * g[i] + b[i]; /* rounds: fp32 */
+}
+
 static void layer_norm(float *v, size_t d, const float *g, const float *b, float eps, lip8_bug bug)
 {
+    if (bug == LIP8_LEGAL_SEQ_FMA || bug == LIP8_LEGAL_TILE64) {
+        layer_norm_legal(v, d, g, b, eps, bug == LIP8_LEGAL_SEQ_FMA ? UG_PL_SEQ_FMA : UG_PL_TILE64);
+        return;
+    }
     float mean = 0.0f, var = 0.0f;
     for (size_t i = 0; i < d; i++) mean += v[i]; /* rounds: fp32 */
     mean /= (float)d;
-    for (size_t i = 0; i < d; i++) var += (v[i] - mean) * (v[i] - mean); /* rounds: fp32 */
-    float rstd = 1.0f / sqrtf(var / (float)d + eps);                     /* rounds: fp32 */
-    for (size_t i = 0; i < d; i++)                                       /* rounds: fp32 (bug: beta left out) */
+    for (size_t i = 0; i < d; i++) var += (v[i] - mean) * (v[i] - mean);                          /* rounds: fp32 */
+    float rstd = 1.0f / sqrtf(var / (float)d + eps);                                              /* rounds: fp32 */
+    if (bug == LIP8_LEGAL_FN_ULPS) rstd = ug_pl_rsqrt(rstd, var / (float)d + eps, UG_PL_FN_ULPS); /* a device rsqrt */
+    for (size_t i = 0; i < d; i++) /* rounds: fp32 (bug: beta left out) */
         v[i] = bug == LIP8_BUG_LN_NO_BETA ? (v[i] - mean) * rstd * g[i] : (v[i] - mean) * rstd * g[i] + b[i];
 }
 
 /* k_norm rmsnorm (the reference suite's k norm): v*rstd*gamma, rstd from the mean of
  * squares, no mean subtraction and no beta. */
-static void rms_norm(float *v, size_t d, const float *g, float eps)
+static void rms_norm(float *v, size_t d, const float *g, float eps, lip8_bug bug)
 {
     float ss = 0.0f;
-    for (size_t i = 0; i < d; i++) ss += v[i] * v[i];         /* rounds: fp32 */
-    float rstd = 1.0f / sqrtf(ss / (float)d + eps);           /* rounds: fp32 */
-    for (size_t i = 0; i < d; i++) v[i] = v[i] * rstd * g[i]; /* rounds: fp32 */
+    if (bug == LIP8_LEGAL_SEQ_FMA || bug == LIP8_LEGAL_TILE64) /* rounds: fp32, the legal variant's order */
+        ss = ug_pl_dot(v, v, d, bug == LIP8_LEGAL_SEQ_FMA ? UG_PL_SEQ_FMA : UG_PL_TILE64);
+    else
+        for (size_t i = 0; i < d; i++) ss += v[i] * v[i];                                        /* rounds: fp32 */
+    float rstd = 1.0f / sqrtf(ss / (float)d + eps);                                              /* rounds: fp32 */
+    if (bug == LIP8_LEGAL_FN_ULPS) rstd = ug_pl_rsqrt(rstd, ss / (float)d + eps, UG_PL_FN_ULPS); /* a device rsqrt */
+    for (size_t i = 0; i < d; i++) v[i] = v[i] * rstd * g[i];                                    /* rounds: fp32 */
 }
 
 /* The weights widened once, a row's scratch, and a block of TOKEN_BLOCK tokens: their x
@@ -282,12 +330,13 @@ typedef struct {
     int32_t *acc, *pairs;         /* int8: the block's exact q_norm.w_qb [TB*H*D]; ug_i8_gemm's scratch */
     float *qf;                    /* the token's q rows [H*D] (int8: dequantised) */
     float *hu;                    /* given Hadamard: the q rows' transform and its tile [2*H*D] */
+    float *col;                   /* the legal variants' GEMM column [max(hid, D)] */
 } lip_buf;
 
 static void buf_free(lip_buf *b)
 {
     free(b->wk), free(b->wp), free(b->xb), free(b->v), free(b->hq), free(b->acc), free(b->qf), free(b->qn);
-    free(b->hu);
+    free(b->hu), free(b->col);
     free(b->pairs);
     ug_i8_packed_free(&b->wqb);
 }
@@ -314,7 +363,9 @@ static int buf_alloc(const lip_io *io, lip_buf *b)
     b->hq = io->hq ? malloc((2 * d * d + d) * sizeof(float)) : NULL;   /* both dense transforms and u */
     b->hu = io->hq ? malloc((2 * io->heads * d + 1) * sizeof(float)) : NULL;
     b->qf = malloc((io->heads * d + 1) * sizeof *b->qf);
-    if (!b->wk || !b->wp || !b->xb || !b->v || (io->hq && (!b->hq || !b->hu)) || !b->qf || buf_alloc_int8(io, b)) {
+    b->col = malloc(((io->hid > d ? io->hid : d) + 1) * sizeof *b->col);
+    if (!b->wk || !b->wp || !b->xb || !b->v || (io->hq && (!b->hq || !b->hu)) || !b->qf || !b->col ||
+        buf_alloc_int8(io, b)) {
         buf_free(b);
         return -1;
     }
@@ -354,10 +405,21 @@ struct lip_sim {
     lip8_format fmt;
     lip8_bug bug;
     lip_rot rq, rk;
-    float cst;         /* 1/sqrt(H*D), the weights' factor */
-    size_t blk0, blkn; /* the token block in b (blkn 0: none yet) */
-    int blk_q;         /* int8: the block's q_norm.w_qb computed */
+    float cst;             /* 1/sqrt(H*D), the weights' factor */
+    size_t blk0, blkn;     /* the token block in b (blkn 0: none yet) */
+    int blk_q;             /* int8: the block's q_norm.w_qb computed */
+    ug_prolog_legal order; /* a legal variant's order of the GEMM sums (UG_PL_NONE: tiled_gemm_rows') */
 };
+
+/* tiled_gemm_rows, or each output in the legal variant's order. */
+static void gemm_rows(const lip_sim *s, const float *A, size_t lda, size_t m, const float *b, size_t kk, size_t n,
+                      size_t ld, float *out, size_t ldo, float *tile)
+{
+    if (s->order != UG_PL_NONE)
+        legal_gemm_rows(s->order, s->b.col, A, lda, m, b, kk, n, ld, out, ldo);
+    else
+        tiled_gemm_rows(A, lda, m, b, kk, n, ld, out, ldo, tile);
+}
 
 /* Writes slot s of the cache (codes and scales), s counted in [0, n_slots). */
 static void store_slot(const lip_io *io, lip8_format fmt, size_t s, const float *codes, const float *scales)
@@ -427,6 +489,8 @@ lip_sim *lip_sim_open_ex(const ulpgym_call *call, lip8_format fmt, lip8_bug bug,
     size_t hi = io->cs_w == io->half ? 0 : io->half; /* the second half's table column */
     s->rq = (lip_rot){b->cs, b->sn, b->cs + hi, b->sn + hi, io->half, b->hq, b->u, b->tile}, s->rk = s->rq;
     s->rk.h = io->hk ? b->hk : NULL;
+    s->order = bug == LIP8_LEGAL_SEQ_FMA ? UG_PL_SEQ_FMA : bug == LIP8_LEGAL_TILE64 ? UG_PL_TILE64 : UG_PL_NONE;
+    s->rq.legal = s->rk.legal = s->order, s->rq.col = s->rk.col = b->col;
     for (size_t i = 0; i < d; i++) b->zero[i] = 0.0f;
     float empty_scale = fmt == LIP8_MX ? ldexpf(1.0f, -127) : 0.0f;
     for (size_t i = 0; i < ns; i++) b->scales[i] = empty_scale;
@@ -447,8 +511,8 @@ static void token_block(lip_sim *s, size_t t)
     if (s->blkn && t >= s->blk0 && t < s->blk0 + s->blkn) return;
     size_t m = io->t - t < TOKEN_BLOCK ? io->t - t : TOKEN_BLOCK, d = io->d, H = io->heads;
     ug_sim_load(io->x, t * io->hid, m * io->hid, b->xb);
-    tiled_gemm_rows(b->xb, io->hid, m, b->wp, io->hid, H, H, b->wtb, H, b->tileb); /* weights */
-    tiled_gemm_rows(b->xb, io->hid, m, b->wk, io->hid, d, d, b->kb, d, b->tileb);  /* k path */
+    gemm_rows(s, b->xb, io->hid, m, b->wp, io->hid, H, H, b->wtb, H, b->tileb); /* weights */
+    gemm_rows(s, b->xb, io->hid, m, b->wk, io->hid, d, d, b->kb, d, b->tileb);  /* k path */
     s->blk0 = t, s->blkn = m, s->blk_q = 0;
 }
 
@@ -486,7 +550,7 @@ static void q_path(lip_sim *s, size_t t, const float *q)
         ug_sim_load(io->q, t * H * d, H * d, rows);
     for (size_t h = 0; h < H; h++) rope(rows + h * d, &s->rq);
     if (s->rq.h) { /* u = v.H for the token's H rows at once: each row's sums those of tiled_gemv */
-        tiled_gemm_rows(rows, d, H, s->rq.h, d, d, d, b->hu, d, b->hu + H * d);
+        gemm_rows(s, rows, d, H, s->rq.h, d, d, d, b->hu, d, b->hu + H * d);
         memcpy(rows, b->hu, H * d * sizeof *rows);
     } else
         for (size_t h = 0; h < H; h++) butterfly(rows + h * d, d, s->bug);
@@ -525,7 +589,7 @@ void lip_sim_token_q(lip_sim *s, size_t t, const float *q)
     if (slot < 0) return;                                      /* padding token: no cache write */
     memcpy(b->v, b->kb + (t - s->blk0) * d, d * sizeof *b->v); /* x.W_k */
     if (io->rms)
-        rms_norm(b->v, d, b->g, io->eps);
+        rms_norm(b->v, d, b->g, io->eps, s->bug);
     else
         layer_norm(b->v, d, b->g, b->b, io->eps, s->bug);
     rope_hadamard(b->v, d, &s->rk, s->bug);
@@ -565,6 +629,13 @@ const ug_kernel_variant ug_variants_lightning_indexer_prolog_quant_fp8[] = {
      lip8_kernel, 0, LIP8_BUG_SCALE_440},
     {"mut_hadamard_transposed", "a given dense Hadamard applied as H^T (v.H^T; the symmetric butterfly cannot tell)",
      lip8_kernel, 0, LIP8_BUG_HADAMARD_TRANSPOSED},
+    {"legal_seq_fma",
+     "legal: every fp32 GEMM dot (x.W_k, x.W_proj, a given Hadamard) and k-norm sum one sequential chain (fmaf)",
+     lip8_kernel, 0, LIP8_LEGAL_SEQ_FMA},
+    {"legal_tile64", "legal: the fp32 GEMM dots and k-norm sums in K-tiles of 64, the tile partials added pairwise",
+     lip8_kernel, 0, LIP8_LEGAL_TILE64},
+    {"legal_fn_ulps", "legal: the k norm's rstd from an rsqrt 3 fp32 ulps off 1/sqrtf (either way, by the argument)",
+     lip8_kernel, 0, LIP8_LEGAL_FN_ULPS},
     {NULL, NULL, NULL},
 };
 
@@ -582,6 +653,13 @@ const ug_kernel_variant ug_variants_lightning_indexer_prolog_quant_mxfp8[] = {
      lip8_kernel, 0, LIP8_BUG_HADAMARD_TRANSPOSED},
     {"mut_pad_slot_wraps", "a padding token's slot -1 indexes the cache from the end and overwrites its last slot",
      lip8_kernel, 0, LIP8_BUG_PAD_SLOT_WRAPS},
+    {"legal_seq_fma",
+     "legal: every fp32 GEMM dot (x.W_k, x.W_proj, a given Hadamard) and k-norm sum one sequential chain (fmaf)",
+     lip8_kernel, 0, LIP8_LEGAL_SEQ_FMA},
+    {"legal_tile64", "legal: the fp32 GEMM dots and k-norm sums in K-tiles of 64, the tile partials added pairwise",
+     lip8_kernel, 0, LIP8_LEGAL_TILE64},
+    {"legal_fn_ulps", "legal: the k norm's rstd from an rsqrt 3 fp32 ulps off 1/sqrtf (either way, by the argument)",
+     lip8_kernel, 0, LIP8_LEGAL_FN_ULPS},
     {NULL, NULL, NULL},
 };
 
@@ -605,5 +683,12 @@ const ug_kernel_variant ug_variants_lightning_indexer_prolog_quant[] = {
      LIP8_BUG_SLOT_OFF_BY_ONE},
     {"mut_pad_slot_wraps", "a padding token's slot -1 indexes the cache from the end and overwrites its last slot",
      lip8_kernel, 0, LIP8_BUG_PAD_SLOT_WRAPS},
+    {"legal_seq_fma",
+     "legal: every fp32 GEMM dot (x.W_k, x.W_proj, a given Hadamard) and k-norm sum one sequential chain (fmaf)",
+     lip8_kernel, 0, LIP8_LEGAL_SEQ_FMA},
+    {"legal_tile64", "legal: the fp32 GEMM dots and k-norm sums in K-tiles of 64, the tile partials added pairwise",
+     lip8_kernel, 0, LIP8_LEGAL_TILE64},
+    {"legal_fn_ulps", "legal: the k norm's rstd from an rsqrt 3 fp32 ulps off 1/sqrtf (either way, by the argument)",
+     lip8_kernel, 0, LIP8_LEGAL_FN_ULPS},
     {NULL, NULL, NULL},
 };

@@ -26,7 +26,11 @@ typedef enum {
     LIP8_BUG_TRUNC,                 /* int8 codes truncated toward zero instead of RNE */
     LIP8_BUG_LN_NO_BETA,            /* LayerNorm of k without its beta */
     LIP8_BUG_WEIGHTS_NO_HEADS,      /* weights scaled by 1/sqrt(D) only, the n^-1/2 factor left out */
-    LIP8_BUG_SLOT_OFF_BY_ONE        /* k row written one slot past slot_mapping's (wrapping at the cache end) */
+    LIP8_BUG_SLOT_OFF_BY_ONE,       /* k row written one slot past slot_mapping's (wrapping at the cache end) */
+    /* not bugs: the legal variants' numerics (prolog_legal.h), a correct kernel's */
+    LIP8_LEGAL_SEQ_FMA, /* every fp32 GEMM dot (x.W_k, x.W_proj, a given Hadamard) and norm sum one sequential chain */
+    LIP8_LEGAL_TILE64,  /* those sums in K-tiles of 64, the tile partials added pairwise */
+    LIP8_LEGAL_FN_ULPS  /* the k norm's rstd from an rsqrt 3 fp32 ulps off 1/sqrtf */
 } lip8_bug;
 
 typedef struct lip_sim lip_sim;
