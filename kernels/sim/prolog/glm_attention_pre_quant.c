@@ -10,7 +10,12 @@
  * that wraps instead of saturating (codes beyond +-127), the int32 bias added after the
  * dequant scale, GPT-J interleaved RoPE pairs instead of rotate-half, q/k head norms
  * without their bias, and fp32 squares without pre-scaling (overflow only for the
- * near-overflow inputs, |r| above ~1.8e19). */
+ * near-overflow inputs, |r| above ~1.8e19).
+ *
+ * Legal variants: the norms' fp32 sums of squares (the input norm over hidden, each head
+ * norm over head_dim) as one sequential fmaf chain (legal_seq_fma) or in tiles of 64 with
+ * the partials summed pairwise (legal_tile64): the certified device model's sums in any
+ * order; everything else is exact or one correctly rounded fp32 operation. */
 #include "core/ops.h"
 #include "kernels/sim/prolog/glm_pre_quant.h"
 
@@ -34,5 +39,9 @@ const ug_kernel_variant ug_variants_glm_attention_pre_quant[] = {
     {"mut_qk_norm_no_bias", "the q/k head norms leave out q_norm_bias / k_norm_bias", pq_kernel, 0, UG_GPQ_QK_NO_BIAS},
     {"mut_sumsq_overflow", "the norms square in fp32 without pre-scaling: inf for |r| above ~1.8e19 (near-overflow)",
      pq_kernel, 0, UG_GPQ_SUMSQ_OVERFLOW},
+    {"legal_seq_fma", "legal: each norm's sum of squares one sequential fp32 fmaf chain, no lanes", pq_kernel, 0,
+     UG_GPQ_LEGAL_SEQ_FMA},
+    {"legal_tile64", "legal: each norm's sum of squares in tiles of 64 summed in fp32, the partials added pairwise",
+     pq_kernel, 0, UG_GPQ_LEGAL_TILE64},
     {NULL, NULL, NULL},
 };

@@ -7,9 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/sim/prolog/prolog_legal.h"
 #include "kernels/sim/simlib.h"
 
 #define GPQ_PRESCALE_ABOVE 0x1p32f /* rows with a larger |v| are scaled before squaring */
+
+/* sum v^2 over n values in fp32: 64 lanes (simlib), or a legal variant's order. */
+static float sumsq(const float *v, size_t n, ug_gpq_bug bug)
+{
+    if (bug == UG_GPQ_LEGAL_SEQ_FMA) return ug_sim_sumsq_seq_fma(v, n);      /* rounds: fp32, one per FMA */
+    if (bug == UG_GPQ_LEGAL_TILE64) return ug_pl_dot(v, v, n, UG_PL_TILE64); /* rounds: fp32 tiles, pairwise */
+    return ug_sim_sumsq_lanes(v, n);                                         /* rounds: fp32 */
+}
 
 /* den = sqrt(sum v^2 / n + eps) in fp32; a row whose max |v| is above 2^32 is scaled by
  * 2^-k first (exact), so the squares stay finite: den = 2^k sqrt(ss'/n + eps 4^-k). */
@@ -19,10 +28,10 @@ static float norm_den(const float *v, size_t n, float eps, float *scratch, ug_gp
     for (size_t i = 0; i < n; i++) amax = fmaxf(amax, fabsf(v[i])); /* exact; NaN is skipped */
     int k = 0;
     if (bug != UG_GPQ_SUMSQ_OVERFLOW && isfinite(amax) && amax > GPQ_PRESCALE_ABOVE) frexpf(amax, &k);
-    if (k == 0) return sqrtf(ug_sim_sumsq_lanes(v, n) / (float)n + eps); /* rounds: fp32 */
-    for (size_t i = 0; i < n; i++) scratch[i] = ldexpf(v[i], -k);        /* exact: a power of two */
-    float ss = ug_sim_sumsq_lanes(scratch, n);                           /* rounds: fp32 */
-    return ldexpf(sqrtf(ss / (float)n + ldexpf(eps, -2 * k)), k);        /* rounds: fp32 (eps*4^-k may underflow) */
+    if (k == 0) return sqrtf(sumsq(v, n, bug) / (float)n + eps);  /* rounds: fp32 */
+    for (size_t i = 0; i < n; i++) scratch[i] = ldexpf(v[i], -k); /* exact: a power of two */
+    float ss = sumsq(scratch, n, bug);                            /* rounds: fp32 */
+    return ldexpf(sqrtf(ss / (float)n + ldexpf(eps, -2 * k)), k); /* rounds: fp32 (eps*4^-k may underflow) */
 }
 
 /* out = bf16(v/den*g + b) over n values (b NULL: the no-bias bug). */

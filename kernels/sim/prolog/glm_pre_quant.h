@@ -16,7 +16,10 @@
  * fp32, W read in place), then ug_gpq_dev_token per token; free with
  * ug_gpq_dev_free. Every buffer of ug_gpq_tok holds the values the kernel exports.
  * ug_gpq_kernel is the whole walk (bind, every token, store every exported stage) of a
- * kernel whose declaration has glm_attention_pre_quant's tensors and params. */
+ * kernel whose declaration has glm_attention_pre_quant's tensors and params.
+ * Legal variants (UG_GPQ_LEGAL_*): the norms' sums of squares in another fp32 order (the
+ * certified device model's sums in any order); the GEMM's integer sum is exact in any order
+ * and sqrt and the division are correctly rounded fp32 operations in the contract. */
 #ifndef UG_SIM_GLM_PRE_QUANT_H
 #define UG_SIM_GLM_PRE_QUANT_H
 #include <stddef.h>
@@ -32,7 +35,10 @@ typedef enum {
     UG_GPQ_BIAS_AFTER_DEQ,  /* acc*deq + bias instead of (acc + bias)*deq */
     UG_GPQ_ROPE_INTERLEAVE, /* RoPE pairs (2i, 2i+1) instead of (i, i + R/2) */
     UG_GPQ_QK_NO_BIAS,      /* the q/k head norms leave out their bias */
-    UG_GPQ_SUMSQ_OVERFLOW   /* no pre-scaling: the fp32 sum of squares overflows for |v| > ~1.8e19 */
+    UG_GPQ_SUMSQ_OVERFLOW,  /* no pre-scaling: the fp32 sum of squares overflows for |v| > ~1.8e19 */
+    /* not bugs: the legal variants' orders of the norms' fp32 sums of squares (prolog_legal.h) */
+    UG_GPQ_LEGAL_SEQ_FMA, /* one sequential fmaf chain */
+    UG_GPQ_LEGAL_TILE64   /* tiles of 64 summed sequentially, the tile partials added pairwise */
 } ug_gpq_bug;
 
 typedef struct {
