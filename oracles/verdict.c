@@ -690,10 +690,21 @@ int ug_boundary_ok(double a, double g, double gstar, double quantum, double budg
     return fabs(gstar - boundary) <= budget;
 }
 
+/* Code a, more than one quantum from g, is legal where a value within budget of g* rounds
+ * to it: a lies between the codes of g* - budget and g* + budget (rounding is monotone).
+ * Only a budget wider than a quantum reaches past the neighbouring code (a view whose rtol
+ * |g*| is: two legal bf16 flips move a code by up to 2^-6 |code|, 1.6 quanta at 102). */
+static int code_reached(ug_dtype dt, double a, double gstar, double budget)
+{
+    double lo = ug_dtype_round(dt, gstar - budget), hi = ug_dtype_round(dt, gstar + budget); /* rounds: to dt's codes */
+    return lo <= a && a <= hi;
+}
+
 /* A flip is legal where g* lies within atol quanta + rtol |g*| of the boundary: atol
  * covers the kernel's arithmetic before the rounding (the reference's atol 1 of quantised
  * codes), rtol a tolerated relative error of a scale the codes were divided by (a view
- * against the oracle's own scale: the scale compare's rtol). */
+ * against the oracle's own scale: the scale compare's rtol); a code further off is legal
+ * where that budget reaches it (code_reached). */
 static ug_vstate judge_boundary(const ug_judged *j, char *thr, size_t len)
 {
     double budget = j->rule ? j->rule->pypto_atol : 0.0, rel = j->rule ? j->rule->pypto_rtol : 0.0;
@@ -702,7 +713,9 @@ static ug_vstate judge_boundary(const ug_judged *j, char *thr, size_t len)
         if (isnan(j->a[i]) && isnan(j->g[i])) continue; /* a NaN the contract expects is a match */
         double q = ug_dtype_get_info(j->dt)->is_float ? ug_dtype_ulp(j->dt, j->g[i]) : 1.0;
         if (j->a[i] != j->g[i]) {
-            if (ug_boundary_ok(j->a[i], j->g[i], j->gstar[i], q, budget * q + rel * fabs(j->gstar[i])))
+            double b = budget * q + rel * fabs(j->gstar[i]);
+            if (ug_boundary_ok(j->a[i], j->g[i], j->gstar[i], q, b) ||
+                (fabs(j->a[i] - j->g[i]) > q * (1 + 1e-12) && code_reached(j->dt, j->a[i], j->gstar[i], b)))
                 flips++;
             else
                 bad++;

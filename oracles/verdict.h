@@ -196,7 +196,9 @@ void ug_small_value(ug_dtype dt, double *threshold, double *atol);
 
 /* Discrete compares (docs/STANDARDS.md). boundary_aware: code a may differ from the correctly
  * rounded code g by one quantum only where the exact pre-rounding value gstar lies
- * within budget of the rounding boundary between them. Returns 1 if legal. */
+ * within budget of the rounding boundary between them. Returns 1 if legal. (The standard
+ * also admits a code further off where a value within budget of gstar rounds to it, which
+ * only a budget wider than a quantum allows: verdict.c, code_reached.) */
 int ug_boundary_ok(double a, double g, double gstar, double quantum, double budget);
 /* topk_set: kernel and oracle index sets (k each) may differ only by indices whose
  * exact scores tie within budget with the k-th largest exact score. scores[i] is the

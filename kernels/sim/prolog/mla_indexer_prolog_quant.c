@@ -16,15 +16,14 @@
  * whose variance is near 1e-5 see it), the indexer's k normalised with the MLA's RMSNorm (no
  * mean, no beta), and the indexer half writing a padding token (slot -1) into its cache's
  * last slot where the MLA half skips it.
- * Legal variant: each half's own (mla_prolog_quant's and the indexer prologs', prolog_legal.h)
- * at once: every norm's rstd from an rsqrt 3 fp32 ulps off (legal_fn_ulps). The two orders
- * of the fp32 sums (MIP_LEGAL_SEQ_FMA, MIP_LEGAL_TILE64: every dot and norm sum one
- * sequential fmaf chain, or K-tiles of 64 summed pairwise) are legal too but not listed: at
- * the plan's default seed both fail case 1035665f2b777161 on q_norm@oracle_scale, where a
- * legal bf16 flip of token 15's amax (scale 2^-7 high, certified 0.5 of its bound) and one
- * of c_q[15,17] put code 101 against g* = 102.54: within the view's stated budget (1/16 +
- * 2^-6 |g*| = 1.67 quanta of the boundary) but two codes from the nearest, and the
- * boundary-aware compare (ug_boundary_ok) admits one-code flips only. */
+ * Legal variants: each half's own (mla_prolog_quant's and the indexer prologs', prolog_legal.h)
+ * at once: every fp32 dot and norm sum one sequential fmaf chain (legal_seq_fma) or K-tiles
+ * of 64 summed pairwise (legal_tile64); every norm's rstd from an rsqrt 3 fp32 ulps off
+ * (legal_fn_ulps). At the plan's default seed the two orders put code 101 against g* =
+ * 102.54 on case 1035665f2b777161's q_norm@oracle_scale (a legal bf16 flip of token 15's
+ * amax, its scale 2^-7 high, and one of c_q[15,17]): two codes from the nearest, within
+ * the view's budget (1/16 + 2^-6 |g*| = 1.67 quanta), which the boundary-aware compare
+ * admits (oracles/verdict.c, code_reached). */
 #include <stdlib.h>
 
 #include "core/ops.h"
@@ -39,8 +38,8 @@ typedef enum {
     MIP_EPS_SHARED,
     MIP_K_RMSNORM,
     MIP_PAD_WRAPS,
-    MIP_LEGAL_SEQ_FMA, /* legal, not listed (see the header): both halves' fp32 sums one sequential fmaf chain */
-    MIP_LEGAL_TILE64,  /* legal, not listed: both halves' fp32 sums in K-tiles of 64, partials pairwise */
+    MIP_LEGAL_SEQ_FMA, /* legal: both halves' fp32 sums one sequential fmaf chain */
+    MIP_LEGAL_TILE64,  /* legal: both halves' fp32 sums in K-tiles of 64, partials pairwise */
     MIP_LEGAL_FN_ULPS  /* legal: every norm's rstd (two RMSNorms, the indexer's k norm) 3 fp32 ulps off */
 } mip_bug;
 
@@ -147,6 +146,10 @@ const ug_kernel_variant ug_variants_mla_indexer_prolog_quant[] = {
      "a padding token (slot -1), skipped by the MLA half, is written by the indexer half into "
      "its cache's last slot",
      mip_kernel, 0, MIP_PAD_WRAPS},
+    {"legal_seq_fma", "legal: both halves' fp32 dots and norm sums each one sequential fused multiply-add chain",
+     mip_kernel, 0, MIP_LEGAL_SEQ_FMA},
+    {"legal_tile64", "legal: both halves' fp32 dots and norm sums in K-tiles of 64, the tile partials added pairwise",
+     mip_kernel, 0, MIP_LEGAL_TILE64},
     {"legal_fn_ulps",
      "legal: the rstd of both RMSNorms and of the indexer's k norm from an rsqrt 3 fp32 ulps off 1/sqrtf", mip_kernel,
      0, MIP_LEGAL_FN_ULPS},
