@@ -184,6 +184,20 @@ static void discrete_compares(void)
     gs[0] = 2.7;
     CHECK(ug_standard_judge(UG_STD_BOUNDARY_AWARE, &j, thr, sizeof thr) == UG_V_FAIL, "boundary_aware illegal");
     CHECK(ug_standard_judge(UG_STD_CERTIFIED, &j, thr, sizeof thr) == UG_V_FAIL, "certified fails an illegal code");
+    /* a budget wider than a quantum (a view's 1/16 + 2^-6 |g*|: 1.6625 quanta at g* = 102.54)
+     * reaches a code two off where a value within it rounds there (101.5 > 102.54 - 1.66), not
+     * a code three off; the same codes with the budget below a quantum fail */
+    ug_output_rule view = {"q@oracle_scale", UG_CMP_BOUNDARY, 1.0 / 16, 0x1p-6, 0};
+    double va[2] = {101, 100}, vg[2] = {103, 103}, vgs[2] = {102.54, 102.54};
+    ug_metrics_compute(UG_DT_INT8, 2, idx, 2, va, vgs, NULL, &m);
+    ug_judged v2 = {"q@oracle_scale", UG_DT_INT8, &view, 0, 1, idx, va, vgs, vg, NULL, &m};
+    CHECK(ug_standard_judge(UG_STD_BOUNDARY_AWARE, &v2, thr, sizeof thr) == UG_V_PASS,
+          "two codes within a wide budget: %s", thr);
+    ug_judged v3 = {"q@oracle_scale", UG_DT_INT8, &view, 0, 2, idx, va, vgs, vg, NULL, &m};
+    CHECK(ug_standard_judge(UG_STD_BOUNDARY_AWARE, &v3, thr, sizeof thr) == UG_V_FAIL, "three codes off: %s", thr);
+    view.pypto_rtol = 0;
+    CHECK(ug_standard_judge(UG_STD_BOUNDARY_AWARE, &v2, thr, sizeof thr) == UG_V_FAIL,
+          "two codes off with a budget below a quantum: %s", thr);
     /* topk_set on ids the oracle emitted: equal passes, one differing id fails, and the
      * other discrete standards do not judge a topk_set output */
     ug_output_rule topk_rule = {"ids", UG_CMP_TOPK, 0, 0, 0};
