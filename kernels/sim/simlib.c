@@ -207,3 +207,13 @@ float ug_sim_fn_ulps(float r, float arg, int ulps)
     }
     return r;
 }
+
+void ug_sim_reverse_rows(float *rows, size_t n, size_t width)
+{
+    for (size_t a = 0, z = n ? n - 1 : 0; a < z; a++, z--)
+        for (size_t d = 0; d < width; d++) {
+            float t = rows[a * width + d];
+            rows[a * width + d] = rows[z * width + d];
+            rows[z * width + d] = t;
+        }
+}

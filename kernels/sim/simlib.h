@@ -72,4 +72,8 @@ float ug_sim_trunc_to(int dt, float x);
  * ulps <= 0: r unchanged (rounds: none; exact steps of one ulp). */
 float ug_sim_fn_ulps(float r, float arg, int ulps);
 
+/* rows[0, n) of `width` floats each put last to first, in place (the legal_reversed
+ * variants' key order; exact: values only move). */
+void ug_sim_reverse_rows(float *rows, size_t n, size_t width);
+
 #endif

@@ -152,17 +152,6 @@ static size_t sfa_block(const sfa_view *v, sfa_bug bug)
     return bug == LEGAL_TILE16 ? 16 : bug == LEGAL_TWO_PASS ? (size_t)(v->topk > 0 ? v->topk : 1) : SFA_BLOCK;
 }
 
-/* legal_reversed: rows [0, n) of kf (dk floats each) put last to first, in place. */
-static void reverse_rows(float *kf, long n, size_t dk)
-{
-    for (long a = 0, z = n - 1; a < z; a++, z--)
-        for (size_t d = 0; d < dk; d++) {
-            float t = kf[(size_t)a * dk + d];
-            kf[(size_t)a * dk + d] = kf[(size_t)z * dk + d];
-            kf[(size_t)z * dk + d] = t;
-        }
-}
-
 static int sfa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
     sfa_view v;
@@ -190,7 +179,7 @@ static int sfa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
             rc = -2;
             break;
         }
-        if (bug == LEGAL_REVERSED) reverse_rows(kf, n, dk); /* legal: the same keys, last to first */
+        if (bug == LEGAL_REVERSED) ug_sim_reverse_rows(kf, (size_t)n, dk); /* legal: the same keys, last to first */
         ug_sim_load(v.q, (size_t)t * nh * dk, nh * dk, qf); /* the token's heads share its selected rows */
         ug_gl_attn_rows(&cfg, qf, dk, nh, kf, kf, (size_t)n, of, dv, scratch); /* V = first 512 dims of each row */
         ug_sim_store(v.o, (size_t)t * nh * dv, nh * dv, of);                   /* rounds: bf16 output */

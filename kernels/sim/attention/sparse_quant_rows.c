@@ -101,17 +101,6 @@ static long gather_row(const ug_sqk *k, long r, float *kf, char *err, size_t err
     return n;
 }
 
-/* legal_reversed: rows [0, n) of kf (dk floats each) put last to first, in place. */
-static void reverse_rows(float *kf, long n, size_t dk)
-{
-    for (long a = 0, z = n - 1; a < z; a++, z--)
-        for (size_t d = 0; d < dk; d++) {
-            float t = kf[(size_t)a * dk + d];
-            kf[(size_t)a * dk + d] = kf[(size_t)z * dk + d];
-            kf[(size_t)z * dk + d] = t;
-        }
-}
-
 /* Loads the heads of query row r as [q_nope ‖ q_rope] rows of dk. */
 static void load_q(const ug_sqk *k, long r, float *qf)
 {
@@ -146,7 +135,8 @@ int ug_sqk_run(const ug_sqk *k, char *err, size_t errlen)
             rc = -2;
             break;
         }
-        if (k->bugs & UG_SQK_LEGAL_REVERSED) reverse_rows(kf, n, dk); /* legal: the same keys, last to first */
+        if (k->bugs & UG_SQK_LEGAL_REVERSED)
+            ug_sim_reverse_rows(kf, (size_t)n, dk); /* legal: the same keys, last to first */
         load_q(k, r, qf);
         ug_gl_attn_rows(&cfg, qf, dk, nh, kf, kf, (size_t)n, of, dv, scratch); /* V = the dequantised part */
         ug_sim_store(k->o, (size_t)r * nh * dv, nh * dv, of);                  /* rounds: bf16 output */

@@ -618,6 +618,18 @@ static int lip8_kernel(const ulpgym_call *call, char *err, size_t errlen, int bu
     return 0;
 }
 
+/* The legal variants the three ops share (prolog_legal.h: the same sums in other orders,
+ * the rstd 3 fp32 ulps off). */
+/* clang-format off */
+#define LIP8_LEGAL_ROWS                                                                                  \
+    {"legal_seq_fma", "legal: every fp32 GEMM dot (x.W_k, x.W_proj, a given Hadamard) and k-norm sum "  \
+     "one sequential chain (fmaf)", lip8_kernel, 0, LIP8_LEGAL_SEQ_FMA},                                 \
+    {"legal_tile64", "legal: the fp32 GEMM dots and k-norm sums in K-tiles of 64, the tile partials "    \
+     "added pairwise", lip8_kernel, 0, LIP8_LEGAL_TILE64},                                               \
+    {"legal_fn_ulps", "legal: the k norm's rstd from an rsqrt 3 fp32 ulps off 1/sqrtf (either way, by " \
+     "the argument)", lip8_kernel, 0, LIP8_LEGAL_FN_ULPS}
+/* clang-format on */
+
 const ug_kernel_variant ug_variants_lightning_indexer_prolog_quant_fp8[] = {
     {"sim", "fp32 RoPE + butterfly Hadamard, fp32 LayerNorm, per-row e4m3 with scale amax/448", lip8_kernel, 0,
      LIP8_BUG_NONE},
@@ -629,13 +641,7 @@ const ug_kernel_variant ug_variants_lightning_indexer_prolog_quant_fp8[] = {
      lip8_kernel, 0, LIP8_BUG_SCALE_440},
     {"mut_hadamard_transposed", "a given dense Hadamard applied as H^T (v.H^T; the symmetric butterfly cannot tell)",
      lip8_kernel, 0, LIP8_BUG_HADAMARD_TRANSPOSED},
-    {"legal_seq_fma",
-     "legal: every fp32 GEMM dot (x.W_k, x.W_proj, a given Hadamard) and k-norm sum one sequential chain (fmaf)",
-     lip8_kernel, 0, LIP8_LEGAL_SEQ_FMA},
-    {"legal_tile64", "legal: the fp32 GEMM dots and k-norm sums in K-tiles of 64, the tile partials added pairwise",
-     lip8_kernel, 0, LIP8_LEGAL_TILE64},
-    {"legal_fn_ulps", "legal: the k norm's rstd from an rsqrt 3 fp32 ulps off 1/sqrtf (either way, by the argument)",
-     lip8_kernel, 0, LIP8_LEGAL_FN_ULPS},
+    LIP8_LEGAL_ROWS,
     {NULL, NULL, NULL},
 };
 
@@ -653,13 +659,7 @@ const ug_kernel_variant ug_variants_lightning_indexer_prolog_quant_mxfp8[] = {
      lip8_kernel, 0, LIP8_BUG_HADAMARD_TRANSPOSED},
     {"mut_pad_slot_wraps", "a padding token's slot -1 indexes the cache from the end and overwrites its last slot",
      lip8_kernel, 0, LIP8_BUG_PAD_SLOT_WRAPS},
-    {"legal_seq_fma",
-     "legal: every fp32 GEMM dot (x.W_k, x.W_proj, a given Hadamard) and k-norm sum one sequential chain (fmaf)",
-     lip8_kernel, 0, LIP8_LEGAL_SEQ_FMA},
-    {"legal_tile64", "legal: the fp32 GEMM dots and k-norm sums in K-tiles of 64, the tile partials added pairwise",
-     lip8_kernel, 0, LIP8_LEGAL_TILE64},
-    {"legal_fn_ulps", "legal: the k norm's rstd from an rsqrt 3 fp32 ulps off 1/sqrtf (either way, by the argument)",
-     lip8_kernel, 0, LIP8_LEGAL_FN_ULPS},
+    LIP8_LEGAL_ROWS,
     {NULL, NULL, NULL},
 };
 
@@ -683,12 +683,6 @@ const ug_kernel_variant ug_variants_lightning_indexer_prolog_quant[] = {
      LIP8_BUG_SLOT_OFF_BY_ONE},
     {"mut_pad_slot_wraps", "a padding token's slot -1 indexes the cache from the end and overwrites its last slot",
      lip8_kernel, 0, LIP8_BUG_PAD_SLOT_WRAPS},
-    {"legal_seq_fma",
-     "legal: every fp32 GEMM dot (x.W_k, x.W_proj, a given Hadamard) and k-norm sum one sequential chain (fmaf)",
-     lip8_kernel, 0, LIP8_LEGAL_SEQ_FMA},
-    {"legal_tile64", "legal: the fp32 GEMM dots and k-norm sums in K-tiles of 64, the tile partials added pairwise",
-     lip8_kernel, 0, LIP8_LEGAL_TILE64},
-    {"legal_fn_ulps", "legal: the k norm's rstd from an rsqrt 3 fp32 ulps off 1/sqrtf (either way, by the argument)",
-     lip8_kernel, 0, LIP8_LEGAL_FN_ULPS},
+    LIP8_LEGAL_ROWS,
     {NULL, NULL, NULL},
 };
