@@ -44,14 +44,19 @@ double ug_tally_pass_rate(const ug_tally *t)
     return judged > 0 ? 100.0 * (double)t->pass / (double)judged : -1.0;
 }
 
-const char *ug_tally_pass_cell(const ug_tally *t, const char *none, char *buf, size_t len)
+/* A rate as a cell: "12.34 %", or `none` where nothing was judged (p < 0). */
+static const char *rate_cell(double p, const char *none, char *buf, size_t len)
 {
-    double p = ug_tally_pass_rate(t);
     if (p < 0)
         snprintf(buf, len, "%s", none);
     else
         snprintf(buf, len, "%.2f %%", p);
     return buf;
+}
+
+const char *ug_tally_pass_cell(const ug_tally *t, const char *none, char *buf, size_t len)
+{
+    return rate_cell(ug_tally_pass_rate(t), none, buf, len);
 }
 
 double ug_tally_cert_rate(const ug_tally *t)
@@ -61,12 +66,7 @@ double ug_tally_cert_rate(const ug_tally *t)
 
 const char *ug_tally_cert_cell(const ug_tally *t, const char *none, char *buf, size_t len)
 {
-    double c = ug_tally_cert_rate(t);
-    if (c < 0)
-        snprintf(buf, len, "%s", none);
-    else
-        snprintf(buf, len, "%.2f %%", c);
-    return buf;
+    return rate_cell(ug_tally_cert_rate(t), none, buf, len);
 }
 
 static void tally_add(ug_tally *t, const char *verdict, const char *certified)
