@@ -99,6 +99,29 @@ int ug_cli_filter_opt(ug_cli_filter *f, int argc, char **argv, int *i)
     return 0;
 }
 
+static int cli_flag_set(const ug_cli_flagopt *flags, const char *arg)
+{
+    for (; flags && flags->flag; flags++)
+        if (strcmp(arg, flags->flag) == 0) return *flags->set = 1;
+    return 0;
+}
+
+int ug_cli_parse(int argc, char **argv, const ug_cli_args *a)
+{
+    for (int i = 1; i < argc; i++) {
+        int m = a->filter ? ug_cli_filter_opt(a->filter, argc, argv, &i) : 0;
+        if (!m) m = ug_cli_opts(argc, argv, &i, a->values);
+        if (m < 0) return UG_EXIT_USAGE;
+        if (m || cli_flag_set(a->flags, argv[i])) continue;
+        if (a->positional && argv[i][0] != '-' && !*a->positional) {
+            *a->positional = argv[i];
+            continue;
+        }
+        return ug_cli_fail("%s: unexpected argument \"%s\" (see ulpgym %s -h)", a->cmd, argv[i], a->cmd);
+    }
+    return 0;
+}
+
 int ug_cli_case_memory(const char *value)
 {
     char err[256];

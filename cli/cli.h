@@ -35,6 +35,11 @@ typedef struct {
     const char **val;
 } ug_cli_valopt;
 int ug_cli_opts(int argc, char **argv, int *i, const ug_cli_valopt *opts);
+/* A command's flags: each name and the int it sets to 1, ended by {NULL, NULL}. */
+typedef struct {
+    const char *flag;
+    int *set;
+} ug_cli_flagopt;
 int ug_cli_flag(char **argv, int i, const char *flag);
 /* Parses a non-negative integer option value; -1 on junk. */
 long ug_cli_long(const char *s);
@@ -52,6 +57,18 @@ typedef struct {
 /* Consumes --op/--group at argv[*i]: 1 consumed, 0 not an op/group option, -2 bad value
  * (message printed). */
 int ug_cli_filter_opt(ug_cli_filter *f, int argc, char **argv, int *i);
+/* A command's whole argument list as tables: its --op/--group filter (NULL: none), value
+ * options, flags (NULL: none) and at most one bare argument (NULL: none taken). */
+typedef struct {
+    const char *cmd; /* its name, for "CMD: unexpected argument" */
+    ug_cli_filter *filter;
+    const ug_cli_valopt *values;
+    const ug_cli_flagopt *flags;
+    const char **positional;
+} ug_cli_args;
+/* Parses argv[1..]: 0, or UG_EXIT_USAGE after printing why (a missing value, a bad filter,
+ * an argument the tables do not name: "CMD: unexpected argument ... (see ulpgym CMD -h)"). */
+int ug_cli_parse(int argc, char **argv, const ug_cli_args *a);
 /* --case-memory BYTES, taken by every command that builds cases: applies its value (NULL:
  * not given, then $ULPGYM_CASE_MEMORY) as the case memory budget (gen/case_memory.h).
  * Returns 0, or UG_EXIT_USAGE after printing why the value does not parse. */

@@ -24,15 +24,9 @@ static int ug_cmd_case(int argc, char **argv)
                                         {"--case-timeout", &timeout},
                                         {"--fail-on", &fail_on},
                                         {NULL, NULL}};
-    for (int i = 1; i < argc; i++) {
-        int m;
-        if ((m = ug_cli_opts(argc, argv, &i, value_opts))) {
-            if (m < 0) return UG_EXIT_USAGE;
-        } else if (ug_cli_flag(argv, i, "--json"))
-            json = 1;
-        else
-            return ug_cli_fail("case: unexpected argument \"%s\" (see ulpgym case -h)", argv[i]);
-    }
+    const ug_cli_flagopt flags[] = {{"--json", &json}, {NULL, NULL}};
+    const ug_cli_args cli_args = {"case", NULL, value_opts, flags, NULL};
+    if (ug_cli_parse(argc, argv, &cli_args)) return UG_EXIT_USAGE;
     char err[1024];
     int std = -1;
     if (ug_fail_on_parse("case", fail_on, &policy)) return UG_EXIT_USAGE;

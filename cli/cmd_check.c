@@ -226,17 +226,9 @@ static int ug_cmd_check(int argc, char **argv)
     const ug_cli_valopt value_opts[] = {{"--outputs", &root},  {"--run", &name},        {"--db", &db},
                                         {"--sample", &sample}, {"--primary", &primary}, {"--case-memory", &mem},
                                         {"--top", &top_s},     {"--fail-on", &fail_on}, {NULL, NULL}};
-    for (int i = 1; i < argc; i++) {
-        int m;
-        if ((m = ug_cli_opts(argc, argv, &i, value_opts))) {
-            if (m < 0) return UG_EXIT_USAGE;
-        } else if (ug_cli_flag(argv, i, "--json"))
-            json = 1;
-        else if (argv[i][0] != '-' && !prefix)
-            prefix = argv[i];
-        else
-            return ug_cli_fail("check: unexpected argument \"%s\" (see ulpgym check -h)", argv[i]);
-    }
+    const ug_cli_flagopt flags[] = {{"--json", &json}, {NULL, NULL}};
+    const ug_cli_args cli_args = {"check", NULL, value_opts, flags, &prefix};
+    if (ug_cli_parse(argc, argv, &cli_args)) return UG_EXIT_USAGE;
     long top = top_s ? ug_cli_long(top_s) : 5;
     if (top < 0) return ug_cli_fail("check: --top takes a number of cases (0: none)");
     if (ug_fail_on_parse("check", fail_on, &policy)) return UG_EXIT_USAGE;

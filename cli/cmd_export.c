@@ -119,19 +119,9 @@ static int ug_cmd_export(int argc, char **argv)
     const ug_cli_valopt value_opts[] = {{"--dir", &dir},     {"--db", &db},         {"--plan", &plan},
                                         {"--limit", &limit}, {"--per-op", &per_op}, {"--case-memory", &mem},
                                         {NULL, NULL}};
-    for (int i = 1; i < argc; i++) {
-        int m = ug_cli_filter_opt(&f, argc, argv, &i);
-        if (m < 0) return UG_EXIT_USAGE;
-        if (m) continue;
-        if ((m = ug_cli_opts(argc, argv, &i, value_opts))) {
-            if (m < 0) return UG_EXIT_USAGE;
-        } else if (ug_cli_flag(argv, i, "--force"))
-            force = 1;
-        else if (argv[i][0] != '-' && !case_id)
-            case_id = argv[i];
-        else
-            return ug_cli_fail("export: unexpected argument \"%s\" (see ulpgym export -h)", argv[i]);
-    }
+    const ug_cli_flagopt flags[] = {{"--force", &force}, {NULL, NULL}};
+    const ug_cli_args cli_args = {"export", &f, value_opts, flags, &case_id};
+    if (ug_cli_parse(argc, argv, &cli_args)) return UG_EXIT_USAGE;
     if (!dir || !*dir) return ug_cli_fail("export: give the folder to write with --dir D");
     if (target_ok(dir, force)) return UG_EXIT_USAGE;
     if (ug_cli_case_memory(mem)) return UG_EXIT_USAGE;

@@ -322,17 +322,9 @@ static int ug_cmd_fuzz(int argc, char **argv)
                                         {"--seed-corpus", &seeds}, {"--seeds", &nseeds_s},
                                         {"--db", &db_path},        {"--max-findings", &max_s},
                                         {"--out", &out_opt},       {NULL, NULL}};
-    for (int i = 1; i < argc; i++) {
-        int m;
-        if ((m = ug_cli_opts(argc, argv, &i, value_opts))) {
-            if (m < 0) return UG_EXIT_USAGE;
-        } else if (ug_cli_flag(argv, i, "--no-signal"))
-            no_signal = 1;
-        else if (argv[i][0] != '-' && !op_name)
-            op_name = argv[i];
-        else
-            return ug_cli_fail("fuzz: unexpected argument \"%s\" (see ulpgym fuzz -h)", argv[i]);
-    }
+    const ug_cli_flagopt flags[] = {{"--no-signal", &no_signal}, {NULL, NULL}};
+    const ug_cli_args cli_args = {"fuzz", NULL, value_opts, flags, &op_name};
+    if (ug_cli_parse(argc, argv, &cli_args)) return UG_EXIT_USAGE;
     int op = op_name ? ug_op_find(op_name) : -1;
     if (op < 0 || !ug_op_def_get(op)) return ug_cli_fail("fuzz: give an implemented op (see `ulpgym ops`)");
     long seconds = time_s ? ug_cli_long(time_s) : 60;

@@ -176,17 +176,9 @@ static int ug_cmd_history(int argc, char **argv)
     ug_cli_filter f = {0};
     const ug_cli_valopt value_opts[] = {
         {"--db", &db_path}, {"--last", &last}, {"--since", &since}, {"--by", &o.by}, {NULL, NULL}};
-    for (int i = 1; i < argc; i++) {
-        int m = ug_cli_filter_opt(&f, argc, argv, &i);
-        if (m < 0) return UG_EXIT_USAGE;
-        if (m) continue;
-        if ((m = ug_cli_opts(argc, argv, &i, value_opts))) {
-            if (m < 0) return UG_EXIT_USAGE;
-        } else if (ug_cli_flag(argv, i, "--json"))
-            o.json = 1;
-        else
-            return ug_cli_fail("history: unexpected argument \"%s\" (see ulpgym history -h)", argv[i]);
-    }
+    const ug_cli_flagopt flags[] = {{"--json", &o.json}, {NULL, NULL}};
+    const ug_cli_args cli_args = {"history", &f, value_opts, flags, NULL};
+    if (ug_cli_parse(argc, argv, &cli_args)) return UG_EXIT_USAGE;
     if (last && (o.f.last = ug_cli_long(last)) <= 0) return ug_cli_fail("history: --last must be a positive number");
     if (o.by && !(o.f.by = by_key(o.by))) return ug_cli_fail("history: --by takes group, op or dtype");
     if (since) { /* an ISO date or time: digits, '-', ':', 'T', 'Z' only */

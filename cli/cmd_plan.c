@@ -160,23 +160,13 @@ static int ug_cmd_plan(int argc, char **argv)
     const ug_cli_valopt value_opts[] = {
         {"--plan", &plan_path},      {"--seed", &seed},         {"--shard", &shard},       {"--share", &share},
         {"--cost-from", &cost_from}, {"--shard-stats", &stats}, {"--measured", &measured}, {NULL, NULL}};
-    for (int i = 1; i < argc; i++) {
-        int m = ug_cli_filter_opt(&f, argc, argv, &i);
-        if (m < 0) return UG_EXIT_USAGE;
-        if (m) continue;
-        if ((m = ug_cli_opts(argc, argv, &i, value_opts))) {
-            if (m < 0) return UG_EXIT_USAGE;
-        } else if (ug_cli_flag(argv, i, "--count"))
-            do_count = 1;
-        else if (ug_cli_flag(argv, i, "--list"))
-            do_list = 1;
-        else if (ug_cli_flag(argv, i, "--specs"))
-            do_specs = 1;
-        else if (ug_cli_flag(argv, i, "--coverage"))
-            do_coverage = 1;
-        else
-            return ug_cli_fail("plan: unexpected argument \"%s\" (see ulpgym plan -h)", argv[i]);
-    }
+    const ug_cli_flagopt flags[] = {{"--count", &do_count},
+                                    {"--list", &do_list},
+                                    {"--specs", &do_specs},
+                                    {"--coverage", &do_coverage},
+                                    {NULL, NULL}};
+    const ug_cli_args cli_args = {"plan", &f, value_opts, flags, NULL};
+    if (ug_cli_parse(argc, argv, &cli_args)) return UG_EXIT_USAGE;
     if (!do_count && !do_list && !do_specs && !do_coverage && !stats)
         return ug_cli_fail("plan: give --count, --list, --specs, --coverage or --shard-stats N");
     if (stats && (do_count || do_list || do_specs || shard))

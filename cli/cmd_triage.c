@@ -255,19 +255,9 @@ static int ug_cmd_triage(int argc, char **argv)
         {"--db", &db_path},           {"--backend", &backend_opt}, {"--worst", &worst},
         {"--run", &run_opt},          {"--dump", &dump_dir},       {"--case-memory", &mem},
         {"--case-timeout", &timeout}, {"--fail-on", &fail_on},     {NULL, NULL}};
-    for (int i = 1; i < argc; i++) {
-        int m;
-        if ((m = ug_cli_opts(argc, argv, &i, value_opts))) {
-            if (m < 0) return UG_EXIT_USAGE;
-        } else if (ug_cli_flag(argv, i, "--json"))
-            json = 1;
-        else if (ug_cli_flag(argv, i, "--shrink"))
-            do_shrink = 1;
-        else if (argv[i][0] != '-' && !id_arg)
-            id_arg = argv[i];
-        else
-            return ug_cli_fail("triage: unexpected argument \"%s\" (see ulpgym triage -h)", argv[i]);
-    }
+    const ug_cli_flagopt flags[] = {{"--json", &json}, {"--shrink", &do_shrink}, {NULL, NULL}};
+    const ug_cli_args cli_args = {"triage", NULL, value_opts, flags, &id_arg};
+    if (ug_cli_parse(argc, argv, &cli_args)) return UG_EXIT_USAGE;
     if (!id_arg) return ug_cli_fail("triage: give a case ID");
     if (ug_fail_on_parse("triage", fail_on, &policy)) return UG_EXIT_USAGE;
     if (ug_cli_case_memory(mem)) return UG_EXIT_USAGE;
