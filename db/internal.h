@@ -27,6 +27,10 @@ int ug_db_sqlite_open_ro(const char *path, sqlite3 **h);
 /* Prepares sql on db's connection: 0, or -1 with "database: <sqlite's message>" in err
  * (ug_db_damaged's message when the schema itself is damaged). */
 int ug_db_prepare(ug_db *db, sqlite3_stmt **st, const char *sql, char *err, size_t errlen);
+/* ug_db_prepare for an INSERT of a run's row (runs, bench_runs): ?1 bound to the time now
+ * (ug_db_now) and this host's name in host[hostlen] (for the caller to bind). */
+int ug_db_prepare_stamped(ug_db *db, sqlite3_stmt **st, const char *sql, char *host, size_t hostlen, char *err,
+                          size_t errlen);
 /* Steps a statement that returns no rows, then resets it and clears its bindings (so a
  * cached statement is ready again): 0 on SQLITE_DONE, else -1 with the message in err. */
 int ug_db_step_done(ug_db *db, sqlite3_stmt *st, char *err, size_t errlen);

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/build_rev.h"
 #include "db/internal.h"
@@ -27,16 +26,13 @@ static double col_ms(sqlite3_stmt *st, int i)
 int ug_db_bench_begin(ug_db *db, const ug_bench_info *in, long *bench_id, char *err, size_t errlen)
 {
     sqlite3_stmt *st;
-    if (ug_db_prepare(db, &st,
-                      "INSERT INTO bench_runs(started_at, backend, baseline, backend_sha256, baseline_sha256,"
-                      " backend_clock, baseline_clock, host_clock, repeats, warmup, git_rev, host, command)"
-                      " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                      err, errlen))
+    char host[256];
+    if (ug_db_prepare_stamped(db, &st,
+                              "INSERT INTO bench_runs(started_at, backend, baseline, backend_sha256, baseline_sha256,"
+                              " backend_clock, baseline_clock, host_clock, repeats, warmup, git_rev, host, command)"
+                              " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                              host, sizeof host, err, errlen))
         return -1;
-    char now[32], host[256] = "";
-    ug_db_now(now, sizeof now);
-    gethostname(host, sizeof host - 1);
-    sqlite3_bind_text(st, 1, now, -1, SQLITE_TRANSIENT);
     ug_db_bind_outside_text(st, 2, in->backend);
     ug_db_bind_outside_text(st, 3, in->baseline);
     sqlite3_bind_text(st, 4, in->backend_sha256[0] ? in->backend_sha256 : NULL, -1, SQLITE_TRANSIENT);

@@ -121,6 +121,18 @@ void ug_db_now(char *buf, size_t len)
     strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+int ug_db_prepare_stamped(ug_db *db, sqlite3_stmt **st, const char *sql, char *host, size_t hostlen, char *err,
+                          size_t errlen)
+{
+    if (ug_db_prepare(db, st, sql, err, errlen)) return -1;
+    char now[32];
+    ug_db_now(now, sizeof now);
+    memset(host, 0, hostlen);
+    gethostname(host, hostlen - 1);
+    sqlite3_bind_text(*st, 1, now, -1, SQLITE_TRANSIENT);
+    return 0;
+}
+
 int ug_db_code_damaged(int code) { return (code & 0xff) == SQLITE_CORRUPT; }
 
 /* path as a shell word: bare when it holds only characters no shell treats specially, else in single quotes. */
@@ -540,18 +552,15 @@ static char *contracts_json(void)
 int ug_db_run_begin(ug_db *db, const ug_run_info *in, long *run_id, char *err, size_t errlen)
 {
     sqlite3_stmt *st;
-    if (ug_db_prepare(
+    char host[256];
+    if (ug_db_prepare_stamped(
             db, &st,
             "INSERT INTO runs(started_at, plan_name, plan_path, plan_hash, backend, git_rev, host, cores, shard,"
             " oracle_prec, sample, command, seed, op_filter, group_filter, case_limit, oracle_check, jobs,"
             " no_regressions, primary_standard, backend_sha256, cost_from, cost_hash, contracts)"
             " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            err, errlen))
+            host, sizeof host, err, errlen))
         return -1;
-    char now[32], host[256] = "";
-    ug_db_now(now, sizeof now);
-    gethostname(host, sizeof host - 1);
-    sqlite3_bind_text(st, 1, now, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 2, in->plan_name, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 3, in->plan_path, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 4, in->plan_hash, -1, SQLITE_TRANSIENT);
