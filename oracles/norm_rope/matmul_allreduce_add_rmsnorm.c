@@ -113,7 +113,12 @@ static void row_h(ug_ar *ar, const mar_params *p, const ug_case *c, size_t t, ug
         /* spec: each rank's partial is rounded to bf16; the bf16 partials and the residual are
          * added one at a time: each addition is exact in double unless the exponents spread
          * far, so the certified bound stays zero and an h that sits exactly on a bf16 tie
-         * needs no MPFR fallback (ug_sum's bound would); reduce bf16 rounds each running sum */
+         * needs no MPFR fallback (ug_sum's bound would); reduce bf16 rounds each running sum.
+         * A device's fp32 all-reduce, in rank order or any other (a tree: legal_tile64_tree),
+         * is exact too while the W <= 8 bf16 partials' exponents lie within 16 of each other
+         * (their 8-bit significands fit fp32's 24); where they spread further, the contract's
+         * exact sum is still what h is judged against (the contract says the all-reduce adds
+         * no rounding of its own) */
         ug_num y = ug_round(ar, dots[j], UG_DT_BF16);
         for (size_t r = 1; r < W; r++) { /* rank order */
             y = ug_add(ar, y, ug_round(ar, dots[r * n + j], UG_DT_BF16));
