@@ -46,6 +46,15 @@ float ug_pairwise_sum_f32(const float *v, size_t n)
     return ug_pairwise_sum_f32(v, m) + ug_pairwise_sum_f32(v + m, n - m); /* rounds: fp32 */
 }
 
+float ug_lanes_dot_f32(const float *a, const float *b, size_t n)
+{
+    float lane[UG_KTILE_LANES] = {0};
+    for (size_t k = 0; k < n; k++) lane[k % UG_KTILE_LANES] += a[k] * b[k]; /* rounds: fp32 mul and add */
+    for (size_t w = UG_KTILE_LANES / 2; w > 0; w /= 2)
+        for (size_t l = 0; l < w; l++) lane[l] += lane[l + w]; /* rounds: fp32 */
+    return lane[0];
+}
+
 float ug_fma_dot_f32(const float *a, const float *b, size_t n)
 {
     float acc = 0.0f;

@@ -23,6 +23,9 @@ float ug_ktile_dot_f32(const float *a, const float *b, size_t n);
 float ug_pairwise_sum_f32(const float *v, size_t n);
 /* sum_k a[k]*b[k] as one sequential chain of fused multiply-adds (one rounding each). */
 float ug_fma_dot_f32(const float *a, const float *b, size_t n);
+/* sum_k a[k]*b[k] in UG_KTILE_LANES fp32 lanes (term k into lane k % lanes), the lanes
+ * folded pairwise (halving). */
+float ug_lanes_dot_f32(const float *a, const float *b, size_t n);
 
 /* dst[j*rows + i] = src[i*cols + j]: an [rows, cols] fp32 matrix transposed. */
 void ug_ktile_transpose(const float *src, size_t rows, size_t cols, float *dst);

@@ -37,6 +37,7 @@
 
 #include "core/ops.h"
 #include "kernels/sim/delta_rule/delta_rule_io.h"
+#include "kernels/sim/ktile.h"
 #include "kernels/sim/simlib.h"
 #include "op_params.h"
 
@@ -52,8 +53,6 @@ typedef enum {
     LEGAL_LANES16,            /* legal: every Dk dot product in 16 fp32 lanes, folded pairwise */
     LEGAL_REVERSE             /* legal: every dot product and accumulation in reverse index order */
 } cgdr_bug;
-
-#define CGDR_LANES 16
 
 /* Working arrays of one chunk (L tokens at most). */
 typedef struct {
@@ -118,13 +117,7 @@ static float dotv(cgdr_bug how, const float *a, const float *b, size_t n)
         }
         return s;
     }
-    if (how == LEGAL_LANES16) {
-        float lane[CGDR_LANES] = {0};
-        for (size_t j = 0; j < n; j++) lane[j % CGDR_LANES] += a[j] * b[j]; /* rounds: fp32 mul and add */
-        for (size_t w = CGDR_LANES / 2; w > 0; w /= 2)
-            for (size_t l = 0; l < w; l++) lane[l] += lane[l + w]; /* rounds: fp32 */
-        return lane[0];
-    }
+    if (how == LEGAL_LANES16) return ug_lanes_dot_f32(a, b, n); /* rounds: fp32, 16 lanes folded pairwise */
     return dot32(a, b, n);
 }
 

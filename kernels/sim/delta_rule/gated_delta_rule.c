@@ -23,6 +23,7 @@
 
 #include "core/ops.h"
 #include "kernels/sim/delta_rule/delta_rule_io.h"
+#include "kernels/sim/ktile.h"
 #include "kernels/sim/simlib.h"
 
 typedef enum {
@@ -35,24 +36,13 @@ typedef enum {
     LEGAL_FN_ULPS  /* legal: e^g and the qk_norm rsqrt 3 fp32 ulps off libm's */
 } gdr_bug;
 
-#define GDR_LANES 16
-
 /* a.b over n as the variant reduces it: the sim's fp32 sum in index order, an fmaf chain,
  * or 16 lanes folded pairwise. */
 static float dot32(gdr_bug how, const float *a, const float *b, size_t n)
 {
+    if (how == LEGAL_FMA) return ug_fma_dot_f32(a, b, n);       /* rounds: fp32, once a term */
+    if (how == LEGAL_LANES16) return ug_lanes_dot_f32(a, b, n); /* rounds: fp32, 16 lanes folded pairwise */
     float s = 0.0f;
-    if (how == LEGAL_FMA) {
-        for (size_t j = 0; j < n; j++) s = fmaf(a[j], b[j], s); /* rounds: fp32, once a term */
-        return s;
-    }
-    if (how == LEGAL_LANES16) {
-        float lane[GDR_LANES] = {0};
-        for (size_t j = 0; j < n; j++) lane[j % GDR_LANES] += a[j] * b[j]; /* rounds: fp32 mul and add */
-        for (size_t w = GDR_LANES / 2; w > 0; w /= 2)
-            for (size_t l = 0; l < w; l++) lane[l] += lane[l + w]; /* rounds: fp32 */
-        return lane[0];
-    }
     for (size_t j = 0; j < n; j++) s += a[j] * b[j]; /* rounds: fp32 mul and add */
     return s;
 }
