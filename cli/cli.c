@@ -1,6 +1,7 @@
 /* cli.c — helpers shared by the commands (see cli.h). */
 #include "cli/cli.h"
 #include "gen/case_memory.h"
+#include "gen/input_cache.h"
 #include "run/sweep.h"
 
 #include <stdarg.h>
@@ -126,6 +127,13 @@ int ug_cli_case_memory(const char *value)
 {
     char err[256];
     return ug_case_memory_configure(value, err, sizeof err) ? ug_cli_fail("%s", err) : 0;
+}
+
+void ug_cli_input_cache_open(void)
+{
+    char err[4200];
+    if (ug_input_cache_open(err, sizeof err) < 0)
+        fprintf(stderr, "ulpgym: warning: %s; inputs are drawn instead\n", err);
 }
 
 double ug_cli_case_timeout(const char *cmd, const char *value)

@@ -69,6 +69,14 @@ typedef struct {
 /* Parses argv[1..]: 0, or UG_EXIT_USAGE after printing why (a missing value, a bad filter,
  * an argument the tables do not name: "CMD: unexpected argument ... (see ulpgym CMD -h)"). */
 int ug_cli_parse(int argc, char **argv, const ug_cli_args *a);
+/* Opens the drawn-input cache (gen/input_cache.h) for a command that builds cases: a folder
+ * that cannot be used is a warning, and the command draws its inputs instead. */
+void ug_cli_input_cache_open(void);
+/* The environment the cache reads, for a command's help. */
+#define UG_CLI_INPUT_CACHE_HELP                                                                                        \
+    "  Drawn inputs of 64 KiB or more are kept in $ULPGYM_INPUT_CACHE (default ~/.cache/ulpgym/inputs;\n"              \
+    "  \"off\": none), at most $ULPGYM_INPUT_CACHE_MAX bytes (default 4G, least recently used files go):\n"            \
+    "  the same bits, read back instead of drawn again; deleting the folder is always safe\n"
 /* --case-memory BYTES, taken by every command that builds cases: applies its value (NULL:
  * not given, then $ULPGYM_CASE_MEMORY) as the case memory budget (gen/case_memory.h).
  * Returns 0, or UG_EXIT_USAGE after printing why the value does not parse. */

@@ -52,6 +52,7 @@ static int ug_cmd_case(int argc, char **argv)
         return ug_cli_fail("%s", err);
     }
     ug_result r;
+    ug_cli_input_cache_open();
     int rc = ug_exec_case(text, &b, &o, &r, NULL);
     free(text);
     ug_backend_close(&b);
@@ -70,8 +71,8 @@ const ug_command ug_command_case = {
     "                   [--json] [--case-memory BYTES] [--case-timeout SECONDS] [--fail-on never|fail|new]\n"
     "  Runs the kernel and the oracle on the case the spec describes (no database).\n"
     "  --backend sim | sim:VARIANT | plugin:PATH.so   (default sim)\n"
-    "  --primary STD  decide the outcome by numeric standard STD, as `sweep --primary` does\n" UG_CLI_CASE_MEMORY_HELP
-        UG_CLI_CASE_TIMEOUT_HELP UG_FAIL_ON_HELP(
+    "  --primary STD  decide the outcome by numeric standard STD, as `sweep --primary` does\n" UG_CLI_INPUT_CACHE_HELP
+        UG_CLI_CASE_MEMORY_HELP UG_CLI_CASE_TIMEOUT_HELP UG_FAIL_ON_HELP(
             "fail") "                   (no database here, so new is the same as fail)\n"
                     "  Exit status: 0 the verdict passes --fail-on (default: PASS or SKIP); 1 it does not\n"
                     "  (FAIL, NONFINITE, ERROR, CRASH, TIMEOUT, SHAPE); 2 bad input (a spec or option refused).\n"};

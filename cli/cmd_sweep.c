@@ -7,6 +7,7 @@
 #include "cli/cli.h"
 #include "cli/fail_on.h"
 #include "cli/failure_list.h"
+#include "gen/input_cache.h"
 #include "oracles/oracle.h"
 #include "run/sweep.h"
 
@@ -121,6 +122,7 @@ static int ug_cmd_sweep(int argc, char **argv)
     o.command = command;
     ug_sweep_summary s;
     char err[1024];
+    ug_cli_input_cache_open(); /* before the workers fork: they share its write budget */
     int rc = ug_sweep_run(&o, &s, err, sizeof err);
     if (rc == -2) return ug_cli_fail("%s", err);
     if (rc) { /* not a finding: the sweep itself could not go on (disk full, file size limit, ...) */
@@ -128,6 +130,9 @@ static int ug_cmd_sweep(int argc, char **argv)
         return UG_EXIT_ENGINE;
     }
     ug_sweep_print_summary(&s, stdout);
+    char cache_line[4400];
+    ug_input_cache_summary(cache_line, sizeof cache_line);
+    if (*cache_line) printf("%s\n", cache_line);
     if (top) ug_failures_summary(o.db_path, s.run_id, top, stdout); /* read back from the database, as `failures` */
     fflush(stdout);
     if (s.oracle_unsettled) /* the oracle's values there are its best, not proven: say so where it is seen */
@@ -187,7 +192,7 @@ const ug_command ug_command_sweep = {
     "                   that fits the case memory budget; 512 where it does not)\n"
     "  --oracle-check   re-evaluate a sample at twice the oracle precision; any differing\n"
     "                   rounding is reported and makes the exit status 1\n"
-    "  --db             database (default $ULPGYM_DB or ./ulpgym.db)\n" UG_FAILURES_TOP_HELP
+    "  --db             database (default $ULPGYM_DB or ./ulpgym.db)\n" UG_CLI_INPUT_CACHE_HELP UG_FAILURES_TOP_HELP
     "                   (`ulpgym failures --run R` lists them all)\n" UG_FAIL_ON_HELP(
         "fail") "                   The run's cases are judged; new compares with the last earlier finished\n"
                 "                   run of the same plan hash, backend, --op/--group, --limit, --shard,\n"

@@ -302,6 +302,7 @@ static int ug_cmd_triage(int argc, char **argv)
                            run, backend_name, backend_name);
     }
     ug_backend b;
+    ug_cli_input_cache_open();
     if (ug_backend_open(&b, backend_name, err, sizeof err)) {
         free(spec);
         ug_db_close(db);

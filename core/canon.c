@@ -143,6 +143,24 @@ uint64_t ug_hash64_update(uint64_t h, const void *data, size_t len)
     return h;
 }
 
+static uint64_t rotl64(uint64_t x, int r) { return x << r | x >> (64 - r); }
+
+uint64_t ug_hash64_words(const void *data, size_t len)
+{
+    const uint64_t P1 = 0x9e3779b185ebca87ULL, P2 = 0xc2b2ae3d27d4eb4fULL;
+    const unsigned char *p = data;
+    uint64_t lane[4] = {P1, P2, ~P1, ~P2}, w;
+    size_t k = 0;
+    for (; k + 32 <= len; k += 32)
+        for (int j = 0; j < 4; j++) {
+            memcpy(&w, p + k + 8 * j, 8);
+            lane[j] = rotl64(lane[j] + w * P2, 31) * P1;
+        }
+    uint64_t h = (uint64_t)len * P1;
+    for (int j = 0; j < 4; j++) h = rotl64(h ^ lane[j], 27) * P2 + P1;
+    return ug_hash64_finish(ug_hash64_update(h, p + k, len - k));
+}
+
 void ug_hash64_jump_make(ug_hash64_jump *j, const void *data, size_t len)
 {
     j->mul = 1;

@@ -42,6 +42,9 @@ static inline uint64_t ug_hash64_jump_apply(const ug_hash64_jump *j, uint64_t st
 /* ug_hash64_update of several independent states at once: state[l] is updated with
  * len[l] bytes of data[l] (interleaved, so that the lanes' multiplications overlap). */
 void ug_hash64_update_lanes(uint64_t *state, size_t lanes, const char *const *data, const size_t *len);
+/* A checksum of len bytes at memory speed (four lanes of 8-byte words, multiply-rotate
+ * mixing, ug_hash64_finish at the end): to tell a damaged file, not to name anything. */
+uint64_t ug_hash64_words(const void *data, size_t len);
 /* Shortest "%.*g" text that round-trips x; buf needs 32 bytes. */
 void ug_format_double(double x, char *buf);
 /* A whole text file (a spec, plan or space JSON), NUL-terminated and malloc'd; NULL with a

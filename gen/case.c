@@ -11,6 +11,7 @@
 #include "gen/case_memory.h"
 #include "gen/dist.h"
 #include "gen/inject.h"
+#include "gen/input_cache.h"
 
 static int fill_input(ug_case *c, ug_tensor *t, int index, char *err, size_t errlen)
 {
@@ -19,7 +20,8 @@ static int fill_input(ug_case *c, ug_tensor *t, int index, char *err, size_t err
         snprintf(err, errlen, "case spec: \"dist\" has no distribution for input \"%s\"", t->name);
         return -2;
     }
-    return ug_dist_fill(dist, c->spec.seed, (uint32_t)index, t->dtype, t->data, t->numel, err, errlen) ? -2 : 0;
+    /* drawn, or read back where an earlier process drew the same tensor (gen/input_cache.h) */
+    return ug_input_cache_fill(dist, c->spec.seed, (uint32_t)index, t->dtype, t->data, t->numel, err, errlen) ? -2 : 0;
 }
 
 /* Allocates every declared tensor present in this case, drawing the random inputs. */

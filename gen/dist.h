@@ -25,6 +25,11 @@
 
 #include "core/dtype.h"
 
+/* The drawing code's version: bump it when any drawn bit changes (test_core's pinned input
+ * bits and tests/fixtures/kernel_digests.txt show such a change). The input cache keys its
+ * files by it, gen/input_cache.h. */
+#define UG_DIST_VERSION 1
+
 /* Checks a distribution object; -2 with a message naming the bad field. */
 int ug_dist_validate(const cJSON *dist, char *err, size_t errlen);
 /* The value (before rounding to a dtype) of element i of input tensor t. */
