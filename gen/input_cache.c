@@ -30,7 +30,8 @@
 #define HEADER_BYTES 32 /* magic, key length, payload length, checksum */
 #define NAME_LEN 67     /* 64 hex digits and ".in" */
 #define STALE_TMP_SECONDS 3600
-#define SIZE_FILE ".size" /* the folder's bytes, as text: kept under flock by every process using it */
+#define SIZE_FILE ".size"     /* the folder's bytes and when they were last counted: under flock */
+#define RECOUNT_SECONDS 86400 /* an open counts the files again (and prunes) once a day, or when full */
 
 /* What this process and the workers it forks did: in a shared page, for the summary. */
 typedef struct {
@@ -130,8 +131,9 @@ static int older_first(const void *a, const void *b)
 }
 
 /* Lists the cache's files (regular files with cache names only; a leftover temporary file
- * older than an hour is removed) and deletes the least recently used above max. Returns
- * the bytes left. */
+ * older than an hour is removed) and, when they hold more than 90 % of max, deletes the
+ * least recently used down to 75 %: room for the next runs' new tensors, so a changed plan
+ * is cached too. Returns the bytes left. */
 static uint64_t prune(int dirfd, uint64_t max)
 {
     DIR *d = fdopendir(dup(dirfd));
@@ -157,8 +159,9 @@ static uint64_t prune(int dirfd, uint64_t max)
     }
     closedir(d);
     qsort(list, n, sizeof *list, older_first);
-    for (size_t k = 0; k < n && total > max; k++)
-        if (!unlinkat(dirfd, list[k].name, 0)) total -= list[k].bytes;
+    if (total > max / 10 * 9)
+        for (size_t k = 0; k < n && total > max / 4 * 3; k++)
+            if (!unlinkat(dirfd, list[k].name, 0)) total -= list[k].bytes;
     free(list);
     return total;
 }
@@ -177,18 +180,27 @@ static int lock_size_file(int dirfd)
     return fd;
 }
 
-static uint64_t read_size(int fd)
+/* The size file: the folder's bytes and the time they were last counted (0: never). */
+typedef struct {
+    uint64_t bytes;
+    int64_t counted;
+} folder_size;
+
+static folder_size read_size(int fd)
 {
-    char buf[32] = {0};
-    return pread(fd, buf, sizeof buf - 1, 0) > 0 ? strtoull(buf, NULL, 10) : 0;
+    char buf[64] = {0};
+    folder_size s = {0, 0};
+    if (pread(fd, buf, sizeof buf - 1, 0) > 0 && sscanf(buf, "%" SCNu64 " %" SCNd64, &s.bytes, &s.counted) != 2)
+        s = (folder_size){0, 0}; /* not ours: count again */
+    return s;
 }
 
-/* Always 21 bytes, so a smaller number overwrites a larger one whole. A failed write leaves
- * the number before it (the cache is best effort; the next open recounts). */
-static void write_size(int fd, uint64_t bytes)
+/* Always 42 bytes, so a new text overwrites the old one whole. A failed write leaves the text
+ * before it (the cache is best effort; a day later an open counts again). */
+static void write_size(int fd, folder_size s)
 {
-    char buf[32];
-    int n = snprintf(buf, sizeof buf, "%020" PRIu64 "\n", bytes);
+    char buf[64];
+    int n = snprintf(buf, sizeof buf, "%020" PRIu64 " %020" PRId64 "\n", s.bytes, s.counted);
     if (pwrite(fd, buf, (size_t)n, 0) != n) return;
 }
 
@@ -198,9 +210,10 @@ static int reserve(int64_t delta)
 {
     int fd = lock_size_file(cache.dirfd);
     if (fd < 0) return 0;
-    uint64_t used = read_size(fd);
-    int ok = delta < 0 || used + (uint64_t)delta <= cache.counts->max_bytes;
-    if (ok) write_size(fd, delta < 0 && (uint64_t)-delta > used ? 0 : used + (uint64_t)delta);
+    folder_size s = read_size(fd);
+    int ok = delta < 0 || s.bytes + (uint64_t)delta <= cache.counts->max_bytes;
+    s.bytes = delta < 0 && (uint64_t)-delta > s.bytes ? 0 : s.bytes + (uint64_t)delta;
+    if (ok) write_size(fd, s);
     close(fd);
     return ok;
 }
@@ -241,8 +254,13 @@ int ug_input_cache_open(char *err, size_t errlen)
     }
     memset(c, 0, sizeof *c);
     c->max_bytes = max;
-    c->folder_bytes = prune(fd, max);
-    write_size(size_fd, c->folder_bytes); /* the true size, recounted under the lock */
+    folder_size s = read_size(size_fd);
+    int64_t now = (int64_t)time(NULL);
+    if (!s.counted || now - s.counted > RECOUNT_SECONDS || now < s.counted || s.bytes > max / 10 * 9) {
+        s = (folder_size){prune(fd, max), now}; /* counted under the lock */
+        write_size(size_fd, s);
+    }
+    c->folder_bytes = s.bytes;
     close(size_fd);
     snprintf(cache.dir, sizeof cache.dir, "%s", dir);
     snprintf(cache.draw_id, sizeof cache.draw_id, "%d/%016" PRIx64, UG_DIST_VERSION, draw_fingerprint());
@@ -393,7 +411,7 @@ void ug_input_cache_stats_get(ug_input_cache_stats *s)
     *s = (ug_input_cache_stats){c.read_n,      c.read_bytes, c.written_n, c.written_bytes, c.drawn_n,
                                 c.drawn_bytes, c.damaged_n,  0,           c.max_bytes};
     int fd = lock_size_file(cache.dirfd);
-    s->folder_bytes = fd < 0 ? c.folder_bytes : read_size(fd);
+    s->folder_bytes = fd < 0 ? c.folder_bytes : read_size(fd).bytes;
     if (fd >= 0) close(fd);
 }
 

@@ -13,11 +13,12 @@
  *
  * The folder is $ULPGYM_INPUT_CACHE ("off" turns the cache off), else
  * $XDG_CACHE_HOME/ulpgym/inputs or ~/.cache/ulpgym/inputs; it holds at most
- * $ULPGYM_INPUT_CACHE_MAX bytes (K, M, G, T suffixes; default 4G): opening it deletes the
- * least recently used files above that, and every process that uses the folder (a sweep's
- * workers, shards started together) adds a file only after adding its bytes to the folder's
- * size file under flock, so together they never take it past the cap. Deleting the folder
- * is always safe. Files are created in the folder by name (openat, O_EXCL | O_NOFOLLOW, then renamed
+ * $ULPGYM_INPUT_CACHE_MAX bytes (K, M, G, T suffixes; default 4G). Every process that uses
+ * the folder (a sweep's workers, shards started together) adds a file only after adding its
+ * bytes to the folder's size file under flock, so together they never take it past the cap;
+ * an open that finds it over 90 % full deletes the least recently used files down to 75 %
+ * (room for a changed plan's tensors), and once a day an open counts the files again.
+ * Deleting the folder is always safe. Files are created in the folder by name (openat, O_EXCL | O_NOFOLLOW, then renamed
  * into place): a link in it is never written through or read. */
 #ifndef UG_INPUT_CACHE_H
 #define UG_INPUT_CACHE_H
@@ -41,8 +42,8 @@ typedef struct {
 } ug_input_cache_stats;
 
 /* Opens the cache for this process and every worker it forks afterwards: reads the
- * environment, creates the folder, deletes the least recently used files above the cap
- * and records the folder's size. Returns 0 with the cache on, 1 when it is off (by
+ * environment, creates the folder and reads its size (counting and pruning where due).
+ * Returns 0 with the cache on, 1 when it is off (by
  * $ULPGYM_INPUT_CACHE=off, or no home folder), -1 when the folder cannot be used (err
  * says why; the caller warns and goes on without it). */
 int ug_input_cache_open(char *err, size_t errlen);

@@ -1,7 +1,8 @@
 /* test_input_cache.c — the drawn-input cache (gen/input_cache.h) never changes a bit: every
  * fill through it equals ug_dist_fill, cold and warm, after a file is damaged, swapped for
  * another key's or replaced by a link (which is neither read nor written through); small
- * tensors are not stored; the folder stays within its cap, least recently used files first;
+ * tensors are not stored; the folder stays within its cap, and an open that finds it over
+ * 90 % full deletes the least recently used files down to 75 %;
  * the checksum it relies on tells a flipped bit. */
 #include <dirent.h>
 #include <fcntl.h>
@@ -108,9 +109,9 @@ static void round_trips(const cJSON *normal)
  * the fill draws, counts it damaged and stores a good file again. */
 static void damaged_files(const cJSON *normal)
 {
-    char dir_before[300], name[300], cmd[1400];
+    char dir_before[300], name[300], cmd[3200];
     uint64_t bytes;
-    snprintf(cmd, sizeof cmd, "rm -f '%s'/*.in", folder);
+    snprintf(cmd, sizeof cmd, "rm -f '%s'/*.in '%s'/.size", folder, folder);
     CHECK(system(cmd) == 0, "clear the folder");
     open_cache(NULL);
     fill_both(normal, 5, N_BIG, "the one entry");
@@ -124,7 +125,7 @@ static void damaged_files(const cJSON *normal)
     CHECK(s.read_n == 1, "the repaired file is read: %llu", (unsigned long long)s.read_n);
 
     /* another key's bytes under this name: tensor 6's file renamed onto tensor 5's */
-    snprintf(cmd, sizeof cmd, "rm -f '%s'/*.in", folder);
+    snprintf(cmd, sizeof cmd, "rm -f '%s'/*.in '%s'/.size", folder, folder);
     CHECK(system(cmd) == 0, "clear the folder");
     fill_both(normal, 6, N_BIG, "tensor 6");
     char six[300];
@@ -153,9 +154,9 @@ static void damaged_files(const cJSON *normal)
 /* Cap: a folder above it is pruned at open, oldest first; a sweep's writes stop at it. */
 static void capped(const cJSON *normal)
 {
-    char cmd[1400], name[300];
+    char cmd[3200], name[300];
     uint64_t bytes;
-    snprintf(cmd, sizeof cmd, "rm -f '%s'/*.in", folder);
+    snprintf(cmd, sizeof cmd, "rm -f '%s'/*.in '%s'/.size", folder, folder);
     CHECK(system(cmd) == 0, "clear the folder");
     open_cache("1M"); /* 5 files of 200 KiB fit, the sixth does not */
     for (uint32_t t = 0; t < 8; t++) fill_both(normal, 10 + t, N_BIG, "under a 1M cap");
@@ -165,11 +166,12 @@ static void capped(const cJSON *normal)
           (unsigned long long)s.drawn_n);
     CHECK(cache_files(name, &bytes) == 5 && bytes <= (1u << 20), "folder within the cap: %llu bytes",
           (unsigned long long)bytes);
-    /* make tensor 10's file the most recently used, then reopen under a cap of two files */
+    /* make tensor 10's file the most recently used, then reopen under a cap of two files:
+     * over 90 % full, so pruned to 75 % (one file), the least recently used first */
     sleep(1);
     fill_both(normal, 10, N_BIG, "touch tensor 10");
     open_cache("450K");
-    CHECK(cache_files(name, &bytes) == 2 && bytes <= 450u << 10, "pruned to the cap: %llu bytes",
+    CHECK(cache_files(name, &bytes) == 1 && bytes <= 450u * 1024 / 4 * 3, "pruned to 75 %% of the cap: %llu bytes",
           (unsigned long long)bytes);
     s = fill_both(normal, 10, N_BIG, "the most recently used survives");
     CHECK(s.read_n == 1, "tensor 10 was kept: read %llu", (unsigned long long)s.read_n);
@@ -208,7 +210,7 @@ int main(void)
     CHECK(ug_input_cache_open(err, sizeof err) == -1 && strstr(err, "ULPGYM_INPUT_CACHE_MAX"),
           "a bad cap is refused: %s", err);
     ug_input_cache_close();
-    char cmd[1400];
+    char cmd[3200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", folder);
     CHECK(system(cmd) == 0, "remove the folder");
     cJSON_Delete(normal);
