@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run/sweep_internal.h"
+#include "run/record.h"
+#include "run/summary.h"
+#include "run/sweep_select.h"
 
 int ug_sweep_commit(ug_sweep_engine *e)
 {

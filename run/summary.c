@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "run/sweep_internal.h"
+#include "run/summary.h"
 
 void ug_sweep_summary_count(ug_sweep_summary *s, int op, const ug_result *r)
 {

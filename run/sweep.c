@@ -15,7 +15,10 @@
 #include <unistd.h>
 
 #include "gen/case_memory.h"
-#include "run/sweep_internal.h"
+#include "run/record.h"
+#include "run/summary.h"
+#include "run/sweep_select.h"
+#include "run/workers.h"
 
 static void on_signal(int sig)
 {

@@ -7,7 +7,8 @@
 #include <string.h>
 
 #include "run/found.h"
-#include "run/sweep_internal.h"
+#include "run/shard_cost.h"
+#include "run/sweep_select.h"
 
 int ug_sweep_selection_from_opts(const ug_sweep_opts *o, ug_sweep_selection *x, char *err, size_t errlen)
 {

@@ -23,7 +23,9 @@
 #include <unistd.h>
 
 #include "run/contain.h"
-#include "run/sweep_internal.h"
+#include "run/record.h"
+#include "run/summary.h"
+#include "run/workers.h"
 
 /* Set by the sweep's signal handlers (sweep.c); the pool stops handing out cases. It
  * lives here, with the loop that reads it, so sweep.c depends on the pool and not the
