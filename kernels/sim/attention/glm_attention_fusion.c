@@ -22,6 +22,9 @@
  *   mut_stale_cache    attention reads the caches as they were before the scatter: only
  *                      where a token's slot lies inside a context (the decode default)
  *   mut_len_excl_new   attention over actual_seqs - 1 tokens, the new token left out
+ *   mut_table_stride   the attention reads the block table with row stride
+ *                      cdiv(max(actual_seqs), block_size), not the table's width: only
+ *                      where the table is wider than the longest sequence needs
  *
  * Legal variants (other correct devices, the false-alarm set; the walk's, glm_paged.h):
  *   legal_tile16       the attention in key tiles of 16 keys instead of 4 blocks
@@ -45,6 +48,7 @@ typedef enum {
     FU_KV_HEAD0,
     FU_STALE_CACHE,
     FU_LEN_EXCL_NEW,
+    FU_TABLE_STRIDE,
     FU_LEGAL_TILE16,   /* legal: key tiles of 16 keys instead of 4 blocks */
     FU_LEGAL_REVERSED, /* legal: each row's keys last to first */
     FU_LEGAL_FN_ULPS   /* legal: every exp of the attention UG_SIM_FN_ULPS fp32 ulps off libm's */
@@ -120,7 +124,7 @@ static int fu_attend(const fu_ctx *f, float scale)
         for (long b = 0; b < g.batch; b++) short_lens[b] = g.lens[b] - 1;
         g.lens = short_lens;
     }
-    int rc = ug_glp_run(&g, UG_GLP_OK);
+    int rc = ug_glp_run(&g, f->bug == FU_TABLE_STRIDE ? UG_GLP_TABLE_STRIDE : UG_GLP_OK);
     free(short_lens);
     return rc;
 }
@@ -158,6 +162,10 @@ const ug_kernel_variant ug_variants_glm_attention_fusion[] = {
      0, FU_STALE_CACHE},
     {"mut_len_excl_new", "attention over actual_seqs - 1 tokens: the new token left out of its context", fu_kernel, 0,
      FU_LEN_EXCL_NEW},
+    {"mut_table_stride",
+     "the attention reads the block table with row stride cdiv(max(actual_seqs), block_size) instead of the table's "
+     "width (shows where the table is wider than the longest sequence needs)",
+     fu_kernel, 0, FU_TABLE_STRIDE},
     {"legal_tile16", "legal: the attention's online softmax in key tiles of 16 keys instead of 4 cache blocks",
      fu_kernel, 0, FU_LEGAL_TILE16},
     {"legal_reversed", "legal: the attention walks each row's keys last to first (key tiles from the new token back)",
