@@ -23,6 +23,8 @@
  *                        one position too many (only q_per_step > 1)
  *   mut_stop_k1          the selection stops at k-1: the last slot stays -1 (only rows
  *                        with at least topk positions)
+ *   mut_table_stride     the block table read with row stride cdiv(max(actual_seqs),
+ *                        block_size), not its width (only tables wider than that)
  * Legal variants (the contract allows them; each must pass every case):
  *   legal_ties_high      equal scores ranked by the higher position
  *   legal_golden_chain   the reference golden's numerics (golden_score) */
@@ -43,6 +45,7 @@ typedef enum {
     MUT_MTP_CAUSAL,
     MUT_STOP_K1,
     MUT_HEAD0_QSCALE,
+    MUT_TABLE_STRIDE,
     LEGAL_TIES_HIGH,
     LEGAL_GOLDEN_CHAIN
 } li_bug;
@@ -185,7 +188,9 @@ static void li_sequence(const li_view *v, li_bufs *B, long b, long len, long *en
     const int32_t *table = (const int32_t *)v->bt->data + b * v->mb;
     for (long blk = 0; blk * v->bs < maxend; blk++) {
         long n = maxend - blk * v->bs < v->bs ? maxend - blk * v->bs : v->bs;
-        li_block(v, B, table[blk], blk, blk * v->bs, n, end);
+        /* identity on a valid entry; mut_table_stride reads the -1 past a row's blocks */
+        long nb = v->kc->shape[0], phys = (table[blk] % nb + nb) % nb;
+        li_block(v, B, phys, blk, blk * v->bs, n, end);
     }
     for (long i = 0; i < v->sq; i++) {
         long n = end[i] < v->k ? end[i] : v->k;
@@ -221,6 +226,7 @@ static int li_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     const int32_t *lens = v.lens->data;
     long nseq = v.lens->shape[0], maxlen = 1;
     for (long b = 0; b < nseq; b++) maxlen = lens[b] > maxlen ? lens[b] : maxlen;
+    if (v.bug == MUT_TABLE_STRIDE) v.mb = (maxlen + v.bs - 1) / v.bs; /* bug: row stride from the lengths */
     li_bufs B;
     if (li_alloc(&v, maxlen, &B)) return -1;
     long *end = B.heap + v.k;
@@ -241,6 +247,10 @@ const ug_kernel_variant ug_variants_lightning_indexer_quant[] = {
     {"mut_stop_k1", "selection stops at k-1: the last slot of a full row stays -1", li_kernel, 0, MUT_STOP_K1},
     {"mut_head0_qscale", "head 0's q_scale applied to every head of the row (a broadcast of the wrong scale)",
      li_kernel, 0, MUT_HEAD0_QSCALE},
+    {"mut_table_stride",
+     "block table read with row stride cdiv(max(actual_seqs), block_size) instead of its width (shows where the "
+     "table is wider than the longest sequence needs)",
+     li_kernel, 0, MUT_TABLE_STRIDE},
     {"legal_ties_high", "legal: equal scores ranked by the higher position (the set rule allows any tie order)",
      li_kernel, 0, LEGAL_TIES_HIGH},
     {"legal_golden_chain",
