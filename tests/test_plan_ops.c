@@ -1,9 +1,10 @@
 /* test_plan_ops.c — the generic operator test, one ctest entry per operator
  * (test_plan_<op>): every case the default plan holds for the op passes under its
  * primary standard and under certified with the correct sim kernel (oracle self-check on,
- * no ERROR or SKIP either), and every planted mutant is caught by at least one plan case
- * under one of the two — except those marked beyond_plan, which the plan must NOT catch
- * under the primary standard (they are the fuzzer's;
+ * no ERROR or SKIP either), and every planted mutant is caught by at least
+ * UG_MUTANT_MIN_CASES plan cases under one of the two (a bug class shown by one or two cases
+ * is one plan change away from not being shown at all) — except those marked beyond_plan,
+ * which the plan must NOT catch under the primary standard (they are the fuzzer's;
  * tests/test_found.c checks corpus/found/ catches them). "Caught" is the mutant scan's
  * (run/mutant_scan.h): a FAIL or NaN/Inf-mismatch outcome; a mutant that only makes
  * cases ERROR or SKIP is not caught. Prints each mutant's detection share.
@@ -103,6 +104,8 @@ static void check_legal(const char *op, const ug_variant_scan *s, size_t n_cases
            s->caught_certified);
 }
 
+#define UG_MUTANT_MIN_CASES 5
+
 static void check_mutant(const char *op, const ug_variant_scan *s, size_t n_cases)
 {
     size_t not_caught = s->errors + s->skips + s->other;
@@ -117,6 +120,10 @@ static void check_mutant(const char *op, const ug_variant_scan *s, size_t n_case
     } else {
         CHECK(s->caught > 0 || s->caught_certified > 0,
               "mutant %s of %s is caught by no plan case under the primary standard or certified", s->variant, op);
+        CHECK(s->caught >= UG_MUTANT_MIN_CASES || s->caught_certified >= UG_MUTANT_MIN_CASES,
+              "mutant %s of %s is caught by %zu plan cases (%zu under certified), fewer than %d: widen the op's "
+              "space where the bug shows",
+              s->variant, op, s->caught, s->caught_certified, UG_MUTANT_MIN_CASES);
     }
     printf("  mutant %-22s caught by %3zu/%zu cases (%.1f%%), under certified %3zu (%.1f%%)%s%s\n", s->variant,
            s->caught, n_cases, 100.0 * (double)s->caught / (double)n_cases, s->caught_certified,
