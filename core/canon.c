@@ -259,6 +259,19 @@ int ug_regular_file_open(const char *path, size_t max, size_t *size, char *err, 
     return fd;
 }
 
+int ug_io_full(int fd, void *p, size_t n, int writing)
+{
+    unsigned char *c = p;
+    while (n) {
+        ssize_t k = writing ? write(fd, c, n) : read(fd, c, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return -1;
+        c += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
 char *ug_text_file_read(const char *path, char *err, size_t errlen)
 {
     size_t size, n = 0;

@@ -57,5 +57,8 @@ char *ug_text_file_read(const char *path, char *err, size_t errlen);
  * max bytes (*size its size; opened O_NONBLOCK, so a FIFO never blocks), else -1 with a
  * message saying what it is. */
 int ug_regular_file_open(const char *path, size_t max, size_t *size, char *err, size_t errlen);
+/* Reads (writing 0) or writes all n bytes of p on fd, again after EINTR: 0, or -1 on an
+ * error or an early end of file (a pipe's other end gone, a file shorter than asked). */
+int ug_io_full(int fd, void *p, size_t n, int writing);
 
 #endif

@@ -302,19 +302,6 @@ static char *key_of(const cJSON *dist, uint64_t seed, uint32_t tensor, ug_dtype 
     return key;
 }
 
-static int io_all(int fd, void *p, size_t n, int writing)
-{
-    unsigned char *c = p;
-    while (n) {
-        ssize_t k = writing ? write(fd, c, n) : read(fd, c, n);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) return -1;
-        c += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
 /* Reads the entry name into data: 0 on a hit, 1 when there is none, -1 when the file is
  * there but is not this key's bytes (damaged, or another build's under a colliding name). */
 static int read_entry(const char *name, const char *key, void *data, size_t bytes)
@@ -326,9 +313,9 @@ static int read_entry(const char *name, const char *key, void *data, size_t byte
     uint64_t head[4];
     char *got = malloc(klen);
     int ok = got && !fstat(fd, &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_size == HEADER_BYTES + klen + bytes &&
-             !io_all(fd, head, sizeof head, 0) && !memcmp(head, FILE_MAGIC, 8) && head[1] == klen && head[2] == bytes &&
-             !io_all(fd, got, klen, 0) && !memcmp(got, key, klen) && !io_all(fd, data, bytes, 0) &&
-             ug_hash64_words(data, bytes) == head[3];
+             !ug_io_full(fd, head, sizeof head, 0) && !memcmp(head, FILE_MAGIC, 8) && head[1] == klen &&
+             head[2] == bytes && !ug_io_full(fd, got, klen, 0) && !memcmp(got, key, klen) &&
+             !ug_io_full(fd, data, bytes, 0) && ug_hash64_words(data, bytes) == head[3];
     if (ok) futimens(fd, NULL); /* recently used: the last to be pruned */
     free(got);
     close(fd);
@@ -358,8 +345,8 @@ static void write_entry(const char *name, const char *key, const void *data, siz
     int fd = openat(cache.dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     uint64_t head[4] = {0, klen, bytes, ug_hash64_words(data, bytes)};
     memcpy(head, FILE_MAGIC, 8);
-    int ok = fd >= 0 && !io_all(fd, head, sizeof head, 1) && !io_all(fd, (void *)key, klen, 1) &&
-             !io_all(fd, (void *)data, bytes, 1);
+    int ok = fd >= 0 && !ug_io_full(fd, head, sizeof head, 1) && !ug_io_full(fd, (void *)key, klen, 1) &&
+             !ug_io_full(fd, (void *)data, bytes, 1);
     if (fd >= 0 && close(fd)) ok = 0;
     if (ok && !renameat(cache.dirfd, tmp, cache.dirfd, name)) {
         count(&cache.counts->written_n, 1);

@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/canon.h"
 #include "run/contain.h"
 #include "run/record.h"
 #include "run/summary.h"
@@ -54,19 +55,6 @@ static size_t result_bytes(const ug_result *r)
     return offsetof(ug_result, out) + (size_t)n * sizeof(ug_output_result);
 }
 
-static int io_full(int fd, void *p, size_t n, int writing)
-{
-    unsigned char *c = p;
-    while (n) {
-        ssize_t k = writing ? write(fd, c, n) : read(fd, c, n);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) return -1;
-        c += k;
-        n -= (size_t)k;
-    }
-    return 0;
-}
-
 /* A worker keeps what a case freed for the next case, where glibc would hand it back: its
  * tensors, fp64 input copies and judged arrays are freed at the end of each case and, above
  * the trim threshold, unmapped, so every page of the next case's faulted in afresh (zeroed by
@@ -96,14 +84,14 @@ static _Noreturn void worker_main(const ug_sweep_engine *e, int task_fd, int res
     keep_freed_memory();
     static ug_result r;
     uint32_t idx;
-    while (io_full(task_fd, &idx, sizeof idx, 0) == 0 && idx < e->plan->n) {
+    while (ug_io_full(task_fd, &idx, sizeof idx, 0) == 0 && idx < e->plan->n) {
         note[0] = 0; /* a note is about this case's kernel only */
         errno = 0;   /* an ENOMEM from here on is this case's */
         ug_exec_case(e->plan->cases[idx].spec, e->b, &e->eo, &r, NULL);
         fflush(NULL);                  /* what the kernel printed, to stderr, before the worker may _exit */
         ug_contain_kill_descendants(); /* what the kernel forked ends with its case */
         uint32_t len = (uint32_t)result_bytes(&r);
-        if (io_full(res_fd, &len, sizeof len, 1) || io_full(res_fd, &r, len, 1)) _exit(3);
+        if (ug_io_full(res_fd, &len, sizeof len, 1) || ug_io_full(res_fd, &r, len, 1)) _exit(3);
     }
     _exit(0);
 }
@@ -286,7 +274,7 @@ static int dispatch(ug_sweep_engine *e, int i)
     if (w->busy < 0 && worker_check_alive(e, i)) return -1;
     while (w->busy < 0 && e->next < e->n_todo) {
         uint32_t idx = (uint32_t)e->todo[e->next];
-        if (io_full(w->task_fd, &idx, sizeof idx, 1) == 0) {
+        if (ug_io_full(w->task_fd, &idx, sizeof idx, 1) == 0) {
             e->next++;
             *w->oom = 0;
             w->busy = (long)idx;
