@@ -7,7 +7,12 @@
  * Times are CPU seconds of this process (CLOCK_PROCESS_CPUTIME_ID), so that a loaded
  * machine inflates neither side of a ratio; each arithmetic evaluates only its own values
  * (no naive or device-bound pass), and the "sweep ms" column adds what a sweep's oracle
- * also pays: the naive benchmark values and the certified standard's device bound. */
+ * also pays: the naive benchmark values and the certified standard's device bound.
+ *
+ * Each case's sim kernel runs first, untimed: an op whose oracle continues from the
+ * kernel's own earlier outputs (the quantised prologs' queries from its q_norm codes and
+ * scale) then reads them as in a sweep, where it read the unwritten sentinel and sent a
+ * case's whole q_nope_abs to MPFR (147,461 elements in one mla_prolog_quant case). */
 #include "cli/bench_oracle.h"
 
 #include <math.h>
@@ -19,6 +24,7 @@
 #include "cli/cli.h"
 #include "gen/case.h"
 #include "gen/plan.h"
+#include "kernels/backend.h"
 #include "oracles/oracle.h"
 
 /* One op's sums over its timed cases. */
@@ -30,11 +36,12 @@ typedef struct {
 } bo_row;
 
 typedef struct {
-    long per_op; /* cases per op */
-    long sample; /* elements per output, 0 = all */
-    int mpfr;    /* time the naive MPFR column */
-    int digest;  /* print digests instead of timing */
-    long reps;   /* runs per case and arithmetic; the fastest counts */
+    long per_op;    /* cases per op */
+    long sample;    /* elements per output, 0 = all */
+    int mpfr;       /* time the naive MPFR column */
+    int digest;     /* print digests instead of timing */
+    long reps;      /* runs per case and arithmetic; the fastest counts */
+    ug_backend sim; /* the correct kernel, run on each case before its oracle */
 } bo_opts;
 
 static double bo_cpu_s(void)
@@ -113,6 +120,11 @@ static int bo_case(const ug_plan_case *pc, const bo_opts *o, bo_row *row)
         fprintf(stderr, "ulpgym: bench oracle: case %s skipped: %s\n", pc->id, err);
         return -1;
     }
+    if (ug_backend_run(&o->sim, &c, err, sizeof err)) { /* untimed: the outputs a sweep's oracle sees */
+        fprintf(stderr, "ulpgym: bench oracle: case %s skipped: its sim kernel failed: %s\n", pc->id, err);
+        ug_case_free(&c);
+        return -1;
+    }
     ug_oracle_opts full;
     ug_oracle_opts_default(&full);
     full.sample = (size_t)o->sample;
@@ -188,7 +200,7 @@ int ug_bench_oracle(int argc, char **argv)
 {
     const char *plan_path = NULL, *limit = NULL, *sample = NULL, *repeat = NULL;
     ug_cli_filter f = {0};
-    bo_opts o = {30, UG_SAMPLE_PARTIAL, 1, 0, 1};
+    bo_opts o = {30, UG_SAMPLE_PARTIAL, 1, 0, 1, {0}};
     const ug_cli_valopt value_opts[] = {
         {"--plan", &plan_path}, {"--limit", &limit}, {"--sample", &sample}, {"--repeat", &repeat}, {NULL, NULL}};
     for (int i = 2; i < argc; i++) {
@@ -215,6 +227,10 @@ int ug_bench_oracle(int argc, char **argv)
     if (ug_plan_load_only(plan_path ? plan_path : ug_plan_default_path(), -1, f.any_op ? f.ops : NULL, f.groups, &p,
                           err, sizeof err))
         return ug_cli_fail("%s", err);
+    if (ug_backend_open(&o.sim, "sim", err, sizeof err)) {
+        ug_plan_free(&p);
+        return ug_cli_fail("bench oracle: %s", err);
+    }
     bo_row rows[UG_OP_COUNT] = {{0}};
     unsigned char selected[UG_OP_COUNT] = {0};
     long tried[UG_OP_COUNT] = {0};
@@ -226,6 +242,7 @@ int ug_bench_oracle(int argc, char **argv)
         failed |= bo_case(&p.cases[i], &o, &rows[op]) != 0;
     }
     ug_plan_free(&p);
+    ug_backend_close(&o.sim);
     if (!o.digest) bo_print_table(rows, selected, &o);
     return failed ? UG_EXIT_FOUND : UG_EXIT_OK;
 }

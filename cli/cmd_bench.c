@@ -195,7 +195,7 @@ const ug_command ug_command_bench = {
     "       ulpgym bench plan [--plan FILE] [--repeat R]\n"
     "       ulpgym bench draw [--n N] [--repeat R]\n"
     "  oracle: evaluates the oracle of the first N (default 30) plan cases of each selected\n"
-    "  op three ways: the engine (certified double with MPFR fallback: the exact values),\n"
+    "  op (after its sim kernel ran, untimed, as in a sweep) three ways: the engine (certified double with MPFR fallback: the exact values),\n"
     "  plain float64, and naive MPFR (every operation at 256 bits; --no-mpfr skips it), on\n"
     "  512 elements an output (default) or every element (--sample all); prints per op and overall the\n"
     "  CPU ms of each (the fastest of R runs, default 1), engine/float64, MPFR/engine, the\n"
