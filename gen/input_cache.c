@@ -50,6 +50,13 @@ static struct {
 
 static void count(uint64_t *field, uint64_t by) { __atomic_add_fetch(field, by, __ATOMIC_RELAXED); }
 
+/* A tensor drawn and not stored (small, over the cap, or its file could not be written). */
+static void count_drawn_only(size_t bytes)
+{
+    count(&cache.counts->drawn_n, 1);
+    count(&cache.counts->drawn_bytes, bytes);
+}
+
 /* What the drawing code gives on a fixed probe: every kind of distribution in every dtype,
  * 1000 elements (whole blocks and a tail). A change of drawing that reaches these elements
  * changes it, and with it every key. */
@@ -201,7 +208,8 @@ static void write_size(int fd, folder_size s)
 {
     char buf[64];
     int n = snprintf(buf, sizeof buf, "%020" PRIu64 " %020" PRId64 "\n", s.bytes, s.counted);
-    if (pwrite(fd, buf, (size_t)n, 0) != n) return;
+    ssize_t written = pwrite(fd, buf, (size_t)n, 0);
+    (void)written;
 }
 
 /* Adds delta to the folder's size (a file about to be stored: delta > 0, taken only if the
@@ -279,8 +287,6 @@ void ug_input_cache_close(void)
     cache.warned = 0;
 }
 
-const char *ug_input_cache_dir(void) { return cache.dirfd >= 0 ? cache.dir : ""; }
-
 /* The key text of a drawn tensor (malloc'd) and its file name. */
 static char *key_of(const cJSON *dist, uint64_t seed, uint32_t tensor, ug_dtype dt, size_t n, char name[NAME_LEN + 1])
 {
@@ -335,8 +341,7 @@ static void write_entry(const char *name, const char *key, const void *data, siz
     size_t klen = strlen(key);
     uint64_t need = HEADER_BYTES + klen + bytes;
     if (!reserve((int64_t)need)) {
-        count(&cache.counts->drawn_n, 1);
-        count(&cache.counts->drawn_bytes, bytes);
+        count_drawn_only(bytes);
         return;
     }
     char tmp[64];
@@ -356,8 +361,7 @@ static void write_entry(const char *name, const char *key, const void *data, siz
     warn_once(strerror(errno));
     if (fd >= 0) unlinkat(cache.dirfd, tmp, 0);
     reserve(-(int64_t)need);
-    count(&cache.counts->drawn_n, 1);
-    count(&cache.counts->drawn_bytes, bytes);
+    count_drawn_only(bytes);
 }
 
 int ug_input_cache_fill(const cJSON *dist, uint64_t seed, uint32_t tensor, ug_dtype dt, void *data, size_t n, char *err,
@@ -380,10 +384,8 @@ int ug_input_cache_fill(const cJSON *dist, uint64_t seed, uint32_t tensor, ug_dt
     int rc = ug_dist_fill(dist, seed, tensor, dt, data, n, err, errlen);
     if (!rc && key)
         write_entry(name, key, data, bytes);
-    else if (!rc && cache.dirfd >= 0) {
-        count(&cache.counts->drawn_n, 1);
-        count(&cache.counts->drawn_bytes, bytes);
-    }
+    else if (!rc && cache.dirfd >= 0)
+        count_drawn_only(bytes);
     free(key);
     return rc;
 }

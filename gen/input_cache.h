@@ -49,8 +49,6 @@ typedef struct {
 int ug_input_cache_open(char *err, size_t errlen);
 /* Closes it in this process (its counts go; the files stay): tests open it anew. */
 void ug_input_cache_close(void);
-/* The folder in use ("" when the cache is off). */
-const char *ug_input_cache_dir(void);
 /* ug_dist_fill through the cache: the same bits, read back where an earlier process drew
  * them. Without ug_input_cache_open, ug_dist_fill itself. */
 int ug_input_cache_fill(const cJSON *dist, uint64_t seed, uint32_t tensor, ug_dtype dt, void *data, size_t n, char *err,
