@@ -32,6 +32,7 @@ typedef struct {
     long cases;
     size_t elements;                         /* selected output elements */
     double engine_s, f64_s, mpfr_s, sweep_s; /* CPU seconds */
+    double naive_s, device_s;                /* the sweep's naive and device-bound passes (in sweep_s) */
     unsigned long by_mpfr;                   /* elements the engine settled in MPFR */
 } bo_row;
 
@@ -52,8 +53,9 @@ static double bo_cpu_s(void)
 }
 
 /* CPU seconds of c's oracle with options o, the fastest of reps runs, or -1 when it
- * fails; the last run's result kept when asked. */
-static double bo_time(const ug_case *c, const ug_oracle_opts *o, long reps, ug_oracle_result *keep)
+ * fails; the last run's result kept when asked, and each pass's fastest CPU seconds
+ * (ug_oracle_result.cpu_s) in pass_s when given. */
+static double bo_time(const ug_case *c, const ug_oracle_opts *o, long reps, ug_oracle_result *keep, double *pass_s)
 {
     double best = -1;
     for (long i = 0; i < reps; i++) {
@@ -63,6 +65,8 @@ static double bo_time(const ug_case *c, const ug_oracle_opts *o, long reps, ug_o
         int rc = ug_oracle_run(c, o, &r, err, sizeof err);
         double t = bo_cpu_s() - t0;
         if (rc) return -1;
+        for (int p = 0; pass_s && p < UG_ORACLE_PASSES; p++)
+            if (i == 0 || r.cpu_s[p] < pass_s[p]) pass_s[p] = r.cpu_s[p];
         if (keep && i == reps - 1)
             *keep = r;
         else
@@ -131,7 +135,7 @@ static int bo_case(const ug_plan_case *pc, const bo_opts *o, bo_row *row)
     ug_oracle_result r;
     int rc = 0;
     if (o->digest) {
-        rc = bo_time(&c, &full, 1, &r) < 0;
+        rc = bo_time(&c, &full, 1, &r, NULL) < 0;
         if (!rc) {
             printf("%s %s %016llx %016llx %lu\n", pc->id, ug_op_name(pc->op), (unsigned long long)bo_digest(&r, 0),
                    (unsigned long long)bo_digest(&r, 1), r.n_fallback);
@@ -141,12 +145,14 @@ static int bo_case(const ug_plan_case *pc, const bo_opts *o, bo_row *row)
         ug_oracle_opts eng = bo_mode(UG_AR_CERT, UG_ORACLE_PREC, o->sample),
                        f64 = bo_mode(UG_AR_F64, UG_ORACLE_PREC, o->sample),
                        mp = bo_mode(UG_AR_MPFR_SEQ, 256, o->sample);
-        double a = bo_time(&c, &eng, o->reps, &r), b = bo_time(&c, &f64, o->reps, NULL),
-               m = o->mpfr ? bo_time(&c, &mp, o->reps, NULL) : 0, w = bo_time(&c, &full, o->reps, NULL);
+        double pass_s[UG_ORACLE_PASSES];
+        double a = bo_time(&c, &eng, o->reps, &r, NULL), b = bo_time(&c, &f64, o->reps, NULL, NULL),
+               m = o->mpfr ? bo_time(&c, &mp, o->reps, NULL, NULL) : 0, w = bo_time(&c, &full, o->reps, NULL, pass_s);
         rc = a < 0 || b < 0 || m < 0 || w < 0;
         if (a >= 0) {
             if (!rc) {
                 row->engine_s += a, row->f64_s += b, row->mpfr_s += m, row->sweep_s += w;
+                row->naive_s += pass_s[UG_PASS_NAIVE], row->device_s += pass_s[UG_PASS_DEVICE];
                 row->by_mpfr += r.n_fallback;
                 for (int k = 0; k < r.sel.n_out; k++) row->elements += r.sel.n[k];
             }
@@ -173,20 +179,22 @@ static void bo_print_row(const char *name, const bo_row *r, int mpfr)
         printf(" %11.1f", r->engine_s > 0 ? r->mpfr_s / r->engine_s : 0.0);
     else
         printf(" %11s", "-");
-    printf(" %9lu %11.2f\n", r->by_mpfr, r->sweep_s * 1e3);
+    printf(" %9lu %11.2f %9.2f %9.2f %9.2f\n", r->by_mpfr, r->sweep_s * 1e3,
+           r->engine_s > 0 ? r->sweep_s / r->engine_s : 0.0, r->naive_s * 1e3, r->device_s * 1e3);
 }
 
 static void bo_print_table(const bo_row *rows, const unsigned char *selected, const bo_opts *o)
 {
-    printf("%-36s %5s %9s %11s %11s %11s %10s %11s %9s %11s\n", "op", "cases", "elements", "engine ms", "float64 ms",
-           "MPFR256 ms", "eng/f64", "MPFR/eng", "by MPFR", "sweep ms");
+    printf("%-36s %5s %9s %11s %11s %11s %10s %11s %9s %11s %9s %9s %9s\n", "op", "cases", "elements", "engine ms",
+           "float64 ms", "MPFR256 ms", "eng/f64", "MPFR/eng", "by MPFR", "sweep ms", "sweep/eng", "naive ms",
+           "device ms");
     bo_row all = {0};
     for (int op = 0; op < UG_OP_COUNT; op++) {
         if (!selected[op]) continue;
         bo_print_row(ug_op_name(op), &rows[op], o->mpfr);
         all.cases += rows[op].cases, all.elements += rows[op].elements, all.by_mpfr += rows[op].by_mpfr;
         all.engine_s += rows[op].engine_s, all.f64_s += rows[op].f64_s, all.mpfr_s += rows[op].mpfr_s;
-        all.sweep_s += rows[op].sweep_s;
+        all.sweep_s += rows[op].sweep_s, all.naive_s += rows[op].naive_s, all.device_s += rows[op].device_s;
     }
     bo_print_row("all", &all, o->mpfr);
     printf("CPU ms, the fastest of %ld evaluation%s per case; ", o->reps, o->reps > 1 ? "s" : "");

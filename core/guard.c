@@ -1,7 +1,8 @@
 /* guard.c — guarded buffers (see guard.h): one mapping per buffer with a PROT_NONE page at
  * each end, canaries between the pages and the data, a digest of the data, a table of the
  * live buffers that a fault handler can search without locks, and a small cache of freed
- * mappings, so that a sweep of small cases does not map and unmap every tensor. */
+ * mappings, so that a sweep of small cases does not map and unmap every tensor (quarantined
+ * while a plugin's kernels run). */
 #include "core/guard.h"
 
 #include <errno.h>
@@ -115,27 +116,36 @@ static struct {
     char what[48];       /* what it was (for a fault in it: a kernel writing into a freed buffer) */
     unsigned long freed; /* when, in frees counted */
     double freed_ms;     /* and on the monotonic clock */
+    int locked;          /* quarantined: PROT_NONE until handed out again */
 } cache[CACHE_SLOTS];
 static size_t cache_total;
 static unsigned long cache_frees;
 
-/* A cached mapping is quarantined: inaccessible until it is handed out again, so a kernel
- * that keeps writing through an old pointer after it returned (a device stream never
- * synchronised) faults, named, instead of corrupting a later case's tensor. */
+/* With quarantine on (ug_guard_quarantine), a cached mapping is inaccessible until it is
+ * handed out again, so a kernel that keeps writing through an old pointer after it returned
+ * (a device stream never synchronised) faults, named, instead of corrupting a later case's
+ * tensor. Off by default: a built-in kernel runs no threads and cannot write after it
+ * returned, and the two mprotect calls a tensor then cost (each a TLB flush) were 9 % of a
+ * nightly sweep's CPU on a VM. */
 static int quarantine(void *map, size_t len, int prot)
 {
     return mprotect((unsigned char *)map + page_size(), len - 2 * page_size(), prot);
 }
 
 /* The cached mapping freed longest ago among those of at least len bytes and not much more
- * (its extra bytes become head canary, filled on every use), and never one of the last
- * QUARANTINE_FREES freed: the buffers of the last few cases stay inaccessible, so a kernel
- * still writing into one after its case ended faults (named) instead of landing in the next
- * case's tensor; NULL if none. */
+ * (its extra bytes become head canary, filled on every use); a quarantined one never among
+ * the last QUARANTINE_FREES freed: the buffers of the last few cases stay inaccessible, so
+ * a kernel still writing into one after its case ended faults (named) instead of landing in
+ * the next case's tensor; NULL if none. */
 #define QUARANTINE_FREES 8
-static double quarantine_ms; /* ug_guard_quarantine_ms: also this long since its free */
+static int quarantine_on;
+static double quarantine_ms; /* ug_guard_quarantine: also this long since its free */
 
-void ug_guard_quarantine_ms(double ms) { quarantine_ms = ms; }
+void ug_guard_quarantine(double ms)
+{
+    quarantine_on = 1;
+    quarantine_ms = ms;
+}
 
 static double now_ms(void)
 {
@@ -143,18 +153,25 @@ static double now_ms(void)
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
+
+static int quarantine_over(int i)
+{
+    return cache_frees - cache[i].freed >= QUARANTINE_FREES &&
+           (quarantine_ms <= 0 || now_ms() - cache[i].freed_ms >= quarantine_ms);
+}
+
 static void *cache_take(size_t len, size_t *got)
 {
     int best = -1;
     for (int i = 0; i < CACHE_SLOTS; i++)
         if (cache[i].map && cache[i].map_len >= len && cache[i].map_len <= len + len / 4 + page_size() &&
-            cache_frees - cache[i].freed >= QUARANTINE_FREES && (best < 0 || cache[i].freed < cache[best].freed) &&
-            (quarantine_ms <= 0 || now_ms() - cache[i].freed_ms >= quarantine_ms))
+            (best < 0 || cache[i].freed < cache[best].freed) && (!cache[i].locked || quarantine_over(i)))
             best = i;
     if (best < 0) return NULL;
     void *map = cache[best].map;
     *got = cache[best].map_len;
-    if (quarantine(map, *got, PROT_READ | PROT_WRITE)) return NULL; /* left in the cache, unusable: rare */
+    if (cache[best].locked && quarantine(map, *got, PROT_READ | PROT_WRITE))
+        return NULL; /* left in the cache, unusable: rare */
     cache_total -= *got;
     cache[best].map = NULL;
     return map;
@@ -165,10 +182,11 @@ static int cache_put(void *map, size_t len, const char *what)
     if (len > CACHE_BUF_MAX || cache_total + len > CACHE_TOTAL_MAX) return 0;
     for (int i = 0; i < CACHE_SLOTS; i++)
         if (!cache[i].map) {
-            if (quarantine(map, len, PROT_NONE)) return 0;
+            if (quarantine_on && quarantine(map, len, PROT_NONE)) return 0;
             snprintf(cache[i].what, sizeof cache[i].what, "%s", what);
             cache[i].freed = ++cache_frees;
             cache[i].freed_ms = quarantine_ms > 0 ? now_ms() : 0.0;
+            cache[i].locked = quarantine_on;
             cache[i].map_len = len;
             cache[i].map = map;
             cache_total += len;
@@ -317,7 +335,7 @@ static int describe_freed(uintptr_t a, const char *access, char *buf, size_t len
 {
     for (int i = 0; i < CACHE_SLOTS; i++) {
         uintptr_t map = (uintptr_t)cache[i].map;
-        if (!map || a < map || a >= map + cache[i].map_len) continue;
+        if (!map || !cache[i].locked || a < map || a >= map + cache[i].map_len) continue;
         size_t at = 0;
         append(buf, len, &at, access);
         append(buf, len, &at, " into the freed ");

@@ -35,10 +35,12 @@ typedef struct {
  * freed by one thread, never while a kernel runs. */
 int ug_guard_alloc(ug_guard_buf *g, size_t bytes, const char *what);
 void ug_guard_free(ug_guard_buf *g); /* safe on a zeroed buffer; keeps up to 16 MiB for reuse */
-/* A freed buffer is handed out again only after the next 8 frees and, once this is set above
- * 0, ms milliseconds: meanwhile it stays inaccessible, so a thread of a plugin still writing
- * through an old pointer faults (named) instead of landing in a later case's tensor. */
-void ug_guard_quarantine_ms(double ms);
+/* Quarantine from now on (off until called): a buffer freed is handed out again only after
+ * the next 8 frees and, when ms > 0, ms milliseconds, and meanwhile stays inaccessible, so a
+ * thread of a plugin still writing through an old pointer faults (named) instead of landing
+ * in a later case's tensor. Off, a freed buffer stays accessible and may be handed out again
+ * at once (no mprotect per tensor): right for built-in kernels, which run no threads. */
+void ug_guard_quarantine(double ms);
 /* The most resident bytes a freshly mapped buffer costs beyond its data (canaries, rounding
  * to a page), for the case memory estimate; the guard pages themselves are never resident.
  * A reused buffer may be a little larger: the excess comes out of the 16 MiB kept. */

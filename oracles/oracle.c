@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "core/philox.h"
 
@@ -474,6 +475,21 @@ static int self_check(const ug_case *c, const ug_oracle_opts *o, ug_oracle_resul
     return rc;
 }
 
+static double thread_cpu_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Charges the CPU time since *t0 to pass, and restarts the clock. */
+static void charge(ug_oracle_result *r, int pass, double *t0)
+{
+    double t = thread_cpu_s();
+    r->cpu_s[pass] += t - *t0;
+    *t0 = t;
+}
+
 /* The run on a selection r->sel already holds (ug_oracle_run hands its own over: at
  * --sample all a copy is 8 bytes of fresh memory per element, page faults included). */
 static int run_on_result_sel(const ug_case *c, const ug_oracle_opts *o, ug_oracle_result *r, char *err, size_t errlen)
@@ -481,6 +497,7 @@ static int run_on_result_sel(const ug_case *c, const ug_oracle_opts *o, ug_oracl
     const ug_selection *sel = &r->sel;
     unsigned char *unsure[UG_MAX_TENSORS] = {0};
     int rc = 0;
+    double t0 = thread_cpu_s();
     for (int k = 0; !rc && k < sel->n_out; k++) {
         r->gstar[k] = out_vals(sel->n[k]);
         r->g[k] = out_vals(sel->n[k]);
@@ -500,6 +517,7 @@ static int run_on_result_sel(const ug_case *c, const ug_oracle_opts *o, ug_oracl
         else
             r->n_fallback = (unsigned long)n;
     }
+    charge(r, UG_PASS_ENGINE, &t0);
     if (!rc && o->naive) {
         double *scratch[UG_MAX_TENSORS] = {0};
         for (int k = 0; !rc && k < sel->n_out; k++)
@@ -507,8 +525,11 @@ static int run_on_result_sel(const ug_case *c, const ug_oracle_opts *o, ug_oracl
         if (!rc) rc = evaluate(c, &r->sel, UG_AR_NAIVE, o->prec, scratch, r->bench, NULL, NULL, err, errlen);
         for (int k = 0; k < sel->n_out; k++) free_vals(scratch[k], sel->n[k]);
     }
+    charge(r, UG_PASS_NAIVE, &t0);
     if (!rc && o->device_bound) rc = device_bound(c, o, r, err, errlen);
+    charge(r, UG_PASS_DEVICE, &t0);
     if (!rc && o->self_check) rc = self_check(c, o, r, err, errlen);
+    charge(r, UG_PASS_SELF_CHECK, &t0);
     for (int k = 0; k < sel->n_out; k++) pool_put(unsure[k], sel->n[k]);
     if (rc) ug_oracle_result_free(r);
     return rc;

@@ -46,6 +46,8 @@ typedef struct {
     int self_check;   /* re-evaluate a sample at prec and 2*prec */
 } ug_oracle_opts;
 
+enum { UG_PASS_ENGINE, UG_PASS_NAIVE, UG_PASS_DEVICE, UG_PASS_SELF_CHECK, UG_ORACLE_PASSES };
+
 typedef struct {
     ug_selection sel;
     double *gstar[UG_MAX_TENSORS]; /* exact value, nearest double */
@@ -58,6 +60,9 @@ typedef struct {
     int bench_cold;                /* bench is fresh zeros, never written (no naive pass): freed, not pooled */
     unsigned long n_checked_twice; /* self-check: elements re-evaluated */
     unsigned long n_mismatch;      /* self-check: elements whose rounding differed */
+    /* This thread's CPU seconds in each pass: the engine (exact values, MPFR fallback
+     * included), the naive values, the device bound, the self-check (bench oracle's columns). */
+    double cpu_s[UG_ORACLE_PASSES];
 } ug_oracle_result;
 
 void ug_oracle_opts_default(ug_oracle_opts *o);

@@ -175,7 +175,7 @@ static int write_reference_outputs(ug_case *c, int naive, char *err, size_t errl
  * a device kernel whose stream was not synchronised is still writing them (kernel_abi.h).
  * Built-in kernels run no threads and are not waited for. */
 #define UG_SETTLE_NS 2000000L /* 2 ms */
-/* How long a plugin's freed buffers stay inaccessible (ug_guard_quarantine_ms): a write a
+/* How long a plugin's freed buffers stay inaccessible (ug_guard_quarantine): a write a
  * device stream lands later than this is not told from the next case's own. */
 #define UG_PLUGIN_QUARANTINE_MS 1000.0
 
@@ -227,7 +227,7 @@ static int run_kernel_checked(const void *vb, ug_case *c, char *err, size_t errl
 {
     const ug_backend *b = vb;
     ug_case_seal_inputs(c);
-    if (b->kind == UG_BACKEND_PLUGIN) ug_guard_quarantine_ms(UG_PLUGIN_QUARANTINE_MS);
+    if (b->kind == UG_BACKEND_PLUGIN) ug_guard_quarantine(UG_PLUGIN_QUARANTINE_MS);
     int rc = ug_backend_run(b, c, err, errlen);
     char damage[512];
     if (rc == 0 && b->kind == UG_BACKEND_PLUGIN) {

@@ -1,7 +1,7 @@
 /* test_guard.c — guarded buffers (core/guard.h) below the CLI: the layout (64-byte aligned
  * zeroed data, canaries of at least 64 bytes each side, PROT_NONE pages beyond them), which
- * writes the canaries catch, reuse of a freed buffer only after a quarantine (a write into it
- * meanwhile is named as a late write), the input digest, the fault report that
+ * writes the canaries catch, reuse of a freed buffer at once without quarantine and only
+ * after one with it (a write into it meanwhile is named as a late write), the input digest, the fault report that
  * names a buffer from an address in its guard page, a real write into a guard page dying of
  * SIGSEGV with that report in the shared note, and a built case's guard check messages. The
  * plugin-level checks (sweep, case) are test_plugin_guards.sh. */
@@ -57,8 +57,31 @@ static void layout(size_t bytes)
     CHECK(g.map == NULL && g.data == NULL, "freed buffer zeroed");
 }
 
-/* A freed buffer is reused for one of about its size: data zeroed again, canaries whole
- * again, the guard pages still there, and the fault report names its new tensor. */
+/* Without quarantine (the default, for built-in kernels) a freed buffer stays accessible,
+ * is named by no fault report, and is handed out again at once for one of about its size,
+ * zeroed, canaries whole. */
+static void reuse_unquarantined(void)
+{
+    ug_guard_buf a, b;
+    CHECK(ug_guard_alloc(&a, 50000, "input plain") == 0, "alloc");
+    void *map = a.map;
+    volatile unsigned char *d = a.data;
+    ug_guard_free(&a);
+    d[10] = 0x77; /* no fault: not quarantined */
+    char note[160] = "untouched";
+    CHECK(ug_guard_describe_fault((const void *)(d + 10), "wrote", note, sizeof note) == 0 &&
+              strcmp(note, "untouched") == 0,
+          "no report for a write into an unquarantined freed buffer: %s", note);
+    CHECK(ug_guard_alloc(&b, 49000, "output plain") == 0 && b.map == map, "handed out again at once");
+    size_t zeros = 0;
+    for (size_t i = 0; i < b.bytes; i++) zeros += ((unsigned char *)b.data)[i] == 0;
+    CHECK(zeros == b.bytes && ug_guard_canaries(&b) == 0, "zeroed again (%zu of %zu), canaries whole", zeros, b.bytes);
+    ug_guard_free(&b);
+}
+
+/* With quarantine on (as for a plugin), a freed buffer is reused for one of about its size
+ * only after 8 other frees: data zeroed again, canaries whole again, the guard pages still
+ * there, and the fault report names its new tensor. */
 static void reuse(void)
 {
     ug_guard_buf a, b;
@@ -213,6 +236,8 @@ int main(void)
 {
     size_t sizes[] = {0, 1, 6, 63, 64, 65, 4000, 4096, 4097, 3 * 4096 - 64, 100003};
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) layout(sizes[i]);
+    reuse_unquarantined();
+    ug_guard_quarantine(0);
     reuse();
     digest();
     fault_report();
