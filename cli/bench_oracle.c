@@ -5,7 +5,8 @@
  * oracle speed work: a faster oracle must print the same digests).
  *
  * Times are CPU seconds of this process (CLOCK_PROCESS_CPUTIME_ID), so that a loaded
- * machine inflates neither side of a ratio; each arithmetic evaluates only its own values
+ * machine inflates neither side of a ratio, with freed memory kept for reuse as in a sweep's
+ * worker (ug_exec_keep_freed_memory); each arithmetic evaluates only its own values
  * (no naive or device-bound pass), and the "sweep ms" column adds what a sweep's oracle
  * also pays: the naive benchmark values and the certified standard's device bound.
  *
@@ -26,6 +27,7 @@
 #include "gen/plan.h"
 #include "kernels/backend.h"
 #include "oracles/oracle.h"
+#include "run/exec.h"
 
 /* One op's sums over its timed cases. */
 typedef struct {
@@ -239,6 +241,7 @@ int ug_bench_oracle(int argc, char **argv)
         ug_plan_free(&p);
         return ug_cli_fail("bench oracle: %s", err);
     }
+    ug_exec_keep_freed_memory(); /* as a sweep's worker does: the oracle's arrays not faulted in afresh per case */
     bo_row rows[UG_OP_COUNT] = {{0}};
     unsigned char selected[UG_OP_COUNT] = {0};
     long tried[UG_OP_COUNT] = {0};

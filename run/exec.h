@@ -48,4 +48,9 @@ void ug_exec_detail_free(ug_exec_detail *d);
  * r->primary (o's --primary, else the op's) as ug_exec_case does. */
 int ug_exec_judge(ug_case *c, const ug_exec_opts *o, ug_result *r, ug_exec_detail *detail);
 
+/* For a process that runs case after case: freed memory up to 256 MiB a block stays in the
+ * heap for the next case instead of going back to the kernel (a page fault per 4 KiB on its
+ * next use). */
+void ug_exec_keep_freed_memory(void);
+
 #endif

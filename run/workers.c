@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #ifdef __GLIBC__
-#include <malloc.h>
 #endif
 #include <poll.h>
 #include <signal.h>
@@ -24,6 +23,7 @@
 
 #include "core/canon.h"
 #include "run/contain.h"
+#include "run/exec.h"
 #include "run/record.h"
 #include "run/summary.h"
 #include "run/workers.h"
@@ -55,23 +55,6 @@ static size_t result_bytes(const ug_result *r)
     return offsetof(ug_result, out) + (size_t)n * sizeof(ug_output_result);
 }
 
-/* A worker keeps what a case freed for the next case, where glibc would hand it back: its
- * tensors, fp64 input copies and judged arrays are freed at the end of each case and, above
- * the trim threshold, unmapped, so every page of the next case's faulted in afresh (zeroed by
- * the kernel). Allocations of up to UG_WORKER_HEAP_BLOCK come from the heap and up to
- * UG_WORKER_HEAP_KEEP of free heap stays mapped; larger tensors are still mapped and unmapped
- * on their own. The address-space cap (run/contain.c) counts what is kept, as it counts any
- * mapping. Minor page faults of a sweep -j1 of shard 1/24 of the nightly: 142,677 -> ~82,000. */
-#define UG_WORKER_HEAP_BLOCK (256u << 20)
-#define UG_WORKER_HEAP_KEEP (512u << 20)
-static void keep_freed_memory(void)
-{
-#ifdef __GLIBC__
-    mallopt(M_MMAP_THRESHOLD, (int)UG_WORKER_HEAP_BLOCK);
-    mallopt(M_TRIM_THRESHOLD, (int)UG_WORKER_HEAP_KEEP);
-#endif
-}
-
 static _Noreturn void worker_main(const ug_sweep_engine *e, int task_fd, int res_fd, char *note, volatile int *oom)
 {
     signal(SIGINT, SIG_IGN); /* the parent decides when workers stop */
@@ -81,7 +64,7 @@ static _Noreturn void worker_main(const ug_sweep_engine *e, int task_fd, int res
     /* own process group, subreaper, no cores, stdout to stderr, address space capped (run/contain.h) */
     if (ug_contain_enter(e->parent, oom)) _exit(0);
     ug_contain_watch_faults(note, NOTE_MAX);
-    keep_freed_memory();
+    ug_exec_keep_freed_memory();
     static ug_result r;
     uint32_t idx;
     while (ug_io_full(task_fd, &idx, sizeof idx, 0) == 0 && idx < e->plan->n) {
