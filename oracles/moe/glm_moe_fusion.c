@@ -43,6 +43,10 @@ static int routed_emit(const ug_case *c, ug_ar *ar, const ug_selection *sel, int
         ug_selection_range(sel, o_out, t * r.h, (t + 1) * r.h, &b, &e);
         if (b == e) continue;
         gmoe_routed_token(&r, c, t);
+        if (e - b == r.h && gmoe_routed_out_row(&r, ar)) { /* the token's row whole */
+            for (size_t n = 0; n < r.h; n++) ug_ar_emit(ar, o_out, b + n, r.row[n]);
+            continue;
+        }
         for (; b < e; b++) {
             size_t mark = ug_ar_mark(ar);
             ug_ar_emit(ar, o_out, b, gmoe_routed_out(&r, ar, sel->idx[o_out][b] - t * r.h));

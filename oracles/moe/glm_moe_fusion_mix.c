@@ -35,6 +35,11 @@ static void out_emit(const gmoe_shared *k, gmoe_routed *r, const ug_case *c, ug_
     if (b == e) return;
     gmoe_routed_token(r, c, t);
     ug_num sa = gmoe_shared_down_row(k, c, ar, t);
+    if (e - b == r->h && gmoe_routed_out_row(r, ar)) { /* the token's row whole */
+        for (size_t n = 0; n < r->h; n++)
+            ug_ar_emit(ar, o, b + n, ug_add(ar, gmoe_shared_down(k, ar, sa, n), r->row[n]));
+        return;
+    }
     for (; b < e; b++) {
         size_t n = sel->idx[o][b] - t * r->h, mark = ug_ar_mark(ar);
         ug_ar_emit(ar, o, b, ug_add(ar, gmoe_shared_down(k, ar, sa, n), gmoe_routed_out(r, ar, n)));

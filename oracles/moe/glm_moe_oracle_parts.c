@@ -543,13 +543,17 @@ int gmoe_routed_open(gmoe_routed *r, const ug_case *c)
                        .o_w = ug_case_judged_find(c, "topk_weights"),
                        .o_ids = ug_case_judged_find(c, "topk_ids")};
     r->act = malloc(r->k * r->I * sizeof *r->act);
-    return r->act ? 0 : -1;
+    r->dots = malloc((2 * r->I + (r->k + 1) * r->h) * sizeof *r->dots);
+    r->row = r->dots ? r->dots + 2 * r->I + r->k * r->h : NULL;
+    if (r->act && r->dots) return 0;
+    gmoe_routed_close(r);
+    return -1;
 }
 
 void gmoe_routed_close(gmoe_routed *r)
 {
-    free(r->act);
-    r->act = NULL;
+    free(r->act), free(r->dots);
+    r->act = NULL, r->dots = NULL, r->row = NULL;
 }
 
 /* The kernel's id of token t, slot j; -1 outside [0, E). */
@@ -559,10 +563,37 @@ static long kernel_id(const gmoe_routed *r, const ug_case *c, size_t t, size_t j
     return v >= 0 && v < (double)r->E ? (long)v : -1;
 }
 
+/* Slot j's act row of token t whole (elements b .. b+I-1 of o_act's selection) in a plain
+ * arithmetic: g and u for every column in one pass over W1_e's and W3_e's rows each
+ * (ug_dot_d_cols: ug_dot_d's numbers per column), then gmoe_swiglu_bf16's rounding; an a the
+ * bound left ambiguous goes through gmoe_swiglu_bf16 itself, whose first attempt is this one
+ * and whose retry tracks the sums. */
+static void act_row_emit(const gmoe_routed *r, ug_ar *ar, size_t t, long id, size_t b)
+{
+    size_t h = r->h, I = r->I;
+    const double *x = r->x + t * h, *w1 = r->w1 + (size_t)id * h * I, *w3 = r->w3 + (size_t)id * h * I;
+    ug_num *g = r->dots, *u = r->dots + I;
+    ug_dot_d_cols(ar, x, w1, I, h, I, g);
+    ug_dot_d_cols(ar, x, w3, I, h, I, u);
+    for (size_t i = 0; i < I; i++) {
+        ug_num a = ug_round(ar, ug_mul(ar, ug_silu(ar, g[i]), u[i]), UG_DT_BF16); /* rounds: the spec's bf16 act */
+        if (isinf(a.e)) a = gmoe_swiglu_bf16(ar, x, w1 + i, w3 + i, I, h);
+        ug_ar_emit(ar, r->o_act, b + i, a);
+    }
+}
+
 void gmoe_routed_act_emit(const gmoe_routed *r, const ug_case *c, ug_ar *ar, const ug_selection *sel, size_t t)
 {
     size_t b, e, kI = r->k * r->I, hI = r->h * r->I;
     ug_selection_range(sel, r->o_act, t * kI, (t + 1) * kI, &b, &e);
+    if (ug_ar_plain(ar) && e - b == kI) { /* the token's act whole: a row per slot */
+        for (size_t j = 0; j < r->k; j++) {
+            long id = kernel_id(r, c, t, j);
+            for (size_t i = 0; id < 0 && i < r->I; i++) ug_ar_emit(ar, r->o_act, b + j * r->I + i, ug_c(ar, NAN));
+            if (id >= 0) act_row_emit(r, ar, t, id, b + j * r->I);
+        }
+        return;
+    }
     for (; b < e; b++) {
         size_t f = sel->idx[r->o_act][b] - t * kI, j = f / r->I, i = f % r->I, mark = ug_ar_mark(ar);
         long id = kernel_id(r, c, t, j);
@@ -592,6 +623,21 @@ ug_num gmoe_routed_out(const gmoe_routed *r, ug_ar *ar, size_t n)
         terms[j] = ug_mul(ar, ug_c(ar, r->wt[j]), ug_dot_d(ar, r->act + j * r->I, 1, w2, r->h, r->I));
     }
     return ug_sum(ar, terms, r->k);
+}
+
+int gmoe_routed_out_row(gmoe_routed *r, ug_ar *ar)
+{
+    if (!ug_ar_plain(ar)) return 0;
+    size_t h = r->h, I = r->I;
+    ug_num *dots = r->dots + 2 * I, terms[GMOE_MAX_K];
+    for (size_t j = 0; j < r->k; j++)
+        if (r->ids[j] >= 0) ug_dot_d_cols(ar, r->act + j * I, r->w2 + (size_t)r->ids[j] * I * h, h, I, h, dots + j * h);
+    for (size_t n = 0; n < h; n++) {
+        size_t j = 0;
+        for (; j < r->k && r->ids[j] >= 0; j++) terms[j] = ug_mul(ar, ug_c(ar, r->wt[j]), dots[j * h + n]);
+        r->row[n] = j < r->k ? ug_c(ar, NAN) : ug_sum(ar, terms, r->k); /* gmoe_routed_out's numbers */
+    }
+    return 1;
 }
 
 /* ---- the fused ops' front and scratch ---- */

@@ -87,6 +87,8 @@ typedef struct {
     int o_act, o_w, o_ids;
     long ids[GMOE_MAX_K]; /* token t's kernel ids, weights and act (gmoe_routed_token) */
     double wt[GMOE_MAX_K], *act;
+    ug_num *dots; /* the plain arithmetics' row forms: g and u (2I), then act_j . W2 (k*h) */
+    ug_num *row;  /* gmoe_routed_out_row's h values */
 } gmoe_routed;
 
 /* Reads params tokens/hidden/experts/top_k/intermediate, inputs x expert_w1 expert_w3
@@ -100,6 +102,10 @@ void gmoe_routed_act_emit(const gmoe_routed *r, const ug_case *c, ug_ar *ar, con
 void gmoe_routed_token(gmoe_routed *r, const ug_case *c, size_t t);
 /* sum_j w_j * (act_j . W2_{e_j}[:, n]) for the loaded token, exact, unrounded. */
 ug_num gmoe_routed_out(const gmoe_routed *r, ug_ar *ar, size_t n);
+/* The same for every n < h into r->row[n], in one pass over each W2_{e_j}'s rows
+ * (ug_dot_d_cols: ug_dot_d's numbers per column). 1, or 0 (nothing written) in the MPFR
+ * arithmetics, whose numbers a row of would crowd the arena: call gmoe_routed_out per n. */
+int gmoe_routed_out_row(gmoe_routed *r, ug_ar *ar);
 
 /* ---- the fused ops' front and scratch (glm_moe_fusion, glm_moe_fusion_mix) ---- */
 
