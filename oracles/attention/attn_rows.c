@@ -171,10 +171,35 @@ static int row_sums(ug_ar *ar, const ug_num *e, const double *v, size_t ldv, siz
 
 /* The row's emission with value element (key j, column d) at v[j*ldv + d*ldc] (the public
  * forms pass key-major values, ldc = 1, which a dense row sums in one pass: row_sums). */
-static int emit_query(ug_ar *ar, const double *q, const double *k, size_t ldk, size_t dk, size_t n, ug_num scale,
+/* The keys of emit_query: k_j = k + j*ldk, and when kt is not NULL the same held transposed
+ * (ug_gl_keys_transpose). */
+typedef struct {
+    const double *k, *kt;
+    size_t ldk, ldkt;
+} query_keys;
+
+/* s[i] = scale * q·k_j for the live keys j in order (live[j]); their count. */
+static size_t live_scores(ug_ar *ar, const double *q, const query_keys *K, size_t dk, size_t n,
+                          const unsigned char *live, ug_num scale, ug_num *s)
+{
+    size_t n_live = 0;
+    if (K->kt && ug_ar_plain(ar) && n) { /* every key's dot in one pass (ug_dot_d per key, bit for bit) */
+        ug_dot_d_tile(ar, q, dk, 1, K->kt, K->ldkt, dk, n, s, n);
+        for (size_t j = 0; j < n; j++)
+            if (live[j]) s[n_live++] = ug_mul(ar, s[j], scale);
+        return n_live;
+    }
+    for (size_t j = 0; j < n; j++)
+        if (live[j]) s[n_live++] = ug_mul(ar, ug_dot_d(ar, q, 1, K->k + j * K->ldk, 1, dk), scale);
+    return n_live;
+}
+
+static int emit_query(ug_ar *ar, const double *q, const query_keys *K, size_t dk, size_t n, ug_num scale,
                       const double *v, size_t ldv, size_t ldc, size_t dv, ug_num *s, int out, const ug_selection *sel,
                       size_t *pos, size_t row, ug_num *max_sum)
 {
+    const double *k = K->k;
+    size_t ldk = K->ldk;
     unsigned char *live = malloc(n ? n : 1);
     double *col = malloc((n ? n : 1) * sizeof *col);
     ug_num *sums = ldc == 1 ? malloc((dv ? dv : 1) * sizeof *sums) : NULL; /* row_sums' columns */
@@ -189,10 +214,7 @@ static int emit_query(ug_ar *ar, const double *q, const double *k, size_t ldk, s
     size_t n_live = 0;
     if (max_sum) /* a NaN row: both NaN; no live key: max -inf, sum 0 (overwritten below otherwise) */
         max_sum[0] = ug_c(ar, nan_row ? NAN : -INFINITY), max_sum[1] = ug_c(ar, nan_row ? NAN : 0.0);
-    if (!nan_row) {
-        for (size_t j = 0; j < n; j++)
-            if (live[j]) s[n_live++] = ug_mul(ar, ug_dot_d(ar, q, 1, k + j * ldk, 1, dk), scale);
-    }
+    if (!nan_row) n_live = live_scores(ar, q, K, dk, n, live, scale, s);
     if (n_live) { /* s[0..n_live) now holds the live scores in key order */
         ug_num m = s[0];
         for (size_t j = 1; j < n_live; j++) m = ug_max(ar, m, s[j]);
@@ -231,14 +253,31 @@ int ug_gl_attn_emit_query(ug_ar *ar, const double *q, const double *k, size_t ld
                           const double *v, size_t ldv, size_t dv, ug_num *s, int out, const ug_selection *sel,
                           size_t *pos, size_t row)
 {
-    return emit_query(ar, q, k, ldk, dk, n, scale, v, ldv, 1, dv, s, out, sel, pos, row, NULL);
+    query_keys K = {k, NULL, ldk, 0};
+    return emit_query(ar, q, &K, dk, n, scale, v, ldv, 1, dv, s, out, sel, pos, row, NULL);
+}
+
+int ug_gl_attn_emit_query_kt(ug_ar *ar, const double *q, const double *k, size_t ldk, const double *kt, size_t ldkt,
+                             size_t dk, size_t n, ug_num scale, const double *v, size_t ldv, size_t dv, ug_num *s,
+                             int out, const ug_selection *sel, size_t *pos, size_t row)
+{
+    query_keys K = {k, kt, ldk, ldkt};
+    return emit_query(ar, q, &K, dk, n, scale, v, ldv, 1, dv, s, out, sel, pos, row, NULL);
 }
 
 int ug_gl_attn_emit_query_max_sum(ug_ar *ar, const double *q, const double *k, size_t ldk, size_t dk, size_t n,
                                   ug_num scale, const double *v, size_t ldv, size_t dv, ug_num *s, int out,
                                   const ug_selection *sel, size_t *pos, size_t row, ug_num max_sum[2])
 {
-    return emit_query(ar, q, k, ldk, dk, n, scale, v, ldv, 1, dv, s, out, sel, pos, row, max_sum);
+    query_keys K = {k, NULL, ldk, 0};
+    return emit_query(ar, q, &K, dk, n, scale, v, ldv, 1, dv, s, out, sel, pos, row, max_sum);
+}
+
+void ug_gl_keys_transpose(const double *k, size_t ldk, size_t dk, size_t n, double *kt, size_t ldkt)
+{
+    for (size_t j0 = 0; j0 < n; j0 += 8) /* 8 keys at a time: the reads stay in 8 rows */
+        for (size_t d = 0; d < dk; d++)
+            for (size_t j = j0; j < n && j < j0 + 8; j++) kt[d * ldkt + j] = k[j * ldk + d];
 }
 
 void ug_gl_attn_geometry(const ug_case *c, int out, ug_geom *g)

@@ -33,6 +33,17 @@ int ug_gl_attn_emit_query(ug_ar *ar, const double *q, const double *k, size_t ld
                           const double *v, size_t ldv, size_t dv, ug_num *s, int out, const ug_selection *sel,
                           size_t *pos, size_t row);
 
+/* The same, with the keys also held transposed: kt[d*ldkt + j] = k_j[d] (ug_gl_keys_transpose),
+ * from which the plain arithmetics take every score in one pass over the keys (ug_dot_d_tile,
+ * ug_dot_d per key bit for bit): the same numbers. kt NULL: ug_gl_attn_emit_query. */
+int ug_gl_attn_emit_query_kt(ug_ar *ar, const double *q, const double *k, size_t ldk, const double *kt, size_t ldkt,
+                             size_t dk, size_t n, ug_num scale, const double *v, size_t ldv, size_t dv, ug_num *s,
+                             int out, const ug_selection *sel, size_t *pos, size_t row);
+/* kt[d*ldkt + j] = k[j*ldk + d] for d < dk, j < n. ldkt = ug_gl_kt_ld(n): padded, so that the
+ * rows of a key chunk do not all fall in the same cache sets. */
+void ug_gl_keys_transpose(const double *k, size_t ldk, size_t dk, size_t n, double *kt, size_t ldkt);
+static inline size_t ug_gl_kt_ld(size_t n) { return n + 8; }
+
 /* The same, and the row's softmax statistics: max_sum[0] = m = max_j s_j and max_sum[1] =
  * sum_j exp(s_j - m) over the live keys, the very values its o divides by (so their device
  * bound is the row's); a NaN row gives NaN for both, a row with no live key -inf and 0.

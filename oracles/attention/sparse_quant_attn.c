@@ -202,20 +202,27 @@ int ug_sqa_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel, ug_sqa_d
     ug_sqa_read_params(&c->params, &p);
     const ug_tensor *qn = ug_case_input(c, "q_nope"), *qr = ug_case_input(c, "q_rope");
     size_t pos = 0, have = (size_t)-1, n = 0, dk = (size_t)p.dk, lora = (size_t)p.lora, rope = (size_t)p.rope;
-    double *kd = malloc(((size_t)p.topk + 1) * dk * sizeof *kd), *qd = kd + (size_t)p.topk * dk;
-    ug_num *s = malloc(2 * (size_t)p.topk * sizeof *s);
-    int rc = kd && s ? 0 : -1;
+    size_t topk = (size_t)p.topk, ldkt = ug_gl_kt_ld(topk);
+    double *kd = malloc((topk + 1) * dk * sizeof *kd), *qd = kd + topk * dk;
+    double *kt = ug_ar_plain(ar) ? malloc(dk * ldkt * sizeof *kt) : NULL; /* the keys transposed: all scores at once */
+    ug_num *s = malloc(2 * topk * sizeof *s);
+    int rc = kd && s && (kt || !ug_ar_plain(ar)) ? 0 : -1;
     while (!rc && pos < sel->n[0]) {
         size_t row = sel->idx[0][pos] / lora, r = row / (size_t)p.heads;
-        if (have != r) n = gather_keys(c, &p, r, decode, kd); /* a query row's heads share its keys */
+        if (have != r) { /* a query row's heads share its keys */
+            n = gather_keys(c, &p, r, decode, kd);
+            if (kt) ug_gl_keys_transpose(kd, dk, dk, n, kt, ldkt);
+        }
         have = r;
         memcpy(qd, qn->values + row * lora, lora * sizeof *qd);
         memcpy(qd + lora, qr->values + row * rope, rope * sizeof *qd);
         size_t mark = ug_ar_mark(ar);
-        rc = ug_gl_attn_emit_query(ar, qd, kd, dk, dk, n, ug_c(ar, p.scale), kd, dk, lora, s, 0, sel, &pos, row);
+        rc = ug_gl_attn_emit_query_kt(ar, qd, kd, dk, kt, ldkt, dk, n, ug_c(ar, p.scale), kd, dk, lora, s, 0, sel, &pos,
+                                      row);
         ug_ar_release(ar, mark);
     }
     free(kd);
+    free(kt);
     free(s);
     return rc;
 }
@@ -260,7 +267,8 @@ double ug_sqa_scratch(const ug_params *P, double extra)
     double mb = (double)ug_p_int(P, "max_blocks"), ctx = (double)ug_p_int(P, "ctx");
     double heads = (double)ug_p_int(P, "heads");
     double builder = 8 * ((double)ug_p_int(P, "num_blocks") + b + b * mb + ctx) + 4 * topk;
-    double oracle = 8 * (topk + 1) * dk + 2 * topk * UG_NUM_BYTES + 4 * (topk + 512); /* + the reference golden's */
+    double oracle = 8 * (topk + 1) * dk + 8 * dk * (topk + 8) + 2 * topk * UG_NUM_BYTES +
+                    4 * (topk + 512); /* the keys, transposed, the scores; + the reference golden's */
     double kernel = 4 * (topk * dk + heads * (dk + 512)) + 4 * (8 * heads + 2 * 128 + heads * 512 + (dk + heads) * 128);
     return builder + oracle + kernel + extra;
 }
