@@ -265,11 +265,12 @@ int ug_gl_attn_emit_query_kt(ug_ar *ar, const double *q, const double *k, size_t
     return emit_query(ar, q, &K, dk, n, scale, v, ldv, 1, dv, s, out, sel, pos, row, NULL);
 }
 
-int ug_gl_attn_emit_query_max_sum(ug_ar *ar, const double *q, const double *k, size_t ldk, size_t dk, size_t n,
-                                  ug_num scale, const double *v, size_t ldv, size_t dv, ug_num *s, int out,
-                                  const ug_selection *sel, size_t *pos, size_t row, ug_num max_sum[2])
+int ug_gl_attn_emit_query_max_sum(ug_ar *ar, const double *q, const double *k, size_t ldk, const double *kt,
+                                  size_t ldkt, size_t dk, size_t n, ug_num scale, const double *v, size_t ldv,
+                                  size_t dv, ug_num *s, int out, const ug_selection *sel, size_t *pos, size_t row,
+                                  ug_num max_sum[2])
 {
-    query_keys K = {k, NULL, ldk, 0};
+    query_keys K = {k, kt, ldk, ldkt};
     return emit_query(ar, q, &K, dk, n, scale, v, ldv, 1, dv, s, out, sel, pos, row, max_sum);
 }
 
@@ -302,10 +303,12 @@ int ug_gl_attn_paged_emit(ug_ar *ar, const ug_gl_paged *p, int out, const ug_sel
 {
     size_t D = (size_t)p->dim, maxlen = 1;
     for (long b = 0; b < p->batch; b++) maxlen = (size_t)p->lens[b] > maxlen ? (size_t)p->lens[b] : maxlen;
+    size_t ldkt = ug_gl_kt_ld(maxlen);
     double *kg = malloc((2 * maxlen + 1) * D * sizeof *kg);
+    double *kt = ug_ar_plain(ar) ? malloc(D * ldkt * sizeof *kt) : NULL; /* the keys transposed: all scores at once */
     ug_num *s = malloc(2 * maxlen * sizeof *s);
-    if (!kg || !s) {
-        free(kg), free(s);
+    if (!kg || !s || (!kt && ug_ar_plain(ar))) {
+        free(kg), free(kt), free(s);
         return -1;
     }
     double *vg = kg + maxlen * D, *qr = vg + maxlen * D;
@@ -315,13 +318,18 @@ int ug_gl_attn_paged_emit(ug_ar *ar, const ug_gl_paged *p, int out, const ug_sel
     while (pos < sel->n[out] && !rc) {
         size_t r = sel->idx[out][pos] / D, mark = ug_ar_mark(ar);
         long tok = (long)r / p->hq, b = tok / p->sq, g = (long)r % p->hq / (p->hq / p->hkv);
-        if (b != have_b || g != have_g) ug_gl_paged_gather(p, b, g, p->lens[b], kg, vg, D, 1), have_b = b, have_g = g;
+        if (b != have_b || g != have_g) { /* the group's query rows share its keys */
+            ug_gl_paged_gather(p, b, g, p->lens[b], kg, vg, D, 1), have_b = b, have_g = g;
+            if (kt) ug_gl_keys_transpose(kg, D, D, (size_t)p->lens[b], kt, ldkt);
+        }
         for (size_t d = 0; d < D; d++) qr[d] = ug_tload(p->q, r * D + d);
         long n = ug_gl_attn_mtp_end(p->lens[b], p->sq, tok % p->sq); /* row i: its causal prefix */
-        rc = ug_gl_attn_emit_query(ar, qr, kg, D, D, (size_t)n, ug_c(ar, p->scale), vg, D, D, s, out, sel, &pos, r);
+        query_keys K = {kg, kt, D, ldkt};
+        rc = emit_query(ar, qr, &K, D, (size_t)n, ug_c(ar, p->scale), vg, D, 1, D, s, out, sel, &pos, r, NULL);
         ug_ar_release(ar, mark);
     }
     free(kg);
+    free(kt);
     free(s);
     return rc;
 }

@@ -44,13 +44,14 @@ int ug_gl_attn_emit_query_kt(ug_ar *ar, const double *q, const double *k, size_t
 void ug_gl_keys_transpose(const double *k, size_t ldk, size_t dk, size_t n, double *kt, size_t ldkt);
 static inline size_t ug_gl_kt_ld(size_t n) { return n + 8; }
 
-/* The same, and the row's softmax statistics: max_sum[0] = m = max_j s_j and max_sum[1] =
- * sum_j exp(s_j - m) over the live keys, the very values its o divides by (so their device
- * bound is the row's); a NaN row gives NaN for both, a row with no live key -inf and 0.
- * Valid until the caller releases the arena mark it took before the call. */
-int ug_gl_attn_emit_query_max_sum(ug_ar *ar, const double *q, const double *k, size_t ldk, size_t dk, size_t n,
-                                  ug_num scale, const double *v, size_t ldv, size_t dv, ug_num *s, int out,
-                                  const ug_selection *sel, size_t *pos, size_t row, ug_num max_sum[2]);
+/* ug_gl_attn_emit_query_kt, and the row's softmax statistics: max_sum[0] = m = max_j s_j and
+ * max_sum[1] = sum_j exp(s_j - m) over the live keys, the very values its o divides by (so
+ * their device bound is the row's); a NaN row gives NaN for both, a row with no live key
+ * -inf and 0. Valid until the caller releases the arena mark it took before the call. */
+int ug_gl_attn_emit_query_max_sum(ug_ar *ar, const double *q, const double *k, size_t ldk, const double *kt,
+                                  size_t ldkt, size_t dk, size_t n, ug_num scale, const double *v, size_t ldv,
+                                  size_t dv, ug_num *s, int out, const ug_selection *sel, size_t *pos, size_t row,
+                                  ug_num max_sum[2]);
 
 /* Live context length of sequence b of `batch`: given[b] when the op's context_lens param
  * lists the lengths (given non-NULL); else ctx when not ragged; when ragged a seeded draw

@@ -78,7 +78,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
 
 /* Scratch for the case memory estimate: the sim kernel's fp32 copies of q, o, both caches,
  * the table and one sequence's gathered keys and values; the builder's permutation; the
- * oracle's gathered keys and values in fp64 and its scores. */
+ * oracle's gathered keys (also transposed) and values in fp64 and its scores. */
 static double scratch(const ug_params *P)
 {
     const ug_glm_attention_params *p = UG_P(glm_attention, P);
@@ -87,7 +87,7 @@ static double scratch(const ug_params *P)
     double nq = (double)p->batch * (double)p->q_per_step * (double)p->heads_q * D,
            ncache = (double)p->num_blocks * (double)p->block_size * (double)p->heads_kv * D;
     return 4 * (2 * nq + 2 * ncache + (double)p->batch * (double)p->max_blocks_per_seq + 2 * maxlen * D) +
-           8 * (double)p->num_blocks + 16 * maxlen * D + 2 * maxlen * UG_NUM_BYTES + 9 * maxlen;
+           8 * (double)p->num_blocks + 16 * maxlen * D + 8 * (maxlen + 8) * D + 2 * maxlen * UG_NUM_BYTES + 9 * maxlen;
 }
 
 const ug_op_def ug_opdef_glm_attention = {.op = UG_OP_GLM_ATTENTION,

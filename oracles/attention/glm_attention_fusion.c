@@ -239,8 +239,8 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
 
 /* Scratch for the case memory estimate: the prolog's (ug_gpq_scratch); the sim kernel's
  * fp32 keys and values of the longest sequence, its query and output rows and the tile
- * loop's scratch; the builder's permutation; the oracle's gathered keys and values in
- * fp64, its scores and masks; the reference golden's row. */
+ * loop's scratch; the builder's permutation; the oracle's gathered keys (also transposed)
+ * and values in fp64, its scores and masks; the reference golden's row. */
 static double scratch(const ug_params *P)
 {
     const long *lens;
@@ -250,8 +250,8 @@ static double scratch(const ug_params *P)
     for (long b = 0; b < batch; b++) maxlen = (double)lens[b] > maxlen ? (double)lens[b] : maxlen;
     double span = ((double)((long)maxlen + bs - 1) / (double)bs) * (double)bs;
     return ug_gpq_scratch(P) + 4 * (2 * span * D + 2 * hq * D + (hq + 2) * D * (double)bs + 8 * hq + 4 * (double)bs) +
-           8 * (double)params->num_blocks + 8 * (2 * maxlen + 1) * D + 2 * maxlen * UG_NUM_BYTES + 9 * maxlen +
-           ug_gl_paged_reference_golden_scratch((long)maxlen, (long)D);
+           8 * (double)params->num_blocks + 8 * (2 * maxlen + 1) * D + 8 * (maxlen + 8) * D +
+           2 * maxlen * UG_NUM_BYTES + 9 * maxlen + ug_gl_paged_reference_golden_scratch((long)maxlen, (long)D);
 }
 
 const ug_op_def ug_opdef_glm_attention_fusion = {.op = UG_OP_GLM_ATTENTION_FUSION,

@@ -195,24 +195,30 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     read_params(c, &p);
     const ug_tensor *q = ug_case_input(c, "q");
     size_t pos[3] = {0, 0, 0}, have = (size_t)-1, n = 0, dk = (size_t)p.dk, dv = (size_t)p.dv;
-    double *kd = malloc((size_t)p.topk * dk * sizeof *kd);
-    ug_num *s = malloc(2 * (size_t)p.topk * sizeof *s);
-    int rc = kd && s ? 0 : -1;
+    size_t topk = (size_t)p.topk, ldkt = ug_gl_kt_ld(topk);
+    double *kd = malloc(topk * dk * sizeof *kd);
+    double *kt = ug_ar_plain(ar) ? malloc(dk * ldkt * sizeof *kt) : NULL; /* the keys transposed: all scores at once */
+    ug_num *s = malloc(2 * topk * sizeof *s);
+    int rc = kd && s && (kt || !ug_ar_plain(ar)) ? 0 : -1;
     for (size_t row = 0; !rc && row < (size_t)(p.tokens * p.heads); row++) {
         int want_max = wants_row(sel, 1, pos[1], row, 1), want_sum = wants_row(sel, 2, pos[2], row, 1);
         if (!wants_row(sel, 0, pos[0], row, dv) && !want_max && !want_sum) continue;
         size_t t = row / (size_t)p.heads;
-        if (have != t) n = gather_keys(c, &p, t, kd); /* a token's heads share its keys */
+        if (have != t) { /* a token's heads share its keys */
+            n = gather_keys(c, &p, t, kd);
+            if (kt) ug_gl_keys_transpose(kd, dk, dk, n, kt, ldkt);
+        }
         have = t;
         size_t mark = ug_ar_mark(ar);
         ug_num max_sum[2];
-        rc = ug_gl_attn_emit_query_max_sum(ar, q->values + row * dk, kd, dk, dk, n, ug_c(ar, p.scale), kd, dk, dv, s, 0,
-                                           sel, &pos[0], row, max_sum);
+        rc = ug_gl_attn_emit_query_max_sum(ar, q->values + row * dk, kd, dk, kt, ldkt, dk, n, ug_c(ar, p.scale), kd, dk,
+                                           dv, s, 0, sel, &pos[0], row, max_sum);
         if (!rc && want_max) ug_ar_emit(ar, 1, pos[1]++, max_sum[0]);
         if (!rc && want_sum) ug_ar_emit(ar, 2, pos[2]++, max_sum[1]);
         ug_ar_release(ar, mark);
     }
     free(kd);
+    free(kt);
     free(s);
     return rc;
 }
@@ -234,8 +240,8 @@ static double scratch(const ug_params *P)
 {
     const ug_sparse_flash_attention_params *params = UG_P(sparse_flash_attention, P);
     double topk = (double)params->topk;
-    return 8 * (double)params->kv_len + 12 * topk * (double)params->dk + 2 * topk * UG_NUM_BYTES +
-           8 * (double)params->heads;
+    return 8 * (double)params->kv_len + 12 * topk * (double)params->dk + 8 * (topk + 8) * (double)params->dk +
+           2 * topk * UG_NUM_BYTES + 8 * (double)params->heads;
 }
 
 const ug_op_def ug_opdef_sparse_flash_attention = {.op = UG_OP_SPARSE_FLASH_ATTENTION,
