@@ -129,13 +129,14 @@ static double rel_err(double a, double gs) { return fabs(a - gs) / (fabs(gs) + 1
 static double ulp_err(ug_dtype dt, double a, double gs) { return fabs(a - gs) / ug_dtype_ulp(dt, gs); }
 
 /* Whether an element's error is measured in ulps: its exact value is at least the smallest
- * normal of a float format. Below it (an exact 0 above all) one ulp is the subnormal spacing,
- * 2^-133 in bf16, and a correct-looking error of 1e-4 would read 1e36 ulps: such elements
- * are measured by their absolute error (max_abs) alone. */
-static int ulp_measured(ug_dtype dt, double gs)
+ * normal of a float format (any value of an integer one). Below it (an exact 0 above all)
+ * one ulp is the subnormal spacing, 2^-133 in bf16, and a correct-looking error of 1e-4
+ * would read 1e36 ulps: such elements are measured by their absolute error (max_abs)
+ * alone. The floor |g*| must reach, computed once per output. */
+static double ulp_floor(ug_dtype dt)
 {
     const ug_dtype_info *d = ug_dtype_get_info(dt);
-    return !d->is_float || fabs(gs) >= ldexp(1.0, d->emin);
+    return d->is_float ? ldexp(1.0, d->emin) : 0.0;
 }
 
 static int both_nonfinite_same(double a, double gs)
@@ -154,6 +155,7 @@ void ug_metrics_compute(ug_dtype dt, size_t n, const size_t *idx, size_t n_total
     double sv, satol, sum_rel = 0, sum_sq = 0, sum_eb = 0, sum_ulp = 0, dot = 0, na = 0, ng = 0;
     double b_sum_rel = 0, b_sum_sq = 0;
     size_t counted = 0, n_ulp = 0;
+    const double floor_ulps = ulp_floor(dt);
     ug_small_value(dt, &sv, &satol);
     for (size_t i = 0; i < n; i++) {
         double x = a[i], gs = gstar[i];
@@ -162,8 +164,9 @@ void ug_metrics_compute(ug_dtype dt, size_t n, const size_t *idx, size_t n_total
             continue;
         }
         counted++;
-        double ae = fabs(x - gs), re = rel_err(x, gs), ue = ulp_measured(dt, gs) ? ulp_err(dt, x, gs) : 0.0;
-        n_ulp += ulp_measured(dt, gs);
+        int in_ulps = fabs(gs) >= floor_ulps;
+        double ae = fabs(x - gs), re = rel_err(x, gs), ue = in_ulps ? ulp_err(dt, x, gs) : 0.0;
+        n_ulp += (size_t)in_ulps;
         if (ae > m->max_abs || counted == 1) {
             m->max_abs = ae;
             m->max_abs_idx = idx[i];
