@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_bench_oracle.sh — `ulpgym bench oracle`: the per-op table lists every selected op
-# (and only those) with the cases asked for, elements, times and ratios, then the overall
-# row; --sample all checks every element; --digest prints one stable line per case; bad
+# (and only those) with the cases asked for, elements, times and ratios (the sweep's naive
+# and device-bound passes within its oracle), then the overall row; --sample all checks every element; --digest prints one stable line per case; bad
 # options get a one-line message and exit 2.
 . "$(dirname "$0")/lib.sh"
 num='[0-9]+(\.[0-9]+)?'
@@ -10,7 +10,10 @@ num='[0-9]+(\.[0-9]+)?'
 expect_status 0 ug bench oracle --op attn_softmax --op moe_grouped_gemm --op gqa_decode_attn --limit 2 --sample all \
     --no-mpfr
 for op in attn_softmax moe_grouped_gemm gqa_decode_attn; do
-    expect_grep "^$op +2 +[0-9]+ +$num +$num +- +$num +- +[0-9]+ +$num\$" "$T/out"
+    expect_grep "^$op +2 +[0-9]+ +$num +$num +- +$num +- +[0-9]+ +$num +$num +$num +$num\$" "$T/out"
+    # the naive and device-bound passes are parts of the sweep's oracle
+    awk -v op="$op" '$1 == op && !($12 + $13 <= $10 + 0.02) { exit 1 }' "$T/out" && ok ||
+        bad "$op: naive + device ms within sweep ms"
 done
 expect_grep "^all +6 +[0-9]+ " "$T/out"
 expect_grep 'every element \(--sample all\)' "$T/out"
