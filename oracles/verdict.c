@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -128,6 +129,20 @@ static double rel_err(double a, double gs) { return fabs(a - gs) / (fabs(gs) + 1
 /* ULP error in dtype dt: |a-g*| * 2^(-e+m), e = max(floor(log2|g*|), emin). */
 static double ulp_err(ug_dtype dt, double a, double gs) { return fabs(a - gs) / ug_dtype_ulp(dt, gs); }
 
+/* ug_dtype_ulp(dt, g) for a g at or above ulp_floor(dt), inline (the metrics' loop runs it on
+ * every element): 2^(e - mant) with e = floor(log2|g|) >= emin, the exponent of the double g,
+ * a normal double there; 1 for an integer format. */
+static inline double ulp_at(const ug_dtype_info *d, double g)
+{
+    if (!d->is_float) return 1.0;
+    uint64_t u;
+    memcpy(&u, &g, sizeof u);
+    u = (((u >> 52) & 0x7ffu) - (uint64_t)d->mant_bits) << 52;
+    double r;
+    memcpy(&r, &u, sizeof r);
+    return r;
+}
+
 /* Whether an element's error is measured in ulps: its exact value is at least the smallest
  * normal of a float format (any value of an integer one). Below it (an exact 0 above all)
  * one ulp is the subnormal spacing, 2^-133 in bf16, and a correct-looking error of 1e-4
@@ -156,6 +171,7 @@ void ug_metrics_compute(ug_dtype dt, size_t n, const size_t *idx, size_t n_total
     double b_sum_rel = 0, b_sum_sq = 0;
     size_t counted = 0, n_ulp = 0;
     const double floor_ulps = ulp_floor(dt);
+    const ug_dtype_info *info = ug_dtype_get_info(dt);
     ug_small_value(dt, &sv, &satol);
     for (size_t i = 0; i < n; i++) {
         double x = a[i], gs = gstar[i];
@@ -165,7 +181,7 @@ void ug_metrics_compute(ug_dtype dt, size_t n, const size_t *idx, size_t n_total
         }
         counted++;
         int in_ulps = fabs(gs) >= floor_ulps;
-        double ae = fabs(x - gs), re = rel_err(x, gs), ue = in_ulps ? ulp_err(dt, x, gs) : 0.0;
+        double ae = fabs(x - gs), re = rel_err(x, gs), ue = in_ulps ? ae / ulp_at(info, gs) : 0.0;
         n_ulp += (size_t)in_ulps;
         if (ae > m->max_abs || counted == 1) {
             m->max_abs = ae;
@@ -238,8 +254,16 @@ double ug_tie_golden(ug_dtype dt, double a, double g, double gstar, double bound
     return tie ? other : g;
 }
 
+double *ug_judged_goldens(const ug_judged *j)
+{
+    double *t = j->bound ? malloc((j->n ? j->n : 1) * sizeof *t) : NULL;
+    for (size_t i = 0; t && i < j->n; i++) t[i] = ug_tie_golden(j->dt, j->a[i], j->g[i], j->gstar[i], j->bound[i]);
+    return t;
+}
+
 static double golden(const ug_judged *j, size_t i)
 {
+    if (j->tie_g) return j->tie_g[i];
     return j->bound ? ug_tie_golden(j->dt, j->a[i], j->g[i], j->gstar[i], j->bound[i]) : j->g[i];
 }
 

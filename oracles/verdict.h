@@ -101,7 +101,15 @@ typedef struct {
     /* The reference test's own golden per element where the output's rule declares one
      * (reference_golden, core/ops.h); NULL: the reference rule judges against g. */
     const double *ref_golden;
+    /* The golden the tolerance rules compare a with per element, ug_tie_golden(dt, a, g, g*,
+     * bound) where there is a bound, computed once for all the standards (ug_judged_goldens);
+     * NULL: computed at each use. */
+    const double *tie_g;
 } ug_judged;
+
+/* j's tie_g: a malloc'd array (free it) when j has a bound, NULL otherwise or without memory
+ * (the standards then compute each golden where they use it). */
+double *ug_judged_goldens(const ug_judged *j);
 
 /* c of the certified standard: covers the second-order terms the first-order device bound
  * leaves out (docs/STANDARDS.md). */
