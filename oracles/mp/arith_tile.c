@@ -45,20 +45,27 @@ static int is_mp(ug_ar_mode m) { return m == UG_AR_EXACT || m == UG_AR_MPFR_SEQ;
  * the non-AVX clones, inline or not) */
 #define vabs(x) ((tv4)((tu4)(x) & (tu4){~(1ull << 63), ~(1ull << 63), ~(1ull << 63), ~(1ull << 63)}))
 
-/* The naive rounding of four doubles to bf16 (bf = 1) or fp16 on the bits
- * (ug_dtype_round_normal_bits), right where ug_dtype_round_fast takes that path: a value
- * normal in the format below its top binade, or a zero (the same bits, sign kept, as
- * ug_dtype_round gives: common in the naive gradient, where dP - Delta rounds to 0). Lanes
- * outside these set *bad, and the caller recomputes its block through ug_dtype_round_fast
- * (subnormals, overflow, NaN). */
+/* The naive rounding of four doubles to bf16 (bf = 1) or fp16, as ug_dtype_round_fast (and
+ * core/dtype.c's round_binary) rounds them: a value normal in the format below its top
+ * binade on the bits (ug_dtype_round_normal_bits), a zero as it is (sign kept: common in the
+ * naive gradient, where dP - Delta rounds to 0), a value below the format's normal range
+ * by round_binary's addition of c = 1.5 * 2^(emin-mant+52) (RNE to the subnormal grid, a
+ * tiny negative to -0). Lanes outside these (the top binade, overflow, NaN) set *bad, and
+ * the caller recomputes its block through ug_dtype_round_fast. */
 static inline __attribute__((always_inline)) tv4 round4(int bf, tv4 x, ti4 *bad)
 {
     const int shift = 52 - (bf ? 7 : 10);
     const uint64_t lo = (uint64_t)(1023 + (bf ? -126 : -14)), span = bf ? 253 : 29; /* e in [emin, emax) */
-    tu4 u = (tu4)x;
-    *bad |= ~((((u >> 52) & 0x7ffu) - lo < span) | ((u << 1) == 0)); /* a zero keeps its bits, as there */
-    return (tv4)((u + ((((uint64_t)1 << (shift - 1)) - 1u) + ((u >> shift) & 1u))) &
-                 ~(((uint64_t)1 << shift) - 1u)); /* rounds: RNE */
+    const uint64_t sign = (uint64_t)1 << 63, cu = ((lo - (uint64_t)(bf ? 7 : 10) + 52) << 52) | ((uint64_t)1 << 51);
+    tu4 u = (tu4)x, e = (u >> 52) & 0x7ffu;
+    ti4 nonzero = (u << 1) != 0, sub = (e < lo) & nonzero;
+    *bad |= ~((e - lo < span) | ~nonzero | sub);
+    tu4 normal = (u + ((((uint64_t)1 << (shift - 1)) - 1u) + ((u >> shift) & 1u))) &
+                 ~(((uint64_t)1 << shift) - 1u); /* rounds: RNE */
+    tv4 c;
+    memcpy(&c, (tu4[]){{cu, cu, cu, cu}}, sizeof c);
+    tu4 tiny = ((tu4)((c + x) - c) & ~sign) | (u & sign); /* rounds: RNE to the subnormal grid; copysign */
+    return (tv4)(((tu4)sub & tiny) | (~(tu4)sub & normal));
 }
 
 static inline __attribute__((always_inline)) int any4(ti4 b) { return (b[0] | b[1] | b[2] | b[3]) != 0; }

@@ -73,11 +73,22 @@ int ug_nf_take(ug_dtype dt, const double *x, size_t n, float *f)
     (((u) + ((((uint32_t)1 << (NF_SHIFT(bf) - 1)) - 1u) + (((u) >> NF_SHIFT(bf)) & 1u))) &                             \
      ~(((uint32_t)1 << NF_SHIFT(bf)) - 1u))
 
+/* fp16 only (bf = 0): a lane below fp16's normal range, a multiple of 2^-24 after the exact
+ * products and sums of fp16 values (ug_nf_take keeps them at least 2^-24), is rounded as
+ * core/dtype.c's round_binary rounds a subnormal: 0.75 + x, whose ulp is 2^-24, then less
+ * 0.75 (exact), the sign put back (a tiny negative to -0). TW, TX: the lane vector types;
+ * r: the lanes' rounding so far, replaced where sub. bf16 lanes never get there (no
+ * product of two admitted values falls below 2^-126) and stay flagged. */
+#define NF_SUB(TX, bf, a) (((a) != 0) & ((TX)(a) < (int32_t)NF_LO(bf)) & ((TX){0} + ((bf) ? 0 : -1)))
+#define NF_TINY(TW, x, u, sub, r)                                                                                      \
+    (((((TW)(((x) + 0.75f) - 0.75f) & 0x7fffffffu) | ((u)&0x80000000u)) & (TW)(sub)) | ((r) & ~(TW)(sub)))
+
 static inline __attribute__((always_inline)) tf8 round8f(int bf, tf8 x, tx8 *bad)
 {
     tw8 u = (tw8)x, a = u & 0x7fffffffu;
-    *bad |= NF_BAD(tx8, bf, a);
-    return (tf8)NF_ROUND(bf, u); /* rounds: RNE */
+    tx8 sub = NF_SUB(tx8, bf, a);
+    *bad |= NF_BAD(tx8, bf, a) & ~sub;
+    return (tf8)NF_TINY(tw8, x, u, sub, NF_ROUND(bf, u)); /* rounds: RNE; below the normal range, to 2^-24 */
 }
 
 static inline __attribute__((always_inline)) int any8(tx8 b)
@@ -151,9 +162,11 @@ typedef int32_t tx16 __attribute__((vector_size(64)));
 
 #define NF_ROUND16(bf, x, bad)                                                                                         \
     __extension__({                                                                                                    \
-        tw16 u_ = (tw16)(x), a_ = u_ & 0x7fffffffu;                                                                    \
-        (bad) |= NF_BAD(tx16, bf, a_);                                                                                 \
-        (tf16) NF_ROUND(bf, u_); /* rounds: RNE */                                                                     \
+        tf16 x_ = (x);                                                                                                 \
+        tw16 u_ = (tw16)x_, a_ = u_ & 0x7fffffffu;                                                                     \
+        tx16 sub_ = NF_SUB(tx16, bf, a_);                                                                              \
+        (bad) |= NF_BAD(tx16, bf, a_) & ~sub_;                                                                         \
+        (tf16) NF_TINY(tw16, x_, u_, sub_, NF_ROUND(bf, u_)); /* rounds: RNE; below the normal range, to 2^-24 */      \
     })
 
 /* naive_lanes for the lanes [0, c) of whole 32-lane blocks (two registers side by side);

@@ -8,8 +8,9 @@
  * is the sum rounded once to q bits, because 24 >= 2q + 1 (Figueroa, "When is double
  * rounding innocuous?", 1995), as it is from double's 53. Both hold only in range, so a
  * lane whose product or sum leaves the dtype's normal range (below its top binade; a zero
- * is fine) flags its block, and the caller redoes that block in double, as the double
- * lanes did. The operands are checked to be such values first (ug_nf_take); where one is
+ * is fine, and for fp16 so is a value below the normal range, which fp32 holds exactly as
+ * a multiple of 2^-24 and which is rounded to that grid as the double path rounds it)
+ * flags its block, and the caller redoes that block in double, as the double lanes did. The operands are checked to be such values first (ug_nf_take); where one is
  * not, the caller keeps the double loops. tests/test_attn_row_oracle.c compares both
  * paths, and the scalar ones, bit for bit. */
 #ifndef UG_NAIVE_F32_H
