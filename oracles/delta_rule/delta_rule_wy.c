@@ -40,6 +40,7 @@
  * stages are causal in the tokens, so a NaN reaches exactly the elements the op's
  * special-value rule makes NaN. */
 #include "oracles/delta_rule/delta_rule_wy.h"
+#include "oracles/mp/arith_inline.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -85,104 +86,125 @@ static int ws_alloc(wy_ws *w, const ug_case *c, ug_ar *ar)
 }
 
 /* An input value as a kernel loads it: a non-finite value becomes NaN. */
-static ug_num load(ug_ar *ar, double x) { return ug_c(ar, isfinite(x) ? x : NAN); }
+UG_AI ug_num load(ug_arx A, double x) { return ugx_c(A, isfinite(x) ? x : NAN); }
 
 /* x.y of two rows of n computed numbers: n rounded products, one reduction. */
-static ug_num dot(ug_ar *ar, const ug_num *x, const ug_num *y, size_t n, ug_num *terms)
+UG_AI ug_num dot(ug_arx A, const ug_num *x, const ug_num *y, size_t n, ug_num *terms)
 {
-    for (size_t j = 0; j < n; j++) terms[j] = ug_mul(ar, x[j], y[j]);
-    return ug_sum(ar, terms, n);
+    for (size_t j = 0; j < n; j++) terms[j] = ugx_mul(A, x[j], y[j]);
+    return ugx_sum(A, terms, n);
 }
 
 /* Row x (Dk values of tensor t at off) as the op uses it: q^ or k^, times mul (rounded)
  * unless mul is NULL. */
-static void load_qk_row(wy_ws *w, ug_ar *ar, const ug_tensor *t, size_t off, const ug_num *mul, ug_num *x)
+UG_AI void load_qk_row(wy_ws *w, ug_arx A, const ug_tensor *t, size_t off, const ug_num *mul, ug_num *x)
 {
-    ug_num r = w->p.qk_l2 ? ug_delta_l2_recip(ar, t->values + off, w->dk, w->p.qk_eps) : w->one;
+    ug_num r = w->p.qk_l2 ? ug_delta_l2_recip(A.ar, t->values + off, w->dk, w->p.qk_eps) : w->one;
     for (size_t j = 0; j < w->dk; j++) {
-        x[j] = load(ar, t->values[off + j]);
-        if (w->p.qk_l2) x[j] = ug_mul(ar, x[j], r);
-        if (mul) x[j] = ug_mul(ar, x[j], *mul);
+        x[j] = load(A, t->values[off + j]);
+        if (w->p.qk_l2) x[j] = ugx_mul(A, x[j], r);
+        if (mul) x[j] = ugx_mul(A, x[j], *mul);
     }
 }
 
 /* Q, k^, beta, G and e^G of chunk [t0, t0+n) of head h (qk head hk). */
-static void chunk_load(wy_ws *w, ug_ar *ar, size_t h, size_t hk, size_t t0, size_t n)
+UG_AI void chunk_load(wy_ws *w, ug_arx A, size_t h, size_t hk, size_t t0, size_t n)
 {
     size_t hv = (size_t)w->p.hv, hqk = (size_t)w->p.hqk, dk = w->dk;
-    ug_num scale = ug_c(ar, w->p.scale);
+    ug_num scale = ugx_c(A, w->p.scale);
     for (size_t r = 0; r < n; r++) {
         size_t t = t0 + r, tk = (t * hqk + hk) * dk;
-        load_qk_row(w, ar, w->q, tk, &scale, w->Q + r * dk);
-        load_qk_row(w, ar, w->k, tk, NULL, w->K + r * dk);
-        w->B[r] = load(ar, w->beta->values[t * hv + h]);
-        for (size_t m = 0; m <= r; m++) w->terms[m] = load(ar, w->g->values[(t0 + m) * hv + h]);
-        w->G[r] = ug_sum(ar, w->terms, r + 1); /* any order: G_r on its own */
-        w->eG[r] = ug_exp(ar, w->G[r]);
-        ug_num bg = ug_mul(ar, w->B[r], w->eG[r]);
-        for (size_t j = 0; j < dk; j++) w->BK[r * dk + j] = ug_mul(ar, bg, w->K[r * dk + j]);
+        load_qk_row(w, A, w->q, tk, &scale, w->Q + r * dk);
+        load_qk_row(w, A, w->k, tk, NULL, w->K + r * dk);
+        w->B[r] = load(A, w->beta->values[t * hv + h]);
+        for (size_t m = 0; m <= r; m++) w->terms[m] = load(A, w->g->values[(t0 + m) * hv + h]);
+        w->G[r] = ugx_sum(A, w->terms, r + 1); /* any order: G_r on its own */
+        w->eG[r] = ugx_exp(A, w->G[r]);
+        ug_num bg = ugx_mul(A, w->B[r], w->eG[r]);
+        for (size_t j = 0; j < dk; j++) w->BK[r * dk + j] = ugx_mul(A, bg, w->K[r * dk + j]);
     }
 }
 
 /* D, A and P (lower triangles), then T = (I + A)^{-1} by forward substitution. */
-static void chunk_matrices(wy_ws *w, ug_ar *ar, size_t n)
+UG_AI void chunk_matrices(wy_ws *w, ug_arx A, size_t n)
 {
     size_t L = w->L, dk = w->dk;
     for (size_t r = 0; r < n; r++)
         for (size_t c = 0; c <= r; c++) {
-            ug_num d = c == r ? w->one : ug_exp(ar, ug_sub(ar, w->G[r], w->G[c]));
+            ug_num d = c == r ? w->one : ugx_exp(A, ugx_sub(A, w->G[r], w->G[c]));
             w->D[r * L + c] = d;
             if (c < r)
                 w->A[r * L + c] =
-                    ug_mul(ar, ug_mul(ar, w->B[r], dot(ar, w->K + r * dk, w->K + c * dk, dk, w->terms)), d);
-            w->P[r * L + c] = ug_mul(ar, dot(ar, w->Q + r * dk, w->K + c * dk, dk, w->terms), d);
+                    ugx_mul(A, ugx_mul(A, w->B[r], dot(A, w->K + r * dk, w->K + c * dk, dk, w->terms)), d);
+            w->P[r * L + c] = ugx_mul(A, dot(A, w->Q + r * dk, w->K + c * dk, dk, w->terms), d);
         }
     for (size_t r = 0; r < n; r++) {
         w->T[r * L + r] = w->one;
         for (size_t c = 0; c < r; c++) {
-            for (size_t m = c; m < r; m++) w->terms[m - c] = ug_mul(ar, w->A[r * L + m], w->T[m * L + c]);
-            w->T[r * L + c] = ug_neg(ar, ug_sum(ar, w->terms, r - c));
+            for (size_t m = c; m < r; m++) w->terms[m - c] = ugx_mul(A, w->A[r * L + m], w->T[m * L + c]);
+            w->T[r * L + c] = ugx_neg(A, ugx_sum(A, w->terms, r - c));
         }
     }
 }
 
 /* W = T (beta e^G k^) and the decayed keys D[n-1][c] k^_c of the state update. */
-static void chunk_keys(wy_ws *w, ug_ar *ar, size_t n)
+UG_AI void chunk_keys(wy_ws *w, ug_arx A, size_t n)
 {
     size_t L = w->L, dk = w->dk;
     for (size_t r = 0; r < n; r++)
         for (size_t j = 0; j < dk; j++) {
-            for (size_t c = 0; c <= r; c++) w->terms[c] = ug_mul(ar, w->T[r * L + c], w->BK[c * dk + j]);
-            w->W[r * dk + j] = ug_sum(ar, w->terms, r + 1);
+            for (size_t c = 0; c <= r; c++) w->terms[c] = ugx_mul(A, w->T[r * L + c], w->BK[c * dk + j]);
+            w->W[r * dk + j] = ugx_sum(A, w->terms, r + 1);
         }
     for (size_t c = 0; c < n; c++)
-        for (size_t j = 0; j < dk; j++) w->KD[c * dk + j] = ug_mul(ar, w->D[(n - 1) * L + c], w->K[c * dk + j]);
+        for (size_t j = 0; j < dk; j++) w->KD[c * dk + j] = ugx_mul(A, w->D[(n - 1) * L + c], w->K[c * dk + j]);
 }
 
 /* Carries state row s (= row i of head h) through chunk [t0, t0+n), emitting its selected
  * o elements. */
-static void carry_row(wy_ws *w, ug_ar *ar, const ug_selection *sel, size_t h, size_t i, size_t t0, size_t n, ug_num *s)
+UG_AI void carry_row(wy_ws *w, ug_arx A, const ug_selection *sel, size_t h, size_t i, size_t t0, size_t n, ug_num *s)
 {
     size_t L = w->L, dk = w->dk, dv = w->dv, hv = (size_t)w->p.hv;
     ug_num *terms = w->terms;
-    for (size_t c = 0; c < n; c++) w->BV[c] = ug_mul(ar, w->B[c], load(ar, w->v->values[((t0 + c) * hv + h) * dv + i]));
+    for (size_t c = 0; c < n; c++) w->BV[c] = ugx_mul(A, w->B[c], load(A, w->v->values[((t0 + c) * hv + h) * dv + i]));
     for (size_t r = 0; r < n; r++) {
-        ug_num ws = dot(ar, w->W + r * dk, s, dk, terms);
-        for (size_t c = 0; c <= r; c++) terms[c] = ug_mul(ar, w->T[r * L + c], w->BV[c]);
-        w->U[r] = ug_sub(ar, ug_sum(ar, terms, r + 1), ws);
+        ug_num ws = dot(A, w->W + r * dk, s, dk, terms);
+        for (size_t c = 0; c <= r; c++) terms[c] = ugx_mul(A, w->T[r * L + c], w->BV[c]);
+        w->U[r] = ugx_sub(A, ugx_sum(A, terms, r + 1), ws);
     }
     for (size_t r = 0; r < n; r++) {
         long pos = ug_selection_find(sel, 0, ((t0 + r) * hv + h) * dv + i);
         if (pos < 0) continue;
-        ug_num qs = dot(ar, w->Q + r * dk, s, dk, terms);
-        terms[0] = ug_mul(ar, w->eG[r], qs);
-        for (size_t c = 0; c <= r; c++) terms[1 + c] = ug_mul(ar, w->P[r * L + c], w->U[c]);
-        ug_ar_emit(ar, 0, (size_t)pos, ug_sum(ar, terms, r + 2));
+        ug_num qs = dot(A, w->Q + r * dk, s, dk, terms);
+        terms[0] = ugx_mul(A, w->eG[r], qs);
+        for (size_t c = 0; c <= r; c++) terms[1 + c] = ugx_mul(A, w->P[r * L + c], w->U[c]);
+        ugx_emit(A, 0, (size_t)pos, ugx_sum(A, terms, r + 2));
     }
     for (size_t j = 0; j < dk; j++) {
-        terms[0] = ug_mul(ar, w->eG[n - 1], s[j]);
-        for (size_t c = 0; c < n; c++) terms[1 + c] = ug_mul(ar, w->U[c], w->KD[c * dk + j]);
-        s[j] = ug_sum(ar, terms, n + 1);
+        terms[0] = ugx_mul(A, w->eG[n - 1], s[j]);
+        for (size_t c = 0; c < n; c++) terms[1 + c] = ugx_mul(A, w->U[c], w->KD[c * dk + j]);
+        s[j] = ugx_sum(A, terms, n + 1);
+    }
+}
+
+/* Chunk [t0, t0+n) of head h (qk head hk): its stages, then each state row that needs it
+ * carried through (the formula above, inline in the arithmetic A: UG_ARX_SPECIALISE). */
+UG_AI void chunk_pass(ug_arx A, wy_ws *w, const ug_selection *sel, size_t h, size_t hk, size_t t0, size_t n,
+                      const long *need)
+{
+    chunk_load(w, A, h, hk, t0, n);
+    chunk_matrices(w, A, n);
+    chunk_keys(w, A, n);
+    for (size_t i = 0; i < w->dv; i++)
+        if (need[i] >= (long)t0) carry_row(w, A, sel, h, i, t0, n, w->S + i * w->dk);
+}
+
+/* The head's carried state rows from h0 (rows row0 + i), those that are needed. */
+UG_AI void load_state(ug_arx A, wy_ws *w, size_t row0, const long *need)
+{
+    for (size_t i = 0; i < w->dv; i++) {
+        const double *h0_row = w->h0->values + (row0 + i) * w->dk;
+        for (size_t j = 0; need[i] >= 0 && j < w->dk; j++) w->S[i * w->dk + j] = load(A, h0_row[j]);
     }
 }
 
@@ -193,18 +215,12 @@ static void head(wy_ws *w, ug_ar *ar, const ug_selection *sel, size_t b, size_t 
 {
     size_t dk = w->dk, dv = w->dv, hk = h / (size_t)(w->p.hv / w->p.hqk), row0 = (b * (size_t)w->p.hv + h) * dv;
     long last = -1;
-    for (size_t i = 0; i < dv; i++) {
+    for (size_t i = 0; i < dv; i++)
         if (need[i] > last) last = need[i];
-        const double *h0_row = w->h0->values + (row0 + i) * dk;
-        for (size_t j = 0; need[i] >= 0 && j < dk; j++) w->S[i * dk + j] = load(ar, h0_row[j]);
-    }
+    UG_ARX_SPECIALISE(ar, load_state, w, row0, need);
     for (size_t t0 = first; (long)t0 <= last; t0 += w->L) {
         size_t n = end - t0 < w->L ? end - t0 : w->L; /* the sequence's last chunk: its length mod L */
-        chunk_load(w, ar, h, hk, t0, n);
-        chunk_matrices(w, ar, n);
-        chunk_keys(w, ar, n);
-        for (size_t i = 0; i < dv; i++)
-            if (need[i] >= (long)t0) carry_row(w, ar, sel, h, i, t0, n, w->S + i * dk);
+        UG_ARX_SPECIALISE(ar, chunk_pass, w, sel, h, hk, t0, n, need);
     }
     for (size_t i = 0; i < dv; i++) {
         size_t r = row0 + i, lo, hi;
