@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "oracles/mp/int8_dot.h"
@@ -61,32 +62,43 @@ void ug_mlaq_kv(ug_ar *ar, const ug_mlaq_in *m, size_t t, const ug_num *dots, ug
     rmsnorm_bf16(ar, kv, m->Lkv, m->gkv, m->eps, sq, settled);
 }
 
+/* The exponent of the lowest set bit of a finite nonzero double p. */
+static int lowest_bit(double p)
+{
+    uint64_t u;
+    memcpy(&u, &p, sizeof u);
+    int be = (int)((u >> 52) & 0x7ffu);
+    uint64_t m = u & ((1ull << 52) - 1u);
+    if (be) m |= 1ull << 52; /* the hidden bit: p = m * 2^(be - 1075); a subnormal m * 2^-1074 */
+    return (be ? be - 1075 : -1074) + __builtin_ctzll(m);
+}
+
 /* Whether x.w[:, j] is formed exactly by an fp32 sum in any order, blocking or FMA for every
  * column j in [0, ncols) of w [h, ld]: each product x_i*w_ij is exact in double (bf16 inputs)
  * and every partial sum is a multiple of the finest product bit 2^m below 2^(m+24), hence
- * an fp32 number. */
+ * an fp32 number. Rows of w outermost (one pass over it), each column's magnitudes summed
+ * in row order; 0 without memory (not proved). */
 static int row_sums_exact(const double *x, const double *w, size_t h, size_t ld, size_t ncols)
 {
-    for (size_t j = 0; j < ncols; j++) {
-        double mag = 0;
-        int fine = INT_MAX;
-        for (size_t i = 0; i < h; i++) {
+    double *mag = calloc(ncols ? ncols : 1, sizeof *mag);
+    int *fine = malloc((ncols ? ncols : 1) * sizeof *fine), ok = mag && fine;
+    for (size_t j = 0; ok && j < ncols; j++) fine[j] = INT_MAX;
+    for (size_t i = 0; ok && i < h; i++)
+        for (size_t j = 0; j < ncols; j++) {
             double p = x[i] * w[i * ld + j]; /* exact: two bf16 values */
             if (p == 0) continue;
-            if (!isfinite(p)) return 0;
-            int e;
-            double f = frexp(p, &e); /* the lowest set bit of p: its exponent e - 53 + trailing zeros */
-            long long mant = (long long)ldexp(fabs(f), 53);
-            int low = e - 53;
-            while (!(mant & 1)) mant >>= 1, low++;
-            fine = low < fine ? low : fine;
-            mag += fabs(p);
+            if (!isfinite(p)) ok = 0;
+            if (!ok) break;
+            int low = lowest_bit(p);
+            fine[j] = low < fine[j] ? low : fine[j];
+            mag[j] += fabs(p);
         }
-        /* fp32 holds every multiple of 2^fine below 2^(fine+24) when fine >= -149 (its finest
-         * subnormal bit) and the sum stays below 2^127 */
-        if (mag != 0 && (fine < -149 || !(mag < ldexp(1.0, fine + 24)) || !(mag < 0x1p127))) return 0;
-    }
-    return 1;
+    /* fp32 holds every multiple of 2^fine below 2^(fine+24) when fine >= -149 (its finest
+     * subnormal bit) and the sum stays below 2^127 */
+    for (size_t j = 0; ok && j < ncols; j++)
+        if (mag[j] != 0 && (fine[j] < -149 || !(mag[j] < ldexp(1.0, fine[j] + 24)) || !(mag[j] < 0x1p127))) ok = 0;
+    free(mag), free(fine);
+    return ok;
 }
 
 /* The code value element i of a row is judged against: v/s, or where v/s is exactly k + 1/2
