@@ -169,8 +169,6 @@ static int row_sums(ug_ar *ar, const ug_num *e, const double *v, size_t ldv, siz
     return 1;
 }
 
-/* The row's emission with value element (key j, column d) at v[j*ldv + d*ldc] (the public
- * forms pass key-major values, ldc = 1, which a dense row sums in one pass: row_sums). */
 /* The keys of emit_query: k_j = k + j*ldk, and when kt is not NULL the same held transposed
  * (ug_gl_keys_transpose). */
 typedef struct {
@@ -194,6 +192,8 @@ static size_t live_scores(ug_ar *ar, const double *q, const query_keys *K, size_
     return n_live;
 }
 
+/* The row's emission with value element (key j, column d) at v[j*ldv + d*ldc] (the public
+ * forms pass key-major values, ldc = 1, which a dense row sums in one pass: row_sums). */
 static int emit_query(ug_ar *ar, const double *q, const query_keys *K, size_t dk, size_t n, ug_num scale,
                       const double *v, size_t ldv, size_t ldc, size_t dv, ug_num *s, int out, const ug_selection *sel,
                       size_t *pos, size_t row, ug_num *max_sum)
