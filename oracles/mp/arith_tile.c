@@ -45,23 +45,35 @@ static int is_mp(ug_ar_mode m) { return m == UG_AR_EXACT || m == UG_AR_MPFR_SEQ;
  * the non-AVX clones, inline or not) */
 #define vabs(x) ((tv4)((tu4)(x) & (tu4){~(1ull << 63), ~(1ull << 63), ~(1ull << 63), ~(1ull << 63)}))
 
-/* The naive rounding of four doubles to bf16 (bf = 1) or fp16, as ug_dtype_round_fast (and
- * core/dtype.c's round_binary) rounds them: a value normal in the format below its top
- * binade on the bits (ug_dtype_round_normal_bits), a zero as it is (sign kept: common in the
- * naive gradient, where dP - Delta rounds to 0), a value below the format's normal range
- * by round_binary's addition of c = 1.5 * 2^(emin-mant+52) (RNE to the subnormal grid, a
- * tiny negative to -0). Lanes outside these (the top binade, overflow, NaN) set *bad, and
- * the caller recomputes its block through ug_dtype_round_fast. */
+/* The naive rounding of four doubles to bf16 (bf = 1) or fp16 on the bits
+ * (ug_dtype_round_normal_bits), right where ug_dtype_round_fast takes that path: a value
+ * normal in the format below its top binade, or a zero (the same bits, sign kept, as
+ * ug_dtype_round gives: common in the naive gradient, where dP - Delta rounds to 0). Lanes
+ * outside these set *bad, and the caller recomputes its block (subnormals: round4_sub;
+ * overflow, NaN: through ug_dtype_round_fast). */
 static inline __attribute__((always_inline)) tv4 round4(int bf, tv4 x, ti4 *bad)
 {
     const int shift = 52 - (bf ? 7 : 10);
     const uint64_t lo = (uint64_t)(1023 + (bf ? -126 : -14)), span = bf ? 253 : 29; /* e in [emin, emax) */
-    const uint64_t sign = (uint64_t)1 << 63, cu = ((lo - (uint64_t)(bf ? 7 : 10) + 52) << 52) | ((uint64_t)1 << 51);
+    tu4 u = (tu4)x;
+    *bad |= ~((((u >> 52) & 0x7ffu) - lo < span) | ((u << 1) == 0)); /* a zero keeps its bits, as there */
+    return (tv4)((u + ((((uint64_t)1 << (shift - 1)) - 1u) + ((u >> shift) & 1u))) &
+                 ~(((uint64_t)1 << shift) - 1u)); /* rounds: RNE */
+}
+
+/* round4, and a value below the format's normal range rounded as core/dtype.c's round_binary
+ * rounds it: c + x - c with c = 1.5 * 2^(emin-mant+52) (RNE to the subnormal grid), the sign
+ * put back (a tiny negative to -0). Only the top binade, overflow and NaN set *bad. Dearer
+ * than round4 by a blend: the retry of a block round4 flagged (cols_naive_bits), not the
+ * first pass. */
+static inline __attribute__((always_inline)) tv4 round4_sub(int bf, tv4 x, ti4 *bad)
+{
+    const uint64_t lo = (uint64_t)(1023 + (bf ? -126 : -14)), sign = (uint64_t)1 << 63;
+    const uint64_t cu = ((lo - (uint64_t)(bf ? 7 : 10) + 52) << 52) | ((uint64_t)1 << 51);
     tu4 u = (tu4)x, e = (u >> 52) & 0x7ffu;
-    ti4 nonzero = (u << 1) != 0, sub = (e < lo) & nonzero;
-    *bad |= ~((e - lo < span) | ~nonzero | sub);
-    tu4 normal = (u + ((((uint64_t)1 << (shift - 1)) - 1u) + ((u >> shift) & 1u))) &
-                 ~(((uint64_t)1 << shift) - 1u); /* rounds: RNE */
+    ti4 sub = (e < lo) & ((u << 1) != 0), normal_bad = {0};
+    tu4 normal = (tu4)round4(bf, x, &normal_bad);
+    *bad |= normal_bad & ~sub;
     tv4 c;
     memcpy(&c, (tu4[]){{cu, cu, cu, cu}}, sizeof c);
     tu4 tiny = ((tu4)((c + x) - c) & ~sign) | (u & sign); /* rounds: RNE to the subnormal grid; copysign */
@@ -446,11 +458,11 @@ static void cols_naive1(ug_dtype dt, cols_acc *acc, const ug_num *x, const doubl
                 dt, acc->s[k] + ug_dtype_round_fast(dt, x[i].v * V[i * ldv + c0 + k])); /* rounds: naive */
 }
 
-/* NAIVE sums of the 8 columns c0+c.. for bf16 (bf) or fp16 on the bits; a block that leaves
- * the bits' range is redone column by column from where it started. */
-static inline __attribute__((always_inline)) void cols_naive_bits(int bf, cols_acc *acc, const ug_num *x,
-                                                                  const double *V, size_t ldv, size_t i0, size_t i1,
-                                                                  size_t c0, size_t c)
+/* NAIVE sums of the 8 columns c0+c.. for bf16 (bf) or fp16 on the bits, with round4 (sub 0)
+ * or round4_sub; 0 when a lane left the range (acc untouched), else 1. */
+static inline __attribute__((always_inline)) int cols_naive_try(int bf, int sub, cols_acc *acc, const ug_num *x,
+                                                                const double *V, size_t ldv, size_t i0, size_t i1,
+                                                                size_t c0, size_t c)
 {
     tv4 s0, s1, v0, v1;
     ti4 bad = {0};
@@ -458,13 +470,27 @@ static inline __attribute__((always_inline)) void cols_naive_bits(int bf, cols_a
     for (size_t i = i0; i < i1; i++) {
         const double *row = V + i * ldv + c0 + c;
         UG_VLD(v0, row), UG_VLD(v1, row + 4);
-        s0 = round4(bf, s0 + round4(bf, x[i].v * v0, &bad), &bad); /* rounds: naive mul, naive add */
-        s1 = round4(bf, s1 + round4(bf, x[i].v * v1, &bad), &bad);
+        if (sub)
+            s0 = round4_sub(bf, s0 + round4_sub(bf, x[i].v * v0, &bad), &bad), /* rounds: naive mul, naive add */
+                s1 = round4_sub(bf, s1 + round4_sub(bf, x[i].v * v1, &bad), &bad);
+        else
+            s0 = round4(bf, s0 + round4(bf, x[i].v * v0, &bad), &bad), /* rounds: naive mul, naive add */
+                s1 = round4(bf, s1 + round4(bf, x[i].v * v1, &bad), &bad);
     }
-    if (any4(bad))
+    if (any4(bad)) return 0;
+    UG_VST(acc->s + c, s0), UG_VST(acc->s + c + 4, s1);
+    return 1;
+}
+
+/* NAIVE sums of the 8 columns c0+c.. for bf16 (bf) or fp16: a block that leaves the normal
+ * range (softmax weights below 2^-14 in fp16 are common) is redone with round4_sub, and one
+ * that overflows column by column from where it started. */
+static inline __attribute__((always_inline)) void cols_naive_bits(int bf, cols_acc *acc, const ug_num *x,
+                                                                  const double *V, size_t ldv, size_t i0, size_t i1,
+                                                                  size_t c0, size_t c)
+{
+    if (!cols_naive_try(bf, 0, acc, x, V, ldv, i0, i1, c0, c) && !cols_naive_try(bf, 1, acc, x, V, ldv, i0, i1, c0, c))
         cols_naive1(bf ? UG_DT_BF16 : UG_DT_FP16, acc, x, V, ldv, i0, i1, c0, c, 8);
-    else
-        UG_VST(acc->s + c, s0), UG_VST(acc->s + c + 4, s1);
 }
 
 /* Adds rows [i0, i1) of V's columns c0..c0+w (w <= COL_CHUNK) to acc: per block of 8
