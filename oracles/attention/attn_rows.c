@@ -274,6 +274,19 @@ int ug_gl_attn_emit_query_max_sum(ug_ar *ar, const double *q, const double *k, s
     return emit_query(ar, q, &K, dk, n, scale, v, ldv, 1, dv, s, out, sel, pos, row, max_sum);
 }
 
+double *ug_gl_kt_alloc(const ug_ar *ar, size_t dk, size_t n, size_t *ldkt)
+{
+    *ldkt = n + 8;
+    size_t bytes = dk * *ldkt * sizeof(double);
+    return ug_ar_plain(ar) && bytes <= UG_GL_KT_MAX_BYTES ? malloc(bytes) : NULL;
+}
+
+double ug_gl_kt_scratch(double dk, double n)
+{
+    double bytes = 8 * dk * (n + 8);
+    return bytes <= (double)UG_GL_KT_MAX_BYTES ? bytes : 0.0;
+}
+
 void ug_gl_keys_transpose(const double *k, size_t ldk, size_t dk, size_t n, double *kt, size_t ldkt)
 {
     for (size_t j0 = 0; j0 < n; j0 += 8) /* 8 keys at a time: the reads stay in 8 rows */
@@ -303,11 +316,11 @@ int ug_gl_attn_paged_emit(ug_ar *ar, const ug_gl_paged *p, int out, const ug_sel
 {
     size_t D = (size_t)p->dim, maxlen = 1;
     for (long b = 0; b < p->batch; b++) maxlen = (size_t)p->lens[b] > maxlen ? (size_t)p->lens[b] : maxlen;
-    size_t ldkt = ug_gl_kt_ld(maxlen);
+    size_t ldkt;
     double *kg = malloc((2 * maxlen + 1) * D * sizeof *kg);
-    double *kt = ug_ar_plain(ar) ? malloc(D * ldkt * sizeof *kt) : NULL; /* the keys transposed: all scores at once */
+    double *kt = ug_gl_kt_alloc(ar, D, maxlen, &ldkt); /* the keys transposed: all scores at once */
     ug_num *s = malloc(2 * maxlen * sizeof *s);
-    if (!kg || !s || (!kt && ug_ar_plain(ar))) {
+    if (!kg || !s) {
         free(kg), free(kt), free(s);
         return -1;
     }

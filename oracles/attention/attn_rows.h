@@ -39,10 +39,16 @@ int ug_gl_attn_emit_query(ug_ar *ar, const double *q, const double *k, size_t ld
 int ug_gl_attn_emit_query_kt(ug_ar *ar, const double *q, const double *k, size_t ldk, const double *kt, size_t ldkt,
                              size_t dk, size_t n, ug_num scale, const double *v, size_t ldv, size_t dv, ug_num *s,
                              int out, const ug_selection *sel, size_t *pos, size_t row);
-/* kt[d*ldkt + j] = k[j*ldk + d] for d < dk, j < n. ldkt = ug_gl_kt_ld(n): padded, so that the
- * rows of a key chunk do not all fall in the same cache sets. */
+/* kt[d*ldkt + j] = k[j*ldk + d] for d < dk, j < n. */
 void ug_gl_keys_transpose(const double *k, size_t ldk, size_t dk, size_t n, double *kt, size_t ldkt);
-static inline size_t ug_gl_kt_ld(size_t n) { return n + 8; }
+/* Room for up to n keys of dk transposed, *ldkt = n + 8 (padded, so that the rows of a key
+ * chunk do not all fall in the same cache sets); NULL in the MPFR arithmetics, where the copy
+ * would not be read, above UG_GL_KT_MAX_BYTES (the copy doubles the keys' memory: past it the
+ * scores go key by key, the same numbers), or without memory. ug_gl_kt_scratch: its bytes,
+ * for a case memory estimate. */
+#define UG_GL_KT_MAX_BYTES ((size_t)16 << 20)
+double *ug_gl_kt_alloc(const ug_ar *ar, size_t dk, size_t n, size_t *ldkt);
+double ug_gl_kt_scratch(double dk, double n);
 
 /* ug_gl_attn_emit_query_kt, and the row's softmax statistics: max_sum[0] = m = max_j s_j and
  * max_sum[1] = sum_j exp(s_j - m) over the live keys, the very values its o divides by (so

@@ -87,7 +87,8 @@ static double scratch(const ug_params *P)
     double nq = (double)p->batch * (double)p->q_per_step * (double)p->heads_q * D,
            ncache = (double)p->num_blocks * (double)p->block_size * (double)p->heads_kv * D;
     return 4 * (2 * nq + 2 * ncache + (double)p->batch * (double)p->max_blocks_per_seq + 2 * maxlen * D) +
-           8 * (double)p->num_blocks + 16 * maxlen * D + 8 * (maxlen + 8) * D + 2 * maxlen * UG_NUM_BYTES + 9 * maxlen;
+           8 * (double)p->num_blocks + 16 * maxlen * D + ug_gl_kt_scratch(D, maxlen) + 2 * maxlen * UG_NUM_BYTES +
+           9 * maxlen;
 }
 
 const ug_op_def ug_opdef_glm_attention = {.op = UG_OP_GLM_ATTENTION,

@@ -250,7 +250,7 @@ static double scratch(const ug_params *P)
     for (long b = 0; b < batch; b++) maxlen = (double)lens[b] > maxlen ? (double)lens[b] : maxlen;
     double span = ((double)((long)maxlen + bs - 1) / (double)bs) * (double)bs;
     return ug_gpq_scratch(P) + 4 * (2 * span * D + 2 * hq * D + (hq + 2) * D * (double)bs + 8 * hq + 4 * (double)bs) +
-           8 * (double)params->num_blocks + 8 * (2 * maxlen + 1) * D + 8 * (maxlen + 8) * D +
+           8 * (double)params->num_blocks + 8 * (2 * maxlen + 1) * D + ug_gl_kt_scratch(D, maxlen) +
            2 * maxlen * UG_NUM_BYTES + 9 * maxlen + ug_gl_paged_reference_golden_scratch((long)maxlen, (long)D);
 }
 

@@ -129,11 +129,11 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     const ug_tensor *qn = ug_case_input(c, "q_nope"), *qr = ug_case_input(c, "q_rope");
     const ug_tensor *lens = ug_case_input(c, "seq_lens");
     size_t group = (size_t)(p.heads / p.n_kv), pos = 0, have = (size_t)-1, dk = (size_t)p.dk, lora = (size_t)p.kv_lora;
-    size_t ldkt = ug_gl_kt_ld((size_t)p.ctx);
+    size_t ldkt;
     double *kd = malloc(((size_t)p.ctx * dk + dk) * sizeof *kd), *qd = kd + (size_t)p.ctx * dk;
-    double *kt = ug_ar_plain(ar) ? malloc(dk * ldkt * sizeof *kt) : NULL; /* the keys transposed: all scores at once */
+    double *kt = ug_gl_kt_alloc(ar, dk, (size_t)p.ctx, &ldkt); /* the keys transposed: all scores at once */
     ug_num *s = malloc(2 * (size_t)p.ctx * sizeof *s);
-    int rc = kd && s && (kt || !ug_ar_plain(ar)) ? 0 : -1;
+    int rc = kd && s ? 0 : -1;
     while (!rc && pos < sel->n[0]) {
         size_t row = sel->idx[0][pos] / lora, t = row / (size_t)p.heads, sq = (size_t)p.q_per_step, b = t / sq;
         size_t g = row % (size_t)p.heads / group, len = (size_t)ug_tload(lens, b);
@@ -166,7 +166,7 @@ static double scratch(const ug_params *P)
     double ctx = (double)params->ctx, dk = (double)params->dk, b = (double)params->batch,
            mb = (double)params->max_blocks;
     return 4 * mb * (double)params->block_size * dk + 8 * ((double)params->num_blocks + b + b * mb) +
-           8 * (ctx + 1) * dk + 8 * (ctx + 8) * dk + 2 * ctx * UG_NUM_BYTES; /* the keys, also transposed */
+           8 * (ctx + 1) * dk + ug_gl_kt_scratch(dk, ctx) + 2 * ctx * UG_NUM_BYTES; /* the keys, also transposed */
 }
 
 const ug_op_def ug_opdef_incre_flash_attention_mla = {.op = UG_OP_INCRE_FLASH_ATTENTION_MLA,

@@ -195,11 +195,11 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     read_params(c, &p);
     const ug_tensor *q = ug_case_input(c, "q");
     size_t pos[3] = {0, 0, 0}, have = (size_t)-1, n = 0, dk = (size_t)p.dk, dv = (size_t)p.dv;
-    size_t topk = (size_t)p.topk, ldkt = ug_gl_kt_ld(topk);
+    size_t topk = (size_t)p.topk, ldkt;
     double *kd = malloc(topk * dk * sizeof *kd);
-    double *kt = ug_ar_plain(ar) ? malloc(dk * ldkt * sizeof *kt) : NULL; /* the keys transposed: all scores at once */
+    double *kt = ug_gl_kt_alloc(ar, dk, topk, &ldkt); /* the keys transposed: all scores at once */
     ug_num *s = malloc(2 * topk * sizeof *s);
-    int rc = kd && s && (kt || !ug_ar_plain(ar)) ? 0 : -1;
+    int rc = kd && s ? 0 : -1;
     for (size_t row = 0; !rc && row < (size_t)(p.tokens * p.heads); row++) {
         int want_max = wants_row(sel, 1, pos[1], row, 1), want_sum = wants_row(sel, 2, pos[2], row, 1);
         if (!wants_row(sel, 0, pos[0], row, dv) && !want_max && !want_sum) continue;
@@ -240,7 +240,7 @@ static double scratch(const ug_params *P)
 {
     const ug_sparse_flash_attention_params *params = UG_P(sparse_flash_attention, P);
     double topk = (double)params->topk;
-    return 8 * (double)params->kv_len + 12 * topk * (double)params->dk + 8 * (topk + 8) * (double)params->dk +
+    return 8 * (double)params->kv_len + 12 * topk * (double)params->dk + ug_gl_kt_scratch((double)params->dk, topk) +
            2 * topk * UG_NUM_BYTES + 8 * (double)params->heads;
 }
 

@@ -202,11 +202,11 @@ int ug_sqa_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel, ug_sqa_d
     ug_sqa_read_params(&c->params, &p);
     const ug_tensor *qn = ug_case_input(c, "q_nope"), *qr = ug_case_input(c, "q_rope");
     size_t pos = 0, have = (size_t)-1, n = 0, dk = (size_t)p.dk, lora = (size_t)p.lora, rope = (size_t)p.rope;
-    size_t topk = (size_t)p.topk, ldkt = ug_gl_kt_ld(topk);
+    size_t topk = (size_t)p.topk, ldkt;
     double *kd = malloc((topk + 1) * dk * sizeof *kd), *qd = kd + topk * dk;
-    double *kt = ug_ar_plain(ar) ? malloc(dk * ldkt * sizeof *kt) : NULL; /* the keys transposed: all scores at once */
+    double *kt = ug_gl_kt_alloc(ar, dk, topk, &ldkt); /* the keys transposed: all scores at once */
     ug_num *s = malloc(2 * topk * sizeof *s);
-    int rc = kd && s && (kt || !ug_ar_plain(ar)) ? 0 : -1;
+    int rc = kd && s ? 0 : -1;
     while (!rc && pos < sel->n[0]) {
         size_t row = sel->idx[0][pos] / lora, r = row / (size_t)p.heads;
         if (have != r) { /* a query row's heads share its keys */
@@ -267,7 +267,7 @@ double ug_sqa_scratch(const ug_params *P, double extra)
     double mb = (double)ug_p_int(P, "max_blocks"), ctx = (double)ug_p_int(P, "ctx");
     double heads = (double)ug_p_int(P, "heads");
     double builder = 8 * ((double)ug_p_int(P, "num_blocks") + b + b * mb + ctx) + 4 * topk;
-    double oracle = 8 * (topk + 1) * dk + 8 * dk * (topk + 8) + 2 * topk * UG_NUM_BYTES +
+    double oracle = 8 * (topk + 1) * dk + ug_gl_kt_scratch(dk, topk) + 2 * topk * UG_NUM_BYTES +
                     4 * (topk + 512); /* the keys, transposed, the scores; + the reference golden's */
     double kernel = 4 * (topk * dk + heads * (dk + 512)) + 4 * (8 * heads + 2 * 128 + heads * 512 + (dk + heads) * 128);
     return builder + oracle + kernel + extra;
