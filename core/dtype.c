@@ -204,11 +204,7 @@ double ug_dtype_ulp(ug_dtype dt, double x)
         if (fe1 > e) e = fe1;
     }
     int k = e - in->mant_bits;
-    if (k < -1022 || k > 1023) return ldexp(1.0, k);
-    uint64_t p = (uint64_t)(k + 1023) << 52;
-    double r;
-    memcpy(&r, &p, sizeof r);
-    return r;
+    return k < -1022 || k > 1023 ? ldexp(1.0, k) : ug_pow2_normal(k);
 }
 
 double ug_dtype_load(ug_dtype dt, const void *buf, size_t i)

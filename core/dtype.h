@@ -67,6 +67,15 @@ static inline uint64_t ug_dtype_round_normal_bits(uint64_t u, int mant)
     return u & ~(((uint64_t)1 << shift) - 1u);
 }
 
+/* 2^k, k in a normal double's exponent range [-1022, 1023], built on the bits. */
+static inline double ug_pow2_normal(int k)
+{
+    uint64_t p = (uint64_t)(k + 1023) << 52;
+    double r;
+    memcpy(&r, &p, sizeof r);
+    return r;
+}
+
 /* ug_dtype_round for the hot loops of the oracles, bit for bit the same: fp32 by the
  * hardware; bf16 and fp16 on the bits when x is normal in the format and below its top
  * binade (so no overflow can follow); everything else through ug_dtype_round. */

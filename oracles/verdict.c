@@ -137,10 +137,7 @@ static inline double ulp_at(const ug_dtype_info *d, double g)
     if (!d->is_float) return 1.0;
     uint64_t u;
     memcpy(&u, &g, sizeof u);
-    u = (((u >> 52) & 0x7ffu) - (uint64_t)d->mant_bits) << 52;
-    double r;
-    memcpy(&r, &u, sizeof r);
-    return r;
+    return ug_pow2_normal((int)((u >> 52) & 0x7ffu) - 1023 - d->mant_bits);
 }
 
 /* Whether an element's error is measured in ulps: its exact value is at least the smallest

@@ -314,9 +314,9 @@ void ug_exec_detail_free(ug_exec_detail *d)
 /* A process running case after case (a sweep worker, bench oracle) keeps what a case freed
  * for the next case, where glibc would hand it back: its tensors, fp64 input copies and
  * judged arrays are freed at the end of each case and, above the trim threshold, unmapped,
- * so every page of the next case's faulted in afresh (zeroed by the kernel). Allocations of up to UG_WORKER_HEAP_BLOCK come from the heap and up to
- * UG_WORKER_HEAP_KEEP of free heap stays mapped; larger tensors are still mapped and unmapped
- * on their own. The address-space cap (run/contain.c) counts what is kept, as it counts any
+ * so every page of the next case's faulted in afresh (zeroed by the kernel). Allocations of
+ * up to UG_WORKER_HEAP_BLOCK come from the heap and up to UG_WORKER_HEAP_KEEP of free heap
+ * stays mapped; larger tensors are still mapped and unmapped on their own. The address-space cap (run/contain.c) counts what is kept, as it counts any
  * mapping. Minor page faults of a sweep -j1 of shard 1/24 of the nightly: 142,677 -> ~82,000. */
 #define UG_WORKER_HEAP_BLOCK (256u << 20)
 #define UG_WORKER_HEAP_KEEP (512u << 20)

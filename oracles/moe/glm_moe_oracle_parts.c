@@ -525,6 +525,17 @@ ug_num gmoe_swiglu_bf16(ug_ar *ar, const double *x, const double *w1, const doub
     return ug_round(ar, ug_mul(ar, ug_silu(ar, g), u), UG_DT_BF16); /* rounds: the spec's bf16 activation */
 }
 
+void gmoe_act_row(ug_ar *ar, const double *x, const double *w1, const double *w3, size_t h, size_t I, ug_num *g,
+                  ug_num *u, ug_num *a)
+{
+    ug_dot_d_rows(ar, x, h, 1, w1, I, h, I, g, I);
+    ug_dot_d_rows(ar, x, h, 1, w3, I, h, I, u, I);
+    for (size_t i = 0; i < I; i++) {
+        a[i] = ug_round(ar, ug_mul(ar, ug_silu(ar, g[i]), u[i]), UG_DT_BF16); /* rounds: the spec's bf16 a */
+        if (isinf(a[i].e)) a[i] = gmoe_swiglu_bf16(ar, x, w1 + i, w3 + i, I, h);
+    }
+}
+
 /* ---- routed experts ---- */
 
 int gmoe_routed_open(gmoe_routed *r, const ug_case *c)
@@ -543,8 +554,8 @@ int gmoe_routed_open(gmoe_routed *r, const ug_case *c)
                        .o_w = ug_case_judged_find(c, "topk_weights"),
                        .o_ids = ug_case_judged_find(c, "topk_ids")};
     r->act = malloc(r->k * r->I * sizeof *r->act);
-    r->dots = malloc((2 * r->I + (r->k + 1) * r->h) * sizeof *r->dots);
-    r->row = r->dots ? r->dots + 2 * r->I + r->k * r->h : NULL;
+    r->dots = malloc((3 * r->I + (r->k + 1) * r->h) * sizeof *r->dots);
+    r->row = r->dots ? r->dots + 3 * r->I + r->k * r->h : NULL;
     if (r->act && r->dots) return 0;
     gmoe_routed_close(r);
     return -1;
@@ -563,23 +574,13 @@ static long kernel_id(const gmoe_routed *r, const ug_case *c, size_t t, size_t j
     return v >= 0 && v < (double)r->E ? (long)v : -1;
 }
 
-/* Slot j's act row of token t whole (elements b .. b+I-1 of o_act's selection) in a plain
- * arithmetic: g and u for every column in one pass over W1_e's and W3_e's rows each
- * (ug_dot_d_cols: ug_dot_d's numbers per column), then gmoe_swiglu_bf16's rounding; an a the
- * bound left ambiguous goes through gmoe_swiglu_bf16 itself, whose first attempt is this one
- * and whose retry tracks the sums. */
+/* Slot j's act row of token t whole (elements b .. b+I-1 of o_act's selection), expert id. */
 static void act_row_emit(const gmoe_routed *r, ug_ar *ar, size_t t, long id, size_t b)
 {
     size_t h = r->h, I = r->I;
-    const double *x = r->x + t * h, *w1 = r->w1 + (size_t)id * h * I, *w3 = r->w3 + (size_t)id * h * I;
-    ug_num *g = r->dots, *u = r->dots + I;
-    ug_dot_d_cols(ar, x, w1, I, h, I, g);
-    ug_dot_d_cols(ar, x, w3, I, h, I, u);
-    for (size_t i = 0; i < I; i++) {
-        ug_num a = ug_round(ar, ug_mul(ar, ug_silu(ar, g[i]), u[i]), UG_DT_BF16); /* rounds: the spec's bf16 act */
-        if (isinf(a.e)) a = gmoe_swiglu_bf16(ar, x, w1 + i, w3 + i, I, h);
-        ug_ar_emit(ar, r->o_act, b + i, a);
-    }
+    ug_num *g = r->dots, *u = g + I, *a = u + I;
+    gmoe_act_row(ar, r->x + t * h, r->w1 + (size_t)id * h * I, r->w3 + (size_t)id * h * I, h, I, g, u, a);
+    for (size_t i = 0; i < I; i++) ug_ar_emit(ar, r->o_act, b + i, a[i]);
 }
 
 void gmoe_routed_act_emit(const gmoe_routed *r, const ug_case *c, ug_ar *ar, const ug_selection *sel, size_t t)
@@ -629,7 +630,7 @@ int gmoe_routed_out_row(gmoe_routed *r, ug_ar *ar)
 {
     if (!ug_ar_plain(ar)) return 0;
     size_t h = r->h, I = r->I;
-    ug_num *dots = r->dots + 2 * I, terms[GMOE_MAX_K];
+    ug_num *dots = r->dots + 3 * I, terms[GMOE_MAX_K];
     for (size_t j = 0; j < r->k; j++)
         if (r->ids[j] >= 0) ug_dot_d_cols(ar, r->act + j * I, r->w2 + (size_t)r->ids[j] * I * h, h, I, h, dots + j * h);
     for (size_t n = 0; n < h; n++) {
@@ -658,7 +659,8 @@ double gmoe_fused_scratch(const ug_params *P, int routed, int shared)
     double T = (double)ug_p_int(P, "tokens"), h = (double)ug_p_int(P, "hidden"), E = (double)ug_p_int(P, "experts"),
            k = (double)ug_p_int(P, "top_k"), I = (double)ug_p_int(P, "intermediate");
     double bytes = 4 * (E * h + 2 * h + 4 * E) + 8 * E + 4 * T * h; /* the gate, the fp32 accumulator */
-    if (routed) bytes += 16 * h * I + 4 * (T * k * (h + I) + 2 * h + I) + 8 * k * I;
+    if (routed) /* ... and the row forms' numbers (gmoe_routed.dots) */
+        bytes += 16 * h * I + 4 * (T * k * (h + I) + 2 * h + I) + 8 * k * I + UG_NUM_BYTES * (3 * I + (k + 1) * h);
     if (shared) bytes += 17 * h * I + 4 * (6 * I + 4 * h) + 2 * (h + I) + 8 * (h + I);
     return bytes;
 }

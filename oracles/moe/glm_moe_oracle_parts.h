@@ -78,6 +78,13 @@ void gmoe_shared_out_emit(const gmoe_shared *k, const ug_case *c, ug_ar *ar, con
  * dots exact, the bf16 rounding the specification's (the activation written back as
  * bf16 between the two GEMMs). */
 ug_num gmoe_swiglu_bf16(ug_ar *ar, const double *x, const double *w1, const double *w3, size_t stride, size_t h);
+/* a[i] = gmoe_swiglu_bf16's value for every column i < I of W1, W3 [h, I] with the row x: g
+ * and u in one row-major pass over each (ug_dot_d_rows of one row: ug_dot_d's numbers per
+ * column, the plain arithmetics' loops vectorised), then its rounding; an a the bound left
+ * ambiguous (certified arithmetic) goes through gmoe_swiglu_bf16 itself, whose first attempt
+ * is this one and whose retry tracks the sums. g, u: scratch of I numbers each. */
+void gmoe_act_row(ug_ar *ar, const double *x, const double *w1, const double *w3, size_t h, size_t I, ug_num *g,
+                  ug_num *u, ug_num *a);
 
 /* ---- routed experts, staged on the kernel's ids, weights and act ---- */
 
@@ -87,7 +94,7 @@ typedef struct {
     int o_act, o_w, o_ids;
     long ids[GMOE_MAX_K]; /* token t's kernel ids, weights and act (gmoe_routed_token) */
     double wt[GMOE_MAX_K], *act;
-    ug_num *dots; /* the plain arithmetics' row forms: g and u (2I), then act_j . W2 (k*h) */
+    ug_num *dots; /* the plain arithmetics' row forms: g, u and a (3I), then act_j . W2 (k*h) */
     ug_num *row;  /* gmoe_routed_out_row's h values */
 } gmoe_routed;
 

@@ -100,22 +100,6 @@ static size_t moe_expert_of(const ug_tensor *gl, size_t E, size_t r)
     return E - 1; /* unreachable: build() makes the counts sum to T */
 }
 
-/* The bf16 activations a of row xr: g = x·W1_e and u = x·W3_e for every column i in one
- * row-major pass over W1_e and W3_e each (ug_dot_d_rows of one row: ug_dot_d's numbers per
- * column, the plain arithmetics' loops vectorised), then gmoe_swiglu_bf16's rounding; an a
- * the bound left ambiguous (certified arithmetic) goes through gmoe_swiglu_bf16 itself,
- * whose first attempt is this one and whose retry tracks the sums. */
-static void activations(ug_ar *ar, const double *xr, const double *w1e, const double *w3e, size_t h, size_t I,
-                        ug_num *g, ug_num *u, ug_num *a)
-{
-    ug_dot_d_rows(ar, xr, h, 1, w1e, I, h, I, g, I);
-    ug_dot_d_rows(ar, xr, h, 1, w3e, I, h, I, u, I);
-    for (size_t i = 0; i < I; i++) {
-        a[i] = ug_round(ar, ug_mul(ar, ug_silu(ar, g[i]), u[i]), UG_DT_BF16); /* rounds: the spec's bf16 a */
-        if (isinf(a[i].e)) a[i] = gmoe_swiglu_bf16(ar, xr, w1e + i, w3e + i, I, h);
-    }
-}
-
 /* Emits the selected elements of token row r (expert e) from position *k: a row selected
  * whole as a·W2_e for every column in one pass over W2_e's rows (ug_dot_nd_cols: ug_dot_nd's
  * numbers per column), single elements as their column's ug_dot_nd. */
@@ -144,7 +128,7 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     ug_num *g = nums, *u = nums + I, *a = nums + 2 * I, *out = nums + 3 * I;
     for (size_t k = 0; k < sel->n[0];) {
         size_t r = sel->idx[0][k] / h, e = moe_expert_of(gl, (size_t)p.E, r), mark = ug_ar_mark(ar);
-        activations(ar, x->values + r * h, w1 + e * hi, w3 + e * hi, h, I, g, u, a);
+        gmoe_act_row(ar, x->values + r * h, w1 + e * hi, w3 + e * hi, h, I, g, u, a);
         row_out(ar, sel, a, w2 + e * hi, h, I, r, out, &k);
         ug_ar_release(ar, mark);
     }
