@@ -9,6 +9,7 @@
  * --fuzz-build DIR / $ULPGYM_FUZZ_BUILD); it is configured and built on first use. */
 #include <dirent.h>
 #include <errno.h>
+#include <ftw.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +113,25 @@ static int run_fuzzer(char *const argv[], const char *log, const char *found, lo
         nanosleep(&ts, NULL);
     }
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path) ? -1 : 0;
+}
+
+/* The run's scratch folder (its corpus, libFuzzer's artefacts, the log), which mkdtemp made:
+ * removed depth first without following a link, once what it found is in the findings
+ * folder. Kept (and named) when libFuzzer itself ended badly, for its log. */
+static void finish_work(const char *work, int fuzzer_failed)
+{
+    if (fuzzer_failed) {
+        fprintf(stderr, "ulpgym fuzz: the fuzzer's log and corpus are kept in %s\n", work);
+        return;
+    }
+    if (nftw(work, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+        fprintf(stderr, "ulpgym fuzz: could not remove the scratch folder %s: %s\n", work, strerror(errno));
 }
 
 /* The fuzz_precision binary, built on demand. */
@@ -383,7 +403,7 @@ static int ug_cmd_fuzz(int argc, char **argv)
     char max_desc[64] = "";
     if (max_findings) snprintf(max_desc, sizeof max_desc, " or %ld distinct findings", max_findings);
     printf("fuzzing %s with %s for up to %ld s%s (%d seeds from the plan, error-magnitude signal %s); findings -> %s;"
-           " log %s\n",
+           " log %s (removed with its folder after a clean run)\n",
            op_name, backend_name, seconds, max_desc, nseeds, no_signal ? "off" : "on", out, log);
     fflush(stdout);
     char *args[] = {bin,    max_time, prefix, dict, "-timeout=30", "-rss_limit_mb=4096", "-print_final_stats=1",
@@ -394,10 +414,11 @@ static int ug_cmd_fuzz(int argc, char **argv)
     double took = now_s() - t0;
     tally t = {0};
     collect(found, out, backend_name, db_path, &t);
+    finish_work(work, rc != 0 && !stopped);
     int distinct = t.kernel + t.contract + t.repeated;
     if (!distinct) {
         printf("no finding in %.0f s (libFuzzer exit %d%s)\n", took, rc,
-               rc ? "; a crash or sanitizer report stops the search: see the log" : "");
+               rc && !stopped ? "; a crash or sanitizer report stops the search: see the log" : "");
         return 0;
     }
     printf("%ld failing cases in %.0f s, %d distinct signatures: %d new kernel findings, %d new contract findings, "

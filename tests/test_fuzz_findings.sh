@@ -2,10 +2,11 @@
 # test_fuzz_findings.sh — `ulpgym fuzz` finds bugs, not contract gaps: fuzzing a planted
 # beyond-plan mutant (attn_softmax mut_tanh_overflow) with --max-findings keeps searching
 # after the first hit, writes its findings outside the source tree (./ulpgym-found by
-# default, --out DIR), one case per failure signature with the hits counted, sorted as
-# kernel findings, each with a triage hint naming the backend; `corpus import` copies a
-# kernel finding into a temporary data dir's corpus/found (never the real one), refuses it
-# a second time, and refuses a contract finding (one the correct kernel fails too).
+# default, --out DIR; its scratch folder in /tmp removed after), one case per failure
+# signature with the hits counted, sorted as kernel findings, each with a triage hint
+# naming the backend; `corpus import` copies a kernel finding into a temporary data dir's
+# corpus/found (never the real one), refuses it a second time, and refuses a contract
+# finding (one the correct kernel fails too).
 # Needs clang with libFuzzer (the target is built on first use in build-fuzz/ or
 # $ULPGYM_FUZZ_BUILD); exits 77 when clang or its libFuzzer runtime is missing, and fails when
 # they are there but the target does not build.
@@ -30,6 +31,9 @@ if grep -q 'building the fuzz target failed' "$T/err"; then
     echo "libFuzzer runtime missing (clang -fsanitize=fuzzer cannot link): skipped"; exit 77
 fi
 cp "$T/out" "$T/fuzz1.out"
+# the run's scratch folder (corpus, log) in /tmp goes once its findings are out
+work=$(sed -nE 's/.* log (.+)\/fuzz\.log .*/\1/p' "$T/fuzz1.out" | head -1)
+[ -n "$work" ] && [ ! -e "$work" ] && ok || bad "the scratch folder '$work' outlived a clean run"
 out="$T/ulpgym-found"
 [ -f "$out/findings.tsv" ] && ok || bad "no findings.tsv in ./ulpgym-found: $(head -c 600 "$T/fuzz1.out")"
 expect_eq "$(find "$src/corpus/found" -type f | sort | md5sum)" "$before" "fuzz wrote into the source tree"
