@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "core/canon.h"
-#include "core/registry.h"
+#include "core/ops.h"
 #include "core/utf8.h"
 
 void ug_spec_id_of(const char *canonical, char id[UG_ID_LEN + 1])

@@ -10,7 +10,9 @@
 
 #include <sqlite3.h>
 
-#include "db/store.h"
+/* The handle store.h declares (a C11 typedef may be repeated): the struct is opened here
+ * without this header depending on store.h, which store.c implements on it. */
+typedef struct ug_db ug_db;
 
 struct ug_db {
     sqlite3 *h;

@@ -7,7 +7,10 @@
 # 2. no object file of the core library calls a function defined in a module above its
 #    own (read off `nm`: undefined symbols against the objects defining them; the weak
 #    references core/ops.c uses to register ops and variants are not calls);
-# 3. no two source files call each other, directly or through a longer loop.
+# 3. no two source files call each other, directly or through a longer loop;
+# 4. no two units (a .c with the .h of its name; a header alone is a unit of its own) include
+#    each other, directly or through a longer loop: the loops item 3 cannot see, through
+#    inline functions, macros and types (checked on the tree and on a planted two-unit loop).
 # Exits 77 (skipped) when nm or python3 is missing or the objects are not where CMake puts them.
 source "$(dirname "$0")/lib.sh"
 command -v nm >/dev/null && command -v python3 >/dev/null || { echo "nm or python3 missing: skipped"; exit 77; }
@@ -16,7 +19,7 @@ LIBOBJ="$(dirname "$UG_BIN")/CMakeFiles/ulpgym_lib.dir" # the library's api/ obj
 [ -d "$OBJ" ] && [ -d "$LIBOBJ" ] || { echo "no object folder $OBJ or $LIBOBJ: skipped"; exit 77; }
 SRC=${ULPGYM_DATA:?ULPGYM_DATA is set by ctest}
 
-python3 - "$SRC" "$OBJ" "$LIBOBJ" >"$T/report" 2>&1 <<'EOF'
+T="$T" python3 - "$SRC" "$OBJ" "$LIBOBJ" >"$T/report" 2>&1 <<'EOF'
 import os, re, subprocess, sys
 src, objdirs = sys.argv[1], sys.argv[2:]
 level = {"include": -1, "core": 0, "gen": 1, "kernels": 2, "oracles": 2, "db": 3, "run": 4, "reports": 5, "cli": 5, "api": 5}
@@ -76,11 +79,54 @@ sys.setrecursionlimit(10000)
 for v in sorted(edges):
     if v not in index: visit(v)
 for comp in sccs: print("call loop: " + " <-> ".join(comp)); bad += 1
-print(f"{len(edges)} objects, {sum(len(b) for b in edges.values())} file-level call edges, {bad} violations")
+def loops(edges):
+    index, low, stack, on, found = {}, {}, [], set(), []
+    def visit(v):
+        index[v] = low[v] = len(index); stack.append(v); on.add(v)
+        for w in edges.get(v, ()):
+            if w not in index: visit(w); low[v] = min(low[v], low[w])
+            elif w in on: low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop(); on.discard(w); comp.append(w)
+                if w == v: break
+            if len(comp) > 1: found.append(sorted(comp))
+    for v in sorted(edges):
+        if v not in index: visit(v)
+    return found
+# 4. include loops between units (a .c with its .h); an include resolves against the root, the
+#    including file's folder, then include/
+def include_edges(root, mods):
+    files = set()
+    for mod in mods:
+        for r, _, fs in os.walk(os.path.join(root, mod)):
+            files.update(os.path.relpath(os.path.join(r, f), root) for f in fs if f.endswith((".c", ".h")))
+    unit = lambda p: os.path.splitext(p)[0]
+    out = {}
+    for rel in sorted(files):
+        for line in open(os.path.join(root, rel), errors="replace"):
+            m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+            if not m: continue
+            t = next((c for c in (m.group(1), os.path.join(os.path.dirname(rel), m.group(1)),
+                                  os.path.join("include", m.group(1))) if c in files), None)
+            if t and unit(t) != unit(rel): out.setdefault(unit(rel), set()).add(unit(t))
+    return out
+inc = include_edges(src, list(level) + ["fuzz"])
+for comp in loops(inc): print("include loop: " + " <-> ".join(comp)); bad += 1
+planted = os.environ["T"] + "/planted"  # x.c includes y.h and y.c x.h: one loop, named
+os.makedirs(planted + "/core", exist_ok=True)
+for a, b in (("x", "y"), ("y", "x")):
+    open(f"{planted}/core/{a}.c", "w").write(f'#include "core/{b}.h"\n')
+    open(f"{planted}/core/{a}.h", "w").write("")
+if loops(include_edges(planted, ["core"])) != [["core/x", "core/y"]]:
+    print("the include-loop check missed a planted loop"); bad += 1
+print(f"{len(edges)} objects, {sum(len(b) for b in edges.values())} file-level call edges, "
+      f"{sum(len(b) for b in inc.values())} unit include edges, {bad} violations")
 sys.exit(1 if bad else 0)
 EOF
 status=$?
 cat "$T/report"
 if [ $status = 0 ]; then ok; else bad "layering violations (above)"; fi
-expect_grep '^[0-9]+ objects, [1-9][0-9]* file-level call edges' "$T/report"
+expect_grep '^[0-9]+ objects, [1-9][0-9]* file-level call edges, [1-9][0-9]* unit include edges' "$T/report"
 finish

@@ -5,8 +5,9 @@
 # oracles/<family>/ (the operators; oracles/mp/ is the engine):
 #   - no ug_ar_get_mode, no ug_ar_cert_sink, no UG_AR_<mode> constant, no look at a
 #     ug_arx's mode (ugx_of, ugx_is_mp, .mode: the specialisers' own);
-#   - no ug_cv_ pair arithmetic and no include of cert_inline.h, cert_block.h or
-#     arith_private.h (the engine's own: fast paths are arith_inline.h's specialisations);
+#   - no ug_cv_ pair arithmetic, no ug_mp_ MPFR primitive and no include of cert_inline.h,
+#     cert_block.h or arith_engine_private.h (the engine's own: fast paths are arith_inline.h's
+#     specialisations);
 # and `grep -l ug_ar_get_mode oracles/*/*.c` finds nothing (the engine's files read their
 # own state); no two files name a UG_ARX_CLONES block alike (clang's global resolvers). The checker must fail on a planted violation, so it is run on a copy with one.
 source "$(dirname "$0")/lib.sh"
@@ -16,9 +17,9 @@ SRC=${ULPGYM_DATA:?ULPGYM_DATA is set by ctest}
 cat >"$T/check.py" <<'EOF'
 import os, re, sys
 root = sys.argv[1]
-banned = re.compile(r'\bug_ar_get_mode\b|\bug_ar_cert_sink\b|\bUG_AR_(EXACT|CERT|NAIVE|F64|MPFR_SEQ|DEVICE)\b|\bug_cv_\w+'
+banned = re.compile(r'\bug_ar_get_mode\b|\bug_ar_cert_sink\b|\bUG_AR_(EXACT|CERT|NAIVE|F64|MPFR_SEQ|DEVICE)\b|\bug_cv_\w+|\bug_mp_\w+'
                     r'|\bugx_of\b|\bugx_is_mp\b|\.mode\b'
-                    r'|#\s*include\s+"oracles/mp/(cert_inline|cert_block|arith_private)\.h"')
+                    r'|#\s*include\s+"oracles/mp/(cert_inline|cert_block|arith_engine_private)\.h"')
 def code(text):  # comments blanked, line numbers kept
     text = re.sub(r'/\*.*?\*/', lambda m: re.sub(r'[^\n]', ' ', m.group(0)), text, flags=re.S)
     return re.sub(r'//[^\n]*', '', text)

@@ -35,47 +35,9 @@
 #include <mpfr.h>
 
 #include "core/dtype.h"
-
-typedef enum { UG_AR_EXACT, UG_AR_CERT, UG_AR_NAIVE, UG_AR_F64, UG_AR_MPFR_SEQ, UG_AR_DEVICE } ug_ar_mode;
-
-/* The device model of UG_AR_DEVICE: fp32 unit roundoff, and the accuracy assumed of a
- * device's elementary functions (exp, log, rsqrt, tanh, sigmoid, silu, sin, cos), in fp32
- * ulps of the result. */
-#define UG_DEV_U 0x1p-24
-#define UG_DEV_ETA 0x1p-150 /* the absolute error of an fp32 rounding into the subnormal range */
-#define UG_DEV_FN_ULPS 4
-
-typedef struct {
-    double v;   /* value (CERT/NAIVE/F64); in EXACT, a double approximation */
-    double e;   /* CERT: absolute error bound of v; DEVICE: the device's error bound; else 0 */
-    mpfr_ptr m; /* EXACT: the value; else NULL */
-} ug_num;
-
-/* Where emitted values go: one entry per output tensor, arrays indexed by the
- * element's position in that output's selection. */
-typedef struct {
-    ug_dtype dt;           /* the output's dtype: emitted values are rounded to it */
-    double *gstar;         /* exact value, nearest double */
-    double *g;             /* exact value correctly rounded to dt */
-    unsigned char *unsure; /* CERT only: 1 where the interval straddles a rounding boundary */
-    double *bound;         /* DEVICE only, and then the only array written: each element's bound e */
-} ug_ar_sink;
-
-typedef struct ug_ar ug_ar;
-
-ug_ar *ug_ar_new(ug_ar_mode mode, mpfr_prec_t prec, ug_dtype naive_dt);
-void ug_ar_free(ug_ar *ar);
-mpfr_prec_t ug_ar_get_prec(const ug_ar *ar);
-void ug_ar_set_sink(ug_ar *ar, ug_ar_sink *sinks, int n);
-size_t ug_ar_mark(const ug_ar *ar);
-void ug_ar_release(ug_ar *ar, size_t mark);
-
-/* Emits value x for element k of output out's selection. */
-void ug_ar_emit(ug_ar *ar, int out, size_t k, ug_num x);
-/* ug_ar_emit of elements k0 .. k0+n-1 of output out's selection, element i with value v[i]
- * and bound e[i] (a plain arithmetic's number {v[i], e[i]}): an op's block loop hands
- * over a block at a time. Not for the MPFR arithmetics (their numbers are not doubles). */
-void ug_ar_emit_block(ug_ar *ar, int out, size_t k0, const double *v, const double *e, size_t n);
+#include "oracles/mp/arith_engine.h" /* the engine: ug_ar_new, the sinks, emitting, marks */
+#include "oracles/mp/arith_fn.h"     /* log, tanh, sigmoid, silu, sin, cos, ug_round */
+#include "oracles/mp/arith_num.h"    /* ug_num, ug_ar_sink, the modes, the device model */
 
 ug_num ug_c(ug_ar *ar, double x); /* an exact input value or constant */
 double ug_v(ug_num x);            /* approximate value, for control flow only */
@@ -89,17 +51,6 @@ ug_num ug_sqrt(ug_ar *ar, ug_num a);
 ug_num ug_rsqrt(ug_ar *ar, ug_num a);
 ug_num ug_recip(ug_ar *ar, ug_num a);
 ug_num ug_exp(ug_ar *ar, ug_num a);
-ug_num ug_log(ug_ar *ar, ug_num a);
-ug_num ug_tanh(ug_ar *ar, ug_num a);
-ug_num ug_sigmoid(ug_ar *ar, ug_num a);
-ug_num ug_silu(ug_ar *ar, ug_num a);
-ug_num ug_sin(ug_ar *ar, ug_num a);
-ug_num ug_cos(ug_ar *ar, ug_num a);
-/* A rounding the operator's specification itself mandates (quantisation to int8/fp8, a
- * bf16 cache write): x correctly rounded to dt (RNE, saturating per dtype.h). In CERT, a
- * value whose interval straddles a rounding boundary comes back with an infinite bound,
- * so everything computed from it is settled by the EXACT fallback. */
-ug_num ug_round(ug_ar *ar, ug_num x, ug_dtype dt);
 /* A rounding the op's semantics lets a device make mid-way (P cast to bf16 before P*V, a
  * bf16 intermediate write): x unchanged in every arithmetic but UG_AR_DEVICE, where the
  * bound grows by half an ulp of dt. The exact reference never rounds here. */
@@ -112,11 +63,6 @@ ug_num ug_dev_round(ug_ar *ar, ug_num x, ug_dtype dt);
  * at most rel * sum |a_i b_i| (rel: the roundings per term, and any factor x carries). */
 ug_num ug_dev_err(ug_ar *ar, ug_num x, double rel, double abs);
 ug_num ug_dev_err_dot(ug_ar *ar, ug_num x, const double *a, const double *b, size_t n, double rel);
-/* 1 in the arithmetics whose numbers are doubles (CERT, DEVICE, NAIVE, F64), 0 in the MPFR
- * ones, whose numbers live in the arena and are released row by row. Where an op may hold
- * many numbers at once (a tile of scores, a block of tokens' x.W) or use the block forms
- * (ug_dot_d_rows, ug_ar_emit_block); the values are the same either way. */
-int ug_ar_plain(const ug_ar *ar);
 /* A softmax row's numerators from its n >= 1 dots (all finite): e[j] <- ug_dev_round(ug_exp(
  * ug_sub(ug_mul(e[j], ug_c(scale)), *m)), p_dt) with *m the ug_max of the scaled e[j] in
  * order and *total the ug_sum of the exponentials: those primitives' numbers bit for bit,
@@ -127,7 +73,7 @@ void ug_softmax_row(ug_ar *ar, ug_num *e, size_t n, double scale, ug_dtype p_dt,
  * (the attention gradient's P and dS rows). out may be x. */
 void ug_div_row(ug_ar *ar, const ug_num *x, ug_num d, size_t n, ug_dtype dt, ug_num *out);
 void ug_mul_diff_row(ug_ar *ar, const ug_num *x, const ug_num *a, ug_num b, size_t n, ug_dtype dt, ug_num *out);
-/* Reductions. xs[i*stride]; a and b are exact doubles (input values). */
+/* Reductions. a and b are exact doubles (input values). */
 ug_num ug_sum(ug_ar *ar, const ug_num *xs, size_t n);
 ug_num ug_dot_d(ug_ar *ar, const double *a, size_t sa, const double *b, size_t sb, size_t n);
 /* ug_dot_d, but in CERT the exactness of the sum is tracked at any length (ug_dot_d stops
@@ -162,17 +108,5 @@ void ug_dot_d_rows(ug_ar *ar, const double *X, size_t ldx, size_t m, const doubl
                    size_t ncols, ug_num *out, size_t ldo);
 /* sqrt(sum x_i^2) of exact doubles. */
 ug_num ug_l2norm_d(ug_ar *ar, const double *a, size_t sa, size_t n);
-
-/* Correctly rounded (RNE) value of an MPFR number in dtype dt, with the format's
- * exponent range, subnormals and overflow rule (dtype.h). */
-double ug_mp_round(mpfr_srcptr x, ug_dtype dt);
-
-/* The CERT rule: *g = v rounded to dt; returns 1 when every value within e of v rounds to
- * *g (an exact e = 0 needs only v not NaN), 0 when the exact value's rounding is not
- * settled. Zeros of either sign count as one value. */
-int ug_cert_round(ug_dtype dt, double v, double e, double *g);
-
-/* Counters since creation: elements emitted, and (CERT) elements left unsure. */
-void ug_ar_counts(const ug_ar *ar, unsigned long *emitted, unsigned long *unsure);
 
 #endif

@@ -1,13 +1,14 @@
-/* arith_private.h — the engine's own view of an arithmetic (struct ug_ar), shared by the
- * files that implement arith.h (arith.c, arith_tile.c) and by no one else: an operator's
- * oracle sees ug_ar only through arith.h and arith_inline.h, and never its mode. */
-#ifndef UG_ARITH_PRIVATE_H
-#define UG_ARITH_PRIVATE_H
+/* arith_engine_private.h — the engine's own view of an arithmetic (struct ug_ar), shared by
+ * the files that implement arith.h (arith.c, arith_engine.c, arith_fn.c, arith_tile.c) and
+ * by no one else: an operator's oracle sees ug_ar only through arith.h and arith_inline.h,
+ * and never its mode. */
+#ifndef UG_ARITH_ENGINE_PRIVATE_H
+#define UG_ARITH_ENGINE_PRIVATE_H
 #include <stddef.h>
 
 #include <mpfr.h>
 
-#include "oracles/mp/arith.h"
+#include "oracles/mp/arith_num.h"
 
 struct ug_ar {
     ug_ar_mode mode;
@@ -23,9 +24,9 @@ struct ug_ar {
     unsigned long emitted, unsure;
 };
 
-/* ug_dot_d_cols chunk by chunk of 64 columns (arith.c): every arithmetic, each column's own
- * operations in ug_dot_d's order. arith_tile.c's ug_dot_d_cols sends the naive bf16/fp16
- * sums past 64 terms to the rows' vector form and the rest here. */
-void ug_dot_d_cols_each(ug_ar *ar, const double *a, const double *B, size_t ldb, size_t n, size_t ncols, ug_num *out);
+#define UG_AR_IS_MP(ar) ((ar)->mode == UG_AR_EXACT || (ar)->mode == UG_AR_MPFR_SEQ)
+#define UG_AR_IS_DEV(ar) ((ar)->mode == UG_AR_DEVICE)
+/* ugx_of(ar), inline: the arithmetic as arith_inline.h's forms take it. */
+#define UG_AR_ARX(ar) ((ug_arx){(ar), (ar)->mode, (ar)->naive_dt})
 
 #endif

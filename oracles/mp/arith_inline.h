@@ -8,8 +8,9 @@
  * the ug_arx with the mode a constant in each branch: the compiler then keeps only that
  * mode's arithmetic in each copy (CERT's value and bound, DEVICE's bound, NAIVE's rounded
  * value, F64's value) and inlines it into the op's loop, which vectorises where the
- * formula does; EXACT and MPFR_SEQ go through arith.c's MPFR primitives. So the op never
- * asks which arithmetic it is in, and there is no second copy of its formula to drift.
+ * formula does; EXACT and MPFR_SEQ go through the engine's MPFR primitives
+ * (arith_engine.c). So the op never asks which arithmetic it is in, and there is no second
+ * copy of its formula to drift.
  *
  * Every function here is the arith.c primitive of the same name, number for number: arith.c
  * calls these bodies for its plain arithmetics (one copy), and CERT's are cert_inline.h's
@@ -18,48 +19,21 @@
 #define UG_ARITH_INLINE_H
 #include <math.h>
 
-#include "oracles/mp/arith.h"
-#include "oracles/mp/cert_inline.h"
-
-#define UG_AI static inline __attribute__((always_inline))
-
-/* An arithmetic as a formula sees it: the engine (for MPFR and the output sinks), its mode
- * (a constant in the copies UG_ARX_SPECIALISE makes) and the dtype NAIVE rounds to. */
-typedef struct {
-    ug_ar *ar;
-    ug_ar_mode mode;
-    ug_dtype ndt;
-} ug_arx;
-
-/* ar as a ug_arx (its mode a run-time value): what the specialisers below switch on. The
- * engine's, not an op's: an op that read the mode would be writing a second formula. */
-ug_arx ugx_of(ug_ar *ar);
-
-UG_AI int ugx_is_mp(ug_arx A) { return A.mode == UG_AR_EXACT || A.mode == UG_AR_MPFR_SEQ; }
-
-/* The relative error DEVICE charges an elementary function: UG_DEV_FN_ULPS fp32 ulps. */
-#define UG_DEV_FN (UG_DEV_FN_ULPS * 2.0 * UG_DEV_U)
-
-/* A DEVICE number: a bound that is NaN (inf - inf) means nothing is known. */
-UG_AI ug_num ugx_num_dev(double v, double e) { return (ug_num){v, isnan(e) ? INFINITY : e, NULL}; }
-/* DEVICE's charge for rounding v to fp32. */
-UG_AI double ugx_dev_rounding(double v) { return UG_DEV_U * fabs(v) + UG_DEV_ETA; }
-/* NAIVE's and F64's number: v, rounded to the naive dtype in NAIVE. */
-UG_AI ug_num ugx_plain(ug_arx A, double v)
-{
-    return (ug_num){A.mode == UG_AR_NAIVE ? ug_dtype_round_fast(A.ndt, v) : v, 0.0, NULL}; /* rounds: naive */
-}
+#include "oracles/mp/arith_engine.h" /* the MPFR branches, emitting, the arena */
+#include "oracles/mp/arith_fn.h"     /* the functions kept out of line */
+#include "oracles/mp/arith_num.h"    /* ug_num, ug_arx, UG_AI, the device model's charges */
+#include "oracles/mp/cert_inline.h"  /* CERT's {value, bound} pairs */
 
 UG_AI ug_num ugx_c(ug_arx A, double x)
 {
-    if (ugx_is_mp(A)) return ug_c(A.ar, x);
+    if (ugx_is_mp(A)) return ug_mp_c(A.ar, x);
     if (A.mode == UG_AR_CERT || A.mode == UG_AR_DEVICE) return (ug_num){x, 0.0, NULL}; /* inputs are exact */
     return ugx_plain(A, x);
 }
 
 UG_AI ug_num ugx_add(ug_arx A, ug_num a, ug_num b)
 {
-    if (ugx_is_mp(A)) return ug_add(A.ar, a, b);
+    if (ugx_is_mp(A)) return ug_mp_op2(A.ar, mpfr_add, a, b);
     if (A.mode == UG_AR_CERT) return ug_cv_num(ug_cv_add(ug_cv_of(a), ug_cv_of(b)));
     double v = a.v + b.v;
     if (A.mode == UG_AR_DEVICE) return ugx_num_dev(v, a.e + b.e + ugx_dev_rounding(v));
@@ -68,7 +42,7 @@ UG_AI ug_num ugx_add(ug_arx A, ug_num a, ug_num b)
 
 UG_AI ug_num ugx_sub(ug_arx A, ug_num a, ug_num b)
 {
-    if (ugx_is_mp(A)) return ug_sub(A.ar, a, b);
+    if (ugx_is_mp(A)) return ug_mp_op2(A.ar, mpfr_sub, a, b);
     if (A.mode == UG_AR_CERT) return ug_cv_num(ug_cv_sub(ug_cv_of(a), ug_cv_of(b)));
     double v = a.v - b.v;
     if (A.mode == UG_AR_DEVICE) return ugx_num_dev(v, a.e + b.e + ugx_dev_rounding(v));
@@ -77,7 +51,7 @@ UG_AI ug_num ugx_sub(ug_arx A, ug_num a, ug_num b)
 
 UG_AI ug_num ugx_mul(ug_arx A, ug_num a, ug_num b)
 {
-    if (ugx_is_mp(A)) return ug_mul(A.ar, a, b);
+    if (ugx_is_mp(A)) return ug_mp_op2(A.ar, mpfr_mul, a, b);
     if (A.mode == UG_AR_CERT) return ug_cv_num(ug_cv_mul(ug_cv_of(a), ug_cv_of(b)));
     double v = a.v * b.v;
     if (A.mode == UG_AR_DEVICE)
@@ -87,7 +61,7 @@ UG_AI ug_num ugx_mul(ug_arx A, ug_num a, ug_num b)
 
 UG_AI ug_num ugx_div(ug_arx A, ug_num a, ug_num b)
 {
-    if (ugx_is_mp(A)) return ug_div(A.ar, a, b);
+    if (ugx_is_mp(A)) return ug_mp_op2(A.ar, mpfr_div, a, b);
     if (A.mode == UG_AR_CERT) return ug_cv_num(ug_cv_div(ug_cv_of(a), ug_cv_of(b)));
     double v = a.v / b.v;
     if (A.mode == UG_AR_DEVICE) {
@@ -100,7 +74,7 @@ UG_AI ug_num ugx_div(ug_arx A, ug_num a, ug_num b)
 
 UG_AI ug_num ugx_neg(ug_arx A, ug_num a)
 {
-    if (ugx_is_mp(A)) return ug_neg(A.ar, a);
+    if (ugx_is_mp(A)) return ug_mp_op1(A.ar, mpfr_neg, a);
     a.v = -a.v; /* exact */
     return a;
 }
@@ -108,14 +82,14 @@ UG_AI ug_num ugx_neg(ug_arx A, ug_num a)
 /* max is exact on a device too: CERT's rule (the larger value, the larger bound). */
 UG_AI ug_num ugx_max(ug_arx A, ug_num a, ug_num b)
 {
-    if (ugx_is_mp(A)) return ug_max(A.ar, a, b);
+    if (ugx_is_mp(A)) return mpfr_greaterequal_p(a.m, b.m) ? a : b;
     if (A.mode == UG_AR_CERT || A.mode == UG_AR_DEVICE) return ug_cv_num(ug_cv_max(ug_cv_of(a), ug_cv_of(b)));
     return a.v >= b.v ? a : b;
 }
 
 UG_AI ug_num ugx_sqrt(ug_arx A, ug_num a)
 {
-    if (ugx_is_mp(A)) return ug_sqrt(A.ar, a);
+    if (ugx_is_mp(A)) return ug_mp_op1(A.ar, mpfr_sqrt, a);
     if (A.mode == UG_AR_CERT) return ug_cv_num(ug_cv_sqrt(ug_cv_of(a)));
     double v = sqrt(a.v);
     if (A.mode == UG_AR_DEVICE) {
@@ -127,7 +101,7 @@ UG_AI ug_num ugx_sqrt(ug_arx A, ug_num a)
 
 UG_AI ug_num ugx_rsqrt(ug_arx A, ug_num a)
 {
-    if (ugx_is_mp(A)) return ug_rsqrt(A.ar, a);
+    if (ugx_is_mp(A)) return ug_mp_op1(A.ar, mpfr_rec_sqrt, a);
     if (A.mode == UG_AR_CERT) return ug_cv_num(ug_cv_rsqrt(ug_cv_of(a)));
     double s = sqrt(a.v), v = 1.0 / s;
     if (A.mode == UG_AR_DEVICE) {
@@ -141,11 +115,34 @@ UG_AI ug_num ugx_rsqrt(ug_arx A, ug_num a)
 
 UG_AI ug_num ugx_exp(ug_arx A, ug_num a)
 {
-    if (ugx_is_mp(A)) return ug_exp(A.ar, a);
+    if (ugx_is_mp(A)) return ug_mp_op1(A.ar, mpfr_exp, a);
     if (A.mode == UG_AR_CERT) return ug_cv_num(ug_cv_exp(ug_cv_of(a)));
     double v = exp(a.v);
     if (A.mode == UG_AR_DEVICE) return ugx_num_dev(v, ug_cv_exp_spread(v, a.e) + (UG_DEV_FN * fabs(v) + UG_DEV_ETA));
     return ugx_plain(A, v);
+}
+
+/* The sum of xs[0..n) left to right: exact in EXACT; in CERT cert_inline.h's ug_cv_sum over
+ * the numbers' values and bounds (why its bound is its own TwoSum errors, not gamma_n *
+ * sum|x_i|: there); DEVICE adds the operands' bounds and gamma_{n-1} of the magnitudes. */
+UG_AI ug_num ugx_sum(ug_arx A, const ug_num *xs, size_t n)
+{
+    if (ugx_is_mp(A)) return ug_mp_sum(A.ar, xs, n);
+    if (A.mode == UG_AR_CERT) {
+        _Static_assert(sizeof(ug_num) % sizeof(double) == 0, "a ug_num is a whole number of doubles");
+        if (!n) return ug_cv_num(ug_cv_make(0.0, 0.0)); /* the empty sum (xs may be NULL) */
+        return ug_cv_num(ug_cv_sum(&xs->v, &xs->e, sizeof *xs / sizeof(double), n));
+    }
+    double s = 0.0, abs_sum = 0.0, e = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        s += xs[i].v;
+        if (A.mode == UG_AR_NAIVE) s = ug_dtype_round_fast(A.ndt, s); /* rounds: naive add */
+        abs_sum += fabs(xs[i].v);
+        e += xs[i].e;
+    }
+    if (A.mode == UG_AR_DEVICE)
+        return ugx_num_dev(s, e + ugx_gamma32(n > 0 ? n - 1 : 0) * abs_sum + (double)n * UG_DEV_ETA);
+    return (ug_num){s, 0.0, NULL};
 }
 
 /* ug_dev_round: half an ulp of dt on DEVICE's bound, x unchanged elsewhere. */
@@ -155,7 +152,7 @@ UG_AI ug_num ugx_dev_round(ug_arx A, ug_num x, ug_dtype dt)
     return x;
 }
 
-/* The functions arith.c keeps out of line (no loop here needs them inline). */
+/* The functions kept out of line (arith_fn.c: no loop here needs them inline). */
 UG_AI ug_num ugx_log(ug_arx A, ug_num a) { return ug_log(A.ar, a); }
 UG_AI ug_num ugx_tanh(ug_arx A, ug_num a) { return ug_tanh(A.ar, a); }
 UG_AI ug_num ugx_sigmoid(ug_arx A, ug_num a) { return ug_sigmoid(A.ar, a); }
@@ -163,7 +160,6 @@ UG_AI ug_num ugx_silu(ug_arx A, ug_num a) { return ug_silu(A.ar, a); }
 UG_AI ug_num ugx_sin(ug_arx A, ug_num a) { return ug_sin(A.ar, a); }
 UG_AI ug_num ugx_cos(ug_arx A, ug_num a) { return ug_cos(A.ar, a); }
 UG_AI ug_num ugx_round(ug_arx A, ug_num x, ug_dtype dt) { return ug_round(A.ar, x, dt); }
-UG_AI ug_num ugx_sum(ug_arx A, const ug_num *xs, size_t n) { return ug_sum(A.ar, xs, n); }
 
 /* Element k of output out's selection (ug_ar_emit), and the engine's number arena: a
  * formula that emits element by element releases what each element made (a no-op but in
@@ -243,19 +239,6 @@ UG_AI void ugx_release(ug_arx A, size_t mark)
 /* ug_dot_d of exact doubles (arith.c) as inline steps, so that an op's row or column loop
  * keeps each lane's sum in ug_dot_d's operations and order, in every plain arithmetic. */
 
-/* DEVICE's gamma_n for fp32 (arith.c's gamma32): n u / (1 - n u), u = 2^-24. Built with
- * -DUG_PROB_LAMBDA=L (an experiment, never the default): min(gamma_n, L sqrt(n) u), Higham and
- * Mary's probabilistic bound, to measure what it would tighten (docs/STANDARDS.md
- * "Tightness"); it is not sound for a kernel whose roundings all go one way. */
-UG_AI double ugx_gamma32(size_t n)
-{
-    double g = (double)n * UG_DEV_U / (1.0 - (double)n * UG_DEV_U);
-#ifdef UG_PROB_LAMBDA
-    g = fmin(g, UG_PROB_LAMBDA * sqrt((double)n) * UG_DEV_U);
-#endif
-    return g;
-}
-
 /* Whether CERT's ug_dot_d tracks the exactness of an n-term sum (ug_cv_dot_d: n <= 64). */
 UG_AI int64_t ugx_dot_tracked(size_t n) { return n <= 64; }
 
@@ -291,7 +274,7 @@ UG_AI ug_num ugx_dot_end(ug_arx A, double s, double abs_sum, size_t n, int64_t e
 /* ug_dot_d(A.ar, a, sa, b, sb, n), number for number. */
 UG_AI ug_num ugx_dot_d(ug_arx A, const double *a, size_t sa, const double *b, size_t sb, size_t n)
 {
-    if (ugx_is_mp(A)) return ug_dot_d(A.ar, a, sa, b, sb, n);
+    if (ugx_is_mp(A)) return ug_mp_dot_d(A.ar, a, sa, b, sb, n);
     if (A.mode == UG_AR_CERT) return ug_cv_num(ug_cv_dot_d(a, sa, b, sb, n, 0));
     double s = 0.0, abs_sum = 0.0;
     for (size_t i = 0; i < n; i++) ugx_dot_step(A, a[i * sa], b[i * sb], &s, &abs_sum, NULL);
@@ -304,7 +287,7 @@ UG_AI ug_num ugx_dot2(ug_arx A, double a0, double a1, double b0, double b1)
 {
     if (ugx_is_mp(A)) {
         const double a[2] = {a0, a1}, b[2] = {b0, b1};
-        return ug_dot_d(A.ar, a, 1, b, 1, 2);
+        return ug_mp_dot_d(A.ar, a, 1, b, 1, 2);
     }
     double s = 0.0, abs_sum = 0.0;
     int64_t exact = 1;
@@ -346,7 +329,7 @@ UG_AI double ugx_rec_set(ug_arx A, ug_num *row, size_t n, double e)
 UG_AI void ugx_sumsq_rows(ug_arx A, const double *const r[UGX_SQ_ROWS], size_t n, ug_num out[UGX_SQ_ROWS])
 {
     if (ugx_is_mp(A)) {
-        for (int k = 0; k < UGX_SQ_ROWS; k++) out[k] = ug_dot_d(A.ar, r[k], 1, r[k], 1, n);
+        for (int k = 0; k < UGX_SQ_ROWS; k++) out[k] = ug_mp_dot_d(A.ar, r[k], 1, r[k], 1, n);
         return;
     }
     const double *r0 = r[0], *r1 = r[1], *r2 = r[2], *r3 = r[3];

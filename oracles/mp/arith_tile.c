@@ -21,7 +21,7 @@
 
 #include "oracles/mp/arith.h"
 #include "oracles/mp/arith_inline.h"
-#include "oracles/mp/arith_private.h"
+#include "oracles/mp/arith_engine_private.h"
 #include "oracles/mp/cert_block.h"
 #include "oracles/mp/cert_inline.h"
 #include "oracles/mp/naive_f32.h"
@@ -393,9 +393,144 @@ static void rows_chunk64(ug_ar *ar, const double *X, size_t ldx, size_t m, const
         }
 }
 
+/* ---- one row times many columns: ug_dot_d_cols -------------------------------------------------- */
+
+/* The 64-column loop below (dot_d_cols64) is also compiled for AVX2 and picked at run time, as
+ * lightning_indexer_quant's head dots are: lanes are columns, each column's own IEEE
+ * operations in its own order (no contraction: -ffp-contract=off), so every instruction
+ * set gives the same bits. No clones under the sanitizers, whose set-up an ifunc resolver
+ * would precede. */
+#if defined(__x86_64__) && defined(__has_attribute) && !defined(__SANITIZE_ADDRESS__)
+#if __has_attribute(target_clones)
+#define COLS_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef COLS_CLONES
+#define COLS_CLONES
+#endif
+
+/* The sums of dot_d_cols_chunk for 64 columns, unrounded: a constant trip count and no
+ * aliasing, so GCC's -O2 vectoriser takes it (lanes are columns: each column's own IEEE
+ * operations in its own order, bit for bit those of the scalar loop). */
+COLS_CLONES static void dot_d_cols64(const double *restrict a, const double *restrict B, size_t ldb, size_t n,
+                                     double *restrict s, double *restrict abs_sum)
+{
+    for (size_t i = 0; i < n; i++) {
+        const double *restrict row = B + i * ldb;
+        double av = a[i];
+        for (size_t c = 0; c < 64; c++) {
+            double p = av * row[c];
+            s[c] += p;
+            abs_sum[c] += fabs(p);
+        }
+    }
+}
+
+/* NAIVE fp32's sums for 64 columns: every product and partial sum rounded to fp32 by the
+ * hardware conversion (ug_dtype_round_fast's fp32 case, bit for bit), vectorised as above. */
+COLS_CLONES static void dot_d_cols64_naive_f32(const double *restrict a, const double *restrict B, size_t ldb, size_t n,
+                                               double *restrict s)
+{
+    for (size_t i = 0; i < n; i++) {
+        const double *restrict row = B + i * ldb;
+        double av = a[i];
+        for (size_t c = 0; c < 64; c++) s[c] = (double)(float)(s[c] + (double)(float)(av * row[c])); /* rounds: naive */
+    }
+}
+
+/* ug_dot_d_cols, plain arithmetics (CERT past 64 terms, F64, NAIVE, DEVICE), for columns
+ * [c0, c0 + w) of B, w <= 64: ug_dot_d's loop with its two running sums kept per column,
+ * rows outermost (one contiguous pass over B's rows); each column sees the operations of
+ * ug_dot_d in its order, and the same bound. */
+static void dot_d_cols_chunk(ug_ar *ar, const double *a, const double *B, size_t ldb, size_t n, size_t c0, size_t w,
+                             ug_num *out)
+{
+    double s[64] = {0}, abs_sum[64] = {0};
+    if (ar->mode == UG_AR_NAIVE && ar->naive_dt == UG_DT_FP32 && w == 64) {
+        dot_d_cols64_naive_f32(a, B + c0, ldb, n, s);                   /* its number ignores abs_sum */
+    } else if (ar->mode == UG_AR_NAIVE && ar->naive_dt == UG_DT_FP32) { /* fewer columns: 8 at a time, as below */
+        for (size_t i = 0; i < n; i++) {
+            const double *row = B + i * ldb + c0;
+            size_t c = 0;
+            for (; c + 8 <= w; c += 8)
+                for (size_t k = c; k < c + 8; k++)
+                    s[k] = (double)(float)(s[k] + (double)(float)(a[i] * row[k])); /* rounds: naive, as above */
+            for (; c < w; c++) s[c] = (double)(float)(s[c] + (double)(float)(a[i] * row[c]));
+        }
+    } else if (ar->mode == UG_AR_NAIVE) {
+        for (size_t i = 0; i < n; i++)
+            for (size_t c = 0; c < w; c++) {
+                double p = ug_dtype_round_fast(ar->naive_dt, a[i] * B[i * ldb + c0 + c]); /* rounds: naive mul */
+                s[c] = ug_dtype_round_fast(ar->naive_dt, s[c] + p);                       /* rounds: naive add */
+                abs_sum[c] += fabs(p);
+            }
+    } else if (w == 64) {
+        dot_d_cols64(a, B + c0, ldb, n, s, abs_sum);
+    } else { /* fewer than 64 columns: 8 at a time (a constant trip count the vectoriser takes), then the rest */
+        for (size_t i = 0; i < n; i++) {
+            const double *row = B + i * ldb + c0;
+            size_t c = 0;
+            for (; c + 8 <= w; c += 8)
+                for (size_t k = c; k < c + 8; k++) {
+                    double p = a[i] * row[k];
+                    s[k] += p;
+                    abs_sum[k] += fabs(p);
+                }
+            for (; c < w; c++) {
+                double p = a[i] * row[c];
+                s[c] += p;
+                abs_sum[c] += fabs(p);
+            }
+        }
+    }
+    for (size_t c = 0; c < w; c++) {
+        if (ar->mode == UG_AR_CERT) /* ug_cv_dot_d past 64 terms: no exactness tracking */
+            out[c] = ug_cv_num(ug_cv_make(s[c], ug_cv_dot_err(n, abs_sum[c])));
+        else if (UG_AR_IS_DEV(ar))
+            out[c] = ugx_num_dev(s[c], ugx_gamma32(n) * abs_sum[c] + 2.0 * (double)n * UG_DEV_ETA);
+        else
+            out[c] = (ug_num){s[c], 0.0, NULL};
+    }
+}
+
+/* ug_dot_d_cols in CERT for short sums (n <= 64, exactness tracked): cert_block.c's
+ * ug_cv_dot_d_cols, ug_cv_dot_d's value and bound per column in one vectorised pass over B's
+ * rows instead of a strided scalar dot each; 0 (nothing written) without memory for its sums. */
+static int cert_short_cols(const double *a, const double *B, size_t ldb, size_t n, size_t ncols, ug_num *out)
+{
+    ug_cv_cols_work w;
+    int ok = ug_cv_cols_open(&w, ncols) == 0;
+    if (ok) {
+        ug_cv_dot_d_cols(a, 1, B, ldb, n, ncols, &w.acc, w.out);
+        for (size_t c = 0; c < ncols; c++) out[c] = ug_cv_num(w.out[c]);
+    }
+    ug_cv_cols_close(&w);
+    return ok;
+}
+
+/* ug_dot_d_cols chunk by chunk of 64 columns: every arithmetic, each column's own operations
+ * in ug_dot_d's order. ug_dot_d_cols sends the naive bf16/fp16 sums past 64 terms to the
+ * rows' vector form (ug_dot_d_rows) and the rest here. */
+static void dot_d_cols_each(ug_ar *ar, const double *a, const double *B, size_t ldb, size_t n, size_t ncols,
+                            ug_num *out)
+{
+    if (ar->mode == UG_AR_EXACT) {
+        ug_mp_dot_d_cols(ar, a, B, ldb, n, ncols, out);
+        return;
+    }
+    if (ar->mode == UG_AR_CERT && n <= 64 && cert_short_cols(a, B, ldb, n, ncols, out)) return;
+    if (UG_AR_IS_MP(ar) ||
+        (ar->mode == UG_AR_CERT && n <= 64)) { /* MPFR_SEQ per column; CERT tracks short sums' exactness */
+        for (size_t c = 0; c < ncols; c++) out[c] = ug_dot_d(ar, a, 1, B + c, ldb, n);
+        return;
+    }
+    for (size_t c0 = 0; c0 < ncols; c0 += 64)
+        dot_d_cols_chunk(ar, a, B, ldb, n, c0, ncols - c0 < 64 ? ncols - c0 : 64, out + c0);
+}
+
 /* NAIVE bf16/fp16's last columns [c0, ncols), fewer than 64: copied beside zero columns into
  * one chunk of 64 (lanes are columns, so each keeps its numbers; a padded lane is dropped),
- * where column by column they would take ug_dot_d_cols_each's scalar rounding loop. Returns
+ * where column by column they would take dot_d_cols_each's scalar rounding loop. Returns
  * ncols, or c0 when there is no memory for the copy (the caller goes column by column). */
 static size_t naive_tail(ug_ar *ar, const double *X, size_t ldx, size_t m, const double *B, size_t ldb, size_t n,
                          size_t c0, size_t ncols, double *sc, ug_num *out, size_t ldo)
@@ -427,8 +562,7 @@ void ug_dot_d_rows(ug_ar *ar, const double *X, size_t ldx, size_t m, const doubl
         c0 = naive_tail(ar, X, ldx, m, B, ldb, n, c0, ncols, sc, out, ldo);
     free(sc);
     if (c0 < ncols) /* the rest (or every column: MPFR, CERT's tracked short sums, other naive dtypes) */
-        for (size_t r = 0; r < m; r++)
-            ug_dot_d_cols_each(ar, X + r * ldx, B + c0, ldb, n, ncols - c0, out + r * ldo + c0);
+        for (size_t r = 0; r < m; r++) dot_d_cols_each(ar, X + r * ldx, B + c0, ldb, n, ncols - c0, out + r * ldo + c0);
 }
 
 void ug_dot_d_cols(ug_ar *ar, const double *a, const double *B, size_t ldb, size_t n, size_t ncols, ug_num *out)
@@ -438,7 +572,7 @@ void ug_dot_d_cols(ug_ar *ar, const double *a, const double *B, size_t ldb, size
         c0 = ncols; /* the naive sums on fp32 lanes, 64 columns at a time (ug_dot_d_rows, one row) */
         ug_dot_d_rows(ar, a, n, 1, B, ldb, n, ncols, out, ncols);
     }
-    if (c0 < ncols) ug_dot_d_cols_each(ar, a, B + c0, ldb, n, ncols - c0, out + c0);
+    if (c0 < ncols) dot_d_cols_each(ar, a, B + c0, ldb, n, ncols - c0, out + c0);
 }
 
 /* ---- weighted sums: ug_dot_nd of one row's weights against the columns of V ------------------- */

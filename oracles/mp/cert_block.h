@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "oracles/mp/arith.h"
+#include "oracles/mp/arith_num.h"
 #include "oracles/mp/cert_inline.h"
 
 /* ug_cv_put (cert_inline.h) of elements k0 .. k0+n-1 of CERT sink s, element i with value

@@ -5,8 +5,8 @@
  * MPFR pointer and a struct per operation); an elementwise or row oracle spends most of
  * its time there. An op evaluates its formula with these functions instead, element by
  * element in a loop the compiler can inline, and hands each result to the engine's own
- * rule through ug_cv_emit (ug_ar_emit: ug_cert_round; an undecided element is marked
- * unsure, and the engine re-evaluates it through the op's scalar path in EXACT).
+ * rule (ug_ar_emit: ug_cert_round; an undecided element is marked unsure, and the engine
+ * re-evaluates it through the op's scalar path in EXACT).
  *
  * Each function is the arith.c CERT primitive of the same name, formula for formula: the
  * same value (one IEEE operation, same order) and the same error bound (TwoSum and the
@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "core/dtype.h"
-#include "oracles/mp/arith.h"
+#include "oracles/mp/arith_num.h"
 
 #define UG_CV_U52 0x1p-52
 #define UG_CV_U51 0x1p-51 /* a libm function's result: within 1 ulp (2^-52 |v|), charged twice that */
@@ -53,12 +53,13 @@ static inline double ug_cv_nonzero(double x)
     return (u << 1) == 0 ? x + 1.0 : x;
 }
 
-/* arith.c's num_cert: a nonzero bound is padded for its own rounding (a NaN bound: infinite).
- * Where e is 0 the padding is computed on 1.0 instead (and dropped: the bound is 0). Why: in a
- * vectorised loop both sides of a choice are evaluated, and e = 0 (an exact product or sum)
- * made 0 + TINY, a subnormal result, and TINY * INFLATE, on every lane: a microcode assist
- * per vector instruction (perf: most of apply_adamw's block on this AVX-512 machine). Where e
- * is not 0 it is the same formula on the same e, so the same bound bit for bit. */
+/* The engine's CERT number: a nonzero bound is padded for its own rounding (a NaN bound:
+ * infinite). Where e is 0 the padding is computed on 1.0 instead (and dropped: the bound is
+ * 0). Why: in a vectorised loop both sides of a choice are evaluated, and e = 0 (an exact
+ * product or sum) made 0 + TINY, a subnormal result, and TINY * INFLATE, on every lane: a
+ * microcode assist per vector instruction (perf: most of apply_adamw's block on this AVX-512
+ * machine). Where e is not 0 it is the same formula on the same e, so the same bound bit for
+ * bit. */
 static inline ug_cv ug_cv_make(double v, double e)
 {
     double p = (ug_cv_nonzero(e) + UG_CV_TINY) * UG_CV_INFLATE; /* rounds: the padding, upward by INFLATE */
@@ -281,7 +282,7 @@ static inline ug_cv ug_cv_dot_nd_end(const ug_cv_acc *acc, size_t n)
  * gamma_n * sum|err_i|; the bound |c| + gamma_n * sum|err_i| is the actual error plus a
  * second-order term: about sqrt(n) ulps of s for a long softmax denominator instead of n,
  * which keeps rows of thousands of terms from sending elements near an fp32 rounding
- * boundary to MPFR. arith.c's CERT ug_sum (stride: a ug_num) and attn_softmax's row pass
+ * boundary to MPFR. arith_inline.h's CERT ugx_sum (stride: a ug_num) and attn_softmax's row pass
  * (plain arrays) call it. */
 static inline ug_cv ug_cv_sum(const double *v, const double *e, size_t stride, size_t n)
 {
@@ -299,9 +300,6 @@ static inline ug_cv ug_cv_sum(const double *v, const double *e, size_t stride, s
 
 /* A pair as the engine's CERT number (for ug_sum and the scalar path's functions). */
 static inline ug_num ug_cv_num(ug_cv x) { return (ug_num){x.v, x.e, NULL}; }
-
-/* Hands element k of output out's selection to the engine's CERT rule (ug_cert_round). */
-static inline void ug_cv_emit(ug_ar *ar, int out, size_t k, ug_cv x) { ug_ar_emit(ar, out, k, ug_cv_num(x)); }
 
 /* nextafter(x, -inf) and nextafter(x, +inf) on the bits, without libm's call. NaN and the
  * infinities in the direction of the step come back unchanged, as from nextafter. */

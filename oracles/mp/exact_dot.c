@@ -48,7 +48,7 @@ _Static_assert(((int64_t)-5 >> 1) == -3, "the carries need an arithmetic (floori
 #define XD_PER_LIMB (GMP_NUMB_BITS / 32) /* 32-bit digits per GMP limb */
 #endif
 
-/* The hot loop is also compiled with FMA and picked at run time, as arith.c's column loop is
+/* The hot loop is also compiled with FMA and picked at run time, as arith_tile.c's column loop is
  * with AVX2; not under the sanitizers, whose set-up an ifunc resolver would precede. */
 #if defined(__x86_64__) && defined(__has_attribute) && !defined(__SANITIZE_ADDRESS__)
 #if __has_attribute(target_clones)
