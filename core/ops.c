@@ -66,6 +66,13 @@ const ug_op_def *ug_op_def_get(int op)
     if (!loaded_ok) load_definitions();
     return &loaded[op];
 }
+
+const ug_output_rule *ug_op_output_rule(const ug_op_def *d, const char *name)
+{
+    for (int i = 0; i < d->n_outputs; i++)
+        if (strcmp(d->outputs[i].name, name) == 0) return &d->outputs[i];
+    return NULL;
+}
 const char *ug_group_name(ug_group g) { return (unsigned)g < UG_GROUP_COUNT ? group_names[g] : "?"; }
 
 int ug_op_find(const char *name)

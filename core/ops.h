@@ -164,6 +164,8 @@ const char *ug_op_name(int op);
 ug_group ug_op_group(int op);
 int ug_op_find(const char *name);       /* -1 if unknown */
 const ug_op_def *ug_op_def_get(int op); /* NULL if not implemented (linked in) */
+/* The declared rule of d's output name, NULL for an output the declaration gives none. */
+const ug_output_rule *ug_op_output_rule(const ug_op_def *d, const char *name);
 const char *ug_group_name(ug_group g);
 int ug_group_find(const char *name); /* case-insensitive; -1 if unknown */
 /* The op's kernel variants (the sim kernel first, then its mutants; NULL-name ended),

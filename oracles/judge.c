@@ -9,13 +9,6 @@
 
 #include "oracles/figure.h"
 
-static const ug_output_rule *rule_for(const ug_op_def *d, const char *name)
-{
-    for (int i = 0; i < d->n_outputs; i++)
-        if (strcmp(d->outputs[i].name, name) == 0) return &d->outputs[i];
-    return NULL;
-}
-
 /* The exact values an output is judged against, where the exact value itself overflows
  * the output dtype: its correctly rounded value is +-inf, so a kernel's +-inf of that sign
  * there is exact and is judged against that infinity (a NaN/Inf match), not against the
@@ -57,7 +50,7 @@ static int reference_golden_where_outside(const ug_case *c, const ug_oracle_resu
     double *out[UG_MAX_TENSORS] = {0};
     int rc = 0, any = 0;
     for (int k = 0; c->def->reference_golden && !rc && k < orc->sel.n_out; k++) {
-        const ug_output_rule *rule = rule_for(c->def, ug_case_judged_name(c, k));
+        const ug_output_rule *rule = ug_op_output_rule(c->def, ug_case_judged_name(c, k));
         const ug_tensor *t = &c->out[ug_case_judged_tensor(c, k)];
         size_t n = orc->sel.n[k], m = 0;
         if (!rule || !rule->reference_golden || !ug_tensor_provided(t)) continue;
@@ -114,7 +107,7 @@ static double *judge_output(const ug_case *c, int k, const ug_oracle_result *orc
         return NULL;
     }
     ug_metrics_compute(t->dtype, n, orc->sel.idx[k], t->numel, a, gstar, orc->bench[k], &or_->m);
-    const ug_output_rule *rule = rule_for(c->def, name);
+    const ug_output_rule *rule = ug_op_output_rule(c->def, name);
     ug_output_rule case_rule;
     if (rule && c->def->adjust_rule) { /* a per-case tolerance (registry.h) */
         case_rule = *rule;

@@ -53,7 +53,7 @@ typedef struct {
     double *gstar[UG_MAX_TENSORS]; /* exact value, nearest double */
     double *g[UG_MAX_TENSORS];     /* exact value rounded to the output dtype */
     double *bench[UG_MAX_TENSORS]; /* naive evaluation rounded to the output dtype */
-    double *bound[UG_MAX_TENSORS]; /* device error bound (UG_AR_DEVICE); NULL unless asked */
+    double *bound[UG_MAX_TENSORS]; /* device error bound (UG_AR_DEVICE); NULL unless asked, and for a discrete output */
     unsigned long n_fallback;      /* elements the fast path handed to MPFR */
     unsigned long n_raised;        /* of those, rounded differently at prec and 2*prec: raised further */
     unsigned long n_unsettled;     /* of those, still rounded differently at UG_ORACLE_PREC_MAX */

@@ -264,11 +264,11 @@ void ug_ar_emit(ug_ar *ar, int out, size_t k, ug_num x)
         if (!sure) ar->unsure++;
         break;
     }
-    case UG_AR_DEVICE:
-        s->bound[k] = x.e; /* only the bound: the values are CERT's and EXACT's */
+    case UG_AR_DEVICE: /* only the bound, where one is asked for: the values are CERT's and EXACT's */
+        if (s->bound) s->bound[k] = x.e;
         break;
-    default:
-        s->gstar[k] = x.v;
+    default: /* NAIVE and F64: the rounded value; the nearest double where one is asked for */
+        if (s->gstar) s->gstar[k] = x.v;
         s->g[k] = ug_dtype_round_fast(s->dt, x.v);
         break;
     }
@@ -280,13 +280,13 @@ void ug_ar_emit_block(ug_ar *ar, int out, size_t k0, const double *v, const doub
     ug_ar_sink *s = &ar->sinks[out];
     switch (ar->mode) {
     case UG_AR_CERT: ar->unsure += ug_cv_put_block(s, k0, v, e, n); break;
-    case UG_AR_DEVICE: memcpy(s->bound + k0, e, n * sizeof *e); break;
+    case UG_AR_DEVICE:
+        if (s->bound) memcpy(s->bound + k0, e, n * sizeof *e);
+        break;
     case UG_AR_NAIVE:
     case UG_AR_F64:
-        for (size_t i = 0; i < n; i++) {
-            s->gstar[k0 + i] = v[i];
-            s->g[k0 + i] = ug_dtype_round_fast(s->dt, v[i]); /* rounds: the output's dtype */
-        }
+        if (s->gstar) memcpy(s->gstar + k0, v, n * sizeof *v);
+        for (size_t i = 0; i < n; i++) s->g[k0 + i] = ug_dtype_round_fast(s->dt, v[i]); /* rounds: the output's dtype */
         break;
     default: abort(); /* the MPFR arithmetics emit one number at a time */
     }

@@ -37,10 +37,10 @@ typedef struct {
  * element's position in that output's selection. */
 typedef struct {
     ug_dtype dt;           /* the output's dtype: emitted values are rounded to it */
-    double *gstar;         /* exact value, nearest double */
+    double *gstar;         /* exact value, nearest double (NAIVE, F64: NULL, none kept) */
     double *g;             /* exact value correctly rounded to dt */
     unsigned char *unsure; /* CERT only: 1 where the interval straddles a rounding boundary */
-    double *bound;         /* DEVICE only, and then the only array written: each element's bound e */
+    double *bound;         /* DEVICE only, and then the only array written: each element's bound e (NULL: none) */
 } ug_ar_sink;
 
 /* The engine (arith_engine_private.h opens it to the engine's own files). */
