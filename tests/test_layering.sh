@@ -62,23 +62,7 @@ edges = {a: {defined[s] for s in syms if s in defined and defined[s] != a} for a
 for a, bs in sorted(edges.items()):
     for b in sorted(bs):
         if not allowed(a, b): print(f"call up: {a} calls into {b}"); bad += 1
-# 3. loops between files (Tarjan's strongly connected components)
-index, low, stack, on, sccs = {}, {}, [], set(), []
-def visit(v):
-    index[v] = low[v] = len(index); stack.append(v); on.add(v)
-    for w in edges.get(v, ()):
-        if w not in index: visit(w); low[v] = min(low[v], low[w])
-        elif w in on: low[v] = min(low[v], index[w])
-    if low[v] == index[v]:
-        comp = []
-        while True:
-            w = stack.pop(); on.discard(w); comp.append(w)
-            if w == v: break
-        if len(comp) > 1: sccs.append(sorted(comp))
-sys.setrecursionlimit(10000)
-for v in sorted(edges):
-    if v not in index: visit(v)
-for comp in sccs: print("call loop: " + " <-> ".join(comp)); bad += 1
+# 3. loops between files (Tarjan's strongly connected components), of calls here, of includes in 4.
 def loops(edges):
     index, low, stack, on, found = {}, {}, [], set(), []
     def visit(v):
@@ -95,6 +79,8 @@ def loops(edges):
     for v in sorted(edges):
         if v not in index: visit(v)
     return found
+sys.setrecursionlimit(10000)
+for comp in loops(edges): print("call loop: " + " <-> ".join(comp)); bad += 1
 # 4. include loops between units (a .c with its .h); an include resolves against the root, the
 #    including file's folder, then include/
 def include_edges(root, mods):
