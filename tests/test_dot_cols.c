@@ -17,7 +17,10 @@
  * 16-bit multiply must hold) and lengths past the 2^16-term int32 chunk.
  * ug_i8_gemm (core/int8_gemm.h), its SIMD and plain paths, must equal the int64 sums on
  * row, length and column counts around its 4-row groups, 16-column strips and odd pairs,
- * write nothing past a row's n columns, and hold the all -128 sum of its longest dot. */
+ * write nothing past a row's n columns, and hold the all -128 sum of its longest dot.
+ * ug_emit_values (a cache slot's copied inputs) must write the sinks ug_ar_emit of each
+ * ug_c writes, in every arithmetic, across its 256-element blocks: fp32 values the naive
+ * bf16 rounds, NaN (CERT's unsure), infinities, -0 and subnormals. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -251,8 +254,57 @@ static void check_i8_gemm(void)
           "ug_i8_pack accepts L past the int32 bound");
 }
 
+/* The sinks of one output of n elements (bound: DEVICE's), filled with a marker first. */
+typedef struct {
+    double gstar[300], g[300], bound[300];
+    unsigned char unsure[300];
+} emit_sinks;
+
+static void emit_into(ug_ar_mode mode, const double *x, size_t n, int block, emit_sinks *t)
+{
+    for (size_t i = 0; i < n; i++) t->gstar[i] = t->g[i] = t->bound[i] = -12345.0, t->unsure[i] = 7;
+    ug_ar *ar = ug_ar_new(mode, 128, UG_DT_BF16);
+    ug_ar_sink sink = {UG_DT_FP32, t->gstar, t->g, mode == UG_AR_CERT ? t->unsure : NULL,
+                       mode == UG_AR_DEVICE ? t->bound : NULL};
+    ug_ar_set_sink(ar, &sink, 1);
+    if (block) { /* two calls: a block and a rest, at an offset */
+        ug_emit_values(ar, 0, 0, x, 5);
+        ug_emit_values(ar, 0, 5, x + 5, n - 5);
+    } else {
+        for (size_t i = 0; i < n; i++) ug_ar_emit(ar, 0, i, ug_c(ar, x[i]));
+    }
+    unsigned long emitted, unsure;
+    ug_ar_counts(ar, &emitted, &unsure);
+    CHECK(emitted == n, "mode %d: %lu emitted of %zu", (int)mode, emitted, n);
+    ug_ar_free(ar);
+}
+
+static void check_emit_values(void)
+{
+    static const ug_ar_mode modes[] = {UG_AR_CERT, UG_AR_NAIVE, UG_AR_DEVICE, UG_AR_F64, UG_AR_EXACT, UG_AR_MPFR_SEQ};
+    double x[300];
+    for (size_t i = 0; i < 300; i++) x[i] = (double)(float)(draw(3, (uint32_t)i) * (1.0 + 0x1p-12)); /* off bf16 */
+    x[1] = NAN, x[2] = INFINITY, x[3] = -INFINITY, x[4] = -0.0, x[290] = 0x1p-140, x[299] = NAN;
+    for (size_t m = 0; m < sizeof modes / sizeof *modes; m++) {
+        static emit_sinks one, block;
+        emit_into(modes[m], x, 300, 0, &one);
+        emit_into(modes[m], x, 300, 1, &block);
+        size_t differ = 0;
+        for (size_t i = 0; i < 300; i++)
+            differ += !same_bits(one.gstar[i], block.gstar[i]) || !same_bits(one.g[i], block.g[i]) ||
+                      !same_bits(one.bound[i], block.bound[i]) || one.unsure[i] != block.unsure[i];
+        CHECK(differ == 0, "mode %d: ug_emit_values differs from ug_ar_emit of ug_c at %zu of 300 elements",
+              (int)modes[m], differ);
+        if (modes[m] == UG_AR_NAIVE) /* the naive copy is the value rounded to the naive bf16 */
+            CHECK(block.g[0] == ug_dtype_round(UG_DT_BF16, x[0]) && block.g[0] != x[0], "naive g[0] %.17g of %.17g",
+                  block.g[0], x[0]);
+        if (modes[m] == UG_AR_CERT) CHECK(block.unsure[1] == 1 && block.unsure[0] == 0, "CERT's NaN is unsure");
+    }
+}
+
 int main(void)
 {
+    check_emit_values();
     check_dot_d_cols();
     check_dot_d_rows();
     check_dot_nd_tracked();

@@ -140,32 +140,26 @@ static long *writers(const ug_tensor *sm, size_t nslots)
     return w;
 }
 
-/* Output o (a cache): the kernel's own k (v) row at a written slot, else the input bits;
- * where the numbers are doubles, handed over CACHE_BLOCK at a time (ug_ar_emit_block: the
- * same numbers as ug_ar_emit of each). -1 out of memory. */
+/* Output o (a cache): the kernel's own k (v) row at a written slot, else the input bits,
+ * handed over CACHE_BLOCK at a time (ug_emit_values). -1 out of memory. */
 #define CACHE_BLOCK 256
 static int cache_stage(const ug_case *c, ug_ar *ar, const ug_selection *sel, int o)
 {
     const ug_tensor *in = ug_case_input(c, o == O_KC ? "key_cache" : "value_cache");
     const ug_tensor *sm = ug_case_input(c, "slot_mapping"), *kv = &c->out[o == O_KC ? O_K : O_V];
-    size_t row = (size_t)kv->shape[1], nb = 0, k0 = 0;
+    size_t row = (size_t)kv->shape[1];
     long *writer = writers(sm, in->numel / row);
     if (!writer) return -1;
-    int plain = ug_ar_plain(ar);
-    double v[CACHE_BLOCK], e[CACHE_BLOCK];
-    for (size_t k = 0; k < sel->n[o]; k++) {
-        size_t i = sel->idx[o][k];
-        long t = writer[i / row];
-        ug_num x = ug_c(ar, t >= 0 ? ug_tload(kv, (size_t)t * row + i % row) : ug_tload(in, i));
-        if (!plain) {
-            ug_ar_emit(ar, o, k, x);
-            continue;
+    double x[CACHE_BLOCK];
+    for (size_t k0 = 0, n; k0 < sel->n[o]; k0 += n) {
+        n = sel->n[o] - k0 < CACHE_BLOCK ? sel->n[o] - k0 : CACHE_BLOCK;
+        for (size_t j = 0; j < n; j++) {
+            size_t i = sel->idx[o][k0 + j];
+            long t = writer[i / row];
+            x[j] = t >= 0 ? ug_tload(kv, (size_t)t * row + i % row) : ug_tload(in, i);
         }
-        if (!nb) k0 = k;
-        v[nb] = x.v, e[nb++] = x.e;
-        if (nb == CACHE_BLOCK) ug_ar_emit_block(ar, o, k0, v, e, nb), nb = 0;
+        ug_emit_values(ar, o, k0, x, n);
     }
-    if (nb) ug_ar_emit_block(ar, o, k0, v, e, nb);
     free(writer);
     return 0;
 }

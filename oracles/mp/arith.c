@@ -91,6 +91,30 @@ void ug_softmax_row(ug_ar *ar, ug_num *e, size_t n, double scale, ug_dtype p_dt,
     UG_ARX_SPECIALISE(ar, softmax_row_x, e, n, ug_c(ar, scale), p_dt, m, total);
 }
 
+/* ug_emit_values in a plain arithmetic: ugx_c's numbers, EMIT_VALUES at a time. */
+#define EMIT_VALUES 256
+UG_AI void emit_values_x(ug_arx A, int out, size_t k0, const double *x, size_t n)
+{
+    double v[EMIT_VALUES], e[EMIT_VALUES];
+    for (size_t i0 = 0; i0 < n; i0 += EMIT_VALUES) {
+        size_t w = n - i0 < EMIT_VALUES ? n - i0 : EMIT_VALUES;
+        for (size_t i = 0; i < w; i++) {
+            ug_num c = ugx_c(A, x[i0 + i]);
+            v[i] = c.v, e[i] = c.e;
+        }
+        ug_ar_emit_block(A.ar, out, k0 + i0, v, e, w);
+    }
+}
+
+void ug_emit_values(ug_ar *ar, int out, size_t k0, const double *x, size_t n)
+{
+    if (IS_MP(ar)) { /* the MPFR arithmetics' numbers live in the pool: one at a time */
+        for (size_t i = 0; i < n; i++) ug_ar_emit(ar, out, k0 + i, ug_c(ar, x[i]));
+        return;
+    }
+    UG_ARX_SPECIALISE(ar, emit_values_x, out, k0, x, n);
+}
+
 ug_num ug_dev_round(ug_ar *ar, ug_num x, ug_dtype dt) { return ugx_dev_round(ARX(ar), x, dt); }
 
 ug_num ug_dev_err(ug_ar *ar, ug_num x, double rel, double abs)

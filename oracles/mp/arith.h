@@ -73,6 +73,10 @@ void ug_softmax_row(ug_ar *ar, ug_num *e, size_t n, double scale, ug_dtype p_dt,
  * (the attention gradient's P and dS rows). out may be x. */
 void ug_div_row(ug_ar *ar, const ug_num *x, ug_num d, size_t n, ug_dtype dt, ug_num *out);
 void ug_mul_diff_row(ug_ar *ar, const ug_num *x, const ug_num *a, ug_num b, size_t n, ug_dtype dt, ug_num *out);
+/* ug_ar_emit(ar, out, k0 + i, ug_c(ar, x[i])) for i < n: exact values handed over as they are
+ * (a cache slot a kernel must leave as its input), the same numbers, in the plain
+ * arithmetics a block at a time (ug_ar_emit_block). */
+void ug_emit_values(ug_ar *ar, int out, size_t k0, const double *x, size_t n);
 /* Reductions. a and b are exact doubles (input values). */
 ug_num ug_sum(ug_ar *ar, const ug_num *xs, size_t n);
 ug_num ug_dot_d(ug_ar *ar, const double *a, size_t sa, const double *b, size_t sb, size_t n);

@@ -232,7 +232,9 @@ static void block_query(mlaq_ctx *k, const ug_case *c, ug_ar *ar, const ug_selec
     }
 }
 
-/* The selected elements of cache slot s (codes, scales, view, rope) as their inputs. */
+/* The selected elements of cache slot s (codes, scales, view, rope) as their inputs, handed
+ * over UNTOUCHED_CHUNK at a time (ug_emit_values). */
+#define UNTOUCHED_CHUNK 256
 static void slot_untouched(mlaq_ctx *k, const ug_case *c, ug_ar *ar, const ug_selection *sel, size_t s)
 {
     size_t Lkv = k->in.Lkv, G = Lkv / k->in.group, dr = k->in.dr, b, e;
@@ -240,9 +242,14 @@ static void slot_untouched(mlaq_ctx *k, const ug_case *c, ug_ar *ar, const ug_se
     const ug_tensor *src[4] = {ug_case_input(c, "kv_cache_in"), ug_case_input(c, "kv_cache_in"),
                                ug_case_input(c, "kv_scale_in"), ug_case_input(c, "kr_cache_in")};
     const size_t w[4] = {Lkv, Lkv, G, dr};
+    double x[UNTOUCHED_CHUNK];
     for (int i = 0; i < 4; i++) {
         ug_selection_range(sel, os[i], s * w[i], (s + 1) * w[i], &b, &e);
-        for (; b < e; b++) ug_ar_emit(ar, os[i], b, ug_c(ar, src[i]->values[sel->idx[os[i]][b]]));
+        for (size_t n; b < e; b += n) {
+            n = e - b < UNTOUCHED_CHUNK ? e - b : UNTOUCHED_CHUNK;
+            for (size_t j = 0; j < n; j++) x[j] = src[i]->values[sel->idx[os[i]][b + j]];
+            ug_emit_values(ar, os[i], b, x, n);
+        }
     }
 }
 
