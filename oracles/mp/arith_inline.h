@@ -12,9 +12,10 @@
  * (arith_engine.c). So the op never asks which arithmetic it is in, and there is no second
  * copy of its formula to drift.
  *
- * Every function here is the arith.c primitive of the same name, number for number: arith.c
- * calls these bodies for its plain arithmetics (one copy), and CERT's are cert_inline.h's
- * (the bounds are documented there and in arith.c's header). */
+ * Every function here is the arith.h primitive of the same name, number for number: arith.c's
+ * public forms are these bodies (one copy), their MPFR branches the engine's primitives,
+ * CERT's pairs cert_inline.h's (the bounds are documented there and in arith.c's header),
+ * and the functions kept out of line arith_fn.c's. */
 #ifndef UG_ARITH_INLINE_H
 #define UG_ARITH_INLINE_H
 #include <math.h>
