@@ -17,30 +17,22 @@
 #include "oracles/mp/arith.h"
 #include "oracles/mp/arith_inline.h"
 #include "oracles/mp/arith_engine_private.h"
-#include "oracles/mp/cert_block.h"
 #include "oracles/mp/cert_inline.h"
 
 #include <math.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-
-#define IS_MP(ar) UG_AR_IS_MP(ar)
-#define IS_DEV(ar) UG_AR_IS_DEV(ar)
-#define ARX(ar) UG_AR_ARX(ar)
 
 /* The primitives are arith_inline.h's bodies (one copy, which an op's formula inlines with a
  * constant mode); their MPFR branches are the engine's (arith_engine.c). */
-ug_num ug_c(ug_ar *ar, double x) { return ugx_c(ARX(ar), x); }
+ug_num ug_c(ug_ar *ar, double x) { return ugx_c(UG_AR_ARX(ar), x); }
 double ug_v(ug_num x) { return x.v; }
 
-ug_num ug_add(ug_ar *ar, ug_num a, ug_num b) { return ugx_add(ARX(ar), a, b); }
+ug_num ug_add(ug_ar *ar, ug_num a, ug_num b) { return ugx_add(UG_AR_ARX(ar), a, b); }
 
-ug_num ug_sub(ug_ar *ar, ug_num a, ug_num b) { return ugx_sub(ARX(ar), a, b); }
+ug_num ug_sub(ug_ar *ar, ug_num a, ug_num b) { return ugx_sub(UG_AR_ARX(ar), a, b); }
 
-ug_num ug_mul(ug_ar *ar, ug_num a, ug_num b) { return ugx_mul(ARX(ar), a, b); }
+ug_num ug_mul(ug_ar *ar, ug_num a, ug_num b) { return ugx_mul(UG_AR_ARX(ar), a, b); }
 
-ug_num ug_div(ug_ar *ar, ug_num a, ug_num b) { return ugx_div(ARX(ar), a, b); }
+ug_num ug_div(ug_ar *ar, ug_num a, ug_num b) { return ugx_div(UG_AR_ARX(ar), a, b); }
 
 /* ug_div_row and ug_mul_diff_row's loop: diff: out[j] = (x[j] * (a[j] - b)), else out[j] =
  * x[j] / b; then dt's device rounding. */
@@ -60,19 +52,19 @@ void ug_mul_diff_row(ug_ar *ar, const ug_num *x, const ug_num *a, ug_num b, size
     UG_ARX_SPECIALISE(ar, row_op_x, 1, x, a, b, n, dt, out);
 }
 
-ug_num ug_neg(ug_ar *ar, ug_num a) { return ugx_neg(ARX(ar), a); }
+ug_num ug_neg(ug_ar *ar, ug_num a) { return ugx_neg(UG_AR_ARX(ar), a); }
 
-ug_num ug_max(ug_ar *ar, ug_num a, ug_num b) { return ugx_max(ARX(ar), a, b); }
+ug_num ug_max(ug_ar *ar, ug_num a, ug_num b) { return ugx_max(UG_AR_ARX(ar), a, b); }
 
-ug_num ug_sqrt(ug_ar *ar, ug_num a) { return ugx_sqrt(ARX(ar), a); }
+ug_num ug_sqrt(ug_ar *ar, ug_num a) { return ugx_sqrt(UG_AR_ARX(ar), a); }
 
-ug_num ug_rsqrt(ug_ar *ar, ug_num a) { return ugx_rsqrt(ARX(ar), a); }
+ug_num ug_rsqrt(ug_ar *ar, ug_num a) { return ugx_rsqrt(UG_AR_ARX(ar), a); }
 
 ug_num ug_recip(ug_ar *ar, ug_num a) { return ug_div(ar, ug_c(ar, 1.0), a); }
 
-ug_num ug_exp(ug_ar *ar, ug_num a) { return ugx_exp(ARX(ar), a); }
+ug_num ug_exp(ug_ar *ar, ug_num a) { return ugx_exp(UG_AR_ARX(ar), a); }
 
-ug_num ug_sum(ug_ar *ar, const ug_num *xs, size_t n) { return ugx_sum(ARX(ar), xs, n); }
+ug_num ug_sum(ug_ar *ar, const ug_num *xs, size_t n) { return ugx_sum(UG_AR_ARX(ar), xs, n); }
 
 /* ug_softmax_row's loop, in every arithmetic (a constant mode where specialised). */
 UG_AI void softmax_row_x(ug_arx A, ug_num *e, size_t n, ug_num sc, ug_dtype p_dt, ug_num *m, ug_num *total)
@@ -108,24 +100,24 @@ UG_AI void emit_values_x(ug_arx A, int out, size_t k0, const double *x, size_t n
 
 void ug_emit_values(ug_ar *ar, int out, size_t k0, const double *x, size_t n)
 {
-    if (IS_MP(ar)) { /* the MPFR arithmetics' numbers live in the pool: one at a time */
+    if (UG_AR_IS_MP(ar)) { /* the MPFR arithmetics' numbers live in the pool: one at a time */
         for (size_t i = 0; i < n; i++) ug_ar_emit(ar, out, k0 + i, ug_c(ar, x[i]));
         return;
     }
     UG_ARX_SPECIALISE(ar, emit_values_x, out, k0, x, n);
 }
 
-ug_num ug_dev_round(ug_ar *ar, ug_num x, ug_dtype dt) { return ugx_dev_round(ARX(ar), x, dt); }
+ug_num ug_dev_round(ug_ar *ar, ug_num x, ug_dtype dt) { return ugx_dev_round(UG_AR_ARX(ar), x, dt); }
 
 ug_num ug_dev_err(ug_ar *ar, ug_num x, double rel, double abs)
 {
-    if (IS_DEV(ar)) x.e += (rel != 0.0 ? rel * (fabs(x.v) + x.e) : 0.0) + abs;
+    if (UG_AR_IS_DEV(ar)) x.e += (rel != 0.0 ? rel * (fabs(x.v) + x.e) : 0.0) + abs;
     return x;
 }
 
 ug_num ug_dev_err_dot(ug_ar *ar, ug_num x, const double *a, const double *b, size_t n, double rel)
 {
-    if (!IS_DEV(ar)) return x;
+    if (!UG_AR_IS_DEV(ar)) return x;
     double s = 0;
     for (size_t i = 0; i < n; i++) s += fabs(a[i] * b[i]);
     x.e += rel * s;
@@ -148,10 +140,10 @@ static ug_num cert_dot_nd(const ug_num *x, const double *b, size_t sb, size_t n)
 ug_num ug_dot_d(ug_ar *ar, const double *a, size_t sa, const double *b, size_t sb, size_t n)
 {
     if (ar->mode == UG_AR_CERT) return ug_cv_num(ug_cv_dot_d(a, sa, b, sb, n, 0));
-    if (IS_MP(ar)) return ug_mp_dot_d(ar, a, sa, b, sb, n);
+    if (UG_AR_IS_MP(ar)) return ug_mp_dot_d(ar, a, sa, b, sb, n);
     /* the plain arithmetics: arith_inline.h's loop, its mode a constant (no test per term) */
     if (ar->mode == UG_AR_NAIVE) return ugx_dot_d((ug_arx){ar, UG_AR_NAIVE, ar->naive_dt}, a, sa, b, sb, n);
-    if (IS_DEV(ar)) return ugx_dot_d((ug_arx){ar, UG_AR_DEVICE, ar->naive_dt}, a, sa, b, sb, n);
+    if (UG_AR_IS_DEV(ar)) return ugx_dot_d((ug_arx){ar, UG_AR_DEVICE, ar->naive_dt}, a, sa, b, sb, n);
     return ugx_dot_d((ug_arx){ar, UG_AR_F64, ar->naive_dt}, a, sa, b, sb, n);
 }
 
@@ -162,7 +154,7 @@ ug_num ug_dot_d_tracked(ug_ar *ar, const double *a, size_t sa, const double *b, 
 
 ug_num ug_dot_nd(ug_ar *ar, const ug_num *x, const double *b, size_t sb, size_t n)
 {
-    if (IS_MP(ar)) return ug_mp_dot_nd(ar, x, b, sb, n);
+    if (UG_AR_IS_MP(ar)) return ug_mp_dot_nd(ar, x, b, sb, n);
     if (ar->mode == UG_AR_CERT) return cert_dot_nd(x, b, sb, n);
     double s = 0.0, abs_sum = 0.0, e = 0.0;
     for (size_t i = 0; i < n; i++) {
@@ -176,7 +168,7 @@ ug_num ug_dot_nd(ug_ar *ar, const ug_num *x, const double *b, size_t sb, size_t 
         abs_sum += fabs(p);
         e += x[i].e * fabs(b[i * sb]);
     }
-    if (IS_DEV(ar)) return ugx_num_dev(s, e + ugx_gamma32(n) * abs_sum + 2.0 * (double)n * UG_DEV_ETA);
+    if (UG_AR_IS_DEV(ar)) return ugx_num_dev(s, e + ugx_gamma32(n) * abs_sum + 2.0 * (double)n * UG_DEV_ETA);
     ug_num r = {s, 0.0, NULL};
     return r;
 }

@@ -5,7 +5,6 @@
 #include "oracles/mp/arith_fn.h"
 
 #include <math.h>
-#include <stdint.h>
 
 #include "oracles/mp/arith_engine.h"
 #include "oracles/mp/arith_engine_private.h"
