@@ -413,6 +413,26 @@ static int prepare_put_metric(ug_db *db, char *err, size_t errlen)
     return ug_db_prepare(db, &db->put_metric, sql, err, errlen);
 }
 
+/* The writer's journal (WAL) and settings. Switching a new file to WAL takes its exclusive
+ * lock, and SQLite answers SQLITE_BUSY at once, without the busy handler, where waiting could
+ * deadlock: several sweeps creating one database at the same moment met it ("database is
+ * locked", tests/test_db_create_race.sh). So a busy answer is retried every 10 ms, up to the
+ * busy timeout's 10 s; the pragmas are idempotent. */
+static int set_wal(ug_db *db, char *err, size_t errlen)
+{
+    const char *sql = "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;";
+    for (int tries = 0;; tries++) {
+        int rc = sqlite3_exec(db->h, sql, NULL, NULL, NULL);
+        if (rc == SQLITE_OK) return 0;
+        if ((rc & 0xff) != SQLITE_BUSY || tries == 1000) {
+            db_error(db, NULL, err, errlen);
+            return -1;
+        }
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 int ug_db_open(const char *path, int mode, ug_db **out, char *err, size_t errlen)
 {
     *out = NULL;
@@ -439,8 +459,7 @@ int ug_db_open(const char *path, int mode, ug_db **out, char *err, size_t errlen
     }
     if (!rc && mode != UG_DB_READONLY) {
         char inner[256];
-        if (exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;", inner,
-                 sizeof inner)) {
+        if (set_wal(db, inner, sizeof inner)) {
             snprintf(err, errlen, "%s: %s", path, inner);
             rc = -2;
         }
