@@ -1,7 +1,8 @@
 /* opdecl_json.c — reads an operator's declaration file into its definition.
  *
  * An op's declaration is data: oracles/<family>/<op>.json holds its summary, case dtypes,
- * semantics, params, derived sizes, tensors and output rules (format: docs/ADDING_AN_OPERATOR.md).
+ * semantics, params, derived sizes, tensors and output rules (format: docs/ADDING_AN_OPERATOR.md),
+ * and the documentation of its sim kernel's variants.
  * CMake compiles every such file into the binary (op_decls.c in the build folder, like the
  * schema), and core/ops.c loads each once, on first use, into the op's ug_op_def beside
  * what only C can say: the check, builder, oracle and geometry functions of the op's
@@ -240,10 +241,22 @@ static int read_array(reader *r, const cJSON *o, const char *key, int required, 
     return 0;
 }
 
+/* One documented sim kernel variant; its bug code comes from the kernel's table (core/ops.c). */
+static int read_variant(reader *r, const cJSON *o, ug_kernel_variant *v)
+{
+    static const char *const keys[] = {"name", "desc", "beyond_plan", NULL};
+    const cJSON *beyond = cJSON_GetObjectItemCaseSensitive(o, "beyond_plan");
+    if (known_keys(r, o, keys) || text(r, o, "name", 1, &v->name) || text(r, o, "desc", 1, &v->desc)) return -1;
+    if (beyond && !cJSON_IsBool(beyond)) return fail(r, "\"beyond_plan\" must be true or false%s%s", "", "");
+    v->beyond_plan = cJSON_IsTrue(beyond);
+    return 0;
+}
+
 static int each_param(reader *r, const cJSON *e, void *p) { return read_param(r, e, p); }
 static int each_derived(reader *r, const cJSON *e, void *p) { return read_derived(r, e, p); }
 static int each_tensor(reader *r, const cJSON *e, void *p) { return read_tensor(r, e, p); }
 static int each_output(reader *r, const cJSON *e, void *p) { return read_output(r, e, p); }
+static int each_variant(reader *r, const cJSON *e, void *p) { return read_variant(r, e, p); }
 
 static const ug_tensor_decl *tensor_named(const ug_op_def *d, const char *name)
 {
@@ -327,14 +340,14 @@ static void drop_trees(cJSON *root, const cJSON *src)
 
 int ug_op_def_load(ug_op_def *d, const char *op, const char *json, char *err, size_t errlen)
 {
-    static const char *const keys[] = {"op",          "summary", "dtypes",  "semantics", "params",
-                                       "params_from", "derived", "tensors", "outputs",   NULL};
+    static const char *const keys[] = {"op",      "summary", "dtypes",  "semantics",    "params", "params_from",
+                                       "derived", "tensors", "outputs", "sim_variants", NULL};
     reader r = {op, "top level", err, errlen};
     cJSON *root = cJSON_Parse(json); /* kept: the definition's strings point into it */
     if (!root) return fail(&r, "not valid JSON near \"%.40s\"%s", cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : "", "");
     const char *name;
     const cJSON *src = root;
-    void *params, *derived, *tensors, *outputs;
+    void *params, *derived, *tensors, *outputs, *variants;
     int n;
     err[0] = 0;
     if (known_keys(&r, root, keys) || text(&r, root, "op", 1, &name) || params_source(&r, root, &src) ||
@@ -344,11 +357,13 @@ int ug_op_def_load(ug_op_def *d, const char *op, const char *json, char *err, si
         read_array(&r, src, "params", 1, sizeof(ug_param_decl), &params, &n, each_param) ||
         read_array(&r, src, "derived", 0, sizeof(ug_derived_decl), &derived, &n, each_derived) ||
         read_array(&r, root, "tensors", 1, sizeof(ug_tensor_decl), &tensors, &n, each_tensor) ||
-        read_array(&r, root, "outputs", 1, sizeof(ug_output_rule), &outputs, &d->n_outputs, each_output))
+        read_array(&r, root, "outputs", 1, sizeof(ug_output_rule), &outputs, &d->n_outputs, each_output) ||
+        read_array(&r, root, "sim_variants", 0, sizeof(ug_kernel_variant), &variants, &d->n_variants, each_variant))
         return drop_trees(root, src), -1;
     d->decl.op = name;
     d->decl.params = params, d->decl.derived = derived, d->decl.tensors = tensors;
     d->outputs = outputs;
+    d->variants = variants;
     if (rules_match_outputs(&r, d)) return drop_trees(root, src), -1;
     if (keep_tree(root) || (src != root && keep_tree((cJSON *)src))) {
         snprintf(err, errlen, "declaration of %s: out of memory", op);

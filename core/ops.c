@@ -13,7 +13,7 @@
  * library is a CMake OBJECT library, so every object is linked and nothing is dropped. */
 #define UG_OP(E, name, group)                                                                                          \
     extern const ug_op_def ug_opdef_##name __attribute__((weak));                                                      \
-    extern const ug_kernel_variant ug_variants_##name[] __attribute__((weak));
+    extern const ug_sim_kernel ug_sim_##name __attribute__((weak));
 #include "core/ops.def"
 #undef UG_OP
 
@@ -23,9 +23,9 @@ static const struct {
     const char *name;
     ug_group group;
     const ug_op_def *def;
-    const ug_kernel_variant *variants;
+    const ug_sim_kernel *sim;
 } op_table[UG_OP_COUNT] = {
-#define UG_OP(E, name, group) {#name, UG_GROUP_##group, &ug_opdef_##name, ug_variants_##name},
+#define UG_OP(E, name, group) {#name, UG_GROUP_##group, &ug_opdef_##name, &ug_sim_##name},
 #include "core/ops.def"
 #undef UG_OP
 };
@@ -43,6 +43,25 @@ static void die(const char *what, const char *op)
     exit(70);
 }
 
+int ug_op_join_variants(ug_op_def *d, const ug_kernel_variant *table, char *err, size_t errlen)
+{
+    int n = 0;
+    for (; table[n].name; n++) {
+        const char *doc = n < d->n_variants ? d->variants[n].name : NULL;
+        if (!doc || strcmp(doc, table[n].name) != 0) {
+            snprintf(err, errlen,
+                     "declaration of %s: \"sim_variants\"[%d] is %s%s%s, the sim kernel's table has \"%s\" there",
+                     d->decl.op, n, doc ? "\"" : "", doc ? doc : "missing", doc ? "\"" : "", table[n].name);
+            return -1;
+        }
+        d->variants[n].bug = table[n].bug;
+    }
+    if (n == d->n_variants) return 0;
+    snprintf(err, errlen, "declaration of %s: \"sim_variants\"[%d] is \"%s\", which the sim kernel's table lacks",
+             d->decl.op, n, d->variants[n].name);
+    return -1;
+}
+
 static void load_definitions(void)
 {
     char err[512];
@@ -53,8 +72,12 @@ static void load_definitions(void)
         loaded[op] = *op_table[op].def;
         if (ug_op_def_load(&loaded[op], e->op, e->json, err, sizeof err)) die(err, "");
     }
-    for (int op = 0; op < UG_OP_COUNT; op++)
+    for (int op = 0; op < UG_OP_COUNT; op++) {
         if (op_table[op].def && !loaded[op].decl.op) die("no declaration file oracles/<family>/", op_table[op].name);
+        if (op_table[op].def && op_table[op].sim &&
+            ug_op_join_variants(&loaded[op], op_table[op].sim->variants, err, sizeof err))
+            die(err, "");
+    }
     loaded_ok = 1;
 }
 
@@ -108,7 +131,8 @@ void ug_geom_hot(ug_geom *g, size_t r, int neighbours)
 const ug_kernel_variant *ug_op_variants(int op)
 {
     if (op < 0 || op >= UG_OP_COUNT) return NULL;
-    return op_table[op].variants;
+    if (!op_table[op].sim || !ug_op_def_get(op)) return NULL;
+    return loaded[op].variants;
 }
 
 const ug_kernel_variant *ug_op_variant(const ug_op_def *d, const char *name)
@@ -117,6 +141,16 @@ const ug_kernel_variant *ug_op_variant(const ug_op_def *d, const char *name)
     for (int i = 0; v && v[i].name; i++)
         if (strcmp(v[i].name, name ? name : "sim") == 0) return &v[i];
     return NULL;
+}
+
+int ug_op_run_variant(int op, const ug_kernel_variant *v, const ulpgym_call *call, char *err, size_t errlen)
+{
+    if (op < 0 || op >= UG_OP_COUNT || !op_table[op].sim) {
+        snprintf(err, errlen, "op %s has no sim kernel linked in",
+                 op < 0 || op >= UG_OP_COUNT ? "?" : op_table[op].name);
+        return -2;
+    }
+    return op_table[op].sim->fn(call, err, errlen, v->bug);
 }
 
 const ug_op_decl *ug_op_decl_find(const char *name)
@@ -132,6 +166,7 @@ int ug_op_contract_digest(int op, char out[17])
     for (const ug_embedded_decl *e = ug_embedded_decls; e->op; e++) {
         if (strcmp(e->op, ug_op_name(op)) != 0) continue;
         cJSON *tree = cJSON_Parse(e->json); /* the build checked it parses (load_definitions) */
+        cJSON_DeleteItemFromObjectCaseSensitive(tree, "sim_variants"); /* the sim kernel's, not the contract */
         char *canon = tree ? ug_json_canonical(tree) : NULL;
         cJSON_Delete(tree);
         if (!canon) return -1;

@@ -5,9 +5,9 @@
  * params, derived sizes, tensors and output rules: data, in oracles/<family>/<name>.json,
  * compiled in and loaded by core/opdecl_json.c) and its functions (check, builder of the
  * built inputs, oracle, sampling geometry: `const ug_op_def ug_opdef_<name>` in
- * oracles/<family>/<name>.c). Its kernel variants are
- * `const ug_kernel_variant ug_variants_<name>[]` (kernels/sim/<family>/<name>.c); the
- * tables here refer to both weakly, so neither side includes the other. */
+ * oracles/<family>/<name>.c). Its sim kernel and that kernel's variants are
+ * `const ug_sim_kernel ug_sim_<name>` (kernels/sim/<family>/<name>.c); the tables here
+ * refer to both weakly, so neither side includes the other. */
 #ifndef UG_OPS_H
 #define UG_OPS_H
 #include <stddef.h>
@@ -86,15 +86,25 @@ void ug_geom_hot(ug_geom *g, size_t r, int neighbours);
  * so one function serves the correct kernel and all its planted mutants. */
 typedef int (*ug_kernel_fn)(const ulpgym_call *call, char *err, size_t errlen, int bug);
 
+/* One variant of a sim kernel. The kernel's C table gives name and bug; desc and
+ * beyond_plan are data, the op's declaration's "sim_variants" (same names, same order),
+ * joined to the table when the definitions load (core/ops.c). */
 typedef struct {
     const char *name; /* "sim" is the correct kernel; "legal_*" other legal implementations of the
                          contract (ug_variant_legal); others are planted-bug mutants */
+    int bug;          /* passed to the kernel function: its own code for this variant */
     const char *desc;
-    ug_kernel_fn fn;
     int beyond_plan; /* a mutant the nightly plan is known not to reach: the fuzzer's job
                         (tests assert the plan misses it and corpus/found/ catches it) */
-    int bug;         /* passed to fn: the kernel's own code for this variant */
 } ug_kernel_variant;
+
+/* An op's sim kernel: the one function and the table of its variants (NULL-name ended,
+ * "sim" first), rows {name, bug}. Exported as `const ug_sim_kernel ug_sim_<name>` from
+ * kernels/sim/<family>/<name>.c. */
+typedef struct {
+    ug_kernel_fn fn;
+    const ug_kernel_variant *variants;
+} ug_sim_kernel;
 
 struct ug_ar;
 struct ug_selection;
@@ -121,6 +131,11 @@ typedef struct ug_op_def {
      * masked rows), which intermediates are rounded to which dtype, how fp32 attributes
      * are formed. Printed by `ulpgym ops show`. */
     const char *semantics;
+    /* The sim kernel's variants as documented ("sim_variants": name, desc, beyond_plan),
+     * with the kernel table's bug codes once the definitions are loaded (core/ops.c). Not
+     * part of the contract (ug_op_contract_digest leaves them out). */
+    ug_kernel_variant *variants;
+    int n_variants;
     /* Set by the oracle file: */
     /* Fills the inputs of role "built" (indices, masks, tables) after the declared
      * tensors are allocated and the drawn inputs filled; NULL when there are none. */
@@ -172,6 +187,8 @@ int ug_group_find(const char *name); /* case-insensitive; -1 if unknown */
  * from kernels/sim/<family>/<op>.c; NULL when the op has none linked in. */
 const ug_kernel_variant *ug_op_variants(int op);
 const ug_kernel_variant *ug_op_variant(const ug_op_def *d, const char *name); /* NULL: none */
+/* Runs variant v of op's sim kernel on call; -2 with err set when op has no sim kernel. */
+int ug_op_run_variant(int op, const ug_kernel_variant *v, const ulpgym_call *call, char *err, size_t errlen);
 /* Whether a variant name is a legal one ("legal_..."): another correct implementation of the
  * contract (another summation order, tiling, rounding the contract allows), which must pass
  * every plan case under every deciding standard, as "sim" must: the false-alarm test set. */
@@ -186,6 +203,10 @@ extern const ug_embedded_decl ug_embedded_decls[];
 /* Reads declaration text json of op into d's declaration fields (core/opdecl_json.c).
  * 0, or -1 with a message naming the key. */
 int ug_op_def_load(ug_op_def *d, const char *op, const char *json, char *err, size_t errlen);
+/* Gives d's documented variants ("sim_variants") the bug codes of its sim kernel's table,
+ * which must list the same names in the same order (core/ops.c, when the definitions
+ * load). 0, or -1 with err naming the first difference. */
+int ug_op_join_variants(ug_op_def *d, const ug_kernel_variant *table, char *err, size_t errlen);
 /* The op's contract version: 16 hex digits, the hash of its declaration file's canonical
  * JSON (oracles/<family>/<op>.json: params, defaults, tensors, rules, semantics), so any
  * change of the contract, not of its file's layout, changes it. `ops show` prints it and a

@@ -233,7 +233,7 @@ int ug_backend_run(const ug_backend *b, ug_case *c, char *err, size_t errlen)
                  b->variant, ug_op_name(c->spec.op));
         return -2;
     }
-    return v->fn(&call, err, errlen, v->bug);
+    return ug_op_run_variant(c->spec.op, v, &call, err, errlen);
 }
 
 int ug_backend_names_code(const char *spec) { return spec && strncmp(spec, "plugin:", 7) == 0; }

@@ -202,7 +202,7 @@ static inline void sqa_tampered(const char *spec, const char *op, const char *na
     ulpgym_call call;
     ug_case_make_call(&d.c, ins, outs, &call);
     char err[256] = "";
-    int rc = ug_op_variants(ug_op_find(op))[0].fn(&call, err, sizeof err, 0);
+    int rc = ug_op_run_variant(ug_op_find(op), ug_op_variants(ug_op_find(op)), &call, err, sizeof err);
     CHECK(rc == -2 && strstr(err, name), "%s[%zu] = %ld: kernel returned %d (%s)", name, i, v, rc, err);
     ug_exec_detail_free(&d);
 }

@@ -244,9 +244,43 @@ static void check_declaration_loader(void)
                         "must not take a tensor's name");
 }
 
+/* "sim_variants": the sim kernel's variants documented in the declaration, joined by name
+ * and order to the kernel's table of bug codes (core/ops.c). */
+#define T_DECL_VARIANTS(rows) T_DECL_HEAD T_DECL_PARAMS T_DECL_TENSORS "\"sim_variants\":[" rows "]," T_DECL_OUTPUTS
+static void check_sim_variants(void)
+{
+    static const ug_kernel_variant table[] = {{"sim", 0}, {"mut_x", 7}, {NULL}},
+                                   longer[] = {{"sim", 0}, {"mut_x", 7}, {"mut_y", 8}, {NULL}};
+    ug_op_def d = {0};
+    char err[512] = "";
+    CHECK(ug_op_def_load(&d, "t_op",
+                         T_DECL_VARIANTS("{\"name\":\"sim\",\"desc\":\"right\"},"
+                                         "{\"name\":\"mut_x\",\"desc\":\"wrong\",\"beyond_plan\":true}"),
+                         err, sizeof err) == 0,
+          "%s", err);
+    CHECK(d.n_variants == 2 && strcmp(d.variants[1].desc, "wrong") == 0 && d.variants[1].beyond_plan &&
+              !d.variants[0].beyond_plan && !d.variants[2].name,
+          "sim_variants read back");
+    CHECK(ug_op_join_variants(&d, table, err, sizeof err) == 0 && d.variants[1].bug == 7, "joined: %s", err);
+    CHECK(ug_op_join_variants(&d, longer, err, sizeof err) == -1 && strstr(err, "[2] is missing") &&
+              strstr(err, "mut_y"),
+          "a variant the declaration lacks: %s", err);
+    CHECK(ug_op_join_variants(&d, (const ug_kernel_variant[]){{"sim", 0}, {NULL}}, err, sizeof err) == -1 &&
+              strstr(err, "\"mut_x\", which the sim kernel's table lacks"),
+          "a variant the table lacks: %s", err);
+    CHECK(ug_op_join_variants(&d, (const ug_kernel_variant[]){{"mut_x", 7}, {"sim", 0}, {NULL}}, err, sizeof err) ==
+                  -1 &&
+              strstr(err, "[0] is \"sim\""),
+          "another order: %s", err);
+    expect_load_refused(T_DECL_VARIANTS("{\"name\":\"sim\"}"), "desc");
+    expect_load_refused(T_DECL_VARIANTS("{\"name\":\"sim\",\"desc\":\"d\",\"beyond_plan\":1}"), "beyond_plan");
+    expect_load_refused(T_DECL_VARIANTS("{\"name\":\"sim\",\"desc\":\"d\",\"bug\":1}"), "bug");
+}
+
 int main(void)
 {
     check_declaration_loader();
+    check_sim_variants();
     check_formulas();
     check_bad_params();
     check_plan();

@@ -48,5 +48,5 @@ ULPGYM_EXPORT int ulpgym_run(const ulpgym_call *call, char *err, size_t errlen)
         snprintf(err, errlen, "plugin_sim: op %s has no variant \"%s\"", call->op, want);
         return ULPGYM_UNSUPPORTED;
     }
-    return v->fn(call, err, errlen, v->bug);
+    return ug_op_run_variant(d->op, v, call, err, errlen);
 }

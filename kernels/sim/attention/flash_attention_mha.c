@@ -273,32 +273,17 @@ static int fa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     return 0;
 }
 
-const ug_kernel_variant ug_variants_flash_attention_mha[] = {
-    {"sim", "FA2 forward: 64x64 tiles, fp32 scores and online softmax, P cast to the input dtype for P.V", fa_kernel, 0,
-     MUT_NONE},
-    {"mut_lse_log2", "lse left in the log2 domain of an exp2-based softmax (m*log2 e + log2 l)", fa_kernel, 0,
-     MUT_LSE_LOG2},
-    {"mut_causal_topleft",
-     "causal mask aligned top-left (j <= i) instead of bottom-right: shows when q and k lengths differ", fa_kernel, 0,
-     MUT_CAUSAL_TOPLEFT},
-    {"mut_no_rescale", "output accumulator not rescaled by exp(m_old - m_new) when a later key tile raises the max",
-     fa_kernel, 0, MUT_NO_RESCALE},
-    {"mut_lse_bf16", "lse kept in a bf16 register, rounded to bf16 before its fp32 store (up to 2^-9 relative off)",
-     fa_kernel, 0, MUT_LSE_BF16},
-    {"mut_max_log2", "optional softmax_max (M) written in the log2 domain of an exp2-based softmax (m*log2 e)",
-     fa_kernel, 0, MUT_MAX_LOG2},
-    {"mut_sum_recip", "optional softmax_sum (L) written as 1/l, the reciprocal the kernel normalises o with", fa_kernel,
-     0, MUT_SUM_RECIP},
-    {"legal_tile16", "legal: 16-key tiles instead of 64 (only rows whose keys fit 16 cast the normalised P/l)",
-     fa_kernel, 0, LEGAL_TILE16},
-    {"legal_tile320", "legal: 320-key tiles, the reference kernel's (rows whose keys fit 320 cast P/l)", fa_kernel, 0,
-     LEGAL_TILE320},
-    {"legal_two_pass",
-     "legal: one key tile holding the whole row: the row max first, then exp, sum and P.V, P cast unnormalised (FA2)",
-     fa_kernel, 0, LEGAL_TWO_PASS},
-    {"legal_fn_ulps",
-     "legal: every exp (the rescale's too) and the log of lse 3 fp32 ulps off libm's (either way, by the argument's "
-     "bits)",
-     fa_kernel, 0, LEGAL_FN_ULPS},
-    {NULL, NULL, NULL},
-};
+const ug_sim_kernel ug_sim_flash_attention_mha = {fa_kernel, (const ug_kernel_variant[]){
+                                                                 {"sim", MUT_NONE},
+                                                                 {"mut_lse_log2", MUT_LSE_LOG2},
+                                                                 {"mut_causal_topleft", MUT_CAUSAL_TOPLEFT},
+                                                                 {"mut_no_rescale", MUT_NO_RESCALE},
+                                                                 {"mut_lse_bf16", MUT_LSE_BF16},
+                                                                 {"mut_max_log2", MUT_MAX_LOG2},
+                                                                 {"mut_sum_recip", MUT_SUM_RECIP},
+                                                                 {"legal_tile16", LEGAL_TILE16},
+                                                                 {"legal_tile320", LEGAL_TILE320},
+                                                                 {"legal_two_pass", LEGAL_TWO_PASS},
+                                                                 {"legal_fn_ulps", LEGAL_FN_ULPS},
+                                                                 {NULL},
+                                                             }};

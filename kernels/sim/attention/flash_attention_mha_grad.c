@@ -206,15 +206,11 @@ static int fb_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     return 0;
 }
 
-const ug_kernel_variant ug_variants_flash_attention_mha_grad[] = {
-    {"sim", "FA2 backward: 64-key tiles over 64-row query tiles, P from lse, P and dS cast to the dtype, fp32 acc",
-     fb_kernel, 0, MUT_NONE},
-    {"mut_dk_no_scale", "dK = dS^T Q without the softmax scale", fb_kernel, 0, MUT_DK_NO_SCALE},
-    {"mut_causal_strict", "causal mask j < i + Lk - Lq: the diagonal key is masked (causal cases only)", fb_kernel, 0,
-     MUT_CAUSAL_STRICT},
-    {"mut_tail_key_tile", "a short last key tile (Lk % 64 != 0, Lk > 64) is skipped: its dK/dV stay 0, dQ misses it",
-     fb_kernel, 0, MUT_TAIL_TILE},
-    {"legal_fn_ulps", "legal: the exp of P 3 fp32 ulps off libm's (either way, by the argument's bits)", fb_kernel, 0,
-     LEGAL_FN_ULPS},
-    {NULL, NULL, NULL},
-};
+const ug_sim_kernel ug_sim_flash_attention_mha_grad = {fb_kernel, (const ug_kernel_variant[]){
+                                                                      {"sim", MUT_NONE},
+                                                                      {"mut_dk_no_scale", MUT_DK_NO_SCALE},
+                                                                      {"mut_causal_strict", MUT_CAUSAL_STRICT},
+                                                                      {"mut_tail_key_tile", MUT_TAIL_TILE},
+                                                                      {"legal_fn_ulps", LEGAL_FN_ULPS},
+                                                                      {NULL},
+                                                                  }};

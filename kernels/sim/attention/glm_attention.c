@@ -97,26 +97,16 @@ static int ga_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     return ug_glp_run(&g, bug > GA_KV_HEAD_MOD ? UG_GLP_OK : (ug_glp_bug)bug);
 }
 
-const ug_kernel_variant ug_variants_glm_attention[] = {
-    {"sim", "paged decode, one block per key tile, fp32 online softmax, bf16 P, fp32 P.V (attn_tiles)", ga_kernel, 0,
-     UG_GLP_OK},
-    {"mut_pv_bf16", "P.V accumulated in bf16 instead of fp32", ga_kernel, 0, UG_GLP_PV_BF16},
-    {"mut_no_sum_rescale", "running softmax sum not rescaled when a later block raises the max", ga_kernel, 0,
-     UG_GLP_NO_SUM_RESCALE},
-    {"mut_full_last_block", "the partial last block read as full: garbage slots past the context join the softmax",
-     ga_kernel, 0, UG_GLP_FULL_LAST_BLOCK},
-    {"mut_table_stride", "block-table row stride cdiv(max(actual_seqs), block_size) instead of the table's width",
-     ga_kernel, 0, UG_GLP_TABLE_STRIDE},
-    {"mut_mtp_no_offset", "multi-token step without the causal offset: every query row sees the whole context",
-     ga_kernel, 0, UG_GLP_MTP_NO_OFFSET},
-    {"mut_kv_head_mod", "query head h reads kv head h % heads_kv instead of h / (heads_q / heads_kv)", ga_kernel, 0,
-     GA_KV_HEAD_MOD},
-    {"legal_tile16", "legal: key tiles of 16 keys for the online softmax instead of one cache block", ga_kernel, 0,
-     GA_LEGAL_TILE16},
-    {"legal_two_pass",
-     "legal: two-pass softmax: each row's max over all its keys first, then every weight exp(s - max), no rescaling",
-     ga_kernel, 0, GA_LEGAL_TWO_PASS},
-    {"legal_fn_ulps", "legal: every exp of the softmax 3 fp32 ulps off libm's (the contract allows 4)", ga_kernel, 0,
-     GA_LEGAL_FN_ULPS},
-    {NULL, NULL, NULL},
-};
+const ug_sim_kernel ug_sim_glm_attention = {ga_kernel, (const ug_kernel_variant[]){
+                                                           {"sim", UG_GLP_OK},
+                                                           {"mut_pv_bf16", UG_GLP_PV_BF16},
+                                                           {"mut_no_sum_rescale", UG_GLP_NO_SUM_RESCALE},
+                                                           {"mut_full_last_block", UG_GLP_FULL_LAST_BLOCK},
+                                                           {"mut_table_stride", UG_GLP_TABLE_STRIDE},
+                                                           {"mut_mtp_no_offset", UG_GLP_MTP_NO_OFFSET},
+                                                           {"mut_kv_head_mod", GA_KV_HEAD_MOD},
+                                                           {"legal_tile16", GA_LEGAL_TILE16},
+                                                           {"legal_two_pass", GA_LEGAL_TWO_PASS},
+                                                           {"legal_fn_ulps", GA_LEGAL_FN_ULPS},
+                                                           {NULL},
+                                                       }};

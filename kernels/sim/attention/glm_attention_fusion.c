@@ -146,33 +146,17 @@ static int fu_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     return rc;
 }
 
-const ug_kernel_variant ug_variants_glm_attention_fusion[] = {
-    {"sim",
-     "glm_attention_pre_quant's device prolog, bf16 k/v scattered to slot_mapping of a copy of the caches, "
-     "glm_attention's paged walk (fp32 online softmax, bf16 P, fp32 P.V) on the updated caches in key tiles "
-     "of 4 blocks (the reference kernel's s2_tile)",
-     fu_kernel, 0, FU_OK},
-    {"mut_slot_plus_one", "each token's k/v written one slot late (slot_mapping + 1)", fu_kernel, 0, FU_SLOT_PLUS_ONE},
-    {"mut_k_before_rope", "the key cache gets k before RoPE (the qk_norm head)", fu_kernel, 0, FU_K_BEFORE_ROPE},
-    {"mut_v_trunc", "v written to the cache truncated to bf16 from fp32 (the v output rounded to nearest)", fu_kernel,
-     0, FU_V_TRUNC},
-    {"mut_kv_head0", "kv head 0's k/v written to every kv head of the slot (visible only with kv_heads > 1)", fu_kernel,
-     0, FU_KV_HEAD0},
-    {"mut_stale_cache", "attention reads the caches from before the scatter (the new token's k/v not seen)", fu_kernel,
-     0, FU_STALE_CACHE},
-    {"mut_len_excl_new", "attention over actual_seqs - 1 tokens: the new token left out of its context", fu_kernel, 0,
-     FU_LEN_EXCL_NEW},
-    {"mut_table_stride",
-     "the attention reads the block table with row stride cdiv(max(actual_seqs), block_size) instead of the table's "
-     "width (shows where the table is wider than the longest sequence needs)",
-     fu_kernel, 0, FU_TABLE_STRIDE},
-    {"legal_tile16", "legal: the attention's online softmax in key tiles of 16 keys instead of 4 cache blocks",
-     fu_kernel, 0, FU_LEGAL_TILE16},
-    {"legal_reversed", "legal: the attention walks each row's keys last to first (key tiles from the new token back)",
-     fu_kernel, 0, FU_LEGAL_REVERSED},
-    {"legal_fn_ulps",
-     "legal: every exp of the attention 3 fp32 ulps off libm's (the contract allows 4; the prolog has no function "
-     "but an IEEE sqrt)",
-     fu_kernel, 0, FU_LEGAL_FN_ULPS},
-    {NULL, NULL, NULL},
-};
+const ug_sim_kernel ug_sim_glm_attention_fusion = {fu_kernel, (const ug_kernel_variant[]){
+                                                                  {"sim", FU_OK},
+                                                                  {"mut_slot_plus_one", FU_SLOT_PLUS_ONE},
+                                                                  {"mut_k_before_rope", FU_K_BEFORE_ROPE},
+                                                                  {"mut_v_trunc", FU_V_TRUNC},
+                                                                  {"mut_kv_head0", FU_KV_HEAD0},
+                                                                  {"mut_stale_cache", FU_STALE_CACHE},
+                                                                  {"mut_len_excl_new", FU_LEN_EXCL_NEW},
+                                                                  {"mut_table_stride", FU_TABLE_STRIDE},
+                                                                  {"legal_tile16", FU_LEGAL_TILE16},
+                                                                  {"legal_reversed", FU_LEGAL_REVERSED},
+                                                                  {"legal_fn_ulps", FU_LEGAL_FN_ULPS},
+                                                                  {NULL},
+                                                              }};

@@ -169,24 +169,15 @@ static int gqa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return rc;
 }
 
-const ug_kernel_variant ug_variants_gqa_decode_attn[] = {
-    {"sim", "device-style GQA decode: K/V loaded once per kv head, 128-key tiles, online softmax, bf16 P, fp32 acc",
-     gqa_kernel, 0, MUT_NONE},
-    {"mut_window_off_by_one", "sliding window keeps window+1 keys (visible only when the context exceeds the window)",
-     gqa_kernel, 0, MUT_WINDOW_OFF_BY_ONE},
-    {"mut_pv_bf16", "P·V accumulated in bf16 instead of fp32", gqa_kernel, 0, MUT_PV_BF16},
-    {"mut_no_sum_rescale", "running softmax sum not rescaled when a later tile raises the max", gqa_kernel, 0,
-     MUT_NO_SUM_RESCALE},
-    {"mut_kv_head_mod", "query head h reads kv head h % Hkv instead of h / (Hq/Hkv) (visible only when Hq > Hkv > 1)",
-     gqa_kernel, 0, MUT_KV_HEAD_MOD},
-    {"mut_mtp_no_offset",
-     "multi-token step without the causal offset: every query row sees all L_b keys (visible only when q_per_step > 1)",
-     gqa_kernel, 0, MUT_MTP_NO_OFFSET},
-    {"legal_tile16", "legal: the online softmax on 16-key tiles instead of 128", gqa_kernel, 0, LEGAL_TILE16},
-    {"legal_two_pass",
-     "legal: two passes, one tile holding the whole window: the row max first, then exp, sum and P·V, no rescaling",
-     gqa_kernel, 0, LEGAL_TWO_PASS},
-    {"legal_reversed", "legal: the window's keys walked last to first (sums and running max in reverse key order)",
-     gqa_kernel, 0, LEGAL_REVERSED},
-    {NULL, NULL, NULL},
-};
+const ug_sim_kernel ug_sim_gqa_decode_attn = {gqa_kernel, (const ug_kernel_variant[]){
+                                                              {"sim", MUT_NONE},
+                                                              {"mut_window_off_by_one", MUT_WINDOW_OFF_BY_ONE},
+                                                              {"mut_pv_bf16", MUT_PV_BF16},
+                                                              {"mut_no_sum_rescale", MUT_NO_SUM_RESCALE},
+                                                              {"mut_kv_head_mod", MUT_KV_HEAD_MOD},
+                                                              {"mut_mtp_no_offset", MUT_MTP_NO_OFFSET},
+                                                              {"legal_tile16", LEGAL_TILE16},
+                                                              {"legal_two_pass", LEGAL_TWO_PASS},
+                                                              {"legal_reversed", LEGAL_REVERSED},
+                                                              {NULL},
+                                                          }};

@@ -171,27 +171,15 @@ static int mla_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return rc;
 }
 
-const ug_kernel_variant ug_variants_incre_flash_attention_mla[] = {
-    {"sim",
-     "device-style MLA decode: paged gather per kv head, 128-key tiles, one (kv_lora+rope)-dim fp32 dot, online "
-     "softmax",
-     mla_kernel, 0, MUT_NONE},
-    {"mut_scale_512", "softmax scale kv_lora^-1/2 instead of (kv_lora + rope)^-1/2 (the rope dims left out)",
-     mla_kernel, 0, MUT_SCALE_512},
-    {"mut_drop_partial_block",
-     "the last, partly filled cache block is skipped (visible only when a context is not a block multiple)", mla_kernel,
-     0, MUT_DROP_PARTIAL_BLOCK},
-    {"mut_mtp_no_offset",
-     "multi-token step without the causal offset: every query row sees all L_b keys (visible only when q_per_step > 1)",
-     mla_kernel, 0, MUT_MTP_NO_OFFSET},
-    {"mut_scale_576",
-     "softmax scale 576^-1/2, the production dims hard-coded, whatever kv_lora (visible only when kv_lora != 512)",
-     mla_kernel, 0, MUT_SCALE_576},
-    {"legal_tile16", "legal: the online softmax on 16-key tiles instead of 128", mla_kernel, 0, LEGAL_TILE16},
-    {"legal_two_pass",
-     "legal: two passes, one tile holding all the row's keys: the row max first, then exp, sum and P·V, no rescaling",
-     mla_kernel, 0, LEGAL_TWO_PASS},
-    {"legal_reversed", "legal: the row's keys walked last to first (sums and running max in reverse key order)",
-     mla_kernel, 0, LEGAL_REVERSED},
-    {NULL, NULL, NULL},
-};
+const ug_sim_kernel ug_sim_incre_flash_attention_mla = {mla_kernel,
+                                                        (const ug_kernel_variant[]){
+                                                            {"sim", MUT_NONE},
+                                                            {"mut_scale_512", MUT_SCALE_512},
+                                                            {"mut_drop_partial_block", MUT_DROP_PARTIAL_BLOCK},
+                                                            {"mut_mtp_no_offset", MUT_MTP_NO_OFFSET},
+                                                            {"mut_scale_576", MUT_SCALE_576},
+                                                            {"legal_tile16", LEGAL_TILE16},
+                                                            {"legal_two_pass", LEGAL_TWO_PASS},
+                                                            {"legal_reversed", LEGAL_REVERSED},
+                                                            {NULL},
+                                                        }};

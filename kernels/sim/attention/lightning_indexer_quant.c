@@ -235,27 +235,16 @@ static int li_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     return 0;
 }
 
-const ug_kernel_variant ug_variants_lightning_indexer_quant[] = {
-    {"sim", "int32 dots per block, fp16 head terms (dot*2^-11, *q_scale, *k_scale, *w), fp32 head sum, heap top-k",
-     li_kernel, 0, MUT_NONE},
-    {"mut_no_relu", "relu dropped: negative dots subtract from the score", li_kernel, 0, MUT_NO_RELU},
-    {"mut_no_k_scale", "k_scale never applied to the head terms", li_kernel, 0, MUT_NO_K_SCALE},
-    {"mut_k_scale_logical", "k_scale read at the logical block s/block_size instead of the table's physical block",
-     li_kernel, 0, MUT_K_SCALE_LOGICAL},
-    {"mut_mtp_causal", "MTP causal mask off by one: each row but the step's last sees one position too many", li_kernel,
-     0, MUT_MTP_CAUSAL},
-    {"mut_stop_k1", "selection stops at k-1: the last slot of a full row stays -1", li_kernel, 0, MUT_STOP_K1},
-    {"mut_head0_qscale", "head 0's q_scale applied to every head of the row (a broadcast of the wrong scale)",
-     li_kernel, 0, MUT_HEAD0_QSCALE},
-    {"mut_table_stride",
-     "block table read with row stride cdiv(max(actual_seqs), block_size) instead of its width (shows where the "
-     "table is wider than the longest sequence needs)",
-     li_kernel, 0, MUT_TABLE_STRIDE},
-    {"legal_ties_high", "legal: equal scores ranked by the higher position (the set rule allows any tie order)",
-     li_kernel, 0, LEGAL_TIES_HIGH},
-    {"legal_golden_chain",
-     "legal: the reference golden's numerics: relu(dot)*2^-11 and w*q_scale in fp16, the rest fp32, heads summed from the "
-     "last, k_scale after the sum",
-     li_kernel, 0, LEGAL_GOLDEN_CHAIN},
-    {NULL, NULL, NULL},
-};
+const ug_sim_kernel ug_sim_lightning_indexer_quant = {li_kernel, (const ug_kernel_variant[]){
+                                                                     {"sim", MUT_NONE},
+                                                                     {"mut_no_relu", MUT_NO_RELU},
+                                                                     {"mut_no_k_scale", MUT_NO_K_SCALE},
+                                                                     {"mut_k_scale_logical", MUT_K_SCALE_LOGICAL},
+                                                                     {"mut_mtp_causal", MUT_MTP_CAUSAL},
+                                                                     {"mut_stop_k1", MUT_STOP_K1},
+                                                                     {"mut_head0_qscale", MUT_HEAD0_QSCALE},
+                                                                     {"mut_table_stride", MUT_TABLE_STRIDE},
+                                                                     {"legal_ties_high", LEGAL_TIES_HIGH},
+                                                                     {"legal_golden_chain", LEGAL_GOLDEN_CHAIN},
+                                                                     {NULL},
+                                                                 }};

@@ -62,32 +62,16 @@ static int saq_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return ug_sqk_run(&k, err, errlen);
 }
 
-const ug_kernel_variant ug_variants_sparse_attention_antiquant[] = {
-    {"sim",
-     "device-style store-8-compute-16 sparse MLA attention: per-row gather of packed int8 rows through the block "
-     "table, dequant to bf16, 128-key tiles, online softmax",
-     saq_kernel, 0, 0},
-    {"mut_scale_offset",
-     "group scales read from byte kv_lora + rope instead of kv_lora + 2*rope (inside the rope keys)", saq_kernel, 0,
-     MUT_SCALE_OFFSET},
-    {"mut_scale_512", "softmax scale 512^-1/2 (the rope dims left out) instead of the declared scale", saq_kernel, 0,
-     UG_SQK_BUG_SCALE_512},
-    {"mut_pad_as_zero", "-1 padding read as position 0 (visible only where a row has padding)", saq_kernel, 0,
-     UG_SQK_BUG_PAD_AS_ZERO},
-    {"mut_local_max",
-     "online softmax without the rescale across 128-key tiles: each tile keeps its own max "
-     "(visible only with more than 128 valid keys)",
-     saq_kernel, 0, UG_SQK_BUG_LOCAL_MAX},
-    {"mut_running_max_zero",
-     "online softmax running max initialised to 0 instead of -inf: rows whose scores all lie below about -88 underflow",
-     saq_kernel, 0, UG_SQK_BUG_MAX_ZERO},
-    {"legal_tile16", "legal: the online softmax on 16-key tiles instead of 128", saq_kernel, 0, UG_SQK_LEGAL_TILE16},
-    {"legal_reversed", "legal: the gathered keys walked last to first (sums and running max in reverse slot order)",
-     saq_kernel, 0, UG_SQK_LEGAL_REVERSED},
-    {"legal_p_bf16",
-     "legal: each weight exp(s - m) cast to bf16 before P·V, the sum l kept in fp32 (the semantics allow a bf16 P)",
-     saq_kernel, 0, UG_SQK_LEGAL_P_BF16},
-    {"legal_fn_ulps", "legal: every exp (the weights and the online rescale) 3 fp32 ulps off libm's (ug_sim_fn_ulps)",
-     saq_kernel, 0, UG_SQK_LEGAL_FN_ULPS},
-    {NULL, NULL, NULL},
-};
+const ug_sim_kernel ug_sim_sparse_attention_antiquant = {saq_kernel, (const ug_kernel_variant[]){
+                                                                         {"sim", 0},
+                                                                         {"mut_scale_offset", MUT_SCALE_OFFSET},
+                                                                         {"mut_scale_512", UG_SQK_BUG_SCALE_512},
+                                                                         {"mut_pad_as_zero", UG_SQK_BUG_PAD_AS_ZERO},
+                                                                         {"mut_local_max", UG_SQK_BUG_LOCAL_MAX},
+                                                                         {"mut_running_max_zero", UG_SQK_BUG_MAX_ZERO},
+                                                                         {"legal_tile16", UG_SQK_LEGAL_TILE16},
+                                                                         {"legal_reversed", UG_SQK_LEGAL_REVERSED},
+                                                                         {"legal_p_bf16", UG_SQK_LEGAL_P_BF16},
+                                                                         {"legal_fn_ulps", UG_SQK_LEGAL_FN_ULPS},
+                                                                         {NULL},
+                                                                     }};

@@ -190,37 +190,17 @@ static int sfa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return rc;
 }
 
-const ug_kernel_variant ug_variants_sparse_flash_attention[] = {
-    {"sim", "device-style sparse MLA attention: per-token gather of the top-k rows, 64-key blocks, online softmax",
-     sfa_kernel, 0, MUT_NONE},
-    {"mut_pad_as_zero", "-1 padding indices read as kv row 0 (visible only where a token has padding)", sfa_kernel, 0,
-     MUT_PAD_AS_ZERO},
-    {"mut_local_max",
-     "each 64-key block uses its own max and the running sums are never rescaled "
-     "(visible only with more than 64 valid keys)",
-     sfa_kernel, 0, MUT_LOCAL_MAX},
-    {"mut_scale_after_softmax", "softmax of the unscaled scores, the scale applied to the output", sfa_kernel, 0,
-     MUT_SCALE_AFTER},
-    {"mut_max_unscaled", "optional softmax_max written as the max of the unscaled q·k (m / scale)", sfa_kernel, 0,
-     MUT_MAX_UNSCALED},
-    {"mut_sum_recip", "optional softmax_sum written as 1/l, the reciprocal o is normalised with", sfa_kernel, 0,
-     MUT_SUM_RECIP},
-    {"mut_seq_kv_offset",
-     "with several sequences, a token whose causal window fits its top-k slots reads the window's rows densely from "
-     "kv row 0, not from its sequence's first row (the reference kernel's short-window path with the sequence offset "
-     "lost; visible only in a later sequence)",
-     sfa_kernel, 0, MUT_SEQ_KV_OFFSET},
-    {"mut_all_slots",
-     "with several sequences, every index slot is read, not only the first min(w, topk): a token whose window is "
-     "shorter than topk also attends to the rows its unread slots name (the previous sequence's last row, as the "
-     "reference leaves them)",
-     sfa_kernel, 0, MUT_ALL_SLOTS},
-    {"legal_tile16", "legal: the online softmax on 16-key blocks instead of 64", sfa_kernel, 0, LEGAL_TILE16},
-    {"legal_two_pass",
-     "legal: two passes, one block holding all the token's keys: the row max first, then exp, sum and P·V, no "
-     "rescaling",
-     sfa_kernel, 0, LEGAL_TWO_PASS},
-    {"legal_reversed", "legal: the gathered keys walked last to first (sums and running max in reverse slot order)",
-     sfa_kernel, 0, LEGAL_REVERSED},
-    {NULL, NULL, NULL},
-};
+const ug_sim_kernel ug_sim_sparse_flash_attention = {sfa_kernel, (const ug_kernel_variant[]){
+                                                                     {"sim", MUT_NONE},
+                                                                     {"mut_pad_as_zero", MUT_PAD_AS_ZERO},
+                                                                     {"mut_local_max", MUT_LOCAL_MAX},
+                                                                     {"mut_scale_after_softmax", MUT_SCALE_AFTER},
+                                                                     {"mut_max_unscaled", MUT_MAX_UNSCALED},
+                                                                     {"mut_sum_recip", MUT_SUM_RECIP},
+                                                                     {"mut_seq_kv_offset", MUT_SEQ_KV_OFFSET},
+                                                                     {"mut_all_slots", MUT_ALL_SLOTS},
+                                                                     {"legal_tile16", LEGAL_TILE16},
+                                                                     {"legal_two_pass", LEGAL_TWO_PASS},
+                                                                     {"legal_reversed", LEGAL_REVERSED},
+                                                                     {NULL},
+                                                                 }};

@@ -41,33 +41,18 @@ static int sfaq_kernel(const ulpgym_call *call, char *err, size_t errlen, int bu
     return ug_sqk_run(&k, err, errlen);
 }
 
-const ug_kernel_variant ug_variants_sparse_flash_attention_quant[] = {
-    {"sim",
-     "device-style sparse MLA attention over an int8 paged cache: per-row gather through the block table, "
-     "dequant to bf16, 128-key tiles, online softmax",
-     sfaq_kernel, 0, 0},
-    {"mut_one_scale", "every 128-group of a position dequantised with its first group's scale (wrong group)",
-     sfaq_kernel, 0, MUT_ONE_SCALE},
-    {"mut_rope_dequant", "the bf16 rope keys multiplied by a group scale as if they were int8 codes", sfaq_kernel, 0,
-     MUT_ROPE_DEQUANT},
-    {"mut_scale_512", "softmax scale 512^-1/2 (the rope dims left out) instead of the declared scale", sfaq_kernel, 0,
-     UG_SQK_BUG_SCALE_512},
-    {"mut_pad_as_zero", "-1 padding read as position 0 (visible only where a row has padding)", sfaq_kernel, 0,
-     UG_SQK_BUG_PAD_AS_ZERO},
-    {"mut_local_max",
-     "online softmax without the rescale across 128-key tiles: each tile keeps its own max "
-     "(visible only with more than 128 valid keys)",
-     sfaq_kernel, 0, UG_SQK_BUG_LOCAL_MAX},
-    {"mut_mtp_len_off_by_one",
-     "multi-token step (q_per_step > 1): each query row sees vis + 1 positions (capped at the context), one too many",
-     sfaq_kernel, 0, UG_SQK_BUG_MTP_LEN_PLUS1},
-    {"legal_tile16", "legal: the online softmax on 16-key tiles instead of 128", sfaq_kernel, 0, UG_SQK_LEGAL_TILE16},
-    {"legal_reversed", "legal: the gathered keys walked last to first (sums and running max in reverse slot order)",
-     sfaq_kernel, 0, UG_SQK_LEGAL_REVERSED},
-    {"legal_p_bf16",
-     "legal: each weight exp(s - m) cast to bf16 before P·V, the sum l kept in fp32 (the semantics allow a bf16 P)",
-     sfaq_kernel, 0, UG_SQK_LEGAL_P_BF16},
-    {"legal_fn_ulps", "legal: every exp (the weights and the online rescale) 3 fp32 ulps off libm's (ug_sim_fn_ulps)",
-     sfaq_kernel, 0, UG_SQK_LEGAL_FN_ULPS},
-    {NULL, NULL, NULL},
-};
+const ug_sim_kernel ug_sim_sparse_flash_attention_quant = {sfaq_kernel,
+                                                           (const ug_kernel_variant[]){
+                                                               {"sim", 0},
+                                                               {"mut_one_scale", MUT_ONE_SCALE},
+                                                               {"mut_rope_dequant", MUT_ROPE_DEQUANT},
+                                                               {"mut_scale_512", UG_SQK_BUG_SCALE_512},
+                                                               {"mut_pad_as_zero", UG_SQK_BUG_PAD_AS_ZERO},
+                                                               {"mut_local_max", UG_SQK_BUG_LOCAL_MAX},
+                                                               {"mut_mtp_len_off_by_one", UG_SQK_BUG_MTP_LEN_PLUS1},
+                                                               {"legal_tile16", UG_SQK_LEGAL_TILE16},
+                                                               {"legal_reversed", UG_SQK_LEGAL_REVERSED},
+                                                               {"legal_p_bf16", UG_SQK_LEGAL_P_BF16},
+                                                               {"legal_fn_ulps", UG_SQK_LEGAL_FN_ULPS},
+                                                               {NULL},
+                                                           }};

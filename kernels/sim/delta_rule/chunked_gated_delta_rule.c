@@ -285,33 +285,17 @@ static int cgdr_kernel(const ulpgym_call *call, char *err, size_t errlen, int bu
     return 0;
 }
 
-const ug_kernel_variant ug_variants_chunked_gated_delta_rule[] = {
-    {"sim", "chunked WY kernel: fp32 cumulative decay, (I+A)^-1 by forward substitution, state carried in fp32",
-     cgdr_kernel, 0, MUT_NONE},
-    {"mut_double_decay", "the state carried across a chunk border is decayed by e^{G_last} twice: only when T > L",
-     cgdr_kernel, 0, MUT_DOUBLE_DECAY},
-    {"mut_drop_tail",
-     "the last partial chunk is dropped when T is not a multiple of L (o tail left at zero, state short)", cgdr_kernel,
-     0, MUT_DROP_TAIL},
-    {"mut_diag_in_a", "A keeps its diagonal beta_r |k_r|^2 (tril, not strict tril) before the inverse", cgdr_kernel, 0,
-     MUT_DIAG_IN_A},
-    {"mut_state_across_seqs",
-     "varlen: each sequence after the first starts from the previous one's final state, not its own h0 (seqlens "
-     "with 2+ sequences)",
-     cgdr_kernel, 0, MUT_STATE_ACROSS_SEQS},
-    {"mut_chunk_past_seq_end",
-     "varlen: a sequence's tail chunk runs on into the next sequence's tokens (chunks cut at the end of all tokens), "
-     "so its final state is wrong: only when a sequence before the last is not a multiple of L",
-     cgdr_kernel, 0, MUT_CHUNK_PAST_SEQ_END},
-    {"mut_first_chunk_no_decay", "in each sequence's first chunk the gate g is taken as 0: no decay for its tokens",
-     cgdr_kernel, 0, MUT_FIRST_CHUNK_NO_DECAY},
-    {"legal_fma",
-     "legal: every dot product and accumulation (substitution, Tinv application, o, state update) by fmaf, index order",
-     cgdr_kernel, 0, LEGAL_FMA},
-    {"legal_lanes16", "legal: every Dk dot product in 16 fp32 lanes folded by a pairwise tree", cgdr_kernel, 0,
-     LEGAL_LANES16},
-    {"legal_reverse",
-     "legal: every dot product and accumulation in reverse index order, the state terms of o and S added last",
-     cgdr_kernel, 0, LEGAL_REVERSE},
-    {NULL, NULL, NULL},
-};
+const ug_sim_kernel ug_sim_chunked_gated_delta_rule = {cgdr_kernel,
+                                                       (const ug_kernel_variant[]){
+                                                           {"sim", MUT_NONE},
+                                                           {"mut_double_decay", MUT_DOUBLE_DECAY},
+                                                           {"mut_drop_tail", MUT_DROP_TAIL},
+                                                           {"mut_diag_in_a", MUT_DIAG_IN_A},
+                                                           {"mut_state_across_seqs", MUT_STATE_ACROSS_SEQS},
+                                                           {"mut_chunk_past_seq_end", MUT_CHUNK_PAST_SEQ_END},
+                                                           {"mut_first_chunk_no_decay", MUT_FIRST_CHUNK_NO_DECAY},
+                                                           {"legal_fma", LEGAL_FMA},
+                                                           {"legal_lanes16", LEGAL_LANES16},
+                                                           {"legal_reverse", LEGAL_REVERSE},
+                                                           {NULL},
+                                                       }};

@@ -108,20 +108,13 @@ static int gdr_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return 0;
 }
 
-const ug_kernel_variant ug_variants_gated_delta_rule[] = {
-    {"sim", "fused recurrent kernel: fp32 state tile, fp32 S*k and S*q sums, o rounded once", gdr_kernel, 0, MUT_NONE},
-    {"mut_decay_after", "decay e^g applied after the delta update instead of before (decays the new write)", gdr_kernel,
-     0, MUT_DECAY_AFTER},
-    {"mut_beta_v_only", "beta scales v only: the erase term S*k is subtracted unscaled", gdr_kernel, 0,
-     MUT_BETA_V_ONLY},
-    {"mut_qk_head", "value head h reads qk head h % Hqk instead of h / (Hv/Hqk): wrong only when Hqk > 1 and Hv > Hqk",
-     gdr_kernel, 0, MUT_QK_HEAD},
-    {"legal_fma", "legal: the S*k and S*q dot products as fmaf chains and the rank-one update by fmaf, index order",
-     gdr_kernel, 0, LEGAL_FMA},
-    {"legal_lanes16", "legal: the S*k and S*q dot products in 16 fp32 lanes folded by a pairwise tree", gdr_kernel, 0,
-     LEGAL_LANES16},
-    {"legal_fn_ulps",
-     "legal: e^g and (qk_norm l2) the norm's rsqrt each 3 fp32 ulps off libm's (either way, by the argument's bits)",
-     gdr_kernel, 0, LEGAL_FN_ULPS},
-    {NULL, NULL, NULL},
-};
+const ug_sim_kernel ug_sim_gated_delta_rule = {gdr_kernel, (const ug_kernel_variant[]){
+                                                               {"sim", MUT_NONE},
+                                                               {"mut_decay_after", MUT_DECAY_AFTER},
+                                                               {"mut_beta_v_only", MUT_BETA_V_ONLY},
+                                                               {"mut_qk_head", MUT_QK_HEAD},
+                                                               {"legal_fma", LEGAL_FMA},
+                                                               {"legal_lanes16", LEGAL_LANES16},
+                                                               {"legal_fn_ulps", LEGAL_FN_ULPS},
+                                                               {NULL},
+                                                           }};

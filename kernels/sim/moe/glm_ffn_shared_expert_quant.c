@@ -58,28 +58,16 @@ static int ffn_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return 0;
 }
 
-const ug_kernel_variant ug_variants_glm_ffn_shared_expert_quant[] = {
-    {"sim", "exact int32 GEMMs, fp32 dequant and SwiGLU, gu and a written as bf16, fp32 amax/127 quantisers",
-     ffn_kernel, 0, MUT_NONE},
-    {"mut_scale_128", "DynQuant divides amax by 128 instead of 127 (scales 0.8 % small, codes rescaled)", ffn_kernel, 0,
-     MUT_SCALE_128},
-    {"mut_trunc", "the quantiser truncates v/scale toward zero instead of rounding to nearest even", ffn_kernel, 0,
-     MUT_TRUNC},
-    {"mut_int16_acc", "the int8 GEMMs accumulate in a wrapping int16 register instead of int32", ffn_kernel, 0,
-     MUT_INT16_ACC},
-    {"mut_silu_up", "SwiGLU applies silu to the up half and multiplies by the gate half", ffn_kernel, 0, MUT_SILU_UP},
-    {"mut_clip_982",
-     "DynQuant keeps a static calibration's clip ratio: scale = 0.982*amax/127 (1.8 % small), the top codes saturate",
-     ffn_kernel, 0, MUT_CLIP},
-    {"mut_half_away", "the quantiser rounds v/scale half away from zero (roundf): codes differ only at exact ties",
-     ffn_kernel, 0, MUT_HALF_AWAY},
-    {"mut_x127", "the quantiser forms v*127/amax: v*127 overflows fp32 for |v| > 2.7e36 (near-overflow inputs only)",
-     ffn_kernel, 0, MUT_X127},
-    {"legal_scales_first",
-     "legal: both GEMMs' dequantisation multiplies the two fp32 scales first, then the fp32 int32 sum (another order "
-     "of the same two fp32 products)",
-     ffn_kernel, 0, LEGAL_SCALES_FIRST},
-    {"legal_fn_ulps", "legal: each silu 3 fp32 ulps off libm's g/(1+expf(-g)) (either way, by the argument's bits)",
-     ffn_kernel, 0, LEGAL_FN_ULPS},
-    {NULL, NULL, NULL},
-};
+const ug_sim_kernel ug_sim_glm_ffn_shared_expert_quant = {ffn_kernel, (const ug_kernel_variant[]){
+                                                                          {"sim", MUT_NONE},
+                                                                          {"mut_scale_128", MUT_SCALE_128},
+                                                                          {"mut_trunc", MUT_TRUNC},
+                                                                          {"mut_int16_acc", MUT_INT16_ACC},
+                                                                          {"mut_silu_up", MUT_SILU_UP},
+                                                                          {"mut_clip_982", MUT_CLIP},
+                                                                          {"mut_half_away", MUT_HALF_AWAY},
+                                                                          {"mut_x127", MUT_X127},
+                                                                          {"legal_scales_first", LEGAL_SCALES_FIRST},
+                                                                          {"legal_fn_ulps", LEGAL_FN_ULPS},
+                                                                          {NULL},
+                                                                      }};

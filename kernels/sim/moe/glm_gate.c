@@ -122,27 +122,15 @@ static int gate_kernel(const ulpgym_call *call, char *err, size_t errlen, int bu
     return 0;
 }
 
-const ug_kernel_variant ug_variants_glm_gate[] = {
-    {"sim", "fp32 products, 128-deep K-tiles into an fp32 accumulator, 64-expert N-tiles, fp32 logits", gate_kernel, 0,
-     MUT_NONE},
-    {"mut_bf16_acc", "the K-tile partial sums are accumulated in bf16 (L0C configured as bf16)", gate_kernel, 0,
-     MUT_BF16_ACC},
-    {"mut_w_bf16", "W rounded to bf16 before the product: the router weight loses its fp32 precision", gate_kernel, 0,
-     MUT_W_BF16},
-    {"mut_k_tail", "the last K-tile is dropped when hidden is not a multiple of 128 (and above it)", gate_kernel, 0,
-     MUT_K_TAIL},
-    {"mut_expert_row",
-     "the partial last expert tile (experts % 64, past the first tile) reads W one row early: "
-     "two experts get the same logit",
-     gate_kernel, 0, MUT_EXPERT_ROW},
-    {"mut_tf32_matmul",
-     "both operands of every product rounded to tf32 (10 mantissa bits, RNE) before fp32 accumulation", gate_kernel, 0,
-     MUT_TF32_MATMUL},
-    {"legal_seq_fma", "legal: one sequential fp32 fused multiply-add chain over K (fmaf), no K-tiles", gate_kernel, 0,
-     LEGAL_SEQ_FMA},
-    {"legal_tile64", "legal: K-tiles of 64 each summed sequentially in fp32, the tile partials added pairwise",
-     gate_kernel, 0, LEGAL_TILE64},
-    {"legal_pairwise", "legal: a pairwise (recursive halving) fp32 sum of the fp32 products over K", gate_kernel, 0,
-     LEGAL_PAIRWISE},
-    {NULL, NULL, NULL},
-};
+const ug_sim_kernel ug_sim_glm_gate = {gate_kernel, (const ug_kernel_variant[]){
+                                                        {"sim", MUT_NONE},
+                                                        {"mut_bf16_acc", MUT_BF16_ACC},
+                                                        {"mut_w_bf16", MUT_W_BF16},
+                                                        {"mut_k_tail", MUT_K_TAIL},
+                                                        {"mut_expert_row", MUT_EXPERT_ROW},
+                                                        {"mut_tf32_matmul", MUT_TF32_MATMUL},
+                                                        {"legal_seq_fma", LEGAL_SEQ_FMA},
+                                                        {"legal_tile64", LEGAL_TILE64},
+                                                        {"legal_pairwise", LEGAL_PAIRWISE},
+                                                        {NULL},
+                                                    }};

@@ -58,34 +58,17 @@ static int mf_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     return rc;
 }
 
-const ug_kernel_variant ug_variants_glm_moe_fusion[] = {
-    {"sim",
-     "fp32 K-tiled gate, fp32 router, int8 shared expert (form shared) or grouped bf16 SwiGLU experts with "
-     "bf16 act and an fp32 weighted combine (form routed)",
-     mf_kernel, 0, GMOE_MUT_NONE},
-    {"mut_no_renorm", "the router's weights are not divided by their sum (renormalize ignored)", mf_kernel, 0,
-     GMOE_MUT_NO_RENORM},
-    {"mut_unbiased_choice", "experts chosen by the sigmoid score alone: the e_score_correction_bias is ignored",
-     mf_kernel, 0, GMOE_MUT_UNBIASED},
-    {"mut_tensor_scale", "form shared: x quantised with one per-tensor scale (amax over all tokens), not per token",
-     mf_kernel, 0, GMOE_MUT_TENSOR_SCALE},
-    {"mut_bf16_combine", "form routed: the weighted sum over the chosen experts is accumulated in bf16", mf_kernel, 0,
-     GMOE_MUT_BF16_COMBINE},
-    {"mut_drop_last", "form routed: the combine stops one slot early, the k-th expert never added", mf_kernel, 0,
-     GMOE_MUT_DROP_LAST},
-    {"mut_swiglu_swap", "form routed: silu applied to x*W3 (up) and multiplied by x*W1 (gate)", mf_kernel, 0,
-     GMOE_MUT_SWIGLU_SWAP},
-    {"legal_seq_fma", "legal: gate logits and routed GEMMs as sequential fp32 fmaf chains, the combine by fmaf",
-     mf_kernel, 0, GMOE_LEGAL_MUT_SEQ_FMA},
-    {"legal_tile64",
-     "legal: gate logits and routed GEMMs in K-tiles of 64 (partials added pairwise), the combine in reverse slot "
-     "order",
-     mf_kernel, 0, GMOE_LEGAL_MUT_TILE64},
-    {"legal_scales_first", "legal: form shared: each int32 sum times the product of its two fp32 scales", mf_kernel, 0,
-     GMOE_LEGAL_MUT_SCALES_FIRST},
-    {"legal_fn_ulps",
-     "legal: the router's sigmoid and the experts' silu 3 fp32 ulps off libm's formulas (either way, by the "
-     "argument's bits)",
-     mf_kernel, 0, GMOE_LEGAL_MUT_FN_ULPS},
-    {NULL, NULL, NULL},
-};
+const ug_sim_kernel ug_sim_glm_moe_fusion = {mf_kernel, (const ug_kernel_variant[]){
+                                                            {"sim", GMOE_MUT_NONE},
+                                                            {"mut_no_renorm", GMOE_MUT_NO_RENORM},
+                                                            {"mut_unbiased_choice", GMOE_MUT_UNBIASED},
+                                                            {"mut_tensor_scale", GMOE_MUT_TENSOR_SCALE},
+                                                            {"mut_bf16_combine", GMOE_MUT_BF16_COMBINE},
+                                                            {"mut_drop_last", GMOE_MUT_DROP_LAST},
+                                                            {"mut_swiglu_swap", GMOE_MUT_SWIGLU_SWAP},
+                                                            {"legal_seq_fma", GMOE_LEGAL_MUT_SEQ_FMA},
+                                                            {"legal_tile64", GMOE_LEGAL_MUT_TILE64},
+                                                            {"legal_scales_first", GMOE_LEGAL_MUT_SCALES_FIRST},
+                                                            {"legal_fn_ulps", GMOE_LEGAL_MUT_FN_ULPS},
+                                                            {NULL},
+                                                        }};

@@ -52,34 +52,17 @@ static int mix_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return rc;
 }
 
-const ug_kernel_variant ug_variants_glm_moe_fusion_mix[] = {
-    {"sim",
-     "fp32 K-tiled gate and fp32 router; the int8 shared expert's fp32 row seeds one fp32 accumulator that "
-     "the grouped bf16 SwiGLU experts (bf16 act) add into slot by slot; bf16 out",
-     mix_kernel, 0, GMOE_MUT_NONE},
-    {"mut_no_renorm", "the router's weights are not divided by their sum (renormalize ignored)", mix_kernel, 0,
-     GMOE_MUT_NO_RENORM},
-    {"mut_tensor_scale", "the shared expert quantises x with one per-tensor scale (amax over all tokens)", mix_kernel,
-     0, GMOE_MUT_TENSOR_SCALE},
-    {"mut_bf16_combine", "the accumulator of the shared and weighted expert outputs is kept in bf16", mix_kernel, 0,
-     GMOE_MUT_BF16_COMBINE},
-    {"mut_drop_last", "the combine stops one slot early, the k-th routed expert never added", mix_kernel, 0,
-     GMOE_MUT_DROP_LAST},
-    {"mut_swiglu_swap", "routed experts: silu applied to x*W3 (up) and multiplied by x*W1 (gate)", mix_kernel, 0,
-     GMOE_MUT_SWIGLU_SWAP},
-    {"mut_shared_scaled", "the routed scaling factor also multiplies the shared expert's output", mix_kernel, 0,
-     GMOE_MUT_SHARED_SCALED},
-    {"legal_seq_fma", "legal: gate logits and routed GEMMs as sequential fp32 fmaf chains, the combine by fmaf",
-     mix_kernel, 0, GMOE_LEGAL_MUT_SEQ_FMA},
-    {"legal_tile64",
-     "legal: gate logits and routed GEMMs in K-tiles of 64 (partials added pairwise), the slots added in reverse "
-     "order",
-     mix_kernel, 0, GMOE_LEGAL_MUT_TILE64},
-    {"legal_scales_first", "legal: the shared expert's int32 sums times the product of their two fp32 scales",
-     mix_kernel, 0, GMOE_LEGAL_MUT_SCALES_FIRST},
-    {"legal_fn_ulps",
-     "legal: the router's sigmoid and the experts' silu 3 fp32 ulps off libm's formulas (either way, by the "
-     "argument's bits)",
-     mix_kernel, 0, GMOE_LEGAL_MUT_FN_ULPS},
-    {NULL, NULL, NULL},
-};
+const ug_sim_kernel ug_sim_glm_moe_fusion_mix = {mix_kernel, (const ug_kernel_variant[]){
+                                                                 {"sim", GMOE_MUT_NONE},
+                                                                 {"mut_no_renorm", GMOE_MUT_NO_RENORM},
+                                                                 {"mut_tensor_scale", GMOE_MUT_TENSOR_SCALE},
+                                                                 {"mut_bf16_combine", GMOE_MUT_BF16_COMBINE},
+                                                                 {"mut_drop_last", GMOE_MUT_DROP_LAST},
+                                                                 {"mut_swiglu_swap", GMOE_MUT_SWIGLU_SWAP},
+                                                                 {"mut_shared_scaled", GMOE_MUT_SHARED_SCALED},
+                                                                 {"legal_seq_fma", GMOE_LEGAL_MUT_SEQ_FMA},
+                                                                 {"legal_tile64", GMOE_LEGAL_MUT_TILE64},
+                                                                 {"legal_scales_first", GMOE_LEGAL_MUT_SCALES_FIRST},
+                                                                 {"legal_fn_ulps", GMOE_LEGAL_MUT_FN_ULPS},
+                                                                 {NULL},
+                                                             }};

@@ -66,17 +66,12 @@ static int se_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     return 0;
 }
 
-const ug_kernel_variant ug_variants_glm_select_experts[] = {
-    {"sim", "fp32 sigmoid + bias, group top-k, top_k by b, weights from s (renormalised, scaled)", se_kernel, 0,
-     MUT_NONE},
-    {"mut_bias_in_weights", "weights gathered from the biased score s + bias instead of s", se_kernel, 0,
-     MUT_BIAS_IN_WEIGHTS},
-    {"mut_no_group_limit", "group mask ignored: top_k over every expert", se_kernel, 0, MUT_NO_GROUP_LIMIT},
-    {"mut_mask_zero", "dropped groups' experts scored 0 instead of excluded: they beat kept experts with b < 0",
-     se_kernel, 0, MUT_MASK_ZERO},
-    {"mut_scale_before_renorm", "routed scaling applied before renormalisation, which cancels it", se_kernel, 0,
-     MUT_SCALE_BEFORE_RENORM},
-    {"legal_fn_ulps", "legal: each sigmoid 3 fp32 ulps off libm's 1/(1+expf(-x)) (either way, by the argument's bits)",
-     se_kernel, 0, LEGAL_FN_ULPS},
-    {NULL, NULL, NULL},
-};
+const ug_sim_kernel ug_sim_glm_select_experts = {se_kernel, (const ug_kernel_variant[]){
+                                                                {"sim", MUT_NONE},
+                                                                {"mut_bias_in_weights", MUT_BIAS_IN_WEIGHTS},
+                                                                {"mut_no_group_limit", MUT_NO_GROUP_LIMIT},
+                                                                {"mut_mask_zero", MUT_MASK_ZERO},
+                                                                {"mut_scale_before_renorm", MUT_SCALE_BEFORE_RENORM},
+                                                                {"legal_fn_ulps", LEGAL_FN_ULPS},
+                                                                {NULL},
+                                                            }};

@@ -180,23 +180,14 @@ static int moe_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return rc;
 }
 
-const ug_kernel_variant ug_variants_moe_distributed_dispatch_combine[] = {
-    {"sim", "contiguous expert blocks (remainder on the last rank), optional int8 wire, fp32 combine", moe_kernel, 0,
-     MUT_NONE},
-    {"mut_last_rank_count",
-     "the last rank owns E/W experts even when E % W != 0: the remainder experts' copies are lost", moe_kernel, 0,
-     MUT_LAST_RANK_COUNT},
-    {"mut_weight_twice", "the routing weight is applied at the expert and again in the combine", moe_kernel, 0,
-     MUT_WEIGHT_TWICE},
-    {"mut_int8_scale_128", "int8 wire scale = amax/128 instead of amax/127", moe_kernel, 0, MUT_SCALE_128},
-    {"legal_rank_order",
-     "legal: the combine adds a token's copies in the order they come back, rank by rank (slot order within a rank)",
-     moe_kernel, 0, LEGAL_RANK_ORDER},
-    {"legal_fma_reversed", "legal: the combine adds the copies last slot first, each w*y by one fused multiply-add",
-     moe_kernel, 0, LEGAL_FMA_REVERSED},
-    {"legal_weight_at_expert",
-     "legal: the routing weight applied on the expert's rank, y = (w*scale_e)*x' in fp32; the combine adds the "
-     "weighted copies in slot order",
-     moe_kernel, 0, LEGAL_WEIGHT_AT_EXPERT},
-    {NULL, NULL, NULL},
-};
+const ug_sim_kernel ug_sim_moe_distributed_dispatch_combine = {moe_kernel,
+                                                               (const ug_kernel_variant[]){
+                                                                   {"sim", MUT_NONE},
+                                                                   {"mut_last_rank_count", MUT_LAST_RANK_COUNT},
+                                                                   {"mut_weight_twice", MUT_WEIGHT_TWICE},
+                                                                   {"mut_int8_scale_128", MUT_SCALE_128},
+                                                                   {"legal_rank_order", LEGAL_RANK_ORDER},
+                                                                   {"legal_fma_reversed", LEGAL_FMA_REVERSED},
+                                                                   {"legal_weight_at_expert", LEGAL_WEIGHT_AT_EXPERT},
+                                                                   {NULL},
+                                                               }};

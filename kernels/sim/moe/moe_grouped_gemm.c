@@ -145,18 +145,13 @@ static int moe_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return rc;
 }
 
-const ug_kernel_variant ug_variants_moe_grouped_gemm[] = {
-    {"sim", "fp32 K-tiled GEMMs per expert, a = silu(g)*u written back as bf16, bf16 out", moe_kernel, 0, MUT_NONE},
-    {"mut_group_offset", "each group starts one row early: the last token of an expert uses the next expert's weights",
-     moe_kernel, 0, MUT_LAST_ROW},
-    {"mut_zero_skip", "skipping a zero-token expert also skips the expert after it (its rows stay zero)", moe_kernel, 0,
-     MUT_ZERO_SKIP},
-    {"mut_w13_swap", "gate and up weights swapped: silu(x*W3)*(x*W1)", moe_kernel, 0, MUT_W13_SWAP},
-    {"legal_seq_fma", "legal: every dot product (g, u and out) one sequential fp32 fmaf chain, no K-tiles", moe_kernel,
-     0, LEGAL_SEQ_FMA},
-    {"legal_tile64", "legal: every dot product in K-tiles of 64 summed sequentially in fp32, partials added pairwise",
-     moe_kernel, 0, LEGAL_TILE64},
-    {"legal_k_reverse", "legal: every dot product one sequential fp32 sum (mul, add) from the last k to the first",
-     moe_kernel, 0, LEGAL_K_REVERSE},
-    {NULL, NULL, NULL},
-};
+const ug_sim_kernel ug_sim_moe_grouped_gemm = {moe_kernel, (const ug_kernel_variant[]){
+                                                               {"sim", MUT_NONE},
+                                                               {"mut_group_offset", MUT_LAST_ROW},
+                                                               {"mut_zero_skip", MUT_ZERO_SKIP},
+                                                               {"mut_w13_swap", MUT_W13_SWAP},
+                                                               {"legal_seq_fma", LEGAL_SEQ_FMA},
+                                                               {"legal_tile64", LEGAL_TILE64},
+                                                               {"legal_k_reverse", LEGAL_K_REVERSE},
+                                                               {NULL},
+                                                           }};

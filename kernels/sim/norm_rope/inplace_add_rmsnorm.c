@@ -86,24 +86,15 @@ static int rms_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return 0;
 }
 
-const ug_kernel_variant ug_variants_inplace_add_rmsnorm[] = {
-    {"sim", "fp32 add, 64-lane fp32 sum of squares with a pairwise lane tree", rms_kernel, 0, MUT_NONE},
-    {"mut_bf16_sum", "sum of squares in one scalar bf16 accumulator", rms_kernel, 0, MUT_BF16_SUM},
-    {"mut_eps_outside", "rstd = 1/(sqrt(mean)+eps): eps outside the root, visible on small inputs", rms_kernel, 0,
-     MUT_EPS_OUTSIDE},
-    {"mut_tail_lanes", "the last partial block of 64 is left out of the sum of squares when H % 64 != 0", rms_kernel, 0,
-     MUT_TAIL_LANES},
-    {"mut_add_in_dtype",
-     "x1 + x2 kept in the storage dtype: y and rstd from the rounded sum, and fp16 overflows to inf once "
-     "|x1 + x2| > 65504 (2^16)",
-     rms_kernel, 0, MUT_ADD_IN_DTYPE},
-    {"mut_prescale_zero_row", "rstd after pre-scaling by max|x|: an all-zero row gives 0/0 = NaN", rms_kernel, 1,
-     MUT_PRESCALE},
-    {"legal_seq_fma", "legal: the sum of squares in one sequential fp32 accumulator with fused multiply-adds",
-     rms_kernel, 0, LEGAL_SEQ_FMA},
-    {"legal_reassoc", "legal: y = x_add * (rstd * gamma), rstd times gamma rounded first", rms_kernel, 0,
-     LEGAL_REASSOC},
-    {"legal_fn_ulps", "legal: rstd from an rsqrt 3 fp32 ulps off libm's 1/sqrtf (either way, by the argument's bits)",
-     rms_kernel, 0, LEGAL_FN_ULPS},
-    {NULL, NULL, NULL},
-};
+const ug_sim_kernel ug_sim_inplace_add_rmsnorm = {rms_kernel, (const ug_kernel_variant[]){
+                                                                  {"sim", MUT_NONE},
+                                                                  {"mut_bf16_sum", MUT_BF16_SUM},
+                                                                  {"mut_eps_outside", MUT_EPS_OUTSIDE},
+                                                                  {"mut_tail_lanes", MUT_TAIL_LANES},
+                                                                  {"mut_add_in_dtype", MUT_ADD_IN_DTYPE},
+                                                                  {"mut_prescale_zero_row", MUT_PRESCALE},
+                                                                  {"legal_seq_fma", LEGAL_SEQ_FMA},
+                                                                  {"legal_reassoc", LEGAL_REASSOC},
+                                                                  {"legal_fn_ulps", LEGAL_FN_ULPS},
+                                                                  {NULL},
+                                                              }};

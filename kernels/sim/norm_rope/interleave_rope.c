@@ -104,17 +104,12 @@ static int rope_kernel(const ulpgym_call *call, char *err, size_t errlen, int bu
     return 0;
 }
 
-const ug_kernel_variant ug_variants_interleave_rope[] = {
-    {"sim", "fp32 rotation of interleaved pairs in tiles of 16 positions, split-half output", rope_kernel, 0, MUT_NONE},
-    {"mut_half_pairing", "rotates NeoX pairs (x_i, x_i+D/2) instead of interleaved (x_2i, x_2i+1)", rope_kernel, 0,
-     MUT_HALF_PAIRING},
-    {"mut_layout_interleaved", "rotates the right pairs but writes results interleaved, not split-half", rope_kernel, 0,
-     MUT_LAYOUT_INTERLEAVED},
-    {"mut_tail_sin_sign", "the tail tile of S % 16 positions rotates with sin negated", rope_kernel, 0,
-     MUT_TAIL_SIN_SIGN},
-    {"mut_tables_lo_only", "given cos/sin tables: the odd results also read the first half (assumes cat(freqs, freqs))",
-     rope_kernel, 0, MUT_TABLES_LO_ONLY},
-    {"legal_fma", "legal: each rotated value one fused multiply-add over the other fp32 product", rope_kernel, 0,
-     LEGAL_FMA},
-    {NULL, NULL, NULL},
-};
+const ug_sim_kernel ug_sim_interleave_rope = {rope_kernel, (const ug_kernel_variant[]){
+                                                               {"sim", MUT_NONE},
+                                                               {"mut_half_pairing", MUT_HALF_PAIRING},
+                                                               {"mut_layout_interleaved", MUT_LAYOUT_INTERLEAVED},
+                                                               {"mut_tail_sin_sign", MUT_TAIL_SIN_SIGN},
+                                                               {"mut_tables_lo_only", MUT_TABLES_LO_ONLY},
+                                                               {"legal_fma", LEGAL_FMA},
+                                                               {NULL},
+                                                           }};

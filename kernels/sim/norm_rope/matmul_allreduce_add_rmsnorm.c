@@ -191,28 +191,15 @@ static int mar_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return 0;
 }
 
-const ug_kernel_variant ug_variants_matmul_allreduce_add_rmsnorm[] = {
-    {"sim",
-     "per-rank fp32 matmul in K tiles of 128, bf16 partials, rank-order fp32 all-reduce (reduce bf16: a bf16 "
-     "running sum), fp32 add+RMSNorm",
-     mar_kernel, 0, MUT_NONE},
-    {"mut_reverse_bf16_reduce",
-     "partials reduced in reverse rank order into a bf16 accumulator: shows when partials cancel", mar_kernel, 0,
-     MUT_REVERSE_BF16},
-    {"mut_residual_after_norm", "the residual is added after the norm instead of before it", mar_kernel, 0,
-     MUT_RESIDUAL_AFTER_NORM},
-    {"mut_eps_outside", "rstd = 1/(sqrt(mean)+eps): eps outside the root, visible on small inputs", mar_kernel, 0,
-     MUT_EPS_OUTSIDE},
-    {"mut_norm_stored_h", "RMSNorm computed from the bf16-rounded stored h instead of the fp32 sum h", mar_kernel, 0,
-     MUT_NORM_STORED_H},
-    {"legal_seq_fma",
-     "legal: each rank's K slice and the norm's sum of squares as one sequential fp32 fused multiply-add chain (fmaf)",
-     mar_kernel, 0, LEGAL_SEQ_FMA},
-    {"legal_tile64_tree",
-     "legal: K-tiles of 64 summed sequentially in fp32, the tile partials added pairwise; reduce fp32: the ranks' "
-     "partials added as a pairwise tree (reduce bf16 keeps the declared rank order)",
-     mar_kernel, 0, LEGAL_TILE64_TREE},
-    {"legal_fn_ulps", "legal: rstd from an rsqrt 3 fp32 ulps off libm's 1/sqrtf (either way, by the argument's bits)",
-     mar_kernel, 0, LEGAL_FN_ULPS},
-    {NULL, NULL, NULL},
-};
+const ug_sim_kernel ug_sim_matmul_allreduce_add_rmsnorm = {mar_kernel,
+                                                           (const ug_kernel_variant[]){
+                                                               {"sim", MUT_NONE},
+                                                               {"mut_reverse_bf16_reduce", MUT_REVERSE_BF16},
+                                                               {"mut_residual_after_norm", MUT_RESIDUAL_AFTER_NORM},
+                                                               {"mut_eps_outside", MUT_EPS_OUTSIDE},
+                                                               {"mut_norm_stored_h", MUT_NORM_STORED_H},
+                                                               {"legal_seq_fma", LEGAL_SEQ_FMA},
+                                                               {"legal_tile64_tree", LEGAL_TILE64_TREE},
+                                                               {"legal_fn_ulps", LEGAL_FN_ULPS},
+                                                               {NULL},
+                                                           }};

@@ -111,18 +111,13 @@ static int mhc_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return 0;
 }
 
-const ug_kernel_variant ug_variants_mhc_post[] = {
-    {"sim", "fp32 lanes in tiles of 256: h_post*h_out then N fp32 multiply-adds in stream order", mhc_kernel, 0,
-     MUT_NONE},
-    {"mut_res_transposed", "reads h_res[n,k] instead of h_res[k,n]", mhc_kernel, 0, MUT_RES_TRANSPOSED},
-    {"mut_bf16_acc", "the lane accumulator is rounded to bf16 after every add", mhc_kernel, 0, MUT_BF16_ACC},
-    {"mut_tail_no_mix", "the tail tile (D % 256 lanes) gets only h_post*h_out, no residual mix", mhc_kernel, 0,
-     MUT_TAIL_NO_MIX},
-    {"legal_fma", "legal: the N mixing terms by fused multiply-adds (fmaf) onto h_post*h_out, stream order", mhc_kernel,
-     0, LEGAL_FMA},
-    {"legal_reverse", "legal: the mixing terms in reverse stream order from 0, then h_post*h_out added last",
-     mhc_kernel, 0, LEGAL_REVERSE},
-    {"legal_pairwise", "legal: a pairwise fp32 sum of the N+1 fp32 products (h_post*h_out first)", mhc_kernel, 0,
-     LEGAL_PAIRWISE},
-    {NULL, NULL, NULL},
-};
+const ug_sim_kernel ug_sim_mhc_post = {mhc_kernel, (const ug_kernel_variant[]){
+                                                       {"sim", MUT_NONE},
+                                                       {"mut_res_transposed", MUT_RES_TRANSPOSED},
+                                                       {"mut_bf16_acc", MUT_BF16_ACC},
+                                                       {"mut_tail_no_mix", MUT_TAIL_NO_MIX},
+                                                       {"legal_fma", LEGAL_FMA},
+                                                       {"legal_reverse", LEGAL_REVERSE},
+                                                       {"legal_pairwise", LEGAL_PAIRWISE},
+                                                       {NULL},
+                                                   }};

@@ -93,17 +93,12 @@ static int nr_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     return 0;
 }
 
-const ug_kernel_variant ug_variants_rms_norm_rope[] = {
-    {"sim", "64-lane fp32 sum of squares, fp32 norm kept in registers, fp32 NeoX rotation", nr_kernel, 0, MUT_NONE},
-    {"mut_rope_before_norm", "rotary applied to the raw row, then the norm and gamma", nr_kernel, 0,
-     MUT_ROPE_BEFORE_NORM},
-    {"mut_eps_outside", "rstd = 1/(sqrt(mean)+eps): eps outside the root, visible on tiny rows", nr_kernel, 0,
-     MUT_EPS_OUTSIDE},
-    {"mut_interleaved_pairing", "rotates interleaved pairs (x_2i, x_2i+1) instead of (x_i, x_i+D/2)", nr_kernel, 0,
-     MUT_INTERLEAVED},
-    {"legal_seq_fma", "legal: the sum of squares in one sequential fp32 accumulator with fused multiply-adds",
-     nr_kernel, 0, LEGAL_SEQ_FMA},
-    {"legal_fma_rotate", "legal: each rotated output as one fused multiply-add over the other fp32 product", nr_kernel,
-     0, LEGAL_FMA_ROTATE},
-    {NULL, NULL, NULL},
-};
+const ug_sim_kernel ug_sim_rms_norm_rope = {nr_kernel, (const ug_kernel_variant[]){
+                                                           {"sim", MUT_NONE},
+                                                           {"mut_rope_before_norm", MUT_ROPE_BEFORE_NORM},
+                                                           {"mut_eps_outside", MUT_EPS_OUTSIDE},
+                                                           {"mut_interleaved_pairing", MUT_INTERLEAVED},
+                                                           {"legal_seq_fma", LEGAL_SEQ_FMA},
+                                                           {"legal_fma_rotate", LEGAL_FMA_ROTATE},
+                                                           {NULL},
+                                                       }};

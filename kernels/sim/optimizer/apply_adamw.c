@@ -101,15 +101,11 @@ static int adamw_kernel(const ulpgym_call *call, char *err, size_t errlen, int b
     return 0;
 }
 
-const ug_kernel_variant ug_variants_apply_adamw[] = {
-    {"sim", "fp32 elementwise AdamW, host step scalars (step_size, sqrt bias correction) in fp32", adamw_kernel, 0,
-     MUT_NONE},
-    {"mut_no_bias_correction", "moments used without bias correction (1-beta^t dropped)", adamw_kernel, 0,
-     MUT_NO_BIAS_CORRECTION},
-    {"mut_eps_inside_sqrt", "denominator sqrt(v_hat + eps) instead of sqrt(v_hat) + eps: shows on tiny v", adamw_kernel,
-     0, MUT_EPS_INSIDE_SQRT},
-    {"mut_l2_decay", "weight decay added to the gradient (Adam + L2) instead of decoupled", adamw_kernel, 0,
-     MUT_L2_DECAY},
-    {"legal_fma", "legal: the moment updates and the step as fused multiply-adds", adamw_kernel, 0, LEGAL_FMA},
-    {NULL, NULL, NULL},
-};
+const ug_sim_kernel ug_sim_apply_adamw = {adamw_kernel, (const ug_kernel_variant[]){
+                                                            {"sim", MUT_NONE},
+                                                            {"mut_no_bias_correction", MUT_NO_BIAS_CORRECTION},
+                                                            {"mut_eps_inside_sqrt", MUT_EPS_INSIDE_SQRT},
+                                                            {"mut_l2_decay", MUT_L2_DECAY},
+                                                            {"legal_fma", LEGAL_FMA},
+                                                            {NULL},
+                                                        }};

@@ -24,24 +24,15 @@ static int pq_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     return ug_gpq_kernel(call, err, errlen, (ug_gpq_bug)bug, NULL, NULL);
 }
 
-const ug_kernel_variant ug_variants_glm_attention_pre_quant[] = {
-    {"sim",
-     "fp32 add and norms (64-lane sums, pre-scaled above 2^32), fp32 n*s+o with rint and int8 saturation, "
-     "exact int GEMM + int32 bias, fp32 dequant, bf16 between stages, fp32 RoPE_half",
-     pq_kernel, 0, UG_GPQ_OK},
-    {"mut_half_away", "the quantiser rounds half away from zero (roundf) instead of half to even: only exact .5 ties",
-     pq_kernel, 0, UG_GPQ_HALF_AWAY},
-    {"mut_wrap", "the int8 cast wraps (two's complement) instead of saturating at -128/127", pq_kernel, 0, UG_GPQ_WRAP},
-    {"mut_bias_after_deq", "the int32 bias is added after the dequant scale: acc*deq + bias", pq_kernel, 0,
-     UG_GPQ_BIAS_AFTER_DEQ},
-    {"mut_rope_interleaved", "RoPE rotates the interleaved pairs (2i, 2i+1) instead of rotate-half (i, i+R/2)",
-     pq_kernel, 0, UG_GPQ_ROPE_INTERLEAVE},
-    {"mut_qk_norm_no_bias", "the q/k head norms leave out q_norm_bias / k_norm_bias", pq_kernel, 0, UG_GPQ_QK_NO_BIAS},
-    {"mut_sumsq_overflow", "the norms square in fp32 without pre-scaling: inf for |r| above ~1.8e19 (near-overflow)",
-     pq_kernel, 0, UG_GPQ_SUMSQ_OVERFLOW},
-    {"legal_seq_fma", "legal: each norm's sum of squares one sequential fp32 fmaf chain, no lanes", pq_kernel, 0,
-     UG_GPQ_LEGAL_SEQ_FMA},
-    {"legal_tile64", "legal: each norm's sum of squares in tiles of 64 summed in fp32, the partials added pairwise",
-     pq_kernel, 0, UG_GPQ_LEGAL_TILE64},
-    {NULL, NULL, NULL},
-};
+const ug_sim_kernel ug_sim_glm_attention_pre_quant = {pq_kernel, (const ug_kernel_variant[]){
+                                                                     {"sim", UG_GPQ_OK},
+                                                                     {"mut_half_away", UG_GPQ_HALF_AWAY},
+                                                                     {"mut_wrap", UG_GPQ_WRAP},
+                                                                     {"mut_bias_after_deq", UG_GPQ_BIAS_AFTER_DEQ},
+                                                                     {"mut_rope_interleaved", UG_GPQ_ROPE_INTERLEAVE},
+                                                                     {"mut_qk_norm_no_bias", UG_GPQ_QK_NO_BIAS},
+                                                                     {"mut_sumsq_overflow", UG_GPQ_SUMSQ_OVERFLOW},
+                                                                     {"legal_seq_fma", UG_GPQ_LEGAL_SEQ_FMA},
+                                                                     {"legal_tile64", UG_GPQ_LEGAL_TILE64},
+                                                                     {NULL},
+                                                                 }};

@@ -630,59 +630,38 @@ static int lip8_kernel(const ulpgym_call *call, char *err, size_t errlen, int bu
      "the argument)", lip8_kernel, 0, LIP8_LEGAL_FN_ULPS}
 /* clang-format on */
 
-const ug_kernel_variant ug_variants_lightning_indexer_prolog_quant_fp8[] = {
-    {"sim", "fp32 RoPE + butterfly Hadamard, fp32 LayerNorm, per-row e4m3 with scale amax/448", lip8_kernel, 0,
-     LIP8_BUG_NONE},
-    {"mut_hadamard_unnormalised", "Hadamard without the 1/sqrt(D) normalisation (scales come out sqrt(D) too large)",
-     lip8_kernel, 0, LIP8_BUG_HADAMARD_UNNORMALISED},
-    {"mut_pad_slot_wraps", "a padding token's slot -1 indexes the cache from the end and overwrites its last slot",
-     lip8_kernel, 0, LIP8_BUG_PAD_SLOT_WRAPS},
-    {"mut_scale_440", "row scale amax/440 instead of amax/448 (a wrong e4m3 max): scales 1.8 % small, codes up to 456",
-     lip8_kernel, 0, LIP8_BUG_SCALE_440},
-    {"mut_hadamard_transposed", "a given dense Hadamard applied as H^T (v.H^T; the symmetric butterfly cannot tell)",
-     lip8_kernel, 0, LIP8_BUG_HADAMARD_TRANSPOSED},
-    LIP8_LEGAL_ROWS,
-    {NULL, NULL, NULL},
-};
+const ug_sim_kernel ug_sim_lightning_indexer_prolog_quant_fp8 = {
+    lip8_kernel, (const ug_kernel_variant[]){
+                     {"sim", LIP8_BUG_NONE},
+                     {"mut_hadamard_unnormalised", LIP8_BUG_HADAMARD_UNNORMALISED},
+                     {"mut_pad_slot_wraps", LIP8_BUG_PAD_SLOT_WRAPS},
+                     {"mut_scale_440", LIP8_BUG_SCALE_440},
+                     {"mut_hadamard_transposed", LIP8_BUG_HADAMARD_TRANSPOSED},
+                     {NULL},
+                 }};
 
 /* mut_scale_440 has no row here: MX scales are powers of two from the exponent of amax, no division by 448. */
-const ug_kernel_variant ug_variants_lightning_indexer_prolog_quant_mxfp8[] = {
-    {"sim", "fp32 RoPE + butterfly Hadamard, fp32 LayerNorm, MXFP8 blocks of 32 with E8M0 2^(floor(log2 amax)-8)",
-     lip8_kernel, 0, LIP8_BUG_NONE},
-    {"mut_hadamard_unnormalised", "Hadamard without the 1/sqrt(D) normalisation", lip8_kernel, 0,
-     LIP8_BUG_HADAMARD_UNNORMALISED},
-    {"mut_mx_exp_off_by_one", "MX shared exponent floor(log2 amax) - 7 (e4m3 emax taken as 7)", lip8_kernel, 0,
-     LIP8_BUG_MX_EXP_OFF_BY_ONE},
-    {"mut_no_saturation", "e4m3 conversion does not saturate: block elements above 464 become NaN", lip8_kernel, 0,
-     LIP8_BUG_NO_SATURATION},
-    {"mut_hadamard_transposed", "a given dense Hadamard applied as H^T (v.H^T; the symmetric butterfly cannot tell)",
-     lip8_kernel, 0, LIP8_BUG_HADAMARD_TRANSPOSED},
-    {"mut_pad_slot_wraps", "a padding token's slot -1 indexes the cache from the end and overwrites its last slot",
-     lip8_kernel, 0, LIP8_BUG_PAD_SLOT_WRAPS},
-    LIP8_LEGAL_ROWS,
-    {NULL, NULL, NULL},
-};
+const ug_sim_kernel ug_sim_lightning_indexer_prolog_quant_mxfp8 = {
+    lip8_kernel, (const ug_kernel_variant[]){
+                     {"sim", LIP8_BUG_NONE},
+                     {"mut_hadamard_unnormalised", LIP8_BUG_HADAMARD_UNNORMALISED},
+                     {"mut_mx_exp_off_by_one", LIP8_BUG_MX_EXP_OFF_BY_ONE},
+                     {"mut_no_saturation", LIP8_BUG_NO_SATURATION},
+                     {"mut_hadamard_transposed", LIP8_BUG_HADAMARD_TRANSPOSED},
+                     {"mut_pad_slot_wraps", LIP8_BUG_PAD_SLOT_WRAPS},
+                     {NULL},
+                 }};
 
 /* The int8 op (the reference suite's lightning_indexer_prolog_quant): one fp16 scale per row. */
-const ug_kernel_variant ug_variants_lightning_indexer_prolog_quant[] = {
-    {"sim",
-     "int32 q_norm.w_qb dequantised in fp32, fp32 RoPE + butterfly Hadamard, fp32 LayerNorm, per-row int8 "
-     "codes rne(v*127/amax), fp16 scale",
-     lip8_kernel, 0, LIP8_BUG_NONE},
-    {"mut_scale_128", "row scale amax/128 (r = 128/amax, codes saturate at 127): scales 0.8 % small", lip8_kernel, 0,
-     LIP8_BUG_SCALE_128},
-    {"mut_trunc", "codes truncated toward zero instead of rounded to nearest even (a cast without rint)", lip8_kernel,
-     0, LIP8_BUG_TRUNC},
-    {"mut_hadamard_unnormalised", "Hadamard without the 1/sqrt(D) normalisation (scales come out sqrt(D) too large)",
-     lip8_kernel, 0, LIP8_BUG_HADAMARD_UNNORMALISED},
-    {"mut_ln_no_beta", "LayerNorm of k without its beta (only k_norm layernorm with a nonzero beta shows it)",
-     lip8_kernel, 0, LIP8_BUG_LN_NO_BETA},
-    {"mut_weights_no_heads", "weights scaled by 1/sqrt(D) only, the n^-1/2 factor left out (invisible at one head)",
-     lip8_kernel, 0, LIP8_BUG_WEIGHTS_NO_HEADS},
-    {"mut_slot_off_by_one", "the k row written one slot past slot_mapping's, wrapping at the cache end", lip8_kernel, 0,
-     LIP8_BUG_SLOT_OFF_BY_ONE},
-    {"mut_pad_slot_wraps", "a padding token's slot -1 indexes the cache from the end and overwrites its last slot",
-     lip8_kernel, 0, LIP8_BUG_PAD_SLOT_WRAPS},
-    LIP8_LEGAL_ROWS,
-    {NULL, NULL, NULL},
-};
+const ug_sim_kernel ug_sim_lightning_indexer_prolog_quant = {
+    lip8_kernel, (const ug_kernel_variant[]){
+                     {"sim", LIP8_BUG_NONE},
+                     {"mut_scale_128", LIP8_BUG_SCALE_128},
+                     {"mut_trunc", LIP8_BUG_TRUNC},
+                     {"mut_hadamard_unnormalised", LIP8_BUG_HADAMARD_UNNORMALISED},
+                     {"mut_ln_no_beta", LIP8_BUG_LN_NO_BETA},
+                     {"mut_weights_no_heads", LIP8_BUG_WEIGHTS_NO_HEADS},
+                     {"mut_slot_off_by_one", LIP8_BUG_SLOT_OFF_BY_ONE},
+                     {"mut_pad_slot_wraps", LIP8_BUG_PAD_SLOT_WRAPS},
+                     {NULL},
+                 }};

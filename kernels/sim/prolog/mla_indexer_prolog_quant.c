@@ -125,33 +125,14 @@ static int mip_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return rc;
 }
 
-const ug_kernel_variant ug_variants_mla_indexer_prolog_quant[] = {
-    {"sim",
-     "mla_prolog_quant's kernel, then the int8 indexer prolog's with its q from the stored q_norm codes and "
-     "scale, its own LayerNorm eps and the shared cos/sin and slots",
-     mip_kernel, 0, MIP_NONE},
-    {"mut_idx_q_from_cq",
-     "the indexer's q from c_q before quantisation (c_q.w_qb * w_qb_scale), not from the q_norm "
-     "codes and q_norm_scale the MLA half exports",
-     mip_kernel, 0, MIP_Q_FROM_CQ},
-    {"mut_idx_eps_shared",
-     "the indexer's LayerNorm uses the MLA's RMSNorm eps (1e-5) instead of idx_eps (1e-6): one "
-     "epsilon for both halves, visible where the k row's variance is small",
-     mip_kernel, 0, MIP_EPS_SHARED},
-    {"mut_idx_k_rmsnorm",
-     "the indexer's k normalised with the MLA's RMSNorm (no mean subtraction, no beta) instead of "
-     "its LayerNorm",
-     mip_kernel, 0, MIP_K_RMSNORM},
-    {"mut_idx_pad_slot_wraps",
-     "a padding token (slot -1), skipped by the MLA half, is written by the indexer half into "
-     "its cache's last slot",
-     mip_kernel, 0, MIP_PAD_WRAPS},
-    {"legal_seq_fma", "legal: both halves' fp32 dots and norm sums each one sequential fused multiply-add chain",
-     mip_kernel, 0, MIP_LEGAL_SEQ_FMA},
-    {"legal_tile64", "legal: both halves' fp32 dots and norm sums in K-tiles of 64, the tile partials added pairwise",
-     mip_kernel, 0, MIP_LEGAL_TILE64},
-    {"legal_fn_ulps",
-     "legal: the rstd of both RMSNorms and of the indexer's k norm from an rsqrt 3 fp32 ulps off 1/sqrtf", mip_kernel,
-     0, MIP_LEGAL_FN_ULPS},
-    {NULL, NULL, NULL},
-};
+const ug_sim_kernel ug_sim_mla_indexer_prolog_quant = {mip_kernel, (const ug_kernel_variant[]){
+                                                                       {"sim", MIP_NONE},
+                                                                       {"mut_idx_q_from_cq", MIP_Q_FROM_CQ},
+                                                                       {"mut_idx_eps_shared", MIP_EPS_SHARED},
+                                                                       {"mut_idx_k_rmsnorm", MIP_K_RMSNORM},
+                                                                       {"mut_idx_pad_slot_wraps", MIP_PAD_WRAPS},
+                                                                       {"legal_seq_fma", MIP_LEGAL_SEQ_FMA},
+                                                                       {"legal_tile64", MIP_LEGAL_TILE64},
+                                                                       {"legal_fn_ulps", MIP_LEGAL_FN_ULPS},
+                                                                       {NULL},
+                                                                   }};

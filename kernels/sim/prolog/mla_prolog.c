@@ -224,26 +224,16 @@ static int mla_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return rc;
 }
 
-const ug_kernel_variant ug_variants_mla_prolog[] = {
-    {"sim", "fp32 K-tiled GEMMs, bf16 c_q / q / kv between stages, fp32 RMSNorm and RoPE (either layout), bf16 caches",
-     mla_kernel, 0, MUT_NONE},
-    {"mut_rope_sin_sign", "RoPE rotates by -angle (sin's sign flipped) on q_rope and k_rope", mla_kernel, 0,
-     MUT_ROPE_SIN_SIGN},
-    {"mut_slot_off_by_one", "each token's cache row is written one slot too far (slot_mapping[t] + 1)", mla_kernel, 0,
-     MUT_SLOT_OFF},
-    {"mut_tail_tokens", "cache scatter covers whole 16-token tiles only: the last partial tile is never written",
-     mla_kernel, 0, MUT_TAIL_TOKENS},
-    {"mut_kv_norm_bf16", "the sum of squares of the c_kv RMSNorm is accumulated in one bf16 scalar", mla_kernel, 0,
-     MUT_KV_NORM_BF16},
-    {"mut_qnorm_no_gamma", "optional q_norm written as the RMSNorm of x·W_dq without gamma_q (q still from c_q)",
-     mla_kernel, 0, MUT_QNORM_NO_GAMMA},
-    {"mut_qnorm_prenorm", "optional q_norm written as bf16(x·W_dq), the value before the RMSNorm", mla_kernel, 0,
-     MUT_QNORM_PRENORM},
-    {"legal_seq_fma", "legal: every fp32 GEMM dot and RMSNorm sum of squares one sequential fmaf chain, no K-tiles",
-     mla_kernel, 0, LEGAL_SEQ_FMA},
-    {"legal_tile64", "legal: GEMM dots and sums of squares in K-tiles of 64 summed in fp32, the partials pairwise",
-     mla_kernel, 0, LEGAL_TILE64},
-    {"legal_fn_ulps", "legal: both RMSNorms' rstd from an rsqrt 3 fp32 ulps off 1/sqrtf (either way, by the argument)",
-     mla_kernel, 0, LEGAL_FN_ULPS},
-    {NULL, NULL, NULL},
-};
+const ug_sim_kernel ug_sim_mla_prolog = {mla_kernel, (const ug_kernel_variant[]){
+                                                         {"sim", MUT_NONE},
+                                                         {"mut_rope_sin_sign", MUT_ROPE_SIN_SIGN},
+                                                         {"mut_slot_off_by_one", MUT_SLOT_OFF},
+                                                         {"mut_tail_tokens", MUT_TAIL_TOKENS},
+                                                         {"mut_kv_norm_bf16", MUT_KV_NORM_BF16},
+                                                         {"mut_qnorm_no_gamma", MUT_QNORM_NO_GAMMA},
+                                                         {"mut_qnorm_prenorm", MUT_QNORM_PRENORM},
+                                                         {"legal_seq_fma", LEGAL_SEQ_FMA},
+                                                         {"legal_tile64", LEGAL_TILE64},
+                                                         {"legal_fn_ulps", LEGAL_FN_ULPS},
+                                                         {NULL},
+                                                     }};

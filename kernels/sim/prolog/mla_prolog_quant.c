@@ -226,27 +226,16 @@ int ug_mlaq_k_run_legal(const ulpgym_call *call, char *err, size_t errlen, int b
     return rc;
 }
 
-const ug_kernel_variant ug_variants_mla_prolog_quant[] = {
-    {"sim",
-     "fp32 K-tiled GEMMs, bf16 q_a/kv_a/norm/q_b outputs, fp32 amax/127 quantisers, exact int32 q_b GEMM, fp32 RoPE",
-     ug_mlaq_k_run, 0, MUT_NONE},
-    {"mut_scale_per_tensor", "c_q is quantised with one scale for all tokens (the tensor's amax) instead of per token",
-     ug_mlaq_k_run, 0, MUT_SCALE_TENSOR},
-    {"mut_kv_group_64", "each c_kv group's scale comes from the amax of its first half (64 of 128): the rest saturate",
-     ug_mlaq_k_run, 0, MUT_GROUP_HALF},
-    {"mut_rope_interleaved", "RoPE pairs (2i, 2i+1) where the layout says (i, i+d/2), and the reverse", ug_mlaq_k_run,
-     0, MUT_ROPE_SWAP},
-    {"mut_eps_outside", "both RMSNorms add eps outside the root: 1/sqrt(mean) + eps", ug_mlaq_k_run, 0,
-     MUT_EPS_OUTSIDE},
-    {"mut_slot_next_block", "each token's cache rows are written one block too far (slot + block_size)", ug_mlaq_k_run,
-     0, MUT_SLOT_BLOCK},
-    {"mut_half_away", "codes round a value exactly halfway between two codes away from zero (roundf), not to even",
-     ug_mlaq_k_run, 0, MUT_HALF_AWAY},
-    {"legal_seq_fma", "legal: every fp32 GEMM dot and RMSNorm sum of squares one sequential fmaf chain, no K-tiles",
-     ug_mlaq_k_run, 0, LEGAL_SEQ_FMA},
-    {"legal_tile64", "legal: fp32 GEMM dots and sums of squares in K-tiles of 64, the tile partials summed pairwise",
-     ug_mlaq_k_run, 0, LEGAL_TILE64},
-    {"legal_fn_ulps", "legal: both RMSNorms' rstd from an rsqrt 3 fp32 ulps off 1/sqrtf (either way, by the argument)",
-     ug_mlaq_k_run, 0, LEGAL_FN_ULPS},
-    {NULL, NULL, NULL},
-};
+const ug_sim_kernel ug_sim_mla_prolog_quant = {ug_mlaq_k_run, (const ug_kernel_variant[]){
+                                                                  {"sim", MUT_NONE},
+                                                                  {"mut_scale_per_tensor", MUT_SCALE_TENSOR},
+                                                                  {"mut_kv_group_64", MUT_GROUP_HALF},
+                                                                  {"mut_rope_interleaved", MUT_ROPE_SWAP},
+                                                                  {"mut_eps_outside", MUT_EPS_OUTSIDE},
+                                                                  {"mut_slot_next_block", MUT_SLOT_BLOCK},
+                                                                  {"mut_half_away", MUT_HALF_AWAY},
+                                                                  {"legal_seq_fma", LEGAL_SEQ_FMA},
+                                                                  {"legal_tile64", LEGAL_TILE64},
+                                                                  {"legal_fn_ulps", LEGAL_FN_ULPS},
+                                                                  {NULL},
+                                                              }};
