@@ -156,18 +156,19 @@ static int softmax_kernel(const ulpgym_call *call, char *err, size_t errlen, int
     return 0;
 }
 
-const ug_sim_kernel ug_sim_attn_softmax = {softmax_kernel, (const ug_kernel_variant[]){
-                                                               {"sim", MUT_NONE},
-                                                               {"mut_no_max_sub", MUT_NO_MAX_SUB},
-                                                               {"mut_bf16_sum", MUT_BF16_SUM},
-                                                               {"mut_tail_tile", MUT_TAIL_TILE},
-                                                               {"mut_tanh_overflow", MUT_TANH_OVERFLOW},
-                                                               {"mut_store_trunc", MUT_STORE_TRUNC},
-                                                               {"mut_exp_approx", MUT_EXP_APPROX},
-                                                               {"mut_max_first_tile", MUT_MAX_FIRST_TILE},
-                                                               {"mut_max_init_zero", MUT_MAX_INIT_ZERO},
-                                                               {"legal_tile16", LEGAL_TILE16},
-                                                               {"legal_two_pass", LEGAL_TWO_PASS},
-                                                               {"legal_pairwise", LEGAL_PAIRWISE},
-                                                               {NULL},
-                                                           }};
+static const ug_kernel_variant attn_softmax_variants[] = {
+    {"sim", MUT_NONE},
+    {"mut_no_max_sub", MUT_NO_MAX_SUB},
+    {"mut_bf16_sum", MUT_BF16_SUM},
+    {"mut_tail_tile", MUT_TAIL_TILE},
+    {"mut_tanh_overflow", MUT_TANH_OVERFLOW},
+    {"mut_store_trunc", MUT_STORE_TRUNC},
+    {"mut_exp_approx", MUT_EXP_APPROX},
+    {"mut_max_first_tile", MUT_MAX_FIRST_TILE},
+    {"mut_max_init_zero", MUT_MAX_INIT_ZERO},
+    {"legal_tile16", LEGAL_TILE16},
+    {"legal_two_pass", LEGAL_TWO_PASS},
+    {"legal_pairwise", LEGAL_PAIRWISE},
+    {NULL},
+};
+const ug_sim_kernel ug_sim_attn_softmax = {softmax_kernel, attn_softmax_variants};

@@ -273,17 +273,18 @@ static int fa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     return 0;
 }
 
-const ug_sim_kernel ug_sim_flash_attention_mha = {fa_kernel, (const ug_kernel_variant[]){
-                                                                 {"sim", MUT_NONE},
-                                                                 {"mut_lse_log2", MUT_LSE_LOG2},
-                                                                 {"mut_causal_topleft", MUT_CAUSAL_TOPLEFT},
-                                                                 {"mut_no_rescale", MUT_NO_RESCALE},
-                                                                 {"mut_lse_bf16", MUT_LSE_BF16},
-                                                                 {"mut_max_log2", MUT_MAX_LOG2},
-                                                                 {"mut_sum_recip", MUT_SUM_RECIP},
-                                                                 {"legal_tile16", LEGAL_TILE16},
-                                                                 {"legal_tile320", LEGAL_TILE320},
-                                                                 {"legal_two_pass", LEGAL_TWO_PASS},
-                                                                 {"legal_fn_ulps", LEGAL_FN_ULPS},
-                                                                 {NULL},
-                                                             }};
+static const ug_kernel_variant flash_attention_mha_variants[] = {
+    {"sim", MUT_NONE},
+    {"mut_lse_log2", MUT_LSE_LOG2},
+    {"mut_causal_topleft", MUT_CAUSAL_TOPLEFT},
+    {"mut_no_rescale", MUT_NO_RESCALE},
+    {"mut_lse_bf16", MUT_LSE_BF16},
+    {"mut_max_log2", MUT_MAX_LOG2},
+    {"mut_sum_recip", MUT_SUM_RECIP},
+    {"legal_tile16", LEGAL_TILE16},
+    {"legal_tile320", LEGAL_TILE320},
+    {"legal_two_pass", LEGAL_TWO_PASS},
+    {"legal_fn_ulps", LEGAL_FN_ULPS},
+    {NULL},
+};
+const ug_sim_kernel ug_sim_flash_attention_mha = {fa_kernel, flash_attention_mha_variants};

@@ -206,11 +206,12 @@ static int fb_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     return 0;
 }
 
-const ug_sim_kernel ug_sim_flash_attention_mha_grad = {fb_kernel, (const ug_kernel_variant[]){
-                                                                      {"sim", MUT_NONE},
-                                                                      {"mut_dk_no_scale", MUT_DK_NO_SCALE},
-                                                                      {"mut_causal_strict", MUT_CAUSAL_STRICT},
-                                                                      {"mut_tail_key_tile", MUT_TAIL_TILE},
-                                                                      {"legal_fn_ulps", LEGAL_FN_ULPS},
-                                                                      {NULL},
-                                                                  }};
+static const ug_kernel_variant flash_attention_mha_grad_variants[] = {
+    {"sim", MUT_NONE},
+    {"mut_dk_no_scale", MUT_DK_NO_SCALE},
+    {"mut_causal_strict", MUT_CAUSAL_STRICT},
+    {"mut_tail_key_tile", MUT_TAIL_TILE},
+    {"legal_fn_ulps", LEGAL_FN_ULPS},
+    {NULL},
+};
+const ug_sim_kernel ug_sim_flash_attention_mha_grad = {fb_kernel, flash_attention_mha_grad_variants};

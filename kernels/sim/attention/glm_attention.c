@@ -97,16 +97,17 @@ static int ga_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     return ug_glp_run(&g, bug > GA_KV_HEAD_MOD ? UG_GLP_OK : (ug_glp_bug)bug);
 }
 
-const ug_sim_kernel ug_sim_glm_attention = {ga_kernel, (const ug_kernel_variant[]){
-                                                           {"sim", UG_GLP_OK},
-                                                           {"mut_pv_bf16", UG_GLP_PV_BF16},
-                                                           {"mut_no_sum_rescale", UG_GLP_NO_SUM_RESCALE},
-                                                           {"mut_full_last_block", UG_GLP_FULL_LAST_BLOCK},
-                                                           {"mut_table_stride", UG_GLP_TABLE_STRIDE},
-                                                           {"mut_mtp_no_offset", UG_GLP_MTP_NO_OFFSET},
-                                                           {"mut_kv_head_mod", GA_KV_HEAD_MOD},
-                                                           {"legal_tile16", GA_LEGAL_TILE16},
-                                                           {"legal_two_pass", GA_LEGAL_TWO_PASS},
-                                                           {"legal_fn_ulps", GA_LEGAL_FN_ULPS},
-                                                           {NULL},
-                                                       }};
+static const ug_kernel_variant glm_attention_variants[] = {
+    {"sim", UG_GLP_OK},
+    {"mut_pv_bf16", UG_GLP_PV_BF16},
+    {"mut_no_sum_rescale", UG_GLP_NO_SUM_RESCALE},
+    {"mut_full_last_block", UG_GLP_FULL_LAST_BLOCK},
+    {"mut_table_stride", UG_GLP_TABLE_STRIDE},
+    {"mut_mtp_no_offset", UG_GLP_MTP_NO_OFFSET},
+    {"mut_kv_head_mod", GA_KV_HEAD_MOD},
+    {"legal_tile16", GA_LEGAL_TILE16},
+    {"legal_two_pass", GA_LEGAL_TWO_PASS},
+    {"legal_fn_ulps", GA_LEGAL_FN_ULPS},
+    {NULL},
+};
+const ug_sim_kernel ug_sim_glm_attention = {ga_kernel, glm_attention_variants};

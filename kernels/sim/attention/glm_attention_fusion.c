@@ -146,17 +146,18 @@ static int fu_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     return rc;
 }
 
-const ug_sim_kernel ug_sim_glm_attention_fusion = {fu_kernel, (const ug_kernel_variant[]){
-                                                                  {"sim", FU_OK},
-                                                                  {"mut_slot_plus_one", FU_SLOT_PLUS_ONE},
-                                                                  {"mut_k_before_rope", FU_K_BEFORE_ROPE},
-                                                                  {"mut_v_trunc", FU_V_TRUNC},
-                                                                  {"mut_kv_head0", FU_KV_HEAD0},
-                                                                  {"mut_stale_cache", FU_STALE_CACHE},
-                                                                  {"mut_len_excl_new", FU_LEN_EXCL_NEW},
-                                                                  {"mut_table_stride", FU_TABLE_STRIDE},
-                                                                  {"legal_tile16", FU_LEGAL_TILE16},
-                                                                  {"legal_reversed", FU_LEGAL_REVERSED},
-                                                                  {"legal_fn_ulps", FU_LEGAL_FN_ULPS},
-                                                                  {NULL},
-                                                              }};
+static const ug_kernel_variant glm_attention_fusion_variants[] = {
+    {"sim", FU_OK},
+    {"mut_slot_plus_one", FU_SLOT_PLUS_ONE},
+    {"mut_k_before_rope", FU_K_BEFORE_ROPE},
+    {"mut_v_trunc", FU_V_TRUNC},
+    {"mut_kv_head0", FU_KV_HEAD0},
+    {"mut_stale_cache", FU_STALE_CACHE},
+    {"mut_len_excl_new", FU_LEN_EXCL_NEW},
+    {"mut_table_stride", FU_TABLE_STRIDE},
+    {"legal_tile16", FU_LEGAL_TILE16},
+    {"legal_reversed", FU_LEGAL_REVERSED},
+    {"legal_fn_ulps", FU_LEGAL_FN_ULPS},
+    {NULL},
+};
+const ug_sim_kernel ug_sim_glm_attention_fusion = {fu_kernel, glm_attention_fusion_variants};

@@ -169,15 +169,16 @@ static int gqa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return rc;
 }
 
-const ug_sim_kernel ug_sim_gqa_decode_attn = {gqa_kernel, (const ug_kernel_variant[]){
-                                                              {"sim", MUT_NONE},
-                                                              {"mut_window_off_by_one", MUT_WINDOW_OFF_BY_ONE},
-                                                              {"mut_pv_bf16", MUT_PV_BF16},
-                                                              {"mut_no_sum_rescale", MUT_NO_SUM_RESCALE},
-                                                              {"mut_kv_head_mod", MUT_KV_HEAD_MOD},
-                                                              {"mut_mtp_no_offset", MUT_MTP_NO_OFFSET},
-                                                              {"legal_tile16", LEGAL_TILE16},
-                                                              {"legal_two_pass", LEGAL_TWO_PASS},
-                                                              {"legal_reversed", LEGAL_REVERSED},
-                                                              {NULL},
-                                                          }};
+static const ug_kernel_variant gqa_decode_attn_variants[] = {
+    {"sim", MUT_NONE},
+    {"mut_window_off_by_one", MUT_WINDOW_OFF_BY_ONE},
+    {"mut_pv_bf16", MUT_PV_BF16},
+    {"mut_no_sum_rescale", MUT_NO_SUM_RESCALE},
+    {"mut_kv_head_mod", MUT_KV_HEAD_MOD},
+    {"mut_mtp_no_offset", MUT_MTP_NO_OFFSET},
+    {"legal_tile16", LEGAL_TILE16},
+    {"legal_two_pass", LEGAL_TWO_PASS},
+    {"legal_reversed", LEGAL_REVERSED},
+    {NULL},
+};
+const ug_sim_kernel ug_sim_gqa_decode_attn = {gqa_kernel, gqa_decode_attn_variants};

@@ -171,15 +171,15 @@ static int mla_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return rc;
 }
 
-const ug_sim_kernel ug_sim_incre_flash_attention_mla = {mla_kernel,
-                                                        (const ug_kernel_variant[]){
-                                                            {"sim", MUT_NONE},
-                                                            {"mut_scale_512", MUT_SCALE_512},
-                                                            {"mut_drop_partial_block", MUT_DROP_PARTIAL_BLOCK},
-                                                            {"mut_mtp_no_offset", MUT_MTP_NO_OFFSET},
-                                                            {"mut_scale_576", MUT_SCALE_576},
-                                                            {"legal_tile16", LEGAL_TILE16},
-                                                            {"legal_two_pass", LEGAL_TWO_PASS},
-                                                            {"legal_reversed", LEGAL_REVERSED},
-                                                            {NULL},
-                                                        }};
+static const ug_kernel_variant incre_flash_attention_mla_variants[] = {
+    {"sim", MUT_NONE},
+    {"mut_scale_512", MUT_SCALE_512},
+    {"mut_drop_partial_block", MUT_DROP_PARTIAL_BLOCK},
+    {"mut_mtp_no_offset", MUT_MTP_NO_OFFSET},
+    {"mut_scale_576", MUT_SCALE_576},
+    {"legal_tile16", LEGAL_TILE16},
+    {"legal_two_pass", LEGAL_TWO_PASS},
+    {"legal_reversed", LEGAL_REVERSED},
+    {NULL},
+};
+const ug_sim_kernel ug_sim_incre_flash_attention_mla = {mla_kernel, incre_flash_attention_mla_variants};

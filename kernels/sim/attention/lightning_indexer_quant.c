@@ -235,16 +235,17 @@ static int li_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     return 0;
 }
 
-const ug_sim_kernel ug_sim_lightning_indexer_quant = {li_kernel, (const ug_kernel_variant[]){
-                                                                     {"sim", MUT_NONE},
-                                                                     {"mut_no_relu", MUT_NO_RELU},
-                                                                     {"mut_no_k_scale", MUT_NO_K_SCALE},
-                                                                     {"mut_k_scale_logical", MUT_K_SCALE_LOGICAL},
-                                                                     {"mut_mtp_causal", MUT_MTP_CAUSAL},
-                                                                     {"mut_stop_k1", MUT_STOP_K1},
-                                                                     {"mut_head0_qscale", MUT_HEAD0_QSCALE},
-                                                                     {"mut_table_stride", MUT_TABLE_STRIDE},
-                                                                     {"legal_ties_high", LEGAL_TIES_HIGH},
-                                                                     {"legal_golden_chain", LEGAL_GOLDEN_CHAIN},
-                                                                     {NULL},
-                                                                 }};
+static const ug_kernel_variant lightning_indexer_quant_variants[] = {
+    {"sim", MUT_NONE},
+    {"mut_no_relu", MUT_NO_RELU},
+    {"mut_no_k_scale", MUT_NO_K_SCALE},
+    {"mut_k_scale_logical", MUT_K_SCALE_LOGICAL},
+    {"mut_mtp_causal", MUT_MTP_CAUSAL},
+    {"mut_stop_k1", MUT_STOP_K1},
+    {"mut_head0_qscale", MUT_HEAD0_QSCALE},
+    {"mut_table_stride", MUT_TABLE_STRIDE},
+    {"legal_ties_high", LEGAL_TIES_HIGH},
+    {"legal_golden_chain", LEGAL_GOLDEN_CHAIN},
+    {NULL},
+};
+const ug_sim_kernel ug_sim_lightning_indexer_quant = {li_kernel, lightning_indexer_quant_variants};

@@ -377,18 +377,19 @@ static int pa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     return 0;
 }
 
-const ug_sim_kernel ug_sim_page_attention = {pa_kernel, (const ug_kernel_variant[]){
-                                                            {"sim", MUT_NONE},
-                                                            {"mut_table_stride", MUT_TABLE_STRIDE},
-                                                            {"mut_full_last_block", MUT_FULL_LAST_BLOCK},
-                                                            {"mut_kv_head_map", MUT_KV_HEAD_MAP},
-                                                            {"mut_mtp_no_offset", MUT_MTP_NO_OFFSET},
-                                                            {"mut_fp8_kscale_per_tensor", MUT_FP8_KSCALE_PER_TENSOR},
-                                                            {"mut_fp8_codes_int8", MUT_FP8_CODES_INT8},
-                                                            {"mut_fp8_qscale_on_o", MUT_FP8_QSCALE_ON_O},
-                                                            {"mut_fp8_vscale_seq0", MUT_FP8_VSCALE_SEQ0},
-                                                            {"legal_two_pass", LEGAL_TWO_PASS},
-                                                            {"legal_reversed", LEGAL_REVERSED},
-                                                            {"legal_fn_ulps", LEGAL_FN_ULPS},
-                                                            {NULL},
-                                                        }};
+static const ug_kernel_variant page_attention_variants[] = {
+    {"sim", MUT_NONE},
+    {"mut_table_stride", MUT_TABLE_STRIDE},
+    {"mut_full_last_block", MUT_FULL_LAST_BLOCK},
+    {"mut_kv_head_map", MUT_KV_HEAD_MAP},
+    {"mut_mtp_no_offset", MUT_MTP_NO_OFFSET},
+    {"mut_fp8_kscale_per_tensor", MUT_FP8_KSCALE_PER_TENSOR},
+    {"mut_fp8_codes_int8", MUT_FP8_CODES_INT8},
+    {"mut_fp8_qscale_on_o", MUT_FP8_QSCALE_ON_O},
+    {"mut_fp8_vscale_seq0", MUT_FP8_VSCALE_SEQ0},
+    {"legal_two_pass", LEGAL_TWO_PASS},
+    {"legal_reversed", LEGAL_REVERSED},
+    {"legal_fn_ulps", LEGAL_FN_ULPS},
+    {NULL},
+};
+const ug_sim_kernel ug_sim_page_attention = {pa_kernel, page_attention_variants};

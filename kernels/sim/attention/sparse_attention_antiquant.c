@@ -62,16 +62,17 @@ static int saq_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return ug_sqk_run(&k, err, errlen);
 }
 
-const ug_sim_kernel ug_sim_sparse_attention_antiquant = {saq_kernel, (const ug_kernel_variant[]){
-                                                                         {"sim", 0},
-                                                                         {"mut_scale_offset", MUT_SCALE_OFFSET},
-                                                                         {"mut_scale_512", UG_SQK_BUG_SCALE_512},
-                                                                         {"mut_pad_as_zero", UG_SQK_BUG_PAD_AS_ZERO},
-                                                                         {"mut_local_max", UG_SQK_BUG_LOCAL_MAX},
-                                                                         {"mut_running_max_zero", UG_SQK_BUG_MAX_ZERO},
-                                                                         {"legal_tile16", UG_SQK_LEGAL_TILE16},
-                                                                         {"legal_reversed", UG_SQK_LEGAL_REVERSED},
-                                                                         {"legal_p_bf16", UG_SQK_LEGAL_P_BF16},
-                                                                         {"legal_fn_ulps", UG_SQK_LEGAL_FN_ULPS},
-                                                                         {NULL},
-                                                                     }};
+static const ug_kernel_variant sparse_attention_antiquant_variants[] = {
+    {"sim", 0},
+    {"mut_scale_offset", MUT_SCALE_OFFSET},
+    {"mut_scale_512", UG_SQK_BUG_SCALE_512},
+    {"mut_pad_as_zero", UG_SQK_BUG_PAD_AS_ZERO},
+    {"mut_local_max", UG_SQK_BUG_LOCAL_MAX},
+    {"mut_running_max_zero", UG_SQK_BUG_MAX_ZERO},
+    {"legal_tile16", UG_SQK_LEGAL_TILE16},
+    {"legal_reversed", UG_SQK_LEGAL_REVERSED},
+    {"legal_p_bf16", UG_SQK_LEGAL_P_BF16},
+    {"legal_fn_ulps", UG_SQK_LEGAL_FN_ULPS},
+    {NULL},
+};
+const ug_sim_kernel ug_sim_sparse_attention_antiquant = {saq_kernel, sparse_attention_antiquant_variants};

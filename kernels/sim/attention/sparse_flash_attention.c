@@ -190,17 +190,18 @@ static int sfa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return rc;
 }
 
-const ug_sim_kernel ug_sim_sparse_flash_attention = {sfa_kernel, (const ug_kernel_variant[]){
-                                                                     {"sim", MUT_NONE},
-                                                                     {"mut_pad_as_zero", MUT_PAD_AS_ZERO},
-                                                                     {"mut_local_max", MUT_LOCAL_MAX},
-                                                                     {"mut_scale_after_softmax", MUT_SCALE_AFTER},
-                                                                     {"mut_max_unscaled", MUT_MAX_UNSCALED},
-                                                                     {"mut_sum_recip", MUT_SUM_RECIP},
-                                                                     {"mut_seq_kv_offset", MUT_SEQ_KV_OFFSET},
-                                                                     {"mut_all_slots", MUT_ALL_SLOTS},
-                                                                     {"legal_tile16", LEGAL_TILE16},
-                                                                     {"legal_two_pass", LEGAL_TWO_PASS},
-                                                                     {"legal_reversed", LEGAL_REVERSED},
-                                                                     {NULL},
-                                                                 }};
+static const ug_kernel_variant sparse_flash_attention_variants[] = {
+    {"sim", MUT_NONE},
+    {"mut_pad_as_zero", MUT_PAD_AS_ZERO},
+    {"mut_local_max", MUT_LOCAL_MAX},
+    {"mut_scale_after_softmax", MUT_SCALE_AFTER},
+    {"mut_max_unscaled", MUT_MAX_UNSCALED},
+    {"mut_sum_recip", MUT_SUM_RECIP},
+    {"mut_seq_kv_offset", MUT_SEQ_KV_OFFSET},
+    {"mut_all_slots", MUT_ALL_SLOTS},
+    {"legal_tile16", LEGAL_TILE16},
+    {"legal_two_pass", LEGAL_TWO_PASS},
+    {"legal_reversed", LEGAL_REVERSED},
+    {NULL},
+};
+const ug_sim_kernel ug_sim_sparse_flash_attention = {sfa_kernel, sparse_flash_attention_variants};

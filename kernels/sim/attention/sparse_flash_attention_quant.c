@@ -41,18 +41,18 @@ static int sfaq_kernel(const ulpgym_call *call, char *err, size_t errlen, int bu
     return ug_sqk_run(&k, err, errlen);
 }
 
-const ug_sim_kernel ug_sim_sparse_flash_attention_quant = {sfaq_kernel,
-                                                           (const ug_kernel_variant[]){
-                                                               {"sim", 0},
-                                                               {"mut_one_scale", MUT_ONE_SCALE},
-                                                               {"mut_rope_dequant", MUT_ROPE_DEQUANT},
-                                                               {"mut_scale_512", UG_SQK_BUG_SCALE_512},
-                                                               {"mut_pad_as_zero", UG_SQK_BUG_PAD_AS_ZERO},
-                                                               {"mut_local_max", UG_SQK_BUG_LOCAL_MAX},
-                                                               {"mut_mtp_len_off_by_one", UG_SQK_BUG_MTP_LEN_PLUS1},
-                                                               {"legal_tile16", UG_SQK_LEGAL_TILE16},
-                                                               {"legal_reversed", UG_SQK_LEGAL_REVERSED},
-                                                               {"legal_p_bf16", UG_SQK_LEGAL_P_BF16},
-                                                               {"legal_fn_ulps", UG_SQK_LEGAL_FN_ULPS},
-                                                               {NULL},
-                                                           }};
+static const ug_kernel_variant sparse_flash_attention_quant_variants[] = {
+    {"sim", 0},
+    {"mut_one_scale", MUT_ONE_SCALE},
+    {"mut_rope_dequant", MUT_ROPE_DEQUANT},
+    {"mut_scale_512", UG_SQK_BUG_SCALE_512},
+    {"mut_pad_as_zero", UG_SQK_BUG_PAD_AS_ZERO},
+    {"mut_local_max", UG_SQK_BUG_LOCAL_MAX},
+    {"mut_mtp_len_off_by_one", UG_SQK_BUG_MTP_LEN_PLUS1},
+    {"legal_tile16", UG_SQK_LEGAL_TILE16},
+    {"legal_reversed", UG_SQK_LEGAL_REVERSED},
+    {"legal_p_bf16", UG_SQK_LEGAL_P_BF16},
+    {"legal_fn_ulps", UG_SQK_LEGAL_FN_ULPS},
+    {NULL},
+};
+const ug_sim_kernel ug_sim_sparse_flash_attention_quant = {sfaq_kernel, sparse_flash_attention_quant_variants};

@@ -285,17 +285,17 @@ static int cgdr_kernel(const ulpgym_call *call, char *err, size_t errlen, int bu
     return 0;
 }
 
-const ug_sim_kernel ug_sim_chunked_gated_delta_rule = {cgdr_kernel,
-                                                       (const ug_kernel_variant[]){
-                                                           {"sim", MUT_NONE},
-                                                           {"mut_double_decay", MUT_DOUBLE_DECAY},
-                                                           {"mut_drop_tail", MUT_DROP_TAIL},
-                                                           {"mut_diag_in_a", MUT_DIAG_IN_A},
-                                                           {"mut_state_across_seqs", MUT_STATE_ACROSS_SEQS},
-                                                           {"mut_chunk_past_seq_end", MUT_CHUNK_PAST_SEQ_END},
-                                                           {"mut_first_chunk_no_decay", MUT_FIRST_CHUNK_NO_DECAY},
-                                                           {"legal_fma", LEGAL_FMA},
-                                                           {"legal_lanes16", LEGAL_LANES16},
-                                                           {"legal_reverse", LEGAL_REVERSE},
-                                                           {NULL},
-                                                       }};
+static const ug_kernel_variant chunked_gated_delta_rule_variants[] = {
+    {"sim", MUT_NONE},
+    {"mut_double_decay", MUT_DOUBLE_DECAY},
+    {"mut_drop_tail", MUT_DROP_TAIL},
+    {"mut_diag_in_a", MUT_DIAG_IN_A},
+    {"mut_state_across_seqs", MUT_STATE_ACROSS_SEQS},
+    {"mut_chunk_past_seq_end", MUT_CHUNK_PAST_SEQ_END},
+    {"mut_first_chunk_no_decay", MUT_FIRST_CHUNK_NO_DECAY},
+    {"legal_fma", LEGAL_FMA},
+    {"legal_lanes16", LEGAL_LANES16},
+    {"legal_reverse", LEGAL_REVERSE},
+    {NULL},
+};
+const ug_sim_kernel ug_sim_chunked_gated_delta_rule = {cgdr_kernel, chunked_gated_delta_rule_variants};

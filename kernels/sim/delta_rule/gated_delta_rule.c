@@ -108,13 +108,14 @@ static int gdr_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return 0;
 }
 
-const ug_sim_kernel ug_sim_gated_delta_rule = {gdr_kernel, (const ug_kernel_variant[]){
-                                                               {"sim", MUT_NONE},
-                                                               {"mut_decay_after", MUT_DECAY_AFTER},
-                                                               {"mut_beta_v_only", MUT_BETA_V_ONLY},
-                                                               {"mut_qk_head", MUT_QK_HEAD},
-                                                               {"legal_fma", LEGAL_FMA},
-                                                               {"legal_lanes16", LEGAL_LANES16},
-                                                               {"legal_fn_ulps", LEGAL_FN_ULPS},
-                                                               {NULL},
-                                                           }};
+static const ug_kernel_variant gated_delta_rule_variants[] = {
+    {"sim", MUT_NONE},
+    {"mut_decay_after", MUT_DECAY_AFTER},
+    {"mut_beta_v_only", MUT_BETA_V_ONLY},
+    {"mut_qk_head", MUT_QK_HEAD},
+    {"legal_fma", LEGAL_FMA},
+    {"legal_lanes16", LEGAL_LANES16},
+    {"legal_fn_ulps", LEGAL_FN_ULPS},
+    {NULL},
+};
+const ug_sim_kernel ug_sim_gated_delta_rule = {gdr_kernel, gated_delta_rule_variants};

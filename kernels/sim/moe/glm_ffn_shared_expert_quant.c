@@ -58,16 +58,17 @@ static int ffn_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return 0;
 }
 
-const ug_sim_kernel ug_sim_glm_ffn_shared_expert_quant = {ffn_kernel, (const ug_kernel_variant[]){
-                                                                          {"sim", MUT_NONE},
-                                                                          {"mut_scale_128", MUT_SCALE_128},
-                                                                          {"mut_trunc", MUT_TRUNC},
-                                                                          {"mut_int16_acc", MUT_INT16_ACC},
-                                                                          {"mut_silu_up", MUT_SILU_UP},
-                                                                          {"mut_clip_982", MUT_CLIP},
-                                                                          {"mut_half_away", MUT_HALF_AWAY},
-                                                                          {"mut_x127", MUT_X127},
-                                                                          {"legal_scales_first", LEGAL_SCALES_FIRST},
-                                                                          {"legal_fn_ulps", LEGAL_FN_ULPS},
-                                                                          {NULL},
-                                                                      }};
+static const ug_kernel_variant glm_ffn_shared_expert_quant_variants[] = {
+    {"sim", MUT_NONE},
+    {"mut_scale_128", MUT_SCALE_128},
+    {"mut_trunc", MUT_TRUNC},
+    {"mut_int16_acc", MUT_INT16_ACC},
+    {"mut_silu_up", MUT_SILU_UP},
+    {"mut_clip_982", MUT_CLIP},
+    {"mut_half_away", MUT_HALF_AWAY},
+    {"mut_x127", MUT_X127},
+    {"legal_scales_first", LEGAL_SCALES_FIRST},
+    {"legal_fn_ulps", LEGAL_FN_ULPS},
+    {NULL},
+};
+const ug_sim_kernel ug_sim_glm_ffn_shared_expert_quant = {ffn_kernel, glm_ffn_shared_expert_quant_variants};

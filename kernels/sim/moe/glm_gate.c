@@ -122,15 +122,16 @@ static int gate_kernel(const ulpgym_call *call, char *err, size_t errlen, int bu
     return 0;
 }
 
-const ug_sim_kernel ug_sim_glm_gate = {gate_kernel, (const ug_kernel_variant[]){
-                                                        {"sim", MUT_NONE},
-                                                        {"mut_bf16_acc", MUT_BF16_ACC},
-                                                        {"mut_w_bf16", MUT_W_BF16},
-                                                        {"mut_k_tail", MUT_K_TAIL},
-                                                        {"mut_expert_row", MUT_EXPERT_ROW},
-                                                        {"mut_tf32_matmul", MUT_TF32_MATMUL},
-                                                        {"legal_seq_fma", LEGAL_SEQ_FMA},
-                                                        {"legal_tile64", LEGAL_TILE64},
-                                                        {"legal_pairwise", LEGAL_PAIRWISE},
-                                                        {NULL},
-                                                    }};
+static const ug_kernel_variant glm_gate_variants[] = {
+    {"sim", MUT_NONE},
+    {"mut_bf16_acc", MUT_BF16_ACC},
+    {"mut_w_bf16", MUT_W_BF16},
+    {"mut_k_tail", MUT_K_TAIL},
+    {"mut_expert_row", MUT_EXPERT_ROW},
+    {"mut_tf32_matmul", MUT_TF32_MATMUL},
+    {"legal_seq_fma", LEGAL_SEQ_FMA},
+    {"legal_tile64", LEGAL_TILE64},
+    {"legal_pairwise", LEGAL_PAIRWISE},
+    {NULL},
+};
+const ug_sim_kernel ug_sim_glm_gate = {gate_kernel, glm_gate_variants};

@@ -52,17 +52,18 @@ static int mix_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return rc;
 }
 
-const ug_sim_kernel ug_sim_glm_moe_fusion_mix = {mix_kernel, (const ug_kernel_variant[]){
-                                                                 {"sim", GMOE_MUT_NONE},
-                                                                 {"mut_no_renorm", GMOE_MUT_NO_RENORM},
-                                                                 {"mut_tensor_scale", GMOE_MUT_TENSOR_SCALE},
-                                                                 {"mut_bf16_combine", GMOE_MUT_BF16_COMBINE},
-                                                                 {"mut_drop_last", GMOE_MUT_DROP_LAST},
-                                                                 {"mut_swiglu_swap", GMOE_MUT_SWIGLU_SWAP},
-                                                                 {"mut_shared_scaled", GMOE_MUT_SHARED_SCALED},
-                                                                 {"legal_seq_fma", GMOE_LEGAL_MUT_SEQ_FMA},
-                                                                 {"legal_tile64", GMOE_LEGAL_MUT_TILE64},
-                                                                 {"legal_scales_first", GMOE_LEGAL_MUT_SCALES_FIRST},
-                                                                 {"legal_fn_ulps", GMOE_LEGAL_MUT_FN_ULPS},
-                                                                 {NULL},
-                                                             }};
+static const ug_kernel_variant glm_moe_fusion_mix_variants[] = {
+    {"sim", GMOE_MUT_NONE},
+    {"mut_no_renorm", GMOE_MUT_NO_RENORM},
+    {"mut_tensor_scale", GMOE_MUT_TENSOR_SCALE},
+    {"mut_bf16_combine", GMOE_MUT_BF16_COMBINE},
+    {"mut_drop_last", GMOE_MUT_DROP_LAST},
+    {"mut_swiglu_swap", GMOE_MUT_SWIGLU_SWAP},
+    {"mut_shared_scaled", GMOE_MUT_SHARED_SCALED},
+    {"legal_seq_fma", GMOE_LEGAL_MUT_SEQ_FMA},
+    {"legal_tile64", GMOE_LEGAL_MUT_TILE64},
+    {"legal_scales_first", GMOE_LEGAL_MUT_SCALES_FIRST},
+    {"legal_fn_ulps", GMOE_LEGAL_MUT_FN_ULPS},
+    {NULL},
+};
+const ug_sim_kernel ug_sim_glm_moe_fusion_mix = {mix_kernel, glm_moe_fusion_mix_variants};

@@ -66,12 +66,13 @@ static int se_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     return 0;
 }
 
-const ug_sim_kernel ug_sim_glm_select_experts = {se_kernel, (const ug_kernel_variant[]){
-                                                                {"sim", MUT_NONE},
-                                                                {"mut_bias_in_weights", MUT_BIAS_IN_WEIGHTS},
-                                                                {"mut_no_group_limit", MUT_NO_GROUP_LIMIT},
-                                                                {"mut_mask_zero", MUT_MASK_ZERO},
-                                                                {"mut_scale_before_renorm", MUT_SCALE_BEFORE_RENORM},
-                                                                {"legal_fn_ulps", LEGAL_FN_ULPS},
-                                                                {NULL},
-                                                            }};
+static const ug_kernel_variant glm_select_experts_variants[] = {
+    {"sim", MUT_NONE},
+    {"mut_bias_in_weights", MUT_BIAS_IN_WEIGHTS},
+    {"mut_no_group_limit", MUT_NO_GROUP_LIMIT},
+    {"mut_mask_zero", MUT_MASK_ZERO},
+    {"mut_scale_before_renorm", MUT_SCALE_BEFORE_RENORM},
+    {"legal_fn_ulps", LEGAL_FN_ULPS},
+    {NULL},
+};
+const ug_sim_kernel ug_sim_glm_select_experts = {se_kernel, glm_select_experts_variants};

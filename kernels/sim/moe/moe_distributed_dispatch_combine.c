@@ -180,14 +180,14 @@ static int moe_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return rc;
 }
 
-const ug_sim_kernel ug_sim_moe_distributed_dispatch_combine = {moe_kernel,
-                                                               (const ug_kernel_variant[]){
-                                                                   {"sim", MUT_NONE},
-                                                                   {"mut_last_rank_count", MUT_LAST_RANK_COUNT},
-                                                                   {"mut_weight_twice", MUT_WEIGHT_TWICE},
-                                                                   {"mut_int8_scale_128", MUT_SCALE_128},
-                                                                   {"legal_rank_order", LEGAL_RANK_ORDER},
-                                                                   {"legal_fma_reversed", LEGAL_FMA_REVERSED},
-                                                                   {"legal_weight_at_expert", LEGAL_WEIGHT_AT_EXPERT},
-                                                                   {NULL},
-                                                               }};
+static const ug_kernel_variant moe_distributed_dispatch_combine_variants[] = {
+    {"sim", MUT_NONE},
+    {"mut_last_rank_count", MUT_LAST_RANK_COUNT},
+    {"mut_weight_twice", MUT_WEIGHT_TWICE},
+    {"mut_int8_scale_128", MUT_SCALE_128},
+    {"legal_rank_order", LEGAL_RANK_ORDER},
+    {"legal_fma_reversed", LEGAL_FMA_REVERSED},
+    {"legal_weight_at_expert", LEGAL_WEIGHT_AT_EXPERT},
+    {NULL},
+};
+const ug_sim_kernel ug_sim_moe_distributed_dispatch_combine = {moe_kernel, moe_distributed_dispatch_combine_variants};

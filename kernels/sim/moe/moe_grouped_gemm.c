@@ -145,13 +145,14 @@ static int moe_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return rc;
 }
 
-const ug_sim_kernel ug_sim_moe_grouped_gemm = {moe_kernel, (const ug_kernel_variant[]){
-                                                               {"sim", MUT_NONE},
-                                                               {"mut_group_offset", MUT_LAST_ROW},
-                                                               {"mut_zero_skip", MUT_ZERO_SKIP},
-                                                               {"mut_w13_swap", MUT_W13_SWAP},
-                                                               {"legal_seq_fma", LEGAL_SEQ_FMA},
-                                                               {"legal_tile64", LEGAL_TILE64},
-                                                               {"legal_k_reverse", LEGAL_K_REVERSE},
-                                                               {NULL},
-                                                           }};
+static const ug_kernel_variant moe_grouped_gemm_variants[] = {
+    {"sim", MUT_NONE},
+    {"mut_group_offset", MUT_LAST_ROW},
+    {"mut_zero_skip", MUT_ZERO_SKIP},
+    {"mut_w13_swap", MUT_W13_SWAP},
+    {"legal_seq_fma", LEGAL_SEQ_FMA},
+    {"legal_tile64", LEGAL_TILE64},
+    {"legal_k_reverse", LEGAL_K_REVERSE},
+    {NULL},
+};
+const ug_sim_kernel ug_sim_moe_grouped_gemm = {moe_kernel, moe_grouped_gemm_variants};

@@ -86,15 +86,16 @@ static int rms_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return 0;
 }
 
-const ug_sim_kernel ug_sim_inplace_add_rmsnorm = {rms_kernel, (const ug_kernel_variant[]){
-                                                                  {"sim", MUT_NONE},
-                                                                  {"mut_bf16_sum", MUT_BF16_SUM},
-                                                                  {"mut_eps_outside", MUT_EPS_OUTSIDE},
-                                                                  {"mut_tail_lanes", MUT_TAIL_LANES},
-                                                                  {"mut_add_in_dtype", MUT_ADD_IN_DTYPE},
-                                                                  {"mut_prescale_zero_row", MUT_PRESCALE},
-                                                                  {"legal_seq_fma", LEGAL_SEQ_FMA},
-                                                                  {"legal_reassoc", LEGAL_REASSOC},
-                                                                  {"legal_fn_ulps", LEGAL_FN_ULPS},
-                                                                  {NULL},
-                                                              }};
+static const ug_kernel_variant inplace_add_rmsnorm_variants[] = {
+    {"sim", MUT_NONE},
+    {"mut_bf16_sum", MUT_BF16_SUM},
+    {"mut_eps_outside", MUT_EPS_OUTSIDE},
+    {"mut_tail_lanes", MUT_TAIL_LANES},
+    {"mut_add_in_dtype", MUT_ADD_IN_DTYPE},
+    {"mut_prescale_zero_row", MUT_PRESCALE},
+    {"legal_seq_fma", LEGAL_SEQ_FMA},
+    {"legal_reassoc", LEGAL_REASSOC},
+    {"legal_fn_ulps", LEGAL_FN_ULPS},
+    {NULL},
+};
+const ug_sim_kernel ug_sim_inplace_add_rmsnorm = {rms_kernel, inplace_add_rmsnorm_variants};

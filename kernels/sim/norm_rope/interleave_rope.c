@@ -104,12 +104,13 @@ static int rope_kernel(const ulpgym_call *call, char *err, size_t errlen, int bu
     return 0;
 }
 
-const ug_sim_kernel ug_sim_interleave_rope = {rope_kernel, (const ug_kernel_variant[]){
-                                                               {"sim", MUT_NONE},
-                                                               {"mut_half_pairing", MUT_HALF_PAIRING},
-                                                               {"mut_layout_interleaved", MUT_LAYOUT_INTERLEAVED},
-                                                               {"mut_tail_sin_sign", MUT_TAIL_SIN_SIGN},
-                                                               {"mut_tables_lo_only", MUT_TABLES_LO_ONLY},
-                                                               {"legal_fma", LEGAL_FMA},
-                                                               {NULL},
-                                                           }};
+static const ug_kernel_variant interleave_rope_variants[] = {
+    {"sim", MUT_NONE},
+    {"mut_half_pairing", MUT_HALF_PAIRING},
+    {"mut_layout_interleaved", MUT_LAYOUT_INTERLEAVED},
+    {"mut_tail_sin_sign", MUT_TAIL_SIN_SIGN},
+    {"mut_tables_lo_only", MUT_TABLES_LO_ONLY},
+    {"legal_fma", LEGAL_FMA},
+    {NULL},
+};
+const ug_sim_kernel ug_sim_interleave_rope = {rope_kernel, interleave_rope_variants};

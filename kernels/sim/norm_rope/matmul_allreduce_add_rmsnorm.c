@@ -191,15 +191,15 @@ static int mar_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return 0;
 }
 
-const ug_sim_kernel ug_sim_matmul_allreduce_add_rmsnorm = {mar_kernel,
-                                                           (const ug_kernel_variant[]){
-                                                               {"sim", MUT_NONE},
-                                                               {"mut_reverse_bf16_reduce", MUT_REVERSE_BF16},
-                                                               {"mut_residual_after_norm", MUT_RESIDUAL_AFTER_NORM},
-                                                               {"mut_eps_outside", MUT_EPS_OUTSIDE},
-                                                               {"mut_norm_stored_h", MUT_NORM_STORED_H},
-                                                               {"legal_seq_fma", LEGAL_SEQ_FMA},
-                                                               {"legal_tile64_tree", LEGAL_TILE64_TREE},
-                                                               {"legal_fn_ulps", LEGAL_FN_ULPS},
-                                                               {NULL},
-                                                           }};
+static const ug_kernel_variant matmul_allreduce_add_rmsnorm_variants[] = {
+    {"sim", MUT_NONE},
+    {"mut_reverse_bf16_reduce", MUT_REVERSE_BF16},
+    {"mut_residual_after_norm", MUT_RESIDUAL_AFTER_NORM},
+    {"mut_eps_outside", MUT_EPS_OUTSIDE},
+    {"mut_norm_stored_h", MUT_NORM_STORED_H},
+    {"legal_seq_fma", LEGAL_SEQ_FMA},
+    {"legal_tile64_tree", LEGAL_TILE64_TREE},
+    {"legal_fn_ulps", LEGAL_FN_ULPS},
+    {NULL},
+};
+const ug_sim_kernel ug_sim_matmul_allreduce_add_rmsnorm = {mar_kernel, matmul_allreduce_add_rmsnorm_variants};

@@ -111,13 +111,14 @@ static int mhc_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return 0;
 }
 
-const ug_sim_kernel ug_sim_mhc_post = {mhc_kernel, (const ug_kernel_variant[]){
-                                                       {"sim", MUT_NONE},
-                                                       {"mut_res_transposed", MUT_RES_TRANSPOSED},
-                                                       {"mut_bf16_acc", MUT_BF16_ACC},
-                                                       {"mut_tail_no_mix", MUT_TAIL_NO_MIX},
-                                                       {"legal_fma", LEGAL_FMA},
-                                                       {"legal_reverse", LEGAL_REVERSE},
-                                                       {"legal_pairwise", LEGAL_PAIRWISE},
-                                                       {NULL},
-                                                   }};
+static const ug_kernel_variant mhc_post_variants[] = {
+    {"sim", MUT_NONE},
+    {"mut_res_transposed", MUT_RES_TRANSPOSED},
+    {"mut_bf16_acc", MUT_BF16_ACC},
+    {"mut_tail_no_mix", MUT_TAIL_NO_MIX},
+    {"legal_fma", LEGAL_FMA},
+    {"legal_reverse", LEGAL_REVERSE},
+    {"legal_pairwise", LEGAL_PAIRWISE},
+    {NULL},
+};
+const ug_sim_kernel ug_sim_mhc_post = {mhc_kernel, mhc_post_variants};

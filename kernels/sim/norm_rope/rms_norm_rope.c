@@ -93,12 +93,13 @@ static int nr_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     return 0;
 }
 
-const ug_sim_kernel ug_sim_rms_norm_rope = {nr_kernel, (const ug_kernel_variant[]){
-                                                           {"sim", MUT_NONE},
-                                                           {"mut_rope_before_norm", MUT_ROPE_BEFORE_NORM},
-                                                           {"mut_eps_outside", MUT_EPS_OUTSIDE},
-                                                           {"mut_interleaved_pairing", MUT_INTERLEAVED},
-                                                           {"legal_seq_fma", LEGAL_SEQ_FMA},
-                                                           {"legal_fma_rotate", LEGAL_FMA_ROTATE},
-                                                           {NULL},
-                                                       }};
+static const ug_kernel_variant rms_norm_rope_variants[] = {
+    {"sim", MUT_NONE},
+    {"mut_rope_before_norm", MUT_ROPE_BEFORE_NORM},
+    {"mut_eps_outside", MUT_EPS_OUTSIDE},
+    {"mut_interleaved_pairing", MUT_INTERLEAVED},
+    {"legal_seq_fma", LEGAL_SEQ_FMA},
+    {"legal_fma_rotate", LEGAL_FMA_ROTATE},
+    {NULL},
+};
+const ug_sim_kernel ug_sim_rms_norm_rope = {nr_kernel, rms_norm_rope_variants};

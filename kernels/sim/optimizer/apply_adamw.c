@@ -101,11 +101,12 @@ static int adamw_kernel(const ulpgym_call *call, char *err, size_t errlen, int b
     return 0;
 }
 
-const ug_sim_kernel ug_sim_apply_adamw = {adamw_kernel, (const ug_kernel_variant[]){
-                                                            {"sim", MUT_NONE},
-                                                            {"mut_no_bias_correction", MUT_NO_BIAS_CORRECTION},
-                                                            {"mut_eps_inside_sqrt", MUT_EPS_INSIDE_SQRT},
-                                                            {"mut_l2_decay", MUT_L2_DECAY},
-                                                            {"legal_fma", LEGAL_FMA},
-                                                            {NULL},
-                                                        }};
+static const ug_kernel_variant apply_adamw_variants[] = {
+    {"sim", MUT_NONE},
+    {"mut_no_bias_correction", MUT_NO_BIAS_CORRECTION},
+    {"mut_eps_inside_sqrt", MUT_EPS_INSIDE_SQRT},
+    {"mut_l2_decay", MUT_L2_DECAY},
+    {"legal_fma", LEGAL_FMA},
+    {NULL},
+};
+const ug_sim_kernel ug_sim_apply_adamw = {adamw_kernel, apply_adamw_variants};

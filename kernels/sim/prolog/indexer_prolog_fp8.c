@@ -630,38 +630,40 @@ static int lip8_kernel(const ulpgym_call *call, char *err, size_t errlen, int bu
      "the argument)", lip8_kernel, 0, LIP8_LEGAL_FN_ULPS}
 /* clang-format on */
 
-const ug_sim_kernel ug_sim_lightning_indexer_prolog_quant_fp8 = {
-    lip8_kernel, (const ug_kernel_variant[]){
-                     {"sim", LIP8_BUG_NONE},
-                     {"mut_hadamard_unnormalised", LIP8_BUG_HADAMARD_UNNORMALISED},
-                     {"mut_pad_slot_wraps", LIP8_BUG_PAD_SLOT_WRAPS},
-                     {"mut_scale_440", LIP8_BUG_SCALE_440},
-                     {"mut_hadamard_transposed", LIP8_BUG_HADAMARD_TRANSPOSED},
-                     {NULL},
-                 }};
+static const ug_kernel_variant lightning_indexer_prolog_quant_fp8_variants[] = {
+    {"sim", LIP8_BUG_NONE},
+    {"mut_hadamard_unnormalised", LIP8_BUG_HADAMARD_UNNORMALISED},
+    {"mut_pad_slot_wraps", LIP8_BUG_PAD_SLOT_WRAPS},
+    {"mut_scale_440", LIP8_BUG_SCALE_440},
+    {"mut_hadamard_transposed", LIP8_BUG_HADAMARD_TRANSPOSED},
+    {NULL},
+};
+const ug_sim_kernel ug_sim_lightning_indexer_prolog_quant_fp8 = {lip8_kernel,
+                                                                 lightning_indexer_prolog_quant_fp8_variants};
 
 /* mut_scale_440 has no row here: MX scales are powers of two from the exponent of amax, no division by 448. */
-const ug_sim_kernel ug_sim_lightning_indexer_prolog_quant_mxfp8 = {
-    lip8_kernel, (const ug_kernel_variant[]){
-                     {"sim", LIP8_BUG_NONE},
-                     {"mut_hadamard_unnormalised", LIP8_BUG_HADAMARD_UNNORMALISED},
-                     {"mut_mx_exp_off_by_one", LIP8_BUG_MX_EXP_OFF_BY_ONE},
-                     {"mut_no_saturation", LIP8_BUG_NO_SATURATION},
-                     {"mut_hadamard_transposed", LIP8_BUG_HADAMARD_TRANSPOSED},
-                     {"mut_pad_slot_wraps", LIP8_BUG_PAD_SLOT_WRAPS},
-                     {NULL},
-                 }};
+static const ug_kernel_variant lightning_indexer_prolog_quant_mxfp8_variants[] = {
+    {"sim", LIP8_BUG_NONE},
+    {"mut_hadamard_unnormalised", LIP8_BUG_HADAMARD_UNNORMALISED},
+    {"mut_mx_exp_off_by_one", LIP8_BUG_MX_EXP_OFF_BY_ONE},
+    {"mut_no_saturation", LIP8_BUG_NO_SATURATION},
+    {"mut_hadamard_transposed", LIP8_BUG_HADAMARD_TRANSPOSED},
+    {"mut_pad_slot_wraps", LIP8_BUG_PAD_SLOT_WRAPS},
+    {NULL},
+};
+const ug_sim_kernel ug_sim_lightning_indexer_prolog_quant_mxfp8 = {lip8_kernel,
+                                                                   lightning_indexer_prolog_quant_mxfp8_variants};
 
 /* The int8 op (the reference suite's lightning_indexer_prolog_quant): one fp16 scale per row. */
-const ug_sim_kernel ug_sim_lightning_indexer_prolog_quant = {
-    lip8_kernel, (const ug_kernel_variant[]){
-                     {"sim", LIP8_BUG_NONE},
-                     {"mut_scale_128", LIP8_BUG_SCALE_128},
-                     {"mut_trunc", LIP8_BUG_TRUNC},
-                     {"mut_hadamard_unnormalised", LIP8_BUG_HADAMARD_UNNORMALISED},
-                     {"mut_ln_no_beta", LIP8_BUG_LN_NO_BETA},
-                     {"mut_weights_no_heads", LIP8_BUG_WEIGHTS_NO_HEADS},
-                     {"mut_slot_off_by_one", LIP8_BUG_SLOT_OFF_BY_ONE},
-                     {"mut_pad_slot_wraps", LIP8_BUG_PAD_SLOT_WRAPS},
-                     {NULL},
-                 }};
+static const ug_kernel_variant lightning_indexer_prolog_quant_variants[] = {
+    {"sim", LIP8_BUG_NONE},
+    {"mut_scale_128", LIP8_BUG_SCALE_128},
+    {"mut_trunc", LIP8_BUG_TRUNC},
+    {"mut_hadamard_unnormalised", LIP8_BUG_HADAMARD_UNNORMALISED},
+    {"mut_ln_no_beta", LIP8_BUG_LN_NO_BETA},
+    {"mut_weights_no_heads", LIP8_BUG_WEIGHTS_NO_HEADS},
+    {"mut_slot_off_by_one", LIP8_BUG_SLOT_OFF_BY_ONE},
+    {"mut_pad_slot_wraps", LIP8_BUG_PAD_SLOT_WRAPS},
+    {NULL},
+};
+const ug_sim_kernel ug_sim_lightning_indexer_prolog_quant = {lip8_kernel, lightning_indexer_prolog_quant_variants};

@@ -125,14 +125,15 @@ static int mip_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return rc;
 }
 
-const ug_sim_kernel ug_sim_mla_indexer_prolog_quant = {mip_kernel, (const ug_kernel_variant[]){
-                                                                       {"sim", MIP_NONE},
-                                                                       {"mut_idx_q_from_cq", MIP_Q_FROM_CQ},
-                                                                       {"mut_idx_eps_shared", MIP_EPS_SHARED},
-                                                                       {"mut_idx_k_rmsnorm", MIP_K_RMSNORM},
-                                                                       {"mut_idx_pad_slot_wraps", MIP_PAD_WRAPS},
-                                                                       {"legal_seq_fma", MIP_LEGAL_SEQ_FMA},
-                                                                       {"legal_tile64", MIP_LEGAL_TILE64},
-                                                                       {"legal_fn_ulps", MIP_LEGAL_FN_ULPS},
-                                                                       {NULL},
-                                                                   }};
+static const ug_kernel_variant mla_indexer_prolog_quant_variants[] = {
+    {"sim", MIP_NONE},
+    {"mut_idx_q_from_cq", MIP_Q_FROM_CQ},
+    {"mut_idx_eps_shared", MIP_EPS_SHARED},
+    {"mut_idx_k_rmsnorm", MIP_K_RMSNORM},
+    {"mut_idx_pad_slot_wraps", MIP_PAD_WRAPS},
+    {"legal_seq_fma", MIP_LEGAL_SEQ_FMA},
+    {"legal_tile64", MIP_LEGAL_TILE64},
+    {"legal_fn_ulps", MIP_LEGAL_FN_ULPS},
+    {NULL},
+};
+const ug_sim_kernel ug_sim_mla_indexer_prolog_quant = {mip_kernel, mla_indexer_prolog_quant_variants};

@@ -224,16 +224,17 @@ static int mla_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return rc;
 }
 
-const ug_sim_kernel ug_sim_mla_prolog = {mla_kernel, (const ug_kernel_variant[]){
-                                                         {"sim", MUT_NONE},
-                                                         {"mut_rope_sin_sign", MUT_ROPE_SIN_SIGN},
-                                                         {"mut_slot_off_by_one", MUT_SLOT_OFF},
-                                                         {"mut_tail_tokens", MUT_TAIL_TOKENS},
-                                                         {"mut_kv_norm_bf16", MUT_KV_NORM_BF16},
-                                                         {"mut_qnorm_no_gamma", MUT_QNORM_NO_GAMMA},
-                                                         {"mut_qnorm_prenorm", MUT_QNORM_PRENORM},
-                                                         {"legal_seq_fma", LEGAL_SEQ_FMA},
-                                                         {"legal_tile64", LEGAL_TILE64},
-                                                         {"legal_fn_ulps", LEGAL_FN_ULPS},
-                                                         {NULL},
-                                                     }};
+static const ug_kernel_variant mla_prolog_variants[] = {
+    {"sim", MUT_NONE},
+    {"mut_rope_sin_sign", MUT_ROPE_SIN_SIGN},
+    {"mut_slot_off_by_one", MUT_SLOT_OFF},
+    {"mut_tail_tokens", MUT_TAIL_TOKENS},
+    {"mut_kv_norm_bf16", MUT_KV_NORM_BF16},
+    {"mut_qnorm_no_gamma", MUT_QNORM_NO_GAMMA},
+    {"mut_qnorm_prenorm", MUT_QNORM_PRENORM},
+    {"legal_seq_fma", LEGAL_SEQ_FMA},
+    {"legal_tile64", LEGAL_TILE64},
+    {"legal_fn_ulps", LEGAL_FN_ULPS},
+    {NULL},
+};
+const ug_sim_kernel ug_sim_mla_prolog = {mla_kernel, mla_prolog_variants};

@@ -226,16 +226,17 @@ int ug_mlaq_k_run_legal(const ulpgym_call *call, char *err, size_t errlen, int b
     return rc;
 }
 
-const ug_sim_kernel ug_sim_mla_prolog_quant = {ug_mlaq_k_run, (const ug_kernel_variant[]){
-                                                                  {"sim", MUT_NONE},
-                                                                  {"mut_scale_per_tensor", MUT_SCALE_TENSOR},
-                                                                  {"mut_kv_group_64", MUT_GROUP_HALF},
-                                                                  {"mut_rope_interleaved", MUT_ROPE_SWAP},
-                                                                  {"mut_eps_outside", MUT_EPS_OUTSIDE},
-                                                                  {"mut_slot_next_block", MUT_SLOT_BLOCK},
-                                                                  {"mut_half_away", MUT_HALF_AWAY},
-                                                                  {"legal_seq_fma", LEGAL_SEQ_FMA},
-                                                                  {"legal_tile64", LEGAL_TILE64},
-                                                                  {"legal_fn_ulps", LEGAL_FN_ULPS},
-                                                                  {NULL},
-                                                              }};
+static const ug_kernel_variant mla_prolog_quant_variants[] = {
+    {"sim", MUT_NONE},
+    {"mut_scale_per_tensor", MUT_SCALE_TENSOR},
+    {"mut_kv_group_64", MUT_GROUP_HALF},
+    {"mut_rope_interleaved", MUT_ROPE_SWAP},
+    {"mut_eps_outside", MUT_EPS_OUTSIDE},
+    {"mut_slot_next_block", MUT_SLOT_BLOCK},
+    {"mut_half_away", MUT_HALF_AWAY},
+    {"legal_seq_fma", LEGAL_SEQ_FMA},
+    {"legal_tile64", LEGAL_TILE64},
+    {"legal_fn_ulps", LEGAL_FN_ULPS},
+    {NULL},
+};
+const ug_sim_kernel ug_sim_mla_prolog_quant = {ug_mlaq_k_run, mla_prolog_quant_variants};
