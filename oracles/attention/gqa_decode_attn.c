@@ -79,8 +79,10 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
     /* The default scale stands for the exact 1/sqrt(D) (the kernel's fp32 copy of it is
      * its own rounding); compared the way the declaration's default is made. */
     int exact_default = p.scale == (double)(float)(1.0 / sqrt((double)p.dim)); /* rounds: fp32, as the default */
+    size_t ldkt, kt_base = (size_t)-1, kt_n = 0; /* the keys held transposed: from kt_base, kt_n of them */
+    double *kt = ug_gl_kt_alloc(ar, d, (size_t)p.ctx, &ldkt);
     ug_num *s = malloc(2 * (size_t)p.ctx * sizeof *s);
-    if (!s) return -1;
+    if (!s) return free(kt), -1;
     int rc = 0;
     while (pos < sel->n[0] && !rc) {
         size_t row = sel->idx[0][pos] / d, t = row / hq, b = t / sq, h = row % hq, kvh = h / (size_t)p.group;
@@ -89,21 +91,24 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
         size_t n = (size_t)(end - start), base = ((b * (size_t)p.heads_kv + kvh) * (size_t)p.ctx + (size_t)start) * d;
         size_t mark = ug_ar_mark(ar);
         ug_num scale = exact_default ? ug_rsqrt(ar, ug_c(ar, (double)p.dim)) : ug_c(ar, p.scale);
-        rc = ug_gl_attn_emit_query(ar, q->values + row * d, k->values + base, d, d, n, scale, v->values + base, d, d, s,
-                                   0, sel, &pos, row);
+        if (kt && (base != kt_base || n > kt_n)) /* a group's rows share their keys */
+            ug_gl_keys_transpose(k->values + base, d, d, n, kt, ldkt), kt_base = base, kt_n = n;
+        rc = ug_gl_attn_emit_query_kt(ar, q->values + row * d, k->values + base, d, kt, ldkt, d, n, scale,
+                                      v->values + base, d, d, s, 0, sel, &pos, row);
         ug_ar_release(ar, mark);
     }
+    free(kt);
     free(s);
     return rc;
 }
 
 /* Scratch for the case memory estimate: one (batch, kv head)'s keys and values in fp32 in
- * the sim kernel; the oracle's score arrays. */
+ * the sim kernel; the oracle's score arrays and its keys held transposed. */
 static double scratch(const ug_params *P)
 {
     const ug_gqa_decode_attn_params *params = UG_P(gqa_decode_attn, P);
     double ctx = (double)params->ctx;
-    return 8 * ctx * (double)params->dim + 2 * ctx * UG_NUM_BYTES;
+    return 8 * ctx * (double)params->dim + 2 * ctx * UG_NUM_BYTES + ug_gl_kt_scratch((double)params->dim, ctx);
 }
 
 const ug_op_def ug_opdef_gqa_decode_attn = {.op = UG_OP_GQA_DECODE_ATTN,
