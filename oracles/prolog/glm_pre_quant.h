@@ -56,9 +56,8 @@ ug_num ug_gpq_norm_at(ug_ar *ar, ug_num v, ug_num den, double gamma, double beta
  * decided here: the value returned is the code itself (RNE to even; +-inf saturate, NaN 0). */
 ug_num ug_gpq_code_value(ug_ar *ar, double n, double s, double o);
 /* sum_k codes[k]*W[k, c] over the int8 W [H, cols] (exact: |sum| < 2^30 for H < 2^16), for
- * column c, or for every column into acc[0..cols) (one pass over W, row by row). */
+ * column c (every column in one pass over W: ug_int8_col_dots, oracles/mp/int8_dot.h). */
 int32_t ug_gpq_int_sum(const int8_t *codes, const int8_t *w8, size_t H, size_t cols, size_t c);
-void ug_gpq_int_sums(const int8_t *codes, const int8_t *w8, size_t H, size_t cols, int32_t *acc);
 /* (acc + bias) * deq: the integer sum exact (an exact constant in every arithmetic), its
  * conversion to fp32 a declared device rounding, one exact product. */
 ug_num ug_gpq_gemm_value(ug_ar *ar, int32_t acc, double bias, double deq);
