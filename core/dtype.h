@@ -98,6 +98,9 @@ static inline double ug_dtype_round_fast(ug_dtype dt, double x)
 /* Encode x (rounded first) to dt's bit pattern / decode bits to the exact value. */
 uint32_t ug_dtype_encode(ug_dtype dt, double x);
 double ug_dtype_decode(ug_dtype dt, uint32_t bits);
+/* out[k] = the exact value of element k of src (n elements of dt): ug_dtype_load of each,
+ * a block at a time (a case decodes its inputs once, tens of millions of elements). */
+void ug_dtype_decode_block(ug_dtype dt, const void *src, size_t n, double *out);
 
 /* Unit in the last place of value x in format dt: 2^(max(floor(log2|x|), emin) - mant). */
 double ug_dtype_ulp(ug_dtype dt, double x);

@@ -64,36 +64,6 @@ static int dtype_listed(const char *list, ug_dtype dt)
     return 0;
 }
 
-/* t->values[k] = ug_dtype_load(t->dtype, t->data, k) for every k; fp32 and bf16 (most
- * inputs) by ug_dtype_decode's own conversion (exact) inline, a loop the compiler vectorises
- * instead of a call per element; one-byte formats (fp8 caches, int8) through a table of
- * ug_dtype_decode's 256 values (decoding an fp8 element was ~50 ns of scalbn). */
-static void decode_tensor(ug_tensor *t)
-{
-    const unsigned char *p = t->data;
-    if (ug_dtype_size(t->dtype) == 1) {
-        double table[256];
-        for (uint32_t b = 0; b < 256; b++) table[b] = ug_dtype_decode(t->dtype, b);
-        for (size_t k = 0; k < t->numel; k++) t->values[k] = table[p[k]];
-    } else if (t->dtype == UG_DT_FP32)
-        for (size_t k = 0; k < t->numel; k++) {
-            float f;
-            memcpy(&f, p + 4 * k, 4);
-            t->values[k] = f;
-        }
-    else if (t->dtype == UG_DT_BF16)
-        for (size_t k = 0; k < t->numel; k++) {
-            uint16_t h;
-            memcpy(&h, p + 2 * k, 2);
-            uint32_t u = (uint32_t)h << 16;
-            float f;
-            memcpy(&f, &u, 4);
-            t->values[k] = f;
-        }
-    else
-        for (size_t k = 0; k < t->numel; k++) t->values[k] = ug_dtype_load(t->dtype, t->data, k);
-}
-
 static int decode_inputs(ug_case *c, char *err, size_t errlen)
 {
     for (int i = 0; i < c->n_in; i++) { /* decode once: oracles read inputs many times */
@@ -103,7 +73,7 @@ static int decode_inputs(ug_case *c, char *err, size_t errlen)
             snprintf(err, errlen, "out of memory decoding input \"%s\"", t->name);
             return -1;
         }
-        decode_tensor(t);
+        ug_dtype_decode_block(t->dtype, t->data, t->numel, t->values);
     }
     return 0;
 }
