@@ -169,16 +169,17 @@ int main(int argc, char **argv)
     CHECK(s[0].caught_certified == 0, "correct kernel: %zu cases fail under certified", s[0].caught_certified);
     printf("%s: %zu plan cases, correct kernel passes %zu\n", argv[1], p.n,
            p.n - s[0].caught - s[0].errors - s[0].skips - s[0].other);
-    int mutants = 0;
+    int mutants = 0, legal = 0;
     for (int v = 1; v < n; v++) {
         CHECK(!s[v].unavailable, "variant %s of %s: %s", s[v].variant, argv[1], s[v].message);
         if (s[v].unavailable) continue;
         if (s[v].legal)
-            check_legal(argv[1], &s[v], p.n);
+            check_legal(argv[1], &s[v], p.n), legal++;
         else
             check_mutant(argv[1], &s[v], p.n), mutants++;
     }
     CHECK(mutants >= 2, "%s has %d mutants; at least two are required", argv[1], mutants);
+    CHECK(legal >= 1, "%s has no legal variant; at least one is required (the false-alarm set)", argv[1]);
     if (share == 0 && p.n > UG_SHARE_PER_OP)
         printf("%s: pins not compared: they pin the CI share of %d cases per op\n", argv[1], UG_SHARE_PER_OP);
     else

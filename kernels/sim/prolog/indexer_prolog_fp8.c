@@ -618,24 +618,16 @@ static int lip8_kernel(const ulpgym_call *call, char *err, size_t errlen, int bu
     return 0;
 }
 
-/* The legal variants the three ops share (prolog_legal.h: the same sums in other orders,
- * the rstd 3 fp32 ulps off). */
-/* clang-format off */
-#define LIP8_LEGAL_ROWS                                                                                  \
-    {"legal_seq_fma", "legal: every fp32 GEMM dot (x.W_k, x.W_proj, a given Hadamard) and k-norm sum "  \
-     "one sequential chain (fmaf)", lip8_kernel, 0, LIP8_LEGAL_SEQ_FMA},                                 \
-    {"legal_tile64", "legal: the fp32 GEMM dots and k-norm sums in K-tiles of 64, the tile partials "    \
-     "added pairwise", lip8_kernel, 0, LIP8_LEGAL_TILE64},                                               \
-    {"legal_fn_ulps", "legal: the k norm's rstd from an rsqrt 3 fp32 ulps off 1/sqrtf (either way, by " \
-     "the argument)", lip8_kernel, 0, LIP8_LEGAL_FN_ULPS}
-/* clang-format on */
-
 static const ug_kernel_variant lightning_indexer_prolog_quant_fp8_variants[] = {
     {"sim", LIP8_BUG_NONE},
     {"mut_hadamard_unnormalised", LIP8_BUG_HADAMARD_UNNORMALISED},
     {"mut_pad_slot_wraps", LIP8_BUG_PAD_SLOT_WRAPS},
     {"mut_scale_440", LIP8_BUG_SCALE_440},
     {"mut_hadamard_transposed", LIP8_BUG_HADAMARD_TRANSPOSED},
+    /* the legal variants the three ops share (prolog_legal.h) */
+    {"legal_seq_fma", LIP8_LEGAL_SEQ_FMA},
+    {"legal_tile64", LIP8_LEGAL_TILE64},
+    {"legal_fn_ulps", LIP8_LEGAL_FN_ULPS},
     {NULL},
 };
 const ug_sim_kernel ug_sim_lightning_indexer_prolog_quant_fp8 = {lip8_kernel,
@@ -649,6 +641,10 @@ static const ug_kernel_variant lightning_indexer_prolog_quant_mxfp8_variants[] =
     {"mut_no_saturation", LIP8_BUG_NO_SATURATION},
     {"mut_hadamard_transposed", LIP8_BUG_HADAMARD_TRANSPOSED},
     {"mut_pad_slot_wraps", LIP8_BUG_PAD_SLOT_WRAPS},
+    /* the legal variants the three ops share (prolog_legal.h) */
+    {"legal_seq_fma", LIP8_LEGAL_SEQ_FMA},
+    {"legal_tile64", LIP8_LEGAL_TILE64},
+    {"legal_fn_ulps", LIP8_LEGAL_FN_ULPS},
     {NULL},
 };
 const ug_sim_kernel ug_sim_lightning_indexer_prolog_quant_mxfp8 = {lip8_kernel,
@@ -664,6 +660,10 @@ static const ug_kernel_variant lightning_indexer_prolog_quant_variants[] = {
     {"mut_weights_no_heads", LIP8_BUG_WEIGHTS_NO_HEADS},
     {"mut_slot_off_by_one", LIP8_BUG_SLOT_OFF_BY_ONE},
     {"mut_pad_slot_wraps", LIP8_BUG_PAD_SLOT_WRAPS},
+    /* the legal variants the three ops share (prolog_legal.h) */
+    {"legal_seq_fma", LIP8_LEGAL_SEQ_FMA},
+    {"legal_tile64", LIP8_LEGAL_TILE64},
+    {"legal_fn_ulps", LIP8_LEGAL_FN_ULPS},
     {NULL},
 };
 const ug_sim_kernel ug_sim_lightning_indexer_prolog_quant = {lip8_kernel, lightning_indexer_prolog_quant_variants};
