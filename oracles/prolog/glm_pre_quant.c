@@ -76,13 +76,6 @@ ug_num ug_gpq_code_value(ug_ar *ar, double n, double s, double o)
     return ug_add(ar, ug_mul(ar, ug_c(ar, n), ug_c(ar, s)), ug_c(ar, o));
 }
 
-int32_t ug_gpq_int_sum(const int8_t *codes, const int8_t *w8, size_t H, size_t cols, size_t c)
-{
-    int32_t acc = 0;
-    for (size_t k = 0; k < H; k++) acc += (int32_t)codes[k] * w8[k * cols + c];
-    return acc;
-}
-
 ug_num ug_gpq_gemm_value(ug_ar *ar, int32_t acc, double bias, double deq)
 {
     /* a device converts the int32 sum to fp32, which rounds once |sum| > 2^24 */
@@ -112,9 +105,8 @@ typedef struct {
     size_t T, cols, qk; /* GEMM columns; q and k columns */
     const ug_tensor *x, *res, *nw, *nb, *sr, *off, *qb, *deq, *cos, *sin, *hw[2], *hb[2];
     const int8_t *w8; /* W [H, cols], the case's int8 codes */
-    int8_t *codes;    /* one token's kernel codes */
-    double *codes_d;  /* the same as doubles (exact), for ug_int8_col_dots */
-    int32_t *acc;     /* its scratch */
+    double *codes;    /* one token's kernel codes (integers, exact) */
+    int32_t *acc;     /* ug_int8_col_dots' scratch */
     int64_t *sums;    /* one token's integer sums, every column (dense selections) */
     double *r, *head; /* one row of r (H); one head (D) */
 } pq_ctx;
@@ -153,7 +145,7 @@ static void code_stage(const pq_ctx *k, const ug_case *c, ug_ar *ar, const ug_se
 }
 
 /* Output o's selected elements of token t, row width w, GEMM column base + j; the integer
- * sums from k->acc when full, else column by column. */
+ * sums from k->sums when full, else column by column (exact: |sum| < 2^30 for H < 2^16). */
 static void gemm_emit(const pq_ctx *k, ug_ar *ar, const ug_selection *sel, int o, size_t t, size_t w, size_t base,
                       int full)
 {
@@ -161,8 +153,11 @@ static void gemm_emit(const pq_ctx *k, ug_ar *ar, const ug_selection *sel, int o
     ug_selection_range(sel, o, t * w, (t + 1) * w, &b, &e);
     for (; b < e; b++) {
         size_t col = base + sel->idx[o][b] - t * w, mark = ug_ar_mark(ar);
-        int32_t acc = full ? (int32_t)k->sums[col] : ug_gpq_int_sum(k->codes, k->w8, k->d.H, k->cols, col);
-        ug_ar_emit(ar, o, b, ug_gpq_gemm_value(ar, acc, ug_tload(k->qb, col), ug_tload(k->deq, col)));
+        int64_t sum;
+        if (!full) ug_int8_col_dots(k->codes, k->w8, k->cols, k->d.H, &col, 1, 1, k->acc, &sum);
+        ug_ar_emit(
+            ar, o, b,
+            ug_gpq_gemm_value(ar, (int32_t)(full ? k->sums[col] : sum), ug_tload(k->qb, col), ug_tload(k->deq, col)));
         ug_ar_release(ar, mark);
     }
 }
@@ -174,10 +169,9 @@ static void gemm_stage(const pq_ctx *k, const ug_case *c, ug_ar *ar, const ug_se
     ug_selection_range(sel, O_QKMM, t * k->qk, (t + 1) * k->qk, &b1, &e1);
     ug_selection_range(sel, O_V, t * kv, (t + 1) * kv, &b2, &e2);
     if (b1 == e1 && b2 == e2) return;
-    for (size_t i = 0; i < H; i++)
-        k->codes_d[i] = ug_tload(&c->out[O_N8], t * H + i), k->codes[i] = (int8_t)k->codes_d[i];
+    for (size_t i = 0; i < H; i++) k->codes[i] = ug_tload(&c->out[O_N8], t * H + i);
     int full = (e1 - b1) + (e2 - b2) > PQ_DENSE_COLS; /* one pass over W beats that many strided columns */
-    if (full) ug_int8_col_dots(k->codes_d, k->w8, k->cols, H, (const size_t[]){0}, 1, k->cols, k->acc, k->sums);
+    if (full) ug_int8_col_dots(k->codes, k->w8, k->cols, H, (const size_t[]){0}, 1, k->cols, k->acc, k->sums);
     gemm_emit(k, ar, sel, O_QKMM, t, k->qk, 0, full);
     gemm_emit(k, ar, sel, O_V, t, kv, k->qk, full);
 }
@@ -241,13 +235,12 @@ static int ctx_open(pq_ctx *k, const ug_case *c)
     k->hw[1] = ug_case_input(c, "k_norm_weight"), k->hb[1] = ug_case_input(c, "k_norm_bias");
     k->cos = ug_case_input(c, "cos"), k->sin = ug_case_input(c, "sin");
     k->w8 = ug_gpq_weight_i8(ug_case_input(c, "qkv_weight"));
-    k->codes = malloc(k->d.H);
     k->acc = malloc(k->cols * sizeof *k->acc);
     k->sums = malloc(k->cols * sizeof *k->sums);
     k->r = malloc((2 * k->d.H + k->d.D) * sizeof *k->r);
     k->head = k->r ? k->r + k->d.H : NULL;
-    k->codes_d = k->r ? k->head + k->d.D : NULL;
-    return k->w8 && k->codes && k->acc && k->sums && k->r ? 0 : -1;
+    k->codes = k->r ? k->head + k->d.D : NULL;
+    return k->w8 && k->acc && k->sums && k->r ? 0 : -1;
 }
 
 int ug_gpq_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
@@ -263,7 +256,7 @@ int ug_gpq_oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
         rope_stage(&k, c, ar, sel, t);
         ug_ar_release(ar, mark);
     }
-    free(k.codes), free(k.acc), free(k.sums), free(k.r);
+    free(k.acc), free(k.sums), free(k.r);
     return rc;
 }
 
@@ -278,10 +271,10 @@ void ug_gpq_geometry(const ug_case *c, int out, ug_geom *g)
 
 /* Scratch for the case memory estimate: the kernel's fp32 rows and vectors (x, residual, r, n, codes and the four per-channel
  * vectors: 9 H floats), its GEMM row, accumulators, bias, scale and heads (5 cols
- * floats); the oracle's r row, head, codes (int8 and double) and sums (int32 and int64). */
+ * floats); the oracle's r row, head, codes and sums (int32 and int64). */
 double ug_gpq_scratch(const ug_params *P)
 {
     ug_gpq_dims d = ug_gpq_dims_read(P);
     double H = (double)d.H, cols = (double)ug_gpq_cols(&d);
-    return 4 * (9 * H + 5 * cols) + 8 * (2 * H + d.D) + H + 12 * cols;
+    return 4 * (9 * H + 5 * cols) + 8 * (2 * H + d.D) + 12 * cols;
 }

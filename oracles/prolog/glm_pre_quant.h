@@ -17,7 +17,8 @@
  *     den = ug_gpq_add_norm_den(ar, x_row, res_row, r, H, eps);
  *     n_i = ug_gpq_norm_at(ar, ug_add(ar, ug_c(ar, x_i), ug_c(ar, res_i)), den, g_i, b_i)
  *     code value = ug_gpq_code_value(ar, n_kernel_i, s_i, o_i)
- *     mm_c = ug_gpq_gemm_value(ar, ug_gpq_int_sum(codes_kernel, w8, H, cols, c), bias_c, deq_c)
+ *     mm_c = ug_gpq_gemm_value(ar, codes_kernel . W[:, c], bias_c, deq_c), the integer dot
+ *            exact by ug_int8_col_dots (oracles/mp/int8_dot.h: one column, or a row's all)
  *     qk_norm from a head row of the kernel's mm with ug_gpq_norm_den / ug_gpq_norm_at (n = D)
  *     q/k dim i < R: ug_gpq_rope_at(ar, head_row_of_qk_norm, cos_t, sin_t, i, R)
  * Everything runs in every arithmetic of oracles/mp/arith.h; nothing branches on the mode. */
@@ -55,9 +56,6 @@ ug_num ug_gpq_norm_at(ug_ar *ar, ug_num v, ug_num den, double gamma, double beta
  * represents, so every correct device computes it exactly) and a non-finite value are
  * decided here: the value returned is the code itself (RNE to even; +-inf saturate, NaN 0). */
 ug_num ug_gpq_code_value(ug_ar *ar, double n, double s, double o);
-/* sum_k codes[k]*W[k, c] over the int8 W [H, cols] (exact: |sum| < 2^30 for H < 2^16), for
- * column c (every column in one pass over W: ug_int8_col_dots, oracles/mp/int8_dot.h). */
-int32_t ug_gpq_int_sum(const int8_t *codes, const int8_t *w8, size_t H, size_t cols, size_t c);
 /* (acc + bias) * deq: the integer sum exact (an exact constant in every arithmetic), its
  * conversion to fp32 a declared device rounding, one exact product. */
 ug_num ug_gpq_gemm_value(ug_ar *ar, int32_t acc, double bias, double deq);
