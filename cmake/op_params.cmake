@@ -5,10 +5,12 @@
 #   op_params.h  per op: an enum per enum param (UG_<OP>_<PARAM>_<CHOICE>) and
 #                `ug_<op>_params`: every declared param (int: long; fp32 and number:
 #                double; enum: its choice and choice_name; lists: ug_plist), then the
-#                derived sizes (long);
+#                derived sizes (long); and once, ug_variant_code: UG_V_<NAME> for every
+#                sim variant any declaration names ("sim_variants"; UG_V_SIM = 0);
 # An op declared with "params_from" gets that op's params under its own struct name.
 #   op_params.c  per op, where each field lies (ug_typed_layouts[]), which
-#                core/opdecl.c's parse reads to fill the struct once per parse.
+#                core/opdecl.c's parse reads to fill the struct once per parse; and
+#                ug_variant_names[], each code's name (core/ops.c joins by it).
 # Included by CMakeLists.txt with UG_DECL_FILES (the declaration files) and UG_GEN_DIR set.
 
 function(ug_op_params_field_type type out)
@@ -104,6 +106,39 @@ foreach(f ${UG_DECL_FILES})
   string(APPEND UG_OPP_C "static const ug_typed_field fields_${op}[] = {\n${layout}    {0, 0, 0, 0}};\n")
   string(APPEND UG_OPP_TABLE "    {\"${op}\", fields_${op}},\n")
 endforeach()
+# Every sim variant named in any declaration's "sim_variants", as one code each ("sim" 0, the
+# others in name order): a sim kernel tests `bug == UG_V_MUT_PV_BF16`, so the declaration is
+# the one list of an op's variants and a misspelt one fails the build; core/ops.c gives each
+# declared variant its code by name (ug_variant_names).
+set(UG_VARIANT_NAMES "")
+foreach(f ${UG_DECL_FILES})
+  file(READ ${f} text)
+  string(JSON nv ERROR_VARIABLE no_variants LENGTH "${text}" sim_variants)
+  if(NOT no_variants AND nv GREATER 0)
+    math(EXPR last "${nv} - 1")
+    foreach(i RANGE ${last})
+      string(JSON vname GET "${text}" sim_variants ${i} name)
+      list(APPEND UG_VARIANT_NAMES "${vname}")
+    endforeach()
+  endif()
+endforeach()
+list(REMOVE_DUPLICATES UG_VARIANT_NAMES)
+list(REMOVE_ITEM UG_VARIANT_NAMES sim)
+list(SORT UG_VARIANT_NAMES)
+list(PREPEND UG_VARIANT_NAMES sim)
+set(variant_codes "")
+set(variant_names "")
+foreach(vname ${UG_VARIANT_NAMES})
+  string(TOUPPER "${vname}" VNAME)
+  string(APPEND variant_codes "    UG_V_${VNAME},\n")
+  string(APPEND variant_names "    \"${vname}\",\n")
+endforeach()
+string(APPEND UG_OPP_H "/* Every declared sim variant's code (the declarations' \"sim_variants\"): what a sim kernel\n"
+       " * gets as its bug argument. ug_variant_names[code] is its name. */\n"
+       "typedef enum {\n${variant_codes}    UG_V_COUNT\n} ug_variant_code;\n"
+       "extern const char *const ug_variant_names[UG_V_COUNT];\n\n")
+string(APPEND UG_OPP_C "const char *const ug_variant_names[UG_V_COUNT] = {\n${variant_names}};\n\n")
+
 string(APPEND UG_OPP_H "/* The typed params of op (a bare name: page_attention) in parsed params p, which must be\n"
        " * that op's (ug_params_typed aborts otherwise, as a misnamed ug_p_int does). */\n"
        "#define UG_P(op, p) ((const ug_##op##_params *)ug_params_typed((p), #op))\n\n#endif\n")

@@ -8,12 +8,13 @@
 #include <strings.h>
 
 #include "core/canon.h"
+#include "op_params.h"
 
 /* Weak references: an operator whose definition is not linked in reads as NULL. The
  * library is a CMake OBJECT library, so every object is linked and nothing is dropped. */
 #define UG_OP(E, name, group)                                                                                          \
     extern const ug_op_def ug_opdef_##name __attribute__((weak));                                                      \
-    extern const ug_sim_kernel ug_sim_##name __attribute__((weak));
+    extern const ug_kernel_fn ug_sim_##name __attribute__((weak));
 #include "core/ops.def"
 #undef UG_OP
 
@@ -23,7 +24,7 @@ static const struct {
     const char *name;
     ug_group group;
     const ug_op_def *def;
-    const ug_sim_kernel *sim;
+    const ug_kernel_fn *sim;
 } op_table[UG_OP_COUNT] = {
 #define UG_OP(E, name, group) {#name, UG_GROUP_##group, &ug_opdef_##name, &ug_sim_##name},
 #include "core/ops.def"
@@ -43,23 +44,21 @@ static void die(const char *what, const char *op)
     exit(70);
 }
 
-int ug_op_join_variants(ug_op_def *d, const ug_kernel_variant *table, char *err, size_t errlen)
+int ug_op_join_variants(ug_op_def *d, const char *const *codes, int n_codes, char *err, size_t errlen)
 {
-    int n = 0;
-    for (; table[n].name; n++) {
-        const char *doc = n < d->n_variants ? d->variants[n].name : NULL;
-        if (!doc || strcmp(doc, table[n].name) != 0) {
-            snprintf(err, errlen,
-                     "declaration of %s: \"sim_variants\"[%d] is %s%s%s, the sim kernel's table has \"%s\" there",
-                     d->decl.op, n, doc ? "\"" : "", doc ? doc : "missing", doc ? "\"" : "", table[n].name);
+    for (int i = 0; i < d->n_variants; i++) {
+        const char *name = d->variants[i].name;
+        int code = 0;
+        while (code < n_codes && strcmp(codes[code], name) != 0) code++;
+        if (code == n_codes || (i == 0) != (strcmp(name, "sim") == 0)) {
+            snprintf(err, errlen, "declaration of %s: \"sim_variants\"[%d] \"%s\" %s", d->decl.op, i, name,
+                     code == n_codes ? "has no variant code (cmake/op_params.cmake makes them; rebuild)"
+                                     : "is out of place: \"sim\" comes first, once");
             return -1;
         }
-        d->variants[n].bug = table[n].bug;
+        d->variants[i].bug = code;
     }
-    if (n == d->n_variants) return 0;
-    snprintf(err, errlen, "declaration of %s: \"sim_variants\"[%d] is \"%s\", which the sim kernel's table lacks",
-             d->decl.op, n, d->variants[n].name);
-    return -1;
+    return 0;
 }
 
 static void load_definitions(void)
@@ -75,7 +74,7 @@ static void load_definitions(void)
     for (int op = 0; op < UG_OP_COUNT; op++) {
         if (op_table[op].def && !loaded[op].decl.op) die("no declaration file oracles/<family>/", op_table[op].name);
         if (op_table[op].def && op_table[op].sim &&
-            ug_op_join_variants(&loaded[op], op_table[op].sim->variants, err, sizeof err))
+            ug_op_join_variants(&loaded[op], ug_variant_names, UG_V_COUNT, err, sizeof err))
             die(err, "");
     }
     loaded_ok = 1;
@@ -150,7 +149,7 @@ int ug_op_run_variant(int op, const ug_kernel_variant *v, const ulpgym_call *cal
                  op < 0 || op >= UG_OP_COUNT ? "?" : op_table[op].name);
         return -2;
     }
-    return op_table[op].sim->fn(call, err, errlen, v->bug);
+    return (*op_table[op].sim)(call, err, errlen, v->bug);
 }
 
 const ug_op_decl *ug_op_decl_find(const char *name)

@@ -5,8 +5,8 @@
  * params, derived sizes, tensors and output rules: data, in oracles/<family>/<name>.json,
  * compiled in and loaded by core/opdecl_json.c) and its functions (check, builder of the
  * built inputs, oracle, sampling geometry: `const ug_op_def ug_opdef_<name>` in
- * oracles/<family>/<name>.c). Its sim kernel and that kernel's variants are
- * `const ug_sim_kernel ug_sim_<name>` (kernels/sim/<family>/<name>.c); the tables here
+ * oracles/<family>/<name>.c). Its sim kernel is
+ * `const ug_kernel_fn ug_sim_<name>` (kernels/sim/<family>/<name>.c); the tables here
  * refer to both weakly, so neither side includes the other. */
 #ifndef UG_OPS_H
 #define UG_OPS_H
@@ -82,29 +82,22 @@ typedef struct {
 /* Adds row r (and r-1, r+1 when neighbours) to g's hot rows, within g->rows and UG_GEOM_HOT. */
 void ug_geom_hot(ug_geom *g, size_t r, int neighbours);
 
-/* A sim kernel: the plugin ABI's entry plus the variant's bug code (the kernel's own enum),
- * so one function serves the correct kernel and all its planted mutants. */
+/* A sim kernel: the plugin ABI's entry plus the variant's code (ug_variant_code, op_params.h),
+ * so one function serves the correct kernel, its legal variants and its planted mutants. */
 typedef int (*ug_kernel_fn)(const ulpgym_call *call, char *err, size_t errlen, int bug);
 
-/* One variant of a sim kernel. The kernel's C table gives name and bug; desc and
- * beyond_plan are data, the op's declaration's "sim_variants" (same names, same order),
- * joined to the table when the definitions load (core/ops.c). */
+/* One variant of a sim kernel, as the op's declaration lists it ("sim_variants": name, desc,
+ * beyond_plan), with its code: the generated ug_variant_code of its name (op_params.h), which
+ * the kernel function gets as bug and tests as `bug == UG_V_MUT_PV_BF16`. An op's sim kernel
+ * is exported as `const ug_kernel_fn ug_sim_<name>` from kernels/sim/<family>/<name>.c. */
 typedef struct {
     const char *name; /* "sim" is the correct kernel; "legal_*" other legal implementations of the
                          contract (ug_variant_legal); others are planted-bug mutants */
-    int bug;          /* passed to the kernel function: its own code for this variant */
+    int bug;          /* passed to the kernel function: the name's ug_variant_code */
     const char *desc;
     int beyond_plan; /* a mutant the nightly plan is known not to reach: the fuzzer's job
                         (tests assert the plan misses it and corpus/found/ catches it) */
 } ug_kernel_variant;
-
-/* An op's sim kernel: the one function and the table of its variants (NULL-name ended,
- * "sim" first), rows {name, bug}. Exported as `const ug_sim_kernel ug_sim_<name>` from
- * kernels/sim/<family>/<name>.c. */
-typedef struct {
-    ug_kernel_fn fn;
-    const ug_kernel_variant *variants;
-} ug_sim_kernel;
 
 struct ug_ar;
 struct ug_selection;
@@ -203,10 +196,10 @@ extern const ug_embedded_decl ug_embedded_decls[];
 /* Reads declaration text json of op into d's declaration fields (core/opdecl_json.c).
  * 0, or -1 with a message naming the key. */
 int ug_op_def_load(ug_op_def *d, const char *op, const char *json, char *err, size_t errlen);
-/* Gives d's documented variants ("sim_variants") the bug codes of its sim kernel's table,
- * which must list the same names in the same order (core/ops.c, when the definitions
- * load). 0, or -1 with err naming the first difference. */
-int ug_op_join_variants(ug_op_def *d, const ug_kernel_variant *table, char *err, size_t errlen);
+/* Gives each of d's declared variants its code: its name's index in codes[0..n_codes)
+ * (ug_variant_names, generated from all declarations). "sim" must come first (core/ops.c,
+ * when the definitions load). 0, or -1 with err naming the variant. */
+int ug_op_join_variants(ug_op_def *d, const char *const *codes, int n_codes, char *err, size_t errlen);
 /* The op's contract version: 16 hex digits, the hash of its declaration file's canonical
  * JSON (oracles/<family>/<op>.json: params, defaults, tensors, rules, semantics), so any
  * change of the contract, not of its file's layout, changes it. `ops show` prints it and a

@@ -12,6 +12,7 @@
 #include "check.h"
 #include "gen/case.h"
 #include "gen/plan.h"
+#include "op_params.h"
 
 /* The tensors of a built case against the declaration evaluated on its params_json. */
 static void check_case(const ug_case *c)
@@ -244,14 +245,13 @@ static void check_declaration_loader(void)
                         "must not take a tensor's name");
 }
 
-/* "sim_variants": the sim kernel's variants documented in the declaration, joined by name
- * and order to the kernel's table of bug codes (core/ops.c). */
+/* "sim_variants": the sim kernel's variants as the declaration lists them, each given its
+ * code (the generated ug_variant_code of its name) when the definitions load (core/ops.c). */
 #define T_DECL_VARIANTS(rows) T_DECL_HEAD T_DECL_PARAMS T_DECL_TENSORS "\"sim_variants\":[" rows "]," T_DECL_OUTPUTS
 static void check_sim_variants(void)
 {
-    static const ug_kernel_variant table[] = {{"sim", 0}, {"mut_x", 7}, {NULL}},
-                                   longer[] = {{"sim", 0}, {"mut_x", 7}, {"mut_y", 8}, {NULL}};
-    ug_op_def d = {0};
+    static const char *const codes[] = {"sim", "mut_q", "mut_x"}, *const fewer[] = {"sim", "mut_q"};
+    ug_op_def d = {0}, swapped = {0};
     char err[512] = "";
     CHECK(ug_op_def_load(&d, "t_op",
                          T_DECL_VARIANTS("{\"name\":\"sim\",\"desc\":\"right\"},"
@@ -261,17 +261,25 @@ static void check_sim_variants(void)
     CHECK(d.n_variants == 2 && strcmp(d.variants[1].desc, "wrong") == 0 && d.variants[1].beyond_plan &&
               !d.variants[0].beyond_plan && !d.variants[2].name,
           "sim_variants read back");
-    CHECK(ug_op_join_variants(&d, table, err, sizeof err) == 0 && d.variants[1].bug == 7, "joined: %s", err);
-    CHECK(ug_op_join_variants(&d, longer, err, sizeof err) == -1 && strstr(err, "[2] is missing") &&
-              strstr(err, "mut_y"),
-          "a variant the declaration lacks: %s", err);
-    CHECK(ug_op_join_variants(&d, (const ug_kernel_variant[]){{"sim", 0}, {NULL}}, err, sizeof err) == -1 &&
-              strstr(err, "\"mut_x\", which the sim kernel's table lacks"),
-          "a variant the table lacks: %s", err);
-    CHECK(ug_op_join_variants(&d, (const ug_kernel_variant[]){{"mut_x", 7}, {"sim", 0}, {NULL}}, err, sizeof err) ==
-                  -1 &&
-              strstr(err, "[0] is \"sim\""),
-          "another order: %s", err);
+    CHECK(ug_op_join_variants(&d, codes, 3, err, sizeof err) == 0 && d.variants[0].bug == 0 && d.variants[1].bug == 2,
+          "joined by name: %s", err);
+    CHECK(ug_op_join_variants(&d, fewer, 2, err, sizeof err) == -1 && strstr(err, "\"mut_x\" has no variant code"),
+          "a variant without a code: %s", err);
+    CHECK(
+        ug_op_def_load(&swapped, "t_op",
+                       T_DECL_VARIANTS("{\"name\":\"mut_x\",\"desc\":\"wrong\"},{\"name\":\"sim\",\"desc\":\"right\"}"),
+                       err, sizeof err) == 0 &&
+            ug_op_join_variants(&swapped, codes, 3, err, sizeof err) == -1 &&
+            strstr(err, "[0] \"mut_x\" is out of place"),
+        "sim not first: %s", err);
+    /* every op's variants carry the codes of their own names, "sim" (0) first */
+    for (int op = 0; op < UG_OP_COUNT; op++) {
+        const ug_kernel_variant *v = ug_op_variants(op);
+        for (int i = 0; v && v[i].name; i++)
+            CHECK(v[i].bug >= 0 && v[i].bug < UG_V_COUNT && strcmp(ug_variant_names[v[i].bug], v[i].name) == 0 &&
+                      (i == 0) == (v[i].bug == UG_V_SIM),
+                  "%s %s: code %d", ug_op_name(op), v[i].name, v[i].bug);
+    }
     expect_load_refused(T_DECL_VARIANTS("{\"name\":\"sim\"}"), "desc");
     expect_load_refused(T_DECL_VARIANTS("{\"name\":\"sim\",\"desc\":\"d\",\"beyond_plan\":1}"), "beyond_plan");
     expect_load_refused(T_DECL_VARIANTS("{\"name\":\"sim\",\"desc\":\"d\",\"bug\":1}"), "bug");

@@ -15,6 +15,10 @@
 #include "ulpgym/kernel_abi.h"
 
 #include "core/opdecl.h"
+#include "op_params.h" /* the variant codes UG_V_* a kernel tests its bug argument against */
+
+/* Whether variant (a ug_variant_code) is a legal one ("legal_*"): another correct kernel. */
+int ug_sim_legal(int variant);
 
 /* Parses call->params_json against the op's declaration: the same ug_params the oracle
  * gets (defaults filled, fp32 attributes rounded). -2 with a message; free the result

@@ -18,21 +18,6 @@
 
 #define SOFTMAX_TILE 256
 
-typedef enum {
-    MUT_NONE,
-    MUT_NO_MAX_SUB,
-    MUT_BF16_SUM,
-    MUT_TAIL_TILE,
-    MUT_TANH_OVERFLOW,
-    MUT_STORE_TRUNC,
-    MUT_EXP_APPROX,
-    MUT_MAX_FIRST_TILE,
-    MUT_MAX_INIT_ZERO,
-    LEGAL_TILE16,   /* legal: online softmax on 16-lane tiles */
-    LEGAL_TWO_PASS, /* legal: max pass, then one sequential fp32 sum; y = e / s (a division) */
-    LEGAL_PAIRWISE  /* legal: max pass, then a pairwise fp32 sum of the exps */
-} softmax_bug;
-
 /* tanh the way a hand-written vector kernel might: (e^2u - 1)/(e^2u + 1) in fp32, which
  * overflows to inf/inf = NaN once 2u > 88.7 (logits above ~44 caps). */
 static float tanh_by_exp(float u)
@@ -56,9 +41,9 @@ static float exp_poly4(float x)
 }
 
 /* The softmax's exp: the fp32 library exp (within an ulp), or the polynomial of mut_exp_approx. */
-static float dev_exp(float x, softmax_bug bug)
+static float dev_exp(float x, ug_variant_code bug)
 {
-    return bug == MUT_EXP_APPROX ? exp_poly4(x) : expf(x); /* rounds: fp32 exp (bug: relative error 4e-5) */
+    return bug == UG_V_MUT_EXP_APPROX ? exp_poly4(x) : expf(x); /* rounds: fp32 exp (bug: relative error 4e-5) */
 }
 
 /* The larger of a and b with NaN sticky, as a device's max propagates it: fmaxf drops a NaN,
@@ -67,28 +52,28 @@ static float dev_exp(float x, softmax_bug bug)
 static float max_nan(float a, float b) { return isnan(a) || isnan(b) ? NAN : fmaxf(a, b); }
 
 /* Online max/sum over the row z[0..n). Bugs change how tiles are accumulated. */
-static void online_stats(const float *z, size_t n, softmax_bug bug, float *m_out, float *s_out)
+static void online_stats(const float *z, size_t n, ug_variant_code bug, float *m_out, float *s_out)
 {
     float m = -INFINITY, s = 0.0f;
-    size_t tile = bug == LEGAL_TILE16 ? 16 : SOFTMAX_TILE;
+    size_t tile = bug == UG_V_LEGAL_TILE16 ? 16 : SOFTMAX_TILE;
     for (size_t t = 0; t < n; t += tile) {
         size_t len = n - t < tile ? n - t : tile;
-        if (bug == MUT_TAIL_TILE && t > 0 && len < tile) break; /* bug: tail tile dropped */
+        if (bug == UG_V_MUT_TAIL_TILE && t > 0 && len < tile) break; /* bug: tail tile dropped */
         float tm = -INFINITY;
         for (size_t j = 0; j < len; j++) tm = max_nan(tm, z[t + j]);
-        float m_new = bug == MUT_NO_MAX_SUB ? 0.0f : max_nan(m, tm);
-        if (bug == MUT_MAX_FIRST_TILE && t > 0) m_new = m; /* bug: the max of the first tile is kept for the row */
+        float m_new = bug == UG_V_MUT_NO_MAX_SUB ? 0.0f : max_nan(m, tm);
+        if (bug == UG_V_MUT_MAX_FIRST_TILE && t > 0) m_new = m; /* bug: the max of the first tile is kept for the row */
         /* bug: the running max starts at 0, not -inf, from the first live tile on (fully masked rows keep their
          * zeros): a row whose logits all lie below -88 underflows every exp(z - 0) to 0 and divides 0 by 0 */
-        if (bug == MUT_MAX_INIT_ZERO && tm != -INFINITY) m_new = fmaxf(m_new, 0.0f);
+        if (bug == UG_V_MUT_MAX_INIT_ZERO && tm != -INFINITY) m_new = fmaxf(m_new, 0.0f);
         if (m_new == -INFINITY) continue; /* everything so far is masked */
         float ts = 0.0f;
         for (size_t j = 0; j < len; j++) {
-            ts += dev_exp(z[t + j] - m_new, bug);                /* rounds: fp32 exp and add */
-            if (bug == MUT_BF16_SUM) ts = ug_sim_round_bf16(ts); /* bug: bf16 accumulator */
+            ts += dev_exp(z[t + j] - m_new, bug);                     /* rounds: fp32 exp and add */
+            if (bug == UG_V_MUT_BF16_SUM) ts = ug_sim_round_bf16(ts); /* bug: bf16 accumulator */
         }
         s = (m == -INFINITY ? 0.0f : s * dev_exp(m - m_new, bug)) + ts; /* rounds: fp32 rescale */
-        if (bug == MUT_BF16_SUM) s = ug_sim_round_bf16(s);
+        if (bug == UG_V_MUT_BF16_SUM) s = ug_sim_round_bf16(s);
         m = m_new;
     }
     *m_out = m;
@@ -104,12 +89,12 @@ static float pairwise_sum(const float *e, size_t n)
 
 /* Two passes over z[0..n): the row max (NaN sticky), then e[j] = exp(z - m) and their sum,
  * sequential or pairwise. */
-static void two_pass_stats(const float *z, float *e, size_t n, softmax_bug how, float *m_out, float *s_out)
+static void two_pass_stats(const float *z, float *e, size_t n, ug_variant_code how, float *m_out, float *s_out)
 {
     float m = -INFINITY, s = 0.0f;
     for (size_t j = 0; j < n; j++) m = max_nan(m, z[j]);
     for (size_t j = 0; j < n && m != -INFINITY; j++) e[j] = expf(z[j] - m); /* rounds: fp32 difference and exp */
-    if (m != -INFINITY && how == LEGAL_PAIRWISE)
+    if (m != -INFINITY && how == UG_V_LEGAL_PAIRWISE)
         s = pairwise_sum(e, n);
     else
         for (size_t j = 0; j < n && m != -INFINITY; j++) s += e[j]; /* rounds: fp32 */
@@ -135,12 +120,12 @@ static int softmax_kernel(const ulpgym_call *call, char *err, size_t errlen, int
         for (size_t j = 0; j < n; j++) {
             float v = z[j] * scale; /* rounds: fp32 */
             if (cap > 0.0f)
-                v = cap * (bug == MUT_TANH_OVERFLOW ? tanh_by_exp(v / cap) : tanhf(v / cap)); /* rounds: fp32 */
+                v = cap * (bug == UG_V_MUT_TANH_OVERFLOW ? tanh_by_exp(v / cap) : tanhf(v / cap)); /* rounds: fp32 */
             z[j] = mk[j] == -INFINITY ? -INFINITY : v + mk[j]; /* rounds: fp32; masked stays -inf even for NaN x */
         }
         float m, s;
-        if (bug == LEGAL_TWO_PASS || bug == LEGAL_PAIRWISE) {
-            two_pass_stats(z, e, n, (softmax_bug)bug, &m, &s);
+        if (bug == UG_V_LEGAL_TWO_PASS || bug == UG_V_LEGAL_PAIRWISE) {
+            two_pass_stats(z, e, n, (ug_variant_code)bug, &m, &s);
             for (size_t j = 0; j < n; j++) z[j] = m == -INFINITY ? 0.0f : e[j] / s; /* rounds: fp32 division */
         } else {
             online_stats(z, n, bug, &m, &s);
@@ -148,7 +133,7 @@ static int softmax_kernel(const ulpgym_call *call, char *err, size_t errlen, int
             for (size_t j = 0; j < n; j++)
                 z[j] = m == -INFINITY ? 0.0f : dev_exp(z[j] - m, bug) * inv; /* rounds: fp32 exp and product */
         }
-        if (bug == MUT_STORE_TRUNC) /* bug: the bf16/fp16 store truncates toward zero (exact for fp32 outputs) */
+        if (bug == UG_V_MUT_STORE_TRUNC) /* bug: the bf16/fp16 store truncates toward zero (exact for fp32 outputs) */
             for (size_t j = 0; j < n; j++) z[j] = ug_sim_trunc_to(y->dtype, z[j]);
         ug_sim_store(y, r * n, n, z); /* rounds: RNE to the dtype (exact after the truncation of the bug) */
     }
@@ -156,19 +141,4 @@ static int softmax_kernel(const ulpgym_call *call, char *err, size_t errlen, int
     return 0;
 }
 
-static const ug_kernel_variant attn_softmax_variants[] = {
-    {"sim", MUT_NONE},
-    {"mut_no_max_sub", MUT_NO_MAX_SUB},
-    {"mut_bf16_sum", MUT_BF16_SUM},
-    {"mut_tail_tile", MUT_TAIL_TILE},
-    {"mut_tanh_overflow", MUT_TANH_OVERFLOW},
-    {"mut_store_trunc", MUT_STORE_TRUNC},
-    {"mut_exp_approx", MUT_EXP_APPROX},
-    {"mut_max_first_tile", MUT_MAX_FIRST_TILE},
-    {"mut_max_init_zero", MUT_MAX_INIT_ZERO},
-    {"legal_tile16", LEGAL_TILE16},
-    {"legal_two_pass", LEGAL_TWO_PASS},
-    {"legal_pairwise", LEGAL_PAIRWISE},
-    {NULL},
-};
-const ug_sim_kernel ug_sim_attn_softmax = {softmax_kernel, attn_softmax_variants};
+const ug_kernel_fn ug_sim_attn_softmax = softmax_kernel;

@@ -36,13 +36,6 @@
 #include "kernels/sim/simlib.h"
 #include "op_params.h"
 
-/* mut_kv_head_mod's bug value and the legal variants': ga_kernel's own, past the shared
- * ug_glp_bug values. */
-#define GA_KV_HEAD_MOD 100
-#define GA_LEGAL_TILE16 101   /* key tiles of 16 keys instead of one block */
-#define GA_LEGAL_TWO_PASS 102 /* two-pass softmax: each row's max first, no rescaling */
-#define GA_LEGAL_FN_ULPS 103  /* every exp UG_SIM_FN_ULPS fp32 ulps off libm's */
-
 /* mut_kv_head_mod: q's heads permuted so that slot kvh*G + j of each row holds head j*Hkv + kvh
  * (the heads h with h % Hkv == kvh), the correct walk run on that fp32 copy into an fp32 o,
  * and o's heads permuted back and rounded once to bf16 (the walk's fp32 store is exact). */
@@ -64,7 +57,7 @@ static int ga_kv_head_mod(ug_glp_view *g)
     tq.dtype = ULPGYM_FP32, tq.strides = NULL, tq.data = qp;
     to.dtype = ULPGYM_FP32, to.strides = NULL, to.data = op;
     g->q = &tq, g->o = &to;
-    int rc = ug_glp_run(g, UG_GLP_OK);
+    int rc = ug_glp_run(g, UG_V_SIM);
     g->q = q, g->o = o;
     for (size_t r = 0; r < rows; r++)
         for (size_t kvh = 0; kvh < hkv; kvh++)
@@ -90,24 +83,11 @@ static int ga_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     ug_params_free(&p);
     ug_glp_sizes(&g, (long)bt->shape[1]);
     g.table = bt->data, g.lens = lens->data, g.batch = (long)lens->shape[0];
-    if (bug == GA_KV_HEAD_MOD) return ga_kv_head_mod(&g); /* bug: kv head h % heads_kv */
-    if (bug == GA_LEGAL_TILE16) g.tile_keys = 16;         /* legal: 16-key tiles */
-    if (bug == GA_LEGAL_TWO_PASS) g.legal = UG_GLP_LEGAL_TWO_PASS;
-    if (bug == GA_LEGAL_FN_ULPS) g.legal = UG_GLP_LEGAL_FN_ULPS;
-    return ug_glp_run(&g, bug > GA_KV_HEAD_MOD ? UG_GLP_OK : (ug_glp_bug)bug);
+    if (bug == UG_V_MUT_KV_HEAD_MOD) return ga_kv_head_mod(&g); /* bug: kv head h % heads_kv */
+    if (bug == UG_V_LEGAL_TILE16) g.tile_keys = 16;             /* legal: 16-key tiles */
+    if (bug == UG_V_LEGAL_TWO_PASS) g.legal = UG_GLP_LEGAL_TWO_PASS;
+    if (bug == UG_V_LEGAL_FN_ULPS) g.legal = UG_GLP_LEGAL_FN_ULPS;
+    return ug_glp_run(&g, (ug_variant_code)bug); /* the walk's own mutants act there */
 }
 
-static const ug_kernel_variant glm_attention_variants[] = {
-    {"sim", UG_GLP_OK},
-    {"mut_pv_bf16", UG_GLP_PV_BF16},
-    {"mut_no_sum_rescale", UG_GLP_NO_SUM_RESCALE},
-    {"mut_full_last_block", UG_GLP_FULL_LAST_BLOCK},
-    {"mut_table_stride", UG_GLP_TABLE_STRIDE},
-    {"mut_mtp_no_offset", UG_GLP_MTP_NO_OFFSET},
-    {"mut_kv_head_mod", GA_KV_HEAD_MOD},
-    {"legal_tile16", GA_LEGAL_TILE16},
-    {"legal_two_pass", GA_LEGAL_TWO_PASS},
-    {"legal_fn_ulps", GA_LEGAL_FN_ULPS},
-    {NULL},
-};
-const ug_sim_kernel ug_sim_glm_attention = {ga_kernel, glm_attention_variants};
+const ug_kernel_fn ug_sim_glm_attention = ga_kernel;

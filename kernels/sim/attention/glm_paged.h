@@ -14,17 +14,8 @@
 #define UG_SIM_GLM_PAGED_H
 #include <stdint.h>
 
+#include "op_params.h" /* ug_variant_code */
 #include "ulpgym/kernel_abi.h"
-
-/* Planted bugs (glm_attention's mutants; UG_GLP_OK is the correct device). */
-typedef enum {
-    UG_GLP_OK,
-    UG_GLP_PV_BF16,         /* P.V accumulated in bf16 */
-    UG_GLP_NO_SUM_RESCALE,  /* running sum not rescaled when a later block raises the max */
-    UG_GLP_FULL_LAST_BLOCK, /* the partial last block read whole (garbage joins) */
-    UG_GLP_TABLE_STRIDE,    /* table row stride cdiv(max len, BS) instead of the table's width */
-    UG_GLP_MTP_NO_OFFSET    /* multi-token step without the causal offset */
-} ug_glp_bug;
 
 /* What the walk reads and writes: q [B*sq, hq, dim], caches [nb, bs, hkv, dim] (any
  * bound tensor: a kernel's inputs, or outputs it has written), o like q; the block table
@@ -49,6 +40,6 @@ typedef struct {
 /* Fills the sizes of g from its tensors q, kc and the table's width (g->q, g->kc set). */
 void ug_glp_sizes(ug_glp_view *g, long width);
 /* Every query row of every sequence into g->o. 0, or -1 out of memory. */
-int ug_glp_run(const ug_glp_view *g, ug_glp_bug bug);
+int ug_glp_run(const ug_glp_view *g, ug_variant_code bug);
 
 #endif

@@ -18,8 +18,6 @@
 #include "core/ops.h"
 #include "kernels/sim/attention/sparse_quant_rows.h"
 
-#define MUT_SCALE_OFFSET 0x100u /* bug: the scales read 64 bytes early (rope counted in elements, not bytes) */
-
 /* Little-endian unsigned integer of n bytes at b. */
 static uint32_t le(const unsigned char *b, int n)
 {
@@ -39,7 +37,7 @@ static float from_bits(uint32_t u)
 static void decode(const ug_sqk *k, size_t slot, float *row)
 {
     size_t lora = (size_t)k->lora, rope = (size_t)k->rope, ng = (size_t)k->groups, gs = lora / ng;
-    size_t w = lora + 2 * rope + 4 * ng, soff = k->bugs & MUT_SCALE_OFFSET ? lora + rope : lora + 2 * rope;
+    size_t w = lora + 2 * rope + 4 * ng, soff = k->bug == UG_V_MUT_SCALE_OFFSET ? lora + rope : lora + 2 * rope;
     const unsigned char *b = (const unsigned char *)k->cache[0]->data + slot * w;
     float sc[16];
     for (size_t g = 0; g < ng; g++) sc[g] = from_bits(le(b + soff + 4 * g, 4));                 /* exact: fp32 bits */
@@ -58,21 +56,8 @@ static int saq_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
                  (long)k.cache[0]->shape[2], k.lora + 2 * k.rope + 4 * k.groups);
         return -2;
     }
-    k.bugs = (unsigned)bug, k.decode = decode;
+    k.bug = bug, k.decode = decode;
     return ug_sqk_run(&k, err, errlen);
 }
 
-static const ug_kernel_variant sparse_attention_antiquant_variants[] = {
-    {"sim", 0},
-    {"mut_scale_offset", MUT_SCALE_OFFSET},
-    {"mut_scale_512", UG_SQK_BUG_SCALE_512},
-    {"mut_pad_as_zero", UG_SQK_BUG_PAD_AS_ZERO},
-    {"mut_local_max", UG_SQK_BUG_LOCAL_MAX},
-    {"mut_running_max_zero", UG_SQK_BUG_MAX_ZERO},
-    {"legal_tile16", UG_SQK_LEGAL_TILE16},
-    {"legal_reversed", UG_SQK_LEGAL_REVERSED},
-    {"legal_p_bf16", UG_SQK_LEGAL_P_BF16},
-    {"legal_fn_ulps", UG_SQK_LEGAL_FN_ULPS},
-    {NULL},
-};
-const ug_sim_kernel ug_sim_sparse_attention_antiquant = {saq_kernel, sparse_attention_antiquant_variants};
+const ug_kernel_fn ug_sim_sparse_attention_antiquant = saq_kernel;

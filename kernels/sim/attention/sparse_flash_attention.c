@@ -30,20 +30,6 @@
 
 #define SFA_BLOCK 64
 
-typedef enum {
-    MUT_NONE,
-    MUT_PAD_AS_ZERO,
-    MUT_LOCAL_MAX,
-    MUT_SCALE_AFTER,
-    MUT_MAX_UNSCALED,
-    MUT_SUM_RECIP,
-    MUT_SEQ_KV_OFFSET,
-    MUT_ALL_SLOTS,
-    LEGAL_TILE16,   /* legal: online softmax on 16-key blocks */
-    LEGAL_TWO_PASS, /* legal: one block holds all the token's keys: max first, then exp, sum and P·V */
-    LEGAL_REVERSED  /* legal: the gathered keys walked last to first */
-} sfa_bug;
-
 typedef struct {
     const ulpgym_tensor *q, *kv, *idx, *o, *mx, *sm; /* mx, sm: the optional softmax_max, softmax_sum (or NULL) */
     const ulpgym_tensor *aq, *ak; /* actual_q_len, actual_kv_len (prefix sums), or NULL: one sequence */
@@ -110,21 +96,21 @@ static int sfa_window(const sfa_view *v, long t, sfa_win *w, char *err, size_t e
 }
 
 /* Gathers the rows token t's read slots name into kf; returns how many, or -2 on a bad index. */
-static long sfa_gather(const sfa_view *v, long t, sfa_win win, sfa_bug bug, float *kf, char *err, size_t errlen)
+static long sfa_gather(const sfa_view *v, long t, sfa_win win, ug_variant_code bug, float *kf, char *err, size_t errlen)
 {
     const int32_t *idx = (const int32_t *)v->idx->data + t * v->topk;
     long n = 0;
-    if (bug == MUT_SEQ_KV_OFFSET && win.w <= v->topk && v->aq) { /* bug: the short window read from kv row 0, */
-        for (n = 0; n < win.w; n++)                              /* not from its sequence's first row */
+    if (bug == UG_V_MUT_SEQ_KV_OFFSET && win.w <= v->topk && v->aq) { /* bug: the short window read from kv row 0, */
+        for (n = 0; n < win.w; n++)                                   /* not from its sequence's first row */
             ug_sim_load(v->kv, (size_t)(n * v->dk), (size_t)v->dk, kf + (size_t)(n * v->dk));
         return n;
     }
     for (long i = 0; i < win.e; i++) {
         long j = idx[i];
-        int pad_bug = j == -1 && bug == MUT_PAD_AS_ZERO;
+        int pad_bug = j == -1 && bug == UG_V_MUT_PAD_AS_ZERO;
         if (pad_bug) j = 0; /* bug: padding read as row 0 (even outside the token's window) */
         if (j == -1) continue;
-        if (!pad_bug && bug != MUT_ALL_SLOTS && (j < win.off || j >= win.off + win.w)) {
+        if (!pad_bug && bug != UG_V_MUT_ALL_SLOTS && (j < win.off || j >= win.off + win.w)) {
             snprintf(err, errlen, "sparse_flash_attention: indices[%ld][%ld] = %ld outside -1 and rows %ld..%ld", t, i,
                      j, win.off, win.off + win.w - 1);
             return -2;
@@ -136,20 +122,21 @@ static long sfa_gather(const sfa_view *v, long t, sfa_win win, sfa_bug bug, floa
 
 /* Stores token t's row max and sum (mf, lf: one per head) where the caller passed the
  * optional outputs; the planted bugs of those two outputs act here. */
-static void sfa_store_max_sum(const sfa_view *v, long t, sfa_bug bug, float *mf, float *lf)
+static void sfa_store_max_sum(const sfa_view *v, long t, ug_variant_code bug, float *mf, float *lf)
 {
     for (long h = 0; h < v->n; h++) {
-        if (bug == MUT_MAX_UNSCALED) mf[h] /= v->scale; /* bug: the max of q·k before the scale (rounds: fp32) */
-        if (bug == MUT_SUM_RECIP) lf[h] = lf[h] > 0.0f ? 1.0f / lf[h] : 0.0f; /* bug: the reciprocal o is scaled by */
+        if (bug == UG_V_MUT_MAX_UNSCALED) mf[h] /= v->scale; /* bug: the max of q·k before the scale (rounds: fp32) */
+        if (bug == UG_V_MUT_SUM_RECIP)
+            lf[h] = lf[h] > 0.0f ? 1.0f / lf[h] : 0.0f; /* bug: the reciprocal o is scaled by */
     }
     if (v->mx) ug_sim_store(v->mx, (size_t)(t * v->n), (size_t)v->n, mf);
     if (v->sm) ug_sim_store(v->sm, (size_t)(t * v->n), (size_t)v->n, lf);
 }
 
 /* Keys per block: SFA_BLOCK, or a legal variant's (two passes: every slot, topk keys). */
-static size_t sfa_block(const sfa_view *v, sfa_bug bug)
+static size_t sfa_block(const sfa_view *v, ug_variant_code bug)
 {
-    return bug == LEGAL_TILE16 ? 16 : bug == LEGAL_TWO_PASS ? (size_t)(v->topk > 0 ? v->topk : 1) : SFA_BLOCK;
+    return bug == UG_V_LEGAL_TILE16 ? 16 : bug == UG_V_LEGAL_TWO_PASS ? (size_t)(v->topk > 0 ? v->topk : 1) : SFA_BLOCK;
 }
 
 static int sfa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
@@ -167,41 +154,28 @@ static int sfa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     }
     float *qf = kf + (size_t)v.topk * dk, *of = qf + nh * dk, *mf = of + nh * dv, *lf = mf + nh;
     ug_gl_attn_cfg cfg = {dk, dv, dk, dk, sfa_block(&v, bug), v.scale, 0, mf, lf};
-    if (bug == MUT_LOCAL_MAX) cfg.flags |= UG_GL_ATTN_BUG_LOCAL_MAX;
-    if (bug == MUT_SCALE_AFTER) cfg.flags |= UG_GL_ATTN_BUG_SCALE_AFTER;
+    if (bug == UG_V_MUT_LOCAL_MAX) cfg.flags |= UG_GL_ATTN_BUG_LOCAL_MAX;
+    if (bug == UG_V_MUT_SCALE_AFTER_SOFTMAX) cfg.flags |= UG_GL_ATTN_BUG_SCALE_AFTER;
     int rc = 0;
     for (long t = 0; t < v.t && !rc; t++) {
         sfa_win win;
         long n = sfa_window(&v, t, &win, err, errlen) ? -2 : 0;
-        if (bug == MUT_ALL_SLOTS) win.e = v.topk; /* bug: every slot read, the count rule ignored */
+        if (bug == UG_V_MUT_ALL_SLOTS) win.e = v.topk; /* bug: every slot read, the count rule ignored */
         if (!n) n = sfa_gather(&v, t, win, bug, kf, err, errlen);
         if (n < 0) {
             rc = -2;
             break;
         }
-        if (bug == LEGAL_REVERSED) ug_sim_reverse_rows(kf, (size_t)n, dk); /* legal: the same keys, last to first */
+        if (bug == UG_V_LEGAL_REVERSED)
+            ug_sim_reverse_rows(kf, (size_t)n, dk);         /* legal: the same keys, last to first */
         ug_sim_load(v.q, (size_t)t * nh * dk, nh * dk, qf); /* the token's heads share its selected rows */
         ug_gl_attn_rows(&cfg, qf, dk, nh, kf, kf, (size_t)n, of, dv, scratch); /* V = first 512 dims of each row */
         ug_sim_store(v.o, (size_t)t * nh * dv, nh * dv, of);                   /* rounds: bf16 output */
-        sfa_store_max_sum(&v, t, (sfa_bug)bug, mf, lf);
+        sfa_store_max_sum(&v, t, (ug_variant_code)bug, mf, lf);
     }
     free(kf);
     free(scratch);
     return rc;
 }
 
-static const ug_kernel_variant sparse_flash_attention_variants[] = {
-    {"sim", MUT_NONE},
-    {"mut_pad_as_zero", MUT_PAD_AS_ZERO},
-    {"mut_local_max", MUT_LOCAL_MAX},
-    {"mut_scale_after_softmax", MUT_SCALE_AFTER},
-    {"mut_max_unscaled", MUT_MAX_UNSCALED},
-    {"mut_sum_recip", MUT_SUM_RECIP},
-    {"mut_seq_kv_offset", MUT_SEQ_KV_OFFSET},
-    {"mut_all_slots", MUT_ALL_SLOTS},
-    {"legal_tile16", LEGAL_TILE16},
-    {"legal_two_pass", LEGAL_TWO_PASS},
-    {"legal_reversed", LEGAL_REVERSED},
-    {NULL},
-};
-const ug_sim_kernel ug_sim_sparse_flash_attention = {sfa_kernel, sparse_flash_attention_variants};
+const ug_kernel_fn ug_sim_sparse_flash_attention = sfa_kernel;

@@ -16,9 +16,6 @@
 #include "core/ops.h"
 #include "kernels/sim/attention/sparse_quant_rows.h"
 
-#define MUT_ONE_SCALE 0x100u    /* bug: every group dequantised with the position's first scale */
-#define MUT_ROPE_DEQUANT 0x200u /* bug: the rope keys scaled like the nope part (by the last group's scale) */
-
 /* Slot `slot`'s key: 512 dequantised codes, then the 64 rope values. */
 static void decode(const ug_sqk *k, size_t slot, float *row)
 {
@@ -28,8 +25,8 @@ static void decode(const ug_sqk *k, size_t slot, float *row)
     ug_sim_load(k->cache[1], slot * ng, ng, sc);             /* exact: fp32 scales */
     ug_sim_load(k->cache[2], slot * rope, rope, row + lora); /* exact: bf16 widened */
     for (size_t d = 0; d < lora; d++)
-        row[d] = ug_sqk_dequant(row[d], sc[k->bugs & MUT_ONE_SCALE ? 0 : d / gs]); /* rounds: fp32, bf16 */
-    if (k->bugs & MUT_ROPE_DEQUANT)
+        row[d] = ug_sqk_dequant(row[d], sc[k->bug == UG_V_MUT_ONE_SCALE ? 0 : d / gs]); /* rounds: fp32, bf16 */
+    if (k->bug == UG_V_MUT_ROPE_DEQUANT)
         for (size_t d = 0; d < rope; d++) row[lora + d] = ug_sqk_dequant(row[lora + d], sc[ng - 1]);
 }
 
@@ -37,22 +34,8 @@ static int sfaq_kernel(const ulpgym_call *call, char *err, size_t errlen, int bu
 {
     ug_sqk k;
     if (ug_sqk_open(call, "sparse_flash_attention_quant", "kv_i8 kv_scale k_rope", &k, err, errlen)) return -2;
-    k.bugs = (unsigned)bug, k.decode = decode;
+    k.bug = bug, k.decode = decode;
     return ug_sqk_run(&k, err, errlen);
 }
 
-static const ug_kernel_variant sparse_flash_attention_quant_variants[] = {
-    {"sim", 0},
-    {"mut_one_scale", MUT_ONE_SCALE},
-    {"mut_rope_dequant", MUT_ROPE_DEQUANT},
-    {"mut_scale_512", UG_SQK_BUG_SCALE_512},
-    {"mut_pad_as_zero", UG_SQK_BUG_PAD_AS_ZERO},
-    {"mut_local_max", UG_SQK_BUG_LOCAL_MAX},
-    {"mut_mtp_len_off_by_one", UG_SQK_BUG_MTP_LEN_PLUS1},
-    {"legal_tile16", UG_SQK_LEGAL_TILE16},
-    {"legal_reversed", UG_SQK_LEGAL_REVERSED},
-    {"legal_p_bf16", UG_SQK_LEGAL_P_BF16},
-    {"legal_fn_ulps", UG_SQK_LEGAL_FN_ULPS},
-    {NULL},
-};
-const ug_sim_kernel ug_sim_sparse_flash_attention_quant = {sfaq_kernel, sparse_flash_attention_quant_variants};
+const ug_kernel_fn ug_sim_sparse_flash_attention_quant = sfaq_kernel;

@@ -10,18 +10,6 @@
 
 #include "kernels/sim/simlib.h"
 
-/* Planted bugs of the shared body (bit flags; the ops add their decode bugs from 0x100 up). */
-#define UG_SQK_BUG_PAD_AS_ZERO 0x1u    /* bug: a -1 slot read as position 0 */
-#define UG_SQK_BUG_LOCAL_MAX 0x2u      /* bug: online softmax without the rescale across key tiles */
-#define UG_SQK_BUG_SCALE_512 0x4u      /* bug: softmax scale 512^-1/2, ignoring the declared one */
-#define UG_SQK_BUG_MAX_ZERO 0x8u       /* bug: the online softmax's running max starts at 0, not -inf */
-#define UG_SQK_BUG_MTP_LEN_PLUS1 0x10u /* bug: an MTP row (S_q > 1) sees vis + 1 positions (capped at L_b) */
-/* Legal variants of the shared body (other correct kernels, the false-alarm set; same flags word). */
-#define UG_SQK_LEGAL_TILE16 0x20u     /* legal: the online softmax on 16-key tiles instead of 128 */
-#define UG_SQK_LEGAL_REVERSED 0x40u   /* legal: the gathered keys walked last to first */
-#define UG_SQK_LEGAL_P_BF16 0x80u     /* legal: the weights P cast to bf16 before P·V (the semantics allow it) */
-#define UG_SQK_LEGAL_FN_ULPS 0x10000u /* legal: every exp UG_SIM_FN_ULPS fp32 ulps off (above the ops' decode bugs) */
-
 typedef struct ug_sqk ug_sqk;
 
 /* Writes the dk fp32 key values of cache slot `slot` (block*BS + offset) to row. */
@@ -32,8 +20,8 @@ struct ug_sqk {
     const ulpgym_tensor *qn, *qr, *idx, *table, *lens, *o;
     const ulpgym_tensor *cache[3]; /* the op's cache tensors, in the order of its names */
     long batch, sq, heads, topk, bs, maxb, nblocks, lora, rope, dk, groups;
-    float scale;   /* the fp32 attribute */
-    unsigned bugs; /* UG_SQK_BUG_* and the op's own */
+    float scale; /* the fp32 attribute */
+    int bug;     /* the variant: its ug_variant_code (UG_V_SIM: the correct kernel) */
     ug_sqk_decode_fn decode;
 };
 

@@ -41,23 +41,10 @@
 #include "kernels/sim/simlib.h"
 #include "op_params.h"
 
-typedef enum {
-    MUT_NONE,
-    MUT_DOUBLE_DECAY,
-    MUT_DROP_TAIL,
-    MUT_DIAG_IN_A,
-    MUT_STATE_ACROSS_SEQS,
-    MUT_CHUNK_PAST_SEQ_END,
-    MUT_FIRST_CHUNK_NO_DECAY, /* bug: g taken as 0 in each sequence's first chunk */
-    LEGAL_FMA,                /* legal: every dot product and accumulation by fmaf, index order */
-    LEGAL_LANES16,            /* legal: every Dk dot product in 16 fp32 lanes, folded pairwise */
-    LEGAL_REVERSE             /* legal: every dot product and accumulation in reverse index order */
-} cgdr_bug;
-
 /* Working arrays of one chunk (L tokens at most). */
 typedef struct {
     size_t L, dk, dv;
-    cgdr_bug how; /* a legal variant's order (any other value: the sim's arithmetic) */
+    ug_variant_code how; /* a legal variant's order (any other value: the sim's arithmetic) */
     float *G, *beta, *bg, *Q, *K, *V, *A, *Tinv, *W, *U, *P, *Kd, *o;
 } chunk_ws;
 
@@ -94,22 +81,22 @@ static float dot32(const float *a, const float *b, size_t n)
 }
 
 /* s + a*b as the variant accumulates it: fp32 mul and add (the sim's), or one fmaf. */
-static float mac(cgdr_bug how, float s, float a, float b)
+static float mac(ug_variant_code how, float s, float a, float b)
 {
-    return how == LEGAL_FMA ? fmaf(a, b, s) /* rounds: fp32, once */
-                            : s + a * b;    /* rounds: fp32 mul and add */
+    return how == UG_V_LEGAL_FMA ? fmaf(a, b, s) /* rounds: fp32, once */
+                                 : s + a * b;    /* rounds: fp32 mul and add */
 }
 
-/* The i-th of n summation indices from lo: lo + i, or from the top with LEGAL_REVERSE. */
-static size_t ord(cgdr_bug how, size_t lo, size_t n, size_t i)
+/* The i-th of n summation indices from lo: lo + i, or from the top with UG_V_LEGAL_REVERSE. */
+static size_t ord(ug_variant_code how, size_t lo, size_t n, size_t i)
 {
-    return how == LEGAL_REVERSE ? lo + n - 1 - i : lo + i;
+    return how == UG_V_LEGAL_REVERSE ? lo + n - 1 - i : lo + i;
 }
 
 /* a.b over n as the variant reduces it (the sim: dot32). */
-static float dotv(cgdr_bug how, const float *a, const float *b, size_t n)
+static float dotv(ug_variant_code how, const float *a, const float *b, size_t n)
 {
-    if (how == LEGAL_FMA || how == LEGAL_REVERSE) {
+    if (how == UG_V_LEGAL_FMA || how == UG_V_LEGAL_REVERSE) {
         float s = 0.0f;
         for (size_t i = 0; i < n; i++) {
             size_t j = ord(how, 0, n, i);
@@ -117,17 +104,17 @@ static float dotv(cgdr_bug how, const float *a, const float *b, size_t n)
         }
         return s;
     }
-    if (how == LEGAL_LANES16) return ug_lanes_dot_f32(a, b, n); /* rounds: fp32, 16 lanes folded pairwise */
+    if (how == UG_V_LEGAL_LANES16) return ug_lanes_dot_f32(a, b, n); /* rounds: fp32, 16 lanes folded pairwise */
     return dot32(a, b, n);
 }
 
 /* A (strictly lower; with the bug, the diagonal too) and Tinv = (I + A)^{-1}. */
-static void wy_inverse(chunk_ws *w, size_t n, cgdr_bug bug)
+static void wy_inverse(chunk_ws *w, size_t n, ug_variant_code bug)
 {
     size_t L = w->L;
     for (size_t r = 0; r < n; r++)
         for (size_t c = 0; c < n; c++) {
-            int in = c < r || (bug == MUT_DIAG_IN_A && c == r); /* bug: tril instead of strict tril */
+            int in = c < r || (bug == UG_V_MUT_DIAG_IN_A && c == r); /* bug: tril instead of strict tril */
             w->A[r * L + c] = in ? w->beta[r] * dotv(w->how, w->K + r * w->dk, w->K + c * w->dk, w->dk) *
                                        expf(w->G[r] - w->G[c]) /* rounds: fp32 */
                                  : 0.0f;
@@ -135,7 +122,7 @@ static void wy_inverse(chunk_ws *w, size_t n, cgdr_bug bug)
     for (size_t r = 0; r < n; r++) /* forward substitution, row by row */
         for (size_t c = 0; c <= r; c++) {
             float s = r == c ? 1.0f : 0.0f;
-            if (w->how == LEGAL_FMA || w->how == LEGAL_REVERSE) { /* legal: fmaf, or m from r-1 down to c */
+            if (w->how == UG_V_LEGAL_FMA || w->how == UG_V_LEGAL_REVERSE) { /* legal: fmaf, or m from r-1 down to c */
                 for (size_t i = 0; i < r - c; i++) {
                     size_t m = ord(w->how, c, r - c, i);
                     s = mac(w->how, s, -w->A[r * L + m], w->Tinv[m * L + c]);
@@ -152,7 +139,7 @@ static void tinv_apply(const chunk_ws *w, size_t n, const float *f, const float 
     for (size_t r = 0; r < n; r++)
         for (size_t j = 0; j < d; j++) {
             float s = 0.0f;
-            if (w->how == LEGAL_FMA || w->how == LEGAL_REVERSE) /* legal: fmaf, or c from r down to 0 */
+            if (w->how == UG_V_LEGAL_FMA || w->how == UG_V_LEGAL_REVERSE) /* legal: fmaf, or c from r down to 0 */
                 for (size_t i = 0; i <= r; i++) {
                     size_t c = ord(w->how, 0, r + 1, i);
                     s = mac(w->how, s, w->Tinv[r * w->L + c], f[c] * src[c * d + j]); /* rounds: fp32 */
@@ -164,7 +151,7 @@ static void tinv_apply(const chunk_ws *w, size_t n, const float *f, const float 
 }
 
 /* One chunk of n tokens on the carried state S [dv][dk]: writes w->o [n][dv] and updates S. */
-static void chunk_step(chunk_ws *w, size_t n, float *S, cgdr_bug bug)
+static void chunk_step(chunk_ws *w, size_t n, float *S, ug_variant_code bug)
 {
     size_t L = w->L, dk = w->dk, dv = w->dv;
     for (size_t r = 0; r < n; r++) w->bg[r] = w->beta[r] * expf(w->G[r]); /* rounds: fp32 */
@@ -181,9 +168,9 @@ static void chunk_step(chunk_ws *w, size_t n, float *S, cgdr_bug bug)
     for (size_t r = 0; r < n; r++)
         for (size_t i = 0; i < dv; i++) {
             float s = expf(w->G[r]) * dotv(w->how, w->Q + r * dk, S + i * dk, dk); /* rounds: fp32 */
-            if (w->how == LEGAL_FMA)                                               /* legal: fmaf */
+            if (w->how == UG_V_LEGAL_FMA)                                          /* legal: fmaf */
                 for (size_t c = 0; c <= r; c++) s = mac(w->how, s, w->P[r * L + c], w->U[c * dv + i]);
-            else if (w->how == LEGAL_REVERSE) { /* legal: c from r down to 0, the state term added last */
+            else if (w->how == UG_V_LEGAL_REVERSE) { /* legal: c from r down to 0, the state term added last */
                 float t = 0.0f;
                 for (size_t c = r + 1; c-- > 0;) t += w->P[r * L + c] * w->U[c * dv + i]; /* rounds: fp32 */
                 s = t + s;                                                                /* rounds: fp32 */
@@ -197,9 +184,9 @@ static void chunk_step(chunk_ws *w, size_t n, float *S, cgdr_bug bug)
     for (size_t i = 0; i < dv; i++)
         for (size_t j = 0; j < dk; j++) {
             float s = gl * S[i * dk + j]; /* rounds: fp32 */
-            if (w->how == LEGAL_FMA)      /* legal: fmaf */
+            if (w->how == UG_V_LEGAL_FMA) /* legal: fmaf */
                 for (size_t c = 0; c < n; c++) s = mac(w->how, s, w->U[c * dv + i], w->Kd[c * dk + j]);
-            else if (w->how == LEGAL_REVERSE) { /* legal: c from n-1 down to 0, the decayed state added last */
+            else if (w->how == UG_V_LEGAL_REVERSE) { /* legal: c from n-1 down to 0, the decayed state added last */
                 float t = 0.0f;
                 for (size_t c = n; c-- > 0;) t += w->U[c * dv + i] * w->Kd[c * dk + j]; /* rounds: fp32 */
                 s = t + s;                                                              /* rounds: fp32 */
@@ -232,10 +219,10 @@ static void chunk_load(chunk_ws *w, const ug_delta_io *io, size_t h, size_t hk, 
 /* Head h of the sequence of tokens [first, end) on the state S (loaded by the caller):
  * writes its o rows and leaves its final state in S. */
 static void sequence_head(chunk_ws *w, const ug_delta_io *io, size_t h, size_t first, size_t end, float *S,
-                          cgdr_bug bug)
+                          ug_variant_code bug)
 {
     size_t L = w->L, dv = io->dv, hk = ug_delta_io_qk_head(io, h);
-    if (bug == MUT_DROP_TAIL) { /* bug: the partial chunk is dropped; its o rows keep the zeros the kernel */
+    if (bug == UG_V_MUT_DROP_TAIL) { /* bug: the partial chunk is dropped; its o rows keep the zeros the kernel */
         size_t kept = first + (end - first) / L * L; /* initialised them to, its state is never taken in */
         for (size_t i = 0; i < dv; i++) w->o[i] = 0.0f;
         for (size_t t = kept; t < end; t++) ug_sim_store(io->o, (t * io->hv + h) * dv, dv, w->o);
@@ -243,13 +230,13 @@ static void sequence_head(chunk_ws *w, const ug_delta_io *io, size_t h, size_t f
     }
     /* bug: the chunk is cut at the end of all tokens, not of its sequence, so a sequence's tail chunk takes in
      * the next sequence's first tokens (their o is rewritten when that sequence runs; the state is not) */
-    size_t limit = bug == MUT_CHUNK_PAST_SEQ_END ? io->tokens : end;
+    size_t limit = bug == UG_V_MUT_CHUNK_PAST_SEQ_END ? io->tokens : end;
     for (size_t t0 = first; t0 < end; t0 += L) {
         size_t n = limit - t0 < L ? limit - t0 : L; /* the tail chunk is explicit */
-        chunk_load(w, io, h, hk, t0, n, bug == MUT_FIRST_CHUNK_NO_DECAY && t0 == first);
+        chunk_load(w, io, h, hk, t0, n, bug == UG_V_MUT_FIRST_CHUNK_NO_DECAY && t0 == first);
         chunk_step(w, n, S, bug);
         for (size_t r = 0; r < n; r++) ug_sim_store(io->o, ((t0 + r) * io->hv + h) * dv, dv, w->o + r * dv);
-        if (bug == MUT_DOUBLE_DECAY && t0 + n < end) { /* bug: the carried state decayed again */
+        if (bug == UG_V_MUT_DOUBLE_DECAY && t0 + n < end) { /* bug: the carried state decayed again */
             float gl = expf(w->G[n - 1]);
             for (size_t x = 0; x < dv * io->dk; x++) S[x] *= gl;
         }
@@ -269,13 +256,13 @@ static int cgdr_kernel(const ulpgym_call *call, char *err, size_t errlen, int bu
         ug_delta_io_close(&io);
         return -1;
     }
-    w.how = (cgdr_bug)bug; /* dotv and the accumulations read it: the legal variants' orders */
+    w.how = (ug_variant_code)bug; /* dotv and the accumulations read it: the legal variants' orders */
     for (size_t h = 0; h < io.hv; h++)
         for (size_t b = 0, first = 0; b < io.seqs; b++) {
             size_t end = first + ug_delta_io_seq_len(&io, b), row = (b * io.hv + h) * state; /* h0, ht [b*Hv + h] */
-            if (b == 0 || bug != MUT_STATE_ACROSS_SEQS) ug_delta_io_load(io.h0, row, state, S);
+            if (b == 0 || bug != UG_V_MUT_STATE_ACROSS_SEQS) ug_delta_io_load(io.h0, row, state, S);
             /* bug (mut_state_across_seqs): the previous sequence's final state carried on instead of its own h0 */
-            sequence_head(&w, &io, h, first, end, S, (cgdr_bug)bug);
+            sequence_head(&w, &io, h, first, end, S, (ug_variant_code)bug);
             ug_sim_store(io.ht, row, state, S);
             first = end;
         }
@@ -285,17 +272,4 @@ static int cgdr_kernel(const ulpgym_call *call, char *err, size_t errlen, int bu
     return 0;
 }
 
-static const ug_kernel_variant chunked_gated_delta_rule_variants[] = {
-    {"sim", MUT_NONE},
-    {"mut_double_decay", MUT_DOUBLE_DECAY},
-    {"mut_drop_tail", MUT_DROP_TAIL},
-    {"mut_diag_in_a", MUT_DIAG_IN_A},
-    {"mut_state_across_seqs", MUT_STATE_ACROSS_SEQS},
-    {"mut_chunk_past_seq_end", MUT_CHUNK_PAST_SEQ_END},
-    {"mut_first_chunk_no_decay", MUT_FIRST_CHUNK_NO_DECAY},
-    {"legal_fma", LEGAL_FMA},
-    {"legal_lanes16", LEGAL_LANES16},
-    {"legal_reverse", LEGAL_REVERSE},
-    {NULL},
-};
-const ug_sim_kernel ug_sim_chunked_gated_delta_rule = {cgdr_kernel, chunked_gated_delta_rule_variants};
+const ug_kernel_fn ug_sim_chunked_gated_delta_rule = cgdr_kernel;

@@ -26,22 +26,12 @@
 #include "kernels/sim/ktile.h"
 #include "kernels/sim/simlib.h"
 
-typedef enum {
-    MUT_NONE,
-    MUT_DECAY_AFTER,
-    MUT_BETA_V_ONLY,
-    MUT_QK_HEAD,
-    LEGAL_FMA,     /* legal: the dot products and the rank-one update by fmaf, index order */
-    LEGAL_LANES16, /* legal: the dot products in 16 fp32 lanes, folded pairwise */
-    LEGAL_FN_ULPS  /* legal: e^g and the qk_norm rsqrt 3 fp32 ulps off libm's */
-} gdr_bug;
-
 /* a.b over n as the variant reduces it: the sim's fp32 sum in index order, an fmaf chain,
  * or 16 lanes folded pairwise. */
-static float dot32(gdr_bug how, const float *a, const float *b, size_t n)
+static float dot32(ug_variant_code how, const float *a, const float *b, size_t n)
 {
-    if (how == LEGAL_FMA) return ug_fma_dot_f32(a, b, n);       /* rounds: fp32, once a term */
-    if (how == LEGAL_LANES16) return ug_lanes_dot_f32(a, b, n); /* rounds: fp32, 16 lanes folded pairwise */
+    if (how == UG_V_LEGAL_FMA) return ug_fma_dot_f32(a, b, n);       /* rounds: fp32, once a term */
+    if (how == UG_V_LEGAL_LANES16) return ug_lanes_dot_f32(a, b, n); /* rounds: fp32, 16 lanes folded pairwise */
     float s = 0.0f;
     for (size_t j = 0; j < n; j++) s += a[j] * b[j]; /* rounds: fp32 mul and add */
     return s;
@@ -54,19 +44,19 @@ static void scale32(float *x, size_t n, float a)
 
 /* One token on the state tile S [dv][dk]; writes o (dv values). */
 static void token_step(float *S, const float *q, const float *k, const float *v, float a, float beta, size_t dv,
-                       size_t dk, gdr_bug bug, float *o)
+                       size_t dk, ug_variant_code bug, float *o)
 {
-    if (bug != MUT_DECAY_AFTER) scale32(S, dv * dk, a);
+    if (bug != UG_V_MUT_DECAY_AFTER) scale32(S, dv * dk, a);
     for (size_t i = 0; i < dv; i++) {
         float *row = S + i * dk;
         float kv = dot32(bug, row, k, dk);
-        float u = bug == MUT_BETA_V_ONLY ? beta * v[i] - kv : beta * (v[i] - kv); /* rounds: fp32 */
-        if (bug == LEGAL_FMA)
+        float u = bug == UG_V_MUT_BETA_V_ONLY ? beta * v[i] - kv : beta * (v[i] - kv); /* rounds: fp32 */
+        if (bug == UG_V_LEGAL_FMA)
             for (size_t j = 0; j < dk; j++) row[j] = fmaf(u, k[j], row[j]); /* rounds: fp32, once (legal) */
         else
             for (size_t j = 0; j < dk; j++) row[j] += u * k[j]; /* rounds: fp32 */
     }
-    if (bug == MUT_DECAY_AFTER) scale32(S, dv * dk, a); /* bug: decays the update too */
+    if (bug == UG_V_MUT_DECAY_AFTER) scale32(S, dv * dk, a); /* bug: decays the update too */
     for (size_t i = 0; i < dv; i++) o[i] = dot32(bug, S + i * dk, q, dk);
 }
 
@@ -81,10 +71,10 @@ static int gdr_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
         return -1;
     }
     float *q = S + dv * dk, *k = q + dk, *v = k + dk, *o = v + dv;
-    int fn_ulps = bug == LEGAL_FN_ULPS ? UG_SIM_FN_ULPS : 0; /* legal: a device's exp and rsqrt */
-    io.fn_ulps = fn_ulps;                                    /* ug_delta_io_qk_norm's rsqrt */
+    int fn_ulps = bug == UG_V_LEGAL_FN_ULPS ? UG_SIM_FN_ULPS : 0; /* legal: a device's exp and rsqrt */
+    io.fn_ulps = fn_ulps;                                         /* ug_delta_io_qk_norm's rsqrt */
     for (size_t h = 0; h < io.hv; h++) {
-        size_t hk = bug == MUT_QK_HEAD ? h % io.hqk : ug_delta_io_qk_head(&io, h); /* bug: interleaved heads */
+        size_t hk = bug == UG_V_MUT_QK_HEAD ? h % io.hqk : ug_delta_io_qk_head(&io, h); /* bug: interleaved heads */
         ug_delta_io_load(io.h0, h * dv * dk, dv * dk, S);
         for (size_t t = 0; t < io.tokens; t++) {
             size_t tk = (t * io.hqk + hk) * dk, th = t * io.hv + h;
@@ -108,14 +98,4 @@ static int gdr_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return 0;
 }
 
-static const ug_kernel_variant gated_delta_rule_variants[] = {
-    {"sim", MUT_NONE},
-    {"mut_decay_after", MUT_DECAY_AFTER},
-    {"mut_beta_v_only", MUT_BETA_V_ONLY},
-    {"mut_qk_head", MUT_QK_HEAD},
-    {"legal_fma", LEGAL_FMA},
-    {"legal_lanes16", LEGAL_LANES16},
-    {"legal_fn_ulps", LEGAL_FN_ULPS},
-    {NULL},
-};
-const ug_sim_kernel ug_sim_gated_delta_rule = {gdr_kernel, gated_delta_rule_variants};
+const ug_kernel_fn ug_sim_gated_delta_rule = gdr_kernel;

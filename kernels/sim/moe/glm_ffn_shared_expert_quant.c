@@ -23,52 +23,26 @@
  * of the dequantisation's two fp32 products free and, through the certified device model,
  * allows a silu within 4 fp32 ulps): legal_scales_first multiplies the two fp32 scales
  * first, then the int32 sum (both GEMMs); legal_fn_ulps moves each silu 3 fp32 ulps off
- * libm's formula (ug_sim_fn_ulps). Both are the shared part's (GMOE_FFN_LEGAL_*), as the
+ * libm's formula (ug_sim_fn_ulps). Both act in the shared part (gmoe_ffn_token), as the
  * fused MoE ops run them.
  * The pipeline itself is the shared part (glm_moe_sim_parts.c), which the fused MoE ops run too. */
 #include "core/ops.h"
 #include "kernels/sim/moe/glm_moe_sim_parts.h"
 #include "kernels/sim/simlib.h"
 
-enum {
-    MUT_NONE = GMOE_FFN_OK,
-    MUT_SCALE_128 = GMOE_FFN_SCALE_128,
-    MUT_TRUNC = GMOE_FFN_TRUNC,
-    MUT_INT16_ACC = GMOE_FFN_INT16_ACC,
-    MUT_SILU_UP = GMOE_FFN_SILU_UP,
-    MUT_X127 = GMOE_FFN_X127,
-    MUT_CLIP = GMOE_FFN_CLIP,
-    MUT_HALF_AWAY = GMOE_FFN_HALF_AWAY,
-    LEGAL_SCALES_FIRST = GMOE_FFN_LEGAL_SCALES_FIRST, /* legal: (s_w * s_tok) first, then times the int32 sum */
-    LEGAL_FN_ULPS = GMOE_FFN_LEGAL_FN_ULPS            /* legal: silu UG_SIM_FN_ULPS fp32 ulps off */
-};
-
 static int ffn_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
     gmoe_ffn k;
     const ulpgym_tensor *out, **slots[] = {&out};
     if (ug_sim_bind(call, "out", slots, err, errlen)) return -2;
-    int rc = gmoe_ffn_open(&k, call, (gmoe_ffn_bug)bug, err, errlen);
+    int rc = gmoe_ffn_open(&k, call, (ug_variant_code)bug, err, errlen);
     if (rc) return rc;
     for (size_t t = 0; t < k.T; t++) {
-        gmoe_ffn_token(&k, t, (gmoe_ffn_bug)bug);
+        gmoe_ffn_token(&k, t, (ug_variant_code)bug);
         ug_sim_store(out, t * k.h, k.h, k.o); /* rounds: bf16 */
     }
     gmoe_ffn_close(&k);
     return 0;
 }
 
-static const ug_kernel_variant glm_ffn_shared_expert_quant_variants[] = {
-    {"sim", MUT_NONE},
-    {"mut_scale_128", MUT_SCALE_128},
-    {"mut_trunc", MUT_TRUNC},
-    {"mut_int16_acc", MUT_INT16_ACC},
-    {"mut_silu_up", MUT_SILU_UP},
-    {"mut_clip_982", MUT_CLIP},
-    {"mut_half_away", MUT_HALF_AWAY},
-    {"mut_x127", MUT_X127},
-    {"legal_scales_first", LEGAL_SCALES_FIRST},
-    {"legal_fn_ulps", LEGAL_FN_ULPS},
-    {NULL},
-};
-const ug_sim_kernel ug_sim_glm_ffn_shared_expert_quant = {ffn_kernel, glm_ffn_shared_expert_quant_variants};
+const ug_kernel_fn ug_sim_glm_ffn_shared_expert_quant = ffn_kernel;

@@ -58,18 +58,4 @@ static int mf_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     return rc;
 }
 
-static const ug_kernel_variant glm_moe_fusion_variants[] = {
-    {"sim", GMOE_MUT_NONE},
-    {"mut_no_renorm", GMOE_MUT_NO_RENORM},
-    {"mut_unbiased_choice", GMOE_MUT_UNBIASED},
-    {"mut_tensor_scale", GMOE_MUT_TENSOR_SCALE},
-    {"mut_bf16_combine", GMOE_MUT_BF16_COMBINE},
-    {"mut_drop_last", GMOE_MUT_DROP_LAST},
-    {"mut_swiglu_swap", GMOE_MUT_SWIGLU_SWAP},
-    {"legal_seq_fma", GMOE_LEGAL_MUT_SEQ_FMA},
-    {"legal_tile64", GMOE_LEGAL_MUT_TILE64},
-    {"legal_scales_first", GMOE_LEGAL_MUT_SCALES_FIRST},
-    {"legal_fn_ulps", GMOE_LEGAL_MUT_FN_ULPS},
-    {NULL},
-};
-const ug_sim_kernel ug_sim_glm_moe_fusion = {mf_kernel, glm_moe_fusion_variants};
+const ug_kernel_fn ug_sim_glm_moe_fusion = mf_kernel;

@@ -44,7 +44,7 @@ static int mix_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     gmoe_fused f;
     int rc = gmoe_fused_route(&f, call, bug, 0, err, errlen);
     if (!rc) rc = gmoe_ffn_run(call, gmoe_mut_ffn(bug), f.acc, err, errlen);
-    if (!rc && bug == GMOE_MUT_SHARED_SCALED)
+    if (!rc && bug == UG_V_MUT_SHARED_SCALED)
         for (size_t i = 0; i < f.n_out; i++) f.acc[i] *= f.c.rsf; /* rounds: fp32 (bug: the shared rows scaled) */
     if (!rc) rc = gmoe_routed_run(call, f.w, f.ids, (size_t)f.c.k, f.acc, gmoe_mut_rt(bug), err, errlen);
     if (!rc) ug_sim_store(f.out, 0, f.n_out, f.acc); /* rounds: bf16 */
@@ -52,18 +52,4 @@ static int mix_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return rc;
 }
 
-static const ug_kernel_variant glm_moe_fusion_mix_variants[] = {
-    {"sim", GMOE_MUT_NONE},
-    {"mut_no_renorm", GMOE_MUT_NO_RENORM},
-    {"mut_tensor_scale", GMOE_MUT_TENSOR_SCALE},
-    {"mut_bf16_combine", GMOE_MUT_BF16_COMBINE},
-    {"mut_drop_last", GMOE_MUT_DROP_LAST},
-    {"mut_swiglu_swap", GMOE_MUT_SWIGLU_SWAP},
-    {"mut_shared_scaled", GMOE_MUT_SHARED_SCALED},
-    {"legal_seq_fma", GMOE_LEGAL_MUT_SEQ_FMA},
-    {"legal_tile64", GMOE_LEGAL_MUT_TILE64},
-    {"legal_scales_first", GMOE_LEGAL_MUT_SCALES_FIRST},
-    {"legal_fn_ulps", GMOE_LEGAL_MUT_FN_ULPS},
-    {NULL},
-};
-const ug_sim_kernel ug_sim_glm_moe_fusion_mix = {mix_kernel, glm_moe_fusion_mix_variants};
+const ug_kernel_fn ug_sim_glm_moe_fusion_mix = mix_kernel;

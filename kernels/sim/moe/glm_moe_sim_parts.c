@@ -56,7 +56,7 @@ float gmoe_dot(gmoe_legal how, const float *a, const float *b, size_t n)
 
 /* ---- router ---- */
 
-void gmoe_se_cfg_read(const ug_params *p, long E, long k, gmoe_se_bug bug, gmoe_se_cfg *c)
+void gmoe_se_cfg_read(const ug_params *p, long E, long k, ug_variant_code bug, gmoe_se_cfg *c)
 {
     *c = (gmoe_se_cfg){.E = E,
                        .k = k,
@@ -118,7 +118,7 @@ static void group_mask(const gmoe_se_cfg *c, float *b, float *gs, long *idx, uns
     for (long g = 0; g < c->ng; g++) used[c->E + g] = 0;
     for (long i = 0; i < c->tg; i++) used[c->E + idx[i]] = 1;
     for (long e = 0; e < c->E; e++)
-        if (!used[c->E + e / c->per]) b[e] = c->bug == GMOE_SE_MASK_ZERO ? 0.0f : -INFINITY; /* bug: 0, not excluded */
+        if (!used[c->E + e / c->per]) b[e] = c->bug == UG_V_MUT_MASK_ZERO ? 0.0f : -INFINITY; /* bug: 0, not excluded */
 }
 
 void gmoe_se_token(const gmoe_se_cfg *c, const float *x, const float *bias, float *w, float *ids, gmoe_se_work *wk)
@@ -129,21 +129,21 @@ void gmoe_se_token(const gmoe_se_cfg *c, const float *x, const float *bias, floa
         s[e] =
             c->stable && x[e] < 0.0f ? z / (1.0f + z) : 1.0f / (1.0f + expf(-x[e])); /* rounds: fp32 exp, add, divide */
         s[e] = ug_sim_fn_ulps(s[e], x[e], c->fn_ulps); /* legal_fn_ulps: a device's sigmoid (else unchanged) */
-        b[e] = c->bug == GMOE_SE_UNBIASED ? s[e] : s[e] + bias[e]; /* rounds: fp32 (bug: bias left out) */
+        b[e] = c->bug == UG_V_MUT_UNBIASED_CHOICE ? s[e] : s[e] + bias[e]; /* rounds: fp32 (bug: bias left out) */
     }
-    if (c->bug != GMOE_SE_NO_GROUP_LIMIT && c->tg < c->ng) group_mask(c, b, wk->gs, wk->idx, wk->used);
+    if (c->bug != UG_V_MUT_NO_GROUP_LIMIT && c->tg < c->ng) group_mask(c, b, wk->gs, wk->idx, wk->used);
     top_n(b, c->E, c->k, wk->idx, wk->used);
     float sum = 0.0f;
     for (long j = 0; j < c->k; j++) {
         long e = wk->idx[j];
-        ids[j] = (float)e;                                                /* exact: ids < 2^24 */
-        w[j] = c->bug == GMOE_SE_BIAS_IN_WEIGHTS ? s[e] + bias[e] : s[e]; /* bug: biased score */
-        if (c->bug == GMOE_SE_SCALE_BEFORE_RENORM) w[j] *= c->rsf;        /* bug: scaled before the sum; rounds: fp32 */
-        sum += w[j];                                                      /* rounds: fp32 */
+        ids[j] = (float)e;                                                 /* exact: ids < 2^24 */
+        w[j] = c->bug == UG_V_MUT_BIAS_IN_WEIGHTS ? s[e] + bias[e] : s[e]; /* bug: biased score */
+        if (c->bug == UG_V_MUT_SCALE_BEFORE_RENORM) w[j] *= c->rsf; /* bug: scaled before the sum; rounds: fp32 */
+        sum += w[j];                                                /* rounds: fp32 */
     }
     for (long j = 0; j < c->k; j++) {
-        if (c->renorm && c->bug != GMOE_SE_NO_RENORM) w[j] /= sum; /* rounds: fp32 (bug: skipped) */
-        if (c->bug != GMOE_SE_SCALE_BEFORE_RENORM) w[j] *= c->rsf; /* rounds: fp32 */
+        if (c->renorm && c->bug != UG_V_MUT_NO_RENORM) w[j] /= sum; /* rounds: fp32 (bug: skipped) */
+        if (c->bug != UG_V_MUT_SCALE_BEFORE_RENORM) w[j] *= c->rsf; /* rounds: fp32 */
     }
 }
 
@@ -178,7 +178,7 @@ int gmoe_gate_router_run(const ulpgym_call *call, const gmoe_se_cfg *c, float *w
 /* DynQuant of v[0..n): codes into q (integers as fp32), returns the scale (0 for a zero
  * row, NaN for a row holding NaN or inf, whose codes are 0). amax_all >= 0: the amax to
  * use instead of the row's (the per-tensor-scale bug). */
-static float dynquant_row(const float *v, size_t n, float *q, gmoe_ffn_bug bug, float amax_all)
+static float dynquant_row(const float *v, size_t n, float *q, ug_variant_code bug, float amax_all)
 {
     float amax = 0.0f;
     int finite = 1;
@@ -192,13 +192,13 @@ static float dynquant_row(const float *v, size_t n, float *q, gmoe_ffn_bug bug, 
     for (size_t i = 0; i < n; i++) q[i] = 0.0f;
     if (!finite) return NAN;
     if (amax == 0.0f) return 0.0f;
-    float scale = amax / (bug == GMOE_FFN_SCALE_128 ? 128.0f : 127.0f); /* rounds: fp32 (bug: 128 is not int8's max) */
-    if (bug == GMOE_FFN_CLIP) scale *= 0.982f; /* bug: a static calibration's clip ratio on a dynamic scale */
+    float scale = amax / (bug == UG_V_MUT_SCALE_128 ? 128.0f : 127.0f); /* rounds: fp32 (bug: 128 is not int8's max) */
+    if (bug == UG_V_MUT_CLIP_982) scale *= 0.982f; /* bug: a static calibration's clip ratio on a dynamic scale */
     for (size_t i = 0; i < n; i++) {
-        float y = bug == GMOE_FFN_X127 ? v[i] * 127.0f / amax /* bug: v*127 overflows fp32 first */
+        float y = bug == UG_V_MUT_X127 ? v[i] * 127.0f / amax /* bug: v*127 overflows fp32 first */
                                        : v[i] / scale;        /* rounds: fp32 */
-        y = bug == GMOE_FFN_TRUNC       ? truncf(y)           /* bug: toward zero */
-            : bug == GMOE_FFN_HALF_AWAY ? roundf(y)           /* bug: a tie goes away from zero */
+        y = bug == UG_V_MUT_TRUNC       ? truncf(y)           /* bug: toward zero */
+            : bug == UG_V_MUT_HALF_AWAY ? roundf(y)           /* bug: a tie goes away from zero */
                                         : rintf(y);           /* rounds: RNE to an integer */
         q[i] = fminf(fmaxf(y, -128.0f), 127.0f);              /* saturating int8 */
     }
@@ -206,7 +206,7 @@ static float dynquant_row(const float *v, size_t n, float *q, gmoe_ffn_bug bug, 
 }
 
 /* sum_k a[k]*b[k] over int8 codes, as the cube accumulates it (bug: in int16, wrapping). */
-static int32_t int_dot(const int8_t *a, const int8_t *b, size_t n, gmoe_ffn_bug bug)
+static int32_t int_dot(const int8_t *a, const int8_t *b, size_t n, ug_variant_code bug)
 {
     int32_t acc = 0;
     int16_t acc16 = 0;
@@ -215,7 +215,7 @@ static int32_t int_dot(const int8_t *a, const int8_t *b, size_t n, gmoe_ffn_bug 
         acc += p;
         acc16 = (int16_t)(uint16_t)((uint16_t)acc16 + (uint16_t)p); /* the bug's two's-complement wrap */
     }
-    return bug == GMOE_FFN_INT16_ACC ? acc16 : acc;
+    return bug == UG_V_MUT_INT16_ACC ? acc16 : acc;
 }
 
 /* An int8 [rows, cols] tensor transposed into [cols][rows] int8 codes (each output
@@ -232,16 +232,16 @@ static void to_codes(const float *q, size_t n, int8_t *dst)
     for (size_t i = 0; i < n; i++) dst[i] = (int8_t)q[i];
 }
 
-void gmoe_ffn_token(gmoe_ffn *k, size_t t, gmoe_ffn_bug bug)
+void gmoe_ffn_token(gmoe_ffn *k, size_t t, ug_variant_code bug)
 {
     size_t h = k->h, I = k->I;
     ug_sim_load(k->x, t * h, h, k->xr);
-    float sx = dynquant_row(k->xr, h, k->q, bug, bug == GMOE_FFN_TENSOR_SCALE ? k->x_amax : -1.0f);
+    float sx = dynquant_row(k->xr, h, k->q, bug, bug == UG_V_MUT_TENSOR_SCALE ? k->x_amax : -1.0f);
     ug_sim_store(k->x8, t * h, h, k->q);
     ug_sim_store(k->xs, t, 1, &sx);
     to_codes(k->q, h, k->xq8);
-    for (size_t c = 0; c < 2 * I; c++) {          /* rounds: int32 -> fp32, two fp32 products, bf16 */
-        if (bug == GMOE_FFN_LEGAL_SCALES_FIRST) { /* legal: the scales' product first */
+    for (size_t c = 0; c < 2 * I; c++) {      /* rounds: int32 -> fp32, two fp32 products, bf16 */
+        if (bug == UG_V_LEGAL_SCALES_FIRST) { /* legal: the scales' product first */
             k->gu[c] = ug_sim_round_bf16((float)int_dot(k->xq8, k->w13t + c * h, h, bug) * (k->sw13[c] * sx));
             continue;
         }
@@ -250,10 +250,10 @@ void gmoe_ffn_token(gmoe_ffn *k, size_t t, gmoe_ffn_bug bug)
     }
     for (size_t i = 0; i < I; i++) {
         float g = k->gu[i], u = k->gu[I + i];
-        if (bug == GMOE_FFN_SILU_UP) g = k->gu[I + i], u = k->gu[i];                 /* bug: silu on the up half */
-        float s = g / (1.0f + expf(-g));                                             /* rounds: fp32 silu */
-        if (bug == GMOE_FFN_LEGAL_FN_ULPS) s = ug_sim_fn_ulps(s, g, UG_SIM_FN_ULPS); /* legal: a device's silu */
-        k->ar[i] = ug_sim_round_bf16(s * u);                                         /* rounds: fp32 product, bf16 */
+        if (bug == UG_V_MUT_SILU_UP) g = k->gu[I + i], u = k->gu[i];             /* bug: silu on the up half */
+        float s = g / (1.0f + expf(-g));                                         /* rounds: fp32 silu */
+        if (bug == UG_V_LEGAL_FN_ULPS) s = ug_sim_fn_ulps(s, g, UG_SIM_FN_ULPS); /* legal: a device's silu */
+        k->ar[i] = ug_sim_round_bf16(s * u);                                     /* rounds: fp32 product, bf16 */
     }
     ug_sim_store(k->a, t * I, I, k->ar); /* exact: already bf16 */
     float sa = dynquant_row(k->ar, I, k->q, bug, -1.0f);
@@ -261,8 +261,8 @@ void gmoe_ffn_token(gmoe_ffn *k, size_t t, gmoe_ffn_bug bug)
     ug_sim_store(k->as, t, 1, &sa);
     to_codes(k->q, I, k->aq8);
     for (size_t j = 0; j < h; j++) /* rounds: int32 -> fp32, two fp32 products */
-        k->o[j] = bug == GMOE_FFN_LEGAL_SCALES_FIRST ? (float)int_dot(k->aq8, k->w2t + j * I, I, bug) * (k->sw2[j] * sa)
-                                                     : (float)int_dot(k->aq8, k->w2t + j * I, I, bug) * k->sw2[j] * sa;
+        k->o[j] = bug == UG_V_LEGAL_SCALES_FIRST ? (float)int_dot(k->aq8, k->w2t + j * I, I, bug) * (k->sw2[j] * sa)
+                                                 : (float)int_dot(k->aq8, k->w2t + j * I, I, bug) * k->sw2[j] * sa;
 }
 
 /* k's buffers: int8 weights and code rows, fp32 scales and rows (freed by gmoe_ffn_close). */
@@ -290,7 +290,7 @@ static float tensor_amax(gmoe_ffn *k)
     return amax;
 }
 
-int gmoe_ffn_open(gmoe_ffn *k, const ulpgym_call *call, gmoe_ffn_bug bug, char *err, size_t errlen)
+int gmoe_ffn_open(gmoe_ffn *k, const ulpgym_call *call, ug_variant_code bug, char *err, size_t errlen)
 {
     *k = (gmoe_ffn){0};
     const ulpgym_tensor **slots[] = {&k->x, &k->w13, &k->s13, &k->w2, &k->s2, &k->x8, &k->xs, &k->a, &k->a8, &k->as};
@@ -307,7 +307,7 @@ int gmoe_ffn_open(gmoe_ffn *k, const ulpgym_call *call, gmoe_ffn_bug bug, char *
     free(stage);
     ug_sim_load(k->s13, 0, 2 * k->I, k->sw13);
     ug_sim_load(k->s2, 0, k->h, k->sw2);
-    if (bug == GMOE_FFN_TENSOR_SCALE) k->x_amax = tensor_amax(k);
+    if (bug == UG_V_MUT_TENSOR_SCALE) k->x_amax = tensor_amax(k);
     return 0;
 }
 
@@ -317,7 +317,7 @@ void gmoe_ffn_close(gmoe_ffn *k)
     k->w13t = NULL, k->sw13 = NULL;
 }
 
-int gmoe_ffn_run(const ulpgym_call *call, gmoe_ffn_bug bug, float *rows, char *err, size_t errlen)
+int gmoe_ffn_run(const ulpgym_call *call, ug_variant_code bug, float *rows, char *err, size_t errlen)
 {
     gmoe_ffn k;
     int rc = gmoe_ffn_open(&k, call, bug, err, errlen);
@@ -446,36 +446,35 @@ int gmoe_routed_run(const ulpgym_call *call, const float *w, const float *ids, s
 
 /* ---- the fused ops' front ---- */
 
-gmoe_se_bug gmoe_mut_se(int mut)
+ug_variant_code gmoe_mut_se(int mut)
 {
-    return mut == GMOE_MUT_NO_RENORM ? GMOE_SE_NO_RENORM : mut == GMOE_MUT_UNBIASED ? GMOE_SE_UNBIASED : GMOE_SE_OK;
+    return mut == UG_V_MUT_NO_RENORM || mut == UG_V_MUT_UNBIASED_CHOICE ? (ug_variant_code)mut : UG_V_SIM;
 }
 
-gmoe_ffn_bug gmoe_mut_ffn(int mut)
+ug_variant_code gmoe_mut_ffn(int mut)
 {
-    return mut == GMOE_MUT_TENSOR_SCALE         ? GMOE_FFN_TENSOR_SCALE
-           : mut == GMOE_LEGAL_MUT_SCALES_FIRST ? GMOE_FFN_LEGAL_SCALES_FIRST
-           : mut == GMOE_LEGAL_MUT_FN_ULPS      ? GMOE_FFN_LEGAL_FN_ULPS
-                                                : GMOE_FFN_OK;
+    return mut == UG_V_MUT_TENSOR_SCALE || mut == UG_V_LEGAL_SCALES_FIRST || mut == UG_V_LEGAL_FN_ULPS
+               ? (ug_variant_code)mut
+               : UG_V_SIM;
 }
 
 gmoe_rt_bug gmoe_mut_rt(int mut)
 {
-    return mut == GMOE_MUT_BF16_COMBINE    ? GMOE_RT_BF16_ACC
-           : mut == GMOE_MUT_DROP_LAST     ? GMOE_RT_DROP_LAST
-           : mut == GMOE_MUT_SWIGLU_SWAP   ? GMOE_RT_SWAP
-           : mut == GMOE_LEGAL_MUT_SEQ_FMA ? GMOE_RT_LEGAL_SEQ_FMA
-           : mut == GMOE_LEGAL_MUT_TILE64  ? GMOE_RT_LEGAL_TILE64
-           : mut == GMOE_LEGAL_MUT_FN_ULPS ? GMOE_RT_LEGAL_FN_ULPS
-                                           : GMOE_RT_OK;
+    return mut == UG_V_MUT_BF16_COMBINE  ? GMOE_RT_BF16_ACC
+           : mut == UG_V_MUT_DROP_LAST   ? GMOE_RT_DROP_LAST
+           : mut == UG_V_MUT_SWIGLU_SWAP ? GMOE_RT_SWAP
+           : mut == UG_V_LEGAL_SEQ_FMA   ? GMOE_RT_LEGAL_SEQ_FMA
+           : mut == UG_V_LEGAL_TILE64    ? GMOE_RT_LEGAL_TILE64
+           : mut == UG_V_LEGAL_FN_ULPS   ? GMOE_RT_LEGAL_FN_ULPS
+                                         : GMOE_RT_OK;
 }
 
 gmoe_legal gmoe_mut_legal(int mut)
 {
-    return mut == GMOE_LEGAL_MUT_SEQ_FMA   ? GMOE_LEGAL_SEQ_FMA
-           : mut == GMOE_LEGAL_MUT_TILE64  ? GMOE_LEGAL_TILE64
-           : mut == GMOE_LEGAL_MUT_FN_ULPS ? GMOE_LEGAL_FN_ULPS
-                                           : GMOE_LEGAL_NONE;
+    return mut == UG_V_LEGAL_SEQ_FMA   ? GMOE_LEGAL_SEQ_FMA
+           : mut == UG_V_LEGAL_TILE64  ? GMOE_LEGAL_TILE64
+           : mut == UG_V_LEGAL_FN_ULPS ? GMOE_LEGAL_FN_ULPS
+                                       : GMOE_LEGAL_NONE;
 }
 
 int gmoe_fused_route(gmoe_fused *f, const ulpgym_call *call, int mut, int has_form, char *err, size_t errlen)
@@ -489,7 +488,7 @@ int gmoe_fused_route(gmoe_fused *f, const ulpgym_call *call, int mut, int has_fo
     f->routed = has_form && ug_p_is(&p, "form", "routed");
     f->c.stable = 1;                  /* the fused kernels' sigmoid keeps subnormal scores of logits below -88 */
     f->c.legal = gmoe_mut_legal(mut); /* the legal variants' gate order (GMOE_LEGAL_NONE: the sim's) */
-    f->c.fn_ulps = mut == GMOE_LEGAL_MUT_FN_ULPS ? UG_SIM_FN_ULPS : 0; /* legal_fn_ulps: a device's sigmoid */
+    f->c.fn_ulps = mut == UG_V_LEGAL_FN_ULPS ? UG_SIM_FN_ULPS : 0; /* legal_fn_ulps: a device's sigmoid */
     ug_params_free(&p);
     size_t TK = (size_t)f->tw->shape[0] * (size_t)f->tw->shape[1];
     f->n_out = (size_t)f->out->shape[0] * (size_t)f->out->shape[1];

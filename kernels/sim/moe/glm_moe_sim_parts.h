@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "core/opdecl.h"
+#include "op_params.h" /* ug_variant_code */
 #include "ulpgym/kernel_abi.h"
 
 /* ---- legal variants: other correct orders of the same fp32 arithmetic, or approximate functions ---- */
@@ -34,21 +35,11 @@ float gmoe_dot(gmoe_legal how, const float *a, const float *b, size_t n);
 
 /* ---- router: fp32 sigmoid + bias, group top-k, top_k by b, weights from s ---- */
 
-typedef enum {
-    GMOE_SE_OK,
-    GMOE_SE_BIAS_IN_WEIGHTS,     /* weights gathered from s + bias */
-    GMOE_SE_NO_GROUP_LIMIT,      /* group mask ignored */
-    GMOE_SE_MASK_ZERO,           /* dropped groups' experts scored 0, not excluded */
-    GMOE_SE_SCALE_BEFORE_RENORM, /* routed scaling before the renormalisation */
-    GMOE_SE_NO_RENORM,           /* weights never divided by their sum */
-    GMOE_SE_UNBIASED             /* experts (and groups) chosen by s, the bias ignored */
-} gmoe_se_bug;
-
 typedef struct {
     long E, k, ng, tg, per;
     int top2, renorm;
     float rsf;
-    gmoe_se_bug bug;
+    ug_variant_code bug;
     int stable;       /* sigmoid as e^x/(1+e^x) for x < 0 (the fused ops' device): no exp overflow to a 0 score */
     gmoe_legal legal; /* the fused ops' gate logits: gmoe_dot's order (GMOE_LEGAL_NONE: the sim's K-tiles) */
     int fn_ulps;      /* ulps each sigmoid is moved by (ug_sim_fn_ulps): 0, or the legal_fn_ulps variants' */
@@ -62,7 +53,7 @@ typedef struct {
 } gmoe_se_work;
 
 /* The router's configuration from parsed params (E experts, k ids). */
-void gmoe_se_cfg_read(const ug_params *p, long E, long k, gmoe_se_bug bug, gmoe_se_cfg *c);
+void gmoe_se_cfg_read(const ug_params *p, long E, long k, ug_variant_code bug, gmoe_se_cfg *c);
 int gmoe_se_alloc(const gmoe_se_cfg *c, gmoe_se_work *w);
 void gmoe_se_free(gmoe_se_work *w);
 /* One token: fp32 logits x[0..E), fp32 bias -> weights w[0..k), ids[0..k) (as floats). */
@@ -75,38 +66,24 @@ int gmoe_gate_router_run(const ulpgym_call *call, const gmoe_se_cfg *c, float *w
 
 /* ---- int8 shared expert ---- */
 
-typedef enum {
-    GMOE_FFN_OK,
-    GMOE_FFN_SCALE_128,          /* amax/128 */
-    GMOE_FFN_TRUNC,              /* codes truncated */
-    GMOE_FFN_INT16_ACC,          /* int16 accumulator */
-    GMOE_FFN_SILU_UP,            /* silu on the up half */
-    GMOE_FFN_X127,               /* v*127/amax */
-    GMOE_FFN_CLIP,               /* static clip ratio on the scale */
-    GMOE_FFN_TENSOR_SCALE,       /* x quantised with one scale for the whole tensor */
-    GMOE_FFN_HALF_AWAY,          /* codes rounded half away from zero (roundf), not half to even */
-    GMOE_FFN_LEGAL_SCALES_FIRST, /* legal: the two fp32 scales multiplied first, then the int32 sum */
-    GMOE_FFN_LEGAL_FN_ULPS       /* legal: silu UG_SIM_FN_ULPS fp32 ulps off libm's formula (ug_sim_fn_ulps) */
-} gmoe_ffn_bug;
-
 typedef struct {
     size_t T, h, I;
     const ulpgym_tensor *x, *w13, *s13, *w2, *s2, *x8, *xs, *a, *a8, *as;
     int8_t *w13t, *w2t, *xq8, *aq8; /* [2I][h], [h][I], one row of codes each */
     float *sw13, *sw2, *xr, *q, *gu, *ar, *o;
-    float x_amax; /* amax of the whole x (GMOE_FFN_TENSOR_SCALE only) */
+    float x_amax; /* amax of the whole x (UG_V_MUT_TENSOR_SCALE only) */
 } gmoe_ffn;
 
 /* Binds x w13 w13_scale w2 w2_scale x_i8 x_scale a a_i8 a_scale, stages the weights;
  * 0, -1 (memory) or -2 (binding, err set). gmoe_ffn_close frees. */
-int gmoe_ffn_open(gmoe_ffn *k, const ulpgym_call *call, gmoe_ffn_bug bug, char *err, size_t errlen);
+int gmoe_ffn_open(gmoe_ffn *k, const ulpgym_call *call, ug_variant_code bug, char *err, size_t errlen);
 void gmoe_ffn_close(gmoe_ffn *k);
 /* Token t: both quantisations, both GEMMs, SwiGLU, the exported intermediates stored;
  * the output row (fp32, before its bf16 store) left in k->o. */
-void gmoe_ffn_token(gmoe_ffn *k, size_t t, gmoe_ffn_bug bug);
+void gmoe_ffn_token(gmoe_ffn *k, size_t t, ug_variant_code bug);
 /* Every token (gmoe_ffn_open, gmoe_ffn_token, gmoe_ffn_close): the fp32 output rows into
  * rows [T,h]. 0, -1, -2 as gmoe_ffn_open. */
-int gmoe_ffn_run(const ulpgym_call *call, gmoe_ffn_bug bug, float *rows, char *err, size_t errlen);
+int gmoe_ffn_run(const ulpgym_call *call, ug_variant_code bug, float *rows, char *err, size_t errlen);
 
 /* ---- routed SwiGLU row ---- */
 
@@ -139,25 +116,11 @@ int gmoe_routed_run(const ulpgym_call *call, const float *w, const float *ids, s
 
 /* ---- the fused ops' front (glm_moe_fusion, glm_moe_fusion_mix) ---- */
 
-/* The fused ops' planted bugs, one list for both so that each maps onto the parts' bug
- * codes here (a variant's bug number is one of these). */
-typedef enum {
-    GMOE_MUT_NONE,
-    GMOE_MUT_NO_RENORM,          /* router: weights never divided by their sum */
-    GMOE_MUT_UNBIASED,           /* router: experts chosen by s, the bias ignored (glm_moe_fusion) */
-    GMOE_MUT_TENSOR_SCALE,       /* shared expert: one per-tensor scale for x */
-    GMOE_MUT_BF16_COMBINE,       /* routed: the combine's accumulator kept in bf16 */
-    GMOE_MUT_DROP_LAST,          /* routed: the combine stops one slot early */
-    GMOE_MUT_SWIGLU_SWAP,        /* routed: gate and up projections swapped */
-    GMOE_MUT_SHARED_SCALED,      /* the routed scaling factor applied to the shared expert too (glm_moe_fusion_mix) */
-    GMOE_LEGAL_MUT_SEQ_FMA,      /* legal: gate, routed GEMMs and combine by fmaf chains */
-    GMOE_LEGAL_MUT_TILE64,       /* legal: gate and routed GEMMs in K-tiles of 64, the combine in reverse slot order */
-    GMOE_LEGAL_MUT_SCALES_FIRST, /* legal: the shared expert multiplies its two scales first */
-    GMOE_LEGAL_MUT_FN_ULPS       /* legal: the router's sigmoid and both experts' silu UG_SIM_FN_ULPS ulps off */
-} gmoe_mut;
-
-gmoe_se_bug gmoe_mut_se(int mut);
-gmoe_ffn_bug gmoe_mut_ffn(int mut);
+/* A fused op's variant (glm_moe_fusion, glm_moe_fusion_mix: its ug_variant_code) as each
+ * part sees it: the router and the shared expert act on their own variants' codes, passed
+ * through (UG_V_SIM for any other); the routed experts and the gate have their own codes. */
+ug_variant_code gmoe_mut_se(int mut);
+ug_variant_code gmoe_mut_ffn(int mut);
 gmoe_rt_bug gmoe_mut_rt(int mut);
 gmoe_legal gmoe_mut_legal(int mut); /* the gate's dot-product order */
 

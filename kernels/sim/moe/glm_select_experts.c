@@ -27,15 +27,6 @@
 #include "kernels/sim/moe/glm_moe_sim_parts.h"
 #include "kernels/sim/simlib.h"
 
-enum {
-    MUT_NONE = GMOE_SE_OK,
-    MUT_BIAS_IN_WEIGHTS = GMOE_SE_BIAS_IN_WEIGHTS,
-    MUT_NO_GROUP_LIMIT = GMOE_SE_NO_GROUP_LIMIT,
-    MUT_MASK_ZERO = GMOE_SE_MASK_ZERO,
-    MUT_SCALE_BEFORE_RENORM = GMOE_SE_SCALE_BEFORE_RENORM,
-    LEGAL_FN_ULPS = 100 /* legal: the router's code (GMOE_SE_OK) with each sigmoid UG_SIM_FN_ULPS ulps off */
-};
-
 static int se_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
     const ulpgym_tensor *x, *bias, *w, *ids, **slots[] = {&x, &bias, &w, &ids};
@@ -43,8 +34,8 @@ static int se_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
     gmoe_se_cfg c;
-    gmoe_se_cfg_read(&p, x->shape[1], w->shape[1], bug == LEGAL_FN_ULPS ? GMOE_SE_OK : (gmoe_se_bug)bug, &c);
-    c.fn_ulps = bug == LEGAL_FN_ULPS ? UG_SIM_FN_ULPS : 0; /* legal: a device's sigmoid */
+    gmoe_se_cfg_read(&p, x->shape[1], w->shape[1], bug == UG_V_LEGAL_FN_ULPS ? UG_V_SIM : (ug_variant_code)bug, &c);
+    c.fn_ulps = bug == UG_V_LEGAL_FN_ULPS ? UG_SIM_FN_ULPS : 0; /* legal: a device's sigmoid */
     ug_params_free(&p);
     size_t T = (size_t)x->shape[0], E = (size_t)c.E, K = (size_t)c.k;
     gmoe_se_work wk;
@@ -66,13 +57,4 @@ static int se_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     return 0;
 }
 
-static const ug_kernel_variant glm_select_experts_variants[] = {
-    {"sim", MUT_NONE},
-    {"mut_bias_in_weights", MUT_BIAS_IN_WEIGHTS},
-    {"mut_no_group_limit", MUT_NO_GROUP_LIMIT},
-    {"mut_mask_zero", MUT_MASK_ZERO},
-    {"mut_scale_before_renorm", MUT_SCALE_BEFORE_RENORM},
-    {"legal_fn_ulps", LEGAL_FN_ULPS},
-    {NULL},
-};
-const ug_sim_kernel ug_sim_glm_select_experts = {se_kernel, glm_select_experts_variants};
+const ug_kernel_fn ug_sim_glm_select_experts = se_kernel;

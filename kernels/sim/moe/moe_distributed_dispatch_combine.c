@@ -26,22 +26,12 @@
 #include "kernels/sim/simlib.h"
 #include "op_params.h"
 
-typedef enum {
-    MUT_NONE,
-    MUT_LAST_RANK_COUNT,
-    MUT_WEIGHT_TWICE,
-    MUT_SCALE_128,
-    LEGAL_RANK_ORDER,      /* legal: the combine adds a token's copies rank by rank (slot order within a rank) */
-    LEGAL_FMA_REVERSED,    /* legal: acc = fmaf(w, y, acc), the last slot first */
-    LEGAL_WEIGHT_AT_EXPERT /* legal: y = (w*scale_e)*x' on the expert's rank; the combine adds y in slot order */
-} moe_bug;
-
 /* The combine's order of token t's K slots into ord[0..K): slot order, or (legal variants)
  * rank by rank, or last slot first. */
-static void combine_order(const long *slot_rank, size_t K, moe_bug bug, size_t *ord)
+static void combine_order(const long *slot_rank, size_t K, ug_variant_code bug, size_t *ord)
 {
-    for (size_t s = 0; s < K; s++) ord[s] = bug == LEGAL_FMA_REVERSED ? K - 1 - s : s;
-    if (bug != LEGAL_RANK_ORDER) return;
+    for (size_t s = 0; s < K; s++) ord[s] = bug == UG_V_LEGAL_FMA_REVERSED ? K - 1 - s : s;
+    if (bug != UG_V_LEGAL_RANK_ORDER) return;
     for (size_t i = 1; i < K; i++) /* stable insertion sort by owning rank (K <= 8) */
         for (size_t j = i; j > 0 && slot_rank[ord[j - 1]] > slot_rank[ord[j]]; j--) {
             size_t tmp = ord[j];
@@ -76,18 +66,18 @@ static int open_io(const ulpgym_call *call, moe_io *io, char *err, size_t errlen
 }
 
 /* Owning rank of expert e, or -1 when no rank holds it (only the count bug). */
-static long owner(size_t e, size_t n_exp, size_t world, moe_bug bug)
+static long owner(size_t e, size_t n_exp, size_t world, ug_variant_code bug)
 {
     size_t per = n_exp / world;
     for (size_t r = 0; r < world; r++) {
-        size_t lo = r * per, hi = r + 1 == world && bug != MUT_LAST_RANK_COUNT ? n_exp : lo + per;
+        size_t lo = r * per, hi = r + 1 == world && bug != UG_V_MUT_LAST_RANK_COUNT ? n_exp : lo + per;
         if (e >= lo && e < hi) return (long)r; /* bug: the last rank's block is E/W long */
     }
     return -1;
 }
 
 /* The token as it arrives on an expert's rank: x itself, or int8 codes dequantised. */
-static void wire(const float *x, size_t h, int int8_wire, moe_bug bug, float *dst)
+static void wire(const float *x, size_t h, int int8_wire, ug_variant_code bug, float *dst)
 {
     if (!int8_wire) {
         for (size_t j = 0; j < h; j++) dst[j] = x[j];
@@ -103,7 +93,7 @@ static void wire(const float *x, size_t h, int int8_wire, moe_bug bug, float *ds
         for (size_t j = 0; j < h; j++) dst[j] = NAN;
         return;
     }
-    float scale = amax / (bug == MUT_SCALE_128 ? 128.0f : 127.0f); /* rounds: fp32; bug: 128 */
+    float scale = amax / (bug == UG_V_MUT_INT8_SCALE_128 ? 128.0f : 127.0f); /* rounds: fp32; bug: 128 */
     for (size_t j = 0; j < h; j++) {
         float q = scale > 0.0f ? rintf(x[j] / scale) : 0.0f; /* rounds: fp32 divide, then RNE */
         q = fminf(fmaxf(q, -128.0f), 127.0f);
@@ -141,7 +131,7 @@ static int moe_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
         wire(xt, h, io.int8_wire, bug, xw);
         for (size_t s = 0; s < K; s++) { /* each received copy through its expert, fp32 back */
             float *y = rows + (t * K + s) * h, e = es[(size_t)ids[t * K + s]];
-            if (bug == LEGAL_WEIGHT_AT_EXPERT) {                  /* legal: the weight folded into the expert's scale */
+            if (bug == UG_V_LEGAL_WEIGHT_AT_EXPERT) {             /* legal: the weight folded into the expert's scale */
                 float we = wt[t * K + s] * e;                     /* rounds: fp32 */
                 for (size_t j = 0; j < h; j++) y[j] = we * xw[j]; /* rounds: fp32 */
                 continue;
@@ -154,18 +144,18 @@ static int moe_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     for (size_t t = 0; wt && t < T; t++) {
         const float *w_t = wt + t * K;
         for (size_t j = 0; j < h; j++) acc[j] = 0.0f;
-        combine_order(slot_rank + t * K, K, (moe_bug)bug, ord);
+        combine_order(slot_rank + t * K, K, (ug_variant_code)bug, ord);
         for (size_t i = 0; i < K; i++) {
             size_t s = ord[i];
             const float *y = rows + (t * K + s) * h;
             if (slot_rank[t * K + s] < 0) continue;            /* a copy nobody received */
-            if (bug == LEGAL_WEIGHT_AT_EXPERT) {               /* legal: already weighted on the expert's rank */
+            if (bug == UG_V_LEGAL_WEIGHT_AT_EXPERT) {          /* legal: already weighted on the expert's rank */
                 for (size_t j = 0; j < h; j++) acc[j] += y[j]; /* rounds: fp32 */
-            } else if (bug == LEGAL_FMA_REVERSED) {
+            } else if (bug == UG_V_LEGAL_FMA_REVERSED) {
                 for (size_t j = 0; j < h; j++) acc[j] = fmaf(w_t[s], y[j], acc[j]); /* rounds: fp32, once */
             } else {
-                float w = bug == MUT_WEIGHT_TWICE ? w_t[s] * w_t[s] : w_t[s]; /* bug: weight applied twice */
-                for (size_t j = 0; j < h; j++) acc[j] += w * y[j];            /* rounds: fp32 */
+                float w = bug == UG_V_MUT_WEIGHT_TWICE ? w_t[s] * w_t[s] : w_t[s]; /* bug: weight applied twice */
+                for (size_t j = 0; j < h; j++) acc[j] += w * y[j];                 /* rounds: fp32 */
             }
         }
         ug_sim_store(io.out, t * h, h, acc);
@@ -180,14 +170,4 @@ static int moe_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return rc;
 }
 
-static const ug_kernel_variant moe_distributed_dispatch_combine_variants[] = {
-    {"sim", MUT_NONE},
-    {"mut_last_rank_count", MUT_LAST_RANK_COUNT},
-    {"mut_weight_twice", MUT_WEIGHT_TWICE},
-    {"mut_int8_scale_128", MUT_SCALE_128},
-    {"legal_rank_order", LEGAL_RANK_ORDER},
-    {"legal_fma_reversed", LEGAL_FMA_REVERSED},
-    {"legal_weight_at_expert", LEGAL_WEIGHT_AT_EXPERT},
-    {NULL},
-};
-const ug_sim_kernel ug_sim_moe_distributed_dispatch_combine = {moe_kernel, moe_distributed_dispatch_combine_variants};
+const ug_kernel_fn ug_sim_moe_distributed_dispatch_combine = moe_kernel;

@@ -28,23 +28,13 @@
 #include "kernels/sim/moe/glm_moe_sim_parts.h"
 #include "kernels/sim/simlib.h"
 
-typedef enum {
-    MUT_NONE,
-    MUT_LAST_ROW,
-    MUT_ZERO_SKIP,
-    MUT_W13_SWAP,
-    LEGAL_SEQ_FMA,  /* legal: every dot product a sequential fmaf chain */
-    LEGAL_TILE64,   /* legal: K-tiles of 64, the tile partials added pairwise */
-    LEGAL_K_REVERSE /* legal: every dot product a sequential fp32 sum, last k first */
-} moe_bug;
-
 /* A legal variant's order of the arithmetic (GMOE_LEGAL_NONE: the sim's and the mutants'). */
-static gmoe_legal moe_legal(moe_bug bug)
+static gmoe_legal moe_legal(ug_variant_code bug)
 {
-    return bug == LEGAL_SEQ_FMA     ? GMOE_LEGAL_SEQ_FMA
-           : bug == LEGAL_TILE64    ? GMOE_LEGAL_TILE64
-           : bug == LEGAL_K_REVERSE ? GMOE_LEGAL_K_REVERSE
-                                    : GMOE_LEGAL_NONE;
+    return bug == UG_V_LEGAL_SEQ_FMA     ? GMOE_LEGAL_SEQ_FMA
+           : bug == UG_V_LEGAL_TILE64    ? GMOE_LEGAL_TILE64
+           : bug == UG_V_LEGAL_K_REVERSE ? GMOE_LEGAL_K_REVERSE
+                                         : GMOE_LEGAL_NONE;
 }
 
 typedef struct {
@@ -62,18 +52,18 @@ static void moe_stage_expert(moe_ctx *m, size_t e)
     ug_ktile_load_transposed(m->w2, e * hi, m->I, m->h, m->w2t, m->stage);
 }
 
-static void moe_run_rows(moe_ctx *m, size_t begin, size_t end, moe_bug bug)
+static void moe_run_rows(moe_ctx *m, size_t begin, size_t end, ug_variant_code bug)
 {
     size_t h = m->h, I = m->I;
     for (size_t r = begin; r < end; r++) {
         ug_sim_load(m->x, r * h, h, m->xr);
-        if (bug >= LEGAL_SEQ_FMA) { /* legal: another order of the same fp32 arithmetic */
+        if (ug_sim_legal(bug)) { /* legal: another order of the same fp32 arithmetic */
             gmoe_swiglu_row_legal(m->xr, m->w1t, m->w3t, h, I, 0, moe_legal(bug), m->a); /* rounds: fp32, bf16 a */
             for (size_t j = 0; j < h; j++) m->o[j] = gmoe_dot(moe_legal(bug), m->a, m->w2t + j * I, I);
             ug_sim_store(m->out, r * h, h, m->o); /* rounds: bf16 */
             continue;
         }
-        gmoe_swiglu_row(m->xr, m->w1t, m->w3t, h, I, bug == MUT_W13_SWAP, m->a); /* rounds: fp32, bf16 a */
+        gmoe_swiglu_row(m->xr, m->w1t, m->w3t, h, I, bug == UG_V_MUT_W13_SWAP, m->a); /* rounds: fp32, bf16 a */
         for (size_t j = 0; j < h; j++) m->o[j] = ug_ktile_dot_f32(m->a, m->w2t + j * I, I);
         ug_sim_store(m->out, r * h, h, m->o); /* rounds: bf16 */
     }
@@ -130,11 +120,11 @@ static int moe_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
         for (size_t r = 0; r < m.T; r++) ug_sim_store(m.out, r * m.h, m.h, m.o);
         for (size_t e = 0; e < m.E; e++) {
             if (off[e + 1] == off[e]) {
-                if (bug == MUT_ZERO_SKIP) e++; /* bug: stepping over an empty expert skips the next one too */
+                if (bug == UG_V_MUT_ZERO_SKIP) e++; /* bug: stepping over an empty expert skips the next one too */
                 continue;
             }
             size_t begin = off[e];
-            if (bug == MUT_LAST_ROW && begin > 0) begin--; /* bug: group start off by one */
+            if (bug == UG_V_MUT_GROUP_OFFSET && begin > 0) begin--; /* bug: group start off by one */
             moe_stage_expert(&m, e);
             moe_run_rows(&m, begin, off[e + 1], bug);
         }
@@ -145,14 +135,4 @@ static int moe_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return rc;
 }
 
-static const ug_kernel_variant moe_grouped_gemm_variants[] = {
-    {"sim", MUT_NONE},
-    {"mut_group_offset", MUT_LAST_ROW},
-    {"mut_zero_skip", MUT_ZERO_SKIP},
-    {"mut_w13_swap", MUT_W13_SWAP},
-    {"legal_seq_fma", LEGAL_SEQ_FMA},
-    {"legal_tile64", LEGAL_TILE64},
-    {"legal_k_reverse", LEGAL_K_REVERSE},
-    {NULL},
-};
-const ug_sim_kernel ug_sim_moe_grouped_gemm = {moe_kernel, moe_grouped_gemm_variants};
+const ug_kernel_fn ug_sim_moe_grouped_gemm = moe_kernel;

@@ -19,18 +19,6 @@
 
 #define LANES 64
 
-typedef enum {
-    MUT_NONE,
-    MUT_BF16_SUM,
-    MUT_EPS_OUTSIDE,
-    MUT_TAIL_LANES,
-    MUT_ADD_IN_DTYPE,
-    MUT_PRESCALE,
-    LEGAL_SEQ_FMA, /* legal: one sequential fp32 accumulator, fmaf(v, v, acc) */
-    LEGAL_REASSOC, /* legal: y = x_add * (rstd * gamma) */
-    LEGAL_FN_ULPS  /* legal: rstd = 1/sqrtf(...) moved by UG_SIM_FN_ULPS ulps, an approximate rsqrt */
-} rms_bug;
-
 /* rstd after pre-scaling by max|x| (a trick against overflow of the squares): exact in
  * exact arithmetic, but an all-zero row divides 0 by 0. */
 static float prescaled_rstd(const float *v, size_t n, float eps)
@@ -42,16 +30,16 @@ static float prescaled_rstd(const float *v, size_t n, float eps)
 }
 
 /* Sum of squares in 64 fp32 lanes, then a pairwise tree over the lanes. */
-static float lane_sumsq(const float *v, size_t n, rms_bug bug)
+static float lane_sumsq(const float *v, size_t n, ug_variant_code bug)
 {
-    if (bug == MUT_BF16_SUM) { /* bug: one scalar accumulator kept in bf16 */
+    if (bug == UG_V_MUT_BF16_SUM) { /* bug: one scalar accumulator kept in bf16 */
         float acc = 0.0f;
         for (size_t i = 0; i < n; i++) acc = ug_sim_round_bf16(acc + v[i] * v[i]);
         return acc;
     }
-    if (bug == LEGAL_SEQ_FMA) return ug_sim_sumsq_seq_fma(v, n);
+    if (bug == UG_V_LEGAL_SEQ_FMA) return ug_sim_sumsq_seq_fma(v, n);
     size_t full = n / LANES * LANES;
-    return ug_sim_sumsq_lanes(v, bug == MUT_TAIL_LANES && full > 0 ? full : n); /* bug: tail block dropped */
+    return ug_sim_sumsq_lanes(v, bug == UG_V_MUT_TAIL_LANES && full > 0 ? full : n); /* bug: tail block dropped */
 }
 
 static int rms_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
@@ -70,32 +58,20 @@ static int rms_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
         ug_sim_load(x1, r * h, h, a);
         ug_sim_load(x2, r * h, h, b);
         for (size_t i = 0; i < h; i++) a[i] += b[i]; /* rounds: fp32 add */
-        if (bug == MUT_ADD_IN_DTYPE) /* bug: the sum is kept in the storage dtype (fp16 overflows past 65504) */
+        if (bug == UG_V_MUT_ADD_IN_DTYPE) /* bug: the sum is kept in the storage dtype (fp16 overflows past 65504) */
             for (size_t i = 0; i < h; i++) a[i] = ug_sim_round_to(x1->dtype, a[i]);
         ug_sim_store(xa, r * h, h, a);
         float ms = lane_sumsq(a, h, bug) / (float)h; /* rounds: fp32 */
-        float rs = bug == MUT_EPS_OUTSIDE ? 1.0f / (sqrtf(ms) + eps) : 1.0f / sqrtf(ms + eps);
-        if (bug == MUT_PRESCALE) rs = prescaled_rstd(a, h, eps);
-        if (bug == LEGAL_FN_ULPS) rs = ug_sim_fn_ulps(rs, ms + eps, UG_SIM_FN_ULPS); /* rounds: a device rsqrt */
+        float rs = bug == UG_V_MUT_EPS_OUTSIDE ? 1.0f / (sqrtf(ms) + eps) : 1.0f / sqrtf(ms + eps);
+        if (bug == UG_V_MUT_PRESCALE_ZERO_ROW) rs = prescaled_rstd(a, h, eps);
+        if (bug == UG_V_LEGAL_FN_ULPS) rs = ug_sim_fn_ulps(rs, ms + eps, UG_SIM_FN_ULPS); /* rounds: a device rsqrt */
         ug_sim_store(rstd, r, 1, &rs);
         for (size_t i = 0; i < h; i++) /* rounds: fp32, left to right (legal_reassoc: rstd * gamma first) */
-            b[i] = bug == LEGAL_REASSOC ? a[i] * (rs * g[i]) : a[i] * rs * g[i];
+            b[i] = bug == UG_V_LEGAL_REASSOC ? a[i] * (rs * g[i]) : a[i] * rs * g[i];
         ug_sim_store(y, r * h, h, b);
     }
     free(a);
     return 0;
 }
 
-static const ug_kernel_variant inplace_add_rmsnorm_variants[] = {
-    {"sim", MUT_NONE},
-    {"mut_bf16_sum", MUT_BF16_SUM},
-    {"mut_eps_outside", MUT_EPS_OUTSIDE},
-    {"mut_tail_lanes", MUT_TAIL_LANES},
-    {"mut_add_in_dtype", MUT_ADD_IN_DTYPE},
-    {"mut_prescale_zero_row", MUT_PRESCALE},
-    {"legal_seq_fma", LEGAL_SEQ_FMA},
-    {"legal_reassoc", LEGAL_REASSOC},
-    {"legal_fn_ulps", LEGAL_FN_ULPS},
-    {NULL},
-};
-const ug_sim_kernel ug_sim_inplace_add_rmsnorm = {rms_kernel, inplace_add_rmsnorm_variants};
+const ug_kernel_fn ug_sim_inplace_add_rmsnorm = rms_kernel;

@@ -21,16 +21,6 @@
 
 #define MHC_TILE 256
 
-typedef enum {
-    MUT_NONE,
-    MUT_RES_TRANSPOSED,
-    MUT_BF16_ACC,
-    MUT_TAIL_NO_MIX,
-    LEGAL_FMA,     /* legal: acc = fmaf(h_res[k,n], x[k], acc) from acc = h_post * h_out */
-    LEGAL_REVERSE, /* legal: the mixing terms k = N-1 .. 0 from 0, then h_post * h_out added */
-    LEGAL_PAIRWISE /* legal: a pairwise fp32 sum of the N + 1 products */
-} mhc_bug;
-
 #define MHC_MAX_TERMS 17 /* N <= 16 streams, plus h_post * h_out */
 
 /* A pairwise (recursive halving) fp32 sum of v[0..n), n >= 1. */
@@ -43,14 +33,14 @@ static float pairwise_sum(const float *v, size_t n)
 
 /* The legal variants' tile: the same exact sum in another fp32 order. */
 static void mix_tile_legal(const float *ho, const float *xs, size_t d, size_t len, const float *hres, float hpost,
-                           size_t nst, size_t n, mhc_bug how, float *acc)
+                           size_t nst, size_t n, ug_variant_code how, float *acc)
 {
     for (size_t j = 0; j < len; j++) {
-        if (how == LEGAL_FMA) {
+        if (how == UG_V_LEGAL_FMA) {
             float a = hpost * ho[j];                                                        /* rounds: fp32 */
             for (size_t k = 0; k < nst; k++) a = fmaf(hres[k * nst + n], xs[k * d + j], a); /* rounds: fp32, once */
             acc[j] = a;
-        } else if (how == LEGAL_REVERSE) {
+        } else if (how == UG_V_LEGAL_REVERSE) {
             float a = 0.0f;
             for (size_t k = nst; k-- > 0;) a = a + hres[k * nst + n] * xs[k * d + j]; /* rounds: fp32 mul, fp32 add */
             acc[j] = a + hpost * ho[j];                                               /* rounds: fp32 mul, fp32 add */
@@ -66,16 +56,16 @@ static void mix_tile_legal(const float *ho, const float *xs, size_t d, size_t le
 /* One tile of one output stream: acc[0..len) for stream n of a token. xs holds the
  * token's N streams (row stride d), starting at the tile's first lane. */
 static void mix_tile(const float *ho, const float *xs, size_t d, size_t len, const float *hres, float hpost, size_t nst,
-                     size_t n, int skip_mix, mhc_bug bug, float *acc)
+                     size_t n, int skip_mix, ug_variant_code bug, float *acc)
 {
     for (size_t j = 0; j < len; j++) acc[j] = hpost * ho[j]; /* rounds: fp32 */
-    if (skip_mix) return; /* bug MUT_TAIL_NO_MIX: the tail tile never gets the residual mix */
+    if (skip_mix) return; /* bug UG_V_MUT_TAIL_NO_MIX: the tail tile never gets the residual mix */
     for (size_t k = 0; k < nst; k++) {
-        /* bug MUT_RES_TRANSPOSED reads h_res[n,k] for h_res[k,n] */
-        float w = bug == MUT_RES_TRANSPOSED ? hres[n * nst + k] : hres[k * nst + n];
+        /* bug UG_V_MUT_RES_TRANSPOSED reads h_res[n,k] for h_res[k,n] */
+        float w = bug == UG_V_MUT_RES_TRANSPOSED ? hres[n * nst + k] : hres[k * nst + n];
         for (size_t j = 0; j < len; j++) {
-            acc[j] = acc[j] + w * xs[k * d + j];                         /* rounds: fp32 mul, fp32 add */
-            if (bug == MUT_BF16_ACC) acc[j] = ug_sim_round_bf16(acc[j]); /* bug: bf16 accumulator */
+            acc[j] = acc[j] + w * xs[k * d + j];                              /* rounds: fp32 mul, fp32 add */
+            if (bug == UG_V_MUT_BF16_ACC) acc[j] = ug_sim_round_bf16(acc[j]); /* bug: bf16 accumulator */
         }
     }
 }
@@ -97,8 +87,8 @@ static int mhc_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
         for (size_t n = 0; n < nst; n++) {
             for (size_t j0 = 0; j0 < d; j0 += MHC_TILE) {
                 size_t len = d - j0 < MHC_TILE ? d - j0 : MHC_TILE;
-                int skip = bug == MUT_TAIL_NO_MIX && j0 >= full;
-                if (bug >= LEGAL_FMA) {
+                int skip = bug == UG_V_MUT_TAIL_NO_MIX && j0 >= full;
+                if (ug_sim_legal(bug)) {
                     mix_tile_legal(hov + j0, xs + j0, d, len, hres, hpost[n], nst, n, bug, acc + j0);
                     continue;
                 }
@@ -111,14 +101,4 @@ static int mhc_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return 0;
 }
 
-static const ug_kernel_variant mhc_post_variants[] = {
-    {"sim", MUT_NONE},
-    {"mut_res_transposed", MUT_RES_TRANSPOSED},
-    {"mut_bf16_acc", MUT_BF16_ACC},
-    {"mut_tail_no_mix", MUT_TAIL_NO_MIX},
-    {"legal_fma", LEGAL_FMA},
-    {"legal_reverse", LEGAL_REVERSE},
-    {"legal_pairwise", LEGAL_PAIRWISE},
-    {NULL},
-};
-const ug_sim_kernel ug_sim_mhc_post = {mhc_kernel, mhc_post_variants};
+const ug_kernel_fn ug_sim_mhc_post = mhc_kernel;

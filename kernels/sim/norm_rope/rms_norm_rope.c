@@ -19,23 +19,15 @@
 #include "kernels/sim/simlib.h"
 #include "op_params.h"
 
-typedef enum {
-    MUT_NONE,
-    MUT_ROPE_BEFORE_NORM,
-    MUT_EPS_OUTSIDE,
-    MUT_INTERLEAVED,
-    LEGAL_SEQ_FMA,
-    LEGAL_FMA_ROTATE
-} nr_bug;
-
 /* In-place rotation of v[0..d) with one cos/sin row: NeoX pairs (i, i+D/2), or the
- * interleaved pairs (2i, 2i+1) of the MUT_INTERLEAVED bug. */
-static void rotate(float *v, const float *c, const float *s, size_t d, nr_bug bug, float *tmp)
+ * interleaved pairs (2i, 2i+1) of the UG_V_MUT_INTERLEAVED_PAIRING bug. */
+static void rotate(float *v, const float *c, const float *s, size_t d, ug_variant_code bug, float *tmp)
 {
     size_t half = d / 2;
     for (size_t i = 0; i < half; i++) {
-        size_t a = bug == MUT_INTERLEAVED ? 2 * i : i, b = bug == MUT_INTERLEAVED ? 2 * i + 1 : i + half;
-        if (bug == LEGAL_FMA_ROTATE) {
+        size_t a = bug == UG_V_MUT_INTERLEAVED_PAIRING ? 2 * i : i,
+               b = bug == UG_V_MUT_INTERLEAVED_PAIRING ? 2 * i + 1 : i + half;
+        if (bug == UG_V_LEGAL_FMA_ROTATE) {
             tmp[a] = fmaf(v[a], c[i], -(v[b] * s[i])); /* rounds: fp32 mul, then one fused multiply-add */
             tmp[b] = fmaf(v[b], c[i], v[a] * s[i]);
             continue;
@@ -47,20 +39,20 @@ static void rotate(float *v, const float *c, const float *s, size_t d, nr_bug bu
 }
 
 /* Norm then rope of one head row v (fp32, in place). */
-static void norm_rope_row(float *v, const float *g, const float *c, const float *s, size_t d, float eps, nr_bug bug,
-                          float *tmp)
+static void norm_rope_row(float *v, const float *g, const float *c, const float *s, size_t d, float eps,
+                          ug_variant_code bug, float *tmp)
 {
-    if (bug == MUT_ROPE_BEFORE_NORM) rotate(v, c, s, d, bug, tmp); /* bug: rotary applied to the raw row */
-    float ms =
-        (bug == LEGAL_SEQ_FMA ? ug_sim_sumsq_seq_fma(v, d) : ug_sim_sumsq_lanes(v, d)) / (float)d; /* rounds: fp32 */
-    float rs = bug == MUT_EPS_OUTSIDE ? 1.0f / (sqrtf(ms) + eps) : 1.0f / sqrtf(ms + eps);         /* rounds: fp32 */
+    if (bug == UG_V_MUT_ROPE_BEFORE_NORM) rotate(v, c, s, d, bug, tmp); /* bug: rotary applied to the raw row */
+    float ms = (bug == UG_V_LEGAL_SEQ_FMA ? ug_sim_sumsq_seq_fma(v, d) : ug_sim_sumsq_lanes(v, d)) /
+               (float)d;                                                                        /* rounds: fp32 */
+    float rs = bug == UG_V_MUT_EPS_OUTSIDE ? 1.0f / (sqrtf(ms) + eps) : 1.0f / sqrtf(ms + eps); /* rounds: fp32 */
     for (size_t i = 0; i < d; i++) v[i] = v[i] * rs * g[i]; /* rounds: fp32, left to right */
-    if (bug != MUT_ROPE_BEFORE_NORM) rotate(v, c, s, d, bug, tmp);
+    if (bug != UG_V_MUT_ROPE_BEFORE_NORM) rotate(v, c, s, d, bug, tmp);
 }
 
 /* Normalises and rotates every head row of x [T, H, D] into y. */
 static int run_tensor(const ulpgym_tensor *x, const ulpgym_tensor *gamma, const ulpgym_tensor *ct,
-                      const ulpgym_tensor *st, const ulpgym_tensor *y, float eps, nr_bug bug)
+                      const ulpgym_tensor *st, const ulpgym_tensor *y, float eps, ug_variant_code bug)
 {
     size_t tok = (size_t)x->shape[0], heads = (size_t)x->shape[1], d = (size_t)x->shape[2], half = d / 2;
     float *v = malloc((4 * d + 2 * half) * sizeof *v);
@@ -93,13 +85,4 @@ static int nr_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     return 0;
 }
 
-static const ug_kernel_variant rms_norm_rope_variants[] = {
-    {"sim", MUT_NONE},
-    {"mut_rope_before_norm", MUT_ROPE_BEFORE_NORM},
-    {"mut_eps_outside", MUT_EPS_OUTSIDE},
-    {"mut_interleaved_pairing", MUT_INTERLEAVED},
-    {"legal_seq_fma", LEGAL_SEQ_FMA},
-    {"legal_fma_rotate", LEGAL_FMA_ROTATE},
-    {NULL},
-};
-const ug_sim_kernel ug_sim_rms_norm_rope = {nr_kernel, rms_norm_rope_variants};
+const ug_kernel_fn ug_sim_rms_norm_rope = nr_kernel;

@@ -21,14 +21,12 @@
 
 #define ADAMW_CHUNK 1024
 
-typedef enum { MUT_NONE, MUT_NO_BIAS_CORRECTION, MUT_EPS_INSIDE_SQRT, MUT_L2_DECAY, LEGAL_FMA } adamw_bug;
-
 typedef struct {
     float b1, b2, omb1, omb2, eps, wd, decay, step_size, bc2_sqrt;
 } adamw_scalars;
 
 /* Host-side scalars: computed in double, handed to the device as fp32. */
-static void host_scalars(const ug_params *p, adamw_bug bug, adamw_scalars *s)
+static void host_scalars(const ug_params *p, ug_variant_code bug, adamw_scalars *s)
 {
     const ug_apply_adamw_params *params = UG_P(apply_adamw, p);
     float lr = (float)params->lr, b1 = (float)params->beta1; /* exact: fp32 values */
@@ -40,8 +38,8 @@ static void host_scalars(const ug_params *p, adamw_bug bug, adamw_scalars *s)
     s->omb2 = 1.0f - b2;
     s->eps = (float)params->eps;
     s->wd = (float)params->weight_decay;
-    s->decay = bug == MUT_L2_DECAY ? 1.0f : (float)(1.0 - (double)lr * s->wd); /* rounds: fp32 scalar */
-    if (bug == MUT_NO_BIAS_CORRECTION) { /* bug: moments used without bias correction */
+    s->decay = bug == UG_V_MUT_L2_DECAY ? 1.0f : (float)(1.0 - (double)lr * s->wd); /* rounds: fp32 scalar */
+    if (bug == UG_V_MUT_NO_BIAS_CORRECTION) { /* bug: moments used without bias correction */
         s->step_size = lr;
         s->bc2_sqrt = 1.0f;
     } else {
@@ -51,11 +49,11 @@ static void host_scalars(const ug_params *p, adamw_bug bug, adamw_scalars *s)
 }
 
 /* One element in fp32; w, m, v updated in place. */
-static void adamw_elem(const adamw_scalars *s, adamw_bug bug, float g, float *w, float *m, float *v)
+static void adamw_elem(const adamw_scalars *s, ug_variant_code bug, float g, float *w, float *m, float *v)
 {
-    if (bug == MUT_L2_DECAY) g = g + s->wd * *w; /* bug: L2 penalty folded into the gradient */
-    float wd = *w * s->decay;                    /* rounds: fp32 */
-    if (bug == LEGAL_FMA) {
+    if (bug == UG_V_MUT_L2_DECAY) g = g + s->wd * *w; /* bug: L2 penalty folded into the gradient */
+    float wd = *w * s->decay;                         /* rounds: fp32 */
+    if (bug == UG_V_LEGAL_FMA) {
         *m = fmaf(s->b1, *m, s->omb1 * g);       /* rounds: fp32 mul, one fused multiply-add */
         *v = fmaf(s->b2, *v, s->omb2 * (g * g)); /* rounds: fp32 mul, mul, one fused multiply-add */
     } else {
@@ -63,11 +61,11 @@ static void adamw_elem(const adamw_scalars *s, adamw_bug bug, float g, float *w,
         *v = s->b2 * *v + s->omb2 * (g * g); /* rounds: fp32 mul, mul, mul, add */
     }
     float denom;
-    if (bug == MUT_EPS_INSIDE_SQRT) /* bug: sqrt(v_hat + eps) instead of sqrt(v_hat) + eps */
+    if (bug == UG_V_MUT_EPS_INSIDE_SQRT) /* bug: sqrt(v_hat + eps) instead of sqrt(v_hat) + eps */
         denom = sqrtf(*v / (s->bc2_sqrt * s->bc2_sqrt) + s->eps);
     else
         denom = sqrtf(*v) / s->bc2_sqrt + s->eps; /* rounds: fp32 sqrt, div, add */
-    if (bug == LEGAL_FMA)
+    if (bug == UG_V_LEGAL_FMA)
         *w = fmaf(-s->step_size, *m / denom, wd); /* rounds: fp32 div, one fused multiply-add */
     else
         *w = wd - s->step_size * (*m / denom); /* rounds: fp32 div, mul, sub */
@@ -101,12 +99,4 @@ static int adamw_kernel(const ulpgym_call *call, char *err, size_t errlen, int b
     return 0;
 }
 
-static const ug_kernel_variant apply_adamw_variants[] = {
-    {"sim", MUT_NONE},
-    {"mut_no_bias_correction", MUT_NO_BIAS_CORRECTION},
-    {"mut_eps_inside_sqrt", MUT_EPS_INSIDE_SQRT},
-    {"mut_l2_decay", MUT_L2_DECAY},
-    {"legal_fma", LEGAL_FMA},
-    {NULL},
-};
-const ug_sim_kernel ug_sim_apply_adamw = {adamw_kernel, apply_adamw_variants};
+const ug_kernel_fn ug_sim_apply_adamw = adamw_kernel;

@@ -21,19 +21,7 @@
 
 static int pq_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
-    return ug_gpq_kernel(call, err, errlen, (ug_gpq_bug)bug, NULL, NULL);
+    return ug_gpq_kernel(call, err, errlen, (ug_variant_code)bug, NULL, NULL);
 }
 
-static const ug_kernel_variant glm_attention_pre_quant_variants[] = {
-    {"sim", UG_GPQ_OK},
-    {"mut_half_away", UG_GPQ_HALF_AWAY},
-    {"mut_wrap", UG_GPQ_WRAP},
-    {"mut_bias_after_deq", UG_GPQ_BIAS_AFTER_DEQ},
-    {"mut_rope_interleaved", UG_GPQ_ROPE_INTERLEAVE},
-    {"mut_qk_norm_no_bias", UG_GPQ_QK_NO_BIAS},
-    {"mut_sumsq_overflow", UG_GPQ_SUMSQ_OVERFLOW},
-    {"legal_seq_fma", UG_GPQ_LEGAL_SEQ_FMA},
-    {"legal_tile64", UG_GPQ_LEGAL_TILE64},
-    {NULL},
-};
-const ug_sim_kernel ug_sim_glm_attention_pre_quant = {pq_kernel, glm_attention_pre_quant_variants};
+const ug_kernel_fn ug_sim_glm_attention_pre_quant = pq_kernel;

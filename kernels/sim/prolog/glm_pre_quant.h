@@ -17,7 +17,7 @@
  * ug_gpq_dev_free. Every buffer of ug_gpq_tok holds the values the kernel exports.
  * ug_gpq_kernel is the whole walk (bind, every token, store every exported stage) of a
  * kernel whose declaration has glm_attention_pre_quant's tensors and params.
- * Legal variants (UG_GPQ_LEGAL_*): the norms' sums of squares in another fp32 order (the
+ * Legal variants (UG_V_LEGAL_SEQ_FMA, UG_V_LEGAL_TILE64): the norms' sums of squares in another fp32 order (the
  * certified device model's sums in any order); the GEMM's integer sum is exact in any order
  * and sqrt and the division are correctly rounded fp32 operations in the contract. */
 #ifndef UG_SIM_GLM_PRE_QUANT_H
@@ -25,21 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "op_params.h" /* ug_variant_code */
 #include "ulpgym/kernel_abi.h"
-
-/* Planted bugs (a kernel's mutants pass one; UG_GPQ_OK is the correct device). */
-typedef enum {
-    UG_GPQ_OK,
-    UG_GPQ_HALF_AWAY,       /* the quantiser rounds half away from zero (roundf) instead of rint */
-    UG_GPQ_WRAP,            /* the int8 cast wraps instead of saturating */
-    UG_GPQ_BIAS_AFTER_DEQ,  /* acc*deq + bias instead of (acc + bias)*deq */
-    UG_GPQ_ROPE_INTERLEAVE, /* RoPE pairs (2i, 2i+1) instead of (i, i + R/2) */
-    UG_GPQ_QK_NO_BIAS,      /* the q/k head norms leave out their bias */
-    UG_GPQ_SUMSQ_OVERFLOW,  /* no pre-scaling: the fp32 sum of squares overflows for |v| > ~1.8e19 */
-    /* not bugs: the legal variants' orders of the norms' fp32 sums of squares (prolog_legal.h) */
-    UG_GPQ_LEGAL_SEQ_FMA, /* one sequential fmaf chain */
-    UG_GPQ_LEGAL_TILE64   /* tiles of 64 summed sequentially, the tile partials added pairwise */
-} ug_gpq_bug;
 
 typedef struct {
     size_t H, Nq, Nk, D, R, cols; /* cols = (Nq + 2 Nk)*D */
@@ -69,7 +56,7 @@ int ug_gpq_tok_alloc(const ug_gpq_dev *m, ug_gpq_tok *tk);
 void ug_gpq_tok_free(ug_gpq_tok *tk);
 /* Every stage of one token: x, residual rows [H], cos/sin rows [R/2]. */
 void ug_gpq_dev_token(const ug_gpq_dev *m, const float *x, const float *res, const float *cs, const float *sn,
-                      ug_gpq_tok *tk, ug_gpq_bug bug);
+                      ug_gpq_tok *tk, ug_variant_code bug);
 
 /* The call's tensors the walk binds (names of glm_attention_pre_quant's declaration). */
 typedef struct {
@@ -82,6 +69,7 @@ typedef void (*ug_gpq_token_fn)(void *ctx, const ug_gpq_dev *m, const ug_gpq_tok
 /* Binds, loads, and for every token t runs ug_gpq_dev_token and stores residual_res, n,
  * n_i8, qk_mm, qk_norm, q, k and v (then calls fn(ctx, ...) when fn is set). 0, -1
  * (memory) or -2 (binding, with err set). */
-int ug_gpq_kernel(const ulpgym_call *call, char *err, size_t errlen, ug_gpq_bug bug, ug_gpq_token_fn fn, void *ctx);
+int ug_gpq_kernel(const ulpgym_call *call, char *err, size_t errlen, ug_variant_code bug, ug_gpq_token_fn fn,
+                  void *ctx);
 
 #endif

@@ -1,5 +1,5 @@
 /* indexer_prolog_fp8.c — sim kernel shared by the lightning indexer prologs
- * lightning_indexer_prolog_quant (int8), _fp8 and _mxfp8, and their variant tables.
+ * lightning_indexer_prolog_quant (int8), _fp8 and _mxfp8.
  *
  * One pipeline, three quantisation formats, so the device model lives once:
  *   q path (per token, indexer head): the dequantised bf16 q row widened to fp32 (int8 op:
@@ -133,10 +133,10 @@ static void rope(float *v, const lip_rot *r)
     }
 }
 
-static void butterfly(float *v, size_t d, lip8_bug bug);
+static void butterfly(float *v, size_t d, ug_variant_code bug);
 
 /* RoPE_half, then the normalised Hadamard (or the given dense transform). */
-static void rope_hadamard(float *v, size_t d, const lip_rot *r, lip8_bug bug)
+static void rope_hadamard(float *v, size_t d, const lip_rot *r, ug_variant_code bug)
 {
     rope(v, r);
     if (r->h) { /* the given dense transform, u = v.H (bug: H^T loaded by the caller) */
@@ -151,7 +151,7 @@ static void rope_hadamard(float *v, size_t d, const lip_rot *r, lip8_bug bug)
 }
 
 /* The in-place Walsh-Hadamard butterfly times 1/sqrt(D) (bug: unnormalised). */
-static void butterfly(float *v, size_t d, lip8_bug bug)
+static void butterfly(float *v, size_t d, ug_variant_code bug)
 {
     for (size_t len = 1; len < d; len <<= 1)
         for (size_t i = 0; i < d; i += 2 * len)
@@ -160,37 +160,37 @@ static void butterfly(float *v, size_t d, lip8_bug bug)
                 v[j] = a + b; /* rounds: fp32 */
                 v[j + len] = a - b;
             }
-    if (bug == LIP8_BUG_HADAMARD_UNNORMALISED) return; /* bug: 1/sqrt(D) left out */
+    if (bug == UG_V_MUT_HADAMARD_UNNORMALISED) return; /* bug: 1/sqrt(D) left out */
     float inv = 1.0f / sqrtf((float)d);                /* rounds: fp32 constant */
     for (size_t i = 0; i < d; i++) v[i] *= inv;        /* rounds: fp32 */
 }
 
 /* e4m3 conversion the way the device does it: saturating (bug: overflow becomes NaN). */
-static float to_e4m3_input(float x, lip8_bug bug)
+static float to_e4m3_input(float x, ug_variant_code bug)
 {
-    if (bug == LIP8_BUG_NO_SATURATION && fabsf(x) >= 464.0f) return NAN; /* 464: midpoint 448..480 */
+    if (bug == UG_V_MUT_NO_SATURATION && fabsf(x) >= 464.0f) return NAN; /* 464: midpoint 448..480 */
     return x;
 }
 
 /* The reference's int8 DynQuant of one finite row: r = 127/amax, codes rne(v*r), scale 1/r
  * (fp32; the store rounds it to fp16). */
-static void quantise_int8(const float *v, size_t d, float amax, lip8_bug bug, float *codes, float *scale)
+static void quantise_int8(const float *v, size_t d, float amax, ug_variant_code bug, float *codes, float *scale)
 {
     if (amax == 0.0f) { /* an all-zero row: no division */
         for (size_t i = 0; i < d; i++) codes[i] = 0.0f;
         *scale = 0.0f;
         return;
     }
-    float r = (bug == LIP8_BUG_SCALE_128 ? 128.0f : 127.0f) / amax; /* rounds: fp32 (bug: 128) */
+    float r = (bug == UG_V_MUT_SCALE_128 ? 128.0f : 127.0f) / amax; /* rounds: fp32 (bug: 128) */
     for (size_t i = 0; i < d; i++) {
         float y = v[i] * r;                                         /* rounds: fp32 */
-        y = bug == LIP8_BUG_TRUNC ? truncf(y) : nearbyintf(y);      /* rounds: RNE (bug: toward zero) */
+        y = bug == UG_V_MUT_TRUNC ? truncf(y) : nearbyintf(y);      /* rounds: RNE (bug: toward zero) */
         codes[i] = y > 127.0f ? 127.0f : y < -128.0f ? -128.0f : y; /* saturating int8 */
     }
     *scale = 1.0f / r; /* rounds: fp32, then fp16 at the store */
 }
 
-void lip_sim_quantise(const float *v, size_t d, lip8_format fmt, lip8_bug bug, float *codes, float *scales)
+void lip_sim_quantise(const float *v, size_t d, lip8_format fmt, ug_variant_code bug, float *codes, float *scales)
 {
     size_t block = fmt == LIP8_MX ? MX_BLOCK : d;
     for (size_t b0 = 0; b0 < d; b0 += block) {
@@ -210,11 +210,11 @@ void lip_sim_quantise(const float *v, size_t d, lip8_format fmt, lip8_bug bug, f
             continue;
         }
         if (fmt == LIP8_FP8) {
-            scale = amax / (bug == LIP8_BUG_SCALE_440 ? 440.0f : 448.0f); /* rounds: fp32 (bug: 440, not e4m3 max) */
+            scale = amax / (bug == UG_V_MUT_SCALE_440 ? 440.0f : 448.0f); /* rounds: fp32 (bug: 440, not e4m3 max) */
         } else if (amax == 0.0f) {
             scale = ldexpf(1.0f, -127);
         } else {
-            int e = ilogbf(amax) - (bug == LIP8_BUG_MX_EXP_OFF_BY_ONE ? 7 : 8); /* bug: emax 7 */
+            int e = ilogbf(amax) - (bug == UG_V_MUT_MX_EXP_OFF_BY_ONE ? 7 : 8); /* bug: emax 7 */
             e = e < -127 ? -127 : e > 127 ? 127 : e;
             scale = ldexpf(1.0f, e); /* exact: a power of two */
         }
@@ -288,10 +288,10 @@ static void layer_norm_legal(float *v, size_t d, const float *g, const float *b,
     for (size_t i = 0; i < d; i++) v[i] = v[i] * rstd * g[i] + b[i]; /* rounds: fp32 */
 }
 
-static void layer_norm(float *v, size_t d, const float *g, const float *b, float eps, lip8_bug bug)
+static void layer_norm(float *v, size_t d, const float *g, const float *b, float eps, ug_variant_code bug)
 {
-    if (bug == LIP8_LEGAL_SEQ_FMA || bug == LIP8_LEGAL_TILE64) {
-        layer_norm_legal(v, d, g, b, eps, bug == LIP8_LEGAL_SEQ_FMA ? UG_PL_SEQ_FMA : UG_PL_TILE64);
+    if (bug == UG_V_LEGAL_SEQ_FMA || bug == UG_V_LEGAL_TILE64) {
+        layer_norm_legal(v, d, g, b, eps, bug == UG_V_LEGAL_SEQ_FMA ? UG_PL_SEQ_FMA : UG_PL_TILE64);
         return;
     }
     float mean = 0.0f, var = 0.0f;
@@ -299,22 +299,22 @@ static void layer_norm(float *v, size_t d, const float *g, const float *b, float
     mean /= (float)d;
     for (size_t i = 0; i < d; i++) var += (v[i] - mean) * (v[i] - mean);                          /* rounds: fp32 */
     float rstd = 1.0f / sqrtf(var / (float)d + eps);                                              /* rounds: fp32 */
-    if (bug == LIP8_LEGAL_FN_ULPS) rstd = ug_pl_rsqrt(rstd, var / (float)d + eps, UG_PL_FN_ULPS); /* a device rsqrt */
+    if (bug == UG_V_LEGAL_FN_ULPS) rstd = ug_pl_rsqrt(rstd, var / (float)d + eps, UG_PL_FN_ULPS); /* a device rsqrt */
     for (size_t i = 0; i < d; i++) /* rounds: fp32 (bug: beta left out) */
-        v[i] = bug == LIP8_BUG_LN_NO_BETA ? (v[i] - mean) * rstd * g[i] : (v[i] - mean) * rstd * g[i] + b[i];
+        v[i] = bug == UG_V_MUT_LN_NO_BETA ? (v[i] - mean) * rstd * g[i] : (v[i] - mean) * rstd * g[i] + b[i];
 }
 
 /* k_norm rmsnorm (the reference suite's k norm): v*rstd*gamma, rstd from the mean of
  * squares, no mean subtraction and no beta. */
-static void rms_norm(float *v, size_t d, const float *g, float eps, lip8_bug bug)
+static void rms_norm(float *v, size_t d, const float *g, float eps, ug_variant_code bug)
 {
     float ss = 0.0f;
-    if (bug == LIP8_LEGAL_SEQ_FMA || bug == LIP8_LEGAL_TILE64) /* rounds: fp32, the legal variant's order */
-        ss = ug_pl_dot(v, v, d, bug == LIP8_LEGAL_SEQ_FMA ? UG_PL_SEQ_FMA : UG_PL_TILE64);
+    if (bug == UG_V_LEGAL_SEQ_FMA || bug == UG_V_LEGAL_TILE64) /* rounds: fp32, the legal variant's order */
+        ss = ug_pl_dot(v, v, d, bug == UG_V_LEGAL_SEQ_FMA ? UG_PL_SEQ_FMA : UG_PL_TILE64);
     else
         for (size_t i = 0; i < d; i++) ss += v[i] * v[i];                                        /* rounds: fp32 */
     float rstd = 1.0f / sqrtf(ss / (float)d + eps);                                              /* rounds: fp32 */
-    if (bug == LIP8_LEGAL_FN_ULPS) rstd = ug_pl_rsqrt(rstd, ss / (float)d + eps, UG_PL_FN_ULPS); /* a device rsqrt */
+    if (bug == UG_V_LEGAL_FN_ULPS) rstd = ug_pl_rsqrt(rstd, ss / (float)d + eps, UG_PL_FN_ULPS); /* a device rsqrt */
     for (size_t i = 0; i < d; i++) v[i] = v[i] * rstd * g[i];                                    /* rounds: fp32 */
 }
 
@@ -403,7 +403,7 @@ struct lip_sim {
     lip_io io;
     lip_buf b;
     lip8_format fmt;
-    lip8_bug bug;
+    ug_variant_code bug;
     lip_rot rq, rk;
     float cst;             /* 1/sqrt(H*D), the weights' factor */
     size_t blk0, blkn;     /* the token block in b (blkn 0: none yet) */
@@ -452,19 +452,20 @@ static int load_weights(lip_sim *s)
     ug_sim_load(io->gamma, 0, d, b->g);
     ug_sim_load(io->beta, 0, d, b->b);
     if (io->hq) {
-        load_dense(io->hq, d, s->bug == LIP8_BUG_HADAMARD_TRANSPOSED, b->hq);
-        load_dense(io->hk, d, s->bug == LIP8_BUG_HADAMARD_TRANSPOSED, b->hk);
+        load_dense(io->hq, d, s->bug == UG_V_MUT_HADAMARD_TRANSPOSED, b->hq);
+        load_dense(io->hk, d, s->bug == UG_V_MUT_HADAMARD_TRANSPOSED, b->hk);
     }
     return io->wqb ? load_wqb(s) : 0;
 }
 
-lip_sim *lip_sim_open(const ulpgym_call *call, lip8_format fmt, lip8_bug bug, char *err, size_t errlen, int *status)
+lip_sim *lip_sim_open(const ulpgym_call *call, lip8_format fmt, ug_variant_code bug, char *err, size_t errlen,
+                      int *status)
 {
     return lip_sim_open_ex(call, fmt, bug, NULL, err, errlen, status);
 }
 
-lip_sim *lip_sim_open_ex(const ulpgym_call *call, lip8_format fmt, lip8_bug bug, const lip_sim_opts *o, char *err,
-                         size_t errlen, int *status)
+lip_sim *lip_sim_open_ex(const ulpgym_call *call, lip8_format fmt, ug_variant_code bug, const lip_sim_opts *o,
+                         char *err, size_t errlen, int *status)
 {
     lip_sim *s = calloc(1, sizeof *s);
     *status = -1;
@@ -489,14 +490,14 @@ lip_sim *lip_sim_open_ex(const ulpgym_call *call, lip8_format fmt, lip8_bug bug,
     size_t hi = io->cs_w == io->half ? 0 : io->half; /* the second half's table column */
     s->rq = (lip_rot){b->cs, b->sn, b->cs + hi, b->sn + hi, io->half, b->hq, b->u, b->tile}, s->rk = s->rq;
     s->rk.h = io->hk ? b->hk : NULL;
-    s->order = bug == LIP8_LEGAL_SEQ_FMA ? UG_PL_SEQ_FMA : bug == LIP8_LEGAL_TILE64 ? UG_PL_TILE64 : UG_PL_NONE;
+    s->order = bug == UG_V_LEGAL_SEQ_FMA ? UG_PL_SEQ_FMA : bug == UG_V_LEGAL_TILE64 ? UG_PL_TILE64 : UG_PL_NONE;
     s->rq.legal = s->rk.legal = s->order, s->rq.col = s->rk.col = b->col;
     for (size_t i = 0; i < d; i++) b->zero[i] = 0.0f;
     float empty_scale = fmt == LIP8_MX ? ldexpf(1.0f, -127) : 0.0f;
     for (size_t i = 0; i < ns; i++) b->scales[i] = empty_scale;
     for (size_t i = 0; i < io->n_slots; i++) store_slot(io, fmt, i, b->zero, b->scales); /* the empty cache */
     /* rounds: fp32 constant (bug: 1/sqrt(D), the heads' factor left out) */
-    s->cst = 1.0f / sqrtf((float)((bug == LIP8_BUG_WEIGHTS_NO_HEADS ? 1 : io->heads) * d));
+    s->cst = 1.0f / sqrtf((float)((bug == UG_V_MUT_WEIGHTS_NO_HEADS ? 1 : io->heads) * d));
     return s;
 }
 
@@ -566,8 +567,8 @@ static long k_slot(const lip_sim *s, size_t t)
 {
     float slot;
     ug_sim_load(s->io.slots, t, 1, &slot);
-    if (slot < 0) return s->bug == LIP8_BUG_PAD_SLOT_WRAPS ? (long)s->io.n_slots - 1 : -1; /* bug: cache[-1] */
-    if (s->bug == LIP8_BUG_SLOT_OFF_BY_ONE) return ((long)slot + 1) % (long)s->io.n_slots; /* bug: one past */
+    if (slot < 0) return s->bug == UG_V_MUT_PAD_SLOT_WRAPS ? (long)s->io.n_slots - 1 : -1; /* bug: cache[-1] */
+    if (s->bug == UG_V_MUT_SLOT_OFF_BY_ONE) return ((long)slot + 1) % (long)s->io.n_slots; /* bug: one past */
     return (long)slot;
 }
 
@@ -611,59 +612,15 @@ static int lip8_kernel(const ulpgym_call *call, char *err, size_t errlen, int bu
                       : !strcmp(call->op, "lightning_indexer_prolog_quant_fp8") ? LIP8_FP8
                                                                                 : LIP8_INT8;
     int status;
-    lip_sim *s = lip_sim_open(call, fmt, (lip8_bug)bug, err, errlen, &status);
+    lip_sim *s = lip_sim_open(call, fmt, (ug_variant_code)bug, err, errlen, &status);
     if (!s) return status;
     for (size_t t = 0; t < lip_sim_tokens(s); t++) lip_sim_token(s, t);
     lip_sim_close(s);
     return 0;
 }
 
-static const ug_kernel_variant lightning_indexer_prolog_quant_fp8_variants[] = {
-    {"sim", LIP8_BUG_NONE},
-    {"mut_hadamard_unnormalised", LIP8_BUG_HADAMARD_UNNORMALISED},
-    {"mut_pad_slot_wraps", LIP8_BUG_PAD_SLOT_WRAPS},
-    {"mut_scale_440", LIP8_BUG_SCALE_440},
-    {"mut_hadamard_transposed", LIP8_BUG_HADAMARD_TRANSPOSED},
-    /* the legal variants the three ops share (prolog_legal.h) */
-    {"legal_seq_fma", LIP8_LEGAL_SEQ_FMA},
-    {"legal_tile64", LIP8_LEGAL_TILE64},
-    {"legal_fn_ulps", LIP8_LEGAL_FN_ULPS},
-    {NULL},
-};
-const ug_sim_kernel ug_sim_lightning_indexer_prolog_quant_fp8 = {lip8_kernel,
-                                                                 lightning_indexer_prolog_quant_fp8_variants};
+const ug_kernel_fn ug_sim_lightning_indexer_prolog_quant_fp8 = lip8_kernel;
 
-/* mut_scale_440 has no row here: MX scales are powers of two from the exponent of amax, no division by 448. */
-static const ug_kernel_variant lightning_indexer_prolog_quant_mxfp8_variants[] = {
-    {"sim", LIP8_BUG_NONE},
-    {"mut_hadamard_unnormalised", LIP8_BUG_HADAMARD_UNNORMALISED},
-    {"mut_mx_exp_off_by_one", LIP8_BUG_MX_EXP_OFF_BY_ONE},
-    {"mut_no_saturation", LIP8_BUG_NO_SATURATION},
-    {"mut_hadamard_transposed", LIP8_BUG_HADAMARD_TRANSPOSED},
-    {"mut_pad_slot_wraps", LIP8_BUG_PAD_SLOT_WRAPS},
-    /* the legal variants the three ops share (prolog_legal.h) */
-    {"legal_seq_fma", LIP8_LEGAL_SEQ_FMA},
-    {"legal_tile64", LIP8_LEGAL_TILE64},
-    {"legal_fn_ulps", LIP8_LEGAL_FN_ULPS},
-    {NULL},
-};
-const ug_sim_kernel ug_sim_lightning_indexer_prolog_quant_mxfp8 = {lip8_kernel,
-                                                                   lightning_indexer_prolog_quant_mxfp8_variants};
+const ug_kernel_fn ug_sim_lightning_indexer_prolog_quant_mxfp8 = lip8_kernel;
 
-/* The int8 op (the reference suite's lightning_indexer_prolog_quant): one fp16 scale per row. */
-static const ug_kernel_variant lightning_indexer_prolog_quant_variants[] = {
-    {"sim", LIP8_BUG_NONE},
-    {"mut_scale_128", LIP8_BUG_SCALE_128},
-    {"mut_trunc", LIP8_BUG_TRUNC},
-    {"mut_hadamard_unnormalised", LIP8_BUG_HADAMARD_UNNORMALISED},
-    {"mut_ln_no_beta", LIP8_BUG_LN_NO_BETA},
-    {"mut_weights_no_heads", LIP8_BUG_WEIGHTS_NO_HEADS},
-    {"mut_slot_off_by_one", LIP8_BUG_SLOT_OFF_BY_ONE},
-    {"mut_pad_slot_wraps", LIP8_BUG_PAD_SLOT_WRAPS},
-    /* the legal variants the three ops share (prolog_legal.h) */
-    {"legal_seq_fma", LIP8_LEGAL_SEQ_FMA},
-    {"legal_tile64", LIP8_LEGAL_TILE64},
-    {"legal_fn_ulps", LIP8_LEGAL_FN_ULPS},
-    {NULL},
-};
-const ug_sim_kernel ug_sim_lightning_indexer_prolog_quant = {lip8_kernel, lightning_indexer_prolog_quant_variants};
+const ug_kernel_fn ug_sim_lightning_indexer_prolog_quant = lip8_kernel;

@@ -9,34 +9,17 @@
 #define UG_SIM_INDEXER_PROLOG_H
 #include <stddef.h>
 
+#include "op_params.h" /* ug_variant_code */
 #include "ulpgym/kernel_abi.h"
 
-/* The quantisation format: each op's variant table binds its own (by call->op). */
+/* The quantisation format: the op's own (lip8_kernel reads it from call->op). */
 typedef enum { LIP8_FP8, LIP8_MX, LIP8_INT8 } lip8_format;
-
-typedef enum {
-    LIP8_BUG_NONE,
-    LIP8_BUG_HADAMARD_UNNORMALISED, /* Hadamard without 1/sqrt(D) */
-    LIP8_BUG_MX_EXP_OFF_BY_ONE,     /* MX shared exponent floor(log2 amax) - 7 */
-    LIP8_BUG_NO_SATURATION,         /* e4m3 conversion overflows to NaN instead of saturating */
-    LIP8_BUG_PAD_SLOT_WRAPS,        /* slot -1 (padding) written to the cache's last slot */
-    LIP8_BUG_SCALE_440,             /* fp8 row scale amax/440 (1.8 % small); MX scales do not divide by 448 */
-    LIP8_BUG_HADAMARD_TRANSPOSED,   /* a given dense Hadamard applied as H^T (invisible for the symmetric butterfly) */
-    LIP8_BUG_SCALE_128,             /* int8 scale amax/128 (r = 128/amax: a code range taken as 256/2) */
-    LIP8_BUG_TRUNC,                 /* int8 codes truncated toward zero instead of RNE */
-    LIP8_BUG_LN_NO_BETA,            /* LayerNorm of k without its beta */
-    LIP8_BUG_WEIGHTS_NO_HEADS,      /* weights scaled by 1/sqrt(D) only, the n^-1/2 factor left out */
-    LIP8_BUG_SLOT_OFF_BY_ONE,       /* k row written one slot past slot_mapping's (wrapping at the cache end) */
-    /* not bugs: the legal variants' numerics (prolog_legal.h), a correct kernel's */
-    LIP8_LEGAL_SEQ_FMA, /* every fp32 GEMM dot (x.W_k, x.W_proj, a given Hadamard) and norm sum one sequential chain */
-    LIP8_LEGAL_TILE64,  /* those sums in K-tiles of 64, the tile partials added pairwise */
-    LIP8_LEGAL_FN_ULPS  /* the k norm's rstd from an rsqrt 3 fp32 ulps off 1/sqrtf */
-} lip8_bug;
 
 typedef struct lip_sim lip_sim;
 /* Binds the call's tensors and params, loads the weights, writes the empty cache (codes 0,
  * scale 0 or MX 2^-127). NULL with *status -2 (bad call, err set) or -1 (no memory). */
-lip_sim *lip_sim_open(const ulpgym_call *call, lip8_format fmt, lip8_bug bug, char *err, size_t errlen, int *status);
+lip_sim *lip_sim_open(const ulpgym_call *call, lip8_format fmt, ug_variant_code bug, char *err, size_t errlen,
+                      int *status);
 /* The params lip_sim_open reads by name (eps, k_norm, tables), given by a fused op whose
  * names differ; lip_sim_open_ex with o NULL is lip_sim_open. */
 typedef struct {
@@ -44,8 +27,8 @@ typedef struct {
     int rms;          /* k_norm rmsnorm */
     int given_tables; /* cos/sin [T, R], column i+R/2 for the second half */
 } lip_sim_opts;
-lip_sim *lip_sim_open_ex(const ulpgym_call *call, lip8_format fmt, lip8_bug bug, const lip_sim_opts *o, char *err,
-                         size_t errlen, int *status);
+lip_sim *lip_sim_open_ex(const ulpgym_call *call, lip8_format fmt, ug_variant_code bug, const lip_sim_opts *o,
+                         char *err, size_t errlen, int *status);
 size_t lip_sim_tokens(const lip_sim *s);
 /* Token t: its q rows, weights, and k row into its cache slot (none for slot -1). */
 void lip_sim_token(lip_sim *s, size_t t);
@@ -55,5 +38,5 @@ void lip_sim_token_q(lip_sim *s, size_t t, const float *q);
 void lip_sim_close(lip_sim *s);
 /* One row's quantisation (d values; fp8/int8 one scale, MX d/32): codes as fp32 values
  * before the store, scales likewise. */
-void lip_sim_quantise(const float *v, size_t d, lip8_format fmt, lip8_bug bug, float *codes, float *scales);
+void lip_sim_quantise(const float *v, size_t d, lip8_format fmt, ug_variant_code bug, float *codes, float *scales);
 #endif

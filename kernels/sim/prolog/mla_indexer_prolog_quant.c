@@ -32,17 +32,6 @@
 #include "kernels/sim/simlib.h"
 #include "op_params.h"
 
-typedef enum {
-    MIP_NONE,
-    MIP_Q_FROM_CQ,
-    MIP_EPS_SHARED,
-    MIP_K_RMSNORM,
-    MIP_PAD_WRAPS,
-    MIP_LEGAL_SEQ_FMA, /* legal: both halves' fp32 sums one sequential fmaf chain */
-    MIP_LEGAL_TILE64,  /* legal: both halves' fp32 sums in K-tiles of 64, partials pairwise */
-    MIP_LEGAL_FN_ULPS  /* legal: every norm's rstd (two RMSNorms, the indexer's k norm) 3 fp32 ulps off */
-} mip_bug;
-
 /* The q-from-c_q mutant's device: the MLA weights (for c_q) and w_qb widened to fp32. */
 typedef struct {
     ug_mlaq_k_w w;
@@ -93,20 +82,22 @@ static const float *cq_query(mip_cq *m, size_t t)
 }
 
 /* The indexer half over this op's call (after the MLA half has stored q_norm / q_norm_scale). */
-static int indexer_half(const ulpgym_call *call, const ug_params *p, mip_bug bug, char *err, size_t errlen)
+static int indexer_half(const ulpgym_call *call, const ug_params *p, ug_variant_code bug, char *err, size_t errlen)
 {
-    float eps = (float)ug_p_num(p, bug == MIP_EPS_SHARED ? "eps" : "idx_eps"); /* exact: fp32 values (bug: MLA's) */
-    lip_sim_opts o = {eps, bug == MIP_K_RMSNORM, 1};                           /* bug: the MLA's RMSNorm */
+    float eps =
+        (float)ug_p_num(p, bug == UG_V_MUT_IDX_EPS_SHARED ? "eps" : "idx_eps"); /* exact: fp32 values (bug: MLA's) */
+    lip_sim_opts o = {eps, bug == UG_V_MUT_IDX_K_RMSNORM, 1};                   /* bug: the MLA's RMSNorm */
     int status;
-    lip8_bug lb = bug == MIP_PAD_WRAPS       ? LIP8_BUG_PAD_SLOT_WRAPS
-                  : bug >= MIP_LEGAL_SEQ_FMA ? (lip8_bug)(LIP8_LEGAL_SEQ_FMA + (bug - MIP_LEGAL_SEQ_FMA))
-                                             : LIP8_BUG_NONE; /* a legal variant: the indexer's own */
+    ug_variant_code lb = bug == UG_V_MUT_IDX_PAD_SLOT_WRAPS    ? UG_V_MUT_PAD_SLOT_WRAPS
+                         : ug_pl_of_variant(bug) != UG_PL_NONE ? bug
+                                                               : UG_V_SIM; /* a legal variant: the indexer's own */
     lip_sim *s = lip_sim_open_ex(call, LIP8_INT8, lb, &o, err, errlen, &status);
     if (!s) return status;
     mip_cq m = {0};
-    int rc = bug == MIP_Q_FROM_CQ ? cq_open(&m, call, p, err, errlen) : 0;
+    int rc = bug == UG_V_MUT_IDX_Q_FROM_CQ ? cq_open(&m, call, p, err, errlen) : 0;
     for (size_t t = 0; !rc && t < lip_sim_tokens(s); t++)
-        lip_sim_token_q(s, t, bug == MIP_Q_FROM_CQ ? cq_query(&m, t) : NULL); /* NULL: q from q_norm (staged) */
+        lip_sim_token_q(s, t,
+                        bug == UG_V_MUT_IDX_Q_FROM_CQ ? cq_query(&m, t) : NULL); /* NULL: q from q_norm (staged) */
     cq_free(&m);
     lip_sim_close(s);
     return rc;
@@ -114,26 +105,14 @@ static int indexer_half(const ulpgym_call *call, const ug_params *p, mip_bug bug
 
 static int mip_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
-    ug_prolog_legal legal =
-        bug >= MIP_LEGAL_SEQ_FMA ? (ug_prolog_legal)(UG_PL_SEQ_FMA + (bug - MIP_LEGAL_SEQ_FMA)) : UG_PL_NONE;
+    ug_prolog_legal legal = ug_pl_of_variant(bug);
     int rc = ug_mlaq_k_run_legal(call, err, errlen, 0, legal);
     if (rc) return rc;
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
-    rc = indexer_half(call, &p, (mip_bug)bug, err, errlen);
+    rc = indexer_half(call, &p, (ug_variant_code)bug, err, errlen);
     ug_params_free(&p);
     return rc;
 }
 
-static const ug_kernel_variant mla_indexer_prolog_quant_variants[] = {
-    {"sim", MIP_NONE},
-    {"mut_idx_q_from_cq", MIP_Q_FROM_CQ},
-    {"mut_idx_eps_shared", MIP_EPS_SHARED},
-    {"mut_idx_k_rmsnorm", MIP_K_RMSNORM},
-    {"mut_idx_pad_slot_wraps", MIP_PAD_WRAPS},
-    {"legal_seq_fma", MIP_LEGAL_SEQ_FMA},
-    {"legal_tile64", MIP_LEGAL_TILE64},
-    {"legal_fn_ulps", MIP_LEGAL_FN_ULPS},
-    {NULL},
-};
-const ug_sim_kernel ug_sim_mla_indexer_prolog_quant = {mip_kernel, mla_indexer_prolog_quant_variants};
+const ug_kernel_fn ug_sim_mla_indexer_prolog_quant = mip_kernel;

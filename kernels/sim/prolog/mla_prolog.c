@@ -37,19 +37,6 @@
 #define MLA_TOKEN_TILE 16
 #define MLA_MAX_ROPE UG_MLA_MAX_ROPE
 
-typedef enum {
-    MUT_NONE,
-    MUT_ROPE_SIN_SIGN,
-    MUT_SLOT_OFF,
-    MUT_TAIL_TOKENS,
-    MUT_KV_NORM_BF16,
-    MUT_QNORM_NO_GAMMA,
-    MUT_QNORM_PRENORM,
-    LEGAL_SEQ_FMA, /* legal: every fp32 GEMM dot and sum of squares one sequential fmaf chain */
-    LEGAL_TILE64,  /* legal: K-tiles of 64 summed sequentially in fp32, the tile partials added pairwise */
-    LEGAL_FN_ULPS  /* legal: both RMSNorms' rstd from an rsqrt 3 fp32 ulps off 1/sqrtf */
-} mla_bug;
-
 typedef struct {
     size_t T, h, Lq, N, Lkv, dn, dr, dq, S; /* dq = dn + dr per head; S = cache slots */
     float eps;
@@ -65,21 +52,22 @@ typedef struct {
 
 /* Stores token t's c_q (already bf16) as the optional q_norm where the caller passed it; its
  * planted bugs write something else there (qn), the rest of the query path keeps c_q. */
-static void mla_store_qnorm(mla_ctx *m, size_t t, mla_bug bug)
+static void mla_store_qnorm(mla_ctx *m, size_t t, ug_variant_code bug)
 {
     if (!m->q_norm) return;
     const float *out = m->cq;
-    if (bug == MUT_QNORM_NO_GAMMA || bug == MUT_QNORM_PRENORM) {
+    if (bug == UG_V_MUT_QNORM_NO_GAMMA || bug == UG_V_MUT_QNORM_PRENORM) {
         for (size_t j = 0; j < m->Lq; j++) m->qn[j] = ug_ktile_dot_f32(m->xr, m->wdq + j * m->h, m->h);
         /* bug (no gamma): the norm with unit weights; bug (pre-norm): x·W_dq before the norm */
-        if (bug == MUT_QNORM_NO_GAMMA) ug_mla_rmsnorm_bf16(m->qn, m->ones, m->Lq, m->eps, UG_MLA_NORM_OK, UG_PL_NONE);
+        if (bug == UG_V_MUT_QNORM_NO_GAMMA)
+            ug_mla_rmsnorm_bf16(m->qn, m->ones, m->Lq, m->eps, UG_MLA_NORM_OK, UG_PL_NONE);
         out = m->qn;
     }
     ug_sim_store(m->q_norm, t * m->Lq, m->Lq, out); /* rounds: bf16 (exact for c_q) */
 }
 
 /* The query path of token t: q_nope_abs and q_rope for every head, and c_q as q_norm. */
-static void mla_query(mla_ctx *m, size_t t, mla_bug bug)
+static void mla_query(mla_ctx *m, size_t t, ug_variant_code bug)
 {
     for (size_t j = 0; j < m->Lq; j++) /* rounds: fp32 dot, then bf16 (q_a_proj, the spec's) */
         m->cq[j] = ug_sim_round_bf16(ug_pl_dot(m->xr, m->wdq + j * m->h, m->h, m->legal));
@@ -91,22 +79,22 @@ static void mla_query(mla_ctx *m, size_t t, mla_bug bug)
         for (size_t l = 0; l < m->Lkv; l++) /* rounds: fp32 dot (stored as bf16 below) */
             m->o[l] = ug_pl_dot(m->q, m->wuk + (n * m->Lkv + l) * m->dn, m->dn, m->legal);
         ug_sim_store(m->q_nope_abs, (t * m->N + n) * m->Lkv, m->Lkv, m->o); /* rounds: bf16 */
-        ug_mla_rope(m->q + m->dn, m->cs, m->sn, m->dr, m->rope_inter, bug == MUT_ROPE_SIN_SIGN);
+        ug_mla_rope(m->q + m->dn, m->cs, m->sn, m->dr, m->rope_inter, bug == UG_V_MUT_ROPE_SIN_SIGN);
         ug_sim_store(m->q_rope, (t * m->N + n) * m->dr, m->dr, m->q + m->dn); /* rounds: bf16 */
     }
 }
 
 /* The key path of token t: c_kv and k_rope, scattered to the caches at its slot. */
-static void mla_key(mla_ctx *m, size_t t, long slot, mla_bug bug)
+static void mla_key(mla_ctx *m, size_t t, long slot, ug_variant_code bug)
 {
     size_t w = m->Lkv + m->dr;
     for (size_t j = 0; j < w; j++) /* rounds: fp32 dot, then bf16 (kv_a_proj) */
         m->kv[j] = ug_sim_round_bf16(ug_pl_dot(m->xr, m->wdkv + j * m->h, m->h, m->legal));
-    ug_mla_rmsnorm_bf16(m->kv, m->gkv, m->Lkv, m->eps, bug == MUT_KV_NORM_BF16 ? UG_MLA_NORM_BF16_SUM : UG_MLA_NORM_OK,
-                        m->legal);
-    ug_mla_rope(m->kv + m->Lkv, m->cs, m->sn, m->dr, m->rope_inter, bug == MUT_ROPE_SIN_SIGN);
-    if (slot < 0) return;            /* padding token */
-    if (bug == MUT_SLOT_OFF) slot++; /* bug: slot = block*bs + offset + 1 */
+    ug_mla_rmsnorm_bf16(m->kv, m->gkv, m->Lkv, m->eps,
+                        bug == UG_V_MUT_KV_NORM_BF16 ? UG_MLA_NORM_BF16_SUM : UG_MLA_NORM_OK, m->legal);
+    ug_mla_rope(m->kv + m->Lkv, m->cs, m->sn, m->dr, m->rope_inter, bug == UG_V_MUT_ROPE_SIN_SIGN);
+    if (slot < 0) return;                        /* padding token */
+    if (bug == UG_V_MUT_SLOT_OFF_BY_ONE) slot++; /* bug: slot = block*bs + offset + 1 */
     if ((size_t)slot >= m->S) return;
     ug_sim_store(m->kv_cache, (size_t)slot * m->Lkv, m->Lkv, m->kv);        /* exact: already bf16 */
     ug_sim_store(m->kr_cache, (size_t)slot * m->dr, m->dr, m->kv + m->Lkv); /* rounds: bf16 */
@@ -199,12 +187,12 @@ static int mla_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     mla_ctx m = {0};
     int rc = mla_bind(&m, call, err, errlen);
     if (rc) return rc;
-    m.legal = bug >= LEGAL_SEQ_FMA ? (ug_prolog_legal)(UG_PL_SEQ_FMA + (bug - LEGAL_SEQ_FMA)) : UG_PL_NONE;
+    m.legal = ug_pl_of_variant(bug);
     if (mla_alloc(&m)) return -1;
     mla_copy_cache(m.kv_in, m.kv_cache, m.S, m.Lkv, m.o);
     mla_copy_cache(m.kr_in, m.kr_cache, m.S, m.dr, m.o);
     size_t tiles = m.T / MLA_TOKEN_TILE ? m.T / MLA_TOKEN_TILE : 1; /* the mutant's floor */
-    size_t scatter_end = bug == MUT_TAIL_TOKENS && tiles * MLA_TOKEN_TILE < m.T ? tiles * MLA_TOKEN_TILE : m.T;
+    size_t scatter_end = bug == UG_V_MUT_TAIL_TOKENS && tiles * MLA_TOKEN_TILE < m.T ? tiles * MLA_TOKEN_TILE : m.T;
     for (size_t t = 0; t < m.T; t++) {
         float s;
         ug_sim_load(m.slot, t, 1, &s);
@@ -224,17 +212,4 @@ static int mla_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     return rc;
 }
 
-static const ug_kernel_variant mla_prolog_variants[] = {
-    {"sim", MUT_NONE},
-    {"mut_rope_sin_sign", MUT_ROPE_SIN_SIGN},
-    {"mut_slot_off_by_one", MUT_SLOT_OFF},
-    {"mut_tail_tokens", MUT_TAIL_TOKENS},
-    {"mut_kv_norm_bf16", MUT_KV_NORM_BF16},
-    {"mut_qnorm_no_gamma", MUT_QNORM_NO_GAMMA},
-    {"mut_qnorm_prenorm", MUT_QNORM_PRENORM},
-    {"legal_seq_fma", LEGAL_SEQ_FMA},
-    {"legal_tile64", LEGAL_TILE64},
-    {"legal_fn_ulps", LEGAL_FN_ULPS},
-    {NULL},
-};
-const ug_sim_kernel ug_sim_mla_prolog = {mla_kernel, mla_prolog_variants};
+const ug_kernel_fn ug_sim_mla_prolog = mla_kernel;

@@ -25,24 +25,11 @@
 #include "kernels/sim/prolog/mla_prolog_quant_core.h"
 #include "kernels/sim/simlib.h"
 
-typedef enum {
-    MUT_NONE,
-    MUT_SCALE_TENSOR,
-    MUT_GROUP_HALF,
-    MUT_ROPE_SWAP,
-    MUT_EPS_OUTSIDE,
-    MUT_SLOT_BLOCK,
-    MUT_HALF_AWAY,
-    LEGAL_SEQ_FMA, /* legal: every fp32 dot and sum of squares one sequential fmaf chain */
-    LEGAL_TILE64,  /* legal: K-tiles of 64 summed sequentially in fp32, the tile partials added pairwise */
-    LEGAL_FN_ULPS  /* legal: both RMSNorms' rstd from an rsqrt 3 fp32 ulps off 1/sqrtf */
-} mlaq_bug;
-
 typedef struct {
     size_t T, S, bs, G;
     ug_mlaq_k_w w;
     ug_mlaq_k_bugs kb;
-    mlaq_bug bug;
+    ug_variant_code bug;
     const ulpgym_tensor *x, *w_dq, *g_q, *w_uq, *s_uq, *w_uk, *w_dkv, *g_kv, *cos, *sin, *slot, *kv_in, *ks_in, *kr_in;
     const ulpgym_tensor *q_nope_abs, *q_rope, *q_norm, *q_scale, *kv_cache, *kv_scale, *kr_cache;
     float *cq, *xr, *cs, *sn, *o, *r, *buf, *codes, *scales; /* cq: [T][Lq] */
@@ -129,7 +116,7 @@ static void query_quant(mlaq_ctx *k)
     }
     for (size_t t = 0; t < k->T; t++) {
         float amax = ug_mlaq_k_amax(k->cq + t * Lq, Lq, &fin);
-        if (k->bug == MUT_SCALE_TENSOR) amax = amax_all, fin = fin_all; /* bug: one scale for every token */
+        if (k->bug == UG_V_MUT_SCALE_PER_TENSOR) amax = amax_all, fin = fin_all; /* bug: one scale for every token */
         float s = ug_mlaq_k_quant(k->cq + t * Lq, Lq, amax, fin, k->codes, k->kb.half_away);
         ug_sim_store(k->q_norm, t * Lq, Lq, k->codes); /* exact: integers */
         ug_sim_store(k->q_scale, t, 1, &s);            /* exact: fp32 */
@@ -187,7 +174,7 @@ static int key_token(mlaq_ctx *k, size_t t, char *err, size_t errlen)
     ug_sim_load(k->x, t * w->h, w->h, k->xr);
     load_rope(k, t);
     ug_mlaq_k_key(w, k->xr, k->cs, k->sn, k->codes, k->scales, k->r, k->buf, &k->kb);
-    size_t slot = (size_t)s + (k->bug == MUT_SLOT_BLOCK ? k->bs : 0); /* bug: one block too far */
+    size_t slot = (size_t)s + (k->bug == UG_V_MUT_SLOT_NEXT_BLOCK ? k->bs : 0); /* bug: one block too far */
     if (slot >= k->S) return 0;
     ug_sim_store(k->kv_cache, slot * w->Lkv, w->Lkv, k->codes); /* exact: integers */
     ug_sim_store(k->kv_scale, slot * k->G, k->G, k->scales);    /* exact: fp32 */
@@ -197,9 +184,9 @@ static int key_token(mlaq_ctx *k, size_t t, char *err, size_t errlen)
 
 int ug_mlaq_k_run(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
-    if (bug >= LEGAL_SEQ_FMA) /* a legal variant: the correct kernel with other numerics */
-        return ug_mlaq_k_run_legal(call, err, errlen, MUT_NONE,
-                                   (ug_prolog_legal)(UG_PL_SEQ_FMA + (bug - LEGAL_SEQ_FMA)));
+    ug_prolog_legal legal = ug_pl_of_variant(bug);
+    if (legal != UG_PL_NONE) /* a legal variant: the correct kernel with other numerics */
+        return ug_mlaq_k_run_legal(call, err, errlen, UG_V_SIM, legal);
     return ug_mlaq_k_run_legal(call, err, errlen, bug, UG_PL_NONE);
 }
 
@@ -208,9 +195,10 @@ int ug_mlaq_k_run_legal(const ulpgym_call *call, char *err, size_t errlen, int b
     mlaq_ctx k = {0};
     int rc = mlaq_bind(&k, call, err, errlen);
     if (rc) return rc;
-    k.bug = (mlaq_bug)bug;
-    k.kb = (ug_mlaq_k_bugs){bug == MUT_EPS_OUTSIDE ? UG_MLA_NORM_EPS_OUTSIDE : UG_MLA_NORM_OK, bug == MUT_ROPE_SWAP,
-                            bug == MUT_GROUP_HALF, bug == MUT_HALF_AWAY, legal};
+    k.bug = (ug_variant_code)bug;
+    k.kb = (ug_mlaq_k_bugs){bug == UG_V_MUT_EPS_OUTSIDE ? UG_MLA_NORM_EPS_OUTSIDE : UG_MLA_NORM_OK,
+                            bug == UG_V_MUT_ROPE_INTERLEAVED, bug == UG_V_MUT_KV_GROUP_64, bug == UG_V_MUT_HALF_AWAY,
+                            legal};
     if (ug_mlaq_k_load(&k.w, k.w_dq, k.g_q, k.w_uq, k.s_uq, k.w_uk, k.w_dkv, k.g_kv) || mlaq_alloc(&k)) {
         ug_mlaq_k_free(&k.w);
         return -1;
@@ -226,17 +214,4 @@ int ug_mlaq_k_run_legal(const ulpgym_call *call, char *err, size_t errlen, int b
     return rc;
 }
 
-static const ug_kernel_variant mla_prolog_quant_variants[] = {
-    {"sim", MUT_NONE},
-    {"mut_scale_per_tensor", MUT_SCALE_TENSOR},
-    {"mut_kv_group_64", MUT_GROUP_HALF},
-    {"mut_rope_interleaved", MUT_ROPE_SWAP},
-    {"mut_eps_outside", MUT_EPS_OUTSIDE},
-    {"mut_slot_next_block", MUT_SLOT_BLOCK},
-    {"mut_half_away", MUT_HALF_AWAY},
-    {"legal_seq_fma", LEGAL_SEQ_FMA},
-    {"legal_tile64", LEGAL_TILE64},
-    {"legal_fn_ulps", LEGAL_FN_ULPS},
-    {NULL},
-};
-const ug_sim_kernel ug_sim_mla_prolog_quant = {ug_mlaq_k_run, mla_prolog_quant_variants};
+const ug_kernel_fn ug_sim_mla_prolog_quant = ug_mlaq_k_run;
