@@ -11,7 +11,7 @@ import json
 import os
 from ctypes import POINTER, c_char_p, c_double, c_int, c_long, c_size_t, c_void_p
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from . import _locate
 from .errors import EngineError, LibraryNotFoundError
@@ -115,15 +115,21 @@ def _raise(err: c_void_p, what: str) -> None:
     raise EngineError(message)
 
 
-def call_text(name: str, *args: Any) -> str:
-    """Calls a function returning malloc'd text with a trailing char **err; EngineError on NULL."""
+def _call(name: str, args: tuple, failed: Callable[[Any], bool]) -> Any:
+    """Calls engine function name with args and a trailing char **err; EngineError (the
+    engine's message) when failed(result); any message left beside a success is freed."""
     err = c_void_p()
-    ptr = getattr(load(), name)(*args, ctypes.byref(err))
-    if not ptr:
+    result = getattr(load(), name)(*args, ctypes.byref(err))
+    if failed(result):
         _raise(err, name)
     if err.value:
         load().ulpgym_free(err.value)
-    return take_text(ptr)
+    return result
+
+
+def call_text(name: str, *args: Any) -> str:
+    """Calls a function returning malloc'd text; EngineError on NULL."""
+    return take_text(_call(name, args, lambda ptr: not ptr))
 
 
 def call_json(name: str, *args: Any) -> Any:
@@ -132,22 +138,10 @@ def call_json(name: str, *args: Any) -> Any:
 
 
 def call_status(name: str, *args: Any) -> int:
-    """Calls a function returning 0 or negative with a trailing char **err; EngineError when negative."""
-    err = c_void_p()
-    status = getattr(load(), name)(*args, ctypes.byref(err))
-    if status < 0:
-        _raise(err, name)
-    if err.value:
-        load().ulpgym_free(err.value)
-    return status
+    """Calls a function returning 0 or negative; EngineError when negative."""
+    return _call(name, args, lambda status: status < 0)
 
 
 def call_handle(name: str, *args: Any) -> int:
-    """Calls a constructor returning a handle with a trailing char **err; EngineError on NULL."""
-    err = c_void_p()
-    handle = getattr(load(), name)(*args, ctypes.byref(err))
-    if not handle:
-        _raise(err, name)
-    if err.value:
-        load().ulpgym_free(err.value)
-    return handle
+    """Calls a constructor returning a handle; EngineError on NULL."""
+    return _call(name, args, lambda handle: not handle)
