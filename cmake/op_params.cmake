@@ -106,8 +106,9 @@ foreach(f ${UG_DECL_FILES})
   string(APPEND UG_OPP_C "static const ug_typed_field fields_${op}[] = {\n${layout}    {0, 0, 0, 0}};\n")
   string(APPEND UG_OPP_TABLE "    {\"${op}\", fields_${op}},\n")
 endforeach()
-# Every sim variant named in any declaration's "sim_variants", as one code each ("sim" 0, the
-# others in name order): a sim kernel tests `bug == UG_V_MUT_PV_BF16`, so the declaration is
+# Every sim variant named in any declaration's "sim_variants", as one code each ("sim" 0, then
+# the legal_* ones, then the others, each part in name order, so a code is legal exactly when
+# it lies in 1 .. UG_V_LEGAL_END - 1): a sim kernel tests `bug == UG_V_MUT_PV_BF16`, so the declaration is
 # the one list of an op's variants and a misspelt one fails the build; core/ops.c gives each
 # declared variant its code by name (ug_variant_names).
 set(UG_VARIANT_NAMES "")
@@ -125,10 +126,14 @@ endforeach()
 list(REMOVE_DUPLICATES UG_VARIANT_NAMES)
 list(REMOVE_ITEM UG_VARIANT_NAMES sim)
 list(SORT UG_VARIANT_NAMES)
-list(PREPEND UG_VARIANT_NAMES sim)
+set(UG_VARIANT_LEGAL ${UG_VARIANT_NAMES})
+list(FILTER UG_VARIANT_LEGAL INCLUDE REGEX "^legal_")
+list(FILTER UG_VARIANT_NAMES EXCLUDE REGEX "^legal_")
+list(LENGTH UG_VARIANT_LEGAL n_legal)
+math(EXPR legal_end "${n_legal} + 1")
 set(variant_codes "")
 set(variant_names "")
-foreach(vname ${UG_VARIANT_NAMES})
+foreach(vname sim ${UG_VARIANT_LEGAL} ${UG_VARIANT_NAMES})
   string(TOUPPER "${vname}" VNAME)
   string(APPEND variant_codes "    UG_V_${VNAME},\n")
   string(APPEND variant_names "    \"${vname}\",\n")
@@ -136,6 +141,7 @@ endforeach()
 string(APPEND UG_OPP_H "/* Every declared sim variant's code (the declarations' \"sim_variants\"): what a sim kernel\n"
        " * gets as its bug argument. ug_variant_names[code] is its name. */\n"
        "typedef enum {\n${variant_codes}    UG_V_COUNT\n} ug_variant_code;\n"
+       "#define UG_V_LEGAL_END ${legal_end} /* the legal variants' codes: 1 .. UG_V_LEGAL_END - 1 */\n"
        "extern const char *const ug_variant_names[UG_V_COUNT];\n\n")
 string(APPEND UG_OPP_C "const char *const ug_variant_names[UG_V_COUNT] = {\n${variant_names}};\n\n")
 

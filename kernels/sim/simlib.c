@@ -10,11 +10,6 @@
 #include "core/dtype.h"
 #include "core/ops.h"
 
-int ug_sim_legal(int variant)
-{
-    return variant >= 0 && variant < UG_V_COUNT && ug_variant_legal(ug_variant_names[variant]);
-}
-
 int ug_sim_params_parse(const ulpgym_call *call, ug_params *p, char *err, size_t errlen)
 {
     const ug_op_decl *d = ug_op_decl_find(call->op);
