@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core/ops.h"
+#include "core/standard.h"
 
 const char *const ug_cmp_names[UG_CMP_COUNT] = {"numeric", "exact", "boundary_aware", "topk_set"};
 
@@ -63,6 +64,15 @@ static int number(reader *r, const cJSON *o, const char *key, double dflt, doubl
     if (!v) return 0;
     if (!cJSON_IsNumber(v)) return fail(r, "\"%s\" must be a number%s", key, "");
     *out = v->valuedouble;
+    return 0;
+}
+
+/* A true/false member, false when absent. */
+static int flag(reader *r, const cJSON *o, const char *key, int *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (v && !cJSON_IsBool(v)) return fail(r, "\"%s\" must be true or false%s", key, "");
+    *out = cJSON_IsTrue(v);
     return 0;
 }
 
@@ -241,14 +251,27 @@ static int read_array(reader *r, const cJSON *o, const char *key, int required, 
     return 0;
 }
 
-/* One documented sim kernel variant; its bug code comes from the kernel's table (core/ops.c). */
+/* One sim kernel variant; its code is its name's (core/ops.c gives it when the definitions load). */
 static int read_variant(reader *r, const cJSON *o, ug_kernel_variant *v)
 {
     static const char *const keys[] = {"name", "desc", "beyond_plan", NULL};
-    const cJSON *beyond = cJSON_GetObjectItemCaseSensitive(o, "beyond_plan");
-    if (known_keys(r, o, keys) || text(r, o, "name", 1, &v->name) || text(r, o, "desc", 1, &v->desc)) return -1;
-    if (beyond && !cJSON_IsBool(beyond)) return fail(r, "\"beyond_plan\" must be true or false%s%s", "", "");
-    v->beyond_plan = cJSON_IsTrue(beyond);
+    return known_keys(r, o, keys) || text(r, o, "name", 1, &v->name) || text(r, o, "desc", 1, &v->desc) ||
+                   flag(r, o, "beyond_plan", &v->beyond_plan)
+               ? -1
+               : 0;
+}
+
+/* "primary": the numeric standard that decides the op's outcome (absent: pypto). */
+static int primary_standard(reader *r, const cJSON *root, int *out)
+{
+    const char *name;
+    *out = UG_STD_PYPTO;
+    if (text(r, root, "primary", 0, &name)) return -1;
+    if (!name) return 0;
+    int s = ug_standard_find(name);
+    if (s < 0 || ug_standard_is_discrete(s))
+        return fail(r, "\"primary\" is \"%s\", not a numeric standard (`ulpgym standards` lists them)%s", name, "");
+    *out = s;
     return 0;
 }
 
@@ -340,8 +363,9 @@ static void drop_trees(cJSON *root, const cJSON *src)
 
 int ug_op_def_load(ug_op_def *d, const char *op, const char *json, char *err, size_t errlen)
 {
-    static const char *const keys[] = {"op",      "summary", "dtypes",  "semantics",    "params", "params_from",
-                                       "derived", "tensors", "outputs", "sim_variants", NULL};
+    static const char *const keys[] = {"op",        "summary",      "dtypes",      "semantics", "primary",
+                                       "check_all", "params",       "params_from", "derived",   "tensors",
+                                       "outputs",   "sim_variants", NULL};
     reader r = {op, "top level", err, errlen};
     cJSON *root = cJSON_Parse(json); /* kept: the definition's strings point into it */
     if (!root) return fail(&r, "not valid JSON near \"%.40s\"%s", cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : "", "");
@@ -353,7 +377,8 @@ int ug_op_def_load(ug_op_def *d, const char *op, const char *json, char *err, si
     if (known_keys(&r, root, keys) || text(&r, root, "op", 1, &name) || params_source(&r, root, &src) ||
         (strcmp(name, op) != 0 && fail(&r, "\"op\" is \"%s\", the file is %s.json", name, op)) ||
         text(&r, root, "summary", 1, &d->summary) || text(&r, root, "dtypes", 1, &d->dtypes) ||
-        semantics(&r, root, &d->semantics) ||
+        semantics(&r, root, &d->semantics) || primary_standard(&r, root, &d->primary) ||
+        flag(&r, root, "check_all", &d->check_all) ||
         read_array(&r, src, "params", 1, sizeof(ug_param_decl), &params, &n, each_param) ||
         read_array(&r, src, "derived", 0, sizeof(ug_derived_decl), &derived, &n, each_derived) ||
         read_array(&r, root, "tensors", 1, sizeof(ug_tensor_decl), &tensors, &n, each_tensor) ||

@@ -69,6 +69,7 @@ static void load_definitions(void)
         if (op < 0) die("a declaration file names no operator of core/ops.def: ", e->op);
         if (!op_table[op].def) die("declared, but no oracle file defines ug_opdef_", e->op);
         loaded[op] = *op_table[op].def;
+        loaded[op].op = (ug_op)op; /* the oracle file's definition is named for it (ug_opdef_<name>) */
         if (ug_op_def_load(&loaded[op], e->op, e->json, err, sizeof err)) die(err, "");
     }
     for (int op = 0; op < UG_OP_COUNT; op++) {
@@ -165,7 +166,10 @@ int ug_op_contract_digest(int op, char out[17])
     for (const ug_embedded_decl *e = ug_embedded_decls; e->op; e++) {
         if (strcmp(e->op, ug_op_name(op)) != 0) continue;
         cJSON *tree = cJSON_Parse(e->json); /* the build checked it parses (load_definitions) */
-        cJSON_DeleteItemFromObjectCaseSensitive(tree, "sim_variants"); /* the sim kernel's, not the contract */
+        /* not the contract: the sim kernel's variants, and how ulpgym decides the outcome */
+        static const char *const not_contract[] = {"sim_variants", "primary", "check_all"};
+        for (size_t k = 0; tree && k < sizeof not_contract / sizeof *not_contract; k++)
+            cJSON_DeleteItemFromObjectCaseSensitive(tree, not_contract[k]);
         char *canon = tree ? ug_json_canonical(tree) : NULL;
         cJSON_Delete(tree);
         if (!canon) return -1;

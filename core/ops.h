@@ -103,9 +103,11 @@ struct ug_ar;
 struct ug_selection;
 
 typedef struct ug_op_def {
-    /* Set by the oracle file (primary and bench_level left out: pypto, level 0): */
-    ug_op op;
-    int primary;     /* ug_standard: 0 is UG_STD_PYPTO */
+    ug_op op; /* set when the definitions load (core/ops.c), by the name ug_opdef_<name> */
+    /* The standard (ug_standard, core/standard.h) that decides the op's outcome: the
+     * declaration's "primary" (absent: UG_STD_PYPTO), filled in by the loader. */
+    int primary;
+    /* Set by the oracle file (left out: level 0): */
     int bench_level; /* 0..2: level of the benchmark standard */
     /* c of the certified standard for this op (0: UG_CERT_C = 2), raised only where the
      * op's device algorithm is not an evaluation order of its reference formula (the
@@ -124,9 +126,9 @@ typedef struct ug_op_def {
      * masked rows), which intermediates are rounded to which dtype, how fp32 attributes
      * are formed. Printed by `ulpgym ops show`. */
     const char *semantics;
-    /* The sim kernel's variants as documented ("sim_variants": name, desc, beyond_plan),
-     * with the kernel table's bug codes once the definitions are loaded (core/ops.c). Not
-     * part of the contract (ug_op_contract_digest leaves them out). */
+    /* The sim kernel's variants as declared ("sim_variants": name, desc, beyond_plan), each
+     * with its code once the definitions are loaded (core/ops.c). Not part of the contract
+     * (ug_op_contract_digest leaves them out, and "primary" and "check_all"). */
     ug_kernel_variant *variants;
     int n_variants;
     /* Set by the oracle file: */
@@ -156,7 +158,8 @@ typedef struct ug_op_def {
     double (*scratch)(const ug_params *p);
     /* 1: every sampled case is judged again on every element (when that fits the case
      * memory budget), as if near a tolerance: for an elementwise op judged by certified,
-     * whose failures are isolated elements a sample misses (apply_adamw). */
+     * whose failures are isolated elements a sample misses (apply_adamw). The declaration's
+     * "check_all": true, filled in by the loader. */
     int check_all;
     /* Set exactly when some output rule declares reference_golden: fills out[k] (NULL for the
      * judged outputs without one) with that output's golden as the reference test forms it,
@@ -201,8 +204,9 @@ int ug_op_def_load(ug_op_def *d, const char *op, const char *json, char *err, si
  * when the definitions load). 0, or -1 with err naming the variant. */
 int ug_op_join_variants(ug_op_def *d, const char *const *codes, int n_codes, char *err, size_t errlen);
 /* The op's contract version: 16 hex digits, the hash of its declaration file's canonical
- * JSON (oracles/<family>/<op>.json: params, defaults, tensors, rules, semantics), so any
- * change of the contract, not of its file's layout, changes it. `ops show` prints it and a
+ * JSON (oracles/<family>/<op>.json: params, defaults, tensors, rules, semantics; not
+ * "primary", "check_all" and "sim_variants", how ulpgym judges and tests), so any change
+ * of the contract, not of its file's layout, changes it. `ops show` prints it and a
  * plugin may name the one it was written to (docs/PLUGINS.md). 0, or -1 (no such op). */
 int ug_op_contract_digest(int op, char out[17]);
 /* The declaration of op by name (a kernel's call->op); NULL if unknown or undeclared. */

@@ -11,22 +11,7 @@
 #include <stdint.h>
 
 #include "core/registry.h"
-
-typedef enum {
-    UG_STD_PYPTO,
-    UG_STD_ALLCLOSE,
-    UG_STD_DUAL_THOUSANDTH,
-    UG_STD_MIXED_TOLERANCE,
-    UG_STD_MERE_MARE,
-    UG_STD_ULP,
-    UG_STD_BENCHMARK,
-    UG_STD_CERTIFIED,      /* |a - g*| <= c*B + ulp(g)/2, B the device bound (UG_AR_DEVICE) */
-    UG_STD_REFERENCE,      /* the reference test's own rule (output rule's reference_*); NA without one */
-    UG_STD_EXACT,          /* discrete: bitwise */
-    UG_STD_BOUNDARY_AWARE, /* discrete: one quantum only near a rounding boundary */
-    UG_STD_TOPK_SET,       /* discrete: index sets equal up to exact ties */
-    UG_STD_COUNT
-} ug_standard;
+#include "core/standard.h"
 
 typedef enum { UG_V_PASS, UG_V_FAIL, UG_V_NA } ug_vstate;
 
@@ -42,13 +27,6 @@ typedef enum {
     UG_OUT_NONFINITE /* NaN/Inf mismatch: fails every standard */
 } ug_outcome;
 
-const char *ug_standard_name(int s);
-const char *ug_standard_source(int s);
-const char *ug_standard_rule(int s);
-int ug_standard_find(const char *name); /* -1 if unknown */
-/* 1 for the discrete compares (exact, boundary_aware, topk_set): they judge only discrete
- * outputs and never a numeric one. */
-int ug_standard_is_discrete(int s);
 const char *ug_vstate_name(ug_vstate v);
 const char *ug_outcome_name(ug_outcome o);
 int ug_outcome_find(const char *name);

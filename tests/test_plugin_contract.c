@@ -11,6 +11,7 @@
 
 #include "check.h"
 #include "gen/case.h"
+#include "core/standard.h"
 #include "gen/plan.h"
 #include "op_params.h"
 
@@ -245,6 +246,37 @@ static void check_declaration_loader(void)
                         "must not take a tensor's name");
 }
 
+/* "primary" and "check_all": how ulpgym decides the op's outcome, declared as data (read
+ * strictly; absent: pypto, a sample). */
+static void check_primary_and_check_all(void)
+{
+    ug_op_def d = {0}, plain = {0};
+    char err[512] = "";
+    CHECK(ug_op_def_load(&d, "t_op",
+                         T_DECL_HEAD
+                         "\"primary\":\"certified\",\"check_all\":true," T_DECL_PARAMS T_DECL_TENSORS T_DECL_OUTPUTS,
+                         err, sizeof err) == 0 &&
+              d.primary == UG_STD_CERTIFIED && d.check_all == 1,
+          "primary and check_all read: %s (primary %d, check_all %d)", err, d.primary, d.check_all);
+    CHECK(ug_op_def_load(&plain, "t_op", T_DECL_HEAD T_DECL_PARAMS T_DECL_TENSORS T_DECL_OUTPUTS, err, sizeof err) ==
+                  0 &&
+              plain.primary == UG_STD_PYPTO && plain.check_all == 0,
+          "absent: pypto, no check_all: %s", err);
+    expect_load_refused(T_DECL_HEAD "\"primary\":\"certifed\"," T_DECL_PARAMS T_DECL_TENSORS T_DECL_OUTPUTS,
+                        "\"primary\" is \"certifed\", not a numeric standard");
+    expect_load_refused(T_DECL_HEAD "\"primary\":\"exact\"," T_DECL_PARAMS T_DECL_TENSORS T_DECL_OUTPUTS,
+                        "not a numeric standard");
+    expect_load_refused(T_DECL_HEAD "\"primary\":7," T_DECL_PARAMS T_DECL_TENSORS T_DECL_OUTPUTS,
+                        "\"primary\" must be a string");
+    expect_load_refused(T_DECL_HEAD "\"check_all\":1," T_DECL_PARAMS T_DECL_TENSORS T_DECL_OUTPUTS,
+                        "\"check_all\" must be true or false");
+    /* every op's definition is its own op (core/ops.c names it by ug_opdef_<name>) */
+    for (int op = 0; op < UG_OP_COUNT; op++) {
+        const ug_op_def *def = ug_op_def_get(op);
+        CHECK(!def || (int)def->op == op, "%s: definition says op %d", ug_op_name(op), def ? (int)def->op : -1);
+    }
+}
+
 /* "sim_variants": the sim kernel's variants as the declaration lists them, each given its
  * code (the generated ug_variant_code of its name) when the definitions load (core/ops.c). */
 #define T_DECL_VARIANTS(rows) T_DECL_HEAD T_DECL_PARAMS T_DECL_TENSORS "\"sim_variants\":[" rows "]," T_DECL_OUTPUTS
@@ -293,6 +325,7 @@ int main(void)
 {
     check_declaration_loader();
     check_sim_variants();
+    check_primary_and_check_all();
     check_formulas();
     check_bad_params();
     check_plan();

@@ -344,9 +344,4 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
  * the sim kernel. */
 static double scratch(const ug_params *P) { return (double)UG_P(attn_softmax, P)->cols * (2 * UG_NUM_BYTES + 1 + 8); }
 
-const ug_op_def ug_opdef_attn_softmax = {.op = UG_OP_ATTN_SOFTMAX,
-                                         .primary = UG_STD_CERTIFIED,
-                                         .build = build,
-                                         .oracle = oracle,
-                                         .geometry = geometry,
-                                         .scratch = scratch};
+const ug_op_def ug_opdef_attn_softmax = {.build = build, .oracle = oracle, .geometry = geometry, .scratch = scratch};

@@ -277,9 +277,7 @@ static double scratch(const ug_params *P)
            maxk * (UG_NUM_BYTES + 1 + 8) + (double)p.dim * UG_NUM_BYTES + tile + ug_fa_reference_golden_scratch(P);
 }
 
-const ug_op_def ug_opdef_flash_attention_mha = {.op = UG_OP_FLASH_ATTENTION_MHA,
-                                                .primary = UG_STD_CERTIFIED,
-                                                .decl.check = ug_fa_check,
+const ug_op_def ug_opdef_flash_attention_mha = {.decl.check = ug_fa_check,
                                                 .build = build,
                                                 .oracle = oracle,
                                                 .geometry = geometry,

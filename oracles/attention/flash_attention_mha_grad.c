@@ -510,9 +510,7 @@ static double scratch(const ug_params *P)
            ug_fa_reference_golden_scratch(P);
 }
 
-const ug_op_def ug_opdef_flash_attention_mha_grad = {.op = UG_OP_FLASH_ATTENTION_MHA_GRAD,
-                                                     .primary = UG_STD_CERTIFIED,
-                                                     .decl.check = ug_fa_check,
+const ug_op_def ug_opdef_flash_attention_mha_grad = {.decl.check = ug_fa_check,
                                                      .build = build,
                                                      .oracle = oracle,
                                                      .geometry = geometry,

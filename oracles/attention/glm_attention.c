@@ -91,10 +91,5 @@ static double scratch(const ug_params *P)
            9 * maxlen;
 }
 
-const ug_op_def ug_opdef_glm_attention = {.op = UG_OP_GLM_ATTENTION,
-                                          .primary = UG_STD_CERTIFIED,
-                                          .decl.check = check,
-                                          .build = build,
-                                          .oracle = oracle,
-                                          .geometry = ug_gl_attn_geometry,
-                                          .scratch = scratch};
+const ug_op_def ug_opdef_glm_attention = {
+    .decl.check = check, .build = build, .oracle = oracle, .geometry = ug_gl_attn_geometry, .scratch = scratch};

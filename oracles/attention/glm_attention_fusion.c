@@ -248,9 +248,7 @@ static double scratch(const ug_params *P)
            2 * maxlen * UG_NUM_BYTES + 9 * maxlen + ug_gl_paged_reference_golden_scratch((long)maxlen, (long)D);
 }
 
-const ug_op_def ug_opdef_glm_attention_fusion = {.op = UG_OP_GLM_ATTENTION_FUSION,
-                                                 .primary = UG_STD_CERTIFIED,
-                                                 .decl.check = check,
+const ug_op_def ug_opdef_glm_attention_fusion = {.decl.check = check,
                                                  .build = build,
                                                  .oracle = oracle,
                                                  .geometry = geometry,

@@ -111,10 +111,5 @@ static double scratch(const ug_params *P)
     return 8 * ctx * (double)params->dim + 2 * ctx * UG_NUM_BYTES + ug_gl_kt_scratch((double)params->dim, ctx);
 }
 
-const ug_op_def ug_opdef_gqa_decode_attn = {.op = UG_OP_GQA_DECODE_ATTN,
-                                            .primary = UG_STD_CERTIFIED,
-                                            .decl.check = check,
-                                            .build = build,
-                                            .oracle = oracle,
-                                            .geometry = ug_gl_attn_geometry,
-                                            .scratch = scratch};
+const ug_op_def ug_opdef_gqa_decode_attn = {
+    .decl.check = check, .build = build, .oracle = oracle, .geometry = ug_gl_attn_geometry, .scratch = scratch};

@@ -169,9 +169,5 @@ static double scratch(const ug_params *P)
            8 * (ctx + 1) * dk + ug_gl_kt_scratch(dk, ctx) + 2 * ctx * UG_NUM_BYTES; /* the keys, also transposed */
 }
 
-const ug_op_def ug_opdef_incre_flash_attention_mla = {.op = UG_OP_INCRE_FLASH_ATTENTION_MLA,
-                                                      .decl.check = check,
-                                                      .build = build,
-                                                      .oracle = oracle,
-                                                      .geometry = ug_gl_attn_geometry,
-                                                      .scratch = scratch};
+const ug_op_def ug_opdef_incre_flash_attention_mla = {
+    .decl.check = check, .build = build, .oracle = oracle, .geometry = ug_gl_attn_geometry, .scratch = scratch};

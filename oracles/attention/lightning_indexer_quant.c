@@ -52,7 +52,6 @@
 
 #include "oracles/attention/attn_rows.h"
 #include "oracles/oracle.h"
-#include "oracles/verdict.h"
 #include "op_params.h"
 
 #define OP "lightning_indexer_quant"
@@ -369,11 +368,9 @@ static double scratch(const ug_params *P)
     return kernel + 8 * nb + 17 * maxE + 8 * HD + 8 * (double)p->topk;
 }
 
-const ug_op_def ug_opdef_lightning_indexer_quant = {.op = UG_OP_LIGHTNING_INDEXER_QUANT,
-                                                    .decl.check = check,
+const ug_op_def ug_opdef_lightning_indexer_quant = {.decl.check = check,
                                                     .build = ug_gl_attn_build_paged,
                                                     .oracle = oracle,
                                                     .reference_golden = reference_golden,
                                                     .geometry = geometry,
-                                                    .scratch = scratch,
-                                                    .check_all = 1};
+                                                    .scratch = scratch};

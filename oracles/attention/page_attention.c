@@ -376,9 +376,7 @@ static double scratch(const ug_params *P)
            4 * (maxctx + 2 * D); /* the reference golden's */
 }
 
-const ug_op_def ug_opdef_page_attention = {.op = UG_OP_PAGE_ATTENTION,
-                                           .primary = UG_STD_CERTIFIED,
-                                           .decl.check = check,
+const ug_op_def ug_opdef_page_attention = {.decl.check = check,
                                            .build = build,
                                            .oracle = oracle,
                                            .geometry = geometry,

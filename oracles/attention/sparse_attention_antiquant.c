@@ -22,7 +22,6 @@
 #include "oracles/attention/attn_rows.h"
 #include "oracles/attention/sparse_quant_attn.h"
 #include "oracles/oracle.h"
-#include "oracles/verdict.h"
 
 static int check(const ug_params *P, char *err, size_t errlen)
 {
@@ -79,9 +78,7 @@ static int reference_golden(const ug_case *c, const ug_selection *sel, double **
 /* The shared scratch; the packed cache is a declared tensor. */
 static double scratch(const ug_params *P) { return ug_sqa_scratch(P, 0); }
 
-const ug_op_def ug_opdef_sparse_attention_antiquant = {.op = UG_OP_SPARSE_ATTENTION_ANTIQUANT,
-                                                       .primary = UG_STD_CERTIFIED,
-                                                       .decl.check = check,
+const ug_op_def ug_opdef_sparse_attention_antiquant = {.decl.check = check,
                                                        .build = build,
                                                        .oracle = oracle,
                                                        .geometry = ug_gl_attn_geometry,

@@ -244,9 +244,5 @@ static double scratch(const ug_params *P)
            2 * topk * UG_NUM_BYTES + 8 * (double)params->heads;
 }
 
-const ug_op_def ug_opdef_sparse_flash_attention = {.op = UG_OP_SPARSE_FLASH_ATTENTION,
-                                                   .decl.check = check,
-                                                   .build = build,
-                                                   .oracle = oracle,
-                                                   .geometry = geometry,
-                                                   .scratch = scratch};
+const ug_op_def ug_opdef_sparse_flash_attention = {
+    .decl.check = check, .build = build, .oracle = oracle, .geometry = geometry, .scratch = scratch};

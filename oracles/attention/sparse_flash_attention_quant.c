@@ -23,7 +23,6 @@
 #include "oracles/attention/attn_rows.h"
 #include "oracles/attention/sparse_quant_attn.h"
 #include "oracles/oracle.h"
-#include "oracles/verdict.h"
 
 static int check(const ug_params *P, char *err, size_t errlen)
 {
@@ -50,9 +49,7 @@ static int reference_golden(const ug_case *c, const ug_selection *sel, double **
 
 static double scratch(const ug_params *P) { return ug_sqa_scratch(P, 0); }
 
-const ug_op_def ug_opdef_sparse_flash_attention_quant = {.op = UG_OP_SPARSE_FLASH_ATTENTION_QUANT,
-                                                         .primary = UG_STD_CERTIFIED,
-                                                         .decl.check = check,
+const ug_op_def ug_opdef_sparse_flash_attention_quant = {.decl.check = check,
                                                          .build = ug_sqa_build,
                                                          .oracle = oracle,
                                                          .geometry = ug_gl_attn_geometry,

@@ -28,7 +28,6 @@
 
 #include "oracles/delta_rule/delta_rule_ref.h"
 #include "oracles/delta_rule/delta_rule_wy.h"
-#include "oracles/verdict.h"
 #include "op_params.h"
 
 static int check(const ug_params *P, char *err, size_t errlen)
@@ -68,7 +67,6 @@ static void adjust_rule(const ug_case *c, int out, const double *g, size_t n, ug
 }
 
 const ug_op_def ug_opdef_chunked_gated_delta_rule = {
-    .op = UG_OP_CHUNKED_GATED_DELTA_RULE,
     .decl.check = check,
     .build = ug_delta_build,
     /* the values from the recurrence; the device bound from the chunked WY form the device runs (delta_rule_wy.c) */

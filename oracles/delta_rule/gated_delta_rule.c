@@ -13,16 +13,11 @@
  * test's own rule passed mut_decay_after and mut_beta_v_only on every element; certified
  * fails both there (tests/test_reference_mutants.sh). The pair stays stored beside it. */
 #include "oracles/delta_rule/delta_rule_ref.h"
-#include "oracles/verdict.h"
 
 static void geometry(const ug_case *c, int out, ug_geom *g)
 {
     ug_delta_geometry(c, out, g, 1, 32); /* one token per step; 32-lane rows */
 }
 
-const ug_op_def ug_opdef_gated_delta_rule = {.op = UG_OP_GATED_DELTA_RULE,
-                                             .primary = UG_STD_CERTIFIED,
-                                             .decl.check = ug_delta_check,
-                                             .build = ug_delta_build,
-                                             .oracle = ug_delta_oracle,
-                                             .geometry = geometry};
+const ug_op_def ug_opdef_gated_delta_rule = {
+    .decl.check = ug_delta_check, .build = ug_delta_build, .oracle = ug_delta_oracle, .geometry = geometry};

@@ -21,7 +21,6 @@
  * The stages are written once in glm_moe_oracle_parts.c (the fused MoE ops share them). */
 #include "oracles/moe/glm_moe_oracle_parts.h"
 #include "oracles/oracle.h"
-#include "oracles/verdict.h"
 #include "op_params.h"
 
 /* Every stage is the shared-expert part's (glm_moe_oracle_parts.c), on this op's outputs. */
@@ -48,5 +47,4 @@ static double scratch(const ug_params *P)
     return 14 * h * I + 4 * (6 * I + 4 * h) + 2 * (h + I) + 8 * (h + I);
 }
 
-const ug_op_def ug_opdef_glm_ffn_shared_expert_quant = {
-    .op = UG_OP_GLM_FFN_SHARED_EXPERT_QUANT, .primary = UG_STD_CERTIFIED, .oracle = oracle, .scratch = scratch};
+const ug_op_def ug_opdef_glm_ffn_shared_expert_quant = {.oracle = oracle, .scratch = scratch};

@@ -24,7 +24,6 @@
 
 #include "oracles/moe/glm_moe_oracle_parts.h"
 #include "oracles/oracle.h"
-#include "oracles/verdict.h"
 #include "op_params.h"
 
 /* Each selected logit: x[t]·W[e], one exact dot product (the gate part, glm_moe_oracle_parts.c). */
@@ -47,4 +46,4 @@ static double scratch(const ug_params *P)
     return 4 * (e * h + h + e) + 8 * e * h;
 }
 
-const ug_op_def ug_opdef_glm_gate = {.op = UG_OP_GLM_GATE, .oracle = oracle, .scratch = scratch};
+const ug_op_def ug_opdef_glm_gate = {.oracle = oracle, .scratch = scratch};

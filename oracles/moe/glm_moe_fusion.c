@@ -25,7 +25,6 @@
  * pair failed a legal kernel whose fp32 sums cancel: docs/STANDARDS.md); pypto is stored. */
 #include "oracles/moe/glm_moe_oracle_parts.h"
 #include "oracles/oracle.h"
-#include "oracles/verdict.h"
 #include "op_params.h"
 
 #define OP "glm_moe_fusion"
@@ -86,5 +85,4 @@ static double scratch(const ug_params *P)
     return gmoe_fused_scratch(P, routed, !routed);
 }
 
-const ug_op_def ug_opdef_glm_moe_fusion = {
-    .op = UG_OP_GLM_MOE_FUSION, .primary = UG_STD_CERTIFIED, .decl.check = check, .oracle = oracle, .scratch = scratch};
+const ug_op_def ug_opdef_glm_moe_fusion = {.decl.check = check, .oracle = oracle, .scratch = scratch};

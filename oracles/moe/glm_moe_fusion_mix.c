@@ -20,7 +20,6 @@
  * pair failed a legal kernel whose fp32 sums cancel: docs/STANDARDS.md); pypto is stored. */
 #include "oracles/moe/glm_moe_oracle_parts.h"
 #include "oracles/oracle.h"
-#include "oracles/verdict.h"
 
 #define OP "glm_moe_fusion_mix"
 
@@ -69,8 +68,4 @@ static int oracle(const ug_case *c, ug_ar *ar, const ug_selection *sel)
  * (gmoe_fused_scratch). */
 static double scratch(const ug_params *P) { return gmoe_fused_scratch(P, 1, 1); }
 
-const ug_op_def ug_opdef_glm_moe_fusion_mix = {.op = UG_OP_GLM_MOE_FUSION_MIX,
-                                               .primary = UG_STD_CERTIFIED,
-                                               .decl.check = check,
-                                               .oracle = oracle,
-                                               .scratch = scratch};
+const ug_op_def ug_opdef_glm_moe_fusion_mix = {.decl.check = check, .oracle = oracle, .scratch = scratch};

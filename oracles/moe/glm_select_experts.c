@@ -61,9 +61,5 @@ static double scratch(const ug_params *P)
     return 4 * (T * E + 4 * E);
 }
 
-const ug_op_def ug_opdef_glm_select_experts = {.op = UG_OP_GLM_SELECT_EXPERTS,
-                                               .primary = UG_STD_CERTIFIED,
-                                               .decl.check = check,
-                                               .oracle = oracle,
-                                               .geometry = geometry,
-                                               .scratch = scratch};
+const ug_op_def ug_opdef_glm_select_experts = {
+    .decl.check = check, .oracle = oracle, .geometry = geometry, .scratch = scratch};

@@ -23,7 +23,6 @@
 
 #include "core/philox.h"
 #include "oracles/oracle.h"
-#include "oracles/verdict.h"
 #include "op_params.h"
 
 /* The params the oracle and the builder use, read from the case's parsed params. */
@@ -179,10 +178,5 @@ static double scratch(const ug_params *P)
     return 4 * slots * (double)params->hidden + 12 * slots;
 }
 
-const ug_op_def ug_opdef_moe_distributed_dispatch_combine = {.op = UG_OP_MOE_DISTRIBUTED_DISPATCH_COMBINE,
-                                                             .primary = UG_STD_CERTIFIED,
-                                                             .decl.check = check,
-                                                             .build = build,
-                                                             .oracle = oracle,
-                                                             .geometry = geometry,
-                                                             .scratch = scratch};
+const ug_op_def ug_opdef_moe_distributed_dispatch_combine = {
+    .decl.check = check, .build = build, .oracle = oracle, .geometry = geometry, .scratch = scratch};

@@ -154,9 +154,5 @@ static double scratch(const ug_params *P)
     return 16 * h * inter + 4 * (2 * h + inter) + inter * UG_NUM_BYTES + 16 * (double)params->experts;
 }
 
-const ug_op_def ug_opdef_moe_grouped_gemm = {.op = UG_OP_MOE_GROUPED_GEMM,
-                                             .primary = UG_STD_CERTIFIED,
-                                             .build = build,
-                                             .oracle = oracle,
-                                             .geometry = geometry,
-                                             .scratch = scratch};
+const ug_op_def ug_opdef_moe_grouped_gemm = {
+    .build = build, .oracle = oracle, .geometry = geometry, .scratch = scratch};

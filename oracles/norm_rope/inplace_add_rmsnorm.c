@@ -15,7 +15,6 @@
 
 #include "oracles/mp/arith_inline.h"
 #include "oracles/oracle.h"
-#include "oracles/verdict.h"
 #include "op_params.h"
 
 /* Output indices: 0 y, 1 x_add, 2 rstd (order of the declaration). */
@@ -181,8 +180,4 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
  * group of UGX_SQ_ROWS rows in the oracle (fp64). */
 static double scratch(const ug_params *P) { return (12 + 8 * UGX_SQ_ROWS) * (double)UG_P(inplace_add_rmsnorm, P)->h; }
 
-const ug_op_def ug_opdef_inplace_add_rmsnorm = {.op = UG_OP_INPLACE_ADD_RMSNORM,
-                                                .primary = UG_STD_CERTIFIED,
-                                                .oracle = oracle,
-                                                .geometry = geometry,
-                                                .scratch = scratch};
+const ug_op_def ug_opdef_inplace_add_rmsnorm = {.oracle = oracle, .geometry = geometry, .scratch = scratch};

@@ -21,7 +21,6 @@
 #include "oracles/mp/arith_inline.h"
 #include "oracles/norm_rope/rope_table.h"
 #include "oracles/oracle.h"
-#include "oracles/verdict.h"
 #include "op_params.h"
 
 static int given_tables(const ug_params *P)
@@ -207,9 +206,5 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
 
 /* fp16 and bf16 only: a case of another dtype has no dtype for x and is refused. */
 
-const ug_op_def ug_opdef_interleave_rope = {.op = UG_OP_INTERLEAVE_ROPE,
-                                            .primary = UG_STD_CERTIFIED,
-                                            .decl.check = check,
-                                            .build = build,
-                                            .oracle = oracle,
-                                            .geometry = geometry};
+const ug_op_def ug_opdef_interleave_rope = {
+    .decl.check = check, .build = build, .oracle = oracle, .geometry = geometry};

@@ -212,9 +212,7 @@ static double scratch(const ug_params *P)
     return 4 * (k * n + (w + 5) * n + k / w) + (2 + w) * n * UG_NUM_BYTES;
 }
 
-const ug_op_def ug_opdef_matmul_allreduce_add_rmsnorm = {.op = UG_OP_MATMUL_ALLREDUCE_ADD_RMSNORM,
-                                                         .primary = UG_STD_CERTIFIED,
-                                                         .decl.check = check,
+const ug_op_def ug_opdef_matmul_allreduce_add_rmsnorm = {.decl.check = check,
                                                          .build = build,
                                                          .oracle = oracle,
                                                          .geometry = geometry,

@@ -17,7 +17,6 @@
 
 #include "oracles/mp/arith_inline.h"
 #include "oracles/oracle.h"
-#include "oracles/verdict.h"
 #include "op_params.h"
 
 #define MHC_MAX_STREAMS 16
@@ -150,5 +149,4 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
 
 /* bf16 only: a case of another dtype has no dtype for x and is refused. */
 
-const ug_op_def ug_opdef_mhc_post = {
-    .op = UG_OP_MHC_POST, .primary = UG_STD_CERTIFIED, .oracle = oracle, .geometry = geometry};
+const ug_op_def ug_opdef_mhc_post = {.oracle = oracle, .geometry = geometry};

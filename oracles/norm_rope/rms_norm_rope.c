@@ -27,7 +27,6 @@
 #include "oracles/mp/arith_inline.h"
 #include "oracles/norm_rope/rope_table.h"
 #include "oracles/oracle.h"
-#include "oracles/verdict.h"
 #include "op_params.h"
 
 /* What ranges cannot say: d even, base strictly inside (1, 1e12). */
@@ -209,9 +208,4 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
     g->col_tile = g->cols / 2;         /* the rotary half boundary */
 }
 
-const ug_op_def ug_opdef_rms_norm_rope = {.op = UG_OP_RMS_NORM_ROPE,
-                                          .primary = UG_STD_CERTIFIED,
-                                          .decl.check = check,
-                                          .build = build,
-                                          .oracle = oracle,
-                                          .geometry = geometry};
+const ug_op_def ug_opdef_rms_norm_rope = {.decl.check = check, .build = build, .oracle = oracle, .geometry = geometry};

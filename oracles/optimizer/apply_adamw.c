@@ -25,7 +25,6 @@
 
 #include "oracles/mp/arith_inline.h"
 #include "oracles/oracle.h"
-#include "oracles/verdict.h"
 #include "op_params.h"
 
 /* The params the oracle uses, read from the case's parsed params. */
@@ -225,9 +224,4 @@ static void geometry(const ug_case *c, int out, ug_geom *g)
     ug_geom_last_dim(&c->out[out], 16, 1024, g); /* the kernel's chunk: edges only matter for tails */
 }
 
-const ug_op_def ug_opdef_apply_adamw = {.op = UG_OP_APPLY_ADAMW,
-                                        .primary = UG_STD_CERTIFIED,
-                                        .check_all = 1,
-                                        .build = build,
-                                        .oracle = oracle,
-                                        .geometry = geometry};
+const ug_op_def ug_opdef_apply_adamw = {.build = build, .oracle = oracle, .geometry = geometry};

@@ -28,14 +28,10 @@
  * with glm_attention_fusion, whose first eight outputs are these). */
 #include "oracles/oracle.h"
 #include "oracles/prolog/glm_pre_quant.h"
-#include "oracles/verdict.h"
 
 #define OP_NAME "glm_attention_pre_quant"
 
 static int check(const ug_params *P, char *err, size_t errlen) { return ug_gpq_check(P, OP_NAME, err, errlen); }
 
-const ug_op_def ug_opdef_glm_attention_pre_quant = {.op = UG_OP_GLM_ATTENTION_PRE_QUANT,
-                                                    .decl.check = check,
-                                                    .oracle = ug_gpq_oracle,
-                                                    .geometry = ug_gpq_geometry,
-                                                    .scratch = ug_gpq_scratch};
+const ug_op_def ug_opdef_glm_attention_pre_quant = {
+    .decl.check = check, .oracle = ug_gpq_oracle, .geometry = ug_gpq_geometry, .scratch = ug_gpq_scratch};

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "core/dtype.h"
-#include "oracles/verdict.h"
 #include "oracles/mp/int8_dot.h"
 
 ug_gpq_dims ug_gpq_dims_read(const ug_params *P)

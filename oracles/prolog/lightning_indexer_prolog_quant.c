@@ -16,7 +16,6 @@
  * RoPE and the Hadamard), which this contract does not: `reference` judges weights, q_scale
  * and k_scale against those goldens too. */
 #include "oracles/prolog/indexer_prolog_fp8.h"
-#include "oracles/verdict.h"
 #include "op_params.h"
 
 /* The shared scratch plus the sim kernel's packed w_qb and the block's q_norm rows and int32
@@ -38,8 +37,7 @@ static int lipq_reference_golden(const ug_case *c, const ug_selection *sel, doub
     return 0;
 }
 
-const ug_op_def ug_opdef_lightning_indexer_prolog_quant = {.op = UG_OP_LIGHTNING_INDEXER_PROLOG_QUANT,
-                                                           .decl.check = ug_lip8_check,
+const ug_op_def ug_opdef_lightning_indexer_prolog_quant = {.decl.check = ug_lip8_check,
                                                            .build = ug_lip8_build,
                                                            .oracle = ug_lip8_oracle,
                                                            .geometry = ug_lip8_geometry,

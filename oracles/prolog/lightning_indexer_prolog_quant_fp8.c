@@ -5,10 +5,8 @@
  * Primary standard pypto: codes boundary-aware within 1 quantum, scales and weights at
  * the silent default 1e-3 / 1e-3. */
 #include "oracles/prolog/indexer_prolog_fp8.h"
-#include "oracles/verdict.h"
 
-const ug_op_def ug_opdef_lightning_indexer_prolog_quant_fp8 = {.op = UG_OP_LIGHTNING_INDEXER_PROLOG_QUANT_FP8,
-                                                               .decl.check = ug_lip8_check,
+const ug_op_def ug_opdef_lightning_indexer_prolog_quant_fp8 = {.decl.check = ug_lip8_check,
                                                                .build = ug_lip8_build,
                                                                .oracle = ug_lip8_oracle,
                                                                .geometry = ug_lip8_geometry,

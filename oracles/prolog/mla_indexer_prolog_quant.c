@@ -110,9 +110,7 @@ static int reference_golden(const ug_case *c, const ug_selection *sel, double **
     return 0;
 }
 
-const ug_op_def ug_opdef_mla_indexer_prolog_quant = {.op = UG_OP_MLA_INDEXER_PROLOG_QUANT,
-                                                     .primary = UG_STD_CERTIFIED,
-                                                     .decl.check = check,
+const ug_op_def ug_opdef_mla_indexer_prolog_quant = {.decl.check = check,
                                                      .build = ug_mlaq_build,
                                                      .oracle = oracle,
                                                      .geometry = geometry,

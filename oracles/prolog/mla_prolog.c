@@ -36,7 +36,6 @@
 
 #include "oracles/oracle.h"
 #include "oracles/prolog/mla_common.h"
-#include "oracles/verdict.h"
 #include "op_params.h"
 
 /* The params the oracle and the builder use, read from the case's parsed params. */
@@ -270,10 +269,5 @@ static double scratch(const ug_params *P)
            16 * (double)params->blocks * (double)params->block_size;
 }
 
-const ug_op_def ug_opdef_mla_prolog = {.op = UG_OP_MLA_PROLOG,
-                                       .primary = UG_STD_CERTIFIED,
-                                       .decl.check = check,
-                                       .build = build,
-                                       .oracle = oracle,
-                                       .geometry = geometry,
-                                       .scratch = scratch};
+const ug_op_def ug_opdef_mla_prolog = {
+    .decl.check = check, .build = build, .oracle = oracle, .geometry = geometry, .scratch = scratch};

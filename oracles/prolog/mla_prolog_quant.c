@@ -28,7 +28,6 @@
 
 #include "oracles/oracle.h"
 #include "oracles/prolog/mla_prolog_quant_core.h"
-#include "oracles/verdict.h"
 
 enum { O_QN, O_QR, O_Q8, O_QS, O_KC, O_KS, O_KR };
 
@@ -435,9 +434,7 @@ double ug_mlaq_scratch(const ug_params *P)
            4 * (double)ug_p_int(P, "tokens") * Lq + 8 * Lq; /* the kernel's c_q of every token, the oracle's codes */
 }
 
-const ug_op_def ug_opdef_mla_prolog_quant = {.op = UG_OP_MLA_PROLOG_QUANT,
-                                             .primary = UG_STD_CERTIFIED,
-                                             .decl.check = ug_mlaq_check,
+const ug_op_def ug_opdef_mla_prolog_quant = {.decl.check = ug_mlaq_check,
                                              .build = ug_mlaq_build,
                                              .oracle = ug_mlaq_oracle,
                                              .geometry = ug_mlaq_geometry,
