@@ -5,8 +5,8 @@
 #   op_params.h  per op: an enum per enum param (UG_<OP>_<PARAM>_<CHOICE>) and
 #                `ug_<op>_params`: every declared param (int: long; fp32 and number:
 #                double; enum: its choice and choice_name; lists: ug_plist), then the
-#                derived sizes (long); and once, ug_variant_code: UG_V_<NAME> for every
-#                sim variant any declaration names ("sim_variants"; UG_V_SIM = 0);
+#                derived sizes (long); and once, ug_variant_code: UG_VAR_<NAME> for every
+#                sim variant any declaration names ("sim_variants"; UG_VAR_SIM = 0);
 # An op declared with "params_from" gets that op's params under its own struct name.
 #   op_params.c  per op, where each field lies (ug_typed_layouts[]), which
 #                core/opdecl.c's parse reads to fill the struct once per parse; and
@@ -108,7 +108,7 @@ foreach(f ${UG_DECL_FILES})
 endforeach()
 # Every sim variant named in any declaration's "sim_variants", as one code each ("sim" 0, then
 # the legal_* ones, then the others, each part in name order, so a code is legal exactly when
-# it lies in 1 .. UG_V_LEGAL_END - 1): a sim kernel tests `bug == UG_V_MUT_PV_BF16`, so the declaration is
+# it lies in 1 .. UG_VAR_LEGAL_END - 1): a sim kernel tests `bug == UG_VAR_MUT_PV_BF16`, so the declaration is
 # the one list of an op's variants and a misspelt one fails the build; core/ops.c gives each
 # declared variant its code by name (ug_variant_names).
 set(UG_VARIANT_NAMES "")
@@ -135,15 +135,15 @@ set(variant_codes "")
 set(variant_names "")
 foreach(vname sim ${UG_VARIANT_LEGAL} ${UG_VARIANT_NAMES})
   string(TOUPPER "${vname}" VNAME)
-  string(APPEND variant_codes "    UG_V_${VNAME},\n")
+  string(APPEND variant_codes "    UG_VAR_${VNAME},\n")
   string(APPEND variant_names "    \"${vname}\",\n")
 endforeach()
 string(APPEND UG_OPP_H "/* Every declared sim variant's code (the declarations' \"sim_variants\"): what a sim kernel\n"
        " * gets as its bug argument. ug_variant_names[code] is its name. */\n"
-       "typedef enum {\n${variant_codes}    UG_V_COUNT\n} ug_variant_code;\n"
-       "#define UG_V_LEGAL_END ${legal_end} /* the legal variants' codes: 1 .. UG_V_LEGAL_END - 1 */\n"
-       "extern const char *const ug_variant_names[UG_V_COUNT];\n\n")
-string(APPEND UG_OPP_C "const char *const ug_variant_names[UG_V_COUNT] = {\n${variant_names}};\n\n")
+       "typedef enum {\n${variant_codes}    UG_VAR_COUNT\n} ug_variant_code;\n"
+       "#define UG_VAR_LEGAL_END ${legal_end} /* the legal variants' codes: 1 .. UG_VAR_LEGAL_END - 1 */\n"
+       "extern const char *const ug_variant_names[UG_VAR_COUNT];\n\n")
+string(APPEND UG_OPP_C "const char *const ug_variant_names[UG_VAR_COUNT] = {\n${variant_names}};\n\n")
 
 string(APPEND UG_OPP_H "/* The typed params of op (a bare name: page_attention) in parsed params p, which must be\n"
        " * that op's (ug_params_typed aborts otherwise, as a misnamed ug_p_int does). */\n"

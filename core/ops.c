@@ -75,7 +75,7 @@ static void load_definitions(void)
     for (int op = 0; op < UG_OP_COUNT; op++) {
         if (op_table[op].def && !loaded[op].decl.op) die("no declaration file oracles/<family>/", op_table[op].name);
         if (op_table[op].def && op_table[op].sim &&
-            ug_op_join_variants(&loaded[op], ug_variant_names, UG_V_COUNT, err, sizeof err))
+            ug_op_join_variants(&loaded[op], ug_variant_names, UG_VAR_COUNT, err, sizeof err))
             die(err, "");
     }
     loaded_ok = 1;

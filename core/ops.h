@@ -88,7 +88,7 @@ typedef int (*ug_kernel_fn)(const ulpgym_call *call, char *err, size_t errlen, i
 
 /* One variant of a sim kernel, as the op's declaration lists it ("sim_variants": name, desc,
  * beyond_plan), with its code: the generated ug_variant_code of its name (op_params.h), which
- * the kernel function gets as bug and tests as `bug == UG_V_MUT_PV_BF16`. An op's sim kernel
+ * the kernel function gets as bug and tests as `bug == UG_VAR_MUT_PV_BF16`. An op's sim kernel
  * is exported as `const ug_kernel_fn ug_sim_<name>` from kernels/sim/<family>/<name>.c. */
 typedef struct {
     const char *name; /* "sim" is the correct kernel; "legal_*" other legal implementations of the

@@ -166,15 +166,15 @@ static void ties(void)
 {
     float v[32] = {127.0f, 0.5f, 1.5f, 2.5f, -0.5f, -2.5f, 126.5f, -3.5f}, codes[32], scale;
     static const float rne[8] = {127, 0, 2, 2, 0, -2, 126, -4}, trunc[8] = {127, 0, 1, 2, 0, -2, 126, -3};
-    lip_sim_quantise(v, 32, LIP8_INT8, UG_V_SIM, codes, &scale);
+    lip_sim_quantise(v, 32, LIP8_INT8, UG_VAR_SIM, codes, &scale);
     for (int i = 0; i < 8; i++) CHECK(codes[i] == rne[i], "tie %g: code %g, want %g", v[i], codes[i], rne[i]);
     CHECK(scale == 1.0f, "scale %g", scale);
-    lip_sim_quantise(v, 32, LIP8_INT8, UG_V_MUT_TRUNC, codes, &scale);
+    lip_sim_quantise(v, 32, LIP8_INT8, UG_VAR_MUT_TRUNC, codes, &scale);
     for (int i = 0; i < 8; i++) CHECK(codes[i] == trunc[i], "trunc %g: code %g, want %g", v[i], codes[i], trunc[i]);
     float z[32] = {0}, n[32] = {1.0f, NAN};
-    lip_sim_quantise(z, 32, LIP8_INT8, UG_V_SIM, codes, &scale);
+    lip_sim_quantise(z, 32, LIP8_INT8, UG_VAR_SIM, codes, &scale);
     CHECK(scale == 0.0f && codes[0] == 0.0f, "zero row: scale %g", scale);
-    lip_sim_quantise(n, 32, LIP8_INT8, UG_V_SIM, codes, &scale);
+    lip_sim_quantise(n, 32, LIP8_INT8, UG_VAR_SIM, codes, &scale);
     CHECK(isnan(scale) && codes[0] == 0.0f, "NaN row: scale %g code %g", scale, codes[0]);
 }
 

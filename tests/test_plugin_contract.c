@@ -304,16 +304,16 @@ static void check_sim_variants(void)
             ug_op_join_variants(&swapped, codes, 3, err, sizeof err) == -1 &&
             strstr(err, "[0] \"mut_x\" is out of place"),
         "sim not first: %s", err);
-    /* the legal variants' codes are 1 .. UG_V_LEGAL_END - 1 (a sim kernel's ug_sim_legal) */
-    for (int code = 0; code < UG_V_COUNT; code++)
-        CHECK(ug_variant_legal(ug_variant_names[code]) == (code > UG_V_SIM && code < UG_V_LEGAL_END), "code %d: %s",
+    /* the legal variants' codes are 1 .. UG_VAR_LEGAL_END - 1 (a sim kernel's ug_sim_legal) */
+    for (int code = 0; code < UG_VAR_COUNT; code++)
+        CHECK(ug_variant_legal(ug_variant_names[code]) == (code > UG_VAR_SIM && code < UG_VAR_LEGAL_END), "code %d: %s",
               code, ug_variant_names[code]);
     /* every op's variants carry the codes of their own names, "sim" (0) first */
     for (int op = 0; op < UG_OP_COUNT; op++) {
         const ug_kernel_variant *v = ug_op_variants(op);
         for (int i = 0; v && v[i].name; i++)
-            CHECK(v[i].bug >= 0 && v[i].bug < UG_V_COUNT && strcmp(ug_variant_names[v[i].bug], v[i].name) == 0 &&
-                      (i == 0) == (v[i].bug == UG_V_SIM),
+            CHECK(v[i].bug >= 0 && v[i].bug < UG_VAR_COUNT && strcmp(ug_variant_names[v[i].bug], v[i].name) == 0 &&
+                      (i == 0) == (v[i].bug == UG_VAR_SIM),
                   "%s %s: code %d", ug_op_name(op), v[i].name, v[i].bug);
     }
     expect_load_refused(T_DECL_VARIANTS("{\"name\":\"sim\"}"), "desc");

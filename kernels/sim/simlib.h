@@ -15,11 +15,11 @@
 #include "ulpgym/kernel_abi.h"
 
 #include "core/opdecl.h"
-#include "op_params.h" /* the variant codes UG_V_* a kernel tests its bug argument against */
+#include "op_params.h" /* the variant codes UG_VAR_* a kernel tests its bug argument against */
 
 /* Whether variant (a ug_variant_code) is a legal one ("legal_*"): another correct kernel.
- * cmake/op_params.cmake numbers the legal variants right after UG_V_SIM. */
-static inline int ug_sim_legal(int variant) { return variant > UG_V_SIM && variant < UG_V_LEGAL_END; }
+ * cmake/op_params.cmake numbers the legal variants right after UG_VAR_SIM. */
+static inline int ug_sim_legal(int variant) { return variant > UG_VAR_SIM && variant < UG_VAR_LEGAL_END; }
 
 /* Parses call->params_json against the op's declaration: the same ug_params the oracle
  * gets (defaults filled, fp32 attributes rounded). -2 with a message; free the result

@@ -43,7 +43,7 @@ static float exp_poly4(float x)
 /* The softmax's exp: the fp32 library exp (within an ulp), or the polynomial of mut_exp_approx. */
 static float dev_exp(float x, ug_variant_code bug)
 {
-    return bug == UG_V_MUT_EXP_APPROX ? exp_poly4(x) : expf(x); /* rounds: fp32 exp (bug: relative error 4e-5) */
+    return bug == UG_VAR_MUT_EXP_APPROX ? exp_poly4(x) : expf(x); /* rounds: fp32 exp (bug: relative error 4e-5) */
 }
 
 /* The larger of a and b with NaN sticky, as a device's max propagates it: fmaxf drops a NaN,
@@ -55,25 +55,26 @@ static float max_nan(float a, float b) { return isnan(a) || isnan(b) ? NAN : fma
 static void online_stats(const float *z, size_t n, ug_variant_code bug, float *m_out, float *s_out)
 {
     float m = -INFINITY, s = 0.0f;
-    size_t tile = bug == UG_V_LEGAL_TILE16 ? 16 : SOFTMAX_TILE;
+    size_t tile = bug == UG_VAR_LEGAL_TILE16 ? 16 : SOFTMAX_TILE;
     for (size_t t = 0; t < n; t += tile) {
         size_t len = n - t < tile ? n - t : tile;
-        if (bug == UG_V_MUT_TAIL_TILE && t > 0 && len < tile) break; /* bug: tail tile dropped */
+        if (bug == UG_VAR_MUT_TAIL_TILE && t > 0 && len < tile) break; /* bug: tail tile dropped */
         float tm = -INFINITY;
         for (size_t j = 0; j < len; j++) tm = max_nan(tm, z[t + j]);
-        float m_new = bug == UG_V_MUT_NO_MAX_SUB ? 0.0f : max_nan(m, tm);
-        if (bug == UG_V_MUT_MAX_FIRST_TILE && t > 0) m_new = m; /* bug: the max of the first tile is kept for the row */
+        float m_new = bug == UG_VAR_MUT_NO_MAX_SUB ? 0.0f : max_nan(m, tm);
+        if (bug == UG_VAR_MUT_MAX_FIRST_TILE && t > 0)
+            m_new = m; /* bug: the max of the first tile is kept for the row */
         /* bug: the running max starts at 0, not -inf, from the first live tile on (fully masked rows keep their
          * zeros): a row whose logits all lie below -88 underflows every exp(z - 0) to 0 and divides 0 by 0 */
-        if (bug == UG_V_MUT_MAX_INIT_ZERO && tm != -INFINITY) m_new = fmaxf(m_new, 0.0f);
+        if (bug == UG_VAR_MUT_MAX_INIT_ZERO && tm != -INFINITY) m_new = fmaxf(m_new, 0.0f);
         if (m_new == -INFINITY) continue; /* everything so far is masked */
         float ts = 0.0f;
         for (size_t j = 0; j < len; j++) {
-            ts += dev_exp(z[t + j] - m_new, bug);                     /* rounds: fp32 exp and add */
-            if (bug == UG_V_MUT_BF16_SUM) ts = ug_sim_round_bf16(ts); /* bug: bf16 accumulator */
+            ts += dev_exp(z[t + j] - m_new, bug);                       /* rounds: fp32 exp and add */
+            if (bug == UG_VAR_MUT_BF16_SUM) ts = ug_sim_round_bf16(ts); /* bug: bf16 accumulator */
         }
         s = (m == -INFINITY ? 0.0f : s * dev_exp(m - m_new, bug)) + ts; /* rounds: fp32 rescale */
-        if (bug == UG_V_MUT_BF16_SUM) s = ug_sim_round_bf16(s);
+        if (bug == UG_VAR_MUT_BF16_SUM) s = ug_sim_round_bf16(s);
         m = m_new;
     }
     *m_out = m;
@@ -94,7 +95,7 @@ static void two_pass_stats(const float *z, float *e, size_t n, ug_variant_code h
     float m = -INFINITY, s = 0.0f;
     for (size_t j = 0; j < n; j++) m = max_nan(m, z[j]);
     for (size_t j = 0; j < n && m != -INFINITY; j++) e[j] = expf(z[j] - m); /* rounds: fp32 difference and exp */
-    if (m != -INFINITY && how == UG_V_LEGAL_PAIRWISE)
+    if (m != -INFINITY && how == UG_VAR_LEGAL_PAIRWISE)
         s = pairwise_sum(e, n);
     else
         for (size_t j = 0; j < n && m != -INFINITY; j++) s += e[j]; /* rounds: fp32 */
@@ -120,11 +121,11 @@ static int softmax_kernel(const ulpgym_call *call, char *err, size_t errlen, int
         for (size_t j = 0; j < n; j++) {
             float v = z[j] * scale; /* rounds: fp32 */
             if (cap > 0.0f)
-                v = cap * (bug == UG_V_MUT_TANH_OVERFLOW ? tanh_by_exp(v / cap) : tanhf(v / cap)); /* rounds: fp32 */
+                v = cap * (bug == UG_VAR_MUT_TANH_OVERFLOW ? tanh_by_exp(v / cap) : tanhf(v / cap)); /* rounds: fp32 */
             z[j] = mk[j] == -INFINITY ? -INFINITY : v + mk[j]; /* rounds: fp32; masked stays -inf even for NaN x */
         }
         float m, s;
-        if (bug == UG_V_LEGAL_TWO_PASS || bug == UG_V_LEGAL_PAIRWISE) {
+        if (bug == UG_VAR_LEGAL_TWO_PASS || bug == UG_VAR_LEGAL_PAIRWISE) {
             two_pass_stats(z, e, n, (ug_variant_code)bug, &m, &s);
             for (size_t j = 0; j < n; j++) z[j] = m == -INFINITY ? 0.0f : e[j] / s; /* rounds: fp32 division */
         } else {
@@ -133,7 +134,7 @@ static int softmax_kernel(const ulpgym_call *call, char *err, size_t errlen, int
             for (size_t j = 0; j < n; j++)
                 z[j] = m == -INFINITY ? 0.0f : dev_exp(z[j] - m, bug) * inv; /* rounds: fp32 exp and product */
         }
-        if (bug == UG_V_MUT_STORE_TRUNC) /* bug: the bf16/fp16 store truncates toward zero (exact for fp32 outputs) */
+        if (bug == UG_VAR_MUT_STORE_TRUNC) /* bug: the bf16/fp16 store truncates toward zero (exact for fp32 outputs) */
             for (size_t j = 0; j < n; j++) z[j] = ug_sim_trunc_to(y->dtype, z[j]);
         ug_sim_store(y, r * n, n, z); /* rounds: RNE to the dtype (exact after the truncation of the bug) */
     }

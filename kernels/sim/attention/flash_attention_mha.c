@@ -57,7 +57,7 @@ typedef struct {
 static long visible(const fa_ctx *x, long i, long lq, long lk)
 {
     if (!x->causal) return lk;
-    long n = x->bug == UG_V_MUT_CAUSAL_TOPLEFT ? i + 1 : i + 1 + lk - lq; /* bug: top-left aligned */
+    long n = x->bug == UG_VAR_MUT_CAUSAL_TOPLEFT ? i + 1 : i + 1 + lk - lq; /* bug: top-left aligned */
     return n < 0 ? 0 : n > lk ? lk : n;
 }
 
@@ -97,7 +97,7 @@ static void row_step(const fa_ctx *x, fa_work *w, const float *dots, long nk, lo
     *l = *l * alpha + ts;         /* rounds: fp32 */
     for (long c = 0; c < nk; c++) /* rounds: P (single: P/l, fp32 division first) cast to the input dtype for P.V */
         pr[c] = ug_av_round_to(x->dt, single ? pr[c] / *l : pr[c]);
-    float acc_alpha = x->bug == UG_V_MUT_NO_RESCALE && *m != -INFINITY ? 1.0f : alpha; /* bug: no rescale */
+    float acc_alpha = x->bug == UG_VAR_MUT_NO_RESCALE && *m != -INFINITY ? 1.0f : alpha; /* bug: no rescale */
     ug_av_pv(acc, acc_alpha, pr, w->live, n, v, HD, D); /* rounds: fp32 P.V in key order, acc*alpha + P.V */
     *m = m_new;
 }
@@ -106,8 +106,10 @@ static void row_step(const fa_ctx *x, fa_work *w, const float *dots, long nk, lo
  * running m and l as the online softmax left them, in fp32. */
 static void row_max_sum(const fa_ctx *x, float m, float l, float *mo, float *lo)
 {
-    *mo = x->bug == UG_V_MUT_MAX_LOG2 ? m * (float)M_LOG2E : m;          /* bug: max in an exp2 softmax's log2 domain */
-    *lo = x->bug != UG_V_MUT_SUM_RECIP ? l : l > 0.0f ? 1.0f / l : 0.0f; /* bug: the reciprocal o is normalised with */
+    *mo = x->bug == UG_VAR_MUT_MAX_LOG2 ? m * (float)M_LOG2E : m; /* bug: max in an exp2 softmax's log2 domain */
+    *lo = x->bug != UG_VAR_MUT_SUM_RECIP ? l
+          : l > 0.0f                     ? 1.0f / l
+                                         : 0.0f; /* bug: the reciprocal o is normalised with */
 }
 
 /* The o and lse rows of a finished query row. */
@@ -117,11 +119,11 @@ static void row_finish(const fa_ctx *x, float m, float l, const float *acc, floa
     for (long d = 0; d < x->dim; d++) o[d] = acc[d] * inv;    /* rounds: fp32 */
     if (l == 0.0f)
         *lse = -INFINITY;
-    else if (x->bug == UG_V_MUT_LSE_LOG2)
+    else if (x->bug == UG_VAR_MUT_LSE_LOG2)
         *lse = m * (float)M_LOG2E + log2f(l); /* bug: log2 domain kept */
     else
-        *lse = m + ug_sim_fn_ulps(logf(l), l, x->fn_ulps);           /* rounds: fp32 */
-    if (x->bug == UG_V_MUT_LSE_BF16) *lse = ug_sim_round_bf16(*lse); /* bug: lse kept in bf16 (rounds: RNE) */
+        *lse = m + ug_sim_fn_ulps(logf(l), l, x->fn_ulps);             /* rounds: fp32 */
+    if (x->bug == UG_VAR_MUT_LSE_BF16) *lse = ug_sim_round_bf16(*lse); /* bug: lse kept in bf16 (rounds: RNE) */
 }
 
 /* One query tile [i0, i0+nq) of element (q0 tokens, k0 keys offset), head h: writes o and
@@ -140,7 +142,7 @@ static void query_tile(const fa_ctx *x, long q0, long lq, long k0, long lk, long
     const float *qt = x->q + (size_t)(q0 + i0) * HD + (size_t)h * D;
     long kend = visible(x, i0 + nq - 1, lq, lk), bk = x->bk; /* causal: later key tiles are skipped */
     /* one key tile: P/l is cast, not P (the reference kernel's path); legal_two_pass keeps the FA2 cast of P */
-    int single = kend <= bk && x->bug != UG_V_LEGAL_TWO_PASS;
+    int single = kend <= bk && x->bug != UG_VAR_LEGAL_TWO_PASS;
     for (long j0 = 0; j0 < kend; j0 += bk) {
         long nk = kend - j0 < bk ? kend - j0 : bk;
         size_t kofs = (size_t)(k0 + j0) * HD + (size_t)h * D;
@@ -198,7 +200,7 @@ static int fa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
                 .causal = params->causal,
                 .dt = q->dtype,
                 .bug = bug,
-                .fn_ulps = bug == UG_V_LEGAL_FN_ULPS ? UG_SIM_FN_ULPS : 0};
+                .fn_ulps = bug == UG_VAR_LEGAL_FN_ULPS ? UG_SIM_FN_ULPS : 0};
     double scale = params->scale; /* exact: an fp32 value; 0 is the 1/sqrt(D) sentinel */
     x.scale = scale == 0.0 ? (float)(1.0 / sqrt((double)x.dim)) : (float)scale; /* rounds: fp32 */
     ug_params_free(&p);
@@ -210,8 +212,9 @@ static int fa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     if (cu) {
         ug_sim_load(cq, 0, (size_t)batch + 1, cu);
         ug_sim_load(ck, 0, (size_t)batch + 1, cu + batch + 1);
-        if (bug == UG_V_LEGAL_TILE16 || bug == UG_V_LEGAL_TILE320) x.bk = bug == UG_V_LEGAL_TILE16 ? 16 : FA_BK_REF;
-        if (bug == UG_V_LEGAL_TWO_PASS)
+        if (bug == UG_VAR_LEGAL_TILE16 || bug == UG_VAR_LEGAL_TILE320)
+            x.bk = bug == UG_VAR_LEGAL_TILE16 ? 16 : FA_BK_REF;
+        if (bug == UG_VAR_LEGAL_TWO_PASS)
             x.bk = (long)ug_av_cols((size_t)longest_keys(cu + batch + 1, batch)); /* the row */
         if (x.bk < 1) x.bk = UG_AV_COLS;
         size_t bk = (size_t)x.bk;

@@ -48,14 +48,14 @@ static long visible(const fb_ctx *x, long i, long lq, long lk)
 {
     if (!x->causal) return lk;
     long n = i + 1 + lk - lq;
-    if (x->bug == UG_V_MUT_CAUSAL_STRICT) n--; /* bug: j < i + lk - lq, the diagonal is masked */
+    if (x->bug == UG_VAR_MUT_CAUSAL_STRICT) n--; /* bug: j < i + lk - lq, the diagonal is masked */
     return n < 0 ? 0 : n > lk ? lk : n;
 }
 
 /* The mut_tail_key_tile bug: a short last key tile (Lk % 64 != 0, not the first) never runs. */
 static int tile_dropped(const fb_ctx *x, long j0, long nk)
 {
-    return x->bug == UG_V_MUT_TAIL_KEY_TILE && nk < FB_BK && j0 > 0;
+    return x->bug == UG_VAR_MUT_TAIL_KEY_TILE && nk < FB_BK && j0 > 0;
 }
 
 static float dot(const float *a, const float *b, size_t n)
@@ -145,7 +145,7 @@ static int fb_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
                 .causal = UG_P(flash_attention_mha_grad, &p)->causal,
                 .dt = in[0]->dtype,
                 .bug = bug,
-                .fn_ulps = bug == UG_V_LEGAL_FN_ULPS ? UG_SIM_FN_ULPS : 0};
+                .fn_ulps = bug == UG_VAR_LEGAL_FN_ULPS ? UG_SIM_FN_ULPS : 0};
     double scale = UG_P(flash_attention_mha_grad, &p)->scale; /* exact: an fp32 value; 0 is the 1/sqrt(D) sentinel */
     x.scale = scale == 0.0 ? (float)(1.0 / sqrt((double)x.dim)) : (float)scale; /* rounds: fp32 */
     ug_params_free(&p);
@@ -187,8 +187,8 @@ static int fb_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
                 for (long c = 0; c < n; c++)
                     for (size_t d = 0; d < D; d++) {
                         size_t at = ((size_t)(k0 + j0 + c) * H + (size_t)h) * D + d;
-                        float sk = x.bug == UG_V_MUT_DK_NO_SCALE ? 1.0f : x.scale; /* bug: dK misses the scale */
-                        dkf[at] = dkt[(size_t)c * D + d] * sk;                     /* rounds: fp32 */
+                        float sk = x.bug == UG_VAR_MUT_DK_NO_SCALE ? 1.0f : x.scale; /* bug: dK misses the scale */
+                        dkf[at] = dkt[(size_t)c * D + d] * sk;                       /* rounds: fp32 */
                         dvf[at] = dvt[(size_t)c * D + d];
                     }
             }

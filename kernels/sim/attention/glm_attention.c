@@ -57,7 +57,7 @@ static int ga_kv_head_mod(ug_glp_view *g)
     tq.dtype = ULPGYM_FP32, tq.strides = NULL, tq.data = qp;
     to.dtype = ULPGYM_FP32, to.strides = NULL, to.data = op;
     g->q = &tq, g->o = &to;
-    int rc = ug_glp_run(g, UG_V_SIM);
+    int rc = ug_glp_run(g, UG_VAR_SIM);
     g->q = q, g->o = o;
     for (size_t r = 0; r < rows; r++)
         for (size_t kvh = 0; kvh < hkv; kvh++)
@@ -83,10 +83,10 @@ static int ga_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     ug_params_free(&p);
     ug_glp_sizes(&g, (long)bt->shape[1]);
     g.table = bt->data, g.lens = lens->data, g.batch = (long)lens->shape[0];
-    if (bug == UG_V_MUT_KV_HEAD_MOD) return ga_kv_head_mod(&g); /* bug: kv head h % heads_kv */
-    if (bug == UG_V_LEGAL_TILE16) g.tile_keys = 16;             /* legal: 16-key tiles */
-    if (bug == UG_V_LEGAL_TWO_PASS) g.legal = UG_GLP_LEGAL_TWO_PASS;
-    if (bug == UG_V_LEGAL_FN_ULPS) g.legal = UG_GLP_LEGAL_FN_ULPS;
+    if (bug == UG_VAR_MUT_KV_HEAD_MOD) return ga_kv_head_mod(&g); /* bug: kv head h % heads_kv */
+    if (bug == UG_VAR_LEGAL_TILE16) g.tile_keys = 16;             /* legal: 16-key tiles */
+    if (bug == UG_VAR_LEGAL_TWO_PASS) g.legal = UG_GLP_LEGAL_TWO_PASS;
+    if (bug == UG_VAR_LEGAL_FN_ULPS) g.legal = UG_GLP_LEGAL_FN_ULPS;
     return ug_glp_run(&g, (ug_variant_code)bug); /* the walk's own mutants act there */
 }
 

@@ -64,16 +64,16 @@ static void fu_scatter(void *ctx, const ug_gpq_dev *m, const ug_gpq_tok *tk, siz
     float slot_f;
     ug_sim_load(f->slots, t, 1, &slot_f); /* exact: slots < 2^24 */
     size_t slot = (size_t)slot_f;
-    if (f->bug == UG_V_MUT_SLOT_PLUS_ONE) slot = (slot + 1) % f->pool;              /* bug: one slot late */
-    const float *k = f->bug == UG_V_MUT_K_BEFORE_ROPE ? tk->qkn + qs : tk->qk + qs; /* bug: k before RoPE */
+    if (f->bug == UG_VAR_MUT_SLOT_PLUS_ONE) slot = (slot + 1) % f->pool;              /* bug: one slot late */
+    const float *k = f->bug == UG_VAR_MUT_K_BEFORE_ROPE ? tk->qkn + qs : tk->qk + qs; /* bug: k before RoPE */
     const float *v = tk->mm + qk;
-    if (f->bug == UG_V_MUT_V_TRUNC) {
+    if (f->bug == UG_VAR_MUT_V_TRUNC) {
         for (size_t c = 0; c < kv; c++) /* bug: rounds: fp32 product as the GEMM's, then truncated to bf16 */
             f->row[c] = ug_sim_trunc_to(ULPGYM_BF16, (float)((int64_t)m->acc[qk + c] + m->qb[qk + c]) * m->deq[qk + c]);
         v = f->row;
     }
     for (size_t h = 0; h < m->Nk; h++) {
-        size_t src = f->bug == UG_V_MUT_KV_HEAD0 ? 0 : h * D;   /* bug: head 0 into every head */
+        size_t src = f->bug == UG_VAR_MUT_KV_HEAD0 ? 0 : h * D; /* bug: head 0 into every head */
         ug_sim_store(f->kc_out, slot * kv + h * D, D, k + src); /* exact: bf16 values */
         ug_sim_store(f->vc_out, slot * kv + h * D, D, v + src);
     }
@@ -100,17 +100,17 @@ static int fu_attend(const fu_ctx *f, float scale)
     g.batch = (long)f->lens->shape[0], g.hq = f->o->shape[1], g.dim = f->o->shape[2];
     g.nb = f->kc->shape[0], g.bs = f->kc->shape[1], g.hkv = f->kc->shape[2], g.width = f->bt->shape[1];
     g.sq = 1, g.scale = scale, g.tile_blocks = 4; /* the reference kernel's s2_tile: 4 blocks of 128 */
-    if (f->bug == UG_V_MUT_STALE_CACHE) g.kc = f->kc, g.vc = f->vc; /* bug: the caches before the scatter */
-    if (f->bug == UG_V_LEGAL_TILE16) g.tile_keys = 16;              /* legal: 16-key tiles */
-    if (f->bug == UG_V_LEGAL_REVERSED) g.legal = UG_GLP_LEGAL_REVERSED;
-    if (f->bug == UG_V_LEGAL_FN_ULPS) g.legal = UG_GLP_LEGAL_FN_ULPS;
+    if (f->bug == UG_VAR_MUT_STALE_CACHE) g.kc = f->kc, g.vc = f->vc; /* bug: the caches before the scatter */
+    if (f->bug == UG_VAR_LEGAL_TILE16) g.tile_keys = 16;              /* legal: 16-key tiles */
+    if (f->bug == UG_VAR_LEGAL_REVERSED) g.legal = UG_GLP_LEGAL_REVERSED;
+    if (f->bug == UG_VAR_LEGAL_FN_ULPS) g.legal = UG_GLP_LEGAL_FN_ULPS;
     int32_t *short_lens = NULL;
-    if (f->bug == UG_V_MUT_LEN_EXCL_NEW) { /* bug: the new token left out of its context */
+    if (f->bug == UG_VAR_MUT_LEN_EXCL_NEW) { /* bug: the new token left out of its context */
         if (!(short_lens = malloc((size_t)g.batch * sizeof *short_lens))) return -1;
         for (long b = 0; b < g.batch; b++) short_lens[b] = g.lens[b] - 1;
         g.lens = short_lens;
     }
-    int rc = ug_glp_run(&g, f->bug == UG_V_MUT_TABLE_STRIDE ? UG_V_MUT_TABLE_STRIDE : UG_V_SIM);
+    int rc = ug_glp_run(&g, f->bug == UG_VAR_MUT_TABLE_STRIDE ? UG_VAR_MUT_TABLE_STRIDE : UG_VAR_SIM);
     free(short_lens);
     return rc;
 }
@@ -126,7 +126,7 @@ static int fu_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     if (!(f.row = malloc((row ? row : 1) * sizeof *f.row))) return -1;
     fu_copy_cache(f.kc, f.kc_out, f.pool, row, f.row);
     fu_copy_cache(f.vc, f.vc_out, f.pool, row, f.row);
-    rc = ug_gpq_kernel(call, err, errlen, UG_V_SIM, fu_scatter, &f);
+    rc = ug_gpq_kernel(call, err, errlen, UG_VAR_SIM, fu_scatter, &f);
     if (!rc) rc = fu_attend(&f, scale);
     free(f.row);
     return rc;

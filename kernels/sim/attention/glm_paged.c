@@ -54,19 +54,19 @@ static void glp_reverse(const float *kf, const float *vf, size_t n, size_t D, fl
 static void glp_group(const ug_glp_view *g, long b, long kvh, const int32_t *row, long len, ug_variant_code bug,
                       float *kf, float *vf, float *qf, float *of, float *kr, float *scratch)
 {
-    long loaded = bug == UG_V_MUT_FULL_LAST_BLOCK ? (len + g->bs - 1) / g->bs * g->bs : len;
+    long loaded = bug == UG_VAR_MUT_FULL_LAST_BLOCK ? (len + g->bs - 1) / g->bs * g->bs : len;
     glp_gather(g, row, kvh, loaded, kf, vf);
     ug_gl_attn_cfg cfg = {(size_t)g->dim, (size_t)g->dim, (size_t)g->dim,   (size_t)g->dim,
                           glp_tile(g),    g->scale,       UG_GL_ATTN_P_BF16};
-    if (bug == UG_V_MUT_PV_BF16) cfg.flags |= UG_GL_ATTN_BUG_PV_BF16;
-    if (bug == UG_V_MUT_NO_SUM_RESCALE) cfg.flags |= UG_GL_ATTN_BUG_NO_SUM_RESCALE;
+    if (bug == UG_VAR_MUT_PV_BF16) cfg.flags |= UG_GL_ATTN_BUG_PV_BF16;
+    if (bug == UG_VAR_MUT_NO_SUM_RESCALE) cfg.flags |= UG_GL_ATTN_BUG_NO_SUM_RESCALE;
     if (g->legal & UG_GLP_LEGAL_TWO_PASS) cfg.flags |= UG_GL_ATTN_TWO_PASS;
     if (g->legal & UG_GLP_LEGAL_FN_ULPS) cfg.flags |= UG_GL_ATTN_FN_ULPS;
     long group = g->hq / g->hkv;
     size_t D = (size_t)g->dim, nr = (size_t)group;
     for (long i = 0; i < g->sq; i++) {
-        long end = bug == UG_V_MUT_MTP_NO_OFFSET ? len : ug_gl_mtp_end(len, g->sq, i); /* bug: no causal offset */
-        if (bug == UG_V_MUT_FULL_LAST_BLOCK) end = (end + g->bs - 1) / g->bs * g->bs;  /* bug: last block read whole */
+        long end = bug == UG_VAR_MUT_MTP_NO_OFFSET ? len : ug_gl_mtp_end(len, g->sq, i); /* bug: no causal offset */
+        if (bug == UG_VAR_MUT_FULL_LAST_BLOCK) end = (end + g->bs - 1) / g->bs * g->bs; /* bug: last block read whole */
         /* the query heads of this kv head are adjacent rows sharing its keys: computed together */
         size_t at = (size_t)((b * g->sq + i) * g->hq + kvh * group) * D;
         ug_sim_load(g->q, at, nr * D, qf);
@@ -84,7 +84,7 @@ int ug_glp_run(const ug_glp_view *g, ug_variant_code bug)
 {
     long B = g->batch, maxlen = 1, stride = g->width;
     for (long b = 0; b < B; b++) maxlen = g->lens[b] > maxlen ? g->lens[b] : maxlen;
-    if (bug == UG_V_MUT_TABLE_STRIDE) stride = (maxlen + g->bs - 1) / g->bs; /* bug: stride from the lengths */
+    if (bug == UG_VAR_MUT_TABLE_STRIDE) stride = (maxlen + g->bs - 1) / g->bs; /* bug: stride from the lengths */
     size_t D = (size_t)g->dim, span = (size_t)((maxlen + g->bs - 1) / g->bs * g->bs), nr = (size_t)(g->hq / g->hkv);
     size_t nrev = g->legal & UG_GLP_LEGAL_REVERSED ? 2 * span * D : 0; /* legal_reversed's copies */
     float *kf = malloc((2 * span * D + 2 * nr * D + nrev) * sizeof *kf);

@@ -67,14 +67,14 @@ static int gqa_open(const ulpgym_call *call, gqa_view *g, char *err, size_t errl
 static long window_start(const gqa_view *g, long end, ug_variant_code bug)
 {
     long start = g->window > 0 && end > g->window ? end - g->window : 0;
-    if (bug == UG_V_MUT_WINDOW_OFF_BY_ONE && start > 0) start--; /* bug: window + 1 keys */
+    if (bug == UG_VAR_MUT_WINDOW_OFF_BY_ONE && start > 0) start--; /* bug: window + 1 keys */
     return start;
 }
 
 /* Keys per tile: GQA_TILE, or a legal variant's (two passes: the longest window, S keys). */
 static size_t gqa_tile(const gqa_view *g, ug_variant_code bug)
 {
-    return bug == UG_V_LEGAL_TILE16 ? 16 : bug == UG_V_LEGAL_TWO_PASS ? (size_t)(g->s > 0 ? g->s : 1) : GQA_TILE;
+    return bug == UG_VAR_LEGAL_TILE16 ? 16 : bug == UG_VAR_LEGAL_TWO_PASS ? (size_t)(g->s > 0 ? g->s : 1) : GQA_TILE;
 }
 
 /* legal_reversed: rows [0, n) of k and v (stride d) copied last to first into rk, rv. */
@@ -92,33 +92,33 @@ static void reverse_rows(const float *k, const float *v, size_t n, size_t d, flo
 static void gqa_group(const gqa_view *g, long b, long kvh, long len, ug_variant_code bug, float *kf, float *vf,
                       float *qf, float *of, float *scratch, float *rk, float *rv)
 {
-    long first = window_start(g, bug == UG_V_MUT_MTP_NO_OFFSET ? len : ug_gl_mtp_end(len, g->sq, 0), bug);
+    long first = window_start(g, bug == UG_VAR_MUT_MTP_NO_OFFSET ? len : ug_gl_mtp_end(len, g->sq, 0), bug);
     size_t base = (size_t)((b * g->hkv + kvh) * g->s + first) * (size_t)g->d;
     ug_sim_load(g->k, base, (size_t)((len - first) * g->d), kf);
     ug_sim_load(g->v, base, (size_t)((len - first) * g->d), vf);
     ug_gl_attn_cfg cfg = {(size_t)g->d,     (size_t)g->d, (size_t)g->d,     (size_t)g->d,
                           gqa_tile(g, bug), g->scale,     UG_GL_ATTN_P_BF16};
-    if (bug == UG_V_MUT_PV_BF16) cfg.flags |= UG_GL_ATTN_BUG_PV_BF16;
-    if (bug == UG_V_MUT_NO_SUM_RESCALE) cfg.flags |= UG_GL_ATTN_BUG_NO_SUM_RESCALE;
+    if (bug == UG_VAR_MUT_PV_BF16) cfg.flags |= UG_GL_ATTN_BUG_PV_BF16;
+    if (bug == UG_VAR_MUT_NO_SUM_RESCALE) cfg.flags |= UG_GL_ATTN_BUG_NO_SUM_RESCALE;
     long group = g->hq / g->hkv;
     for (long i = 0; i < g->sq; i++) {
-        long end = bug == UG_V_MUT_MTP_NO_OFFSET ? len : ug_gl_mtp_end(len, g->sq, i); /* bug: no causal offset */
+        long end = bug == UG_VAR_MUT_MTP_NO_OFFSET ? len : ug_gl_mtp_end(len, g->sq, i); /* bug: no causal offset */
         long start = window_start(g, end, bug);
         size_t off = (size_t)(start - first) * (size_t)g->d;
         size_t nr = 0, d = (size_t)g->d;
         for (long h = 0; h < g->hq; h++) { /* the heads of kv head kvh share the window's keys */
-            long owner = bug == UG_V_MUT_KV_HEAD_MOD ? h % g->hkv : h / group; /* bug: h % Hkv */
+            long owner = bug == UG_VAR_MUT_KV_HEAD_MOD ? h % g->hkv : h / group; /* bug: h % Hkv */
             if (owner != kvh) continue;
             ug_sim_load(g->q, (size_t)((b * g->sq + i) * g->hq + h) * d, d, qf + nr++ * d);
         }
-        if (bug == UG_V_LEGAL_REVERSED) { /* legal: the same keys, last to first */
+        if (bug == UG_VAR_LEGAL_REVERSED) { /* legal: the same keys, last to first */
             reverse_rows(kf + off, vf + off, (size_t)(end - start), d, rk, rv);
             ug_gl_attn_rows(&cfg, qf, d, nr, rk, rv, (size_t)(end - start), of, d, scratch);
         } else
             ug_gl_attn_rows(&cfg, qf, d, nr, kf + off, vf + off, (size_t)(end - start), of, d, scratch);
         nr = 0;
         for (long h = 0; h < g->hq; h++) {
-            long owner = bug == UG_V_MUT_KV_HEAD_MOD ? h % g->hkv : h / group;
+            long owner = bug == UG_VAR_MUT_KV_HEAD_MOD ? h % g->hkv : h / group;
             if (owner != kvh) continue;
             ug_sim_store(g->o, (size_t)((b * g->sq + i) * g->hq + h) * d, d, of + nr++ * d); /* rounds: bf16 output */
         }
@@ -132,7 +132,7 @@ static int gqa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     const int32_t *lens = g.lens->data;
     size_t d = (size_t)g.d, s = (size_t)g.s;
     size_t group = (size_t)(g.hq / g.hkv);
-    size_t nrev = bug == UG_V_LEGAL_REVERSED ? 2 * s * d : 0; /* legal_reversed's reversed K and V rows */
+    size_t nrev = bug == UG_VAR_LEGAL_REVERSED ? 2 * s * d : 0; /* legal_reversed's reversed K and V rows */
     float *kf = malloc((2 * s * d + 2 * group * d + nrev) * sizeof *kf);
     float *scratch = malloc(UG_GL_ATTN_ROWS_SCRATCH(gqa_tile(&g, bug), d, d, group) * sizeof *scratch);
     if (!kf || !scratch) {

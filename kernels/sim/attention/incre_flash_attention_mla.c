@@ -92,7 +92,7 @@ static int mla_gather(const mla_view *m, long b, long g, long n, float *kf, char
 /* Keys per tile: MLA_TILE, or a legal variant's (two passes: every cache slot, cap keys). */
 static size_t mla_tile(long cap, ug_variant_code bug)
 {
-    return bug == UG_V_LEGAL_TILE16 ? 16 : bug == UG_V_LEGAL_TWO_PASS ? (size_t)(cap > 0 ? cap : 1) : MLA_TILE;
+    return bug == UG_VAR_LEGAL_TILE16 ? 16 : bug == UG_VAR_LEGAL_TWO_PASS ? (size_t)(cap > 0 ? cap : 1) : MLA_TILE;
 }
 
 /* Serves the query heads of kv head g of sequence b, every query row of the step, from
@@ -109,10 +109,10 @@ static void mla_heads(const mla_view *m, const ug_gl_attn_cfg *cfg, long b, long
             ug_sim_load(m->qn, (row0 + (size_t)r) * m->lora, m->lora, qf + (size_t)r * m->dk);
             ug_sim_load(m->qr, (row0 + (size_t)r) * m->rope, m->rope, qf + (size_t)r * m->dk + m->lora);
         }
-        long keys = bug == UG_V_MUT_MTP_NO_OFFSET ? n : ug_gl_mtp_end(n, m->sq, i); /* bug: no causal offset */
+        long keys = bug == UG_VAR_MUT_MTP_NO_OFFSET ? n : ug_gl_mtp_end(n, m->sq, i); /* bug: no causal offset */
         if (keys < 0) keys = 0; /* only mut_drop_partial_block cuts n below S_q */
         const float *kr = kf;
-        if (bug == UG_V_LEGAL_REVERSED) { /* legal: the same keys, last to first */
+        if (bug == UG_VAR_LEGAL_REVERSED) { /* legal: the same keys, last to first */
             for (long j = 0; j < keys; j++) memcpy(rk + j * m->dk, kf + (keys - 1 - j) * m->dk, m->dk * sizeof *rk);
             kr = rk;
         }
@@ -128,7 +128,7 @@ static int mla_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     const int32_t *lens = m.lens->data;
     long cap = m.maxb * m.bs;
     size_t group = (size_t)(m.hq / m.nkv);
-    size_t nrev = bug == UG_V_LEGAL_REVERSED ? (size_t)cap * m.dk : 0; /* legal_reversed's reversed key rows */
+    size_t nrev = bug == UG_VAR_LEGAL_REVERSED ? (size_t)cap * m.dk : 0; /* legal_reversed's reversed key rows */
     float *kf = malloc(((size_t)cap * m.dk + group * (m.dk + m.lora) + nrev) * sizeof *kf);
     float *scratch = malloc(UG_GL_ATTN_ROWS_SCRATCH(mla_tile(cap, bug), m.dk, m.lora, group) * sizeof *scratch);
     if (!kf || !scratch) {
@@ -138,7 +138,7 @@ static int mla_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     }
     float *qf = kf + (size_t)cap * m.dk, *of = qf + group * m.dk, *rk = of + group * m.lora;
     /* bugs: mut_scale_512 leaves out the rope dims, mut_scale_576 hard-codes the production dims */
-    double dk = bug == UG_V_MUT_SCALE_512 ? m.lora : bug == UG_V_MUT_SCALE_576 ? 576 : m.dk;
+    double dk = bug == UG_VAR_MUT_SCALE_512 ? m.lora : bug == UG_VAR_MUT_SCALE_576 ? 576 : m.dk;
     ug_gl_attn_cfg cfg = {m.dk, m.lora, m.dk, m.dk, mla_tile(cap, bug), (float)(1.0 / sqrt(dk)), 0};
     int rc = 0;
     for (long b = 0; b < m.b && !rc; b++) {
@@ -149,7 +149,7 @@ static int mla_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
             rc = -2;
             break;
         }
-        if (bug == UG_V_MUT_DROP_PARTIAL_BLOCK) len -= len % m.bs; /* bug: only whole blocks are read */
+        if (bug == UG_VAR_MUT_DROP_PARTIAL_BLOCK) len -= len % m.bs; /* bug: only whole blocks are read */
         for (long g = 0; g < m.nkv && !rc; g++) {
             rc = mla_gather(&m, b, g, len, kf, err, errlen);
             if (!rc) mla_heads(&m, &cfg, b, g, len, kf, qf, of, scratch, (ug_variant_code)bug, rk);

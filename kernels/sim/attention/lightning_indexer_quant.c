@@ -72,11 +72,11 @@ static int li_open(const ulpgym_call *call, li_view *v, int bug, char *err, size
 /* One head term, the reference kernel's fp16 chain; dot is an exact integer. */
 static float head_term(const li_view *v, float dot, float qs, float ks, float w)
 {
-    if (v->bug != UG_V_MUT_NO_RELU && dot < 0) dot = 0;               /* relu (bug: dropped) */
-    float x = ug_sim_round_fp16(dot * 0x1p-11f);                      /* rounds: fp16 (the prescale itself is exact) */
-    x = ug_sim_round_fp16(x * qs);                                    /* rounds: fp32 product, then fp16 */
-    if (v->bug != UG_V_MUT_NO_K_SCALE) x = ug_sim_round_fp16(x * ks); /* rounds: fp16 (bug: k_scale skipped) */
-    return ug_sim_round_fp16(x * w);                                  /* rounds: fp16 */
+    if (v->bug != UG_VAR_MUT_NO_RELU && dot < 0) dot = 0; /* relu (bug: dropped) */
+    float x = ug_sim_round_fp16(dot * 0x1p-11f);          /* rounds: fp16 (the prescale itself is exact) */
+    x = ug_sim_round_fp16(x * qs);                        /* rounds: fp32 product, then fp16 */
+    if (v->bug != UG_VAR_MUT_NO_K_SCALE) x = ug_sim_round_fp16(x * ks); /* rounds: fp16 (bug: k_scale skipped) */
+    return ug_sim_round_fp16(x * w);                                    /* rounds: fp16 */
 }
 
 /* legal_golden_chain: one row's score at key column c the reference golden's way: per head
@@ -99,7 +99,7 @@ static void li_block(const li_view *v, li_bufs *B, long phys, long blk, long p0,
 {
     size_t D = (size_t)v->Dh, slot0 = (size_t)(phys * v->bs);
     ug_sim_load(v->kc, slot0 * D, (size_t)n * D, B->kf);
-    size_t ks0 = v->bug == UG_V_MUT_K_SCALE_LOGICAL ? (size_t)(blk * v->bs) : slot0; /* bug: logical block */
+    size_t ks0 = v->bug == UG_VAR_MUT_K_SCALE_LOGICAL ? (size_t)(blk * v->bs) : slot0; /* bug: logical block */
     ug_sim_load(v->ks, ks0, (size_t)n, B->kscale);
     ug_av_stage_kt(B->kf, D, (size_t)n, D, B->kt, B->ldt);
     size_t nr = (size_t)(v->sq * v->H);
@@ -107,12 +107,12 @@ static void li_block(const li_view *v, li_bufs *B, long phys, long blk, long p0,
     for (long i = 0; i < v->sq; i++)
         for (long c = 0; c < n && p0 + c < end[i]; c++) {
             float t = 0.0f;
-            if (v->bug == UG_V_LEGAL_GOLDEN_CHAIN) {
+            if (v->bug == UG_VAR_LEGAL_GOLDEN_CHAIN) {
                 B->row[(size_t)i * (size_t)end[v->sq] + (size_t)(p0 + c)] = golden_score(v, B, i, c);
                 continue;
             }
             for (long h = 0; h < v->H; h++) {
-                size_t rh = (size_t)(i * v->H + h), rq = v->bug == UG_V_MUT_HEAD0_QSCALE ? (size_t)(i * v->H) : rh;
+                size_t rh = (size_t)(i * v->H + h), rq = v->bug == UG_VAR_MUT_HEAD0_QSCALE ? (size_t)(i * v->H) : rh;
                 t += head_term(v, B->sc[rh * B->ldt + (size_t)c], B->qsf[rq], B->kscale[c],
                                B->wf[rh]); /* rounds: fp32 */
             }
@@ -168,7 +168,7 @@ static void li_sequence(const li_view *v, li_bufs *B, long b, long len, long *en
     long maxend = 0;
     for (long i = 0; i < v->sq; i++) {
         end[i] = len - v->sq + 1 + i;
-        if (v->bug == UG_V_MUT_MTP_CAUSAL && i < v->sq - 1) end[i]++; /* bug: one position too many */
+        if (v->bug == UG_VAR_MUT_MTP_CAUSAL && i < v->sq - 1) end[i]++; /* bug: one position too many */
         maxend = end[i] > maxend ? end[i] : maxend;
     }
     end[v->sq] = maxend;
@@ -181,8 +181,9 @@ static void li_sequence(const li_view *v, li_bufs *B, long b, long len, long *en
     }
     for (long i = 0; i < v->sq; i++) {
         long n = end[i] < v->k ? end[i] : v->k;
-        if (v->bug == UG_V_MUT_STOP_K1 && n == v->k) n--; /* bug: stops at k-1 */
-        li_topk(B->row + (size_t)i * (size_t)maxend, end[i], n, v->k, B->heap, B->ids, v->bug == UG_V_LEGAL_TIES_HIGH);
+        if (v->bug == UG_VAR_MUT_STOP_K1 && n == v->k) n--; /* bug: stops at k-1 */
+        li_topk(B->row + (size_t)i * (size_t)maxend, end[i], n, v->k, B->heap, B->ids,
+                v->bug == UG_VAR_LEGAL_TIES_HIGH);
         ug_sim_store(v->out, (size_t)((b * v->sq + i) * v->k), (size_t)v->k, B->ids); /* exact: integers */
     }
 }
@@ -213,7 +214,7 @@ static int li_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     const int32_t *lens = v.lens->data;
     long nseq = v.lens->shape[0], maxlen = 1;
     for (long b = 0; b < nseq; b++) maxlen = lens[b] > maxlen ? lens[b] : maxlen;
-    if (v.bug == UG_V_MUT_TABLE_STRIDE) v.mb = (maxlen + v.bs - 1) / v.bs; /* bug: row stride from the lengths */
+    if (v.bug == UG_VAR_MUT_TABLE_STRIDE) v.mb = (maxlen + v.bs - 1) / v.bs; /* bug: row stride from the lengths */
     li_bufs B;
     if (li_alloc(&v, maxlen, &B)) return -1;
     long *end = B.heap + v.k;

@@ -150,8 +150,8 @@ static void pa_load_slot(const pa_ctx *x, const ulpgym_tensor *t, size_t at, int
                          size_t sstride, float *dst)
 {
     size_t D = (size_t)x->dim;
-    ug_sim_load(t, at, D, dst);                   /* exact: a widening */
-    if (fp8 && x->bug == UG_V_MUT_FP8_CODES_INT8) /* bug: the e4m3 bytes read as int8 integers */
+    ug_sim_load(t, at, D, dst);                     /* exact: a widening */
+    if (fp8 && x->bug == UG_VAR_MUT_FP8_CODES_INT8) /* bug: the e4m3 bytes read as int8 integers */
         for (size_t d = 0; d < D; d++) dst[d] = (float)((const int8_t *)t->data)[at + d];
     for (size_t d = 0; scale && d < D; d++) dst[d] *= scale[d * sstride]; /* rounds: fp32 */
 }
@@ -171,7 +171,7 @@ static long pa_tile_len(const pa_ctx *x, long len, long i)
     long T = x->tile;
     if (i >= (len + T - 1) / T) return 0;
     long n = len - i * T < T ? len - i * T : T;
-    if (x->bug == UG_V_MUT_FULL_LAST_BLOCK)
+    if (x->bug == UG_VAR_MUT_FULL_LAST_BLOCK)
         n = (n + x->bs - 1) / x->bs * x->bs; /* bug: the partial last block read as full */
     return n;
 }
@@ -186,12 +186,12 @@ static int pa_tile_dots(const pa_ctx *x, pa_work *w, const float *table, long g,
     size_t lds = ug_av_cols((size_t)x->tile);
     for (long c = 0; c < nmax; c++) { /* the tile's slots of kv head g widened (values dequantised) to fp32 */
         long t = i * x->tile + c;
-        if (x->bug == UG_V_LEGAL_REVERSED) t = w->len[0] - 1 - t; /* legal: keys last to first */
+        if (x->bug == UG_VAR_LEGAL_REVERSED) t = w->len[0] - 1 - t; /* legal: keys last to first */
         long phys = (long)table[t / x->bs];
         size_t at = ((size_t)phys * (size_t)x->bs + (size_t)(t % x->bs)) * slot + (size_t)g * D;
         w->ksc[c] = 1.0f;
         if (x->ks)
-            ug_sim_load(x->ks, x->bug == UG_V_MUT_FP8_KSCALE_PER_TENSOR ? 0 : at / D, 1, &w->ksc[c]); /* bug: [0] */
+            ug_sim_load(x->ks, x->bug == UG_VAR_MUT_FP8_KSCALE_PER_TENSOR ? 0 : at / D, 1, &w->ksc[c]); /* bug: [0] */
         pa_load_slot(x, x->kc, at, x->ks != NULL, NULL, 0, w->kb + (size_t)c * D);
         pa_load_slot(x, x->vc, at, x->ks != NULL, x->vs ? w->vscale : NULL, 1, w->vb + (size_t)c * D);
     }
@@ -230,7 +230,7 @@ static void pa_chunk(const pa_ctx *x, pa_work *w, const float *table, long g, fl
     }
     size_t lds = ug_av_cols((size_t)x->tile);
     long ntiles = (maxlen + x->tile - 1) / x->tile;
-    for (long i = 0; x->bug == UG_V_LEGAL_TWO_PASS && i < ntiles; i++) { /* legal: pass 1, the rows' max */
+    for (long i = 0; x->bug == UG_VAR_LEGAL_TWO_PASS && i < ntiles; i++) { /* legal: pass 1, the rows' max */
         int codes = pa_tile_dots(x, w, table, g, i, pa_tile_nmax(x, w, i));
         for (long r = 0; r < w->n; r++) {
             long n = pa_tile_len(x, w->len[r], i);
@@ -251,8 +251,9 @@ static void pa_chunk(const pa_ctx *x, pa_work *w, const float *table, long g, fl
         }
     }
     for (long r = 0; r < w->n; r++) {
-        float inv = w->l[r] == 0.0f ? 0.0f : 1.0f / w->l[r];           /* rounds: fp32 reciprocal */
-        if (x->bug == UG_V_MUT_FP8_QSCALE_ON_O) inv *= w->qscale_o[r]; /* bug: q's scale applied to o, not the scores */
+        float inv = w->l[r] == 0.0f ? 0.0f : 1.0f / w->l[r]; /* rounds: fp32 reciprocal */
+        if (x->bug == UG_VAR_MUT_FP8_QSCALE_ON_O)
+            inv *= w->qscale_o[r]; /* bug: q's scale applied to o, not the scores */
         for (size_t d = 0; d < D; d++) of[w->out[r] + d] = w->acc[(size_t)r * D + d] * inv; /* rounds: fp32 */
     }
 }
@@ -267,21 +268,21 @@ static void pa_group(const pa_ctx *x, pa_work *w, const float *qf, const float *
     w->n = 0;
     w->q_finite = 1;
     if (x->vs) { /* value_scale [B, Hkv, D]: this sequence's and kv head's channels */
-        size_t vb = x->bug == UG_V_MUT_FP8_VSCALE_SEQ0 ? 0 : b; /* bug: sequence 0's scales for every sequence */
+        size_t vb = x->bug == UG_VAR_MUT_FP8_VSCALE_SEQ0 ? 0 : b; /* bug: sequence 0's scales for every sequence */
         ug_sim_load(x->vs, (vb * (size_t)x->hkv + (size_t)g) * D, D, w->vscale);
     }
     for (long i = 0; i < sq; i++) {
         for (long h = 0; h < x->hq; h++) {
             long gh =
-                x->bug == UG_V_MUT_KV_HEAD_MAP ? h % x->hkv : h / group; /* bug: heads interleaved over kv heads */
+                x->bug == UG_VAR_MUT_KV_HEAD_MAP ? h % x->hkv : h / group; /* bug: heads interleaved over kv heads */
             if (gh != g) continue;
-            long len = ug_gl_mtp_end(ctx, sq, i);            /* MTP row i: the tokens up to itself */
-            if (x->bug == UG_V_MUT_MTP_NO_OFFSET) len = ctx; /* bug: no causal offset, the whole context */
+            long len = ug_gl_mtp_end(ctx, sq, i);              /* MTP row i: the tokens up to itself */
+            if (x->bug == UG_VAR_MUT_MTP_NO_OFFSET) len = ctx; /* bug: no causal offset, the whole context */
             size_t row = ((b * (size_t)sq + (size_t)i) * (size_t)x->hq + (size_t)h) * D;
             w->len[w->n] = len, w->out[w->n] = row;
             memcpy(w->q + (size_t)w->n * D, qf + row, D * sizeof *qf);
             float qs = qsf ? qsf[row / D] : 1.0f;
-            if (x->bug == UG_V_MUT_FP8_QSCALE_ON_O) w->qscale_o[w->n] = qs, qs = 1.0f;
+            if (x->bug == UG_VAR_MUT_FP8_QSCALE_ON_O) w->qscale_o[w->n] = qs, qs = 1.0f;
             if (qsf) { /* quant fp8: the row's codes kept, and dequantised */
                 memcpy(w->qc + (size_t)w->n * D, qf + row, D * sizeof *qf);
                 w->qsc[w->n] = qs;
@@ -290,7 +291,7 @@ static void pa_group(const pa_ctx *x, pa_work *w, const float *qf, const float *
             }
             if (++w->n == PA_ROWS) pa_chunk(x, w, table, g, of), w->n = 0, w->q_finite = 1;
         }
-        if (x->bug == UG_V_LEGAL_REVERSED && w->n) /* a chunk's rows share their keys' count: reversed alike */
+        if (x->bug == UG_VAR_LEGAL_REVERSED && w->n) /* a chunk's rows share their keys' count: reversed alike */
             pa_chunk(x, w, table, g, of), w->n = 0, w->q_finite = 1;
     }
     if (w->n) pa_chunk(x, w, table, g, of);
@@ -314,7 +315,7 @@ static int pa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
                 .ks = ks,
                 .vs = vs,
                 .bug = bug,
-                .fn = bug == UG_V_LEGAL_FN_ULPS ? UG_SIM_FN_ULPS : 0};
+                .fn = bug == UG_VAR_LEGAL_FN_ULPS ? UG_SIM_FN_ULPS : 0};
     if (!qs != !ks || !qs != !vs) return snprintf(err, errlen, "q_scale, key_scale and value_scale come together"), -2;
     const ug_page_attention_params *params = UG_P(page_attention, &p);
     double scale = params->scale; /* exact: an fp32 value; 0 is the 1/sqrt(D) sentinel */
@@ -354,7 +355,7 @@ static int pa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     x.kc = kc, x.vc = vc;
     long stride = x.table_stride, maxctx = 0;
     for (size_t b = 0; b < B; b++) maxctx = (long)ctx[b] > maxctx ? (long)ctx[b] : maxctx;
-    if (bug == UG_V_MUT_TABLE_STRIDE) stride = maxctx / x.bs; /* bug: floor(max_ctx / block_size), not the ceiling */
+    if (bug == UG_VAR_MUT_TABLE_STRIDE) stride = maxctx / x.bs; /* bug: floor(max_ctx / block_size), not the ceiling */
     for (size_t b = 0; b < B; b++)
         for (long g = 0; g < x.hkv; g++)
             pa_group(&x, &w, qf, qsf, tab + b * (size_t)stride, (long)ctx[b], sq, b, g, of);

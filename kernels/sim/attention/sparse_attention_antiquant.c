@@ -37,7 +37,7 @@ static float from_bits(uint32_t u)
 static void decode(const ug_sqk *k, size_t slot, float *row)
 {
     size_t lora = (size_t)k->lora, rope = (size_t)k->rope, ng = (size_t)k->groups, gs = lora / ng;
-    size_t w = lora + 2 * rope + 4 * ng, soff = k->bug == UG_V_MUT_SCALE_OFFSET ? lora + rope : lora + 2 * rope;
+    size_t w = lora + 2 * rope + 4 * ng, soff = k->bug == UG_VAR_MUT_SCALE_OFFSET ? lora + rope : lora + 2 * rope;
     const unsigned char *b = (const unsigned char *)k->cache[0]->data + slot * w;
     float sc[16];
     for (size_t g = 0; g < ng; g++) sc[g] = from_bits(le(b + soff + 4 * g, 4));                 /* exact: fp32 bits */

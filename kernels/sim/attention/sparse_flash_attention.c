@@ -100,17 +100,17 @@ static long sfa_gather(const sfa_view *v, long t, sfa_win win, ug_variant_code b
 {
     const int32_t *idx = (const int32_t *)v->idx->data + t * v->topk;
     long n = 0;
-    if (bug == UG_V_MUT_SEQ_KV_OFFSET && win.w <= v->topk && v->aq) { /* bug: the short window read from kv row 0, */
-        for (n = 0; n < win.w; n++)                                   /* not from its sequence's first row */
+    if (bug == UG_VAR_MUT_SEQ_KV_OFFSET && win.w <= v->topk && v->aq) { /* bug: the short window read from kv row 0, */
+        for (n = 0; n < win.w; n++)                                     /* not from its sequence's first row */
             ug_sim_load(v->kv, (size_t)(n * v->dk), (size_t)v->dk, kf + (size_t)(n * v->dk));
         return n;
     }
     for (long i = 0; i < win.e; i++) {
         long j = idx[i];
-        int pad_bug = j == -1 && bug == UG_V_MUT_PAD_AS_ZERO;
+        int pad_bug = j == -1 && bug == UG_VAR_MUT_PAD_AS_ZERO;
         if (pad_bug) j = 0; /* bug: padding read as row 0 (even outside the token's window) */
         if (j == -1) continue;
-        if (!pad_bug && bug != UG_V_MUT_ALL_SLOTS && (j < win.off || j >= win.off + win.w)) {
+        if (!pad_bug && bug != UG_VAR_MUT_ALL_SLOTS && (j < win.off || j >= win.off + win.w)) {
             snprintf(err, errlen, "sparse_flash_attention: indices[%ld][%ld] = %ld outside -1 and rows %ld..%ld", t, i,
                      j, win.off, win.off + win.w - 1);
             return -2;
@@ -125,8 +125,8 @@ static long sfa_gather(const sfa_view *v, long t, sfa_win win, ug_variant_code b
 static void sfa_store_max_sum(const sfa_view *v, long t, ug_variant_code bug, float *mf, float *lf)
 {
     for (long h = 0; h < v->n; h++) {
-        if (bug == UG_V_MUT_MAX_UNSCALED) mf[h] /= v->scale; /* bug: the max of q·k before the scale (rounds: fp32) */
-        if (bug == UG_V_MUT_SUM_RECIP)
+        if (bug == UG_VAR_MUT_MAX_UNSCALED) mf[h] /= v->scale; /* bug: the max of q·k before the scale (rounds: fp32) */
+        if (bug == UG_VAR_MUT_SUM_RECIP)
             lf[h] = lf[h] > 0.0f ? 1.0f / lf[h] : 0.0f; /* bug: the reciprocal o is scaled by */
     }
     if (v->mx) ug_sim_store(v->mx, (size_t)(t * v->n), (size_t)v->n, mf);
@@ -136,7 +136,9 @@ static void sfa_store_max_sum(const sfa_view *v, long t, ug_variant_code bug, fl
 /* Keys per block: SFA_BLOCK, or a legal variant's (two passes: every slot, topk keys). */
 static size_t sfa_block(const sfa_view *v, ug_variant_code bug)
 {
-    return bug == UG_V_LEGAL_TILE16 ? 16 : bug == UG_V_LEGAL_TWO_PASS ? (size_t)(v->topk > 0 ? v->topk : 1) : SFA_BLOCK;
+    return bug == UG_VAR_LEGAL_TILE16     ? 16
+           : bug == UG_VAR_LEGAL_TWO_PASS ? (size_t)(v->topk > 0 ? v->topk : 1)
+                                          : SFA_BLOCK;
 }
 
 static int sfa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
@@ -154,19 +156,19 @@ static int sfa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     }
     float *qf = kf + (size_t)v.topk * dk, *of = qf + nh * dk, *mf = of + nh * dv, *lf = mf + nh;
     ug_gl_attn_cfg cfg = {dk, dv, dk, dk, sfa_block(&v, bug), v.scale, 0, mf, lf};
-    if (bug == UG_V_MUT_LOCAL_MAX) cfg.flags |= UG_GL_ATTN_BUG_LOCAL_MAX;
-    if (bug == UG_V_MUT_SCALE_AFTER_SOFTMAX) cfg.flags |= UG_GL_ATTN_BUG_SCALE_AFTER;
+    if (bug == UG_VAR_MUT_LOCAL_MAX) cfg.flags |= UG_GL_ATTN_BUG_LOCAL_MAX;
+    if (bug == UG_VAR_MUT_SCALE_AFTER_SOFTMAX) cfg.flags |= UG_GL_ATTN_BUG_SCALE_AFTER;
     int rc = 0;
     for (long t = 0; t < v.t && !rc; t++) {
         sfa_win win;
         long n = sfa_window(&v, t, &win, err, errlen) ? -2 : 0;
-        if (bug == UG_V_MUT_ALL_SLOTS) win.e = v.topk; /* bug: every slot read, the count rule ignored */
+        if (bug == UG_VAR_MUT_ALL_SLOTS) win.e = v.topk; /* bug: every slot read, the count rule ignored */
         if (!n) n = sfa_gather(&v, t, win, bug, kf, err, errlen);
         if (n < 0) {
             rc = -2;
             break;
         }
-        if (bug == UG_V_LEGAL_REVERSED)
+        if (bug == UG_VAR_LEGAL_REVERSED)
             ug_sim_reverse_rows(kf, (size_t)n, dk);         /* legal: the same keys, last to first */
         ug_sim_load(v.q, (size_t)t * nh * dk, nh * dk, qf); /* the token's heads share its selected rows */
         ug_gl_attn_rows(&cfg, qf, dk, nh, kf, kf, (size_t)n, of, dv, scratch); /* V = first 512 dims of each row */

@@ -25,8 +25,8 @@ static void decode(const ug_sqk *k, size_t slot, float *row)
     ug_sim_load(k->cache[1], slot * ng, ng, sc);             /* exact: fp32 scales */
     ug_sim_load(k->cache[2], slot * rope, rope, row + lora); /* exact: bf16 widened */
     for (size_t d = 0; d < lora; d++)
-        row[d] = ug_sqk_dequant(row[d], sc[k->bug == UG_V_MUT_ONE_SCALE ? 0 : d / gs]); /* rounds: fp32, bf16 */
-    if (k->bug == UG_V_MUT_ROPE_DEQUANT)
+        row[d] = ug_sqk_dequant(row[d], sc[k->bug == UG_VAR_MUT_ONE_SCALE ? 0 : d / gs]); /* rounds: fp32, bf16 */
+    if (k->bug == UG_VAR_MUT_ROPE_DEQUANT)
         for (size_t d = 0; d < rope; d++) row[lora + d] = ug_sqk_dequant(row[lora + d], sc[ng - 1]);
 }
 

@@ -80,11 +80,11 @@ static long gather_row(const ug_sqk *k, long r, float *kf, char *err, size_t err
         return -2;
     }
     long vis = ug_gl_mtp_end(len, k->sq, r % k->sq);
-    if ((k->bug == UG_V_MUT_MTP_LEN_OFF_BY_ONE) && k->sq > 1 && vis < len) vis++; /* bug: one position too many */
+    if ((k->bug == UG_VAR_MUT_MTP_LEN_OFF_BY_ONE) && k->sq > 1 && vis < len) vis++; /* bug: one position too many */
     long cnt = vis < k->topk ? vis : k->topk, n = 0;
     for (long s = 0; s < cnt; s++) {
         long pos = idx[s];
-        if (pos == -1 && (k->bug == UG_V_MUT_PAD_AS_ZERO)) pos = 0; /* bug: padding read as position 0 */
+        if (pos == -1 && (k->bug == UG_VAR_MUT_PAD_AS_ZERO)) pos = 0; /* bug: padding read as position 0 */
         if (pos == -1) continue;
         if (pos < 0 || pos >= vis) {
             snprintf(err, errlen, "%s: topk_indices[%ld][%ld] = %ld outside -1..%ld", k->op, r, s, pos, vis - 1);
@@ -114,7 +114,7 @@ static void load_q(const ug_sqk *k, long r, float *qf)
 int ug_sqk_run(const ug_sqk *k, char *err, size_t errlen)
 {
     size_t dk = (size_t)k->dk, dv = (size_t)k->lora, nh = (size_t)k->heads;
-    size_t tile = k->bug == UG_V_LEGAL_TILE16 ? 16 : SQK_TILE; /* legal: 16-key tiles */
+    size_t tile = k->bug == UG_VAR_LEGAL_TILE16 ? 16 : SQK_TILE; /* legal: 16-key tiles */
     float *kf = malloc(((size_t)k->topk * dk + nh * (dk + dv)) * sizeof *kf);
     float *scratch = malloc(UG_GL_ATTN_ROWS_SCRATCH(tile, dk, dv, nh) * sizeof *scratch);
     if (!kf || !scratch) {
@@ -123,11 +123,11 @@ int ug_sqk_run(const ug_sqk *k, char *err, size_t errlen)
         return -1;
     }
     float *qf = kf + (size_t)k->topk * dk, *of = qf + nh * dk;
-    float scale = k->bug == UG_V_MUT_SCALE_512 ? (float)(1.0 / sqrt((double)dv)) : k->scale; /* bug: 512^-1/2 */
-    ug_gl_attn_cfg cfg = {dk, dv, dk, dk, tile, scale, k->bug == UG_V_MUT_LOCAL_MAX ? UG_GL_ATTN_BUG_LOCAL_MAX : 0};
-    if (k->bug == UG_V_MUT_RUNNING_MAX_ZERO) cfg.flags |= UG_GL_ATTN_BUG_MAX_ZERO; /* bug: running max from 0 */
-    if (k->bug == UG_V_LEGAL_P_BF16) cfg.flags |= UG_GL_ATTN_P_BF16;   /* legal: rounds: bf16 P before P·V */
-    if (k->bug == UG_V_LEGAL_FN_ULPS) cfg.flags |= UG_GL_ATTN_FN_ULPS; /* legal: each exp 3 fp32 ulps off */
+    float scale = k->bug == UG_VAR_MUT_SCALE_512 ? (float)(1.0 / sqrt((double)dv)) : k->scale; /* bug: 512^-1/2 */
+    ug_gl_attn_cfg cfg = {dk, dv, dk, dk, tile, scale, k->bug == UG_VAR_MUT_LOCAL_MAX ? UG_GL_ATTN_BUG_LOCAL_MAX : 0};
+    if (k->bug == UG_VAR_MUT_RUNNING_MAX_ZERO) cfg.flags |= UG_GL_ATTN_BUG_MAX_ZERO; /* bug: running max from 0 */
+    if (k->bug == UG_VAR_LEGAL_P_BF16) cfg.flags |= UG_GL_ATTN_P_BF16;   /* legal: rounds: bf16 P before P·V */
+    if (k->bug == UG_VAR_LEGAL_FN_ULPS) cfg.flags |= UG_GL_ATTN_FN_ULPS; /* legal: each exp 3 fp32 ulps off */
     int rc = 0;
     for (long r = 0; r < k->batch * k->sq && !rc; r++) {
         long n = gather_row(k, r, kf, err, errlen);
@@ -135,7 +135,7 @@ int ug_sqk_run(const ug_sqk *k, char *err, size_t errlen)
             rc = -2;
             break;
         }
-        if (k->bug == UG_V_LEGAL_REVERSED)
+        if (k->bug == UG_VAR_LEGAL_REVERSED)
             ug_sim_reverse_rows(kf, (size_t)n, dk); /* legal: the same keys, last to first */
         load_q(k, r, qf);
         ug_gl_attn_rows(&cfg, qf, dk, nh, kf, kf, (size_t)n, of, dv, scratch); /* V = the dequantised part */

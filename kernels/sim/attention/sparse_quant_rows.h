@@ -21,7 +21,7 @@ struct ug_sqk {
     const ulpgym_tensor *cache[3]; /* the op's cache tensors, in the order of its names */
     long batch, sq, heads, topk, bs, maxb, nblocks, lora, rope, dk, groups;
     float scale; /* the fp32 attribute */
-    int bug;     /* the variant: its ug_variant_code (UG_V_SIM: the correct kernel) */
+    int bug;     /* the variant: its ug_variant_code (UG_VAR_SIM: the correct kernel) */
     ug_sqk_decode_fn decode;
 };
 

@@ -83,20 +83,20 @@ static float dot32(const float *a, const float *b, size_t n)
 /* s + a*b as the variant accumulates it: fp32 mul and add (the sim's), or one fmaf. */
 static float mac(ug_variant_code how, float s, float a, float b)
 {
-    return how == UG_V_LEGAL_FMA ? fmaf(a, b, s) /* rounds: fp32, once */
-                                 : s + a * b;    /* rounds: fp32 mul and add */
+    return how == UG_VAR_LEGAL_FMA ? fmaf(a, b, s) /* rounds: fp32, once */
+                                   : s + a * b;    /* rounds: fp32 mul and add */
 }
 
-/* The i-th of n summation indices from lo: lo + i, or from the top with UG_V_LEGAL_REVERSE. */
+/* The i-th of n summation indices from lo: lo + i, or from the top with UG_VAR_LEGAL_REVERSE. */
 static size_t ord(ug_variant_code how, size_t lo, size_t n, size_t i)
 {
-    return how == UG_V_LEGAL_REVERSE ? lo + n - 1 - i : lo + i;
+    return how == UG_VAR_LEGAL_REVERSE ? lo + n - 1 - i : lo + i;
 }
 
 /* a.b over n as the variant reduces it (the sim: dot32). */
 static float dotv(ug_variant_code how, const float *a, const float *b, size_t n)
 {
-    if (how == UG_V_LEGAL_FMA || how == UG_V_LEGAL_REVERSE) {
+    if (how == UG_VAR_LEGAL_FMA || how == UG_VAR_LEGAL_REVERSE) {
         float s = 0.0f;
         for (size_t i = 0; i < n; i++) {
             size_t j = ord(how, 0, n, i);
@@ -104,7 +104,7 @@ static float dotv(ug_variant_code how, const float *a, const float *b, size_t n)
         }
         return s;
     }
-    if (how == UG_V_LEGAL_LANES16) return ug_lanes_dot_f32(a, b, n); /* rounds: fp32, 16 lanes folded pairwise */
+    if (how == UG_VAR_LEGAL_LANES16) return ug_lanes_dot_f32(a, b, n); /* rounds: fp32, 16 lanes folded pairwise */
     return dot32(a, b, n);
 }
 
@@ -114,7 +114,7 @@ static void wy_inverse(chunk_ws *w, size_t n, ug_variant_code bug)
     size_t L = w->L;
     for (size_t r = 0; r < n; r++)
         for (size_t c = 0; c < n; c++) {
-            int in = c < r || (bug == UG_V_MUT_DIAG_IN_A && c == r); /* bug: tril instead of strict tril */
+            int in = c < r || (bug == UG_VAR_MUT_DIAG_IN_A && c == r); /* bug: tril instead of strict tril */
             w->A[r * L + c] = in ? w->beta[r] * dotv(w->how, w->K + r * w->dk, w->K + c * w->dk, w->dk) *
                                        expf(w->G[r] - w->G[c]) /* rounds: fp32 */
                                  : 0.0f;
@@ -122,7 +122,8 @@ static void wy_inverse(chunk_ws *w, size_t n, ug_variant_code bug)
     for (size_t r = 0; r < n; r++) /* forward substitution, row by row */
         for (size_t c = 0; c <= r; c++) {
             float s = r == c ? 1.0f : 0.0f;
-            if (w->how == UG_V_LEGAL_FMA || w->how == UG_V_LEGAL_REVERSE) { /* legal: fmaf, or m from r-1 down to c */
+            if (w->how == UG_VAR_LEGAL_FMA ||
+                w->how == UG_VAR_LEGAL_REVERSE) { /* legal: fmaf, or m from r-1 down to c */
                 for (size_t i = 0; i < r - c; i++) {
                     size_t m = ord(w->how, c, r - c, i);
                     s = mac(w->how, s, -w->A[r * L + m], w->Tinv[m * L + c]);
@@ -139,7 +140,7 @@ static void tinv_apply(const chunk_ws *w, size_t n, const float *f, const float 
     for (size_t r = 0; r < n; r++)
         for (size_t j = 0; j < d; j++) {
             float s = 0.0f;
-            if (w->how == UG_V_LEGAL_FMA || w->how == UG_V_LEGAL_REVERSE) /* legal: fmaf, or c from r down to 0 */
+            if (w->how == UG_VAR_LEGAL_FMA || w->how == UG_VAR_LEGAL_REVERSE) /* legal: fmaf, or c from r down to 0 */
                 for (size_t i = 0; i <= r; i++) {
                     size_t c = ord(w->how, 0, r + 1, i);
                     s = mac(w->how, s, w->Tinv[r * w->L + c], f[c] * src[c * d + j]); /* rounds: fp32 */
@@ -168,9 +169,9 @@ static void chunk_step(chunk_ws *w, size_t n, float *S, ug_variant_code bug)
     for (size_t r = 0; r < n; r++)
         for (size_t i = 0; i < dv; i++) {
             float s = expf(w->G[r]) * dotv(w->how, w->Q + r * dk, S + i * dk, dk); /* rounds: fp32 */
-            if (w->how == UG_V_LEGAL_FMA)                                          /* legal: fmaf */
+            if (w->how == UG_VAR_LEGAL_FMA)                                        /* legal: fmaf */
                 for (size_t c = 0; c <= r; c++) s = mac(w->how, s, w->P[r * L + c], w->U[c * dv + i]);
-            else if (w->how == UG_V_LEGAL_REVERSE) { /* legal: c from r down to 0, the state term added last */
+            else if (w->how == UG_VAR_LEGAL_REVERSE) { /* legal: c from r down to 0, the state term added last */
                 float t = 0.0f;
                 for (size_t c = r + 1; c-- > 0;) t += w->P[r * L + c] * w->U[c * dv + i]; /* rounds: fp32 */
                 s = t + s;                                                                /* rounds: fp32 */
@@ -183,10 +184,10 @@ static void chunk_step(chunk_ws *w, size_t n, float *S, ug_variant_code bug)
         for (size_t j = 0; j < dk; j++) w->Kd[c * dk + j] = expf(w->G[n - 1] - w->G[c]) * w->K[c * dk + j];
     for (size_t i = 0; i < dv; i++)
         for (size_t j = 0; j < dk; j++) {
-            float s = gl * S[i * dk + j]; /* rounds: fp32 */
-            if (w->how == UG_V_LEGAL_FMA) /* legal: fmaf */
+            float s = gl * S[i * dk + j];   /* rounds: fp32 */
+            if (w->how == UG_VAR_LEGAL_FMA) /* legal: fmaf */
                 for (size_t c = 0; c < n; c++) s = mac(w->how, s, w->U[c * dv + i], w->Kd[c * dk + j]);
-            else if (w->how == UG_V_LEGAL_REVERSE) { /* legal: c from n-1 down to 0, the decayed state added last */
+            else if (w->how == UG_VAR_LEGAL_REVERSE) { /* legal: c from n-1 down to 0, the decayed state added last */
                 float t = 0.0f;
                 for (size_t c = n; c-- > 0;) t += w->U[c * dv + i] * w->Kd[c * dk + j]; /* rounds: fp32 */
                 s = t + s;                                                              /* rounds: fp32 */
@@ -222,7 +223,7 @@ static void sequence_head(chunk_ws *w, const ug_delta_io *io, size_t h, size_t f
                           ug_variant_code bug)
 {
     size_t L = w->L, dv = io->dv, hk = ug_delta_io_qk_head(io, h);
-    if (bug == UG_V_MUT_DROP_TAIL) { /* bug: the partial chunk is dropped; its o rows keep the zeros the kernel */
+    if (bug == UG_VAR_MUT_DROP_TAIL) { /* bug: the partial chunk is dropped; its o rows keep the zeros the kernel */
         size_t kept = first + (end - first) / L * L; /* initialised them to, its state is never taken in */
         for (size_t i = 0; i < dv; i++) w->o[i] = 0.0f;
         for (size_t t = kept; t < end; t++) ug_sim_store(io->o, (t * io->hv + h) * dv, dv, w->o);
@@ -230,13 +231,13 @@ static void sequence_head(chunk_ws *w, const ug_delta_io *io, size_t h, size_t f
     }
     /* bug: the chunk is cut at the end of all tokens, not of its sequence, so a sequence's tail chunk takes in
      * the next sequence's first tokens (their o is rewritten when that sequence runs; the state is not) */
-    size_t limit = bug == UG_V_MUT_CHUNK_PAST_SEQ_END ? io->tokens : end;
+    size_t limit = bug == UG_VAR_MUT_CHUNK_PAST_SEQ_END ? io->tokens : end;
     for (size_t t0 = first; t0 < end; t0 += L) {
         size_t n = limit - t0 < L ? limit - t0 : L; /* the tail chunk is explicit */
-        chunk_load(w, io, h, hk, t0, n, bug == UG_V_MUT_FIRST_CHUNK_NO_DECAY && t0 == first);
+        chunk_load(w, io, h, hk, t0, n, bug == UG_VAR_MUT_FIRST_CHUNK_NO_DECAY && t0 == first);
         chunk_step(w, n, S, bug);
         for (size_t r = 0; r < n; r++) ug_sim_store(io->o, ((t0 + r) * io->hv + h) * dv, dv, w->o + r * dv);
-        if (bug == UG_V_MUT_DOUBLE_DECAY && t0 + n < end) { /* bug: the carried state decayed again */
+        if (bug == UG_VAR_MUT_DOUBLE_DECAY && t0 + n < end) { /* bug: the carried state decayed again */
             float gl = expf(w->G[n - 1]);
             for (size_t x = 0; x < dv * io->dk; x++) S[x] *= gl;
         }
@@ -260,7 +261,7 @@ static int cgdr_kernel(const ulpgym_call *call, char *err, size_t errlen, int bu
     for (size_t h = 0; h < io.hv; h++)
         for (size_t b = 0, first = 0; b < io.seqs; b++) {
             size_t end = first + ug_delta_io_seq_len(&io, b), row = (b * io.hv + h) * state; /* h0, ht [b*Hv + h] */
-            if (b == 0 || bug != UG_V_MUT_STATE_ACROSS_SEQS) ug_delta_io_load(io.h0, row, state, S);
+            if (b == 0 || bug != UG_VAR_MUT_STATE_ACROSS_SEQS) ug_delta_io_load(io.h0, row, state, S);
             /* bug (mut_state_across_seqs): the previous sequence's final state carried on instead of its own h0 */
             sequence_head(&w, &io, h, first, end, S, (ug_variant_code)bug);
             ug_sim_store(io.ht, row, state, S);

@@ -30,8 +30,8 @@
  * or 16 lanes folded pairwise. */
 static float dot32(ug_variant_code how, const float *a, const float *b, size_t n)
 {
-    if (how == UG_V_LEGAL_FMA) return ug_fma_dot_f32(a, b, n);       /* rounds: fp32, once a term */
-    if (how == UG_V_LEGAL_LANES16) return ug_lanes_dot_f32(a, b, n); /* rounds: fp32, 16 lanes folded pairwise */
+    if (how == UG_VAR_LEGAL_FMA) return ug_fma_dot_f32(a, b, n);       /* rounds: fp32, once a term */
+    if (how == UG_VAR_LEGAL_LANES16) return ug_lanes_dot_f32(a, b, n); /* rounds: fp32, 16 lanes folded pairwise */
     float s = 0.0f;
     for (size_t j = 0; j < n; j++) s += a[j] * b[j]; /* rounds: fp32 mul and add */
     return s;
@@ -46,17 +46,17 @@ static void scale32(float *x, size_t n, float a)
 static void token_step(float *S, const float *q, const float *k, const float *v, float a, float beta, size_t dv,
                        size_t dk, ug_variant_code bug, float *o)
 {
-    if (bug != UG_V_MUT_DECAY_AFTER) scale32(S, dv * dk, a);
+    if (bug != UG_VAR_MUT_DECAY_AFTER) scale32(S, dv * dk, a);
     for (size_t i = 0; i < dv; i++) {
         float *row = S + i * dk;
         float kv = dot32(bug, row, k, dk);
-        float u = bug == UG_V_MUT_BETA_V_ONLY ? beta * v[i] - kv : beta * (v[i] - kv); /* rounds: fp32 */
-        if (bug == UG_V_LEGAL_FMA)
+        float u = bug == UG_VAR_MUT_BETA_V_ONLY ? beta * v[i] - kv : beta * (v[i] - kv); /* rounds: fp32 */
+        if (bug == UG_VAR_LEGAL_FMA)
             for (size_t j = 0; j < dk; j++) row[j] = fmaf(u, k[j], row[j]); /* rounds: fp32, once (legal) */
         else
             for (size_t j = 0; j < dk; j++) row[j] += u * k[j]; /* rounds: fp32 */
     }
-    if (bug == UG_V_MUT_DECAY_AFTER) scale32(S, dv * dk, a); /* bug: decays the update too */
+    if (bug == UG_VAR_MUT_DECAY_AFTER) scale32(S, dv * dk, a); /* bug: decays the update too */
     for (size_t i = 0; i < dv; i++) o[i] = dot32(bug, S + i * dk, q, dk);
 }
 
@@ -71,10 +71,10 @@ static int gdr_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
         return -1;
     }
     float *q = S + dv * dk, *k = q + dk, *v = k + dk, *o = v + dv;
-    int fn_ulps = bug == UG_V_LEGAL_FN_ULPS ? UG_SIM_FN_ULPS : 0; /* legal: a device's exp and rsqrt */
-    io.fn_ulps = fn_ulps;                                         /* ug_delta_io_qk_norm's rsqrt */
+    int fn_ulps = bug == UG_VAR_LEGAL_FN_ULPS ? UG_SIM_FN_ULPS : 0; /* legal: a device's exp and rsqrt */
+    io.fn_ulps = fn_ulps;                                           /* ug_delta_io_qk_norm's rsqrt */
     for (size_t h = 0; h < io.hv; h++) {
-        size_t hk = bug == UG_V_MUT_QK_HEAD ? h % io.hqk : ug_delta_io_qk_head(&io, h); /* bug: interleaved heads */
+        size_t hk = bug == UG_VAR_MUT_QK_HEAD ? h % io.hqk : ug_delta_io_qk_head(&io, h); /* bug: interleaved heads */
         ug_delta_io_load(io.h0, h * dv * dk, dv * dk, S);
         for (size_t t = 0; t < io.tokens; t++) {
             size_t tk = (t * io.hqk + hk) * dk, th = t * io.hv + h;

@@ -43,8 +43,8 @@ static float pairwise_dot(const float *x, const float *w, size_t n)
 /* The legal variants' dot products (another order of the same fp32 sum). */
 static float gate_dot_legal(const float *x, const float *w, size_t h, ug_variant_code how)
 {
-    if (how == UG_V_LEGAL_PAIRWISE) return pairwise_dot(x, w, h);
-    if (how == UG_V_LEGAL_SEQ_FMA) return ug_fma_dot_f32(x, w, h);
+    if (how == UG_VAR_LEGAL_PAIRWISE) return pairwise_dot(x, w, h);
+    if (how == UG_VAR_LEGAL_SEQ_FMA) return ug_fma_dot_f32(x, w, h);
     float part[GATE_LEGAL_MAX_TILES + 1];
     size_t nt = 0;
     for (size_t t = 0; t < h; t += GATE_LEGAL_TILE) {
@@ -72,9 +72,9 @@ static float round_tf32(float v)
 static float gate_dot(const float *x, const float *w, size_t h, ug_variant_code bug)
 {
     if (ug_sim_legal(bug)) return gate_dot_legal(x, w, h, bug);
-    if (bug == UG_V_MUT_K_TAIL && h > UG_KTILE) /* bug: the partial last K-tile is never issued */
+    if (bug == UG_VAR_MUT_K_TAIL && h > UG_KTILE) /* bug: the partial last K-tile is never issued */
         return ug_ktile_dot_f32(x, w, h - h % UG_KTILE);
-    if (bug != UG_V_MUT_BF16_ACC) return ug_ktile_dot_f32(x, w, h);
+    if (bug != UG_VAR_MUT_BF16_ACC) return ug_ktile_dot_f32(x, w, h);
     float acc = 0.0f;
     for (size_t t = 0; t < h; t += UG_KTILE) { /* bug: the L0C accumulator holds bf16 */
         size_t len = h - t < UG_KTILE ? h - t : UG_KTILE;
@@ -91,18 +91,18 @@ static int gate_kernel(const ulpgym_call *call, char *err, size_t errlen, int bu
     float *wf = malloc((E * h + h + E + 1) * sizeof *wf), *xr = wf + E * h, *o = xr + h;
     if (!wf) return -1;
     ug_sim_load(w, 0, E * h, wf);
-    if (bug == UG_V_MUT_W_BF16) /* bug: W cast to bf16 to feed a bf16 x bf16 cube pass */
+    if (bug == UG_VAR_MUT_W_BF16) /* bug: W cast to bf16 to feed a bf16 x bf16 cube pass */
         for (size_t i = 0; i < E * h; i++) wf[i] = ug_sim_round_bf16(wf[i]);
-    if (bug == UG_V_MUT_TF32_MATMUL) /* bug: the cube pass reads W as tf32 */
+    if (bug == UG_VAR_MUT_TF32_MATMUL) /* bug: the cube pass reads W as tf32 */
         for (size_t i = 0; i < E * h; i++) wf[i] = round_tf32(wf[i]);
     size_t tail = E % GATE_N_TILE && E > GATE_N_TILE ? E - E % GATE_N_TILE : E; /* first expert of a tail tile */
     for (size_t t = 0; t < T; t++) {
         ug_sim_load(x, t * h, h, xr);
-        if (bug == UG_V_MUT_TF32_MATMUL) /* bug: the cube pass reads x as tf32 */
+        if (bug == UG_VAR_MUT_TF32_MATMUL) /* bug: the cube pass reads x as tf32 */
             for (size_t k = 0; k < h; k++) xr[k] = round_tf32(xr[k]);
         for (size_t e = 0; e < E; e++) {
             size_t row =
-                bug == UG_V_MUT_EXPERT_ROW && e >= tail ? e - 1 : e; /* bug: tail tile's W base one row early */
+                bug == UG_VAR_MUT_EXPERT_ROW && e >= tail ? e - 1 : e; /* bug: tail tile's W base one row early */
             o[e] = gate_dot(xr, wf + row * h, h, bug);
         }
         ug_sim_store(out, t * E, E, o); /* exact: fp32 out */

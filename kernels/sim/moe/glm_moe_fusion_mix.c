@@ -44,7 +44,7 @@ static int mix_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     gmoe_fused f;
     int rc = gmoe_fused_route(&f, call, bug, 0, err, errlen);
     if (!rc) rc = gmoe_ffn_run(call, gmoe_mut_ffn(bug), f.acc, err, errlen);
-    if (!rc && bug == UG_V_MUT_SHARED_SCALED)
+    if (!rc && bug == UG_VAR_MUT_SHARED_SCALED)
         for (size_t i = 0; i < f.n_out; i++) f.acc[i] *= f.c.rsf; /* rounds: fp32 (bug: the shared rows scaled) */
     if (!rc) rc = gmoe_routed_run(call, f.w, f.ids, (size_t)f.c.k, f.acc, gmoe_mut_rt(bug), err, errlen);
     if (!rc) ug_sim_store(f.out, 0, f.n_out, f.acc); /* rounds: bf16 */

@@ -118,7 +118,8 @@ static void group_mask(const gmoe_se_cfg *c, float *b, float *gs, long *idx, uns
     for (long g = 0; g < c->ng; g++) used[c->E + g] = 0;
     for (long i = 0; i < c->tg; i++) used[c->E + idx[i]] = 1;
     for (long e = 0; e < c->E; e++)
-        if (!used[c->E + e / c->per]) b[e] = c->bug == UG_V_MUT_MASK_ZERO ? 0.0f : -INFINITY; /* bug: 0, not excluded */
+        if (!used[c->E + e / c->per])
+            b[e] = c->bug == UG_VAR_MUT_MASK_ZERO ? 0.0f : -INFINITY; /* bug: 0, not excluded */
 }
 
 void gmoe_se_token(const gmoe_se_cfg *c, const float *x, const float *bias, float *w, float *ids, gmoe_se_work *wk)
@@ -129,21 +130,21 @@ void gmoe_se_token(const gmoe_se_cfg *c, const float *x, const float *bias, floa
         s[e] =
             c->stable && x[e] < 0.0f ? z / (1.0f + z) : 1.0f / (1.0f + expf(-x[e])); /* rounds: fp32 exp, add, divide */
         s[e] = ug_sim_fn_ulps(s[e], x[e], c->fn_ulps); /* legal_fn_ulps: a device's sigmoid (else unchanged) */
-        b[e] = c->bug == UG_V_MUT_UNBIASED_CHOICE ? s[e] : s[e] + bias[e]; /* rounds: fp32 (bug: bias left out) */
+        b[e] = c->bug == UG_VAR_MUT_UNBIASED_CHOICE ? s[e] : s[e] + bias[e]; /* rounds: fp32 (bug: bias left out) */
     }
-    if (c->bug != UG_V_MUT_NO_GROUP_LIMIT && c->tg < c->ng) group_mask(c, b, wk->gs, wk->idx, wk->used);
+    if (c->bug != UG_VAR_MUT_NO_GROUP_LIMIT && c->tg < c->ng) group_mask(c, b, wk->gs, wk->idx, wk->used);
     top_n(b, c->E, c->k, wk->idx, wk->used);
     float sum = 0.0f;
     for (long j = 0; j < c->k; j++) {
         long e = wk->idx[j];
-        ids[j] = (float)e;                                                 /* exact: ids < 2^24 */
-        w[j] = c->bug == UG_V_MUT_BIAS_IN_WEIGHTS ? s[e] + bias[e] : s[e]; /* bug: biased score */
-        if (c->bug == UG_V_MUT_SCALE_BEFORE_RENORM) w[j] *= c->rsf; /* bug: scaled before the sum; rounds: fp32 */
-        sum += w[j];                                                /* rounds: fp32 */
+        ids[j] = (float)e;                                                   /* exact: ids < 2^24 */
+        w[j] = c->bug == UG_VAR_MUT_BIAS_IN_WEIGHTS ? s[e] + bias[e] : s[e]; /* bug: biased score */
+        if (c->bug == UG_VAR_MUT_SCALE_BEFORE_RENORM) w[j] *= c->rsf; /* bug: scaled before the sum; rounds: fp32 */
+        sum += w[j];                                                  /* rounds: fp32 */
     }
     for (long j = 0; j < c->k; j++) {
-        if (c->renorm && c->bug != UG_V_MUT_NO_RENORM) w[j] /= sum; /* rounds: fp32 (bug: skipped) */
-        if (c->bug != UG_V_MUT_SCALE_BEFORE_RENORM) w[j] *= c->rsf; /* rounds: fp32 */
+        if (c->renorm && c->bug != UG_VAR_MUT_NO_RENORM) w[j] /= sum; /* rounds: fp32 (bug: skipped) */
+        if (c->bug != UG_VAR_MUT_SCALE_BEFORE_RENORM) w[j] *= c->rsf; /* rounds: fp32 */
     }
 }
 
@@ -192,15 +193,16 @@ static float dynquant_row(const float *v, size_t n, float *q, ug_variant_code bu
     for (size_t i = 0; i < n; i++) q[i] = 0.0f;
     if (!finite) return NAN;
     if (amax == 0.0f) return 0.0f;
-    float scale = amax / (bug == UG_V_MUT_SCALE_128 ? 128.0f : 127.0f); /* rounds: fp32 (bug: 128 is not int8's max) */
-    if (bug == UG_V_MUT_CLIP_982) scale *= 0.982f; /* bug: a static calibration's clip ratio on a dynamic scale */
+    float scale =
+        amax / (bug == UG_VAR_MUT_SCALE_128 ? 128.0f : 127.0f); /* rounds: fp32 (bug: 128 is not int8's max) */
+    if (bug == UG_VAR_MUT_CLIP_982) scale *= 0.982f; /* bug: a static calibration's clip ratio on a dynamic scale */
     for (size_t i = 0; i < n; i++) {
-        float y = bug == UG_V_MUT_X127 ? v[i] * 127.0f / amax /* bug: v*127 overflows fp32 first */
-                                       : v[i] / scale;        /* rounds: fp32 */
-        y = bug == UG_V_MUT_TRUNC       ? truncf(y)           /* bug: toward zero */
-            : bug == UG_V_MUT_HALF_AWAY ? roundf(y)           /* bug: a tie goes away from zero */
-                                        : rintf(y);           /* rounds: RNE to an integer */
-        q[i] = fminf(fmaxf(y, -128.0f), 127.0f);              /* saturating int8 */
+        float y = bug == UG_VAR_MUT_X127 ? v[i] * 127.0f / amax /* bug: v*127 overflows fp32 first */
+                                         : v[i] / scale;        /* rounds: fp32 */
+        y = bug == UG_VAR_MUT_TRUNC       ? truncf(y)           /* bug: toward zero */
+            : bug == UG_VAR_MUT_HALF_AWAY ? roundf(y)           /* bug: a tie goes away from zero */
+                                          : rintf(y);           /* rounds: RNE to an integer */
+        q[i] = fminf(fmaxf(y, -128.0f), 127.0f);                /* saturating int8 */
     }
     return scale;
 }
@@ -215,7 +217,7 @@ static int32_t int_dot(const int8_t *a, const int8_t *b, size_t n, ug_variant_co
         acc += p;
         acc16 = (int16_t)(uint16_t)((uint16_t)acc16 + (uint16_t)p); /* the bug's two's-complement wrap */
     }
-    return bug == UG_V_MUT_INT16_ACC ? acc16 : acc;
+    return bug == UG_VAR_MUT_INT16_ACC ? acc16 : acc;
 }
 
 /* An int8 [rows, cols] tensor transposed into [cols][rows] int8 codes (each output
@@ -236,12 +238,12 @@ void gmoe_ffn_token(gmoe_ffn *k, size_t t, ug_variant_code bug)
 {
     size_t h = k->h, I = k->I;
     ug_sim_load(k->x, t * h, h, k->xr);
-    float sx = dynquant_row(k->xr, h, k->q, bug, bug == UG_V_MUT_TENSOR_SCALE ? k->x_amax : -1.0f);
+    float sx = dynquant_row(k->xr, h, k->q, bug, bug == UG_VAR_MUT_TENSOR_SCALE ? k->x_amax : -1.0f);
     ug_sim_store(k->x8, t * h, h, k->q);
     ug_sim_store(k->xs, t, 1, &sx);
     to_codes(k->q, h, k->xq8);
-    for (size_t c = 0; c < 2 * I; c++) {      /* rounds: int32 -> fp32, two fp32 products, bf16 */
-        if (bug == UG_V_LEGAL_SCALES_FIRST) { /* legal: the scales' product first */
+    for (size_t c = 0; c < 2 * I; c++) {        /* rounds: int32 -> fp32, two fp32 products, bf16 */
+        if (bug == UG_VAR_LEGAL_SCALES_FIRST) { /* legal: the scales' product first */
             k->gu[c] = ug_sim_round_bf16((float)int_dot(k->xq8, k->w13t + c * h, h, bug) * (k->sw13[c] * sx));
             continue;
         }
@@ -250,10 +252,10 @@ void gmoe_ffn_token(gmoe_ffn *k, size_t t, ug_variant_code bug)
     }
     for (size_t i = 0; i < I; i++) {
         float g = k->gu[i], u = k->gu[I + i];
-        if (bug == UG_V_MUT_SILU_UP) g = k->gu[I + i], u = k->gu[i];             /* bug: silu on the up half */
-        float s = g / (1.0f + expf(-g));                                         /* rounds: fp32 silu */
-        if (bug == UG_V_LEGAL_FN_ULPS) s = ug_sim_fn_ulps(s, g, UG_SIM_FN_ULPS); /* legal: a device's silu */
-        k->ar[i] = ug_sim_round_bf16(s * u);                                     /* rounds: fp32 product, bf16 */
+        if (bug == UG_VAR_MUT_SILU_UP) g = k->gu[I + i], u = k->gu[i];             /* bug: silu on the up half */
+        float s = g / (1.0f + expf(-g));                                           /* rounds: fp32 silu */
+        if (bug == UG_VAR_LEGAL_FN_ULPS) s = ug_sim_fn_ulps(s, g, UG_SIM_FN_ULPS); /* legal: a device's silu */
+        k->ar[i] = ug_sim_round_bf16(s * u);                                       /* rounds: fp32 product, bf16 */
     }
     ug_sim_store(k->a, t * I, I, k->ar); /* exact: already bf16 */
     float sa = dynquant_row(k->ar, I, k->q, bug, -1.0f);
@@ -261,8 +263,8 @@ void gmoe_ffn_token(gmoe_ffn *k, size_t t, ug_variant_code bug)
     ug_sim_store(k->as, t, 1, &sa);
     to_codes(k->q, I, k->aq8);
     for (size_t j = 0; j < h; j++) /* rounds: int32 -> fp32, two fp32 products */
-        k->o[j] = bug == UG_V_LEGAL_SCALES_FIRST ? (float)int_dot(k->aq8, k->w2t + j * I, I, bug) * (k->sw2[j] * sa)
-                                                 : (float)int_dot(k->aq8, k->w2t + j * I, I, bug) * k->sw2[j] * sa;
+        k->o[j] = bug == UG_VAR_LEGAL_SCALES_FIRST ? (float)int_dot(k->aq8, k->w2t + j * I, I, bug) * (k->sw2[j] * sa)
+                                                   : (float)int_dot(k->aq8, k->w2t + j * I, I, bug) * k->sw2[j] * sa;
 }
 
 /* k's buffers: int8 weights and code rows, fp32 scales and rows (freed by gmoe_ffn_close). */
@@ -307,7 +309,7 @@ int gmoe_ffn_open(gmoe_ffn *k, const ulpgym_call *call, ug_variant_code bug, cha
     free(stage);
     ug_sim_load(k->s13, 0, 2 * k->I, k->sw13);
     ug_sim_load(k->s2, 0, k->h, k->sw2);
-    if (bug == UG_V_MUT_TENSOR_SCALE) k->x_amax = tensor_amax(k);
+    if (bug == UG_VAR_MUT_TENSOR_SCALE) k->x_amax = tensor_amax(k);
     return 0;
 }
 
@@ -448,33 +450,33 @@ int gmoe_routed_run(const ulpgym_call *call, const float *w, const float *ids, s
 
 ug_variant_code gmoe_mut_se(int mut)
 {
-    return mut == UG_V_MUT_NO_RENORM || mut == UG_V_MUT_UNBIASED_CHOICE ? (ug_variant_code)mut : UG_V_SIM;
+    return mut == UG_VAR_MUT_NO_RENORM || mut == UG_VAR_MUT_UNBIASED_CHOICE ? (ug_variant_code)mut : UG_VAR_SIM;
 }
 
 ug_variant_code gmoe_mut_ffn(int mut)
 {
-    return mut == UG_V_MUT_TENSOR_SCALE || mut == UG_V_LEGAL_SCALES_FIRST || mut == UG_V_LEGAL_FN_ULPS
+    return mut == UG_VAR_MUT_TENSOR_SCALE || mut == UG_VAR_LEGAL_SCALES_FIRST || mut == UG_VAR_LEGAL_FN_ULPS
                ? (ug_variant_code)mut
-               : UG_V_SIM;
+               : UG_VAR_SIM;
 }
 
 gmoe_rt_bug gmoe_mut_rt(int mut)
 {
-    return mut == UG_V_MUT_BF16_COMBINE  ? GMOE_RT_BF16_ACC
-           : mut == UG_V_MUT_DROP_LAST   ? GMOE_RT_DROP_LAST
-           : mut == UG_V_MUT_SWIGLU_SWAP ? GMOE_RT_SWAP
-           : mut == UG_V_LEGAL_SEQ_FMA   ? GMOE_RT_LEGAL_SEQ_FMA
-           : mut == UG_V_LEGAL_TILE64    ? GMOE_RT_LEGAL_TILE64
-           : mut == UG_V_LEGAL_FN_ULPS   ? GMOE_RT_LEGAL_FN_ULPS
-                                         : GMOE_RT_OK;
+    return mut == UG_VAR_MUT_BF16_COMBINE  ? GMOE_RT_BF16_ACC
+           : mut == UG_VAR_MUT_DROP_LAST   ? GMOE_RT_DROP_LAST
+           : mut == UG_VAR_MUT_SWIGLU_SWAP ? GMOE_RT_SWAP
+           : mut == UG_VAR_LEGAL_SEQ_FMA   ? GMOE_RT_LEGAL_SEQ_FMA
+           : mut == UG_VAR_LEGAL_TILE64    ? GMOE_RT_LEGAL_TILE64
+           : mut == UG_VAR_LEGAL_FN_ULPS   ? GMOE_RT_LEGAL_FN_ULPS
+                                           : GMOE_RT_OK;
 }
 
 gmoe_legal gmoe_mut_legal(int mut)
 {
-    return mut == UG_V_LEGAL_SEQ_FMA   ? GMOE_LEGAL_SEQ_FMA
-           : mut == UG_V_LEGAL_TILE64  ? GMOE_LEGAL_TILE64
-           : mut == UG_V_LEGAL_FN_ULPS ? GMOE_LEGAL_FN_ULPS
-                                       : GMOE_LEGAL_NONE;
+    return mut == UG_VAR_LEGAL_SEQ_FMA   ? GMOE_LEGAL_SEQ_FMA
+           : mut == UG_VAR_LEGAL_TILE64  ? GMOE_LEGAL_TILE64
+           : mut == UG_VAR_LEGAL_FN_ULPS ? GMOE_LEGAL_FN_ULPS
+                                         : GMOE_LEGAL_NONE;
 }
 
 int gmoe_fused_route(gmoe_fused *f, const ulpgym_call *call, int mut, int has_form, char *err, size_t errlen)
@@ -488,7 +490,7 @@ int gmoe_fused_route(gmoe_fused *f, const ulpgym_call *call, int mut, int has_fo
     f->routed = has_form && ug_p_is(&p, "form", "routed");
     f->c.stable = 1;                  /* the fused kernels' sigmoid keeps subnormal scores of logits below -88 */
     f->c.legal = gmoe_mut_legal(mut); /* the legal variants' gate order (GMOE_LEGAL_NONE: the sim's) */
-    f->c.fn_ulps = mut == UG_V_LEGAL_FN_ULPS ? UG_SIM_FN_ULPS : 0; /* legal_fn_ulps: a device's sigmoid */
+    f->c.fn_ulps = mut == UG_VAR_LEGAL_FN_ULPS ? UG_SIM_FN_ULPS : 0; /* legal_fn_ulps: a device's sigmoid */
     ug_params_free(&p);
     size_t TK = (size_t)f->tw->shape[0] * (size_t)f->tw->shape[1];
     f->n_out = (size_t)f->out->shape[0] * (size_t)f->out->shape[1];

@@ -71,7 +71,7 @@ typedef struct {
     const ulpgym_tensor *x, *w13, *s13, *w2, *s2, *x8, *xs, *a, *a8, *as;
     int8_t *w13t, *w2t, *xq8, *aq8; /* [2I][h], [h][I], one row of codes each */
     float *sw13, *sw2, *xr, *q, *gu, *ar, *o;
-    float x_amax; /* amax of the whole x (UG_V_MUT_TENSOR_SCALE only) */
+    float x_amax; /* amax of the whole x (UG_VAR_MUT_TENSOR_SCALE only) */
 } gmoe_ffn;
 
 /* Binds x w13 w13_scale w2 w2_scale x_i8 x_scale a a_i8 a_scale, stages the weights;
@@ -118,7 +118,7 @@ int gmoe_routed_run(const ulpgym_call *call, const float *w, const float *ids, s
 
 /* A fused op's variant (glm_moe_fusion, glm_moe_fusion_mix: its ug_variant_code) as each
  * part sees it: the router and the shared expert act on their own variants' codes, passed
- * through (UG_V_SIM for any other); the routed experts and the gate have their own codes. */
+ * through (UG_VAR_SIM for any other); the routed experts and the gate have their own codes. */
 ug_variant_code gmoe_mut_se(int mut);
 ug_variant_code gmoe_mut_ffn(int mut);
 gmoe_rt_bug gmoe_mut_rt(int mut);

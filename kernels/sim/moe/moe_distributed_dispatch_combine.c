@@ -30,8 +30,8 @@
  * rank by rank, or last slot first. */
 static void combine_order(const long *slot_rank, size_t K, ug_variant_code bug, size_t *ord)
 {
-    for (size_t s = 0; s < K; s++) ord[s] = bug == UG_V_LEGAL_FMA_REVERSED ? K - 1 - s : s;
-    if (bug != UG_V_LEGAL_RANK_ORDER) return;
+    for (size_t s = 0; s < K; s++) ord[s] = bug == UG_VAR_LEGAL_FMA_REVERSED ? K - 1 - s : s;
+    if (bug != UG_VAR_LEGAL_RANK_ORDER) return;
     for (size_t i = 1; i < K; i++) /* stable insertion sort by owning rank (K <= 8) */
         for (size_t j = i; j > 0 && slot_rank[ord[j - 1]] > slot_rank[ord[j]]; j--) {
             size_t tmp = ord[j];
@@ -70,7 +70,7 @@ static long owner(size_t e, size_t n_exp, size_t world, ug_variant_code bug)
 {
     size_t per = n_exp / world;
     for (size_t r = 0; r < world; r++) {
-        size_t lo = r * per, hi = r + 1 == world && bug != UG_V_MUT_LAST_RANK_COUNT ? n_exp : lo + per;
+        size_t lo = r * per, hi = r + 1 == world && bug != UG_VAR_MUT_LAST_RANK_COUNT ? n_exp : lo + per;
         if (e >= lo && e < hi) return (long)r; /* bug: the last rank's block is E/W long */
     }
     return -1;
@@ -93,7 +93,7 @@ static void wire(const float *x, size_t h, int int8_wire, ug_variant_code bug, f
         for (size_t j = 0; j < h; j++) dst[j] = NAN;
         return;
     }
-    float scale = amax / (bug == UG_V_MUT_INT8_SCALE_128 ? 128.0f : 127.0f); /* rounds: fp32; bug: 128 */
+    float scale = amax / (bug == UG_VAR_MUT_INT8_SCALE_128 ? 128.0f : 127.0f); /* rounds: fp32; bug: 128 */
     for (size_t j = 0; j < h; j++) {
         float q = scale > 0.0f ? rintf(x[j] / scale) : 0.0f; /* rounds: fp32 divide, then RNE */
         q = fminf(fmaxf(q, -128.0f), 127.0f);
@@ -131,7 +131,7 @@ static int moe_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
         wire(xt, h, io.int8_wire, bug, xw);
         for (size_t s = 0; s < K; s++) { /* each received copy through its expert, fp32 back */
             float *y = rows + (t * K + s) * h, e = es[(size_t)ids[t * K + s]];
-            if (bug == UG_V_LEGAL_WEIGHT_AT_EXPERT) {             /* legal: the weight folded into the expert's scale */
+            if (bug == UG_VAR_LEGAL_WEIGHT_AT_EXPERT) {           /* legal: the weight folded into the expert's scale */
                 float we = wt[t * K + s] * e;                     /* rounds: fp32 */
                 for (size_t j = 0; j < h; j++) y[j] = we * xw[j]; /* rounds: fp32 */
                 continue;
@@ -149,13 +149,13 @@ static int moe_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
             size_t s = ord[i];
             const float *y = rows + (t * K + s) * h;
             if (slot_rank[t * K + s] < 0) continue;            /* a copy nobody received */
-            if (bug == UG_V_LEGAL_WEIGHT_AT_EXPERT) {          /* legal: already weighted on the expert's rank */
+            if (bug == UG_VAR_LEGAL_WEIGHT_AT_EXPERT) {        /* legal: already weighted on the expert's rank */
                 for (size_t j = 0; j < h; j++) acc[j] += y[j]; /* rounds: fp32 */
-            } else if (bug == UG_V_LEGAL_FMA_REVERSED) {
+            } else if (bug == UG_VAR_LEGAL_FMA_REVERSED) {
                 for (size_t j = 0; j < h; j++) acc[j] = fmaf(w_t[s], y[j], acc[j]); /* rounds: fp32, once */
             } else {
-                float w = bug == UG_V_MUT_WEIGHT_TWICE ? w_t[s] * w_t[s] : w_t[s]; /* bug: weight applied twice */
-                for (size_t j = 0; j < h; j++) acc[j] += w * y[j];                 /* rounds: fp32 */
+                float w = bug == UG_VAR_MUT_WEIGHT_TWICE ? w_t[s] * w_t[s] : w_t[s]; /* bug: weight applied twice */
+                for (size_t j = 0; j < h; j++) acc[j] += w * y[j];                   /* rounds: fp32 */
             }
         }
         ug_sim_store(io.out, t * h, h, acc);

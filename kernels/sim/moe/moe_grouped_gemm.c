@@ -31,10 +31,10 @@
 /* A legal variant's order of the arithmetic (GMOE_LEGAL_NONE: the sim's and the mutants'). */
 static gmoe_legal moe_legal(ug_variant_code bug)
 {
-    return bug == UG_V_LEGAL_SEQ_FMA     ? GMOE_LEGAL_SEQ_FMA
-           : bug == UG_V_LEGAL_TILE64    ? GMOE_LEGAL_TILE64
-           : bug == UG_V_LEGAL_K_REVERSE ? GMOE_LEGAL_K_REVERSE
-                                         : GMOE_LEGAL_NONE;
+    return bug == UG_VAR_LEGAL_SEQ_FMA     ? GMOE_LEGAL_SEQ_FMA
+           : bug == UG_VAR_LEGAL_TILE64    ? GMOE_LEGAL_TILE64
+           : bug == UG_VAR_LEGAL_K_REVERSE ? GMOE_LEGAL_K_REVERSE
+                                           : GMOE_LEGAL_NONE;
 }
 
 typedef struct {
@@ -63,7 +63,7 @@ static void moe_run_rows(moe_ctx *m, size_t begin, size_t end, ug_variant_code b
             ug_sim_store(m->out, r * h, h, m->o); /* rounds: bf16 */
             continue;
         }
-        gmoe_swiglu_row(m->xr, m->w1t, m->w3t, h, I, bug == UG_V_MUT_W13_SWAP, m->a); /* rounds: fp32, bf16 a */
+        gmoe_swiglu_row(m->xr, m->w1t, m->w3t, h, I, bug == UG_VAR_MUT_W13_SWAP, m->a); /* rounds: fp32, bf16 a */
         for (size_t j = 0; j < h; j++) m->o[j] = ug_ktile_dot_f32(m->a, m->w2t + j * I, I);
         ug_sim_store(m->out, r * h, h, m->o); /* rounds: bf16 */
     }
@@ -120,11 +120,11 @@ static int moe_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
         for (size_t r = 0; r < m.T; r++) ug_sim_store(m.out, r * m.h, m.h, m.o);
         for (size_t e = 0; e < m.E; e++) {
             if (off[e + 1] == off[e]) {
-                if (bug == UG_V_MUT_ZERO_SKIP) e++; /* bug: stepping over an empty expert skips the next one too */
+                if (bug == UG_VAR_MUT_ZERO_SKIP) e++; /* bug: stepping over an empty expert skips the next one too */
                 continue;
             }
             size_t begin = off[e];
-            if (bug == UG_V_MUT_GROUP_OFFSET && begin > 0) begin--; /* bug: group start off by one */
+            if (bug == UG_VAR_MUT_GROUP_OFFSET && begin > 0) begin--; /* bug: group start off by one */
             moe_stage_expert(&m, e);
             moe_run_rows(&m, begin, off[e + 1], bug);
         }

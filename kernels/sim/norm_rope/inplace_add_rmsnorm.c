@@ -32,14 +32,14 @@ static float prescaled_rstd(const float *v, size_t n, float eps)
 /* Sum of squares in 64 fp32 lanes, then a pairwise tree over the lanes. */
 static float lane_sumsq(const float *v, size_t n, ug_variant_code bug)
 {
-    if (bug == UG_V_MUT_BF16_SUM) { /* bug: one scalar accumulator kept in bf16 */
+    if (bug == UG_VAR_MUT_BF16_SUM) { /* bug: one scalar accumulator kept in bf16 */
         float acc = 0.0f;
         for (size_t i = 0; i < n; i++) acc = ug_sim_round_bf16(acc + v[i] * v[i]);
         return acc;
     }
-    if (bug == UG_V_LEGAL_SEQ_FMA) return ug_sim_sumsq_seq_fma(v, n);
+    if (bug == UG_VAR_LEGAL_SEQ_FMA) return ug_sim_sumsq_seq_fma(v, n);
     size_t full = n / LANES * LANES;
-    return ug_sim_sumsq_lanes(v, bug == UG_V_MUT_TAIL_LANES && full > 0 ? full : n); /* bug: tail block dropped */
+    return ug_sim_sumsq_lanes(v, bug == UG_VAR_MUT_TAIL_LANES && full > 0 ? full : n); /* bug: tail block dropped */
 }
 
 static int rms_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
@@ -58,16 +58,16 @@ static int rms_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
         ug_sim_load(x1, r * h, h, a);
         ug_sim_load(x2, r * h, h, b);
         for (size_t i = 0; i < h; i++) a[i] += b[i]; /* rounds: fp32 add */
-        if (bug == UG_V_MUT_ADD_IN_DTYPE) /* bug: the sum is kept in the storage dtype (fp16 overflows past 65504) */
+        if (bug == UG_VAR_MUT_ADD_IN_DTYPE) /* bug: the sum is kept in the storage dtype (fp16 overflows past 65504) */
             for (size_t i = 0; i < h; i++) a[i] = ug_sim_round_to(x1->dtype, a[i]);
         ug_sim_store(xa, r * h, h, a);
         float ms = lane_sumsq(a, h, bug) / (float)h; /* rounds: fp32 */
-        float rs = bug == UG_V_MUT_EPS_OUTSIDE ? 1.0f / (sqrtf(ms) + eps) : 1.0f / sqrtf(ms + eps);
-        if (bug == UG_V_MUT_PRESCALE_ZERO_ROW) rs = prescaled_rstd(a, h, eps);
-        if (bug == UG_V_LEGAL_FN_ULPS) rs = ug_sim_fn_ulps(rs, ms + eps, UG_SIM_FN_ULPS); /* rounds: a device rsqrt */
+        float rs = bug == UG_VAR_MUT_EPS_OUTSIDE ? 1.0f / (sqrtf(ms) + eps) : 1.0f / sqrtf(ms + eps);
+        if (bug == UG_VAR_MUT_PRESCALE_ZERO_ROW) rs = prescaled_rstd(a, h, eps);
+        if (bug == UG_VAR_LEGAL_FN_ULPS) rs = ug_sim_fn_ulps(rs, ms + eps, UG_SIM_FN_ULPS); /* rounds: a device rsqrt */
         ug_sim_store(rstd, r, 1, &rs);
         for (size_t i = 0; i < h; i++) /* rounds: fp32, left to right (legal_reassoc: rstd * gamma first) */
-            b[i] = bug == UG_V_LEGAL_REASSOC ? a[i] * (rs * g[i]) : a[i] * rs * g[i];
+            b[i] = bug == UG_VAR_LEGAL_REASSOC ? a[i] * (rs * g[i]) : a[i] * rs * g[i];
         ug_sim_store(y, r * h, h, b);
     }
     free(a);

@@ -27,17 +27,18 @@ typedef struct {
 static void rotate_row(const float *x, rope_row t, size_t d, ug_variant_code bug, int in_tail, float *y)
 {
     size_t half = d / 2;
-    float flip = bug == UG_V_MUT_TAIL_SIN_SIGN && in_tail ? -1.0f : 1.0f; /* bug: tail path negates sin */
+    float flip = bug == UG_VAR_MUT_TAIL_SIN_SIGN && in_tail ? -1.0f : 1.0f; /* bug: tail path negates sin */
     for (size_t i = 0; i < half; i++) {
-        /* bug UG_V_MUT_HALF_PAIRING: NeoX pairs (x_i, x_{i+D/2}) instead of (x_2i, x_2i+1) */
-        float e = bug == UG_V_MUT_HALF_PAIRING ? x[i] : x[2 * i];
-        float o = bug == UG_V_MUT_HALF_PAIRING ? x[half + i] : x[2 * i + 1];
+        /* bug UG_VAR_MUT_HALF_PAIRING: NeoX pairs (x_i, x_{i+D/2}) instead of (x_2i, x_2i+1) */
+        float e = bug == UG_VAR_MUT_HALF_PAIRING ? x[i] : x[2 * i];
+        float o = bug == UG_VAR_MUT_HALF_PAIRING ? x[half + i] : x[2 * i + 1];
         float s_lo = flip * t.s_lo[i], s_hi = flip * t.s_hi[i]; /* exact: a sign */
-        float ye = bug == UG_V_LEGAL_FMA
+        float ye = bug == UG_VAR_LEGAL_FMA
                        ? fmaf(e, t.c_lo[i], -(o * s_lo)) /* rounds: fp32 mul, one fused multiply-add */
                        : e * t.c_lo[i] - o * s_lo;       /* rounds: fp32 mul, mul, sub */
-        float yo = bug == UG_V_LEGAL_FMA ? fmaf(o, t.c_hi[i], e * s_hi) : o * t.c_hi[i] + e * s_hi; /* the same, add */
-        if (bug == UG_V_MUT_LAYOUT_INTERLEAVED) { /* bug: results written back in place (interleaved) */
+        float yo =
+            bug == UG_VAR_LEGAL_FMA ? fmaf(o, t.c_hi[i], e * s_hi) : o * t.c_hi[i] + e * s_hi; /* the same, add */
+        if (bug == UG_VAR_MUT_LAYOUT_INTERLEAVED) { /* bug: results written back in place (interleaved) */
             y[2 * i] = ye;
             y[2 * i + 1] = yo;
         } else {
@@ -83,8 +84,8 @@ static int rope_kernel(const ulpgym_call *call, char *err, size_t errlen, int bu
                 for (size_t j = 0; j < len; j++) {
                     size_t row = (b * nh + n) * seq + s0 + j, r = ts.rows_per_batch == 1 ? 0 : j;
                     const float *c = cs + r * ts.w, *s = sn + r * ts.w;
-                    /* bug UG_V_MUT_TABLES_LO_ONLY: assumes half-duplicated tables, cat(freqs, freqs) */
-                    int both = given && bug != UG_V_MUT_TABLES_LO_ONLY;
+                    /* bug UG_VAR_MUT_TABLES_LO_ONLY: assumes half-duplicated tables, cat(freqs, freqs) */
+                    int both = given && bug != UG_VAR_MUT_TABLES_LO_ONLY;
                     rope_row t = {c, s, both ? c + half : c, both ? s + half : s};
                     ug_sim_load(x, row * d, d, xr);
                     rotate_row(xr, t, d, bug, s0 >= full, yr);

@@ -82,11 +82,11 @@ static void all_reduce(const float *parts, size_t world, size_t n, float *y, int
 {
     for (size_t j = 0; j < n; j++) {
         float acc = 0.0f;
-        if (bug == UG_V_MUT_REVERSE_BF16_REDUCE) { /* bug: reverse rank order, bf16 accumulator */
+        if (bug == UG_VAR_MUT_REVERSE_BF16_REDUCE) { /* bug: reverse rank order, bf16 accumulator */
             for (size_t r = world; r-- > 0;) acc = ug_sim_round_bf16(acc + parts[r * n + j]);
         } else if (bf16_acc) {
             for (size_t r = 0; r < world; r++) acc = ug_sim_round_bf16(acc + parts[r * n + j]); /* rounds: bf16 */
-        } else if (bug == UG_V_LEGAL_TILE64_TREE) { /* legal: (p0+p1)+(p2+p3)... a recursive-halving all-reduce */
+        } else if (bug == UG_VAR_LEGAL_TILE64_TREE) { /* legal: (p0+p1)+(p2+p3)... a recursive-halving all-reduce */
             float lv[8];
             for (size_t r = 0; r < world; r++) lv[r] = parts[r * n + j];
             acc = ug_pairwise_sum_f32(lv, world); /* rounds: fp32 at every add */
@@ -137,7 +137,7 @@ static int mar_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     float *x = o + n;
     float *tiles = NULL; /* legal_tile64_tree: the tile partials of a row, and one column of them */
     size_t nt = (kk + LEGAL_K_TILE - 1) / LEGAL_K_TILE;
-    if (bug == UG_V_LEGAL_TILE64_TREE && !(tiles = malloc((nt * n + nt + 1) * sizeof *tiles))) {
+    if (bug == UG_VAR_LEGAL_TILE64_TREE && !(tiles = malloc((nt * n + nt + 1) * sizeof *tiles))) {
         free(w);
         free(buf);
         return -1;
@@ -147,9 +147,9 @@ static int mar_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     for (size_t t = 0; t < io.t; t++) {
         for (size_t r = 0; r < W; r++) {
             ug_sim_load(io.x, (r * io.t + t) * kk, kk, x);
-            if (bug == UG_V_LEGAL_SEQ_FMA)
+            if (bug == UG_VAR_LEGAL_SEQ_FMA)
                 rank_partial_fma(x, w + r * kk * n, kk, n, parts + r * n);
-            else if (bug == UG_V_LEGAL_TILE64_TREE)
+            else if (bug == UG_VAR_LEGAL_TILE64_TREE)
                 rank_partial_tile64(x, w + r * kk * n, kk, n, parts + r * n, tiles, tiles + nt * n);
             else
                 rank_partial(x, w + r * kk * n, kk, n, parts + r * n, tile);
@@ -157,17 +157,18 @@ static int mar_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
         }
         all_reduce(parts, W, n, y, io.bf16_reduce, (ug_variant_code)bug);
         ug_sim_load(io.res, t * n, n, res);
-        int res_late = bug == UG_V_MUT_RESIDUAL_AFTER_NORM; /* bug: residual added after the norm */
-        for (size_t j = 0; j < n; j++) y[j] += res[j];      /* rounds: fp32 */
+        int res_late = bug == UG_VAR_MUT_RESIDUAL_AFTER_NORM; /* bug: residual added after the norm */
+        for (size_t j = 0; j < n; j++) y[j] += res[j];        /* rounds: fp32 */
         ug_sim_store(io.h, t * n, n, y);
         if (res_late)
             for (size_t j = 0; j < n; j++) y[j] -= res[j]; /* the norm sees the reduced y only */
-        if (bug == UG_V_MUT_NORM_STORED_H)                 /* bug: the norm reads the stored bf16 h */
+        if (bug == UG_VAR_MUT_NORM_STORED_H)               /* bug: the norm reads the stored bf16 h */
             for (size_t j = 0; j < n; j++) y[j] = ug_sim_round_bf16(y[j]);
-        float ss = bug == UG_V_LEGAL_SEQ_FMA ? ug_sim_sumsq_seq_fma(y, n) : ug_sim_sumsq_lanes(y, n); /* rounds: fp32 */
-        float ms = ss / (float)n;                                                                     /* rounds: fp32 */
-        float rs = bug == UG_V_MUT_EPS_OUTSIDE ? 1.0f / (sqrtf(ms) + io.eps) : 1.0f / sqrtf(ms + io.eps);
-        if (bug == UG_V_LEGAL_FN_ULPS)
+        float ss =
+            bug == UG_VAR_LEGAL_SEQ_FMA ? ug_sim_sumsq_seq_fma(y, n) : ug_sim_sumsq_lanes(y, n); /* rounds: fp32 */
+        float ms = ss / (float)n;                                                                /* rounds: fp32 */
+        float rs = bug == UG_VAR_MUT_EPS_OUTSIDE ? 1.0f / (sqrtf(ms) + io.eps) : 1.0f / sqrtf(ms + io.eps);
+        if (bug == UG_VAR_LEGAL_FN_ULPS)
             rs = ug_sim_fn_ulps(rs, ms + io.eps, UG_SIM_FN_ULPS); /* rounds: a device rsqrt */
         for (size_t j = 0; j < n; j++) {
             o[j] = y[j] * rs * g[j]; /* rounds: fp32, left to right */

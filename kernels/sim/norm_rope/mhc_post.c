@@ -36,11 +36,11 @@ static void mix_tile_legal(const float *ho, const float *xs, size_t d, size_t le
                            size_t nst, size_t n, ug_variant_code how, float *acc)
 {
     for (size_t j = 0; j < len; j++) {
-        if (how == UG_V_LEGAL_FMA) {
+        if (how == UG_VAR_LEGAL_FMA) {
             float a = hpost * ho[j];                                                        /* rounds: fp32 */
             for (size_t k = 0; k < nst; k++) a = fmaf(hres[k * nst + n], xs[k * d + j], a); /* rounds: fp32, once */
             acc[j] = a;
-        } else if (how == UG_V_LEGAL_REVERSE) {
+        } else if (how == UG_VAR_LEGAL_REVERSE) {
             float a = 0.0f;
             for (size_t k = nst; k-- > 0;) a = a + hres[k * nst + n] * xs[k * d + j]; /* rounds: fp32 mul, fp32 add */
             acc[j] = a + hpost * ho[j];                                               /* rounds: fp32 mul, fp32 add */
@@ -59,13 +59,13 @@ static void mix_tile(const float *ho, const float *xs, size_t d, size_t len, con
                      size_t n, int skip_mix, ug_variant_code bug, float *acc)
 {
     for (size_t j = 0; j < len; j++) acc[j] = hpost * ho[j]; /* rounds: fp32 */
-    if (skip_mix) return; /* bug UG_V_MUT_TAIL_NO_MIX: the tail tile never gets the residual mix */
+    if (skip_mix) return; /* bug UG_VAR_MUT_TAIL_NO_MIX: the tail tile never gets the residual mix */
     for (size_t k = 0; k < nst; k++) {
-        /* bug UG_V_MUT_RES_TRANSPOSED reads h_res[n,k] for h_res[k,n] */
-        float w = bug == UG_V_MUT_RES_TRANSPOSED ? hres[n * nst + k] : hres[k * nst + n];
+        /* bug UG_VAR_MUT_RES_TRANSPOSED reads h_res[n,k] for h_res[k,n] */
+        float w = bug == UG_VAR_MUT_RES_TRANSPOSED ? hres[n * nst + k] : hres[k * nst + n];
         for (size_t j = 0; j < len; j++) {
-            acc[j] = acc[j] + w * xs[k * d + j];                              /* rounds: fp32 mul, fp32 add */
-            if (bug == UG_V_MUT_BF16_ACC) acc[j] = ug_sim_round_bf16(acc[j]); /* bug: bf16 accumulator */
+            acc[j] = acc[j] + w * xs[k * d + j];                                /* rounds: fp32 mul, fp32 add */
+            if (bug == UG_VAR_MUT_BF16_ACC) acc[j] = ug_sim_round_bf16(acc[j]); /* bug: bf16 accumulator */
         }
     }
 }
@@ -87,7 +87,7 @@ static int mhc_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
         for (size_t n = 0; n < nst; n++) {
             for (size_t j0 = 0; j0 < d; j0 += MHC_TILE) {
                 size_t len = d - j0 < MHC_TILE ? d - j0 : MHC_TILE;
-                int skip = bug == UG_V_MUT_TAIL_NO_MIX && j0 >= full;
+                int skip = bug == UG_VAR_MUT_TAIL_NO_MIX && j0 >= full;
                 if (ug_sim_legal(bug)) {
                     mix_tile_legal(hov + j0, xs + j0, d, len, hres, hpost[n], nst, n, bug, acc + j0);
                     continue;

@@ -20,14 +20,14 @@
 #include "op_params.h"
 
 /* In-place rotation of v[0..d) with one cos/sin row: NeoX pairs (i, i+D/2), or the
- * interleaved pairs (2i, 2i+1) of the UG_V_MUT_INTERLEAVED_PAIRING bug. */
+ * interleaved pairs (2i, 2i+1) of the UG_VAR_MUT_INTERLEAVED_PAIRING bug. */
 static void rotate(float *v, const float *c, const float *s, size_t d, ug_variant_code bug, float *tmp)
 {
     size_t half = d / 2;
     for (size_t i = 0; i < half; i++) {
-        size_t a = bug == UG_V_MUT_INTERLEAVED_PAIRING ? 2 * i : i,
-               b = bug == UG_V_MUT_INTERLEAVED_PAIRING ? 2 * i + 1 : i + half;
-        if (bug == UG_V_LEGAL_FMA_ROTATE) {
+        size_t a = bug == UG_VAR_MUT_INTERLEAVED_PAIRING ? 2 * i : i,
+               b = bug == UG_VAR_MUT_INTERLEAVED_PAIRING ? 2 * i + 1 : i + half;
+        if (bug == UG_VAR_LEGAL_FMA_ROTATE) {
             tmp[a] = fmaf(v[a], c[i], -(v[b] * s[i])); /* rounds: fp32 mul, then one fused multiply-add */
             tmp[b] = fmaf(v[b], c[i], v[a] * s[i]);
             continue;
@@ -42,12 +42,12 @@ static void rotate(float *v, const float *c, const float *s, size_t d, ug_varian
 static void norm_rope_row(float *v, const float *g, const float *c, const float *s, size_t d, float eps,
                           ug_variant_code bug, float *tmp)
 {
-    if (bug == UG_V_MUT_ROPE_BEFORE_NORM) rotate(v, c, s, d, bug, tmp); /* bug: rotary applied to the raw row */
-    float ms = (bug == UG_V_LEGAL_SEQ_FMA ? ug_sim_sumsq_seq_fma(v, d) : ug_sim_sumsq_lanes(v, d)) /
-               (float)d;                                                                        /* rounds: fp32 */
-    float rs = bug == UG_V_MUT_EPS_OUTSIDE ? 1.0f / (sqrtf(ms) + eps) : 1.0f / sqrtf(ms + eps); /* rounds: fp32 */
+    if (bug == UG_VAR_MUT_ROPE_BEFORE_NORM) rotate(v, c, s, d, bug, tmp); /* bug: rotary applied to the raw row */
+    float ms = (bug == UG_VAR_LEGAL_SEQ_FMA ? ug_sim_sumsq_seq_fma(v, d) : ug_sim_sumsq_lanes(v, d)) /
+               (float)d;                                                                          /* rounds: fp32 */
+    float rs = bug == UG_VAR_MUT_EPS_OUTSIDE ? 1.0f / (sqrtf(ms) + eps) : 1.0f / sqrtf(ms + eps); /* rounds: fp32 */
     for (size_t i = 0; i < d; i++) v[i] = v[i] * rs * g[i]; /* rounds: fp32, left to right */
-    if (bug != UG_V_MUT_ROPE_BEFORE_NORM) rotate(v, c, s, d, bug, tmp);
+    if (bug != UG_VAR_MUT_ROPE_BEFORE_NORM) rotate(v, c, s, d, bug, tmp);
 }
 
 /* Normalises and rotates every head row of x [T, H, D] into y. */

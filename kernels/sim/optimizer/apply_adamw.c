@@ -38,8 +38,8 @@ static void host_scalars(const ug_params *p, ug_variant_code bug, adamw_scalars 
     s->omb2 = 1.0f - b2;
     s->eps = (float)params->eps;
     s->wd = (float)params->weight_decay;
-    s->decay = bug == UG_V_MUT_L2_DECAY ? 1.0f : (float)(1.0 - (double)lr * s->wd); /* rounds: fp32 scalar */
-    if (bug == UG_V_MUT_NO_BIAS_CORRECTION) { /* bug: moments used without bias correction */
+    s->decay = bug == UG_VAR_MUT_L2_DECAY ? 1.0f : (float)(1.0 - (double)lr * s->wd); /* rounds: fp32 scalar */
+    if (bug == UG_VAR_MUT_NO_BIAS_CORRECTION) { /* bug: moments used without bias correction */
         s->step_size = lr;
         s->bc2_sqrt = 1.0f;
     } else {
@@ -51,9 +51,9 @@ static void host_scalars(const ug_params *p, ug_variant_code bug, adamw_scalars 
 /* One element in fp32; w, m, v updated in place. */
 static void adamw_elem(const adamw_scalars *s, ug_variant_code bug, float g, float *w, float *m, float *v)
 {
-    if (bug == UG_V_MUT_L2_DECAY) g = g + s->wd * *w; /* bug: L2 penalty folded into the gradient */
-    float wd = *w * s->decay;                         /* rounds: fp32 */
-    if (bug == UG_V_LEGAL_FMA) {
+    if (bug == UG_VAR_MUT_L2_DECAY) g = g + s->wd * *w; /* bug: L2 penalty folded into the gradient */
+    float wd = *w * s->decay;                           /* rounds: fp32 */
+    if (bug == UG_VAR_LEGAL_FMA) {
         *m = fmaf(s->b1, *m, s->omb1 * g);       /* rounds: fp32 mul, one fused multiply-add */
         *v = fmaf(s->b2, *v, s->omb2 * (g * g)); /* rounds: fp32 mul, mul, one fused multiply-add */
     } else {
@@ -61,11 +61,11 @@ static void adamw_elem(const adamw_scalars *s, ug_variant_code bug, float g, flo
         *v = s->b2 * *v + s->omb2 * (g * g); /* rounds: fp32 mul, mul, mul, add */
     }
     float denom;
-    if (bug == UG_V_MUT_EPS_INSIDE_SQRT) /* bug: sqrt(v_hat + eps) instead of sqrt(v_hat) + eps */
+    if (bug == UG_VAR_MUT_EPS_INSIDE_SQRT) /* bug: sqrt(v_hat + eps) instead of sqrt(v_hat) + eps */
         denom = sqrtf(*v / (s->bc2_sqrt * s->bc2_sqrt) + s->eps);
     else
         denom = sqrtf(*v) / s->bc2_sqrt + s->eps; /* rounds: fp32 sqrt, div, add */
-    if (bug == UG_V_LEGAL_FMA)
+    if (bug == UG_VAR_LEGAL_FMA)
         *w = fmaf(-s->step_size, *m / denom, wd); /* rounds: fp32 div, one fused multiply-add */
     else
         *w = wd - s->step_size * (*m / denom); /* rounds: fp32 div, mul, sub */

@@ -15,9 +15,9 @@
 /* sum v^2 over n values in fp32: 64 lanes (simlib), or a legal variant's order. */
 static float sumsq(const float *v, size_t n, ug_variant_code bug)
 {
-    if (bug == UG_V_LEGAL_SEQ_FMA) return ug_sim_sumsq_seq_fma(v, n);      /* rounds: fp32, one per FMA */
-    if (bug == UG_V_LEGAL_TILE64) return ug_pl_dot(v, v, n, UG_PL_TILE64); /* rounds: fp32 tiles, pairwise */
-    return ug_sim_sumsq_lanes(v, n);                                       /* rounds: fp32 */
+    if (bug == UG_VAR_LEGAL_SEQ_FMA) return ug_sim_sumsq_seq_fma(v, n);      /* rounds: fp32, one per FMA */
+    if (bug == UG_VAR_LEGAL_TILE64) return ug_pl_dot(v, v, n, UG_PL_TILE64); /* rounds: fp32 tiles, pairwise */
+    return ug_sim_sumsq_lanes(v, n);                                         /* rounds: fp32 */
 }
 
 /* den = sqrt(sum v^2 / n + eps) in fp32; a row whose max |v| is above 2^32 is scaled by
@@ -27,7 +27,7 @@ static float norm_den(const float *v, size_t n, float eps, float *scratch, ug_va
     float amax = 0.0f;
     for (size_t i = 0; i < n; i++) amax = fmaxf(amax, fabsf(v[i])); /* exact; NaN is skipped */
     int k = 0;
-    if (bug != UG_V_MUT_SUMSQ_OVERFLOW && isfinite(amax) && amax > GPQ_PRESCALE_ABOVE) frexpf(amax, &k);
+    if (bug != UG_VAR_MUT_SUMSQ_OVERFLOW && isfinite(amax) && amax > GPQ_PRESCALE_ABOVE) frexpf(amax, &k);
     if (k == 0) return sqrtf(sumsq(v, n, bug) / (float)n + eps);  /* rounds: fp32 */
     for (size_t i = 0; i < n; i++) scratch[i] = ldexpf(v[i], -k); /* exact: a power of two */
     float ss = sumsq(scratch, n, bug);                            /* rounds: fp32 */
@@ -52,8 +52,8 @@ static void quantise(const float *n, const float *s, const float *o, size_t H, i
             code[i] = 0;
             continue;
         }
-        float q = bug == UG_V_MUT_HALF_AWAY ? roundf(v) : rintf(v); /* rounds: RNE to an integer */
-        if (bug == UG_V_MUT_WRAP && fabsf(q) < 0x1p31f)
+        float q = bug == UG_VAR_MUT_HALF_AWAY ? roundf(v) : rintf(v); /* rounds: RNE to an integer */
+        if (bug == UG_VAR_MUT_WRAP && fabsf(q) < 0x1p31f)
             code[i] = (int8_t)(uint8_t)(uint32_t)(int32_t)q; /* bug */
         else
             code[i] = (int8_t)fminf(fmaxf(q, -128.0f), 127.0f); /* saturating */
@@ -75,7 +75,7 @@ static void gemm_row(const ug_gpq_dev *m, const int8_t *code, float *mm, ug_vari
             for (size_t c = 0; c < cols; c++) acc[c] += a * w[c]; /* exact */
     }
     for (size_t c = 0; c < cols; c++)
-        mm[c] = bug == UG_V_MUT_BIAS_AFTER_DEQ
+        mm[c] = bug == UG_VAR_MUT_BIAS_AFTER_DEQ
                     ? ug_sim_round_bf16((float)acc[c] * m->deq[c] + (float)m->qb[c]) /* bug */
                     : ug_sim_round_bf16((float)((int64_t)acc[c] + m->qb[c]) *
                                         m->deq[c]); /* rounds: int -> fp32, fp32 product, bf16 */
@@ -86,8 +86,8 @@ static void rope(float *x, const float *cs, const float *sn, size_t R, ug_varian
 {
     size_t half = R / 2;
     for (size_t i = 0; i < half; i++) {
-        size_t a = bug == UG_V_MUT_ROPE_INTERLEAVED ? 2 * i : i,
-               b = bug == UG_V_MUT_ROPE_INTERLEAVED ? 2 * i + 1 : i + half;
+        size_t a = bug == UG_VAR_MUT_ROPE_INTERLEAVED ? 2 * i : i,
+               b = bug == UG_VAR_MUT_ROPE_INTERLEAVED ? 2 * i + 1 : i + half;
         float x1 = x[a], x2 = x[b];
         x[a] = ug_sim_round_bf16(x1 * cs[i] - x2 * sn[i]); /* rounds: fp32 products and sub, bf16 */
         x[b] = ug_sim_round_bf16(x2 * cs[i] + x1 * sn[i]); /* rounds: fp32 products and add, bf16 */
@@ -104,8 +104,8 @@ void ug_gpq_dev_token(const ug_gpq_dev *m, const float *x, const float *res, con
     gemm_row(m, tk->code, tk->mm, bug);
     for (size_t h = 0; h < heads; h++) {
         int kh = h >= m->Nq;
-        norm_bias(tk->mm + h * D, D, m->hw[kh], bug == UG_V_MUT_QK_NORM_NO_BIAS ? NULL : m->hb[kh], m->eps, m->scratch,
-                  tk->qkn + h * D, bug);
+        norm_bias(tk->mm + h * D, D, m->hw[kh], bug == UG_VAR_MUT_QK_NORM_NO_BIAS ? NULL : m->hb[kh], m->eps,
+                  m->scratch, tk->qkn + h * D, bug);
         memcpy(tk->qk + h * D, tk->qkn + h * D, D * sizeof *tk->qk);
         rope(tk->qk + h * D, cs, sn, m->R, bug);
     }

@@ -17,7 +17,7 @@
  * ug_gpq_dev_free. Every buffer of ug_gpq_tok holds the values the kernel exports.
  * ug_gpq_kernel is the whole walk (bind, every token, store every exported stage) of a
  * kernel whose declaration has glm_attention_pre_quant's tensors and params.
- * Legal variants (UG_V_LEGAL_SEQ_FMA, UG_V_LEGAL_TILE64): the norms' sums of squares in another fp32 order (the
+ * Legal variants (UG_VAR_LEGAL_SEQ_FMA, UG_VAR_LEGAL_TILE64): the norms' sums of squares in another fp32 order (the
  * certified device model's sums in any order); the GEMM's integer sum is exact in any order
  * and sqrt and the division are correctly rounded fp32 operations in the contract. */
 #ifndef UG_SIM_GLM_PRE_QUANT_H

@@ -160,15 +160,15 @@ static void butterfly(float *v, size_t d, ug_variant_code bug)
                 v[j] = a + b; /* rounds: fp32 */
                 v[j + len] = a - b;
             }
-    if (bug == UG_V_MUT_HADAMARD_UNNORMALISED) return; /* bug: 1/sqrt(D) left out */
-    float inv = 1.0f / sqrtf((float)d);                /* rounds: fp32 constant */
-    for (size_t i = 0; i < d; i++) v[i] *= inv;        /* rounds: fp32 */
+    if (bug == UG_VAR_MUT_HADAMARD_UNNORMALISED) return; /* bug: 1/sqrt(D) left out */
+    float inv = 1.0f / sqrtf((float)d);                  /* rounds: fp32 constant */
+    for (size_t i = 0; i < d; i++) v[i] *= inv;          /* rounds: fp32 */
 }
 
 /* e4m3 conversion the way the device does it: saturating (bug: overflow becomes NaN). */
 static float to_e4m3_input(float x, ug_variant_code bug)
 {
-    if (bug == UG_V_MUT_NO_SATURATION && fabsf(x) >= 464.0f) return NAN; /* 464: midpoint 448..480 */
+    if (bug == UG_VAR_MUT_NO_SATURATION && fabsf(x) >= 464.0f) return NAN; /* 464: midpoint 448..480 */
     return x;
 }
 
@@ -181,10 +181,10 @@ static void quantise_int8(const float *v, size_t d, float amax, ug_variant_code 
         *scale = 0.0f;
         return;
     }
-    float r = (bug == UG_V_MUT_SCALE_128 ? 128.0f : 127.0f) / amax; /* rounds: fp32 (bug: 128) */
+    float r = (bug == UG_VAR_MUT_SCALE_128 ? 128.0f : 127.0f) / amax; /* rounds: fp32 (bug: 128) */
     for (size_t i = 0; i < d; i++) {
         float y = v[i] * r;                                         /* rounds: fp32 */
-        y = bug == UG_V_MUT_TRUNC ? truncf(y) : nearbyintf(y);      /* rounds: RNE (bug: toward zero) */
+        y = bug == UG_VAR_MUT_TRUNC ? truncf(y) : nearbyintf(y);    /* rounds: RNE (bug: toward zero) */
         codes[i] = y > 127.0f ? 127.0f : y < -128.0f ? -128.0f : y; /* saturating int8 */
     }
     *scale = 1.0f / r; /* rounds: fp32, then fp16 at the store */
@@ -210,11 +210,11 @@ void lip_sim_quantise(const float *v, size_t d, lip8_format fmt, ug_variant_code
             continue;
         }
         if (fmt == LIP8_FP8) {
-            scale = amax / (bug == UG_V_MUT_SCALE_440 ? 440.0f : 448.0f); /* rounds: fp32 (bug: 440, not e4m3 max) */
+            scale = amax / (bug == UG_VAR_MUT_SCALE_440 ? 440.0f : 448.0f); /* rounds: fp32 (bug: 440, not e4m3 max) */
         } else if (amax == 0.0f) {
             scale = ldexpf(1.0f, -127);
         } else {
-            int e = ilogbf(amax) - (bug == UG_V_MUT_MX_EXP_OFF_BY_ONE ? 7 : 8); /* bug: emax 7 */
+            int e = ilogbf(amax) - (bug == UG_VAR_MUT_MX_EXP_OFF_BY_ONE ? 7 : 8); /* bug: emax 7 */
             e = e < -127 ? -127 : e > 127 ? 127 : e;
             scale = ldexpf(1.0f, e); /* exact: a power of two */
         }
@@ -290,18 +290,18 @@ static void layer_norm_legal(float *v, size_t d, const float *g, const float *b,
 
 static void layer_norm(float *v, size_t d, const float *g, const float *b, float eps, ug_variant_code bug)
 {
-    if (bug == UG_V_LEGAL_SEQ_FMA || bug == UG_V_LEGAL_TILE64) {
-        layer_norm_legal(v, d, g, b, eps, bug == UG_V_LEGAL_SEQ_FMA ? UG_PL_SEQ_FMA : UG_PL_TILE64);
+    if (bug == UG_VAR_LEGAL_SEQ_FMA || bug == UG_VAR_LEGAL_TILE64) {
+        layer_norm_legal(v, d, g, b, eps, bug == UG_VAR_LEGAL_SEQ_FMA ? UG_PL_SEQ_FMA : UG_PL_TILE64);
         return;
     }
     float mean = 0.0f, var = 0.0f;
     for (size_t i = 0; i < d; i++) mean += v[i]; /* rounds: fp32 */
     mean /= (float)d;
-    for (size_t i = 0; i < d; i++) var += (v[i] - mean) * (v[i] - mean);                          /* rounds: fp32 */
-    float rstd = 1.0f / sqrtf(var / (float)d + eps);                                              /* rounds: fp32 */
-    if (bug == UG_V_LEGAL_FN_ULPS) rstd = ug_pl_rsqrt(rstd, var / (float)d + eps, UG_PL_FN_ULPS); /* a device rsqrt */
+    for (size_t i = 0; i < d; i++) var += (v[i] - mean) * (v[i] - mean);                            /* rounds: fp32 */
+    float rstd = 1.0f / sqrtf(var / (float)d + eps);                                                /* rounds: fp32 */
+    if (bug == UG_VAR_LEGAL_FN_ULPS) rstd = ug_pl_rsqrt(rstd, var / (float)d + eps, UG_PL_FN_ULPS); /* a device rsqrt */
     for (size_t i = 0; i < d; i++) /* rounds: fp32 (bug: beta left out) */
-        v[i] = bug == UG_V_MUT_LN_NO_BETA ? (v[i] - mean) * rstd * g[i] : (v[i] - mean) * rstd * g[i] + b[i];
+        v[i] = bug == UG_VAR_MUT_LN_NO_BETA ? (v[i] - mean) * rstd * g[i] : (v[i] - mean) * rstd * g[i] + b[i];
 }
 
 /* k_norm rmsnorm (the reference suite's k norm): v*rstd*gamma, rstd from the mean of
@@ -309,13 +309,13 @@ static void layer_norm(float *v, size_t d, const float *g, const float *b, float
 static void rms_norm(float *v, size_t d, const float *g, float eps, ug_variant_code bug)
 {
     float ss = 0.0f;
-    if (bug == UG_V_LEGAL_SEQ_FMA || bug == UG_V_LEGAL_TILE64) /* rounds: fp32, the legal variant's order */
-        ss = ug_pl_dot(v, v, d, bug == UG_V_LEGAL_SEQ_FMA ? UG_PL_SEQ_FMA : UG_PL_TILE64);
+    if (bug == UG_VAR_LEGAL_SEQ_FMA || bug == UG_VAR_LEGAL_TILE64) /* rounds: fp32, the legal variant's order */
+        ss = ug_pl_dot(v, v, d, bug == UG_VAR_LEGAL_SEQ_FMA ? UG_PL_SEQ_FMA : UG_PL_TILE64);
     else
-        for (size_t i = 0; i < d; i++) ss += v[i] * v[i];                                        /* rounds: fp32 */
-    float rstd = 1.0f / sqrtf(ss / (float)d + eps);                                              /* rounds: fp32 */
-    if (bug == UG_V_LEGAL_FN_ULPS) rstd = ug_pl_rsqrt(rstd, ss / (float)d + eps, UG_PL_FN_ULPS); /* a device rsqrt */
-    for (size_t i = 0; i < d; i++) v[i] = v[i] * rstd * g[i];                                    /* rounds: fp32 */
+        for (size_t i = 0; i < d; i++) ss += v[i] * v[i];                                          /* rounds: fp32 */
+    float rstd = 1.0f / sqrtf(ss / (float)d + eps);                                                /* rounds: fp32 */
+    if (bug == UG_VAR_LEGAL_FN_ULPS) rstd = ug_pl_rsqrt(rstd, ss / (float)d + eps, UG_PL_FN_ULPS); /* a device rsqrt */
+    for (size_t i = 0; i < d; i++) v[i] = v[i] * rstd * g[i];                                      /* rounds: fp32 */
 }
 
 /* The weights widened once, a row's scratch, and a block of TOKEN_BLOCK tokens: their x
@@ -452,8 +452,8 @@ static int load_weights(lip_sim *s)
     ug_sim_load(io->gamma, 0, d, b->g);
     ug_sim_load(io->beta, 0, d, b->b);
     if (io->hq) {
-        load_dense(io->hq, d, s->bug == UG_V_MUT_HADAMARD_TRANSPOSED, b->hq);
-        load_dense(io->hk, d, s->bug == UG_V_MUT_HADAMARD_TRANSPOSED, b->hk);
+        load_dense(io->hq, d, s->bug == UG_VAR_MUT_HADAMARD_TRANSPOSED, b->hq);
+        load_dense(io->hk, d, s->bug == UG_VAR_MUT_HADAMARD_TRANSPOSED, b->hk);
     }
     return io->wqb ? load_wqb(s) : 0;
 }
@@ -490,14 +490,14 @@ lip_sim *lip_sim_open_ex(const ulpgym_call *call, lip8_format fmt, ug_variant_co
     size_t hi = io->cs_w == io->half ? 0 : io->half; /* the second half's table column */
     s->rq = (lip_rot){b->cs, b->sn, b->cs + hi, b->sn + hi, io->half, b->hq, b->u, b->tile}, s->rk = s->rq;
     s->rk.h = io->hk ? b->hk : NULL;
-    s->order = bug == UG_V_LEGAL_SEQ_FMA ? UG_PL_SEQ_FMA : bug == UG_V_LEGAL_TILE64 ? UG_PL_TILE64 : UG_PL_NONE;
+    s->order = bug == UG_VAR_LEGAL_SEQ_FMA ? UG_PL_SEQ_FMA : bug == UG_VAR_LEGAL_TILE64 ? UG_PL_TILE64 : UG_PL_NONE;
     s->rq.legal = s->rk.legal = s->order, s->rq.col = s->rk.col = b->col;
     for (size_t i = 0; i < d; i++) b->zero[i] = 0.0f;
     float empty_scale = fmt == LIP8_MX ? ldexpf(1.0f, -127) : 0.0f;
     for (size_t i = 0; i < ns; i++) b->scales[i] = empty_scale;
     for (size_t i = 0; i < io->n_slots; i++) store_slot(io, fmt, i, b->zero, b->scales); /* the empty cache */
     /* rounds: fp32 constant (bug: 1/sqrt(D), the heads' factor left out) */
-    s->cst = 1.0f / sqrtf((float)((bug == UG_V_MUT_WEIGHTS_NO_HEADS ? 1 : io->heads) * d));
+    s->cst = 1.0f / sqrtf((float)((bug == UG_VAR_MUT_WEIGHTS_NO_HEADS ? 1 : io->heads) * d));
     return s;
 }
 
@@ -567,8 +567,8 @@ static long k_slot(const lip_sim *s, size_t t)
 {
     float slot;
     ug_sim_load(s->io.slots, t, 1, &slot);
-    if (slot < 0) return s->bug == UG_V_MUT_PAD_SLOT_WRAPS ? (long)s->io.n_slots - 1 : -1; /* bug: cache[-1] */
-    if (s->bug == UG_V_MUT_SLOT_OFF_BY_ONE) return ((long)slot + 1) % (long)s->io.n_slots; /* bug: one past */
+    if (slot < 0) return s->bug == UG_VAR_MUT_PAD_SLOT_WRAPS ? (long)s->io.n_slots - 1 : -1; /* bug: cache[-1] */
+    if (s->bug == UG_VAR_MUT_SLOT_OFF_BY_ONE) return ((long)slot + 1) % (long)s->io.n_slots; /* bug: one past */
     return (long)slot;
 }
 

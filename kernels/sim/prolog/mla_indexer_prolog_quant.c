@@ -85,19 +85,19 @@ static const float *cq_query(mip_cq *m, size_t t)
 static int indexer_half(const ulpgym_call *call, const ug_params *p, ug_variant_code bug, char *err, size_t errlen)
 {
     float eps =
-        (float)ug_p_num(p, bug == UG_V_MUT_IDX_EPS_SHARED ? "eps" : "idx_eps"); /* exact: fp32 values (bug: MLA's) */
-    lip_sim_opts o = {eps, bug == UG_V_MUT_IDX_K_RMSNORM, 1};                   /* bug: the MLA's RMSNorm */
+        (float)ug_p_num(p, bug == UG_VAR_MUT_IDX_EPS_SHARED ? "eps" : "idx_eps"); /* exact: fp32 values (bug: MLA's) */
+    lip_sim_opts o = {eps, bug == UG_VAR_MUT_IDX_K_RMSNORM, 1};                   /* bug: the MLA's RMSNorm */
     int status;
-    ug_variant_code lb = bug == UG_V_MUT_IDX_PAD_SLOT_WRAPS    ? UG_V_MUT_PAD_SLOT_WRAPS
+    ug_variant_code lb = bug == UG_VAR_MUT_IDX_PAD_SLOT_WRAPS  ? UG_VAR_MUT_PAD_SLOT_WRAPS
                          : ug_pl_of_variant(bug) != UG_PL_NONE ? bug
-                                                               : UG_V_SIM; /* a legal variant: the indexer's own */
+                                                               : UG_VAR_SIM; /* a legal variant: the indexer's own */
     lip_sim *s = lip_sim_open_ex(call, LIP8_INT8, lb, &o, err, errlen, &status);
     if (!s) return status;
     mip_cq m = {0};
-    int rc = bug == UG_V_MUT_IDX_Q_FROM_CQ ? cq_open(&m, call, p, err, errlen) : 0;
+    int rc = bug == UG_VAR_MUT_IDX_Q_FROM_CQ ? cq_open(&m, call, p, err, errlen) : 0;
     for (size_t t = 0; !rc && t < lip_sim_tokens(s); t++)
         lip_sim_token_q(s, t,
-                        bug == UG_V_MUT_IDX_Q_FROM_CQ ? cq_query(&m, t) : NULL); /* NULL: q from q_norm (staged) */
+                        bug == UG_VAR_MUT_IDX_Q_FROM_CQ ? cq_query(&m, t) : NULL); /* NULL: q from q_norm (staged) */
     cq_free(&m);
     lip_sim_close(s);
     return rc;

@@ -56,10 +56,10 @@ static void mla_store_qnorm(mla_ctx *m, size_t t, ug_variant_code bug)
 {
     if (!m->q_norm) return;
     const float *out = m->cq;
-    if (bug == UG_V_MUT_QNORM_NO_GAMMA || bug == UG_V_MUT_QNORM_PRENORM) {
+    if (bug == UG_VAR_MUT_QNORM_NO_GAMMA || bug == UG_VAR_MUT_QNORM_PRENORM) {
         for (size_t j = 0; j < m->Lq; j++) m->qn[j] = ug_ktile_dot_f32(m->xr, m->wdq + j * m->h, m->h);
         /* bug (no gamma): the norm with unit weights; bug (pre-norm): x·W_dq before the norm */
-        if (bug == UG_V_MUT_QNORM_NO_GAMMA)
+        if (bug == UG_VAR_MUT_QNORM_NO_GAMMA)
             ug_mla_rmsnorm_bf16(m->qn, m->ones, m->Lq, m->eps, UG_MLA_NORM_OK, UG_PL_NONE);
         out = m->qn;
     }
@@ -79,7 +79,7 @@ static void mla_query(mla_ctx *m, size_t t, ug_variant_code bug)
         for (size_t l = 0; l < m->Lkv; l++) /* rounds: fp32 dot (stored as bf16 below) */
             m->o[l] = ug_pl_dot(m->q, m->wuk + (n * m->Lkv + l) * m->dn, m->dn, m->legal);
         ug_sim_store(m->q_nope_abs, (t * m->N + n) * m->Lkv, m->Lkv, m->o); /* rounds: bf16 */
-        ug_mla_rope(m->q + m->dn, m->cs, m->sn, m->dr, m->rope_inter, bug == UG_V_MUT_ROPE_SIN_SIGN);
+        ug_mla_rope(m->q + m->dn, m->cs, m->sn, m->dr, m->rope_inter, bug == UG_VAR_MUT_ROPE_SIN_SIGN);
         ug_sim_store(m->q_rope, (t * m->N + n) * m->dr, m->dr, m->q + m->dn); /* rounds: bf16 */
     }
 }
@@ -91,10 +91,10 @@ static void mla_key(mla_ctx *m, size_t t, long slot, ug_variant_code bug)
     for (size_t j = 0; j < w; j++) /* rounds: fp32 dot, then bf16 (kv_a_proj) */
         m->kv[j] = ug_sim_round_bf16(ug_pl_dot(m->xr, m->wdkv + j * m->h, m->h, m->legal));
     ug_mla_rmsnorm_bf16(m->kv, m->gkv, m->Lkv, m->eps,
-                        bug == UG_V_MUT_KV_NORM_BF16 ? UG_MLA_NORM_BF16_SUM : UG_MLA_NORM_OK, m->legal);
-    ug_mla_rope(m->kv + m->Lkv, m->cs, m->sn, m->dr, m->rope_inter, bug == UG_V_MUT_ROPE_SIN_SIGN);
-    if (slot < 0) return;                        /* padding token */
-    if (bug == UG_V_MUT_SLOT_OFF_BY_ONE) slot++; /* bug: slot = block*bs + offset + 1 */
+                        bug == UG_VAR_MUT_KV_NORM_BF16 ? UG_MLA_NORM_BF16_SUM : UG_MLA_NORM_OK, m->legal);
+    ug_mla_rope(m->kv + m->Lkv, m->cs, m->sn, m->dr, m->rope_inter, bug == UG_VAR_MUT_ROPE_SIN_SIGN);
+    if (slot < 0) return;                          /* padding token */
+    if (bug == UG_VAR_MUT_SLOT_OFF_BY_ONE) slot++; /* bug: slot = block*bs + offset + 1 */
     if ((size_t)slot >= m->S) return;
     ug_sim_store(m->kv_cache, (size_t)slot * m->Lkv, m->Lkv, m->kv);        /* exact: already bf16 */
     ug_sim_store(m->kr_cache, (size_t)slot * m->dr, m->dr, m->kv + m->Lkv); /* rounds: bf16 */
@@ -192,7 +192,7 @@ static int mla_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     mla_copy_cache(m.kv_in, m.kv_cache, m.S, m.Lkv, m.o);
     mla_copy_cache(m.kr_in, m.kr_cache, m.S, m.dr, m.o);
     size_t tiles = m.T / MLA_TOKEN_TILE ? m.T / MLA_TOKEN_TILE : 1; /* the mutant's floor */
-    size_t scatter_end = bug == UG_V_MUT_TAIL_TOKENS && tiles * MLA_TOKEN_TILE < m.T ? tiles * MLA_TOKEN_TILE : m.T;
+    size_t scatter_end = bug == UG_VAR_MUT_TAIL_TOKENS && tiles * MLA_TOKEN_TILE < m.T ? tiles * MLA_TOKEN_TILE : m.T;
     for (size_t t = 0; t < m.T; t++) {
         float s;
         ug_sim_load(m.slot, t, 1, &s);

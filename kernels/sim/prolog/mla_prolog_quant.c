@@ -116,7 +116,7 @@ static void query_quant(mlaq_ctx *k)
     }
     for (size_t t = 0; t < k->T; t++) {
         float amax = ug_mlaq_k_amax(k->cq + t * Lq, Lq, &fin);
-        if (k->bug == UG_V_MUT_SCALE_PER_TENSOR) amax = amax_all, fin = fin_all; /* bug: one scale for every token */
+        if (k->bug == UG_VAR_MUT_SCALE_PER_TENSOR) amax = amax_all, fin = fin_all; /* bug: one scale for every token */
         float s = ug_mlaq_k_quant(k->cq + t * Lq, Lq, amax, fin, k->codes, k->kb.half_away);
         ug_sim_store(k->q_norm, t * Lq, Lq, k->codes); /* exact: integers */
         ug_sim_store(k->q_scale, t, 1, &s);            /* exact: fp32 */
@@ -174,7 +174,7 @@ static int key_token(mlaq_ctx *k, size_t t, char *err, size_t errlen)
     ug_sim_load(k->x, t * w->h, w->h, k->xr);
     load_rope(k, t);
     ug_mlaq_k_key(w, k->xr, k->cs, k->sn, k->codes, k->scales, k->r, k->buf, &k->kb);
-    size_t slot = (size_t)s + (k->bug == UG_V_MUT_SLOT_NEXT_BLOCK ? k->bs : 0); /* bug: one block too far */
+    size_t slot = (size_t)s + (k->bug == UG_VAR_MUT_SLOT_NEXT_BLOCK ? k->bs : 0); /* bug: one block too far */
     if (slot >= k->S) return 0;
     ug_sim_store(k->kv_cache, slot * w->Lkv, w->Lkv, k->codes); /* exact: integers */
     ug_sim_store(k->kv_scale, slot * k->G, k->G, k->scales);    /* exact: fp32 */
@@ -186,7 +186,7 @@ int ug_mlaq_k_run(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
     ug_prolog_legal legal = ug_pl_of_variant(bug);
     if (legal != UG_PL_NONE) /* a legal variant: the correct kernel with other numerics */
-        return ug_mlaq_k_run_legal(call, err, errlen, UG_V_SIM, legal);
+        return ug_mlaq_k_run_legal(call, err, errlen, UG_VAR_SIM, legal);
     return ug_mlaq_k_run_legal(call, err, errlen, bug, UG_PL_NONE);
 }
 
@@ -196,9 +196,9 @@ int ug_mlaq_k_run_legal(const ulpgym_call *call, char *err, size_t errlen, int b
     int rc = mlaq_bind(&k, call, err, errlen);
     if (rc) return rc;
     k.bug = (ug_variant_code)bug;
-    k.kb = (ug_mlaq_k_bugs){bug == UG_V_MUT_EPS_OUTSIDE ? UG_MLA_NORM_EPS_OUTSIDE : UG_MLA_NORM_OK,
-                            bug == UG_V_MUT_ROPE_INTERLEAVED, bug == UG_V_MUT_KV_GROUP_64, bug == UG_V_MUT_HALF_AWAY,
-                            legal};
+    k.kb = (ug_mlaq_k_bugs){bug == UG_VAR_MUT_EPS_OUTSIDE ? UG_MLA_NORM_EPS_OUTSIDE : UG_MLA_NORM_OK,
+                            bug == UG_VAR_MUT_ROPE_INTERLEAVED, bug == UG_VAR_MUT_KV_GROUP_64,
+                            bug == UG_VAR_MUT_HALF_AWAY, legal};
     if (ug_mlaq_k_load(&k.w, k.w_dq, k.g_q, k.w_uq, k.s_uq, k.w_uk, k.w_dkv, k.g_kv) || mlaq_alloc(&k)) {
         ug_mlaq_k_free(&k.w);
         return -1;

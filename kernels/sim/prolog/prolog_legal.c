@@ -43,10 +43,10 @@ float ug_pl_sum(const float *v, size_t n, ug_prolog_legal how)
 
 ug_prolog_legal ug_pl_of_variant(int variant)
 {
-    return variant == UG_V_LEGAL_SEQ_FMA   ? UG_PL_SEQ_FMA
-           : variant == UG_V_LEGAL_TILE64  ? UG_PL_TILE64
-           : variant == UG_V_LEGAL_FN_ULPS ? UG_PL_FN_ULPS
-                                           : UG_PL_NONE;
+    return variant == UG_VAR_LEGAL_SEQ_FMA   ? UG_PL_SEQ_FMA
+           : variant == UG_VAR_LEGAL_TILE64  ? UG_PL_TILE64
+           : variant == UG_VAR_LEGAL_FN_ULPS ? UG_PL_FN_ULPS
+                                             : UG_PL_NONE;
 }
 
 float ug_pl_rsqrt(float r, float x, ug_prolog_legal how)

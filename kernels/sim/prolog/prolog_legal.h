@@ -16,8 +16,8 @@ typedef enum {
     UG_PL_FN_ULPS  /* the reductions the kernel's own; rsqrt moved UG_SIM_FN_ULPS fp32 ulps (ug_sim_fn_ulps) */
 } ug_prolog_legal;
 
-/* The legal order a prolog kernel's variant names: UG_V_LEGAL_SEQ_FMA, UG_V_LEGAL_TILE64 and
- * UG_V_LEGAL_FN_ULPS give theirs, any other variant UG_PL_NONE. */
+/* The legal order a prolog kernel's variant names: UG_VAR_LEGAL_SEQ_FMA, UG_VAR_LEGAL_TILE64 and
+ * UG_VAR_LEGAL_FN_ULPS give theirs, any other variant UG_PL_NONE. */
 ug_prolog_legal ug_pl_of_variant(int variant);
 
 /* The K-tile of UG_PL_TILE64. */
