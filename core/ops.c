@@ -48,11 +48,13 @@ int ug_op_join_variants(ug_op_def *d, const char *const *codes, int n_codes, cha
 {
     for (int i = 0; i < d->n_variants; i++) {
         const char *name = d->variants[i].name;
-        int code = 0;
+        int code = 0, twice = 0;
         while (code < n_codes && strcmp(codes[code], name) != 0) code++;
-        if (code == n_codes || (i == 0) != (strcmp(name, "sim") == 0)) {
+        for (int j = 0; j < i; j++) twice |= strcmp(d->variants[j].name, name) == 0;
+        if (code == n_codes || twice || (i == 0) != (strcmp(name, "sim") == 0)) {
             snprintf(err, errlen, "declaration of %s: \"sim_variants\"[%d] \"%s\" %s", d->decl.op, i, name,
                      code == n_codes ? "has no variant code (cmake/op_params.cmake makes them; rebuild)"
+                     : twice         ? "is listed twice"
                                      : "is out of place: \"sim\" comes first, once");
             return -1;
         }

@@ -304,6 +304,14 @@ static void check_sim_variants(void)
             ug_op_join_variants(&swapped, codes, 3, err, sizeof err) == -1 &&
             strstr(err, "[0] \"mut_x\" is out of place"),
         "sim not first: %s", err);
+    ug_op_def twice = {0};
+    CHECK(ug_op_def_load(&twice, "t_op",
+                         T_DECL_VARIANTS("{\"name\":\"sim\",\"desc\":\"right\"},{\"name\":\"mut_x\",\"desc\":\"a\"},"
+                                         "{\"name\":\"mut_x\",\"desc\":\"b\"}"),
+                         err, sizeof err) == 0 &&
+              ug_op_join_variants(&twice, codes, 3, err, sizeof err) == -1 &&
+              strstr(err, "[2] \"mut_x\" is listed twice"),
+          "a variant listed twice: %s", err);
     /* the legal variants' codes are 1 .. UG_VAR_LEGAL_END - 1 (a sim kernel's ug_sim_legal) */
     for (int code = 0; code < UG_VAR_COUNT; code++)
         CHECK(ug_variant_legal(ug_variant_names[code]) == (code > UG_VAR_SIM && code < UG_VAR_LEGAL_END), "code %d: %s",
