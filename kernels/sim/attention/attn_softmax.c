@@ -126,7 +126,7 @@ static int softmax_kernel(const ulpgym_call *call, char *err, size_t errlen, int
         }
         float m, s;
         if (bug == UG_VAR_LEGAL_TWO_PASS || bug == UG_VAR_LEGAL_PAIRWISE) {
-            two_pass_stats(z, e, n, (ug_variant_code)bug, &m, &s);
+            two_pass_stats(z, e, n, bug, &m, &s);
             for (size_t j = 0; j < n; j++) z[j] = m == -INFINITY ? 0.0f : e[j] / s; /* rounds: fp32 division */
         } else {
             online_stats(z, n, bug, &m, &s);

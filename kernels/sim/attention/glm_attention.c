@@ -87,7 +87,7 @@ static int ga_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     if (bug == UG_VAR_LEGAL_TILE16) g.tile_keys = 16;             /* legal: 16-key tiles */
     if (bug == UG_VAR_LEGAL_TWO_PASS) g.legal = UG_GLP_LEGAL_TWO_PASS;
     if (bug == UG_VAR_LEGAL_FN_ULPS) g.legal = UG_GLP_LEGAL_FN_ULPS;
-    return ug_glp_run(&g, (ug_variant_code)bug); /* the walk's own mutants act there */
+    return ug_glp_run(&g, bug); /* the walk's own mutants act there */
 }
 
 const ug_kernel_fn ug_sim_glm_attention = ga_kernel;

@@ -117,7 +117,7 @@ static int fu_attend(const fu_ctx *f, float scale)
 
 static int fu_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
-    fu_ctx f = {.bug = (ug_variant_code)bug};
+    fu_ctx f = {.bug = bug};
     float scale;
     int rc = fu_bind(call, &f, &scale, err, errlen);
     if (rc) return rc;

@@ -152,7 +152,7 @@ static int mla_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
         if (bug == UG_VAR_MUT_DROP_PARTIAL_BLOCK) len -= len % m.bs; /* bug: only whole blocks are read */
         for (long g = 0; g < m.nkv && !rc; g++) {
             rc = mla_gather(&m, b, g, len, kf, err, errlen);
-            if (!rc) mla_heads(&m, &cfg, b, g, len, kf, qf, of, scratch, (ug_variant_code)bug, rk);
+            if (!rc) mla_heads(&m, &cfg, b, g, len, kf, qf, of, scratch, bug, rk);
         }
     }
     free(kf);

@@ -65,7 +65,7 @@ static int li_open(const ulpgym_call *call, li_view *v, int bug, char *err, size
     ug_params_free(&p);
     v->H = v->q->shape[1], v->Dh = v->q->shape[2], v->bs = v->kc->shape[1], v->mb = v->bt->shape[1];
     v->k = v->out->shape[2];
-    v->bug = (ug_variant_code)bug;
+    v->bug = bug;
     return 0;
 }
 

@@ -173,7 +173,7 @@ static int sfa_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
         ug_sim_load(v.q, (size_t)t * nh * dk, nh * dk, qf); /* the token's heads share its selected rows */
         ug_gl_attn_rows(&cfg, qf, dk, nh, kf, kf, (size_t)n, of, dv, scratch); /* V = first 512 dims of each row */
         ug_sim_store(v.o, (size_t)t * nh * dv, nh * dv, of);                   /* rounds: bf16 output */
-        sfa_store_max_sum(&v, t, (ug_variant_code)bug, mf, lf);
+        sfa_store_max_sum(&v, t, bug, mf, lf);
     }
     free(kf);
     free(scratch);

@@ -257,13 +257,13 @@ static int cgdr_kernel(const ulpgym_call *call, char *err, size_t errlen, int bu
         ug_delta_io_close(&io);
         return -1;
     }
-    w.how = (ug_variant_code)bug; /* dotv and the accumulations read it: the legal variants' orders */
+    w.how = bug; /* dotv and the accumulations read it: the legal variants' orders */
     for (size_t h = 0; h < io.hv; h++)
         for (size_t b = 0, first = 0; b < io.seqs; b++) {
             size_t end = first + ug_delta_io_seq_len(&io, b), row = (b * io.hv + h) * state; /* h0, ht [b*Hv + h] */
             if (b == 0 || bug != UG_VAR_MUT_STATE_ACROSS_SEQS) ug_delta_io_load(io.h0, row, state, S);
             /* bug (mut_state_across_seqs): the previous sequence's final state carried on instead of its own h0 */
-            sequence_head(&w, &io, h, first, end, S, (ug_variant_code)bug);
+            sequence_head(&w, &io, h, first, end, S, bug);
             ug_sim_store(io.ht, row, state, S);
             first = end;
         }

@@ -35,10 +35,10 @@ static int ffn_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     gmoe_ffn k;
     const ulpgym_tensor *out, **slots[] = {&out};
     if (ug_sim_bind(call, "out", slots, err, errlen)) return -2;
-    int rc = gmoe_ffn_open(&k, call, (ug_variant_code)bug, err, errlen);
+    int rc = gmoe_ffn_open(&k, call, bug, err, errlen);
     if (rc) return rc;
     for (size_t t = 0; t < k.T; t++) {
-        gmoe_ffn_token(&k, t, (ug_variant_code)bug);
+        gmoe_ffn_token(&k, t, bug);
         ug_sim_store(out, t * k.h, k.h, k.o); /* rounds: bf16 */
     }
     gmoe_ffn_close(&k);

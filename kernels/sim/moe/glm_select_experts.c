@@ -34,7 +34,7 @@ static int se_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
     gmoe_se_cfg c;
-    gmoe_se_cfg_read(&p, x->shape[1], w->shape[1], bug == UG_VAR_LEGAL_FN_ULPS ? UG_VAR_SIM : (ug_variant_code)bug, &c);
+    gmoe_se_cfg_read(&p, x->shape[1], w->shape[1], bug == UG_VAR_LEGAL_FN_ULPS ? UG_VAR_SIM : bug, &c);
     c.fn_ulps = bug == UG_VAR_LEGAL_FN_ULPS ? UG_SIM_FN_ULPS : 0; /* legal: a device's sigmoid */
     ug_params_free(&p);
     size_t T = (size_t)x->shape[0], E = (size_t)c.E, K = (size_t)c.k;

@@ -144,7 +144,7 @@ static int moe_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     for (size_t t = 0; wt && t < T; t++) {
         const float *w_t = wt + t * K;
         for (size_t j = 0; j < h; j++) acc[j] = 0.0f;
-        combine_order(slot_rank + t * K, K, (ug_variant_code)bug, ord);
+        combine_order(slot_rank + t * K, K, bug, ord);
         for (size_t i = 0; i < K; i++) {
             size_t s = ord[i];
             const float *y = rows + (t * K + s) * h;

@@ -155,7 +155,7 @@ static int mar_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
                 rank_partial(x, w + r * kk * n, kk, n, parts + r * n, tile);
             if (io.partials) ug_sim_store(io.partials, (r * io.t + t) * n, n, parts + r * n); /* exact: bf16 values */
         }
-        all_reduce(parts, W, n, y, io.bf16_reduce, (ug_variant_code)bug);
+        all_reduce(parts, W, n, y, io.bf16_reduce, bug);
         ug_sim_load(io.res, t * n, n, res);
         int res_late = bug == UG_VAR_MUT_RESIDUAL_AFTER_NORM; /* bug: residual added after the norm */
         for (size_t j = 0; j < n; j++) y[j] += res[j];        /* rounds: fp32 */

@@ -21,7 +21,7 @@
 
 static int pq_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug)
 {
-    return ug_gpq_kernel(call, err, errlen, (ug_variant_code)bug, NULL, NULL);
+    return ug_gpq_kernel(call, err, errlen, bug, NULL, NULL);
 }
 
 const ug_kernel_fn ug_sim_glm_attention_pre_quant = pq_kernel;

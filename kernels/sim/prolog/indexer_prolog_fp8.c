@@ -290,8 +290,9 @@ static void layer_norm_legal(float *v, size_t d, const float *g, const float *b,
 
 static void layer_norm(float *v, size_t d, const float *g, const float *b, float eps, ug_variant_code bug)
 {
-    if (bug == UG_VAR_LEGAL_SEQ_FMA || bug == UG_VAR_LEGAL_TILE64) {
-        layer_norm_legal(v, d, g, b, eps, bug == UG_VAR_LEGAL_SEQ_FMA ? UG_PL_SEQ_FMA : UG_PL_TILE64);
+    ug_prolog_legal order = ug_pl_sum_order(bug);
+    if (order != UG_PL_NONE) {
+        layer_norm_legal(v, d, g, b, eps, order);
         return;
     }
     float mean = 0.0f, var = 0.0f;
@@ -309,8 +310,9 @@ static void layer_norm(float *v, size_t d, const float *g, const float *b, float
 static void rms_norm(float *v, size_t d, const float *g, float eps, ug_variant_code bug)
 {
     float ss = 0.0f;
-    if (bug == UG_VAR_LEGAL_SEQ_FMA || bug == UG_VAR_LEGAL_TILE64) /* rounds: fp32, the legal variant's order */
-        ss = ug_pl_dot(v, v, d, bug == UG_VAR_LEGAL_SEQ_FMA ? UG_PL_SEQ_FMA : UG_PL_TILE64);
+    ug_prolog_legal order = ug_pl_sum_order(bug);
+    if (order != UG_PL_NONE) /* rounds: fp32, the legal variant's order */
+        ss = ug_pl_dot(v, v, d, order);
     else
         for (size_t i = 0; i < d; i++) ss += v[i] * v[i];                                          /* rounds: fp32 */
     float rstd = 1.0f / sqrtf(ss / (float)d + eps);                                                /* rounds: fp32 */
@@ -490,7 +492,7 @@ lip_sim *lip_sim_open_ex(const ulpgym_call *call, lip8_format fmt, ug_variant_co
     size_t hi = io->cs_w == io->half ? 0 : io->half; /* the second half's table column */
     s->rq = (lip_rot){b->cs, b->sn, b->cs + hi, b->sn + hi, io->half, b->hq, b->u, b->tile}, s->rk = s->rq;
     s->rk.h = io->hk ? b->hk : NULL;
-    s->order = bug == UG_VAR_LEGAL_SEQ_FMA ? UG_PL_SEQ_FMA : bug == UG_VAR_LEGAL_TILE64 ? UG_PL_TILE64 : UG_PL_NONE;
+    s->order = ug_pl_sum_order(bug);
     s->rq.legal = s->rk.legal = s->order, s->rq.col = s->rk.col = b->col;
     for (size_t i = 0; i < d; i++) b->zero[i] = 0.0f;
     float empty_scale = fmt == LIP8_MX ? ldexpf(1.0f, -127) : 0.0f;
@@ -612,7 +614,7 @@ static int lip8_kernel(const ulpgym_call *call, char *err, size_t errlen, int bu
                       : !strcmp(call->op, "lightning_indexer_prolog_quant_fp8") ? LIP8_FP8
                                                                                 : LIP8_INT8;
     int status;
-    lip_sim *s = lip_sim_open(call, fmt, (ug_variant_code)bug, err, errlen, &status);
+    lip_sim *s = lip_sim_open(call, fmt, bug, err, errlen, &status);
     if (!s) return status;
     for (size_t t = 0; t < lip_sim_tokens(s); t++) lip_sim_token(s, t);
     lip_sim_close(s);

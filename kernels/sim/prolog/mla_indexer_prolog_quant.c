@@ -110,7 +110,7 @@ static int mip_kernel(const ulpgym_call *call, char *err, size_t errlen, int bug
     if (rc) return rc;
     ug_params p;
     if (ug_sim_params_parse(call, &p, err, errlen)) return -2;
-    rc = indexer_half(call, &p, (ug_variant_code)bug, err, errlen);
+    rc = indexer_half(call, &p, bug, err, errlen);
     ug_params_free(&p);
     return rc;
 }

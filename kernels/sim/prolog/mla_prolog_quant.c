@@ -195,7 +195,7 @@ int ug_mlaq_k_run_legal(const ulpgym_call *call, char *err, size_t errlen, int b
     mlaq_ctx k = {0};
     int rc = mlaq_bind(&k, call, err, errlen);
     if (rc) return rc;
-    k.bug = (ug_variant_code)bug;
+    k.bug = bug;
     k.kb = (ug_mlaq_k_bugs){bug == UG_VAR_MUT_EPS_OUTSIDE ? UG_MLA_NORM_EPS_OUTSIDE : UG_MLA_NORM_OK,
                             bug == UG_VAR_MUT_ROPE_INTERLEAVED, bug == UG_VAR_MUT_KV_GROUP_64,
                             bug == UG_VAR_MUT_HALF_AWAY, legal};

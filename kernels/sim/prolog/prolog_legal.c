@@ -49,6 +49,12 @@ ug_prolog_legal ug_pl_of_variant(int variant)
                                              : UG_PL_NONE;
 }
 
+ug_prolog_legal ug_pl_sum_order(int variant)
+{
+    ug_prolog_legal how = ug_pl_of_variant(variant);
+    return how == UG_PL_FN_ULPS ? UG_PL_NONE : how;
+}
+
 float ug_pl_rsqrt(float r, float x, ug_prolog_legal how)
 {
     return how == UG_PL_FN_ULPS ? ug_sim_fn_ulps(r, x, UG_SIM_FN_ULPS) : r; /* rounds: a device rsqrt */

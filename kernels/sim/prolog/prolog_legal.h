@@ -19,6 +19,9 @@ typedef enum {
 /* The legal order a prolog kernel's variant names: UG_VAR_LEGAL_SEQ_FMA, UG_VAR_LEGAL_TILE64 and
  * UG_VAR_LEGAL_FN_ULPS give theirs, any other variant UG_PL_NONE. */
 ug_prolog_legal ug_pl_of_variant(int variant);
+/* The order of the fp32 sums alone that variant names: ug_pl_of_variant's, but UG_PL_NONE
+ * for UG_VAR_LEGAL_FN_ULPS (which keeps the kernel's own sums). */
+ug_prolog_legal ug_pl_sum_order(int variant);
 
 /* The K-tile of UG_PL_TILE64. */
 #define UG_PL_TILE 64
